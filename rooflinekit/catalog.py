@@ -1,0 +1,237 @@
+"""Built-in catalogues of accelerators and models, read from the package's data files.
+
+``data/gpus.toml`` and ``data/models.toml`` hold one row per entry, each with a ``source``; GPU
+hourly prices come from ``data/prices.toml`` (illustrative and dated). Lookup by name is
+case-insensitive and ignores spaces, hyphens and underscores; an unknown name raises a
+``ValueError`` listing the closest names.
+
+Every collection can also be had as an :class:`xarray.Dataset` indexed by ``model`` / ``gpu``, so
+that a whole catalogue broadcasts through the formulas as one dimension.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import math
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from importlib import resources
+
+import numpy as np
+import xarray as xr
+
+from . import dims, units
+from .hardware import GPU
+from .models import ModelShape
+
+__all__ = ["gpu", "model", "gpus", "models", "to_dataset", "gpu_names", "model_names"]
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", str(name)).lower()
+
+
+def _read(filename: str) -> dict:
+    with resources.files("rooflinekit").joinpath("data").joinpath(filename).open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
+    row = dict(row)
+    row.pop("aliases", None)
+    name = row.pop("name")
+    if ("memory_gib" in row) == ("memory_gb" in row):
+        raise ValueError(f"gpus.toml row {name!r}: give exactly one of memory_gib, memory_gb")
+    memory = row.pop("memory_gib", None)
+    memory = memory * units.GiB if memory is not None else row.pop("memory_gb") * units.GB
+    flops = {k: v * units.TFLOPS for k, v in row.pop("dense_tflops").items()}
+    if "bf16" not in flops:
+        raise ValueError(f"gpus.toml row {name!r}: dense_tflops needs a bf16 entry")
+    link = row.pop("interconnect_gb_s", None)
+    latency = row.pop("interconnect_latency_us", None)
+    extra = {"interconnect_latency": latency * units.US} if latency is not None else {}
+    row.pop("notes", None)
+    return GPU(
+        name=name,
+        memory_bytes=memory,
+        hbm_bandwidth=row.pop("hbm_bandwidth_tb_s") * units.TB_PER_S,
+        peak_flops=flops["bf16"],
+        peak_flops_by_dtype=flops,
+        interconnect_bandwidth=None if link is None else link * units.GB_PER_S,
+        hourly_price=prices.get(_key(name)),
+        source=row.pop("source"),
+        **extra,
+        **row,
+    )
+
+
+def _model_from_row(row: Mapping) -> ModelShape:
+    row = dict(row)
+    row.pop("aliases", None)
+    row.pop("notes", None)
+    return ModelShape(**row)
+
+
+@functools.cache
+def _gpu_prices() -> dict[str, float]:
+    try:
+        table = _read("prices.toml").get("gpu_hourly", [])
+    except FileNotFoundError:
+        return {}
+    return {_key(row["gpu"]): float(row["usd_per_hour"]) for row in table}
+
+
+@functools.cache
+def _gpu_table() -> tuple[dict[str, GPU], dict[str, str]]:
+    rows = _read("gpus.toml")["gpu"]
+    return _index(rows, lambda r: _gpu_from_row(r, _gpu_prices()))
+
+
+@functools.cache
+def _model_table() -> tuple[dict[str, ModelShape], dict[str, str]]:
+    rows = _read("models.toml")["model"]
+    return _index(rows, _model_from_row)
+
+
+def _index(rows, build):
+    entries: dict[str, object] = {}
+    lookup: dict[str, str] = {}
+    for row in rows:
+        spec = build(row)
+        if spec.name in entries:
+            raise ValueError(f"duplicate catalogue name {spec.name!r}")
+        entries[spec.name] = spec
+        for alias in [spec.name, *row.get("aliases", [])]:
+            key = _key(alias)
+            if key in lookup and lookup[key] != spec.name:
+                raise ValueError(f"catalogue alias {alias!r} names both {lookup[key]!r} and "
+                                 f"{spec.name!r}")
+            lookup[key] = spec.name
+    return entries, lookup
+
+
+def _find(kind: str, name, table):
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name must be a string, got {type(name).__name__}")
+    entries, lookup = table
+    canonical = lookup.get(_key(name))
+    if canonical is None:
+        close = difflib.get_close_matches(_key(name), list(lookup), n=5, cutoff=0.4)
+        names = list(dict.fromkeys(lookup[c] for c in close))
+        hint = f"closest: {', '.join(names)}" if names else f"known: {', '.join(entries)}"
+        raise ValueError(f"unknown {kind} {name!r}; {hint}")
+    return entries[canonical]
+
+
+def gpu(name: str) -> GPU:
+    """The catalogue GPU called ``name`` (case-insensitive; aliases accepted)."""
+    return _find("GPU", name, _gpu_table())
+
+
+def model(name: str) -> ModelShape:
+    """The catalogue model called ``name`` (case-insensitive; aliases accepted)."""
+    return _find("model", name, _model_table())
+
+
+def gpu_names() -> list[str]:
+    """Names of every catalogue GPU, in file order."""
+    return list(_gpu_table()[0])
+
+
+def model_names() -> list[str]:
+    """Names of every catalogue model, in file order."""
+    return list(_model_table()[0])
+
+
+def gpus(names: Iterable[str] | None = None, *, as_dataset: bool = False):
+    """Catalogue GPUs: a ``{name: GPU}`` dict, or an ``xr.Dataset`` over ``gpu``."""
+    specs = [gpu(n) for n in (gpu_names() if names is None else names)]
+    return to_dataset(specs) if as_dataset else {s.name: s for s in specs}
+
+
+def models(names: Iterable[str] | None = None, *, as_dataset: bool = False):
+    """Catalogue models: a ``{name: ModelShape}`` dict, or an ``xr.Dataset`` over ``model``."""
+    specs = [model(n) for n in (model_names() if names is None else names)]
+    return to_dataset(specs) if as_dataset else {s.name: s for s in specs}
+
+
+# Dataset variables: (field or property, units, long name). Absent optional values become inf
+# (sliding_window: no window) or NaN (unknown price or link), never a silent zero.
+_MODEL_VARS = {
+    "n_layers": ("1", "decoder layers"),
+    "n_heads": ("1", "query heads"),
+    "n_kv_heads": ("1", "key/value heads"),
+    "head_dim": ("1", "head dimension"),
+    "hidden_size": ("1", "hidden size"),
+    "n_params": ("1", "total parameters"),
+    "n_active_params": ("1", "parameters active per token"),
+    "n_experts": ("1", "routed experts per MoE layer"),
+    "n_experts_per_token": ("1", "experts used per token"),
+    "bytes_per_param": ("bytes", "bytes per weight"),
+    "kv_bytes_per_element": ("bytes", "bytes per KV element"),
+    "kv_bytes_per_token_per_layer": ("bytes", "KV bytes per token per layer"),
+    "kv_bytes_per_token": ("bytes", "KV bytes per token"),
+    "n_sliding_layers": ("1", "sliding-window layers"),
+    "n_full_layers": ("1", "full-attention layers"),
+    "sliding_window": ("tokens", "sliding-window length (inf: none)"),
+    "weight_bytes": ("bytes", "weight bytes"),
+    "active_weight_bytes": ("bytes", "weight bytes used per token"),
+}
+
+_GPU_VARS = {
+    "memory_bytes": ("bytes", "device memory"),
+    "hbm_bandwidth": ("bytes/s", "memory bandwidth"),
+    "peak_flops": ("FLOP/s", "dense peak FLOP/s, 16-bit"),
+    "interconnect_bandwidth": ("bytes/s", "interconnect bandwidth per direction (NaN: unknown)"),
+    "interconnect_latency": ("s", "collective latency per ring hop"),
+    "hourly_price": ("USD/h", "illustrative hourly price (NaN: unknown)"),
+    "n_gpus": ("1", "GPUs per group"),
+}
+
+
+def _value(spec, field):
+    value = getattr(spec, field)
+    if value is None:
+        return math.inf if field == "sliding_window" else math.nan
+    return value
+
+
+def to_dataset(specs: Iterable[ModelShape | GPU]) -> xr.Dataset:
+    """Stack spec objects (all ``ModelShape`` or all ``GPU``) into a Dataset over their dimension.
+
+    The name of each spec is the coordinate; its source (``model_source`` / ``gpu_source``) and,
+    for models, the ``attention`` layout are non-index coordinates, named apart so that a model
+    Dataset and a GPU Dataset combine without clashing.
+    """
+    specs = list(specs)
+    if not specs:
+        raise ValueError("specs must hold at least one ModelShape or GPU")
+    if all(isinstance(s, ModelShape) for s in specs):
+        dim, table = dims.MODEL, _MODEL_VARS
+        extra = {"attention": [s.attention for s in specs]}
+    elif all(isinstance(s, GPU) for s in specs):
+        dim, table = dims.GPU, _GPU_VARS
+        dtypes = sorted({k for s in specs for k in s.peak_flops_by_dtype})
+        extra = {}
+    else:
+        raise TypeError("specs must be all ModelShape or all GPU objects")
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate names in specs: {names}")
+    data_vars = {
+        field: xr.DataArray(np.array([_value(s, field) for s in specs]), dims=(dim,),
+                            attrs={"units": u, "long_name": ln})
+        for field, (u, ln) in table.items()
+    }
+    if dim == dims.GPU:
+        for dt in dtypes:
+            data_vars[f"peak_flops_{dt}"] = xr.DataArray(
+                np.array([s.flops_for(dt) for s in specs]), dims=(dim,),
+                attrs={"units": "FLOP/s", "long_name": f"dense peak FLOP/s, {dt}"})
+    coords = {dim: names, f"{dim}_source": (dim, [s.source for s in specs])}
+    coords.update({k: (dim, v) for k, v in extra.items()})
+    return xr.Dataset(data_vars, coords=coords)
+

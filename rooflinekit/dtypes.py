@@ -1,0 +1,59 @@
+"""Numeric formats of weights and KV cache, accepted by name or by bytes per element."""
+
+from __future__ import annotations
+
+import numbers
+
+__all__ = ["BYTES_PER_ELEMENT", "bytes_per_element", "dtype_name"]
+
+#: Bytes per element for the formats models are served in. int4/fp4 pack two values per byte.
+BYTES_PER_ELEMENT: dict[str, float] = {
+    "fp32": 4.0, "float32": 4.0, "tf32": 4.0,
+    "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "float16": 2.0, "half": 2.0,
+    "fp8": 1.0, "float8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "int8": 1.0,
+    "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5, "mxfp4": 0.5,
+}
+
+#: The canonical name for each alias, used to pick a GPU's peak FLOP/s for a format.
+_CANONICAL = {
+    "float32": "fp32", "tf32": "tf32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
+    "float8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "nvfp4": "fp4", "mxfp4": "fp4",
+}
+
+
+def dtype_name(dtype: str) -> str:
+    """Canonical lower-case name of a format ("bfloat16" -> "bf16")."""
+    key = str(dtype).strip().lower()
+    if key not in BYTES_PER_ELEMENT:
+        raise ValueError(
+            f"unknown dtype {dtype!r}; allowed: {', '.join(sorted(BYTES_PER_ELEMENT))}"
+        )
+    return _CANONICAL.get(key, key)
+
+
+def bytes_per_element(dtype, name: str = "dtype") -> float:
+    """Bytes per element for a format name ("bf16") or a positive number of bytes (2).
+
+    Raises
+    ------
+    TypeError
+        If ``dtype`` is neither a string nor a number.
+    ValueError
+        If the name is unknown or the number is not positive.
+    """
+    if isinstance(dtype, bool):
+        raise TypeError(f"{name} must be a format name or bytes per element, got a bool")
+    if isinstance(dtype, str):
+        key = dtype.strip().lower()
+        if key not in BYTES_PER_ELEMENT:
+            raise ValueError(
+                f"{name}: unknown format {dtype!r}; allowed: {', '.join(sorted(BYTES_PER_ELEMENT))} "
+                f"or a positive number of bytes"
+            )
+        return BYTES_PER_ELEMENT[key]
+    if isinstance(dtype, numbers.Real):
+        value = float(dtype)
+        if not value > 0 or value != value or value == float("inf"):
+            raise ValueError(f"{name} must be a positive number of bytes, got {dtype!r}")
+        return value
+    raise TypeError(f"{name} must be a format name or bytes per element, got {type(dtype).__name__}")
