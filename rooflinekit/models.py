@@ -165,6 +165,9 @@ class ModelShape:
                              f"({self.n_layers})")
         if n_sliding and self.sliding_window is None:
             raise ValueError("n_sliding_layers > 0 needs a sliding_window")
+        if self.sliding_window is not None and n_sliding == 0:
+            raise ValueError("sliding_window is set but n_sliding_layers is 0; give "
+                             "n_sliding_layers (None means every layer is windowed)")
         set_("n_sliding_layers", n_sliding)
         set_("max_context", _int_field("max_context", self.max_context, allow_none=True))
         if not isinstance(self.tie_word_embeddings, (bool,)):

@@ -1,0 +1,356 @@
+"""The memory model: KV cache size, weights and the concurrency budget (guide §2, §4.5, §5).
+
+Every function accepts spec objects (:class:`~rooflinekit.ModelShape`, :class:`~rooflinekit.GPU`)
+or catalogue Datasets (``catalog.models(as_dataset=True)``), and Python numbers, numpy arrays or
+DataArrays for the rest; labelled inputs broadcast by dimension name and give labelled outputs with
+``units``. All sizes are bytes; all lengths are tokens.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ._labels import align_inputs, finish, spec_value
+from ._validation import check_fraction, check_integer, check_nonnegative, check_range
+
+__all__ = [
+    "kv_bytes_per_token", "weight_bytes", "kv_bytes_per_sequence", "group_memory_bytes",
+    "usable_kv_bytes", "max_concurrent_sequences", "kv_budget_tokens", "max_context_length",
+    "blocks_per_sequence", "paged_waste_bytes", "engine_kv_cache",
+]
+
+DEFAULT_RESERVE = 0.10
+
+
+def _check_tp(tp):
+    check_integer("tp", tp, lo=1)
+
+
+def _check_reserve(reserve):
+    check_fraction("reserve", reserve, hi_open=True)
+
+
+def _floor_count(x):
+    """Whole units of ``x`` (an ``int64`` array or Python int); fractional sequences do not run."""
+    if isinstance(x, xr.DataArray):
+        return np.floor(x).astype(np.int64)
+    return np.floor(x).astype(np.int64) if isinstance(x, np.ndarray) else int(np.floor(x))
+
+
+def kv_bytes_per_token(model):
+    """KV-cache bytes one token adds to a sequence [bytes].
+
+    ``2 · L · H_kv · d_head · b``; ``L · (kv_lora_rank + qk_rope_head_dim) · b`` for multi-head
+    latent attention.
+
+    Parameters
+    ----------
+    model : ModelShape or xarray.Dataset
+        A model, or a catalogue Dataset over ``model``.
+
+    Returns
+    -------
+    float or xarray.DataArray
+        Bytes per token [bytes].
+
+    Notes
+    -----
+    Uses KV heads, not attention heads: using attention heads overstates a GQA-8 model's cache
+    8× (guide §10). For the guide's 70B-class model (L=80, H_kv=8, d=128, fp16) it is
+    327,680 B = 320 KiB.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §2.2.
+    """
+    return finish(spec_value(model, "kv_bytes_per_token"), "bytes", "KV bytes per token")
+
+
+def weight_bytes(model):
+    """Bytes of the model's weights [bytes]: ``n_params × bytes_per_param``.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §2.4 (70e9 × 2 B = 140 GB ≈ 130.4 GiB).
+    """
+    return finish(spec_value(model, "weight_bytes"), "bytes", "weight bytes")
+
+
+def kv_bytes_per_sequence(model, context_length):
+    """KV-cache bytes of one sequence holding ``context_length`` tokens [bytes].
+
+    Parameters
+    ----------
+    model : ModelShape or xarray.Dataset
+        A model, or a catalogue Dataset over ``model``.
+    context_length : int, array_like or xarray.DataArray
+        Tokens cached (prompt plus generated) [tokens], ≥ 0.
+
+    Returns
+    -------
+    float, ndarray or xarray.DataArray
+        KV bytes [bytes].
+
+    Notes
+    -----
+    Full-attention layers cache every token; sliding-window layers cache at most ``sliding_window``
+    tokens, so for such models the size stops being linear past the window::
+
+        per_layer · (n_full_layers · C + n_sliding_layers · min(C, window))
+
+    Total KV is bytes/token × sequence length × batch size (guide §2.2).
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §2.2.
+    .. [2] Jiang et al., "Mistral 7B", arXiv:2310.06825, 2023 (rolling-buffer cache).
+    """
+    check_nonnegative("context_length", context_length)
+    ctx = align_inputs({"context_length": context_length, "model": model})["context_length"]
+    per_layer = spec_value(model, "kv_bytes_per_token_per_layer")
+    full = spec_value(model, "n_full_layers")
+    sliding = spec_value(model, "n_sliding_layers")
+    window = spec_value(model, "sliding_window")
+    if isinstance(window, (int, float)) or window is None:
+        window = np.inf if window is None else window
+    result = per_layer * (full * ctx + sliding * np.minimum(ctx, window))
+    return finish(result, "bytes", "KV bytes per sequence")
+
+
+def group_memory_bytes(gpu, tp=1):
+    """Memory of a tensor-parallel group of ``tp`` GPUs [bytes] (guide §5's simple model)."""
+    _check_tp(tp)
+    a = align_inputs({"tp": tp, "gpu": gpu})
+    return finish(spec_value(gpu, "memory_bytes") * a["tp"], "bytes", "group memory")
+
+
+def usable_kv_bytes(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
+    """Memory left for the KV cache on a group [bytes], floored at 0.
+
+    ``(tp · memory − weights) · (1 − reserve)``: the working-space reserve (activations, CUDA
+    context, allocator fragmentation) comes off what remains *after* the weights.
+
+    Parameters
+    ----------
+    model : ModelShape or xarray.Dataset
+        A model, or a catalogue Dataset over ``model``.
+    gpu : GPU or xarray.Dataset
+        A GPU (or a ``GPU.group``), or a catalogue Dataset over ``gpu``.
+    tp : int, array_like or xarray.DataArray
+        Tensor-parallel degree, ≥ 1. Memory scales with it (guide §5).
+    reserve : float
+        Share of the memory left after weights kept as working space, in [0, 1). Default 0.10.
+
+    Returns
+    -------
+    float, ndarray or xarray.DataArray
+        Usable KV bytes [bytes]; 0 where the weights do not fit.
+
+    Notes
+    -----
+    Guide §2.4: a 70B fp16 model on 8 × 80 GiB has (640 GiB − 140 GB) × 0.9 = 458.65 GiB for KV;
+    on one 80 GiB card the remainder is negative and the budget is 0.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §2.4; ``guide/NOTES.md``.
+    """
+    _check_tp(tp)
+    _check_reserve(reserve)
+    a = align_inputs({"tp": tp, "reserve": reserve, "model": model, "gpu": gpu})
+    memory = spec_value(gpu, "memory_bytes") * a["tp"]
+    free = np.maximum(memory - spec_value(model, "weight_bytes"), 0.0)
+    return finish(free * (1 - a["reserve"]), "bytes", "usable KV bytes")
+
+
+def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_RESERVE):
+    """How many sequences of ``context_length`` tokens fit in the KV budget (floored).
+
+    Parameters
+    ----------
+    model : ModelShape or xarray.Dataset
+        A model, or a catalogue Dataset over ``model``.
+    gpu : GPU or xarray.Dataset
+        A GPU, or a catalogue Dataset over ``gpu``.
+    context_length : int, array_like or xarray.DataArray
+        Tokens each sequence holds [tokens], ≥ 1.
+    tp : int, array_like or xarray.DataArray
+        Tensor-parallel degree, ≥ 1.
+    reserve : float
+        Working-space share, in [0, 1). Default 0.10.
+
+    Returns
+    -------
+    int, ndarray of int64 or xarray.DataArray
+        Whole sequences [1]; 0 when the model does not fit.
+
+    Notes
+    -----
+    Concurrency is a memory question, not a FLOP question (guide §10). With the guide's 70B-class
+    model on 8 × 80 GiB at 8,192 tokens: GQA-8 183, MHA 22, MQA 1,467 (``guide/NOTES.md``).
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §2.3–2.4.
+    """
+    check_integer("context_length", context_length, lo=1)
+    a = align_inputs({"context_length": context_length, "tp": tp, "model": model, "gpu": gpu})
+    budget = usable_kv_bytes(model, gpu, tp=a["tp"], reserve=reserve)
+    per_seq = kv_bytes_per_sequence(model, a["context_length"])
+    return finish(_floor_count(budget / per_seq), "1", "max concurrent sequences")
+
+
+def kv_budget_tokens(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
+    """Tokens of KV cache the budget holds [tokens] (floored), the simulator's ``kv_budget_tokens``.
+
+    ``floor(usable_kv_bytes / kv_bytes_per_token)``. For sliding-window models this counts every
+    token at the full per-token size, which is conservative once sequences outgrow the window.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §2.4, §4.4.
+    """
+    budget = usable_kv_bytes(model, gpu, tp=tp, reserve=reserve)
+    return finish(_floor_count(budget / spec_value(model, "kv_bytes_per_token")), "tokens",
+                  "KV budget in tokens")
+
+
+def max_context_length(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
+    """The longest context one sequence can hold in the KV budget [tokens] (floored).
+
+    Past a sliding window only the full-attention layers keep growing, so a model whose every
+    layer is windowed fits any length once the window fits: the result is then ``inf`` (float).
+    0 when the model does not fit.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §2.4.
+    """
+    budget = usable_kv_bytes(model, gpu, tp=tp, reserve=reserve)
+    per_layer = spec_value(model, "kv_bytes_per_token_per_layer")
+    full_rate = per_layer * spec_value(model, "n_full_layers")       # bytes/token past the window
+    all_rate = spec_value(model, "kv_bytes_per_token")                 # bytes/token inside it
+    window = spec_value(model, "sliding_window")
+    window = np.inf if window is None else window
+    within = np.floor(budget / all_rate)
+    at_window = all_rate * np.minimum(window, within)                  # finite by construction
+    with np.errstate(divide="ignore", invalid="ignore"):
+        beyond = np.where(full_rate > 0, np.floor((budget - at_window) / np.where(
+            full_rate > 0, full_rate, 1.0)), np.inf)
+    result = xr.where(within < window, within, window + beyond) if isinstance(
+        within, xr.DataArray) else np.where(within < window, within, window + beyond)
+    if not isinstance(result, xr.DataArray) and np.ndim(result) == 0:
+        result = float(result)
+        return int(result) if np.isfinite(result) else result
+    return finish(result, "tokens", "max context length")
+
+
+def blocks_per_sequence(context_length, block_size=16):
+    """KV blocks a paged cache gives a sequence of ``context_length`` tokens: ``ceil(C / block)``.
+
+    References
+    ----------
+    .. [1] Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+       PagedAttention", SOSP 2023; guide §4.5.
+    """
+    check_integer("context_length", context_length, lo=0)
+    check_integer("block_size", block_size, lo=1)
+    a = align_inputs({"context_length": context_length, "block_size": block_size})
+    blocks = -(-np.asarray(a["context_length"]) // a["block_size"]) if not isinstance(
+        a["context_length"], xr.DataArray) else -(-a["context_length"] // a["block_size"])
+    if isinstance(blocks, xr.DataArray):
+        blocks = blocks.astype(np.int64)
+    return finish(blocks, "1", "KV blocks per sequence")
+
+
+def paged_waste_bytes(model, context_length, block_size=16):
+    """Bytes reserved but unused in a sequence's last, partly filled block [bytes].
+
+    A paged cache wastes at most one partial block per sequence; contiguous reservation of the
+    final length wastes everything between the current and the final length (guide §4.5).
+
+    References
+    ----------
+    .. [1] Kwon et al., SOSP 2023 (PagedAttention); guide §4.5.
+    """
+    blocks = blocks_per_sequence(context_length, block_size)
+    a = align_inputs({"context_length": context_length, "block_size": block_size})
+    empty = blocks * a["block_size"] - a["context_length"]
+    return finish(empty * spec_value(model, "kv_bytes_per_token"), "bytes",
+                  "bytes wasted in the last block")
+
+
+def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_peak_bytes=0.0,
+                    non_torch_bytes=0.0, block_size=16, max_model_len=None):
+    """The KV budget as vLLM computes and logs it, per GPU of a tensor-parallel group.
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model.
+    gpu : GPU
+        One GPU (not a group: vLLM budgets each rank).
+    tp : int
+        Tensor-parallel degree, ≥ 1; each rank holds ``weights / tp`` and
+        ``max(1, H_kv // tp)`` KV heads (heads are replicated when ``tp > H_kv``; an MLA latent
+        cache is replicated on every rank).
+    gpu_memory_utilization : float
+        vLLM's ``--gpu-memory-utilization``, in (0, 1]. Default 0.9.
+    activation_peak_bytes, non_torch_bytes : float
+        Peak activation memory and non-torch memory (CUDA context, NCCL buffers) per GPU [bytes],
+        as vLLM's memory profiling reports them.
+    block_size : int
+        Tokens per KV block, ≥ 1. Default 16.
+    max_model_len : int, optional
+        Tokens per request for the concurrency figure; default the model's ``max_context``.
+
+    Returns
+    -------
+    dict
+        ``available_bytes`` (per GPU), ``num_blocks``, ``kv_cache_tokens``
+        (``num_blocks × block_size``: "GPU KV cache size: N tokens"), ``max_concurrency``
+        (``num_blocks / ceil(max_model_len / block_size)``: "Maximum concurrency for L tokens per
+        request: X x") and ``bytes_per_block`` (per GPU).
+
+    Notes
+    -----
+    ``available = total × gpu_memory_utilization − (weights/tp + activation peak + non-torch)``,
+    then ``num_blocks = available // bytes_per_block``. Unlike :func:`usable_kv_bytes` the
+    reserve is a share of the *whole* memory, and activations are measured, not guessed.
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/v1/worker/gpu_worker.py`` (``determine_available_memory``) and
+       ``vllm/v1/core/kv_cache_utils.py`` (``get_max_concurrency_for_kv_cache_config``).
+    """
+    _check_tp(tp)
+    check_range("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True)
+    check_nonnegative("activation_peak_bytes", activation_peak_bytes)
+    check_nonnegative("non_torch_bytes", non_torch_bytes)
+    check_integer("block_size", block_size, lo=1)
+    if max_model_len is None:
+        max_model_len = model.max_context
+        if max_model_len is None:
+            raise ValueError("max_model_len is required: the model has no max_context")
+    check_integer("max_model_len", max_model_len, lo=1)
+    tp = int(tp)
+    if model.kv_lora_rank is not None:
+        heads_per_rank_bytes = model.kv_bytes_per_token_per_layer
+    else:
+        kv_heads = max(1, model.n_kv_heads // tp)
+        heads_per_rank_bytes = 2 * kv_heads * model.head_dim * model.kv_bytes_per_element
+    bytes_per_token = heads_per_rank_bytes * model.n_layers
+    bytes_per_block = bytes_per_token * block_size
+    per_gpu = gpu.memory_bytes / gpu.n_gpus
+    available = per_gpu * gpu_memory_utilization - (
+        model.weight_bytes / tp + activation_peak_bytes + non_torch_bytes)
+    num_blocks = max(int(available // bytes_per_block), 0)
+    blocks_per_request = -(-int(max_model_len) // int(block_size))
+    return {
+        "available_bytes": max(available, 0.0),
+        "bytes_per_block": bytes_per_block,
+        "num_blocks": num_blocks,
+        "kv_cache_tokens": num_blocks * int(block_size),
+        "max_concurrency": num_blocks / blocks_per_request,
+    }
