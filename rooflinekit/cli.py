@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 __all__ = ["main"]
@@ -68,6 +69,46 @@ def _cmd_guide(args, out) -> int:
     return 0
 
 
+def _cmd_catalog(args, out) -> int:
+    from . import catalog, units
+    if args.kind == "gpus":
+        specs = [catalog.gpu(n) for n in (args.names or catalog.gpu_names())]
+        if args.json:
+            json.dump([{"name": g.name, "memory_gib": g.memory_bytes / units.GiB,
+                        "hbm_bandwidth_tb_s": g.hbm_bandwidth / units.TB_PER_S,
+                        "dense_tflops": {k: v / units.TFLOPS
+                                         for k, v in g.peak_flops_by_dtype.items()},
+                        "interconnect_gb_s": None if g.interconnect_bandwidth is None
+                        else g.interconnect_bandwidth / units.GB_PER_S,
+                        "hourly_usd": g.hourly_price, "source": g.source} for g in specs],
+                      out, indent=2)
+            out.write("\n")
+            return 0
+        rows = [(g.name, g.memory_bytes / units.GiB, g.hbm_bandwidth / units.TB_PER_S,
+                 g.peak_flops / units.TFLOPS, g.flops_for("fp8") / units.TFLOPS,
+                 "-" if g.hourly_price is None else f"{g.hourly_price:.2f}", g.source)
+                for g in specs]
+        _print_table(("gpu", "GiB", "TB/s", "TFLOP/s bf16", "TFLOP/s fp8", "USD/h", "source"),
+                     rows, out)
+        return 0
+    specs = [catalog.model(n) for n in (args.names or catalog.model_names())]
+    if args.json:
+        json.dump([{"name": m.name, "n_params": m.n_params, "n_active_params": m.n_active_params,
+                    "attention": m.attention, "kv_bytes_per_token": m.kv_bytes_per_token,
+                    "weight_bytes": m.weight_bytes, "sliding_window": m.sliding_window,
+                    "source": m.source} for m in specs], out, indent=2)
+        out.write("\n")
+        return 0
+    rows = [(m.name, f"{m.n_params / 1e9:,.1f}B" + (
+             f" ({m.n_active_params / 1e9:,.1f}B active)" if m.is_moe else ""),
+             m.n_layers, m.attention + (f" +SWA{m.sliding_window}" if m.sliding_window else ""),
+             m.kv_bytes_per_token / units.KiB, m.weight_bytes / units.GiB, m.source)
+            for m in specs]
+    _print_table(("model", "params", "layers", "attention", "KV KiB/token", "weights GiB",
+                  "source"), rows, out)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rooflinekit",
@@ -82,6 +123,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print only this section (repeatable)")
     p.add_argument("--json", action="store_true", help="emit JSON instead of text")
     p.set_defaults(func=_cmd_guide)
+
+    p = sub.add_parser("catalog", help="list the built-in GPUs or models with their sources",
+                       description="List catalogue entries with their figures and sources.",
+                       epilog="examples:\n  rooflinekit catalog gpus\n"
+                              "  rooflinekit catalog models llama-3.1-70b deepseek-v3 --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("kind", choices=("gpus", "models"))
+    p.add_argument("names", nargs="*", help="only these entries (case-insensitive)")
+    p.add_argument("--json", action="store_true", help="emit JSON instead of text")
+    p.set_defaults(func=_cmd_catalog)
     return parser
 
 
@@ -91,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args, sys.stdout)
+    except BrokenPipeError:
+        # the reader (e.g. `| head`) went away: not an error of ours
+        sys.stdout = open(os.devnull, "w")
+        return 0
     except (ValueError, TypeError, KeyError, OSError) as exc:
         sys.stderr.write(f"rooflinekit {args.command}: error: {exc}\n")
         return 2
