@@ -228,22 +228,27 @@ def max_context_length(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
     .. [1] Serving-capacity guide §2.4.
     """
     budget = usable_kv_bytes(model, gpu, tp=tp, reserve=reserve)
-    per_layer = spec_value(model, "kv_bytes_per_token_per_layer")
-    full_rate = per_layer * spec_value(model, "n_full_layers")       # bytes/token past the window
-    all_rate = spec_value(model, "kv_bytes_per_token")                 # bytes/token inside it
+    full_rate = (spec_value(model, "kv_bytes_per_token_per_layer")
+                 * spec_value(model, "n_full_layers"))        # bytes/token past the window
+    all_rate = spec_value(model, "kv_bytes_per_token")         # bytes/token inside it
     window = spec_value(model, "sliding_window")
     window = np.inf if window is None else window
     within = np.floor(budget / all_rate)
-    at_window = all_rate * np.minimum(window, within)                  # finite by construction
-    with np.errstate(divide="ignore", invalid="ignore"):
-        beyond = np.where(full_rate > 0, np.floor((budget - at_window) / np.where(
-            full_rate > 0, full_rate, 1.0)), np.inf)
-    result = xr.where(within < window, within, window + beyond) if isinstance(
-        within, xr.DataArray) else np.where(within < window, within, window + beyond)
+    left = budget - all_rate * np.minimum(window, within)      # what remains at the window
+    safe_rate = _where(full_rate > 0, full_rate, 1.0)
+    beyond = _where(full_rate > 0, np.floor(left / safe_rate), np.inf)
+    result = _where(within < window, within, window + beyond)
     if not isinstance(result, xr.DataArray) and np.ndim(result) == 0:
         result = float(result)
         return int(result) if np.isfinite(result) else result
     return finish(result, "tokens", "max context length")
+
+
+def _where(cond, a, b):
+    """``np.where`` that keeps labels when any operand is a DataArray."""
+    if any(isinstance(v, xr.DataArray) for v in (cond, a, b)):
+        return xr.where(cond, a, b)
+    return np.where(cond, a, b)
 
 
 def blocks_per_sequence(context_length, block_size=16):

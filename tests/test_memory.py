@@ -234,3 +234,58 @@ def test_budget_never_negative(params, mem, reserve):
     gpu = GPU("g", mem * units.GiB, 1e12, 1e14)
     assert m.usable_kv_bytes(model, gpu, reserve=reserve) >= 0
     assert m.kv_budget_tokens(model, gpu, reserve=reserve) >= 0
+
+
+# -- one test per input kind for every kernel ------------------------------------------------------
+
+def _kernels(model, gpu):
+    """(name, call(ctx, tp)) for every memory kernel with a context and/or tp argument."""
+    return [
+        ("kv_bytes_per_sequence", lambda c, t: m.kv_bytes_per_sequence(model, c)),
+        ("usable_kv_bytes", lambda c, t: m.usable_kv_bytes(model, gpu, tp=t)),
+        ("max_concurrent_sequences", lambda c, t: m.max_concurrent_sequences(model, gpu, c, tp=t)),
+        ("kv_budget_tokens", lambda c, t: m.kv_budget_tokens(model, gpu, tp=t)),
+        ("max_context_length", lambda c, t: m.max_context_length(model, gpu, tp=t)),
+        ("blocks_per_sequence", lambda c, t: m.blocks_per_sequence(c, 16)),
+        ("paged_waste_bytes", lambda c, t: m.paged_waste_bytes(model, c, 16)),
+        ("group_memory_bytes", lambda c, t: m.group_memory_bytes(gpu, tp=t)),
+    ]
+
+
+_KINDS = ["scalar", "ndarray", "dataarray", "dataset"]
+_BLOCKS = 5     # blocks_per_sequence takes no model or GPU: no Dataset case
+
+
+@pytest.mark.parametrize("index, kind", [(i, k) for i in range(8) for k in _KINDS
+                                         if not (i == _BLOCKS and k == "dataset")])
+def test_every_kernel_every_input_kind(guide_model, lab_gpu, kind, index):
+    ctx_values, tp_values = [1000, 8192], [4, 8]
+    name, call = _kernels(guide_model, lab_gpu)[index]
+    scalar = {(c, t): call(c, t) for c in ctx_values for t in tp_values}
+    if kind == "scalar":
+        for value in scalar.values():
+            assert isinstance(value, (int, float))
+        return
+    if kind == "ndarray":
+        out = call(np.array(ctx_values), np.array(tp_values))
+        assert isinstance(out, np.ndarray)
+        # contexts and tps line up elementwise (numpy rules)
+        for i, (c, t) in enumerate(zip(ctx_values, tp_values)):
+            assert np.ravel(np.broadcast_to(out, (2,)))[i] == scalar[(c, t)]
+        return
+    if kind == "dataarray":
+        c = xr.DataArray(ctx_values, dims="context_length", coords={"context_length": ctx_values})
+        t = xr.DataArray(tp_values, dims="tp", coords={"tp": tp_values})
+        out = call(c, t)
+        assert isinstance(out, xr.DataArray) and "units" in out.attrs and "long_name" in out.attrs
+        for (cv, tv), want in scalar.items():
+            sel = {k: v for k, v in (("context_length", cv), ("tp", tv)) if k in out.dims}
+            assert float(out.sel(sel)) == want
+        return
+    # a catalogue Dataset in place of the spec objects (blocks_per_sequence takes no spec)
+    ds_model = catalog.models(["guide-70b"], as_dataset=True)
+    ds_gpu = catalog.gpus(["guide-lab-80GB"], as_dataset=True)
+    _, ds_call = _kernels(ds_model, ds_gpu)[index]
+    out = ds_call(ctx_values[1], tp_values[1])
+    assert isinstance(out, xr.DataArray) and out.attrs["units"]
+    assert float(out.squeeze()) == scalar[(ctx_values[1], tp_values[1])]
