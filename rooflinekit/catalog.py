@@ -41,7 +41,7 @@ def _read(filename: str) -> dict:
 
 def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     row = dict(row)
-    row.pop("aliases", None)
+    aliases = row.pop("aliases", [])
     name = row.pop("name")
     if ("memory_gib" in row) == ("memory_gb" in row):
         raise ValueError(f"gpus.toml row {name!r}: give exactly one of memory_gib, memory_gb")
@@ -61,7 +61,8 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         peak_flops=flops["bf16"],
         peak_flops_by_dtype=flops,
         interconnect_bandwidth=None if link is None else link * units.GB_PER_S,
-        hourly_price=prices.get(_key(name)),
+        # a price row may name the GPU by any of its aliases
+        hourly_price=next((prices[_key(a)] for a in (name, *aliases) if _key(a) in prices), None),
         source=row.pop("source"),
         **extra,
         **row,

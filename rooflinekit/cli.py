@@ -35,12 +35,14 @@ def _fmt(value) -> str:
 
 def _print_table(columns, rows, out) -> None:
     cells = [[_fmt(c) for c in row] for row in rows]
+    numeric = [[isinstance(c, (int, float)) and not isinstance(c, bool) for c in row]
+               for row in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(columns)]
-    out.write("  " + "  ".join(str(h).ljust(w) for h, w in zip(columns, widths)) + "\n")
+    out.write("  " + "  ".join(str(h).ljust(w) for h, w in zip(columns, widths)).rstrip() + "\n")
     out.write("  " + "  ".join("-" * w for w in widths) + "\n")
-    for r in cells:
-        out.write("  " + "  ".join(c.rjust(w) if i else c.ljust(w)
-                                    for i, (c, w) in enumerate(zip(r, widths))) + "\n")
+    for r, num in zip(cells, numeric):
+        line = "  ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(r, widths, num))
+        out.write("  " + line.rstrip() + "\n")
 
 
 def _print_section(section, out) -> None:
@@ -85,7 +87,9 @@ def _cmd_catalog(args, out) -> int:
             out.write("\n")
             return 0
         rows = [(g.name, g.memory_bytes / units.GiB, g.hbm_bandwidth / units.TB_PER_S,
-                 g.peak_flops / units.TFLOPS, g.flops_for("fp8") / units.TFLOPS,
+                 g.peak_flops / units.TFLOPS,
+                 g.peak_flops_by_dtype["fp8"] / units.TFLOPS if "fp8" in g.peak_flops_by_dtype
+                 else "-",
                  "-" if g.hourly_price is None else f"{g.hourly_price:.2f}", g.source)
                 for g in specs]
         _print_table(("gpu", "GiB", "TB/s", "TFLOP/s bf16", "TFLOP/s fp8", "USD/h", "source"),

@@ -1,0 +1,513 @@
+"""Reading a Hugging Face ``config.json`` offline, and counting parameters from its shapes.
+
+A model's ``config.json`` states its shape (layers, heads, widths, experts, latent ranks, window)
+but rarely its parameter count. :func:`model_from_hf_config` turns it into a
+:class:`~rooflinekit.models.ModelShape`; :func:`count_params` counts the weights the architecture
+implies, matrix by matrix, when no count is given.
+
+Nothing here touches the network: a config is a path to a JSON file or the parsed dict.
+
+References
+----------
+.. [1] Hugging Face ``transformers`` model configurations (``LlamaConfig``, ``MistralConfig``,
+   ``MixtralConfig``, ``Qwen2Config``, ``Gemma2Config``, ``Phi3Config``, ``DeepseekV3Config``,
+   ``FalconConfig``, ``GPTBigCodeConfig``, ``GPTNeoXConfig``) and the matching modelling code, which
+   fixes which projections carry biases and how many norms a layer has.
+.. [2] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024 (MLA shapes; 671B
+   total / 37B activated parameters, the MTP module excluded).
+.. [3] Serving-capacity guide §2.2–2.3 (what the KV cache stores per layer).
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+from collections.abc import Mapping
+
+from .models import ModelShape
+
+__all__ = ["model_from_hf_config", "count_params", "load_hf_config"]
+
+# Older and GPT-style configs spell the same fields differently (transformers' ``attribute_map``).
+_ALIASES = {
+    "num_hidden_layers": ("n_layer", "num_layers", "n_layers"),
+    "num_attention_heads": ("n_head", "n_heads"),
+    "num_key_value_heads": ("num_kv_heads", "n_head_kv"),
+    "hidden_size": ("n_embd", "n_embed", "d_model"),
+    "max_position_embeddings": ("n_positions", "max_seq_len"),
+    "intermediate_size": ("n_inner", "ffn_hidden_size"),
+}
+
+# transformers' configuration classes whose ``tie_word_embeddings`` default is False; every other
+# ``PretrainedConfig`` defaults to True when config.json leaves the field out.
+_UNTIED_BY_DEFAULT = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3",
+    "gpt_neox", "deepseek_v2", "deepseek_v3",
+})
+
+# Architectures built GPT-style: LayerNorm with bias, a two-matrix MLP, biased projections.
+_GPT_STYLE = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "falcon"})
+
+_TORCH_DTYPES = {
+    "float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
+    "float8_e4m3fn": "fp8", "int8": "int8",
+}
+
+
+# -- reading --------------------------------------------------------------------------------------
+def load_hf_config(config) -> dict:
+    """The config as a flat dict: read from a path, or copied from a mapping.
+
+    Multimodal configs that nest the language model under ``text_config`` (and give no layer
+    count at the top level) are flattened to it, keeping top-level fields it does not override.
+
+    Parameters
+    ----------
+    config : str, os.PathLike or Mapping
+        Path to ``config.json`` or its parsed contents (not modified).
+
+    Returns
+    -------
+    dict
+        A new dict of the config's fields.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is neither a path nor a mapping, or the file does not hold a JSON object.
+    ValueError
+        If the file cannot be read or is not valid JSON.
+    """
+    if isinstance(config, Mapping):
+        data = dict(config)
+    elif isinstance(config, (str, os.PathLike)):
+        try:
+            with open(config, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except OSError as err:
+            raise ValueError(f"config: cannot read {os.fspath(config)!r}: {err.strerror or err}") \
+                from err
+        except json.JSONDecodeError as err:
+            raise ValueError(f"config: {os.fspath(config)!r} is not valid JSON ({err})") from err
+        if not isinstance(data, dict):
+            raise TypeError(f"config: {os.fspath(config)!r} must hold a JSON object, "
+                            f"got {type(data).__name__}")
+    else:
+        raise TypeError(f"config must be a path to config.json or a dict, "
+                        f"got {type(config).__name__}")
+    text = data.get("text_config")
+    if isinstance(text, Mapping) and _get(data, "num_hidden_layers") is None:
+        data = {**{k: v for k, v in data.items() if k != "text_config"}, **text}
+    return data
+
+
+def _get(cfg: Mapping, field: str, default=None):
+    for key in (field, *_ALIASES.get(field, ())):
+        if cfg.get(key) is not None:
+            return cfg[key]
+    return default
+
+
+def _int(cfg: Mapping, field: str, *, lo: int = 1, required: bool = True, default=None):
+    value = _get(cfg, field)
+    if value is None:
+        if required and default is None:
+            raise ValueError(f"config.json field {field!r} is missing")
+        return default
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"config.json field {field!r} must be an integer, "
+                        f"got {type(value).__name__} {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"config.json field {field!r} must be a whole number, got {value!r}")
+    if value < lo:
+        raise ValueError(f"config.json field {field!r} must be an integer >= {lo}, got {value!r}")
+    return int(value)
+
+
+# -- shape ----------------------------------------------------------------------------------------
+class _Shape:
+    """The fields of a config that matter here, checked once."""
+
+    def __init__(self, cfg: Mapping):
+        self.model_type = str(cfg.get("model_type") or "").lower()
+        self.layers = _int(cfg, "num_hidden_layers")
+        self.heads = _int(cfg, "num_attention_heads")
+        self.hidden = _int(cfg, "hidden_size")
+        self.vocab = _int(cfg, "vocab_size", required=False)
+        self.kv_heads = self._kv_heads(cfg)
+        self.mla = self._mla(cfg)
+        self.head_dim = self._head_dim(cfg)
+        self.gpt_style = self.model_type in _GPT_STYLE
+        self.intermediate = _int(cfg, "intermediate_size", required=False)
+        if self.intermediate is None and self.gpt_style:
+            self.intermediate = 4 * self.hidden      # GPT-2/BigCode/Falcon: n_inner null -> 4h
+        self.n_experts = self._experts(cfg)
+        self.top_k = 1
+        self.moe_intermediate = None
+        if self.n_experts > 1:
+            self.top_k = _int(cfg, "num_experts_per_tok")
+            if self.top_k > self.n_experts:
+                raise ValueError(f"config.json field 'num_experts_per_tok' ({self.top_k}) must "
+                                 f"not exceed the number of experts ({self.n_experts})")
+            self.moe_intermediate = _int(cfg, "moe_intermediate_size", required=False,
+                                         default=self.intermediate)
+            if self.moe_intermediate is None:
+                raise ValueError("config.json field 'intermediate_size' (or "
+                                 "'moe_intermediate_size') is missing for a mixture-of-experts "
+                                 "model")
+        self.window, self.n_sliding = self._window(cfg)
+
+    def _kv_heads(self, cfg):
+        # Falcon's original layout: multi_query=True means one shared K/V head.
+        if cfg.get("multi_query") and not cfg.get("new_decoder_architecture"):
+            kv = 1
+        else:
+            kv = _int(cfg, "num_key_value_heads", required=False, default=self.heads)
+        if kv > self.heads or self.heads % kv:
+            raise ValueError(f"config.json field 'num_key_value_heads' ({kv}) must divide "
+                             f"'num_attention_heads' ({self.heads})")
+        return kv
+
+    def _mla(self, cfg):
+        if cfg.get("kv_lora_rank") is None:
+            return None
+        return {
+            "kv_lora_rank": _int(cfg, "kv_lora_rank"),
+            "qk_rope_head_dim": _int(cfg, "qk_rope_head_dim", lo=0),
+            "qk_nope_head_dim": _int(cfg, "qk_nope_head_dim", lo=0),
+            "v_head_dim": _int(cfg, "v_head_dim"),
+            "q_lora_rank": _int(cfg, "q_lora_rank", required=False),
+        }
+
+    def _head_dim(self, cfg):
+        if self.mla is not None:      # MLA's query/key head: a non-rotary and a rotary part
+            return self.mla["qk_nope_head_dim"] + self.mla["qk_rope_head_dim"]
+        explicit = _int(cfg, "head_dim", required=False)
+        if explicit is not None:
+            return explicit
+        if self.hidden % self.heads:
+            raise ValueError(f"config.json field 'hidden_size' ({self.hidden}) must be divisible "
+                             f"by 'num_attention_heads' ({self.heads}) when 'head_dim' is absent")
+        return self.hidden // self.heads
+
+    @staticmethod
+    def _experts(cfg):
+        for field in ("num_local_experts", "n_routed_experts", "num_experts"):
+            if cfg.get(field) is not None:
+                return max(_int(cfg, field, lo=0), 1)
+        return 1
+
+    def _window(self, cfg):
+        window = _int(cfg, "sliding_window", required=False)
+        layer_types = cfg.get("layer_types")
+        if layer_types is not None:
+            if not isinstance(layer_types, list) or len(layer_types) != self.layers:
+                raise ValueError(f"config.json field 'layer_types' must be a list of "
+                                 f"{self.layers} entries (one per layer)")
+            unknown = set(layer_types) - {"sliding_attention", "full_attention"}
+            if unknown:
+                raise ValueError(f"config.json field 'layer_types' holds {sorted(unknown)}; "
+                                 f"allowed: 'sliding_attention', 'full_attention'")
+            n_sliding = layer_types.count("sliding_attention")
+        elif "use_sliding_window" in cfg:
+            # Qwen2 family: the window is off unless use_sliding_window, and then applies to the
+            # layers from max_window_layers on (transformers' Qwen2Config.layer_types).
+            if not cfg["use_sliding_window"]:
+                return None, 0
+            first = _int(cfg, "max_window_layers", lo=0, required=False, default=0)
+            n_sliding = max(self.layers - first, 0)
+        elif self.model_type == "gemma2":
+            n_sliding = (self.layers + 1) // 2       # even-indexed layers are local
+        elif cfg.get("sliding_window_pattern") is not None:
+            period = _int(cfg, "sliding_window_pattern")     # Gemma-3: every period-th is global
+            n_sliding = self.layers - self.layers // period
+        else:
+            n_sliding = self.layers
+        if window is None:
+            if layer_types is not None and n_sliding:
+                raise ValueError("config.json field 'sliding_window' is missing but "
+                                 "'layer_types' has sliding_attention layers")
+            return None, 0
+        return (window, n_sliding) if n_sliding else (None, 0)
+
+
+def _tied(cfg: Mapping, s: _Shape) -> bool:
+    value = cfg.get("tie_word_embeddings")
+    if value is None:
+        return s.model_type not in _UNTIED_BY_DEFAULT
+    if not isinstance(value, bool):
+        raise TypeError(f"config.json field 'tie_word_embeddings' must be true or false, "
+                        f"got {value!r}")
+    return value
+
+
+def _dtype(cfg: Mapping):
+    """(weights format, KV-cache format) from quantization_config and torch_dtype/dtype."""
+    raw = cfg.get("torch_dtype", cfg.get("dtype"))
+    compute = None
+    if raw is not None:
+        if not isinstance(raw, str) or raw.lower() not in _TORCH_DTYPES:
+            raise ValueError(f"config.json field 'torch_dtype' must be one of "
+                             f"{', '.join(sorted(_TORCH_DTYPES))}, got {raw!r}")
+        compute = _TORCH_DTYPES[raw.lower()]
+    weights = compute or "bf16"
+    quant = cfg.get("quantization_config")
+    if isinstance(quant, Mapping):
+        method = str(quant.get("quant_method", "")).lower()
+        bits = quant.get("bits")
+        if isinstance(bits, numbers.Real) and not isinstance(bits, bool) and bits > 0:
+            weights = bits / 8                                   # GPTQ / AWQ: packed integers
+        elif method in ("fp8", "fbgemm_fp8"):
+            weights = "fp8"
+        elif quant.get("load_in_4bit"):
+            weights = "int4"
+        elif quant.get("load_in_8bit"):
+            weights = "int8"
+    # The KV cache holds activations, kept in the 16-bit compute format; fp32 checkpoints are
+    # served in 16 bits (vLLM's dtype="auto" casts them down).
+    kv = compute if compute in ("bf16", "fp16") else "bf16"
+    return weights, kv
+
+
+# -- parameter count -------------------------------------------------------------------------------
+def _moe_layers(cfg: Mapping, s: _Shape) -> list[bool]:
+    """Which layers hold a mixture-of-experts MLP."""
+    if s.n_experts <= 1:
+        return [False] * s.layers
+    first_dense = _int(cfg, "first_k_dense_replace", lo=0, required=False, default=0)
+    freq = _int(cfg, "moe_layer_freq", required=False, default=1)
+    step = _int(cfg, "decoder_sparse_step", required=False, default=1)
+    dense_only = set(cfg.get("mlp_only_layers") or ())
+    return [i >= first_dense and i % freq == 0 and (i + 1) % step == 0 and i not in dense_only
+            for i in range(s.layers)]
+
+
+def count_params(config) -> dict[str, int]:
+    """Count a model's parameters from the shapes in its ``config.json``.
+
+    Parameters
+    ----------
+    config : str, os.PathLike or Mapping
+        Path to ``config.json`` or its parsed contents.
+
+    Returns
+    -------
+    dict of str to int
+        Parameters [count] by part: ``embedding`` (token and learned position embeddings),
+        ``lm_head`` (0 when tied to the embedding), ``attention`` (projections with their biases,
+        MLA's factorised projections and their norms, per-head q/k norms), ``mlp`` (dense MLPs),
+        ``experts`` (routed experts), ``shared_experts``, ``router`` (gates and correction biases),
+        ``norms`` (per-layer and final norms), and the sums ``total`` and ``active`` (the
+        parameters one token uses: everything but the routed experts it is not sent to).
+
+    Notes
+    -----
+    Llama-style architectures (the default for an unknown ``model_type``): RMSNorm without bias,
+    a gated MLP of three matrices (gate, up, down), biases only where the architecture has them
+    (Qwen2's q/k/v; ``attention_bias``/``mlp_bias`` when set). Gemma-2/3 have four norms a layer.
+    GPT-style architectures (GPT-2, GPT-BigCode, GPT-NeoX, Falcon): LayerNorm with bias, a
+    two-matrix MLP, biased projections (Falcon: only when ``bias``), learned positions for GPT-2
+    and BigCode. DeepSeek's multi-token-prediction module (``num_nextn_predict_layers``) is not
+    counted, as DeepSeek's own 671B total does not count it.
+
+    References
+    ----------
+    .. [1] DeepSeek-V3 Technical Report, arXiv:2412.19437 (671B total, 37B activated).
+    .. [2] Jiang et al., "Mixtral of Experts", arXiv:2401.04088 (46.7B total, 12.9B active).
+    """
+    cfg = load_hf_config(config)
+    s = _Shape(cfg)
+    if s.vocab is None:
+        raise ValueError("config.json field 'vocab_size' is missing (needed to count parameters)")
+    if s.gpt_style and s.n_experts > 1:
+        raise ValueError(f"config.json: counting a mixture-of-experts {s.model_type!r} model is "
+                         f"not supported; pass n_params and n_active_params")
+    h, d = s.hidden, s.head_dim
+    q_width, kv_width = s.heads * d, s.kv_heads * d
+    tied = _tied(cfg, s)
+    parts = dict.fromkeys(("embedding", "lm_head", "attention", "mlp", "experts",
+                           "shared_experts", "router", "norms"), 0)
+    parts["embedding"] = s.vocab * h
+    parts["lm_head"] = 0 if tied else s.vocab * h
+    if s.gpt_style:
+        parts.update(_count_gpt_style(cfg, s, q_width, kv_width))
+    else:
+        parts.update(_count_llama_style(cfg, s, q_width, kv_width))
+    total = sum(parts.values())
+    unused = 0
+    if s.n_experts > 1:
+        per_expert = 3 * h * s.moe_intermediate
+        unused = sum(_moe_layers(cfg, s)) * (s.n_experts - s.top_k) * per_expert
+    return {**parts, "total": total, "active": total - unused}
+
+
+def _count_gpt_style(cfg, s, q_width, kv_width):
+    h, L, inner = s.hidden, s.layers, s.intermediate
+    if s.model_type == "falcon":
+        bias = bool(cfg.get("bias", False))
+        if cfg.get("new_decoder_architecture"):
+            n_ln = 2                                    # ln_attn and ln_mlp
+        else:
+            n_ln = 1 if cfg.get("parallel_attn", True) else 2
+    else:
+        bias, n_ln = True, 2
+    attn = h * (q_width + 2 * kv_width) + q_width * h
+    attn += (q_width + 2 * kv_width + h) if bias else 0
+    mlp = 2 * h * inner + ((inner + h) if bias else 0)
+    embedding = s.vocab * h
+    if s.model_type in ("gpt2", "gpt_bigcode"):     # learned absolute positions
+        embedding += _int(cfg, "max_position_embeddings") * h
+    return {"embedding": embedding, "attention": L * attn, "mlp": L * mlp,
+            "norms": (L * n_ln + 1) * 2 * h}
+
+
+def _count_llama_style(cfg, s, q_width, kv_width):
+    h, L = s.hidden, s.layers
+    if s.mla is not None:
+        m = s.mla
+        qk = m["qk_nope_head_dim"] + m["qk_rope_head_dim"]
+        if m["q_lora_rank"]:
+            q = h * m["q_lora_rank"] + m["q_lora_rank"] + m["q_lora_rank"] * s.heads * qk
+        else:
+            q = h * s.heads * qk
+        kv = (h * (m["kv_lora_rank"] + m["qk_rope_head_dim"]) + m["kv_lora_rank"]
+              + m["kv_lora_rank"] * s.heads * (m["qk_nope_head_dim"] + m["v_head_dim"]))
+        attn = q + kv + s.heads * m["v_head_dim"] * h
+    else:
+        attn = h * (q_width + 2 * kv_width) + q_width * h
+        if cfg.get("attention_bias"):
+            attn += q_width + 2 * kv_width + h
+        elif s.model_type in ("qwen2", "qwen2_moe"):
+            attn += q_width + 2 * kv_width                      # Qwen2: q, k, v biases
+        if s.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
+            attn += 2 * s.head_dim                              # per-head q and k RMSNorm
+    n_norms = 4 if s.model_type.startswith(("gemma2", "gemma3")) else 2
+    mlp_bias = bool(cfg.get("mlp_bias"))
+    moe = _moe_layers(cfg, s)
+    n_moe = sum(moe)
+    dense_mlp = 0
+    if n_moe < L:
+        if s.intermediate is None:
+            raise ValueError("config.json field 'intermediate_size' is missing")
+        dense_mlp = 3 * h * s.intermediate + ((2 * s.intermediate + h) if mlp_bias else 0)
+    experts = shared = router = 0
+    if n_moe:
+        experts = s.n_experts * 3 * h * s.moe_intermediate
+        router = s.n_experts * h
+        if cfg.get("topk_method") == "noaux_tc":
+            router += s.n_experts                 # DeepSeek-V3's e_score_correction_bias
+        n_shared = _int(cfg, "n_shared_experts", lo=0, required=False, default=0)
+        shared = n_shared * 3 * h * s.moe_intermediate
+        shared_size = _int(cfg, "shared_expert_intermediate_size", lo=0, required=False,
+                           default=0)
+        if shared_size:                           # Qwen2-MoE: one wide shared expert + its gate
+            shared += 3 * h * shared_size + h
+    return {"attention": L * attn, "mlp": (L - n_moe) * dense_mlp, "experts": n_moe * experts,
+            "shared_experts": n_moe * shared, "router": n_moe * router,
+            "norms": L * n_norms * h + h}
+
+
+# -- ModelShape -----------------------------------------------------------------------------------
+def model_from_hf_config(config, *, name: str | None = None, **overrides) -> ModelShape:
+    """Build a :class:`~rooflinekit.models.ModelShape` from a Hugging Face ``config.json``, offline.
+
+    Parameters
+    ----------
+    config : str, os.PathLike or Mapping
+        Path to ``config.json`` or its parsed contents.
+    name : str, optional
+        Label of the model; default the config's ``_name_or_path``, else its ``model_type``.
+    **overrides
+        Any :class:`ModelShape` field, applied last (``n_params=70e9``,
+        ``kv_bytes_per_element="fp8"``, ``source=...``).
+
+    Returns
+    -------
+    ModelShape
+        With ``n_params``/``n_active_params`` from :func:`count_params` unless overridden (an
+        MoE model given ``n_params`` alone still takes its active count from the shapes).
+
+    Notes
+    -----
+    Fields read (older spellings such as ``n_layer``, ``n_head``, ``n_embd`` are accepted):
+
+    - ``num_hidden_layers``, ``num_attention_heads``, ``hidden_size`` (required);
+      ``num_key_value_heads`` (absent: MHA; Falcon's ``multi_query: true``: one KV head);
+      ``head_dim`` when present, else ``hidden_size // num_attention_heads``.
+    - MLA: ``kv_lora_rank``, ``qk_rope_head_dim`` (what is cached), ``q_lora_rank``,
+      ``qk_nope_head_dim``, ``v_head_dim`` (counting); ``head_dim`` is then
+      ``qk_nope_head_dim + qk_rope_head_dim``.
+    - MoE: ``num_local_experts`` / ``n_routed_experts`` / ``num_experts``,
+      ``num_experts_per_tok``, ``moe_intermediate_size`` (reported as ``intermediate_size``),
+      ``n_shared_experts``, ``shared_expert_intermediate_size``, ``first_k_dense_replace``.
+    - Sliding window: ``sliding_window`` (null: none) applies to every layer unless
+      ``layer_types`` lists the layers, Qwen2's ``use_sliding_window``/``max_window_layers`` say
+      otherwise, the model is Gemma-2 (every other layer) or ``sliding_window_pattern`` makes every
+      n-th layer global (Gemma-3).
+    - ``torch_dtype``/``dtype`` and ``quantization_config`` (fp8, GPTQ/AWQ bits, bitsandbytes) give
+      the weight format; the KV cache is taken to be 16-bit (the compute format, bf16 for fp32
+      checkpoints).
+    - ``max_position_embeddings``, ``tie_word_embeddings``, ``vocab_size``,
+      ``intermediate_size``.
+
+    Raises
+    ------
+    TypeError
+        If a field has the wrong type (``num_attention_heads: "32"``) or ``config`` is neither a
+        path nor a mapping.
+    ValueError
+        If a required field is missing, a value is out of range, the heads do not divide, or the
+        file cannot be read; the message names the field.
+
+    References
+    ----------
+    .. [1] Hugging Face ``transformers`` configuration classes.
+    .. [2] Serving-capacity guide §2.2–2.3.
+    """
+    cfg = load_hf_config(config)
+    s = _Shape(cfg)
+    weights, kv = _dtype(cfg)
+    if "n_params" in overrides and (s.n_experts == 1 or "n_active_params" in overrides):
+        n_params = overrides.pop("n_params")
+        n_active = overrides.pop("n_active_params", None)
+    else:
+        # an MoE model given only its total still needs the active count from the shapes
+        counts = count_params(cfg)
+        n_params = overrides.pop("n_params", counts["total"])
+        n_active = overrides.pop("n_active_params", counts["active"])
+    tied = _tied(cfg, s)
+    if name is None:
+        name = cfg.get("_name_or_path") or s.model_type or "hf-model"
+    if isinstance(config, (str, os.PathLike)):
+        default_source = f"config.json read from {os.fspath(config)}"
+    else:
+        default_source = "Hugging Face config.json (dict)"
+    fields = dict(
+        name=name,
+        n_layers=s.layers,
+        n_heads=s.heads,
+        n_kv_heads=s.kv_heads,
+        head_dim=s.head_dim,
+        n_params=n_params,
+        n_active_params=n_active,
+        bytes_per_param=weights,
+        kv_bytes_per_element=kv,
+        hidden_size=s.hidden,
+        intermediate_size=s.moe_intermediate if s.n_experts > 1 else s.intermediate,
+        vocab_size=s.vocab,
+        n_experts=s.n_experts,
+        n_experts_per_token=s.top_k,
+        kv_lora_rank=None if s.mla is None else s.mla["kv_lora_rank"],
+        qk_rope_head_dim=None if s.mla is None else s.mla["qk_rope_head_dim"],
+        sliding_window=s.window,
+        n_sliding_layers=s.n_sliding,
+        tie_word_embeddings=bool(tied),
+        max_context=_int(cfg, "max_position_embeddings", required=False),
+        source=default_source,
+    )
+    unknown = set(overrides) - set(fields)
+    if unknown:
+        raise TypeError(f"unknown ModelShape field(s) in overrides: {sorted(unknown)}")
+    fields.update(overrides)
+    return ModelShape(**fields)

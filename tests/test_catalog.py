@@ -1,0 +1,241 @@
+"""The built-in catalogues: lookup, sources, KV bytes against published configs, Dataset views."""
+
+import math
+import pathlib
+import tomllib
+from importlib import resources
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from rooflinekit import catalog, units
+from rooflinekit.hf_config import model_from_hf_config
+
+CONFIGS = pathlib.Path(__file__).parent / "data" / "hf_configs"
+
+
+def _rows(filename, table):
+    with resources.files("rooflinekit").joinpath("data", filename).open("rb") as fh:
+        return tomllib.load(fh)[table]
+
+
+# -- lookup -------------------------------------------------------------------------------------
+def test_lookup_is_case_insensitive_and_accepts_aliases():
+    assert catalog.model("LLAMA-3.1-70b") is catalog.model("Llama-3.1-70B")
+    assert catalog.model("meta-llama/Llama-3.1-70B").name == "Llama-3.1-70B"
+    assert catalog.model("llama 3.1 70b").name == "Llama-3.1-70B"       # spaces, no hyphens
+    assert catalog.model("mixtral").name == "Mixtral-8x7B"
+    assert catalog.model("DSV3").name == "DeepSeek-V3"
+    assert catalog.gpu("h100").name == "H100-SXM-80GB"
+    assert catalog.gpu("H100_PCIE").name == "H100-PCIe-80GB"
+    assert catalog.gpu("a100").name == "A100-SXM-80GB"
+    assert catalog.gpu("MI300X") is catalog.gpu("amd-mi300x")
+
+
+def test_unknown_name_lists_closest():
+    with pytest.raises(ValueError, match=r"unknown GPU 'H10'.*H100"):
+        catalog.gpu("H10")
+    with pytest.raises(ValueError, match=r"unknown model 'llama-3.1-7b'.*Llama-3\.1-"):
+        catalog.model("llama-3.1-7b")
+    with pytest.raises(ValueError, match="unknown model"):
+        catalog.model("zzzzzzzz")
+    with pytest.raises(TypeError, match="model name must be a string"):
+        catalog.model(70)
+
+
+# -- rows -----------------------------------------------------------------------------------------
+def test_guide_rows_unchanged():
+    m, g = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
+    assert (m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim, m.n_params) == (80, 64, 8, 128, 70e9)
+    assert m.kv_bytes_per_token == 327_680                     # guide §2.2
+    assert g.memory_bytes == 80 * units.GiB and g.hbm_bandwidth == 3.35e12
+    assert g.peak_flops == 989e12
+
+
+def test_catalogue_sizes_and_required_entries():
+    gpus, models = catalog.gpu_names(), catalog.model_names()
+    assert len(gpus) - 1 >= 12 and len(models) - 1 >= 15        # besides the guide's rows
+    for name in ["A100-SXM-40GB", "A100-SXM-80GB", "H100-SXM-80GB", "H100-PCIe-80GB",
+                 "H200-SXM-141GB", "B200", "L40S", "L4", "A10G", "MI300X"]:
+        assert name in gpus
+    for name in ["Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Llama-3.1-8B", "Llama-3.1-70B",
+                 "Llama-3.1-405B", "Mistral-7B-v0.1", "Mixtral-8x7B", "Mixtral-8x22B",
+                 "Qwen2.5-7B", "Qwen2.5-72B", "Gemma-2-9B", "Gemma-2-27B", "Phi-3-mini-4k",
+                 "DeepSeek-V3", "guide-70b"]:
+        assert name in models
+    kinds = {m.attention for m in catalog.models().values()}
+    assert {"MHA", "MQA", "MLA"} <= kinds and any(k.startswith("GQA") for k in kinds)
+
+
+@pytest.mark.parametrize("filename, table", [("gpus.toml", "gpu"), ("models.toml", "model")])
+def test_every_row_has_a_source(filename, table):
+    for row in _rows(filename, table):
+        assert isinstance(row.get("source"), str) and row["source"].strip(), row["name"]
+    specs = catalog.gpus() if table == "gpu" else catalog.models()
+    assert all(s.source.strip() for s in specs.values())
+
+
+# -- KV bytes per token, by hand from each published config.json ---------------------------------
+# 2·L·H_kv·d·b (guide §2.2); MLA: L·(kv_lora_rank + qk_rope_head_dim)·b. b = 2 (16-bit KV).
+KV_BY_HAND = {
+    "guide-70b": 2 * 80 * 8 * 128 * 2,          # guide §2.2: 327,680
+    "Llama-2-7B": 2 * 32 * 32 * 128 * 2,        # MHA: 32 KV heads
+    "Llama-2-13B": 2 * 40 * 40 * 128 * 2,       # MHA
+    "Llama-2-70B": 2 * 80 * 8 * 128 * 2,
+    "Llama-3.1-8B": 2 * 32 * 8 * 128 * 2,
+    "Llama-3.1-70B": 2 * 80 * 8 * 128 * 2,      # 327,680
+    "Llama-3.1-405B": 2 * 126 * 8 * 128 * 2,
+    "Mistral-7B-v0.1": 2 * 32 * 8 * 128 * 2,    # per token while inside the 4,096 window
+    "Mixtral-8x7B": 2 * 32 * 8 * 128 * 2,
+    "Mixtral-8x22B": 2 * 56 * 8 * 128 * 2,
+    "Qwen2.5-7B": 2 * 28 * 4 * 128 * 2,
+    "Qwen2.5-72B": 2 * 80 * 8 * 128 * 2,
+    "Gemma-2-9B": 2 * 42 * 8 * 256 * 2,         # head_dim 256
+    "Gemma-2-27B": 2 * 46 * 16 * 128 * 2,
+    "Phi-3-mini-4k": 2 * 32 * 32 * 96 * 2,      # MHA, head_dim 3072 / 32 = 96
+    "DeepSeek-V3": 61 * (512 + 64) * 2,         # MLA: 70,272
+    "StarCoder": 2 * 40 * 1 * 128 * 2,          # MQA
+    "Falcon-7B": 2 * 32 * 1 * 64 * 2,           # MQA
+    "GPT-NeoX-20B": 2 * 44 * 64 * 96 * 2,       # MHA
+}
+
+
+def test_every_catalogue_model_has_a_hand_computation():
+    assert set(KV_BY_HAND) == set(catalog.model_names())
+
+
+@pytest.mark.parametrize("name", sorted(KV_BY_HAND))
+def test_kv_bytes_per_token_by_hand(name):
+    assert catalog.model(name).kv_bytes_per_token == KV_BY_HAND[name]
+
+
+def test_named_kv_figures():
+    assert catalog.model("DeepSeek-V3").kv_bytes_per_token == 70_272
+    assert catalog.model("Llama-3.1-70B").kv_bytes_per_token == 327_680
+    # MLA caches ~4.7x less than the GQA-8 70B model per token despite 128 query heads
+    assert catalog.model("Llama-3.1-70B").kv_bytes_per_token / 70_272 == pytest.approx(4.663,
+                                                                                      abs=1e-3)
+
+
+def test_sliding_window_rows():
+    mistral = catalog.model("Mistral-7B-v0.1")
+    assert (mistral.sliding_window, mistral.n_sliding_layers, mistral.n_full_layers) == (4096, 32,
+                                                                                         0)
+    for name, layers in [("Gemma-2-9B", 42), ("Gemma-2-27B", 46)]:
+        m = catalog.model(name)
+        assert m.sliding_window == 4096 and m.n_sliding_layers == math.ceil(layers / 2)
+    assert catalog.model("Mixtral-8x7B").sliding_window is None
+
+
+def test_moe_rows():
+    for name, total, active, k in [("Mixtral-8x7B", 8, 2, 2), ("Mixtral-8x22B", 8, 2, 2),
+                                   ("DeepSeek-V3", 256, 8, 8)]:
+        m = catalog.model(name)
+        assert (m.n_experts, m.n_experts_per_token) == (total, k)
+        assert m.n_active_params < m.n_params and m.is_moe
+    for m in catalog.models().values():
+        assert m.n_active_params <= m.n_params
+
+
+# -- catalogue rows agree with the published config.json files -------------------------------------
+ROW_CONFIG = {
+    "Llama-2-7B": "llama-2-7b-hf", "Llama-2-13B": "llama-2-13b-hf",
+    "Llama-2-70B": "llama-2-70b-hf", "Llama-3.1-8B": "llama-3.1-8b",
+    "Llama-3.1-70B": "llama-3.1-70b", "Llama-3.1-405B": "llama-3.1-405b",
+    "Mistral-7B-v0.1": "mistral-7b-v0.1", "Mixtral-8x7B": "mixtral-8x7b-v0.1",
+    "Mixtral-8x22B": "mixtral-8x22b-v0.1", "Qwen2.5-7B": "qwen2.5-7b",
+    "Qwen2.5-72B": "qwen2.5-72b", "Gemma-2-9B": "gemma-2-9b-it", "Gemma-2-27B": "gemma-2-27b-it",
+    "Phi-3-mini-4k": "phi-3-mini-4k-instruct", "DeepSeek-V3": "deepseek-v3",
+    "StarCoder": "starcoder", "Falcon-7B": "falcon-7b", "GPT-NeoX-20B": "gpt-neox-20b",
+}
+FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
+          "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",
+          "sliding_window", "n_sliding_layers", "tie_word_embeddings", "n_params",
+          "n_active_params", "kv_bytes_per_token", "kv_bytes_per_element")
+
+
+def test_every_real_model_has_a_config_file():
+    assert set(ROW_CONFIG) == set(catalog.model_names()) - {"guide-70b"}
+
+
+@pytest.mark.parametrize("name", sorted(ROW_CONFIG))
+def test_row_agrees_with_config_json(name):
+    row = catalog.model(name)
+    built = model_from_hf_config(CONFIGS / f"{ROW_CONFIG[name]}.json", name=name)
+    for field in FIELDS:
+        assert getattr(row, field) == getattr(built, field), field
+    if built.max_context is not None:              # Falcon's config gives no context length
+        assert row.max_context == built.max_context
+
+
+def test_weight_formats_follow_the_release():
+    # fp8 DeepSeek-V3 release; fp16 Llama 2 / GPT-NeoX; bf16 elsewhere.
+    assert catalog.model("DeepSeek-V3").weight_bytes == 671_026_419_200
+    assert catalog.model("Llama-2-7B").bytes_per_param == 2
+    assert catalog.model("Llama-3.1-405B").weight_bytes == 2 * 405_853_388_800
+
+
+# -- GPUs ------------------------------------------------------------------------------------------
+def test_gpu_dense_flops_sanity():
+    for g in catalog.gpus().values():
+        table = dict(g.peak_flops_by_dtype)
+        for narrow in ("fp8", "int8", "fp4"):
+            if narrow in table:
+                assert table[narrow] >= table["bf16"], (g.name, narrow)
+        for wide in ("tf32", "fp32"):
+            if wide in table:
+                assert table[wide] <= table["bf16"], (g.name, wide)
+        assert 10 * units.GiB <= g.memory_bytes <= 300 * units.GiB, g.name
+        assert 0.2e12 <= g.hbm_bandwidth <= 10e12, g.name
+        # ridge points of real parts sit between ~100 and ~600 FLOP/byte at 16 bits
+        assert 100 <= g.ridge_point <= 600, g.name
+
+
+def test_dense_not_sparse_figures():
+    # NVIDIA H100 SXM datasheet: bf16 1,979 TFLOP/s "with sparsity" -> 989.4 dense; fp8 1,979 dense.
+    h100 = catalog.gpu("h100")
+    assert h100.peak_flops == pytest.approx(989.4e12)
+    assert h100.flops_for("fp8") == pytest.approx(1978.9e12)
+    assert catalog.gpu("h200").peak_flops == h100.peak_flops            # same compute die
+    assert catalog.gpu("a100").peak_flops == 312e12                     # A100 datasheet, dense
+    assert catalog.gpu("mi300x").peak_flops == pytest.approx(1307.4e12)  # AMD datasheet, dense
+
+
+def test_gpu_memory_units():
+    assert catalog.gpu("h100").memory_bytes == 80 * units.GiB
+    assert catalog.gpu("h200").memory_bytes == 141 * units.GiB
+    assert catalog.gpu("a100-40gb").memory_bytes == 40 * units.GiB
+
+
+def test_price_rows_name_catalogue_gpus():
+    with resources.files("rooflinekit").joinpath("data", "prices.toml").open("rb") as fh:
+        rows = tomllib.load(fh).get("gpu_hourly", [])
+    for row in rows:
+        assert catalog.gpu(row["gpu"]).hourly_price == pytest.approx(row["usd_per_hour"])
+
+
+# -- Dataset views ---------------------------------------------------------------------------------
+def test_models_dataset():
+    ds = catalog.models(as_dataset=True)
+    assert isinstance(ds, xr.Dataset) and ds.kv_bytes_per_token.dims == ("model",)
+    assert list(ds["model"].values) == catalog.model_names()
+    assert ds.kv_bytes_per_token.attrs["units"] == "bytes"
+    assert ds.n_layers.attrs["units"] == "1" and "long_name" in ds.n_layers.attrs
+    assert ds.kv_bytes_per_token.sel(model="DeepSeek-V3").item() == 70_272
+    assert ds.attention.sel(model="Falcon-7B").item() == "MQA"
+    assert np.isinf(ds.sliding_window.sel(model="Llama-3.1-8B").item())
+    assert ds.sliding_window.sel(model="Gemma-2-9B").item() == 4096
+    np.testing.assert_array_equal(ds.kv_bytes_per_token.values,
+                                  [KV_BY_HAND[n] for n in catalog.model_names()])
+
+
+def test_gpus_dataset_and_subsets():
+    ds = catalog.gpus(["h100", "mi300x", "l4"], as_dataset=True)
+    assert list(ds["gpu"].values) == ["H100-SXM-80GB", "MI300X", "L4"]
+    assert ds.hbm_bandwidth.attrs["units"] == "bytes/s"
+    assert ds.peak_flops.attrs["units"] == "FLOP/s"
+    assert ds.peak_flops_fp8.sel(gpu="L4").item() == pytest.approx(242.5e12)
+    assert ds.memory_bytes.sel(gpu="MI300X").item() == 192 * units.GiB
+    with pytest.raises(ValueError, match="unknown GPU"):
+        catalog.gpus(["h100", "h1000"], as_dataset=True)
