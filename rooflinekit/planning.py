@@ -1,0 +1,581 @@
+"""Capacity plans: a dedicated floor plus pay-as-you-go spillover; self-hosting volumes (§6.4–6.5).
+
+Every mature deployment converges on the same shape (guide §6.4): size a dedicated floor to a
+quantile of demand and spill everything above it to pay-as-you-go — degrade in cost, not in
+availability. Given a demand profile (tokens per hour or per day over a month, or a distribution to
+sample a month from), :func:`plan_with_spillover` prices a floor sized to any quantile,
+:func:`optimal_floor` finds the cheapest floor, and :func:`compare_floor_sizing` sets the guide's
+three sizings — peak, p50, p10 — beside the optimum: cost, utilisation of the floor, share of
+traffic spilled. Nothing is ever dropped: every token is served by the floor or by pay-as-you-go.
+
+For self-hosting, :func:`self_hosting_comparison` gives unit cost against volume and the crossover
+volumes against pay-as-you-go and provisioned capacity, with and without the engineering line;
+:func:`guide_self_hosting_figures` reproduces the guide's §6.5 figures both as printed and as its
+text states them, and says where they part.
+
+Results are :class:`xarray.Dataset` objects whose variables carry ``units`` and ``long_name``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import xarray as xr
+
+from . import dims
+from ._validation import as_numeric, check_fraction, check_integer, check_positive, check_range
+from .pricing import (PayAsYouGo, Provisioned, SelfHosted, blended_price, break_even,
+                      capacity_price, crossover_volume)
+from .units import HOURS_PER_MONTH, PER_MILLION
+
+__all__ = [
+    "TIME", "bursty_demand", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
+    "self_hosting_comparison", "GuideSelfHostingFigures", "guide_self_hosting_figures",
+    "guide_break_even_figures", "guide_spillover_figures",
+]
+
+#: Default name of the period dimension of a demand profile (one entry per hour or day).
+TIME = "time"
+
+_TOKENS = "tokens"
+_USD = "USD"
+
+
+# -- demand ---------------------------------------------------------------------------------------
+def bursty_demand(n_periods=int(HOURS_PER_MONTH), *, mean_tokens=5.5e6, diurnal_amplitude=0.5,
+                  periods_per_day=24, noise_sigma=0.25, burst_probability=0.02,
+                  burst_length=3, burst_multiplier=4.0, seed):
+    """A seeded synthetic demand profile: a daily cycle, noise and occasional bursts.
+
+    Parameters
+    ----------
+    n_periods : int
+        Periods in the profile [1]; default 730 (the hours of a billing month).
+    mean_tokens : float
+        Mean demand per period before bursts [tokens/period], > 0. The default, 5.5M tokens an
+        hour, is about 4B tokens a month, the guide's provisioned capacity (§6.3).
+    diurnal_amplitude : float
+        Relative amplitude of the daily sine cycle [1], in [0, 1).
+    periods_per_day : int
+        Periods in a day [1]: 24 for hourly, 1 for daily (no cycle within a period).
+    noise_sigma : float
+        Standard deviation of the log-normal noise [1], >= 0 (mean-one multiplicative noise).
+    burst_probability : float
+        Probability that a burst starts in a period [1], in [0, 1].
+    burst_length : int
+        Periods a burst lasts [1], >= 1.
+    burst_multiplier : float
+        Demand multiplier during a burst [1], >= 1.
+    seed : int
+        Seed of the ``numpy.random.Generator``; required, so profiles are reproducible.
+
+    Returns
+    -------
+    xarray.DataArray
+        Demand per period [tokens] along :data:`TIME` (coordinate: period index).
+    """
+    check_integer("n_periods", n_periods, lo=1)
+    check_positive("mean_tokens", mean_tokens)
+    check_range("diurnal_amplitude", diurnal_amplitude, lo=0, hi=1, hi_open=True)
+    check_integer("periods_per_day", periods_per_day, lo=1)
+    check_range("noise_sigma", noise_sigma, lo=0, hi=5)
+    check_fraction("burst_probability", burst_probability)
+    check_integer("burst_length", burst_length, lo=1)
+    check_range("burst_multiplier", burst_multiplier, lo=1)
+    check_integer("seed", seed, lo=0)
+    rng = np.random.default_rng(int(seed))
+    t = np.arange(int(n_periods))
+    cycle = 1.0 + diurnal_amplitude * np.sin(2 * np.pi * t / periods_per_day)
+    noise = rng.lognormal(-0.5 * noise_sigma**2, noise_sigma, size=t.size)
+    starts = rng.random(t.size) < burst_probability
+    # A burst started in period s covers s .. s + burst_length - 1.
+    covered = np.convolve(starts.astype(float), np.ones(int(burst_length)))[: t.size] > 0
+    demand = mean_tokens * cycle * noise * np.where(covered, burst_multiplier, 1.0)
+    return xr.DataArray(demand, dims=(TIME,), coords={TIME: t}, name="demand",
+                        attrs={"units": _TOKENS, "long_name": "demand per period"})
+
+
+def _demand(demand, time_dim, n_periods, seed) -> xr.DataArray:
+    """Demand as a DataArray with ``time_dim``, sampled when given as a distribution."""
+    if not isinstance(time_dim, str):
+        raise TypeError(f"time_dim must be a string, got {type(time_dim).__name__}")
+    if hasattr(demand, "rvs") and not isinstance(demand, (np.ndarray, xr.DataArray)):
+        if seed is None:
+            raise ValueError("seed is required to sample demand from a distribution")
+        check_integer("n_periods", n_periods, lo=1)
+        check_integer("seed", seed, lo=0)
+        draws = np.asarray(demand.rvs(size=int(n_periods),
+                                      random_state=np.random.default_rng(int(seed))), dtype=float)
+        values = xr.DataArray(draws, dims=(time_dim,), coords={time_dim: np.arange(draws.size)})
+    elif isinstance(demand, xr.DataArray):
+        if time_dim not in demand.dims:
+            raise ValueError(f"demand has no dimension {time_dim!r} (dims {demand.dims}); pass "
+                             f"time_dim")
+        values = demand
+    elif isinstance(demand, (np.ndarray, list, tuple)):
+        arr = np.asarray(demand, dtype=float) if not isinstance(demand, np.ndarray) else demand
+        as_numeric("demand", arr)
+        if arr.ndim != 1:
+            raise ValueError("an unlabelled demand must be 1-D (one value per period); pass an "
+                             "xarray.DataArray to add other dimensions")
+        values = xr.DataArray(arr, dims=(time_dim,), coords={time_dim: np.arange(arr.size)})
+    else:
+        raise TypeError("demand must be a 1-D array, an xarray.DataArray with a time dimension, "
+                        f"or a distribution with .rvs; got {type(demand).__name__}")
+    check_range("demand", values, lo=0)
+    if values.sizes[time_dim] == 0:
+        raise ValueError("demand must hold at least one period")
+    if not bool((values.sum(time_dim) > 0).all()):
+        raise ValueError("demand must have positive total tokens")
+    return values.astype(float)
+
+
+def _as_labelled(name: str, value, dim: str | None = None):
+    """A float, or a DataArray: 1-D arrays are labelled along ``dim`` (default: ``name``)."""
+    if isinstance(value, xr.DataArray):
+        return value
+    if isinstance(value, (np.ndarray, list, tuple)):
+        arr = np.asarray(value, dtype=float)
+        if arr.ndim == 0:
+            return float(arr)
+        if arr.ndim > 1:
+            raise TypeError(f"{name} is an unlabelled {arr.ndim}-d array; pass an "
+                            f"xarray.DataArray so its dimensions can be matched by name")
+        dim = dim or name
+        return xr.DataArray(arr, dims=(dim,), coords={dim: arr})
+    return float(value)
+
+
+def _prices(payg, floor_unit_cost, output_fraction):
+    """Blended pay-as-you-go price and floor price per token [USD/token], labelled."""
+    if not isinstance(payg, PayAsYouGo):
+        raise TypeError(f"payg must be a PayAsYouGo, got {type(payg).__name__}")
+    check_fraction("output_fraction", output_fraction)
+    f = _as_labelled("output_fraction", output_fraction, dims.OUTPUT_FRACTION)
+    p = blended_price(payg, f)
+    if isinstance(floor_unit_cost, (Provisioned, SelfHosted)):
+        u = capacity_price(floor_unit_cost, f)
+    else:
+        check_positive("floor_unit_cost", floor_unit_cost)
+        u = _as_labelled("floor_unit_cost", floor_unit_cost)
+    return p / PER_MILLION, u / PER_MILLION
+
+
+def _evaluate(d: xr.DataArray, floor, p, u, time_dim: str) -> xr.Dataset:
+    """Account a floor of ``floor`` tokens per period against demand ``d``."""
+    n = d.sizes[time_dim]
+    spilled = np.maximum(d - floor, 0.0).sum(time_dim)
+    by_floor = np.minimum(d, floor).sum(time_dim)  # counted apart, so served == demand is a check
+    total = d.sum(time_dim)
+    capacity = floor * n
+    floor_cost = capacity * u
+    spill_cost = spilled * p
+    utilization = xr.where(capacity > 0, by_floor / xr.where(capacity > 0, capacity, 1.0), 0.0)
+
+    def var(x, units, long_name):
+        x = x if isinstance(x, xr.DataArray) else xr.DataArray(x)
+        return x.assign_attrs(units=units, long_name=long_name)
+
+    return xr.Dataset({
+        "floor": var(floor, "tokens/period", "dedicated floor per period"),
+        "floor_capacity": var(capacity, _TOKENS, "floor capacity over the profile"),
+        "demand_tokens": var(total, _TOKENS, "demand over the profile"),
+        "floor_tokens": var(by_floor, _TOKENS, "tokens served by the floor"),
+        "spilled_tokens": var(spilled, _TOKENS, "tokens spilled to pay-as-you-go"),
+        "served_tokens": var(by_floor + spilled, _TOKENS, "tokens served (floor + spillover)"),
+        "floor_utilization": var(utilization, "1", "utilisation of the floor (0: no floor)"),
+        "spilled_share": var(spilled / total, "1", "share of demand spilled"),
+        "floor_cost": var(floor_cost, _USD, "cost of the floor"),
+        "spill_cost": var(spill_cost, _USD, "pay-as-you-go cost of the spillover"),
+        "total_cost": var(floor_cost + spill_cost, _USD, "floor plus spillover cost"),
+        "payg_only_cost": var(total * p, _USD, "cost with pay-as-you-go alone"),
+    })
+
+
+# -- floor plus spillover -------------------------------------------------------------------------
+def plan_with_spillover(demand, payg, floor_unit_cost, *, output_fraction, quantile=0.5,
+                        time_dim=TIME, n_periods=int(HOURS_PER_MONTH), seed=None):
+    """Cost of a dedicated floor sized to a demand quantile, with spillover to pay-as-you-go (§6.4).
+
+    Parameters
+    ----------
+    demand : array_like, xarray.DataArray or distribution
+        Token demand per period [tokens] over the planning horizon (a month of hours or days): a
+        1-D array, a DataArray with dimension ``time_dim`` (other dimensions, e.g.
+        ``replicate``, broadcast), or a frozen ``scipy.stats`` distribution (anything with
+        ``rvs(size, random_state)``) from which ``n_periods`` periods are drawn with ``seed``.
+    payg : PayAsYouGo
+        Price of the spillover.
+    floor_unit_cost : float, array_like, Provisioned or SelfHosted
+        Price of dedicated capacity per token of capacity, used or not [USD per 1M tokens], > 0;
+        a :class:`~rooflinekit.pricing.Provisioned` or a capacity-bearing
+        :class:`~rooflinekit.pricing.SelfHosted` is converted with
+        :func:`~rooflinekit.pricing.capacity_price` at the mix.
+    output_fraction : float or array_like
+        Share of billed tokens that are output tokens [1], in [0, 1]. Required.
+    quantile : float or array_like
+        Demand quantile the floor is sized to [1], in [0, 1]; 1 is peak. Default 0.5 (p50).
+    time_dim : str
+        Name of the period dimension of a DataArray demand.
+    n_periods : int
+        Periods drawn from a distribution; default 730 (hours in a month).
+    seed : int, optional
+        Seed for drawing from a distribution (required then).
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``quantile`` (when an array) and the prices' dimensions: ``floor``
+        [tokens/period], ``floor_capacity``, ``demand_tokens``, ``floor_tokens``,
+        ``spilled_tokens``, ``served_tokens`` [tokens], ``floor_utilization``,
+        ``spilled_share`` [1], ``floor_cost``, ``spill_cost``, ``total_cost``,
+        ``payg_only_cost`` [USD over the horizon].
+
+    Notes
+    -----
+    With floor F per period, n periods and demand d_t: the floor costs ``u·n·F``, the spillover
+    ``p·Σ max(d_t − F, 0)``, and the floor serves ``Σ min(d_t, F)``, so ``served_tokens`` equals
+    demand: nothing is dropped, peaks turn into cost instead of 429s. The floor is priced linearly
+    (no whole units) and quantiles are numpy's linear interpolation.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.4: size the floor to p50, spill the rest to pay-as-you-go.
+    """
+    d = _demand(demand, time_dim, n_periods, seed)
+    check_fraction("quantile", quantile)
+    p, u = _prices(payg, floor_unit_cost, output_fraction)
+    if isinstance(quantile, xr.DataArray):
+        if quantile.ndim > 1 or (quantile.ndim == 1 and quantile.dims != (dims.QUANTILE,)):
+            raise ValueError(f"a labelled quantile must be 0-d or along {dims.QUANTILE!r}")
+        q = quantile.values
+    else:
+        q = np.asarray(quantile, dtype=float)
+        if q.ndim > 1:
+            raise ValueError("quantile must be a number or a 1-D array")
+    floor = d.quantile(q, dim=time_dim)
+    plan = _evaluate(d, floor, p, u, time_dim)
+    plan.attrs = {"description": "dedicated floor sized to a demand quantile, excess spilled to "
+                                 "pay-as-you-go (guide §6.4)", "periods": d.sizes[time_dim]}
+    return plan
+
+
+def optimal_floor(demand, payg, floor_unit_cost, *, output_fraction, time_dim=TIME,
+                  n_periods=int(HOURS_PER_MONTH), seed=None):
+    """The cheapest floor for a demand profile, and the quantile it sits at (§6.4).
+
+    Parameters
+    ----------
+    demand, payg, floor_unit_cost, output_fraction, time_dim, n_periods, seed
+        As for :func:`plan_with_spillover`.
+
+    Returns
+    -------
+    xarray.Dataset
+        The variables of :func:`plan_with_spillover` at the cost-minimising floor, plus
+        ``quantile`` (share of periods whose demand the floor covers, the empirical CDF at the
+        floor) and ``critical_ratio`` ``1 − u/p`` [1].
+
+    Notes
+    -----
+    ``C(F) = u·n·F + p·Σ max(d_t − F, 0)`` is convex and piecewise linear with its kinks at the
+    demand values, so the minimum is found exactly by evaluating every demand value (and 0) with
+    sorted cumulative sums. It lies where the share of periods above the floor falls to ``u/p``:
+    the newsvendor critical ratio, ``1 − u/p``, is the optimal quantile. A floor priced at or
+    above pay-as-you-go (``u ≥ p``) is never worth buying; the optimum is then no floor. Ties
+    between floors of equal cost go to the smaller floor.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.4.
+    .. [2] Arrow, Harris & Marschak, "Optimal inventory policy", Econometrica 19 (1951) — the
+       newsvendor critical ratio.
+    """
+    d = _demand(demand, time_dim, n_periods, seed)
+    p, u = _prices(payg, floor_unit_cost, output_fraction)
+    n = d.sizes[time_dim]
+    other = [k for k in d.dims if k != time_dim]
+    values = np.sort(d.transpose(*other, time_dim).values, axis=-1)
+    # Candidate floors: 0 and every demand value. Spill at F = d_(k) is the sum of the larger
+    # values minus (n − 1 − k)·d_(k); at F = 0 it is the whole demand.
+    tail = np.cumsum(values[..., ::-1], axis=-1)[..., ::-1]
+    above = np.concatenate([tail[..., 1:], np.zeros(values.shape[:-1] + (1,))], axis=-1)
+    spill = above - (n - 1 - np.arange(n)) * values
+    candidates = np.concatenate([np.zeros(values.shape[:-1] + (1,)), values], axis=-1)
+    spills = np.concatenate([tail[..., :1], spill], axis=-1)
+    coords = {k: d.coords[k] for k in other if k in d.coords}
+    cand = xr.DataArray(candidates, dims=(*other, "candidate"), coords=coords)
+    cost = u * n * cand + p * xr.DataArray(spills, dims=cand.dims, coords=coords)
+    best = cand.isel(candidate=cost.argmin("candidate"))
+    plan = _evaluate(d, best, p, u, time_dim)
+    covered = (d <= best).mean(time_dim)
+    plan["quantile"] = covered.assign_attrs(units="1",
+                                            long_name="share of periods the floor covers")
+    ratio = 1 - u / p
+    ratio = ratio if isinstance(ratio, xr.DataArray) else xr.DataArray(ratio)
+    plan["critical_ratio"] = ratio.assign_attrs(units="1",
+                                                long_name="newsvendor critical ratio 1 - u/p")
+    plan.attrs = {"description": "cost-minimising dedicated floor with pay-as-you-go spillover "
+                                 "(guide §6.4)", "periods": n}
+    return plan
+
+
+def compare_floor_sizing(demand, payg, floor_unit_cost, *, output_fraction, time_dim=TIME,
+                         n_periods=int(HOURS_PER_MONTH), seed=None):
+    """The guide's comparison: floor sized to peak, p50 and p10, beside the optimum (§6.4).
+
+    Parameters
+    ----------
+    demand, payg, floor_unit_cost, output_fraction, time_dim, n_periods, seed
+        As for :func:`plan_with_spillover`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Along ``sizing`` = ``["peak", "p50", "p10", "optimal"]`` (with the floor's ``quantile``
+        as a coordinate): the variables of :func:`plan_with_spillover` — cost, floor
+        utilisation, share spilled, tokens served.
+
+    Notes
+    -----
+    Peak sizing buys capacity that idles most of the month; p10 sizing leaves most traffic on the
+    shared pool (and its 429s); p50 keeps the floor busy and turns peaks into cost, not
+    unavailability. A distribution is sampled once, so all four rows see the same month.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.4.
+    """
+    d = _demand(demand, time_dim, n_periods, seed)
+    sized = plan_with_spillover(d, payg, floor_unit_cost, output_fraction=output_fraction,
+                                quantile=[1.0, 0.5, 0.1], time_dim=time_dim)
+    sized = sized.rename({dims.QUANTILE: "sizing"}).assign_coords(
+        sizing=["peak", "p50", "p10"])
+    sized = sized.assign_coords({dims.QUANTILE: ("sizing", [1.0, 0.5, 0.1])})
+    best = optimal_floor(d, payg, floor_unit_cost, output_fraction=output_fraction,
+                         time_dim=time_dim)
+    quantile = best["quantile"]
+    best = best.drop_vars(["quantile", "critical_ratio"]).expand_dims(sizing=["optimal"])
+    best = best.assign_coords({dims.QUANTILE: quantile.expand_dims(sizing=["optimal"])})
+    out = xr.concat([sized, best], dim="sizing", join="outer", combine_attrs="drop_conflicts")
+    out.attrs = {"description": "floor sized to peak, p50, p10 and the optimum, with "
+                                "pay-as-you-go spillover (guide §6.4)",
+                 "periods": d.sizes[time_dim]}
+    return out
+
+
+# -- self-hosting ---------------------------------------------------------------------------------
+def self_hosting_comparison(selfhosted, payg, monthly_tokens, output_fraction, *,
+                            provisioned=None):
+    """Self-hosting unit cost against volume, and where it crosses the alternatives (§6.5).
+
+    Parameters
+    ----------
+    selfhosted : SelfHosted
+        The deployment.
+    payg : PayAsYouGo
+        The pay-as-you-go alternative.
+    monthly_tokens : float or array_like
+        Volumes to evaluate [tokens/month], > 0.
+    output_fraction : float or array_like
+        Share of billed tokens that are output tokens [1], in [0, 1].
+    provisioned : Provisioned, optional
+        A provisioned alternative, for its crossover too.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``unit_cost`` and ``unit_cost_without_engineering`` [USD/1M tokens] over
+        ``monthly_tokens``; ``payg_price`` [USD/1M tokens]; ``monthly_cost`` and
+        ``monthly_cost_without_engineering`` [USD/month]; ``crossover_payg`` and
+        ``crossover_payg_without_engineering`` [tokens/month]; with ``provisioned``, also
+        ``crossover_provisioned`` and ``crossover_provisioned_without_engineering``.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.5: unit cost = monthly fixed cost / monthly tokens; the
+       engineering line decides it.
+    """
+    if not isinstance(selfhosted, SelfHosted):
+        raise TypeError(f"selfhosted must be a SelfHosted, got {type(selfhosted).__name__}")
+    check_positive("monthly_tokens", monthly_tokens)
+    v = _as_labelled("monthly_tokens", monthly_tokens, dims.MONTHLY_TOKENS)
+    f = _as_labelled("output_fraction", output_fraction, dims.OUTPUT_FRACTION)
+
+    def da(x, units, long_name):
+        x = x if isinstance(x, xr.DataArray) else xr.DataArray(x)
+        return x.assign_attrs(units=units, long_name=long_name)
+
+    out = {
+        "unit_cost": da(selfhosted.unit_cost(v), "USD/1M tokens", "self-hosted unit cost"),
+        "unit_cost_without_engineering": da(
+            selfhosted.unit_cost(v, include_engineering=False), "USD/1M tokens",
+            "self-hosted unit cost without the engineering line"),
+        "payg_price": da(blended_price(payg, f), "USD/1M tokens", "blended pay-as-you-go price"),
+        "monthly_cost": da(selfhosted.monthly_cost, "USD/month", "self-hosted monthly cost"),
+        "monthly_cost_without_engineering": da(
+            selfhosted.monthly_cost_without_engineering, "USD/month",
+            "self-hosted monthly cost without the engineering line"),
+        "crossover_payg": da(crossover_volume(selfhosted, payg, f), "tokens/month",
+                             "crossover volume against pay-as-you-go"),
+        "crossover_payg_without_engineering": da(
+            crossover_volume(selfhosted, payg, f, include_engineering=False), "tokens/month",
+            "crossover volume against pay-as-you-go, without the engineering line"),
+    }
+    if provisioned is not None:
+        out["crossover_provisioned"] = da(
+            crossover_volume(selfhosted, provisioned, f), "tokens/month",
+            "crossover volume against provisioned capacity")
+        out["crossover_provisioned_without_engineering"] = da(
+            crossover_volume(selfhosted, provisioned, f, include_engineering=False),
+            "tokens/month", "crossover volume against provisioned, without the engineering line")
+    return xr.Dataset(out)
+
+
+# -- the guide's worked figures -------------------------------------------------------------------
+_GUIDE_PAYG = dict(input_per_mtok=3.0, output_per_mtok=12.0)       # §6.3
+_GUIDE_PROVISIONED = dict(monthly_cost=12_000.0, monthly_capacity_tokens=4e9)  # §6.3
+_GUIDE_GPUS, _GUIDE_GPU_HOURLY = 8, 3.0                              # §6.5
+_GUIDE_ENGINEERING_STATED, _GUIDE_ENGINEERING_PRINTED = 25_000.0, 25.0
+_GUIDE_VOLUMES = (1e9, 20e9)                                         # §11 "at 1B ... at 20B"
+_GUIDE_MIX = 0.1                                                     # crossover at a 10% mix
+
+
+def guide_break_even_figures() -> xr.Dataset:
+    """The guide's §6.3 worked break-even at 10% and 50% output.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``output_fraction`` = [0.1, 0.5]: ``blended_price`` [USD/1M tokens] ($3.90, $7.50),
+        ``tokens`` [tokens/month] (3.077B, 1.6B) and ``utilization`` [1] (76.92%, 40.00%) of
+        $12,000/month for 4B tokens against $3/$12 per 1M.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.3; ``guide/NOTES.md``.
+    """
+    f = xr.DataArray([0.1, 0.5], dims=(dims.OUTPUT_FRACTION,),
+                     coords={dims.OUTPUT_FRACTION: [0.1, 0.5]})
+    payg = PayAsYouGo(**_GUIDE_PAYG)
+    out = break_even(Provisioned(**_GUIDE_PROVISIONED), payg, f)
+    out["blended_price"] = blended_price(payg, f)
+    return out
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GuideSelfHostingFigures:
+    """The guide's §6.5 self-hosting figures, as printed and as its text states them.
+
+    Attributes
+    ----------
+    table : xarray.Dataset
+        Over ``version`` = ``["as printed", "as stated"]`` (engineering $25 and $25,000 a month)
+        and ``monthly_tokens`` = [1B, 20B]: ``gpu_monthly_cost``, ``engineering_monthly``,
+        ``monthly_cost`` [USD/month], ``unit_cost`` [USD/1M tokens], ``payg_price``
+        [USD/1M tokens] and ``crossover_payg`` [tokens/month] at a 10% output mix.
+    discrepancy : str
+        The difference between the two, in words, computed from ``table``.
+    """
+
+    table: xr.Dataset
+    discrepancy: str
+
+    def lines(self) -> list[str]:
+        """One line per version and the discrepancy note, for printing."""
+        t = self.table
+        out = []
+        for version in t["version"].values:
+            row = t.sel(version=version)
+            unit = ", ".join(
+                f"${float(row['unit_cost'].sel(monthly_tokens=v)):.2f}/M at {v / 1e9:g}B"
+                for v in t["monthly_tokens"].values)
+            out.append(f"{version}: engineering ${float(row['engineering_monthly']):,.0f}/month, "
+                       f"total ${float(row['monthly_cost']):,.0f}/month; {unit}; crossover "
+                       f"{float(row['crossover_payg']) / 1e9:.2f}B tokens/month vs "
+                       f"${float(row['payg_price']):.2f}/M pay-as-you-go")
+        return out + [self.discrepancy]
+
+
+def guide_self_hosting_figures() -> GuideSelfHostingFigures:
+    """Reproduce the guide's §6.5 self-hosting figures both ways, and say where they part.
+
+    The guide prices 8 GPUs at $3/hour "plus $25 000/month of engineering = $17 545/month", then
+    quotes $17.50 per 1M at 1B tokens, $0.88 at 20B and a crossover around 4–5B tokens. Those
+    figures come out only with an engineering line of $25; with the $25,000 its text states the
+    month costs $42,520.
+
+    Returns
+    -------
+    GuideSelfHostingFigures
+        The table of both versions and the discrepancy in words.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.5 and §11; ``guide/NOTES.md`` ("Figures that do not
+       re-derive").
+    """
+    versions = {"as printed": _GUIDE_ENGINEERING_PRINTED, "as stated": _GUIDE_ENGINEERING_STATED}
+    payg = PayAsYouGo(**_GUIDE_PAYG)
+    v = xr.DataArray(list(_GUIDE_VOLUMES), dims=(dims.MONTHLY_TOKENS,),
+                     coords={dims.MONTHLY_TOKENS: list(_GUIDE_VOLUMES)})
+    rows = []
+    for label, engineering in versions.items():
+        sh = SelfHosted(_GUIDE_GPUS, _GUIDE_GPU_HOURLY, engineering)
+        ds = self_hosting_comparison(sh, payg, v, _GUIDE_MIX)
+        ds["gpu_monthly_cost"] = xr.DataArray(sh.gpu_monthly_cost).assign_attrs(
+            units="USD/month", long_name="GPU-hours per month")
+        ds["engineering_monthly"] = xr.DataArray(engineering).assign_attrs(
+            units="USD/month", long_name="engineering line")
+        rows.append(ds.drop_vars(["unit_cost_without_engineering",
+                                  "monthly_cost_without_engineering",
+                                  "crossover_payg_without_engineering"]))
+    table = xr.concat(rows, dim=xr.DataArray(list(versions), dims=("version",), name="version"))
+    table.attrs = {"description": "guide §6.5: 8 GPUs at $3/h, 730 h/month; crossover against "
+                                  "$3/$12 per 1M at a 10% output mix"}
+
+    printed, stated = (table.sel(version=k) for k in versions)
+    gpu = float(printed["gpu_monthly_cost"])
+    p_total, s_total = float(printed["monthly_cost"]), float(stated["monthly_cost"])
+    v1, v20 = _GUIDE_VOLUMES
+    rounded = round(p_total, -2) / v1 * PER_MILLION
+    discrepancy = (
+        f"Discrepancy in guide §6.5: it says {_GUIDE_GPUS} GPUs at ${_GUIDE_GPU_HOURLY:g}/hour "
+        f"plus ${_GUIDE_ENGINEERING_STATED:,.0f}/month of engineering = ${p_total:,.0f}/month, but "
+        f"{_GUIDE_GPUS} x ${_GUIDE_GPU_HOURLY:g} x {HOURS_PER_MONTH:g} h = ${gpu:,.0f} of "
+        f"GPU-hours, and ${p_total:,.0f} is that plus ${p_total - gpu:,.0f}: the engineering "
+        f"line was entered as {_GUIDE_ENGINEERING_PRINTED:g} instead of "
+        f"{_GUIDE_ENGINEERING_STATED:,.0f}. Its per-token figures follow that total: "
+        f"${float(printed['unit_cost'].sel(monthly_tokens=v20)):.2f}/M at {v20 / 1e9:g}B and a "
+        f"crossover of {float(printed['crossover_payg']) / 1e9:.2f}B tokens/month "
+        f"(${p_total:,.0f} / ${float(printed['payg_price']):.2f}); its '$17.50/M at 1B' needs "
+        f"the total rounded to ${round(p_total, -2):,.0f} (${rounded:.2f}; unrounded "
+        f"${float(printed['unit_cost'].sel(monthly_tokens=v1)):.3f}). With the "
+        f"${_GUIDE_ENGINEERING_STATED:,.0f} engineering line included the month costs "
+        f"${s_total:,.0f}: ${float(stated['unit_cost'].sel(monthly_tokens=v1)):.2f}/M at "
+        f"{v1 / 1e9:g}B, ${float(stated['unit_cost'].sel(monthly_tokens=v20)):.2f}/M at "
+        f"{v20 / 1e9:g}B, crossover about {float(stated['crossover_payg']) / 1e9:.1f}B "
+        f"tokens/month at a {_GUIDE_MIX:.0%} output mix. The guide's lesson stands — the "
+        f"engineering line decides it — but its figures forgot the line.")
+    return GuideSelfHostingFigures(table, discrepancy)
+
+
+def guide_spillover_figures(seed: int = 0) -> xr.Dataset:
+    """The §6.4 comparison on a seeded bursty month at the guide's §6.3 prices.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of :func:`bursty_demand` (hourly, 730 periods, about 4B tokens).
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`compare_floor_sizing` with a floor priced at the guide's provisioned capacity
+        ($12,000 / 4B = $3.00 per 1M tokens of capacity) and spillover at $3/$12 per 1M at a 10%
+        output mix.
+    """
+    demand = bursty_demand(seed=seed)
+    return compare_floor_sizing(demand, PayAsYouGo(**_GUIDE_PAYG),
+                                Provisioned(**_GUIDE_PROVISIONED), output_fraction=_GUIDE_MIX)

@@ -1,0 +1,1292 @@
+"""What serving costs: pay-as-you-go, provisioned and self-hosted capacity (guide §6, §7).
+
+Three capacity types, each a small frozen spec holding prices, plus the formulas that compare them:
+
+* :class:`PayAsYouGo` — per-token billing on a shared pool (§6.1), priced per 1M input and output
+  tokens, optionally with a cached-input price and a long-context tier.
+* :class:`Provisioned` — dedicated capacity for a fixed monthly (or hourly) cost (§6.2), whose
+  capacity in tokens depends on the input:output mix, because output tokens cost the provider more
+  capacity than input tokens.
+* :class:`SelfHosted` — your own GPUs: GPUs × hourly price × hours per month + the engineering line
+  + other fixed costs (§6.5), with a capacity given or derived from the roofline throughput.
+
+Formulas: :func:`blended_price` ``c_in(1−f) + c_out·f``, :func:`break_even` (tokens and
+utilisation, §6.3), :func:`unit_cost` and :func:`crossover_volume` (§6.5),
+:func:`provisioned_savings` and :func:`provisioned_unit_cost` (break-even surfaces over volume and
+utilisation), :func:`capacity_price` (what a token of dedicated capacity costs, used or not),
+and :func:`cheapest_option`, which removes options a :class:`Workload` may not use *before* comparing
+cost (§7) and sends exact ties to pay-as-you-go.
+
+Units. Prices at the interface are USD per 1M tokens (``*_per_mtok``), the way price lists quote
+them; monthly costs are USD per month; volumes and capacities are tokens per month. The output
+fraction ``f`` is the share of billed tokens that are output tokens; no function assumes one — it
+is always a required argument, because the break-even moves by nearly 2× between f = 0.1 and
+f = 0.5 (§6.3, §10).
+
+Every numeric argument, including the fields of the pricing specs, may be a Python number, a numpy
+array or an :class:`xarray.DataArray`; results come back in the same kind (DataArrays carry
+``units`` and ``long_name``), so a whole break-even surface is one call.
+
+:func:`load_prices`, :func:`payg_price`, :func:`provisioned_example` and :func:`gpu_hourly_price`
+read the illustrative, dated price list ``data/prices.toml``; they are the only functions here that
+read a file.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+import numbers
+import tomllib
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from types import MappingProxyType
+from typing import NamedTuple
+
+import numpy as np
+import xarray as xr
+
+from . import dims
+from .units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
+from ._labels import align_inputs, finish, is_labelled, spec_value
+from ._validation import (as_numeric, check_fraction, check_integer, check_nonnegative,
+                          check_positive, check_range)
+
+__all__ = [
+    "PayAsYouGo", "Provisioned", "SelfHosted", "Workload", "Choice", "BreakEven",
+    "NoAdmissibleOptionError", "CLASSIFICATIONS",
+    "blended_price", "break_even", "unit_cost", "crossover_volume", "provisioned_savings",
+    "provisioned_unit_cost", "capacity_price", "admissibility", "cheapest_option",
+    "load_prices", "payg_price", "provisioned_example", "gpu_hourly_price",
+]
+
+USD_PER_MTOK = "USD/1M tokens"
+USD_PER_MONTH = "USD/month"
+TOKENS_PER_MONTH = "tokens/month"
+
+#: Data classifications, least to most sensitive. By default only ``"restricted"`` data may not be
+#: processed by a third party (§7); a :class:`Workload` can override that either way.
+CLASSIFICATIONS: tuple[str, ...] = ("public", "internal", "confidential", "restricted")
+_THIRD_PARTY_ALLOWED = MappingProxyType(
+    {"public": True, "internal": True, "confidential": True, "restricted": False})
+
+
+# -- input handling -------------------------------------------------------------------------------
+def _numeric_field(name: str, value, *, positive: bool = False, allow_none: bool = False):
+    """Validate a numeric spec field; lists become arrays, everything else is kept as given."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (list, tuple)):
+        value = np.asarray(value, dtype=float)
+    if positive:
+        check_positive(name, value)
+    else:
+        check_nonnegative(name, value)
+    return value
+
+
+def _region(value) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"region must be a non-empty string or None, got {value!r}")
+    return value.strip().lower()
+
+
+def _name(value, default: str) -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"name must be a non-empty string, got {value!r}")
+    return value
+
+
+def _bool(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+#: Dimension of each labelled numeric argument (the glossary in :mod:`rooflinekit.dims`).
+_ARGUMENT_DIMS = MappingProxyType({
+    "output_fraction": dims.OUTPUT_FRACTION, "monthly_tokens": dims.MONTHLY_TOKENS,
+    "utilization": dims.UTILIZATION, "prompt_tokens": dims.PROMPT_TOKENS,
+})
+
+
+def _prepare(named: Mapping, *specs):
+    """Label every 1-D ndarray input, spec fields included, when any input is labelled.
+
+    Returns the arguments (lists as arrays) and the specs, rebuilt with labelled fields when
+    needed, so that every sub-formula sees the same dimension names: an argument's dimension is
+    its name, a spec field's dimension is the field's name.
+    """
+    fields = [s._numeric() for s in specs]
+    values = [*named.values(), *(v for f in fields for v in f.values())]
+    if not any(is_labelled(v) for v in values):
+        return align_inputs(dict(named)), specs
+    force = {"__labelled__": xr.DataArray(0.0)}
+    out = align_inputs({**named, **force}, _ARGUMENT_DIMS)
+    del out["__labelled__"]
+    rebuilt = []
+    for spec, f in zip(specs, fields):
+        aligned = align_inputs({**f, **force})
+        del aligned["__labelled__"]
+        changed = {k: v for k, v in aligned.items() if v is not f[k]}
+        rebuilt.append(dataclasses.replace(spec, **changed) if changed else spec)
+    return out, tuple(rebuilt)
+
+
+def _where(cond, a, b):
+    if any(isinstance(x, xr.DataArray) for x in (cond, a, b)):
+        return xr.where(cond, a, b)
+    return np.where(cond, a, b)
+
+
+def _any_positive(value) -> bool:
+    return bool(np.any(as_numeric("value", value) > 0))
+
+
+def _expect(name: str, value, kind):
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise TypeError(f"{name} must be a {names}, got {type(value).__name__}")
+
+
+# -- specs ----------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True, eq=False)
+class PayAsYouGo:
+    """Managed pay-as-you-go: per-token billing on the provider's shared pool (guide §6.1).
+
+    Parameters
+    ----------
+    input_per_mtok : float or array_like
+        Price of input (prompt) tokens [USD per 1M tokens], > 0.
+    output_per_mtok : float or array_like
+        Price of output (generated) tokens [USD per 1M tokens], > 0.
+    cached_input_per_mtok : float or array_like, optional
+        Price of input tokens served from the provider's prompt cache [USD per 1M tokens], >= 0;
+        ``None`` when the provider has no cache discount.
+    long_context_threshold : float, optional
+        Prompt length above which every token of a request is billed at the long-context tier
+        [tokens], as providers with a long-context tier do.
+    long_context_input_per_mtok, long_context_output_per_mtok : float or array_like, optional
+        Input and output prices of that tier [USD per 1M tokens]; required with the threshold.
+    name : str
+        Label of the option (unique within one :func:`cheapest_option` call).
+    region : str, optional
+        Where the provider processes the data (data residency), e.g. ``"eu"``; ``None`` when
+        unknown, which no workload with allowed regions accepts.
+    third_party : bool
+        Whether a third party processes the data: ``True`` for a managed API.
+
+    Notes
+    -----
+    Pay-as-you-go has no capacity limit in this model; 429s from a busy shared pool (§6.1) are a
+    latency and availability cost the price does not show.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.1 and §6.3.
+    """
+
+    input_per_mtok: object
+    output_per_mtok: object
+    cached_input_per_mtok: object = None
+    long_context_threshold: object = None
+    long_context_input_per_mtok: object = None
+    long_context_output_per_mtok: object = None
+    name: str = "pay-as-you-go"
+    region: str | None = None
+    third_party: bool = True
+
+    def __post_init__(self):
+        set_ = functools.partial(object.__setattr__, self)
+        set_("input_per_mtok", _numeric_field("input_per_mtok", self.input_per_mtok, positive=True))
+        set_("output_per_mtok", _numeric_field("output_per_mtok", self.output_per_mtok,
+                                               positive=True))
+        set_("cached_input_per_mtok", _numeric_field("cached_input_per_mtok",
+                                                     self.cached_input_per_mtok, allow_none=True))
+        tier = (self.long_context_threshold, self.long_context_input_per_mtok,
+                self.long_context_output_per_mtok)
+        if any(v is not None for v in tier) and any(v is None for v in tier):
+            raise ValueError("long_context_threshold, long_context_input_per_mtok and "
+                             "long_context_output_per_mtok must be given together")
+        for field in ("long_context_threshold", "long_context_input_per_mtok",
+                      "long_context_output_per_mtok"):
+            set_(field, _numeric_field(field, getattr(self, field), positive=True,
+                                       allow_none=True))
+        set_("name", _name(self.name, "pay-as-you-go"))
+        set_("region", _region(self.region))
+        set_("third_party", _bool("third_party", self.third_party))
+
+    kind = "pay-as-you-go"
+
+    def _numeric(self) -> dict:
+        fields = ("input_per_mtok", "output_per_mtok", "cached_input_per_mtok",
+                  "long_context_threshold", "long_context_input_per_mtok",
+                  "long_context_output_per_mtok")
+        return {f: getattr(self, f) for f in fields if getattr(self, f) is not None}
+
+    def blended(self, output_fraction, *, cached_fraction=0.0, prompt_tokens=None):
+        """Blended price at an output fraction [USD per 1M tokens]; see :func:`blended_price`."""
+        return blended_price(self, output_fraction, cached_fraction=cached_fraction,
+                             prompt_tokens=prompt_tokens)
+
+    def capacity(self, output_fraction):
+        """Monthly capacity [tokens/month]: unlimited (``inf``) on the shared pool."""
+        check_fraction("output_fraction", output_fraction)
+        return finish(np.inf + 0 * _as_float(output_fraction), TOKENS_PER_MONTH,
+                      "pay-as-you-go capacity (unlimited)")
+
+    def cost(self, monthly_tokens, output_fraction, *, cached_fraction=0.0, prompt_tokens=None):
+        """Monthly bill for a volume [USD/month]: ``monthly_tokens × blended / 1e6``.
+
+        Parameters
+        ----------
+        monthly_tokens : float or array_like
+            Tokens billed in the month [tokens/month], >= 0.
+        output_fraction : float or array_like
+            Share of those tokens that are output tokens [1], in [0, 1].
+        cached_fraction, prompt_tokens
+            As in :func:`blended_price`.
+        """
+        check_nonnegative("monthly_tokens", monthly_tokens)
+        a, (payg,) = _prepare({"monthly_tokens": monthly_tokens, "output_fraction": output_fraction,
+                               "cached_fraction": cached_fraction}, self)
+        price = blended_price(payg, a["output_fraction"], cached_fraction=a["cached_fraction"],
+                              prompt_tokens=prompt_tokens)
+        return finish(a["monthly_tokens"] * price / PER_MILLION, USD_PER_MONTH,
+                      "pay-as-you-go monthly cost")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Provisioned:
+    """Dedicated (provisioned-throughput) capacity for a fixed cost (guide §6.2).
+
+    Parameters
+    ----------
+    monthly_cost : float or array_like
+        Cost of the whole commitment [USD/month], > 0. :meth:`from_units` builds it from a price
+        per unit (PTU, model unit) per month or per hour.
+    monthly_capacity_tokens : float or array_like
+        Tokens the commitment can serve in a month at the reference mix [tokens/month], > 0.
+    output_weight : float or array_like
+        Capacity one output token consumes, in input tokens [1], > 0. Default 1 (capacity does not
+        depend on the mix, as in the guide's worked example). Azure's PTU sizing counts one output
+        token as several input tokens [2]_; measure it with your own traffic (§6.2).
+    reference_output_fraction : float or array_like
+        Output fraction at which ``monthly_capacity_tokens`` was quoted [1], in [0, 1]. Default 0:
+        the capacity is in input-token equivalents.
+    units : float, optional
+        Number of purchased units, when the commitment is bought in whole units. Informational,
+        except that :func:`crossover_volume` uses it to price capacity in whole units.
+    name, region, third_party
+        Label and admissibility attributes, as for :class:`PayAsYouGo`. A provider-run
+        commitment is processed by a third party (default ``True``).
+
+    Notes
+    -----
+    "Tokens per unit" is not a datasheet constant (§6.2): prefill and decode consume capacity
+    differently. Following the idea of the PTU capacity calculator, a billed mix with output
+    fraction f consumes ``(1 − f) + w·f`` input-token equivalents per token, so the capacity in
+    billed tokens is
+
+    .. math:: K(f) = K_{ref} \\frac{(1 - f_{ref}) + w f_{ref}}{(1 - f) + w f}.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.2–6.3.
+    .. [2] Microsoft, "Provisioned throughput sizing" (Azure AI Foundry documentation), per-model
+       input TPM per PTU and output-token ratio,
+       https://learn.microsoft.com/azure/ai-foundry/openai/how-to/provisioned-throughput-sizing
+    """
+
+    monthly_cost: object
+    monthly_capacity_tokens: object
+    output_weight: object = 1.0
+    reference_output_fraction: object = 0.0
+    units: float | None = None
+    name: str = "provisioned"
+    region: str | None = None
+    third_party: bool = True
+
+    kind = "provisioned"
+
+    def __post_init__(self):
+        set_ = functools.partial(object.__setattr__, self)
+        set_("monthly_cost", _numeric_field("monthly_cost", self.monthly_cost, positive=True))
+        set_("monthly_capacity_tokens", _numeric_field(
+            "monthly_capacity_tokens", self.monthly_capacity_tokens, positive=True))
+        set_("output_weight", _numeric_field("output_weight", self.output_weight, positive=True))
+        if isinstance(self.reference_output_fraction, (list, tuple)):
+            set_("reference_output_fraction", np.asarray(self.reference_output_fraction, float))
+        check_fraction("reference_output_fraction", self.reference_output_fraction)
+        if self.units is not None:
+            if isinstance(self.units, bool) or not isinstance(self.units, numbers.Real):
+                raise TypeError(f"units must be a positive number or None, got {self.units!r}")
+            check_positive("units", self.units)
+        set_("name", _name(self.name, "provisioned"))
+        set_("region", _region(self.region))
+        set_("third_party", _bool("third_party", self.third_party))
+
+    @classmethod
+    def from_units(cls, n_units, capacity_per_unit, *, monthly_cost_per_unit=None,
+                   hourly_cost_per_unit=None, hours_per_month=HOURS_PER_MONTH, **kwargs):
+        """A commitment of ``n_units`` units priced per unit per month or per hour.
+
+        Parameters
+        ----------
+        n_units : float
+            Units bought (PTUs, model units) [1], > 0.
+        capacity_per_unit : float or array_like
+            Monthly capacity of one unit at the reference mix [tokens/month], > 0.
+        monthly_cost_per_unit, hourly_cost_per_unit : float or array_like
+            Price of one unit [USD/month] or [USD/h]; give exactly one.
+        hours_per_month : float
+            Billed hours in a month [h]; default 730 (365 × 24 / 12).
+        **kwargs
+            Other :class:`Provisioned` fields (``output_weight``, ``name``, ``region``, ...).
+
+        Returns
+        -------
+        Provisioned
+            ``monthly_cost = n_units × cost per unit`` [USD/month] and
+            ``monthly_capacity_tokens = n_units × capacity_per_unit`` [tokens/month].
+        """
+        if (monthly_cost_per_unit is None) == (hourly_cost_per_unit is None):
+            raise ValueError("give exactly one of monthly_cost_per_unit, hourly_cost_per_unit")
+        check_positive("n_units", n_units)
+        check_positive("capacity_per_unit", capacity_per_unit)
+        check_range("hours_per_month", hours_per_month, lo=0, hi=744, lo_open=True)
+        if hourly_cost_per_unit is not None:
+            check_positive("hourly_cost_per_unit", hourly_cost_per_unit)
+            per_unit = _as_float(hourly_cost_per_unit) * hours_per_month
+        else:
+            check_positive("monthly_cost_per_unit", monthly_cost_per_unit)
+            per_unit = _as_float(monthly_cost_per_unit)
+        return cls(monthly_cost=n_units * per_unit,
+                   monthly_capacity_tokens=n_units * _as_float(capacity_per_unit),
+                   units=float(n_units) if isinstance(n_units, numbers.Real) else None, **kwargs)
+
+    def _numeric(self) -> dict:
+        return {"monthly_cost": self.monthly_cost,
+                "monthly_capacity_tokens": self.monthly_capacity_tokens,
+                "output_weight": self.output_weight,
+                "reference_output_fraction": self.reference_output_fraction}
+
+    @property
+    def fixed_monthly_cost(self):
+        """The commitment's cost [USD/month], used or not."""
+        return self.monthly_cost
+
+    def capacity(self, output_fraction):
+        """Capacity in billed tokens at an output fraction [tokens/month]; see the class Notes."""
+        check_fraction("output_fraction", output_fraction)
+        a, (spec,) = _prepare({"output_fraction": output_fraction}, self)
+        return finish(_capacity({**a, **spec._numeric()}), TOKENS_PER_MONTH,
+                      "provisioned capacity at the mix")
+
+    def cost(self, monthly_tokens, output_fraction):
+        """Monthly cost of serving a volume [USD/month].
+
+        The fixed ``monthly_cost`` while the volume fits the capacity at that mix, ``inf`` above
+        it: the commitment alone cannot serve that volume (spill the excess with
+        :func:`rooflinekit.planning.plan_with_spillover`).
+        """
+        check_nonnegative("monthly_tokens", monthly_tokens)
+        check_fraction("output_fraction", output_fraction)
+        a, (spec,) = _prepare({"monthly_tokens": monthly_tokens,
+                               "output_fraction": output_fraction}, self)
+        a.update(spec._numeric())
+        fits = a["monthly_tokens"] <= _capacity(a)
+        return finish(_where(fits, a["monthly_cost"] + 0.0 * a["monthly_tokens"], np.inf),
+                      USD_PER_MONTH, "provisioned monthly cost (inf: over capacity)")
+
+
+def _capacity(a: Mapping):
+    """Capacity in billed tokens from aligned Provisioned fields and ``output_fraction``."""
+    w, f, f0 = a["output_weight"], a["output_fraction"], a["reference_output_fraction"]
+    return a["monthly_capacity_tokens"] * ((1 - f0) + w * f0) / ((1 - f) + w * f)
+
+
+def _as_float(value):
+    if isinstance(value, (xr.DataArray, np.ndarray)):
+        return value.astype(float)
+    if isinstance(value, (list, tuple)):
+        return np.asarray(value, dtype=float)
+    return float(value)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SelfHosted:
+    """Your own GPUs serving an open-weight model (guide §6.5).
+
+    Parameters
+    ----------
+    n_gpus : int or array_like
+        GPUs rented or owned [1], >= 1.
+    gpu_hourly : float or array_like
+        Price of one GPU-hour [USD/h], >= 0.
+    engineering_monthly : float or array_like
+        The engineering line [USD/month], >= 0: platform engineers, security review, model
+        evaluation, on-call — the line that decides the case (§6.5).
+    hours_per_month : float
+        Hours billed per month [h], in (0, 744]; default 730 (365 × 24 / 12).
+    other_fixed_monthly : float or array_like
+        Any other fixed monthly cost [USD/month] (storage, networking, licences), >= 0.
+    capacity_tokens : float or array_like, optional
+        Tokens the deployment can serve in a month [tokens/month], > 0; ``None`` for "enough".
+        :meth:`from_roofline` derives it from the roofline decode throughput.
+    name, region, third_party
+        Label and admissibility attributes, as for :class:`PayAsYouGo`. Nobody else processes the
+        data of a self-hosted deployment (default ``third_party=False``); ``region`` is where your
+        GPUs run.
+
+    Notes
+    -----
+    ``monthly_cost = n_gpus × gpu_hourly × hours_per_month + engineering_monthly +
+    other_fixed_monthly``. The cost is fixed and the volume is not: an idle GPU costs as much as a
+    busy one, so the unit cost is a utilisation bet (:meth:`unit_cost`).
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.5; ``guide/NOTES.md`` on the guide's $17,545 figure.
+    """
+
+    n_gpus: object
+    gpu_hourly: object
+    engineering_monthly: object
+    hours_per_month: object = HOURS_PER_MONTH
+    other_fixed_monthly: object = 0.0
+    capacity_tokens: object = None
+    name: str = "self-hosted"
+    region: str | None = None
+    third_party: bool = False
+
+    kind = "self-hosted"
+
+    def __post_init__(self):
+        set_ = functools.partial(object.__setattr__, self)
+        n = np.asarray(self.n_gpus) if isinstance(self.n_gpus, (list, tuple)) else self.n_gpus
+        check_integer("n_gpus", n, lo=1)
+        set_("n_gpus", n)
+        set_("gpu_hourly", _numeric_field("gpu_hourly", self.gpu_hourly))
+        set_("engineering_monthly", _numeric_field("engineering_monthly",
+                                                   self.engineering_monthly))
+        check_range("hours_per_month", self.hours_per_month, lo=0, hi=744, lo_open=True)
+        set_("other_fixed_monthly", _numeric_field("other_fixed_monthly",
+                                                   self.other_fixed_monthly))
+        set_("capacity_tokens", _numeric_field("capacity_tokens", self.capacity_tokens,
+                                               positive=True, allow_none=True))
+        set_("name", _name(self.name, "self-hosted"))
+        set_("region", _region(self.region))
+        set_("third_party", _bool("third_party", self.third_party))
+
+    @classmethod
+    def from_roofline(cls, model, gpu, *, tp, batch_size, context_length, utilization,
+                      engineering_monthly, gpu_hourly=None, replicas=1,
+                      hours_per_month=HOURS_PER_MONTH, other_fixed_monthly=0.0,
+                      roofline_options=None, **kwargs):
+        """A deployment whose monthly capacity comes from the roofline decode throughput.
+
+        Parameters
+        ----------
+        model : ModelShape or xarray.Dataset
+            The served model (a catalogue Dataset broadcasts over ``model``).
+        gpu : GPU or xarray.Dataset
+            One accelerator of the group (a catalogue Dataset broadcasts over ``gpu``).
+        tp : int
+            Tensor-parallel degree: GPUs per replica [1].
+        batch_size : int or array_like
+            Sequences decoded together [1].
+        context_length : int or array_like
+            Tokens held per sequence [tokens].
+        utilization : float or array_like
+            Share of the month the replicas run at that throughput [1], in (0, 1].
+        engineering_monthly : float or array_like
+            The engineering line [USD/month].
+        gpu_hourly : float or array_like, optional
+            Price of one GPU-hour [USD/h]; default the GPU's catalogue ``hourly_price`` per GPU.
+        replicas : int
+            Model replicas (data parallel) [1]; ``n_gpus = tp × replicas``.
+        roofline_options : dict, optional
+            Keyword options of the roofline model (efficiency factors, step overhead), passed to
+            ``decode_throughput``; default its ideal model (§3).
+        hours_per_month, other_fixed_monthly, **kwargs
+            As for :class:`SelfHosted`.
+
+        Returns
+        -------
+        SelfHosted
+            With ``capacity_tokens = decode_throughput × replicas × utilization ×
+            hours_per_month × 3600`` [tokens/month].
+
+        Notes
+        -----
+        ``rooflinekit.roofline.decode_throughput(model, gpu, batch_size, context_length, tp)`` is
+        the generated-token rate of one tensor-parallel group [tokens/s]. Counting every billed
+        token at that rate is conservative: prompt tokens go through prefill, which processes them
+        in parallel at a far higher rate (§3.1).
+
+        References
+        ----------
+        .. [1] Serving-capacity guide §3.1, §4.1 (decode step time) and §6.5.
+        """
+        from .roofline import decode_throughput  # composition of a formula module, lazily
+
+        check_integer("tp", tp, lo=1)
+        check_integer("replicas", replicas, lo=1)
+        check_range("utilization", utilization, lo=0, hi=1, lo_open=True)
+        check_range("hours_per_month", hours_per_month, lo=0, hi=744, lo_open=True)
+        if gpu_hourly is None:
+            price = spec_value(gpu, "hourly_price")
+            if price is None or np.isnan(np.asarray(price, dtype=float)).any():
+                raise ValueError("gpu has no catalogue hourly_price; pass gpu_hourly [USD/h]")
+            gpu_hourly = price / spec_value(gpu, "n_gpus")
+        rate = decode_throughput(model, gpu, batch_size, context_length, tp,
+                                 **dict(roofline_options or {}))
+        a = align_inputs({"rate": rate, "utilization": utilization})
+        seconds = hours_per_month * SECONDS_PER_HOUR
+        capacity = a["rate"] * replicas * a["utilization"] * seconds
+        if isinstance(capacity, xr.DataArray):
+            capacity = finish(capacity, TOKENS_PER_MONTH, "self-hosted monthly capacity")
+        return cls(n_gpus=tp * replicas, gpu_hourly=gpu_hourly,
+                   engineering_monthly=engineering_monthly, hours_per_month=hours_per_month,
+                   other_fixed_monthly=other_fixed_monthly, capacity_tokens=capacity, **kwargs)
+
+    def _numeric(self) -> dict:
+        out = {"n_gpus": self.n_gpus, "gpu_hourly": self.gpu_hourly,
+               "engineering_monthly": self.engineering_monthly,
+               "hours_per_month": self.hours_per_month,
+               "other_fixed_monthly": self.other_fixed_monthly}
+        if self.capacity_tokens is not None:
+            out["capacity_tokens"] = self.capacity_tokens
+        return out
+
+    def _monthly(self, include_engineering: bool):
+        a = align_inputs(self._numeric())
+        total = a["n_gpus"] * a["gpu_hourly"] * a["hours_per_month"] + a["other_fixed_monthly"]
+        if include_engineering:
+            total = total + a["engineering_monthly"]
+        return total
+
+    @property
+    def gpu_monthly_cost(self):
+        """GPU-hours alone: ``n_gpus × gpu_hourly × hours_per_month`` [USD/month]."""
+        a = align_inputs(self._numeric())
+        return finish(a["n_gpus"] * a["gpu_hourly"] * a["hours_per_month"] + 0.0,
+                      USD_PER_MONTH, "GPU cost per month")
+
+    @property
+    def monthly_cost(self):
+        """Total fixed cost, engineering included [USD/month]."""
+        return finish(self._monthly(True) + 0.0, USD_PER_MONTH, "self-hosted monthly cost")
+
+    @property
+    def fixed_monthly_cost(self):
+        """Alias of :attr:`monthly_cost` [USD/month], shared with :class:`Provisioned`."""
+        return self.monthly_cost
+
+    @property
+    def monthly_cost_without_engineering(self):
+        """GPU-hours plus other fixed costs, without the engineering line [USD/month]."""
+        return finish(self._monthly(False) + 0.0, USD_PER_MONTH,
+                      "self-hosted monthly cost without engineering")
+
+    def unit_cost(self, monthly_tokens, *, include_engineering=True):
+        """Cost per token served at a monthly volume [USD per 1M tokens].
+
+        Parameters
+        ----------
+        monthly_tokens : float or array_like
+            Tokens served in the month [tokens/month], > 0.
+        include_engineering : bool
+            Count the engineering line (default) or only GPU-hours and other fixed costs.
+
+        Returns
+        -------
+        float or array_like
+            ``monthly cost / monthly_tokens × 1e6`` [USD/1M tokens]. It does not check
+            ``capacity_tokens``: a volume above it cannot actually be served.
+
+        References
+        ----------
+        .. [1] Serving-capacity guide §6.5: unit cost = monthly fixed cost / monthly tokens.
+        """
+        check_positive("monthly_tokens", monthly_tokens)
+        _bool("include_engineering", include_engineering)
+        a, (spec,) = _prepare({"monthly_tokens": monthly_tokens}, self)
+        return unit_cost(spec._monthly(include_engineering), a["monthly_tokens"])
+
+    def capacity(self, output_fraction):
+        """Monthly capacity [tokens/month] (``inf`` when not given); independent of the mix."""
+        check_fraction("output_fraction", output_fraction)
+        a, (spec,) = _prepare({"output_fraction": output_fraction}, self)
+        cap = np.inf if spec.capacity_tokens is None else spec.capacity_tokens
+        return finish(cap + 0 * a["output_fraction"], TOKENS_PER_MONTH, "self-hosted capacity")
+
+    def cost(self, monthly_tokens, output_fraction, *, include_engineering=True):
+        """Monthly cost of serving a volume [USD/month]: fixed, ``inf`` above the capacity."""
+        check_nonnegative("monthly_tokens", monthly_tokens)
+        check_fraction("output_fraction", output_fraction)
+        _bool("include_engineering", include_engineering)
+        a, (spec,) = _prepare({"monthly_tokens": monthly_tokens,
+                               "output_fraction": output_fraction}, self)
+        a.update(spec._numeric())
+        total = a["n_gpus"] * a["gpu_hourly"] * a["hours_per_month"] + a["other_fixed_monthly"]
+        if include_engineering:
+            total = total + a["engineering_monthly"]
+        total = total + 0.0 * a["monthly_tokens"] + 0.0 * a["output_fraction"]
+        if self.capacity_tokens is not None:
+            total = _where(a["monthly_tokens"] <= a["capacity_tokens"], total, np.inf)
+        return finish(total, USD_PER_MONTH, "self-hosted monthly cost (inf: over capacity)")
+
+
+_OPTION_TYPES = (PayAsYouGo, Provisioned, SelfHosted)
+
+
+# -- formulas -------------------------------------------------------------------------------------
+def blended_price(payg, output_fraction, *, cached_fraction=0.0, prompt_tokens=None):
+    """Blended pay-as-you-go price of a token mix (guide §6.3).
+
+    Parameters
+    ----------
+    payg : PayAsYouGo
+        The price list.
+    output_fraction : float or array_like
+        Share of billed tokens that are output tokens, f [1], in [0, 1]. Required: there is no
+        blended price without a mix.
+    cached_fraction : float or array_like
+        Share of *input* tokens billed at the cached-input price [1], in [0, 1]; default 0.
+    prompt_tokens : float or array_like, optional
+        Prompt length of the requests [tokens]; above ``payg.long_context_threshold`` the
+        long-context tier applies. ``None`` bills at the base tier.
+
+    Returns
+    -------
+    float or array_like
+        ``c_b = c_in(1 − f) + c_out·f`` [USD/1M tokens], with ``c_in`` replaced by
+        ``c_in(1 − h) + c_cached·h`` for a cached share ``h``.
+
+    Notes
+    -----
+    On the long-context tier, the cached-input price scales by the same factor as the input price.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.3: ``c_b = c_in(1 − f) + c_out f``.
+
+    Examples
+    --------
+    >>> blended_price(PayAsYouGo(3.0, 12.0), 0.1)   # guide §6.3
+    3.9000000000000004
+    """
+    _expect("payg", payg, PayAsYouGo)
+    check_fraction("output_fraction", output_fraction)
+    check_fraction("cached_fraction", cached_fraction)
+    if prompt_tokens is not None:
+        check_nonnegative("prompt_tokens", prompt_tokens)
+    if payg.cached_input_per_mtok is None and _any_positive(cached_fraction):
+        raise ValueError(f"cached_fraction must be 0: {payg.name!r} has no "
+                         f"cached_input_per_mtok")
+    named = {"output_fraction": output_fraction, "cached_fraction": cached_fraction}
+    if prompt_tokens is not None:
+        named["prompt_tokens"] = prompt_tokens
+    a, (payg,) = _prepare(named, payg)
+    a.update(payg._numeric())
+    f, h = a["output_fraction"], a["cached_fraction"]
+    c_in, c_out = a["input_per_mtok"], a["output_per_mtok"]
+    c_cached = a.get("cached_input_per_mtok", c_in)
+    if prompt_tokens is not None and payg.long_context_threshold is not None:
+        long = a["prompt_tokens"] > a["long_context_threshold"]
+        scale = _where(long, a["long_context_input_per_mtok"] / c_in, 1.0)
+        c_in = _where(long, a["long_context_input_per_mtok"], c_in)
+        c_out = _where(long, a["long_context_output_per_mtok"], c_out)
+        c_cached = c_cached * scale
+    price = (c_in * (1 - h) + c_cached * h) * (1 - f) + c_out * f
+    return finish(price, USD_PER_MTOK, "blended pay-as-you-go price")
+
+
+class BreakEven(NamedTuple):
+    """Break-even of a commitment against pay-as-you-go, for scalar and ndarray inputs.
+
+    Attributes
+    ----------
+    tokens : float or ndarray
+        Monthly volume at which the commitment costs what pay-as-you-go would [tokens/month].
+    utilization : float or ndarray
+        ``tokens`` as a share of the commitment's capacity at the mix [1]; above 1 the
+        commitment never pays for itself on price.
+    """
+
+    tokens: object
+    utilization: object
+
+
+def break_even(provisioned, payg, output_fraction):
+    """Volume and utilisation at which dedicated capacity costs what pay-as-you-go does (§6.3).
+
+    Parameters
+    ----------
+    provisioned : Provisioned or SelfHosted
+        The commitment; a :class:`SelfHosted` one needs ``capacity_tokens``.
+    payg : PayAsYouGo
+        The pay-as-you-go alternative.
+    output_fraction : float or array_like
+        Share of billed tokens that are output tokens, f [1], in [0, 1]. Required: a break-even
+        without the mix is not a number (§6.3, §10).
+
+    Returns
+    -------
+    BreakEven or xarray.Dataset
+        For scalar or ndarray inputs a :class:`BreakEven` ``(tokens, utilization)`` named tuple;
+        when any input is labelled, an ``xr.Dataset`` with variables ``tokens`` [tokens/month] and
+        ``utilization`` [1] over the inputs' dimensions.
+
+    Notes
+    -----
+    ``tokens = C_p / c_b × 1e6`` with ``c_b`` the blended price per 1M tokens (the guide writes
+    it per 1,000 tokens with a factor 1,000), and ``utilization = tokens / K(f)`` with ``K(f)`` the
+    capacity at the mix (:class:`Provisioned`). With output priced above input the break-even
+    utilisation falls as f rises while the output weight ``w`` is below the price ratio
+    ``c_out / c_in``; with ``w`` equal to the ratio it does not move.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.3: $12,000/month, 4B tokens, $3/$12 per 1M → 76.92% at
+       f = 0.1 and 40.00% at f = 0.5.
+    """
+    _expect("provisioned", provisioned, (Provisioned, SelfHosted))
+    _expect("payg", payg, PayAsYouGo)
+    check_fraction("output_fraction", output_fraction)
+    if isinstance(provisioned, SelfHosted) and provisioned.capacity_tokens is None:
+        raise ValueError("provisioned is a SelfHosted without capacity_tokens; its break-even "
+                         "utilisation is undefined")
+    a, (provisioned, payg) = _prepare({"output_fraction": output_fraction}, provisioned, payg)
+    f = a["output_fraction"]
+    tokens = provisioned.fixed_monthly_cost / blended_price(payg, f) * PER_MILLION
+    utilization = tokens / provisioned.capacity(f)
+    if is_labelled(tokens) or is_labelled(utilization):
+        tokens, utilization = xr.broadcast(xr.DataArray(tokens), xr.DataArray(utilization))
+        return xr.Dataset({
+            "tokens": finish(tokens, TOKENS_PER_MONTH, "break-even monthly volume"),
+            "utilization": finish(utilization, "1", "break-even utilisation of capacity"),
+        })
+    return BreakEven(finish(tokens, TOKENS_PER_MONTH, "break-even monthly volume"),
+                     finish(utilization, "1", "break-even utilisation of capacity"))
+
+
+def unit_cost(fixed_monthly_cost, monthly_tokens):
+    """Cost per token of a fixed monthly cost spread over a volume (guide §6.5).
+
+    Parameters
+    ----------
+    fixed_monthly_cost : float or array_like
+        Cost that does not depend on volume [USD/month], >= 0.
+    monthly_tokens : float or array_like
+        Tokens served in the month [tokens/month], > 0.
+
+    Returns
+    -------
+    float or array_like
+        ``fixed_monthly_cost / monthly_tokens × 1e6`` [USD/1M tokens].
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.5: unit cost = monthly fixed cost / monthly tokens.
+    """
+    check_nonnegative("fixed_monthly_cost", fixed_monthly_cost)
+    check_positive("monthly_tokens", monthly_tokens)
+    a = align_inputs({"fixed_monthly_cost": fixed_monthly_cost,
+                      "monthly_tokens": monthly_tokens})
+    # Dividing by millions of tokens (exact) keeps e.g. 17,545 / 1,000 = 17.545 correctly rounded.
+    return finish(a["fixed_monthly_cost"] / (a["monthly_tokens"] / PER_MILLION),
+                  USD_PER_MTOK, "unit cost")
+
+
+def crossover_volume(selfhosted, other, output_fraction, *, include_engineering=True,
+                     whole_units=True):
+    """Monthly volume above which self-hosting is cheaper than ``other`` (guide §6.5).
+
+    Parameters
+    ----------
+    selfhosted : SelfHosted
+        The self-hosted deployment.
+    other : PayAsYouGo or Provisioned
+        The alternative.
+    output_fraction : float or array_like
+        Share of billed tokens that are output tokens [1], in [0, 1].
+    include_engineering : bool
+        Count the engineering line (default); ``False`` gives the GPU-hours-only case the guide
+        warns against.
+    whole_units : bool
+        Against a :class:`Provisioned` with ``units`` set, buy capacity in whole units (default);
+        ``False`` treats it as divisible. Ignored for pay-as-you-go.
+
+    Returns
+    -------
+    float or array_like
+        [tokens/month]. Against pay-as-you-go, ``C_sh / c_b × 1e6``. Against provisioned capacity
+        scaled to the volume in units of cost ``u`` and capacity ``k(f)``, ``⌊C_sh / u⌋ × k(f)``
+        (``C_sh / u × k(f)`` when divisible): beyond it, the units needed cost more than
+        self-hosting.
+
+    Notes
+    -----
+    The self-hosted ``capacity_tokens`` is not checked: a crossover above it means self-hosting
+    on that deployment never gets there.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.5 and ``guide/NOTES.md``: 17,545 / $3.90 = 4.50B tokens,
+       42,520 / $3.90 ≈ 10.9B tokens at f = 0.1.
+    """
+    _expect("selfhosted", selfhosted, SelfHosted)
+    _expect("other", other, (PayAsYouGo, Provisioned))
+    check_fraction("output_fraction", output_fraction)
+    _bool("include_engineering", include_engineering)
+    _bool("whole_units", whole_units)
+    a, (selfhosted, other) = _prepare({"output_fraction": output_fraction}, selfhosted, other)
+    f = a["output_fraction"]
+    fixed = selfhosted._monthly(include_engineering)
+    if isinstance(other, PayAsYouGo):
+        return finish(fixed / blended_price(other, f) * PER_MILLION, TOKENS_PER_MONTH,
+                      "self-hosting crossover volume against pay-as-you-go")
+    n_units = 1.0 if other.units is None else other.units
+    ratio = fixed / (other.monthly_cost / n_units)
+    if whole_units and other.units is not None:
+        ratio = np.floor(ratio)
+    return finish(ratio * other.capacity(f) / n_units, TOKENS_PER_MONTH,
+                  "self-hosting crossover volume against provisioned")
+
+
+def provisioned_savings(provisioned, payg, monthly_tokens, output_fraction):
+    """What dedicated capacity saves against pay-as-you-go at a volume [USD/month].
+
+    Parameters
+    ----------
+    provisioned : Provisioned
+        The commitment; volume above its capacity at the mix spills to ``payg``.
+    payg : PayAsYouGo
+        The pay-as-you-go price list.
+    monthly_tokens : float or array_like
+        Tokens demanded in the month [tokens/month], >= 0.
+    output_fraction : float or array_like
+        Share of billed tokens that are output tokens [1], in [0, 1].
+
+    Returns
+    -------
+    float or array_like
+        ``c_b·V − (C_p + c_b·max(V − K(f), 0))`` with prices per token [USD/month]; negative
+        below the break-even volume. One call over ``output_fraction × prices × capacity ×
+        monthly_tokens`` DataArrays gives the whole break-even surface.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.3–6.4.
+    """
+    _expect("provisioned", provisioned, Provisioned)
+    _expect("payg", payg, PayAsYouGo)
+    check_nonnegative("monthly_tokens", monthly_tokens)
+    check_fraction("output_fraction", output_fraction)
+    a, (provisioned, payg) = _prepare({"monthly_tokens": monthly_tokens,
+                                       "output_fraction": output_fraction}, provisioned, payg)
+    v, f = a["monthly_tokens"], a["output_fraction"]
+    per_token = blended_price(payg, f) / PER_MILLION
+    excess = np.maximum(v - provisioned.capacity(f), 0.0)
+    saved = per_token * v - (provisioned.monthly_cost + per_token * excess)
+    return finish(saved, USD_PER_MONTH, "saving of provisioned over pay-as-you-go")
+
+
+def provisioned_unit_cost(provisioned, output_fraction, utilization):
+    """Cost per token actually served by a commitment at a utilisation [USD per 1M tokens].
+
+    Parameters
+    ----------
+    provisioned : Provisioned or SelfHosted
+        The commitment (a :class:`SelfHosted` one needs ``capacity_tokens``).
+    output_fraction : float or array_like
+        Share of billed tokens that are output tokens [1], in [0, 1].
+    utilization : float or array_like
+        Share of the capacity at that mix actually used [1], in (0, 1].
+
+    Returns
+    -------
+    float or array_like
+        ``C_p / (utilization × K(f)) × 1e6`` [USD/1M tokens]; it equals the blended
+        pay-as-you-go price exactly at the break-even utilisation.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.3 and §6.5.
+    """
+    check_range("utilization", utilization, lo=0, hi=1, lo_open=True)
+    _expect("provisioned", provisioned, (Provisioned, SelfHosted))
+    check_fraction("output_fraction", output_fraction)
+    a, (provisioned,) = _prepare({"output_fraction": output_fraction,
+                                  "utilization": utilization}, provisioned)
+    price = capacity_price(provisioned, a["output_fraction"])
+    return finish(price / a["utilization"], USD_PER_MTOK,
+                  "unit cost of served tokens at the utilisation")
+
+
+def capacity_price(option, output_fraction):
+    """Price of one token of dedicated capacity, used or not [USD per 1M tokens].
+
+    Parameters
+    ----------
+    option : Provisioned or SelfHosted
+        Dedicated capacity (a :class:`SelfHosted` one needs ``capacity_tokens``).
+    output_fraction : float or array_like
+        Share of billed tokens that are output tokens [1], in [0, 1].
+
+    Returns
+    -------
+    float or array_like
+        ``fixed monthly cost / K(f) × 1e6`` [USD/1M tokens]: the floor price used by
+        :func:`rooflinekit.planning.plan_with_spillover`.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.3–6.4.
+    """
+    _expect("option", option, (Provisioned, SelfHosted))
+    if isinstance(option, SelfHosted) and option.capacity_tokens is None:
+        raise ValueError("option is a SelfHosted without capacity_tokens; its capacity price "
+                         "is undefined")
+    check_fraction("output_fraction", output_fraction)
+    a, (option,) = _prepare({"output_fraction": output_fraction}, option)
+    capacity = option.capacity(a["output_fraction"])
+    return finish(option.fixed_monthly_cost / capacity * PER_MILLION, USD_PER_MTOK,
+                  "price of dedicated capacity")
+
+
+# -- admissibility and choice (§7) ----------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """What a workload's data allows: the gates applied before any cost comparison (guide §7).
+
+    Parameters
+    ----------
+    classification : str
+        One of :data:`CLASSIFICATIONS`: ``"public"``, ``"internal"`` (default), ``"confidential"``,
+        ``"restricted"``.
+    allowed_regions : iterable of str, optional
+        Regions where the data may be processed (residency); ``None`` places no restriction. An
+        option whose region is unknown is not admissible when regions are restricted.
+    third_party_allowed : bool, optional
+        Whether a third party may process the data; ``None`` (default) derives it from the
+        classification: ``False`` for ``"restricted"``, ``True`` otherwise.
+    name : str
+        Label used in messages.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §7: capacity strategy is downstream of data classification.
+    """
+
+    classification: str = "internal"
+    allowed_regions: tuple[str, ...] | None = None
+    third_party_allowed: bool | None = None
+    name: str = "workload"
+
+    def __post_init__(self):
+        if not isinstance(self.classification, str) or \
+                self.classification.lower() not in CLASSIFICATIONS:
+            raise ValueError(f"classification must be one of {', '.join(CLASSIFICATIONS)}; "
+                             f"got {self.classification!r}")
+        object.__setattr__(self, "classification", self.classification.lower())
+        if self.allowed_regions is not None:
+            regions = ((self.allowed_regions,) if isinstance(self.allowed_regions, str)
+                       else tuple(self.allowed_regions))
+            if not regions:
+                raise ValueError("allowed_regions must name at least one region, or be None")
+            object.__setattr__(self, "allowed_regions", tuple(_region(r) for r in regions))
+        if self.third_party_allowed is not None:
+            _bool("third_party_allowed", self.third_party_allowed)
+        _name(self.name, "workload")
+
+    @property
+    def allows_third_party(self) -> bool:
+        """Whether a third party may process this workload's data."""
+        if self.third_party_allowed is not None:
+            return bool(self.third_party_allowed)
+        return _THIRD_PARTY_ALLOWED[self.classification]
+
+
+def admissibility(option, workload: Workload) -> str | None:
+    """Why ``option`` may not serve ``workload``, or ``None`` when it may (guide §7).
+
+    Parameters
+    ----------
+    option : PayAsYouGo, Provisioned or SelfHosted
+        A capacity option with its ``region`` and ``third_party`` attributes.
+    workload : Workload
+        The workload's classification and allowed regions.
+
+    Returns
+    -------
+    str or None
+        A sentence naming the failed gate (third-party processing, residency), or ``None``.
+    """
+    _expect("option", option, _OPTION_TYPES)
+    _expect("workload", workload, Workload)
+    if option.third_party and not workload.allows_third_party:
+        return (f"{option.name!r} has a third party process the data, which "
+                f"{workload.classification} data of {workload.name!r} does not allow")
+    if workload.allowed_regions is not None:
+        if option.region is None:
+            return (f"{option.name!r} does not state where it processes data; "
+                    f"{workload.name!r} must stay in {', '.join(workload.allowed_regions)}")
+        if option.region not in workload.allowed_regions:
+            return (f"{option.name!r} processes data in {option.region}; {workload.name!r} must "
+                    f"stay in {', '.join(workload.allowed_regions)}")
+    return None
+
+
+class NoAdmissibleOptionError(ValueError):
+    """No option passes the workload's admissibility gates; cost was never compared (§7).
+
+    Attributes
+    ----------
+    workload : Workload
+        The workload that was refused.
+    excluded : dict
+        Option name -> the reason it is not admissible.
+    """
+
+    def __init__(self, workload: Workload, excluded: Mapping[str, str]):
+        self.workload = workload
+        self.excluded = dict(excluded)
+        reasons = "; ".join(self.excluded.values())
+        super().__init__(f"no admissible option for {workload.name!r} "
+                         f"({workload.classification} data): {reasons}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """Outcome of :func:`cheapest_option`.
+
+    Attributes
+    ----------
+    option : PayAsYouGo, Provisioned, SelfHosted or None
+        The chosen option, for scalar inputs; ``None`` when no admissible option can serve the
+        volume (every one is over capacity), and always ``None`` for array inputs (read ``name``).
+    name : str, None, ndarray or DataArray
+        Name of the chosen option; for array inputs an object array (``None`` where nothing can
+        serve) over the inputs' shape or dimensions.
+    cost : float, ndarray or DataArray
+        Monthly cost of the choice [USD/month]; ``inf`` where nothing can serve.
+    costs : dict
+        Admissible option name -> its monthly cost [USD/month] (``inf`` above its capacity).
+    excluded : dict
+        Inadmissible option name -> the reason; these were removed before any cost comparison.
+    reason : str
+        One sentence saying how the choice was made.
+    """
+
+    option: object
+    name: object
+    cost: object
+    costs: dict
+    excluded: dict
+    reason: str
+
+
+def cheapest_option(monthly_tokens, options, output_fraction, *, workload=None, tie_rtol=1e-9):
+    """The cheapest admissible way to serve a monthly volume at a mix (guide §6, §7).
+
+    Parameters
+    ----------
+    monthly_tokens : float or array_like
+        Tokens to serve in the month [tokens/month], >= 0.
+    options : iterable of PayAsYouGo, Provisioned, SelfHosted
+        Candidates, with unique names.
+    output_fraction : float or array_like
+        Share of billed tokens that are output tokens [1], in [0, 1]. Required.
+    workload : Workload, optional
+        The data's classification and allowed regions; default an ``"internal"`` workload with no
+        residency restriction.
+    tie_rtol : float
+        Relative tolerance within which a pay-as-you-go cost counts as tied [1], >= 0; default
+        1e-9 (float noise only).
+
+    Returns
+    -------
+    Choice
+        The choice, its cost, every admissible option's cost and the excluded options' reasons.
+
+    Raises
+    ------
+    NoAdmissibleOptionError
+        When no option passes the workload's gates. The cheapest inadmissible option is never
+        returned.
+
+    Notes
+    -----
+    Order of decision, as §7 requires: (1) remove options the workload may not use (a third
+    party processing restricted data; processing outside the allowed regions); (2) among those
+    left, cost each at the volume and mix (dedicated options cost ``inf`` above their capacity);
+    (3) take the cheapest, and on a tie take pay-as-you-go — no commitment for no saving.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6 (capacity types) and §7 (sovereignty and compliance as
+       serving constraints); §8 step 7: "Ties go to PAYG".
+    """
+    check_nonnegative("monthly_tokens", monthly_tokens)
+    check_fraction("output_fraction", output_fraction)
+    check_nonnegative("tie_rtol", tie_rtol)
+    if isinstance(options, (str, bytes)) or not isinstance(options, Iterable):
+        raise TypeError("options must be an iterable of PayAsYouGo, Provisioned or SelfHosted")
+    options = list(options)
+    if not options:
+        raise ValueError("options must hold at least one option")
+    for i, option in enumerate(options):
+        _expect(f"options[{i}]", option, _OPTION_TYPES)
+    names = [o.name for o in options]
+    if len(set(names)) != len(names):
+        raise ValueError(f"options must have unique names; got {names}")
+    workload = Workload() if workload is None else workload
+    _expect("workload", workload, Workload)
+
+    excluded = {o.name: r for o in options if (r := admissibility(o, workload)) is not None}
+    admissible = [o for o in options if o.name not in excluded]
+    if not admissible:
+        raise NoAdmissibleOptionError(workload, excluded)
+
+    costs = {o.name: o.cost(monthly_tokens, output_fraction) for o in admissible}
+    labelled = any(is_labelled(c) for c in costs.values())
+    if labelled:
+        arrays = xr.broadcast(*[c if is_labelled(c) else xr.DataArray(c) for c in costs.values()])
+        template = arrays[0]
+        stack = np.stack([a.transpose(*template.dims).values for a in arrays])
+    else:
+        stack = np.stack(np.broadcast_arrays(*[np.asarray(c, dtype=float)
+                                               for c in costs.values()]))
+    is_payg = np.array([isinstance(o, PayAsYouGo) for o in admissible])
+    index = np.arange(len(admissible))
+
+    def best(mask):
+        if not mask.any():
+            return np.full(stack.shape[1:], np.inf), np.zeros(stack.shape[1:], dtype=int)
+        sub = stack[mask]
+        j = np.argmin(sub, axis=0)  # first minimum: stable in the given order
+        return np.take_along_axis(sub, j[None], axis=0)[0], index[mask][j]
+
+    payg_cost, payg_idx = best(is_payg)
+    other_cost, other_idx = best(~is_payg)
+    take_payg = payg_cost <= other_cost + tie_rtol * np.abs(np.where(np.isfinite(other_cost),
+                                                                      other_cost, 0.0))
+    take_payg &= np.isfinite(payg_cost) | ~np.isfinite(other_cost)
+    chosen = np.where(take_payg, payg_idx, other_idx)
+    cost = np.where(take_payg, payg_cost, other_cost)
+    feasible = np.isfinite(cost)
+    name_table = np.array([o.name for o in admissible] + [None], dtype=object)
+    chosen_names = name_table[np.where(feasible, chosen, len(admissible))]
+
+    gated = f"; excluded before cost: {', '.join(excluded)}" if excluded else ""
+    if np.ndim(cost) == 0 and not labelled:
+        if not feasible:
+            return Choice(None, None, math.inf, costs, excluded,
+                          "the volume exceeds the capacity of every admissible option" + gated)
+        i = int(chosen)
+        tie = bool(take_payg) and bool(np.isfinite(other_cost)) and payg_cost >= other_cost
+        how = ("tie: pay-as-you-go preferred" if tie else
+               "only admissible option" if len(admissible) == 1 else "cheapest admissible option")
+        return Choice(admissible[i], admissible[i].name, float(cost), costs, excluded, how + gated)
+    if labelled:
+        cost = finish(template.copy(data=cost), USD_PER_MONTH, "cost of the cheapest option")
+        chosen_names = template.copy(data=chosen_names)
+        chosen_names.attrs = {"units": "1", "long_name": "cheapest admissible option"}
+    reason = "cheapest admissible option per cell, ties to pay-as-you-go" + gated
+    if not feasible.all():
+        reason += "; None where the volume exceeds every admissible option's capacity"
+    return Choice(None, chosen_names, cost, costs, excluded, reason)
+
+
+# -- price list -----------------------------------------------------------------------------------
+@functools.cache
+def _price_table() -> Mapping:
+    with resources.files("rooflinekit").joinpath("data", "prices.toml").open("rb") as fh:
+        return MappingProxyType(tomllib.load(fh))
+
+
+def load_prices() -> dict:
+    """The illustrative price list ``data/prices.toml`` as a dict (a fresh copy per call).
+
+    Returns
+    -------
+    dict
+        Keys ``"meta"`` (date, caveat), ``"payg"``, ``"provisioned"`` and ``"gpu_hourly"``, each
+        a list of rows with their ``date`` and ``source``.
+
+    Notes
+    -----
+    Every price in the file is illustrative and perishable (guide §12): re-derive with your
+    provider's current price list before deciding anything.
+    """
+    return copy.deepcopy(dict(_price_table()))
+
+
+def _row(section: str, name: str, key: str = "name") -> dict:
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    rows = _price_table().get(section, [])
+    wanted = name.strip().lower()
+    for row in rows:
+        if str(row[key]).lower() == wanted:
+            return dict(row)
+    known = ", ".join(str(r[key]) for r in rows)
+    raise ValueError(f"unknown {section} entry {name!r}; known: {known}")
+
+
+def payg_price(name: str) -> PayAsYouGo:
+    """The pay-as-you-go price list called ``name`` in ``data/prices.toml`` (illustrative).
+
+    Returns
+    -------
+    PayAsYouGo
+        Prices per 1M tokens, region and third-party attributes from the row.
+    """
+    row = _row("payg", name)
+    fields = {f.name for f in dataclasses.fields(PayAsYouGo)}
+    return PayAsYouGo(**{k: v for k, v in row.items() if k in fields})
+
+
+def provisioned_example(name: str, n_units: float | None = None) -> Provisioned:
+    """The provisioned-capacity example called ``name`` in ``data/prices.toml``.
+
+    Parameters
+    ----------
+    name : str
+        Row name.
+    n_units : float, optional
+        Units to buy; default the row's ``min_units`` (1 when absent).
+
+    Returns
+    -------
+    Provisioned
+        Built with :meth:`Provisioned.from_units` from the row's price per unit per month or per
+        hour and its capacity per unit, given either as ``capacity_tokens_per_month`` or as
+        ``input_tokens_per_minute`` (converted with 60 × 730 minutes per month).
+    """
+    row = _row("provisioned", name)
+    n = row.get("min_units", 1) if n_units is None else n_units
+    if "capacity_tokens_per_month" in row:
+        capacity = float(row["capacity_tokens_per_month"])
+    else:
+        capacity = float(row["input_tokens_per_minute"]) * 60 * HOURS_PER_MONTH
+    return Provisioned.from_units(
+        n, capacity, monthly_cost_per_unit=row.get("usd_per_unit_month"),
+        hourly_cost_per_unit=row.get("usd_per_unit_hour"),
+        output_weight=row.get("output_weight", 1.0), name=row["name"], region=row.get("region"),
+        third_party=row.get("third_party", True))
+
+
+def gpu_hourly_price(gpu: str) -> float:
+    """Illustrative price of one GPU-hour for a catalogue GPU name [USD/h]."""
+    return float(_row("gpu_hourly", gpu, key="gpu")["usd_per_hour"])

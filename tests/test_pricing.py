@@ -1,0 +1,615 @@
+"""Tests for rooflinekit.pricing: capacity types, break-even, self-hosting, cheapest option (§6–7)."""
+
+import math
+import sys
+import types
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rooflinekit import catalog
+from rooflinekit.pricing import (CLASSIFICATIONS, BreakEven, Choice, NoAdmissibleOptionError,
+                                 PayAsYouGo, Provisioned, SelfHosted, Workload, admissibility,
+                                 blended_price, break_even, capacity_price, cheapest_option,
+                                 crossover_volume, gpu_hourly_price, load_prices, payg_price,
+                                 provisioned_example, provisioned_savings, provisioned_unit_cost,
+                                 unit_cost)
+
+
+@pytest.fixture
+def guide_payg():
+    """Guide §6.3: input $3 / output $12 per 1M tokens."""
+    return PayAsYouGo(3.0, 12.0)
+
+
+@pytest.fixture
+def guide_provisioned():
+    """Guide §6.3: $12,000/month for 4B tokens."""
+    return Provisioned(12_000.0, 4e9)
+
+
+def da(values, dim):
+    values = np.asarray(values, dtype=float)
+    return xr.DataArray(values, dims=(dim,), coords={dim: values})
+
+
+# -- guide §6.3 -----------------------------------------------------------------------------------
+def test_guide_blended_prices(guide_payg):
+    # guide §6.3 / NOTES.md: blended $3.90 and $7.50 per 1M, rel 1e-12
+    assert blended_price(guide_payg, 0.1) == pytest.approx(3.90, rel=1e-12)
+    assert blended_price(guide_payg, 0.5) == pytest.approx(7.50, rel=1e-12)
+
+
+def test_guide_break_even(guide_provisioned, guide_payg):
+    # guide §6.3 / NOTES.md: 3.077B and 1.6B tokens; 76.92% and 40.00% of 4B
+    tokens, util = break_even(guide_provisioned, guide_payg, 0.1)
+    assert tokens == pytest.approx(12_000 / 3.9e-6, rel=1e-12)
+    assert round(tokens / 1e9, 3) == 3.077
+    assert round(util * 100, 2) == 76.92
+    tokens, util = break_even(guide_provisioned, guide_payg, 0.5)
+    assert tokens == pytest.approx(1.6e9, rel=1e-12)
+    assert util == pytest.approx(0.40, rel=1e-12)
+
+
+def test_break_even_mix_is_required(guide_provisioned, guide_payg):
+    with pytest.raises(TypeError):
+        break_even(guide_provisioned, guide_payg)  # no output fraction, no number
+    with pytest.raises(TypeError):
+        blended_price(guide_payg)
+
+
+# -- input kinds ----------------------------------------------------------------------------------
+def test_blended_price_scalar(guide_payg):
+    assert isinstance(blended_price(guide_payg, 0.25), float)
+
+
+def test_blended_price_ndarray(guide_payg):
+    out = blended_price(guide_payg, np.array([0.0, 0.1, 0.5, 1.0]))
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, [3.0, 3.9, 7.5, 12.0], rtol=1e-12)
+
+
+def test_blended_price_dataarray(guide_payg):
+    out = blended_price(guide_payg, da([0.1, 0.5], "output_fraction"))
+    assert out.dims == ("output_fraction",)
+    assert out.attrs["units"] == "USD/1M tokens" and out.attrs["long_name"]
+    np.testing.assert_allclose(out.values, [3.9, 7.5], rtol=1e-12)
+
+
+def test_break_even_scalar(guide_provisioned, guide_payg):
+    out = break_even(guide_provisioned, guide_payg, 0.1)
+    assert isinstance(out, BreakEven)
+    assert isinstance(out.tokens, float) and isinstance(out.utilization, float)
+
+
+def test_break_even_ndarray(guide_provisioned, guide_payg):
+    out = break_even(guide_provisioned, guide_payg, np.array([0.1, 0.5]))
+    np.testing.assert_allclose(out.utilization, [12_000 / 3.9e-6 / 4e9, 0.4], rtol=1e-12)
+
+
+def test_break_even_dataarray(guide_provisioned, guide_payg):
+    out = break_even(guide_provisioned, guide_payg, da([0.1, 0.5], "output_fraction"))
+    assert isinstance(out, xr.Dataset)
+    assert out["tokens"].attrs["units"] == "tokens/month"
+    assert out["utilization"].attrs["units"] == "1"
+    np.testing.assert_allclose(out["utilization"].values, [0.76923077, 0.4], rtol=1e-7)
+
+
+def test_break_even_labelled_spec_fields(guide_payg):
+    # A spec whose field is a DataArray broadcasts against a plain ndarray by name.
+    prov = Provisioned(da([6_000.0, 12_000.0], "monthly_cost"), 4e9)
+    out = break_even(prov, guide_payg, np.array([0.1, 0.5]))
+    assert set(out["utilization"].dims) == {"monthly_cost", "output_fraction"}
+    assert float(out["utilization"].sel(monthly_cost=12_000, output_fraction=0.5)) == \
+        pytest.approx(0.4, rel=1e-12)
+
+
+def test_break_even_surface_one_call():
+    # output_fraction × input price × capacity × volume in one call (savings) and break-even.
+    f = da(np.linspace(0, 1, 11), "output_fraction")
+    c_in = da([1.0, 3.0], "input_per_mtok")
+    cap = da([2e9, 4e9, 8e9], "monthly_capacity_tokens")
+    vol = da([1e9, 3e9, 5e9], "monthly_tokens")
+    payg = PayAsYouGo(c_in, 12.0)
+    prov = Provisioned(12_000.0, cap)
+    saved = provisioned_savings(prov, payg, vol, f)
+    assert set(saved.dims) == {"output_fraction", "input_per_mtok", "monthly_capacity_tokens",
+                               "monthly_tokens"}
+    assert saved.attrs["units"] == "USD/month"
+    cell = saved.sel(output_fraction=0.1, input_per_mtok=3.0, monthly_capacity_tokens=4e9,
+                     monthly_tokens=3e9)
+    expected = provisioned_savings(Provisioned(12_000.0, 4e9), PayAsYouGo(3.0, 12.0), 3e9, 0.1)
+    assert float(cell) == pytest.approx(expected, rel=1e-12)
+    surface = break_even(prov, payg, f)
+    assert dict(surface["utilization"].sizes) == {"input_per_mtok": 2, "output_fraction": 11,
+                                                  "monthly_capacity_tokens": 3}
+    assert float(surface["utilization"].sel(input_per_mtok=3.0, output_fraction=0.5,
+                                            monthly_capacity_tokens=4e9)) == \
+        pytest.approx(0.4, rel=1e-12)
+
+
+def test_provisioned_savings_scalar_and_spill(guide_provisioned, guide_payg):
+    # At the break-even volume the saving is zero (rel 1e-9 of the commitment).
+    v = 12_000 / 3.9e-6
+    assert abs(provisioned_savings(guide_provisioned, guide_payg, v, 0.1)) < 1e-8 * 12_000
+    # Above capacity the excess is billed at pay-as-you-go on both sides.
+    s5 = provisioned_savings(guide_provisioned, guide_payg, 5e9, 0.1)
+    s4 = provisioned_savings(guide_provisioned, guide_payg, 4e9, 0.1)
+    assert s5 == pytest.approx(s4, rel=1e-12)
+    assert s4 == pytest.approx(4e9 * 3.9e-6 - 12_000, rel=1e-12)
+
+
+def test_provisioned_savings_ndarray(guide_provisioned, guide_payg):
+    out = provisioned_savings(guide_provisioned, guide_payg, np.array([0.0, 4e9]), 0.5)
+    np.testing.assert_allclose(out, [-12_000.0, 4e9 * 7.5e-6 - 12_000], rtol=1e-12)
+
+
+def test_provisioned_unit_cost_equals_payg_at_break_even(guide_provisioned, guide_payg):
+    u = break_even(guide_provisioned, guide_payg, 0.1).utilization
+    assert provisioned_unit_cost(guide_provisioned, 0.1, u) == pytest.approx(3.9, rel=1e-12)
+    out = provisioned_unit_cost(guide_provisioned, 0.1, da([0.5, 1.0], "utilization"))
+    np.testing.assert_allclose(out.values, [6.0, 3.0], rtol=1e-12)
+    out = provisioned_unit_cost(guide_provisioned, 0.1, np.array([0.5, 1.0]))
+    np.testing.assert_allclose(out, [6.0, 3.0], rtol=1e-12)
+
+
+def test_capacity_price(guide_provisioned):
+    assert capacity_price(guide_provisioned, 0.3) == pytest.approx(3.0, rel=1e-12)
+    sh = SelfHosted(8, 3.0, 25_000, capacity_tokens=10e9)
+    assert capacity_price(sh, 0.3) == pytest.approx(42_520 / 10e3, rel=1e-12)
+    with pytest.raises(ValueError, match="capacity_tokens"):
+        capacity_price(SelfHosted(8, 3.0, 0.0), 0.3)
+
+
+# -- provisioned capacity depends on the mix (§6.2) ----------------------------------------------
+def test_provisioned_capacity_output_weight():
+    prov = Provisioned(10_000.0, 1e9, output_weight=4.0)
+    # Capacity in input-token equivalents: f = 0.5 costs (0.5 + 4 × 0.5) = 2.5 per token.
+    assert prov.capacity(0.0) == pytest.approx(1e9, rel=1e-12)
+    assert prov.capacity(0.5) == pytest.approx(1e9 / 2.5, rel=1e-12)
+    np.testing.assert_allclose(prov.capacity(np.array([0.0, 1.0])), [1e9, 0.25e9], rtol=1e-12)
+    out = prov.capacity(da([0.0, 1.0], "output_fraction"))
+    assert out.attrs["units"] == "tokens/month"
+
+
+def test_provisioned_reference_mix():
+    # Quoted at f = 0.2: at that mix the capacity is exactly the quoted one.
+    prov = Provisioned(10_000.0, 1e9, output_weight=3.0, reference_output_fraction=0.2)
+    assert prov.capacity(0.2) == pytest.approx(1e9, rel=1e-12)
+    assert prov.capacity(0.0) == pytest.approx(1e9 * 1.4, rel=1e-12)
+
+
+def test_provisioned_from_units_hourly_and_monthly():
+    hourly = Provisioned.from_units(15, 2500 * 60 * 730, hourly_cost_per_unit=1.0,
+                                    output_weight=4.0)
+    assert hourly.monthly_cost == pytest.approx(15 * 730.0, rel=1e-12)
+    assert hourly.monthly_capacity_tokens == pytest.approx(15 * 2500 * 60 * 730, rel=1e-12)
+    assert hourly.units == 15
+    monthly = Provisioned.from_units(2, 4e9, monthly_cost_per_unit=6_000.0)
+    assert monthly.monthly_cost == 12_000.0 and monthly.monthly_capacity_tokens == 8e9
+    with pytest.raises(ValueError, match="exactly one"):
+        Provisioned.from_units(2, 4e9)
+
+
+def test_provisioned_cost_over_capacity_is_inf(guide_provisioned):
+    assert guide_provisioned.cost(4e9, 0.3) == 12_000.0
+    assert guide_provisioned.cost(4.1e9, 0.3) == math.inf
+
+
+def test_payg_cost_kinds(guide_payg):
+    assert guide_payg.cost(4e9, 0.1) == pytest.approx(15_600.0, rel=1e-12)
+    np.testing.assert_allclose(guide_payg.cost(np.array([1e9, 2e9]), 0.5), [7_500, 15_000],
+                               rtol=1e-12)
+    out = guide_payg.cost(da([1e9, 2e9], "monthly_tokens"), np.array([0.1, 0.5]))
+    assert set(out.dims) == {"monthly_tokens", "output_fraction"}
+    assert out.attrs["units"] == "USD/month"
+
+
+def test_cached_and_long_context_prices():
+    p = PayAsYouGo(3.0, 15.0, cached_input_per_mtok=0.3, long_context_threshold=200_000,
+                   long_context_input_per_mtok=6.0, long_context_output_per_mtok=22.5)
+    # Half the input cached, f = 0.2: (3 × 0.5 + 0.3 × 0.5) × 0.8 + 15 × 0.2 = 4.32
+    assert p.blended(0.2, cached_fraction=0.5) == pytest.approx(4.32, rel=1e-12)
+    # Long prompts: every token at the tier, cached price scaled by 6/3.
+    out = blended_price(p, 0.2, cached_fraction=0.5, prompt_tokens=np.array([1e5, 3e5]))
+    np.testing.assert_allclose(out, [4.32, (6 * 0.5 + 0.6 * 0.5) * 0.8 + 22.5 * 0.2],
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="cached_fraction"):
+        blended_price(PayAsYouGo(3.0, 12.0), 0.1, cached_fraction=0.2)
+    with pytest.raises(ValueError, match="long_context"):
+        PayAsYouGo(3.0, 12.0, long_context_threshold=1000)
+
+
+# -- self-hosting (§6.5) --------------------------------------------------------------------------
+def test_guide_self_hosting_gpu_hours():
+    # NOTES.md: 8 GPUs × $3/h × 730 h = $17,520; the guide's $17,545 is that plus $25.
+    printed = SelfHosted(8, 3.0, 25.0)
+    assert printed.gpu_monthly_cost == pytest.approx(17_520.0, rel=1e-12)
+    assert printed.monthly_cost == pytest.approx(17_545.0, rel=1e-12)
+    assert printed.monthly_cost - printed.gpu_monthly_cost == pytest.approx(25.0, rel=1e-12)
+
+
+def test_guide_self_hosting_as_printed(guide_payg):
+    # NOTES.md: $17.50/M at 1B needs the total rounded to $17.5k; $0.88/M at 20B; crossover
+    # 17,545 / 3.90 = 4.50B at a 10% mix (abs 0.005 on the rounded figures).
+    printed = SelfHosted(8, 3.0, 25.0)
+    assert printed.unit_cost(1e9) == pytest.approx(17.545, rel=1e-12)
+    assert unit_cost(round(printed.monthly_cost, -2), 1e9) == pytest.approx(17.50, rel=1e-12)
+    assert round(printed.unit_cost(20e9), 2) == 0.88
+    crossover = crossover_volume(printed, guide_payg, 0.1)
+    assert crossover == pytest.approx(17_545 / 3.9e-6, rel=1e-12)
+    assert round(crossover / 1e9, 2) == 4.50
+
+
+def test_guide_self_hosting_as_stated(guide_payg):
+    # NOTES.md: with $25,000 the month costs $42,520: $42.52/M at 1B, $2.13/M at 20B,
+    # crossover ≈ 10.9B tokens/month at a 10% mix.
+    stated = SelfHosted(8, 3.0, 25_000.0)
+    assert stated.monthly_cost == pytest.approx(42_520.0, rel=1e-12)
+    assert stated.monthly_cost_without_engineering == pytest.approx(17_520.0, rel=1e-12)
+    assert stated.unit_cost(1e9) == pytest.approx(42.52, rel=1e-12)
+    assert round(stated.unit_cost(20e9), 2) == 2.13
+    assert round(crossover_volume(stated, guide_payg, 0.1) / 1e9, 1) == 10.9
+    # Without the engineering line it is the GPU-hours-only case.
+    assert crossover_volume(stated, guide_payg, 0.1, include_engineering=False) == \
+        pytest.approx(17_520 / 3.9e-6, rel=1e-12)
+    assert stated.unit_cost(1e9, include_engineering=False) == pytest.approx(17.52, rel=1e-12)
+
+
+def test_self_hosted_array_fields():
+    sh = SelfHosted(np.array([4, 8]), 3.0, 25_000.0)
+    np.testing.assert_allclose(sh.monthly_cost, [4 * 3 * 730 + 25_000, 42_520], rtol=1e-12)
+    sh = SelfHosted(da([4, 8], "n_gpus"), 3.0, 25_000.0)
+    out = sh.unit_cost(np.array([1e9, 2e9]))
+    assert set(out.dims) == {"n_gpus", "monthly_tokens"}
+    assert out.attrs["units"] == "USD/1M tokens"
+
+
+def test_unit_cost_kinds():
+    assert unit_cost(17_500.0, 1e9) == pytest.approx(17.5, rel=1e-12)
+    np.testing.assert_allclose(unit_cost(17_500.0, np.array([1e9, 2e9])), [17.5, 8.75])
+    out = unit_cost(17_500.0, da([1e9, 2e9], "monthly_tokens"))
+    assert out.attrs["units"] == "USD/1M tokens" and out.dims == ("monthly_tokens",)
+
+
+def test_crossover_against_provisioned_whole_units():
+    # Units of $10,000 for 2B tokens: 42,520 buys floor(4.252) = 4 units = 8B tokens.
+    prov = Provisioned.from_units(3, 2e9, monthly_cost_per_unit=10_000.0)
+    sh = SelfHosted(8, 3.0, 25_000.0)
+    assert crossover_volume(sh, prov, 0.3) == pytest.approx(8e9, rel=1e-12)
+    assert crossover_volume(sh, prov, 0.3, whole_units=False) == \
+        pytest.approx(4.252 * 2e9, rel=1e-12)
+    # Just above the crossover the units needed cost more than self-hosting; at it, they don't.
+    units_needed = math.ceil(8e9 * (1 + 1e-9) / 2e9)
+    assert units_needed * 10_000 > sh.monthly_cost >= math.ceil(8e9 / 2e9) * 10_000
+    out = crossover_volume(sh, prov, np.array([0.0, 0.5]))
+    assert out.shape == (2,)
+    out = crossover_volume(sh, prov, da([0.0, 0.5], "output_fraction"))
+    assert out.attrs["units"] == "tokens/month"
+
+
+def test_crossover_payg_kinds(guide_payg):
+    sh = SelfHosted(8, 3.0, 25.0)
+    out = crossover_volume(sh, guide_payg, np.array([0.1, 0.5]))
+    np.testing.assert_allclose(out, [17_545 / 3.9e-6, 17_545 / 7.5e-6], rtol=1e-12)
+    out = crossover_volume(sh, guide_payg, da([0.1, 0.5], "output_fraction"))
+    assert out.dims == ("output_fraction",)
+
+
+class _StubRoofline(types.ModuleType):
+    """Stands in for rooflinekit.roofline: 1,000 tokens/s per group at any shape."""
+
+    def __init__(self):
+        super().__init__("rooflinekit.roofline")
+        self.calls = []
+
+    def decode_throughput(self, model, gpu, batch_size, context_length, tp, **options):
+        self.calls.append((model, gpu, batch_size, context_length, tp, options))
+        return 1000.0 * np.ones(np.shape(batch_size)) if np.ndim(batch_size) else 1000.0
+
+
+def test_from_roofline_capacity_arithmetic(monkeypatch, guide_model, lab_gpu):
+    stub = _StubRoofline()
+    monkeypatch.setitem(sys.modules, "rooflinekit.roofline", stub)
+    sh = SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64,
+                                  context_length=8192, utilization=0.5,
+                                  engineering_monthly=25_000.0, replicas=2)
+    assert stub.calls == [(guide_model, lab_gpu, 64, 8192, 8, {})]
+    # 1,000 tokens/s × 2 replicas × 0.5 × 730 h × 3,600 s
+    assert sh.capacity_tokens == pytest.approx(1000 * 2 * 0.5 * 730 * 3600, rel=1e-12)
+    assert sh.n_gpus == 16
+    assert sh.gpu_hourly == pytest.approx(3.0)  # the lab GPU's catalogue price, prices.toml
+    with pytest.raises(ValueError, match="utilization"):
+        SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
+                                 utilization=0.0, engineering_monthly=0.0)
+
+
+def test_from_roofline_real_throughput(guide_model, lab_gpu):
+    # Skip guard until rooflinekit.roofline.decode_throughput lands (another helper's module).
+    try:
+        from rooflinekit.roofline import decode_throughput
+    except ImportError:
+        pytest.skip("rooflinekit.roofline.decode_throughput not available yet")
+    rate = decode_throughput(guide_model, lab_gpu, 64, 8192, 8)
+    sh = SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64,
+                                  context_length=8192, utilization=0.6,
+                                  engineering_monthly=25_000.0)
+    assert sh.capacity_tokens == pytest.approx(float(rate) * 0.6 * 730 * 3600, rel=1e-12)
+    assert sh.monthly_cost == pytest.approx(42_520.0, rel=1e-12)
+    # A catalogue Dataset broadcasts over gpu; each GPU's catalogue hourly price is used.
+    gpus = catalog.gpus(["guide-lab-80GB", "H100-SXM-80GB"], as_dataset=True)
+    sh = SelfHosted.from_roofline(guide_model, gpus, tp=8, batch_size=np.array([16, 64]),
+                                  context_length=8192, utilization=0.6,
+                                  engineering_monthly=25_000.0)
+    assert set(sh.capacity_tokens.dims) == {"gpu", "batch_size"}
+    assert sh.capacity_tokens.attrs["units"] == "tokens/month"
+    cost = sh.monthly_cost
+    assert float(cost.sel(gpu="guide-lab-80GB")) == pytest.approx(42_520.0, rel=1e-12)
+    assert float(cost.sel(gpu="H100-SXM-80GB")) == pytest.approx(
+        8 * gpu_hourly_price("H100-SXM-80GB") * 730 + 25_000, rel=1e-12)
+
+
+# -- cheapest option and admissibility (§7) -------------------------------------------------------
+def test_cheapest_option_exact_tie_goes_to_payg():
+    # $4/$4 per 1M at 3B tokens = $12,000 = the commitment's cost, exactly.
+    prov = Provisioned(12_000.0, 4e9)
+    payg = PayAsYouGo(4.0, 4.0)
+    for options in ([prov, payg], [payg, prov]):
+        choice = cheapest_option(3e9, options, 0.3)
+        assert choice.costs["provisioned"] == choice.costs["pay-as-you-go"] == 12_000.0
+        assert choice.option is payg and choice.name == "pay-as-you-go"
+        assert "tie" in choice.reason
+
+
+def test_cheapest_option_tie_with_float_noise(guide_provisioned, guide_payg):
+    # The §6.3 break-even volume: costs agree to float rounding; PAYG wins the tie.
+    v = break_even(guide_provisioned, guide_payg, 0.1).tokens
+    assert cheapest_option(v, [guide_provisioned, guide_payg], 0.1).name == "pay-as-you-go"
+    assert cheapest_option(v * 1.01, [guide_provisioned, guide_payg], 0.1).name == "provisioned"
+
+
+def test_cheapest_option_restricted_workload_takes_self_hosting():
+    payg = PayAsYouGo(3.0, 12.0, region="eu")
+    prov = Provisioned(12_000.0, 4e9, region="eu")
+    sh = SelfHosted(8, 3.0, 25_000.0, region="eu")
+    restricted = Workload("restricted", allowed_regions=["EU"], name="credit decisions")
+    choice = cheapest_option(1e9, [payg, prov, sh], 0.1, workload=restricted)
+    assert choice.option is sh
+    assert choice.cost == pytest.approx(42_520.0)
+    assert choice.cost > payg.cost(1e9, 0.1)  # it costs more, and it is the only admissible one
+    assert set(choice.excluded) == {"pay-as-you-go", "provisioned"}
+    assert "third party" in choice.excluded["pay-as-you-go"]
+    assert "only admissible" in choice.reason
+    # The same options for internal data: cost decides.
+    assert cheapest_option(1e9, [payg, prov, sh], 0.1).option is payg
+
+
+def test_cheapest_option_residency_gate():
+    us = PayAsYouGo(1.0, 2.0, name="us-api", region="us")
+    eu = PayAsYouGo(3.0, 12.0, name="eu-api", region="eu")
+    unknown = PayAsYouGo(0.5, 1.0, name="somewhere")
+    wl = Workload("confidential", allowed_regions=("eu",))
+    choice = cheapest_option(1e9, [us, eu, unknown], 0.1, workload=wl)
+    assert choice.name == "eu-api"
+    assert "us" in choice.excluded["us-api"] and "does not state" in choice.excluded["somewhere"]
+
+
+def test_cheapest_option_none_admissible_says_so():
+    payg = PayAsYouGo(3.0, 12.0, region="us")
+    prov = Provisioned(12_000.0, 4e9, region="us")
+    wl = Workload("restricted", name="payments")
+    with pytest.raises(NoAdmissibleOptionError, match="no admissible option for 'payments'") as e:
+        cheapest_option(1e9, [payg, prov], 0.1, workload=wl)
+    assert isinstance(e.value, ValueError)
+    assert set(e.value.excluded) == {"pay-as-you-go", "provisioned"}
+
+
+def test_cheapest_option_over_capacity_gives_none():
+    sh = SelfHosted(8, 3.0, 25_000.0, capacity_tokens=2e9, region="ch")
+    wl = Workload("restricted", allowed_regions=["ch"])
+    choice = cheapest_option(3e9, [sh, PayAsYouGo(3.0, 12.0)], 0.1, workload=wl)
+    assert choice.option is None and choice.name is None and choice.cost == math.inf
+    assert "capacity" in choice.reason
+
+
+def test_cheapest_option_ndarray(guide_provisioned, guide_payg):
+    choice = cheapest_option(np.array([1e9, 3.5e9, 5e9]), [guide_provisioned, guide_payg], 0.1)
+    assert list(choice.name) == ["pay-as-you-go", "provisioned", "pay-as-you-go"]
+    np.testing.assert_allclose(choice.cost, [3_900.0, 12_000.0, 5e9 * 3.9e-6], rtol=1e-12)
+    assert choice.option is None
+
+
+def test_cheapest_option_dataarray(guide_provisioned, guide_payg):
+    v = da([1e9, 3.5e9], "monthly_tokens")
+    choice = cheapest_option(v, [guide_provisioned, guide_payg], np.array([0.1, 0.5]))
+    assert set(choice.name.dims) == {"monthly_tokens", "output_fraction"}
+    assert choice.name.sel(monthly_tokens=3.5e9, output_fraction=0.5).item() == "provisioned"
+    assert choice.name.sel(monthly_tokens=1e9, output_fraction=0.1).item() == "pay-as-you-go"
+    assert choice.cost.attrs["units"] == "USD/month"
+
+
+def test_cheapest_option_scalar_result_types(guide_provisioned, guide_payg):
+    choice = cheapest_option(5e9, [guide_provisioned, guide_payg], 0.5)
+    assert isinstance(choice, Choice) and isinstance(choice.cost, float)
+
+
+def test_admissibility_and_workload():
+    assert CLASSIFICATIONS[-1] == "restricted"
+    assert Workload("restricted").allows_third_party is False
+    assert Workload("restricted", third_party_allowed=True).allows_third_party is True
+    assert Workload("public").allows_third_party is True
+    assert admissibility(SelfHosted(1, 1.0, 0.0), Workload("restricted")) is None
+    with pytest.raises(ValueError, match="classification"):
+        Workload("secret")
+    with pytest.raises(ValueError, match="allowed_regions"):
+        Workload(allowed_regions=[])
+
+
+def test_cheapest_option_rejects_bad_options(guide_payg):
+    with pytest.raises(ValueError, match="at least one"):
+        cheapest_option(1e9, [], 0.1)
+    with pytest.raises(ValueError, match="unique names"):
+        cheapest_option(1e9, [guide_payg, PayAsYouGo(1.0, 2.0)], 0.1)
+    with pytest.raises(TypeError, match=r"options\[1\]"):
+        cheapest_option(1e9, [guide_payg, "self-hosted"], 0.1)
+
+
+# -- errors ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(input_per_mtok=-1.0, output_per_mtok=12.0), "input_per_mtok"),
+    (dict(input_per_mtok=3.0, output_per_mtok=-12.0), "output_per_mtok"),
+    (dict(input_per_mtok=3.0, output_per_mtok=12.0, cached_input_per_mtok=-0.1),
+     "cached_input_per_mtok"),
+])
+def test_negative_prices_raise(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        PayAsYouGo(**kwargs)
+
+
+@pytest.mark.parametrize("f", [-0.1, 1.5, np.array([0.2, 1.01])])
+def test_output_fraction_out_of_range_raises(guide_provisioned, guide_payg, f):
+    with pytest.raises(ValueError, match=r"output_fraction must lie in \[0, 1\]"):
+        break_even(guide_provisioned, guide_payg, f)
+    with pytest.raises(ValueError, match="output_fraction"):
+        blended_price(guide_payg, f)
+
+
+def test_zero_capacity_and_cost_raise():
+    with pytest.raises(ValueError, match="monthly_capacity_tokens"):
+        Provisioned(12_000.0, 0.0)
+    with pytest.raises(ValueError, match="monthly_cost"):
+        Provisioned(0.0, 4e9)
+    with pytest.raises(ValueError, match="output_weight"):
+        Provisioned(12_000.0, 4e9, output_weight=0.0)
+    with pytest.raises(ValueError, match="capacity_tokens"):
+        SelfHosted(8, 3.0, 0.0, capacity_tokens=0.0)
+
+
+def test_self_hosted_bad_inputs():
+    with pytest.raises(ValueError, match="n_gpus"):
+        SelfHosted(0, 3.0, 0.0)
+    with pytest.raises(ValueError, match="n_gpus"):
+        SelfHosted(2.5, 3.0, 0.0)
+    with pytest.raises(ValueError, match="gpu_hourly"):
+        SelfHosted(8, -3.0, 0.0)
+    with pytest.raises(ValueError, match="engineering_monthly"):
+        SelfHosted(8, 3.0, -1.0)
+    with pytest.raises(ValueError, match="hours_per_month"):
+        SelfHosted(8, 3.0, 0.0, hours_per_month=800)
+    with pytest.raises(ValueError, match="monthly_tokens"):
+        SelfHosted(8, 3.0, 0.0).unit_cost(0.0)
+
+
+def test_type_errors(guide_provisioned, guide_payg):
+    with pytest.raises(TypeError, match="payg"):
+        blended_price(guide_provisioned, 0.1)
+    with pytest.raises(TypeError, match="provisioned"):
+        break_even(guide_payg, guide_payg, 0.1)
+    with pytest.raises(TypeError, match="output_fraction"):
+        blended_price(guide_payg, "0.1")
+    with pytest.raises(TypeError, match="third_party"):
+        PayAsYouGo(3.0, 12.0, third_party="no")
+    with pytest.raises(ValueError, match="NaN"):
+        blended_price(guide_payg, np.array([0.1, np.nan]))
+
+
+# -- properties -----------------------------------------------------------------------------------
+prices = st.floats(0.01, 100.0)
+fractions = st.floats(0.0, 1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(f=st.one_of(st.floats(-1e6, -1e-9), st.floats(1.0 + 1e-9, 1e6)),
+       price=st.floats(-1e6, -1e-9))
+def test_invalid_inputs_always_raise(f, price):
+    payg, prov = PayAsYouGo(3.0, 12.0), Provisioned(12_000.0, 4e9)
+    with pytest.raises(ValueError, match="output_fraction"):
+        break_even(prov, payg, f)
+    with pytest.raises(ValueError, match="output_fraction"):
+        cheapest_option(1e9, [payg, prov], f)
+    with pytest.raises(ValueError, match="output_per_mtok"):
+        PayAsYouGo(3.0, price)
+    with pytest.raises(ValueError, match="monthly_cost"):
+        Provisioned(price, 4e9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(c_in=prices, ratio=st.floats(1.01, 20.0), cost=st.floats(1.0, 1e6),
+       cap=st.floats(1e6, 1e12), f1=fractions, f2=fractions,
+       w_share=st.floats(0.0, 0.99))
+def test_break_even_utilization_falls_with_output_fraction(c_in, ratio, cost, cap, f1, f2,
+                                                           w_share):
+    # Output priced above input; output weight w from 1 up to (not reaching) the price ratio.
+    lo, hi = sorted((f1, f2))
+    w = 1.0 + w_share * (ratio - 1.0)
+    prov = Provisioned(cost, cap, output_weight=w)
+    payg = PayAsYouGo(c_in, c_in * ratio)
+    u_lo = break_even(prov, payg, lo).utilization
+    u_hi = break_even(prov, payg, hi).utilization
+    assert u_hi <= u_lo * (1 + 1e-12)
+    if hi - lo > 1e-3 and w_share < 0.9:
+        assert u_hi < u_lo
+
+
+@settings(max_examples=60, deadline=None)
+@given(c_in=prices, c_out=prices, cached=st.floats(0.0, 100.0), f=fractions, h=fractions,
+       v=st.floats(0.0, 1e13), n=st.integers(1, 64), hourly=st.floats(0.0, 50.0),
+       eng=st.floats(0.0, 1e6))
+def test_costs_are_nonnegative(c_in, c_out, cached, f, h, v, n, hourly, eng):
+    payg = PayAsYouGo(c_in, c_out, cached_input_per_mtok=cached)
+    assert blended_price(payg, f, cached_fraction=h) >= 0
+    assert payg.cost(v, f, cached_fraction=h) >= 0
+    sh = SelfHosted(n, hourly, eng)
+    assert sh.monthly_cost >= 0 and sh.gpu_monthly_cost >= 0
+    assert sh.unit_cost(max(v, 1.0)) >= 0
+    assert Provisioned(1.0 + eng, 1e9).cost(v, f) >= 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(v=st.floats(1e6, 1e11), f=fractions, cost=st.floats(100.0, 1e5), c_in=prices,
+       c_out=prices)
+def test_cheapest_option_is_cheapest(v, f, cost, c_in, c_out):
+    options = [Provisioned(cost, 1e12), PayAsYouGo(c_in, c_out), SelfHosted(1, 1.0, cost / 2)]
+    choice = cheapest_option(v, options, f)
+    assert choice.cost <= min(choice.costs.values()) * (1 + 1e-9)
+
+
+# -- price list -----------------------------------------------------------------------------------
+def test_price_list_is_dated_and_sourced():
+    table = load_prices()
+    assert table["meta"]["date"] == "2026-11"
+    assert "illustrative" in table["meta"]["caveat"].lower()
+    for section in ("payg", "provisioned", "gpu_hourly"):
+        assert table[section], section
+        for row in table[section]:
+            assert row["source"] and row["date"], row
+    table["payg"].clear()  # a copy: the next call is unaffected
+    assert load_prices()["payg"]
+
+
+def test_payg_price_loader():
+    p = payg_price("guide-lab")
+    assert blended_price(p, 0.1) == pytest.approx(3.9, rel=1e-12)
+    sonnet = payg_price("anthropic-claude-sonnet-4")
+    assert sonnet.long_context_threshold == 200_000 and sonnet.region == "us"
+    with pytest.raises(ValueError, match="unknown payg entry"):
+        payg_price("no-such-model")
+
+
+def test_provisioned_example_loader():
+    lab = provisioned_example("guide-lab-provisioned")
+    assert break_even(lab, payg_price("guide-lab"), 0.5).utilization == pytest.approx(0.4)
+    ptu = provisioned_example("azure-ptu-gpt-4o-global-hourly")
+    assert ptu.units == 15 and ptu.monthly_cost == pytest.approx(15 * 730.0)
+    assert ptu.capacity(0.0) == pytest.approx(15 * 2500 * 60 * 730, rel=1e-12)
+
+
+def test_gpu_hourly_prices_match_catalogue():
+    assert gpu_hourly_price("guide-lab-80GB") == 3.0
+    assert catalog.gpu("guide-lab-80GB").hourly_price == 3.0
+    names = {n.lower() for n in catalog.gpu_names()}
+    listed = {row["gpu"].lower() for row in load_prices()["gpu_hourly"]}
+    assert "guide-lab-80gb" in listed & names
