@@ -328,11 +328,7 @@ def test_from_roofline_capacity_arithmetic(monkeypatch, guide_model, lab_gpu):
 
 
 def test_from_roofline_real_throughput(guide_model, lab_gpu):
-    # Skip guard until rooflinekit.roofline.decode_throughput lands (another helper's module).
-    try:
-        from rooflinekit.roofline import decode_throughput
-    except ImportError:
-        pytest.skip("rooflinekit.roofline.decode_throughput not available yet")
+    from rooflinekit.roofline import decode_throughput
     rate = decode_throughput(guide_model, lab_gpu, 64, 8192, 8)
     sh = SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64,
                                   context_length=8192, utilization=0.6,
