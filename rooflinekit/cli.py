@@ -47,9 +47,18 @@ def _print_table(columns, rows, out) -> None:
 
 def _print_section(section, out) -> None:
     out.write(f"\n== {section.title} ==\n")
-    rows = [(("  " if f.agrees else "≠ ") + f.label, f.guide,
-             f"{_fmt(f.ours)} {f.unit}".strip(), f.note) for f in section.figures]
-    _print_table(("figure", "guide", "rooflinekit", "note"), rows, out)
+    labels = [("  " if f.agrees else "≠ ") + f.label for f in section.figures]
+    ours = [f"{_fmt(f.ours)} {f.unit}".strip() for f in section.figures]
+    widths = [max(len("figure"), *map(len, labels)),
+              max(len("guide"), *(len(f.guide) for f in section.figures)),
+              max(len("rooflinekit"), *map(len, ours))]
+    out.write("  " + "  ".join(h.ljust(w) for h, w in zip(("figure", "guide", "rooflinekit"),
+                                                        widths)).rstrip() + "\n")
+    out.write("  " + "  ".join("-" * w for w in widths) + "\n")
+    for fig, label, value in zip(section.figures, labels, ours):
+        out.write(f"  {label.ljust(widths[0])}  {fig.guide.ljust(widths[1])}  {value}\n")
+        if fig.note:
+            out.write(f"      ↳ {fig.note}\n")
     for table in section.tables:
         out.write(f"\n  {table.title}\n")
         _print_table(table.columns, table.rows, out)

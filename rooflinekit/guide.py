@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from . import catalog, memory, units
+from . import catalog, memory, parallel, planning, pricing, roofline, units
 
 __all__ = ["Figure", "Table", "Section", "SECTIONS", "build", "section_names"]
 
@@ -106,9 +106,220 @@ def memory_section() -> Section:
     return Section("memory", "KV cache and memory budget (§2)", figures, (table,), notes)
 
 
+def roofline_section() -> Section:
+    """§3: decode traffic, the ridge point, intensity and what batching buys."""
+    model = catalog.model("guide-70b")
+    gpu = catalog.gpu("guide-lab-80GB")
+    traffic = roofline.decode_bytes(model, 1, 0)
+    itl = roofline.decode_time_per_token(model, gpu, 1, 0)
+    arithmetic = roofline.decode_compute_time(model, gpu, 1, 0)
+    arithmetic_8 = roofline.decode_compute_time(model, gpu, 1, 0, tp=8)
+    ridge = roofline.ridge_point(gpu)
+    intensity = roofline.arithmetic_intensity(model, 1, 0)
+    fall_0 = (roofline.amortized_token_time(model, gpu, 1, 0)
+              / roofline.amortized_token_time(model, gpu, 128, 0))
+    ctx_75 = 2390          # NOTES: 2,353–2,429 tokens of context round to 75×
+    fall_ctx = (roofline.amortized_token_time(model, gpu, 1, ctx_75)
+                / roofline.amortized_token_time(model, gpu, 128, ctx_75))
+    ttft = roofline.prefill_time(model, gpu, 20_000, tp=8)
+    figures = (
+        Figure("bytes read per batch-1 decode step (70B fp16)", "140 GB", traffic / units.GB, "GB",
+               traffic == 140e9),
+        Figure("batch-1 decode step at 3.35 TB/s (one GPU, memory aside)", "~42 ms",
+               itl / units.MS, "ms", _close(itl / units.MS, 42, 0.01)),
+        Figure("arithmetic time of that step at 989 TFLOP/s", "~0.00003 ms",
+               arithmetic / units.MS, "ms", False,
+               f"does not re-derive: 140 GFLOP / 989 TFLOP/s = {arithmetic / units.MS:.2f} ms "
+               f"({arithmetic_8 / units.MS:.3f} ms across 8 GPUs); the lesson (memory-bound by "
+               f"~300×) stands"),
+        Figure("ridge point 989e12 / 3.35e12", "≈ 295 FLOP/B", ridge, "FLOP/B",
+               round(ridge) == 295),
+        Figure("batch-1 decode arithmetic intensity", "~1 FLOP/B", intensity, "FLOP/B",
+               intensity == 1.0),
+        Figure("share of peak compute at batch 1", "~0.3%", 100 * intensity / ridge, "%",
+               round(100 * intensity / ridge, 1) == 0.3),
+        Figure("per-token cost fall, batch 1 -> 128, zero context", "75×", fall_0, "×", False,
+               "at zero context the fall is exactly 128× (weights amortised, no KV); 75× needs "
+               "≈ 2,390 tokens of context per sequence (next line)"),
+        Figure(f"per-token cost fall, batch 1 -> 128, {ctx_75:,}-token context", "75×", fall_ctx,
+               "×", round(fall_ctx) == 75),
+        Figure("TTFT of a 20,000-token prompt on 8 GPUs (compute-bound)", "slow, ∝ prompt",
+               ttft / units.MS, "ms", True, "prefill scales with prompt length (§3.3)"),
+    )
+    batches = (1, 2, 4, 8, 16, 32, 64, 128)
+    rows = []
+    for b in batches:
+        rows.append((b, roofline.arithmetic_intensity(model, b, 0),
+                     roofline.arithmetic_intensity(model, b, ctx_75),
+                     roofline.decode_time_per_token(model, gpu, b, ctx_75, tp=8) / units.MS,
+                     roofline.amortized_token_time(model, gpu, b, 0, tp=8) / units.MS,
+                     roofline.amortized_token_time(model, gpu, b, ctx_75, tp=8) / units.MS,
+                     fall_at(model, gpu, b, 0), fall_at(model, gpu, b, ctx_75)))
+    table = Table(
+        f"Batching raises intensity (70B fp16 on 8 × lab GPU; context 0 and {ctx_75:,} tokens)",
+        ("batch", "FLOP/B ctx 0", f"FLOP/B ctx {ctx_75:,}", f"ITL ms ctx {ctx_75:,}",
+         "ms/token ctx 0", f"ms/token ctx {ctx_75:,}", "cost fall ctx 0",
+         f"cost fall ctx {ctx_75:,}"),
+        tuple(rows))
+    notes = ("Decode time = max(FLOPs / peak, bytes / bandwidth) with ideal efficiencies; ITL is "
+             "the step time, per-token cost the step time ÷ batch.",)
+    return Section("roofline", "Prefill and decode: the roofline (§3)", figures, (table,), notes)
+
+
+def fall_at(model, gpu, batch_size, context_length):
+    """How much cheaper a token is at ``batch_size`` than at batch 1 (same context)."""
+    return (roofline.amortized_token_time(model, gpu, 1, context_length)
+            / roofline.amortized_token_time(model, gpu, batch_size, context_length))
+
+
+def parallel_section() -> Section:
+    """§5: tensor parallelism is a precondition here, and its gains flatten."""
+    model = catalog.model("guide-70b")
+    gpu = catalog.gpu("guide-lab-80GB")
+    fits_one = memory.usable_kv_bytes(model, gpu, tp=1) > 0
+    tp_8 = parallel.smallest_tp(model, gpu, concurrency=8, context_length=8192)
+    tp_183 = parallel.smallest_tp(model, gpu, concurrency=183, context_length=8192)
+    scaling = parallel.tp_scaling(model, gpu, (1, 2, 4, 8), batch_size=32, context_length=4096)
+    figures = (
+        Figure("70B fp16 fits one 80 GiB card", "no: TP is a precondition", str(fits_one), "",
+               not fits_one),
+        Figure("smallest TP for 8 sequences of 8k tokens", "smallest that fits", tp_8, "",
+               tp_8 == 2),
+        Figure("smallest TP for 183 sequences of 8k tokens", "8 (the §2.4 group)", tp_183, "",
+               tp_183 == 8),
+        Figure("speed-up 4 -> 8 with all-reduce (batch 32, 4k context)", "sub-linear",
+               float(scaling.speedup.sel(tp=8) / scaling.speedup.sel(tp=4)), "×",
+               float(scaling.speedup.sel(tp=8) / scaling.speedup.sel(tp=4)) < 2),
+    )
+    rows = tuple(
+        (int(t), bool(scaling.weights_fit.sel(tp=t)),
+         float(scaling.step_time_simple.sel(tp=t)) / units.MS,
+         float(scaling.allreduce_time.sel(tp=t)) / units.MS,
+         float(scaling.step_time.sel(tp=t)) / units.MS,
+         float(scaling.speedup_simple.sel(tp=t)), float(scaling.speedup.sel(tp=t)),
+         float(scaling.scaling_efficiency.sel(tp=t)))
+        for t in scaling.tp.values)
+    table = Table("Decode step vs TP degree (70B fp16, batch 32, 4,096-token context)",
+                  ("tp", "weights fit", "simple ms", "all-reduce ms", "with comm ms",
+                   "speed-up simple", "speed-up comm", "efficiency"), rows)
+    notes = ("All-reduce: two per layer, ring algorithm, 2(tp−1)/tp of batch × hidden × 2 B per "
+             "link at 450 GB/s per direction plus 5 µs per hop. Choose the smallest degree that "
+             "fits the weights plus the KV budget you need.",)
+    return Section("parallel", "Tensor parallelism (§5)", figures, (table,), notes)
+
+
+def pricing_section() -> Section:
+    """§6.1–6.3: blended price and the break-even of provisioned capacity."""
+    figs = planning.guide_break_even_figures()
+    at = {round(float(f), 2): figs.sel(output_fraction=f) for f in figs.output_fraction.values}
+    figures = (
+        Figure("blended price at 10% output ($3 in / $12 out per 1M)", "$3.90 per 1M",
+               float(at[0.1].blended_price), "$/1M", _close(float(at[0.1].blended_price), 3.9, 1e-9)),
+        Figure("blended price at 50% output", "$7.50 per 1M", float(at[0.5].blended_price),
+               "$/1M", _close(float(at[0.5].blended_price), 7.5, 1e-9)),
+        Figure("break-even tokens at 10% output ($12,000/month)", "3.077B",
+               float(at[0.1].tokens) / 1e9, "B tokens", round(float(at[0.1].tokens) / 1e9, 3) == 3.077),
+        Figure("break-even tokens at 50% output", "1.6B", float(at[0.5].tokens) / 1e9,
+               "B tokens", _close(float(at[0.5].tokens) / 1e9, 1.6, 1e-9)),
+        Figure("break-even utilisation of 4B at 10% output", "≈ 77% (76.9%)",
+               100 * float(at[0.1].utilization), "%", round(100 * float(at[0.1].utilization), 1) == 76.9),
+        Figure("break-even utilisation of 4B at 50% output", "40%",
+               100 * float(at[0.5].utilization), "%", round(100 * float(at[0.5].utilization), 1) == 40.0),
+    )
+    payg = pricing.PayAsYouGo(3.0, 12.0)
+    ptu = pricing.Provisioned(12_000.0, 4e9)
+    mixes = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
+    rows = []
+    for f in mixes:
+        be = pricing.break_even(ptu, payg, f)
+        rows.append((f"{f:.0%}", pricing.blended_price(payg, f), be.tokens / 1e9,
+                     100 * be.utilization))
+    table = Table("Break-even of $12,000/month for 4B tokens vs $3/$12 per 1M, by output mix",
+                  ("output share", "blended $/1M", "break-even B tokens", "utilisation %"),
+                  tuple(rows))
+    notes = ("Never quote one break-even without the mix: it moves by nearly 2× between 10% and "
+             "50% output. Latency and the exit cost of a commitment are outside the arithmetic.",)
+    return Section("pricing", "Capacity types: pricing and break-even (§6.1–6.3)", figures,
+                   (table,), notes)
+
+
+def spillover_section() -> Section:
+    """§6.4–6.5 and §7: floor plus spillover, self-hosting, sovereignty as a gate."""
+    sizing = planning.guide_spillover_figures()
+    get = lambda k, v: float(sizing[v].sel(sizing=k))  # noqa: E731
+    sh = planning.guide_self_hosting_figures()
+    t = sh.table
+    printed, stated = t.sel(version="as printed"), t.sel(version="as stated")
+    unit = lambda v, n: float(v.unit_cost.sel(monthly_tokens=n))  # noqa: E731
+    figures = (
+        Figure("p50 floor costs less than sizing to peak", "yes", get("p50", "total_cost"),
+               "$/month", get("p50", "total_cost") < get("peak", "total_cost"),
+               f"peak sizing costs ${get('peak', 'total_cost'):,.0f} on the same demand"),
+        Figure("p50 floor spills less than sizing to p10", "yes",
+               100 * get("p50", "spilled_share"), "% spilled",
+               get("p50", "spilled_share") < get("p10", "spilled_share"),
+               f"p10 spills {100 * get('p10', 'spilled_share'):.0f}%"),
+        Figure("self-hosting month: 8 GPUs × $3/h + $25,000 engineering", "$17,545",
+               float(stated.monthly_cost), "$/month", False,
+               f"$17,545 = ${float(printed.gpu_monthly_cost):,.0f} of GPU-hours + $25: the guide "
+               f"entered the engineering line as 25, not 25,000"),
+        Figure("… the guide's total, with a $25 engineering line", "$17,545",
+               float(printed.monthly_cost), "$/month",
+               float(printed.monthly_cost) == 17_545),
+        Figure("unit cost at 1B tokens/month", "$17.50 per 1M", unit(stated, 1e9), "$/1M", False,
+               f"${unit(printed, 1e9):.3f} with the $25 line; $17.50 also needs the total rounded "
+               f"to $17.5k"),
+        Figure("unit cost at 20B tokens/month", "$0.88 per 1M", unit(stated, 2e10), "$/1M",
+               False, f"${unit(printed, 2e10):.2f} with the $25 line"),
+        Figure("crossover vs $3.90/1M pay-as-you-go (10% output)", "4–5B tokens/month",
+               float(stated.crossover_payg) / 1e9, "B tokens", False,
+               f"{float(printed.crossover_payg) / 1e9:.2f}B with the $25 line; with the real "
+               f"engineering line the crossover more than doubles: the line decides it"),
+    )
+    sizing_rows = tuple(
+        (str(k), float(sizing["quantile"].sel(sizing=k)), get(k, "floor_capacity") / 1e9,
+         100 * get(k, "floor_utilization"), 100 * get(k, "spilled_share"),
+         get(k, "floor_cost"), get(k, "spill_cost"), get(k, "total_cost"))
+        for k in sizing.sizing.values)
+    sizing_table = Table(
+        "Floor plus spillover on a seeded bursty month (730 hourly periods)",
+        ("floor sized to", "quantile", "floor B tokens", "floor util %", "spilled %",
+         "floor $", "spill $", "total $"), sizing_rows)
+    volumes = (0.5e9, 1e9, 2e9, 4.5e9, 5e9, 10e9, 20e9, 50e9)
+    hosted = pricing.SelfHosted(8, 3.0, 25_000.0)
+    payg = pricing.PayAsYouGo(3.0, 12.0)
+    vol_rows = tuple(
+        (v / 1e9, hosted.unit_cost(v, include_engineering=False), hosted.unit_cost(v),
+         pricing.blended_price(payg, 0.1)) for v in volumes)
+    volume_table = Table("Self-hosting unit cost by monthly volume (8 GPUs × $3/h; 10% output PAYG)",
+                         ("B tokens/month", "$/1M GPU only", "$/1M with $25k eng.",
+                          "$/1M pay-as-you-go"), vol_rows)
+    restricted = pricing.Workload("restricted", allowed_regions=("eu",))
+    options = [pricing.PayAsYouGo(3.0, 12.0, region="us", third_party=True),
+               pricing.Provisioned(12_000.0, 4e9, name="provisioned", region="eu",
+                                   third_party=True),
+               pricing.SelfHosted(8, 3.0, 25_000.0, capacity_tokens=20e9, region="eu")]
+    open_choice = pricing.cheapest_option(2e9, options, 0.1)
+    gated = pricing.cheapest_option(2e9, options, 0.1, workload=restricted)
+    figures = figures + (
+        Figure("2B tokens/month, 10% output, internal data: cheapest", "cost decides",
+               open_choice.option.name, "", True),
+        Figure("same volume, restricted EU data: only admissible option", "self-hosting",
+               gated.option.name, "", gated.option.name == "self-hosted",
+               f"costs ${gated.cost:,.0f}/month; gates apply before cost (§7)"),
+    )
+    notes = tuple(sh.lines())
+    return Section("spillover", "Spillover, self-hosting and sovereignty (§6.4–6.5, §7)", figures,
+                   (sizing_table, volume_table), notes)
+
+
 #: Section key -> builder, in the guide's order.
 SECTIONS: dict[str, Callable[[], Section]] = {
     "memory": memory_section,
+    "roofline": roofline_section,
+    "parallel": parallel_section,
+    "pricing": pricing_section,
+    "spillover": spillover_section,
 }
 
 
