@@ -1,0 +1,1624 @@
+"""Calibration: fit the roofline's efficiency knobs to measured serving runs, with error bars.
+
+The roofline (:mod:`rooflinekit.roofline`) is a transparent formula whose three knobs default to
+the guide's ideal machine: ``compute_efficiency = 1``, ``bandwidth_efficiency = 1`` and
+``step_overhead = 0``. Real engines reach only part of the datasheet peaks and pay a fixed cost per
+step (kernel launches, the scheduler, sampling), so the ideal model misses measured latency by tens
+of percent. This module fits those knobs, **per phase** (prefill from time to first token, decode
+from the time per output token), to your own measurements:
+
+1. **A measurement format** — one row per configuration (model, GPU, tensor-parallel degree, weight
+   format, batch size or client concurrency, prompt and output lengths, measured TTFT, ITL/TPOT,
+   throughput and a ``source``), as CSV or JSON (:func:`read_measurements`,
+   :func:`write_measurements`), plus :func:`read_vllm_result` for the JSON that ``vllm bench
+   serve --save-result`` (formerly ``benchmarks/benchmark_serving.py``) writes.
+2. **A fit** — :func:`calibrate` runs bounded least squares on relative residuals
+   (``scipy.optimize.least_squares``) through the real roofline functions, bootstraps confidence
+   intervals with a seeded :class:`numpy.random.Generator`, and reports residuals and the mean
+   absolute percentage error (MAPE) at ideal efficiency and after calibration.
+3. **A calibrated model** — :class:`Calibration` holds the fitted keyword arguments per phase.
+   Every roofline function already takes them, so using a calibration is passing them on::
+
+       cal = calibrate(read_measurements("runs.csv")).calibration
+       rl.decode_time_per_token(model, gpu, 64, 4096, **cal.decode_kwargs)
+       rl.prefill_time(model, gpu, 2048, **cal.prefill_kwargs)
+       itl = cal.apply(rl.decode_time_per_token)     # the same, bound once
+       sweep(..., **cal.decode_kwargs)               # the sweep takes one set of knobs
+
+4. **Cross-validation** — :func:`cross_validate` fits on some configurations and reports the error
+   on the held-out ones (k-fold, or leave-one-group-out by model or GPU).
+5. **The KV budget side** — :func:`parse_vllm_kv_log` reads vLLM's start-up memory lines and
+   :func:`compare_engine_log` holds :func:`rooflinekit.memory.engine_kv_cache` next to them.
+
+Units inside are SI (seconds, tokens, bytes); the files carry milliseconds in columns whose names
+say so (``ttft_ms``), the way every serving benchmark reports them.
+
+What the fit cannot see
+-----------------------
+The roofline models one engine step. A TTFT measured under concurrency also contains queueing and
+the prefills of other requests; an ITL measured under load also contains the chunked prefills that
+share each step. The fitted knobs absorb part of that on average, which is what calibration is for,
+but rows taken past the engine's saturation point (TTFT growing with the queue) describe the
+scheduler, not the step: leave them out, or model them with :mod:`rooflinekit.batching`.
+
+References
+----------
+.. [1] Williams, Waterman & Patterson, "Roofline: An Insightful Visual Performance Model for
+   Multicore Architectures", CACM 52(4), 2009.
+.. [2] Efron & Tibshirani, *An Introduction to the Bootstrap*, Chapman & Hall, 1993 (percentile
+   intervals, ch. 13).
+.. [3] Branch, Coleman & Li, "A Subspace, Interior, and Conjugate Gradient Method for Large-Scale
+   Bound-Constrained Minimization Problems", SIAM J. Sci. Comput. 21(1), 1999 (``method="trf"``).
+.. [4] vLLM ``benchmarks/benchmark_serving.py`` / ``vllm bench serve`` (result JSON fields) and
+   ``vllm/v1/core/kv_cache_utils.py`` (KV cache log lines).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import json
+import math
+import numbers
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import xarray as xr
+
+from . import catalog, units
+from .hardware import GPU
+from .models import ModelShape
+
+__all__ = [
+    "MEASUREMENT", "PHASE", "PARAMETER", "FOLD", "PHASES", "PARAMETERS", "MEASUREMENT_COLUMNS",
+    "REQUIRED_COLUMNS", "DEFAULT_BOUNDS",
+    "measurements_from_records", "measurements_to_records", "read_measurements",
+    "write_measurements", "read_vllm_result", "concat_measurements",
+    "Calibration", "CalibrationResult", "CrossValidationResult",
+    "predict", "calibrate", "cross_validate", "save_calibration", "load_calibration",
+    "parse_vllm_kv_log", "compare_engine_log",
+    "add_calibrate_arguments", "calibrate_cli_main",
+]
+
+#: Dimension of a measurement table (one row per measured configuration).
+MEASUREMENT = "measurement"
+#: Dimension of per-phase results: "prefill" (fitted to TTFT) and "decode" (fitted to TPOT/ITL).
+PHASE = "phase"
+#: Dimension of fitted knobs.
+PARAMETER = "parameter"
+#: Dimension of cross-validation folds.
+FOLD = "fold"
+
+PHASES = ("prefill", "decode")
+PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
+
+#: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
+_IDEAL = MappingProxyType({"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0,
+                           "step_overhead": 0.0})
+
+#: Default bounds of each knob. Efficiencies are shares of the datasheet peak; an overhead of more
+#: than a second per step would not be an overhead.
+DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
+                                   "bandwidth_efficiency": (0.01, 1.0),
+                                   "step_overhead": (0.0, 1.0)})
+
+# -- the measurement format ---------------------------------------------------------------------
+
+#: Columns of the measurement files, in order. Times in milliseconds, throughput in tokens/s.
+MEASUREMENT_COLUMNS = (
+    "model", "gpu", "tp", "dtype", "batch_size", "prompt_tokens", "output_tokens",
+    "context_length", "ttft_ms", "itl_ms", "tpot_ms", "output_throughput", "source", "notes",
+)
+#: Columns a measurement must have (besides at least one of ttft_ms, itl_ms, tpot_ms).
+REQUIRED_COLUMNS = ("model", "gpu", "tp", "batch_size", "prompt_tokens", "output_tokens", "source")
+_TIME_COLUMNS = ("ttft_ms", "itl_ms", "tpot_ms")
+_TEXT = ("model", "gpu", "dtype", "source", "notes")
+# file column -> (Dataset variable, factor to SI, units, long name)
+_NUMERIC = {
+    "tp": ("tp", 1, "1", "tensor-parallel degree"),
+    "batch_size": ("batch_size", 1, "1", "batch size or client concurrency"),
+    "prompt_tokens": ("prompt_tokens", 1, "tokens", "prompt length"),
+    "output_tokens": ("output_tokens", 1, "tokens", "output length"),
+    "context_length": ("context_length", 1, "tokens", "mean context during decode"),
+    "ttft_ms": ("ttft", units.MS, "s", "time to first token"),
+    "itl_ms": ("itl", units.MS, "s", "inter-token latency"),
+    "tpot_ms": ("tpot", units.MS, "s", "time per output token"),
+    "output_throughput": ("output_throughput", 1, "tokens/s", "output token throughput"),
+}
+_TO_FILE = {var: (col, factor) for col, (var, factor, _, _) in _NUMERIC.items()}
+
+
+def _is_blank(value) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return value.strip() == "" or value.strip().lower() in ("nan", "none", "null")
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _number(row_no: int, column: str, value) -> float:
+    if isinstance(value, bool):
+        raise TypeError(f"measurement {row_no}: {column} must be a number, got a bool")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"measurement {row_no}: {column} must be a number, got {value!r}") \
+            from None
+    if not math.isfinite(number):
+        raise ValueError(f"measurement {row_no}: {column} must be finite, got {value!r}")
+    return number
+
+
+def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
+    """Validate measurement rows and return them as a Dataset over ``measurement`` (SI units).
+
+    Parameters
+    ----------
+    records : iterable of mapping
+        One mapping per measured configuration with the keys of :data:`MEASUREMENT_COLUMNS`:
+
+        - ``model``, ``gpu`` : catalogue names (or names given to :func:`calibrate` via
+          ``models=`` / ``gpus=``); ``gpu`` is **one** accelerator, ``tp`` says how many.
+        - ``tp`` [1] : tensor-parallel degree, whole number ≥ 1.
+        - ``dtype`` : weight format when it differs from the model's ("fp8", "int4", ...);
+          optional.
+        - ``batch_size`` [1] : decode batch, or the client concurrency of a serving benchmark;
+          > 0 (a time-averaged concurrency may be fractional).
+        - ``prompt_tokens``, ``output_tokens`` [tokens] : mean lengths, ≥ 1 and ≥ 0.
+        - ``context_length`` [tokens] : mean context during decode; optional, default
+          ``prompt_tokens + output_tokens / 2``.
+        - ``ttft_ms``, ``itl_ms``, ``tpot_ms`` [ms] : measured times, ≥ 0; at least one of them.
+        - ``output_throughput`` [tokens/s] : optional.
+        - ``source`` : where the row comes from (URL, file, run id); required, non-empty.
+        - ``notes`` : optional free text.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``measurement``: text variables ``model``, ``gpu``, ``dtype``, ``source``, ``notes``
+        and numeric ``tp``, ``batch_size``, ``prompt_tokens``, ``output_tokens``,
+        ``context_length``, ``ttft`` [s], ``itl`` [s], ``tpot`` [s], ``output_throughput``
+        [tokens/s], each with ``units``. A time that was not measured is NaN.
+
+    Raises
+    ------
+    ValueError
+        No rows; a required column missing; a value negative, non-finite or out of range; a row
+        with none of the three times. The message names the row and the field.
+    TypeError
+        A row that is not a mapping.
+    """
+    rows = list(records)
+    if not rows:
+        raise ValueError("measurements is empty: give at least one row")
+    columns = {}
+    for name in MEASUREMENT_COLUMNS:
+        columns[name] = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise TypeError(f"measurement {i}: each row must be a mapping of column -> value, "
+                            f"got {type(row).__name__}")
+        unknown = sorted(set(row) - set(MEASUREMENT_COLUMNS))
+        if unknown:
+            raise ValueError(f"measurement {i}: unknown column(s) {', '.join(map(repr, unknown))};"
+                             f" allowed: {', '.join(MEASUREMENT_COLUMNS)}")
+        missing = [c for c in REQUIRED_COLUMNS if c not in row or _is_blank(row[c])]
+        if missing:
+            raise ValueError(f"measurement {i}: missing required column(s) "
+                             f"{', '.join(map(repr, missing))}")
+        if all(_is_blank(row.get(c)) for c in _TIME_COLUMNS):
+            raise ValueError(f"measurement {i}: give at least one of ttft_ms, itl_ms, tpot_ms")
+        for col in _TEXT:
+            value = row.get(col)
+            columns[col].append("" if _is_blank(value) else str(value).strip())
+        for col in _NUMERIC:
+            value = row.get(col)
+            columns[col].append(math.nan if _is_blank(value) else _number(i, col, value))
+        tp = columns["tp"][-1]
+        if tp < 1 or tp != round(tp):
+            raise ValueError(f"measurement {i}: tp must be a whole number >= 1, got {row['tp']!r}")
+        if columns["batch_size"][-1] <= 0:
+            raise ValueError(f"measurement {i}: batch_size must be > 0, got {row['batch_size']!r}")
+        if columns["prompt_tokens"][-1] < 1:
+            raise ValueError(f"measurement {i}: prompt_tokens must be >= 1, "
+                             f"got {row['prompt_tokens']!r}")
+        for col in ("output_tokens", "context_length", *_TIME_COLUMNS, "output_throughput"):
+            value = columns[col][-1]
+            if not math.isnan(value) and value < 0:
+                raise ValueError(f"measurement {i}: {col} must be >= 0, got {row[col]!r}")
+        if columns["dtype"][-1]:
+            from .dtypes import dtype_name
+            try:
+                columns["dtype"][-1] = dtype_name(columns["dtype"][-1])
+            except ValueError as exc:
+                raise ValueError(f"measurement {i}: dtype: {exc}") from None
+    n = len(rows)
+    data = {}
+    for col in _TEXT:
+        data[col] = ((MEASUREMENT,), np.array(columns[col], dtype=object))
+    for col, (var, factor, unit, long_name) in _NUMERIC.items():
+        values = np.asarray(columns[col], dtype=np.float64) * factor
+        if var == "tp":
+            values = values.astype(np.int64)
+        data[var] = ((MEASUREMENT,), values, {"units": unit, "long_name": long_name})
+    return xr.Dataset(data, coords={MEASUREMENT: np.arange(n)})
+
+
+def _check_measurements(measurements) -> xr.Dataset:
+    if isinstance(measurements, xr.Dataset):
+        needed = ["model", "gpu", "tp", "batch_size", "prompt_tokens", "output_tokens", "ttft",
+                  "itl", "tpot", "source"]
+        missing = [v for v in needed if v not in measurements]
+        if missing:
+            raise ValueError(f"measurements lack variable(s) {', '.join(map(repr, missing))}; "
+                             f"build them with measurements_from_records or read_measurements")
+        if measurements.sizes.get(MEASUREMENT, 0) == 0:
+            raise ValueError("measurements is empty: give at least one row")
+        return measurements
+    if isinstance(measurements, (str, Path)):
+        return read_measurements(measurements)
+    if isinstance(measurements, Iterable) and not isinstance(measurements, Mapping):
+        return measurements_from_records(measurements)
+    raise TypeError(f"measurements must be a Dataset, a list of rows or a file path, "
+                    f"got {type(measurements).__name__}")
+
+
+def measurements_to_records(measurements: xr.Dataset) -> list[dict]:
+    """Rows of a measurement Dataset in file units (ms, tokens/s); blanks for unmeasured values."""
+    ds = _check_measurements(measurements)
+    records = []
+    for i in range(ds.sizes[MEASUREMENT]):
+        row = {}
+        for col in MEASUREMENT_COLUMNS:
+            if col in _TEXT:
+                row[col] = str(ds[col].values[i]) if col in ds else ""
+                continue
+            var, factor, _, _ = _NUMERIC[col]
+            value = float(ds[var].values[i]) if var in ds else math.nan
+            if math.isnan(value):
+                row[col] = None
+            else:
+                value = value / factor
+                row[col] = int(round(value)) if var == "tp" else _tidy(value)
+        records.append(row)
+    return records
+
+
+def _tidy(value: float):
+    """A float as written to files: whole numbers without ``.0``, else 12 significant digits."""
+    if value == round(value) and abs(value) < 1e15:
+        return int(round(value))
+    return float(f"{value:.12g}")
+
+
+def read_measurements(path) -> xr.Dataset:
+    """Read a measurement file (``.csv`` or ``.json``) into a Dataset (see
+    :func:`measurements_from_records` for the columns).
+
+    A JSON file holds a list of rows, or an object with a ``"measurements"`` list. For the result
+    JSON of ``vllm bench serve`` use :func:`read_vllm_result`.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(row for row in fh if not row.lstrip().startswith("#"))
+            if reader.fieldnames is None:
+                raise ValueError(f"{path}: measurements is empty: no header row")
+            missing = [c for c in REQUIRED_COLUMNS if c not in reader.fieldnames]
+            if missing:
+                raise ValueError(f"{path}: missing required column(s) "
+                                 f"{', '.join(map(repr, missing))}")
+            rows = [{k: v for k, v in row.items() if k is not None} for row in reader]
+        return measurements_from_records(rows)
+    if suffix == ".json":
+        with path.open(encoding="utf-8") as fh:
+            payload = json.load(fh)
+        if isinstance(payload, Mapping):
+            if "measurements" in payload:
+                payload = payload["measurements"]
+            elif "mean_ttft_ms" in payload or "median_tpot_ms" in payload:
+                raise ValueError(f"{path} is a vllm bench serve result, not a measurement file; "
+                                 f"read it with read_vllm_result(path, model=..., gpu=...)")
+            else:
+                raise ValueError(f"{path}: a measurement JSON file holds a list of rows or an "
+                                 f"object with a 'measurements' list")
+        return measurements_from_records(payload)
+    raise ValueError(f"{path}: measurement files must end in .csv or .json, got {suffix!r}")
+
+
+def write_measurements(measurements, path) -> Path:
+    """Write measurements to ``path`` as CSV (``.csv``) or JSON (``.json``) and return the path."""
+    records = measurements_to_records(measurements)
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=MEASUREMENT_COLUMNS, lineterminator="\n")
+            writer.writeheader()
+            for row in records:
+                writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        return path
+    if suffix == ".json":
+        with path.open("w", encoding="utf-8") as fh:
+            json.dump({"measurements": records}, fh, indent=1)
+            fh.write("\n")
+        return path
+    raise ValueError(f"{path}: measurement files must end in .csv or .json, got {suffix!r}")
+
+
+def concat_measurements(*tables) -> xr.Dataset:
+    """Join measurement tables into one, renumbering ``measurement``."""
+    if not tables:
+        raise ValueError("measurements is empty: give at least one table")
+    records = [row for table in tables for row in measurements_to_records(table)]
+    return measurements_from_records(records)
+
+
+def _stat(result: Mapping, metric: str, statistic: str):
+    for key in (f"{statistic}_{metric}_ms", f"mean_{metric}_ms", f"median_{metric}_ms"):
+        value = result.get(key)
+        if value is not None:
+            return float(value)
+    return None
+
+
+def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | None = None,
+                     source: str | None = None, batch_size: float | None = None,
+                     statistic: str = "median") -> xr.Dataset:
+    """One measurement row from the result JSON of ``vllm bench serve --save-result``.
+
+    The file holds client-side statistics (``mean_ttft_ms``, ``median_tpot_ms``,
+    ``median_itl_ms``, ``output_throughput``, ``completed``, ``total_input_tokens``,
+    ``total_output_tokens``, ``max_concurrency``, ``request_rate``, ``request_throughput``,
+    ``mean_e2el_ms`` (``mean_latency_ms`` before vLLM 0.7), ...) but not the hardware, so the
+    model, GPU and degree come as arguments.
+
+    Parameters
+    ----------
+    result : str, Path or mapping
+        Path of the JSON file, or its parsed content.
+    model, gpu : str
+        Catalogue names (or names you pass to :func:`calibrate`).
+    tp : int
+        Tensor-parallel degree of the server. Default 1.
+    dtype : str, optional
+        Weight format if it differs from the model's (``--quantization fp8`` → "fp8").
+    source : str, optional
+        Provenance; default names the file, date and ``model_id``.
+    batch_size : float, optional
+        The concurrency to record. Default: ``max_concurrency`` when the run set one (at most
+        ``completed``); otherwise the time-averaged concurrency by Little's law,
+        ``request_throughput × mean end-to-end latency``; otherwise ``completed``.
+    statistic : {"median", "mean"}
+        Which statistic of TTFT, TPOT and ITL to record. Default "median".
+
+    Returns
+    -------
+    xarray.Dataset
+        One row in the format of :func:`measurements_from_records`; prompt and output lengths are
+        the means ``total_input_tokens / completed`` and ``total_output_tokens / completed``.
+
+    References
+    ----------
+    .. [1] vLLM ``benchmarks/benchmark_serving.py``, ``benchmark()`` and ``main()`` (result keys).
+    """
+    if statistic not in ("median", "mean"):
+        raise ValueError(f"statistic must be 'median' or 'mean', got {statistic!r}")
+    name = None
+    if isinstance(result, (str, Path)):
+        name = Path(result).name
+        with Path(result).open(encoding="utf-8") as fh:
+            result = json.load(fh)
+    if not isinstance(result, Mapping):
+        raise TypeError(f"result must be a path or a mapping, got {type(result).__name__}")
+    for key in ("completed", "total_input_tokens", "total_output_tokens"):
+        if result.get(key) is None:
+            raise ValueError(f"vllm result lacks field {key!r}: not a benchmark_serving result")
+    completed = float(result["completed"])
+    if completed <= 0:
+        raise ValueError(f"vllm result field 'completed' must be > 0, got {completed!r}")
+    if batch_size is None:
+        cap = result.get("max_concurrency")
+        e2el = result.get("mean_e2el_ms", result.get("mean_latency_ms"))
+        if cap is not None:
+            batch_size = min(float(cap), completed)
+        elif e2el is not None and result.get("request_throughput") is not None:
+            batch_size = float(result["request_throughput"]) * float(e2el) * units.MS
+        else:
+            batch_size = completed
+    if source is None:
+        label = name or "result"
+        source = (f"vllm bench serve {label} (model_id={result.get('model_id', '?')}, "
+                  f"date={result.get('date', '?')})")
+    row = {
+        "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "batch_size": batch_size,
+        "prompt_tokens": float(result["total_input_tokens"]) / completed,
+        "output_tokens": float(result["total_output_tokens"]) / completed,
+        "ttft_ms": _stat(result, "ttft", statistic),
+        "itl_ms": _stat(result, "itl", statistic),
+        "tpot_ms": _stat(result, "tpot", statistic),
+        "output_throughput": result.get("output_throughput"),
+        "source": source,
+        "notes": f"request_rate={result.get('request_rate', '?')}, "
+                 f"max_concurrency={result.get('max_concurrency')}, completed={int(completed)}",
+    }
+    return measurements_from_records([row])
+
+
+# -- specs and the roofline --------------------------------------------------------------------
+
+def _roofline():
+    # imported lazily: calibrate sits in the composition layer above the formulas
+    from . import roofline
+    return roofline
+
+
+def _lookup(kind: str, name: str, overrides: Mapping | None, row_no: int):
+    if overrides:
+        for key, spec in overrides.items():
+            if str(key).lower() == name.lower():
+                return spec
+    try:
+        return catalog.gpu(name) if kind == "gpu" else catalog.model(name)
+    except ValueError as exc:
+        raise ValueError(f"measurement {row_no}: field '{kind}': {exc}") from None
+
+
+def _check_overrides(name, mapping, kind):
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"{name} must be a mapping of name -> {kind.__name__}")
+    for key, spec in mapping.items():
+        if not isinstance(spec, kind):
+            raise TypeError(f"{name}[{key!r}] must be a {kind.__name__}, "
+                            f"got {type(spec).__name__}")
+    return dict(mapping)
+
+
+class _Groups:
+    """Rows of a measurement table grouped by hardware configuration, ready for the roofline.
+
+    The roofline takes one model and one GPU per call and broadcasts over arrays of batch sizes,
+    context and prompt lengths; grouping keeps calls per fit evaluation to one per configuration.
+    """
+
+    def __init__(self, ds: xr.Dataset, models: Mapping, gpus: Mapping, roofline_kwargs: Mapping,
+                 workload: str = "isolated"):
+        n = ds.sizes[MEASUREMENT]
+        self.workload = workload
+        self.n = n
+        keys = {}
+        model_names = ds["model"].values
+        gpu_names = ds["gpu"].values
+        dtypes = ds["dtype"].values if "dtype" in ds else np.array([""] * n, dtype=object)
+        tps = ds["tp"].values
+        for i in range(n):
+            key = (str(model_names[i]), str(gpu_names[i]), int(tps[i]), str(dtypes[i] or ""))
+            keys.setdefault(key, []).append(i)
+        self.groups = []
+        for (mname, gname, tp, dtype), rows in keys.items():
+            model = _lookup("model", mname, models, rows[0])
+            gpu = _lookup("gpu", gname, gpus, rows[0])
+            if dtype and model.bytes_per_param != _bytes(dtype):
+                model = model.replace(bytes_per_param=dtype)
+            extra = dict(roofline_kwargs)
+            if dtype:
+                extra.setdefault("compute_dtype", dtype)
+            self.groups.append((np.asarray(rows), model, gpu, tp, extra))
+        prompt = ds["prompt_tokens"].values.astype(float)
+        output = ds["output_tokens"].values.astype(float)
+        ctx = ds["context_length"].values.astype(float) if "context_length" in ds else \
+            np.full(n, np.nan)
+        # means over a run may be fractional; a step decodes at least one sequence
+        self.prompt = prompt
+        self.context = np.where(np.isnan(ctx), prompt + output / 2.0, ctx)
+        self.batch = np.maximum(ds["batch_size"].values.astype(float), 1.0)
+        self.output = output
+        if workload == "serving":
+            # KV tokens each decoding sequence reads (window-capped), per configuration
+            self.kv_read = np.empty(n)
+            for idx, model, _, _, _ in self.groups:
+                self.kv_read[idx] = _roofline().effective_kv_tokens(model, self.context[idx])
+
+    def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:
+        """Roofline seconds of ``phase`` for every row (or the given rows), with ``params``."""
+        rl = _roofline()
+        func = rl.prefill_time if phase == "prefill" else rl.decode_time_per_token
+        out = np.full(self.n, np.nan)
+        wanted = None if rows is None else np.zeros(self.n, dtype=bool)
+        if wanted is not None:
+            wanted[rows] = True
+        for idx, model, gpu, tp, extra in self.groups:
+            if wanted is not None:
+                idx = idx[wanted[idx]]
+                if idx.size == 0:
+                    continue
+            kwargs = {**extra, **params}
+            b = self.batch[idx]
+            if self.workload == "serving":
+                # one engine step as a continuous-batching server runs it (Sarathi-Serve):
+                # TTFT's step carries the new prompt beside the other b - 1 decodes; a decode
+                # step carries b decodes and, on average, b / output new prompts' tokens
+                if phase == "prefill":
+                    t = rl.mixed_step_time(model, gpu, b - 1.0, self.prompt[idx],
+                                           (b - 1.0) * self.kv_read[idx], tp=tp, **kwargs)
+                else:
+                    share = b / np.maximum(self.output[idx], 1.0)
+                    t = rl.mixed_step_time(model, gpu, b, share * self.prompt[idx],
+                                           b * self.kv_read[idx], tp=tp, **kwargs)
+            elif phase == "prefill":
+                t = func(model, gpu, self.prompt[idx], tp=tp, **kwargs)
+            else:
+                t = func(model, gpu, batch_size=b, context_length=self.context[idx], tp=tp,
+                         **kwargs)
+            out[idx] = np.asarray(t, dtype=float)
+        return out
+
+
+def _bytes(dtype):
+    from .dtypes import bytes_per_element
+    return bytes_per_element(dtype)
+
+
+def _targets(ds: xr.Dataset, phase: str) -> np.ndarray:
+    """Measured seconds of a phase per row: TTFT for prefill; TPOT, else ITL, for decode.
+
+    TPOT (per request, first token excluded) is preferred for decode: it is immune to servers that
+    stream several tokens per chunk, which inflates the per-chunk ITL.
+    """
+    if phase == "prefill":
+        return ds["ttft"].values.astype(float)
+    tpot = ds["tpot"].values.astype(float)
+    itl = ds["itl"].values.astype(float)
+    return np.where(np.isnan(tpot), itl, tpot)
+
+
+# -- the calibrated model ----------------------------------------------------------------------
+
+#: Roofline function names and the phase whose knobs they take.
+_FUNCTION_PHASE = {
+    "prefill_time": "prefill", "prefill_flops": "prefill", "prefill_bytes": "prefill",
+    "ttft": "prefill", "time_to_first_token": "prefill",
+    "decode_time_per_token": "decode", "decode_throughput": "decode", "itl": "decode",
+    "inter_token_latency": "decode", "decode_step_time": "decode", "cost_per_token": "decode",
+}
+
+
+def _check_knobs(phase: str, knobs: Mapping) -> dict:
+    if not isinstance(knobs, Mapping):
+        raise TypeError(f"{phase} knobs must be a mapping, got {type(knobs).__name__}")
+    unknown = sorted(set(knobs) - set(PARAMETERS))
+    if unknown:
+        raise ValueError(f"{phase}: unknown knob(s) {', '.join(map(repr, unknown))}; "
+                         f"allowed: {', '.join(PARAMETERS)}")
+    out = dict(_IDEAL)
+    for key, value in knobs.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{phase}.{key} must be a number, got {type(value).__name__}")
+        value = float(value)
+        if key == "step_overhead":
+            if not (0 <= value < math.inf):
+                raise ValueError(f"{phase}.step_overhead must be a finite number >= 0 s, "
+                                 f"got {value!r}")
+        elif not (0 < value <= 1):
+            raise ValueError(f"{phase}.{key} must lie in (0, 1], got {value!r}")
+        out[key] = value
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Fitted roofline knobs per phase: the calibrated model.
+
+    Parameters
+    ----------
+    prefill, decode : mapping
+        ``compute_efficiency`` and ``bandwidth_efficiency`` in (0, 1] [1] and ``step_overhead``
+        [s] ≥ 0 for each phase; missing knobs take their ideal values (1, 1, 0).
+    source : str
+        What the knobs were fitted to.
+
+    Notes
+    -----
+    The knobs are keyword arguments every roofline function already takes, so a calibration is
+    applied by passing them on: ``decode_time_per_token(..., **cal.decode_kwargs)``,
+    ``prefill_time(..., **cal.prefill_kwargs)``, or ``cal.apply(func)`` which picks the phase
+    from the function's name. ``Calibration()`` is the ideal model.
+    """
+
+    prefill: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
+    decode: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
+    source: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "prefill", MappingProxyType(_check_knobs("prefill", self.prefill)))
+        object.__setattr__(self, "decode", MappingProxyType(_check_knobs("decode", self.decode)))
+        if not isinstance(self.source, str):
+            raise TypeError("source must be a string")
+
+    @property
+    def prefill_kwargs(self) -> dict:
+        """Keyword arguments for :func:`rooflinekit.roofline.prefill_time` (and TTFT)."""
+        return dict(self.prefill)
+
+    @property
+    def decode_kwargs(self) -> dict:
+        """Keyword arguments for :func:`rooflinekit.roofline.decode_time_per_token` (ITL,
+        decode throughput)."""
+        return dict(self.decode)
+
+    def kwargs_for(self, phase_or_function) -> dict:
+        """The knobs for a phase name ("prefill"/"decode") or a roofline function."""
+        phase = phase_or_function
+        if callable(phase_or_function):
+            name = getattr(phase_or_function, "__name__", "")
+            phase = _FUNCTION_PHASE.get(name)
+            if phase is None:
+                raise ValueError(f"cannot tell the phase of {name or phase_or_function!r}; "
+                                 f"known functions: {', '.join(sorted(_FUNCTION_PHASE))}; "
+                                 f"use kwargs_for('prefill') or kwargs_for('decode')")
+        if phase not in PHASES:
+            raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
+        return dict(self.prefill if phase == "prefill" else self.decode)
+
+    def apply(self, func: Callable) -> Callable:
+        """``func`` with this calibration's knobs for its phase bound as keyword defaults."""
+        knobs = self.kwargs_for(func)
+
+        @functools.wraps(func)
+        def calibrated(*args, **kwargs):
+            return func(*args, **{**knobs, **kwargs})
+        return calibrated
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (seconds for the overheads)."""
+        return {"prefill": dict(self.prefill), "decode": dict(self.decode), "source": self.source}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "Calibration":
+        """The inverse of :meth:`to_dict`."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a calibration is a mapping, got {type(data).__name__}")
+        unknown = sorted(set(data) - {"prefill", "decode", "source"})
+        if unknown:
+            raise ValueError(f"unknown calibration field(s) {', '.join(map(repr, unknown))}")
+        return cls(prefill=data.get("prefill", {}), decode=data.get("decode", {}),
+                   source=data.get("source", ""))
+
+
+def save_calibration(calibration: Calibration, path) -> Path:
+    """Write a :class:`Calibration` as JSON and return the path."""
+    if not isinstance(calibration, Calibration):
+        raise TypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
+    path = Path(path)
+    with path.open("w", encoding="utf-8") as fh:
+        json.dump(calibration.to_dict(), fh, indent=1)
+        fh.write("\n")
+    return path
+
+
+def load_calibration(path) -> Calibration:
+    """Read a :class:`Calibration` written by :func:`save_calibration`."""
+    with Path(path).open(encoding="utf-8") as fh:
+        return Calibration.from_dict(json.load(fh))
+
+
+def predict(measurements, calibration: Calibration | None = None, *, models=None, gpus=None,
+            roofline_kwargs=None, workload: str = "isolated") -> xr.Dataset:
+    """Roofline TTFT and decode time for every measured configuration [s].
+
+    Parameters
+    ----------
+    measurements : Dataset, list of rows or path
+        The configurations (see :func:`measurements_from_records`).
+    calibration : Calibration, optional
+        Knobs to use; default the ideal model.
+    models, gpus : mapping of name -> ModelShape / GPU, optional
+        Specs for names that are not in the catalogue (they take precedence).
+    roofline_kwargs : mapping, optional
+        Further keyword arguments for both roofline functions (e.g. ``{"allreduce": True}``).
+    workload : {"isolated", "serving"}
+        How a measured row maps onto engine steps; see :func:`calibrate`. Default "isolated".
+
+    Returns
+    -------
+    xarray.Dataset
+        ``prefill`` and ``decode`` [s] over ``measurement``.
+    """
+    ds = _check_measurements(measurements)
+    calibration = Calibration() if calibration is None else calibration
+    if not isinstance(calibration, Calibration):
+        raise TypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
+    groups = _Groups(ds, _check_overrides("models", models, ModelShape),
+                     _check_overrides("gpus", gpus, GPU), dict(roofline_kwargs or {}),
+                     _check_workload(workload))
+    return xr.Dataset(
+        {phase: ((MEASUREMENT,), groups.predict(phase, calibration.kwargs_for(phase)),
+                 {"units": "s", "long_name": f"roofline {phase} time"}) for phase in PHASES},
+        coords={MEASUREMENT: ds[MEASUREMENT].values})
+
+
+# -- the fit ------------------------------------------------------------------------------------
+
+# Overheads are fitted in milliseconds so that all three unknowns are of order one.
+_SCALE = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": units.MS}
+
+
+def _normalise_fit(fit) -> dict:
+    if fit is None:
+        fit = PARAMETERS
+    if isinstance(fit, str):
+        fit = (fit,)
+    if isinstance(fit, Mapping):
+        unknown = sorted(set(fit) - set(PHASES))
+        if unknown:
+            raise ValueError(f"fit: unknown phase(s) {', '.join(map(repr, unknown))}; "
+                             f"allowed: {', '.join(PHASES)}")
+        per_phase = {p: tuple(fit.get(p, ())) for p in PHASES}
+    else:
+        per_phase = {p: tuple(fit) for p in PHASES}
+    for phase, names in per_phase.items():
+        bad = sorted(set(names) - set(PARAMETERS))
+        if bad:
+            raise ValueError(f"fit: unknown parameter(s) {', '.join(map(repr, bad))}; "
+                             f"allowed: {', '.join(PARAMETERS)}")
+        per_phase[phase] = tuple(p for p in PARAMETERS if p in names)
+    return per_phase
+
+
+def _normalise_bounds(bounds) -> dict:
+    out = dict(DEFAULT_BOUNDS)
+    if bounds is None:
+        return out
+    if not isinstance(bounds, Mapping):
+        raise TypeError("bounds must be a mapping of parameter -> (low, high)")
+    for key, pair in bounds.items():
+        if key not in PARAMETERS:
+            raise ValueError(f"bounds: unknown parameter {key!r}; allowed: {', '.join(PARAMETERS)}")
+        try:
+            lo, hi = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise ValueError(f"bounds[{key!r}] must be a pair of numbers (low, high)") from None
+        if key == "step_overhead":
+            ok = 0 <= lo < hi < math.inf
+        else:
+            ok = 0 < lo < hi <= 1
+        if not ok:
+            allowed = "0 <= low < high (seconds)" if key == "step_overhead" else \
+                "0 < low < high <= 1"
+            raise ValueError(f"bounds[{key!r}] must satisfy {allowed}, got {pair!r}")
+        out[key] = (lo, hi)
+    return out
+
+
+@dataclasses.dataclass
+class _PhaseFit:
+    values: dict
+    identified: dict
+    lower: dict
+    upper: dict
+    fitted: bool
+
+
+def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
+    """Best bounded least-squares fit of the ``free`` knobs over several starting points."""
+    from scipy.optimize import least_squares
+
+    lo = np.array([bounds[p][0] / _SCALE[p] for p in free])
+    hi = np.array([bounds[p][1] / _SCALE[p] for p in free])
+
+    def params(x):
+        out = dict(fixed)
+        out.update({p: float(v) * _SCALE[p] for p, v in zip(free, x)})
+        return out
+
+    def residuals(x):
+        return groups.predict(phase, params(x), rows)[rows] / targets - 1.0
+
+    best = None
+    for start in starts:
+        x0 = np.clip(np.asarray(start, dtype=float), lo, hi)
+        res = least_squares(residuals, x0, bounds=(lo, hi), method="trf", x_scale=1.0,
+                            diff_step=1e-4, xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=200)
+        if best is None or res.cost < best.cost:
+            best = res
+    return best, params
+
+
+def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, confidence, rng):
+    """Fit one phase on ``rows``; ``all_targets`` holds every row's measured seconds."""
+    fixed = dict(_IDEAL)
+    targets = all_targets[rows]
+    if not free:
+        return _PhaseFit(dict(_IDEAL), {p: False for p in PARAMETERS},
+                         {p: _IDEAL[p] for p in PARAMETERS}, {p: _IDEAL[p] for p in PARAMETERS},
+                         fitted=False)
+    # starts: the ideal machine, a typical serving engine, and a slow one
+    guesses = {"compute_efficiency": (1.0, 0.6, 0.3), "bandwidth_efficiency": (1.0, 0.7, 0.4),
+               "step_overhead": (0.0, 1.0, 5.0)}
+    starts = [[guesses[p][k] for p in free] for k in range(3)]
+    res, params = _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts)
+    values = params(res.x)
+    base = groups.predict(phase, values, rows)[rows]
+    identified = {p: False for p in PARAMETERS}
+
+    def unchanged(trial_values):
+        trial = groups.predict(phase, trial_values, rows)[rows]
+        return not np.any(np.abs(trial / base - 1.0) > 1e-9)
+
+    for p in free:
+        # A knob is identified when nudging it moves some prediction. max(compute, memory) is
+        # flat in the efficiency of the side that does not bind (compute efficiency over
+        # memory-bound rows, say). Such a knob goes back to its ideal value when that moves no
+        # prediction, which holds for an efficiency: a faster non-binding side stays non-binding.
+        lo, hi = bounds[p]
+        nudge = 0.01 * (hi - lo)
+        probes = (min(hi, values[p] + nudge), max(lo, values[p] - nudge))
+        identified[p] = not all(unchanged({**values, p: probe}) for probe in probes)
+        if not identified[p]:
+            ideal = min(max(_IDEAL[p], lo), hi)
+            if unchanged({**values, p: ideal}):
+                values[p] = ideal
+    active = tuple(p for p in free if identified[p])
+    lower = {p: values[p] for p in PARAMETERS}
+    upper = {p: values[p] for p in PARAMETERS}
+    for p in free:
+        if not identified[p]:
+            lower[p], upper[p] = bounds[p]
+    if active and n_resamples > 0:
+        fixed_now = {p: values[p] for p in PARAMETERS if p not in active}
+        x_hat = [values[p] / _SCALE[p] for p in active]
+        draws = np.empty((n_resamples, len(active)))
+        n = rows.size
+        for r in range(n_resamples):
+            pick = rows[rng.integers(0, n, n)]
+            tgt = all_targets[pick]
+            boot, boot_params = _least_squares(groups, phase, pick, tgt, active, fixed_now,
+                                               bounds, [x_hat])
+            draws[r] = [boot_params(boot.x)[p] for p in active]
+        alpha = (1.0 - confidence) / 2.0
+        q = np.quantile(draws, [alpha, 1.0 - alpha], axis=0)
+        for k, p in enumerate(active):
+            # the optimiser stops within ~1e-12 of a bound; report the bound itself
+            lo, hi = bounds[p]
+            lower[p] = _snap(float(min(q[0, k], values[p])), lo, hi)
+            upper[p] = _snap(float(max(q[1, k], values[p])), lo, hi)
+    for p in active:
+        values[p] = _snap(values[p], *bounds[p])
+    return _PhaseFit(values, identified, lower, upper, fitted=True)
+
+
+def _pct(value) -> str:
+    value = float(value)
+    return "-" if math.isnan(value) else f"{value:.1f}%"
+
+
+def _snap(value: float, lo: float, hi: float) -> float:
+    """``value`` moved onto a bound it is within 1e-9 (relative to the range) of."""
+    tol = 1e-9 * (hi - lo)
+    return lo if abs(value - lo) <= tol else hi if abs(value - hi) <= tol else value
+
+
+def _mape(predicted, measured):
+    ok = ~np.isnan(measured) & ~np.isnan(predicted)
+    if not ok.any():
+        return math.nan
+    return float(np.mean(np.abs(predicted[ok] / measured[ok] - 1.0)) * 100.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibrationResult:
+    """What :func:`calibrate` found.
+
+    Attributes
+    ----------
+    calibration : Calibration
+        The calibrated model (pass its knobs to the roofline functions).
+    parameters : xarray.Dataset
+        Over ``phase`` × ``parameter``: ``value`` (step overheads in s), ``lower`` and ``upper``
+        (bootstrap percentile interval at ``attrs["confidence"]``), ``identified`` (False where
+        the measurements do not constrain the knob: it keeps its ideal value and its interval is
+        its bounds) and ``fitted`` (False for a phase with no measurements or no free knob).
+    residuals : xarray.Dataset
+        Over ``measurement``: for each phase the measured time, the ideal and calibrated
+        predictions [s] and the relative errors ``(predicted − measured) / measured`` [1]; NaN
+        where that time was not measured.
+    errors : xarray.Dataset
+        Over ``phase``: ``mape_ideal`` and ``mape_calibrated`` [%] on the fitted measurements,
+        and ``n`` (rows used).
+    """
+
+    calibration: Calibration
+    parameters: xr.Dataset
+    residuals: xr.Dataset
+    errors: xr.Dataset
+
+    def summary(self) -> str:
+        """A plain-text table of the knobs, their intervals and the errors."""
+        conf = self.parameters.attrs.get("confidence", math.nan)
+        lines = [f"{'phase':<8} {'parameter':<21} {'value':>10} "
+                 f"{f'{conf:.0%} interval':>24}  note"]
+        for phase in PHASES:
+            for p in PARAMETERS:
+                sel = self.parameters.sel({PHASE: phase, PARAMETER: p})
+                scale, unit = (1e3, " ms") if p == "step_overhead" else (1.0, "")
+                note = "" if bool(sel["identified"]) else (
+                    "not fitted" if not bool(self.parameters["fitted"].sel({PHASE: phase}))
+                    or not bool(sel["free"]) else "not constrained by the data: ideal value")
+                lines.append(f"{phase:<8} {p:<21} {float(sel['value']) * scale:>10.4g}"
+                             f"{unit:<3} [{float(sel['lower']) * scale:.4g}, "
+                             f"{float(sel['upper']) * scale:.4g}]{unit}  {note}".rstrip())
+        lines.append("")
+        lines.append(f"{'phase':<8} {'rows':>5} {'MAPE ideal':>11} {'MAPE calibrated':>16}")
+        for phase in PHASES:
+            e = self.errors.sel({PHASE: phase})
+            lines.append(f"{phase:<8} {int(e['n']):>5} {_pct(e['mape_ideal']):>11} "
+                         f"{_pct(e['mape_calibrated']):>16}")
+        return "\n".join(lines)
+
+
+def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=None,
+              n_resamples: int = 200, confidence: float = 0.95, seed: int | None = 0,
+              models: Mapping[str, ModelShape] | None = None,
+              gpus: Mapping[str, GPU] | None = None,
+              roofline_kwargs: Mapping | None = None,
+              workload: str = "isolated") -> CalibrationResult:
+    """Fit compute efficiency, bandwidth efficiency and step overhead per phase to measurements.
+
+    Parameters
+    ----------
+    measurements : Dataset, list of rows or path
+        Measured configurations (:func:`measurements_from_records`, :func:`read_measurements`,
+        :func:`read_vllm_result`). Prefill is fitted to the rows with a TTFT, decode to the rows
+        with a TPOT (else an ITL).
+    phases : sequence of {"prefill", "decode"}
+        Phases to fit; others keep the ideal knobs. Default both.
+    fit : sequence of str, or mapping phase -> sequence of str, optional
+        Knobs to fit, among ``compute_efficiency``, ``bandwidth_efficiency``,
+        ``step_overhead``; the others stay ideal. Default all three in both phases.
+    bounds : mapping parameter -> (low, high), optional
+        Box constraints; efficiencies within (0, 1], overhead [s] ≥ 0. Default
+        :data:`DEFAULT_BOUNDS`.
+    n_resamples : int
+        Bootstrap resamples for the intervals, ≥ 0 (0: no intervals, ``lower = upper = value``).
+        Default 200.
+    confidence : float
+        Coverage of the percentile intervals, in (0, 1). Default 0.95.
+    seed : int or None
+        Seed of the :class:`numpy.random.Generator` that draws the resamples. Default 0.
+    models, gpus : mapping of name -> ModelShape / GPU, optional
+        Specs for names outside the catalogue (e.g. a model read with
+        ``ModelShape.from_hf_config``); they take precedence over catalogue names.
+    roofline_kwargs : mapping, optional
+        Extra keyword arguments for the roofline functions, held fixed (e.g.
+        ``{"allreduce": True}`` to model tensor-parallel communication explicitly).
+    workload : {"isolated", "serving"}
+        How a row maps onto engine steps. "isolated" (default): TTFT is
+        :func:`~rooflinekit.roofline.prefill_time` of the prompt and the decode time is
+        :func:`~rooflinekit.roofline.decode_time_per_token` at the batch size, the phases as the
+        roofline states them. "serving": the step a continuous-batching server with chunked
+        prefill runs (:func:`~rooflinekit.roofline.mixed_step_time`) — a TTFT step carries the
+        prompt beside ``B − 1`` decoding sequences, a decode step carries ``B`` decodes plus, on
+        average, ``B / output_tokens`` prompts' worth of prefill tokens (as one chunk). Use it for
+        serving benchmarks at concurrency > 1; the knobs it fits are the same step-time knobs.
+
+    Returns
+    -------
+    CalibrationResult
+        The calibrated model, the knobs with intervals, residuals and MAPE before and after.
+
+    Raises
+    ------
+    ValueError
+        Empty or malformed measurements, unknown model or GPU names (naming the field), a phase
+        with fewer measurements than free knobs, bad bounds or settings.
+
+    Notes
+    -----
+    Each phase minimises ``Σ (t_pred / t_meas − 1)²``, relative residuals so that a 20 ms ITL and
+    a 2 s TTFT weigh alike, with ``scipy.optimize.least_squares(method="trf")`` inside the bounds,
+    started from three points (the ideal machine, a typical engine, a slow one) because the
+    roofline's ``max(compute, memory)`` has flat regions. Predictions come from the real
+    :func:`rooflinekit.roofline.prefill_time` and
+    :func:`~rooflinekit.roofline.decode_time_per_token`, one call per (model, GPU, tp, dtype)
+    group per evaluation. Decode rows use the batch size (or concurrency, at least 1) and a mean
+    context of ``prompt + output / 2`` unless ``context_length`` is given; fractional means are
+    used as they are.
+
+    A knob that the data cannot see (nudging it moves no prediction: compute efficiency when every
+    decode row is memory-bound, say) is reported as not identified, keeps its ideal value and gets
+    its bounds as interval. Intervals are
+    bootstrap percentile intervals: rows are resampled with replacement within the phase and the
+    identified knobs refitted from the estimate.
+
+    References
+    ----------
+    .. [1] Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993, ch. 13.
+    .. [2] SciPy ``scipy.optimize.least_squares`` (trust-region reflective, bounds).
+    """
+    ds = _check_measurements(measurements)
+    phases = _check_phases(phases)
+    per_phase = _normalise_fit(fit)
+    bounds = _normalise_bounds(bounds)
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) \
+            or n_resamples < 0:
+        raise ValueError(f"n_resamples must be a whole number >= 0, got {n_resamples!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) \
+            or not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise TypeError(f"seed must be an integer or None, got {type(seed).__name__}")
+    models = _check_overrides("models", models, ModelShape)
+    gpus = _check_overrides("gpus", gpus, GPU)
+    groups = _Groups(ds, models, gpus, dict(roofline_kwargs or {}), _check_workload(workload))
+    rng = np.random.default_rng(seed)
+    return _calibrate(ds, groups, phases, per_phase, bounds, int(n_resamples), float(confidence),
+                      rng)
+
+
+def _check_workload(workload) -> str:
+    if workload not in ("isolated", "serving"):
+        raise ValueError(f"workload must be 'isolated' or 'serving', got {workload!r}")
+    return workload
+
+
+def _check_phases(phases) -> tuple:
+    if isinstance(phases, str):
+        phases = (phases,)
+    phases = tuple(phases)
+    bad = [p for p in phases if p not in PHASES]
+    if bad or not phases:
+        raise ValueError(f"phases must be a non-empty selection of {', '.join(PHASES)}, "
+                         f"got {phases!r}")
+    return phases
+
+
+def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, rng,
+               require=True):
+    fits = {}
+    targets = {phase: _targets(ds, phase) for phase in PHASES}
+    for phase in PHASES:
+        rows = np.flatnonzero(~np.isnan(targets[phase]) & (targets[phase] > 0))
+        free = per_phase[phase] if phase in phases else ()
+        if free and rows.size < len(free):
+            if require:
+                raise ValueError(f"{phase}: {rows.size} measurement(s) with a "
+                                 f"{'TTFT' if phase == 'prefill' else 'TPOT or ITL'} but "
+                                 f"{len(free)} free knob(s); measure more configurations or fit "
+                                 f"fewer knobs (fit=...)")
+            free = ()
+        fits[phase] = _fit_phase(groups, phase, rows, targets[phase], free, bounds,
+                                 n_resamples if free else 0, confidence, rng)
+    calibration = Calibration(prefill=fits["prefill"].values, decode=fits["decode"].values,
+                              source=_describe_sources(ds))
+    table = {name: ((PHASE, PARAMETER), np.array(
+        [[getattr(fits[ph], name)[p] for p in PARAMETERS] for ph in PHASES]))
+        for name in ("values", "lower", "upper", "identified")}
+    parameters = xr.Dataset(
+        {"value": table["values"], "lower": table["lower"], "upper": table["upper"],
+         "identified": table["identified"],
+         "free": ((PHASE, PARAMETER), np.array(
+             [[p in (per_phase[ph] if ph in phases else ()) for p in PARAMETERS]
+              for ph in PHASES])),
+         "fitted": ((PHASE,), np.array([fits[ph].fitted for ph in PHASES]))},
+        coords={PHASE: list(PHASES), PARAMETER: list(PARAMETERS)},
+        attrs={"confidence": confidence, "n_resamples": n_resamples,
+               "units_note": "efficiencies [1]; step_overhead [s]"})
+    residuals, errors = _residual_tables(ds, groups, calibration, targets)
+    return CalibrationResult(calibration, parameters, residuals, errors)
+
+
+def _describe_sources(ds) -> str:
+    sources = sorted(set(str(s) for s in ds["source"].values))
+    head = "; ".join(sources[:3])
+    more = f" (+{len(sources) - 3} more)" if len(sources) > 3 else ""
+    return f"fitted to {ds.sizes[MEASUREMENT]} measurement(s): {head}{more}"
+
+
+def _residual_tables(ds, groups, calibration, targets, rows=None):
+    data = {}
+    err = {"mape_ideal": [], "mape_calibrated": [], "n": []}
+    for phase in PHASES:
+        measured = targets[phase]
+        ideal = groups.predict(phase, dict(_IDEAL), rows)
+        fitted = groups.predict(phase, calibration.kwargs_for(phase), rows)
+        measured = np.where(measured > 0, measured, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            e_ideal = ideal / measured - 1.0
+            e_fit = fitted / measured - 1.0
+        label = "TTFT" if phase == "prefill" else "decode time per token"
+        data[f"{phase}_measured"] = ((MEASUREMENT,), measured,
+                                     {"units": "s", "long_name": f"measured {label}"})
+        data[f"{phase}_ideal"] = ((MEASUREMENT,), ideal,
+                                  {"units": "s", "long_name": f"ideal roofline {label}"})
+        data[f"{phase}_calibrated"] = ((MEASUREMENT,), fitted,
+                                       {"units": "s", "long_name": f"calibrated roofline {label}"})
+        data[f"{phase}_error_ideal"] = (
+            (MEASUREMENT,), e_ideal, {"units": "1", "long_name": f"relative error, ideal {label}"})
+        data[f"{phase}_error_calibrated"] = (
+            (MEASUREMENT,), e_fit,
+            {"units": "1", "long_name": f"relative error, calibrated {label}"})
+        err["mape_ideal"].append(_mape(ideal, measured))
+        err["mape_calibrated"].append(_mape(fitted, measured))
+        err["n"].append(int(np.sum(~np.isnan(measured) & ~np.isnan(ideal))))
+    residuals = xr.Dataset(data, coords={MEASUREMENT: ds[MEASUREMENT].values,
+                                         "model": ((MEASUREMENT,), ds["model"].values),
+                                         "gpu": ((MEASUREMENT,), ds["gpu"].values)})
+    errors = xr.Dataset({"mape_ideal": ((PHASE,), np.array(err["mape_ideal"]), {"units": "%"}),
+                         "mape_calibrated": ((PHASE,), np.array(err["mape_calibrated"]),
+                                             {"units": "%"}),
+                         "n": ((PHASE,), np.array(err["n"], dtype=np.int64))},
+                        coords={PHASE: list(PHASES)})
+    return residuals, errors
+
+
+# -- cross-validation --------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class CrossValidationResult:
+    """Held-out errors of :func:`cross_validate`.
+
+    Attributes
+    ----------
+    folds : xarray.Dataset
+        Over ``fold`` × ``phase``: ``mape_ideal`` and ``mape_calibrated`` [%] on the held-out
+        rows, ``n_train`` and ``n_test`` (rows with that phase's time), ``fitted`` (False when the
+        training rows could not fit that phase, which then stays ideal); ``held_out`` (over
+        ``fold``) names what was left out.
+    predictions : xarray.Dataset
+        Over ``measurement``: each row's measured time and its out-of-fold ideal and calibrated
+        predictions per phase [s].
+    errors : xarray.Dataset
+        Over ``phase``: pooled held-out ``mape_ideal`` and ``mape_calibrated`` [%] and ``n``.
+    """
+
+    folds: xr.Dataset
+    predictions: xr.Dataset
+    errors: xr.Dataset
+
+    def summary(self) -> str:
+        """A plain-text table of held-out errors per fold and pooled."""
+        lines = [f"{'held out':<34} {'phase':<8} {'train':>5} {'test':>5} "
+                 f"{'MAPE ideal':>11} {'MAPE calibrated':>16}"]
+        for f in range(self.folds.sizes[FOLD]):
+            label = str(self.folds["held_out"].values[f])[:34]
+            for phase in PHASES:
+                s = self.folds.isel({FOLD: f}).sel({PHASE: phase})
+                if int(s["n_test"]) == 0:
+                    continue
+                note = "" if bool(s["fitted"]) else "  (not fitted: ideal)"
+                lines.append(f"{label:<34} {phase:<8} {int(s['n_train']):>5} {int(s['n_test']):>5}"
+                             f" {_pct(s['mape_ideal']):>11} {_pct(s['mape_calibrated']):>16}"
+                             f"{note}")
+        lines.append("")
+        for phase in PHASES:
+            e = self.errors.sel({PHASE: phase})
+            lines.append(f"pooled held-out {phase:<8} n={int(e['n']):<4} ideal "
+                         f"{_pct(e['mape_ideal'])}  calibrated {_pct(e['mape_calibrated'])}")
+        return "\n".join(lines)
+
+
+def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: int = 5,
+                   seed: int | None = 0, phases: Sequence[str] = PHASES, fit=None, bounds=None,
+                   models: Mapping[str, ModelShape] | None = None,
+                   gpus: Mapping[str, GPU] | None = None,
+                   roofline_kwargs: Mapping | None = None,
+                   workload: str = "isolated") -> CrossValidationResult:
+    """Fit on some configurations and measure the error on the held-out ones.
+
+    Parameters
+    ----------
+    measurements : Dataset, list of rows or path
+        Measured configurations.
+    by : str or sequence of str, optional
+        Leave-one-group-out over these columns (``"gpu"``, ``"model"``, ``("model", "gpu")``,
+        ``"source"``): each fold holds out one group, so the error says how the calibration
+        transfers to hardware or models it never saw. ``None`` (default): ``k``-fold over rows.
+    k : int
+        Folds for k-fold, 2 ≤ k ≤ rows. Default 5 (or the number of rows if fewer).
+    seed : int or None
+        Seed of the row shuffle for k-fold. Default 0.
+    phases, fit, bounds, models, gpus, roofline_kwargs, workload
+        As in :func:`calibrate` (no bootstrap inside folds).
+
+    Returns
+    -------
+    CrossValidationResult
+
+    Notes
+    -----
+    A phase whose training rows are fewer than its free knobs is not fitted in that fold and is
+    predicted at ideal efficiency there (``fitted = False``); the pooled error includes those rows,
+    so it never flatters the calibration.
+    """
+    ds = _check_measurements(measurements)
+    phases = _check_phases(phases)
+    per_phase = _normalise_fit(fit)
+    bounds = _normalise_bounds(bounds)
+    models = _check_overrides("models", models, ModelShape)
+    gpus = _check_overrides("gpus", gpus, GPU)
+    workload = _check_workload(workload)
+    groups = _Groups(ds, models, gpus, dict(roofline_kwargs or {}), workload)
+    n = ds.sizes[MEASUREMENT]
+    if by is not None:
+        keys = (by,) if isinstance(by, str) else tuple(by)
+        for key in keys:
+            if key not in ("model", "gpu", "source", "dtype", "tp"):
+                raise ValueError(f"by must name columns among 'model', 'gpu', 'tp', 'dtype', "
+                                 f"'source', got {key!r}")
+        labels = [" / ".join(f"{ds[key].values[i]}" for key in keys) for i in range(n)]
+        uniq = list(dict.fromkeys(labels))
+        if len(uniq) < 2:
+            raise ValueError(f"by={by!r}: leave-one-group-out needs at least 2 groups, "
+                             f"got {len(uniq)}")
+        folds = [(u, np.array([lab == u for lab in labels])) for u in uniq]
+    else:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 2:
+            raise ValueError(f"k must be a whole number >= 2, got {k!r}")
+        if n < 2:
+            raise ValueError("cross-validation needs at least 2 measurements")
+        k = min(int(k), n)
+        order = np.random.default_rng(seed).permutation(n)
+        folds = []
+        for f in range(k):
+            mask = np.zeros(n, dtype=bool)
+            mask[order[f::k]] = True
+            folds.append((f"fold {f + 1} of {k} ({mask.sum()} rows)", mask))
+    targets = {phase: _targets(ds, phase) for phase in PHASES}
+    oof = {phase: np.full(n, np.nan) for phase in PHASES}
+    ideal = {phase: groups.predict(phase, dict(_IDEAL)) for phase in PHASES}
+    rec = {name: [] for name in ("mape_ideal", "mape_calibrated", "n_train", "n_test", "fitted")}
+    rng = np.random.default_rng(seed)
+    for _, test in folds:
+        train = ~test
+        sub = ds.isel({MEASUREMENT: np.flatnonzero(train)})
+        sub_groups = _Groups(sub, models, gpus, dict(roofline_kwargs or {}), workload)
+        result = _calibrate(sub, sub_groups, phases, per_phase, bounds, 0, 0.95, rng,
+                            require=False)
+        test_rows = np.flatnonzero(test)
+        row = {name: [] for name in rec}
+        for phase in PHASES:
+            pred = groups.predict(phase, result.calibration.kwargs_for(phase), test_rows)
+            oof[phase][test_rows] = pred[test_rows]
+            measured = np.where(targets[phase] > 0, targets[phase], np.nan)
+            m_test = np.where(test, measured, np.nan)
+            row["mape_ideal"].append(_mape(np.where(test, ideal[phase], np.nan), m_test))
+            row["mape_calibrated"].append(_mape(np.where(test, oof[phase], np.nan), m_test))
+            row["n_train"].append(int(np.sum(~np.isnan(np.where(train, measured, np.nan)))))
+            row["n_test"].append(int(np.sum(~np.isnan(m_test))))
+            row["fitted"].append(bool(result.parameters["fitted"].sel({PHASE: phase})))
+        for name in rec:
+            rec[name].append(row[name])
+    fold_ds = xr.Dataset(
+        {"mape_ideal": ((FOLD, PHASE), np.array(rec["mape_ideal"]), {"units": "%"}),
+         "mape_calibrated": ((FOLD, PHASE), np.array(rec["mape_calibrated"]), {"units": "%"}),
+         "n_train": ((FOLD, PHASE), np.array(rec["n_train"], dtype=np.int64)),
+         "n_test": ((FOLD, PHASE), np.array(rec["n_test"], dtype=np.int64)),
+         "fitted": ((FOLD, PHASE), np.array(rec["fitted"], dtype=bool)),
+         "held_out": ((FOLD,), np.array([label for label, _ in folds], dtype=object))},
+        coords={FOLD: np.arange(len(folds)), PHASE: list(PHASES)},
+        attrs={"by": "rows (k-fold)" if by is None else str(by)})
+    pred = {}
+    err = {"mape_ideal": [], "mape_calibrated": [], "n": []}
+    for phase in PHASES:
+        measured = np.where(targets[phase] > 0, targets[phase], np.nan)
+        pred[f"{phase}_measured"] = ((MEASUREMENT,), measured, {"units": "s"})
+        pred[f"{phase}_ideal"] = ((MEASUREMENT,), ideal[phase], {"units": "s"})
+        pred[f"{phase}_held_out"] = ((MEASUREMENT,), oof[phase], {"units": "s"})
+        err["mape_ideal"].append(_mape(ideal[phase], measured))
+        err["mape_calibrated"].append(_mape(oof[phase], measured))
+        err["n"].append(int(np.sum(~np.isnan(measured))))
+    predictions = xr.Dataset(pred, coords={MEASUREMENT: ds[MEASUREMENT].values})
+    errors = xr.Dataset({"mape_ideal": ((PHASE,), np.array(err["mape_ideal"]), {"units": "%"}),
+                         "mape_calibrated": ((PHASE,), np.array(err["mape_calibrated"]),
+                                             {"units": "%"}),
+                         "n": ((PHASE,), np.array(err["n"], dtype=np.int64))},
+                        coords={PHASE: list(PHASES)})
+    return CrossValidationResult(fold_ds, predictions, errors)
+
+
+# -- the KV budget side: vLLM's start-up log ---------------------------------------------------
+
+_NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
+_LOG_PATTERNS = (
+    ("total_gpu_memory", rf"total_gpu_memory[=\s:]+{_NUM}\s*GiB", units.GiB),
+    ("gpu_memory_utilization", rf"gpu_memory_utilization[=\s:]+{_NUM}", 1.0),
+    ("weights", rf"model weights take\s+{_NUM}\s*GiB", units.GiB),
+    # vLLM's "Loading model weights took X GB" divides by 2**30: it is GiB despite the label
+    ("weights", rf"(?:Loading model weights took|Model loading took)\s+{_NUM}\s*Gi?B", units.GiB),
+    ("non_torch", rf"non_torch_memory(?: takes)?[=\s:]+{_NUM}\s*GiB", units.GiB),
+    ("activation_peak", rf"PyTorch activation peak memory(?: takes)?[=\s:]+{_NUM}\s*GiB",
+     units.GiB),
+    ("peak_torch", rf"peak_torch_memory[=\s:]+{_NUM}\s*GiB", units.GiB),
+    ("available_kv", rf"(?:available_kv_cache_memory|Available KV cache memory:|kv_cache_size=|"
+                     rf"memory reserved for KV Cache is)\s*{_NUM}\s*GiB", units.GiB),
+    ("num_blocks", rf"(?<![A-Za-z])GPU blocks:\s*{_NUM}", 1.0),
+    ("kv_cache_tokens", rf"GPU KV cache size:\s*{_NUM}\s*tokens", 1.0),
+    ("max_model_len", rf"Maximum concurrency for\s*{_NUM}\s*tokens per request", 1.0),
+    ("max_concurrency", rf"tokens per request:\s*{_NUM}\s*x", 1.0),
+)
+
+
+def parse_vllm_kv_log(text: str) -> dict:
+    """Read vLLM's memory-profiling and KV-cache start-up lines.
+
+    Parameters
+    ----------
+    text : str
+        Log text (any amount; the last occurrence of each figure wins).
+
+    Returns
+    -------
+    dict
+        The figures found, in SI units: ``total_gpu_memory``, ``weights``, ``non_torch``,
+        ``activation_peak``, ``peak_torch``, ``available_kv`` [bytes] (from the GiB the log
+        prints), ``gpu_memory_utilization`` [1], ``num_blocks``, ``kv_cache_tokens``,
+        ``max_model_len`` [tokens] and ``max_concurrency`` [1]. Absent figures are absent keys.
+
+    Notes
+    -----
+    Covers the V0 engine's one-line ``Memory profiling results: total_gpu_memory=...`` and
+    ``# GPU blocks: N``, the multi-line profile of vLLM 0.6.5+ ("model weights take ...",
+    "PyTorch activation peak memory ..."), and the V1 lines ``Available KV cache memory: X GiB``,
+    ``GPU KV cache size: N tokens`` and ``Maximum concurrency for L tokens per request: Xx``.
+    The log rounds GiB to two decimals, so figures derived from them carry ±0.005 GiB.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    found = {}
+    for key, pattern, factor in _LOG_PATTERNS:
+        matches = re.findall(pattern, text)
+        if matches:
+            found[key] = float(matches[-1].replace(",", "")) * factor
+    for key in ("num_blocks", "kv_cache_tokens", "max_model_len"):
+        if key in found:
+            found[key] = int(found[key])
+    return found
+
+
+def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int = 16,
+                       max_model_len: int | None = None, weights: str = "model") -> dict:
+    """Our engine-style KV budget (:func:`rooflinekit.memory.engine_kv_cache`) beside vLLM's log.
+
+    Parameters
+    ----------
+    model : ModelShape
+        The served model (weights and KV format as served).
+    log : str or mapping
+        The start-up log text, or the dict :func:`parse_vllm_kv_log` returns.
+    tp : int
+        Tensor-parallel degree; vLLM logs one rank. Default 1.
+    block_size : int
+        KV block size in tokens (vLLM's ``--block-size``, default 16).
+    max_model_len : int, optional
+        Tokens per request for the concurrency figure; default the one the log names.
+    weights : {"model", "logged"}
+        Whose weight bytes to subtract in "profile" mode: ours (``model.weight_bytes / tp``,
+        default, so our weight model is under test too) or the engine's logged figure (isolates
+        the block arithmetic). The two differ by the buffers an engine loads beside the
+        parameters.
+
+    Returns
+    -------
+    dict
+        ``ours`` and ``engine``: dicts of ``weights_bytes`` (per GPU), ``available_bytes``,
+        ``num_blocks``, ``kv_cache_tokens`` and ``max_concurrency`` (engine keys only where the
+        log has them); ``bytes_per_block`` (ours, per GPU);
+        ``inputs``: the figures fed to ``engine_kv_cache``; ``mode``: ``"profile"`` when total
+        memory, utilisation and the profiled components were logged (our weights replace the
+        logged ones, so the weight model is under test too), or ``"available"`` when only the
+        available KV memory was (then it is the input, and the block arithmetic is what is
+        compared).
+
+    Raises
+    ------
+    ValueError
+        If the log has neither a memory profile nor an available-KV figure, or no
+        ``max_model_len`` is known.
+    """
+    from .memory import engine_kv_cache
+
+    if not isinstance(model, ModelShape):
+        raise TypeError(f"model must be a ModelShape, got {type(model).__name__}")
+    found = parse_vllm_kv_log(log) if isinstance(log, str) else dict(log)
+    if max_model_len is None:
+        max_model_len = found.get("max_model_len")
+    if max_model_len is None:
+        raise ValueError("max_model_len is unknown: the log has no 'Maximum concurrency for L "
+                         "tokens per request' line; pass max_model_len=")
+    if weights not in ("model", "logged"):
+        raise ValueError(f"weights must be 'model' or 'logged', got {weights!r}")
+    ours_weights = model.weight_bytes / tp
+    if {"total_gpu_memory", "gpu_memory_utilization"} <= set(found) and (
+            "activation_peak" in found or ("peak_torch" in found and "weights" in found)):
+        activation = found.get("activation_peak")
+        if activation is None:
+            # V0 logs peak torch memory, which holds the (logged) weights plus activations
+            activation = max(found["peak_torch"] - found["weights"], 0.0)
+        if weights == "logged":
+            if "weights" not in found:
+                raise ValueError("weights='logged' needs the log's model weights line")
+            # engine_kv_cache subtracts our weights; carry the engine's extra bytes as activation
+            activation = activation + found["weights"] - ours_weights
+        inputs = {"total_memory": found["total_gpu_memory"],
+                  "gpu_memory_utilization": found["gpu_memory_utilization"],
+                  "activation_peak_bytes": activation,
+                  "non_torch_bytes": found.get("non_torch", 0.0)}
+        mode = "profile"
+    elif "available_kv" in found:
+        # the only input is what the engine left for KV: a GPU holding exactly that plus weights
+        inputs = {"total_memory": found["available_kv"] + ours_weights,
+                  "gpu_memory_utilization": 1.0, "activation_peak_bytes": 0.0,
+                  "non_torch_bytes": 0.0}
+        mode = "available"
+    else:
+        raise ValueError("the log has neither a memory profile (total_gpu_memory, "
+                         "gpu_memory_utilization, activation or peak torch memory) nor an "
+                         "available KV cache figure")
+    gpu = GPU(name="as logged", memory_bytes=inputs["total_memory"], hbm_bandwidth=1.0,
+              peak_flops=1.0)
+    ours = engine_kv_cache(model, gpu, tp=tp,
+                           gpu_memory_utilization=inputs["gpu_memory_utilization"],
+                           activation_peak_bytes=inputs["activation_peak_bytes"],
+                           non_torch_bytes=inputs["non_torch_bytes"], block_size=block_size,
+                           max_model_len=int(max_model_len))
+    engine = {}
+    if "available_kv" in found:
+        engine["available_bytes"] = found["available_kv"]
+    if "num_blocks" in found:
+        engine["num_blocks"] = found["num_blocks"]
+    if "kv_cache_tokens" in found:
+        engine["kv_cache_tokens"] = found["kv_cache_tokens"]
+        engine.setdefault("num_blocks", found["kv_cache_tokens"] // block_size)
+    elif "num_blocks" in found:
+        engine["kv_cache_tokens"] = found["num_blocks"] * block_size
+    if "max_concurrency" in found:
+        engine["max_concurrency"] = found["max_concurrency"]
+    if "weights" in found:
+        engine["weights_bytes"] = found["weights"]
+    return {"ours": {"weights_bytes": ours_weights,
+                     **{k: ours[k] for k in ("available_bytes", "num_blocks", "kv_cache_tokens",
+                                             "max_concurrency")}},
+            "engine": engine, "inputs": inputs, "mode": mode,
+            "max_model_len": int(max_model_len), "bytes_per_block": ours["bytes_per_block"]}
+
+
+# -- command line ------------------------------------------------------------------------------
+
+_EPILOG = """examples:
+  rooflinekit calibrate runs.csv
+  rooflinekit calibrate runs.csv --cv gpu --output calibration.json
+  rooflinekit calibrate --vllm-result bench.json --model llama-3.1-8b --gpu h100 --tp 1
+  rooflinekit calibrate decode.csv --model-config synthetic=decode_config.json --phase decode
+
+measurement files (.csv/.json) have the columns:
+  """ + ", ".join(MEASUREMENT_COLUMNS)
+
+
+def add_calibrate_arguments(parser) -> None:
+    """Add the ``rooflinekit calibrate`` arguments to an :mod:`argparse` (sub)parser."""
+    parser.add_argument("measurements", nargs="*", metavar="FILE",
+                        help="measurement files (.csv or .json, columns above)")
+    parser.add_argument("--vllm-result", action="append", default=[], metavar="JSON",
+                        help="a `vllm bench serve --save-result` JSON (repeatable); needs --model "
+                             "and --gpu")
+    parser.add_argument("--model", help="model of the --vllm-result runs (catalogue name)")
+    parser.add_argument("--gpu", help="GPU of the --vllm-result runs (catalogue name)")
+    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree of the "
+                        "--vllm-result runs (default 1)")
+    parser.add_argument("--dtype", help="weight format of the --vllm-result runs, if not the "
+                        "model's")
+    parser.add_argument("--model-config", action="append", default=[], metavar="NAME=CONFIG",
+                        help="a Hugging Face config.json for a model name outside the catalogue "
+                             "(repeatable)")
+    parser.add_argument("--phase", action="append", choices=PHASES,
+                        help="phase to fit (repeatable; default both)")
+    parser.add_argument("--fit", action="append", choices=PARAMETERS,
+                        help="knob to fit (repeatable; default all three)")
+    parser.add_argument("--resamples", type=int, default=200,
+                        help="bootstrap resamples for the intervals (default 200)")
+    parser.add_argument("--confidence", type=float, default=0.95,
+                        help="interval coverage (default 0.95)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--cv", choices=("none", "kfold", "gpu", "model"), default="none",
+                        help="also report held-out error: k-fold, or leave one GPU / model out")
+    parser.add_argument("--folds", type=int, default=5, help="k for --cv kfold (default 5)")
+    parser.add_argument("--workload", choices=("isolated", "serving"), default="isolated",
+                        help="map rows to isolated prefill/decode steps (default) or to the mixed "
+                             "steps of a continuous-batching server")
+    parser.add_argument("--allreduce", action="store_true",
+                        help="model the tensor-parallel all-reduce explicitly while fitting")
+    parser.add_argument("--output", metavar="JSON", help="save the calibration here")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def _load_cli_measurements(args):
+    tables = [read_measurements(path) for path in args.measurements]
+    if args.vllm_result:
+        if not args.model or not args.gpu:
+            raise ValueError("--vllm-result needs --model and --gpu")
+        tables += [read_vllm_result(path, model=args.model, gpu=args.gpu, tp=args.tp,
+                                    dtype=args.dtype) for path in args.vllm_result]
+    if not tables:
+        raise ValueError("measurements is empty: give measurement files or --vllm-result")
+    return tables[0] if len(tables) == 1 else concat_measurements(*tables)
+
+
+def _cli_models(args):
+    models = {}
+    for item in args.model_config:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--model-config takes NAME=PATH, got {item!r}")
+        models[name] = ModelShape.from_hf_config(path, name=name)
+    return models
+
+
+def calibrate_cli_main(args, out=None) -> int:
+    """Run ``rooflinekit calibrate`` with parsed ``args``; print to ``out`` (stdout). Returns 0.
+
+    Bad input raises ``ValueError``/``TypeError``/``OSError`` for the caller to report.
+    """
+    import sys
+    out = sys.stdout if out is None else out
+    ds = _load_cli_measurements(args)
+    models = _cli_models(args)
+    phases = tuple(args.phase) if args.phase else PHASES
+    fit = tuple(args.fit) if args.fit else None
+    rk = {"allreduce": True} if args.allreduce else None
+    result = calibrate(ds, phases=phases, fit=fit, n_resamples=args.resamples,
+                       confidence=args.confidence, seed=args.seed, models=models,
+                       roofline_kwargs=rk, workload=args.workload)
+    cv = None
+    if args.cv != "none":
+        cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=args.folds,
+                            seed=args.seed, phases=phases, fit=fit, models=models,
+                            roofline_kwargs=rk, workload=args.workload)
+    if args.output:
+        save_calibration(result.calibration, args.output)
+    if args.json:
+        payload = {"calibration": result.calibration.to_dict(),
+                   "parameters": _to_jsonable(result.parameters),
+                   "errors": _to_jsonable(result.errors)}
+        if cv is not None:
+            payload["cross_validation"] = {"errors": _to_jsonable(cv.errors),
+                                           "folds": _to_jsonable(cv.folds)}
+        json.dump(payload, out, indent=1, default=_json_default)
+        out.write("\n")
+        return 0
+    out.write(f"rooflinekit calibrate: {ds.sizes[MEASUREMENT]} measurement(s)\n\n")
+    out.write(result.summary() + "\n")
+    if cv is not None:
+        out.write(f"\ncross-validation ({cv.folds.attrs['by']}):\n{cv.summary()}\n")
+    if args.output:
+        out.write(f"\ncalibration saved to {args.output}\n")
+    return 0
+
+
+def _to_jsonable(ds: xr.Dataset) -> dict:
+    def clean(values):
+        if isinstance(values, list):
+            return [clean(v) for v in values]
+        if isinstance(values, float) and math.isnan(values):
+            return None   # JSON has no NaN: "not measured" / "not fitted"
+        return values
+    return {"coords": {k: clean(v.values.tolist()) for k, v in ds.coords.items()},
+            "data_vars": {k: {"dims": list(v.dims), "data": clean(v.values.tolist()),
+                              "attrs": dict(v.attrs)} for k, v in ds.data_vars.items()},
+            "attrs": dict(ds.attrs)}
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return None if np.isnan(value) else float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return str(value)
