@@ -66,6 +66,16 @@ def _print_section(section, out) -> None:
         out.write(f"\n  note: {note}\n")
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def _cmd_guide(args, out) -> int:
     from . import guide
     sections = guide.build(args.section)
@@ -122,11 +132,115 @@ def _cmd_catalog(args, out) -> int:
     return 0
 
 
+def _resolve_model(text: str):
+    """A catalogue name, or a path to a Hugging Face config.json."""
+    from . import catalog
+    from .models import ModelShape
+    if text.endswith(".json") or os.path.sep in text:
+        if not os.path.exists(text):
+            raise ValueError(f"model config {text!r} does not exist")
+        return ModelShape.from_hf_config(text)
+    return catalog.model(text)
+
+
+def _cmd_capacity(args, out) -> int:
+    from . import catalog, memory, roofline, units
+    model = _resolve_model(args.model)
+    gpu = catalog.gpu(args.gpu)
+    tp, ctx, batch = args.tp, args.context, args.batch
+    budget = memory.usable_kv_bytes(model, gpu, tp=tp, reserve=args.reserve)
+    fits = budget > 0
+    options = {"allreduce": args.allreduce}
+    result = {
+        "model": model.name, "gpu": gpu.name, "tp": tp, "context_length": ctx,
+        "batch_size": batch, "prompt_tokens": args.prompt, "fits": fits,
+        "weight_gib": memory.weight_bytes(model) / units.GiB,
+        "kv_bytes_per_token": memory.kv_bytes_per_token(model),
+        "kv_budget_gib": budget / units.GiB,
+        "kv_budget_tokens": memory.kv_budget_tokens(model, gpu, tp=tp, reserve=args.reserve),
+        "max_concurrent_sequences": memory.max_concurrent_sequences(
+            model, gpu, ctx, tp=tp, reserve=args.reserve),
+        "ttft_ms": roofline.prefill_time(model, gpu, args.prompt, tp=tp, **options) / units.MS,
+        "itl_ms": roofline.decode_time_per_token(model, gpu, batch, ctx, tp=tp,
+                                                 **options) / units.MS,
+        "tokens_per_s": roofline.decode_throughput(model, gpu, batch, ctx, tp, **options),
+    }
+    result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
+    price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
+    result["usd_per_million_tokens"] = (
+        None if price is None else roofline.cost_per_million_tokens(
+            model, gpu, batch, ctx, tp, hourly_price=price, **options))
+    if batch > result["max_concurrent_sequences"]:
+        result["warning"] = (f"batch {batch} exceeds the {result['max_concurrent_sequences']} "
+                             f"sequences of {ctx:,} tokens that fit")
+    if args.json:
+        json.dump(result, out, indent=2)
+        out.write("\n")
+        return 0
+    out.write(f"{model.name} on {tp} × {gpu.name} ({model.attention}, "
+              f"{model.bytes_per_param:g} B/param)\n")
+    rows = [(k.replace("_", " "), "-" if v is None else v) for k, v in result.items()
+            if k not in ("model", "gpu")]
+    _print_table(("quantity", "value"), rows, out)
+    return 0
+
+
+def _cmd_price(args, out) -> int:
+    from . import pricing
+    payg = pricing.PayAsYouGo(args.input, args.output)
+    rows = []
+    provisioned = None
+    if args.provisioned_monthly is not None:
+        if args.provisioned_capacity is None:
+            raise ValueError("--provisioned-capacity is required with --provisioned-monthly")
+        provisioned = pricing.Provisioned(args.provisioned_monthly, args.provisioned_capacity,
+                                          name="provisioned")
+    hosted = None
+    if args.gpus is not None:
+        hosted = pricing.SelfHosted(args.gpus, args.gpu_hourly, args.engineering,
+                                    capacity_tokens=args.self_hosted_capacity)
+    result = []
+    for f in args.output_fraction:
+        row = {"output_fraction": f, "blended_per_mtok": pricing.blended_price(payg, f)}
+        if provisioned is not None:
+            be = pricing.break_even(provisioned, payg, f)
+            row["break_even_tokens"] = be.tokens
+            row["break_even_utilization"] = be.utilization
+        if args.volume is not None:
+            options = [payg] + [o for o in (provisioned, hosted) if o is not None]
+            choice = pricing.cheapest_option(args.volume, options, f)
+            row["cheapest"] = choice.option.name if choice.option is not None else None
+            row["cheapest_monthly_usd"] = choice.cost
+            if choice.option is None:
+                row["reason"] = choice.reason
+        result.append(row)
+    if args.json:
+        json.dump(result, out, indent=2, default=float)
+        out.write("\n")
+        return 0
+    columns = tuple(result[0])
+    rows = [tuple(r.get(c, "-") for c in columns) for r in result]
+    _print_table(tuple(c.replace("_", " ") for c in columns), rows, out)
+    return 0
+
+
+def _cmd_calibrate(args, out) -> int:
+    from . import calibrate
+    return calibrate.calibrate_cli_main(args, out)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the usage is one ``--help`` away)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rooflinekit",
         description="Capacity, latency and cost planning for serving large language models.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     p = sub.add_parser("guide", help="reproduce the guide's figures and tables",
                        description="Print the serving-capacity guide's figures, recomputed live, "
@@ -146,6 +260,58 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="only these entries (case-insensitive)")
     p.add_argument("--json", action="store_true", help="emit JSON instead of text")
     p.set_defaults(func=_cmd_catalog)
+
+    p = sub.add_parser(
+        "capacity", help="a model on a GPU group: fit, KV budget, concurrency, TTFT/ITL, cost",
+        description="Capacity of one model on one tensor-parallel GPU group.",
+        epilog="examples:\n  rooflinekit capacity llama-3.1-70b h100 --tp 4 --context 8192 "
+               "--batch 32\n  rooflinekit capacity path/to/config.json l40s --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="catalogue model name or path to a Hugging Face config.json")
+    p.add_argument("gpu", help="catalogue GPU name")
+    p.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel degree (1)")
+    p.add_argument("--context", type=_positive_int, default=8192,
+                   help="tokens per sequence (8192)")
+    p.add_argument("--batch", type=_positive_int, default=1, help="decode batch size (1)")
+    p.add_argument("--prompt", type=_positive_int, default=1024,
+                   help="prompt tokens for TTFT (1024)")
+    p.add_argument("--reserve", type=float, default=0.10, help="working-space share (0.10)")
+    p.add_argument("--gpu-hourly", type=float, help="USD per GPU-hour (default: catalogue)")
+    p.add_argument("--allreduce", action="store_true", help="charge the TP all-reduce")
+    p.add_argument("--json", action="store_true", help="emit JSON instead of text")
+    p.set_defaults(func=_cmd_capacity)
+
+    p = sub.add_parser(
+        "price", help="blended price, break-even and the cheapest option",
+        description="Pay-as-you-go vs provisioned vs self-hosted at one or more output mixes.",
+        epilog="examples:\n  rooflinekit price --input 3 --output 12 --provisioned-monthly 12000 "
+               "--provisioned-capacity 4e9 --output-fraction 0.1 0.5\n"
+               "  rooflinekit price --input 3 --output 12 --gpus 8 --gpu-hourly 3 "
+               "--engineering 25000 --self-hosted-capacity 2e10 --volume 1.5e10",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--input", type=float, required=True, help="USD per 1M input tokens")
+    p.add_argument("--output", type=float, required=True, help="USD per 1M output tokens")
+    p.add_argument("--output-fraction", type=float, nargs="+", required=True,
+                   help="share of tokens that are output, in [0, 1] (one or more)")
+    p.add_argument("--provisioned-monthly", type=float, help="USD per month of the commitment")
+    p.add_argument("--provisioned-capacity", type=float, help="tokens per month it serves")
+    p.add_argument("--gpus", type=_positive_int, help="self-hosted GPUs")
+    p.add_argument("--gpu-hourly", type=float, default=3.0, help="USD per GPU-hour (3)")
+    p.add_argument("--engineering", type=float, default=0.0, help="USD per month of engineering")
+    p.add_argument("--self-hosted-capacity", type=float, help="tokens per month self-hosting serves")
+    p.add_argument("--volume", type=float, help="tokens per month: pick the cheapest option")
+    p.add_argument("--json", action="store_true", help="emit JSON instead of text")
+    p.set_defaults(func=_cmd_price)
+
+    from .calibrate import add_calibrate_arguments
+    p = sub.add_parser(
+        "calibrate", help="fit efficiency factors to measured runs",
+        description="Fit compute/bandwidth efficiency and per-step overhead to measurements.",
+        epilog="examples:\n  rooflinekit calibrate runs.csv --cv kfold\n"
+               "  rooflinekit calibrate --vllm-result result.json --model llama-3.1-8b --gpu h100",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_calibrate_arguments(p)
+    p.set_defaults(func=_cmd_calibrate)
     return parser
 
 

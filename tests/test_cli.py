@@ -1,0 +1,89 @@
+"""The command line: each command's output, --json, and one-line errors for bad input."""
+
+import json
+
+import pytest
+
+from rooflinekit import cli
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_capacity_text_and_json(capsys):
+    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--context", "8192")
+    assert code == 0 and "max concurrent sequences" in out and "183" in out
+    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--json")
+    data = json.loads(out)
+    assert data["max_concurrent_sequences"] == 183
+    # guide §4.1: (weights + B·KV) / bandwidth, batch 1 at 8,192 tokens over 8 GPUs
+    assert data["itl_ms"] == pytest.approx((140e9 + 327_680 * 8192) / (8 * 3.35e12) * 1e3)
+    assert data["usd_per_million_tokens"] is not None                     # lab GPU is $3/h
+
+
+def test_capacity_reads_a_config_json(capsys, tmp_path):
+    cfg = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "hidden_size": 256, "intermediate_size": 512, "vocab_size": 1000,
+           "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, out, _ = run(capsys, "capacity", str(path), "h100", "--json")
+    assert code == 0 and json.loads(out)["kv_bytes_per_token"] == 2 * 2 * 2 * 64 * 2
+
+
+def test_capacity_warns_when_batch_does_not_fit(capsys):
+    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--batch", "500",
+                       "--json")
+    assert "warning" in json.loads(out)
+
+
+def test_price_break_even_and_cheapest(capsys):
+    code, out, _ = run(capsys, "price", "--input", "3", "--output", "12",
+                       "--provisioned-monthly", "12000", "--provisioned-capacity", "4e9",
+                       "--output-fraction", "0.1", "0.5", "--volume", "3e9", "--json")
+    rows = json.loads(out)
+    assert code == 0
+    assert rows[0]["break_even_utilization"] == pytest.approx(0.7692, abs=1e-4)   # guide §6.3
+    assert rows[1]["break_even_utilization"] == pytest.approx(0.40)
+    assert rows[0]["cheapest"] == "pay-as-you-go" and rows[1]["cheapest"] == "provisioned"
+
+
+def test_catalog_lists_sources(capsys):
+    code, out, _ = run(capsys, "catalog", "gpus", "--json")
+    gpus = json.loads(out)
+    assert code == 0 and len(gpus) >= 12 and all(g["source"] for g in gpus)
+    code, out, _ = run(capsys, "catalog", "models", "deepseek-v3")
+    assert code == 0 and "MLA" in out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["capacity", "no-such-model", "h100"], "unknown model"),
+    (["capacity", "guide-70b", "no-such-gpu"], "unknown GPU"),
+    (["capacity", "missing/config.json", "h100"], "does not exist"),
+    (["price", "--input", "-3", "--output", "12", "--output-fraction", "0.1"], "input"),
+    (["price", "--input", "3", "--output", "12", "--output-fraction", "1.5"], "output_fraction"),
+    (["catalog", "models", "nope"], "unknown model"),
+])
+def test_bad_input_is_one_line(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["capacity", "guide-70b", "lab", "--tp", "0"], ["nope"], []])
+def test_usage_errors_are_one_line(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error" in err
+
+
+def test_help_has_examples(capsys):
+    for command in ("guide", "capacity", "price", "catalog", "calibrate"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        assert "example" in capsys.readouterr().out
