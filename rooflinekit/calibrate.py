@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import itertools
 import functools
 import json
 import math
@@ -839,10 +840,11 @@ def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, conf
         return _PhaseFit(dict(_IDEAL), {p: False for p in PARAMETERS},
                          {p: _IDEAL[p] for p in PARAMETERS}, {p: _IDEAL[p] for p in PARAMETERS},
                          fitted=False)
-    # starts: the ideal machine, a typical serving engine, and a slow one
-    guesses = {"compute_efficiency": (1.0, 0.6, 0.3), "bandwidth_efficiency": (1.0, 0.7, 0.4),
-               "step_overhead": (0.0, 1.0, 5.0)}
-    starts = [[guesses[p][k] for p in free] for k in range(3)]
+    # max(compute, memory) makes the objective kinked: which side binds can flip between
+    # starts, so start from a small grid of machines, from ideal to slow on each side
+    guesses = {"compute_efficiency": (1.0, 0.5, 0.2), "bandwidth_efficiency": (1.0, 0.5),
+               "step_overhead": (0.0, 2.0)}
+    starts = [list(x) for x in itertools.product(*(guesses[p] for p in free))]
     res, params = _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts)
     values = params(res.x)
     base = groups.predict(phase, values, rows)[rows]

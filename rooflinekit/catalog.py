@@ -11,7 +11,6 @@ that a whole catalogue broadcasts through the formulas as one dimension.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import functools
 import math
@@ -27,7 +26,8 @@ from . import dims, units
 from .hardware import GPU
 from .models import ModelShape
 
-__all__ = ["gpu", "model", "gpus", "models", "to_dataset", "gpu_names", "model_names"]
+__all__ = ["gpu", "model", "gpus", "models", "to_dataset", "spec_fields", "gpu_names",
+           "model_names"]
 
 
 def _key(name: str) -> str:
@@ -166,6 +166,7 @@ _MODEL_VARS = {
     "n_heads": ("1", "query heads"),
     "n_kv_heads": ("1", "key/value heads"),
     "head_dim": ("1", "head dimension"),
+    "attention_width": ("1", "width per head attention FLOPs run at (MLA: latent width)"),
     "hidden_size": ("1", "hidden size"),
     "n_params": ("1", "total parameters"),
     "n_active_params": ("1", "parameters active per token"),
@@ -200,6 +201,30 @@ def _value(spec, field):
     return value
 
 
+def spec_fields(specs: Iterable[ModelShape | GPU]) -> tuple[list[str], dict[str, np.ndarray]]:
+    """Names and numeric fields of spec objects as 1-D arrays, without building a Dataset.
+
+    The same fields :func:`to_dataset` holds (for GPUs also ``peak_flops_<dtype>`` for every
+    format any of them lists); absent optional values are ``inf`` (no sliding window) or ``NaN``
+    (unknown price or link). A Dataset costs about a millisecond to build; sweeps over small
+    grids use this instead.
+    """
+    specs = list(specs)
+    if not specs:
+        raise ValueError("specs must hold at least one ModelShape or GPU")
+    if all(isinstance(s, ModelShape) for s in specs):
+        table = _MODEL_VARS
+    elif all(isinstance(s, GPU) for s in specs):
+        table = _GPU_VARS
+    else:
+        raise TypeError("specs must be all ModelShape or all GPU objects")
+    fields = {f: np.array([_value(s, f) for s in specs]) for f in table}
+    if table is _GPU_VARS:
+        for dt in sorted({k for s in specs for k in s.peak_flops_by_dtype}):
+            fields[f"peak_flops_{dt}"] = np.array([s.flops_for(dt) for s in specs])
+    return [s.name for s in specs], fields
+
+
 def to_dataset(specs: Iterable[ModelShape | GPU]) -> xr.Dataset:
     """Stack spec objects (all ``ModelShape`` or all ``GPU``) into a Dataset over their dimension.
 
@@ -208,30 +233,16 @@ def to_dataset(specs: Iterable[ModelShape | GPU]) -> xr.Dataset:
     Dataset and a GPU Dataset combine without clashing.
     """
     specs = list(specs)
-    if not specs:
-        raise ValueError("specs must hold at least one ModelShape or GPU")
-    if all(isinstance(s, ModelShape) for s in specs):
-        dim, table = dims.MODEL, _MODEL_VARS
-        extra = {"attention": [s.attention for s in specs]}
-    elif all(isinstance(s, GPU) for s in specs):
-        dim, table = dims.GPU, _GPU_VARS
-        dtypes = sorted({k for s in specs for k in s.peak_flops_by_dtype})
-        extra = {}
-    else:
-        raise TypeError("specs must be all ModelShape or all GPU objects")
-    names = [s.name for s in specs]
+    names, fields = spec_fields(specs)
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate names in specs: {names}")
-    data_vars = {
-        field: xr.DataArray(np.array([_value(s, field) for s in specs]), dims=(dim,),
-                            attrs={"units": u, "long_name": ln})
-        for field, (u, ln) in table.items()
-    }
-    if dim == dims.GPU:
-        for dt in dtypes:
-            data_vars[f"peak_flops_{dt}"] = xr.DataArray(
-                np.array([s.flops_for(dt) for s in specs]), dims=(dim,),
-                attrs={"units": "FLOP/s", "long_name": f"dense peak FLOP/s, {dt}"})
+    is_model = isinstance(specs[0], ModelShape)
+    dim, table = (dims.MODEL, _MODEL_VARS) if is_model else (dims.GPU, _GPU_VARS)
+    extra = {"attention": [s.attention for s in specs]} if is_model else {}
+    data_vars = {}
+    for field, values in fields.items():
+        u, ln = table.get(field) or ("FLOP/s", f"dense peak FLOP/s, {field[len('peak_flops_'):]}")
+        data_vars[field] = xr.DataArray(values, dims=(dim,), attrs={"units": u, "long_name": ln})
     coords = {dim: names, f"{dim}_source": (dim, [s.source for s in specs])}
     coords.update({k: (dim, v) for k, v in extra.items()})
     return xr.Dataset(data_vars, coords=coords)

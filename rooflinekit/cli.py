@@ -225,8 +225,74 @@ def _cmd_price(args, out) -> int:
 
 
 def _cmd_calibrate(args, out) -> int:
-    from . import calibrate
-    return calibrate.calibrate_cli_main(args, out)
+    from .calibrate import calibrate_cli_main
+    return calibrate_cli_main(args, out)
+
+
+def _cmd_sweep(args, out) -> int:
+    from .sweep import sweep_cli_main
+    return sweep_cli_main(args, out)
+
+
+_DISTRIBUTIONS = ("constant", "uniform", "geometric", "lognormal", "short-and-long")
+
+
+def _distribution(kind: str, mean: float, spread: float):
+    from . import workloads
+    if kind == "constant":
+        return workloads.Constant(int(round(mean)))
+    if kind == "uniform":
+        low = max(1, int(round(mean - spread)))
+        return workloads.Uniform(low, int(round(mean + spread)))
+    if kind == "geometric":
+        return workloads.Geometric(mean)
+    if kind == "lognormal":
+        return workloads.LogNormal(mean, spread)
+    return workloads.short_and_long()
+
+
+def _cmd_simulate(args, out) -> int:
+    import numpy as np
+
+    from . import batching, workloads
+    if args.workload == "guide":
+        work = workloads.guide_workload()
+    else:
+        arrival = {"all": workloads.AllAtOnce(),
+                   "interval": workloads.FixedInterval(args.interval or 1.0),
+                   "poisson": workloads.Poisson(args.rate or 1.0)}[args.arrival]
+        spec = workloads.WorkloadSpec(
+            args.requests, output=_distribution(args.workload, args.output_mean, args.spread),
+            prompt=workloads.Constant(args.prompt), arrival=arrival)
+        work = workloads.Workload(*spec.draw(np.random.default_rng(args.seed)))
+    timing = {}
+    if args.model or args.gpu:
+        if not (args.model and args.gpu):
+            raise ValueError("--model and --gpu go together (roofline timing)")
+        timing = {"model": _resolve_model(args.model), "gpu": args.gpu, "tp": args.tp}
+    static = batching.StaticBatcher(batch_size=args.static_batch, **timing)
+    cont = batching.ContinuousBatcher(
+        max_num_seqs=args.slots, kv_budget_tokens=args.kv_budget, admission=args.admission,
+        block_size=args.block_size, max_num_batched_tokens=args.max_batched_tokens, **timing)
+    results = {"static": static.run(work), "continuous": cont.run(work)}
+    keys = ("makespan", "throughput", "mean_latency", "mean_service_latency", "p50_latency",
+            "p90_latency", "p99_latency", "mean_ttft", "mean_itl", "slot_utilization",
+            "padding_slot_steps", "peak_kv_tokens", "n_completed", "n_rejected",
+            "n_preemptions")
+    table = {name: {k: float(ds[k]) for k in keys if k in ds} for name, ds in results.items()}
+    unit = results["continuous"].attrs.get("time_units", "tick")
+    if args.json:
+        json.dump({"time_units": unit, "requests": int(results["static"].sizes["request"]),
+                   **table}, out, indent=2)
+        out.write("\n")
+        return 0
+    unit_name = "ticks" if unit == "tick" else "seconds"
+    out.write(f"{results['static'].sizes['request']} requests; times in {unit_name}; static batches "
+              f"of {args.static_batch}, continuous with {args.slots or 'unlimited'} slots\n")
+    rows = [(k.replace("_", " "), table["static"].get(k, "-"), table["continuous"].get(k, "-"))
+            for k in keys]
+    _print_table(("metric", "static", "continuous"), rows, out)
+    return 0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -303,6 +369,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="emit JSON instead of text")
     p.set_defaults(func=_cmd_price)
 
+    p = sub.add_parser(
+        "simulate", help="a workload through static and continuous batching",
+        description="Simulate static and continuous batching on one workload and compare them.",
+        epilog="examples:\n  rooflinekit simulate                       the guide's 24-request "
+               "workload\n  rooflinekit simulate --workload lognormal --requests 500 "
+               "--spread 1.5 --slots 32\n  rooflinekit simulate --workload lognormal "
+               "--model llama-3.1-8b --gpu h100 --admission paged --kv-budget 200000",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workload", choices=("guide", *_DISTRIBUTIONS), default="guide",
+                   help="the guide's reconstructed workload, or output lengths drawn from a "
+                        "distribution (default guide)")
+    p.add_argument("--requests", type=_positive_int, default=256, help="requests drawn (256)")
+    p.add_argument("--output-mean", type=float, default=100.0, help="mean output tokens (100)")
+    p.add_argument("--spread", type=float, default=1.0,
+                   help="lognormal sigma, or uniform half-width (1.0)")
+    p.add_argument("--prompt", type=int, default=0, help="prompt tokens per request (0)")
+    p.add_argument("--arrival", choices=("all", "interval", "poisson"), default="all")
+    p.add_argument("--interval", type=float, help="ticks/seconds between arrivals")
+    p.add_argument("--rate", type=float, help="Poisson arrivals per tick/second")
+    p.add_argument("--seed", type=int, default=0, help="random seed (0)")
+    p.add_argument("--static-batch", type=_positive_int, default=8, help="static batch size (8)")
+    p.add_argument("--slots", type=_positive_int, default=16, help="max_num_seqs (16)")
+    p.add_argument("--kv-budget", type=_positive_int, help="KV budget in tokens")
+    p.add_argument("--admission", choices=("reserve", "paged"), default="reserve")
+    p.add_argument("--block-size", type=_positive_int, default=16, help="paged block size (16)")
+    p.add_argument("--max-batched-tokens", type=_positive_int,
+                   help="chunked prefill: tokens per step")
+    p.add_argument("--model", help="time steps with the roofline of this model (with --gpu)")
+    p.add_argument("--gpu", help="GPU for roofline timing")
+    p.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel degree (1)")
+    p.add_argument("--json", action="store_true", help="emit JSON instead of text")
+    p.set_defaults(func=_cmd_simulate)
+
+    from .sweep import add_sweep_arguments
+    p = sub.add_parser(
+        "sweep", help="every derived quantity over a design space",
+        description="Sweep models × GPUs × tp × context × batch; report the best, the cheapest "
+                    "under TTFT/ITL targets, or the cost-vs-ITL front; optionally write the "
+                    "whole grid to .nc/.zarr.",
+        epilog="examples:\n  rooflinekit sweep --models all --gpus h100 h200 mi300x --report best\n"
+               "  rooflinekit sweep --models llama-3.1-70b --gpus all --report cheapest "
+               "--max-ttft 0.5 --max-itl 0.05\n  rooflinekit sweep --models all --gpus all "
+               "--chunks auto --output grid.nc",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_sweep_arguments(p)
+    p.set_defaults(func=_cmd_sweep)
+
     from .calibrate import add_calibrate_arguments
     p = sub.add_parser(
         "calibrate", help="fit efficiency factors to measured runs",
@@ -325,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         # the reader (e.g. `| head`) went away: not an error of ours
         sys.stdout = open(os.devnull, "w")
         return 0
-    except (ValueError, TypeError, KeyError, OSError) as exc:
+    except (ValueError, TypeError, KeyError, OSError, ImportError) as exc:
         sys.stderr.write(f"rooflinekit {args.command}: error: {exc}\n")
         return 2
 

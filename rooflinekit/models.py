@@ -194,6 +194,13 @@ class ModelShape:
         return f"GQA-{self.n_kv_heads}"
 
     @property
+    def attention_width(self) -> int:
+        """Width per head that attention FLOPs run at: ``head_dim``, or the MLA latent width."""
+        if self.kv_lora_rank is not None:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return self.head_dim
+
+    @property
     def is_moe(self) -> bool:
         """True for mixture-of-experts models."""
         return self.n_experts > 1

@@ -62,6 +62,8 @@ def _peak_flops(gpu, compute_dtype=None):
     if isinstance(gpu, xr.Dataset):
         name = f"peak_flops_{key}"
         return gpu[name] if name in gpu else gpu["peak_flops"]
+    if not isinstance(gpu, GPU):       # an array spec: peak_flops_<dtype> fields, as a Dataset
+        return getattr(gpu, f"peak_flops_{key}", spec_value(gpu, "peak_flops"))
     return gpu.flops_for(key)
 
 

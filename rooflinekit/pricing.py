@@ -14,7 +14,7 @@ Formulas: :func:`blended_price` ``c_in(1−f) + c_out·f``, :func:`break_even` (
 utilisation, §6.3), :func:`unit_cost` and :func:`crossover_volume` (§6.5),
 :func:`provisioned_savings` and :func:`provisioned_unit_cost` (break-even surfaces over volume and
 utilisation), :func:`capacity_price` (what a token of dedicated capacity costs, used or not),
-and :func:`cheapest_option`, which removes options a :class:`Workload` may not use *before* comparing
+and :func:`cheapest_option`, which removes options a :class:`Compliance` may not use *before* comparing
 cost (§7) and sends exact ties to pay-as-you-go.
 
 Units. Prices at the interface are USD per 1M tokens (``*_per_mtok``), the way price lists quote
@@ -55,7 +55,7 @@ from ._validation import (as_numeric, check_fraction, check_integer, check_nonne
                           check_positive, check_range)
 
 __all__ = [
-    "PayAsYouGo", "Provisioned", "SelfHosted", "Workload", "Choice", "BreakEven",
+    "PayAsYouGo", "Provisioned", "SelfHosted", "Compliance", "Choice", "BreakEven",
     "NoAdmissibleOptionError", "CLASSIFICATIONS",
     "blended_price", "break_even", "unit_cost", "crossover_volume", "provisioned_savings",
     "provisioned_unit_cost", "capacity_price", "admissibility", "cheapest_option",
@@ -67,7 +67,7 @@ USD_PER_MONTH = "USD/month"
 TOKENS_PER_MONTH = "tokens/month"
 
 #: Data classifications, least to most sensitive. By default only ``"restricted"`` data may not be
-#: processed by a third party (§7); a :class:`Workload` can override that either way.
+#: processed by a third party (§7); a :class:`Compliance` can override that either way.
 CLASSIFICATIONS: tuple[str, ...] = ("public", "internal", "confidential", "restricted")
 _THIRD_PARTY_ALLOWED = MappingProxyType(
     {"public": True, "internal": True, "confidential": True, "restricted": False})
@@ -966,7 +966,7 @@ def capacity_price(option, output_fraction):
 
 # -- admissibility and choice (§7) ----------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class Workload:
+class Compliance:
     """What a workload's data allows: the gates applied before any cost comparison (guide §7).
 
     Parameters
@@ -1017,14 +1017,14 @@ class Workload:
         return _THIRD_PARTY_ALLOWED[self.classification]
 
 
-def admissibility(option, workload: Workload) -> str | None:
+def admissibility(option, workload: Compliance) -> str | None:
     """Why ``option`` may not serve ``workload``, or ``None`` when it may (guide §7).
 
     Parameters
     ----------
     option : PayAsYouGo, Provisioned or SelfHosted
         A capacity option with its ``region`` and ``third_party`` attributes.
-    workload : Workload
+    workload : Compliance
         The workload's classification and allowed regions.
 
     Returns
@@ -1033,7 +1033,7 @@ def admissibility(option, workload: Workload) -> str | None:
         A sentence naming the failed gate (third-party processing, residency), or ``None``.
     """
     _expect("option", option, _OPTION_TYPES)
-    _expect("workload", workload, Workload)
+    _expect("workload", workload, Compliance)
     if option.third_party and not workload.allows_third_party:
         return (f"{option.name!r} has a third party process the data, which "
                 f"{workload.classification} data of {workload.name!r} does not allow")
@@ -1052,13 +1052,13 @@ class NoAdmissibleOptionError(ValueError):
 
     Attributes
     ----------
-    workload : Workload
+    workload : Compliance
         The workload that was refused.
     excluded : dict
         Option name -> the reason it is not admissible.
     """
 
-    def __init__(self, workload: Workload, excluded: Mapping[str, str]):
+    def __init__(self, workload: Compliance, excluded: Mapping[str, str]):
         self.workload = workload
         self.excluded = dict(excluded)
         reasons = "; ".join(self.excluded.values())
@@ -1107,7 +1107,7 @@ def cheapest_option(monthly_tokens, options, output_fraction, *, workload=None, 
         Candidates, with unique names.
     output_fraction : float or array_like
         Share of billed tokens that are output tokens [1], in [0, 1]. Required.
-    workload : Workload, optional
+    workload : Compliance, optional
         The data's classification and allowed regions; default an ``"internal"`` workload with no
         residency restriction.
     tie_rtol : float
@@ -1150,8 +1150,8 @@ def cheapest_option(monthly_tokens, options, output_fraction, *, workload=None, 
     names = [o.name for o in options]
     if len(set(names)) != len(names):
         raise ValueError(f"options must have unique names; got {names}")
-    workload = Workload() if workload is None else workload
-    _expect("workload", workload, Workload)
+    workload = Compliance() if workload is None else workload
+    _expect("workload", workload, Compliance)
 
     excluded = {o.name: r for o in options if (r := admissibility(o, workload)) is not None}
     admissible = [o for o in options if o.name not in excluded]

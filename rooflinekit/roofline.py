@@ -231,8 +231,8 @@ _prefill_pairs = _elementwise(prefill_context_tokens_kernel)
 # Inputs: specs, options and broadcasting by dimension name.
 # ------------------------------------------------------------------------------------------------
 
-_MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "hidden_size", "n_params", "n_active_params",
-                 "n_experts", "n_experts_per_token", "bytes_per_param", "kv_bytes_per_element",
+_MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
+                 "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param", "kv_bytes_per_element",
                  "kv_bytes_per_token", "kv_bytes_per_token_per_layer", "n_full_layers",
                  "sliding_window")
 _GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
@@ -240,24 +240,20 @@ _GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interco
 
 
 def _model_fields(model) -> dict:
-    """The model's fields as floats (object) or DataArrays over ``model`` (Dataset)."""
+    """The model's fields as floats (object), DataArrays over ``model`` (Dataset) or arrays."""
     if isinstance(model, ModelShape):
         out = {k: float(getattr(model, k)) for k in _MODEL_FIELDS if k != "sliding_window"}
         out["sliding_window"] = math.inf if model.sliding_window is None else \
             float(model.sliding_window)
-        out["attention_width"] = float(model.head_dim if model.kv_lora_rank is None
-                                       else model.kv_lora_rank + model.qk_rope_head_dim)
     elif isinstance(model, xr.Dataset):
         missing = [k for k in _MODEL_FIELDS if k not in model]
         if missing:
             raise TypeError(f"model Dataset lacks {', '.join(missing)}; build it with "
                             f"rooflinekit.catalog.models(as_dataset=True)")
         out = {k: model[k].astype(float) for k in _MODEL_FIELDS}
-        width = out["head_dim"]
-        if "attention" in model.coords:
-            latent = out["kv_bytes_per_token_per_layer"] / out["kv_bytes_per_element"]
-            width = xr.where(model["attention"] == "MLA", latent, width)
-        out["attention_width"] = width
+    elif all(hasattr(model, k) for k in _MODEL_FIELDS):
+        # an array spec (rooflinekit.sweep): the fields as numbers or broadcastable ndarrays
+        out = {k: np.asarray(getattr(model, k), dtype=float) for k in _MODEL_FIELDS}
     else:
         raise TypeError(f"model must be a ModelShape or a catalogue Dataset "
                         f"(catalog.models(as_dataset=True)), got {type(model).__name__}")
@@ -282,6 +278,9 @@ def _gpu_fields(gpu, compute_dtype) -> dict:
             raise TypeError(f"gpu Dataset lacks {', '.join(missing)}; build it with "
                             f"rooflinekit.catalog.gpus(as_dataset=True)")
         out = {k: gpu[k].astype(float) for k in _GPU_FIELDS}
+    elif all(hasattr(gpu, k) for k in _GPU_FIELDS):
+        # an array spec (rooflinekit.sweep): the fields as numbers or broadcastable ndarrays
+        out = {k: np.asarray(getattr(gpu, k), dtype=float) for k in _GPU_FIELDS}
     else:
         raise TypeError(f"gpu must be a GPU or a catalogue Dataset "
                         f"(catalog.gpus(as_dataset=True)), got {type(gpu).__name__}")

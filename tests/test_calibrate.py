@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rooflinekit import GPU, ModelShape, catalog, units
@@ -282,6 +282,7 @@ def test_exact_data_recovered_exactly():
 
 @settings(max_examples=4, deadline=None)
 @given(st.floats(0.2, 1.0), st.floats(0.2, 1.0), st.floats(0.0, 5e-3))
+@example(0.25, 1.0, 0.00390625)    # once stuck in a local minimum with three starting points
 def test_fit_never_worse_than_ideal(c, b, o):
     """For data the roofline can express, calibration fits them (MAPE ~0 ≤ ideal MAPE)."""
     model, gpu = catalog.model("mistral-7b"), catalog.gpu("a100")

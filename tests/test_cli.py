@@ -83,7 +83,39 @@ def test_usage_errors_are_one_line(capsys, argv):
 
 
 def test_help_has_examples(capsys):
-    for command in ("guide", "capacity", "price", "catalog", "calibrate"):
+    for command in ("guide", "capacity", "price", "catalog", "calibrate", "simulate", "sweep"):
         with pytest.raises(SystemExit):
             cli.main([command, "--help"])
         assert "example" in capsys.readouterr().out
+
+
+def test_simulate_guide_workload(capsys):
+    code, out, _ = run(capsys, "simulate", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["requests"] == 24
+    # guide/NOTES: 1,220 vs 440 ticks, service latency 336.67 vs 67.5
+    assert data["static"]["makespan"] == 1220 and data["continuous"]["makespan"] == 440
+    assert data["static"]["mean_service_latency"] == pytest.approx(336.67, abs=0.005)
+    assert data["continuous"]["mean_service_latency"] == 67.5
+
+
+def test_simulate_roofline_timed(capsys):
+    code, out, _ = run(capsys, "simulate", "--workload", "lognormal", "--requests", "50",
+                       "--prompt", "100", "--model", "llama-3.1-8b", "--gpu", "h100", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["time_units"] == "s"
+    assert data["continuous"]["makespan"] < data["static"]["makespan"]
+    assert data["static"]["n_completed"] == 50
+
+
+def test_sweep_best(capsys):
+    code, out, _ = run(capsys, "sweep", "--models", "guide-70b", "--gpus", "guide-lab-80GB",
+                       "--report", "best", "--no-progress", "--json")
+    assert code == 0 and json.loads(out)
+
+
+def test_simulate_and_sweep_errors(capsys):
+    code, _, err = run(capsys, "simulate", "--model", "llama-3.1-8b")
+    assert code == 2 and "--gpu" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "sweep", "--models", "nope", "--no-progress")
+    assert code == 2 and "unknown model" in err

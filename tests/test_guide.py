@@ -37,6 +37,22 @@ def test_roofline_figures(sections):
     assert _fig(s, "per-token cost fall, batch 1 -> 128, 2,390").ours == pytest.approx(75, abs=0.5)
 
 
+def test_batching_figures(sections):
+    s = sections["batching"]
+    # guide §4.3 / NOTES: 1,220 and 440 ticks; 336.67 and 67.5 ticks of service latency
+    assert _fig(s, "static batching makespan").ours == 1220
+    assert _fig(s, "continuous batching makespan").ours == 440
+    assert _fig(s, "mean latency, static").ours == pytest.approx(336.67, abs=0.005)
+    assert _fig(s, "mean latency, continuous").ours == 67.5
+    assert "911.67" in _fig(s, "mean latency, static").note        # from arrival, named
+    assert _fig(s, "peak KV, budgeting the final").ours <= 1000
+    assert _fig(s, "peak KV, budgeting only the prompt").ours > 1000
+    assert _fig(s, "a request longer").ours == "rejected"
+    assert all(f.agrees for f in s.figures)
+    ratios = [row[2] for row in s.tables[0].rows]     # latency ratio grows with spread
+    assert ratios == sorted(ratios) and ratios[-1] > 3
+
+
 def test_pricing_figures(sections):
     s = sections["pricing"]
     assert all(f.agrees for f in s.figures)

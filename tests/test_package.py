@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 
 import rooflinekit
 from rooflinekit import cli

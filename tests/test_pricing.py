@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rooflinekit import catalog
 from rooflinekit.pricing import (CLASSIFICATIONS, BreakEven, Choice, NoAdmissibleOptionError,
-                                 PayAsYouGo, Provisioned, SelfHosted, Workload, admissibility,
+                                 PayAsYouGo, Provisioned, SelfHosted, Compliance, admissibility,
                                  blended_price, break_even, capacity_price, cheapest_option,
                                  crossover_volume, gpu_hourly_price, load_prices, payg_price,
                                  provisioned_example, provisioned_savings, provisioned_unit_cost,
@@ -371,7 +371,7 @@ def test_cheapest_option_restricted_workload_takes_self_hosting():
     payg = PayAsYouGo(3.0, 12.0, region="eu")
     prov = Provisioned(12_000.0, 4e9, region="eu")
     sh = SelfHosted(8, 3.0, 25_000.0, region="eu")
-    restricted = Workload("restricted", allowed_regions=["EU"], name="credit decisions")
+    restricted = Compliance("restricted", allowed_regions=["EU"], name="credit decisions")
     choice = cheapest_option(1e9, [payg, prov, sh], 0.1, workload=restricted)
     assert choice.option is sh
     assert choice.cost == pytest.approx(42_520.0)
@@ -387,7 +387,7 @@ def test_cheapest_option_residency_gate():
     us = PayAsYouGo(1.0, 2.0, name="us-api", region="us")
     eu = PayAsYouGo(3.0, 12.0, name="eu-api", region="eu")
     unknown = PayAsYouGo(0.5, 1.0, name="somewhere")
-    wl = Workload("confidential", allowed_regions=("eu",))
+    wl = Compliance("confidential", allowed_regions=("eu",))
     choice = cheapest_option(1e9, [us, eu, unknown], 0.1, workload=wl)
     assert choice.name == "eu-api"
     assert "us" in choice.excluded["us-api"] and "does not state" in choice.excluded["somewhere"]
@@ -396,7 +396,7 @@ def test_cheapest_option_residency_gate():
 def test_cheapest_option_none_admissible_says_so():
     payg = PayAsYouGo(3.0, 12.0, region="us")
     prov = Provisioned(12_000.0, 4e9, region="us")
-    wl = Workload("restricted", name="payments")
+    wl = Compliance("restricted", name="payments")
     with pytest.raises(NoAdmissibleOptionError, match="no admissible option for 'payments'") as e:
         cheapest_option(1e9, [payg, prov], 0.1, workload=wl)
     assert isinstance(e.value, ValueError)
@@ -405,7 +405,7 @@ def test_cheapest_option_none_admissible_says_so():
 
 def test_cheapest_option_over_capacity_gives_none():
     sh = SelfHosted(8, 3.0, 25_000.0, capacity_tokens=2e9, region="ch")
-    wl = Workload("restricted", allowed_regions=["ch"])
+    wl = Compliance("restricted", allowed_regions=["ch"])
     choice = cheapest_option(3e9, [sh, PayAsYouGo(3.0, 12.0)], 0.1, workload=wl)
     assert choice.option is None and choice.name is None and choice.cost == math.inf
     assert "capacity" in choice.reason
@@ -434,14 +434,14 @@ def test_cheapest_option_scalar_result_types(guide_provisioned, guide_payg):
 
 def test_admissibility_and_workload():
     assert CLASSIFICATIONS[-1] == "restricted"
-    assert Workload("restricted").allows_third_party is False
-    assert Workload("restricted", third_party_allowed=True).allows_third_party is True
-    assert Workload("public").allows_third_party is True
-    assert admissibility(SelfHosted(1, 1.0, 0.0), Workload("restricted")) is None
+    assert Compliance("restricted").allows_third_party is False
+    assert Compliance("restricted", third_party_allowed=True).allows_third_party is True
+    assert Compliance("public").allows_third_party is True
+    assert admissibility(SelfHosted(1, 1.0, 0.0), Compliance("restricted")) is None
     with pytest.raises(ValueError, match="classification"):
-        Workload("secret")
+        Compliance("secret")
     with pytest.raises(ValueError, match="allowed_regions"):
-        Workload(allowed_regions=[])
+        Compliance(allowed_regions=[])
 
 
 def test_cheapest_option_rejects_bad_options(guide_payg):

@@ -1,0 +1,111 @@
+"""asv benchmarks of the batching simulator: kernel vs reference, and a large Monte Carlo.
+
+numba compiles in ``setup`` (each benchmark runs the kernel once on a small workload first), so
+timings exclude compilation; ``time_compile_*`` in a fresh process measures that separately.
+"""
+
+import time
+
+import numpy as np
+
+from rooflinekit.batching import ContinuousBatcher, StaticBatcher, _kernel_outputs, monte_carlo
+from rooflinekit.workloads import Poisson, Uniform, WorkloadSpec, short_and_long
+
+_STEPS = 4   # index of "running_time" in _reference.STAT_NAMES: slot-steps = request-steps
+
+
+def _spec(n):
+    # guide §4.2's uneven mix, 10-200 token prompts, Poisson arrivals at ~80% of 16 slots' capacity
+    return WorkloadSpec(n, output=short_and_long(), prompt=Uniform(10, 200),
+                        arrival=Poisson(rate=0.3))
+
+
+_BATCHERS = {
+    "static": StaticBatcher(batch_size=16),
+    "reserve": ContinuousBatcher(max_num_seqs=16, kv_budget_tokens=4000),
+    "paged": ContinuousBatcher(max_num_seqs=16, kv_budget_tokens=4000, admission="paged"),
+    "chunked": ContinuousBatcher(max_num_seqs=16, kv_budget_tokens=4000, admission="paged",
+                                 max_num_batched_tokens=64),
+}
+
+
+def _best(fn, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+class KernelVsReference:
+    """Request-steps per second of the numba kernel and of the plain-Python reference."""
+
+    params = ([200, 1000], list(_BATCHERS))
+    param_names = ["n_requests", "mode"]
+
+    def setup(self, n, mode):
+        self.batcher = _BATCHERS[mode]
+        self.workload = _spec(n).sample(0)
+        _kernel_outputs(self.batcher, _spec(10).sample(0))        # compile
+        self.request_steps = _kernel_outputs(self.batcher, self.workload)["stats"][_STEPS]
+
+    def time_kernel(self, n, mode):
+        _kernel_outputs(self.batcher, self.workload)
+
+    def time_reference(self, n, mode):
+        self.batcher.reference(self.workload)
+
+    def track_kernel_request_steps_per_second(self, n, mode):
+        return self.request_steps / _best(lambda: _kernel_outputs(self.batcher, self.workload), 20)
+
+    def track_speedup_over_reference(self, n, mode):
+        kernel = _best(lambda: _kernel_outputs(self.batcher, self.workload), 20)
+        reference = _best(lambda: self.batcher.reference(self.workload), 2)
+        return reference / kernel
+
+    track_kernel_request_steps_per_second.unit = "request-steps/s"
+    track_speedup_over_reference.unit = "x"
+
+
+class MonteCarlo:
+    """1,000 replicates × 1,000 requests: numba prange threads, or dask tasks of 250 replicates."""
+
+    params = (["static", "reserve", "paged"], ["prange", "dask"])
+    param_names = ["mode", "engine"]
+    timeout = 300
+
+    def setup(self, mode, engine):
+        self.batcher = _BATCHERS[mode]
+        self.chunks = None if engine == "prange" else 250
+        monte_carlo(_spec(20), self.batcher, replicates=4, seed=0)              # compile prange
+        monte_carlo(_spec(20), self.batcher, replicates=4, seed=0, chunks=2)    # and serial
+
+    def time_monte_carlo_1000x1000(self, mode, engine):
+        monte_carlo(_spec(1000), self.batcher, replicates=1000, seed=0, chunks=self.chunks)
+
+    def peakmem_monte_carlo_1000x1000(self, mode, engine):
+        monte_carlo(_spec(1000), self.batcher, replicates=1000, seed=0, chunks=self.chunks)
+
+
+class Import:
+    """Importing the simulator compiles nothing and does not import numba."""
+
+    def timeraw_import_batching(self):
+        return "import rooflinekit.batching"
+
+
+class Compile:
+    """One-off numba compilation of the tick-mode kernels (fresh process, no on-disk cache)."""
+
+    def timeraw_compile_continuous(self):
+        return """
+from rooflinekit.batching import ContinuousBatcher
+ContinuousBatcher(max_num_seqs=4).run(arrival=[0.0], prompt_tokens=[1], output_tokens=[2])
+"""
+
+    def timeraw_compile_static(self):
+        return """
+from rooflinekit.batching import StaticBatcher
+StaticBatcher(batch_size=4).run(arrival=[0.0], prompt_tokens=[1], output_tokens=[2])
+"""

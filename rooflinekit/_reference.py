@@ -1,0 +1,395 @@
+"""The batching rules in plain Python, one step at a time, written to be read.
+
+This is the specification the numba kernels in :mod:`rooflinekit._kernels` are tested against:
+the tests run both on many random workloads and require every per-request output and every run
+statistic to be *exactly* equal. It favours clarity over speed (objects, deques, lists).
+
+Time
+----
+``clock`` is ``None`` in tick mode: every step lasts one tick and times are whole ticks. A
+request admitted at tick ``t`` with ``n`` output tokens (no preemption, no chunking) produces its
+first token in the step that starts at ``t`` (prefill and the first token take one step, as in the
+guide's lab) and its last in the step that starts at ``t + n - 1``; it is retired at tick ``t + n``,
+its ``finish``. ``first_token`` is the end of its first step, ``t + 1``. In roofline mode the
+clock gives each step's duration [s] from its composition, ``clock.step_time(n_decode,
+n_prefill_tokens, kv_tokens_read, prefill_context_tokens)``, where ``kv_tokens_read`` sums
+``clock.kv_read(context)`` over decoding sequences and ``clock.kv_read(cached prefix)`` over prompt
+chunks, and ``prefill_context_tokens`` sums ``clock.chunk_pairs(chunk, cached prefix)`` over
+chunks (all counts passed as floats, summed over the running sequences in admission order); the
+same rules apply with that clock. A step that processes
+no token (only zero-length prompts completing) lasts 0 s in roofline mode.
+
+A request "arrives" at the first tick ``t >= arrival`` (in roofline mode, at the first step boundary
+at or after its arrival). When nothing is running and nothing is queued, the clock jumps to the next
+arrival: nothing can happen in between.
+
+Continuous batching, each tick (guide §4.3-4.4, §8 step 4)
+----------------------------------------------------------
+1. arrive: requests with ``arrival <= t`` join their tier's FIFO queue, except one whose final
+   length can never fit (``prompt + output`` over the KV budget; in paged mode, more blocks than
+   exist), which is rejected at once (``status = REJECTED``) and never queued;
+2. retire: running sequences that have generated all their tokens leave (``finish = t``) and free
+   their slot and KV;
+3. admit: interactive queue first, then the batch queue, each strictly FIFO (a head that does not
+   fit stops admission for this tick). A request needs a slot (``max_num_seqs``) and KV:
+   ``"reserve"`` budgets its final length ``prompt + output`` for life; ``"paged"`` needs the
+   blocks of its prompt plus first token, ``ceil((prompt + 1) / block_size)``, to be free after the
+   blocks the running sequences need for this step. A batch-tier request is admitted only while the
+   batch holds fewer than ``interactive_cap`` sequences, if any interactive request is running or
+   queued;
+4. terminate-check: nothing running, nothing queued, nothing left to arrive → stop;
+5. step: (paged) if the running sequences need more new blocks than are free, preempt the most
+   recently admitted sequence until they fit (recompute: its blocks are freed, it keeps the tokens
+   it generated, and it re-enters the front of its queue; on readmission it prefills prompt +
+   generated tokens again). Then every sequence in decode produces one token, and sequences in prefill process
+   a slice of their prompt from the token budget ``max_num_batched_tokens`` left after the decode
+   tokens (decode first, then prefill slices in admission order: Sarathi-Serve's stall-free
+   batching); the step that finishes a prompt also produces that request's next token.
+
+The ``"prompt"`` admission rule (budget only the prompt) is here, and only here, to demonstrate the
+guide's failure mode: it over-admits and the KV in use exceeds the budget mid-flight.
+
+Static batching (guide §4.2, §8 step 5)
+---------------------------------------
+A batch of up to ``batch_size`` queued requests starts as soon as the previous batch ends, with
+whatever has arrived (or, if nothing has, at the next arrival). Every member's first token comes
+after the batch's first step and every member finishes when the longest member does, at
+``start + max(output_tokens)`` ticks. In roofline mode the first step is the prefill of all prompts
+and every later step decodes the whole batch, finished members included (padding).
+
+References
+----------
+.. [1] Serving-capacity guide §4.2-4.5, §8; ``guide/NOTES.md`` "Static vs continuous".
+.. [2] Yu et al., "Orca: A Distributed Serving System for Transformer-Based Generative Models",
+       OSDI 2022 (iteration-level scheduling).
+.. [3] Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+       PagedAttention", SOSP 2023 (blocks, recompute preemption of the latest-admitted sequence).
+.. [4] Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve",
+       OSDI 2024 (chunked prefill under a per-step token budget).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+
+__all__ = ["simulate_continuous", "simulate_static", "COMPLETED", "REJECTED", "STAT_NAMES",
+           "UNLIMITED"]
+
+COMPLETED = 0
+REJECTED = 1
+
+#: Stand-in for "no limit" in slot, KV and token budgets (fits int64 arithmetic with headroom).
+UNLIMITED = 2**60
+
+#: Run statistics, in the order of the kernels' ``stats`` output array.
+STAT_NAMES = (
+    "end_time",            # clock when the run stops [time]
+    "n_steps",             # steps run [1]
+    "busy_time",           # time with at least one sequence running [time]
+    "peak_running",        # most sequences in one step [1]
+    "running_time",        # integral of sequences running over time [slot x time]
+    "active_time",         # integral of sequences still generating over time [slot x time]
+    "peak_kv_reserved",    # most KV tokens reserved or allocated after a step [tokens]
+    "kv_reserved_time",    # integral of KV reserved [token x time]
+    "peak_kv_used",        # most KV tokens actually holding context after a step [tokens]
+    "kv_used_time",        # integral of KV used [token x time]
+    "preemptions",         # preemptions in the run [1]
+)
+
+
+class _Seq:
+    """One request's scheduling state."""
+
+    def __init__(self, index, arrival, prompt, output, tier):
+        self.index = index
+        self.arrival = arrival
+        self.prompt = prompt
+        self.output = output
+        self.tier = tier
+        self.generated = 0       # tokens produced so far (kept across recompute preemption)
+        self.to_prefill = 0      # tokens the current (re)admission must prefill
+        self.prefilled = 0       # of those, processed so far
+        self.generated_at_admit = 0
+        self.context = 0         # tokens whose KV is in the cache now
+        self.blocks = 0          # paged: blocks held
+        self.admit = math.nan
+        self.first_token = math.nan
+        self.finish = math.nan
+        self.preemptions = 0
+        self.status = COMPLETED
+
+    def in_prefill(self):
+        return self.generated == self.generated_at_admit
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
+                        max_num_seqs=UNLIMITED, kv_budget=UNLIMITED, admission="reserve",
+                        block_size=16, max_num_batched_tokens=UNLIMITED,
+                        interactive_cap=UNLIMITED, clock=None, trace=None):
+    """Continuous batching, one step at a time (see the module docstring for the rules).
+
+    Parameters
+    ----------
+    arrival, prompt_tokens, output_tokens, priority : sequences
+        The workload (arrival [time] sorted; tokens [tokens]; tier 0 interactive / 1 batch).
+    max_num_seqs, kv_budget, max_num_batched_tokens, interactive_cap : int
+        Slots, KV budget [tokens], per-step token budget [tokens], batch-tier cap [1]; ``UNLIMITED``
+        for none.
+    admission : {"reserve", "paged", "prompt"}
+        KV admission rule; "prompt" is the guide's failure mode, for tests only.
+    block_size : int
+        Paged mode: tokens per KV block.
+    clock : object or None
+        ``None`` for tick mode (each step lasts 1); else an object with ``step_time``,
+        ``kv_read`` and ``chunk_pairs`` methods (see the module docstring).
+    trace : list or None
+        If a list, one ``(t, running, kv_reserved, kv_used)`` tuple is appended per step.
+
+    Returns
+    -------
+    dict
+        ``admit``, ``first_token``, ``finish`` (float arrays, NaN where not reached),
+        ``preemptions``, ``status`` (int arrays) and ``stats`` (float array, :data:`STAT_NAMES`).
+    """
+    n = len(arrival)
+    if priority is None:
+        priority = [0] * n
+    tick_mode = clock is None
+    total_blocks = kv_budget // block_size if admission == "paged" else 0
+    seqs = [_Seq(i, float(arrival[i]), int(prompt_tokens[i]), int(output_tokens[i]),
+                 int(priority[i])) for i in range(n)]
+    queues = (deque(), deque())          # interactive, batch
+    running = []                         # in admission order
+    stats = dict.fromkeys(STAT_NAMES, 0.0)
+
+    def never_fits(s):
+        if admission == "paged":
+            return _ceil_div(s.prompt + s.output, block_size) > total_blocks
+        if admission == "prompt":
+            return s.prompt > kv_budget
+        return s.prompt + s.output > kv_budget
+
+    def kv_reserved():
+        if admission == "paged":
+            return sum(s.blocks for s in running) * block_size
+        if admission == "prompt":
+            return sum(s.prompt for s in running)
+        return sum(s.prompt + s.output for s in running)
+
+    def needs_block(s):
+        return (admission == "paged" and not s.in_prefill()
+                and s.context + 1 > s.blocks * block_size)
+
+    t = 0.0
+    if n:
+        t = float(math.ceil(seqs[0].arrival)) if tick_mode else seqs[0].arrival
+    next_arrival = 0
+    while True:
+        # 1. arrive
+        while next_arrival < n and seqs[next_arrival].arrival <= t:
+            s = seqs[next_arrival]
+            next_arrival += 1
+            if never_fits(s):
+                s.status = REJECTED
+            else:
+                queues[s.tier].append(s)
+        # 2. retire
+        for s in [s for s in running if s.generated == s.output]:
+            s.finish = t
+            s.blocks = 0
+            running.remove(s)
+        # 3. admit
+        for tier in (0, 1):
+            queue = queues[tier]
+            stop = False
+            while queue:
+                s = queue[0]
+                if len(running) >= max_num_seqs:
+                    stop = True
+                    break
+                if tier == 1 and len(running) >= interactive_cap and (
+                        queues[0] or any(r.tier == 0 for r in running)):
+                    stop = True
+                    break
+                if admission == "paged":
+                    free = total_blocks - sum(r.blocks for r in running)
+                    need = sum(1 for r in running if needs_block(r))
+                    first_blocks = _ceil_div(s.prompt + s.generated + 1, block_size)
+                    fits = free - need >= first_blocks
+                elif admission == "prompt":
+                    fits = kv_reserved() + s.prompt <= kv_budget
+                else:
+                    fits = kv_reserved() + s.prompt + s.output <= kv_budget
+                if not fits:
+                    stop = True
+                    break
+                queue.popleft()
+                if math.isnan(s.admit):
+                    s.admit = t
+                s.generated_at_admit = s.generated
+                s.to_prefill = s.prompt + s.generated
+                s.prefilled = 0
+                s.context = 0
+                if admission == "paged":
+                    s.blocks = first_blocks
+                running.append(s)
+            if stop:
+                break
+        # 4. terminate-check
+        if not running:
+            if queues[0] or queues[1]:
+                raise RuntimeError("scheduler stalled with requests queued and none running")
+            if next_arrival == n:
+                break
+            a = seqs[next_arrival].arrival
+            t = float(math.ceil(a)) if tick_mode else a
+            continue
+        # 5. step: make room (paged), then decode tokens and prefill slices
+        if admission == "paged":
+            free = total_blocks - sum(r.blocks for r in running)
+            need = sum(1 for r in running if needs_block(r))
+            while need > free:
+                victim = running.pop()
+                if needs_block(victim):
+                    need -= 1
+                free += victim.blocks
+                victim.blocks = 0
+                victim.context = 0
+                victim.preemptions += 1
+                stats["preemptions"] += 1
+                queues[victim.tier].appendleft(victim)
+        # the step's composition, in admission order: one token per decoding sequence, and
+        # prefill slices from the token budget left after all decode tokens
+        budget = max_num_batched_tokens - sum(1 for s in running if not s.in_prefill())
+        plan = []
+        n_decode = n_prefill = 0
+        kv_read = pairs = 0.0
+        for s in running:
+            if s.in_prefill():
+                chunk = min(s.to_prefill - s.prefilled, budget)
+                budget -= chunk
+                n_prefill += chunk
+                if chunk > 0 and not tick_mode:
+                    kv_read += clock.kv_read(float(s.prefilled))
+                    pairs += clock.chunk_pairs(float(chunk), float(s.prefilled))
+                plan.append((s, chunk))
+            else:
+                n_decode += 1
+                if not tick_mode:
+                    kv_read += clock.kv_read(float(s.context))
+                plan.append((s, None))
+        if tick_mode:
+            dt = 1.0
+        else:
+            dt = clock.step_time(float(n_decode), float(n_prefill), kv_read, pairs)
+        active = 0
+        for s, chunk in plan:
+            if chunk is None:            # decode one token
+                if needs_block(s):
+                    s.blocks += 1
+                s.context += 1
+                s.generated += 1
+                active += 1
+            else:                        # prefill a slice; the last one yields a token
+                s.prefilled += chunk
+                s.context += chunk
+                if s.prefilled == s.to_prefill:
+                    s.context += 1
+                    s.generated += 1
+                    active += 1
+                    if s.generated == 1:
+                        s.first_token = t + dt
+        kv_res = kv_reserved()
+        kv_used = sum(s.context for s in running)
+        stats["n_steps"] += 1
+        stats["busy_time"] += dt
+        stats["peak_running"] = max(stats["peak_running"], len(running))
+        stats["running_time"] += len(running) * dt
+        stats["active_time"] += active * dt
+        stats["peak_kv_reserved"] = max(stats["peak_kv_reserved"], kv_res)
+        stats["kv_reserved_time"] += kv_res * dt
+        stats["peak_kv_used"] = max(stats["peak_kv_used"], kv_used)
+        stats["kv_used_time"] += kv_used * dt
+        if trace is not None:
+            trace.append((t, len(running), kv_res, kv_used))
+        t = t + dt
+    stats["end_time"] = t
+    return _pack(seqs, stats)
+
+
+def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=None):
+    """Static batching (see the module docstring for the rules).
+
+    Returns the same dict as :func:`simulate_continuous`; ``kv`` statistics count each member's
+    prompt plus the batch's longest output (the padded rectangle a static batch holds).
+    """
+    n = len(arrival)
+    tick_mode = clock is None
+    seqs = [_Seq(i, float(arrival[i]), int(prompt_tokens[i]), int(output_tokens[i]), 0)
+            for i in range(n)]
+    stats = dict.fromkeys(STAT_NAMES, 0.0)
+    t = 0.0
+    nxt = 0
+    while nxt < n:
+        if seqs[nxt].arrival > t:        # nothing queued: wait for the next arrival
+            a = seqs[nxt].arrival
+            t = float(math.ceil(a)) if tick_mode else a
+        batch = []
+        while nxt < n and len(batch) < batch_size and seqs[nxt].arrival <= t:
+            batch.append(seqs[nxt])
+            nxt += 1
+        longest = max(s.output for s in batch)
+        kv = sum(s.prompt for s in batch) + len(batch) * longest
+        start = t
+        for step in range(longest):
+            if tick_mode:
+                dt = 1.0
+            elif step == 0:          # prefill every prompt at once
+                pairs = 0.0
+                for s in batch:
+                    if s.prompt > 0:
+                        pairs += clock.chunk_pairs(float(s.prompt), 0.0)
+                dt = clock.step_time(0.0, float(sum(s.prompt for s in batch)), 0.0, pairs)
+            else:                    # decode every row, finished ones included (padding)
+                kv_read = 0.0
+                for s in batch:
+                    kv_read += clock.kv_read(float(s.prompt + step))
+                dt = clock.step_time(float(len(batch)), 0.0, kv_read, 0.0)
+            active = sum(1 for s in batch if step < s.output)
+            used = sum(s.prompt + step + 1 for s in batch)
+            stats["n_steps"] += 1
+            stats["busy_time"] += dt
+            stats["running_time"] += len(batch) * dt
+            stats["active_time"] += active * dt
+            stats["kv_reserved_time"] += kv * dt
+            stats["peak_kv_used"] = max(stats["peak_kv_used"], used)
+            stats["kv_used_time"] += used * dt
+            t = t + dt
+            if step == 0:
+                for s in batch:
+                    s.first_token = t
+        stats["peak_running"] = max(stats["peak_running"], len(batch))
+        stats["peak_kv_reserved"] = max(stats["peak_kv_reserved"], kv)
+        for s in batch:
+            s.admit = start
+            s.finish = t
+    stats["end_time"] = t
+    return _pack(seqs, stats)
+
+
+def _pack(seqs, stats):
+    return {
+        "admit": np.array([s.admit for s in seqs], dtype=np.float64),
+        "first_token": np.array([s.first_token for s in seqs], dtype=np.float64),
+        "finish": np.array([s.finish for s in seqs], dtype=np.float64),
+        "preemptions": np.array([s.preemptions for s in seqs], dtype=np.int64),
+        "status": np.array([s.status for s in seqs], dtype=np.int64),
+        "stats": np.array([float(stats[k]) for k in STAT_NAMES], dtype=np.float64),
+    }

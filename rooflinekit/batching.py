@@ -1,0 +1,864 @@
+"""Static and continuous batching simulators (guide §4.2-4.5).
+
+``StaticBatcher(batch_size=8).run(workload)`` and
+``ContinuousBatcher(max_num_seqs=16).run(workload)`` return an ``xr.Dataset`` with one entry per
+request (dimension ``request``): status, admission, first-token and finish times, latency from
+arrival and from admission, TTFT, ITL, preemptions; and scalar summaries: makespan, throughput,
+latency percentiles, slot utilisation, padding waste, KV occupancy, rejected and preempted counts,
+goodput under optional TTFT/ITL targets.
+:func:`monte_carlo` runs many replicates of a :class:`~rooflinekit.workloads.WorkloadSpec` across
+parameter dimensions and returns the summaries with a ``replicate`` dimension.
+
+The rules are stated once, in :mod:`rooflinekit._reference` (which also pins down what a "tick"
+means); the numba kernels in :mod:`rooflinekit._kernels` implement them and are tested to agree
+exactly. This module validates, draws random numbers only through :mod:`rooflinekit.workloads`
+generators, allocates the outputs, calls a kernel and labels the result.
+
+Clocks
+------
+``clock="tick"`` (the guide's lab): one tick per step; times in ticks. ``clock="roofline"``: each
+step lasts what the roofline model (:func:`rooflinekit.roofline.mixed_step_time`) says for that
+step's batch on ``model`` + ``gpu`` × ``tp``: its decode tokens, prefill tokens and KV read; times
+in seconds. Arrival times are in the clock's unit.
+
+Latency definitions
+-------------------
+``latency`` = finish − arrival (what a user waits); ``service_latency`` = finish − first admission
+(time in the batch, no queueing). The guide's 337 / 68 ticks are mean *service* latencies
+(``guide/NOTES.md``).
+
+References
+----------
+.. [1] Serving-capacity guide §4.2-4.5, §3.3, §11 (tiers); ``guide/NOTES.md``.
+.. [2] Yu et al., Orca, OSDI 2022; Kwon et al., PagedAttention, SOSP 2023; Agrawal et al.,
+       Sarathi-Serve, OSDI 2024.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+import xarray as xr
+
+from . import dims
+from ._reference import STAT_NAMES, UNLIMITED
+from .workloads import Workload, WorkloadSpec, _coerce_workload
+
+__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "replicate_seed",
+           "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]
+
+STATUS_COMPLETED = "completed"
+STATUS_REJECTED = "rejected"
+#: Reason code of a rejection: the request's final length (prompt + output) can never fit the
+#: KV budget (in paged mode: needs more blocks than exist), so it is refused on arrival.
+REASON_KV_BUDGET = "final_length_exceeds_kv_budget"
+#: Labels of the ``tier`` dimension (priority 0 and 1).
+TIERS = ("interactive", "batch")
+_TIER = "tier"
+_POLICY = "policy"
+_STAT = {name: k for k, name in enumerate(STAT_NAMES)}
+
+
+# --- validation helpers -------------------------------------------------------------------------
+
+
+def _count(name, value, lo=1, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        none = " or None" if allow_none else ""
+        raise TypeError(f"{name} must be a whole number >= {lo}{none}, "
+                        f"got {type(value).__name__}")
+    if not float(value).is_integer():
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if value < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {value!r}")
+    return int(value)
+
+
+def _choice(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+    return value
+
+
+def _target(name, value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
+        raise ValueError(f"{name} must be a number >= 0 or None, got {value!r}")
+    return float(value)
+
+
+class _Timing:
+    """What the kernels need to tell time: the tick clock, or the roofline model's coefficients."""
+
+    def __init__(self, clock, model, gpu, tp, efficiency):
+        from . import _kernels
+        self.clock = clock
+        self.tick = clock == "tick"
+        if self.tick:
+            self.kernel_clock = _kernels.TICK_CLOCK
+            self.coef = np.zeros(1)
+            self.reference_clock = None
+            self.units = "tick"
+            return
+        from . import roofline
+        cost = roofline.step_cost_coefficients(model, gpu, tp=tp, **(efficiency or {}))
+        fields = type(cost)._fields
+        self.coef = np.array([float(c) for c in cost], dtype=np.float64)
+        self.kernel_clock = _kernels.roofline_clock(
+            roofline.mixed_step_time_kernel, roofline.kv_tokens_read_kernel,
+            roofline.prefill_context_tokens_kernel, len(fields),
+            fields.index("full_attention_fraction"), fields.index("sliding_window"))
+        self.reference_clock = _RooflineClock(roofline, tuple(float(c) for c in cost),
+                                              cost.full_attention_fraction, cost.sliding_window)
+        self.units = "s"
+
+
+class _RooflineClock:
+    """The roofline clock in plain Python, for the reference simulator."""
+
+    def __init__(self, roofline, coef, full_attention_fraction, sliding_window):
+        self._r, self._coef = roofline, coef
+        self._fa, self._sw = full_attention_fraction, sliding_window
+
+    def step_time(self, n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
+        return self._r.mixed_step_time_kernel(*self._coef, n_decode, n_prefill_tokens,
+                                              kv_tokens_read, prefill_context_tokens)
+
+    def kv_read(self, context):
+        return self._r.kv_tokens_read_kernel(context, self._fa, self._sw)
+
+    def chunk_pairs(self, chunk, cached):
+        return self._r.prefill_context_tokens_kernel(chunk, cached, self._fa, self._sw)
+
+
+def _resolve_specs(batcher):
+    """Look up catalogue names given for ``model``/``gpu``."""
+    from . import catalog
+    if isinstance(batcher.model, str):
+        object.__setattr__(batcher, "model", catalog.model(batcher.model))
+    if isinstance(batcher.gpu, str):
+        object.__setattr__(batcher, "gpu", catalog.gpu(batcher.gpu))
+
+
+def _resolve_clock(clock, model, gpu):
+    if (model is None) != (gpu is None):
+        raise ValueError("model and gpu must be given together (to derive the KV budget and to "
+                         "time steps), or both left None")
+    if clock is None:
+        clock = "tick" if model is None else "roofline"
+    _choice("clock", clock, ("tick", "roofline"))
+    if clock == "roofline" and model is None:
+        raise ValueError("clock='roofline' needs model and gpu")
+    return clock
+
+
+# --- batchers -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticBatcher:
+    """Static batching: run a batch of up to ``batch_size`` requests to completion, then the next.
+
+    Parameters
+    ----------
+    batch_size : int
+        Requests per batch [1], >= 1.
+    model, gpu : ModelShape, GPU or catalogue name, optional
+        Roofline mode: time each step on ``gpu`` × ``tp`` for ``model``.
+    tp : int
+        Tensor-parallel degree [1].
+    clock : {"tick", "roofline"}, optional
+        Default "tick" without a model, "roofline" with one.
+    efficiency : dict, optional
+        Efficiency factors passed to :func:`rooflinekit.roofline.step_cost_coefficients`.
+
+    Notes
+    -----
+    A batch starts as soon as the previous one ends, with whatever has arrived (or at the next
+    arrival if nothing has); every member finishes when the longest does, ``start + max(output)``
+    ticks (guide §4.2, §8 step 5). ``padding_slot_steps`` counts the slot-steps members spend
+    finished while the batch runs on.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §4.2; ``guide/NOTES.md`` (1,220 ticks, 336.67 mean service
+           latency on :func:`rooflinekit.workloads.guide_workload` with ``batch_size=8``).
+    """
+
+    batch_size: int = 8
+    model: object = None
+    gpu: object = None
+    tp: int = 1
+    clock: str | None = None
+    efficiency: Mapping | None = None
+
+    def __post_init__(self):
+        _count("batch_size", self.batch_size)
+        _count("tp", self.tp)
+        _resolve_specs(self)
+        object.__setattr__(self, "clock", _resolve_clock(self.clock, self.model, self.gpu))
+
+    @property
+    def policy(self) -> str:
+        return "static"
+
+    def _timing(self):
+        return _Timing(self.clock, self.model, self.gpu, self.tp, self.efficiency)
+
+    def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
+            priority=None, ttft_target=None, itl_target=None) -> xr.Dataset:
+        """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
+
+        Parameters
+        ----------
+        workload : Workload or mapping, optional
+            Or pass ``arrival`` [tick or s], ``prompt_tokens`` [tokens], ``output_tokens``
+            [tokens] (and ``priority``, ignored by static batching).
+        ttft_target, itl_target : float, optional
+            Goodput targets [tick or s]: a completed request counts toward ``goodput`` if its TTFT
+            and its mean inter-token latency meet them.
+
+        Returns
+        -------
+        xarray.Dataset
+            Per-request variables along ``request`` and scalar summaries (see module docstring).
+        """
+        wl = _coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
+        targets = (_target("ttft_target", ttft_target), _target("itl_target", itl_target))
+        timing = self._timing()
+        out = self._simulate(wl, timing)
+        return _single_dataset(wl, out, self, timing, targets)
+
+    def _simulate(self, wl, timing):
+        out = _allocate(1, wl.n_requests)
+        run, _ = _static_kernels(timing.kernel_clock)
+        out[6][0] = run(wl.arrival, wl.prompt_tokens, wl.output_tokens, self.batch_size,
+                        timing.tick, timing.coef, *(a[0] for a in out[:6]))
+        return out
+
+    def _run_many(self, timing, arrival, prompt, output, priority, out, parallel=True):
+        run, run_many = _static_kernels(timing.kernel_clock)
+        if parallel:
+            run_many(arrival, prompt, output, self.batch_size, timing.tick, timing.coef, *out)
+        else:
+            for r in range(arrival.shape[0]):
+                out[6][r] = run(arrival[r], prompt[r], output[r], self.batch_size, timing.tick,
+                                timing.coef, *(a[r] for a in out[:6]))
+
+    def _slots(self):
+        return self.batch_size
+
+    def _kv_budget(self):
+        return None
+
+    def reference(self, workload) -> dict:
+        """The same simulation by :func:`rooflinekit._reference.simulate_static` (for tests)."""
+        from . import _reference
+        wl = _coerce_workload(workload)
+        return _reference.simulate_static(wl.arrival, wl.prompt_tokens, wl.output_tokens,
+                                          batch_size=self.batch_size,
+                                          clock=self._timing().reference_clock)
+
+
+@dataclasses.dataclass(frozen=True)
+class ContinuousBatcher:
+    """Continuous (iteration-level) batching: retire, then admit, every step.
+
+    Parameters
+    ----------
+    max_num_seqs : int or None
+        Slots: the most sequences in one step [1] (vLLM's name); ``None`` for unlimited.
+    kv_budget_tokens : int or None
+        KV cache budget [tokens]. ``None``: derived from ``model``, ``gpu``, ``tp`` and ``reserve``
+        by :func:`rooflinekit.memory.kv_budget_tokens` if a model is given, else unlimited.
+    admission : {"reserve", "paged"}
+        "reserve" (the guide's lab): admit only if the final length (prompt + output) of every
+        admitted request fits the budget; FIFO. "paged" (vLLM): KV in blocks of ``block_size``
+        tokens allocated as sequences grow, with recompute preemption of the most recently admitted
+        sequence when a step needs a block that is not free.
+    block_size : int
+        Paged mode: tokens per KV block [tokens], >= 1 (vLLM's default 16).
+    max_num_batched_tokens : int or None
+        Chunked prefill: the per-step token budget [tokens] shared by decode tokens (one per
+        decoding sequence, served first) and prefill slices; >= ``max_num_seqs``. ``None``: whole
+        prompts are prefilled in one step.
+    interactive_cap : int or None
+        Tiers: while any interactive (priority 0) request is running or queued, batch-tier
+        requests are admitted only while fewer than ``interactive_cap`` sequences run, capping the
+        batch the interactive tier is pulled into (guide §11). Interactive requests are always
+        admitted first. ``None``: no cap.
+    model, gpu : ModelShape, GPU or catalogue name, optional
+        Derive the KV budget and, in roofline mode, time each step.
+    tp : int
+        Tensor-parallel degree [1].
+    reserve : float
+        Working-space reserve for the derived KV budget, fraction of memory left after weights.
+    clock : {"tick", "roofline"}, optional
+        Default "tick" without a model, "roofline" with one.
+    efficiency : dict, optional
+        Efficiency factors passed to :func:`rooflinekit.roofline.step_cost_coefficients`.
+
+    Notes
+    -----
+    Each tick: arrive, retire, admit, terminate-check, step (guide §8 step 4); see
+    :mod:`rooflinekit._reference` for the exact rules. A request whose final length can never fit
+    is rejected at once with reason :data:`REASON_KV_BUDGET`; every request ends completed or
+    rejected.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §4.3-4.5; ``guide/NOTES.md`` (440 ticks, 67.5 mean service latency
+           on :func:`rooflinekit.workloads.guide_workload` with 16 slots).
+    .. [2] Kwon et al., PagedAttention, SOSP 2023; Agrawal et al., Sarathi-Serve, OSDI 2024.
+    """
+
+    max_num_seqs: int | None = 256
+    kv_budget_tokens: int | None = None
+    admission: str = "reserve"
+    block_size: int = 16
+    max_num_batched_tokens: int | None = None
+    interactive_cap: int | None = None
+    model: object = None
+    gpu: object = None
+    tp: int = 1
+    reserve: float = 0.10
+    clock: str | None = None
+    efficiency: Mapping | None = None
+
+    def __post_init__(self):
+        _count("max_num_seqs", self.max_num_seqs, allow_none=True)
+        _count("kv_budget_tokens", self.kv_budget_tokens, lo=0, allow_none=True)
+        _choice("admission", self.admission, ("reserve", "paged"))
+        _count("block_size", self.block_size)
+        _count("tp", self.tp)
+        mnbt = _count("max_num_batched_tokens", self.max_num_batched_tokens, allow_none=True)
+        if mnbt is not None:
+            if self.max_num_seqs is None:
+                raise ValueError("max_num_batched_tokens needs a finite max_num_seqs (every "
+                                 "decoding sequence takes one token of the step budget)")
+            if mnbt < self.max_num_seqs:
+                raise ValueError(f"max_num_batched_tokens must be >= max_num_seqs "
+                                 f"({self.max_num_seqs}), got {mnbt}")
+        _count("interactive_cap", self.interactive_cap, allow_none=True)
+        if isinstance(self.reserve, bool) or not isinstance(self.reserve, numbers.Real) \
+                or not 0 <= self.reserve < 1:
+            raise ValueError(f"reserve must lie in [0, 1), got {self.reserve!r}")
+        _resolve_specs(self)
+        object.__setattr__(self, "clock", _resolve_clock(self.clock, self.model, self.gpu))
+
+    @property
+    def policy(self) -> str:
+        return "continuous"
+
+    def _kv_budget(self):
+        if self.kv_budget_tokens is not None:
+            return int(self.kv_budget_tokens)
+        if self.model is None:
+            return None
+        from . import memory
+        budget = memory.kv_budget_tokens(self.model, self.gpu, tp=self.tp, reserve=self.reserve)
+        return int(np.asarray(budget).item())
+
+    def _slots(self):
+        return self.max_num_seqs
+
+    def _timing(self):
+        return _Timing(self.clock, self.model, self.gpu, self.tp, self.efficiency)
+
+    def _args(self, budget):
+        return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
+                UNLIMITED if budget is None else budget,
+                self.admission == "paged", self.block_size,
+                UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
+                UNLIMITED if self.interactive_cap is None else self.interactive_cap)
+
+    def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
+            priority=None, ttft_target=None, itl_target=None) -> xr.Dataset:
+        """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
+
+        Parameters
+        ----------
+        workload : Workload or mapping, optional
+            Or pass ``arrival`` [tick or s], ``prompt_tokens`` [tokens], ``output_tokens``
+            [tokens] and optionally ``priority`` (0 interactive, 1 batch).
+        ttft_target, itl_target : float, optional
+            Goodput targets [tick or s].
+
+        Returns
+        -------
+        xarray.Dataset
+            Per-request variables along ``request`` and scalar summaries (see module docstring).
+        """
+        wl = _coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
+        targets = (_target("ttft_target", ttft_target), _target("itl_target", itl_target))
+        timing = self._timing()
+        out = self._simulate(wl, timing)
+        return _single_dataset(wl, out, self, timing, targets)
+
+    def _simulate(self, wl, timing):
+        out = _allocate(1, wl.n_requests)
+        run, _ = _continuous_kernels(timing.kernel_clock)
+        out[6][0] = run(wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority,
+                        *self._args(self._kv_budget()), timing.tick, timing.coef,
+                        *(a[0] for a in out[:6]))
+        _check_errors(out[6])
+        return out
+
+    def _run_many(self, timing, arrival, prompt, output, priority, out, parallel=True):
+        run, run_many = _continuous_kernels(timing.kernel_clock)
+        args = self._args(self._kv_budget())
+        if parallel:
+            run_many(arrival, prompt, output, priority, *args, timing.tick, timing.coef, *out)
+        else:
+            for r in range(arrival.shape[0]):
+                out[6][r] = run(arrival[r], prompt[r], output[r], priority[r], *args, timing.tick,
+                                timing.coef, *(a[r] for a in out[:6]))
+        _check_errors(out[6])
+
+    def reference(self, workload, admission=None, trace=None) -> dict:
+        """The same simulation by :func:`rooflinekit._reference.simulate_continuous` (for tests).
+
+        ``admission`` overrides the batcher's rule; the reference alone also knows ``"prompt"``, the
+        guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
+        """
+        from . import _reference
+        wl = _coerce_workload(workload)
+        slots, budget, _, block, mnbt, cap = self._args(self._kv_budget())
+        return _reference.simulate_continuous(
+            wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
+            kv_budget=budget, admission=admission or self.admission, block_size=block,
+            max_num_batched_tokens=mnbt, interactive_cap=cap,
+            clock=self._timing().reference_clock, trace=trace)
+
+
+def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl_target=None,
+             arrival=None, prompt_tokens=None, output_tokens=None, priority=None,
+             **parameters) -> xr.Dataset:
+    """Simulate a workload under one policy: ``StaticBatcher``/``ContinuousBatcher(**parameters)``.
+
+    Parameters
+    ----------
+    workload : Workload or mapping, optional
+        Or pass ``arrival``, ``prompt_tokens``, ``output_tokens`` (and ``priority``).
+    policy : {"continuous", "static"}
+        Which batcher.
+    ttft_target, itl_target : float, optional
+        Goodput targets [tick or s].
+    **parameters
+        The batcher's parameters (``max_num_seqs``, ``kv_budget_tokens``, ``batch_size``, ...).
+
+    Returns
+    -------
+    xarray.Dataset
+        As :meth:`ContinuousBatcher.run`.
+    """
+    kind = {"continuous": ContinuousBatcher, "static": StaticBatcher}
+    batcher = kind[_choice("policy", policy, tuple(kind))](**parameters)
+    return batcher.run(workload, arrival=arrival, prompt_tokens=prompt_tokens,
+                       output_tokens=output_tokens, priority=priority, ttft_target=ttft_target,
+                       itl_target=itl_target)
+
+
+def _kernel_outputs(batcher, workload) -> dict:
+    """The kernel's raw outputs for one workload, keyed like the reference's (for tests)."""
+    wl = _coerce_workload(workload)
+    out = batcher._simulate(wl, batcher._timing())
+    keys = ("admit", "first_token", "finish", "preemptions", "status", "stats")
+    return {k: a[0] for k, a in zip(keys, out[:6])}
+
+
+def _continuous_kernels(clock):
+    from ._kernels import continuous_kernels
+    return continuous_kernels(clock)
+
+
+def _static_kernels(clock):
+    from ._kernels import static_kernels
+    return static_kernels(clock)
+
+
+def _check_errors(errors):
+    if np.any(errors != 0):
+        raise RuntimeError("the scheduler stalled: requests queued that can never be admitted "
+                           "(please report this workload)")
+
+
+def _allocate(replicates, n):
+    """Kernel outputs: admit, first_token, finish, preemptions, status, stats, errors."""
+    return (np.empty((replicates, n)), np.empty((replicates, n)), np.empty((replicates, n)),
+            np.empty((replicates, n), np.int64), np.empty((replicates, n), np.int64),
+            np.empty((replicates, len(STAT_NAMES))), np.zeros(replicates, np.int64))
+
+
+# --- summaries ----------------------------------------------------------------------------------
+
+
+def _safe_div(num, den):
+    num = np.asarray(num, dtype=float)
+    den = np.broadcast_to(np.asarray(den, dtype=float), num.shape)
+    return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+
+
+def _masked_mean(x, valid):
+    return _safe_div(np.where(valid, x, 0.0).sum(axis=-1), valid.sum(axis=-1))
+
+
+def _masked_quantile(x, valid, q):
+    """Row-wise ``numpy.quantile(x[valid], q)`` ("linear" method); NaN for rows with none valid."""
+    filled = np.sort(np.where(valid, x, np.inf), axis=-1)
+    k = valid.sum(axis=-1)
+    filled = np.where(np.arange(x.shape[-1]) < k[..., None], filled, 0.0)
+    h = np.maximum(k - 1, 0) * q
+    lo = np.floor(h).astype(np.int64)
+    hi = np.minimum(lo + 1, np.maximum(k - 1, 0))
+    if x.shape[-1] == 0:
+        return np.full(k.shape, np.nan)
+    a = np.take_along_axis(filled, lo[..., None], axis=-1)[..., 0]
+    b = np.take_along_axis(filled, hi[..., None], axis=-1)[..., 0]
+    return np.where(k > 0, a + (b - a) * (h - lo), np.nan)
+
+
+def _per_request(arrival, prompt, output, out):
+    """Derived per-request times: 2-D (replicate, request) arrays."""
+    admit, first, finish, _, status = out[:5]
+    completed = status == 0
+    multi = output > 1
+    itl = np.divide(finish - first, output - 1.0, out=np.full(finish.shape, np.nan),
+                    where=completed & multi)
+    return {
+        "latency": finish - arrival,
+        "service_latency": finish - admit,
+        "queue_delay": admit - arrival,
+        "ttft": first - arrival,
+        "itl": itl,
+        "completed": completed,
+    }
+
+
+def _summaries(arrival, prompt, output, priority, out, slots, budget, targets):
+    """Summary metrics per replicate: name -> (array over replicates, units kind, long name)."""
+    _, _, finish, preempt, status, stats = out[:6]
+    d = _per_request(arrival, prompt, output, out)
+    done = d["completed"]
+    n = arrival.shape[-1]
+    first_arrival = arrival.min(axis=-1) if n else np.zeros(arrival.shape[0])
+    last_finish = np.where(done, finish, -np.inf).max(axis=-1) if n else np.zeros(arrival.shape[0])
+    makespan = np.where(done.any(axis=-1), last_finish - first_arrival, 0.0)
+    tokens_done = np.where(done, output, 0).sum(axis=-1).astype(float)
+    s = lambda name: stats[:, _STAT[name]]  # noqa: E731
+    ttft_target, itl_target = targets
+    good = done.copy()
+    if ttft_target is not None:
+        good &= d["ttft"] <= ttft_target
+    if itl_target is not None:
+        good &= ~(d["itl"] > itl_target)            # one-token requests have no ITL: they pass
+    n_good = good.sum(axis=-1).astype(float)
+    res = {
+        "makespan": (makespan, "time", "time from first arrival to last completion"),
+        "throughput": (_zero_div(tokens_done, makespan), "tokens/time",
+                       "output tokens completed per unit time"),
+        "request_throughput": (_zero_div(done.sum(axis=-1), makespan), "1/time",
+                               "requests completed per unit time"),
+        "mean_latency": (_masked_mean(d["latency"], done), "time",
+                         "mean latency from arrival to finish (completed requests)"),
+        "mean_service_latency": (_masked_mean(d["service_latency"], done), "time",
+                                 "mean latency from admission to finish (completed requests)"),
+        "mean_queue_delay": (_masked_mean(d["queue_delay"], done), "time",
+                             "mean wait from arrival to first admission"),
+        "mean_ttft": (_masked_mean(d["ttft"], done), "time", "mean time to first token"),
+        "mean_itl": (_masked_mean(d["itl"], done & (output > 1)), "time",
+                     "mean inter-token latency (requests with >= 2 output tokens)"),
+    }
+    for q in (50, 90, 99):
+        res[f"p{q}_latency"] = (_masked_quantile(d["latency"], done, q / 100), "time",
+                                f"{q}th percentile latency from arrival")
+        res[f"p{q}_ttft"] = (_masked_quantile(d["ttft"], done, q / 100), "time",
+                             f"{q}th percentile time to first token")
+    res["p99_itl"] = (_masked_quantile(d["itl"], done & (output > 1), 0.99), "time",
+                      "99th percentile inter-token latency")
+    res["p99_service_latency"] = (_masked_quantile(d["service_latency"], done, 0.99), "time",
+                                  "99th percentile latency from admission")
+    slot_den = np.nan if slots is None else float(slots)
+    res.update({
+        "slot_utilization": (_safe_div(s("active_time"), slot_den * makespan)
+                             if slots is not None else np.full(makespan.shape, np.nan), "1",
+                             "share of slot-time producing tokens (NaN with unlimited slots)"),
+        "mean_running": (_safe_div(s("running_time"), makespan), "1",
+                         "time-averaged sequences in the batch"),
+        "peak_running": (s("peak_running"), "1", "most sequences in one step"),
+        "padding_slot_steps": (s("running_time") - s("active_time"), "slot*time",
+                               "slot-time of batch members that have finished (static padding) "
+                               "or are waiting for a prefill slice"),
+        "peak_kv_tokens": (s("peak_kv_reserved"), "tokens",
+                           "peak KV reserved (reserve), allocated (paged) or padded (static)"),
+        "peak_kv_used_tokens": (s("peak_kv_used"), "tokens", "peak KV tokens holding context"),
+        "mean_kv_tokens": (_safe_div(s("kv_reserved_time"), makespan), "tokens",
+                           "time-averaged KV reserved or allocated"),
+        "kv_waste_fraction": (1.0 - _safe_div(s("kv_used_time"), s("kv_reserved_time")), "1",
+                              "share of reserved/allocated KV not holding context "
+                              "(fragmentation)"),
+        "peak_kv_occupancy": (_safe_div(s("peak_kv_reserved"), np.nan if not budget else budget),
+                              "1", "peak KV reserved or allocated / KV budget"),
+        "mean_kv_occupancy": (_safe_div(_safe_div(s("kv_reserved_time"), makespan),
+                                        np.nan if not budget else budget),
+                              "1", "time-averaged KV reserved or allocated / KV budget"),
+        "n_completed": (done.sum(axis=-1), "1", "requests completed"),
+        "n_rejected": ((status == 1).sum(axis=-1), "1", "requests rejected on arrival"),
+        "n_preempted": ((preempt > 0).sum(axis=-1), "1", "requests preempted at least once"),
+        "n_preemptions": (preempt.sum(axis=-1), "1", "preemptions in the run"),
+        "goodput": (_zero_div(n_good, makespan), "1/time",
+                    "requests completed within the TTFT/ITL targets per unit time"),
+        "slo_attainment": (_safe_div(n_good, float(n)) if n else np.full(makespan.shape, np.nan),
+                           "1", "share of all requests completed within the TTFT/ITL targets"),
+    })
+    tier_lat = np.stack([_masked_mean(d["latency"], done & (priority == k)) for k in (0, 1)], -1)
+    tier_ttft = np.stack([_masked_mean(d["ttft"], done & (priority == k)) for k in (0, 1)], -1)
+    tier_itl = np.stack([_masked_mean(d["itl"], done & (priority == k) & (output > 1))
+                         for k in (0, 1)], -1)
+    res["tier_mean_latency"] = (tier_lat, "time", "mean latency from arrival, per tier")
+    res["tier_mean_ttft"] = (tier_ttft, "time", "mean time to first token, per tier")
+    res["tier_mean_itl"] = (tier_itl, "time", "mean inter-token latency, per tier")
+    return res
+
+
+def _zero_div(num, den):
+    """``num / den``, 0 where ``den`` is 0 (nothing completed: zero throughput, not NaN)."""
+    num = np.asarray(num, dtype=float)
+    return np.divide(num, den, out=np.zeros(num.shape), where=np.asarray(den) > 0)
+
+
+def _units(kind, time_units):
+    return kind.replace("time", time_units) if kind != "1" else "1"
+
+
+def _single_dataset(wl: Workload, out, batcher, timing, targets) -> xr.Dataset:
+    n = wl.n_requests
+    arrival, prompt, output, priority = (wl.arrival[None], wl.prompt_tokens[None],
+                                         wl.output_tokens[None], wl.priority[None])
+    admit, first, finish, preempt, status = (a[0] for a in out[:5])
+    per = _per_request(arrival, prompt, output, out)
+    tu = timing.units
+    req = dims.REQUEST
+    status_str = np.where(status == 0, STATUS_COMPLETED, STATUS_REJECTED)
+    reason = np.where(status == 0, "", REASON_KV_BUDGET)
+    data = {
+        "arrival": (wl.arrival, tu, "arrival time"),
+        "prompt_tokens": (wl.prompt_tokens, "tokens", "prompt length"),
+        "output_tokens": (wl.output_tokens, "tokens", "output length"),
+        "priority": (wl.priority, "1", "tier: 0 interactive, 1 batch"),
+        "status": (status_str, "", "completed or rejected"),
+        "reason": (reason, "", "rejection reason code ('' when completed)"),
+        "admit": (admit, tu, "time of first admission into the batch"),
+        "first_token": (first, tu, "time the first output token is produced"),
+        "finish": (finish, tu, "time the request completes (retired)"),
+        "latency": (per["latency"][0], tu, "latency from arrival to finish"),
+        "service_latency": (per["service_latency"][0], tu,
+                            "latency from first admission to finish (service time)"),
+        "queue_delay": (per["queue_delay"][0], tu, "wait from arrival to first admission"),
+        "ttft": (per["ttft"][0], tu, "time to first token, from arrival"),
+        "itl": (per["itl"][0], tu, "mean inter-token latency"),
+        "preemptions": (preempt, "1", "times the request was preempted"),
+    }
+    variables = {name: xr.Variable((req,), values, attrs={"units": units, "long_name": long_name})
+                 for name, (values, units, long_name) in data.items()}
+    budget = batcher._kv_budget()
+    summaries = _summaries(arrival, prompt, output, priority, out, batcher._slots(), budget,
+                           targets)
+    for name, (values, kind, long_name) in summaries.items():
+        variables[name] = xr.Variable((_TIER,) if name.startswith("tier_") else (), values[0],
+                                      attrs={"units": _units(kind, tu), "long_name": long_name})
+    ds = xr.Dataset(variables, coords={req: np.arange(n), _TIER: list(TIERS)})
+    _stamp(ds, batcher, timing, budget, targets)
+    return ds
+
+
+def _stamp(ds, batcher, timing, budget, targets):
+    ds.attrs.update({
+        "policy": batcher.policy,
+        "clock": timing.clock,
+        "time_units": timing.units,
+        "kv_budget_tokens": "unlimited" if budget is None else budget,
+        "ttft_target": "none" if targets[0] is None else targets[0],
+        "itl_target": "none" if targets[1] is None else targets[1],
+        "latency_definitions": "latency = finish - arrival; service_latency = finish - admit",
+    })
+
+
+# --- Monte Carlo --------------------------------------------------------------------------------
+
+
+def replicate_seed(seed, replicate: int) -> np.random.SeedSequence:
+    """The seed of one Monte Carlo replicate: ``SeedSequence(seed).spawn(R)[replicate]``.
+
+    ``spec.sample(replicate_seed(seed, r))`` reproduces replicate ``r`` of
+    ``monte_carlo(spec, ..., seed=seed)`` on its own, for any replicate count.
+    """
+    entropy = seed.entropy if isinstance(seed, np.random.SeedSequence) else seed
+    return np.random.SeedSequence(entropy, spawn_key=(int(replicate),))
+
+
+def _split_sweep(sweep, batchers, spec):
+    """Validate sweep names and split them into batcher and workload parameters."""
+    sweep = dict(sweep or {})
+    spec_fields = {f.name for f in dataclasses.fields(WorkloadSpec)}
+    bat_keys, wl_keys = [], []
+    for name, values in sweep.items():
+        vals = list(np.atleast_1d(values).tolist()) if not isinstance(values, (list, tuple)) \
+            else list(values)
+        if not vals:
+            raise ValueError(f"sweep[{name!r}] must hold at least one value")
+        sweep[name] = vals
+        if name in (dims.REPLICATE, _POLICY, _TIER, dims.REQUEST):
+            raise ValueError(f"sweep name {name!r} is reserved for a dimension of the result")
+        if any(name in {f.name for f in dataclasses.fields(b)} for b in batchers.values()):
+            bat_keys.append(name)
+        elif name in spec_fields or name.split(".", 1)[0] in ("output", "prompt", "arrival"):
+            spec.replace(**{name: vals[0]})       # raises ValueError naming an unknown field
+            wl_keys.append(name)
+        else:
+            raise ValueError(f"sweep name {name!r} is neither a batcher parameter nor a workload "
+                             f"parameter")
+    return sweep, bat_keys, wl_keys
+
+
+def _draw(spec, seed, r0, r1):
+    n = spec.n_requests
+    shape = (r1 - r0, n)
+    arrival, prompt = np.empty(shape), np.empty(shape, np.int64)
+    output, priority = np.empty(shape, np.int64), np.empty(shape, np.int64)
+    for j, r in enumerate(range(r0, r1)):
+        a, p, o, q = spec.draw(np.random.default_rng(replicate_seed(seed, r)))
+        Workload(a, p, o, q)          # validates the draw (sorted arrivals, token ranges)
+        arrival[j], prompt[j], output[j], priority[j] = a, p, o, q
+    return arrival, prompt, output, priority
+
+
+def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, parallel):
+    """Summaries for replicates ``r0..r1-1`` over the whole grid, as a Dataset."""
+    names = list(sweep)
+    shape = tuple(len(sweep[k]) for k in names)
+    results = {}
+    tu = None
+    for wl_combo in itertools.product(*(range(len(sweep[k])) for k in wl_keys)):
+        spec_c = spec.replace(**{k: sweep[k][i] for k, i in zip(wl_keys, wl_combo)})
+        arrival, prompt, output, priority = _draw(spec_c, seed, r0, r1)
+        out = _allocate(r1 - r0, spec.n_requests)
+        for p_index, (pname, batcher) in enumerate(batchers.items()):
+            for b_combo in itertools.product(*(range(len(sweep[k])) for k in bat_keys)):
+                changes = {k: sweep[k][i] for k, i in zip(bat_keys, b_combo)
+                           if k in {f.name for f in dataclasses.fields(batcher)}}
+                b = dataclasses.replace(batcher, **changes)
+                timing = b._timing()
+                tu = timing.units if tu is None else tu
+                if timing.units != tu:
+                    raise ValueError("all policies must use the same clock (tick or roofline)")
+                b._run_many(timing, arrival, prompt, output, priority, out, parallel=parallel)
+                summ = _summaries(arrival, prompt, output, priority, out, b._slots(),
+                                  b._kv_budget(), targets)
+                index = dict(zip(wl_keys, wl_combo)) | dict(zip(bat_keys, b_combo))
+                pos = (p_index,) + tuple(index[k] for k in names)
+                for key, (values, kind, long_name) in summ.items():
+                    if key not in results:
+                        extra = values.shape[1:]
+                        results[key] = (np.empty((len(batchers),) + shape + (r1 - r0,) + extra),
+                                        kind, long_name)
+                    results[key][0][pos] = values
+    lead = (_POLICY,) + tuple(names) + (dims.REPLICATE,)
+    data_vars = {
+        key: xr.Variable(lead + ((_TIER,) if key.startswith("tier_") else ()), values,
+                         attrs={"units": _units(kind, tu), "long_name": long_name})
+        for key, (values, kind, long_name) in results.items()}
+    coords = {_POLICY: list(batchers), **{k: sweep[k] for k in names},
+              dims.REPLICATE: np.arange(r0, r1), _TIER: list(TIERS)}
+    return xr.Dataset(data_vars, coords=coords)
+
+
+def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=None,
+                sweep: Mapping | None = None, ttft_target=None, itl_target=None,
+                chunks: int | None = None, parallel: bool = True) -> xr.Dataset:
+    """Summaries of many simulated workloads, over replicates and parameter dimensions.
+
+    Parameters
+    ----------
+    workload : WorkloadSpec
+        The workload distribution; replicate ``r`` is drawn with :func:`replicate_seed`
+        ``(seed, r)``, so every replicate is reproducible on its own and every grid point sees the
+        same draws (common random numbers).
+    batcher : StaticBatcher, ContinuousBatcher, or mapping of name -> batcher
+        The policies compared, along dimension ``policy`` (a single batcher is named by its
+        ``policy``).
+    replicates : int
+        Number of replicates R (>= 1).
+    seed : int or SeedSequence, optional
+        Root seed; ``None`` draws fresh entropy, recorded in ``attrs["seed_entropy"]``.
+    sweep : mapping of name -> values, optional
+        Parameter dimensions: a batcher field (``max_num_seqs``, ``kv_budget_tokens``,
+        ``admission``, ``batch_size``, ...; applied to the batchers that have it) or a workload
+        field, dotted for a distribution's field (``"output.sigma"``, ``"arrival.rate"``).
+    ttft_target, itl_target : float, optional
+        Goodput targets [tick or s].
+    chunks : int, optional
+        Run through dask in tasks of ``chunks`` replicates each (``dask`` is an optional
+        dependency, imported only here); results are identical to the in-process run.
+        Without it, replicates run in parallel threads with numba ``prange``.
+    parallel : bool
+        In-process runs only: ``True`` (default) runs replicates on all cores with ``prange``;
+        ``False`` runs them one after another with the single-run kernel. Results are identical.
+        The ``prange`` kernels compile on first use (a few seconds per policy), so a small Monte
+        Carlo in a fresh process finishes sooner serially.
+
+    Returns
+    -------
+    xarray.Dataset
+        Every summary of :meth:`ContinuousBatcher.run` with dimensions ``policy``, the sweep names,
+        and ``replicate`` (and ``tier`` for per-tier metrics).
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §4.3 ("its win scales with output-length variance").
+    .. [2] NumPy, "Parallel random number generation" (``SeedSequence.spawn``).
+    """
+    if not isinstance(workload, WorkloadSpec):
+        raise TypeError(f"workload must be a WorkloadSpec (a distribution), got "
+                        f"{type(workload).__name__}")
+    batchers = dict(batcher) if isinstance(batcher, Mapping) else {batcher.policy: batcher}
+    if not batchers:
+        raise ValueError("batcher must name at least one policy")
+    for name, b in batchers.items():
+        if not isinstance(b, (StaticBatcher, ContinuousBatcher)):
+            raise TypeError(f"batcher {name!r} must be a StaticBatcher or ContinuousBatcher, got "
+                            f"{type(b).__name__}")
+    replicates = _count("replicates", replicates)
+    if seed is None:
+        seed = np.random.SeedSequence().entropy
+    elif isinstance(seed, np.random.SeedSequence):
+        seed = seed.entropy
+    elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, a SeedSequence or None, "
+                         f"got {seed!r}")
+    targets = (_target("ttft_target", ttft_target), _target("itl_target", itl_target))
+    chunks = _count("chunks", chunks, allow_none=True)
+    if not isinstance(parallel, (bool, np.bool_)):
+        raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
+    sweep, bat_keys, wl_keys = _split_sweep(sweep, batchers, workload)
+    args = (workload, batchers, sweep, bat_keys, wl_keys, seed)
+    if chunks is None:
+        ds = _mc_block(*args, 0, replicates, targets, bool(parallel))
+    else:
+        import dask
+        bounds = [(r, min(r + chunks, replicates)) for r in range(0, replicates, chunks)]
+        # Each task runs its replicates serially: dask supplies the parallelism, and numba's
+        # default threading layer does not support parallel kernels launched from several threads.
+        tasks = [dask.delayed(_mc_block)(*args, r0, r1, targets, False) for r0, r1 in bounds]
+        ds = xr.concat(dask.compute(*tasks), dim=dims.REPLICATE)
+    ds.attrs.update({"seed_entropy": str(seed), "replicates": replicates,
+                     "ttft_target": "none" if targets[0] is None else targets[0],
+                     "itl_target": "none" if targets[1] is None else targets[1]})
+    return ds

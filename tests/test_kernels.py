@@ -1,0 +1,161 @@
+"""The numba kernels against the plain-Python reference: exact equality, every mode.
+
+Every per-request output (admit, first_token, finish, preemptions, status) and every run statistic
+(makespan clock, step count, occupancy integrals and peaks, preemptions) must be equal bit for bit
+(NaN == NaN for requests that were rejected). Workloads are drawn by hypothesis.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rooflinekit import _reference
+from rooflinekit.batching import ContinuousBatcher, StaticBatcher, _kernel_outputs
+from rooflinekit.workloads import Workload, guide_workload
+
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def workloads(draw, max_n=24, tiers=False, fractional=False):
+    n = draw(st.integers(0, max_n))
+    if fractional:
+        gaps = draw(st.lists(st.floats(0, 8, allow_nan=False), min_size=n, max_size=n))
+    else:
+        gaps = draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
+    arrival = np.cumsum(np.asarray(gaps, dtype=float))
+    prompt = draw(st.lists(st.integers(0, 40), min_size=n, max_size=n))
+    output = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
+    priority = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)) if tiers else None
+    return Workload(arrival, prompt, output, priority)
+
+
+def assert_same(kernel: dict, reference: dict):
+    for key in ("admit", "first_token", "finish", "preemptions", "status", "stats"):
+        np.testing.assert_array_equal(kernel[key], reference[key], err_msg=key)
+
+
+slots = st.one_of(st.none(), st.integers(1, 8))
+budgets = st.one_of(st.none(), st.integers(0, 300))
+
+
+@SETTINGS
+@given(wl=workloads(fractional=True), max_num_seqs=slots, kv=budgets)
+def test_reserve_matches_reference(wl, max_num_seqs, kv):
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv)
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+@SETTINGS
+@given(wl=workloads(), max_num_seqs=slots, kv=st.integers(1, 200), block_size=st.integers(1, 8))
+def test_paged_matches_reference(wl, max_num_seqs, kv, block_size):
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission="paged",
+                          block_size=block_size)
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+@SETTINGS
+@given(wl=workloads(), max_num_seqs=st.integers(1, 8), extra=st.integers(0, 30),
+       kv=budgets, admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8))
+def test_chunked_prefill_matches_reference(wl, max_num_seqs, extra, kv, admission, block_size):
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                          block_size=block_size, max_num_batched_tokens=max_num_seqs + extra)
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+@SETTINGS
+@given(wl=workloads(tiers=True), max_num_seqs=slots, kv=budgets,
+       cap=st.one_of(st.none(), st.integers(1, 4)), admission=st.sampled_from(["reserve", "paged"]))
+def test_tiers_match_reference(wl, max_num_seqs, kv, cap, admission):
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                          interactive_cap=cap, block_size=4)
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+@SETTINGS
+@given(wl=workloads(fractional=True), batch_size=st.integers(1, 10))
+def test_static_matches_reference(wl, batch_size):
+    b = StaticBatcher(batch_size=batch_size)
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+def test_guide_workload_matches_reference():
+    # guide/NOTES.md workload, both policies: exact equality, not only the headline figures.
+    wl = guide_workload()
+    for b in (StaticBatcher(batch_size=8), ContinuousBatcher(max_num_seqs=16),
+              ContinuousBatcher(max_num_seqs=4, kv_budget_tokens=900, admission="paged",
+                                block_size=16, max_num_batched_tokens=8)):
+        assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+def test_reference_prompt_rule_is_reference_only():
+    # The failure-mode rule exists in the reference alone; the public class refuses it.
+    with pytest.raises(ValueError, match="admission"):
+        ContinuousBatcher(admission="prompt")
+    out = _reference.simulate_continuous([0.0], [5], [5], admission="prompt", kv_budget=6)
+    assert out["status"].tolist() == [_reference.COMPLETED]
+
+
+# --- roofline clock: same rules, each step timed by rooflinekit.roofline -----------------------
+
+ROOFLINE = {
+    "dense, tp 8": dict(model="guide-70b", gpu="lab", tp=8),
+    "MoE": dict(model="Mixtral-8x7B", gpu="H100-SXM-80GB", tp=2),
+    "sliding window": dict(model="Gemma-2-9B", gpu="L40S", tp=1),
+}
+
+
+def roofline_batcher(config, **kwargs):
+    from rooflinekit import catalog
+    return ContinuousBatcher(model=catalog.model(config["model"]), gpu=catalog.gpu(config["gpu"]),
+                             tp=config["tp"], **kwargs)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
+       max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
+       cap=st.one_of(st.none(), st.integers(1, 3)))
+def test_roofline_continuous_matches_reference(wl, config, max_num_seqs, extra, kv, admission,
+                                               cap):
+    # arrivals are in seconds here: scale the tick-sized gaps down to the steps' milliseconds
+    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
+    b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
+                         admission=admission, block_size=4, interactive_cap=cap,
+                         max_num_batched_tokens=None if extra is None else max_num_seqs + extra)
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(fractional=True), config=st.sampled_from(sorted(ROOFLINE)),
+       batch_size=st.integers(1, 8))
+def test_roofline_static_matches_reference(wl, config, batch_size):
+    from rooflinekit import catalog
+    c = ROOFLINE[config]
+    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens)
+    b = StaticBatcher(batch_size=batch_size, model=catalog.model(c["model"]),
+                      gpu=catalog.gpu(c["gpu"]), tp=c["tp"])
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+# --- compilation: lazy, not cached on disk (the documented choice in _kernels.py) ---------------
+
+
+def test_import_compiles_nothing():
+    import subprocess
+    import sys
+    code = ("import sys, rooflinekit.batching, rooflinekit.workloads, rooflinekit._reference; "
+            "assert 'numba' not in sys.modules, 'numba imported'; "
+            "assert 'rooflinekit._kernels' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_kernels_not_cached_on_disk():
+    from rooflinekit import _kernels
+    for factory in (_kernels.continuous_kernels, _kernels.static_kernels):
+        for dispatcher in factory(_kernels.TICK_CLOCK):
+            assert type(dispatcher._cache).__name__ == "NullCache"
+            assert dispatcher.targetoptions.get("nogil") or dispatcher.targetoptions.get(
+                "parallel")

@@ -1,0 +1,539 @@
+"""Design-space sweeps: cell-by-cell agreement with the scalar formulas, laziness, reductions,
+the distributed path, output round-trips and errors."""
+
+import io
+import math
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rooflinekit import GPU, catalog, memory, roofline, units
+from rooflinekit import sweep as sw
+
+# A grid that exercises every branch of the formulas: GQA, MHA, MQA, MoE (Mixtral), sliding
+# window (Gemma-2), multi-head latent attention (DeepSeek-V3); GPUs with and without a price.
+MODELS = ["guide-70b", "Llama-2-7B", "Falcon-7B", "Mixtral-8x7B", "Gemma-2-9B", "DeepSeek-V3"]
+GPUS = ["guide-lab-80GB", "H100-SXM-80GB", "A100-SXM-40GB", "RTX-4090"]   # RTX-4090: no price
+AXES = dict(tp=[1, 2, 4, 8], context_length=[1, 1000, 4096, 8192, 32768],
+            batch_size=[1, 3, 16, 128], prompt_tokens=[1, 512, 20000])
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return sw.sweep(MODELS, GPUS, **AXES)
+
+
+@pytest.fixture(scope="module")
+def small_kw():
+    return dict(models=["guide-70b", "Llama-3.1-8B"],
+                gpus=["guide-lab-80GB", "H100-SXM-80GB", "A100-SXM-40GB"],
+                tp=[1, 2, 4, 8], context_length=[1024, 2048, 4096, 8192, 16384, 32768],
+                batch_size=[1, 2, 4, 8, 16, 32, 64, 128])
+
+
+def _scalar_cell(m, g, tp, c, b, p):
+    """Every sweep variable for one configuration, from the scalar public functions."""
+    step = roofline.decode_time_per_token(m, g, b, c, tp)
+    ai = roofline.arithmetic_intensity(m, b, c)
+    ridge = roofline.ridge_point(g)
+    cost = (roofline.cost_per_million_tokens(m, g, b, c, tp) if g.hourly_price is not None
+            else math.nan)
+    return {
+        "weight_bytes": memory.weight_bytes(m),
+        "kv_bytes_per_token": memory.kv_bytes_per_token(m),
+        "kv_bytes_per_sequence": memory.kv_bytes_per_sequence(m, c),
+        "kv_bytes": b * memory.kv_bytes_per_sequence(m, c),
+        "group_memory_bytes": memory.group_memory_bytes(g, tp),
+        "usable_kv_bytes": memory.usable_kv_bytes(m, g, tp=tp),
+        "weights_fit": memory.usable_kv_bytes(m, g, tp=tp) > 0,
+        "max_concurrent_sequences": memory.max_concurrent_sequences(m, g, c, tp=tp),
+        "fits": memory.max_concurrent_sequences(m, g, c, tp=tp) >= b,
+        "ridge_point": ridge,
+        "arithmetic_intensity": ai,
+        "compute_bound": roofline.bound(ai, ridge) == "compute",
+        "decode_step_time": step,
+        "tokens_per_second": roofline.decode_throughput(m, g, b, c, tp),
+        "tokens_per_second_per_gpu": roofline.decode_throughput_per_gpu(m, g, b, c, tp),
+        "prefill_time": roofline.prefill_time(m, g, p, tp),
+        "cost_per_million_tokens": cost,
+    }
+
+
+# -- every variable equals the scalar functions, cell by cell --------------------------------------
+
+def test_random_cells_equal_scalar_functions(grid):
+    # exact equality (same formulas, same float operations); 60 seeded cells of 28,800
+    rng = np.random.default_rng(20261130)
+    sizes = [grid.sizes[d] for d in sw.SWEEP_DIMS]
+    assert set(sw.VARIABLES) <= set(grid.data_vars)
+    for _ in range(60):
+        idx = dict(zip(sw.SWEEP_DIMS, (int(rng.integers(n)) for n in sizes)))
+        cell = {d: grid[d].values[i] for d, i in idx.items()}
+        m, g = catalog.model(str(cell["model"])), catalog.gpu(str(cell["gpu"]))
+        want = _scalar_cell(m, g, int(cell["tp"]), int(cell["context_length"]),
+                            int(cell["batch_size"]), int(cell["prompt_tokens"]))
+        for name, expected in want.items():
+            var = grid[name]
+            got = var.isel({d: idx[d] for d in var.dims}).item()
+            if isinstance(expected, float) and math.isnan(expected):
+                assert math.isnan(got), (name, cell)
+            else:
+                assert got == expected, (name, cell, got, expected)
+
+
+def test_guide_figures_in_a_sweep():
+    ds = sw.sweep("guide-70b", "guide-lab-80GB", tp=[1, 8], context_length=8192, batch_size=1,
+                  prompt_tokens=1)
+    # guide §2.4 / NOTES: 0 sequences on one card, 183 on 8 × 80 GiB at 8,192 tokens
+    assert ds.max_concurrent_sequences.sel(tp=1).item() == 0
+    assert ds.max_concurrent_sequences.sel(tp=8).item() == 183
+    assert not ds.fits.sel(tp=1).item() and ds.fits.sel(tp=8).item()
+    # guide §3.2: ridge 989e12 / 3.35e12 = 295.2 FLOP/B (rel 1e-4)
+    assert ds.ridge_point.item() == pytest.approx(295.2, rel=1e-4)
+    assert not ds.compute_bound.item()
+
+
+def test_decode_batch1_guide_figure():
+    # NOTES: batch-1 decode at no context 140e9 / 3.35e12 = 41.79 ms (abs 5e-3 ms); context 1 adds
+    # 327,680 B (1e-4 ms)
+    ds = sw.sweep("guide-70b", "guide-lab-80GB", tp=1, context_length=1, batch_size=1)
+    assert ds.decode_step_time.item() / units.MS == pytest.approx(41.79, abs=5e-3)
+
+
+def test_units_and_long_names_everywhere(grid):
+    for name, var in grid.data_vars.items():
+        assert var.attrs["units"] == sw.VARIABLES[name].units
+        assert var.attrs["long_name"]
+    assert "NaN" in grid.cost_per_million_tokens.attrs["comment"]
+    assert np.isnan(grid.cost_per_million_tokens.sel(gpu="RTX-4090")).all()
+    assert np.isfinite(grid.cost_per_million_tokens.sel(gpu="H100-SXM-80GB")).all()
+
+
+def test_variables_run_over_their_own_dimensions(grid):
+    assert grid.weight_bytes.dims == ("model",)
+    assert grid.usable_kv_bytes.dims == ("model", "gpu", "tp")
+    assert grid.decode_step_time.dims == ("model", "gpu", "tp", "context_length", "batch_size")
+    assert grid.prefill_time.dims == ("model", "gpu", "tp", "prompt_tokens")
+    assert sw.sweep_cells(grid) == 6 * 4 * 4 * 5 * 4 * 3
+
+
+def test_prefill_over_context_without_prompt_tokens(small_kw):
+    ds = sw.sweep(**small_kw)
+    assert ds.prefill_time.dims == ("model", "gpu", "tp", "context_length")
+    m, g = catalog.model("Llama-3.1-8B"), catalog.gpu("H100-SXM-80GB")
+    got = ds.prefill_time.sel(model="Llama-3.1-8B", gpu="H100-SXM-80GB", tp=2,
+                              context_length=4096).item()
+    assert got == roofline.prefill_time(m, g, 4096, 2)
+
+
+# -- input kinds -----------------------------------------------------------------------------------
+
+def test_names_specs_and_datasets_agree(small_kw):
+    by_name = sw.sweep(**small_kw)
+    specs = dict(small_kw, models=[catalog.model(n) for n in small_kw["models"]],
+                 gpus=[catalog.gpu(n) for n in small_kw["gpus"]])
+    datasets = dict(small_kw, models=catalog.models(small_kw["models"], as_dataset=True),
+                    gpus=catalog.gpus(small_kw["gpus"], as_dataset=True))
+    xr.testing.assert_identical(by_name, sw.sweep(**specs))
+    xr.testing.assert_identical(by_name, sw.sweep(**datasets))
+
+
+def test_scalar_axes_and_single_specs():
+    ds = sw.sweep(catalog.model("guide-70b"), "guide-lab-80GB", tp=8, context_length=8192,
+                  batch_size=np.int64(1))
+    assert ds.sizes["tp"] == 1 and ds.sizes["model"] == 1
+    assert ds.max_concurrent_sequences.squeeze().item() == 183
+
+
+def test_dataarray_axes_are_accepted(small_kw):
+    kw = dict(small_kw, tp=xr.DataArray([1, 2, 4, 8], dims="tp"))
+    xr.testing.assert_identical(sw.sweep(**small_kw), sw.sweep(**kw))
+
+
+def test_variables_subset_keeps_dependencies(small_kw):
+    ds = sw.sweep(**small_kw, variables=["fits"])
+    assert set(ds.data_vars) == {"fits", "max_concurrent_sequences"}
+    full = sw.sweep(**small_kw)
+    xr.testing.assert_identical(ds.fits, full.fits)
+
+
+def test_efficiency_options_reach_the_roofline():
+    kw = dict(models="guide-70b", gpus="guide-lab-80GB", tp=8, context_length=2048, batch_size=8)
+    slow = sw.sweep(**kw, bandwidth_efficiency=0.5, step_overhead=1e-3)
+    m, g = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
+    want = roofline.decode_time_per_token(m, g, 8, 2048, 8, bandwidth_efficiency=0.5,
+                                          step_overhead=1e-3)
+    assert slow.decode_step_time.item() == want
+    assert slow.attrs["bandwidth_efficiency"] == 0.5
+
+
+def test_allreduce_option():
+    kw = dict(models="guide-70b", gpus="guide-lab-80GB", tp=[1, 8], context_length=2048,
+              batch_size=8)
+    ds = sw.sweep(**kw, allreduce=True)
+    m, g = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
+    assert ds.decode_step_time.sel(tp=8).item() == roofline.decode_time_per_token(
+        m, g, 8, 2048, 8, allreduce=True)
+    assert ds.decode_step_time.sel(tp=8).item() > sw.sweep(**kw).decode_step_time.sel(tp=8).item()
+
+
+# -- blocks, laziness and dask ---------------------------------------------------------------------
+
+def test_threaded_blocks_equal_one_block(monkeypatch, small_kw):
+    whole = sw.sweep(**small_kw)
+    monkeypatch.setattr(sw, "AUTO_BLOCK_CELLS", 100)     # force the blocked, threaded path
+    xr.testing.assert_identical(whole, sw.sweep(**small_kw))
+
+
+@pytest.mark.parametrize("chunks", [100, {"context_length": 2, "tp": 3}, "auto"])
+def test_chunked_sweep_is_lazy_and_identical(small_kw, chunks):
+    da = pytest.importorskip("dask.array")
+    lazy = sw.sweep(**small_kw, chunks=chunks)
+    assert all(isinstance(v.data, da.Array) for v in lazy.data_vars.values())
+    xr.testing.assert_identical(sw.sweep(**small_kw), lazy.compute())
+
+
+def test_graph_holds_blocks_not_the_grid(small_kw):
+    pytest.importorskip("dask.array")
+    lazy = sw.sweep(**small_kw, chunks=48)                # 24 blocks of 48 cells
+    graph = dict(lazy.fits.data.__dask_graph__())
+    n_blocks = len([k for k in graph if isinstance(k, tuple) and "sweep-block" in k[0]])
+    assert n_blocks == 1152 // 48
+    big = [v for v in graph.values() if isinstance(v, np.ndarray) and v.size > 8]
+    assert not big                                        # no array data embedded in tasks
+
+
+def test_chunks_auto_layout():
+    chunks = sw._chunks((2, 3, 4, 1000, 1000, 1), 10_000)
+    assert chunks[5] == (1,) and chunks[4] == (1000,) and chunks[3][0] == 10
+    assert all(c == (1,) * n for c, n in zip(chunks[:3], (2, 3, 4)))
+
+
+def test_missing_dask_names_the_extra(monkeypatch, small_kw):
+    monkeypatch.setitem(sys.modules, "dask", None)
+    with pytest.raises(ImportError, match=r"rooflinekit\[distributed\]"):
+        sw.sweep(**small_kw, chunks=100)
+
+
+# -- reductions ------------------------------------------------------------------------------------
+
+def _brute_best(ds, objective, by, maximize, where, limits):
+    arrays = [ds[objective]] + [ds[w] for w in where] + [ds[k] for k in limits]
+    b = xr.broadcast(*arrays)
+    full = [d for d in sw.SWEEP_DIMS if d in b[0].dims]
+    b = [x.transpose(*full) for x in b]
+    ok = np.isfinite(b[0].values)
+    for x in b[1:1 + len(where)]:
+        ok &= x.values
+    for x, bound in zip(b[1 + len(where):], limits.values()):
+        ok &= x.values <= bound
+    score = np.where(ok, b[0].values if maximize else -b[0].values, -np.inf)
+    out = {}
+    for label in ds[by].values:
+        pos = list(ds[by].values).index(label)
+        sub = np.take(score, pos, axis=full.index(by))
+        rest = [d for d in full if d != by]
+        flat = int(np.argmax(sub))
+        cell = np.unravel_index(flat, sub.shape)
+        found = sub.flat[flat] > -np.inf
+        out[label] = (found, {d: ds[d].values[i] for d, i in zip(rest, cell)})
+    return out
+
+
+@pytest.mark.parametrize("chunks", [None, 37])
+def test_best_configuration_matches_brute_force(grid, chunks):
+    ds = grid if chunks is None else sw.sweep(MODELS, GPUS, **AXES, chunks=chunks * 13)
+    best = sw.best_configuration(ds)
+    want = _brute_best(grid, "tokens_per_second_per_gpu", "model", True, ["fits"], {})
+    for label, (found, cell) in want.items():
+        row = best.sel(model=label)
+        assert bool(row.found) == found
+        if found:
+            for d, v in cell.items():
+                assert row[d].item() == v, (label, d)
+            assert row.tokens_per_second_per_gpu.item() == grid.tokens_per_second_per_gpu.sel(
+                model=label, **cell).item()
+
+
+def test_cheapest_meeting_targets_matches_brute_force(grid):
+    lazy = sw.sweep(MODELS, GPUS, **AXES, chunks=500)
+    limits = {"prefill_time": 0.5, "decode_step_time": 0.05}
+    for ds in (grid, lazy):
+        got = sw.cheapest_configuration(ds, max_ttft=0.5, max_itl=0.05)
+        want = _brute_best(grid, "cost_per_million_tokens", "model", False, ["fits"], limits)
+        for label, (found, cell) in want.items():
+            row = got.sel(model=label)
+            assert bool(row.found) == found
+            if found:
+                assert {d: row[d].item() for d in cell} == cell
+                assert row.gpu.item() != "RTX-4090"       # no price never wins
+                assert grid.prefill_time.sel(model=label, gpu=cell["gpu"], tp=cell["tp"],
+                                             prompt_tokens=cell["prompt_tokens"]).item() <= 0.5
+    impossible = sw.cheapest_configuration(grid, max_ttft=1e-9)
+    assert not impossible.found.any()
+    assert np.isnan(impossible.cost_per_million_tokens).all()
+    assert (impossible.tp == -1).all() and (impossible.gpu == "").all()
+
+
+def test_best_configuration_overall_and_by_two_dims(grid):
+    overall = sw.best_configuration(grid, "usable_kv_bytes", by=None, where="weights_fit")
+    assert overall.usable_kv_bytes.item() == grid.usable_kv_bytes.max().item()
+    per = sw.best_configuration(grid, "max_concurrent_sequences", by=["model", "gpu"],
+                                maximize=False, where="weights_fit")
+    assert per.found.dims == ("model", "gpu")
+
+
+def test_best_tp_rules(small_kw):
+    ds = sw.sweep(**small_kw)
+    smallest = sw.best_tp(ds, rule="smallest")
+    # guide-70b on 80 GiB cards: one card never holds the weights (guide §2.4)
+    lab = smallest.sel(model="guide-70b", gpu="guide-lab-80GB")
+    assert (lab != 1).all() and (lab.sel(context_length=8192, batch_size=1) == 2)
+    fits = ds.fits.transpose("model", "gpu", "context_length", "batch_size", "tp").values
+    tps = ds.tp.values
+    want = np.where(fits.any(-1), tps[np.argmax(fits, axis=-1)], 0)
+    np.testing.assert_array_equal(
+        smallest.transpose("model", "gpu", "context_length", "batch_size").values, want)
+    fastest = sw.best_tp(ds, rule="throughput")
+    score = np.where(fits, ds.tokens_per_second_per_gpu.transpose(
+        "model", "gpu", "context_length", "batch_size", "tp").values, -np.inf)
+    want = np.where(fits.any(-1), tps[np.argmax(score, axis=-1)], 0)
+    np.testing.assert_array_equal(
+        fastest.transpose("model", "gpu", "context_length", "batch_size").values, want)
+    lazy = sw.best_tp(sw.sweep(**small_kw, chunks=100), rule="throughput")
+    xr.testing.assert_identical(fastest, lazy.compute())
+    assert fastest.attrs["units"] == "1"
+
+
+def test_pareto_front_matches_brute_force(small_kw):
+    ds = sw.sweep(**small_kw)
+    front = sw.pareto_front(ds)
+    x = ds.cost_per_million_tokens.values
+    y = ds.decode_step_time.values
+    ok = ds.fits.values & np.isfinite(x)
+    pts = set(zip(x[ok], y[ok]))
+    want = {p for p in pts if not any((q[0] <= p[0] and q[1] <= p[1] and q != p) for q in pts)}
+    got = set(zip(front.cost_per_million_tokens.values, front.decode_step_time.values))
+    assert got == want
+    assert np.all(np.diff(front.cost_per_million_tokens.values) > 0)
+    assert np.all(np.diff(front.decode_step_time.values) < 0)
+    lazy = sw.pareto_front(sw.sweep(**small_kw, chunks=50))
+    xr.testing.assert_identical(front, lazy)
+
+
+def test_reductions_stream_with_a_progress_bar(small_kw):
+    pytest.importorskip("dask.diagnostics")
+    lazy = sw.sweep(**small_kw, chunks=100)
+    buf = io.StringIO()
+    with sw.progress_bar(True, minimum=0, out=buf):
+        lazy.compute()
+    assert "100%" in buf.getvalue()
+    # the flag form used by the reductions (and the CLI) leaves stdout alone
+    sw.best_configuration(lazy, progress=True)
+
+
+# -- dask.distributed ------------------------------------------------------------------------------
+
+def test_local_cluster_identical_to_in_memory(small_kw):
+    distributed = pytest.importorskip("distributed")
+    whole = sw.sweep(**small_kw)
+    best = sw.best_configuration(whole)
+    front = sw.pareto_front(whole)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        lazy = sw.sweep(**small_kw, chunks=96)
+        xr.testing.assert_identical(whole, lazy.compute())
+        xr.testing.assert_identical(best, sw.best_configuration(lazy, progress=True))
+        xr.testing.assert_identical(front, sw.pareto_front(lazy))
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chunks", [None, 200])
+def test_netcdf_round_trip(tmp_path, small_kw, chunks):
+    pytest.importorskip("netCDF4")
+    ds = sw.sweep(**small_kw, chunks=chunks)
+    path = tmp_path / "sweep.nc"
+    sw.save(ds, path)
+    with xr.open_dataset(path) as back:
+        xr.testing.assert_identical(ds.compute(), back.load())
+
+
+def test_zarr_round_trip(tmp_path, small_kw):
+    pytest.importorskip("zarr", reason="zarr is not installed (pip install rooflinekit[io])")
+    ds = sw.sweep(**small_kw, chunks=200)
+    sw.save(ds, tmp_path / "sweep.zarr")
+    with xr.open_zarr(tmp_path / "sweep.zarr") as back:
+        xr.testing.assert_identical(ds.compute(), back.load())
+
+
+# -- invariants ------------------------------------------------------------------------------------
+
+axis = st.lists(st.integers(1, 65536), min_size=1, max_size=4, unique=True)
+
+
+@settings(max_examples=15, deadline=None)
+@given(ctx=axis, batch=st.lists(st.integers(1, 512), min_size=1, max_size=4, unique=True),
+       tp=st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=4, unique=True))
+def test_invariants(ctx, batch, tp):
+    ds = sw.sweep(["Llama-3.1-8B", "Gemma-2-9B"], ["H100-SXM-80GB", "L4"], tp=tp,
+                  context_length=ctx, batch_size=batch)
+    ds = ds.sortby(["context_length", "batch_size", "tp"])
+    # fitting a batch means fitting every smaller one; longer contexts fit fewer sequences
+    fits = ds.fits.transpose(..., "batch_size").values
+    assert not (np.diff(fits.astype(int), axis=-1) > 0).any()
+    mcs = ds.max_concurrent_sequences.transpose(..., "context_length").values
+    assert not (np.diff(mcs, axis=-1) > 0).any()
+    # more GPUs never shrink the KV budget; per-GPU throughput never exceeds the group's
+    ukv = ds.usable_kv_bytes.transpose(..., "tp").values
+    assert not (np.diff(ukv, axis=-1) < 0).any()
+    assert (ds.tokens_per_second_per_gpu <= ds.tokens_per_second).all()
+    assert (ds.decode_step_time > 0).all()
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(models="no-such-model"), ValueError, "unknown model"),
+    (dict(gpus=[3]), TypeError, "gpus entries"),
+    (dict(models=[]), ValueError, "at least one model"),
+    (dict(models=["guide-70b", "guide-70b"]), ValueError, "repeat"),
+    (dict(tp=0), ValueError, "tp must lie in"),
+    (dict(tp=1.5), ValueError, "tp must be a whole number"),
+    (dict(tp=[[1, 2]]), ValueError, "1-D"),
+    (dict(context_length=[1024, 1024]), ValueError, "context_length must not repeat"),
+    (dict(batch_size=[]), ValueError, "batch_size must hold"),
+    (dict(batch_size="8"), TypeError, "batch_size must be a number"),
+    (dict(prompt_tokens=[0]), ValueError, "prompt_tokens"),
+    (dict(reserve=1.0), ValueError, "reserve"),
+    (dict(variables=["nope"]), ValueError, "unknown sweep variables"),
+    (dict(chunks=0), ValueError, "chunks must be"),
+    (dict(chunks={"nope": 2}), ValueError, "unknown dimensions"),
+    (dict(chunks={"tp": 0}), ValueError, r"chunks\['tp'\]"),
+    (dict(compute_efficiency=0.0), ValueError, "compute_efficiency"),
+    (dict(step_overhead=-1.0), ValueError, "step_overhead"),
+    (dict(allreduce="yes"), TypeError, "allreduce"),
+    (dict(allreduce=True, tp=[1, 2], gpus=[GPU("no-link", memory_bytes=80 * units.GiB,
+                                                hbm_bandwidth=3e12, peak_flops=1e15)]),
+     ValueError, "interconnect bandwidth; unknown for no-link"),
+])
+def test_errors_name_the_argument(kwargs, exc, match):
+    base = dict(models="guide-70b", gpus="guide-lab-80GB", tp=[1, 8], context_length=1024,
+                batch_size=1)
+    with pytest.raises(exc, match=match):
+        sw.sweep(**{**base, **kwargs})
+
+
+def test_reduction_errors(small_kw):
+    ds = sw.sweep(**small_kw)
+    with pytest.raises(ValueError, match="no variable 'nope'"):
+        sw.best_configuration(ds, "nope")
+    with pytest.raises(ValueError, match="not a boolean"):
+        sw.best_configuration(ds, where="usable_kv_bytes")
+    with pytest.raises(ValueError, match="not a dimension"):
+        sw.best_configuration(ds, by="quantile")
+    with pytest.raises(ValueError, match="must be a number"):
+        sw.best_configuration(ds, limits={"prefill_time": "fast"})
+    with pytest.raises(ValueError, match="max_itl"):
+        sw.cheapest_configuration(ds, max_itl=-1)
+    with pytest.raises(ValueError, match="different variables"):
+        sw.pareto_front(ds, x="fits", y="fits")
+    with pytest.raises(ValueError, match="rule"):
+        sw.best_tp(ds, rule="largest")
+    with pytest.raises(TypeError, match="xarray.Dataset"):
+        sw.best_configuration(ds.fits)
+
+
+# -- command-line helpers --------------------------------------------------------------------------
+
+def _cli(argv):
+    import argparse
+    parser = argparse.ArgumentParser(prog="rooflinekit sweep")
+    sw.add_sweep_arguments(parser)
+    out = io.StringIO()
+    assert sw.sweep_cli_main(parser.parse_args(argv), out) == 0
+    return out.getvalue()
+
+
+def test_parse_axis():
+    np.testing.assert_array_equal(sw.parse_axis("1,2,4,8"), [1, 2, 4, 8])
+    np.testing.assert_array_equal(sw.parse_axis("1024:4096:1024,1e4"), [1024, 2048, 3072, 4096,
+                                                                         10000])
+    for bad in ("1.5", "a", "1:", "8:1", "1:8:0", "1,,2"):
+        with pytest.raises(ValueError, match="axis values"):
+            sw.parse_axis(bad)
+
+
+def test_cli_best_and_json():
+    text = _cli(["--models", "guide-70b", "--gpus", "guide-lab-80GB", "--context-length", "8192",
+                 "--batch-size", "1,183,184"])
+    assert "guide-70b" in text and "tokens_per_second_per_gpu" in text
+    import json
+    data = json.loads(_cli(["--report", "cheapest", "--max-itl", "0.05", "--json",
+                            "--chunks", "50", "--no-progress"]))
+    assert data["cells"] == 192 and data["rows"][0]["found"] is True
+
+
+def test_cli_pareto_and_output(tmp_path):
+    pytest.importorskip("netCDF4")
+    path = tmp_path / "s.nc"
+    text = _cli(["--report", "pareto", "--output", str(path), "--chunks", "auto",
+                 "--no-progress"])
+    assert "cost_per_million_tokens" in text
+    with xr.open_dataset(path) as back:
+        assert sw.sweep_cells(back) == 192
+
+
+def test_cli_errors():
+    with pytest.raises(ValueError, match="--output"):
+        _cli(["--output", "x.csv"])
+    with pytest.raises(ValueError, match="--report cheapest"):
+        _cli(["--max-ttft", "1"])
+    with pytest.raises(ValueError, match="--chunks"):
+        _cli(["--chunks", "many"])
+
+
+@pytest.mark.parametrize("chunks", [None, 40])
+def test_best_by_a_dimension_the_objective_lacks(small_kw, chunks):
+    # weight_bytes runs over model only; one answer per GPU all the same (ties: first model)
+    ds = sw.sweep(**small_kw, chunks=chunks)
+    best = sw.best_configuration(ds, "weight_bytes", by="gpu", where=None)
+    assert best.found.all()
+    assert (best.model == "guide-70b").all()
+    assert (best.weight_bytes == 140e9).all()
+
+
+def test_reductions_align_differently_chunked_variables(small_kw):
+    pytest.importorskip("dask.array")
+    lazy = sw.sweep(**small_kw, chunks=100)
+    mixed = lazy.assign(fits=lazy.fits.chunk({"batch_size": 3, "context_length": 4}))
+    xr.testing.assert_identical(sw.best_configuration(sw.sweep(**small_kw)),
+                                sw.best_configuration(mixed))
+    # a numpy variable among dask ones is chunked to match
+    half = lazy.assign(fits=lazy.fits.compute())
+    xr.testing.assert_identical(sw.pareto_front(lazy), sw.pareto_front(half))
+
+
+def test_incomplete_dataset_is_refused():
+    models = catalog.models(["guide-70b"], as_dataset=True).drop_vars("weight_bytes")
+    with pytest.raises(TypeError, match="lacks weight_bytes"):
+        sw.sweep(models, "guide-lab-80GB")
+    with pytest.raises(TypeError, match="indexed by 'gpu'"):
+        sw.sweep("guide-70b", catalog.models(["guide-70b"], as_dataset=True))
+
+
+def test_compute_dtype_option():
+    ds = sw.sweep("Llama-3.1-8B", ["H100-SXM-80GB", "A100-SXM-80GB"], tp=[1, 2],
+                  context_length=512, batch_size=[64, 512], compute_dtype="fp8")
+    for gpu in ("H100-SXM-80GB", "A100-SXM-80GB"):
+        g = catalog.gpu(gpu)
+        assert ds.ridge_point.sel(gpu=gpu).item() == roofline.ridge_point(g, compute_dtype="fp8")
+        got = ds.decode_step_time.sel(gpu=gpu, tp=2, batch_size=512).item()
+        assert got == roofline.decode_time_per_token(catalog.model("Llama-3.1-8B"), g, 512, 512,
+                                                     2, compute_dtype="fp8")

@@ -1,0 +1,164 @@
+"""Workloads: explicit arrays, seeded distributions and arrival processes."""
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rooflinekit.workloads import (AllAtOnce, Constant, Empirical, FixedInterval, Geometric,
+                                   LogNormal, Mixture, Poisson, Uniform, Workload, WorkloadSpec,
+                                   as_generator, guide_workload, short_and_long)
+
+
+def test_guide_workload():
+    # guide/NOTES.md: 24 requests, i % 8 == 0 -> 400 tokens else 20, arrival (i // 4) * 10
+    wl = guide_workload()
+    assert wl.n_requests == 24
+    assert (wl.output_tokens == 400).sum() == 3 and (wl.output_tokens == 20).sum() == 21
+    np.testing.assert_array_equal(wl.arrival[::4], [0, 10, 20, 30, 40, 50])
+    assert wl.arrival.dtype == np.float64 and wl.output_tokens.dtype == np.int64
+
+
+@pytest.mark.parametrize("kind", ["list", "ndarray", "DataArray"])
+def test_workload_input_kinds(kind):
+    conv = {"list": list, "ndarray": np.asarray,
+            "DataArray": lambda a: xr.DataArray(np.asarray(a), dims="request")}[kind]
+    wl = Workload(conv([0, 1, 1]), conv([5, 0, 7]), conv([1, 2, 3]))
+    np.testing.assert_array_equal(wl.prompt_tokens, [5, 0, 7])
+    assert dict(wl).keys() == {"arrival", "prompt_tokens", "output_tokens", "priority"}
+    np.testing.assert_array_equal(wl.priority, [0, 0, 0])
+
+
+def test_workload_is_read_only():
+    wl = guide_workload()
+    with pytest.raises(ValueError):
+        wl.output_tokens[0] = 1
+
+
+@pytest.mark.parametrize("args, match", [
+    (([0, 1], [1, -1], [1, 1]), "prompt_tokens must be >= 0"),
+    (([0, 1], [1, 1], [0, 1]), "output_tokens must be >= 1"),
+    (([1, 0], [1, 1], [1, 1]), "arrival must be sorted"),
+    (([0, np.inf], [1, 1], [1, 1]), "arrival must be finite"),
+    (([0, 1], [1, 1], [1, 1, 1]), "output_tokens must have one entry per request"),
+    (([0, 1], [1.5, 1], [1, 1]), "prompt_tokens must hold whole numbers"),
+    (([[0, 1]], [1, 1], [1, 1]), "arrival must be 1-D"),
+])
+def test_workload_errors(args, match):
+    with pytest.raises(ValueError, match=match):
+        Workload(*args)
+
+
+def test_workload_type_errors():
+    with pytest.raises(TypeError, match="prompt_tokens"):
+        Workload([0], ["a"], [1])
+    with pytest.raises(TypeError, match="arrival"):
+        Workload([True], [1], [1])
+
+
+@pytest.mark.parametrize("dist, mean, tol", [
+    (Constant(7), 7, 0),
+    (Uniform(10, 30), 20, 0.02),
+    (Geometric(50), 50, 0.03),
+    (LogNormal(mean=100, sigma=0.5), 100.5, 0.03),     # ceil adds ~0.5 on average
+    (short_and_long(), (15 * 20 + 400) / 16, 0.03),    # guide §4.2: 15 × 20 + 1 × 400
+    (Mixture((1, 3), (1, 1)), 2, 0.02),
+    (Empirical(samples=(4, 6)), 5, 0.02),
+])
+def test_distribution_means(dist, mean, tol):
+    # 20,000 draws with seed 0; tolerance relative to the stated mean
+    x = dist.sample(np.random.default_rng(0), 20_000)
+    assert x.dtype == np.int64 and x.shape == (20_000,)
+    assert x.mean() == pytest.approx(mean, rel=tol, abs=1e-12)
+
+
+def test_distribution_supports():
+    rng = np.random.default_rng(1)
+    u = Uniform(3, 5).sample(rng, 1000)
+    assert set(np.unique(u)) == {3, 4, 5}
+    assert Geometric(1).sample(rng, 100).tolist() == [1] * 100
+    ln = LogNormal(mean=100, sigma=3, minimum=2, maximum=500).sample(rng, 5000)
+    assert ln.min() >= 2 and ln.max() <= 500
+    h = Empirical(edges=(0, 10, 20), counts=(0, 1)).sample(rng, 1000)
+    assert h.min() >= 10 and h.max() < 20
+    assert set(np.unique(short_and_long(long_fraction=0).sample(rng, 100))) == {20}
+
+
+def test_arrival_processes():
+    rng = np.random.default_rng(2)
+    np.testing.assert_array_equal(AllAtOnce(3).sample(rng, 3), [3, 3, 3])
+    np.testing.assert_array_equal(FixedInterval(10, burst=4).sample(rng, 9),
+                                  [0, 0, 0, 0, 10, 10, 10, 10, 20])
+    p = Poisson(rate=2.0).sample(rng, 20_000)
+    assert (np.diff(p) >= 0).all()
+    # mean gap 1/rate = 0.5, 20,000 draws, rel 2%
+    assert np.diff(p).mean() == pytest.approx(0.5, rel=0.02)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: Constant(-1), "value"),
+    (lambda: Uniform(5, 3), "high"),
+    (lambda: Geometric(0.5), "mean"),
+    (lambda: LogNormal(mean=0, sigma=1), "mean"),
+    (lambda: LogNormal(mean=10, sigma=-1), "sigma"),
+    (lambda: LogNormal(mean=10, sigma=1, minimum=5, maximum=4), "maximum"),
+    (lambda: Mixture((1, 2), (1,)), "weights"),
+    (lambda: Mixture((1, 2), (0, 0)), "weights"),
+    (lambda: Empirical(), "either"),
+    (lambda: Empirical(samples=()), "samples"),
+    (lambda: Empirical(edges=(0, 5, 3), counts=(1, 1)), "edges"),
+    (lambda: short_and_long(long_fraction=2), "long_fraction"),
+    (lambda: FixedInterval(-1), "interval"),
+    (lambda: FixedInterval(1, burst=0), "burst"),
+    (lambda: Poisson(0), "rate"),
+    (lambda: WorkloadSpec(0, output=Constant(1)), "n_requests"),
+    (lambda: WorkloadSpec(3, output=Constant(1), batch_fraction=1.5), "batch_fraction"),
+])
+def test_distribution_errors(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_spec_type_errors():
+    with pytest.raises(TypeError, match="output"):
+        WorkloadSpec(3, output=5)
+    with pytest.raises(TypeError, match="seed"):
+        WorkloadSpec(3, output=Constant(1)).sample("x")
+    with pytest.raises(ValueError, match="seed"):
+        as_generator(-3)
+
+
+def test_spec_sample_deterministic_and_tiers():
+    spec = WorkloadSpec(500, output=LogNormal(80, 1.0), prompt=Uniform(10, 2000),
+                        arrival=Poisson(3.0), batch_fraction=0.25)
+    a, b = spec.sample(42), spec.sample(42)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key])
+    assert not np.array_equal(a.output_tokens, spec.sample(43).output_tokens)
+    # 500 draws, batch share 0.25 ± 0.06 (about 3 standard deviations)
+    assert a.priority.mean() == pytest.approx(0.25, abs=0.06)
+    gen = np.random.default_rng(42)
+    assert as_generator(gen) is gen
+
+
+def test_spec_replace():
+    spec = WorkloadSpec(10, output=LogNormal(100, 0.5))
+    assert spec.replace(**{"output.sigma": 1.5}).output.sigma == 1.5
+    assert spec.replace(n_requests=20).n_requests == 20
+    with pytest.raises(ValueError, match="output.nope"):
+        spec.replace(**{"output.nope": 1})
+    with pytest.raises(ValueError, match="unknown workload parameter 'bogus'"):
+        spec.replace(bogus=1)
+
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(1, 200), seed=st.integers(0, 2**32), sigma=st.floats(0, 3),
+       rate=st.floats(0.01, 100))
+def test_spec_draws_are_valid_workloads(n, seed, sigma, rate):
+    spec = WorkloadSpec(n, output=LogNormal(50, sigma), prompt=Geometric(20),
+                        arrival=Poisson(rate), batch_fraction=0.5)
+    wl = spec.sample(seed)
+    assert wl.n_requests == n
+    assert (wl.output_tokens >= 1).all() and (wl.prompt_tokens >= 1).all()
+    assert (np.diff(wl.arrival) >= 0).all()
