@@ -39,20 +39,17 @@ def main(argv=None):
     peer = json.loads(subprocess.run(
         [args.peer_python, os.path.join(HERE, "llm_analysis_grid.py"), str(args.repeat)],
         check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
-    grid = sw._make_grid(bench.MODELS, bench.GPUS, 1, 1, 1, None, 0.1, None,
-                         sw._roofline_options(False, 1.0, 1.0, 0.0, None))
     rows = [
         ("rooflinekit sweep (all variables)", cells / ours),
         ("rooflinekit scalar loop", 1.0 / loop),
         ("llm-analysis infer", peer["configs_per_second"]),
     ]
-    print(f"1,152-cell grid; roofline path: "
-          f"{'array specs' if grid.array_specs else 'labelled (fallback)'}")
+    print("1,152-cell grid")
     print(f"{'':36s} {'configs/s':>12s} {'vs llm-analysis':>16s}")
     for what, rate in rows:
         print(f"{what:36s} {rate:12,.0f} {rate / peer['configs_per_second']:15.1f}x")
     print(json.dumps({"cells": cells, "sweep_seconds": ours, "loop_seconds_per_config": loop,
-                      "peer": peer, "array_specs": grid.array_specs}))
+                      "peer": peer}))
 
 
 if __name__ == "__main__":
