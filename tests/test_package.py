@@ -46,3 +46,17 @@ def test_console_script_entry_point():
     out = subprocess.run([sys.executable, "-m", "rooflinekit.cli", "guide", "--section", "memory"],
                          capture_output=True, text=True)
     assert out.returncode == 0 and "183" in out.stdout
+
+
+def test_readme_python_snippets_run():
+    # the README's examples are code people paste: they must keep working
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["rk"].max_concurrent_sequences(namespace["model"], namespace["gpu"], 8192,
+                                                     tp=8) == 183
