@@ -7,7 +7,7 @@ on first use, and dask is needed only for chunked sweeps and distributed Monte C
 
 # ``calibrate`` and ``sweep`` are exported as modules (their main functions share their names:
 # ``rooflinekit.sweep.sweep``, ``rooflinekit.calibrate.calibrate``)
-from . import calibrate, catalog, dims, sweep, units
+from . import calibrate, catalog, dims, plotting, sweep, units
 from .batching import ContinuousBatcher, StaticBatcher, monte_carlo, simulate
 from .calibrate import Calibration, cross_validate, read_measurements, read_vllm_result
 from .hardware import GPU
@@ -59,7 +59,7 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__",
     # modules
-    "calibrate", "catalog", "dims", "sweep", "units",
+    "calibrate", "catalog", "dims", "plotting", "sweep", "units",
     # specs
     "GPU", "ModelShape",
     # memory (§2)
