@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-__all__ = ["is_labelled", "align_inputs", "finish", "spec_value"]
+__all__ = ["is_labelled", "align_inputs", "finish", "spec_value", "where"]
 
 
 def is_labelled(value) -> bool:
@@ -85,3 +85,10 @@ def spec_value(spec, field: str):
                             f"rooflinekit.catalog.models(as_dataset=True) / gpus(as_dataset=True)")
         return spec[field]
     return getattr(spec, field)
+
+
+def where(cond, a, b):
+    """``np.where`` that keeps labels when any operand is a DataArray (then ``xr.where``)."""
+    if any(isinstance(v, xr.DataArray) for v in (cond, a, b)):
+        return xr.where(cond, a, b)
+    return np.where(cond, a, b)

@@ -6,13 +6,14 @@ before any computation, and accepts Python numbers, numpy arrays and xarray Data
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 import xarray as xr
 
 __all__ = ["as_numeric", "check_range", "check_positive", "check_nonnegative", "check_integer",
-           "check_fraction"]
+           "check_fraction", "positive_number"]
 
 
 def as_numeric(name: str, value) -> np.ndarray:
@@ -84,4 +85,20 @@ def check_integer(name: str, value, lo=None):
         raise ValueError(f"{name} must be a whole number, got {data[data != np.round(data)].flat[0]!r}")
     if lo is not None:
         check_range(name, value, lo=lo)
+    return value
+
+
+def positive_number(name: str, value, allow_none: bool = False):
+    """A single positive finite number as ``float`` (``None`` passes with ``allow_none``).
+
+    For spec fields (:class:`~rooflinekit.GPU`, :class:`~rooflinekit.ModelShape`), which hold one
+    number each rather than arrays.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {type(value).__name__}")
+    value = float(value)
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return value

@@ -8,22 +8,12 @@ import numbers
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from ._validation import positive_number
 from .dtypes import dtype_name
 
 __all__ = ["GPU"]
 
 _DEFAULT_COMPUTE_DTYPE = "bf16"
-
-
-def _require_positive(name: str, value, allow_none: bool = False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive number, got {type(value).__name__}")
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,10 +72,10 @@ class GPU:
         if not isinstance(self.name, str) or not self.name.strip():
             raise TypeError("name must be a non-empty string")
         for field in ("memory_bytes", "hbm_bandwidth", "peak_flops"):
-            object.__setattr__(self, field, _require_positive(field, getattr(self, field)))
+            object.__setattr__(self, field, positive_number(field, getattr(self, field)))
         object.__setattr__(self, "interconnect_bandwidth",
-                           _require_positive("interconnect_bandwidth", self.interconnect_bandwidth,
-                                             allow_none=True))
+                           positive_number("interconnect_bandwidth", self.interconnect_bandwidth,
+                                           allow_none=True))
         if isinstance(self.interconnect_latency, bool) or not isinstance(
                 self.interconnect_latency, numbers.Real) or not (
                 0 <= self.interconnect_latency < math.inf):
@@ -104,7 +94,7 @@ class GPU:
         object.__setattr__(self, "n_gpus", int(self.n_gpus))
         table = {_DEFAULT_COMPUTE_DTYPE: self.peak_flops}
         for key, value in dict(self.peak_flops_by_dtype or {}).items():
-            table[dtype_name(key)] = _require_positive(f"peak_flops_by_dtype[{key!r}]", value)
+            table[dtype_name(key)] = positive_number(f"peak_flops_by_dtype[{key!r}]", value)
         if "fp16" not in table:
             table["fp16"] = table[_DEFAULT_COMPUTE_DTYPE]
         object.__setattr__(self, "peak_flops_by_dtype", MappingProxyType(table))

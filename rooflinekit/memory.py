@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._labels import align_inputs, finish, spec_value
+from ._labels import align_inputs, finish, spec_value, where
 from ._validation import check_fraction, check_integer, check_nonnegative, check_range
 
 __all__ = [
@@ -235,20 +235,13 @@ def max_context_length(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
     window = np.inf if window is None else window
     within = np.floor(budget / all_rate)
     left = budget - all_rate * np.minimum(window, within)      # what remains at the window
-    safe_rate = _where(full_rate > 0, full_rate, 1.0)
-    beyond = _where(full_rate > 0, np.floor(left / safe_rate), np.inf)
-    result = _where(within < window, within, window + beyond)
+    safe_rate = where(full_rate > 0, full_rate, 1.0)
+    beyond = where(full_rate > 0, np.floor(left / safe_rate), np.inf)
+    result = where(within < window, within, window + beyond)
     if not isinstance(result, xr.DataArray) and np.ndim(result) == 0:
         result = float(result)
         return int(result) if np.isfinite(result) else result
     return finish(result, "tokens", "max context length")
-
-
-def _where(cond, a, b):
-    """``np.where`` that keeps labels when any operand is a DataArray."""
-    if any(isinstance(v, xr.DataArray) for v in (cond, a, b)):
-        return xr.where(cond, a, b)
-    return np.where(cond, a, b)
 
 
 def blocks_per_sequence(context_length, block_size=16):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import numbers
 from pathlib import Path
 
+from ._validation import positive_number
 from .dtypes import bytes_per_element
 
 __all__ = ["ModelShape"]
@@ -22,17 +22,6 @@ def _int_field(name: str, value, lo: int = 1, allow_none: bool = False):
     if value < lo:
         raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
     return int(value)
-
-
-def _count_field(name: str, value, allow_none: bool = False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive number, got {type(value).__name__}")
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,8 +161,8 @@ class ModelShape:
         set_("max_context", _int_field("max_context", self.max_context, allow_none=True))
         if not isinstance(self.tie_word_embeddings, (bool,)):
             raise TypeError("tie_word_embeddings must be a bool")
-        set_("n_params", _count_field("n_params", self.n_params))
-        active = _count_field("n_active_params", self.n_active_params, allow_none=True)
+        set_("n_params", positive_number("n_params", self.n_params))
+        active = positive_number("n_active_params", self.n_active_params, allow_none=True)
         if active is not None and active > self.n_params:
             raise ValueError(f"n_active_params ({active:g}) must not exceed n_params "
                              f"({self.n_params:g})")

@@ -15,7 +15,9 @@ utilisation, §6.3), :func:`unit_cost` and :func:`crossover_volume` (§6.5),
 :func:`provisioned_savings` and :func:`provisioned_unit_cost` (break-even surfaces over volume and
 utilisation), :func:`capacity_price` (what a token of dedicated capacity costs, used or not),
 and :func:`cheapest_option`, which removes options a :class:`Compliance` may not use *before* comparing
-cost (§7) and sends exact ties to pay-as-you-go.
+cost (§7) and sends exact ties to pay-as-you-go. The gates (:class:`Compliance`,
+:func:`admissibility`, :class:`NoAdmissibleOptionError`) and the choice (:func:`cheapest_option`,
+:class:`Choice`) live in :mod:`rooflinekit.compliance` and are re-exported here.
 
 Units. Prices at the interface are USD per 1M tokens (``*_per_mtok``), the way price lists quote
 them; monthly costs are USD per month; volumes and capacities are tokens per month. The output
@@ -37,10 +39,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import math
 import numbers
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from importlib import resources
 from types import MappingProxyType
 from typing import NamedTuple
@@ -48,11 +49,16 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from . import dims
 from .units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
-from ._labels import align_inputs, finish, is_labelled, spec_value
-from ._validation import (as_numeric, check_fraction, check_integer, check_nonnegative,
-                          check_positive, check_range)
+from ._labels import align_inputs, finish, is_labelled, spec_value, where
+from ._pricing_inputs import (TOKENS_PER_MONTH, USD_PER_MONTH, USD_PER_MTOK, any_positive,
+                              check_bool, check_type, normalise_region, numeric_field,
+                              option_name, prepare)
+from ._validation import (check_fraction, check_integer, check_nonnegative, check_positive,
+                          check_range)
+# re-exported: the admissibility gates and the cheapest option live in rooflinekit.compliance
+from .compliance import (CLASSIFICATIONS, Choice, Compliance, NoAdmissibleOptionError,
+                         admissibility, cheapest_option)
 
 __all__ = [
     "PayAsYouGo", "Provisioned", "SelfHosted", "Compliance", "Choice", "BreakEven",
@@ -61,98 +67,6 @@ __all__ = [
     "provisioned_unit_cost", "capacity_price", "admissibility", "cheapest_option",
     "load_prices", "payg_price", "provisioned_example", "gpu_hourly_price",
 ]
-
-USD_PER_MTOK = "USD/1M tokens"
-USD_PER_MONTH = "USD/month"
-TOKENS_PER_MONTH = "tokens/month"
-
-#: Data classifications, least to most sensitive. By default only ``"restricted"`` data may not be
-#: processed by a third party (§7); a :class:`Compliance` can override that either way.
-CLASSIFICATIONS: tuple[str, ...] = ("public", "internal", "confidential", "restricted")
-_THIRD_PARTY_ALLOWED = MappingProxyType(
-    {"public": True, "internal": True, "confidential": True, "restricted": False})
-
-
-# -- input handling -------------------------------------------------------------------------------
-def _numeric_field(name: str, value, *, positive: bool = False, allow_none: bool = False):
-    """Validate a numeric spec field; lists become arrays, everything else is kept as given."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (list, tuple)):
-        value = np.asarray(value, dtype=float)
-    if positive:
-        check_positive(name, value)
-    else:
-        check_nonnegative(name, value)
-    return value
-
-
-def _region(value) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise TypeError(f"region must be a non-empty string or None, got {value!r}")
-    return value.strip().lower()
-
-
-def _name(value, default: str) -> str:
-    if value is None:
-        return default
-    if not isinstance(value, str) or not value.strip():
-        raise TypeError(f"name must be a non-empty string, got {value!r}")
-    return value
-
-
-def _bool(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-#: Dimension of each labelled numeric argument (the glossary in :mod:`rooflinekit.dims`).
-_ARGUMENT_DIMS = MappingProxyType({
-    "output_fraction": dims.OUTPUT_FRACTION, "monthly_tokens": dims.MONTHLY_TOKENS,
-    "utilization": dims.UTILIZATION, "prompt_tokens": dims.PROMPT_TOKENS,
-})
-
-
-def _prepare(named: Mapping, *specs):
-    """Label every 1-D ndarray input, spec fields included, when any input is labelled.
-
-    Returns the arguments (lists as arrays) and the specs, rebuilt with labelled fields when
-    needed, so that every sub-formula sees the same dimension names: an argument's dimension is
-    its name, a spec field's dimension is the field's name.
-    """
-    fields = [s._numeric() for s in specs]
-    values = [*named.values(), *(v for f in fields for v in f.values())]
-    if not any(is_labelled(v) for v in values):
-        return align_inputs(dict(named)), specs
-    force = {"__labelled__": xr.DataArray(0.0)}
-    out = align_inputs({**named, **force}, _ARGUMENT_DIMS)
-    del out["__labelled__"]
-    rebuilt = []
-    for spec, f in zip(specs, fields):
-        aligned = align_inputs({**f, **force})
-        del aligned["__labelled__"]
-        changed = {k: v for k, v in aligned.items() if v is not f[k]}
-        rebuilt.append(dataclasses.replace(spec, **changed) if changed else spec)
-    return out, tuple(rebuilt)
-
-
-def _where(cond, a, b):
-    if any(isinstance(x, xr.DataArray) for x in (cond, a, b)):
-        return xr.where(cond, a, b)
-    return np.where(cond, a, b)
-
-
-def _any_positive(value) -> bool:
-    return bool(np.any(as_numeric("value", value) > 0))
-
-
-def _expect(name: str, value, kind):
-    if not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise TypeError(f"{name} must be a {names}, got {type(value).__name__}")
 
 
 # -- specs ----------------------------------------------------------------------------------------
@@ -204,11 +118,11 @@ class PayAsYouGo:
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
-        set_("input_per_mtok", _numeric_field("input_per_mtok", self.input_per_mtok, positive=True))
-        set_("output_per_mtok", _numeric_field("output_per_mtok", self.output_per_mtok,
-                                               positive=True))
-        set_("cached_input_per_mtok", _numeric_field("cached_input_per_mtok",
-                                                     self.cached_input_per_mtok, allow_none=True))
+        set_("input_per_mtok", numeric_field("input_per_mtok", self.input_per_mtok, positive=True))
+        set_("output_per_mtok", numeric_field("output_per_mtok", self.output_per_mtok,
+                                              positive=True))
+        set_("cached_input_per_mtok", numeric_field("cached_input_per_mtok",
+                                                    self.cached_input_per_mtok, allow_none=True))
         tier = (self.long_context_threshold, self.long_context_input_per_mtok,
                 self.long_context_output_per_mtok)
         if any(v is not None for v in tier) and any(v is None for v in tier):
@@ -216,11 +130,11 @@ class PayAsYouGo:
                              "long_context_output_per_mtok must be given together")
         for field in ("long_context_threshold", "long_context_input_per_mtok",
                       "long_context_output_per_mtok"):
-            set_(field, _numeric_field(field, getattr(self, field), positive=True,
-                                       allow_none=True))
-        set_("name", _name(self.name, "pay-as-you-go"))
-        set_("region", _region(self.region))
-        set_("third_party", _bool("third_party", self.third_party))
+            set_(field, numeric_field(field, getattr(self, field), positive=True,
+                                      allow_none=True))
+        set_("name", option_name(self.name, "pay-as-you-go"))
+        set_("region", normalise_region(self.region))
+        set_("third_party", check_bool("third_party", self.third_party))
 
     kind = "pay-as-you-go"
 
@@ -254,8 +168,8 @@ class PayAsYouGo:
             As in :func:`blended_price`.
         """
         check_nonnegative("monthly_tokens", monthly_tokens)
-        a, (payg,) = _prepare({"monthly_tokens": monthly_tokens, "output_fraction": output_fraction,
-                               "cached_fraction": cached_fraction}, self)
+        a, (payg,) = prepare({"monthly_tokens": monthly_tokens, "output_fraction": output_fraction,
+                              "cached_fraction": cached_fraction}, self)
         price = blended_price(payg, a["output_fraction"], cached_fraction=a["cached_fraction"],
                               prompt_tokens=prompt_tokens)
         return finish(a["monthly_tokens"] * price / PER_MILLION, USD_PER_MONTH,
@@ -317,10 +231,10 @@ class Provisioned:
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
-        set_("monthly_cost", _numeric_field("monthly_cost", self.monthly_cost, positive=True))
-        set_("monthly_capacity_tokens", _numeric_field(
+        set_("monthly_cost", numeric_field("monthly_cost", self.monthly_cost, positive=True))
+        set_("monthly_capacity_tokens", numeric_field(
             "monthly_capacity_tokens", self.monthly_capacity_tokens, positive=True))
-        set_("output_weight", _numeric_field("output_weight", self.output_weight, positive=True))
+        set_("output_weight", numeric_field("output_weight", self.output_weight, positive=True))
         if isinstance(self.reference_output_fraction, (list, tuple)):
             set_("reference_output_fraction", np.asarray(self.reference_output_fraction, float))
         check_fraction("reference_output_fraction", self.reference_output_fraction)
@@ -328,9 +242,9 @@ class Provisioned:
             if isinstance(self.units, bool) or not isinstance(self.units, numbers.Real):
                 raise TypeError(f"units must be a positive number or None, got {self.units!r}")
             check_positive("units", self.units)
-        set_("name", _name(self.name, "provisioned"))
-        set_("region", _region(self.region))
-        set_("third_party", _bool("third_party", self.third_party))
+        set_("name", option_name(self.name, "provisioned"))
+        set_("region", normalise_region(self.region))
+        set_("third_party", check_bool("third_party", self.third_party))
 
     @classmethod
     def from_units(cls, n_units, capacity_per_unit, *, monthly_cost_per_unit=None,
@@ -385,7 +299,7 @@ class Provisioned:
     def capacity(self, output_fraction):
         """Capacity in billed tokens at an output fraction [tokens/month]; see the class Notes."""
         check_fraction("output_fraction", output_fraction)
-        a, (spec,) = _prepare({"output_fraction": output_fraction}, self)
+        a, (spec,) = prepare({"output_fraction": output_fraction}, self)
         return finish(_capacity({**a, **spec._numeric()}), TOKENS_PER_MONTH,
                       "provisioned capacity at the mix")
 
@@ -398,11 +312,11 @@ class Provisioned:
         """
         check_nonnegative("monthly_tokens", monthly_tokens)
         check_fraction("output_fraction", output_fraction)
-        a, (spec,) = _prepare({"monthly_tokens": monthly_tokens,
-                               "output_fraction": output_fraction}, self)
+        a, (spec,) = prepare({"monthly_tokens": monthly_tokens,
+                              "output_fraction": output_fraction}, self)
         a.update(spec._numeric())
         fits = a["monthly_tokens"] <= _capacity(a)
-        return finish(_where(fits, a["monthly_cost"] + 0.0 * a["monthly_tokens"], np.inf),
+        return finish(where(fits, a["monthly_cost"] + 0.0 * a["monthly_tokens"], np.inf),
                       USD_PER_MONTH, "provisioned monthly cost (inf: over capacity)")
 
 
@@ -473,17 +387,17 @@ class SelfHosted:
         n = np.asarray(self.n_gpus) if isinstance(self.n_gpus, (list, tuple)) else self.n_gpus
         check_integer("n_gpus", n, lo=1)
         set_("n_gpus", n)
-        set_("gpu_hourly", _numeric_field("gpu_hourly", self.gpu_hourly))
-        set_("engineering_monthly", _numeric_field("engineering_monthly",
-                                                   self.engineering_monthly))
+        set_("gpu_hourly", numeric_field("gpu_hourly", self.gpu_hourly))
+        set_("engineering_monthly", numeric_field("engineering_monthly",
+                                                  self.engineering_monthly))
         check_range("hours_per_month", self.hours_per_month, lo=0, hi=744, lo_open=True)
-        set_("other_fixed_monthly", _numeric_field("other_fixed_monthly",
-                                                   self.other_fixed_monthly))
-        set_("capacity_tokens", _numeric_field("capacity_tokens", self.capacity_tokens,
-                                               positive=True, allow_none=True))
-        set_("name", _name(self.name, "self-hosted"))
-        set_("region", _region(self.region))
-        set_("third_party", _bool("third_party", self.third_party))
+        set_("other_fixed_monthly", numeric_field("other_fixed_monthly",
+                                                  self.other_fixed_monthly))
+        set_("capacity_tokens", numeric_field("capacity_tokens", self.capacity_tokens,
+                                              positive=True, allow_none=True))
+        set_("name", option_name(self.name, "self-hosted"))
+        set_("region", normalise_region(self.region))
+        set_("third_party", check_bool("third_party", self.third_party))
 
     @classmethod
     def from_roofline(cls, model, gpu, *, tp, batch_size, context_length, utilization,
@@ -617,14 +531,14 @@ class SelfHosted:
         .. [1] Serving-capacity guide §6.5: unit cost = monthly fixed cost / monthly tokens.
         """
         check_positive("monthly_tokens", monthly_tokens)
-        _bool("include_engineering", include_engineering)
-        a, (spec,) = _prepare({"monthly_tokens": monthly_tokens}, self)
+        check_bool("include_engineering", include_engineering)
+        a, (spec,) = prepare({"monthly_tokens": monthly_tokens}, self)
         return unit_cost(spec._monthly(include_engineering), a["monthly_tokens"])
 
     def capacity(self, output_fraction):
         """Monthly capacity [tokens/month] (``inf`` when not given); independent of the mix."""
         check_fraction("output_fraction", output_fraction)
-        a, (spec,) = _prepare({"output_fraction": output_fraction}, self)
+        a, (spec,) = prepare({"output_fraction": output_fraction}, self)
         cap = np.inf if spec.capacity_tokens is None else spec.capacity_tokens
         return finish(cap + 0 * a["output_fraction"], TOKENS_PER_MONTH, "self-hosted capacity")
 
@@ -632,20 +546,17 @@ class SelfHosted:
         """Monthly cost of serving a volume [USD/month]: fixed, ``inf`` above the capacity."""
         check_nonnegative("monthly_tokens", monthly_tokens)
         check_fraction("output_fraction", output_fraction)
-        _bool("include_engineering", include_engineering)
-        a, (spec,) = _prepare({"monthly_tokens": monthly_tokens,
-                               "output_fraction": output_fraction}, self)
+        check_bool("include_engineering", include_engineering)
+        a, (spec,) = prepare({"monthly_tokens": monthly_tokens,
+                              "output_fraction": output_fraction}, self)
         a.update(spec._numeric())
         total = a["n_gpus"] * a["gpu_hourly"] * a["hours_per_month"] + a["other_fixed_monthly"]
         if include_engineering:
             total = total + a["engineering_monthly"]
         total = total + 0.0 * a["monthly_tokens"] + 0.0 * a["output_fraction"]
         if self.capacity_tokens is not None:
-            total = _where(a["monthly_tokens"] <= a["capacity_tokens"], total, np.inf)
+            total = where(a["monthly_tokens"] <= a["capacity_tokens"], total, np.inf)
         return finish(total, USD_PER_MONTH, "self-hosted monthly cost (inf: over capacity)")
-
-
-_OPTION_TYPES = (PayAsYouGo, Provisioned, SelfHosted)
 
 
 # -- formulas -------------------------------------------------------------------------------------
@@ -684,27 +595,27 @@ def blended_price(payg, output_fraction, *, cached_fraction=0.0, prompt_tokens=N
     >>> blended_price(PayAsYouGo(3.0, 12.0), 0.1)   # guide §6.3
     3.9000000000000004
     """
-    _expect("payg", payg, PayAsYouGo)
+    check_type("payg", payg, PayAsYouGo)
     check_fraction("output_fraction", output_fraction)
     check_fraction("cached_fraction", cached_fraction)
     if prompt_tokens is not None:
         check_nonnegative("prompt_tokens", prompt_tokens)
-    if payg.cached_input_per_mtok is None and _any_positive(cached_fraction):
+    if payg.cached_input_per_mtok is None and any_positive(cached_fraction):
         raise ValueError(f"cached_fraction must be 0: {payg.name!r} has no "
                          f"cached_input_per_mtok")
     named = {"output_fraction": output_fraction, "cached_fraction": cached_fraction}
     if prompt_tokens is not None:
         named["prompt_tokens"] = prompt_tokens
-    a, (payg,) = _prepare(named, payg)
+    a, (payg,) = prepare(named, payg)
     a.update(payg._numeric())
     f, h = a["output_fraction"], a["cached_fraction"]
     c_in, c_out = a["input_per_mtok"], a["output_per_mtok"]
     c_cached = a.get("cached_input_per_mtok", c_in)
     if prompt_tokens is not None and payg.long_context_threshold is not None:
         long = a["prompt_tokens"] > a["long_context_threshold"]
-        scale = _where(long, a["long_context_input_per_mtok"] / c_in, 1.0)
-        c_in = _where(long, a["long_context_input_per_mtok"], c_in)
-        c_out = _where(long, a["long_context_output_per_mtok"], c_out)
+        scale = where(long, a["long_context_input_per_mtok"] / c_in, 1.0)
+        c_in = where(long, a["long_context_input_per_mtok"], c_in)
+        c_out = where(long, a["long_context_output_per_mtok"], c_out)
         c_cached = c_cached * scale
     price = (c_in * (1 - h) + c_cached * h) * (1 - f) + c_out * f
     return finish(price, USD_PER_MTOK, "blended pay-as-you-go price")
@@ -759,13 +670,13 @@ def break_even(provisioned, payg, output_fraction):
     .. [1] Serving-capacity guide §6.3: $12,000/month, 4B tokens, $3/$12 per 1M → 76.92% at
        f = 0.1 and 40.00% at f = 0.5.
     """
-    _expect("provisioned", provisioned, (Provisioned, SelfHosted))
-    _expect("payg", payg, PayAsYouGo)
+    check_type("provisioned", provisioned, (Provisioned, SelfHosted))
+    check_type("payg", payg, PayAsYouGo)
     check_fraction("output_fraction", output_fraction)
     if isinstance(provisioned, SelfHosted) and provisioned.capacity_tokens is None:
         raise ValueError("provisioned is a SelfHosted without capacity_tokens; its break-even "
                          "utilisation is undefined")
-    a, (provisioned, payg) = _prepare({"output_fraction": output_fraction}, provisioned, payg)
+    a, (provisioned, payg) = prepare({"output_fraction": output_fraction}, provisioned, payg)
     f = a["output_fraction"]
     tokens = provisioned.fixed_monthly_cost / blended_price(payg, f) * PER_MILLION
     utilization = tokens / provisioned.capacity(f)
@@ -844,12 +755,12 @@ def crossover_volume(selfhosted, other, output_fraction, *, include_engineering=
     .. [1] Serving-capacity guide §6.5 and ``guide/NOTES.md``: 17,545 / $3.90 = 4.50B tokens,
        42,520 / $3.90 ≈ 10.9B tokens at f = 0.1.
     """
-    _expect("selfhosted", selfhosted, SelfHosted)
-    _expect("other", other, (PayAsYouGo, Provisioned))
+    check_type("selfhosted", selfhosted, SelfHosted)
+    check_type("other", other, (PayAsYouGo, Provisioned))
     check_fraction("output_fraction", output_fraction)
-    _bool("include_engineering", include_engineering)
-    _bool("whole_units", whole_units)
-    a, (selfhosted, other) = _prepare({"output_fraction": output_fraction}, selfhosted, other)
+    check_bool("include_engineering", include_engineering)
+    check_bool("whole_units", whole_units)
+    a, (selfhosted, other) = prepare({"output_fraction": output_fraction}, selfhosted, other)
     f = a["output_fraction"]
     fixed = selfhosted._monthly(include_engineering)
     if isinstance(other, PayAsYouGo):
@@ -888,12 +799,12 @@ def provisioned_savings(provisioned, payg, monthly_tokens, output_fraction):
     ----------
     .. [1] Serving-capacity guide §6.3–6.4.
     """
-    _expect("provisioned", provisioned, Provisioned)
-    _expect("payg", payg, PayAsYouGo)
+    check_type("provisioned", provisioned, Provisioned)
+    check_type("payg", payg, PayAsYouGo)
     check_nonnegative("monthly_tokens", monthly_tokens)
     check_fraction("output_fraction", output_fraction)
-    a, (provisioned, payg) = _prepare({"monthly_tokens": monthly_tokens,
-                                       "output_fraction": output_fraction}, provisioned, payg)
+    a, (provisioned, payg) = prepare({"monthly_tokens": monthly_tokens,
+                                      "output_fraction": output_fraction}, provisioned, payg)
     v, f = a["monthly_tokens"], a["output_fraction"]
     per_token = blended_price(payg, f) / PER_MILLION
     excess = np.maximum(v - provisioned.capacity(f), 0.0)
@@ -924,10 +835,10 @@ def provisioned_unit_cost(provisioned, output_fraction, utilization):
     .. [1] Serving-capacity guide §6.3 and §6.5.
     """
     check_range("utilization", utilization, lo=0, hi=1, lo_open=True)
-    _expect("provisioned", provisioned, (Provisioned, SelfHosted))
+    check_type("provisioned", provisioned, (Provisioned, SelfHosted))
     check_fraction("output_fraction", output_fraction)
-    a, (provisioned,) = _prepare({"output_fraction": output_fraction,
-                                  "utilization": utilization}, provisioned)
+    a, (provisioned,) = prepare({"output_fraction": output_fraction,
+                                 "utilization": utilization}, provisioned)
     price = capacity_price(provisioned, a["output_fraction"])
     return finish(price / a["utilization"], USD_PER_MTOK,
                   "unit cost of served tokens at the utilisation")
@@ -953,260 +864,15 @@ def capacity_price(option, output_fraction):
     ----------
     .. [1] Serving-capacity guide §6.3–6.4.
     """
-    _expect("option", option, (Provisioned, SelfHosted))
+    check_type("option", option, (Provisioned, SelfHosted))
     if isinstance(option, SelfHosted) and option.capacity_tokens is None:
         raise ValueError("option is a SelfHosted without capacity_tokens; its capacity price "
                          "is undefined")
     check_fraction("output_fraction", output_fraction)
-    a, (option,) = _prepare({"output_fraction": output_fraction}, option)
+    a, (option,) = prepare({"output_fraction": output_fraction}, option)
     capacity = option.capacity(a["output_fraction"])
     return finish(option.fixed_monthly_cost / capacity * PER_MILLION, USD_PER_MTOK,
                   "price of dedicated capacity")
-
-
-# -- admissibility and choice (§7) ----------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Compliance:
-    """What a workload's data allows: the gates applied before any cost comparison (guide §7).
-
-    Parameters
-    ----------
-    classification : str
-        One of :data:`CLASSIFICATIONS`: ``"public"``, ``"internal"`` (default), ``"confidential"``,
-        ``"restricted"``.
-    allowed_regions : iterable of str, optional
-        Regions where the data may be processed (residency); ``None`` places no restriction. An
-        option whose region is unknown is not admissible when regions are restricted.
-    third_party_allowed : bool, optional
-        Whether a third party may process the data; ``None`` (default) derives it from the
-        classification: ``False`` for ``"restricted"``, ``True`` otherwise.
-    name : str
-        Label used in messages.
-
-    References
-    ----------
-    .. [1] Serving-capacity guide §7: capacity strategy is downstream of data classification.
-    """
-
-    classification: str = "internal"
-    allowed_regions: tuple[str, ...] | None = None
-    third_party_allowed: bool | None = None
-    name: str = "workload"
-
-    def __post_init__(self):
-        if not isinstance(self.classification, str) or \
-                self.classification.lower() not in CLASSIFICATIONS:
-            raise ValueError(f"classification must be one of {', '.join(CLASSIFICATIONS)}; "
-                             f"got {self.classification!r}")
-        object.__setattr__(self, "classification", self.classification.lower())
-        if self.allowed_regions is not None:
-            regions = ((self.allowed_regions,) if isinstance(self.allowed_regions, str)
-                       else tuple(self.allowed_regions))
-            if not regions:
-                raise ValueError("allowed_regions must name at least one region, or be None")
-            object.__setattr__(self, "allowed_regions", tuple(_region(r) for r in regions))
-        if self.third_party_allowed is not None:
-            _bool("third_party_allowed", self.third_party_allowed)
-        _name(self.name, "workload")
-
-    @property
-    def allows_third_party(self) -> bool:
-        """Whether a third party may process this workload's data."""
-        if self.third_party_allowed is not None:
-            return bool(self.third_party_allowed)
-        return _THIRD_PARTY_ALLOWED[self.classification]
-
-
-def admissibility(option, workload: Compliance) -> str | None:
-    """Why ``option`` may not serve ``workload``, or ``None`` when it may (guide §7).
-
-    Parameters
-    ----------
-    option : PayAsYouGo, Provisioned or SelfHosted
-        A capacity option with its ``region`` and ``third_party`` attributes.
-    workload : Compliance
-        The workload's classification and allowed regions.
-
-    Returns
-    -------
-    str or None
-        A sentence naming the failed gate (third-party processing, residency), or ``None``.
-    """
-    _expect("option", option, _OPTION_TYPES)
-    _expect("workload", workload, Compliance)
-    if option.third_party and not workload.allows_third_party:
-        return (f"{option.name!r} has a third party process the data, which "
-                f"{workload.classification} data of {workload.name!r} does not allow")
-    if workload.allowed_regions is not None:
-        if option.region is None:
-            return (f"{option.name!r} does not state where it processes data; "
-                    f"{workload.name!r} must stay in {', '.join(workload.allowed_regions)}")
-        if option.region not in workload.allowed_regions:
-            return (f"{option.name!r} processes data in {option.region}; {workload.name!r} must "
-                    f"stay in {', '.join(workload.allowed_regions)}")
-    return None
-
-
-class NoAdmissibleOptionError(ValueError):
-    """No option passes the workload's admissibility gates; cost was never compared (§7).
-
-    Attributes
-    ----------
-    workload : Compliance
-        The workload that was refused.
-    excluded : dict
-        Option name -> the reason it is not admissible.
-    """
-
-    def __init__(self, workload: Compliance, excluded: Mapping[str, str]):
-        self.workload = workload
-        self.excluded = dict(excluded)
-        reasons = "; ".join(self.excluded.values())
-        super().__init__(f"no admissible option for {workload.name!r} "
-                         f"({workload.classification} data): {reasons}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Choice:
-    """Outcome of :func:`cheapest_option`.
-
-    Attributes
-    ----------
-    option : PayAsYouGo, Provisioned, SelfHosted or None
-        The chosen option, for scalar inputs; ``None`` when no admissible option can serve the
-        volume (every one is over capacity), and always ``None`` for array inputs (read ``name``).
-    name : str, None, ndarray or DataArray
-        Name of the chosen option; for array inputs an object array (``None`` where nothing can
-        serve) over the inputs' shape or dimensions.
-    cost : float, ndarray or DataArray
-        Monthly cost of the choice [USD/month]; ``inf`` where nothing can serve.
-    costs : dict
-        Admissible option name -> its monthly cost [USD/month] (``inf`` above its capacity).
-    excluded : dict
-        Inadmissible option name -> the reason; these were removed before any cost comparison.
-    reason : str
-        One sentence saying how the choice was made.
-    """
-
-    option: object
-    name: object
-    cost: object
-    costs: dict
-    excluded: dict
-    reason: str
-
-
-def cheapest_option(monthly_tokens, options, output_fraction, *, workload=None, tie_rtol=1e-9):
-    """The cheapest admissible way to serve a monthly volume at a mix (guide §6, §7).
-
-    Parameters
-    ----------
-    monthly_tokens : float or array_like
-        Tokens to serve in the month [tokens/month], >= 0.
-    options : iterable of PayAsYouGo, Provisioned, SelfHosted
-        Candidates, with unique names.
-    output_fraction : float or array_like
-        Share of billed tokens that are output tokens [1], in [0, 1]. Required.
-    workload : Compliance, optional
-        The data's classification and allowed regions; default an ``"internal"`` workload with no
-        residency restriction.
-    tie_rtol : float
-        Relative tolerance within which a pay-as-you-go cost counts as tied [1], >= 0; default
-        1e-9 (float noise only).
-
-    Returns
-    -------
-    Choice
-        The choice, its cost, every admissible option's cost and the excluded options' reasons.
-
-    Raises
-    ------
-    NoAdmissibleOptionError
-        When no option passes the workload's gates. The cheapest inadmissible option is never
-        returned.
-
-    Notes
-    -----
-    Order of decision, as §7 requires: (1) remove options the workload may not use (a third
-    party processing restricted data; processing outside the allowed regions); (2) among those
-    left, cost each at the volume and mix (dedicated options cost ``inf`` above their capacity);
-    (3) take the cheapest, and on a tie take pay-as-you-go — no commitment for no saving.
-
-    References
-    ----------
-    .. [1] Serving-capacity guide §6 (capacity types) and §7 (sovereignty and compliance as
-       serving constraints); §8 step 7: "Ties go to PAYG".
-    """
-    check_nonnegative("monthly_tokens", monthly_tokens)
-    check_fraction("output_fraction", output_fraction)
-    check_nonnegative("tie_rtol", tie_rtol)
-    if isinstance(options, (str, bytes)) or not isinstance(options, Iterable):
-        raise TypeError("options must be an iterable of PayAsYouGo, Provisioned or SelfHosted")
-    options = list(options)
-    if not options:
-        raise ValueError("options must hold at least one option")
-    for i, option in enumerate(options):
-        _expect(f"options[{i}]", option, _OPTION_TYPES)
-    names = [o.name for o in options]
-    if len(set(names)) != len(names):
-        raise ValueError(f"options must have unique names; got {names}")
-    workload = Compliance() if workload is None else workload
-    _expect("workload", workload, Compliance)
-
-    excluded = {o.name: r for o in options if (r := admissibility(o, workload)) is not None}
-    admissible = [o for o in options if o.name not in excluded]
-    if not admissible:
-        raise NoAdmissibleOptionError(workload, excluded)
-
-    costs = {o.name: o.cost(monthly_tokens, output_fraction) for o in admissible}
-    labelled = any(is_labelled(c) for c in costs.values())
-    if labelled:
-        arrays = xr.broadcast(*[c if is_labelled(c) else xr.DataArray(c) for c in costs.values()])
-        template = arrays[0]
-        stack = np.stack([a.transpose(*template.dims).values for a in arrays])
-    else:
-        stack = np.stack(np.broadcast_arrays(*[np.asarray(c, dtype=float)
-                                               for c in costs.values()]))
-    is_payg = np.array([isinstance(o, PayAsYouGo) for o in admissible])
-    index = np.arange(len(admissible))
-
-    def best(mask):
-        if not mask.any():
-            return np.full(stack.shape[1:], np.inf), np.zeros(stack.shape[1:], dtype=int)
-        sub = stack[mask]
-        j = np.argmin(sub, axis=0)  # first minimum: stable in the given order
-        return np.take_along_axis(sub, j[None], axis=0)[0], index[mask][j]
-
-    payg_cost, payg_idx = best(is_payg)
-    other_cost, other_idx = best(~is_payg)
-    take_payg = payg_cost <= other_cost + tie_rtol * np.abs(np.where(np.isfinite(other_cost),
-                                                                      other_cost, 0.0))
-    take_payg &= np.isfinite(payg_cost) | ~np.isfinite(other_cost)
-    chosen = np.where(take_payg, payg_idx, other_idx)
-    cost = np.where(take_payg, payg_cost, other_cost)
-    feasible = np.isfinite(cost)
-    name_table = np.array([o.name for o in admissible] + [None], dtype=object)
-    chosen_names = name_table[np.where(feasible, chosen, len(admissible))]
-
-    gated = f"; excluded before cost: {', '.join(excluded)}" if excluded else ""
-    if np.ndim(cost) == 0 and not labelled:
-        if not feasible:
-            return Choice(None, None, math.inf, costs, excluded,
-                          "the volume exceeds the capacity of every admissible option" + gated)
-        i = int(chosen)
-        tie = bool(take_payg) and bool(np.isfinite(other_cost)) and payg_cost >= other_cost
-        how = ("tie: pay-as-you-go preferred" if tie else
-               "only admissible option" if len(admissible) == 1 else "cheapest admissible option")
-        return Choice(admissible[i], admissible[i].name, float(cost), costs, excluded, how + gated)
-    if labelled:
-        cost = finish(template.copy(data=cost), USD_PER_MONTH, "cost of the cheapest option")
-        chosen_names = template.copy(data=chosen_names)
-        chosen_names.attrs = {"units": "1", "long_name": "cheapest admissible option"}
-    reason = "cheapest admissible option per cell, ties to pay-as-you-go" + gated
-    if not feasible.all():
-        reason += "; None where the volume exceeds every admissible option's capacity"
-    return Choice(None, chosen_names, cost, costs, excluded, reason)
-
 
 # -- price list -----------------------------------------------------------------------------------
 @functools.cache

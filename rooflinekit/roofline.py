@@ -41,6 +41,8 @@ Inputs: ``model`` a :class:`~rooflinekit.ModelShape` or a catalogue Dataset over
 catalogue Dataset over ``gpu``; ``tp``, ``batch_size``, ``context_length``, ``prompt_tokens``
 Python numbers, numpy arrays or DataArrays. Labelled inputs broadcast by dimension name and give
 DataArrays with ``units`` and ``long_name``; scalars give Python floats.
+(:mod:`rooflinekit._roofline_inputs` reads the specs and options and lays the inputs out on one
+grid.)
 
 The step-time formula is written once, as :func:`mixed_step_time_kernel`, a scalar function of
 plain floats that ``numba.njit`` compiles unchanged for the batching simulator; the vectorised
@@ -49,9 +51,7 @@ functions run the same code on numpy arrays.
 
 from __future__ import annotations
 
-import inspect
 import math
-import numbers
 import types
 from typing import NamedTuple
 
@@ -59,7 +59,9 @@ import numpy as np
 import xarray as xr
 
 from . import memory, parallel
-from ._labels import align_inputs, finish
+from ._labels import align_inputs, finish, where
+from ._roofline_inputs import (Grid, gpu_fields, model_fields, read_options,
+                               with_options_doc)
 from ._validation import check_integer, check_nonnegative, check_positive, check_range
 from .hardware import GPU
 from .models import ModelShape
@@ -228,169 +230,8 @@ _prefill_pairs = _elementwise(prefill_context_tokens_kernel)
 
 
 # ------------------------------------------------------------------------------------------------
-# Inputs: specs, options and broadcasting by dimension name.
+# Inputs on one grid (spec fields, options and broadcasting: rooflinekit._roofline_inputs).
 # ------------------------------------------------------------------------------------------------
-
-_MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
-                 "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param", "kv_bytes_per_element",
-                 "kv_bytes_per_token", "kv_bytes_per_token_per_layer", "n_full_layers",
-                 "sliding_window")
-_GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
-               "n_gpus", "hourly_price")
-
-
-def _model_fields(model) -> dict:
-    """The model's fields as floats (object), DataArrays over ``model`` (Dataset) or arrays."""
-    if isinstance(model, ModelShape):
-        out = {k: float(getattr(model, k)) for k in _MODEL_FIELDS if k != "sliding_window"}
-        out["sliding_window"] = math.inf if model.sliding_window is None else \
-            float(model.sliding_window)
-    elif isinstance(model, xr.Dataset):
-        missing = [k for k in _MODEL_FIELDS if k not in model]
-        if missing:
-            raise TypeError(f"model Dataset lacks {', '.join(missing)}; build it with "
-                            f"rooflinekit.catalog.models(as_dataset=True)")
-        out = {k: model[k].astype(float) for k in _MODEL_FIELDS}
-    elif all(hasattr(model, k) for k in _MODEL_FIELDS):
-        # an array spec (rooflinekit.sweep): the fields as numbers or broadcastable ndarrays
-        out = {k: np.asarray(getattr(model, k), dtype=float) for k in _MODEL_FIELDS}
-    else:
-        raise TypeError(f"model must be a ModelShape or a catalogue Dataset "
-                        f"(catalog.models(as_dataset=True)), got {type(model).__name__}")
-    p, pa = np.asarray(out["n_params"]), np.asarray(out["n_active_params"])
-    e, k = np.asarray(out["n_experts"]), np.asarray(out["n_experts_per_token"])
-    per_expert = np.where(e > k, (p - pa) / np.maximum(e - k, 1.0), 0.0)
-    if (pa - k * per_expert < 0).any():
-        raise ValueError("model: n_active_params is smaller than its n_experts_per_token routed "
-                         "experts ((n_params - n_active_params) / (n_experts - "
-                         "n_experts_per_token) each); check the MoE fields")
-    return out
-
-
-def _gpu_fields(gpu, compute_dtype) -> dict:
-    """The GPU's fields as floats (object) or DataArrays over ``gpu`` (Dataset)."""
-    if isinstance(gpu, GPU):
-        out = {k: getattr(gpu, k) for k in _GPU_FIELDS}
-        out = {k: (math.nan if v is None else float(v)) for k, v in out.items()}
-    elif isinstance(gpu, xr.Dataset):
-        missing = [k for k in _GPU_FIELDS if k not in gpu]
-        if missing:
-            raise TypeError(f"gpu Dataset lacks {', '.join(missing)}; build it with "
-                            f"rooflinekit.catalog.gpus(as_dataset=True)")
-        out = {k: gpu[k].astype(float) for k in _GPU_FIELDS}
-    elif all(hasattr(gpu, k) for k in _GPU_FIELDS):
-        # an array spec (rooflinekit.sweep): the fields as numbers or broadcastable ndarrays
-        out = {k: np.asarray(getattr(gpu, k), dtype=float) for k in _GPU_FIELDS}
-    else:
-        raise TypeError(f"gpu must be a GPU or a catalogue Dataset "
-                        f"(catalog.gpus(as_dataset=True)), got {type(gpu).__name__}")
-    out["peak_flops"] = parallel._peak_flops(gpu, compute_dtype)
-    if isinstance(out["peak_flops"], numbers.Real):
-        out["peak_flops"] = float(out["peak_flops"])
-    return out
-
-
-class _Grid:
-    """Inputs broadcast by dimension name, computed on raw numpy arrays, wrapped once.
-
-    xarray costs a fraction of a millisecond per operation; a step-time formula has dozens, so
-    labelled inputs are aligned once (exactly: shared dimensions must carry equal coordinates),
-    each is laid out on the union of dimensions with size-1 axes where it has none, and the
-    result is wrapped in a DataArray at the end.
-    """
-
-    def __init__(self, values: dict):
-        self.labelled = any(isinstance(v, xr.DataArray) for v in values.values())
-        self.raw = {}
-        if not self.labelled:
-            self.raw = {k: (v if isinstance(v, float) else np.asarray(v, dtype=float))
-                        for k, v in values.items()}
-            try:
-                self.shape = np.broadcast_shapes(*(np.shape(v) for v in self.raw.values()))
-            except ValueError:
-                shapes = {k: np.shape(v) for k, v in values.items() if np.ndim(v)}
-                raise ValueError(f"array inputs do not broadcast together: {shapes}; pass "
-                                 f"xarray.DataArrays to combine them by dimension name") from None
-            return
-        order, sizes, indexes, coords = [], {}, {}, {}
-        for key, value in values.items():
-            if not isinstance(value, xr.DataArray):
-                continue
-            for dim in value.dims:
-                if dim not in sizes:
-                    order.append(dim)
-                    sizes[dim] = value.sizes[dim]
-                elif value.sizes[dim] != sizes[dim]:
-                    raise ValueError(f"{key}: dimension {dim!r} has {value.sizes[dim]} entries "
-                                     f"where another input has {sizes[dim]}")
-                if dim in value.indexes:
-                    index = value.indexes[dim]
-                    if dim not in indexes:
-                        indexes[dim] = index
-                    elif index is not indexes[dim] and not index.equals(indexes[dim]):
-                        raise ValueError(f"{key}: coordinates of dimension {dim!r} differ from "
-                                         f"another input's; select or reindex so they match")
-            for name, coord in value.coords.items():
-                coords.setdefault(name, coord.variable)
-        self.dims = tuple(order)
-        self.shape = tuple(sizes[d] for d in order)
-        self.coords = coords
-        for key, value in values.items():
-            if isinstance(value, xr.DataArray):
-                present = [d for d in order if d in value.dims]
-                data = np.asarray(value.transpose(*present).values, dtype=float)
-                self.raw[key] = data.reshape([sizes[d] if d in value.dims else 1 for d in order])
-            else:
-                self.raw[key] = value if isinstance(value, float) else np.asarray(value, float)
-
-    def __getitem__(self, key):
-        return self.raw[key]
-
-    def wrap(self, result, units: str, long_name: str, name: str | None = None):
-        """The result in its inputs' kind: DataArray over the grid, ndarray, or Python scalar."""
-        result = np.asarray(result)
-        if result.shape != self.shape:
-            result = np.broadcast_to(result, self.shape).copy()
-        if self.labelled:
-            result = xr.DataArray(result, dims=self.dims, coords=self.coords)
-        return finish(result, units, long_name, name)
-
-
-def _check_options(compute_efficiency, bandwidth_efficiency, step_overhead, allreduce):
-    check_range("compute_efficiency", compute_efficiency, lo=0, hi=1, lo_open=True)
-    check_range("bandwidth_efficiency", bandwidth_efficiency, lo=0, hi=1, lo_open=True)
-    check_nonnegative("step_overhead", step_overhead)
-    if not isinstance(allreduce, (bool, np.bool_)):
-        raise TypeError(f"allreduce must be True or False, got {type(allreduce).__name__}")
-
-
-#: The keyword options every time function takes, with the guide's ideal-model defaults.
-_OPTION_DEFAULTS = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": 0.0,
-                    "allreduce": False, "compute_dtype": None, "interconnect_bandwidth": None,
-                    "interconnect_latency": None}
-
-
-def _options(**options):
-    """Validate the efficiency factors and overrides every time function accepts."""
-    unknown = sorted(set(options) - set(_OPTION_DEFAULTS))
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; the options are "
-                        f"{', '.join(_OPTION_DEFAULTS)}")
-    o = {**_OPTION_DEFAULTS, **options}
-    _check_options(o["compute_efficiency"], o["bandwidth_efficiency"], o["step_overhead"],
-                   o["allreduce"])
-    for name, check in (("interconnect_bandwidth", check_positive),
-                        ("interconnect_latency", check_nonnegative)):
-        if o[name] is not None:
-            check(name, o[name])
-            if np.ndim(o[name]):
-                raise TypeError(f"{name} must be a single number")
-    if o["compute_dtype"] is not None and not isinstance(o["compute_dtype"], str):
-        raise TypeError(f"compute_dtype must be a format name such as 'fp8', got "
-                        f"{type(o['compute_dtype']).__name__}")
-    o["allreduce"] = bool(o["allreduce"])
-    return o
-
 
 def _setup(model, gpu, args: dict, opts: dict | None = None, extra: dict | None = None):
     """Read the specs, label and lay out the arguments on one grid, and derive the coefficients.
@@ -402,12 +243,12 @@ def _setup(model, gpu, args: dict, opts: dict | None = None, extra: dict | None 
     values = {}
     labelled_specs = {}
     if model is not None:
-        values.update({f"model.{k}": v for k, v in _model_fields(model).items()})
+        values.update({f"model.{k}": v for k, v in model_fields(model).items()})
         labelled_specs["model"] = model
     if gpu is not None:
-        opts = opts if opts is not None else _options()
+        opts = opts if opts is not None else read_options()
         check_integer("tp", args.get("tp", 1), lo=1)
-        values.update({f"gpu.{k}": v for k, v in _gpu_fields(gpu, opts["compute_dtype"]).items()})
+        values.update({f"gpu.{k}": v for k, v in gpu_fields(gpu, opts["compute_dtype"]).items()})
         labelled_specs["gpu"] = gpu
         args = {"tp": 1, **args, **{k: opts[k] for k in (
             "compute_efficiency", "bandwidth_efficiency", "step_overhead")}}
@@ -415,14 +256,14 @@ def _setup(model, gpu, args: dict, opts: dict | None = None, extra: dict | None 
     values.update({k: aligned[k] for k in args})
     for key, build in (extra or {}).items():
         values[key] = build(aligned)
-    g = _Grid(values)
+    g = Grid(values)
     coeff = _model_coefficients(g) if model is not None else {}
     if gpu is not None:
         coeff.update(_gpu_coefficients(g, opts))
     return g, coeff
 
 
-def _model_coefficients(g: _Grid) -> dict:
+def _model_coefficients(g: Grid) -> dict:
     n_layers = g["model.n_layers"]
     bpp = g["model.bytes_per_param"]
     p, pa = g["model.n_params"], g["model.n_active_params"]
@@ -441,7 +282,7 @@ def _model_coefficients(g: _Grid) -> dict:
     )
 
 
-def _gpu_coefficients(g: _Grid, opts: dict) -> dict:
+def _gpu_coefficients(g: Grid, opts: dict) -> dict:
     degree = g["tp"] * g["gpu.n_gpus"]
     if opts["allreduce"]:
         link = g["gpu.interconnect_bandwidth"] if opts["interconnect_bandwidth"] is None else \
@@ -518,37 +359,11 @@ def _bytes(c: dict, n_decode, n_prefill, kv_read, pairs):
     return weights + c["kv_bytes_per_token"] * (kv_read + n_prefill)
 
 
-_OPTIONS_DOC = """compute_efficiency : float, array_like or xarray.DataArray
-        Share of the peak FLOP/s the matrix multiplies reach [1], in (0, 1]. Default 1.0.
-    bandwidth_efficiency : float, array_like or xarray.DataArray
-        Share of the HBM bandwidth the step reaches [1], in (0, 1]. Default 1.0.
-    step_overhead : float, array_like or xarray.DataArray
-        Fixed time per step (scheduling, kernel launches, sampling) [s], ≥ 0. Default 0.
-    allreduce : bool
-        Add tensor parallelism's all-reduce time (:mod:`rooflinekit.parallel`). Default
-        ``False``: the guide's simple model.
-    compute_dtype : str, optional
-        Format of the matrix multiplies ("fp8", ...); default the GPU's 16-bit dense peak.
-    interconnect_bandwidth, interconnect_latency : float, optional
-        Overrides of the GPU's per-direction link bandwidth [bytes/s] and per-hop latency [s]."""
-
-
-def _doc(func):
-    """Fill in the options' documentation and show them in the signature (for help())."""
-    func.__doc__ = func.__doc__.replace("{options}", _OPTIONS_DOC)
-    sig = inspect.signature(func)
-    params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v)
-               for k, v in _OPTION_DEFAULTS.items()]
-    func.__signature__ = sig.replace(parameters=params)
-    return func
-
-
 # ------------------------------------------------------------------------------------------------
 # Coefficients for the simulator and the mixed (chunked-prefill) step.
 # ------------------------------------------------------------------------------------------------
 
-@_doc
+@with_options_doc
 def step_cost_coefficients(model, gpu, tp=1, **options) -> StepCost:
     """The coefficients of :func:`mixed_step_time_kernel` for one model on one group.
 
@@ -578,7 +393,7 @@ def step_cost_coefficients(model, gpu, tp=1, **options) -> StepCost:
         raise TypeError(f"model must be one ModelShape, got {type(model).__name__}")
     if not isinstance(gpu, GPU):
         raise TypeError(f"gpu must be one GPU, got {type(gpu).__name__}")
-    opts = _options(**options)
+    opts = read_options(**options)
     for name, value in (("tp", tp), ("compute_efficiency", opts["compute_efficiency"]),
                         ("bandwidth_efficiency", opts["bandwidth_efficiency"]),
                         ("step_overhead", opts["step_overhead"])):
@@ -588,7 +403,7 @@ def step_cost_coefficients(model, gpu, tp=1, **options) -> StepCost:
     return StepCost(*(float(v) for v in _cost(coeff)))
 
 
-@_doc
+@with_options_doc
 def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, tp=1, *,
                     prefill_context_length=0, **options):
     """Time of one step carrying decode tokens and a prompt chunk (chunked prefill) [s].
@@ -629,7 +444,7 @@ def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, t
     .. [1] Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with
        Sarathi-Serve", OSDI 2024.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     check_nonnegative("decode_tokens", decode_tokens)
     check_nonnegative("prefill_tokens", prefill_tokens)
     check_nonnegative("kv_tokens_read", kv_tokens_read)
@@ -670,7 +485,7 @@ def effective_kv_tokens(model, context_length):
     ----------
     .. [1] :func:`rooflinekit.memory.kv_bytes_per_sequence`; Jiang et al., "Mistral 7B", 2023.
     """
-    _model_fields(model)
+    model_fields(model)
     check_nonnegative("context_length", context_length)
     a = align_inputs({"context_length": context_length, "model": model})
     result = memory.kv_bytes_per_sequence(model, a["context_length"]) / \
@@ -857,8 +672,8 @@ def ridge_point(gpu, *, compute_efficiency=1.0, bandwidth_efficiency=1.0, comput
     ----------
     .. [1] Williams, Waterman & Patterson, CACM 2009; guide §3.2.
     """
-    opts = _options(compute_efficiency=compute_efficiency,
-                    bandwidth_efficiency=bandwidth_efficiency, compute_dtype=compute_dtype)
+    opts = read_options(compute_efficiency=compute_efficiency,
+                        bandwidth_efficiency=bandwidth_efficiency, compute_dtype=compute_dtype)
     g, c = _setup(None, gpu, {}, opts)
     return g.wrap(c["peak_flops"] / c["bandwidth"], "FLOP/byte", "ridge point")
 
@@ -889,12 +704,10 @@ def bound(arithmetic_intensity, ridge_point):
 
 
 def _label(compute):
-    if isinstance(compute, xr.DataArray):
-        return finish(xr.where(compute, "compute", "memory"), "", "bound")
-    return finish(np.where(compute, "compute", "memory"), "", "bound")
+    return finish(where(compute, "compute", "memory"), "", "bound")
 
 
-@_doc
+@with_options_doc
 def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     """Whether a decode step is ``"compute"``- or ``"memory"``-bound.
 
@@ -913,14 +726,14 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     ----------
     .. [1] Guide §3.1–3.2.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
     compute = _flops(c, *step) / c["peak_flops"] >= _bytes(c, *step) / c["bandwidth"]
     return _label(g.wrap(compute, "", "bound") if g.labelled else
                   np.broadcast_to(compute, g.shape))
 
 
-@_doc
+@with_options_doc
 def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, **options):
     """Whether a prefill pass is ``"compute"``- or ``"memory"``-bound.
 
@@ -939,7 +752,7 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, **options):
     ----------
     .. [1] Guide §3.1 ("Prefill ... Compute-bound").
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _prefill(model, gpu, prompt_tokens, context_length, tp, opts)
     compute = _flops(c, *step) / c["peak_flops"] >= _bytes(c, *step) / c["bandwidth"]
     return _label(g.wrap(compute, "", "bound") if g.labelled else
@@ -950,7 +763,7 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, **options):
 # Time.
 # ------------------------------------------------------------------------------------------------
 
-@_doc
+@with_options_doc
 def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     """Time the arithmetic of a decode step needs at the (effective) peak [s].
 
@@ -976,12 +789,12 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, **opti
     ----------
     .. [1] Guide §3.1; ``guide/NOTES.md`` ("Figures that do not re-derive").
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
     return g.wrap(_flops(c, *step) / c["peak_flops"], "s", "decode compute time")
 
 
-@_doc
+@with_options_doc
 def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     """Time the memory traffic of a decode step needs at the (effective) bandwidth [s].
 
@@ -1000,12 +813,12 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, **optio
     ----------
     .. [1] Guide §3.1, §4.1.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
     return g.wrap(_bytes(c, *step) / c["bandwidth"], "s", "decode memory time")
 
 
-@_doc
+@with_options_doc
 def decode_time_per_token(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     """Decode step time = inter-token latency (ITL) [s]: every sequence gets one token per step.
 
@@ -1039,12 +852,12 @@ def decode_time_per_token(model, gpu, batch_size=1, context_length=0, tp=1, **op
     ----------
     .. [1] Guide §3.1, §3.3, §4.1, §5.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
     return g.wrap(_step_time(*_cost(c), *step), "s", "decode step time (ITL)")
 
 
-@_doc
+@with_options_doc
 def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, **options):
     """Time of prefilling a prompt in one pass [s]: the prefill part of TTFT.
 
@@ -1077,12 +890,12 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, **options
     ----------
     .. [1] Guide §3.1, §3.3.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _prefill(model, gpu, prompt_tokens, context_length, tp, opts)
     return g.wrap(_step_time(*_cost(c), *step), "s", "prefill time")
 
 
-@_doc
+@with_options_doc
 def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     """Group time per generated token, the decode step shared over the batch [s/token].
 
@@ -1108,12 +921,12 @@ def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, **opt
     ----------
     .. [1] Guide §4.1.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
     return g.wrap(_step_time(*_cost(c), *step) / step[0], "s/token", "amortized time per token")
 
 
-@_doc
+@with_options_doc
 def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     """Generated tokens per second of one tensor-parallel group [tokens/s].
 
@@ -1132,13 +945,13 @@ def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, **option
     ----------
     .. [1] Guide §4.1.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
     return g.wrap(step[0] / _step_time(*_cost(c), *step), "tokens/s",
                   "decode throughput per group")
 
 
-@_doc
+@with_options_doc
 def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     """Generated tokens per second per GPU [tokens/s]: :func:`decode_throughput` ÷ GPUs.
 
@@ -1153,13 +966,13 @@ def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, 
     float, ndarray or xarray.DataArray
         Tokens per second per GPU.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
     return g.wrap(step[0] / _step_time(*_cost(c), *step) / c["tp"], "tokens/s",
                   "decode throughput per GPU")
 
 
-@_doc
+@with_options_doc
 def prefill_throughput(model, gpu, prompt_tokens, tp=1, **options):
     """Prompt tokens per second of one group prefilling one prompt [tokens/s].
 
@@ -1174,7 +987,7 @@ def prefill_throughput(model, gpu, prompt_tokens, tp=1, **options):
     float, ndarray or xarray.DataArray
         ``prompt_tokens / prefill_time`` [tokens/s].
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     g, c, step = _prefill(model, gpu, prompt_tokens, 0, tp, opts)
     return g.wrap(step[1] / _step_time(*_cost(c), *step), "tokens/s", "prefill throughput")
 
@@ -1218,8 +1031,8 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
     .. [1] Guide §3.2 ("decode is very hard to make compute-bound").
     .. [2] Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023.
     """
-    opts = _options(compute_efficiency=compute_efficiency,
-                    bandwidth_efficiency=bandwidth_efficiency, compute_dtype=compute_dtype)
+    opts = read_options(compute_efficiency=compute_efficiency,
+                        bandwidth_efficiency=bandwidth_efficiency, compute_dtype=compute_dtype)
     check_nonnegative("context_length", context_length)
     g, c = _setup(model, gpu, {"tp": tp, "context_length": context_length}, opts,
                   extra={"kv_per_sequence": _kv_per_sequence(model)})
@@ -1308,7 +1121,7 @@ def _sum_linear(a, d, lo, hi):
     return total, positive
 
 
-@_doc
+@with_options_doc
 def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, tp=1, **options):
     """Time of ``output_tokens`` consecutive decode steps, the first at ``context_length`` [s].
 
@@ -1340,7 +1153,7 @@ def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, t
     check_integer("output_tokens", output_tokens, lo=0)
     check_integer("context_length", context_length, lo=0)
     check_range("batch_size", batch_size, lo=1)
-    opts = _options(**options)
+    opts = read_options(**options)
     args = {"tp": tp, "output_tokens": output_tokens, "context_length": context_length,
             "batch_size": batch_size}
     g, c = _setup(model, gpu, args, opts)
@@ -1375,7 +1188,7 @@ def _generation(g, c, steps, first):
     return memory_time + pos1 + pos2 + steps * fixed
 
 
-@_doc
+@with_options_doc
 def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, **options):
     """End-to-end time of one request: prefill, then ``output_tokens − 1`` decode steps [s].
 
@@ -1403,7 +1216,7 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
     check_integer("prompt_tokens", prompt_tokens, lo=1)
     check_integer("output_tokens", output_tokens, lo=1)
     check_range("batch_size", batch_size, lo=1)
-    opts = _options(**options)
+    opts = read_options(**options)
     args = {"tp": tp, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
             "batch_size": batch_size, "context_length": 0.0}
     g, c = _setup(model, gpu, args, opts)
@@ -1414,7 +1227,7 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
     return g.wrap(total, "s", "request latency")
 
 
-@_doc
+@with_options_doc
 def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
                             hourly_price=None, **options):
     """GPU cost of a million generated tokens at full decode throughput [USD per 1M tokens].
@@ -1442,7 +1255,7 @@ def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
     ----------
     .. [1] Guide §4.1 (per-token cost), §6.5.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     if hourly_price is not None:
         check_nonnegative("hourly_price", hourly_price)
     more = {} if hourly_price is None else {"hourly_price": hourly_price}
@@ -1458,7 +1271,7 @@ def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
     return g.wrap(usd, "USD/1M tokens", "GPU cost per million generated tokens")
 
 
-@_doc
+@with_options_doc
 def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     """Everything the roofline says about a decode step, as one labelled Dataset.
 
@@ -1485,7 +1298,7 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, **options)
     ----------
     .. [1] Guide §3.2, §4.1.
     """
-    opts = _options(**options)
+    opts = read_options(**options)
     labelled = {}
     for key, value in (("batch_size", batch_size), ("context_length", context_length),
                        ("tp", tp)):
@@ -1531,13 +1344,13 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, **options)
 # The guide's lab names.
 # ------------------------------------------------------------------------------------------------
 
-@_doc
+@with_options_doc
 def prefill_ms(model, gpu, prompt_tokens, tp=1, **options):
     """The lab's name: :func:`prefill_time` in milliseconds [ms] (guide §8 step 3)."""
     return _to_ms(prefill_time(model, gpu, prompt_tokens, tp, **options), "prefill time")
 
 
-@_doc
+@with_options_doc
 def decode_ms_per_token(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     """The lab's name: guide §4.1's per-token time ``(weights + B·KV)/(bandwidth·B)`` [ms].
 

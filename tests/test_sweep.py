@@ -537,3 +537,14 @@ def test_compute_dtype_option():
         got = ds.decode_step_time.sel(gpu=gpu, tp=2, batch_size=512).item()
         assert got == roofline.decode_time_per_token(catalog.model("Llama-3.1-8B"), g, 512, 512,
                                                      2, compute_dtype="fp8")
+
+
+def test_moved_names_stay_importable_from_sweep():
+    # the reductions and the command line moved to private modules; sweep re-exports them
+    from rooflinekit import _sweep_cli, _sweep_reductions
+    for module in (_sweep_reductions, _sweep_cli):
+        for name in module.__all__:
+            assert name in sw.__all__
+            assert getattr(sw, name) is getattr(module, name)
+    for name in sw.__all__:
+        assert hasattr(sw, name), name

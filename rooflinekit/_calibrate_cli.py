@@ -1,0 +1,144 @@
+"""``rooflinekit calibrate``: arguments and the command's body (re-exported by
+:mod:`rooflinekit.calibrate`)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import xarray as xr
+
+from .measurements import MEASUREMENT, concat_measurements, read_measurements, read_vllm_result
+from .models import ModelShape
+
+__all__ = ["add_calibrate_arguments", "calibrate_cli_main"]
+
+
+def add_calibrate_arguments(parser) -> None:
+    """Add the ``rooflinekit calibrate`` arguments to an :mod:`argparse` (sub)parser."""
+    # imported on call: rooflinekit.calibrate imports this module to re-export its functions
+    from .calibrate import PARAMETERS, PHASES
+
+    parser.add_argument("measurements", nargs="*", metavar="FILE",
+                        help="measurement files (.csv or .json, columns above)")
+    parser.add_argument("--vllm-result", action="append", default=[], metavar="JSON",
+                        help="a `vllm bench serve --save-result` JSON (repeatable); needs --model "
+                             "and --gpu")
+    parser.add_argument("--model", help="model of the --vllm-result runs (catalogue name)")
+    parser.add_argument("--gpu", help="GPU of the --vllm-result runs (catalogue name)")
+    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree of the "
+                        "--vllm-result runs (default 1)")
+    parser.add_argument("--dtype", help="weight format of the --vllm-result runs, if not the "
+                        "model's")
+    parser.add_argument("--model-config", action="append", default=[], metavar="NAME=CONFIG",
+                        help="a Hugging Face config.json for a model name outside the catalogue "
+                             "(repeatable)")
+    parser.add_argument("--phase", action="append", choices=PHASES,
+                        help="phase to fit (repeatable; default both)")
+    parser.add_argument("--fit", action="append", choices=PARAMETERS,
+                        help="knob to fit (repeatable; default all three)")
+    parser.add_argument("--resamples", type=int, default=200,
+                        help="bootstrap resamples for the intervals (default 200)")
+    parser.add_argument("--confidence", type=float, default=0.95,
+                        help="interval coverage (default 0.95)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--cv", choices=("none", "kfold", "gpu", "model"), default="none",
+                        help="also report held-out error: k-fold, or leave one GPU / model out")
+    parser.add_argument("--folds", type=int, default=5, help="k for --cv kfold (default 5)")
+    parser.add_argument("--workload", choices=("isolated", "serving"), default="isolated",
+                        help="map rows to isolated prefill/decode steps (default) or to the mixed "
+                             "steps of a continuous-batching server")
+    parser.add_argument("--allreduce", action="store_true",
+                        help="model the tensor-parallel all-reduce explicitly while fitting")
+    parser.add_argument("--output", metavar="JSON", help="save the calibration here")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def _load_cli_measurements(args):
+    tables = [read_measurements(path) for path in args.measurements]
+    if args.vllm_result:
+        if not args.model or not args.gpu:
+            raise ValueError("--vllm-result needs --model and --gpu")
+        tables += [read_vllm_result(path, model=args.model, gpu=args.gpu, tp=args.tp,
+                                    dtype=args.dtype) for path in args.vllm_result]
+    if not tables:
+        raise ValueError("measurements is empty: give measurement files or --vllm-result")
+    return tables[0] if len(tables) == 1 else concat_measurements(*tables)
+
+
+def _cli_models(args):
+    models = {}
+    for item in args.model_config:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--model-config takes NAME=PATH, got {item!r}")
+        models[name] = ModelShape.from_hf_config(path, name=name)
+    return models
+
+
+def calibrate_cli_main(args, out=None) -> int:
+    """Run ``rooflinekit calibrate`` with parsed ``args``; print to ``out`` (stdout). Returns 0.
+
+    Bad input raises ``ValueError``/``TypeError``/``OSError`` for the caller to report.
+    """
+    import sys
+
+    from .calibrate import PHASES, calibrate, cross_validate, save_calibration
+
+    out = sys.stdout if out is None else out
+    ds = _load_cli_measurements(args)
+    models = _cli_models(args)
+    phases = tuple(args.phase) if args.phase else PHASES
+    fit = tuple(args.fit) if args.fit else None
+    rk = {"allreduce": True} if args.allreduce else None
+    result = calibrate(ds, phases=phases, fit=fit, n_resamples=args.resamples,
+                       confidence=args.confidence, seed=args.seed, models=models,
+                       roofline_kwargs=rk, workload=args.workload)
+    cv = None
+    if args.cv != "none":
+        cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=args.folds,
+                            seed=args.seed, phases=phases, fit=fit, models=models,
+                            roofline_kwargs=rk, workload=args.workload)
+    if args.output:
+        save_calibration(result.calibration, args.output)
+    if args.json:
+        payload = {"calibration": result.calibration.to_dict(),
+                   "parameters": _to_jsonable(result.parameters),
+                   "errors": _to_jsonable(result.errors)}
+        if cv is not None:
+            payload["cross_validation"] = {"errors": _to_jsonable(cv.errors),
+                                           "folds": _to_jsonable(cv.folds)}
+        json.dump(payload, out, indent=1, default=_json_default)
+        out.write("\n")
+        return 0
+    out.write(f"rooflinekit calibrate: {ds.sizes[MEASUREMENT]} measurement(s)\n\n")
+    out.write(result.summary() + "\n")
+    if cv is not None:
+        out.write(f"\ncross-validation ({cv.folds.attrs['by']}):\n{cv.summary()}\n")
+    if args.output:
+        out.write(f"\ncalibration saved to {args.output}\n")
+    return 0
+
+
+def _to_jsonable(ds: xr.Dataset) -> dict:
+    def clean(values):
+        if isinstance(values, list):
+            return [clean(v) for v in values]
+        if isinstance(values, float) and math.isnan(values):
+            return None   # JSON has no NaN: "not measured" / "not fitted"
+        return values
+    return {"coords": {k: clean(v.values.tolist()) for k, v in ds.coords.items()},
+            "data_vars": {k: {"dims": list(v.dims), "data": clean(v.values.tolist()),
+                              "attrs": dict(v.attrs)} for k, v in ds.data_vars.items()},
+            "attrs": dict(ds.attrs)}
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return None if np.isnan(value) else float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return str(value)

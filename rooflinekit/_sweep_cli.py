@@ -1,0 +1,251 @@
+"""``rooflinekit sweep``: axis parsing, arguments, the command's report; writing a sweep to disk.
+
+Re-exported by :mod:`rooflinekit.sweep` (``rooflinekit.sweep.save``, ``parse_axis``,
+``add_sweep_arguments``, ``sweep_cli_main``), which computes what this module prints and writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+
+import numpy as np
+
+from . import catalog, dims, memory
+from ._sweep_reductions import (PARETO_POINT, _client, best_configuration, cheapest_configuration,
+                                pareto_front, progress_bar)
+
+__all__ = ["parse_axis", "add_sweep_arguments", "sweep_cli_main", "save"]
+
+_CLI_EPILOG = """axis values: comma lists and inclusive ranges, e.g. 1,2,4,8 or 1024:32768:1024
+examples:
+  rooflinekit sweep --models guide-70b Llama-3.1-8B --gpus H100-SXM-80GB A100-SXM-80GB \\
+      --tp 1,2,4,8 --context-length 1024:32768:1024 --batch-size 1,2,4,8,16,32,64,128
+  rooflinekit sweep --models all --gpus all --report cheapest --max-ttft 0.5 --max-itl 0.05
+  rooflinekit sweep --models all --gpus all --context-length 256:131072:256 \\
+      --batch-size 1:1024 --chunks auto --report best --output sweep.nc
+"""
+
+
+def parse_axis(text):
+    """Axis values from the command line: ``"1,2,4,8"``, ``"1024:32768:1024"`` (stop included).
+
+    Returns
+    -------
+    ndarray of int64
+        The values, in the order given.
+
+    Raises
+    ------
+    ValueError
+        For anything that is not whole numbers or ``start:stop[:step]`` ranges with step ≥ 1.
+    """
+    values = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            raise ValueError(f"empty entry in axis values {text!r}")
+        try:
+            if ":" in part:
+                bits = [int(float(b)) for b in part.split(":")]
+                if len(bits) not in (2, 3) or (len(bits) == 3 and bits[2] < 1):
+                    raise ValueError
+                start, stop = bits[0], bits[1]
+                step = bits[2] if len(bits) == 3 else 1
+                if stop < start:
+                    raise ValueError
+                values.extend(range(start, stop + 1, step))
+            else:
+                number = float(part)
+                if not number.is_integer():
+                    raise ValueError
+                values.append(int(number))
+        except ValueError:
+            raise ValueError(f"axis values must be whole numbers or start:stop[:step] ranges "
+                             f"(stop included), got {part!r}") from None
+    return np.asarray(values, dtype=np.int64)
+
+
+def add_sweep_arguments(parser):
+    """Add the ``rooflinekit sweep`` options to an ``argparse`` (sub)parser.
+
+    The CLI wires it as ``p = sub.add_parser("sweep", ...)``, ``add_sweep_arguments(p)``,
+    ``p.set_defaults(func=sweep_cli_main)``; :func:`sweep_cli_main` then takes the parsed
+    arguments and an output stream.
+    """
+    import argparse
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _CLI_EPILOG
+    parser.add_argument("--models", nargs="+", default=["guide-70b"], metavar="NAME",
+                        help="catalogue models, or 'all' (default: guide-70b)")
+    parser.add_argument("--gpus", nargs="+", default=["guide-lab-80GB"], metavar="NAME",
+                        help="catalogue GPUs, or 'all' (default: guide-lab-80GB)")
+    parser.add_argument("--tp", type=parse_axis, default=parse_axis("1,2,4,8"),
+                        help="tensor-parallel degrees (default 1,2,4,8)")
+    parser.add_argument("--context-length", type=parse_axis,
+                        default=parse_axis("1024,2048,4096,8192,16384,32768"),
+                        help="tokens per sequence (default 1024,...,32768)")
+    parser.add_argument("--batch-size", type=parse_axis,
+                        default=parse_axis("1,2,4,8,16,32,64,128"),
+                        help="sequences per decode step (default 1,2,...,128)")
+    parser.add_argument("--prompt-tokens", type=parse_axis, default=None,
+                        help="prompt lengths for prefill/TTFT (default: the context length)")
+    parser.add_argument("--reserve", type=float, default=memory.DEFAULT_RESERVE,
+                        help="working-space share of memory after weights (default 0.10)")
+    parser.add_argument("--allreduce", action="store_true",
+                        help="add tensor parallelism's all-reduce time (default: guide's model)")
+    parser.add_argument("--chunks", default=None, metavar="CELLS|auto",
+                        help="compute lazily with dask in blocks of this many cells "
+                             "(needs rooflinekit[distributed])")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="run on this dask.distributed scheduler (implies --chunks auto)")
+    parser.add_argument("--report", choices=("best", "cheapest", "pareto", "none"),
+                        default="best",
+                        help="best: most tokens/s per GPU per model; cheapest: lowest cost per "
+                             "1M tokens meeting --max-ttft/--max-itl; pareto: cost vs ITL front")
+    parser.add_argument("--max-ttft", type=float, default=None, metavar="SECONDS",
+                        help="longest acceptable prefill time (TTFT) for --report cheapest")
+    parser.add_argument("--max-itl", type=float, default=None, metavar="SECONDS",
+                        help="longest acceptable decode step (ITL) for --report cheapest")
+    parser.add_argument("--output", default=None, metavar="PATH",
+                        help="write the whole sweep: .nc (netCDF) or .zarr")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar on stderr (default: when stderr is a terminal)")
+    parser.add_argument("--json", action="store_true", help="emit the report as JSON")
+    return parser
+
+
+def _report_rows(result, by):
+    """A reduction result as (columns, rows) of plain Python values."""
+    columns = list(by) + [k for k in result.data_vars]
+    flat = result.stack(_row=list(by)) if by else result.expand_dims("_row")
+    rows = []
+    for i in range(flat.sizes["_row"]):
+        row = flat.isel(_row=i)
+        rows.append([row[c].item() for c in columns])
+    return columns, rows
+
+
+def _write_table(columns, rows, out):
+    def fmt(v):
+        if isinstance(v, bool):
+            return str(v)
+        if isinstance(v, float):
+            return "nan" if math.isnan(v) else f"{v:.4g}"
+        return str(v)
+    cells = [[fmt(v) for v in r] for r in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    out.write("  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths)) + "\n")
+    out.write("  " + "  ".join("-" * w for w in widths) + "\n")
+    for r in cells:
+        out.write("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "\n")
+
+
+def sweep_cli_main(args, out=None):
+    """Run ``rooflinekit sweep`` from parsed arguments (see :func:`add_sweep_arguments`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed options.
+    out : file, optional
+        Stream for the report; default ``sys.stdout``. Progress goes to ``sys.stderr``.
+
+    Returns
+    -------
+    int
+        Exit status, 0 on success. Bad input raises ``ValueError``/``TypeError`` (the CLI prints
+        them as one line and exits 2).
+    """
+    import json
+
+    # imported on call: rooflinekit.sweep imports this module to re-export its functions
+    from .sweep import _EXTRA, sweep, sweep_cells
+
+    out = sys.stdout if out is None else out
+    models = catalog.model_names() if args.models == ["all"] else args.models
+    gpus = catalog.gpu_names() if args.gpus == ["all"] else args.gpus
+    chunks = args.chunks
+    if chunks is not None and chunks != "auto":
+        try:
+            chunks = int(float(chunks))
+        except ValueError:
+            raise ValueError(f"--chunks must be a number of cells or 'auto', got {chunks!r}")
+    if args.scheduler is not None and chunks is None:
+        chunks = "auto"
+    if args.output is not None and not str(args.output).endswith((".nc", ".zarr")):
+        raise ValueError(f"--output must end in .nc (netCDF) or .zarr, got {args.output!r}")
+    if args.report != "cheapest" and (args.max_ttft is not None or args.max_itl is not None):
+        raise ValueError("--max-ttft/--max-itl apply to --report cheapest")
+    progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)
+    ds = sweep(models, gpus, tp=args.tp, context_length=args.context_length,
+               batch_size=args.batch_size, prompt_tokens=args.prompt_tokens,
+               reserve=args.reserve, chunks=chunks, allreduce=args.allreduce)
+    with contextlib.ExitStack() as stack:
+        if args.scheduler is not None:
+            try:
+                from distributed import Client
+            except ImportError as exc:
+                raise ImportError(f"--scheduler needs dask.distributed; install it with "
+                                  f"`pip install {_EXTRA}`") from exc
+            stack.enter_context(Client(args.scheduler))
+        if args.output is not None:
+            if chunks is not None:
+                with progress_bar(progress and _client() is None):
+                    save(ds, args.output)
+            else:
+                save(ds, args.output)
+        if args.report == "none":
+            result, by = None, []
+        elif args.report == "best":
+            result, by = best_configuration(ds, progress=progress), [dims.MODEL]
+        elif args.report == "cheapest":
+            result = cheapest_configuration(ds, max_ttft=args.max_ttft, max_itl=args.max_itl,
+                                            progress=progress)
+            by = [dims.MODEL]
+        else:
+            result, by = pareto_front(ds, progress=progress), []
+    if result is None:
+        if args.json:
+            json.dump({"cells": sweep_cells(ds), "output": args.output}, out)
+            out.write("\n")
+        else:
+            out.write(f"swept {sweep_cells(ds):,} configurations"
+                      + (f" -> {args.output}\n" if args.output else "\n"))
+        return 0
+    if by == [] and PARETO_POINT in result.dims:
+        columns = list(result.data_vars)
+        rows = [[result[c].values[i].item() for c in columns]
+                for i in range(result.sizes[PARETO_POINT])]
+    else:
+        columns, rows = _report_rows(result, by)
+    if args.json:
+        json.dump({"cells": sweep_cells(ds), "report": args.report,
+                   "rows": [dict(zip(columns, r)) for r in rows]}, out, indent=2, default=float)
+        out.write("\n")
+        return 0
+    out.write(f"rooflinekit sweep: {sweep_cells(ds):,} configurations, report {args.report!r}"
+              f" (times in s, throughput in tokens/s, cost in USD per 1M tokens)\n")
+    _write_table(columns, rows, out)
+    return 0
+
+
+def save(ds, path):
+    """Write a sweep to ``path``: zarr for a ``.zarr`` folder, netCDF otherwise.
+
+    netCDF needs ``netCDF4`` (or scipy's netCDF3 for ``.nc3``) and zarr needs ``zarr``; both come
+    with ``pip install rooflinekit[io]``. A lazy sweep streams to disk chunk by chunk.
+    """
+    if str(path).endswith(".zarr"):
+        try:
+            import zarr  # noqa: F401  (only to fail early with the extra to install)
+        except ImportError as exc:
+            raise ImportError("writing .zarr needs zarr; install it with "
+                              "`pip install rooflinekit[io]`") \
+                from exc
+        # format 2: the model/gpu name labels are fixed-length strings, which zarr's format 3
+        # has no stable specification for yet
+        ds.to_zarr(path, mode="w", zarr_format=2, consolidated=True)
+    else:
+        ds.to_netcdf(path)

@@ -1,0 +1,379 @@
+"""Measured serving runs: the measurement table, its CSV/JSON files and vLLM's benchmark results.
+
+One row per measured configuration (model, GPU, tensor-parallel degree, weight format, batch size
+or client concurrency, prompt and output lengths, measured TTFT, ITL/TPOT, throughput and a
+``source``), held as an :class:`xarray.Dataset` over ``measurement`` in SI units
+(:func:`measurements_from_records`), read and written as CSV or JSON (:func:`read_measurements`,
+:func:`write_measurements`), and read from the JSON that ``vllm bench serve --save-result``
+(formerly ``benchmarks/benchmark_serving.py``) writes (:func:`read_vllm_result`).
+:mod:`rooflinekit.calibrate` fits the roofline's knobs to these tables.
+
+The files carry milliseconds in columns whose names say so (``ttft_ms``), the way every serving
+benchmark reports them; the Dataset holds seconds.
+
+References
+----------
+.. [1] vLLM ``benchmarks/benchmark_serving.py`` / ``vllm bench serve`` (result JSON fields).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from . import units
+
+__all__ = [
+    "MEASUREMENT", "MEASUREMENT_COLUMNS", "REQUIRED_COLUMNS",
+    "measurements_from_records", "measurements_to_records", "read_measurements",
+    "write_measurements", "read_vllm_result", "concat_measurements",
+]
+
+#: Dimension of a measurement table (one row per measured configuration).
+MEASUREMENT = "measurement"
+
+#: Columns of the measurement files, in order. Times in milliseconds, throughput in tokens/s.
+MEASUREMENT_COLUMNS = (
+    "model", "gpu", "tp", "dtype", "batch_size", "prompt_tokens", "output_tokens",
+    "context_length", "ttft_ms", "itl_ms", "tpot_ms", "output_throughput", "source", "notes",
+)
+#: Columns a measurement must have (besides at least one of ttft_ms, itl_ms, tpot_ms).
+REQUIRED_COLUMNS = ("model", "gpu", "tp", "batch_size", "prompt_tokens", "output_tokens", "source")
+_TIME_COLUMNS = ("ttft_ms", "itl_ms", "tpot_ms")
+_TEXT = ("model", "gpu", "dtype", "source", "notes")
+# file column -> (Dataset variable, factor to SI, units, long name)
+_NUMERIC = {
+    "tp": ("tp", 1, "1", "tensor-parallel degree"),
+    "batch_size": ("batch_size", 1, "1", "batch size or client concurrency"),
+    "prompt_tokens": ("prompt_tokens", 1, "tokens", "prompt length"),
+    "output_tokens": ("output_tokens", 1, "tokens", "output length"),
+    "context_length": ("context_length", 1, "tokens", "mean context during decode"),
+    "ttft_ms": ("ttft", units.MS, "s", "time to first token"),
+    "itl_ms": ("itl", units.MS, "s", "inter-token latency"),
+    "tpot_ms": ("tpot", units.MS, "s", "time per output token"),
+    "output_throughput": ("output_throughput", 1, "tokens/s", "output token throughput"),
+}
+
+
+def _is_blank(value) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return value.strip() == "" or value.strip().lower() in ("nan", "none", "null")
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _number(row_no: int, column: str, value) -> float:
+    if isinstance(value, bool):
+        raise TypeError(f"measurement {row_no}: {column} must be a number, got a bool")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"measurement {row_no}: {column} must be a number, got {value!r}") \
+            from None
+    if not math.isfinite(number):
+        raise ValueError(f"measurement {row_no}: {column} must be finite, got {value!r}")
+    return number
+
+
+def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
+    """Validate measurement rows and return them as a Dataset over ``measurement`` (SI units).
+
+    Parameters
+    ----------
+    records : iterable of mapping
+        One mapping per measured configuration with the keys of :data:`MEASUREMENT_COLUMNS`:
+
+        - ``model``, ``gpu`` : catalogue names (or names given to :func:`calibrate` via
+          ``models=`` / ``gpus=``); ``gpu`` is **one** accelerator, ``tp`` says how many.
+        - ``tp`` [1] : tensor-parallel degree, whole number ≥ 1.
+        - ``dtype`` : weight format when it differs from the model's ("fp8", "int4", ...);
+          optional.
+        - ``batch_size`` [1] : decode batch, or the client concurrency of a serving benchmark;
+          > 0 (a time-averaged concurrency may be fractional).
+        - ``prompt_tokens``, ``output_tokens`` [tokens] : mean lengths, ≥ 1 and ≥ 0.
+        - ``context_length`` [tokens] : mean context during decode; optional, default
+          ``prompt_tokens + output_tokens / 2``.
+        - ``ttft_ms``, ``itl_ms``, ``tpot_ms`` [ms] : measured times, ≥ 0; at least one of them.
+        - ``output_throughput`` [tokens/s] : optional.
+        - ``source`` : where the row comes from (URL, file, run id); required, non-empty.
+        - ``notes`` : optional free text.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``measurement``: text variables ``model``, ``gpu``, ``dtype``, ``source``, ``notes``
+        and numeric ``tp``, ``batch_size``, ``prompt_tokens``, ``output_tokens``,
+        ``context_length``, ``ttft`` [s], ``itl`` [s], ``tpot`` [s], ``output_throughput``
+        [tokens/s], each with ``units``. A time that was not measured is NaN.
+
+    Raises
+    ------
+    ValueError
+        No rows; a required column missing; a value negative, non-finite or out of range; a row
+        with none of the three times. The message names the row and the field.
+    TypeError
+        A row that is not a mapping.
+    """
+    rows = list(records)
+    if not rows:
+        raise ValueError("measurements is empty: give at least one row")
+    columns = {}
+    for name in MEASUREMENT_COLUMNS:
+        columns[name] = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise TypeError(f"measurement {i}: each row must be a mapping of column -> value, "
+                            f"got {type(row).__name__}")
+        unknown = sorted(set(row) - set(MEASUREMENT_COLUMNS))
+        if unknown:
+            raise ValueError(f"measurement {i}: unknown column(s) {', '.join(map(repr, unknown))};"
+                             f" allowed: {', '.join(MEASUREMENT_COLUMNS)}")
+        missing = [c for c in REQUIRED_COLUMNS if c not in row or _is_blank(row[c])]
+        if missing:
+            raise ValueError(f"measurement {i}: missing required column(s) "
+                             f"{', '.join(map(repr, missing))}")
+        if all(_is_blank(row.get(c)) for c in _TIME_COLUMNS):
+            raise ValueError(f"measurement {i}: give at least one of ttft_ms, itl_ms, tpot_ms")
+        for col in _TEXT:
+            value = row.get(col)
+            columns[col].append("" if _is_blank(value) else str(value).strip())
+        for col in _NUMERIC:
+            value = row.get(col)
+            columns[col].append(math.nan if _is_blank(value) else _number(i, col, value))
+        tp = columns["tp"][-1]
+        if tp < 1 or tp != round(tp):
+            raise ValueError(f"measurement {i}: tp must be a whole number >= 1, got {row['tp']!r}")
+        if columns["batch_size"][-1] <= 0:
+            raise ValueError(f"measurement {i}: batch_size must be > 0, got {row['batch_size']!r}")
+        if columns["prompt_tokens"][-1] < 1:
+            raise ValueError(f"measurement {i}: prompt_tokens must be >= 1, "
+                             f"got {row['prompt_tokens']!r}")
+        for col in ("output_tokens", "context_length", *_TIME_COLUMNS, "output_throughput"):
+            value = columns[col][-1]
+            if not math.isnan(value) and value < 0:
+                raise ValueError(f"measurement {i}: {col} must be >= 0, got {row[col]!r}")
+        if columns["dtype"][-1]:
+            from .dtypes import dtype_name
+            try:
+                columns["dtype"][-1] = dtype_name(columns["dtype"][-1])
+            except ValueError as exc:
+                raise ValueError(f"measurement {i}: dtype: {exc}") from None
+    n = len(rows)
+    data = {}
+    for col in _TEXT:
+        data[col] = ((MEASUREMENT,), np.array(columns[col], dtype=object))
+    for col, (var, factor, unit, long_name) in _NUMERIC.items():
+        values = np.asarray(columns[col], dtype=np.float64) * factor
+        if var == "tp":
+            values = values.astype(np.int64)
+        data[var] = ((MEASUREMENT,), values, {"units": unit, "long_name": long_name})
+    return xr.Dataset(data, coords={MEASUREMENT: np.arange(n)})
+
+
+def _check_measurements(measurements) -> xr.Dataset:
+    if isinstance(measurements, xr.Dataset):
+        needed = ["model", "gpu", "tp", "batch_size", "prompt_tokens", "output_tokens", "ttft",
+                  "itl", "tpot", "source"]
+        missing = [v for v in needed if v not in measurements]
+        if missing:
+            raise ValueError(f"measurements lack variable(s) {', '.join(map(repr, missing))}; "
+                             f"build them with measurements_from_records or read_measurements")
+        if measurements.sizes.get(MEASUREMENT, 0) == 0:
+            raise ValueError("measurements is empty: give at least one row")
+        return measurements
+    if isinstance(measurements, (str, Path)):
+        return read_measurements(measurements)
+    if isinstance(measurements, Iterable) and not isinstance(measurements, Mapping):
+        return measurements_from_records(measurements)
+    raise TypeError(f"measurements must be a Dataset, a list of rows or a file path, "
+                    f"got {type(measurements).__name__}")
+
+
+def measurements_to_records(measurements: xr.Dataset) -> list[dict]:
+    """Rows of a measurement Dataset in file units (ms, tokens/s); blanks for unmeasured values."""
+    ds = _check_measurements(measurements)
+    records = []
+    for i in range(ds.sizes[MEASUREMENT]):
+        row = {}
+        for col in MEASUREMENT_COLUMNS:
+            if col in _TEXT:
+                row[col] = str(ds[col].values[i]) if col in ds else ""
+                continue
+            var, factor, _, _ = _NUMERIC[col]
+            value = float(ds[var].values[i]) if var in ds else math.nan
+            if math.isnan(value):
+                row[col] = None
+            else:
+                value = value / factor
+                row[col] = int(round(value)) if var == "tp" else _tidy(value)
+        records.append(row)
+    return records
+
+
+def _tidy(value: float):
+    """A float as written to files: whole numbers without ``.0``, else 12 significant digits."""
+    if value == round(value) and abs(value) < 1e15:
+        return int(round(value))
+    return float(f"{value:.12g}")
+
+
+def read_measurements(path) -> xr.Dataset:
+    """Read a measurement file (``.csv`` or ``.json``) into a Dataset (see
+    :func:`measurements_from_records` for the columns).
+
+    A JSON file holds a list of rows, or an object with a ``"measurements"`` list. For the result
+    JSON of ``vllm bench serve`` use :func:`read_vllm_result`.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(row for row in fh if not row.lstrip().startswith("#"))
+            if reader.fieldnames is None:
+                raise ValueError(f"{path}: measurements is empty: no header row")
+            missing = [c for c in REQUIRED_COLUMNS if c not in reader.fieldnames]
+            if missing:
+                raise ValueError(f"{path}: missing required column(s) "
+                                 f"{', '.join(map(repr, missing))}")
+            rows = [{k: v for k, v in row.items() if k is not None} for row in reader]
+        return measurements_from_records(rows)
+    if suffix == ".json":
+        with path.open(encoding="utf-8") as fh:
+            payload = json.load(fh)
+        if isinstance(payload, Mapping):
+            if "measurements" in payload:
+                payload = payload["measurements"]
+            elif "mean_ttft_ms" in payload or "median_tpot_ms" in payload:
+                raise ValueError(f"{path} is a vllm bench serve result, not a measurement file; "
+                                 f"read it with read_vllm_result(path, model=..., gpu=...)")
+            else:
+                raise ValueError(f"{path}: a measurement JSON file holds a list of rows or an "
+                                 f"object with a 'measurements' list")
+        return measurements_from_records(payload)
+    raise ValueError(f"{path}: measurement files must end in .csv or .json, got {suffix!r}")
+
+
+def write_measurements(measurements, path) -> Path:
+    """Write measurements to ``path`` as CSV (``.csv``) or JSON (``.json``) and return the path."""
+    records = measurements_to_records(measurements)
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=MEASUREMENT_COLUMNS, lineterminator="\n")
+            writer.writeheader()
+            for row in records:
+                writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        return path
+    if suffix == ".json":
+        with path.open("w", encoding="utf-8") as fh:
+            json.dump({"measurements": records}, fh, indent=1)
+            fh.write("\n")
+        return path
+    raise ValueError(f"{path}: measurement files must end in .csv or .json, got {suffix!r}")
+
+
+def concat_measurements(*tables) -> xr.Dataset:
+    """Join measurement tables into one, renumbering ``measurement``."""
+    if not tables:
+        raise ValueError("measurements is empty: give at least one table")
+    records = [row for table in tables for row in measurements_to_records(table)]
+    return measurements_from_records(records)
+
+
+def _stat(result: Mapping, metric: str, statistic: str):
+    for key in (f"{statistic}_{metric}_ms", f"mean_{metric}_ms", f"median_{metric}_ms"):
+        value = result.get(key)
+        if value is not None:
+            return float(value)
+    return None
+
+
+def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | None = None,
+                     source: str | None = None, batch_size: float | None = None,
+                     statistic: str = "median") -> xr.Dataset:
+    """One measurement row from the result JSON of ``vllm bench serve --save-result``.
+
+    The file holds client-side statistics (``mean_ttft_ms``, ``median_tpot_ms``,
+    ``median_itl_ms``, ``output_throughput``, ``completed``, ``total_input_tokens``,
+    ``total_output_tokens``, ``max_concurrency``, ``request_rate``, ``request_throughput``,
+    ``mean_e2el_ms`` (``mean_latency_ms`` before vLLM 0.7), ...) but not the hardware, so the
+    model, GPU and degree come as arguments.
+
+    Parameters
+    ----------
+    result : str, Path or mapping
+        Path of the JSON file, or its parsed content.
+    model, gpu : str
+        Catalogue names (or names you pass to :func:`calibrate`).
+    tp : int
+        Tensor-parallel degree of the server. Default 1.
+    dtype : str, optional
+        Weight format if it differs from the model's (``--quantization fp8`` → "fp8").
+    source : str, optional
+        Provenance; default names the file, date and ``model_id``.
+    batch_size : float, optional
+        The concurrency to record. Default: ``max_concurrency`` when the run set one (at most
+        ``completed``); otherwise the time-averaged concurrency by Little's law,
+        ``request_throughput × mean end-to-end latency``; otherwise ``completed``.
+    statistic : {"median", "mean"}
+        Which statistic of TTFT, TPOT and ITL to record. Default "median".
+
+    Returns
+    -------
+    xarray.Dataset
+        One row in the format of :func:`measurements_from_records`; prompt and output lengths are
+        the means ``total_input_tokens / completed`` and ``total_output_tokens / completed``.
+
+    References
+    ----------
+    .. [1] vLLM ``benchmarks/benchmark_serving.py``, ``benchmark()`` and ``main()`` (result keys).
+    """
+    if statistic not in ("median", "mean"):
+        raise ValueError(f"statistic must be 'median' or 'mean', got {statistic!r}")
+    name = None
+    if isinstance(result, (str, Path)):
+        name = Path(result).name
+        with Path(result).open(encoding="utf-8") as fh:
+            result = json.load(fh)
+    if not isinstance(result, Mapping):
+        raise TypeError(f"result must be a path or a mapping, got {type(result).__name__}")
+    for key in ("completed", "total_input_tokens", "total_output_tokens"):
+        if result.get(key) is None:
+            raise ValueError(f"vllm result lacks field {key!r}: not a benchmark_serving result")
+    completed = float(result["completed"])
+    if completed <= 0:
+        raise ValueError(f"vllm result field 'completed' must be > 0, got {completed!r}")
+    if batch_size is None:
+        cap = result.get("max_concurrency")
+        e2el = result.get("mean_e2el_ms", result.get("mean_latency_ms"))
+        if cap is not None:
+            batch_size = min(float(cap), completed)
+        elif e2el is not None and result.get("request_throughput") is not None:
+            batch_size = float(result["request_throughput"]) * float(e2el) * units.MS
+        else:
+            batch_size = completed
+    if source is None:
+        label = name or "result"
+        source = (f"vllm bench serve {label} (model_id={result.get('model_id', '?')}, "
+                  f"date={result.get('date', '?')})")
+    row = {
+        "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "batch_size": batch_size,
+        "prompt_tokens": float(result["total_input_tokens"]) / completed,
+        "output_tokens": float(result["total_output_tokens"]) / completed,
+        "ttft_ms": _stat(result, "ttft", statistic),
+        "itl_ms": _stat(result, "itl", statistic),
+        "tpot_ms": _stat(result, "tpot", statistic),
+        "output_throughput": result.get("output_throughput"),
+        "source": source,
+        "notes": f"request_rate={result.get('request_rate', '?')}, "
+                 f"max_concurrency={result.get('max_concurrency')}, completed={int(completed)}",
+    }
+    return measurements_from_records([row])
