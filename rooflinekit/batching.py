@@ -162,8 +162,40 @@ def _resolve_clock(clock, model, gpu):
 # --- batchers -----------------------------------------------------------------------------------
 
 
+class _Batcher:
+    """What both batchers share: timing from their clock, and ``run`` over one workload."""
+
+    def _timing(self):
+        return _Timing(self.clock, self.model, self.gpu, self.tp, self.efficiency)
+
+    def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
+            priority=None, ttft_target=None, itl_target=None) -> xr.Dataset:
+        """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
+
+        Parameters
+        ----------
+        workload : Workload or mapping, optional
+            Or pass ``arrival`` [tick or s], ``prompt_tokens`` [tokens], ``output_tokens``
+            [tokens] and optionally ``priority`` (0 interactive, 1 batch; static batching
+            ignores it).
+        ttft_target, itl_target : float, optional
+            Goodput targets [tick or s]: a completed request counts toward ``goodput`` if its TTFT
+            and its mean inter-token latency meet them.
+
+        Returns
+        -------
+        xarray.Dataset
+            Per-request variables along ``request`` and scalar summaries (see module docstring).
+        """
+        wl = _coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
+        targets = (_target("ttft_target", ttft_target), _target("itl_target", itl_target))
+        timing = self._timing()
+        out = self._simulate(wl, timing)
+        return _single_dataset(wl, out, self, timing, targets)
+
+
 @dataclasses.dataclass(frozen=True)
-class StaticBatcher:
+class StaticBatcher(_Batcher):
     """Static batching: run a batch of up to ``batch_size`` requests to completion, then the next.
 
     Parameters
@@ -209,33 +241,6 @@ class StaticBatcher:
     def policy(self) -> str:
         return "static"
 
-    def _timing(self):
-        return _Timing(self.clock, self.model, self.gpu, self.tp, self.efficiency)
-
-    def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
-            priority=None, ttft_target=None, itl_target=None) -> xr.Dataset:
-        """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
-
-        Parameters
-        ----------
-        workload : Workload or mapping, optional
-            Or pass ``arrival`` [tick or s], ``prompt_tokens`` [tokens], ``output_tokens``
-            [tokens] (and ``priority``, ignored by static batching).
-        ttft_target, itl_target : float, optional
-            Goodput targets [tick or s]: a completed request counts toward ``goodput`` if its TTFT
-            and its mean inter-token latency meet them.
-
-        Returns
-        -------
-        xarray.Dataset
-            Per-request variables along ``request`` and scalar summaries (see module docstring).
-        """
-        wl = _coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
-        targets = (_target("ttft_target", ttft_target), _target("itl_target", itl_target))
-        timing = self._timing()
-        out = self._simulate(wl, timing)
-        return _single_dataset(wl, out, self, timing, targets)
-
     def _simulate(self, wl, timing):
         out = _allocate(1, wl.n_requests)
         run, _ = _static_kernels(timing.kernel_clock)
@@ -268,7 +273,7 @@ class StaticBatcher:
 
 
 @dataclasses.dataclass(frozen=True)
-class ContinuousBatcher:
+class ContinuousBatcher(_Batcher):
     """Continuous (iteration-level) batching: retire, then admit, every step.
 
     Parameters
@@ -369,38 +374,12 @@ class ContinuousBatcher:
     def _slots(self):
         return self.max_num_seqs
 
-    def _timing(self):
-        return _Timing(self.clock, self.model, self.gpu, self.tp, self.efficiency)
-
     def _args(self, budget):
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self.admission == "paged", self.block_size,
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap)
-
-    def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
-            priority=None, ttft_target=None, itl_target=None) -> xr.Dataset:
-        """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
-
-        Parameters
-        ----------
-        workload : Workload or mapping, optional
-            Or pass ``arrival`` [tick or s], ``prompt_tokens`` [tokens], ``output_tokens``
-            [tokens] and optionally ``priority`` (0 interactive, 1 batch).
-        ttft_target, itl_target : float, optional
-            Goodput targets [tick or s].
-
-        Returns
-        -------
-        xarray.Dataset
-            Per-request variables along ``request`` and scalar summaries (see module docstring).
-        """
-        wl = _coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
-        targets = (_target("ttft_target", ttft_target), _target("itl_target", itl_target))
-        timing = self._timing()
-        out = self._simulate(wl, timing)
-        return _single_dataset(wl, out, self, timing, targets)
 
     def _simulate(self, wl, timing):
         out = _allocate(1, wl.n_requests)

@@ -1,8 +1,9 @@
-"""Shared fixtures: the guide's lab model and accelerator."""
+"""Shared fixtures: the guide's lab model and accelerator, and its §6.3 prices."""
 
 import pytest
 
 from rooflinekit import catalog
+from rooflinekit.pricing import PayAsYouGo, Provisioned
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +16,16 @@ def guide_model():
 def lab_gpu():
     """Guide §3.2's lab accelerator: 80 GiB, 3.35 TB/s, 989 TFLOP/s dense."""
     return catalog.gpu("guide-lab-80GB")
+
+
+@pytest.fixture
+def guide_payg():
+    """Guide §6.3: input $3 / output $12 per 1M tokens."""
+    return PayAsYouGo(3.0, 12.0)
+
+
+@pytest.fixture
+def guide_provisioned():
+    """Guide §6.3: $12,000/month for 4B tokens."""
+    return Provisioned(12_000.0, 4e9)
+

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,22 +11,8 @@ from rooflinekit.compliance import (CLASSIFICATIONS, Choice, Compliance, NoAdmis
                                     admissibility, cheapest_option)
 from rooflinekit.pricing import PayAsYouGo, Provisioned, SelfHosted, break_even
 
+from helpers import da
 
-@pytest.fixture
-def guide_payg():
-    """Guide §6.3: input $3 / output $12 per 1M tokens."""
-    return PayAsYouGo(3.0, 12.0)
-
-
-@pytest.fixture
-def guide_provisioned():
-    """Guide §6.3: $12,000/month for 4B tokens."""
-    return Provisioned(12_000.0, 4e9)
-
-
-def da(values, dim):
-    values = np.asarray(values, dtype=float)
-    return xr.DataArray(values, dims=(dim,), coords={dim: values})
 
 
 # -- cheapest option and admissibility (§7) -------------------------------------------------------

@@ -18,22 +18,8 @@ from rooflinekit.pricing import (BreakEven, PayAsYouGo, Provisioned, SelfHosted,
                                  provisioned_example, provisioned_savings, provisioned_unit_cost,
                                  unit_cost)
 
+from helpers import da
 
-@pytest.fixture
-def guide_payg():
-    """Guide §6.3: input $3 / output $12 per 1M tokens."""
-    return PayAsYouGo(3.0, 12.0)
-
-
-@pytest.fixture
-def guide_provisioned():
-    """Guide §6.3: $12,000/month for 4B tokens."""
-    return Provisioned(12_000.0, 4e9)
-
-
-def da(values, dim):
-    values = np.asarray(values, dtype=float)
-    return xr.DataArray(values, dims=(dim,), coords={dim: values})
 
 
 # -- guide §6.3 -----------------------------------------------------------------------------------
