@@ -4,12 +4,13 @@ Tensor parallelism: step time and throughput against the degree (guide §5)
 
 The guide's simple model lets memory, bandwidth and FLOP/s scale with the group, so a decode step
 gets ``tp`` times faster. Every layer also needs all-reduces to put the pieces back together, and
-their cost grows with the degree: scaling is sub-linear and can reverse. Use the smallest degree
+their cost grows with the degree: scaling is sub-linear and flattens (here 8 -> 16 GPUs buys
+almost nothing, while doubling the GPU-hours). Use the smallest degree
 that fits the model plus a useful KV budget.
 """
 
 # %%
-# The 70B-class model on the lab accelerator (NVLink-class 450 GB/s links, 5 µs per hop), batch
+# The 70B-class model on the lab accelerator (NVLink-class 450 GB/s links, 1 µs per hop), batch
 # 8 at a context of 4,096 tokens. At degree 1 the weights do not fit in 80 GiB; we draw its time
 # anyway, shaded, as the baseline of the speed-up.
 import sys

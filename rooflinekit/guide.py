@@ -285,9 +285,10 @@ def parallel_section() -> Section:
     table = Table("Decode step vs TP degree (70B fp16, batch 32, 4,096-token context)",
                   ("tp", "weights fit", "simple ms", "all-reduce ms", "with comm ms",
                    "speed-up simple", "speed-up comm", "efficiency"), rows)
-    notes = ("All-reduce: two per layer, ring algorithm, 2(tp−1)/tp of batch × hidden × 2 B per "
-             "link at 450 GB/s per direction plus 5 µs per hop. Choose the smallest degree that "
-             "fits the weights plus the KV budget you need.",)
+    notes = (f"All-reduce: two per layer, ring algorithm, 2(tp−1)/tp of batch × hidden × 2 B per "
+             f"link at {gpu.interconnect_bandwidth / units.GB_PER_S:.0f} GB/s per direction plus "
+             f"{gpu.interconnect_latency / units.US:g} µs per hop. Choose the smallest degree "
+             f"that fits the weights plus the KV budget you need.",)
     return Section("parallel", "Tensor parallelism (§5)", figures, (table,), notes)
 
 

@@ -38,7 +38,10 @@ class GPU:
         GPU-to-GPU bandwidth per direction per GPU [bytes/s] (NVLink/Infinity Fabric/PCIe), used for
         all-reduce cost; ``None`` when unknown.
     interconnect_latency : float
-        Latency per ring hop of a collective [s]; default 5 µs.
+        Latency per ring hop of a collective [s]; default 1 µs, the order of one step of NCCL's
+        low-latency protocol over NVLink/NVSwitch. With it two all-reduces per layer take about a
+        quarter of a batch-1 decode step of a 70B model at tp=8, as practitioners report; PCIe
+        and network links are slower (set the catalogue row's ``interconnect_latency_us``).
     hourly_price : float, optional
         Illustrative on-demand price per GPU-hour [USD/h]; ``None`` when unknown.
     n_gpus : int
@@ -63,7 +66,7 @@ class GPU:
     peak_flops: float
     peak_flops_by_dtype: Mapping[str, float] | None = None
     interconnect_bandwidth: float | None = None
-    interconnect_latency: float = 5e-6
+    interconnect_latency: float = 1e-6
     hourly_price: float | None = None
     n_gpus: int = 1
     source: str = ""
