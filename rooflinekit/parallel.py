@@ -145,7 +145,7 @@ def ring_allreduce_time(payload_bytes, degree, link_bandwidth, hop_latency=0.0):
     A ring all-reduce is a reduce-scatter then an all-gather, each ``d − 1`` steps moving
     ``payload / d`` per GPU per step, which is bandwidth-optimal. Tree and one-shot algorithms
     (NCCL's for small messages, TensorRT-LLM's custom all-reduce over NVSwitch) trade bandwidth for
-    fewer latency terms; this is the textbook ring the issue asks for, and at decode-sized messages
+    fewer latency terms; this is the textbook ring, and at decode-sized messages
     its ``2·(d−1)`` latency term dominates.
 
     References
