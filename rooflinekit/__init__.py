@@ -11,6 +11,16 @@ from . import calibrate, catalog, dims, plotting, sweep, units
 from .batching import ContinuousBatcher, StaticBatcher, monte_carlo, simulate
 from .calibrate import Calibration, cross_validate, read_measurements, read_vllm_result
 from .hardware import GPU
+from .latency import (
+    amortized_token_time,
+    cost_per_million_tokens,
+    decode_ms_per_token,
+    decode_throughput,
+    decode_time_per_token,
+    prefill_ms,
+    prefill_time,
+    request_latency,
+)
 from .memory import (
     blocks_per_sequence,
     engine_kv_cache,
@@ -38,17 +48,9 @@ from .pricing import (
     crossover_volume,
 )
 from .roofline import (
-    amortized_token_time,
     arithmetic_intensity,
-    cost_per_million_tokens,
     critical_batch_size,
-    decode_ms_per_token,
-    decode_throughput,
-    decode_time_per_token,
     mixed_step_time,
-    prefill_ms,
-    prefill_time,
-    request_latency,
     ridge_point,
 )
 from .sweep import best_configuration, best_tp, cheapest_configuration, pareto_front

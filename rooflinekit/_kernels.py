@@ -133,6 +133,19 @@ def _can_admit(queue, q_head, q_size, nrun, max_num_seqs, interactive_cap, n_int
     return False
 
 
+@njit
+def _reset_outputs(admit, first_token, finish, preemptions, status, stats):
+    """Clear one run's outputs: statistics 0, no request admitted, started or finished yet."""
+    for k in range(N_STATS):
+        stats[k] = 0.0
+    for i in range(admit.shape[0]):
+        admit[i] = np.nan
+        first_token[i] = np.nan
+        finish[i] = np.nan
+        preemptions[i] = 0
+        status[i] = 0
+
+
 @functools.lru_cache(maxsize=None)
 def continuous_kernels(clock):
     """``(run, run_many)`` continuous-batching kernels for one clock (see :data:`TICK_CLOCK`).
@@ -149,14 +162,7 @@ def continuous_kernels(clock):
             max_batched, interactive_cap, tick_mode, coef,
             admit, first_token, finish, preemptions, status, stats):
         n = arrival.shape[0]
-        for k in range(N_STATS):
-            stats[k] = 0.0
-        for i in range(n):
-            admit[i] = np.nan
-            first_token[i] = np.nan
-            finish[i] = np.nan
-            preemptions[i] = 0
-            status[i] = 0
+        _reset_outputs(admit, first_token, finish, preemptions, status, stats)
         if n == 0:
             return 0
         cap = min(max_num_seqs, n)
@@ -428,14 +434,7 @@ def static_kernels(clock):
     def run(arrival, prompt, output, batch_size, tick_mode, coef,
             admit, first_token, finish, preemptions, status, stats):
         n = arrival.shape[0]
-        for k in range(N_STATS):
-            stats[k] = 0.0
-        for i in range(n):
-            admit[i] = np.nan
-            first_token[i] = np.nan
-            finish[i] = np.nan
-            preemptions[i] = 0
-            status[i] = 0
+        _reset_outputs(admit, first_token, finish, preemptions, status, stats)
         t = 0.0
         nxt = 0
         max_out = 0

@@ -1,7 +1,8 @@
 """Inputs of the pricing formulas: spec-field checks, units and labelling of arguments and specs.
 
-Shared by :mod:`rooflinekit.pricing` (capacity types and break-even arithmetic) and
-:mod:`rooflinekit.compliance` (admissibility gates and the cheapest option).
+Shared by :mod:`rooflinekit.capacity_types` (the capacity types and their prices),
+:mod:`rooflinekit.pricing` (break-even arithmetic) and :mod:`rooflinekit.compliance`
+(admissibility gates and the cheapest option).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Inputs of the roofline functions: spec fields, keyword options and broadcasting by name.
 
-:mod:`rooflinekit.roofline` writes each formula once as arithmetic on plain floats or numpy arrays.
-This module gets its inputs there: the fields of a :class:`~rooflinekit.ModelShape` or
-:class:`~rooflinekit.GPU` (or of a catalogue Dataset, or of an array spec from
-:mod:`rooflinekit.sweep`) as numbers (:func:`model_fields`, :func:`gpu_fields`); the efficiency
-factors and overrides every time function takes, validated (:func:`read_options`,
+:mod:`rooflinekit.roofline` and :mod:`rooflinekit.latency` write each formula once as arithmetic
+on plain floats or numpy arrays (:mod:`rooflinekit._step` lays the inputs out and derives the
+step's coefficients). This module gets their inputs there: the fields of a
+:class:`~rooflinekit.ModelShape` or :class:`~rooflinekit.GPU` (or of a catalogue Dataset, or of an
+array spec from :mod:`rooflinekit.sweep`) as numbers (:func:`model_fields`, :func:`gpu_fields`);
+the efficiency factors and overrides every time function takes, validated (:func:`read_options`,
 :func:`with_options_doc` documents them); and :class:`Grid`, which lays labelled and unlabelled
 inputs out on one grid of raw arrays and wraps the result once.
 """

@@ -12,7 +12,8 @@ parameter dimensions and returns the summaries with a ``replicate`` dimension.
 The rules are stated once, in :mod:`rooflinekit._reference` (which also pins down what a "tick"
 means); the numba kernels in :mod:`rooflinekit._kernels` implement them and are tested to agree
 exactly. This module validates, draws random numbers only through :mod:`rooflinekit.workloads`
-generators, allocates the outputs, calls a kernel and labels the result.
+generators, allocates the outputs and calls a kernel; :mod:`rooflinekit._batching_results` derives
+the per-request times and the summaries from the kernel's outputs and labels the result.
 
 Clocks
 ------
@@ -45,22 +46,15 @@ import numpy as np
 import xarray as xr
 
 from . import dims
+# Result assembly lives in _batching_results; its public constants are re-exported here.
+from ._batching_results import (REASON_KV_BUDGET, STATUS_COMPLETED, STATUS_REJECTED, TIERS,
+                                _POLICY, _TIER, _single_dataset, _summaries, _summary_grid,
+                                _target_attrs)
 from ._reference import STAT_NAMES, UNLIMITED
 from .workloads import Workload, WorkloadSpec, _coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "replicate_seed",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]
-
-STATUS_COMPLETED = "completed"
-STATUS_REJECTED = "rejected"
-#: Reason code of a rejection: the request's final length (prompt + output) can never fit the
-#: KV budget (in paged mode: needs more blocks than exist), so it is refused on arrival.
-REASON_KV_BUDGET = "final_length_exceeds_kv_budget"
-#: Labels of the ``tier`` dimension (priority 0 and 1).
-TIERS = ("interactive", "batch")
-_TIER = "tier"
-_POLICY = "policy"
-_STAT = {name: k for k, name in enumerate(STAT_NAMES)}
 
 
 # --- validation helpers -------------------------------------------------------------------------
@@ -479,197 +473,6 @@ def _allocate(replicates, n):
 # --- summaries ----------------------------------------------------------------------------------
 
 
-def _safe_div(num, den):
-    num = np.asarray(num, dtype=float)
-    den = np.broadcast_to(np.asarray(den, dtype=float), num.shape)
-    return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
-
-
-def _masked_mean(x, valid):
-    return _safe_div(np.where(valid, x, 0.0).sum(axis=-1), valid.sum(axis=-1))
-
-
-def _masked_quantile(x, valid, q):
-    """Row-wise ``numpy.quantile(x[valid], q)`` ("linear" method); NaN for rows with none valid."""
-    filled = np.sort(np.where(valid, x, np.inf), axis=-1)
-    k = valid.sum(axis=-1)
-    filled = np.where(np.arange(x.shape[-1]) < k[..., None], filled, 0.0)
-    h = np.maximum(k - 1, 0) * q
-    lo = np.floor(h).astype(np.int64)
-    hi = np.minimum(lo + 1, np.maximum(k - 1, 0))
-    if x.shape[-1] == 0:
-        return np.full(k.shape, np.nan)
-    a = np.take_along_axis(filled, lo[..., None], axis=-1)[..., 0]
-    b = np.take_along_axis(filled, hi[..., None], axis=-1)[..., 0]
-    return np.where(k > 0, a + (b - a) * (h - lo), np.nan)
-
-
-def _per_request(arrival, prompt, output, out):
-    """Derived per-request times: 2-D (replicate, request) arrays."""
-    admit, first, finish, _, status = out[:5]
-    completed = status == 0
-    multi = output > 1
-    itl = np.divide(finish - first, output - 1.0, out=np.full(finish.shape, np.nan),
-                    where=completed & multi)
-    return {
-        "latency": finish - arrival,
-        "service_latency": finish - admit,
-        "queue_delay": admit - arrival,
-        "ttft": first - arrival,
-        "itl": itl,
-        "completed": completed,
-    }
-
-
-def _summaries(arrival, prompt, output, priority, out, slots, budget, targets):
-    """Summary metrics per replicate: name -> (array over replicates, units kind, long name)."""
-    _, _, finish, preempt, status, stats = out[:6]
-    d = _per_request(arrival, prompt, output, out)
-    done = d["completed"]
-    n = arrival.shape[-1]
-    first_arrival = arrival.min(axis=-1) if n else np.zeros(arrival.shape[0])
-    last_finish = np.where(done, finish, -np.inf).max(axis=-1) if n else np.zeros(arrival.shape[0])
-    makespan = np.where(done.any(axis=-1), last_finish - first_arrival, 0.0)
-    tokens_done = np.where(done, output, 0).sum(axis=-1).astype(float)
-    s = lambda name: stats[:, _STAT[name]]  # noqa: E731
-    ttft_target, itl_target = targets
-    good = done.copy()
-    if ttft_target is not None:
-        good &= d["ttft"] <= ttft_target
-    if itl_target is not None:
-        good &= ~(d["itl"] > itl_target)            # one-token requests have no ITL: they pass
-    n_good = good.sum(axis=-1).astype(float)
-    res = {
-        "makespan": (makespan, "time", "time from first arrival to last completion"),
-        "throughput": (_zero_div(tokens_done, makespan), "tokens/time",
-                       "output tokens completed per unit time"),
-        "request_throughput": (_zero_div(done.sum(axis=-1), makespan), "1/time",
-                               "requests completed per unit time"),
-        "mean_latency": (_masked_mean(d["latency"], done), "time",
-                         "mean latency from arrival to finish (completed requests)"),
-        "mean_service_latency": (_masked_mean(d["service_latency"], done), "time",
-                                 "mean latency from admission to finish (completed requests)"),
-        "mean_queue_delay": (_masked_mean(d["queue_delay"], done), "time",
-                             "mean wait from arrival to first admission"),
-        "mean_ttft": (_masked_mean(d["ttft"], done), "time", "mean time to first token"),
-        "mean_itl": (_masked_mean(d["itl"], done & (output > 1)), "time",
-                     "mean inter-token latency (requests with >= 2 output tokens)"),
-    }
-    for q in (50, 90, 99):
-        res[f"p{q}_latency"] = (_masked_quantile(d["latency"], done, q / 100), "time",
-                                f"{q}th percentile latency from arrival")
-        res[f"p{q}_ttft"] = (_masked_quantile(d["ttft"], done, q / 100), "time",
-                             f"{q}th percentile time to first token")
-    res["p99_itl"] = (_masked_quantile(d["itl"], done & (output > 1), 0.99), "time",
-                      "99th percentile inter-token latency")
-    res["p99_service_latency"] = (_masked_quantile(d["service_latency"], done, 0.99), "time",
-                                  "99th percentile latency from admission")
-    slot_den = np.nan if slots is None else float(slots)
-    res.update({
-        "slot_utilization": (_safe_div(s("active_time"), slot_den * makespan)
-                             if slots is not None else np.full(makespan.shape, np.nan), "1",
-                             "share of slot-time producing tokens (NaN with unlimited slots)"),
-        "mean_running": (_safe_div(s("running_time"), makespan), "1",
-                         "time-averaged sequences in the batch"),
-        "peak_running": (s("peak_running"), "1", "most sequences in one step"),
-        "padding_slot_steps": (s("running_time") - s("active_time"), "slot*time",
-                               "slot-time of batch members that have finished (static padding) "
-                               "or are waiting for a prefill slice"),
-        "peak_kv_tokens": (s("peak_kv_reserved"), "tokens",
-                           "peak KV reserved (reserve), allocated (paged) or padded (static)"),
-        "peak_kv_used_tokens": (s("peak_kv_used"), "tokens", "peak KV tokens holding context"),
-        "mean_kv_tokens": (_safe_div(s("kv_reserved_time"), makespan), "tokens",
-                           "time-averaged KV reserved or allocated"),
-        "kv_waste_fraction": (1.0 - _safe_div(s("kv_used_time"), s("kv_reserved_time")), "1",
-                              "share of reserved/allocated KV not holding context "
-                              "(fragmentation)"),
-        "peak_kv_occupancy": (_safe_div(s("peak_kv_reserved"), np.nan if not budget else budget),
-                              "1", "peak KV reserved or allocated / KV budget"),
-        "mean_kv_occupancy": (_safe_div(_safe_div(s("kv_reserved_time"), makespan),
-                                        np.nan if not budget else budget),
-                              "1", "time-averaged KV reserved or allocated / KV budget"),
-        "n_completed": (done.sum(axis=-1), "1", "requests completed"),
-        "n_rejected": ((status == 1).sum(axis=-1), "1", "requests rejected on arrival"),
-        "n_preempted": ((preempt > 0).sum(axis=-1), "1", "requests preempted at least once"),
-        "n_preemptions": (preempt.sum(axis=-1), "1", "preemptions in the run"),
-        "goodput": (_zero_div(n_good, makespan), "1/time",
-                    "requests completed within the TTFT/ITL targets per unit time"),
-        "slo_attainment": (_safe_div(n_good, float(n)) if n else np.full(makespan.shape, np.nan),
-                           "1", "share of all requests completed within the TTFT/ITL targets"),
-    })
-    tier_lat = np.stack([_masked_mean(d["latency"], done & (priority == k)) for k in (0, 1)], -1)
-    tier_ttft = np.stack([_masked_mean(d["ttft"], done & (priority == k)) for k in (0, 1)], -1)
-    tier_itl = np.stack([_masked_mean(d["itl"], done & (priority == k) & (output > 1))
-                         for k in (0, 1)], -1)
-    res["tier_mean_latency"] = (tier_lat, "time", "mean latency from arrival, per tier")
-    res["tier_mean_ttft"] = (tier_ttft, "time", "mean time to first token, per tier")
-    res["tier_mean_itl"] = (tier_itl, "time", "mean inter-token latency, per tier")
-    return res
-
-
-def _zero_div(num, den):
-    """``num / den``, 0 where ``den`` is 0 (nothing completed: zero throughput, not NaN)."""
-    num = np.asarray(num, dtype=float)
-    return np.divide(num, den, out=np.zeros(num.shape), where=np.asarray(den) > 0)
-
-
-def _units(kind, time_units):
-    return kind.replace("time", time_units) if kind != "1" else "1"
-
-
-def _single_dataset(wl: Workload, out, batcher, timing, targets) -> xr.Dataset:
-    n = wl.n_requests
-    arrival, prompt, output, priority = (wl.arrival[None], wl.prompt_tokens[None],
-                                         wl.output_tokens[None], wl.priority[None])
-    admit, first, finish, preempt, status = (a[0] for a in out[:5])
-    per = _per_request(arrival, prompt, output, out)
-    tu = timing.units
-    req = dims.REQUEST
-    status_str = np.where(status == 0, STATUS_COMPLETED, STATUS_REJECTED)
-    reason = np.where(status == 0, "", REASON_KV_BUDGET)
-    data = {
-        "arrival": (wl.arrival, tu, "arrival time"),
-        "prompt_tokens": (wl.prompt_tokens, "tokens", "prompt length"),
-        "output_tokens": (wl.output_tokens, "tokens", "output length"),
-        "priority": (wl.priority, "1", "tier: 0 interactive, 1 batch"),
-        "status": (status_str, "", "completed or rejected"),
-        "reason": (reason, "", "rejection reason code ('' when completed)"),
-        "admit": (admit, tu, "time of first admission into the batch"),
-        "first_token": (first, tu, "time the first output token is produced"),
-        "finish": (finish, tu, "time the request completes (retired)"),
-        "latency": (per["latency"][0], tu, "latency from arrival to finish"),
-        "service_latency": (per["service_latency"][0], tu,
-                            "latency from first admission to finish (service time)"),
-        "queue_delay": (per["queue_delay"][0], tu, "wait from arrival to first admission"),
-        "ttft": (per["ttft"][0], tu, "time to first token, from arrival"),
-        "itl": (per["itl"][0], tu, "mean inter-token latency"),
-        "preemptions": (preempt, "1", "times the request was preempted"),
-    }
-    variables = {name: xr.Variable((req,), values, attrs={"units": units, "long_name": long_name})
-                 for name, (values, units, long_name) in data.items()}
-    budget = batcher._kv_budget()
-    summaries = _summaries(arrival, prompt, output, priority, out, batcher._slots(), budget,
-                           targets)
-    for name, (values, kind, long_name) in summaries.items():
-        variables[name] = xr.Variable((_TIER,) if name.startswith("tier_") else (), values[0],
-                                      attrs={"units": _units(kind, tu), "long_name": long_name})
-    ds = xr.Dataset(variables, coords={req: np.arange(n), _TIER: list(TIERS)})
-    _stamp(ds, batcher, timing, budget, targets)
-    return ds
-
-
-def _stamp(ds, batcher, timing, budget, targets):
-    ds.attrs.update({
-        "policy": batcher.policy,
-        "clock": timing.clock,
-        "time_units": timing.units,
-        "kv_budget_tokens": "unlimited" if budget is None else budget,
-        "ttft_target": "none" if targets[0] is None else targets[0],
-        "itl_target": "none" if targets[1] is None else targets[1],
-        "latency_definitions": "latency = finish - arrival; service_latency = finish - admit",
-    })
-
-
 # --- Monte Carlo --------------------------------------------------------------------------------
 
 
@@ -749,14 +552,7 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
                         results[key] = (np.empty((len(batchers),) + shape + (r1 - r0,) + extra),
                                         kind, long_name)
                     results[key][0][pos] = values
-    lead = (_POLICY,) + tuple(names) + (dims.REPLICATE,)
-    data_vars = {
-        key: xr.Variable(lead + ((_TIER,) if key.startswith("tier_") else ()), values,
-                         attrs={"units": _units(kind, tu), "long_name": long_name})
-        for key, (values, kind, long_name) in results.items()}
-    coords = {_POLICY: list(batchers), **{k: sweep[k] for k in names},
-              dims.REPLICATE: np.arange(r0, r1), _TIER: list(TIERS)}
-    return xr.Dataset(data_vars, coords=coords)
+    return _summary_grid(results, batchers, sweep, r0, r1, tu)
 
 
 def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=None,
@@ -838,6 +634,5 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
         tasks = [dask.delayed(_mc_block)(*args, r0, r1, targets, False) for r0, r1 in bounds]
         ds = xr.concat(dask.compute(*tasks), dim=dims.REPLICATE)
     ds.attrs.update({"seed_entropy": str(seed), "replicates": replicates,
-                     "ttft_target": "none" if targets[0] is None else targets[0],
-                     "itl_target": "none" if targets[1] is None else targets[1]})
+                     **_target_attrs(targets)})
     return ds

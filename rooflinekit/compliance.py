@@ -4,8 +4,8 @@ Capacity strategy is downstream of data classification: a :class:`Compliance` sa
 workload's data allows (its classification, whether a third party may process it, where it may be
 processed); :func:`admissibility` says why an option fails those gates; :func:`cheapest_option`
 removes inadmissible options *before* comparing cost and sends exact ties to pay-as-you-go. The
-capacity types and their costs are in :mod:`rooflinekit.pricing`, which re-exports this module's
-names.
+capacity types it gates are in :mod:`rooflinekit.capacity_types`; :mod:`rooflinekit.pricing`
+compares their costs and re-exports this module's names.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import xarray as xr
 from ._labels import finish, is_labelled
 from ._pricing_inputs import USD_PER_MONTH, check_bool, check_type, normalise_region, option_name
 from ._validation import check_fraction, check_nonnegative
+from .capacity_types import PayAsYouGo, Provisioned, SelfHosted
 
 __all__ = ["CLASSIFICATIONS", "Compliance", "admissibility", "NoAdmissibleOptionError", "Choice",
            "cheapest_option"]
@@ -32,13 +33,8 @@ _THIRD_PARTY_ALLOWED = MappingProxyType(
     {"public": True, "internal": True, "confidential": True, "restricted": False})
 
 
-def _capacity_types() -> tuple:
-    """``(PayAsYouGo, Provisioned, SelfHosted)``, the options the gates and the choice accept.
-
-    Read on call: :mod:`rooflinekit.pricing` imports this module to re-export its names.
-    """
-    from .pricing import PayAsYouGo, Provisioned, SelfHosted
-    return PayAsYouGo, Provisioned, SelfHosted
+#: The options the gates and the choice accept.
+_OPTION_TYPES = (PayAsYouGo, Provisioned, SelfHosted)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +104,7 @@ def admissibility(option, workload: Compliance) -> str | None:
     str or None
         A sentence naming the failed gate (third-party processing, residency), or ``None``.
     """
-    check_type("option", option, _capacity_types())
+    check_type("option", option, _OPTION_TYPES)
     check_type("workload", workload, Compliance)
     if option.third_party and not workload.allows_third_party:
         return (f"{option.name!r} has a third party process the data, which "
@@ -222,7 +218,7 @@ def cheapest_option(monthly_tokens, options, output_fraction, *, workload=None, 
     if not options:
         raise ValueError("options must hold at least one option")
     for i, option in enumerate(options):
-        check_type(f"options[{i}]", option, _capacity_types())
+        check_type(f"options[{i}]", option, _OPTION_TYPES)
     names = [o.name for o in options]
     if len(set(names)) != len(names):
         raise ValueError(f"options must have unique names; got {names}")
@@ -243,8 +239,7 @@ def cheapest_option(monthly_tokens, options, output_fraction, *, workload=None, 
     else:
         stack = np.stack(np.broadcast_arrays(*[np.asarray(c, dtype=float)
                                                for c in costs.values()]))
-    payg_type = _capacity_types()[0]
-    is_payg = np.array([isinstance(o, payg_type) for o in admissible])
+    is_payg = np.array([isinstance(o, PayAsYouGo) for o in admissible])
     index = np.arange(len(admissible))
 
     def best(mask):

@@ -191,7 +191,8 @@ def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_
 
     Notes
     -----
-    Used by :mod:`rooflinekit.roofline` on raw arrays; both are 0 when ``degree = 1``.
+    Used by the roofline's step coefficients (:mod:`rooflinekit._step`) on raw arrays; both are
+    0 when ``degree = 1``.
     """
     ring = 2.0 * (degree - 1.0) / degree
     allreduces = ALLREDUCES_PER_LAYER * n_layers
@@ -391,7 +392,7 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
         is always the guide's model without it).
     **options
         Efficiency factors and overrides passed to
-        :func:`rooflinekit.roofline.decode_time_per_token`.
+        :func:`rooflinekit.latency.decode_time_per_token`.
 
     Returns
     -------

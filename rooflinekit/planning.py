@@ -209,8 +209,8 @@ def plan_with_spillover(demand, payg, floor_unit_cost, *, output_fraction, quant
         Price of the spillover.
     floor_unit_cost : float, array_like, Provisioned or SelfHosted
         Price of dedicated capacity per token of capacity, used or not [USD per 1M tokens], > 0;
-        a :class:`~rooflinekit.pricing.Provisioned` or a capacity-bearing
-        :class:`~rooflinekit.pricing.SelfHosted` is converted with
+        a :class:`~rooflinekit.capacity_types.Provisioned` or a capacity-bearing
+        :class:`~rooflinekit.capacity_types.SelfHosted` is converted with
         :func:`~rooflinekit.pricing.capacity_price` at the mix.
     output_fraction : float or array_like
         Share of billed tokens that are output tokens [1], in [0, 1]. Required.

@@ -1,8 +1,9 @@
 """Design-space sweeps: every derived quantity over every dimension, as one labelled Dataset.
 
 :func:`sweep` evaluates the memory model (:mod:`rooflinekit.memory`) and the roofline
-(:mod:`rooflinekit.roofline`) over the outer product of models, GPUs, tensor-parallel degrees,
-context lengths, batch sizes and prompt lengths, and returns one :class:`xarray.Dataset`.
+(:mod:`rooflinekit.roofline`, :mod:`rooflinekit.latency`) over the outer product of models, GPUs,
+tensor-parallel degrees, context lengths, batch sizes and prompt lengths, and returns one
+:class:`xarray.Dataset`.
 
 How it stays fast and small
 ---------------------------
@@ -16,7 +17,8 @@ every variable is computed on its own minimal broadcast shape (usable KV bytes o
 wrapped into one Dataset at the end. Grids above :data:`AUTO_BLOCK_CELLS` cells are computed in
 blocks on a thread pool (numpy releases the GIL), which keeps temporaries small and uses every core.
 
-Both :mod:`rooflinekit.memory` and :mod:`rooflinekit.roofline` read array specs directly.
+:mod:`rooflinekit.memory`, :mod:`rooflinekit.roofline` and :mod:`rooflinekit.latency` read array
+specs directly.
 
 With ``chunks`` the Dataset is lazy and dask-backed. Its graph holds one task per block of the grid;
 a task receives the small coordinate arrays and the block's index, computes every variable of that

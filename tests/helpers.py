@@ -8,3 +8,15 @@ def da(values, dim):
     """A labelled test axis: the values as a DataArray along ``dim`` with themselves as labels."""
     values = np.asarray(values, dtype=float)
     return xr.DataArray(values, dims=(dim,), coords={dim: values})
+
+
+def assert_reexports(module, *homes):
+    """A split module keeps its names: every public name of each of ``homes`` (the modules its
+    code moved to) is in ``module.__all__`` and is the very object the home defines, and every
+    name in ``module.__all__`` resolves."""
+    for home in homes:
+        for name in home.__all__:
+            assert name in module.__all__, name
+            assert getattr(module, name) is getattr(home, name), name
+    for name in module.__all__:
+        assert hasattr(module, name), name

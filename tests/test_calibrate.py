@@ -29,6 +29,8 @@ from rooflinekit.calibrate import (
     calibrate_cli_main, cross_validate, load_calibration, measurements_from_records, predict,
     read_measurements, save_calibration)
 
+from helpers import assert_reexports
+
 DATA = Path(__file__).parent / "data" / "measurements"
 PUBLIC = DATA / "public.csv"
 LAMBDA_JSON = DATA / "vllm_result_lambda_h100_llama3_8b.json"
@@ -450,13 +452,8 @@ def test_measure_decode_cpu_tiny(tmp_path):
 
 
 def test_moved_names_stay_importable_from_calibrate():
-    # calibrate.py was split into measurements, engine_log and _calibrate_cli; every name it
-    # exported before resolves here to the very object its new module defines
-    from rooflinekit import _calibrate_cli, engine_log, measurements
+    # calibrate.py was split into measurements, engine_log, _calibrate_cli and _calibration;
+    # every name it exported before resolves here to the very object its new module defines
+    from rooflinekit import _calibrate_cli, _calibration, engine_log, measurements
     from rooflinekit import calibrate as cal
-    for module in (measurements, engine_log, _calibrate_cli):
-        for name in module.__all__:
-            assert name in cal.__all__
-            assert getattr(cal, name) is getattr(module, name)
-    for name in cal.__all__:
-        assert hasattr(cal, name), name
+    assert_reexports(cal, measurements, engine_log, _calibrate_cli, _calibration)

@@ -1,0 +1,345 @@
+"""The calibrated model: knobs per phase, kept as JSON, and roofline predictions per measured row.
+
+:class:`Calibration` holds the roofline's three knobs (``compute_efficiency``,
+``bandwidth_efficiency``, ``step_overhead``) per phase, prefill and decode; every roofline function
+already takes them as keyword arguments, so a calibration is applied by passing them on
+(:meth:`Calibration.apply` picks the phase from a function's name). :func:`save_calibration` and
+:func:`load_calibration` keep one as JSON. :func:`predict` runs the roofline over every row of a
+measurement table (:mod:`rooflinekit.measurements`), grouped by (model, GPU, tp, dtype) so that one
+call covers a configuration; the fit in :mod:`rooflinekit.calibrate` evaluates the same grouped
+predictions. Everything public here is re-exported by :mod:`rooflinekit.calibrate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import xarray as xr
+
+from . import catalog
+from .hardware import GPU
+from .measurements import MEASUREMENT, _check_measurements
+from .models import ModelShape
+
+__all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "Calibration", "save_calibration",
+           "load_calibration", "predict"]
+
+#: Dimension of per-phase results: "prefill" (fitted to TTFT) and "decode" (fitted to TPOT/ITL).
+PHASE = "phase"
+#: Dimension of fitted knobs.
+PARAMETER = "parameter"
+
+PHASES = ("prefill", "decode")
+PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
+
+#: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
+_IDEAL = MappingProxyType({"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0,
+                           "step_overhead": 0.0})
+
+
+# -- specs and the roofline --------------------------------------------------------------------
+
+def _roofline():
+    # imported lazily: calibrate sits in the composition layer above the formulas
+    from . import roofline
+    return roofline
+
+
+def _lookup(kind: str, name: str, overrides: Mapping | None, row_no: int):
+    if overrides:
+        for key, spec in overrides.items():
+            if str(key).lower() == name.lower():
+                return spec
+    try:
+        return catalog.gpu(name) if kind == "gpu" else catalog.model(name)
+    except ValueError as exc:
+        raise ValueError(f"measurement {row_no}: field '{kind}': {exc}") from None
+
+
+def _check_overrides(name, mapping, kind):
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"{name} must be a mapping of name -> {kind.__name__}")
+    for key, spec in mapping.items():
+        if not isinstance(spec, kind):
+            raise TypeError(f"{name}[{key!r}] must be a {kind.__name__}, "
+                            f"got {type(spec).__name__}")
+    return dict(mapping)
+
+
+class _Groups:
+    """Rows of a measurement table grouped by hardware configuration, ready for the roofline.
+
+    The roofline takes one model and one GPU per call and broadcasts over arrays of batch sizes,
+    context and prompt lengths; grouping keeps calls per fit evaluation to one per configuration.
+    """
+
+    def __init__(self, ds: xr.Dataset, models: Mapping, gpus: Mapping, roofline_kwargs: Mapping,
+                 workload: str = "isolated"):
+        n = ds.sizes[MEASUREMENT]
+        self.workload = workload
+        self.n = n
+        keys = {}
+        model_names = ds["model"].values
+        gpu_names = ds["gpu"].values
+        dtypes = ds["dtype"].values if "dtype" in ds else np.array([""] * n, dtype=object)
+        tps = ds["tp"].values
+        for i in range(n):
+            key = (str(model_names[i]), str(gpu_names[i]), int(tps[i]), str(dtypes[i] or ""))
+            keys.setdefault(key, []).append(i)
+        self.groups = []
+        for (mname, gname, tp, dtype), rows in keys.items():
+            model = _lookup("model", mname, models, rows[0])
+            gpu = _lookup("gpu", gname, gpus, rows[0])
+            if dtype and model.bytes_per_param != _bytes(dtype):
+                model = model.replace(bytes_per_param=dtype)
+            extra = dict(roofline_kwargs)
+            if dtype:
+                extra.setdefault("compute_dtype", dtype)
+            self.groups.append((np.asarray(rows), model, gpu, tp, extra))
+        prompt = ds["prompt_tokens"].values.astype(float)
+        output = ds["output_tokens"].values.astype(float)
+        ctx = ds["context_length"].values.astype(float) if "context_length" in ds else \
+            np.full(n, np.nan)
+        # means over a run may be fractional; a step decodes at least one sequence
+        self.prompt = prompt
+        self.context = np.where(np.isnan(ctx), prompt + output / 2.0, ctx)
+        self.batch = np.maximum(ds["batch_size"].values.astype(float), 1.0)
+        self.output = output
+        if workload == "serving":
+            # KV tokens each decoding sequence reads (window-capped), per configuration
+            self.kv_read = np.empty(n)
+            for idx, model, _, _, _ in self.groups:
+                self.kv_read[idx] = _roofline().effective_kv_tokens(model, self.context[idx])
+
+    def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:
+        """Roofline seconds of ``phase`` for every row (or the given rows), with ``params``."""
+        rl = _roofline()
+        func = rl.prefill_time if phase == "prefill" else rl.decode_time_per_token
+        out = np.full(self.n, np.nan)
+        wanted = None if rows is None else np.zeros(self.n, dtype=bool)
+        if wanted is not None:
+            wanted[rows] = True
+        for idx, model, gpu, tp, extra in self.groups:
+            if wanted is not None:
+                idx = idx[wanted[idx]]
+                if idx.size == 0:
+                    continue
+            kwargs = {**extra, **params}
+            b = self.batch[idx]
+            if self.workload == "serving":
+                # one engine step as a continuous-batching server runs it (Sarathi-Serve):
+                # TTFT's step carries the new prompt beside the other b - 1 decodes; a decode
+                # step carries b decodes and, on average, b / output new prompts' tokens
+                if phase == "prefill":
+                    t = rl.mixed_step_time(model, gpu, b - 1.0, self.prompt[idx],
+                                           (b - 1.0) * self.kv_read[idx], tp=tp, **kwargs)
+                else:
+                    share = b / np.maximum(self.output[idx], 1.0)
+                    t = rl.mixed_step_time(model, gpu, b, share * self.prompt[idx],
+                                           b * self.kv_read[idx], tp=tp, **kwargs)
+            elif phase == "prefill":
+                t = func(model, gpu, self.prompt[idx], tp=tp, **kwargs)
+            else:
+                t = func(model, gpu, batch_size=b, context_length=self.context[idx], tp=tp,
+                         **kwargs)
+            out[idx] = np.asarray(t, dtype=float)
+        return out
+
+
+def _bytes(dtype):
+    from .dtypes import bytes_per_element
+    return bytes_per_element(dtype)
+
+
+def _targets(ds: xr.Dataset, phase: str) -> np.ndarray:
+    """Measured seconds of a phase per row: TTFT for prefill; TPOT, else ITL, for decode.
+
+    TPOT (per request, first token excluded) is preferred for decode: it is immune to servers that
+    stream several tokens per chunk, which inflates the per-chunk ITL.
+    """
+    if phase == "prefill":
+        return ds["ttft"].values.astype(float)
+    tpot = ds["tpot"].values.astype(float)
+    itl = ds["itl"].values.astype(float)
+    return np.where(np.isnan(tpot), itl, tpot)
+
+
+def _check_workload(workload) -> str:
+    if workload not in ("isolated", "serving"):
+        raise ValueError(f"workload must be 'isolated' or 'serving', got {workload!r}")
+    return workload
+
+
+# -- the calibrated model ----------------------------------------------------------------------
+
+#: Roofline function names and the phase whose knobs they take.
+_FUNCTION_PHASE = {
+    "prefill_time": "prefill", "prefill_flops": "prefill", "prefill_bytes": "prefill",
+    "ttft": "prefill", "time_to_first_token": "prefill",
+    "decode_time_per_token": "decode", "decode_throughput": "decode", "itl": "decode",
+    "inter_token_latency": "decode", "decode_step_time": "decode", "cost_per_token": "decode",
+}
+
+
+def _check_knobs(phase: str, knobs: Mapping) -> dict:
+    if not isinstance(knobs, Mapping):
+        raise TypeError(f"{phase} knobs must be a mapping, got {type(knobs).__name__}")
+    unknown = sorted(set(knobs) - set(PARAMETERS))
+    if unknown:
+        raise ValueError(f"{phase}: unknown knob(s) {', '.join(map(repr, unknown))}; "
+                         f"allowed: {', '.join(PARAMETERS)}")
+    out = dict(_IDEAL)
+    for key, value in knobs.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{phase}.{key} must be a number, got {type(value).__name__}")
+        value = float(value)
+        if key == "step_overhead":
+            if not (0 <= value < math.inf):
+                raise ValueError(f"{phase}.step_overhead must be a finite number >= 0 s, "
+                                 f"got {value!r}")
+        elif not (0 < value <= 1):
+            raise ValueError(f"{phase}.{key} must lie in (0, 1], got {value!r}")
+        out[key] = value
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Fitted roofline knobs per phase: the calibrated model.
+
+    Parameters
+    ----------
+    prefill, decode : mapping
+        ``compute_efficiency`` and ``bandwidth_efficiency`` in (0, 1] [1] and ``step_overhead``
+        [s] ≥ 0 for each phase; missing knobs take their ideal values (1, 1, 0).
+    source : str
+        What the knobs were fitted to.
+
+    Notes
+    -----
+    The knobs are keyword arguments every roofline function already takes, so a calibration is
+    applied by passing them on: ``decode_time_per_token(..., **cal.decode_kwargs)``,
+    ``prefill_time(..., **cal.prefill_kwargs)``, or ``cal.apply(func)`` which picks the phase
+    from the function's name. ``Calibration()`` is the ideal model.
+    """
+
+    prefill: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
+    decode: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
+    source: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "prefill", MappingProxyType(_check_knobs("prefill", self.prefill)))
+        object.__setattr__(self, "decode", MappingProxyType(_check_knobs("decode", self.decode)))
+        if not isinstance(self.source, str):
+            raise TypeError("source must be a string")
+
+    @property
+    def prefill_kwargs(self) -> dict:
+        """Keyword arguments for :func:`rooflinekit.latency.prefill_time` (and TTFT)."""
+        return dict(self.prefill)
+
+    @property
+    def decode_kwargs(self) -> dict:
+        """Keyword arguments for :func:`rooflinekit.latency.decode_time_per_token` (ITL,
+        decode throughput)."""
+        return dict(self.decode)
+
+    def kwargs_for(self, phase_or_function) -> dict:
+        """The knobs for a phase name ("prefill"/"decode") or a roofline function."""
+        phase = phase_or_function
+        if callable(phase_or_function):
+            name = getattr(phase_or_function, "__name__", "")
+            phase = _FUNCTION_PHASE.get(name)
+            if phase is None:
+                raise ValueError(f"cannot tell the phase of {name or phase_or_function!r}; "
+                                 f"known functions: {', '.join(sorted(_FUNCTION_PHASE))}; "
+                                 f"use kwargs_for('prefill') or kwargs_for('decode')")
+        if phase not in PHASES:
+            raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
+        return dict(self.prefill if phase == "prefill" else self.decode)
+
+    def apply(self, func: Callable) -> Callable:
+        """``func`` with this calibration's knobs for its phase bound as keyword defaults."""
+        knobs = self.kwargs_for(func)
+
+        @functools.wraps(func)
+        def calibrated(*args, **kwargs):
+            return func(*args, **{**knobs, **kwargs})
+        return calibrated
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (seconds for the overheads)."""
+        return {"prefill": dict(self.prefill), "decode": dict(self.decode), "source": self.source}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "Calibration":
+        """The inverse of :meth:`to_dict`."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a calibration is a mapping, got {type(data).__name__}")
+        unknown = sorted(set(data) - {"prefill", "decode", "source"})
+        if unknown:
+            raise ValueError(f"unknown calibration field(s) {', '.join(map(repr, unknown))}")
+        return cls(prefill=data.get("prefill", {}), decode=data.get("decode", {}),
+                   source=data.get("source", ""))
+
+
+def save_calibration(calibration: Calibration, path) -> Path:
+    """Write a :class:`Calibration` as JSON and return the path."""
+    if not isinstance(calibration, Calibration):
+        raise TypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
+    path = Path(path)
+    with path.open("w", encoding="utf-8") as fh:
+        json.dump(calibration.to_dict(), fh, indent=1)
+        fh.write("\n")
+    return path
+
+
+def load_calibration(path) -> Calibration:
+    """Read a :class:`Calibration` written by :func:`save_calibration`."""
+    with Path(path).open(encoding="utf-8") as fh:
+        return Calibration.from_dict(json.load(fh))
+
+
+def predict(measurements, calibration: Calibration | None = None, *, models=None, gpus=None,
+            roofline_kwargs=None, workload: str = "isolated") -> xr.Dataset:
+    """Roofline TTFT and decode time for every measured configuration [s].
+
+    Parameters
+    ----------
+    measurements : Dataset, list of rows or path
+        The configurations (see :func:`measurements_from_records`).
+    calibration : Calibration, optional
+        Knobs to use; default the ideal model.
+    models, gpus : mapping of name -> ModelShape / GPU, optional
+        Specs for names that are not in the catalogue (they take precedence).
+    roofline_kwargs : mapping, optional
+        Further keyword arguments for both roofline functions (e.g. ``{"allreduce": True}``).
+    workload : {"isolated", "serving"}
+        How a measured row maps onto engine steps; see :func:`calibrate`. Default "isolated".
+
+    Returns
+    -------
+    xarray.Dataset
+        ``prefill`` and ``decode`` [s] over ``measurement``.
+    """
+    ds = _check_measurements(measurements)
+    calibration = Calibration() if calibration is None else calibration
+    if not isinstance(calibration, Calibration):
+        raise TypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
+    groups = _Groups(ds, _check_overrides("models", models, ModelShape),
+                     _check_overrides("gpus", gpus, GPU), dict(roofline_kwargs or {}),
+                     _check_workload(workload))
+    return xr.Dataset(
+        {phase: ((MEASUREMENT,), groups.predict(phase, calibration.kwargs_for(phase)),
+                 {"units": "s", "long_name": f"roofline {phase} time"}) for phase in PHASES},
+        coords={MEASUREMENT: ds[MEASUREMENT].values})
