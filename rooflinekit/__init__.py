@@ -25,6 +25,7 @@ from .memory import (
     blocks_per_sequence,
     engine_kv_cache,
     kv_budget_tokens,
+    kv_copies,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     max_concurrent_sequences,
@@ -66,7 +67,7 @@ __all__ = [
     "GPU", "ModelShape",
     # memory (§2)
     "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_bytes", "usable_kv_bytes",
-    "max_concurrent_sequences", "kv_budget_tokens", "max_context_length",
+    "max_concurrent_sequences", "kv_copies", "kv_budget_tokens", "max_context_length",
     "blocks_per_sequence", "paged_waste_bytes", "engine_kv_cache",
     # roofline (§3, §4.1)
     "arithmetic_intensity", "ridge_point", "critical_batch_size", "prefill_time",

@@ -92,6 +92,11 @@ def memory_section() -> Section:
         Figure("concurrent 8k sequences, GQA-8", "183", seqs["GQA-8"], "", seqs["GQA-8"] == 183),
         Figure("concurrent 8k sequences, MHA", "22", seqs["MHA"], "", seqs["MHA"] == 22),
         Figure("concurrent 8k sequences, MQA", "1,467", seqs["MQA"], "", seqs["MQA"] == 1467),
+        Figure("… MQA with one KV copy per GPU, as engines store it", "(not discussed)",
+               memory.max_concurrent_sequences(layouts["MQA"], gpu, ctx, tp=8,
+                                               replicate_kv=True), "", True,
+               "1 KV head cannot be split across 8 GPUs: each keeps a copy, and MQA serves what "
+               "GQA-8 does; the 1,467 needs tp ≤ H_kv or a layout that shards"),
     )
     contexts = (1024, 2048, 4096, 8192, 16384, 32768, 131072)
     rows = tuple(

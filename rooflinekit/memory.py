@@ -16,8 +16,8 @@ from ._validation import check_fraction, check_integer, check_nonnegative, check
 
 __all__ = [
     "kv_bytes_per_token", "weight_bytes", "kv_bytes_per_sequence", "group_memory_bytes",
-    "usable_kv_bytes", "max_concurrent_sequences", "kv_budget_tokens", "max_context_length",
-    "blocks_per_sequence", "paged_waste_bytes", "engine_kv_cache",
+    "usable_kv_bytes", "kv_copies", "max_concurrent_sequences", "kv_budget_tokens",
+    "max_context_length", "blocks_per_sequence", "paged_waste_bytes", "engine_kv_cache",
 ]
 
 DEFAULT_RESERVE = 0.10
@@ -164,7 +164,56 @@ def usable_kv_bytes(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
     return finish(free * (1 - a["reserve"]), "bytes", "usable KV bytes")
 
 
-def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_RESERVE):
+def kv_copies(model, tp=1):
+    """Copies of each token's KV that a tensor-parallel group stores [1].
+
+    Tensor parallelism shards the KV heads across the ranks. With at least as many KV heads as
+    ranks every head is stored once (1 copy: the guide's simple model). With more ranks than KV
+    heads each rank still holds a whole head, so the group stores ``tp / H_kv`` copies (MQA on
+    8 GPUs keeps 8); uneven shards are padded to ``ceil(H_kv / tp)`` heads per rank. A
+    multi-head-latent cache has no heads to shard and every rank holds all of it (``tp``
+    copies).
+
+    Parameters
+    ----------
+    model : ModelShape or xarray.Dataset
+        A model, or a catalogue Dataset over ``model``.
+    tp : int, array_like or xarray.DataArray
+        Tensor-parallel degree, ≥ 1.
+
+    Returns
+    -------
+    float, ndarray or xarray.DataArray
+        Copies [1], ≥ 1.
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/config`` (``get_num_kv_heads``: ``max(1, total_num_kv_heads // tp)`` per
+       rank) and DeepSeek-V2's MLA cache, replicated across tensor-parallel ranks.
+    .. [2] Serving-capacity guide §5 (the simple model stores each head once).
+    """
+    _check_tp(tp)
+    a = align_inputs({"tp": tp, "model": model})
+    t = a["tp"]
+    heads = spec_value(model, "n_kv_heads")
+    copies = t * np.ceil(heads / t) / heads
+    if isinstance(model, xr.Dataset):
+        mla = model["attention"] == "MLA" if "attention" in model.coords else False
+    else:
+        mla = model.kv_lora_rank is not None
+    return finish(where(mla, t * 1.0, copies), "1", "KV copies per token across the group")
+
+
+def _kv_budget(model, gpu, tp, reserve, replicate_kv):
+    """Usable KV bytes, divided among the copies each token needs when heads are replicated."""
+    if not isinstance(replicate_kv, (bool, np.bool_)):
+        raise TypeError(f"replicate_kv must be True or False, got {type(replicate_kv).__name__}")
+    budget = usable_kv_bytes(model, gpu, tp=tp, reserve=reserve)
+    return budget / kv_copies(model, tp) if replicate_kv else budget
+
+
+def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_RESERVE, *,
+                             replicate_kv=False):
     """How many sequences of ``context_length`` tokens fit in the KV budget (floored).
 
     Parameters
@@ -179,6 +228,9 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
         Tensor-parallel degree, ≥ 1.
     reserve : float
         Working-space share, in [0, 1). Default 0.10.
+    replicate_kv : bool
+        Count the KV copies a real engine keeps when ``tp`` exceeds the KV heads (or for MLA;
+        :func:`kv_copies`). Default ``False``: the guide's simple model, every head stored once.
 
     Returns
     -------
@@ -196,38 +248,39 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
     """
     check_integer("context_length", context_length, lo=1)
     a = align_inputs({"context_length": context_length, "tp": tp, "model": model, "gpu": gpu})
-    budget = usable_kv_bytes(model, gpu, tp=a["tp"], reserve=reserve)
+    budget = _kv_budget(model, gpu, a["tp"], reserve, replicate_kv)
     per_seq = kv_bytes_per_sequence(model, a["context_length"])
     return finish(_floor_count(budget / per_seq), "1", "max concurrent sequences")
 
 
-def kv_budget_tokens(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
+def kv_budget_tokens(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_kv=False):
     """Tokens of KV cache the budget holds [tokens] (floored), the simulator's ``kv_budget_tokens``.
 
     ``floor(usable_kv_bytes / kv_bytes_per_token)``. For sliding-window models this counts every
     token at the full per-token size, which is conservative once sequences outgrow the window.
+    ``replicate_kv`` divides the budget among the copies of :func:`kv_copies`.
 
     References
     ----------
     .. [1] Serving-capacity guide §2.4, §4.4.
     """
-    budget = usable_kv_bytes(model, gpu, tp=tp, reserve=reserve)
+    budget = _kv_budget(model, gpu, tp, reserve, replicate_kv)
     return finish(_floor_count(budget / spec_value(model, "kv_bytes_per_token")), "tokens",
                   "KV budget in tokens")
 
 
-def max_context_length(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
+def max_context_length(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_kv=False):
     """The longest context one sequence can hold in the KV budget [tokens] (floored).
 
     Past a sliding window only the full-attention layers keep growing, so a model whose every
     layer is windowed fits any length once the window fits: the result is then ``inf`` (float).
-    0 when the model does not fit.
+    0 when the model does not fit. ``replicate_kv`` as for :func:`max_concurrent_sequences`.
 
     References
     ----------
     .. [1] Serving-capacity guide §2.4.
     """
-    budget = usable_kv_bytes(model, gpu, tp=tp, reserve=reserve)
+    budget = _kv_budget(model, gpu, tp, reserve, replicate_kv)
     full_rate = (spec_value(model, "kv_bytes_per_token_per_layer")
                  * spec_value(model, "n_full_layers"))        # bytes/token past the window
     all_rate = spec_value(model, "kv_bytes_per_token")         # bytes/token inside it

@@ -289,3 +289,45 @@ def test_every_kernel_every_input_kind(guide_model, lab_gpu, kind, index):
     out = ds_call(ctx_values[1], tp_values[1])
     assert isinstance(out, xr.DataArray) and out.attrs["units"]
     assert float(out.squeeze()) == scalar[(ctx_values[1], tp_values[1])]
+
+
+# -- KV copies when tensor parallelism outnumbers the KV heads -------------------------------------
+
+def test_kv_copies_by_layout(guide_model):
+    # each head once while tp <= H_kv; tp / H_kv copies beyond; MLA's latent on every rank
+    assert m.kv_copies(guide_model, 8) == 1.0
+    assert m.kv_copies(guide_model.replace(n_kv_heads=1), 8) == 8.0
+    assert m.kv_copies(guide_model.replace(n_kv_heads=2), 8) == 4.0
+    np.testing.assert_array_equal(m.kv_copies(guide_model, np.array([1, 16])), [1.0, 2.0])
+    assert m.kv_copies(guide_model, 3) == pytest.approx(9 / 8)      # ceil(8/3) = 3 heads per rank
+    mla = ModelShape("mla", 61, 128, 128, 128, 671e9, kv_lora_rank=512, qk_rope_head_dim=64)
+    assert m.kv_copies(mla, 4) == 4.0
+    ds = catalog.models(["DeepSeek-V3", "Falcon-7B", "Llama-3.1-70B"], as_dataset=True)
+    copies = m.kv_copies(ds, xr.DataArray([1, 8], dims="tp", coords={"tp": [1, 8]}))
+    assert copies.attrs["units"] == "1"
+    np.testing.assert_array_equal(copies.sel(tp=8).values, [8.0, 8.0, 1.0])
+
+
+def test_mqa_on_eight_gpus_with_replicated_kv(guide_model, lab_gpu):
+    # guide §2.3's 1,467 stores MQA's single head once; an engine keeps one per GPU at tp=8,
+    # which brings MQA down to GQA-8's 183 (1,467 // 8 = 183)
+    mqa = guide_model.replace(n_kv_heads=1)
+    assert m.max_concurrent_sequences(mqa, lab_gpu, 8192, tp=8) == 1467
+    assert m.max_concurrent_sequences(mqa, lab_gpu, 8192, tp=8, replicate_kv=True) == 183
+    assert m.max_concurrent_sequences(guide_model, lab_gpu, 8192, tp=8, replicate_kv=True) == 183
+    assert m.kv_budget_tokens(mqa, lab_gpu, 8, replicate_kv=True) == \
+        m.kv_budget_tokens(mqa, lab_gpu, 8) // 8
+    assert m.max_context_length(mqa, lab_gpu, 8, replicate_kv=True) < \
+        m.max_context_length(mqa, lab_gpu, 8)
+    with pytest.raises(TypeError, match="replicate_kv"):
+        m.max_concurrent_sequences(mqa, lab_gpu, 8192, tp=8, replicate_kv="yes")
+
+
+@settings(max_examples=100, deadline=None)
+@given(heads=st.sampled_from([1, 2, 4, 8, 16, 64]), tp=st.sampled_from([1, 2, 4, 8, 16]),
+       ctx=_ctx)
+def test_replication_never_adds_capacity(guide_model, lab_gpu, heads, tp, ctx):
+    model = guide_model.replace(n_kv_heads=heads)
+    assert m.kv_copies(model, tp) >= 1
+    assert m.max_concurrent_sequences(model, lab_gpu, ctx, tp=tp, replicate_kv=True) <= \
+        m.max_concurrent_sequences(model, lab_gpu, ctx, tp=tp)
