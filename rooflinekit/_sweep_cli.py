@@ -78,7 +78,8 @@ def add_sweep_arguments(parser):
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _CLI_EPILOG
     parser.add_argument("--models", nargs="+", default=["guide-70b"], metavar="NAME",
-                        help="catalogue models, or 'all' (default: guide-70b)")
+                        help="catalogue models or paths to Hugging Face config.json files, or "
+                             "'all' (default: guide-70b)")
     parser.add_argument("--gpus", nargs="+", default=["guide-lab-80GB"], metavar="NAME",
                         help="catalogue GPUs, or 'all' (default: guide-lab-80GB)")
     parser.add_argument("--tp", type=parse_axis, default=parse_axis("1,2,4,8"),
@@ -164,7 +165,8 @@ def sweep_cli_main(args, out=None):
     from .sweep import _EXTRA, sweep, sweep_cells
 
     out = sys.stdout if out is None else out
-    models = catalog.model_names() if args.models == ["all"] else args.models
+    models = catalog.model_names() if args.models == ["all"] else [
+        catalog.resolve_model(m) for m in args.models]
     gpus = catalog.gpu_names() if args.gpus == ["all"] else args.gpus
     chunks = args.chunks
     if chunks is not None and chunks != "auto":

@@ -12,6 +12,7 @@ that a whole catalogue broadcasts through the formulas as one dimension.
 from __future__ import annotations
 
 import difflib
+import os
 import functools
 import math
 import re
@@ -26,8 +27,8 @@ from . import dims, units
 from .hardware import GPU
 from .models import ModelShape
 
-__all__ = ["gpu", "model", "gpus", "models", "to_dataset", "spec_fields", "gpu_names",
-           "model_names"]
+__all__ = ["gpu", "model", "resolve_model", "gpus", "models", "to_dataset", "spec_fields",
+           "gpu_names", "model_names"]
 
 
 def _key(name: str) -> str:
@@ -135,6 +136,25 @@ def gpu(name: str) -> GPU:
 def model(name: str) -> ModelShape:
     """The catalogue model called ``name`` (case-insensitive; aliases accepted)."""
     return _find("model", name, _model_table())
+
+
+def resolve_model(name_or_path) -> ModelShape:
+    """A catalogue model by name, or a model read from a Hugging Face ``config.json`` path.
+
+    A string ending in ``.json`` or holding a path separator is read as a file (offline) and
+    named after its folder (``.../Llama-3.1-8B/config.json`` is "Llama-3.1-8B"), the way model
+    downloads are laid out; anything else is looked up in the catalogue. A ``ModelShape`` is
+    returned unchanged.
+    """
+    if isinstance(name_or_path, ModelShape):
+        return name_or_path
+    text = os.fspath(name_or_path) if isinstance(name_or_path, os.PathLike) else name_or_path
+    if isinstance(text, str) and (text.endswith(".json") or os.sep in text):
+        if not os.path.exists(text):
+            raise ValueError(f"model config {text!r} does not exist")
+        folder = os.path.basename(os.path.dirname(os.path.abspath(text)))
+        return ModelShape.from_hf_config(text, name=folder or None)
+    return model(text)
 
 
 def gpu_names() -> list[str]:

@@ -132,20 +132,9 @@ def _cmd_catalog(args, out) -> int:
     return 0
 
 
-def _resolve_model(text: str):
-    """A catalogue name, or a path to a Hugging Face config.json."""
-    from . import catalog
-    from .models import ModelShape
-    if text.endswith(".json") or os.path.sep in text:
-        if not os.path.exists(text):
-            raise ValueError(f"model config {text!r} does not exist")
-        return ModelShape.from_hf_config(text)
-    return catalog.model(text)
-
-
 def _cmd_capacity(args, out) -> int:
     from . import catalog, memory, roofline, units
-    model = _resolve_model(args.model)
+    model = catalog.resolve_model(args.model)
     gpu = catalog.gpu(args.gpu)
     tp, ctx, batch = args.tp, args.context, args.batch
     budget = memory.usable_kv_bytes(model, gpu, tp=tp, reserve=args.reserve)
@@ -254,7 +243,7 @@ def _distribution(kind: str, mean: float, spread: float):
 def _cmd_simulate(args, out) -> int:
     import numpy as np
 
-    from . import batching, workloads
+    from . import batching, catalog, workloads
     if args.workload == "guide":
         work = workloads.guide_workload()
     else:
@@ -269,7 +258,7 @@ def _cmd_simulate(args, out) -> int:
     if args.model or args.gpu:
         if not (args.model and args.gpu):
             raise ValueError("--model and --gpu go together (roofline timing)")
-        timing = {"model": _resolve_model(args.model), "gpu": args.gpu, "tp": args.tp}
+        timing = {"model": catalog.resolve_model(args.model), "gpu": args.gpu, "tp": args.tp}
     static = batching.StaticBatcher(batch_size=args.static_batch, **timing)
     cont = batching.ContinuousBatcher(
         max_num_seqs=args.slots, kv_budget_tokens=args.kv_budget, admission=args.admission,

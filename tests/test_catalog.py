@@ -239,3 +239,19 @@ def test_gpus_dataset_and_subsets():
     assert ds.memory_bytes.sel(gpu="MI300X").item() == 192 * units.GiB
     with pytest.raises(ValueError, match="unknown GPU"):
         catalog.gpus(["h100", "h1000"], as_dataset=True)
+
+
+def test_resolve_model_name_path_or_spec(tmp_path):
+    m = catalog.resolve_model("llama-3.1-8b")
+    assert m is catalog.model("Llama-3.1-8B")
+    assert catalog.resolve_model(m) is m
+    path = tmp_path / "config.json"
+    path.write_text('{"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256, '
+                    '"intermediate_size": 512, "vocab_size": 1000}')
+    read = catalog.resolve_model(path)
+    assert read.kv_bytes_per_token == 2 * 2 * 4 * 64 * 2           # MHA (no KV-head count), bf16
+    assert read.name == tmp_path.name                              # named after its folder
+    with pytest.raises(ValueError, match="does not exist"):
+        catalog.resolve_model("missing/config.json")
+    with pytest.raises(ValueError, match="unknown model"):
+        catalog.resolve_model("no-such-model")

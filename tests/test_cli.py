@@ -119,3 +119,20 @@ def test_simulate_and_sweep_errors(capsys):
     assert code == 2 and "--gpu" in err and err.count("\n") == 1
     code, _, err = run(capsys, "sweep", "--models", "nope", "--no-progress")
     assert code == 2 and "unknown model" in err
+
+
+def test_sweep_and_simulate_read_a_config_json(capsys, tmp_path):
+    cfg = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "hidden_size": 256, "intermediate_size": 512, "vocab_size": 1000,
+           "torch_dtype": "bfloat16"}
+    path = tmp_path / "tiny" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg))
+    code, out, _ = run(capsys, "sweep", "--models", str(path), "guide-70b", "--gpus", "h100",
+                       "--report", "best", "--no-progress", "--json")
+    rows = json.loads(out)["rows"]
+    assert code == 0 and [r["model"] for r in rows] == ["tiny", "guide-70b"]   # named by folder
+    assert all(r["found"] for r in rows)
+    code, out, _ = run(capsys, "simulate", "--workload", "constant", "--requests", "8",
+                       "--model", str(path), "--gpu", "h100", "--json")
+    assert code == 0 and json.loads(out)["static"]["n_completed"] == 8
