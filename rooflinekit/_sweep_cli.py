@@ -94,6 +94,10 @@ def add_sweep_arguments(parser):
                         help="prompt lengths for prefill/TTFT (default: the context length)")
     parser.add_argument("--reserve", type=float, default=memory.DEFAULT_RESERVE,
                         help="working-space share of memory after weights (default 0.10)")
+    parser.add_argument("--replicate-kv", action="store_true",
+                        help="count the KV copies engines keep when tp exceeds a model's KV "
+                             "heads, or for MLA (default: each head stored once, the guide's "
+                             "model)")
     parser.add_argument("--allreduce", action="store_true",
                         help="add tensor parallelism's all-reduce time (default: guide's model)")
     parser.add_argument("--chunks", default=None, metavar="CELLS|auto",
@@ -183,7 +187,8 @@ def sweep_cli_main(args, out=None):
     progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)
     ds = sweep(models, gpus, tp=args.tp, context_length=args.context_length,
                batch_size=args.batch_size, prompt_tokens=args.prompt_tokens,
-               reserve=args.reserve, chunks=chunks, allreduce=args.allreduce)
+               reserve=args.reserve, chunks=chunks, allreduce=args.allreduce,
+               replicate_kv=args.replicate_kv)
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:
             try:

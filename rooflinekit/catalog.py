@@ -187,6 +187,7 @@ _MODEL_VARS = {
     "n_kv_heads": ("1", "key/value heads"),
     "head_dim": ("1", "head dimension"),
     "attention_width": ("1", "width per head attention FLOPs run at (MLA: latent width)"),
+    "is_mla": ("1", "multi-head latent attention (True) or KV heads (False)"),
     "hidden_size": ("1", "hidden size"),
     "n_params": ("1", "total parameters"),
     "n_active_params": ("1", "parameters active per token"),

@@ -197,10 +197,7 @@ def kv_copies(model, tp=1):
     t = a["tp"]
     heads = spec_value(model, "n_kv_heads")
     copies = t * np.ceil(heads / t) / heads
-    if isinstance(model, xr.Dataset):
-        mla = model["attention"] == "MLA" if "attention" in model.coords else False
-    else:
-        mla = model.kv_lora_rank is not None
+    mla = spec_value(model, "is_mla") != 0
     return finish(where(mla, t * 1.0, copies), "1", "KV copies per token across the group")
 
 

@@ -183,6 +183,11 @@ class ModelShape:
         return f"GQA-{self.n_kv_heads}"
 
     @property
+    def is_mla(self) -> bool:
+        """True for multi-head latent attention (one latent cache per layer, no KV heads)."""
+        return self.kv_lora_rank is not None
+
+    @property
     def attention_width(self) -> int:
         """Width per head that attention FLOPs run at: ``head_dim``, or the MLA latent width."""
         if self.kv_lora_rank is not None:

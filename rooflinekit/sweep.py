@@ -224,6 +224,7 @@ class _Grid:
     options: dict          # roofline options: efficiencies, step overhead, all-reduce, dtype
     variables: tuple       # requested and dependency variables, in computing order
     chunks: tuple          # per axis, a tuple of chunk lengths
+    replicate_kv: bool = False   # count KV copies when tp exceeds the KV heads (memory.kv_copies)
 
     @property
     def shape(self):
@@ -304,7 +305,8 @@ def _formula(name, out, env, grid):
     if name == "weights_fit":
         return out["usable_kv_bytes"] > 0
     if name == "max_concurrent_sequences":
-        return memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=r)
+        return memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=r,
+                                               replicate_kv=grid.replicate_kv)
     if name == "fits":
         return out["max_concurrent_sequences"] >= batch
     return _roofline_formula(name, out, env, grid)
@@ -476,7 +478,7 @@ def _compute_in_memory(grid):
 def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=None, *,
           reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, allreduce=False,
           compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-          compute_dtype=None):
+          compute_dtype=None, replicate_kv=False):
     """Every derived quantity over every combination of the inputs, as one labelled Dataset.
 
     Parameters
@@ -497,6 +499,10 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         the prompt fills the context, and ``prefill_time`` runs over ``context_length``.
     reserve : float
         Working-space share of the memory left after weights, in [0, 1). Default 0.10 (§2.4).
+    replicate_kv : bool
+        Count the KV copies an engine keeps when ``tp`` exceeds a model's KV heads, or for an MLA
+        cache (:func:`rooflinekit.memory.kv_copies`) in ``max_concurrent_sequences`` and
+        ``fits``. Default ``False``: the guide's simple model, every head stored once.
     variables : sequence of str, optional
         Variables to compute (and keep); default all of :data:`VARIABLES`. Variables they are
         computed from are computed too and kept.
@@ -550,6 +556,9 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
                                 step_overhead, compute_dtype)
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
                       variables, options)
+    if not isinstance(replicate_kv, (bool, np.bool_)):
+        raise TypeError(f"replicate_kv must be True or False, got {type(replicate_kv).__name__}")
+    grid = dataclasses.replace(grid, replicate_kv=bool(replicate_kv))
     if chunks is None:
         return _wrap(grid, _compute_in_memory(grid))
     _require_dask()
@@ -625,6 +634,7 @@ def _wrap(grid, arrays):
     return xr.Dataset(data_vars, coords=_coords(grid), attrs={
         "title": "rooflinekit design-space sweep",
         "reserve": grid.reserve,
+        "replicate_kv": int(grid.replicate_kv),
         "allreduce": int(grid.options["allreduce"]),
         "compute_efficiency": grid.options["compute_efficiency"],
         "bandwidth_efficiency": grid.options["bandwidth_efficiency"],
@@ -648,7 +658,8 @@ def _lazy_arrays(grid):
     from dask.highlevelgraph import HighLevelGraph
 
     token = tokenize(grid.model_names, grid.model_fields, grid.gpu_names, grid.gpu_fields,
-                     grid.axes, grid.reserve, grid.options, grid.variables, grid.chunks)
+                     grid.axes, grid.reserve, grid.options, grid.variables, grid.chunks,
+                     grid.replicate_kv)
     grid_key = f"sweep-grid-{token}"
     block_name = f"sweep-block-{token}"
     block_layer = {grid_key: grid}

@@ -255,3 +255,9 @@ def test_resolve_model_name_path_or_spec(tmp_path):
         catalog.resolve_model("missing/config.json")
     with pytest.raises(ValueError, match="unknown model"):
         catalog.resolve_model("no-such-model")
+
+
+def test_is_mla_flag():
+    assert catalog.model("DeepSeek-V3").is_mla and not catalog.model("Llama-3.1-8B").is_mla
+    ds = catalog.models(["DeepSeek-V3", "Llama-3.1-8B"], as_dataset=True)
+    assert list(ds.is_mla.values) == [True, False]

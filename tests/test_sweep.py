@@ -548,3 +548,30 @@ def test_moved_names_stay_importable_from_sweep():
             assert getattr(sw, name) is getattr(module, name)
     for name in sw.__all__:
         assert hasattr(sw, name), name
+
+
+def test_replicate_kv_matches_the_scalar_function():
+    # with replicate_kv every concurrency cell equals memory.max_concurrent_sequences(...,
+    # replicate_kv=True): MQA (Falcon) and MLA (DeepSeek-V3) lose capacity at tp=8, GQA-8 not
+    from rooflinekit import memory
+    names = ["Falcon-7B", "Llama-3.1-70B", "DeepSeek-V3"]
+    for chunks in (None, 4):
+        ds = sw.sweep(names, ["H100-SXM-80GB"], tp=[1, 8], context_length=[1024, 8192],
+                      batch_size=1, replicate_kv=True, chunks=chunks).compute()
+        assert ds.attrs["replicate_kv"] == 1
+        for name in names:
+            for tp in (1, 8):
+                for ctx in (1024, 8192):
+                    want = memory.max_concurrent_sequences(
+                        catalog.model(name), catalog.gpu("H100-SXM-80GB"), ctx, tp=tp,
+                        replicate_kv=True)
+                    got = int(ds.max_concurrent_sequences.sel(model=name, gpu="H100-SXM-80GB",
+                                                              tp=tp, context_length=ctx))
+                    assert got == want, (name, tp, ctx)
+    plain = sw.sweep(names, ["H100-SXM-80GB"], tp=8, context_length=8192, batch_size=1)
+    repl = sw.sweep(names, ["H100-SXM-80GB"], tp=8, context_length=8192, batch_size=1,
+                    replicate_kv=True)
+    less = repl.max_concurrent_sequences < plain.max_concurrent_sequences
+    assert list(less.squeeze().values) == [True, False, True]
+    with pytest.raises(TypeError, match="replicate_kv"):
+        sw.sweep(names, ["H100-SXM-80GB"], replicate_kv="yes")
