@@ -194,6 +194,40 @@ def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
     return best, params
 
 
+def _starting_points(groups, phase, rows, targets, free, fixed, bounds):
+    """Starting points for the least squares, in fit units: a coarse log grid's best per level.
+
+    max(compute, memory) makes the objective piecewise smooth: once the side that binds a row
+    stops binding, the gradient in that side's efficiency is exactly zero and a local fit
+    cannot find its way back. So the grid is profiled: for every level of each efficiency, the
+    best point over the other knobs is a start, and every regime of which rows bind which side
+    gets a start of its own.
+    """
+    grids = {
+        "compute_efficiency": np.geomspace(max(bounds["compute_efficiency"][0], 0.02), 1.0, 10),
+        "bandwidth_efficiency": np.geomspace(max(bounds["bandwidth_efficiency"][0], 0.02), 1.0,
+                                             10),
+        "step_overhead": np.array([0.0, 1e-3, 4e-3]),
+    }
+    best = {}
+    for combo in itertools.product(*(grids[p] for p in free)):
+        trial = dict(fixed)
+        trial.update({p: float(np.clip(v, *bounds[p])) for p, v in zip(free, combo)})
+        err = groups.predict(phase, trial, rows)[rows] / targets - 1.0
+        cost = float(np.dot(err, err))
+        point = tuple(trial[p] / _SCALE[p] for p in free)
+        for i, p in enumerate(free):
+            if p == "step_overhead":
+                continue
+            key = (p, combo[i])
+            if key not in best or cost < best[key][0]:
+                best[key] = (cost, point)
+    if not best:                                     # only the overhead is free
+        return [[trial[p] / _SCALE[p] for p in free] for trial in
+                ({**fixed, "step_overhead": v} for v in grids["step_overhead"])]
+    return [list(x) for x in dict.fromkeys(point for _, point in best.values())]
+
+
 def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, confidence, rng):
     """Fit one phase on ``rows``; ``all_targets`` holds every row's measured seconds."""
     fixed = dict(_IDEAL)
@@ -202,11 +236,7 @@ def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, conf
         return _PhaseFit(dict(_IDEAL), {p: False for p in PARAMETERS},
                          {p: _IDEAL[p] for p in PARAMETERS}, {p: _IDEAL[p] for p in PARAMETERS},
                          fitted=False)
-    # max(compute, memory) makes the objective kinked: which side binds can flip between
-    # starts, so start from a small grid of machines, from ideal to slow on each side
-    guesses = {"compute_efficiency": (1.0, 0.5, 0.2), "bandwidth_efficiency": (1.0, 0.5),
-               "step_overhead": (0.0, 2.0)}
-    starts = [list(x) for x in itertools.product(*(guesses[p] for p in free))]
+    starts = _starting_points(groups, phase, rows, targets, free, fixed, bounds)
     res, params = _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts)
     values = params(res.x)
     base = groups.predict(phase, values, rows)[rows]

@@ -150,6 +150,7 @@ def test_exact_data_recovered_exactly():
 @settings(max_examples=4, deadline=None)
 @given(st.floats(0.2, 1.0), st.floats(0.2, 1.0), st.floats(0.0, 5e-3))
 @example(0.25, 1.0, 0.00390625)    # once stuck in a local minimum with three starting points
+@example(0.21875, 0.3125, 0.0)     # one row compute-bound by 1.4%: a narrow basin beside a flat one
 def test_fit_never_worse_than_ideal(c, b, o):
     """For data the roofline can express, calibration fits them (MAPE ~0 ≤ ideal MAPE)."""
     model, gpu = catalog.model("mistral-7b"), catalog.gpu("a100")
