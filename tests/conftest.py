@@ -1,9 +1,18 @@
 """Shared fixtures: the guide's lab model and accelerator, and its §6.3 prices."""
 
+import os
+
 import pytest
+from hypothesis import settings
 
 from rooflinekit import catalog
 from rooflinekit.pricing import PayAsYouGo, Provisioned
+
+# CI runs the same examples every time (a red CI names a reproducible case); locally hypothesis
+# keeps exploring new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")
