@@ -8,7 +8,8 @@ import time
 
 import numpy as np
 
-from rooflinekit.batching import ContinuousBatcher, StaticBatcher, _kernel_outputs, monte_carlo
+from rooflinekit.batching import ContinuousBatcher, StaticBatcher, monte_carlo
+from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.workloads import Poisson, Uniform, WorkloadSpec, short_and_long
 
 _STEPS = 4   # index of "running_time" in _reference.STAT_NAMES: slot-steps = request-steps

@@ -53,10 +53,10 @@ def formulas():
                        lambda: memory.max_concurrent_sequences(model, gpu, ctx, tp=8),
                        [lambda c=int(ctx[i]): memory.max_concurrent_sequences(model, gpu, c, tp=8)
                         for i in sample]),
-        vector_vs_loop("roofline.decode_time_per_token (ndarray)", n,
-                       lambda: roofline.decode_time_per_token(model, gpu, batch, ctx, 8),
+        vector_vs_loop("roofline.decode_step_time (ndarray)", n,
+                       lambda: roofline.decode_step_time(model, gpu, batch, ctx, 8),
                        [lambda b=int(batch[i]), c=int(ctx[i]):
-                        roofline.decode_time_per_token(model, gpu, b, c, 8) for i in sample]),
+                        roofline.decode_step_time(model, gpu, b, c, 8) for i in sample]),
         vector_vs_loop("roofline.prefill_time (ndarray)", n,
                        lambda: roofline.prefill_time(model, gpu, ctx, 8),
                        [lambda c=int(ctx[i]): roofline.prefill_time(model, gpu, c, 8)
@@ -72,9 +72,9 @@ def formulas():
     names = [(m, g) for m in models.model.values[:5] for g in gpus.gpu.values[:4]]
     specs = [(catalog.model(m), catalog.gpu(g)) for m, g in names]
     rows.append(vector_vs_loop(
-        "roofline.decode_time_per_token (catalogue Datasets)", cells,
-        lambda: roofline.decode_time_per_token(models, gpus, bg, cg, tp),
-        [lambda m=m, g=g, i=i: roofline.decode_time_per_token(m, g, 1 + i % 16, 4096, 2)
+        "roofline.decode_step_time (catalogue Datasets)", cells,
+        lambda: roofline.decode_step_time(models, gpus, bg, cg, tp),
+        [lambda m=m, g=g, i=i: roofline.decode_step_time(m, g, 1 + i % 16, 4096, 2)
          for i, (m, g) in enumerate(specs * 20)]))
     payg, ptu = pricing.PayAsYouGo(3.0, 12.0), pricing.Provisioned(12_000.0, 4e9)
     f = rng.random(n)

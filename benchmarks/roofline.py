@@ -29,11 +29,11 @@ class DecodeGrid:
         self.ctx = _axis("context_length", np.linspace(0, 32_768, n_contexts).round())
         self.batch = _axis("batch_size", np.arange(1, 129))
 
-    def time_decode_time_per_token(self, n_contexts):
-        roofline.decode_time_per_token(self.models, self.gpus, self.batch, self.ctx, self.tp)
+    def time_decode_step_time(self, n_contexts):
+        roofline.decode_step_time(self.models, self.gpus, self.batch, self.ctx, self.tp)
 
     def time_decode_time_allreduce(self, n_contexts):
-        roofline.decode_time_per_token(self.models, self.gpus, self.batch, self.ctx, self.tp,
+        roofline.decode_step_time(self.models, self.gpus, self.batch, self.ctx, self.tp,
                                        allreduce=True)
 
     def time_decode_throughput(self, n_contexts):
@@ -45,8 +45,8 @@ class DecodeGrid:
     def time_critical_batch_size(self, n_contexts):
         roofline.critical_batch_size(self.models, self.gpus, self.ctx, self.tp)
 
-    def peakmem_decode_time_per_token(self, n_contexts):
-        roofline.decode_time_per_token(self.models, self.gpus, self.batch, self.ctx, self.tp)
+    def peakmem_decode_step_time(self, n_contexts):
+        roofline.decode_step_time(self.models, self.gpus, self.batch, self.ctx, self.tp)
 
 
 class PrefillGrid:
@@ -76,8 +76,8 @@ class DecodeNumpy:
         self.batch = rng.integers(1, 512, size=1_000_000)
         self.ctx = rng.integers(0, 131_072, size=1_000_000)
 
-    def time_decode_time_per_token(self):
-        roofline.decode_time_per_token(self.model, self.gpu, self.batch, self.ctx, 8)
+    def time_decode_step_time(self):
+        roofline.decode_step_time(self.model, self.gpu, self.batch, self.ctx, 8)
 
     def time_mixed_step_time(self):
         roofline.mixed_step_time(self.model, self.gpu, self.batch, 256, self.batch * self.ctx, 8)

@@ -42,7 +42,7 @@ def grid(cells):
 
 def scalar_configuration(m, g, tp, c, b):
     """Every sweep variable of one configuration from the scalar functions: the plain loop."""
-    step = roofline.decode_time_per_token(m, g, b, c, tp)
+    step = roofline.decode_step_time(m, g, b, c, tp)
     ai = roofline.arithmetic_intensity(m, b, c)
     ridge = roofline.ridge_point(g)
     mcs = memory.max_concurrent_sequences(m, g, c, tp=tp)

@@ -5,57 +5,71 @@ Importing the package compiles no numba code and imports neither numba nor dask:
 on first use, and dask is needed only for chunked sweeps and distributed Monte Carlo.
 """
 
-# ``calibrate`` and ``sweep`` are exported as modules (their main functions share their names:
+# ``calibrate`` and ``sweep`` are exported as folders (their main functions share their names:
 # ``rooflinekit.sweep.sweep``, ``rooflinekit.calibrate.calibrate``)
-from . import calibrate, catalog, dims, plotting, sweep, units
-from .batching import ContinuousBatcher, StaticBatcher, monte_carlo, simulate
-from .calibrate import Calibration, cross_validate, read_measurements, read_vllm_result
-from .hardware import GPU
-from .latency import (
-    amortized_token_time,
-    cost_per_million_tokens,
-    decode_ms_per_token,
-    decode_throughput,
-    decode_time_per_token,
-    prefill_ms,
-    prefill_time,
-    request_latency,
+from rooflinekit import calibrate, catalog, dims, plotting, sweep, units
+from rooflinekit.batching import ContinuousBatcher, StaticBatcher, monte_carlo, simulate
+from rooflinekit.calibrate import (
+                                Calibration,
+                                cross_validate,
+                                read_measurements,
+                                read_vllm_result,
 )
-from .memory import (
-    blocks_per_sequence,
-    engine_kv_cache,
-    kv_budget_tokens,
-    kv_copies,
-    kv_bytes_per_sequence,
-    kv_bytes_per_token,
-    max_concurrent_sequences,
-    max_context_length,
-    paged_waste_bytes,
-    usable_kv_bytes,
-    weight_bytes,
+from rooflinekit.hardware import GPU
+from rooflinekit.memory import (
+                                blocks_per_sequence,
+                                engine_kv_cache,
+                                kv_budget_tokens,
+                                kv_bytes_per_sequence,
+                                kv_bytes_per_token,
+                                kv_copies,
+                                max_concurrent_sequences,
+                                max_context_length,
+                                paged_waste_bytes,
+                                usable_kv_bytes,
+                                weight_bytes,
 )
-from .models import ModelShape
-from .parallel import allreduce_time, smallest_tp, tp_scaling
-from .planning import compare_floor_sizing, optimal_floor, plan_with_spillover
-from .pricing import (
-    Compliance,
-    NoAdmissibleOptionError,
-    PayAsYouGo,
-    Provisioned,
-    SelfHosted,
-    blended_price,
-    break_even,
-    cheapest_option,
-    crossover_volume,
+from rooflinekit.models import ModelShape
+from rooflinekit.parallel import allreduce_time, smallest_tp
+from rooflinekit.planning import (
+                                compare_floor_sizing,
+                                optimal_floor,
+                                plan_with_spillover,
 )
-from .roofline import (
-    arithmetic_intensity,
-    critical_batch_size,
-    mixed_step_time,
-    ridge_point,
+from rooflinekit.pricing import (
+                                Compliance,
+                                NoAdmissibleOptionError,
+                                PayAsYouGo,
+                                Provisioned,
+                                SelfHosted,
+                                blended_price,
+                                break_even,
+                                cheapest_option,
+                                crossover_volume,
 )
-from .sweep import best_configuration, best_tp, cheapest_configuration, pareto_front
-from .workloads import Workload, WorkloadSpec, guide_workload
+from rooflinekit.roofline import (
+                                amortized_token_time,
+                                arithmetic_intensity,
+                                cost_per_million_tokens,
+                                critical_batch_size,
+                                decode_ms_per_token,
+                                decode_step_time,
+                                decode_throughput,
+                                decode_time_per_token,
+                                mixed_step_time,
+                                prefill_ms,
+                                prefill_time,
+                                request_latency,
+                                ridge_point,
+                                tp_scaling,
+)
+from rooflinekit.sweep import (
+                                best_configuration,
+                                best_tp,
+                                cheapest_configuration,
+                                pareto_front,
+)
+from rooflinekit.workloads import Workload, WorkloadSpec, guide_workload
 
 __version__ = "0.1.0"
 
@@ -71,8 +85,9 @@ __all__ = [
     "blocks_per_sequence", "paged_waste_bytes", "engine_kv_cache",
     # roofline (§3, §4.1)
     "arithmetic_intensity", "ridge_point", "critical_batch_size", "prefill_time",
-    "decode_time_per_token", "amortized_token_time", "mixed_step_time", "decode_throughput",
+    "decode_step_time", "amortized_token_time", "mixed_step_time", "decode_throughput",
     "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
+    "decode_time_per_token",
     # tensor parallelism (§5)
     "smallest_tp", "tp_scaling", "allreduce_time",
     # batching (§4)

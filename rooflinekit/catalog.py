@@ -12,9 +12,9 @@ that a whole catalogue broadcasts through the formulas as one dimension.
 from __future__ import annotations
 
 import difflib
-import os
 import functools
 import math
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -23,9 +23,9 @@ from importlib import resources
 import numpy as np
 import xarray as xr
 
-from . import dims, units
-from .hardware import GPU
-from .models import ModelShape
+from rooflinekit import dims, units
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
 
 __all__ = ["gpu", "model", "resolve_model", "gpus", "models", "to_dataset", "spec_fields",
            "gpu_names", "model_names"]

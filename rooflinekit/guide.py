@@ -12,7 +12,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import batching, catalog, memory, parallel, planning, pricing, roofline, units, workloads
+from rooflinekit import (
+    batching,
+    catalog,
+    memory,
+    parallel,
+    planning,
+    pricing,
+    roofline,
+    units,
+    workloads,
+)
 
 __all__ = ["Figure", "Table", "Section", "SECTIONS", "build", "section_names"]
 
@@ -118,7 +128,7 @@ def roofline_section() -> Section:
     model = catalog.model("guide-70b")
     gpu = catalog.gpu("guide-lab-80GB")
     traffic = roofline.decode_bytes(model, 1, 0)
-    itl = roofline.decode_time_per_token(model, gpu, 1, 0)
+    itl = roofline.decode_step_time(model, gpu, 1, 0)
     arithmetic = roofline.decode_compute_time(model, gpu, 1, 0)
     arithmetic_8 = roofline.decode_compute_time(model, gpu, 1, 0, tp=8)
     ridge = roofline.ridge_point(gpu)
@@ -158,7 +168,7 @@ def roofline_section() -> Section:
     for b in batches:
         rows.append((b, roofline.arithmetic_intensity(model, b, 0),
                      roofline.arithmetic_intensity(model, b, ctx_75),
-                     roofline.decode_time_per_token(model, gpu, b, ctx_75, tp=8) / units.MS,
+                     roofline.decode_step_time(model, gpu, b, ctx_75, tp=8) / units.MS,
                      roofline.amortized_token_time(model, gpu, b, 0, tp=8) / units.MS,
                      roofline.amortized_token_time(model, gpu, b, ctx_75, tp=8) / units.MS,
                      fall_at(model, gpu, b, 0), fall_at(model, gpu, b, ctx_75)))
@@ -267,7 +277,7 @@ def parallel_section() -> Section:
     fits_one = memory.usable_kv_bytes(model, gpu, tp=1) > 0
     tp_8 = parallel.smallest_tp(model, gpu, concurrency=8, context_length=8192)
     tp_183 = parallel.smallest_tp(model, gpu, concurrency=183, context_length=8192)
-    scaling = parallel.tp_scaling(model, gpu, (1, 2, 4, 8), batch_size=32, context_length=4096)
+    scaling = roofline.tp_scaling(model, gpu, (1, 2, 4, 8), batch_size=32, context_length=4096)
     figures = (
         Figure("70B fp16 fits one 80 GiB card", "no: TP is a precondition", str(fits_one), "",
                not fits_one),

@@ -8,8 +8,8 @@ import numbers
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ._validation import positive_number
-from .dtypes import dtype_name
+from rooflinekit._validation import positive_number
+from rooflinekit.dtypes import dtype_name
 
 __all__ = ["GPU"]
 

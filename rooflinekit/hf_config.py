@@ -1,8 +1,9 @@
 """Reading a Hugging Face ``config.json`` offline, and counting parameters from its shapes.
 
 A model's ``config.json`` states its shape (layers, heads, widths, experts, latent ranks, window)
-but rarely its parameter count. :func:`model_from_hf_config` turns it into a
-:class:`~rooflinekit.models.ModelShape`; :func:`count_params` counts the weights the architecture
+but rarely its parameter count. :func:`shape_fields` turns it into the fields of a
+:class:`~rooflinekit.models.ModelShape` (which :func:`rooflinekit.models.model_from_hf_config`
+builds); :func:`count_params` counts the weights the architecture
 implies, matrix by matrix, when no count is given.
 
 Nothing here touches the network: a config is a path to a JSON file or the parsed dict.
@@ -25,9 +26,7 @@ import numbers
 import os
 from collections.abc import Mapping
 
-from .models import ModelShape
-
-__all__ = ["model_from_hf_config", "count_params", "load_hf_config"]
+__all__ = ["shape_fields", "count_params", "load_hf_config"]
 
 # Older and GPT-style configs spell the same fields differently (transformers' ``attribute_map``).
 _ALIASES = {
@@ -408,9 +407,9 @@ def _count_llama_style(cfg, s, q_width, kv_width):
             "norms": L * n_norms * h + h}
 
 
-# -- ModelShape -----------------------------------------------------------------------------------
-def model_from_hf_config(config, *, name: str | None = None, **overrides) -> ModelShape:
-    """Build a :class:`~rooflinekit.models.ModelShape` from a Hugging Face ``config.json``, offline.
+# -- ModelShape fields -----------------------------------------------------------------------------
+def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
+    """The :class:`~rooflinekit.models.ModelShape` fields a Hugging Face ``config.json`` gives.
 
     Parameters
     ----------
@@ -424,9 +423,10 @@ def model_from_hf_config(config, *, name: str | None = None, **overrides) -> Mod
 
     Returns
     -------
-    ModelShape
-        With ``n_params``/``n_active_params`` from :func:`count_params` unless overridden (an
-        MoE model given ``n_params`` alone still takes its active count from the shapes).
+    dict
+        Field name -> value, ready for ``ModelShape(**fields)`` (which validates them), with
+        ``n_params``/``n_active_params`` from :func:`count_params` unless overridden (an MoE
+        model given ``n_params`` alone still takes its active count from the shapes).
 
     Notes
     -----
@@ -510,4 +510,4 @@ def model_from_hf_config(config, *, name: str | None = None, **overrides) -> Mod
     if unknown:
         raise TypeError(f"unknown ModelShape field(s) in overrides: {sorted(unknown)}")
     fields.update(overrides)
-    return ModelShape(**fields)
+    return fields

@@ -11,8 +11,13 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._labels import align_inputs, finish, spec_value, where
-from ._validation import check_fraction, check_integer, check_nonnegative, check_range
+from rooflinekit._labels import align_inputs, finish, spec_value, where
+from rooflinekit._validation import (
+    check_fraction,
+    check_integer,
+    check_nonnegative,
+    check_range,
+)
 
 __all__ = [
     "kv_bytes_per_token", "weight_bytes", "kv_bytes_per_sequence", "group_memory_bytes",

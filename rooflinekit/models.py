@@ -6,10 +6,11 @@ import dataclasses
 import numbers
 from pathlib import Path
 
-from ._validation import positive_number
-from .dtypes import bytes_per_element
+from rooflinekit import hf_config
+from rooflinekit._validation import positive_number
+from rooflinekit.dtypes import bytes_per_element
 
-__all__ = ["ModelShape"]
+__all__ = ["ModelShape", "model_from_hf_config"]
 
 
 def _int_field(name: str, value, lo: int = 1, allow_none: bool = False):
@@ -237,11 +238,34 @@ class ModelShape:
                        **overrides) -> "ModelShape":
         """Read a Hugging Face ``config.json`` (a path or the parsed dict) offline.
 
-        See :func:`rooflinekit.hf_config.model_from_hf_config` for the fields read.
+        See :func:`rooflinekit.hf_config.shape_fields` for the fields read.
         """
-        from .hf_config import model_from_hf_config
         return model_from_hf_config(config, name=name, **overrides)
 
     def replace(self, **changes) -> "ModelShape":
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+def model_from_hf_config(config, *, name: str | None = None, **overrides) -> ModelShape:
+    """Build a :class:`ModelShape` from a Hugging Face ``config.json``, offline.
+
+    Parameters
+    ----------
+    config : str, os.PathLike or Mapping
+        Path to ``config.json`` or its parsed contents.
+    name : str, optional
+        Label of the model; default the config's ``_name_or_path``, else its ``model_type``.
+    **overrides
+        Any :class:`ModelShape` field, applied last (``n_params=70e9``, ...).
+
+    Returns
+    -------
+    ModelShape
+
+    See Also
+    --------
+    rooflinekit.hf_config.shape_fields : the fields read, and how.
+    rooflinekit.hf_config.count_params : the parameter count from the shapes.
+    """
+    return ModelShape(**hf_config.shape_fields(config, name=name, **overrides))

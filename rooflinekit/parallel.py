@@ -21,16 +21,16 @@ import numbers
 import numpy as np
 import xarray as xr
 
-from . import dims, memory
-from ._labels import align_inputs, finish, is_labelled, spec_value
-from ._validation import check_integer, check_nonnegative, check_positive
-from .dtypes import dtype_name
-from .hardware import GPU
-from .models import ModelShape
+from rooflinekit import memory
+from rooflinekit._labels import align_inputs, finish, is_labelled, spec_value
+from rooflinekit._validation import check_integer, check_nonnegative, check_positive
+from rooflinekit.dtypes import dtype_name
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
 
 __all__ = [
-    "ALLREDUCES_PER_LAYER", "group_bandwidth", "group_peak_flops", "ring_allreduce_time",
-    "allreduce_coefficients", "allreduce_time", "smallest_tp", "tp_scaling",
+    "ALLREDUCES_PER_LAYER", "device_peak_flops", "require_link", "group_bandwidth", "group_peak_flops", "ring_allreduce_time",
+    "allreduce_coefficients", "allreduce_time", "smallest_tp",
 ]
 
 #: Megatron tensor parallelism all-reduces twice per layer: after attention and after the MLP.
@@ -54,7 +54,7 @@ def _optional(value):
     return math.nan if value is None else value
 
 
-def _peak_flops(gpu, compute_dtype=None):
+def device_peak_flops(gpu, compute_dtype=None):
     """Dense peak FLOP/s of ``gpu`` for a compute format (the 16-bit peak when ``None``)."""
     if compute_dtype is None:
         return spec_value(gpu, "peak_flops")
@@ -91,7 +91,7 @@ def group_peak_flops(gpu, tp=1, compute_dtype=None):
     _check_gpu(gpu)
     check_integer("tp", tp, lo=1)
     a = align_inputs({"tp": tp, "gpu": gpu})
-    return finish(_peak_flops(gpu, compute_dtype) * a["tp"], "FLOP/s", "group peak FLOP/s")
+    return finish(device_peak_flops(gpu, compute_dtype) * a["tp"], "FLOP/s", "group peak FLOP/s")
 
 
 def group_bandwidth(gpu, tp=1):
@@ -249,7 +249,7 @@ def allreduce_time(model, gpu, tokens, tp=1, *, interconnect_bandwidth=None,
     link, hop = _link(gpu, interconnect_bandwidth, interconnect_latency)
     a = align_inputs({"tokens": tokens, "tp": tp, "model": model, "gpu": gpu})
     degree = a["tp"] * spec_value(gpu, "n_gpus")
-    _require_link(link, degree)
+    require_link(link, degree)
     per_token, latency = allreduce_coefficients(
         spec_value(model, "n_layers"), spec_value(model, "hidden_size"),
         spec_value(model, "kv_bytes_per_element"), degree, hop)
@@ -273,7 +273,8 @@ def _link(gpu, bandwidth, latency):
     return bandwidth, latency
 
 
-def _require_link(link, degree):
+def require_link(link, degree):
+    """Raise ``ValueError`` where a group of more than one GPU has no known link bandwidth."""
     need = np.asarray(degree > 1) & np.isnan(np.asarray(link, dtype=float))
     if need.any():
         raise ValueError("interconnect_bandwidth is unknown for this gpu but tp > 1 needs it for "
@@ -369,83 +370,3 @@ def smallest_tp(model, gpu, *, kv_budget_bytes=None, concurrency=None, context_l
     if isinstance(chosen, xr.DataArray):
         chosen = chosen.astype(np.int64)
     return finish(chosen, "1", "smallest tensor-parallel degree that fits (0: none)")
-
-
-def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0, *,
-               allreduce=True, **options):
-    """How decode latency scales with the tensor-parallel degree, with and without communication.
-
-    Parameters
-    ----------
-    model : ModelShape or xarray.Dataset
-        The model.
-    gpu : GPU or xarray.Dataset
-        One accelerator.
-    degrees : sequence of int
-        Degrees to compare [1], each ≥ 1; the first is the baseline of the speed-up.
-    batch_size : int, array_like or xarray.DataArray
-        Sequences per decode step [1], ≥ 1.
-    context_length : int, array_like or xarray.DataArray
-        Tokens cached per sequence [tokens], ≥ 0.
-    allreduce : bool
-        Whether ``step_time`` includes the all-reduce cost (default ``True``; ``step_time_simple``
-        is always the guide's model without it).
-    **options
-        Efficiency factors and overrides passed to
-        :func:`rooflinekit.latency.decode_time_per_token`.
-
-    Returns
-    -------
-    xarray.Dataset
-        Over ``tp`` (and the inputs' dimensions): ``step_time`` [s], ``step_time_simple`` [s],
-        ``allreduce_time`` [s], ``speedup`` and ``speedup_simple`` against the first degree [1],
-        ``scaling_efficiency`` (speed-up ÷ degree ratio) [1], and ``weights_fit`` (whether the
-        group's memory holds the weights; the latency is computed either way).
-
-    Notes
-    -----
-    The simple model's step time falls as ``1/tp``; the all-reduce time grows with ``tp`` (its
-    latency term as ``2·(tp−1)``), so the real speed-up flattens and can reverse. Memory-bound
-    decode gains least from a wider group exactly where the guide says to stop: once the
-    weights and the needed KV fit.
-
-    References
-    ----------
-    .. [1] Serving-capacity guide §5.
-    .. [2] Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023.
-    """
-    # roofline builds on this module's all-reduce arithmetic; importing it here keeps the
-    # import-time dependency one-way (roofline -> parallel).
-    from . import roofline
-
-    if isinstance(degrees, (str, bytes)) or not hasattr(degrees, "__iter__"):
-        raise TypeError("degrees must be a sequence of integers >= 1")
-    degrees = list(degrees)
-    if not degrees:
-        raise ValueError("degrees must hold at least one tensor-parallel degree")
-    check_integer("degrees", degrees, lo=1)
-    if not isinstance(allreduce, (bool, np.bool_)):
-        raise TypeError("allreduce must be True or False")
-    tp = xr.DataArray(np.asarray(degrees, dtype=np.int64), dims=(dims.TP,),
-                      coords={dims.TP: np.asarray(degrees, dtype=np.int64)})
-    step = roofline.decode_time_per_token(model, gpu, batch_size, context_length, tp,
-                                          allreduce=bool(allreduce), **options)
-    simple = roofline.decode_time_per_token(model, gpu, batch_size, context_length, tp,
-                                            allreduce=False, **options)
-    base_step = step.isel({dims.TP: 0}, drop=True)
-    base_simple = simple.isel({dims.TP: 0}, drop=True)
-    ratio = tp / tp.isel({dims.TP: 0}, drop=True)
-    speedup = base_step / step
-    fits = spec_value(gpu, "memory_bytes") * tp > spec_value(model, "weight_bytes")
-    data = {
-        "step_time": finish(step, "s", "decode step time (ITL)"),
-        "step_time_simple": finish(simple, "s", "decode step time, simple TP model"),
-        "allreduce_time": finish(step - simple, "s", "all-reduce time per step"),
-        "speedup": finish(speedup, "1", "speed-up over the first degree"),
-        "speedup_simple": finish(base_simple / simple, "1",
-                                 "speed-up over the first degree, simple TP model"),
-        "scaling_efficiency": finish(speedup / ratio, "1", "speed-up / degree ratio"),
-        "weights_fit": finish(fits, "1", "group memory holds the weights"),
-    }
-    return xr.Dataset(data)
-

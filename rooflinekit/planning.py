@@ -23,11 +23,24 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
-from . import dims
-from ._validation import as_numeric, check_fraction, check_integer, check_positive, check_range
-from .pricing import (PayAsYouGo, Provisioned, SelfHosted, blended_price, break_even,
-                      capacity_price, crossover_volume)
-from .units import HOURS_PER_MONTH, PER_MILLION
+from rooflinekit import dims
+from rooflinekit._validation import (
+    as_numeric,
+    check_fraction,
+    check_integer,
+    check_positive,
+    check_range,
+)
+from rooflinekit.pricing import (
+    PayAsYouGo,
+    Provisioned,
+    SelfHosted,
+    blended_price,
+    break_even,
+    capacity_price,
+    crossover_volume,
+)
+from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION
 
 __all__ = [
     "TIME", "bursty_demand", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",

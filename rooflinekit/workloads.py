@@ -34,7 +34,7 @@ __all__ = [
     "Workload", "WorkloadSpec", "guide_workload", "as_generator",
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
     "AllAtOnce", "FixedInterval", "Poisson",
-    "INTERACTIVE", "BATCH",
+    "INTERACTIVE", "BATCH", "coerce_workload",
 ]
 
 #: Priority tiers (``Workload.priority``): interactive requests are admitted first.
@@ -504,7 +504,7 @@ def guide_workload() -> Workload:
                     output_tokens=np.where(i % 8 == 0, 400, 20))
 
 
-def _coerce_workload(workload=None, arrival=None, prompt_tokens=None, output_tokens=None,
+def coerce_workload(workload=None, arrival=None, prompt_tokens=None, output_tokens=None,
                      priority=None) -> Workload:
     """A :class:`Workload` from a workload object/mapping or from the keyword arrays."""
     if workload is not None:

@@ -11,9 +11,9 @@ def da(values, dim):
 
 
 def assert_reexports(module, *homes):
-    """A split module keeps its names: every public name of each of ``homes`` (the modules its
-    code moved to) is in ``module.__all__`` and is the very object the home defines, and every
-    name in ``module.__all__`` resolves."""
+    """A folder's face re-exports its parts: every public name of each of ``homes`` is in
+    ``module.__all__`` and is the very object the home defines, and every name in
+    ``module.__all__`` resolves."""
     for home in homes:
         for name in home.__all__:
             assert name in module.__all__, name

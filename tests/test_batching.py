@@ -11,7 +11,6 @@ from rooflinekit.batching import (REASON_KV_BUDGET, ContinuousBatcher, StaticBat
 from rooflinekit.workloads import (AllAtOnce, Constant, LogNormal, Poisson, Uniform, Workload,
                                    WorkloadSpec, guide_workload, short_and_long)
 
-from helpers import assert_reexports
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -533,9 +532,3 @@ def test_monte_carlo_serial_equals_parallel():
     xr.testing.assert_identical(a, b)
     with pytest.raises(TypeError, match="parallel"):
         monte_carlo(spec, batchers, replicates=2, seed=3, parallel="yes")
-
-
-def test_result_names_stay_importable_from_batching():
-    # result assembly moved to _batching_results; its public constants stay batching's
-    from rooflinekit import _batching_results, batching
-    assert_reexports(batching, _batching_results)

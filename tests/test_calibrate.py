@@ -25,11 +25,10 @@ from hypothesis import strategies as st
 from rooflinekit import GPU, ModelShape, catalog, units
 from rooflinekit import roofline as rl
 from rooflinekit.calibrate import (
-    DEFAULT_BOUNDS, PARAMETERS, PHASES, Calibration, add_calibrate_arguments, calibrate,
-    calibrate_cli_main, cross_validate, load_calibration, measurements_from_records, predict,
+    DEFAULT_BOUNDS, PARAMETERS, PHASES, Calibration, calibrate, cross_validate, load_calibration, measurements_from_records, predict,
     read_measurements, save_calibration)
+from rooflinekit.cli.calibrate import add_calibrate_arguments, calibrate_cli_main
 
-from helpers import assert_reexports
 
 DATA = Path(__file__).parent / "data" / "measurements"
 PUBLIC = DATA / "public.csv"
@@ -60,7 +59,7 @@ def _synthetic(seed=1, noise=0.03):
     rows = []
     for b in (1, 4, 16, 64, 256, 512, 1024):
         for ctx in (128, 2048):
-            t = rl.decode_time_per_token(model, gpu, b, ctx, **TRUE["decode"])
+            t = rl.decode_step_time(model, gpu, b, ctx, **TRUE["decode"])
             rows.append(_row(batch_size=b, prompt_tokens=ctx, output_tokens=0, itl_ms=None,
                              tpot_ms=t * 1e3 * math.exp(rng.normal(0, noise)),
                              source="synthetic"))
@@ -156,7 +155,7 @@ def test_fit_never_worse_than_ideal(c, b, o):
     model, gpu = catalog.model("mistral-7b"), catalog.gpu("a100")
     rows = [_row(model="mistral-7b", gpu="a100", batch_size=bs, prompt_tokens=1000,
                  output_tokens=0, itl_ms=None,
-                 tpot_ms=1e3 * rl.decode_time_per_token(model, gpu, bs, 1000, compute_efficiency=c,
+                 tpot_ms=1e3 * rl.decode_step_time(model, gpu, bs, 1000, compute_efficiency=c,
                                                         bandwidth_efficiency=b, step_overhead=o))
             for bs in (1, 8, 64, 512, 2048)]
     result = calibrate(measurements_from_records(rows), phases="decode", n_resamples=0)
@@ -169,7 +168,7 @@ def test_unidentified_knob_stays_ideal():
     """Batch-1 decode is memory-bound: compute efficiency is invisible and is reported so."""
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
     rows = [_row(prompt_tokens=ctx, output_tokens=0, itl_ms=None,
-                 tpot_ms=1e3 * rl.decode_time_per_token(model, gpu, 1, ctx,
+                 tpot_ms=1e3 * rl.decode_step_time(model, gpu, 1, ctx,
                                                         bandwidth_efficiency=0.7,
                                                         step_overhead=1e-3))
             for ctx in (128, 1024, 8192, 32768)]
@@ -205,19 +204,19 @@ def test_bootstrap_is_seeded():
 def test_calibration_kwargs_feed_the_roofline(synthetic_fit):
     cal = synthetic_fit.calibration
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
-    direct = rl.decode_time_per_token(model, gpu, 8, 1024, **cal.decode_kwargs)
-    assert cal.apply(rl.decode_time_per_token)(model, gpu, 8, 1024) == direct
+    direct = rl.decode_step_time(model, gpu, 8, 1024, **cal.decode_kwargs)
+    assert cal.apply(rl.decode_step_time)(model, gpu, 8, 1024) == direct
     assert cal.apply(rl.prefill_time)(model, gpu, 2048) == \
         rl.prefill_time(model, gpu, 2048, **cal.prefill_kwargs)
     # an explicit keyword still wins over the calibration
-    assert cal.apply(rl.decode_time_per_token)(model, gpu, 8, 1024, step_overhead=0.0) == \
-        rl.decode_time_per_token(model, gpu, 8, 1024, **{**cal.decode_kwargs,
+    assert cal.apply(rl.decode_step_time)(model, gpu, 8, 1024, step_overhead=0.0) == \
+        rl.decode_step_time(model, gpu, 8, 1024, **{**cal.decode_kwargs,
                                                          "step_overhead": 0.0})
 
 
 @pytest.mark.parametrize("kind", ["scalar", "ndarray", "DataArray"])
 def test_apply_keeps_the_input_kind(synthetic_fit, kind):
-    itl = synthetic_fit.calibration.apply(rl.decode_time_per_token)
+    itl = synthetic_fit.calibration.apply(rl.decode_step_time)
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
     batch = {"scalar": 16, "ndarray": np.array([1, 16]),
              "DataArray": xr.DataArray([1, 16], dims="batch_size",
@@ -233,7 +232,7 @@ def test_ideal_calibration_is_the_roofline_default():
     ideal = Calibration()
     model, gpu = catalog.model("guide-70b"), catalog.gpu("lab")
     # guide §3.1 / NOTES: 140e9 B / 3.35e12 B/s = 41.79 ms per batch-1 token on one card's bandwidth
-    assert ideal.apply(rl.decode_time_per_token)(model, gpu, 1, 0) == pytest.approx(
+    assert ideal.apply(rl.decode_step_time)(model, gpu, 1, 0) == pytest.approx(
         140e9 / 3.35e12, rel=1e-12)
 
 
@@ -245,7 +244,7 @@ def test_sweep_takes_the_decode_knobs(synthetic_fit):
                **cal.decode_kwargs)
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
     got = ds["decode_step_time"].sel(batch_size=8).squeeze().item()
-    assert got == pytest.approx(rl.decode_time_per_token(model, gpu, 8, 1024,
+    assert got == pytest.approx(rl.decode_step_time(model, gpu, 8, 1024,
                                                          **cal.decode_kwargs), rel=1e-12)
 
 
@@ -291,7 +290,7 @@ def test_predict_matches_direct_roofline_calls(public):
             opts["compute_dtype"] = dtype
         gpu, tp = catalog.gpu(row["gpu"].item()), int(row["tp"])
         ctx = row["prompt_tokens"].item() + row["output_tokens"].item() / 2
-        assert pred["decode"].values[i] == pytest.approx(rl.decode_time_per_token(
+        assert pred["decode"].values[i] == pytest.approx(rl.decode_step_time(
             model, gpu, max(row["batch_size"].item(), 1.0), ctx, tp, **opts), rel=1e-12)
         assert pred["prefill"].values[i] == pytest.approx(rl.prefill_time(
             model, gpu, row["prompt_tokens"].item(), tp, **opts), rel=1e-12)
@@ -450,11 +449,3 @@ def test_measure_decode_cpu_tiny(tmp_path):
     result = calibrate(ds, phases="decode", models={"synthetic-tiny": model},
                        gpus={"cpu": cpu}, n_resamples=0)
     assert np.isfinite(float(result.errors["mape_calibrated"].sel(phase="decode")))
-
-
-def test_moved_names_stay_importable_from_calibrate():
-    # calibrate.py was split into measurements, engine_log, _calibrate_cli and _calibration;
-    # every name it exported before resolves here to the very object its new module defines
-    from rooflinekit import _calibrate_cli, _calibration, engine_log, measurements
-    from rooflinekit import calibrate as cal
-    assert_reexports(cal, measurements, engine_log, _calibrate_cli, _calibration)

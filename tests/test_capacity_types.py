@@ -1,4 +1,4 @@
-"""Tests for rooflinekit.capacity_types: pay-as-you-go, provisioned and self-hosted specs, their
+"""Tests for rooflinekit.pricing.capacity: pay-as-you-go, provisioned and self-hosted specs, their
 capacity and cost, blended price and unit cost (§6.1, §6.2, §6.5)."""
 
 import math
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rooflinekit import catalog
-from rooflinekit.capacity_types import (PayAsYouGo, Provisioned, SelfHosted, blended_price,
+from rooflinekit.pricing.capacity import (PayAsYouGo, Provisioned, SelfHosted, blended_price,
                                         unit_cost)
 from rooflinekit.pricing import gpu_hourly_price
 

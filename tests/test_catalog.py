@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from rooflinekit import catalog, units
-from rooflinekit.hf_config import model_from_hf_config
+from rooflinekit.models import model_from_hf_config
 
 CONFIGS = pathlib.Path(__file__).parent / "data" / "hf_configs"
 

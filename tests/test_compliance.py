@@ -1,4 +1,4 @@
-"""Tests of rooflinekit.compliance: admissibility gates and the cheapest option (guide §6, §7)."""
+"""Tests of rooflinekit.pricing.choice: admissibility gates and the cheapest option (guide §6, §7)."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rooflinekit.compliance import (CLASSIFICATIONS, Choice, Compliance, NoAdmissibleOptionError,
+from rooflinekit.pricing.choice import (CLASSIFICATIONS, Choice, Compliance, NoAdmissibleOptionError,
                                     admissibility, cheapest_option)
 from rooflinekit.pricing import PayAsYouGo, Provisioned, SelfHosted, break_even
 

@@ -1,4 +1,4 @@
-"""Tests of rooflinekit.engine_log: vLLM's start-up KV-cache log beside our engine-style budget.
+"""Tests of rooflinekit.calibrate.engine_log: vLLM's start-up KV-cache log beside our engine-style budget.
 
 Every log below is quoted verbatim from the public thread named above it.
 """
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from rooflinekit import ModelShape, catalog, units
-from rooflinekit.engine_log import compare_engine_log, parse_vllm_kv_log
+from rooflinekit.calibrate.engine_log import compare_engine_log, parse_vllm_kv_log
 
 # -- the KV budget side: vLLM start-up logs ----------------------------------------------------
 

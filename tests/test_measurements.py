@@ -1,4 +1,4 @@
-"""Tests of rooflinekit.measurements: the measurement table, its CSV/JSON files and the reader of
+"""Tests of rooflinekit.calibrate.measurements: the measurement table, its CSV/JSON files and the reader of
 ``vllm bench serve`` results.
 
 Reference data live in ``tests/data/measurements`` (see its README for provenance).
@@ -13,7 +13,7 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rooflinekit.measurements import (MEASUREMENT_COLUMNS, concat_measurements,
+from rooflinekit.calibrate.measurements import (MEASUREMENT_COLUMNS, concat_measurements,
                                       measurements_from_records, measurements_to_records,
                                       read_measurements, read_vllm_result, write_measurements)
 

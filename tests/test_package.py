@@ -1,9 +1,13 @@
 """The package surface: public names resolve, import stays light, the CLI answers."""
 
+import importlib
 import json
+import pkgutil
 import subprocess
 import sys
 
+import pytest
+from helpers import assert_reexports
 
 import rooflinekit
 from rooflinekit import cli
@@ -12,6 +16,49 @@ from rooflinekit import cli
 def test_all_names_resolve():
     for name in rooflinekit.__all__:
         assert hasattr(rooflinekit, name), name
+
+
+#: The public names before the folders were introduced; every one must still resolve.
+NAMES_BEFORE_FOLDERS = (
+    "calibrate", "catalog", "dims", "plotting", "sweep", "units", "GPU", "ModelShape",
+    "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_bytes", "usable_kv_bytes",
+    "max_concurrent_sequences", "kv_copies", "kv_budget_tokens", "max_context_length",
+    "blocks_per_sequence", "paged_waste_bytes", "engine_kv_cache", "arithmetic_intensity",
+    "ridge_point", "critical_batch_size", "prefill_time", "decode_time_per_token",
+    "amortized_token_time", "mixed_step_time", "decode_throughput", "request_latency",
+    "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token", "smallest_tp", "tp_scaling",
+    "allreduce_time", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "Workload",
+    "WorkloadSpec", "guide_workload", "PayAsYouGo", "Provisioned", "SelfHosted", "Compliance",
+    "NoAdmissibleOptionError", "blended_price", "break_even", "crossover_volume",
+    "cheapest_option", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
+    "best_configuration", "best_tp", "cheapest_configuration", "pareto_front", "Calibration",
+    "cross_validate", "read_measurements", "read_vllm_result", "__version__",
+)
+
+
+def test_names_before_folders_are_kept():
+    assert len(NAMES_BEFORE_FOLDERS) == 62
+    assert set(NAMES_BEFORE_FOLDERS) <= set(rooflinekit.__all__)
+    assert set(rooflinekit.__all__) - set(NAMES_BEFORE_FOLDERS) == {"decode_step_time"}
+
+
+@pytest.mark.parametrize("folder", ["roofline", "pricing", "batching", "sweep", "calibrate",
+                                    "plotting"])
+def test_folder_face_re_exports_its_parts(folder):
+    """Each public module of a folder lists its names; the face re-exports every one of them."""
+    face = importlib.import_module(f"rooflinekit.{folder}")
+    parts = [importlib.import_module(f"rooflinekit.{folder}.{info.name}")
+             for info in pkgutil.iter_modules(face.__path__) if not info.name.startswith("_")]
+    assert parts
+    assert_reexports(face, *parts)
+
+
+def test_old_itl_name_warns_and_forwards():
+    from rooflinekit import catalog
+    model, gpu = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
+    with pytest.warns(FutureWarning, match="decode_step_time"):
+        old = rooflinekit.decode_time_per_token(model, gpu, 32, 4096, tp=8)
+    assert old == rooflinekit.decode_step_time(model, gpu, 32, 4096, tp=8)
 
 
 def test_import_compiles_no_numba():

@@ -40,7 +40,7 @@ def test_group_peak_by_format():
 
 def test_simple_model_decode_scales_exactly(guide_model, lab_gpu):
     # without all-reduce, batch-1 decode at tp=8 is 41.79 ms / 8 = 5.22 ms exactly (rel 1e-15)
-    t8 = r.decode_time_per_token(guide_model, lab_gpu, tp=8)
+    t8 = r.decode_step_time(guide_model, lab_gpu, tp=8)
     assert t8 == pytest.approx(W70 / (8 * BW), rel=1e-15)
 
 
@@ -63,7 +63,7 @@ def test_allreduce_time_70b_tp8(guide_model, lab_gpu):
     expected = 160 * (1.75 * 16_384 / 450e9 + 14 * 1e-6)
     assert p.allreduce_time(guide_model, lab_gpu, 1, 8) == pytest.approx(expected, rel=1e-12)
     assert p.allreduce_time(guide_model, lab_gpu, 1, 1) == 0.0
-    assert r.decode_time_per_token(guide_model, lab_gpu, 1, 0, 8, allreduce=True) == \
+    assert r.decode_step_time(guide_model, lab_gpu, 1, 0, 8, allreduce=True) == \
         pytest.approx(W70 / (8 * BW) + expected, rel=1e-12)
     # input kinds
     arr = p.allreduce_time(guide_model, lab_gpu, np.array([1, 64]), 8)
@@ -88,15 +88,15 @@ def test_allreduce_needs_known_link(guide_model):
 def test_tp8_with_allreduce_is_slower_than_simple_and_sublinear(guide_model, lab_gpu):
     # guide §5: communication makes scaling sub-linear. At batch 1 and at batch 64 / 2k tokens:
     for batch, ctx in ((1, 0), (64, 2048)):
-        simple = r.decode_time_per_token(guide_model, lab_gpu, batch, ctx, [4, 8])
-        real = r.decode_time_per_token(guide_model, lab_gpu, batch, ctx, [4, 8], allreduce=True)
+        simple = r.decode_step_time(guide_model, lab_gpu, batch, ctx, [4, 8])
+        real = r.decode_step_time(guide_model, lab_gpu, batch, ctx, [4, 8], allreduce=True)
         assert real[1] > simple[1]
         assert simple[0] / simple[1] == pytest.approx(2.0, rel=1e-12)   # simple model: 2×
         assert real[0] / real[1] < 2.0                                   # really: less
 
 
 def test_tp_scaling_flattens(guide_model, lab_gpu):
-    table = p.tp_scaling(guide_model, lab_gpu, (1, 2, 4, 8), batch_size=32, context_length=4096)
+    table = r.tp_scaling(guide_model, lab_gpu, (1, 2, 4, 8), batch_size=32, context_length=4096)
     assert table.step_time.dims == ("tp",)
     np.testing.assert_allclose(table.speedup_simple, [1, 2, 4, 8], rtol=1e-12)
     speedup = table.speedup.values
@@ -111,17 +111,17 @@ def test_tp_scaling_flattens(guide_model, lab_gpu):
 
 
 def test_tp_scaling_kinds_and_errors(guide_model, lab_gpu):
-    table = p.tp_scaling(guide_model, lab_gpu, [2, 4], batch_size=np.array([1, 16]))
+    table = r.tp_scaling(guide_model, lab_gpu, [2, 4], batch_size=np.array([1, 16]))
     assert table.step_time.dims == ("tp", "batch_size")
     models = catalog.models(["guide-70b", "Llama-3.1-8B"], as_dataset=True)
-    table = p.tp_scaling(models, lab_gpu, [1, 2])
+    table = r.tp_scaling(models, lab_gpu, [1, 2])
     assert set(table.step_time.dims) == {"model", "tp"}
     with pytest.raises(ValueError, match="degrees must lie in"):
-        p.tp_scaling(guide_model, lab_gpu, [0, 2])
+        r.tp_scaling(guide_model, lab_gpu, [0, 2])
     with pytest.raises(ValueError, match="at least one"):
-        p.tp_scaling(guide_model, lab_gpu, [])
+        r.tp_scaling(guide_model, lab_gpu, [])
     with pytest.raises(TypeError, match="allreduce"):
-        p.tp_scaling(guide_model, lab_gpu, [1, 2], allreduce=1)
+        r.tp_scaling(guide_model, lab_gpu, [1, 2], allreduce=1)
 
 
 # -- smallest_tp -----------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from matplotlib.axes import Axes  # noqa: E402
 
 from rooflinekit import parallel, planning, pricing, roofline  # noqa: E402
 from rooflinekit.batching import ContinuousBatcher, StaticBatcher  # noqa: E402
+from rooflinekit.plotting.figures import _lanes  # noqa: E402
 from rooflinekit.plotting import (  # noqa: E402
-    _lanes,
     plot_batching_timeline,
     plot_batching_win,
     plot_break_even,
@@ -284,7 +284,7 @@ def test_tp_scaling_draws_both_models(guide_model, lab_gpu):
     assert len(ax.lines) == 2
     twin = next(other for other in ax.figure.axes if other is not ax)
     assert len(twin.lines) == 2
-    expected = parallel.tp_scaling(guide_model, lab_gpu, [1, 2, 8], 4, 1024)
+    expected = roofline.tp_scaling(guide_model, lab_gpu, [1, 2, 8], 4, 1024)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), expected["step_time"].values * 1e3)
     np.testing.assert_allclose(ax.lines[1].get_ydata(),
                                expected["step_time_simple"].values * 1e3)

@@ -17,7 +17,7 @@ from rooflinekit.pricing import (BreakEven, PayAsYouGo, Provisioned, SelfHosted,
                                  provisioned_example, provisioned_savings, provisioned_unit_cost,
                                  unit_cost)
 
-from helpers import assert_reexports, da
+from helpers import da
 
 
 
@@ -331,16 +331,3 @@ def test_gpu_hourly_prices_match_catalogue():
     names = {n.lower() for n in catalog.gpu_names()}
     listed = {row["gpu"].lower() for row in load_prices()["gpu_hourly"]}
     assert "guide-lab-80gb" in listed & names
-
-
-def test_compliance_names_stay_importable_from_pricing():
-    # the admissibility gates and cheapest_option moved to rooflinekit.compliance
-    from rooflinekit import compliance
-    from rooflinekit import pricing as pr
-    assert_reexports(pr, compliance)
-
-
-def test_capacity_types_stay_importable_from_pricing():
-    # the capacity types and their prices moved to capacity_types; pricing re-exports them
-    from rooflinekit import capacity_types, pricing
-    assert_reexports(pricing, capacity_types)

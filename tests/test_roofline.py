@@ -40,8 +40,8 @@ def windowed():
 def test_batch1_decode_reads_140GB_in_41_79_ms(guide_model, lab_gpu):
     # guide §3.1 / NOTES: 140e9 B / 3.35e12 B/s = 41.79 ms, as a single-GPU computation
     assert r.decode_bytes(guide_model) == W70
-    assert r.decode_time_per_token(guide_model, lab_gpu) == pytest.approx(W70 / BW, rel=1e-15)
-    assert round(r.decode_time_per_token(guide_model, lab_gpu) * 1e3, 2) == 41.79
+    assert r.decode_step_time(guide_model, lab_gpu) == pytest.approx(W70 / BW, rel=1e-15)
+    assert round(r.decode_step_time(guide_model, lab_gpu) * 1e3, 2) == 41.79
     assert r.decode_ms_per_token(guide_model, lab_gpu) == pytest.approx(41.79, abs=5e-3)
     assert r.decode_bound(guide_model, lab_gpu) == "memory"
 
@@ -75,7 +75,7 @@ def test_arithmetic_time_0_14_ms_not_0_00003(guide_model, lab_gpu):
 def test_no_context_per_token_time_falls_exactly_with_batch(guide_model, lab_gpu):
     # guide §4.1 / lab step 3: with no context, batching is exactly proportional (rel 1e-12)
     batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
-    step = r.decode_time_per_token(guide_model, lab_gpu, batch, 0)
+    step = r.decode_step_time(guide_model, lab_gpu, batch, 0)
     assert np.all(step == step[0])                      # the step does not grow: weights only
     per_token = r.decode_ms_per_token(guide_model, lab_gpu, batch, 0)
     np.testing.assert_allclose(per_token * batch, per_token[0], rtol=1e-12)
@@ -206,7 +206,7 @@ def test_decode_equals_mixed_step(guide_model, lab_gpu):
     batch = np.array([1, 7, 64, 300])[:, None]
     ctx = np.array([0, 1, 999, 8192])[None, :]
     for tp, allreduce in ((1, False), (8, True)):
-        decode = r.decode_time_per_token(guide_model, lab_gpu, batch, ctx, tp, allreduce=allreduce,
+        decode = r.decode_step_time(guide_model, lab_gpu, batch, ctx, tp, allreduce=allreduce,
                                          compute_efficiency=0.6, bandwidth_efficiency=0.8,
                                          step_overhead=1e-3)
         mixed = r.mixed_step_time(guide_model, lab_gpu, batch, 0, batch * ctx, tp,
@@ -225,7 +225,7 @@ def test_prefill_equals_mixed_step(guide_model, lab_gpu, windowed):
 def test_mixed_step_shares_the_weight_read(guide_model, lab_gpu):
     # Sarathi-Serve: 32 decodes plus a 256-token chunk in one step cost less than apart
     mixed = r.mixed_step_time(guide_model, lab_gpu, 32, 256, 32 * 2000, tp=8)
-    apart = (r.decode_time_per_token(guide_model, lab_gpu, 32, 2000, 8)
+    apart = (r.decode_step_time(guide_model, lab_gpu, 32, 2000, 8)
              + r.prefill_time(guide_model, lab_gpu, 256, 8))
     assert mixed < apart
     assert r.mixed_step_time(guide_model, lab_gpu, 0, 0, 0) == 0.0
@@ -235,7 +235,7 @@ def test_step_cost_kernel_equals_vectorised(guide_model, lab_gpu):
     cost = r.step_cost_coefficients(guide_model, lab_gpu, 8, allreduce=True, step_overhead=2e-4)
     assert all(isinstance(v, float) for v in cost)
     assert r.mixed_step_time_kernel(*cost, 16.0, 0.0, 16 * 4096.0, 0.0) == \
-        r.decode_time_per_token(guide_model, lab_gpu, 16, 4096, 8, allreduce=True,
+        r.decode_step_time(guide_model, lab_gpu, 16, 4096, 8, allreduce=True,
                                 step_overhead=2e-4)
 
 
@@ -272,13 +272,13 @@ def test_njit_kernel_equals_python(jitted, name, tp, allreduce, n_decode, n_pref
 @settings(max_examples=60, deadline=None)
 @given(batch=st.integers(1, 1024), ctx=st.integers(0, 131_072), tp=st.sampled_from([1, 2, 4, 8]))
 def test_step_time_is_the_slower_roof(guide_model, lab_gpu, batch, ctx, tp):
-    t = r.decode_time_per_token(guide_model, lab_gpu, batch, ctx, tp)
+    t = r.decode_step_time(guide_model, lab_gpu, batch, ctx, tp)
     compute = r.decode_compute_time(guide_model, lab_gpu, batch, ctx, tp)
     memory_t = r.decode_memory_time(guide_model, lab_gpu, batch, ctx, tp)
     assert t == max(compute, memory_t)
     # monotone: one more sequence or one more token of context never makes the step faster
-    assert r.decode_time_per_token(guide_model, lab_gpu, batch + 1, ctx, tp) >= t
-    assert r.decode_time_per_token(guide_model, lab_gpu, batch, ctx + 1, tp) >= t
+    assert r.decode_step_time(guide_model, lab_gpu, batch + 1, ctx, tp) >= t
+    assert r.decode_step_time(guide_model, lab_gpu, batch, ctx + 1, tp) >= t
     # and never makes a token more expensive to amortise... unless it adds KV (then ≥ 0 change)
     assert r.amortized_token_time(guide_model, lab_gpu, batch + 1, ctx, tp) <= \
         r.amortized_token_time(guide_model, lab_gpu, batch, ctx, tp) * (1 + 1e-12)
@@ -288,10 +288,10 @@ def test_step_time_is_the_slower_roof(guide_model, lab_gpu, batch, ctx, tp):
 @given(eff=st.floats(0.05, 1.0), batch=st.integers(1, 64), ctx=st.integers(0, 8192))
 def test_bandwidth_efficiency_scales_memory_bound_time(guide_model, lab_gpu, eff, batch, ctx):
     # memory-bound (batch ≤ 64): time ∝ 1 / bandwidth_efficiency (rel 1e-12)
-    ideal = r.decode_time_per_token(guide_model, lab_gpu, batch, ctx)
-    slow = r.decode_time_per_token(guide_model, lab_gpu, batch, ctx, bandwidth_efficiency=eff)
+    ideal = r.decode_step_time(guide_model, lab_gpu, batch, ctx)
+    slow = r.decode_step_time(guide_model, lab_gpu, batch, ctx, bandwidth_efficiency=eff)
     assert slow == pytest.approx(ideal / eff, rel=1e-12)
-    assert r.decode_time_per_token(guide_model, lab_gpu, batch, ctx, step_overhead=1e-3) == \
+    assert r.decode_step_time(guide_model, lab_gpu, batch, ctx, step_overhead=1e-3) == \
         pytest.approx(ideal + 1e-3, rel=1e-12)
 
 
@@ -302,7 +302,7 @@ def test_generation_time_closed_form_equals_loop(guide_model, windowed, moe, lab
                                                  output, batch, which):
     model = {"guide": guide_model, "windowed": windowed, "moe": moe}[which]
     steps = np.arange(output)
-    loop = np.sum(r.decode_time_per_token(model, lab_gpu, batch, prompt + steps, 2,
+    loop = np.sum(r.decode_step_time(model, lab_gpu, batch, prompt + steps, 2,
                                           allreduce=True, step_overhead=1e-4))
     got = r.generation_time(model, lab_gpu, output, prompt, batch, 2, allreduce=True,
                             step_overhead=1e-4)
@@ -314,7 +314,7 @@ def test_generation_time_closed_form_equals_loop(guide_model, windowed, moe, lab
 def _calls(model, gpu):
     """(function, scalar args, name of the argument made an array, its values)."""
     return [
-        (r.decode_time_per_token, (model, gpu, 8, 1024, 2), "batch_size", [1, 8, 64]),
+        (r.decode_step_time, (model, gpu, 8, 1024, 2), "batch_size", [1, 8, 64]),
         (r.decode_compute_time, (model, gpu, 8, 1024, 2), "context_length", [0, 1024]),
         (r.decode_memory_time, (model, gpu, 8, 1024, 2), "tp", [1, 2, 8]),
         (r.amortized_token_time, (model, gpu, 8, 1024, 2), "batch_size", [1, 8]),
@@ -366,10 +366,10 @@ def test_input_kinds(guide_model, lab_gpu, i):
 def test_catalogue_datasets_broadcast_by_name(lab_gpu):
     models = catalog.models(["guide-70b", "Mixtral-8x7B", "Gemma-2-9B"], as_dataset=True)
     gpus = catalog.gpus(["guide-lab-80GB", "H100-SXM-80GB"], as_dataset=True)
-    out = r.decode_time_per_token(models, gpus, [1, 32], [0, 4096], tp=[1, 8])
+    out = r.decode_step_time(models, gpus, [1, 32], [0, 4096], tp=[1, 8])
     assert out.dims == ("model", "gpu", "tp", "batch_size", "context_length")
     assert out.attrs["units"] == "s"
-    one = r.decode_time_per_token(catalog.model("Gemma-2-9B"), catalog.gpu("H100-SXM-80GB"),
+    one = r.decode_step_time(catalog.model("Gemma-2-9B"), catalog.gpu("H100-SXM-80GB"),
                                   32, 4096, 8)
     assert float(out.sel(model="Gemma-2-9B", gpu="H100-SXM-80GB", tp=8, batch_size=32,
                          context_length=4096)) == one
@@ -395,7 +395,7 @@ def test_label_functions_kinds(guide_model, lab_gpu):
     assert reach.dims == ("context_length",) and list(reach.values) == [True, False]
     table = r.decode_roofline(guide_model, lab_gpu, 8, 1024)
     assert table.step_time.ndim == 0
-    assert float(table.step_time) == r.decode_time_per_token(guide_model, lab_gpu, 8, 1024)
+    assert float(table.step_time) == r.decode_step_time(guide_model, lab_gpu, 8, 1024)
 
 
 def test_bound_kinds():
@@ -429,43 +429,43 @@ def test_ridge_point_kinds(lab_gpu):
 ])
 def test_errors_name_the_argument(guide_model, lab_gpu, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        r.decode_time_per_token(guide_model, lab_gpu, **kwargs)
+        r.decode_step_time(guide_model, lab_gpu, **kwargs)
 
 
 def test_type_errors(guide_model, lab_gpu):
     with pytest.raises(TypeError, match="model must be a ModelShape"):
-        r.decode_time_per_token("guide-70b", lab_gpu)
+        r.decode_step_time("guide-70b", lab_gpu)
     with pytest.raises(TypeError, match="gpu must be a GPU"):
-        r.decode_time_per_token(guide_model, {"name": "x"})
+        r.decode_step_time(guide_model, {"name": "x"})
     with pytest.raises(TypeError, match="allreduce must be True or False"):
-        r.decode_time_per_token(guide_model, lab_gpu, allreduce="yes")
+        r.decode_step_time(guide_model, lab_gpu, allreduce="yes")
     with pytest.raises(TypeError, match="lacks"):
-        r.decode_time_per_token(catalog.models(as_dataset=True)[["n_layers"]], lab_gpu)
+        r.decode_step_time(catalog.models(as_dataset=True)[["n_layers"]], lab_gpu)
     with pytest.raises(TypeError, match="one ModelShape"):
         r.step_cost_coefficients(catalog.models(as_dataset=True), lab_gpu)
     with pytest.raises(TypeError, match="single number"):
         r.step_cost_coefficients(guide_model, lab_gpu, tp=np.array([1, 2]))
     with pytest.raises(TypeError, match="batch_size must be a number"):
-        r.decode_time_per_token(guide_model, lab_gpu, batch_size="8")
+        r.decode_step_time(guide_model, lab_gpu, batch_size="8")
     with pytest.raises(TypeError, match="compute_dtype"):
-        r.decode_time_per_token(guide_model, lab_gpu, compute_dtype=8)
+        r.decode_step_time(guide_model, lab_gpu, compute_dtype=8)
 
 
 def test_unknown_option_is_named(guide_model, lab_gpu):
     with pytest.raises(TypeError, match="unexpected keyword argument.*bandwith_efficiency"):
-        r.decode_time_per_token(guide_model, lab_gpu, bandwith_efficiency=0.5)
+        r.decode_step_time(guide_model, lab_gpu, bandwith_efficiency=0.5)
     import inspect
-    params = inspect.signature(r.decode_time_per_token).parameters
+    params = inspect.signature(r.decode_step_time).parameters
     assert params["bandwidth_efficiency"].default == 1.0
     assert params["allreduce"].default is False
 
 
 def test_allreduce_needs_a_link(guide_model):
     no_link = GPU("no-link", 80 * 2**30, 3.35e12, 989e12)
-    assert r.decode_time_per_token(guide_model, no_link, tp=1, allreduce=True) == W70 / BW
+    assert r.decode_step_time(guide_model, no_link, tp=1, allreduce=True) == W70 / BW
     with pytest.raises(ValueError, match="interconnect_bandwidth is unknown"):
-        r.decode_time_per_token(guide_model, no_link, tp=2, allreduce=True)
-    assert r.decode_time_per_token(guide_model, no_link, tp=2, allreduce=True,
+        r.decode_step_time(guide_model, no_link, tp=2, allreduce=True)
+    assert r.decode_step_time(guide_model, no_link, tp=2, allreduce=True,
                                    interconnect_bandwidth=4e11) > W70 / BW / 2
 
 
@@ -479,9 +479,9 @@ def test_mismatched_coordinates_are_refused(guide_model, lab_gpu):
 
 def test_unbroadcastable_arrays_are_refused(guide_model, lab_gpu):
     with pytest.raises(ValueError, match="do not broadcast together"):
-        r.decode_time_per_token(guide_model, lab_gpu, np.array([1, 2, 3]), np.array([0, 1]))
+        r.decode_step_time(guide_model, lab_gpu, np.array([1, 2, 3]), np.array([0, 1]))
     # named 1-D arrays combine by name as soon as one input is labelled
-    out = r.decode_time_per_token(guide_model, lab_gpu, np.array([1, 2, 3]), np.array([0, 1]),
+    out = r.decode_step_time(guide_model, lab_gpu, np.array([1, 2, 3]), np.array([0, 1]),
                                   xr.DataArray([1, 2], dims="tp"))
     assert out.dims == ("tp", "batch_size", "context_length")
 
@@ -490,7 +490,7 @@ def test_inconsistent_moe_fields_are_refused(lab_gpu):
     bad = ModelShape("bad-moe", n_layers=2, n_heads=4, n_kv_heads=4, head_dim=8, n_params=10e9,
                      n_active_params=1e9, n_experts=4, n_experts_per_token=3)
     with pytest.raises(ValueError, match="n_active_params"):
-        r.decode_time_per_token(bad, lab_gpu)
+        r.decode_step_time(bad, lab_gpu)
 
 
 def test_generation_and_request_errors(guide_model, lab_gpu):

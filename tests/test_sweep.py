@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from rooflinekit import GPU, catalog, memory, roofline, units
 from rooflinekit import sweep as sw
+from rooflinekit.cli import sweep as sweep_cli
+from rooflinekit.sweep import grid as sweep_grid
 
 # A grid that exercises every branch of the formulas: GQA, MHA, MQA, MoE (Mixtral), sliding
 # window (Gemma-2), multi-head latent attention (DeepSeek-V3); GPUs with and without a price.
@@ -37,7 +39,7 @@ def small_kw():
 
 def _scalar_cell(m, g, tp, c, b, p):
     """Every sweep variable for one configuration, from the scalar public functions."""
-    step = roofline.decode_time_per_token(m, g, b, c, tp)
+    step = roofline.decode_step_time(m, g, b, c, tp)
     ai = roofline.arithmetic_intensity(m, b, c)
     ridge = roofline.ridge_point(g)
     cost = (roofline.cost_per_million_tokens(m, g, b, c, tp) if g.hourly_price is not None
@@ -165,7 +167,7 @@ def test_efficiency_options_reach_the_roofline():
     kw = dict(models="guide-70b", gpus="guide-lab-80GB", tp=8, context_length=2048, batch_size=8)
     slow = sw.sweep(**kw, bandwidth_efficiency=0.5, step_overhead=1e-3)
     m, g = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
-    want = roofline.decode_time_per_token(m, g, 8, 2048, 8, bandwidth_efficiency=0.5,
+    want = roofline.decode_step_time(m, g, 8, 2048, 8, bandwidth_efficiency=0.5,
                                           step_overhead=1e-3)
     assert slow.decode_step_time.item() == want
     assert slow.attrs["bandwidth_efficiency"] == 0.5
@@ -176,7 +178,7 @@ def test_allreduce_option():
               batch_size=8)
     ds = sw.sweep(**kw, allreduce=True)
     m, g = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
-    assert ds.decode_step_time.sel(tp=8).item() == roofline.decode_time_per_token(
+    assert ds.decode_step_time.sel(tp=8).item() == roofline.decode_step_time(
         m, g, 8, 2048, 8, allreduce=True)
     assert ds.decode_step_time.sel(tp=8).item() > sw.sweep(**kw).decode_step_time.sel(tp=8).item()
 
@@ -208,7 +210,7 @@ def test_graph_holds_blocks_not_the_grid(small_kw):
 
 
 def test_chunks_auto_layout():
-    chunks = sw._chunks((2, 3, 4, 1000, 1000, 1), 10_000)
+    chunks = sweep_grid._chunks((2, 3, 4, 1000, 1000, 1), 10_000)
     assert chunks[5] == (1,) and chunks[4] == (1000,) and chunks[3][0] == 10
     assert all(c == (1,) * n for c, n in zip(chunks[:3], (2, 3, 4)))
 
@@ -455,19 +457,19 @@ def test_reduction_errors(small_kw):
 def _cli(argv):
     import argparse
     parser = argparse.ArgumentParser(prog="rooflinekit sweep")
-    sw.add_sweep_arguments(parser)
+    sweep_cli.add_sweep_arguments(parser)
     out = io.StringIO()
-    assert sw.sweep_cli_main(parser.parse_args(argv), out) == 0
+    assert sweep_cli.sweep_cli_main(parser.parse_args(argv), out) == 0
     return out.getvalue()
 
 
 def test_parse_axis():
-    np.testing.assert_array_equal(sw.parse_axis("1,2,4,8"), [1, 2, 4, 8])
-    np.testing.assert_array_equal(sw.parse_axis("1024:4096:1024,1e4"), [1024, 2048, 3072, 4096,
+    np.testing.assert_array_equal(sweep_cli.parse_axis("1,2,4,8"), [1, 2, 4, 8])
+    np.testing.assert_array_equal(sweep_cli.parse_axis("1024:4096:1024,1e4"), [1024, 2048, 3072, 4096,
                                                                          10000])
     for bad in ("1.5", "a", "1:", "8:1", "1:8:0", "1,,2"):
         with pytest.raises(ValueError, match="axis values"):
-            sw.parse_axis(bad)
+            sweep_cli.parse_axis(bad)
 
 
 def test_cli_best_and_json():
@@ -535,19 +537,8 @@ def test_compute_dtype_option():
         g = catalog.gpu(gpu)
         assert ds.ridge_point.sel(gpu=gpu).item() == roofline.ridge_point(g, compute_dtype="fp8")
         got = ds.decode_step_time.sel(gpu=gpu, tp=2, batch_size=512).item()
-        assert got == roofline.decode_time_per_token(catalog.model("Llama-3.1-8B"), g, 512, 512,
+        assert got == roofline.decode_step_time(catalog.model("Llama-3.1-8B"), g, 512, 512,
                                                      2, compute_dtype="fp8")
-
-
-def test_moved_names_stay_importable_from_sweep():
-    # the reductions and the command line moved to private modules; sweep re-exports them
-    from rooflinekit import _sweep_cli, _sweep_reductions
-    for module in (_sweep_reductions, _sweep_cli):
-        for name in module.__all__:
-            assert name in sw.__all__
-            assert getattr(sw, name) is getattr(module, name)
-    for name in sw.__all__:
-        assert hasattr(sw, name), name
 
 
 def test_replicate_kv_matches_the_scalar_function():

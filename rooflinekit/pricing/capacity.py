@@ -29,13 +29,27 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from ._labels import align_inputs, finish, spec_value, where
-from ._pricing_inputs import (TOKENS_PER_MONTH, USD_PER_MONTH, USD_PER_MTOK, any_positive,
-                              check_bool, check_type, normalise_region, numeric_field,
-                              option_name, prepare)
-from ._validation import (check_fraction, check_integer, check_nonnegative, check_positive,
-                          check_range)
-from .units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
+from rooflinekit._labels import align_inputs, finish, spec_value, where
+from rooflinekit._validation import (
+    check_fraction,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+    check_range,
+)
+from rooflinekit.pricing._inputs import (
+    TOKENS_PER_MONTH,
+    USD_PER_MONTH,
+    USD_PER_MTOK,
+    any_positive,
+    check_bool,
+    check_type,
+    normalise_region,
+    numeric_field,
+    option_name,
+    prepare,
+)
+from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 
 __all__ = ["PayAsYouGo", "Provisioned", "SelfHosted", "blended_price", "unit_cost"]
 
@@ -429,7 +443,7 @@ class SelfHosted:
         ----------
         .. [1] Serving-capacity guide §3.1, §4.1 (decode step time) and §6.5.
         """
-        from .roofline import decode_throughput  # composition of a formula module, lazily
+        from rooflinekit.roofline import decode_throughput
 
         check_integer("tp", tp, lo=1)
         check_integer("replicas", replicas, lo=1)

@@ -9,8 +9,13 @@ import math
 import numpy as np
 import xarray as xr
 
-from .measurements import MEASUREMENT, concat_measurements, read_measurements, read_vllm_result
-from .models import ModelShape
+from rooflinekit.calibrate import (
+    MEASUREMENT,
+    concat_measurements,
+    read_measurements,
+    read_vllm_result,
+)
+from rooflinekit.models import ModelShape
 
 __all__ = ["add_calibrate_arguments", "calibrate_cli_main"]
 
@@ -18,7 +23,7 @@ __all__ = ["add_calibrate_arguments", "calibrate_cli_main"]
 def add_calibrate_arguments(parser) -> None:
     """Add the ``rooflinekit calibrate`` arguments to an :mod:`argparse` (sub)parser."""
     # imported on call: rooflinekit.calibrate imports this module to re-export its functions
-    from .calibrate import PARAMETERS, PHASES
+    from rooflinekit.calibrate import PARAMETERS, PHASES
 
     parser.add_argument("measurements", nargs="*", metavar="FILE",
                         help="measurement files (.csv or .json, columns above)")
@@ -84,7 +89,12 @@ def calibrate_cli_main(args, out=None) -> int:
     """
     import sys
 
-    from .calibrate import PHASES, calibrate, cross_validate, save_calibration
+    from rooflinekit.calibrate import (
+        PHASES,
+        calibrate,
+        cross_validate,
+        save_calibration,
+    )
 
     out = sys.stdout if out is None else out
     ds = _load_cli_measurements(args)

@@ -23,9 +23,9 @@ from the time per output token), to your own measurements:
    takes them, so using a calibration is passing them on::
 
        cal = calibrate(read_measurements("runs.csv")).calibration
-       rl.decode_time_per_token(model, gpu, 64, 4096, **cal.decode_kwargs)
+       rl.decode_step_time(model, gpu, 64, 4096, **cal.decode_kwargs)
        rl.prefill_time(model, gpu, 2048, **cal.prefill_kwargs)
-       itl = cal.apply(rl.decode_time_per_token)     # the same, bound once
+       itl = cal.apply(rl.decode_step_time)     # the same, bound once
        sweep(..., **cal.decode_kwargs)               # the sweep takes one set of knobs
 
 4. **Cross-validation** — :func:`cross_validate` fits on some configurations and reports the error
@@ -72,30 +72,28 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-from . import units
-from .hardware import GPU
-from .models import ModelShape
-# re-exported: the measurement format, the calibrated model, the engine-log comparison and the
-# command live in their own modules; importing them from here keeps working
-from ._calibrate_cli import add_calibrate_arguments, calibrate_cli_main
-from ._calibration import (PARAMETER, PARAMETERS, PHASE, PHASES, _IDEAL, Calibration, _Groups,
-                           _check_overrides, _check_workload, _targets, load_calibration,
-                           predict, save_calibration)
-from .engine_log import compare_engine_log, parse_vllm_kv_log
-from .measurements import (MEASUREMENT, MEASUREMENT_COLUMNS, REQUIRED_COLUMNS, _check_measurements,
-                           concat_measurements, measurements_from_records, measurements_to_records,
-                           read_measurements, read_vllm_result, write_measurements)
+from rooflinekit import units
+from rooflinekit.calibrate.measurements import (
+    MEASUREMENT,
+    _check_measurements,
+)
+from rooflinekit.calibrate.model import (
+    _IDEAL,
+    PARAMETER,
+    PARAMETERS,
+    PHASE,
+    PHASES,
+    Calibration,
+    _check_overrides,
+    _check_workload,
+    _Groups,
+    _targets,
+)
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
 
-__all__ = [
-    "MEASUREMENT", "PHASE", "PARAMETER", "FOLD", "PHASES", "PARAMETERS", "MEASUREMENT_COLUMNS",
-    "REQUIRED_COLUMNS", "DEFAULT_BOUNDS",
-    "measurements_from_records", "measurements_to_records", "read_measurements",
-    "write_measurements", "read_vllm_result", "concat_measurements",
-    "Calibration", "CalibrationResult", "CrossValidationResult",
-    "predict", "calibrate", "cross_validate", "save_calibration", "load_calibration",
-    "parse_vllm_kv_log", "compare_engine_log",
-    "add_calibrate_arguments", "calibrate_cli_main",
-]
+__all__ = ["FOLD", "DEFAULT_BOUNDS", "CalibrationResult", "CrossValidationResult", "calibrate",
+           "cross_validate"]
 
 #: Dimension of cross-validation folds.
 FOLD = "fold"
@@ -395,7 +393,7 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     workload : {"isolated", "serving"}
         How a row maps onto engine steps. "isolated" (default): TTFT is
         :func:`~rooflinekit.latency.prefill_time` of the prompt and the decode time is
-        :func:`~rooflinekit.latency.decode_time_per_token` at the batch size, the phases as the
+        :func:`~rooflinekit.latency.decode_step_time` at the batch size, the phases as the
         roofline states them. "serving": the step a continuous-batching server with chunked
         prefill runs (:func:`~rooflinekit.roofline.mixed_step_time`) — a TTFT step carries the
         prompt beside ``B − 1`` decoding sequences, a decode step carries ``B`` decodes plus, on
@@ -420,7 +418,7 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     started from three points (the ideal machine, a typical engine, a slow one) because the
     roofline's ``max(compute, memory)`` has flat regions. Predictions come from the real
     :func:`rooflinekit.latency.prefill_time` and
-    :func:`~rooflinekit.latency.decode_time_per_token`, one call per (model, GPU, tp, dtype)
+    :func:`~rooflinekit.latency.decode_step_time`, one call per (model, GPU, tp, dtype)
     group per evaluation. Decode rows use the batch size (or concurrency, at least 1) and a mean
     context of ``prompt + output / 2`` unless ``context_length`` is given; fractional means are
     used as they are.

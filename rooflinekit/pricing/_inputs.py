@@ -14,9 +14,9 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-from . import dims
-from ._labels import align_inputs, is_labelled
-from ._validation import as_numeric, check_nonnegative, check_positive
+from rooflinekit import dims
+from rooflinekit._labels import align_inputs, is_labelled
+from rooflinekit._validation import as_numeric, check_nonnegative, check_positive
 
 __all__ = ["USD_PER_MTOK", "USD_PER_MONTH", "TOKENS_PER_MONTH", "numeric_field",
            "normalise_region", "option_name", "check_bool", "ARGUMENT_DIMS", "prepare",

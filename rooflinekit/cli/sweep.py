@@ -12,11 +12,12 @@ import sys
 
 import numpy as np
 
-from . import catalog, dims, memory
-from ._sweep_reductions import (PARETO_POINT, _client, best_configuration, cheapest_configuration,
-                                pareto_front, progress_bar)
+from rooflinekit import catalog, dims, memory
+from rooflinekit.sweep import (DISTRIBUTED_EXTRA, PARETO_POINT, best_configuration,
+                               cheapest_configuration, distributed_client, pareto_front,
+                               progress_bar, save, sweep, sweep_cells)
 
-__all__ = ["parse_axis", "add_sweep_arguments", "sweep_cli_main", "save"]
+__all__ = ["parse_axis", "add_sweep_arguments", "sweep_cli_main"]
 
 _CLI_EPILOG = """axis values: comma lists and inclusive ranges, e.g. 1,2,4,8 or 1024:32768:1024
 examples:
@@ -165,8 +166,6 @@ def sweep_cli_main(args, out=None):
     """
     import json
 
-    # imported on call: rooflinekit.sweep imports this module to re-export its functions
-    from .sweep import _EXTRA, sweep, sweep_cells
 
     out = sys.stdout if out is None else out
     models = catalog.model_names() if args.models == ["all"] else [
@@ -195,11 +194,11 @@ def sweep_cli_main(args, out=None):
                 from distributed import Client
             except ImportError as exc:
                 raise ImportError(f"--scheduler needs dask.distributed; install it with "
-                                  f"`pip install {_EXTRA}`") from exc
+                                  f"`pip install {DISTRIBUTED_EXTRA}`") from exc
             stack.enter_context(Client(args.scheduler))
         if args.output is not None:
             if chunks is not None:
-                with progress_bar(progress and _client() is None):
+                with progress_bar(progress and distributed_client() is None):
                     save(ds, args.output)
             else:
                 save(ds, args.output)
@@ -236,23 +235,3 @@ def sweep_cli_main(args, out=None):
               f" (times in s, throughput in tokens/s, cost in USD per 1M tokens)\n")
     _write_table(columns, rows, out)
     return 0
-
-
-def save(ds, path):
-    """Write a sweep to ``path``: zarr for a ``.zarr`` folder, netCDF otherwise.
-
-    netCDF needs ``netCDF4`` (or scipy's netCDF3 for ``.nc3``) and zarr needs ``zarr``; both come
-    with ``pip install rooflinekit[io]``. A lazy sweep streams to disk chunk by chunk.
-    """
-    if str(path).endswith(".zarr"):
-        try:
-            import zarr  # noqa: F401  (only to fail early with the extra to install)
-        except ImportError as exc:
-            raise ImportError("writing .zarr needs zarr; install it with "
-                              "`pip install rooflinekit[io]`") \
-                from exc
-        # format 2: the model/gpu name labels are fixed-length strings, which zarr's format 3
-        # has no stable specification for yet
-        ds.to_zarr(path, mode="w", zarr_format=2, consolidated=True)
-    else:
-        ds.to_netcdf(path)

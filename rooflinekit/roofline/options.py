@@ -19,14 +19,15 @@ import numbers
 import numpy as np
 import xarray as xr
 
-from . import parallel
-from ._labels import finish
-from ._validation import check_nonnegative, check_positive, check_range
-from .hardware import GPU
-from .models import ModelShape
+from rooflinekit import parallel
+from rooflinekit._labels import finish
+from rooflinekit._validation import check_nonnegative, check_positive, check_range
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
 
-__all__ = ["MODEL_FIELDS", "GPU_FIELDS", "model_fields", "gpu_fields", "Grid", "check_options",
-           "OPTION_DEFAULTS", "read_options", "OPTIONS_DOC", "with_options_doc"]
+#: Public: the options and their reader. The spec readers, Grid and the docstring helper serve the
+#: modules of this folder.
+__all__ = ["OPTION_DEFAULTS", "read_options"]
 
 MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
                 "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param",
@@ -85,7 +86,7 @@ def model_fields(model) -> dict:
 def gpu_fields(gpu, compute_dtype) -> dict:
     """The GPU's fields as floats (object) or DataArrays over ``gpu`` (Dataset)."""
     out = _spec_fields("gpu", gpu, GPU, GPU_FIELDS, _gpu_object_fields)
-    out["peak_flops"] = parallel._peak_flops(gpu, compute_dtype)
+    out["peak_flops"] = parallel.device_peak_flops(gpu, compute_dtype)
     if isinstance(out["peak_flops"], numbers.Real):
         out["peak_flops"] = float(out["peak_flops"])
     return out

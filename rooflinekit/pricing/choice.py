@@ -18,10 +18,16 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-from ._labels import finish, is_labelled
-from ._pricing_inputs import USD_PER_MONTH, check_bool, check_type, normalise_region, option_name
-from ._validation import check_fraction, check_nonnegative
-from .capacity_types import PayAsYouGo, Provisioned, SelfHosted
+from rooflinekit._labels import finish, is_labelled
+from rooflinekit._validation import check_fraction, check_nonnegative
+from rooflinekit.pricing._inputs import (
+    USD_PER_MONTH,
+    check_bool,
+    check_type,
+    normalise_region,
+    option_name,
+)
+from rooflinekit.pricing.capacity import PayAsYouGo, Provisioned, SelfHosted
 
 __all__ = ["CLASSIFICATIONS", "Compliance", "admissibility", "NoAdmissibleOptionError", "Choice",
            "cheapest_option"]

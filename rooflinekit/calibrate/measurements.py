@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from . import units
+from rooflinekit import units
 
 __all__ = [
     "MEASUREMENT", "MEASUREMENT_COLUMNS", "REQUIRED_COLUMNS",
@@ -160,7 +160,7 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
             if not math.isnan(value) and value < 0:
                 raise ValueError(f"measurement {i}: {col} must be >= 0, got {row[col]!r}")
         if columns["dtype"][-1]:
-            from .dtypes import dtype_name
+            from rooflinekit.dtypes import dtype_name
             try:
                 columns["dtype"][-1] = dtype_name(columns["dtype"][-1])
             except ValueError as exc:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import dims
-from ._reference import STAT_NAMES
-from .workloads import Workload
+from rooflinekit import dims
+from rooflinekit.batching._reference import STAT_NAMES
+from rooflinekit.workloads import Workload
 
 __all__ = ["STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]
 

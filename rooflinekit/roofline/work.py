@@ -64,31 +64,30 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import memory
-from ._labels import align_inputs, finish, where
-from ._roofline_inputs import model_fields, read_options, with_options_doc
-from ._step import (StepCost, _bytes, _cost, _decode, _flops, _kv_per_sequence, _prefill,
-                    _prefill_pairs, _setup, _step_time, kv_tokens_read_kernel,
-                    mixed_step_time_kernel, prefill_context_tokens_kernel)
-from ._validation import check_integer, check_nonnegative, check_positive
-from .hardware import GPU
-# Latency, throughput and cost live in rooflinekit.latency; re-exported for this module's users.
-from .latency import (amortized_token_time, cost_per_million_tokens, decode_ms_per_token,
-                      decode_roofline, decode_throughput, decode_throughput_per_gpu,
-                      decode_time_per_token, generation_time, prefill_ms, prefill_throughput,
-                      prefill_time, request_latency)
-from .models import ModelShape
+from rooflinekit import memory
+from rooflinekit._labels import align_inputs, finish, where
+from rooflinekit._validation import check_integer, check_nonnegative, check_positive
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
+from rooflinekit.roofline.options import model_fields, read_options, with_options_doc
+from rooflinekit.roofline.step import (
+    StepCost,
+    _bytes,
+    _cost,
+    _decode,
+    _flops,
+    _kv_per_sequence,
+    _prefill,
+    _prefill_pairs,
+    _setup,
+    _step_time,
+)
 
 __all__ = [
-    "StepCost", "step_cost_coefficients", "mixed_step_time_kernel", "kv_tokens_read_kernel",
-    "prefill_context_tokens_kernel", "mixed_step_time",
-    "effective_kv_tokens", "decode_flops", "decode_bytes", "prefill_flops", "prefill_bytes",
-    "arithmetic_intensity", "ridge_point", "bound", "decode_bound", "prefill_bound",
-    "decode_compute_time", "decode_memory_time", "decode_time_per_token", "prefill_time",
-    "amortized_token_time", "decode_throughput", "decode_throughput_per_gpu",
-    "prefill_throughput", "critical_batch_size", "compute_bound_reachable", "generation_time",
-    "request_latency", "cost_per_million_tokens", "decode_roofline", "prefill_ms",
-    "decode_ms_per_token",
+    "step_cost_coefficients", "mixed_step_time", "effective_kv_tokens", "decode_flops",
+    "decode_bytes", "prefill_flops", "prefill_bytes", "arithmetic_intensity", "ridge_point",
+    "bound", "decode_bound", "prefill_bound", "decode_compute_time", "decode_memory_time",
+    "critical_batch_size", "compute_bound_reachable",
 ]
 
 
@@ -170,7 +169,7 @@ def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, t
     Sarathi-Serve fills each step up to a token budget with every running decode and a slice
     of a waiting prompt; one pass over the weights serves both, so the step costs less than a
     decode step and a prefill pass run apart. ``mixed_step_time(B, 0, B·C) ==
-    decode_time_per_token(B, C)`` and ``mixed_step_time(0, N, 0) == prefill_time(N)``.
+    decode_step_time(B, C)`` and ``mixed_step_time(0, N, 0) == prefill_time(N)``.
 
     References
     ----------
@@ -454,7 +453,7 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     Parameters
     ----------
     model, gpu, batch_size, context_length, tp
-        As for :func:`~rooflinekit.latency.decode_time_per_token`.
+        As for :func:`~rooflinekit.latency.decode_step_time`.
     {options}
 
     Returns
@@ -506,7 +505,7 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, **opti
     Parameters
     ----------
     model, gpu, batch_size, context_length, tp
-        As for :func:`~rooflinekit.latency.decode_time_per_token`.
+        As for :func:`~rooflinekit.latency.decode_step_time`.
     {options}
 
     Returns
@@ -537,7 +536,7 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, **optio
     Parameters
     ----------
     model, gpu, batch_size, context_length, tp
-        As for :func:`~rooflinekit.latency.decode_time_per_token`.
+        As for :func:`~rooflinekit.latency.decode_step_time`.
     {options}
 
     Returns

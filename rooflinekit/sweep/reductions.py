@@ -17,19 +17,12 @@ import sys
 import numpy as np
 import xarray as xr
 
-from . import dims
+from rooflinekit import dims
+from rooflinekit.sweep._dask import distributed_client, require_dask
+from rooflinekit.sweep.grid import SWEEP_DIMS
 
 __all__ = ["PARETO_POINT", "best_configuration", "cheapest_configuration", "pareto_front",
            "best_tp", "progress_bar"]
-
-
-def _sweep_dims():
-    """The axis order of a sweep (:data:`rooflinekit.sweep.SWEEP_DIMS`).
-
-    Read on call: :mod:`rooflinekit.sweep` imports this module to re-export its reductions.
-    """
-    from .sweep import SWEEP_DIMS
-    return SWEEP_DIMS
 
 
 def _as_list(value):
@@ -44,7 +37,7 @@ def _ordered_dims(arrays):
         for d in arr.dims:
             if d not in present:
                 present.append(d)
-    order = _sweep_dims()
+    order = SWEEP_DIMS
     return [d for d in order if d in present] + [d for d in present if d not in order]
 
 
@@ -65,7 +58,7 @@ def _reduction_inputs(ds, names, by):
                              f"({list(ds.dims)})")
         if d not in full:
             full.append(d)
-    order = _sweep_dims()
+    order = SWEEP_DIMS
     full = [d for d in order if d in full] + [d for d in full if d not in order]
     return arrays, full, by
 
@@ -209,21 +202,10 @@ def _run_blocks(func, layout, arrays, full_dims, progress):
     return _compute(tasks, progress)
 
 
-def _client():
-    """The active ``dask.distributed`` client, or ``None``."""
-    if "distributed" not in sys.modules:
-        return None
-    from distributed import get_client
-    try:
-        return get_client()
-    except ValueError:
-        return None
-
-
 def _compute(tasks, progress):
     """Compute dask collections (a list of results), with a progress bar when asked."""
     import dask
-    client = _client()
+    client = distributed_client()
     if progress and client is not None:
         from distributed import progress as distributed_progress
         futures = client.compute(list(tasks))
@@ -254,8 +236,7 @@ def progress_bar(enabled=True, *, minimum=1.0, out=None):
     if not enabled:
         yield
         return
-    from .sweep import _require_dask
-    _require_dask()
+    require_dask()
     from dask.diagnostics import ProgressBar
     with ProgressBar(minimum=minimum, out=out if out is not None else sys.stderr):
         yield

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import memory, units
+from rooflinekit import dims, memory, parallel, planning, pricing, roofline, units
 
 __all__ = [
     "plot_roofline", "plot_concurrency_vs_context", "plot_batching_timeline", "plot_batching_win",
@@ -152,7 +152,6 @@ def plot_roofline(model, gpu, batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), context
     .. [2] Williams, Waterman & Patterson, "Roofline: An Insightful Visual Performance Model",
        CACM 52(4), 2009.
     """
-    from . import parallel, roofline
     _check_ax(ax)
     batch_sizes = _one_d("batch_sizes", batch_sizes, 2 ** np.arange(8))
     prompts = (np.zeros(0) if prompt_tokens is None or len(prompt_tokens) == 0
@@ -385,7 +384,7 @@ def plot_break_even(provisioned, payg, output_fractions=None, marks=(0.1, 0.5), 
     Returns
     -------
     matplotlib.axes.Axes
-        Break-even utilisation [%] from :func:`rooflinekit.pricing.break_even`; above the curve
+        Break-even utilisation [%] from :func:`rooflinekit.pricing.comparisons`; above the curve
         the commitment is cheaper, below it pay-as-you-go is. A dotted line marks 100%: where the
         curve passes it, the commitment never pays on price.
 
@@ -394,7 +393,6 @@ def plot_break_even(provisioned, payg, output_fractions=None, marks=(0.1, 0.5), 
     .. [1] Serving-capacity guide §6.3: $12,000/month, 4B tokens, $3/$12 per 1M → 76.92% at 10%
        output, 40.00% at 50%.
     """
-    from . import dims, pricing
     _check_ax(ax)
     f = _labelled("output_fraction", _one_d("output_fractions", output_fractions,
                                             np.linspace(0, 1, 101)), dims.OUTPUT_FRACTION)
@@ -456,7 +454,6 @@ def plot_spillover(demand, payg, floor_unit_cost, *, output_fraction, quantiles=
     .. [1] Serving-capacity guide §6.4: size the floor to p50, spill the rest; degrade in cost,
        not in availability.
     """
-    from . import dims, planning
     _check_ax(ax)
     q = _labelled("quantile", _one_d("quantiles", quantiles, np.linspace(0, 1, 101)),
                   dims.QUANTILE)
@@ -524,7 +521,6 @@ def plot_self_hosting(selfhosted, payg, output_fraction, monthly_tokens=None, ax
     .. [1] Serving-capacity guide §6.5 ("the engineering line decides it"); ``guide/NOTES.md``
        on its $17,545 total.
     """
-    from . import dims, planning
     _check_ax(ax)
     v = _labelled("monthly_tokens", _one_d("monthly_tokens", monthly_tokens,
                                            np.geomspace(1e8, 1e11, 121)), dims.MONTHLY_TOKENS)
@@ -582,7 +578,7 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
     Returns
     -------
     matplotlib.axes.Axes
-        Step time [ms] (left, from :func:`rooflinekit.parallel.tp_scaling`) and group throughput
+        Step time [ms] (left, from :func:`rooflinekit.roofline.tp_scaling`) and group throughput
         [tokens/s] (right, from :func:`rooflinekit.roofline.decode_throughput`), solid with the
         all-reduce and dashed for the guide's simple model; degrees whose memory does not hold
         the weights are shaded.
@@ -592,9 +588,8 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
     .. [1] Serving-capacity guide §5: use the smallest degree that fits.
     .. [2] Shoeybi et al., "Megatron-LM", 2019 (two all-reduces per layer).
     """
-    from . import parallel, roofline
     _check_ax(ax)
-    ts = parallel.tp_scaling(model, gpu, degrees, batch_size, context_length)
+    ts = roofline.tp_scaling(model, gpu, degrees, batch_size, context_length)
     tp = _labelled("tp", ts["tp"].values, "tp")
     rate = roofline.decode_throughput(model, gpu, batch_size, context_length, tp, allreduce=True)
     rate_simple = roofline.decode_throughput(model, gpu, batch_size, context_length, tp)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from . import units
-from .hardware import GPU
-from .models import ModelShape
+from rooflinekit import units
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
 
 __all__ = ["parse_vllm_kv_log", "compare_engine_log"]
 
@@ -116,7 +116,7 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int =
         If the log has neither a memory profile nor an available-KV figure, or no
         ``max_model_len`` is known.
     """
-    from .memory import engine_kv_cache
+    from rooflinekit.memory import engine_kv_cache
 
     if not isinstance(model, ModelShape):
         raise TypeError(f"model must be a ModelShape, got {type(model).__name__}")

@@ -22,10 +22,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import memory, parallel
-from ._labels import align_inputs
-from ._roofline_inputs import Grid, gpu_fields, model_fields, read_options
-from ._validation import check_integer, check_nonnegative, check_range
+from rooflinekit import memory, parallel
+from rooflinekit._labels import align_inputs
+from rooflinekit._validation import check_integer, check_nonnegative, check_range
+from rooflinekit.roofline.options import Grid, gpu_fields, model_fields, read_options
 
 __all__ = ["StepCost", "mixed_step_time_kernel", "kv_tokens_read_kernel",
            "prefill_context_tokens_kernel"]
@@ -240,7 +240,7 @@ def _gpu_coefficients(g: Grid, opts: dict) -> dict:
             float(opts["interconnect_bandwidth"])
         hop = g["gpu.interconnect_latency"] if opts["interconnect_latency"] is None else \
             float(opts["interconnect_latency"])
-        parallel._require_link(link, degree)
+        parallel.require_link(link, degree)
         per_token, latency = parallel.allreduce_coefficients(
             g["model.n_layers"], g["model.hidden_size"], g["model.kv_bytes_per_element"],
             degree, hop)

@@ -45,13 +45,23 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from . import dims
+from rooflinekit import dims
+from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
+
 # Result assembly lives in _batching_results; its public constants are re-exported here.
-from ._batching_results import (REASON_KV_BUDGET, STATUS_COMPLETED, STATUS_REJECTED, TIERS,
-                                _POLICY, _TIER, _single_dataset, _summaries, _summary_grid,
-                                _target_attrs)
-from ._reference import STAT_NAMES, UNLIMITED
-from .workloads import Workload, WorkloadSpec, _coerce_workload
+from rooflinekit.batching.results import (
+    _POLICY,
+    _TIER,
+    REASON_KV_BUDGET,
+    STATUS_COMPLETED,
+    STATUS_REJECTED,
+    TIERS,
+    _single_dataset,
+    _summaries,
+    _summary_grid,
+    _target_attrs,
+)
+from rooflinekit.workloads import Workload, WorkloadSpec, coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "replicate_seed",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]
@@ -92,7 +102,7 @@ class _Timing:
     """What the kernels need to tell time: the tick clock, or the roofline model's coefficients."""
 
     def __init__(self, clock, model, gpu, tp, efficiency):
-        from . import _kernels
+        from rooflinekit.batching import _kernels
         self.clock = clock
         self.tick = clock == "tick"
         if self.tick:
@@ -101,7 +111,7 @@ class _Timing:
             self.reference_clock = None
             self.units = "tick"
             return
-        from . import roofline
+        from rooflinekit import roofline
         cost = roofline.step_cost_coefficients(model, gpu, tp=tp, **(efficiency or {}))
         fields = type(cost)._fields
         self.coef = np.array([float(c) for c in cost], dtype=np.float64)
@@ -134,7 +144,7 @@ class _RooflineClock:
 
 def _resolve_specs(batcher):
     """Look up catalogue names given for ``model``/``gpu``."""
-    from . import catalog
+    from rooflinekit import catalog
     if isinstance(batcher.model, str):
         object.__setattr__(batcher, "model", catalog.model(batcher.model))
     if isinstance(batcher.gpu, str):
@@ -181,7 +191,7 @@ class _Batcher:
         xarray.Dataset
             Per-request variables along ``request`` and scalar summaries (see module docstring).
         """
-        wl = _coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
+        wl = coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
         targets = (_target("ttft_target", ttft_target), _target("itl_target", itl_target))
         timing = self._timing()
         out = self._simulate(wl, timing)
@@ -259,8 +269,8 @@ class StaticBatcher(_Batcher):
 
     def reference(self, workload) -> dict:
         """The same simulation by :func:`rooflinekit._reference.simulate_static` (for tests)."""
-        from . import _reference
-        wl = _coerce_workload(workload)
+        from rooflinekit.batching import _reference
+        wl = coerce_workload(workload)
         return _reference.simulate_static(wl.arrival, wl.prompt_tokens, wl.output_tokens,
                                           batch_size=self.batch_size,
                                           clock=self._timing().reference_clock)
@@ -361,7 +371,7 @@ class ContinuousBatcher(_Batcher):
             return int(self.kv_budget_tokens)
         if self.model is None:
             return None
-        from . import memory
+        from rooflinekit import memory
         budget = memory.kv_budget_tokens(self.model, self.gpu, tp=self.tp, reserve=self.reserve)
         return int(np.asarray(budget).item())
 
@@ -401,8 +411,8 @@ class ContinuousBatcher(_Batcher):
         ``admission`` overrides the batcher's rule; the reference alone also knows ``"prompt"``, the
         guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
         """
-        from . import _reference
-        wl = _coerce_workload(workload)
+        from rooflinekit.batching import _reference
+        wl = coerce_workload(workload)
         slots, budget, _, block, mnbt, cap = self._args(self._kv_budget())
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
@@ -441,19 +451,19 @@ def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl
 
 def _kernel_outputs(batcher, workload) -> dict:
     """The kernel's raw outputs for one workload, keyed like the reference's (for tests)."""
-    wl = _coerce_workload(workload)
+    wl = coerce_workload(workload)
     out = batcher._simulate(wl, batcher._timing())
     keys = ("admit", "first_token", "finish", "preemptions", "status", "stats")
     return {k: a[0] for k, a in zip(keys, out[:6])}
 
 
 def _continuous_kernels(clock):
-    from ._kernels import continuous_kernels
+    from rooflinekit.batching._kernels import continuous_kernels
     return continuous_kernels(clock)
 
 
 def _static_kernels(clock):
-    from ._kernels import static_kernels
+    from rooflinekit.batching._kernels import static_kernels
     return static_kernels(clock)
 
 

@@ -77,7 +77,7 @@ def _positive_int(text: str) -> int:
 
 
 def _cmd_guide(args, out) -> int:
-    from . import guide
+    from rooflinekit import guide
     sections = guide.build(args.section)
     if args.json:
         json.dump([s.as_dict() for s in sections], out, indent=2, default=float)
@@ -91,7 +91,7 @@ def _cmd_guide(args, out) -> int:
 
 
 def _cmd_catalog(args, out) -> int:
-    from . import catalog, units
+    from rooflinekit import catalog, units
     if args.kind == "gpus":
         specs = [catalog.gpu(n) for n in (args.names or catalog.gpu_names())]
         if args.json:
@@ -133,7 +133,7 @@ def _cmd_catalog(args, out) -> int:
 
 
 def _cmd_capacity(args, out) -> int:
-    from . import catalog, memory, roofline, units
+    from rooflinekit import catalog, memory, roofline, units
     model = catalog.resolve_model(args.model)
     gpu = catalog.gpu(args.gpu)
     tp, ctx, batch = args.tp, args.context, args.batch
@@ -150,7 +150,7 @@ def _cmd_capacity(args, out) -> int:
         "max_concurrent_sequences": memory.max_concurrent_sequences(
             model, gpu, ctx, tp=tp, reserve=args.reserve),
         "ttft_ms": roofline.prefill_time(model, gpu, args.prompt, tp=tp, **options) / units.MS,
-        "itl_ms": roofline.decode_time_per_token(model, gpu, batch, ctx, tp=tp,
+        "itl_ms": roofline.decode_step_time(model, gpu, batch, ctx, tp=tp,
                                                  **options) / units.MS,
         "tokens_per_s": roofline.decode_throughput(model, gpu, batch, ctx, tp, **options),
     }
@@ -175,7 +175,7 @@ def _cmd_capacity(args, out) -> int:
 
 
 def _cmd_price(args, out) -> int:
-    from . import pricing
+    from rooflinekit import pricing
     payg = pricing.PayAsYouGo(args.input, args.output)
     rows = []
     provisioned = None
@@ -214,12 +214,12 @@ def _cmd_price(args, out) -> int:
 
 
 def _cmd_calibrate(args, out) -> int:
-    from .calibrate import calibrate_cli_main
+    from rooflinekit.cli.calibrate import calibrate_cli_main
     return calibrate_cli_main(args, out)
 
 
 def _cmd_sweep(args, out) -> int:
-    from .sweep import sweep_cli_main
+    from rooflinekit.cli.sweep import sweep_cli_main
     return sweep_cli_main(args, out)
 
 
@@ -227,7 +227,7 @@ _DISTRIBUTIONS = ("constant", "uniform", "geometric", "lognormal", "short-and-lo
 
 
 def _distribution(kind: str, mean: float, spread: float):
-    from . import workloads
+    from rooflinekit import workloads
     if kind == "constant":
         return workloads.Constant(int(round(mean)))
     if kind == "uniform":
@@ -243,7 +243,7 @@ def _distribution(kind: str, mean: float, spread: float):
 def _cmd_simulate(args, out) -> int:
     import numpy as np
 
-    from . import batching, catalog, workloads
+    from rooflinekit import batching, catalog, workloads
     if args.workload == "guide":
         work = workloads.guide_workload()
     else:
@@ -391,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="emit JSON instead of text")
     p.set_defaults(func=_cmd_simulate)
 
-    from .sweep import add_sweep_arguments
+    from rooflinekit.cli.sweep import add_sweep_arguments
     p = sub.add_parser(
         "sweep", help="every derived quantity over a design space",
         description="Sweep models × GPUs × tp × context × batch; report the best, the cheapest "
@@ -405,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sweep_arguments(p)
     p.set_defaults(func=_cmd_sweep)
 
-    from .calibrate import add_calibrate_arguments
+    from rooflinekit.cli.calibrate import add_calibrate_arguments
     p = sub.add_parser(
         "calibrate", help="fit efficiency factors to measured runs",
         description="Fit compute/bandwidth efficiency and per-step overhead to measurements.",

@@ -24,10 +24,10 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-from . import catalog
-from .hardware import GPU
-from .measurements import MEASUREMENT, _check_measurements
-from .models import ModelShape
+from rooflinekit import catalog
+from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
 
 __all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "Calibration", "save_calibration",
            "load_calibration", "predict"]
@@ -49,7 +49,7 @@ _IDEAL = MappingProxyType({"compute_efficiency": 1.0, "bandwidth_efficiency": 1.
 
 def _roofline():
     # imported lazily: calibrate sits in the composition layer above the formulas
-    from . import roofline
+    from rooflinekit import roofline
     return roofline
 
 
@@ -124,7 +124,7 @@ class _Groups:
     def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:
         """Roofline seconds of ``phase`` for every row (or the given rows), with ``params``."""
         rl = _roofline()
-        func = rl.prefill_time if phase == "prefill" else rl.decode_time_per_token
+        func = rl.prefill_time if phase == "prefill" else rl.decode_step_time
         out = np.full(self.n, np.nan)
         wanted = None if rows is None else np.zeros(self.n, dtype=bool)
         if wanted is not None:
@@ -157,7 +157,7 @@ class _Groups:
 
 
 def _bytes(dtype):
-    from .dtypes import bytes_per_element
+    from rooflinekit.dtypes import bytes_per_element
     return bytes_per_element(dtype)
 
 
@@ -186,8 +186,8 @@ def _check_workload(workload) -> str:
 _FUNCTION_PHASE = {
     "prefill_time": "prefill", "prefill_flops": "prefill", "prefill_bytes": "prefill",
     "ttft": "prefill", "time_to_first_token": "prefill",
-    "decode_time_per_token": "decode", "decode_throughput": "decode", "itl": "decode",
-    "inter_token_latency": "decode", "decode_step_time": "decode", "cost_per_token": "decode",
+    "decode_step_time": "decode", "decode_throughput": "decode", "itl": "decode",
+    "inter_token_latency": "decode", "decode_time_per_token": "decode", "cost_per_token": "decode",
 }
 
 
@@ -228,7 +228,7 @@ class Calibration:
     Notes
     -----
     The knobs are keyword arguments every roofline function already takes, so a calibration is
-    applied by passing them on: ``decode_time_per_token(..., **cal.decode_kwargs)``,
+    applied by passing them on: ``decode_step_time(..., **cal.decode_kwargs)``,
     ``prefill_time(..., **cal.prefill_kwargs)``, or ``cal.apply(func)`` which picks the phase
     from the function's name. ``Calibration()`` is the ideal model.
     """
@@ -250,7 +250,7 @@ class Calibration:
 
     @property
     def decode_kwargs(self) -> dict:
-        """Keyword arguments for :func:`rooflinekit.latency.decode_time_per_token` (ITL,
+        """Keyword arguments for :func:`rooflinekit.latency.decode_step_time` (ITL,
         decode throughput)."""
         return dict(self.decode)
 

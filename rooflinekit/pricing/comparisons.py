@@ -39,23 +39,27 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from ._labels import finish, is_labelled
-from ._pricing_inputs import (TOKENS_PER_MONTH, USD_PER_MONTH, USD_PER_MTOK, check_bool,
-                              check_type, prepare)
-from ._validation import check_fraction, check_nonnegative, check_range
-# re-exported: the capacity types and their prices live in rooflinekit.capacity_types, the
-# admissibility gates and the cheapest option in rooflinekit.compliance
-from .capacity_types import PayAsYouGo, Provisioned, SelfHosted, blended_price, unit_cost
-from .compliance import (CLASSIFICATIONS, Choice, Compliance, NoAdmissibleOptionError,
-                         admissibility, cheapest_option)
-from .units import HOURS_PER_MONTH, PER_MILLION
+from rooflinekit._labels import finish, is_labelled
+from rooflinekit._validation import check_fraction, check_nonnegative, check_range
+from rooflinekit.pricing._inputs import (
+    TOKENS_PER_MONTH,
+    USD_PER_MONTH,
+    USD_PER_MTOK,
+    check_bool,
+    check_type,
+    prepare,
+)
+from rooflinekit.pricing.capacity import (
+    PayAsYouGo,
+    Provisioned,
+    SelfHosted,
+    blended_price,
+)
+from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION
 
 __all__ = [
-    "PayAsYouGo", "Provisioned", "SelfHosted", "Compliance", "Choice", "BreakEven",
-    "NoAdmissibleOptionError", "CLASSIFICATIONS",
-    "blended_price", "break_even", "unit_cost", "crossover_volume", "provisioned_savings",
-    "provisioned_unit_cost", "capacity_price", "admissibility", "cheapest_option",
-    "load_prices", "payg_price", "provisioned_example", "gpu_hourly_price",
+    "BreakEven", "break_even", "crossover_volume", "provisioned_savings", "provisioned_unit_cost",
+    "capacity_price", "load_prices", "payg_price", "provisioned_example", "gpu_hourly_price",
 ]
 
 

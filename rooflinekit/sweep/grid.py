@@ -47,21 +47,20 @@ from types import MappingProxyType, SimpleNamespace
 import numpy as np
 import xarray as xr
 
-from . import catalog, dims, memory, roofline
-# re-exported: the command line, writing to disk and the reductions live in their own modules
-from ._sweep_cli import add_sweep_arguments, parse_axis, save, sweep_cli_main
-from ._sweep_reductions import (PARETO_POINT, best_configuration, best_tp, cheapest_configuration,
-                                pareto_front, progress_bar)
-from ._validation import as_numeric, check_fraction, check_integer, check_nonnegative, check_range
-from .hardware import GPU
-from .models import ModelShape
-from .units import PER_MILLION, SECONDS_PER_HOUR
+from rooflinekit import catalog, dims, memory, roofline
+from rooflinekit._validation import (
+    as_numeric,
+    check_fraction,
+    check_integer,
+    check_nonnegative,
+    check_range,
+)
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
+from rooflinekit.sweep._dask import require_dask
+from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
 
-__all__ = [
-    "SWEEP_DIMS", "VARIABLES", "AUTO_BLOCK_CELLS", "PARETO_POINT", "sweep", "sweep_cells",
-    "best_configuration", "best_tp", "cheapest_configuration", "pareto_front", "progress_bar",
-    "parse_axis", "save", "add_sweep_arguments", "sweep_cli_main",
-]
+__all__ = ["SWEEP_DIMS", "VARIABLES", "AUTO_BLOCK_CELLS", "sweep", "sweep_cells"]
 
 #: Axis order of every sweep; a variable uses the subsequence of these it depends on.
 SWEEP_DIMS = (dims.MODEL, dims.GPU, dims.TP, dims.CONTEXT_LENGTH, dims.BATCH_SIZE,
@@ -69,17 +68,6 @@ SWEEP_DIMS = (dims.MODEL, dims.GPU, dims.TP, dims.CONTEXT_LENGTH, dims.BATCH_SIZ
 _M, _G, _T, _C, _B, _P = range(6)
 _PROMPT = "prompt"   # placeholder axis: prompt_tokens, or context_length when no prompt is given
 
-_EXTRA = "rooflinekit[distributed]"
-
-
-def _require_dask():
-    try:
-        import dask
-        import dask.array  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(f"chunked (lazy) sweeps need dask; install it with "
-                          f"`pip install {_EXTRA}`") from exc
-    return dask
 
 
 # -- the variables --------------------------------------------------------------------------------
@@ -326,9 +314,9 @@ def _roofline_formula(name, out, env, grid):
         # roofline.bound's rule (intensity at or above the ridge), as a boolean, not strings
         return out["arithmetic_intensity"] >= out["ridge_point"]
     elif name == "decode_step_time":
-        v = roofline.decode_time_per_token(model, gpu, batch, ctx, tp, **opts)
+        v = roofline.decode_step_time(model, gpu, batch, ctx, tp, **opts)
     elif name == "tokens_per_second":
-        # roofline.decode_throughput: batch_size / decode_time_per_token
+        # roofline.decode_throughput: batch_size / decode_step_time
         return env.batch / out["decode_step_time"]
     elif name == "tokens_per_second_per_gpu":
         # roofline.decode_throughput_per_gpu: the group's rate over its tp · n_gpus GPUs
@@ -561,7 +549,7 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     grid = dataclasses.replace(grid, replicate_kv=bool(replicate_kv))
     if chunks is None:
         return _wrap(grid, _compute_in_memory(grid))
-    _require_dask()
+    require_dask()
     grid = dataclasses.replace(grid, chunks=_chunks(grid.shape, chunks))
     return _wrap(grid, _lazy_arrays(grid))
 

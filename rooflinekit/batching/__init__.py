@@ -1,0 +1,26 @@
+"""Static and continuous batching, simulated step by step (guide §4).
+
+- :mod:`~rooflinekit.batching.batchers`: :class:`StaticBatcher`, :class:`ContinuousBatcher`,
+  :func:`simulate` and :func:`monte_carlo` (validation, random draws, the KV budget and the
+  step clock, computed before the kernel runs);
+- :mod:`~rooflinekit.batching.results`: per-request and summary Datasets;
+- ``_kernels`` (numba, imported on first run) and ``_reference`` (plain Python, the
+  specification the kernels match bit for bit).
+"""
+
+from rooflinekit.batching.batchers import (
+                                           ContinuousBatcher,
+                                           StaticBatcher,
+                                           monte_carlo,
+                                           replicate_seed,
+                                           simulate,
+)
+from rooflinekit.batching.results import (
+                                           REASON_KV_BUDGET,
+                                           STATUS_COMPLETED,
+                                           STATUS_REJECTED,
+                                           TIERS,
+)
+
+__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "replicate_seed",
+           "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]

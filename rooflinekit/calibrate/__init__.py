@@ -1,0 +1,48 @@
+"""Calibration against measured runs: the measurement format, engine logs, the fit.
+
+- :mod:`~rooflinekit.calibrate.measurements`: the measurement table and its readers;
+- :mod:`~rooflinekit.calibrate.engine_log`: vLLM's start-up KV log beside our budget;
+- :mod:`~rooflinekit.calibrate.model`: :class:`Calibration` (fitted knobs) and :func:`predict`;
+- :mod:`~rooflinekit.calibrate.fit`: :func:`calibrate` and :func:`cross_validate`.
+"""
+
+from rooflinekit.calibrate.engine_log import compare_engine_log, parse_vllm_kv_log
+from rooflinekit.calibrate.fit import (
+                                       DEFAULT_BOUNDS,
+                                       FOLD,
+                                       CalibrationResult,
+                                       CrossValidationResult,
+                                       calibrate,
+                                       cross_validate,
+)
+from rooflinekit.calibrate.measurements import (
+                                       MEASUREMENT,
+                                       MEASUREMENT_COLUMNS,
+                                       REQUIRED_COLUMNS,
+                                       concat_measurements,
+                                       measurements_from_records,
+                                       measurements_to_records,
+                                       read_measurements,
+                                       read_vllm_result,
+                                       write_measurements,
+)
+from rooflinekit.calibrate.model import (
+                                       PARAMETER,
+                                       PARAMETERS,
+                                       PHASE,
+                                       PHASES,
+                                       Calibration,
+                                       load_calibration,
+                                       predict,
+                                       save_calibration,
+)
+
+__all__ = [
+    "MEASUREMENT", "PHASE", "PARAMETER", "FOLD", "PHASES", "PARAMETERS", "MEASUREMENT_COLUMNS",
+    "REQUIRED_COLUMNS", "DEFAULT_BOUNDS",
+    "measurements_from_records", "measurements_to_records", "read_measurements",
+    "write_measurements", "read_vllm_result", "concat_measurements",
+    "Calibration", "CalibrationResult", "CrossValidationResult",
+    "predict", "calibrate", "cross_validate", "save_calibration", "load_calibration",
+    "parse_vllm_kv_log", "compare_engine_log",
+]

@@ -1,0 +1,5 @@
+"""The ``rooflinekit`` command: one module per command; the library never imports this folder."""
+
+from rooflinekit.cli.main import build_parser, main
+
+__all__ = ["main", "build_parser"]

@@ -1,0 +1,45 @@
+"""What serving costs and which way to buy it (guide §6, §7).
+
+- :mod:`~rooflinekit.pricing.capacity`: the ways to buy tokens — :class:`PayAsYouGo`,
+  :class:`Provisioned`, :class:`SelfHosted` — with their blended price and unit cost;
+- :mod:`~rooflinekit.pricing.comparisons`: break-even, crossover volume, provisioned savings,
+  and the illustrative catalogue prices as price objects;
+- :mod:`~rooflinekit.pricing.choice`: data-residency and classification gates before cost, and
+  the cheapest admissible option.
+"""
+
+from rooflinekit.pricing.comparisons import (
+                                            BreakEven,
+                                            break_even,
+                                            capacity_price,
+                                            crossover_volume,
+                                            gpu_hourly_price,
+                                            load_prices,
+                                            payg_price,
+                                            provisioned_example,
+                                            provisioned_savings,
+                                            provisioned_unit_cost,
+)
+from rooflinekit.pricing.capacity import (
+                                            PayAsYouGo,
+                                            Provisioned,
+                                            SelfHosted,
+                                            blended_price,
+                                            unit_cost,
+)
+from rooflinekit.pricing.choice import (
+                                            CLASSIFICATIONS,
+                                            Choice,
+                                            Compliance,
+                                            NoAdmissibleOptionError,
+                                            admissibility,
+                                            cheapest_option,
+)
+
+__all__ = [
+    "PayAsYouGo", "Provisioned", "SelfHosted", "Compliance", "Choice", "BreakEven",
+    "NoAdmissibleOptionError", "CLASSIFICATIONS",
+    "blended_price", "break_even", "unit_cost", "crossover_volume", "provisioned_savings",
+    "provisioned_unit_cost", "capacity_price", "admissibility", "cheapest_option",
+    "load_prices", "payg_price", "provisioned_example", "gpu_hourly_price",
+]

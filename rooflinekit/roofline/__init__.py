@@ -1,0 +1,62 @@
+"""The roofline model of serving: one step formula, its work and traffic, and what follows from it.
+
+- :mod:`~rooflinekit.roofline.options` reads the specs and the efficiency options;
+- :mod:`~rooflinekit.roofline.step` is the one step kernel (numba-compilable) and its inputs;
+- :mod:`~rooflinekit.roofline.work` holds FLOPs, bytes, intensity, which roof binds;
+- :mod:`~rooflinekit.roofline.latency` holds ITL, TTFT, throughput and cost per token;
+- :mod:`~rooflinekit.roofline.tables` holds labelled tables (a decode step's roofline, TP scaling).
+"""
+
+from rooflinekit.roofline.latency import (
+                                          amortized_token_time,
+                                          cost_per_million_tokens,
+                                          decode_ms_per_token,
+                                          decode_step_time,
+                                          decode_throughput,
+                                          decode_throughput_per_gpu,
+                                          decode_time_per_token,
+                                          generation_time,
+                                          prefill_ms,
+                                          prefill_throughput,
+                                          prefill_time,
+                                          request_latency,
+)
+from rooflinekit.roofline.options import OPTION_DEFAULTS, read_options
+from rooflinekit.roofline.step import (
+                                          StepCost,
+                                          kv_tokens_read_kernel,
+                                          mixed_step_time_kernel,
+                                          prefill_context_tokens_kernel,
+)
+from rooflinekit.roofline.tables import decode_roofline, tp_scaling
+from rooflinekit.roofline.work import (
+                                          arithmetic_intensity,
+                                          bound,
+                                          compute_bound_reachable,
+                                          critical_batch_size,
+                                          decode_bound,
+                                          decode_bytes,
+                                          decode_compute_time,
+                                          decode_flops,
+                                          decode_memory_time,
+                                          effective_kv_tokens,
+                                          mixed_step_time,
+                                          prefill_bound,
+                                          prefill_bytes,
+                                          prefill_flops,
+                                          ridge_point,
+                                          step_cost_coefficients,
+)
+
+__all__ = [
+    "OPTION_DEFAULTS", "read_options",
+    "StepCost", "step_cost_coefficients", "mixed_step_time_kernel", "kv_tokens_read_kernel",
+    "prefill_context_tokens_kernel", "mixed_step_time",
+    "effective_kv_tokens", "decode_flops", "decode_bytes", "prefill_flops", "prefill_bytes",
+    "arithmetic_intensity", "ridge_point", "bound", "decode_bound", "prefill_bound",
+    "decode_compute_time", "decode_memory_time", "critical_batch_size", "compute_bound_reachable",
+    "decode_step_time", "decode_time_per_token", "prefill_time", "amortized_token_time",
+    "decode_throughput", "decode_throughput_per_gpu", "prefill_throughput", "generation_time",
+    "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
+    "decode_roofline", "tp_scaling",
+]

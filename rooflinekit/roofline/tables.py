@@ -1,0 +1,165 @@
+"""Labelled tables of the roofline: a decode step's whole roofline, and scaling over TP degrees.
+
+Each function evaluates the step formula of :mod:`rooflinekit.roofline.step` over its inputs'
+dimensions and returns one :class:`xarray.Dataset` with ``units`` and ``long_name`` on every
+variable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from rooflinekit import dims
+from rooflinekit._labels import finish, spec_value
+from rooflinekit._validation import check_integer
+from rooflinekit.roofline.latency import decode_step_time
+from rooflinekit.roofline.options import read_options, with_options_doc
+from rooflinekit.roofline.step import _bytes, _cost, _decode, _flops, _step_time
+
+__all__ = ["decode_roofline", "tp_scaling"]
+
+
+@with_options_doc
+def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+    """Everything the roofline says about a decode step, as one labelled Dataset.
+
+    Parameters
+    ----------
+    model, gpu, batch_size, context_length, tp
+        As for :func:`decode_step_time`; 1-D arrays become dimensions of their name.
+    {options}
+
+    Returns
+    -------
+    xarray.Dataset
+        ``flops`` [FLOP], ``bytes`` [bytes], ``arithmetic_intensity`` and ``ridge_point``
+        [FLOP/byte], ``compute_utilization`` (achieved ÷ peak FLOP/s) [1], ``compute_time``,
+        ``memory_time``, ``step_time`` [s], ``amortized_token_time`` [s/token],
+        ``throughput`` [tokens/s], ``bound`` ("compute"/"memory").
+
+    Notes
+    -----
+    Regenerates the guide's "Batching raises it" table (§3.2): at no context the intensity of
+    the 70B model equals the batch size and the per-token time falls as ``1/B``.
+
+    References
+    ----------
+    .. [1] Guide §3.2, §4.1.
+    """
+    opts = read_options(**options)
+    labelled = {}
+    for key, value in (("batch_size", batch_size), ("context_length", context_length),
+                       ("tp", tp)):
+        if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim):
+            value = np.asarray(value)
+            if value.ndim != 1:
+                raise TypeError(f"{key} must be 1-D or a DataArray for decode_roofline")
+            value = xr.DataArray(value, dims=(key,), coords={key: value})
+        labelled[key] = value
+    g, c, step = _decode(model, gpu, labelled["batch_size"], labelled["context_length"],
+                         labelled["tp"], opts)
+    flops, traffic = _flops(c, *step), _bytes(c, *step)
+    compute_t, memory_t = flops / c["peak_flops"], traffic / c["bandwidth"]
+    t = _step_time(*_cost(c), *step)
+    b = step[0]
+    peak = c["peak_flops"] / g["compute_efficiency"]
+    values = {
+        "flops": (flops, "FLOP", "decode FLOPs per step"),
+        "bytes": (traffic, "bytes", "decode bytes per step"),
+        "arithmetic_intensity": (flops / traffic, "FLOP/byte", "arithmetic intensity"),
+        "ridge_point": (c["peak_flops"] / c["bandwidth"], "FLOP/byte", "ridge point"),
+        "compute_utilization": (flops / t / peak, "1", "achieved / peak FLOP/s"),
+        "compute_time": (compute_t, "s", "decode compute time"),
+        "memory_time": (memory_t, "s", "decode memory time"),
+        "step_time": (t, "s", "decode step time (ITL)"),
+        "amortized_token_time": (t / b, "s/token", "amortized time per token"),
+        "throughput": (b / t, "tokens/s", "decode throughput per group"),
+    }
+    data = {}
+    for name, (value, units, long_name) in values.items():
+        wrapped = g.wrap(value, units, long_name)
+        data[name] = wrapped if isinstance(wrapped, xr.DataArray) else xr.DataArray(
+            np.asarray(wrapped), attrs={"units": units, "long_name": long_name})
+    compute = np.asarray(compute_t >= memory_t)
+    bounds = np.where(np.broadcast_to(compute, g.shape), "compute", "memory")
+    data["bound"] = (xr.DataArray(bounds, dims=g.dims, coords=g.coords) if g.labelled
+                     else xr.DataArray(bounds))
+    data["bound"].attrs = {"units": "", "long_name": "bound"}
+    return xr.Dataset(data)
+
+
+def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0, *,
+               allreduce=True, **options):
+    """How decode latency scales with the tensor-parallel degree, with and without communication.
+
+    Parameters
+    ----------
+    model : ModelShape or xarray.Dataset
+        The model.
+    gpu : GPU or xarray.Dataset
+        One accelerator.
+    degrees : sequence of int
+        Degrees to compare [1], each ≥ 1; the first is the baseline of the speed-up.
+    batch_size : int, array_like or xarray.DataArray
+        Sequences per decode step [1], ≥ 1.
+    context_length : int, array_like or xarray.DataArray
+        Tokens cached per sequence [tokens], ≥ 0.
+    allreduce : bool
+        Whether ``step_time`` includes the all-reduce cost (default ``True``; ``step_time_simple``
+        is always the guide's model without it).
+    **options
+        Efficiency factors and overrides passed to
+        :func:`~rooflinekit.roofline.decode_step_time`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``tp`` (and the inputs' dimensions): ``step_time`` [s], ``step_time_simple`` [s],
+        ``allreduce_time`` [s], ``speedup`` and ``speedup_simple`` against the first degree [1],
+        ``scaling_efficiency`` (speed-up ÷ degree ratio) [1], and ``weights_fit`` (whether the
+        group's memory holds the weights; the latency is computed either way).
+
+    Notes
+    -----
+    The simple model's step time falls as ``1/tp``; the all-reduce time grows with ``tp`` (its
+    latency term as ``2·(tp−1)``), so the real speed-up flattens and can reverse. Memory-bound
+    decode gains least from a wider group exactly where the guide says to stop: once the
+    weights and the needed KV fit.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §5.
+    .. [2] Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023.
+    """
+    if isinstance(degrees, (str, bytes)) or not hasattr(degrees, "__iter__"):
+        raise TypeError("degrees must be a sequence of integers >= 1")
+    degrees = list(degrees)
+    if not degrees:
+        raise ValueError("degrees must hold at least one tensor-parallel degree")
+    check_integer("degrees", degrees, lo=1)
+    if not isinstance(allreduce, (bool, np.bool_)):
+        raise TypeError("allreduce must be True or False")
+    tp = xr.DataArray(np.asarray(degrees, dtype=np.int64), dims=(dims.TP,),
+                      coords={dims.TP: np.asarray(degrees, dtype=np.int64)})
+    step = decode_step_time(model, gpu, batch_size, context_length, tp,
+                            allreduce=bool(allreduce), **options)
+    simple = decode_step_time(model, gpu, batch_size, context_length, tp, allreduce=False,
+                              **options)
+    base_step = step.isel({dims.TP: 0}, drop=True)
+    base_simple = simple.isel({dims.TP: 0}, drop=True)
+    ratio = tp / tp.isel({dims.TP: 0}, drop=True)
+    speedup = base_step / step
+    fits = spec_value(gpu, "memory_bytes") * tp > spec_value(model, "weight_bytes")
+    data = {
+        "step_time": finish(step, "s", "decode step time (ITL)"),
+        "step_time_simple": finish(simple, "s", "decode step time, simple TP model"),
+        "allreduce_time": finish(step - simple, "s", "all-reduce time per step"),
+        "speedup": finish(speedup, "1", "speed-up over the first degree"),
+        "speedup_simple": finish(base_simple / simple, "1",
+                                 "speed-up over the first degree, simple TP model"),
+        "scaling_efficiency": finish(speedup / ratio, "1", "speed-up / degree ratio"),
+        "weights_fit": finish(fits, "1", "group memory holds the weights"),
+    }
+    return xr.Dataset(data)
+

@@ -1,0 +1,30 @@
+"""Design-space sweeps: every quantity over models × GPUs × TP × context × batch × prompt.
+
+- :mod:`~rooflinekit.sweep.grid`: the variable registry and :func:`sweep` (in memory, or lazily
+  in dask blocks);
+- :mod:`~rooflinekit.sweep.reductions`: the best, the cheapest under targets, the Pareto front
+  and the best TP, streamed block by block;
+- :mod:`~rooflinekit.sweep.io`: writing a sweep to netCDF or zarr.
+"""
+
+from rooflinekit.sweep._dask import DISTRIBUTED_EXTRA, distributed_client
+from rooflinekit.sweep.grid import (
+                                          AUTO_BLOCK_CELLS,
+                                          SWEEP_DIMS,
+                                          VARIABLES,
+                                          sweep,
+                                          sweep_cells,
+)
+from rooflinekit.sweep.io import save
+from rooflinekit.sweep.reductions import (
+                                          PARETO_POINT,
+                                          best_configuration,
+                                          best_tp,
+                                          cheapest_configuration,
+                                          pareto_front,
+                                          progress_bar,
+)
+
+__all__ = ["SWEEP_DIMS", "VARIABLES", "AUTO_BLOCK_CELLS", "PARETO_POINT", "sweep", "sweep_cells",
+           "best_configuration", "best_tp", "cheapest_configuration", "pareto_front",
+           "progress_bar", "save", "DISTRIBUTED_EXTRA", "distributed_client"]
