@@ -45,7 +45,7 @@ ax.figure.savefig(out / "batching_timeline.png", dpi=120)
 # %%
 # Where this differs from the guide
 # ---------------------------------
-# The guide's workload is not printed; this one (guide/NOTES.md) reproduces all four of its
+# The guide's workload is not printed; this one (docs/conventions.md) reproduces all four of its
 # figures: 1,220 vs 440 ticks and mean latency 337 vs 68 — but only when latency is measured from
 # admission to finish (service time). Measured from arrival, which includes queueing, the means
 # are the larger numbers printed above; no simple workload gives 337 and 68 from arrival.

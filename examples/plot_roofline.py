@@ -60,7 +60,7 @@ ax.figure.savefig(out / "roofline.png", dpi=120)
 # The guide says per-token cost "has fallen 75×" at batch 128 without stating a context. At zero
 # context the fall is exactly 128× (intensity equals the batch size); 75× needs about 2,390 tokens
 # of context per sequence, which is what we draw. Its "~0.00003 ms worth of arithmetic" for one
-# decode step does not re-derive: 140 GFLOP at 989 TFLOP/s is 0.14 ms (see guide/NOTES.md).
+# decode step does not re-derive: 140 GFLOP at 989 TFLOP/s is 0.14 ms (see docs/conventions.md).
 #
 # References
 # ----------

@@ -55,8 +55,8 @@ ax.figure.savefig(out / "self_hosting.png", dpi=120)
 # 25,000. Its $0.88/M at 20B and its 4–5B crossover follow that GPU-only total (its $17.50/M at
 # 1B needs the total rounded to $17.5k). With the engineering line the month costs $42,520:
 # $42.52/M at 1B, $2.13/M at 20B, crossover about 10.9B tokens a month. The guide's lesson — the
-# engineering line decides it — is right; its figures forgot the line. See guide/NOTES.md.
+# engineering line decides it — is right; its figures forgot the line. See docs/conventions.md.
 #
 # References
 # ----------
-# Serving-capacity guide §6.5 and §11 ("When would you self-host?"); guide/NOTES.md.
+# Serving-capacity guide §6.5 and §11 ("When would you self-host?"); docs/conventions.md.
