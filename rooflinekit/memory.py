@@ -11,7 +11,14 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from rooflinekit._labels import align_inputs, finish, spec_value, where
+from rooflinekit._labels import (
+    align_inputs,
+    finish,
+    formula,
+    spec_fields,
+    spec_value,
+    where,
+)
 from rooflinekit._validation import (
     check_fraction,
     check_integer,
@@ -20,9 +27,18 @@ from rooflinekit._validation import (
 )
 
 __all__ = [
-    "kv_bytes_per_token", "weight_bytes", "kv_bytes_per_sequence", "group_memory_bytes",
-    "usable_kv_bytes", "kv_copies", "max_concurrent_sequences", "kv_budget_tokens",
-    "max_context_length", "blocks_per_sequence", "paged_waste_bytes", "engine_kv_cache",
+    "blocks_per_sequence",
+    "engine_kv_cache",
+    "group_memory_bytes",
+    "kv_budget_tokens",
+    "kv_bytes_per_sequence",
+    "kv_bytes_per_token",
+    "kv_copies",
+    "max_concurrent_sequences",
+    "max_context_length",
+    "paged_waste_bytes",
+    "usable_kv_bytes",
+    "weight_bytes",
 ]
 
 DEFAULT_RESERVE = 0.10
@@ -82,6 +98,10 @@ def weight_bytes(model):
     return finish(spec_value(model, "weight_bytes"), "bytes", "weight bytes")
 
 
+@formula("bytes", "KV bytes per sequence", checks={"context_length": check_nonnegative},
+         specs={"model": spec_fields("kv_bytes_per_token_per_layer", "n_full_layers",
+                                     "n_sliding_layers", "sliding_window",
+                                     unknown={"sliding_window": np.inf})})
 def kv_bytes_per_sequence(model, context_length):
     """KV-cache bytes of one sequence holding ``context_length`` tokens [bytes].
 
@@ -111,16 +131,9 @@ def kv_bytes_per_sequence(model, context_length):
     .. [1] Serving-capacity guide §2.2.
     .. [2] Jiang et al., "Mistral 7B", arXiv:2310.06825, 2023 (rolling-buffer cache).
     """
-    check_nonnegative("context_length", context_length)
-    ctx = align_inputs({"context_length": context_length, "model": model})["context_length"]
-    per_layer = spec_value(model, "kv_bytes_per_token_per_layer")
-    full = spec_value(model, "n_full_layers")
-    sliding = spec_value(model, "n_sliding_layers")
-    window = spec_value(model, "sliding_window")
-    if isinstance(window, (int, float)) or window is None:
-        window = np.inf if window is None else window
-    result = per_layer * (full * ctx + sliding * np.minimum(ctx, window))
-    return finish(result, "bytes", "KV bytes per sequence")
+    return model.kv_bytes_per_token_per_layer * (
+        model.n_full_layers * context_length
+        + model.n_sliding_layers * np.minimum(context_length, model.sliding_window))
 
 
 def group_memory_bytes(gpu, tp=1):

@@ -20,32 +20,51 @@ import warnings
 import numpy as np
 
 from rooflinekit._labels import finish
-from rooflinekit._validation import check_integer, check_nonnegative, check_range
-from rooflinekit.roofline.options import read_options, with_options_doc
+from rooflinekit._validation import check_integer, check_nonnegative
+from rooflinekit.roofline.options import OPTION_DEFAULTS
 from rooflinekit.roofline.step import (
-    _bytes,
-    _cost,
-    _decode,
-    _prefill,
-    _prefill_pairs,
-    _setup,
-    _step_time,
+    decode_step,
+    prefill_step,
+    step_bytes,
+    step_formula,
+    step_time,
 )
 from rooflinekit.units import MS, PER_MILLION, SECONDS_PER_HOUR
 
 __all__ = [
-    "decode_step_time", "prefill_time", "amortized_token_time", "decode_throughput",
-    "decode_throughput_per_gpu", "prefill_throughput", "generation_time", "request_latency",
-    "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token", "decode_time_per_token",
+    "amortized_token_time",
+    "cost_per_million_tokens",
+    "decode_ms_per_token",
+    "decode_step_time",
+    "decode_throughput",
+    "decode_throughput_per_gpu",
+    "decode_time_per_token",
+    "generation_time",
+    "prefill_ms",
+    "prefill_throughput",
+    "prefill_time",
+    "request_latency",
 ]
+
+
+def _whole(lo):
+    """A check that every value is a whole number ≥ ``lo``."""
+    return lambda name, value: check_integer(name, value, lo=lo)
+
+
+def _price(name, value):
+    if value is not None:
+        check_nonnegative(name, value)
 
 
 # ------------------------------------------------------------------------------------------------
 # Step time, per token and per second.
 # ------------------------------------------------------------------------------------------------
 
-@with_options_doc
-def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+@step_formula("s", "decode step time (ITL)")
+def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
+                     bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+                     compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Decode step time = inter-token latency (ITL) [s]: every sequence gets one token per step.
 
     Parameters
@@ -67,6 +86,10 @@ def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, **options
     float, ndarray or xarray.DataArray
         Seconds per step.
 
+    See Also
+    --------
+    amortized_token_time, prefill_time, decode_throughput, mixed_step_time
+
     Notes
     -----
     ``max(decode FLOPs / peak, (weights + B·KV(C)) / bandwidth) + overhead [+ all-reduce]``
@@ -78,13 +101,13 @@ def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, **options
     ----------
     .. [1] Guide §3.1, §3.3, §4.1, §5.
     """
-    opts = read_options(**options)
-    g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
-    return g.wrap(_step_time(*_cost(c), *step), "s", "decode step time (ITL)")
+    return step_time(model, gpu, decode_step(model, batch_size, context_length))
 
 
-@with_options_doc
-def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, **options):
+@step_formula("s", "prefill time")
+def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, compute_efficiency=1.0,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Time of prefilling a prompt in one pass [s]: the prefill part of TTFT.
 
     Parameters
@@ -106,6 +129,10 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, **options
     float, ndarray or xarray.DataArray
         Seconds.
 
+    See Also
+    --------
+    decode_step_time, prefill_throughput, request_latency, mixed_step_time
+
     Notes
     -----
     Compute-bound for any real prompt, so it grows linearly with the prompt (plus attention's
@@ -116,13 +143,14 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, **options
     ----------
     .. [1] Guide §3.1, §3.3.
     """
-    opts = read_options(**options)
-    g, c, step = _prefill(model, gpu, prompt_tokens, context_length, tp, opts)
-    return g.wrap(_step_time(*_cost(c), *step), "s", "prefill time")
+    return step_time(model, gpu, prefill_step(model, prompt_tokens, context_length))
 
 
-@with_options_doc
-def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+@step_formula("s/token", "amortized time per token")
+def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
+                         compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
+                         allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+                         interconnect_latency=None):
     """Group time per generated token, the decode step shared over the batch [s/token].
 
     Parameters
@@ -137,6 +165,10 @@ def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, **opt
         ``decode_step_time / batch_size`` [s/token] — guide §4.1's
         ``t = (weights + B·KV) / (bandwidth × B)``, what per-token cost is proportional to.
 
+    See Also
+    --------
+    decode_step_time, decode_ms_per_token, decode_throughput
+
     Notes
     -----
     With no context it falls exactly as ``1/B`` (while memory-bound); with a long context the
@@ -147,13 +179,14 @@ def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, **opt
     ----------
     .. [1] Guide §4.1.
     """
-    opts = read_options(**options)
-    g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
-    return g.wrap(_step_time(*_cost(c), *step) / step[0], "s/token", "amortized time per token")
+    return step_time(model, gpu, decode_step(model, batch_size, context_length)) / batch_size
 
 
-@with_options_doc
-def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+@step_formula("tokens/s", "decode throughput per group")
+def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *,
+                      compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
+                      allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+                      interconnect_latency=None):
     """Generated tokens per second of one tensor-parallel group [tokens/s].
 
     Parameters
@@ -167,18 +200,22 @@ def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, **option
     float, ndarray or xarray.DataArray
         ``batch_size / decode_step_time`` [tokens/s] for the whole group of ``tp`` GPUs.
 
+    See Also
+    --------
+    decode_throughput_per_gpu, decode_step_time, amortized_token_time
+
     References
     ----------
     .. [1] Guide §4.1.
     """
-    opts = read_options(**options)
-    g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
-    return g.wrap(step[0] / _step_time(*_cost(c), *step), "tokens/s",
-                  "decode throughput per group")
+    return batch_size / step_time(model, gpu, decode_step(model, batch_size, context_length))
 
 
-@with_options_doc
-def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+@step_formula("tokens/s", "decode throughput per GPU")
+def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, *,
+                              compute_efficiency=1.0, bandwidth_efficiency=1.0,
+                              step_overhead=0.0, allreduce=False, compute_dtype=None,
+                              interconnect_bandwidth=None, interconnect_latency=None):
     """Generated tokens per second per GPU [tokens/s]: :func:`decode_throughput` ÷ GPUs.
 
     Parameters
@@ -191,15 +228,19 @@ def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, 
     -------
     float, ndarray or xarray.DataArray
         Tokens per second per GPU.
+
+    See Also
+    --------
+    decode_throughput, cost_per_million_tokens
     """
-    opts = read_options(**options)
-    g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
-    return g.wrap(step[0] / _step_time(*_cost(c), *step) / c["tp"], "tokens/s",
-                  "decode throughput per GPU")
+    t = step_time(model, gpu, decode_step(model, batch_size, context_length))
+    return batch_size / t / gpu.tp
 
 
-@with_options_doc
-def prefill_throughput(model, gpu, prompt_tokens, tp=1, **options):
+@step_formula("tokens/s", "prefill throughput")
+def prefill_throughput(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0,
+                       bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+                       compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Prompt tokens per second of one group prefilling one prompt [tokens/s].
 
     Parameters
@@ -212,10 +253,12 @@ def prefill_throughput(model, gpu, prompt_tokens, tp=1, **options):
     -------
     float, ndarray or xarray.DataArray
         ``prompt_tokens / prefill_time`` [tokens/s].
+
+    See Also
+    --------
+    prefill_time, decode_throughput
     """
-    opts = read_options(**options)
-    g, c, step = _prefill(model, gpu, prompt_tokens, 0, tp, opts)
-    return g.wrap(step[1] / _step_time(*_cost(c), *step), "tokens/s", "prefill throughput")
+    return prompt_tokens / step_time(model, gpu, prefill_step(model, prompt_tokens, 0.0))
 
 
 
@@ -238,8 +281,12 @@ def _sum_linear(a, d, lo, hi):
     return total, positive
 
 
-@with_options_doc
-def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, tp=1, **options):
+@step_formula("s", "generation time", checks={
+    "output_tokens": _whole(0), "context_length": _whole(0)})
+def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, tp=1, *,
+                    compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
+                    allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+                    interconnect_latency=None):
     """Time of ``output_tokens`` consecutive decode steps, the first at ``context_length`` [s].
 
     Parameters
@@ -257,6 +304,10 @@ def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, t
     float, ndarray or xarray.DataArray
         Seconds: ``Σ decode_step_time(B, C + j)`` for ``j = 0 … output_tokens − 1``.
 
+    See Also
+    --------
+    decode_step_time, request_latency
+
     Notes
     -----
     Summed in closed form: within a step both the compute and the memory time are affine in
@@ -267,27 +318,19 @@ def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, t
     ----------
     .. [1] Guide §3.3, §4.1.
     """
-    check_integer("output_tokens", output_tokens, lo=0)
-    check_integer("context_length", context_length, lo=0)
-    check_range("batch_size", batch_size, lo=1)
-    opts = read_options(**options)
-    args = {"tp": tp, "output_tokens": output_tokens, "context_length": context_length,
-            "batch_size": batch_size}
-    g, c = _setup(model, gpu, args, opts)
-    return g.wrap(_generation(g, c, g["output_tokens"], g["context_length"]), "s",
-                  "generation time")
+    return _generation(model, gpu, batch_size, output_tokens, context_length)
 
 
-def _generation(g, c, steps, first):
-    b = g["batch_size"]
+def _generation(model, gpu, b, steps, first):
+    """``Σ step_time`` over ``steps`` decode steps from context ``first``, in closed form."""
     zeros = np.zeros_like(np.asarray(first, dtype=float))
-    weights = _bytes(c, b, 0.0, zeros, 0.0)                     # W(B) with no KV
-    a_compute = c["flops_per_token"] * b / c["peak_flops"]
-    b_compute = c["attention_flops_per_pair"] * b / c["peak_flops"]
-    a_memory = weights / c["bandwidth"]
-    b_memory = c["kv_bytes_per_token"] * b / c["bandwidth"]
+    weights = step_bytes(model, (b, 0.0, zeros, 0.0))           # W(B) with no KV
+    a_compute = model.flops_per_token * b / gpu.peak_flops
+    b_compute = model.attention_flops_per_pair * b / gpu.peak_flops
+    a_memory = weights / gpu.bandwidth
+    b_memory = model.kv_bytes_per_token * b / gpu.bandwidth
     da, db = a_compute - a_memory, b_compute - b_memory
-    f, w = c["full_attention_fraction"], c["sliding_window"]
+    f, w = model.full_attention_fraction, model.sliding_window
     finite_w = np.where(np.isinf(w), 0.0, w)
     lo, hi = first, first + steps - 1.0
     # Up to the window the context counts whole; past it windowed layers stop growing.
@@ -300,13 +343,17 @@ def _generation(g, c, steps, first):
     context1 = _sum_linear(0.0, 1.0, lo, hi1)[0]
     context2 = f * _sum_linear(0.0, 1.0, lo2, hi)[0] + (1.0 - f) * finite_w * n2
     memory_time = a_memory * (n1 + n2) + b_memory * (context1 + context2)
-    fixed = c["step_overhead"] + b * c["allreduce_bytes_per_token"] / c["link_bandwidth"] + \
-        c["allreduce_latency"]
+    fixed = gpu.step_overhead + b * gpu.allreduce_bytes_per_token / gpu.link_bandwidth + \
+        gpu.allreduce_latency
     return memory_time + pos1 + pos2 + steps * fixed
 
 
-@with_options_doc
-def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, **options):
+@step_formula("s", "request latency", checks={
+    "prompt_tokens": _whole(1), "output_tokens": _whole(1)})
+def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, *,
+                    compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
+                    allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+                    interconnect_latency=None):
     """End-to-end time of one request: prefill, then ``output_tokens − 1`` decode steps [s].
 
     Parameters
@@ -326,27 +373,25 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
     float, ndarray or xarray.DataArray
         Seconds: ``prefill_time(N) + generation_time(output − 1, context N)``. No queueing.
 
+    See Also
+    --------
+    prefill_time, generation_time
+
     References
     ----------
     .. [1] Guide §3.3 (TTFT then ITL per token).
     """
-    check_integer("prompt_tokens", prompt_tokens, lo=1)
-    check_integer("output_tokens", output_tokens, lo=1)
-    check_range("batch_size", batch_size, lo=1)
-    opts = read_options(**options)
-    args = {"tp": tp, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
-            "batch_size": batch_size, "context_length": 0.0}
-    g, c = _setup(model, gpu, args, opts)
-    n = g["prompt_tokens"]
-    pairs = _prefill_pairs(n, 0.0, c["full_attention_fraction"], c["sliding_window"])
-    ttft = _step_time(*_cost(c), 0.0, n, 0.0, pairs)
-    total = ttft + _generation(g, c, g["output_tokens"] - 1.0, n)
-    return g.wrap(total, "s", "request latency")
+    first = step_time(model, gpu, prefill_step(model, prompt_tokens, 0.0))
+    return first + _generation(model, gpu, batch_size, output_tokens - 1.0, prompt_tokens)
 
 
-@with_options_doc
+@step_formula("USD/1M tokens", "GPU cost per million generated tokens",
+              checks={"hourly_price": _price})
 def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
-                            hourly_price=None, **options):
+                            hourly_price=None, compute_efficiency=1.0,
+                            bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+                            compute_dtype=None, interconnect_bandwidth=None,
+                            interconnect_latency=None):
     """GPU cost of a million generated tokens at full decode throughput [USD per 1M tokens].
 
     Parameters
@@ -368,46 +413,48 @@ def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
     ValueError
         If no price is given and the GPU has none.
 
+    See Also
+    --------
+    decode_throughput, decode_throughput_per_gpu
+
     References
     ----------
     .. [1] Guide §4.1 (per-token cost), §6.5.
     """
-    opts = read_options(**options)
-    if hourly_price is not None:
-        check_nonnegative("hourly_price", hourly_price)
-    more = {} if hourly_price is None else {"hourly_price": hourly_price}
-    g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts, **more)
     if hourly_price is None:
-        per_gpu = g["gpu.hourly_price"] / g["gpu.n_gpus"]
-        if np.isnan(per_gpu).any():
+        hourly_price = gpu.hourly_price / gpu.n_gpus
+        if np.isnan(hourly_price).any():
             raise ValueError("gpu has no hourly_price; pass hourly_price=<USD per GPU-hour>")
-    else:
-        per_gpu = g["hourly_price"]
-    rate = step[0] / _step_time(*_cost(c), *step)
-    usd = c["tp"] * per_gpu / SECONDS_PER_HOUR / rate * PER_MILLION
-    return g.wrap(usd, "USD/1M tokens", "GPU cost per million generated tokens")
+    rate = batch_size / step_time(model, gpu, decode_step(model, batch_size, context_length))
+    return gpu.tp * hourly_price / SECONDS_PER_HOUR / rate * PER_MILLION
 
 
 # ------------------------------------------------------------------------------------------------
 # The guide's lab names.
 # ------------------------------------------------------------------------------------------------
 
-@with_options_doc
-def prefill_ms(model, gpu, prompt_tokens, tp=1, **options):
+def prefill_ms(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0, bandwidth_efficiency=1.0,
+               step_overhead=0.0, allreduce=False, compute_dtype=None,
+               interconnect_bandwidth=None, interconnect_latency=None):
     """The lab's name: :func:`prefill_time` in milliseconds [ms] (guide §8 step 3)."""
-    return _to_ms(prefill_time(model, gpu, prompt_tokens, tp, **options), "prefill time")
+    options = {k: v for k, v in locals().items() if k in OPTION_DEFAULTS}
+    seconds = prefill_time(model, gpu, prompt_tokens, tp, **options)
+    return _to_ms(seconds, "prefill time")
 
 
-@with_options_doc
-def decode_ms_per_token(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+def decode_ms_per_token(model, gpu, batch_size=1, context_length=0, tp=1, *,
+                        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
+                        allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+                        interconnect_latency=None):
     """The lab's name: guide §4.1's per-token time ``(weights + B·KV)/(bandwidth·B)`` [ms].
 
     This is :func:`amortized_token_time` in milliseconds — the decode step shared over the
     batch, which falls exactly as ``1/B`` with no context (the lab's test) — **not** the
     inter-token latency a user sees, which is :func:`decode_step_time` (the whole step).
     """
-    return _to_ms(amortized_token_time(model, gpu, batch_size, context_length, tp, **options),
-                  "amortized time per token")
+    options = {k: v for k, v in locals().items() if k in OPTION_DEFAULTS}
+    seconds = amortized_token_time(model, gpu, batch_size, context_length, tp, **options)
+    return _to_ms(seconds, "amortized time per token")
 
 
 def _to_ms(seconds, long_name):

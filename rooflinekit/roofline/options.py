@@ -12,7 +12,6 @@ inputs out on one grid of raw arrays and wraps the result once.
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
 
@@ -20,8 +19,12 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import parallel
-from rooflinekit._labels import finish
-from rooflinekit._validation import check_nonnegative, check_positive, check_range
+from rooflinekit._validation import (
+    check_integer,
+    check_nonnegative,
+    check_positive,
+    check_range,
+)
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
@@ -32,7 +35,7 @@ __all__ = ["OPTION_DEFAULTS", "read_options"]
 MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
                 "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param",
                 "kv_bytes_per_element", "kv_bytes_per_token", "kv_bytes_per_token_per_layer",
-                "n_full_layers", "sliding_window")
+                "n_full_layers", "n_sliding_layers", "sliding_window")
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")
 
@@ -92,84 +95,49 @@ def gpu_fields(gpu, compute_dtype) -> dict:
     return out
 
 
-class Grid:
-    """Inputs broadcast by dimension name, computed on raw numpy arrays, wrapped once.
-
-    xarray costs a fraction of a millisecond per operation; a step-time formula has dozens, so
-    labelled inputs are aligned once (exactly: shared dimensions must carry equal coordinates),
-    each is laid out on the union of dimensions with size-1 axes where it has none, and the
-    result is wrapped in a DataArray at the end.
-    """
-
-    def __init__(self, values: dict):
-        self.labelled = any(isinstance(v, xr.DataArray) for v in values.values())
-        self.raw = {}
-        if not self.labelled:
-            self.raw = {k: (v if isinstance(v, float) else np.asarray(v, dtype=float))
-                        for k, v in values.items()}
-            try:
-                self.shape = np.broadcast_shapes(*(np.shape(v) for v in self.raw.values()))
-            except ValueError:
-                shapes = {k: np.shape(v) for k, v in values.items() if np.ndim(v)}
-                raise ValueError(f"array inputs do not broadcast together: {shapes}; pass "
-                                 f"xarray.DataArrays to combine them by dimension name") from None
-            return
-        order, sizes, indexes, coords = [], {}, {}, {}
-        for key, value in values.items():
-            if not isinstance(value, xr.DataArray):
-                continue
-            for dim in value.dims:
-                if dim not in sizes:
-                    order.append(dim)
-                    sizes[dim] = value.sizes[dim]
-                elif value.sizes[dim] != sizes[dim]:
-                    raise ValueError(f"{key}: dimension {dim!r} has {value.sizes[dim]} entries "
-                                     f"where another input has {sizes[dim]}")
-                if dim in value.indexes:
-                    index = value.indexes[dim]
-                    if dim not in indexes:
-                        indexes[dim] = index
-                    elif index is not indexes[dim] and not index.equals(indexes[dim]):
-                        raise ValueError(f"{key}: coordinates of dimension {dim!r} differ from "
-                                         f"another input's; select or reindex so they match")
-            for name, coord in value.coords.items():
-                coords.setdefault(name, coord.variable)
-        self.dims = tuple(order)
-        self.shape = tuple(sizes[d] for d in order)
-        self.coords = coords
-        for key, value in values.items():
-            if isinstance(value, xr.DataArray):
-                present = [d for d in order if d in value.dims]
-                data = np.asarray(value.transpose(*present).values, dtype=float)
-                self.raw[key] = data.reshape([sizes[d] if d in value.dims else 1 for d in order])
-            else:
-                self.raw[key] = value if isinstance(value, float) else np.asarray(value, float)
-
-    def __getitem__(self, key):
-        return self.raw[key]
-
-    def wrap(self, result, units: str, long_name: str, name: str | None = None):
-        """The result in its inputs' kind: DataArray over the grid, ndarray, or Python scalar."""
-        result = np.asarray(result)
-        if result.shape != self.shape:
-            result = np.broadcast_to(result, self.shape).copy()
-        if self.labelled:
-            result = xr.DataArray(result, dims=self.dims, coords=self.coords)
-        return finish(result, units, long_name, name)
+def _check_flag(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
 
 
-def check_options(compute_efficiency, bandwidth_efficiency, step_overhead, allreduce):
-    check_range("compute_efficiency", compute_efficiency, lo=0, hi=1, lo_open=True)
-    check_range("bandwidth_efficiency", bandwidth_efficiency, lo=0, hi=1, lo_open=True)
-    check_nonnegative("step_overhead", step_overhead)
-    if not isinstance(allreduce, (bool, np.bool_)):
-        raise TypeError(f"allreduce must be True or False, got {type(allreduce).__name__}")
+def _check_dtype(name, value):
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a format name such as 'fp8', got "
+                        f"{type(value).__name__}")
+
+
+def _single(check):
+    """An override: ``None`` (use the GPU's own) or one number passing ``check``."""
+    def check_override(name, value):
+        if value is not None:
+            check(name, value)
+            if np.ndim(value):
+                raise TypeError(f"{name} must be a single number")
+    return check_override
+
+
+def _efficiency(name, value):
+    check_range(name, value, lo=0, hi=1, lo_open=True)
 
 
 #: The keyword options every time function takes, with the guide's ideal-model defaults.
 OPTION_DEFAULTS = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": 0.0,
                    "allreduce": False, "compute_dtype": None, "interconnect_bandwidth": None,
                    "interconnect_latency": None}
+
+#: One check per option, run wherever the option enters (one rule, one message).
+OPTION_CHECKS = {"compute_efficiency": _efficiency, "bandwidth_efficiency": _efficiency,
+                 "step_overhead": check_nonnegative, "allreduce": _check_flag,
+                 "compute_dtype": _check_dtype,
+                 "interconnect_bandwidth": _single(check_positive),
+                 "interconnect_latency": _single(check_nonnegative)}
+
+#: Checks of the arguments the roofline formulas share, by name (a formula may override one).
+ARGUMENT_CHECKS = {"batch_size": lambda name, v: check_range(name, v, lo=1),
+                   "context_length": check_nonnegative,
+                   "prompt_tokens": lambda name, v: check_range(name, v, lo=1),
+                   "tp": lambda name, v: check_integer(name, v, lo=1),
+                   **OPTION_CHECKS}
 
 
 def read_options(**options):
@@ -179,19 +147,20 @@ def read_options(**options):
         raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; the options are "
                         f"{', '.join(OPTION_DEFAULTS)}")
     o = {**OPTION_DEFAULTS, **options}
-    check_options(o["compute_efficiency"], o["bandwidth_efficiency"], o["step_overhead"],
-                  o["allreduce"])
-    for name, check in (("interconnect_bandwidth", check_positive),
-                        ("interconnect_latency", check_nonnegative)):
-        if o[name] is not None:
-            check(name, o[name])
-            if np.ndim(o[name]):
-                raise TypeError(f"{name} must be a single number")
-    if o["compute_dtype"] is not None and not isinstance(o["compute_dtype"], str):
-        raise TypeError(f"compute_dtype must be a format name such as 'fp8', got "
-                        f"{type(o['compute_dtype']).__name__}")
+    for name, check in OPTION_CHECKS.items():
+        check(name, o[name])
     o["allreduce"] = bool(o["allreduce"])
     return o
+
+
+def read_model(model, arguments) -> dict:
+    """Spec reader of the roofline formulas: the model's fields (:func:`model_fields`)."""
+    return model_fields(model)
+
+
+def read_gpu(gpu, arguments) -> dict:
+    """Spec reader of the roofline formulas: the GPU's fields at the formula's compute_dtype."""
+    return gpu_fields(gpu, arguments.get("compute_dtype"))
 
 
 OPTIONS_DOC = """compute_efficiency : float, array_like or xarray.DataArray
@@ -210,11 +179,6 @@ OPTIONS_DOC = """compute_efficiency : float, array_like or xarray.DataArray
 
 
 def with_options_doc(func):
-    """Fill in the options' documentation and show them in the signature (for help())."""
+    """Fill in the options' documentation; the signature lists the options itself."""
     func.__doc__ = func.__doc__.replace("{options}", OPTIONS_DOC)
-    sig = inspect.signature(func)
-    params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v)
-               for k, v in OPTION_DEFAULTS.items()]
-    func.__signature__ = sig.replace(parameters=params)
     return func

@@ -16,6 +16,7 @@ The public names are re-exported by :mod:`rooflinekit.roofline`, their documente
 
 from __future__ import annotations
 
+import inspect
 import math
 import types
 from typing import NamedTuple
@@ -23,12 +24,21 @@ from typing import NamedTuple
 import numpy as np
 
 from rooflinekit import memory, parallel
-from rooflinekit._labels import align_inputs
-from rooflinekit._validation import check_integer, check_nonnegative, check_range
-from rooflinekit.roofline.options import Grid, gpu_fields, model_fields, read_options
+from rooflinekit._labels import formula, lay_out
+from rooflinekit.roofline.options import (
+    ARGUMENT_CHECKS,
+    OPTION_DEFAULTS,
+    read_gpu,
+    read_model,
+    with_options_doc,
+)
 
-__all__ = ["StepCost", "mixed_step_time_kernel", "kv_tokens_read_kernel",
-           "prefill_context_tokens_kernel"]
+__all__ = [
+    "StepCost",
+    "kv_tokens_read_kernel",
+    "mixed_step_time_kernel",
+    "prefill_context_tokens_kernel",
+]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -181,131 +191,143 @@ _prefill_pairs = _elementwise(prefill_context_tokens_kernel)
 
 
 # ------------------------------------------------------------------------------------------------
-# Inputs on one grid (spec fields, options and broadcasting: rooflinekit._roofline_inputs).
+# The roofline formulas' decorator: specs and options read, coefficients derived on one grid.
 # ------------------------------------------------------------------------------------------------
 
-def _setup(model, gpu, args: dict, opts: dict | None = None, extra: dict | None = None):
-    """Read the specs, label and lay out the arguments on one grid, and derive the coefficients.
+def step_formula(units: str, long_name: str, *, checks: dict | None = None):
+    """:func:`rooflinekit._labels.formula` for the roofline: reads ``model``, ``gpu`` and options.
 
-    ``model`` or ``gpu`` may be ``None`` for functions that need only the other. Returns the
-    grid and a dict of coefficients: the model's (always) and, with a GPU, every
-    :class:`StepCost` field.
+    The arguments are checked by name (:data:`~rooflinekit.roofline.options.ARGUMENT_CHECKS`,
+    ``checks`` overriding), the specs read (:func:`~rooflinekit.roofline.options.model_fields`,
+    :func:`~rooflinekit.roofline.options.gpu_fields`), and everything laid out on one grid. The
+    body receives the numbers as raw arrays, ``model`` as :class:`ModelTerms`-like namespace of
+    the model's coefficients and ``gpu`` as the group's (efficiencies, ``tp`` and all-reduce
+    folded in); ``{options}`` in its docstring becomes the options' documentation.
     """
-    values = {}
-    labelled_specs = {}
+    def decorate(func):
+        params = inspect.signature(func).parameters
+        all_checks = {k: ARGUMENT_CHECKS[k] for k in params if k in ARGUMENT_CHECKS}
+        all_checks.update(checks or {})
+        specs = {k: read for k, read in (("model", read_model), ("gpu", read_gpu))
+                 if k in params}
+        # tp leads, as the group's size, when a GPU is read
+        lead = ("tp",) if "gpu" in specs else ()
+        return formula(units, long_name, checks=all_checks, specs=specs, derive=_coefficients,
+                       lead=lead)(with_options_doc(func))
+    return decorate
+
+
+def _coefficients(inputs: dict) -> dict:
+    """The laid-out inputs with ``model`` and ``gpu`` as the step's coefficients."""
+    model, gpu = inputs.get("model"), inputs.get("gpu")
     if model is not None:
-        values.update({f"model.{k}": v for k, v in model_fields(model).items()})
-        labelled_specs["model"] = model
+        inputs["model"] = model = _model_terms(model)
     if gpu is not None:
-        opts = opts if opts is not None else read_options()
-        check_integer("tp", args.get("tp", 1), lo=1)
-        values.update({f"gpu.{k}": v for k, v in gpu_fields(gpu, opts["compute_dtype"]).items()})
-        labelled_specs["gpu"] = gpu
-        args = {"tp": 1, **args, **{k: opts[k] for k in (
-            "compute_efficiency", "bandwidth_efficiency", "step_overhead")}}
-    aligned = align_inputs({**args, **labelled_specs})
-    values.update({k: aligned[k] for k in args})
-    for key, build in (extra or {}).items():
-        values[key] = build(aligned)
-    g = Grid(values)
-    coeff = _model_coefficients(g) if model is not None else {}
-    if gpu is not None:
-        coeff.update(_gpu_coefficients(g, opts))
-    return g, coeff
+        inputs["gpu"] = _group_terms(gpu, model, inputs)
+    return inputs
 
 
-def _model_coefficients(g: Grid) -> dict:
-    n_layers = g["model.n_layers"]
-    bpp = g["model.bytes_per_param"]
-    p, pa = g["model.n_params"], g["model.n_active_params"]
-    e, k = g["model.n_experts"], g["model.n_experts_per_token"]
+def _model_terms(m):
+    """The model's fields plus the step's model coefficients (:class:`StepCost`'s first part)."""
+    p, pa = m.n_params, m.n_active_params
+    e, k = m.n_experts, m.n_experts_per_token
     per_expert = np.where(e > k, (p - pa) / np.maximum(e - k, 1.0), 0.0)
-    return dict(
-        nonexpert_weight_bytes=(pa - k * per_expert) * bpp,
-        expert_weight_bytes=per_expert * bpp,
-        n_experts=e,
-        n_experts_per_token=k,
-        kv_bytes_per_token=g["model.kv_bytes_per_token"],
-        flops_per_token=2.0 * pa,
-        attention_flops_per_pair=4.0 * g["model.n_heads"] * g["model.attention_width"] * n_layers,
-        full_attention_fraction=g["model.n_full_layers"] / n_layers,
-        sliding_window=g["model.sliding_window"],
-    )
+    m.nonexpert_weight_bytes = (pa - k * per_expert) * m.bytes_per_param
+    m.expert_weight_bytes = per_expert * m.bytes_per_param
+    m.flops_per_token = 2.0 * pa
+    m.attention_flops_per_pair = 4.0 * m.n_heads * m.attention_width * m.n_layers
+    m.full_attention_fraction = m.n_full_layers / m.n_layers
+    return m
 
 
-def _gpu_coefficients(g: Grid, opts: dict) -> dict:
-    degree = g["tp"] * g["gpu.n_gpus"]
-    if opts["allreduce"]:
-        link = g["gpu.interconnect_bandwidth"] if opts["interconnect_bandwidth"] is None else \
-            float(opts["interconnect_bandwidth"])
-        hop = g["gpu.interconnect_latency"] if opts["interconnect_latency"] is None else \
-            float(opts["interconnect_latency"])
+def _group_terms(g, model, inputs: dict):
+    """The group's coefficients: peak and bandwidth × ``tp`` × efficiency, all-reduce terms."""
+    tp = inputs.get("tp", 1.0)
+    opt = {k: inputs.get(k, v) for k, v in OPTION_DEFAULTS.items()}
+    degree = tp * g.n_gpus
+    if opt["allreduce"]:
+        link = g.interconnect_bandwidth if opt["interconnect_bandwidth"] is None else \
+            float(opt["interconnect_bandwidth"])
+        hop = g.interconnect_latency if opt["interconnect_latency"] is None else \
+            float(opt["interconnect_latency"])
         parallel.require_link(link, degree)
         per_token, latency = parallel.allreduce_coefficients(
-            g["model.n_layers"], g["model.hidden_size"], g["model.kv_bytes_per_element"],
-            degree, hop)
+            model.n_layers, model.hidden_size, model.kv_bytes_per_element, degree, hop)
         link = np.where(degree > 1, link, np.inf)        # 0 / inf = 0 where nothing is sent
     else:
         per_token, latency, link = 0.0, 0.0, math.inf
-    return dict(
-        peak_flops=g["gpu.peak_flops"] * g["tp"] * g["compute_efficiency"],
-        bandwidth=g["gpu.hbm_bandwidth"] * g["tp"] * g["bandwidth_efficiency"],
-        step_overhead=g["step_overhead"],
-        allreduce_bytes_per_token=per_token,
-        link_bandwidth=link,
-        allreduce_latency=latency,
-        tp=degree,
-    )
+    g.compute_efficiency = opt["compute_efficiency"]
+    g.peak_flops = g.peak_flops * tp * opt["compute_efficiency"]
+    g.bandwidth = g.hbm_bandwidth * tp * opt["bandwidth_efficiency"]
+    g.step_overhead = opt["step_overhead"]
+    g.allreduce_bytes_per_token = per_token
+    g.link_bandwidth = link
+    g.allreduce_latency = latency
+    g.tp = degree
+    return g
 
 
-def _cost(coeff: dict) -> StepCost:
-    return StepCost(**{k: coeff[k] for k in StepCost._fields})
+def _setup(model, gpu, arguments: dict):
+    """Grid and coefficients of ``arguments`` outside a decorated formula (tables, StepCost)."""
+    specs = {k: read for k, read, spec in (("model", read_model, model), ("gpu", read_gpu, gpu))
+             if spec is not None}
+    grid, inputs = lay_out({"model": model, "gpu": gpu, **arguments}, specs, lead=("tp",))
+    return grid, _coefficients(inputs)
 
 
-def _kv_per_sequence(model, key="context_length"):
-    return lambda a: memory.kv_bytes_per_sequence(model, a[key])
+# ------------------------------------------------------------------------------------------------
+# A step of each phase, and its time, FLOPs and bytes (the kernel's terms).
+# ------------------------------------------------------------------------------------------------
+
+class Step(NamedTuple):
+    """The token counts of one step, the kernel's last four arguments."""
+
+    n_decode: object
+    n_prefill_tokens: object
+    kv_tokens_read: object
+    prefill_context_tokens: object
 
 
-def _decode(model, gpu, batch_size, context_length, tp=1, opts=None, **more):
-    """Grid, coefficients and kernel arguments of a decode step (``gpu`` may be ``None``).
-
-    ``more`` are further (validated) arguments laid out on the same grid.
-    """
-    check_range("batch_size", batch_size, lo=1)
-    check_nonnegative("context_length", context_length)
-    args = {"batch_size": batch_size, "context_length": context_length, **more}
-    if gpu is not None:
-        args = {"tp": tp, **args}
-    g, coeff = _setup(model, gpu, args, opts, extra={"kv_per_sequence": _kv_per_sequence(model)})
-    b = g["batch_size"]
-    kv_read = b * (g["kv_per_sequence"] / coeff["kv_bytes_per_token"])
-    return g, coeff, (b, 0.0, kv_read, 0.0)
+def kv_tokens(model, context_length):
+    """KV tokens one sequence at ``context_length`` reads, as full-layer tokens (raw arrays)."""
+    return memory.kv_bytes_per_sequence.__wrapped__(model, context_length) / \
+        model.kv_bytes_per_token
 
 
-def _prefill(model, gpu, prompt_tokens, context_length, tp=1, opts=None):
-    """Grid, coefficients and kernel arguments of a prefill pass (``gpu`` may be ``None``)."""
-    check_range("prompt_tokens", prompt_tokens, lo=1)
-    check_nonnegative("context_length", context_length)
-    args = {"prompt_tokens": prompt_tokens, "context_length": context_length}
-    if gpu is not None:
-        args = {"tp": tp, **args}
-    g, coeff = _setup(model, gpu, args, opts, extra={"kv_per_sequence": _kv_per_sequence(model)})
-    n, c0 = g["prompt_tokens"], g["context_length"]
-    kv_read = g["kv_per_sequence"] / coeff["kv_bytes_per_token"]
-    pairs = _prefill_pairs(n, c0, coeff["full_attention_fraction"], coeff["sliding_window"])
-    return g, coeff, (0.0, n, kv_read, pairs)
+def decode_step(model, batch_size, context_length) -> Step:
+    """``batch_size`` sequences at ``context_length``, one token each."""
+    return Step(batch_size, 0.0, batch_size * kv_tokens(model, context_length), 0.0)
 
 
-def _flops(c: dict, n_decode, n_prefill, kv_read, pairs):
+def prefill_step(model, prompt_tokens, context_length) -> Step:
+    """A prompt of ``prompt_tokens`` after ``context_length`` cached tokens, in one pass."""
+    pairs = _prefill_pairs(prompt_tokens, context_length, model.full_attention_fraction,
+                           model.sliding_window)
+    return Step(0.0, prompt_tokens, kv_tokens(model, context_length), pairs)
+
+
+def cost(model, gpu) -> StepCost:
+    """The :class:`StepCost` of a model's and a group's coefficients (raw arrays)."""
+    return StepCost(*(getattr(model if hasattr(model, k) else gpu, k) for k in StepCost._fields))
+
+
+def step_time(model, gpu, step: Step):
+    """Time of ``step`` [s]: :func:`mixed_step_time_kernel` on raw arrays."""
+    return _step_time(*cost(model, gpu), *step)
+
+
+def step_flops(model, step: Step):
     """FLOPs of a step: the kernel's ``work`` term."""
-    return c["flops_per_token"] * (n_decode + n_prefill) + c["attention_flops_per_pair"] * (
+    n_decode, n_prefill, kv_read, pairs = step
+    return model.flops_per_token * (n_decode + n_prefill) + model.attention_flops_per_pair * (
         kv_read + pairs)
 
 
-def _bytes(c: dict, n_decode, n_prefill, kv_read, pairs):
+def step_bytes(model, step: Step):
     """Bytes of a step: the kernel's ``traffic`` term."""
+    n_decode, n_prefill, kv_read, _ = step
     tokens = n_decode + n_prefill
-    touched = c["n_experts"] * (1.0 - (1.0 - c["n_experts_per_token"] / c["n_experts"]) ** tokens)
-    weights = c["nonexpert_weight_bytes"] + touched * c["expert_weight_bytes"]
-    return weights + c["kv_bytes_per_token"] * (kv_read + n_prefill)
-
+    touched = model.n_experts * (1.0 - (1.0 - model.n_experts_per_token / model.n_experts)
+                                 ** tokens)
+    weights = model.nonexpert_weight_bytes + touched * model.expert_weight_bytes
+    return weights + model.kv_bytes_per_token * (kv_read + n_prefill)

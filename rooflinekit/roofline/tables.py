@@ -14,14 +14,22 @@ from rooflinekit import dims
 from rooflinekit._labels import finish, spec_value
 from rooflinekit._validation import check_integer
 from rooflinekit.roofline.latency import decode_step_time
-from rooflinekit.roofline.options import read_options, with_options_doc
-from rooflinekit.roofline.step import _bytes, _cost, _decode, _flops, _step_time
+from rooflinekit.roofline.options import ARGUMENT_CHECKS, read_options, with_options_doc
+from rooflinekit.roofline.step import (
+    _setup,
+    decode_step,
+    step_bytes,
+    step_flops,
+    step_time,
+)
 
 __all__ = ["decode_roofline", "tp_scaling"]
 
 
 @with_options_doc
-def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
+                    bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+                    compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Everything the roofline says about a decode step, as one labelled Dataset.
 
     Parameters
@@ -38,6 +46,10 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, **options)
         ``memory_time``, ``step_time`` [s], ``amortized_token_time`` [s/token],
         ``throughput`` [tokens/s], ``bound`` ("compute"/"memory").
 
+    See Also
+    --------
+    decode_step_time, tp_scaling
+
     Notes
     -----
     Regenerates the guide's "Batching raises it" table (§3.2): at no context the intensity of
@@ -47,7 +59,11 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, **options)
     ----------
     .. [1] Guide §3.2, §4.1.
     """
-    opts = read_options(**options)
+    opts = read_options(compute_efficiency=compute_efficiency,
+                        bandwidth_efficiency=bandwidth_efficiency, step_overhead=step_overhead,
+                        allreduce=allreduce, compute_dtype=compute_dtype,
+                        interconnect_bandwidth=interconnect_bandwidth,
+                        interconnect_latency=interconnect_latency)
     labelled = {}
     for key, value in (("batch_size", batch_size), ("context_length", context_length),
                        ("tp", tp)):
@@ -57,18 +73,20 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, **options)
                 raise TypeError(f"{key} must be 1-D or a DataArray for decode_roofline")
             value = xr.DataArray(value, dims=(key,), coords={key: value})
         labelled[key] = value
-    g, c, step = _decode(model, gpu, labelled["batch_size"], labelled["context_length"],
-                         labelled["tp"], opts)
-    flops, traffic = _flops(c, *step), _bytes(c, *step)
-    compute_t, memory_t = flops / c["peak_flops"], traffic / c["bandwidth"]
-    t = _step_time(*_cost(c), *step)
-    b = step[0]
-    peak = c["peak_flops"] / g["compute_efficiency"]
+    for key in ("batch_size", "context_length", "tp"):
+        ARGUMENT_CHECKS[key](key, labelled[key])
+    g, inputs = _setup(model, gpu, {**labelled, **opts})
+    m, group, b = inputs["model"], inputs["gpu"], inputs["batch_size"]
+    step = decode_step(m, b, inputs["context_length"])
+    flops, traffic = step_flops(m, step), step_bytes(m, step)
+    compute_t, memory_t = flops / group.peak_flops, traffic / group.bandwidth
+    t = step_time(m, group, step)
+    peak = group.peak_flops / group.compute_efficiency
     values = {
         "flops": (flops, "FLOP", "decode FLOPs per step"),
         "bytes": (traffic, "bytes", "decode bytes per step"),
         "arithmetic_intensity": (flops / traffic, "FLOP/byte", "arithmetic intensity"),
-        "ridge_point": (c["peak_flops"] / c["bandwidth"], "FLOP/byte", "ridge point"),
+        "ridge_point": (group.peak_flops / group.bandwidth, "FLOP/byte", "ridge point"),
         "compute_utilization": (flops / t / peak, "1", "achieved / peak FLOP/s"),
         "compute_time": (compute_t, "s", "decode compute time"),
         "memory_time": (memory_t, "s", "decode memory time"),
@@ -119,6 +137,10 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
         ``allreduce_time`` [s], ``speedup`` and ``speedup_simple`` against the first degree [1],
         ``scaling_efficiency`` (speed-up ÷ degree ratio) [1], and ``weights_fit`` (whether the
         group's memory holds the weights; the latency is computed either way).
+
+    See Also
+    --------
+    decode_step_time, rooflinekit.parallel.allreduce_time
 
     Notes
     -----

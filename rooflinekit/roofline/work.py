@@ -69,25 +69,37 @@ from rooflinekit._labels import align_inputs, finish, where
 from rooflinekit._validation import check_integer, check_nonnegative, check_positive
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
-from rooflinekit.roofline.options import model_fields, read_options, with_options_doc
+from rooflinekit.roofline.options import read_options, with_options_doc
 from rooflinekit.roofline.step import (
     StepCost,
-    _bytes,
-    _cost,
-    _decode,
-    _flops,
-    _kv_per_sequence,
-    _prefill,
-    _prefill_pairs,
     _setup,
-    _step_time,
+    cost,
+    decode_step,
+    kv_tokens,
+    prefill_step,
+    step_bytes,
+    step_flops,
+    step_formula,
+    step_time,
 )
 
 __all__ = [
-    "step_cost_coefficients", "mixed_step_time", "effective_kv_tokens", "decode_flops",
-    "decode_bytes", "prefill_flops", "prefill_bytes", "arithmetic_intensity", "ridge_point",
-    "bound", "decode_bound", "prefill_bound", "decode_compute_time", "decode_memory_time",
-    "critical_batch_size", "compute_bound_reachable",
+    "arithmetic_intensity",
+    "bound",
+    "compute_bound_reachable",
+    "critical_batch_size",
+    "decode_bound",
+    "decode_bytes",
+    "decode_compute_time",
+    "decode_flops",
+    "decode_memory_time",
+    "effective_kv_tokens",
+    "mixed_step_time",
+    "prefill_bound",
+    "prefill_bytes",
+    "prefill_flops",
+    "ridge_point",
+    "step_cost_coefficients",
 ]
 
 
@@ -96,7 +108,9 @@ __all__ = [
 # ------------------------------------------------------------------------------------------------
 
 @with_options_doc
-def step_cost_coefficients(model, gpu, tp=1, **options) -> StepCost:
+def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidth_efficiency=1.0,
+        step_overhead=0.0, allreduce=False, compute_dtype=None,
+        interconnect_bandwidth=None, interconnect_latency=None) -> StepCost:
     """The coefficients of :func:`mixed_step_time_kernel` for one model on one group.
 
     Parameters
@@ -114,6 +128,10 @@ def step_cost_coefficients(model, gpu, tp=1, **options) -> StepCost:
     StepCost
         Plain Python floats.
 
+    See Also
+    --------
+    mixed_step_time_kernel, mixed_step_time
+
     Examples
     --------
     >>> from rooflinekit import catalog
@@ -125,19 +143,28 @@ def step_cost_coefficients(model, gpu, tp=1, **options) -> StepCost:
         raise TypeError(f"model must be one ModelShape, got {type(model).__name__}")
     if not isinstance(gpu, GPU):
         raise TypeError(f"gpu must be one GPU, got {type(gpu).__name__}")
-    opts = read_options(**options)
-    for name, value in (("tp", tp), ("compute_efficiency", opts["compute_efficiency"]),
-                        ("bandwidth_efficiency", opts["bandwidth_efficiency"]),
-                        ("step_overhead", opts["step_overhead"])):
+    opts = read_options(compute_efficiency=compute_efficiency,
+                        bandwidth_efficiency=bandwidth_efficiency, step_overhead=step_overhead,
+                        allreduce=allreduce, compute_dtype=compute_dtype,
+                        interconnect_bandwidth=interconnect_bandwidth,
+                        interconnect_latency=interconnect_latency)
+    check_integer("tp", tp, lo=1)
+    for name, value in (("tp", tp), ("compute_efficiency", compute_efficiency),
+                        ("bandwidth_efficiency", bandwidth_efficiency),
+                        ("step_overhead", step_overhead)):
         if isinstance(value, xr.DataArray) or np.ndim(value):
             raise TypeError(f"{name} must be a single number for step_cost_coefficients")
-    _, coeff = _setup(model, gpu, {"tp": tp}, opts)
-    return StepCost(*(float(v) for v in _cost(coeff)))
+    _, inputs = _setup(model, gpu, {"tp": tp, **opts})
+    return StepCost(*(float(v) for v in cost(inputs["model"], inputs["gpu"])))
 
 
-@with_options_doc
+@step_formula("s", "mixed step time", checks={
+    k: check_nonnegative for k in ("decode_tokens", "prefill_tokens", "kv_tokens_read",
+                                   "prefill_context_length")})
 def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, tp=1, *,
-                    prefill_context_length=0, **options):
+                    prefill_context_length=0, compute_efficiency=1.0, bandwidth_efficiency=1.0,
+                    step_overhead=0.0, allreduce=False, compute_dtype=None,
+                    interconnect_bandwidth=None, interconnect_latency=None):
     """Time of one step carrying decode tokens and a prompt chunk (chunked prefill) [s].
 
     Parameters
@@ -164,6 +191,10 @@ def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, t
     float, ndarray or xarray.DataArray
         Seconds; 0 for a step with no tokens.
 
+    See Also
+    --------
+    decode_step_time, prefill_time, step_cost_coefficients
+
     Notes
     -----
     Sarathi-Serve fills each step up to a token budget with every running decode and a slice
@@ -176,25 +207,14 @@ def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, t
     .. [1] Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with
        Sarathi-Serve", OSDI 2024.
     """
-    opts = read_options(**options)
-    check_nonnegative("decode_tokens", decode_tokens)
-    check_nonnegative("prefill_tokens", prefill_tokens)
-    check_nonnegative("kv_tokens_read", kv_tokens_read)
-    check_nonnegative("prefill_context_length", prefill_context_length)
-    args = {"tp": tp, "decode_tokens": decode_tokens, "prefill_tokens": prefill_tokens,
-            "kv_tokens_read": kv_tokens_read, "prefill_context_length": prefill_context_length}
-    g, coeff = _setup(model, gpu, args, opts,
-                      extra={"prefix_kv": _kv_per_sequence(model, "prefill_context_length")})
-    n = g["prefill_tokens"]
+    chunk = prefill_step(model, prefill_tokens, prefill_context_length)
     # Only a chunk that exists reads its cached prefix.
-    prefix = np.where(n > 0, g["prefix_kv"] / coeff["kv_bytes_per_token"], 0.0)
-    pairs = np.where(n > 0, _prefill_pairs(n, g["prefill_context_length"],
-                                           coeff["full_attention_fraction"],
-                                           coeff["sliding_window"]), 0.0)
-    t = _step_time(*_cost(coeff), g["decode_tokens"], n, g["kv_tokens_read"] + prefix, pairs)
-    return g.wrap(t, "s", "mixed step time")
+    prefix = np.where(prefill_tokens > 0, chunk.kv_tokens_read, 0.0)
+    pairs = np.where(prefill_tokens > 0, chunk.prefill_context_tokens, 0.0)
+    return step_time(model, gpu, (decode_tokens, prefill_tokens, kv_tokens_read + prefix, pairs))
 
 
+@step_formula("tokens", "KV tokens read per sequence")
 def effective_kv_tokens(model, context_length):
     """KV tokens a sequence at ``context_length`` reads per step, as full-layer tokens [tokens].
 
@@ -213,22 +233,22 @@ def effective_kv_tokens(model, context_length):
     float, ndarray or xarray.DataArray
         Tokens.
 
+    See Also
+    --------
+    rooflinekit.memory.kv_bytes_per_sequence, mixed_step_time
+
     References
     ----------
     .. [1] :func:`rooflinekit.memory.kv_bytes_per_sequence`; Jiang et al., "Mistral 7B", 2023.
     """
-    model_fields(model)
-    check_nonnegative("context_length", context_length)
-    a = align_inputs({"context_length": context_length, "model": model})
-    result = memory.kv_bytes_per_sequence(model, a["context_length"]) / \
-        memory.kv_bytes_per_token(model)
-    return finish(result, "tokens", "KV tokens read per sequence")
+    return kv_tokens(model, context_length)
 
 
 # ------------------------------------------------------------------------------------------------
 # Work and traffic per phase.
 # ------------------------------------------------------------------------------------------------
 
+@step_formula("FLOP", "decode FLOPs per step")
 def decode_flops(model, batch_size=1, context_length=0):
     """FLOPs of one decode step of ``batch_size`` sequences at ``context_length`` [FLOP].
 
@@ -246,6 +266,10 @@ def decode_flops(model, batch_size=1, context_length=0):
     float, ndarray or xarray.DataArray
         FLOPs per step [FLOP].
 
+    See Also
+    --------
+    decode_bytes, prefill_flops, arithmetic_intensity
+
     Notes
     -----
     ``2 · P_active · B + 4·H·d·L · B · C`` (attention window-capped). Guide §3.1: at batch 1
@@ -256,10 +280,10 @@ def decode_flops(model, batch_size=1, context_length=0):
     .. [1] Serving-capacity guide §3.1; Kaplan et al., "Scaling Laws for Neural Language
        Models", arXiv:2001.08361, 2020 (2N FLOPs per token, attention term).
     """
-    g, c, step = _decode(model, None, batch_size, context_length)
-    return g.wrap(_flops(c, *step), "FLOP", "decode FLOPs per step")
+    return step_flops(model, decode_step(model, batch_size, context_length))
 
 
+@step_formula("bytes", "decode bytes per step")
 def decode_bytes(model, batch_size=1, context_length=0):
     """Bytes one decode step moves from HBM: weights once, KV per sequence [bytes].
 
@@ -277,6 +301,10 @@ def decode_bytes(model, batch_size=1, context_length=0):
     float, ndarray or xarray.DataArray
         Bytes per step [bytes].
 
+    See Also
+    --------
+    decode_flops, prefill_bytes, decode_memory_time
+
     Notes
     -----
     ``weights + B · kv_bytes_per_sequence(C)`` (guide §4.1); for MoE the weights are the
@@ -287,10 +315,10 @@ def decode_bytes(model, batch_size=1, context_length=0):
     ----------
     .. [1] Serving-capacity guide §3.1, §4.1.
     """
-    g, c, step = _decode(model, None, batch_size, context_length)
-    return g.wrap(_bytes(c, *step), "bytes", "decode bytes per step")
+    return step_bytes(model, decode_step(model, batch_size, context_length))
 
 
+@step_formula("FLOP", "prefill FLOPs")
 def prefill_flops(model, prompt_tokens, context_length=0):
     """FLOPs of prefilling ``prompt_tokens`` after ``context_length`` cached tokens [FLOP].
 
@@ -308,6 +336,10 @@ def prefill_flops(model, prompt_tokens, context_length=0):
     float, ndarray or xarray.DataArray
         FLOPs [FLOP].
 
+    See Also
+    --------
+    prefill_bytes, decode_flops
+
     Notes
     -----
     ``2 · P_active · N + 4·H·d·L · (N·C0 + N(N−1)/2)``: the matrix multiplies (guide §3.1's
@@ -318,10 +350,10 @@ def prefill_flops(model, prompt_tokens, context_length=0):
     .. [1] Serving-capacity guide §3.1.
     .. [2] Dao et al., "FlashAttention", NeurIPS 2022 (causal attention FLOPs).
     """
-    g, c, step = _prefill(model, None, prompt_tokens, context_length)
-    return g.wrap(_flops(c, *step), "FLOP", "prefill FLOPs")
+    return step_flops(model, prefill_step(model, prompt_tokens, context_length))
 
 
+@step_formula("bytes", "prefill bytes")
 def prefill_bytes(model, prompt_tokens, context_length=0):
     """Bytes a prefill pass moves: weights, the prompt's KV written, the cached prefix read [bytes].
 
@@ -339,18 +371,22 @@ def prefill_bytes(model, prompt_tokens, context_length=0):
     float, ndarray or xarray.DataArray
         Bytes [bytes].
 
+    See Also
+    --------
+    prefill_flops, decode_bytes
+
     References
     ----------
     .. [1] Serving-capacity guide §3.1.
     """
-    g, c, step = _prefill(model, None, prompt_tokens, context_length)
-    return g.wrap(_bytes(c, *step), "bytes", "prefill bytes")
+    return step_bytes(model, prefill_step(model, prompt_tokens, context_length))
 
 
 # ------------------------------------------------------------------------------------------------
 # The roofline.
 # ------------------------------------------------------------------------------------------------
 
+@step_formula("FLOP/byte", "decode arithmetic intensity")
 def arithmetic_intensity(model, batch_size=1, context_length=0):
     """FLOPs per byte of a decode step [FLOP/byte] (guide §3.2).
 
@@ -368,6 +404,10 @@ def arithmetic_intensity(model, batch_size=1, context_length=0):
     float, ndarray or xarray.DataArray
         :func:`decode_flops` ÷ :func:`decode_bytes` [FLOP/byte].
 
+    See Also
+    --------
+    ridge_point, bound, decode_bound
+
     Notes
     -----
     Batch-1 decode of a 16-bit dense model at no context is exactly 1 FLOP/byte (two FLOPs per
@@ -379,10 +419,11 @@ def arithmetic_intensity(model, batch_size=1, context_length=0):
     ----------
     .. [1] Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009; guide §3.2.
     """
-    g, c, step = _decode(model, None, batch_size, context_length)
-    return g.wrap(_flops(c, *step) / _bytes(c, *step), "FLOP/byte", "decode arithmetic intensity")
+    step = decode_step(model, batch_size, context_length)
+    return step_flops(model, step) / step_bytes(model, step)
 
 
+@step_formula("FLOP/byte", "ridge point")
 def ridge_point(gpu, *, compute_efficiency=1.0, bandwidth_efficiency=1.0, compute_dtype=None):
     """Peak FLOP/s ÷ bandwidth [FLOP/byte]: below it a step is memory-bound (guide §3.2).
 
@@ -400,14 +441,15 @@ def ridge_point(gpu, *, compute_efficiency=1.0, bandwidth_efficiency=1.0, comput
     float, ndarray or xarray.DataArray
         FLOP/byte. The lab accelerator: 989e12 / 3.35e12 = 295.2.
 
+    See Also
+    --------
+    arithmetic_intensity, critical_batch_size
+
     References
     ----------
     .. [1] Williams, Waterman & Patterson, CACM 2009; guide §3.2.
     """
-    opts = read_options(compute_efficiency=compute_efficiency,
-                        bandwidth_efficiency=bandwidth_efficiency, compute_dtype=compute_dtype)
-    g, c = _setup(None, gpu, {}, opts)
-    return g.wrap(c["peak_flops"] / c["bandwidth"], "FLOP/byte", "ridge point")
+    return gpu.peak_flops / gpu.bandwidth
 
 
 def bound(arithmetic_intensity, ridge_point):
@@ -425,6 +467,10 @@ def bound(arithmetic_intensity, ridge_point):
     str, ndarray of str or xarray.DataArray
         "compute" or "memory".
 
+    See Also
+    --------
+    decode_bound, prefill_bound
+
     References
     ----------
     .. [1] Guide §3.2 ("below the ridge you are memory-bound; above it, compute-bound").
@@ -439,15 +485,16 @@ def _label(compute):
     return finish(where(compute, "compute", "memory"), "", "bound")
 
 
-def _step_bound(g, c, step):
-    """Which roof binds a step laid out by ``_decode``/``_prefill``, labelled like the grid."""
-    compute = _flops(c, *step) / c["peak_flops"] >= _bytes(c, *step) / c["bandwidth"]
-    return _label(g.wrap(compute, "", "bound") if g.labelled else
-                  np.broadcast_to(compute, g.shape))
+def _step_bound(model, gpu, step):
+    """Which roof binds a step: "compute" where its arithmetic takes at least its traffic."""
+    compute = step_flops(model, step) / gpu.peak_flops >= step_bytes(model, step) / gpu.bandwidth
+    return np.where(compute, "compute", "memory")
 
 
-@with_options_doc
-def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+@step_formula("", "bound")
+def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
+                 bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+                 compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Whether a decode step is ``"compute"``- or ``"memory"``-bound.
 
     Parameters
@@ -461,17 +508,21 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, **options):
     str, ndarray of str or xarray.DataArray
         "compute" where the arithmetic takes at least as long as the memory traffic.
 
+    See Also
+    --------
+    prefill_bound, bound, decode_roofline
+
     References
     ----------
     .. [1] Guide §3.1–3.2.
     """
-    opts = read_options(**options)
-    g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
-    return _step_bound(g, c, step)
+    return _step_bound(model, gpu, decode_step(model, batch_size, context_length))
 
 
-@with_options_doc
-def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, **options):
+@step_formula("", "bound")
+def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_efficiency=1.0,
+                  bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+                  compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Whether a prefill pass is ``"compute"``- or ``"memory"``-bound.
 
     Parameters
@@ -485,21 +536,26 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, **options):
     str, ndarray of str or xarray.DataArray
         "compute" or "memory".
 
+    See Also
+    --------
+    decode_bound, bound
+
     References
     ----------
     .. [1] Guide §3.1 ("Prefill ... Compute-bound").
     """
-    opts = read_options(**options)
-    g, c, step = _prefill(model, gpu, prompt_tokens, context_length, tp, opts)
-    return _step_bound(g, c, step)
+    return _step_bound(model, gpu, prefill_step(model, prompt_tokens, context_length))
 
 
 # ------------------------------------------------------------------------------------------------
 # The two roofs: compute and memory time of a decode step.
 # ------------------------------------------------------------------------------------------------
 
-@with_options_doc
-def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+@step_formula("s", "decode compute time")
+def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
+                        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
+                        allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+                        interconnect_latency=None):
     """Time the arithmetic of a decode step needs at the (effective) peak [s].
 
     Parameters
@@ -513,6 +569,10 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, **opti
     float, ndarray or xarray.DataArray
         Seconds.
 
+    See Also
+    --------
+    decode_memory_time, decode_step_time
+
     Notes
     -----
     Guide §3.1 says batch-1 decode of the 70B model needs "~0.00003 ms worth of arithmetic";
@@ -524,13 +584,14 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, **opti
     ----------
     .. [1] Guide §3.1; ``guide/NOTES.md`` ("Figures that do not re-derive").
     """
-    opts = read_options(**options)
-    g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
-    return g.wrap(_flops(c, *step) / c["peak_flops"], "s", "decode compute time")
+    return step_flops(model, decode_step(model, batch_size, context_length)) / gpu.peak_flops
 
 
-@with_options_doc
-def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, **options):
+@step_formula("s", "decode memory time")
+def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
+                       compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
+                       allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+                       interconnect_latency=None):
     """Time the memory traffic of a decode step needs at the (effective) bandwidth [s].
 
     Parameters
@@ -544,20 +605,22 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, **optio
     float, ndarray or xarray.DataArray
         Seconds. The guide's 70B fp16 model at batch 1: 140e9 B / 3.35e12 B/s = 41.79 ms.
 
+    See Also
+    --------
+    decode_compute_time, decode_step_time
+
     References
     ----------
     .. [1] Guide §3.1, §4.1.
     """
-    opts = read_options(**options)
-    g, c, step = _decode(model, gpu, batch_size, context_length, tp, opts)
-    return g.wrap(_bytes(c, *step) / c["bandwidth"], "s", "decode memory time")
+    return step_bytes(model, decode_step(model, batch_size, context_length)) / gpu.bandwidth
 
 
 # ------------------------------------------------------------------------------------------------
 # Where decode turns compute-bound.
 # ------------------------------------------------------------------------------------------------
 
-
+@step_formula("1", "critical batch size (inf: never compute-bound)")
 def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficiency=1.0,
                         bandwidth_efficiency=1.0, compute_dtype=None):
     """Batch size at which decode turns compute-bound [1]; ``inf`` where it never does.
@@ -584,6 +647,10 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
         every added sequence brings more memory time than compute time, so no batch is
         compute-bound (see :func:`compute_bound_reachable` for the memory limit).
 
+    See Also
+    --------
+    compute_bound_reachable, ridge_point
+
     Notes
     -----
     Per sequence a step adds ``(2·P_a + A·C)/peak`` of compute and ``KV(C)/bandwidth`` of memory
@@ -597,15 +664,12 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
     .. [1] Guide §3.2 ("decode is very hard to make compute-bound").
     .. [2] Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023.
     """
-    opts = read_options(compute_efficiency=compute_efficiency,
-                        bandwidth_efficiency=bandwidth_efficiency, compute_dtype=compute_dtype)
-    check_nonnegative("context_length", context_length)
-    g, c = _setup(model, gpu, {"tp": tp, "context_length": context_length}, opts,
-                  extra={"kv_per_sequence": _kv_per_sequence(model)})
-    per_seq = g["kv_per_sequence"] / c["kv_bytes_per_token"]
+    c = {**vars(model), **vars(gpu)}
+    kv_per_sequence = memory.kv_bytes_per_sequence.__wrapped__(model, context_length)
+    per_seq = kv_per_sequence / c["kv_bytes_per_token"]
     extra_compute = (c["flops_per_token"] + c["attention_flops_per_pair"] * per_seq) / \
         c["peak_flops"]
-    extra_memory = g["kv_per_sequence"] / c["bandwidth"]
+    extra_memory = kv_per_sequence / c["bandwidth"]
     gain = extra_compute - extra_memory                  # compute minus memory, per sequence
     crosses = gain > 0
     safe_gain = np.where(crosses, gain, 1.0)
@@ -626,7 +690,7 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
             hi = np.where(above, mid, hi)
             lo = np.where(above, lo, mid)
         result = np.where(moe, hi, upper)
-    return g.wrap(result, "1", "critical batch size (inf: never compute-bound)")
+    return result
 
 
 def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.DEFAULT_RESERVE,
@@ -646,6 +710,10 @@ def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.
     -------
     bool, ndarray of bool or xarray.DataArray
         ``critical_batch_size ≤ max_concurrent_sequences``.
+
+    See Also
+    --------
+    critical_batch_size, rooflinekit.memory.max_concurrent_sequences
 
     Notes
     -----
