@@ -265,13 +265,20 @@ def check_string(name: str, value, *, allow_none: bool = False, allow_empty: boo
     return value
 
 
-def check_one_of(name: str, value, choices: Iterable):
-    """``value`` unchanged when it is one of ``choices``; else ``ValueError`` with a near miss."""
+def check_one_of(name: str, value, choices: Iterable, *, fold_case: bool = False):
+    """The one of ``choices`` that ``value`` is; else ``ValueError`` with a near miss.
+
+    With ``fold_case`` a string matches a choice in any case, and the choice is returned.
+    """
     choices = tuple(choices)
+    if fold_case and isinstance(value, str):
+        for choice in choices:
+            if isinstance(choice, str) and choice.lower() == value.lower():
+                return choice
     try:
         if value in choices:
             return value
-    except TypeError:  # unhashable against a set-like, or an array's ambiguous truth
+    except (TypeError, ValueError):  # an array's ambiguous truth
         pass
     raise ValueError(f"{name} must be one of {_listing(choices)}; got {show(value)}"
                      f"{_suggest(value, choices)}")
