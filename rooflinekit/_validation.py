@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import xarray as xr
 
-__all__ = ["show", "as_numeric", "check_range", "check_positive", "check_nonnegative",
+__all__ = ["show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
            "check_integer", "check_fraction", "positive_number", "real_number", "whole_number",
            "check_bool", "check_type", "check_string", "check_one_of", "check_keys",
            "check_mapping", "as_1d"]
@@ -56,7 +56,7 @@ def show(value) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 3] + "..."
 
 
-def _got(value) -> str:
+def describe(value) -> str:
     """A wrong kind of value: its type, then the value (``str '3'``, ``bool True``, ``None``)."""
     if value is None:
         return "None"
@@ -90,26 +90,27 @@ def as_numeric(name: str, value) -> np.ndarray:
         data = value.values
     elif isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a number, a numpy array or an xarray.DataArray; "
-                        f"got {_got(value)}")
+                        f"got {describe(value)}")
     elif isinstance(value, (numbers.Number, np.ndarray, list, tuple)):
         try:
             data = np.asarray(value)
         except ValueError:  # ragged nested lists
             raise TypeError(f"{name} must be a number or a regular array of numbers; "
-                            f"got {_got(value)}") from None
+                            f"got {describe(value)}") from None
     else:
         raise TypeError(f"{name} must be a number, a numpy array or an xarray.DataArray; "
-                        f"got {_got(value)}")
+                        f"got {describe(value)}")
     if data.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers; got {_got(value)}")
+        raise TypeError(f"{name} must hold real numbers; got {describe(value)}")
     if data.dtype.kind == "f" and np.isnan(data).any():
         raise ValueError(f"{name} must not contain NaN; got {show(value)}")
     return data
 
 
 def _interval(lo, hi, lo_open, hi_open) -> str:
-    left = "(" if lo_open else "["
-    right = ")" if hi_open else "]"
+    # an unbounded side is open: no number reaches inf
+    left = "(" if lo_open or lo is None else "["
+    right = ")" if hi_open or hi is None else "]"
     lo_s = "-inf" if lo is None else f"{lo:g}"
     hi_s = "inf" if hi is None else f"{hi:g}"
     return f"{left}{lo_s}, {hi_s}{right}"
@@ -166,13 +167,20 @@ def check_integer(name: str, value, lo=None):
     return value
 
 
-def as_1d(name: str, value, *, non_empty: bool = True) -> np.ndarray:
-    """A 1-D array of real numbers (a scalar becomes one element); ``ValueError`` for 2-D."""
-    if isinstance(value, str):
-        raise TypeError(f"{name} must be a number or a 1-D sequence of numbers; got {_got(value)}")
-    data = np.atleast_1d(as_numeric(name, value))
+def as_1d(name: str, value, *, non_empty: bool = True, allow_scalar: bool = True) -> np.ndarray:
+    """A 1-D array of real numbers (a scalar becomes one element unless ``allow_scalar`` is false).
+
+    ``TypeError`` for strings and other non-numbers, ``ValueError`` for 2-D or empty input.
+    """
+    kind = "a number or a 1-D sequence of numbers" if allow_scalar else \
+        "a 1-D sequence of numbers"
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be {kind}; got {describe(value)}")
+    data = as_numeric(name, value)
+    if allow_scalar:
+        data = np.atleast_1d(data)
     if data.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got {show(value)}")
+        raise ValueError(f"{name} must be {kind}; got {show(value)}")
     if non_empty and data.size == 0:
         raise ValueError(f"{name} must hold at least one value; got {show(value)}")
     return data
@@ -187,7 +195,7 @@ def real_number(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "a number or None" if allow_none else "a number"
-        raise TypeError(f"{name} must be {kind}; got {_got(value)}")
+        raise TypeError(f"{name} must be {kind}; got {describe(value)}")
     number = float(value)
     if math.isnan(number):
         raise ValueError(f"{name} must not be NaN; got {show(value)}")
@@ -206,15 +214,7 @@ def positive_number(name: str, value, allow_none: bool = False):
     For spec fields (:class:`~rooflinekit.GPU`, :class:`~rooflinekit.ModelShape`), which hold one
     number each rather than arrays.
     """
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        kind = "a positive number or None" if allow_none else "a positive number"
-        raise TypeError(f"{name} must be {kind}; got {_got(value)}")
-    number = float(value)
-    if not (number > 0 and math.isfinite(number)):
-        raise ValueError(f"{name} must be a positive finite number; got {show(value)}")
-    return number
+    return real_number(name, value, lo=0, lo_open=True, allow_none=allow_none)
 
 
 def whole_number(name: str, value, lo=None, *, allow_none: bool = False):
@@ -224,7 +224,7 @@ def whole_number(name: str, value, lo=None, *, allow_none: bool = False):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "a whole number" + (f" >= {lo}" if lo is not None else "")
         raise TypeError(f"{name} must be {kind}{' or None' if allow_none else ''}; "
-                        f"got {_got(value)}")
+                        f"got {describe(value)}")
     if not isinstance(value, numbers.Integral) and not float(value).is_integer():
         raise ValueError(f"{name} must be a whole number; got {show(value)}")
     if lo is not None and value < lo:
@@ -237,7 +237,7 @@ def whole_number(name: str, value, lo=None, *, allow_none: bool = False):
 def check_bool(name: str, value) -> bool:
     """``True`` or ``False`` (numpy bools too) as ``bool``; ``TypeError`` for anything else."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False; got {_got(value)}")
+        raise TypeError(f"{name} must be True or False; got {describe(value)}")
     return bool(value)
 
 
@@ -251,7 +251,7 @@ def check_type(name: str, value, kind, *, allow_none: bool = False):
     if (value is None and allow_none) or isinstance(value, kind):
         return value
     suffix = " or None" if allow_none else ""
-    raise TypeError(f"{name} must be a {_kind_names(kind)}{suffix}; got {_got(value)}")
+    raise TypeError(f"{name} must be a {_kind_names(kind)}{suffix}; got {describe(value)}")
 
 
 def check_string(name: str, value, *, allow_none: bool = False, allow_empty: bool = False):
@@ -261,7 +261,7 @@ def check_string(name: str, value, *, allow_none: bool = False, allow_empty: boo
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
         kind = "a string" if allow_empty else "a non-empty string"
         raise TypeError(f"{name} must be {kind}{' or None' if allow_none else ''}; "
-                        f"got {_got(value)}")
+                        f"got {describe(value)}")
     return value
 
 
@@ -299,7 +299,7 @@ def check_mapping(name: str, value, kind=None, *, allow_none: bool = False):
         return {}
     what = "a mapping" + (f" of name -> {_kind_names(kind)}" if kind is not None else "")
     if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be {what}; got {_got(value)}")
+        raise TypeError(f"{name} must be {what}; got {describe(value)}")
     if kind is not None:
         for key, item in value.items():
             check_type(f"{name}[{key!r}]", item, kind)

@@ -26,7 +26,7 @@ import numbers
 import os
 from collections.abc import Mapping
 
-from rooflinekit._validation import check_bool, check_one_of, whole_number
+from rooflinekit._validation import check_bool, check_one_of, describe, whole_number
 
 __all__ = ["shape_fields", "count_params", "load_hf_config"]
 
@@ -92,11 +92,11 @@ def load_hf_config(config) -> dict:
         except json.JSONDecodeError as err:
             raise ValueError(f"config: {os.fspath(config)!r} is not valid JSON ({err})") from err
         if not isinstance(data, dict):
-            raise TypeError(f"config: {os.fspath(config)!r} must hold a JSON object, "
-                            f"got {type(data).__name__}")
+            raise TypeError(f"config: {os.fspath(config)!r} must hold a JSON object; "
+                            f"got {describe(data)}")
     else:
-        raise TypeError(f"config must be a path to config.json or a dict, "
-                        f"got {type(config).__name__}")
+        raise TypeError(f"config must be a path to config.json or a dict; "
+                        f"got {describe(config)}")
     text = data.get("text_config")
     if isinstance(text, Mapping) and _get(data, "num_hidden_layers") is None:
         data = {**{k: v for k, v in data.items() if k != "text_config"}, **text}
