@@ -462,8 +462,8 @@ def _check_phases(phases) -> tuple:
         phases = (phases,)
     phases = tuple(phases)
     if not phases:
-        raise ValueError(f"phases must be a non-empty selection of {', '.join(map(repr, PHASES))}; "
-                         f"got ()")
+        allowed = ", ".join(map(repr, PHASES))
+        raise ValueError(f"phases must be a non-empty selection of {allowed}; got ()")
     for i, phase in enumerate(phases):
         check_one_of(f"phases[{i}]", phase, PHASES)
     return phases
