@@ -1,39 +1,119 @@
 """Input checks shared by every public function.
 
-Each check raises a ``TypeError`` or ``ValueError`` that names the argument and the allowed range,
-before any computation, and accepts Python numbers, numpy arrays and xarray DataArrays alike.
+Each check raises a ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind, outside
+the allowed range) before any computation, with one message style: the argument's name, what is
+allowed, and the value as the user wrote it::
+
+    output_fraction must lie in [0, 1]; got 1.5
+    monthly_tokens must be a number, a numpy array or an xarray.DataArray; got str '3'
+    policy must be one of 'fcfs', 'sjf'; got 'sfj' (did you mean 'sjf'?)
+
+Values are shown as Python literals, never as numpy reprs (``1.5``, not ``np.float64(1.5)``).
+The array checks accept Python numbers, numpy arrays and xarray DataArrays alike; the scalar
+checks (:func:`real_number`, :func:`whole_number`, :func:`positive_number`) are for spec fields,
+which hold one number each.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["as_numeric", "check_range", "check_positive", "check_nonnegative", "check_integer",
-           "check_fraction", "positive_number"]
+__all__ = ["show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
+           "check_integer", "check_fraction", "positive_number", "real_number", "whole_number",
+           "check_bool", "check_type", "check_string", "check_one_of", "check_keys",
+           "check_mapping", "as_1d"]
 
+_SHOWN_ELEMENTS = 6
+_SHOWN_CHARS = 80
+
+
+# -- how a value is shown ------------------------------------------------------------------------
+
+def _plain(value):
+    """Python objects for numpy scalars and arrays, so that their repr is the literal."""
+    if isinstance(value, xr.DataArray):
+        value = value.values
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
+
+
+def show(value) -> str:
+    """The value as the user wrote it, for an error message (no ``np.`` reprs, cut when long)."""
+    if isinstance(value, (np.ndarray, xr.DataArray)) and (
+            value.ndim > 1 or value.size > _SHOWN_ELEMENTS):
+        kind = "DataArray" if isinstance(value, xr.DataArray) else "array"
+        return f"{kind} of shape {tuple(value.shape)}"
+    text = repr(_plain(value))
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 3] + "..."
+
+
+def describe(value) -> str:
+    """A wrong kind of value: its type, then the value (``str '3'``, ``bool True``, ``None``)."""
+    if value is None:
+        return "None"
+    if isinstance(value, (np.ndarray, xr.DataArray)):
+        return show(value)
+    return f"{type(value).__name__} {show(value)}"
+
+
+def _suggest(value, choices) -> str:
+    """`` (did you mean 'x'?)`` for a near miss among string choices, else ``""``."""
+    if not isinstance(value, str):
+        return ""
+    names = [c for c in choices if isinstance(c, str)]
+    close = difflib.get_close_matches(value, names, n=1) or difflib.get_close_matches(
+        value.lower(), [c.lower() for c in names], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _listing(choices) -> str:
+    return ", ".join(repr(_plain(c)) for c in choices)
+
+
+# -- arrays of numbers ---------------------------------------------------------------------------
 
 def as_numeric(name: str, value) -> np.ndarray:
-    """Return ``value`` as a numeric ndarray view, or raise ``TypeError`` naming ``name``."""
+    """Return ``value`` as a numeric ndarray view, or raise ``TypeError`` naming ``name``.
+
+    Bools and strings are refused (``TypeError``), NaN too (``ValueError``).
+    """
     if isinstance(value, xr.DataArray):
         data = value.values
     elif isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a number or an array of numbers, got a bool")
+        raise TypeError(f"{name} must be a number, a numpy array or an xarray.DataArray; "
+                        f"got {describe(value)}")
     elif isinstance(value, (numbers.Number, np.ndarray, list, tuple)):
-        data = np.asarray(value)
+        try:
+            data = np.asarray(value)
+        except ValueError:  # ragged nested lists
+            raise TypeError(f"{name} must be a number or a regular array of numbers; "
+                            f"got {describe(value)}") from None
     else:
-        raise TypeError(
-            f"{name} must be a number, a numpy array or an xarray.DataArray, "
-            f"got {type(value).__name__}"
-        )
+        raise TypeError(f"{name} must be a number, a numpy array or an xarray.DataArray; "
+                        f"got {describe(value)}")
     if data.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {data.dtype}")
+        raise TypeError(f"{name} must hold real numbers; got {describe(value)}")
     if data.dtype.kind == "f" and np.isnan(data).any():
-        raise ValueError(f"{name} must not contain NaN")
+        raise ValueError(f"{name} must not contain NaN; got {show(value)}")
     return data
+
+
+def _interval(lo, hi, lo_open, hi_open) -> str:
+    # an unbounded side is open: no number reaches inf
+    left = "(" if lo_open or lo is None else "["
+    right = ")" if hi_open or hi is None else "]"
+    lo_s = "-inf" if lo is None else f"{lo:g}"
+    hi_s = "inf" if hi is None else f"{hi:g}"
+    return f"{left}{lo_s}, {hi_s}{right}"
 
 
 def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=False,
@@ -45,7 +125,7 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
     """
     data = as_numeric(name, value)
     if not allow_inf and data.dtype.kind == "f" and np.isinf(data).any():
-        raise ValueError(f"{name} must be finite")
+        raise ValueError(f"{name} must be finite; got {show(data[np.isinf(data)].flat[0])}")
     if data.size == 0:
         return value
     bad = np.zeros(data.shape, dtype=bool)
@@ -54,12 +134,8 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
     if hi is not None:
         bad |= (data >= hi) if hi_open else (data > hi)
     if bad.any():
-        left = "(" if lo_open else "["
-        right = ")" if hi_open else "]"
-        lo_s = "-inf" if lo is None else f"{lo:g}"
-        hi_s = "inf" if hi is None else f"{hi:g}"
-        first = data[bad].flat[0]
-        raise ValueError(f"{name} must lie in {left}{lo_s}, {hi_s}{right}; got {first!r}")
+        raise ValueError(f"{name} must lie in {_interval(lo, hi, lo_open, hi_open)}; "
+                         f"got {show(data[bad].flat[0])}")
     return value
 
 
@@ -79,13 +155,57 @@ def check_fraction(name: str, value, *, hi_open=False):
 
 
 def check_integer(name: str, value, lo=None):
-    """Raise unless ``value`` holds whole numbers (at least ``lo`` when given)."""
+    """Raise unless ``value`` holds finite whole numbers (at least ``lo`` when given)."""
     data = as_numeric(name, value)
-    if data.dtype.kind == "f" and (np.isinf(data).any() or (data != np.round(data)).any()):
-        raise ValueError(f"{name} must be a whole number, got {data[data != np.round(data)].flat[0]!r}")
+    if data.dtype.kind == "f":
+        # inf is no whole number; test it before rounding, which keeps inf as inf
+        bad = ~np.isfinite(data) | (data != np.round(data))
+        if bad.any():
+            raise ValueError(f"{name} must be a whole number; got {show(data[bad].flat[0])}")
     if lo is not None:
         check_range(name, value, lo=lo)
     return value
+
+
+def as_1d(name: str, value, *, non_empty: bool = True, allow_scalar: bool = True) -> np.ndarray:
+    """A 1-D array of real numbers (a scalar becomes one element unless ``allow_scalar`` is false).
+
+    ``TypeError`` for strings and other non-numbers, ``ValueError`` for 2-D or empty input.
+    """
+    kind = "a number or a 1-D sequence of numbers" if allow_scalar else \
+        "a 1-D sequence of numbers"
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be {kind}; got {describe(value)}")
+    data = as_numeric(name, value)
+    if allow_scalar:
+        data = np.atleast_1d(data)
+    if data.ndim != 1:
+        raise ValueError(f"{name} must be {kind}; got {show(value)}")
+    if non_empty and data.size == 0:
+        raise ValueError(f"{name} must hold at least one value; got {show(value)}")
+    return data
+
+
+# -- single numbers (spec fields) ----------------------------------------------------------------
+
+def real_number(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=False,
+                allow_none: bool = False, allow_inf: bool = False):
+    """One real number in an interval, as ``float`` (``None`` passes with ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        kind = "a number or None" if allow_none else "a number"
+        raise TypeError(f"{name} must be {kind}; got {describe(value)}")
+    number = float(value)
+    if math.isnan(number):
+        raise ValueError(f"{name} must not be NaN; got {show(value)}")
+    if not allow_inf and math.isinf(number):
+        raise ValueError(f"{name} must be finite; got {show(value)}")
+    if (lo is not None and (number <= lo if lo_open else number < lo)) or (
+            hi is not None and (number >= hi if hi_open else number > hi)):
+        raise ValueError(f"{name} must lie in {_interval(lo, hi, lo_open, hi_open)}; "
+                         f"got {show(value)}")
+    return number
 
 
 def positive_number(name: str, value, allow_none: bool = False):
@@ -94,11 +214,93 @@ def positive_number(name: str, value, allow_none: bool = False):
     For spec fields (:class:`~rooflinekit.GPU`, :class:`~rooflinekit.ModelShape`), which hold one
     number each rather than arrays.
     """
+    return real_number(name, value, lo=0, lo_open=True, allow_none=allow_none)
+
+
+def whole_number(name: str, value, lo=None, *, allow_none: bool = False):
+    """One whole number (an integer, or a float with no fraction) as ``int``, at least ``lo``."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive number, got {type(value).__name__}")
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        kind = "a whole number" + (f" >= {lo}" if lo is not None else "")
+        raise TypeError(f"{name} must be {kind}{' or None' if allow_none else ''}; "
+                        f"got {describe(value)}")
+    if not isinstance(value, numbers.Integral) and not float(value).is_integer():
+        raise ValueError(f"{name} must be a whole number; got {show(value)}")
+    if lo is not None and value < lo:
+        raise ValueError(f"{name} must be a whole number >= {lo}; got {show(value)}")
+    return int(value)
+
+
+# -- kinds, names and choices --------------------------------------------------------------------
+
+def check_bool(name: str, value) -> bool:
+    """``True`` or ``False`` (numpy bools too) as ``bool``; ``TypeError`` for anything else."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {describe(value)}")
+    return bool(value)
+
+
+def _kind_names(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def check_type(name: str, value, kind, *, allow_none: bool = False):
+    """``value`` unchanged when it is an instance of ``kind`` (a type or a tuple of types)."""
+    if (value is None and allow_none) or isinstance(value, kind):
+        return value
+    suffix = " or None" if allow_none else ""
+    raise TypeError(f"{name} must be a {_kind_names(kind)}{suffix}; got {describe(value)}")
+
+
+def check_string(name: str, value, *, allow_none: bool = False, allow_empty: bool = False):
+    """A string (non-blank unless ``allow_empty``), or ``None`` with ``allow_none``."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str) or (not allow_empty and not value.strip()):
+        kind = "a string" if allow_empty else "a non-empty string"
+        raise TypeError(f"{name} must be {kind}{' or None' if allow_none else ''}; "
+                        f"got {describe(value)}")
     return value
+
+
+def check_one_of(name: str, value, choices: Iterable, *, fold_case: bool = False):
+    """The one of ``choices`` that ``value`` is; else ``ValueError`` with a near miss.
+
+    With ``fold_case`` a string matches a choice in any case, and the choice is returned.
+    """
+    choices = tuple(choices)
+    if fold_case and isinstance(value, str):
+        for choice in choices:
+            if isinstance(choice, str) and choice.lower() == value.lower():
+                return choice
+    try:
+        if value in choices:
+            return value
+    except (TypeError, ValueError):  # an array's ambiguous truth
+        pass
+    raise ValueError(f"{name} must be one of {_listing(choices)}; got {show(value)}"
+                     f"{_suggest(value, choices)}")
+
+
+def check_keys(name: str, keys: Iterable, allowed: Iterable, *, what: str = "key"):
+    """Raise ``ValueError`` naming the first of ``keys`` not in ``allowed`` (a typo's fix too)."""
+    allowed = tuple(allowed)
+    for key in keys:
+        if key not in allowed:
+            raise ValueError(f"{name}: unknown {what} {show(key)}{_suggest(key, allowed)}; "
+                             f"allowed: {_listing(allowed)}")
+
+
+def check_mapping(name: str, value, kind=None, *, allow_none: bool = False):
+    """A mapping (its values instances of ``kind`` when given) as a ``dict``; ``None`` -> ``{}``."""
+    if value is None and allow_none:
+        return {}
+    what = "a mapping" + (f" of name -> {_kind_names(kind)}" if kind is not None else "")
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be {what}; got {describe(value)}")
+    if kind is not None:
+        for key, item in value.items():
+            check_type(f"{name}[{key!r}]", item, kind)
+    return dict(value)

@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import dims, units
+from rooflinekit._validation import check_string
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
@@ -116,8 +117,7 @@ def _index(rows, build):
 
 
 def _find(kind: str, name, table):
-    if not isinstance(name, str):
-        raise TypeError(f"{kind} name must be a string, got {type(name).__name__}")
+    check_string(f"{kind} name", name, allow_empty=True)
     entries, lookup = table
     canonical = lookup.get(_key(name))
     if canonical is None:

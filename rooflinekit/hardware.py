@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
+import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from rooflinekit._validation import positive_number
+from rooflinekit._validation import (
+    check_mapping,
+    check_string,
+    positive_number,
+    real_number,
+    whole_number,
+)
 from rooflinekit.dtypes import dtype_name
 
 __all__ = ["GPU"]
@@ -72,37 +77,25 @@ class GPU:
     source: str = ""
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise TypeError("name must be a non-empty string")
+        set_ = functools.partial(object.__setattr__, self)
+        check_string("name", self.name)
         for field in ("memory_bytes", "hbm_bandwidth", "peak_flops"):
-            object.__setattr__(self, field, positive_number(field, getattr(self, field)))
-        object.__setattr__(self, "interconnect_bandwidth",
-                           positive_number("interconnect_bandwidth", self.interconnect_bandwidth,
-                                           allow_none=True))
-        if isinstance(self.interconnect_latency, bool) or not isinstance(
-                self.interconnect_latency, numbers.Real) or not (
-                0 <= self.interconnect_latency < math.inf):
-            raise ValueError(f"interconnect_latency must be a finite number >= 0 seconds, "
-                             f"got {self.interconnect_latency!r}")
-        object.__setattr__(self, "interconnect_latency", float(self.interconnect_latency))
-        if self.hourly_price is not None:
-            if isinstance(self.hourly_price, bool) or not isinstance(self.hourly_price, numbers.Real):
-                raise TypeError("hourly_price must be a number of USD per hour or None")
-            if not (0 <= self.hourly_price < math.inf):
-                raise ValueError(f"hourly_price must be >= 0 USD/h, got {self.hourly_price!r}")
-            object.__setattr__(self, "hourly_price", float(self.hourly_price))
-        if isinstance(self.n_gpus, bool) or not isinstance(self.n_gpus, numbers.Integral) \
-                or self.n_gpus < 1:
-            raise ValueError(f"n_gpus must be an integer >= 1, got {self.n_gpus!r}")
-        object.__setattr__(self, "n_gpus", int(self.n_gpus))
+            set_(field, positive_number(field, getattr(self, field)))
+        set_("interconnect_bandwidth", positive_number(
+            "interconnect_bandwidth", self.interconnect_bandwidth, allow_none=True))
+        set_("interconnect_latency", real_number("interconnect_latency",
+                                                 self.interconnect_latency, lo=0))
+        set_("hourly_price", real_number("hourly_price", self.hourly_price, lo=0,
+                                         allow_none=True))
+        set_("n_gpus", whole_number("n_gpus", self.n_gpus, lo=1))
         table = {_DEFAULT_COMPUTE_DTYPE: self.peak_flops}
-        for key, value in dict(self.peak_flops_by_dtype or {}).items():
+        by_dtype = check_mapping("peak_flops_by_dtype", self.peak_flops_by_dtype, allow_none=True)
+        for key, value in by_dtype.items():
             table[dtype_name(key)] = positive_number(f"peak_flops_by_dtype[{key!r}]", value)
         if "fp16" not in table:
             table["fp16"] = table[_DEFAULT_COMPUTE_DTYPE]
-        object.__setattr__(self, "peak_flops_by_dtype", MappingProxyType(table))
-        if not isinstance(self.source, str):
-            raise TypeError("source must be a string")
+        set_("peak_flops_by_dtype", MappingProxyType(table))
+        check_string("source", self.source, allow_empty=True)
 
     # -- derived -------------------------------------------------------------------------------
     @property
@@ -130,8 +123,7 @@ class GPU:
         Memory, bandwidth, FLOP/s and hourly price scale with ``tp``; the per-GPU interconnect does
         not. ``tp = 1`` returns ``self``.
         """
-        if isinstance(tp, bool) or not isinstance(tp, numbers.Integral) or tp < 1:
-            raise ValueError(f"tp must be an integer >= 1, got {tp!r}")
+        whole_number("tp", tp, lo=1)
         if tp == 1:
             return self
         return dataclasses.replace(

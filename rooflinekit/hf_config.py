@@ -26,6 +26,8 @@ import numbers
 import os
 from collections.abc import Mapping
 
+from rooflinekit._validation import check_bool, check_one_of, describe, whole_number
+
 __all__ = ["shape_fields", "count_params", "load_hf_config"]
 
 # Older and GPT-style configs spell the same fields differently (transformers' ``attribute_map``).
@@ -90,11 +92,11 @@ def load_hf_config(config) -> dict:
         except json.JSONDecodeError as err:
             raise ValueError(f"config: {os.fspath(config)!r} is not valid JSON ({err})") from err
         if not isinstance(data, dict):
-            raise TypeError(f"config: {os.fspath(config)!r} must hold a JSON object, "
-                            f"got {type(data).__name__}")
+            raise TypeError(f"config: {os.fspath(config)!r} must hold a JSON object; "
+                            f"got {describe(data)}")
     else:
-        raise TypeError(f"config must be a path to config.json or a dict, "
-                        f"got {type(config).__name__}")
+        raise TypeError(f"config must be a path to config.json or a dict; "
+                        f"got {describe(config)}")
     text = data.get("text_config")
     if isinstance(text, Mapping) and _get(data, "num_hidden_layers") is None:
         data = {**{k: v for k, v in data.items() if k != "text_config"}, **text}
@@ -114,14 +116,7 @@ def _int(cfg: Mapping, field: str, *, lo: int = 1, required: bool = True, defaul
         if required and default is None:
             raise ValueError(f"config.json field {field!r} is missing")
         return default
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"config.json field {field!r} must be an integer, "
-                        f"got {type(value).__name__} {value!r}")
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"config.json field {field!r} must be a whole number, got {value!r}")
-    if value < lo:
-        raise ValueError(f"config.json field {field!r} must be an integer >= {lo}, got {value!r}")
-    return int(value)
+    return whole_number(f"config.json field {field!r}", value, lo)
 
 
 # -- shape ----------------------------------------------------------------------------------------
@@ -235,10 +230,7 @@ def _tied(cfg: Mapping, s: _Shape) -> bool:
     value = cfg.get("tie_word_embeddings")
     if value is None:
         return s.model_type not in _UNTIED_BY_DEFAULT
-    if not isinstance(value, bool):
-        raise TypeError(f"config.json field 'tie_word_embeddings' must be true or false, "
-                        f"got {value!r}")
-    return value
+    return check_bool("config.json field 'tie_word_embeddings'", value)
 
 
 def _dtype(cfg: Mapping):
@@ -246,10 +238,9 @@ def _dtype(cfg: Mapping):
     raw = cfg.get("torch_dtype", cfg.get("dtype"))
     compute = None
     if raw is not None:
-        if not isinstance(raw, str) or raw.lower() not in _TORCH_DTYPES:
-            raise ValueError(f"config.json field 'torch_dtype' must be one of "
-                             f"{', '.join(sorted(_TORCH_DTYPES))}, got {raw!r}")
-        compute = _TORCH_DTYPES[raw.lower()]
+        key = check_one_of("config.json field 'torch_dtype'", raw, sorted(_TORCH_DTYPES),
+                           fold_case=True)
+        compute = _TORCH_DTYPES[key]
     weights = compute or "bf16"
     quant = cfg.get("quantization_config")
     if isinstance(quant, Mapping):

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from pathlib import Path
 
 from rooflinekit import hf_config
-from rooflinekit._validation import positive_number
+from rooflinekit._validation import check_bool, check_string, positive_number, whole_number
 from rooflinekit.dtypes import bytes_per_element
 
 __all__ = ["ModelShape", "model_from_hf_config"]
 
 
 def _int_field(name: str, value, lo: int = 1, allow_none: bool = False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be an integer >= {lo}, got {type(value).__name__}")
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    if value < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
+    """A count field: a whole number, at least one unless ``lo`` says otherwise."""
+    return whole_number(name, value, lo, allow_none=allow_none)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,8 +106,7 @@ class ModelShape:
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise TypeError("name must be a non-empty string")
+        check_string("name", self.name)
         set_("n_layers", _int_field("n_layers", self.n_layers))
         set_("n_heads", _int_field("n_heads", self.n_heads))
         set_("n_kv_heads", _int_field("n_kv_heads", self.n_kv_heads))
@@ -160,16 +151,14 @@ class ModelShape:
                              "n_sliding_layers (None means every layer is windowed)")
         set_("n_sliding_layers", n_sliding)
         set_("max_context", _int_field("max_context", self.max_context, allow_none=True))
-        if not isinstance(self.tie_word_embeddings, (bool,)):
-            raise TypeError("tie_word_embeddings must be a bool")
+        set_("tie_word_embeddings", check_bool("tie_word_embeddings", self.tie_word_embeddings))
         set_("n_params", positive_number("n_params", self.n_params))
         active = positive_number("n_active_params", self.n_active_params, allow_none=True)
         if active is not None and active > self.n_params:
             raise ValueError(f"n_active_params ({active:g}) must not exceed n_params "
                              f"({self.n_params:g})")
         set_("n_active_params", self.n_params if active is None else active)
-        if not isinstance(self.source, str):
-            raise TypeError("source must be a string")
+        check_string("source", self.source, allow_empty=True)
 
     # -- attention layout ---------------------------------------------------------------------
     @property

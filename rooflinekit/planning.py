@@ -30,6 +30,10 @@ from rooflinekit._validation import (
     check_integer,
     check_positive,
     check_range,
+    check_string,
+    check_type,
+    describe,
+    show,
 )
 from rooflinekit.pricing import (
     PayAsYouGo,
@@ -111,8 +115,7 @@ def bursty_demand(n_periods=int(HOURS_PER_MONTH), *, mean_tokens=5.5e6, diurnal_
 
 def _demand(demand, time_dim, n_periods, seed) -> xr.DataArray:
     """Demand as a DataArray with ``time_dim``, sampled when given as a distribution."""
-    if not isinstance(time_dim, str):
-        raise TypeError(f"time_dim must be a string, got {type(time_dim).__name__}")
+    check_string("time_dim", time_dim)
     if hasattr(demand, "rvs") and not isinstance(demand, (np.ndarray, xr.DataArray)):
         if seed is None:
             raise ValueError("seed is required to sample demand from a distribution")
@@ -130,12 +133,12 @@ def _demand(demand, time_dim, n_periods, seed) -> xr.DataArray:
         arr = np.asarray(demand, dtype=float) if not isinstance(demand, np.ndarray) else demand
         as_numeric("demand", arr)
         if arr.ndim != 1:
-            raise ValueError("an unlabelled demand must be 1-D (one value per period); pass an "
-                             "xarray.DataArray to add other dimensions")
+            raise ValueError(f"an unlabelled demand must be 1-D (one value per period; pass an "
+                             f"xarray.DataArray to add other dimensions); got {show(demand)}")
         values = xr.DataArray(arr, dims=(time_dim,), coords={time_dim: np.arange(arr.size)})
     else:
         raise TypeError("demand must be a 1-D array, an xarray.DataArray with a time dimension, "
-                        f"or a distribution with .rvs; got {type(demand).__name__}")
+                        f"or a distribution with .rvs; got {describe(demand)}")
     check_range("demand", values, lo=0)
     if values.sizes[time_dim] == 0:
         raise ValueError("demand must hold at least one period")
@@ -149,12 +152,13 @@ def _as_labelled(name: str, value, dim: str | None = None):
     if isinstance(value, xr.DataArray):
         return value
     if isinstance(value, (np.ndarray, list, tuple)):
-        arr = np.asarray(value, dtype=float)
+        arr = as_numeric(name, value).astype(float)
         if arr.ndim == 0:
             return float(arr)
         if arr.ndim > 1:
-            raise TypeError(f"{name} is an unlabelled {arr.ndim}-d array; pass an "
-                            f"xarray.DataArray so its dimensions can be matched by name")
+            raise TypeError(f"{name} must be a number, a 1-D array or an xarray.DataArray (an "
+                            f"unlabelled array's dimensions cannot be matched by name); "
+                            f"got {show(value)}")
         dim = dim or name
         return xr.DataArray(arr, dims=(dim,), coords={dim: arr})
     return float(value)
@@ -162,8 +166,7 @@ def _as_labelled(name: str, value, dim: str | None = None):
 
 def _prices(payg, floor_unit_cost, output_fraction):
     """Blended pay-as-you-go price and floor price per token [USD/token], labelled."""
-    if not isinstance(payg, PayAsYouGo):
-        raise TypeError(f"payg must be a PayAsYouGo, got {type(payg).__name__}")
+    check_type("payg", payg, PayAsYouGo)
     check_fraction("output_fraction", output_fraction)
     f = _as_labelled("output_fraction", output_fraction, dims.OUTPUT_FRACTION)
     p = blended_price(payg, f)
@@ -261,12 +264,13 @@ def plan_with_spillover(demand, payg, floor_unit_cost, *, output_fraction, quant
     p, u = _prices(payg, floor_unit_cost, output_fraction)
     if isinstance(quantile, xr.DataArray):
         if quantile.ndim > 1 or (quantile.ndim == 1 and quantile.dims != (dims.QUANTILE,)):
-            raise ValueError(f"a labelled quantile must be 0-d or along {dims.QUANTILE!r}")
+            raise ValueError(f"a labelled quantile must be 0-d or along {dims.QUANTILE!r}; "
+                             f"got dims {quantile.dims}")
         q = quantile.values
     else:
         q = np.asarray(quantile, dtype=float)
         if q.ndim > 1:
-            raise ValueError("quantile must be a number or a 1-D array")
+            raise ValueError(f"quantile must be a number or a 1-D array; got {show(quantile)}")
     floor = d.quantile(q, dim=time_dim)
     plan = _evaluate(d, floor, p, u, time_dim)
     plan.attrs = {"description": "dedicated floor sized to a demand quantile, excess spilled to "
@@ -410,8 +414,7 @@ def self_hosting_comparison(selfhosted, payg, monthly_tokens, output_fraction, *
     .. [1] Serving-capacity guide §6.5: unit cost = monthly fixed cost / monthly tokens; the
        engineering line decides it.
     """
-    if not isinstance(selfhosted, SelfHosted):
-        raise TypeError(f"selfhosted must be a SelfHosted, got {type(selfhosted).__name__}")
+    check_type("selfhosted", selfhosted, SelfHosted)
     check_positive("monthly_tokens", monthly_tokens)
     v = _as_labelled("monthly_tokens", monthly_tokens, dims.MONTHLY_TOKENS)
     f = _as_labelled("output_fraction", output_fraction, dims.OUTPUT_FRACTION)

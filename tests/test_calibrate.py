@@ -364,7 +364,7 @@ def test_public_leave_one_gpu_out_is_reported(public):
 
 
 def test_cross_validate_bad_input(public):
-    with pytest.raises(ValueError, match="by must name"):
+    with pytest.raises(ValueError, match="by must be one of"):
         cross_validate(public, by="colour")
     with pytest.raises(ValueError, match="k must be"):
         cross_validate(public, k=1)

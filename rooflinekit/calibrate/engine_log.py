@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from rooflinekit._validation import check_one_of, check_string, check_type
 from rooflinekit import units
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
@@ -63,8 +64,7 @@ def parse_vllm_kv_log(text: str) -> dict:
     ``GPU KV cache size: N tokens`` and ``Maximum concurrency for L tokens per request: Xx``.
     The log rounds GiB to two decimals, so figures derived from them carry ±0.005 GiB.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    check_string("text", text, allow_empty=True)
     found = {}
     for key, pattern, factor in _LOG_PATTERNS:
         matches = re.findall(pattern, text)
@@ -118,16 +118,14 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int =
     """
     from rooflinekit.memory import engine_kv_cache
 
-    if not isinstance(model, ModelShape):
-        raise TypeError(f"model must be a ModelShape, got {type(model).__name__}")
+    check_type("model", model, ModelShape)
     found = parse_vllm_kv_log(log) if isinstance(log, str) else dict(log)
     if max_model_len is None:
         max_model_len = found.get("max_model_len")
     if max_model_len is None:
         raise ValueError("max_model_len is unknown: the log has no 'Maximum concurrency for L "
                          "tokens per request' line; pass max_model_len=")
-    if weights not in ("model", "logged"):
-        raise ValueError(f"weights must be 'model' or 'logged', got {weights!r}")
+    check_one_of("weights", weights, ("model", "logged"))
     ours_weights = model.weight_bytes / tp
     if {"total_gpu_memory", "gpu_memory_utilization"} <= set(found) and (
             "activation_peak" in found or ("peak_torch" in found and "weights" in found)):

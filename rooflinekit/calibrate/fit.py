@@ -65,7 +65,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import numbers
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
@@ -73,6 +72,14 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import units
+from rooflinekit._validation import (
+    check_keys,
+    check_mapping,
+    check_one_of,
+    real_number,
+    show,
+    whole_number,
+)
 from rooflinekit.calibrate.measurements import (
     MEASUREMENT,
     _check_measurements,
@@ -117,18 +124,12 @@ def _normalise_fit(fit) -> dict:
     if isinstance(fit, str):
         fit = (fit,)
     if isinstance(fit, Mapping):
-        unknown = sorted(set(fit) - set(PHASES))
-        if unknown:
-            raise ValueError(f"fit: unknown phase(s) {', '.join(map(repr, unknown))}; "
-                             f"allowed: {', '.join(PHASES)}")
+        check_keys("fit", fit, PHASES, what="phase")
         per_phase = {p: tuple(fit.get(p, ())) for p in PHASES}
     else:
         per_phase = {p: tuple(fit) for p in PHASES}
     for phase, names in per_phase.items():
-        bad = sorted(set(names) - set(PARAMETERS))
-        if bad:
-            raise ValueError(f"fit: unknown parameter(s) {', '.join(map(repr, bad))}; "
-                             f"allowed: {', '.join(PARAMETERS)}")
+        check_keys("fit", names, PARAMETERS, what="parameter")
         per_phase[phase] = tuple(p for p in PARAMETERS if p in names)
     return per_phase
 
@@ -137,15 +138,14 @@ def _normalise_bounds(bounds) -> dict:
     out = dict(DEFAULT_BOUNDS)
     if bounds is None:
         return out
-    if not isinstance(bounds, Mapping):
-        raise TypeError("bounds must be a mapping of parameter -> (low, high)")
+    bounds = check_mapping("bounds", bounds)
+    check_keys("bounds", bounds, PARAMETERS, what="parameter")
     for key, pair in bounds.items():
-        if key not in PARAMETERS:
-            raise ValueError(f"bounds: unknown parameter {key!r}; allowed: {', '.join(PARAMETERS)}")
         try:
             lo, hi = (float(v) for v in pair)
         except (TypeError, ValueError):
-            raise ValueError(f"bounds[{key!r}] must be a pair of numbers (low, high)") from None
+            raise ValueError(f"bounds[{key!r}] must be a pair of numbers (low, high); "
+                             f"got {show(pair)}") from None
         if key == "step_overhead":
             ok = 0 <= lo < hi < math.inf
         else:
@@ -153,7 +153,7 @@ def _normalise_bounds(bounds) -> dict:
         if not ok:
             allowed = "0 <= low < high (seconds)" if key == "step_overhead" else \
                 "0 < low < high <= 1"
-            raise ValueError(f"bounds[{key!r}] must satisfy {allowed}, got {pair!r}")
+            raise ValueError(f"bounds[{key!r}] must satisfy {allowed}; got {show(pair)}")
         out[key] = (lo, hi)
     return out
 
@@ -434,24 +434,26 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     .. [1] Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993, ch. 13.
     .. [2] SciPy ``scipy.optimize.least_squares`` (trust-region reflective, bounds).
     """
+    n_resamples = whole_number("n_resamples", n_resamples, lo=0)
+    confidence = real_number("confidence", confidence, lo=0, hi=1, lo_open=True, hi_open=True)
+    seed = whole_number("seed", seed, lo=0, allow_none=True)
+    ds, phases, per_phase, bounds, groups = _prepare(
+        measurements, phases, fit, bounds, models, gpus, roofline_kwargs, workload)
+    rng = np.random.default_rng(seed)
+    return _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, rng)
+
+
+def _prepare(measurements, phases, fit, bounds, models, gpus, roofline_kwargs, workload):
+    """The checked inputs of a fit: table, phases, free knobs, bounds and row groups."""
     ds = _check_measurements(measurements)
     phases = _check_phases(phases)
     per_phase = _normalise_fit(fit)
     bounds = _normalise_bounds(bounds)
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) \
-            or n_resamples < 0:
-        raise ValueError(f"n_resamples must be a whole number >= 0, got {n_resamples!r}")
-    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) \
-            or not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-        raise TypeError(f"seed must be an integer or None, got {type(seed).__name__}")
-    models = _check_overrides("models", models, ModelShape)
-    gpus = _check_overrides("gpus", gpus, GPU)
-    groups = _Groups(ds, models, gpus, dict(roofline_kwargs or {}), _check_workload(workload))
-    rng = np.random.default_rng(seed)
-    return _calibrate(ds, groups, phases, per_phase, bounds, int(n_resamples), float(confidence),
-                      rng)
+    groups = _Groups(ds, _check_overrides("models", models, ModelShape),
+                     _check_overrides("gpus", gpus, GPU),
+                     check_mapping("roofline_kwargs", roofline_kwargs, allow_none=True),
+                     _check_workload(workload))
+    return ds, phases, per_phase, bounds, groups
 
 
 
@@ -459,10 +461,11 @@ def _check_phases(phases) -> tuple:
     if isinstance(phases, str):
         phases = (phases,)
     phases = tuple(phases)
-    bad = [p for p in phases if p not in PHASES]
-    if bad or not phases:
-        raise ValueError(f"phases must be a non-empty selection of {', '.join(PHASES)}, "
-                         f"got {phases!r}")
+    if not phases:
+        allowed = ", ".join(map(repr, PHASES))
+        raise ValueError(f"phases must be a non-empty selection of {allowed}; got ()")
+    for i, phase in enumerate(phases):
+        check_one_of(f"phases[{i}]", phase, PHASES)
     return phases
 
 
@@ -629,21 +632,14 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
     predicted at ideal efficiency there (``fitted = False``); the pooled error includes those rows,
     so it never flatters the calibration.
     """
-    ds = _check_measurements(measurements)
-    phases = _check_phases(phases)
-    per_phase = _normalise_fit(fit)
-    bounds = _normalise_bounds(bounds)
-    models = _check_overrides("models", models, ModelShape)
-    gpus = _check_overrides("gpus", gpus, GPU)
-    workload = _check_workload(workload)
-    groups = _Groups(ds, models, gpus, dict(roofline_kwargs or {}), workload)
+    seed = whole_number("seed", seed, lo=0, allow_none=True)
+    ds, phases, per_phase, bounds, groups = _prepare(
+        measurements, phases, fit, bounds, models, gpus, roofline_kwargs, workload)
     n = ds.sizes[MEASUREMENT]
     if by is not None:
         keys = (by,) if isinstance(by, str) else tuple(by)
         for key in keys:
-            if key not in ("model", "gpu", "source", "dtype", "tp"):
-                raise ValueError(f"by must name columns among 'model', 'gpu', 'tp', 'dtype', "
-                                 f"'source', got {key!r}")
+            check_one_of("by", key, ("model", "gpu", "tp", "dtype", "source"))
         labels = [" / ".join(f"{ds[key].values[i]}" for key in keys) for i in range(n)]
         uniq = list(dict.fromkeys(labels))
         if len(uniq) < 2:
@@ -651,11 +647,10 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
                              f"got {len(uniq)}")
         folds = [(u, np.array([lab == u for lab in labels])) for u in uniq]
     else:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 2:
-            raise ValueError(f"k must be a whole number >= 2, got {k!r}")
+        k = whole_number("k", k, lo=2)
         if n < 2:
-            raise ValueError("cross-validation needs at least 2 measurements")
-        k = min(int(k), n)
+            raise ValueError(f"cross-validation needs at least 2 measurements; got {n}")
+        k = min(k, n)
         order = np.random.default_rng(seed).permutation(n)
         folds = []
         for f in range(k):

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from rooflinekit._validation import check_one_of, describe, show
 from rooflinekit import units
 
 __all__ = [
@@ -71,14 +72,14 @@ def _is_blank(value) -> bool:
 
 def _number(row_no: int, column: str, value) -> float:
     if isinstance(value, bool):
-        raise TypeError(f"measurement {row_no}: {column} must be a number, got a bool")
+        raise TypeError(f"measurement {row_no}: {column} must be a number; got {describe(value)}")
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"measurement {row_no}: {column} must be a number, got {value!r}") \
+        raise ValueError(f"measurement {row_no}: {column} must be a number; got {show(value)}") \
             from None
     if not math.isfinite(number):
-        raise ValueError(f"measurement {row_no}: {column} must be finite, got {value!r}")
+        raise ValueError(f"measurement {row_no}: {column} must be finite; got {show(value)}")
     return number
 
 
@@ -129,8 +130,8 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
         columns[name] = []
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
-            raise TypeError(f"measurement {i}: each row must be a mapping of column -> value, "
-                            f"got {type(row).__name__}")
+            raise TypeError(f"measurement {i}: each row must be a mapping of column -> value; "
+                            f"got {describe(row)}")
         unknown = sorted(set(row) - set(MEASUREMENT_COLUMNS))
         if unknown:
             raise ValueError(f"measurement {i}: unknown column(s) {', '.join(map(repr, unknown))};"
@@ -149,16 +150,18 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
             columns[col].append(math.nan if _is_blank(value) else _number(i, col, value))
         tp = columns["tp"][-1]
         if tp < 1 or tp != round(tp):
-            raise ValueError(f"measurement {i}: tp must be a whole number >= 1, got {row['tp']!r}")
+            raise ValueError(f"measurement {i}: tp must be a whole number >= 1; "
+                             f"got {show(row['tp'])}")
         if columns["batch_size"][-1] <= 0:
-            raise ValueError(f"measurement {i}: batch_size must be > 0, got {row['batch_size']!r}")
+            raise ValueError(f"measurement {i}: batch_size must be > 0; "
+                             f"got {show(row['batch_size'])}")
         if columns["prompt_tokens"][-1] < 1:
             raise ValueError(f"measurement {i}: prompt_tokens must be >= 1, "
                              f"got {row['prompt_tokens']!r}")
         for col in ("output_tokens", "context_length", *_TIME_COLUMNS, "output_throughput"):
             value = columns[col][-1]
             if not math.isnan(value) and value < 0:
-                raise ValueError(f"measurement {i}: {col} must be >= 0, got {row[col]!r}")
+                raise ValueError(f"measurement {i}: {col} must be >= 0; got {show(row[col])}")
         if columns["dtype"][-1]:
             from rooflinekit.dtypes import dtype_name
             try:
@@ -192,8 +195,8 @@ def _check_measurements(measurements) -> xr.Dataset:
         return read_measurements(measurements)
     if isinstance(measurements, Iterable) and not isinstance(measurements, Mapping):
         return measurements_from_records(measurements)
-    raise TypeError(f"measurements must be a Dataset, a list of rows or a file path, "
-                    f"got {type(measurements).__name__}")
+    raise TypeError(f"measurements must be a Dataset, a list of rows or a file path; "
+                    f"got {describe(measurements)}")
 
 
 def measurements_to_records(measurements: xr.Dataset) -> list[dict]:
@@ -257,7 +260,7 @@ def read_measurements(path) -> xr.Dataset:
                 raise ValueError(f"{path}: a measurement JSON file holds a list of rows or an "
                                  f"object with a 'measurements' list")
         return measurements_from_records(payload)
-    raise ValueError(f"{path}: measurement files must end in .csv or .json, got {suffix!r}")
+    raise ValueError(f"{path}: measurement files must end in .csv or .json; got {show(suffix)}")
 
 
 def write_measurements(measurements, path) -> Path:
@@ -277,7 +280,7 @@ def write_measurements(measurements, path) -> Path:
             json.dump({"measurements": records}, fh, indent=1)
             fh.write("\n")
         return path
-    raise ValueError(f"{path}: measurement files must end in .csv or .json, got {suffix!r}")
+    raise ValueError(f"{path}: measurement files must end in .csv or .json; got {show(suffix)}")
 
 
 def concat_measurements(*tables) -> xr.Dataset:
@@ -336,21 +339,20 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
     ----------
     .. [1] vLLM ``benchmarks/benchmark_serving.py``, ``benchmark()`` and ``main()`` (result keys).
     """
-    if statistic not in ("median", "mean"):
-        raise ValueError(f"statistic must be 'median' or 'mean', got {statistic!r}")
+    check_one_of("statistic", statistic, ("median", "mean"))
     name = None
     if isinstance(result, (str, Path)):
         name = Path(result).name
         with Path(result).open(encoding="utf-8") as fh:
             result = json.load(fh)
     if not isinstance(result, Mapping):
-        raise TypeError(f"result must be a path or a mapping, got {type(result).__name__}")
+        raise TypeError(f"result must be a path or a mapping; got {describe(result)}")
     for key in ("completed", "total_input_tokens", "total_output_tokens"):
         if result.get(key) is None:
             raise ValueError(f"vllm result lacks field {key!r}: not a benchmark_serving result")
     completed = float(result["completed"])
     if completed <= 0:
-        raise ValueError(f"vllm result field 'completed' must be > 0, got {completed!r}")
+        raise ValueError(f"vllm result field 'completed' must be > 0; got {show(completed)}")
     if batch_size is None:
         cap = result.get("max_concurrency")
         e2el = result.get("mean_e2el_ms", result.get("mean_latency_ms"))

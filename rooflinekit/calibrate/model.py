@@ -15,8 +15,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
-import numbers
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -25,6 +23,14 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog
+from rooflinekit._validation import (
+    check_keys,
+    check_mapping,
+    check_one_of,
+    check_string,
+    check_type,
+    real_number,
+)
 from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
@@ -65,15 +71,7 @@ def _lookup(kind: str, name: str, overrides: Mapping | None, row_no: int):
 
 
 def _check_overrides(name, mapping, kind):
-    if mapping is None:
-        return {}
-    if not isinstance(mapping, Mapping):
-        raise TypeError(f"{name} must be a mapping of name -> {kind.__name__}")
-    for key, spec in mapping.items():
-        if not isinstance(spec, kind):
-            raise TypeError(f"{name}[{key!r}] must be a {kind.__name__}, "
-                            f"got {type(spec).__name__}")
-    return dict(mapping)
+    return check_mapping(name, mapping, kind, allow_none=True)
 
 
 class _Groups:
@@ -175,9 +173,7 @@ def _targets(ds: xr.Dataset, phase: str) -> np.ndarray:
 
 
 def _check_workload(workload) -> str:
-    if workload not in ("isolated", "serving"):
-        raise ValueError(f"workload must be 'isolated' or 'serving', got {workload!r}")
-    return workload
+    return check_one_of("workload", workload, ("isolated", "serving"))
 
 
 # -- the calibrated model ----------------------------------------------------------------------
@@ -192,25 +188,19 @@ _FUNCTION_PHASE = {
 
 
 def _check_knobs(phase: str, knobs: Mapping) -> dict:
-    if not isinstance(knobs, Mapping):
-        raise TypeError(f"{phase} knobs must be a mapping, got {type(knobs).__name__}")
-    unknown = sorted(set(knobs) - set(PARAMETERS))
-    if unknown:
-        raise ValueError(f"{phase}: unknown knob(s) {', '.join(map(repr, unknown))}; "
-                         f"allowed: {', '.join(PARAMETERS)}")
+    knobs = check_mapping(phase, knobs)
+    check_keys(phase, knobs, PARAMETERS, what="knob")
     out = dict(_IDEAL)
     for key, value in knobs.items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{phase}.{key} must be a number, got {type(value).__name__}")
-        value = float(value)
-        if key == "step_overhead":
-            if not (0 <= value < math.inf):
-                raise ValueError(f"{phase}.step_overhead must be a finite number >= 0 s, "
-                                 f"got {value!r}")
-        elif not (0 < value <= 1):
-            raise ValueError(f"{phase}.{key} must lie in (0, 1], got {value!r}")
-        out[key] = value
+        out[key] = _check_knob(f"{phase}.{key}", key, value)
     return out
+
+
+def _check_knob(name: str, knob: str, value) -> float:
+    """One roofline knob as ``float``: an efficiency in (0, 1], ``step_overhead`` >= 0 [s]."""
+    if knob == "step_overhead":
+        return real_number(name, value, lo=0)
+    return real_number(name, value, lo=0, hi=1, lo_open=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,8 +230,7 @@ class Calibration:
     def __post_init__(self):
         object.__setattr__(self, "prefill", MappingProxyType(_check_knobs("prefill", self.prefill)))
         object.__setattr__(self, "decode", MappingProxyType(_check_knobs("decode", self.decode)))
-        if not isinstance(self.source, str):
-            raise TypeError("source must be a string")
+        check_string("source", self.source, allow_empty=True)
 
     @property
     def prefill_kwargs(self) -> dict:
@@ -264,8 +253,7 @@ class Calibration:
                 raise ValueError(f"cannot tell the phase of {name or phase_or_function!r}; "
                                  f"known functions: {', '.join(sorted(_FUNCTION_PHASE))}; "
                                  f"use kwargs_for('prefill') or kwargs_for('decode')")
-        if phase not in PHASES:
-            raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
+        check_one_of("phase", phase, PHASES)
         return dict(self.prefill if phase == "prefill" else self.decode)
 
     def apply(self, func: Callable) -> Callable:
@@ -284,19 +272,15 @@ class Calibration:
     @classmethod
     def from_dict(cls, data: Mapping) -> "Calibration":
         """The inverse of :meth:`to_dict`."""
-        if not isinstance(data, Mapping):
-            raise TypeError(f"a calibration is a mapping, got {type(data).__name__}")
-        unknown = sorted(set(data) - {"prefill", "decode", "source"})
-        if unknown:
-            raise ValueError(f"unknown calibration field(s) {', '.join(map(repr, unknown))}")
+        check_mapping("data", data)
+        check_keys("data", data, ("prefill", "decode", "source"), what="calibration field")
         return cls(prefill=data.get("prefill", {}), decode=data.get("decode", {}),
                    source=data.get("source", ""))
 
 
 def save_calibration(calibration: Calibration, path) -> Path:
     """Write a :class:`Calibration` as JSON and return the path."""
-    if not isinstance(calibration, Calibration):
-        raise TypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
+    check_type("calibration", calibration, Calibration)
     path = Path(path)
     with path.open("w", encoding="utf-8") as fh:
         json.dump(calibration.to_dict(), fh, indent=1)
@@ -334,8 +318,7 @@ def predict(measurements, calibration: Calibration | None = None, *, models=None
     """
     ds = _check_measurements(measurements)
     calibration = Calibration() if calibration is None else calibration
-    if not isinstance(calibration, Calibration):
-        raise TypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
+    check_type("calibration", calibration, Calibration)
     groups = _Groups(ds, _check_overrides("models", models, ModelShape),
                      _check_overrides("gpus", gpus, GPU), dict(roofline_kwargs or {}),
                      _check_workload(workload))

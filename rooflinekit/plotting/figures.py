@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from rooflinekit import dims, memory, parallel, planning, pricing, roofline, units
+from rooflinekit._validation import as_1d, check_mapping, check_one_of, check_string, describe
 
 __all__ = [
     "plot_roofline", "plot_concurrency_vs_context", "plot_batching_timeline", "plot_batching_win",
@@ -86,21 +87,16 @@ def plot_concurrency_vs_context(model, gpu, tp=1, contexts=None, kv_heads=None, 
 
 
 def _check_ax(ax):
+    # duck-typed: matplotlib is imported lazily, so there is no Axes class to test against yet
     if ax is not None and not hasattr(ax, "plot"):
-        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+        raise TypeError(f"ax must be a matplotlib Axes or None; got {describe(ax)}")
 
 
 def _one_d(name, values, default):
     """A 1-D float array of plotting positions (the library validates the values themselves)."""
     if values is None:
         return np.asarray(default, dtype=float)
-    if isinstance(values, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence of numbers, got a string")
-    arr = np.asarray(values)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    arr = as_1d(name, values, allow_scalar=False)
     return arr
 
 
@@ -246,9 +242,7 @@ def plot_batching_timeline(results, ax=None):
     """
     from matplotlib.patches import Patch
     _check_ax(ax)
-    if not hasattr(results, "items"):
-        raise TypeError(f"results must be a mapping of label -> Dataset, got "
-                        f"{type(results).__name__}")
+    results = check_mapping("results", results)
     if not results:
         raise ValueError("results must hold at least one run")
     need = ("admit", "finish", "output_tokens", "makespan", "mean_service_latency")
@@ -321,11 +315,10 @@ def plot_batching_win(monte_carlo, parameter, metric="makespan", baseline="stati
     """
     _check_ax(ax)
     if not hasattr(monte_carlo, "data_vars"):
-        raise TypeError(f"monte_carlo must be an xarray.Dataset, got {type(monte_carlo).__name__}")
+        raise TypeError(f"monte_carlo must be an xarray.Dataset; got {describe(monte_carlo)}")
     for name, value in (("parameter", parameter), ("metric", metric), ("baseline", baseline),
                         ("policy", policy)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+        check_string(name, value)
     if metric not in monte_carlo.data_vars:
         raise ValueError(f"metric {metric!r} is not in the Monte Carlo result")
     da = monte_carlo[metric]
@@ -334,8 +327,7 @@ def plot_batching_win(monte_carlo, parameter, metric="makespan", baseline="stati
             raise ValueError(f"the Monte Carlo result has no dimension {dim!r} (dims {da.dims})")
     policies = list(da["policy"].values)
     for name, value in (("baseline", baseline), ("policy", policy)):
-        if value not in policies:
-            raise ValueError(f"{name} {value!r} is not one of the policies {policies}")
+        check_one_of(name, value, policies)
     win = da.sel(policy=baseline) / da.sel(policy=policy)
     win = win.transpose(parameter, "replicate", ...)
     values = win[parameter].values

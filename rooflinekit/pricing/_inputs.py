@@ -16,50 +16,52 @@ import xarray as xr
 
 from rooflinekit import dims
 from rooflinekit._labels import align_inputs, is_labelled
-from rooflinekit._validation import as_numeric, check_nonnegative, check_positive
+from rooflinekit._validation import (
+    as_numeric,
+    check_bool,
+    check_range,
+    check_string,
+)
 
 __all__ = ["USD_PER_MTOK", "USD_PER_MONTH", "TOKENS_PER_MONTH", "numeric_field",
-           "normalise_region", "option_name", "check_bool", "ARGUMENT_DIMS", "prepare",
-           "any_positive", "check_type"]
+           "normalise_region", "option_name", "ARGUMENT_DIMS", "prepare", "any_positive",
+           "admissibility"]
 
 USD_PER_MTOK = "USD/1M tokens"
 USD_PER_MONTH = "USD/month"
 TOKENS_PER_MONTH = "tokens/month"
 
 
-def numeric_field(name: str, value, *, positive: bool = False, allow_none: bool = False):
-    """Validate a numeric spec field; lists become arrays, everything else is kept as given."""
+def numeric_field(name: str, value, *, positive: bool = False, hi=None,
+                  allow_none: bool = False):
+    """Validate a numeric spec field (>= 0, > 0 with ``positive``, <= ``hi`` when given).
+
+    Lists become arrays; everything else is kept as given.
+    """
     if value is None and allow_none:
         return None
     if isinstance(value, (list, tuple)):
-        value = np.asarray(value, dtype=float)
-    if positive:
-        check_positive(name, value)
-    else:
-        check_nonnegative(name, value)
+        value = np.asarray(as_numeric(name, value), dtype=float)
+    check_range(name, value, lo=0, hi=hi, lo_open=positive)
     return value
 
 
-def normalise_region(value) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise TypeError(f"region must be a non-empty string or None, got {value!r}")
-    return value.strip().lower()
+def normalise_region(value, name: str = "region") -> str | None:
+    """A region label in lower case, or ``None`` (unknown)."""
+    region = check_string(name, value, allow_none=True)
+    return None if region is None else region.strip().lower()
 
 
 def option_name(value, default: str) -> str:
-    if value is None:
-        return default
-    if not isinstance(value, str) or not value.strip():
-        raise TypeError(f"name must be a non-empty string, got {value!r}")
-    return value
+    """An option's label, ``default`` when ``None``."""
+    return default if value is None else check_string("name", value)
 
 
-def check_bool(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
+def admissibility(spec, default_name: str) -> None:
+    """Check and set the label and admissibility fields every price type shares (frozen)."""
+    object.__setattr__(spec, "name", option_name(spec.name, default_name))
+    object.__setattr__(spec, "region", normalise_region(spec.region))
+    object.__setattr__(spec, "third_party", check_bool("third_party", spec.third_party))
 
 
 #: Dimension of each labelled numeric argument (the glossary in :mod:`rooflinekit.dims`).
@@ -92,11 +94,6 @@ def prepare(named: Mapping, *specs):
     return out, tuple(rebuilt)
 
 
-def any_positive(value) -> bool:
-    return bool(np.any(as_numeric("value", value) > 0))
-
-
-def check_type(name: str, value, kind):
-    if not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise TypeError(f"{name} must be a {names}, got {type(value).__name__}")
+def any_positive(name: str, value) -> bool:
+    """Whether any element of the (checked) numeric ``value`` is positive."""
+    return bool(np.any(as_numeric(name, value) > 0))

@@ -31,27 +31,30 @@ import xarray as xr
 
 from rooflinekit._labels import align_inputs, finish, spec_value, where
 from rooflinekit._validation import (
+    check_bool,
     check_fraction,
     check_integer,
     check_nonnegative,
     check_positive,
     check_range,
+    check_type,
+    positive_number,
 )
 from rooflinekit.pricing._inputs import (
     TOKENS_PER_MONTH,
     USD_PER_MONTH,
     USD_PER_MTOK,
+    admissibility,
     any_positive,
-    check_bool,
-    check_type,
-    normalise_region,
     numeric_field,
-    option_name,
     prepare,
 )
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 
 __all__ = ["PayAsYouGo", "Provisioned", "SelfHosted", "blended_price", "unit_cost"]
+
+#: Longest billed month [h]: 31 days of 24 hours.
+_MAX_HOURS_PER_MONTH = 744
 
 
 # -- the types ------------------------------------------------------------------------------------
@@ -118,9 +121,7 @@ class PayAsYouGo:
                       "long_context_output_per_mtok"):
             set_(field, numeric_field(field, getattr(self, field), positive=True,
                                       allow_none=True))
-        set_("name", option_name(self.name, "pay-as-you-go"))
-        set_("region", normalise_region(self.region))
-        set_("third_party", check_bool("third_party", self.third_party))
+        admissibility(self, "pay-as-you-go")
 
     kind = "pay-as-you-go"
 
@@ -221,16 +222,10 @@ class Provisioned:
         set_("monthly_capacity_tokens", numeric_field(
             "monthly_capacity_tokens", self.monthly_capacity_tokens, positive=True))
         set_("output_weight", numeric_field("output_weight", self.output_weight, positive=True))
-        if isinstance(self.reference_output_fraction, (list, tuple)):
-            set_("reference_output_fraction", np.asarray(self.reference_output_fraction, float))
-        check_fraction("reference_output_fraction", self.reference_output_fraction)
-        if self.units is not None:
-            if isinstance(self.units, bool) or not isinstance(self.units, numbers.Real):
-                raise TypeError(f"units must be a positive number or None, got {self.units!r}")
-            check_positive("units", self.units)
-        set_("name", option_name(self.name, "provisioned"))
-        set_("region", normalise_region(self.region))
-        set_("third_party", check_bool("third_party", self.third_party))
+        set_("reference_output_fraction", numeric_field(
+            "reference_output_fraction", self.reference_output_fraction, hi=1))
+        set_("units", positive_number("units", self.units, allow_none=True))
+        admissibility(self, "provisioned")
 
     @classmethod
     def from_units(cls, n_units, capacity_per_unit, *, monthly_cost_per_unit=None,
@@ -260,7 +255,7 @@ class Provisioned:
             raise ValueError("give exactly one of monthly_cost_per_unit, hourly_cost_per_unit")
         check_positive("n_units", n_units)
         check_positive("capacity_per_unit", capacity_per_unit)
-        check_range("hours_per_month", hours_per_month, lo=0, hi=744, lo_open=True)
+        check_range("hours_per_month", hours_per_month, lo=0, hi=_MAX_HOURS_PER_MONTH, lo_open=True)
         if hourly_cost_per_unit is not None:
             check_positive("hourly_cost_per_unit", hourly_cost_per_unit)
             per_unit = _as_float(hourly_cost_per_unit) * hours_per_month
@@ -384,14 +379,13 @@ class SelfHosted:
         set_("gpu_hourly", numeric_field("gpu_hourly", self.gpu_hourly))
         set_("engineering_monthly", numeric_field("engineering_monthly",
                                                   self.engineering_monthly))
-        check_range("hours_per_month", self.hours_per_month, lo=0, hi=744, lo_open=True)
+        set_("hours_per_month", numeric_field("hours_per_month", self.hours_per_month,
+                                              positive=True, hi=_MAX_HOURS_PER_MONTH))
         set_("other_fixed_monthly", numeric_field("other_fixed_monthly",
                                                   self.other_fixed_monthly))
         set_("capacity_tokens", numeric_field("capacity_tokens", self.capacity_tokens,
                                               positive=True, allow_none=True))
-        set_("name", option_name(self.name, "self-hosted"))
-        set_("region", normalise_region(self.region))
-        set_("third_party", check_bool("third_party", self.third_party))
+        admissibility(self, "self-hosted")
 
     @classmethod
     def from_roofline(cls, model, gpu, *, tp, batch_size, context_length, utilization,
@@ -448,7 +442,7 @@ class SelfHosted:
         check_integer("tp", tp, lo=1)
         check_integer("replicas", replicas, lo=1)
         check_range("utilization", utilization, lo=0, hi=1, lo_open=True)
-        check_range("hours_per_month", hours_per_month, lo=0, hi=744, lo_open=True)
+        check_range("hours_per_month", hours_per_month, lo=0, hi=_MAX_HOURS_PER_MONTH, lo_open=True)
         if gpu_hourly is None:
             price = spec_value(gpu, "hourly_price")
             if price is None or np.isnan(np.asarray(price, dtype=float)).any():
@@ -589,7 +583,7 @@ def blended_price(payg, output_fraction, *, cached_fraction=0.0, prompt_tokens=N
     check_fraction("cached_fraction", cached_fraction)
     if prompt_tokens is not None:
         check_nonnegative("prompt_tokens", prompt_tokens)
-    if payg.cached_input_per_mtok is None and any_positive(cached_fraction):
+    if payg.cached_input_per_mtok is None and any_positive("cached_fraction", cached_fraction):
         raise ValueError(f"cached_fraction must be 0: {payg.name!r} has no "
                          f"cached_input_per_mtok")
     named = {"output_fraction": output_fraction, "cached_fraction": cached_fraction}

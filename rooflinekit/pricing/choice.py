@@ -11,6 +11,7 @@ compares their costs and re-exports this module's names.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -19,14 +20,16 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit._labels import finish, is_labelled
-from rooflinekit._validation import check_fraction, check_nonnegative
-from rooflinekit.pricing._inputs import (
-    USD_PER_MONTH,
+from rooflinekit._validation import (
     check_bool,
+    check_fraction,
+    check_nonnegative,
+    check_one_of,
+    check_string,
     check_type,
-    normalise_region,
-    option_name,
+    show,
 )
+from rooflinekit.pricing._inputs import USD_PER_MONTH, normalise_region, option_name
 from rooflinekit.pricing.capacity import PayAsYouGo, Provisioned, SelfHosted
 
 __all__ = ["CLASSIFICATIONS", "Compliance", "admissibility", "NoAdmissibleOptionError", "Choice",
@@ -72,20 +75,22 @@ class Compliance:
     name: str = "workload"
 
     def __post_init__(self):
-        if not isinstance(self.classification, str) or \
-                self.classification.lower() not in CLASSIFICATIONS:
-            raise ValueError(f"classification must be one of {', '.join(CLASSIFICATIONS)}; "
-                             f"got {self.classification!r}")
-        object.__setattr__(self, "classification", self.classification.lower())
+        set_ = functools.partial(object.__setattr__, self)
+        check_string("classification", self.classification)
+        set_("classification", check_one_of("classification", self.classification,
+                                            CLASSIFICATIONS, fold_case=True))
         if self.allowed_regions is not None:
             regions = ((self.allowed_regions,) if isinstance(self.allowed_regions, str)
                        else tuple(self.allowed_regions))
             if not regions:
-                raise ValueError("allowed_regions must name at least one region, or be None")
-            object.__setattr__(self, "allowed_regions", tuple(normalise_region(r) for r in regions))
+                raise ValueError("allowed_regions must name at least one region, or be None; "
+                                 "got an empty collection")
+            set_("allowed_regions", tuple(normalise_region(r, f"allowed_regions[{i}]")
+                                          for i, r in enumerate(regions)))
         if self.third_party_allowed is not None:
-            check_bool("third_party_allowed", self.third_party_allowed)
-        option_name(self.name, "workload")
+            set_("third_party_allowed", check_bool("third_party_allowed",
+                                                   self.third_party_allowed))
+        set_("name", option_name(self.name, "workload"))
 
     @property
     def allows_third_party(self) -> bool:
@@ -219,7 +224,8 @@ def cheapest_option(monthly_tokens, options, output_fraction, *, workload=None, 
     check_fraction("output_fraction", output_fraction)
     check_nonnegative("tie_rtol", tie_rtol)
     if isinstance(options, (str, bytes)) or not isinstance(options, Iterable):
-        raise TypeError("options must be an iterable of PayAsYouGo, Provisioned or SelfHosted")
+        raise TypeError(f"options must be an iterable of PayAsYouGo, Provisioned or SelfHosted; "
+                        f"got {show(options)}")
     options = list(options)
     if not options:
         raise ValueError("options must hold at least one option")

@@ -40,15 +40,16 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit._labels import finish, is_labelled
-from rooflinekit._validation import check_fraction, check_nonnegative, check_range
-from rooflinekit.pricing._inputs import (
-    TOKENS_PER_MONTH,
-    USD_PER_MONTH,
-    USD_PER_MTOK,
+from rooflinekit._validation import (
     check_bool,
+    check_fraction,
+    check_keys,
+    check_nonnegative,
+    check_range,
+    check_string,
     check_type,
-    prepare,
 )
+from rooflinekit.pricing._inputs import TOKENS_PER_MONTH, USD_PER_MONTH, USD_PER_MTOK, prepare
 from rooflinekit.pricing.capacity import (
     PayAsYouGo,
     Provisioned,
@@ -114,12 +115,9 @@ def break_even(provisioned, payg, output_fraction):
     .. [1] Serving-capacity guide §6.3: $12,000/month, 4B tokens, $3/$12 per 1M → 76.92% at
        f = 0.1 and 40.00% at f = 0.5.
     """
-    check_type("provisioned", provisioned, (Provisioned, SelfHosted))
+    _check_dedicated("provisioned", provisioned, "break-even utilisation")
     check_type("payg", payg, PayAsYouGo)
     check_fraction("output_fraction", output_fraction)
-    if isinstance(provisioned, SelfHosted) and provisioned.capacity_tokens is None:
-        raise ValueError("provisioned is a SelfHosted without capacity_tokens; its break-even "
-                         "utilisation is undefined")
     a, (provisioned, payg) = prepare({"output_fraction": output_fraction}, provisioned, payg)
     f = a["output_fraction"]
     tokens = provisioned.fixed_monthly_cost / blended_price(payg, f) * PER_MILLION
@@ -251,7 +249,7 @@ def provisioned_unit_cost(provisioned, output_fraction, utilization):
     .. [1] Serving-capacity guide §6.3 and §6.5.
     """
     check_range("utilization", utilization, lo=0, hi=1, lo_open=True)
-    check_type("provisioned", provisioned, (Provisioned, SelfHosted))
+    _check_dedicated("provisioned", provisioned, "unit cost")
     check_fraction("output_fraction", output_fraction)
     a, (provisioned,) = prepare({"output_fraction": output_fraction,
                                  "utilization": utilization}, provisioned)
@@ -280,15 +278,20 @@ def capacity_price(option, output_fraction):
     ----------
     .. [1] Serving-capacity guide §6.3–6.4.
     """
-    check_type("option", option, (Provisioned, SelfHosted))
-    if isinstance(option, SelfHosted) and option.capacity_tokens is None:
-        raise ValueError("option is a SelfHosted without capacity_tokens; its capacity price "
-                         "is undefined")
+    _check_dedicated("option", option, "capacity price")
     check_fraction("output_fraction", output_fraction)
     a, (option,) = prepare({"output_fraction": output_fraction}, option)
     capacity = option.capacity(a["output_fraction"])
     return finish(option.fixed_monthly_cost / capacity * PER_MILLION, USD_PER_MTOK,
                   "price of dedicated capacity")
+
+def _check_dedicated(name: str, option, what: str) -> None:
+    """``option`` is dedicated capacity with a known monthly capacity."""
+    check_type(name, option, (Provisioned, SelfHosted))
+    if isinstance(option, SelfHosted) and option.capacity_tokens is None:
+        raise ValueError(f"{name} is a SelfHosted without capacity_tokens; its {what} is "
+                         f"undefined")
+
 
 # -- price list -----------------------------------------------------------------------------------
 @functools.cache
@@ -315,15 +318,13 @@ def load_prices() -> dict:
 
 
 def _row(section: str, name: str, key: str = "name") -> dict:
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    check_string("name", name, allow_empty=True)
     rows = _price_table().get(section, [])
-    wanted = name.strip().lower()
-    for row in rows:
-        if str(row[key]).lower() == wanted:
-            return dict(row)
-    known = ", ".join(str(r[key]) for r in rows)
-    raise ValueError(f"unknown {section} entry {name!r}; known: {known}")
+    by_name = {str(r[key]).lower(): r for r in rows}
+    row = by_name.get(name.strip().lower())
+    if row is None:
+        check_keys("name", [name], [str(r[key]) for r in rows], what=f"{section} entry")
+    return dict(row)
 
 
 def payg_price(name: str) -> PayAsYouGo:

@@ -49,11 +49,14 @@ import xarray as xr
 
 from rooflinekit import catalog, dims, memory, roofline
 from rooflinekit._validation import (
-    as_numeric,
+    as_1d,
+    check_bool,
     check_fraction,
     check_integer,
     check_nonnegative,
     check_range,
+    check_string,
+    show,
 )
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
@@ -185,17 +188,11 @@ def _axis_values(name, values, *, lo, allow_none=False):
         if allow_none:
             return None
         raise ValueError(f"{name} is required")
-    if isinstance(values, xr.DataArray):
-        values = values.values
-    data = as_numeric(name, values)
-    if data.ndim > 1:
-        raise ValueError(f"{name} must be a number or a 1-D sequence, got {data.ndim} dimensions")
-    data = np.atleast_1d(data)
-    if data.size == 0:
-        raise ValueError(f"{name} must hold at least one value")
+    data = as_1d(name, values)
     check_integer(name, data, lo=lo)
     if np.unique(data).size != data.size:
-        raise ValueError(f"{name} must not repeat values (it labels a dimension)")
+        raise ValueError(f"{name} must not repeat values (it labels a dimension); "
+                         f"got {show(values)}")
     return data.astype(np.int64)
 
 
@@ -400,13 +397,13 @@ def _chunks(shape, chunks):
             size = chunks.get(d, -1)
             if isinstance(size, bool) or not isinstance(size, numbers.Integral) or (
                     size < 1 and size != -1):
-                raise ValueError(f"chunks[{d!r}] must be an integer >= 1 or -1 (whole axis), "
-                                 f"got {size!r}")
+                raise ValueError(f"chunks[{d!r}] must be an integer >= 1 or -1 (whole axis); "
+                                 f"got {show(size)}")
             out.append(_chunk_axis(shape[ax], shape[ax] if size == -1 else size))
         return tuple(out)
     if isinstance(chunks, bool) or not isinstance(chunks, numbers.Integral) or chunks < 1:
         raise ValueError(f"chunks must be None, 'auto', an integer number of cells per block >= 1 "
-                         f"or a dict {{dimension: chunk length}}, got {chunks!r}")
+                         f"or a dict {{dimension: chunk length}}; got {show(chunks)}")
     # Fill blocks from the last axis backwards, so a block is a contiguous slab of the grid.
     out = [None] * 6
     cells = 1
@@ -544,9 +541,7 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
                                 step_overhead, compute_dtype)
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
                       variables, options)
-    if not isinstance(replicate_kv, (bool, np.bool_)):
-        raise TypeError(f"replicate_kv must be True or False, got {type(replicate_kv).__name__}")
-    grid = dataclasses.replace(grid, replicate_kv=bool(replicate_kv))
+    grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv))
     if chunks is None:
         return _wrap(grid, _compute_in_memory(grid))
     require_dask()
@@ -557,19 +552,16 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
 def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_overhead,
                       compute_dtype):
     """Validate the roofline options now: a lazy sweep must not fail later, inside a block."""
-    if not isinstance(allreduce, (bool, np.bool_)):
-        raise TypeError("allreduce must be True or False")
+    check_bool("allreduce", allreduce)
     for name, value in (("compute_efficiency", compute_efficiency),
                         ("bandwidth_efficiency", bandwidth_efficiency),
                         ("step_overhead", step_overhead)):
         if np.ndim(value):
-            raise TypeError(f"{name} must be a single number")
+            raise TypeError(f"{name} must be a single number; got {show(value)}")
     check_range("compute_efficiency", compute_efficiency, lo=0, hi=1, lo_open=True)
     check_range("bandwidth_efficiency", bandwidth_efficiency, lo=0, hi=1, lo_open=True)
     check_nonnegative("step_overhead", step_overhead)
-    if compute_dtype is not None and not isinstance(compute_dtype, str):
-        raise TypeError(f"compute_dtype must be a format name such as 'fp8', got "
-                        f"{type(compute_dtype).__name__}")
+    check_string("compute_dtype", compute_dtype, allow_none=True)
     return {"allreduce": bool(allreduce), "compute_efficiency": float(compute_efficiency),
             "bandwidth_efficiency": float(bandwidth_efficiency),
             "step_overhead": float(step_overhead), "compute_dtype": compute_dtype}

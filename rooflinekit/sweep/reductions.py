@@ -18,6 +18,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import dims
+from rooflinekit._validation import check_bool, check_one_of, check_string, describe, show
 from rooflinekit.sweep._dask import distributed_client, require_dask
 from rooflinekit.sweep.grid import SWEEP_DIMS
 
@@ -44,7 +45,7 @@ def _ordered_dims(arrays):
 def _reduction_inputs(ds, names, by):
     """The DataArrays named, their union of dimensions (sweep order) and the ``by`` dims."""
     if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"ds must be an xarray.Dataset from sweep(), got {type(ds).__name__}")
+        raise TypeError(f"ds must be an xarray.Dataset from sweep(); got {describe(ds)}")
     missing = [n for n in names if n not in ds.variables]
     if missing:
         raise ValueError(f"the sweep has no variable {missing[0]!r}; compute it with "
@@ -69,7 +70,7 @@ def _limits(limits):
         if bound is None:
             continue
         if isinstance(bound, bool) or not isinstance(bound, numbers.Real) or math.isnan(bound):
-            raise ValueError(f"limits[{name!r}] must be a number, got {bound!r}")
+            raise ValueError(f"limits[{name!r}] must be a number; got {show(bound)}")
         out[name] = float(bound)
     return out
 
@@ -279,10 +280,8 @@ def best_configuration(ds, objective="tokens_per_second_per_gpu", *, by=dims.MOD
     candidate per label, so memory stays one block (per worker) whatever the grid size, and the
     result is identical to the in-memory reduction.
     """
-    if not isinstance(maximize, (bool, np.bool_)):
-        raise TypeError("maximize must be True or False")
-    if not isinstance(objective, str):
-        raise TypeError(f"objective must be a variable name, got {type(objective).__name__}")
+    check_bool("maximize", maximize)
+    check_string("objective", objective)
     wheres = _as_list(where)
     bounds = _limits(limits)
     names = [objective, *wheres, *bounds]
@@ -358,7 +357,7 @@ def cheapest_configuration(ds, *, max_ttft=None, max_itl=None, by=dims.MODEL, pr
     for k, v in limits.items():
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v > 0):
             raise ValueError(f"max_{'ttft' if k == 'prefill_time' else 'itl'} must be a "
-                             f"positive number of seconds, got {v!r}")
+                             f"positive number of seconds; got {show(v)}")
     return best_configuration(ds, "cost_per_million_tokens", by=by, maximize=False,
                               where="fits", limits=limits, progress=progress)
 
@@ -477,8 +476,7 @@ def best_tp(ds, rule="throughput", *, where="fits", limits=None):
     ----------
     .. [1] Serving-capacity guide §5.
     """
-    if rule not in ("throughput", "smallest"):
-        raise ValueError(f"rule must be 'throughput' or 'smallest', got {rule!r}")
+    check_one_of("rule", rule, ("throughput", "smallest"))
     wheres = _as_list(where)
     bounds = _limits(limits)
     names = (["tokens_per_second_per_gpu"] if rule == "throughput" else []) + wheres + \
