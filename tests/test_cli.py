@@ -1,10 +1,13 @@
 """The command line: each command's output, --json, and one-line errors for bad input."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from rooflinekit import cli
+from rooflinekit.cli.main import COMMANDS
 
 
 def run(capsys, *argv):
@@ -136,3 +139,21 @@ def test_sweep_and_simulate_read_a_config_json(capsys, tmp_path):
     code, out, _ = run(capsys, "simulate", "--workload", "constant", "--requests", "8",
                        "--model", str(path), "--gpu", "h100", "--json")
     assert code == 0 and json.loads(out)["static"]["n_completed"] == 8
+
+
+def test_every_command_is_one_module():
+    for command in COMMANDS:
+        assert command.__name__ == f"rooflinekit.cli.{command.NAME}"
+        assert callable(command.add_arguments) and callable(command.run)
+        assert "examples:" in command.EPILOG
+
+
+def test_help_imports_nothing_heavy():
+    # `rooflinekit --help` stays fast: the heavy modules load only when a command needs them
+    code = ("import contextlib, io, sys\nfrom rooflinekit.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    main(['--help'])\n"
+            "print(sorted(m for m in ('numba', 'dask', 'distributed', 'matplotlib', 'scipy')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -2,4 +2,4 @@
 
 from rooflinekit.cli.main import build_parser, main
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]

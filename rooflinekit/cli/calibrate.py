@@ -1,9 +1,7 @@
-"""``rooflinekit calibrate``: arguments and the command's body (re-exported by
-:mod:`rooflinekit.calibrate`)."""
+"""``rooflinekit calibrate``: fit efficiency factors to measured runs, and report them."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -11,20 +9,38 @@ import xarray as xr
 
 from rooflinekit.calibrate import (
     MEASUREMENT,
+    PARAMETERS,
+    PHASES,
+    calibrate,
     concat_measurements,
+    cross_validate,
     read_measurements,
     read_vllm_result,
+    save_calibration,
 )
+from rooflinekit.cli._output import print_json
 from rooflinekit.models import ModelShape
 
-__all__ = ["add_calibrate_arguments", "calibrate_cli_main"]
+__all__ = [
+    "DESCRIPTION",
+    "EPILOG",
+    "HELP",
+    "NAME",
+    "add_arguments",
+    "add_calibrate_arguments",
+    "calibrate_cli_main",
+    "run",
+]
+
+NAME = "calibrate"
+HELP = "fit efficiency factors to measured runs"
+DESCRIPTION = "Fit compute/bandwidth efficiency and per-step overhead to measurements."
+EPILOG = ("examples:\n  rooflinekit calibrate runs.csv --cv kfold\n"
+          "  rooflinekit calibrate --vllm-result result.json --model llama-3.1-8b --gpu h100")
 
 
-def add_calibrate_arguments(parser) -> None:
+def add_arguments(parser) -> None:
     """Add the ``rooflinekit calibrate`` arguments to an :mod:`argparse` (sub)parser."""
-    # imported on call: rooflinekit.calibrate imports this module to re-export its functions
-    from rooflinekit.calibrate import PARAMETERS, PHASES
-
     parser.add_argument("measurements", nargs="*", metavar="FILE",
                         help="measurement files (.csv or .json, columns above)")
     parser.add_argument("--vllm-result", action="append", default=[], metavar="JSON",
@@ -82,21 +98,11 @@ def _cli_models(args):
     return models
 
 
-def calibrate_cli_main(args, out=None) -> int:
-    """Run ``rooflinekit calibrate`` with parsed ``args``; print to ``out`` (stdout). Returns 0.
+def run(args, out) -> int:
+    """Run ``rooflinekit calibrate`` with parsed ``args``; print to ``out``. Returns 0.
 
     Bad input raises ``ValueError``/``TypeError``/``OSError`` for the caller to report.
     """
-    import sys
-
-    from rooflinekit.calibrate import (
-        PHASES,
-        calibrate,
-        cross_validate,
-        save_calibration,
-    )
-
-    out = sys.stdout if out is None else out
     ds = _load_cli_measurements(args)
     models = _cli_models(args)
     phases = tuple(args.phase) if args.phase else PHASES
@@ -119,8 +125,7 @@ def calibrate_cli_main(args, out=None) -> int:
         if cv is not None:
             payload["cross_validation"] = {"errors": _to_jsonable(cv.errors),
                                            "folds": _to_jsonable(cv.folds)}
-        json.dump(payload, out, indent=1, default=_json_default)
-        out.write("\n")
+        print_json(payload, out, indent=1, default=_json_default)
         return 0
     out.write(f"rooflinekit calibrate: {ds.sizes[MEASUREMENT]} measurement(s)\n\n")
     out.write(result.summary() + "\n")
@@ -152,3 +157,8 @@ def _json_default(value):
     if isinstance(value, np.bool_):
         return bool(value)
     return str(value)
+
+
+# the names these two had before every command took add_arguments and run
+add_calibrate_arguments = add_arguments
+calibrate_cli_main = run

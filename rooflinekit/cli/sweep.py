@@ -1,11 +1,11 @@
-"""``rooflinekit sweep``: axis parsing, arguments, the command's report; writing a sweep to disk.
+"""``rooflinekit sweep``: axis parsing, arguments and the report of a sweep.
 
-Re-exported by :mod:`rooflinekit.sweep` (``rooflinekit.sweep.save``, ``parse_axis``,
-``add_sweep_arguments``, ``sweep_cli_main``), which computes what this module prints and writes.
+:mod:`rooflinekit.sweep` computes (and saves) what this module prints and writes.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import sys
@@ -13,13 +13,38 @@ import sys
 import numpy as np
 
 from rooflinekit import catalog, dims, memory
-from rooflinekit.sweep import (DISTRIBUTED_EXTRA, PARETO_POINT, best_configuration,
-                               cheapest_configuration, distributed_client, pareto_front,
-                               progress_bar, save, sweep, sweep_cells)
+from rooflinekit.cli._output import print_json, print_table
+from rooflinekit.sweep import (
+    DISTRIBUTED_EXTRA,
+    PARETO_POINT,
+    best_configuration,
+    cheapest_configuration,
+    distributed_client,
+    pareto_front,
+    progress_bar,
+    save,
+    sweep,
+    sweep_cells,
+)
 
-__all__ = ["parse_axis", "add_sweep_arguments", "sweep_cli_main"]
+__all__ = [
+    "DESCRIPTION",
+    "EPILOG",
+    "HELP",
+    "NAME",
+    "add_arguments",
+    "add_sweep_arguments",
+    "parse_axis",
+    "run",
+    "sweep_cli_main",
+]
 
-_CLI_EPILOG = """axis values: comma lists and inclusive ranges, e.g. 1,2,4,8 or 1024:32768:1024
+NAME = "sweep"
+HELP = "every derived quantity over a design space"
+DESCRIPTION = ("Sweep models × GPUs × tp × context × batch; report the best, the cheapest "
+               "under TTFT/ITL targets, or the cost-vs-ITL front; optionally write the "
+               "whole grid to .nc/.zarr.")
+EPILOG = """axis values: comma lists and inclusive ranges, e.g. 1,2,4,8 or 1024:32768:1024
 examples:
   rooflinekit sweep --models guide-70b Llama-3.1-8B --gpus H100-SXM-80GB A100-SXM-80GB \\
       --tp 1,2,4,8 --context-length 1024:32768:1024 --batch-size 1,2,4,8,16,32,64,128
@@ -68,16 +93,9 @@ def parse_axis(text):
     return np.asarray(values, dtype=np.int64)
 
 
-def add_sweep_arguments(parser):
-    """Add the ``rooflinekit sweep`` options to an ``argparse`` (sub)parser.
-
-    The CLI wires it as ``p = sub.add_parser("sweep", ...)``, ``add_sweep_arguments(p)``,
-    ``p.set_defaults(func=sweep_cli_main)``; :func:`sweep_cli_main` then takes the parsed
-    arguments and an output stream.
-    """
-    import argparse
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = _CLI_EPILOG
+def add_arguments(parser):
+    """Add the ``rooflinekit sweep`` options to an ``argparse`` (sub)parser; :func:`run` then
+    takes the parsed arguments and an output stream."""
     parser.add_argument("--models", nargs="+", default=["guide-70b"], metavar="NAME",
                         help="catalogue models or paths to Hugging Face config.json files, or "
                              "'all' (default: guide-70b)")
@@ -133,30 +151,24 @@ def _report_rows(result, by):
     return columns, rows
 
 
-def _write_table(columns, rows, out):
-    def fmt(v):
-        if isinstance(v, bool):
-            return str(v)
-        if isinstance(v, float):
-            return "nan" if math.isnan(v) else f"{v:.4g}"
+def _format_cell(v):
+    """A report cell: four significant figures, plain integers (no thousands separators)."""
+    if isinstance(v, bool):
         return str(v)
-    cells = [[fmt(v) for v in r] for r in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    out.write("  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths)) + "\n")
-    out.write("  " + "  ".join("-" * w for w in widths) + "\n")
-    for r in cells:
-        out.write("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "\n")
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.4g}"
+    return str(v)
 
 
-def sweep_cli_main(args, out=None):
-    """Run ``rooflinekit sweep`` from parsed arguments (see :func:`add_sweep_arguments`).
+def run(args, out):
+    """Run ``rooflinekit sweep`` from parsed arguments (see :func:`add_arguments`).
 
     Parameters
     ----------
     args : argparse.Namespace
         Parsed options.
-    out : file, optional
-        Stream for the report; default ``sys.stdout``. Progress goes to ``sys.stderr``.
+    out : file
+        Stream for the report. Progress goes to ``sys.stderr``.
 
     Returns
     -------
@@ -164,10 +176,6 @@ def sweep_cli_main(args, out=None):
         Exit status, 0 on success. Bad input raises ``ValueError``/``TypeError`` (the CLI prints
         them as one line and exits 2).
     """
-    import json
-
-
-    out = sys.stdout if out is None else out
     models = catalog.model_names() if args.models == ["all"] else [
         catalog.resolve_model(m) for m in args.models]
     gpus = catalog.gpu_names() if args.gpus == ["all"] else args.gpus
@@ -214,8 +222,7 @@ def sweep_cli_main(args, out=None):
             result, by = pareto_front(ds, progress=progress), []
     if result is None:
         if args.json:
-            json.dump({"cells": sweep_cells(ds), "output": args.output}, out)
-            out.write("\n")
+            print_json({"cells": sweep_cells(ds), "output": args.output}, out)
         else:
             out.write(f"swept {sweep_cells(ds):,} configurations"
                       + (f" -> {args.output}\n" if args.output else "\n"))
@@ -227,11 +234,15 @@ def sweep_cli_main(args, out=None):
     else:
         columns, rows = _report_rows(result, by)
     if args.json:
-        json.dump({"cells": sweep_cells(ds), "report": args.report,
-                   "rows": [dict(zip(columns, r)) for r in rows]}, out, indent=2, default=float)
-        out.write("\n")
+        print_json({"cells": sweep_cells(ds), "report": args.report,
+                    "rows": [dict(zip(columns, r)) for r in rows]}, out, indent=2, default=float)
         return 0
     out.write(f"rooflinekit sweep: {sweep_cells(ds):,} configurations, report {args.report!r}"
               f" (times in s, throughput in tokens/s, cost in USD per 1M tokens)\n")
-    _write_table(columns, rows, out)
+    print_table(columns, rows, out, fmt=_format_cell, align_numbers=False, strip=False)
     return 0
+
+
+# the names these two had before every command took add_arguments and run
+add_sweep_arguments = add_arguments
+sweep_cli_main = run
