@@ -102,3 +102,97 @@ def positive_number(name: str, value, allow_none: bool = False):
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return value
+
+
+# -- counts and choices (batching, workloads)
+
+
+def _as_given(value) -> str:
+    """``value`` as the user wrote it: numpy scalars shown as the Python number they hold."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _interval(lo, hi, lo_open, hi_open) -> str:
+    if hi is None:
+        return f"{'>' if lo_open else '>='} {lo:g}"
+    if lo is None:
+        return f"{'<' if hi_open else '<='} {hi:g}"
+    return f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+
+
+def check_count(name: str, value, lo: int = 0, *, allow_none: bool = False) -> int | None:
+    """A single whole number ``>= lo`` as ``int`` (``None`` passes with ``allow_none``).
+
+    ``2.0`` counts as whole; ``True`` is not a number. The message names ``name``, the range and
+    the value as given: ``max_num_seqs must be a whole number >= 1, got 0.5``.
+    """
+    if value is None and allow_none:
+        return None
+    wanted = f"{name} must be a whole number >= {lo}{' or None' if allow_none else ''}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{wanted}, got {type(value).__name__}")
+    if not (math.isfinite(value) and float(value).is_integer() and value >= lo):
+        raise ValueError(f"{wanted}, got {_as_given(value)}")
+    return int(value)
+
+
+def check_real(name: str, value, lo=None, hi=None, *, lo_open: bool = False,
+               hi_open: bool = False, allow_inf: bool = False,
+               allow_none: bool = False) -> float | None:
+    """A single real number in the given interval as ``float`` (``None`` with ``allow_none``).
+
+    Finite unless ``allow_inf``; ``lo``/``hi`` of ``None`` leave that side open-ended. The message
+    names ``name``, the range and the value as given: ``sigma must be a real number >= 0, got -1``.
+    """
+    if value is None and allow_none:
+        return None
+    span = "" if lo is None and hi is None else " " + _interval(lo, hi, lo_open, hi_open)
+    wanted = f"{name} must be a{'' if allow_inf else ' finite'} real number{span}" \
+             f"{' or None' if allow_none else ''}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{wanted}, got {type(value).__name__}")
+    x = float(value)
+    bad = math.isnan(x) or (not allow_inf and math.isinf(x))
+    if lo is not None:
+        bad = bad or (x <= lo if lo_open else x < lo)
+    if hi is not None:
+        bad = bad or (x >= hi if hi_open else x > hi)
+    if bad:
+        raise ValueError(f"{wanted}, got {_as_given(value)}")
+    return x
+
+
+def check_choice(name: str, value, allowed: tuple):
+    """``value`` if it is one of ``allowed``, else ``ValueError`` listing them."""
+    try:
+        known = value in allowed
+    except (TypeError, ValueError):          # an array or other value with no plain ``==``
+        known = False
+    if not known:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; "
+                         f"got {_as_given(value)}")
+    return value
+
+
+def check_count_array(name: str, values, lo: int = 0) -> np.ndarray:
+    """A 1-D array of whole numbers ``>= lo`` (one per request, say) as int64.
+
+    Accepts any array-like of integers or integral floats; an empty one passes.
+    """
+    data = np.asarray(values)
+    if data.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one value per request), got shape {data.shape}")
+    if data.size == 0:
+        return data.astype(np.int64)
+    data = as_numeric(name, data)
+    if data.dtype.kind == "f":
+        if not np.isfinite(data).all():
+            raise ValueError(f"{name} must be finite")
+        fractional = data != np.floor(data)
+        if fractional.any():
+            raise ValueError(f"{name} must hold whole numbers >= {lo}, got "
+                             f"{_as_given(data[fractional][0])}")
+    if data.min() < lo:
+        raise ValueError(f"{name} must be >= {lo} for every request, got "
+                         f"{_as_given(data.min())}")
+    return data.astype(np.int64)
