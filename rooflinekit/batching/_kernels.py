@@ -3,10 +3,11 @@
 The kernels implement exactly the rules of :mod:`rooflinekit.batching._reference` (read that module
 for what they do; tests require every output of the two to be equal, bit for bit). They only read
 their input arrays and write into preallocated outputs: no random numbers (the workload is drawn
-before, in :mod:`rooflinekit.workloads`), no Python objects, no allocation inside the step loop (each
-run allocates its scratch arrays once, sized by the request count and the slot limit). Replicates
-of a Monte Carlo run in parallel with ``prange``, one independent run per replicate; single runs
-release the GIL (``nogil=True``) so dask's threaded scheduler can run chunks side by side.
+before, in :mod:`rooflinekit.workloads`), no Python objects, no allocation inside the step loop
+(each run allocates its scratch arrays once, sized by the request count and the slot limit).
+Replicates of a Monte Carlo run in parallel with ``prange``, one independent run per replicate;
+single runs release the GIL (``nogil=True``) so dask's threaded scheduler can run chunks side by
+side.
 
 In tick mode the continuous kernel jumps over runs of ticks in which only decoding can happen (no
 arrival, retirement, admission, prefill or preemption before the next event; paged blocks are

@@ -9,11 +9,12 @@ goodput under optional TTFT/ITL targets.
 :func:`monte_carlo` runs many replicates of a :class:`~rooflinekit.workloads.WorkloadSpec` across
 parameter dimensions and returns the summaries with a ``replicate`` dimension.
 
-The rules are stated once, in :mod:`rooflinekit._reference` (which also pins down what a "tick"
-means); the numba kernels in :mod:`rooflinekit._kernels` implement them and are tested to agree
-exactly. This module validates, draws random numbers only through :mod:`rooflinekit.workloads`
-generators, allocates the outputs and calls a kernel; :mod:`rooflinekit._batching_results` derives
-the per-request times and the summaries from the kernel's outputs and labels the result.
+The rules are stated once, in :mod:`rooflinekit.batching._reference` (which also pins down what a
+"tick" means); the numba kernels in :mod:`rooflinekit.batching._kernels` implement them and are
+tested to agree exactly. This module validates, draws random numbers only through
+:mod:`rooflinekit.workloads` generators, allocates the outputs and calls a kernel;
+:mod:`rooflinekit.batching.results` derives the per-request times and the summaries from the
+kernel's outputs and labels the result.
 
 Clocks
 ------
@@ -49,7 +50,7 @@ from rooflinekit import catalog, dims, memory, roofline
 from rooflinekit._validation import check_choice, check_count, check_real
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 
-# Result assembly lives in _batching_results; its public constants are re-exported here.
+# Result assembly lives in results; its public constants are re-exported here.
 from rooflinekit.batching.results import (
     _POLICY,
     _TIER,
@@ -277,7 +278,10 @@ class StaticBatcher(_Batcher):
         return None
 
     def reference(self, workload) -> dict:
-        """The same simulation by :func:`rooflinekit._reference.simulate_static` (for tests)."""
+        """The same simulation by :func:`rooflinekit.batching._reference.simulate_static`.
+
+        For tests: the plain-Python specification the kernel must match bit for bit.
+        """
         from rooflinekit.batching import _reference
         wl = coerce_workload(workload)
         return _reference.simulate_static(wl.arrival, wl.prompt_tokens, wl.output_tokens,
@@ -323,9 +327,9 @@ class ContinuousBatcher(_Batcher):
     Notes
     -----
     Each tick: arrive, retire, admit, terminate-check, step (guide §8 step 4); see
-    :mod:`rooflinekit._reference` for the exact rules. A request whose final length can never fit
-    is rejected at once with reason :data:`REASON_KV_BUDGET`; every request ends completed or
-    rejected.
+    :mod:`rooflinekit.batching._reference` for the exact rules. A request whose final length can
+    never fit is rejected at once with reason :data:`REASON_KV_BUDGET`; every request ends
+    completed or rejected.
 
     References
     ----------
@@ -397,7 +401,9 @@ class ContinuousBatcher(_Batcher):
         return self._args(self._kv_budget())
 
     def reference(self, workload, admission=None, trace=None) -> dict:
-        """The same simulation by :func:`rooflinekit._reference.simulate_continuous` (for tests).
+        """The same simulation by :func:`rooflinekit.batching._reference.simulate_continuous`.
+
+        For tests.
 
         ``admission`` overrides the batcher's rule; the reference alone also knows ``"prompt"``, the
         guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
