@@ -1,9 +1,12 @@
 """asv benchmarks of the batching simulator: kernel vs reference, and a large Monte Carlo.
 
-numba compiles in ``setup`` (each benchmark runs the kernel once on a small workload first), so
-timings exclude compilation; ``time_compile_*`` in a fresh process measures that separately.
+numba compiles (or loads from its on-disk cache) in ``setup`` (each benchmark runs the kernel once
+on a small workload first), so timings exclude compilation; ``Compile`` measures it in a fresh
+process with an empty cache, and ``SecondProcess`` a new process that loads the cached kernels.
 """
 
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -96,17 +99,47 @@ class Import:
         return "import rooflinekit.batching"
 
 
+_FRESH_CACHE = """
+import os, tempfile
+os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp()    # an empty cache: numba compiles
+"""
+
+
 class Compile:
-    """One-off numba compilation of the tick-mode kernels (fresh process, no on-disk cache)."""
+    """One-off numba compilation of the tick-mode kernels (fresh process, empty on-disk cache)."""
 
     def timeraw_compile_continuous(self):
-        return """
+        return _FRESH_CACHE + """
 from rooflinekit.batching import ContinuousBatcher
 ContinuousBatcher(max_num_seqs=4).run(arrival=[0.0], prompt_tokens=[1], output_tokens=[2])
 """
 
     def timeraw_compile_static(self):
-        return """
+        return _FRESH_CACHE + """
 from rooflinekit.batching import StaticBatcher
 StaticBatcher(batch_size=4).run(arrival=[0.0], prompt_tokens=[1], output_tokens=[2])
 """
+
+
+_SIMULATE = """
+from rooflinekit.batching import ContinuousBatcher, StaticBatcher
+from rooflinekit.workloads import guide_workload
+ContinuousBatcher(max_num_seqs=16).run(guide_workload())
+StaticBatcher(batch_size=8).run(guide_workload())
+"""
+
+
+class SecondProcess:
+    """A whole new process that simulates both policies, its kernels loaded from numba's cache.
+
+    ``setup`` runs the same script once, so the cache (numba's default place) holds the kernels;
+    compare with ``Import.timeraw_import_batching`` (docs/simulator-cache.md).
+    """
+
+    timeout = 300
+
+    def setup(self):
+        subprocess.run([sys.executable, "-c", _SIMULATE], check=True)
+
+    def time_simulate_in_new_process(self):
+        subprocess.run([sys.executable, "-c", _SIMULATE], check=True)

@@ -27,7 +27,7 @@ import xarray as xr
 __all__ = ["show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
            "check_integer", "check_fraction", "positive_number", "real_number", "whole_number",
            "check_bool", "check_type", "check_string", "check_one_of", "check_keys",
-           "check_mapping", "as_1d"]
+           "check_mapping", "as_1d", "check_count_array"]
 
 _SHOWN_ELEMENTS = 6
 _SHOWN_CHARS = 80
@@ -221,14 +221,14 @@ def whole_number(name: str, value, lo=None, *, allow_none: bool = False):
     """One whole number (an integer, or a float with no fraction) as ``int``, at least ``lo``."""
     if value is None and allow_none:
         return None
+    wanted = (f"{name} must be a whole number" + (f" >= {lo}" if lo is not None else "")
+              + (" or None" if allow_none else ""))
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        kind = "a whole number" + (f" >= {lo}" if lo is not None else "")
-        raise TypeError(f"{name} must be {kind}{' or None' if allow_none else ''}; "
-                        f"got {describe(value)}")
+        raise TypeError(f"{wanted}; got {describe(value)}")
     if not isinstance(value, numbers.Integral) and not float(value).is_integer():
-        raise ValueError(f"{name} must be a whole number; got {show(value)}")
+        raise ValueError(f"{wanted}; got {show(value)}")
     if lo is not None and value < lo:
-        raise ValueError(f"{name} must be a whole number >= {lo}; got {show(value)}")
+        raise ValueError(f"{wanted}; got {show(value)}")
     return int(value)
 
 
@@ -304,3 +304,26 @@ def check_mapping(name: str, value, kind=None, *, allow_none: bool = False):
         for key, item in value.items():
             check_type(f"{name}[{key!r}]", item, kind)
     return dict(value)
+
+
+def check_count_array(name: str, values, lo: int = 0) -> np.ndarray:
+    """A 1-D array of whole numbers ``>= lo`` (one per request, say) as int64.
+
+    Accepts any array-like of integers or integral floats; an empty one passes.
+    """
+    data = np.asarray(values)
+    if data.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one value per request); got shape {data.shape}")
+    if data.size == 0:
+        return data.astype(np.int64)
+    data = as_numeric(name, data)
+    if data.dtype.kind == "f":
+        if not np.isfinite(data).all():
+            raise ValueError(f"{name} must be finite; got {show(data[~np.isfinite(data)][0])}")
+        fractional = data != np.floor(data)
+        if fractional.any():
+            raise ValueError(f"{name} must hold whole numbers >= {lo}; got "
+                             f"{show(data[fractional][0])}")
+    if data.min() < lo:
+        raise ValueError(f"{name} must be >= {lo} for every request; got {show(data.min())}")
+    return data.astype(np.int64)

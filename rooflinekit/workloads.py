@@ -30,6 +30,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from rooflinekit._validation import check_count_array, real_number, whole_number
+
 __all__ = [
     "Workload", "WorkloadSpec", "guide_workload", "as_generator",
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
@@ -54,45 +56,6 @@ def as_generator(seed) -> np.random.Generator:
                     f"{type(seed).__name__}")
 
 
-def _real(name: str, value, lo=None, lo_open=False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if lo is not None and (value <= lo if lo_open else value < lo):
-        raise ValueError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {value!r}")
-    return value
-
-
-def _whole(name: str, value, lo=0) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a whole number, got {type(value).__name__}")
-    if not float(value).is_integer():
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    value = int(value)
-    if value < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {value!r}")
-    return value
-
-
-def _int_array(name: str, values, lo: int) -> np.ndarray:
-    data = np.asarray(values)
-    if data.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one value per request), got shape {data.shape}")
-    if data.dtype.kind == "b" or data.dtype.kind not in "iuf" and data.size:
-        raise TypeError(f"{name} must hold whole numbers, got dtype {data.dtype}")
-    if data.size and data.dtype.kind == "f":
-        if not np.isfinite(data).all():
-            raise ValueError(f"{name} must be finite")
-        if (data != np.floor(data)).any():
-            raise ValueError(f"{name} must hold whole numbers of tokens, got "
-                             f"{data[data != np.floor(data)][0]!r}")
-    if data.size and data.min() < lo:
-        raise ValueError(f"{name} must be >= {lo} for every request, got {data.min()!r}")
-    return data.astype(np.int64)
-
-
 # --- token-length distributions ---------------------------------------------------------------
 
 
@@ -103,7 +66,7 @@ class Constant:
     value: int
 
     def __post_init__(self):
-        _whole("value", self.value)
+        whole_number("value", self.value, lo=0)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64)."""
@@ -118,8 +81,8 @@ class Uniform:
     high: int
 
     def __post_init__(self):
-        _whole("low", self.low)
-        if _whole("high", self.high) < self.low:
+        whole_number("low", self.low, lo=0)
+        if whole_number("high", self.high, lo=0) < self.low:
             raise ValueError(f"high must be >= low ({self.low}), got {self.high!r}")
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -137,7 +100,7 @@ class Geometric:
     mean: float
 
     def __post_init__(self):
-        _real("mean", self.mean, lo=1)
+        real_number("mean", self.mean, lo=1)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64, >= 1)."""
@@ -159,10 +122,10 @@ class LogNormal:
     maximum: int | None = None
 
     def __post_init__(self):
-        _real("mean", self.mean, lo=0, lo_open=True)
-        _real("sigma", self.sigma, lo=0)
-        _whole("minimum", self.minimum)
-        if self.maximum is not None and _whole("maximum", self.maximum) < self.minimum:
+        real_number("mean", self.mean, lo=0, lo_open=True)
+        real_number("sigma", self.sigma, lo=0)
+        whole_number("minimum", self.minimum, lo=0)
+        if self.maximum is not None and whole_number("maximum", self.maximum, lo=0) < self.minimum:
             raise ValueError(f"maximum must be >= minimum ({self.minimum}), got {self.maximum!r}")
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -190,7 +153,7 @@ class Mixture:
         if weights.shape != values.shape:
             raise ValueError(f"weights must have one entry per value ({values.size}), "
                              f"got {weights.size}")
-        _int_array("values", values, lo=0)
+        check_count_array("values", values, lo=0)
         if not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
             raise ValueError("weights must be finite, >= 0 and not all zero")
         object.__setattr__(self, "values", tuple(int(v) for v in values))
@@ -207,9 +170,7 @@ def short_and_long(short: int = 20, long: int = 400, long_fraction: float = 1 / 
 
     The defaults are §4.2's batch of 16 in expectation: fifteen 20-token generations and one of 400.
     """
-    frac = _real("long_fraction", long_fraction, lo=0)
-    if frac > 1:
-        raise ValueError(f"long_fraction must lie in [0, 1], got {long_fraction!r}")
+    frac = real_number("long_fraction", long_fraction, lo=0, hi=1)
     return Mixture(values=(short, long), weights=(1.0 - frac, frac))
 
 
@@ -230,14 +191,14 @@ class Empirical:
         if (self.samples is None) == (self.edges is None):
             raise ValueError("pass either samples, or edges and counts")
         if self.samples is not None:
-            data = _int_array("samples", self.samples, lo=0)
+            data = check_count_array("samples", self.samples, lo=0)
             if data.size == 0:
                 raise ValueError("samples must not be empty")
             object.__setattr__(self, "samples", tuple(int(v) for v in data))
             return
         if self.counts is None:
             raise ValueError("counts must be given with edges")
-        edges = _int_array("edges", self.edges, lo=0)
+        edges = check_count_array("edges", self.edges, lo=0)
         counts = np.asarray(self.counts, dtype=float)
         if edges.size < 2 or (np.diff(edges) <= 0).any():
             raise ValueError("edges must hold at least two strictly increasing token counts")
@@ -269,7 +230,7 @@ class AllAtOnce:
     at: float = 0.0
 
     def __post_init__(self):
-        _real("at", self.at, lo=0)
+        real_number("at", self.at, lo=0)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
@@ -289,9 +250,9 @@ class FixedInterval:
     start: float = 0.0
 
     def __post_init__(self):
-        _real("interval", self.interval, lo=0)
-        _whole("burst", self.burst, lo=1)
-        _real("start", self.start, lo=0)
+        real_number("interval", self.interval, lo=0)
+        whole_number("burst", self.burst, lo=1)
+        real_number("start", self.start, lo=0)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
@@ -306,8 +267,8 @@ class Poisson:
     start: float = 0.0
 
     def __post_init__(self):
-        _real("rate", self.rate, lo=0, lo_open=True)
-        _real("start", self.start, lo=0)
+        real_number("rate", self.rate, lo=0, lo_open=True)
+        real_number("start", self.start, lo=0)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
@@ -353,19 +314,19 @@ class Workload(Mapping):
         if not np.isfinite(arr).all():
             raise ValueError("arrival must be finite (no NaN or inf)")
         if arr.size and arr.min() < 0:
-            raise ValueError(f"arrival must be >= 0, got {arr.min()!r}")
+            raise ValueError(f"arrival must be >= 0; got {float(arr.min())!r}")
         if arr.size > 1 and (np.diff(arr) < 0).any():
             raise ValueError("arrival must be sorted (non-decreasing): requests are numbered in "
                              "arrival order")
-        prompt = _int_array("prompt_tokens", prompt_tokens, lo=0)
-        output = _int_array("output_tokens", output_tokens, lo=1)
+        prompt = check_count_array("prompt_tokens", prompt_tokens, lo=0)
+        output = check_count_array("output_tokens", output_tokens, lo=1)
         if priority is None:
             prio = np.zeros(arr.size, dtype=np.int64)
         else:
-            prio = _int_array("priority", priority, lo=0)
+            prio = check_count_array("priority", priority, lo=0)
             if prio.size and prio.max() > 1:
-                raise ValueError(f"priority must be 0 (interactive) or 1 (batch), "
-                                 f"got {prio.max()!r}")
+                raise ValueError(f"priority must be 0 (interactive) or 1 (batch); "
+                                 f"got {int(prio.max())!r}")
         for name, a in (("prompt_tokens", prompt), ("output_tokens", output), ("priority", prio)):
             if a.size != arr.size:
                 raise ValueError(f"{name} must have one entry per request ({arr.size}), "
@@ -441,14 +402,12 @@ class WorkloadSpec:
     batch_fraction: float = 0.0
 
     def __post_init__(self):
-        _whole("n_requests", self.n_requests, lo=1)
+        whole_number("n_requests", self.n_requests, lo=1)
         for name in ("output", "prompt", "arrival"):
             if not callable(getattr(getattr(self, name), "sample", None)):
                 raise TypeError(f"{name} must be a distribution object with a sample(rng, size) "
                                 f"method, got {type(getattr(self, name)).__name__}")
-        frac = _real("batch_fraction", self.batch_fraction, lo=0)
-        if frac > 1:
-            raise ValueError(f"batch_fraction must lie in [0, 1], got {self.batch_fraction!r}")
+        real_number("batch_fraction", self.batch_fraction, lo=0, hi=1)
 
     def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
         """Raw arrays ``(arrival, prompt_tokens, output_tokens, priority)`` from ``rng``."""

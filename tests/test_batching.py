@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rooflinekit.batching import (REASON_KV_BUDGET, ContinuousBatcher, StaticBatcher,
-                                  monte_carlo, replicate_seed)
+                                  monte_carlo, replicate_seed, simulate)
 from rooflinekit.workloads import (AllAtOnce, Constant, LogNormal, Poisson, Uniform, Workload,
                                    WorkloadSpec, guide_workload, short_and_long)
 
@@ -378,6 +378,65 @@ def test_static_bad_parameters():
         StaticBatcher(batch_size=0)
     with pytest.raises(TypeError, match="batch_size"):
         StaticBatcher(batch_size="8")
+
+
+@pytest.mark.parametrize("make, error, message", [
+    (lambda: ContinuousBatcher(max_num_seqs=0.5), ValueError,
+     "max_num_seqs must be a whole number >= 1 or None; got 0.5"),
+    (lambda: ContinuousBatcher(max_num_seqs=np.float64(0.5)), ValueError,
+     "max_num_seqs must be a whole number >= 1 or None; got 0.5"),
+    (lambda: ContinuousBatcher(block_size=np.int64(0)), ValueError,
+     "block_size must be a whole number >= 1; got 0"),
+    (lambda: ContinuousBatcher(kv_budget_tokens=True), TypeError,
+     "kv_budget_tokens must be a whole number >= 0 or None; got bool True"),
+    (lambda: ContinuousBatcher(reserve=1.0), ValueError,
+     "reserve must lie in [0, 1); got 1.0"),
+    (lambda: ContinuousBatcher(admission="Paged"), ValueError,
+     "admission must be one of 'reserve', 'paged'; got 'Paged' (did you mean 'paged'?)"),
+    (lambda: StaticBatcher(batch_size="8"), TypeError,
+     "batch_size must be a whole number >= 1; got str '8'"),
+    (lambda: StaticBatcher(tp=0), ValueError, "tp must be a whole number >= 1; got 0"),
+])
+def test_parameter_messages(make, error, message):
+    # name, allowed range and the value as written (never a numpy repr such as np.float64(0.5))
+    with pytest.raises(error) as info:
+        make()
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("batcher", [ContinuousBatcher, StaticBatcher])
+def test_efficiency_checked_at_construction(batcher):
+    roofline = dict(model="guide-70b", gpu="lab", tp=8)
+    with pytest.raises(TypeError, match="efficiency: .*compute_effciency"):
+        batcher(**roofline, efficiency={"compute_effciency": 0.5})
+    with pytest.raises(TypeError, match="efficiency: .*bogus"):
+        batcher(efficiency={"bogus": 1})                 # tick clock: still a typo
+    with pytest.raises(ValueError, match="compute_efficiency"):
+        batcher(**roofline, efficiency={"compute_efficiency": 2.0})
+    with pytest.raises(TypeError, match="efficiency must be a mapping"):
+        batcher(**roofline, efficiency=0.5)
+    b = batcher(**roofline, efficiency={"compute_efficiency": 0.5, "step_overhead": 1e-3})
+    assert b.run(arrival=[0.0], prompt_tokens=[4], output_tokens=[2])["n_completed"] == 1
+
+
+def test_roofline_inputs_checked_at_construction():
+    with pytest.raises(ValueError, match="tp"):
+        ContinuousBatcher(model="guide-70b", gpu="lab", tp=1.5)
+
+
+def test_run_and_monte_carlo_messages():
+    b = ContinuousBatcher()
+    with pytest.raises(TypeError, match="ttft_target must be a number or None; got str '1'"):
+        b.run(guide_workload(), ttft_target="1")
+    with pytest.raises(ValueError, match=r"itl_target must lie in \[0, inf\); got -1\.0$"):
+        b.run(guide_workload(), itl_target=np.float64(-1))
+    spec = WorkloadSpec(3, output=Constant(1))
+    with pytest.raises(ValueError, match="replicates must be a whole number >= 1; got 0"):
+        monte_carlo(spec, b, replicates=0)
+    with pytest.raises(ValueError, match="chunks must be a whole number >= 1 or None; got 2.5"):
+        monte_carlo(spec, b, replicates=2, chunks=2.5)
+    with pytest.raises(ValueError, match="policy must be one of 'continuous', 'static'"):
+        simulate(guide_workload(), policy="dynamic")
 
 
 @pytest.mark.parametrize("arrays, match", [

@@ -120,6 +120,34 @@ def test_distribution_errors(make, match):
         make()
 
 
+@pytest.mark.parametrize("make, error, message", [
+    (lambda: Constant(2.5), ValueError, "value must be a whole number >= 0; got 2.5"),
+    (lambda: Constant(True), TypeError, "value must be a whole number >= 0; got bool True"),
+    (lambda: FixedInterval(1, burst=np.float64(0.5)), ValueError,
+     "burst must be a whole number >= 1; got 0.5"),
+    (lambda: LogNormal(mean=10, sigma=-1), ValueError,
+     "sigma must lie in [0, inf); got -1"),
+    (lambda: Poisson(np.float64(0)), ValueError, "rate must lie in (0, inf); got 0.0"),
+    (lambda: Poisson(float("nan")), ValueError, "rate must not be NaN; got nan"),
+    (lambda: Poisson("1"), TypeError, "rate must be a number; got str '1'"),
+    (lambda: short_and_long(long_fraction=2), ValueError,
+     "long_fraction must lie in [0, 1]; got 2"),
+    (lambda: WorkloadSpec(3, output=Constant(1), batch_fraction=-0.5), ValueError,
+     "batch_fraction must lie in [0, 1]; got -0.5"),
+    (lambda: Workload([0, 1], np.array([1.0, 1.5]), [1, 1]), ValueError,
+     "prompt_tokens must hold whole numbers >= 0; got 1.5"),
+    (lambda: Workload([0, 1], [1, 1], np.array([3, 0])), ValueError,
+     "output_tokens must be >= 1 for every request; got 0"),
+    (lambda: Workload([-1.0, 1], [1, 1], [1, 1]), ValueError, "arrival must be >= 0; got -1.0"),
+    (lambda: Workload([0, 1], [1, 1], [1, 1], priority=np.array([0, 3])), ValueError,
+     "priority must be 0 (interactive) or 1 (batch); got 3"),
+])
+def test_messages_show_the_value_as_given(make, error, message):
+    with pytest.raises(error) as info:
+        make()
+    assert str(info.value) == message
+
+
 def test_spec_type_errors():
     with pytest.raises(TypeError, match="output"):
         WorkloadSpec(3, output=5)

@@ -1,8 +1,8 @@
 """The batching rules in plain Python, one step at a time, written to be read.
 
-This is the specification the numba kernels in :mod:`rooflinekit._kernels` are tested against:
-the tests run both on many random workloads and require every per-request output and every run
-statistic to be *exactly* equal. It favours clarity over speed (objects, deques, lists).
+This is the specification the numba kernels in :mod:`rooflinekit.batching._kernels` are tested
+against: the tests run both on many random workloads and require every per-request output and every
+run statistic to be *exactly* equal. It favours clarity over speed (objects, deques, lists).
 
 Time
 ----

@@ -9,11 +9,12 @@ goodput under optional TTFT/ITL targets.
 :func:`monte_carlo` runs many replicates of a :class:`~rooflinekit.workloads.WorkloadSpec` across
 parameter dimensions and returns the summaries with a ``replicate`` dimension.
 
-The rules are stated once, in :mod:`rooflinekit._reference` (which also pins down what a "tick"
-means); the numba kernels in :mod:`rooflinekit._kernels` implement them and are tested to agree
-exactly. This module validates, draws random numbers only through :mod:`rooflinekit.workloads`
-generators, allocates the outputs and calls a kernel; :mod:`rooflinekit._batching_results` derives
-the per-request times and the summaries from the kernel's outputs and labels the result.
+The rules are stated once, in :mod:`rooflinekit.batching._reference` (which also pins down what a
+"tick" means); the numba kernels in :mod:`rooflinekit.batching._kernels` implement them and are
+tested to agree exactly. This module validates, draws random numbers only through
+:mod:`rooflinekit.workloads` generators, allocates the outputs and calls a kernel;
+:mod:`rooflinekit.batching.results` derives the per-request times and the summaries from the
+kernel's outputs and labels the result.
 
 Clocks
 ------
@@ -45,10 +46,11 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from rooflinekit import dims
+from rooflinekit import catalog, dims, memory, roofline
+from rooflinekit._validation import check_one_of, real_number, whole_number
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 
-# Result assembly lives in _batching_results; its public constants are re-exported here.
+# Result assembly lives in results; its public constants are re-exported here.
 from rooflinekit.batching.results import (
     _POLICY,
     _TIER,
@@ -67,59 +69,25 @@ __all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "rep
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]
 
 
-# --- validation helpers -------------------------------------------------------------------------
-
-
-def _count(name, value, lo=1, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        none = " or None" if allow_none else ""
-        raise TypeError(f"{name} must be a whole number >= {lo}{none}, "
-                        f"got {type(value).__name__}")
-    if not float(value).is_integer():
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    if value < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {value!r}")
-    return int(value)
-
-
-def _choice(name, value, allowed):
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
-    return value
-
-
-def _target(name, value):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
-        raise ValueError(f"{name} must be a number >= 0 or None, got {value!r}")
-    return float(value)
-
-
 class _Timing:
-    """What the kernels need to tell time: the tick clock, or the roofline model's coefficients."""
+    """The clock as the kernels take it: ``tick`` (one tick per step) and the step-cost ``coef``.
+
+    ``coef`` holds the :class:`rooflinekit.roofline.StepCost` fields as float64 (zeros for the
+    tick clock, which reads none of them); ``reference_clock`` is the same clock for the
+    plain-Python reference (``None`` for ticks).
+    """
 
     def __init__(self, clock, model, gpu, tp, efficiency):
-        from rooflinekit.batching import _kernels
         self.clock = clock
         self.tick = clock == "tick"
         if self.tick:
-            self.kernel_clock = _kernels.TICK_CLOCK
-            self.coef = np.zeros(1)
+            self.coef = np.zeros(len(roofline.StepCost._fields))
             self.reference_clock = None
             self.units = "tick"
             return
-        from rooflinekit import roofline
         cost = roofline.step_cost_coefficients(model, gpu, tp=tp, **(efficiency or {}))
-        fields = type(cost)._fields
         self.coef = np.array([float(c) for c in cost], dtype=np.float64)
-        self.kernel_clock = _kernels.roofline_clock(
-            roofline.mixed_step_time_kernel, roofline.kv_tokens_read_kernel,
-            roofline.prefill_context_tokens_kernel, len(fields),
-            fields.index("full_attention_fraction"), fields.index("sliding_window"))
-        self.reference_clock = _RooflineClock(roofline, tuple(float(c) for c in cost),
+        self.reference_clock = _RooflineClock(tuple(float(c) for c in cost),
                                               cost.full_attention_fraction, cost.sliding_window)
         self.units = "s"
 
@@ -127,24 +95,23 @@ class _Timing:
 class _RooflineClock:
     """The roofline clock in plain Python, for the reference simulator."""
 
-    def __init__(self, roofline, coef, full_attention_fraction, sliding_window):
-        self._r, self._coef = roofline, coef
+    def __init__(self, coef, full_attention_fraction, sliding_window):
+        self._coef = coef
         self._fa, self._sw = full_attention_fraction, sliding_window
 
     def step_time(self, n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
-        return self._r.mixed_step_time_kernel(*self._coef, n_decode, n_prefill_tokens,
-                                              kv_tokens_read, prefill_context_tokens)
+        return roofline.mixed_step_time_kernel(*self._coef, n_decode, n_prefill_tokens,
+                                               kv_tokens_read, prefill_context_tokens)
 
     def kv_read(self, context):
-        return self._r.kv_tokens_read_kernel(context, self._fa, self._sw)
+        return roofline.kv_tokens_read_kernel(context, self._fa, self._sw)
 
     def chunk_pairs(self, chunk, cached):
-        return self._r.prefill_context_tokens_kernel(chunk, cached, self._fa, self._sw)
+        return roofline.prefill_context_tokens_kernel(chunk, cached, self._fa, self._sw)
 
 
 def _resolve_specs(batcher):
     """Look up catalogue names given for ``model``/``gpu``."""
-    from rooflinekit import catalog
     if isinstance(batcher.model, str):
         object.__setattr__(batcher, "model", catalog.model(batcher.model))
     if isinstance(batcher.gpu, str):
@@ -157,7 +124,7 @@ def _resolve_clock(clock, model, gpu):
                          "time steps), or both left None")
     if clock is None:
         clock = "tick" if model is None else "roofline"
-    _choice("clock", clock, ("tick", "roofline"))
+    check_one_of("clock", clock, ("tick", "roofline"))
     if clock == "roofline" and model is None:
         raise ValueError("clock='roofline' needs model and gpu")
     return clock
@@ -166,11 +133,67 @@ def _resolve_clock(clock, model, gpu):
 # --- batchers -----------------------------------------------------------------------------------
 
 
+_CLOCK_PARAMETERS = """tp : int
+        Tensor-parallel degree [1].
+    clock : {"tick", "roofline"}, optional
+        Default "tick" without a model, "roofline" with one.
+    efficiency : dict, optional
+        Efficiency factors passed to :func:`rooflinekit.roofline.step_cost_coefficients`
+        (``compute_efficiency``, ``bandwidth_efficiency``, ``step_overhead``, ...)."""
+
+
+def _with_clock_parameters(cls):
+    """Fill in the parameters both batchers share (``{clock_parameters}`` in the docstring)."""
+    cls.__doc__ = cls.__doc__.replace("{clock_parameters}", _CLOCK_PARAMETERS)
+    return cls
+
+
 class _Batcher:
-    """What both batchers share: timing from their clock, and ``run`` over one workload."""
+    """What both batchers share: validation and timing of the clock, and the kernel calls."""
+
+    def _check_clock(self):
+        """Check ``tp`` and ``efficiency``, look up specs and settle the clock, before any run.
+
+        In roofline mode this derives the step cost once, so that a bad model, GPU or option
+        value fails here rather than at :meth:`run`.
+        """
+        whole_number("tp", self.tp, lo=1)
+        if self.efficiency is not None:
+            if not isinstance(self.efficiency, Mapping):
+                raise TypeError(f"efficiency must be a mapping of option names to values or "
+                                f"None, got {type(self.efficiency).__name__}")
+            try:
+                roofline.read_options(**self.efficiency)
+            except TypeError as err:             # a misspelt option name
+                raise TypeError(f"efficiency: {err}") from None
+        _resolve_specs(self)
+        object.__setattr__(self, "clock", _resolve_clock(self.clock, self.model, self.gpu))
+        if self.clock == "roofline":
+            self._timing()
 
     def _timing(self):
         return _Timing(self.clock, self.model, self.gpu, self.tp, self.efficiency)
+
+    def _simulate(self, wl, timing):
+        """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
+        out = _allocate(1, wl.n_requests)
+        self._run_many(timing, wl.arrival[None], wl.prompt_tokens[None], wl.output_tokens[None],
+                       wl.priority[None], out, parallel=False)
+        return out
+
+    def _run_many(self, timing, arrival, prompt, output, priority, out, parallel=True):
+        """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``."""
+        run, run_many = self._kernels()
+        params = self._parameters()
+        tiers = (priority,) if self._tiered else ()
+        if parallel:
+            run_many(arrival, prompt, output, *tiers, *params, timing.tick, timing.coef, *out)
+        else:
+            for r in range(arrival.shape[0]):
+                tiers = (priority[r],) if self._tiered else ()
+                out[6][r] = run(arrival[r], prompt[r], output[r], *tiers, *params, timing.tick,
+                                timing.coef, *(a[r] for a in out[:6]))
+        _check_errors(out[6])
 
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
             priority=None, ttft_target=None, itl_target=None) -> xr.Dataset:
@@ -192,12 +215,13 @@ class _Batcher:
             Per-request variables along ``request`` and scalar summaries (see module docstring).
         """
         wl = coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
-        targets = (_target("ttft_target", ttft_target), _target("itl_target", itl_target))
+        targets = _targets(ttft_target, itl_target)
         timing = self._timing()
         out = self._simulate(wl, timing)
         return _single_dataset(wl, out, self, timing, targets)
 
 
+@_with_clock_parameters
 @dataclasses.dataclass(frozen=True)
 class StaticBatcher(_Batcher):
     """Static batching: run a batch of up to ``batch_size`` requests to completion, then the next.
@@ -208,12 +232,7 @@ class StaticBatcher(_Batcher):
         Requests per batch [1], >= 1.
     model, gpu : ModelShape, GPU or catalogue name, optional
         Roofline mode: time each step on ``gpu`` × ``tp`` for ``model``.
-    tp : int
-        Tensor-parallel degree [1].
-    clock : {"tick", "roofline"}, optional
-        Default "tick" without a model, "roofline" with one.
-    efficiency : dict, optional
-        Efficiency factors passed to :func:`rooflinekit.roofline.step_cost_coefficients`.
+    {clock_parameters}
 
     Notes
     -----
@@ -235,31 +254,22 @@ class StaticBatcher(_Batcher):
     clock: str | None = None
     efficiency: Mapping | None = None
 
+    _tiered = False       # static batching ignores priority
+
     def __post_init__(self):
-        _count("batch_size", self.batch_size)
-        _count("tp", self.tp)
-        _resolve_specs(self)
-        object.__setattr__(self, "clock", _resolve_clock(self.clock, self.model, self.gpu))
+        whole_number("batch_size", self.batch_size, lo=1)
+        self._check_clock()
 
     @property
     def policy(self) -> str:
         return "static"
 
-    def _simulate(self, wl, timing):
-        out = _allocate(1, wl.n_requests)
-        run, _ = _static_kernels(timing.kernel_clock)
-        out[6][0] = run(wl.arrival, wl.prompt_tokens, wl.output_tokens, self.batch_size,
-                        timing.tick, timing.coef, *(a[0] for a in out[:6]))
-        return out
+    def _kernels(self):
+        from rooflinekit.batching import _kernels  # numba: imported on the first run
+        return _kernels.static_run, _kernels.static_run_many
 
-    def _run_many(self, timing, arrival, prompt, output, priority, out, parallel=True):
-        run, run_many = _static_kernels(timing.kernel_clock)
-        if parallel:
-            run_many(arrival, prompt, output, self.batch_size, timing.tick, timing.coef, *out)
-        else:
-            for r in range(arrival.shape[0]):
-                out[6][r] = run(arrival[r], prompt[r], output[r], self.batch_size, timing.tick,
-                                timing.coef, *(a[r] for a in out[:6]))
+    def _parameters(self):
+        return (self.batch_size,)
 
     def _slots(self):
         return self.batch_size
@@ -268,7 +278,10 @@ class StaticBatcher(_Batcher):
         return None
 
     def reference(self, workload) -> dict:
-        """The same simulation by :func:`rooflinekit._reference.simulate_static` (for tests)."""
+        """The same simulation by :func:`rooflinekit.batching._reference.simulate_static`.
+
+        For tests: the plain-Python specification the kernel must match bit for bit.
+        """
         from rooflinekit.batching import _reference
         wl = coerce_workload(workload)
         return _reference.simulate_static(wl.arrival, wl.prompt_tokens, wl.output_tokens,
@@ -276,6 +289,7 @@ class StaticBatcher(_Batcher):
                                           clock=self._timing().reference_clock)
 
 
+@_with_clock_parameters
 @dataclasses.dataclass(frozen=True)
 class ContinuousBatcher(_Batcher):
     """Continuous (iteration-level) batching: retire, then admit, every step.
@@ -305,21 +319,17 @@ class ContinuousBatcher(_Batcher):
         admitted first. ``None``: no cap.
     model, gpu : ModelShape, GPU or catalogue name, optional
         Derive the KV budget and, in roofline mode, time each step.
-    tp : int
-        Tensor-parallel degree [1].
     reserve : float
-        Working-space reserve for the derived KV budget, fraction of memory left after weights.
-    clock : {"tick", "roofline"}, optional
-        Default "tick" without a model, "roofline" with one.
-    efficiency : dict, optional
-        Efficiency factors passed to :func:`rooflinekit.roofline.step_cost_coefficients`.
+        Working-space reserve for the derived KV budget, fraction of memory left after weights,
+        in [0, 1).
+    {clock_parameters}
 
     Notes
     -----
     Each tick: arrive, retire, admit, terminate-check, step (guide §8 step 4); see
-    :mod:`rooflinekit._reference` for the exact rules. A request whose final length can never fit
-    is rejected at once with reason :data:`REASON_KV_BUDGET`; every request ends completed or
-    rejected.
+    :mod:`rooflinekit.batching._reference` for the exact rules. A request whose final length can
+    never fit is rejected at once with reason :data:`REASON_KV_BUDGET`; every request ends
+    completed or rejected.
 
     References
     ----------
@@ -341,13 +351,15 @@ class ContinuousBatcher(_Batcher):
     clock: str | None = None
     efficiency: Mapping | None = None
 
+    _tiered = True
+
     def __post_init__(self):
-        _count("max_num_seqs", self.max_num_seqs, allow_none=True)
-        _count("kv_budget_tokens", self.kv_budget_tokens, lo=0, allow_none=True)
-        _choice("admission", self.admission, ("reserve", "paged"))
-        _count("block_size", self.block_size)
-        _count("tp", self.tp)
-        mnbt = _count("max_num_batched_tokens", self.max_num_batched_tokens, allow_none=True)
+        whole_number("max_num_seqs", self.max_num_seqs, lo=1, allow_none=True)
+        whole_number("kv_budget_tokens", self.kv_budget_tokens, lo=0, allow_none=True)
+        check_one_of("admission", self.admission, ("reserve", "paged"))
+        whole_number("block_size", self.block_size, lo=1)
+        mnbt = whole_number("max_num_batched_tokens", self.max_num_batched_tokens, lo=1,
+                           allow_none=True)
         if mnbt is not None:
             if self.max_num_seqs is None:
                 raise ValueError("max_num_batched_tokens needs a finite max_num_seqs (every "
@@ -355,12 +367,9 @@ class ContinuousBatcher(_Batcher):
             if mnbt < self.max_num_seqs:
                 raise ValueError(f"max_num_batched_tokens must be >= max_num_seqs "
                                  f"({self.max_num_seqs}), got {mnbt}")
-        _count("interactive_cap", self.interactive_cap, allow_none=True)
-        if isinstance(self.reserve, bool) or not isinstance(self.reserve, numbers.Real) \
-                or not 0 <= self.reserve < 1:
-            raise ValueError(f"reserve must lie in [0, 1), got {self.reserve!r}")
-        _resolve_specs(self)
-        object.__setattr__(self, "clock", _resolve_clock(self.clock, self.model, self.gpu))
+        whole_number("interactive_cap", self.interactive_cap, lo=1, allow_none=True)
+        real_number("reserve", self.reserve, lo=0, hi=1, hi_open=True)
+        self._check_clock()
 
     @property
     def policy(self) -> str:
@@ -371,7 +380,6 @@ class ContinuousBatcher(_Batcher):
             return int(self.kv_budget_tokens)
         if self.model is None:
             return None
-        from rooflinekit import memory
         budget = memory.kv_budget_tokens(self.model, self.gpu, tp=self.tp, reserve=self.reserve)
         return int(np.asarray(budget).item())
 
@@ -385,28 +393,17 @@ class ContinuousBatcher(_Batcher):
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap)
 
-    def _simulate(self, wl, timing):
-        out = _allocate(1, wl.n_requests)
-        run, _ = _continuous_kernels(timing.kernel_clock)
-        out[6][0] = run(wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority,
-                        *self._args(self._kv_budget()), timing.tick, timing.coef,
-                        *(a[0] for a in out[:6]))
-        _check_errors(out[6])
-        return out
+    def _kernels(self):
+        from rooflinekit.batching import _kernels  # numba: imported on the first run
+        return _kernels.continuous_run, _kernels.continuous_run_many
 
-    def _run_many(self, timing, arrival, prompt, output, priority, out, parallel=True):
-        run, run_many = _continuous_kernels(timing.kernel_clock)
-        args = self._args(self._kv_budget())
-        if parallel:
-            run_many(arrival, prompt, output, priority, *args, timing.tick, timing.coef, *out)
-        else:
-            for r in range(arrival.shape[0]):
-                out[6][r] = run(arrival[r], prompt[r], output[r], priority[r], *args, timing.tick,
-                                timing.coef, *(a[r] for a in out[:6]))
-        _check_errors(out[6])
+    def _parameters(self):
+        return self._args(self._kv_budget())
 
     def reference(self, workload, admission=None, trace=None) -> dict:
-        """The same simulation by :func:`rooflinekit._reference.simulate_continuous` (for tests).
+        """The same simulation by :func:`rooflinekit.batching._reference.simulate_continuous`.
+
+        For tests.
 
         ``admission`` overrides the batcher's rule; the reference alone also knows ``"prompt"``, the
         guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
@@ -443,7 +440,7 @@ def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl
         As :meth:`ContinuousBatcher.run`.
     """
     kind = {"continuous": ContinuousBatcher, "static": StaticBatcher}
-    batcher = kind[_choice("policy", policy, tuple(kind))](**parameters)
+    batcher = kind[check_one_of("policy", policy, tuple(kind))](**parameters)
     return batcher.run(workload, arrival=arrival, prompt_tokens=prompt_tokens,
                        output_tokens=output_tokens, priority=priority, ttft_target=ttft_target,
                        itl_target=itl_target)
@@ -457,14 +454,10 @@ def _kernel_outputs(batcher, workload) -> dict:
     return {k: a[0] for k, a in zip(keys, out[:6])}
 
 
-def _continuous_kernels(clock):
-    from rooflinekit.batching._kernels import continuous_kernels
-    return continuous_kernels(clock)
-
-
-def _static_kernels(clock):
-    from rooflinekit.batching._kernels import static_kernels
-    return static_kernels(clock)
+def _targets(ttft_target, itl_target):
+    """Goodput targets [tick or s]: each a number >= 0 (inf allowed) or None."""
+    return (real_number("ttft_target", ttft_target, lo=0, allow_inf=True, allow_none=True),
+            real_number("itl_target", itl_target, lo=0, allow_inf=True, allow_none=True))
 
 
 def _check_errors(errors):
@@ -620,7 +613,7 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
         if not isinstance(b, (StaticBatcher, ContinuousBatcher)):
             raise TypeError(f"batcher {name!r} must be a StaticBatcher or ContinuousBatcher, got "
                             f"{type(b).__name__}")
-    replicates = _count("replicates", replicates)
+    replicates = whole_number("replicates", replicates, lo=1)
     if seed is None:
         seed = np.random.SeedSequence().entropy
     elif isinstance(seed, np.random.SeedSequence):
@@ -628,8 +621,8 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
     elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, a SeedSequence or None, "
                          f"got {seed!r}")
-    targets = (_target("ttft_target", ttft_target), _target("itl_target", itl_target))
-    chunks = _count("chunks", chunks, allow_none=True)
+    targets = _targets(ttft_target, itl_target)
+    chunks = whole_number("chunks", chunks, lo=1, allow_none=True)
     if not isinstance(parallel, (bool, np.bool_)):
         raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
     sweep, bat_keys, wl_keys = _split_sweep(sweep, batchers, workload)

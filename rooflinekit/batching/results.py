@@ -2,9 +2,9 @@
 
 :mod:`rooflinekit.batching` runs a kernel and hands its raw outputs here: per request the admit,
 first-token and finish times, preemptions and status, and per run the scheduler's statistics
-(:data:`rooflinekit._reference.STAT_NAMES`). This module derives latency, TTFT, ITL and queueing
-per request; the summaries per replicate (makespan, throughput, means and percentiles of the
-completed requests, slot and KV occupancy, rejections, preemptions, goodput and SLO attainment
+(:data:`rooflinekit.batching._reference.STAT_NAMES`). This module derives latency, TTFT, ITL and
+queueing per request; the summaries per replicate (makespan, throughput, means and percentiles of
+the completed requests, slot and KV occupancy, rejections, preemptions, goodput and SLO attainment
 under the TTFT/ITL targets, per-tier means); and labels them: one ``request`` Dataset for a single
 run, one Dataset over ``policy``, the sweep names and ``replicate`` for a Monte Carlo.
 
