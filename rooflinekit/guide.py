@@ -135,7 +135,7 @@ def roofline_section() -> Section:
     intensity = roofline.arithmetic_intensity(model, 1, 0)
     fall_0 = (roofline.amortized_token_time(model, gpu, 1, 0)
               / roofline.amortized_token_time(model, gpu, 128, 0))
-    ctx_75 = 2390          # NOTES: 2,353–2,429 tokens of context round to 75×
+    ctx_75 = 2390          # conventions: 2,353–2,429 tokens of context round to 75×
     fall_ctx = (roofline.amortized_token_time(model, gpu, 1, ctx_75)
                 / roofline.amortized_token_time(model, gpu, 128, ctx_75))
     ttft = roofline.prefill_time(model, gpu, 20_000, tp=8)
@@ -207,7 +207,7 @@ def batching_section() -> Section:
                f(static, "mean_service_latency"), "ticks",
                round(f(static, "mean_service_latency")) == 337,
                f"from arrival it is {f(static, 'mean_latency'):.2f} ticks; the guide's figure is "
-               f"service time (NOTES)"),
+               f"service time (conventions)"),
         Figure("mean latency, continuous (admission -> finish)", "68 ticks",
                f(cont, "mean_service_latency"), "ticks",
                round(f(cont, "mean_service_latency")) == 68,

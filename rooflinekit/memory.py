@@ -172,7 +172,7 @@ def usable_kv_bytes(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
 
     References
     ----------
-    .. [1] Serving-capacity guide §2.4; ``guide/NOTES.md``.
+    .. [1] Serving-capacity guide §2.4; ``docs/conventions.md``.
     """
     _check_tp(tp)
     _check_reserve(reserve)
@@ -255,7 +255,7 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
     Notes
     -----
     Concurrency is a memory question, not a FLOP question (guide §10). With the guide's 70B-class
-    model on 8 × 80 GiB at 8,192 tokens: GQA-8 183, MHA 22, MQA 1,467 (``guide/NOTES.md``).
+    model on 8 × 80 GiB at 8,192 tokens: GQA-8 183, MHA 22, MQA 1,467 (``docs/conventions.md``).
 
     References
     ----------

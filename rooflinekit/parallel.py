@@ -191,7 +191,7 @@ def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_
 
     Notes
     -----
-    Used by the roofline's step coefficients (:mod:`rooflinekit._step`) on raw arrays; both are
+    Used by the roofline's step coefficients (:mod:`rooflinekit.roofline.step`) on raw arrays; both are
     0 when ``degree = 1``.
     """
     ring = 2.0 * (degree - 1.0) / degree

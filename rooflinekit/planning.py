@@ -225,8 +225,8 @@ def plan_with_spillover(demand, payg, floor_unit_cost, *, output_fraction, quant
         Price of the spillover.
     floor_unit_cost : float, array_like, Provisioned or SelfHosted
         Price of dedicated capacity per token of capacity, used or not [USD per 1M tokens], > 0;
-        a :class:`~rooflinekit.capacity_types.Provisioned` or a capacity-bearing
-        :class:`~rooflinekit.capacity_types.SelfHosted` is converted with
+        a :class:`~rooflinekit.pricing.capacity.Provisioned` or a capacity-bearing
+        :class:`~rooflinekit.pricing.capacity.SelfHosted` is converted with
         :func:`~rooflinekit.pricing.capacity_price` at the mix.
     output_fraction : float or array_like
         Share of billed tokens that are output tokens [1], in [0, 1]. Required.
@@ -470,7 +470,7 @@ def guide_break_even_figures() -> xr.Dataset:
 
     References
     ----------
-    .. [1] Serving-capacity guide §6.3; ``guide/NOTES.md``.
+    .. [1] Serving-capacity guide §6.3; ``docs/conventions.md``.
     """
     f = xr.DataArray([0.1, 0.5], dims=(dims.OUTPUT_FRACTION,),
                      coords={dims.OUTPUT_FRACTION: [0.1, 0.5]})
@@ -529,7 +529,7 @@ def guide_self_hosting_figures() -> GuideSelfHostingFigures:
 
     References
     ----------
-    .. [1] Serving-capacity guide §6.5 and §11; ``guide/NOTES.md`` ("Figures that do not
+    .. [1] Serving-capacity guide §6.5 and §11; ``docs/conventions.md`` ("Figures that do not
        re-derive").
     """
     versions = {"as printed": _GUIDE_ENGINEERING_PRINTED, "as stated": _GUIDE_ENGINEERING_STATED}

@@ -11,7 +11,7 @@ and the guide quote "140 GB" and "3.35 TB/s".
 References
 ----------
 .. [1] IEC 80000-13:2008, binary prefixes (KiB, MiB, GiB).
-.. [2] Serving-capacity guide §2.4 and ``guide/NOTES.md`` ("Conventions that make the figures exact").
+.. [2] Serving-capacity guide §2.4 and ``docs/conventions.md`` ("Conventions that make the figures exact").
 """
 
 from __future__ import annotations

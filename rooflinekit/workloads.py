@@ -17,7 +17,7 @@ batch), :class:`Empirical` (samples or a histogram). Arrival processes: :class:`
 References
 ----------
 .. [1] Serving-capacity guide §4.2 (static batching of a 15 × 20 + 1 × 400 batch), §4.3.
-.. [2] ``guide/NOTES.md``, "Static vs continuous": the 24-request bursty workload
+.. [2] ``docs/conventions.md``, "Static vs continuous": the 24-request bursty workload
        (:func:`guide_workload`).
 """
 
@@ -242,7 +242,7 @@ class FixedInterval:
     """Bursts of ``burst`` requests every ``interval``, the first at ``start``.
 
     Request ``i`` arrives at ``start + (i // burst) * interval``; ``burst=4, interval=10`` is the
-    workload of ``guide/NOTES.md``.
+    workload of ``docs/conventions.md``.
     """
 
     interval: float
@@ -456,7 +456,7 @@ def guide_workload() -> Workload:
 
     References
     ----------
-    .. [1] ``guide/NOTES.md``, "Static vs continuous: 1,220 / 440 ticks, mean latency 337 / 68".
+    .. [1] ``docs/conventions.md``, "Static vs continuous: 1,220 / 440 ticks, mean latency 337 / 68".
     """
     i = np.arange(24)
     return Workload(arrival=(i // 4) * 10.0, prompt_tokens=np.zeros(24, dtype=np.int64),

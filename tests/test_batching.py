@@ -25,15 +25,15 @@ def workloads(draw, max_n=24, all_at_once=False, tiers=False):
     return Workload(np.cumsum(gaps).astype(float), prompt, output, priority)
 
 
-# --- the guide's figures (guide §4.3; guide/NOTES.md "Static vs continuous") -------------------
+# --- the guide's figures (guide §4.3; docs/conventions.md "Static vs continuous") -------------------
 
 
 def test_guide_static_figures():
     res = StaticBatcher(batch_size=8).run(guide_workload())
-    # NOTES.md: batches of 4, 8, 8, 4 ending at 400, 800, 1,200, 1,220 -> makespan 1,220 (exact)
+    # docs/conventions.md: batches of 4, 8, 8, 4 ending at 400, 800, 1,200, 1,220 -> makespan 1,220 (exact)
     assert res.makespan.item() == 1220
     np.testing.assert_array_equal(np.unique(res.finish), [400, 800, 1200, 1220])
-    # NOTES.md: mean service latency 336.67 = 8,080 / 24 (exact in binary up to rounding, rel 1e-12)
+    # docs/conventions.md: mean service latency 336.67 = 8,080 / 24 (exact in binary up to rounding, rel 1e-12)
     assert res.mean_service_latency.item() == pytest.approx(8080 / 24, rel=1e-12)
     # from arrival (hand sum: 400×4 + 790×4 + 780×4 + 1170×4 + 1160×4 + 1170×4 = 21,880), exact
     assert res.mean_latency.item() == pytest.approx(21880 / 24, rel=1e-12)
@@ -43,7 +43,7 @@ def test_guide_static_figures():
 
 def test_guide_continuous_figures():
     wl = guide_workload()
-    for slots in (16, None):          # NOTES.md: "16 slots (or unlimited)"
+    for slots in (16, None):          # docs/conventions.md: "16 slots (or unlimited)"
         res = ContinuousBatcher(max_num_seqs=slots).run(wl)
         assert res.makespan.item() == 440                                    # exact
         assert res.mean_service_latency.item() == pytest.approx(67.5, rel=1e-12)
@@ -52,7 +52,7 @@ def test_guide_continuous_figures():
 
 
 def test_guide_ratios():
-    # guide §4.3: "2.8× faster, mean latency from 337 to 68" (NOTES: 2.77× and 4.99×), rel 1e-3
+    # guide §4.3: "2.8× faster, mean latency from 337 to 68" (conventions: 2.77× and 4.99×), rel 1e-3
     wl = guide_workload()
     s, c = StaticBatcher(batch_size=8).run(wl), ContinuousBatcher(max_num_seqs=16).run(wl)
     assert (s.makespan / c.makespan).item() == pytest.approx(2.773, rel=1e-3)
@@ -500,7 +500,7 @@ def lab(tp=8):
 def test_kv_budget_from_memory_model():
     from rooflinekit import memory
     b = ContinuousBatcher(max_num_seqs=None, **lab())
-    # NOTES.md: 458.65 GiB of KV at 327,680 B/token; 183 sequences of 8,192 tokens (floored)
+    # docs/conventions.md: 458.65 GiB of KV at 327,680 B/token; 183 sequences of 8,192 tokens (floored)
     expected = memory.kv_budget_tokens(lab()["model"], lab()["gpu"], tp=8)
     wl = Workload(np.zeros(200), np.full(200, 8000), np.full(200, 192))
     res = b.run(wl)
@@ -518,7 +518,7 @@ def test_one_card_rejects_everything():
 
 
 def test_roofline_batch_one_decode_step():
-    # guide §3.1: batch-1 decode reads 140 GB at 3.35 TB/s = 41.79 ms (NOTES.md), rel 1e-4; the
+    # guide §3.1: batch-1 decode reads 140 GB at 3.35 TB/s = 41.79 ms (docs/conventions.md), rel 1e-4; the
     # step here also reads 2 tokens of KV (655,360 B), 5e-6 relative.
     res = ContinuousBatcher(max_num_seqs=1, kv_budget_tokens=10**6, **lab(tp=1)).run(
         arrival=[0.0], prompt_tokens=[1], output_tokens=[2])

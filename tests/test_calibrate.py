@@ -231,7 +231,7 @@ def test_apply_keeps_the_input_kind(synthetic_fit, kind):
 def test_ideal_calibration_is_the_roofline_default():
     ideal = Calibration()
     model, gpu = catalog.model("guide-70b"), catalog.gpu("lab")
-    # guide §3.1 / NOTES: 140e9 B / 3.35e12 B/s = 41.79 ms per batch-1 token on one card's bandwidth
+    # guide §3.1 / conventions: 140e9 B / 3.35e12 B/s = 41.79 ms per batch-1 token on one card's bandwidth
     assert ideal.apply(rl.decode_step_time)(model, gpu, 1, 0) == pytest.approx(
         140e9 / 3.35e12, rel=1e-12)
 

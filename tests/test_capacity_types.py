@@ -95,7 +95,7 @@ def test_cached_and_long_context_prices():
 
 # -- self-hosting (§6.5) --------------------------------------------------------------------------
 def test_guide_self_hosting_gpu_hours():
-    # NOTES.md: 8 GPUs × $3/h × 730 h = $17,520; the guide's $17,545 is that plus $25.
+    # docs/conventions.md: 8 GPUs × $3/h × 730 h = $17,520; the guide's $17,545 is that plus $25.
     printed = SelfHosted(8, 3.0, 25.0)
     assert printed.gpu_monthly_cost == pytest.approx(17_520.0, rel=1e-12)
     assert printed.monthly_cost == pytest.approx(17_545.0, rel=1e-12)

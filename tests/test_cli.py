@@ -96,7 +96,7 @@ def test_simulate_guide_workload(capsys):
     code, out, _ = run(capsys, "simulate", "--json")
     data = json.loads(out)
     assert code == 0 and data["requests"] == 24
-    # guide/NOTES: 1,220 vs 440 ticks, service latency 336.67 vs 67.5
+    # docs/conventions.md: 1,220 vs 440 ticks, service latency 336.67 vs 67.5
     assert data["static"]["makespan"] == 1220 and data["continuous"]["makespan"] == 440
     assert data["static"]["mean_service_latency"] == pytest.approx(336.67, abs=0.005)
     assert data["continuous"]["mean_service_latency"] == 67.5

@@ -27,19 +27,19 @@ def test_all_sections_build_in_guide_order(sections):
 def test_roofline_figures(sections):
     s = sections["roofline"]
     assert _fig(s, "bytes read per batch-1").ours == pytest.approx(140)           # GB, §3.1
-    assert _fig(s, "batch-1 decode step").ours == pytest.approx(41.79, abs=0.005)  # ms, NOTES
-    assert _fig(s, "ridge point").ours == pytest.approx(295.2, abs=0.05)          # NOTES
-    assert _fig(s, "batch-1 decode arithmetic").ours == 1.0                       # NOTES
+    assert _fig(s, "batch-1 decode step").ours == pytest.approx(41.79, abs=0.005)  # ms, conventions
+    assert _fig(s, "ridge point").ours == pytest.approx(295.2, abs=0.05)          # conventions
+    assert _fig(s, "batch-1 decode arithmetic").ours == 1.0                       # conventions
     arithmetic = _fig(s, "arithmetic time")
     assert not arithmetic.agrees and arithmetic.ours == pytest.approx(0.1416, abs=1e-4)
     zero = _fig(s, "per-token cost fall, batch 1 -> 128, zero")
-    assert not zero.agrees and zero.ours == pytest.approx(128)                    # NOTES
+    assert not zero.agrees and zero.ours == pytest.approx(128)                    # conventions
     assert _fig(s, "per-token cost fall, batch 1 -> 128, 2,390").ours == pytest.approx(75, abs=0.5)
 
 
 def test_batching_figures(sections):
     s = sections["batching"]
-    # guide §4.3 / NOTES: 1,220 and 440 ticks; 336.67 and 67.5 ticks of service latency
+    # guide §4.3 / conventions: 1,220 and 440 ticks; 336.67 and 67.5 ticks of service latency
     assert _fig(s, "static batching makespan").ours == 1220
     assert _fig(s, "continuous batching makespan").ours == 440
     assert _fig(s, "mean latency, static").ours == pytest.approx(336.67, abs=0.005)

@@ -83,7 +83,7 @@ def test_static_matches_reference(wl, batch_size):
 
 
 def test_guide_workload_matches_reference():
-    # guide/NOTES.md workload, both policies: exact equality, not only the headline figures.
+    # docs/conventions.md workload, both policies: exact equality, not only the headline figures.
     wl = guide_workload()
     for b in (StaticBatcher(batch_size=8), ContinuousBatcher(max_num_seqs=16),
               ContinuousBatcher(max_num_seqs=4, kv_budget_tokens=900, admission="paged",

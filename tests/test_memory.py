@@ -10,7 +10,7 @@ from rooflinekit import GPU, ModelShape, catalog, units
 from rooflinekit import memory as m
 
 
-# -- guide §2 figures (exact; conventions in guide/NOTES.md) ---------------------------------------
+# -- guide §2 figures (exact; conventions in docs/conventions.md) ---------------------------------------
 
 def test_kv_bytes_per_token_guide(guide_model):
     # guide §2.2: 2 × 80 × 8 × 128 × 2 = 327,680 B = 320 KiB exactly
@@ -19,7 +19,7 @@ def test_kv_bytes_per_token_guide(guide_model):
 
 
 def test_kv_bytes_8k_sequence_is_2_5_gib(guide_model):
-    # guide §2.2: an 8,192-token sequence holds 2.5 GiB exactly; 8,000 tokens is 2.44 GiB (NOTES)
+    # guide §2.2: an 8,192-token sequence holds 2.5 GiB exactly; 8,000 tokens is 2.44 GiB (conventions)
     assert m.kv_bytes_per_sequence(guide_model, 8192) == 2.5 * units.GiB
     assert m.kv_bytes_per_sequence(guide_model, 8000) / units.GiB == pytest.approx(2.44, abs=5e-3)
 
@@ -33,7 +33,7 @@ def test_weights_do_not_fit_one_card(guide_model, lab_gpu):
 
 
 def test_kv_budget_8way_group(guide_model, lab_gpu):
-    # guide §2.4 / NOTES: (8 × 80 GiB − 140e9 B) × 0.9 = 458.65 GiB ("459")
+    # guide §2.4 / conventions: (8 × 80 GiB − 140e9 B) × 0.9 = 458.65 GiB ("459")
     budget = m.usable_kv_bytes(guide_model, lab_gpu, tp=8)
     assert budget == pytest.approx((8 * 80 * units.GiB - 140e9) * 0.9, rel=1e-15)
     assert budget / units.GiB == pytest.approx(458.65, abs=5e-3)
@@ -43,7 +43,7 @@ def test_kv_budget_8way_group(guide_model, lab_gpu):
 
 @pytest.mark.parametrize("kv_heads, expected", [(64, 22), (8, 183), (1, 1467)])
 def test_concurrency_mha_gqa_mqa(guide_model, lab_gpu, kv_heads, expected):
-    # guide §2.3 / NOTES: MHA 22, GQA-8 183, MQA 1,467 concurrent 8k sequences on 8 × 80 GiB
+    # guide §2.3 / conventions: MHA 22, GQA-8 183, MQA 1,467 concurrent 8k sequences on 8 × 80 GiB
     model = guide_model.replace(n_kv_heads=kv_heads)
     n = m.max_concurrent_sequences(model, lab_gpu, 8192, tp=8)
     assert n == expected
@@ -51,7 +51,7 @@ def test_concurrency_mha_gqa_mqa(guide_model, lab_gpu, kv_heads, expected):
 
 
 def test_reserve_applies_after_weights(guide_model, lab_gpu):
-    # NOTES: 10% of *total* memory would give 178, not 183; 0 reserve gives more
+    # conventions: 10% of *total* memory would give 178, not 183; 0 reserve gives more
     assert m.max_concurrent_sequences(guide_model, lab_gpu, 8192, tp=8, reserve=0.0) == 203
     assert m.max_concurrent_sequences(guide_model, lab_gpu, 8192, tp=8, reserve=0.1) == 183
 

@@ -179,7 +179,7 @@ def test_self_hosting_comparison_kinds():
     out = self_hosting_comparison(sh, PAYG, np.array([1e9, 20e9]), 0.1,
                                   provisioned=Provisioned.from_units(
                                       2, 2e9, monthly_cost_per_unit=6_000.0))
-    # NOTES.md: $42.52/M at 1B, $2.13/M at 20B, crossover ≈ 10.9B with the engineering line.
+    # docs/conventions.md: $42.52/M at 1B, $2.13/M at 20B, crossover ≈ 10.9B with the engineering line.
     np.testing.assert_allclose(out["unit_cost"].values, [42.52, 2.126], rtol=1e-12)
     np.testing.assert_allclose(out["unit_cost_without_engineering"].values, [17.52, 0.876],
                                rtol=1e-12)
@@ -197,7 +197,7 @@ def test_guide_self_hosting_figures_both_versions():
     figs = guide_self_hosting_figures()
     t = figs.table
     printed, stated = t.sel(version="as printed"), t.sel(version="as stated")
-    # NOTES.md: $17,520 of GPU-hours; $17,545 = that + $25; $42,520 with $25,000.
+    # docs/conventions.md: $17,520 of GPU-hours; $17,545 = that + $25; $42,520 with $25,000.
     assert float(printed["gpu_monthly_cost"]) == pytest.approx(17_520.0, rel=1e-12)
     assert float(printed["monthly_cost"]) == pytest.approx(17_545.0, rel=1e-12)
     assert float(stated["monthly_cost"]) == pytest.approx(42_520.0, rel=1e-12)
@@ -216,7 +216,7 @@ def test_guide_self_hosting_figures_both_versions():
 
 
 def test_guide_break_even_figures():
-    # guide §6.3 / NOTES.md: $3.90, $7.50; 3.077B, 1.6B; 76.92%, 40.00%
+    # guide §6.3 / docs/conventions.md: $3.90, $7.50; 3.077B, 1.6B; 76.92%, 40.00%
     t = guide_break_even_figures()
     np.testing.assert_allclose(t["blended_price"].values, [3.9, 7.5], rtol=1e-12)
     np.testing.assert_allclose(t["tokens"].values, [12_000 / 3.9e-6, 1.6e9], rtol=1e-12)

@@ -110,7 +110,7 @@ def test_timeline_draws_one_bar_per_request(guide_runs):
     assert len(ax.patches) == 2 * 24
     assert len(ax.get_yticklabels()) == 2
     text = " ".join(t.get_text() for t in ax.texts)
-    # guide §4.3 / NOTES.md: 1,220 vs 440 ticks, mean service latency 336.67 vs 67.5
+    # guide §4.3 / docs/conventions.md: 1,220 vs 440 ticks, mean service latency 336.67 vs 67.5
     assert "1,220" in text and "440" in text and "336.7" in text and "67.5" in text
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["20 output tokens", "400 output tokens"]
@@ -258,11 +258,11 @@ def test_self_hosting_with_and_without_engineering():
     assert isinstance(ax, Axes)
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert len(_labels(ax)) == 3
-    # guide/NOTES.md: $42,520/month → $42.52/M at 1B, $2.13/M at 20B; GPU-only $17,520 → $17.52
+    # docs/conventions.md: $42,520/month → $42.52/M at 1B, $2.13/M at 20B; GPU-only $17,520 → $17.52
     np.testing.assert_allclose(ax.lines[0].get_ydata(), [42.52, 2.126], rtol=1e-9)
     np.testing.assert_allclose(ax.lines[1].get_ydata(), [17.52, 0.876], rtol=1e-9)
     crossings = sorted(t.get_text().split("B")[0] for t in ax.texts)
-    # NOTES.md: crossover ≈ 10.9B with the line; 17,520 / 3.90 = 4.49B without
+    # docs/conventions.md: crossover ≈ 10.9B with the line; 17,520 / 3.90 = 4.49B without
     assert crossings == ["crossover 10.90", "crossover 4.49"]
 
 

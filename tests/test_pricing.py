@@ -23,13 +23,13 @@ from helpers import da
 
 # -- guide §6.3 -----------------------------------------------------------------------------------
 def test_guide_blended_prices(guide_payg):
-    # guide §6.3 / NOTES.md: blended $3.90 and $7.50 per 1M, rel 1e-12
+    # guide §6.3 / docs/conventions.md: blended $3.90 and $7.50 per 1M, rel 1e-12
     assert blended_price(guide_payg, 0.1) == pytest.approx(3.90, rel=1e-12)
     assert blended_price(guide_payg, 0.5) == pytest.approx(7.50, rel=1e-12)
 
 
 def test_guide_break_even(guide_provisioned, guide_payg):
-    # guide §6.3 / NOTES.md: 3.077B and 1.6B tokens; 76.92% and 40.00% of 4B
+    # guide §6.3 / docs/conventions.md: 3.077B and 1.6B tokens; 76.92% and 40.00% of 4B
     tokens, util = break_even(guide_provisioned, guide_payg, 0.1)
     assert tokens == pytest.approx(12_000 / 3.9e-6, rel=1e-12)
     assert round(tokens / 1e9, 3) == 3.077
@@ -134,7 +134,7 @@ def test_capacity_price(guide_provisioned):
 
 # -- self-hosting (§6.5) --------------------------------------------------------------------------
 def test_guide_self_hosting_as_printed(guide_payg):
-    # NOTES.md: $17.50/M at 1B needs the total rounded to $17.5k; $0.88/M at 20B; crossover
+    # docs/conventions.md: $17.50/M at 1B needs the total rounded to $17.5k; $0.88/M at 20B; crossover
     # 17,545 / 3.90 = 4.50B at a 10% mix (abs 0.005 on the rounded figures).
     printed = SelfHosted(8, 3.0, 25.0)
     assert printed.unit_cost(1e9) == pytest.approx(17.545, rel=1e-12)
@@ -146,7 +146,7 @@ def test_guide_self_hosting_as_printed(guide_payg):
 
 
 def test_guide_self_hosting_as_stated(guide_payg):
-    # NOTES.md: with $25,000 the month costs $42,520: $42.52/M at 1B, $2.13/M at 20B,
+    # docs/conventions.md: with $25,000 the month costs $42,520: $42.52/M at 1B, $2.13/M at 20B,
     # crossover ≈ 10.9B tokens/month at a 10% mix.
     stated = SelfHosted(8, 3.0, 25_000.0)
     assert stated.monthly_cost == pytest.approx(42_520.0, rel=1e-12)

@@ -38,7 +38,7 @@ def windowed():
 # -- guide §3.1–§3.2 figures -----------------------------------------------------------------------
 
 def test_batch1_decode_reads_140GB_in_41_79_ms(guide_model, lab_gpu):
-    # guide §3.1 / NOTES: 140e9 B / 3.35e12 B/s = 41.79 ms, as a single-GPU computation
+    # guide §3.1 / conventions: 140e9 B / 3.35e12 B/s = 41.79 ms, as a single-GPU computation
     assert r.decode_bytes(guide_model) == W70
     assert r.decode_step_time(guide_model, lab_gpu) == pytest.approx(W70 / BW, rel=1e-15)
     assert round(r.decode_step_time(guide_model, lab_gpu) * 1e3, 2) == 41.79
@@ -47,13 +47,13 @@ def test_batch1_decode_reads_140GB_in_41_79_ms(guide_model, lab_gpu):
 
 
 def test_ridge_point_295(lab_gpu):
-    # guide §3.2 / NOTES: 989e12 / 3.35e12 = 295.2 FLOP/B (rel 1e-4)
+    # guide §3.2 / conventions: 989e12 / 3.35e12 = 295.2 FLOP/B (rel 1e-4)
     assert r.ridge_point(lab_gpu) == pytest.approx(295.2, rel=1e-4)
     assert r.ridge_point(lab_gpu) == lab_gpu.ridge_point
 
 
 def test_batch1_intensity_is_1_and_0_34_percent_of_peak(guide_model, lab_gpu):
-    # guide §3.2 / NOTES: intensity 1.0 at zero context, 0.34% of peak (abs 0.005 percentage points)
+    # guide §3.2 / conventions: intensity 1.0 at zero context, 0.34% of peak (abs 0.005 percentage points)
     intensity = r.arithmetic_intensity(guide_model, 1, 0)
     assert intensity == 1.0
     assert 100 * intensity / r.ridge_point(lab_gpu) == pytest.approx(0.34, abs=5e-3)
@@ -62,7 +62,7 @@ def test_batch1_intensity_is_1_and_0_34_percent_of_peak(guide_model, lab_gpu):
 
 
 def test_arithmetic_time_0_14_ms_not_0_00003(guide_model, lab_gpu):
-    # NOTES: the guide's "~0.00003 ms worth of arithmetic" does not re-derive:
+    # conventions: the guide's "~0.00003 ms worth of arithmetic" does not re-derive:
     # 140 GFLOP at 989 TFLOP/s = 0.14 ms (0.018 ms across 8 GPUs); rel 1e-12
     assert r.decode_flops(guide_model) == 140e9
     assert r.decode_compute_time(guide_model, lab_gpu) == pytest.approx(140e9 / PEAK, rel=1e-12)
@@ -93,7 +93,7 @@ def test_long_context_per_token_time_does_not_fall_with_batch(guide_model, lab_g
 
 @pytest.mark.parametrize("context, expected", [(2390, 75.0), (2048, 79.7), (4096, 58.0)])
 def test_batch_128_is_75x_cheaper_near_2_4k_context(guide_model, lab_gpu, context, expected):
-    # guide §3.2 "per-token cost has fallen 75×" at batch 128. NOTES: at zero context it is 128×;
+    # guide §3.2 "per-token cost has fallen 75×" at batch 128. conventions: at zero context it is 128×;
     # 75× needs ≈ 2,390 tokens of context for the GQA-8 70B model (2,353–2,429 round to 75;
     # 2,048 gives 79.7×, 4,096 gives 58×). We use 2,390 tokens; abs 0.05 (one decimal).
     ratio = (r.amortized_token_time(guide_model, lab_gpu, 1, context)
@@ -103,7 +103,7 @@ def test_batch_128_is_75x_cheaper_near_2_4k_context(guide_model, lab_gpu, contex
 
 
 def test_75x_band_edges(guide_model, lab_gpu):
-    # NOTES: 2,353–2,429 tokens round to 75×; 2,352 and 2,430 do not
+    # conventions: 2,353–2,429 tokens round to 75×; 2,352 and 2,430 do not
     ctx = np.array([2352, 2353, 2429, 2430])
     ratio = (r.amortized_token_time(guide_model, lab_gpu, 1, ctx)
              / r.amortized_token_time(guide_model, lab_gpu, 128, ctx))

@@ -9,7 +9,7 @@ from rooflinekit.dtypes import bytes_per_element
 
 
 def test_units_conventions():
-    # guide/NOTES.md: binary memory, decimal weights/bandwidth
+    # docs/conventions.md: binary memory, decimal weights/bandwidth
     assert units.GiB == 2**30 and units.GB == 10**9
     assert 140e9 / units.GiB == pytest.approx(130.385, abs=1e-3)
     assert units.HOURS_PER_MONTH == 730

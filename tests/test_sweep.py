@@ -90,7 +90,7 @@ def test_random_cells_equal_scalar_functions(grid):
 def test_guide_figures_in_a_sweep():
     ds = sw.sweep("guide-70b", "guide-lab-80GB", tp=[1, 8], context_length=8192, batch_size=1,
                   prompt_tokens=1)
-    # guide §2.4 / NOTES: 0 sequences on one card, 183 on 8 × 80 GiB at 8,192 tokens
+    # guide §2.4 / conventions: 0 sequences on one card, 183 on 8 × 80 GiB at 8,192 tokens
     assert ds.max_concurrent_sequences.sel(tp=1).item() == 0
     assert ds.max_concurrent_sequences.sel(tp=8).item() == 183
     assert not ds.fits.sel(tp=1).item() and ds.fits.sel(tp=8).item()
@@ -100,7 +100,7 @@ def test_guide_figures_in_a_sweep():
 
 
 def test_decode_batch1_guide_figure():
-    # NOTES: batch-1 decode at no context 140e9 / 3.35e12 = 41.79 ms (abs 5e-3 ms); context 1 adds
+    # conventions: batch-1 decode at no context 140e9 / 3.35e12 = 41.79 ms (abs 5e-3 ms); context 1 adds
     # 327,680 B (1e-4 ms)
     ds = sw.sweep("guide-70b", "guide-lab-80GB", tp=1, context_length=1, batch_size=1)
     assert ds.decode_step_time.item() / units.MS == pytest.approx(41.79, abs=5e-3)

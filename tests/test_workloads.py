@@ -12,7 +12,7 @@ from rooflinekit.workloads import (AllAtOnce, Constant, Empirical, FixedInterval
 
 
 def test_guide_workload():
-    # guide/NOTES.md: 24 requests, i % 8 == 0 -> 400 tokens else 20, arrival (i // 4) * 10
+    # docs/conventions.md: 24 requests, i % 8 == 0 -> 400 tokens else 20, arrival (i // 4) * 10
     wl = guide_workload()
     assert wl.n_requests == 24
     assert (wl.output_tokens == 400).sum() == 3 and (wl.output_tokens == 20).sum() == 21

@@ -59,7 +59,7 @@ and every later step decodes the whole batch, finished members included (padding
 
 References
 ----------
-.. [1] Serving-capacity guide §4.2-4.5, §8; ``guide/NOTES.md`` "Static vs continuous".
+.. [1] Serving-capacity guide §4.2-4.5, §8; ``docs/conventions.md`` "Static vs continuous".
 .. [2] Yu et al., "Orca: A Distributed Serving System for Transformer-Based Generative Models",
        OSDI 2022 (iteration-level scheduling).
 .. [3] Kwon et al., "Efficient Memory Management for Large Language Model Serving with

@@ -27,11 +27,11 @@ Latency definitions
 -------------------
 ``latency`` = finish − arrival (what a user waits); ``service_latency`` = finish − first admission
 (time in the batch, no queueing). The guide's 337 / 68 ticks are mean *service* latencies
-(``guide/NOTES.md``).
+(``docs/conventions.md``).
 
 References
 ----------
-.. [1] Serving-capacity guide §4.2-4.5, §3.3, §11 (tiers); ``guide/NOTES.md``.
+.. [1] Serving-capacity guide §4.2-4.5, §3.3, §11 (tiers); ``docs/conventions.md``.
 .. [2] Yu et al., Orca, OSDI 2022; Kwon et al., PagedAttention, SOSP 2023; Agrawal et al.,
        Sarathi-Serve, OSDI 2024.
 """
@@ -50,23 +50,11 @@ from rooflinekit import catalog, dims, memory, roofline
 from rooflinekit._validation import check_one_of, real_number, whole_number
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 
-# Result assembly lives in results; its public constants are re-exported here.
-from rooflinekit.batching.results import (
-    _POLICY,
-    _TIER,
-    REASON_KV_BUDGET,
-    STATUS_COMPLETED,
-    STATUS_REJECTED,
-    TIERS,
-    _single_dataset,
-    _summaries,
-    _summary_grid,
-    _target_attrs,
-)
+from rooflinekit.batching.results import (_POLICY, _TIER, _single_dataset, _summaries,
+                                          _summary_grid, _target_attrs)
 from rooflinekit.workloads import Workload, WorkloadSpec, coerce_workload
 
-__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "replicate_seed",
-           "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]
+__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "replicate_seed"]
 
 
 class _Timing:
@@ -243,7 +231,7 @@ class StaticBatcher(_Batcher):
 
     References
     ----------
-    .. [1] Serving-capacity guide §4.2; ``guide/NOTES.md`` (1,220 ticks, 336.67 mean service
+    .. [1] Serving-capacity guide §4.2; ``docs/conventions.md`` (1,220 ticks, 336.67 mean service
            latency on :func:`rooflinekit.workloads.guide_workload` with ``batch_size=8``).
     """
 
@@ -333,7 +321,7 @@ class ContinuousBatcher(_Batcher):
 
     References
     ----------
-    .. [1] Serving-capacity guide §4.3-4.5; ``guide/NOTES.md`` (440 ticks, 67.5 mean service latency
+    .. [1] Serving-capacity guide §4.3-4.5; ``docs/conventions.md`` (440 ticks, 67.5 mean service latency
            on :func:`rooflinekit.workloads.guide_workload` with 16 slots).
     .. [2] Kwon et al., PagedAttention, SOSP 2023; Agrawal et al., Sarathi-Serve, OSDI 2024.
     """

@@ -12,14 +12,14 @@ from the time per output token), to your own measurements:
    throughput and a ``source``), as CSV or JSON (:func:`read_measurements`,
    :func:`write_measurements`), plus :func:`read_vllm_result` for the JSON that ``vllm bench
    serve --save-result`` (formerly ``benchmarks/benchmark_serving.py``) writes. These live in
-   :mod:`rooflinekit.measurements` and are re-exported here.
+   :mod:`rooflinekit.calibrate.measurements`.
 2. **A fit** — :func:`calibrate` runs bounded least squares on relative residuals
    (``scipy.optimize.least_squares``) through the real roofline functions, bootstraps confidence
    intervals with a seeded :class:`numpy.random.Generator`, and reports residuals and the mean
    absolute percentage error (MAPE) at ideal efficiency and after calibration.
 3. **A calibrated model** — :class:`Calibration` holds the fitted keyword arguments per phase
    (with :func:`predict`, :func:`save_calibration` and :func:`load_calibration` it lives in
-   :mod:`rooflinekit._calibration` and is re-exported here). Every roofline function already
+   :mod:`rooflinekit.calibrate.model`). Every roofline function already
    takes them, so using a calibration is passing them on::
 
        cal = calibrate(read_measurements("runs.csv")).calibration
@@ -32,10 +32,10 @@ from the time per output token), to your own measurements:
    on the held-out ones (k-fold, or leave-one-group-out by model or GPU).
 5. **The KV budget side** — :func:`parse_vllm_kv_log` reads vLLM's start-up memory lines and
    :func:`compare_engine_log` holds :func:`rooflinekit.memory.engine_kv_cache` next to them
-   (both in :mod:`rooflinekit.engine_log`, re-exported here).
+   (both in :mod:`rooflinekit.calibrate.engine_log`).
 
-The ``rooflinekit calibrate`` command (:func:`add_calibrate_arguments`,
-:func:`calibrate_cli_main`) lives in :mod:`rooflinekit._calibrate_cli` and is re-exported here.
+This module holds the fit and cross-validation; the folder's face :mod:`rooflinekit.calibrate`
+exports every part. The ``rooflinekit calibrate`` command is :mod:`rooflinekit.cli.calibrate`.
 
 Units inside are SI (seconds, tokens, bytes); the files carry milliseconds in columns whose names
 say so (``ttft_ms``), the way every serving benchmark reports them.
@@ -392,8 +392,8 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
         ``{"allreduce": True}`` to model tensor-parallel communication explicitly).
     workload : {"isolated", "serving"}
         How a row maps onto engine steps. "isolated" (default): TTFT is
-        :func:`~rooflinekit.latency.prefill_time` of the prompt and the decode time is
-        :func:`~rooflinekit.latency.decode_step_time` at the batch size, the phases as the
+        :func:`~rooflinekit.roofline.prefill_time` of the prompt and the decode time is
+        :func:`~rooflinekit.roofline.decode_step_time` at the batch size, the phases as the
         roofline states them. "serving": the step a continuous-batching server with chunked
         prefill runs (:func:`~rooflinekit.roofline.mixed_step_time`) — a TTFT step carries the
         prompt beside ``B − 1`` decoding sequences, a decode step carries ``B`` decodes plus, on
@@ -417,8 +417,8 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     a 2 s TTFT weigh alike, with ``scipy.optimize.least_squares(method="trf")`` inside the bounds,
     started from three points (the ideal machine, a typical engine, a slow one) because the
     roofline's ``max(compute, memory)`` has flat regions. Predictions come from the real
-    :func:`rooflinekit.latency.prefill_time` and
-    :func:`~rooflinekit.latency.decode_step_time`, one call per (model, GPU, tp, dtype)
+    :func:`rooflinekit.roofline.prefill_time` and
+    :func:`~rooflinekit.roofline.decode_step_time`, one call per (model, GPU, tp, dtype)
     group per evaluation. Decode rows use the batch size (or concurrency, at least 1) and a mean
     context of ``prompt + output / 2`` unless ``context_length`` is given; fractional means are
     used as they are.

@@ -5,7 +5,7 @@
 already takes them as keyword arguments, so a calibration is applied by passing them on
 (:meth:`Calibration.apply` picks the phase from a function's name). :func:`save_calibration` and
 :func:`load_calibration` keep one as JSON. :func:`predict` runs the roofline over every row of a
-measurement table (:mod:`rooflinekit.measurements`), grouped by (model, GPU, tp, dtype) so that one
+measurement table (:mod:`rooflinekit.calibrate.measurements`), grouped by (model, GPU, tp, dtype) so that one
 call covers a configuration; the fit in :mod:`rooflinekit.calibrate` evaluates the same grouped
 predictions. Everything public here is re-exported by :mod:`rooflinekit.calibrate`.
 """
@@ -234,12 +234,12 @@ class Calibration:
 
     @property
     def prefill_kwargs(self) -> dict:
-        """Keyword arguments for :func:`rooflinekit.latency.prefill_time` (and TTFT)."""
+        """Keyword arguments for :func:`rooflinekit.roofline.prefill_time` (and TTFT)."""
         return dict(self.prefill)
 
     @property
     def decode_kwargs(self) -> dict:
-        """Keyword arguments for :func:`rooflinekit.latency.decode_step_time` (ITL,
+        """Keyword arguments for :func:`rooflinekit.roofline.decode_step_time` (ITL,
         decode throughput)."""
         return dict(self.decode)
 

@@ -510,7 +510,7 @@ def plot_self_hosting(selfhosted, payg, output_fraction, monthly_tokens=None, ax
 
     References
     ----------
-    .. [1] Serving-capacity guide §6.5 ("the engineering line decides it"); ``guide/NOTES.md``
+    .. [1] Serving-capacity guide §6.5 ("the engineering line decides it"); ``docs/conventions.md``
        on its $17,545 total.
     """
     _check_ax(ax)

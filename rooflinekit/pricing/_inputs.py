@@ -1,7 +1,7 @@
 """Inputs of the pricing formulas: spec-field checks, units and labelling of arguments and specs.
 
-Shared by :mod:`rooflinekit.capacity_types` (the capacity types and their prices),
-:mod:`rooflinekit.pricing` (break-even arithmetic) and :mod:`rooflinekit.compliance`
+Shared by :mod:`rooflinekit.pricing.capacity` (the capacity types and their prices),
+:mod:`rooflinekit.pricing` (break-even arithmetic) and :mod:`rooflinekit.pricing.choice`
 (admissibility gates and the cheapest option).
 """
 

@@ -356,7 +356,7 @@ class SelfHosted:
 
     References
     ----------
-    .. [1] Serving-capacity guide §6.5; ``guide/NOTES.md`` on the guide's $17,545 figure.
+    .. [1] Serving-capacity guide §6.5; ``docs/conventions.md`` on the guide's $17,545 figure.
     """
 
     n_gpus: object
@@ -428,7 +428,7 @@ class SelfHosted:
 
         Notes
         -----
-        ``rooflinekit.latency.decode_throughput(model, gpu, batch_size, context_length, tp)`` is
+        ``rooflinekit.roofline.decode_throughput(model, gpu, batch_size, context_length, tp)`` is
         the generated-token rate of one tensor-parallel group [tokens/s]. Counting every billed
         token at that rate is conservative: prompt tokens go through prefill, which processes them
         in parallel at a far higher rate (§3.1).

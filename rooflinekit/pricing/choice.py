@@ -4,7 +4,7 @@ Capacity strategy is downstream of data classification: a :class:`Compliance` sa
 workload's data allows (its classification, whether a third party may process it, where it may be
 processed); :func:`admissibility` says why an option fails those gates; :func:`cheapest_option`
 removes inadmissible options *before* comparing cost and sends exact ties to pay-as-you-go. The
-capacity types it gates are in :mod:`rooflinekit.capacity_types`; :mod:`rooflinekit.pricing`
+capacity types it gates are in :mod:`rooflinekit.pricing.capacity`; :mod:`rooflinekit.pricing`
 compares their costs and re-exports this module's names.
 """
 

@@ -2,14 +2,14 @@
 
 The three capacity types — :class:`PayAsYouGo` (§6.1), :class:`Provisioned` (§6.2) and
 :class:`SelfHosted` (§6.5) — with :func:`blended_price` and :func:`unit_cost`, the price each one
-charges, live in :mod:`rooflinekit.capacity_types` and are re-exported here. This module compares
+charges, live in :mod:`rooflinekit.pricing.capacity`. This module compares
 them: :func:`break_even` (tokens and utilisation, §6.3), :func:`crossover_volume` (§6.5),
 :func:`provisioned_savings` and :func:`provisioned_unit_cost` (break-even surfaces over volume and
 utilisation), :func:`capacity_price` (what a token of dedicated capacity costs, used or not),
-and :func:`cheapest_option`, which removes options a :class:`Compliance` may not use *before*
-comparing cost (§7) and sends exact ties to pay-as-you-go. The gates (:class:`Compliance`,
-:func:`admissibility`, :class:`NoAdmissibleOptionError`) and the choice (:func:`cheapest_option`,
-:class:`Choice`) live in :mod:`rooflinekit.compliance` and are re-exported here.
+and the catalogue's illustrative prices as price objects. The gates that remove options a
+:class:`~rooflinekit.pricing.Compliance` may not use *before* comparing cost (§7), and the
+cheapest admissible option, live in :mod:`rooflinekit.pricing.choice`.
+
 Units. Prices at the interface are USD per 1M tokens (``*_per_mtok``), the way price lists quote
 them; monthly costs are USD per month; volumes and capacities are tokens per month. The output
 fraction ``f`` is the share of billed tokens that are output tokens; no function assumes one — it
@@ -166,7 +166,7 @@ def crossover_volume(selfhosted, other, output_fraction, *, include_engineering=
 
     References
     ----------
-    .. [1] Serving-capacity guide §6.5 and ``guide/NOTES.md``: 17,545 / $3.90 = 4.50B tokens,
+    .. [1] Serving-capacity guide §6.5 and ``docs/conventions.md``: 17,545 / $3.90 = 4.50B tokens,
        42,520 / $3.90 ≈ 10.9B tokens at f = 0.1.
     """
     check_type("selfhosted", selfhosted, SelfHosted)

@@ -173,7 +173,7 @@ def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
     -----
     With no context it falls exactly as ``1/B`` (while memory-bound); with a long context the
     ``B·KV`` term takes over and it stops falling. For the guide's 70B model the batch-128
-    figure is 75× below batch 1 at ≈ 2.4k tokens of context (``guide/NOTES.md``).
+    figure is 75× below batch 1 at ≈ 2.4k tokens of context (``docs/conventions.md``).
 
     References
     ----------

@@ -1,7 +1,7 @@
 """Inputs of the roofline functions: spec fields, keyword options and broadcasting by name.
 
-:mod:`rooflinekit.roofline` and :mod:`rooflinekit.latency` write each formula once as arithmetic
-on plain floats or numpy arrays (:mod:`rooflinekit._step` lays the inputs out and derives the
+:mod:`rooflinekit.roofline` and :mod:`rooflinekit.roofline.latency` write each formula once as arithmetic
+on plain floats or numpy arrays (:mod:`rooflinekit.roofline.step` lays the inputs out and derives the
 step's coefficients). This module gets their inputs there: the fields of a
 :class:`~rooflinekit.ModelShape` or :class:`~rooflinekit.GPU` (or of a catalogue Dataset, or of an
 array spec from :mod:`rooflinekit.sweep`) as numbers (:func:`model_fields`, :func:`gpu_fields`);

@@ -3,12 +3,12 @@
 :func:`mixed_step_time_kernel` is the step-time formula of the roofline model (see
 :mod:`rooflinekit.roofline` for the model and its assumptions): a scalar function of plain floats
 that ``numba.njit`` compiles unchanged for the batching simulator, and that the vectorised
-functions of :mod:`rooflinekit.roofline` and :mod:`rooflinekit.latency` run on numpy arrays
+functions of :mod:`rooflinekit.roofline` and :mod:`rooflinekit.roofline.latency` run on numpy arrays
 (``_step_time``). :class:`StepCost` names its coefficients; :func:`kv_tokens_read_kernel` and
 :func:`prefill_context_tokens_kernel` count the KV tokens and attention pairs a step reads.
 
-The private helpers read the specs and options (:mod:`rooflinekit._roofline_inputs`), lay the
-arguments out on one :class:`~rooflinekit._roofline_inputs.Grid`, derive every coefficient, and
+The private helpers read the specs and options (:mod:`rooflinekit.roofline.options`), lay the
+arguments out on one :class:`~rooflinekit.roofline.options.Grid`, derive every coefficient, and
 give the kernel's arguments for a decode step (``_decode``) or a prefill pass (``_prefill``);
 ``_flops`` and ``_bytes`` are the kernel's ``work`` and ``traffic`` terms on those arguments.
 The public names are re-exported by :mod:`rooflinekit.roofline`, their documented home.

@@ -41,11 +41,11 @@ Inputs: ``model`` a :class:`~rooflinekit.ModelShape` or a catalogue Dataset over
 catalogue Dataset over ``gpu``; ``tp``, ``batch_size``, ``context_length``, ``prompt_tokens``
 Python numbers, numpy arrays or DataArrays. Labelled inputs broadcast by dimension name and give
 DataArrays with ``units`` and ``long_name``; scalars give Python floats.
-(:mod:`rooflinekit._roofline_inputs` reads the specs and options; :mod:`rooflinekit._step`
+(:mod:`rooflinekit.roofline.options` reads the specs and options; :mod:`rooflinekit.roofline.step`
 lays the inputs out on one grid and derives the coefficients.)
 
 The step-time formula is written once, as :func:`mixed_step_time_kernel` (defined in
-:mod:`rooflinekit._step`, re-exported here), a scalar function of plain floats that
+:mod:`rooflinekit.roofline.step`), a scalar function of plain floats that
 ``numba.njit`` compiles unchanged for the batching simulator; the vectorised functions run the
 same code on numpy arrays.
 
@@ -53,9 +53,9 @@ This module holds the model's work and traffic (FLOPs, bytes, arithmetic intensi
 roofline itself (ridge point, which roof binds, the compute and memory time of a step, the
 critical batch size) and the step coefficients. What follows from the step time for users and
 budgets — ITL, prefill time, throughput, generation and request latency, cost per token,
-:func:`~rooflinekit.latency.decode_roofline`, the lab's millisecond names — is
-:mod:`rooflinekit.latency`; those names are re-exported here, so that
-``rooflinekit.roofline.prefill_time`` keeps working.
+the lab's millisecond names — is :mod:`rooflinekit.roofline.latency`, and the labelled tables
+(:func:`~rooflinekit.roofline.decode_roofline`, :func:`~rooflinekit.roofline.tp_scaling`) are
+:mod:`rooflinekit.roofline.tables`; the folder's face :mod:`rooflinekit.roofline` exports them all.
 """
 
 
@@ -500,7 +500,7 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_ef
     Parameters
     ----------
     model, gpu, batch_size, context_length, tp
-        As for :func:`~rooflinekit.latency.decode_step_time`.
+        As for :func:`~rooflinekit.roofline.decode_step_time`.
     {options}
 
     Returns
@@ -528,7 +528,7 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_
     Parameters
     ----------
     model, gpu, prompt_tokens, tp, context_length
-        As for :func:`~rooflinekit.latency.prefill_time`.
+        As for :func:`~rooflinekit.roofline.prefill_time`.
     {options}
 
     Returns
@@ -561,7 +561,7 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
     Parameters
     ----------
     model, gpu, batch_size, context_length, tp
-        As for :func:`~rooflinekit.latency.decode_step_time`.
+        As for :func:`~rooflinekit.roofline.decode_step_time`.
     {options}
 
     Returns
@@ -578,11 +578,11 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
     Guide §3.1 says batch-1 decode of the 70B model needs "~0.00003 ms worth of arithmetic";
     that does not re-derive. 140 GFLOP at 989 TFLOP/s is 0.14 ms (0.018 ms across 8 GPUs),
     against 41.8 ms of memory traffic: the conclusion (memory-bound, overwhelmingly) stands,
-    by a factor of 295 rather than a million (``guide/NOTES.md``).
+    by a factor of 295 rather than a million (``docs/conventions.md``).
 
     References
     ----------
-    .. [1] Guide §3.1; ``guide/NOTES.md`` ("Figures that do not re-derive").
+    .. [1] Guide §3.1; ``docs/conventions.md`` ("Figures that do not re-derive").
     """
     return step_flops(model, decode_step(model, batch_size, context_length)) / gpu.peak_flops
 
@@ -597,7 +597,7 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
     Parameters
     ----------
     model, gpu, batch_size, context_length, tp
-        As for :func:`~rooflinekit.latency.decode_step_time`.
+        As for :func:`~rooflinekit.roofline.decode_step_time`.
     {options}
 
     Returns

@@ -1,7 +1,7 @@
 """Design-space sweeps: every derived quantity over every dimension, as one labelled Dataset.
 
 :func:`sweep` evaluates the memory model (:mod:`rooflinekit.memory`) and the roofline
-(:mod:`rooflinekit.roofline`, :mod:`rooflinekit.latency`) over the outer product of models, GPUs,
+(:mod:`rooflinekit.roofline`, :mod:`rooflinekit.roofline.latency`) over the outer product of models, GPUs,
 tensor-parallel degrees, context lengths, batch sizes and prompt lengths, and returns one
 :class:`xarray.Dataset`.
 
@@ -17,7 +17,7 @@ every variable is computed on its own minimal broadcast shape (usable KV bytes o
 wrapped into one Dataset at the end. Grids above :data:`AUTO_BLOCK_CELLS` cells are computed in
 blocks on a thread pool (numpy releases the GIL), which keeps temporaries small and uses every core.
 
-:mod:`rooflinekit.memory`, :mod:`rooflinekit.roofline` and :mod:`rooflinekit.latency` read array
+:mod:`rooflinekit.memory`, :mod:`rooflinekit.roofline` and :mod:`rooflinekit.roofline.latency` read array
 specs directly.
 
 With ``chunks`` the Dataset is lazy and dask-backed. Its graph holds one task per block of the grid;
@@ -28,9 +28,9 @@ sits in the graph or in memory, so the same code runs on a threaded scheduler or
 :func:`best_tp`, :func:`cheapest_configuration`, :func:`pareto_front`) stream through the blocks
 keeping only a few numbers per block.
 
-The reductions live in :mod:`rooflinekit._sweep_reductions`; the ``rooflinekit sweep`` command
-(:func:`add_sweep_arguments`, :func:`sweep_cli_main`, :func:`parse_axis`) and :func:`save` in
-:mod:`rooflinekit._sweep_cli`. Both are re-exported here.
+The reductions live in :mod:`rooflinekit.sweep.reductions` and writing to disk in
+:mod:`rooflinekit.sweep.io`; the folder's face :mod:`rooflinekit.sweep` exports them all. The
+``rooflinekit sweep`` command is :mod:`rooflinekit.cli.sweep`.
 
 dask and distributed are optional: ``pip install rooflinekit[distributed]``. netCDF output needs
 ``netCDF4`` or ``scipy`` (scipy is a core dependency: netCDF3 via ``engine="scipy"``); zarr output
