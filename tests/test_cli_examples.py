@@ -1,7 +1,10 @@
-"""Every example in every command's ``--help`` runs, in-process, and exits 0.
+"""Every example in every command's ``--help``, and in the README's command table, runs, in-process,
+and exits 0.
 
 An example is an epilog line starting ``  rooflinekit `` (a line ending in ``\\`` goes on on the
-next one); what follows two or more spaces on it is its description, not part of the command.
+next one); what follows two or more spaces on it is its description, not part of the command. In
+the README, an example is a code span starting ``rooflinekit `` in the first column of the table
+under "Command line".
 Examples name files the reader has (``runs.csv``); the test gives them small real ones from
 ``tests/data`` instead, and a few examples are too slow or too big for a test: every departure
 from the printed example is listed below with its reason.
@@ -35,13 +38,7 @@ EXTRA = {
 }
 
 #: Examples that do not succeed as printed: run them, and expect them to fail, until fixed.
-FAILS = {
-    "rooflinekit price --input 3 --output 12 --gpus 8 --gpu-hourly 3 --engineering 25000 "
-    "--self-hosted-capacity 2e10 --volume 1.5e10":
-        "--output-fraction is required and the example gives none (a usage error, exit 2)",
-    "rooflinekit calibrate --vllm-result result.json --model llama-3.1-8b --gpu h100":
-        "one vLLM result is one measurement, too few to fit the three prefill knobs (exit 2)",
-}
+FAILS: dict[str, str] = {}
 
 #: Examples too big to run in a test: parsed only.
 PARSE_ONLY = {
@@ -73,7 +70,17 @@ def _examples(text: str) -> list[str]:
     return examples
 
 
-EXAMPLES = [example for command in COMMANDS for example in _examples(_help(command.NAME))]
+def _readme_examples() -> list[str]:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Command line\n", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split(" | ")[0] for line in section.splitlines() if line.startswith("| `")]
+    return [span for cell in first_cells for span in re.findall(r"`([^`]+)`", cell)
+            if span.startswith("rooflinekit ")]
+
+
+HELP_EXAMPLES = [example for command in COMMANDS for example in _examples(_help(command.NAME))]
+README_EXAMPLES = _readme_examples()
+EXAMPLES = list(dict.fromkeys(HELP_EXAMPLES + README_EXAMPLES))
 
 
 def _argv(example: str) -> list[str]:
@@ -84,6 +91,12 @@ def _argv(example: str) -> list[str]:
 def test_every_command_has_examples():
     for command in COMMANDS:
         assert _examples(_help(command.NAME)), command.NAME
+
+
+def test_the_readme_lists_every_command():
+    assert len(README_EXAMPLES) >= len(COMMANDS)
+    for command in COMMANDS:
+        assert any(e.split()[1] == command.NAME for e in README_EXAMPLES), command.NAME
 
 
 def test_the_listed_examples_exist():

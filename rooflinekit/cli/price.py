@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rooflinekit import pricing
-from rooflinekit.cli._args import positive_int
+from rooflinekit.cli._args import COMMAND_API, add_flag, positive_int
 from rooflinekit.cli._output import print_json, print_table
 
-__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
+__all__ = list(COMMAND_API)
 
 NAME = "price"
 HELP = "blended price, break-even and the cheapest option"
@@ -14,7 +14,7 @@ DESCRIPTION = "Pay-as-you-go vs provisioned vs self-hosted at one or more output
 EPILOG = ("examples:\n  rooflinekit price --input 3 --output 12 --provisioned-monthly 12000 "
           "--provisioned-capacity 4e9 --output-fraction 0.1 0.5\n"
           "  rooflinekit price --input 3 --output 12 --gpus 8 --gpu-hourly 3 "
-          "--engineering 25000 --self-hosted-capacity 2e10 --volume 1.5e10")
+          "--engineering 25000 --self-hosted-capacity 2e10 --volume 1.5e10 --output-fraction 0.1")
 
 
 def add_arguments(parser) -> None:
@@ -33,7 +33,7 @@ def add_arguments(parser) -> None:
                         help="tokens per month self-hosting serves")
     parser.add_argument("--volume", type=float,
                         help="tokens per month: pick the cheapest option")
-    parser.add_argument("--json", action="store_true", help="emit JSON instead of text")
+    add_flag(parser, "--json")
 
 
 def run(args, out) -> int:
