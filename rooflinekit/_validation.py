@@ -17,8 +17,10 @@ which hold one number each.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import numbers
+import warnings
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -27,7 +29,7 @@ import xarray as xr
 __all__ = ["show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
            "check_integer", "check_fraction", "positive_number", "real_number", "whole_number",
            "check_bool", "check_type", "check_string", "check_one_of", "check_keys",
-           "check_mapping", "as_1d", "check_count_array"]
+           "check_mapping", "as_1d", "check_count_array", "renamed_keyword"]
 
 _SHOWN_ELEMENTS = 6
 _SHOWN_CHARS = 80
@@ -327,3 +329,27 @@ def check_count_array(name: str, values, lo: int = 0) -> np.ndarray:
     if data.min() < lo:
         raise ValueError(f"{name} must be >= {lo} for every request; got {show(data.min())}")
     return data.astype(np.int64)
+
+
+# -- renamed keywords -----------------------------------------------------------------------------
+
+def renamed_keyword(old_name: str, new_name: str):
+    """Decorator: accept keyword ``old_name`` for one release as ``new_name``, with a warning.
+
+    A call giving ``old_name`` warns with a ``FutureWarning`` naming ``new_name`` and passes the
+    value on as ``new_name``; giving both raises ``TypeError``. The wrapped function's own
+    signature has ``new_name`` only.
+    """
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            if old_name in kwargs:
+                if new_name in kwargs:
+                    raise TypeError(f"{old_name} is the former name of {new_name}; give "
+                                    f"{new_name} only")
+                warnings.warn(f"{old_name}= is renamed {new_name}=; the old name will be removed "
+                              f"in the next release", FutureWarning, stacklevel=2)
+                kwargs[new_name] = kwargs.pop(old_name)
+            return func(*args, **kwargs)
+        return wrapper
+    return decorate

@@ -146,6 +146,28 @@ def test_from_roofline_capacity_arithmetic(monkeypatch, guide_model, lab_gpu):
                                  utilization=0.0, engineering_monthly=0.0)
 
 
+def test_from_roofline_checks_option_names_first(monkeypatch, guide_model, lab_gpu):
+    # a misspelt option raises before any throughput is computed
+    stub = _StubRoofline()
+    from rooflinekit.roofline import read_options
+    stub.read_options = read_options
+    monkeypatch.setitem(sys.modules, "rooflinekit.roofline", stub)
+    with pytest.raises(TypeError, match="bandwith_efficiency"):
+        SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
+                                 utilization=0.5, engineering_monthly=0.0,
+                                 roofline_options={"bandwith_efficiency": 0.8})
+    with pytest.raises(TypeError, match="roofline_options"):
+        SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
+                                 utilization=0.5, engineering_monthly=0.0,
+                                 roofline_options=[("bandwidth_efficiency", 0.8)])
+    assert stub.calls == []
+    sh = SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
+                                  utilization=0.5, engineering_monthly=0.0,
+                                  roofline_options={"bandwidth_efficiency": 0.8})
+    assert stub.calls == [(guide_model, lab_gpu, 64, 8192, 8, {"bandwidth_efficiency": 0.8})]
+    assert sh.capacity_tokens == pytest.approx(1000 * 0.5 * 730 * 3600, rel=1e-12)
+
+
 def test_from_roofline_real_throughput(guide_model, lab_gpu):
     from rooflinekit.roofline import decode_throughput
     rate = decode_throughput(guide_model, lab_gpu, 64, 8192, 8)

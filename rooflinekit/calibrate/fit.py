@@ -77,6 +77,7 @@ from rooflinekit._validation import (
     check_mapping,
     check_one_of,
     real_number,
+    renamed_keyword,
     show,
     whole_number,
 )
@@ -291,6 +292,13 @@ def _pct(value) -> str:
     return "-" if math.isnan(value) else f"{value:.1f}%"
 
 
+def _error_lines(errors: xr.Dataset, line) -> list:
+    """One summary line per phase: ``line(phase, n, MAPE ideal, MAPE calibrated)`` as text."""
+    per_phase = (errors.sel({PHASE: phase}) for phase in PHASES)
+    return [line(phase, int(e["n"]), _pct(e["mape_ideal"]), _pct(e["mape_calibrated"]))
+            for phase, e in zip(PHASES, per_phase)]
+
+
 def _snap(value: float, lo: float, hi: float) -> float:
     """``value`` moved onto a bound it is within 1e-9 (relative to the range) of."""
     tol = 1e-9 * (hi - lo)
@@ -348,18 +356,17 @@ class CalibrationResult:
                              f"{float(sel['upper']) * scale:.4g}]{unit}  {note}".rstrip())
         lines.append("")
         lines.append(f"{'phase':<8} {'rows':>5} {'MAPE ideal':>11} {'MAPE calibrated':>16}")
-        for phase in PHASES:
-            e = self.errors.sel({PHASE: phase})
-            lines.append(f"{phase:<8} {int(e['n']):>5} {_pct(e['mape_ideal']):>11} "
-                         f"{_pct(e['mape_calibrated']):>16}")
+        lines += _error_lines(self.errors, lambda phase, n, ideal, calibrated:
+                              f"{phase:<8} {n:>5} {ideal:>11} {calibrated:>16}")
         return "\n".join(lines)
 
 
+@renamed_keyword("roofline_kwargs", "roofline_options")
 def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=None,
               n_resamples: int = 200, confidence: float = 0.95, seed: int | None = 0,
               models: Mapping[str, ModelShape] | None = None,
               gpus: Mapping[str, GPU] | None = None,
-              roofline_kwargs: Mapping | None = None,
+              roofline_options: Mapping | None = None,
               workload: str = "isolated") -> CalibrationResult:
     """Fit compute efficiency, bandwidth efficiency and step overhead per phase to measurements.
 
@@ -387,9 +394,11 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     models, gpus : mapping of name -> ModelShape / GPU, optional
         Specs for names outside the catalogue (e.g. a model read with
         ``ModelShape.from_hf_config``); they take precedence over catalogue names.
-    roofline_kwargs : mapping, optional
-        Extra keyword arguments for the roofline functions, held fixed (e.g.
-        ``{"allreduce": True}`` to model tensor-parallel communication explicitly).
+    roofline_options : mapping, optional
+        Further options of the roofline functions, held fixed (e.g. ``{"allreduce": True}`` to
+        model tensor-parallel communication explicitly); the names
+        :func:`rooflinekit.roofline.read_options` accepts. The former name
+        ``roofline_kwargs`` is accepted for one release, with a ``FutureWarning``.
     workload : {"isolated", "serving"}
         How a row maps onto engine steps. "isolated" (default): TTFT is
         :func:`~rooflinekit.roofline.prefill_time` of the prompt and the decode time is
@@ -438,12 +447,12 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     confidence = real_number("confidence", confidence, lo=0, hi=1, lo_open=True, hi_open=True)
     seed = whole_number("seed", seed, lo=0, allow_none=True)
     ds, phases, per_phase, bounds, groups = _prepare(
-        measurements, phases, fit, bounds, models, gpus, roofline_kwargs, workload)
+        measurements, phases, fit, bounds, models, gpus, roofline_options, workload)
     rng = np.random.default_rng(seed)
     return _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, rng)
 
 
-def _prepare(measurements, phases, fit, bounds, models, gpus, roofline_kwargs, workload):
+def _prepare(measurements, phases, fit, bounds, models, gpus, roofline_options, workload):
     """The checked inputs of a fit: table, phases, free knobs, bounds and row groups."""
     ds = _check_measurements(measurements)
     phases = _check_phases(phases)
@@ -451,7 +460,7 @@ def _prepare(measurements, phases, fit, bounds, models, gpus, roofline_kwargs, w
     bounds = _normalise_bounds(bounds)
     groups = _Groups(ds, _check_overrides("models", models, ModelShape),
                      _check_overrides("gpus", gpus, GPU),
-                     check_mapping("roofline_kwargs", roofline_kwargs, allow_none=True),
+                     check_mapping("roofline_options", roofline_options, allow_none=True),
                      _check_workload(workload))
     return ds, phases, per_phase, bounds, groups
 
@@ -592,25 +601,25 @@ class CrossValidationResult:
                              f" {_pct(s['mape_ideal']):>11} {_pct(s['mape_calibrated']):>16}"
                              f"{note}")
         lines.append("")
-        for phase in PHASES:
-            e = self.errors.sel({PHASE: phase})
-            lines.append(f"pooled held-out {phase:<8} n={int(e['n']):<4} ideal "
-                         f"{_pct(e['mape_ideal'])}  calibrated {_pct(e['mape_calibrated'])}")
+        lines += _error_lines(self.errors, lambda phase, n, ideal, calibrated:
+                              f"pooled held-out {phase:<8} n={n:<4} ideal {ideal}  "
+                              f"calibrated {calibrated}")
         return "\n".join(lines)
 
 
+@renamed_keyword("roofline_kwargs", "roofline_options")
 def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: int = 5,
                    seed: int | None = 0, phases: Sequence[str] = PHASES, fit=None, bounds=None,
                    models: Mapping[str, ModelShape] | None = None,
                    gpus: Mapping[str, GPU] | None = None,
-                   roofline_kwargs: Mapping | None = None,
+                   roofline_options: Mapping | None = None,
                    workload: str = "isolated") -> CrossValidationResult:
     """Fit on some configurations and measure the error on the held-out ones.
 
     Parameters
     ----------
-    measurements : Dataset, list of rows or path
-        Measured configurations.
+    measurements, phases, fit, bounds, models, gpus, roofline_options, workload
+        As in :func:`calibrate` (no bootstrap inside folds).
     by : str or sequence of str, optional
         Leave-one-group-out over these columns (``"gpu"``, ``"model"``, ``("model", "gpu")``,
         ``"source"``): each fold holds out one group, so the error says how the calibration
@@ -619,8 +628,6 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
         Folds for k-fold, 2 ≤ k ≤ rows. Default 5 (or the number of rows if fewer).
     seed : int or None
         Seed of the row shuffle for k-fold. Default 0.
-    phases, fit, bounds, models, gpus, roofline_kwargs, workload
-        As in :func:`calibrate` (no bootstrap inside folds).
 
     Returns
     -------
@@ -634,7 +641,7 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
     """
     seed = whole_number("seed", seed, lo=0, allow_none=True)
     ds, phases, per_phase, bounds, groups = _prepare(
-        measurements, phases, fit, bounds, models, gpus, roofline_kwargs, workload)
+        measurements, phases, fit, bounds, models, gpus, roofline_options, workload)
     n = ds.sizes[MEASUREMENT]
     if by is not None:
         keys = (by,) if isinstance(by, str) else tuple(by)
@@ -665,7 +672,7 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
     for _, test in folds:
         train = ~test
         sub = ds.isel({MEASUREMENT: np.flatnonzero(train)})
-        sub_groups = _Groups(sub, models, gpus, dict(roofline_kwargs or {}), workload)
+        sub_groups = _Groups(sub, models, gpus, dict(roofline_options or {}), workload)
         result = _calibrate(sub, sub_groups, phases, per_phase, bounds, 0, 0.95, rng,
                             require=False)
         test_rows = np.flatnonzero(test)

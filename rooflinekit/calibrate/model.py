@@ -30,6 +30,7 @@ from rooflinekit._validation import (
     check_string,
     check_type,
     real_number,
+    renamed_keyword,
 )
 from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
 from rooflinekit.hardware import GPU
@@ -81,7 +82,7 @@ class _Groups:
     context and prompt lengths; grouping keeps calls per fit evaluation to one per configuration.
     """
 
-    def __init__(self, ds: xr.Dataset, models: Mapping, gpus: Mapping, roofline_kwargs: Mapping,
+    def __init__(self, ds: xr.Dataset, models: Mapping, gpus: Mapping, roofline_options: Mapping,
                  workload: str = "isolated"):
         n = ds.sizes[MEASUREMENT]
         self.workload = workload
@@ -100,7 +101,7 @@ class _Groups:
             gpu = _lookup("gpu", gname, gpus, rows[0])
             if dtype and model.bytes_per_param != _bytes(dtype):
                 model = model.replace(bytes_per_param=dtype)
-            extra = dict(roofline_kwargs)
+            extra = dict(roofline_options)
             if dtype:
                 extra.setdefault("compute_dtype", dtype)
             self.groups.append((np.asarray(rows), model, gpu, tp, extra))
@@ -294,8 +295,9 @@ def load_calibration(path) -> Calibration:
         return Calibration.from_dict(json.load(fh))
 
 
+@renamed_keyword("roofline_kwargs", "roofline_options")
 def predict(measurements, calibration: Calibration | None = None, *, models=None, gpus=None,
-            roofline_kwargs=None, workload: str = "isolated") -> xr.Dataset:
+            roofline_options=None, workload: str = "isolated") -> xr.Dataset:
     """Roofline TTFT and decode time for every measured configuration [s].
 
     Parameters
@@ -306,8 +308,9 @@ def predict(measurements, calibration: Calibration | None = None, *, models=None
         Knobs to use; default the ideal model.
     models, gpus : mapping of name -> ModelShape / GPU, optional
         Specs for names that are not in the catalogue (they take precedence).
-    roofline_kwargs : mapping, optional
-        Further keyword arguments for both roofline functions (e.g. ``{"allreduce": True}``).
+    roofline_options : mapping, optional
+        Further options of both roofline functions (e.g. ``{"allreduce": True}``). The former
+        name ``roofline_kwargs`` is accepted for one release, with a ``FutureWarning``.
     workload : {"isolated", "serving"}
         How a measured row maps onto engine steps; see :func:`calibrate`. Default "isolated".
 
@@ -320,7 +323,8 @@ def predict(measurements, calibration: Calibration | None = None, *, models=None
     calibration = Calibration() if calibration is None else calibration
     check_type("calibration", calibration, Calibration)
     groups = _Groups(ds, _check_overrides("models", models, ModelShape),
-                     _check_overrides("gpus", gpus, GPU), dict(roofline_kwargs or {}),
+                     _check_overrides("gpus", gpus, GPU),
+                     check_mapping("roofline_options", roofline_options, allow_none=True),
                      _check_workload(workload))
     return xr.Dataset(
         {phase: ((MEASUREMENT,), groups.predict(phase, calibration.kwargs_for(phase)),

@@ -22,7 +22,6 @@ may be a Python number, a numpy array or an :class:`xarray.DataArray`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import numbers
 from collections.abc import Mapping
 
@@ -34,6 +33,7 @@ from rooflinekit._validation import (
     check_bool,
     check_fraction,
     check_integer,
+    check_mapping,
     check_nonnegative,
     check_positive,
     check_range,
@@ -55,6 +55,13 @@ __all__ = ["PayAsYouGo", "Provisioned", "SelfHosted", "blended_price", "unit_cos
 
 #: Longest billed month [h]: 31 days of 24 hours.
 _MAX_HOURS_PER_MONTH = 744
+
+
+def _check_fields(spec, *names, **rules) -> None:
+    """Check the numeric fields ``names`` of a frozen spec by :func:`numeric_field` ``rules``, in
+    order, and store what it returns (lists become arrays)."""
+    for name in names:
+        object.__setattr__(spec, name, numeric_field(name, getattr(spec, name), **rules))
 
 
 # -- the types ------------------------------------------------------------------------------------
@@ -106,21 +113,15 @@ class PayAsYouGo:
     third_party: bool = True
 
     def __post_init__(self):
-        set_ = functools.partial(object.__setattr__, self)
-        set_("input_per_mtok", numeric_field("input_per_mtok", self.input_per_mtok, positive=True))
-        set_("output_per_mtok", numeric_field("output_per_mtok", self.output_per_mtok,
-                                              positive=True))
-        set_("cached_input_per_mtok", numeric_field("cached_input_per_mtok",
-                                                    self.cached_input_per_mtok, allow_none=True))
+        _check_fields(self, "input_per_mtok", "output_per_mtok", positive=True)
+        _check_fields(self, "cached_input_per_mtok", allow_none=True)
         tier = (self.long_context_threshold, self.long_context_input_per_mtok,
                 self.long_context_output_per_mtok)
         if any(v is not None for v in tier) and any(v is None for v in tier):
             raise ValueError("long_context_threshold, long_context_input_per_mtok and "
                              "long_context_output_per_mtok must be given together")
-        for field in ("long_context_threshold", "long_context_input_per_mtok",
-                      "long_context_output_per_mtok"):
-            set_(field, numeric_field(field, getattr(self, field), positive=True,
-                                      allow_none=True))
+        _check_fields(self, "long_context_threshold", "long_context_input_per_mtok",
+                      "long_context_output_per_mtok", positive=True, allow_none=True)
         admissibility(self, "pay-as-you-go")
 
     kind = "pay-as-you-go"
@@ -217,14 +218,10 @@ class Provisioned:
     kind = "provisioned"
 
     def __post_init__(self):
-        set_ = functools.partial(object.__setattr__, self)
-        set_("monthly_cost", numeric_field("monthly_cost", self.monthly_cost, positive=True))
-        set_("monthly_capacity_tokens", numeric_field(
-            "monthly_capacity_tokens", self.monthly_capacity_tokens, positive=True))
-        set_("output_weight", numeric_field("output_weight", self.output_weight, positive=True))
-        set_("reference_output_fraction", numeric_field(
-            "reference_output_fraction", self.reference_output_fraction, hi=1))
-        set_("units", positive_number("units", self.units, allow_none=True))
+        _check_fields(self, "monthly_cost", "monthly_capacity_tokens", "output_weight",
+                      positive=True)
+        _check_fields(self, "reference_output_fraction", hi=1)
+        object.__setattr__(self, "units", positive_number("units", self.units, allow_none=True))
         admissibility(self, "provisioned")
 
     @classmethod
@@ -372,19 +369,13 @@ class SelfHosted:
     kind = "self-hosted"
 
     def __post_init__(self):
-        set_ = functools.partial(object.__setattr__, self)
         n = np.asarray(self.n_gpus) if isinstance(self.n_gpus, (list, tuple)) else self.n_gpus
         check_integer("n_gpus", n, lo=1)
-        set_("n_gpus", n)
-        set_("gpu_hourly", numeric_field("gpu_hourly", self.gpu_hourly))
-        set_("engineering_monthly", numeric_field("engineering_monthly",
-                                                  self.engineering_monthly))
-        set_("hours_per_month", numeric_field("hours_per_month", self.hours_per_month,
-                                              positive=True, hi=_MAX_HOURS_PER_MONTH))
-        set_("other_fixed_monthly", numeric_field("other_fixed_monthly",
-                                                  self.other_fixed_monthly))
-        set_("capacity_tokens", numeric_field("capacity_tokens", self.capacity_tokens,
-                                              positive=True, allow_none=True))
+        object.__setattr__(self, "n_gpus", n)
+        _check_fields(self, "gpu_hourly", "engineering_monthly")
+        _check_fields(self, "hours_per_month", positive=True, hi=_MAX_HOURS_PER_MONTH)
+        _check_fields(self, "other_fixed_monthly")
+        _check_fields(self, "capacity_tokens", positive=True, allow_none=True)
         admissibility(self, "self-hosted")
 
     @classmethod
@@ -416,7 +407,8 @@ class SelfHosted:
             Model replicas (data parallel) [1]; ``n_gpus = tp × replicas``.
         roofline_options : dict, optional
             Keyword options of the roofline model (efficiency factors, step overhead), passed to
-            ``decode_throughput``; default its ideal model (§3).
+            ``decode_throughput``; default its ideal model (§3). They are checked first, by
+            :func:`rooflinekit.roofline.read_options`: an unknown name raises ``TypeError``.
         hours_per_month, other_fixed_monthly, **kwargs
             As for :class:`SelfHosted`.
 
@@ -439,6 +431,11 @@ class SelfHosted:
         """
         from rooflinekit.roofline import decode_throughput
 
+        roofline_options = check_mapping("roofline_options", roofline_options, allow_none=True)
+        if roofline_options:
+            # a misspelt option fails here, before any price or throughput is looked up
+            from rooflinekit.roofline import read_options
+            read_options(**roofline_options)
         check_integer("tp", tp, lo=1)
         check_integer("replicas", replicas, lo=1)
         check_range("utilization", utilization, lo=0, hi=1, lo_open=True)
@@ -448,8 +445,7 @@ class SelfHosted:
             if price is None or np.isnan(np.asarray(price, dtype=float)).any():
                 raise ValueError("gpu has no catalogue hourly_price; pass gpu_hourly [USD/h]")
             gpu_hourly = price / spec_value(gpu, "n_gpus")
-        rate = decode_throughput(model, gpu, batch_size, context_length, tp,
-                                 **dict(roofline_options or {}))
+        rate = decode_throughput(model, gpu, batch_size, context_length, tp, **roofline_options)
         a = align_inputs({"rate": rate, "utilization": utilization})
         seconds = hours_per_month * SECONDS_PER_HOUR
         capacity = a["rate"] * replicas * a["utilization"] * seconds
