@@ -239,14 +239,8 @@ class ModelShape:
 def model_from_hf_config(config, *, name: str | None = None, **overrides) -> ModelShape:
     """Build a :class:`ModelShape` from a Hugging Face ``config.json``, offline.
 
-    Parameters
-    ----------
-    config : str, os.PathLike or Mapping
-        Path to ``config.json`` or its parsed contents.
-    name : str, optional
-        Label of the model; default the config's ``_name_or_path``, else its ``model_type``.
-    **overrides
-        Any :class:`ModelShape` field, applied last (``n_params=70e9``, ...).
+    Parameters as for :func:`rooflinekit.hf_config.shape_fields` (``config``, ``name``,
+    ``**overrides``), whose fields this validates into a spec.
 
     Returns
     -------

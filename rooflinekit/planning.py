@@ -342,10 +342,8 @@ def compare_floor_sizing(demand, payg, floor_unit_cost, *, output_fraction, time
                          n_periods=int(HOURS_PER_MONTH), seed=None):
     """The guide's comparison: floor sized to peak, p50 and p10, beside the optimum (§6.4).
 
-    Parameters
-    ----------
-    demand, payg, floor_unit_cost, output_fraction, time_dim, n_periods, seed
-        As for :func:`plan_with_spillover`.
+    Parameters as for :func:`optimal_floor`: those of :func:`plan_with_spillover` less
+    ``quantile``, which this comparison sets (1.0, 0.5, 0.1 and the optimum's).
 
     Returns
     -------
@@ -359,6 +357,11 @@ def compare_floor_sizing(demand, payg, floor_unit_cost, *, output_fraction, time
     Peak sizing buys capacity that idles most of the month; p10 sizing leaves most traffic on the
     shared pool (and its 429s); p50 keeps the floor busy and turns peaks into cost, not
     unavailability. A distribution is sampled once, so all four rows see the same month.
+
+    See Also
+    --------
+    plan_with_spillover : one floor at a chosen demand quantile.
+    optimal_floor : the cost-minimising floor alone.
 
     References
     ----------

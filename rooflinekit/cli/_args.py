@@ -1,10 +1,15 @@
-"""Argument types shared by the commands."""
+"""What the commands share: the names a command module defines, argument types, common flags."""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["positive_int"]
+__all__ = ["COMMAND_API", "FLAGS", "add_flag", "positive_int"]
+
+#: The names every command module defines (and lists in its ``__all__``): its ``NAME``, the
+#: one-line ``HELP`` of ``rooflinekit --help``, the ``DESCRIPTION`` and ``EPILOG`` (examples) of
+#: its own ``--help``, ``add_arguments(parser)`` and ``run(args, out) -> int``.
+COMMAND_API = ("DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run")
 
 
 def positive_int(text: str) -> int:
@@ -16,3 +21,23 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+#: Flags several commands take, with the same meaning in each: flag -> ``add_argument`` keywords.
+#: A command may say more in its help (which runs ``--model`` names) or read a flag another way.
+FLAGS = {
+    "--json": {"action": "store_true", "help": "emit JSON instead of text"},
+    "--model": {"help": "catalogue model name"},
+    "--gpu": {"help": "catalogue GPU name"},
+    "--tp": {"type": positive_int, "default": 1, "help": "tensor-parallel degree (1)"},
+}
+
+
+def add_flag(parser, flag: str, *, positional: bool = False, **changes) -> None:
+    """Add the shared ``flag`` (a key of :data:`FLAGS`) to ``parser``.
+
+    ``positional`` adds it as a positional argument of the same name (``model`` for
+    ``--model``); ``changes`` replace keywords of the shared declaration (a longer ``help``).
+    """
+    name = flag.removeprefix("--") if positional else flag
+    parser.add_argument(name, **{**FLAGS[flag], **changes})

@@ -18,25 +18,18 @@ from rooflinekit.calibrate import (
     read_vllm_result,
     save_calibration,
 )
+from rooflinekit.cli._args import COMMAND_API, add_flag
 from rooflinekit.cli._output import print_json
 from rooflinekit.models import ModelShape
 
-__all__ = [
-    "DESCRIPTION",
-    "EPILOG",
-    "HELP",
-    "NAME",
-    "add_arguments",
-    "add_calibrate_arguments",
-    "calibrate_cli_main",
-    "run",
-]
+__all__ = list(COMMAND_API) + ["add_calibrate_arguments", "calibrate_cli_main"]
 
 NAME = "calibrate"
 HELP = "fit efficiency factors to measured runs"
 DESCRIPTION = "Fit compute/bandwidth efficiency and per-step overhead to measurements."
 EPILOG = ("examples:\n  rooflinekit calibrate runs.csv --cv kfold\n"
-          "  rooflinekit calibrate --vllm-result result.json --model llama-3.1-8b --gpu h100")
+          "  rooflinekit calibrate --vllm-result result.json --model llama-3.1-8b --gpu h100 "
+          "--fit step_overhead")
 
 
 def add_arguments(parser) -> None:
@@ -46,10 +39,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--vllm-result", action="append", default=[], metavar="JSON",
                         help="a `vllm bench serve --save-result` JSON (repeatable); needs --model "
                              "and --gpu")
-    parser.add_argument("--model", help="model of the --vllm-result runs (catalogue name)")
-    parser.add_argument("--gpu", help="GPU of the --vllm-result runs (catalogue name)")
-    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree of the "
-                        "--vllm-result runs (default 1)")
+    add_flag(parser, "--model", help="model of the --vllm-result runs (catalogue name)")
+    add_flag(parser, "--gpu", help="GPU of the --vllm-result runs (catalogue name)")
+    add_flag(parser, "--tp", type=int,
+             help="tensor-parallel degree of the --vllm-result runs (default 1)")
     parser.add_argument("--dtype", help="weight format of the --vllm-result runs, if not the "
                         "model's")
     parser.add_argument("--model-config", action="append", default=[], metavar="NAME=CONFIG",
@@ -73,7 +66,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allreduce", action="store_true",
                         help="model the tensor-parallel all-reduce explicitly while fitting")
     parser.add_argument("--output", metavar="JSON", help="save the calibration here")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    add_flag(parser, "--json", help="print JSON instead of tables")
 
 
 def _load_cli_measurements(args):
@@ -107,15 +100,15 @@ def run(args, out) -> int:
     models = _cli_models(args)
     phases = tuple(args.phase) if args.phase else PHASES
     fit = tuple(args.fit) if args.fit else None
-    rk = {"allreduce": True} if args.allreduce else None
+    options = {"allreduce": True} if args.allreduce else None
     result = calibrate(ds, phases=phases, fit=fit, n_resamples=args.resamples,
                        confidence=args.confidence, seed=args.seed, models=models,
-                       roofline_kwargs=rk, workload=args.workload)
+                       roofline_options=options, workload=args.workload)
     cv = None
     if args.cv != "none":
         cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=args.folds,
                             seed=args.seed, phases=phases, fit=fit, models=models,
-                            roofline_kwargs=rk, workload=args.workload)
+                            roofline_options=options, workload=args.workload)
     if args.output:
         save_calibration(result.calibration, args.output)
     if args.json:

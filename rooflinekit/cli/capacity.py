@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rooflinekit import catalog, memory, roofline, units
-from rooflinekit.cli._args import positive_int
+from rooflinekit.cli._args import COMMAND_API, add_flag, positive_int
 from rooflinekit.cli._output import print_json, print_table
 
-__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
+__all__ = list(COMMAND_API)
 
 NAME = "capacity"
 HELP = "a model on a GPU group: fit, KV budget, concurrency, TTFT/ITL, cost"
@@ -16,9 +16,10 @@ EPILOG = ("examples:\n  rooflinekit capacity llama-3.1-70b h100 --tp 4 --context
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("model", help="catalogue model name or path to a Hugging Face config.json")
-    parser.add_argument("gpu", help="catalogue GPU name")
-    parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (1)")
+    add_flag(parser, "--model", positional=True,
+             help="catalogue model name or path to a Hugging Face config.json")
+    add_flag(parser, "--gpu", positional=True)
+    add_flag(parser, "--tp")
     parser.add_argument("--context", type=positive_int, default=8192,
                         help="tokens per sequence (8192)")
     parser.add_argument("--batch", type=positive_int, default=1, help="decode batch size (1)")
@@ -27,7 +28,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reserve", type=float, default=0.10, help="working-space share (0.10)")
     parser.add_argument("--gpu-hourly", type=float, help="USD per GPU-hour (default: catalogue)")
     parser.add_argument("--allreduce", action="store_true", help="charge the TP all-reduce")
-    parser.add_argument("--json", action="store_true", help="emit JSON instead of text")
+    add_flag(parser, "--json")
 
 
 def run(args, out) -> int:

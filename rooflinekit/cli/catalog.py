@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from rooflinekit import catalog, units
+from rooflinekit.cli._args import COMMAND_API, add_flag
 from rooflinekit.cli._output import print_json, print_table
 
-__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
+__all__ = list(COMMAND_API)
 
 NAME = "catalog"
 HELP = "list the built-in GPUs or models with their sources"
@@ -17,7 +18,7 @@ EPILOG = ("examples:\n  rooflinekit catalog gpus\n"
 def add_arguments(parser) -> None:
     parser.add_argument("kind", choices=("gpus", "models"))
     parser.add_argument("names", nargs="*", help="only these entries (case-insensitive)")
-    parser.add_argument("--json", action="store_true", help="emit JSON instead of text")
+    add_flag(parser, "--json")
 
 
 def run(args, out) -> int:

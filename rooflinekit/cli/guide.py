@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from rooflinekit import guide
+from rooflinekit.cli._args import COMMAND_API, add_flag
 from rooflinekit.cli._output import format_value, print_header, print_json, print_table
 
-__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
+__all__ = list(COMMAND_API)
 
 NAME = "guide"
 HELP = "reproduce the guide's figures and tables"
@@ -21,7 +22,7 @@ EPILOG = """examples:
 def add_arguments(parser) -> None:
     parser.add_argument("--section", action="append", metavar="NAME",
                         help="print only this section (repeatable)")
-    parser.add_argument("--json", action="store_true", help="emit JSON instead of text")
+    add_flag(parser, "--json")
 
 
 def run(args, out) -> int:

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from rooflinekit import catalog, dims, memory
+from rooflinekit.cli._args import COMMAND_API, add_flag
 from rooflinekit.cli._output import print_json, print_table
 from rooflinekit.sweep import (
     DISTRIBUTED_EXTRA,
@@ -27,17 +28,7 @@ from rooflinekit.sweep import (
     sweep_cells,
 )
 
-__all__ = [
-    "DESCRIPTION",
-    "EPILOG",
-    "HELP",
-    "NAME",
-    "add_arguments",
-    "add_sweep_arguments",
-    "parse_axis",
-    "run",
-    "sweep_cli_main",
-]
+__all__ = list(COMMAND_API) + ["add_sweep_arguments", "parse_axis", "sweep_cli_main"]
 
 NAME = "sweep"
 HELP = "every derived quantity over a design space"
@@ -136,7 +127,7 @@ def add_arguments(parser):
                         help="write the whole sweep: .nc (netCDF) or .zarr")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar on stderr (default: when stderr is a terminal)")
-    parser.add_argument("--json", action="store_true", help="emit the report as JSON")
+    add_flag(parser, "--json", help="emit the report as JSON")
     return parser
 
 

@@ -231,10 +231,9 @@ def provisioned_unit_cost(provisioned, output_fraction, utilization):
 
     Parameters
     ----------
-    provisioned : Provisioned or SelfHosted
-        The commitment (a :class:`SelfHosted` one needs ``capacity_tokens``).
-    output_fraction : float or array_like
-        Share of billed tokens that are output tokens [1], in [0, 1].
+    provisioned, output_fraction
+        The commitment and the output share, as ``option`` and ``output_fraction`` of
+        :func:`capacity_price`.
     utilization : float or array_like
         Share of the capacity at that mix actually used [1], in (0, 1].
 
@@ -243,6 +242,10 @@ def provisioned_unit_cost(provisioned, output_fraction, utilization):
     float or array_like
         ``C_p / (utilization × K(f)) × 1e6`` [USD/1M tokens]; it equals the blended
         pay-as-you-go price exactly at the break-even utilisation.
+
+    See Also
+    --------
+    capacity_price : the same cost per token of capacity, used or not.
 
     References
     ----------
