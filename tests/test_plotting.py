@@ -14,7 +14,7 @@ from matplotlib.axes import Axes  # noqa: E402
 
 from rooflinekit import parallel, planning, pricing, roofline  # noqa: E402
 from rooflinekit.batching import ContinuousBatcher, StaticBatcher  # noqa: E402
-from rooflinekit.plotting.figures import _lanes  # noqa: E402
+from rooflinekit.plotting.batching import _lanes  # noqa: E402
 from rooflinekit.plotting import (  # noqa: E402
     plot_batching_timeline,
     plot_batching_win,

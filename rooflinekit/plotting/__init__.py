@@ -1,19 +1,13 @@
-"""The guide's figures (matplotlib, imported when a figure is drawn).
+"""The guide's figures (matplotlib, imported when a figure is drawn), one module per family.
 
 Every function draws on an ``ax`` (a new figure when ``None``) and returns it; the numbers come
 from the library's formulas, never re-derived here.
 """
 
-from rooflinekit.plotting.figures import (
-                                          plot_batching_timeline,
-                                          plot_batching_win,
-                                          plot_break_even,
-                                          plot_concurrency_vs_context,
-                                          plot_roofline,
-                                          plot_self_hosting,
-                                          plot_spillover,
-                                          plot_tp_scaling,
-)
+from rooflinekit.plotting.batching import plot_batching_timeline, plot_batching_win
+from rooflinekit.plotting.memory import plot_concurrency_vs_context
+from rooflinekit.plotting.pricing import plot_break_even, plot_self_hosting, plot_spillover
+from rooflinekit.plotting.roofline import plot_roofline, plot_tp_scaling
 
 __all__ = ["plot_roofline", "plot_concurrency_vs_context", "plot_batching_timeline",
            "plot_batching_win", "plot_break_even", "plot_spillover", "plot_self_hosting",
