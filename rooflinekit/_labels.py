@@ -6,10 +6,14 @@ lays every number out on one :class:`Grid` (labelled inputs broadcast by dimensi
 calls the body on raw arrays and labels the result once with ``units`` and ``long_name``.
 Scalars give Python scalars, numpy arrays give numpy arrays, DataArrays give DataArrays.
 
-The older helpers stay for formulas that compose labelled results: :func:`align_inputs` turns
-1-D numpy arrays into DataArrays along their argument's dimension *if any other input is
-labelled*; :func:`finish` turns a 0-d result back into a Python scalar and stamps ``units`` and
-``long_name`` on a DataArray.
+Shared parameter documentation is written once (:data:`PARAMETERS`, and what a family of
+formulas adds to it) and filled into each docstring's Parameters section by :func:`document`,
+which :func:`formula` applies: the signature stays explicit, ``help()`` shows every parameter.
+
+:func:`align_inputs` (1-D numpy arrays become DataArrays along their argument's dimension *if any
+other input is labelled*) and :func:`finish` (a 0-d result back to a Python scalar, ``units`` and
+``long_name`` on a DataArray) are the two steps :func:`formula` is built from; the pricing types,
+which label the fields of their own specs, use them directly.
 """
 
 from __future__ import annotations
@@ -17,14 +21,17 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import textwrap
 import types
 
 import numpy as np
 import xarray as xr
 
 __all__ = [
+    "PARAMETERS",
     "Grid",
     "align_inputs",
+    "document",
     "finish",
     "formula",
     "is_labelled",
@@ -127,12 +134,11 @@ class Grid:
     result is wrapped in a DataArray at the end.
     """
 
-    def __init__(self, values: dict):
+    def __init__(self, values: dict, exact=()):
         self.labelled = any(isinstance(v, xr.DataArray) for v in values.values())
         self.raw = {}
         if not self.labelled:
-            self.raw = {k: (v if isinstance(v, float) else np.asarray(v, dtype=float))
-                        for k, v in values.items()}
+            self.raw = {k: _raw(v, k in exact) for k, v in values.items()}
             try:
                 self.shape = np.broadcast_shapes(*(np.shape(v) for v in self.raw.values()))
             except ValueError:
@@ -166,10 +172,10 @@ class Grid:
         for key, value in values.items():
             if isinstance(value, xr.DataArray):
                 present = [d for d in order if d in value.dims]
-                data = np.asarray(value.transpose(*present).values, dtype=float)
+                data = _raw(value.transpose(*present).values, key in exact)
                 self.raw[key] = data.reshape([sizes[d] if d in value.dims else 1 for d in order])
             else:
-                self.raw[key] = value if isinstance(value, float) else np.asarray(value, float)
+                self.raw[key] = _raw(value, key in exact)
 
     def __getitem__(self, key):
         return self.raw[key]
@@ -182,6 +188,13 @@ class Grid:
         if self.labelled:
             result = xr.DataArray(result, dims=self.dims, coords=self.coords)
         return finish(result, units, long_name, name)
+
+
+def _raw(value, exact: bool):
+    """A number for the grid: as float, or as given (its integer dtype kept) when ``exact``."""
+    if exact:
+        return value if isinstance(value, numbers.Real) else np.asarray(value)
+    return value if isinstance(value, float) else np.asarray(value, dtype=float)
 
 
 def _is_number(value) -> bool:
@@ -207,12 +220,13 @@ def spec_fields(*fields, unknown=None):
     return read
 
 
-def formula(units: str, long_name: str, *, checks=None, specs=None, derive=None,
-            dims=None, lead=()):
+def formula(units: str, long_name: str, *, checks=None, validate=None, specs=None, derive=None,
+            dims=None, order=(), keep=(), exact=(), cast=None, name=None, parameters=None):
     """Wrap a formula written on plain numbers so it takes every input kind.
 
     The wrapped function keeps its own name, signature and docstring (``functools.wraps``), so
-    ``help()`` and static readers see the formula's parameters as written.
+    ``help()`` and static readers see the formula's parameters as written; the docstring's
+    Parameters section is completed from ``parameters`` (:func:`document`).
 
     Parameters
     ----------
@@ -221,6 +235,8 @@ def formula(units: str, long_name: str, *, checks=None, specs=None, derive=None,
     checks : dict, optional
         Argument name -> ``check(name, value)``, run in signature order on the arguments as
         given, before any work: each raises a ``TypeError``/``ValueError`` naming the argument.
+    validate : callable, optional
+        ``validate(arguments)``: checks that span arguments, run after ``checks``.
     specs : dict, optional
         Argument name -> ``read(spec, arguments)`` returning that spec's fields by name (see
         :func:`spec_fields`). The body then receives the argument as a namespace of those
@@ -231,9 +247,20 @@ def formula(units: str, long_name: str, *, checks=None, specs=None, derive=None,
     dims : dict, optional
         Argument name -> dimension name, where a 1-D numpy argument meeting labelled inputs
         should take a dimension other than its own name.
-    lead : tuple of str
-        Arguments whose dimensions come first in a labelled result, after the specs'
-        (the rest follow in signature order).
+    order : tuple of str
+        Arguments (specs included) whose dimensions come first in a labelled result, in this
+        order; the specs follow, then the rest in signature order.
+    keep : tuple of str
+        Arguments the body receives as given, off the grid (a list of candidates, say).
+    exact : tuple of str
+        Arguments laid out with their own dtype rather than as floats (whole counts stay
+        integers).
+    cast : callable, optional
+        Applied to the wrapped result (e.g. whole numbers as ``int`` where finite).
+    name : str, optional
+        ``name`` of a labelled result.
+    parameters : mapping, optional
+        Shared parameter documentation (see :func:`document`).
 
     Notes
     -----
@@ -247,36 +274,46 @@ def formula(units: str, long_name: str, *, checks=None, specs=None, derive=None,
     specs = dict(specs or {})
 
     def decorate(func):
+        if parameters is not None:
+            document(parameters)(func)
         signature = inspect.signature(func)
-        order = [k for k in signature.parameters if k in checks]
+        ordered = [k for k in signature.parameters if k in checks]
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             arguments = bound.arguments
-            for key in order:
+            for key in ordered:
                 checks[key](key, arguments[key])
-            grid, inputs = lay_out(arguments, specs, dims, lead)
+            if validate is not None:
+                validate(arguments)
+            grid, inputs = lay_out(arguments, specs, dims, order, keep=keep, exact=exact)
             if derive is not None:
                 inputs = derive(inputs)
-            return grid.wrap(func(**inputs), units, long_name)
+            result = grid.wrap(func(**inputs), units, long_name, name)
+            return result if cast is None else cast(result)
 
         return wrapper
 
     return decorate
 
 
-def lay_out(arguments: dict, specs: dict, dims: dict | None = None, lead=()):
+def lay_out(arguments: dict, specs: dict, dims: dict | None = None, order=(), *, keep=(),
+            exact=()):
     """The grid of ``arguments`` and the inputs a formula body receives (see :func:`formula`)."""
-    aligned = align_inputs(arguments, dims)
+    aligned = align_inputs({k: v for k, v in arguments.items() if k not in keep}, dims)
+    sequence = [k for k in order if k in aligned] + [k for k in specs if k not in order] + [
+        k for k in aligned if k not in order and k not in specs]
     values = {}
-    for key, read in specs.items():
-        values.update({f"{key}.{f}": v for f, v in read(arguments[key], aligned).items()})
-    order = [k for k in lead if k in aligned] + [k for k in aligned if k not in lead]
-    values.update({k: aligned[k] for k in order if k not in specs and _is_number(aligned[k])})
-    grid = Grid(values)
-    inputs = dict(aligned)
+    for key in sequence:
+        if key in specs:
+            values.update({f"{key}.{f}": v for f, v in
+                           specs[key](arguments[key], aligned).items()})
+        elif _is_number(aligned[key]):
+            values[key] = aligned[key]
+    grid = Grid(values, exact)
+    inputs = {**aligned, **{k: arguments[k] for k in keep}}
     for key, value in grid.raw.items():
         if "." not in key:
             inputs[key] = value
@@ -285,3 +322,95 @@ def lay_out(arguments: dict, specs: dict, dims: dict | None = None, lead=()):
         inputs[key] = types.SimpleNamespace(**{k[len(prefix):]: v for k, v in grid.raw.items()
                                                if k.startswith(prefix)})
     return grid, inputs
+
+
+# ------------------------------------------------------------------------------------------------
+# Parameter documentation written once, filled into each docstring.
+# ------------------------------------------------------------------------------------------------
+
+_SECTIONS = ("Returns", "Yields", "Raises", "Warns", "See Also", "Notes", "References",
+             "Examples")
+
+
+def parameter_entries(text: str) -> dict:
+    """numpydoc Parameters entries (``name : type`` and indented lines) by each name they cover."""
+    entries, current = {}, None
+    for line in textwrap.dedent(text).strip("\n").splitlines():
+        if line and not line[0].isspace():
+            current = [line]
+            for name in line.split(" : ")[0].split(","):
+                entries[name.strip()] = current
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines).rstrip() for name, lines in entries.items()}
+
+
+#: The arguments the formula modules share, documented once.
+PARAMETERS = parameter_entries("""
+    model : ModelShape or xarray.Dataset
+        The model, or a catalogue Dataset over ``model``.
+    gpu : GPU or xarray.Dataset
+        One accelerator (``tp`` of them form the group), or a catalogue Dataset over ``gpu``.
+    tp : int, array_like or xarray.DataArray
+        Tensor-parallel degree [1], ≥ 1.
+    batch_size : int, array_like or xarray.DataArray
+        Sequences decoded together in one step [1], ≥ 1.
+    context_length : int, array_like or xarray.DataArray
+        Tokens each sequence has cached [tokens], ≥ 0.
+    prompt_tokens : int, array_like or xarray.DataArray
+        Prompt tokens [tokens], ≥ 1.
+    reserve : float
+        Share of the memory left after weights kept as working space (activations, CUDA
+        context, allocator fragmentation), in [0, 1). Default 0.10 (guide §2.4).
+    """)
+
+
+def document(shared):
+    """Complete a docstring's Parameters section from ``shared`` entries, in signature order.
+
+    The docstring writes only what is its own (an entry there wins); every other parameter of
+    the signature takes its entry from ``shared`` (:func:`parameter_entries`), so the rendered
+    ``help()`` shows them all. Without a Parameters section one is put before the first other
+    section. A parameter documented nowhere raises ``TypeError`` at import.
+    """
+    def decorate(func):
+        func.__doc__ = _with_parameters(func, shared)
+        return func
+    return decorate
+
+
+def _with_parameters(func, shared) -> str:
+    lines = (func.__doc__ or "").splitlines()
+    body = [line for line in lines[1:] if line.strip()]
+    indent = min((len(line) - len(line.lstrip()) for line in body), default=4)
+    text = [lines[0]] + [line[indent:] for line in lines[1:]] if lines else [""]
+    headers = [i for i in range(len(text) - 1)
+               if text[i].strip() and set(text[i + 1].strip()) == {"-"}
+               and len(text[i + 1].strip()) == len(text[i].strip())]
+    start = next((i for i in headers if text[i].strip() == "Parameters"), None)
+    if start is None:
+        after = [i for i in headers if text[i].strip() in _SECTIONS]
+        start = end = after[0] if after else len(text)
+        own = {}
+    else:
+        end = next((i for i in headers if i > start), len(text))
+        own = parameter_entries("\n".join(text[start + 2:end]))
+    params = inspect.signature(func).parameters.values()
+    names = [("**" if p.kind is p.VAR_KEYWORD else "") + p.name for p in params]
+    if not names:
+        return func.__doc__
+    section, done = ["Parameters", "----------"], set()
+    for name in names:
+        entry = own.get(name, shared.get(name))
+        if entry is None:
+            raise TypeError(f"{func.__qualname__}: parameter {name} has no documentation")
+        if entry not in done:
+            done.add(entry)
+            section.extend(entry.splitlines())
+    if start == len(text):
+        # no section follows: the Parameters go last, before the closing line
+        start = end = len(text) - 1 if not text[-1].strip() else len(text)
+        section.insert(0, "")
+    out = text[:start] + section + [""] + text[end:]
+    pad = " " * indent
+    return "\n".join([out[0]] + [(pad + line) if line else "" for line in out[1:]])

@@ -8,18 +8,14 @@ DataArrays for the rest; labelled inputs broadcast by dimension name and give la
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import xarray as xr
 
-from rooflinekit._labels import (
-    align_inputs,
-    finish,
-    formula,
-    spec_fields,
-    spec_value,
-    where,
-)
+from rooflinekit._labels import PARAMETERS, formula, parameter_entries, spec_fields
 from rooflinekit._validation import (
+    check_bool,
     check_fraction,
     check_integer,
     check_nonnegative,
@@ -44,31 +40,79 @@ __all__ = [
 DEFAULT_RESERVE = 0.10
 
 
-def _check_tp(tp):
-    check_integer("tp", tp, lo=1)
+def _check_tp(name, tp):
+    check_integer(name, tp, lo=1)
 
 
-def _check_reserve(reserve):
-    check_fraction("reserve", reserve, hi_open=True)
+def _check_reserve(name, reserve):
+    check_fraction(name, reserve, hi_open=True)
 
 
-def _floor_count(x):
-    """Whole units of ``x`` (an ``int64`` array or Python int); fractional sequences do not run."""
-    if isinstance(x, xr.DataArray):
-        return np.floor(x).astype(np.int64)
-    return np.floor(x).astype(np.int64) if isinstance(x, np.ndarray) else int(np.floor(x))
+def _check_flag(name, value):
+    check_bool(name, value)
 
 
+#: The memory formulas' parameters: the shared ones and those of the KV budget.
+MEMORY_PARAMETERS = {**PARAMETERS, **parameter_entries("""
+    replicate_kv : bool
+        Count the KV copies a real engine keeps when ``tp`` exceeds the KV heads (or for MLA;
+        :func:`kv_copies`). Default ``False``: the guide's simple model, every head stored once.
+    block_size : int, array_like or xarray.DataArray
+        Tokens per KV block [tokens], ≥ 1. Default 16.
+    """)}
+
+#: Checks by argument name, shared by the memory formulas.
+_CHECKS = {"tp": _check_tp, "reserve": _check_reserve, "replicate_kv": _check_flag,
+           "block_size": lambda name, v: check_integer(name, v, lo=1)}
+
+# The fields each formula reads; a spec's unknown sliding window is no window.
+_KV_FIELDS = ("kv_bytes_per_token_per_layer", "n_full_layers", "n_sliding_layers",
+              "sliding_window")
+_BUDGET_FIELDS = ("weight_bytes", "kv_bytes_per_token")
+_NO_WINDOW = {"sliding_window": np.inf}
+
+
+def _budget_fields(*fields):
+    """A reader of ``fields``, and of the KV heads where ``replicate_kv`` asks for them."""
+    plain, heads = spec_fields(*fields, unknown=_NO_WINDOW), spec_fields("n_kv_heads", "is_mla")
+
+    def read(spec, arguments):
+        out = plain(spec, arguments)
+        if arguments.get("replicate_kv"):
+            out.update(heads(spec, arguments))
+        return out
+    return read
+
+
+def _memory_formula(units, long_name, *, model=(), gpu=(), checks=None, **kwargs):
+    """:func:`rooflinekit._labels.formula` reading ``model`` and ``gpu`` fields, checks by name."""
+    specs = {}
+    if model:
+        specs["model"] = model if callable(model) else spec_fields(*model, unknown=_NO_WINDOW)
+    if gpu:
+        specs["gpu"] = spec_fields(*gpu)
+
+    def decorate(func):
+        params = inspect.signature(func).parameters
+        all_checks = {k: c for k, c in _CHECKS.items() if k in params}
+        all_checks.update(checks or {})
+        return formula(units, long_name, checks=all_checks, specs=specs,
+                       parameters=MEMORY_PARAMETERS, **kwargs)(func)
+    return decorate
+
+
+def _count(x):
+    """Whole units of ``x`` as ``int64``; fractional sequences do not run."""
+    return np.floor(x).astype(np.int64)
+
+
+@_memory_formula("bytes", "KV bytes per token", model=("kv_bytes_per_token",),
+                 name="kv_bytes_per_token")
 def kv_bytes_per_token(model):
     """KV-cache bytes one token adds to a sequence [bytes].
 
     ``2 · L · H_kv · d_head · b``; ``L · (kv_lora_rank + qk_rope_head_dim) · b`` for multi-head
     latent attention.
-
-    Parameters
-    ----------
-    model : ModelShape or xarray.Dataset
-        A model, or a catalogue Dataset over ``model``.
 
     Returns
     -------
@@ -85,9 +129,10 @@ def kv_bytes_per_token(model):
     ----------
     .. [1] Serving-capacity guide §2.2.
     """
-    return finish(spec_value(model, "kv_bytes_per_token"), "bytes", "KV bytes per token")
+    return model.kv_bytes_per_token
 
 
+@_memory_formula("bytes", "weight bytes", model=("weight_bytes",), name="weight_bytes")
 def weight_bytes(model):
     """Bytes of the model's weights [bytes]: ``n_params × bytes_per_param``.
 
@@ -95,20 +140,23 @@ def weight_bytes(model):
     ----------
     .. [1] Serving-capacity guide §2.4 (70e9 × 2 B = 140 GB ≈ 130.4 GiB).
     """
-    return finish(spec_value(model, "weight_bytes"), "bytes", "weight bytes")
+    return model.weight_bytes
 
 
-@formula("bytes", "KV bytes per sequence", checks={"context_length": check_nonnegative},
-         specs={"model": spec_fields("kv_bytes_per_token_per_layer", "n_full_layers",
-                                     "n_sliding_layers", "sliding_window",
-                                     unknown={"sliding_window": np.inf})})
+def _kv_bytes(model, context_length):
+    """KV bytes of one sequence (raw arrays; ``model`` holds :data:`_KV_FIELDS`)."""
+    return model.kv_bytes_per_token_per_layer * (
+        model.n_full_layers * context_length
+        + model.n_sliding_layers * np.minimum(context_length, model.sliding_window))
+
+
+@_memory_formula("bytes", "KV bytes per sequence", model=_KV_FIELDS,
+                 checks={"context_length": check_nonnegative})
 def kv_bytes_per_sequence(model, context_length):
     """KV-cache bytes of one sequence holding ``context_length`` tokens [bytes].
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        A model, or a catalogue Dataset over ``model``.
     context_length : int, array_like or xarray.DataArray
         Tokens cached (prompt plus generated) [tokens], ≥ 0.
 
@@ -131,18 +179,23 @@ def kv_bytes_per_sequence(model, context_length):
     .. [1] Serving-capacity guide §2.2.
     .. [2] Jiang et al., "Mistral 7B", arXiv:2310.06825, 2023 (rolling-buffer cache).
     """
-    return model.kv_bytes_per_token_per_layer * (
-        model.n_full_layers * context_length
-        + model.n_sliding_layers * np.minimum(context_length, model.sliding_window))
+    return _kv_bytes(model, context_length)
 
 
+@_memory_formula("bytes", "group memory", gpu=("memory_bytes",), order=("gpu", "tp"))
 def group_memory_bytes(gpu, tp=1):
     """Memory of a tensor-parallel group of ``tp`` GPUs [bytes] (guide §5's simple model)."""
-    _check_tp(tp)
-    a = align_inputs({"tp": tp, "gpu": gpu})
-    return finish(spec_value(gpu, "memory_bytes") * a["tp"], "bytes", "group memory")
+    return gpu.memory_bytes * tp
 
 
+def _usable(model, gpu, tp, reserve):
+    """Usable KV bytes on raw arrays: what the weights leave, less the reserve."""
+    free = np.maximum(gpu.memory_bytes * tp - model.weight_bytes, 0.0)
+    return free * (1 - reserve)
+
+
+@_memory_formula("bytes", "usable KV bytes", model=("weight_bytes",), gpu=("memory_bytes",),
+                 order=("gpu", "tp", "model"))
 def usable_kv_bytes(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
     """Memory left for the KV cache on a group [bytes], floored at 0.
 
@@ -151,14 +204,10 @@ def usable_kv_bytes(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        A model, or a catalogue Dataset over ``model``.
     gpu : GPU or xarray.Dataset
         A GPU (or a ``GPU.group``), or a catalogue Dataset over ``gpu``.
     tp : int, array_like or xarray.DataArray
         Tensor-parallel degree, ≥ 1. Memory scales with it (guide §5).
-    reserve : float
-        Share of the memory left after weights kept as working space, in [0, 1). Default 0.10.
 
     Returns
     -------
@@ -174,14 +223,18 @@ def usable_kv_bytes(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
     ----------
     .. [1] Serving-capacity guide §2.4; ``docs/conventions.md``.
     """
-    _check_tp(tp)
-    _check_reserve(reserve)
-    a = align_inputs({"tp": tp, "reserve": reserve, "model": model, "gpu": gpu})
-    memory = spec_value(gpu, "memory_bytes") * a["tp"]
-    free = np.maximum(memory - spec_value(model, "weight_bytes"), 0.0)
-    return finish(free * (1 - a["reserve"]), "bytes", "usable KV bytes")
+    return _usable(model, gpu, tp, reserve)
 
 
+def _copies(model, tp):
+    """KV copies per token across the group, on raw arrays."""
+    heads = model.n_kv_heads
+    copies = tp * np.ceil(heads / tp) / heads
+    return np.where(model.is_mla != 0, tp * 1.0, copies)
+
+
+@_memory_formula("1", "KV copies per token across the group", model=("n_kv_heads", "is_mla"),
+                 order=("model", "tp"))
 def kv_copies(model, tp=1):
     """Copies of each token's KV that a tensor-parallel group stores [1].
 
@@ -191,13 +244,6 @@ def kv_copies(model, tp=1):
     8 GPUs keeps 8); uneven shards are padded to ``ceil(H_kv / tp)`` heads per rank. A
     multi-head-latent cache has no heads to shard and every rank holds all of it (``tp``
     copies).
-
-    Parameters
-    ----------
-    model : ModelShape or xarray.Dataset
-        A model, or a catalogue Dataset over ``model``.
-    tp : int, array_like or xarray.DataArray
-        Tensor-parallel degree, ≥ 1.
 
     Returns
     -------
@@ -210,42 +256,26 @@ def kv_copies(model, tp=1):
        rank) and DeepSeek-V2's MLA cache, replicated across tensor-parallel ranks.
     .. [2] Serving-capacity guide §5 (the simple model stores each head once).
     """
-    _check_tp(tp)
-    a = align_inputs({"tp": tp, "model": model})
-    t = a["tp"]
-    heads = spec_value(model, "n_kv_heads")
-    copies = t * np.ceil(heads / t) / heads
-    mla = spec_value(model, "is_mla") != 0
-    return finish(where(mla, t * 1.0, copies), "1", "KV copies per token across the group")
+    return _copies(model, tp)
 
 
 def _kv_budget(model, gpu, tp, reserve, replicate_kv):
     """Usable KV bytes, divided among the copies each token needs when heads are replicated."""
-    if not isinstance(replicate_kv, (bool, np.bool_)):
-        raise TypeError(f"replicate_kv must be True or False, got {type(replicate_kv).__name__}")
-    budget = usable_kv_bytes(model, gpu, tp=tp, reserve=reserve)
-    return budget / kv_copies(model, tp) if replicate_kv else budget
+    budget = _usable(model, gpu, tp, reserve)
+    return budget / _copies(model, tp) if replicate_kv else budget
 
 
+@_memory_formula("1", "max concurrent sequences",
+                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS), gpu=("memory_bytes",), order=("gpu", "tp", "model", "context_length"),
+                 checks={"context_length": lambda name, v: check_integer(name, v, lo=1)})
 def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_RESERVE, *,
                              replicate_kv=False):
     """How many sequences of ``context_length`` tokens fit in the KV budget (floored).
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        A model, or a catalogue Dataset over ``model``.
-    gpu : GPU or xarray.Dataset
-        A GPU, or a catalogue Dataset over ``gpu``.
     context_length : int, array_like or xarray.DataArray
         Tokens each sequence holds [tokens], ≥ 1.
-    tp : int, array_like or xarray.DataArray
-        Tensor-parallel degree, ≥ 1.
-    reserve : float
-        Working-space share, in [0, 1). Default 0.10.
-    replicate_kv : bool
-        Count the KV copies a real engine keeps when ``tp`` exceeds the KV heads (or for MLA;
-        :func:`kv_copies`). Default ``False``: the guide's simple model, every head stored once.
 
     Returns
     -------
@@ -261,13 +291,12 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
     ----------
     .. [1] Serving-capacity guide §2.3–2.4.
     """
-    check_integer("context_length", context_length, lo=1)
-    a = align_inputs({"context_length": context_length, "tp": tp, "model": model, "gpu": gpu})
-    budget = _kv_budget(model, gpu, a["tp"], reserve, replicate_kv)
-    per_seq = kv_bytes_per_sequence(model, a["context_length"])
-    return finish(_floor_count(budget / per_seq), "1", "max concurrent sequences")
+    budget = _kv_budget(model, gpu, tp, reserve, replicate_kv)
+    return _count(budget / _kv_bytes(model, context_length))
 
 
+@_memory_formula("tokens", "KV budget in tokens", model=_budget_fields(*_BUDGET_FIELDS),
+                 gpu=("memory_bytes",), order=("gpu", "tp", "model"))
 def kv_budget_tokens(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_kv=False):
     """Tokens of KV cache the budget holds [tokens] (floored), the simulator's ``kv_budget_tokens``.
 
@@ -280,10 +309,18 @@ def kv_budget_tokens(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_kv=
     .. [1] Serving-capacity guide §2.4, §4.4.
     """
     budget = _kv_budget(model, gpu, tp, reserve, replicate_kv)
-    return finish(_floor_count(budget / spec_value(model, "kv_bytes_per_token")), "tokens",
-                  "KV budget in tokens")
+    return _count(budget / model.kv_bytes_per_token)
 
 
+def _whole_where_finite(result):
+    """A Python number as ``int`` where finite (an unlimited length stays ``inf``)."""
+    if isinstance(result, float) and np.isfinite(result):
+        return int(result)
+    return result
+
+
+@_memory_formula("tokens", "max context length",
+                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS), gpu=("memory_bytes",), order=("gpu", "tp", "model"), cast=_whole_where_finite)
 def max_context_length(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_kv=False):
     """The longest context one sequence can hold in the KV budget [tokens] (floored).
 
@@ -296,55 +333,64 @@ def max_context_length(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_k
     .. [1] Serving-capacity guide §2.4.
     """
     budget = _kv_budget(model, gpu, tp, reserve, replicate_kv)
-    full_rate = (spec_value(model, "kv_bytes_per_token_per_layer")
-                 * spec_value(model, "n_full_layers"))        # bytes/token past the window
-    all_rate = spec_value(model, "kv_bytes_per_token")         # bytes/token inside it
-    window = spec_value(model, "sliding_window")
-    window = np.inf if window is None else window
+    full_rate = model.kv_bytes_per_token_per_layer * model.n_full_layers  # past the window
+    all_rate = model.kv_bytes_per_token                                   # inside it
+    window = model.sliding_window
     within = np.floor(budget / all_rate)
     left = budget - all_rate * np.minimum(window, within)      # what remains at the window
-    safe_rate = where(full_rate > 0, full_rate, 1.0)
-    beyond = where(full_rate > 0, np.floor(left / safe_rate), np.inf)
-    result = where(within < window, within, window + beyond)
-    if not isinstance(result, xr.DataArray) and np.ndim(result) == 0:
-        result = float(result)
-        return int(result) if np.isfinite(result) else result
-    return finish(result, "tokens", "max context length")
+    safe_rate = np.where(full_rate > 0, full_rate, 1.0)
+    beyond = np.where(full_rate > 0, np.floor(left / safe_rate), np.inf)
+    return np.where(within < window, within, window + beyond)
 
 
+def _blocks(context_length, block_size):
+    return -(-context_length // block_size)
+
+
+def _int64_when_labelled(result):
+    """Whole blocks as ``int64`` on labelled results (plain ones keep their inputs' dtype)."""
+    return result.astype(np.int64) if isinstance(result, xr.DataArray) else result
+
+
+@_memory_formula("1", "KV blocks per sequence", exact=("context_length", "block_size"),
+                 checks={"context_length": lambda name, v: check_integer(name, v, lo=0)},
+                 cast=_int64_when_labelled)
 def blocks_per_sequence(context_length, block_size=16):
     """KV blocks a paged cache gives a sequence of ``context_length`` tokens: ``ceil(C / block)``.
+
+    Parameters
+    ----------
+    context_length : int, array_like or xarray.DataArray
+        Tokens the sequence holds [tokens], ≥ 0.
 
     References
     ----------
     .. [1] Kwon et al., "Efficient Memory Management for Large Language Model Serving with
        PagedAttention", SOSP 2023; guide §4.5.
     """
-    check_integer("context_length", context_length, lo=0)
-    check_integer("block_size", block_size, lo=1)
-    a = align_inputs({"context_length": context_length, "block_size": block_size})
-    blocks = -(-np.asarray(a["context_length"]) // a["block_size"]) if not isinstance(
-        a["context_length"], xr.DataArray) else -(-a["context_length"] // a["block_size"])
-    if isinstance(blocks, xr.DataArray):
-        blocks = blocks.astype(np.int64)
-    return finish(blocks, "1", "KV blocks per sequence")
+    return _blocks(context_length, block_size)
 
 
+@_memory_formula("bytes", "bytes wasted in the last block", model=("kv_bytes_per_token",),
+                 order=("context_length", "block_size", "model"),
+                 checks={"context_length": lambda name, v: check_integer(name, v, lo=0)})
 def paged_waste_bytes(model, context_length, block_size=16):
     """Bytes reserved but unused in a sequence's last, partly filled block [bytes].
 
     A paged cache wastes at most one partial block per sequence; contiguous reservation of the
     final length wastes everything between the current and the final length (guide §4.5).
 
+    Parameters
+    ----------
+    context_length : int, array_like or xarray.DataArray
+        Tokens the sequence holds [tokens], ≥ 0.
+
     References
     ----------
     .. [1] Kwon et al., SOSP 2023 (PagedAttention); guide §4.5.
     """
-    blocks = blocks_per_sequence(context_length, block_size)
-    a = align_inputs({"context_length": context_length, "block_size": block_size})
-    empty = blocks * a["block_size"] - a["context_length"]
-    return finish(empty * spec_value(model, "kv_bytes_per_token"), "bytes",
-                  "bytes wasted in the last block")
+    empty = _blocks(context_length, block_size) * block_size - context_length
+    return empty * model.kv_bytes_per_token
 
 
 def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_peak_bytes=0.0,
@@ -390,7 +436,7 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     .. [1] vLLM ``vllm/v1/worker/gpu_worker.py`` (``determine_available_memory``) and
        ``vllm/v1/core/kv_cache_utils.py`` (``get_max_concurrency_for_kv_cache_config``).
     """
-    _check_tp(tp)
+    _check_tp("tp", tp)
     check_range("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True)
     check_nonnegative("activation_peak_bytes", activation_peak_bytes)
     check_nonnegative("non_torch_bytes", non_torch_bytes)

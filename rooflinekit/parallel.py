@@ -15,43 +15,100 @@ Datasets; the rest are Python numbers, numpy arrays or DataArrays (labelled outp
 
 from __future__ import annotations
 
-import math
+import inspect
 import numbers
 
 import numpy as np
 import xarray as xr
 
 from rooflinekit import memory
-from rooflinekit._labels import align_inputs, finish, is_labelled, spec_value
-from rooflinekit._validation import check_integer, check_nonnegative, check_positive
+from rooflinekit._labels import (
+    PARAMETERS,
+    formula,
+    parameter_entries,
+    spec_fields,
+    spec_value,
+)
+from rooflinekit._validation import (
+    check_fraction,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+    check_type,
+)
 from rooflinekit.dtypes import dtype_name
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
 __all__ = [
-    "ALLREDUCES_PER_LAYER", "device_peak_flops", "require_link", "group_bandwidth", "group_peak_flops", "ring_allreduce_time",
-    "allreduce_coefficients", "allreduce_time", "smallest_tp",
+    "ALLREDUCES_PER_LAYER",
+    "allreduce_coefficients",
+    "allreduce_time",
+    "device_peak_flops",
+    "group_bandwidth",
+    "group_peak_flops",
+    "require_link",
+    "ring_allreduce_time",
+    "smallest_tp",
 ]
 
 #: Megatron tensor parallelism all-reduces twice per layer: after attention and after the MLP.
 ALLREDUCES_PER_LAYER = 2
 
 
-def _check_model(model):
-    if not isinstance(model, (ModelShape, xr.Dataset)):
-        raise TypeError(f"model must be a ModelShape or a catalogue Dataset "
-                        f"(catalog.models(as_dataset=True)), got {type(model).__name__}")
+def _check_model(name, model):
+    check_type(name, model, (ModelShape, xr.Dataset))
 
 
-def _check_gpu(gpu):
-    if not isinstance(gpu, (GPU, xr.Dataset)):
-        raise TypeError(f"gpu must be a GPU or a catalogue Dataset (catalog.gpus(as_dataset=True)),"
-                        f" got {type(gpu).__name__}")
+def _check_gpu(name, gpu):
+    check_type(name, gpu, (GPU, xr.Dataset))
 
 
-def _optional(value):
-    """A spec field that may be None (unknown) as a float NaN, leaving arrays alone."""
-    return math.nan if value is None else value
+def _optional(check):
+    """An override: ``None`` (the GPU's own) or numbers passing ``check``."""
+    def check_override(name, value):
+        if value is not None:
+            check(name, value)
+    return check_override
+
+
+#: The parallel formulas' parameters: the shared ones and the link overrides.
+PARALLEL_PARAMETERS = {**PARAMETERS, **parameter_entries("""
+    compute_dtype : str, optional
+        Format the matrix multiplies run in ("bf16", "fp8", ...); ``None`` is the 16-bit peak.
+    interconnect_bandwidth : float, optional
+        Override of the per-direction link bandwidth per GPU [bytes/s].
+    interconnect_latency : float, optional
+        Override of the per-hop latency [s].
+    """)}
+
+#: Checks by argument name, shared by the parallel formulas.
+_CHECKS = {"model": _check_model, "gpu": _check_gpu,
+           "tp": lambda name, v: check_integer(name, v, lo=1),
+           "interconnect_bandwidth": _optional(check_positive),
+           "interconnect_latency": _optional(check_nonnegative)}
+
+
+def _read_peak(gpu, arguments):
+    """The GPU's peak at the formula's compute format."""
+    return {"peak_flops": device_peak_flops(gpu, arguments.get("compute_dtype"))}
+
+
+def _parallel_formula(units, long_name, *, model=(), gpu=(), checks=None, **kwargs):
+    """:func:`rooflinekit._labels.formula` reading ``model`` and ``gpu`` fields, checks by name."""
+    specs = {}
+    if model:
+        specs["model"] = spec_fields(*model, unknown={"sliding_window": np.inf})
+    if gpu:
+        specs["gpu"] = gpu if callable(gpu) else spec_fields(*gpu)
+
+    def decorate(func):
+        params = inspect.signature(func).parameters
+        all_checks = {k: c for k, c in _CHECKS.items() if k in params}
+        all_checks.update(checks or {})
+        return formula(units, long_name, checks=all_checks, specs=specs,
+                       parameters=PARALLEL_PARAMETERS, **kwargs)(func)
+    return decorate
 
 
 def device_peak_flops(gpu, compute_dtype=None):
@@ -67,17 +124,9 @@ def device_peak_flops(gpu, compute_dtype=None):
     return gpu.flops_for(key)
 
 
+@_parallel_formula("FLOP/s", "group peak FLOP/s", gpu=_read_peak, order=("gpu", "tp"))
 def group_peak_flops(gpu, tp=1, compute_dtype=None):
     """Dense peak of a tensor-parallel group [FLOP/s]: ``tp × peak`` (guide §5's simple model).
-
-    Parameters
-    ----------
-    gpu : GPU or xarray.Dataset
-        One accelerator, or a catalogue Dataset over ``gpu``.
-    tp : int, array_like or xarray.DataArray
-        Tensor-parallel degree [1], ≥ 1.
-    compute_dtype : str, optional
-        Format the matrix multiplies run in ("bf16", "fp8", ...); ``None`` is the 16-bit peak.
 
     Returns
     -------
@@ -88,21 +137,12 @@ def group_peak_flops(gpu, tp=1, compute_dtype=None):
     ----------
     .. [1] Serving-capacity guide §5 ("memory, bandwidth and FLOPs all scale with the group size").
     """
-    _check_gpu(gpu)
-    check_integer("tp", tp, lo=1)
-    a = align_inputs({"tp": tp, "gpu": gpu})
-    return finish(device_peak_flops(gpu, compute_dtype) * a["tp"], "FLOP/s", "group peak FLOP/s")
+    return gpu.peak_flops * tp
 
 
+@_parallel_formula("bytes/s", "group HBM bandwidth", gpu=("hbm_bandwidth",), order=("gpu", "tp"))
 def group_bandwidth(gpu, tp=1):
     """Memory bandwidth of a tensor-parallel group [bytes/s]: ``tp × bandwidth`` (guide §5).
-
-    Parameters
-    ----------
-    gpu : GPU or xarray.Dataset
-        One accelerator, or a catalogue Dataset over ``gpu``.
-    tp : int, array_like or xarray.DataArray
-        Tensor-parallel degree [1], ≥ 1.
 
     Returns
     -------
@@ -113,12 +153,15 @@ def group_bandwidth(gpu, tp=1):
     ----------
     .. [1] Serving-capacity guide §5.
     """
-    _check_gpu(gpu)
-    check_integer("tp", tp, lo=1)
-    a = align_inputs({"tp": tp, "gpu": gpu})
-    return finish(spec_value(gpu, "hbm_bandwidth") * a["tp"], "bytes/s", "group HBM bandwidth")
+    return gpu.hbm_bandwidth * tp
 
 
+@_parallel_formula("s", "ring all-reduce time",
+                   order=("degree", "payload_bytes", "link_bandwidth", "hop_latency"), checks={
+                       "payload_bytes": check_nonnegative,
+                       "degree": lambda name, v: check_integer(name, v, lo=1),
+                       "link_bandwidth": lambda name, v: check_positive(name, v, allow_inf=True),
+                       "hop_latency": check_nonnegative})
 def ring_allreduce_time(payload_bytes, degree, link_bandwidth, hop_latency=0.0):
     """Time of one ring all-reduce of ``payload_bytes`` over ``degree`` GPUs [s].
 
@@ -155,16 +198,8 @@ def ring_allreduce_time(payload_bytes, degree, link_bandwidth, hop_latency=0.0):
     .. [2] Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
        MPICH", IJHPCA 19(1), 2005.
     """
-    check_nonnegative("payload_bytes", payload_bytes)
-    check_integer("degree", degree, lo=1)
-    check_positive("link_bandwidth", link_bandwidth, allow_inf=True)
-    check_nonnegative("hop_latency", hop_latency)
-    a = align_inputs({"payload_bytes": payload_bytes, "degree": degree,
-                      "link_bandwidth": link_bandwidth, "hop_latency": hop_latency})
-    steps = 2 * (a["degree"] - 1)
-    result = (steps / a["degree"] * a["payload_bytes"] / a["link_bandwidth"]
-              + steps * a["hop_latency"])
-    return finish(result, "s", "ring all-reduce time")
+    steps = 2 * (degree - 1)
+    return steps / degree * payload_bytes / link_bandwidth + steps * hop_latency
 
 
 def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_latency):
@@ -201,6 +236,14 @@ def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_
     return bytes_per_token, latency
 
 
+def _read_link(gpu, arguments):
+    """The GPU's group size and link (an unknown bandwidth reads NaN)."""
+    return spec_fields("n_gpus", "interconnect_bandwidth", "interconnect_latency")(gpu, arguments)
+
+
+@_parallel_formula("s", "tensor-parallel all-reduce time",
+                   model=("n_layers", "hidden_size", "kv_bytes_per_element"), gpu=_read_link,
+                   order=("tokens", "model", "tp", "gpu"), checks={"tokens": check_nonnegative})
 def allreduce_time(model, gpu, tokens, tp=1, *, interconnect_bandwidth=None,
                    interconnect_latency=None):
     """Communication time tensor parallelism adds to one forward step [s].
@@ -213,12 +256,6 @@ def allreduce_time(model, gpu, tokens, tp=1, *, interconnect_bandwidth=None,
         One accelerator (its ``interconnect_bandwidth`` and ``interconnect_latency``).
     tokens : int, array_like or xarray.DataArray
         Tokens in the step [tokens]: the batch size for decode, the prompt length for prefill.
-    tp : int, array_like or xarray.DataArray
-        Tensor-parallel degree [1], ≥ 1.
-    interconnect_bandwidth : float, optional
-        Override of the per-direction link bandwidth per GPU [bytes/s].
-    interconnect_latency : float, optional
-        Override of the per-hop latency [s].
 
     Returns
     -------
@@ -242,35 +279,16 @@ def allreduce_time(model, gpu, tokens, tp=1, *, interconnect_bandwidth=None,
        Model Parallelism", arXiv:1909.08053, 2019 (two all-reduces per layer, §3).
     .. [2] Serving-capacity guide §5 ("every layer needs an all-reduce ... scaling is sub-linear").
     """
-    _check_model(model)
-    _check_gpu(gpu)
-    check_nonnegative("tokens", tokens)
-    check_integer("tp", tp, lo=1)
-    link, hop = _link(gpu, interconnect_bandwidth, interconnect_latency)
-    a = align_inputs({"tokens": tokens, "tp": tp, "model": model, "gpu": gpu})
-    degree = a["tp"] * spec_value(gpu, "n_gpus")
+    link = gpu.interconnect_bandwidth if interconnect_bandwidth is None else \
+        interconnect_bandwidth
+    hop = gpu.interconnect_latency if interconnect_latency is None else interconnect_latency
+    degree = tp * gpu.n_gpus
     require_link(link, degree)
     per_token, latency = allreduce_coefficients(
-        spec_value(model, "n_layers"), spec_value(model, "hidden_size"),
-        spec_value(model, "kv_bytes_per_element"), degree, hop)
+        model.n_layers, model.hidden_size, model.kv_bytes_per_element, degree, hop)
     # 0 / inf is 0 where no link is needed (degree 1); NaN links were rejected above.
-    safe_link = xr.where(degree > 1, link, np.inf) if is_labelled(degree) or is_labelled(link) \
-        else np.where(np.asarray(degree) > 1, link, np.inf)
-    return finish(a["tokens"] * per_token / safe_link + latency, "s",
-                  "tensor-parallel all-reduce time")
-
-
-def _link(gpu, bandwidth, latency):
-    """The link bandwidth and hop latency to use: overrides, else the GPU's own."""
-    if bandwidth is None:
-        bandwidth = _optional(spec_value(gpu, "interconnect_bandwidth"))
-    else:
-        check_positive("interconnect_bandwidth", bandwidth)
-    if latency is None:
-        latency = spec_value(gpu, "interconnect_latency")
-    else:
-        check_nonnegative("interconnect_latency", latency)
-    return bandwidth, latency
+    safe_link = np.where(degree > 1, link, np.inf)
+    return tokens * per_token / safe_link + latency
 
 
 def require_link(link, degree):
@@ -282,24 +300,49 @@ def require_link(link, degree):
                          "allreduce=False (the guide's simple model)")
 
 
+def _check_request(arguments):
+    """Exactly one of a KV budget and a concurrency (with its context), and the candidates."""
+    budget, concurrency = arguments["kv_budget_bytes"], arguments["concurrency"]
+    context_length, candidates = arguments["context_length"], arguments["candidates"]
+    if (budget is None) == (concurrency is None):
+        raise ValueError("give exactly one of kv_budget_bytes or concurrency (with context_length)")
+    if concurrency is not None:
+        if context_length is None:
+            raise ValueError("concurrency needs context_length [tokens]")
+        check_integer("concurrency", concurrency, lo=1)
+        check_integer("context_length", context_length, lo=1)
+    else:
+        if context_length is not None:
+            raise ValueError("context_length only applies with concurrency")
+        check_nonnegative("kv_budget_bytes", budget)
+    if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__iter__"):
+        raise TypeError("candidates must be a sequence of integers >= 1")
+    degrees = list(candidates)
+    if not degrees or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1
+                          for d in degrees):
+        raise ValueError(f"candidates must be a non-empty sequence of integers >= 1, "
+                         f"got {candidates!r}")
+
+
+@_parallel_formula("1", "smallest tensor-parallel degree that fits (0: none)",
+                   model=("weight_bytes", "kv_bytes_per_token_per_layer", "n_full_layers",
+                          "n_sliding_layers", "sliding_window"), gpu=("memory_bytes",),
+                   order=("gpu", "model", "concurrency", "context_length", "kv_budget_bytes"),
+                   checks={"reserve": lambda name, v: check_fraction(name, v, hi_open=True)},
+                   validate=_check_request,
+                   keep=("candidates",))
 def smallest_tp(model, gpu, *, kv_budget_bytes=None, concurrency=None, context_length=None,
                 reserve=memory.DEFAULT_RESERVE, candidates=(1, 2, 4, 8)):
     """The smallest tensor-parallel degree that holds the weights plus a KV budget (guide §5).
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        The model, or a catalogue Dataset over ``model``.
-    gpu : GPU or xarray.Dataset
-        One accelerator, or a catalogue Dataset over ``gpu``.
     kv_budget_bytes : float, array_like or xarray.DataArray, optional
         KV cache the group must hold after weights and reserve [bytes], ≥ 0.
     concurrency : int, array_like or xarray.DataArray, optional
         Sequences that must fit at ``context_length`` [1], ≥ 1 (instead of ``kv_budget_bytes``).
     context_length : int, array_like or xarray.DataArray, optional
         Tokens per sequence for ``concurrency`` [tokens], ≥ 1.
-    reserve : float
-        Working-space share of the memory left after weights, in [0, 1). Default 0.10 (§2.4).
     candidates : sequence of int
         Degrees to try, each ≥ 1 (searched in increasing order). Default (1, 2, 4, 8).
 
@@ -330,43 +373,15 @@ def smallest_tp(model, gpu, *, kv_budget_bytes=None, concurrency=None, context_l
     .. [1] Serving-capacity guide §5 ("choose the smallest TP degree that fits the model plus a
        useful KV budget") and §2.4.
     """
-    _check_model(model)
-    _check_gpu(gpu)
-    if (kv_budget_bytes is None) == (concurrency is None):
-        raise ValueError("give exactly one of kv_budget_bytes or concurrency (with context_length)")
     if concurrency is not None:
-        if context_length is None:
-            raise ValueError("concurrency needs context_length [tokens]")
-        check_integer("concurrency", concurrency, lo=1)
-        check_integer("context_length", context_length, lo=1)
+        need = concurrency * memory.kv_bytes_per_sequence.__wrapped__(model, context_length)
     else:
-        if context_length is not None:
-            raise ValueError("context_length only applies with concurrency")
-        check_nonnegative("kv_budget_bytes", kv_budget_bytes)
-    if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__iter__"):
-        raise TypeError("candidates must be a sequence of integers >= 1")
-    degrees = list(candidates)
-    if not degrees or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1
-                          for d in degrees):
-        raise ValueError(f"candidates must be a non-empty sequence of integers >= 1, "
-                         f"got {candidates!r}")
-    degrees = sorted(set(int(d) for d in degrees))
-    if concurrency is not None:
-        a = align_inputs({"concurrency": concurrency, "context_length": context_length,
-                          "model": model, "gpu": gpu})
-        need = a["concurrency"] * memory.kv_bytes_per_sequence(model, a["context_length"])
-    else:
-        need = align_inputs({"kv_budget_bytes": kv_budget_bytes, "model": model,
-                             "gpu": gpu})["kv_budget_bytes"]
-    weights = spec_value(model, "weight_bytes")
-    chosen = 0 * need * weights * spec_value(gpu, "memory_bytes")   # shape of the answer
-    chosen = chosen.astype(np.int64) if hasattr(chosen, "astype") else 0
+        need = kv_budget_bytes
+    chosen = np.zeros(np.broadcast_shapes(np.shape(need), np.shape(model.weight_bytes),
+                                          np.shape(gpu.memory_bytes)), dtype=np.int64)
     # Largest degree first, so the smallest that fits overwrites: a handful of degrees, no cells.
-    for degree in reversed(degrees):
-        fits = (spec_value(gpu, "memory_bytes") * degree > weights) & (
-            memory.usable_kv_bytes(model, gpu, tp=degree, reserve=reserve) >= need)
-        chosen = xr.where(fits, degree, chosen) if is_labelled(fits) else np.where(fits, degree,
-                                                                                    chosen)
-    if isinstance(chosen, xr.DataArray):
-        chosen = chosen.astype(np.int64)
-    return finish(chosen, "1", "smallest tensor-parallel degree that fits (0: none)")
+    for degree in sorted({int(d) for d in candidates}, reverse=True):
+        fits = (gpu.memory_bytes * degree > model.weight_bytes) & (
+            memory.usable_kv_bytes.__wrapped__(model, gpu, degree, reserve) >= need)
+        chosen = np.where(fits, degree, chosen)
+    return chosen

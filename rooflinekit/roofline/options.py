@@ -5,9 +5,8 @@ on plain floats or numpy arrays (:mod:`rooflinekit.roofline.step` lays the input
 step's coefficients). This module gets their inputs there: the fields of a
 :class:`~rooflinekit.ModelShape` or :class:`~rooflinekit.GPU` (or of a catalogue Dataset, or of an
 array spec from :mod:`rooflinekit.sweep`) as numbers (:func:`model_fields`, :func:`gpu_fields`);
-the efficiency factors and overrides every time function takes, validated (:func:`read_options`,
-:func:`with_options_doc` documents them); and :class:`Grid`, which lays labelled and unlabelled
-inputs out on one grid of raw arrays and wraps the result once.
+the efficiency factors and overrides every time function takes, validated (:func:`read_options`;
+:data:`ROOFLINE_PARAMETERS` documents them with the shared arguments, once).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import parallel
+from rooflinekit._labels import PARAMETERS, parameter_entries
 from rooflinekit._validation import (
     check_integer,
     check_nonnegative,
@@ -163,7 +163,9 @@ def read_gpu(gpu, arguments) -> dict:
     return gpu_fields(gpu, arguments.get("compute_dtype"))
 
 
-OPTIONS_DOC = """compute_efficiency : float, array_like or xarray.DataArray
+#: The roofline formulas' parameters, documented once: the shared arguments and the options.
+ROOFLINE_PARAMETERS = {**PARAMETERS, **parameter_entries("""
+    compute_efficiency : float, array_like or xarray.DataArray
         Share of the peak FLOP/s the matrix multiplies reach [1], in (0, 1]. Default 1.0.
     bandwidth_efficiency : float, array_like or xarray.DataArray
         Share of the HBM bandwidth the step reaches [1], in (0, 1]. Default 1.0.
@@ -175,10 +177,5 @@ OPTIONS_DOC = """compute_efficiency : float, array_like or xarray.DataArray
     compute_dtype : str, optional
         Format of the matrix multiplies ("fp8", ...); default the GPU's 16-bit dense peak.
     interconnect_bandwidth, interconnect_latency : float, optional
-        Overrides of the GPU's per-direction link bandwidth [bytes/s] and per-hop latency [s]."""
-
-
-def with_options_doc(func):
-    """Fill in the options' documentation; the signature lists the options itself."""
-    func.__doc__ = func.__doc__.replace("{options}", OPTIONS_DOC)
-    return func
+        Overrides of the GPU's per-direction link bandwidth [bytes/s] and per-hop latency [s].
+    """)}

@@ -28,9 +28,9 @@ from rooflinekit._labels import formula, lay_out
 from rooflinekit.roofline.options import (
     ARGUMENT_CHECKS,
     OPTION_DEFAULTS,
+    ROOFLINE_PARAMETERS,
     read_gpu,
     read_model,
-    with_options_doc,
 )
 
 __all__ = [
@@ -202,7 +202,8 @@ def step_formula(units: str, long_name: str, *, checks: dict | None = None):
     :func:`~rooflinekit.roofline.options.gpu_fields`), and everything laid out on one grid. The
     body receives the numbers as raw arrays, ``model`` as :class:`ModelTerms`-like namespace of
     the model's coefficients and ``gpu`` as the group's (efficiencies, ``tp`` and all-reduce
-    folded in); ``{options}`` in its docstring becomes the options' documentation.
+    folded in). The docstring's Parameters section is completed from
+    :data:`~rooflinekit.roofline.options.ROOFLINE_PARAMETERS`.
     """
     def decorate(func):
         params = inspect.signature(func).parameters
@@ -210,10 +211,10 @@ def step_formula(units: str, long_name: str, *, checks: dict | None = None):
         all_checks.update(checks or {})
         specs = {k: read for k, read in (("model", read_model), ("gpu", read_gpu))
                  if k in params}
-        # tp leads, as the group's size, when a GPU is read
-        lead = ("tp",) if "gpu" in specs else ()
+        # tp follows the specs, as the group's size, when a GPU is read
+        order = ("model", "gpu", "tp") if "gpu" in specs else ()
         return formula(units, long_name, checks=all_checks, specs=specs, derive=_coefficients,
-                       lead=lead)(with_options_doc(func))
+                       order=order, parameters=ROOFLINE_PARAMETERS)(func)
     return decorate
 
 
@@ -271,7 +272,8 @@ def _setup(model, gpu, arguments: dict):
     """Grid and coefficients of ``arguments`` outside a decorated formula (tables, StepCost)."""
     specs = {k: read for k, read, spec in (("model", read_model, model), ("gpu", read_gpu, gpu))
              if spec is not None}
-    grid, inputs = lay_out({"model": model, "gpu": gpu, **arguments}, specs, lead=("tp",))
+    grid, inputs = lay_out({"model": model, "gpu": gpu, **arguments}, specs,
+                           order=("model", "gpu", "tp"))
     return grid, _coefficients(inputs)
 
 

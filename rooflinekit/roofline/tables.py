@@ -11,10 +11,14 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import dims
-from rooflinekit._labels import finish, spec_value
+from rooflinekit._labels import document, finish, spec_value
 from rooflinekit._validation import check_integer
 from rooflinekit.roofline.latency import decode_step_time
-from rooflinekit.roofline.options import ARGUMENT_CHECKS, read_options, with_options_doc
+from rooflinekit.roofline.options import (
+    ARGUMENT_CHECKS,
+    ROOFLINE_PARAMETERS,
+    read_options,
+)
 from rooflinekit.roofline.step import (
     _setup,
     decode_step,
@@ -26,17 +30,11 @@ from rooflinekit.roofline.step import (
 __all__ = ["decode_roofline", "tp_scaling"]
 
 
-@with_options_doc
+@document(ROOFLINE_PARAMETERS)
 def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
                     bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
                     compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Everything the roofline says about a decode step, as one labelled Dataset.
-
-    Parameters
-    ----------
-    model, gpu, batch_size, context_length, tp
-        As for :func:`decode_step_time`; 1-D arrays become dimensions of their name.
-    {options}
 
     Returns
     -------
@@ -113,16 +111,8 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        The model.
-    gpu : GPU or xarray.Dataset
-        One accelerator.
     degrees : sequence of int
         Degrees to compare [1], each ≥ 1; the first is the baseline of the speed-up.
-    batch_size : int, array_like or xarray.DataArray
-        Sequences per decode step [1], ≥ 1.
-    context_length : int, array_like or xarray.DataArray
-        Tokens cached per sequence [tokens], ≥ 0.
     allreduce : bool
         Whether ``step_time`` includes the all-reduce cost (default ``True``; ``step_time_simple``
         is always the guide's model without it).

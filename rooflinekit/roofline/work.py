@@ -65,11 +65,11 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import memory
-from rooflinekit._labels import align_inputs, finish, where
+from rooflinekit._labels import align_inputs, document, finish, where
 from rooflinekit._validation import check_integer, check_nonnegative, check_positive
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
-from rooflinekit.roofline.options import read_options, with_options_doc
+from rooflinekit.roofline.options import ROOFLINE_PARAMETERS, read_options
 from rooflinekit.roofline.step import (
     StepCost,
     _setup,
@@ -107,7 +107,7 @@ __all__ = [
 # Coefficients for the simulator and the mixed (chunked-prefill) step.
 # ------------------------------------------------------------------------------------------------
 
-@with_options_doc
+@document(ROOFLINE_PARAMETERS)
 def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidth_efficiency=1.0,
         step_overhead=0.0, allreduce=False, compute_dtype=None,
         interconnect_bandwidth=None, interconnect_latency=None) -> StepCost:
@@ -121,7 +121,6 @@ def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidt
         One accelerator; ``tp`` of them form the group.
     tp : int
         Tensor-parallel degree [1], ≥ 1.
-    {options}
 
     Returns
     -------
@@ -169,10 +168,6 @@ def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, t
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        The model.
-    gpu : GPU or xarray.Dataset
-        One accelerator; ``tp`` of them form the group.
     decode_tokens : int, array_like or xarray.DataArray
         Decoding sequences in the step, one token each [tokens], ≥ 0.
     prefill_tokens : int, array_like or xarray.DataArray
@@ -180,11 +175,8 @@ def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, t
     kv_tokens_read : float, array_like or xarray.DataArray
         KV-cache tokens the decoding sequences read [tokens], ≥ 0: the sum of their contexts,
         each window-capped for sliding-window models (:func:`effective_kv_tokens`).
-    tp : int, array_like or xarray.DataArray
-        Tensor-parallel degree [1], ≥ 1.
     prefill_context_length : int, array_like or xarray.DataArray
         Tokens of the prefilling prompt already cached by earlier chunks [tokens], ≥ 0.
-    {options}
 
     Returns
     -------
@@ -223,8 +215,6 @@ def effective_kv_tokens(model, context_length):
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        The model.
     context_length : int, array_like or xarray.DataArray
         Tokens cached [tokens], ≥ 0.
 
@@ -252,15 +242,6 @@ def effective_kv_tokens(model, context_length):
 def decode_flops(model, batch_size=1, context_length=0):
     """FLOPs of one decode step of ``batch_size`` sequences at ``context_length`` [FLOP].
 
-    Parameters
-    ----------
-    model : ModelShape or xarray.Dataset
-        The model, or a catalogue Dataset over ``model``.
-    batch_size : int, array_like or xarray.DataArray
-        Sequences in the step [1], ≥ 1.
-    context_length : int, array_like or xarray.DataArray
-        Tokens each sequence has cached [tokens], ≥ 0.
-
     Returns
     -------
     float, ndarray or xarray.DataArray
@@ -286,15 +267,6 @@ def decode_flops(model, batch_size=1, context_length=0):
 @step_formula("bytes", "decode bytes per step")
 def decode_bytes(model, batch_size=1, context_length=0):
     """Bytes one decode step moves from HBM: weights once, KV per sequence [bytes].
-
-    Parameters
-    ----------
-    model : ModelShape or xarray.Dataset
-        The model, or a catalogue Dataset over ``model``.
-    batch_size : int, array_like or xarray.DataArray
-        Sequences in the step [1], ≥ 1.
-    context_length : int, array_like or xarray.DataArray
-        Tokens each sequence has cached [tokens], ≥ 0.
 
     Returns
     -------
@@ -324,10 +296,6 @@ def prefill_flops(model, prompt_tokens, context_length=0):
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        The model, or a catalogue Dataset over ``model``.
-    prompt_tokens : int, array_like or xarray.DataArray
-        Prompt tokens processed [tokens], ≥ 1.
     context_length : int, array_like or xarray.DataArray
         Tokens already cached before them (earlier chunks, a cached prefix) [tokens], ≥ 0.
 
@@ -359,10 +327,6 @@ def prefill_bytes(model, prompt_tokens, context_length=0):
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        The model, or a catalogue Dataset over ``model``.
-    prompt_tokens : int, array_like or xarray.DataArray
-        Prompt tokens processed [tokens], ≥ 1.
     context_length : int, array_like or xarray.DataArray
         Tokens already cached before them [tokens], ≥ 0.
 
@@ -389,15 +353,6 @@ def prefill_bytes(model, prompt_tokens, context_length=0):
 @step_formula("FLOP/byte", "decode arithmetic intensity")
 def arithmetic_intensity(model, batch_size=1, context_length=0):
     """FLOPs per byte of a decode step [FLOP/byte] (guide §3.2).
-
-    Parameters
-    ----------
-    model : ModelShape or xarray.Dataset
-        The model, or a catalogue Dataset over ``model``.
-    batch_size : int, array_like or xarray.DataArray
-        Sequences in the step [1], ≥ 1.
-    context_length : int, array_like or xarray.DataArray
-        Tokens each sequence has cached [tokens], ≥ 0.
 
     Returns
     -------
@@ -431,10 +386,6 @@ def ridge_point(gpu, *, compute_efficiency=1.0, bandwidth_efficiency=1.0, comput
     ----------
     gpu : GPU or xarray.Dataset
         An accelerator, or a catalogue Dataset over ``gpu``. The tensor-parallel degree cancels.
-    compute_efficiency, bandwidth_efficiency : float, array_like or xarray.DataArray
-        Achieved shares of peak FLOP/s and bandwidth [1], in (0, 1]. Default 1.0.
-    compute_dtype : str, optional
-        Format of the matrix multiplies; default the 16-bit dense peak.
 
     Returns
     -------
@@ -497,12 +448,6 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_ef
                  compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Whether a decode step is ``"compute"``- or ``"memory"``-bound.
 
-    Parameters
-    ----------
-    model, gpu, batch_size, context_length, tp
-        As for :func:`~rooflinekit.roofline.decode_step_time`.
-    {options}
-
     Returns
     -------
     str, ndarray of str or xarray.DataArray
@@ -524,12 +469,6 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_
                   bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
                   compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Whether a prefill pass is ``"compute"``- or ``"memory"``-bound.
-
-    Parameters
-    ----------
-    model, gpu, prompt_tokens, tp, context_length
-        As for :func:`~rooflinekit.roofline.prefill_time`.
-    {options}
 
     Returns
     -------
@@ -557,12 +496,6 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
                         allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
                         interconnect_latency=None):
     """Time the arithmetic of a decode step needs at the (effective) peak [s].
-
-    Parameters
-    ----------
-    model, gpu, batch_size, context_length, tp
-        As for :func:`~rooflinekit.roofline.decode_step_time`.
-    {options}
 
     Returns
     -------
@@ -594,12 +527,6 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
                        interconnect_latency=None):
     """Time the memory traffic of a decode step needs at the (effective) bandwidth [s].
 
-    Parameters
-    ----------
-    model, gpu, batch_size, context_length, tp
-        As for :func:`~rooflinekit.roofline.decode_step_time`.
-    {options}
-
     Returns
     -------
     float, ndarray or xarray.DataArray
@@ -627,18 +554,8 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
 
     Parameters
     ----------
-    model : ModelShape or xarray.Dataset
-        The model.
-    gpu : GPU or xarray.Dataset
-        One accelerator.
-    context_length : int, array_like or xarray.DataArray
-        Tokens each sequence has cached [tokens], ≥ 0.
     tp : int, array_like or xarray.DataArray
         Tensor-parallel degree [1], ≥ 1 (cancels in the simple model).
-    compute_efficiency, bandwidth_efficiency : float, array_like or xarray.DataArray
-        Achieved shares of peak [1], in (0, 1].
-    compute_dtype : str, optional
-        Format of the matrix multiplies.
 
     Returns
     -------
@@ -699,12 +616,8 @@ def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.
 
     Parameters
     ----------
-    model, gpu, tp, compute_efficiency, bandwidth_efficiency, compute_dtype
-        As for :func:`critical_batch_size`.
     context_length : int, array_like or xarray.DataArray
         Tokens each sequence holds [tokens], ≥ 1.
-    reserve : float
-        Working-space share of the memory left after weights, in [0, 1).
 
     Returns
     -------
