@@ -278,6 +278,11 @@ class Poisson:
 # --- workloads ----------------------------------------------------------------------------------
 
 
+def _column(key: str, doc: str) -> property:
+    """A read-only attribute for one of a :class:`Workload`'s arrays."""
+    return property(lambda self: self._data[key], doc=doc)
+
+
 class Workload(Mapping):
     """A fixed workload: one arrival time, prompt and output length (and tier) per request.
 
@@ -350,21 +355,10 @@ class Workload(Mapping):
         """Number of requests."""
         return int(self._data["arrival"].size)
 
-    @property
-    def arrival(self) -> np.ndarray:
-        return self._data["arrival"]
-
-    @property
-    def prompt_tokens(self) -> np.ndarray:
-        return self._data["prompt_tokens"]
-
-    @property
-    def output_tokens(self) -> np.ndarray:
-        return self._data["output_tokens"]
-
-    @property
-    def priority(self) -> np.ndarray:
-        return self._data["priority"]
+    arrival = _column("arrival", "Arrival times [tick or s], sorted (float64, read-only).")
+    prompt_tokens = _column("prompt_tokens", "Prompt lengths [tokens] (int64, read-only).")
+    output_tokens = _column("output_tokens", "Output lengths [tokens], >= 1 (int64, read-only).")
+    priority = _column("priority", "Tiers: 0 interactive, 1 batch (int64, read-only).")
 
     def __repr__(self):
         return (f"Workload(n_requests={self.n_requests}, "

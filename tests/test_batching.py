@@ -1,5 +1,7 @@
 """Static and continuous batching: the guide's figures, admission rules, properties, Monte Carlo."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -405,18 +407,62 @@ def test_parameter_messages(make, error, message):
 
 
 @pytest.mark.parametrize("batcher", [ContinuousBatcher, StaticBatcher])
-def test_efficiency_checked_at_construction(batcher):
+def test_roofline_options_checked_at_construction(batcher):
     roofline = dict(model="guide-70b", gpu="lab", tp=8)
-    with pytest.raises(TypeError, match="efficiency: .*compute_effciency"):
-        batcher(**roofline, efficiency={"compute_effciency": 0.5})
-    with pytest.raises(TypeError, match="efficiency: .*bogus"):
-        batcher(efficiency={"bogus": 1})                 # tick clock: still a typo
+    with pytest.raises(TypeError, match="roofline_options: .*compute_effciency"):
+        batcher(**roofline, roofline_options={"compute_effciency": 0.5})
+    with pytest.raises(TypeError, match="roofline_options: .*bogus"):
+        batcher(roofline_options={"bogus": 1})           # tick clock: still a typo
     with pytest.raises(ValueError, match="compute_efficiency"):
-        batcher(**roofline, efficiency={"compute_efficiency": 2.0})
-    with pytest.raises(TypeError, match="efficiency must be a mapping"):
-        batcher(**roofline, efficiency=0.5)
-    b = batcher(**roofline, efficiency={"compute_efficiency": 0.5, "step_overhead": 1e-3})
+        batcher(**roofline, roofline_options={"compute_efficiency": 2.0})
+    with pytest.raises(TypeError, match="roofline_options must be a mapping"):
+        batcher(**roofline, roofline_options=0.5)
+    b = batcher(**roofline, roofline_options={"compute_efficiency": 0.5, "step_overhead": 1e-3})
     assert b.run(arrival=[0.0], prompt_tokens=[4], output_tokens=[2])["n_completed"] == 1
+
+
+_OPTIONS = {"compute_efficiency": 0.6, "bandwidth_efficiency": 0.7, "step_overhead": 1e-3,
+            "allreduce": True}
+
+
+@pytest.mark.parametrize("batcher", [ContinuousBatcher, StaticBatcher])
+def test_former_efficiency_keyword_warns_and_gives_the_same_results(batcher):
+    roofline = dict(model="guide-70b", gpu="lab", tp=8)
+    wl = WorkloadSpec(60, output=LogNormal(40, 1.0), prompt=Uniform(1, 300),
+                      arrival=Poisson(50.0)).sample(3)
+    new = batcher(**roofline, roofline_options=_OPTIONS)
+    with pytest.warns(FutureWarning, match="roofline_options"):
+        old = batcher(**roofline, efficiency=_OPTIONS)
+    assert old == new
+    xr.testing.assert_identical(old.run(wl), new.run(wl))
+    with pytest.warns(FutureWarning, match="roofline_options"):
+        assert old.efficiency == _OPTIONS
+    # still checked at construction under the old name, and never both names at once
+    with pytest.warns(FutureWarning), pytest.raises(TypeError, match="compute_effciency"):
+        batcher(**roofline, efficiency={"compute_effciency": 0.5})
+    with pytest.warns(FutureWarning), pytest.raises(TypeError, match="not also"):
+        batcher(**roofline, efficiency=_OPTIONS, roofline_options=_OPTIONS)
+    # through simulate and monte_carlo too
+    policy = new.policy
+    with pytest.warns(FutureWarning, match="roofline_options"):
+        via_simulate = simulate(wl, policy=policy, **roofline, efficiency=_OPTIONS)
+    xr.testing.assert_identical(via_simulate, simulate(wl, policy=policy, **roofline,
+                                                       roofline_options=_OPTIONS))
+    spec = WorkloadSpec(20, output=LogNormal(20, 1.0), prompt=Uniform(1, 50))
+    xr.testing.assert_identical(
+        monte_carlo(spec, old, replicates=2, seed=1, parallel=False, sweep={"tp": [4, 8]}),
+        monte_carlo(spec, new, replicates=2, seed=1, parallel=False, sweep={"tp": [4, 8]}))
+
+
+def test_roofline_options_keep_the_fields_and_their_order():
+    # the new name takes the old one's place: positional meaning and replace() are unchanged
+    assert [f.name for f in dataclasses.fields(StaticBatcher)] == [
+        "batch_size", "model", "gpu", "tp", "clock", "roofline_options"]
+    assert [f.name for f in dataclasses.fields(ContinuousBatcher)][-2:] == [
+        "clock", "roofline_options"]
+    b = StaticBatcher(8, "guide-70b", "lab", 8, None, {"step_overhead": 1e-3})
+    assert b.roofline_options == {"step_overhead": 1e-3}
+    assert dataclasses.replace(b, batch_size=4).roofline_options == {"step_overhead": 1e-3}
 
 
 def test_roofline_inputs_checked_at_construction():

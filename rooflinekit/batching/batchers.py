@@ -39,8 +39,10 @@ References
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import numbers
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -65,7 +67,7 @@ class _Timing:
     plain-Python reference (``None`` for ticks).
     """
 
-    def __init__(self, clock, model, gpu, tp, efficiency):
+    def __init__(self, clock, model, gpu, tp, roofline_options):
         self.clock = clock
         self.tick = clock == "tick"
         if self.tick:
@@ -73,7 +75,7 @@ class _Timing:
             self.reference_clock = None
             self.units = "tick"
             return
-        cost = roofline.step_cost_coefficients(model, gpu, tp=tp, **(efficiency or {}))
+        cost = roofline.step_cost_coefficients(model, gpu, tp=tp, **(roofline_options or {}))
         self.coef = np.array([float(c) for c in cost], dtype=np.float64)
         self.reference_clock = _RooflineClock(tuple(float(c) for c in cost),
                                               cost.full_attention_fraction, cost.sliding_window)
@@ -125,14 +127,48 @@ _CLOCK_PARAMETERS = """tp : int
         Tensor-parallel degree [1].
     clock : {"tick", "roofline"}, optional
         Default "tick" without a model, "roofline" with one.
-    efficiency : dict, optional
-        Efficiency factors passed to :func:`rooflinekit.roofline.step_cost_coefficients`
-        (``compute_efficiency``, ``bandwidth_efficiency``, ``step_overhead``, ...)."""
+    roofline_options : dict, optional
+        Options of the roofline model passed to
+        :func:`rooflinekit.roofline.step_cost_coefficients` (``compute_efficiency``,
+        ``bandwidth_efficiency``, ``step_overhead``, ``allreduce``, ...); the name
+        :meth:`rooflinekit.pricing.SelfHosted.from_roofline` uses. A misspelt option name fails
+        at construction. The former keyword ``efficiency=`` is accepted for one release, with a
+        ``FutureWarning``."""
+
+
+def _renamed_efficiency():
+    warnings.warn("the batchers' efficiency= is renamed roofline_options= (the name "
+                  "SelfHosted.from_roofline uses); the old name will be removed in the next "
+                  "release", FutureWarning, stacklevel=3)
 
 
 def _with_clock_parameters(cls):
-    """Fill in the parameters both batchers share (``{clock_parameters}`` in the docstring)."""
+    """The parameters both batchers share: fill in the docstring, accept the former keyword.
+
+    ``{clock_parameters}`` in the docstring becomes :data:`_CLOCK_PARAMETERS`. ``efficiency=``
+    (the former name of ``roofline_options``) is taken by a thin wrapper of the dataclass's
+    ``__init__`` rather than a field, so the fields, their order and ``dataclasses.replace`` are
+    those of the new name alone; reading ``.efficiency`` warns too.
+    """
     cls.__doc__ = cls.__doc__.replace("{clock_parameters}", _CLOCK_PARAMETERS)
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, efficiency=None, **kwargs):
+        if efficiency is not None:
+            _renamed_efficiency()
+            if kwargs.get("roofline_options") is not None:
+                raise TypeError("give roofline_options, not also its former name efficiency")
+            kwargs["roofline_options"] = efficiency
+        init(self, *args, **kwargs)
+
+    def efficiency(self):
+        """Former name of :attr:`roofline_options`, kept for one release; warns."""
+        _renamed_efficiency()
+        return self.roofline_options
+
+    cls.__init__ = __init__
+    cls.efficiency = property(efficiency)
     return cls
 
 
@@ -140,27 +176,28 @@ class _Batcher:
     """What both batchers share: validation and timing of the clock, and the kernel calls."""
 
     def _check_clock(self):
-        """Check ``tp`` and ``efficiency``, look up specs and settle the clock, before any run.
+        """Check ``tp`` and ``roofline_options``, look up specs, settle the clock, before any run.
 
         In roofline mode this derives the step cost once, so that a bad model, GPU or option
         value fails here rather than at :meth:`run`.
         """
         whole_number("tp", self.tp, lo=1)
-        if self.efficiency is not None:
-            if not isinstance(self.efficiency, Mapping):
-                raise TypeError(f"efficiency must be a mapping of option names to values or "
-                                f"None, got {type(self.efficiency).__name__}")
+        options = self.roofline_options
+        if options is not None:
+            if not isinstance(options, Mapping):
+                raise TypeError(f"roofline_options must be a mapping of option names to values "
+                                f"or None, got {type(options).__name__}")
             try:
-                roofline.read_options(**self.efficiency)
+                roofline.read_options(**options)
             except TypeError as err:             # a misspelt option name
-                raise TypeError(f"efficiency: {err}") from None
+                raise TypeError(f"roofline_options: {err}") from None
         _resolve_specs(self)
         object.__setattr__(self, "clock", _resolve_clock(self.clock, self.model, self.gpu))
         if self.clock == "roofline":
             self._timing()
 
     def _timing(self):
-        return _Timing(self.clock, self.model, self.gpu, self.tp, self.efficiency)
+        return _Timing(self.clock, self.model, self.gpu, self.tp, self.roofline_options)
 
     def _simulate(self, wl, timing):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
@@ -240,7 +277,7 @@ class StaticBatcher(_Batcher):
     gpu: object = None
     tp: int = 1
     clock: str | None = None
-    efficiency: Mapping | None = None
+    roofline_options: Mapping | None = None
 
     _tiered = False       # static batching ignores priority
 
@@ -337,7 +374,7 @@ class ContinuousBatcher(_Batcher):
     tp: int = 1
     reserve: float = 0.10
     clock: str | None = None
-    efficiency: Mapping | None = None
+    roofline_options: Mapping | None = None
 
     _tiered = True
 

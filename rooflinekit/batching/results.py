@@ -16,7 +16,9 @@ completes nothing has zero throughput, not NaN.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import xarray as xr
+from xarray.indexes import PandasIndex
 
 from rooflinekit import dims
 from rooflinekit.batching._reference import STAT_NAMES
@@ -174,6 +176,33 @@ def _units(kind, time_units):
     return kind.replace("time", time_units) if kind != "1" else "1"
 
 
+def _variable(dims, values, attrs=None) -> xr.Variable:
+    """``xr.Variable(dims, values, attrs)`` for numpy data, without xarray's duck-array checks.
+
+    Given an array, ``xr.Variable`` asks whether it is a dask array, which imports ``dask.array``
+    (about 0.3 s) whenever dask is installed. Results hold numbers, booleans and strings, for
+    which those checks convert nothing, so they are skipped (``fastpath``); other dtypes take the
+    ordinary path.
+    """
+    data = np.asarray(values)
+    return xr.Variable(dims, data, attrs=attrs, fastpath=data.dtype.kind in "biufcUS")
+
+
+def _coordinates(**labels) -> xr.Coordinates:
+    """Dimension coordinates from numpy labels, indexed without xarray's duck-array checks.
+
+    ``xr.Dataset(coords={dim: labels})`` casts each array to a ``pandas.Index`` after asking dask
+    whether it is a dask collection (importing dask); a ready ``pandas.Index`` skips that. The
+    coordinates keep the labels' numpy dtype, as the ordinary path gives them.
+    """
+    indexes = {dim: PandasIndex(pd.Index(values), dim, coord_dtype=values.dtype)
+               for dim, values in ((d, np.asarray(v)) for d, v in labels.items())}
+    variables = {}
+    for index in indexes.values():
+        variables.update(index.create_variables())
+    return xr.Coordinates(variables, indexes=indexes)
+
+
 def _single_dataset(wl: Workload, out, batcher, timing, targets) -> xr.Dataset:
     n = wl.n_requests
     arrival, prompt, output, priority = (wl.arrival[None], wl.prompt_tokens[None],
@@ -202,15 +231,15 @@ def _single_dataset(wl: Workload, out, batcher, timing, targets) -> xr.Dataset:
         "itl": (per["itl"][0], tu, "mean inter-token latency"),
         "preemptions": (preempt, "1", "times the request was preempted"),
     }
-    variables = {name: xr.Variable((req,), values, attrs={"units": units, "long_name": long_name})
+    variables = {name: _variable((req,), values, {"units": units, "long_name": long_name})
                  for name, (values, units, long_name) in data.items()}
     budget = batcher._kv_budget()
     summaries = _summaries(arrival, prompt, output, priority, out, batcher._slots(), budget,
                            targets)
     for name, (values, kind, long_name) in summaries.items():
-        variables[name] = xr.Variable((_TIER,) if name.startswith("tier_") else (), values[0],
-                                      attrs={"units": _units(kind, tu), "long_name": long_name})
-    ds = xr.Dataset(variables, coords={req: np.arange(n), _TIER: list(TIERS)})
+        variables[name] = _variable((_TIER,) if name.startswith("tier_") else (), values[0],
+                                    {"units": _units(kind, tu), "long_name": long_name})
+    ds = xr.Dataset(variables, coords=_coordinates(**{req: np.arange(n), _TIER: list(TIERS)}))
     _stamp(ds, batcher, timing, budget, targets)
     return ds
 
@@ -236,8 +265,8 @@ def _summary_grid(results, policies, sweep, r0, r1, time_units) -> xr.Dataset:
     names = list(sweep)
     lead = (_POLICY,) + tuple(names) + (dims.REPLICATE,)
     data_vars = {
-        key: xr.Variable(lead + ((_TIER,) if key.startswith("tier_") else ()), values,
-                         attrs={"units": _units(kind, time_units), "long_name": long_name})
+        key: _variable(lead + ((_TIER,) if key.startswith("tier_") else ()), values,
+                       {"units": _units(kind, time_units), "long_name": long_name})
         for key, (values, kind, long_name) in results.items()}
     coords = {_POLICY: list(policies), **{k: sweep[k] for k in names},
               dims.REPLICATE: np.arange(r0, r1), _TIER: list(TIERS)}
