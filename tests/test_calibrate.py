@@ -1,7 +1,7 @@
 """Tests of rooflinekit.calibrate: the fit, cross-validation and the command line.
 
-The measurement format is tested in ``test_measurements.py``, the KV log comparison in
-``test_engine_log.py``.
+The measurement format is tested in ``test_calibrate_measurements.py``, the KV log comparison in
+``test_calibrate_engine_log.py``.
 
 Reference data live in ``tests/data/measurements`` (see its README for provenance). Bootstraps
 use few resamples here; the documented figures (docs/calibration.md) use 200.

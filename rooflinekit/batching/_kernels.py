@@ -87,7 +87,7 @@ _FA = StepCost._fields.index("full_attention_fraction")
 _SW = StepCost._fields.index("sliding_window")
 
 #: sha256 of the step formula's source (the three kernels and the StepCost field names), which
-#: numba's cache cannot see; ``tests/test_kernels.py`` recomputes it.
+#: numba's cache cannot see; ``tests/test_batching_kernels.py`` recomputes it.
 STEP_FORMULA_SHA256 = "5e175f803317ed29b737456d7d6ee4b19b859a4b817151fe8629d8376d19a86e"
 
 _mixed_step_time = njit(cache=True)(mixed_step_time_kernel)

@@ -1,6 +1,6 @@
 """Tests for rooflinekit.pricing: break-even, savings surfaces, self-hosting crossover, price list
-(§6); the capacity types are tested in test_capacity_types.py, the gates and the cheapest option
-in test_compliance.py."""
+(§6); the capacity types are tested in test_pricing_capacity.py, the gates and the cheapest option
+in test_pricing_choice.py."""
 
 import math
 
