@@ -12,7 +12,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from rooflinekit import parallel, planning, pricing, roofline  # noqa: E402
+from rooflinekit import planning, pricing, roofline  # noqa: E402
 from rooflinekit.batching import ContinuousBatcher, StaticBatcher  # noqa: E402
 from rooflinekit.plotting.batching import _lanes  # noqa: E402
 from rooflinekit.plotting import (  # noqa: E402

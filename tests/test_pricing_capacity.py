@@ -2,7 +2,6 @@
 capacity and cost, blended price and unit cost (§6.1, §6.2, §6.5)."""
 
 import math
-import sys
 import types
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 from rooflinekit import catalog
 from rooflinekit.pricing.capacity import (PayAsYouGo, Provisioned, SelfHosted, blended_price,
                                         unit_cost)
-from rooflinekit.pricing import gpu_hourly_price
+from rooflinekit.pricing import capacity, gpu_hourly_price
 
 from helpers import da
 
@@ -132,7 +131,7 @@ class _StubRoofline(types.ModuleType):
 
 def test_from_roofline_capacity_arithmetic(monkeypatch, guide_model, lab_gpu):
     stub = _StubRoofline()
-    monkeypatch.setitem(sys.modules, "rooflinekit.roofline", stub)
+    monkeypatch.setattr(capacity, "roofline", stub)
     sh = SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64,
                                   context_length=8192, utilization=0.5,
                                   engineering_monthly=25_000.0, replicas=2)
@@ -151,7 +150,7 @@ def test_from_roofline_checks_option_names_first(monkeypatch, guide_model, lab_g
     stub = _StubRoofline()
     from rooflinekit.roofline import read_options
     stub.read_options = read_options
-    monkeypatch.setitem(sys.modules, "rooflinekit.roofline", stub)
+    monkeypatch.setattr(capacity, "roofline", stub)
     with pytest.raises(TypeError, match="bandwith_efficiency"):
         SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
                                  utilization=0.5, engineering_monthly=0.0,

@@ -16,6 +16,7 @@ import re
 from rooflinekit._validation import check_one_of, check_string, check_type
 from rooflinekit import units
 from rooflinekit.hardware import GPU
+from rooflinekit.memory import engine_kv_cache
 from rooflinekit.models import ModelShape
 
 __all__ = ["parse_vllm_kv_log", "compare_engine_log"]
@@ -116,7 +117,6 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int =
         If the log has neither a memory profile nor an available-KV figure, or no
         ``max_model_len`` is known.
     """
-    from rooflinekit.memory import engine_kv_cache
 
     check_type("model", model, ModelShape)
     found = parse_vllm_kv_log(log) if isinstance(log, str) else dict(log)

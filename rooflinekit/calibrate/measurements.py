@@ -29,6 +29,7 @@ import xarray as xr
 
 from rooflinekit._validation import check_one_of, describe, show
 from rooflinekit import units
+from rooflinekit.dtypes import dtype_name
 
 __all__ = [
     "MEASUREMENT", "MEASUREMENT_COLUMNS", "REQUIRED_COLUMNS",
@@ -163,7 +164,6 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
             if not math.isnan(value) and value < 0:
                 raise ValueError(f"measurement {i}: {col} must be >= 0; got {show(row[col])}")
         if columns["dtype"][-1]:
-            from rooflinekit.dtypes import dtype_name
             try:
                 columns["dtype"][-1] = dtype_name(columns["dtype"][-1])
             except ValueError as exc:

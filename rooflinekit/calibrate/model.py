@@ -22,7 +22,7 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-from rooflinekit import catalog
+from rooflinekit import catalog, roofline
 from rooflinekit._validation import (
     check_keys,
     check_mapping,
@@ -33,6 +33,7 @@ from rooflinekit._validation import (
     renamed_keyword,
 )
 from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
+from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
@@ -53,12 +54,6 @@ _IDEAL = MappingProxyType({"compute_efficiency": 1.0, "bandwidth_efficiency": 1.
 
 
 # -- specs and the roofline --------------------------------------------------------------------
-
-def _roofline():
-    # imported lazily: calibrate sits in the composition layer above the formulas
-    from rooflinekit import roofline
-    return roofline
-
 
 def _lookup(kind: str, name: str, overrides: Mapping | None, row_no: int):
     if overrides:
@@ -118,11 +113,11 @@ class _Groups:
             # KV tokens each decoding sequence reads (window-capped), per configuration
             self.kv_read = np.empty(n)
             for idx, model, _, _, _ in self.groups:
-                self.kv_read[idx] = _roofline().effective_kv_tokens(model, self.context[idx])
+                self.kv_read[idx] = roofline.effective_kv_tokens(model, self.context[idx])
 
     def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:
         """Roofline seconds of ``phase`` for every row (or the given rows), with ``params``."""
-        rl = _roofline()
+        rl = roofline
         func = rl.prefill_time if phase == "prefill" else rl.decode_step_time
         out = np.full(self.n, np.nan)
         wanted = None if rows is None else np.zeros(self.n, dtype=bool)
@@ -156,7 +151,6 @@ class _Groups:
 
 
 def _bytes(dtype):
-    from rooflinekit.dtypes import bytes_per_element
     return bytes_per_element(dtype)
 
 

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
+from rooflinekit import roofline
 from rooflinekit._labels import align_inputs, finish, spec_value, where
 from rooflinekit._validation import (
     check_bool,
@@ -429,13 +430,10 @@ class SelfHosted:
         ----------
         .. [1] Serving-capacity guide §3.1, §4.1 (decode step time) and §6.5.
         """
-        from rooflinekit.roofline import decode_throughput
-
         roofline_options = check_mapping("roofline_options", roofline_options, allow_none=True)
         if roofline_options:
             # a misspelt option fails here, before any price or throughput is looked up
-            from rooflinekit.roofline import read_options
-            read_options(**roofline_options)
+            roofline.read_options(**roofline_options)
         check_integer("tp", tp, lo=1)
         check_integer("replicas", replicas, lo=1)
         check_range("utilization", utilization, lo=0, hi=1, lo_open=True)
@@ -445,7 +443,8 @@ class SelfHosted:
             if price is None or np.isnan(np.asarray(price, dtype=float)).any():
                 raise ValueError("gpu has no catalogue hourly_price; pass gpu_hourly [USD/h]")
             gpu_hourly = price / spec_value(gpu, "n_gpus")
-        rate = decode_throughput(model, gpu, batch_size, context_length, tp, **roofline_options)
+        rate = roofline.decode_throughput(model, gpu, batch_size, context_length, tp,
+                                          **roofline_options)
         a = align_inputs({"rate": rate, "utilization": utilization})
         seconds = hours_per_month * SECONDS_PER_HOUR
         capacity = a["rate"] * replicas * a["utilization"] * seconds
