@@ -50,6 +50,7 @@ import xarray as xr
 
 from rooflinekit import catalog, dims, memory, roofline
 from rooflinekit._validation import check_one_of, real_number, whole_number
+from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 
 from rooflinekit.batching.results import (_POLICY, _TIER, _single_dataset, _summaries,
@@ -307,7 +308,6 @@ class StaticBatcher(_Batcher):
 
         For tests: the plain-Python specification the kernel must match bit for bit.
         """
-        from rooflinekit.batching import _reference
         wl = coerce_workload(workload)
         return _reference.simulate_static(wl.arrival, wl.prompt_tokens, wl.output_tokens,
                                           batch_size=self.batch_size,
@@ -433,7 +433,6 @@ class ContinuousBatcher(_Batcher):
         ``admission`` overrides the batcher's rule; the reference alone also knows ``"prompt"``, the
         guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
         """
-        from rooflinekit.batching import _reference
         wl = coerce_workload(workload)
         slots, budget, _, block, mnbt, cap = self._args(self._kv_budget())
         return _reference.simulate_continuous(
