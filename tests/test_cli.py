@@ -23,7 +23,7 @@ def test_capacity_text_and_json(capsys):
     data = json.loads(out)
     assert data["max_concurrent_sequences"] == 183
     # guide §4.1: (weights + B·KV) / bandwidth, batch 1 at 8,192 tokens over 8 GPUs
-    assert data["itl_ms"] == pytest.approx((140e9 + 327_680 * 8192) / (8 * 3.35e12) * 1e3)
+    assert data["decode_step_time_ms"] == pytest.approx((140e9 + 327_680 * 8192) / (8 * 3.35e12) * 1e3)
     assert data["usd_per_million_tokens"] is not None                     # lab GPU is $3/h
 
 

@@ -48,8 +48,8 @@ def run(args, out) -> int:
         "max_concurrent_sequences": memory.max_concurrent_sequences(
             model, gpu, ctx, tp=tp, reserve=args.reserve),
         "ttft_ms": roofline.prefill_time(model, gpu, args.prompt, tp=tp, **options) / units.MS,
-        "itl_ms": roofline.decode_step_time(model, gpu, batch, ctx, tp=tp,
-                                            **options) / units.MS,
+        "decode_step_time_ms": roofline.decode_step_time(model, gpu, batch, ctx, tp=tp,
+                                                         **options) / units.MS,
         "tokens_per_s": roofline.decode_throughput(model, gpu, batch, ctx, tp, **options),
     }
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
