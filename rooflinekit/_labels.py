@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 __all__ = [
+    "HELD_CONTEXT",
     "PARAMETERS",
     "Grid",
     "align_inputs",
@@ -429,6 +430,12 @@ PARAMETERS = parameter_entries("""
     reserve : float
         Share of the memory left after weights kept as working space (activations, CUDA
         context, allocator fragmentation), in [0, 1). Default 0.10 (guide §2.4).
+    """)
+
+#: ``context_length`` where every sequence holds at least one token (sequences in a budget).
+HELD_CONTEXT = parameter_entries("""
+    context_length : int, array_like or xarray.DataArray
+        Tokens each sequence holds [tokens], ≥ 1.
     """)
 
 

@@ -196,7 +196,7 @@ _prefill_pairs = _elementwise(prefill_context_tokens_kernel)
 # ------------------------------------------------------------------------------------------------
 
 def step_formula(units: str, long_name: str, *, checks: dict | None = None, model_fields=(),
-                 gpu_fields=(), order=None):
+                 gpu_fields=(), order=None, parameters=None):
     """:func:`rooflinekit._labels.formula` for the roofline: reads ``model``, ``gpu`` and options.
 
     The arguments are checked by name (:data:`~rooflinekit.roofline.options.ARGUMENT_CHECKS`,
@@ -206,10 +206,11 @@ def step_formula(units: str, long_name: str, *, checks: dict | None = None, mode
     ``gpu`` and ``tp`` first unless ``order`` says otherwise. The body receives the numbers as
     raw arrays, ``model`` as a namespace of the model's coefficients and ``gpu`` as the
     group's (efficiencies, ``tp`` and all-reduce folded in). The docstring's Parameters section
-    is completed from :data:`~rooflinekit.roofline.options.ROOFLINE_PARAMETERS`.
+    is completed from :data:`~rooflinekit.roofline.options.ROOFLINE_PARAMETERS`, ``parameters``
+    taking precedence.
     """
     return _step_decorator(functools.partial(formula, units, long_name), checks,
-                           model_fields, gpu_fields, order)
+                           model_fields, gpu_fields, order, parameters)
 
 
 def step_table(variables: dict, *, checks: dict | None = None, as_dims=()):
@@ -222,7 +223,7 @@ def step_table(variables: dict, *, checks: dict | None = None, as_dims=()):
     return _step_decorator(functools.partial(table, variables, as_dims=as_dims), checks)
 
 
-def _step_decorator(make, checks, model_fields=(), gpu_fields=(), order=None):
+def _step_decorator(make, checks, model_fields=(), gpu_fields=(), order=None, parameters=None):
     """The specs, checks, order and coefficients of the roofline, for ``make(**options)``."""
     readers = (("model", read_model, model_fields), ("gpu", read_gpu, gpu_fields))
 
@@ -233,7 +234,7 @@ def _step_decorator(make, checks, model_fields=(), gpu_fields=(), order=None):
         default_order = ("model", "gpu", "tp") if "gpu" in specs else ()
         return make(checks={**ARGUMENT_CHECKS, **(checks or {})}, specs=specs,
                     derive=_coefficients, order=default_order if order is None else order,
-                    parameters=ROOFLINE_PARAMETERS)(func)
+                    parameters={**ROOFLINE_PARAMETERS, **(parameters or {})})(func)
     return decorate
 
 

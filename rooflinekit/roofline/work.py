@@ -65,7 +65,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import memory
-from rooflinekit._labels import document, formula
+from rooflinekit._labels import HELD_CONTEXT, document, formula
 from rooflinekit._validation import (
     check_fraction,
     check_integer,
@@ -616,15 +616,11 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
     "context_length": lambda name, v: check_integer(name, v, lo=1),
     "reserve": lambda name, v: check_fraction(name, v, hi_open=True)},
     model_fields=("weight_bytes",), gpu_fields=("memory_bytes",),
-    order=("model", "gpu", "tp", "context_length", "compute_efficiency", "bandwidth_efficiency"))
+    order=("model", "gpu", "tp", "context_length", "compute_efficiency", "bandwidth_efficiency"),
+    parameters=HELD_CONTEXT)
 def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.DEFAULT_RESERVE,
                             compute_efficiency=1.0, bandwidth_efficiency=1.0, compute_dtype=None):
     """Whether a batch big enough to be compute-bound fits in the KV budget [bool].
-
-    Parameters
-    ----------
-    context_length : int, array_like or xarray.DataArray
-        Tokens each sequence holds [tokens], ≥ 1.
 
     Returns
     -------
