@@ -5,6 +5,8 @@ A formula is written once as plain arithmetic on Python floats or numpy arrays, 
 lays every number out on one :class:`Grid` (labelled inputs broadcast by dimension name, exactly),
 calls the body on raw arrays and labels the result once with ``units`` and ``long_name``.
 Scalars give Python scalars, numpy arrays give numpy arrays, DataArrays give DataArrays.
+:func:`table` does the same for a body returning several quantities, as one Dataset with each
+variable's own units (:func:`dataset` assembles such a Dataset from labelled results).
 
 Shared parameter documentation is written once (:data:`PARAMETERS`, and what a family of
 formulas adds to it) and filled into each docstring's Parameters section by :func:`document`,
@@ -28,9 +30,11 @@ import numpy as np
 import xarray as xr
 
 __all__ = [
+    "HELD_CONTEXT",
     "PARAMETERS",
     "Grid",
     "align_inputs",
+    "dataset",
     "document",
     "finish",
     "formula",
@@ -38,6 +42,7 @@ __all__ = [
     "lay_out",
     "spec_fields",
     "spec_value",
+    "table",
     "where",
 ]
 
@@ -182,12 +187,16 @@ class Grid:
 
     def wrap(self, result, units: str, long_name: str, name: str | None = None):
         """The result in its inputs' kind: DataArray over the grid, ndarray, or Python scalar."""
+        return finish(self.spread(result), units, long_name, name)
+
+    def spread(self, result):
+        """The result over the whole grid: a DataArray when labelled, else an ndarray."""
         result = np.asarray(result)
         if result.shape != self.shape:
             result = np.broadcast_to(result, self.shape).copy()
         if self.labelled:
             result = xr.DataArray(result, dims=self.dims, coords=self.coords)
-        return finish(result, units, long_name, name)
+        return result
 
 
 def _raw(value, exact: bool):
@@ -221,7 +230,8 @@ def spec_fields(*fields, unknown=None):
 
 
 def formula(units: str, long_name: str, *, checks=None, validate=None, specs=None, derive=None,
-            dims=None, order=(), keep=(), exact=(), cast=None, name=None, parameters=None):
+            dims=None, order=(), keep=(), exact=(), cast=None, name=None, parameters=None,
+            as_dims=()):
     """Wrap a formula written on plain numbers so it takes every input kind.
 
     The wrapped function keeps its own name, signature and docstring (``functools.wraps``), so
@@ -235,6 +245,8 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
     checks : dict, optional
         Argument name -> ``check(name, value)``, run in signature order on the arguments as
         given, before any work: each raises a ``TypeError``/``ValueError`` naming the argument.
+        Names that are not parameters of the formula are ignored, so one mapping can serve a
+        family of formulas.
     validate : callable, optional
         ``validate(arguments)``: checks that span arguments, run after ``checks``.
     specs : dict, optional
@@ -261,6 +273,9 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
         ``name`` of a labelled result.
     parameters : mapping, optional
         Shared parameter documentation (see :func:`document`).
+    as_dims : tuple of str
+        Arguments whose lists and 1-D arrays are always dimensions of their name (a table's
+        axes), labelled or not; a 2-D array there raises ``TypeError``. Done before ``checks``.
 
     Notes
     -----
@@ -270,6 +285,47 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
     name (:func:`align_inputs`). Everything else (``None``, strings, bools, objects) reaches the
     body as given. The body runs once on raw arrays; its result is wrapped once.
     """
+    def complete(grid, result):
+        result = grid.wrap(result, units, long_name, name)
+        return result if cast is None else cast(result)
+    return _decorator(complete, checks=checks, validate=validate, specs=specs, derive=derive,
+                      dims=dims, order=order, keep=keep, exact=exact, parameters=parameters,
+                      as_dims=as_dims)
+
+
+def table(variables: dict, **options):
+    """:func:`formula` for a body that returns several quantities: one labelled Dataset.
+
+    ``variables`` maps each variable's name to its ``(units, long_name)``, in the Dataset's
+    order; the body returns a mapping with those keys (raw arrays, strings allowed). The inputs
+    are laid out once, as for :func:`formula` (``options`` are its keywords, less ``units``,
+    ``long_name``, ``cast`` and ``name``); each variable spreads over the whole grid and takes
+    its own ``units`` and ``long_name``; without labelled inputs a variable is a 0-d DataArray.
+    """
+    variables = dict(variables)
+
+    def complete(grid, result):
+        return dataset({key: (grid.spread(result[key]), units, long_name)
+                        for key, (units, long_name) in variables.items()})
+    return _decorator(complete, **options)
+
+
+def dataset(variables: dict) -> xr.Dataset:
+    """One Dataset of ``name -> (value, units, long_name)``, units on every variable.
+
+    Values are DataArrays, ndarrays or numbers; an unlabelled value becomes a DataArray of
+    its own (0-d for a number), with the value's dtype.
+    """
+    data = {}
+    for key, (value, units, long_name) in variables.items():
+        data[key] = finish(value if isinstance(value, xr.DataArray) else
+                           xr.DataArray(np.asarray(value)), units, long_name)
+    return xr.Dataset(data)
+
+
+def _decorator(complete, *, checks=None, validate=None, specs=None, derive=None, dims=None,
+               order=(), keep=(), exact=(), parameters=None, as_dims=()):
+    """The wrapper of :func:`formula` and :func:`table`: ``complete(grid, result)`` ends it."""
     checks = dict(checks or {})
     specs = dict(specs or {})
 
@@ -284,6 +340,8 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             arguments = bound.arguments
+            for key in as_dims:
+                arguments[key] = _as_dim(func.__name__, key, arguments[key], (dims or {}))
             for key in ordered:
                 checks[key](key, arguments[key])
             if validate is not None:
@@ -291,12 +349,22 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
             grid, inputs = lay_out(arguments, specs, dims, order, keep=keep, exact=exact)
             if derive is not None:
                 inputs = derive(inputs)
-            result = grid.wrap(func(**inputs), units, long_name, name)
-            return result if cast is None else cast(result)
+            return complete(grid, func(**inputs))
 
         return wrapper
 
     return decorate
+
+
+def _as_dim(function: str, key: str, value, dims: dict):
+    """A list or 1-D array as a DataArray along its dimension (coordinate = the values)."""
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim):
+        value = np.asarray(value)
+        if value.ndim != 1:
+            raise TypeError(f"{key} must be 1-D or a DataArray for {function}")
+        dim = dims.get(key, key)
+        value = xr.DataArray(value, dims=(dim,), coords={dim: value})
+    return value
 
 
 def lay_out(arguments: dict, specs: dict, dims: dict | None = None, order=(), *, keep=(),
@@ -362,6 +430,12 @@ PARAMETERS = parameter_entries("""
     reserve : float
         Share of the memory left after weights kept as working space (activations, CUDA
         context, allocator fragmentation), in [0, 1). Default 0.10 (guide §2.4).
+    """)
+
+#: ``context_length`` where every sequence holds at least one token (sequences in a budget).
+HELD_CONTEXT = parameter_entries("""
+    context_length : int, array_like or xarray.DataArray
+        Tokens each sequence holds [tokens], ≥ 1.
     """)
 
 

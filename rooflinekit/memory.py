@@ -8,12 +8,16 @@ DataArrays for the rest; labelled inputs broadcast by dimension name and give la
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import xarray as xr
 
-from rooflinekit._labels import PARAMETERS, formula, parameter_entries, spec_fields
+from rooflinekit._labels import (
+    HELD_CONTEXT,
+    PARAMETERS,
+    formula,
+    parameter_entries,
+    spec_fields,
+)
 from rooflinekit._validation import (
     check_bool,
     check_fraction,
@@ -84,21 +88,19 @@ def _budget_fields(*fields):
     return read
 
 
-def _memory_formula(units, long_name, *, model=(), gpu=(), checks=None, **kwargs):
-    """:func:`rooflinekit._labels.formula` reading ``model`` and ``gpu`` fields, checks by name."""
+def _memory_formula(units, long_name, *, model=(), gpu=(), checks=None, parameters=None,
+                    **kwargs):
+    """:func:`rooflinekit._labels.formula` reading ``model`` and ``gpu`` fields, checks by name.
+
+    ``parameters`` adds to (or takes precedence over) :data:`MEMORY_PARAMETERS`.
+    """
     specs = {}
     if model:
         specs["model"] = model if callable(model) else spec_fields(*model, unknown=_NO_WINDOW)
     if gpu:
         specs["gpu"] = spec_fields(*gpu)
-
-    def decorate(func):
-        params = inspect.signature(func).parameters
-        all_checks = {k: c for k, c in _CHECKS.items() if k in params}
-        all_checks.update(checks or {})
-        return formula(units, long_name, checks=all_checks, specs=specs,
-                       parameters=MEMORY_PARAMETERS, **kwargs)(func)
-    return decorate
+    return formula(units, long_name, checks={**_CHECKS, **(checks or {})}, specs=specs,
+                   parameters={**MEMORY_PARAMETERS, **(parameters or {})}, **kwargs)
 
 
 def _count(x):
@@ -267,15 +269,11 @@ def _kv_budget(model, gpu, tp, reserve, replicate_kv):
 
 @_memory_formula("1", "max concurrent sequences",
                  model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS), gpu=("memory_bytes",), order=("gpu", "tp", "model", "context_length"),
-                 checks={"context_length": lambda name, v: check_integer(name, v, lo=1)})
+                 checks={"context_length": lambda name, v: check_integer(name, v, lo=1)},
+                 parameters=HELD_CONTEXT)
 def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_RESERVE, *,
                              replicate_kv=False):
     """How many sequences of ``context_length`` tokens fit in the KV budget (floored).
-
-    Parameters
-    ----------
-    context_length : int, array_like or xarray.DataArray
-        Tokens each sequence holds [tokens], ≥ 1.
 
     Returns
     -------
@@ -358,11 +356,6 @@ def _int64_when_labelled(result):
 def blocks_per_sequence(context_length, block_size=16):
     """KV blocks a paged cache gives a sequence of ``context_length`` tokens: ``ceil(C / block)``.
 
-    Parameters
-    ----------
-    context_length : int, array_like or xarray.DataArray
-        Tokens the sequence holds [tokens], ≥ 0.
-
     References
     ----------
     .. [1] Kwon et al., "Efficient Memory Management for Large Language Model Serving with
@@ -379,11 +372,6 @@ def paged_waste_bytes(model, context_length, block_size=16):
 
     A paged cache wastes at most one partial block per sequence; contiguous reservation of the
     final length wastes everything between the current and the final length (guide §4.5).
-
-    Parameters
-    ----------
-    context_length : int, array_like or xarray.DataArray
-        Tokens the sequence holds [tokens], ≥ 0.
 
     References
     ----------

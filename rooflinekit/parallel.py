@@ -15,7 +15,6 @@ Datasets; the rest are Python numbers, numpy arrays or DataArrays (labelled outp
 
 from __future__ import annotations
 
-import inspect
 import numbers
 
 import numpy as np
@@ -101,14 +100,8 @@ def _parallel_formula(units, long_name, *, model=(), gpu=(), checks=None, **kwar
         specs["model"] = spec_fields(*model, unknown={"sliding_window": np.inf})
     if gpu:
         specs["gpu"] = gpu if callable(gpu) else spec_fields(*gpu)
-
-    def decorate(func):
-        params = inspect.signature(func).parameters
-        all_checks = {k: c for k, c in _CHECKS.items() if k in params}
-        all_checks.update(checks or {})
-        return formula(units, long_name, checks=all_checks, specs=specs,
-                       parameters=PARALLEL_PARAMETERS, **kwargs)(func)
-    return decorate
+    return formula(units, long_name, checks={**_CHECKS, **(checks or {})}, specs=specs,
+                   parameters=PARALLEL_PARAMETERS, **kwargs)
 
 
 def device_peak_flops(gpu, compute_dtype=None):

@@ -398,6 +398,21 @@ def test_label_functions_kinds(guide_model, lab_gpu):
     assert float(table.step_time) == r.decode_step_time(guide_model, lab_gpu, 8, 1024)
 
 
+def test_compute_bound_reachable_compares_each_context_with_its_own_budget(guide_model,
+                                                                          lab_gpu):
+    # a plain context array beside a labelled efficiency: every cell is its own configuration
+    contexts = np.array([512, 8192])
+    efficiency = xr.DataArray([0.5, 0.9], dims="compute_efficiency",
+                              coords={"compute_efficiency": [0.5, 0.9]})
+    reach = r.compute_bound_reachable(guide_model, lab_gpu, contexts, 8,
+                                      compute_efficiency=efficiency)
+    assert reach.dims == ("context_length", "compute_efficiency")
+    for i, c in enumerate(contexts):
+        for j, e in enumerate(efficiency.values):
+            assert bool(reach.values[i, j]) is r.compute_bound_reachable(
+                guide_model, lab_gpu, int(c), 8, compute_efficiency=float(e))
+
+
 def test_bound_kinds():
     assert r.bound(1.0, 295.2) == "memory"
     assert r.bound(300.0, 295.2) == "compute"

@@ -16,6 +16,7 @@ The public names are re-exported by :mod:`rooflinekit.roofline`, their documente
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import types
@@ -24,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rooflinekit import memory, parallel
-from rooflinekit._labels import formula, lay_out
+from rooflinekit._labels import formula, lay_out, spec_fields, table
 from rooflinekit.roofline.options import (
     ARGUMENT_CHECKS,
     OPTION_DEFAULTS,
@@ -194,28 +195,58 @@ _prefill_pairs = _elementwise(prefill_context_tokens_kernel)
 # The roofline formulas' decorator: specs and options read, coefficients derived on one grid.
 # ------------------------------------------------------------------------------------------------
 
-def step_formula(units: str, long_name: str, *, checks: dict | None = None):
+def step_formula(units: str, long_name: str, *, checks: dict | None = None, model_fields=(),
+                 gpu_fields=(), order=None, parameters=None):
     """:func:`rooflinekit._labels.formula` for the roofline: reads ``model``, ``gpu`` and options.
 
     The arguments are checked by name (:data:`~rooflinekit.roofline.options.ARGUMENT_CHECKS`,
     ``checks`` overriding), the specs read (:func:`~rooflinekit.roofline.options.model_fields`,
-    :func:`~rooflinekit.roofline.options.gpu_fields`), and everything laid out on one grid. The
-    body receives the numbers as raw arrays, ``model`` as :class:`ModelTerms`-like namespace of
-    the model's coefficients and ``gpu`` as the group's (efficiencies, ``tp`` and all-reduce
-    folded in). The docstring's Parameters section is completed from
-    :data:`~rooflinekit.roofline.options.ROOFLINE_PARAMETERS`.
+    :func:`~rooflinekit.roofline.options.gpu_fields`, plus the spec fields ``model_fields`` and
+    ``gpu_fields`` a formula also needs), and everything laid out on one grid, ``model``,
+    ``gpu`` and ``tp`` first unless ``order`` says otherwise. The body receives the numbers as
+    raw arrays, ``model`` as a namespace of the model's coefficients and ``gpu`` as the
+    group's (efficiencies, ``tp`` and all-reduce folded in). The docstring's Parameters section
+    is completed from :data:`~rooflinekit.roofline.options.ROOFLINE_PARAMETERS`, ``parameters``
+    taking precedence.
     """
+    return _step_decorator(functools.partial(formula, units, long_name), checks,
+                           model_fields, gpu_fields, order, parameters)
+
+
+def step_table(variables: dict, *, checks: dict | None = None, as_dims=()):
+    """:func:`step_formula` for a body returning several quantities: one labelled Dataset.
+
+    ``variables`` maps each name to its ``(units, long_name)``
+    (:func:`rooflinekit._labels.table`); the arguments named in ``as_dims`` are the table's
+    axes, a list or 1-D array there a dimension of its name.
+    """
+    return _step_decorator(functools.partial(table, variables, as_dims=as_dims), checks)
+
+
+def _step_decorator(make, checks, model_fields=(), gpu_fields=(), order=None, parameters=None):
+    """The specs, checks, order and coefficients of the roofline, for ``make(**options)``."""
+    readers = (("model", read_model, model_fields), ("gpu", read_gpu, gpu_fields))
+
     def decorate(func):
         params = inspect.signature(func).parameters
-        all_checks = {k: ARGUMENT_CHECKS[k] for k in params if k in ARGUMENT_CHECKS}
-        all_checks.update(checks or {})
-        specs = {k: read for k, read in (("model", read_model), ("gpu", read_gpu))
-                 if k in params}
+        specs = {k: _with_fields(read, extra) for k, read, extra in readers if k in params}
         # tp follows the specs, as the group's size, when a GPU is read
-        order = ("model", "gpu", "tp") if "gpu" in specs else ()
-        return formula(units, long_name, checks=all_checks, specs=specs, derive=_coefficients,
-                       order=order, parameters=ROOFLINE_PARAMETERS)(func)
+        default_order = ("model", "gpu", "tp") if "gpu" in specs else ()
+        return make(checks={**ARGUMENT_CHECKS, **(checks or {})}, specs=specs,
+                    derive=_coefficients, order=default_order if order is None else order,
+                    parameters={**ROOFLINE_PARAMETERS, **(parameters or {})})(func)
     return decorate
+
+
+def _with_fields(read, fields):
+    """``read``, and the spec ``fields`` besides where a formula asks for them."""
+    if not fields:
+        return read
+    more = spec_fields(*fields)
+
+    def read_both(spec, arguments):
+        return {**read(spec, arguments), **more(spec, arguments)}
+    return read_both
 
 
 def _coefficients(inputs: dict) -> dict:
@@ -269,7 +300,7 @@ def _group_terms(g, model, inputs: dict):
 
 
 def _setup(model, gpu, arguments: dict):
-    """Grid and coefficients of ``arguments`` outside a decorated formula (tables, StepCost)."""
+    """Grid and coefficients of ``arguments`` outside a decorated formula (StepCost)."""
     specs = {k: read for k, read, spec in (("model", read_model, model), ("gpu", read_gpu, gpu))
              if spec is not None}
     grid, inputs = lay_out({"model": model, "gpu": gpu, **arguments}, specs,

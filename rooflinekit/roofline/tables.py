@@ -2,7 +2,9 @@
 
 Each function evaluates the step formula of :mod:`rooflinekit.roofline.step` over its inputs'
 dimensions and returns one :class:`xarray.Dataset` with ``units`` and ``long_name`` on every
-variable.
+variable: :func:`decode_roofline` lays its inputs out once (``step_table``);
+:func:`tp_scaling` compares whole results of :func:`~rooflinekit.roofline.decode_step_time`
+along ``tp``, each variable keeping the dimensions its arithmetic gives it.
 """
 
 from __future__ import annotations
@@ -11,26 +13,33 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import dims
-from rooflinekit._labels import document, finish, spec_value
+from rooflinekit._labels import dataset, spec_value
 from rooflinekit._validation import check_integer
 from rooflinekit.roofline.latency import decode_step_time
-from rooflinekit.roofline.options import (
-    ARGUMENT_CHECKS,
-    ROOFLINE_PARAMETERS,
-    read_options,
-)
 from rooflinekit.roofline.step import (
-    _setup,
     decode_step,
     step_bytes,
     step_flops,
+    step_table,
     step_time,
 )
 
 __all__ = ["decode_roofline", "tp_scaling"]
 
 
-@document(ROOFLINE_PARAMETERS)
+@step_table({
+    "flops": ("FLOP", "decode FLOPs per step"),
+    "bytes": ("bytes", "decode bytes per step"),
+    "arithmetic_intensity": ("FLOP/byte", "arithmetic intensity"),
+    "ridge_point": ("FLOP/byte", "ridge point"),
+    "compute_utilization": ("1", "achieved / peak FLOP/s"),
+    "compute_time": ("s", "decode compute time"),
+    "memory_time": ("s", "decode memory time"),
+    "step_time": ("s", "decode step time (ITL)"),
+    "amortized_token_time": ("s/token", "amortized time per token"),
+    "throughput": ("tokens/s", "decode throughput per group"),
+    "bound": ("", "bound"),
+}, as_dims=("batch_size", "context_length", "tp"))
 def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
                     bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
                     compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
@@ -57,52 +66,24 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute
     ----------
     .. [1] Guide §3.2, §4.1.
     """
-    opts = read_options(compute_efficiency=compute_efficiency,
-                        bandwidth_efficiency=bandwidth_efficiency, step_overhead=step_overhead,
-                        allreduce=allreduce, compute_dtype=compute_dtype,
-                        interconnect_bandwidth=interconnect_bandwidth,
-                        interconnect_latency=interconnect_latency)
-    labelled = {}
-    for key, value in (("batch_size", batch_size), ("context_length", context_length),
-                       ("tp", tp)):
-        if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim):
-            value = np.asarray(value)
-            if value.ndim != 1:
-                raise TypeError(f"{key} must be 1-D or a DataArray for decode_roofline")
-            value = xr.DataArray(value, dims=(key,), coords={key: value})
-        labelled[key] = value
-    for key in ("batch_size", "context_length", "tp"):
-        ARGUMENT_CHECKS[key](key, labelled[key])
-    g, inputs = _setup(model, gpu, {**labelled, **opts})
-    m, group, b = inputs["model"], inputs["gpu"], inputs["batch_size"]
-    step = decode_step(m, b, inputs["context_length"])
-    flops, traffic = step_flops(m, step), step_bytes(m, step)
-    compute_t, memory_t = flops / group.peak_flops, traffic / group.bandwidth
-    t = step_time(m, group, step)
-    peak = group.peak_flops / group.compute_efficiency
-    values = {
-        "flops": (flops, "FLOP", "decode FLOPs per step"),
-        "bytes": (traffic, "bytes", "decode bytes per step"),
-        "arithmetic_intensity": (flops / traffic, "FLOP/byte", "arithmetic intensity"),
-        "ridge_point": (group.peak_flops / group.bandwidth, "FLOP/byte", "ridge point"),
-        "compute_utilization": (flops / t / peak, "1", "achieved / peak FLOP/s"),
-        "compute_time": (compute_t, "s", "decode compute time"),
-        "memory_time": (memory_t, "s", "decode memory time"),
-        "step_time": (t, "s", "decode step time (ITL)"),
-        "amortized_token_time": (t / b, "s/token", "amortized time per token"),
-        "throughput": (b / t, "tokens/s", "decode throughput per group"),
+    step = decode_step(model, batch_size, context_length)
+    flops, traffic = step_flops(model, step), step_bytes(model, step)
+    compute_t, memory_t = flops / gpu.peak_flops, traffic / gpu.bandwidth
+    t = step_time(model, gpu, step)
+    peak = gpu.peak_flops / gpu.compute_efficiency
+    return {
+        "flops": flops,
+        "bytes": traffic,
+        "arithmetic_intensity": flops / traffic,
+        "ridge_point": gpu.peak_flops / gpu.bandwidth,
+        "compute_utilization": flops / t / peak,
+        "compute_time": compute_t,
+        "memory_time": memory_t,
+        "step_time": t,
+        "amortized_token_time": t / batch_size,
+        "throughput": batch_size / t,
+        "bound": np.where(compute_t >= memory_t, "compute", "memory"),
     }
-    data = {}
-    for name, (value, units, long_name) in values.items():
-        wrapped = g.wrap(value, units, long_name)
-        data[name] = wrapped if isinstance(wrapped, xr.DataArray) else xr.DataArray(
-            np.asarray(wrapped), attrs={"units": units, "long_name": long_name})
-    compute = np.asarray(compute_t >= memory_t)
-    bounds = np.where(np.broadcast_to(compute, g.shape), "compute", "memory")
-    data["bound"] = (xr.DataArray(bounds, dims=g.dims, coords=g.coords) if g.labelled
-                     else xr.DataArray(bounds))
-    data["bound"].attrs = {"units": "", "long_name": "bound"}
-    return xr.Dataset(data)
 
 
 def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0, *,
@@ -163,15 +144,13 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
     ratio = tp / tp.isel({dims.TP: 0}, drop=True)
     speedup = base_step / step
     fits = spec_value(gpu, "memory_bytes") * tp > spec_value(model, "weight_bytes")
-    data = {
-        "step_time": finish(step, "s", "decode step time (ITL)"),
-        "step_time_simple": finish(simple, "s", "decode step time, simple TP model"),
-        "allreduce_time": finish(step - simple, "s", "all-reduce time per step"),
-        "speedup": finish(speedup, "1", "speed-up over the first degree"),
-        "speedup_simple": finish(base_simple / simple, "1",
-                                 "speed-up over the first degree, simple TP model"),
-        "scaling_efficiency": finish(speedup / ratio, "1", "speed-up / degree ratio"),
-        "weights_fit": finish(fits, "1", "group memory holds the weights"),
-    }
-    return xr.Dataset(data)
-
+    return dataset({
+        "step_time": (step, "s", "decode step time (ITL)"),
+        "step_time_simple": (simple, "s", "decode step time, simple TP model"),
+        "allreduce_time": (step - simple, "s", "all-reduce time per step"),
+        "speedup": (speedup, "1", "speed-up over the first degree"),
+        "speedup_simple": (base_simple / simple, "1",
+                           "speed-up over the first degree, simple TP model"),
+        "scaling_efficiency": (speedup / ratio, "1", "speed-up / degree ratio"),
+        "weights_fit": (fits, "1", "group memory holds the weights"),
+    })

@@ -65,8 +65,13 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import memory
-from rooflinekit._labels import align_inputs, document, finish, where
-from rooflinekit._validation import check_integer, check_nonnegative, check_positive
+from rooflinekit._labels import HELD_CONTEXT, document, formula
+from rooflinekit._validation import (
+    check_fraction,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+)
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.roofline.options import ROOFLINE_PARAMETERS, read_options
@@ -403,6 +408,9 @@ def ridge_point(gpu, *, compute_efficiency=1.0, bandwidth_efficiency=1.0, comput
     return gpu.peak_flops / gpu.bandwidth
 
 
+@formula("", "bound", checks={"arithmetic_intensity": check_positive,
+                              "ridge_point": check_positive},
+         exact=("arithmetic_intensity", "ridge_point"))
 def bound(arithmetic_intensity, ridge_point):
     """Which roof applies: ``"compute"`` at or above the ridge, else ``"memory"``.
 
@@ -426,14 +434,7 @@ def bound(arithmetic_intensity, ridge_point):
     ----------
     .. [1] Guide §3.2 ("below the ridge you are memory-bound; above it, compute-bound").
     """
-    check_positive("arithmetic_intensity", arithmetic_intensity)
-    check_positive("ridge_point", ridge_point)
-    a = align_inputs({"arithmetic_intensity": arithmetic_intensity, "ridge_point": ridge_point})
-    return _label(a["arithmetic_intensity"] >= a["ridge_point"])
-
-
-def _label(compute):
-    return finish(where(compute, "compute", "memory"), "", "bound")
+    return np.where(arithmetic_intensity >= ridge_point, "compute", "memory")
 
 
 def _step_bound(model, gpu, step):
@@ -610,14 +611,16 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
     return result
 
 
+# The critical batch's dimensions first, then the memory budget's (reserve).
+@step_formula("1", "compute-bound batch fits in memory", checks={
+    "context_length": lambda name, v: check_integer(name, v, lo=1),
+    "reserve": lambda name, v: check_fraction(name, v, hi_open=True)},
+    model_fields=("weight_bytes",), gpu_fields=("memory_bytes",),
+    order=("model", "gpu", "tp", "context_length", "compute_efficiency", "bandwidth_efficiency"),
+    parameters=HELD_CONTEXT)
 def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.DEFAULT_RESERVE,
                             compute_efficiency=1.0, bandwidth_efficiency=1.0, compute_dtype=None):
     """Whether a batch big enough to be compute-bound fits in the KV budget [bool].
-
-    Parameters
-    ----------
-    context_length : int, array_like or xarray.DataArray
-        Tokens each sequence holds [tokens], ≥ 1.
 
     Returns
     -------
@@ -638,12 +641,6 @@ def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.
     ----------
     .. [1] Guide §2.4, §3.2.
     """
-    check_integer("context_length", context_length, lo=1)
-    critical = critical_batch_size(model, gpu, context_length, tp,
-                                   compute_efficiency=compute_efficiency,
-                                   bandwidth_efficiency=bandwidth_efficiency,
-                                   compute_dtype=compute_dtype)
-    a = align_inputs({"context_length": context_length, "tp": tp, "model": model, "gpu": gpu})
-    fit = memory.max_concurrent_sequences(model, gpu, a["context_length"], tp=a["tp"],
-                                          reserve=reserve)
-    return finish(critical <= fit, "1", "compute-bound batch fits in memory")
+    critical = critical_batch_size.__wrapped__(model, gpu, context_length, tp)
+    fit = memory.max_concurrent_sequences.__wrapped__(model, gpu, context_length, tp, reserve)
+    return critical <= fit
