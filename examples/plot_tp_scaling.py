@@ -27,7 +27,7 @@ model = rk.catalog.model("guide-70b")
 gpu = rk.catalog.gpu("guide-lab-80GB")
 degrees = [1, 2, 4, 8, 16]
 table = rk.tp_scaling(model, gpu, degrees, batch_size=8, context_length=4096)
-print(table[["step_time", "step_time_simple", "allreduce_time", "speedup",
+print(table[["decode_step_time", "decode_step_time_simple", "allreduce_time", "speedup",
              "scaling_efficiency"]].to_dataframe().round(4).to_string())
 
 # %%

@@ -291,9 +291,9 @@ def parallel_section() -> Section:
     )
     rows = tuple(
         (int(t), bool(scaling.weights_fit.sel(tp=t)),
-         float(scaling.step_time_simple.sel(tp=t)) / units.MS,
+         float(scaling.decode_step_time_simple.sel(tp=t)) / units.MS,
          float(scaling.allreduce_time.sel(tp=t)) / units.MS,
-         float(scaling.step_time.sel(tp=t)) / units.MS,
+         float(scaling.decode_step_time.sel(tp=t)) / units.MS,
          float(scaling.speedup_simple.sel(tp=t)), float(scaling.speedup.sel(tp=t)),
          float(scaling.scaling_efficiency.sel(tp=t)))
         for t in scaling.tp.values)

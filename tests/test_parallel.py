@@ -97,7 +97,7 @@ def test_tp8_with_allreduce_is_slower_than_simple_and_sublinear(guide_model, lab
 
 def test_tp_scaling_flattens(guide_model, lab_gpu):
     table = r.tp_scaling(guide_model, lab_gpu, (1, 2, 4, 8), batch_size=32, context_length=4096)
-    assert table.step_time.dims == ("tp",)
+    assert table.decode_step_time.dims == ("tp",)
     np.testing.assert_allclose(table.speedup_simple, [1, 2, 4, 8], rtol=1e-12)
     speedup = table.speedup.values
     assert np.all(speedup[1:] < [2, 4, 8])
@@ -107,15 +107,15 @@ def test_tp_scaling_flattens(guide_model, lab_gpu):
     assert np.all(np.diff(gains) < 0)                      # and the gains themselves shrink
     assert list(table.weights_fit.values) == [False, True, True, True]
     assert table.allreduce_time.attrs["units"] == "s"
-    np.testing.assert_allclose(table.step_time - table.step_time_simple, table.allreduce_time)
+    np.testing.assert_allclose(table.decode_step_time - table.decode_step_time_simple, table.allreduce_time)
 
 
 def test_tp_scaling_kinds_and_errors(guide_model, lab_gpu):
     table = r.tp_scaling(guide_model, lab_gpu, [2, 4], batch_size=np.array([1, 16]))
-    assert table.step_time.dims == ("tp", "batch_size")
+    assert table.decode_step_time.dims == ("tp", "batch_size")
     models = catalog.models(["guide-70b", "Llama-3.1-8B"], as_dataset=True)
     table = r.tp_scaling(models, lab_gpu, [1, 2])
-    assert set(table.step_time.dims) == {"model", "tp"}
+    assert set(table.decode_step_time.dims) == {"model", "tp"}
     with pytest.raises(ValueError, match="degrees must lie in"):
         r.tp_scaling(guide_model, lab_gpu, [0, 2])
     with pytest.raises(ValueError, match="at least one"):

@@ -285,9 +285,9 @@ def test_tp_scaling_draws_both_models(guide_model, lab_gpu):
     twin = next(other for other in ax.figure.axes if other is not ax)
     assert len(twin.lines) == 2
     expected = roofline.tp_scaling(guide_model, lab_gpu, [1, 2, 8], 4, 1024)
-    np.testing.assert_allclose(ax.lines[0].get_ydata(), expected["step_time"].values * 1e3)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), expected["decode_step_time"].values * 1e3)
     np.testing.assert_allclose(ax.lines[1].get_ydata(),
-                               expected["step_time_simple"].values * 1e3)
+                               expected["decode_step_time_simple"].values * 1e3)
     # the 70B fp16 weights do not fit one 80 GiB card (guide §2.4): one shaded degree
     assert len(ax.patches) == 1
     assert len(ax.get_legend().get_texts()) == 4

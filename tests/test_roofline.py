@@ -375,7 +375,7 @@ def test_catalogue_datasets_broadcast_by_name(lab_gpu):
                          context_length=4096)) == one
     ds = r.decode_roofline(models, lab_gpu, [1, 128], 2390)
     assert set(ds.bound.values.ravel()) <= {"compute", "memory"}
-    assert ds.step_time.attrs["units"] == "s"
+    assert ds.decode_step_time.attrs["units"] == "s"
 
 
 def test_label_functions_kinds(guide_model, lab_gpu):
@@ -394,8 +394,8 @@ def test_label_functions_kinds(guide_model, lab_gpu):
         guide_model, lab_gpu, xr.DataArray([512, 8192], dims="context_length"), 8)
     assert reach.dims == ("context_length",) and list(reach.values) == [True, False]
     table = r.decode_roofline(guide_model, lab_gpu, 8, 1024)
-    assert table.step_time.ndim == 0
-    assert float(table.step_time) == r.decode_step_time(guide_model, lab_gpu, 8, 1024)
+    assert table.decode_step_time.ndim == 0
+    assert float(table.decode_step_time) == r.decode_step_time(guide_model, lab_gpu, 8, 1024)
 
 
 def test_compute_bound_reachable_compares_each_context_with_its_own_budget(guide_model,

@@ -141,8 +141,8 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
     rate_simple = roofline.decode_throughput(model, gpu, batch_size, context_length, tp)
     ax = _axes(ax)
     x = ts["tp"].values
-    ax.plot(x, ts["step_time"].values * 1e3, "o-", color="C0", label="step time, with all-reduce")
-    ax.plot(x, ts["step_time_simple"].values * 1e3, "o--", color="C0",
+    ax.plot(x, ts["decode_step_time"].values * 1e3, "o-", color="C0", label="step time, with all-reduce")
+    ax.plot(x, ts["decode_step_time_simple"].values * 1e3, "o--", color="C0",
             label="step time, simple model (no communication)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(x, [str(int(d)) for d in x])

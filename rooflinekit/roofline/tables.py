@@ -35,7 +35,7 @@ __all__ = ["decode_roofline", "tp_scaling"]
     "compute_utilization": ("1", "achieved / peak FLOP/s"),
     "compute_time": ("s", "decode compute time"),
     "memory_time": ("s", "decode memory time"),
-    "step_time": ("s", "decode step time (ITL)"),
+    "decode_step_time": ("s", "decode step time (ITL)"),
     "amortized_token_time": ("s/token", "amortized time per token"),
     "throughput": ("tokens/s", "decode throughput per group"),
     "bound": ("", "bound"),
@@ -50,7 +50,7 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute
     xarray.Dataset
         ``flops`` [FLOP], ``bytes`` [bytes], ``arithmetic_intensity`` and ``ridge_point``
         [FLOP/byte], ``compute_utilization`` (achieved ÷ peak FLOP/s) [1], ``compute_time``,
-        ``memory_time``, ``step_time`` [s], ``amortized_token_time`` [s/token],
+        ``memory_time``, ``decode_step_time`` [s], ``amortized_token_time`` [s/token],
         ``throughput`` [tokens/s], ``bound`` ("compute"/"memory").
 
     See Also
@@ -79,7 +79,7 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute
         "compute_utilization": flops / t / peak,
         "compute_time": compute_t,
         "memory_time": memory_t,
-        "step_time": t,
+        "decode_step_time": t,
         "amortized_token_time": t / batch_size,
         "throughput": batch_size / t,
         "bound": np.where(compute_t >= memory_t, "compute", "memory"),
@@ -95,7 +95,8 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
     degrees : sequence of int
         Degrees to compare [1], each ≥ 1; the first is the baseline of the speed-up.
     allreduce : bool
-        Whether ``step_time`` includes the all-reduce cost (default ``True``; ``step_time_simple``
+        Whether ``decode_step_time`` includes the all-reduce cost (default ``True``;
+        ``decode_step_time_simple``
         is always the guide's model without it).
     **options
         Efficiency factors and overrides passed to
@@ -104,7 +105,8 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
     Returns
     -------
     xarray.Dataset
-        Over ``tp`` (and the inputs' dimensions): ``step_time`` [s], ``step_time_simple`` [s],
+        Over ``tp`` (and the inputs' dimensions): ``decode_step_time`` [s],
+        ``decode_step_time_simple`` [s],
         ``allreduce_time`` [s], ``speedup`` and ``speedup_simple`` against the first degree [1],
         ``scaling_efficiency`` (speed-up ÷ degree ratio) [1], and ``weights_fit`` (whether the
         group's memory holds the weights; the latency is computed either way).
@@ -145,8 +147,8 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
     speedup = base_step / step
     fits = spec_value(gpu, "memory_bytes") * tp > spec_value(model, "weight_bytes")
     return dataset({
-        "step_time": (step, "s", "decode step time (ITL)"),
-        "step_time_simple": (simple, "s", "decode step time, simple TP model"),
+        "decode_step_time": (step, "s", "decode step time (ITL)"),
+        "decode_step_time_simple": (simple, "s", "decode step time, simple TP model"),
         "allreduce_time": (step - simple, "s", "all-reduce time per step"),
         "speedup": (speedup, "1", "speed-up over the first degree"),
         "speedup_simple": (base_simple / simple, "1",
