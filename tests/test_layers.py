@@ -153,13 +153,18 @@ def cycles(package: Path) -> list[list[str]]:
     return found
 
 
+def crossings(package: Path):
+    """Imports from one room into another: (importer, target, name, line, its room, theirs)."""
+    for importer, target, name, line in imports(package):
+        a, b = room(importer), room(target)
+        if a != b:
+            yield importer, target, name, line, a, b
+
+
 def upward_imports(package: Path) -> list[str]:
     """Imports that point up the floor table, or sideways to a room listed later on the floor."""
     bad = []
-    for importer, target, _, line in imports(package):
-        a, b = room(importer), room(target)
-        if a == b:
-            continue
+    for importer, target, _, line, a, b in crossings(package):
         if a not in RANK or b not in RANK:
             bad.append(f"{importer}:{line} -> {target}: room missing from the floor table")
         elif RANK[b] >= RANK[a]:
@@ -171,10 +176,7 @@ def upward_imports(package: Path) -> list[str]:
 def private_crossings(package: Path) -> list[str]:
     """Private modules of a folder, or ``_names``, taken from another room."""
     bad = []
-    for importer, target, name, line in imports(package):
-        a, b = room(importer), room(target)
-        if a == b:
-            continue
+    for importer, target, name, line, _, b in crossings(package):
         parts = target.split(".")
         if is_folder(package, b) and len(parts) > 2:
             bad.append(f"{importer}:{line} imports {target}, a module inside the folder {b}/; "
@@ -187,8 +189,8 @@ def private_crossings(package: Path) -> list[str]:
 
 
 def library_imports_of_cli(package: Path) -> list[str]:
-    return [f"{importer}:{line} imports {target}" for importer, target, _, line in
-            imports(package) if room(target) == "cli" and room(importer) != "cli"]
+    return [f"{importer}:{line} imports {target}"
+            for importer, target, _, line, _, b in crossings(package) if b == "cli"]
 
 
 # ------------------------------------------------------------------------------------------------
