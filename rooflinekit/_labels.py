@@ -29,6 +29,8 @@ import types
 import numpy as np
 import xarray as xr
 
+from rooflinekit._validation import describe
+
 __all__ = [
     "HELD_CONTEXT",
     "PARAMETERS",
@@ -376,8 +378,13 @@ def lay_out(arguments: dict, specs: dict, dims: dict | None = None, order=(), *,
     values = {}
     for key in sequence:
         if key in specs:
-            values.update({f"{key}.{f}": v for f, v in
-                           specs[key](arguments[key], aligned).items()})
+            try:
+                fields = specs[key](arguments[key], aligned)
+            except AttributeError:
+                # not a spec at all (None, a string, a number): say so before any work
+                raise TypeError(f"{key} must be a spec object (ModelShape or GPU) or a catalogue "
+                                f"Dataset; got {describe(arguments[key])}") from None
+            values.update({f"{key}.{f}": v for f, v in fields.items()})
         elif _is_number(aligned[key]):
             values[key] = aligned[key]
     grid = Grid(values, exact)

@@ -26,13 +26,19 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import xarray as xr
 
-__all__ = ["show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
+__all__ = ["MAX_COUNT",
+           "show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
            "check_integer", "check_fraction", "positive_number", "real_number", "whole_number",
            "check_bool", "check_type", "check_string", "check_one_of", "check_keys",
            "check_mapping", "as_1d", "check_count_array", "renamed_keyword"]
 
 _SHOWN_ELEMENTS = 6
 _SHOWN_CHARS = 80
+
+#: The largest count accepted anywhere (tokens, sequences, requests, GPUs): 2**53, the largest
+#: whole number a float64 holds exactly. Counts beyond it would be rounded, or wrap when cast
+#: to int64, and their products overflow the formulas.
+MAX_COUNT = 2**53
 
 
 # -- how a value is shown ------------------------------------------------------------------------
@@ -164,8 +170,7 @@ def check_integer(name: str, value, lo=None):
         bad = ~np.isfinite(data) | (data != np.round(data))
         if bad.any():
             raise ValueError(f"{name} must be a whole number; got {show(data[bad].flat[0])}")
-    if lo is not None:
-        check_range(name, value, lo=lo)
+    check_range(name, value, lo=lo, hi=MAX_COUNT)
     return value
 
 
@@ -231,6 +236,8 @@ def whole_number(name: str, value, lo=None, *, allow_none: bool = False):
         raise ValueError(f"{wanted}; got {show(value)}")
     if lo is not None and value < lo:
         raise ValueError(f"{wanted}; got {show(value)}")
+    if value > MAX_COUNT:
+        raise ValueError(f"{name} must be at most 2**53 = {MAX_COUNT:,}; got {show(value)}")
     return int(value)
 
 
@@ -328,6 +335,9 @@ def check_count_array(name: str, values, lo: int = 0) -> np.ndarray:
                              f"{show(data[fractional][0])}")
     if data.min() < lo:
         raise ValueError(f"{name} must be >= {lo} for every request; got {show(data.min())}")
+    if data.max() > MAX_COUNT:
+        raise ValueError(f"{name} must be at most 2**53 = {MAX_COUNT:,} for every request; got "
+                         f"{show(data.max())}")
     return data.astype(np.int64)
 
 

@@ -187,3 +187,48 @@ def test_specs_use_the_shared_style(build, match):
     with pytest.raises((TypeError, ValueError)) as exc:
         build()
     _assert_style(exc, match)
+
+
+# -- counts too large to hold exactly, and arguments that are not specs at all ------------------
+
+def test_max_count_is_the_largest_exact_float64_integer():
+    # independent of the package: 2**53 + 1 is the first integer a float64 cannot hold
+    assert float(v.MAX_COUNT) == v.MAX_COUNT and float(v.MAX_COUNT + 1) == v.MAX_COUNT
+
+
+@pytest.mark.parametrize("check", [
+    lambda value: v.check_integer("tp", value, lo=1),
+    lambda value: v.whole_number("tp", value, lo=1),
+    lambda value: v.check_count_array("tp", [1, value]),
+])
+@pytest.mark.parametrize("value", [2**53 + 2, 1e19, 1e300])
+def test_counts_above_2_53_are_refused(check, value):
+    # 1e19 output tokens used to wrap to -2**63 in an int64 cast; 1e300 overflowed the formulas
+    with pytest.raises(ValueError) as exc:
+        check(value)
+    _assert_style(exc, "tp")
+    assert check(2**53) is not None
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda rk, m, g: rk.Workload([0.0], [0], [1e19]), "output_tokens"),
+    (lambda rk, m, g: rk.prefill_time(m, g, 1e300), "prompt_tokens"),
+    (lambda rk, m, g: rk.decode_step_time(m, g, 1, 1e300), "context_length"),
+    (lambda rk, m, g: rk.ContinuousBatcher(max_num_seqs=1e300), "max_num_seqs"),
+    (lambda rk, m, g: rk.max_concurrent_sequences(m, g, 8192, tp=1e300), "tp"),
+])
+def test_huge_counts_are_refused_where_they_enter(call, name):
+    import rooflinekit as rk
+    model, gpu = rk.catalog.model("llama-3.1-8b"), rk.catalog.gpu("h100")
+    with pytest.raises(ValueError) as exc:
+        call(rk, model, gpu)
+    _assert_style(exc, name)
+
+
+@pytest.mark.parametrize("spec", [None, "llama-3.1-8b", 3])
+def test_a_non_spec_is_a_type_error_naming_the_argument(spec):
+    import rooflinekit as rk
+    for call in (lambda: rk.kv_bytes_per_token(spec), lambda: rk.weight_bytes(spec)):
+        with pytest.raises(TypeError) as exc:
+            call()
+        _assert_style(exc, "model")

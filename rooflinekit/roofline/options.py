@@ -20,6 +20,7 @@ import xarray as xr
 from rooflinekit import parallel
 from rooflinekit._labels import PARAMETERS, parameter_entries
 from rooflinekit._validation import (
+    MAX_COUNT,
     check_integer,
     check_nonnegative,
     check_positive,
@@ -133,9 +134,9 @@ OPTION_CHECKS = {"compute_efficiency": _efficiency, "bandwidth_efficiency": _eff
                  "interconnect_latency": _single(check_nonnegative)}
 
 #: Checks of the arguments the roofline formulas share, by name (a formula may override one).
-ARGUMENT_CHECKS = {"batch_size": lambda name, v: check_range(name, v, lo=1),
-                   "context_length": check_nonnegative,
-                   "prompt_tokens": lambda name, v: check_range(name, v, lo=1),
+ARGUMENT_CHECKS = {"batch_size": lambda name, v: check_range(name, v, lo=1, hi=MAX_COUNT),
+                   "context_length": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
+                   "prompt_tokens": lambda name, v: check_range(name, v, lo=1, hi=MAX_COUNT),
                    "tp": lambda name, v: check_integer(name, v, lo=1),
                    **OPTION_CHECKS}
 
