@@ -147,7 +147,9 @@ class Grid:
         if not self.labelled:
             self.raw = {k: _raw(v, k in exact) for k, v in values.items()}
             try:
-                self.shape = np.broadcast_shapes(*(np.shape(v) for v in self.raw.values()))
+                # Python numbers are 0-d: only arrays take part in the broadcast
+                self.shape = np.broadcast_shapes(*(np.shape(v) for v in self.raw.values()
+                                                   if not isinstance(v, (float, int))))
             except ValueError:
                 shapes = {k: np.shape(v) for k, v in values.items() if np.ndim(v)}
                 raise ValueError(f"array inputs do not broadcast together: {shapes}; pass "
@@ -205,7 +207,11 @@ def _raw(value, exact: bool):
     """A number for the grid: as float, or as given (its integer dtype kept) when ``exact``."""
     if exact:
         return value if isinstance(value, numbers.Real) else np.asarray(value)
-    return value if isinstance(value, float) else np.asarray(value, dtype=float)
+    if isinstance(value, float):
+        return value
+    if type(value) is int:
+        return float(value)
+    return np.asarray(value, dtype=float)
 
 
 def _is_number(value) -> bool:

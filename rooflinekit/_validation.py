@@ -131,6 +131,18 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
     ``lo``/``hi`` of ``None`` leave that side unbounded; ``lo_open``/``hi_open`` exclude the bound.
     Returns ``value`` unchanged so calls can be chained.
     """
+    kind = type(value)
+    if kind is float or (kind is int and -2**63 <= value < 2**63):
+        # a plain Python number, the most common call: the same rules without an array
+        if value != value:
+            raise ValueError(f"{name} must not contain NaN; got {show(value)}")
+        if not allow_inf and kind is float and math.isinf(value):
+            raise ValueError(f"{name} must be finite; got {show(value)}")
+        if ((lo is not None and (value <= lo if lo_open else value < lo))
+                or (hi is not None and (value >= hi if hi_open else value > hi))):
+            raise ValueError(f"{name} must lie in {_interval(lo, hi, lo_open, hi_open)}; "
+                             f"got {show(value)}")
+        return value
     data = as_numeric(name, value)
     if not allow_inf and data.dtype.kind == "f" and np.isinf(data).any():
         raise ValueError(f"{name} must be finite; got {show(data[np.isinf(data)].flat[0])}")
