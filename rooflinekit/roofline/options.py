@@ -1,8 +1,8 @@
 """Inputs of the roofline functions: spec fields, keyword options and broadcasting by name.
 
-:mod:`rooflinekit.roofline` and :mod:`rooflinekit.roofline.latency` write each formula once as arithmetic
-on plain floats or numpy arrays (:mod:`rooflinekit.roofline.step` lays the inputs out and derives the
-step's coefficients). This module gets their inputs there: the fields of a
+:mod:`rooflinekit.roofline.work` and :mod:`rooflinekit.roofline.latency` write each formula once
+as arithmetic on plain floats or numpy arrays (:mod:`rooflinekit.roofline.step` derives the
+step's coefficients; :mod:`rooflinekit._labels` lays the inputs out). This module reads them: the fields of a
 :class:`~rooflinekit.ModelShape` or :class:`~rooflinekit.GPU` (or of a catalogue Dataset, or of an
 array spec from :mod:`rooflinekit.sweep`) as numbers (:func:`model_fields`, :func:`gpu_fields`);
 the efficiency factors and overrides every time function takes, validated (:func:`read_options`;
@@ -29,8 +29,8 @@ from rooflinekit._validation import (
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
-#: Public: the options and their reader. The spec readers, Grid and the docstring helper serve the
-#: modules of this folder.
+#: Public: the options and their reader. The spec readers and the shared parameter entries
+#: serve the modules of this folder.
 __all__ = ["OPTION_DEFAULTS", "read_options"]
 
 MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
