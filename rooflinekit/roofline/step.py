@@ -1,4 +1,4 @@
-"""The cost of one forward step, written once, and the roofline functions' inputs on one grid.
+"""The cost of one forward step, written once, and the decorators that give formulas its terms.
 
 :func:`mixed_step_time_kernel` is the step-time formula of the roofline model (see
 :mod:`rooflinekit.roofline` for the model and its assumptions): a scalar function of plain floats
@@ -7,10 +7,11 @@ functions of :mod:`rooflinekit.roofline` and :mod:`rooflinekit.roofline.latency`
 (``_step_time``). :class:`StepCost` names its coefficients; :func:`kv_tokens_read_kernel` and
 :func:`prefill_context_tokens_kernel` count the KV tokens and attention pairs a step reads.
 
-The private helpers read the specs and options (:mod:`rooflinekit.roofline.options`), lay the
-arguments out on one :class:`~rooflinekit.roofline.options.Grid`, derive every coefficient, and
-give the kernel's arguments for a decode step (``_decode``) or a prefill pass (``_prefill``);
-``_flops`` and ``_bytes`` are the kernel's ``work`` and ``traffic`` terms on those arguments.
+:func:`step_formula` and :func:`step_table` are the roofline's decorators, built on
+:func:`rooflinekit._labels.formula`: they read the model and GPU (:mod:`rooflinekit.roofline.options`)
+and derive every coefficient once, so that a formula's body builds its step
+(:func:`decode_step`, :func:`prefill_step`) and asks for its time, FLOPs or bytes
+(:func:`step_time`, :func:`step_flops`, :func:`step_bytes`) — the kernel's own terms.
 The public names are re-exported by :mod:`rooflinekit.roofline`, their documented home.
 """
 
