@@ -11,6 +11,7 @@ that a whole catalogue broadcasts through the formulas as one dimension.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import functools
 import math
@@ -29,7 +30,7 @@ from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
 __all__ = ["gpu", "model", "resolve_model", "gpus", "models", "to_dataset", "spec_fields",
-           "gpu_names", "model_names"]
+           "gpu_names", "model_names", "price_table"]
 
 
 def _key(name: str) -> str:
@@ -79,12 +80,26 @@ def _model_from_row(row: Mapping) -> ModelShape:
 
 
 @functools.cache
-def _gpu_prices() -> dict[str, float]:
+def _prices() -> dict:
     try:
-        table = _read("prices.toml").get("gpu_hourly", [])
+        return _read("prices.toml")
     except FileNotFoundError:
         return {}
-    return {_key(row["gpu"]): float(row["usd_per_hour"]) for row in table}
+
+
+def price_table() -> dict:
+    """The illustrative, dated price list ``data/prices.toml`` as read (a fresh copy per call).
+
+    :mod:`rooflinekit.pricing` builds its price objects from these rows; the GPU rows'
+    ``usd_per_hour`` is also each catalogue GPU's ``hourly_price``.
+    """
+    return copy.deepcopy(_prices())
+
+
+@functools.cache
+def _gpu_prices() -> dict[str, float]:
+    return {_key(row["gpu"]): float(row["usd_per_hour"])
+            for row in _prices().get("gpu_hourly", [])}
 
 
 @functools.cache

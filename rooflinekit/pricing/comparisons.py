@@ -21,24 +21,19 @@ array or an :class:`xarray.DataArray`; results come back in the same kind (DataA
 ``units`` and ``long_name``), so a whole break-even surface is one call.
 
 :func:`load_prices`, :func:`payg_price`, :func:`provisioned_example` and :func:`gpu_hourly_price`
-read the illustrative, dated price list ``data/prices.toml``; they are the only functions here that
-read a file.
+turn the rows of the illustrative, dated price list ``data/prices.toml`` into price objects; the
+file itself is read by :func:`rooflinekit.catalog.price_table`, the catalogue's one reader.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import functools
-import tomllib
-from collections.abc import Mapping
-from importlib import resources
-from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
 
+from rooflinekit import catalog
 from rooflinekit._labels import finish, is_labelled
 from rooflinekit._validation import (
     check_bool,
@@ -49,7 +44,12 @@ from rooflinekit._validation import (
     check_string,
     check_type,
 )
-from rooflinekit.pricing._inputs import TOKENS_PER_MONTH, USD_PER_MONTH, USD_PER_MTOK, prepare
+from rooflinekit.pricing._inputs import (
+    TOKENS_PER_MONTH,
+    USD_PER_MONTH,
+    USD_PER_MTOK,
+    prepare,
+)
 from rooflinekit.pricing.capacity import (
     PayAsYouGo,
     Provisioned,
@@ -297,12 +297,6 @@ def _check_dedicated(name: str, option, what: str) -> None:
 
 
 # -- price list -----------------------------------------------------------------------------------
-@functools.cache
-def _price_table() -> Mapping:
-    with resources.files("rooflinekit").joinpath("data", "prices.toml").open("rb") as fh:
-        return MappingProxyType(tomllib.load(fh))
-
-
 def load_prices() -> dict:
     """The illustrative price list ``data/prices.toml`` as a dict (a fresh copy per call).
 
@@ -317,12 +311,12 @@ def load_prices() -> dict:
     Every price in the file is illustrative and perishable (guide §12): re-derive with your
     provider's current price list before deciding anything.
     """
-    return copy.deepcopy(dict(_price_table()))
+    return catalog.price_table()
 
 
 def _row(section: str, name: str, key: str = "name") -> dict:
     check_string("name", name, allow_empty=True)
-    rows = _price_table().get(section, [])
+    rows = catalog.price_table().get(section, [])
     by_name = {str(r[key]).lower(): r for r in rows}
     row = by_name.get(name.strip().lower())
     if row is None:
