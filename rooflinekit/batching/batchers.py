@@ -39,17 +39,16 @@ References
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import numbers
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, dims, memory, roofline
-from rooflinekit._validation import check_one_of, real_number, whole_number
+from rooflinekit._validation import (check_one_of, real_number, renamed_keyword, warn_renamed,
+                                     whole_number)
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 
@@ -137,38 +136,23 @@ _CLOCK_PARAMETERS = """tp : int
         ``FutureWarning``."""
 
 
-def _renamed_efficiency():
-    warnings.warn("the batchers' efficiency= is renamed roofline_options= (the name "
-                  "SelfHosted.from_roofline uses); the old name will be removed in the next "
-                  "release", FutureWarning, stacklevel=3)
-
-
 def _with_clock_parameters(cls):
     """The parameters both batchers share: fill in the docstring, accept the former keyword.
 
     ``{clock_parameters}`` in the docstring becomes :data:`_CLOCK_PARAMETERS`. ``efficiency=``
-    (the former name of ``roofline_options``) is taken by a thin wrapper of the dataclass's
-    ``__init__`` rather than a field, so the fields, their order and ``dataclasses.replace`` are
-    those of the new name alone; reading ``.efficiency`` warns too.
+    (the former name of ``roofline_options``) is taken by the dataclass's ``__init__`` through
+    :func:`~rooflinekit._validation.renamed_keyword` rather than a field, so the fields, their
+    order and ``dataclasses.replace`` are those of the new name alone; reading ``.efficiency``
+    warns too.
     """
     cls.__doc__ = cls.__doc__.replace("{clock_parameters}", _CLOCK_PARAMETERS)
-    init = cls.__init__
-
-    @functools.wraps(init)
-    def __init__(self, *args, efficiency=None, **kwargs):
-        if efficiency is not None:
-            _renamed_efficiency()
-            if kwargs.get("roofline_options") is not None:
-                raise TypeError("give roofline_options, not also its former name efficiency")
-            kwargs["roofline_options"] = efficiency
-        init(self, *args, **kwargs)
+    cls.__init__ = renamed_keyword("efficiency", "roofline_options")(cls.__init__)
 
     def efficiency(self):
         """Former name of :attr:`roofline_options`, kept for one release; warns."""
-        _renamed_efficiency()
+        warn_renamed("efficiency", "roofline_options")
         return self.roofline_options
 
-    cls.__init__ = __init__
     cls.efficiency = property(efficiency)
     return cls
 
