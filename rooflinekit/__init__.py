@@ -56,6 +56,7 @@ from rooflinekit.roofline import (
                                 decode_step_time,
                                 decode_throughput,
                                 decode_time_per_token,
+                                energy_per_token,
                                 mixed_step_time,
                                 prefill_ms,
                                 prefill_time,
@@ -87,7 +88,7 @@ __all__ = [
     "arithmetic_intensity", "ridge_point", "critical_batch_size", "prefill_time",
     "decode_step_time", "amortized_token_time", "mixed_step_time", "decode_throughput",
     "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
-    "decode_time_per_token",
+    "decode_time_per_token", "energy_per_token",
     # tensor parallelism (§5)
     "smallest_tp", "tp_scaling", "allreduce_time",
     # batching (§4)

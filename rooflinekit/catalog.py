@@ -56,6 +56,11 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     link = row.pop("interconnect_gb_s", None)
     latency = row.pop("interconnect_latency_us", None)
     extra = {"interconnect_latency": latency * units.US} if latency is not None else {}
+    power = row.pop("board_power_w", None)
+    # a power figure without its provenance is the unsourced spec the catalogue refuses
+    if power is not None and not row.get("power_source"):
+        raise ValueError(f"gpus.toml row {name!r}: board_power_w needs a power_source")
+    row.pop("power_source", None)
     row.pop("notes", None)
     return GPU(
         name=name,
@@ -67,6 +72,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         # a price row may name the GPU by any of its aliases
         hourly_price=next((prices[_key(a)] for a in (name, *aliases) if _key(a) in prices), None),
         source=row.pop("source"),
+        board_power=power,
         **extra,
         **row,
     )
@@ -195,7 +201,7 @@ def models(names: Iterable[str] | None = None, *, as_dataset: bool = False):
 
 
 # Dataset variables: (field or property, units, long name). Absent optional values become inf
-# (sliding_window: no window) or NaN (unknown price or link), never a silent zero.
+# (sliding_window: no window) or NaN (unknown price, link or power), never a silent zero.
 _MODEL_VARS = {
     "n_layers": ("1", "decoder layers"),
     "n_heads": ("1", "query heads"),
@@ -227,6 +233,7 @@ _GPU_VARS = {
     "interconnect_latency": ("s", "collective latency per ring hop"),
     "hourly_price": ("USD/h", "illustrative hourly price (NaN: unknown)"),
     "n_gpus": ("1", "GPUs per group"),
+    "board_power": ("W", "maximum board power (NaN: unknown)"),
 }
 
 
@@ -242,7 +249,7 @@ def spec_fields(specs: Iterable[ModelShape | GPU]) -> tuple[list[str], dict[str,
 
     The same fields :func:`to_dataset` holds (for GPUs also ``peak_flops_<dtype>`` for every
     format any of them lists); absent optional values are ``inf`` (no sliding window) or ``NaN``
-    (unknown price or link). A Dataset costs about a millisecond to build; sweeps over small
+    (unknown price, link or power). A Dataset costs about a millisecond to build; sweeps over small
     grids use this instead.
     """
     specs = list(specs)

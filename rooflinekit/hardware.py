@@ -53,11 +53,15 @@ class GPU:
         GPUs in this object: 1 for a single accelerator, the degree for a group.
     source : str
         Where the figures come from (datasheet URL).
+    board_power : float, optional
+        Maximum board power [W]: the TDP/TBP the vendor's datasheet states (H100 SXM 700 W),
+        what the card may draw at full load; ``None`` when unknown.
+        :func:`rooflinekit.roofline.energy_per_token` needs it.
 
     Notes
     -----
-    ``memory_bytes``, ``hbm_bandwidth``, ``peak_flops`` and ``hourly_price`` are totals over
-    ``n_gpus``. :meth:`group` scales them with the degree, as the guide's simple TP model does (§5);
+    ``memory_bytes``, ``hbm_bandwidth``, ``peak_flops``, ``hourly_price`` and ``board_power``
+    are totals over ``n_gpus``. :meth:`group` scales them with the degree, as the guide's simple TP model does (§5);
     the communication that model ignores is in :mod:`rooflinekit.parallel`.
 
     References
@@ -75,6 +79,7 @@ class GPU:
     hourly_price: float | None = None
     n_gpus: int = 1
     source: str = ""
+    board_power: float | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -96,6 +101,7 @@ class GPU:
             table["fp16"] = table[_DEFAULT_COMPUTE_DTYPE]
         set_("peak_flops_by_dtype", MappingProxyType(table))
         check_string("source", self.source, allow_empty=True)
+        set_("board_power", positive_number("board_power", self.board_power, allow_none=True))
 
     # -- derived -------------------------------------------------------------------------------
     @property
@@ -120,7 +126,7 @@ class GPU:
     def group(self, tp: int) -> "GPU":
         """The tensor-parallel group of ``tp`` of these GPUs (guide §5's simple model).
 
-        Memory, bandwidth, FLOP/s and hourly price scale with ``tp``; the per-GPU interconnect does
+        Memory, bandwidth, FLOP/s, hourly price and board power scale with ``tp``; the per-GPU interconnect does
         not. ``tp = 1`` returns ``self``.
         """
         whole_number("tp", tp, lo=1)
@@ -134,5 +140,6 @@ class GPU:
             peak_flops=self.peak_flops * tp,
             peak_flops_by_dtype={k: v * tp for k, v in self.peak_flops_by_dtype.items()},
             hourly_price=None if self.hourly_price is None else self.hourly_price * tp,
+            board_power=None if self.board_power is None else self.board_power * tp,
             n_gpus=self.n_gpus * tp,
         )

@@ -208,6 +208,32 @@ def test_gpu_memory_units():
     assert catalog.gpu("a100-40gb").memory_bytes == 40 * units.GiB
 
 
+#: Maximum board power [W] as each vendor's datasheet states it (the row's power_source).
+BOARD_POWER = {"H100-SXM-80GB": 700, "H100-PCIe-80GB": 350, "H100-NVL-94GB": 400,
+               "H200-SXM-141GB": 700, "A100-SXM-40GB": 400, "A100-SXM-80GB": 400,
+               "A100-PCIe-80GB": 300, "A10": 150, "L4": 72, "L40S": 350, "RTX-4090": 450,
+               "B200": 1000, "MI300X": 750, "MI325X": 1000, "Gaudi-3": 900,
+               "guide-lab-80GB": 700}
+
+
+def test_gpu_board_power_and_its_source():
+    for name, watts in BOARD_POWER.items():
+        assert catalog.gpu(name).board_power == watts, name
+    # no vendor figure for the AWS-only A10G: unknown, not guessed
+    assert catalog.gpu("A10G").board_power is None
+    assert set(BOARD_POWER) | {"A10G"} == set(catalog.gpu_names())
+    for row in _rows("gpus.toml", "gpu"):
+        assert isinstance(row.get("power_source"), str) and row["power_source"].strip(), \
+            row["name"]
+
+
+def test_board_power_without_a_source_is_refused():
+    row = dict(_rows("gpus.toml", "gpu")[0])
+    del row["power_source"]
+    with pytest.raises(ValueError, match="power_source"):
+        catalog._gpu_from_row(row, {})
+
+
 def test_price_rows_name_catalogue_gpus():
     with resources.files("rooflinekit").joinpath("data", "prices.toml").open("rb") as fh:
         rows = tomllib.load(fh).get("gpu_hourly", [])
@@ -237,6 +263,9 @@ def test_gpus_dataset_and_subsets():
     assert ds.peak_flops.attrs["units"] == "FLOP/s"
     assert ds.peak_flops_fp8.sel(gpu="L4").item() == pytest.approx(242.5e12)
     assert ds.memory_bytes.sel(gpu="MI300X").item() == 192 * units.GiB
+    assert ds.board_power.attrs["units"] == "W"
+    assert ds.board_power.sel(gpu="MI300X").item() == 750
+    assert np.isnan(catalog.gpus(["a10g"], as_dataset=True).board_power.item())
     with pytest.raises(ValueError, match="unknown GPU"):
         catalog.gpus(["h100", "h1000"], as_dataset=True)
 

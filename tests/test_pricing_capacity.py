@@ -110,6 +110,54 @@ def test_self_hosted_array_fields():
     assert out.attrs["units"] == "USD/1M tokens"
 
 
+def test_electricity_is_its_own_line_of_the_fixed_cost():
+    # owned: 8 GPUs at 700 W for 730 h = 4,088 kWh at the GPUs, × 1.3 PUE = 5,314.4 kWh,
+    # × $0.12/kWh = $637.728 a month on top of $17,520 of GPU-hours and $25 of engineering
+    owned = SelfHosted(8, 3.0, 25.0, power_per_gpu=700.0, electricity_price=0.12, pue=1.3)
+    assert owned.power_monthly_cost == pytest.approx(637.728, rel=1e-12)
+    assert owned.gpu_monthly_cost == pytest.approx(17_520.0, rel=1e-12)
+    assert owned.monthly_cost == pytest.approx(17_520.0 + 637.728 + 25.0, rel=1e-12)
+    assert owned.monthly_cost_without_engineering == pytest.approx(18_157.728, rel=1e-12)
+    assert owned.unit_cost(1e9) == pytest.approx((18_157.728 + 25.0) / 1e3, rel=1e-12)
+    # a shorter month bills fewer kWh: 8 × 0.7 kW × 720 h × 1.0 × $0.10
+    short = SelfHosted(8, 0.0, 0.0, hours_per_month=720, power_per_gpu=700.0,
+                       electricity_price=0.10)
+    assert short.power_monthly_cost == pytest.approx(403.2, rel=1e-12)
+    assert short.monthly_cost == pytest.approx(403.2, rel=1e-12)
+
+
+def test_electricity_defaults_leave_the_cost_unchanged():
+    rented = SelfHosted(8, 3.0, 25_000.0)
+    assert rented.power_monthly_cost == 0.0
+    assert rented.monthly_cost == pytest.approx(42_520.0, rel=1e-12)
+    # power without a price, or a price without power, costs nothing
+    assert SelfHosted(8, 3.0, 25_000.0, power_per_gpu=700.0).monthly_cost == rented.monthly_cost
+    assert SelfHosted(8, 3.0, 25_000.0, electricity_price=0.2).monthly_cost == \
+        rented.monthly_cost
+
+
+def test_electricity_fields_broadcast():
+    sh = SelfHosted(8, 3.0, 0.0, power_per_gpu=da([350.0, 700.0], "power_per_gpu"),
+                    electricity_price=0.1)
+    cost = sh.power_monthly_cost
+    assert cost.dims == ("power_per_gpu",) and cost.attrs["units"] == "USD/month"
+    np.testing.assert_allclose(cost.values, [8 * 0.35 * 730 * 0.1, 8 * 0.7 * 730 * 0.1],
+                               rtol=1e-12)
+    np.testing.assert_allclose(sh.monthly_cost.values, 17_520.0 + cost.values, rtol=1e-12)
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("pue", 0.9, r"pue must lie in \[1"),
+    ("pue", math.inf, "pue"),
+    ("power_per_gpu", -1.0, "power_per_gpu"),
+    ("electricity_price", -0.1, "electricity_price"),
+    ("electricity_price", math.nan, "electricity_price"),
+])
+def test_electricity_fields_are_checked(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        SelfHosted(8, 3.0, 0.0, **{field: value})
+
+
 def test_unit_cost_kinds():
     assert unit_cost(17_500.0, 1e9) == pytest.approx(17.5, rel=1e-12)
     np.testing.assert_allclose(unit_cost(17_500.0, np.array([1e9, 2e9])), [17.5, 8.75])

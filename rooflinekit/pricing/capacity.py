@@ -305,9 +305,17 @@ def _capacity(a: Mapping):
     return a["monthly_capacity_tokens"] * ((1 - f0) + w * f0) / ((1 - f) + w * f)
 
 
+def _power_monthly(a: Mapping):
+    """Electricity of the GPUs from aligned SelfHosted fields [USD/month]: kWh × PUE × price."""
+    kwh = a["n_gpus"] * a["power_per_gpu"] / 1000.0 * a["hours_per_month"]
+    return kwh * a["pue"] * a["electricity_price"]
+
+
 def _fixed_monthly(a: Mapping, include_engineering: bool):
-    """GPU-hours + other fixed costs (+ engineering) from aligned SelfHosted fields [USD/month]."""
-    total = a["n_gpus"] * a["gpu_hourly"] * a["hours_per_month"] + a["other_fixed_monthly"]
+    """GPU-hours + electricity + other fixed costs (+ engineering) from aligned SelfHosted
+    fields [USD/month]."""
+    total = (a["n_gpus"] * a["gpu_hourly"] * a["hours_per_month"] + _power_monthly(a)
+             + a["other_fixed_monthly"])
     if include_engineering:
         total = total + a["engineering_monthly"]
     return total
@@ -345,16 +353,31 @@ class SelfHosted:
         Label and admissibility attributes, as for :class:`PayAsYouGo`. Nobody else processes the
         data of a self-hosted deployment (default ``third_party=False``); ``region`` is where your
         GPUs run.
+    power_per_gpu : float or array_like
+        Average electrical power of one GPU over the month [W], >= 0; default 0. The catalogue's
+        ``GPU.board_power`` is its ceiling; :func:`rooflinekit.roofline.energy_per_token` times
+        the token rate is the draw at a load.
+    electricity_price : float or array_like
+        Price of electricity [USD/kWh], >= 0; default 0. Rented cloud GPUs include power in
+        their hourly price (leave it 0); owned ones do not.
+    pue : float or array_like
+        Power usage effectiveness of the facility [1], >= 1 (facility power ÷ IT power: cooling
+        and power distribution on top of the GPUs); default 1.0.
 
     Notes
     -----
-    ``monthly_cost = n_gpus × gpu_hourly × hours_per_month + engineering_monthly +
-    other_fixed_monthly``. The cost is fixed and the volume is not: an idle GPU costs as much as a
-    busy one, so the unit cost is a utilisation bet (:meth:`unit_cost`).
+    ``monthly_cost = n_gpus × gpu_hourly × hours_per_month + power_monthly_cost +
+    engineering_monthly + other_fixed_monthly`` with the electricity line
+    ``power_monthly_cost = n_gpus × power_per_gpu / 1000 × hours_per_month × pue ×
+    electricity_price`` [USD/month] (W ÷ 1000 = kW, × h = kWh). The cost is fixed and the volume
+    is not: an idle GPU costs as much as a busy one, so the unit cost is a utilisation bet
+    (:meth:`unit_cost`).
 
     References
     ----------
     .. [1] Serving-capacity guide §6.5; ``docs/conventions.md`` on the guide's $17,545 figure.
+    .. [2] The Green Grid, "PUE: A Comprehensive Examination of the Metric", White Paper #49,
+       2012 (PUE = total facility energy ÷ IT equipment energy, >= 1).
     """
 
     n_gpus: object
@@ -366,6 +389,9 @@ class SelfHosted:
     name: str = "self-hosted"
     region: str | None = None
     third_party: bool = False
+    power_per_gpu: object = 0.0
+    electricity_price: object = 0.0
+    pue: object = 1.0
 
     kind = "self-hosted"
 
@@ -377,6 +403,8 @@ class SelfHosted:
         _check_fields(self, "hours_per_month", positive=True, hi=_MAX_HOURS_PER_MONTH)
         _check_fields(self, "other_fixed_monthly")
         _check_fields(self, "capacity_tokens", positive=True, allow_none=True)
+        _check_fields(self, "power_per_gpu", "electricity_price", "pue")
+        check_range("pue", self.pue, lo=1)
         admissibility(self, "self-hosted")
 
     @classmethod
@@ -458,7 +486,9 @@ class SelfHosted:
         out = {"n_gpus": self.n_gpus, "gpu_hourly": self.gpu_hourly,
                "engineering_monthly": self.engineering_monthly,
                "hours_per_month": self.hours_per_month,
-               "other_fixed_monthly": self.other_fixed_monthly}
+               "other_fixed_monthly": self.other_fixed_monthly,
+               "power_per_gpu": self.power_per_gpu, "electricity_price": self.electricity_price,
+               "pue": self.pue}
         if self.capacity_tokens is not None:
             out["capacity_tokens"] = self.capacity_tokens
         return out
@@ -474,6 +504,13 @@ class SelfHosted:
                       USD_PER_MONTH, "GPU cost per month")
 
     @property
+    def power_monthly_cost(self):
+        """Electricity: ``n_gpus × power_per_gpu/1000 × hours_per_month × pue ×
+        electricity_price`` [USD/month]; 0 by default (power in the hourly price)."""
+        return finish(_power_monthly(align_inputs(self._numeric())) + 0.0, USD_PER_MONTH,
+                      "GPU electricity cost per month")
+
+    @property
     def monthly_cost(self):
         """Total fixed cost, engineering included [USD/month]."""
         return finish(self._monthly(True) + 0.0, USD_PER_MONTH, "self-hosted monthly cost")
@@ -485,7 +522,8 @@ class SelfHosted:
 
     @property
     def monthly_cost_without_engineering(self):
-        """GPU-hours plus other fixed costs, without the engineering line [USD/month]."""
+        """GPU-hours, electricity and other fixed costs, without the engineering line
+        [USD/month]."""
         return finish(self._monthly(False) + 0.0, USD_PER_MONTH,
                       "self-hosted monthly cost without engineering")
 
@@ -497,7 +535,8 @@ class SelfHosted:
         monthly_tokens : float or array_like
             Tokens served in the month [tokens/month], > 0.
         include_engineering : bool
-            Count the engineering line (default) or only GPU-hours and other fixed costs.
+            Count the engineering line (default) or only GPU-hours, electricity and other fixed
+            costs.
 
         Returns
         -------

@@ -4,9 +4,11 @@
 - :mod:`~rooflinekit.roofline.step` is the one step kernel (numba-compilable) and its inputs;
 - :mod:`~rooflinekit.roofline.work` holds FLOPs, bytes, intensity, which roof binds;
 - :mod:`~rooflinekit.roofline.latency` holds ITL, TTFT, throughput and cost per token;
+- :mod:`~rooflinekit.roofline.energy` holds the GPU energy per generated token;
 - :mod:`~rooflinekit.roofline.tables` holds labelled tables (a decode step's roofline, TP scaling).
 """
 
+from rooflinekit.roofline.energy import energy_per_token
 from rooflinekit.roofline.latency import (
                                           amortized_token_time,
                                           cost_per_million_tokens,
@@ -58,5 +60,5 @@ __all__ = [
     "decode_step_time", "decode_time_per_token", "prefill_time", "amortized_token_time",
     "decode_throughput", "decode_throughput_per_gpu", "prefill_throughput", "generation_time",
     "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
-    "decode_roofline", "tp_scaling",
+    "decode_roofline", "tp_scaling", "energy_per_token",
 ]
