@@ -42,6 +42,7 @@ __all__ = [
     "formula",
     "is_labelled",
     "lay_out",
+    "returns_entry",
     "spec_fields",
     "spec_value",
     "table",
@@ -239,12 +240,13 @@ def spec_fields(*fields, unknown=None):
 
 def formula(units: str, long_name: str, *, checks=None, validate=None, specs=None, derive=None,
             dims=None, order=(), keep=(), exact=(), cast=None, name=None, parameters=None,
-            as_dims=()):
+            as_dims=(), returns=None):
     """Wrap a formula written on plain numbers so it takes every input kind.
 
     The wrapped function keeps its own name, signature and docstring (``functools.wraps``), so
     ``help()`` and static readers see the formula's parameters as written; the docstring's
-    Parameters section is completed from ``parameters`` (:func:`document`).
+    Parameters section is completed from ``parameters``, and a missing Returns section written
+    from ``returns`` (:func:`document`).
 
     Parameters
     ----------
@@ -284,6 +286,9 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
     as_dims : tuple of str
         Arguments whose lists and 1-D arrays are always dimensions of their name (a table's
         axes), labelled or not; a 2-D array there raises ``TypeError``. Done before ``checks``.
+    returns : str, optional
+        The Returns entry of a docstring that has none (see :func:`document`);
+        :func:`returns_entry` writes it from ``units`` and ``long_name``.
 
     Notes
     -----
@@ -298,7 +303,7 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
         return result if cast is None else cast(result)
     return _decorator(complete, checks=checks, validate=validate, specs=specs, derive=derive,
                       dims=dims, order=order, keep=keep, exact=exact, parameters=parameters,
-                      as_dims=as_dims)
+                      as_dims=as_dims, returns=returns)
 
 
 def table(variables: dict, **options):
@@ -332,14 +337,14 @@ def dataset(variables: dict) -> xr.Dataset:
 
 
 def _decorator(complete, *, checks=None, validate=None, specs=None, derive=None, dims=None,
-               order=(), keep=(), exact=(), parameters=None, as_dims=()):
+               order=(), keep=(), exact=(), parameters=None, as_dims=(), returns=None):
     """The wrapper of :func:`formula` and :func:`table`: ``complete(grid, result)`` ends it."""
     checks = dict(checks or {})
     specs = dict(specs or {})
 
     def decorate(func):
-        if parameters is not None:
-            document(parameters)(func)
+        if parameters is not None or returns is not None:
+            document(parameters or {}, returns=returns)(func)
         signature = inspect.signature(func)
         ordered = [k for k in signature.parameters if k in checks]
 
@@ -452,21 +457,34 @@ HELD_CONTEXT = parameter_entries("""
     """)
 
 
-def document(shared):
+def returns_entry(units: str, long_name: str,
+                  kind: str = "float, ndarray or xarray.DataArray") -> str:
+    """The numpydoc Returns entry of a formula labelled ``units`` and ``long_name``.
+
+    What a labelled result's ``attrs`` say, so that the documentation cannot disagree with
+    the output: ``"Decode step time [s]."`` for ``("s", "decode step time")``.
+    """
+    unit = f" [{units}]" if units else ""
+    return f"{kind}\n    {long_name[:1].upper()}{long_name[1:]}{unit}."
+
+
+def document(shared, *, returns: str | None = None):
     """Complete a docstring's Parameters section from ``shared`` entries, in signature order.
 
     The docstring writes only what is its own (an entry there wins); every other parameter of
     the signature takes its entry from ``shared`` (:func:`parameter_entries`), so the rendered
     ``help()`` shows them all. Without a Parameters section one is put before the first other
-    section. A parameter documented nowhere raises ``TypeError`` at import.
+    section. A parameter documented nowhere raises ``TypeError`` at import. A docstring with
+    no Returns section takes ``returns`` (a numpydoc entry, :func:`returns_entry`) after its
+    Parameters; one of its own wins.
     """
     def decorate(func):
-        func.__doc__ = _with_parameters(func, shared)
+        func.__doc__ = _with_parameters(func, shared, returns)
         return func
     return decorate
 
 
-def _with_parameters(func, shared) -> str:
+def _with_parameters(func, shared, returns=None) -> str:
     lines = (func.__doc__ or "").splitlines()
     body = [line for line in lines[1:] if line.strip()]
     indent = min((len(line) - len(line.lstrip()) for line in body), default=4)
@@ -494,6 +512,8 @@ def _with_parameters(func, shared) -> str:
         if entry not in done:
             done.add(entry)
             section.extend(entry.splitlines())
+    if returns is not None and not any(text[i].strip() in ("Returns", "Yields") for i in headers):
+        section.extend(["", "Returns", "-------", *returns.splitlines()])
     if start == len(text):
         # no section follows: the Parameters go last, before the closing line
         start = end = len(text) - 1 if not text[-1].strip() else len(text)

@@ -148,6 +148,16 @@ def test_every_command_is_one_module():
         assert "examples:" in command.EPILOG
 
 
+def test_examples_start_with_the_command_they_document():
+    from rooflinekit.cli._args import examples
+
+    assert examples("catalog", "gpus", "models --json") == (
+        "examples:\n  rooflinekit catalog gpus\n  rooflinekit catalog models --json")
+    for command in COMMANDS:
+        lines = [line for line in command.EPILOG.splitlines() if line.startswith("  rooflinekit ")]
+        assert lines and all(line.split()[1] == command.NAME for line in lines)
+
+
 def test_help_imports_nothing_heavy():
     # `rooflinekit --help` stays fast: the heavy modules load only when a command needs them
     code = ("import contextlib, io, sys\nfrom rooflinekit.cli.main import main\n"

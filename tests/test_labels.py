@@ -7,9 +7,15 @@ import pytest
 import xarray as xr
 
 from rooflinekit import catalog, memory
-from rooflinekit._labels import formula, spec_fields
+from rooflinekit._labels import document, formula, returns_entry, spec_fields
 from rooflinekit._validation import check_nonnegative
-from rooflinekit.roofline import OPTION_DEFAULTS, amortized_token_time, decode_step_time
+from rooflinekit.roofline import (
+    OPTION_DEFAULTS,
+    amortized_token_time,
+    decode_bound,
+    decode_step_time,
+    prefill_bound,
+)
 
 
 @formula("m²", "area", checks={"width": check_nonnegative, "height": check_nonnegative})
@@ -88,6 +94,35 @@ def test_roofline_signature_lists_the_options():
     assert "See Also" in decode_step_time.__doc__ and "amortized_token_time" in (
         decode_step_time.__doc__)
     assert "decode_step_time" in amortized_token_time.__doc__
+
+
+def test_returns_section_says_what_the_labels_say():
+    # written from units and long_name where the docstring has none, so the two cannot differ
+    assert returns_entry("s", "decode step time (ITL)") == (
+        "float, ndarray or xarray.DataArray\n    Decode step time (ITL) [s].")
+    doc = decode_step_time.__doc__
+    assert "Returns\n    -------\n    float, ndarray or xarray.DataArray\n" \
+        "        Decode step time (ITL) [s]." in doc
+    assert doc.index("Parameters") < doc.index("Returns") < doc.index("See Also")
+    # a Returns section of its own wins, and shared text serves a family of formulas
+    assert amortized_token_time.__doc__.count("Returns") == 1
+    assert "decode_step_time / batch_size" in amortized_token_time.__doc__
+    assert decode_bound.__doc__.split("Returns")[1].split("See Also")[0] == (
+        prefill_bound.__doc__.split("Returns")[1].split("See Also")[0])
+
+
+def test_document_puts_returns_after_the_parameters():
+    def half(x):
+        """Half of ``x`` [1].
+
+        Notes
+        -----
+        Exact in binary floating point.
+        """
+    doc = inspect.cleandoc(document({"x": "x : float\n    A number [1]."},
+                                    returns="float\n    Half [1].")(half).__doc__)
+    assert doc.index("Parameters") < doc.index("Returns") < doc.index("Notes")
+    assert "\nReturns\n-------\nfloat\n    Half [1].\n" in doc
 
 
 def test_unknown_keyword_is_refused_by_the_signature():

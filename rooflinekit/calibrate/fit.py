@@ -72,6 +72,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import units
+from rooflinekit._labels import document, parameter_entries
 from rooflinekit._validation import (
     check_keys,
     check_mapping,
@@ -361,17 +362,8 @@ class CalibrationResult:
         return "\n".join(lines)
 
 
-@renamed_keyword("roofline_kwargs", "roofline_options")
-def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=None,
-              n_resamples: int = 200, confidence: float = 0.95, seed: int | None = 0,
-              models: Mapping[str, ModelShape] | None = None,
-              gpus: Mapping[str, GPU] | None = None,
-              roofline_options: Mapping | None = None,
-              workload: str = "isolated") -> CalibrationResult:
-    """Fit compute efficiency, bandwidth efficiency and step overhead per phase to measurements.
-
-    Parameters
-    ----------
+#: The arguments :func:`calibrate` and :func:`cross_validate` share, documented once.
+FIT_PARAMETERS = parameter_entries("""
     measurements : Dataset, list of rows or path
         Measured configurations (:func:`measurements_from_records`, :func:`read_measurements`,
         :func:`read_vllm_result`). Prefill is fitted to the rows with a TTFT, decode to the rows
@@ -384,13 +376,6 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     bounds : mapping parameter -> (low, high), optional
         Box constraints; efficiencies within (0, 1], overhead [s] ≥ 0. Default
         :data:`DEFAULT_BOUNDS`.
-    n_resamples : int
-        Bootstrap resamples for the intervals, ≥ 0 (0: no intervals, ``lower = upper = value``).
-        Default 200.
-    confidence : float
-        Coverage of the percentile intervals, in (0, 1). Default 0.95.
-    seed : int or None
-        Seed of the :class:`numpy.random.Generator` that draws the resamples. Default 0.
     models, gpus : mapping of name -> ModelShape / GPU, optional
         Specs for names outside the catalogue (e.g. a model read with
         ``ModelShape.from_hf_config``); they take precedence over catalogue names.
@@ -408,6 +393,27 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
         prompt beside ``B − 1`` decoding sequences, a decode step carries ``B`` decodes plus, on
         average, ``B / output_tokens`` prompts' worth of prefill tokens (as one chunk). Use it for
         serving benchmarks at concurrency > 1; the knobs it fits are the same step-time knobs.
+    """)
+
+
+@renamed_keyword("roofline_kwargs", "roofline_options")
+@document(FIT_PARAMETERS)
+def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=None,
+              n_resamples: int = 200, confidence: float = 0.95, seed: int | None = 0,
+              models: Mapping[str, ModelShape] | None = None,
+              gpus: Mapping[str, GPU] | None = None, roofline_options: Mapping | None = None,
+              workload: str = "isolated") -> CalibrationResult:
+    """Fit compute efficiency, bandwidth efficiency and step overhead per phase to measurements.
+
+    Parameters
+    ----------
+    n_resamples : int
+        Bootstrap resamples for the intervals, ≥ 0 (0: no intervals, ``lower = upper = value``).
+        Default 200.
+    confidence : float
+        Coverage of the percentile intervals, in (0, 1). Default 0.95.
+    seed : int or None
+        Seed of the :class:`numpy.random.Generator` that draws the resamples. Default 0.
 
     Returns
     -------
@@ -608,18 +614,19 @@ class CrossValidationResult:
 
 
 @renamed_keyword("roofline_kwargs", "roofline_options")
+@document(FIT_PARAMETERS)
 def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: int = 5,
                    seed: int | None = 0, phases: Sequence[str] = PHASES, fit=None, bounds=None,
                    models: Mapping[str, ModelShape] | None = None,
-                   gpus: Mapping[str, GPU] | None = None,
-                   roofline_options: Mapping | None = None,
+                   gpus: Mapping[str, GPU] | None = None, roofline_options: Mapping | None = None,
                    workload: str = "isolated") -> CrossValidationResult:
     """Fit on some configurations and measure the error on the held-out ones.
 
+    The shared arguments mean what they mean for :func:`calibrate`; there is no bootstrap
+    inside folds.
+
     Parameters
     ----------
-    measurements, phases, fit, bounds, models, gpus, roofline_options, workload
-        As in :func:`calibrate` (no bootstrap inside folds).
     by : str or sequence of str, optional
         Leave-one-group-out over these columns (``"gpu"``, ``"model"``, ``("model", "gpu")``,
         ``"source"``): each fold holds out one group, so the error says how the calibration

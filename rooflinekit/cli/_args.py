@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["COMMAND_API", "FLAGS", "add_flag", "positive_int"]
+__all__ = ["COMMAND_API", "FLAGS", "add_flag", "examples", "positive_int"]
 
 #: The names every command module defines (and lists in its ``__all__``): its ``NAME``, the
 #: one-line ``HELP`` of ``rooflinekit --help``, the ``DESCRIPTION`` and ``EPILOG`` (examples) of
 #: its own ``--help``, ``add_arguments(parser)`` and ``run(args, out) -> int``.
 COMMAND_API = ("DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run")
+
+
+def examples(name: str, *commands: str) -> str:
+    """An ``EPILOG``: each of ``commands`` as a run of ``rooflinekit name``, one a line.
+
+    The command's own ``NAME`` starts every example, so an example cannot name another command.
+    """
+    return "examples:\n" + "\n".join(f"  rooflinekit {name} {command}" for command in commands)
 
 
 def positive_int(text: str) -> int:

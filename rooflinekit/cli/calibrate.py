@@ -18,7 +18,7 @@ from rooflinekit.calibrate import (
     read_vllm_result,
     save_calibration,
 )
-from rooflinekit.cli._args import COMMAND_API, add_flag
+from rooflinekit.cli._args import COMMAND_API, add_flag, examples
 from rooflinekit.cli._output import print_json
 from rooflinekit.models import ModelShape
 
@@ -27,9 +27,8 @@ __all__ = list(COMMAND_API) + ["add_calibrate_arguments", "calibrate_cli_main"]
 NAME = "calibrate"
 HELP = "fit efficiency factors to measured runs"
 DESCRIPTION = "Fit compute/bandwidth efficiency and per-step overhead to measurements."
-EPILOG = ("examples:\n  rooflinekit calibrate runs.csv --cv kfold\n"
-          "  rooflinekit calibrate --vllm-result result.json --model llama-3.1-8b --gpu h100 "
-          "--fit step_overhead")
+EPILOG = examples(NAME, "runs.csv --cv kfold", "--vllm-result result.json --model llama-3.1-8b "
+                  "--gpu h100 --fit step_overhead")
 
 
 def add_arguments(parser) -> None:

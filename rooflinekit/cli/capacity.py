@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rooflinekit import catalog, memory, roofline, units
-from rooflinekit.cli._args import COMMAND_API, add_flag, positive_int
+from rooflinekit.cli._args import COMMAND_API, add_flag, examples, positive_int
 from rooflinekit.cli._output import print_json, print_table
 
 __all__ = list(COMMAND_API)
@@ -11,8 +11,8 @@ __all__ = list(COMMAND_API)
 NAME = "capacity"
 HELP = "a model on a GPU group: fit, KV budget, concurrency, TTFT/ITL, cost"
 DESCRIPTION = "Capacity of one model on one tensor-parallel GPU group."
-EPILOG = ("examples:\n  rooflinekit capacity llama-3.1-70b h100 --tp 4 --context 8192 "
-          "--batch 32\n  rooflinekit capacity path/to/config.json l40s --json")
+EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --context 8192 --batch 32",
+                  "path/to/config.json l40s --json")
 
 
 def add_arguments(parser) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rooflinekit import catalog, units
-from rooflinekit.cli._args import COMMAND_API, add_flag
+from rooflinekit.cli._args import COMMAND_API, add_flag, examples
 from rooflinekit.cli._output import print_json, print_table
 
 __all__ = list(COMMAND_API)
@@ -11,8 +11,7 @@ __all__ = list(COMMAND_API)
 NAME = "catalog"
 HELP = "list the built-in GPUs or models with their sources"
 DESCRIPTION = "List catalogue entries with their figures and sources."
-EPILOG = ("examples:\n  rooflinekit catalog gpus\n"
-          "  rooflinekit catalog models llama-3.1-70b deepseek-v3 --json")
+EPILOG = examples(NAME, "gpus", "models llama-3.1-70b deepseek-v3 --json")
 
 
 def add_arguments(parser) -> None:

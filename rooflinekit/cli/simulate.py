@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from rooflinekit import batching, catalog, workloads
-from rooflinekit.cli._args import positive_int
+from rooflinekit.cli._args import COMMAND_API, add_flag, positive_int
 from rooflinekit.cli._output import print_json, print_table
 
-__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
+__all__ = list(COMMAND_API)
 
 NAME = "simulate"
 HELP = "a workload through static and continuous batching"
@@ -31,8 +31,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workload", choices=("guide", *_DISTRIBUTIONS), default="guide",
                         help="the guide's reconstructed workload, or output lengths drawn from a "
                              "distribution (default guide)")
-    parser.add_argument("--requests", type=positive_int, default=256,
-                        help="requests drawn (256)")
+    parser.add_argument("--requests", type=positive_int, default=256, help="requests drawn (256)")
     parser.add_argument("--output-mean", type=float, default=100.0,
                         help="mean output tokens (100)")
     parser.add_argument("--spread", type=float, default=1.0,
@@ -51,11 +50,10 @@ def add_arguments(parser) -> None:
                         help="paged block size (16)")
     parser.add_argument("--max-batched-tokens", type=positive_int,
                         help="chunked prefill: tokens per step")
-    parser.add_argument("--model",
-                        help="time steps with the roofline of this model (with --gpu)")
-    parser.add_argument("--gpu", help="GPU for roofline timing")
-    parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (1)")
-    parser.add_argument("--json", action="store_true", help="emit JSON instead of text")
+    add_flag(parser, "--model", help="time steps with the roofline of this model (with --gpu)")
+    add_flag(parser, "--gpu", help="GPU for roofline timing")
+    add_flag(parser, "--tp")
+    add_flag(parser, "--json")
 
 
 def _distribution(kind: str, mean: float, spread: float):

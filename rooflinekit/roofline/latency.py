@@ -61,14 +61,9 @@ def _price(name, value):
 
 @step_formula("s", "decode step time (ITL)")
 def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-                     bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-                     compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Decode step time = inter-token latency (ITL) [s]: every sequence gets one token per step.
-
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        Seconds per step.
 
     See Also
     --------
@@ -99,11 +94,6 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, compute_e
     context_length : int, array_like or xarray.DataArray
         Tokens already cached before the prompt (a prefix-cache hit, earlier chunks) [tokens].
 
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        Seconds.
-
     See Also
     --------
     decode_step_time, prefill_throughput, request_latency, mixed_step_time
@@ -123,9 +113,8 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, compute_e
 
 @step_formula("s/token", "amortized time per token")
 def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
-                         compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-                         allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
-                         interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Group time per generated token, the decode step shared over the batch [s/token].
 
     Returns
@@ -152,16 +141,12 @@ def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
 
 
 @step_formula("tokens/s", "decode throughput per group")
-def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *,
-                      compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-                      allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
-                      interconnect_latency=None):
+def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Generated tokens per second of one tensor-parallel group [tokens/s].
 
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        ``batch_size / decode_step_time`` [tokens/s] for the whole group of ``tp`` GPUs.
+    ``batch_size / decode_step_time``, for the whole group of ``tp`` GPUs.
 
     See Also
     --------
@@ -176,15 +161,9 @@ def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *,
 
 @step_formula("tokens/s", "decode throughput per GPU")
 def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, *,
-                              compute_efficiency=1.0, bandwidth_efficiency=1.0,
-                              step_overhead=0.0, allreduce=False, compute_dtype=None,
-                              interconnect_bandwidth=None, interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Generated tokens per second per GPU [tokens/s]: :func:`decode_throughput` ÷ GPUs.
-
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        Tokens per second per GPU.
 
     See Also
     --------
@@ -196,8 +175,8 @@ def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, 
 
 @step_formula("tokens/s", "prefill throughput")
 def prefill_throughput(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0,
-                       bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-                       compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Prompt tokens per second of one group prefilling one prompt [tokens/s].
 
     Returns
@@ -235,9 +214,8 @@ def _sum_linear(a, d, lo, hi):
 @step_formula("s", "generation time", checks={
     "output_tokens": _whole(0), "context_length": _whole(0)})
 def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, tp=1, *,
-                    compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-                    allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
-                    interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Time of ``output_tokens`` consecutive decode steps, the first at ``context_length`` [s].
 
     Parameters
@@ -299,9 +277,8 @@ def _generation(model, gpu, b, steps, first):
 @step_formula("s", "request latency", checks={
     "prompt_tokens": _whole(1), "output_tokens": _whole(1)})
 def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, *,
-                    compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-                    allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
-                    interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """End-to-end time of one request: prefill, then ``output_tokens − 1`` decode steps [s].
 
     Parameters
@@ -330,11 +307,9 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
 
 @step_formula("USD/1M tokens", "GPU cost per million generated tokens",
               checks={"hourly_price": _price})
-def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
-                            hourly_price=None, compute_efficiency=1.0,
-                            bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-                            compute_dtype=None, interconnect_bandwidth=None,
-                            interconnect_latency=None):
+def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *, hourly_price=None,
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """GPU cost of a million generated tokens at full decode throughput [USD per 1M tokens].
 
     Parameters
@@ -374,18 +349,17 @@ def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
 # ------------------------------------------------------------------------------------------------
 
 @step_formula("ms", "prefill time")
-def prefill_ms(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0, bandwidth_efficiency=1.0,
-               step_overhead=0.0, allreduce=False, compute_dtype=None,
-               interconnect_bandwidth=None, interconnect_latency=None):
+def prefill_ms(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        interconnect_bandwidth=None, interconnect_latency=None):
     """The lab's name: :func:`prefill_time` in milliseconds [ms] (guide §8 step 3)."""
     return step_time(model, gpu, prefill_step(model, prompt_tokens, 0.0)) / MS
 
 
 @step_formula("ms", "amortized time per token")
 def decode_ms_per_token(model, gpu, batch_size=1, context_length=0, tp=1, *,
-                        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-                        allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
-                        interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """The lab's name: guide §4.1's per-token time ``(weights + B·KV)/(bandwidth·B)`` [ms].
 
     This is :func:`amortized_token_time` in milliseconds — the decode step shared over the

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rooflinekit import memory, parallel
-from rooflinekit._labels import formula, lay_out, spec_fields, table
+from rooflinekit._labels import formula, lay_out, returns_entry, spec_fields, table
 from rooflinekit.roofline.options import (
     ARGUMENT_CHECKS,
     OPTION_DEFAULTS,
@@ -197,7 +197,7 @@ _prefill_pairs = _elementwise(prefill_context_tokens_kernel)
 # ------------------------------------------------------------------------------------------------
 
 def step_formula(units: str, long_name: str, *, checks: dict | None = None, model_fields=(),
-                 gpu_fields=(), order=None, parameters=None):
+                 gpu_fields=(), order=None, parameters=None, returns=None):
     """:func:`rooflinekit._labels.formula` for the roofline: reads ``model``, ``gpu`` and options.
 
     The arguments are checked by name (:data:`~rooflinekit.roofline.options.ARGUMENT_CHECKS`,
@@ -208,9 +208,12 @@ def step_formula(units: str, long_name: str, *, checks: dict | None = None, mode
     raw arrays, ``model`` as a namespace of the model's coefficients and ``gpu`` as the
     group's (efficiencies, ``tp`` and all-reduce folded in). The docstring's Parameters section
     is completed from :data:`~rooflinekit.roofline.options.ROOFLINE_PARAMETERS`, ``parameters``
-    taking precedence.
+    taking precedence; a docstring without a Returns section is given ``returns``, by default
+    the one ``units`` and ``long_name`` say (:func:`rooflinekit._labels.returns_entry`), the
+    labels its result carries.
     """
-    return _step_decorator(functools.partial(formula, units, long_name), checks,
+    returns = returns_entry(units, long_name) if returns is None else returns
+    return _step_decorator(functools.partial(formula, units, long_name, returns=returns), checks,
                            model_fields, gpu_fields, order, parameters)
 
 

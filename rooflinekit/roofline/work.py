@@ -114,8 +114,8 @@ __all__ = [
 
 @document(ROOFLINE_PARAMETERS)
 def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidth_efficiency=1.0,
-        step_overhead=0.0, allreduce=False, compute_dtype=None,
-        interconnect_bandwidth=None, interconnect_latency=None) -> StepCost:
+        step_overhead=0.0, allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+        interconnect_latency=None)-> StepCost:
     """The coefficients of :func:`mixed_step_time_kernel` for one model on one group.
 
     Parameters
@@ -166,9 +166,9 @@ def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidt
     k: check_nonnegative for k in ("decode_tokens", "prefill_tokens", "kv_tokens_read",
                                    "prefill_context_length")})
 def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, tp=1, *,
-                    prefill_context_length=0, compute_efficiency=1.0, bandwidth_efficiency=1.0,
-                    step_overhead=0.0, allreduce=False, compute_dtype=None,
-                    interconnect_bandwidth=None, interconnect_latency=None):
+        prefill_context_length=0, compute_efficiency=1.0, bandwidth_efficiency=1.0,
+        step_overhead=0.0, allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+        interconnect_latency=None):
     """Time of one step carrying decode tokens and a prompt chunk (chunked prefill) [s].
 
     Parameters
@@ -223,11 +223,6 @@ def effective_kv_tokens(model, context_length):
     context_length : int, array_like or xarray.DataArray
         Tokens cached [tokens], ≥ 0.
 
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        Tokens.
-
     See Also
     --------
     rooflinekit.memory.kv_bytes_per_sequence, mixed_step_time
@@ -246,11 +241,6 @@ def effective_kv_tokens(model, context_length):
 @step_formula("FLOP", "decode FLOPs per step")
 def decode_flops(model, batch_size=1, context_length=0):
     """FLOPs of one decode step of ``batch_size`` sequences at ``context_length`` [FLOP].
-
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        FLOPs per step [FLOP].
 
     See Also
     --------
@@ -272,11 +262,6 @@ def decode_flops(model, batch_size=1, context_length=0):
 @step_formula("bytes", "decode bytes per step")
 def decode_bytes(model, batch_size=1, context_length=0):
     """Bytes one decode step moves from HBM: weights once, KV per sequence [bytes].
-
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        Bytes per step [bytes].
 
     See Also
     --------
@@ -304,11 +289,6 @@ def prefill_flops(model, prompt_tokens, context_length=0):
     context_length : int, array_like or xarray.DataArray
         Tokens already cached before them (earlier chunks, a cached prefix) [tokens], ≥ 0.
 
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        FLOPs [FLOP].
-
     See Also
     --------
     prefill_bytes, decode_flops
@@ -335,11 +315,6 @@ def prefill_bytes(model, prompt_tokens, context_length=0):
     context_length : int, array_like or xarray.DataArray
         Tokens already cached before them [tokens], ≥ 0.
 
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        Bytes [bytes].
-
     See Also
     --------
     prefill_flops, decode_bytes
@@ -354,6 +329,11 @@ def prefill_bytes(model, prompt_tokens, context_length=0):
 # ------------------------------------------------------------------------------------------------
 # The roofline.
 # ------------------------------------------------------------------------------------------------
+
+#: What the three ``bound`` functions return, the same answer to the same question.
+_BOUND = """str, ndarray of str or xarray.DataArray
+    "compute" where the arithmetic takes at least as long as the memory traffic (the
+    arithmetic intensity at or above the ridge point), else "memory"."""
 
 @step_formula("FLOP/byte", "decode arithmetic intensity")
 def arithmetic_intensity(model, batch_size=1, context_length=0):
@@ -410,7 +390,7 @@ def ridge_point(gpu, *, compute_efficiency=1.0, bandwidth_efficiency=1.0, comput
 
 @formula("", "bound", checks={"arithmetic_intensity": check_positive,
                               "ridge_point": check_positive},
-         exact=("arithmetic_intensity", "ridge_point"))
+         exact=("arithmetic_intensity", "ridge_point"), returns=_BOUND)
 def bound(arithmetic_intensity, ridge_point):
     """Which roof applies: ``"compute"`` at or above the ridge, else ``"memory"``.
 
@@ -420,11 +400,6 @@ def bound(arithmetic_intensity, ridge_point):
         FLOP/byte of the step, > 0.
     ridge_point : float, array_like or xarray.DataArray
         FLOP/byte of the machine, > 0.
-
-    Returns
-    -------
-    str, ndarray of str or xarray.DataArray
-        "compute" or "memory".
 
     See Also
     --------
@@ -443,16 +418,11 @@ def _step_bound(model, gpu, step):
     return np.where(compute, "compute", "memory")
 
 
-@step_formula("", "bound")
+@step_formula("", "bound", returns=_BOUND)
 def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-                 bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-                 compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Whether a decode step is ``"compute"``- or ``"memory"``-bound.
-
-    Returns
-    -------
-    str, ndarray of str or xarray.DataArray
-        "compute" where the arithmetic takes at least as long as the memory traffic.
 
     See Also
     --------
@@ -465,16 +435,11 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_ef
     return _step_bound(model, gpu, decode_step(model, batch_size, context_length))
 
 
-@step_formula("", "bound")
+@step_formula("", "bound", returns=_BOUND)
 def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_efficiency=1.0,
-                  bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-                  compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Whether a prefill pass is ``"compute"``- or ``"memory"``-bound.
-
-    Returns
-    -------
-    str, ndarray of str or xarray.DataArray
-        "compute" or "memory".
 
     See Also
     --------
@@ -493,15 +458,9 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_
 
 @step_formula("s", "decode compute time")
 def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
-                        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-                        allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
-                        interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
+        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
     """Time the arithmetic of a decode step needs at the (effective) peak [s].
-
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        Seconds.
 
     See Also
     --------
@@ -522,20 +481,18 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
 
 
 @step_formula("s", "decode memory time")
-def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
-                       compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-                       allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
-                       interconnect_latency=None):
+def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Time the memory traffic of a decode step needs at the (effective) bandwidth [s].
-
-    Returns
-    -------
-    float, ndarray or xarray.DataArray
-        Seconds. The guide's 70B fp16 model at batch 1: 140e9 B / 3.35e12 B/s = 41.79 ms.
 
     See Also
     --------
     decode_compute_time, decode_step_time
+
+    Notes
+    -----
+    The guide's 70B fp16 model at batch 1: 140e9 B / 3.35e12 B/s = 41.79 ms.
 
     References
     ----------
@@ -550,7 +507,7 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
 
 @step_formula("1", "critical batch size (inf: never compute-bound)")
 def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficiency=1.0,
-                        bandwidth_efficiency=1.0, compute_dtype=None):
+        bandwidth_efficiency=1.0, compute_dtype=None):
     """Batch size at which decode turns compute-bound [1]; ``inf`` where it never does.
 
     Parameters
@@ -619,7 +576,7 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
     order=("model", "gpu", "tp", "context_length", "compute_efficiency", "bandwidth_efficiency"),
     parameters=HELD_CONTEXT)
 def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.DEFAULT_RESERVE,
-                            compute_efficiency=1.0, bandwidth_efficiency=1.0, compute_dtype=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, compute_dtype=None):
     """Whether a batch big enough to be compute-bound fits in the KV budget [bool].
 
     Returns
