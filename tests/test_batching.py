@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rooflinekit.batching import (REASON_KV_BUDGET, ContinuousBatcher, StaticBatcher,
-                                  monte_carlo, replicate_seed, simulate)
+                                  monte_carlo, replicate_seed, run_replicates, simulate)
 from rooflinekit.workloads import (AllAtOnce, Constant, LogNormal, Poisson, Uniform, Workload,
                                    WorkloadSpec, guide_workload, short_and_long)
 
@@ -637,3 +637,93 @@ def test_monte_carlo_serial_equals_parallel():
     xr.testing.assert_identical(a, b)
     with pytest.raises(TypeError, match="parallel"):
         monte_carlo(spec, batchers, replicates=2, seed=3, parallel="yes")
+
+
+# --- per-token latency, attainment, caller-drawn replicates -------------------------------------
+
+
+def test_p95_and_token_itl_summaries():
+    wl = guide_workload()
+    res = ContinuousBatcher(max_num_seqs=16).run(wl)
+    lat = res.latency.values
+    assert res.p95_latency.item() == np.quantile(lat, 0.95)
+    assert res.p95_ttft.item() == np.quantile(res.ttft.values, 0.95)
+    # no preemption on the tick clock: every gap is one tick
+    for name in ("mean_token_itl", "p50_token_itl", "p90_token_itl", "p95_token_itl",
+                 "p99_token_itl"):
+        assert res[name].item() == 1.0, name
+        assert res[name].attrs["units"] == "tick"
+    assert res.token_itl_attainment.item() == 1.0
+
+
+def test_attainment_counts_rejected_as_misses():
+    # three requests, the last can never fit: shares are of all three
+    b = ContinuousBatcher(max_num_seqs=1, kv_budget_tokens=20)
+    wl = Workload([0.0, 0.0, 0.0], [5, 5, 30], [3, 4, 2])
+    res = b.run(wl)
+    assert res.ttft_attainment.item() == pytest.approx(2 / 3)       # no target: share completed
+    assert res.e2e_attainment.item() == pytest.approx(2 / 3)
+    # request 0: ttft 1, latency 3; request 1: admitted at 3, ttft 4, latency 7
+    res = b.run(wl, ttft_target=1, e2e_target=3, itl_target=0.5)
+    assert res.ttft_attainment.item() == pytest.approx(1 / 3)
+    assert res.e2e_attainment.item() == pytest.approx(1 / 3)
+    assert res.token_itl_attainment.item() == 0.0                   # every gap is 1 tick
+    assert b.run(wl, itl_target=1).token_itl_attainment.item() == 1.0
+    assert res.attrs["e2e_target"] == 3
+    assert b.run(wl).attrs["e2e_target"] == "none"
+
+
+def test_token_itl_attainment_one_when_no_gaps():
+    res = ContinuousBatcher().run(arrival=[0.0, 1.0], prompt_tokens=[3, 3], output_tokens=[1, 1],
+                                  itl_target=0.0)
+    assert res.token_itl_attainment.item() == 1.0
+    assert np.isnan(res.mean_token_itl.item()) and np.isnan(res.p99_token_itl.item())
+
+
+def test_token_itl_spans_preemptions():
+    # paged with preemptions: the long gaps across a preemption lift the upper percentiles
+    spec = WorkloadSpec(60, output=Uniform(20, 80), prompt=Constant(8), arrival=Poisson(2.0))
+    res = ContinuousBatcher(max_num_seqs=16, kv_budget_tokens=400, admission="paged",
+                            block_size=8).run(spec.sample(3), itl_target=1)
+    assert res.n_preemptions.item() > 0
+    assert res.p99_token_itl.item() > 1.0 and res.p50_token_itl.item() == 1.0
+    assert 0 < res.token_itl_attainment.item() < 1
+    gaps = (res.output_tokens - 1).sum().item()
+    assert res.mean_token_itl.item() > 1.0
+    assert res.mean_token_itl.item() * gaps == pytest.approx(
+        (res.finish - res.first_token).sum().item())
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_run_replicates_equals_monte_carlo(parallel):
+    spec, batchers = mc_setup()
+    targets = dict(ttft_target=2.0, itl_target=1.0, e2e_target=60.0)
+    for name, b in batchers.items():
+        mc = monte_carlo(spec, b, replicates=6, seed=3, **targets).sel(policy=name)
+        rows = [spec.draw(np.random.default_rng(replicate_seed(3, r))) for r in range(6)]
+        a, p, o, q = (np.stack(x) for x in zip(*rows))
+        ds = run_replicates(b, a, p, o, q, parallel=parallel, **targets)
+        assert "policy" not in ds.dims and ds.makespan.dims == ("replicate",)
+        assert ds.tier_mean_latency.dims == ("replicate", "tier")
+        assert set(ds.data_vars) == set(mc.data_vars)
+        for var in ds.data_vars:
+            np.testing.assert_array_equal(ds[var].values, mc[var].values, err_msg=var)
+            assert ds[var].attrs == mc[var].attrs, var
+        assert ds.attrs["e2e_target"] == 60.0
+
+
+def test_run_replicates_validates_rows():
+    b = ContinuousBatcher(max_num_seqs=4)
+    ok = np.zeros((2, 3)), np.ones((2, 3), int), np.ones((2, 3), int)
+    with pytest.raises(ValueError, match="2-D"):
+        run_replicates(b, np.zeros(3), np.ones(3, int), np.ones(3, int))
+    with pytest.raises(ValueError, match="shape"):
+        run_replicates(b, ok[0], ok[1][:, :2], ok[2])
+    with pytest.raises(ValueError, match="replicate 1: arrival must be sorted"):
+        run_replicates(b, np.array([[0.0, 1, 2], [2.0, 1, 0]]), ok[1], ok[2])
+    with pytest.raises(ValueError, match="replicate 0: output_tokens"):
+        run_replicates(b, ok[0], ok[1], np.zeros((2, 3), int))
+    with pytest.raises(ValueError, match="e2e_target"):
+        run_replicates(b, *ok, e2e_target=-1)
+    with pytest.raises(TypeError, match="batcher"):
+        run_replicates("continuous", *ok)

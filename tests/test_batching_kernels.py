@@ -276,3 +276,105 @@ def test_second_simulate_process_compiles_nothing_and_imports_no_dask(argv):
     assert second["misses"] == 0
     assert second["loaded"] == ["continuous_run", "static_run"]
     assert second["dask"] == []
+
+
+# --- inter-token gaps: the run's counts and percentiles against every token, one by one --------
+
+
+def brute_force_gaps(tokens, n):
+    """Every gap between consecutive output tokens of each request, from the reference's tokens."""
+    times = [[] for _ in range(n)]
+    for i, t in tokens:
+        times[i].append(t)
+    return np.concatenate([np.diff(np.asarray(ts, dtype=float)) for ts in times] + [np.zeros(0)])
+
+
+def check_gaps(batcher, wl, itl_target):
+    tokens = []
+    ref = batcher.reference(wl, itl_target=itl_target, tokens=tokens)
+    assert_same(_kernel_outputs(batcher, wl, itl_target=itl_target),
+                batcher.reference(wl, itl_target=itl_target))
+    stats = dict(zip(_reference.STAT_NAMES, ref["stats"]))
+    gaps = brute_force_gaps(tokens, wl.n_requests)
+    done = ref["status"] == _reference.COMPLETED
+    assert stats["token_gaps"] == gaps.size == (wl.output_tokens[done] - 1).sum()
+    # A decode step's gap is its duration dt; a difference of token times, (t + dt) - t, may
+    # differ from dt in the last bit, hence the relative slack ``eps`` (none on the tick clock).
+    eps = 0.0 if batcher.clock == "tick" else 1e-12
+    assert (gaps <= itl_target * (1 - eps)).sum() <= stats["token_gaps_met"] \
+        <= (gaps <= itl_target * (1 + eps)).sum()
+    assert stats["token_gap_time"] == pytest.approx(gaps.sum(), rel=1e-12, abs=1e-300)
+    for p in _reference.GAP_PERCENTILES:
+        got = stats[f"token_itl_p{p}"]
+        if gaps.size == 0:
+            assert np.isnan(got)
+            continue
+        exact = np.quantile(gaps, p / 100, method="inverted_cdf")
+        # the largest gap of the exact value's bin: never below it, within one bin width above
+        assert exact * (1 - eps) <= got < exact * (1 + 1 / _reference.GAP_SUBBINS), p
+
+
+@SETTINGS
+@given(wl=workloads(tiers=True), max_num_seqs=slots, kv=st.integers(1, 200),
+       admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8),
+       extra=st.one_of(st.none(), st.integers(0, 30)), target=st.sampled_from([0.5, 1.0, 3.0]))
+def test_tick_gaps_match_every_token(wl, max_num_seqs, kv, admission, block_size, extra, target):
+    mnbt = None if extra is None or max_num_seqs is None else max_num_seqs + extra
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                          block_size=block_size, max_num_batched_tokens=mnbt, interactive_cap=2)
+    check_gaps(b, wl, target)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
+       max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
+       target=st.floats(0.0, 0.05))
+def test_roofline_gaps_match_every_token(wl, config, max_num_seqs, extra, kv, admission, target):
+    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
+    b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
+                         admission=admission, block_size=4,
+                         max_num_batched_tokens=None if extra is None else max_num_seqs + extra)
+    check_gaps(b, wl, target)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(fractional=True), batch_size=st.integers(1, 8),
+       config=st.sampled_from([None, *sorted(ROOFLINE)]))
+def test_static_gaps_match_every_token(wl, batch_size, config):
+    from rooflinekit import catalog
+    if config is None:
+        b, target = StaticBatcher(batch_size=batch_size), 1.0
+    else:
+        c = ROOFLINE[config]
+        wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens)
+        b = StaticBatcher(batch_size=batch_size, model=catalog.model(c["model"]),
+                          gpu=catalog.gpu(c["gpu"]), tp=c["tp"])
+        target = 0.02
+    check_gaps(b, wl, target)
+
+
+def test_preempted_gap_spans_the_preemption():
+    # Two requests, room for one to grow: the later one is preempted, re-prefilled, and its
+    # first token after that ends one long gap (the time since its last token before).
+    b = ContinuousBatcher(max_num_seqs=2, kv_budget_tokens=8, admission="paged", block_size=2)
+    wl = Workload([0.0, 0.0], [2, 2], [5, 4])
+    tokens = []
+    ref = b.reference(wl, tokens=tokens)
+    assert ref["preemptions"].sum() > 0
+    gaps = brute_force_gaps(tokens, 2)
+    assert gaps.max() > 1.0                         # a gap across the preemption
+    stats = dict(zip(_reference.STAT_NAMES, ref["stats"]))
+    assert stats["token_gaps"] == 3 + 4
+    assert stats["token_gap_time"] == gaps.sum()
+    assert_same(_kernel_outputs(b, wl), ref)
+
+
+def test_gap_bins_resolution():
+    # frexp octaves with 512 linear sub-bins: whole ticks up to 1,024 have a bin each
+    bins = [_reference.gap_bin(float(k)) for k in range(1, 1025)]
+    assert len(set(bins)) == 1024 and bins == sorted(bins)
+    for x in (1e-9, 3.7e-4, 0.0123, 1.0, 77.7, 1e9):
+        k = _reference.gap_bin(x)
+        assert _reference.gap_bin(x * (1 + 1.01 / _reference.GAP_SUBBINS)) > k
+    assert _reference.gap_bin(0.0) == 0 and _reference.gap_bin(1e300) == _reference.N_GAP_BINS - 1

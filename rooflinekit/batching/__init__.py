@@ -1,7 +1,7 @@
 """Static and continuous batching, simulated step by step (guide §4).
 
 - :mod:`~rooflinekit.batching.batchers`: :class:`StaticBatcher`, :class:`ContinuousBatcher`,
-  :func:`simulate` and :func:`monte_carlo` (validation, random draws, the KV budget and the
+  :func:`simulate`, :func:`monte_carlo` and :func:`run_replicates` (validation, random draws, the KV budget and the
   step clock, computed before the kernel runs);
 - :mod:`~rooflinekit.batching.results`: per-request and summary Datasets;
 - ``_kernels`` (numba, imported on first run) and ``_reference`` (plain Python, the
@@ -13,6 +13,7 @@ from rooflinekit.batching.batchers import (
                                            StaticBatcher,
                                            monte_carlo,
                                            replicate_seed,
+                                           run_replicates,
                                            simulate,
 )
 from rooflinekit.batching.results import (
@@ -22,5 +23,6 @@ from rooflinekit.batching.results import (
                                            TIERS,
 )
 
-__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "replicate_seed",
+__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
+           "replicate_seed",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]

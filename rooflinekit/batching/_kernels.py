@@ -58,6 +58,14 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from rooflinekit.batching._reference import (
+    GAP_MAX_EXPONENT,
+    GAP_MIN_EXPONENT,
+    GAP_PERCENTILES,
+    GAP_SUBBINS,
+    N_GAP_BINS,
+    STAT_NAMES,
+)
 from rooflinekit.roofline import (
     StepCost,
     kv_tokens_read_kernel,
@@ -69,9 +77,13 @@ __all__ = ["continuous_run", "continuous_run_many", "static_run", "static_run_ma
            "N_COEFFICIENTS", "STALLED", "STEP_FORMULA_SHA256"]
 
 # Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
-_END, _STEPS, _BUSY, _PEAK_RUN, _RUN_T, _ACT_T, _PEAK_RES, _RES_T, _PEAK_USED, _USED_T, _PREEMPT = \
-    range(11)
-N_STATS = 11
+(_END, _STEPS, _BUSY, _PEAK_RUN, _RUN_T, _ACT_T, _PEAK_RES, _RES_T, _PEAK_USED, _USED_T, _PREEMPT,
+ _GAPS, _GAPS_MET, _GAP_T, _GAP_P) = range(15)
+N_STATS = 18
+if len(STAT_NAMES) != N_STATS or STAT_NAMES[_GAP_P] != "token_itl_p50":
+    raise ImportError("the kernels' stats indices disagree with _reference.STAT_NAMES")
+_PERCENTILES = GAP_PERCENTILES
+_N_PERCENTILES = len(GAP_PERCENTILES)
 
 #: Error code a run returns when requests are queued and none can ever be admitted (cannot happen
 #: with validated inputs; reported rather than looping forever).
@@ -128,6 +140,56 @@ UNBOUNDED = np.int64(2**62)
 
 
 @njit(cache=True)
+def _gap_bin(x):
+    """Histogram bin of an inter-token gap (``_reference.gap_bin``: frexp octave, linear sub-bin)."""
+    if not x > 0.0:
+        return 0
+    m, e = math.frexp(x)
+    if e < GAP_MIN_EXPONENT:
+        return 0
+    if e >= GAP_MAX_EXPONENT:
+        return N_GAP_BINS - 1
+    return (e - GAP_MIN_EXPONENT) * GAP_SUBBINS + int((m - 0.5) * (2 * GAP_SUBBINS))
+
+
+@njit(cache=True)
+def _add_gaps(hist_n, hist_max, stats, itl_target, gap, count):
+    """``count`` inter-token gaps of ``gap``: counts, sum and histogram (``_reference.GapLog``)."""
+    if count == 0:
+        return
+    stats[_GAPS] += count
+    if gap <= itl_target:
+        stats[_GAPS_MET] += count
+    stats[_GAP_T] += gap * count
+    k = _gap_bin(gap)
+    if hist_n[k] == 0 or gap > hist_max[k]:
+        hist_max[k] = gap
+    hist_n[k] += count
+
+
+@njit(cache=True)
+def _store_percentiles(hist_n, hist_max, stats):
+    """Nearest-rank percentiles of the gaps, each its bin's largest gap (NaN without gaps)."""
+    n = np.int64(stats[_GAPS])
+    for j in range(_N_PERCENTILES):
+        stats[_GAP_P + j] = np.nan
+    if n == 0:
+        return
+    j = 0
+    rank = (_PERCENTILES[0] * n + 99) // 100
+    seen = 0
+    for k in range(N_GAP_BINS):
+        seen += hist_n[k]
+        while j < _N_PERCENTILES and seen >= rank:
+            stats[_GAP_P + j] = hist_max[k]
+            j += 1
+            if j < _N_PERCENTILES:
+                rank = (_PERCENTILES[j] * n + 99) // 100
+        if j == _N_PERCENTILES:
+            return
+
+
+@njit(cache=True)
 def _can_admit(queue, q_head, q_size, nrun, max_num_seqs, interactive_cap, n_interactive, paged,
                total_blocks, alloc, reserved, kv_budget, prompt, output, generated, block_size):
     """Would the admission phase admit a request now, with no sequence needing a new block?"""
@@ -150,6 +212,8 @@ def _reset_outputs(admit, first_token, finish, preemptions, status, stats):
     """Clear one run's outputs: statistics 0, no request admitted, started or finished yet."""
     for k in range(N_STATS):
         stats[k] = 0.0
+    for j in range(_N_PERCENTILES):
+        stats[_GAP_P + j] = np.nan           # no gap yet
     for i in range(admit.shape[0]):
         admit[i] = np.nan
         first_token[i] = np.nan
@@ -160,11 +224,12 @@ def _reset_outputs(admit, first_token, finish, preemptions, status, stats):
 
 @njit(nogil=True, cache=True)
 def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, paged, block_size,
-                   max_batched, interactive_cap, tick_mode, coef,
+                   max_batched, interactive_cap, tick_mode, coef, itl_target,
                    admit, first_token, finish, preemptions, status, stats):
     """Continuous batching of one workload; returns 0 or :data:`STALLED`.
 
-    ``tick_mode`` and ``coef`` are the clock (module docstring); the outputs ``admit``,
+    ``tick_mode`` and ``coef`` are the clock (module docstring), ``itl_target`` the gap counted
+    as met [time] (inf for none); the outputs ``admit``,
     ``first_token``, ``finish``, ``preemptions``, ``status`` (per request) and ``stats``
     (:data:`N_STATS`) are overwritten.
     """
@@ -186,6 +251,10 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
     q_size = np.zeros(2, np.int64)
     running = np.empty(cap, np.int64)
     first_ids = np.empty(cap, np.int64)
+    span_ids = np.empty(cap, np.int64)       # re-prefills completing in a step
+    last_tok = np.zeros(n, np.float64)       # a preempted sequence's latest token time
+    hist_n = np.zeros(N_GAP_BINS, np.int64)  # gap histogram: counts and largest gap per bin
+    hist_max = np.zeros(N_GAP_BINS, np.float64)
     nrun = 0
     n_dec = 0                  # running sequences past prefill (decoding)
     n_interactive = 0          # interactive sequences running
@@ -287,6 +356,7 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 v = running[nrun]
                 if generated[v] != gen_at_admit[v]:
                     n_dec -= 1
+                    last_tok[v] = t          # it decoded in the step that ended at t
                     if context[v] + 1 > blocks[v] * block_size:
                         need -= 1
                 alloc -= blocks[v]
@@ -310,6 +380,7 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
         pairs = 0.0
         active = 0
         n_first = 0
+        n_span = 0
         any_prefill = False
         min_left = UNBOUNDED       # fewest tokens any running sequence has left
         min_room = UNBOUNDED       # paged: fewest tokens any sequence can grow in its blocks
@@ -337,6 +408,9 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 if prefilled[i] == to_prefill[i]:
                     context[i] += 1
                     used += 1
+                    if generated[i] > 0:
+                        span_ids[n_span] = i
+                        n_span += 1
                     generated[i] += 1
                     active += 1
                     n_dec += 1
@@ -351,6 +425,10 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
         dt = _step_time(tick_mode, coef, float(n_decode), float(n_prefill), kv_read, pairs)
         for j in range(n_first):
             first_token[first_ids[j]] = t + dt
+        # every decoding sequence's gap is dt; a re-prefill's spans its preemption
+        _add_gaps(hist_n, hist_max, stats, itl_target, dt, n_decode)
+        for j in range(n_span):
+            _add_gaps(hist_n, hist_max, stats, itl_target, t + dt - last_tok[span_ids[j]], 1)
         kv_res = alloc * block_size if paged else reserved
         stats[_STEPS] += 1.0
         stats[_BUSY] += dt
@@ -408,29 +486,32 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 if paged and alloc * block_size > stats[_PEAK_RES]:
                     stats[_PEAK_RES] = alloc * block_size
                 stats[_USED_T] += m * used + nrun * (m * (m + 1) // 2)
+                _add_gaps(hist_n, hist_max, stats, itl_target, 1.0, nrun * m)
                 used += nrun * m
                 if used > stats[_PEAK_USED]:
                     stats[_PEAK_USED] = used
                 t = t + m
     stats[_END] = t
+    _store_percentiles(hist_n, hist_max, stats)
     return 0
 
 
 
 @njit(parallel=True, cache=True)
 def continuous_run_many(arrival, prompt, output, priority, max_num_seqs, kv_budget, paged,
-                        block_size, max_batched, interactive_cap, tick_mode, coef,
+                        block_size, max_batched, interactive_cap, tick_mode, coef, itl_target,
                         admit, first_token, finish, preemptions, status, stats, errors):
     """:func:`continuous_run` over 2-D ``(replicate, request)`` arrays, replicates in parallel."""
     for r in prange(arrival.shape[0]):
         errors[r] = continuous_run(arrival[r], prompt[r], output[r], priority[r], max_num_seqs,
                                    kv_budget, paged, block_size, max_batched, interactive_cap,
-                                   tick_mode, coef, admit[r], first_token[r], finish[r],
+                                   tick_mode, coef, itl_target, admit[r], first_token[r],
+                                   finish[r],
                                    preemptions[r], status[r], stats[r])
 
 
 @njit(nogil=True, cache=True)
-def static_run(arrival, prompt, output, batch_size, tick_mode, coef,
+def static_run(arrival, prompt, output, batch_size, tick_mode, coef, itl_target,
                admit, first_token, finish, preemptions, status, stats):
     """Static batching of one workload; returns 0 (arguments as :func:`continuous_run`)."""
     n = arrival.shape[0]
@@ -441,6 +522,8 @@ def static_run(arrival, prompt, output, batch_size, tick_mode, coef,
     for i in range(n):
         max_out = max(max_out, output[i])
     ending = np.zeros(max_out + 1, np.int64)     # members of the batch by output length
+    hist_n = np.zeros(N_GAP_BINS, np.int64)
+    hist_max = np.zeros(N_GAP_BINS, np.float64)
     while nxt < n:
         if arrival[nxt] > t:
             t = math.ceil(arrival[nxt]) * 1.0 if tick_mode else arrival[nxt]
@@ -481,6 +564,8 @@ def static_run(arrival, prompt, output, batch_size, tick_mode, coef,
             if used > stats[_PEAK_USED]:
                 stats[_PEAK_USED] = used
             stats[_USED_T] += used * dt
+            if step > 0:           # every member still generating: one gap of dt
+                _add_gaps(hist_n, hist_max, stats, itl_target, dt, active)
             t = t + dt
             if step == 0:
                 for i in range(first, nxt):
@@ -494,15 +579,16 @@ def static_run(arrival, prompt, output, batch_size, tick_mode, coef,
             finish[i] = t
             ending[output[i]] = 0
     stats[_END] = t
+    _store_percentiles(hist_n, hist_max, stats)
     return 0
 
 
 
 @njit(parallel=True, cache=True)
-def static_run_many(arrival, prompt, output, batch_size, tick_mode, coef,
+def static_run_many(arrival, prompt, output, batch_size, tick_mode, coef, itl_target,
                     admit, first_token, finish, preemptions, status, stats, errors):
     """:func:`static_run` over 2-D ``(replicate, request)`` arrays, replicates in parallel."""
     for r in prange(arrival.shape[0]):
         errors[r] = static_run(arrival[r], prompt[r], output[r], batch_size, tick_mode, coef,
-                               admit[r], first_token[r], finish[r], preemptions[r], status[r],
-                               stats[r])
+                               itl_target, admit[r], first_token[r], finish[r], preemptions[r],
+                               status[r], stats[r])

@@ -57,6 +57,17 @@ after the batch's first step and every member finishes when the longest member d
 ``start + max(output_tokens)`` ticks. In roofline mode the first step is the prefill of all prompts
 and every later step decodes the whole batch, finished members included (padding).
 
+Inter-token gaps
+----------------
+Every output token after a request's first ends a *gap*: the time since that request's previous
+token (the first token is TTFT, not a gap). Within a step every decoding sequence emits one token,
+so its gap is the step's duration ``dt``; a sequence re-admitted after a preemption emits its next
+token at the end of its re-prefill, one long gap ``t + dt - (its last token time)`` spanning the
+preemption. Static batching: every member still generating emits one token per step after the
+first. Each run counts the gaps, the gaps within ``itl_target`` (exactly), their total time, and
+a histogram of their values from which the percentiles :data:`GAP_PERCENTILES` are read
+(:class:`GapLog`). Every admitted request completes, so these are the gaps of completed requests.
+
 References
 ----------
 .. [1] Serving-capacity guide §4.2-4.5, §8; ``docs/conventions.md`` "Static vs continuous".
@@ -75,8 +86,9 @@ from collections import deque
 
 import numpy as np
 
-__all__ = ["simulate_continuous", "simulate_static", "COMPLETED", "REJECTED", "STAT_NAMES",
-           "UNLIMITED"]
+__all__ = ["simulate_continuous", "simulate_static", "GapLog", "COMPLETED", "REJECTED",
+           "STAT_NAMES", "UNLIMITED", "GAP_PERCENTILES", "GAP_SUBBINS", "GAP_MIN_EXPONENT",
+           "GAP_MAX_EXPONENT", "N_GAP_BINS"]
 
 COMPLETED = 0
 REJECTED = 1
@@ -97,7 +109,94 @@ STAT_NAMES = (
     "peak_kv_used",        # most KV tokens actually holding context after a step [tokens]
     "kv_used_time",        # integral of KV used [token x time]
     "preemptions",         # preemptions in the run [1]
+    "token_gaps",          # inter-token gaps (tokens after each request's first) [1]
+    "token_gaps_met",      # of those, gaps <= itl_target [1]
+    "token_gap_time",      # sum of the gaps [time]
+    "token_itl_p50",       # percentiles of the gaps (GAP_PERCENTILES; NaN without gaps) [time]
+    "token_itl_p90",
+    "token_itl_p95",
+    "token_itl_p99",
 )
+
+#: Percentiles of the inter-token gaps each run reports [%] (nearest rank, see :class:`GapLog`).
+GAP_PERCENTILES = (50, 90, 95, 99)
+
+#: Gap histogram: sub-bins per octave (relative resolution ``1 / GAP_SUBBINS``, 0.2 %) ...
+GAP_SUBBINS = 512
+#: ... over the binary exponents ``[GAP_MIN_EXPONENT, GAP_MAX_EXPONENT)`` of ``math.frexp``:
+#: gaps from 2**-31 (4.7e-10) to 2**34 (1.7e10) of the clock's unit; smaller or larger gaps fall
+#: into the first or last bin.
+GAP_MIN_EXPONENT = -30
+GAP_MAX_EXPONENT = 34
+#: Bins of the gap histogram (its memory: this many counts and maxima per run, 512 KiB).
+N_GAP_BINS = (GAP_MAX_EXPONENT - GAP_MIN_EXPONENT) * GAP_SUBBINS
+
+
+def gap_bin(x):
+    """Histogram bin of a gap ``x`` [time]: octave from ``frexp``, then 512 linear sub-bins.
+
+    ``x = m * 2**e`` with ``m`` in [0.5, 1); ``(m - 0.5) * 1024`` is exact in binary, so the bin
+    is the same in every implementation (no logarithm).
+    """
+    if not x > 0.0:
+        return 0
+    m, e = math.frexp(x)
+    if e < GAP_MIN_EXPONENT:
+        return 0
+    if e >= GAP_MAX_EXPONENT:
+        return N_GAP_BINS - 1
+    return (e - GAP_MIN_EXPONENT) * GAP_SUBBINS + int((m - 0.5) * (2 * GAP_SUBBINS))
+
+
+class GapLog:
+    """The inter-token gaps of one run, in bounded memory.
+
+    Counts, the count within ``itl_target`` and the sum are exact. The percentiles are read
+    from a histogram of :data:`N_GAP_BINS` bins that keeps each bin's count and largest gap: the
+    ``P``-th percentile is the nearest-rank gap (rank ``ceil(P * n / 100)`` of the ``n`` sorted
+    gaps, numpy's ``"inverted_cdf"``), reported as the largest gap in its bin, so it is never
+    below the exact value and less than ``1 + 1 / GAP_SUBBINS`` times it (exact where the bin
+    holds one distinct value, as every tick-clock gap below 2**10 ticks does).
+    """
+
+    def __init__(self, itl_target=math.inf):
+        self.target = itl_target
+        self.n = 0
+        self.met = 0
+        self.total = 0.0
+        self.count = {}
+        self.largest = {}
+
+    def add(self, gap, count=1):
+        """``count`` gaps of ``gap`` [time]."""
+        if count == 0:
+            return
+        self.n += count
+        if gap <= self.target:
+            self.met += count
+        self.total += gap * count
+        k = gap_bin(gap)
+        self.count[k] = self.count.get(k, 0) + count
+        self.largest[k] = max(self.largest.get(k, gap), gap)
+
+    def percentile(self, p):
+        """Nearest-rank ``p``-th percentile [time] (bin maximum); NaN without gaps."""
+        if self.n == 0:
+            return math.nan
+        rank = (p * self.n + 99) // 100
+        seen = 0
+        for k in sorted(self.count):
+            seen += self.count[k]
+            if seen >= rank:
+                return self.largest[k]
+        raise AssertionError("unreachable: the ranks sum to n")
+
+    def store(self, stats):
+        stats["token_gaps"] = self.n
+        stats["token_gaps_met"] = self.met
+        stats["token_gap_time"] = self.total
+        for p in GAP_PERCENTILES:
+            stats[f"token_itl_p{p}"] = self.percentile(p)
 
 
 class _Seq:
@@ -120,6 +219,7 @@ class _Seq:
         self.finish = math.nan
         self.preemptions = 0
         self.status = COMPLETED
+        self.last_token = math.nan   # time of the latest output token
 
     def in_prefill(self):
         return self.generated == self.generated_at_admit
@@ -132,7 +232,8 @@ def _ceil_div(a, b):
 def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         max_num_seqs=UNLIMITED, kv_budget=UNLIMITED, admission="reserve",
                         block_size=16, max_num_batched_tokens=UNLIMITED,
-                        interactive_cap=UNLIMITED, clock=None, trace=None):
+                        interactive_cap=UNLIMITED, clock=None, itl_target=math.inf,
+                        trace=None, tokens=None):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -149,8 +250,13 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     clock : object or None
         ``None`` for tick mode (each step lasts 1); else an object with ``step_time``,
         ``kv_read`` and ``chunk_pairs`` methods (see the module docstring).
+    itl_target : float
+        Inter-token gaps up to this [time] count as met (``token_gaps_met``); inf for no target.
     trace : list or None
         If a list, one ``(t, running, kv_reserved, kv_used)`` tuple is appended per step.
+    tokens : list or None
+        If a list, one ``(request, time)`` tuple is appended per output token (for tests: the
+        gaps computed token by token).
 
     Returns
     -------
@@ -168,6 +274,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     queues = (deque(), deque())          # interactive, batch
     running = []                         # in admission order
     stats = dict.fromkeys(STAT_NAMES, 0.0)
+    gaps = GapLog(itl_target)
 
     def never_fits(s):
         if admission == "paged":
@@ -290,6 +397,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         else:
             dt = clock.step_time(float(n_decode), float(n_prefill), kv_read, pairs)
         active = 0
+        regular = 0                      # gaps of one step (decoding sequences)
+        spanning = []                    # gaps across a preemption (re-prefill completions)
         for s, chunk in plan:
             if chunk is None:            # decode one token
                 if needs_block(s):
@@ -297,15 +406,27 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 s.context += 1
                 s.generated += 1
                 active += 1
+                regular += 1
+                s.last_token = t + dt
+                if tokens is not None:
+                    tokens.append((s.index, t + dt))
             else:                        # prefill a slice; the last one yields a token
                 s.prefilled += chunk
                 s.context += chunk
                 if s.prefilled == s.to_prefill:
                     s.context += 1
+                    if s.generated > 0:
+                        spanning.append(t + dt - s.last_token)
                     s.generated += 1
                     active += 1
                     if s.generated == 1:
                         s.first_token = t + dt
+                    s.last_token = t + dt
+                    if tokens is not None:
+                        tokens.append((s.index, t + dt))
+        gaps.add(dt, regular)
+        for gap in spanning:
+            gaps.add(gap)
         kv_res = kv_reserved()
         kv_used = sum(s.context for s in running)
         stats["n_steps"] += 1
@@ -321,10 +442,12 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             trace.append((t, len(running), kv_res, kv_used))
         t = t + dt
     stats["end_time"] = t
+    gaps.store(stats)
     return _pack(seqs, stats)
 
 
-def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=None):
+def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=None,
+                    itl_target=math.inf, tokens=None):
     """Static batching (see the module docstring for the rules).
 
     Returns the same dict as :func:`simulate_continuous`; ``kv`` statistics count each member's
@@ -335,6 +458,7 @@ def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=
     seqs = [_Seq(i, float(arrival[i]), int(prompt_tokens[i]), int(output_tokens[i]), 0)
             for i in range(n)]
     stats = dict.fromkeys(STAT_NAMES, 0.0)
+    gaps = GapLog(itl_target)
     t = 0.0
     nxt = 0
     while nxt < n:
@@ -371,16 +495,21 @@ def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=
             stats["kv_reserved_time"] += kv * dt
             stats["peak_kv_used"] = max(stats["peak_kv_used"], used)
             stats["kv_used_time"] += used * dt
+            if step > 0:                 # every member still generating: one gap of dt
+                gaps.add(dt, active)
             t = t + dt
             if step == 0:
                 for s in batch:
                     s.first_token = t
+            if tokens is not None:
+                tokens.extend((s.index, t) for s in batch if step < s.output)
         stats["peak_running"] = max(stats["peak_running"], len(batch))
         stats["peak_kv_reserved"] = max(stats["peak_kv_reserved"], kv)
         for s in batch:
             s.admit = start
             s.finish = t
     stats["end_time"] = t
+    gaps.store(stats)
     return _pack(seqs, stats)
 
 

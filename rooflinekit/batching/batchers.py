@@ -4,10 +4,12 @@
 ``ContinuousBatcher(max_num_seqs=16).run(workload)`` return an ``xr.Dataset`` with one entry per
 request (dimension ``request``): status, admission, first-token and finish times, latency from
 arrival and from admission, TTFT, ITL, preemptions; and scalar summaries: makespan, throughput,
-latency percentiles, slot utilisation, padding waste, KV occupancy, rejected and preempted counts,
-goodput under optional TTFT/ITL targets.
+latency percentiles (50, 90, 95, 99), the distribution of every inter-token gap, slot
+utilisation, padding waste, KV occupancy, rejected and preempted counts, goodput under optional
+TTFT/ITL targets, and exact attainment shares against TTFT, per-token ITL and end-to-end targets.
 :func:`monte_carlo` runs many replicates of a :class:`~rooflinekit.workloads.WorkloadSpec` across
-parameter dimensions and returns the summaries with a ``replicate`` dimension.
+parameter dimensions and returns the summaries with a ``replicate`` dimension;
+:func:`run_replicates` does the same for workloads the caller has drawn.
 
 The rules are stated once, in :mod:`rooflinekit.batching._reference` (which also pins down what a
 "tick" means); the numba kernels in :mod:`rooflinekit.batching._kernels` implement them and are
@@ -52,11 +54,12 @@ from rooflinekit._validation import (check_one_of, real_number, renamed_keyword,
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 
-from rooflinekit.batching.results import (_POLICY, _TIER, _single_dataset, _summaries,
-                                          _summary_grid, _target_attrs)
+from rooflinekit.batching.results import (_POLICY, _TIER, _replicate_dataset, _single_dataset,
+                                          _summaries, _summary_grid, _target_attrs)
 from rooflinekit.workloads import Workload, WorkloadSpec, coerce_workload
 
-__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "replicate_seed"]
+__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
+           "replicate_seed"]
 
 
 class _Timing:
@@ -184,29 +187,34 @@ class _Batcher:
     def _timing(self):
         return _Timing(self.clock, self.model, self.gpu, self.tp, self.roofline_options)
 
-    def _simulate(self, wl, timing):
+    def _simulate(self, wl, timing, targets=(None, None, None)):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
         out = _allocate(1, wl.n_requests)
         self._run_many(timing, wl.arrival[None], wl.prompt_tokens[None], wl.output_tokens[None],
-                       wl.priority[None], out, parallel=False)
+                       wl.priority[None], out, targets, parallel=False)
         return out
 
-    def _run_many(self, timing, arrival, prompt, output, priority, out, parallel=True):
+    def _run_many(self, timing, arrival, prompt, output, priority, out, targets,
+                  parallel=True):
         """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``."""
         run, run_many = self._kernels()
         params = self._parameters()
+        # the kernel counts the inter-token gaps within the ITL target; none: every gap is met
+        itl = np.inf if targets[1] is None else float(targets[1])
         tiers = (priority,) if self._tiered else ()
         if parallel:
-            run_many(arrival, prompt, output, *tiers, *params, timing.tick, timing.coef, *out)
+            run_many(arrival, prompt, output, *tiers, *params, timing.tick, timing.coef, itl,
+                     *out)
         else:
             for r in range(arrival.shape[0]):
                 tiers = (priority[r],) if self._tiered else ()
                 out[6][r] = run(arrival[r], prompt[r], output[r], *tiers, *params, timing.tick,
-                                timing.coef, *(a[r] for a in out[:6]))
+                                timing.coef, itl, *(a[r] for a in out[:6]))
         _check_errors(out[6])
 
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
-            priority=None, ttft_target=None, itl_target=None) -> xr.Dataset:
+            priority=None, ttft_target=None, itl_target=None,
+            e2e_target=None) -> xr.Dataset:
         """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
 
         Parameters
@@ -217,7 +225,13 @@ class _Batcher:
             ignores it).
         ttft_target, itl_target : float, optional
             Goodput targets [tick or s]: a completed request counts toward ``goodput`` if its TTFT
-            and its mean inter-token latency meet them.
+            and its mean inter-token latency meet them. Also the attainment targets, with
+            ``e2e_target``: ``ttft_attainment`` (share of all requests completed with TTFT <=
+            ``ttft_target``), ``token_itl_attainment`` (share of all inter-token gaps <=
+            ``itl_target``) and ``e2e_attainment`` (share of all requests completed with
+            latency <= ``e2e_target``); an absent target counts as met.
+        e2e_target : float, optional
+            End-to-end latency target (finish - arrival) [tick or s].
 
         Returns
         -------
@@ -225,9 +239,9 @@ class _Batcher:
             Per-request variables along ``request`` and scalar summaries (see module docstring).
         """
         wl = coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
-        targets = _targets(ttft_target, itl_target)
+        targets = _targets(ttft_target, itl_target, e2e_target)
         timing = self._timing()
-        out = self._simulate(wl, timing)
+        out = self._simulate(wl, timing, targets)
         return _single_dataset(wl, out, self, timing, targets)
 
 
@@ -287,15 +301,17 @@ class StaticBatcher(_Batcher):
     def _kv_budget(self):
         return None
 
-    def reference(self, workload) -> dict:
+    def reference(self, workload, itl_target=None, tokens=None) -> dict:
         """The same simulation by :func:`rooflinekit.batching._reference.simulate_static`.
 
-        For tests: the plain-Python specification the kernel must match bit for bit.
+        For tests: the plain-Python specification the kernel must match bit for bit
+        (``tokens``: a list to receive every output token's ``(request, time)``).
         """
         wl = coerce_workload(workload)
         return _reference.simulate_static(wl.arrival, wl.prompt_tokens, wl.output_tokens,
                                           batch_size=self.batch_size,
-                                          clock=self._timing().reference_clock)
+                                          clock=self._timing().reference_clock,
+                                          itl_target=_itl_limit(itl_target), tokens=tokens)
 
 
 @_with_clock_parameters
@@ -409,7 +425,8 @@ class ContinuousBatcher(_Batcher):
     def _parameters(self):
         return self._args(self._kv_budget())
 
-    def reference(self, workload, admission=None, trace=None) -> dict:
+    def reference(self, workload, admission=None, trace=None, itl_target=None,
+                  tokens=None) -> dict:
         """The same simulation by :func:`rooflinekit.batching._reference.simulate_continuous`.
 
         For tests.
@@ -423,12 +440,13 @@ class ContinuousBatcher(_Batcher):
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
             kv_budget=budget, admission=admission or self.admission, block_size=block,
             max_num_batched_tokens=mnbt, interactive_cap=cap,
-            clock=self._timing().reference_clock, trace=trace)
+            clock=self._timing().reference_clock, itl_target=_itl_limit(itl_target), trace=trace,
+            tokens=tokens)
 
 
 def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl_target=None,
-             arrival=None, prompt_tokens=None, output_tokens=None, priority=None,
-             **parameters) -> xr.Dataset:
+             e2e_target=None, arrival=None, prompt_tokens=None, output_tokens=None,
+             priority=None, **parameters) -> xr.Dataset:
     """Simulate a workload under one policy: ``StaticBatcher``/``ContinuousBatcher(**parameters)``.
 
     Parameters
@@ -437,8 +455,8 @@ def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl
         Or pass ``arrival``, ``prompt_tokens``, ``output_tokens`` (and ``priority``).
     policy : {"continuous", "static"}
         Which batcher.
-    ttft_target, itl_target : float, optional
-        Goodput targets [tick or s].
+    ttft_target, itl_target, e2e_target : float, optional
+        Goodput and attainment targets [tick or s] (:meth:`ContinuousBatcher.run`).
     **parameters
         The batcher's parameters (``max_num_seqs``, ``kv_budget_tokens``, ``batch_size``, ...).
 
@@ -451,21 +469,27 @@ def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl
     batcher = kind[check_one_of("policy", policy, tuple(kind))](**parameters)
     return batcher.run(workload, arrival=arrival, prompt_tokens=prompt_tokens,
                        output_tokens=output_tokens, priority=priority, ttft_target=ttft_target,
-                       itl_target=itl_target)
+                       itl_target=itl_target, e2e_target=e2e_target)
 
 
-def _kernel_outputs(batcher, workload) -> dict:
+def _kernel_outputs(batcher, workload, itl_target=None) -> dict:
     """The kernel's raw outputs for one workload, keyed like the reference's (for tests)."""
     wl = coerce_workload(workload)
-    out = batcher._simulate(wl, batcher._timing())
+    out = batcher._simulate(wl, batcher._timing(), (None, itl_target, None))
     keys = ("admit", "first_token", "finish", "preemptions", "status", "stats")
     return {k: a[0] for k, a in zip(keys, out[:6])}
 
 
-def _targets(ttft_target, itl_target):
-    """Goodput targets [tick or s]: each a number >= 0 (inf allowed) or None."""
+def _targets(ttft_target, itl_target, e2e_target=None):
+    """Latency targets [tick or s]: each a number >= 0 (inf allowed) or None."""
     return (real_number("ttft_target", ttft_target, lo=0, allow_inf=True, allow_none=True),
-            real_number("itl_target", itl_target, lo=0, allow_inf=True, allow_none=True))
+            real_number("itl_target", itl_target, lo=0, allow_inf=True, allow_none=True),
+            real_number("e2e_target", e2e_target, lo=0, allow_inf=True, allow_none=True))
+
+
+def _itl_limit(itl_target):
+    """The gap counted as met by the reference [tick or s]: inf for no target."""
+    return float("inf") if itl_target is None else float(itl_target)
 
 
 def _check_errors(errors):
@@ -552,7 +576,8 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
                 tu = timing.units if tu is None else tu
                 if timing.units != tu:
                     raise ValueError("all policies must use the same clock (tick or roofline)")
-                b._run_many(timing, arrival, prompt, output, priority, out, parallel=parallel)
+                b._run_many(timing, arrival, prompt, output, priority, out, targets,
+                            parallel=parallel)
                 summ = _summaries(arrival, prompt, output, priority, out, b._slots(),
                                   b._kv_budget(), targets)
                 index = dict(zip(wl_keys, wl_combo)) | dict(zip(bat_keys, b_combo))
@@ -568,7 +593,8 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
 
 def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=None,
                 sweep: Mapping | None = None, ttft_target=None, itl_target=None,
-                chunks: int | None = None, parallel: bool = True) -> xr.Dataset:
+                e2e_target=None, chunks: int | None = None,
+                parallel: bool = True) -> xr.Dataset:
     """Summaries of many simulated workloads, over replicates and parameter dimensions.
 
     Parameters
@@ -588,8 +614,8 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
         Parameter dimensions: a batcher field (``max_num_seqs``, ``kv_budget_tokens``,
         ``admission``, ``batch_size``, ...; applied to the batchers that have it) or a workload
         field, dotted for a distribution's field (``"output.sigma"``, ``"arrival.rate"``).
-    ttft_target, itl_target : float, optional
-        Goodput targets [tick or s].
+    ttft_target, itl_target, e2e_target : float, optional
+        Goodput and attainment targets [tick or s] (:meth:`ContinuousBatcher.run`).
     chunks : int, optional
         Run through dask in tasks of ``chunks`` replicates each (``dask`` is an optional
         dependency, imported only here); results are identical to the in-process run.
@@ -629,7 +655,7 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
     elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, a SeedSequence or None, "
                          f"got {seed!r}")
-    targets = _targets(ttft_target, itl_target)
+    targets = _targets(ttft_target, itl_target, e2e_target)
     chunks = whole_number("chunks", chunks, lo=1, allow_none=True)
     if not isinstance(parallel, (bool, np.bool_)):
         raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
@@ -647,3 +673,92 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
     ds.attrs.update({"seed_entropy": str(seed), "replicates": replicates,
                      **_target_attrs(targets)})
     return ds
+
+
+def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None, *,
+                   ttft_target=None, itl_target=None, e2e_target=None,
+                   parallel: bool = True) -> xr.Dataset:
+    """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
+
+    Parameters
+    ----------
+    batcher : StaticBatcher or ContinuousBatcher
+        The policy.
+    arrival : array_like of float, shape (replicate, request)
+        Arrival times [tick or s]; each row sorted, finite, >= 0.
+    prompt_tokens, output_tokens : array_like of int, shape (replicate, request)
+        Prompt [tokens], >= 0, and output lengths [tokens], >= 1.
+    priority : array_like of int, shape (replicate, request), optional
+        Tiers (0 interactive, 1 batch); default all interactive.
+    ttft_target, itl_target, e2e_target : float, optional
+        Goodput and attainment targets [tick or s] (:meth:`ContinuousBatcher.run`).
+    parallel : bool
+        ``True`` (default) runs the rows on all cores with ``prange``; ``False`` one after
+        another. Results are identical.
+
+    Returns
+    -------
+    xarray.Dataset
+        Every summary of :func:`monte_carlo` along ``replicate`` (and ``tier``), without the
+        ``policy`` dimension; ``attrs`` hold the policy, clock and targets.
+
+    Notes
+    -----
+    Each row is validated as a :class:`~rooflinekit.workloads.Workload`. Rows drawn as
+    ``spec.draw(np.random.default_rng(replicate_seed(seed, r)))`` give the summaries of
+    ``monte_carlo(spec, batcher, seed=seed)`` at replicate ``r``, so a caller can share draws
+    (common random numbers) across configurations it chooses itself.
+
+    See Also
+    --------
+    monte_carlo : draws the workloads from a :class:`~rooflinekit.workloads.WorkloadSpec`.
+    """
+    if not isinstance(batcher, (StaticBatcher, ContinuousBatcher)):
+        raise TypeError(f"batcher must be a StaticBatcher or ContinuousBatcher, got "
+                        f"{type(batcher).__name__}")
+    targets = _targets(ttft_target, itl_target, e2e_target)
+    if not isinstance(parallel, (bool, np.bool_)):
+        raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
+    arrays = _replicate_rows(arrival, prompt_tokens, output_tokens, priority)
+    out = _allocate(*arrays[0].shape)
+    timing = batcher._timing()
+    batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel))
+    summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets)
+    ds = _replicate_dataset(summ, timing.units)
+    budget = batcher._kv_budget()
+    ds.attrs.update({"policy": batcher.policy, "clock": timing.clock,
+                     "time_units": timing.units,
+                     "kv_budget_tokens": "unlimited" if budget is None else budget,
+                     **_target_attrs(targets)})
+    return ds
+
+
+def _replicate_rows(arrival, prompt_tokens, output_tokens, priority):
+    """Validate 2-D ``(replicate, request)`` workloads row by row, as contiguous kernel inputs."""
+    named = {"arrival": arrival, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens}
+    if priority is not None:
+        named["priority"] = priority
+    shapes = {}
+    for name, values in named.items():
+        a = np.asarray(values)
+        if a.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (replicate, request), got shape {a.shape}")
+        shapes[name] = a.shape
+    if len(set(shapes.values())) != 1:
+        raise ValueError(f"arrival, prompt_tokens, output_tokens (and priority) must have one "
+                         f"shape, got {shapes}")
+    rows, n = shapes["arrival"]
+    if rows < 1:
+        raise ValueError("arrival must hold at least one replicate (row)")
+    arrays = (np.empty((rows, n)), np.empty((rows, n), np.int64), np.empty((rows, n), np.int64),
+              np.empty((rows, n), np.int64))
+    pr = None if priority is None else np.asarray(priority)
+    for r in range(rows):
+        try:
+            wl = Workload(np.asarray(arrival)[r], np.asarray(prompt_tokens)[r],
+                          np.asarray(output_tokens)[r], None if pr is None else pr[r])
+        except (ValueError, TypeError) as err:
+            raise type(err)(f"replicate {r}: {err}") from None
+        arrays[0][r], arrays[1][r], arrays[2][r], arrays[3][r] = (
+            wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority)
+    return arrays

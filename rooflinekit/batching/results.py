@@ -4,13 +4,17 @@
 first-token and finish times, preemptions and status, and per run the scheduler's statistics
 (:data:`rooflinekit.batching._reference.STAT_NAMES`). This module derives latency, TTFT, ITL and
 queueing per request; the summaries per replicate (makespan, throughput, means and percentiles of
-the completed requests, slot and KV occupancy, rejections, preemptions, goodput and SLO attainment
-under the TTFT/ITL targets, per-tier means); and labels them: one ``request`` Dataset for a single
-run, one Dataset over ``policy``, the sweep names and ``replicate`` for a Monte Carlo.
+the completed requests, the distribution of every inter-token gap, slot and KV occupancy,
+rejections, preemptions, goodput and SLO attainment under the TTFT/ITL targets, exact attainment
+shares of TTFT, end-to-end and per-token targets, per-tier means); and labels them: one
+``request`` Dataset for a single run, one Dataset over ``policy``, the sweep names and
+``replicate`` for a Monte Carlo, one over ``replicate`` for caller-drawn replicates.
 
-Percentiles match ``numpy.quantile`` ("linear") over the completed requests of each replicate,
-computed for all replicates at once; a replicate with none completed gives NaN, and a run that
-completes nothing has zero throughput, not NaN.
+Percentiles of per-request quantities match ``numpy.quantile`` ("linear") over the completed
+requests of each replicate, computed for all replicates at once; percentiles of the inter-token
+gaps are the kernel's (nearest rank, read from a bounded histogram, at most 0.2 % above the exact
+value: :class:`rooflinekit.batching._reference.GapLog`); a replicate with none completed gives
+NaN, and a run that completes nothing has zero throughput, not NaN.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import xarray as xr
 from xarray.indexes import PandasIndex
 
 from rooflinekit import dims
-from rooflinekit.batching._reference import STAT_NAMES
+from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
 from rooflinekit.workloads import Workload
 
 __all__ = ["STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]
@@ -36,6 +40,8 @@ TIERS = ("interactive", "batch")
 _TIER = "tier"
 _POLICY = "policy"
 _STAT = {name: k for k, name in enumerate(STAT_NAMES)}
+#: Percentiles of latency and TTFT in the summaries [%], and of the inter-token gaps.
+_PERCENTILES = GAP_PERCENTILES
 
 
 def _safe_div(num, den):
@@ -91,7 +97,7 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets):
     makespan = np.where(done.any(axis=-1), last_finish - first_arrival, 0.0)
     tokens_done = np.where(done, output, 0).sum(axis=-1).astype(float)
     s = lambda name: stats[:, _STAT[name]]  # noqa: E731
-    ttft_target, itl_target = targets
+    ttft_target, itl_target, e2e_target = targets
     good = done.copy()
     if ttft_target is not None:
         good &= d["ttft"] <= ttft_target
@@ -114,7 +120,7 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets):
         "mean_itl": (_masked_mean(d["itl"], done & (output > 1)), "time",
                      "mean inter-token latency (requests with >= 2 output tokens)"),
     }
-    for q in (50, 90, 99):
+    for q in _PERCENTILES:
         res[f"p{q}_latency"] = (_masked_quantile(d["latency"], done, q / 100), "time",
                                 f"{q}th percentile latency from arrival")
         res[f"p{q}_ttft"] = (_masked_quantile(d["ttft"], done, q / 100), "time",
@@ -123,6 +129,24 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets):
                       "99th percentile inter-token latency")
     res["p99_service_latency"] = (_masked_quantile(d["service_latency"], done, 0.99), "time",
                                   "99th percentile latency from admission")
+    n_gaps = s("token_gaps")
+    res["mean_token_itl"] = (_safe_div(s("token_gap_time"), n_gaps), "time",
+                             ("mean gap between consecutive output tokens (every gap of every "
+                              "completed request)"))
+    for q in _PERCENTILES:
+        res[f"p{q}_token_itl"] = (s(f"token_itl_p{q}"), "time",
+                                  (f"{q}th percentile gap between consecutive output tokens "
+                                   f"(nearest rank, within 0.2% above)"))
+    ttft_met = done if ttft_target is None else done & (d["ttft"] <= ttft_target)
+    e2e_met = done if e2e_target is None else done & (d["latency"] <= e2e_target)
+    # shares of ALL requests: a rejected request is a miss
+    res["ttft_attainment"] = (_safe_div(ttft_met.sum(axis=-1), float(n)), "1",
+                              "share of all requests completed with TTFT within ttft_target")
+    res["e2e_attainment"] = (_safe_div(e2e_met.sum(axis=-1), float(n)), "1",
+                             "share of all requests completed with latency within e2e_target")
+    res["token_itl_attainment"] = (
+        np.divide(s("token_gaps_met"), n_gaps, out=np.ones(n_gaps.shape), where=n_gaps > 0),
+        "1", "share of inter-token gaps within itl_target (1 without gaps)")
     slot_den = np.nan if slots is None else float(slots)
     res.update({
         "slot_utilization": (_safe_div(s("active_time"), slot_den * makespan)
@@ -274,6 +298,17 @@ def _summary_grid(results, policies, sweep, r0, r1, time_units) -> xr.Dataset:
 
 
 def _target_attrs(targets) -> dict:
-    """The goodput targets as Dataset attributes (``"none"`` where unset)."""
-    return {"ttft_target": "none" if targets[0] is None else targets[0],
-            "itl_target": "none" if targets[1] is None else targets[1]}
+    """The latency targets as Dataset attributes (``"none"`` where unset)."""
+    return {f"{name}_target": "none" if value is None else value
+            for name, value in zip(("ttft", "itl", "e2e"), targets)}
+
+
+def _replicate_dataset(results, time_units) -> xr.Dataset:
+    """Summaries over ``replicate`` (and ``tier``), from :func:`_summaries` of 2-D workloads."""
+    data_vars = {
+        key: _variable((dims.REPLICATE,) + ((_TIER,) if key.startswith("tier_") else ()),
+                       values, {"units": _units(kind, time_units), "long_name": long_name})
+        for key, (values, kind, long_name) in results.items()}
+    replicates = next(iter(results.values()))[0].shape[0]
+    return xr.Dataset(data_vars, coords=_coordinates(**{dims.REPLICATE: np.arange(replicates),
+                                                        _TIER: np.array(TIERS)}))
