@@ -32,8 +32,13 @@ from rooflinekit.memory import (
 from rooflinekit.models import ModelShape
 from rooflinekit.parallel import allreduce_time, smallest_tp
 from rooflinekit.planning import (
+                                SLO,
+                                Traffic,
+                                cheapest_plan,
                                 compare_floor_sizing,
+                                decision_table,
                                 optimal_floor,
+                                plan,
                                 plan_with_spillover,
 )
 from rooflinekit.pricing import (
@@ -98,6 +103,8 @@ __all__ = [
     "PayAsYouGo", "Provisioned", "SelfHosted", "Compliance", "NoAdmissibleOptionError",
     "blended_price", "break_even", "crossover_volume", "cheapest_option",
     "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
+    # capacity under load
+    "Traffic", "SLO", "plan", "cheapest_plan", "decision_table",
     # sweeps
     "best_configuration", "best_tp", "cheapest_configuration", "pareto_front",
     # calibration

@@ -431,6 +431,15 @@ def parameter_entries(text: str) -> dict:
     return {name: "\n".join(lines).rstrip() for name, lines in entries.items()}
 
 
+#: The fields the catalogue's specs (:class:`~rooflinekit.GPU`, :class:`~rooflinekit.ModelShape`)
+#: share, documented once.
+SPEC_PARAMETERS = parameter_entries("""
+    name : str
+        Label: the spec's coordinate (``gpu``, ``model``) in catalogue Datasets, and the name
+        tables and plans print.
+""")
+
+
 #: The arguments the formula modules share, documented once.
 PARAMETERS = parameter_entries("""
     model : ModelShape or xarray.Dataset

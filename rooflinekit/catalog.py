@@ -200,9 +200,10 @@ def models(names: Iterable[str] | None = None, *, as_dataset: bool = False):
     return to_dataset(specs) if as_dataset else {s.name: s for s in specs}
 
 
-# Dataset variables: (field or property, units, long name). Absent optional values become inf
-# (sliding_window: no window) or NaN (unknown price, link or power), never a silent zero.
-_MODEL_VARS = {
+# Dataset variables of each kind of spec: field or property -> (units, long name). Absent optional
+# values become inf (sliding_window: no window) or NaN (unknown price, link or power), never a
+# silent zero.
+_VARIABLES = {ModelShape: {
     "n_layers": ("1", "decoder layers"),
     "n_heads": ("1", "query heads"),
     "n_kv_heads": ("1", "key/value heads"),
@@ -223,9 +224,7 @@ _MODEL_VARS = {
     "sliding_window": ("tokens", "sliding-window length (inf: none)"),
     "weight_bytes": ("bytes", "weight bytes"),
     "active_weight_bytes": ("bytes", "weight bytes used per token"),
-}
-
-_GPU_VARS = {
+}, GPU: {
     "memory_bytes": ("bytes", "device memory"),
     "hbm_bandwidth": ("bytes/s", "memory bandwidth"),
     "peak_flops": ("FLOP/s", "dense peak FLOP/s, 16-bit"),
@@ -234,7 +233,7 @@ _GPU_VARS = {
     "hourly_price": ("USD/h", "illustrative hourly price (NaN: unknown)"),
     "n_gpus": ("1", "GPUs per group"),
     "board_power": ("W", "maximum board power (NaN: unknown)"),
-}
+}}
 
 
 def _value(spec, field):
@@ -255,14 +254,11 @@ def spec_fields(specs: Iterable[ModelShape | GPU]) -> tuple[list[str], dict[str,
     specs = list(specs)
     if not specs:
         raise ValueError("specs must hold at least one ModelShape or GPU")
-    if all(isinstance(s, ModelShape) for s in specs):
-        table = _MODEL_VARS
-    elif all(isinstance(s, GPU) for s in specs):
-        table = _GPU_VARS
-    else:
+    kind = next((k for k in _VARIABLES if all(isinstance(s, k) for s in specs)), None)
+    if kind is None:
         raise TypeError("specs must be all ModelShape or all GPU objects")
-    fields = {f: np.array([_value(s, f) for s in specs]) for f in table}
-    if table is _GPU_VARS:
+    fields = {f: np.array([_value(s, f) for s in specs]) for f in _VARIABLES[kind]}
+    if kind is GPU:
         for dt in sorted({k for s in specs for k in s.peak_flops_by_dtype}):
             fields[f"peak_flops_{dt}"] = np.array([s.flops_for(dt) for s in specs])
     return [s.name for s in specs], fields
@@ -280,7 +276,8 @@ def to_dataset(specs: Iterable[ModelShape | GPU]) -> xr.Dataset:
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate names in specs: {names}")
     is_model = isinstance(specs[0], ModelShape)
-    dim, table = (dims.MODEL, _MODEL_VARS) if is_model else (dims.GPU, _GPU_VARS)
+    dim, table = (dims.MODEL, _VARIABLES[ModelShape]) if is_model else \
+        (dims.GPU, _VARIABLES[GPU])
     extra = {"attention": [s.attention for s in specs]} if is_model else {}
     data_vars = {}
     for field, values in fields.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = [
     "MODEL", "GPU", "TP", "CONTEXT_LENGTH", "BATCH_SIZE", "PROMPT_TOKENS", "OUTPUT_TOKENS",
     "OUTPUT_FRACTION", "UTILIZATION", "MONTHLY_TOKENS", "REPLICATE", "REQUEST", "QUANTILE",
-    "GLOSSARY",
+    "MAX_NUM_SEQS", "MAX_NUM_BATCHED_TOKENS", "OPTION", "REQUEST_RATE", "GLOSSARY",
 ]
 
 MODEL = "model"
@@ -26,6 +26,10 @@ MONTHLY_TOKENS = "monthly_tokens"
 REPLICATE = "replicate"
 REQUEST = "request"
 QUANTILE = "quantile"
+MAX_NUM_SEQS = "max_num_seqs"
+MAX_NUM_BATCHED_TOKENS = "max_num_batched_tokens"
+OPTION = "option"
+REQUEST_RATE = "request_rate"
 
 #: What each dimension means and the unit of its coordinate.
 GLOSSARY: dict[str, str] = {
@@ -42,4 +46,9 @@ GLOSSARY: dict[str, str] = {
     REPLICATE: "Monte Carlo replicate index [1]",
     REQUEST: "request index within a simulated workload [1]",
     QUANTILE: "demand quantile, in [0, 1] [1]",
+    MAX_NUM_SEQS: "most sequences one replica's batch holds (vLLM's --max-num-seqs) [1]",
+    MAX_NUM_BATCHED_TOKENS: "per-step token budget of chunked prefill (vLLM's "
+                            "--max-num-batched-tokens) [tokens]",
+    REQUEST_RATE: "arrival rate of requests [requests/s]",
+    OPTION: "a way to buy the capacity: self-hosted, pay-as-you-go, provisioned, ...",
 }

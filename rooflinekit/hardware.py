@@ -14,6 +14,7 @@ from rooflinekit._validation import (
     real_number,
     whole_number,
 )
+from rooflinekit._labels import SPEC_PARAMETERS, document
 from rooflinekit.dtypes import dtype_name
 
 __all__ = ["GPU"]
@@ -21,14 +22,13 @@ __all__ = ["GPU"]
 _DEFAULT_COMPUTE_DTYPE = "bf16"
 
 
+@document(SPEC_PARAMETERS)
 @dataclasses.dataclass(frozen=True)
 class GPU:
     """One accelerator, or a tensor-parallel group of identical ones.
 
     Parameters
     ----------
-    name : str
-        Label, used as the ``gpu`` coordinate in catalogue Datasets.
     memory_bytes : float
         Device memory [bytes] (HBM capacity; binary-sized, e.g. ``80 * GiB``).
     hbm_bandwidth : float

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rooflinekit import hf_config
 from rooflinekit._validation import check_bool, check_string, positive_number, whole_number
+from rooflinekit._labels import SPEC_PARAMETERS, document
 from rooflinekit.dtypes import bytes_per_element
 
 __all__ = ["ModelShape", "model_from_hf_config"]
@@ -17,14 +18,13 @@ def _int_field(name: str, value, lo: int = 1, allow_none: bool = False):
     return whole_number(name, value, lo, allow_none=allow_none)
 
 
+@document(SPEC_PARAMETERS)
 @dataclasses.dataclass(frozen=True)
 class ModelShape:
     """The shape of a decoder-only transformer, as far as serving memory and traffic go.
 
     Parameters
     ----------
-    name : str
-        Label, used as the ``model`` coordinate in catalogue Datasets.
     n_layers : int
         Decoder layers, L.
     n_heads : int

@@ -12,7 +12,8 @@ Times are in the simulator's time unit: ticks (decode steps) in tick mode, secon
 Token-length distributions: :class:`Constant`, :class:`Uniform`, :class:`Geometric`,
 :class:`LogNormal`, :class:`Mixture` (and :func:`short_and_long`, the guide's 15 × 20 + 1 × 400
 batch), :class:`Empirical` (samples or a histogram). Arrival processes: :class:`AllAtOnce`,
-:class:`FixedInterval` (optionally in bursts), :class:`Poisson`.
+:class:`FixedInterval` (optionally in bursts), :class:`Poisson`, :class:`Gamma` (bursty
+renewal arrivals).
 
 References
 ----------
@@ -35,7 +36,7 @@ from rooflinekit._validation import check_count_array, real_number, whole_number
 __all__ = [
     "Workload", "WorkloadSpec", "guide_workload", "as_generator",
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
-    "AllAtOnce", "FixedInterval", "Poisson",
+    "AllAtOnce", "FixedInterval", "Poisson", "Gamma",
     "INTERACTIVE", "BATCH", "coerce_workload",
 ]
 
@@ -273,6 +274,37 @@ class Poisson:
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
         return float(self.start) + np.cumsum(rng.exponential(1.0 / float(self.rate), size=size))
+
+
+@dataclasses.dataclass(frozen=True)
+class Gamma:
+    """Gamma-renewal arrivals at ``rate`` requests per time unit, with shape ``burstiness``.
+
+    Inter-arrival times are Gamma(k = ``burstiness``, θ = 1 / (``rate`` · k)): mean ``1/rate``
+    whatever the shape, squared coefficient of variation ``1/k``. ``burstiness=1`` is a Poisson
+    process; below 1 requests come in bursts, above 1 more evenly (vLLM's ``bench serve
+    --burstiness`` has the same meaning).
+
+    References
+    ----------
+    .. [1] vLLM, ``vllm bench serve --burstiness`` ("only takes effect when request_rate is not
+       inf ... 1 is a Poisson process").
+    """
+
+    rate: float
+    burstiness: float = 1.0
+    start: float = 0.0
+
+    def __post_init__(self):
+        real_number("rate", self.rate, lo=0, lo_open=True)
+        real_number("burstiness", self.burstiness, lo=0, lo_open=True)
+        real_number("start", self.start, lo=0)
+
+    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """``size`` sorted arrival times [time unit]."""
+        k = float(self.burstiness)
+        return float(self.start) + np.cumsum(rng.gamma(k, 1.0 / (float(self.rate) * k),
+                                                       size=size))
 
 
 # --- workloads ----------------------------------------------------------------------------------

@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from rooflinekit.cli import calibrate, capacity, catalog, guide, price, simulate, sweep
+from rooflinekit.cli import calibrate, capacity, catalog, guide, plan, price, simulate, sweep
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: The commands, in the order ``rooflinekit --help`` lists them.
-COMMANDS = (guide, catalog, capacity, price, simulate, sweep, calibrate)
+COMMANDS = (guide, catalog, capacity, price, simulate, sweep, plan, calibrate)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,49 @@
+"""Capacity plans: traffic and SLOs, capacity under load, fleets and their cost, the decision.
+
+- :mod:`~rooflinekit.planning.traffic`: :class:`Traffic` (peak rate, request lengths, arrivals,
+  monthly profile) and :class:`SLO` (latency targets at a percentile).
+- :mod:`~rooflinekit.planning.capacity`: the highest rate one replica sustains within an SLO,
+  searched on common random numbers (:func:`max_rate`);
+- :mod:`~rooflinekit.planning.fleet`: :func:`plan`, that search over a grid of configurations, with
+  the fleet it implies and its monthly cost;
+- :mod:`~rooflinekit.planning.decision`: :func:`cheapest_plan` and :func:`decision_table`
+  (self-hosted fleet, pay-as-you-go, provisioned, provisioned + spillover; the §7 gates);
+- :mod:`~rooflinekit.planning.spillover`: a dedicated floor plus pay-as-you-go spillover, and
+  self-hosting volumes (guide §6.4–6.5).
+"""
+
+from rooflinekit.planning.capacity import BINDINGS, LOWEST_RATE_FRACTION, draw_requests, max_rate
+from rooflinekit.planning.decision import (
+    PAY_AS_YOU_GO,
+    PROVISIONED,
+    PROVISIONED_SPILLOVER,
+    SELF_HOSTED,
+    cheapest_plan,
+    decision_table,
+)
+from rooflinekit.planning.fleet import (IDEAL, LATENCY_PERCENTILES, WORK_LIMIT, estimate_work,
+                                       load_curve, plan)
+from rooflinekit.planning.spillover import (
+    TIME,
+    GuideSelfHostingFigures,
+    bursty_demand,
+    compare_floor_sizing,
+    guide_break_even_figures,
+    guide_self_hosting_figures,
+    guide_spillover_figures,
+    optimal_floor,
+    plan_with_spillover,
+    self_hosting_comparison,
+)
+from rooflinekit.planning.traffic import ARRIVALS, SECONDS_PER_MONTH, SLO, Traffic
+
+__all__ = [
+    "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH",
+    "plan", "load_curve", "estimate_work", "WORK_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
+    "max_rate", "draw_requests", "BINDINGS", "LOWEST_RATE_FRACTION",
+    "cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",
+    "PROVISIONED_SPILLOVER",
+    "TIME", "bursty_demand", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
+    "self_hosting_comparison", "GuideSelfHostingFigures", "guide_self_hosting_figures",
+    "guide_break_even_figures", "guide_spillover_figures",
+]

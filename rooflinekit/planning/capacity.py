@@ -1,0 +1,183 @@
+"""Capacity under load: the highest request rate one replica sustains within an SLO.
+
+One *replica* is a continuous batcher (vLLM's scheduler rules, :mod:`rooflinekit.batching`) on one
+tensor-parallel group, timed by the roofline clock. :func:`max_rate` finds, for each Monte Carlo
+replicate, the highest arrival rate at which every target of an :class:`~rooflinekit.planning.SLO`
+still holds at its quantile, and says which constraint binds there.
+
+The search
+----------
+1. *Common random numbers.* Replicate ``r`` draws its requests once, from
+   :func:`rooflinekit.batching.replicate_seed` ``(seed, r)``, with arrivals at unit rate; a run at
+   rate λ divides those arrival times by λ. Every rate, every configuration and every bisection
+   step sees the same requests and the same gaps, so differences between them are differences of
+   the system, not of the draw.
+2. *Saturation.* All requests arrive at once; the rate at which the full batch completes
+   requests (Little's law: the batch's size over the mean time a request spends in it, or the
+   run's completion rate if higher) is the replica's saturation rate, above which a queue grows
+   without bound. The search runs in ``[saturation / 256, saturation]``.
+3. *Bisection* on a log scale, per replicate, until the bracket's ratio is within
+   ``1 + rtol`` (default 2 %: 9 steps); ``lo`` always meets the SLO and ``hi`` misses it, and the
+   replicate's max rate is ``lo``. The runs of one step go to the kernel together, one replicate
+   per thread (numba ``prange``). With common random numbers the attainment falls with the rate
+   almost everywhere, but not strictly; bisection returns one crossing, within ``rtol`` of it.
+4. If the SLO still holds at saturation, the rate is the saturation rate and the binding
+   constraint is capacity: ``"memory"`` when the KV cache was full there, else
+   ``"max_num_seqs"`` (the slots). If it fails even at the lowest rate, the rate is 0 and the
+   binding constraint is the target missed there.
+
+A run measures the whole arrival sequence from an empty system; the start-up transient makes it
+slightly optimistic, less so with more ``requests``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rooflinekit.batching import ContinuousBatcher, replicate_seed, run_replicates
+
+__all__ = ["max_rate", "draw_requests", "BINDINGS", "LOWEST_RATE_FRACTION"]
+
+#: What can bind a replica's rate: a latency target, the goodput attainment, memory (KV cache
+#: full or requests too long for it), the slots, the weights not fitting, or a layout the model
+#: cannot take.
+BINDINGS = ("ttft", "itl", "e2e", "attainment", "memory", "max_num_seqs", "does_not_fit",
+            "invalid_layout")
+
+#: The search's lowest rate, as a fraction of the saturation rate.
+LOWEST_RATE_FRACTION = 1 / 256
+
+#: Summaries holding each target's attained share.
+_ATTAINMENT = {"ttft": "ttft_attainment", "itl": "token_itl_attainment", "e2e": "e2e_attainment"}
+
+#: KV occupancy at saturation above which memory, not the slots, caps the batch.
+_KV_FULL = 0.95
+
+
+def draw_requests(traffic, replicates: int, requests: int, seed: int):
+    """The requests of every replicate, arrivals at unit rate: ``(arrival, prompt, output)``.
+
+    Each a ``(replicate, request)`` array; replicate ``r`` is drawn from
+    ``numpy.random.default_rng(replicate_seed(seed, r))``.
+    """
+    spec = traffic.workload(requests, rate=1.0)
+    rows = [spec.draw(np.random.default_rng(replicate_seed(seed, r))) for r in range(replicates)]
+    return tuple(np.stack([row[k] for row in rows]) for k in range(3))
+
+
+def _targets(slo) -> dict:
+    """The SLO's targets as the simulator's keywords (``ttft_target=``, ...) [s]."""
+    return {f"{name}_target": value for name, value in slo.targets.items()}
+
+
+def _margins(ds, slo) -> dict:
+    """Per replicate, how far each constraint is from failing (negative: it fails)."""
+    q = float(slo.quantile)
+    margins = {name: ds[_ATTAINMENT[name]].values - q for name in slo.targets}
+    if slo.attainment is not None:
+        margins["attainment"] = ds["slo_attainment"].values - float(slo.attainment)
+    return margins
+
+
+def _meets(margins, n) -> np.ndarray:
+    ok = np.ones(n, dtype=bool)
+    for m in margins.values():
+        ok &= m >= 0
+    return ok
+
+
+def _failing(margins, rejected) -> np.ndarray:
+    """The binding constraint of runs that miss the SLO: memory if requests were refused, else
+    the target missed by most."""
+    names = list(margins)
+    if not names:
+        return np.where(rejected, "memory", "max_num_seqs")
+    worst = np.argmin(np.stack([margins[k] for k in names]), axis=0)
+    return np.where(rejected, "memory", np.asarray(names)[worst])
+
+
+def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
+             parallel: bool = True) -> dict:
+    """The highest rate each replicate of ``draws`` sustains on ``batcher`` within ``slo``.
+
+    Parameters
+    ----------
+    batcher : ContinuousBatcher
+        One replica, on the roofline clock (times in seconds).
+    slo : SLO
+        The targets and their quantile.
+    draws : tuple of ndarray
+        ``(arrival, prompt, output)`` from :func:`draw_requests`, arrivals at unit rate.
+    rtol : float
+        Relative tolerance of the bisection [1], in (0, 1).
+    parallel : bool
+        Run the replicates of a step on all cores (numba ``prange``); ``False`` inside dask
+        tasks, which supply the parallelism themselves.
+
+    Returns
+    -------
+    dict
+        Per replicate: ``max_rate`` and ``saturation_rate`` [requests/s], ``binding`` (one of
+        :data:`BINDINGS`), ``kv_occupancy`` at saturation [1]; and ``runs``, the simulations run.
+
+    Notes
+    -----
+    The algorithm is the module's ("The search"). SLO attainment is counted exactly in each run
+    (:func:`rooflinekit.batching.run_replicates`), so "meets" compares shares, not interpolated
+    percentiles.
+    """
+    arrival, prompt, output = draws
+    n = arrival.shape[0]
+    targets = _targets(slo)
+    runs = 0
+
+    def evaluate(rows, rates):
+        nonlocal runs
+        runs += int(rows.sum())
+        ds = run_replicates(batcher, arrival[rows] / rates[rows, None], prompt[rows],
+                            output[rows], parallel=parallel, **targets)
+        margins = _margins(ds, slo)
+        return _meets(margins, int(rows.sum())), _failing(margins, ds["n_rejected"].values > 0)
+
+    busy = run_replicates(batcher, np.zeros_like(arrival), prompt, output, parallel=parallel)
+    runs += n
+    # The busy run drains at the end with a shrinking batch, which would understate the rate of
+    # a full batch by up to max_num_seqs / requests; Little's law on the full batch (its size
+    # over the mean time a request spends in it) does not drain.
+    in_batch = busy["mean_service_latency"].values.astype(float)
+    full = np.divide(busy["peak_running"].values, in_batch, out=np.zeros(n),
+                     where=np.nan_to_num(in_batch) > 0)
+    saturation = np.maximum(busy["request_throughput"].values.astype(float), full)
+    occupancy = np.nan_to_num(busy["peak_kv_occupancy"].values.astype(float))
+    capacity_bound = np.where(occupancy >= _KV_FULL, "memory", "max_num_seqs")
+    served = saturation > 0
+    binding = np.where(served, capacity_bound, "memory").astype(object)
+    rate = np.zeros(n)
+    if not served.any():
+        return {"max_rate": rate, "saturation_rate": saturation, "binding": binding,
+                "kv_occupancy": occupancy, "runs": runs}
+
+    hi = np.where(served, saturation, 1.0)
+    lo = hi * LOWEST_RATE_FRACTION
+    ok_hi, why_hi = np.zeros(n, bool), np.full(n, "", dtype=object)
+    ok_lo, why_lo = np.zeros(n, bool), np.full(n, "", dtype=object)
+    ok_hi[served], why_hi[served] = evaluate(served, hi)
+    todo = served & ~ok_hi
+    if todo.any():
+        ok_lo[todo], why_lo[todo] = evaluate(todo, lo)
+    binding[todo & ~ok_lo] = why_lo[todo & ~ok_lo]
+    binding[todo & ok_lo] = why_hi[todo & ok_lo]
+    searching = todo & ok_lo
+    while True:
+        searching &= hi > lo * (1.0 + rtol)
+        if not searching.any():
+            break
+        mid = np.sqrt(lo * hi)
+        ok, why = evaluate(searching, mid)
+        index = np.flatnonzero(searching)
+        lo[index[ok]] = mid[index[ok]]
+        hi[index[~ok]] = mid[index[~ok]]
+        binding[index[~ok]] = why[~ok]
+    rate = np.where(served & ok_hi, saturation, np.where(served & ok_lo, lo, 0.0))
+    return {"max_rate": rate, "saturation_rate": saturation, "binding": binding,
+            "kv_occupancy": occupancy, "runs": runs}

@@ -1,0 +1,550 @@
+"""From traffic and an SLO to a fleet: :func:`plan` over a grid of serving configurations.
+
+For every configuration (model × GPU × TP × ``max_num_seqs`` [× ``max_num_batched_tokens``]),
+:func:`rooflinekit.planning.capacity.max_rate` finds the rate one replica sustains within the SLO,
+replicate by replicate on common random numbers; the fleet is the replicas the peak rate needs with
+headroom, its cost the GPU-hours (plus the engineering and power lines) of a month, and the latency
+percentiles are measured again at the rate each replica then carries.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+
+import numpy as np
+import xarray as xr
+
+from rooflinekit import catalog, dims, memory
+from rooflinekit._validation import (
+    as_1d,
+    check_mapping,
+    check_one_of,
+    check_type,
+    describe,
+    real_number,
+    show,
+    whole_number,
+)
+from rooflinekit.batching import ContinuousBatcher, run_replicates
+from rooflinekit.calibrate import Calibration
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
+from rooflinekit.planning.capacity import draw_requests, max_rate
+from rooflinekit.planning.traffic import SLO, Traffic
+from rooflinekit.roofline import energy_per_token
+from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
+
+__all__ = ["plan", "load_curve", "estimate_work", "WORK_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
+
+#: Most simulated token-steps (requests × output tokens × runs) :func:`plan` does in one process
+#: without ``chunks=`` (about a minute on two cores); above it, it refuses with the estimate.
+WORK_LIMIT = 2e10
+
+#: Joules in a kilowatt-hour.
+JOULES_PER_KWH = 1000.0 * SECONDS_PER_HOUR
+
+#: What a plan without calibration says of itself.
+IDEAL = "ideal (best case): roofline at full compute and bandwidth efficiency, no overheads"
+
+#: Percentiles of the latencies reported at the operating rate.
+LATENCY_PERCENTILES = (50, 95, 99)
+_LATENCY_NAMES = {"ttft": "time to first token", "token_itl": "inter-token latency (every gap)",
+                  "latency": "end-to-end latency"}
+
+#: Runs of the search per replicate, for the work estimate: saturation, the two ends, the
+#: bisection steps of a 2 % tolerance, the operating point.
+_RUNS_PER_REPLICATE = 13
+
+
+def _names(name, values, kind, lookup):
+    """A list of specs from one spec/name or a sequence of them, each looked up by name."""
+    items = [values] if isinstance(values, (str, kind)) else values
+    if not isinstance(items, (list, tuple)) or not items:
+        raise TypeError(f"{name} must be a {kind.__name__}, a catalogue name, or a non-empty list "
+                        f"of them; got {describe(values)}")
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            item = lookup(item)
+        if not isinstance(item, kind):
+            raise TypeError(f"{name} must hold {kind.__name__}s or catalogue names; "
+                            f"got {describe(item)}")
+        out.append(item)
+    labels = [spec.name for spec in out]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"{name} must not repeat an entry; got {labels}")
+    return out
+
+
+def _counts(name, values, lo, allow_none=False):
+    """A list of whole numbers >= ``lo`` from one number or a sequence (no repeats)."""
+    if values is None and allow_none:
+        return None
+    items = [values] if isinstance(values, numbers.Real) else values
+    if not isinstance(items, (list, tuple, np.ndarray)) or len(items) == 0:
+        raise TypeError(f"{name} must be a whole number or a non-empty list of them; "
+                        f"got {describe(values)}")
+    out = [whole_number(name, v, lo=lo) for v in items]
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} must not repeat a value; got {show(values)}")
+    return out
+
+
+def _roofline_options(calibration, roofline_options):
+    """The simulator clock's options: from a calibration, from explicit options, or ideal."""
+    if calibration is not None and roofline_options is not None:
+        raise ValueError("pass calibration or roofline_options, not both")
+    if calibration is None:
+        return dict(check_mapping("roofline_options", roofline_options, allow_none=True) or {}), \
+            IDEAL
+    if not isinstance(calibration, Calibration):
+        raise TypeError(f"calibration must be a rooflinekit.calibrate.Calibration or None; "
+                        f"got {describe(calibration)}")
+    # One step mixes prefill (compute-bound) and decode (memory-bound): each phase's knob goes
+    # where that phase binds, and the per-step overhead is the decode step's.
+    options = {"compute_efficiency": calibration.prefill.get("compute_efficiency", 1.0),
+               "bandwidth_efficiency": calibration.decode.get("bandwidth_efficiency", 1.0),
+               "step_overhead": calibration.decode.get("step_overhead", 0.0)}
+    return options, f"calibrated: {calibration.source or 'unnamed calibration'}"
+
+
+def _hourly_prices(gpus, prices):
+    """USD per GPU-hour for every GPU: ``prices`` first, else the catalogue's price."""
+    prices = dict(check_mapping("prices", prices, allow_none=True) or {})
+    known = {catalog.gpu(name).name if isinstance(name, str) else name: value
+             for name, value in prices.items()}
+    out = {}
+    for gpu in gpus:
+        price = known.get(gpu.name, gpu.hourly_price)
+        if price is None:
+            raise ValueError(f"gpu {gpu.name!r} has no hourly price in the catalogue; pass "
+                             f"prices={{'{gpu.name}': usd_per_gpu_hour}}")
+        out[gpu.name] = real_number(f"prices[{gpu.name!r}]", price, lo=0)
+    return out
+
+
+def _layout_problem(model, tp) -> str | None:
+    """Why ``model`` cannot be split over ``tp`` GPUs (attention heads), else None."""
+    if model.n_heads % tp:
+        return "invalid_layout"
+    return None
+
+
+def estimate_work(traffic, n_configurations, *, replicates, requests) -> float:
+    """Simulated token-steps :func:`plan` will run [1]: configurations × replicates × runs ×
+    requests × mean output tokens (the mean of 4,096 draws)."""
+    sample = traffic.output.sample(np.random.default_rng(0), 4096)
+    mean_output = float(np.maximum(sample, 1).mean())
+    return float(n_configurations) * replicates * _RUNS_PER_REPLICATE * requests * mean_output
+
+
+def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
+         max_num_batched_tokens=None, admission="paged", block_size=16,
+         gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, calibration=None,
+         roofline_options=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
+         pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=WORK_LIMIT) -> xr.Dataset:
+    """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
+
+    Parameters
+    ----------
+    traffic : Traffic
+        Peak rate, request lengths, arrivals, monthly profile.
+    slo : SLO
+        Targets at a quantile.
+    models, gpus : spec, catalogue name, or list of them
+        The ``model`` and ``gpu`` dimensions.
+    tp : int or list of int
+        Tensor-parallel degrees [1] (dimension ``tp``); a degree that does not divide the
+        model's attention heads gives binding ``"invalid_layout"``.
+    max_num_seqs : int or list of int
+        vLLM's ``--max-num-seqs`` [1] (dimension ``max_num_seqs``).
+    max_num_batched_tokens : int, list of int or None
+        vLLM's ``--max-num-batched-tokens`` [tokens] (chunked prefill); a list becomes a
+        dimension. ``None``: whole prompts in one step.
+    admission : {"paged", "reserve"}
+        The batcher's admission rule (:class:`~rooflinekit.batching.ContinuousBatcher`).
+    block_size : int
+        Tokens per KV block [tokens].
+    gpu_memory_utilization : float
+        vLLM's ``--gpu-memory-utilization`` in (0, 1]: the KV budget is what is left of that
+        share of memory after the weights (:func:`rooflinekit.memory.engine_kv_cache`, no
+        activation peak).
+    headroom : float
+        Spare capacity [1], >= 0: replicas = ceil(rate · (1 + headroom) / max_rate).
+    replicates : int
+        Monte Carlo replicates [1], >= 1.
+    seed : int
+        Root seed of the replicates' draws (common to every configuration).
+    calibration : Calibration, optional
+        Fitted knobs (:mod:`rooflinekit.calibrate`): the prefill phase's compute efficiency, the
+        decode phase's bandwidth efficiency and step overhead time every step. Without it, and
+        without ``roofline_options``, the plan is the ideal roofline, labelled so.
+    roofline_options : mapping, optional
+        Explicit options of the roofline clock (``compute_efficiency``, ...), instead of a
+        calibration.
+    prices : mapping, optional
+        USD per GPU-hour by GPU name, overriding the catalogue's illustrative prices.
+    engineering_monthly : float
+        Engineering line per deployment [USD/month], >= 0 (guide §6.5), once per configuration.
+    electricity_price : float
+        [USD/kWh], >= 0; default 0, as rented GPU-hours include power. Owned GPUs pay it: the
+        month's generated tokens × :func:`rooflinekit.roofline.energy_per_token` at the
+        operating point (its mean batch, context half-way through the outputs) × ``pue``. Needs
+        every GPU's ``board_power`` when > 0.
+    pue : float
+        Power usage effectiveness of the data centre [1], >= 1.
+    requests : int
+        Requests per replicate [1], >= 10.
+    rtol : float
+        Relative tolerance of the rate search [1], in (0, 0.5].
+    chunks : int, optional
+        Configurations per dask task (dask is imported only then); results are identical.
+    work_limit : float
+        Most simulated token-steps in one process without ``chunks`` (:func:`estimate_work`);
+        default :data:`WORK_LIMIT`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``model``, ``gpu``, ``tp``, ``max_num_seqs`` [, ``max_num_batched_tokens``]:
+        ``max_rate``, ``max_rate_low``, ``max_rate_high`` (median, 10th and 90th percentile over
+        replicates), ``saturation_rate`` [requests/s per replica]; ``binding`` (what caps the
+        rate: ttft, itl, e2e, attainment, memory, max_num_seqs, does_not_fit, invalid_layout);
+        ``kv_budget_tokens``; ``replicas`` (with ``replicas_low``/``replicas_high`` from the
+        rate's band) and ``gpus`` [1]; ``operating_rate`` [requests/s per replica];
+        ``gpu_monthly_cost``, ``monthly_cost`` [USD/month]; ``cost_per_million_tokens``
+        [USD/1M tokens]; latency percentiles at the operating rate (``p95_ttft``,
+        ``p95_token_itl``, ``p95_latency``, ... [s], medians over replicates); and per replicate
+        ``replicate_max_rate``. A configuration that cannot serve has rate 0, replicas and GPUs
+        0, and infinite cost and latency: never NaN.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the argument, before any simulation; a grid above ``work_limit`` is refused with
+        its estimate and the ways out.
+
+    Notes
+    -----
+    The search and its tolerance: :mod:`rooflinekit.planning.capacity`. Monthly cost =
+    ``gpus × price × 730 h + engineering_monthly + power``; monthly tokens = the traffic's monthly
+    requests × the mean prompt + output tokens of the draws.
+
+    References
+    ----------
+    .. [1] Kwon et al., PagedAttention (vLLM), SOSP 2023: the scheduler simulated.
+    .. [2] Law and Kelton, *Simulation Modeling and Analysis*: common random numbers.
+    """
+    if not isinstance(traffic, Traffic):
+        raise TypeError(f"traffic must be a rooflinekit.Traffic; got {describe(traffic)}")
+    if not isinstance(slo, SLO):
+        raise TypeError(f"slo must be a rooflinekit.SLO; got {describe(slo)}")
+    model_list = _names("models", models, ModelShape, catalog.model)
+    gpu_list = _names("gpus", gpus, GPU, catalog.gpu)
+    tp_list = _counts("tp", tp, 1)
+    seqs_list = _counts("max_num_seqs", max_num_seqs, 1)
+    mnbt_list = _counts("max_num_batched_tokens", max_num_batched_tokens, 1, allow_none=True)
+    if mnbt_list is not None and min(mnbt_list) < max(seqs_list):
+        raise ValueError(f"max_num_batched_tokens must be >= max_num_seqs ({max(seqs_list)}); "
+                         f"got {show(max_num_batched_tokens)}")
+    check_one_of("admission", admission, ("paged", "reserve"))
+    block_size = whole_number("block_size", block_size, lo=1)
+    real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True)
+    headroom = real_number("headroom", headroom, lo=0)
+    replicates = whole_number("replicates", replicates, lo=1)
+    seed = whole_number("seed", seed, lo=0)
+    requests = whole_number("requests", requests, lo=10)
+    rtol = real_number("rtol", rtol, lo=0, hi=0.5, lo_open=True)
+    chunks = whole_number("chunks", chunks, lo=1, allow_none=True)
+    work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
+    engineering_monthly = real_number("engineering_monthly", engineering_monthly, lo=0)
+    electricity_price = real_number("electricity_price", electricity_price, lo=0)
+    pue = real_number("pue", pue, lo=1)
+    options, label = _roofline_options(calibration, roofline_options)
+    hourly = _hourly_prices(gpu_list, prices)
+    if electricity_price > 0:
+        unknown = [g.name for g in gpu_list if g.board_power is None]
+        if unknown:
+            raise ValueError(f"electricity_price needs each GPU's board_power; unknown for "
+                             f"{', '.join(unknown)}")
+
+    axes = {dims.MODEL: model_list, dims.GPU: gpu_list, dims.TP: tp_list,
+            dims.MAX_NUM_SEQS: seqs_list}
+    if mnbt_list is not None:
+        axes[dims.MAX_NUM_BATCHED_TOKENS] = mnbt_list
+    shape = tuple(len(v) for v in axes.values())
+    n_config = math.prod(shape)
+    work = estimate_work(traffic, n_config, replicates=replicates, requests=requests)
+    if chunks is None and work > work_limit:
+        raise ValueError(
+            f"this plan would simulate about {work:.2g} token-steps ({n_config} configurations × "
+            f"{replicates} replicates × {requests} requests), above work_limit={work_limit:.2g} "
+            f"(about a minute on two cores); pass chunks= to spread it over dask workers, use "
+            f"fewer replicates, requests or configurations, or raise work_limit")
+
+    draws = draw_requests(traffic, replicates, requests, seed)
+    configs = list(itertools.product(*(range(n) for n in shape)))
+    run = _Configuration(axes, draws, traffic, slo, headroom, admission, block_size,
+                         gpu_memory_utilization, options, rtol)
+    if chunks is None:
+        results = [run(index, parallel=True) for index in configs]
+    else:
+        import dask
+        blocks = [configs[k:k + chunks] for k in range(0, len(configs), chunks)]
+        tasks = [dask.delayed(lambda block: [run(i, parallel=False) for i in block])(b)
+                 for b in blocks]
+        results = [r for block in dask.compute(*tasks) for r in block]
+    ds = _assemble(results, configs, axes, shape, replicates)
+    _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price, pue)
+    ds.attrs.update({
+        "description": "capacity under load: max request rate per replica within the SLO, the "
+                       "fleet for the traffic's peak rate with headroom, and its monthly cost",
+        "model_quality": label,
+        "rate": float(traffic.rate), "headroom": headroom, "quantile": float(slo.quantile),
+        **{f"{k}_target": v for k, v in slo.targets.items()},
+        "attainment_target": "none" if slo.attainment is None else float(slo.attainment),
+        "replicates": replicates, "requests": requests, "seed": seed, "rtol": rtol,
+        "admission": admission, "block_size": block_size,
+        "gpu_memory_utilization": float(gpu_memory_utilization),
+        "simulations": int(sum(r["runs"] for r in results)),
+    })
+    return ds
+
+
+class _Configuration:
+    """One configuration's search, fleet and operating point (a picklable callable for dask)."""
+
+    def __init__(self, axes, draws, traffic, slo, headroom, admission, block_size,
+                 gpu_memory_utilization, options, rtol):
+        self.axes, self.draws, self.traffic, self.slo = axes, draws, traffic, slo
+        self.headroom, self.admission, self.block_size = headroom, admission, block_size
+        self.utilization, self.options, self.rtol = gpu_memory_utilization, options, rtol
+
+    def __call__(self, index, parallel):
+        values = dict(zip(self.axes, (axis[i] for axis, i in zip(self.axes.values(), index))))
+        n = self.draws[0].shape[0]
+        batcher, budget, problem = _replica(
+            values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
+            values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
+            self.utilization, self.options)
+        if problem:
+            return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
+                    "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
+                    "binding": np.full(n, problem, dtype=object)}
+        found = max_rate(batcher, self.slo, self.draws, rtol=self.rtol, parallel=parallel)
+        found["kv_budget_tokens"] = budget
+        rate = float(np.median(found["max_rate"]))
+        found["latencies"], found["energy_per_token"] = {}, 0.0
+        if rate > 0:
+            replicas = math.ceil(float(self.traffic.rate) * (1 + self.headroom) / rate)
+            found["latencies"], batch = _operating_point(
+                batcher, self.draws, float(self.traffic.rate) / replicas, parallel)
+            found["runs"] += n
+            gpu = values[dims.GPU]
+            if gpu.board_power is not None:
+                # the decode step of the operating point's mean batch, half-way through outputs
+                prompt, output = self.draws[1], self.draws[2]
+                context = float(prompt.mean() + output.mean() / 2)
+                found["energy_per_token"] = float(energy_per_token(
+                    values[dims.MODEL], gpu, max(batch, 1.0), context, values[dims.TP],
+                    **self.options))
+        return found
+
+
+def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
+             gpu_memory_utilization, options):
+    """One replica's batcher and KV budget, or why the configuration cannot serve."""
+    problem = _layout_problem(model, tp)
+    if problem:
+        return None, 0, problem
+    budget = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
+                                    gpu_memory_utilization=gpu_memory_utilization,
+                                    max_model_len=block_size)["kv_cache_tokens"]
+    if budget <= 0:
+        return None, 0, "does_not_fit"
+    batcher = ContinuousBatcher(
+        max_num_seqs=max_num_seqs, kv_budget_tokens=budget, admission=admission,
+        block_size=block_size, max_num_batched_tokens=max_num_batched_tokens, model=model,
+        gpu=gpu, tp=tp, clock="roofline", roofline_options=options)
+    return batcher, budget, None
+
+
+def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256, rates,
+               max_num_batched_tokens=None, admission="paged", block_size=16,
+               gpu_memory_utilization=0.9, replicates=10, seed=0, calibration=None,
+               roofline_options=None, requests=1000) -> xr.Dataset:
+    """Latency percentiles and SLO attainment of one replica against its request rate.
+
+    Parameters
+    ----------
+    traffic, slo
+        As for :func:`plan` (the traffic's own rate is not used: ``rates`` are).
+    model, gpu : spec or catalogue name
+        One configuration.
+    tp, max_num_seqs, max_num_batched_tokens, admission, block_size, gpu_memory_utilization
+        As for :func:`plan`, one value each.
+    rates : sequence of float
+        Request rates per replica [requests/s], each finite and > 0 (dimension
+        ``request_rate``).
+    replicates, seed, calibration, roofline_options, requests
+        As for :func:`plan`; the draws are the same as a plan's with the same seed.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``request_rate`` and ``replicate``: ``p50_ttft`` ... ``p99_latency`` [s] (as
+        :func:`rooflinekit.batching.run_replicates`), and ``ttft_attainment``,
+        ``token_itl_attainment``, ``e2e_attainment`` [1] against the SLO's targets.
+
+    Raises
+    ------
+    ValueError
+        If the configuration cannot serve (weights do not fit, heads do not divide), naming why.
+    """
+    check_type("traffic", traffic, Traffic)
+    check_type("slo", slo, SLO)
+    (model,) = _names("model", model, ModelShape, catalog.model)
+    (gpu,) = _names("gpu", gpu, GPU, catalog.gpu)
+    rate_values = as_1d("rates", rates)
+    if not np.isfinite(rate_values).all() or (rate_values <= 0).any():
+        raise ValueError(f"rates must be finite and > 0 [requests/s]; got {show(rates)}")
+    replicates = whole_number("replicates", replicates, lo=1)
+    requests = whole_number("requests", requests, lo=10)
+    options, label = _roofline_options(calibration, roofline_options)
+    batcher, _, problem = _replica(
+        model, gpu, whole_number("tp", tp, lo=1), whole_number("max_num_seqs", max_num_seqs, lo=1),
+        whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1, allow_none=True),
+        check_one_of("admission", admission, ("paged", "reserve")),
+        whole_number("block_size", block_size, lo=1),
+        real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
+        options)
+    if problem:
+        raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {problem}")
+    arrival, prompt, output = draw_requests(traffic, replicates, requests,
+                                            whole_number("seed", seed, lo=0))
+    runs = [run_replicates(batcher, arrival / rate, prompt, output,
+                           **{f"{k}_target": v for k, v in slo.targets.items()})
+            for rate in rate_values]
+    names = [f"p{q}_{w}" for q in LATENCY_PERCENTILES for w in _LATENCY_NAMES] + \
+        ["ttft_attainment", "token_itl_attainment", "e2e_attainment"]
+    ds = xr.concat([r[names] for r in runs], dim=dims.REQUEST_RATE)
+    ds = ds.assign_coords({dims.REQUEST_RATE: rate_values, dims.REPLICATE: np.arange(replicates)})
+    ds[dims.REQUEST_RATE].attrs.update(units="requests/s", long_name="request rate per replica")
+    ds.attrs.update({"model": model.name, "gpu": gpu.name, "tp": int(tp),
+                     "max_num_seqs": int(max_num_seqs), "model_quality": label,
+                     "quantile": float(slo.quantile),
+                     **{f"{k}_target": v for k, v in slo.targets.items()}})
+    return ds
+
+
+def _operating_point(batcher, draws, rate, parallel) -> dict:
+    """Latency percentiles at ``rate`` per replica, medians over replicates [s]."""
+    arrival, prompt, output = draws
+    ds = run_replicates(batcher, arrival / rate, prompt, output, parallel=parallel)
+    out = {}
+    for q in LATENCY_PERCENTILES:
+        for what in ("ttft", "token_itl", "latency"):
+            name = f"p{q}_{what}"
+            out[name] = float(np.median(ds[name].values))
+    return out, float(np.median(ds["mean_running"].values))
+
+
+
+def _assemble(results, configs, axes, shape, replicates) -> xr.Dataset:
+    """The search results as a Dataset over the configuration axes (and ``replicate``)."""
+    per = np.zeros(shape + (replicates,))
+    saturation = np.zeros(shape)
+    binding = np.empty(shape, dtype=object)
+    budget = np.zeros(shape, dtype=np.int64)
+    energy = np.zeros(shape)
+    latency = {f"p{q}_{w}": np.full(shape, np.inf) for q in LATENCY_PERCENTILES
+               for w in _LATENCY_NAMES}
+    for index, r in zip(configs, results):
+        per[index] = r["max_rate"]
+        saturation[index] = float(np.median(r["saturation_rate"]))
+        values, counts = np.unique(np.asarray(r["binding"], dtype=str), return_counts=True)
+        binding[index] = values[np.argmax(counts)]            # what binds in most replicates
+        budget[index] = r["kv_budget_tokens"]
+        energy[index] = r["energy_per_token"]
+        for name, value in r["latencies"].items():
+            latency[name][index] = value
+    names = list(axes)
+    coords = {dim: [getattr(v, "name", v) for v in values] for dim, values in axes.items()}
+    coords[dims.REPLICATE] = np.arange(replicates)
+
+    def var(data, units, long_name, with_replicate=False):
+        return xr.Variable(names + ([dims.REPLICATE] if with_replicate else []), data,
+                           {"units": units, "long_name": long_name})
+
+    q = np.quantile(per, [0.5, 0.1, 0.9], axis=-1)
+    data = {
+        "max_rate": var(q[0], "requests/s", "highest rate per replica within the SLO "
+                                             "(median over replicates)"),
+        "max_rate_low": var(q[1], "requests/s", "max rate per replica, 10th percentile"),
+        "max_rate_high": var(q[2], "requests/s", "max rate per replica, 90th percentile"),
+        "saturation_rate": var(saturation, "requests/s",
+                               "rate per replica above which the queue grows without bound"),
+        "binding": var(binding.astype(str), "", "what caps the rate"),
+        "kv_budget_tokens": var(budget, "tokens", "KV cache budget of one replica"),
+        "energy_per_token": var(energy, "J/token", "GPU energy per generated token at the "
+                                                   "operating point (0: not known)"),
+        "replicate_max_rate": var(per, "requests/s", "max rate per replica, each replicate",
+                                  with_replicate=True),
+    }
+    for name, values in latency.items():
+        q_, what = name.split("_", 1)
+        data[name] = var(values, "s", f"{q_[1:]}th percentile {_LATENCY_NAMES[what]} at the "
+                                      f"operating rate")
+    return xr.Dataset(data, coords=coords)
+
+
+def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price,
+           pue) -> None:
+    """Replicas, GPUs and monthly cost from the rates, in place."""
+    need = float(traffic.rate) * (1.0 + headroom)
+
+    def replicas_for(rate):
+        r = rate.values
+        return xr.DataArray(np.where(r > 0, np.ceil(need / np.where(r > 0, r, 1.0)), 0)
+                            .astype(np.int64), dims=rate.dims)
+
+    tp = ds[dims.TP]
+    ds["replicas"] = replicas_for(ds["max_rate"]).assign_attrs(
+        units="1", long_name="replicas for the peak rate with headroom")
+    ds["replicas_low"] = replicas_for(ds["max_rate_high"]).assign_attrs(
+        units="1", long_name="replicas at the 90th-percentile max rate")
+    ds["replicas_high"] = replicas_for(ds["max_rate_low"]).assign_attrs(
+        units="1", long_name="replicas at the 10th-percentile max rate")
+    ds["gpus"] = (ds["replicas"] * tp).assign_attrs(units="1", long_name="GPUs in the fleet")
+    serves = ds["replicas"] > 0
+    ds["operating_rate"] = xr.where(serves, float(traffic.rate) / ds["replicas"].where(serves, 1),
+                                    0.0).assign_attrs(
+        units="requests/s", long_name="rate each replica carries at the peak")
+    price = xr.DataArray([hourly[g] for g in ds[dims.GPU].values], dims=[dims.GPU],
+                         coords={dims.GPU: ds[dims.GPU].values})
+    ds["gpu_hourly"] = price.assign_attrs(units="USD/h", long_name="price per GPU-hour")
+    gpu_monthly = ds["gpus"] * price * HOURS_PER_MONTH
+    ds["gpu_monthly_cost"] = xr.where(serves, gpu_monthly, np.inf).assign_attrs(
+        units="USD/month", long_name="GPU-hours of the fleet for a month")
+    arrival, prompt, output = draws
+    tokens_per_request = float(prompt.mean() + output.mean())
+    monthly_tokens = traffic.monthly_requests * tokens_per_request
+    output_tokens = traffic.monthly_requests * float(output.mean())
+    kwh = ds["energy_per_token"] * output_tokens / JOULES_PER_KWH
+    ds["power_monthly_cost"] = (kwh * pue * electricity_price).assign_attrs(
+        units="USD/month", long_name="electricity for the month's generated tokens (PUE included; "
+                                     "idle time not counted)")
+    ds["monthly_cost"] = (ds["gpu_monthly_cost"] + engineering_monthly
+                          + ds["power_monthly_cost"]).assign_attrs(
+        units="USD/month", long_name="fleet cost per month (GPU-hours + engineering + power)")
+    ds["cost_per_million_tokens"] = (ds["monthly_cost"] / monthly_tokens * PER_MILLION) \
+        .assign_attrs(units="USD/1M tokens",
+                      long_name="monthly cost per million tokens served (prompt + output)")
+    ds.attrs.update({"monthly_requests": traffic.monthly_requests,
+                     "monthly_tokens": monthly_tokens,
+                     "mean_prompt_tokens": float(prompt.mean()),
+                     "mean_output_tokens": float(output.mean()),
+                     "engineering_monthly": engineering_monthly,
+                     "electricity_price": electricity_price, "pue": pue})
