@@ -92,6 +92,67 @@ class MonteCarlo:
         monte_carlo(_spec(1000), self.batcher, replicates=1000, seed=0, chunks=self.chunks)
 
 
+def _running_256():
+    # ~256 sequences running throughout: Poisson arrivals faster than 256 slots drain them
+    spec = WorkloadSpec(4000, output=Uniform(50, 350), prompt=Uniform(50, 350),
+                        arrival=Poisson(rate=150.0))
+    return spec.sample(0), ContinuousBatcher(max_num_seqs=256, admission="paged",
+                                             model="llama-3.1-8b", gpu="h100")
+
+
+class RunningSequences256:
+    """Request-steps/s at ~256 running sequences, roofline clock, paged: today's kernel and the
+    previous one (``benchmarks/_previous_kernels.py``, a loop over every running sequence per
+    step), the raw kernel calls timed in the same run on the same workload."""
+
+    timeout = 300
+
+    def setup(self):
+        import importlib.util
+        import pathlib
+
+        from rooflinekit.batching import _kernels, _reference
+        # loaded by path: asv and the tests import this file with different sys.path
+        path = pathlib.Path(__file__).with_name("_previous_kernels.py")
+        spec = importlib.util.spec_from_file_location("_previous_kernels", path)
+        _previous_kernels = importlib.util.module_from_spec(spec)
+        sys.modules["_previous_kernels"] = _previous_kernels       # numba's cache looks it up
+        spec.loader.exec_module(_previous_kernels)
+        wl, b = _running_256()
+        timing = b._timing()
+        args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, *b._parameters(),
+                timing.tick, timing.coef, np.inf)
+        n = wl.n_requests
+        outs = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64),
+                np.empty(n, np.int64), np.empty(len(_reference.STAT_NAMES)))
+        self.new = lambda: _kernels.continuous_run(*args, *outs)
+        self.old = lambda: _previous_kernels.continuous_run(*args, *outs)
+        self.new()
+        self.old()                                   # compile both
+        trace = []
+        b.reference(wl, trace=trace)
+        self.request_steps = float(sum(step[1] for step in trace))
+
+    def time_kernel(self):
+        self.new()
+
+    def time_previous_kernel(self):
+        self.old()
+
+    def track_request_steps_per_second(self):
+        return self.request_steps / _best(self.new, 20)
+
+    def track_previous_request_steps_per_second(self):
+        return self.request_steps / _best(self.old, 20)
+
+    def track_speedup_over_previous(self):
+        return _best(self.old, 20) / _best(self.new, 20)
+
+    track_request_steps_per_second.unit = "request-steps/s"
+    track_previous_request_steps_per_second.unit = "request-steps/s"
+    track_speedup_over_previous.unit = "x"
+
+
 class Import:
     """Importing the simulator compiles nothing and does not import numba."""
 

@@ -167,7 +167,7 @@ def test_kernels_cached_on_disk():
         assert dispatcher.targetoptions.get("nogil") or dispatcher.targetoptions.get(
             "parallel")
     for helper in (_kernels._step_time, _kernels._kv_read, _kernels._chunk_pairs,
-                   _kernels._can_admit, _kernels._reset_outputs):
+                   _kernels._heap_push, _kernels._heap_remove, _kernels._reset_outputs):
         assert type(helper._cache).__name__ == "FunctionCache"
 
 
@@ -378,3 +378,32 @@ def test_gap_bins_resolution():
         k = _reference.gap_bin(x)
         assert _reference.gap_bin(x * (1 + 1.01 / _reference.GAP_SUBBINS)) > k
     assert _reference.gap_bin(0.0) == 0 and _reference.gap_bin(1e300) == _reference.N_GAP_BINS - 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from([None, *sorted(ROOFLINE)]),
+       max_num_seqs=st.one_of(st.none(), st.integers(1, 8)), extra=st.one_of(st.none(),
+                                                                          st.integers(0, 30)),
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
+       block_size=st.integers(1, 8))
+def test_no_request_lost_kv_within_budget_and_gaps_counted(wl, config, max_num_seqs, extra, kv,
+                                                           admission, block_size):
+    mnbt = None if extra is None or max_num_seqs is None else max_num_seqs + extra
+    kwargs = dict(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                  block_size=block_size, max_num_batched_tokens=mnbt)
+    if config is None:
+        b = ContinuousBatcher(**kwargs)
+    else:
+        wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
+        b = roofline_batcher(ROOFLINE[config], **kwargs)
+    out = _kernel_outputs(b, wl)
+    stats = dict(zip(_reference.STAT_NAMES, out["stats"]))
+    done = out["status"] == _reference.COMPLETED
+    rejected = out["status"] == _reference.REJECTED
+    assert np.all(done ^ rejected)                                # every request accounted for
+    assert np.isfinite(out["finish"][done]).all() and np.isnan(out["finish"][rejected]).all()
+    final = wl.prompt_tokens + wl.output_tokens
+    need = -(-final // block_size) * block_size if admission == "paged" else final
+    np.testing.assert_array_equal(rejected, need > kv)            # the one rejection reason
+    assert stats["peak_kv_reserved"] <= kv and stats["peak_kv_used"] <= stats["peak_kv_reserved"]
+    assert stats["token_gaps"] == (wl.output_tokens[done] - 1).sum()

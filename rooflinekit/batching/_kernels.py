@@ -9,11 +9,16 @@ Replicates of a Monte Carlo run in parallel with ``prange``, one independent run
 single runs release the GIL (``nogil=True``) so dask's threaded scheduler can run chunks side by
 side.
 
-In tick mode the continuous kernel jumps over runs of ticks in which only decoding can happen (no
-arrival, retirement, admission, prefill or preemption before the next event; paged blocks are
-allocated in closed form when the free blocks cover them), updating every state variable and
-statistic exactly as the single steps would; the reference steps through each tick, and the tests
-hold the two equal.
+The continuous kernel's cost per step does not grow with the number of running sequences, on
+either clock: every decoding sequence grows by one token a step, so a decoding sequence stores its
+token counts less the step counter and is not touched in a decode step; the step's KV read comes
+from running sums of context (and of window-capped context, for sliding-window models, with a
+heap of the steps at which sequences reach the window); retirements come off a heap keyed by the
+step of the last token; paged blocks are counted by the phase of each context modulo the block
+size (those at a multiple need a block this step). Running and prefilling sequences are linked
+lists in admission order, so retirement and preemption of the latest admitted cost O(1). A run
+costs O(steps + events * log n) with events the arrivals, admissions, prefill slices,
+retirements, preemptions and window crossings.
 
 The clock is data
 -----------------
@@ -190,24 +195,6 @@ def _store_percentiles(hist_n, hist_max, stats):
 
 
 @njit(cache=True)
-def _can_admit(queue, q_head, q_size, nrun, max_num_seqs, interactive_cap, n_interactive, paged,
-               total_blocks, alloc, reserved, kv_budget, prompt, output, generated, block_size):
-    """Would the admission phase admit a request now, with no sequence needing a new block?"""
-    for k in range(2):
-        if q_size[k] == 0:
-            continue
-        i = queue[k, q_head[k]]
-        if nrun >= max_num_seqs:
-            return False
-        if k == 1 and nrun >= interactive_cap and (q_size[0] > 0 or n_interactive > 0):
-            return False
-        if paged:
-            return total_blocks - alloc >= (prompt[i] + generated[i] + block_size) // block_size
-        return reserved + prompt[i] + output[i] <= kv_budget
-    return False
-
-
-@njit(cache=True)
 def _reset_outputs(admit, first_token, finish, preemptions, status, stats):
     """Clear one run's outputs: statistics 0, no request admitted, started or finished yet."""
     for k in range(N_STATS):
@@ -222,6 +209,78 @@ def _reset_outputs(admit, first_token, finish, preemptions, status, stats):
         status[i] = 0
 
 
+# --- indexed binary min-heaps (retirement and window crossings), lists in admission order -------
+
+
+@njit(cache=True)
+def _swap(key, ids, pos, a, b):
+    key[a], key[b] = key[b], key[a]
+    ids[a], ids[b] = ids[b], ids[a]
+    pos[ids[a]] = a
+    pos[ids[b]] = b
+
+
+@njit(cache=True)
+def _sift(key, ids, pos, size, j):
+    """Restore the heap order around position ``j`` (up, then down)."""
+    while j > 0 and key[(j - 1) // 2] > key[j]:
+        _swap(key, ids, pos, j, (j - 1) // 2)
+        j = (j - 1) // 2
+    while True:
+        c = 2 * j + 1
+        if c >= size[0]:
+            return
+        if c + 1 < size[0] and key[c + 1] < key[c]:
+            c += 1
+        if key[j] <= key[c]:
+            return
+        _swap(key, ids, pos, j, c)
+        j = c
+
+
+@njit(cache=True)
+def _heap_push(key, ids, pos, size, i, k):
+    """Add request ``i`` with key ``k`` (a step count) to the heap."""
+    j = size[0]
+    size[0] += 1
+    key[j] = k
+    ids[j] = i
+    pos[i] = j
+    _sift(key, ids, pos, size, j)
+
+
+@njit(cache=True)
+def _heap_remove(key, ids, pos, size, i):
+    """Take request ``i`` out of the heap (nothing if it is not in it)."""
+    j = pos[i]
+    if j < 0:
+        return
+    pos[i] = -1
+    size[0] -= 1
+    last = size[0]
+    if j != last:
+        key[j] = key[last]
+        ids[j] = ids[last]
+        pos[ids[j]] = j
+        _sift(key, ids, pos, size, j)
+
+
+@njit(cache=True)
+def _unlink(nxt, prv, i):
+    nxt[prv[i]] = nxt[i]
+    prv[nxt[i]] = prv[i]
+
+
+@njit(cache=True)
+def _append(nxt, prv, end, i):
+    """Put ``i`` last in the list whose sentinel is ``end``."""
+    last = prv[end]
+    nxt[last] = i
+    prv[i] = last
+    nxt[i] = end
+    prv[end] = i
+
+
 @njit(nogil=True, cache=True)
 def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, paged, block_size,
                    max_batched, interactive_cap, tick_mode, coef, itl_target,
@@ -229,38 +288,68 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
     """Continuous batching of one workload; returns 0 or :data:`STALLED`.
 
     ``tick_mode`` and ``coef`` are the clock (module docstring), ``itl_target`` the gap counted
-    as met [time] (inf for none); the outputs ``admit``,
-    ``first_token``, ``finish``, ``preemptions``, ``status`` (per request) and ``stats``
-    (:data:`N_STATS`) are overwritten.
+    as met [time] (inf for none); the outputs ``admit``, ``first_token``, ``finish``,
+    ``preemptions``, ``status`` (per request) and ``stats`` (:data:`N_STATS`) are overwritten.
     """
     n = arrival.shape[0]
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
     if n == 0:
         return 0
-    cap = min(max_num_seqs, n)
     total_blocks = kv_budget // block_size if paged else 0
-    # scratch, allocated once per run
+    bs = block_size if paged else 1
+    window = coef[_SW]
+    windowed = not tick_mode and window < math.inf   # sliding-window layers: count C >= window
+    w_cross = np.int64(math.ceil(window)) if windowed else UNBOUNDED
+    fa = coef[_FA]
+    # Per request: a queued or prefilling request holds its token counts; a decoding one holds
+    # them less the step counter ``g`` (all decoding sequences grow by one a step, so none is
+    # touched in a decode step: cost per step does not grow with the batch).
     generated = np.zeros(n, np.int64)
+    context = np.zeros(n, np.int64)
     to_prefill = np.zeros(n, np.int64)
     prefilled = np.zeros(n, np.int64)
-    gen_at_admit = np.zeros(n, np.int64)
-    context = np.zeros(n, np.int64)
-    blocks = np.zeros(n, np.int64)
+    blocks = np.zeros(n, np.int64)           # paged, prefilling: blocks held
+    state = np.zeros(n, np.int64)            # 0 not running, 1 prefilling, 2 decoding
+    above = np.zeros(n, np.bool_)            # decoding with context >= window
+    last_tok = np.zeros(n, np.float64)       # a preempted sequence's latest token time
     queue = np.empty((2, n), np.int64)
     q_head = np.zeros(2, np.int64)
     q_size = np.zeros(2, np.int64)
-    running = np.empty(cap, np.int64)
-    first_ids = np.empty(cap, np.int64)
-    span_ids = np.empty(cap, np.int64)       # re-prefills completing in a step
-    last_tok = np.zeros(n, np.float64)       # a preempted sequence's latest token time
-    hist_n = np.zeros(N_GAP_BINS, np.int64)  # gap histogram: counts and largest gap per bin
+    # running sequences and prefilling ones, each a linked list in admission order (sentinel n)
+    r_next = np.empty(n + 1, np.int64)
+    r_prev = np.empty(n + 1, np.int64)
+    p_next = np.empty(n + 1, np.int64)
+    p_prev = np.empty(n + 1, np.int64)
+    r_next[n] = n
+    r_prev[n] = n
+    p_next[n] = n
+    p_prev[n] = n
+    # heaps keyed by step counter: when a decoding sequence retires, when it reaches the window
+    ret_key = np.empty(n, np.int64)
+    ret_ids = np.empty(n, np.int64)
+    ret_pos = np.full(n, -1, np.int64)
+    ret_size = np.zeros(1, np.int64)
+    win_key = np.empty(n, np.int64)
+    win_ids = np.empty(n, np.int64)
+    win_pos = np.full(n, -1, np.int64)
+    win_size = np.zeros(1, np.int64)
+    # paged: decoding sequences by (context - g) mod block size; those with context a multiple
+    # of the block size need a new block this step
+    by_phase = np.zeros(bs, np.int64)
+    cap = min(max_num_seqs, n)
+    done_ids = np.empty(cap, np.int64)       # prefills completing in a step
+    hist_n = np.zeros(N_GAP_BINS, np.int64)
     hist_max = np.zeros(N_GAP_BINS, np.float64)
     nrun = 0
-    n_dec = 0                  # running sequences past prefill (decoding)
-    n_interactive = 0          # interactive sequences running
+    n_dec = 0
+    n_interactive = 0
     alloc = 0                  # paged: blocks held by running sequences
     reserved = 0               # reserve: final lengths of running sequences
     used = 0                   # tokens of context held by running sequences
+    dec_context = 0            # sum of decoding sequences' context
+    n_above = 0                # decoding sequences at or past the window
+    below_context = 0          # sum of context of the decoding sequences below the window
+    g = np.int64(0)            # steps run
 
     t = math.ceil(arrival[0]) * 1.0 if tick_mode else arrival[0]
     nxt = 0
@@ -279,28 +368,34 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 k = priority[i]
                 queue[k, (q_head[k] + q_size[k]) % n] = i
                 q_size[k] += 1
-        # 2. retire (stable compaction keeps admission order), counting on the way the new
-        # blocks the remaining decoding sequences need this step (paged)
-        w = 0
-        need = 0
-        for r in range(nrun):
-            i = running[r]
-            if generated[i] == output[i]:
-                finish[i] = t
-                alloc -= blocks[i]
-                blocks[i] = 0
-                reserved -= prompt[i] + output[i]
-                used -= context[i]
-                n_dec -= 1
-                if priority[i] == 0:
-                    n_interactive -= 1
-            else:
-                running[w] = i
-                w += 1
-                if paged and generated[i] != gen_at_admit[i] and \
-                        context[i] + 1 > blocks[i] * block_size:
-                    need += 1
-        nrun = w
+        # 2. retire: the decoding sequences whose last token came in the previous step
+        while ret_size[0] > 0 and ret_key[0] <= g:
+            i = ret_ids[0]
+            _heap_remove(ret_key, ret_ids, ret_pos, ret_size, i)
+            c = context[i] + g
+            finish[i] = t
+            if paged:
+                alloc -= (c + block_size - 1) // block_size
+                by_phase[context[i] % bs] -= 1
+            reserved -= prompt[i] + output[i]
+            used -= c
+            dec_context -= c
+            n_dec -= 1
+            if windowed:
+                if above[i]:
+                    n_above -= 1
+                    above[i] = False
+                else:
+                    below_context -= c
+                    _heap_remove(win_key, win_ids, win_pos, win_size, i)
+            if priority[i] == 0:
+                n_interactive -= 1
+            generated[i] += g
+            context[i] = 0
+            state[i] = 0
+            _unlink(r_next, r_prev, i)
+            nrun -= 1
+        need = by_phase[(bs - g % bs) % bs] if paged else 0
         # 3. admit
         for k in range(2):
             stop = False
@@ -325,7 +420,6 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 q_size[k] -= 1
                 if np.isnan(admit[i]):
                     admit[i] = t
-                gen_at_admit[i] = generated[i]
                 to_prefill[i] = prompt[i] + generated[i]
                 prefilled[i] = 0
                 context[i] = 0
@@ -336,7 +430,9 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                     reserved += prompt[i] + output[i]
                 if priority[i] == 0:
                     n_interactive += 1
-                running[nrun] = i
+                state[i] = 1
+                _append(r_next, r_prev, n, i)
+                _append(p_next, p_prev, n, i)
                 nrun += 1
             if stop:
                 break
@@ -352,17 +448,35 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
         # 5. step: preempt the latest admitted until the growth fits (paged) ...
         if paged:
             while need > total_blocks - alloc:
+                v = r_prev[n]
+                _unlink(r_next, r_prev, v)
                 nrun -= 1
-                v = running[nrun]
-                if generated[v] != gen_at_admit[v]:
+                if state[v] == 2:
+                    c = context[v] + g
                     n_dec -= 1
                     last_tok[v] = t          # it decoded in the step that ended at t
-                    if context[v] + 1 > blocks[v] * block_size:
+                    if c % block_size == 0:
                         need -= 1
-                alloc -= blocks[v]
+                    by_phase[context[v] % bs] -= 1
+                    alloc -= (c + block_size - 1) // block_size
+                    used -= c
+                    dec_context -= c
+                    if windowed:
+                        if above[v]:
+                            n_above -= 1
+                            above[v] = False
+                        else:
+                            below_context -= c
+                            _heap_remove(win_key, win_ids, win_pos, win_size, v)
+                    _heap_remove(ret_key, ret_ids, ret_pos, ret_size, v)
+                    generated[v] += g
+                else:
+                    _unlink(p_next, p_prev, v)
+                    alloc -= blocks[v]
+                    used -= context[v]
                 blocks[v] = 0
-                used -= context[v]
                 context[v] = 0
+                state[v] = 0
                 if priority[v] == 0:
                     n_interactive -= 1
                 preemptions[v] += 1
@@ -371,64 +485,77 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 q_head[k] = (q_head[k] - 1 + n) % n
                 queue[k, q_head[k]] = v
                 q_size[k] += 1
-        # ... then the step, in admission order: each decoding sequence's token, and prefill
-        # slices from the token budget left after all decode tokens
+        # ... then the step: each decoding sequence's token (all at once, from the running
+        # sums), and prefill slices in admission order from the budget left after them
         n_decode = n_dec
         budget = max_batched - n_dec
         n_prefill = 0
-        kv_read = 0.0
         pairs = 0.0
-        active = 0
-        n_first = 0
-        n_span = 0
-        any_prefill = False
-        min_left = UNBOUNDED       # fewest tokens any running sequence has left
-        min_room = UNBOUNDED       # paged: fewest tokens any sequence can grow in its blocks
-        for r in range(nrun):
-            i = running[r]
-            if generated[i] != gen_at_admit[i]:
-                kv_read += _kv_read(tick_mode, coef, float(context[i]))
-                if paged and context[i] + 1 > blocks[i] * block_size:
-                    blocks[i] += 1
-                    alloc += 1
-                context[i] += 1
-                used += 1
-                generated[i] += 1
-                active += 1
-            else:
-                c = min(to_prefill[i] - prefilled[i], budget)
-                budget -= c
-                n_prefill += c
-                if c > 0:
-                    kv_read += _kv_read(tick_mode, coef, float(prefilled[i]))
-                    pairs += _chunk_pairs(tick_mode, coef, float(c), float(prefilled[i]))
-                prefilled[i] += c
-                context[i] += c
-                used += c
-                if prefilled[i] == to_prefill[i]:
-                    context[i] += 1
-                    used += 1
-                    if generated[i] > 0:
-                        span_ids[n_span] = i
-                        n_span += 1
-                    generated[i] += 1
-                    active += 1
-                    n_dec += 1
-                    if generated[i] == 1:
-                        first_ids[n_first] = i
-                        n_first += 1
-                else:
-                    any_prefill = True
-            min_left = min(min_left, output[i] - generated[i])
-            if paged:
-                min_room = min(min_room, blocks[i] * block_size - context[i])
+        kv_read = 0.0
+        if not tick_mode:
+            win_sum = float(dec_context)
+            if windowed:
+                win_sum = float(below_context) + n_above * window
+            kv_read = fa * float(dec_context) + (1.0 - fa) * win_sum
+        n_done = 0
+        i = p_next[n]
+        while i != n:
+            c = min(to_prefill[i] - prefilled[i], budget)
+            budget -= c
+            n_prefill += c
+            if c > 0:
+                kv_read += _kv_read(tick_mode, coef, float(prefilled[i]))
+                pairs += _chunk_pairs(tick_mode, coef, float(c), float(prefilled[i]))
+            prefilled[i] += c
+            context[i] += c
+            used += c
+            if prefilled[i] == to_prefill[i]:
+                done_ids[n_done] = i
+                n_done += 1
+            i = p_next[i]
         dt = _step_time(tick_mode, coef, float(n_decode), float(n_prefill), kv_read, pairs)
-        for j in range(n_first):
-            first_token[first_ids[j]] = t + dt
-        # every decoding sequence's gap is dt; a re-prefill's spans its preemption
+        # the decode tokens: every decoding sequence one token longer, blocks where it crossed
+        alloc += need
+        used += n_dec
+        dec_context += n_dec
+        below_context += n_dec - n_above
+        g += 1
+        if windowed:             # those that reached the window now read window-capped
+            while win_size[0] > 0 and win_key[0] <= g:
+                i = win_ids[0]
+                _heap_remove(win_key, win_ids, win_pos, win_size, i)
+                below_context -= context[i] + g
+                above[i] = True
+                n_above += 1
         _add_gaps(hist_n, hist_max, stats, itl_target, dt, n_decode)
-        for j in range(n_span):
-            _add_gaps(hist_n, hist_max, stats, itl_target, t + dt - last_tok[span_ids[j]], 1)
+        # completed prefills yield a token and decode from the next step on
+        for j in range(n_done):
+            i = done_ids[j]
+            _unlink(p_next, p_prev, i)
+            context[i] += 1
+            used += 1
+            if generated[i] > 0:
+                _add_gaps(hist_n, hist_max, stats, itl_target, t + dt - last_tok[i], 1)
+            generated[i] += 1
+            if generated[i] == 1:
+                first_token[i] = t + dt
+            c = context[i]
+            state[i] = 2
+            n_dec += 1
+            dec_context += c
+            context[i] = c - g
+            generated[i] -= g
+            if paged:
+                by_phase[context[i] % bs] += 1
+            if windowed:
+                if c >= w_cross:
+                    above[i] = True
+                    n_above += 1
+                else:
+                    below_context += c
+                    _heap_push(win_key, win_ids, win_pos, win_size, i, w_cross - context[i])
+            _heap_push(ret_key, ret_ids, ret_pos, ret_size, i, output[i] - generated[i])
+        active = n_decode + n_done
         kv_res = alloc * block_size if paged else reserved
         stats[_STEPS] += 1.0
         stats[_BUSY] += dt
@@ -443,54 +570,6 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
             stats[_PEAK_USED] = used
         stats[_USED_T] += used * dt
         t = t + dt
-        # Tick mode: jump over the ticks in which nothing but decoding can happen (no arrival,
-        # no retirement, no admission, no preemption), updating state and statistics exactly
-        # as that many single steps would (all partial sums are whole numbers, exact in float).
-        if tick_mode and not any_prefill:
-            m = min_left
-            if nxt < n:
-                m = min(m, np.int64(math.ceil(arrival[nxt])) - np.int64(t))
-            # Admission only gets harder as blocks are allocated, so "not now" holds throughout.
-            if m > 0 and not _can_admit(queue, q_head, q_size, nrun, max_num_seqs,
-                                        interactive_cap, n_interactive, paged, total_blocks,
-                                        alloc, reserved, kv_budget, prompt, output,
-                                        generated, block_size):
-                if paged:
-                    # Sequences cross block boundaries during the jump; without preemption
-                    # only if the free blocks cover every crossing, else stop before the first.
-                    crossings = 0
-                    for r in range(nrun):
-                        i = running[r]
-                        room = blocks[i] * block_size - context[i]
-                        if m > room:
-                            crossings += 1 + (m - room - 1) // block_size
-                    if crossings > total_blocks - alloc:
-                        m = min(m, min_room)
-                extra = 0      # paged: sum over the jumped steps of blocks newly allocated
-                for r in range(nrun):
-                    i = running[r]
-                    if paged:
-                        room = blocks[i] * block_size - context[i]
-                        if m > room:
-                            k = 1 + (m - room - 1) // block_size
-                            extra += k * (m - room) - block_size * (k * (k - 1) // 2)
-                            blocks[i] += k
-                            alloc += k
-                    generated[i] += m
-                    context[i] += m
-                stats[_STEPS] += m
-                stats[_BUSY] += m
-                stats[_RUN_T] += nrun * m
-                stats[_ACT_T] += nrun * m
-                stats[_RES_T] += kv_res * m + block_size * extra
-                if paged and alloc * block_size > stats[_PEAK_RES]:
-                    stats[_PEAK_RES] = alloc * block_size
-                stats[_USED_T] += m * used + nrun * (m * (m + 1) // 2)
-                _add_gaps(hist_n, hist_max, stats, itl_target, 1.0, nrun * m)
-                used += nrun * m
-                if used > stats[_PEAK_USED]:
-                    stats[_PEAK_USED] = used
-                t = t + m
     stats[_END] = t
     _store_percentiles(hist_n, hist_max, stats)
     return 0

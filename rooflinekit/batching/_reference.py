@@ -12,11 +12,12 @@ first token in the step that starts at ``t`` (prefill and the first token take o
 guide's lab) and its last in the step that starts at ``t + n - 1``; it is retired at tick ``t + n``,
 its ``finish``. ``first_token`` is the end of its first step, ``t + 1``. In roofline mode the
 clock gives each step's duration [s] from its composition, ``clock.step_time(n_decode,
-n_prefill_tokens, kv_tokens_read, prefill_context_tokens)``, where ``kv_tokens_read`` sums
-``clock.kv_read(context)`` over decoding sequences and ``clock.kv_read(cached prefix)`` over prompt
-chunks, and ``prefill_context_tokens`` sums ``clock.chunk_pairs(chunk, cached prefix)`` over
-chunks (all counts passed as floats, summed over the running sequences in admission order); the
-same rules apply with that clock. A step that processes
+n_prefill_tokens, kv_tokens_read, prefill_context_tokens)``, where ``kv_tokens_read`` is
+``clock.kv_read_sum(sum of context, sum of min(context, clock.window))`` over the decoding
+sequences (``f * C + (1 - f) * min(C, window)`` summed, from two sums of whole numbers, so that a
+kernel can keep them as running sums) plus ``clock.kv_read(cached prefix)`` over prompt chunks,
+and ``prefill_context_tokens`` sums ``clock.chunk_pairs(chunk, cached prefix)`` over chunks (all
+counts passed as floats, chunks in admission order); the same rules apply with that clock. A step that processes
 no token (only zero-length prompts completing) lasts 0 s in roofline mode.
 
 A request "arrives" at the first tick ``t >= arrival`` (in roofline mode, at the first step boundary
@@ -374,10 +375,16 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 queues[victim.tier].appendleft(victim)
         # the step's composition, in admission order: one token per decoding sequence, and
         # prefill slices from the token budget left after all decode tokens
-        budget = max_num_batched_tokens - sum(1 for s in running if not s.in_prefill())
+        decoding = [s for s in running if not s.in_prefill()]
+        budget = max_num_batched_tokens - len(decoding)
         plan = []
         n_decode = n_prefill = 0
         kv_read = pairs = 0.0
+        if decoding and not tick_mode:
+            # the decoding sequences' KV read from two sums of whole numbers (exact in any order)
+            kv_read = clock.kv_read_sum(float(sum(s.context for s in decoding)),
+                                        float(sum(min(s.context, clock.window)
+                                                  for s in decoding)))
         for s in running:
             if s.in_prefill():
                 chunk = min(s.to_prefill - s.prefilled, budget)
@@ -389,8 +396,6 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 plan.append((s, chunk))
             else:
                 n_decode += 1
-                if not tick_mode:
-                    kv_read += clock.kv_read(float(s.context))
                 plan.append((s, None))
         if tick_mode:
             dt = 1.0

@@ -91,6 +91,11 @@ class _RooflineClock:
     def __init__(self, coef, full_attention_fraction, sliding_window):
         self._coef = coef
         self._fa, self._sw = full_attention_fraction, sliding_window
+        self.window = sliding_window
+
+    def kv_read_sum(self, context_sum, windowed_sum):
+        """KV tokens read by decoding sequences from ``sum(C)`` and ``sum(min(C, window))``."""
+        return self._fa * context_sum + (1.0 - self._fa) * windowed_sum
 
     def step_time(self, n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
         return roofline.mixed_step_time_kernel(*self._coef, n_decode, n_prefill_tokens,
