@@ -16,9 +16,12 @@ The search
    requests (Little's law: the batch's size over the mean time a request spends in it, or the
    run's completion rate if higher) is the replica's saturation rate, above which a queue grows
    without bound. The search runs in ``[saturation / 256, saturation]``.
-3. *Bisection* on a log scale, per replicate, until the bracket's ratio is within
-   ``1 + rtol`` (default 2 %: 9 steps); ``lo`` always meets the SLO and ``hi`` misses it, and the
-   replicate's max rate is ``lo``. The runs of one step go to the kernel together, one replicate
+3. *Descent, then bisection*, per replicate: the rate is halved from saturation until the SLO
+   holds (at most 8 times, to ``saturation / 256``), then that octave is bisected on a log scale
+   until the bracket's ratio is within ``1 + rtol`` (default 2 %: 6 steps); ``lo`` always meets
+   the SLO and ``hi`` misses it, and the replicate's max rate is ``lo``. Starting from the top
+   keeps the search away from the lowest rates, the slowest to simulate (a lone sequence decodes
+   every token in a step of its own). The runs of one step go to the kernel together, one replicate
    per thread (numba ``prange``). With common random numbers the attainment falls with the rate
    almost everywhere, but not strictly; bisection returns one crossing, within ``rtol`` of it.
 4. If the SLO still holds at saturation, the rate is the saturation rate and the binding
@@ -158,16 +161,24 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
                 "kv_occupancy": occupancy, "runs": runs}
 
     hi = np.where(served, saturation, 1.0)
-    lo = hi * LOWEST_RATE_FRACTION
-    ok_hi, why_hi = np.zeros(n, bool), np.full(n, "", dtype=object)
-    ok_lo, why_lo = np.zeros(n, bool), np.full(n, "", dtype=object)
-    ok_hi[served], why_hi[served] = evaluate(served, hi)
-    todo = served & ~ok_hi
-    if todo.any():
-        ok_lo[todo], why_lo[todo] = evaluate(todo, lo)
-    binding[todo & ~ok_lo] = why_lo[todo & ~ok_lo]
-    binding[todo & ok_lo] = why_hi[todo & ok_lo]
-    searching = todo & ok_lo
+    ok_hi = np.zeros(n, bool)
+    ok_hi[served], binding[served] = evaluate(served, hi)
+    binding[served & ok_hi] = capacity_bound[served & ok_hi]
+    # Halve the rate until the SLO holds (low rates are the slow runs: a batch of one decodes
+    # every token in its own step, so the search never starts at the bottom) ...
+    lo = hi.copy()
+    ok_lo = np.zeros(n, bool)
+    descending = served & ~ok_hi
+    while descending.any():
+        lo[descending] = hi[descending] / 2
+        ok, why = evaluate(descending, lo)
+        index = np.flatnonzero(descending)
+        ok_lo[index[ok]] = True
+        hi[index[~ok]] = lo[index[~ok]]
+        binding[index[~ok]] = why[~ok]
+        descending &= ~ok_lo & (lo > saturation * LOWEST_RATE_FRACTION * (1 + 1e-9))
+    # ... then bisect that octave on a log scale.
+    searching = served & ~ok_hi & ok_lo
     while True:
         searching &= hi > lo * (1.0 + rtol)
         if not searching.any():
