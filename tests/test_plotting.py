@@ -12,7 +12,8 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from rooflinekit import planning, pricing, roofline  # noqa: E402
+import rooflinekit as rk  # noqa: E402
+from rooflinekit import planning, plotting, pricing, roofline  # noqa: E402
 from rooflinekit.batching import ContinuousBatcher, StaticBatcher  # noqa: E402
 from rooflinekit.plotting.batching import _lanes  # noqa: E402
 from rooflinekit.plotting import (  # noqa: E402
@@ -310,3 +311,38 @@ def test_importing_plotting_does_not_import_matplotlib():
     code = ("import sys, rooflinekit.plotting; "
             "sys.exit('matplotlib' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+# --- capacity under load -----------------------------------------------------------------------
+
+def _load_curve():
+    traffic = rk.Traffic(2.0, 500, 50)
+    return rk.planning.load_curve(traffic, rk.SLO(ttft=0.5, itl=0.03), model="Llama-3.1-8B",
+                                  gpu="H100-SXM-80GB", rates=[1.0, 4.0], replicates=2,
+                                  requests=40)
+
+
+def test_load_curves_draw_the_medians_and_the_slo():
+    curve = _load_curve()
+    slo = rk.SLO(ttft=0.5, itl=0.03)
+    ax = plotting.plot_load_curves({"h100": curve}, slo, metric="ttft")
+    line = ax.get_lines()[0]
+    np.testing.assert_allclose(line.get_ydata(), curve["p95_ttft"].median("replicate") * 1e3)
+    assert ax.get_lines()[-1].get_ydata()[0] == pytest.approx(500.0)       # the SLO line
+    with pytest.raises(ValueError, match="metric"):
+        plotting.plot_load_curves({"h100": curve}, slo, metric="tpot")
+    with pytest.raises(TypeError, match="curves"):
+        plotting.plot_load_curves([], slo)
+
+
+def test_decision_bars_are_the_table():
+    traffic = rk.Traffic(2.0, 500, 50)
+    ds = rk.plan(traffic, rk.SLO(ttft=0.5), models="Llama-3.1-8B", gpus="H100-SXM-80GB",
+                 replicates=2, requests=40)
+    table = rk.decision_table(rk.cheapest_plan(ds, by=None), traffic,
+                              payg=rk.PayAsYouGo(3.0, 12.0))
+    ax = plotting.plot_decision(table)
+    widths = sorted(p.get_width() for p in ax.patches)
+    assert widths == pytest.approx(sorted(table["monthly_cost"].values))
+    with pytest.raises(TypeError, match="table"):
+        plotting.plot_decision(ds)

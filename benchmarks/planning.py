@@ -1,0 +1,43 @@
+"""asv benchmarks for capacity under load: the planner question end to end.
+
+"Peak 20 requests/s, ~2,000-token prompts and ~300-token outputs (log-normal), p95 TTFT under 1 s
+and p95 ITL under 50 ms, Llama-3.1-70B: which GPU and TP, how many replicas?" over 2 GPUs × 4 TP
+× 3 max_num_seqs × 20 replicates (``benchmarks/peer/plan_vs_aiconfigurator.py`` times the same
+question against AIConfigurator in one run).
+"""
+
+import rooflinekit as rk
+from rooflinekit.workloads import LogNormal
+
+QUESTION = {
+    "traffic": rk.Traffic(20.0, LogNormal(2000, 0.5), LogNormal(300, 0.5)),
+    "slo": rk.SLO(ttft=1.0, itl=0.05, quantile=0.95),
+    "grid": {"models": "Llama-3.1-70B", "gpus": ["H100-SXM-80GB", "H200-SXM-141GB"],
+             "tp": [1, 2, 4, 8], "max_num_seqs": [64, 128, 256]},
+}
+
+
+def plan_question(replicates=20, requests=1000):
+    """The planner question above, answered: the plan, its cheapest configuration, the decision."""
+    ds = rk.plan(QUESTION["traffic"], QUESTION["slo"], replicates=replicates, requests=requests,
+                 **QUESTION["grid"])
+    best = rk.cheapest_plan(ds, by=None)
+    table = rk.decision_table(best, QUESTION["traffic"], payg=rk.PayAsYouGo(3.0, 12.0))
+    return ds, best, table
+
+
+class PlanUnderLoad:
+    """The whole question; ``replicates`` 20 is the benchmark, 2 a quick look."""
+
+    params = [2, 20]
+    param_names = ["replicates"]
+    timeout = 300
+
+    def setup(self, replicates):
+        plan_question(replicates=1, requests=50)       # numba kernels loaded or compiled
+
+    def time_plan(self, replicates):
+        plan_question(replicates=replicates)
+
+    def peakmem_plan(self, replicates):
+        plan_question(replicates=replicates)

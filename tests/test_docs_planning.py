@@ -1,0 +1,64 @@
+"""docs/planning.md states what the code gives: its headline numbers, recomputed."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import rooflinekit as rk
+from rooflinekit.workloads import LogNormal
+
+DOC = (Path(__file__).parents[1] / "docs" / "planning.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def answer():
+    traffic = rk.Traffic(20.0, LogNormal(2000, 0.5), LogNormal(300, 0.5))
+    slo = rk.SLO(ttft=1.0, itl=0.05, quantile=0.95)
+    plan = rk.plan(traffic, slo, models="Llama-3.1-70B",
+                   gpus=["H100-SXM-80GB", "H200-SXM-141GB"], tp=[1, 2, 4, 8],
+                   max_num_seqs=[64, 128, 256], replicates=20)
+    best = rk.cheapest_plan(plan, by=None)
+    table = rk.decision_table(best, traffic, payg=rk.pricing.payg_price("openai-gpt-4o"),
+                              provisioned=rk.pricing.provisioned_example(
+                                  "azure-ptu-gpt-4o-global-hourly"))
+    return plan.sel(model="Llama-3.1-70B"), best, table
+
+
+def _row(gpu, tp, seqs):
+    pattern = rf"\| {re.escape(gpu)} \| {tp} \| {seqs} \| ([\d.]+) \(([\d.]+)–([\d.]+)\) \| " \
+              rf"(\w+) \| (\d+) \| (\d+) \| ([\d,]+) \|"
+    match = re.search(pattern, DOC)
+    assert match, (gpu, tp, seqs)
+    rate, low, high, binding, replicas, gpus, cost = match.groups()
+    return float(rate), float(low), float(high), binding, int(replicas), int(gpus), \
+        float(cost.replace(",", ""))
+
+
+@pytest.mark.parametrize("gpu, tp, seqs", [
+    ("H100-SXM-80GB", 2, 64), ("H100-SXM-80GB", 4, 128), ("H100-SXM-80GB", 8, 64),
+    ("H200-SXM-141GB", 2, 128), ("H200-SXM-141GB", 4, 256), ("H200-SXM-141GB", 8, 64)])
+def test_the_plan_table(answer, gpu, tp, seqs):
+    plan = answer[0].sel(gpu=gpu, tp=tp, max_num_seqs=seqs)
+    rate, low, high, binding, replicas, gpus, cost = _row(gpu, tp, seqs)
+    assert float(plan["max_rate"]) == pytest.approx(rate, abs=0.006)
+    assert float(plan["max_rate_low"]) == pytest.approx(low, abs=0.006)
+    assert float(plan["max_rate_high"]) == pytest.approx(high, abs=0.006)
+    assert str(plan["binding"].values) == binding
+    assert int(plan["replicas"]) == replicas and int(plan["gpus"]) == gpus
+    assert float(plan["monthly_cost"]) == pytest.approx(cost, abs=0.6)
+
+
+def test_the_decision(answer):
+    _, best, table = answer
+    assert "2 replicas of 8 × H100-SXM-80GB (16 GPUs, $34,923/month)" in DOC
+    assert (str(best["gpu"].values), int(best["tp"]), int(best["gpus"])) == \
+        ("H100-SXM-80GB", 8, 16)
+    assert round(float(best["monthly_cost"])) == 34_923
+    for option, cost in (("self-hosted", 34_923), ("pay-as-you-go", 421_667),
+                         ("provisioned", 1_124_930)):
+        assert round(float(table["monthly_cost"].sel(option=option))) == cost
+        assert f"| {cost:,} |" in DOC
+    assert int(table["units"].sel(option="provisioned")) == 1541
+    assert f"{table.attrs['monthly_tokens']:.3g}" == "1.21e+11"
+    assert str(table["choice"].values) == "self-hosted"
