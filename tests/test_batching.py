@@ -727,3 +727,19 @@ def test_run_replicates_validates_rows():
         run_replicates(b, *ok, e2e_target=-1)
     with pytest.raises(TypeError, match="batcher"):
         run_replicates("continuous", *ok)
+
+
+def test_summary_names_are_the_summaries():
+    from rooflinekit.batching import run_replicates
+    from rooflinekit.batching.results import SUMMARY_NAMES
+    batcher = ContinuousBatcher(4)
+    ds = run_replicates(batcher, [[0.0, 1.0, 2.0]], [[0, 0, 0]], [[3, 1, 2]])
+    assert tuple(ds.data_vars) == SUMMARY_NAMES
+    few = run_replicates(batcher, [[0.0, 1.0, 2.0]], [[0, 0, 0]], [[3, 1, 2]],
+                         variables=["p95_ttft", "n_rejected"])
+    assert list(few.data_vars) == ["p95_ttft", "n_rejected"]
+    assert float(few["p95_ttft"][0]) == float(ds["p95_ttft"][0])
+    with pytest.raises(ValueError, match="variables"):
+        run_replicates(batcher, [[0.0]], [[0]], [[1]], variables=["p95_tft"])
+    with pytest.raises(TypeError, match="variables"):
+        run_replicates(batcher, [[0.0]], [[0]], [[1]], variables="p95_ttft")

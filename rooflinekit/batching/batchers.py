@@ -49,13 +49,14 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, dims, memory, roofline
-from rooflinekit._validation import (check_one_of, real_number, renamed_keyword, warn_renamed,
-                                     whole_number)
+from rooflinekit._validation import (MAX_COUNT, check_keys, check_one_of, real_number,
+                                     renamed_keyword, warn_renamed, whole_number)
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 
-from rooflinekit.batching.results import (_POLICY, _TIER, _replicate_dataset, _single_dataset,
-                                          _summaries, _summary_grid, _target_attrs)
+from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _replicate_dataset,
+                                          _single_dataset, _summaries, _summary_grid,
+                                          _target_attrs)
 from rooflinekit.workloads import Workload, WorkloadSpec, coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
@@ -682,7 +683,7 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
 
 def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None, *,
                    ttft_target=None, itl_target=None, e2e_target=None,
-                   parallel: bool = True) -> xr.Dataset:
+                   parallel: bool = True, variables=None) -> xr.Dataset:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
 
     Parameters
@@ -700,12 +701,17 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     parallel : bool
         ``True`` (default) runs the rows on all cores with ``prange``; ``False`` one after
         another. Results are identical.
+    variables : sequence of str, optional
+        Only these summaries (names of :data:`~rooflinekit.batching.results.SUMMARY_NAMES`),
+        for callers that run many small simulations and read a few numbers (a search); the
+        percentiles of per-request times are then computed only when named.
 
     Returns
     -------
     xarray.Dataset
-        Every summary of :func:`monte_carlo` along ``replicate`` (and ``tier``), without the
-        ``policy`` dimension; ``attrs`` hold the policy, clock and targets.
+        Every summary of :func:`monte_carlo` (or the ``variables`` named) along ``replicate``
+        (and ``tier``), without the ``policy`` dimension; ``attrs`` hold the policy, clock and
+        targets.
 
     Notes
     -----
@@ -724,11 +730,17 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     targets = _targets(ttft_target, itl_target, e2e_target)
     if not isinstance(parallel, (bool, np.bool_)):
         raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
+    if variables is not None:
+        if isinstance(variables, str):
+            raise TypeError("variables must be a sequence of summary names, not one string")
+        variables = list(variables)
+        check_keys("variables", variables, SUMMARY_NAMES, what="summary")
     arrays = _replicate_rows(arrival, prompt_tokens, output_tokens, priority)
     out = _allocate(*arrays[0].shape)
     timing = batcher._timing()
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel))
-    summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets)
+    summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
+                      wanted=variables)
     ds = _replicate_dataset(summ, timing.units)
     budget = batcher._kv_budget()
     ds.attrs.update({"policy": batcher.policy, "clock": timing.clock,
@@ -736,6 +748,32 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                      "kv_budget_tokens": "unlimited" if budget is None else budget,
                      **_target_attrs(targets)})
     return ds
+
+
+def _valid_block(named):
+    """The kernel inputs if every row is a valid :class:`Workload`, checked in one pass; else None.
+
+    The same rules as ``Workload`` (finite sorted arrivals >= 0; whole token counts, prompts
+    >= 0, outputs >= 1, priorities 0 or 1, none above 2**53), on the whole block at once: a
+    search runs thousands of blocks that are all valid.
+    """
+    arrival = np.asarray(named["arrival"])
+    if arrival.dtype.kind not in "iuf" or not np.isfinite(arrival).all() or \
+            (arrival.size and (arrival.min() < 0 or (np.diff(arrival, axis=1) < 0).any())):
+        return None
+    counts = []
+    for name, lo, hi in (("prompt_tokens", 0, MAX_COUNT), ("output_tokens", 1, MAX_COUNT),
+                         ("priority", 0, 1)):
+        if name not in named:
+            counts.append(np.zeros(arrival.shape, np.int64))
+            continue
+        a = np.asarray(named[name])
+        if a.dtype.kind not in "iuf" or (a.size and (a.min() < lo or a.max() > hi)):
+            return None
+        if a.dtype.kind == "f" and (~np.isfinite(a) | (a != np.floor(a))).any():
+            return None
+        counts.append(np.ascontiguousarray(a, dtype=np.int64))
+    return (np.ascontiguousarray(arrival, dtype=np.float64), *counts)
 
 
 def _replicate_rows(arrival, prompt_tokens, output_tokens, priority):
@@ -755,6 +793,10 @@ def _replicate_rows(arrival, prompt_tokens, output_tokens, priority):
     rows, n = shapes["arrival"]
     if rows < 1:
         raise ValueError("arrival must hold at least one replicate (row)")
+    fast = _valid_block(named)
+    if fast is not None:
+        return fast
+    # something is wrong: validate row by row for a message naming the replicate and the value
     arrays = (np.empty((rows, n)), np.empty((rows, n), np.int64), np.empty((rows, n), np.int64),
               np.empty((rows, n), np.int64))
     pr = None if priority is None else np.asarray(priority)

@@ -28,7 +28,7 @@ from rooflinekit import dims
 from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
 from rooflinekit.workloads import Workload
 
-__all__ = ["STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]
+__all__ = ["STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]
 
 STATUS_COMPLETED = "completed"
 STATUS_REJECTED = "rejected"
@@ -40,6 +40,20 @@ TIERS = ("interactive", "batch")
 _TIER = "tier"
 _POLICY = "policy"
 _STAT = {name: k for k, name in enumerate(STAT_NAMES)}
+
+#: Every summary of a run, in the order results list them (a test holds it to the results).
+SUMMARY_NAMES = (
+    "makespan", "throughput", "request_throughput", "mean_latency", "mean_service_latency",
+    "mean_queue_delay", "mean_ttft", "mean_itl",
+    *(f"p{q}_{what}" for q in GAP_PERCENTILES for what in ("latency", "ttft")),
+    "p99_itl", "p99_service_latency", "mean_token_itl",
+    *(f"p{q}_token_itl" for q in GAP_PERCENTILES),
+    "ttft_attainment", "e2e_attainment", "token_itl_attainment", "slot_utilization",
+    "mean_running", "peak_running", "padding_slot_steps", "peak_kv_tokens",
+    "peak_kv_used_tokens", "mean_kv_tokens", "kv_waste_fraction", "peak_kv_occupancy",
+    "mean_kv_occupancy", "n_completed", "n_rejected", "n_preempted", "n_preemptions", "goodput",
+    "slo_attainment", "tier_mean_latency", "tier_mean_ttft", "tier_mean_itl",
+)
 #: Percentiles of latency and TTFT in the summaries [%], and of the inter-token gaps.
 _PERCENTILES = GAP_PERCENTILES
 
@@ -86,8 +100,15 @@ def _per_request(arrival, prompt, output, out):
     }
 
 
-def _summaries(arrival, prompt, output, priority, out, slots, budget, targets):
-    """Summary metrics per replicate: name -> (array over replicates, units kind, long name)."""
+def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, wanted=None):
+    """Summary metrics per replicate: name -> (array over replicates, units kind, long name).
+
+    ``wanted``: only these names (the percentiles of per-request times, which sort, are computed
+    only when asked for); default all of :data:`SUMMARY_NAMES`.
+    """
+    def want(name):
+        return wanted is None or name in wanted
+
     _, _, finish, preempt, status, stats = out[:6]
     d = _per_request(arrival, prompt, output, out)
     done = d["completed"]
@@ -121,14 +142,18 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets):
                      "mean inter-token latency (requests with >= 2 output tokens)"),
     }
     for q in _PERCENTILES:
-        res[f"p{q}_latency"] = (_masked_quantile(d["latency"], done, q / 100), "time",
-                                f"{q}th percentile latency from arrival")
-        res[f"p{q}_ttft"] = (_masked_quantile(d["ttft"], done, q / 100), "time",
-                             f"{q}th percentile time to first token")
-    res["p99_itl"] = (_masked_quantile(d["itl"], done & (output > 1), 0.99), "time",
-                      "99th percentile inter-token latency")
-    res["p99_service_latency"] = (_masked_quantile(d["service_latency"], done, 0.99), "time",
-                                  "99th percentile latency from admission")
+        if want(f"p{q}_latency"):
+            res[f"p{q}_latency"] = (_masked_quantile(d["latency"], done, q / 100), "time",
+                                    f"{q}th percentile latency from arrival")
+        if want(f"p{q}_ttft"):
+            res[f"p{q}_ttft"] = (_masked_quantile(d["ttft"], done, q / 100), "time",
+                                 f"{q}th percentile time to first token")
+    if want("p99_itl"):
+        res["p99_itl"] = (_masked_quantile(d["itl"], done & (output > 1), 0.99), "time",
+                          "99th percentile inter-token latency")
+    if want("p99_service_latency"):
+        res["p99_service_latency"] = (_masked_quantile(d["service_latency"], done, 0.99), "time",
+                                      "99th percentile latency from admission")
     n_gaps = s("token_gaps")
     res["mean_token_itl"] = (_safe_div(s("token_gap_time"), n_gaps), "time",
                              ("mean gap between consecutive output tokens (every gap of every "
@@ -187,7 +212,7 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets):
     res["tier_mean_latency"] = (tier_lat, "time", "mean latency from arrival, per tier")
     res["tier_mean_ttft"] = (tier_ttft, "time", "mean time to first token, per tier")
     res["tier_mean_itl"] = (tier_itl, "time", "mean inter-token latency, per tier")
-    return res
+    return res if wanted is None else {name: res[name] for name in wanted}
 
 
 def _zero_div(num, den):

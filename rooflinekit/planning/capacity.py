@@ -53,6 +53,10 @@ LOWEST_RATE_FRACTION = 1 / 256
 #: Summaries holding each target's attained share.
 _ATTAINMENT = {"ttft": "ttft_attainment", "itl": "token_itl_attainment", "e2e": "e2e_attainment"}
 
+#: The summaries a search step reads, and those of the saturation run.
+_SEARCHED = (*_ATTAINMENT.values(), "slo_attainment", "n_rejected")
+_SATURATION = ("request_throughput", "mean_service_latency", "peak_running", "peak_kv_occupancy")
+
 #: KV occupancy at saturation above which memory, not the slots, caps the batch.
 _KV_FULL = 0.95
 
@@ -138,11 +142,12 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         nonlocal runs
         runs += int(rows.sum())
         ds = run_replicates(batcher, arrival[rows] / rates[rows, None], prompt[rows],
-                            output[rows], parallel=parallel, **targets)
+                            output[rows], parallel=parallel, variables=_SEARCHED, **targets)
         margins = _margins(ds, slo)
         return _meets(margins, int(rows.sum())), _failing(margins, ds["n_rejected"].values > 0)
 
-    busy = run_replicates(batcher, np.zeros_like(arrival), prompt, output, parallel=parallel)
+    busy = run_replicates(batcher, np.zeros_like(arrival), prompt, output, parallel=parallel,
+                          variables=_SATURATION)
     runs += n
     # The busy run drains at the end with a shrinking batch, which would understate the rate of
     # a full batch by up to max_num_seqs / requests; Little's law on the full batch (its size

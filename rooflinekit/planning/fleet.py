@@ -53,6 +53,10 @@ LATENCY_PERCENTILES = (50, 95, 99)
 _LATENCY_NAMES = {"ttft": "time to first token", "token_itl": "inter-token latency (every gap)",
                   "latency": "end-to-end latency"}
 
+#: The latency percentiles measured at the operating rate.
+_OPERATING = tuple(f"p{q}_{what}" for q in LATENCY_PERCENTILES
+                   for what in ("ttft", "token_itl", "latency"))
+
 #: Runs of the search per replicate, for the work estimate: saturation, the two ends, the
 #: bisection steps of a 2 % tolerance, the operating point.
 _RUNS_PER_REPLICATE = 13
@@ -442,7 +446,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
 def _operating_point(batcher, draws, rate, parallel) -> dict:
     """Latency percentiles at ``rate`` per replica, medians over replicates [s]."""
     arrival, prompt, output = draws
-    ds = run_replicates(batcher, arrival / rate, prompt, output, parallel=parallel)
+    ds = run_replicates(batcher, arrival / rate, prompt, output, parallel=parallel,
+                        variables=(*_OPERATING, "mean_running"))
     out = {}
     for q in LATENCY_PERCENTILES:
         for what in ("ttft", "token_itl", "latency"):
