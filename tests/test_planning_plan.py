@@ -223,6 +223,29 @@ def test_plan_refuses_work_above_the_limit_with_the_way_out():
                 max_num_seqs=[16, 32, 64, 128, 256], replicates=1000, requests=100_000)
 
 
+def test_plan_refuses_draws_above_the_memory_limit_even_with_chunks():
+    with pytest.raises(ValueError, match="GiB"):
+        rk.plan(TRAFFIC, SLO, models=MODEL, gpus=GPU, replicates=100_000, requests=1_000_000,
+                chunks=1)
+
+
+def test_cli_plan_csv_output_and_calibration(tmp_path, capsys):
+    from rooflinekit.calibrate import save_calibration
+    from rooflinekit.cli.main import main
+    cal = tmp_path / "cal.json"
+    save_calibration(rk.Calibration(decode={"bandwidth_efficiency": 0.7}, source="bench"), cal)
+    out = tmp_path / "plan.nc"
+    code = main(["plan", MODEL, "--gpus", GPU, "--rate", "2", "--prompt-mean", "500",
+                 "--output-mean", "100", "--ttft", "1", "--replicates", "2", "--requests", "50",
+                 "--calibration", str(cal), "--output", str(out), "--csv"])
+    assert code == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("gpu,tp,max_num_seqs,max_rate")
+    saved = xr.open_dataset(out)
+    assert saved.attrs["model_quality"] == "calibrated: bench"
+    saved.close()
+
+
 def test_plan_needs_a_price():
     gpu = rk.GPU("no-price", memory_bytes=80e9, hbm_bandwidth=3e12, peak_flops=1e15)
     with pytest.raises(ValueError, match="prices="):

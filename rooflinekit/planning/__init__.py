@@ -21,8 +21,8 @@ from rooflinekit.planning.decision import (
     cheapest_plan,
     decision_table,
 )
-from rooflinekit.planning.fleet import (IDEAL, LATENCY_PERCENTILES, WORK_LIMIT, estimate_work,
-                                       load_curve, plan)
+from rooflinekit.planning.fleet import (IDEAL, LATENCY_PERCENTILES, MEMORY_LIMIT, WORK_LIMIT,
+                                       estimate_work, load_curve, plan)
 from rooflinekit.planning.spillover import (
     TIME,
     GuideSelfHostingFigures,
@@ -39,7 +39,7 @@ from rooflinekit.planning.traffic import ARRIVALS, SECONDS_PER_MONTH, SLO, Traff
 
 __all__ = [
     "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH",
-    "plan", "load_curve", "estimate_work", "WORK_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
+    "plan", "load_curve", "estimate_work", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
     "max_rate", "draw_requests", "BINDINGS", "LOWEST_RATE_FRACTION",
     "cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",
     "PROVISIONED_SPILLOVER",

@@ -36,7 +36,7 @@ from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.roofline import energy_per_token
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 
-__all__ = ["plan", "load_curve", "estimate_work", "WORK_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
+__all__ = ["plan", "load_curve", "estimate_work", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
 
 #: Most simulated token-steps (requests × output tokens × runs) :func:`plan` does in one process
 #: without ``chunks=`` (about a minute on two cores); above it, it refuses with the estimate.
@@ -44,6 +44,14 @@ WORK_LIMIT = 2e10
 
 #: Joules in a kilowatt-hour.
 JOULES_PER_KWH = 1000.0 * SECONDS_PER_HOUR
+
+#: Most bytes a plan's draws and one search step's outputs may hold (every replicate's requests
+#: stay in memory for the whole search, ``chunks=`` or not): 2 GiB.
+MEMORY_LIMIT = 2 * 2**30
+
+#: Bytes per request of one replicate: its draws (arrival, prompt, output) and a run's outputs
+#: (admission, first token, finish, preemptions, status).
+_BYTES_PER_REQUEST = 3 * 8 + 5 * 8
 
 #: What a plan without calibration says of itself.
 IDEAL = "ideal (best case): roofline at full compute and bandwidth efficiency, no overheads"
@@ -207,7 +215,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         Configurations per dask task (dask is imported only then); results are identical.
     work_limit : float
         Most simulated token-steps in one process without ``chunks`` (:func:`estimate_work`);
-        default :data:`WORK_LIMIT`.
+        default :data:`WORK_LIMIT`. Whatever ``chunks``, the draws may hold at most
+        :data:`MEMORY_LIMIT` bytes.
 
     Returns
     -------
@@ -281,6 +290,13 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     shape = tuple(len(v) for v in axes.values())
     n_config = math.prod(shape)
     work = estimate_work(traffic, n_config, replicates=replicates, requests=requests)
+    held = float(replicates) * requests * _BYTES_PER_REQUEST
+    if held > MEMORY_LIMIT:
+        raise ValueError(
+            f"this plan would hold about {held / 2**30:.3g} GiB of requests in memory "
+            f"({replicates} replicates × {requests} requests × {_BYTES_PER_REQUEST} bytes), above "
+            f"the {MEMORY_LIMIT / 2**30:g} GiB limit; use fewer replicates or requests (the "
+            f"percentiles' Monte Carlo error falls as 1/sqrt(replicates × requests))")
     if chunks is None and work > work_limit:
         raise ValueError(
             f"this plan would simulate about {work:.2g} token-steps ({n_config} configurations × "
