@@ -24,6 +24,7 @@ from rooflinekit._validation import (
     check_integer,
     check_nonnegative,
     check_range,
+    show,
 )
 
 __all__ = [
@@ -268,11 +269,17 @@ def _kv_budget(model, gpu, tp, reserve, replicate_kv):
 
 
 @_memory_formula("1", "max concurrent sequences",
-                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS), gpu=("memory_bytes",), order=("gpu", "tp", "model", "context_length"),
-                 checks={"context_length": lambda name, v: check_integer(name, v, lo=1)},
-                 parameters=HELD_CONTEXT)
+                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS), gpu=("memory_bytes",),
+                 order=("gpu", "tp", "model", "context_length"),
+                 checks={"context_length": lambda name, v: check_integer(name, v, lo=1),
+                         "shared_prefix_tokens": lambda name, v: check_integer(name, v, lo=0)},
+                 parameters={**HELD_CONTEXT, **parameter_entries("""
+    shared_prefix_tokens : int, array_like or xarray.DataArray
+        Leading tokens every sequence shares (a system prompt, a document) [tokens], ≥ 0 and at
+        most ``context_length``; its whole blocks are held once (prefix caching). Default 0.
+    """)})
 def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_RESERVE, *,
-                             replicate_kv=False):
+                             replicate_kv=False, shared_prefix_tokens=0, block_size=16):
     """How many sequences of ``context_length`` tokens fit in the KV budget (floored).
 
     Returns
@@ -285,12 +292,31 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
     Concurrency is a memory question, not a FLOP question (guide §10). With the guide's 70B-class
     model on 8 × 80 GiB at 8,192 tokens: GQA-8 183, MHA 22, MQA 1,467 (``docs/conventions.md``).
 
+    With a shared prefix of P tokens, an engine shares whole KV blocks only (vLLM's prefix
+    cache hashes full blocks), so ``S = ⌊P / block_size⌋ · block_size`` tokens are held once and
+    each sequence holds the rest:
+
+    .. math:: N = \\left\\lfloor \\frac{B - kv(S)}{kv(C) - kv(S)} \\right\\rfloor
+
+    with B the budget and kv(·) the bytes of a sequence of that length (window-capped layers
+    count what the window keeps), and at least one token of its own per sequence.
+
     References
     ----------
-    .. [1] Serving-capacity guide §2.3–2.4.
+    .. [1] Serving-capacity guide §2.3–2.4, §4.5 (prefix sharing).
+    .. [2] Kwon et al., PagedAttention, SOSP 2023 (block-level sharing).
     """
+    if np.any(shared_prefix_tokens > context_length):
+        raise ValueError(f"shared_prefix_tokens must be at most context_length (a prefix "
+                         f"longer than the prompt); got {show(shared_prefix_tokens)} with "
+                         f"context_length {show(context_length)}")
     budget = _kv_budget(model, gpu, tp, reserve, replicate_kv)
-    return _count(budget / _kv_bytes(model, context_length))
+    shared = np.floor_divide(shared_prefix_tokens, block_size) * block_size
+    held_once = _kv_bytes(model, shared)
+    # a sequence served holds at least one token of its own (the next one it writes)
+    per_sequence = np.maximum(_kv_bytes(model, context_length) - held_once,
+                              _kv_bytes(model, 1))
+    return _count(np.maximum(budget - held_once, 0.0) / per_sequence)
 
 
 @_memory_formula("tokens", "KV budget in tokens", model=_budget_fields(*_BUDGET_FIELDS),

@@ -331,3 +331,47 @@ def test_replication_never_adds_capacity(guide_model, lab_gpu, heads, tp, ctx):
     assert m.kv_copies(model, tp) >= 1
     assert m.max_concurrent_sequences(model, lab_gpu, ctx, tp=tp, replicate_kv=True) <= \
         m.max_concurrent_sequences(model, lab_gpu, ctx, tp=tp)
+
+
+# --- shared prefixes (prefix caching) ------------------------------------------------------------
+
+def _tiny():
+    # 1 layer, 1 KV head of 64 dims in bf16: 2 × 64 × 2 = 256 bytes per token
+    return ModelShape("tiny", n_layers=1, n_heads=1, n_kv_heads=1, head_dim=64, n_params=1e6,
+                      bytes_per_param=2, kv_bytes_per_element=2)
+
+
+def test_a_shared_prefix_is_held_once_in_whole_blocks():
+    # 100 sequences of 1,500 tokens sharing a 1,000-token prefix: blocks of 16 share
+    # floor(1000/16)·16 = 992 tokens once, and each sequence holds its other 508.
+    model = _tiny()
+    per_token = 256
+    shared, own = 992 * per_token, 508 * per_token
+    budget = shared + 100 * own                   # exactly 100 sequences' worth
+    # no reserve: the budget is what the weights (1e6 × 2 bytes) leave
+    gpu = GPU("exact", memory_bytes=2e6 + budget, hbm_bandwidth=1e12, peak_flops=1e14)
+    got = m.max_concurrent_sequences(model, gpu, 1500, reserve=0.0, shared_prefix_tokens=1000)
+    assert got == 100
+    # without sharing each holds all 1,500 tokens: floor(budget / (1500 × 256))
+    assert m.max_concurrent_sequences(model, gpu, 1500, reserve=0.0) == \
+        budget // (1500 * per_token)
+    # a prefix below one block shares nothing
+    assert m.max_concurrent_sequences(model, gpu, 1500, reserve=0.0, shared_prefix_tokens=15) \
+        == m.max_concurrent_sequences(model, gpu, 1500, reserve=0.0)
+
+
+def test_a_shared_prefix_longer_than_the_context_is_refused():
+    model, gpu = _tiny(), catalog.gpu("L4")
+    with pytest.raises(ValueError, match="shared_prefix_tokens"):
+        m.max_concurrent_sequences(model, gpu, 100, shared_prefix_tokens=101)
+    with pytest.raises(ValueError, match="shared_prefix_tokens"):
+        m.max_concurrent_sequences(model, gpu, 100, shared_prefix_tokens=-1)
+
+
+@given(st.integers(1, 50_000), st.integers(0, 50_000))
+@settings(max_examples=60, deadline=None)
+def test_sharing_never_lowers_concurrency(context, prefix):
+    model, gpu = catalog.model("Llama-3.1-8B"), catalog.gpu("H100-SXM-80GB")
+    prefix = min(prefix, context)
+    assert m.max_concurrent_sequences(model, gpu, context, shared_prefix_tokens=prefix) >= \
+        m.max_concurrent_sequences(model, gpu, context)
