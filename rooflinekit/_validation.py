@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import xarray as xr
 
-__all__ = ["MAX_COUNT",
+__all__ = ["MAX_COUNT", "MAX_MAGNITUDE",
            "show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
            "check_integer", "check_fraction", "positive_number", "real_number", "whole_number",
            "check_bool", "check_type", "check_string", "check_one_of", "check_keys",
@@ -40,6 +40,12 @@ _SHOWN_CHARS = 80
 #: whole number a float64 holds exactly. Counts beyond it would be rounded, or wrap when cast
 #: to int64, and their products overflow the formulas.
 MAX_COUNT = 2**53
+
+#: The largest magnitude of any finite number accepted (bytes, FLOP/s, seconds, prices, rates):
+#: 1e30, far beyond any real value, and small enough that the products the formulas form of a
+#: few such numbers stay finite (1e300 × 1e300 would overflow to inf). inf, where an argument
+#: allows it, means "no limit" and is not a magnitude.
+MAX_MAGNITUDE = 1e30
 
 
 # -- how a value is shown ------------------------------------------------------------------------
@@ -139,6 +145,8 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
             raise ValueError(f"{name} must not contain NaN; got {show(value)}")
         if not allow_inf and kind is float and math.isinf(value):
             raise ValueError(f"{name} must be finite; got {show(value)}")
+        if abs(value) > MAX_MAGNITUDE and not math.isinf(value):
+            raise ValueError(_too_large(name, value))
         if ((lo is not None and (value <= lo if lo_open else value < lo))
                 or (hi is not None and (value >= hi if hi_open else value > hi))):
             raise ValueError(f"{name} must lie in {_interval(lo, hi, lo_open, hi_open)}; "
@@ -149,6 +157,10 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
         raise ValueError(f"{name} must be finite; got {show(data[np.isinf(data)].flat[0])}")
     if data.size == 0:
         return value
+    huge = np.isfinite(data) & (np.abs(data) > MAX_MAGNITUDE) if data.dtype.kind == "f" else \
+        np.abs(data) > MAX_MAGNITUDE
+    if huge.any():
+        raise ValueError(_too_large(name, data[huge].flat[0]))
     bad = np.zeros(data.shape, dtype=bool)
     if lo is not None:
         bad |= (data <= lo) if lo_open else (data < lo)
@@ -158,6 +170,11 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
         raise ValueError(f"{name} must lie in {_interval(lo, hi, lo_open, hi_open)}; "
                          f"got {show(data[bad].flat[0])}")
     return value
+
+
+def _too_large(name, value) -> str:
+    return (f"{name} must be at most {MAX_MAGNITUDE:g} in magnitude (larger numbers overflow the "
+            f"formulas); got {show(value)}")
 
 
 def check_positive(name: str, value, **kwargs):
@@ -221,6 +238,8 @@ def real_number(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
         raise ValueError(f"{name} must not be NaN; got {show(value)}")
     if not allow_inf and math.isinf(number):
         raise ValueError(f"{name} must be finite; got {show(value)}")
+    if abs(number) > MAX_MAGNITUDE and not math.isinf(number):
+        raise ValueError(_too_large(name, value))
     if (lo is not None and (number <= lo if lo_open else number < lo)) or (
             hi is not None and (number >= hi if hi_open else number > hi)):
         raise ValueError(f"{name} must lie in {_interval(lo, hi, lo_open, hi_open)}; "

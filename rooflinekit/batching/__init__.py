@@ -20,9 +20,10 @@ from rooflinekit.batching.results import (
                                            REASON_KV_BUDGET,
                                            STATUS_COMPLETED,
                                            STATUS_REJECTED,
+                                           SUMMARY_NAMES,
                                            TIERS,
 )
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
            "replicate_seed",
-           "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS"]
+           "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]

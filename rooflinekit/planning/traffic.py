@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from rooflinekit._validation import as_1d, check_one_of, describe, real_number, show
+from rooflinekit._validation import as_1d, check_one_of, describe, real_number, show, whole_number
 from rooflinekit.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 from rooflinekit.workloads import Constant, Gamma, Poisson, WorkloadSpec
 
@@ -29,10 +29,10 @@ ARRIVALS = ("poisson", "gamma")
 SECONDS_PER_MONTH = HOURS_PER_MONTH * SECONDS_PER_HOUR
 
 
-def _lengths(name: str, value):
-    """A token-length distribution, or a whole number of tokens as :class:`Constant`."""
+def _lengths(name: str, value, lo: int):
+    """A token-length distribution, or a whole number of tokens (>= ``lo``) as :class:`Constant`."""
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
-        return Constant(value)                      # validates: a whole number >= 0
+        return Constant(whole_number(name, value, lo=lo))
     if not callable(getattr(value, "sample", None)):
         raise TypeError(f"{name} must be a token-length distribution from rooflinekit.workloads "
                         f"(Constant, LogNormal, ...) or a whole number of tokens; "
@@ -51,7 +51,7 @@ class Traffic:
     prompt, output : distribution or int
         Prompt and output length [tokens]: a distribution from :mod:`rooflinekit.workloads`
         (``LogNormal(2000, 0.5)``, ``Empirical(...)``, ...) or a whole number (every request
-        alike). Outputs below one token are raised to one.
+        alike; at least 1 for outputs). Drawn outputs below one token are raised to one.
     arrival : {"poisson", "gamma"}
         Arrival process at ``rate``: Poisson, or a Gamma renewal process with shape
         ``burstiness`` (vLLM's ``bench serve --burstiness``).
@@ -85,8 +85,8 @@ class Traffic:
 
     def __post_init__(self):
         real_number("rate", self.rate, lo=0, lo_open=True)
-        object.__setattr__(self, "prompt", _lengths("prompt", self.prompt))
-        object.__setattr__(self, "output", _lengths("output", self.output))
+        object.__setattr__(self, "prompt", _lengths("prompt", self.prompt, 0))
+        object.__setattr__(self, "output", _lengths("output", self.output, 1))
         check_one_of("arrival", self.arrival, ARRIVALS)
         if self.burstiness is not None:
             if self.arrival != "gamma":

@@ -18,7 +18,8 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import dims
-from rooflinekit._validation import check_bool, check_one_of, check_string, describe, show
+from rooflinekit._validation import (check_bool, check_one_of, check_string, describe, real_number,
+                                     show)
 from rooflinekit.sweep._dask import distributed_client, require_dask
 from rooflinekit.sweep.grid import SWEEP_DIMS
 
@@ -353,11 +354,11 @@ def cheapest_configuration(ds, *, max_ttft=None, max_itl=None, by=dims.MODEL, pr
         As :func:`best_configuration`, with ``cost_per_million_tokens`` minimised over cells that
         fit and meet both targets. GPUs with no known price never win.
     """
-    limits = {"prefill_time": max_ttft, "decode_step_time": max_itl}
-    for k, v in limits.items():
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v > 0):
-            raise ValueError(f"max_{'ttft' if k == 'prefill_time' else 'itl'} must be a "
-                             f"positive number of seconds; got {show(v)}")
+    # inf (or None) sets no limit
+    limits = {"prefill_time": real_number("max_ttft", max_ttft, lo=0, lo_open=True,
+                                          allow_none=True, allow_inf=True),
+              "decode_step_time": real_number("max_itl", max_itl, lo=0, lo_open=True,
+                                              allow_none=True, allow_inf=True)}
     return best_configuration(ds, "cost_per_million_tokens", by=by, maximize=False,
                               where="fits", limits=limits, progress=progress)
 

@@ -1,0 +1,342 @@
+"""Every public callable refuses bad input cleanly: a ValueError or TypeError, before any work.
+
+A registry holds, for each callable of ``rooflinekit.__all__``, valid baseline arguments and the
+arguments to spoil. Each is replaced in turn by every value of :data:`BAD` (unless the registry
+says that value is valid there), and the call must either raise ``ValueError``/``TypeError`` or
+return a result free of NaN, with no NumPy warning on the way; only arrays of valid numbers
+(:data:`SHAPES`) and the values the registry lists as valid for an argument may be accepted. A public callable without an
+entry fails :func:`test_every_public_callable_has_an_entry`.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import rooflinekit as rk
+from rooflinekit import catalog
+from rooflinekit.workloads import Constant, LogNormal, WorkloadSpec
+
+M = catalog.model("Llama-3.1-8B")
+G = catalog.gpu("H100-SXM-80GB")
+PAYG = rk.PayAsYouGo(3.0, 12.0)
+PROV = rk.Provisioned(12_000.0, 4e9, units=1)
+HOSTED = rk.SelfHosted(8, 3.0, 25_000.0, capacity_tokens=1e10)
+TRAFFIC = rk.Traffic(2.0, 200, 20)
+SLO = rk.SLO(ttft=1.0)
+
+#: The hostile values every spoilt argument takes in turn.
+BAD = {
+    "minus one": -1, "zero": 0, "nan": math.nan, "inf": math.inf, "minus inf": -math.inf,
+    "huge": 1e300, "true": True, "string": "3", "none": None, "empty list": [],
+    "empty array": np.zeros(0), "2-d array": np.ones((2, 2)),
+    "clashing DataArray": xr.DataArray([1.0, 2.0], dims=["model"]),
+}
+
+
+#: Values that are arrays of valid numbers: a formula may take them (numpy and xarray inputs
+#: broadcast), as long as the result holds no NaN.
+SHAPES = ("empty list", "empty array", "2-d array", "clashing DataArray")
+
+
+def _entry(func, args=(), kwargs=None, spoil=(), valid=None, label=None):
+    """One registry row: ``func(*args, **kwargs)`` is valid; each name of ``spoil`` is spoilt.
+
+    ``valid`` maps an argument to the names of :data:`BAD` that are legitimate values there.
+    """
+    return {"func": func, "args": tuple(args), "kwargs": dict(kwargs or {}),
+            "spoil": tuple(spoil), "valid": dict(valid or {}), "label": label}
+
+
+CONTEXT_OK = ("zero",)       # an empty context is a real state
+OPTIONAL = ("none",)
+
+REGISTRY = {
+    "GPU": _entry(rk.GPU, kwargs={"name": "x", "memory_bytes": 80e9, "hbm_bandwidth": 3e12,
+                                  "peak_flops": 1e15},
+                  spoil=("memory_bytes", "hbm_bandwidth", "peak_flops")),
+    "ModelShape": _entry(rk.ModelShape, kwargs={"name": "x", "n_layers": 2, "n_heads": 4,
+                                                "n_kv_heads": 2, "head_dim": 8, "n_params": 1e6},
+                         spoil=("n_layers", "n_heads", "n_kv_heads", "head_dim", "n_params")),
+    "kv_bytes_per_token": _entry(rk.kv_bytes_per_token, kwargs={"model": M}, spoil=("model",)),
+    "kv_bytes_per_sequence": _entry(rk.kv_bytes_per_sequence,
+                                    kwargs={"model": M, "context_length": 100},
+                                    spoil=("model", "context_length"),
+                                    valid={"context_length": CONTEXT_OK}),
+    "weight_bytes": _entry(rk.weight_bytes, kwargs={"model": M}, spoil=("model",)),
+    "usable_kv_bytes": _entry(rk.usable_kv_bytes, kwargs={"model": M, "gpu": G},
+                              spoil=("model", "gpu", "tp", "reserve"),
+                              valid={"reserve": CONTEXT_OK}),
+    "max_concurrent_sequences": _entry(
+        rk.max_concurrent_sequences, kwargs={"model": M, "gpu": G, "context_length": 100},
+        spoil=("context_length", "tp", "reserve", "shared_prefix_tokens", "block_size"),
+        valid={"reserve": CONTEXT_OK, "shared_prefix_tokens": CONTEXT_OK}),
+    "kv_copies": _entry(rk.kv_copies, kwargs={"model": M}, spoil=("model", "tp")),
+    "kv_budget_tokens": _entry(rk.kv_budget_tokens, kwargs={"model": M, "gpu": G},
+                               spoil=("tp", "reserve"), valid={"reserve": CONTEXT_OK}),
+    "max_context_length": _entry(rk.max_context_length, kwargs={"model": M, "gpu": G},
+                                 spoil=("tp", "reserve"), valid={"reserve": CONTEXT_OK}),
+    "blocks_per_sequence": _entry(rk.blocks_per_sequence, kwargs={"context_length": 100},
+                                  spoil=("context_length", "block_size"),
+                                  valid={"context_length": CONTEXT_OK}),
+    "paged_waste_bytes": _entry(rk.paged_waste_bytes, kwargs={"model": M, "context_length": 100},
+                                spoil=("context_length", "block_size"),
+                                valid={"context_length": CONTEXT_OK}),
+    "engine_kv_cache": _entry(rk.engine_kv_cache, kwargs={"model": M, "gpu": G},
+                              spoil=("tp", "gpu_memory_utilization", "activation_peak_bytes",
+                                     "block_size", "max_model_len"),
+                              valid={"activation_peak_bytes": CONTEXT_OK,
+                                     "max_model_len": OPTIONAL}),
+    "arithmetic_intensity": _entry(rk.arithmetic_intensity, kwargs={"model": M},
+                                   spoil=("batch_size", "context_length"),
+                                   valid={"context_length": CONTEXT_OK}),
+    "ridge_point": _entry(rk.ridge_point, kwargs={"gpu": G},
+                          spoil=("gpu", "compute_efficiency", "bandwidth_efficiency")),
+    "critical_batch_size": _entry(rk.critical_batch_size, kwargs={"model": M, "gpu": G},
+                                  spoil=("context_length", "tp"),
+                                  valid={"context_length": CONTEXT_OK}),
+    "prefill_time": _entry(rk.prefill_time, kwargs={"model": M, "gpu": G, "prompt_tokens": 100},
+                           spoil=("prompt_tokens", "tp", "context_length", "compute_efficiency",
+                                  "step_overhead"),
+                           valid={"context_length": CONTEXT_OK, "step_overhead": CONTEXT_OK,
+                                  "prompt_tokens": CONTEXT_OK}),
+    "decode_step_time": _entry(rk.decode_step_time, kwargs={"model": M, "gpu": G},
+                               spoil=("model", "gpu", "batch_size", "context_length", "tp",
+                                      "bandwidth_efficiency", "step_overhead"),
+                               valid={"context_length": CONTEXT_OK,
+                                      "step_overhead": CONTEXT_OK}),
+    "amortized_token_time": _entry(rk.amortized_token_time, kwargs={"model": M, "gpu": G},
+                                   spoil=("batch_size", "context_length", "tp"),
+                                   valid={"context_length": CONTEXT_OK}),
+    "mixed_step_time": _entry(rk.mixed_step_time,
+                              kwargs={"model": M, "gpu": G, "decode_tokens": 4,
+                                      "prefill_tokens": 100, "kv_tokens_read": 1000},
+                              spoil=("decode_tokens", "prefill_tokens", "kv_tokens_read", "tp"),
+                              valid={"decode_tokens": CONTEXT_OK, "prefill_tokens": CONTEXT_OK,
+                                     "kv_tokens_read": CONTEXT_OK}),
+    "decode_throughput": _entry(rk.decode_throughput, kwargs={"model": M, "gpu": G},
+                                spoil=("batch_size", "context_length", "tp"),
+                                valid={"context_length": CONTEXT_OK}),
+    "request_latency": _entry(rk.request_latency,
+                              kwargs={"model": M, "gpu": G, "prompt_tokens": 100,
+                                      "output_tokens": 10},
+                              spoil=("prompt_tokens", "output_tokens", "batch_size", "tp"),
+                              valid={"prompt_tokens": CONTEXT_OK}),
+    "cost_per_million_tokens": _entry(rk.cost_per_million_tokens, kwargs={"model": M, "gpu": G},
+                                      spoil=("batch_size", "context_length", "tp",
+                                             "hourly_price"),
+                                      valid={"context_length": CONTEXT_OK,
+                                             "hourly_price": ("zero", "none")}),
+    "prefill_ms": _entry(rk.prefill_ms, kwargs={"model": M, "gpu": G, "prompt_tokens": 100},
+                         spoil=("prompt_tokens", "tp"), valid={"prompt_tokens": CONTEXT_OK}),
+    "decode_ms_per_token": _entry(rk.decode_ms_per_token, kwargs={"model": M, "gpu": G},
+                                  spoil=("batch_size", "context_length"),
+                                  valid={"context_length": CONTEXT_OK}),
+    "decode_time_per_token": _entry(rk.decode_time_per_token, kwargs={"model": M, "gpu": G},
+                                    spoil=("batch_size",)),
+    "energy_per_token": _entry(rk.energy_per_token, kwargs={"model": M, "gpu": G},
+                               spoil=("batch_size", "context_length", "idle_power_fraction"),
+                               valid={"context_length": CONTEXT_OK,
+                                      "idle_power_fraction": CONTEXT_OK}),
+    "smallest_tp": _entry(rk.smallest_tp, kwargs={"model": M, "gpu": G, "concurrency": 8,
+                                                   "context_length": 1000},
+                          spoil=("concurrency", "context_length", "reserve"),
+                          valid={"reserve": CONTEXT_OK}),
+    "tp_scaling": _entry(rk.tp_scaling, kwargs={"model": M, "gpu": G},
+                         spoil=("batch_size", "context_length"),
+                         valid={"context_length": CONTEXT_OK}),
+    "allreduce_time": _entry(rk.allreduce_time, kwargs={"model": M, "gpu": G, "tokens": 8,
+                                                         "tp": 2},
+                             spoil=("tokens", "tp"), valid={"tokens": CONTEXT_OK}),
+    "StaticBatcher": _entry(rk.StaticBatcher, kwargs={"batch_size": 4}, spoil=("batch_size",)),
+    "ContinuousBatcher": _entry(rk.ContinuousBatcher, kwargs={"max_num_seqs": 4},
+                                spoil=("max_num_seqs", "kv_budget_tokens", "block_size",
+                                       "reserve"),
+                                valid={"max_num_seqs": OPTIONAL,
+                                       "kv_budget_tokens": ("none", "zero"),
+                                       "reserve": CONTEXT_OK}),
+    "simulate": _entry(rk.simulate, kwargs={"arrival": [0.0, 1.0], "prompt_tokens": [0, 0],
+                                            "output_tokens": [3, 2], "max_num_seqs": 2},
+                       spoil=("ttft_target", "itl_target", "e2e_target", "max_num_seqs"),
+                       valid={"ttft_target": ("zero", "inf", "none"),
+                              "itl_target": ("zero", "inf", "none"),
+                              "e2e_target": ("zero", "inf", "none"),
+                              "max_num_seqs": OPTIONAL}),
+    "monte_carlo": _entry(rk.monte_carlo,
+                          args=(WorkloadSpec(8, output=Constant(3)), rk.ContinuousBatcher(4)),
+                          kwargs={"replicates": 2, "seed": 0, "parallel": False},
+                          spoil=("replicates", "seed", "ttft_target"),
+                          valid={"seed": ("zero", "none"),
+                                 "ttft_target": ("zero", "inf", "none")}),
+    "Workload": _entry(rk.Workload, kwargs={"arrival": [0.0], "prompt_tokens": [0],
+                                            "output_tokens": [1]},
+                       spoil=("arrival", "prompt_tokens", "output_tokens"),
+                       valid={"prompt_tokens": ()}),
+    "WorkloadSpec": _entry(WorkloadSpec, kwargs={"n_requests": 4, "output": Constant(3)},
+                           spoil=("n_requests", "output", "batch_fraction"),
+                           valid={"batch_fraction": CONTEXT_OK}),
+    "guide_workload": _entry(rk.guide_workload),
+    "PayAsYouGo": _entry(rk.PayAsYouGo, kwargs={"input_per_mtok": 3.0, "output_per_mtok": 12.0},
+                         spoil=("input_per_mtok", "output_per_mtok"),
+                         valid={"input_per_mtok": CONTEXT_OK, "output_per_mtok": CONTEXT_OK}),
+    "Provisioned": _entry(rk.Provisioned, kwargs={"monthly_cost": 12_000.0,
+                                                  "monthly_capacity_tokens": 4e9},
+                          spoil=("monthly_cost", "monthly_capacity_tokens", "output_weight")),
+    "SelfHosted": _entry(rk.SelfHosted, kwargs={"n_gpus": 8, "gpu_hourly": 3.0,
+                                                "engineering_monthly": 25_000.0},
+                         spoil=("n_gpus", "gpu_hourly", "engineering_monthly"),
+                         valid={"gpu_hourly": CONTEXT_OK, "engineering_monthly": CONTEXT_OK}),
+    "Compliance": _entry(rk.Compliance, spoil=("classification",)),
+    "NoAdmissibleOptionError": _entry(rk.NoAdmissibleOptionError,
+                                      args=(rk.Compliance(), {"x": "because"})),
+    "blended_price": _entry(rk.blended_price, kwargs={"payg": PAYG, "output_fraction": 0.1},
+                            spoil=("payg", "output_fraction", "cached_fraction"),
+                            valid={"output_fraction": CONTEXT_OK,
+                                   "cached_fraction": CONTEXT_OK}),
+    "break_even": _entry(rk.break_even, kwargs={"provisioned": PROV, "payg": PAYG,
+                                                "output_fraction": 0.1},
+                         spoil=("provisioned", "payg", "output_fraction"),
+                         valid={"output_fraction": CONTEXT_OK}),
+    "crossover_volume": _entry(rk.crossover_volume, kwargs={"selfhosted": HOSTED, "other": PAYG,
+                                                            "output_fraction": 0.1},
+                               spoil=("selfhosted", "other", "output_fraction"),
+                               valid={"output_fraction": CONTEXT_OK}),
+    "cheapest_option": _entry(rk.cheapest_option,
+                              kwargs={"monthly_tokens": 1e9, "options": [PAYG, PROV],
+                                      "output_fraction": 0.1},
+                              spoil=("monthly_tokens", "options", "output_fraction"),
+                              valid={"monthly_tokens": CONTEXT_OK,
+                                     "output_fraction": CONTEXT_OK}),
+    "plan_with_spillover": _entry(rk.plan_with_spillover,
+                                  kwargs={"demand": np.full(24, 1e6), "payg": PAYG,
+                                          "floor_unit_cost": 3.0, "output_fraction": 0.1},
+                                  spoil=("demand", "floor_unit_cost", "output_fraction",
+                                         "quantile"),
+                                  valid={"output_fraction": CONTEXT_OK,
+                                         "quantile": CONTEXT_OK}),
+    "optimal_floor": _entry(rk.optimal_floor, kwargs={"demand": np.full(24, 1e6), "payg": PAYG,
+                                                      "floor_unit_cost": 3.0,
+                                                      "output_fraction": 0.1},
+                            spoil=("demand", "floor_unit_cost", "output_fraction"),
+                            valid={"output_fraction": CONTEXT_OK}),
+    "compare_floor_sizing": _entry(rk.compare_floor_sizing,
+                                   kwargs={"demand": np.full(24, 1e6), "payg": PAYG,
+                                           "floor_unit_cost": 3.0, "output_fraction": 0.1},
+                                   spoil=("demand", "floor_unit_cost"),),
+    "Traffic": _entry(rk.Traffic, kwargs={"rate": 2.0, "prompt": 100, "output": 10},
+                      spoil=("rate", "prompt", "output", "burstiness", "profile"),
+                      valid={"prompt": CONTEXT_OK, "burstiness": OPTIONAL,
+                             "profile": OPTIONAL}),
+    "SLO": _entry(rk.SLO, kwargs={"ttft": 1.0},
+                  spoil=("ttft", "itl", "e2e", "quantile", "attainment"),
+                  valid={"ttft": OPTIONAL, "itl": OPTIONAL, "e2e": OPTIONAL,
+                         "attainment": OPTIONAL}),
+    "plan": _entry(rk.plan, args=(TRAFFIC, SLO),
+                   kwargs={"models": M, "gpus": G, "replicates": 2, "requests": 20},
+                   spoil=("tp", "max_num_seqs", "headroom", "replicates", "seed", "requests",
+                          "gpu_memory_utilization", "block_size", "electricity_price"),
+                   valid={"headroom": CONTEXT_OK, "seed": CONTEXT_OK,
+                          "electricity_price": CONTEXT_OK}),
+    "cheapest_plan": _entry(rk.cheapest_plan, spoil=("plan", "by"),
+                            valid={"by": OPTIONAL}, label="needs a plan"),
+    "decision_table": _entry(rk.decision_table, spoil=("cheapest", "traffic", "payg"),
+                             label="needs a plan"),
+    "best_configuration": _entry(rk.best_configuration, spoil=("ds",), label="needs a sweep"),
+    "best_tp": _entry(rk.best_tp, spoil=("ds",), label="needs a sweep"),
+    "cheapest_configuration": _entry(rk.cheapest_configuration, spoil=("ds", "max_ttft"),
+                                     valid={"max_ttft": ("none", "inf")},
+                                     label="needs a sweep"),
+    "pareto_front": _entry(rk.pareto_front, spoil=("ds",), label="needs a sweep"),
+    "Calibration": _entry(rk.Calibration, spoil=("prefill", "decode")),
+    "cross_validate": _entry(rk.cross_validate, spoil=("measurements", "k"),
+                             label="needs measurements"),
+    "read_measurements": _entry(rk.read_measurements, spoil=("path",), label="reads a file"),
+    "read_vllm_result": _entry(rk.read_vllm_result, kwargs={"model": "Llama-3.1-8B",
+                                                            "gpu": "H100-SXM-80GB"},
+                               spoil=("result", "tp"), label="reads a result"),
+}
+
+
+@pytest.fixture(scope="module")
+def baselines():
+    """Arguments the registry leaves to fixtures: a plan, a sweep, measurements."""
+    small_plan = rk.plan(TRAFFIC, SLO, models=M, gpus=G, replicates=2, requests=20)
+    grid = rk.sweep.sweep(models=["Llama-3.1-8B"], gpus=["H100-SXM-80GB"], tp=[1],
+                          context_length=[1024], batch_size=[1, 8])
+    return {"plan": small_plan, "sweep": grid}
+
+
+def _call(name, entry, baselines, spoilt=None, value=None):
+    kwargs = dict(entry["kwargs"])
+    args = list(entry["args"])
+    if entry["label"] == "needs a plan":
+        plan = baselines["plan"]
+        kwargs = ({"plan": plan} if name == "cheapest_plan" else
+                  {"cheapest": rk.cheapest_plan(plan, by=None), "traffic": TRAFFIC,
+                   "payg": PAYG})
+    if entry["label"] == "needs a sweep":
+        kwargs = {"ds": baselines["sweep"]}
+    if spoilt is not None:
+        kwargs[spoilt] = value
+    return entry["func"](*args, **kwargs)
+
+
+def _has_nan(result):
+    if isinstance(result, (xr.Dataset, xr.DataArray)):
+        data = result.to_array() if isinstance(result, xr.Dataset) else result
+        values = data.values
+        return values.dtype.kind == "f" and np.isnan(values).any()
+    if isinstance(result, (float, np.floating, np.ndarray)):
+        arr = np.asarray(result)
+        return arr.dtype.kind == "f" and np.isnan(arr).any()
+    return False
+
+
+def test_every_public_callable_has_an_entry():
+    public = {n for n in rk.__all__ if callable(getattr(rk, n))
+              and not isinstance(getattr(rk, n), type(rk))}
+    assert public == set(REGISTRY), (public ^ set(REGISTRY))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in REGISTRY.items() if not e["label"]
+                                        or e["label"] in ("needs a plan", "needs a sweep")))
+def test_the_baseline_is_valid(name, baselines):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", FutureWarning)      # the renamed ITL alias warns
+        _call(name, REGISTRY[name], baselines)
+
+
+def _cases():
+    for name, entry in sorted(REGISTRY.items()):
+        if entry["label"] in ("reads a file", "reads a result", "needs measurements"):
+            continue
+        for arg in entry["spoil"]:
+            for bad in BAD:
+                if bad in entry["valid"].get(arg, ()):
+                    continue
+                yield pytest.param(name, arg, bad, id=f"{name}-{arg}-{bad}")
+
+
+CASES = list(_cases())
+
+
+def test_the_fuzz_tries_enough_calls():
+    assert len(CASES) > 1500
+
+
+@pytest.mark.parametrize("name, arg, bad", CASES)
+def test_bad_input_is_refused_cleanly(name, arg, bad, baselines):
+    entry = REGISTRY[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            result = _call(name, entry, baselines, arg, BAD[bad])
+        except (ValueError, TypeError):
+            return
+    assert not _has_nan(result), f"{name}({arg}={bad!r}) returned NaN"
+    if bad not in SHAPES:
+        pytest.fail(f"{name}({arg}={BAD[bad]!r}) was accepted")
