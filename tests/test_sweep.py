@@ -566,3 +566,14 @@ def test_replicate_kv_matches_the_scalar_function():
     assert list(less.squeeze().values) == [True, False, True]
     with pytest.raises(TypeError, match="replicate_kv"):
         sw.sweep(names, ["H100-SXM-80GB"], replicate_kv="yes")
+
+
+def test_an_in_memory_sweep_above_its_memory_limit_is_refused_with_the_way_out():
+    import rooflinekit as rk
+    kwargs = dict(models=["Llama-3.1-8B"], gpus=["H100-SXM-80GB"], context_length=[1024, 2048],
+                  batch_size=[1, 2, 4])
+    small = rk.sweep.sweep(**kwargs)
+    held = sum(v.nbytes for v in small.data_vars.values())
+    with pytest.raises(ValueError, match="chunks='auto'"):
+        rk.sweep.sweep(**kwargs, memory_limit=held / 2)
+    assert rk.sweep.sweep(**kwargs, memory_limit=held * 2).sizes == small.sizes

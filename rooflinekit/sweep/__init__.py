@@ -10,8 +10,10 @@
 from rooflinekit.sweep._dask import DISTRIBUTED_EXTRA, distributed_client
 from rooflinekit.sweep.grid import (
                                           AUTO_BLOCK_CELLS,
+                                          MEMORY_LIMIT,
                                           SWEEP_DIMS,
                                           VARIABLES,
+                                          in_memory_bytes,
                                           sweep,
                                           sweep_cells,
 )
@@ -27,4 +29,4 @@ from rooflinekit.sweep.reductions import (
 
 __all__ = ["SWEEP_DIMS", "VARIABLES", "AUTO_BLOCK_CELLS", "PARETO_POINT", "sweep", "sweep_cells",
            "best_configuration", "best_tp", "cheapest_configuration", "pareto_front",
-           "progress_bar", "save", "DISTRIBUTED_EXTRA", "distributed_client"]
+           "progress_bar", "save", "DISTRIBUTED_EXTRA", "distributed_client", "MEMORY_LIMIT", "in_memory_bytes"]

@@ -56,6 +56,7 @@ from rooflinekit._validation import (
     check_nonnegative,
     check_range,
     check_string,
+    real_number,
     show,
 )
 from rooflinekit.hardware import GPU
@@ -63,9 +64,14 @@ from rooflinekit.models import ModelShape
 from rooflinekit.sweep._dask import require_dask
 from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
 
-__all__ = ["SWEEP_DIMS", "VARIABLES", "AUTO_BLOCK_CELLS", "sweep", "sweep_cells"]
+__all__ = ["SWEEP_DIMS", "VARIABLES", "AUTO_BLOCK_CELLS", "MEMORY_LIMIT", "sweep", "sweep_cells",
+           "in_memory_bytes"]
+
+#: Most bytes an in-memory sweep may hold without ``memory_limit=`` saying otherwise: 4 GiB.
+MEMORY_LIMIT = 4 * 2**30
 
 #: Axis order of every sweep; a variable uses the subsequence of these it depends on.
+
 SWEEP_DIMS = (dims.MODEL, dims.GPU, dims.TP, dims.CONTEXT_LENGTH, dims.BATCH_SIZE,
               dims.PROMPT_TOKENS)
 _M, _G, _T, _C, _B, _P = range(6)
@@ -460,10 +466,16 @@ def _compute_in_memory(grid):
 
 # -- the public sweep -----------------------------------------------------------------------------
 
+def in_memory_bytes(grid) -> int:
+    """Bytes the variables of ``grid`` hold when computed in memory (each on its own axes)."""
+    return sum(int(np.prod([grid.shape[a] for a in _var_axes(grid, name)], dtype=np.float64))
+               * np.dtype(VARIABLES[name].dtype).itemsize for name in grid.variables)
+
+
 def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=None, *,
           reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, allreduce=False,
           compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-          compute_dtype=None, replicate_kv=False):
+          compute_dtype=None, replicate_kv=False, memory_limit=MEMORY_LIMIT):
     """Every derived quantity over every combination of the inputs, as one labelled Dataset.
 
     Parameters
@@ -491,6 +503,10 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     variables : sequence of str, optional
         Variables to compute (and keep); default all of :data:`VARIABLES`. Variables they are
         computed from are computed too and kept.
+    memory_limit : float
+        Most bytes an in-memory sweep (``chunks=None``) may hold [bytes]; default
+        :data:`MEMORY_LIMIT` (4 GiB). Larger grids are refused before any work, with the
+        estimate; lazy sweeps are not limited (they hold one block at a time).
     chunks : None, "auto", int or dict, optional
         ``None`` (default): compute now with numpy. Otherwise return a lazy, dask-backed Dataset
         in blocks of about ``chunks`` cells (``"auto"``: :data:`AUTO_BLOCK_CELLS`), or with
@@ -542,7 +558,16 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
                       variables, options)
     grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv))
+    memory_limit = real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True)
     if chunks is None:
+        held = in_memory_bytes(grid)
+        if held > memory_limit:
+            raise ValueError(
+                f"this sweep would hold {held / 2**30:.3g} GiB in memory "
+                f"({int(np.prod(grid.shape, dtype=np.float64)):.3g} cells), above memory_limit="
+                f"{memory_limit / 2**30:.3g} GiB; pass chunks='auto' for a lazy Dataset in dask "
+                f"blocks (reduce it, or save it with rooflinekit.sweep.save), ask for fewer "
+                f"variables or axis values, or raise memory_limit")
         return _wrap(grid, _compute_in_memory(grid))
     require_dask()
     grid = dataclasses.replace(grid, chunks=_chunks(grid.shape, chunks))
