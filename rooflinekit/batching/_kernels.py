@@ -22,7 +22,10 @@ Between events, a decode-only stretch (no arrival, retirement, admission, prefil
 preemption) skips the phases that would do nothing; on the tick clock, where every sum is a whole
 number, the stretch is measured and its statistics added in closed form, as single steps would
 add them. A run costs O(steps + events) with events the arrivals, admissions, prefill slices,
-retirements, preemptions and window crossings.
+retirements, preemptions and window crossings. In the step loop no helper is handed an array
+(numba counts references to an array passed to a call with two atomic operations, which cost more
+than the rest of a step): the clock's coefficients travel as a tuple of scalars, the list and
+ring operations and the gap counts are written out in place.
 
 The clock is data
 -----------------
@@ -162,6 +165,16 @@ def _gap_bin(x):
 
 
 @njit(cache=True)
+def _count_gaps(n_gaps, met, total, itl_target, gap, count):
+    """The counts and sum of :func:`_add_gaps` for ``count > 0`` gaps of ``gap``, as values."""
+    n_gaps += count
+    if gap <= itl_target:
+        met += count
+    total += gap * count
+    return n_gaps, met, total
+
+
+@njit(cache=True)
 def _add_gaps(hist_n, hist_max, stats, itl_target, gap, count):
     """``count`` inter-token gaps of ``gap``: counts, sum and histogram (``_reference.GapLog``)."""
     if count == 0:
@@ -269,25 +282,18 @@ def _append(nxt, prv, end, i):
 
 
 @njit(cache=True)
-def _admissible(queue, q_head, q_size, nrun, max_num_seqs, interactive_cap, n_interactive, paged,
-                total_blocks, alloc, reserved, kv_budget, prompt, output, generated, block_size):
-    """Would the admission phase admit a request now if no sequence needed a new block?
-
-    ``False`` stays ``False`` while only decoding happens: slots and queues do not change, and
-    blocks are only taken.
-    """
-    for k in range(2):
-        if q_size[k] == 0:
-            continue
-        i = queue[k, q_head[k]]
-        if nrun >= max_num_seqs:
-            return False
-        if k == 1 and nrun >= interactive_cap and (q_size[0] > 0 or n_interactive > 0):
-            return False
-        if paged:
-            return total_blocks - alloc >= (prompt[i] + generated[i] + block_size) // block_size
-        return reserved + prompt[i] + output[i] <= kv_budget
-    return False
+def _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
+                 used_t):
+    """Write the step statistics a run keeps in local variables into ``stats``."""
+    stats[_STEPS] = n_steps
+    stats[_BUSY] = busy
+    stats[_PEAK_RUN] = peak_run
+    stats[_RUN_T] = run_t
+    stats[_ACT_T] = act_t
+    stats[_PEAK_RES] = peak_res
+    stats[_RES_T] = res_t
+    stats[_PEAK_USED] = peak_used
+    stats[_USED_T] = used_t
 
 
 @njit(nogil=True, cache=True)
@@ -310,6 +316,10 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
     windowed = not tick_mode and window < math.inf   # sliding-window layers: count C >= window
     w_cross = np.int64(math.ceil(window)) if windowed else UNBOUNDED
     fa = coef[_FA]
+    # the coefficients as a tuple of scalars: passing an array to a helper costs two atomic
+    # reference counts per call, which at one call a step is most of a step's time
+    cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
+          coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15])
     # Per request: a queued or prefilling request holds its token counts; a decoding one holds
     # them less the step counter ``g`` (all decoding sequences grow by one a step, so none is
     # touched in a decode step: cost per step does not grow with the batch).
@@ -363,6 +373,9 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
     n_above = 0                # decoding sequences at or past the window
     below_context = 0          # sum of context of the decoding sequences below the window
     g = np.int64(0)            # steps run
+    # the step statistics, kept in registers and stored at the end
+    n_steps = busy = peak_run = run_t = act_t = peak_res = res_t = peak_used = used_t = 0.0
+    n_gaps = gaps_met = gap_time = 0.0
 
     t = math.ceil(arrival[0]) * 1.0 if tick_mode else arrival[0]
     nxt = 0
@@ -388,7 +401,8 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
         while i != b:
             j = ret_next[i]
             if ret_key[i] == g:
-                _unlink(ret_next, ret_prev, i)
+                ret_next[ret_prev[i]] = ret_next[i]
+                ret_prev[ret_next[i]] = ret_prev[i]
                 c = context[i] + g
                 finish[i] = t
                 if paged:
@@ -404,13 +418,15 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                         above[i] = False
                     else:
                         below_context -= c
-                        _unlink(win_next, win_prev, i)
+                        win_next[win_prev[i]] = win_next[i]
+                        win_prev[win_next[i]] = win_prev[i]
                 if priority[i] == 0:
                     n_interactive -= 1
                 generated[i] += g
                 context[i] = 0
                 state[i] = 0
-                _unlink(r_next, r_prev, i)
+                r_next[r_prev[i]] = r_next[i]
+                r_prev[r_next[i]] = r_prev[i]
                 nrun -= 1
             i = j
         need = by_phase[ph] if paged else 0
@@ -449,14 +465,27 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 if priority[i] == 0:
                     n_interactive += 1
                 state[i] = 1
-                _append(r_next, r_prev, n, i)
-                _append(p_next, p_prev, n, i)
+                last = r_prev[n]
+                r_next[last] = i
+                r_prev[i] = last
+                r_next[i] = n
+                r_prev[n] = i
+                last = p_prev[n]
+                p_next[last] = i
+                p_prev[i] = last
+                p_next[i] = n
+                p_prev[n] = i
                 nrun += 1
             if stop:
                 break
         # 4. terminate-check
         if nrun == 0:
             if q_size[0] > 0 or q_size[1] > 0:
+                _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t,
+                             peak_used, used_t)
+                stats[_GAPS] = n_gaps
+                stats[_GAPS_MET] = gaps_met
+                stats[_GAP_T] = gap_time
                 stats[_END] = t
                 return STALLED
             if nxt == n:
@@ -467,7 +496,8 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
         if paged:
             while need > total_blocks - alloc:
                 v = r_prev[n]
-                _unlink(r_next, r_prev, v)
+                r_next[r_prev[v]] = r_next[v]
+                r_prev[r_next[v]] = r_prev[v]
                 nrun -= 1
                 if state[v] == 2:
                     c = context[v] + g
@@ -485,11 +515,14 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                             above[v] = False
                         else:
                             below_context -= c
-                            _unlink(win_next, win_prev, v)
-                    _unlink(ret_next, ret_prev, v)
+                            win_next[win_prev[v]] = win_next[v]
+                            win_prev[win_next[v]] = win_prev[v]
+                    ret_next[ret_prev[v]] = ret_next[v]
+                    ret_prev[ret_next[v]] = ret_prev[v]
                     generated[v] += g
                 else:
-                    _unlink(p_next, p_prev, v)
+                    p_next[p_prev[v]] = p_next[v]
+                    p_prev[p_next[v]] = p_prev[v]
                     alloc -= blocks[v]
                     used -= context[v]
                 blocks[v] = 0
@@ -522,8 +555,8 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
             budget -= c
             n_prefill += c
             if c > 0:
-                kv_read += _kv_read(tick_mode, coef, float(prefilled[i]))
-                pairs += _chunk_pairs(tick_mode, coef, float(c), float(prefilled[i]))
+                kv_read += _kv_read(tick_mode, cf, float(prefilled[i]))
+                pairs += _chunk_pairs(tick_mode, cf, float(c), float(prefilled[i]))
             prefilled[i] += c
             context[i] += c
             used += c
@@ -531,7 +564,7 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 done_ids[n_done] = i
                 n_done += 1
             i = p_next[i]
-        dt = _step_time(tick_mode, coef, float(n_decode), float(n_prefill), kv_read, pairs)
+        dt = _step_time(tick_mode, cf, float(n_decode), float(n_prefill), kv_read, pairs)
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         alloc += need
         used += n_dec
@@ -545,20 +578,38 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
             while i != b:
                 j = win_next[i]
                 if win_key[i] == g:
-                    _unlink(win_next, win_prev, i)
+                    win_next[win_prev[i]] = win_next[i]
+                    win_prev[win_next[i]] = win_prev[i]
                     below_context -= context[i] + g
                     above[i] = True
                     n_above += 1
                 i = j
-        _add_gaps(hist_n, hist_max, stats, itl_target, dt, n_decode)
+        gap = dt
+        count = n_decode
+        if count > 0:
+            n_gaps, gaps_met, gap_time = _count_gaps(n_gaps, gaps_met, gap_time, itl_target,
+                                                     gap, count)
+            k = _gap_bin(gap)
+            if hist_n[k] == 0 or gap > hist_max[k]:
+                hist_max[k] = gap
+            hist_n[k] += count
         # completed prefills yield a token and decode from the next step on
         for j in range(n_done):
             i = done_ids[j]
-            _unlink(p_next, p_prev, i)
+            p_next[p_prev[i]] = p_next[i]
+            p_prev[p_next[i]] = p_prev[i]
             context[i] += 1
             used += 1
             if generated[i] > 0:
-                _add_gaps(hist_n, hist_max, stats, itl_target, t + dt - last_tok[i], 1)
+                gap = t + dt - last_tok[i]
+                count = 1
+                if count > 0:
+                    n_gaps, gaps_met, gap_time = _count_gaps(n_gaps, gaps_met, gap_time, itl_target,
+                                                             gap, count)
+                    k = _gap_bin(gap)
+                    if hist_n[k] == 0 or gap > hist_max[k]:
+                        hist_max[k] = gap
+                    hist_n[k] += count
             generated[i] += 1
             if generated[i] == 1:
                 first_token[i] = t + dt
@@ -576,30 +627,57 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                     n_above += 1
                 else:
                     below_context += c
-                    _ring_push(win_next, win_prev, n, win_mask, win_key, i, w_cross - context[i])
-            _ring_push(ret_next, ret_prev, n, ret_mask, ret_key, i, output[i] - generated[i])
+                    win_key[i] = w_cross - context[i]
+                    b = n + (win_key[i] & win_mask)
+                    f = win_next[b]
+                    win_next[i] = f
+                    win_prev[i] = b
+                    win_prev[f] = i
+                    win_next[b] = i
+            ret_key[i] = output[i] - generated[i]
+            b = n + (ret_key[i] & ret_mask)
+            f = ret_next[b]
+            ret_next[i] = f
+            ret_prev[i] = b
+            ret_prev[f] = i
+            ret_next[b] = i
         active = n_decode + n_done
         kv_res = alloc * block_size if paged else reserved
-        stats[_STEPS] += 1.0
-        stats[_BUSY] += dt
-        if nrun > stats[_PEAK_RUN]:
-            stats[_PEAK_RUN] = nrun
-        stats[_RUN_T] += nrun * dt
-        stats[_ACT_T] += active * dt
-        if kv_res > stats[_PEAK_RES]:
-            stats[_PEAK_RES] = kv_res
-        stats[_RES_T] += kv_res * dt
-        if used > stats[_PEAK_USED]:
-            stats[_PEAK_USED] = used
-        stats[_USED_T] += used * dt
+        n_steps += 1.0
+        busy += dt
+        if nrun > peak_run:
+            peak_run = float(nrun)
+        run_t += nrun * dt
+        act_t += active * dt
+        if kv_res > peak_res:
+            peak_res = float(kv_res)
+        res_t += kv_res * dt
+        if used > peak_used:
+            peak_used = float(used)
+        used_t += used * dt
         t = t + dt
         # 6. decode-only stretch: while the next step would only decode (no arrival, no
         # retirement, nothing prefilling or admissible, the new blocks free), run it here
         # without the phases that would do nothing.
-        if p_next[n] != n or _admissible(queue, q_head, q_size, nrun, max_num_seqs,
-                                         interactive_cap, n_interactive, paged, total_blocks,
-                                         alloc, reserved, kv_budget, prompt, output, generated,
-                                         block_size):
+        if p_next[n] != n:
+            continue
+        admissible = False       # would a queue head be admitted if no block were needed?
+        for k in range(2):
+            if q_size[k] == 0:
+                continue
+            i = queue[k, q_head[k]]
+            if nrun >= max_num_seqs or (k == 1 and nrun >= interactive_cap
+                                        and (q_size[0] > 0 or n_interactive > 0)):
+                break
+            if paged:
+                admissible = total_blocks - alloc >= (prompt[i] + generated[i]
+                                                      + block_size) // block_size
+            else:
+                admissible = reserved + prompt[i] + output[i] <= kv_budget
+            break
+        # False stays False while only decoding happens: slots and queues do not change, and
+        # blocks are only taken
+        if admissible:
             continue
         if tick_mode:
             # Every step lasts one tick and every sum is a whole number (exact in float64), so
@@ -624,22 +702,30 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
             if m == 0:
                 continue
             g += m
-            stats[_STEPS] += m
-            stats[_BUSY] += m
-            stats[_RUN_T] += nrun * m
-            stats[_ACT_T] += n_dec * m
+            n_steps += m
+            busy += m
+            run_t += nrun * m
+            act_t += n_dec * m
             if paged:
-                stats[_RES_T] += block_size * res_sum
-                if alloc * block_size > stats[_PEAK_RES]:
-                    stats[_PEAK_RES] = alloc * block_size
+                res_t += block_size * res_sum
+                if alloc * block_size > peak_res:
+                    peak_res = float(alloc * block_size)
             else:
-                stats[_RES_T] += reserved * m
-            stats[_USED_T] += m * used + n_dec * (m * (m + 1) // 2)
+                res_t += reserved * m
+            used_t += m * used + n_dec * (m * (m + 1) // 2)
             used += n_dec * m
             dec_context += n_dec * m
-            if used > stats[_PEAK_USED]:
-                stats[_PEAK_USED] = used
-            _add_gaps(hist_n, hist_max, stats, itl_target, 1.0, n_dec * m)
+            if used > peak_used:
+                peak_used = float(used)
+            gap = 1.0
+            count = n_dec * m
+            if count > 0:
+                n_gaps, gaps_met, gap_time = _count_gaps(n_gaps, gaps_met, gap_time, itl_target,
+                                                         gap, count)
+                k = _gap_bin(gap)
+                if hist_n[k] == 0 or gap > hist_max[k]:
+                    hist_max[k] = gap
+                hist_n[k] += count
             t = t + m
             continue
         while nxt == n or arrival[nxt] > t:
@@ -654,7 +740,7 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
             if windowed:
                 win_sum = float(below_context) + n_above * window
             kv_read = fa * float(dec_context) + (1.0 - fa) * win_sum
-            dt = _step_time(tick_mode, coef, float(n_dec), 0.0, kv_read, 0.0)
+            dt = _step_time(tick_mode, cf, float(n_dec), 0.0, kv_read, 0.0)
             alloc += need
             used += n_dec
             dec_context += n_dec
@@ -667,24 +753,38 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 while i != b:
                     j = win_next[i]
                     if win_key[i] == g:
-                        _unlink(win_next, win_prev, i)
+                        win_next[win_prev[i]] = win_next[i]
+                        win_prev[win_next[i]] = win_prev[i]
                         below_context -= context[i] + g
                         above[i] = True
                         n_above += 1
                     i = j
-            _add_gaps(hist_n, hist_max, stats, itl_target, dt, n_dec)
+            gap = dt
+            count = n_dec
+            if count > 0:
+                n_gaps, gaps_met, gap_time = _count_gaps(n_gaps, gaps_met, gap_time, itl_target,
+                                                         gap, count)
+                k = _gap_bin(gap)
+                if hist_n[k] == 0 or gap > hist_max[k]:
+                    hist_max[k] = gap
+                hist_n[k] += count
             kv_res = alloc * block_size if paged else reserved
-            stats[_STEPS] += 1.0
-            stats[_BUSY] += dt
-            stats[_RUN_T] += nrun * dt
-            stats[_ACT_T] += n_dec * dt
-            if kv_res > stats[_PEAK_RES]:
-                stats[_PEAK_RES] = kv_res
-            stats[_RES_T] += kv_res * dt
-            if used > stats[_PEAK_USED]:
-                stats[_PEAK_USED] = used
-            stats[_USED_T] += used * dt
+            n_steps += 1.0
+            busy += dt
+            run_t += nrun * dt
+            act_t += n_dec * dt
+            if kv_res > peak_res:
+                peak_res = float(kv_res)
+            res_t += kv_res * dt
+            if used > peak_used:
+                peak_used = float(used)
+            used_t += used * dt
             t = t + dt
+    _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
+                 used_t)
+    stats[_GAPS] = n_gaps
+    stats[_GAPS_MET] = gaps_met
+    stats[_GAP_T] = gap_time
     stats[_END] = t
     _store_percentiles(hist_n, hist_max, stats)
     return 0
