@@ -141,6 +141,44 @@ def test_roofline_static_matches_reference(wl, config, batch_size):
     assert_same(_kernel_outputs(b, wl), b.reference(wl))
 
 
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(fractional=True, tiers=True), window=st.integers(1, 24),
+       max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]))
+def test_window_crossings_match_reference(wl, window, max_num_seqs, extra, kv, admission):
+    # a window short enough that sequences cross it while decoding, prefilling and re-prefilling
+    import dataclasses
+
+    from rooflinekit import catalog
+    model = dataclasses.replace(catalog.model("Gemma-2-9B"), sliding_window=window)
+    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
+    b = ContinuousBatcher(model=model, gpu=catalog.gpu("L40S"), max_num_seqs=max_num_seqs,
+                          kv_budget_tokens=kv, admission=admission, block_size=4,
+                          max_num_batched_tokens=None if extra is None else max_num_seqs + extra)
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+@pytest.mark.parametrize("clock", ["tick", "roofline"])
+@pytest.mark.parametrize("admission", ["reserve", "paged"])
+def test_keys_beyond_the_calendar_ring_match_reference(clock, admission):
+    # outputs longer than the kernel's calendar ring (RING_CAP buckets): retirements filed a
+    # lap or more ahead wait in their bucket until their step comes round
+    from rooflinekit.batching._kernels import RING_CAP
+    out = [RING_CAP + 5, 3, 2 * RING_CAP + 1, RING_CAP, 7, RING_CAP - 1]
+    wl = Workload([0.0, 0.0, 1.0, 2.0, 2.0, 40.0], [3, 5, 0, 9, 2, 4], out)
+    kwargs = dict(max_num_seqs=4, kv_budget_tokens=3 * RING_CAP, admission=admission,
+                  block_size=16)
+    if clock == "tick":
+        b = ContinuousBatcher(**kwargs)
+    else:
+        wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens)
+        b = roofline_batcher(ROOFLINE["sliding window"], **kwargs)
+    ref = b.reference(wl)
+    assert (ref["status"] == _reference.COMPLETED).all()
+    assert_same(_kernel_outputs(b, wl), ref)
+
+
 # --- compilation: lazy, cached on disk (the policy in _kernels.py, docs/simulator-cache.md) ---
 
 
@@ -167,7 +205,7 @@ def test_kernels_cached_on_disk():
         assert dispatcher.targetoptions.get("nogil") or dispatcher.targetoptions.get(
             "parallel")
     for helper in (_kernels._step_time, _kernels._kv_read, _kernels._chunk_pairs,
-                   _kernels._heap_push, _kernels._heap_remove, _kernels._reset_outputs):
+                   _kernels._ring_push, _kernels._unlink, _kernels._reset_outputs):
         assert type(helper._cache).__name__ == "FunctionCache"
 
 

@@ -12,13 +12,20 @@ side.
 The continuous kernel's cost per step does not grow with the number of running sequences, on
 either clock: every decoding sequence grows by one token a step, so a decoding sequence stores its
 token counts less the step counter and is not touched in a decode step; the step's KV read comes
-from running sums of context (and of window-capped context, for sliding-window models, with a
-heap of the steps at which sequences reach the window); retirements come off a heap keyed by the
-step of the last token; paged blocks are counted by the phase of each context modulo the block
-size (those at a multiple need a block this step). Running and prefilling sequences are linked
-lists in admission order, so retirement and preemption of the latest admitted cost O(1). A run
-costs O(steps + events * log n) with events the arrivals, admissions, prefill slices,
-retirements, preemptions and window crossings.
+from running sums of context (and of window-capped context, for sliding-window models).
+Retirements and window crossings are filed in calendar rings, buckets indexed by the step at which
+they fall due (a sequence with ``k`` tokens left at step ``s`` retires at step ``s + k``), so filing,
+taking and cancelling one costs O(1). Paged blocks are counted by the phase of each context modulo
+the block size (those at a multiple need a block this step). Running and prefilling sequences are
+linked lists in admission order, so retirement and preemption of the latest admitted cost O(1).
+Between events, a decode-only stretch (no arrival, retirement, admission, prefill slice or
+preemption) skips the phases that would do nothing; on the tick clock, where every sum is a whole
+number, the stretch is measured and its statistics added in closed form, as single steps would
+add them. A run costs O(steps + events) with events the arrivals, admissions, prefill slices,
+retirements, preemptions and window crossings. In the step loop no helper is handed an array
+(numba counts references to an array passed to a call with two atomic operations, which cost more
+than the rest of a step): the clock's coefficients travel as a tuple of scalars, the list and
+ring operations and the gap counts are written out in place.
 
 The clock is data
 -----------------
@@ -158,6 +165,16 @@ def _gap_bin(x):
 
 
 @njit(cache=True)
+def _count_gaps(n_gaps, met, total, itl_target, gap, count):
+    """The counts and sum of :func:`_add_gaps` for ``count > 0`` gaps of ``gap``, as values."""
+    n_gaps += count
+    if gap <= itl_target:
+        met += count
+    total += gap * count
+    return n_gaps, met, total
+
+
+@njit(cache=True)
 def _add_gaps(hist_n, hist_max, stats, itl_target, gap, count):
     """``count`` inter-token gaps of ``gap``: counts, sum and histogram (``_reference.GapLog``)."""
     if count == 0:
@@ -209,60 +226,43 @@ def _reset_outputs(admit, first_token, finish, preemptions, status, stats):
         status[i] = 0
 
 
-# --- indexed binary min-heaps (retirement and window crossings), lists in admission order -------
+# --- calendar rings (retirement and window crossings), lists in admission order ---------------
+
+#: Most buckets of a calendar ring: a key further ahead than this many steps waits in its bucket
+#: and is passed over (it is compared, not taken) until its step comes round.
+RING_CAP = 4096
 
 
 @njit(cache=True)
-def _swap(key, ids, pos, a, b):
-    key[a], key[b] = key[b], key[a]
-    ids[a], ids[b] = ids[b], ids[a]
-    pos[ids[a]] = a
-    pos[ids[b]] = b
+def _ring_size(horizon):
+    """Buckets of a calendar ring for keys up to ``horizon`` steps ahead: a power of two."""
+    size = 1
+    while size <= horizon and size < RING_CAP:
+        size *= 2
+    return size
 
 
 @njit(cache=True)
-def _sift(key, ids, pos, size, j):
-    """Restore the heap order around position ``j`` (up, then down)."""
-    while j > 0 and key[(j - 1) // 2] > key[j]:
-        _swap(key, ids, pos, j, (j - 1) // 2)
-        j = (j - 1) // 2
-    while True:
-        c = 2 * j + 1
-        if c >= size[0]:
-            return
-        if c + 1 < size[0] and key[c + 1] < key[c]:
-            c += 1
-        if key[j] <= key[c]:
-            return
-        _swap(key, ids, pos, j, c)
-        j = c
+def _ring(n, size):
+    """A calendar ring: ``n`` request nodes, then ``size`` bucket sentinels, each list empty."""
+    nxt = np.empty(n + size, np.int64)
+    prv = np.empty(n + size, np.int64)
+    for b in range(n, n + size):
+        nxt[b] = b
+        prv[b] = b
+    return nxt, prv
 
 
 @njit(cache=True)
-def _heap_push(key, ids, pos, size, i, k):
-    """Add request ``i`` with key ``k`` (a step count) to the heap."""
-    j = size[0]
-    size[0] += 1
-    key[j] = k
-    ids[j] = i
-    pos[i] = j
-    _sift(key, ids, pos, size, j)
-
-
-@njit(cache=True)
-def _heap_remove(key, ids, pos, size, i):
-    """Take request ``i`` out of the heap (nothing if it is not in it)."""
-    j = pos[i]
-    if j < 0:
-        return
-    pos[i] = -1
-    size[0] -= 1
-    last = size[0]
-    if j != last:
-        key[j] = key[last]
-        ids[j] = ids[last]
-        pos[ids[j]] = j
-        _sift(key, ids, pos, size, j)
+def _ring_push(nxt, prv, n, mask, key, i, k):
+    """File request ``i`` under step ``k`` (bucket ``k & mask``)."""
+    key[i] = k
+    b = n + (k & mask)
+    f = nxt[b]
+    nxt[i] = f
+    prv[i] = b
+    prv[f] = i
+    nxt[b] = i
 
 
 @njit(cache=True)
@@ -279,6 +279,21 @@ def _append(nxt, prv, end, i):
     prv[i] = last
     nxt[i] = end
     prv[end] = i
+
+
+@njit(cache=True)
+def _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
+                 used_t):
+    """Write the step statistics a run keeps in local variables into ``stats``."""
+    stats[_STEPS] = n_steps
+    stats[_BUSY] = busy
+    stats[_PEAK_RUN] = peak_run
+    stats[_RUN_T] = run_t
+    stats[_ACT_T] = act_t
+    stats[_PEAK_RES] = peak_res
+    stats[_RES_T] = res_t
+    stats[_PEAK_USED] = peak_used
+    stats[_USED_T] = used_t
 
 
 @njit(nogil=True, cache=True)
@@ -301,6 +316,10 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
     windowed = not tick_mode and window < math.inf   # sliding-window layers: count C >= window
     w_cross = np.int64(math.ceil(window)) if windowed else UNBOUNDED
     fa = coef[_FA]
+    # the coefficients as a tuple of scalars: passing an array to a helper costs two atomic
+    # reference counts per call, which at one call a step is most of a step's time
+    cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
+          coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15])
     # Per request: a queued or prefilling request holds its token counts; a decoding one holds
     # them less the step counter ``g`` (all decoding sequences grow by one a step, so none is
     # touched in a decode step: cost per step does not grow with the batch).
@@ -324,22 +343,26 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
     r_prev[n] = n
     p_next[n] = n
     p_prev[n] = n
-    # heaps keyed by step counter: when a decoding sequence retires, when it reaches the window
+    # Calendar rings keyed by step counter: when a decoding sequence retires, when it reaches
+    # the window. A key is at most the longest output (or the window) ahead of ``g``, so a ring
+    # of more buckets than that holds one step per bucket; O(1) to file, take and cancel.
+    max_out = 0
+    for i in range(n):
+        max_out = max(max_out, output[i])
+    ret_mask = _ring_size(max_out) - 1
+    ret_next, ret_prev = _ring(n, ret_mask + 1)
     ret_key = np.empty(n, np.int64)
-    ret_ids = np.empty(n, np.int64)
-    ret_pos = np.full(n, -1, np.int64)
-    ret_size = np.zeros(1, np.int64)
+    win_mask = _ring_size(w_cross) - 1 if windowed else 0
+    win_next, win_prev = _ring(n, win_mask + 1)
     win_key = np.empty(n, np.int64)
-    win_ids = np.empty(n, np.int64)
-    win_pos = np.full(n, -1, np.int64)
-    win_size = np.zeros(1, np.int64)
     # paged: decoding sequences by (context - g) mod block size; those with context a multiple
-    # of the block size need a new block this step
+    # of the block size need a new block this step, phase ``ph`` = (-g) mod block size
     by_phase = np.zeros(bs, np.int64)
+    ph = 0
     cap = min(max_num_seqs, n)
     done_ids = np.empty(cap, np.int64)       # prefills completing in a step
     hist_n = np.zeros(N_GAP_BINS, np.int64)
-    hist_max = np.zeros(N_GAP_BINS, np.float64)
+    hist_max = np.empty(N_GAP_BINS, np.float64)   # read only where hist_n > 0
     nrun = 0
     n_dec = 0
     n_interactive = 0
@@ -350,6 +373,9 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
     n_above = 0                # decoding sequences at or past the window
     below_context = 0          # sum of context of the decoding sequences below the window
     g = np.int64(0)            # steps run
+    # the step statistics, kept in registers and stored at the end
+    n_steps = busy = peak_run = run_t = act_t = peak_res = res_t = peak_used = used_t = 0.0
+    n_gaps = gaps_met = gap_time = 0.0
 
     t = math.ceil(arrival[0]) * 1.0 if tick_mode else arrival[0]
     nxt = 0
@@ -366,36 +392,44 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 status[i] = 1
             else:
                 k = priority[i]
-                queue[k, (q_head[k] + q_size[k]) % n] = i
+                j = q_head[k] + q_size[k]
+                queue[k, j - n if j >= n else j] = i
                 q_size[k] += 1
         # 2. retire: the decoding sequences whose last token came in the previous step
-        while ret_size[0] > 0 and ret_key[0] <= g:
-            i = ret_ids[0]
-            _heap_remove(ret_key, ret_ids, ret_pos, ret_size, i)
-            c = context[i] + g
-            finish[i] = t
-            if paged:
-                alloc -= (c + block_size - 1) // block_size
-                by_phase[context[i] % bs] -= 1
-            reserved -= prompt[i] + output[i]
-            used -= c
-            dec_context -= c
-            n_dec -= 1
-            if windowed:
-                if above[i]:
-                    n_above -= 1
-                    above[i] = False
-                else:
-                    below_context -= c
-                    _heap_remove(win_key, win_ids, win_pos, win_size, i)
-            if priority[i] == 0:
-                n_interactive -= 1
-            generated[i] += g
-            context[i] = 0
-            state[i] = 0
-            _unlink(r_next, r_prev, i)
-            nrun -= 1
-        need = by_phase[(bs - g % bs) % bs] if paged else 0
+        b = n + (g & ret_mask)
+        i = ret_next[b]
+        while i != b:
+            j = ret_next[i]
+            if ret_key[i] == g:
+                ret_next[ret_prev[i]] = ret_next[i]
+                ret_prev[ret_next[i]] = ret_prev[i]
+                c = context[i] + g
+                finish[i] = t
+                if paged:
+                    alloc -= (c + block_size - 1) // block_size
+                    by_phase[context[i] % bs] -= 1
+                reserved -= prompt[i] + output[i]
+                used -= c
+                dec_context -= c
+                n_dec -= 1
+                if windowed:
+                    if above[i]:
+                        n_above -= 1
+                        above[i] = False
+                    else:
+                        below_context -= c
+                        win_next[win_prev[i]] = win_next[i]
+                        win_prev[win_next[i]] = win_prev[i]
+                if priority[i] == 0:
+                    n_interactive -= 1
+                generated[i] += g
+                context[i] = 0
+                state[i] = 0
+                r_next[r_prev[i]] = r_next[i]
+                r_prev[r_next[i]] = r_prev[i]
+                nrun -= 1
+            i = j
+        need = by_phase[ph] if paged else 0
         # 3. admit
         for k in range(2):
             stop = False
@@ -416,7 +450,7 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 if not fits:
                     stop = True
                     break
-                q_head[k] = (q_head[k] + 1) % n
+                q_head[k] = q_head[k] + 1 if q_head[k] + 1 < n else 0
                 q_size[k] -= 1
                 if np.isnan(admit[i]):
                     admit[i] = t
@@ -431,14 +465,27 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 if priority[i] == 0:
                     n_interactive += 1
                 state[i] = 1
-                _append(r_next, r_prev, n, i)
-                _append(p_next, p_prev, n, i)
+                last = r_prev[n]
+                r_next[last] = i
+                r_prev[i] = last
+                r_next[i] = n
+                r_prev[n] = i
+                last = p_prev[n]
+                p_next[last] = i
+                p_prev[i] = last
+                p_next[i] = n
+                p_prev[n] = i
                 nrun += 1
             if stop:
                 break
         # 4. terminate-check
         if nrun == 0:
             if q_size[0] > 0 or q_size[1] > 0:
+                _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t,
+                             peak_used, used_t)
+                stats[_GAPS] = n_gaps
+                stats[_GAPS_MET] = gaps_met
+                stats[_GAP_T] = gap_time
                 stats[_END] = t
                 return STALLED
             if nxt == n:
@@ -449,7 +496,8 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
         if paged:
             while need > total_blocks - alloc:
                 v = r_prev[n]
-                _unlink(r_next, r_prev, v)
+                r_next[r_prev[v]] = r_next[v]
+                r_prev[r_next[v]] = r_prev[v]
                 nrun -= 1
                 if state[v] == 2:
                     c = context[v] + g
@@ -467,11 +515,14 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                             above[v] = False
                         else:
                             below_context -= c
-                            _heap_remove(win_key, win_ids, win_pos, win_size, v)
-                    _heap_remove(ret_key, ret_ids, ret_pos, ret_size, v)
+                            win_next[win_prev[v]] = win_next[v]
+                            win_prev[win_next[v]] = win_prev[v]
+                    ret_next[ret_prev[v]] = ret_next[v]
+                    ret_prev[ret_next[v]] = ret_prev[v]
                     generated[v] += g
                 else:
-                    _unlink(p_next, p_prev, v)
+                    p_next[p_prev[v]] = p_next[v]
+                    p_prev[p_next[v]] = p_prev[v]
                     alloc -= blocks[v]
                     used -= context[v]
                 blocks[v] = 0
@@ -482,7 +533,7 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 preemptions[v] += 1
                 stats[_PREEMPT] += 1.0
                 k = priority[v]
-                q_head[k] = (q_head[k] - 1 + n) % n
+                q_head[k] = q_head[k] - 1 if q_head[k] > 0 else n - 1
                 queue[k, q_head[k]] = v
                 q_size[k] += 1
         # ... then the step: each decoding sequence's token (all at once, from the running
@@ -504,8 +555,8 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
             budget -= c
             n_prefill += c
             if c > 0:
-                kv_read += _kv_read(tick_mode, coef, float(prefilled[i]))
-                pairs += _chunk_pairs(tick_mode, coef, float(c), float(prefilled[i]))
+                kv_read += _kv_read(tick_mode, cf, float(prefilled[i]))
+                pairs += _chunk_pairs(tick_mode, cf, float(c), float(prefilled[i]))
             prefilled[i] += c
             context[i] += c
             used += c
@@ -513,29 +564,52 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 done_ids[n_done] = i
                 n_done += 1
             i = p_next[i]
-        dt = _step_time(tick_mode, coef, float(n_decode), float(n_prefill), kv_read, pairs)
+        dt = _step_time(tick_mode, cf, float(n_decode), float(n_prefill), kv_read, pairs)
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         alloc += need
         used += n_dec
         dec_context += n_dec
         below_context += n_dec - n_above
         g += 1
+        ph = ph - 1 if ph > 0 else bs - 1
         if windowed:             # those that reached the window now read window-capped
-            while win_size[0] > 0 and win_key[0] <= g:
-                i = win_ids[0]
-                _heap_remove(win_key, win_ids, win_pos, win_size, i)
-                below_context -= context[i] + g
-                above[i] = True
-                n_above += 1
-        _add_gaps(hist_n, hist_max, stats, itl_target, dt, n_decode)
+            b = n + (g & win_mask)
+            i = win_next[b]
+            while i != b:
+                j = win_next[i]
+                if win_key[i] == g:
+                    win_next[win_prev[i]] = win_next[i]
+                    win_prev[win_next[i]] = win_prev[i]
+                    below_context -= context[i] + g
+                    above[i] = True
+                    n_above += 1
+                i = j
+        gap = dt
+        count = n_decode
+        if count > 0:
+            n_gaps, gaps_met, gap_time = _count_gaps(n_gaps, gaps_met, gap_time, itl_target,
+                                                     gap, count)
+            k = _gap_bin(gap)
+            if hist_n[k] == 0 or gap > hist_max[k]:
+                hist_max[k] = gap
+            hist_n[k] += count
         # completed prefills yield a token and decode from the next step on
         for j in range(n_done):
             i = done_ids[j]
-            _unlink(p_next, p_prev, i)
+            p_next[p_prev[i]] = p_next[i]
+            p_prev[p_next[i]] = p_prev[i]
             context[i] += 1
             used += 1
             if generated[i] > 0:
-                _add_gaps(hist_n, hist_max, stats, itl_target, t + dt - last_tok[i], 1)
+                gap = t + dt - last_tok[i]
+                count = 1
+                if count > 0:
+                    n_gaps, gaps_met, gap_time = _count_gaps(n_gaps, gaps_met, gap_time, itl_target,
+                                                             gap, count)
+                    k = _gap_bin(gap)
+                    if hist_n[k] == 0 or gap > hist_max[k]:
+                        hist_max[k] = gap
+                    hist_n[k] += count
             generated[i] += 1
             if generated[i] == 1:
                 first_token[i] = t + dt
@@ -553,23 +627,164 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                     n_above += 1
                 else:
                     below_context += c
-                    _heap_push(win_key, win_ids, win_pos, win_size, i, w_cross - context[i])
-            _heap_push(ret_key, ret_ids, ret_pos, ret_size, i, output[i] - generated[i])
+                    win_key[i] = w_cross - context[i]
+                    b = n + (win_key[i] & win_mask)
+                    f = win_next[b]
+                    win_next[i] = f
+                    win_prev[i] = b
+                    win_prev[f] = i
+                    win_next[b] = i
+            ret_key[i] = output[i] - generated[i]
+            b = n + (ret_key[i] & ret_mask)
+            f = ret_next[b]
+            ret_next[i] = f
+            ret_prev[i] = b
+            ret_prev[f] = i
+            ret_next[b] = i
         active = n_decode + n_done
         kv_res = alloc * block_size if paged else reserved
-        stats[_STEPS] += 1.0
-        stats[_BUSY] += dt
-        if nrun > stats[_PEAK_RUN]:
-            stats[_PEAK_RUN] = nrun
-        stats[_RUN_T] += nrun * dt
-        stats[_ACT_T] += active * dt
-        if kv_res > stats[_PEAK_RES]:
-            stats[_PEAK_RES] = kv_res
-        stats[_RES_T] += kv_res * dt
-        if used > stats[_PEAK_USED]:
-            stats[_PEAK_USED] = used
-        stats[_USED_T] += used * dt
+        n_steps += 1.0
+        busy += dt
+        if nrun > peak_run:
+            peak_run = float(nrun)
+        run_t += nrun * dt
+        act_t += active * dt
+        if kv_res > peak_res:
+            peak_res = float(kv_res)
+        res_t += kv_res * dt
+        if used > peak_used:
+            peak_used = float(used)
+        used_t += used * dt
         t = t + dt
+        # 6. decode-only stretch: while the next step would only decode (no arrival, no
+        # retirement, nothing prefilling or admissible, the new blocks free), run it here
+        # without the phases that would do nothing.
+        if p_next[n] != n:
+            continue
+        admissible = False       # would a queue head be admitted if no block were needed?
+        for k in range(2):
+            if q_size[k] == 0:
+                continue
+            i = queue[k, q_head[k]]
+            if nrun >= max_num_seqs or (k == 1 and nrun >= interactive_cap
+                                        and (q_size[0] > 0 or n_interactive > 0)):
+                break
+            if paged:
+                admissible = total_blocks - alloc >= (prompt[i] + generated[i]
+                                                      + block_size) // block_size
+            else:
+                admissible = reserved + prompt[i] + output[i] <= kv_budget
+            break
+        # False stays False while only decoding happens: slots and queues do not change, and
+        # blocks are only taken
+        if admissible:
+            continue
+        if tick_mode:
+            # Every step lasts one tick and every sum is a whole number (exact in float64), so
+            # the stretch's statistics are added in closed form once it is measured.
+            limit = UNBOUNDED
+            if nxt < n:
+                limit = np.int64(math.ceil(arrival[nxt])) - np.int64(t)
+            m = 0
+            res_sum = 0                  # paged: blocks held after each step, summed
+            while m < limit:
+                b = n + ((g + m) & ret_mask)
+                if ret_next[b] != b:
+                    break
+                if paged:
+                    need = by_phase[ph]
+                    if need > total_blocks - alloc:
+                        break
+                    alloc += need
+                    res_sum += alloc
+                    ph = ph - 1 if ph > 0 else bs - 1
+                m += 1
+            if m == 0:
+                continue
+            g += m
+            n_steps += m
+            busy += m
+            run_t += nrun * m
+            act_t += n_dec * m
+            if paged:
+                res_t += block_size * res_sum
+                if alloc * block_size > peak_res:
+                    peak_res = float(alloc * block_size)
+            else:
+                res_t += reserved * m
+            used_t += m * used + n_dec * (m * (m + 1) // 2)
+            used += n_dec * m
+            dec_context += n_dec * m
+            if used > peak_used:
+                peak_used = float(used)
+            gap = 1.0
+            count = n_dec * m
+            if count > 0:
+                n_gaps, gaps_met, gap_time = _count_gaps(n_gaps, gaps_met, gap_time, itl_target,
+                                                         gap, count)
+                k = _gap_bin(gap)
+                if hist_n[k] == 0 or gap > hist_max[k]:
+                    hist_max[k] = gap
+                hist_n[k] += count
+            t = t + m
+            continue
+        while nxt == n or arrival[nxt] > t:
+            b = n + (g & ret_mask)
+            if ret_next[b] != b:
+                break
+            need = by_phase[ph] if paged else 0
+            if need > total_blocks - alloc:
+                break
+            # the step of section 5 with no prefill slice and no preemption, no completion
+            win_sum = float(dec_context)
+            if windowed:
+                win_sum = float(below_context) + n_above * window
+            kv_read = fa * float(dec_context) + (1.0 - fa) * win_sum
+            dt = _step_time(tick_mode, cf, float(n_dec), 0.0, kv_read, 0.0)
+            alloc += need
+            used += n_dec
+            dec_context += n_dec
+            below_context += n_dec - n_above
+            g += 1
+            ph = ph - 1 if ph > 0 else bs - 1
+            if windowed:
+                b = n + (g & win_mask)
+                i = win_next[b]
+                while i != b:
+                    j = win_next[i]
+                    if win_key[i] == g:
+                        win_next[win_prev[i]] = win_next[i]
+                        win_prev[win_next[i]] = win_prev[i]
+                        below_context -= context[i] + g
+                        above[i] = True
+                        n_above += 1
+                    i = j
+            gap = dt
+            count = n_dec
+            if count > 0:
+                n_gaps, gaps_met, gap_time = _count_gaps(n_gaps, gaps_met, gap_time, itl_target,
+                                                         gap, count)
+                k = _gap_bin(gap)
+                if hist_n[k] == 0 or gap > hist_max[k]:
+                    hist_max[k] = gap
+                hist_n[k] += count
+            kv_res = alloc * block_size if paged else reserved
+            n_steps += 1.0
+            busy += dt
+            run_t += nrun * dt
+            act_t += n_dec * dt
+            if kv_res > peak_res:
+                peak_res = float(kv_res)
+            res_t += kv_res * dt
+            if used > peak_used:
+                peak_used = float(used)
+            used_t += used * dt
+            t = t + dt
+    _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
+                 used_t)
+    stats[_GAPS] = n_gaps
+    stats[_GAPS_MET] = gaps_met
+    stats[_GAP_T] = gap_time
     stats[_END] = t
     _store_percentiles(hist_n, hist_max, stats)
     return 0
