@@ -37,8 +37,12 @@ __all__ = [
     "Workload", "WorkloadSpec", "guide_workload", "as_generator",
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
     "AllAtOnce", "FixedInterval", "Poisson", "Gamma",
-    "INTERACTIVE", "BATCH", "coerce_workload",
+    "INTERACTIVE", "BATCH", "MAX_ARRIVAL", "coerce_workload",
 ]
+
+#: Latest arrival time a workload may hold [tick or s]: 1e9 (31 years in seconds). Beyond it a
+#: float64 time cannot resolve a step (at 1e17 a 100-tick request would appear to take 96).
+MAX_ARRIVAL = 1e9
 
 #: Priority tiers (``Workload.priority``): interactive requests are admitted first.
 INTERACTIVE = 0
@@ -352,6 +356,10 @@ class Workload(Mapping):
             raise ValueError("arrival must be finite (no NaN or inf)")
         if arr.size and arr.min() < 0:
             raise ValueError(f"arrival must be >= 0; got {float(arr.min())!r}")
+        if arr.size and arr.max() > MAX_ARRIVAL:
+            raise ValueError(f"arrival must be at most {MAX_ARRIVAL:g} [tick or s]: later times "
+                             f"lose the resolution of a step in float64; got "
+                             f"{float(arr.max())!r}")
         if arr.size > 1 and (np.diff(arr) < 0).any():
             raise ValueError("arrival must be sorted (non-decreasing): requests are numbered in "
                              "arrival order")

@@ -1,6 +1,7 @@
 """Static and continuous batching: the guide's figures, admission rules, properties, Monte Carlo."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -743,3 +744,34 @@ def test_summary_names_are_the_summaries():
         run_replicates(batcher, [[0.0]], [[0]], [[1]], variables=["p95_tft"])
     with pytest.raises(TypeError, match="variables"):
         run_replicates(batcher, [[0.0]], [[0]], [[1]], variables="p95_ttft")
+
+
+def test_runs_above_their_limits_are_refused_before_the_kernel():
+    from rooflinekit.batching import run_replicates
+    from rooflinekit.workloads import Constant, WorkloadSpec
+    with pytest.raises(ValueError, match="GiB of scratch"):
+        StaticBatcher(4).run(Workload([0.0], [0], [10**9]))
+    with pytest.raises(ValueError, match="work_limit"):
+        ContinuousBatcher(4).run(Workload([0.0] * 11, [0] * 11, [10**9] * 11))
+    with pytest.raises(ValueError, match="work_limit"):
+        ContinuousBatcher(4).run(Workload([0.0], [0], [100]), work_limit=50)
+    with pytest.raises(ValueError, match="chunks="):
+        monte_carlo(WorkloadSpec(1000, output=Constant(3)), ContinuousBatcher(8),
+                    replicates=10**7)
+    with pytest.raises(ValueError, match="work_limit"):
+        monte_carlo(WorkloadSpec(1000, output=Constant(300)), ContinuousBatcher(8),
+                    replicates=10**6, chunks=100)
+    with pytest.raises(ValueError, match="memory_limit"):
+        run_replicates(ContinuousBatcher(4), [[0.0, 1.0]], [[0, 0]], [[1, 1]], memory_limit=10)
+    # the override lifts the limit
+    ds = ContinuousBatcher(4).run(Workload([0.0], [0], [100]), work_limit=math.inf)
+    assert int(ds["n_completed"]) == 1
+
+
+def test_arrivals_beyond_a_steps_resolution_are_refused():
+    # at 1e17 a float64 time cannot hold 100 ticks apart: the run would report 96
+    with pytest.raises(ValueError, match="resolution"):
+        Workload([1e17], [0], [100])
+    from rooflinekit.batching import run_replicates
+    with pytest.raises(ValueError, match="resolution"):
+        run_replicates(ContinuousBatcher(4), [[0.0, 2e9]], [[0, 0]], [[1, 1]])

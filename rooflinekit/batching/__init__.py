@@ -9,6 +9,8 @@
 """
 
 from rooflinekit.batching.batchers import (
+                                           MEMORY_LIMIT,
+                                           WORK_LIMIT,
                                            ContinuousBatcher,
                                            StaticBatcher,
                                            monte_carlo,
@@ -24,6 +26,6 @@ from rooflinekit.batching.results import (
                                            TIERS,
 )
 
-__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
+__all__ = ["MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
            "replicate_seed",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]

@@ -57,10 +57,22 @@ from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _replicate_dataset,
                                           _single_dataset, _summaries, _summary_grid,
                                           _target_attrs)
-from rooflinekit.workloads import Workload, WorkloadSpec, coerce_workload
+from rooflinekit.workloads import MAX_ARRIVAL, Workload, WorkloadSpec, coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
-           "replicate_seed"]
+           "replicate_seed", "MEMORY_LIMIT", "WORK_LIMIT"]
+
+#: Most bytes one Monte Carlo block (all replicates in process, or one ``chunks`` task) may hold
+#: for its draws and kernel outputs, and the summaries of the whole run: 2 GiB.
+MEMORY_LIMIT = 2 * 2**30
+
+#: Most simulated token-steps (output tokens summed over the runs) one call may do: 1e10,
+#: minutes on two cores at the kernels' worst (one sequence, one token a step).
+WORK_LIMIT = 1e10
+
+#: Bytes per request a block holds: arrival, prompt, output, priority, and the kernel's
+#: admission, first-token, finish, preemption and status outputs.
+_BYTES_PER_REQUEST = 9 * 8
 
 
 class _Timing:
@@ -190,6 +202,21 @@ class _Batcher:
         if self.clock == "roofline":
             self._timing()
 
+    def _check_size(self, output, work_limit=WORK_LIMIT, memory_limit=MEMORY_LIMIT):
+        """Refuse, before the kernel, a run above ``work_limit`` token-steps (or static scratch
+        above ``memory_limit``: the static kernel counts a batch's members by output length)."""
+        work = float(np.sum(output, dtype=np.float64))
+        if work > work_limit:
+            raise ValueError(f"this run would simulate {work:.3g} token-steps (output tokens), "
+                             f"above work_limit={work_limit:g}; split the workload, shorten the "
+                             f"outputs, or raise work_limit")
+        longest = float(np.max(output)) if np.size(output) else 0.0
+        if self.policy == "static" and 8 * longest > memory_limit:
+            raise ValueError(f"static batching of an output of {longest:.3g} tokens needs "
+                             f"{8 * longest / 2**30:.3g} GiB of scratch, above memory_limit="
+                             f"{memory_limit / 2**30:g} GiB; shorten the outputs or raise "
+                             f"memory_limit")
+
     def _timing(self):
         return _Timing(self.clock, self.model, self.gpu, self.tp, self.roofline_options)
 
@@ -220,7 +247,8 @@ class _Batcher:
 
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
             priority=None, ttft_target=None, itl_target=None,
-            e2e_target=None) -> xr.Dataset:
+            e2e_target=None, work_limit=WORK_LIMIT,
+            memory_limit=MEMORY_LIMIT) -> xr.Dataset:
         """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
 
         Parameters
@@ -238,6 +266,10 @@ class _Batcher:
             latency <= ``e2e_target``); an absent target counts as met.
         e2e_target : float, optional
             End-to-end latency target (finish - arrival) [tick or s].
+        work_limit, memory_limit : float
+            Most token-steps (output tokens) and bytes of scratch the run may take; default
+            :data:`WORK_LIMIT` (1e10) and :data:`MEMORY_LIMIT` (2 GiB). A run above either is
+            refused before the kernel, with the estimate.
 
         Returns
         -------
@@ -246,6 +278,10 @@ class _Batcher:
         """
         wl = coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
         targets = _targets(ttft_target, itl_target, e2e_target)
+        self._check_size(wl.output_tokens,
+                         real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True),
+                         real_number("memory_limit", memory_limit, lo=0, lo_open=True,
+                                     allow_inf=True))
         timing = self._timing()
         out = self._simulate(wl, timing, targets)
         return _single_dataset(wl, out, self, timing, targets)
@@ -551,6 +587,29 @@ def _split_sweep(sweep, batchers, spec):
     return sweep, bat_keys, wl_keys
 
 
+def _check_monte_carlo_size(spec, n_policies, sweep, replicates, chunks, work_limit,
+                            memory_limit):
+    """Refuse, before any work, a Monte Carlo whose memory or work exceeds the limits."""
+    n = spec.n_requests
+    points = n_policies * int(np.prod([len(v) for v in sweep.values()], dtype=np.float64))
+    block = float(replicates if chunks is None else min(chunks, replicates)) * n
+    held = block * _BYTES_PER_REQUEST + float(replicates) * points * 64 * 8
+    if held > memory_limit:
+        raise ValueError(
+            f"this Monte Carlo would hold about {held / 2**30:.3g} GiB ({replicates} replicates × "
+            f"{n} requests, {points:g} grid points), above memory_limit="
+            f"{memory_limit / 2**30:g} GiB; pass chunks= (replicates per dask task), use fewer "
+            f"replicates, requests or grid points, or raise memory_limit")
+    mean_output = float(np.maximum(spec.output.sample(np.random.default_rng(0), 4096), 1).mean())
+    work = float(replicates) * points * n * mean_output
+    if work > work_limit:
+        raise ValueError(
+            f"this Monte Carlo would simulate about {work:.3g} token-steps ({replicates} "
+            f"replicates × {points:g} grid points × {n} requests × {mean_output:.3g} output "
+            f"tokens), above work_limit={work_limit:g}; use fewer replicates, requests or grid "
+            f"points, or raise work_limit")
+
+
 def _draw(spec, seed, r0, r1):
     n = spec.n_requests
     shape = (r1 - r0, n)
@@ -599,8 +658,8 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
 
 def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=None,
                 sweep: Mapping | None = None, ttft_target=None, itl_target=None,
-                e2e_target=None, chunks: int | None = None,
-                parallel: bool = True) -> xr.Dataset:
+                e2e_target=None, chunks: int | None = None, parallel: bool = True,
+                work_limit=WORK_LIMIT, memory_limit=MEMORY_LIMIT) -> xr.Dataset:
     """Summaries of many simulated workloads, over replicates and parameter dimensions.
 
     Parameters
@@ -631,6 +690,11 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
         ``False`` runs them one after another with the single-run kernel. Results are identical.
         The ``prange`` kernels compile on first use (a few seconds per policy), so a small Monte
         Carlo in a fresh process finishes sooner serially.
+    work_limit, memory_limit : float
+        Most token-steps (replicates × grid points × requests × mean output tokens, the mean of
+        4,096 draws) and bytes (one block's draws and outputs, and every summary) the call may
+        take; default :data:`WORK_LIMIT` and :data:`MEMORY_LIMIT`. Above either it is refused
+        before drawing anything, with the estimate and the way out.
 
     Returns
     -------
@@ -666,6 +730,10 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
     if not isinstance(parallel, (bool, np.bool_)):
         raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
     sweep, bat_keys, wl_keys = _split_sweep(sweep, batchers, workload)
+    _check_monte_carlo_size(
+        workload, len(batchers), sweep, replicates, chunks,
+        real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True),
+        real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True))
     args = (workload, batchers, sweep, bat_keys, wl_keys, seed)
     if chunks is None:
         ds = _mc_block(*args, 0, replicates, targets, bool(parallel))
@@ -683,7 +751,8 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
 
 def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None, *,
                    ttft_target=None, itl_target=None, e2e_target=None,
-                   parallel: bool = True, variables=None) -> xr.Dataset:
+                   parallel: bool = True, variables=None, work_limit=WORK_LIMIT,
+                   memory_limit=MEMORY_LIMIT) -> xr.Dataset:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
 
     Parameters
@@ -705,6 +774,9 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         Only these summaries (names of :data:`~rooflinekit.batching.results.SUMMARY_NAMES`),
         for callers that run many small simulations and read a few numbers (a search); the
         percentiles of per-request times are then computed only when named.
+    work_limit, memory_limit : float
+        As for :func:`monte_carlo`: the rows' output tokens, and their bytes with the kernel's
+        outputs.
 
     Returns
     -------
@@ -736,6 +808,14 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         variables = list(variables)
         check_keys("variables", variables, SUMMARY_NAMES, what="summary")
     arrays = _replicate_rows(arrival, prompt_tokens, output_tokens, priority)
+    work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
+    memory_limit = real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True)
+    held = float(arrays[0].size) * _BYTES_PER_REQUEST
+    if held > memory_limit:
+        raise ValueError(f"these rows would hold {held / 2**30:.3g} GiB with the kernel's "
+                         f"outputs, above memory_limit={memory_limit / 2**30:g} GiB; pass fewer "
+                         f"rows at a time or raise memory_limit")
+    batcher._check_size(arrays[2], work_limit, memory_limit)
     out = _allocate(*arrays[0].shape)
     timing = batcher._timing()
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel))
@@ -759,7 +839,8 @@ def _valid_block(named):
     """
     arrival = np.asarray(named["arrival"])
     if arrival.dtype.kind not in "iuf" or not np.isfinite(arrival).all() or \
-            (arrival.size and (arrival.min() < 0 or (np.diff(arrival, axis=1) < 0).any())):
+            (arrival.size and (arrival.min() < 0 or arrival.max() > MAX_ARRIVAL
+                               or (np.diff(arrival, axis=1) < 0).any())):
         return None
     counts = []
     for name, lo, hi in (("prompt_tokens", 0, MAX_COUNT), ("output_tokens", 1, MAX_COUNT),
