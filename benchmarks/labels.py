@@ -15,7 +15,8 @@ _BODY = roofline.decode_step_time.__wrapped__
 _FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
            "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param",
            "kv_bytes_per_element", "kv_bytes_per_token", "kv_bytes_per_token_per_layer",
-           "n_full_layers", "n_sliding_layers", "sliding_window")
+           "n_full_layers", "n_sliding_layers", "sliding_window", "input_embedding_params",
+           "lm_head_params")
 
 
 def _axis(dim, values):
@@ -39,6 +40,7 @@ def _via_apply_ufunc(models, gpus, batch, ctx, tp):
         gpu = SimpleNamespace(**dict(zip(("hbm_bandwidth", "peak_flops", "n_gpus",
                                           "interconnect_bandwidth", "interconnect_latency"),
                                          fields[len(_FIELDS):])))
+        gpu.attention_peak_flops = gpu.peak_flops      # the 16-bit peak: bf16 activations
         inputs = _coefficients({"model": model, "gpu": gpu, "tp": t, **OPTION_DEFAULTS})
         return _BODY(inputs["model"], inputs["gpu"], b, c, t)
 

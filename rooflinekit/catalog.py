@@ -224,6 +224,8 @@ _VARIABLES = {ModelShape: {
     "sliding_window": ("tokens", "sliding-window length (inf: none)"),
     "weight_bytes": ("bytes", "weight bytes"),
     "active_weight_bytes": ("bytes", "weight bytes used per token"),
+    "input_embedding_params": ("1", "input-embedding parameters apart from the LM head"),
+    "lm_head_params": ("1", "LM head parameters (0: vocabulary unknown)"),
 }, GPU: {
     "memory_bytes": ("bytes", "device memory"),
     "hbm_bandwidth": ("bytes/s", "memory bandwidth"),

@@ -221,6 +221,24 @@ class ModelShape:
         """Bytes of the weights one token uses [bytes] (all of them for a dense model)."""
         return self.n_active_params * self.bytes_per_param
 
+    @property
+    def lm_head_params(self) -> float:
+        """Parameters of the output projection, ``vocab_size · hidden_size`` [1] (0: unknown).
+
+        With tied embeddings this is the shared matrix, counted once in ``n_params``.
+        """
+        return 0.0 if self.vocab_size is None else float(self.vocab_size * self.hidden_size)
+
+    @property
+    def input_embedding_params(self) -> float:
+        """Parameters of an input-embedding table apart from the output projection [1].
+
+        ``vocab_size · hidden_size`` for untied embeddings, 0 when tied (the table is the LM
+        head's matrix) or when ``vocab_size`` is unknown. A step looks rows of it up; it does no
+        matrix multiply with it.
+        """
+        return 0.0 if self.tie_word_embeddings else self.lm_head_params
+
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def from_hf_config(cls, config: "str | Path | dict", *, name: str | None = None,

@@ -35,12 +35,13 @@ from rooflinekit._validation import (
     check_positive,
     check_type,
 )
-from rooflinekit.dtypes import dtype_name
+from rooflinekit.dtypes import bytes_per_element, dtype_name
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
 __all__ = [
     "ALLREDUCES_PER_LAYER",
+    "COLLECTIVE_HOPS",
     "allreduce_coefficients",
     "allreduce_time",
     "device_peak_flops",
@@ -53,6 +54,15 @@ __all__ = [
 
 #: Megatron tensor parallelism all-reduces twice per layer: after attention and after the MLP.
 ALLREDUCES_PER_LAYER = 2
+
+#: Link latencies one all-reduce pays in the "collective" model, whatever the degree: a
+#: reduce-scatter then an all-gather, each one direct exchange with every peer at once over a
+#: switch (NCCL's NVLS, TensorRT-LLM's and vLLM's one-/two-shot kernels). Measured small-message
+#: all-reduce time is flat from 2 to 8 GPUs on NVSwitch, not ``2·(d−1)`` hops as a ring pays.
+COLLECTIVE_HOPS = 2
+
+#: The all-reduce models :func:`allreduce_coefficients` knows.
+_ALGORITHMS = ("collective", "ring", "guide")
 
 
 def _check_model(name, model):
@@ -195,7 +205,8 @@ def ring_allreduce_time(payload_bytes, degree, link_bandwidth, hop_latency=0.0):
     return steps / degree * payload_bytes / link_bandwidth + steps * hop_latency
 
 
-def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_latency):
+def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_latency,
+                           algorithm="ring"):
     """Per-step tensor-parallel communication as two coefficients (plain arithmetic).
 
     Parameters
@@ -203,29 +214,40 @@ def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_
     n_layers, hidden_size : float or ndarray
         Decoder layers and model width [1].
     activation_bytes : float or ndarray
-        Bytes per activation element [bytes] (the KV/activation format).
+        Bytes per activation element [bytes] (the activation format, bf16: 2).
     degree : float or ndarray
         GPUs in the tensor-parallel group [1], ≥ 1.
     hop_latency : float or ndarray
-        Latency of one ring step [s].
+        Latency of one link hop [s].
+    algorithm : {"ring", "collective", "guide"}
+        ``"ring"``: ``2·(d−1)`` hops per all-reduce; ``"collective"``: :data:`COLLECTIVE_HOPS`
+        per all-reduce, flat in the degree; ``"guide"``: no communication (both 0).
 
     Returns
     -------
     bytes_per_token : float or ndarray
         Bytes each GPU sends (and receives) per token per step over all
-        ``2 · n_layers`` ring all-reduces [bytes/token]; divide by the link bandwidth for time.
+        ``2 · n_layers`` all-reduces [bytes/token]; divide by the link bandwidth for time.
     latency : float or ndarray
-        Fixed latency of those all-reduces per step [s]: ``2·L · 2·(d−1) · hop_latency``.
+        Fixed latency of those all-reduces per step [s]: ``2·L · 2·(d−1) · hop_latency``
+        (ring) or ``2·L · 2 · hop_latency`` (collective, ``d > 1``).
 
     Notes
     -----
-    Used by the roofline's step coefficients (:mod:`rooflinekit.roofline.step`) on raw arrays; both are
-    0 when ``degree = 1``.
+    Both algorithms move ``2·(d−1)/d`` of the payload per GPU, the bandwidth optimum
+    (Patarasuk & Yuan 2009). Used by the roofline's step coefficients
+    (:mod:`rooflinekit.roofline.step`) on raw arrays; both are 0 when ``degree = 1``.
     """
+    if algorithm not in _ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {', '.join(_ALGORITHMS)}, got {algorithm!r}")
+    if algorithm == "guide":
+        return 0.0, 0.0
     ring = 2.0 * (degree - 1.0) / degree
     allreduces = ALLREDUCES_PER_LAYER * n_layers
     bytes_per_token = allreduces * ring * hidden_size * activation_bytes
-    latency = allreduces * 2.0 * (degree - 1.0) * hop_latency
+    hops = 2.0 * (degree - 1.0) if algorithm == "ring" else \
+        COLLECTIVE_HOPS * np.minimum(degree - 1.0, 1.0)
+    latency = allreduces * hops * hop_latency
     return bytes_per_token, latency
 
 
@@ -234,21 +256,42 @@ def _read_link(gpu, arguments):
     return spec_fields("n_gpus", "interconnect_bandwidth", "interconnect_latency")(gpu, arguments)
 
 
+def _check_algorithm(name, value):
+    if value not in _ALGORITHMS:
+        raise ValueError(f"{name} must be one of {', '.join(_ALGORITHMS)}, got {value!r}")
+
+
+def _check_activation(name, value):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a format name such as 'bf16', got "
+                        f"{type(value).__name__}")
+    bytes_per_element(value, name)
+
+
 @_parallel_formula("s", "tensor-parallel all-reduce time",
-                   model=("n_layers", "hidden_size", "kv_bytes_per_element"), gpu=_read_link,
-                   order=("tokens", "model", "tp", "gpu"), checks={"tokens": check_nonnegative})
-def allreduce_time(model, gpu, tokens, tp=1, *, interconnect_bandwidth=None,
-                   interconnect_latency=None):
+                   model=("n_layers", "hidden_size"), gpu=_read_link,
+                   order=("tokens", "model", "tp", "gpu"),
+                   checks={"tokens": check_nonnegative, "algorithm": _check_algorithm,
+                           "activation_dtype": _check_activation},
+                   keep=("algorithm", "activation_dtype"))
+def allreduce_time(model, gpu, tokens, tp=1, *, algorithm="collective", activation_dtype="bf16",
+                   interconnect_bandwidth=None, interconnect_latency=None):
     """Communication time tensor parallelism adds to one forward step [s].
 
     Parameters
     ----------
     model : ModelShape or xarray.Dataset
-        The model (``n_layers``, ``hidden_size``, activation format = ``kv_bytes_per_element``).
+        The model (``n_layers``, ``hidden_size``).
     gpu : GPU or xarray.Dataset
         One accelerator (its ``interconnect_bandwidth`` and ``interconnect_latency``).
     tokens : int, array_like or xarray.DataArray
         Tokens in the step [tokens]: the batch size for decode, the prompt length for prefill.
+    algorithm : {"collective", "ring", "guide"}
+        ``"collective"`` (default): :data:`COLLECTIVE_HOPS` link latencies per all-reduce, flat
+        in the degree; ``"ring"``: the textbook ring's ``2·(d−1)``; ``"guide"``: none (0 s).
+    activation_dtype : str
+        Format of the activations summed [bytes per element by name]. Default "bf16" (2 B),
+        whatever the KV-cache format.
 
     Returns
     -------
@@ -262,9 +305,10 @@ def allreduce_time(model, gpu, tokens, tp=1, *, interconnect_bandwidth=None,
 
     Notes
     -----
-    ``2·L`` ring all-reduces of ``tokens × hidden_size × b_act`` bytes each
-    (:func:`ring_allreduce_time`), run one after another with the compute (no overlap), as in
-    Megatron-LM inference. A decode step of a 70B model at ``tp = 8`` carries 160 of them.
+    ``2·L`` all-reduces of ``tokens × hidden_size × b_act`` bytes each, run one after another
+    with the compute (no overlap), as in Megatron-LM inference: ``2·(d−1)/d`` of the payload
+    over the link plus a latency per all-reduce (2 hops, or the ring's ``2·(d−1)``,
+    :func:`ring_allreduce_time`). A decode step of a 70B model at ``tp = 8`` carries 160.
 
     References
     ----------
@@ -278,7 +322,8 @@ def allreduce_time(model, gpu, tokens, tp=1, *, interconnect_bandwidth=None,
     degree = tp * gpu.n_gpus
     require_link(link, degree)
     per_token, latency = allreduce_coefficients(
-        model.n_layers, model.hidden_size, model.kv_bytes_per_element, degree, hop)
+        model.n_layers, model.hidden_size, bytes_per_element(activation_dtype), degree, hop,
+        algorithm)
     # 0 / inf is 0 where no link is needed (degree 1); NaN links were rejected above.
     safe_link = np.where(degree > 1, link, np.inf)
     return tokens * per_token / safe_link + latency
@@ -290,7 +335,7 @@ def require_link(link, degree):
     if need.any():
         raise ValueError("interconnect_bandwidth is unknown for this gpu but tp > 1 needs it for "
                          "the all-reduce cost; pass interconnect_bandwidth=<bytes/s> or use "
-                         "allreduce=False (the guide's simple model)")
+                         "allreduce='guide' (the guide's simple model)")
 
 
 def _check_request(arguments):

@@ -72,14 +72,18 @@ def test_throughput_per_group_and_per_gpu(guide_model, lab_gpu):
 def test_cost_per_million_tokens(guide_model, lab_gpu):
     # 8 GPUs × $3/h (guide §6.5's price) at batch 1, no context: $24/h × 5.22 ms per token
     # (140e9 B / 26.8e12 B/s) = $34.83 per 1M tokens (rel 1e-12); batch 128: 128× cheaper exactly
-    usd = lat.cost_per_million_tokens(guide_model, lab_gpu, 1, 0, 8, hourly_price=3.0)
+    # the guide's simple model (no all-reduce)
+    usd = lat.cost_per_million_tokens(guide_model, lab_gpu, 1, 0, 8, hourly_price=3.0,
+                                      allreduce="guide")
     expected = 8 * 3.0 / 3600 * (W70 / (8 * BW)) * 1e6
     assert usd == pytest.approx(expected, rel=1e-12)
     assert usd == pytest.approx(34.83, abs=5e-3)
-    assert lat.cost_per_million_tokens(guide_model, lab_gpu, 128, 0, 8, hourly_price=3.0) == \
-        pytest.approx(expected / 128, rel=1e-12)
+    assert lat.cost_per_million_tokens(guide_model, lab_gpu, 128, 0, 8, hourly_price=3.0,
+                                       allreduce="guide") == pytest.approx(expected / 128,
+                                                                           rel=1e-12)
     priced = lab_gpu.__class__(**{**lab_gpu.__dict__, "hourly_price": 3.0})
-    assert lat.cost_per_million_tokens(guide_model, priced, 1, 0, 8) == pytest.approx(
+    assert lat.cost_per_million_tokens(guide_model, priced, 1, 0, 8,
+                                       allreduce="guide") == pytest.approx(
         expected, rel=1e-12)
 
 

@@ -40,7 +40,7 @@ def test_group_peak_by_format():
 
 def test_simple_model_decode_scales_exactly(guide_model, lab_gpu):
     # without all-reduce, batch-1 decode at tp=8 is 41.79 ms / 8 = 5.22 ms exactly (rel 1e-15)
-    t8 = r.decode_step_time(guide_model, lab_gpu, tp=8)
+    t8 = r.decode_step_time(guide_model, lab_gpu, tp=8, allreduce="guide")
     assert t8 == pytest.approx(W70 / (8 * BW), rel=1e-15)
 
 
@@ -58,19 +58,21 @@ def test_ring_allreduce_formula():
 
 
 def test_allreduce_time_70b_tp8(guide_model, lab_gpu):
-    # 160 all-reduces (2 per layer × 80) of 1 × 8,192 × 2 B at tp=8 on 450 GB/s, 1 µs per hop
-    # (the GPU default): 160 × (1.75 × 16,384 / 450e9 + 14 × 1e-6) = 2.25 ms (rel 1e-12)
+    # 160 ring all-reduces (2 per layer × 80) of 1 × 8,192 × 2 B at tp=8 on 450 GB/s, 1 µs per
+    # hop (the GPU default): 160 × (1.75 × 16,384 / 450e9 + 14 × 1e-6) = 2.25 ms (rel 1e-12)
+    ring = {"algorithm": "ring"}
     expected = 160 * (1.75 * 16_384 / 450e9 + 14 * 1e-6)
-    assert p.allreduce_time(guide_model, lab_gpu, 1, 8) == pytest.approx(expected, rel=1e-12)
-    assert p.allreduce_time(guide_model, lab_gpu, 1, 1) == 0.0
-    assert r.decode_step_time(guide_model, lab_gpu, 1, 0, 8, allreduce=True) == \
+    assert p.allreduce_time(guide_model, lab_gpu, 1, 8, **ring) == pytest.approx(expected,
+                                                                                 rel=1e-12)
+    assert p.allreduce_time(guide_model, lab_gpu, 1, 1, **ring) == 0.0
+    assert r.decode_step_time(guide_model, lab_gpu, 1, 0, 8, allreduce="ring") == \
         pytest.approx(W70 / (8 * BW) + expected, rel=1e-12)
     # input kinds
     arr = p.allreduce_time(guide_model, lab_gpu, np.array([1, 64]), 8)
     assert arr.shape == (2,) and arr[1] > arr[0]
     da = p.allreduce_time(guide_model, lab_gpu, 1, xr.DataArray([1, 8], dims="tp"))
     assert da.dims == ("tp",) and da.values[0] == 0.0
-    slower = p.allreduce_time(guide_model, lab_gpu, 1, 8, interconnect_latency=5e-6)
+    slower = p.allreduce_time(guide_model, lab_gpu, 1, 8, interconnect_latency=5e-6, **ring)
     assert slower == pytest.approx(160 * (1.75 * 16_384 / 450e9 + 14 * 5e-6), rel=1e-12)
 
 
@@ -88,7 +90,7 @@ def test_allreduce_needs_known_link(guide_model):
 def test_tp8_with_allreduce_is_slower_than_simple_and_sublinear(guide_model, lab_gpu):
     # guide §5: communication makes scaling sub-linear. At batch 1 and at batch 64 / 2k tokens:
     for batch, ctx in ((1, 0), (64, 2048)):
-        simple = r.decode_step_time(guide_model, lab_gpu, batch, ctx, [4, 8])
+        simple = r.decode_step_time(guide_model, lab_gpu, batch, ctx, [4, 8], allreduce="guide")
         real = r.decode_step_time(guide_model, lab_gpu, batch, ctx, [4, 8], allreduce=True)
         assert real[1] > simple[1]
         assert simple[0] / simple[1] == pytest.approx(2.0, rel=1e-12)   # simple model: 2×

@@ -58,23 +58,28 @@ def test_compute_bound_step_counts_compute_time():
 
 def test_tensor_parallel_group_draws_tp_boards():
     # tp = 2 halves the step (twice the bandwidth) and doubles the power: same joules per token
-    # while memory-bound with no overhead, more with a fixed overhead paid by both boards
+    # while memory-bound with no overhead, more with a fixed overhead paid by both boards (the
+    # guide's simple model: no all-reduce, and GPU_500W has no link to send one over)
+    simple = {"allreduce": "guide"}
     one = energy_per_token(MODEL, GPU_500W, 4, 1000)
-    two = energy_per_token(MODEL, GPU_500W, 4, 1000, tp=2)
+    two = energy_per_token(MODEL, GPU_500W, 4, 1000, tp=2, **simple)
     assert two == pytest.approx(one, rel=1e-12)
     overhead = 1e-3
     expected = 2 * 500.0 * (0.3 * (T_MEMORY / 2 + overhead) + 0.7 * T_MEMORY / 2) / 4
-    got = energy_per_token(MODEL, GPU_500W, 4, 1000, tp=2, step_overhead=overhead)
+    got = energy_per_token(MODEL, GPU_500W, 4, 1000, tp=2, step_overhead=overhead, **simple)
     assert got == pytest.approx(expected, rel=1e-12)
-    grouped = energy_per_token(MODEL, GPU_500W.group(2), 4, 1000, step_overhead=overhead)
+    grouped = energy_per_token(MODEL, GPU_500W.group(2), 4, 1000, step_overhead=overhead,
+                               **simple)
     assert grouped == pytest.approx(expected, rel=1e-12)
 
 
 def test_guide_70b_on_eight_h100_at_batch_one():
-    # 140e9 bytes of weights over 8 × 3.35 TB/s, at 8 × 700 W: 5,600 W × 5.224 ms = 29.25 J
+    # the guide's simple model: 140e9 bytes of weights over 8 × 3.35 TB/s, at 8 × 700 W:
+    # 5,600 W × 5.224 ms = 29.25 J
     model, gpu = catalog.model("guide-70b"), catalog.gpu("h100")
     expected = 8 * 700.0 * (70e9 * 2 / (8 * 3.35e12))
-    assert energy_per_token(model, gpu, 1, 0, tp=8) == pytest.approx(expected, rel=1e-9)
+    assert energy_per_token(model, gpu, 1, 0, tp=8, allreduce="guide") == \
+        pytest.approx(expected, rel=1e-9)
     assert expected == pytest.approx(29.2537, rel=1e-5)
 
 

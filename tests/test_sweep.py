@@ -180,7 +180,13 @@ def test_allreduce_option():
     m, g = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
     assert ds.decode_step_time.sel(tp=8).item() == roofline.decode_step_time(
         m, g, 8, 2048, 8, allreduce=True)
-    assert ds.decode_step_time.sel(tp=8).item() > sw.sweep(**kw).decode_step_time.sel(tp=8).item()
+    assert ds.decode_step_time.sel(tp=8).item() > sw.sweep(
+        **kw, allreduce=False).decode_step_time.sel(tp=8).item()
+    # the default is the formulas' default, and every named model reaches them
+    xr.testing.assert_identical(sw.sweep(**kw).decode_step_time, ds.decode_step_time)
+    for name in ("collective", "ring", "guide"):
+        assert sw.sweep(**kw, allreduce=name).decode_step_time.sel(tp=8).item() == \
+            roofline.decode_step_time(m, g, 8, 2048, 8, allreduce=name)
 
 
 # -- blocks, laziness and dask ---------------------------------------------------------------------

@@ -36,8 +36,9 @@ def _fraction(name, value):
               checks={"idle_power_fraction": _fraction}, gpu_fields=("board_power",))
 def energy_per_token(model, gpu, batch_size=1, context_length=0, tp=1, *,
                      idle_power_fraction=DEFAULT_IDLE_POWER_FRACTION, compute_efficiency=1.0,
-                     bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-                     compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+                     bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+                     compute_dtype=None, activation_dtype="bf16",
+                     interconnect_bandwidth=None, interconnect_latency=None):
     """GPU energy of one generated token in a decode step [J/token].
 
     Parameters

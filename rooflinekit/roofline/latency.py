@@ -61,7 +61,8 @@ def _price(name, value):
 
 @step_formula("s", "decode step time (ITL)")
 def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """Decode step time = inter-token latency (ITL) [s]: every sequence gets one token per step.
 
@@ -85,7 +86,8 @@ def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, comput
 
 @step_formula("s", "prefill time")
 def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """Time of prefilling a prompt in one pass [s]: the prefill part of TTFT.
 
@@ -113,8 +115,9 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, compute_e
 
 @step_formula("s/token", "amortized time per token")
 def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Group time per generated token, the decode step shared over the batch [s/token].
 
     Returns
@@ -142,7 +145,8 @@ def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
 
 @step_formula("tokens/s", "decode throughput per group")
 def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """Generated tokens per second of one tensor-parallel group [tokens/s].
 
@@ -161,8 +165,9 @@ def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *, compu
 
 @step_formula("tokens/s", "decode throughput per GPU")
 def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Generated tokens per second per GPU [tokens/s]: :func:`decode_throughput` ÷ GPUs.
 
     See Also
@@ -175,7 +180,8 @@ def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, 
 
 @step_formula("tokens/s", "prefill throughput")
 def prefill_throughput(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """Prompt tokens per second of one group prefilling one prompt [tokens/s].
 
@@ -214,8 +220,9 @@ def _sum_linear(a, d, lo, hi):
 @step_formula("s", "generation time", checks={
     "output_tokens": _whole(0), "context_length": _whole(0)})
 def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Time of ``output_tokens`` consecutive decode steps, the first at ``context_length`` [s].
 
     Parameters
@@ -251,8 +258,8 @@ def _generation(model, gpu, b, steps, first):
     """``Σ step_time`` over ``steps`` decode steps from context ``first``, in closed form."""
     zeros = np.zeros_like(np.asarray(first, dtype=float))
     weights = step_bytes(model, (b, 0.0, zeros, 0.0))           # W(B) with no KV
-    a_compute = model.flops_per_token * b / gpu.peak_flops
-    b_compute = model.attention_flops_per_pair * b / gpu.peak_flops
+    a_compute = (model.flops_per_token + model.lm_head_flops_per_token) * b / gpu.peak_flops
+    b_compute = model.attention_flops_per_pair * b / gpu.attention_peak_flops
     a_memory = weights / gpu.bandwidth
     b_memory = model.kv_bytes_per_token * b / gpu.bandwidth
     da, db = a_compute - a_memory, b_compute - b_memory
@@ -277,8 +284,9 @@ def _generation(model, gpu, b, steps, first):
 @step_formula("s", "request latency", checks={
     "prompt_tokens": _whole(1), "output_tokens": _whole(1)})
 def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
+        interconnect_bandwidth=None, interconnect_latency=None):
     """End-to-end time of one request: prefill, then ``output_tokens − 1`` decode steps [s].
 
     Parameters
@@ -308,8 +316,9 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
 @step_formula("USD/1M tokens", "GPU cost per million generated tokens",
               checks={"hourly_price": _price})
 def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *, hourly_price=None,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
+        interconnect_bandwidth=None, interconnect_latency=None):
     """GPU cost of a million generated tokens at full decode throughput [USD per 1M tokens].
 
     Parameters
@@ -350,7 +359,8 @@ def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
 
 @step_formula("ms", "prefill time")
 def prefill_ms(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """The lab's name: :func:`prefill_time` in milliseconds [ms] (guide §8 step 3)."""
     return step_time(model, gpu, prefill_step(model, prompt_tokens, 0.0)) / MS
@@ -358,8 +368,9 @@ def prefill_ms(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0,
 
 @step_formula("ms", "amortized time per token")
 def decode_ms_per_token(model, gpu, batch_size=1, context_length=0, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
+        interconnect_bandwidth=None, interconnect_latency=None):
     """The lab's name: guide §4.1's per-token time ``(weights + B·KV)/(bandwidth·B)`` [ms].
 
     This is :func:`amortized_token_time` in milliseconds — the decode step shared over the

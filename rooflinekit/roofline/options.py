@@ -26,6 +26,7 @@ from rooflinekit._validation import (
     check_positive,
     check_range,
 )
+from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
@@ -37,6 +38,9 @@ MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_si
                 "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param",
                 "kv_bytes_per_element", "kv_bytes_per_token", "kv_bytes_per_token_per_layer",
                 "n_full_layers", "n_sliding_layers", "sliding_window")
+#: Model fields a Dataset or array spec built before they existed may lack: 0 is the former
+#: model (no embedding table counted apart from the other weights).
+OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0}
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")
 
@@ -63,7 +67,8 @@ def _spec_fields(kind: str, spec, spec_type: type, fields: tuple, from_object) -
 
 
 def _model_object_fields(model: ModelShape) -> dict:
-    out = {k: float(getattr(model, k)) for k in MODEL_FIELDS if k != "sliding_window"}
+    out = {k: float(getattr(model, k)) for k in (*MODEL_FIELDS, *OPTIONAL_MODEL_FIELDS)
+           if k != "sliding_window"}
     out["sliding_window"] = math.inf if model.sliding_window is None else \
         float(model.sliding_window)
     return out
@@ -77,6 +82,12 @@ def _gpu_object_fields(gpu: GPU) -> dict:
 def model_fields(model) -> dict:
     """The model's fields as floats (object), DataArrays over ``model`` (Dataset) or arrays."""
     out = _spec_fields("model", model, ModelShape, MODEL_FIELDS, _model_object_fields)
+    for k, default in OPTIONAL_MODEL_FIELDS.items():
+        if k not in out:
+            value = getattr(model, k, None) if not isinstance(model, xr.Dataset) else \
+                (model[k].astype(float) if k in model else None)
+            out[k] = default if value is None else (
+                value if isinstance(value, xr.DataArray) else np.asarray(value, dtype=float))
     p, pa = np.asarray(out["n_params"]), np.asarray(out["n_active_params"])
     e, k = np.asarray(out["n_experts"]), np.asarray(out["n_experts_per_token"])
     per_expert = np.where(e > k, (p - pa) / np.maximum(e - k, 1.0), 0.0)
@@ -96,15 +107,36 @@ def gpu_fields(gpu, compute_dtype) -> dict:
     return out
 
 
-def _check_flag(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
-
-
 def _check_dtype(name, value):
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{name} must be a format name such as 'fp8', got "
                         f"{type(value).__name__}")
+
+
+def _check_activation_dtype(name, value):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a format name such as 'bf16', got "
+                        f"{type(value).__name__}")
+    bytes_per_element(value, name)
+
+
+#: What ``allreduce`` accepts, each boolean standing for one of the named models.
+ALLREDUCE_MODELS = ("collective", "ring", "guide")
+_ALLREDUCE_FLAGS = {True: "collective", False: "guide"}
+
+
+def _check_allreduce(name, value):
+    if isinstance(value, (bool, np.bool_)) or value in ALLREDUCE_MODELS:
+        return
+    raise TypeError(f"{name} must be True or False, or one of {', '.join(ALLREDUCE_MODELS)}; "
+                    f"got {value!r}")
+
+
+def allreduce_model(value) -> str:
+    """The all-reduce model an ``allreduce`` option names: "collective", "ring" or "guide"."""
+    if isinstance(value, (bool, np.bool_)):
+        return _ALLREDUCE_FLAGS[bool(value)]
+    return value
 
 
 def _single(check):
@@ -123,13 +155,13 @@ def _efficiency(name, value):
 
 #: The keyword options every time function takes, with the guide's ideal-model defaults.
 OPTION_DEFAULTS = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": 0.0,
-                   "allreduce": False, "compute_dtype": None, "interconnect_bandwidth": None,
-                   "interconnect_latency": None}
+                   "allreduce": True, "compute_dtype": None, "activation_dtype": "bf16",
+                   "interconnect_bandwidth": None, "interconnect_latency": None}
 
 #: One check per option, run wherever the option enters (one rule, one message).
 OPTION_CHECKS = {"compute_efficiency": _efficiency, "bandwidth_efficiency": _efficiency,
-                 "step_overhead": check_nonnegative, "allreduce": _check_flag,
-                 "compute_dtype": _check_dtype,
+                 "step_overhead": check_nonnegative, "allreduce": _check_allreduce,
+                 "compute_dtype": _check_dtype, "activation_dtype": _check_activation_dtype,
                  "interconnect_bandwidth": _single(check_positive),
                  "interconnect_latency": _single(check_nonnegative)}
 
@@ -150,7 +182,7 @@ def read_options(**options):
     o = {**OPTION_DEFAULTS, **options}
     for name, check in OPTION_CHECKS.items():
         check(name, o[name])
-    o["allreduce"] = bool(o["allreduce"])
+    o["allreduce"] = allreduce_model(o["allreduce"])
     return o
 
 
@@ -160,8 +192,16 @@ def read_model(model, arguments) -> dict:
 
 
 def read_gpu(gpu, arguments) -> dict:
-    """Spec reader of the roofline formulas: the GPU's fields at the formula's compute_dtype."""
-    return gpu_fields(gpu, arguments.get("compute_dtype"))
+    """Spec reader of the roofline formulas: the GPU's fields at the formula's compute_dtype.
+
+    ``attention_peak_flops`` is the peak in the activation format, where attention runs.
+    """
+    out = gpu_fields(gpu, arguments.get("compute_dtype"))
+    attention = parallel.device_peak_flops(
+        gpu, arguments.get("activation_dtype", OPTION_DEFAULTS["activation_dtype"]))
+    out["attention_peak_flops"] = float(attention) if isinstance(attention, numbers.Real) \
+        else attention
+    return out
 
 
 #: The roofline formulas' parameters, documented once: the shared arguments and the options.
@@ -172,11 +212,18 @@ ROOFLINE_PARAMETERS = {**PARAMETERS, **parameter_entries("""
         Share of the HBM bandwidth the step reaches [1], in (0, 1]. Default 1.0.
     step_overhead : float, array_like or xarray.DataArray
         Fixed time per step (scheduling, kernel launches, sampling) [s], ≥ 0. Default 0.
-    allreduce : bool
-        Add tensor parallelism's all-reduce time (:mod:`rooflinekit.parallel`). Default
-        ``False``: the guide's simple model.
+    allreduce : bool or {"collective", "ring", "guide"}
+        Tensor parallelism's all-reduce time (:mod:`rooflinekit.parallel`), two per layer.
+        ``"collective"`` (default, also ``True``): a fixed latency per all-reduce, flat in the
+        degree, plus ``2·(d−1)/d`` of the payload over the link. ``"ring"``: the textbook ring,
+        ``2·(d−1)`` hop latencies per all-reduce. ``"guide"`` (also ``False``): no
+        communication, the guide's §5 simple model.
     compute_dtype : str, optional
-        Format of the matrix multiplies ("fp8", ...); default the GPU's 16-bit dense peak.
+        Format of the weight matrix multiplies ("fp8", ...); default the GPU's 16-bit dense peak.
+    activation_dtype : str
+        Format of the activations ("bf16", ...): the all-reduce payload's element size and the
+        format attention runs in (its peak FLOP/s). Default "bf16".
     interconnect_bandwidth, interconnect_latency : float, optional
-        Overrides of the GPU's per-direction link bandwidth [bytes/s] and per-hop latency [s].
+        Overrides of the GPU's per-direction link bandwidth [bytes/s] and link latency [s] (per
+        ring hop; a collective pays two).
     """)}

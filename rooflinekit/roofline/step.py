@@ -27,10 +27,12 @@ import numpy as np
 
 from rooflinekit import memory, parallel
 from rooflinekit._labels import formula, lay_out, returns_entry, spec_fields, table
+from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.roofline.options import (
     ARGUMENT_CHECKS,
     OPTION_DEFAULTS,
     ROOFLINE_PARAMETERS,
+    allreduce_model,
     read_gpu,
     read_model,
 )
@@ -65,7 +67,8 @@ class StepCost(NamedTuple):
     n_experts_per_token: float
     #: KV bytes one cached token holds over all layers [bytes/token].
     kv_bytes_per_token: float
-    #: Matrix-multiply FLOPs per token, 2 × active parameters [FLOP/token].
+    #: Matrix-multiply FLOPs per token, 2 × active parameters less the LM head and the
+    #: input-embedding table (a lookup, no multiply) [FLOP/token].
     flops_per_token: float
     #: Attention FLOPs per (query, cached token) pair over all layers, 4·H·d·L [FLOP].
     attention_flops_per_pair: float
@@ -87,18 +90,29 @@ class StepCost(NamedTuple):
     sliding_window: float
     #: GPUs in the group [1].
     tp: float
+    #: Group peak in the activation format, where attention runs, × compute efficiency
+    #: [FLOP/s].
+    attention_peak_flops: float
+    #: LM-head FLOPs per token that needs logits, 2·V·h [FLOP/token] (0: vocabulary unknown,
+    #: the head is then in ``flops_per_token``).
+    lm_head_flops_per_token: float
+    #: Bytes of the input-embedding rows one token looks up, h × weight bytes [bytes/token].
+    embedding_row_bytes: float
+    #: Elementwise traffic of one prompt token (norms, residual adds) [bytes/token].
+    prefill_bytes_per_token: float
 
 
 def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_experts,
                            n_experts_per_token, kv_bytes_per_token, flops_per_token,
                            attention_flops_per_pair, peak_flops, bandwidth, step_overhead,
                            allreduce_bytes_per_token, link_bandwidth, allreduce_latency,
-                           full_attention_fraction, sliding_window, tp,
+                           full_attention_fraction, sliding_window, tp, attention_peak_flops,
+                           lm_head_flops_per_token, embedding_row_bytes, prefill_bytes_per_token,
                            n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
     """Time of one forward step carrying decode tokens and prompt tokens [s] (scalar kernel).
 
     Written with arithmetic and ``max``/``min`` only, so that ``numba.njit`` compiles it
-    unchanged; the first 16 arguments are the fields of :class:`StepCost`.
+    unchanged; the first 20 arguments are the fields of :class:`StepCost`.
 
     Parameters
     ----------
@@ -123,10 +137,15 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
 
     Notes
     -----
-    ``max(FLOPs / peak_flops, bytes / bandwidth) + step_overhead + all-reduce`` with
-    ``FLOPs = flops_per_token·n + attention_flops_per_pair·(kv_tokens_read +
-    prefill_context_tokens)`` and ``bytes = weights touched by n tokens + kv_bytes_per_token ·
-    (kv_tokens_read + n_prefill_tokens)``, ``n = n_decode + n_prefill_tokens``.
+    ``max(compute, bytes / bandwidth) + step_overhead + all-reduce`` with ``compute =
+    (flops_per_token·n + lm_head_flops_per_token·n_logits) / peak_flops +
+    attention_flops_per_pair·(kv_tokens_read + prefill_context_tokens) / attention_peak_flops``
+    (the weight GEMMs and attention run one after the other, each at its format's peak) and
+    ``bytes = weights touched by n tokens + embedding_row_bytes·n + kv_bytes_per_token ·
+    (kv_tokens_read + n_prefill_tokens) + prefill_bytes_per_token·n_prefill_tokens``,
+    ``n = n_decode + n_prefill_tokens``. Logits are needed for every decode token and for one
+    prompt token of a step with prompt tokens, ``n_logits = n_decode + min(n_prefill_tokens,
+    1)``: the last token of a prompt (a prefill step serves one prompt).
 
     References
     ----------
@@ -137,9 +156,14 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     tokens = n_decode + n_prefill_tokens
     experts_touched = n_experts * (1.0 - (1.0 - n_experts_per_token / n_experts) ** tokens)
     weight_bytes = nonexpert_weight_bytes + experts_touched * expert_weight_bytes
-    traffic = weight_bytes + kv_bytes_per_token * (kv_tokens_read + n_prefill_tokens)
-    work = flops_per_token * tokens + attention_flops_per_pair * (
-        kv_tokens_read + prefill_context_tokens)
+    traffic = (weight_bytes + embedding_row_bytes * tokens
+               + kv_bytes_per_token * (kv_tokens_read + n_prefill_tokens)
+               + prefill_bytes_per_token * n_prefill_tokens)
+    logits = n_decode + min(n_prefill_tokens, 1.0)
+    # Attention in the peak's units: the ratio is exactly 1 when both formats share a peak.
+    work = (flops_per_token * tokens + lm_head_flops_per_token * logits
+            + attention_flops_per_pair * (kv_tokens_read + prefill_context_tokens)
+            * (peak_flops / attention_peak_flops))
     roofline = max(work / peak_flops, traffic / bandwidth)
     communication = tokens * allreduce_bytes_per_token / link_bandwidth + allreduce_latency
     runs = min(tokens, 1.0)        # a step with no tokens does not run
@@ -256,44 +280,61 @@ def _with_fields(read, fields):
 def _coefficients(inputs: dict) -> dict:
     """The laid-out inputs with ``model`` and ``gpu`` as the step's coefficients."""
     model, gpu = inputs.get("model"), inputs.get("gpu")
+    activation = bytes_per_element(inputs.get("activation_dtype",
+                                              OPTION_DEFAULTS["activation_dtype"]))
     if model is not None:
-        inputs["model"] = model = _model_terms(model)
+        inputs["model"] = model = _model_terms(model, activation)
     if gpu is not None:
-        inputs["gpu"] = _group_terms(gpu, model, inputs)
+        inputs["gpu"] = _group_terms(gpu, model, inputs, activation)
     return inputs
 
 
-def _model_terms(m):
+#: Hidden-state elements a prompt token reads or writes per layer outside the matrix
+#: multiplies: two RMSNorms and two residual adds, each one read and one write of the hidden
+#: state (fused kernels do no better; SwiGLU, RoPE and softmax traffic are not counted).
+ELEMENTWISE_ELEMENTS_PER_LAYER = 8
+
+
+def _model_terms(m, activation_bytes):
     """The model's fields plus the step's model coefficients (:class:`StepCost`'s first part)."""
     p, pa = m.n_params, m.n_active_params
     e, k = m.n_experts, m.n_experts_per_token
     per_expert = np.where(e > k, (p - pa) / np.maximum(e - k, 1.0), 0.0)
-    m.nonexpert_weight_bytes = (pa - k * per_expert) * m.bytes_per_param
+    table, head = m.input_embedding_params, m.lm_head_params
+    # The input table is looked up (one row per token), never read whole nor multiplied.
+    m.nonexpert_weight_bytes = (pa - k * per_expert - table) * m.bytes_per_param
     m.expert_weight_bytes = per_expert * m.bytes_per_param
-    m.flops_per_token = 2.0 * pa
+    m.flops_per_token = 2.0 * (pa - table - head)
+    m.lm_head_flops_per_token = 2.0 * head
+    m.embedding_row_bytes = np.where(head > 0, m.hidden_size * m.bytes_per_param, 0.0)
     m.attention_flops_per_pair = 4.0 * m.n_heads * m.attention_width * m.n_layers
     m.full_attention_fraction = m.n_full_layers / m.n_layers
+    m.prefill_bytes_per_token = (ELEMENTWISE_ELEMENTS_PER_LAYER * m.n_layers * m.hidden_size
+                                 * activation_bytes)
     return m
 
 
-def _group_terms(g, model, inputs: dict):
+def _group_terms(g, model, inputs: dict, activation_bytes):
     """The group's coefficients: peak and bandwidth × ``tp`` × efficiency, all-reduce terms."""
     tp = inputs.get("tp", 1.0)
     opt = {k: inputs.get(k, v) for k, v in OPTION_DEFAULTS.items()}
     degree = tp * g.n_gpus
-    if opt["allreduce"]:
+    # a formula of the GPU alone (the ridge point) has no payload to sum
+    algorithm = allreduce_model(opt["allreduce"]) if model is not None else "guide"
+    if algorithm != "guide":
         link = g.interconnect_bandwidth if opt["interconnect_bandwidth"] is None else \
             float(opt["interconnect_bandwidth"])
         hop = g.interconnect_latency if opt["interconnect_latency"] is None else \
             float(opt["interconnect_latency"])
         parallel.require_link(link, degree)
         per_token, latency = parallel.allreduce_coefficients(
-            model.n_layers, model.hidden_size, model.kv_bytes_per_element, degree, hop)
+            model.n_layers, model.hidden_size, activation_bytes, degree, hop, algorithm)
         link = np.where(degree > 1, link, np.inf)        # 0 / inf = 0 where nothing is sent
     else:
         per_token, latency, link = 0.0, 0.0, math.inf
     g.compute_efficiency = opt["compute_efficiency"]
     g.peak_flops = g.peak_flops * tp * opt["compute_efficiency"]
+    g.attention_peak_flops = g.attention_peak_flops * tp * opt["compute_efficiency"]
     g.bandwidth = g.hbm_bandwidth * tp * opt["bandwidth_efficiency"]
     g.step_overhead = opt["step_overhead"]
     g.allreduce_bytes_per_token = per_token
@@ -354,10 +395,23 @@ def step_time(model, gpu, step: Step):
 
 
 def step_flops(model, step: Step):
-    """FLOPs of a step: the kernel's ``work`` term."""
+    """FLOPs of a step: the kernel's ``work`` term, each FLOP counted once."""
     n_decode, n_prefill, kv_read, pairs = step
-    return model.flops_per_token * (n_decode + n_prefill) + model.attention_flops_per_pair * (
-        kv_read + pairs)
+    logits = n_decode + np.minimum(n_prefill, 1.0)
+    return (model.flops_per_token * (n_decode + n_prefill)
+            + model.lm_head_flops_per_token * logits
+            + model.attention_flops_per_pair * (kv_read + pairs))
+
+
+def step_compute_time(model, gpu, step: Step):
+    """Time of a step's arithmetic [s]: the GEMMs at their peak, attention at its own."""
+    n_decode, n_prefill, kv_read, pairs = step
+    logits = n_decode + np.minimum(n_prefill, 1.0)
+    # the kernel's expression, so that both round alike (and as before where the peaks agree)
+    work = (model.flops_per_token * (n_decode + n_prefill) + model.lm_head_flops_per_token * logits
+            + model.attention_flops_per_pair * (kv_read + pairs)
+            * (gpu.peak_flops / gpu.attention_peak_flops))
+    return work / gpu.peak_flops
 
 
 def step_bytes(model, step: Step):
@@ -367,4 +421,6 @@ def step_bytes(model, step: Step):
     touched = model.n_experts * (1.0 - (1.0 - model.n_experts_per_token / model.n_experts)
                                  ** tokens)
     weights = model.nonexpert_weight_bytes + touched * model.expert_weight_bytes
-    return weights + model.kv_bytes_per_token * (kv_read + n_prefill)
+    return (weights + model.embedding_row_bytes * tokens
+            + model.kv_bytes_per_token * (kv_read + n_prefill)
+            + model.prefill_bytes_per_token * n_prefill)

@@ -16,9 +16,11 @@ from rooflinekit import dims
 from rooflinekit._labels import dataset, spec_value
 from rooflinekit._validation import check_integer
 from rooflinekit.roofline.latency import decode_step_time
+from rooflinekit.roofline.options import ALLREDUCE_MODELS, allreduce_model
 from rooflinekit.roofline.step import (
     decode_step,
     step_bytes,
+    step_compute_time,
     step_flops,
     step_table,
     step_time,
@@ -41,8 +43,9 @@ __all__ = ["decode_roofline", "tp_scaling"]
     "bound": ("", "bound"),
 }, as_dims=("batch_size", "context_length", "tp"))
 def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-                    bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-                    compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+                    bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+                    compute_dtype=None, activation_dtype="bf16",
+                    interconnect_bandwidth=None, interconnect_latency=None):
     """Everything the roofline says about a decode step, as one labelled Dataset.
 
     Returns
@@ -68,7 +71,7 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute
     """
     step = decode_step(model, batch_size, context_length)
     flops, traffic = step_flops(model, step), step_bytes(model, step)
-    compute_t, memory_t = flops / gpu.peak_flops, traffic / gpu.bandwidth
+    compute_t, memory_t = step_compute_time(model, gpu, step), traffic / gpu.bandwidth
     t = step_time(model, gpu, step)
     peak = gpu.peak_flops / gpu.compute_efficiency
     return {
@@ -94,10 +97,10 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
     ----------
     degrees : sequence of int
         Degrees to compare [1], each ≥ 1; the first is the baseline of the speed-up.
-    allreduce : bool
-        Whether ``decode_step_time`` includes the all-reduce cost (default ``True``;
-        ``decode_step_time_simple``
-        is always the guide's model without it).
+    allreduce : bool or {"collective", "ring", "guide"}
+        The all-reduce model of ``decode_step_time`` (default ``True``, the "collective"
+        model: a fixed latency per all-reduce plus its bandwidth term; "ring": the textbook
+        ring); ``decode_step_time_simple`` is always the guide's model without communication.
     **options
         Efficiency factors and overrides passed to
         :func:`~rooflinekit.roofline.decode_step_time`.
@@ -117,8 +120,8 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
 
     Notes
     -----
-    The simple model's step time falls as ``1/tp``; the all-reduce time grows with ``tp`` (its
-    latency term as ``2·(tp−1)``), so the real speed-up flattens and can reverse. Memory-bound
+    The simple model's step time falls as ``1/tp``; the all-reduce time does not fall with
+    ``tp`` (its latency is paid per all-reduce; the ring's grows as ``2·(tp−1)``), so the real speed-up flattens and can reverse. Memory-bound
     decode gains least from a wider group exactly where the guide says to stop: once the
     weights and the needed KV fit.
 
@@ -133,13 +136,14 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
     if not degrees:
         raise ValueError("degrees must hold at least one tensor-parallel degree")
     check_integer("degrees", degrees, lo=1)
-    if not isinstance(allreduce, (bool, np.bool_)):
-        raise TypeError("allreduce must be True or False")
+    if not (isinstance(allreduce, (bool, np.bool_)) or allreduce in ALLREDUCE_MODELS):
+        raise TypeError(f"allreduce must be True or False, or one of "
+                        f"{', '.join(ALLREDUCE_MODELS)}; got {allreduce!r}")
     tp = xr.DataArray(np.asarray(degrees, dtype=np.int64), dims=(dims.TP,),
                       coords={dims.TP: np.asarray(degrees, dtype=np.int64)})
     step = decode_step_time(model, gpu, batch_size, context_length, tp,
-                            allreduce=bool(allreduce), **options)
-    simple = decode_step_time(model, gpu, batch_size, context_length, tp, allreduce=False,
+                            allreduce=allreduce_model(allreduce), **options)
+    simple = decode_step_time(model, gpu, batch_size, context_length, tp, allreduce="guide",
                               **options)
     base_step = step.isel({dims.TP: 0}, drop=True)
     base_simple = simple.isel({dims.TP: 0}, drop=True)

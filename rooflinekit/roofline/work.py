@@ -83,6 +83,7 @@ from rooflinekit.roofline.step import (
     kv_tokens,
     prefill_step,
     step_bytes,
+    step_compute_time,
     step_flops,
     step_formula,
     step_time,
@@ -114,7 +115,8 @@ __all__ = [
 
 @document(ROOFLINE_PARAMETERS)
 def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidth_efficiency=1.0,
-        step_overhead=0.0, allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+        step_overhead=0.0, allreduce=True, compute_dtype=None, activation_dtype="bf16",
+        interconnect_bandwidth=None,
         interconnect_latency=None)-> StepCost:
     """The coefficients of :func:`mixed_step_time_kernel` for one model on one group.
 
@@ -150,6 +152,7 @@ def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidt
     opts = read_options(compute_efficiency=compute_efficiency,
                         bandwidth_efficiency=bandwidth_efficiency, step_overhead=step_overhead,
                         allreduce=allreduce, compute_dtype=compute_dtype,
+                        activation_dtype=activation_dtype,
                         interconnect_bandwidth=interconnect_bandwidth,
                         interconnect_latency=interconnect_latency)
     check_integer("tp", tp, lo=1)
@@ -167,7 +170,8 @@ def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidt
                                    "prefill_context_length")})
 def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, tp=1, *,
         prefill_context_length=0, compute_efficiency=1.0, bandwidth_efficiency=1.0,
-        step_overhead=0.0, allreduce=False, compute_dtype=None, interconnect_bandwidth=None,
+        step_overhead=0.0, allreduce=True, compute_dtype=None, activation_dtype="bf16",
+        interconnect_bandwidth=None,
         interconnect_latency=None):
     """Time of one step carrying decode tokens and a prompt chunk (chunked prefill) [s].
 
@@ -307,7 +311,7 @@ def prefill_flops(model, prompt_tokens, context_length=0):
 
 
 @step_formula("bytes", "prefill bytes")
-def prefill_bytes(model, prompt_tokens, context_length=0):
+def prefill_bytes(model, prompt_tokens, context_length=0, *, activation_dtype="bf16"):
     """Bytes a prefill pass moves: weights, the prompt's KV written, the cached prefix read [bytes].
 
     Parameters
@@ -414,13 +418,14 @@ def bound(arithmetic_intensity, ridge_point):
 
 def _step_bound(model, gpu, step):
     """Which roof binds a step: "compute" where its arithmetic takes at least its traffic."""
-    compute = step_flops(model, step) / gpu.peak_flops >= step_bytes(model, step) / gpu.bandwidth
+    compute = step_compute_time(model, gpu, step) >= step_bytes(model, step) / gpu.bandwidth
     return np.where(compute, "compute", "memory")
 
 
 @step_formula("", "bound", returns=_BOUND)
 def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """Whether a decode step is ``"compute"``- or ``"memory"``-bound.
 
@@ -437,7 +442,8 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_ef
 
 @step_formula("", "bound", returns=_BOUND)
 def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """Whether a prefill pass is ``"compute"``- or ``"memory"``-bound.
 
@@ -458,8 +464,9 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_
 
 @step_formula("s", "decode compute time")
 def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False,
-        compute_dtype=None, interconnect_bandwidth=None, interconnect_latency=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
+        interconnect_bandwidth=None, interconnect_latency=None):
     """Time the arithmetic of a decode step needs at the (effective) peak [s].
 
     See Also
@@ -477,12 +484,13 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
     ----------
     .. [1] Guide §3.1; ``docs/conventions.md`` ("Figures that do not re-derive").
     """
-    return step_flops(model, decode_step(model, batch_size, context_length)) / gpu.peak_flops
+    return step_compute_time(model, gpu, decode_step(model, batch_size, context_length))
 
 
 @step_formula("s", "decode memory time")
 def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=False, compute_dtype=None,
+        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """Time the memory traffic of a decode step needs at the (effective) bandwidth [s].
 
@@ -507,7 +515,7 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, comp
 
 @step_formula("1", "critical batch size (inf: never compute-bound)")
 def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, compute_dtype=None):
+        bandwidth_efficiency=1.0, compute_dtype=None, activation_dtype="bf16"):
     """Batch size at which decode turns compute-bound [1]; ``inf`` where it never does.
 
     Parameters
@@ -542,9 +550,11 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
     c = {**vars(model), **vars(gpu)}
     kv_per_sequence = memory.kv_bytes_per_sequence.__wrapped__(model, context_length)
     per_seq = kv_per_sequence / c["kv_bytes_per_token"]
-    extra_compute = (c["flops_per_token"] + c["attention_flops_per_pair"] * per_seq) / \
-        c["peak_flops"]
-    extra_memory = kv_per_sequence / c["bandwidth"]
+    # attention in the GEMM peak's units, as the step kernel counts it
+    extra_compute = (c["flops_per_token"] + c["lm_head_flops_per_token"]
+                     + c["attention_flops_per_pair"] * per_seq
+                     * (c["peak_flops"] / c["attention_peak_flops"])) / c["peak_flops"]
+    extra_memory = (kv_per_sequence + c["embedding_row_bytes"]) / c["bandwidth"]
     gain = extra_compute - extra_memory                  # compute minus memory, per sequence
     crosses = gain > 0
     safe_gain = np.where(crosses, gain, 1.0)
@@ -576,7 +586,8 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
     order=("model", "gpu", "tp", "context_length", "compute_efficiency", "bandwidth_efficiency"),
     parameters=HELD_CONTEXT)
 def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.DEFAULT_RESERVE,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, compute_dtype=None):
+        compute_efficiency=1.0, bandwidth_efficiency=1.0,
+        compute_dtype=None, activation_dtype="bf16"):
     """Whether a batch big enough to be compute-bound fits in the KV budget [bool].
 
     Returns

@@ -473,9 +473,10 @@ def in_memory_bytes(grid) -> int:
 
 
 def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=None, *,
-          reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, allreduce=False,
+          reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, allreduce=True,
           compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-          compute_dtype=None, replicate_kv=False, memory_limit=MEMORY_LIMIT):
+          compute_dtype=None, activation_dtype="bf16", replicate_kv=False,
+          memory_limit=MEMORY_LIMIT):
     """Every derived quantity over every combination of the inputs, as one labelled Dataset.
 
     Parameters
@@ -512,16 +513,21 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         in blocks of about ``chunks`` cells (``"auto"``: :data:`AUTO_BLOCK_CELLS`), or with
         ``{dimension: chunk length}`` (missing dimensions whole). Needs
         ``rooflinekit[distributed]``.
-    allreduce : bool
-        Whether decode and prefill times include the tensor-parallel all-reduce cost
-        (:mod:`rooflinekit.parallel`); ``False`` (default) is the guide's simple model. With
-        ``True`` every GPU must have a known interconnect bandwidth when any ``tp > 1``.
+    allreduce : bool or {"collective", "ring", "guide"}
+        The tensor-parallel all-reduce model of decode and prefill times
+        (:mod:`rooflinekit.parallel`), as in :func:`rooflinekit.roofline.decode_step_time`:
+        ``True`` (default) is ``"collective"``, ``False`` is ``"guide"`` (the guide's simple
+        model, no communication). Unless ``"guide"``, every GPU must have a known interconnect
+        bandwidth when any ``tp > 1``.
     compute_efficiency, bandwidth_efficiency : float
         Achieved shares of peak FLOP/s and HBM bandwidth [1], in (0, 1]. Default 1.0 (ideal).
     step_overhead : float
         Fixed time added to every forward step [s], ≥ 0. Default 0.
     compute_dtype : str, optional
         Format of the matrix multiplies ("fp8", ...); default the GPUs' 16-bit dense peak.
+    activation_dtype : str
+        Format of the activations ("bf16", ...): all-reduce payloads and attention. Default
+        "bf16".
 
     Returns
     -------
@@ -554,7 +560,7 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
        CACM 52(4), 2009.
     """
     options = _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency,
-                                step_overhead, compute_dtype)
+                                step_overhead, compute_dtype, activation_dtype)
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
                       variables, options)
     grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv))
@@ -575,9 +581,8 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
 
 
 def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_overhead,
-                      compute_dtype):
+                      compute_dtype, activation_dtype):
     """Validate the roofline options now: a lazy sweep must not fail later, inside a block."""
-    check_bool("allreduce", allreduce)
     for name, value in (("compute_efficiency", compute_efficiency),
                         ("bandwidth_efficiency", bandwidth_efficiency),
                         ("step_overhead", step_overhead)):
@@ -587,9 +592,12 @@ def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_
     check_range("bandwidth_efficiency", bandwidth_efficiency, lo=0, hi=1, lo_open=True)
     check_nonnegative("step_overhead", step_overhead)
     check_string("compute_dtype", compute_dtype, allow_none=True)
-    return {"allreduce": bool(allreduce), "compute_efficiency": float(compute_efficiency),
+    # the formulas' own checks and spelling of the all-reduce model ("collective", ...)
+    known = roofline.read_options(allreduce=allreduce, activation_dtype=activation_dtype)
+    return {"allreduce": known["allreduce"], "compute_efficiency": float(compute_efficiency),
             "bandwidth_efficiency": float(bandwidth_efficiency),
-            "step_overhead": float(step_overhead), "compute_dtype": compute_dtype}
+            "step_overhead": float(step_overhead), "compute_dtype": compute_dtype,
+            "activation_dtype": known["activation_dtype"]}
 
 
 def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve, variables,
@@ -605,12 +613,13 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
     batch = _axis_values("batch_size", batch_size, lo=1)
     prompt = _axis_values("prompt_tokens", prompt_tokens, lo=1, allow_none=True)
     check_fraction("reserve", reserve, hi_open=True)
-    if options["allreduce"] and (tp > 1).any():
+    if options["allreduce"] != "guide" and (tp > 1).any():
         link = gpu_fields.get("interconnect_bandwidth", np.full(len(gpu_names), np.nan))
         unknown = [str(n) for n, v in zip(gpu_names, link) if np.isnan(v)]
         if unknown:
-            raise ValueError(f"allreduce=True with tp > 1 needs each GPU's interconnect "
-                             f"bandwidth; unknown for {', '.join(unknown)}")
+            raise ValueError(f"allreduce={options['allreduce']!r} with tp > 1 needs each GPU's "
+                             f"interconnect bandwidth; unknown for {', '.join(unknown)} (pass "
+                             f"allreduce='guide' for the guide's simple model)")
     order = _resolve(variables)
     axes = (np.arange(len(model_names)), np.arange(len(gpu_names)), tp, ctx, batch, prompt)
     shape = tuple(1 if a is None else len(a) for a in axes)
@@ -640,7 +649,8 @@ def _wrap(grid, arrays):
         "title": "rooflinekit design-space sweep",
         "reserve": grid.reserve,
         "replicate_kv": int(grid.replicate_kv),
-        "allreduce": int(grid.options["allreduce"]),
+        "allreduce": grid.options["allreduce"],
+        "activation_dtype": grid.options["activation_dtype"],
         "compute_efficiency": grid.options["compute_efficiency"],
         "bandwidth_efficiency": grid.options["bandwidth_efficiency"],
         "step_overhead": grid.options["step_overhead"],
