@@ -319,7 +319,8 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
     # the coefficients as a tuple of scalars: passing an array to a helper costs two atomic
     # reference counts per call, which at one call a step is most of a step's time
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
-          coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15])
+          coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
+          coef[17], coef[18], coef[19])
     # Per request: a queued or prefilling request holds its token counts; a decoding one holds
     # them less the step counter ``g`` (all decoding sequences grow by one a step, so none is
     # touched in a decode step: cost per step does not grow with the batch).
