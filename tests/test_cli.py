@@ -17,7 +17,7 @@ def run(capsys, *argv):
 
 
 def test_capacity_text_and_json(capsys):
-    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--context", "8192")
+    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--max-model-len", "8192")
     assert code == 0 and "max concurrent sequences" in out and "183" in out
     code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--json")
     data = json.loads(out)
@@ -38,15 +38,15 @@ def test_capacity_reads_a_config_json(capsys, tmp_path):
 
 
 def test_capacity_warns_when_batch_does_not_fit(capsys):
-    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--batch", "500",
+    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--batch-size", "500",
                        "--json")
     assert "warning" in json.loads(out)
 
 
 def test_price_break_even_and_cheapest(capsys):
-    code, out, _ = run(capsys, "price", "--input", "3", "--output", "12",
+    code, out, _ = run(capsys, "price", "--input-price", "3", "--output-price", "12",
                        "--provisioned-monthly", "12000", "--provisioned-capacity", "4e9",
-                       "--output-fraction", "0.1", "0.5", "--volume", "3e9", "--json")
+                       "--output-fraction", "0.1", "0.5", "--monthly-tokens", "3e9", "--json")
     rows = json.loads(out)
     assert code == 0
     assert rows[0]["break_even_utilization"] == pytest.approx(0.7692, abs=1e-4)   # guide §6.3
@@ -66,8 +66,10 @@ def test_catalog_lists_sources(capsys):
     (["capacity", "no-such-model", "h100"], "unknown model"),
     (["capacity", "guide-70b", "no-such-gpu"], "unknown GPU"),
     (["capacity", "missing/config.json", "h100"], "does not exist"),
-    (["price", "--input", "-3", "--output", "12", "--output-fraction", "0.1"], "input"),
-    (["price", "--input", "3", "--output", "12", "--output-fraction", "1.5"], "output_fraction"),
+    (["price", "--input-price", "-3", "--output-price", "12", "--output-fraction", "0.1"],
+     "input"),
+    (["price", "--input-price", "3", "--output-price", "12", "--output-fraction", "1.5"],
+     "output_fraction"),
     (["catalog", "models", "nope"], "unknown model"),
 ])
 def test_bad_input_is_one_line(capsys, argv, needle):
@@ -104,7 +106,7 @@ def test_simulate_guide_workload(capsys):
 
 def test_simulate_roofline_timed(capsys):
     code, out, _ = run(capsys, "simulate", "--workload", "lognormal", "--requests", "50",
-                       "--prompt", "100", "--model", "llama-3.1-8b", "--gpu", "h100", "--json")
+                       "--input-len", "100", "--model", "llama-3.1-8b", "--gpu", "h100", "--json")
     data = json.loads(out)
     assert code == 0 and data["time_units"] == "s"
     assert data["continuous"]["makespan"] < data["static"]["makespan"]

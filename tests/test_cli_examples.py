@@ -42,7 +42,7 @@ FAILS: dict[str, str] = {}
 
 #: Examples too big to run in a test: parsed only.
 PARSE_ONLY = {
-    "rooflinekit sweep --models all --gpus all --context-length 256:131072:256 "
+    "rooflinekit sweep --models all --gpus all --max-model-len 256:131072:256 "
     "--batch-size 1:1024 --chunks auto --report best --output sweep.nc":
         "every catalogue model and GPU over 512 contexts x 1,024 batch sizes x 4 tp is "
         "hundreds of millions of cells and a netCDF file of many GB",

@@ -479,11 +479,11 @@ def test_parse_axis():
 
 
 def test_cli_best_and_json():
-    text = _cli(["--models", "guide-70b", "--gpus", "guide-lab-80GB", "--context-length", "8192",
+    text = _cli(["--models", "guide-70b", "--gpus", "guide-lab-80GB", "--max-model-len", "8192",
                  "--batch-size", "1,183,184"])
     assert "guide-70b" in text and "tokens_per_second_per_gpu" in text
     import json
-    data = json.loads(_cli(["--report", "cheapest", "--max-itl", "0.05", "--json",
+    data = json.loads(_cli(["--report", "cheapest", "--itl", "0.05", "--json",
                             "--chunks", "50", "--no-progress"]))
     assert data["cells"] == 192 and data["rows"][0]["found"] is True
 
@@ -500,9 +500,9 @@ def test_cli_pareto_and_output(tmp_path):
 
 def test_cli_errors():
     with pytest.raises(ValueError, match="--output"):
-        _cli(["--output", "x.csv"])
+        _cli(["--output", "x.txt"])
     with pytest.raises(ValueError, match="--report cheapest"):
-        _cli(["--max-ttft", "1"])
+        _cli(["--ttft", "1"])
     with pytest.raises(ValueError, match="--chunks"):
         _cli(["--chunks", "many"])
 

@@ -1,15 +1,31 @@
-"""What the commands share: the names a command module defines, argument types, common flags."""
+"""What the commands share: the names a command module defines, argument types, common flags.
+
+One vocabulary across commands: vLLM's flag names where vLLM has the concept
+(``--max-num-seqs``, ``--max-num-batched-tokens``, ``--block-size``, ``--gpu-memory-utilization``,
+``--max-model-len``, ``--dtype``, ``--kv-cache-dtype``, ``--tensor-parallel-size``/``--tp``), and
+the same name for the same quantity in every command. Every number is checked as it is parsed, so
+a bad value is one ``argparse`` line naming the flag, before any work.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 
-__all__ = ["COMMAND_API", "FLAGS", "add_flag", "examples", "positive_int"]
+from rooflinekit.dtypes import BYTES_PER_ELEMENT
+
+__all__ = ["COMMAND_API", "FLAGS", "MAX_INT", "add_flag", "add_output_flags", "apply_dtypes",
+           "examples", "fraction", "int_list", "name_list", "nonnegative_float",
+           "nonnegative_int", "number", "positive_float", "positive_int", "whole_number"]
 
 #: The names every command module defines (and lists in its ``__all__``): its ``NAME``, the
 #: one-line ``HELP`` of ``rooflinekit --help``, the ``DESCRIPTION`` and ``EPILOG`` (examples) of
 #: its own ``--help``, ``add_arguments(parser)`` and ``run(args, out) -> int``.
 COMMAND_API = ("DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run")
+
+#: Largest whole number a flag takes: every count ends up in float64 arithmetic, which holds
+#: integers exactly only up to 2**53.
+MAX_INT = 2**53
 
 
 def examples(name: str, *commands: str) -> str:
@@ -20,25 +36,114 @@ def examples(name: str, *commands: str) -> str:
     return "examples:\n" + "\n".join(f"  rooflinekit {name} {command}" for command in commands)
 
 
-def positive_int(text: str) -> int:
-    """An ``argparse`` type: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def whole_number(lo: int = 1, hi: int = MAX_INT):
+    """An ``argparse`` type: a whole number in ``[lo, hi]`` (``"1e3"`` reads as 1000)."""
+    def parse(text: str) -> int:
+        try:
+            value = float(text) if any(c in str(text) for c in ".eE") else int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if isinstance(value, float):
+            if not math.isfinite(value) or not value.is_integer():
+                raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+            value = int(value)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be in [{lo}, {hi}], got {text}")
+        return value
+    parse.__name__ = "whole number"   # argparse names the type in its messages
+    return parse
+
+
+positive_int = whole_number(1)
+nonnegative_int = whole_number(0)
+
+
+def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
+           hi_open: bool = False):
+    """An ``argparse`` type: a finite number in the range given (open ends where asked)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        below = lo is not None and (value <= lo if lo_open else value < lo)
+        above = hi is not None and (value >= hi if hi_open else value > hi)
+        if not math.isfinite(value) or below or above:
+            left = "-inf" if lo is None else f"{lo:g}"
+            right = "inf" if hi is None else f"{hi:g}"
+            interval = ("(" if lo_open or lo is None else "[") + f"{left}, {right}" + (
+                ")" if hi_open or hi is None else "]")
+            raise argparse.ArgumentTypeError(f"must be a finite number in {interval}, "
+                                             f"got {text!r}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+positive_float = number(0, lo_open=True)
+nonnegative_float = number(0)
+fraction = number(0, 1)
+
+
+def int_list(text: str) -> list[int]:
+    """An ``argparse`` type: comma-separated whole numbers >= 1 (``"1,2,4"``)."""
+    values = [positive_int(x) for x in str(text).split(",") if x.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}")
+    return values
+
+
+def name_list(text: str) -> list[str]:
+    """An ``argparse`` type: comma-separated names (``"h100,l40s"``)."""
+    values = [x.strip() for x in str(text).split(",") if x.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    return values
+
+
+def _dtype(text: str) -> str:
+    key = str(text).strip().lower()
+    if key != "auto" and key not in BYTES_PER_ELEMENT:
+        raise argparse.ArgumentTypeError(
+            f"expected auto or one of {', '.join(sorted(BYTES_PER_ELEMENT))}, got {text!r}")
+    return key
 
 
 #: Flags several commands take, with the same meaning in each: flag -> ``add_argument`` keywords.
-#: A command may say more in its help (which runs ``--model`` names) or read a flag another way.
+#: A command may say more in its help (which runs ``--model`` names) or change a default.
 FLAGS = {
-    "--json": {"action": "store_true", "help": "emit JSON instead of text"},
+    "--json": {"action": "store_true", "help": "print JSON instead of a table"},
+    "--csv": {"action": "store_true", "help": "print CSV instead of a table"},
+    "--output": {"metavar": "FILE",
+                 "help": "also write the result to FILE, the format from its extension: .nc "
+                         "or .zarr (the Dataset), .csv or .parquet (the table), .json (as "
+                         "--json)"},
     "--model": {"help": "catalogue model name"},
     "--gpu": {"help": "catalogue GPU name"},
-    "--tp": {"type": positive_int, "default": 1, "help": "tensor-parallel degree (1)"},
+    "--tensor-parallel-size": {"type": positive_int, "default": 1, "dest": "tp",
+                               "metavar": "TP", "help": "tensor-parallel degree (1)"},
+    "--max-num-seqs": {"type": positive_int, "metavar": "SEQUENCES", "help": "most sequences in a batch (vLLM's name)"},
+    "--max-num-batched-tokens": {"type": positive_int, "metavar": "TOKENS",
+                                 "help": "tokens per engine step, chunked prefill (vLLM's name)"},
+    "--block-size": {"type": positive_int, "default": 16, "metavar": "TOKENS",
+                     "help": "KV block size [tokens] (16)"},
+    "--gpu-memory-utilization": {
+        "type": number(0, 1, lo_open=True), "metavar": "SHARE",
+        "help": "share of each GPU's memory for weights + KV, in (0, 1] (vLLM's rule)"},
+    "--max-model-len": {"type": positive_int, "metavar": "TOKENS",
+                        "help": "tokens per sequence, prompt + output [tokens]"},
+    "--dtype": {"type": _dtype, "default": "auto", "metavar": "DTYPE",
+                "help": "weight format (auto: the model's; bf16, fp8, int4, ...)"},
+    "--kv-cache-dtype": {"type": _dtype, "default": "auto", "metavar": "DTYPE",
+                         "help": "KV-cache format (auto: the model's; fp8, ...)"},
+    "--workspace-fraction": {
+        "type": number(0, 1, hi_open=True), "metavar": "SHARE",
+        "help": "share of the memory left after the weights kept for activations and the "
+                "allocator (the guide's rule; default 0.10)"},
 }
+
+#: Short forms: flag -> the other spellings of the same flag.
+_ALIASES = {"--tensor-parallel-size": ("--tp",)}
 
 
 def add_flag(parser, flag: str, *, positional: bool = False, **changes) -> None:
@@ -47,5 +152,27 @@ def add_flag(parser, flag: str, *, positional: bool = False, **changes) -> None:
     ``positional`` adds it as a positional argument of the same name (``model`` for
     ``--model``); ``changes`` replace keywords of the shared declaration (a longer ``help``).
     """
-    name = flag.removeprefix("--") if positional else flag
-    parser.add_argument(name, **{**FLAGS[flag], **changes})
+    options = {**FLAGS[flag], **changes}
+    if positional:
+        options.pop("dest", None)
+        parser.add_argument(flag.removeprefix("--"), **options)
+    else:
+        parser.add_argument(flag, *_ALIASES.get(flag, ()), **options)
+
+
+def add_output_flags(parser, *, output_help: str | None = None) -> None:
+    """``--json`` and ``--csv`` (one or the other) and ``--output FILE``."""
+    group = parser.add_mutually_exclusive_group()
+    add_flag(group, "--json")
+    add_flag(group, "--csv")
+    add_flag(parser, "--output", **({"help": output_help} if output_help else {}))
+
+
+def apply_dtypes(model, args):
+    """``model`` with ``--dtype`` and ``--kv-cache-dtype`` applied (``auto`` keeps its own)."""
+    changes = {}
+    if getattr(args, "dtype", "auto") not in (None, "auto"):
+        changes["bytes_per_param"] = args.dtype
+    if getattr(args, "kv_cache_dtype", "auto") not in (None, "auto"):
+        changes["kv_bytes_per_element"] = args.kv_cache_dtype
+    return model.replace(**changes) if changes else model

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import xarray as xr
 
 from rooflinekit.calibrate import (
@@ -18,8 +17,16 @@ from rooflinekit.calibrate import (
     read_vllm_result,
     save_calibration,
 )
-from rooflinekit.cli._args import COMMAND_API, add_flag, examples
-from rooflinekit.cli._output import print_json
+from rooflinekit.cli._args import (
+    COMMAND_API,
+    add_flag,
+    add_output_flags,
+    examples,
+    nonnegative_int,
+    number,
+    whole_number,
+)
+from rooflinekit.cli._output import check_output_path, emit, write_output
 from rooflinekit.models import ModelShape
 
 __all__ = list(COMMAND_API) + ["add_calibrate_arguments", "calibrate_cli_main"]
@@ -40,10 +47,10 @@ def add_arguments(parser) -> None:
                              "and --gpu")
     add_flag(parser, "--model", help="model of the --vllm-result runs (catalogue name)")
     add_flag(parser, "--gpu", help="GPU of the --vllm-result runs (catalogue name)")
-    add_flag(parser, "--tp", type=int,
-             help="tensor-parallel degree of the --vllm-result runs (default 1)")
-    parser.add_argument("--dtype", help="weight format of the --vllm-result runs, if not the "
-                        "model's")
+    add_flag(parser, "--tensor-parallel-size",
+             help="tensor-parallel degree of the --vllm-result runs (1)")
+    add_flag(parser, "--dtype", help="weight format of the --vllm-result runs (auto: the "
+             "model's)")
     parser.add_argument("--model-config", action="append", default=[], metavar="NAME=CONFIG",
                         help="a Hugging Face config.json for a model name outside the catalogue "
                              "(repeatable)")
@@ -51,21 +58,44 @@ def add_arguments(parser) -> None:
                         help="phase to fit (repeatable; default both)")
     parser.add_argument("--fit", action="append", choices=PARAMETERS,
                         help="knob to fit (repeatable; default all three)")
-    parser.add_argument("--resamples", type=int, default=200,
-                        help="bootstrap resamples for the intervals (default 200)")
-    parser.add_argument("--confidence", type=float, default=0.95,
-                        help="interval coverage (default 0.95)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--resamples", type=whole_number(0, 100_000), default=200,
+                        help="bootstrap resamples for the intervals; 0: none (200)")
+    parser.add_argument("--confidence", type=number(0, 1, lo_open=True, hi_open=True),
+                        default=0.95, help="interval coverage, in (0, 1) (0.95)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (0)")
     parser.add_argument("--cv", choices=("none", "kfold", "gpu", "model"), default="none",
                         help="also report held-out error: k-fold, or leave one GPU / model out")
-    parser.add_argument("--folds", type=int, default=5, help="k for --cv kfold (default 5)")
+    parser.add_argument("--folds", type=whole_number(2, 10_000),
+                        help="k for --cv kfold (5)")
     parser.add_argument("--workload", choices=("isolated", "serving"), default="isolated",
                         help="map rows to isolated prefill/decode steps (default) or to the mixed "
                              "steps of a continuous-batching server")
     parser.add_argument("--allreduce", action="store_true",
                         help="model the tensor-parallel all-reduce explicitly while fitting")
-    parser.add_argument("--output", metavar="JSON", help="save the calibration here")
-    add_flag(parser, "--json", help="print JSON instead of tables")
+    add_output_flags(parser, output_help=(
+        "also write the result to FILE, the format from its extension: .json (the calibration "
+        "file `rooflinekit plan --calibration` reads), .nc or .zarr (the parameters Dataset), "
+        ".csv or .parquet (the parameters table)"))
+
+
+def _check(args) -> None:
+    """Refuse flags that would be ignored, before reading anything."""
+    if args.output is not None:
+        check_output_path(args.output)
+    if not args.vllm_result:
+        given = [f for f, on in (("--model", args.model), ("--gpu", args.gpu),
+                                 ("--tensor-parallel-size", args.tp != 1),
+                                 ("--dtype", args.dtype != "auto")) if on]
+        if given:
+            raise ValueError(f"{given[0]} describes --vllm-result runs; give --vllm-result JSON")
+    elif not args.model or not args.gpu:
+        raise ValueError("--vllm-result needs --model and --gpu")
+    if args.folds is not None and args.cv != "kfold":
+        raise ValueError("--folds applies with --cv kfold")
+    for item in args.model_config:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--model-config takes NAME=PATH, got {item!r}")
 
 
 def _load_cli_measurements(args):
@@ -73,8 +103,9 @@ def _load_cli_measurements(args):
     if args.vllm_result:
         if not args.model or not args.gpu:
             raise ValueError("--vllm-result needs --model and --gpu")
+        dtype = None if args.dtype == "auto" else args.dtype
         tables += [read_vllm_result(path, model=args.model, gpu=args.gpu, tp=args.tp,
-                                    dtype=args.dtype) for path in args.vllm_result]
+                                    dtype=dtype) for path in args.vllm_result]
     if not tables:
         raise ValueError("measurements is empty: give measurement files or --vllm-result")
     return tables[0] if len(tables) == 1 else concat_measurements(*tables)
@@ -83,9 +114,7 @@ def _load_cli_measurements(args):
 def _cli_models(args):
     models = {}
     for item in args.model_config:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise ValueError(f"--model-config takes NAME=PATH, got {item!r}")
+        name, _, path = item.partition("=")
         models[name] = ModelShape.from_hf_config(path, name=name)
     return models
 
@@ -95,6 +124,7 @@ def run(args, out) -> int:
 
     Bad input raises ``ValueError``/``TypeError``/``OSError`` for the caller to report.
     """
+    _check(args)
     ds = _load_cli_measurements(args)
     models = _cli_models(args)
     phases = tuple(args.phase) if args.phase else PHASES
@@ -105,27 +135,29 @@ def run(args, out) -> int:
                        roofline_options=options, workload=args.workload)
     cv = None
     if args.cv != "none":
-        cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=args.folds,
+        cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=5 if args.folds is None else args.folds,
                             seed=args.seed, phases=phases, fit=fit, models=models,
                             roofline_options=options, workload=args.workload)
-    if args.output:
-        save_calibration(result.calibration, args.output)
-    if args.json:
-        payload = {"calibration": result.calibration.to_dict(),
-                   "parameters": _to_jsonable(result.parameters),
-                   "errors": _to_jsonable(result.errors)}
-        if cv is not None:
-            payload["cross_validation"] = {"errors": _to_jsonable(cv.errors),
-                                           "folds": _to_jsonable(cv.folds)}
-        print_json(payload, out, indent=1, default=_json_default)
-        return 0
-    out.write(f"rooflinekit calibrate: {ds.sizes[MEASUREMENT]} measurement(s)\n\n")
-    out.write(result.summary() + "\n")
+    payload = {"calibration": result.calibration.to_dict(),
+               "parameters": _to_jsonable(result.parameters),
+               "errors": _to_jsonable(result.errors)}
     if cv is not None:
-        out.write(f"\ncross-validation ({cv.folds.attrs['by']}):\n{cv.summary()}\n")
-    if args.output:
-        out.write(f"\ncalibration saved to {args.output}\n")
-    return 0
+        payload["cross_validation"] = {"errors": _to_jsonable(cv.errors),
+                                       "folds": _to_jsonable(cv.folds)}
+    records = result.parameters.to_dataframe().reset_index().to_dict("records")
+
+    def write(path):
+        if str(path).lower().endswith(".json"):
+            save_calibration(result.calibration, path)
+        else:
+            write_output(path, records, dataset=result.parameters)
+
+    def text(out):
+        out.write(f"rooflinekit calibrate: {ds.sizes[MEASUREMENT]} measurement(s)\n\n")
+        out.write(result.summary() + "\n")
+        if cv is not None:
+            out.write(f"\ncross-validation ({cv.folds.attrs['by']}):\n{cv.summary()}\n")
+    return emit(args, out, records, text=text, payload=payload, write=write)
 
 
 def _to_jsonable(ds: xr.Dataset) -> dict:
@@ -139,16 +171,6 @@ def _to_jsonable(ds: xr.Dataset) -> dict:
             "data_vars": {k: {"dims": list(v.dims), "data": clean(v.values.tolist()),
                               "attrs": dict(v.attrs)} for k, v in ds.data_vars.items()},
             "attrs": dict(ds.attrs)}
-
-
-def _json_default(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return None if np.isnan(value) else float(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return str(value)
 
 
 # the names these two had before every command took add_arguments and run

@@ -2,70 +2,159 @@
 
 from __future__ import annotations
 
+import sys
+
 from rooflinekit import catalog, memory, roofline, units
-from rooflinekit.cli._args import COMMAND_API, add_flag, examples, positive_int
-from rooflinekit.cli._output import print_json, print_table
+from rooflinekit.cli._args import (
+    COMMAND_API,
+    add_flag,
+    add_output_flags,
+    apply_dtypes,
+    examples,
+    nonnegative_float,
+    positive_int,
+)
+from rooflinekit.cli._output import emit, format_value, print_table
 
 __all__ = list(COMMAND_API)
 
 NAME = "capacity"
 HELP = "a model on a GPU group: fit, KV budget, concurrency, TTFT/ITL, cost"
-DESCRIPTION = "Capacity of one model on one tensor-parallel GPU group."
-EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --context 8192 --batch 32",
-                  "path/to/config.json l40s --json")
+DESCRIPTION = ("Capacity of one model on one tensor-parallel GPU group. A configuration that "
+               "does not fit says why and exits 1 (the figures anyway with --show-anyway).")
+EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --max-model-len 8192 --batch-size 32",
+                  "path/to/config.json l40s --json",
+                  "llama-3.1-8b h100 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --csv")
+
+#: Each quantity: (key, label with its unit). Keys are the library's dimension names.
+_QUANTITIES = (
+    ("tp", "tensor-parallel size"), ("context_length", "max model len [tokens]"),
+    ("batch_size", "batch size [sequences]"), ("prompt_tokens", "input len [tokens]"),
+    ("fits", "fits"), ("weight_gib", "weights [GiB]"),
+    ("kv_bytes_per_token", "KV per token [bytes]"), ("kv_budget_gib", "KV budget [GiB]"),
+    ("kv_budget_tokens", "KV budget [tokens]"),
+    ("max_concurrent_sequences", "max concurrent sequences"), ("ttft_ms", "TTFT [ms]"),
+    ("decode_step_time_ms", "decode step (ITL) [ms]"), ("tokens_per_s", "throughput [tokens/s]"),
+    ("tokens_per_s_per_gpu", "throughput per GPU [tokens/s]"),
+    ("usd_per_million_tokens", "cost [USD/1M tokens]"),
+)
 
 
 def add_arguments(parser) -> None:
     add_flag(parser, "--model", positional=True,
              help="catalogue model name or path to a Hugging Face config.json")
     add_flag(parser, "--gpu", positional=True)
-    add_flag(parser, "--tp")
-    parser.add_argument("--context", type=positive_int, default=8192,
-                        help="tokens per sequence (8192)")
-    parser.add_argument("--batch", type=positive_int, default=1, help="decode batch size (1)")
-    parser.add_argument("--prompt", type=positive_int, default=1024,
+    add_flag(parser, "--tensor-parallel-size")
+    add_flag(parser, "--max-model-len", default=8192,
+             help="tokens per sequence, prompt + output (8192)")
+    parser.add_argument("--batch-size", type=positive_int, default=1, metavar="SEQUENCES",
+                        help="sequences decoded per step (1)")
+    parser.add_argument("--input-len", type=positive_int, default=1024, metavar="TOKENS",
                         help="prompt tokens for TTFT (1024)")
-    parser.add_argument("--reserve", type=float, default=0.10, help="working-space share (0.10)")
-    parser.add_argument("--gpu-hourly", type=float, help="USD per GPU-hour (default: catalogue)")
+    add_flag(parser, "--workspace-fraction")
+    add_flag(parser, "--gpu-memory-utilization",
+             help="budget the KV cache by vLLM's rule instead: this share of each GPU's memory "
+                  "for weights + KV, in (0, 1]")
+    add_flag(parser, "--block-size", default=None,
+             help="KV block size for --gpu-memory-utilization [tokens] (16)")
+    add_flag(parser, "--dtype")
+    add_flag(parser, "--kv-cache-dtype")
+    parser.add_argument("--gpu-hourly", type=nonnegative_float, metavar="USD",
+                        help="USD per GPU-hour (default: catalogue)")
     parser.add_argument("--allreduce", action="store_true", help="charge the TP all-reduce")
-    add_flag(parser, "--json")
+    parser.add_argument("--show-anyway", action="store_true",
+                        help="print the figures and exit 0 even when the model does not fit")
+    add_output_flags(parser)
+
+
+def _check(args, model) -> None:
+    """Refuse what the figures cannot mean, before computing them."""
+    if args.gpu_memory_utilization is not None and args.workspace_fraction is not None:
+        raise ValueError("--gpu-memory-utilization and --workspace-fraction are two rules for "
+                         "the same memory: give one")
+    if args.gpu_memory_utilization is None and args.block_size is not None:
+        raise ValueError("--block-size applies with --gpu-memory-utilization (vLLM's rule)")
+    if model.n_heads % args.tp:
+        raise ValueError(f"--tensor-parallel-size {args.tp} does not divide the "
+                         f"{model.n_heads} attention heads of {model.name}")
+
+
+def _budget(args, model, gpu):
+    """KV budget [bytes], [tokens] and sequences of ``--max-model-len`` that fit."""
+    tp, ctx = args.tp, args.max_model_len
+    if args.gpu_memory_utilization is None:
+        reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
+            else args.workspace_fraction
+        return (memory.usable_kv_bytes(model, gpu, tp=tp, reserve=reserve),
+                memory.kv_budget_tokens(model, gpu, tp=tp, reserve=reserve),
+                memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=reserve))
+    engine = memory.engine_kv_cache(model, gpu, tp=tp,
+                                    gpu_memory_utilization=args.gpu_memory_utilization,
+                                    block_size=args.block_size or 16, max_model_len=ctx)
+    return (engine["available_bytes"] * tp, engine["kv_cache_tokens"],
+            int(engine["max_concurrency"]))
+
+
+def _why_not(result) -> tuple[bool, str | None]:
+    """Whether the configuration fits at all, and what is wrong with it (``None``: nothing)."""
+    if not result["fits"]:
+        return False, (f"the weights ({result['weight_gib']:,.1f} GiB) leave no memory for the "
+                       f"KV cache on {result['tp']} GPU(s); raise --tensor-parallel-size or use "
+                       f"a smaller --dtype")
+    if result["max_concurrent_sequences"] < 1:
+        return False, (f"not one sequence of {result['context_length']:,} tokens fits in the "
+                       f"{result['kv_budget_tokens']:,}-token KV budget; lower --max-model-len")
+    if result["batch_size"] > result["max_concurrent_sequences"]:
+        # it fits, but not at this batch: figures with a warning
+        return True, (f"batch {result['batch_size']:,} exceeds the "
+                      f"{result['max_concurrent_sequences']:,} sequences of "
+                      f"{result['context_length']:,} tokens that fit")
+    return True, None
 
 
 def run(args, out) -> int:
-    model = catalog.resolve_model(args.model)
+    model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpu = catalog.gpu(args.gpu)
-    tp, ctx, batch = args.tp, args.context, args.batch
-    budget = memory.usable_kv_bytes(model, gpu, tp=tp, reserve=args.reserve)
-    fits = budget > 0
+    _check(args, model)
+    tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
+    budget, tokens, sequences = _budget(args, model, gpu)
     options = {"allreduce": args.allreduce}
     result = {
         "model": model.name, "gpu": gpu.name, "tp": tp, "context_length": ctx,
-        "batch_size": batch, "prompt_tokens": args.prompt, "fits": fits,
-        "weight_gib": memory.weight_bytes(model) / units.GiB,
-        "kv_bytes_per_token": memory.kv_bytes_per_token(model),
-        "kv_budget_gib": budget / units.GiB,
-        "kv_budget_tokens": memory.kv_budget_tokens(model, gpu, tp=tp, reserve=args.reserve),
-        "max_concurrent_sequences": memory.max_concurrent_sequences(
-            model, gpu, ctx, tp=tp, reserve=args.reserve),
-        "ttft_ms": roofline.prefill_time(model, gpu, args.prompt, tp=tp, **options) / units.MS,
-        "decode_step_time_ms": roofline.decode_step_time(model, gpu, batch, ctx, tp=tp,
-                                                         **options) / units.MS,
-        "tokens_per_s": roofline.decode_throughput(model, gpu, batch, ctx, tp, **options),
+        "batch_size": batch, "prompt_tokens": args.input_len, "fits": bool(budget > 0),
+        "weight_gib": float(memory.weight_bytes(model)) / units.GiB,
+        "kv_bytes_per_token": float(memory.kv_bytes_per_token(model)),
+        "kv_budget_gib": float(budget) / units.GiB,
+        "kv_budget_tokens": int(tokens),
+        "max_concurrent_sequences": int(sequences),
+        "ttft_ms": float(roofline.prefill_time(model, gpu, args.input_len, tp=tp, **options))
+        / units.MS,
+        "decode_step_time_ms": float(roofline.decode_step_time(model, gpu, batch, ctx, tp=tp,
+                                                               **options)) / units.MS,
+        "tokens_per_s": float(roofline.decode_throughput(model, gpu, batch, ctx, tp,
+                                                         **options)),
     }
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (
-        None if price is None else roofline.cost_per_million_tokens(
-            model, gpu, batch, ctx, tp, hourly_price=price, **options))
-    if batch > result["max_concurrent_sequences"]:
-        result["warning"] = (f"batch {batch} exceeds the {result['max_concurrent_sequences']} "
-                             f"sequences of {ctx:,} tokens that fit")
-    if args.json:
-        print_json(result, out, indent=2)
-        return 0
-    out.write(f"{model.name} on {tp} × {gpu.name} ({model.attention}, "
-              f"{model.bytes_per_param:g} B/param)\n")
-    rows = [(k.replace("_", " "), "-" if v is None else v) for k, v in result.items()
-            if k not in ("model", "gpu")]
-    print_table(("quantity", "value"), rows, out)
+        None if price is None else float(roofline.cost_per_million_tokens(
+            model, gpu, batch, ctx, tp, hourly_price=price, **options)))
+    fits, reason = _why_not(result)
+    if reason is not None:
+        result["warning"] = reason
+        if not fits and not args.show_anyway:
+            sys.stderr.write(f"rooflinekit capacity: does not fit: {reason} "
+                             f"(--show-anyway prints the figures)\n")
+            return 1
+
+    def text(out):
+        out.write(f"{model.name} on {tp} × {gpu.name} ({model.attention}, "
+                  f"{model.bytes_per_param:g} B/param)\n")
+        # one quantity a row, its unit in its label: each value is formatted as itself
+        print_table(("quantity", "value"), [(label, result[key]) for key, label in _QUANTITIES],
+                    out, fmt=format_value)
+        if reason is not None:
+            out.write(f"warning: {reason}\n")
+    emit(args, out, [result], payload=result, text=text)
     return 0
+

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rooflinekit import guide
-from rooflinekit.cli._args import COMMAND_API, add_flag
-from rooflinekit.cli._output import format_value, print_header, print_json, print_table
+from rooflinekit.cli._args import COMMAND_API, add_output_flags
+from rooflinekit.cli._output import emit, format_value, print_header, print_table
 
 __all__ = list(COMMAND_API)
 
@@ -16,25 +16,28 @@ EPILOG = """examples:
   rooflinekit guide                   all sections, guide values beside ours
   rooflinekit guide --section memory  one section
   rooflinekit guide --json            the same numbers, machine-readable
+  rooflinekit guide --section memory --csv   one row a figure, for a spreadsheet
 """
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--section", action="append", metavar="NAME",
                         help="print only this section (repeatable)")
-    add_flag(parser, "--json")
+    add_output_flags(parser)
 
 
 def run(args, out) -> int:
     sections = guide.build(args.section)
-    if args.json:
-        print_json([s.as_dict() for s in sections], out, indent=2, default=float)
-        return 0
+    records = [{"section": s.key, **f.as_dict()} for s in sections for f in s.figures]
+    return emit(args, out, records, payload=[s.as_dict() for s in sections],
+                text=lambda out: _print_sections(sections, out))
+
+
+def _print_sections(sections, out) -> None:
     out.write("rooflinekit guide: the serving-capacity guide's figures, recomputed "
               "('≠' marks a figure that differs, with the reason)\n")
     for section in sections:
         _print_section(section, out)
-    return 0
 
 
 def _print_section(section, out) -> None:

@@ -2,16 +2,28 @@
 
 Each command is a module of this folder with ``NAME``, ``HELP``, ``DESCRIPTION``, ``EPILOG``,
 ``add_arguments(parser)`` and ``run(args, out) -> int``. Errors from bad input are one line on
-stderr and exit status 2; never a traceback.
+stderr naming the flag and exit status 2, before any work; never a traceback. A result that
+answers "no" (``capacity`` on a configuration that does not fit) exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 
-from rooflinekit.cli import calibrate, capacity, catalog, guide, plan, price, simulate, sweep
+from rooflinekit.cli import (
+    calibrate,
+    capacity,
+    catalog,
+    guide,
+    plan,
+    price,
+    simulate,
+    sweep,
+)
+from rooflinekit.cli._output import check_output_path
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -31,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rooflinekit",
         description="Capacity, latency and cost planning for serving large language models.")
+    # the installed distribution's version: the package face sits on a floor above this one
+    parser.add_argument("--version", action="version",
+                        version=f"rooflinekit {importlib.metadata.version('rooflinekit')}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for command in COMMANDS:
@@ -47,13 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "output", None):
+            check_output_path(args.output)
         return args.run(args, sys.stdout)
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: not an error of ours
         sys.stdout = open(os.devnull, "w")
         return 0
     except (ValueError, TypeError, KeyError, OSError, ImportError) as exc:
-        sys.stderr.write(f"rooflinekit {args.command}: error: {exc}\n")
+        message = " ".join(str(exc).split())   # one line, whatever the message held
+        sys.stderr.write(f"rooflinekit {args.command}: error: {message}\n")
         return 2
 
 

@@ -3,70 +3,103 @@
 from __future__ import annotations
 
 from rooflinekit import pricing
-from rooflinekit.cli._args import COMMAND_API, add_flag, positive_int
-from rooflinekit.cli._output import print_json, print_table
+from rooflinekit.cli._args import (
+    COMMAND_API,
+    add_output_flags,
+    nonnegative_float,
+    number,
+    positive_float,
+    positive_int,
+)
+from rooflinekit.cli._output import emit, print_table
 
 __all__ = list(COMMAND_API)
 
 NAME = "price"
 HELP = "blended price, break-even and the cheapest option"
 DESCRIPTION = "Pay-as-you-go vs provisioned vs self-hosted at one or more output mixes."
-EPILOG = ("examples:\n  rooflinekit price --input 3 --output 12 --provisioned-monthly 12000 "
-          "--provisioned-capacity 4e9 --output-fraction 0.1 0.5\n"
-          "  rooflinekit price --input 3 --output 12 --gpus 8 --gpu-hourly 3 "
-          "--engineering 25000 --self-hosted-capacity 2e10 --volume 1.5e10 --output-fraction 0.1")
+EPILOG = ("examples:\n  rooflinekit price --input-price 3 --output-price 12 "
+          "--provisioned-monthly 12000 --provisioned-capacity 4e9 --output-fraction 0.1 0.5\n"
+          "  rooflinekit price --input-price 3 --output-price 12 --num-gpus 8 --gpu-hourly 3 "
+          "--engineering-monthly 25000 --self-hosted-capacity 2e10 --monthly-tokens 1.5e10 "
+          "--output-fraction 0.1")
+
+#: Each column: (key, heading with its unit).
+_COLUMNS = {"output_fraction": "output share", "blended_per_mtok": "blended [USD/1M tokens]",
+            "break_even_tokens": "break-even [tokens/month]",
+            "break_even_utilization": "break-even utilization",
+            "cheapest": "cheapest", "cheapest_monthly_usd": "cheapest [USD/month]",
+            "reason": "reason"}
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--input", type=float, required=True, help="USD per 1M input tokens")
-    parser.add_argument("--output", type=float, required=True, help="USD per 1M output tokens")
-    parser.add_argument("--output-fraction", type=float, nargs="+", required=True,
+    # finite here; the price types check the range and name the field
+    parser.add_argument("--input-price", type=number(), required=True, metavar="USD",
+                        help="pay-as-you-go USD per 1M input tokens")
+    parser.add_argument("--output-price", type=number(), required=True, metavar="USD",
+                        help="pay-as-you-go USD per 1M output tokens")
+    parser.add_argument("--output-fraction", type=number(), nargs="+", required=True,
+                        metavar="SHARE",
                         help="share of tokens that are output, in [0, 1] (one or more)")
-    parser.add_argument("--provisioned-monthly", type=float,
-                        help="USD per month of the commitment")
-    parser.add_argument("--provisioned-capacity", type=float, help="tokens per month it serves")
-    parser.add_argument("--gpus", type=positive_int, help="self-hosted GPUs")
-    parser.add_argument("--gpu-hourly", type=float, default=3.0, help="USD per GPU-hour (3)")
-    parser.add_argument("--engineering", type=float, default=0.0,
-                        help="USD per month of engineering")
-    parser.add_argument("--self-hosted-capacity", type=float,
-                        help="tokens per month self-hosting serves")
-    parser.add_argument("--volume", type=float,
+    parser.add_argument("--provisioned-monthly", type=nonnegative_float, metavar="USD",
+                        help="USD per month of the commitment (with --provisioned-capacity)")
+    parser.add_argument("--provisioned-capacity", type=positive_float, metavar="TOKENS",
+                        help="tokens per month the commitment serves")
+    parser.add_argument("--num-gpus", type=positive_int, help="self-hosted GPUs")
+    parser.add_argument("--gpu-hourly", type=nonnegative_float, metavar="USD",
+                        help="USD per GPU-hour, with --num-gpus (3)")
+    parser.add_argument("--engineering-monthly", type=nonnegative_float, metavar="USD",
+                        help="USD per month of engineering, with --num-gpus (0)")
+    parser.add_argument("--self-hosted-capacity", type=positive_float, metavar="TOKENS",
+                        help="tokens per month self-hosting serves, with --num-gpus")
+    parser.add_argument("--monthly-tokens", type=nonnegative_float, metavar="TOKENS",
                         help="tokens per month: pick the cheapest option")
-    add_flag(parser, "--json")
+    add_output_flags(parser)
+
+
+def _check(args) -> None:
+    """Refuse flags that would be ignored, before any work."""
+    if (args.provisioned_monthly is None) != (args.provisioned_capacity is None):
+        raise ValueError("--provisioned-monthly and --provisioned-capacity go together")
+    if args.num_gpus is None:
+        given = [f for f, v in (("--gpu-hourly", args.gpu_hourly),
+                                ("--engineering-monthly", args.engineering_monthly),
+                                ("--self-hosted-capacity", args.self_hosted_capacity))
+                 if v is not None]
+        if given:
+            raise ValueError(f"{given[0]} describes self-hosting; give --num-gpus")
 
 
 def run(args, out) -> int:
-    payg = pricing.PayAsYouGo(args.input, args.output)
+    _check(args)
+    payg = pricing.PayAsYouGo(args.input_price, args.output_price)
     provisioned = None
     if args.provisioned_monthly is not None:
-        if args.provisioned_capacity is None:
-            raise ValueError("--provisioned-capacity is required with --provisioned-monthly")
         provisioned = pricing.Provisioned(args.provisioned_monthly, args.provisioned_capacity,
                                           name="provisioned")
     hosted = None
-    if args.gpus is not None:
-        hosted = pricing.SelfHosted(args.gpus, args.gpu_hourly, args.engineering,
-                                    capacity_tokens=args.self_hosted_capacity)
+    if args.num_gpus is not None:
+        hosted = pricing.SelfHosted(
+            args.num_gpus, 3.0 if args.gpu_hourly is None else args.gpu_hourly,
+            args.engineering_monthly or 0.0, capacity_tokens=args.self_hosted_capacity)
     result = []
     for f in args.output_fraction:
-        row = {"output_fraction": f, "blended_per_mtok": pricing.blended_price(payg, f)}
+        row = {"output_fraction": f, "blended_per_mtok": float(pricing.blended_price(payg, f))}
         if provisioned is not None:
             be = pricing.break_even(provisioned, payg, f)
-            row["break_even_tokens"] = be.tokens
-            row["break_even_utilization"] = be.utilization
-        if args.volume is not None:
+            row["break_even_tokens"] = float(be.tokens)
+            row["break_even_utilization"] = float(be.utilization)
+        if args.monthly_tokens is not None:
             options = [payg] + [o for o in (provisioned, hosted) if o is not None]
-            choice = pricing.cheapest_option(args.volume, options, f)
+            choice = pricing.cheapest_option(args.monthly_tokens, options, f)
             row["cheapest"] = choice.option.name if choice.option is not None else None
-            row["cheapest_monthly_usd"] = choice.cost
+            row["cheapest_monthly_usd"] = None if choice.cost is None else float(choice.cost)
             if choice.option is None:
                 row["reason"] = choice.reason
         result.append(row)
-    if args.json:
-        print_json(result, out, indent=2, default=float)
-        return 0
-    columns = tuple(result[0])
-    rows = [tuple(r.get(c, "-") for c in columns) for r in result]
-    print_table(tuple(c.replace("_", " ") for c in columns), rows, out)
-    return 0
+
+    def text(out):
+        columns = [c for c in _COLUMNS if any(c in r for r in result)]
+        print_table([_COLUMNS[c] for c in columns], [[r.get(c) for c in columns] for r in result],
+                    out)
+    return emit(args, out, result, text=text)

@@ -5,8 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from rooflinekit import batching, catalog, workloads
-from rooflinekit.cli._args import COMMAND_API, add_flag, positive_int
-from rooflinekit.cli._output import print_json, print_table
+from rooflinekit.cli._args import (
+    COMMAND_API,
+    add_flag,
+    add_output_flags,
+    apply_dtypes,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+)
+from rooflinekit.cli._output import emit, print_table
 
 __all__ = list(COMMAND_API)
 
@@ -15,8 +24,9 @@ HELP = "a workload through static and continuous batching"
 DESCRIPTION = "Simulate static and continuous batching on one workload and compare them."
 EPILOG = ("examples:\n  rooflinekit simulate                       the guide's 24-request "
           "workload\n  rooflinekit simulate --workload lognormal --requests 500 "
-          "--spread 1.5 --slots 32\n  rooflinekit simulate --workload lognormal "
-          "--model llama-3.1-8b --gpu h100 --admission paged --kv-budget 200000")
+          "--spread 1.5 --max-num-seqs 32\n  rooflinekit simulate --workload lognormal "
+          "--model llama-3.1-8b --gpu h100 --admission paged --kv-budget 200000\n"
+          "  rooflinekit simulate --workload geometric --arrival poisson --rate 0.5 --csv")
 
 _DISTRIBUTIONS = ("constant", "uniform", "geometric", "lognormal", "short-and-long")
 
@@ -31,29 +41,78 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workload", choices=("guide", *_DISTRIBUTIONS), default="guide",
                         help="the guide's reconstructed workload, or output lengths drawn from a "
                              "distribution (default guide)")
-    parser.add_argument("--requests", type=positive_int, default=256, help="requests drawn (256)")
-    parser.add_argument("--output-mean", type=float, default=100.0,
-                        help="mean output tokens (100)")
-    parser.add_argument("--spread", type=float, default=1.0,
+    parser.add_argument("--requests", type=positive_int, help="requests drawn (256)")
+    parser.add_argument("--output-mean", type=positive_float,
+                        help="mean output tokens per request (100)")
+    parser.add_argument("--spread", type=nonnegative_float,
                         help="lognormal sigma, or uniform half-width (1.0)")
-    parser.add_argument("--prompt", type=int, default=0, help="prompt tokens per request (0)")
-    parser.add_argument("--arrival", choices=("all", "interval", "poisson"), default="all")
-    parser.add_argument("--interval", type=float, help="ticks/seconds between arrivals")
-    parser.add_argument("--rate", type=float, help="Poisson arrivals per tick/second")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (0)")
-    parser.add_argument("--static-batch", type=positive_int, default=8,
-                        help="static batch size (8)")
-    parser.add_argument("--slots", type=positive_int, default=16, help="max_num_seqs (16)")
-    parser.add_argument("--kv-budget", type=positive_int, help="KV budget in tokens")
-    parser.add_argument("--admission", choices=("reserve", "paged"), default="reserve")
-    parser.add_argument("--block-size", type=positive_int, default=16,
-                        help="paged block size (16)")
-    parser.add_argument("--max-batched-tokens", type=positive_int,
-                        help="chunked prefill: tokens per step")
+    parser.add_argument("--input-len", type=nonnegative_int, metavar="TOKENS",
+                        help="prompt tokens per request (0)")
+    parser.add_argument("--arrival", choices=("all", "interval", "poisson"),
+                        help="arrival process of a drawn workload (all at once)")
+    parser.add_argument("--interval", type=positive_float,
+                        help="ticks/seconds between arrivals, with --arrival interval (1)")
+    parser.add_argument("--rate", type=positive_float,
+                        help="arrivals per tick/second, with --arrival poisson (1)")
+    parser.add_argument("--seed", type=nonnegative_int, help="random seed (0)")
+    parser.add_argument("--batch-size", type=positive_int, default=8, metavar="SEQUENCES",
+                        help="static batching's batch size (8)")
+    add_flag(parser, "--max-num-seqs", default=16,
+             help="continuous batching: most sequences in a batch (16)")
+    parser.add_argument("--kv-budget", type=positive_int, metavar="TOKENS",
+                        help="KV budget of continuous batching [tokens] (unlimited)")
+    parser.add_argument("--admission", choices=("reserve", "paged"), default="reserve",
+                        help="reserve a sequence's whole KV on admission, or page it in "
+                             "--block-size blocks (reserve)")
+    add_flag(parser, "--block-size", default=None,
+             help="KV block size with --admission paged [tokens] (16)")
+    add_flag(parser, "--max-num-batched-tokens")
     add_flag(parser, "--model", help="time steps with the roofline of this model (with --gpu)")
-    add_flag(parser, "--gpu", help="GPU for roofline timing")
-    add_flag(parser, "--tp")
-    add_flag(parser, "--json")
+    add_flag(parser, "--gpu", help="GPU for roofline timing (with --model)")
+    add_flag(parser, "--tensor-parallel-size", help="tensor-parallel degree, with --model (1)")
+    add_flag(parser, "--dtype", help="weight format, with --model (auto: the model's)")
+    add_flag(parser, "--kv-cache-dtype", help="KV-cache format, with --model (auto: the model's)")
+    add_output_flags(parser)
+
+
+#: Workload flags and their defaults for a drawn workload; the guide's workload takes none.
+_DRAWN = {"requests": 256, "output_mean": 100.0, "spread": 1.0, "input_len": 0,
+          "arrival": "all", "seed": 0}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _check(args) -> None:
+    """Refuse every flag that would be ignored, before any work; then fill in the defaults."""
+    given = [k for k in (*_DRAWN, "interval", "rate") if getattr(args, k) is not None]
+    if args.workload == "guide" and given:
+        raise ValueError(f"{_flag(given[0])} applies to a drawn workload; the guide's workload "
+                         f"is fixed (give --workload NAME)")
+    unused = {"constant": ("spread",), "geometric": ("spread",),
+              "short-and-long": ("spread", "output_mean")}.get(args.workload, ())
+    for name in unused:
+        if name in given:
+            raise ValueError(f"{_flag(name)} does not shape --workload {args.workload}")
+    if args.workload != "guide":
+        for k, v in _DRAWN.items():
+            if getattr(args, k) is None:
+                setattr(args, k, v)
+    if args.interval is not None and args.arrival != "interval":
+        raise ValueError("--interval applies with --arrival interval")
+    if args.rate is not None and args.arrival != "poisson":
+        raise ValueError("--rate applies with --arrival poisson")
+    if args.block_size is not None and args.admission != "paged":
+        raise ValueError("--block-size applies with --admission paged")
+    if bool(args.model) != bool(args.gpu):
+        raise ValueError("--model and --gpu go together (roofline timing)")
+    if not args.model:
+        given = [f for f, on in (("--tensor-parallel-size", args.tp != 1),
+                                 ("--dtype", args.dtype != "auto"),
+                                 ("--kv-cache-dtype", args.kv_cache_dtype != "auto")) if on]
+        if given:
+            raise ValueError(f"{given[0]} applies with --model and --gpu (roofline timing)")
 
 
 def _distribution(kind: str, mean: float, spread: float):
@@ -77,34 +136,53 @@ def _workload(args):
                "poisson": workloads.Poisson(args.rate or 1.0)}[args.arrival]
     spec = workloads.WorkloadSpec(
         args.requests, output=_distribution(args.workload, args.output_mean, args.spread),
-        prompt=workloads.Constant(args.prompt), arrival=arrival)
+        prompt=workloads.Constant(args.input_len), arrival=arrival)
     return workloads.Workload(*spec.draw(np.random.default_rng(args.seed)))
 
 
 def run(args, out) -> int:
-    work = _workload(args)
+    _check(args)
     timing = {}
-    if args.model or args.gpu:
-        if not (args.model and args.gpu):
-            raise ValueError("--model and --gpu go together (roofline timing)")
-        timing = {"model": catalog.resolve_model(args.model), "gpu": args.gpu, "tp": args.tp}
-    static = batching.StaticBatcher(batch_size=args.static_batch, **timing)
+    if args.model:
+        timing = {"model": apply_dtypes(catalog.resolve_model(args.model), args),
+                  "gpu": catalog.gpu(args.gpu), "tp": args.tp}
+    static = batching.StaticBatcher(batch_size=args.batch_size, **timing)
     cont = batching.ContinuousBatcher(
-        max_num_seqs=args.slots, kv_budget_tokens=args.kv_budget, admission=args.admission,
-        block_size=args.block_size, max_num_batched_tokens=args.max_batched_tokens, **timing)
+        max_num_seqs=args.max_num_seqs, kv_budget_tokens=args.kv_budget, admission=args.admission,
+        block_size=16 if args.block_size is None else args.block_size,
+        max_num_batched_tokens=args.max_num_batched_tokens, **timing)
+    work = _workload(args)
     results = {"static": static.run(work), "continuous": cont.run(work)}
     table = {name: {k: float(ds[k]) for k in _METRICS if k in ds}
              for name, ds in results.items()}
     unit = results["continuous"].attrs.get("time_units", "tick")
-    if args.json:
-        print_json({"time_units": unit, "requests": int(results["static"].sizes["request"]),
-                    **table}, out, indent=2)
-        return 0
-    unit_name = "ticks" if unit == "tick" else "seconds"
-    out.write(f"{results['static'].sizes['request']} requests; times in {unit_name}; static batches "
-              f"of {args.static_batch}, continuous with {args.slots or 'unlimited'} slots\n")
-    rows = [(k.replace("_", " "), table["static"].get(k, "-"), table["continuous"].get(k, "-"))
-            for k in _METRICS]
-    print_table(("metric", "static", "continuous"), rows, out)
-    return 0
+    n_requests = int(results["static"].sizes["request"])
+    unit_name = "ticks" if unit == "tick" else "s"
+    records = [{"metric": k, "static": table["static"].get(k), "continuous":
+                table["continuous"].get(k)} for k in _METRICS]
 
+    def text(out):
+        out.write(f"{n_requests} requests; static batches of {args.batch_size}, continuous "
+                  f"with max {args.max_num_seqs} sequences\n")
+        rows = [(_label(k, unit_name), r["static"], r["continuous"])
+                for k, r in zip(_METRICS, records)]
+        # one metric a row: each row's two numbers share a format
+        print_table(("metric", "static", "continuous"), rows, out, by_row=True)
+    return emit(args, out, records, text=text,
+                payload={"time_units": unit, "requests": n_requests, **table})
+
+
+#: Each metric's unit; ``None``: a count or share, no unit.
+_TIMES = {"makespan", "mean_latency", "mean_service_latency", "p50_latency", "p90_latency",
+          "p99_latency", "mean_ttft", "mean_itl"}
+
+
+def _label(metric: str, time_unit: str) -> str:
+    label = metric.replace("_", " ")
+    if metric in _TIMES:
+        return f"{label} [{time_unit}]"
+    if metric == "throughput":
+        return f"{label} [tokens/{time_unit.rstrip('s') or 's'}]"
+    if metric == "peak_kv_tokens":
+        return f"{label} [tokens]"
+    return label

@@ -7,14 +7,28 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import sys
 
 import numpy as np
 
 from rooflinekit import catalog, dims, memory
-from rooflinekit.cli._args import COMMAND_API, add_flag
-from rooflinekit.cli._output import print_json, print_table
+from rooflinekit.cli._args import (
+    COMMAND_API,
+    MAX_INT,
+    add_flag,
+    add_output_flags,
+    apply_dtypes,
+    positive_float,
+    positive_int,
+)
+from rooflinekit.cli._output import (
+    check_output_path,
+    emit,
+    print_json,
+    print_table,
+    write_csv,
+    write_output,
+)
 from rooflinekit.sweep import (
     DISTRIBUTED_EXTRA,
     PARETO_POINT,
@@ -38,11 +52,19 @@ DESCRIPTION = ("Sweep models × GPUs × tp × context × batch; report the best,
 EPILOG = """axis values: comma lists and inclusive ranges, e.g. 1,2,4,8 or 1024:32768:1024
 examples:
   rooflinekit sweep --models guide-70b Llama-3.1-8B --gpus H100-SXM-80GB A100-SXM-80GB \\
-      --tp 1,2,4,8 --context-length 1024:32768:1024 --batch-size 1,2,4,8,16,32,64,128
-  rooflinekit sweep --models all --gpus all --report cheapest --max-ttft 0.5 --max-itl 0.05
-  rooflinekit sweep --models all --gpus all --context-length 256:131072:256 \\
+      --tp 1,2,4,8 --max-model-len 1024:32768:1024 --batch-size 1,2,4,8,16,32,64,128
+  rooflinekit sweep --models all --gpus all --report cheapest --ttft 0.5 --itl 0.05
+  rooflinekit sweep --models guide-70b --gpus h100 --report pareto --csv
+  rooflinekit sweep --models all --gpus all --max-model-len 256:131072:256 \\
       --batch-size 1:1024 --chunks auto --report best --output sweep.nc
 """
+
+#: Most values one axis range may expand to (a typo like 1:10000000000 is refused, not built).
+MAX_AXIS = 10_000_000
+
+#: Table headings of the coordinates a flag of another name sets (the records keep the
+#: Dataset's dimension names).
+_HEADINGS = {"context_length": "max_model_len", "prompt_tokens": "input_len"}
 
 
 def parse_axis(text):
@@ -70,18 +92,49 @@ def parse_axis(text):
                     raise ValueError
                 start, stop = bits[0], bits[1]
                 step = bits[2] if len(bits) == 3 else 1
-                if stop < start:
+                if stop < start or max(abs(start), abs(stop)) > MAX_INT:
                     raise ValueError
+                if (stop - start) // step >= MAX_AXIS:
+                    raise ValueError(f"axis range {part!r} has more than {MAX_AXIS:,} values")
                 values.extend(range(start, stop + 1, step))
             else:
                 number = float(part)
-                if not number.is_integer():
+                if not number.is_integer() or abs(number) > MAX_INT:
                     raise ValueError
                 values.append(int(number))
-        except ValueError:
-            raise ValueError(f"axis values must be whole numbers or start:stop[:step] ranges "
-                             f"(stop included), got {part!r}") from None
+        except (ValueError, OverflowError) as exc:
+            if str(exc).startswith("axis range"):
+                raise
+            raise ValueError(f"axis values must be whole numbers of at most {MAX_INT} or "
+                             f"start:stop[:step] ranges (stop included), got {part!r}") from None
     return np.asarray(values, dtype=np.int64)
+
+
+def _axis(text):
+    try:
+        values = parse_axis(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if values.size == 0 or values.min() < 1 or values.max() > MAX_INT:
+        raise argparse.ArgumentTypeError(f"axis values must be whole numbers in [1, {MAX_INT}], "
+                                         f"got {text!r}")
+    return values
+
+
+def _chunks(text):
+    """``--chunks``: ``None``, ``"auto"`` or a whole number of cells in [1, 2**53]."""
+    if text is None or text == "auto":
+        return text
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise ValueError(f"--chunks must be a number of cells in [1, {MAX_INT}] or 'auto', "
+                         f"got {text!r}") from None
+
+
+def _names(values):
+    """``--models a b`` and ``--models a,b`` alike."""
+    return [n.strip() for v in values for n in str(v).split(",") if n.strip()]
 
 
 def add_arguments(parser):
@@ -92,18 +145,18 @@ def add_arguments(parser):
                              "'all' (default: guide-70b)")
     parser.add_argument("--gpus", nargs="+", default=["guide-lab-80GB"], metavar="NAME",
                         help="catalogue GPUs, or 'all' (default: guide-lab-80GB)")
-    parser.add_argument("--tp", type=parse_axis, default=parse_axis("1,2,4,8"),
-                        help="tensor-parallel degrees (default 1,2,4,8)")
-    parser.add_argument("--context-length", type=parse_axis,
-                        default=parse_axis("1024,2048,4096,8192,16384,32768"),
-                        help="tokens per sequence (default 1024,...,32768)")
-    parser.add_argument("--batch-size", type=parse_axis,
-                        default=parse_axis("1,2,4,8,16,32,64,128"),
-                        help="sequences per decode step (default 1,2,...,128)")
-    parser.add_argument("--prompt-tokens", type=parse_axis, default=None,
-                        help="prompt lengths for prefill/TTFT (default: the context length)")
-    parser.add_argument("--reserve", type=float, default=memory.DEFAULT_RESERVE,
-                        help="working-space share of memory after weights (default 0.10)")
+    add_flag(parser, "--tensor-parallel-size", type=_axis, default=parse_axis("1,2,4,8"),
+             help="tensor-parallel degrees (1,2,4,8)")
+    add_flag(parser, "--max-model-len", type=_axis,
+             default=parse_axis("1024,2048,4096,8192,16384,32768"),
+             help="tokens per sequence (1024,...,32768)")
+    parser.add_argument("--batch-size", type=_axis, default=parse_axis("1,2,4,8,16,32,64,128"),
+                        metavar="SEQUENCES", help="sequences per decode step (1,2,...,128)")
+    parser.add_argument("--input-len", type=_axis, default=None, metavar="TOKENS",
+                        help="prompt lengths for prefill/TTFT (default: --max-model-len)")
+    add_flag(parser, "--workspace-fraction")
+    add_flag(parser, "--dtype")
+    add_flag(parser, "--kv-cache-dtype")
     parser.add_argument("--replicate-kv", action="store_true",
                         help="count the KV copies engines keep when tp exceeds a model's KV "
                              "heads, or for MLA (default: each head stored once, the guide's "
@@ -118,16 +171,16 @@ def add_arguments(parser):
     parser.add_argument("--report", choices=("best", "cheapest", "pareto", "none"),
                         default="best",
                         help="best: most tokens/s per GPU per model; cheapest: lowest cost per "
-                             "1M tokens meeting --max-ttft/--max-itl; pareto: cost vs ITL front")
-    parser.add_argument("--max-ttft", type=float, default=None, metavar="SECONDS",
+                             "1M tokens meeting --ttft/--itl; pareto: cost vs ITL front")
+    parser.add_argument("--ttft", type=positive_float, default=None, metavar="SECONDS",
                         help="longest acceptable prefill time (TTFT) for --report cheapest")
-    parser.add_argument("--max-itl", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--itl", type=positive_float, default=None, metavar="SECONDS",
                         help="longest acceptable decode step (ITL) for --report cheapest")
-    parser.add_argument("--output", default=None, metavar="PATH",
-                        help="write the whole sweep: .nc (netCDF) or .zarr")
+    add_output_flags(parser, output_help=(
+        "also write to FILE, the format from its extension: .nc or .zarr (the whole sweep), "
+        ".csv or .parquet (the report table), .json (as --json)"))
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar on stderr (default: when stderr is a terminal)")
-    add_flag(parser, "--json", help="emit the report as JSON")
     return parser
 
 
@@ -142,13 +195,22 @@ def _report_rows(result, by):
     return columns, rows
 
 
-def _format_cell(v):
-    """A report cell: four significant figures, plain integers (no thousands separators)."""
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.4g}"
-    return str(v)
+def _heading(result, name):
+    units = result[name].attrs.get("units") if name in result.variables else None
+    name = _HEADINGS.get(name, name)
+    return f"{name} [{units}]" if units and units != "1" else name
+
+
+def _check(args):
+    """Refuse what would be ignored or cannot be written, before any work."""
+    if args.output is not None:
+        check_output_path(args.output)
+    if args.report != "cheapest" and (args.ttft is not None or args.itl is not None):
+        raise ValueError("--ttft/--itl apply to --report cheapest")
+    if args.output is not None and args.report == "none" and not \
+            str(args.output).lower().endswith((".nc", ".zarr")):
+        raise ValueError("--output with --report none writes the whole sweep: give a .nc or "
+                         ".zarr path (.csv, .parquet and .json hold the report table)")
 
 
 def run(args, out):
@@ -167,25 +229,19 @@ def run(args, out):
         Exit status, 0 on success. Bad input raises ``ValueError``/``TypeError`` (the CLI prints
         them as one line and exits 2).
     """
-    models = catalog.model_names() if args.models == ["all"] else [
-        catalog.resolve_model(m) for m in args.models]
-    gpus = catalog.gpu_names() if args.gpus == ["all"] else args.gpus
-    chunks = args.chunks
-    if chunks is not None and chunks != "auto":
-        try:
-            chunks = int(float(chunks))
-        except ValueError:
-            raise ValueError(f"--chunks must be a number of cells or 'auto', got {chunks!r}")
+    _check(args)
+    names, gpus = _names(args.models), _names(args.gpus)
+    models = catalog.model_names() if names == ["all"] else names
+    models = [apply_dtypes(catalog.resolve_model(m), args) for m in models]
+    gpus = catalog.gpu_names() if gpus == ["all"] else gpus
+    chunks = _chunks(args.chunks)
     if args.scheduler is not None and chunks is None:
         chunks = "auto"
-    if args.output is not None and not str(args.output).endswith((".nc", ".zarr")):
-        raise ValueError(f"--output must end in .nc (netCDF) or .zarr, got {args.output!r}")
-    if args.report != "cheapest" and (args.max_ttft is not None or args.max_itl is not None):
-        raise ValueError("--max-ttft/--max-itl apply to --report cheapest")
+    reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
+        else args.workspace_fraction
     progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)
-    ds = sweep(models, gpus, tp=args.tp, context_length=args.context_length,
-               batch_size=args.batch_size, prompt_tokens=args.prompt_tokens,
-               reserve=args.reserve, chunks=chunks, allreduce=args.allreduce,
+    ds = sweep(models, gpus, tp=args.tp, context_length=args.max_model_len,
+               batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve, chunks=chunks, allreduce=args.allreduce,
                replicate_kv=args.replicate_kv)
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:
@@ -195,7 +251,9 @@ def run(args, out):
                 raise ImportError(f"--scheduler needs dask.distributed; install it with "
                                   f"`pip install {DISTRIBUTED_EXTRA}`") from exc
             stack.enter_context(Client(args.scheduler))
-        if args.output is not None:
+        grid_file = args.output is not None and str(args.output).lower().endswith(
+            (".nc", ".zarr"))
+        if grid_file:
             if chunks is not None:
                 with progress_bar(progress and distributed_client() is None):
                     save(ds, args.output)
@@ -206,16 +264,19 @@ def run(args, out):
         elif args.report == "best":
             result, by = best_configuration(ds, progress=progress), [dims.MODEL]
         elif args.report == "cheapest":
-            result = cheapest_configuration(ds, max_ttft=args.max_ttft, max_itl=args.max_itl,
+            result = cheapest_configuration(ds, max_ttft=args.ttft, max_itl=args.itl,
                                             progress=progress)
             by = [dims.MODEL]
         else:
             result, by = pareto_front(ds, progress=progress), []
+    cells = sweep_cells(ds)
     if result is None:
         if args.json:
-            print_json({"cells": sweep_cells(ds), "output": args.output}, out)
+            print_json({"cells": cells, "output": args.output}, out)
+        elif args.csv:
+            write_csv([{"cells": cells, "output": args.output}], out)
         else:
-            out.write(f"swept {sweep_cells(ds):,} configurations"
+            out.write(f"swept {cells:,} configurations"
                       + (f" -> {args.output}\n" if args.output else "\n"))
         return 0
     if by == [] and PARETO_POINT in result.dims:
@@ -224,14 +285,18 @@ def run(args, out):
                 for i in range(result.sizes[PARETO_POINT])]
     else:
         columns, rows = _report_rows(result, by)
-    if args.json:
-        print_json({"cells": sweep_cells(ds), "report": args.report,
-                    "rows": [dict(zip(columns, r)) for r in rows]}, out, indent=2, default=float)
-        return 0
-    out.write(f"rooflinekit sweep: {sweep_cells(ds):,} configurations, report {args.report!r}"
-              f" (times in s, throughput in tokens/s, cost in USD per 1M tokens)\n")
-    print_table(columns, rows, out, fmt=_format_cell, align_numbers=False, strip=False)
-    return 0
+    records = [dict(zip(columns, r)) for r in rows]
+
+    def write(path):
+        if not grid_file:   # the grid was written above, inside the scheduler's context
+            write_output(path, records, {"cells": cells, "report": args.report,
+                                         "rows": records})
+
+    def text(out):
+        out.write(f"rooflinekit sweep: {cells:,} configurations, report {args.report!r}\n")
+        print_table([_heading(result, c) for c in columns], rows, out)
+    return emit(args, out, records, text=text, write=write,
+                payload={"cells": cells, "report": args.report, "rows": records})
 
 
 # the names these two had before every command took add_arguments and run

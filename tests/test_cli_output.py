@@ -1,0 +1,123 @@
+"""Scriptable output: --json, --csv and --output FILE on every command; tables with one number
+format per column; capacity's exit status; the price catalogue and --version."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+import xarray as xr
+
+from rooflinekit import catalog
+from rooflinekit.cli import main
+from rooflinekit.cli._output import format_column, print_table
+
+#: One quick run of every command.
+RUNS = {
+    "guide": ["guide", "--section", "memory"],
+    "catalog": ["catalog", "gpus", "h100", "l40s"],
+    "capacity": ["capacity", "guide-70b", "lab", "--tp", "8"],
+    "price": ["price", "--input-price", "3", "--output-price", "12", "--output-fraction", "0.1",
+              "0.5"],
+    "simulate": ["simulate"],
+    "sweep": ["sweep", "--models", "guide-70b", "--gpus", "h100", "--tp", "1,8",
+              "--max-model-len", "1024", "--batch-size", "1,8", "--no-progress"],
+    "plan": ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "2", "--prompt-mean", "200",
+             "--output-mean", "50", "--itl", "0.05", "--replicates", "2", "--requests", "40"],
+    "calibrate": ["calibrate", "tests/data/measurements/public.csv", "--resamples", "2",
+                  "--phase", "decode", "--fit", "step_overhead"],
+}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def repo(monkeypatch, request):
+    monkeypatch.chdir(request.config.rootpath)
+
+
+def test_every_command_is_covered():
+    from rooflinekit.cli.main import COMMANDS
+
+    assert sorted(RUNS) == sorted(c.NAME for c in COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_json_csv_and_output_files(name, capsys, tmp_path, repo):
+    argv, path = RUNS[name], tmp_path / name
+    code, out, _ = run(capsys, *argv, "--json", "--output", f"{path}.nc")
+    assert code == 0 and json.loads(out) and xr.open_dataset(f"{path}.nc").sizes
+    code, out, _ = run(capsys, *argv, "--csv", "--output", f"{path}.csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert code == 0 and len(rows) >= 2 and len({len(r) for r in rows}) == 1
+    assert (tmp_path / f"{name}.csv").read_text() == out
+    code, out, _ = run(capsys, *argv, "--output", f"{path}.json")
+    assert code == 0 and f"{path}.json" in out and json.loads((tmp_path / f"{name}.json")
+                                                                .read_text())
+
+
+def test_one_number_format_per_column():
+    assert format_column([3.076923e9, 1.6e9]) == ["3,076,923,000", "1,600,000,000"]
+    assert format_column([0.1, 0.5]) == ["0.1", "0.5"]
+    assert format_column([0.76923, 0.4]) == ["0.7692", "0.4000"]
+    assert format_column([1e-6, 2.0]) == ["1.000e-06", "2.000e+00"]
+    assert format_column([3, 12000, None]) == ["3", "12,000", "-"]
+    out = io.StringIO()
+    print_table(("name", "value [s]"), [("a", 1.5), ("bb", 12.25)], out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "  name  value [s]"
+    assert lines[2].endswith("   1.50") and lines[3].endswith("  12.25")   # right-aligned
+
+
+def test_capacity_that_does_not_fit_exits_1(capsys):
+    code, out, err = run(capsys, "capacity", "guide-70b", "lab", "--tp", "1")
+    assert code == 1 and out == "" and "does not fit" in err and err.count("\n") == 1
+    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "1", "--show-anyway",
+                       "--json")
+    data = json.loads(out)
+    assert code == 0 and data["fits"] is False and "KV cache" in data["warning"]
+
+
+def test_capacity_vllm_rule_and_dtypes(capsys):
+    code, out, _ = run(capsys, "capacity", "llama-3.1-8b", "h100", "--json")
+    base = json.loads(out)
+    code, out, _ = run(capsys, "capacity", "llama-3.1-8b", "h100", "--kv-cache-dtype", "fp8",
+                       "--dtype", "fp8", "--json")
+    fp8 = json.loads(out)
+    assert fp8["kv_bytes_per_token"] == base["kv_bytes_per_token"] / 2
+    assert fp8["weight_gib"] == pytest.approx(base["weight_gib"] / 2)
+    code, out, _ = run(capsys, "capacity", "llama-3.1-8b", "h100", "--gpu-memory-utilization",
+                       "0.9", "--json")
+    vllm = json.loads(out)
+    assert code == 0 and vllm["kv_budget_tokens"] % 16 == 0     # whole blocks of 16 tokens
+    assert vllm["kv_budget_tokens"] != base["kv_budget_tokens"]
+
+
+def test_catalog_prices_and_version(capsys):
+    code, out, _ = run(capsys, "catalog", "prices", "--json")
+    rows = json.loads(out)
+    table = catalog.price_table()
+    assert code == 0 and len(rows) == sum(len(v) for v in table.values() if isinstance(v, list))
+    assert all(r["date"] and r["source"] for r in rows)
+    code, out, _ = run(capsys, "catalog", "prices", "guide-lab")
+    assert code == 0 and "guide-lab" in out and "2026" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.startswith("rooflinekit ")
+
+
+def test_simulate_flags_take_effect(capsys):
+    code, out, _ = run(capsys, "simulate", "--workload", "constant", "--requests", "20",
+                       "--arrival", "poisson", "--rate", "0.05", "--json")
+    slow = json.loads(out)
+    assert code == 0
+    code, out, _ = run(capsys, "simulate", "--workload", "constant", "--requests", "20",
+                       "--json")
+    burst = json.loads(out)
+    assert code == 0 and slow["continuous"]["makespan"] > burst["continuous"]["makespan"]
