@@ -19,10 +19,12 @@ def run(capsys, *argv):
 def test_capacity_text_and_json(capsys):
     code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--max-model-len", "8192")
     assert code == 0 and "max concurrent sequences" in out and "183" in out
-    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--json")
+    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--allreduce", "guide",
+                       "--json")
     data = json.loads(out)
     assert data["max_concurrent_sequences"] == 183
-    # guide §4.1: (weights + B·KV) / bandwidth, batch 1 at 8,192 tokens over 8 GPUs
+    # guide §4.1 (its simple model, no all-reduce): (weights + B·KV) / bandwidth, batch 1 at
+    # 8,192 tokens over 8 GPUs
     assert data["decode_step_time_ms"] == pytest.approx((140e9 + 327_680 * 8192) / (8 * 3.35e12) * 1e3)
     assert data["usd_per_million_tokens"] is not None                     # lab GPU is $3/h
 

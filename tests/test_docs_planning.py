@@ -36,7 +36,7 @@ def _row(gpu, tp, seqs):
 
 
 @pytest.mark.parametrize("gpu, tp, seqs", [
-    ("H100-SXM-80GB", 2, 64), ("H100-SXM-80GB", 4, 128), ("H100-SXM-80GB", 8, 64),
+    ("H100-SXM-80GB", 2, 64), ("H100-SXM-80GB", 4, 128), ("H100-SXM-80GB", 8, 128),
     ("H200-SXM-141GB", 2, 128), ("H200-SXM-141GB", 4, 256), ("H200-SXM-141GB", 8, 64)])
 def test_the_plan_table(answer, gpu, tp, seqs):
     plan = answer[0].sel(gpu=gpu, tp=tp, max_num_seqs=seqs)
@@ -51,14 +51,28 @@ def test_the_plan_table(answer, gpu, tp, seqs):
 
 def test_the_decision(answer):
     _, best, table = answer
-    assert "2 replicas of 8 × H100-SXM-80GB (16 GPUs, $34,923/month)" in DOC
+    assert "3 replicas of 8 ×\nH100-SXM-80GB (24 GPUs, $52,385/month)" in DOC
     assert (str(best["gpu"].values), int(best["tp"]), int(best["gpus"])) == \
-        ("H100-SXM-80GB", 8, 16)
-    assert round(float(best["monthly_cost"])) == 34_923
-    for option, cost in (("self-hosted", 34_923), ("pay-as-you-go", 421_667),
+        ("H100-SXM-80GB", 8, 24)
+    assert round(float(best["monthly_cost"])) == 52_385
+    for option, cost in (("self-hosted", 52_385), ("pay-as-you-go", 421_667),
                          ("provisioned", 1_124_930)):
         assert round(float(table["monthly_cost"].sel(option=option))) == cost
         assert f"| {cost:,} |" in DOC
     assert int(table["units"].sel(option="provisioned")) == 1541
     assert f"{table.attrs['monthly_tokens']:.3g}" == "1.21e+11"
     assert str(table["choice"].values) == "self-hosted"
+
+
+def test_the_chunked_prefill_table():
+    traffic = rk.Traffic(20.0, LogNormal(2000, 0.5), LogNormal(300, 0.5))
+    slo = rk.SLO(ttft=1.0, itl=0.05, quantile=0.95)
+    plan = rk.plan(traffic, slo, models="Llama-3.1-70B", gpus="H100-SXM-80GB", tp=8,
+                   max_num_seqs=128, max_num_batched_tokens=[512, 1024, 2048, 8192],
+                   replicates=10).squeeze(drop=True)
+    for tokens in (512, 1024, 2048, 8192):
+        row = plan.sel(max_num_batched_tokens=tokens)
+        line = (f"| {tokens} | {float(row['max_rate']):.2f} | {row['binding'].values} | "
+                f"{int(row['replicas'])} | {int(row['gpus'])} | "
+                f"{float(row['monthly_cost']):,.0f} |")
+        assert line in DOC, line

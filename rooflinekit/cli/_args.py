@@ -136,6 +136,10 @@ FLAGS = {
                 "help": "weight format (auto: the model's; bf16, fp8, int4, ...)"},
     "--kv-cache-dtype": {"type": _dtype, "default": "auto", "metavar": "DTYPE",
                          "help": "KV-cache format (auto: the model's; fp8, ...)"},
+    "--allreduce": {"choices": ("collective", "ring", "guide"), "default": "collective",
+                    "help": "tensor-parallel all-reduce model: collective (default: one latency "
+                            "per collective plus the bytes over the link), ring (a latency per "
+                            "hop), guide (the guide's simple model, no communication)"},
     "--workspace-fraction": {
         "type": number(0, 1, hi_open=True), "metavar": "SHARE",
         "help": "share of the memory left after the weights kept for activations and the "

@@ -70,8 +70,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workload", choices=("isolated", "serving"), default="isolated",
                         help="map rows to isolated prefill/decode steps (default) or to the mixed "
                              "steps of a continuous-batching server")
-    parser.add_argument("--allreduce", action="store_true",
-                        help="model the tensor-parallel all-reduce explicitly while fitting")
+    add_flag(parser, "--allreduce")
     add_output_flags(parser, output_help=(
         "also write the result to FILE, the format from its extension: .json (the calibration "
         "file `rooflinekit plan --calibration` reads), .nc or .zarr (the parameters Dataset), "
@@ -129,7 +128,7 @@ def run(args, out) -> int:
     models = _cli_models(args)
     phases = tuple(args.phase) if args.phase else PHASES
     fit = tuple(args.fit) if args.fit else None
-    options = {"allreduce": True} if args.allreduce else None
+    options = {"allreduce": args.allreduce}
     result = calibrate(ds, phases=phases, fit=fit, n_resamples=args.resamples,
                        confidence=args.confidence, seed=args.seed, models=models,
                        roofline_options=options, workload=args.workload)

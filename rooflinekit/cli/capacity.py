@@ -61,7 +61,7 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--kv-cache-dtype")
     parser.add_argument("--gpu-hourly", type=nonnegative_float, metavar="USD",
                         help="USD per GPU-hour (default: catalogue)")
-    parser.add_argument("--allreduce", action="store_true", help="charge the TP all-reduce")
+    add_flag(parser, "--allreduce")
     parser.add_argument("--show-anyway", action="store_true",
                         help="print the figures and exit 0 even when the model does not fit")
     add_output_flags(parser)

@@ -161,8 +161,7 @@ def add_arguments(parser):
                         help="count the KV copies engines keep when tp exceeds a model's KV "
                              "heads, or for MLA (default: each head stored once, the guide's "
                              "model)")
-    parser.add_argument("--allreduce", action="store_true",
-                        help="add tensor parallelism's all-reduce time (default: guide's model)")
+    add_flag(parser, "--allreduce")
     parser.add_argument("--chunks", default=None, metavar="CELLS|auto",
                         help="compute lazily with dask in blocks of this many cells "
                              "(needs rooflinekit[distributed])")
