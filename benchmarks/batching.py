@@ -13,7 +13,7 @@ import numpy as np
 
 from rooflinekit.batching import ContinuousBatcher, StaticBatcher, monte_carlo
 from rooflinekit.batching.batchers import _kernel_outputs
-from rooflinekit.workloads import Poisson, Uniform, WorkloadSpec, short_and_long
+from rooflinekit.workloads import Poisson, SharedPrefix, Uniform, WorkloadSpec, short_and_long
 
 _STEPS = 4   # index of "running_time" in _reference.STAT_NAMES: slot-steps = request-steps
 
@@ -120,13 +120,19 @@ class RunningSequences256:
         spec.loader.exec_module(_previous_kernels)
         wl, b = _running_256()
         timing = b._timing()
-        args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, *b._parameters(),
-                timing.tick, timing.coef, np.inf)
+        params = b._parameters()
+        clock = (timing.tick, timing.coef, np.inf)
+        # today's kernel also takes the prefix arrays and prefix_caching (last parameter)
+        new_args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority,
+                    wl.prefix_group, wl.prefix_tokens, *params, *clock)
+        old_args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, *params[:-1],
+                    *clock)
         n = wl.n_requests
         outs = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64),
                 np.empty(n, np.int64), np.empty(len(_reference.STAT_NAMES)))
-        self.new = lambda: _kernels.continuous_run(*args, *outs)
-        self.old = lambda: _previous_kernels.continuous_run(*args, *outs)
+        old_outs = outs[:5] + (np.empty(18),)        # the previous kernel's 18 statistics
+        self.new = lambda: _kernels.continuous_run(*new_args, *outs)
+        self.old = lambda: _previous_kernels.continuous_run(*old_args, *old_outs)
         self.new()
         self.old()                                   # compile both
         trace = []
@@ -151,6 +157,49 @@ class RunningSequences256:
     track_request_steps_per_second.unit = "request-steps/s"
     track_previous_request_steps_per_second.unit = "request-steps/s"
     track_speedup_over_previous.unit = "x"
+
+
+def _prefix_spec(n):
+    # the _spec mix with 70% of requests starting with one of 4 system prompts of 256 tokens
+    return WorkloadSpec(n, output=short_and_long(), prompt=Uniform(10, 200),
+                        arrival=Poisson(rate=0.3), prefix=SharedPrefix(256, groups=4, share=0.7))
+
+
+class PrefixCaching:
+    """Request-steps/s of paged admission with prefix caching and without it, on the same
+    prefixed workload (1,000 requests), in the same run; the ratio is the price of the cache."""
+
+    params = [1000]
+    param_names = ["n_requests"]
+
+    def setup(self, n):
+        kw = {"max_num_seqs": 16, "kv_budget_tokens": 8000, "admission": "paged"}
+        self.cached = ContinuousBatcher(prefix_caching=True, **kw)
+        self.plain = ContinuousBatcher(**kw)
+        self.workload = _prefix_spec(n).sample(0)
+        for b in (self.cached, self.plain):
+            _kernel_outputs(b, _prefix_spec(10).sample(0))           # compile
+        self.steps = {b: _kernel_outputs(b, self.workload)["stats"][_STEPS]
+                      for b in (self.cached, self.plain)}
+
+    def _rate(self, b):
+        return self.steps[b] / _best(lambda: _kernel_outputs(b, self.workload), 20)
+
+    def time_prefix_caching(self, n):
+        _kernel_outputs(self.cached, self.workload)
+
+    def track_prefix_caching_request_steps_per_second(self, n):
+        return self._rate(self.cached)
+
+    def track_plain_paged_request_steps_per_second(self, n):
+        return self._rate(self.plain)
+
+    def track_caching_over_plain(self, n):
+        return self._rate(self.cached) / self._rate(self.plain)
+
+    track_prefix_caching_request_steps_per_second.unit = "request-steps/s"
+    track_plain_paged_request_steps_per_second.unit = "request-steps/s"
+    track_caching_over_plain.unit = "x"
 
 
 class Import:

@@ -13,7 +13,7 @@ Token-length distributions: :class:`Constant`, :class:`Uniform`, :class:`Geometr
 :class:`LogNormal`, :class:`Mixture` (and :func:`short_and_long`, the guide's 15 × 20 + 1 × 400
 batch), :class:`Empirical` (samples or a histogram). Arrival processes: :class:`AllAtOnce`,
 :class:`FixedInterval` (optionally in bursts), :class:`Poisson`, :class:`Gamma` (bursty
-renewal arrivals).
+renewal arrivals). Shared prompt prefixes (a system prompt, a few-shot header): :class:`SharedPrefix`.
 
 References
 ----------
@@ -37,7 +37,7 @@ __all__ = [
     "Workload", "WorkloadSpec", "guide_workload", "as_generator",
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
     "AllAtOnce", "FixedInterval", "Poisson", "Gamma",
-    "INTERACTIVE", "BATCH", "MAX_ARRIVAL", "coerce_workload",
+    "INTERACTIVE", "BATCH", "MAX_ARRIVAL", "coerce_workload", "SharedPrefix", "NO_PREFIX",
 ]
 
 #: Latest arrival time a workload may hold [tick or s]: 1e9 (31 years in seconds). Beyond it a
@@ -47,6 +47,8 @@ MAX_ARRIVAL = 1e9
 #: Priority tiers (``Workload.priority``): interactive requests are admitted first.
 INTERACTIVE = 0
 BATCH = 1
+#: ``Workload.prefix_group`` of a request that starts with no shared prefix.
+NO_PREFIX = -1
 
 
 def as_generator(seed) -> np.random.Generator:
@@ -311,6 +313,56 @@ class Gamma:
                                                        size=size))
 
 
+# --- shared prefixes ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedPrefix:
+    """Requests that start with one of ``groups`` shared prefixes of ``tokens`` tokens each.
+
+    Parameters
+    ----------
+    tokens : int
+        Length of every prefix [tokens], >= 1.
+    groups : int
+        Distinct prefixes [1], >= 1 (say, system prompts); a prefixed request takes one uniformly.
+    share : float
+        Probability that a request starts with a prefix, in [0, 1].
+
+    Notes
+    -----
+    A prefixed request's prompt is the prefix followed by its own drawn prompt, so its prompt is
+    ``tokens`` longer than drawn and a prefix is never longer than the prompt. The prefixes are
+    drawn after every other draw of :meth:`WorkloadSpec.draw` (one uniform and one group per
+    request, whatever ``share``), so a seed gives the same arrivals, prompts, outputs and tiers
+    with or without a prefix, and the prefixed requests at a smaller ``share`` are a subset of
+    those at a larger one (common random numbers across a ``"prefix.share"`` sweep).
+
+    References
+    ----------
+    .. [1] Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+           PagedAttention", SOSP 2023 (shared prefixes in blocks).
+    .. [2] Zheng et al., "SGLang: Efficient Execution of Structured Language Model Programs",
+           NeurIPS 2024 (prefix reuse across requests).
+    """
+
+    tokens: int
+    groups: int = 1
+    share: float = 1.0
+
+    def __post_init__(self):
+        whole_number("tokens", self.tokens, lo=1)
+        whole_number("groups", self.groups, lo=1)
+        real_number("share", self.share, lo=0, hi=1)
+
+    def sample(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(prefix_group, prefix_tokens)`` of ``size`` requests (int64; group -1: none)."""
+        prefixed = rng.random(size) < float(self.share)
+        group = rng.integers(0, int(self.groups), size=size, dtype=np.int64)
+        return (np.where(prefixed, group, NO_PREFIX).astype(np.int64),
+                np.where(prefixed, int(self.tokens), 0).astype(np.int64))
+
+
 # --- workloads ----------------------------------------------------------------------------------
 
 
@@ -335,17 +387,31 @@ class Workload(Mapping):
         Tokens each request generates [tokens], >= 1 (the first comes out of prefill).
     priority : array_like of int, optional
         Tier of each request: 0 (:data:`INTERACTIVE`, default) or 1 (:data:`BATCH`).
+    prefix_group : array_like of int, optional
+        Shared prefix each request's prompt starts with: a group number >= 0, or -1
+        (:data:`NO_PREFIX`, default) for none. Given with ``prefix_tokens``.
+    prefix_tokens : array_like of int, optional
+        Length of that prefix [tokens], included in ``prompt_tokens`` (so at most the prompt); 0
+        without a prefix, and one length for every request of a group.
 
     Raises
     ------
     ValueError
         Naming the argument: mismatched lengths, negative or fractional tokens, zero output tokens,
-        unsorted or non-finite arrivals, a priority other than 0 or 1.
+        unsorted or non-finite arrivals, a priority other than 0 or 1, a prefix longer than the
+        prompt, one group with two lengths.
+
+    Notes
+    -----
+    The mapping holds the four arrays above; the prefix arrays are read as attributes
+    (:attr:`prefix_group`, :attr:`prefix_tokens`), so ``batcher.run(**workload)`` runs the
+    workload without its prefixes (as prompts that share nothing).
     """
 
     _keys = ("arrival", "prompt_tokens", "output_tokens", "priority")
 
-    def __init__(self, arrival, prompt_tokens, output_tokens, priority=None):
+    def __init__(self, arrival, prompt_tokens, output_tokens, priority=None, prefix_group=None,
+                 prefix_tokens=None):
         arr = np.asarray(arrival)
         if arr.ndim != 1:
             raise ValueError(f"arrival must be 1-D (one time per request), got shape {arr.shape}")
@@ -376,9 +442,11 @@ class Workload(Mapping):
             if a.size != arr.size:
                 raise ValueError(f"{name} must have one entry per request ({arr.size}), "
                                  f"got {a.size}")
+        group, length = _check_prefixes(prefix_group, prefix_tokens, prompt)
         self._data = {"arrival": arr, "prompt_tokens": prompt, "output_tokens": output,
                       "priority": prio}
-        for a in self._data.values():
+        self._prefix = {"prefix_group": group, "prefix_tokens": length}
+        for a in (*self._data.values(), group, length):
             a.flags.writeable = False
 
     def __getitem__(self, key):
@@ -400,9 +468,54 @@ class Workload(Mapping):
     output_tokens = _column("output_tokens", "Output lengths [tokens], >= 1 (int64, read-only).")
     priority = _column("priority", "Tiers: 0 interactive, 1 batch (int64, read-only).")
 
+    @property
+    def prefix_group(self) -> np.ndarray:
+        """Shared prefix of each request: group >= 0, or -1 for none (int64, read-only)."""
+        return self._prefix["prefix_group"]
+
+    @property
+    def prefix_tokens(self) -> np.ndarray:
+        """Length of each request's shared prefix [tokens], 0 for none (int64, read-only)."""
+        return self._prefix["prefix_tokens"]
+
     def __repr__(self):
         return (f"Workload(n_requests={self.n_requests}, "
                 f"output_tokens mean={self.output_tokens.mean() if self.n_requests else 0:g})")
+
+
+def _check_prefixes(prefix_group, prefix_tokens, prompt):
+    """Validated ``(prefix_group, prefix_tokens)`` int64 arrays of a workload (no prefix: -1, 0)."""
+    n = prompt.size
+    if prefix_group is None and prefix_tokens is None:
+        return np.full(n, NO_PREFIX, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    if prefix_group is None or prefix_tokens is None:
+        raise ValueError("prefix_group and prefix_tokens must be given together")
+    group = check_count_array("prefix_group", prefix_group, lo=NO_PREFIX)
+    length = check_count_array("prefix_tokens", prefix_tokens, lo=0)
+    for name, a in (("prefix_group", group), ("prefix_tokens", length)):
+        if a.size != n:
+            raise ValueError(f"{name} must have one entry per request ({n}), got {a.size}")
+    if n == 0:
+        return group, length
+    longer = length > prompt
+    if longer.any():
+        i = int(np.argmax(longer))
+        raise ValueError(f"prefix_tokens: prefix longer than the prompt for request {i} "
+                         f"({int(length[i])} > {int(prompt[i])} prompt tokens)")
+    none = group == NO_PREFIX
+    if (length[none] != 0).any():
+        raise ValueError("prefix_tokens must be 0 where prefix_group is -1 (no prefix)")
+    if (length[~none] < 1).any():
+        raise ValueError("prefix_tokens must be >= 1 where prefix_group names a group")
+    if (~none).any():
+        g, t = group[~none], length[~none]
+        first = np.full(int(g.max()) + 1, -1, dtype=np.int64)
+        first[g[::-1]] = t[::-1]              # each group's first length
+        if (first[g] != t).any():
+            k = int(g[np.argmax(first[g] != t)])
+            raise ValueError(f"prefix_tokens: group {k} has more than one prefix length (a "
+                             f"group is one prefix)")
+    return group, length
 
 
 @dataclasses.dataclass(frozen=True)
@@ -421,11 +534,15 @@ class WorkloadSpec:
         Default :class:`AllAtOnce`.
     batch_fraction : float
         Probability that a request belongs to the batch tier (priority 1), in [0, 1]; default 0.
+    prefix : SharedPrefix or None
+        Shared prompt prefixes; default none. A prefixed request's prompt is the prefix followed
+        by its drawn prompt.
 
     Notes
     -----
-    :meth:`sample` draws, in this order, arrivals, prompts, outputs and tiers from one generator,
-    so a seed fixes the workload. Monte Carlo replicates each get their own generator, spawned from
+    :meth:`sample` draws, in this order, arrivals, prompts, outputs, tiers and prefixes from one
+    generator, so a seed fixes the workload (and a spec without a prefix draws what it drew before
+    prefixes existed). Monte Carlo replicates each get their own generator, spawned from
     one ``SeedSequence``.
     """
 
@@ -434,6 +551,7 @@ class WorkloadSpec:
     prompt: object = Constant(0)
     arrival: object = AllAtOnce()
     batch_fraction: float = 0.0
+    prefix: SharedPrefix | None = None
 
     def __post_init__(self):
         whole_number("n_requests", self.n_requests, lo=1)
@@ -442,9 +560,20 @@ class WorkloadSpec:
                 raise TypeError(f"{name} must be a distribution object with a sample(rng, size) "
                                 f"method, got {type(getattr(self, name)).__name__}")
         real_number("batch_fraction", self.batch_fraction, lo=0, hi=1)
+        if self.prefix is not None and not isinstance(self.prefix, SharedPrefix):
+            raise TypeError(f"prefix must be a SharedPrefix or None, got "
+                            f"{type(self.prefix).__name__}")
 
     def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-        """Raw arrays ``(arrival, prompt_tokens, output_tokens, priority)`` from ``rng``."""
+        """Raw arrays ``(arrival, prompt_tokens, output_tokens, priority)`` from ``rng``.
+
+        Prompts include their prefixes; :meth:`draw_prefixed` also returns which they are.
+        """
+        return self.draw_prefixed(rng)[:4]
+
+    def draw_prefixed(self, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+        """Raw arrays ``(arrival, prompt_tokens, output_tokens, priority, prefix_group,
+        prefix_tokens)`` from ``rng`` (group -1 and 0 tokens without a prefix)."""
         n = int(self.n_requests)
         arrival = np.asarray(self.arrival.sample(rng, n), dtype=np.float64)
         prompt = np.asarray(self.prompt.sample(rng, n), dtype=np.int64)
@@ -453,11 +582,17 @@ class WorkloadSpec:
             priority = (rng.random(n) < float(self.batch_fraction)).astype(np.int64)
         else:
             priority = np.zeros(n, dtype=np.int64)
-        return arrival, prompt, output, priority
+        if self.prefix is None:
+            group, length = np.full(n, NO_PREFIX, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        else:
+            # drawn last, so that the draws above are those of the same spec without a prefix
+            group, length = self.prefix.sample(rng, n)
+            prompt = prompt + length
+        return arrival, prompt, output, priority, group, length
 
     def sample(self, seed=None) -> Workload:
         """One workload drawn with ``seed`` (an int, SeedSequence or Generator)."""
-        return Workload(*self.draw(as_generator(seed)))
+        return Workload(*self.draw_prefixed(as_generator(seed)))
 
     def replace(self, **changes) -> "WorkloadSpec":
         """A copy with fields changed; ``"output.sigma"``-style keys change a field of a field."""
@@ -465,9 +600,12 @@ class WorkloadSpec:
         for key, value in changes.items():
             if "." in key:
                 head, field = key.split(".", 1)
-                if head not in ("output", "prompt", "arrival"):
+                if head not in ("output", "prompt", "arrival", "prefix"):
                     raise ValueError(f"unknown workload parameter {key!r}")
                 inner = direct.get(head, getattr(self, head))
+                if inner is None:
+                    raise ValueError(f"unknown workload parameter {key!r}: the spec has no "
+                                     f"{head} (set {head}= first)")
                 if field not in {f.name for f in dataclasses.fields(inner)}:
                     raise ValueError(f"unknown workload parameter {key!r}: "
                                      f"{type(inner).__name__} has no field {field!r}")

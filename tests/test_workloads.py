@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rooflinekit.workloads import (AllAtOnce, Constant, Empirical, FixedInterval, Geometric,
-                                   LogNormal, Mixture, Poisson, Uniform, Workload, WorkloadSpec,
-                                   as_generator, guide_workload, short_and_long)
+                                   LogNormal, Mixture, Poisson, SharedPrefix, Uniform, Workload,
+                                   WorkloadSpec, as_generator, guide_workload, short_and_long)
 
 
 def test_guide_workload():
@@ -190,3 +190,51 @@ def test_spec_draws_are_valid_workloads(n, seed, sigma, rate):
     assert wl.n_requests == n
     assert (wl.output_tokens >= 1).all() and (wl.prompt_tokens >= 1).all()
     assert (np.diff(wl.arrival) >= 0).all()
+
+
+# --- shared prefixes ---------------------------------------------------------------------------
+
+
+def test_shared_prefix_is_drawn_after_everything_else():
+    base = WorkloadSpec(50, output=LogNormal(100, 1.0), prompt=Uniform(0, 30),
+                        arrival=Poisson(2.0), batch_fraction=0.3)
+    with_prefix = base.replace(prefix=SharedPrefix(40, groups=3, share=0.5))
+    a, b = base.sample(7), with_prefix.sample(7)
+    for key in ("arrival", "output_tokens", "priority"):
+        np.testing.assert_array_equal(a[key], b[key])
+    np.testing.assert_array_equal(b.prompt_tokens, a.prompt_tokens + b.prefix_tokens)
+    assert set(np.unique(b.prefix_group)) <= {-1, 0, 1, 2}
+    assert ((b.prefix_group >= 0) == (b.prefix_tokens == 40)).all()
+    assert base.draw(np.random.default_rng(7))[1].tolist() == a.prompt_tokens.tolist()
+    assert len(with_prefix.draw(np.random.default_rng(7))) == 4
+    # common random numbers: the prefixed requests at a smaller share are among the larger's
+    small = with_prefix.replace(**{"prefix.share": 0.2}).sample(7)
+    assert ((small.prefix_group >= 0) <= (b.prefix_group >= 0)).all()
+
+
+def test_shared_prefix_checks():
+    for kwargs, match in (({"tokens": 0}, "tokens"), ({"tokens": 8, "groups": 0}, "groups"),
+                          ({"tokens": 8, "share": 1.5}, "share"), ({"tokens": 2.5}, "tokens")):
+        with pytest.raises(ValueError, match=match):
+            SharedPrefix(**kwargs)
+    with pytest.raises(TypeError, match="prefix must be a SharedPrefix"):
+        WorkloadSpec(3, output=Constant(1), prefix=8)
+    with pytest.raises(ValueError, match="no prefix"):
+        WorkloadSpec(3, output=Constant(1)).replace(**{"prefix.share": 0.5})
+
+
+def test_workload_prefix_arrays():
+    wl = Workload([0, 1], [10, 5], [1, 1], prefix_group=[0, -1], prefix_tokens=[8, 0])
+    assert list(wl) == ["arrival", "prompt_tokens", "output_tokens", "priority"]
+    assert wl.prefix_group.tolist() == [0, -1] and wl.prefix_tokens.tolist() == [8, 0]
+    assert Workload(**wl).prefix_group.tolist() == [-1, -1]
+    with pytest.raises(ValueError, match="prefix longer than the prompt"):
+        Workload([0], [4], [1], prefix_group=[0], prefix_tokens=[8])
+    with pytest.raises(ValueError, match="more than one prefix length"):
+        Workload([0, 1], [10, 10], [1, 1], prefix_group=[0, 0], prefix_tokens=[8, 4])
+    with pytest.raises(ValueError, match="given together"):
+        Workload([0], [4], [1], prefix_group=[0])
+    with pytest.raises(ValueError, match="prefix_tokens must be 0"):
+        Workload([0], [4], [1], prefix_group=[-1], prefix_tokens=[2])
+    with pytest.raises(ValueError, match="prefix_group must be >= -1"):
+        Workload([0], [4], [1], prefix_group=[-2], prefix_tokens=[0])

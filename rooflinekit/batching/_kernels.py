@@ -91,8 +91,10 @@ __all__ = ["continuous_run", "continuous_run_many", "static_run", "static_run_ma
 # Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
 (_END, _STEPS, _BUSY, _PEAK_RUN, _RUN_T, _ACT_T, _PEAK_RES, _RES_T, _PEAK_USED, _USED_T, _PREEMPT,
  _GAPS, _GAPS_MET, _GAP_T, _GAP_P) = range(15)
-N_STATS = 18
-if len(STAT_NAMES) != N_STATS or STAT_NAMES[_GAP_P] != "token_itl_p50":
+_PFX_REQ, _PFX_HIT, _PFX_SAVED, _PFX_T, _PFX_EVICT = range(18, 23)
+N_STATS = 23
+if (len(STAT_NAMES) != N_STATS or STAT_NAMES[_GAP_P] != "token_itl_p50"
+        or STAT_NAMES[_PFX_REQ] != "prefix_requests" or STAT_NAMES[_PFX_EVICT] != "prefix_evictions"):
     raise ImportError("the kernels' stats indices disagree with _reference.STAT_NAMES")
 _PERCENTILES = GAP_PERCENTILES
 _N_PERCENTILES = len(GAP_PERCENTILES)
@@ -296,15 +298,33 @@ def _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, 
     stats[_USED_T] = used_t
 
 
+@njit(cache=True)
+def _lru_group(g_res, g_refs, g_stamp, keep):
+    """The resident prefix group no sequence uses (not ``keep``) released longest ago, or -1.
+
+    Ties go to the lowest group, so the order in which a step released them does not matter.
+    Called only when blocks run short, so a scan over the groups is cheap enough.
+    """
+    best = -1
+    for k in range(g_res.shape[0]):
+        if g_res[k] and g_refs[k] == 0 and k != keep:
+            if best < 0 or g_stamp[k] < g_stamp[best]:
+                best = k
+    return best
+
+
 @njit(nogil=True, cache=True)
-def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, paged, block_size,
-                   max_batched, interactive_cap, tick_mode, coef, itl_target,
+def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, max_num_seqs,
+                   kv_budget, paged, block_size, max_batched, interactive_cap, prefix_caching,
+                   tick_mode, coef, itl_target,
                    admit, first_token, finish, preemptions, status, stats):
     """Continuous batching of one workload; returns 0 or :data:`STALLED`.
 
-    ``tick_mode`` and ``coef`` are the clock (module docstring), ``itl_target`` the gap counted
-    as met [time] (inf for none); the outputs ``admit``, ``first_token``, ``finish``,
-    ``preemptions``, ``status`` (per request) and ``stats`` (:data:`N_STATS`) are overwritten.
+    ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
+    when ``prefix_caching`` (paged only); ``tick_mode`` and ``coef`` are the clock (module
+    docstring), ``itl_target`` the gap counted as met [time] (inf for none); the outputs
+    ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` (per request) and
+    ``stats`` (:data:`N_STATS`) are overwritten.
     """
     n = arrival.shape[0]
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
@@ -321,6 +341,23 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
           coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
           coef[17], coef[18], coef[19])
+    # Prefix caching: ``alloc`` and ``used`` include the resident prefixes' blocks and tokens;
+    # ``shared`` is the prefix blocks a running sequence uses from the cache (not its own).
+    caching = prefix_caching and paged
+    n_groups = 1
+    for i in range(n):
+        n_groups = max(n_groups, prefix_group[i] + 1)
+    g_blocks = np.zeros(n_groups, np.int64)
+    for i in range(n):
+        if prefix_group[i] >= 0:
+            g_blocks[prefix_group[i]] = prefix_tokens[i] // block_size
+    g_res = np.zeros(n_groups, np.bool_)
+    g_refs = np.zeros(n_groups, np.int64)
+    g_stamp = np.zeros(n_groups, np.float64)     # n_steps at the last release
+    shared = np.zeros(n, np.int64)
+    cached_blocks = 0          # blocks of the resident prefixes
+    evictable = 0              # of those, blocks of the prefixes no sequence uses
+    cb_t = 0.0                 # integral of cached_blocks over time
     # Per request: a queued or prefilling request holds its token counts; a decoding one holds
     # them less the step counter ``g`` (all decoding sequences grow by one a step, so none is
     # touched in a decode step: cost per step does not grow with the batch).
@@ -407,11 +444,18 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 c = context[i] + g
                 finish[i] = t
                 if paged:
-                    alloc -= (c + block_size - 1) // block_size
+                    alloc -= (c + block_size - 1) // block_size - shared[i]
                     by_phase[context[i] % bs] -= 1
                 reserved -= prompt[i] + output[i]
-                used -= c
+                used -= c - shared[i] * block_size
                 dec_context -= c
+                if shared[i] > 0:
+                    q = prefix_group[i]
+                    g_refs[q] -= 1
+                    if g_refs[q] == 0:
+                        g_stamp[q] = n_steps
+                        evictable += g_blocks[q]
+                    shared[i] = 0
                 n_dec -= 1
                 if windowed:
                     if above[i]:
@@ -443,9 +487,25 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                     stop = True
                     break
                 first_blocks = 0
+                q = prefix_group[i]
+                hit = caching and q >= 0 and g_res[q] and g_blocks[q] > 0
                 if paged:
                     first_blocks = (prompt[i] + generated[i] + 1 + block_size - 1) // block_size
+                    if hit:
+                        first_blocks -= g_blocks[q]
                     fits = total_blocks - alloc - need >= first_blocks
+                    if not fits and caching:
+                        spare = evictable - (g_blocks[q] if hit and g_refs[q] == 0 else 0)
+                        if total_blocks - alloc - need + spare >= first_blocks:
+                            while total_blocks - alloc - need < first_blocks:
+                                e = _lru_group(g_res, g_refs, g_stamp, q if hit else -1)
+                                g_res[e] = False
+                                cached_blocks -= g_blocks[e]
+                                evictable -= g_blocks[e]
+                                alloc -= g_blocks[e]
+                                used -= g_blocks[e] * block_size
+                                stats[_PFX_EVICT] += 1.0
+                            fits = True
                 else:
                     fits = reserved + prompt[i] + output[i] <= kv_budget
                 if not fits:
@@ -455,9 +515,25 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 q_size[k] -= 1
                 if np.isnan(admit[i]):
                     admit[i] = t
+                    if q >= 0:
+                        stats[_PFX_REQ] += 1.0
+                        if hit:
+                            stats[_PFX_HIT] += 1.0
                 to_prefill[i] = prompt[i] + generated[i]
                 prefilled[i] = 0
                 context[i] = 0
+                if hit:
+                    # prefill starts after the cached tokens (the last prompt token is always
+                    # computed: its logits give the next token)
+                    shared[i] = g_blocks[q]
+                    if g_refs[q] == 0:
+                        evictable -= g_blocks[q]
+                    g_refs[q] += 1
+                    cached = min(shared[i] * block_size, to_prefill[i] - 1)
+                    prefilled[i] = cached
+                    context[i] = cached
+                    used += cached - shared[i] * block_size
+                    stats[_PFX_SAVED] += cached
                 if paged:
                     blocks[i] = first_blocks
                     alloc += first_blocks
@@ -496,6 +572,15 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
         # 5. step: preempt the latest admitted until the growth fits (paged) ...
         if paged:
             while need > total_blocks - alloc:
+                if caching and evictable > 0:    # an unused prefix goes before any sequence
+                    e = _lru_group(g_res, g_refs, g_stamp, -1)
+                    g_res[e] = False
+                    cached_blocks -= g_blocks[e]
+                    evictable -= g_blocks[e]
+                    alloc -= g_blocks[e]
+                    used -= g_blocks[e] * block_size
+                    stats[_PFX_EVICT] += 1.0
+                    continue
                 v = r_prev[n]
                 r_next[r_prev[v]] = r_next[v]
                 r_prev[r_next[v]] = r_prev[v]
@@ -507,8 +592,8 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                     if c % block_size == 0:
                         need -= 1
                     by_phase[context[v] % bs] -= 1
-                    alloc -= (c + block_size - 1) // block_size
-                    used -= c
+                    alloc -= (c + block_size - 1) // block_size - shared[v]
+                    used -= c - shared[v] * block_size
                     dec_context -= c
                     if windowed:
                         if above[v]:
@@ -525,7 +610,14 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                     p_next[p_prev[v]] = p_next[v]
                     p_prev[p_next[v]] = p_prev[v]
                     alloc -= blocks[v]
-                    used -= context[v]
+                    used -= context[v] - shared[v] * block_size
+                if shared[v] > 0:
+                    q = prefix_group[v]
+                    g_refs[q] -= 1
+                    if g_refs[q] == 0:
+                        g_stamp[q] = n_steps
+                        evictable += g_blocks[q]
+                    shared[v] = 0
                 blocks[v] = 0
                 context[v] = 0
                 state[v] = 0
@@ -601,6 +693,13 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
             p_prev[p_next[i]] = p_prev[i]
             context[i] += 1
             used += 1
+            q = prefix_group[i]
+            if caching and q >= 0 and shared[i] == 0 and not g_res[q] and g_blocks[q] > 0:
+                # a miss's first blocks become its group's, now computed and shareable
+                g_res[q] = True
+                g_refs[q] = 1
+                shared[i] = g_blocks[q]
+                cached_blocks += g_blocks[q]
             if generated[i] > 0:
                 gap = t + dt - last_tok[i]
                 count = 1
@@ -656,6 +755,7 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
         if used > peak_used:
             peak_used = float(used)
         used_t += used * dt
+        cb_t += cached_blocks * dt
         t = t + dt
         # 6. decode-only stretch: while the next step would only decode (no arrival, no
         # retirement, nothing prefilling or admissible, the new blocks free), run it here
@@ -671,8 +771,10 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                                         and (q_size[0] > 0 or n_interactive > 0)):
                 break
             if paged:
-                admissible = total_blocks - alloc >= (prompt[i] + generated[i]
-                                                      + block_size) // block_size
+                # with caching, unused prefixes could be evicted (or a hit need fewer blocks):
+                # count them as free, which can only send the run to the main loop
+                admissible = total_blocks - alloc + cached_blocks >= (
+                    prompt[i] + generated[i] + block_size) // block_size
             else:
                 admissible = reserved + prompt[i] + output[i] <= kv_budget
             break
@@ -711,6 +813,7 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
                 res_t += block_size * res_sum
                 if alloc * block_size > peak_res:
                     peak_res = float(alloc * block_size)
+                cb_t += cached_blocks * m
             else:
                 res_t += reserved * m
             used_t += m * used + n_dec * (m * (m + 1) // 2)
@@ -780,7 +883,9 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
             if used > peak_used:
                 peak_used = float(used)
             used_t += used * dt
+            cb_t += cached_blocks * dt
             t = t + dt
+    stats[_PFX_T] = cb_t
     _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
                  used_t)
     stats[_GAPS] = n_gaps
@@ -793,14 +898,17 @@ def continuous_run(arrival, prompt, output, priority, max_num_seqs, kv_budget, p
 
 
 @njit(parallel=True, cache=True)
-def continuous_run_many(arrival, prompt, output, priority, max_num_seqs, kv_budget, paged,
-                        block_size, max_batched, interactive_cap, tick_mode, coef, itl_target,
+def continuous_run_many(arrival, prompt, output, priority, prefix_group, prefix_tokens,
+                        max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap,
+                        prefix_caching, tick_mode, coef, itl_target,
                         admit, first_token, finish, preemptions, status, stats, errors):
     """:func:`continuous_run` over 2-D ``(replicate, request)`` arrays, replicates in parallel."""
     for r in prange(arrival.shape[0]):
-        errors[r] = continuous_run(arrival[r], prompt[r], output[r], priority[r], max_num_seqs,
+        errors[r] = continuous_run(arrival[r], prompt[r], output[r], priority[r],
+                                   prefix_group[r], prefix_tokens[r], max_num_seqs,
                                    kv_budget, paged, block_size, max_batched, interactive_cap,
-                                   tick_mode, coef, itl_target, admit[r], first_token[r],
+                                   prefix_caching, tick_mode, coef, itl_target, admit[r],
+                                   first_token[r],
                                    finish[r],
                                    preemptions[r], status[r], stats[r])
 

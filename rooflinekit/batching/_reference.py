@@ -47,6 +47,34 @@ Continuous batching, each tick (guide §4.3-4.4, §8 step 4)
    tokens (decode first, then prefill slices in admission order: Sarathi-Serve's stall-free
    batching); the step that finishes a prompt also produces that request's next token.
 
+Prefix caching (paged admission, ``prefix_caching=True``)
+-----------------------------------------------------------
+A request may start with a shared prefix (``prefix_group`` >= 0, ``prefix_tokens`` long, part of
+its prompt). The prefix's whole blocks, ``pb = prefix_tokens // block_size``, are held once per
+group while the group is *resident*, with a count of the running sequences that use them:
+
+- admission: if the group is resident the request is a *hit*: it needs only its other blocks,
+  ``ceil((prompt + generated + 1) / block_size) - pb``, and its prefill starts after the cached
+  tokens, ``min(pb * block_size, prompt + generated - 1)`` of them (a prompt cached to its end
+  recomputes its last token, whose logits give the next token); those tokens are its context from
+  the start, so its chunks' attention reads them. Otherwise (a *miss*) it needs every block and
+  prefills everything. If the blocks are not free, unreferenced resident prefixes are evicted,
+  least recently released first (ties: lowest group), until they are, if evicting all of them
+  (the hit's own group apart) would free enough; else admission stops as before;
+- the step that completes a miss's prefill makes its group resident, its first ``pb`` blocks the
+  group's, used by it (unless the group became resident meanwhile: then its blocks stay its own);
+- retirement and preemption release a sequence's use of its group; a group no sequence uses
+  stays resident (its release step recorded for the LRU order) until evicted;
+- step: if the running sequences need more new blocks than are free, unreferenced prefixes are
+  evicted (LRU) before any sequence is preempted.
+
+KV reserved (paged) counts the blocks of the running sequences plus the resident prefixes'; KV
+used counts each sequence's context less its shared tokens, plus the resident prefixes' tokens,
+so neither exceeds the budget. The first admission of each prefixed request counts toward
+``prefix_requests`` and, if a hit, ``prefix_hits``; every hit adds its cached tokens to
+``prefill_tokens_saved``; evictions count in ``prefix_evictions``; ``cached_prefix_block_time``
+integrates the resident prefixes' blocks over time.
+
 The ``"prompt"`` admission rule (budget only the prompt) is here, and only here, to demonstrate the
 guide's failure mode: it over-admits and the KV in use exceeds the budget mid-flight.
 
@@ -117,6 +145,11 @@ STAT_NAMES = (
     "token_itl_p90",
     "token_itl_p95",
     "token_itl_p99",
+    "prefix_requests",     # prefixed requests admitted (first admissions) [1]
+    "prefix_hits",         # of those, admitted with their prefix resident [1]
+    "prefill_tokens_saved",  # prompt tokens not prefilled because they were cached [tokens]
+    "cached_prefix_block_time",  # integral of resident prefix blocks [block x time]
+    "prefix_evictions",    # resident prefixes evicted [1]
 )
 
 #: Percentiles of the inter-token gaps each run reports [%] (nearest rank, see :class:`GapLog`).
@@ -203,8 +236,11 @@ class GapLog:
 class _Seq:
     """One request's scheduling state."""
 
-    def __init__(self, index, arrival, prompt, output, tier):
+    def __init__(self, index, arrival, prompt, output, tier, group=-1, prefix=0):
         self.index = index
+        self.group = group       # shared prefix group, -1 for none
+        self.prefix = prefix     # its length [tokens]
+        self.shared = 0          # prefix blocks used from the cache (not in ``blocks``)
         self.arrival = arrival
         self.prompt = prompt
         self.output = output
@@ -214,7 +250,7 @@ class _Seq:
         self.prefilled = 0       # of those, processed so far
         self.generated_at_admit = 0
         self.context = 0         # tokens whose KV is in the cache now
-        self.blocks = 0          # paged: blocks held
+        self.blocks = 0          # paged: blocks held (its own, not the shared prefix's)
         self.admit = math.nan
         self.first_token = math.nan
         self.finish = math.nan
@@ -234,7 +270,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         max_num_seqs=UNLIMITED, kv_budget=UNLIMITED, admission="reserve",
                         block_size=16, max_num_batched_tokens=UNLIMITED,
                         interactive_cap=UNLIMITED, clock=None, itl_target=math.inf,
-                        trace=None, tokens=None):
+                        trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
+                        prefix_caching=False):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -258,6 +295,10 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     tokens : list or None
         If a list, one ``(request, time)`` tuple is appended per output token (for tests: the
         gaps computed token by token).
+    prefix_group, prefix_tokens : sequences or None
+        Each request's shared prefix group (-1: none) and its length [tokens].
+    prefix_caching : bool
+        Paged mode: share and cache prefix blocks (module docstring).
 
     Returns
     -------
@@ -270,8 +311,15 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         priority = [0] * n
     tick_mode = clock is None
     total_blocks = kv_budget // block_size if admission == "paged" else 0
+    if prefix_group is None:
+        prefix_group, prefix_tokens = [-1] * n, [0] * n
     seqs = [_Seq(i, float(arrival[i]), int(prompt_tokens[i]), int(output_tokens[i]),
-                 int(priority[i])) for i in range(n)]
+                 int(priority[i]), int(prefix_group[i]), int(prefix_tokens[i]))
+            for i in range(n)]
+    caching = bool(prefix_caching) and admission == "paged"
+    # prefix groups: blocks, whether resident, sequences using it, step of its last release
+    group_blocks = {s.group: s.prefix // block_size for s in seqs if s.group >= 0}
+    resident, refs, released = set(), {}, {}
     queues = (deque(), deque())          # interactive, batch
     running = []                         # in admission order
     stats = dict.fromkeys(STAT_NAMES, 0.0)
@@ -284,16 +332,38 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             return s.prompt > kv_budget
         return s.prompt + s.output > kv_budget
 
+    def cached_blocks():
+        return sum(group_blocks[k] for k in resident)
+
+    def evictable(keep):
+        """Resident groups no sequence uses, but ``keep``, least recently released first."""
+        return sorted((k for k in resident if refs[k] == 0 and k != keep),
+                      key=lambda k: (released[k], k))
+
+    def evict(k):
+        resident.discard(k)
+        stats["prefix_evictions"] += 1
+
+    def release(s):
+        if s.shared:
+            refs[s.group] -= 1
+            if refs[s.group] == 0:
+                released[s.group] = stats["n_steps"]
+            s.shared = 0
+
+    def free_blocks():
+        return total_blocks - sum(r.blocks for r in running) - cached_blocks()
+
     def kv_reserved():
         if admission == "paged":
-            return sum(s.blocks for s in running) * block_size
+            return (sum(s.blocks for s in running) + cached_blocks()) * block_size
         if admission == "prompt":
             return sum(s.prompt for s in running)
         return sum(s.prompt + s.output for s in running)
 
     def needs_block(s):
         return (admission == "paged" and not s.in_prefill()
-                and s.context + 1 > s.blocks * block_size)
+                and s.context + 1 > (s.blocks + s.shared) * block_size)
 
     t = 0.0
     if n:
@@ -312,6 +382,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         for s in [s for s in running if s.generated == s.output]:
             s.finish = t
             s.blocks = 0
+            release(s)
             running.remove(s)
         # 3. admit
         for tier in (0, 1):
@@ -326,11 +397,23 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         queues[0] or any(r.tier == 0 for r in running)):
                     stop = True
                     break
+                hit = caching and s.group in resident and group_blocks[s.group] > 0
                 if admission == "paged":
-                    free = total_blocks - sum(r.blocks for r in running)
+                    free = free_blocks()
                     need = sum(1 for r in running if needs_block(r))
                     first_blocks = _ceil_div(s.prompt + s.generated + 1, block_size)
+                    if hit:
+                        first_blocks -= group_blocks[s.group]
                     fits = free - need >= first_blocks
+                    if not fits and caching:
+                        victims = evictable(s.group if hit else None)
+                        if free - need + sum(group_blocks[k] for k in victims) >= first_blocks:
+                            for k in victims:
+                                if free - need >= first_blocks:
+                                    break
+                                evict(k)
+                                free += group_blocks[k]
+                            fits = True
                 elif admission == "prompt":
                     fits = kv_reserved() + s.prompt <= kv_budget
                 else:
@@ -341,10 +424,19 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 queue.popleft()
                 if math.isnan(s.admit):
                     s.admit = t
+                    if s.group >= 0:
+                        stats["prefix_requests"] += 1
+                        stats["prefix_hits"] += hit
                 s.generated_at_admit = s.generated
                 s.to_prefill = s.prompt + s.generated
                 s.prefilled = 0
                 s.context = 0
+                if hit:
+                    s.shared = group_blocks[s.group]
+                    refs[s.group] += 1
+                    cached = min(s.shared * block_size, s.to_prefill - 1)
+                    s.prefilled = s.context = cached
+                    stats["prefill_tokens_saved"] += cached
                 if admission == "paged":
                     s.blocks = first_blocks
                 running.append(s)
@@ -361,15 +453,21 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             continue
         # 5. step: make room (paged), then decode tokens and prefill slices
         if admission == "paged":
-            free = total_blocks - sum(r.blocks for r in running)
+            free = free_blocks()
             need = sum(1 for r in running if needs_block(r))
             while need > free:
+                victims = evictable(None)
+                if victims:
+                    evict(victims[0])
+                    free += group_blocks[victims[0]]
+                    continue
                 victim = running.pop()
                 if needs_block(victim):
                     need -= 1
                 free += victim.blocks
                 victim.blocks = 0
                 victim.context = 0
+                release(victim)
                 victim.preemptions += 1
                 stats["preemptions"] += 1
                 queues[victim.tier].appendleft(victim)
@@ -420,6 +518,13 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 s.context += chunk
                 if s.prefilled == s.to_prefill:
                     s.context += 1
+                    pb = group_blocks.get(s.group, 0)
+                    if caching and pb > 0 and not s.shared and s.group not in resident:
+                        # its first blocks become the group's, now computed and shareable
+                        resident.add(s.group)
+                        refs[s.group] = 1
+                        s.shared = pb
+                        s.blocks -= pb
                     if s.generated > 0:
                         spanning.append(t + dt - s.last_token)
                     s.generated += 1
@@ -433,7 +538,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         for gap in spanning:
             gaps.add(gap)
         kv_res = kv_reserved()
-        kv_used = sum(s.context for s in running)
+        kv_used = (sum(s.context - s.shared * block_size for s in running)
+                   + cached_blocks() * block_size)
+        stats["cached_prefix_block_time"] += cached_blocks() * dt
         stats["n_steps"] += 1
         stats["busy_time"] += dt
         stats["peak_running"] = max(stats["peak_running"], len(running))

@@ -224,23 +224,29 @@ class _Batcher:
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
         out = _allocate(1, wl.n_requests)
         self._run_many(timing, wl.arrival[None], wl.prompt_tokens[None], wl.output_tokens[None],
-                       wl.priority[None], out, targets, parallel=False)
+                       wl.priority[None], out, targets, parallel=False,
+                       prefix=(wl.prefix_group[None], wl.prefix_tokens[None]))
         return out
 
     def _run_many(self, timing, arrival, prompt, output, priority, out, targets,
-                  parallel=True):
-        """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``."""
+                  parallel=True, prefix=None):
+        """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``.
+
+        ``prefix``: the ``(prefix_group, prefix_tokens)`` arrays, default no prefix.
+        """
         run, run_many = self._kernels()
         params = self._parameters()
         # the kernel counts the inter-token gaps within the ITL target; none: every gap is met
         itl = np.inf if targets[1] is None else float(targets[1])
-        tiers = (priority,) if self._tiered else ()
+        if self._tiered and prefix is None:
+            prefix = (np.full(arrival.shape, -1, np.int64), np.zeros(arrival.shape, np.int64))
+        tiers = (priority, *prefix) if self._tiered else ()
         if parallel:
             run_many(arrival, prompt, output, *tiers, *params, timing.tick, timing.coef, itl,
                      *out)
         else:
             for r in range(arrival.shape[0]):
-                tiers = (priority[r],) if self._tiered else ()
+                tiers = (priority[r], prefix[0][r], prefix[1][r]) if self._tiered else ()
                 out[6][r] = run(arrival[r], prompt[r], output[r], *tiers, *params, timing.tick,
                                 timing.coef, itl, *(a[r] for a in out[:6]))
         _check_errors(out[6])
@@ -384,6 +390,12 @@ class ContinuousBatcher(_Batcher):
         requests are admitted only while fewer than ``interactive_cap`` sequences run, capping the
         batch the interactive tier is pulled into (guide §11). Interactive requests are always
         admitted first. ``None``: no cap.
+    prefix_caching : bool, keyword-only
+        Paged admission only: the whole blocks of a shared prompt prefix
+        (:class:`~rooflinekit.workloads.SharedPrefix`, ``Workload.prefix_group``) are held once
+        per prefix and counted by the sequences using them; a request whose prefix is resident
+        skips prefilling it; a prefix no sequence uses stays cached until its blocks are needed
+        (evicted least recently used first). Default False.
     model, gpu : ModelShape, GPU or catalogue name, optional
         Derive the KV budget and, in roofline mode, time each step.
     reserve : float
@@ -394,9 +406,9 @@ class ContinuousBatcher(_Batcher):
     Notes
     -----
     Each tick: arrive, retire, admit, terminate-check, step (guide §8 step 4); see
-    :mod:`rooflinekit.batching._reference` for the exact rules. A request whose final length can
-    never fit is rejected at once with reason :data:`REASON_KV_BUDGET`; every request ends
-    completed or rejected.
+    :mod:`rooflinekit.batching._reference` for the exact rules (prefix caching included). A
+    request whose final length can never fit is rejected at once with reason
+    :data:`REASON_KV_BUDGET`; every request ends completed or rejected.
 
     References
     ----------
@@ -411,6 +423,8 @@ class ContinuousBatcher(_Batcher):
     block_size: int = 16
     max_num_batched_tokens: int | None = None
     interactive_cap: int | None = None
+    # keyword-only, so that the positional order of the fields after it stays as it was
+    prefix_caching: bool = dataclasses.field(default=False, kw_only=True)
     model: object = None
     gpu: object = None
     tp: int = 1
@@ -436,6 +450,12 @@ class ContinuousBatcher(_Batcher):
                                  f"({self.max_num_seqs}), got {mnbt}")
         whole_number("interactive_cap", self.interactive_cap, lo=1, allow_none=True)
         real_number("reserve", self.reserve, lo=0, hi=1, hi_open=True)
+        if not isinstance(self.prefix_caching, (bool, np.bool_)):
+            raise TypeError(f"prefix_caching must be True or False, got "
+                            f"{type(self.prefix_caching).__name__}")
+        if self.prefix_caching and self.admission != "paged":
+            raise ValueError(f"prefix_caching needs admission='paged' (prefixes are shared in "
+                             f"blocks), got admission={self.admission!r}")
         self._check_clock()
 
     @property
@@ -458,7 +478,8 @@ class ContinuousBatcher(_Batcher):
                 UNLIMITED if budget is None else budget,
                 self.admission == "paged", self.block_size,
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
-                UNLIMITED if self.interactive_cap is None else self.interactive_cap)
+                UNLIMITED if self.interactive_cap is None else self.interactive_cap,
+                bool(self.prefix_caching))
 
     def _kernels(self):
         from rooflinekit.batching import _kernels  # numba: imported on the first run
@@ -477,13 +498,14 @@ class ContinuousBatcher(_Batcher):
         guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
         """
         wl = coerce_workload(workload)
-        slots, budget, _, block, mnbt, cap = self._args(self._kv_budget())
+        slots, budget, _, block, mnbt, cap, caching = self._args(self._kv_budget())
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
             kv_budget=budget, admission=admission or self.admission, block_size=block,
             max_num_batched_tokens=mnbt, interactive_cap=cap,
             clock=self._timing().reference_clock, itl_target=_itl_limit(itl_target), trace=trace,
-            tokens=tokens)
+            tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
+            prefix_caching=caching)
 
 
 def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl_target=None,
@@ -578,7 +600,8 @@ def _split_sweep(sweep, batchers, spec):
             raise ValueError(f"sweep name {name!r} is reserved for a dimension of the result")
         if any(name in {f.name for f in dataclasses.fields(b)} for b in batchers.values()):
             bat_keys.append(name)
-        elif name in spec_fields or name.split(".", 1)[0] in ("output", "prompt", "arrival"):
+        elif name in spec_fields or name.split(".", 1)[0] in ("output", "prompt", "arrival",
+                                                               "prefix"):
             spec.replace(**{name: vals[0]})       # raises ValueError naming an unknown field
             wl_keys.append(name)
         else:
@@ -611,15 +634,16 @@ def _check_monte_carlo_size(spec, n_policies, sweep, replicates, chunks, work_li
 
 
 def _draw(spec, seed, r0, r1):
+    """Replicates ``r0..r1-1``: arrival, prompt, output, priority, prefix group and length."""
     n = spec.n_requests
     shape = (r1 - r0, n)
-    arrival, prompt = np.empty(shape), np.empty(shape, np.int64)
-    output, priority = np.empty(shape, np.int64), np.empty(shape, np.int64)
+    arrays = (np.empty(shape),) + tuple(np.empty(shape, np.int64) for _ in range(5))
     for j, r in enumerate(range(r0, r1)):
-        a, p, o, q = spec.draw(np.random.default_rng(replicate_seed(seed, r)))
-        Workload(a, p, o, q)          # validates the draw (sorted arrivals, token ranges)
-        arrival[j], prompt[j], output[j], priority[j] = a, p, o, q
-    return arrival, prompt, output, priority
+        row = spec.draw_prefixed(np.random.default_rng(replicate_seed(seed, r)))
+        Workload(*row)                # validates the draw (sorted arrivals, token ranges)
+        for a, values in zip(arrays, row):
+            a[j] = values
+    return arrays
 
 
 def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, parallel):
@@ -630,7 +654,7 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
     tu = None
     for wl_combo in itertools.product(*(range(len(sweep[k])) for k in wl_keys)):
         spec_c = spec.replace(**{k: sweep[k][i] for k, i in zip(wl_keys, wl_combo)})
-        arrival, prompt, output, priority = _draw(spec_c, seed, r0, r1)
+        arrival, prompt, output, priority, group, length = _draw(spec_c, seed, r0, r1)
         out = _allocate(r1 - r0, spec.n_requests)
         for p_index, (pname, batcher) in enumerate(batchers.items()):
             for b_combo in itertools.product(*(range(len(sweep[k])) for k in bat_keys)):
@@ -642,7 +666,7 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
                 if timing.units != tu:
                     raise ValueError("all policies must use the same clock (tick or roofline)")
                 b._run_many(timing, arrival, prompt, output, priority, out, targets,
-                            parallel=parallel)
+                            parallel=parallel, prefix=(group, length))
                 summ = _summaries(arrival, prompt, output, priority, out, b._slots(),
                                   b._kv_budget(), targets)
                 index = dict(zip(wl_keys, wl_combo)) | dict(zip(bat_keys, b_combo))

@@ -52,7 +52,8 @@ SUMMARY_NAMES = (
     "mean_running", "peak_running", "padding_slot_steps", "peak_kv_tokens",
     "peak_kv_used_tokens", "mean_kv_tokens", "kv_waste_fraction", "peak_kv_occupancy",
     "mean_kv_occupancy", "n_completed", "n_rejected", "n_preempted", "n_preemptions", "goodput",
-    "slo_attainment", "tier_mean_latency", "tier_mean_ttft", "tier_mean_itl",
+    "slo_attainment", "prefix_hit_rate", "prefill_tokens_saved", "mean_cached_prefix_blocks",
+    "prefix_evictions", "tier_mean_latency", "tier_mean_ttft", "tier_mean_itl",
 )
 #: Percentiles of latency and TTFT in the summaries [%], and of the inter-token gaps.
 _PERCENTILES = GAP_PERCENTILES
@@ -204,6 +205,14 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
                     "requests completed within the TTFT/ITL targets per unit time"),
         "slo_attainment": (_safe_div(n_good, float(n)) if n else np.full(makespan.shape, np.nan),
                            "1", "share of all requests completed within the TTFT/ITL targets"),
+        "prefix_hit_rate": (_safe_div(s("prefix_hits"), s("prefix_requests")), "1",
+                            "share of prefixed requests first admitted with their prefix "
+                            "cached (NaN without prefixed requests)"),
+        "prefill_tokens_saved": (s("prefill_tokens_saved"), "tokens",
+                                 "prompt tokens not prefilled because their prefix was cached"),
+        "mean_cached_prefix_blocks": (_safe_div(s("cached_prefix_block_time"), makespan), "1",
+                                      "time-averaged KV blocks of resident shared prefixes"),
+        "prefix_evictions": (s("prefix_evictions"), "1", "cached prefixes evicted for memory"),
     })
     tier_lat = np.stack([_masked_mean(d["latency"], done & (priority == k)) for k in (0, 1)], -1)
     tier_ttft = np.stack([_masked_mean(d["ttft"], done & (priority == k)) for k in (0, 1)], -1)
