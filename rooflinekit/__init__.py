@@ -67,6 +67,9 @@ from rooflinekit.roofline import (
                                 prefill_time,
                                 request_latency,
                                 ridge_point,
+                                speculative_speedup,
+                                speculative_step_time,
+                                speculative_tokens_per_step,
                                 tp_scaling,
 )
 from rooflinekit.sweep import (
@@ -94,6 +97,8 @@ __all__ = [
     "decode_step_time", "amortized_token_time", "mixed_step_time", "decode_throughput",
     "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
     "decode_time_per_token", "energy_per_token",
+    # speculative decoding
+    "speculative_tokens_per_step", "speculative_step_time", "speculative_speedup",
     # tensor parallelism (§5)
     "smallest_tp", "tp_scaling", "allreduce_time",
     # batching (§4)

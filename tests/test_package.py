@@ -38,7 +38,8 @@ NAMES_BEFORE_FOLDERS = (
 
 #: Names added since: the ITL's one name, and capacity under load.
 NAMES_ADDED = {"decode_step_time", "energy_per_token", "Traffic", "SLO", "plan", "cheapest_plan",
-               "decision_table"}
+               "decision_table", "speculative_tokens_per_step", "speculative_step_time",
+               "speculative_speedup"}
 
 
 def test_names_before_folders_are_kept():

@@ -5,6 +5,8 @@
 - :mod:`~rooflinekit.roofline.work` holds FLOPs, bytes, intensity, which roof binds;
 - :mod:`~rooflinekit.roofline.latency` holds ITL, TTFT, throughput and cost per token;
 - :mod:`~rooflinekit.roofline.energy` holds the GPU energy per generated token;
+- :mod:`~rooflinekit.roofline.speculative` holds speculative decoding: tokens per step, the
+  step's time, the speed-up;
 - :mod:`~rooflinekit.roofline.tables` holds labelled tables (a decode step's roofline, TP scaling).
 """
 
@@ -24,6 +26,12 @@ from rooflinekit.roofline.latency import (
                                           request_latency,
 )
 from rooflinekit.roofline.options import OPTION_DEFAULTS, read_options
+from rooflinekit.roofline.speculative import (
+                                          speculative_speedup,
+                                          speculative_step_time,
+                                          speculative_tokens_per_step,
+                                          verification_step_time,
+)
 from rooflinekit.roofline.step import (
                                           StepCost,
                                           kv_tokens_read_kernel,
@@ -61,4 +69,6 @@ __all__ = [
     "decode_throughput", "decode_throughput_per_gpu", "prefill_throughput", "generation_time",
     "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
     "decode_roofline", "tp_scaling", "energy_per_token",
+    "speculative_tokens_per_step", "verification_step_time", "speculative_step_time",
+    "speculative_speedup",
 ]
