@@ -63,17 +63,39 @@ def as_generator(seed) -> np.random.Generator:
                     f"{type(seed).__name__}")
 
 
+# --- declared checks: each spec field's rule, run on construction ----------------------------
+
+#: Rules for :func:`_checked`: a check of :mod:`rooflinekit._validation` and its bounds.
+_POSITIVE = (real_number, {"lo": 0, "lo_open": True})
+_NONNEGATIVE = (real_number, {"lo": 0})
+_FRACTION = (real_number, {"lo": 0, "hi": 1})
+
+
+def _count(lo):
+    """The rule of a whole number >= ``lo``."""
+    return (whole_number, {"lo": lo})
+
+
+def _checked(**rules):
+    """A class decorator (below ``@dataclass``): ``__post_init__`` checks each field's rule."""
+    def decorate(cls):
+        def __post_init__(self):
+            for name, (check, bounds) in rules.items():
+                check(name, getattr(self, name), **bounds)
+        cls.__post_init__ = __post_init__
+        return cls
+    return decorate
+
+
 # --- token-length distributions ---------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
+@_checked(value=_count(0))
 class Constant:
     """Every request has ``value`` tokens."""
 
     value: int
-
-    def __post_init__(self):
-        whole_number("value", self.value, lo=0)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64)."""
@@ -98,6 +120,7 @@ class Uniform:
 
 
 @dataclasses.dataclass(frozen=True)
+@_checked(mean=(real_number, {"lo": 1}))
 class Geometric:
     """Geometric token counts on ``1, 2, ...`` with the given ``mean`` [tokens] (>= 1).
 
@@ -105,9 +128,6 @@ class Geometric:
     """
 
     mean: float
-
-    def __post_init__(self):
-        real_number("mean", self.mean, lo=1)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64, >= 1)."""
@@ -231,13 +251,11 @@ class Empirical:
 
 
 @dataclasses.dataclass(frozen=True)
+@_checked(at=_NONNEGATIVE)
 class AllAtOnce:
     """Every request arrives at time ``at``."""
 
     at: float = 0.0
-
-    def __post_init__(self):
-        real_number("at", self.at, lo=0)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
@@ -245,6 +263,7 @@ class AllAtOnce:
 
 
 @dataclasses.dataclass(frozen=True)
+@_checked(interval=_NONNEGATIVE, burst=_count(1), start=_NONNEGATIVE)
 class FixedInterval:
     """Bursts of ``burst`` requests every ``interval``, the first at ``start``.
 
@@ -256,26 +275,18 @@ class FixedInterval:
     burst: int = 1
     start: float = 0.0
 
-    def __post_init__(self):
-        real_number("interval", self.interval, lo=0)
-        whole_number("burst", self.burst, lo=1)
-        real_number("start", self.start, lo=0)
-
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
         return float(self.start) + (np.arange(size) // int(self.burst)) * float(self.interval)
 
 
 @dataclasses.dataclass(frozen=True)
+@_checked(rate=_POSITIVE, start=_NONNEGATIVE)
 class Poisson:
     """Poisson arrivals at ``rate`` requests per time unit, the first process start at ``start``."""
 
     rate: float
     start: float = 0.0
-
-    def __post_init__(self):
-        real_number("rate", self.rate, lo=0, lo_open=True)
-        real_number("start", self.start, lo=0)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
@@ -283,6 +294,7 @@ class Poisson:
 
 
 @dataclasses.dataclass(frozen=True)
+@_checked(rate=_POSITIVE, burstiness=_POSITIVE, start=_NONNEGATIVE)
 class Gamma:
     """Gamma-renewal arrivals at ``rate`` requests per time unit, with shape ``burstiness``.
 
@@ -301,11 +313,6 @@ class Gamma:
     burstiness: float = 1.0
     start: float = 0.0
 
-    def __post_init__(self):
-        real_number("rate", self.rate, lo=0, lo_open=True)
-        real_number("burstiness", self.burstiness, lo=0, lo_open=True)
-        real_number("start", self.start, lo=0)
-
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
         k = float(self.burstiness)
@@ -317,6 +324,7 @@ class Gamma:
 
 
 @dataclasses.dataclass(frozen=True)
+@_checked(tokens=_count(1), groups=_count(1), share=_FRACTION)
 class SharedPrefix:
     """Requests that start with one of ``groups`` shared prefixes of ``tokens`` tokens each.
 
@@ -349,11 +357,6 @@ class SharedPrefix:
     tokens: int
     groups: int = 1
     share: float = 1.0
-
-    def __post_init__(self):
-        whole_number("tokens", self.tokens, lo=1)
-        whole_number("groups", self.groups, lo=1)
-        real_number("share", self.share, lo=0, hi=1)
 
     def sample(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
         """``(prefix_group, prefix_tokens)`` of ``size`` requests (int64; group -1: none)."""
