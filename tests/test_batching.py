@@ -457,10 +457,12 @@ def test_former_efficiency_keyword_warns_and_gives_the_same_results(batcher):
 
 def test_roofline_options_keep_the_fields_and_their_order():
     # the new name takes the old one's place: positional meaning and replace() are unchanged
+    # (calibration is keyword-only, after them: it moves no positional argument)
     assert [f.name for f in dataclasses.fields(StaticBatcher)] == [
-        "batch_size", "model", "gpu", "tp", "clock", "roofline_options"]
-    assert [f.name for f in dataclasses.fields(ContinuousBatcher)][-2:] == [
-        "clock", "roofline_options"]
+        "batch_size", "model", "gpu", "tp", "clock", "roofline_options", "calibration"]
+    assert [f.name for f in dataclasses.fields(ContinuousBatcher)][-3:] == [
+        "clock", "roofline_options", "calibration"]
+    assert all(f.kw_only for f in dataclasses.fields(StaticBatcher) if f.name == "calibration")
     b = StaticBatcher(8, "guide-70b", "lab", 8, None, {"step_overhead": 1e-3})
     assert b.roofline_options == {"step_overhead": 1e-3}
     assert dataclasses.replace(b, batch_size=4).roofline_options == {"step_overhead": 1e-3}

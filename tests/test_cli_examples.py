@@ -29,6 +29,7 @@ FILES = {
     "runs.csv": DATA / "measurements" / "public.csv",
     "result.json": DATA / "measurements" / "vllm_result_lambda_h100_llama3_8b.json",
     "path/to/config.json": DATA / "hf_configs" / "llama-3.1-8b.json",
+    "h100_vllm.json": DATA / "measurements" / "calibration_public.json",
 }
 
 #: Arguments appended to an example (a later option wins in argparse), with the reason.

@@ -19,6 +19,7 @@ from rooflinekit.batching.batchers import (
                                            simulate,
 )
 from rooflinekit.batching.results import (
+                                           IDEAL,
                                            REASON_KV_BUDGET,
                                            STATUS_COMPLETED,
                                            STATUS_REJECTED,
@@ -26,6 +27,6 @@ from rooflinekit.batching.results import (
                                            TIERS,
 )
 
-__all__ = ["MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
+__all__ = ["IDEAL", "MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
            "replicate_seed",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]

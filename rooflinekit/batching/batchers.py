@@ -54,7 +54,8 @@ from rooflinekit._validation import (MAX_COUNT, check_keys, check_one_of, real_n
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 
-from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _replicate_dataset,
+from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _model_quality,
+                                          _replicate_dataset,
                                           _single_dataset, _summaries, _summary_grid,
                                           _target_attrs)
 from rooflinekit.workloads import MAX_ARRIVAL, Workload, WorkloadSpec, coerce_workload
@@ -154,7 +155,12 @@ _CLOCK_PARAMETERS = """tp : int
         ``bandwidth_efficiency``, ``step_overhead``, ``allreduce``, ...); the name
         :meth:`rooflinekit.pricing.SelfHosted.from_roofline` uses. A misspelt option name fails
         at construction. The former keyword ``efficiency=`` is accepted for one release, with a
-        ``FutureWarning``."""
+        ``FutureWarning``.
+    calibration : rooflinekit.calibrate.Calibration, optional, keyword-only
+        Fitted knobs for the roofline clock, instead of ``roofline_options`` (give one or the
+        other): each step is timed with :meth:`~rooflinekit.calibrate.Calibration.clock_options`
+        and results' ``attrs["model_quality"]`` carry its ``label``. Without either, results say
+        :data:`IDEAL`."""
 
 
 def _with_clock_parameters(cls):
@@ -189,6 +195,16 @@ class _Batcher:
         """
         whole_number("tp", self.tp, lo=1)
         options = self.roofline_options
+        if self.calibration is not None:
+            # duck-typed: rooflinekit.calibrate sits above this room and imports it
+            if not callable(getattr(self.calibration, "clock_options", None)) or \
+                    not isinstance(getattr(self.calibration, "label", None), str):
+                raise TypeError(f"calibration must be a rooflinekit.calibrate.Calibration or "
+                                f"None, got {type(self.calibration).__name__}")
+            if options is not None:
+                raise ValueError("pass calibration or roofline_options, not both")
+            if self.model is None:
+                raise ValueError("calibration times roofline steps: give model and gpu too")
         if options is not None:
             if not isinstance(options, Mapping):
                 raise TypeError(f"roofline_options must be a mapping of option names to values "
@@ -217,8 +233,14 @@ class _Batcher:
                              f"{memory_limit / 2**30:g} GiB; shorten the outputs or raise "
                              f"memory_limit")
 
+    def _clock_options(self):
+        """The roofline clock's options: the calibration's, or ``roofline_options`` as given."""
+        if self.calibration is not None:
+            return self.calibration.clock_options()
+        return self.roofline_options
+
     def _timing(self):
-        return _Timing(self.clock, self.model, self.gpu, self.tp, self.roofline_options)
+        return _Timing(self.clock, self.model, self.gpu, self.tp, self._clock_options())
 
     def _simulate(self, wl, timing, targets=(None, None, None)):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
@@ -325,6 +347,7 @@ class StaticBatcher(_Batcher):
     tp: int = 1
     clock: str | None = None
     roofline_options: Mapping | None = None
+    calibration: object = dataclasses.field(default=None, kw_only=True)
 
     _tiered = False       # static batching ignores priority
 
@@ -431,6 +454,7 @@ class ContinuousBatcher(_Batcher):
     reserve: float = 0.10
     clock: str | None = None
     roofline_options: Mapping | None = None
+    calibration: object = dataclasses.field(default=None, kw_only=True)
 
     _tiered = True
 
@@ -848,6 +872,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     ds = _replicate_dataset(summ, timing.units)
     budget = batcher._kv_budget()
     ds.attrs.update({"policy": batcher.policy, "clock": timing.clock,
+                     "model_quality": _model_quality(batcher, timing.clock),
                      "time_units": timing.units,
                      "kv_budget_tokens": "unlimited" if budget is None else budget,
                      **_target_attrs(targets)})

@@ -28,7 +28,11 @@ from rooflinekit import dims
 from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
 from rooflinekit.workloads import Workload
 
-__all__ = ["STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]
+#: What a result timed on the roofline without a calibration says of itself (a calibrated one
+#: says ``Calibration.label``).
+IDEAL = "ideal (best case): roofline at full compute and bandwidth efficiency, no overheads"
+
+__all__ = ["IDEAL", "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]
 
 STATUS_COMPLETED = "completed"
 STATUS_REJECTED = "rejected"
@@ -302,10 +306,23 @@ def _single_dataset(wl: Workload, out, batcher, timing, targets) -> xr.Dataset:
     return ds
 
 
+def _model_quality(batcher, clock) -> str:
+    """What the clock's step times are: the calibration's label, ideal, or options as given."""
+    if clock != "roofline":
+        return "tick clock (the guide's lab): no hardware model"
+    if batcher.calibration is not None:
+        return batcher.calibration.label
+    if batcher.roofline_options:
+        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(batcher.roofline_options.items()))
+        return f"roofline options as given: {shown}"
+    return IDEAL
+
+
 def _stamp(ds, batcher, timing, budget, targets):
     ds.attrs.update({
         "policy": batcher.policy,
         "clock": timing.clock,
+        "model_quality": _model_quality(batcher, timing.clock),
         "time_units": timing.units,
         "kv_budget_tokens": "unlimited" if budget is None else budget,
         **_target_attrs(targets),

@@ -19,6 +19,7 @@ from rooflinekit.calibrate.measurements import (
                                        MEASUREMENT,
                                        MEASUREMENT_COLUMNS,
                                        REQUIRED_COLUMNS,
+                                       TTFT_KINDS,
                                        concat_measurements,
                                        measurements_from_records,
                                        measurements_to_records,
@@ -27,6 +28,7 @@ from rooflinekit.calibrate.measurements import (
                                        write_measurements,
 )
 from rooflinekit.calibrate.model import (
+                                       IDEAL,
                                        PARAMETER,
                                        PARAMETERS,
                                        PHASE,
@@ -39,7 +41,7 @@ from rooflinekit.calibrate.model import (
 
 __all__ = [
     "MEASUREMENT", "PHASE", "PARAMETER", "FOLD", "PHASES", "PARAMETERS", "MEASUREMENT_COLUMNS",
-    "REQUIRED_COLUMNS", "DEFAULT_BOUNDS",
+    "REQUIRED_COLUMNS", "DEFAULT_BOUNDS", "IDEAL", "TTFT_KINDS",
     "measurements_from_records", "measurements_to_records", "read_measurements",
     "write_measurements", "read_vllm_result", "concat_measurements",
     "Calibration", "CalibrationResult", "CrossValidationResult",

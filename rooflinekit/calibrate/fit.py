@@ -493,7 +493,8 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
         free = per_phase[phase] if phase in phases else ()
         if free and rows.size < len(free):
             if require:
-                raise ValueError(f"{phase}: {rows.size} measurement(s) with a "
+                where = f"{ds.attrs['file']}: " if ds.attrs.get("file") else ""
+                raise ValueError(f"{where}{phase}: {rows.size} measurement(s) with a "
                                  f"{'TTFT' if phase == 'prefill' else 'TPOT or ITL'} but "
                                  f"{len(free)} free knob(s); measure more configurations or fit "
                                  f"fewer knobs (fit=...)")
@@ -628,8 +629,8 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
     Parameters
     ----------
     by : str or sequence of str, optional
-        Leave-one-group-out over these columns (``"gpu"``, ``"model"``, ``("model", "gpu")``,
-        ``"source"``): each fold holds out one group, so the error says how the calibration
+        Leave-one-group-out over these columns (``"gpu"``, ``"model"``, ``"tp"``,
+        ``"engine"``, ``("model", "gpu")``, ``"source"``, ...): each fold holds out one group, so the error says how the calibration
         transfers to hardware or models it never saw. ``None`` (default): ``k``-fold over rows.
     k : int
         Folds for k-fold, 2 ≤ k ≤ rows. Default 5 (or the number of rows if fewer).
@@ -653,7 +654,11 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
     if by is not None:
         keys = (by,) if isinstance(by, str) else tuple(by)
         for key in keys:
-            check_one_of("by", key, ("model", "gpu", "tp", "dtype", "source"))
+            check_one_of("by", key, ("model", "gpu", "tp", "engine", "dtype", "kv_dtype",
+                                     "source"))
+        absent = [key for key in keys if key not in ds]
+        if absent:
+            raise ValueError(f"by={by!r}: the measurements have no {absent[0]!r} column")
         labels = [" / ".join(f"{ds[key].values[i]}" for key in keys) for i in range(n)]
         uniq = list(dict.fromkeys(labels))
         if len(uniq) < 2:

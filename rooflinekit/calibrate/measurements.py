@@ -32,7 +32,7 @@ from rooflinekit import units
 from rooflinekit.dtypes import dtype_name
 
 __all__ = [
-    "MEASUREMENT", "MEASUREMENT_COLUMNS", "REQUIRED_COLUMNS",
+    "MEASUREMENT", "MEASUREMENT_COLUMNS", "REQUIRED_COLUMNS", "TTFT_KINDS",
     "measurements_from_records", "measurements_to_records", "read_measurements",
     "write_measurements", "read_vllm_result", "concat_measurements",
 ]
@@ -44,11 +44,15 @@ MEASUREMENT = "measurement"
 MEASUREMENT_COLUMNS = (
     "model", "gpu", "tp", "dtype", "batch_size", "prompt_tokens", "output_tokens",
     "context_length", "ttft_ms", "itl_ms", "tpot_ms", "output_throughput", "source", "notes",
+    "kv_dtype", "ttft_kind", "engine",
 )
+#: What a measured TTFT is: one prompt's prefill ("isolated", the default), or the one prefill
+#: step of ``batch_size`` prompts that arrived together ("static_batch").
+TTFT_KINDS = ("isolated", "static_batch")
 #: Columns a measurement must have (besides at least one of ttft_ms, itl_ms, tpot_ms).
 REQUIRED_COLUMNS = ("model", "gpu", "tp", "batch_size", "prompt_tokens", "output_tokens", "source")
 _TIME_COLUMNS = ("ttft_ms", "itl_ms", "tpot_ms")
-_TEXT = ("model", "gpu", "dtype", "source", "notes")
+_TEXT = ("model", "gpu", "dtype", "source", "notes", "kv_dtype", "ttft_kind", "engine")
 # file column -> (Dataset variable, factor to SI, units, long name)
 _NUMERIC = {
     "tp": ("tp", 1, "1", "tensor-parallel degree"),
@@ -106,6 +110,13 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
         - ``output_throughput`` [tokens/s] : optional.
         - ``source`` : where the row comes from (URL, file, run id); required, non-empty.
         - ``notes`` : optional free text.
+        - ``kv_dtype`` : KV-cache format when it differs from the model's (vLLM's
+          ``--kv-cache-dtype fp8`` → "fp8"); optional.
+        - ``ttft_kind`` : "isolated" (default: the TTFT of one prompt's prefill) or
+          "static_batch" (``batch_size`` prompts arrived together and shared one prefill step,
+          as in ``vllm bench serve --request-rate inf``): see :data:`TTFT_KINDS`.
+        - ``engine`` : engine and version ("vllm 0.6.0", "sglang 0.4.1"); optional, for
+          ``cross_validate(by="engine")``.
 
     Returns
     -------
@@ -163,11 +174,17 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
             value = columns[col][-1]
             if not math.isnan(value) and value < 0:
                 raise ValueError(f"measurement {i}: {col} must be >= 0; got {show(row[col])}")
-        if columns["dtype"][-1]:
-            try:
-                columns["dtype"][-1] = dtype_name(columns["dtype"][-1])
-            except ValueError as exc:
-                raise ValueError(f"measurement {i}: dtype: {exc}") from None
+        for col in ("dtype", "kv_dtype"):
+            if columns[col][-1]:
+                try:
+                    columns[col][-1] = dtype_name(columns[col][-1])
+                except ValueError as exc:
+                    raise ValueError(f"measurement {i}: {col}: {exc}") from None
+        kind = columns["ttft_kind"][-1] or "isolated"
+        if kind not in TTFT_KINDS:
+            raise ValueError(f"measurement {i}: ttft_kind must be one of "
+                             f"{', '.join(map(repr, TTFT_KINDS))}; got {show(kind)}")
+        columns["ttft_kind"][-1] = kind
     n = len(rows)
     data = {}
     for col in _TEXT:
@@ -246,7 +263,7 @@ def read_measurements(path) -> xr.Dataset:
                 raise ValueError(f"{path}: missing required column(s) "
                                  f"{', '.join(map(repr, missing))}")
             rows = [{k: v for k, v in row.items() if k is not None} for row in reader]
-        return measurements_from_records(rows)
+        return _from_file(path, rows)
     if suffix == ".json":
         with path.open(encoding="utf-8") as fh:
             payload = json.load(fh)
@@ -259,8 +276,19 @@ def read_measurements(path) -> xr.Dataset:
             else:
                 raise ValueError(f"{path}: a measurement JSON file holds a list of rows or an "
                                  f"object with a 'measurements' list")
-        return measurements_from_records(payload)
+        return _from_file(path, payload)
     raise ValueError(f"{path}: measurement files must end in .csv or .json; got {show(suffix)}")
+
+
+def _from_file(path: Path, rows) -> xr.Dataset:
+    """:func:`measurements_from_records` of a file's rows; errors name the file, and the table
+    remembers it (``attrs["file"]``) so that later errors (an unknown model) can name it too."""
+    try:
+        ds = measurements_from_records(rows)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+    ds.attrs["file"] = str(path)
+    return ds
 
 
 def write_measurements(measurements, path) -> Path:

@@ -23,6 +23,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, roofline
+from rooflinekit.batching import IDEAL
 from rooflinekit._validation import (
     check_keys,
     check_mapping,
@@ -37,8 +38,8 @@ from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
-__all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "Calibration", "save_calibration",
-           "load_calibration", "predict"]
+__all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "IDEAL", "Calibration",
+           "save_calibration", "load_calibration", "predict"]
 
 #: Dimension of per-phase results: "prefill" (fitted to TTFT) and "decode" (fitted to TPOT/ITL).
 PHASE = "phase"
@@ -55,7 +56,7 @@ _IDEAL = MappingProxyType({"compute_efficiency": 1.0, "bandwidth_efficiency": 1.
 
 # -- specs and the roofline --------------------------------------------------------------------
 
-def _lookup(kind: str, name: str, overrides: Mapping | None, row_no: int):
+def _lookup(kind: str, name: str, overrides: Mapping | None, row_no: int, file: str = ""):
     if overrides:
         for key, spec in overrides.items():
             if str(key).lower() == name.lower():
@@ -63,7 +64,8 @@ def _lookup(kind: str, name: str, overrides: Mapping | None, row_no: int):
     try:
         return catalog.gpu(name) if kind == "gpu" else catalog.model(name)
     except ValueError as exc:
-        raise ValueError(f"measurement {row_no}: field '{kind}': {exc}") from None
+        where = f"{file}: " if file else ""
+        raise ValueError(f"{where}measurement {row_no}: field '{kind}': {exc}") from None
 
 
 def _check_overrides(name, mapping, kind):
@@ -85,17 +87,23 @@ class _Groups:
         keys = {}
         model_names = ds["model"].values
         gpu_names = ds["gpu"].values
-        dtypes = ds["dtype"].values if "dtype" in ds else np.array([""] * n, dtype=object)
+        blank = np.array([""] * n, dtype=object)
+        dtypes = ds["dtype"].values if "dtype" in ds else blank
+        kv_dtypes = ds["kv_dtype"].values if "kv_dtype" in ds else blank
         tps = ds["tp"].values
         for i in range(n):
-            key = (str(model_names[i]), str(gpu_names[i]), int(tps[i]), str(dtypes[i] or ""))
+            key = (str(model_names[i]), str(gpu_names[i]), int(tps[i]), str(dtypes[i] or ""),
+                   str(kv_dtypes[i] or ""))
             keys.setdefault(key, []).append(i)
         self.groups = []
-        for (mname, gname, tp, dtype), rows in keys.items():
-            model = _lookup("model", mname, models, rows[0])
-            gpu = _lookup("gpu", gname, gpus, rows[0])
+        for (mname, gname, tp, dtype, kv_dtype), rows in keys.items():
+            file = str(ds.attrs.get("file", ""))
+            model = _lookup("model", mname, models, rows[0], file)
+            gpu = _lookup("gpu", gname, gpus, rows[0], file)
             if dtype and model.bytes_per_param != _bytes(dtype):
                 model = model.replace(bytes_per_param=dtype)
+            if kv_dtype and model.kv_bytes_per_element != _bytes(kv_dtype):
+                model = model.replace(kv_bytes_per_element=kv_dtype)
             extra = dict(roofline_options)
             if dtype:
                 extra.setdefault("compute_dtype", dtype)
@@ -106,6 +114,12 @@ class _Groups:
             np.full(n, np.nan)
         # means over a run may be fractional; a step decodes at least one sequence
         self.prompt = prompt
+        # a static batch's TTFT is one prefill step of all its prompts: B x the tokens (the
+        # attention of B separate prompts is overstated by the same one-prompt arithmetic)
+        kinds = ds["ttft_kind"].values if "ttft_kind" in ds else blank
+        static = np.array([str(k) == "static_batch" for k in kinds])
+        self.prefill_tokens = np.where(static, prompt * np.maximum(
+            ds["batch_size"].values.astype(float), 1.0), prompt)
         self.context = np.where(np.isnan(ctx), prompt + output / 2.0, ctx)
         self.batch = np.maximum(ds["batch_size"].values.astype(float), 1.0)
         self.output = output
@@ -142,7 +156,7 @@ class _Groups:
                     t = rl.mixed_step_time(model, gpu, b, share * self.prompt[idx],
                                            b * self.kv_read[idx], tp=tp, **kwargs)
             elif phase == "prefill":
-                t = func(model, gpu, self.prompt[idx], tp=tp, **kwargs)
+                t = func(model, gpu, self.prefill_tokens[idx], tp=tp, **kwargs)
             else:
                 t = func(model, gpu, batch_size=b, context_length=self.context[idx], tp=tp,
                          **kwargs)
@@ -209,23 +223,49 @@ class Calibration:
         [s] ≥ 0 for each phase; missing knobs take their ideal values (1, 1, 0).
     source : str
         What the knobs were fitted to.
+    held_out_error : float, optional
+        Held-out mean absolute percentage error of the decode time per output token (TPOT) [%],
+        ≥ 0, from :func:`~rooflinekit.calibrate.cross_validate`; ``None`` (default) when the
+        calibration was not cross-validated.
+
+    See Also
+    --------
+    rooflinekit.calibrate.calibrate, rooflinekit.calibrate.cross_validate,
+    save_calibration, load_calibration
 
     Notes
     -----
     The knobs are keyword arguments every roofline function already takes, so a calibration is
     applied by passing them on: ``decode_step_time(..., **cal.decode_kwargs)``,
     ``prefill_time(..., **cal.prefill_kwargs)``, or ``cal.apply(func)`` which picks the phase
-    from the function's name. ``Calibration()`` is the ideal model.
+    from the function's name. The simulator's clock times mixed steps with one set of knobs:
+    :meth:`clock_options`. ``Calibration()`` is the ideal model. :attr:`label` is what every
+    output computed with it says of itself.
     """
 
     prefill: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
     decode: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
     source: str = ""
+    held_out_error: float | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "prefill", MappingProxyType(_check_knobs("prefill", self.prefill)))
         object.__setattr__(self, "decode", MappingProxyType(_check_knobs("decode", self.decode)))
         check_string("source", self.source, allow_empty=True)
+        object.__setattr__(self, "held_out_error",
+                           real_number("held_out_error", self.held_out_error, lo=0,
+                                       allow_none=True))
+
+    @property
+    def label(self) -> str:
+        """What an output computed with this calibration says of itself.
+
+        ``"calibrated: <source>, held-out TPOT error x%"`` (the error where it is known).
+        """
+        text = f"calibrated: {self.source or 'unnamed calibration'}"
+        if self.held_out_error is not None:
+            text += f", held-out TPOT error {self.held_out_error:.1f}%"
+        return text
 
     @property
     def prefill_kwargs(self) -> dict:
@@ -237,6 +277,28 @@ class Calibration:
         """Keyword arguments for :func:`rooflinekit.roofline.decode_step_time` (ITL,
         decode throughput)."""
         return dict(self.decode)
+
+    def clock_options(self) -> dict:
+        """The knobs of one mixed engine step, as the simulator's roofline clock takes them.
+
+        Returns
+        -------
+        dict
+            ``compute_efficiency`` of prefill [1], ``bandwidth_efficiency`` of decode [1] and
+            ``step_overhead`` of decode [s]: the ``roofline_options`` of
+            :class:`~rooflinekit.batching.ContinuousBatcher` and
+            :func:`~rooflinekit.roofline.mixed_step_time`.
+
+        Notes
+        -----
+        A continuous-batching step mixes prefill tokens (compute-bound) with decode tokens
+        (memory-bound), and the clock takes one set of knobs per step: each phase's knob goes
+        where that phase binds, and the fixed cost per step is the decode step's (a step that
+        carries decodes is a decode step; a prefill's own overhead also holds client time).
+        """
+        return {"compute_efficiency": self.prefill["compute_efficiency"],
+                "bandwidth_efficiency": self.decode["bandwidth_efficiency"],
+                "step_overhead": self.decode["step_overhead"]}
 
     def kwargs_for(self, phase_or_function) -> dict:
         """The knobs for a phase name ("prefill"/"decode") or a roofline function."""
@@ -261,16 +323,20 @@ class Calibration:
         return calibrated
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict (seconds for the overheads)."""
-        return {"prefill": dict(self.prefill), "decode": dict(self.decode), "source": self.source}
+        """A JSON-ready dict (seconds for the overheads; the held-out error where known)."""
+        out = {"prefill": dict(self.prefill), "decode": dict(self.decode), "source": self.source}
+        if self.held_out_error is not None:
+            out["held_out_error"] = self.held_out_error
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Calibration":
         """The inverse of :meth:`to_dict`."""
         check_mapping("data", data)
-        check_keys("data", data, ("prefill", "decode", "source"), what="calibration field")
+        check_keys("data", data, ("prefill", "decode", "source", "held_out_error"),
+                   what="calibration field")
         return cls(prefill=data.get("prefill", {}), decode=data.get("decode", {}),
-                   source=data.get("source", ""))
+                   source=data.get("source", ""), held_out_error=data.get("held_out_error"))
 
 
 def save_calibration(calibration: Calibration, path) -> Path:
@@ -284,9 +350,23 @@ def save_calibration(calibration: Calibration, path) -> Path:
 
 
 def load_calibration(path) -> Calibration:
-    """Read a :class:`Calibration` written by :func:`save_calibration`."""
-    with Path(path).open(encoding="utf-8") as fh:
-        return Calibration.from_dict(json.load(fh))
+    """Read a :class:`Calibration` written by :func:`save_calibration`.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A file that is not JSON or not a calibration; the message names the file.
+    """
+    path = Path(path)
+    with path.open(encoding="utf-8") as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not a calibration file (invalid JSON: {exc})") from None
+    try:
+        return Calibration.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{path}: {exc}") from None
 
 
 @renamed_keyword("roofline_kwargs", "roofline_options")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import xarray as xr
@@ -63,8 +64,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--confidence", type=number(0, 1, lo_open=True, hi_open=True),
                         default=0.95, help="interval coverage, in (0, 1) (0.95)")
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (0)")
-    parser.add_argument("--cv", choices=("none", "kfold", "gpu", "model"), default="none",
-                        help="also report held-out error: k-fold, or leave one GPU / model out")
+    parser.add_argument("--cv", choices=("none", "kfold", "gpu", "model", "tp", "engine"),
+                        default="none",
+                        help="also report held-out error: k-fold, or leave one GPU / model / "
+                             "tensor-parallel degree / engine out; the held-out TPOT error then "
+                             "goes into the calibration's label")
     parser.add_argument("--folds", type=whole_number(2, 10_000),
                         help="k for --cv kfold (5)")
     parser.add_argument("--workload", choices=("isolated", "serving"), default="isolated",
@@ -137,7 +141,12 @@ def run(args, out) -> int:
         cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=5 if args.folds is None else args.folds,
                             seed=args.seed, phases=phases, fit=fit, models=models,
                             roofline_options=options, workload=args.workload)
-    payload = {"calibration": result.calibration.to_dict(),
+    calibration = result.calibration
+    if cv is not None:
+        held_out = float(cv.errors["mape_calibrated"].sel({"phase": "decode"}))
+        if math.isfinite(held_out):
+            calibration = dataclasses.replace(calibration, held_out_error=held_out)
+    payload = {"calibration": calibration.to_dict(), "model_quality": calibration.label,
                "parameters": _to_jsonable(result.parameters),
                "errors": _to_jsonable(result.errors)}
     if cv is not None:
@@ -147,7 +156,7 @@ def run(args, out) -> int:
 
     def write(path):
         if str(path).lower().endswith(".json"):
-            save_calibration(result.calibration, path)
+            save_calibration(calibration, path)
         else:
             write_output(path, records, dataset=result.parameters)
 
@@ -156,6 +165,7 @@ def run(args, out) -> int:
         out.write(result.summary() + "\n")
         if cv is not None:
             out.write(f"\ncross-validation ({cv.folds.attrs['by']}):\n{cv.summary()}\n")
+        out.write(f"\nlabel: {calibration.label}\n")
     return emit(args, out, records, text=text, payload=payload, write=write)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from rooflinekit import catalog, memory, roofline, units
+from rooflinekit import calibrate, catalog, memory, roofline, units
 from rooflinekit.cli._args import (
     COMMAND_API,
     add_flag,
@@ -24,7 +24,8 @@ DESCRIPTION = ("Capacity of one model on one tensor-parallel GPU group. A config
                "does not fit says why and exits 1 (the figures anyway with --show-anyway).")
 EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --max-model-len 8192 --batch-size 32",
                   "path/to/config.json l40s --json",
-                  "llama-3.1-8b h100 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --csv")
+                  "llama-3.1-8b h100 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --csv",
+                  "llama-3.1-8b h100 --calibration h100_vllm.json")
 
 #: Each quantity: (key, label with its unit). Keys are the library's dimension names.
 _QUANTITIES = (
@@ -62,6 +63,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--gpu-hourly", type=nonnegative_float, metavar="USD",
                         help="USD per GPU-hour (default: catalogue)")
     add_flag(parser, "--allreduce")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="calibration JSON from `rooflinekit calibrate`: its prefill knobs "
+                             "time TTFT, its decode knobs ITL, throughput and cost (default: "
+                             "the ideal roofline, a best case)")
     parser.add_argument("--show-anyway", action="store_true",
                         help="print the figures and exit 0 even when the model does not fit")
     add_output_flags(parser)
@@ -116,9 +121,13 @@ def run(args, out) -> int:
     model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpu = catalog.gpu(args.gpu)
     _check(args, model)
+    cal = None if args.calibration is None else calibrate.load_calibration(args.calibration)
     tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
     budget, tokens, sequences = _budget(args, model, gpu)
     options = {"allreduce": args.allreduce}
+    # TTFT is a prefill; ITL, throughput and cost are decode steps: each takes its phase's knobs
+    prefill = {**options, **(cal.kwargs_for("prefill") if cal else {})}
+    decode = {**options, **(cal.kwargs_for("decode") if cal else {})}
     result = {
         "model": model.name, "gpu": gpu.name, "tp": tp, "context_length": ctx,
         "batch_size": batch, "prompt_tokens": args.input_len, "fits": bool(budget > 0),
@@ -127,18 +136,19 @@ def run(args, out) -> int:
         "kv_budget_gib": float(budget) / units.GiB,
         "kv_budget_tokens": int(tokens),
         "max_concurrent_sequences": int(sequences),
-        "ttft_ms": float(roofline.prefill_time(model, gpu, args.input_len, tp=tp, **options))
+        "ttft_ms": float(roofline.prefill_time(model, gpu, args.input_len, tp=tp, **prefill))
         / units.MS,
         "decode_step_time_ms": float(roofline.decode_step_time(model, gpu, batch, ctx, tp=tp,
-                                                               **options)) / units.MS,
+                                                               **decode)) / units.MS,
         "tokens_per_s": float(roofline.decode_throughput(model, gpu, batch, ctx, tp,
-                                                         **options)),
+                                                         **decode)),
+        "model_quality": calibrate.IDEAL if cal is None else cal.label,
     }
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (
         None if price is None else float(roofline.cost_per_million_tokens(
-            model, gpu, batch, ctx, tp, hourly_price=price, **options)))
+            model, gpu, batch, ctx, tp, hourly_price=price, **decode)))
     fits, reason = _why_not(result)
     if reason is not None:
         result["warning"] = reason
@@ -153,6 +163,7 @@ def run(args, out) -> int:
         # one quantity a row, its unit in its label: each value is formatted as itself
         print_table(("quantity", "value"), [(label, result[key]) for key, label in _QUANTITIES],
                     out, fmt=format_value)
+        out.write(f"timing: {result['model_quality']}\n")
         if reason is not None:
             out.write(f"warning: {reason}\n")
     emit(args, out, [result], payload=result, text=text)

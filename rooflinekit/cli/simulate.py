@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rooflinekit import batching, catalog, workloads
+from rooflinekit import batching, calibrate, catalog, workloads
 from rooflinekit.cli._args import (
     COMMAND_API,
     add_flag,
@@ -26,7 +26,9 @@ EPILOG = ("examples:\n  rooflinekit simulate                       the guide's 2
           "workload\n  rooflinekit simulate --workload lognormal --requests 500 "
           "--spread 1.5 --max-num-seqs 32\n  rooflinekit simulate --workload lognormal "
           "--model llama-3.1-8b --gpu h100 --admission paged --kv-budget 200000\n"
-          "  rooflinekit simulate --workload geometric --arrival poisson --rate 0.5 --csv")
+          "  rooflinekit simulate --workload geometric --arrival poisson --rate 0.5 --csv\n"
+          "  rooflinekit simulate --workload lognormal --model llama-3.1-8b --gpu h100 "
+          "--calibration h100_vllm.json")
 
 _DISTRIBUTIONS = ("constant", "uniform", "geometric", "lognormal", "short-and-long")
 
@@ -72,6 +74,9 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--tensor-parallel-size", help="tensor-parallel degree, with --model (1)")
     add_flag(parser, "--dtype", help="weight format, with --model (auto: the model's)")
     add_flag(parser, "--kv-cache-dtype", help="KV-cache format, with --model (auto: the model's)")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="calibration JSON from `rooflinekit calibrate` for the roofline "
+                             "clock, with --model (default: the ideal roofline, a best case)")
     add_output_flags(parser)
 
 
@@ -109,6 +114,7 @@ def _check(args) -> None:
         raise ValueError("--model and --gpu go together (roofline timing)")
     if not args.model:
         given = [f for f, on in (("--tensor-parallel-size", args.tp != 1),
+                                 ("--calibration", args.calibration is not None),
                                  ("--dtype", args.dtype != "auto"),
                                  ("--kv-cache-dtype", args.kv_cache_dtype != "auto")) if on]
         if given:
@@ -146,6 +152,8 @@ def run(args, out) -> int:
     if args.model:
         timing = {"model": apply_dtypes(catalog.resolve_model(args.model), args),
                   "gpu": catalog.gpu(args.gpu), "tp": args.tp}
+        if args.calibration is not None:
+            timing["calibration"] = calibrate.load_calibration(args.calibration)
     static = batching.StaticBatcher(batch_size=args.batch_size, **timing)
     cont = batching.ContinuousBatcher(
         max_num_seqs=args.max_num_seqs, kv_budget_tokens=args.kv_budget, admission=args.admission,
@@ -160,6 +168,7 @@ def run(args, out) -> int:
     unit_name = "ticks" if unit == "tick" else "s"
     records = [{"metric": k, "static": table["static"].get(k), "continuous":
                 table["continuous"].get(k)} for k in _METRICS]
+    quality = results["continuous"].attrs["model_quality"]
 
     def text(out):
         out.write(f"{n_requests} requests; static batches of {args.batch_size}, continuous "
@@ -168,8 +177,10 @@ def run(args, out) -> int:
                 for k, r in zip(_METRICS, records)]
         # one metric a row: each row's two numbers share a format
         print_table(("metric", "static", "continuous"), rows, out, by_row=True)
+        out.write(f"timing: {quality}\n")
     return emit(args, out, records, text=text,
-                payload={"time_units": unit, "requests": n_requests, **table})
+                payload={"time_units": unit, "requests": n_requests, "model_quality": quality,
+                         **table})
 
 
 #: Each metric's unit; ``None``: a count or share, no unit.

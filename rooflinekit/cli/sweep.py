@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from rooflinekit import catalog, dims, memory
+from rooflinekit import calibrate, catalog, dims, memory
 from rooflinekit.cli._args import (
     COMMAND_API,
     MAX_INT,
@@ -55,6 +55,7 @@ examples:
       --tp 1,2,4,8 --max-model-len 1024:32768:1024 --batch-size 1,2,4,8,16,32,64,128
   rooflinekit sweep --models all --gpus all --report cheapest --ttft 0.5 --itl 0.05
   rooflinekit sweep --models guide-70b --gpus h100 --report pareto --csv
+  rooflinekit sweep --models Llama-3.1-8B --gpus h100 --calibration h100_vllm.json
   rooflinekit sweep --models all --gpus all --max-model-len 256:131072:256 \\
       --batch-size 1:1024 --chunks auto --report best --output sweep.nc
 """
@@ -162,6 +163,10 @@ def add_arguments(parser):
                              "heads, or for MLA (default: each head stored once, the guide's "
                              "model)")
     add_flag(parser, "--allreduce")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="calibration JSON from `rooflinekit calibrate`; the sweep takes one "
+                             "set of knobs, so its decode knobs time every variable, TTFT too "
+                             "(default: the ideal roofline, a best case)")
     parser.add_argument("--chunks", default=None, metavar="CELLS|auto",
                         help="compute lazily with dask in blocks of this many cells "
                              "(needs rooflinekit[distributed])")
@@ -239,9 +244,12 @@ def run(args, out):
     reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
         else args.workspace_fraction
     progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)
+    knobs, quality = _knobs(args.calibration)
     ds = sweep(models, gpus, tp=args.tp, context_length=args.max_model_len,
-               batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve, chunks=chunks, allreduce=args.allreduce,
-               replicate_kv=args.replicate_kv)
+               batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve,
+               chunks=chunks, allreduce=args.allreduce, replicate_kv=args.replicate_kv,
+               **knobs)
+    ds.attrs["model_quality"] = quality
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:
             try:
@@ -271,12 +279,13 @@ def run(args, out):
     cells = sweep_cells(ds)
     if result is None:
         if args.json:
-            print_json({"cells": cells, "output": args.output}, out)
+            print_json({"cells": cells, "output": args.output, "model_quality": quality}, out)
         elif args.csv:
             write_csv([{"cells": cells, "output": args.output}], out)
         else:
             out.write(f"swept {cells:,} configurations"
                       + (f" -> {args.output}\n" if args.output else "\n"))
+            out.write(f"timing: {quality}\n")
         return 0
     if by == [] and PARETO_POINT in result.dims:
         columns = list(result.data_vars)
@@ -289,13 +298,29 @@ def run(args, out):
     def write(path):
         if not grid_file:   # the grid was written above, inside the scheduler's context
             write_output(path, records, {"cells": cells, "report": args.report,
-                                         "rows": records})
+                                         "model_quality": quality, "rows": records})
 
     def text(out):
         out.write(f"rooflinekit sweep: {cells:,} configurations, report {args.report!r}\n")
         print_table([_heading(result, c) for c in columns], rows, out)
+        out.write(f"timing: {quality}\n")
     return emit(args, out, records, text=text, write=write,
-                payload={"cells": cells, "report": args.report, "rows": records})
+                payload={"cells": cells, "report": args.report, "model_quality": quality,
+                         "rows": records})
+
+
+def _knobs(path):
+    """The sweep's roofline knobs from ``--calibration FILE``, and what they make the output.
+
+    :func:`rooflinekit.sweep.sweep` takes one set of knobs for all its variables: the decode
+    knobs, since most of what a sweep reports (ITL, throughput, cost) is decode; TTFT then runs
+    on decode's knobs too, which the label says.
+    """
+    if path is None:
+        return {}, calibrate.IDEAL
+    cal = calibrate.load_calibration(path)
+    return cal.kwargs_for("decode"), (f"{cal.label} (decode knobs on every variable, TTFT "
+                                      f"included: the sweep takes one set)")
 
 
 # the names these two had before every command took add_arguments and run

@@ -28,7 +28,7 @@ from rooflinekit._validation import (
     whole_number,
 )
 from rooflinekit.batching import ContinuousBatcher, run_replicates
-from rooflinekit.calibrate import Calibration
+from rooflinekit.calibrate import IDEAL, Calibration
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import draw_requests, max_rate
@@ -53,8 +53,6 @@ MEMORY_LIMIT = 2 * 2**30
 #: (admission, first token, finish, preemptions, status).
 _BYTES_PER_REQUEST = 3 * 8 + 5 * 8
 
-#: What a plan without calibration says of itself.
-IDEAL = "ideal (best case): roofline at full compute and bandwidth efficiency, no overheads"
 
 #: Percentiles of the latencies reported at the operating rate.
 LATENCY_PERCENTILES = (50, 95, 99)
@@ -114,12 +112,7 @@ def _roofline_options(calibration, roofline_options):
     if not isinstance(calibration, Calibration):
         raise TypeError(f"calibration must be a rooflinekit.calibrate.Calibration or None; "
                         f"got {describe(calibration)}")
-    # One step mixes prefill (compute-bound) and decode (memory-bound): each phase's knob goes
-    # where that phase binds, and the per-step overhead is the decode step's.
-    options = {"compute_efficiency": calibration.prefill.get("compute_efficiency", 1.0),
-               "bandwidth_efficiency": calibration.decode.get("bandwidth_efficiency", 1.0),
-               "step_overhead": calibration.decode.get("step_overhead", 0.0)}
-    return options, f"calibrated: {calibration.source or 'unnamed calibration'}"
+    return calibration.clock_options(), calibration.label
 
 
 def _hourly_prices(gpus, prices):

@@ -1,0 +1,88 @@
+"""``--calibration FILE`` on capacity, sweep and simulate; every output says what timed it."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rooflinekit import catalog, roofline, units
+from rooflinekit.calibrate import IDEAL, load_calibration
+from rooflinekit.cli.main import main
+
+CAL_FILE = Path(__file__).parent / "data" / "measurements" / "calibration_public.json"
+CAL = load_calibration(CAL_FILE)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_capacity_applies_each_phase_and_says_so(capsys):
+    base = ("capacity", "llama-3.1-8b", "h100", "--batch-size", "16", "--json")
+    _, out, _ = run(capsys, *base)
+    ideal = json.loads(out)
+    assert ideal["model_quality"] == IDEAL
+    _, out, _ = run(capsys, *base, "--calibration", str(CAL_FILE))
+    cal = json.loads(out)
+    assert cal["model_quality"] == CAL.label and "held-out TPOT error" in cal["model_quality"]
+    model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
+    ttft = roofline.prefill_time(model, gpu, 1024, **CAL.kwargs_for("prefill")) / units.MS
+    itl = roofline.decode_step_time(model, gpu, 16, 8192, **CAL.kwargs_for("decode")) / units.MS
+    assert cal["ttft_ms"] == pytest.approx(float(ttft), rel=1e-12)
+    assert cal["decode_step_time_ms"] == pytest.approx(float(itl), rel=1e-12)
+    assert cal["ttft_ms"] > ideal["ttft_ms"] and cal["tokens_per_s"] < ideal["tokens_per_s"]
+    # memory is not timing: the calibration leaves it alone
+    assert cal["kv_budget_tokens"] == ideal["kv_budget_tokens"]
+    _, text, _ = run(capsys, *base[:-1], "--calibration", str(CAL_FILE))
+    assert f"timing: {CAL.label}" in text
+    _, text, _ = run(capsys, *base[:-1])
+    assert f"timing: {IDEAL}" in text
+
+
+def test_sweep_takes_the_decode_knobs_and_says_so(capsys):
+    base = ("sweep", "--models", "Llama-3.1-8B", "--gpus", "h100", "--tp", "1",
+            "--max-model-len", "4096", "--batch-size", "8", "--json")
+    _, out, _ = run(capsys, *base)
+    ideal = json.loads(out)
+    assert ideal["model_quality"] == IDEAL
+    _, out, _ = run(capsys, *base, "--calibration", str(CAL_FILE))
+    cal = json.loads(out)
+    assert cal["model_quality"].startswith(CAL.label)
+    assert "decode knobs on every variable" in cal["model_quality"]
+    assert cal["rows"][0]["tokens_per_second_per_gpu"] < ideal["rows"][0]["tokens_per_second_per_gpu"]
+    _, text, _ = run(capsys, *base[:-1], "--calibration", str(CAL_FILE))
+    assert "timing: calibrated:" in text
+
+
+def test_simulate_passes_the_calibration_to_the_batchers(capsys):
+    base = ("simulate", "--workload", "constant", "--requests", "32", "--output-mean", "64",
+            "--input-len", "256", "--model", "llama-3.1-8b", "--gpu", "h100", "--json")
+    _, out, _ = run(capsys, *base)
+    ideal = json.loads(out)
+    assert ideal["model_quality"] == IDEAL
+    _, out, _ = run(capsys, *base, "--calibration", str(CAL_FILE))
+    cal = json.loads(out)
+    assert cal["model_quality"] == CAL.label
+    assert cal["continuous"]["makespan"] > ideal["continuous"]["makespan"]
+    assert cal["static"]["makespan"] > ideal["static"]["makespan"]
+    _, text, _ = run(capsys, *base[:-1], "--calibration", str(CAL_FILE))
+    assert f"timing: {CAL.label}" in text
+
+
+def test_simulate_tick_clock_says_so(capsys):
+    _, out, _ = run(capsys, "simulate", "--json")
+    assert json.loads(out)["model_quality"].startswith("tick clock")
+
+
+def test_calibration_flag_checked(capsys, tmp_path):
+    code, _, err = run(capsys, "simulate", "--calibration", str(CAL_FILE))
+    assert code == 2 and "--calibration applies with --model" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    bad.write_text(json.dumps({"prefill": {"compute_efficiency": 0}}))
+    code, _, err = run(capsys, "capacity", "llama-3.1-8b", "h100", "--calibration", str(bad))
+    assert code == 2 and "bad.json" in err
+    code, _, err = run(capsys, "sweep", "--calibration", str(tmp_path / "missing.json"))
+    assert code != 0 and "missing.json" in err
