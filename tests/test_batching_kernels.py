@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooflinekit.batching import _reference
-from rooflinekit.batching import ContinuousBatcher, StaticBatcher
+from rooflinekit.batching import ContinuousBatcher, StaticBatcher, _reference
 from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.workloads import Workload, guide_workload
 
@@ -205,7 +204,7 @@ def test_kernels_cached_on_disk():
         assert dispatcher.targetoptions.get("nogil") or dispatcher.targetoptions.get(
             "parallel")
     for helper in (_kernels._step_time, _kernels._kv_read, _kernels._chunk_pairs,
-                   _kernels._ring_push, _kernels._unlink, _kernels._reset_outputs):
+                   _kernels._ring_size, _kernels._ring, _kernels._reset_outputs):
         assert type(helper._cache).__name__ == "FunctionCache"
 
 
@@ -223,6 +222,22 @@ def test_step_formula_hash_is_current():
     digest = hashlib.sha256(source.encode()).hexdigest()
     assert _kernels.STEP_FORMULA_SHA256 == digest, (
         f"the step formula changed: set STEP_FORMULA_SHA256 = {digest!r} in "
+        f"rooflinekit/batching/_kernels.py (this invalidates the simulator's numba cache)")
+
+
+def test_gap_histogram_hash_is_current():
+    # the kernels compile _reference.gap_bin and the gap constants as values, which numba's
+    # cache does not see change; the recorded hash makes such a change edit _kernels.py
+    import hashlib
+    import inspect
+
+    from rooflinekit.batching import _kernels, _reference
+    source = inspect.getsource(_reference.gap_bin) + repr((
+        _reference.GAP_PERCENTILES, _reference.GAP_SUBBINS, _reference.GAP_MIN_EXPONENT,
+        _reference.GAP_MAX_EXPONENT, _reference.N_GAP_BINS))
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    assert _kernels.GAP_HISTOGRAM_SHA256 == digest, (
+        f"the gap histogram changed: set GAP_HISTOGRAM_SHA256 = {digest!r} in "
         f"rooflinekit/batching/_kernels.py (this invalidates the simulator's numba cache)")
 
 

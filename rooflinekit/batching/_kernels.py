@@ -71,12 +71,10 @@ import numpy as np
 from numba import njit, prange
 
 from rooflinekit.batching._reference import (
-    GAP_MAX_EXPONENT,
-    GAP_MIN_EXPONENT,
     GAP_PERCENTILES,
-    GAP_SUBBINS,
     N_GAP_BINS,
     STAT_NAMES,
+    gap_bin,
 )
 from rooflinekit.roofline import (
     StepCost,
@@ -86,7 +84,7 @@ from rooflinekit.roofline import (
 )
 
 __all__ = ["continuous_run", "continuous_run_many", "static_run", "static_run_many", "N_STATS",
-           "N_COEFFICIENTS", "STALLED", "STEP_FORMULA_SHA256"]
+           "N_COEFFICIENTS", "STALLED", "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
 
 # Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
 (_END, _STEPS, _BUSY, _PEAK_RUN, _RUN_T, _ACT_T, _PEAK_RES, _RES_T, _PEAK_USED, _USED_T, _PREEMPT,
@@ -153,17 +151,13 @@ def _chunk_pairs(tick_mode, coef, chunk, cached):
 UNBOUNDED = np.int64(2**62)
 
 
-@njit(cache=True)
-def _gap_bin(x):
-    """Histogram bin of an inter-token gap (``_reference.gap_bin``: frexp octave, linear sub-bin)."""
-    if not x > 0.0:
-        return 0
-    m, e = math.frexp(x)
-    if e < GAP_MIN_EXPONENT:
-        return 0
-    if e >= GAP_MAX_EXPONENT:
-        return N_GAP_BINS - 1
-    return (e - GAP_MIN_EXPONENT) * GAP_SUBBINS + int((m - 0.5) * (2 * GAP_SUBBINS))
+#: The bin of an inter-token gap: the specification's own function, compiled.
+_gap_bin = njit(cache=True)(gap_bin)
+
+#: sha256 of :func:`rooflinekit.batching._reference.gap_bin`'s source and of the gap constants
+#: (percentiles, histogram bins) compiled into these kernels as values, which numba's cache
+#: cannot see change in ``_reference.py``; ``tests/test_batching_kernels.py`` recomputes it.
+GAP_HISTOGRAM_SHA256 = "437ec93358f8d26cc5639bb42aed5f8fa8c37fc8bba929e0432ef1f2275b7ed7"
 
 
 @njit(cache=True)
@@ -253,34 +247,6 @@ def _ring(n, size):
         nxt[b] = b
         prv[b] = b
     return nxt, prv
-
-
-@njit(cache=True)
-def _ring_push(nxt, prv, n, mask, key, i, k):
-    """File request ``i`` under step ``k`` (bucket ``k & mask``)."""
-    key[i] = k
-    b = n + (k & mask)
-    f = nxt[b]
-    nxt[i] = f
-    prv[i] = b
-    prv[f] = i
-    nxt[b] = i
-
-
-@njit(cache=True)
-def _unlink(nxt, prv, i):
-    nxt[prv[i]] = nxt[i]
-    prv[nxt[i]] = prv[i]
-
-
-@njit(cache=True)
-def _append(nxt, prv, end, i):
-    """Put ``i`` last in the list whose sentinel is ``end``."""
-    last = prv[end]
-    nxt[last] = i
-    prv[i] = last
-    nxt[i] = end
-    prv[end] = i
 
 
 @njit(cache=True)
