@@ -1,7 +1,7 @@
 """Reading a Hugging Face ``config.json`` offline, and counting parameters from its shapes.
 
 A model's ``config.json`` states its shape (layers, heads, widths, experts, latent ranks, window)
-but rarely its parameter count. :func:`shape_fields` turns it into the fields of a
+but rarely its parameter count [1]_, [2]_, [3]_. :func:`shape_fields` turns it into the fields of a
 :class:`~rooflinekit.models.ModelShape` (which :func:`rooflinekit.models.model_from_hf_config`
 builds); :func:`count_params` counts the weights the architecture
 implies, matrix by matrix, when no count is given.
