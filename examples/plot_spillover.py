@@ -9,9 +9,10 @@ than unavailability. Nothing is dropped at any size: the curve is cost, not avai
 """
 
 # %%
-# A seeded bursty month of hourly demand (a daily cycle, noise and occasional 4× bursts; about 4B
-# tokens in all), the guide's prices: capacity at $12,000 per 4B tokens ($3 per 1M of capacity)
-# and spillover at $3/$12 per 1M with 10% output ($3.90 per 1M).
+# The seeded bursty month of hourly demand that ``rooflinekit guide`` sizes (seed 0, so the
+# numbers below are the guide's floor-sizing table): a daily cycle, noise and occasional 4×
+# bursts, about 5B tokens in all. The guide's prices: capacity at $12,000 per 4B tokens ($3 per
+# 1M of capacity) and spillover at $3/$12 per 1M with 10% output ($3.90 per 1M).
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import rooflinekit as rk
 from rooflinekit.planning import bursty_demand
 from rooflinekit.plotting import plot_spillover
 
-demand = bursty_demand(seed=7)
+demand = bursty_demand(seed=0)
 provisioned = rk.Provisioned(monthly_cost=12_000, monthly_capacity_tokens=4e9)
 payg = rk.PayAsYouGo(input_per_mtok=3.0, output_per_mtok=12.0)
 print(f"demand: {float(demand.sum()) / 1e9:.2f}B tokens over {demand.sizes['time']} hours")

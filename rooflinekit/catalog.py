@@ -27,6 +27,7 @@ import xarray as xr
 from rooflinekit import dims, units
 from rooflinekit._validation import check_string
 from rooflinekit.hardware import GPU
+from rooflinekit.hf_config import find_config
 from rooflinekit.models import ModelShape
 
 __all__ = ["gpu", "model", "resolve_model", "gpus", "models", "to_dataset", "spec_fields",
@@ -160,21 +161,47 @@ def model(name: str) -> ModelShape:
 
 
 def resolve_model(name_or_path) -> ModelShape:
-    """A catalogue model by name, or a model read from a Hugging Face ``config.json`` path.
+    """A catalogue model by name, or a model read offline from a Hugging Face ``config.json``.
 
-    A string ending in ``.json`` or holding a path separator is read as a file (offline) and
-    named after its folder (``.../Llama-3.1-8B/config.json`` is "Llama-3.1-8B"), the way model
-    downloads are laid out; anything else is looked up in the catalogue. A ``ModelShape`` is
-    returned unchanged.
+    Parameters
+    ----------
+    name_or_path : str, os.PathLike or ModelShape
+        One of: a catalogue name (``"llama-3.1-8b"``); a path to ``config.json``; a model folder
+        holding one; a Hugging Face repo id (``"meta-llama/Llama-3.1-8B"``) already in the local
+        hub cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``). A
+        ``ModelShape`` is returned unchanged.
+
+    Returns
+    -------
+    ModelShape
+        The catalogue row, or the model built by :meth:`ModelShape.from_hf_config`, named after
+        its folder the way downloads are laid out (``.../Llama-3.1-8B/config.json`` is
+        "Llama-3.1-8B") or, for a repo id, after the repo id.
+
+    Raises
+    ------
+    ValueError
+        If the name is in none of these places; nothing is downloaded.
+
+    See Also
+    --------
+    rooflinekit.hf_config.find_config : how a folder or repo id becomes a file.
     """
     if isinstance(name_or_path, ModelShape):
         return name_or_path
     text = os.fspath(name_or_path) if isinstance(name_or_path, os.PathLike) else name_or_path
-    if isinstance(text, str) and (text.endswith(".json") or os.sep in text):
-        if not os.path.exists(text):
+    if isinstance(text, str) and not os.path.exists(text) and text in _model_table()[0]:
+        return model(text)
+    if isinstance(text, str) and (text.endswith(".json") or os.sep in text or "/" in text
+                                  or os.path.isdir(text)):
+        if os.path.exists(text):
+            path = find_config(text)
+            folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+            return ModelShape.from_hf_config(path, name=folder or None)
+        if text.endswith(".json") or text.count("/") != 1:
             raise ValueError(f"model config {text!r} does not exist")
-        folder = os.path.basename(os.path.dirname(os.path.abspath(text)))
-        return ModelShape.from_hf_config(text, name=folder or None)
+        # org/name: a repo id, looked up in the local cache only
+        return ModelShape.from_hf_config(find_config(text), name=text)
     return model(text)
 
 

@@ -1,12 +1,13 @@
 """Reading a Hugging Face ``config.json`` offline, and counting parameters from its shapes.
 
 A model's ``config.json`` states its shape (layers, heads, widths, experts, latent ranks, window)
-but rarely its parameter count. :func:`shape_fields` turns it into the fields of a
-:class:`~rooflinekit.models.ModelShape` (which :func:`rooflinekit.models.model_from_hf_config`
-builds); :func:`count_params` counts the weights the architecture
-implies, matrix by matrix, when no count is given.
+but rarely its parameter count [1]_, [2]_, [3]_. :func:`shape_fields` turns it into the fields
+of a :class:`~rooflinekit.models.ModelShape` (which
+:func:`rooflinekit.models.model_from_hf_config` builds); :func:`count_params` counts the weights
+the architecture implies, matrix by matrix, when no count is given.
 
-Nothing here touches the network: a config is a path to a JSON file or the parsed dict.
+Nothing here touches the network: a config is a path to a JSON file, a model folder, a repo id
+already in the local Hugging Face cache (:func:`find_config`), or the parsed dict.
 
 References
 ----------
@@ -28,7 +29,8 @@ from collections.abc import Mapping
 
 from rooflinekit._validation import check_bool, check_one_of, describe, whole_number
 
-__all__ = ["shape_fields", "count_params", "load_hf_config"]
+__all__ = ["shape_fields", "count_params", "load_hf_config", "find_config",
+           "hf_cache_dir"]
 
 # Older and GPT-style configs spell the same fields differently (transformers' ``attribute_map``).
 _ALIASES = {
@@ -44,11 +46,33 @@ _ALIASES = {
 # ``PretrainedConfig`` defaults to True when config.json leaves the field out.
 _UNTIED_BY_DEFAULT = frozenset({
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3",
-    "gpt_neox", "deepseek_v2", "deepseek_v3",
+    "gpt_neox", "gptj", "phi", "deepseek_v2", "deepseek_v3",
 })
 
 # Architectures built GPT-style: LayerNorm with bias, a two-matrix MLP, biased projections.
-_GPT_STYLE = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "falcon"})
+_GPT_STYLE = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "gptj", "falcon", "phi"})
+
+# Fields a multimodal config.json's ``text_config`` may leave out because its configuration
+# class supplies them (google/gemma-3-4b-it states five text fields, Qwen/Qwen2-Audio-7B seven):
+# transformers' ``Gemma3TextConfig`` and ``Qwen2Config`` defaults.
+_TEXT_DEFAULTS = {
+    "gemma3_text": {"vocab_size": 262_208, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "max_position_embeddings": 131_072,
+                    "sliding_window_pattern": 6},
+    "qwen2": {"vocab_size": 151_936, "hidden_size": 4096, "intermediate_size": 22_016,
+              "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+              "max_position_embeddings": 32_768, "use_sliding_window": False},
+}
+
+# Vision encoders' configuration defaults (transformers' ``SiglipVisionConfig``,
+# ``CLIPVisionConfig``): fields a multimodal config.json may leave out.
+_VISION_DEFAULTS = {
+    "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072,
+                            "num_hidden_layers": 12, "num_channels": 3, "image_size": 224,
+                            "patch_size": 16, "vision_use_head": True},
+    "clip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+                          "num_channels": 3, "image_size": 224, "patch_size": 32},
+}
 
 _TORCH_DTYPES = {
     "float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
@@ -57,16 +81,111 @@ _TORCH_DTYPES = {
 
 
 # -- reading --------------------------------------------------------------------------------------
+def hf_cache_dir() -> str:
+    """The local Hugging Face hub cache: where downloaded repositories' snapshots live.
+
+    Returns
+    -------
+    str
+        ``$HF_HUB_CACHE`` if set, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``
+        (``$XDG_CACHE_HOME`` replacing ``~/.cache`` when set), the order ``huggingface_hub``
+        uses. The folder need not exist.
+    """
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.environ["HF_HOME"], "hub")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "huggingface", "hub")
+
+
+def _is_repo_id(text: str) -> bool:
+    parts = text.split("/")
+    return (len(parts) == 2 and all(parts)
+            and all(c.isalnum() or c in "-_." for c in "".join(parts))
+            and not text.endswith(".json"))
+
+
+def find_config(source, *, cache_dir: str | os.PathLike | None = None) -> str:
+    """The path of the ``config.json`` a file, a model folder or a cached repo id names.
+
+    Nothing is downloaded: a repo id is looked up in the local hub cache only.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        A ``config.json`` path; a model folder holding ``config.json``; or a Hugging Face repo id
+        (``"meta-llama/Llama-3.1-8B"``) already downloaded to the hub cache.
+    cache_dir : str or os.PathLike, optional
+        The hub cache; default :func:`hf_cache_dir`.
+
+    Returns
+    -------
+    str
+        Path of an existing ``config.json``. For a repo id it is
+        ``<cache>/models--<org>--<name>/snapshots/<revision>/config.json``, the revision being the
+        one ``refs/main`` names, else the only snapshot, else the most recently modified one.
+
+    Raises
+    ------
+    TypeError
+        If ``source`` is not a path or string.
+    ValueError
+        If no such file or folder exists and ``source`` is not a repo id present in the cache;
+        the message says where it looked.
+
+    See Also
+    --------
+    hf_cache_dir : where the cache is.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"source must be a path or a repo id string; got {describe(source)}")
+    text = os.fspath(source)
+    if os.path.isdir(text):
+        path = os.path.join(text, "config.json")
+        if not os.path.isfile(path):
+            raise ValueError(f"model folder {text!r} holds no config.json")
+        return path
+    if os.path.exists(text) or not _is_repo_id(text):
+        return text       # a file, or a path that load_hf_config reports as unreadable
+    cache = os.fspath(cache_dir) if cache_dir is not None else hf_cache_dir()
+    repo = os.path.join(cache, "models--" + text.replace("/", "--"))
+    snapshots = os.path.join(repo, "snapshots")
+    candidates = []
+    if os.path.isdir(snapshots):
+        candidates = [d for d in os.listdir(snapshots)
+                      if os.path.isfile(os.path.join(snapshots, d, "config.json"))]
+    if not candidates:
+        raise ValueError(f"model {text!r} is neither a file, a folder, nor a repo id in the "
+                         f"local Hugging Face cache (looked for {snapshots}/<revision>/"
+                         f"config.json; nothing is downloaded)")
+    try:
+        with open(os.path.join(repo, "refs", "main"), encoding="utf-8") as fh:
+            main = fh.read().strip()
+    except OSError:
+        main = None
+    if main not in candidates:
+        # no ref to follow: the newest snapshot, as a fresh download would have written it
+        main = max(candidates,
+                   key=lambda d: os.path.getmtime(os.path.join(snapshots, d, "config.json")))
+    return os.path.join(snapshots, main, "config.json")
+
+
 def load_hf_config(config) -> dict:
     """The config as a flat dict: read from a path, or copied from a mapping.
 
     Multimodal configs that nest the language model under ``text_config`` (and give no layer
-    count at the top level) are flattened to it, keeping top-level fields it does not override.
+    count at the top level) are flattened to it, keeping top-level fields it does not override
+    (``vision_config`` and ``audio_config`` among them). Text fields that the configuration class
+    supplies and such a file leaves out are filled in with the class's defaults for
+    ``gemma3_text`` and ``qwen2``, the language models of Gemma-3 and Qwen2-Audio; the outer
+    ``model_type`` is kept as ``multimodal_model_type``.
 
     Parameters
     ----------
     config : str, os.PathLike or Mapping
-        Path to ``config.json`` or its parsed contents (not modified).
+        Path to ``config.json``, a model folder, a repo id in the local Hugging Face cache
+        (see :func:`find_config`), or the parsed contents (not modified).
 
     Returns
     -------
@@ -83,6 +202,7 @@ def load_hf_config(config) -> dict:
     if isinstance(config, Mapping):
         data = dict(config)
     elif isinstance(config, (str, os.PathLike)):
+        config = find_config(config)
         try:
             with open(config, encoding="utf-8") as fh:
                 data = json.load(fh)
@@ -99,7 +219,15 @@ def load_hf_config(config) -> dict:
                         f"got {describe(config)}")
     text = data.get("text_config")
     if isinstance(text, Mapping) and _get(data, "num_hidden_layers") is None:
-        data = {**{k: v for k, v in data.items() if k != "text_config"}, **text}
+        kind = str(text.get("model_type") or "").lower()
+        defaults = {key: value for key, value in _TEXT_DEFAULTS.get(kind, {}).items()
+                    if _get(text, key) is None}
+        if text.get("layer_types") is not None:
+            defaults.pop("sliding_window_pattern", None)
+        outer = data.get("model_type")
+        data = {**{k: v for k, v in data.items() if k != "text_config"}, **defaults, **text}
+        if outer is not None:
+            data["multimodal_model_type"] = outer     # the projector depends on it
     return data
 
 
@@ -279,7 +407,8 @@ def count_params(config) -> dict[str, int]:
     Parameters
     ----------
     config : str, os.PathLike or Mapping
-        Path to ``config.json`` or its parsed contents.
+        Path to ``config.json``, a model folder, a repo id in the local Hugging Face cache
+        (:func:`find_config`), or the parsed contents.
 
     Returns
     -------
@@ -288,23 +417,42 @@ def count_params(config) -> dict[str, int]:
         ``lm_head`` (0 when tied to the embedding), ``attention`` (projections with their biases,
         MLA's factorised projections and their norms, per-head q/k norms), ``mlp`` (dense MLPs),
         ``experts`` (routed experts), ``shared_experts``, ``router`` (gates and correction biases),
-        ``norms`` (per-layer and final norms), and the sums ``total`` and ``active`` (the
-        parameters one token uses: everything but the routed experts it is not sent to).
+        ``norms`` (per-layer and final norms), ``vision`` and ``audio`` (a multimodal model's
+        encoders with their projectors into the language model; 0 without them), and the sums
+        ``total`` and ``active`` (the parameters one generated token uses: everything but the
+        routed experts it is not sent to and the vision/audio encoders).
 
     Notes
     -----
     Llama-style architectures (the default for an unknown ``model_type``): RMSNorm without bias,
     a gated MLP of three matrices (gate, up, down), biases only where the architecture has them
     (Qwen2's q/k/v; ``attention_bias``/``mlp_bias`` when set). Gemma-2/3 have four norms a layer.
-    GPT-style architectures (GPT-2, GPT-BigCode, GPT-NeoX, Falcon): LayerNorm with bias, a
-    two-matrix MLP, biased projections (Falcon: only when ``bias``), learned positions for GPT-2
-    and BigCode. DeepSeek's multi-token-prediction module (``num_nextn_predict_layers``) is not
+    GPT-style architectures (GPT-2, GPT-BigCode, GPT-NeoX, GPT-J, Falcon, Phi-1/2): LayerNorm
+    with bias, a two-matrix MLP (``n_inner: null`` means 4 × hidden), biased projections (Falcon:
+    only when ``bias``; GPT-J: the MLP only), learned positions for GPT-2 and BigCode; GPT-J and
+    Phi share one LayerNorm between attention and MLP and give the untied LM head a bias.
+
+    Multimodal configs (``text_config`` with ``vision_config`` and/or ``audio_config``) count
+    the encoders' weights too, since the server holds them in memory; ``active`` leaves them
+    out, since they run once per image or clip at prefill, not per generated token. A vision
+    encoder is counted as a ViT: a patch-embedding convolution, learned positions (CLIP adds a
+    class token and a pre-LayerNorm), layers of biased q/k/v/out projections, a two-matrix MLP
+    and two LayerNorms, a final LayerNorm and SigLIP's pooling head when ``vision_use_head``;
+    the projector is Gemma-3's (one matrix and an RMSNorm of the vision width) or otherwise
+    LLaVA's two-layer MLP with biases. An audio encoder is counted as Whisper's (two
+    convolutions, learned positions, layers with an unbiased key projection) with a linear
+    projector (Qwen2-Audio). Fields the file leaves out take the encoder class's defaults.
+    DeepSeek's multi-token-prediction module (``num_nextn_predict_layers``) is not
     counted, as DeepSeek's own 671B total does not count it.
 
     References
     ----------
     .. [1] DeepSeek-V3 Technical Report, arXiv:2412.19437 (671B total, 37B activated).
     .. [2] Jiang et al., "Mixtral of Experts", arXiv:2401.04088 (46.7B total, 12.9B active).
+    .. [3] Gemma Team, "Gemma 3 Technical Report", arXiv:2503.19786, 2025 (a 417M SigLIP vision
+       encoder shared by the 4B, 12B and 27B models).
+    .. [4] Liu et al., "Improved Baselines with Visual Instruction Tuning" (LLaVA-1.5),
+       arXiv:2310.03744, 2023 (CLIP ViT-L/336px and a two-layer MLP projector).
     """
     cfg = load_hf_config(config)
     s = _Shape(cfg)
@@ -317,38 +465,112 @@ def count_params(config) -> dict[str, int]:
     q_width, kv_width = s.heads * d, s.kv_heads * d
     tied = _tied(cfg, s)
     parts = dict.fromkeys(("embedding", "lm_head", "attention", "mlp", "experts",
-                           "shared_experts", "router", "norms"), 0)
+                           "shared_experts", "router", "norms", "vision", "audio"), 0)
     parts["embedding"] = s.vocab * h
     parts["lm_head"] = 0 if tied else s.vocab * h
     if s.gpt_style:
         parts.update(_count_gpt_style(cfg, s, q_width, kv_width))
     else:
         parts.update(_count_llama_style(cfg, s, q_width, kv_width))
+    parts["vision"] = _count_vision(cfg, h)
+    parts["audio"] = _count_audio(cfg, h)
     total = sum(parts.values())
-    unused = 0
+    # the encoders run once per image or clip at prefill; a generated token does not use them
+    unused = parts["vision"] + parts["audio"]
     if s.n_experts > 1:
         per_expert = 3 * h * s.moe_intermediate
         unused = sum(_moe_layers(cfg, s)) * (s.n_experts - s.top_k) * per_expert
     return {**parts, "total": total, "active": total - unused}
 
 
+def _sub_config(cfg: Mapping, key: str, defaults: Mapping) -> dict | None:
+    sub = cfg.get(key)
+    if sub is None:
+        return None
+    if not isinstance(sub, Mapping):
+        raise TypeError(f"config.json field {key!r} must be an object; got {describe(sub)}")
+    kind = str(sub.get("model_type") or "").lower()
+    return {**defaults.get(kind, {}), **sub}
+
+
+def _count_vision(cfg: Mapping, text_hidden: int) -> int:
+    """A ViT encoder (SigLIP, CLIP) and the projector into the language model's width."""
+    v = _sub_config(cfg, "vision_config", _VISION_DEFAULTS)
+    if v is None:
+        return 0
+    where = "vision_config"
+    h = _int(v, "hidden_size")
+    inner = _int(v, "intermediate_size")
+    layers = _int(v, "num_hidden_layers")
+    channels = _int(v, "num_channels", required=False, default=3)
+    patch = _int(v, "patch_size")
+    side = _int(v, "image_size")
+    if side % patch:
+        raise ValueError(f"config.json field '{where}.image_size' ({side}) must be a multiple of "
+                         f"'{where}.patch_size' ({patch})")
+    clip = str(v.get("model_type") or "").lower() == "clip_vision_model"
+    positions = (side // patch) ** 2 + (1 if clip else 0)          # CLIP adds a class token
+    n = channels * patch * patch * h + (0 if clip else h)          # patch embedding (conv)
+    n += positions * h + (h if clip else 0)                        # positions (+ class token)
+    per_layer = 4 * (h * h + h) + 2 * h * inner + inner + h + 2 * 2 * h
+    n += layers * per_layer
+    n += 2 * h * (2 if clip else 1)                     # post-LayerNorm (CLIP: and pre-)
+    if not clip and v.get("vision_use_head"):
+        n += h + 4 * (h * h + h) + 2 * h + 2 * h * inner + inner + h   # SigLIP's pooling head
+    kind = str(cfg.get("multimodal_model_type") or cfg.get("model_type") or "").lower()
+    if kind == "gemma3":
+        n += h * text_hidden + h                        # input projection and its RMSNorm
+    else:
+        # LLaVA's projector: Linear(vision, text) - GELU - Linear(text, text), with biases
+        n += h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+    return n
+
+
+def _count_audio(cfg: Mapping, text_hidden: int) -> int:
+    """A Whisper-style audio encoder and its linear projector into the language model's width."""
+    a = _sub_config(cfg, "audio_config", {})
+    if a is None:
+        return 0
+    d = _int(a, "d_model")
+    ffn = _int(a, "encoder_ffn_dim")
+    layers = _int(a, "encoder_layers")
+    mels = _int(a, "num_mel_bins")
+    positions = _int(a, "max_source_positions")
+    n = mels * d * 3 + d + d * d * 3 + d                # two 3-wide convolutions
+    n += positions * d
+    # q, v, out with bias and k without; fc1, fc2; two LayerNorms
+    n += layers * (4 * d * d + 3 * d + 2 * d * ffn + ffn + d + 2 * 2 * d)
+    n += 2 * d                                          # final LayerNorm
+    n += d * text_hidden + text_hidden                  # projector
+    return n
+
+
 def _count_gpt_style(cfg, s, q_width, kv_width):
     h, L, inner = s.hidden, s.layers, s.intermediate
+    out = {}
     if s.model_type == "falcon":
-        bias = bool(cfg.get("bias", False))
+        attn_bias = mlp_bias = bool(cfg.get("bias", False))
         if cfg.get("new_decoder_architecture"):
             n_ln = 2                                    # ln_attn and ln_mlp
         else:
             n_ln = 1 if cfg.get("parallel_attn", True) else 2
+    elif s.model_type in ("gptj", "phi"):
+        # one LayerNorm feeds attention and MLP in parallel; the untied LM head has a bias.
+        # GPT-J's q/k/v/out projections carry no bias, Phi's do.
+        attn_bias, mlp_bias, n_ln = s.model_type == "phi", True, 1
+        out["lm_head"] = 0 if _tied(cfg, s) else s.vocab * h + s.vocab
     else:
-        bias, n_ln = True, 2
+        attn_bias = mlp_bias = True
+        n_ln = 2
     attn = h * (q_width + 2 * kv_width) + q_width * h
-    attn += (q_width + 2 * kv_width + h) if bias else 0
-    mlp = 2 * h * inner + ((inner + h) if bias else 0)
+    attn += (q_width + 2 * kv_width + h) if attn_bias else 0
+    if s.model_type == "phi" and cfg.get("qk_layernorm"):
+        attn += 2 * 2 * s.head_dim                      # LayerNorm (weight, bias) on q and k
+    mlp = 2 * h * inner + ((inner + h) if mlp_bias else 0)
     embedding = s.vocab * h
     if s.model_type in ("gpt2", "gpt_bigcode"):     # learned absolute positions
         embedding += _int(cfg, "max_position_embeddings") * h
-    return {"embedding": embedding, "attention": L * attn, "mlp": L * mlp,
+    return {**out, "embedding": embedding, "attention": L * attn, "mlp": L * mlp,
             "norms": (L * n_ln + 1) * 2 * h}
 
 
@@ -405,9 +627,11 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
     Parameters
     ----------
     config : str, os.PathLike or Mapping
-        Path to ``config.json`` or its parsed contents.
+        Path to ``config.json``, a model folder, a repo id in the local Hugging Face cache
+        (:func:`find_config`), or the parsed contents.
     name : str, optional
-        Label of the model; default the config's ``_name_or_path``, else its ``model_type``.
+        Label of the model; default the repo id when one was given, else the config's
+        ``_name_or_path``, else its ``model_type``.
     **overrides
         Any :class:`ModelShape` field, applied last (``n_params=70e9``,
         ``kv_bytes_per_element="fp8"``, ``source=...``).
@@ -456,6 +680,13 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
     .. [1] Hugging Face ``transformers`` configuration classes.
     .. [2] Serving-capacity guide §2.2–2.3.
     """
+    default_source = "Hugging Face config.json (dict)"
+    if isinstance(config, (str, os.PathLike)):
+        path = find_config(config)
+        if name is None and path != os.fspath(config):
+            name = os.fspath(config) if _is_repo_id(os.fspath(config)) else None
+        default_source = f"config.json read from {path}"
+        config = path
     cfg = load_hf_config(config)
     s = _Shape(cfg)
     weights, kv = _dtype(cfg)
@@ -470,10 +701,6 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
     tied = _tied(cfg, s)
     if name is None:
         name = cfg.get("_name_or_path") or s.model_type or "hf-model"
-    if isinstance(config, (str, os.PathLike)):
-        default_source = f"config.json read from {os.fspath(config)}"
-    else:
-        default_source = "Hugging Face config.json (dict)"
     fields = dict(
         name=name,
         n_layers=s.layers,

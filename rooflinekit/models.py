@@ -243,9 +243,11 @@ class ModelShape:
     @classmethod
     def from_hf_config(cls, config: "str | Path | dict", *, name: str | None = None,
                        **overrides) -> "ModelShape":
-        """Read a Hugging Face ``config.json`` (a path or the parsed dict) offline.
+        """Read a Hugging Face ``config.json`` offline: a path, a model folder, a repo id in the
+        local Hugging Face cache, or the parsed dict.
 
-        See :func:`rooflinekit.hf_config.shape_fields` for the fields read.
+        See :func:`rooflinekit.hf_config.shape_fields` for the fields read and
+        :func:`rooflinekit.hf_config.find_config` for where a folder or repo id is looked up.
         """
         return model_from_hf_config(config, name=name, **overrides)
 
@@ -256,6 +258,12 @@ class ModelShape:
 
 def model_from_hf_config(config, *, name: str | None = None, **overrides) -> ModelShape:
     """Build a :class:`ModelShape` from a Hugging Face ``config.json``, offline.
+
+    ``config`` is a path to ``config.json``, a model folder, a repo id already in the local
+    Hugging Face cache (``$HF_HOME/hub/models--org--name/snapshots/<rev>/config.json``; nothing
+    is downloaded) or the parsed dict. Multimodal configs count their vision and audio encoders
+    in ``n_params`` (the server holds them) but not in ``n_active_params`` (a generated token does
+    not run them); see :func:`rooflinekit.hf_config.count_params`.
 
     Parameters as for :func:`rooflinekit.hf_config.shape_fields` (``config``, ``name``,
     ``**overrides``), whose fields this validates into a spec.

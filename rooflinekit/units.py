@@ -5,7 +5,7 @@ The constants below convert the units people quote (GiB of memory, GB of weights
 bandwidth, TFLOP/s, prices per million tokens, hours in a month) to and from those.
 
 Memory capacities are binary (``GiB = 2**30`` bytes, the way HBM is sized and the way the guide
-quotes "80 GiB"); weight sizes, bandwidths and FLOP/s are decimal (``GB = 1e9``), the way datasheets
+quotes "80 GiB" [1]_, [2]_); weight sizes, bandwidths and FLOP/s are decimal (``GB = 1e9``), the way datasheets
 and the guide quote "140 GB" and "3.35 TB/s".
 
 References

@@ -11,9 +11,9 @@ Times are in the simulator's time unit: ticks (decode steps) in tick mode, secon
 
 Token-length distributions: :class:`Constant`, :class:`Uniform`, :class:`Geometric`,
 :class:`LogNormal`, :class:`Mixture` (and :func:`short_and_long`, the guide's 15 × 20 + 1 × 400
-batch), :class:`Empirical` (samples or a histogram). Arrival processes: :class:`AllAtOnce`,
-:class:`FixedInterval` (optionally in bursts), :class:`Poisson`, :class:`Gamma` (bursty
-renewal arrivals). Shared prompt prefixes (a system prompt, a few-shot header): :class:`SharedPrefix`.
+batch [1]_), :class:`Empirical` (samples or a histogram). Arrival processes: :class:`AllAtOnce`,
+:class:`FixedInterval` (optionally in bursts; the guide's bursty workload [2]_),
+:class:`Poisson`, :class:`Gamma` (bursty renewal arrivals). Shared prompt prefixes (a system prompt, a few-shot header): :class:`SharedPrefix`.
 
 References
 ----------

@@ -31,30 +31,60 @@ def _lanes(start, end):
     return lane
 
 
+def _generation_end(admit, first_token, finish, output_tokens):
+    """When each request produced its last token (layout only; the runs record only ``finish``).
+
+    Members of one static batch share admission and finish and step together, so a member's
+    n-th token comes at the n-th of the batch's steps: the fraction (n - 1) / (n_max - 1) of the
+    way from the first token to the finish of its longest member. A continuous batcher retires a
+    request at its last token, so there the end is the finish itself.
+    """
+    end = finish.copy()
+    first = np.where(np.isfinite(first_token), first_token, admit)
+    keys = np.stack([admit, finish], axis=1)
+    _, group = np.unique(keys, axis=0, return_inverse=True)
+    group = np.ravel(group)
+    for g in np.unique(group):
+        members = group == g
+        longest = output_tokens[members].max()
+        if longest > 1:
+            share = (output_tokens[members] - 1) / (longest - 1)
+            end[members] = first[members] + share * (finish[members] - first[members])
+    return np.minimum(end, finish)
+
+
 def plot_batching_timeline(results, ax=None):
-    """Static vs continuous batching as a Gantt chart of batch slots over time (§4.2–4.3).
+    """Static vs continuous batching as a Gantt chart of requests in batch slots (§4.2–4.3).
 
     Parameters
     ----------
     results : mapping of str -> xarray.Dataset
         Runs of :meth:`~rooflinekit.StaticBatcher.run` / :meth:`~rooflinekit.ContinuousBatcher.run`
-        on the same workload, by label; each needs the per-request ``admit``, ``finish`` and
-        ``output_tokens`` and the summaries ``makespan`` and ``mean_service_latency``.
+        on the same workload, by label; each needs the per-request ``admit``, ``first_token``,
+        ``finish`` and ``output_tokens`` and the summaries ``makespan`` and
+        ``mean_service_latency``.
     ax : matplotlib.axes.Axes, optional
         Where to draw.
 
     Returns
     -------
     matplotlib.axes.Axes
-        One band of rows per policy, top to bottom in the order given; each bar is a request
-        holding a slot from admission to finish, coloured by its output length, and a dotted line
-        marks each policy's makespan.
+        One band of rows per policy, top to bottom in the order given. Each bar is one request:
+        solid, coloured by its output length, from admission to its last token (``ax.patches``,
+        one per request); hatched from there to its finish (one collection per policy), the
+        padding a static batch makes it hold its slot for until the batch's longest member is
+        done. A dotted line marks each policy's makespan; the label gives it with the mean
+        service latency and the padding drawn [slot × time].
 
     Notes
     -----
     The results do not say which slot a request held, so the rows are a layout: each request
-    takes the lowest row free when it is admitted. Rejected requests (``finish`` NaN) are not
-    drawn. Times are in the runs' ``time_units`` (ticks for the guide's clock).
+    takes the lowest row free when it is admitted. The runs record when a request finished, not
+    when it produced its last token; the members of a static batch step together, so the n-th token of
+    each comes at the batch's n-th step (exact on the tick clock, where the padding drawn sums
+    to the run's ``padding_slot_steps``; the steps' spacing is taken as even on the roofline
+    clock). Rejected requests (``finish`` NaN) are not drawn. Times are in the runs'
+    ``time_units`` (ticks for the guide's clock).
 
     References
     ----------
@@ -62,16 +92,19 @@ def plot_batching_timeline(results, ax=None):
     .. [2] Yu et al., "Orca: A Distributed Serving System for Transformer-Based Generative
        Models", OSDI 2022.
     """
-    from matplotlib.patches import Patch
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Patch, Rectangle
     _check_ax(ax)
     results = check_mapping("results", results)
     if not results:
         raise ValueError("results must hold at least one run")
-    need = ("admit", "finish", "output_tokens", "makespan", "mean_service_latency")
+    need = ("admit", "first_token", "finish", "output_tokens", "makespan",
+            "mean_service_latency")
     for label, ds in results.items():
         missing = [v for v in need if not hasattr(ds, "data_vars") or v not in ds.data_vars]
         if missing:
             raise ValueError(f"results[{label!r}] is not a batcher run: missing {missing}")
+    units = next(iter(results.values())).attrs.get("time_units", "tick")
     lengths = np.unique(np.concatenate([np.asarray(ds["output_tokens"]).ravel()
                                         for ds in results.values()]))
     colour = {n: f"C{k % 10}" for k, n in enumerate(lengths)}
@@ -83,25 +116,40 @@ def plot_batching_timeline(results, ax=None):
         lane = _lanes(admit[done], finish[done])
         rows = int(lane.max()) + 1 if lane.size else 1
         out = np.asarray(ds["output_tokens"])[done]
-        ax.barh(top + lane, finish[done] - admit[done], left=admit[done], height=0.8,
-                color=[colour[n] for n in out], edgecolor="white", linewidth=1.5)
+        start, stop = admit[done], finish[done]
+        first = np.asarray(ds["first_token"], float)[done]
+        end = _generation_end(start, first, stop, out.astype(float))
+        colours = [colour[n] for n in out]
+        ax.barh(top + lane, end - start, left=start, height=0.8, color=colours,
+                edgecolor="white", linewidth=1.5)
+        pad = stop - end
+        padded = pad > 0
+        if padded.any():
+            # one collection, not a bar per request: ax.patches stays one bar per request
+            boxes = [Rectangle((end[i], top + lane[i] - 0.4), pad[i], 0.8)
+                     for i in np.flatnonzero(padded)]
+            ax.add_collection(PatchCollection(
+                boxes, facecolor="white", hatch="///", linewidth=0.8,
+                edgecolor=[colours[i] for i in np.flatnonzero(padded)],
+                label="padding"), autolim=True)
         makespan = float(ds["makespan"])
         ax.plot([makespan, makespan], [top - 0.5, top + rows - 0.5], color="black", ls=":")
         ax.annotate(f"makespan {makespan:,.0f}\nmean service latency "
-                    f"{float(ds['mean_service_latency']):,.1f}",
+                    f"{float(ds['mean_service_latency']):,.1f}\npadding (hatched) "
+                    f"{float(pad.sum()):,.0f} slot×{units}",
                     (makespan, top + rows / 2), xytext=(6, 0), textcoords="offset points",
                     fontsize=8, va="center")
         centres.append(top + (rows - 1) / 2)
         names.append(f"{label}\n({rows} slots used)")
         top += rows + 1
         ax.axhline(top - 1, color="grey", lw=0.5)
-    units = next(iter(results.values())).attrs.get("time_units", "tick")
     ax.set_yticks(centres, names)
     ax.set_ylim(top - 1, -1)
     ax.set_xlabel(f"time [{units}]")
-    ax.set_title("Batch slots over time: each bar is one request, admission to finish")
+    ax.set_title("Requests in batch slots: solid while generating, hatched while padding")
     ax.legend(handles=[Patch(color=colour[n], label=f"{int(n):,} output tokens")
                        for n in lengths], loc="lower right", fontsize=8)
+    ax.autoscale_view()
     ax.grid(True, axis="x", alpha=0.3)
     return ax
 
@@ -129,7 +177,8 @@ def plot_batching_win(monte_carlo, parameter, metric="makespan", baseline="stati
     -------
     matplotlib.axes.Axes
         One box per parameter value (quartiles, whiskers at the 5th and 95th percentiles) with the
-        median joined by a line, and a dashed line at 1 (no win).
+        median joined by a line, and a dashed line at 1 (no win). A numeric parameter is drawn
+        at its values on a linear axis, and a median peak inside the range is marked.
 
     References
     ----------
@@ -155,24 +204,32 @@ def plot_batching_win(monte_carlo, parameter, metric="makespan", baseline="stati
     values = win[parameter].values
     samples = [np.asarray(win.isel({parameter: k})).ravel() for k in range(values.size)]
     ax = _axes(ax)
-    # A numeric parameter keeps its spacing on the axis; a categorical one (an admission
-    # policy, say) is drawn at 0, 1, 2, ...
+    # A numeric parameter is drawn on a true numeric axis (uneven steps stay uneven, a tick at
+    # each value); a categorical one (an admission policy, say) at 0, 1, 2, ...
     numeric = np.issubdtype(values.dtype, np.number)
     positions = values.astype(float) if numeric else np.arange(values.size, dtype=float)
     gaps = np.diff(np.sort(positions))
     width = 0.5 * gaps.min() if gaps.size and gaps.min() > 0 else 0.5
     ax.boxplot(samples, positions=positions, whis=(5, 95), widths=width, showfliers=False,
                patch_artist=True, boxprops={"facecolor": "C0", "alpha": 0.35},
-               medianprops={"color": "C0"})
-    ax.plot(positions, [np.median(s) for s in samples], "o-", color="C0",
+               medianprops={"color": "C0"}, manage_ticks=False)
+    medians = np.array([np.median(s) for s in samples])
+    ax.plot(positions, medians, "o-", color="C0",
             label=f"median {baseline} / {policy} {metric}")
     ax.axhline(1.0, color="grey", ls="--", lw=0.8, label="no win")
     ax.plot([], [], "s", color="C0", alpha=0.35, label="quartiles; whiskers 5th–95th percentile")
     ax.set_xticks(positions, [f"{v:g}" if numeric else str(v) for v in values])
+    if numeric:
+        peak = int(np.argmax(medians))
+        if 0 < peak < values.size - 1:       # an interior peak: the win rises, then falls
+            ax.annotate(f"peak {medians[peak]:.2f}× at {values[peak]:g}",
+                        (positions[peak], medians[peak]), xytext=(0, 28),
+                        textcoords="offset points", ha="center", fontsize=8,
+                        arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.8})
     ax.set_xlim(positions.min() - width, positions.max() + width)
     ax.set_xlabel(parameter)
     ax.set_ylabel(f"{baseline} / {policy} {metric} [×]")
-    ax.set_title(f"Continuous batching's win grows with output-length spread "
+    ax.set_title(f"Continuous batching's win against {parameter} "
                  f"({monte_carlo.sizes['replicate']} replicates per box)")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)

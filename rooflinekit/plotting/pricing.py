@@ -94,7 +94,8 @@ def plot_spillover(demand, payg, floor_unit_cost, *, output_fraction, quantiles=
     matplotlib.axes.Axes
         Floor cost, spillover cost and their total [USD/month] against the quantile [%], the
         pay-as-you-go-only cost as a dashed line, and the guide's three sizings (peak, p50, p10)
-        and the optimum from :func:`rooflinekit.planning.compare_floor_sizing` marked on the total.
+        and the optimum from :func:`rooflinekit.planning.compare_floor_sizing` marked on the total,
+        each labelled in its own column above the curve with a leader line to its marker.
 
     References
     ----------
@@ -115,16 +116,25 @@ def plot_spillover(demand, payg, floor_unit_cost, *, output_fraction, quantiles=
     ax.plot(x, plan["spill_cost"].values, color="C1", label="pay-as-you-go spillover")
     ax.axhline(float(plan["payg_only_cost"]), color="C1", ls="--", lw=0.8,
                label="pay-as-you-go only")
-    offsets = {"peak": (-10, -4), "p50": (0, 14), "p10": (0, 14), "optimal": (0, -30)}
-    for k, name in enumerate(sizing["sizing"].values):
+    # The labels sit in a row above the curve, one column per marker in order of quantile, with
+    # a leader line down to the marker: markers can be close (p10 and the optimum often are),
+    # labels in their own columns cannot overlap.
+    names = list(sizing["sizing"].values)
+    order = sorted(range(len(names)), key=lambda k: float(sizing[dims.QUANTILE][k]))
+    # columns stop short of the right edge, where the total climbs steeply to the peak
+    slots = np.linspace(0.12, 0.78, len(names)) if len(names) > 1 else np.array([0.45])
+    for slot, k in zip(slots, order):
+        name = names[k]
         row = sizing.sel(sizing=name)
         xq, cost = float(row[dims.QUANTILE]) * 100, float(row["total_cost"])
         ax.plot(xq, cost, "o", color=f"C{k + 2}", zorder=3, mec="black", mew=0.5)
         ax.annotate(f"{name}: ${cost:,.0f}\nfloor {float(row['floor_utilization']):.0%} busy, "
                     f"{float(row['spilled_share']):.0%} spilled", (xq, cost),
-                    xytext=offsets.get(name, (0, 14)), textcoords="offset points", fontsize=7,
-                    ha="right" if xq > 60 else "center", va="center", color=f"C{k + 2}",
-                    bbox={"boxstyle": "round", "fc": "white", "ec": "none", "alpha": 0.8})
+                    xytext=(slot, 0.74), textcoords="axes fraction", fontsize=7, ha="center",
+                    va="center", color=f"C{k + 2}",
+                    bbox={"boxstyle": "round", "fc": "white", "ec": f"C{k + 2}", "lw": 0.6},
+                    arrowprops={"arrowstyle": "-", "color": f"C{k + 2}", "lw": 0.6,
+                                "shrinkA": 0, "shrinkB": 3})
     ax.set_xlabel("floor sized to demand quantile [%]")
     ax.set_ylabel(f"cost over {plan.attrs.get('periods', '')} periods [USD]")
     ax.set_title("Floor plus spillover: peak idles, p10 lives on the shared pool")

@@ -102,7 +102,8 @@ def plot_roofline(model, gpu, batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), context
     return ax
 
 
-def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0, ax=None):
+def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0, ax=None,
+                    *, allreduce=True):
     """Decode step time and throughput against the tensor-parallel degree, with and without the
     all-reduce (§5).
 
@@ -120,6 +121,10 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
         Tokens cached per sequence [tokens].
     ax : matplotlib.axes.Axes, optional
         Where to draw the step time; the throughput goes on a twin axis on the right.
+    allreduce : bool or {"collective", "ring", "guide"}
+        The all-reduce model of the solid curves, as for
+        :func:`rooflinekit.roofline.tp_scaling` (``True``: the library's default; ``"ring"``: the
+        textbook ring the guide's §5 table uses).
 
     Returns
     -------
@@ -135,9 +140,14 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
     .. [2] Shoeybi et al., "Megatron-LM", 2019 (two all-reduces per layer).
     """
     _check_ax(ax)
-    ts = roofline.tp_scaling(model, gpu, degrees, batch_size, context_length)
+    if not (isinstance(allreduce, bool) or allreduce in ("collective", "ring", "guide")):
+        raise ValueError(f"allreduce must be True, False, 'collective', 'ring' or 'guide'; "
+                         f"got {allreduce!r}")
+    ts = roofline.tp_scaling(model, gpu, degrees, batch_size, context_length,
+                             allreduce=allreduce)
     tp = _labelled("tp", ts["tp"].values, "tp")
-    rate = roofline.decode_throughput(model, gpu, batch_size, context_length, tp, allreduce=True)
+    rate = roofline.decode_throughput(model, gpu, batch_size, context_length, tp,
+                                      allreduce=allreduce)
     rate_simple = roofline.decode_throughput(model, gpu, batch_size, context_length, tp)
     ax = _axes(ax)
     x = ts["tp"].values
@@ -153,8 +163,10 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
     for d, fits in zip(x, ts["weights_fit"].values):
         if not fits:
             ax.axvspan(d / 2**0.5, d * 2**0.5, color="grey", alpha=0.15, lw=0)
-            ax.annotate("weights\ndo not fit", (d, 0), xytext=(0, 4), textcoords="offset points",
-                        ha="center", fontsize=7, color="grey")
+            # half-way up the band: the step-time marker sits at its top, throughput's at its
+            # foot, so the middle stays clear of both
+            ax.text(d, 0.5, "weights\ndo not fit", transform=ax.get_xaxis_transform(),
+                    ha="center", va="center", fontsize=7, color="dimgrey")
     right = ax.twinx()
     right.plot(x, np.asarray(rate), "s-", color="C1", label="throughput, with all-reduce")
     right.plot(x, np.asarray(rate_simple), "s--", color="C1", label="throughput, simple model")
