@@ -728,6 +728,10 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
     if (batch % micro_batches).any():
         raise ValueError(f"every batch_size must be a multiple of micro_batches={micro_batches} "
                          f"(equal micro-batches); got {batch.tolist()}")
+    if pp is not None or ep is not None:
+        # a Dataset built before these fields were catalogued: unknown, as the catalogue says
+        model_fields.setdefault("intermediate_size", np.full(len(model_names), np.nan))
+        gpu_fields.setdefault("network_bandwidth", np.full(len(gpu_names), np.nan))
     for name, axis, fields, needed in (
             ("pp", pp, ("network_bandwidth", "interconnect_bandwidth"), "stage hand-offs"),
             ("ep", ep, ("interconnect_bandwidth",), "expert all-to-all")):
