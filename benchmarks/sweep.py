@@ -6,7 +6,7 @@ grids keep those 24 (model, GPU, tp) groups and widen the context and batch axes
 
 Run as a script for the figures in BENCHMARKS.md (same run, same machine)::
 
-    python benchmarks/sweep.py table      # configs/s at each size, and the scalar loop
+    python benchmarks/sweep.py table      # configs/s at each size, with pp/ep, the scalar loop
     python benchmarks/sweep.py billion    # 1e9 cells reduced to the best config per model
 """
 
@@ -38,6 +38,16 @@ def grid(cells):
     n_ctx, n_batch = SIZES[cells]
     return dict(models=MODELS, gpus=GPUS, tp=TP, context_length=np.arange(1, n_ctx + 1) * 64,
                 batch_size=np.arange(1, n_batch + 1))
+
+
+#: Pipeline and expert-parallel dimensions added to a grid: 4 layouts per (model, GPU, tp), the
+#: dense models' ep = 2 cells among them (computed, then marked as not fitting).
+LAYOUTS = {"pp": [1, 2], "ep": [1, 2]}
+
+
+def layout_grid(cells):
+    """:func:`grid` with the :data:`LAYOUTS` dimensions: 4 × the configurations."""
+    return {**grid(cells), **LAYOUTS}
 
 
 def scalar_configuration(m, g, tp, c, b):
@@ -84,6 +94,28 @@ class Sweep:
         sw.sweep(**self.kw)
 
     def peakmem_sweep(self, cells):
+        sw.sweep(**self.kw)
+
+    def track_configs_per_second(self, cells):
+        start = time.perf_counter()
+        ds = sw.sweep(**self.kw)
+        return sw.sweep_cells(ds) / (time.perf_counter() - start)
+
+    track_configs_per_second.unit = "configurations/s"
+
+
+class SweepLayouts:
+    """The in-memory sweep with pp and ep dimensions (4 layouts) on the 1,152 and 1e6 grids."""
+
+    params = [1_152, 1_000_000]
+    param_names = ["cells"]
+    timeout = 300
+
+    def setup(self, cells):
+        self.kw = layout_grid(cells)
+        sw.sweep(**layout_grid(1_152))
+
+    def time_sweep(self, cells):
         sw.sweep(**self.kw)
 
     def track_configs_per_second(self, cells):
@@ -153,6 +185,11 @@ def table(repeat=5):
         n = sw.sweep_cells(sw.sweep(**kw))
         seconds = _best_of(lambda: sw.sweep(**kw), repeat if cells < 10**7 else 3)
         rows.append((f"sweep, {n:,} cells", seconds, n / seconds))
+        if cells < 10**7:
+            kw = layout_grid(cells)
+            n = sw.sweep_cells(sw.sweep(**kw))
+            seconds = _best_of(lambda: sw.sweep(**kw), repeat)
+            rows.append((f"sweep with pp, ep, {n:,} cells", seconds, n / seconds))
     sample = scalar_sample(grid(1_152), 300)
     seconds = _best_of(lambda: [scalar_configuration(*c) for c in sample], 3)
     rows.append(("scalar loop, per config (300 sampled)", seconds / len(sample),

@@ -30,7 +30,14 @@ from rooflinekit.memory import (
                                 weight_bytes,
 )
 from rooflinekit.models import ModelShape
-from rooflinekit.parallel import allreduce_time, smallest_tp
+from rooflinekit.parallel import (
+                                allreduce_time,
+                                expert_all_to_all_bytes,
+                                kv_transfer_time,
+                                layout_memory,
+                                pipeline_bubble,
+                                smallest_tp,
+)
 from rooflinekit.planning import (
                                 SLO,
                                 Traffic,
@@ -62,6 +69,8 @@ from rooflinekit.roofline import (
                                 decode_throughput,
                                 decode_time_per_token,
                                 energy_per_token,
+                                layout_decode_step_time,
+                                layout_prefill_time,
                                 mixed_step_time,
                                 prefill_ms,
                                 prefill_time,
@@ -101,6 +110,9 @@ __all__ = [
     "speculative_tokens_per_step", "speculative_step_time", "speculative_speedup",
     # tensor parallelism (§5)
     "smallest_tp", "tp_scaling", "allreduce_time",
+    # layouts beyond one TP group: pipeline, expert parallelism, KV transfer
+    "layout_memory", "pipeline_bubble", "expert_all_to_all_bytes", "kv_transfer_time",
+    "layout_decode_step_time", "layout_prefill_time",
     # batching (§4)
     "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo",
     "Workload", "WorkloadSpec", "guide_workload",

@@ -56,6 +56,11 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         raise ValueError(f"gpus.toml row {name!r}: dense_tflops needs a bf16 entry")
     link = row.pop("interconnect_gb_s", None)
     latency = row.pop("interconnect_latency_us", None)
+    network = row.pop("network_gb_s", None)
+    # a network figure without its provenance is the unsourced spec the catalogue refuses
+    if network is not None and not row.get("network_source"):
+        raise ValueError(f"gpus.toml row {name!r}: network_gb_s needs a network_source")
+    row.pop("network_source", None)
     extra = {"interconnect_latency": latency * units.US} if latency is not None else {}
     power = row.pop("board_power_w", None)
     # a power figure without its provenance is the unsourced spec the catalogue refuses
@@ -70,6 +75,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         peak_flops=flops["bf16"],
         peak_flops_by_dtype=flops,
         interconnect_bandwidth=None if link is None else link * units.GB_PER_S,
+        network_bandwidth=None if network is None else network * units.GB_PER_S,
         # a price row may name the GPU by any of its aliases
         hourly_price=next((prices[_key(a)] for a in (name, *aliases) if _key(a) in prices), None),
         source=row.pop("source"),
@@ -238,6 +244,7 @@ _VARIABLES = {ModelShape: {
     "attention_width": ("1", "width per head attention FLOPs run at (MLA: latent width)"),
     "is_mla": ("1", "multi-head latent attention (True) or KV heads (False)"),
     "hidden_size": ("1", "hidden size"),
+    "intermediate_size": ("1", "MLP width, per expert for MoE (NaN: unknown)"),
     "n_params": ("1", "total parameters"),
     "n_active_params": ("1", "parameters active per token"),
     "n_experts": ("1", "routed experts per MoE layer"),
@@ -259,6 +266,8 @@ _VARIABLES = {ModelShape: {
     "peak_flops": ("FLOP/s", "dense peak FLOP/s, 16-bit"),
     "interconnect_bandwidth": ("bytes/s", "interconnect bandwidth per direction (NaN: unknown)"),
     "interconnect_latency": ("s", "collective latency per ring hop"),
+    "network_bandwidth": ("bytes/s", "inter-node network bandwidth per direction per GPU "
+                                     "(NaN: unknown)"),
     "hourly_price": ("USD/h", "illustrative hourly price (NaN: unknown)"),
     "n_gpus": ("1", "GPUs per group"),
     "board_power": ("W", "maximum board power (NaN: unknown)"),

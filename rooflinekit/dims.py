@@ -8,7 +8,7 @@ catalogue and a grid of context lengths broadcast against each other by name.
 from __future__ import annotations
 
 __all__ = [
-    "MODEL", "GPU", "TP", "CONTEXT_LENGTH", "BATCH_SIZE", "PROMPT_TOKENS", "OUTPUT_TOKENS",
+    "MODEL", "GPU", "TP", "PP", "EP", "CONTEXT_LENGTH", "BATCH_SIZE", "PROMPT_TOKENS", "OUTPUT_TOKENS",
     "OUTPUT_FRACTION", "UTILIZATION", "MONTHLY_TOKENS", "REPLICATE", "REQUEST", "QUANTILE",
     "MAX_NUM_SEQS", "MAX_NUM_BATCHED_TOKENS", "OPTION", "REQUEST_RATE", "GLOSSARY",
 ]
@@ -16,6 +16,8 @@ __all__ = [
 MODEL = "model"
 GPU = "gpu"
 TP = "tp"
+PP = "pp"
+EP = "ep"
 CONTEXT_LENGTH = "context_length"
 BATCH_SIZE = "batch_size"
 PROMPT_TOKENS = "prompt_tokens"
@@ -36,6 +38,8 @@ GLOSSARY: dict[str, str] = {
     MODEL: "model architecture, labelled by catalogue name",
     GPU: "accelerator type, labelled by catalogue name",
     TP: "tensor-parallel degree: GPUs holding one replica of the model [1]",
+    PP: "pipeline-parallel degree: stages of equal layers, one after another [1]",
+    EP: "expert-parallel degree: GPUs a stage's routed experts are spread over [1]",
     CONTEXT_LENGTH: "tokens held in a sequence's KV cache (prompt plus generated) [tokens]",
     BATCH_SIZE: "sequences decoded together in one step [1]",
     PROMPT_TOKENS: "tokens in a request's prompt, processed by prefill [tokens]",

@@ -47,6 +47,10 @@ class GPU:
         low-latency protocol over NVLink/NVSwitch. With it two all-reduces per layer take about a
         quarter of a batch-1 decode step of a 70B model at tp=8, as practitioners report; PCIe
         and network links are slower (set the catalogue row's ``interconnect_latency_us``).
+    network_bandwidth : float, optional
+        Inter-node bandwidth per direction per GPU [bytes/s]: the network adapter each GPU has
+        for traffic between servers (InfiniBand/RoCE; a 400 Gb/s ConnectX-7 is 50e9), used for
+        pipeline stages on different nodes and KV transfers; ``None`` when unknown.
     hourly_price : float, optional
         Illustrative on-demand price per GPU-hour [USD/h]; ``None`` when unknown.
     n_gpus : int
@@ -76,6 +80,7 @@ class GPU:
     peak_flops_by_dtype: Mapping[str, float] | None = None
     interconnect_bandwidth: float | None = None
     interconnect_latency: float = 1e-6
+    network_bandwidth: float | None = None
     hourly_price: float | None = None
     n_gpus: int = 1
     source: str = ""
@@ -88,6 +93,8 @@ class GPU:
             set_(field, positive_number(field, getattr(self, field)))
         set_("interconnect_bandwidth", positive_number(
             "interconnect_bandwidth", self.interconnect_bandwidth, allow_none=True))
+        set_("network_bandwidth", positive_number(
+            "network_bandwidth", self.network_bandwidth, allow_none=True))
         set_("interconnect_latency", real_number("interconnect_latency",
                                                  self.interconnect_latency, lo=0))
         set_("hourly_price", real_number("hourly_price", self.hourly_price, lo=0,

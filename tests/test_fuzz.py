@@ -21,6 +21,7 @@ from rooflinekit.workloads import Constant, LogNormal, WorkloadSpec
 
 M = catalog.model("Llama-3.1-8B")
 G = catalog.gpu("H100-SXM-80GB")
+MOE = catalog.model("Mixtral-8x7B")
 PAYG = rk.PayAsYouGo(3.0, 12.0)
 PROV = rk.Provisioned(12_000.0, 4e9, units=1)
 HOSTED = rk.SelfHosted(8, 3.0, 25_000.0, capacity_tokens=1e10)
@@ -163,6 +164,32 @@ REGISTRY = {
     "allreduce_time": _entry(rk.allreduce_time, kwargs={"model": M, "gpu": G, "tokens": 8,
                                                          "tp": 2},
                              spoil=("tokens", "tp"), valid={"tokens": CONTEXT_OK}),
+    "layout_memory": _entry(rk.layout_memory, kwargs={"model": M, "gpu": G, "tp": 2, "pp": 2},
+                            spoil=("model", "gpu", "tp", "pp", "ep", "dp", "reserve"),
+                            valid={"reserve": CONTEXT_OK}),
+    "pipeline_bubble": _entry(rk.pipeline_bubble, kwargs={"pp": 4, "micro_batches": 4},
+                              spoil=("pp", "micro_batches")),
+    "expert_all_to_all_bytes": _entry(rk.expert_all_to_all_bytes,
+                                      kwargs={"model": MOE, "tokens": 64, "ep": 4},
+                                      spoil=("model", "tokens", "ep", "activation_dtype"),
+                                      valid={"tokens": CONTEXT_OK}),
+    "kv_transfer_time": _entry(rk.kv_transfer_time,
+                               kwargs={"model": M, "prompt_tokens": 1000, "link_bandwidth": 50e9},
+                               spoil=("model", "prompt_tokens", "link_bandwidth", "link_latency"),
+                               valid={"prompt_tokens": CONTEXT_OK, "link_latency": CONTEXT_OK}),
+    "layout_decode_step_time": _entry(
+        rk.layout_decode_step_time,
+        kwargs={"model": M, "gpu": G, "batch_size": 8, "context_length": 100, "tp": 2, "pp": 2,
+                "micro_batches": 2},
+        spoil=("model", "gpu", "batch_size", "context_length", "tp", "pp", "ep", "micro_batches",
+               "p2p_bandwidth", "p2p_latency"),
+        valid={"context_length": CONTEXT_OK, "p2p_bandwidth": OPTIONAL,
+               "p2p_latency": ("none", "zero")}),
+    "layout_prefill_time": _entry(
+        rk.layout_prefill_time, kwargs={"model": MOE, "gpu": G, "prompt_tokens": 512, "tp": 4,
+                                        "pp": 2, "ep": 4},
+        spoil=("model", "gpu", "prompt_tokens", "tp", "pp", "ep", "ep_bandwidth"),
+        valid={"prompt_tokens": CONTEXT_OK, "ep_bandwidth": OPTIONAL}),
     "StaticBatcher": _entry(rk.StaticBatcher, kwargs={"batch_size": 4}, spoil=("batch_size",)),
     "ContinuousBatcher": _entry(rk.ContinuousBatcher, kwargs={"max_num_seqs": 4},
                                 spoil=("max_num_seqs", "kv_budget_tokens", "block_size",

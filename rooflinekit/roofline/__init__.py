@@ -4,6 +4,7 @@
 - :mod:`~rooflinekit.roofline.step` is the one step kernel (numba-compilable) and its inputs;
 - :mod:`~rooflinekit.roofline.work` holds FLOPs, bytes, intensity, which roof binds;
 - :mod:`~rooflinekit.roofline.latency` holds ITL, TTFT, throughput and cost per token;
+- :mod:`~rooflinekit.roofline.layout` holds step times of pipeline and expert-parallel layouts;
 - :mod:`~rooflinekit.roofline.energy` holds the GPU energy per generated token;
 - :mod:`~rooflinekit.roofline.speculative` holds speculative decoding: tokens per step, the
   step's time, the speed-up;
@@ -25,6 +26,7 @@ from rooflinekit.roofline.latency import (
                                           prefill_time,
                                           request_latency,
 )
+from rooflinekit.roofline.layout import layout_decode_step_time, layout_prefill_time
 from rooflinekit.roofline.options import OPTION_DEFAULTS, read_options
 from rooflinekit.roofline.speculative import (
                                           speculative_speedup,
@@ -70,5 +72,5 @@ __all__ = [
     "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
     "decode_roofline", "tp_scaling", "energy_per_token",
     "speculative_tokens_per_step", "verification_step_time", "speculative_step_time",
-    "speculative_speedup",
+    "speculative_speedup", "layout_decode_step_time", "layout_prefill_time",
 ]

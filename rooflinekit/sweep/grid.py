@@ -47,7 +47,7 @@ from types import MappingProxyType, SimpleNamespace
 import numpy as np
 import xarray as xr
 
-from rooflinekit import catalog, dims, memory, roofline
+from rooflinekit import catalog, dims, memory, parallel, roofline
 from rooflinekit._validation import (
     as_1d,
     check_bool,
@@ -58,14 +58,23 @@ from rooflinekit._validation import (
     check_string,
     real_number,
     show,
+    whole_number,
 )
+from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.sweep._dask import require_dask
 from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
 
-__all__ = ["SWEEP_DIMS", "VARIABLES", "AUTO_BLOCK_CELLS", "MEMORY_LIMIT", "sweep", "sweep_cells",
-           "in_memory_bytes"]
+__all__ = [
+    "AUTO_BLOCK_CELLS",
+    "MEMORY_LIMIT",
+    "SWEEP_DIMS",
+    "VARIABLES",
+    "in_memory_bytes",
+    "sweep",
+    "sweep_cells",
+]
 
 #: Most bytes an in-memory sweep may hold without ``memory_limit=`` saying otherwise: 4 GiB.
 MEMORY_LIMIT = 4 * 2**30
@@ -74,7 +83,16 @@ MEMORY_LIMIT = 4 * 2**30
 
 SWEEP_DIMS = (dims.MODEL, dims.GPU, dims.TP, dims.CONTEXT_LENGTH, dims.BATCH_SIZE,
               dims.PROMPT_TOKENS)
-_M, _G, _T, _C, _B, _P = range(6)
+
+#: Layout dimensions a sweep has only when asked for (``pp=``, ``ep=``): without them a sweep
+#: has exactly the dimensions and numbers of a single tensor-parallel group.
+_LAYOUT_DIMS = (dims.PP, dims.EP)
+
+# Every axis of the grid, the layout ones after tp.
+_AXIS_DIMS = (dims.MODEL, dims.GPU, dims.TP, *_LAYOUT_DIMS, dims.CONTEXT_LENGTH, dims.BATCH_SIZE,
+              dims.PROMPT_TOKENS)
+_M, _G, _T, _PP, _EP, _C, _B, _P = range(len(_AXIS_DIMS))
+_N = len(_AXIS_DIMS)
 _PROMPT = "prompt"   # placeholder axis: prompt_tokens, or context_length when no prompt is given
 
 
@@ -83,7 +101,7 @@ _PROMPT = "prompt"   # placeholder axis: prompt_tokens, or context_length when n
 
 @dataclasses.dataclass(frozen=True)
 class _Var:
-    axes: tuple          # axes of SWEEP_DIMS (with _PROMPT standing for the prefill length axis)
+    axes: tuple          # axes of _AXIS_DIMS (with _PROMPT standing for the prefill length axis)
     units: str
     long_name: str
     dtype: str = "f8"
@@ -99,25 +117,28 @@ VARIABLES = MappingProxyType({
     "kv_bytes_per_sequence": _Var((_M, _C), "bytes", "KV bytes per sequence"),
     "kv_bytes": _Var((_M, _C, _B), "bytes", "KV bytes of the batch",
                      deps=("kv_bytes_per_sequence",)),
-    "group_memory_bytes": _Var((_G, _T), "bytes", "group memory"),
-    "usable_kv_bytes": _Var((_M, _G, _T), "bytes", "usable KV bytes"),
-    "weights_fit": _Var((_M, _G, _T), "1", "group memory holds the weights and a KV budget",
-                        "?", deps=("usable_kv_bytes",)),
-    "max_concurrent_sequences": _Var((_M, _G, _T, _C), "1", "max concurrent sequences", "i8"),
-    "fits": _Var((_M, _G, _T, _C, _B), "1", "batch fits in the KV budget", "?",
+    "group_memory_bytes": _Var((_G, _T, _PP), "bytes", "group memory"),
+    "usable_kv_bytes": _Var((_M, _G, _T, _PP, _EP), "bytes", "usable KV bytes"),
+    "weights_fit": _Var((_M, _G, _T, _PP, _EP), "1",
+                        "group memory holds the weights and a KV budget", "?",
+                        deps=("usable_kv_bytes",)),
+    "max_concurrent_sequences": _Var((_M, _G, _T, _PP, _EP, _C), "1",
+                                     "max concurrent sequences", "i8"),
+    "fits": _Var((_M, _G, _T, _PP, _EP, _C, _B), "1", "batch fits in the KV budget", "?",
                  deps=("max_concurrent_sequences",)),
     "ridge_point": _Var((_G,), "FLOP/byte", "ridge point (peak FLOP/s / bandwidth)"),
     "arithmetic_intensity": _Var((_M, _C, _B), "FLOP/byte", "decode arithmetic intensity"),
     "compute_bound": _Var((_M, _G, _C, _B), "1",
                           "decode step is compute-bound (intensity >= ridge point)", "?",
                           deps=("arithmetic_intensity", "ridge_point")),
-    "decode_step_time": _Var((_M, _G, _T, _C, _B), "s", "decode step time (ITL)"),
-    "tokens_per_second": _Var((_M, _G, _T, _C, _B), "tokens/s", "decode throughput per group",
-                              deps=("decode_step_time",)),
-    "tokens_per_second_per_gpu": _Var((_M, _G, _T, _C, _B), "tokens/s",
+    "decode_step_time": _Var((_M, _G, _T, _PP, _EP, _C, _B), "s", "decode step time (ITL)"),
+    "tokens_per_second": _Var((_M, _G, _T, _PP, _EP, _C, _B), "tokens/s",
+                              "decode throughput per group", deps=("decode_step_time",)),
+    "tokens_per_second_per_gpu": _Var((_M, _G, _T, _PP, _EP, _C, _B), "tokens/s",
                                       "decode throughput per GPU", deps=("tokens_per_second",)),
-    "prefill_time": _Var((_M, _G, _T, _PROMPT), "s", "prefill time (TTFT without queueing)"),
-    "cost_per_million_tokens": _Var((_M, _G, _T, _C, _B), "USD/1M tokens",
+    "prefill_time": _Var((_M, _G, _T, _PP, _EP, _PROMPT), "s",
+                         "prefill time (TTFT without queueing)"),
+    "cost_per_million_tokens": _Var((_M, _G, _T, _PP, _EP, _C, _B), "USD/1M tokens",
                                     "GPU cost per million generated tokens",
                                     deps=("tokens_per_second",)),
 })
@@ -210,12 +231,14 @@ class _Grid:
     gpu_names: np.ndarray
     model_fields: dict
     gpu_fields: dict
-    axes: tuple            # 1-D arrays for model/gpu index, tp, context, batch, prompt (or None)
+    axes: tuple            # 1-D arrays for model/gpu index, tp, pp, ep, context, batch, prompt
+    #                        (pp, ep, prompt: None when not asked for)
     reserve: float
     options: dict          # roofline options: efficiencies, step overhead, all-reduce, dtype
     variables: tuple       # requested and dependency variables, in computing order
     chunks: tuple          # per axis, a tuple of chunk lengths
     replicate_kv: bool = False   # count KV copies when tp exceeds the KV heads (memory.kv_copies)
+    micro_batches: int = 1       # micro-batches a pipeline's batch is split into
 
     @property
     def shape(self):
@@ -246,7 +269,7 @@ def _resolve(variables):
 
 # -- one block ------------------------------------------------------------------------------------
 
-def _shaped(values, axis, n=6):
+def _shaped(values, axis, n=_N):
     shape = [1] * n
     shape[axis] = values.shape[0]
     return values.reshape(shape)
@@ -261,26 +284,87 @@ def _block_bounds(grid, block):
 
 
 def _block_arrays(grid, bounds):
-    """Array specs and axis arrays of one block, shaped to broadcast over the six sweep axes."""
+    """Array specs and axis arrays of one block, shaped to broadcast over the sweep axes."""
     model = SimpleNamespace(**{k: _shaped(v[bounds[_M]], _M) for k, v in grid.model_fields.items()})
     gpu = SimpleNamespace(**{k: _shaped(v[bounds[_G]], _G) for k, v in grid.gpu_fields.items()})
     tp = _shaped(grid.axes[_T][bounds[_T]], _T)
+    pp, ep = (1 if grid.axes[a] is None else _shaped(grid.axes[a][bounds[a]], a)
+              for a in (_PP, _EP))
     ctx = _shaped(grid.axes[_C][bounds[_C]], _C)
     batch = _shaped(grid.axes[_B][bounds[_B]], _B)
     prompt = ctx if grid.axes[_P] is None else _shaped(grid.axes[_P][bounds[_P]], _P)
-    return model, gpu, tp, ctx, batch, prompt
+    return model, gpu, tp, pp, ep, ctx, batch, prompt
 
 
 def _var_axes(grid, name):
-    """The six-axis positions variable ``name`` runs over in this grid (sorted)."""
+    """The axis positions variable ``name`` runs over in this grid (sorted)."""
     prompt_axis = _C if grid.axes[_P] is None else _P
-    return tuple(sorted({prompt_axis if a == _PROMPT else a for a in VARIABLES[name].axes}))
+    axes = {prompt_axis if a == _PROMPT else a for a in VARIABLES[name].axes}
+    return tuple(sorted(a for a in axes if a not in (_PP, _EP) or grid.axes[a] is not None))
+
+
+def _has_layout(grid):
+    """Whether the sweep runs over pipeline or expert parallelism (else today's formulas only)."""
+    return grid.axes[_PP] is not None or grid.axes[_EP] is not None
+
+
+def _layout_ok(env):
+    """Cells whose layout divides the model (rooflinekit.parallel.check_layout's rules, dp = 1).
+
+    ``pp`` divides the layers; ``ep`` is 1, or divides a MoE model's experts and ``tp``.
+    """
+    model, tp, pp, ep = env.model, env.tp, env.pp, env.ep
+    experts = (model.n_experts > 1) & (model.n_experts % ep == 0) & (tp % ep == 0)
+    return (model.n_layers % pp == 0) & ((ep == 1) | experts)
+
+
+def _layout_time(base, env, grid, tokens, micro_batches):
+    """A layout's step from the tensor-parallel group's: the stages, hand-offs and all-to-all.
+
+    The terms of :func:`rooflinekit.roofline.layout_decode_step_time` on raw arrays: the
+    all-to-all from :mod:`rooflinekit.parallel`'s arithmetic over the intra-node link, the
+    hand-offs over the network link (the intra-node one where the GPU has none).
+    """
+    model, gpu, pp, ep = env.model, env.gpu, env.pp, env.ep
+    act = bytes_per_element(grid.options["activation_dtype"])
+    routed = parallel.expert_params(model.n_params, model.n_active_params, model.n_experts,
+                                    model.n_experts_per_token)
+    n_moe = parallel.moe_layer_count(model.n_layers, routed, model.n_experts, model.hidden_size,
+                                     model.intermediate_size)
+    per_token = parallel.all_to_all_bytes_per_token(model.hidden_size, model.n_experts_per_token,
+                                                    act, ep)
+    link = np.where(ep > 1, gpu.interconnect_bandwidth, np.inf)
+    all_to_all = np.where(ep > 1, tokens * per_token * n_moe / ep / link
+                          + 2 * n_moe * gpu.interconnect_latency, 0.0)
+    network = np.where(np.isnan(gpu.network_bandwidth), gpu.interconnect_bandwidth,
+                       gpu.network_bandwidth)
+    network = np.where(pp > 1, network, np.inf)
+    hand_offs = np.where(pp > 1, (pp - 1) * (tokens * model.hidden_size * act / network
+                                             + gpu.interconnect_latency), 0.0)
+    if micro_batches is None:                       # one prompt through the stages in turn
+        time = base + all_to_all + hand_offs
+    else:
+        stage = (base + all_to_all) / pp
+        time = np.maximum(micro_batches * stage, pp * stage + hand_offs)
+    return np.where(_layout_ok(env), time, np.nan)
 
 
 def _formula(name, out, env, grid):
     """One variable from the public formula functions (array specs in, ndarray out)."""
     model, gpu, tp, ctx, batch = env.model, env.gpu, env.tp, env.ctx, env.batch
     r = grid.reserve
+    if _has_layout(grid) and name in _LAYOUT_MEMORY:
+        # a pipeline's tp × pp GPUs hold the weights and KV once (layers split evenly); expert
+        # parallelism within a stage's tp GPUs moves experts, not bytes (dp = 1)
+        group = tp * env.pp
+        if name == "group_memory_bytes":
+            return memory.group_memory_bytes(gpu, group)
+        if name == "usable_kv_bytes":
+            v = memory.usable_kv_bytes(model, gpu, tp=group, reserve=r)
+        else:
+            v = memory.max_concurrent_sequences(model, gpu, ctx, tp=group, reserve=r,
+                                                replicate_kv=grid.replicate_kv)
+        return np.where(_layout_ok(env), _raw(v), 0)
     if name == "weight_bytes":
         return memory.weight_bytes(model)
     if name == "kv_bytes_per_token":
@@ -303,10 +387,16 @@ def _formula(name, out, env, grid):
     return _roofline_formula(name, out, env, grid)
 
 
+#: Memory variables a layout changes (the others follow from them).
+_LAYOUT_MEMORY = ("group_memory_bytes", "usable_kv_bytes", "max_concurrent_sequences")
+
+
 def _roofline_formula(name, out, env, grid):
     """A roofline variable from the public :mod:`rooflinekit.roofline` functions."""
     model, gpu, tp, ctx, batch, prompt = env.model, env.gpu, env.tp, env.ctx, env.batch, env.prompt
     opts = grid.options
+    layout = _has_layout(grid)
+    gpus = env.tp * env.pp if layout else env.tp
     if name == "ridge_point":
         v = roofline.ridge_point(gpu, compute_efficiency=opts["compute_efficiency"],
                                  bandwidth_efficiency=opts["bandwidth_efficiency"],
@@ -317,22 +407,28 @@ def _roofline_formula(name, out, env, grid):
         # roofline.bound's rule (intensity at or above the ridge), as a boolean, not strings
         return out["arithmetic_intensity"] >= out["ridge_point"]
     elif name == "decode_step_time":
-        v = roofline.decode_step_time(model, gpu, batch, ctx, tp, **opts)
+        m = grid.micro_batches
+        b = batch if m == 1 else batch // m
+        v = roofline.decode_step_time(model, gpu, b, ctx, tp, **opts)
+        if layout:
+            return _layout_time(_raw(v), env, grid, b, m)
     elif name == "tokens_per_second":
         # roofline.decode_throughput: batch_size / decode_step_time
         return env.batch / out["decode_step_time"]
     elif name == "tokens_per_second_per_gpu":
         # roofline.decode_throughput_per_gpu: the group's rate over its tp · n_gpus GPUs
-        return out["tokens_per_second"] / (env.tp * env.gpu.n_gpus)
+        return out["tokens_per_second"] / (gpus * env.gpu.n_gpus)
     elif name == "prefill_time":
         v = roofline.prefill_time(model, gpu, prompt, tp, **opts)
+        if layout:
+            return _layout_time(_raw(v), env, grid, prompt, None)
     elif name == "cost_per_million_tokens":
         # roofline.cost_per_million_tokens, term for term (tp·n_gpus GPUs at the per-GPU price
         # for 1e6 / rate seconds), from the throughput already computed instead of a second
         # decode-step evaluation; tests check it equals the public function cell by cell.
         per_gpu = env.gpu.hourly_price / env.gpu.n_gpus
         known = ~np.isnan(per_gpu)
-        usd_per_second = (env.tp * env.gpu.n_gpus) * np.where(known, per_gpu, 0.0) / \
+        usd_per_second = (gpus * env.gpu.n_gpus) * np.where(known, per_gpu, 0.0) / \
             SECONDS_PER_HOUR
         cost = usd_per_second / out["tokens_per_second"] * PER_MILLION
         return np.where(known, cost, np.nan)
@@ -342,11 +438,11 @@ def _roofline_formula(name, out, env, grid):
 
 
 def _raw(value):
-    """A formula's result as a numpy array on the six sweep axes (size 1 where absent)."""
+    """A formula's result as a numpy array on the sweep axes (size 1 where absent)."""
     if isinstance(value, xr.DataArray):
-        present = [d for d in SWEEP_DIMS if d in value.dims]
+        present = [d for d in _AXIS_DIMS if d in value.dims]
         data = value.transpose(*present).values
-        return data.reshape([value.sizes[d] if d in value.dims else 1 for d in SWEEP_DIMS])
+        return data.reshape([value.sizes[d] if d in value.dims else 1 for d in _AXIS_DIMS])
     return value
 
 
@@ -358,9 +454,9 @@ def _compute_block(grid, block):
     """
     bounds = _block_bounds(grid, tuple(block))
     extent = tuple(b.stop - b.start for b in bounds)
-    model, gpu, tp, ctx, batch, prompt = _block_arrays(grid, bounds)
-    env = SimpleNamespace(model=model, gpu=gpu, tp=tp, ctx=ctx, batch=batch, prompt=prompt,
-                          bounds=bounds)
+    model, gpu, tp, pp, ep, ctx, batch, prompt = _block_arrays(grid, bounds)
+    env = SimpleNamespace(model=model, gpu=gpu, tp=tp, pp=pp, ep=ep, ctx=ctx, batch=batch,
+                          prompt=prompt, bounds=bounds)
     out = {}
     for name in grid.variables:
         out[name] = _formula(name, out, env, grid)
@@ -368,8 +464,8 @@ def _compute_block(grid, block):
     for name, value in out.items():
         keep = _var_axes(grid, name)
         value = np.asarray(value)
-        value = value.reshape((1,) * (6 - value.ndim) + value.shape)
-        target = tuple(extent[a] if a in keep else 1 for a in range(6))
+        value = value.reshape((1,) * (_N - value.ndim) + value.shape)
+        target = tuple(extent[a] if a in keep else 1 for a in range(_N))
         if value.shape != target:
             # a formula that does not vary along one of its axes for these inputs
             value = np.broadcast_to(value, target).copy()
@@ -395,11 +491,11 @@ def _chunks(shape, chunks):
     if chunks == "auto":
         chunks = AUTO_BLOCK_CELLS
     if isinstance(chunks, dict):
-        unknown = [d for d in chunks if d not in SWEEP_DIMS]
+        unknown = [d for d in chunks if d not in _AXIS_DIMS]
         if unknown:
-            raise ValueError(f"chunks names unknown dimensions {unknown}; use {list(SWEEP_DIMS)}")
+            raise ValueError(f"chunks names unknown dimensions {unknown}; use {list(_AXIS_DIMS)}")
         out = []
-        for ax, d in enumerate(SWEEP_DIMS):
+        for ax, d in enumerate(_AXIS_DIMS):
             size = chunks.get(d, -1)
             if isinstance(size, bool) or not isinstance(size, numbers.Integral) or (
                     size < 1 and size != -1):
@@ -411,9 +507,9 @@ def _chunks(shape, chunks):
         raise ValueError(f"chunks must be None, 'auto', an integer number of cells per block >= 1 "
                          f"or a dict {{dimension: chunk length}}; got {show(chunks)}")
     # Fill blocks from the last axis backwards, so a block is a contiguous slab of the grid.
-    out = [None] * 6
+    out = [None] * len(shape)
     cells = 1
-    for ax in reversed(range(6)):
+    for ax in reversed(range(len(shape))):
         if cells * shape[ax] <= chunks:
             out[ax] = (shape[ax],)
             cells *= shape[ax]
@@ -436,7 +532,7 @@ def _compute_in_memory(grid):
     """
     shape = grid.shape
     if int(np.prod(shape)) <= AUTO_BLOCK_CELLS:
-        return _compute_block(grid, (0,) * 6)
+        return _compute_block(grid, (0,) * _N)
     import concurrent.futures
     import itertools
     import os
@@ -450,7 +546,7 @@ def _compute_in_memory(grid):
     def run(block):
         result = _compute_block(grid, block)
         for name, keep in keeps.items():
-            if any(block[a] for a in range(6) if a not in keep):
+            if any(block[a] for a in range(_N) if a not in keep):
                 continue              # the block at index 0 of the absent axes writes it
             where = tuple(slice(starts[a][block[a]], starts[a][block[a]] + grid.chunks[a][block[a]])
                           for a in keep)
@@ -476,7 +572,7 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
           reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, allreduce=True,
           compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
           compute_dtype=None, activation_dtype="bf16", replicate_kv=False,
-          memory_limit=MEMORY_LIMIT):
+          memory_limit=MEMORY_LIMIT, pp=None, ep=None, micro_batches=1):
     """Every derived quantity over every combination of the inputs, as one labelled Dataset.
 
     Parameters
@@ -495,6 +591,17 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     prompt_tokens : int or sequence of int, optional
         Prompt lengths for the prefill (TTFT) variables [tokens], each ≥ 1. ``None`` (default):
         the prompt fills the context, and ``prefill_time`` runs over ``context_length``.
+    pp, ep : int or sequence of int, optional
+        Pipeline- and expert-parallel degrees [1], each ≥ 1, as dimensions ``pp`` and ``ep``
+        (:func:`rooflinekit.roofline.layout_decode_step_time`). ``None`` (default): no such
+        dimension, today's single tensor-parallel group. A pipeline's ``tp × pp`` GPUs hold the
+        weights and KV; expert parallelism spreads the experts over a stage's ``tp`` GPUs (so
+        ``ep`` divides ``tp``) and adds the all-to-all. Cells whose layout does not divide the
+        model (``pp`` the layers, ``ep`` the experts or ``tp``; ``ep > 1`` for a dense model)
+        do not fit and have NaN times.
+    micro_batches : int
+        Micro-batches a pipeline splits each batch into [1], ≥ 1; every ``batch_size`` must be
+        a multiple of it. Default 1.
     reserve : float
         Working-space share of the memory left after weights, in [0, 1). Default 0.10 (§2.4).
     replicate_kv : bool
@@ -562,7 +669,7 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     options = _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency,
                                 step_overhead, compute_dtype, activation_dtype)
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
-                      variables, options)
+                      variables, options, pp=pp, ep=ep, micro_batches=micro_batches)
     grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv))
     memory_limit = real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True)
     if chunks is None:
@@ -601,7 +708,7 @@ def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_
 
 
 def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve, variables,
-               options):
+               options, *, pp=None, ep=None, micro_batches=1):
     model_names, model_fields = _spec_table(models, "model")
     gpu_names, gpu_fields = _spec_table(gpus, "gpu")
     if len(set(model_names.tolist())) != len(model_names):
@@ -613,6 +720,30 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
     batch = _axis_values("batch_size", batch_size, lo=1)
     prompt = _axis_values("prompt_tokens", prompt_tokens, lo=1, allow_none=True)
     check_fraction("reserve", reserve, hi_open=True)
+    pp = _axis_values("pp", pp, lo=1, allow_none=True)
+    ep = _axis_values("ep", ep, lo=1, allow_none=True)
+    micro_batches = whole_number("micro_batches", micro_batches, lo=1)
+    if micro_batches > 1 and pp is None:
+        raise ValueError("micro_batches > 1 needs a pipeline: give pp=[...]")
+    if (batch % micro_batches).any():
+        raise ValueError(f"every batch_size must be a multiple of micro_batches={micro_batches} "
+                         f"(equal micro-batches); got {batch.tolist()}")
+    if pp is not None or ep is not None:
+        # a Dataset built before these fields were catalogued: unknown, as the catalogue says
+        model_fields.setdefault("intermediate_size", np.full(len(model_names), np.nan))
+        gpu_fields.setdefault("network_bandwidth", np.full(len(gpu_names), np.nan))
+    for name, axis, fields, needed in (
+            ("pp", pp, ("network_bandwidth", "interconnect_bandwidth"), "stage hand-offs"),
+            ("ep", ep, ("interconnect_bandwidth",), "expert all-to-all")):
+        if axis is None or not (axis > 1).any():
+            continue
+        known = np.zeros(len(gpu_names), dtype=bool)
+        for field in fields:
+            known |= ~np.isnan(gpu_fields.get(field, np.full(len(gpu_names), np.nan)))
+        if not known.all():
+            unknown = [str(n) for n, k in zip(gpu_names, known) if not k]
+            raise ValueError(f"{name} > 1 needs each GPU's link bandwidth for the {needed}; "
+                             f"unknown for {', '.join(unknown)}")
     if options["allreduce"] != "guide" and (tp > 1).any():
         link = gpu_fields.get("interconnect_bandwidth", np.full(len(gpu_names), np.nan))
         unknown = [str(n) for n, v in zip(gpu_names, link) if np.isnan(v)]
@@ -621,15 +752,19 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
                              f"interconnect bandwidth; unknown for {', '.join(unknown)} (pass "
                              f"allreduce='guide' for the guide's simple model)")
     order = _resolve(variables)
-    axes = (np.arange(len(model_names)), np.arange(len(gpu_names)), tp, ctx, batch, prompt)
+    axes = (np.arange(len(model_names)), np.arange(len(gpu_names)), tp, pp, ep, ctx, batch,
+            prompt)
     shape = tuple(1 if a is None else len(a) for a in axes)
     return _Grid(model_names, gpu_names, model_fields, gpu_fields, axes, float(reserve), options,
-                 order, tuple((n,) for n in shape))
+                 order, tuple((n,) for n in shape), micro_batches=micro_batches)
 
 
 def _coords(grid):
-    values = {dims.MODEL: grid.model_names, dims.GPU: grid.gpu_names, dims.TP: grid.axes[_T],
-              dims.CONTEXT_LENGTH: grid.axes[_C], dims.BATCH_SIZE: grid.axes[_B]}
+    values = {dims.MODEL: grid.model_names, dims.GPU: grid.gpu_names, dims.TP: grid.axes[_T]}
+    for d, a in ((dims.PP, _PP), (dims.EP, _EP)):
+        if grid.axes[a] is not None:
+            values[d] = grid.axes[a]
+    values.update({dims.CONTEXT_LENGTH: grid.axes[_C], dims.BATCH_SIZE: grid.axes[_B]})
     if grid.axes[_P] is not None:
         values[dims.PROMPT_TOKENS] = grid.axes[_P]
     return xr.Coordinates({d: xr.Variable((d,), v, {"long_name": dims.GLOSSARY[d]})
@@ -643,7 +778,7 @@ def _wrap(grid, arrays):
         spec = VARIABLES[name]
         attrs = {"units": spec.units, "long_name": spec.long_name}
         attrs.update(_NOTES.get(name, {}))
-        data_vars[name] = xr.Variable(tuple(SWEEP_DIMS[a] for a in _var_axes(grid, name)),
+        data_vars[name] = xr.Variable(tuple(_AXIS_DIMS[a] for a in _var_axes(grid, name)),
                                       values, attrs=attrs)
     return xr.Dataset(data_vars, coords=_coords(grid), attrs={
         "title": "rooflinekit design-space sweep",
@@ -661,7 +796,7 @@ def _wrap(grid, arrays):
 
 def sweep_cells(ds) -> int:
     """Configurations a sweep covers: the product of its sweep dimensions' sizes."""
-    return int(np.prod([ds.sizes[d] for d in SWEEP_DIMS if d in ds.dims]))
+    return int(np.prod([ds.sizes[d] for d in _AXIS_DIMS if d in ds.dims]))
 
 
 def _lazy_arrays(grid):
@@ -674,7 +809,7 @@ def _lazy_arrays(grid):
 
     token = tokenize(grid.model_names, grid.model_fields, grid.gpu_names, grid.gpu_fields,
                      grid.axes, grid.reserve, grid.options, grid.variables, grid.chunks,
-                     grid.replicate_kv)
+                     grid.replicate_kv, grid.micro_batches)
     grid_key = f"sweep-grid-{token}"
     block_name = f"sweep-block-{token}"
     block_layer = {grid_key: grid}
@@ -688,7 +823,7 @@ def _lazy_arrays(grid):
         vname = f"sweep-{name}-{token}"
         layer = {}
         for idx in itertools.product(*(range(len(grid.chunks[a])) for a in keep)):
-            full = [0] * 6
+            full = [0] * _N
             for a, i in zip(keep, idx):
                 full[a] = i
             layer[(vname, *idx)] = (operator.getitem, (block_name, *full), name)
