@@ -95,6 +95,9 @@ def test_unknown_names_name_the_field(field, value):
 def test_bad_settings(public):
     with pytest.raises(ValueError, match="n_resamples"):
         calibrate(public, n_resamples=-1)
+    # a billion resamples would run for days: refused before the first fit
+    with pytest.raises(ValueError, match="at most 10,000"):
+        calibrate(public, n_resamples=10**9)
     with pytest.raises(ValueError, match="confidence"):
         calibrate(public, confidence=1.0)
     with pytest.raises(ValueError, match="unknown parameter"):

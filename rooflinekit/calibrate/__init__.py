@@ -10,6 +10,7 @@ from rooflinekit.calibrate.engine_log import compare_engine_log, parse_vllm_kv_l
 from rooflinekit.calibrate.fit import (
                                        DEFAULT_BOUNDS,
                                        FOLD,
+                                       MAX_RESAMPLES,
                                        CalibrationResult,
                                        CrossValidationResult,
                                        calibrate,
@@ -46,5 +47,4 @@ __all__ = [
     "write_measurements", "read_vllm_result", "concat_measurements",
     "Calibration", "CalibrationResult", "CrossValidationResult",
     "predict", "calibrate", "cross_validate", "save_calibration", "load_calibration",
-    "parse_vllm_kv_log", "compare_engine_log",
-]
+    "parse_vllm_kv_log", "compare_engine_log", "MAX_RESAMPLES"]

@@ -101,8 +101,12 @@ from rooflinekit.calibrate.model import (
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
-__all__ = ["FOLD", "DEFAULT_BOUNDS", "CalibrationResult", "CrossValidationResult", "calibrate",
-           "cross_validate"]
+__all__ = ["MAX_RESAMPLES", "FOLD", "DEFAULT_BOUNDS", "CalibrationResult", "CrossValidationResult",
+           "calibrate", "cross_validate"]
+
+#: Most bootstrap resamples one fit runs: each is a least-squares fit of every row, so 1e9
+#: would run for days (and hold 1e9 × knobs draws) before anything is refused.
+MAX_RESAMPLES = 10_000
 
 #: Dimension of cross-validation folds.
 FOLD = "fold"
@@ -408,7 +412,8 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     Parameters
     ----------
     n_resamples : int
-        Bootstrap resamples for the intervals, ≥ 0 (0: no intervals, ``lower = upper = value``).
+        Bootstrap resamples for the intervals, in [0, :data:`MAX_RESAMPLES`] (0: no intervals,
+        ``lower = upper = value``).
         Default 200.
     confidence : float
         Coverage of the percentile intervals, in (0, 1). Default 0.95.
@@ -450,6 +455,10 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     .. [2] SciPy ``scipy.optimize.least_squares`` (trust-region reflective, bounds).
     """
     n_resamples = whole_number("n_resamples", n_resamples, lo=0)
+    if n_resamples > MAX_RESAMPLES:
+        raise ValueError(f"n_resamples must be at most {MAX_RESAMPLES:,} (each is a least-squares "
+                         f"fit of every row); got {n_resamples:,}. 200 bound a 95% interval "
+                         f"well; for more, fit fewer phases or knobs")
     confidence = real_number("confidence", confidence, lo=0, hi=1, lo_open=True, hi_open=True)
     seed = whole_number("seed", seed, lo=0, allow_none=True)
     ds, phases, per_phase, bounds, groups = _prepare(

@@ -8,6 +8,7 @@ import math
 import xarray as xr
 
 from rooflinekit.calibrate import (
+    MAX_RESAMPLES,
     MEASUREMENT,
     PARAMETERS,
     PHASES,
@@ -59,7 +60,7 @@ def add_arguments(parser) -> None:
                         help="phase to fit (repeatable; default both)")
     parser.add_argument("--fit", action="append", choices=PARAMETERS,
                         help="knob to fit (repeatable; default all three)")
-    parser.add_argument("--resamples", type=whole_number(0, 100_000), default=200,
+    parser.add_argument("--resamples", type=whole_number(0, MAX_RESAMPLES), default=200,
                         help="bootstrap resamples for the intervals; 0: none (200)")
     parser.add_argument("--confidence", type=number(0, 1, lo_open=True, hi_open=True),
                         default=0.95, help="interval coverage, in (0, 1) (0.95)")
