@@ -171,3 +171,18 @@ def test_help_imports_nothing_heavy():
             " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_capacity_speculative_decoding_is_the_library(capsys):
+    from rooflinekit import catalog, roofline
+    code, out, _ = run(capsys, "capacity", "llama-3.1-70b", "h100", "--tp", "8", "--batch-size",
+                       "4", "--speculative-draft", "0.05", "--num-speculative-tokens", "4",
+                       "--acceptance", "0.8", "--json")
+    assert code == 0
+    data = json.loads(out)
+    model, gpu = catalog.model("llama-3.1-70b"), catalog.gpu("h100")
+    assert data["speculative_tokens_per_step"] == pytest.approx(3.3616, abs=1e-12)
+    assert data["speculative_speedup"] == pytest.approx(float(roofline.speculative_speedup(
+        model, gpu, 4, 8192, 8, draft=0.05, draft_tokens=4, acceptance=0.8)), rel=1e-12)
+    code, _, err = run(capsys, "capacity", "llama-3.1-70b", "h100", "--acceptance", "0.8")
+    assert code == 2 and "go together" in err

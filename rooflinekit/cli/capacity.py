@@ -12,7 +12,9 @@ from rooflinekit.cli._args import (
     apply_dtypes,
     examples,
     nonnegative_float,
+    number,
     positive_int,
+    whole_number,
 )
 from rooflinekit.cli._output import emit, format_value, print_table
 
@@ -25,7 +27,9 @@ DESCRIPTION = ("Capacity of one model on one tensor-parallel GPU group. A config
 EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --max-model-len 8192 --batch-size 32",
                   "path/to/config.json l40s --json",
                   "llama-3.1-8b h100 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --csv",
-                  "llama-3.1-8b h100 --calibration h100_vllm.json")
+                  "llama-3.1-8b h100 --calibration h100_vllm.json",
+                  "llama-3.1-70b h100 --tp 8 --speculative-draft llama-3.1-8b "
+                  "--num-speculative-tokens 4 --acceptance 0.8")
 
 #: Each quantity: (key, label with its unit). Keys are the library's dimension names.
 _QUANTITIES = (
@@ -38,6 +42,9 @@ _QUANTITIES = (
     ("decode_step_time_ms", "decode step (ITL) [ms]"), ("tokens_per_s", "throughput [tokens/s]"),
     ("tokens_per_s_per_gpu", "throughput per GPU [tokens/s]"),
     ("usd_per_million_tokens", "cost [USD/1M tokens]"),
+    ("speculative_tokens_per_step", "speculative: tokens per step"),
+    ("speculative_itl_ms", "speculative: ITL per token [ms]"),
+    ("speculative_speedup", "speculative: speed-up [x]"),
 )
 
 
@@ -67,6 +74,13 @@ def add_arguments(parser) -> None:
                         help="calibration JSON from `rooflinekit calibrate`: its prefill knobs "
                              "time TTFT, its decode knobs ITL, throughput and cost (default: "
                              "the ideal roofline, a best case)")
+    parser.add_argument("--speculative-draft", metavar="MODEL|SHARE",
+                        help="speculative decoding: a draft model (catalogue name) or a draft "
+                             "head's cost as a share of the target's decode step, in (0, 1]")
+    parser.add_argument("--num-speculative-tokens", type=whole_number(1, 64), metavar="K",
+                        help="tokens drafted per step (vLLM's name; with --speculative-draft)")
+    parser.add_argument("--acceptance", type=number(0, 1), metavar="ALPHA",
+                        help="probability the target accepts a drafted token, in [0, 1]")
     parser.add_argument("--show-anyway", action="store_true",
                         help="print the figures and exit 0 even when the model does not fit")
     add_output_flags(parser)
@@ -74,6 +88,10 @@ def add_arguments(parser) -> None:
 
 def _check(args, model) -> None:
     """Refuse what the figures cannot mean, before computing them."""
+    speculative = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
+    if any(v is not None for v in speculative) and any(v is None for v in speculative):
+        raise ValueError("--speculative-draft, --num-speculative-tokens and --acceptance go "
+                         "together")
     if args.gpu_memory_utilization is not None and args.workspace_fraction is not None:
         raise ValueError("--gpu-memory-utilization and --workspace-fraction are two rules for "
                          "the same memory: give one")
@@ -149,6 +167,22 @@ def run(args, out) -> int:
     result["usd_per_million_tokens"] = (
         None if price is None else float(roofline.cost_per_million_tokens(
             model, gpu, batch, ctx, tp, hourly_price=price, **decode)))
+    if args.speculative_draft is not None:
+        draft = args.speculative_draft
+        try:
+            draft = float(draft)
+        except ValueError:
+            draft = catalog.resolve_model(draft)
+        k, alpha = args.num_speculative_tokens, args.acceptance
+        step = float(roofline.speculative_step_time(model, gpu, batch, ctx, tp, draft=draft,
+                                                    draft_tokens=k, roofline_options=decode))
+        gained = float(roofline.speculative_tokens_per_step(alpha, k))
+        result.update({
+            "speculative_tokens_per_step": gained,
+            "speculative_itl_ms": step / gained / units.MS,
+            "speculative_speedup": float(roofline.speculative_speedup(
+                model, gpu, batch, ctx, tp, draft=draft, draft_tokens=k, acceptance=alpha,
+                roofline_options=decode))})
     fits, reason = _why_not(result)
     if reason is not None:
         result["warning"] = reason
@@ -161,8 +195,8 @@ def run(args, out) -> int:
         out.write(f"{model.name} on {tp} × {gpu.name} ({model.attention}, "
                   f"{model.bytes_per_param:g} B/param)\n")
         # one quantity a row, its unit in its label: each value is formatted as itself
-        print_table(("quantity", "value"), [(label, result[key]) for key, label in _QUANTITIES],
-                    out, fmt=format_value)
+        print_table(("quantity", "value"), [(label, result[key]) for key, label in _QUANTITIES
+                                            if key in result], out, fmt=format_value)
         out.write(f"timing: {result['model_quality']}\n")
         if reason is not None:
             out.write(f"warning: {reason}\n")
