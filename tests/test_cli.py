@@ -186,3 +186,20 @@ def test_capacity_speculative_decoding_is_the_library(capsys):
         model, gpu, 4, 8192, 8, draft=0.05, draft_tokens=4, acceptance=0.8)), rel=1e-12)
     code, _, err = run(capsys, "capacity", "llama-3.1-70b", "h100", "--acceptance", "0.8")
     assert code == 2 and "go together" in err
+
+
+def test_simulate_prefix_caching(capsys):
+    argv = ["simulate", "--workload", "lognormal", "--requests", "100", "--input-len", "50",
+            "--prefix-tokens", "256", "--admission", "paged", "--json"]
+    code, out, _ = run(capsys, *argv, "--enable-prefix-caching")
+    assert code == 0
+    cached = json.loads(out)["continuous"]
+    # all arrive at once: the first batch admitted misses together, later ones hit
+    assert cached["prefix_hit_rate"] > 0.5 and cached["prefill_tokens_saved"] > 0
+    code, out, _ = run(capsys, *argv)
+    plain = json.loads(out)["continuous"]
+    assert "prefix_hit_rate" not in plain                     # not asked for, not shown
+    # the same requests; a hit never costs more than a miss
+    assert cached["mean_ttft"] <= plain["mean_ttft"]
+    code, _, err = run(capsys, "simulate", "--prefix-tokens", "10")
+    assert code == 2 and "drawn workload" in err

@@ -13,6 +13,7 @@ from rooflinekit.cli._args import (
     nonnegative_float,
     nonnegative_int,
     positive_float,
+    number,
     positive_int,
 )
 from rooflinekit.cli._output import emit, print_table
@@ -28,7 +29,9 @@ EPILOG = ("examples:\n  rooflinekit simulate                       the guide's 2
           "--model llama-3.1-8b --gpu h100 --admission paged --kv-budget 200000\n"
           "  rooflinekit simulate --workload geometric --arrival poisson --rate 0.5 --csv\n"
           "  rooflinekit simulate --workload lognormal --model llama-3.1-8b --gpu h100 "
-          "--calibration h100_vllm.json")
+          "--calibration h100_vllm.json\n"
+          "  rooflinekit simulate --workload lognormal --requests 200 --input-len 100 "
+          "--prefix-tokens 512 --admission paged --enable-prefix-caching")
 
 _DISTRIBUTIONS = ("constant", "uniform", "geometric", "lognormal", "short-and-long")
 
@@ -36,7 +39,7 @@ _DISTRIBUTIONS = ("constant", "uniform", "geometric", "lognormal", "short-and-lo
 _METRICS = ("makespan", "throughput", "mean_latency", "mean_service_latency", "p50_latency",
             "p90_latency", "p99_latency", "mean_ttft", "mean_itl", "slot_utilization",
             "padding_slot_steps", "peak_kv_tokens", "n_completed", "n_rejected",
-            "n_preemptions")
+            "n_preemptions", "prefix_hit_rate", "prefill_tokens_saved")
 
 
 def add_arguments(parser) -> None:
@@ -77,6 +80,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--calibration", metavar="FILE",
                         help="calibration JSON from `rooflinekit calibrate` for the roofline "
                              "clock, with --model (default: the ideal roofline, a best case)")
+    parser.add_argument("--enable-prefix-caching", action="store_true",
+                        help="continuous batching keeps shared prefixes' KV blocks and skips "
+                             "their prefill (vLLM's name; with --admission paged)")
+    parser.add_argument("--prefix-tokens", type=positive_int, metavar="TOKENS",
+                        help="drawn workloads: shared prefix length, before each request's own "
+                             "prompt")
+    parser.add_argument("--prefix-groups", type=positive_int, metavar="PREFIXES",
+                        help="distinct shared prefixes, each as likely (1)")
+    parser.add_argument("--prefix-share", type=number(0, 1), metavar="SHARE",
+                        help="share of requests that start with a shared prefix (1)")
     add_output_flags(parser)
 
 
@@ -110,6 +123,14 @@ def _check(args) -> None:
         raise ValueError("--rate applies with --arrival poisson")
     if args.block_size is not None and args.admission != "paged":
         raise ValueError("--block-size applies with --admission paged")
+    if args.enable_prefix_caching and args.admission != "paged":
+        raise ValueError("--enable-prefix-caching applies with --admission paged")
+    shaping = [f for f, v in (("--prefix-groups", args.prefix_groups),
+                              ("--prefix-share", args.prefix_share)) if v is not None]
+    if shaping and args.prefix_tokens is None:
+        raise ValueError(f"{shaping[0]} applies with --prefix-tokens")
+    if args.prefix_tokens is not None and args.workload == "guide":
+        raise ValueError("--prefix-tokens applies to a drawn workload (give --workload NAME)")
     if bool(args.model) != bool(args.gpu):
         raise ValueError("--model and --gpu go together (roofline timing)")
     if not args.model:
@@ -140,9 +161,14 @@ def _workload(args):
     arrival = {"all": workloads.AllAtOnce(),
                "interval": workloads.FixedInterval(args.interval or 1.0),
                "poisson": workloads.Poisson(args.rate or 1.0)}[args.arrival]
+    prefix = None if args.prefix_tokens is None else workloads.SharedPrefix(
+        args.prefix_tokens, args.prefix_groups or 1,
+        1.0 if args.prefix_share is None else args.prefix_share)
     spec = workloads.WorkloadSpec(
         args.requests, output=_distribution(args.workload, args.output_mean, args.spread),
-        prompt=workloads.Constant(args.input_len), arrival=arrival)
+        prompt=workloads.Constant(args.input_len), arrival=arrival, prefix=prefix)
+    if prefix is not None:
+        return spec.sample(np.random.default_rng(args.seed))
     return workloads.Workload(*spec.draw(np.random.default_rng(args.seed)))
 
 
@@ -158,23 +184,28 @@ def run(args, out) -> int:
     cont = batching.ContinuousBatcher(
         max_num_seqs=args.max_num_seqs, kv_budget_tokens=args.kv_budget, admission=args.admission,
         block_size=16 if args.block_size is None else args.block_size,
-        max_num_batched_tokens=args.max_num_batched_tokens, **timing)
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        prefix_caching=args.enable_prefix_caching, **timing)
     work = _workload(args)
     results = {"static": static.run(work), "continuous": cont.run(work)}
-    table = {name: {k: float(ds[k]) for k in _METRICS if k in ds}
+    # prefix caching is the continuous batcher's alone: its metrics are shown for it alone
+    caching = {"static": False, "continuous": args.enable_prefix_caching}
+    table = {name: {k: float(ds[k]) for k in _METRICS if k in ds and
+                    (caching[name] or not k.startswith(("prefix", "prefill")))}
              for name, ds in results.items()}
     unit = results["continuous"].attrs.get("time_units", "tick")
     n_requests = int(results["static"].sizes["request"])
     unit_name = "ticks" if unit == "tick" else "s"
+    metrics = [k for k in _METRICS if any(k in t for t in table.values())]
     records = [{"metric": k, "static": table["static"].get(k), "continuous":
-                table["continuous"].get(k)} for k in _METRICS]
+                table["continuous"].get(k)} for k in metrics]
     quality = results["continuous"].attrs["model_quality"]
 
     def text(out):
         out.write(f"{n_requests} requests; static batches of {args.batch_size}, continuous "
                   f"with max {args.max_num_seqs} sequences\n")
         rows = [(_label(k, unit_name), r["static"], r["continuous"])
-                for k, r in zip(_METRICS, records)]
+                for k, r in zip(metrics, records)]
         # one metric a row: each row's two numbers share a format
         print_table(("metric", "static", "continuous"), rows, out, by_row=True)
         out.write(f"timing: {quality}\n")
