@@ -17,7 +17,7 @@ import xarray as xr
 
 import rooflinekit as rk
 from rooflinekit import catalog
-from rooflinekit.workloads import Constant, LogNormal, WorkloadSpec
+from rooflinekit.workloads import Constant, WorkloadSpec
 
 M = catalog.model("Llama-3.1-8B")
 G = catalog.gpu("H100-SXM-80GB")

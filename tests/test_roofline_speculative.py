@@ -5,7 +5,6 @@ improvement, §3.4). Tolerances: exact where the arithmetic is the same, 3% wher
 closed form drops terms (stated at each).
 """
 
-import numpy as np
 import pytest
 import xarray as xr
 
