@@ -330,3 +330,40 @@ def test_workload_draws_are_common_random_numbers():
     assert isinstance(w, Workload)
     np.testing.assert_array_equal(a1[2], w.arrival)
     np.testing.assert_array_equal(o1[2], w.output_tokens)
+
+
+def test_prefix_caching_raises_the_rate_of_prefix_heavy_traffic():
+    from rooflinekit.workloads import SharedPrefix
+    traffic = rk.Traffic(8.0, LogNormal(200, 0.5), LogNormal(150, 0.5),
+                         prefix=SharedPrefix(2000, groups=4, share=0.9))
+    slo = rk.SLO(ttft=0.5, itl=0.05)
+    kwargs = {"models": MODEL, "gpus": GPU, "tp": 1, "max_num_seqs": 128, "replicates": 4,
+              "requests": 300}
+    plain = rk.plan(traffic, slo, **kwargs)
+    cached = rk.plan(traffic, slo, prefix_caching=True, **kwargs)
+    # the same draws: a prefill skipped is time saved, so the cached replica carries more
+    assert float(cached["max_rate"].squeeze()) > 1.2 * float(plain["max_rate"].squeeze())
+    assert cached.attrs["prefix_caching"] == 1
+    with pytest.raises(ValueError, match="paged"):
+        rk.plan(traffic, slo, prefix_caching=True, admission="reserve", **kwargs)
+    with pytest.raises(TypeError, match="prefix"):
+        rk.Traffic(1.0, 100, 10, prefix=2000)
+
+
+def test_run_replicates_takes_prefixes_like_a_workload():
+    from rooflinekit.batching import run_replicates
+    from rooflinekit.workloads import SharedPrefix
+    spec = rk.WorkloadSpec(50, output=Constant(5), prompt=Constant(40),
+                           prefix=SharedPrefix(64, groups=2, share=1.0))
+    wl = spec.sample(3)
+    batcher = ContinuousBatcher(8, kv_budget_tokens=10_000, admission="paged",
+                                prefix_caching=True)
+    single = batcher.run(wl)
+    rows = run_replicates(batcher, wl.arrival[None], wl.prompt_tokens[None],
+                          wl.output_tokens[None], prefix_group=wl.prefix_group[None],
+                          prefix_tokens=wl.prefix_tokens[None])
+    assert float(rows["prefix_hit_rate"][0]) == float(single["prefix_hit_rate"])
+    assert float(rows["makespan"][0]) == float(single["makespan"])
+    with pytest.raises(ValueError, match="together"):
+        run_replicates(batcher, wl.arrival[None], wl.prompt_tokens[None],
+                       wl.output_tokens[None], prefix_group=wl.prefix_group[None])

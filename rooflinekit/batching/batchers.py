@@ -800,7 +800,8 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
 def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None, *,
                    ttft_target=None, itl_target=None, e2e_target=None,
                    parallel: bool = True, variables=None, work_limit=WORK_LIMIT,
-                   memory_limit=MEMORY_LIMIT) -> xr.Dataset:
+                   memory_limit=MEMORY_LIMIT, prefix_group=None,
+                   prefix_tokens=None) -> xr.Dataset:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
 
     Parameters
@@ -825,6 +826,9 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     work_limit, memory_limit : float
         As for :func:`monte_carlo`: the rows' output tokens, and their bytes with the kernel's
         outputs.
+    prefix_group, prefix_tokens : array_like of int, shape (replicate, request), optional
+        Shared prefixes, as :class:`~rooflinekit.workloads.Workload` takes them (group -1: no
+        prefix), for a batcher with ``prefix_caching``; give both or neither.
 
     Returns
     -------
@@ -864,9 +868,10 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                          f"outputs, above memory_limit={memory_limit / 2**30:g} GiB; pass fewer "
                          f"rows at a time or raise memory_limit")
     batcher._check_size(arrays[2], work_limit, memory_limit)
+    prefix = _prefix_rows(arrays, prefix_group, prefix_tokens)
     out = _allocate(*arrays[0].shape)
     timing = batcher._timing()
-    batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel))
+    batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix)
     summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
                       wanted=variables)
     ds = _replicate_dataset(summ, timing.units)
@@ -877,6 +882,27 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                      "kv_budget_tokens": "unlimited" if budget is None else budget,
                      **_target_attrs(targets)})
     return ds
+
+
+def _prefix_rows(arrays, prefix_group, prefix_tokens):
+    """Validated ``(prefix_group, prefix_tokens)`` rows (each as a Workload takes them), or None."""
+    if (prefix_group is None) != (prefix_tokens is None):
+        raise ValueError("prefix_group and prefix_tokens go together: give both or neither")
+    if prefix_group is None:
+        return None
+    group, tokens = np.asarray(prefix_group), np.asarray(prefix_tokens)
+    if group.shape != arrays[0].shape or tokens.shape != arrays[0].shape:
+        raise ValueError(f"prefix_group and prefix_tokens must have the rows' shape "
+                         f"{arrays[0].shape}; got {group.shape} and {tokens.shape}")
+    out = (np.empty(group.shape, np.int64), np.empty(group.shape, np.int64))
+    for r in range(group.shape[0]):
+        try:
+            wl = Workload(arrays[0][r], arrays[1][r], arrays[2][r], arrays[3][r],
+                          prefix_group=group[r], prefix_tokens=tokens[r])
+        except (ValueError, TypeError) as err:
+            raise type(err)(f"replicate {r}: {err}") from None
+        out[0][r], out[1][r] = wl.prefix_group, wl.prefix_tokens
+    return out
 
 
 def _valid_block(named):

@@ -12,7 +12,8 @@
   self-hosting volumes (guide §6.4–6.5).
 """
 
-from rooflinekit.planning.capacity import BINDINGS, LOWEST_RATE_FRACTION, draw_requests, max_rate
+from rooflinekit.planning.capacity import (BINDINGS, LOWEST_RATE_FRACTION, draw_requests, max_rate,
+                                          prefixes)
 from rooflinekit.planning.decision import (
     PAY_AS_YOU_GO,
     PROVISIONED,
@@ -40,7 +41,7 @@ from rooflinekit.planning.traffic import ARRIVALS, SECONDS_PER_MONTH, SLO, Traff
 __all__ = [
     "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH",
     "plan", "load_curve", "estimate_work", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
-    "max_rate", "draw_requests", "BINDINGS", "LOWEST_RATE_FRACTION",
+    "max_rate", "draw_requests", "prefixes", "BINDINGS", "LOWEST_RATE_FRACTION",
     "cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",
     "PROVISIONED_SPILLOVER",
     "TIME", "bursty_demand", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",

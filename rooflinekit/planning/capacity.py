@@ -39,7 +39,7 @@ import numpy as np
 
 from rooflinekit.batching import ContinuousBatcher, replicate_seed, run_replicates
 
-__all__ = ["max_rate", "draw_requests", "BINDINGS", "LOWEST_RATE_FRACTION"]
+__all__ = ["max_rate", "draw_requests", "prefixes", "BINDINGS", "LOWEST_RATE_FRACTION"]
 
 #: What can bind a replica's rate: a latency target, the goodput attainment, memory (KV cache
 #: full or requests too long for it), the slots, the weights not fitting, or a layout the model
@@ -65,11 +65,24 @@ def draw_requests(traffic, replicates: int, requests: int, seed: int):
     """The requests of every replicate, arrivals at unit rate: ``(arrival, prompt, output)``.
 
     Each a ``(replicate, request)`` array; replicate ``r`` is drawn from
-    ``numpy.random.default_rng(replicate_seed(seed, r))``.
+    ``numpy.random.default_rng(replicate_seed(seed, r))``. With the traffic's shared prefixes,
+    ``prefix_group`` and ``prefix_tokens`` follow.
     """
     spec = traffic.workload(requests, rate=1.0)
-    rows = [spec.draw(np.random.default_rng(replicate_seed(seed, r))) for r in range(replicates)]
-    return tuple(np.stack([row[k] for row in rows]) for k in range(3))
+    if traffic.prefix is None:
+        rows = [spec.draw(np.random.default_rng(replicate_seed(seed, r)))
+                for r in range(replicates)]
+        return tuple(np.stack([row[k] for row in rows]) for k in range(3))
+    rows = [spec.draw_prefixed(np.random.default_rng(replicate_seed(seed, r)))
+            for r in range(replicates)]
+    return tuple(np.stack([row[k] for row in rows]) for k in (0, 1, 2, 4, 5))
+
+
+def prefixes(draws, rows=slice(None)) -> dict:
+    """The shared-prefix arrays of ``draws`` (rows ``rows``) as keywords of ``run_replicates``."""
+    if len(draws) == 3:
+        return {}
+    return {"prefix_group": draws[3][rows], "prefix_tokens": draws[4][rows]}
 
 
 def _targets(slo) -> dict:
@@ -133,7 +146,7 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     (:func:`rooflinekit.batching.run_replicates`), so "meets" compares shares, not interpolated
     percentiles.
     """
-    arrival, prompt, output = draws
+    arrival, prompt, output = draws[:3]
     n = arrival.shape[0]
     targets = _targets(slo)
     runs = 0
@@ -142,12 +155,13 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         nonlocal runs
         runs += int(rows.sum())
         ds = run_replicates(batcher, arrival[rows] / rates[rows, None], prompt[rows],
-                            output[rows], parallel=parallel, variables=_SEARCHED, **targets)
+                            output[rows], parallel=parallel, variables=_SEARCHED,
+                            **prefixes(draws, rows), **targets)
         margins = _margins(ds, slo)
         return _meets(margins, int(rows.sum())), _failing(margins, ds["n_rejected"].values > 0)
 
     busy = run_replicates(batcher, np.zeros_like(arrival), prompt, output, parallel=parallel,
-                          variables=_SATURATION)
+                          variables=_SATURATION, **prefixes(draws))
     runs += n
     # The busy run drains at the end with a shrinking batch, which would understate the rate of
     # a full batch by up to max_num_seqs / requests; Little's law on the full batch (its size

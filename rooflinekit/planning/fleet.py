@@ -19,6 +19,7 @@ import xarray as xr
 from rooflinekit import catalog, dims, memory
 from rooflinekit._validation import (
     as_1d,
+    check_bool,
     check_mapping,
     check_one_of,
     check_type,
@@ -31,7 +32,7 @@ from rooflinekit.batching import ContinuousBatcher, run_replicates
 from rooflinekit.calibrate import IDEAL, Calibration
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
-from rooflinekit.planning.capacity import draw_requests, max_rate
+from rooflinekit.planning.capacity import draw_requests, max_rate, prefixes
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.roofline import energy_per_token
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
@@ -149,6 +150,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
          max_num_batched_tokens=None, admission="paged", block_size=16,
          gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, calibration=None,
          roofline_options=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
+         prefix_caching=False,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=WORK_LIMIT) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
 
@@ -200,6 +202,9 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         every GPU's ``board_power`` when > 0.
     pue : float
         Power usage effectiveness of the data centre [1], >= 1.
+    prefix_caching : bool
+        Replicas keep the traffic's shared prefixes (``Traffic(prefix=...)``) in the KV cache
+        and skip their prefill (vLLM's ``--enable-prefix-caching``; paged admission).
     requests : int
         Requests per replicate [1], >= 10.
     rtol : float
@@ -267,6 +272,10 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     engineering_monthly = real_number("engineering_monthly", engineering_monthly, lo=0)
     electricity_price = real_number("electricity_price", electricity_price, lo=0)
+    prefix_caching = check_bool("prefix_caching", prefix_caching)
+    if prefix_caching and admission != "paged":
+        raise ValueError("prefix_caching needs admission='paged' (prefixes are shared in KV "
+                         "blocks)")
     pue = real_number("pue", pue, lo=1)
     options, label = _roofline_options(calibration, roofline_options)
     hourly = _hourly_prices(gpu_list, prices)
@@ -300,7 +309,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     draws = draw_requests(traffic, replicates, requests, seed)
     configs = list(itertools.product(*(range(n) for n in shape)))
     run = _Configuration(axes, draws, traffic, slo, headroom, admission, block_size,
-                         gpu_memory_utilization, options, rtol)
+                         gpu_memory_utilization, options, rtol, prefix_caching)
     if chunks is None:
         results = [run(index, parallel=True) for index in configs]
     else:
@@ -320,6 +329,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         "attainment_target": "none" if slo.attainment is None else float(slo.attainment),
         "replicates": replicates, "requests": requests, "seed": seed, "rtol": rtol,
         "admission": admission, "block_size": block_size,
+        "prefix_caching": int(prefix_caching),
         "gpu_memory_utilization": float(gpu_memory_utilization),
         "simulations": int(sum(r["runs"] for r in results)),
     })
@@ -330,10 +340,11 @@ class _Configuration:
     """One configuration's search, fleet and operating point (a picklable callable for dask)."""
 
     def __init__(self, axes, draws, traffic, slo, headroom, admission, block_size,
-                 gpu_memory_utilization, options, rtol):
+                 gpu_memory_utilization, options, rtol, prefix_caching=False):
         self.axes, self.draws, self.traffic, self.slo = axes, draws, traffic, slo
         self.headroom, self.admission, self.block_size = headroom, admission, block_size
         self.utilization, self.options, self.rtol = gpu_memory_utilization, options, rtol
+        self.prefix_caching = prefix_caching
 
     def __call__(self, index, parallel):
         values = dict(zip(self.axes, (axis[i] for axis, i in zip(self.axes.values(), index))))
@@ -341,7 +352,7 @@ class _Configuration:
         batcher, budget, problem = _replica(
             values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
-            self.utilization, self.options)
+            self.utilization, self.options, self.prefix_caching)
         if problem:
             return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
                     "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
@@ -367,7 +378,7 @@ class _Configuration:
 
 
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
-             gpu_memory_utilization, options):
+             gpu_memory_utilization, options, prefix_caching=False):
     """One replica's batcher and KV budget, or why the configuration cannot serve."""
     problem = _layout_problem(model, tp)
     if problem:
@@ -380,7 +391,8 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
     batcher = ContinuousBatcher(
         max_num_seqs=max_num_seqs, kv_budget_tokens=budget, admission=admission,
         block_size=block_size, max_num_batched_tokens=max_num_batched_tokens, model=model,
-        gpu=gpu, tp=tp, clock="roofline", roofline_options=options)
+        gpu=gpu, tp=tp, clock="roofline", roofline_options=options,
+        prefix_caching=prefix_caching)
     return batcher, budget, None
 
 
@@ -435,9 +447,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
         options)
     if problem:
         raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {problem}")
-    arrival, prompt, output = draw_requests(traffic, replicates, requests,
-                                            whole_number("seed", seed, lo=0))
-    runs = [run_replicates(batcher, arrival / rate, prompt, output,
+    draws = draw_requests(traffic, replicates, requests, whole_number("seed", seed, lo=0))
+    arrival, prompt, output = draws[:3]
+    runs = [run_replicates(batcher, arrival / rate, prompt, output, **prefixes(draws),
                            **{f"{k}_target": v for k, v in slo.targets.items()})
             for rate in rate_values]
     names = [f"p{q}_{w}" for q in LATENCY_PERCENTILES for w in _LATENCY_NAMES] + \
@@ -454,9 +466,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
 
 def _operating_point(batcher, draws, rate, parallel) -> dict:
     """Latency percentiles at ``rate`` per replica, medians over replicates [s]."""
-    arrival, prompt, output = draws
+    arrival, prompt, output = draws[:3]
     ds = run_replicates(batcher, arrival / rate, prompt, output, parallel=parallel,
-                        variables=(*_OPERATING, "mean_running"))
+                        variables=(*_OPERATING, "mean_running"), **prefixes(draws))
     out = {}
     for q in LATENCY_PERCENTILES:
         for what in ("ttft", "token_itl", "latency"):
@@ -542,7 +554,7 @@ def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricit
     gpu_monthly = ds["gpus"] * price * HOURS_PER_MONTH
     ds["gpu_monthly_cost"] = xr.where(serves, gpu_monthly, np.inf).assign_attrs(
         units="USD/month", long_name="GPU-hours of the fleet for a month")
-    arrival, prompt, output = draws
+    arrival, prompt, output = draws[:3]
     tokens_per_request = float(prompt.mean() + output.mean())
     monthly_tokens = traffic.monthly_requests * tokens_per_request
     output_tokens = traffic.monthly_requests * float(output.mean())

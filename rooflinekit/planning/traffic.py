@@ -18,7 +18,7 @@ import numpy as np
 
 from rooflinekit._validation import as_1d, check_one_of, describe, real_number, show, whole_number
 from rooflinekit.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
-from rooflinekit.workloads import Constant, Gamma, Poisson, WorkloadSpec
+from rooflinekit.workloads import Constant, Gamma, Poisson, SharedPrefix, WorkloadSpec
 
 __all__ = ["Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH"]
 
@@ -62,6 +62,10 @@ class Traffic:
         Requests per period over one month (e.g. 730 hourly counts), each finite and >= 0, for
         the monthly volume and the spillover plan. Without it the month is taken at the peak
         ``rate`` throughout (the most a fleet sized for ``rate`` can be asked to serve).
+    prefix : SharedPrefix, optional
+        Shared prompt prefixes (a system prompt, retrieved documents): a share of requests start
+        with one of a few prefixes (:class:`rooflinekit.workloads.SharedPrefix`), which a plan
+        with ``prefix_caching=True`` keeps in the KV cache.
 
     Raises
     ------
@@ -82,6 +86,7 @@ class Traffic:
     arrival: str = "poisson"
     burstiness: float | None = None
     profile: object = None
+    prefix: SharedPrefix | None = None
 
     def __post_init__(self):
         real_number("rate", self.rate, lo=0, lo_open=True)
@@ -93,6 +98,9 @@ class Traffic:
                 raise ValueError(f"burstiness takes effect only with arrival='gamma'; "
                                  f"got arrival={self.arrival!r}")
             real_number("burstiness", self.burstiness, lo=0, lo_open=True)
+        if self.prefix is not None and not isinstance(self.prefix, SharedPrefix):
+            raise TypeError(f"prefix must be a rooflinekit.workloads.SharedPrefix or None; got "
+                            f"{describe(self.prefix)}")
         if self.profile is not None:
             profile = as_1d("profile", self.profile, allow_scalar=False)
             if not np.isfinite(profile).all() or (profile < 0).any():
@@ -114,7 +122,7 @@ class Traffic:
     def workload(self, n_requests: int, rate=None) -> WorkloadSpec:
         """A :class:`~rooflinekit.workloads.WorkloadSpec` of ``n_requests`` at ``rate``."""
         return WorkloadSpec(n_requests, output=self.output, prompt=self.prompt,
-                            arrival=self.arrivals(rate))
+                            arrival=self.arrivals(rate), prefix=self.prefix)
 
     @property
     def monthly_requests(self) -> float:
