@@ -597,6 +597,15 @@ class WorkloadSpec:
         """One workload drawn with ``seed`` (an int, SeedSequence or Generator)."""
         return Workload(*self.draw_prefixed(as_generator(seed)))
 
+    def mean_output_tokens(self) -> float:
+        """Mean output tokens of a request [tokens], from 4,096 draws with a fixed seed.
+
+        An estimate for sizing work before drawing a workload (outputs below one token are
+        raised to one, as :meth:`draw` does); the same number on every call.
+        """
+        sample = self.output.sample(np.random.default_rng(0), 4096)
+        return float(np.maximum(sample, 1).mean())
+
     def replace(self, **changes) -> "WorkloadSpec":
         """A copy with fields changed; ``"output.sigma"``-style keys change a field of a field."""
         direct = {}

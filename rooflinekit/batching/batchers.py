@@ -647,7 +647,7 @@ def _check_monte_carlo_size(spec, n_policies, sweep, replicates, chunks, work_li
             f"{n} requests, {points:g} grid points), above memory_limit="
             f"{memory_limit / 2**30:g} GiB; pass chunks= (replicates per dask task), use fewer "
             f"replicates, requests or grid points, or raise memory_limit")
-    mean_output = float(np.maximum(spec.output.sample(np.random.default_rng(0), 4096), 1).mean())
+    mean_output = spec.mean_output_tokens()
     work = float(replicates) * points * n * mean_output
     if work > work_limit:
         raise ValueError(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 from rooflinekit import calibrate, catalog, planning, pricing, workloads
 from rooflinekit.cli._args import (
@@ -18,7 +17,7 @@ from rooflinekit.cli._args import (
     positive_int,
     whole_number,
 )
-from rooflinekit.cli._output import emit, print_table
+from rooflinekit.cli._output import emit, print_table, to_jsonable
 
 __all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
 
@@ -159,18 +158,18 @@ def run(args, out) -> int:
         headers = ("GPU", "TP", "max seqs", "max rate [req/s]", "band [req/s]", "replicas",
                    "GPUs", "cost [USD/month]", "cost [USD/1M tokens]", "p95 TTFT [s]",
                    "p95 ITL [s]", "binding")
-        table = [(r["gpu"], r["tp"], r["max_num_seqs"], _finite(r["max_rate"]),
+        table = [(r["gpu"], r["tp"], r["max_num_seqs"], to_jsonable(r["max_rate"]),
                   f"{r['max_rate_low']:.3g}-{r['max_rate_high']:.3g}", r["replicas"], r["gpus"],
-                  _finite(r["monthly_cost"]), _finite(r["cost_per_million_tokens"]),
-                  _finite(r["p95_ttft"]), _finite(r["p95_token_itl"]), r["binding"])
+                  to_jsonable(r["monthly_cost"]), to_jsonable(r["cost_per_million_tokens"]),
+                  to_jsonable(r["p95_ttft"]), to_jsonable(r["p95_token_itl"]), r["binding"])
                  for r in rows[:args.top]]
         print_table(headers, table, out)
         out.write(f"\nat {decision.attrs['monthly_tokens']:,.0f} tokens/month "
                   f"(output share {decision.attrs['output_fraction']:.0%}):\n")
         print_table(("option", "cost [USD/month]", "cost [USD/1M tokens]",
                      "self-hosting breaks even at [tokens/month]"),
-                    [(o, _finite(v["monthly_cost"]), _finite(v["cost_per_million_tokens"]),
-                      _finite(v["break_even_tokens"])) for o, v in options.items()], out)
+                    [(o, to_jsonable(v["monthly_cost"]), to_jsonable(v["cost_per_million_tokens"]),
+                      to_jsonable(v["break_even_tokens"])) for o, v in options.items()], out)
         out.write(f"cheapest: {decision['choice'].values}\n")
     return emit(args, out, rows, text=text, payload=payload, dataset=ds)
 
@@ -178,14 +177,3 @@ def run(args, out) -> int:
 def _targets(slo) -> str:
     names = {"ttft": "TTFT", "itl": "ITL", "e2e": "end-to-end"}
     return ", ".join(f"{names[k]} {v:g} s" for k, v in slo.targets.items()) or "no target"
-
-
-def _finite(value):
-    """JSON has no infinity: a configuration that cannot serve has ``null`` there."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

@@ -140,9 +140,9 @@ def _layout_problem(model, tp) -> str | None:
 
 def estimate_work(traffic, n_configurations, *, replicates, requests) -> float:
     """Simulated token-steps :func:`plan` will run [1]: configurations × replicates × runs ×
-    requests × mean output tokens (the mean of 4,096 draws)."""
-    sample = traffic.output.sample(np.random.default_rng(0), 4096)
-    mean_output = float(np.maximum(sample, 1).mean())
+    requests × mean output tokens
+    (:meth:`~rooflinekit.workloads.WorkloadSpec.mean_output_tokens`)."""
+    mean_output = traffic.workload(requests).mean_output_tokens()
     return float(n_configurations) * replicates * _RUNS_PER_REPLICATE * requests * mean_output
 
 
