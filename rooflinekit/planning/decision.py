@@ -11,6 +11,7 @@ gives the volume at which self-hosting breaks even against each.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -261,13 +262,10 @@ def _fleet(at, region) -> SelfHosted | None:
 def _resized(provisioned, n, base) -> Provisioned:
     """``provisioned`` scaled from ``base`` to ``n`` units."""
     scale = n / base
-    return Provisioned(monthly_cost=float(np.asarray(provisioned.monthly_cost)) * scale,
-                       monthly_capacity_tokens=float(np.asarray(
-                           provisioned.monthly_capacity_tokens)) * scale,
-                       output_weight=provisioned.output_weight,
-                       reference_output_fraction=provisioned.reference_output_fraction,
-                       units=float(n), name=provisioned.name, region=provisioned.region,
-                       third_party=provisioned.third_party)
+    return dataclasses.replace(
+        provisioned, monthly_cost=float(np.asarray(provisioned.monthly_cost)) * scale,
+        monthly_capacity_tokens=float(np.asarray(provisioned.monthly_capacity_tokens)) * scale,
+        units=float(n))
 
 
 def _break_even(hosted, option, f, at) -> float:
