@@ -240,7 +240,13 @@ class _Batcher:
         return self.roofline_options
 
     def _timing(self):
-        return _Timing(self.clock, self.model, self.gpu, self.tp, self._clock_options())
+        # The clock depends only on the frozen fields, and a search asks for it once a run:
+        # computed once per batcher (a copy made with dataclasses.replace computes its own).
+        timing = self.__dict__.get("_timing_cache")
+        if timing is None:
+            timing = _Timing(self.clock, self.model, self.gpu, self.tp, self._clock_options())
+            object.__setattr__(self, "_timing_cache", timing)
+        return timing
 
     def _simulate(self, wl, timing, targets=(None, None, None)):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
