@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import math
 import numbers
 import warnings
@@ -30,7 +31,7 @@ __all__ = ["MAX_COUNT", "MAX_MAGNITUDE",
            "show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
            "check_integer", "check_fraction", "positive_number", "real_number", "whole_number",
            "check_bool", "check_type", "check_string", "check_one_of", "check_keys",
-           "check_mapping", "as_1d", "check_count_array", "renamed_keyword",
+           "check_mapping", "as_1d", "check_count_array", "load_json", "renamed_keyword",
            "warn_renamed"]
 
 _SHOWN_ELEMENTS = 6
@@ -371,6 +372,27 @@ def check_count_array(name: str, values, lo: int = 0) -> np.ndarray:
         raise ValueError(f"{name} must be at most 2**53 = {MAX_COUNT:,} for every request; got "
                          f"{show(data.max())}")
     return data.astype(np.int64)
+
+
+# -- files --------------------------------------------------------------------------------------
+
+def load_json(fh, where: str):
+    """``json.load(fh)``, every way the text fails to be read a ``ValueError`` naming ``where``.
+
+    Besides malformed text, Python's parser fails on nesting deeper than its recursion limit
+    (``RecursionError``) and on integers of more than 4,300 digits (a bare ``ValueError``); no
+    file the package reads nests more than a few levels or holds such a number, so each is
+    refused as what it is, with ``where`` (the file, as its reader names it) in front.
+    """
+    try:
+        return json.load(fh)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{where} is not valid JSON ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{where} nests JSON too deeply to read (a real file nests a few "
+                         f"levels)") from None
+    except ValueError as err:          # an integer beyond Python's digit limit
+        raise ValueError(f"{where} holds a number too long to read ({err})") from None
 
 
 # -- renamed keywords -----------------------------------------------------------------------------

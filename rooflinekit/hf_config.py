@@ -22,12 +22,12 @@ References
 
 from __future__ import annotations
 
-import json
 import numbers
 import os
 from collections.abc import Mapping
 
-from rooflinekit._validation import check_bool, check_one_of, describe, whole_number
+from rooflinekit._validation import (check_bool, check_one_of, describe, load_json,
+                                      whole_number)
 
 __all__ = ["shape_fields", "count_params", "load_hf_config", "find_config",
            "hf_cache_dir"]
@@ -205,12 +205,10 @@ def load_hf_config(config) -> dict:
         config = find_config(config)
         try:
             with open(config, encoding="utf-8") as fh:
-                data = json.load(fh)
+                data = load_json(fh, f"config: {os.fspath(config)!r}")
         except OSError as err:
             raise ValueError(f"config: cannot read {os.fspath(config)!r}: {err.strerror or err}") \
                 from err
-        except json.JSONDecodeError as err:
-            raise ValueError(f"config: {os.fspath(config)!r} is not valid JSON ({err})") from err
         if not isinstance(data, dict):
             raise TypeError(f"config: {os.fspath(config)!r} must hold a JSON object; "
                             f"got {describe(data)}")

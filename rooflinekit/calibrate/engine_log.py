@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from rooflinekit._validation import check_one_of, check_string, check_type
+from rooflinekit._validation import (MAX_COUNT, MAX_MAGNITUDE, check_one_of, check_string,
+                                      check_type, show)
 from rooflinekit import units
 from rooflinekit.hardware import GPU
 from rooflinekit.memory import engine_kv_cache
@@ -70,9 +71,18 @@ def parse_vllm_kv_log(text: str) -> dict:
     for key, pattern, factor in _LOG_PATTERNS:
         matches = re.findall(pattern, text)
         if matches:
-            found[key] = float(matches[-1].replace(",", "")) * factor
+            value = float(matches[-1].replace(",", "")) * factor
+            # a figure no engine prints (a corrupt or hostile log) would overflow the arithmetic
+            if not value <= MAX_MAGNITUDE:
+                raise ValueError(f"text: the log's {key} figure must be at most "
+                                 f"{MAX_MAGNITUDE:g}; got {matches[-1][:40]}"
+                                 f"{'...' if len(matches[-1]) > 40 else ''}")
+            found[key] = value
     for key in ("num_blocks", "kv_cache_tokens", "max_model_len"):
         if key in found:
+            if found[key] > MAX_COUNT:
+                raise ValueError(f"text: the log's {key} figure must be at most 2**53 = "
+                                 f"{MAX_COUNT:,}; got {show(found[key])}")
             found[key] = int(found[key])
     return found
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from rooflinekit._validation import check_one_of, describe, show
+from rooflinekit._validation import check_one_of, describe, load_json, show
 from rooflinekit import units
 from rooflinekit.dtypes import dtype_name
 
@@ -266,7 +266,7 @@ def read_measurements(path) -> xr.Dataset:
         return _from_file(path, rows)
     if suffix == ".json":
         with path.open(encoding="utf-8") as fh:
-            payload = json.load(fh)
+            payload = load_json(fh, str(path))
         if isinstance(payload, Mapping):
             if "measurements" in payload:
                 payload = payload["measurements"]
@@ -372,7 +372,7 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
     if isinstance(result, (str, Path)):
         name = Path(result).name
         with Path(result).open(encoding="utf-8") as fh:
-            result = json.load(fh)
+            result = load_json(fh, str(result))
     if not isinstance(result, Mapping):
         raise TypeError(f"result must be a path or a mapping; got {describe(result)}")
     for key in ("completed", "total_input_tokens", "total_output_tokens"):

@@ -30,6 +30,7 @@ from rooflinekit._validation import (
     check_one_of,
     check_string,
     check_type,
+    load_json,
     real_number,
     renamed_keyword,
 )
@@ -359,10 +360,7 @@ def load_calibration(path) -> Calibration:
     """
     path = Path(path)
     with path.open(encoding="utf-8") as fh:
-        try:
-            data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not a calibration file (invalid JSON: {exc})") from None
+        data = load_json(fh, f"calibration file {path}")
     try:
         return Calibration.from_dict(data)
     except (TypeError, ValueError) as exc:
