@@ -122,9 +122,10 @@ class RunningSequences256:
         timing = b._timing()
         params = b._parameters()
         clock = (timing.tick, timing.coef, np.inf)
-        # today's kernel also takes the prefix arrays and prefix_caching (last parameter)
+        # today's kernel also takes the prefix arrays, the arrived KV and prefix_caching (last)
         new_args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority,
-                    wl.prefix_group, wl.prefix_tokens, *params, *clock)
+                    wl.prefix_group, wl.prefix_tokens, np.zeros(wl.n_requests, np.int64),
+                    *params, *clock)
         old_args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, *params[:-1],
                     *clock)
         n = wl.n_requests

@@ -37,41 +37,57 @@ def assert_same(kernel: dict, reference: dict):
         np.testing.assert_array_equal(kernel[key], reference[key], err_msg=key)
 
 
+#: Per request, a share in [0, 1] of its prompt whose KV arrives with it.
+arrived_shares = st.lists(st.floats(0, 1), min_size=64, max_size=64)
+
+
+def assert_same_with_arrived(b, wl, shares):
+    """Kernel == reference without arrived KV and with ``shares`` of each prompt arrived."""
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    arrived = np.floor(np.asarray(shares[:wl.n_requests]) * wl.prompt_tokens).astype(np.int64)
+    assert_same(_kernel_outputs(b, wl, arrived_kv_tokens=arrived),
+                b.reference(wl, arrived_kv_tokens=arrived))
+
+
 slots = st.one_of(st.none(), st.integers(1, 8))
 budgets = st.one_of(st.none(), st.integers(0, 300))
 
 
 @SETTINGS
-@given(wl=workloads(fractional=True), max_num_seqs=slots, kv=budgets)
-def test_reserve_matches_reference(wl, max_num_seqs, kv):
+@given(wl=workloads(fractional=True), max_num_seqs=slots, kv=budgets, shares=arrived_shares)
+def test_reserve_matches_reference(wl, max_num_seqs, kv, shares):
     b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv)
-    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    assert_same_with_arrived(b, wl, shares)
 
 
 @SETTINGS
-@given(wl=workloads(), max_num_seqs=slots, kv=st.integers(1, 200), block_size=st.integers(1, 8))
-def test_paged_matches_reference(wl, max_num_seqs, kv, block_size):
+@given(wl=workloads(), max_num_seqs=slots, kv=st.integers(1, 200), block_size=st.integers(1, 8),
+       shares=arrived_shares)
+def test_paged_matches_reference(wl, max_num_seqs, kv, block_size, shares):
     b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission="paged",
                           block_size=block_size)
-    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    assert_same_with_arrived(b, wl, shares)
 
 
 @SETTINGS
 @given(wl=workloads(), max_num_seqs=st.integers(1, 8), extra=st.integers(0, 30),
-       kv=budgets, admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8))
-def test_chunked_prefill_matches_reference(wl, max_num_seqs, extra, kv, admission, block_size):
+       kv=budgets, admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8),
+       shares=arrived_shares)
+def test_chunked_prefill_matches_reference(wl, max_num_seqs, extra, kv, admission, block_size,
+                                           shares):
     b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
                           block_size=block_size, max_num_batched_tokens=max_num_seqs + extra)
-    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    assert_same_with_arrived(b, wl, shares)
 
 
 @SETTINGS
 @given(wl=workloads(tiers=True), max_num_seqs=slots, kv=budgets,
-       cap=st.one_of(st.none(), st.integers(1, 4)), admission=st.sampled_from(["reserve", "paged"]))
-def test_tiers_match_reference(wl, max_num_seqs, kv, cap, admission):
+       cap=st.one_of(st.none(), st.integers(1, 4)), admission=st.sampled_from(["reserve", "paged"]),
+       shares=arrived_shares)
+def test_tiers_match_reference(wl, max_num_seqs, kv, cap, admission, shares):
     b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
                           interactive_cap=cap, block_size=4)
-    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    assert_same_with_arrived(b, wl, shares)
 
 
 @SETTINGS
@@ -117,15 +133,15 @@ def roofline_batcher(config, **kwargs):
 @given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
        max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
        kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
-       cap=st.one_of(st.none(), st.integers(1, 3)))
+       cap=st.one_of(st.none(), st.integers(1, 3)), shares=arrived_shares)
 def test_roofline_continuous_matches_reference(wl, config, max_num_seqs, extra, kv, admission,
-                                               cap):
+                                               cap, shares):
     # arrivals are in seconds here: scale the tick-sized gaps down to the steps' milliseconds
     wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
     b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
                          admission=admission, block_size=4, interactive_cap=cap,
                          max_num_batched_tokens=None if extra is None else max_num_seqs + extra)
-    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    assert_same_with_arrived(b, wl, shares)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -144,8 +160,10 @@ def test_roofline_static_matches_reference(wl, config, batch_size):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads(fractional=True, tiers=True), window=st.integers(1, 24),
        max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
-       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]))
-def test_window_crossings_match_reference(wl, window, max_num_seqs, extra, kv, admission):
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
+       shares=arrived_shares)
+def test_window_crossings_match_reference(wl, window, max_num_seqs, extra, kv, admission,
+                                          shares):
     # a window short enough that sequences cross it while decoding, prefilling and re-prefilling
     import dataclasses
 
@@ -155,7 +173,7 @@ def test_window_crossings_match_reference(wl, window, max_num_seqs, extra, kv, a
     b = ContinuousBatcher(model=model, gpu=catalog.gpu("L40S"), max_num_seqs=max_num_seqs,
                           kv_budget_tokens=kv, admission=admission, block_size=4,
                           max_num_batched_tokens=None if extra is None else max_num_seqs + extra)
-    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    assert_same_with_arrived(b, wl, shares)
 
 
 @pytest.mark.parametrize("clock", ["tick", "roofline"])

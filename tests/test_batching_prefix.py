@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_batching_kernels import ROOFLINE, assert_same, roofline_batcher
+from test_batching_kernels import (
+    ROOFLINE,
+    arrived_shares,
+    assert_same,
+    assert_same_with_arrived,
+    roofline_batcher,
+)
 
 from rooflinekit import catalog, memory
 from rooflinekit.batching import ContinuousBatcher, monte_carlo
@@ -145,12 +151,13 @@ def prefix_workloads(draw, max_n=24, fractional=False, tiers=False):
 @SETTINGS
 @given(wl=prefix_workloads(tiers=True), max_num_seqs=st.one_of(st.none(), st.integers(1, 8)),
        kv=st.integers(1, 300), block_size=st.integers(1, 8),
-       extra=st.one_of(st.none(), st.integers(0, 30)), cap=st.one_of(st.none(), st.integers(1, 3)))
-def test_prefix_caching_matches_reference(wl, max_num_seqs, kv, block_size, extra, cap):
+       extra=st.one_of(st.none(), st.integers(0, 30)), cap=st.one_of(st.none(), st.integers(1, 3)),
+       shares=arrived_shares)
+def test_prefix_caching_matches_reference(wl, max_num_seqs, kv, block_size, extra, cap, shares):
     mnbt = None if extra is None or max_num_seqs is None else max_num_seqs + extra
     b = paged(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, block_size=block_size,
               max_num_batched_tokens=mnbt, interactive_cap=cap)
-    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    assert_same_with_arrived(b, wl, shares)
     plain = ContinuousBatcher(admission="paged", max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
                               block_size=block_size, max_num_batched_tokens=mnbt,
                               interactive_cap=cap)

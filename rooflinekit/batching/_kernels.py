@@ -280,14 +280,15 @@ def _lru_group(g_res, g_refs, g_stamp, keep):
 
 
 @njit(nogil=True, cache=True)
-def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, max_num_seqs,
-                   kv_budget, paged, block_size, max_batched, interactive_cap, prefix_caching,
-                   tick_mode, coef, itl_target,
+def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_tokens,
+                   arrived_kv_tokens, max_num_seqs, kv_budget, paged, block_size, max_batched,
+                   interactive_cap, prefix_caching, tick_mode, coef, itl_target,
                    admit, first_token, finish, preemptions, status, stats):
     """Continuous batching of one workload; returns 0 or :data:`STALLED`.
 
     ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
-    when ``prefix_caching`` (paged only); ``tick_mode`` and ``coef`` are the clock (module
+    when ``prefix_caching`` (paged only); ``arrived_kv_tokens`` the prompt tokens whose KV comes
+    with each request (skipped on its first admission only); ``tick_mode`` and ``coef`` are the clock (module
     docstring), ``itl_target`` the gap counted as met [time] (inf for none); the outputs
     ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` (per request) and
     ``stats`` (:data:`N_STATS`) are overwritten.
@@ -479,7 +480,8 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
                     break
                 q_head[k] = q_head[k] + 1 if q_head[k] + 1 < n else 0
                 q_size[k] -= 1
-                if np.isnan(admit[i]):
+                first_admission = np.isnan(admit[i])
+                if first_admission:
                     admit[i] = t
                     if q >= 0:
                         stats[_PFX_REQ] += 1.0
@@ -500,6 +502,13 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
                     context[i] = cached
                     used += cached - shared[i] * block_size
                     stats[_PFX_SAVED] += cached
+                if first_admission and arrived_kv_tokens[i] > 0:
+                    # KV that came with the request, in its own blocks (a preemption loses it)
+                    cached = min(arrived_kv_tokens[i], to_prefill[i] - 1)
+                    if cached > prefilled[i]:
+                        used += cached - prefilled[i]
+                        prefilled[i] = cached
+                        context[i] = cached
                 if paged:
                     blocks[i] = first_blocks
                     alloc += first_blocks
@@ -865,13 +874,14 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
 
 @njit(parallel=True, cache=True)
 def continuous_run_many(arrival, prompt, output, priority, prefix_group, prefix_tokens,
-                        max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap,
-                        prefix_caching, tick_mode, coef, itl_target,
+                        arrived_kv_tokens, max_num_seqs, kv_budget, paged, block_size,
+                        max_batched, interactive_cap, prefix_caching, tick_mode, coef, itl_target,
                         admit, first_token, finish, preemptions, status, stats, errors):
     """:func:`continuous_run` over 2-D ``(replicate, request)`` arrays, replicates in parallel."""
     for r in prange(arrival.shape[0]):
         errors[r] = continuous_run(arrival[r], prompt[r], output[r], priority[r],
-                                   prefix_group[r], prefix_tokens[r], max_num_seqs,
+                                   prefix_group[r], prefix_tokens[r], arrived_kv_tokens[r],
+                                   max_num_seqs,
                                    kv_budget, paged, block_size, max_batched, interactive_cap,
                                    prefix_caching, tick_mode, coef, itl_target, admit[r],
                                    first_token[r],

@@ -75,6 +75,17 @@ so neither exceeds the budget. The first admission of each prefixed request coun
 ``prefill_tokens_saved``; evictions count in ``prefix_evictions``; ``cached_prefix_block_time``
 integrates the resident prefixes' blocks over time.
 
+KV that arrives with a request
+------------------------------
+``arrived_kv_tokens`` (default 0) counts, per request, the prompt tokens whose KV was computed
+elsewhere and comes with it (disaggregated serving: a prefill pool computed it). On the request's
+*first* admission they are skipped as a prefix-cache hit's are: its prefill starts after
+``min(arrived, prompt - 1)`` tokens (the last prompt token is always computed), whose KV is its
+context from the start; they live in its own blocks, counted in its ``first_blocks`` as before
+(never shared), and with a prefix hit too the larger of the two counts applies. After a
+preemption the KV is lost: readmission prefills prompt + generated tokens like any other. They
+do not count in ``prefill_tokens_saved``.
+
 The ``"prompt"`` admission rule (budget only the prompt) is here, and only here, to demonstrate the
 guide's failure mode: it over-admits and the KV in use exceeds the budget mid-flight.
 
@@ -271,7 +282,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         block_size=16, max_num_batched_tokens=UNLIMITED,
                         interactive_cap=UNLIMITED, clock=None, itl_target=math.inf,
                         trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
-                        prefix_caching=False):
+                        prefix_caching=False, arrived_kv_tokens=None):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -299,6 +310,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         Each request's shared prefix group (-1: none) and its length [tokens].
     prefix_caching : bool
         Paged mode: share and cache prefix blocks (module docstring).
+    arrived_kv_tokens : sequence or None
+        Each request's prompt tokens whose KV comes with it [tokens] (module docstring,
+        "KV that arrives with a request"); None for none.
 
     Returns
     -------
@@ -313,6 +327,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     total_blocks = kv_budget // block_size if admission == "paged" else 0
     if prefix_group is None:
         prefix_group, prefix_tokens = [-1] * n, [0] * n
+    if arrived_kv_tokens is None:
+        arrived_kv_tokens = [0] * n
     seqs = [_Seq(i, float(arrival[i]), int(prompt_tokens[i]), int(output_tokens[i]),
                  int(priority[i]), int(prefix_group[i]), int(prefix_tokens[i]))
             for i in range(n)]
@@ -422,7 +438,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     stop = True
                     break
                 queue.popleft()
-                if math.isnan(s.admit):
+                first_admission = math.isnan(s.admit)
+                if first_admission:
                     s.admit = t
                     if s.group >= 0:
                         stats["prefix_requests"] += 1
@@ -437,6 +454,10 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     cached = min(s.shared * block_size, s.to_prefill - 1)
                     s.prefilled = s.context = cached
                     stats["prefill_tokens_saved"] += cached
+                arrived = int(arrived_kv_tokens[s.index])
+                if first_admission and arrived > 0:
+                    # its own blocks hold them; a preemption loses them like any computed KV
+                    s.prefilled = s.context = max(s.prefilled, min(arrived, s.to_prefill - 1))
                 if admission == "paged":
                     s.blocks = first_blocks
                 running.append(s)

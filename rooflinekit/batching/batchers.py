@@ -248,19 +248,21 @@ class _Batcher:
             object.__setattr__(self, "_timing_cache", timing)
         return timing
 
-    def _simulate(self, wl, timing, targets=(None, None, None)):
+    def _simulate(self, wl, timing, targets=(None, None, None), arrived=None):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
         out = _allocate(1, wl.n_requests)
         self._run_many(timing, wl.arrival[None], wl.prompt_tokens[None], wl.output_tokens[None],
                        wl.priority[None], out, targets, parallel=False,
-                       prefix=(wl.prefix_group[None], wl.prefix_tokens[None]))
+                       prefix=(wl.prefix_group[None], wl.prefix_tokens[None]),
+                       arrived=None if arrived is None else arrived[None])
         return out
 
     def _run_many(self, timing, arrival, prompt, output, priority, out, targets,
-                  parallel=True, prefix=None):
+                  parallel=True, prefix=None, arrived=None):
         """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``.
 
-        ``prefix``: the ``(prefix_group, prefix_tokens)`` arrays, default no prefix.
+        ``prefix``: the ``(prefix_group, prefix_tokens)`` arrays, default no prefix;
+        ``arrived``: the prompt tokens whose KV comes with each request, default none.
         """
         run, run_many = self._kernels()
         params = self._parameters()
@@ -268,13 +270,16 @@ class _Batcher:
         itl = np.inf if targets[1] is None else float(targets[1])
         if self._tiered and prefix is None:
             prefix = (np.full(arrival.shape, -1, np.int64), np.zeros(arrival.shape, np.int64))
-        tiers = (priority, *prefix) if self._tiered else ()
+        if self._tiered and arrived is None:
+            arrived = np.zeros(arrival.shape, np.int64)
+        tiers = (priority, *prefix, arrived) if self._tiered else ()
         if parallel:
             run_many(arrival, prompt, output, *tiers, *params, timing.tick, timing.coef, itl,
                      *out)
         else:
             for r in range(arrival.shape[0]):
-                tiers = (priority[r], prefix[0][r], prefix[1][r]) if self._tiered else ()
+                tiers = ((priority[r], prefix[0][r], prefix[1][r], arrived[r]) if self._tiered
+                         else ())
                 out[6][r] = run(arrival[r], prompt[r], output[r], *tiers, *params, timing.tick,
                                 timing.coef, itl, *(a[r] for a in out[:6]))
         _check_errors(out[6])
@@ -282,7 +287,7 @@ class _Batcher:
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
             priority=None, ttft_target=None, itl_target=None,
             e2e_target=None, work_limit=WORK_LIMIT,
-            memory_limit=MEMORY_LIMIT) -> xr.Dataset:
+            memory_limit=MEMORY_LIMIT, arrived_kv_tokens=None) -> xr.Dataset:
         """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
 
         Parameters
@@ -304,6 +309,12 @@ class _Batcher:
             Most token-steps (output tokens) and bytes of scratch the run may take; default
             :data:`WORK_LIMIT` (1e10) and :data:`MEMORY_LIMIT` (2 GiB). A run above either is
             refused before the kernel, with the estimate.
+        arrived_kv_tokens : array_like of int, optional
+            Continuous batching only: per request, the prompt tokens whose KV comes with it
+            [tokens], in [0, prompt_tokens] (disaggregated serving's decode side). On a request's
+            first admission its prefill starts after them, as after a prefix-cache hit (the last
+            prompt token is always computed), in its own blocks; a preemption loses them. Default
+            none.
 
         Returns
         -------
@@ -311,14 +322,31 @@ class _Batcher:
             Per-request variables along ``request`` and scalar summaries (see module docstring).
         """
         wl = coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
+        arrived = self._arrived_kv(wl, arrived_kv_tokens)
         targets = _targets(ttft_target, itl_target, e2e_target)
         self._check_size(wl.output_tokens,
                          real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True),
                          real_number("memory_limit", memory_limit, lo=0, lo_open=True,
                                      allow_inf=True))
         timing = self._timing()
-        out = self._simulate(wl, timing, targets)
+        out = self._simulate(wl, timing, targets, arrived)
         return _single_dataset(wl, out, self, timing, targets)
+
+    def _arrived_kv(self, wl, arrived_kv_tokens):
+        """``arrived_kv_tokens`` checked against the workload: int64 per request, or None."""
+        if arrived_kv_tokens is None:
+            return None
+        if not self._tiered:
+            raise ValueError(f"arrived_kv_tokens is an input of continuous batching, not of "
+                             f"{self.policy} batching")
+        a = np.asarray(arrived_kv_tokens)
+        if a.shape != (wl.n_requests,) or not (a.dtype.kind in "iu" or a.size == 0):
+            raise ValueError(f"arrived_kv_tokens must be whole numbers, one per request "
+                             f"(shape ({wl.n_requests},)), got shape {a.shape} of {a.dtype}")
+        a = a.astype(np.int64)
+        if np.any(a < 0) or np.any(a > wl.prompt_tokens):
+            raise ValueError("arrived_kv_tokens must be in [0, prompt_tokens] for every request")
+        return a
 
 
 @_with_clock_parameters
@@ -519,7 +547,7 @@ class ContinuousBatcher(_Batcher):
         return self._args(self._kv_budget())
 
     def reference(self, workload, admission=None, trace=None, itl_target=None,
-                  tokens=None) -> dict:
+                  tokens=None, arrived_kv_tokens=None) -> dict:
         """The same simulation by :func:`rooflinekit.batching._reference.simulate_continuous`.
 
         For tests.
@@ -535,7 +563,7 @@ class ContinuousBatcher(_Batcher):
             max_num_batched_tokens=mnbt, interactive_cap=cap,
             clock=self._timing().reference_clock, itl_target=_itl_limit(itl_target), trace=trace,
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
-            prefix_caching=caching)
+            prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens))
 
 
 def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl_target=None,
@@ -566,10 +594,11 @@ def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl
                        itl_target=itl_target, e2e_target=e2e_target)
 
 
-def _kernel_outputs(batcher, workload, itl_target=None) -> dict:
+def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None) -> dict:
     """The kernel's raw outputs for one workload, keyed like the reference's (for tests)."""
     wl = coerce_workload(workload)
-    out = batcher._simulate(wl, batcher._timing(), (None, itl_target, None))
+    out = batcher._simulate(wl, batcher._timing(), (None, itl_target, None),
+                            batcher._arrived_kv(wl, arrived_kv_tokens))
     keys = ("admit", "first_token", "finish", "preemptions", "status", "stats")
     return {k: a[0] for k, a in zip(keys, out[:6])}
 
