@@ -77,7 +77,8 @@ class GPU:
     memory_bytes: float
     hbm_bandwidth: float
     peak_flops: float
-    peak_flops_by_dtype: Mapping[str, float] | None = None
+    # a read-only mapping, unhashable: left out of the hash (equal GPUs still hash alike)
+    peak_flops_by_dtype: Mapping[str, float] | None = dataclasses.field(default=None, hash=False)
     interconnect_bandwidth: float | None = None
     interconnect_latency: float = 1e-6
     network_bandwidth: float | None = None

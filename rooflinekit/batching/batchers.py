@@ -41,6 +41,7 @@ References
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import numbers
 from collections.abc import Mapping
@@ -97,6 +98,15 @@ class _Timing:
         self.reference_clock = _RooflineClock(tuple(float(c) for c in cost),
                                               cost.full_attention_fraction, cost.sliding_window)
         self.units = "s"
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_timing(clock, model, gpu, tp, options):
+    """:class:`_Timing` of one clock, computed once: a planner's search asks for it every run.
+
+    A pure function of frozen specs, so memoised; callers only read the result.
+    """
+    return _Timing(clock, model, gpu, tp, None if options is None else dict(options))
 
 
 class _RooflineClock:
@@ -240,13 +250,12 @@ class _Batcher:
         return self.roofline_options
 
     def _timing(self):
-        # The clock depends only on the frozen fields, and a search asks for it once a run:
-        # computed once per batcher (a copy made with dataclasses.replace computes its own).
-        timing = self.__dict__.get("_timing_cache")
-        if timing is None:
-            timing = _Timing(self.clock, self.model, self.gpu, self.tp, self._clock_options())
-            object.__setattr__(self, "_timing_cache", timing)
-        return timing
+        options = self._clock_options()
+        try:
+            return _shared_timing(self.clock, self.model, self.gpu, self.tp,
+                                  None if options is None else tuple(sorted(options.items())))
+        except TypeError:            # an unhashable option value: computed afresh
+            return _Timing(self.clock, self.model, self.gpu, self.tp, options)
 
     def _simulate(self, wl, timing, targets=(None, None, None), arrived=None):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
