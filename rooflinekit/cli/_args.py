@@ -118,7 +118,9 @@ FLAGS = {
                  "help": "also write the result to FILE, the format from its extension: .nc "
                          "or .zarr (the Dataset), .csv or .parquet (the table), .json (as "
                          "--json)"},
-    "--model": {"help": "catalogue model name"},
+    # every command reads its model with catalog.resolve_model
+    "--model": {"help": "a catalogue name, a Hugging Face config.json, a model folder, or a repo "
+                        "id already in the local Hugging Face cache (read offline)"},
     "--gpu": {"help": "catalogue GPU name"},
     "--tensor-parallel-size": {"type": positive_int, "default": 1, "dest": "tp",
                                "metavar": "TP", "help": "tensor-parallel degree (1)"},

@@ -54,8 +54,8 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--dtype", help="weight format of the --vllm-result runs (auto: the "
              "model's)")
     parser.add_argument("--model-config", action="append", default=[], metavar="NAME=CONFIG",
-                        help="a Hugging Face config.json for a model name outside the catalogue "
-                             "(repeatable)")
+                        help="the model of a name outside the catalogue: a Hugging Face "
+                             "config.json, a model folder or a cached repo id (repeatable)")
     parser.add_argument("--phase", action="append", choices=PHASES,
                         help="phase to fit (repeatable; default both)")
     parser.add_argument("--fit", action="append", choices=PARAMETERS,

@@ -49,8 +49,7 @@ _QUANTITIES = (
 
 
 def add_arguments(parser) -> None:
-    add_flag(parser, "--model", positional=True,
-             help="catalogue model name or path to a Hugging Face config.json")
+    add_flag(parser, "--model", positional=True)
     add_flag(parser, "--gpu", positional=True)
     add_flag(parser, "--tensor-parallel-size")
     add_flag(parser, "--max-model-len", default=8192,

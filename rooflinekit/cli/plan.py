@@ -66,8 +66,7 @@ _FLAGS = (
 
 
 def add_arguments(parser) -> None:
-    add_flag(parser, "--model", positional=True,
-             help="catalogue model name or a config.json path")
+    add_flag(parser, "--model", positional=True)
     parser.add_argument("--gpus", nargs="+", type=name_list, required=True, metavar="NAME",
                         help="catalogue GPU names (h100 l40s or h100,l40s)")
     add_flag(parser, "--tensor-parallel-size", type=int_list, default=[1],

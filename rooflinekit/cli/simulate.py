@@ -72,7 +72,8 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--block-size", default=None,
              help="KV block size with --admission paged [tokens] (16)")
     add_flag(parser, "--max-num-batched-tokens")
-    add_flag(parser, "--model", help="time steps with the roofline of this model (with --gpu)")
+    add_flag(parser, "--model", help="time steps with the roofline of this model (with --gpu): "
+             "a catalogue name, a config.json, a model folder or a cached Hugging Face repo id")
     add_flag(parser, "--gpu", help="GPU for roofline timing (with --model)")
     add_flag(parser, "--tensor-parallel-size", help="tensor-parallel degree, with --model (1)")
     add_flag(parser, "--dtype", help="weight format, with --model (auto: the model's)")

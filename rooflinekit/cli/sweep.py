@@ -56,8 +56,8 @@ examples:
   rooflinekit sweep --models all --gpus all --report cheapest --ttft 0.5 --itl 0.05
   rooflinekit sweep --models guide-70b --gpus h100 --report pareto --csv
   rooflinekit sweep --models Llama-3.1-8B --gpus h100 --calibration h100_vllm.json
-  rooflinekit sweep --models all --gpus all --max-model-len 256:131072:256 \\
-      --batch-size 1:1024 --chunks auto --report best --output sweep.nc
+  rooflinekit sweep --models guide-70b Llama-3.1-8B --gpus h100 a100 \\
+      --max-model-len 1024:32768:1024 --batch-size 1:64 --chunks auto --output sweep.nc
 """
 
 #: Most values one axis range may expand to (a typo like 1:10000000000 is refused, not built).
@@ -142,8 +142,9 @@ def add_arguments(parser):
     """Add the ``rooflinekit sweep`` options to an ``argparse`` (sub)parser; :func:`run` then
     takes the parsed arguments and an output stream."""
     parser.add_argument("--models", nargs="+", default=["guide-70b"], metavar="NAME",
-                        help="catalogue models or paths to Hugging Face config.json files, or "
-                             "'all' (default: guide-70b)")
+                        help="models, each a catalogue name, a Hugging Face config.json, a "
+                             "model folder or a cached repo id; or 'all' (the catalogue; "
+                             "default: guide-70b)")
     parser.add_argument("--gpus", nargs="+", default=["guide-lab-80GB"], metavar="NAME",
                         help="catalogue GPUs, or 'all' (default: guide-lab-80GB)")
     add_flag(parser, "--tensor-parallel-size", type=_axis, default=parse_axis("1,2,4,8"),
