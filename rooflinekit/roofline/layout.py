@@ -168,10 +168,8 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, p2p_band
 
     Parameters
     ----------
-    model : ModelShape
-        The model.
-    gpu : GPU
-        One accelerator of the layout.
+    model, gpu : ModelShape, GPU
+        The model, and one accelerator of the layout.
     prompt_tokens : int or array_like
         Tokens of the prompt [tokens], ≥ 0.
     tp, pp, ep : int
