@@ -71,6 +71,7 @@ from rooflinekit.roofline import (
                                 energy_per_token,
                                 layout_decode_step_time,
                                 layout_prefill_time,
+                                layouts,
                                 mixed_step_time,
                                 prefill_ms,
                                 prefill_time,
@@ -112,7 +113,7 @@ __all__ = [
     "smallest_tp", "tp_scaling", "allreduce_time",
     # layouts beyond one TP group: pipeline, expert parallelism, KV transfer
     "layout_memory", "pipeline_bubble", "expert_all_to_all_bytes", "kv_transfer_time",
-    "layout_decode_step_time", "layout_prefill_time",
+    "layout_decode_step_time", "layout_prefill_time", "layouts",
     # batching (§4)
     "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo",
     "Workload", "WorkloadSpec", "guide_workload",

@@ -190,6 +190,13 @@ REGISTRY = {
                                         "pp": 2, "ep": 4},
         spoil=("model", "gpu", "prompt_tokens", "tp", "pp", "ep", "ep_bandwidth"),
         valid={"prompt_tokens": CONTEXT_OK, "ep_bandwidth": OPTIONAL}),
+    "layouts": _entry(
+        rk.layouts, kwargs={"model": M, "gpu": G, "n_gpus": 4, "batch_size": 8,
+                            "context_length": 100, "prompt_tokens": 64},
+        spoil=("model", "gpu", "n_gpus", "batch_size", "context_length", "prompt_tokens",
+               "micro_batches", "max_tp", "reserve", "p2p_bandwidth"),
+        valid={"context_length": CONTEXT_OK, "prompt_tokens": CONTEXT_OK + OPTIONAL,
+               "micro_batches": OPTIONAL, "p2p_bandwidth": OPTIONAL, "reserve": ("zero",)}),
     "StaticBatcher": _entry(rk.StaticBatcher, kwargs={"batch_size": 4}, spoil=("batch_size",)),
     "ContinuousBatcher": _entry(rk.ContinuousBatcher, kwargs={"max_num_seqs": 4},
                                 spoil=("max_num_seqs", "kv_budget_tokens", "block_size",

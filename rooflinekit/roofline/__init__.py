@@ -26,7 +26,13 @@ from rooflinekit.roofline.latency import (
                                           prefill_time,
                                           request_latency,
 )
-from rooflinekit.roofline.layout import layout_decode_step_time, layout_prefill_time
+from rooflinekit.roofline.layout import (
+    MAX_GPUS,
+    MAX_TP,
+    layout_decode_step_time,
+    layout_prefill_time,
+    layouts,
+)
 from rooflinekit.roofline.options import OPTION_DEFAULTS, read_options
 from rooflinekit.roofline.speculative import (
                                           speculative_speedup,
@@ -72,5 +78,6 @@ __all__ = [
     "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
     "decode_roofline", "tp_scaling", "energy_per_token",
     "speculative_tokens_per_step", "verification_step_time", "speculative_step_time",
-    "speculative_speedup", "layout_decode_step_time", "layout_prefill_time",
+    "speculative_speedup", "layout_decode_step_time", "layout_prefill_time", "layouts",
+    "MAX_GPUS", "MAX_TP",
 ]

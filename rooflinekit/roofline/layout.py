@@ -12,8 +12,9 @@ layout's memory and traffic formulas live in :mod:`rooflinekit.parallel`.
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
-from rooflinekit import parallel
+from rooflinekit import memory, parallel
 from rooflinekit._validation import (
     check_integer,
     check_nonnegative,
@@ -26,7 +27,14 @@ from rooflinekit.hardware import GPU
 from rooflinekit.roofline.latency import decode_step_time, prefill_time
 from rooflinekit.roofline.options import allreduce_model
 
-__all__ = ["layout_decode_step_time", "layout_prefill_time"]
+__all__ = ["layout_decode_step_time", "layout_prefill_time", "layouts", "MAX_GPUS", "MAX_TP"]
+
+#: Most GPUs :func:`layouts` enumerates: 2**20, beyond any fleet one deployment spans.
+MAX_GPUS = 2**20
+
+#: Largest tensor-parallel degree :func:`layouts` lists by default: the GPUs of one HGX/DGX-style
+#: node, the reach of the fast link the all-reduce is timed on.
+MAX_TP = 8
 
 
 def _optional(check, name, value):
@@ -205,3 +213,154 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, p2p_band
         return group
     return (group + _all_to_all_time(model, gpu, prompt_tokens, ep, links, activation_dtype)
             + _p2p_time(model, gpu, prompt_tokens, pp, links, bytes_per_element(activation_dtype)))
+
+
+def _divisors(n):
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
+
+
+def _valid(model, **degrees):
+    try:
+        parallel.check_layout(model, **degrees)
+    except ValueError:
+        return False
+    return True
+
+
+def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens=None,
+            micro_batches=None, max_tp=MAX_TP, reserve=memory.DEFAULT_RESERVE, p2p_bandwidth=None,
+            p2p_latency=None, ep_bandwidth=None, **step_options) -> xr.Dataset:
+    """Every layout a model can take on ``n_gpus`` GPUs, with its memory, ITL and throughput.
+
+    Parameters
+    ----------
+    model, gpu : ModelShape, GPU
+        The model, and one accelerator of the fleet.
+    n_gpus : int
+        GPUs to use, all of them: ``tp × pp × dp = n_gpus`` [1], in [1, :data:`MAX_GPUS`].
+    batch_size : int
+        Sequences decoding together in each replica [1], ≥ 1.
+    context_length : int
+        Tokens of context each sequence attends to [tokens], ≥ 0.
+    prompt_tokens : int, optional
+        A prompt to time the prefill (TTFT without queueing) of [tokens], ≥ 0; default none.
+    micro_batches : int, optional
+        Pipeline micro-batches [1]; default ``min(pp, batch_size)`` (every stage busy).
+    max_tp : int
+        Largest tensor-parallel degree listed [1], default :data:`MAX_TP` (one node).
+    reserve : float
+        Fraction of what the weights leave that is kept back for activations [1], in [0, 1).
+    p2p_bandwidth, p2p_latency, ep_bandwidth : float, optional
+        Link overrides, as in :func:`layout_decode_step_time`.
+    **step_options
+        The step options of :func:`rooflinekit.roofline.decode_step_time`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Along ``layout`` (coordinates ``tp``, ``pp``, ``ep``, ``dp``), ordered by ``tp``, ``pp``,
+        ``ep``: ``weight_bytes_per_gpu`` [bytes], ``kv_budget_tokens`` of one replica [tokens],
+        ``max_concurrent_sequences`` at ``context_length`` [1], ``weights_fit``, ``fits`` (the
+        weights and ``batch_size`` sequences of ``context_length``), ``decode_step_time`` [s],
+        ``tokens_per_second`` of one replica, ``fleet_tokens_per_second`` of the ``dp``
+        replicas and ``tokens_per_second_per_gpu`` [tokens/s]; ``prefill_time`` [s] with
+        ``prompt_tokens``. Times are given for layouts that do not fit too (what they would be).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``tp = pp = 1``, ``dp = n_gpus`` is always a layout).
+
+    Notes
+    -----
+    A layout is ``(tp, pp, ep, dp)`` with ``tp · pp · dp = n_gpus`` that
+    :func:`rooflinekit.parallel.check_layout` accepts; ``ep`` runs over the divisors of
+    ``tp · dp`` for a MoE model (1 for a dense one). Memory is
+    :func:`rooflinekit.parallel.layout_memory`: a replica's KV budget is its per-GPU usable bytes
+    over its per-GPU KV bytes per token, ``max_concurrent_sequences = ⌊budget / C⌋`` (``C ≥ 1``).
+    Time is :func:`layout_decode_step_time` (ITL) at ``batch_size`` per replica; a replica makes
+    ``B / ITL`` tokens/s and the fleet ``dp`` times that. Replicas are independent: the
+    fleet's rate assumes traffic balanced over them.
+
+    See Also
+    --------
+    layout_decode_step_time, layout_prefill_time, rooflinekit.parallel.layout_memory
+    """
+    n_gpus = whole_number("n_gpus", n_gpus, lo=1)
+    if n_gpus > MAX_GPUS:
+        raise ValueError(f"n_gpus must be at most 2**20 = {MAX_GPUS:,}; got {n_gpus:,}")
+    batch_size = whole_number("batch_size", batch_size, lo=1)
+    context_length = whole_number("context_length", context_length, lo=0)
+    if prompt_tokens is not None:
+        prompt_tokens = whole_number("prompt_tokens", prompt_tokens, lo=0)
+    if micro_batches is not None:
+        micro_batches = whole_number("micro_batches", micro_batches, lo=1)
+        if micro_batches > batch_size:
+            raise ValueError(f"micro_batches must be at most batch_size={batch_size} (one "
+                             f"sequence per micro-batch); got {micro_batches}")
+    max_tp = whole_number("max_tp", max_tp, lo=1)
+    links = {"p2p_bandwidth": p2p_bandwidth, "p2p_latency": p2p_latency,
+             "ep_bandwidth": ep_bandwidth}
+    _check(model, gpu, 1, 1, 1, 1, links, step_options)
+    found = []
+    for tp in (d for d in _divisors(n_gpus) if d <= max_tp):
+        for pp in _divisors(n_gpus // tp):
+            dp = n_gpus // (tp * pp)
+            # experts shard within a replica's tensor-parallel group, as the step times take
+            # them (attention data-parallel over replicas with experts across them is not listed)
+            eps = _divisors(tp) if model.is_moe else [1]
+            found += [(tp, pp, ep, dp) for ep in eps
+                      if _valid(model, tp=tp, pp=pp, ep=ep, dp=dp)]
+    rows = {name: [] for name in ("weight_bytes_per_gpu", "kv_budget_tokens",
+                                  "max_concurrent_sequences", "weights_fit", "fits",
+                                  "decode_step_time", "prefill_time")}
+    for tp, pp, ep, dp in found:
+        mem = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep, dp=dp, reserve=reserve)
+        budget = np.floor(mem.usable_kv_bytes / mem.kv_bytes_per_token)
+        most = np.floor(budget / max(context_length, 1))
+        m = min(pp, batch_size) if micro_batches is None else micro_batches
+        rows["weight_bytes_per_gpu"].append(mem.weight_bytes)
+        rows["kv_budget_tokens"].append(budget)
+        rows["max_concurrent_sequences"].append(most)
+        rows["weights_fit"].append(mem.usable_kv_bytes > 0)
+        rows["fits"].append(mem.usable_kv_bytes > 0 and batch_size <= most)
+        rows["decode_step_time"].append(float(layout_decode_step_time(
+            model, gpu, batch_size, context_length, tp=tp, pp=pp, ep=ep, micro_batches=m,
+            **links, **step_options)))
+        rows["prefill_time"].append(np.nan if prompt_tokens is None else float(
+            layout_prefill_time(model, gpu, prompt_tokens, tp=tp, pp=pp, ep=ep, **links,
+                                **step_options)))
+    degrees = np.array(found, dtype=np.int64)
+    itl = np.array(rows["decode_step_time"])
+    replica = batch_size / itl
+    fleet = replica * degrees[:, 3]
+    attrs = {
+        "weight_bytes_per_gpu": ("bytes", "weight bytes per GPU"),
+        "kv_budget_tokens": ("tokens", "KV cache budget of one replica"),
+        "max_concurrent_sequences": ("1", "max concurrent sequences per replica"),
+        "weights_fit": ("1", "each GPU holds its weights and a KV budget"),
+        "fits": ("1", "the batch fits in each replica's KV budget"),
+        "decode_step_time": ("s", "decode step time (ITL)"),
+        "prefill_time": ("s", "prefill time (TTFT without queueing)"),
+        "tokens_per_second": ("tokens/s", "decode throughput per replica"),
+        "fleet_tokens_per_second": ("tokens/s", "decode throughput of all replicas"),
+        "tokens_per_second_per_gpu": ("tokens/s", "decode throughput per GPU"),
+    }
+    values = {**rows, "tokens_per_second": replica, "fleet_tokens_per_second": fleet,
+              "tokens_per_second_per_gpu": fleet / n_gpus}
+    if prompt_tokens is None:
+        del values["prefill_time"]
+    dtypes = {"max_concurrent_sequences": np.int64, "kv_budget_tokens": np.int64,
+              "weights_fit": bool, "fits": bool}
+    data = {name: ("layout", np.asarray(v, dtype=dtypes.get(name, float)),
+                   {"units": attrs[name][0], "long_name": attrs[name][1]})
+            for name, v in values.items()}
+    coords = {name: ("layout", degrees[:, k], {"units": "1", "long_name": long_name})
+              for k, (name, long_name) in enumerate((
+                  ("tp", "tensor-parallel degree"), ("pp", "pipeline stages"),
+                  ("ep", "expert-parallel degree"), ("dp", "replicas (data parallel)")))}
+    return xr.Dataset(data, coords=coords, attrs={
+        "model": model.name, "gpu": gpu.name, "n_gpus": n_gpus, "batch_size": batch_size,
+        "context_length": context_length,
+        **({} if prompt_tokens is None else {"prompt_tokens": prompt_tokens})})
