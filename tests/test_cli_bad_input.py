@@ -73,6 +73,11 @@ BAD = [
     (PLAN + ["--prompt-mean", "999.5"], "--prompt-mean"),
     (PLAN + ["--gpus", "h100,no-such-gpu"], "no-such-gpu"),
     (SWEEP + ["--max-model-len", "1:99999999999999"], "--max-model-len"),
+    (["layouts", "llama-3.1-8b", "h100", "--num-gpus", "0"], "--num-gpus"),
+    (["layouts", "llama-3.1-8b", "h100", "--num-gpus", "99999999"], "--num-gpus"),
+    (["layouts", "llama-3.1-8b", "h100", "--num-gpus", "8", "--batch-size", "2",
+      "--micro-batches", "4"], "--micro-batches"),
+    (["layouts", "llama-3.1-8b", "h100"], "--num-gpus"),
     # refused configurations and outputs
     (["capacity", "guide-70b", "lab", "--tp", "3"], "--tensor-parallel-size"),
     (CAP + ["--output", "result.xlsx"], "--output"),

@@ -19,6 +19,7 @@ RUNS = {
     "guide": ["guide", "--section", "memory"],
     "catalog": ["catalog", "gpus", "h100", "l40s"],
     "capacity": ["capacity", "guide-70b", "lab", "--tp", "8"],
+    "layouts": ["layouts", "llama-3.1-8b", "h100", "--num-gpus", "4", "--input-len", "100"],
     "price": ["price", "--input-price", "3", "--output-price", "12", "--output-fraction", "0.1",
               "0.5"],
     "simulate": ["simulate"],

@@ -305,6 +305,28 @@ def test_tp_scaling_rejects_bad_input(guide_model, lab_gpu, kwargs, error):
         plot_tp_scaling(guide_model, lab_gpu, **kwargs)
 
 
+def test_layouts_draws_every_layout_it_lists():
+    from rooflinekit import catalog
+    model, gpu = catalog.model("Llama-3.1-70B"), catalog.gpu("H100-SXM-80GB")
+    ax = plotting.plot_layouts(model, gpu, 8, batch_size=16, context_length=2048)
+    table = roofline.layouts(model, gpu, 8, batch_size=16, context_length=2048)
+    fitting, not_fitting = ax.collections
+    np.testing.assert_allclose(fitting.get_offsets()[:, 0],
+                               table.decode_step_time.values[table.fits.values] * 1e3)
+    np.testing.assert_allclose(not_fitting.get_offsets()[:, 1],
+                               table.tokens_per_second_per_gpu.values[~table.fits.values])
+    assert len(ax.texts) == table.sizes["layout"]
+
+
+@pytest.mark.parametrize("kwargs, error", [({"n_gpus": 0}, ValueError), ({"ax": 3}, TypeError)])
+def test_layouts_rejects_bad_input(kwargs, error):
+    from rooflinekit import catalog
+    args = {"model": catalog.model("Llama-3.1-8B"), "gpu": catalog.gpu("H100-SXM-80GB"),
+            "n_gpus": 4} | kwargs
+    with pytest.raises(error):
+        plotting.plot_layouts(**args)
+
+
 def test_importing_plotting_does_not_import_matplotlib():
     import subprocess
     import sys

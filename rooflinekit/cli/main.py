@@ -18,6 +18,7 @@ from rooflinekit.cli import (
     capacity,
     catalog,
     guide,
+    layouts,
     plan,
     price,
     simulate,
@@ -28,7 +29,7 @@ from rooflinekit.cli._output import check_output_path
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: The commands, in the order ``rooflinekit --help`` lists them.
-COMMANDS = (guide, catalog, capacity, price, simulate, sweep, plan, calibrate)
+COMMANDS = (guide, catalog, capacity, layouts, price, simulate, sweep, plan, calibrate)
 
 
 class _Parser(argparse.ArgumentParser):

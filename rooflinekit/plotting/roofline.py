@@ -9,7 +9,7 @@ import numpy as np
 from rooflinekit import parallel, roofline
 from rooflinekit.plotting._axes import _axes, _check_ax, _labelled, _one_d
 
-__all__ = ["plot_roofline", "plot_tp_scaling"]
+__all__ = ["plot_roofline", "plot_tp_scaling", "plot_layouts"]
 
 
 def plot_roofline(model, gpu, batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), context_length=0,
@@ -178,5 +178,61 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
     name = getattr(model, "name", "model")
     ax.set_title(f"{name} on {gpu.name}: batch {int(batch_size)}, context "
                  f"{int(context_length):,} — communication makes scaling sub-linear")
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def plot_layouts(model, gpu, n_gpus, batch_size=32, context_length=4096, ax=None, **options):
+    """Every layout of a model on ``n_gpus`` GPUs: its ITL against the fleet's tokens/s per GPU.
+
+    Parameters
+    ----------
+    model, gpu : ModelShape, GPU
+        The model, and one accelerator of the fleet.
+    n_gpus : int
+        GPUs the layouts use, all of them [1].
+    batch_size, context_length : int
+        Sequences decoding together in each replica [1], and their context [tokens].
+    ax : matplotlib.axes.Axes, optional
+        Where to draw.
+    **options
+        Passed to :func:`rooflinekit.roofline.layouts` (``micro_batches``, ``max_tp``, step
+        options).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One point per layout from :func:`rooflinekit.roofline.layouts`, labelled
+        ``tp×pp`` (``×ep`` for expert parallelism) and its replicas: filled where the batch fits
+        the KV budget, hollow and grey where it does not. Lower and higher is better: the
+        upper-left points are the layouts worth comparing.
+    """
+    _check_ax(ax)
+    ds = roofline.layouts(model, gpu, n_gpus, batch_size=batch_size,
+                          context_length=context_length, **options)
+    ax = _axes(ax)
+    itl = ds["decode_step_time"].values * 1e3
+    per_gpu = ds["tokens_per_second_per_gpu"].values
+    fits = ds["fits"].values
+    ax.scatter(itl[fits], per_gpu[fits], color="C0", zorder=3, label="the batch fits")
+    ax.scatter(itl[~fits], per_gpu[~fits], facecolors="none", edgecolors="grey", zorder=3,
+               label="does not fit (weights or KV)")
+    for i in range(ds.sizes["layout"]):
+        tp, pp, ep, dp = (int(ds[k][i]) for k in ("tp", "pp", "ep", "dp"))
+        label = f"{tp}×{pp}" + (f"×ep{ep}" if ep > 1 else "") + f" ({dp}r)"
+        ax.annotate(label, (itl[i], per_gpu[i]), xytext=(4, 3), textcoords="offset points",
+                    fontsize=7, color="black" if fits[i] else "grey")
+    from matplotlib.ticker import FormatStrFormatter
+
+    ax.set_xscale("log")
+    for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+        axis(FormatStrFormatter("%g"))          # 6, 10, 20 ms rather than 6×10⁰
+    ax.tick_params(axis="x", which="minor", labelsize=7)
+    ax.set_xlabel("decode step time (ITL) [ms]")
+    ax.set_ylabel("decode throughput per GPU [tokens/s]")
+    ax.set_ylim(0, per_gpu.max() * 1.15)         # room above the top points for their labels
+    ax.legend(loc="best", fontsize=8, title="tp×pp (replicas)", title_fontsize=8)
+    ax.set_title(f"{getattr(model, 'name', 'model')} on {int(n_gpus)} × {gpu.name}: batch "
+                 f"{int(batch_size)} per replica, context {int(context_length):,}")
     ax.grid(True, alpha=0.3)
     return ax

@@ -1,0 +1,100 @@
+"""``rooflinekit layouts``: every tensor × pipeline × expert × data-parallel layout of a model
+on N GPUs, with its memory, ITL and throughput (:func:`rooflinekit.roofline.layouts`)."""
+
+from __future__ import annotations
+
+from rooflinekit import calibrate, catalog, roofline
+from rooflinekit.cli._args import (
+    COMMAND_API,
+    add_flag,
+    add_output_flags,
+    apply_dtypes,
+    nonnegative_int,
+    positive_int,
+    whole_number,
+)
+from rooflinekit.cli._output import emit, print_table
+from rooflinekit.units import GiB, MS
+
+__all__ = list(COMMAND_API)
+
+NAME = "layouts"
+HELP = "every tp × pp × ep × dp layout of a model on N GPUs"
+DESCRIPTION = ("Every layout of a model on N GPUs (tensor parallel within a node, pipeline "
+               "stages, experts, replicas): memory per GPU, whether the batch fits, ITL, and "
+               "tokens/s per replica and for the whole fleet; fastest fleet first.")
+EPILOG = """examples:
+  rooflinekit layouts llama-3.1-405b h100 --num-gpus 16 --batch-size 32 --max-model-len 4096
+  rooflinekit layouts mixtral-8x7b h100 --num-gpus 8 --input-len 2000 --csv
+"""
+
+#: Each column: (record key, heading with its unit).
+_COLUMNS = (("tp", "tp"), ("pp", "pp"), ("ep", "ep"), ("dp", "replicas"),
+            ("fits", "fits"), ("weight_gib_per_gpu", "weights/GPU [GiB]"),
+            ("kv_budget_tokens", "KV/replica [tokens]"),
+            ("max_concurrent_sequences", "max seqs/replica"),
+            ("decode_step_time_ms", "ITL [ms]"), ("ttft_ms", "TTFT [ms]"),
+            ("tokens_per_s", "tokens/s/replica"), ("fleet_tokens_per_s", "fleet tokens/s"),
+            ("tokens_per_s_per_gpu", "tokens/s/GPU"))
+
+
+def add_arguments(parser) -> None:
+    add_flag(parser, "--model", positional=True)
+    add_flag(parser, "--gpu", positional=True)
+    parser.add_argument("--num-gpus", type=whole_number(1, roofline.MAX_GPUS), required=True,
+                        metavar="GPUS", help="GPUs the layouts use, all of them")
+    parser.add_argument("--batch-size", type=positive_int, default=32, metavar="SEQUENCES",
+                        help="sequences decoding together in each replica (32)")
+    add_flag(parser, "--max-model-len", default=4096,
+             help="context each sequence attends to and holds in KV [tokens] (4096)")
+    parser.add_argument("--input-len", type=nonnegative_int, metavar="TOKENS",
+                        help="a prompt to time the prefill (TTFT without queueing) of")
+    parser.add_argument("--micro-batches", type=positive_int, metavar="M",
+                        help="pipeline micro-batches (default: the stages, every stage busy)")
+    parser.add_argument("--max-tp", type=positive_int, default=roofline.MAX_TP, metavar="TP",
+                        help=f"largest tensor-parallel degree listed ({roofline.MAX_TP}: "
+                             f"one node)")
+    add_flag(parser, "--workspace-fraction")
+    add_flag(parser, "--dtype")
+    add_flag(parser, "--kv-cache-dtype")
+    add_flag(parser, "--allreduce")
+    add_output_flags(parser)
+
+
+def run(args, out) -> int:
+    model = apply_dtypes(catalog.resolve_model(args.model), args)
+    gpu = catalog.gpu(args.gpu)
+    if args.micro_batches is not None and args.micro_batches > args.batch_size:
+        raise ValueError(f"--micro-batches {args.micro_batches} exceeds --batch-size "
+                         f"{args.batch_size} (one sequence per micro-batch at least)")
+    reserve = {} if args.workspace_fraction is None else {"reserve": args.workspace_fraction}
+    ds = roofline.layouts(model, gpu, args.num_gpus, batch_size=args.batch_size,
+                          context_length=args.max_model_len, prompt_tokens=args.input_len,
+                          micro_batches=args.micro_batches, max_tp=args.max_tp,
+                          allreduce=args.allreduce, **reserve)
+    # fitting layouts first, the fastest fleet first among them
+    order = sorted(range(ds.sizes["layout"]),
+                   key=lambda i: (not bool(ds.fits[i]), -float(ds.fleet_tokens_per_second[i])))
+    records = []
+    for i in order:
+        row = {"model": model.name, "gpu": gpu.name,
+               **{k: int(ds[k][i]) for k in ("tp", "pp", "ep", "dp")},
+               "fits": bool(ds.fits[i]),
+               "weight_gib_per_gpu": float(ds.weight_bytes_per_gpu[i]) / GiB,
+               "kv_budget_tokens": int(ds.kv_budget_tokens[i]),
+               "max_concurrent_sequences": int(ds.max_concurrent_sequences[i]),
+               "decode_step_time_ms": float(ds.decode_step_time[i]) / MS,
+               "tokens_per_s": float(ds.tokens_per_second[i]),
+               "fleet_tokens_per_s": float(ds.fleet_tokens_per_second[i]),
+               "tokens_per_s_per_gpu": float(ds.tokens_per_second_per_gpu[i])}
+        if "prefill_time" in ds:
+            row["ttft_ms"] = float(ds.prefill_time[i]) / MS
+        records.append(row)
+
+    def text(out):
+        out.write(f"{model.name} on {args.num_gpus} × {gpu.name}: batch {args.batch_size} of "
+                  f"{args.max_model_len:,} tokens per replica\n")
+        columns = [(k, h) for k, h in _COLUMNS if k in records[0]]
+        print_table([h for _, h in columns], [[r[k] for k, _ in columns] for r in records], out)
+        out.write(f"timing: {calibrate.IDEAL}\n")
+    return emit(args, out, records, text=text, dataset=ds)
