@@ -63,3 +63,19 @@ def test_a_model_that_does_not_fit_serves_nowhere():
 def test_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         rk.plan_disaggregated(TRAFFIC, SLO, **SMALL, **kwargs)
+
+
+def test_the_figure_draws_one_bar_per_split():
+    import matplotlib
+    matplotlib.use("Agg")
+    from rooflinekit.plotting import plot_disaggregated
+
+    ds = rk.plan_disaggregated(TRAFFIC, SLO, splits=[(1, 1), (2, 1)], **SMALL)
+    ax = plot_disaggregated(ds)
+    heights = [p.get_height() for p in ax.patches]
+    np.testing.assert_allclose(heights, ds.rate_per_gpu.values)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [AGGREGATED, "1P1D", "2P1D"]
+    with pytest.raises(TypeError, match="plan_disaggregated"):
+        plot_disaggregated(ds.drop_vars("gpus"))
+    with pytest.raises(TypeError, match="ax"):
+        plot_disaggregated(ds, ax="here")
