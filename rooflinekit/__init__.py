@@ -46,6 +46,7 @@ from rooflinekit.planning import (
                                 decision_table,
                                 optimal_floor,
                                 plan,
+                                plan_disaggregated,
                                 plan_with_spillover,
 )
 from rooflinekit.pricing import (
@@ -122,7 +123,7 @@ __all__ = [
     "blended_price", "break_even", "crossover_volume", "cheapest_option",
     "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
     # capacity under load
-    "Traffic", "SLO", "plan", "cheapest_plan", "decision_table",
+    "Traffic", "SLO", "plan", "cheapest_plan", "decision_table", "plan_disaggregated",
     # sweeps
     "best_configuration", "best_tp", "cheapest_configuration", "pareto_front",
     # calibration

@@ -13,6 +13,8 @@ CAP = ["capacity", "guide-70b", "lab", "--tp", "8"]
 PRICE = ["price", "--input-price", "3", "--output-price", "12", "--output-fraction", "0.1"]
 PLAN = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "5", "--prompt-mean", "1000",
         "--output-mean", "200", "--ttft", "1", "--replicates", "2", "--requests", "20"]
+DIS = ["disaggregated", "llama-3.1-8b", "--gpu", "h100", "--rate", "5", "--prompt-mean", "1000",
+       "--output-mean", "200", "--ttft", "1", "--replicates", "2", "--requests", "20"]
 SWEEP = ["sweep", "--models", "guide-70b", "--gpus", "h100", "--no-progress"]
 CAL = ["calibrate", str(Path(__file__).parent / "data" / "measurements" / "public.csv"),
        "--resamples", "2"]
@@ -84,6 +86,15 @@ BAD = [
     (CAP + ["--json", "--csv"], "--csv"),
     (["catalog", "prices", "no-such-row"], "no-such-row"),
     (["catalog", "gpus", "--output", "gpus"], "--output"),
+    (DIS + ["--splits", "0P1D"], "--splits"),
+    (DIS + ["--splits", "1P1D,one"], "--splits"),
+    (DIS + ["--gpu-budget", "1"], "--gpu-budget"),
+    (DIS + ["--gpu-budget", "4", "--splits", "1P1D"], "--splits"),
+    (DIS, "--gpu-budget"),
+    (DIS + ["--splits", "1P1D,1P1D"], "repeat"),
+    (DIS + ["--splits", "1P1D", "--link-bandwidth", "0"], "--link-bandwidth"),
+    (DIS + ["--splits", "1P1D", "--link-latency", "-1"], "--link-latency"),
+    (DIS + ["--splits", "1P1D", "--gpu", "no-such-gpu"], "no-such-gpu"),
 ]
 
 

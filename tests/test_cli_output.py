@@ -27,6 +27,9 @@ RUNS = {
               "--max-model-len", "1024", "--batch-size", "1,8", "--no-progress"],
     "plan": ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "2", "--prompt-mean", "200",
              "--output-mean", "50", "--itl", "0.05", "--replicates", "2", "--requests", "40"],
+    "disaggregated": ["disaggregated", "llama-3.1-8b", "--gpu", "h100", "--splits", "1P1D",
+                      "--rate", "2", "--prompt-mean", "200", "--output-mean", "50", "--itl",
+                      "0.05", "--replicates", "2", "--requests", "40"],
     "calibrate": ["calibrate", "tests/data/measurements/public.csv", "--resamples", "2",
                   "--phase", "decode", "--fit", "step_overhead"],
 }

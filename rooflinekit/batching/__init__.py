@@ -3,6 +3,8 @@
 - :mod:`~rooflinekit.batching.batchers`: :class:`StaticBatcher`, :class:`ContinuousBatcher`,
   :func:`simulate`, :func:`monte_carlo` and :func:`run_replicates` (validation, random draws, the KV budget and the
   step clock, computed before the kernel runs);
+- :mod:`~rooflinekit.batching.disaggregated`: :class:`DisaggregatedBatcher`, prefill and decode
+  pools of continuous batchers with the KV sent between them;
 - :mod:`~rooflinekit.batching.results`: per-request and summary Datasets;
 - ``_kernels`` (numba, imported on first run) and ``_reference`` (plain Python, the
   specification the kernels match bit for bit).
@@ -18,6 +20,7 @@ from rooflinekit.batching.batchers import (
                                            run_replicates,
                                            simulate,
 )
+from rooflinekit.batching.disaggregated import POOLS, DisaggregatedBatcher
 from rooflinekit.batching.results import (
                                            IDEAL,
                                            REASON_KV_BUDGET,
@@ -28,5 +31,5 @@ from rooflinekit.batching.results import (
 )
 
 __all__ = ["IDEAL", "MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
-           "replicate_seed",
+           "replicate_seed", "DisaggregatedBatcher", "POOLS",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]

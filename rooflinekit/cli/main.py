@@ -17,6 +17,7 @@ from rooflinekit.cli import (
     calibrate,
     capacity,
     catalog,
+    disaggregated,
     guide,
     layouts,
     plan,
@@ -29,7 +30,8 @@ from rooflinekit.cli._output import check_output_path
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: The commands, in the order ``rooflinekit --help`` lists them.
-COMMANDS = (guide, catalog, capacity, layouts, price, simulate, sweep, plan, calibrate)
+COMMANDS = (guide, catalog, capacity, layouts, price, simulate, sweep, plan, disaggregated,
+            calibrate)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -19,7 +19,8 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
 
-__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
+__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "TRAFFIC_FLAGS", "add_arguments", "run",
+           "targets_text", "traffic_and_slo"]
 
 NAME = "plan"
 HELP = "traffic + latency SLO -> replicas, GPUs, $/month, and the buying decision"
@@ -111,20 +112,26 @@ def _rows(ds):
     return rows
 
 
-def run(args, out) -> int:
+def traffic_and_slo(args):
+    """The ``Traffic`` and ``SLO`` of the traffic and target flags (:data:`TRAFFIC_FLAGS`)."""
     for flag, mean in (("--prompt-mean", args.prompt_mean), ("--output-mean", args.output_mean)):
         if args.spread == 0 and mean != round(mean):   # every request alike: whole tokens
             raise ValueError(f"{flag} must be a whole number of tokens with --spread 0, "
                              f"got {mean:g}")
-    model = apply_dtypes(catalog.resolve_model(args.model), args)
-    gpus = [g for names in args.gpus for g in names]
-    for name in gpus:
-        catalog.gpu(name)
     traffic = planning.Traffic(
         args.rate, _lengths(args.prompt_mean, args.spread),
         _lengths(args.output_mean, args.spread),
         arrival="poisson" if args.burstiness is None else "gamma", burstiness=args.burstiness)
-    slo = planning.SLO(ttft=args.ttft, itl=args.itl, e2e=args.e2e, quantile=args.quantile)
+    return traffic, planning.SLO(ttft=args.ttft, itl=args.itl, e2e=args.e2e,
+                                 quantile=args.quantile)
+
+
+def run(args, out) -> int:
+    traffic, slo = traffic_and_slo(args)
+    model = apply_dtypes(catalog.resolve_model(args.model), args)
+    gpus = [g for names in args.gpus for g in names]
+    for name in gpus:
+        catalog.gpu(name)
     payg = pricing.payg_price(args.payg)
     provisioned = None if args.provisioned is None else \
         pricing.provisioned_example(args.provisioned)
@@ -153,7 +160,7 @@ def run(args, out) -> int:
 
     def text(out):
         out.write(f"{model.name}: peak {args.rate:g} requests/s, {slo.quantile:.0%} of "
-                  f"requests within {_targets(slo)}; {ds.attrs['model_quality']}\n")
+                  f"requests within {targets_text(slo)}; {ds.attrs['model_quality']}\n")
         headers = ("GPU", "TP", "max seqs", "max rate [req/s]", "band [req/s]", "replicas",
                    "GPUs", "cost [USD/month]", "cost [USD/1M tokens]", "p95 TTFT [s]",
                    "p95 ITL [s]", "binding")
@@ -173,6 +180,14 @@ def run(args, out) -> int:
     return emit(args, out, rows, text=text, payload=payload, dataset=ds)
 
 
-def _targets(slo) -> str:
+#: The flags of the traffic, the SLO and the search, shared with ``rooflinekit disaggregated``.
+TRAFFIC_FLAGS = tuple(f for f in _FLAGS if f[0] in (
+    "--rate", "--prompt-mean", "--output-mean", "--spread", "--burstiness", "--ttft", "--itl",
+    "--e2e", "--quantile", "--headroom", "--replicates", "--requests", "--seed",
+    "--calibration"))
+
+
+def targets_text(slo) -> str:
+    """The SLO's targets in words, for a table's title."""
     names = {"ttft": "TTFT", "itl": "ITL", "e2e": "end-to-end"}
     return ", ".join(f"{names[k]} {v:g} s" for k, v in slo.targets.items()) or "no target"

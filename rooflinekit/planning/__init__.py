@@ -8,6 +8,8 @@
   the fleet it implies and its monthly cost;
 - :mod:`~rooflinekit.planning.decision`: :func:`cheapest_plan` and :func:`decision_table`
   (self-hosted fleet, pay-as-you-go, provisioned, provisioned + spillover; the §7 gates);
+- :mod:`~rooflinekit.planning.disaggregated`: :func:`plan_disaggregated`, the best prefill/decode
+  split (xPyD) for a traffic against aggregated replicas;
 - :mod:`~rooflinekit.planning.spillover`: a dedicated floor plus pay-as-you-go spillover, and
   self-hosting volumes (guide §6.4–6.5).
 """
@@ -22,6 +24,7 @@ from rooflinekit.planning.decision import (
     cheapest_plan,
     decision_table,
 )
+from rooflinekit.planning.disaggregated import AGGREGATED, SPLIT, plan_disaggregated
 from rooflinekit.planning.fleet import (IDEAL, LATENCY_PERCENTILES, MEMORY_LIMIT, WORK_LIMIT,
                                        estimate_work, load_curve, plan)
 from rooflinekit.planning.spillover import (
@@ -41,6 +44,7 @@ from rooflinekit.planning.traffic import ARRIVALS, SECONDS_PER_MONTH, SLO, Traff
 __all__ = [
     "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH",
     "plan", "load_curve", "estimate_work", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
+    "plan_disaggregated", "AGGREGATED", "SPLIT",
     "max_rate", "draw_requests", "prefixes", "BINDINGS", "LOWEST_RATE_FRACTION",
     "cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",
     "PROVISIONED_SPILLOVER",

@@ -35,9 +35,16 @@ slightly optimistic, less so with more ``requests``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from rooflinekit.batching import ContinuousBatcher, replicate_seed, run_replicates
+from rooflinekit.batching import (
+    ContinuousBatcher,
+    DisaggregatedBatcher,
+    replicate_seed,
+    run_replicates,
+)
 
 __all__ = ["max_rate", "draw_requests", "prefixes", "BINDINGS", "LOWEST_RATE_FRACTION"]
 
@@ -122,8 +129,9 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
 
     Parameters
     ----------
-    batcher : ContinuousBatcher
-        One replica, on the roofline clock (times in seconds).
+    batcher : ContinuousBatcher or DisaggregatedBatcher
+        One replica (or one unit of prefill and decode pools), on the roofline clock (times in
+        seconds).
     slo : SLO
         The targets and their quantile.
     draws : tuple of ndarray
@@ -150,18 +158,20 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     n = arrival.shape[0]
     targets = _targets(slo)
     runs = 0
+    # a pair of pools simulates its rows itself, with run_replicates' signature
+    simulate = (batcher.run_replicates if isinstance(batcher, DisaggregatedBatcher)
+                else functools.partial(run_replicates, batcher))
 
     def evaluate(rows, rates):
         nonlocal runs
         runs += int(rows.sum())
-        ds = run_replicates(batcher, arrival[rows] / rates[rows, None], prompt[rows],
-                            output[rows], parallel=parallel, variables=_SEARCHED,
-                            **prefixes(draws, rows), **targets)
+        ds = simulate(arrival[rows] / rates[rows, None], prompt[rows], output[rows],
+                      parallel=parallel, variables=_SEARCHED, **prefixes(draws, rows), **targets)
         margins = _margins(ds, slo)
         return _meets(margins, int(rows.sum())), _failing(margins, ds["n_rejected"].values > 0)
 
-    busy = run_replicates(batcher, np.zeros_like(arrival), prompt, output, parallel=parallel,
-                          variables=_SATURATION, **prefixes(draws))
+    busy = simulate(np.zeros_like(arrival), prompt, output, parallel=parallel,
+                    variables=_SATURATION, **prefixes(draws))
     runs += n
     # The busy run drains at the end with a shrinking batch, which would understate the rate of
     # a full batch by up to max_num_seqs / requests; Little's law on the full batch (its size

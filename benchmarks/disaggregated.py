@@ -1,0 +1,72 @@
+"""asv benchmarks of disaggregated serving: the pools' simulation against one aggregated batcher.
+
+Both run on the same workload in the same process, tick clock (a step's request-steps are its
+running sequences): ``DisaggregatedBatcher`` runs the prefill replicas' kernels, the transfer
+arithmetic and the decode replicas' kernels, and composes the results; the aggregated batcher is
+one kernel call. numba compiles (or loads its cache) in ``setup``.
+"""
+
+import time
+
+import numpy as np
+
+from rooflinekit.batching import ContinuousBatcher, DisaggregatedBatcher
+from rooflinekit.batching.batchers import _kernel_outputs
+from rooflinekit.workloads import Poisson, Uniform, WorkloadSpec, short_and_long
+
+_RUNNING_TIME = 4   # index of "running_time" in _reference.STAT_NAMES: slot-steps = request-steps
+_NO_TARGETS = (None, None, None)
+
+
+def _spec(n):
+    # the batching benchmarks' mix: 10-200 token prompts, Poisson arrivals
+    return WorkloadSpec(n, output=short_and_long(), prompt=Uniform(10, 200),
+                        arrival=Poisson(rate=0.3))
+
+
+def _best(fn, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+class DisaggregatedVsAggregated:
+    """Request-steps per second: 1P1D and 2P2D pools of 16-slot paged batchers, and one."""
+
+    params = ([1000, 5000], ["1P1D", "2P2D"])
+    param_names = ["n_requests", "split"]
+
+    def setup(self, n, split):
+        self.batcher = ContinuousBatcher(max_num_seqs=16, kv_budget_tokens=4000,
+                                         admission="paged")
+        x, y = int(split[0]), int(split[2])
+        self.pools = DisaggregatedBatcher(self.batcher, self.batcher, x, y, link_bandwidth=np.inf,
+                                          link_latency=2)
+        self.workload = _spec(n).sample(0)
+        self.timings = self.pools._timings()
+        self.pools._serve(_spec(10).sample(0), self.timings, _NO_TARGETS)        # compile
+        self.aggregated_steps = _kernel_outputs(self.batcher, self.workload)["stats"][
+            _RUNNING_TIME]
+        self.pool_steps = self._serve()[5][_RUNNING_TIME]
+
+    def _serve(self):
+        return self.pools._serve(self.workload, self.timings, _NO_TARGETS)[0]
+
+    def time_disaggregated(self, n, split):
+        self._serve()
+
+    def time_aggregated(self, n, split):
+        _kernel_outputs(self.batcher, self.workload)
+
+    def track_disaggregated_request_steps_per_second(self, n, split):
+        return self.pool_steps / _best(self._serve, 10)
+
+    def track_aggregated_request_steps_per_second(self, n, split):
+        return self.aggregated_steps / _best(lambda: _kernel_outputs(self.batcher, self.workload),
+                                             10)
+
+    track_disaggregated_request_steps_per_second.unit = "request-steps/s"
+    track_aggregated_request_steps_per_second.unit = "request-steps/s"

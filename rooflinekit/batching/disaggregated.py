@@ -1,0 +1,357 @@
+"""Disaggregated serving: a prefill pool and a decode pool of continuous batchers (xPyD).
+
+``DisaggregatedBatcher(prefill=ContinuousBatcher(...), decode=ContinuousBatcher(...),
+prefill_replicas=x, decode_replicas=y, link_bandwidth=...)`` serves a workload on ``x`` prefill
+replicas and ``y`` decode replicas, each one continuous batcher with its own slots and KV cache:
+
+1. *prefill*: request ``i`` goes to prefill replica ``i mod x`` (round-robin in arrival order),
+   which runs it with one output token, its first; the request holds its KV there until that token
+   (it retires at the end of that step);
+2. *transfer*: its prompt's KV goes over the link, :func:`rooflinekit.parallel.kv_transfer_time`
+   (``link_latency`` alone on the tick clock, which has no bytes per second, or with an infinite
+   ``link_bandwidth``);
+3. *decode*: it arrives at the decode pool when the transfer ends, the ``k``-th arrival at decode
+   replica ``k mod y`` (round-robin in order of arrival, ties by request), as a request of
+   ``prompt + 1`` tokens (the prompt and the first token) of which the prompt's KV came with it
+   (the batcher's ``arrived_kv_tokens``): its first step computes the first token's KV and yields
+   the second token; it then generates the rest, ``output - 1`` tokens in all. A one-token request
+   is done after prefill.
+
+The pools form a tandem queue *without backpressure*: the prefill pool releases a request's KV
+when its first token is out, whatever the decode pool's state, and a request waits for decode
+slots or blocks in the decode pool's queue, not in the prefill pool's memory. Each pool keeps its
+own KV within its budget; a request whose final length can never fit a pool is rejected by that
+pool (``rejected_in``), on arrival there.
+
+Results are those of :meth:`ContinuousBatcher.run <rooflinekit.batching.ContinuousBatcher.run>`
+for the whole request: admission and the first token from the prefill pool (TTFT = prefill
+queueing + prefill), the finish from the decode pool (ITL and end-to-end latency), preemptions of
+both. Run summaries are fleet totals: counts, busy time and occupancy integrals summed over every
+replica of both pools, peaks summed over the replicas (a bound on the fleet's simultaneous peak),
+slots and the KV budget summed likewise. Every inter-token gap is counted in ``token_gaps`` and
+the attainment, the hand-off gap from the first to the second token (transfer and decode
+queueing) included; the gap percentiles are the decode replicas' own (the largest of them where
+there are several, an upper bound of the pooled percentile of those gaps), which leave out the
+hand-off gaps.
+
+What is not modelled: backpressure (a full decode pool does not stall prefill); transfer
+contention (each transfer has the link to itself) and overlap with prefill layer by layer;
+prefix sharing in the decode pool (arrived KV is held per sequence); load-aware routing.
+
+References
+----------
+.. [1] Zhong et al., "DistServe: Disaggregating Prefill and Decoding for Goodput-optimized Large
+       Language Model Serving", OSDI 2024.
+.. [2] Patel et al., "Splitwise: Efficient Generative LLM Inference Using Phase Splitting",
+       ISCA 2024.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import xarray as xr
+
+from rooflinekit import dims
+from rooflinekit._validation import check_bool, check_keys, real_number, whole_number
+from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
+from rooflinekit.batching.batchers import (
+    MEMORY_LIMIT,
+    WORK_LIMIT,
+    ContinuousBatcher,
+    _prefix_rows,
+    _replicate_rows,
+    _targets,
+)
+from rooflinekit.batching.results import (
+    SUMMARY_NAMES,
+    _model_quality,
+    _replicate_dataset,
+    _single_dataset,
+    _summaries,
+    _target_attrs,
+)
+from rooflinekit.parallel import kv_transfer_time
+from rooflinekit.workloads import Workload, coerce_workload
+
+__all__ = ["POOLS", "DisaggregatedBatcher"]
+
+#: The pools of a disaggregated fleet, as ``rejected_in`` names them.
+POOLS = ("prefill", "decode")
+
+_STAT = {name: k for k, name in enumerate(STAT_NAMES)}
+# statistics of a fleet: the latest end, the gap percentiles' largest, every other one summed
+_LATEST = (_STAT["end_time"],)
+_PERCENTILE_STATS = tuple(_STAT[f"token_itl_p{q}"] for q in GAP_PERCENTILES)
+
+
+@dataclasses.dataclass(frozen=True)
+class DisaggregatedBatcher:
+    """Prefill and decode on separate pools of continuous batchers, KV sent between them.
+
+    Parameters
+    ----------
+    prefill, decode : ContinuousBatcher
+        One replica of each pool (its slots, KV budget, chunking, GPU and TP); both on the same
+        clock and, on the roofline clock, the same model.
+    prefill_replicas, decode_replicas : int
+        Replicas of each pool [1], >= 1 (``x`` and ``y`` of xPyD).
+    link_bandwidth : float
+        Bandwidth of the link a request's KV crosses [bytes/s], > 0; ``inf`` for an instant
+        link (a 400 Gb/s NIC: 50e9, ``GPU.network_bandwidth``). Unused on the tick clock.
+    link_latency : float
+        Fixed time of each transfer [tick or s], >= 0. Default 0.
+
+    Notes
+    -----
+    The module docstring gives the rules: round-robin routing in each pool, the transfer, the
+    decode pool's arrived KV, and a tandem queue without backpressure from the decode pool onto
+    the prefill pool's KV. With an instant link and pools that never queue, a request's TTFT is
+    its prefill alone and its decode is a decode-only run of its KV (the tests hold both
+    exactly).
+
+    References
+    ----------
+    .. [1] Zhong et al., DistServe, OSDI 2024; Patel et al., Splitwise, ISCA 2024.
+
+    See Also
+    --------
+    ContinuousBatcher : one pool's replica, and the aggregated alternative.
+    rooflinekit.parallel.kv_transfer_time : the transfer of one prompt's KV.
+    """
+
+    prefill: ContinuousBatcher
+    decode: ContinuousBatcher
+    prefill_replicas: int = 1
+    decode_replicas: int = 1
+    link_bandwidth: float = dataclasses.field(kw_only=True)
+    link_latency: float = dataclasses.field(default=0.0, kw_only=True)
+
+    def __post_init__(self):
+        for name in POOLS:
+            pool = getattr(self, name)
+            if not isinstance(pool, ContinuousBatcher):
+                raise TypeError(f"{name} must be a ContinuousBatcher, got {type(pool).__name__}")
+        whole_number("prefill_replicas", self.prefill_replicas, lo=1)
+        whole_number("decode_replicas", self.decode_replicas, lo=1)
+        real_number("link_bandwidth", self.link_bandwidth, lo=0, lo_open=True, allow_inf=True)
+        real_number("link_latency", self.link_latency, lo=0)
+        if self.prefill.clock != self.decode.clock:
+            raise ValueError(f"prefill and decode must run on the same clock, got "
+                             f"{self.prefill.clock!r} and {self.decode.clock!r}")
+        if self.prefill.model != self.decode.model:
+            raise ValueError("prefill and decode must serve the same model (the KV that moves "
+                             "between them is that model's)")
+
+    @property
+    def policy(self) -> str:
+        return "disaggregated"
+
+    def _slots(self):
+        per = (self.prefill._slots(), self.decode._slots())
+        if None in per:
+            return None
+        return self.prefill_replicas * per[0] + self.decode_replicas * per[1]
+
+    def _kv_budget(self):
+        per = (self.prefill._kv_budget(), self.decode._kv_budget())
+        if None in per:
+            return None
+        return self.prefill_replicas * per[0] + self.decode_replicas * per[1]
+
+    def _transfer(self, prompt):
+        """Time to move each prompt's KV to the decode pool [tick or s]."""
+        if self.prefill.clock == "tick" or math.isinf(self.link_bandwidth):
+            return np.full(prompt.shape, float(self.link_latency))
+        return np.asarray(kv_transfer_time(self.prefill.model, prompt,
+                                           link_bandwidth=self.link_bandwidth,
+                                           link_latency=self.link_latency), dtype=float)
+
+    def _serve(self, wl, timings, targets):
+        """One workload through both pools: the kernel's outputs for the whole requests, the
+        pool that rejected each (0 none, 1 prefill, 2 decode), each pool's largest replica peak
+        KV occupancy and the decode arrivals."""
+        n = wl.n_requests
+        prompt, output = wl.prompt_tokens, wl.output_tokens
+        admit, first, finish = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+        preempt = np.zeros(n, np.int64)
+        status = np.zeros(n, np.int64)
+        rejected_in = np.zeros(n, np.int64)
+        stats, peak = [], [0.0, 0.0]
+        handoff = np.empty(0)
+        ready = np.full(n, np.nan)
+        for p, (pool, replicas) in enumerate(((self.prefill, self.prefill_replicas),
+                                              (self.decode, self.decode_replicas))):
+            if p == 0:
+                groups = [np.arange(j, n, replicas) for j in range(replicas)]
+            else:
+                waiting = np.flatnonzero((status == 0) & (output > 1))
+                ready[waiting] = finish[waiting] + self._transfer(prompt[waiting])
+                waiting = waiting[np.argsort(ready[waiting], kind="stable")]
+                groups = [waiting[j::replicas] for j in range(replicas)]
+                second = np.full(n, np.nan)
+            for idx in groups:
+                if idx.size == 0:
+                    continue
+                if p == 0:
+                    # prefill: one token, the first; prefixes shared as the pool's cache allows
+                    sub = Workload(wl.arrival[idx], prompt[idx], np.ones(idx.size, np.int64),
+                                   wl.priority[idx], prefix_group=wl.prefix_group[idx],
+                                   prefix_tokens=wl.prefix_tokens[idx])
+                    out = pool._simulate(sub, timings[p], targets)
+                    admit[idx], first[idx] = out[0][0], out[1][0]
+                else:
+                    # decode: the prompt and the first token, the prompt's KV arrived with it
+                    sub = Workload(ready[idx], prompt[idx] + 1, output[idx] - 1,
+                                   wl.priority[idx])
+                    out = pool._simulate(sub, timings[p], targets, prompt[idx])
+                    second[idx] = out[1][0]
+                finish[idx] = out[2][0]
+                preempt[idx] += out[3][0]
+                status[idx] = out[4][0]
+                rejected_in[idx[out[4][0] != 0]] = p + 1
+                stats.append(out[5][0])
+                budget = pool._kv_budget()
+                if budget:
+                    peak[p] = max(peak[p], out[5][0][_STAT["peak_kv_reserved"]] / budget)
+            if p == 1:
+                done = (status == 0) & (output > 1)
+                handoff = second[done] - first[done]
+        fleet = _fleet_stats(stats, handoff, targets[1])
+        return (admit, first, finish, preempt, status, fleet), rejected_in, peak, ready
+
+    def _timings(self):
+        return self.prefill._timing(), self.decode._timing()
+
+    def _check_work(self, output, work_limit, memory_limit):
+        self.decode._check_size(output,
+                                real_number("work_limit", work_limit, lo=0, lo_open=True,
+                                            allow_inf=True),
+                                real_number("memory_limit", memory_limit, lo=0, lo_open=True,
+                                            allow_inf=True))
+
+    def _quality(self, clock):
+        """What the step times are: one phrase, or each pool's where they differ."""
+        q = [_model_quality(getattr(self, name), clock) for name in POOLS]
+        return q[0] if q[0] == q[1] else f"prefill: {q[0]}; decode: {q[1]}"
+
+    def _attrs(self):
+        return {"prefill_replicas": self.prefill_replicas,
+                "decode_replicas": self.decode_replicas,
+                "link_bandwidth": float(self.link_bandwidth),
+                "link_latency": float(self.link_latency),
+                "routing": "round-robin in each pool, in order of arrival there",
+                "backpressure": "none (tandem queue: decode does not hold back prefill)"}
+
+    def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
+            priority=None, ttft_target=None, itl_target=None, e2e_target=None,
+            work_limit=WORK_LIMIT, memory_limit=MEMORY_LIMIT) -> xr.Dataset:
+        """Serve a workload on both pools (arguments as :meth:`ContinuousBatcher.run`).
+
+        Returns
+        -------
+        xarray.Dataset
+            The variables and summaries of :meth:`ContinuousBatcher.run` for the whole requests
+            (module docstring), and per request ``rejected_in`` (``"prefill"``, ``"decode"`` or
+            ``""``) and ``decode_arrival`` (when its KV reached the decode pool; NaN if it never
+            went there); ``prefill_peak_kv_occupancy`` and ``decode_peak_kv_occupancy``, each
+            pool's largest replica peak of KV reserved over its budget.
+        """
+        wl = coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
+        targets = _targets(ttft_target, itl_target, e2e_target)
+        self._check_work(wl.output_tokens, work_limit, memory_limit)
+        timings = self._timings()
+        out, rejected_in, peak, ready = self._serve(wl, timings, targets)
+        ds = _single_dataset(wl, tuple(a[None] for a in out), _Fleet(self), timings[0], targets)
+        req, tu = dims.REQUEST, timings[0].units
+        ds["rejected_in"] = xr.Variable((req,), np.array(("",) + POOLS)[rejected_in],
+                                        {"units": "", "long_name": "pool that rejected it"})
+        ds["decode_arrival"] = xr.Variable((req,), ready, {
+            "units": tu, "long_name": "time its KV reached the decode pool"})
+        for p, name in enumerate(POOLS):
+            ds[f"{name}_peak_kv_occupancy"] = xr.Variable((), peak[p], {
+                "units": "1", "long_name": f"largest {name} replica's peak KV reserved / budget"})
+        ds.attrs.update(model_quality=self._quality(timings[0].clock), **self._attrs())
+        return ds
+
+    def run_replicates(self, arrival, prompt_tokens, output_tokens, priority=None, *,
+                       ttft_target=None, itl_target=None, e2e_target=None, parallel=True,
+                       variables=None, work_limit=WORK_LIMIT, memory_limit=MEMORY_LIMIT,
+                       prefix_group=None, prefix_tokens=None) -> xr.Dataset:
+        """Summaries of caller-drawn workloads, one per row, as
+        :func:`rooflinekit.batching.run_replicates` gives them for one batcher.
+
+        The rows run one after another (``parallel`` is accepted for the same signature); each
+        row's pools run as :meth:`run` runs them.
+        """
+        targets = _targets(ttft_target, itl_target, e2e_target)
+        check_bool("parallel", parallel)
+        if isinstance(variables, str):
+            raise TypeError("variables must be a sequence of summary names, not one string")
+        variables = None if variables is None else list(variables)
+        check_keys("variables", variables or (), SUMMARY_NAMES, what="summary")
+        arrays = _replicate_rows(arrival, prompt_tokens, output_tokens, priority)
+        self._check_work(arrays[2], work_limit, memory_limit)
+        prefix = _prefix_rows(arrays, prefix_group, prefix_tokens)
+        timings = self._timings()
+        rows = []
+        for r in range(arrays[0].shape[0]):
+            extra = {} if prefix is None else {"prefix_group": prefix[0][r],
+                                               "prefix_tokens": prefix[1][r]}
+            wl = Workload(*(a[r] for a in arrays), **extra)
+            rows.append(self._serve(wl, timings, targets)[0])
+        out = tuple(np.stack([row[k] for row in rows]) if rows else
+                    np.empty((0,) + arrays[0].shape[1:]) for k in range(6))
+        summ = _summaries(*arrays, out, self._slots(), self._kv_budget(), targets,
+                          wanted=variables)
+        ds = _replicate_dataset(summ, timings[0].units)
+        budget = self._kv_budget()
+        ds.attrs.update({"policy": self.policy, "clock": timings[0].clock,
+                         "model_quality": self._quality(timings[0].clock),
+                         "time_units": timings[0].units,
+                         "kv_budget_tokens": "unlimited" if budget is None else budget,
+                         **_target_attrs(targets), **self._attrs()})
+        return ds
+
+
+class _Fleet:
+    """What :func:`rooflinekit.batching.results._single_dataset` reads of a batcher, for the
+    whole fleet (its model quality is replaced by :meth:`DisaggregatedBatcher._quality`)."""
+
+    calibration = None
+    roofline_options = None
+
+    def __init__(self, batcher):
+        self.policy = batcher.policy
+        self._batcher = batcher
+
+    def _kv_budget(self):
+        return self._batcher._kv_budget()
+
+    def _slots(self):
+        return self._batcher._slots()
+
+
+def _fleet_stats(stats, handoff, itl_target):
+    """The run statistics of every replica of both pools as one fleet's (module docstring).
+
+    ``handoff``: the gaps from first to second token, counted with the decode pools' gaps.
+    """
+    fleet = np.zeros(len(STAT_NAMES))
+    fleet[list(_PERCENTILE_STATS)] = np.nan
+    if stats:
+        s = np.stack(stats)
+        fleet[:] = s.sum(axis=0)
+        fleet[list(_LATEST)] = s[:, list(_LATEST)].max(axis=0)
+        with np.errstate(invalid="ignore"):
+            pct = s[:, list(_PERCENTILE_STATS)]
+            have = ~np.isnan(pct).all(axis=0)
+            fleet[list(_PERCENTILE_STATS)] = np.where(
+                have, np.nanmax(np.where(np.isnan(pct), -np.inf, pct), axis=0), np.nan)
+    limit = math.inf if itl_target is None else float(itl_target)
+    fleet[_STAT["token_gaps"]] += handoff.size
+    fleet[_STAT["token_gaps_met"]] += np.count_nonzero(handoff <= limit)
+    fleet[_STAT["token_gap_time"]] += handoff.sum()
+    return fleet

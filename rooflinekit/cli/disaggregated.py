@@ -1,0 +1,127 @@
+"""``rooflinekit disaggregated``: the best prefill/decode split (xPyD) for a traffic and an SLO."""
+
+from __future__ import annotations
+
+import re
+
+from rooflinekit import calibrate, catalog, planning
+from rooflinekit.cli._args import (add_flag, add_output_flags, apply_dtypes, examples, number,
+                                   whole_number)
+from rooflinekit.cli._output import emit, print_table, to_jsonable
+from rooflinekit.cli.plan import TRAFFIC_FLAGS, targets_text, traffic_and_slo
+
+__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
+
+NAME = "disaggregated"
+HELP = "traffic + latency SLO -> the best prefill/decode split (xPyD) against aggregated"
+DESCRIPTION = (
+    "Compare, under the same traffic and SLO, one aggregated replica (vLLM-style continuous "
+    "batching) with units of x prefill and y decode replicas of the same configuration, the "
+    "prompt's KV sent between them: the highest rate each sustains within the SLO (Monte Carlo on "
+    "common random numbers, roofline clock), its rate per GPU, and the fleet the peak rate needs. "
+    "The pools are a tandem queue without backpressure. Without --calibration the numbers are the "
+    "ideal roofline: a best case.")
+EPILOG = examples(
+    NAME,
+    "llama-3.1-8b --gpu h100 --gpu-budget 3 --rate 5 --prompt-mean 1000 --output-mean 200 "
+    "--ttft 1 --itl 0.05 --replicates 2 --requests 100",
+    "llama-3.1-8b --gpu h100 --splits 1P1D,2P1D --link-bandwidth 50 --rate 5 --prompt-mean 2000 "
+    "--output-mean 100 --ttft 1 --itl 0.05 --replicates 2 --requests 100 --json")
+
+_SPLIT = re.compile(r"(\d+)P(\d+)D", re.IGNORECASE)
+
+
+def split_list(text: str) -> list[tuple[int, int]]:
+    """An ``argparse`` type: comma-separated ``xPyD`` splits (``1P1D,2P1D``), each x, y >= 1."""
+    out = []
+    for item in text.split(","):
+        match = _SPLIT.fullmatch(item.strip())
+        if not match or min(int(match[1]), int(match[2])) < 1:
+            raise ValueError(f"a split is xPyD with x, y >= 1 (1P1D, 2P1D); got {item!r}")
+        out.append((int(match[1]), int(match[2])))
+    return out
+
+
+split_list.__name__ = "xPyD list"      # argparse names the type in its error
+
+
+def add_arguments(parser) -> None:
+    add_flag(parser, "--model", positional=True,
+             help="catalogue model name or a config.json path")
+    add_flag(parser, "--gpu", required=True)
+    add_flag(parser, "--tensor-parallel-size")
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--gpu-budget", type=whole_number(2), metavar="GPUS",
+                       help="compare every split of at most this many GPUs per unit")
+    group.add_argument("--splits", type=split_list, metavar="xPyD",
+                       help="comma-separated splits to compare (1P1D,2P1D)")
+    parser.add_argument("--link-bandwidth", type=number(0, lo_open=True), metavar="GB/S",
+                        help="bandwidth the KV crosses between the pools [GB/s] (the GPU's "
+                             "network bandwidth × TP)")
+    parser.add_argument("--link-latency", type=number(0), default=0.0, metavar="S",
+                        help="fixed time of each KV transfer [s] (0)")
+    add_flag(parser, "--max-num-seqs", default=256,
+             help="most sequences in a batch of each replica (256)")
+    add_flag(parser, "--max-num-batched-tokens")
+    add_flag(parser, "--gpu-memory-utilization", default=0.9,
+             help="share of each GPU's memory for weights + KV, in (0, 1] (0.9)")
+    add_flag(parser, "--block-size")
+    add_flag(parser, "--dtype")
+    add_flag(parser, "--kv-cache-dtype")
+    for flag, kind, default, text in TRAFFIC_FLAGS:
+        required = default is ...
+        parser.add_argument(flag, type=kind, required=required,
+                            default=None if required else default, help=text)
+    add_output_flags(parser, output_help=(
+        "also write the comparison to FILE, the format from its extension: .nc or .zarr (the "
+        "Dataset), .csv or .parquet (the splits), .json (as --json)"))
+
+
+def _rows(ds):
+    """One dict per split, in the Dataset's order (aggregated first)."""
+    rows = []
+    for k, label in enumerate(ds[planning.SPLIT].values):
+        r = ds.isel({planning.SPLIT: k})
+        rows.append({"split": str(label), "prefill_replicas": int(r.prefill_replicas),
+                     "decode_replicas": int(r.decode_replicas),
+                     "gpus_per_unit": int(r.gpus_per_unit), "max_rate": float(r.max_rate),
+                     "max_rate_low": float(r.max_rate_low),
+                     "max_rate_high": float(r.max_rate_high),
+                     "rate_per_gpu": float(r.rate_per_gpu), "units": int(r.units),
+                     "gpus": int(r.gpus), "binding": str(r.binding.values)})
+    return rows
+
+
+def run(args, out) -> int:
+    traffic, slo = traffic_and_slo(args)
+    model = apply_dtypes(catalog.resolve_model(args.model), args)
+    gpu = catalog.gpu(args.gpu)
+    calibration = None if args.calibration is None else \
+        calibrate.load_calibration(args.calibration)
+    ds = planning.plan_disaggregated(
+        traffic, slo, model=model, gpu=gpu, tp=args.tp,
+        gpu_budget=args.gpu_budget,
+        splits=args.splits, max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
+        link_bandwidth=None if args.link_bandwidth is None else args.link_bandwidth * 1e9,
+        link_latency=args.link_latency, headroom=args.headroom, replicates=args.replicates,
+        requests=args.requests, seed=args.seed, calibration=calibration)
+    rows = _rows(ds)
+    payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
+               "model_quality": ds.attrs["model_quality"],
+               "link_bandwidth": ds.attrs["link_bandwidth"], "splits": rows,
+               "best_split": ds.attrs["best_split"]}
+
+    def text(out):
+        out.write(f"{model.name} on {gpu.name} × {args.tp}: peak {args.rate:g} requests/s, "
+                  f"{slo.quantile:.0%} of requests within {targets_text(slo)}; KV link "
+                  f"{ds.attrs['link_bandwidth'] / 1e9:g} GB/s; {ds.attrs['model_quality']}\n")
+        headers = ("split", "GPUs/unit", "max rate [req/s]", "band [req/s]",
+                   "rate/GPU [req/s]", "units", "GPUs", "binding")
+        print_table(headers, [(r["split"], r["gpus_per_unit"], to_jsonable(r["max_rate"]),
+                               f"{r['max_rate_low']:.3g}-{r['max_rate_high']:.3g}",
+                               to_jsonable(r["rate_per_gpu"]), r["units"], r["gpus"],
+                               r["binding"]) for r in rows], out)
+        out.write(f"fewest GPUs: {ds.attrs['best_split']}\n")
+    return emit(args, out, rows, text=text, payload=payload, dataset=ds)

@@ -1,0 +1,218 @@
+"""The best prefill/decode split (xPyD) for a traffic, against aggregated replicas.
+
+A *unit* of disaggregated serving is ``x`` prefill replicas and ``y`` decode replicas of one
+configuration (model, GPU, TP, slots, KV cache), the KV sent between them
+(:class:`rooflinekit.batching.DisaggregatedBatcher`); it uses ``(x + y) × tp`` GPUs. For every
+split, :func:`rooflinekit.planning.max_rate` searches the highest rate one unit sustains within
+the SLO, on the same draws (common random numbers) as the aggregated replica of the same
+configuration, so the comparison is of the systems, not of the traffic. A fleet is whole units:
+``ceil(rate × (1 + headroom) / max_rate)`` of them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from rooflinekit import catalog, dims
+from rooflinekit._validation import (check_one_of, check_type, describe, real_number, show,
+                                     whole_number)
+from rooflinekit.batching import DisaggregatedBatcher
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
+from rooflinekit.planning.capacity import draw_requests, max_rate
+from rooflinekit.planning.fleet import _names, _replica, _roofline_options
+from rooflinekit.planning.traffic import SLO, Traffic
+
+__all__ = ["AGGREGATED", "SPLIT", "plan_disaggregated"]
+
+#: Label of the aggregated replica on the ``split`` dimension.
+AGGREGATED = "aggregated"
+#: Name of the dimension of the splits compared.
+SPLIT = "split"
+
+
+def _splits(gpu_budget, splits, tp):
+    """The ``(x, y)`` splits to compare: those given, or every one within ``gpu_budget``."""
+    if (gpu_budget is None) == (splits is None):
+        raise ValueError("give gpu_budget (GPUs of one unit at most) or splits (a list of "
+                         "(prefill_replicas, decode_replicas)), not both or neither")
+    if splits is None:
+        budget = whole_number("gpu_budget", gpu_budget, lo=2 * tp)
+        return [(x, y) for x in range(1, budget // tp) for y in range(1, budget // tp - x + 1)]
+    if not isinstance(splits, (list, tuple)) or not splits:
+        raise TypeError(f"splits must be a non-empty list of (prefill_replicas, "
+                        f"decode_replicas); got {describe(splits)}")
+    out = []
+    for split in splits:
+        if not isinstance(split, (list, tuple)) or len(split) != 2:
+            raise TypeError(f"each of splits must be a pair (prefill_replicas, "
+                            f"decode_replicas); got {describe(split)}")
+        out.append((whole_number("prefill_replicas", split[0], lo=1),
+                    whole_number("decode_replicas", split[1], lo=1)))
+    if len(set(out)) != len(out):
+        raise ValueError(f"splits must not repeat a pair; got {show(splits)}")
+    return out
+
+
+def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budget=None,
+                       splits=None, max_num_seqs=256, max_num_batched_tokens=None,
+                       admission="paged", block_size=16, gpu_memory_utilization=0.9,
+                       link_bandwidth=None, link_latency=0.0, headroom=0.2, replicates=10,
+                       seed=0, requests=1000, rtol=0.02, calibration=None,
+                       roofline_options=None) -> xr.Dataset:
+    """Max rate within the SLO of each xPyD split and of the aggregated replica, and their fleets.
+
+    Parameters
+    ----------
+    traffic : Traffic
+        Peak rate, request lengths, arrivals (the fleet serves ``traffic.rate``).
+    slo : SLO
+        Targets at a quantile: TTFT is the prefill pool's, the gaps and end-to-end latency the
+        decode pool's, the hand-off from first to second token counted as a gap.
+    model, gpu : spec or catalogue name
+        One configuration, the same for both pools.
+    tp : int
+        Tensor-parallel degree of every replica [1].
+    gpu_budget : int, optional
+        Compare every split ``x, y >= 1`` with ``(x + y) × tp <= gpu_budget`` [GPUs].
+    splits : list of (int, int), optional
+        Or these ``(prefill_replicas, decode_replicas)`` splits. Give one of the two.
+    max_num_seqs, max_num_batched_tokens, admission, block_size, gpu_memory_utilization
+        One replica's scheduler and KV cache, as for :func:`rooflinekit.plan`.
+    link_bandwidth : float, optional
+        Bandwidth a prompt's KV crosses between the pools [bytes/s], > 0; default ``tp ×
+        gpu.network_bandwidth`` (each GPU of the group sends its shard over its own NIC).
+    link_latency : float
+        Fixed time of each transfer [s], >= 0.
+    headroom : float
+        Spare capacity [1], >= 0: units = ceil(rate · (1 + headroom) / max_rate).
+    replicates, seed, requests, rtol, calibration, roofline_options
+        As for :func:`rooflinekit.plan`; every split runs on the same draws.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``split`` (``"aggregated"``, then ``"xPyD"`` labels): ``prefill_replicas``,
+        ``decode_replicas`` (0 for the aggregated replica), ``gpus_per_unit``; ``max_rate``,
+        ``max_rate_low``, ``max_rate_high`` (median, 10th and 90th percentile over replicates),
+        ``saturation_rate`` [requests/s per unit]; ``rate_per_gpu`` [requests/s]; ``binding``;
+        ``units`` and ``gpus`` of the fleet for the traffic's rate (0 where a unit cannot
+        serve); per replicate ``replicate_max_rate``. ``attrs["best_split"]``: the split whose
+        fleet has the fewest GPUs (ties: the higher rate per GPU), ``"none"`` if none serves.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the argument, before any simulation.
+
+    Notes
+    -----
+    The unit's search is :mod:`rooflinekit.planning.capacity`'s. Its saturation rate comes from
+    all requests arriving at once; the pools form a tandem queue without backpressure
+    (:mod:`rooflinekit.batching.disaggregated`), so a unit's rate is capped by the slower pool.
+    Both pools use one GPU type and one TP; heterogeneous pools are
+    :class:`~rooflinekit.batching.DisaggregatedBatcher`'s to simulate, not searched here.
+
+    References
+    ----------
+    .. [1] Zhong et al., "DistServe: Disaggregating Prefill and Decoding for Goodput-optimized
+       Large Language Model Serving", OSDI 2024 (placement searched per goodput per GPU).
+
+    See Also
+    --------
+    rooflinekit.plan : aggregated replicas over a grid of configurations.
+    rooflinekit.batching.DisaggregatedBatcher : the unit simulated.
+    """
+    check_type("traffic", traffic, Traffic)
+    check_type("slo", slo, SLO)
+    (model,) = _names("model", model, ModelShape, catalog.model)
+    (gpu,) = _names("gpu", gpu, GPU, catalog.gpu)
+    tp = whole_number("tp", tp, lo=1)
+    check_one_of("admission", admission, ("paged", "reserve"))
+    pairs = _splits(gpu_budget, splits, tp)
+    if link_bandwidth is None:
+        if gpu.network_bandwidth is None:
+            raise ValueError(f"gpu {gpu.name!r} has no network_bandwidth in the catalogue; pass "
+                             f"link_bandwidth [bytes/s]")
+        link_bandwidth = tp * gpu.network_bandwidth
+    link_bandwidth = real_number("link_bandwidth", link_bandwidth, lo=0, lo_open=True,
+                                 allow_inf=True)
+    link_latency = real_number("link_latency", link_latency, lo=0)
+    headroom = real_number("headroom", headroom, lo=0)
+    replicates = whole_number("replicates", replicates, lo=1)
+    requests = whole_number("requests", requests, lo=10)
+    rtol = real_number("rtol", rtol, lo=0, hi=0.5, lo_open=True)
+    options, label = _roofline_options(calibration, roofline_options)
+    batcher, budget, problem = _replica(
+        model, gpu, tp, whole_number("max_num_seqs", max_num_seqs, lo=1),
+        whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1, allow_none=True),
+        admission, whole_number("block_size", block_size, lo=1),
+        real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
+        options)
+    draws = draw_requests(traffic, replicates, requests, whole_number("seed", seed, lo=0))
+
+    units = [(0, 0)] + pairs
+    per = np.zeros((len(units), replicates))
+    saturation = np.zeros(len(units))
+    binding = np.full(len(units), problem or "", dtype=object)
+    runs = 0
+    for k, (x, y) in enumerate(units):
+        if problem:
+            continue
+        unit = batcher if k == 0 else DisaggregatedBatcher(
+            batcher, batcher, x, y, link_bandwidth=link_bandwidth, link_latency=link_latency)
+        found = max_rate(unit, slo, draws, rtol=rtol)
+        per[k], runs = found["max_rate"], runs + found["runs"]
+        saturation[k] = float(np.median(found["saturation_rate"]))
+        values, counts = np.unique(np.asarray(found["binding"], dtype=str), return_counts=True)
+        binding[k] = values[np.argmax(counts)]                # what binds in most replicates
+    return _assemble(units, per, saturation, binding, tp, traffic, headroom, {
+        "model": model.name, "gpu": gpu.name, "tp": tp, "model_quality": label,
+        "kv_budget_tokens": int(budget), "link_bandwidth": link_bandwidth,
+        "link_latency": link_latency, "headroom": headroom, "rate": float(traffic.rate),
+        "quantile": float(slo.quantile), **{f"{k}_target": v for k, v in slo.targets.items()},
+        "replicates": replicates, "requests": requests, "rtol": rtol, "simulations": runs})
+
+
+def _assemble(units, per, saturation, binding, tp, traffic, headroom, attrs) -> xr.Dataset:
+    """The splits' rates as a Dataset over ``split``, with the fleets they imply."""
+    labels = [AGGREGATED if x == 0 else f"{x}P{y}D" for x, y in units]
+    gpus_per_unit = np.array([tp if x == 0 else (x + y) * tp for x, y in units])
+    q = np.quantile(per, [0.5, 0.1, 0.9], axis=-1)
+    serves = q[0] > 0
+    need = float(traffic.rate) * (1.0 + headroom)
+    n_units = np.where(serves, np.ceil(need / np.where(serves, q[0], 1.0)), 0).astype(np.int64)
+    gpus = n_units * gpus_per_unit
+
+    def var(data, units_, long_name, extra=()):
+        return xr.Variable((SPLIT, *extra), data, {"units": units_, "long_name": long_name})
+
+    ds = xr.Dataset({
+        "prefill_replicas": var(np.array([x for x, _ in units]), "1",
+                                "prefill replicas of a unit (0: aggregated)"),
+        "decode_replicas": var(np.array([y for _, y in units]), "1",
+                               "decode replicas of a unit (0: aggregated)"),
+        "gpus_per_unit": var(gpus_per_unit, "1", "GPUs of one unit"),
+        "max_rate": var(q[0], "requests/s", "highest rate per unit within the SLO (median over "
+                                            "replicates)"),
+        "max_rate_low": var(q[1], "requests/s", "max rate per unit, 10th percentile"),
+        "max_rate_high": var(q[2], "requests/s", "max rate per unit, 90th percentile"),
+        "saturation_rate": var(saturation, "requests/s",
+                               "rate per unit above which a queue grows without bound"),
+        "rate_per_gpu": var(q[0] / gpus_per_unit, "requests/s", "max rate per GPU"),
+        "binding": var(binding.astype(str), "", "what caps the rate"),
+        "units": var(n_units, "1", "units for the peak rate with headroom (0: cannot serve)"),
+        "gpus": var(gpus, "1", "GPUs of the fleet (0: cannot serve)"),
+        "replicate_max_rate": var(per, "requests/s", "max rate per unit, each replicate",
+                                  (dims.REPLICATE,)),
+    }, coords={SPLIT: labels, dims.REPLICATE: np.arange(per.shape[1])})
+    if serves.any():
+        # fewest GPUs, then the most rate per GPU
+        order = sorted(np.flatnonzero(serves), key=lambda k: (gpus[k], -q[0][k] / gpus_per_unit[k]))
+        attrs["best_split"] = labels[order[0]]
+    else:
+        attrs["best_split"] = "none"
+    ds.attrs.update(description="aggregated replicas against disaggregated prefill/decode "
+                                "units (xPyD) under the same traffic and SLO", **attrs)
+    return ds
