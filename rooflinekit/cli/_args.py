@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import math
 
+from rooflinekit import workloads
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
-__all__ = ["COMMAND_API", "FLAGS", "MAX_INT", "add_flag", "add_output_flags", "apply_dtypes",
-           "examples", "fraction", "int_list", "name_list", "nonnegative_float",
-           "nonnegative_int", "number", "positive_float", "positive_int", "whole_number"]
+__all__ = ["COMMAND_API", "FLAGS", "MAX_INT", "PREFIX_FLAGS", "add_flag", "add_output_flags",
+           "apply_dtypes", "examples", "fraction", "int_list", "name_list", "nonnegative_float",
+           "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
+           "whole_number"]
 
 #: The names every command module defines (and lists in its ``__all__``): its ``NAME``, the
 #: one-line ``HELP`` of ``rooflinekit --help``, the ``DESCRIPTION`` and ``EPILOG`` (examples) of
@@ -147,6 +149,38 @@ FLAGS = {
         "help": "share of the memory left after the weights kept for activations and the "
                 "allocator (the guide's rule; default 0.10)"},
 }
+
+#: The shared-prefix flags: drawn requests that start with shared prefixes, and the cache of them.
+PREFIX_FLAGS = {
+    "--enable-prefix-caching": {
+        "action": "store_true",
+        "help": "continuous batching keeps shared prefixes' KV blocks and skips their prefill "
+                "(vLLM's name; with paged admission)"},
+    "--prefix-tokens": {"type": positive_int, "metavar": "TOKENS",
+                        "help": "shared prefix length, before each request's own prompt"},
+    "--prefix-groups": {"type": positive_int, "metavar": "PREFIXES",
+                        "help": "distinct shared prefixes, each as likely (1)"},
+    "--prefix-share": {"type": number(0, 1), "metavar": "SHARE",
+                       "help": "share of requests that start with a shared prefix (1)"},
+}
+FLAGS.update(PREFIX_FLAGS)
+
+
+def shared_prefix(args):
+    """The :class:`~rooflinekit.workloads.SharedPrefix` of the prefix flags, or ``None``.
+
+    ``--prefix-groups`` and ``--prefix-share`` shape ``--prefix-tokens`` and are refused without
+    it, as ``--enable-prefix-caching`` is without prefixes to cache.
+    """
+    shaping = [f for f, v in (("--prefix-groups", args.prefix_groups),
+                              ("--prefix-share", args.prefix_share)) if v is not None]
+    if shaping and args.prefix_tokens is None:
+        raise ValueError(f"{shaping[0]} applies with --prefix-tokens")
+    if args.prefix_tokens is None:
+        return None
+    return workloads.SharedPrefix(args.prefix_tokens, args.prefix_groups or 1,
+                                  1.0 if args.prefix_share is None else args.prefix_share)
+
 
 #: Short forms: flag -> the other spellings of the same flag.
 _ALIASES = {"--tensor-parallel-size": ("--tp",)}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-
 from rooflinekit import calibrate, catalog, planning, pricing, workloads
 from rooflinekit.cli._args import (
+    PREFIX_FLAGS,
     add_flag,
     add_output_flags,
     apply_dtypes,
@@ -15,6 +15,7 @@ from rooflinekit.cli._args import (
     number,
     positive_float,
     positive_int,
+    shared_prefix,
     whole_number,
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
@@ -34,7 +35,10 @@ EPILOG = ("examples:\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100,l40s --tp 1,2 --rate 5 --prompt-mean 1000 "
           "--output-mean 200 --ttft 1 --itl 0.05 --replicates 4 --requests 200\n"
           "  rooflinekit plan llama-3.1-70b --gpus h100,h200 --tp 2,4,8 --rate 20 "
-          "--prompt-mean 2000 --output-mean 300 --spread 0.5 --ttft 1 --itl 0.05 --json")
+          "--prompt-mean 2000 --output-mean 300 --spread 0.5 --ttft 1 --itl 0.05 --json\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 5 --prompt-mean 300 "
+          "--output-mean 100 --prefix-tokens 2000 --prefix-share 0.8 --enable-prefix-caching "
+          "--ttft 1 --replicates 2 --requests 100")
 
 
 #: The command's flags after the model and the shared ones: (flag, type, default, help).
@@ -85,6 +89,8 @@ def add_arguments(parser) -> None:
         required = default is ...
         parser.add_argument(flag, type=kind, required=required,
                             default=None if required else default, help=text)
+    for flag in PREFIX_FLAGS:
+        add_flag(parser, flag)
     add_output_flags(parser, output_help=(
         "also write the plan to FILE, the format from its extension: .nc or .zarr (the "
         "Dataset), .csv or .parquet (the configurations), .json (as --json)"))
@@ -118,16 +124,20 @@ def traffic_and_slo(args):
         if args.spread == 0 and mean != round(mean):   # every request alike: whole tokens
             raise ValueError(f"{flag} must be a whole number of tokens with --spread 0, "
                              f"got {mean:g}")
+    prefix = shared_prefix(args) if hasattr(args, "prefix_tokens") else None
     traffic = planning.Traffic(
         args.rate, _lengths(args.prompt_mean, args.spread),
         _lengths(args.output_mean, args.spread),
-        arrival="poisson" if args.burstiness is None else "gamma", burstiness=args.burstiness)
+        arrival="poisson" if args.burstiness is None else "gamma", burstiness=args.burstiness,
+        prefix=prefix)
     return traffic, planning.SLO(ttft=args.ttft, itl=args.itl, e2e=args.e2e,
                                  quantile=args.quantile)
 
 
 def run(args, out) -> int:
     traffic, slo = traffic_and_slo(args)
+    if args.enable_prefix_caching and traffic.prefix is None:
+        raise ValueError("--enable-prefix-caching caches shared prefixes: give --prefix-tokens")
     model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpus = [g for names in args.gpus for g in names]
     for name in gpus:
@@ -144,7 +154,8 @@ def run(args, out) -> int:
                        block_size=args.block_size, headroom=args.headroom,
                        replicates=args.replicates, requests=args.requests, seed=args.seed,
                        calibration=calibration, engineering_monthly=args.engineering_monthly,
-                       electricity_price=args.electricity_price)
+                       electricity_price=args.electricity_price,
+                       prefix_caching=args.enable_prefix_caching)
     decision = planning.decision_table(planning.cheapest_plan(ds, by=None), traffic, payg=payg,
                                        provisioned=provisioned)
     rows = _rows(ds)
