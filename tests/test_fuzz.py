@@ -299,6 +299,12 @@ REGISTRY = {
 }
 
 
+# The prefill formulas' prefix-cache hit: a whole count in [0, prompt_tokens]; 0 is valid.
+for _name in ("prefill_time", "prefill_ms", "request_latency"):
+    REGISTRY[_name]["spoil"] += ("cached_tokens",)
+    REGISTRY[_name]["valid"]["cached_tokens"] = CONTEXT_OK
+
+
 @pytest.fixture(scope="module")
 def baselines():
     """Arguments the registry leaves to fixtures: a plan, a sweep, measurements."""
