@@ -303,6 +303,9 @@ REGISTRY = {
 for _name in ("prefill_time", "prefill_ms", "request_latency"):
     REGISTRY[_name]["spoil"] += ("cached_tokens",)
     REGISTRY[_name]["valid"]["cached_tokens"] = CONTEXT_OK
+# A draft model's weights beside the target's: bytes ≥ 0; 0 (no draft) is valid.
+REGISTRY["max_concurrent_sequences"]["spoil"] += ("draft_weight_bytes",)
+REGISTRY["max_concurrent_sequences"]["valid"]["draft_weight_bytes"] = CONTEXT_OK
 
 
 @pytest.fixture(scope="module")

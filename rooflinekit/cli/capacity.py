@@ -86,6 +86,18 @@ def add_arguments(parser) -> None:
     add_output_flags(parser)
 
 
+def speculative_draft(text):
+    """``--speculative-draft``: a share of the target's decode step, or a model to resolve."""
+    try:
+        share = float(text)
+    except ValueError:
+        return catalog.resolve_model(text)
+    if not 0.0 < share <= 1.0:          # NaN fails here too
+        raise ValueError(f"--speculative-draft as a share of the target's decode step must lie "
+                         f"in (0, 1]; got {text!r}")
+    return share
+
+
 def _check(args, model) -> None:
     """Refuse what the figures cannot mean, before computing them."""
     speculative = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
@@ -168,11 +180,7 @@ def run(args, out) -> int:
         None if price is None else float(roofline.cost_per_million_tokens(
             model, gpu, batch, ctx, tp, hourly_price=price, **decode)))
     if args.speculative_draft is not None:
-        draft = args.speculative_draft
-        try:
-            draft = float(draft)
-        except ValueError:
-            draft = catalog.resolve_model(draft)
+        draft = speculative_draft(args.speculative_draft)
         k, alpha = args.num_speculative_tokens, args.acceptance
         step = float(roofline.speculative_step_time(model, gpu, batch, ctx, tp, draft=draft,
                                                     draft_tokens=k, roofline_options=decode))
