@@ -105,6 +105,15 @@ BAD += [
     (SWEEP + ["--prefix-share", "0.5,0.5"], "prefix_share"),
     (CAP + ["--speculative-draft", "1.5", "--num-speculative-tokens", "4", "--acceptance",
             "0.8"], "--speculative-draft"),
+    # the price command's prompt-cache hits
+    (PRICE + ["--prefix-share", "0.5"], "--cached-input-price"),
+    (PRICE + ["--cached-input-price", "0.3"], "--prefix-share"),
+    (PRICE + ["--cached-input-price", "0.3", "--prefix-share", "1.5"], "--prefix-share"),
+    (PRICE + ["--cached-input-price", "0.3", "--prefix-share", "nan"], "--prefix-share"),
+    (PRICE + ["--cached-input-price", "inf", "--prefix-share", "0.5"], "--cached-input-price"),
+    (PRICE + ["--cached-input-price", "-1", "--prefix-share", "0.5"], "cached_input_per_mtok"),
+    (PRICE + ["--cached-input-price", "0.3", "--prefix-share", "0.5", "--monthly-tokens",
+              "1e9"], "--monthly-tokens"),
 ]
 
 

@@ -42,3 +42,15 @@ def test_sweep_over_the_techniques_reports_their_dimensions():
                  "--prefix-share", "0,0.5", "--no-progress", "--json"])
     assert got["cells"] == 2 * 2 * 1 * 2
     assert "prefix_share" in got["rows"][0]
+
+
+def test_price_with_prompt_cache_hits_is_the_library_break_even():
+    got = _json(["price", "--input-price", "3", "--output-price", "12", "--cached-input-price",
+                 "0.3", "--prefix-share", "0.6", "--provisioned-monthly", "12000",
+                 "--provisioned-capacity", "4e9", "--output-fraction", "0.1", "--json"])
+    payg = rk.PayAsYouGo(3.0, 12.0, cached_input_per_mtok=0.3)
+    be = rk.break_even(rk.Provisioned(12_000.0, 4e9), payg, 0.1, prefix_share=0.6)
+    (row,) = got if isinstance(got, list) else got["rows"]
+    assert row["blended_per_mtok"] == rk.blended_price(payg, 0.1, cached_fraction=0.6)
+    assert row["break_even_tokens"] == be.tokens
+    assert row["break_even_utilization"] == be.utilization
