@@ -113,6 +113,10 @@ def break_even(provisioned, payg, output_fraction, *, prefix_share=0.0, cached_i
         when any input is labelled, an ``xr.Dataset`` with variables ``tokens`` [tokens/month] and
         ``utilization`` [1] over the inputs' dimensions.
 
+    See Also
+    --------
+    blended_price, crossover_volume, rooflinekit.pricing.cost_per_request
+
     Notes
     -----
     ``tokens = C_p / c_b × 1e6`` with ``c_b`` the blended price per 1M tokens (the guide writes
@@ -136,10 +140,6 @@ def break_even(provisioned, payg, output_fraction, *, prefix_share=0.0, cached_i
     .. [2] Microsoft, "Prompt caching" (Azure OpenAI documentation): on provisioned
        deployments cached input tokens are discounted up to 100% of their utilisation,
        https://learn.microsoft.com/azure/ai-foundry/openai/how-to/prompt-caching
-
-    See Also
-    --------
-    blended_price, crossover_volume, rooflinekit.pricing.cost_per_request
     """
     _check_dedicated("provisioned", provisioned, "break-even utilisation")
     check_type("payg", payg, PayAsYouGo)

@@ -2,8 +2,9 @@
 
 :func:`sweep` evaluates the memory model (:mod:`rooflinekit.memory`) and the roofline
 (:mod:`rooflinekit.roofline`, :mod:`rooflinekit.roofline.latency`) over the outer product of models, GPUs,
-tensor-parallel degrees, context lengths, batch sizes and prompt lengths, and returns one
-:class:`xarray.Dataset`.
+tensor-parallel degrees, context lengths, batch sizes and prompt lengths — and, when asked,
+pipeline and expert-parallel degrees, speculative decoding's drafted tokens and acceptance, and
+prefix caching's share of each prompt — and returns one :class:`xarray.Dataset`.
 
 How it stays fast and small
 ---------------------------
