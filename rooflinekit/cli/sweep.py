@@ -57,8 +57,8 @@ examples:
   rooflinekit sweep --models all --gpus all --report cheapest --ttft 0.5 --itl 0.05
   rooflinekit sweep --models guide-70b --gpus h100 --report pareto --csv
   rooflinekit sweep --models Llama-3.1-8B --gpus h100 --calibration h100_vllm.json
-  rooflinekit sweep --models llama-3.1-70b --gpus h100 --tp 4 --batch-size 1,8,64 \
-      --speculative-draft llama-3.1-8b --num-speculative-tokens 0:6 --acceptance 0.6,0.8 \
+  rooflinekit sweep --models llama-3.1-70b --gpus h100 --tp 4 --batch-size 1,8,64 \\
+      --speculative-draft llama-3.1-8b --num-speculative-tokens 0:6 --acceptance 0.6,0.8 \\
       --prefix-share 0,0.5,0.9 --report none --json
   rooflinekit sweep --models all --gpus all --max-model-len 256:131072:256 \\
       --batch-size 1:1024 --chunks auto --report best --output sweep.nc

@@ -10,6 +10,18 @@
   the cheapest admissible option.
 """
 
+from rooflinekit.pricing.comparisons import (
+                                            BreakEven,
+                                            break_even,
+                                            capacity_price,
+                                            crossover_volume,
+                                            gpu_hourly_price,
+                                            load_prices,
+                                            payg_price,
+                                            provisioned_example,
+                                            provisioned_savings,
+                                            provisioned_unit_cost,
+)
 from rooflinekit.pricing.capacity import (
                                             PayAsYouGo,
                                             Provisioned,
@@ -24,18 +36,6 @@ from rooflinekit.pricing.choice import (
                                             NoAdmissibleOptionError,
                                             admissibility,
                                             cheapest_option,
-)
-from rooflinekit.pricing.comparisons import (
-                                            BreakEven,
-                                            break_even,
-                                            capacity_price,
-                                            crossover_volume,
-                                            gpu_hourly_price,
-                                            load_prices,
-                                            payg_price,
-                                            provisioned_example,
-                                            provisioned_savings,
-                                            provisioned_unit_cost,
 )
 from rooflinekit.pricing.techniques import (
                                             cost_per_request,
