@@ -6,7 +6,8 @@ grids keep those 24 (model, GPU, tp) groups and widen the context and batch axes
 
 Run as a script for the figures in BENCHMARKS.md (same run, same machine)::
 
-    python benchmarks/sweep.py table      # configs/s at each size, with pp/ep, the scalar loop
+    python benchmarks/sweep.py table      # configs/s at each size, with pp/ep, with the
+                                          # techniques' dimensions, the scalar loop
     python benchmarks/sweep.py billion    # 1e9 cells reduced to the best config per model
 """
 
@@ -48,6 +49,17 @@ LAYOUTS = {"pp": [1, 2], "ep": [1, 2]}
 def layout_grid(cells):
     """:func:`grid` with the :data:`LAYOUTS` dimensions: 4 × the configurations."""
     return {**grid(cells), **LAYOUTS}
+
+
+#: Speculative-decoding and prefix-caching dimensions added to a grid: 3 × 2 × 2 = 12 × the
+#: configurations, a draft head costing 5% of a target step.
+TECHNIQUES = {"draft_tokens": [0, 2, 4], "acceptance": [0.6, 0.8], "draft": 0.05,
+              "prefix_share": [0.0, 0.5]}
+
+
+def technique_grid(cells):
+    """:func:`grid` with the :data:`TECHNIQUES` dimensions: 12 × the configurations."""
+    return {**grid(cells), **TECHNIQUES}
 
 
 def scalar_configuration(m, g, tp, c, b):
@@ -110,10 +122,11 @@ class SweepLayouts:
     params = [1_152, 1_000_000]
     param_names = ["cells"]
     timeout = 300
+    make = staticmethod(layout_grid)
 
     def setup(self, cells):
-        self.kw = layout_grid(cells)
-        sw.sweep(**layout_grid(1_152))
+        self.kw = self.make(cells)
+        sw.sweep(**self.make(1_152))
 
     def time_sweep(self, cells):
         sw.sweep(**self.kw)
@@ -124,6 +137,13 @@ class SweepLayouts:
         return sw.sweep_cells(ds) / (time.perf_counter() - start)
 
     track_configs_per_second.unit = "configurations/s"
+
+
+class SweepTechniques(SweepLayouts):
+    """The in-memory sweep with draft_tokens, acceptance and prefix_share dimensions (12 × the
+    cells) on the 1,152 and 1e6 grids."""
+
+    make = staticmethod(technique_grid)
 
 
 class ScalarLoop:
@@ -186,17 +206,19 @@ def table(repeat=5):
         seconds = _best_of(lambda: sw.sweep(**kw), repeat if cells < 10**7 else 3)
         rows.append((f"sweep, {n:,} cells", seconds, n / seconds))
         if cells < 10**7:
-            kw = layout_grid(cells)
-            n = sw.sweep_cells(sw.sweep(**kw))
-            seconds = _best_of(lambda: sw.sweep(**kw), repeat)
-            rows.append((f"sweep with pp, ep, {n:,} cells", seconds, n / seconds))
+            for what, make in (("pp, ep", layout_grid),
+                               ("draft_tokens, acceptance, prefix_share", technique_grid)):
+                kw = make(cells)
+                n = sw.sweep_cells(sw.sweep(**kw))
+                seconds = _best_of(lambda: sw.sweep(**kw), repeat)
+                rows.append((f"sweep with {what}, {n:,} cells", seconds, n / seconds))
     sample = scalar_sample(grid(1_152), 300)
     seconds = _best_of(lambda: [scalar_configuration(*c) for c in sample], 3)
     rows.append(("scalar loop, per config (300 sampled)", seconds / len(sample),
                  len(sample) / seconds))
-    print(f"{'what':44s} {'seconds':>12s} {'configs/s':>14s}")
+    print(f"{'what':66s} {'seconds':>12s} {'configs/s':>14s}")
     for what, seconds, rate in rows:
-        print(f"{what:44s} {seconds:12.6f} {rate:14,.0f}")
+        print(f"{what:66s} {seconds:12.6f} {rate:14,.0f}")
     return rows
 
 

@@ -58,7 +58,10 @@ from rooflinekit.pricing import (
                                 blended_price,
                                 break_even,
                                 cheapest_option,
+                                cost_per_request,
                                 crossover_volume,
+                                payg_cost_per_request,
+                                speculative_cost_per_million_tokens,
 )
 from rooflinekit.roofline import (
                                 amortized_token_time,
@@ -122,6 +125,7 @@ __all__ = [
     "PayAsYouGo", "Provisioned", "SelfHosted", "Compliance", "NoAdmissibleOptionError",
     "blended_price", "break_even", "crossover_volume", "cheapest_option",
     "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
+    "payg_cost_per_request", "cost_per_request", "speculative_cost_per_million_tokens",
     # capacity under load
     "Traffic", "SLO", "plan", "cheapest_plan", "decision_table", "plan_disaggregated",
     # sweeps

@@ -10,7 +10,8 @@ from __future__ import annotations
 __all__ = [
     "MODEL", "GPU", "TP", "PP", "EP", "CONTEXT_LENGTH", "BATCH_SIZE", "PROMPT_TOKENS", "OUTPUT_TOKENS",
     "OUTPUT_FRACTION", "UTILIZATION", "MONTHLY_TOKENS", "REPLICATE", "REQUEST", "QUANTILE",
-    "MAX_NUM_SEQS", "MAX_NUM_BATCHED_TOKENS", "OPTION", "REQUEST_RATE", "GLOSSARY",
+    "MAX_NUM_SEQS", "MAX_NUM_BATCHED_TOKENS", "OPTION", "REQUEST_RATE", "DRAFT_TOKENS",
+    "ACCEPTANCE", "PREFIX_SHARE", "GLOSSARY",
 ]
 
 MODEL = "model"
@@ -32,6 +33,9 @@ MAX_NUM_SEQS = "max_num_seqs"
 MAX_NUM_BATCHED_TOKENS = "max_num_batched_tokens"
 OPTION = "option"
 REQUEST_RATE = "request_rate"
+DRAFT_TOKENS = "draft_tokens"
+ACCEPTANCE = "acceptance"
+PREFIX_SHARE = "prefix_share"
 
 #: What each dimension means and the unit of its coordinate.
 GLOSSARY: dict[str, str] = {
@@ -54,5 +58,10 @@ GLOSSARY: dict[str, str] = {
     MAX_NUM_BATCHED_TOKENS: "per-step token budget of chunked prefill (vLLM's "
                             "--max-num-batched-tokens) [tokens]",
     REQUEST_RATE: "arrival rate of requests [requests/s]",
+    DRAFT_TOKENS: "tokens drafted per speculative step, k (vLLM's --num-speculative-tokens) "
+                  "[tokens]",
+    ACCEPTANCE: "probability the target accepts a drafted token, alpha in [0, 1] [1]",
+    PREFIX_SHARE: "share of each prompt that is a shared prefix served from the prefix cache, "
+                  "in [0, 1] [1]",
     OPTION: "a way to buy the capacity: self-hosted, pay-as-you-go, provisioned, ...",
 }

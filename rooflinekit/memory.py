@@ -191,9 +191,9 @@ def group_memory_bytes(gpu, tp=1):
     return gpu.memory_bytes * tp
 
 
-def _usable(model, gpu, tp, reserve):
-    """Usable KV bytes on raw arrays: what the weights leave, less the reserve."""
-    free = np.maximum(gpu.memory_bytes * tp - model.weight_bytes, 0.0)
+def _usable(model, gpu, tp, reserve, extra_weight_bytes=0.0):
+    """Usable KV bytes on raw arrays: what the weights (and any others) leave, less the reserve."""
+    free = np.maximum(gpu.memory_bytes * tp - model.weight_bytes - extra_weight_bytes, 0.0)
     return free * (1 - reserve)
 
 
@@ -262,9 +262,9 @@ def kv_copies(model, tp=1):
     return _copies(model, tp)
 
 
-def _kv_budget(model, gpu, tp, reserve, replicate_kv):
+def _kv_budget(model, gpu, tp, reserve, replicate_kv, extra_weight_bytes=0.0):
     """Usable KV bytes, divided among the copies each token needs when heads are replicated."""
-    budget = _usable(model, gpu, tp, reserve)
+    budget = _usable(model, gpu, tp, reserve, extra_weight_bytes)
     return budget / _copies(model, tp) if replicate_kv else budget
 
 
@@ -272,14 +272,20 @@ def _kv_budget(model, gpu, tp, reserve, replicate_kv):
                  model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS), gpu=("memory_bytes",),
                  order=("gpu", "tp", "model", "context_length"),
                  checks={"context_length": lambda name, v: check_integer(name, v, lo=1),
-                         "shared_prefix_tokens": lambda name, v: check_integer(name, v, lo=0)},
+                         "shared_prefix_tokens": lambda name, v: check_integer(name, v, lo=0),
+                         "draft_weight_bytes": lambda name, v: check_nonnegative(name, v)},
                  parameters={**HELD_CONTEXT, **parameter_entries("""
     shared_prefix_tokens : int, array_like or xarray.DataArray
         Leading tokens every sequence shares (a system prompt, a document) [tokens], ≥ 0 and at
         most ``context_length``; its whole blocks are held once (prefix caching). Default 0.
+    draft_weight_bytes : float, array_like or xarray.DataArray
+        Weights of a draft model held beside the target's for speculative decoding [bytes],
+        ≥ 0 (:func:`weight_bytes` of the draft); they come off the group's memory before the
+        reserve, as the target's do. Default 0 (no draft).
     """)})
 def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_RESERVE, *,
-                             replicate_kv=False, shared_prefix_tokens=0, block_size=16):
+                             replicate_kv=False, shared_prefix_tokens=0, block_size=16,
+                             draft_weight_bytes=0.0):
     """How many sequences of ``context_length`` tokens fit in the KV budget (floored).
 
     Returns
@@ -301,6 +307,9 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
     with B the budget and kv(·) the bytes of a sequence of that length (window-capped layers
     count what the window keeps), and at least one token of its own per sequence.
 
+    A draft model's weights ``W_d`` shrink the budget to ``(tp · memory − W − W_d)(1 −
+    reserve)``; the draft's own KV cache (small beside the target's) is not counted.
+
     References
     ----------
     .. [1] Serving-capacity guide §2.3–2.4, §4.5 (prefix sharing).
@@ -310,7 +319,7 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
         raise ValueError(f"shared_prefix_tokens must be at most context_length (a prefix "
                          f"longer than the prompt); got {show(shared_prefix_tokens)} with "
                          f"context_length {show(context_length)}")
-    budget = _kv_budget(model, gpu, tp, reserve, replicate_kv)
+    budget = _kv_budget(model, gpu, tp, reserve, replicate_kv, draft_weight_bytes)
     shared = np.floor_divide(shared_prefix_tokens, block_size) * block_size
     held_once = _kv_bytes(model, shared)
     # a sequence served holds at least one token of its own (the next one it writes)

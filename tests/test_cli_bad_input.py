@@ -100,6 +100,41 @@ BAD = [
     (DIS + ["--splits", "1P1D", "--gpu", "no-such-gpu"], "no-such-gpu"),
 ]
 
+#: The sweep's speculative-decoding and prefix-caching axes.
+_SPEC = ["--speculative-draft", "0.05", "--acceptance", "0.8"]
+BAD += [
+    (SWEEP + ["--acceptance", "1.5"], "--acceptance"),
+    (SWEEP + ["--acceptance", "nan"], "--acceptance"),
+    (SWEEP + ["--acceptance", "0.5,x"], "--acceptance"),
+    (SWEEP + ["--num-speculative-tokens", "-1"], "--num-speculative-tokens"),
+    (SWEEP + ["--num-speculative-tokens", "65"], "--num-speculative-tokens"),
+    (SWEEP + ["--draft-tokens", "2.5"], "--num-speculative-tokens"),
+    (SWEEP + ["--num-speculative-tokens", "2"], "--acceptance"),
+    (SWEEP + ["--num-speculative-tokens", "2", "--acceptance", "0.8"], "--speculative-draft"),
+    (SWEEP + ["--num-speculative-tokens", "2,2"] + _SPEC, "draft_tokens"),
+    (SWEEP + ["--num-speculative-tokens", "2", "--speculative-draft", "2",
+              "--acceptance", "0.8"], "--speculative-draft"),
+    (SWEEP + ["--num-speculative-tokens", "2", "--speculative-draft", "nan",
+              "--acceptance", "0.8"], "--speculative-draft"),
+    (SWEEP + ["--num-speculative-tokens", "2", "--speculative-draft", "no-such-model",
+              "--acceptance", "0.8"], "no-such-model"),
+    (SWEEP + ["--prefix-share", "-0.1"], "--prefix-share"),
+    (SWEEP + ["--prefix-share", "inf"], "--prefix-share"),
+    (SWEEP + ["--prefix-share", "half"], "--prefix-share"),
+    (SWEEP + ["--prefix-share", "0.5,0.5"], "prefix_share"),
+    (CAP + ["--speculative-draft", "1.5", "--num-speculative-tokens", "4", "--acceptance",
+            "0.8"], "--speculative-draft"),
+    # the price command's prompt-cache hits
+    (PRICE + ["--prefix-share", "0.5"], "--cached-input-price"),
+    (PRICE + ["--cached-input-price", "0.3"], "--prefix-share"),
+    (PRICE + ["--cached-input-price", "0.3", "--prefix-share", "1.5"], "--prefix-share"),
+    (PRICE + ["--cached-input-price", "0.3", "--prefix-share", "nan"], "--prefix-share"),
+    (PRICE + ["--cached-input-price", "inf", "--prefix-share", "0.5"], "--cached-input-price"),
+    (PRICE + ["--cached-input-price", "-1", "--prefix-share", "0.5"], "cached_input_per_mtok"),
+    (PRICE + ["--cached-input-price", "0.3", "--prefix-share", "0.5", "--monthly-tokens",
+              "1e9"], "--monthly-tokens"),
+]
+
 
 def test_there_are_many():
     assert len(BAD) >= 40

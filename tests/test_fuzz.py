@@ -315,6 +315,42 @@ REGISTRY = {
 }
 
 
+# The prefill formulas' prefix-cache hit: a whole count in [0, prompt_tokens]; 0 is valid.
+for _name in ("prefill_time", "prefill_ms", "request_latency"):
+    REGISTRY[_name]["spoil"] += ("cached_tokens",)
+    REGISTRY[_name]["valid"]["cached_tokens"] = CONTEXT_OK
+# A draft model's weights beside the target's: bytes ≥ 0; 0 (no draft) is valid.
+REGISTRY["max_concurrent_sequences"]["spoil"] += ("draft_weight_bytes",)
+REGISTRY["max_concurrent_sequences"]["valid"]["draft_weight_bytes"] = CONTEXT_OK
+# Break-even with prefix-cache hits: shares in [0, 1]; none cached, or a free hit, is valid.
+REGISTRY["break_even"]["spoil"] += ("prefix_share", "cached_input_weight")
+REGISTRY["break_even"]["valid"].update(prefix_share=CONTEXT_OK, cached_input_weight=CONTEXT_OK)
+CACHED_PAYG = rk.PayAsYouGo(3.0, 12.0, cached_input_per_mtok=0.3)
+REGISTRY.update({
+    "payg_cost_per_request": _entry(
+        rk.payg_cost_per_request, kwargs={"payg": CACHED_PAYG, "prompt_tokens": 1000,
+                                          "output_tokens": 100, "prefix_share": 0.5},
+        spoil=("payg", "prompt_tokens", "output_tokens", "prefix_share"),
+        valid={"prompt_tokens": CONTEXT_OK, "output_tokens": CONTEXT_OK,
+               "prefix_share": CONTEXT_OK}),
+    "cost_per_request": _entry(
+        rk.cost_per_request, kwargs={"model": M, "gpu": G, "prompt_tokens": 1000,
+                                     "output_tokens": 100, "prefix_share": 0.5},
+        spoil=("model", "gpu", "prompt_tokens", "output_tokens", "batch_size", "tp",
+               "prefix_share", "hourly_price", "roofline_options"),
+        valid={"prefix_share": CONTEXT_OK, "hourly_price": CONTEXT_OK + OPTIONAL,
+               "roofline_options": OPTIONAL}),
+    "speculative_cost_per_million_tokens": _entry(
+        rk.speculative_cost_per_million_tokens,
+        kwargs={"model": M, "gpu": G, "draft": 0.05, "acceptance": 0.8},
+        spoil=("batch_size", "context_length", "draft", "draft_tokens", "acceptance",
+               "hourly_price", "reserve"),
+        valid={"context_length": CONTEXT_OK, "draft_tokens": CONTEXT_OK,
+               "acceptance": CONTEXT_OK, "hourly_price": CONTEXT_OK + OPTIONAL,
+               "reserve": CONTEXT_OK}),
+})
+
+
 @pytest.fixture(scope="module")
 def baselines():
     """Arguments the registry leaves to fixtures: a plan, a sweep, measurements."""

@@ -41,7 +41,8 @@ NAMES_ADDED = {"decode_step_time", "energy_per_token", "Traffic", "SLO", "plan",
                "decision_table", "speculative_tokens_per_step", "speculative_step_time",
                "speculative_speedup",
                "layout_memory", "pipeline_bubble", "expert_all_to_all_bytes", "kv_transfer_time",
-               "layout_decode_step_time", "layout_prefill_time", "layouts", "plan_disaggregated"}
+               "layout_decode_step_time", "layout_prefill_time", "layouts", "plan_disaggregated",
+               "payg_cost_per_request", "cost_per_request", "speculative_cost_per_million_tokens"}
 
 
 def test_names_before_folders_are_kept():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from rooflinekit import calibrate, catalog, memory, roofline, units
+from rooflinekit import calibrate, catalog, memory, pricing, roofline, units
 from rooflinekit.cli._args import (
     COMMAND_API,
     add_flag,
@@ -17,6 +17,7 @@ from rooflinekit.cli._args import (
     whole_number,
 )
 from rooflinekit.cli._output import emit, format_value, print_table
+from rooflinekit.models import ModelShape
 
 __all__ = list(COMMAND_API)
 
@@ -45,6 +46,8 @@ _QUANTITIES = (
     ("speculative_tokens_per_step", "speculative: tokens per step"),
     ("speculative_itl_ms", "speculative: ITL per token [ms]"),
     ("speculative_speedup", "speculative: speed-up [x]"),
+    ("speculative_max_concurrent_sequences", "speculative: max concurrent sequences"),
+    ("speculative_usd_per_million_tokens", "speculative: cost [USD/1M tokens]"),
 )
 
 
@@ -83,6 +86,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--show-anyway", action="store_true",
                         help="print the figures and exit 0 even when the model does not fit")
     add_output_flags(parser)
+
+
+def speculative_draft(text):
+    """``--speculative-draft``: a share of the target's decode step, or a model to resolve."""
+    try:
+        share = float(text)
+    except ValueError:
+        return catalog.resolve_model(text)
+    if not 0.0 < share <= 1.0:          # NaN fails here too
+        raise ValueError(f"--speculative-draft as a share of the target's decode step must lie "
+                         f"in (0, 1]; got {text!r}")
+    return share
 
 
 def _check(args, model) -> None:
@@ -167,11 +182,7 @@ def run(args, out) -> int:
         None if price is None else float(roofline.cost_per_million_tokens(
             model, gpu, batch, ctx, tp, hourly_price=price, **decode)))
     if args.speculative_draft is not None:
-        draft = args.speculative_draft
-        try:
-            draft = float(draft)
-        except ValueError:
-            draft = catalog.resolve_model(draft)
+        draft = speculative_draft(args.speculative_draft)
         k, alpha = args.num_speculative_tokens, args.acceptance
         step = float(roofline.speculative_step_time(model, gpu, batch, ctx, tp, draft=draft,
                                                     draft_tokens=k, roofline_options=decode))
@@ -182,6 +193,18 @@ def run(args, out) -> int:
             "speculative_speedup": float(roofline.speculative_speedup(
                 model, gpu, batch, ctx, tp, draft=draft, draft_tokens=k, acceptance=alpha,
                 roofline_options=decode))})
+        if isinstance(draft, ModelShape) and args.gpu_memory_utilization is None:
+            # a draft model's weights sit beside the target's, off the KV budget
+            reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
+                else args.workspace_fraction
+            result["speculative_max_concurrent_sequences"] = int(
+                memory.max_concurrent_sequences(model, gpu, ctx, tp, reserve,
+                                                draft_weight_bytes=memory.weight_bytes(draft)))
+        if price is not None:
+            result["speculative_usd_per_million_tokens"] = float(
+                pricing.speculative_cost_per_million_tokens(
+                    model, gpu, batch, ctx, tp, draft=draft, draft_tokens=k, acceptance=alpha,
+                    hourly_price=price, roofline_options=decode))
     fits, reason = _why_not(result)
     if reason is not None:
         result["warning"] = reason

@@ -6,6 +6,7 @@ from rooflinekit import pricing
 from rooflinekit.cli._args import (
     COMMAND_API,
     add_output_flags,
+    fraction,
     nonnegative_float,
     number,
     positive_float,
@@ -22,6 +23,9 @@ EPILOG = ("examples:\n  rooflinekit price --input-price 3 --output-price 12 "
           "--provisioned-monthly 12000 --provisioned-capacity 4e9 --output-fraction 0.1 0.5\n"
           "  rooflinekit price --input-price 3 --output-price 12 --num-gpus 8 --gpu-hourly 3 "
           "--engineering-monthly 25000 --self-hosted-capacity 2e10 --monthly-tokens 1.5e10 "
+          "--output-fraction 0.1\n"
+          "  rooflinekit price --input-price 3 --output-price 12 --cached-input-price 0.3 "
+          "--prefix-share 0.6 --provisioned-monthly 12000 --provisioned-capacity 4e9 "
           "--output-fraction 0.1")
 
 #: Each column: (key, heading with its unit).
@@ -41,6 +45,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--output-fraction", type=number(), nargs="+", required=True,
                         metavar="SHARE",
                         help="share of tokens that are output, in [0, 1] (one or more)")
+    parser.add_argument("--cached-input-price", type=number(), metavar="USD",
+                        help="pay-as-you-go USD per 1M input tokens read from the prompt cache "
+                             "(with --prefix-share)")
+    parser.add_argument("--prefix-share", type=fraction, default=None, metavar="SHARE",
+                        help="share of input tokens that hit the prompt cache, in [0, 1]: billed "
+                             "at --cached-input-price in the blended price and the break-even")
     parser.add_argument("--provisioned-monthly", type=nonnegative_float, metavar="USD",
                         help="USD per month of the commitment (with --provisioned-capacity)")
     parser.add_argument("--provisioned-capacity", type=positive_float, metavar="TOKENS",
@@ -59,6 +69,11 @@ def add_arguments(parser) -> None:
 
 def _check(args) -> None:
     """Refuse flags that would be ignored, before any work."""
+    if (args.cached_input_price is None) != (args.prefix_share is None):
+        raise ValueError("--cached-input-price and --prefix-share go together")
+    if args.prefix_share is not None and args.monthly_tokens is not None:
+        raise ValueError("--prefix-share prices the blended rate and the break-even; the "
+                         "cheapest option at --monthly-tokens does not take it")
     if (args.provisioned_monthly is None) != (args.provisioned_capacity is None):
         raise ValueError("--provisioned-monthly and --provisioned-capacity go together")
     if args.num_gpus is None:
@@ -72,7 +87,9 @@ def _check(args) -> None:
 
 def run(args, out) -> int:
     _check(args)
-    payg = pricing.PayAsYouGo(args.input_price, args.output_price)
+    payg = pricing.PayAsYouGo(args.input_price, args.output_price,
+                              cached_input_per_mtok=args.cached_input_price)
+    hits = 0.0 if args.prefix_share is None else args.prefix_share
     provisioned = None
     if args.provisioned_monthly is not None:
         provisioned = pricing.Provisioned(args.provisioned_monthly, args.provisioned_capacity,
@@ -84,9 +101,10 @@ def run(args, out) -> int:
             args.engineering_monthly or 0.0, capacity_tokens=args.self_hosted_capacity)
     result = []
     for f in args.output_fraction:
-        row = {"output_fraction": f, "blended_per_mtok": float(pricing.blended_price(payg, f))}
+        row = {"output_fraction": f, "blended_per_mtok": float(
+            pricing.blended_price(payg, f, cached_fraction=hits))}
         if provisioned is not None:
-            be = pricing.break_even(provisioned, payg, f)
+            be = pricing.break_even(provisioned, payg, f, prefix_share=hits)
             row["break_even_tokens"] = float(be.tokens)
             row["break_even_utilization"] = float(be.utilization)
         if args.monthly_tokens is not None:

@@ -29,6 +29,7 @@ from rooflinekit.cli._output import (
     write_csv,
     write_output,
 )
+from rooflinekit.cli.capacity import speculative_draft
 from rooflinekit.sweep import (
     DISTRIBUTED_EXTRA,
     PARETO_POINT,
@@ -56,6 +57,9 @@ examples:
   rooflinekit sweep --models all --gpus all --report cheapest --ttft 0.5 --itl 0.05
   rooflinekit sweep --models guide-70b --gpus h100 --report pareto --csv
   rooflinekit sweep --models Llama-3.1-8B --gpus h100 --calibration h100_vllm.json
+  rooflinekit sweep --models llama-3.1-70b --gpus h100 --tp 4 --batch-size 1,8,64 \\
+      --speculative-draft llama-3.1-8b --num-speculative-tokens 0:6 --acceptance 0.6,0.8 \\
+      --prefix-share 0,0.5,0.9 --report none --json
   rooflinekit sweep --models guide-70b Llama-3.1-8B --gpus h100 a100 \\
       --max-model-len 1024:32768:1024 --batch-size 1:64 --chunks auto --output sweep.nc
 """
@@ -111,15 +115,43 @@ def parse_axis(text):
     return np.asarray(values, dtype=np.int64)
 
 
-def _axis(text):
-    try:
-        values = parse_axis(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if values.size == 0 or values.min() < 1 or values.max() > MAX_INT:
-        raise argparse.ArgumentTypeError(f"axis values must be whole numbers in [1, {MAX_INT}], "
-                                         f"got {text!r}")
-    return values
+def _bounded_axis(lo, hi, what):
+    """An ``argparse`` type: axis values (:func:`parse_axis`) that are whole numbers in
+    ``[lo, hi]``."""
+    def parse(text):
+        try:
+            values = parse_axis(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if values.size == 0 or values.min() < lo or values.max() > hi:
+            raise argparse.ArgumentTypeError(f"{what} must be whole numbers in [{lo}, {hi}], "
+                                             f"got {text!r}")
+        return values
+    return parse
+
+
+_axis = _bounded_axis(1, MAX_INT, "axis values")
+
+#: Most tokens drafted per step a sweep takes (capacity's --num-speculative-tokens bound).
+_MAX_DRAFT = 64
+
+#: ``--num-speculative-tokens``: drafted tokens per step, as an axis.
+_draft_axis = _bounded_axis(0, _MAX_DRAFT, "drafted tokens")
+
+
+def _shares(text):
+    """``--acceptance``, ``--prefix-share``: comma lists of numbers in [0, 1], as an axis."""
+    values = []
+    for part in str(text).split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated numbers in [0, 1], "
+                                             f"got {text!r}") from None
+        if not 0.0 <= value <= 1.0:       # NaN fails here too
+            raise argparse.ArgumentTypeError(f"each value must lie in [0, 1], got {part!r}")
+        values.append(value)
+    return np.asarray(values, dtype=np.float64)
 
 
 def _chunks(text):
@@ -164,6 +196,21 @@ def add_arguments(parser):
                              "heads, or for MLA (default: each head stored once, the guide's "
                              "model)")
     add_flag(parser, "--allreduce")
+    parser.add_argument("--speculative-draft", metavar="MODEL|SHARE",
+                        help="speculative decoding: a draft model (catalogue name; its weights "
+                             "come off the KV budget) or a draft head's cost as a share of the "
+                             "target's decode step, in (0, 1]")
+    parser.add_argument("--num-speculative-tokens", "--draft-tokens", type=_draft_axis,
+                        default=None, metavar="K",
+                        help="tokens drafted per step, an axis (vLLM's name; with "
+                             "--speculative-draft and --acceptance)")
+    parser.add_argument("--acceptance", type=_shares, default=None, metavar="ALPHA",
+                        help="probabilities the target accepts a drafted token, in [0, 1], "
+                             "an axis (e.g. 0.6,0.8)")
+    parser.add_argument("--prefix-share", type=_shares, default=None, metavar="SHARE",
+                        help="shares of each prompt that are one shared, cached prefix, in "
+                             "[0, 1], an axis: held once in the KV cache, read not computed "
+                             "by prefill")
     parser.add_argument("--calibration", metavar="FILE",
                         help="calibration JSON from `rooflinekit calibrate`; the sweep takes one "
                              "set of knobs, so its decode knobs time every variable, TTFT too "
@@ -212,6 +259,10 @@ def _check(args):
         check_output_path(args.output)
     if args.report != "cheapest" and (args.ttft is not None or args.itl is not None):
         raise ValueError("--ttft/--itl apply to --report cheapest")
+    speculative = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
+    if any(v is not None for v in speculative) and any(v is None for v in speculative):
+        raise ValueError("--speculative-draft, --num-speculative-tokens and --acceptance go "
+                         "together")
     if args.output is not None and args.report == "none" and not \
             str(args.output).lower().endswith((".nc", ".zarr")):
         raise ValueError("--output with --report none writes the whole sweep: give a .nc or "
@@ -249,7 +300,10 @@ def run(args, out):
     ds = sweep(models, gpus, tp=args.tp, context_length=args.max_model_len,
                batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve,
                chunks=chunks, allreduce=args.allreduce, replicate_kv=args.replicate_kv,
-               **knobs)
+               draft_tokens=args.num_speculative_tokens, acceptance=args.acceptance,
+               draft=None if args.speculative_draft is None else
+               speculative_draft(args.speculative_draft),
+               prefix_share=args.prefix_share, **knobs)
     ds.attrs["model_quality"] = quality
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:

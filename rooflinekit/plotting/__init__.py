@@ -10,8 +10,9 @@ from rooflinekit.plotting.memory import plot_concurrency_vs_context
 from rooflinekit.plotting.planning import plot_decision, plot_load_curves
 from rooflinekit.plotting.pricing import plot_break_even, plot_self_hosting, plot_spillover
 from rooflinekit.plotting.roofline import plot_layouts, plot_roofline, plot_tp_scaling
+from rooflinekit.plotting.techniques import plot_prefix_caching, plot_speculative_speedup
 
 __all__ = ["plot_roofline", "plot_concurrency_vs_context", "plot_batching_timeline",
            "plot_batching_win", "plot_break_even", "plot_spillover", "plot_self_hosting",
            "plot_tp_scaling", "plot_layouts", "plot_load_curves", "plot_decision",
-           "plot_disaggregated"]
+           "plot_disaggregated", "plot_prefix_caching", "plot_speculative_speedup"]

@@ -4,6 +4,8 @@
   :class:`Provisioned`, :class:`SelfHosted` — with their blended price and unit cost;
 - :mod:`~rooflinekit.pricing.comparisons`: break-even, crossover volume, provisioned savings,
   and the illustrative catalogue prices as price objects;
+- :mod:`~rooflinekit.pricing.techniques`: a request's cost with prefix-cache hits (pay-as-you-go
+  and on your GPUs) and a million output tokens' with speculative decoding;
 - :mod:`~rooflinekit.pricing.choice`: data-residency and classification gates before cost, and
   the cheapest admissible option.
 """
@@ -35,6 +37,11 @@ from rooflinekit.pricing.choice import (
                                             admissibility,
                                             cheapest_option,
 )
+from rooflinekit.pricing.techniques import (
+                                            cost_per_request,
+                                            payg_cost_per_request,
+                                            speculative_cost_per_million_tokens,
+)
 
 __all__ = [
     "PayAsYouGo", "Provisioned", "SelfHosted", "Compliance", "Choice", "BreakEven",
@@ -42,4 +49,5 @@ __all__ = [
     "blended_price", "break_even", "unit_cost", "crossover_volume", "provisioned_savings",
     "provisioned_unit_cost", "capacity_price", "admissibility", "cheapest_option",
     "load_prices", "payg_price", "provisioned_example", "gpu_hourly_price",
+    "cost_per_request", "payg_cost_per_request", "speculative_cost_per_million_tokens",
 ]

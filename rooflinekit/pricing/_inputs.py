@@ -15,17 +15,20 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import dims
-from rooflinekit._labels import align_inputs, is_labelled
+from rooflinekit._labels import align_inputs, is_labelled, spec_value
 from rooflinekit._validation import (
     as_numeric,
     check_bool,
+    check_nonnegative,
     check_range,
     check_string,
+    check_type,
 )
+from rooflinekit.hardware import GPU
 
 __all__ = ["USD_PER_MTOK", "USD_PER_MONTH", "TOKENS_PER_MONTH", "numeric_field",
            "normalise_region", "option_name", "ARGUMENT_DIMS", "prepare", "any_positive",
-           "admissibility"]
+           "admissibility", "price_per_gpu_hour", "check_hits"]
 
 USD_PER_MTOK = "USD/1M tokens"
 USD_PER_MONTH = "USD/month"
@@ -68,6 +71,7 @@ def admissibility(spec, default_name: str) -> None:
 ARGUMENT_DIMS = MappingProxyType({
     "output_fraction": dims.OUTPUT_FRACTION, "monthly_tokens": dims.MONTHLY_TOKENS,
     "utilization": dims.UTILIZATION, "prompt_tokens": dims.PROMPT_TOKENS,
+    "prefix_share": dims.PREFIX_SHARE,
 })
 
 
@@ -97,3 +101,26 @@ def prepare(named: Mapping, *specs):
 def any_positive(name: str, value) -> bool:
     """Whether any element of the (checked) numeric ``value`` is positive."""
     return bool(np.any(as_numeric(name, value) > 0))
+
+
+def price_per_gpu_hour(gpu, price, name: str = "hourly_price"):
+    """Price of one GPU-hour [USD/h]: ``price`` (≥ 0) when given, else the catalogue's per GPU.
+
+    ``ValueError`` naming ``name`` when neither is known.
+    """
+    check_type("gpu", gpu, (GPU, xr.Dataset))
+    if price is not None:
+        check_nonnegative(name, price)
+        return price
+    listed = spec_value(gpu, "hourly_price")
+    if listed is None or np.isnan(np.asarray(listed, dtype=float)).any():
+        raise ValueError(f"gpu has no catalogue hourly_price; pass {name} [USD/h]")
+    return listed / spec_value(gpu, "n_gpus")
+
+
+def check_hits(payg, prefix_share) -> None:
+    """``prefix_share`` in [0, 1], and 0 unless ``payg`` has a cached-input price for the hits."""
+    check_range("prefix_share", prefix_share, lo=0, hi=1)
+    if payg.cached_input_per_mtok is None and any_positive("prefix_share", prefix_share):
+        raise ValueError(f"prefix_share must be 0: {payg.name!r} has no cached_input_per_mtok "
+                         f"to bill the hits at")

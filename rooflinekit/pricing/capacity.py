@@ -29,7 +29,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import roofline
-from rooflinekit._labels import align_inputs, finish, spec_value, where
+from rooflinekit._labels import align_inputs, finish, where
 from rooflinekit._validation import (
     check_bool,
     check_fraction,
@@ -49,6 +49,7 @@ from rooflinekit.pricing._inputs import (
     any_positive,
     numeric_field,
     prepare,
+    price_per_gpu_hour,
 )
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 
@@ -467,10 +468,7 @@ class SelfHosted:
         check_range("utilization", utilization, lo=0, hi=1, lo_open=True)
         check_range("hours_per_month", hours_per_month, lo=0, hi=_MAX_HOURS_PER_MONTH, lo_open=True)
         if gpu_hourly is None:
-            price = spec_value(gpu, "hourly_price")
-            if price is None or np.isnan(np.asarray(price, dtype=float)).any():
-                raise ValueError("gpu has no catalogue hourly_price; pass gpu_hourly [USD/h]")
-            gpu_hourly = price / spec_value(gpu, "n_gpus")
+            gpu_hourly = price_per_gpu_hour(gpu, None, "gpu_hourly")
         rate = roofline.decode_throughput(model, gpu, batch_size, context_length, tp,
                                           **roofline_options)
         a = align_inputs({"rate": rate, "utilization": utilization})

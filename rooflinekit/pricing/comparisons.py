@@ -48,6 +48,7 @@ from rooflinekit.pricing._inputs import (
     TOKENS_PER_MONTH,
     USD_PER_MONTH,
     USD_PER_MTOK,
+    check_hits,
     prepare,
 )
 from rooflinekit.pricing.capacity import (
@@ -82,7 +83,7 @@ class BreakEven(NamedTuple):
     utilization: object
 
 
-def break_even(provisioned, payg, output_fraction):
+def break_even(provisioned, payg, output_fraction, *, prefix_share=0.0, cached_input_weight=1.0):
     """Volume and utilisation at which dedicated capacity costs what pay-as-you-go does (§6.3).
 
     Parameters
@@ -94,6 +95,16 @@ def break_even(provisioned, payg, output_fraction):
     output_fraction : float or array_like
         Share of billed tokens that are output tokens, f [1], in [0, 1]. Required: a break-even
         without the mix is not a number (§6.3, §10).
+    prefix_share : float or array_like
+        Share of input tokens that hit a prefix cache, h [1], in [0, 1]; default 0 (no
+        caching). Pay-as-you-go bills them at ``payg.cached_input_per_mtok`` (required when
+        h > 0; :func:`blended_price`'s ``cached_fraction``), and on the commitment each
+        consumes ``cached_input_weight`` of an input token's capacity.
+    cached_input_weight : float or array_like
+        Capacity a cached input token consumes, in input tokens, c [1], in [0, 1]; default 1
+        (a hit frees no capacity). A self-hosted hit skips its prefill compute, towards 0
+        (:func:`rooflinekit.roofline.prefill_time` with ``cached_tokens``); Azure's PTUs
+        discount cached input tokens up to 100% [2]_.
 
     Returns
     -------
@@ -101,6 +112,10 @@ def break_even(provisioned, payg, output_fraction):
         For scalar or ndarray inputs a :class:`BreakEven` ``(tokens, utilization)`` named tuple;
         when any input is labelled, an ``xr.Dataset`` with variables ``tokens`` [tokens/month] and
         ``utilization`` [1] over the inputs' dimensions.
+
+    See Also
+    --------
+    blended_price, crossover_volume, rooflinekit.pricing.cost_per_request
 
     Notes
     -----
@@ -110,18 +125,39 @@ def break_even(provisioned, payg, output_fraction):
     utilisation falls as f rises while the output weight ``w`` is below the price ratio
     ``c_out / c_in``; with ``w`` equal to the ratio it does not move.
 
+    With a prefix hit share h the blended price is ``(c_in(1 − h) + c_cached·h)(1 − f) +
+    c_out·f`` and the capacity at the mix grows to
+
+    .. math:: K_h(f) = K(f) \\frac{(1 - f) + w f}{(1 - f)(1 - h + c h) + w f}
+
+    (``w = 1`` for a :class:`SelfHosted` capacity, which does not depend on the mix): cheaper
+    pay-as-you-go moves the break-even volume up, freed capacity moves its utilisation down.
+
     References
     ----------
     .. [1] Serving-capacity guide §6.3: $12,000/month, 4B tokens, $3/$12 per 1M → 76.92% at
        f = 0.1 and 40.00% at f = 0.5.
+    .. [2] Microsoft, "Prompt caching" (Azure OpenAI documentation): on provisioned
+       deployments cached input tokens are discounted up to 100% of their utilisation,
+       https://learn.microsoft.com/azure/ai-foundry/openai/how-to/prompt-caching
     """
     _check_dedicated("provisioned", provisioned, "break-even utilisation")
     check_type("payg", payg, PayAsYouGo)
     check_fraction("output_fraction", output_fraction)
-    a, (provisioned, payg) = prepare({"output_fraction": output_fraction}, provisioned, payg)
-    f = a["output_fraction"]
-    tokens = provisioned.fixed_monthly_cost / blended_price(payg, f) * PER_MILLION
-    utilization = tokens / provisioned.capacity(f)
+    check_hits(payg, prefix_share)
+    check_fraction("cached_input_weight", cached_input_weight)
+    a, (provisioned, payg) = prepare({"output_fraction": output_fraction,
+                                      "prefix_share": prefix_share,
+                                      "cached_input_weight": cached_input_weight},
+                                     provisioned, payg)
+    f, h, c = a["output_fraction"], a["prefix_share"], a["cached_input_weight"]
+    tokens = provisioned.fixed_monthly_cost / blended_price(payg, f, cached_fraction=h) * \
+        PER_MILLION
+    w = getattr(provisioned, "output_weight", 1.0)
+    # capacity consumed per billed token, without and with the hits (equal at h = 0)
+    plain, hit = (1 - f) + w * f, (1 - f) * (1 - h + c * h) + w * f
+    # the hits' share of the capacity each billed token uses (exactly 1 at h = 0)
+    utilization = tokens / provisioned.capacity(f) * (hit / plain)
     if is_labelled(tokens) or is_labelled(utilization):
         tokens, utilization = xr.broadcast(xr.DataArray(tokens), xr.DataArray(utilization))
         return xr.Dataset({

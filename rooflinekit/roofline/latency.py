@@ -19,7 +19,8 @@ import warnings
 
 import numpy as np
 
-from rooflinekit._validation import check_integer, check_nonnegative
+from rooflinekit._labels import parameter_entries
+from rooflinekit._validation import check_integer, check_nonnegative, show
 from rooflinekit.roofline.step import (
     decode_step,
     prefill_step,
@@ -84,9 +85,39 @@ def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, comput
     return step_time(model, gpu, decode_step(model, batch_size, context_length))
 
 
-@step_formula("s", "prefill time")
-def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+#: The prompt's tokens a prefix-cache hit serves, for the prefill formulas that take them.
+_CACHED_PARAMETER = parameter_entries("""
+    cached_tokens : int, array_like or xarray.DataArray
+        Leading tokens of the prompt found in the prefix cache [tokens], whole, in
+        ``[0, prompt_tokens]``; their KV is read, not computed. Default 0 (nothing cached).
+    """)
+
+
+def _check_cached(prompt_tokens, cached_tokens):
+    """``cached_tokens ≤ prompt_tokens`` cell by cell (both laid out on the formula's grid)."""
+    over = np.asarray(cached_tokens > prompt_tokens)
+    if over.any():
+        bad = np.broadcast_to(np.asarray(cached_tokens, dtype=float), over.shape)[over].flat[0]
+        raise ValueError(f"cached_tokens must lie in [0, prompt_tokens] (the cached part of the "
+                         f"prompt); got {show(bad)} with prompt_tokens "
+                         f"{show(np.broadcast_to(prompt_tokens, over.shape)[over].flat[0])}")
+
+
+def _prompt_step(model, prompt_tokens, context_length, cached_tokens):
+    """The prefill of a prompt whose first ``cached_tokens`` are cached, after a context.
+
+    Only the rest is computed, after ``context_length + cached_tokens`` cached tokens; a fully
+    cached prompt still computes its last token, whose logits give the first output token.
+    """
+    _check_cached(prompt_tokens, cached_tokens)
+    computed = np.maximum(prompt_tokens - cached_tokens, 1.0)
+    return prefill_step(model, computed, context_length + (prompt_tokens - computed))
+
+
+@step_formula("s", "prefill time", checks={"cached_tokens": _whole(0)},
+              parameters=_CACHED_PARAMETER)
+def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_tokens=0,
+        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """Time of prefilling a prompt in one pass [s]: the prefill part of TTFT.
@@ -94,11 +125,18 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, compute_e
     Parameters
     ----------
     context_length : int, array_like or xarray.DataArray
-        Tokens already cached before the prompt (a prefix-cache hit, earlier chunks) [tokens].
+        Tokens already cached *before* the prompt and not counted in ``prompt_tokens``
+        (earlier chunks, a conversation's history) [tokens].
+
+    Raises
+    ------
+    ValueError
+        ``cached_tokens`` outside ``[0, prompt_tokens]`` (and the shared checks).
 
     See Also
     --------
-    decode_step_time, prefill_throughput, request_latency, mixed_step_time
+    decode_step_time, prefill_throughput, request_latency, mixed_step_time,
+    rooflinekit.memory.max_concurrent_sequences
 
     Notes
     -----
@@ -106,11 +144,21 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, compute_e
     quadratic term): a 20,000-token document gives a slow first token on any GPU (guide §3.3).
     TTFT adds queueing, which this does not model. The first output token comes out of this pass.
 
+    Prefix caching: ``cached_tokens`` counts the *prompt's own* leading tokens that hit the
+    cache, so ``prefill_time(P, cached_tokens=C) == prefill_time(P − C, context_length=C)``
+    for ``C < P``: the ``P − C`` new tokens are computed and attend to the ``C`` cached ones,
+    whose KV is read once. The two keywords add: the cached prefix is ``context_length +
+    cached_tokens``. A fully cached prompt (``C = P``) still computes its last token, about one
+    decode step at batch 1 and context ``P − 1``.
+
     References
     ----------
     .. [1] Guide §3.1, §3.3.
+    .. [2] Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+       PagedAttention", SOSP 2023 (prefix sharing); vLLM automatic prefix caching.
     """
-    return step_time(model, gpu, prefill_step(model, prompt_tokens, context_length))
+    return step_time(model, gpu, _prompt_step(model, prompt_tokens, context_length,
+                                              cached_tokens))
 
 
 @step_formula("s/token", "amortized time per token")
@@ -282,9 +330,10 @@ def _generation(model, gpu, b, steps, first):
 
 
 @step_formula("s", "request latency", checks={
-    "prompt_tokens": _whole(1), "output_tokens": _whole(1)})
+    "prompt_tokens": _whole(1), "output_tokens": _whole(1), "cached_tokens": _whole(0)},
+    parameters=_CACHED_PARAMETER)
 def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
+        cached_tokens=0, compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """End-to-end time of one request: prefill, then ``output_tokens − 1`` decode steps [s].
@@ -299,7 +348,8 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
     Returns
     -------
     float, ndarray or xarray.DataArray
-        Seconds: ``prefill_time(N) + generation_time(output − 1, context N)``. No queueing.
+        Seconds: ``prefill_time(N, cached_tokens=C) + generation_time(output − 1, context
+        N)``. No queueing.
 
     See Also
     --------
@@ -309,7 +359,7 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
     ----------
     .. [1] Guide §3.3 (TTFT then ITL per token).
     """
-    first = step_time(model, gpu, prefill_step(model, prompt_tokens, 0.0))
+    first = step_time(model, gpu, _prompt_step(model, prompt_tokens, 0.0, cached_tokens))
     return first + _generation(model, gpu, batch_size, output_tokens - 1.0, prompt_tokens)
 
 
@@ -357,13 +407,14 @@ def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
 # The guide's lab names.
 # ------------------------------------------------------------------------------------------------
 
-@step_formula("ms", "prefill time")
-def prefill_ms(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0,
+@step_formula("ms", "prefill time", checks={"cached_tokens": _whole(0)},
+              parameters=_CACHED_PARAMETER)
+def prefill_ms(model, gpu, prompt_tokens, tp=1, *, cached_tokens=0, compute_efficiency=1.0,
         bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None, interconnect_latency=None):
     """The lab's name: :func:`prefill_time` in milliseconds [ms] (guide §8 step 3)."""
-    return step_time(model, gpu, prefill_step(model, prompt_tokens, 0.0)) / MS
+    return step_time(model, gpu, _prompt_step(model, prompt_tokens, 0.0, cached_tokens)) / MS
 
 
 @step_formula("ms", "amortized time per token")

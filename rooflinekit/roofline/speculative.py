@@ -239,6 +239,8 @@ def speculative_speedup(model, gpu, batch_size=1, context_length=0, tp=1, *, dra
     .. [1] Leviathan, Kalman & Matias, ICML 2023, §3.4 (walltime improvement).
     """
     options = dict(check_mapping("roofline_options", roofline_options, allow_none=True) or {})
+    if isinstance(model, str):
+        model = catalog.model(model)   # a catalogue name, as speculative_step_time takes
     gained = speculative_tokens_per_step(acceptance, draft_tokens)
     plain = decode_step_time(model, gpu, batch_size, context_length, tp, **options)
     spec = speculative_step_time(model, gpu, batch_size, context_length, tp, draft=draft,

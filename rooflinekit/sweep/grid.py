@@ -2,8 +2,9 @@
 
 :func:`sweep` evaluates the memory model (:mod:`rooflinekit.memory`) and the roofline
 (:mod:`rooflinekit.roofline`, :mod:`rooflinekit.roofline.latency`) over the outer product of models, GPUs,
-tensor-parallel degrees, context lengths, batch sizes and prompt lengths, and returns one
-:class:`xarray.Dataset`.
+tensor-parallel degrees, context lengths, batch sizes and prompt lengths — and, when asked,
+pipeline and expert-parallel degrees, speculative decoding's drafted tokens and acceptance, and
+prefix caching's share of each prompt — and returns one :class:`xarray.Dataset`.
 
 How it stays fast and small
 ---------------------------
@@ -56,6 +57,7 @@ from rooflinekit._validation import (
     check_nonnegative,
     check_range,
     check_string,
+    describe,
     real_number,
     show,
     whole_number,
@@ -69,6 +71,7 @@ from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
 __all__ = [
     "AUTO_BLOCK_CELLS",
     "MEMORY_LIMIT",
+    "SPECULATIVE_VARIABLES",
     "SWEEP_DIMS",
     "VARIABLES",
     "in_memory_bytes",
@@ -88,11 +91,16 @@ SWEEP_DIMS = (dims.MODEL, dims.GPU, dims.TP, dims.CONTEXT_LENGTH, dims.BATCH_SIZ
 #: has exactly the dimensions and numbers of a single tensor-parallel group.
 _LAYOUT_DIMS = (dims.PP, dims.EP)
 
-# Every axis of the grid, the layout ones after tp.
+#: Serving techniques a sweep has only when asked for (``draft_tokens=``, ``acceptance=``,
+#: ``prefix_share=``): speculative decoding and prefix caching.
+_TECHNIQUE_DIMS = (dims.DRAFT_TOKENS, dims.ACCEPTANCE, dims.PREFIX_SHARE)
+
+# Every axis of the grid, the layout ones after tp, the techniques' last.
 _AXIS_DIMS = (dims.MODEL, dims.GPU, dims.TP, *_LAYOUT_DIMS, dims.CONTEXT_LENGTH, dims.BATCH_SIZE,
-              dims.PROMPT_TOKENS)
-_M, _G, _T, _PP, _EP, _C, _B, _P = range(len(_AXIS_DIMS))
+              dims.PROMPT_TOKENS, *_TECHNIQUE_DIMS)
+_M, _G, _T, _PP, _EP, _C, _B, _P, _K, _A, _S = range(len(_AXIS_DIMS))
 _N = len(_AXIS_DIMS)
+_OPTIONAL = (_PP, _EP, _K, _A, _S)   # axes a grid has only when given (else no dimension)
 _PROMPT = "prompt"   # placeholder axis: prompt_tokens, or context_length when no prompt is given
 
 
@@ -122,9 +130,9 @@ VARIABLES = MappingProxyType({
     "weights_fit": _Var((_M, _G, _T, _PP, _EP), "1",
                         "group memory holds the weights and a KV budget", "?",
                         deps=("usable_kv_bytes",)),
-    "max_concurrent_sequences": _Var((_M, _G, _T, _PP, _EP, _C), "1",
+    "max_concurrent_sequences": _Var((_M, _G, _T, _PP, _EP, _C, _S), "1",
                                      "max concurrent sequences", "i8"),
-    "fits": _Var((_M, _G, _T, _PP, _EP, _C, _B), "1", "batch fits in the KV budget", "?",
+    "fits": _Var((_M, _G, _T, _PP, _EP, _C, _B, _S), "1", "batch fits in the KV budget", "?",
                  deps=("max_concurrent_sequences",)),
     "ridge_point": _Var((_G,), "FLOP/byte", "ridge point (peak FLOP/s / bandwidth)"),
     "arithmetic_intensity": _Var((_M, _C, _B), "FLOP/byte", "decode arithmetic intensity"),
@@ -136,12 +144,33 @@ VARIABLES = MappingProxyType({
                               "decode throughput per group", deps=("decode_step_time",)),
     "tokens_per_second_per_gpu": _Var((_M, _G, _T, _PP, _EP, _C, _B), "tokens/s",
                                       "decode throughput per GPU", deps=("tokens_per_second",)),
-    "prefill_time": _Var((_M, _G, _T, _PP, _EP, _PROMPT), "s",
+    "prefill_time": _Var((_M, _G, _T, _PP, _EP, _PROMPT, _S), "s",
                          "prefill time (TTFT without queueing)"),
     "cost_per_million_tokens": _Var((_M, _G, _T, _PP, _EP, _C, _B), "USD/1M tokens",
                                     "GPU cost per million generated tokens",
                                     deps=("tokens_per_second",)),
 })
+
+#: The variables of a sweep over speculative decoding (``draft_tokens=``, ``acceptance=``,
+#: ``draft=``), besides :data:`VARIABLES`.
+SPECULATIVE_VARIABLES = MappingProxyType({
+    "speculative_step_time": _Var((_M, _G, _T, _C, _B, _K), "s",
+                                  "speculative step time (drafts and verification)"),
+    "speculative_tokens_per_step": _Var((_K, _A), "tokens/step",
+                                        "expected tokens per speculative step"),
+    "speculative_itl": _Var((_M, _G, _T, _C, _B, _K, _A), "s",
+                            "speculative inter-token latency (step per token gained)",
+                            deps=("speculative_step_time", "speculative_tokens_per_step")),
+    "speculative_tokens_per_second": _Var((_M, _G, _T, _C, _B, _K, _A), "tokens/s",
+                                          "speculative decode throughput per group",
+                                          deps=("speculative_itl",)),
+    "speculative_speedup": _Var((_M, _G, _T, _C, _B, _K, _A), "1",
+                                "speculative decoding speed-up",
+                                deps=("speculative_itl", "decode_step_time")),
+})
+
+# Every variable by name, for the grid's own lookups.
+_REGISTRY = MappingProxyType({**VARIABLES, **SPECULATIVE_VARIABLES})
 
 _NOTES = {
     "cost_per_million_tokens": {
@@ -149,8 +178,13 @@ _NOTES = {
                    "(rooflinekit.roofline.cost_per_million_tokens)"},
     "compute_bound": {"comment": "equals rooflinekit.roofline.bound(arithmetic_intensity, "
                                  "ridge_point) == 'compute'"},
-    "prefill_time": {"comment": "one pass over the prompt with nothing cached "
-                                "(rooflinekit.roofline.prefill_time)"},
+    "prefill_time": {"comment": "one pass over the prompt, its prefix_share served from the "
+                                "prefix cache when the sweep has that dimension, else nothing "
+                                "cached (rooflinekit.roofline.prefill_time)"},
+    "speculative_itl": {"comment": "speculative_step_time / speculative_tokens_per_step "
+                                   "(rooflinekit.roofline.speculative_speedup's effective ITL)"},
+    "speculative_speedup": {"comment": "decode_step_time / speculative_itl: above 1 speculation "
+                                       "pays (rooflinekit.roofline.speculative_speedup)"},
 }
 
 
@@ -217,10 +251,24 @@ def _axis_values(name, values, *, lo, allow_none=False):
         raise ValueError(f"{name} is required")
     data = as_1d(name, values)
     check_integer(name, data, lo=lo)
+    _unique(name, data, values)
+    return data.astype(np.int64)
+
+
+def _unique(name, data, values):
     if np.unique(data).size != data.size:
         raise ValueError(f"{name} must not repeat values (it labels a dimension); "
                          f"got {show(values)}")
-    return data.astype(np.int64)
+
+
+def _share_values(name, values):
+    """A sweep axis of shares as a 1-D float64 array in [0, 1], or ``None`` when not given."""
+    if values is None:
+        return None
+    data = as_1d(name, values)
+    check_fraction(name, data)
+    _unique(name, data, values)
+    return data.astype(np.float64)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -239,25 +287,35 @@ class _Grid:
     chunks: tuple          # per axis, a tuple of chunk lengths
     replicate_kv: bool = False   # count KV copies when tp exceeds the KV heads (memory.kv_copies)
     micro_batches: int = 1       # micro-batches a pipeline's batch is split into
+    draft: object = None         # speculative decoding's draft: a ModelShape or a step share
+    draft_weight_bytes: float = 0.0   # a draft model's weights, held beside every model's
 
     @property
     def shape(self):
         return tuple(1 if a is None else len(a) for a in self.axes)
 
 
-def _resolve(variables):
-    """Requested variables plus every variable they are computed from, in dependency order."""
+def _resolve(variables, speculative=False):
+    """Requested variables plus every variable they are computed from, in dependency order.
+
+    The speculative variables exist only in a sweep over ``draft_tokens``.
+    """
+    known = [*VARIABLES, *(SPECULATIVE_VARIABLES if speculative else ())]
     if variables is None:
-        wanted = list(VARIABLES)
+        wanted = known
     else:
         wanted = [variables] if isinstance(variables, str) else list(variables)
-        unknown = [v for v in wanted if v not in VARIABLES]
+        unknown = [v for v in wanted if v not in _REGISTRY]
         if unknown:
-            raise ValueError(f"unknown sweep variables {unknown}; choose from {list(VARIABLES)}")
+            raise ValueError(f"unknown sweep variables {unknown}; choose from {list(_REGISTRY)}")
+        absent = [v for v in wanted if v not in known]
+        if absent:
+            raise ValueError(f"{absent[0]!r} needs speculative decoding: give draft_tokens=, "
+                             f"acceptance= and draft=")
     order = []
 
     def visit(v):
-        for d in VARIABLES[v].deps:
+        for d in _REGISTRY[v].deps:
             visit(d)
         if v not in order:
             order.append(v)
@@ -293,14 +351,16 @@ def _block_arrays(grid, bounds):
     ctx = _shaped(grid.axes[_C][bounds[_C]], _C)
     batch = _shaped(grid.axes[_B][bounds[_B]], _B)
     prompt = ctx if grid.axes[_P] is None else _shaped(grid.axes[_P][bounds[_P]], _P)
-    return model, gpu, tp, pp, ep, ctx, batch, prompt
+    k, alpha, share = (None if grid.axes[a] is None else _shaped(grid.axes[a][bounds[a]], a)
+                       for a in (_K, _A, _S))
+    return model, gpu, tp, pp, ep, ctx, batch, prompt, k, alpha, share
 
 
 def _var_axes(grid, name):
     """The axis positions variable ``name`` runs over in this grid (sorted)."""
     prompt_axis = _C if grid.axes[_P] is None else _P
-    axes = {prompt_axis if a == _PROMPT else a for a in VARIABLES[name].axes}
-    return tuple(sorted(a for a in axes if a not in (_PP, _EP) or grid.axes[a] is not None))
+    axes = {prompt_axis if a == _PROMPT else a for a in _REGISTRY[name].axes}
+    return tuple(sorted(a for a in axes if a not in _OPTIONAL or grid.axes[a] is not None))
 
 
 def _has_layout(grid):
@@ -363,7 +423,8 @@ def _formula(name, out, env, grid):
             v = memory.usable_kv_bytes(model, gpu, tp=group, reserve=r)
         else:
             v = memory.max_concurrent_sequences(model, gpu, ctx, tp=group, reserve=r,
-                                                replicate_kv=grid.replicate_kv)
+                                                replicate_kv=grid.replicate_kv,
+                                                **_prefix_memory(env, grid))
         return np.where(_layout_ok(env), _raw(v), 0)
     if name == "weight_bytes":
         return memory.weight_bytes(model)
@@ -381,10 +442,29 @@ def _formula(name, out, env, grid):
         return out["usable_kv_bytes"] > 0
     if name == "max_concurrent_sequences":
         return memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=r,
-                                               replicate_kv=grid.replicate_kv)
+                                               replicate_kv=grid.replicate_kv,
+                                               **_prefix_memory(env, grid))
     if name == "fits":
         return out["max_concurrent_sequences"] >= batch
     return _roofline_formula(name, out, env, grid)
+
+
+def _shared_tokens(share, tokens):
+    """Whole tokens of a prefix that is ``share`` of ``tokens`` (rounded down)."""
+    return np.floor(share * tokens)
+
+
+def _prefix_memory(env, grid):
+    """The techniques' keywords of the concurrency formula: a shared prefix, a draft's weights.
+
+    Empty without them, so that such a sweep calls the formula exactly as before.
+    """
+    extra = {}
+    if env.share is not None:
+        extra["shared_prefix_tokens"] = _shared_tokens(env.share, env.ctx)
+    if grid.draft_weight_bytes:
+        extra["draft_weight_bytes"] = grid.draft_weight_bytes
+    return extra
 
 
 #: Memory variables a layout changes (the others follow from them).
@@ -419,7 +499,8 @@ def _roofline_formula(name, out, env, grid):
         # roofline.decode_throughput_per_gpu: the group's rate over its tp · n_gpus GPUs
         return out["tokens_per_second"] / (gpus * env.gpu.n_gpus)
     elif name == "prefill_time":
-        v = roofline.prefill_time(model, gpu, prompt, tp, **opts)
+        cached = {} if env.share is None else {"cached_tokens": _shared_tokens(env.share, prompt)}
+        v = roofline.prefill_time(model, gpu, prompt, tp, **cached, **opts)
         if layout:
             return _layout_time(_raw(v), env, grid, prompt, None)
     elif name == "cost_per_million_tokens":
@@ -432,7 +513,32 @@ def _roofline_formula(name, out, env, grid):
             SECONDS_PER_HOUR
         cost = usd_per_second / out["tokens_per_second"] * PER_MILLION
         return np.where(known, cost, np.nan)
+    elif name in SPECULATIVE_VARIABLES:
+        return _speculative_formula(name, out, env, grid)
     else:  # pragma: no cover - VARIABLES and these tables are kept together
+        raise KeyError(name)
+    return _raw(v)
+
+
+def _speculative_formula(name, out, env, grid):
+    """A speculative-decoding variable from :mod:`rooflinekit.roofline`'s speculative formulas.
+
+    ``speculative_speedup`` is the public function's ``E · t_decode / t_speculative`` from the
+    step times already computed.
+    """
+    if name == "speculative_step_time":
+        v = roofline.speculative_step_time(env.model, env.gpu, env.batch, env.ctx, env.tp,
+                                           draft=grid.draft, draft_tokens=env.k,
+                                           roofline_options=grid.options)
+    elif name == "speculative_tokens_per_step":
+        v = roofline.speculative_tokens_per_step(env.alpha, env.k)
+    elif name == "speculative_itl":
+        return out["speculative_step_time"] / out["speculative_tokens_per_step"]
+    elif name == "speculative_tokens_per_second":
+        return env.batch / out["speculative_itl"]
+    elif name == "speculative_speedup":
+        return out["decode_step_time"] / out["speculative_itl"]
+    else:  # pragma: no cover - VARIABLES and this table are kept together
         raise KeyError(name)
     return _raw(v)
 
@@ -454,9 +560,9 @@ def _compute_block(grid, block):
     """
     bounds = _block_bounds(grid, tuple(block))
     extent = tuple(b.stop - b.start for b in bounds)
-    model, gpu, tp, pp, ep, ctx, batch, prompt = _block_arrays(grid, bounds)
+    model, gpu, tp, pp, ep, ctx, batch, prompt, k, alpha, share = _block_arrays(grid, bounds)
     env = SimpleNamespace(model=model, gpu=gpu, tp=tp, pp=pp, ep=ep, ctx=ctx, batch=batch,
-                          prompt=prompt, bounds=bounds)
+                          prompt=prompt, k=k, alpha=alpha, share=share, bounds=bounds)
     out = {}
     for name in grid.variables:
         out[name] = _formula(name, out, env, grid)
@@ -469,8 +575,8 @@ def _compute_block(grid, block):
         if value.shape != target:
             # a formula that does not vary along one of its axes for these inputs
             value = np.broadcast_to(value, target).copy()
-        result[name] = value.reshape([extent[a] for a in keep]).astype(VARIABLES[name].dtype,
-                                                                       copy=False)
+        result[name] = value.reshape([extent[a] for a in keep]).astype(
+            _REGISTRY[name].dtype, copy=False)
     return result
 
 
@@ -539,7 +645,7 @@ def _compute_in_memory(grid):
 
     grid = dataclasses.replace(grid, chunks=_chunks(shape, AUTO_BLOCK_CELLS))
     keeps = {name: _var_axes(grid, name) for name in grid.variables}
-    out = {name: np.empty([shape[a] for a in keep], dtype=VARIABLES[name].dtype)
+    out = {name: np.empty([shape[a] for a in keep], dtype=_REGISTRY[name].dtype)
            for name, keep in keeps.items()}
     starts = [np.concatenate([[0], np.cumsum(c)[:-1]]) for c in grid.chunks]
 
@@ -565,14 +671,15 @@ def _compute_in_memory(grid):
 def in_memory_bytes(grid) -> int:
     """Bytes the variables of ``grid`` hold when computed in memory (each on its own axes)."""
     return sum(int(np.prod([grid.shape[a] for a in _var_axes(grid, name)], dtype=np.float64))
-               * np.dtype(VARIABLES[name].dtype).itemsize for name in grid.variables)
+               * np.dtype(_REGISTRY[name].dtype).itemsize for name in grid.variables)
 
 
 def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=None, *,
           reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, allreduce=True,
           compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
           compute_dtype=None, activation_dtype="bf16", replicate_kv=False,
-          memory_limit=MEMORY_LIMIT, pp=None, ep=None, micro_batches=1):
+          memory_limit=MEMORY_LIMIT, pp=None, ep=None, micro_batches=1, draft_tokens=None,
+          acceptance=None, draft=None, prefix_share=None):
     """Every derived quantity over every combination of the inputs, as one labelled Dataset.
 
     Parameters
@@ -602,6 +709,25 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     micro_batches : int
         Micro-batches a pipeline splits each batch into [1], ≥ 1; every ``batch_size`` must be
         a multiple of it. Default 1.
+    draft_tokens : int or sequence of int, optional
+        Tokens drafted per speculative step, k [tokens], each ≥ 0, as dimension
+        ``draft_tokens`` (vLLM's ``--num-speculative-tokens``). Given with ``acceptance`` and
+        ``draft``, the sweep adds the ``speculative_*`` variables
+        (:func:`rooflinekit.roofline.speculative_speedup`). ``None`` (default): no speculation.
+    acceptance : float or sequence of float, optional
+        Probability α that the target accepts a drafted token [1], each in [0, 1], as
+        dimension ``acceptance``; with ``draft_tokens``.
+    draft : ModelShape, str or float, optional
+        The draft: a model (a spec or catalogue name, on the same GPUs and ``tp``), whose
+        weights then also come off every KV budget (``max_concurrent_sequences``, ``fits``),
+        or one draft step's cost as a share of the target's decode step in (0, 1] (a head
+        such as EAGLE or MTP, whose weights are not counted); with ``draft_tokens``.
+    prefix_share : float or sequence of float, optional
+        Share of each prompt that is one prefix all sequences share and the prefix cache holds
+        [1], each in [0, 1], as dimension ``prefix_share``. Its whole blocks are held once
+        (``max_concurrent_sequences``: ``⌊share × context_length⌋`` shared tokens, in blocks of
+        16) and a prefill reads them instead of computing them (``prefill_time``:
+        ``⌊share × prompt⌋`` cached tokens). ``None`` (default): nothing shared or cached.
     reserve : float
         Working-space share of the memory left after weights, in [0, 1). Default 0.10 (§2.4).
     replicate_kv : bool
@@ -609,7 +735,8 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         cache (:func:`rooflinekit.memory.kv_copies`) in ``max_concurrent_sequences`` and
         ``fits``. Default ``False``: the guide's simple model, every head stored once.
     variables : sequence of str, optional
-        Variables to compute (and keep); default all of :data:`VARIABLES`. Variables they are
+        Variables to compute (and keep); default all of :data:`VARIABLES`, and of
+        :data:`SPECULATIVE_VARIABLES` in a sweep over ``draft_tokens``. Variables they are
         computed from are computed too and kept.
     memory_limit : float
         Most bytes an in-memory sweep (``chunks=None``) may hold [bytes]; default
@@ -655,7 +782,11 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     Notes
     -----
     Every variable equals the scalar formula evaluated at that cell: the sweep calls the same
-    public functions, on numpy arrays shaped to broadcast, instead of looping. ``fits`` is
+    public functions, on numpy arrays shaped to broadcast, instead of looping. Without
+    ``draft_tokens``, ``acceptance`` and ``prefix_share`` a sweep has neither their
+    dimensions nor their variables, and the same numbers as before they existed. The
+    techniques are modelled for a single tensor-parallel group: they do not combine with
+    ``pp`` or ``ep``. ``fits`` is
     ``max_concurrent_sequences >= batch_size``: the batch's KV at ``context_length`` fits beside the
     weights and the reserve. Latency and throughput are computed whether or not a cell fits; mask
     with ``fits`` (the reductions do).
@@ -669,7 +800,9 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     options = _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency,
                                 step_overhead, compute_dtype, activation_dtype)
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
-                      variables, options, pp=pp, ep=ep, micro_batches=micro_batches)
+                      variables, options, pp=pp, ep=ep, micro_batches=micro_batches,
+                      techniques=_techniques(draft_tokens, acceptance, draft, prefix_share,
+                                             layout=pp is not None or ep is not None))
     grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv))
     memory_limit = real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True)
     if chunks is None:
@@ -707,8 +840,36 @@ def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_
             "activation_dtype": known["activation_dtype"]}
 
 
+def _techniques(draft_tokens, acceptance, draft, prefix_share, *, layout):
+    """The techniques' axes and draft, checked: (draft_tokens, acceptance, share), draft, bytes."""
+    given = {"draft_tokens": draft_tokens, "acceptance": acceptance, "draft": draft}
+    if any(v is not None for v in given.values()) and any(v is None for v in given.values()):
+        missing = [k for k, v in given.items() if v is None]
+        raise ValueError(f"speculative decoding needs draft_tokens, acceptance and draft "
+                         f"together; {', '.join(missing)} missing")
+    if layout and (draft_tokens is not None or prefix_share is not None):
+        raise ValueError("draft_tokens and prefix_share are modelled for one tensor-parallel "
+                         "group; they do not combine with pp or ep")
+    k = _axis_values("draft_tokens", draft_tokens, lo=0, allow_none=True)
+    alpha = _share_values("acceptance", acceptance)
+    share = _share_values("prefix_share", prefix_share)
+    weights = 0.0
+    if draft is not None:
+        if isinstance(draft, str):
+            draft = catalog.model(draft)
+        elif isinstance(draft, numbers.Real) and not isinstance(draft, bool):
+            draft = real_number("draft", draft, lo=0, hi=1, lo_open=True)
+        elif not isinstance(draft, ModelShape):
+            raise TypeError(f"draft must be a ModelShape, a catalogue model name, or a share of "
+                            f"the target's decode step in (0, 1]; got {describe(draft)}")
+        if isinstance(draft, ModelShape):
+            weights = float(memory.weight_bytes(draft))
+    return (k, alpha, share), draft, weights
+
+
 def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve, variables,
-               options, *, pp=None, ep=None, micro_batches=1):
+               options, *, pp=None, ep=None, micro_batches=1,
+               techniques=((None, None, None), None, 0.0)):
     model_names, model_fields = _spec_table(models, "model")
     gpu_names, gpu_fields = _spec_table(gpus, "gpu")
     if len(set(model_names.tolist())) != len(model_names):
@@ -751,12 +912,14 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
             raise ValueError(f"allreduce={options['allreduce']!r} with tp > 1 needs each GPU's "
                              f"interconnect bandwidth; unknown for {', '.join(unknown)} (pass "
                              f"allreduce='guide' for the guide's simple model)")
-    order = _resolve(variables)
+    (k, alpha, share), draft, draft_weights = techniques
+    order = _resolve(variables, speculative=k is not None)
     axes = (np.arange(len(model_names)), np.arange(len(gpu_names)), tp, pp, ep, ctx, batch,
-            prompt)
+            prompt, k, alpha, share)
     shape = tuple(1 if a is None else len(a) for a in axes)
     return _Grid(model_names, gpu_names, model_fields, gpu_fields, axes, float(reserve), options,
-                 order, tuple((n,) for n in shape), micro_batches=micro_batches)
+                 order, tuple((n,) for n in shape), micro_batches=micro_batches, draft=draft,
+                 draft_weight_bytes=draft_weights)
 
 
 def _coords(grid):
@@ -767,6 +930,9 @@ def _coords(grid):
     values.update({dims.CONTEXT_LENGTH: grid.axes[_C], dims.BATCH_SIZE: grid.axes[_B]})
     if grid.axes[_P] is not None:
         values[dims.PROMPT_TOKENS] = grid.axes[_P]
+    for d, a in zip(_TECHNIQUE_DIMS, (_K, _A, _S)):
+        if grid.axes[a] is not None:
+            values[d] = grid.axes[a]
     return xr.Coordinates({d: xr.Variable((d,), v, {"long_name": dims.GLOSSARY[d]})
                            for d, v in values.items()})
 
@@ -775,7 +941,7 @@ def _wrap(grid, arrays):
     """One Dataset from the variables' arrays (numpy or dask), wrapped once."""
     data_vars = {}
     for name, values in arrays.items():
-        spec = VARIABLES[name]
+        spec = _REGISTRY[name]
         attrs = {"units": spec.units, "long_name": spec.long_name}
         attrs.update(_NOTES.get(name, {}))
         data_vars[name] = xr.Variable(tuple(_AXIS_DIMS[a] for a in _var_axes(grid, name)),
@@ -809,7 +975,8 @@ def _lazy_arrays(grid):
 
     token = tokenize(grid.model_names, grid.model_fields, grid.gpu_names, grid.gpu_fields,
                      grid.axes, grid.reserve, grid.options, grid.variables, grid.chunks,
-                     grid.replicate_kv, grid.micro_batches)
+                     grid.replicate_kv, grid.micro_batches, grid.draft,
+                     grid.draft_weight_bytes)
     grid_key = f"sweep-grid-{token}"
     block_name = f"sweep-block-{token}"
     block_layer = {grid_key: grid}
@@ -833,7 +1000,7 @@ def _lazy_arrays(grid):
     graph = HighLevelGraph(layers, deps)
     out = {}
     for name, (vname, keep) in names.items():
-        dtype = np.dtype(VARIABLES[name].dtype)
+        dtype = np.dtype(_REGISTRY[name].dtype)
         out[name] = da.Array(graph, vname, chunks=tuple(grid.chunks[a] for a in keep),
                              dtype=dtype, meta=np.empty((0,) * len(keep), dtype=dtype))
     return out
