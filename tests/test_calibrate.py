@@ -299,6 +299,38 @@ def test_predict_matches_direct_roofline_calls(public):
             model, gpu, row["prompt_tokens"].item(), tp, **opts), rel=1e-12)
 
 
+@pytest.mark.parametrize("options", [None, {"allreduce": "ring"}, {"allreduce": False}])
+def test_calibrated_predictions_are_the_roofline_functions(public, options):
+    """A fit's predictions, knobs applied as arithmetic on each row's terms, equal the roofline
+    functions called with those knobs (rel 1e-12), in both workloads."""
+    cal = Calibration(prefill={"compute_efficiency": 0.4, "bandwidth_efficiency": 0.05,
+                               "step_overhead": 3e-3},
+                      decode={"compute_efficiency": 0.03, "bandwidth_efficiency": 0.6,
+                              "step_overhead": 1e-3})
+    iso = predict(public, cal, roofline_options=options)
+    serving = predict(public, cal, roofline_options=options, workload="serving")
+    for i in range(public.sizes["measurement"]):
+        row = public.isel(measurement=i)
+        model = catalog.model(row["model"].item())
+        opts = dict(options or {})
+        if row["dtype"].item():
+            model = model.replace(bytes_per_param=row["dtype"].item())
+            opts["compute_dtype"] = row["dtype"].item()
+        gpu, tp = catalog.gpu(row["gpu"].item()), int(row["tp"])
+        b = max(row["batch_size"].item(), 1.0)
+        p, o = row["prompt_tokens"].item(), row["output_tokens"].item()
+        kv = rl.effective_kv_tokens(model, p + o / 2)
+        pre, dec = {**opts, **cal.prefill_kwargs}, {**opts, **cal.decode_kwargs}
+        assert iso["prefill"].values[i] == pytest.approx(
+            rl.prefill_time(model, gpu, p, tp, **pre), rel=1e-12)
+        assert iso["decode"].values[i] == pytest.approx(
+            rl.decode_step_time(model, gpu, b, p + o / 2, tp, **dec), rel=1e-12)
+        assert serving["prefill"].values[i] == pytest.approx(
+            rl.mixed_step_time(model, gpu, b - 1, p, (b - 1) * kv, tp, **pre), rel=1e-12)
+        assert serving["decode"].values[i] == pytest.approx(
+            rl.mixed_step_time(model, gpu, b, b / o * p, b * kv, tp, **dec), rel=1e-12)
+
+
 def test_roofline_options_reach_the_roofline(public):
     """roofline_options={"allreduce": True} is the roofline's own all-reduce, row by row."""
     pred = predict(public, roofline_options={"allreduce": True})

@@ -72,6 +72,11 @@ BAD = [
     (PRICE + ["--provisioned-monthly", "12000"], "--provisioned-capacity"),
     (CAL + ["--folds", "3"], "--folds"),
     (CAL + ["--model", "llama-3.1-8b"], "--model"),
+    (CAL + ["--cv", "colour"], "--cv"),
+    # one group to leave out: refused before the fit
+    (["calibrate", str(Path(__file__).parent / "data" / "measurements" / "public_holdout.csv"),
+      "--cv", "gpu"], "--cv gpu"),
+    (CAL + ["--cv", "engine"], "--cv engine"),
     (PLAN + ["--prompt-mean", "999.5"], "--prompt-mean"),
     (PLAN + ["--gpus", "h100,no-such-gpu"], "no-such-gpu"),
     (PLAN + ["--prefix-share", "0.5"], "--prefix-share"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -129,39 +130,73 @@ class _Groups:
             self.kv_read = np.empty(n)
             for idx, model, _, _, _ in self.groups:
                 self.kv_read[idx] = roofline.effective_kv_tokens(model, self.context[idx])
+        # A fit evaluates thousands of knob settings; the knobs enter a step only as
+        # max(compute / ce, memory / be) + overhead + communication, so each row's three terms
+        # are taken from the step kernel once and every setting is then plain arithmetic.
+        self.terms = {phase: self._terms(phase) for phase in PHASES}
+
+    def _steps(self, phase: str, idx: np.ndarray, model, cost) -> tuple:
+        """The kernel's token counts (decode, prompt, KV read, attention pairs) of rows ``idx``.
+
+        The steps :func:`~rooflinekit.roofline.decode_step_time`,
+        :func:`~rooflinekit.roofline.prefill_time` and
+        :func:`~rooflinekit.roofline.mixed_step_time` build; ``test_calibrate`` holds the
+        predictions to those functions.
+        """
+        b = self.batch[idx]
+        f, w = cost.full_attention_fraction, cost.sliding_window
+        if self.workload == "serving":
+            # one engine step as a continuous-batching server runs it (Sarathi-Serve):
+            # TTFT's step carries the new prompt beside the other b - 1 decodes; a decode
+            # step carries b decodes and, on average, b / output new prompts' tokens
+            if phase == "prefill":
+                decodes, prompt, kv = b - 1.0, self.prompt[idx], (b - 1.0) * self.kv_read[idx]
+            else:
+                decodes = b
+                prompt = b / np.maximum(self.output[idx], 1.0) * self.prompt[idx]
+                kv = b * self.kv_read[idx]
+        elif phase == "prefill":
+            decodes, prompt, kv = np.zeros(idx.size), self.prefill_tokens[idx], np.zeros(idx.size)
+        else:
+            decodes, prompt = b, np.zeros(idx.size)
+            kv = b * np.asarray(roofline.effective_kv_tokens(model, self.context[idx]), dtype=float)
+        pairs = np.array([roofline.prefill_context_tokens_kernel(float(p), 0.0, f, w) if p > 0
+                          else 0.0 for p in prompt])
+        return decodes, prompt, kv, pairs
+
+    def _terms(self, phase: str) -> dict:
+        """Per row: compute time at full efficiency, memory time at full bandwidth,
+        communication time and whether the step runs [s, s, s, 1]."""
+        terms = {name: np.full(self.n, np.nan) for name in ("compute", "memory", "comm", "runs")}
+        kernel = roofline.mixed_step_time_kernel
+        for idx, model, gpu, tp, extra in self.groups:
+            options = {k: v for k, v in extra.items() if k not in _IDEAL}
+            cost = roofline.step_cost_coefficients(model, gpu, tp, **options)
+            silent = {"allreduce_bytes_per_token": 0.0, "allreduce_latency": 0.0}
+            alone = {
+                "compute": cost._replace(bandwidth=math.inf, **silent),
+                "memory": cost._replace(flops_per_token=0.0, lm_head_flops_per_token=0.0,
+                                        attention_flops_per_pair=0.0, **silent),
+                "comm": cost._replace(flops_per_token=0.0, lm_head_flops_per_token=0.0,
+                                      attention_flops_per_pair=0.0, bandwidth=math.inf),
+            }
+            steps = list(zip(*self._steps(phase, idx, model, cost)))
+            for name, part in alone.items():
+                terms[name][idx] = [kernel(*part, *step) for step in steps]
+            terms["runs"][idx] = [min(d + p, 1.0) for d, p, _, _ in steps]
+        return terms
 
     def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:
         """Roofline seconds of ``phase`` for every row (or the given rows), with ``params``."""
-        rl = roofline
-        func = rl.prefill_time if phase == "prefill" else rl.decode_step_time
-        out = np.full(self.n, np.nan)
-        wanted = None if rows is None else np.zeros(self.n, dtype=bool)
-        if wanted is not None:
-            wanted[rows] = True
-        for idx, model, gpu, tp, extra in self.groups:
-            if wanted is not None:
-                idx = idx[wanted[idx]]
-                if idx.size == 0:
-                    continue
-            kwargs = {**extra, **params}
-            b = self.batch[idx]
-            if self.workload == "serving":
-                # one engine step as a continuous-batching server runs it (Sarathi-Serve):
-                # TTFT's step carries the new prompt beside the other b - 1 decodes; a decode
-                # step carries b decodes and, on average, b / output new prompts' tokens
-                if phase == "prefill":
-                    t = rl.mixed_step_time(model, gpu, b - 1.0, self.prompt[idx],
-                                           (b - 1.0) * self.kv_read[idx], tp=tp, **kwargs)
-                else:
-                    share = b / np.maximum(self.output[idx], 1.0)
-                    t = rl.mixed_step_time(model, gpu, b, share * self.prompt[idx],
-                                           b * self.kv_read[idx], tp=tp, **kwargs)
-            elif phase == "prefill":
-                t = func(model, gpu, self.prefill_tokens[idx], tp=tp, **kwargs)
-            else:
-                t = func(model, gpu, batch_size=b, context_length=self.context[idx], tp=tp,
-                         **kwargs)
-            out[idx] = np.asarray(t, dtype=float)
+        knobs = {**_IDEAL, **{k: v for k, v in params.items() if k in _IDEAL}}
+        t = self.terms[phase]
+        out = (np.maximum(t["compute"] / knobs["compute_efficiency"],
+                          t["memory"] / knobs["bandwidth_efficiency"])
+               + t["runs"] * knobs["step_overhead"] + t["comm"])
+        if rows is not None:
+            keep = np.zeros(self.n, dtype=bool)
+            keep[rows] = True
+            out = np.where(keep, out, np.nan)
         return out
 
 

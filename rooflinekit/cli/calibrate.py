@@ -115,6 +115,17 @@ def _load_cli_measurements(args):
     return tables[0] if len(tables) == 1 else concat_measurements(*tables)
 
 
+def _check_cv_groups(cv, ds):
+    """Refuse a leave-one-group-out split with one group before the fit runs."""
+    if cv in ("none", "kfold"):
+        return
+    groups = sorted({str(v) for v in ds[cv].values})
+    if len(groups) < 2:
+        shown = ", ".join(repr(g) for g in groups[:1])
+        raise ValueError(f"--cv {cv} leaves one {cv} out at a time and needs at least 2 "
+                         f"{cv} values in the measurements; got {len(groups)} ({shown})")
+
+
 def _cli_models(args):
     models = {}
     for item in args.model_config:
@@ -130,6 +141,7 @@ def run(args, out) -> int:
     """
     _check(args)
     ds = _load_cli_measurements(args)
+    _check_cv_groups(args.cv, ds)
     models = _cli_models(args)
     phases = tuple(args.phase) if args.phase else PHASES
     fit = tuple(args.fit) if args.fit else None

@@ -1,0 +1,357 @@
+"""The tables of docs/validation.md and docs/calibration.md, computed from the data and the package.
+
+Run from the repository root::
+
+    python docs/tables.py            # rewrite the tables in both pages
+    python docs/tables.py --check    # exit 1, naming the page, if a page holds other numbers
+
+Every table sits in its page between ``<!-- tables:NAME -->`` and ``<!-- /tables -->``; the
+script replaces what lies between and leaves the prose alone. ``tests/test_docs_tables.py``
+regenerates the tables in memory and checks that the pages hold exactly this output, so a page
+that a physics or data change has made stale fails the test suite.
+
+Inputs: ``tests/data/measurements/validation.csv`` (the published figures of the validation
+page), ``public.csv`` and ``public_more.csv`` (the rows every "fit on all" figure is fitted to)
+and ``public_holdout.csv`` (rows no fit sees), all with their sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))     # run from a checkout without installing
+
+from rooflinekit import catalog
+from rooflinekit import roofline as rl
+from rooflinekit.calibrate import (
+    calibrate,
+    concat_measurements,
+    cross_validate,
+    predict,
+    read_measurements,
+)
+
+DATA = ROOT / "tests" / "data" / "measurements"
+PAGES = {"validation": ROOT / "docs" / "validation.md",
+         "calibration": ROOT / "docs" / "calibration.md"}
+#: Files every "fit on all" figure is fitted to, and the file no fit sees.
+FITTED = ("public.csv", "public_more.csv")
+HELD_OUT = "public_holdout.csv"
+#: Bootstrap resamples of the knob intervals (seed 0): enough for a 95 % percentile interval
+#: of three knobs, and few enough that the test regenerates the pages in seconds.
+RESAMPLES = 40
+WORKLOADS = ("isolated", "serving")
+#: Cross-validation splits: (label, ``by`` of cross_validate, held-out TPOT target [%]).
+SPLITS = (("5-fold over rows", None, 10.0), ("leave one TP degree out", "tp", 10.0),
+          ("leave one GPU out", "gpu", 10.0), ("leave one model out", "model", 15.0))
+#: Held-out TTFT target of every split [%].
+TTFT_TARGET = 15.0
+MARKER = re.compile(r"(<!-- tables:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /tables -->)",
+                    re.DOTALL)
+
+
+# -- formatting -----------------------------------------------------------------------------------
+
+def _num(value: float, digits: int = 2) -> str:
+    """A number with thousands separators; a minus sign, not a hyphen."""
+    return f"{value:,.{digits}f}".replace("-", "−")
+
+
+def _pct(value: float, signed: bool = False) -> str:
+    if not math.isfinite(value):
+        return "—"
+    return (f"{value:+.0f} %" if signed else f"{value:.1f} %").replace("-", "−")
+
+
+def _ms(seconds: float, digits: int = 2) -> str:
+    return "—" if not math.isfinite(seconds) else _num(seconds * 1e3, digits)
+
+
+def _table(header: list, rows: list, align: str) -> str:
+    """A Markdown table; ``align`` holds one "l" or "r" per column."""
+    rule = ["---" if a == "l" else "---:" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+# -- validation: the ideal model against published figures ---------------------------------------
+
+def _spec(row: dict):
+    model = catalog.model(row["model"])
+    dtype = row["dtype"] or None
+    if dtype:
+        model = model.replace(bytes_per_param=dtype, kv_bytes_per_element=dtype)
+    return model, catalog.gpu(row["gpu"]), int(row["tp"]), dtype
+
+
+def _static_prefill(model, gpu, batch, prompt, tp, **options):
+    """One prefill step of ``batch`` prompts of ``prompt`` tokens that arrived together [s].
+
+    The step kernel with each prompt's own attention pairs (``batch`` separate prompts, not one
+    long one); logits are charged once, as for one prompt (< 0.1 % of the step here).
+    """
+    cost = rl.step_cost_coefficients(model, gpu, tp, **options)
+    pairs = rl.prefill_context_tokens_kernel(float(prompt), 0.0, cost.full_attention_fraction,
+                                             cost.sliding_window)
+    return rl.mixed_step_time_kernel(*cost, 0.0, float(batch * prompt), 0.0, batch * pairs)
+
+
+def _static_run(model, gpu, batch, prompt, output, tp, **options):
+    """A lock-step static batch: one prefill step, then ``output − 1`` decode steps [s]."""
+    return (_static_prefill(model, gpu, batch, prompt, tp, **options)
+            + float(rl.generation_time(model, gpu, output - 1, prompt, batch, tp, **options)))
+
+
+def _validation_prediction(row: dict, **options) -> float:
+    """The ideal roofline's figure for one published row, in the row's unit (ms or tokens/s)."""
+    model, gpu, tp, dtype = _spec(row)
+    options = {"compute_dtype": dtype, **options}
+    b, p, o = (int(row[k]) for k in ("batch_size", "prompt_tokens", "output_tokens"))
+    if row["kind"] == "itl":          # at the generation's mean context
+        return 1e3 * float(rl.decode_step_time(model, gpu, b, p + o / 2, tp, **options))
+    if row["kind"] == "e2e":          # vLLM benchmark_latency: all sequences in lock-step
+        return 1e3 * _static_run(model, gpu, b, p, o, tp, **options)
+    if row["kind"] == "throughput":   # TensorRT-LLM gptSessionBenchmark: batch × output / time
+        return b * o / _static_run(model, gpu, b, p, o, tp, **options)
+    return 1e3 * float(rl.prefill_time(model, gpu, p, tp, **options))
+
+
+def _solve_efficiency(row: dict, knob: str) -> float:
+    """The one efficiency that makes the prediction equal the measurement (NaN if none ≤ 1)."""
+    from scipy.optimize import brentq
+
+    measured = float(row["measured"])
+    faster = row["kind"] == "throughput"          # higher is faster for throughput only
+
+    def gap(e):
+        value = _validation_prediction(row, **{knob: e})
+        return (measured - value) if faster else (value - measured)
+
+    if gap(1.0) > 0:       # slower than measured even at full efficiency
+        return math.nan
+    return brentq(gap, 1e-3, 1.0, xtol=1e-6)
+
+
+def _overhead(row: dict, predicted: float) -> float:
+    """The fixed time per decode step that alone closes the gap [s]."""
+    b, o = int(row["batch_size"]), int(row["output_tokens"])
+    measured = float(row["measured"])
+    if row["kind"] == "itl":
+        return (measured - predicted) * 1e-3
+    if row["kind"] == "e2e":
+        return (measured - predicted) * 1e-3 / (o - 1)
+    return (b * o / measured - b * o / predicted) / (o - 1)
+
+
+def _validation_rows() -> list:
+    with (DATA / "validation.csv").open(encoding="utf-8") as fh:
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
+def validation_tables() -> dict:
+    """The decode and prefill tables of docs/validation.md, as Markdown."""
+    decode, prefill = [], []
+    for row in _validation_rows():
+        pred = _validation_prediction(row)
+        plain = _validation_prediction(row, allreduce=False)
+        measured = float(row["measured"])
+        err = 100.0 * (pred / measured - 1.0)
+        unit_ms = row["kind"] != "throughput"
+        show = (lambda v: f"{_num(v, 2 if v < 100 else 1)} ms") if unit_ms else \
+            (lambda v: _num(v, 0))
+        if row["kind"] == "ttft":
+            prefill.append([row["id"], row["label"], show(measured), show(pred), _pct(err, True),
+                            show(plain), f"{pred / measured:.2f}"])
+            continue
+        be = _solve_efficiency(row, "bandwidth_efficiency")
+        over = _overhead(row, pred)
+        decode.append([row["id"], row["label"], show(measured), show(pred), _pct(err, True),
+                       show(plain), "—" if math.isnan(be) else f"{be:.2f}",
+                       f"{_ms(over, 1)} ms"])
+    return {
+        "validation-decode": _table(
+            ["#", "Source and configuration", "Measured", "Predicted (ideal)", "Error",
+             "No communication", "bw eff.", "overhead / step"], decode, "llrrrrrr"),
+        "validation-prefill": _table(
+            ["#", "Source and configuration", "Measured", "Predicted (ideal)", "Error",
+             "No communication", "compute eff."], prefill, "llrrrrr"),
+    }
+
+
+# -- calibration: fits to public serving runs -----------------------------------------------------
+
+def _files(names) -> list:
+    return [read_measurements(DATA / name) for name in names]
+
+
+def _counts(ds) -> tuple:
+    ttft = int(np.sum(np.isfinite(ds["ttft"].values)))
+    tpot = np.where(np.isfinite(ds["tpot"].values), ds["tpot"].values, ds["itl"].values)
+    return ttft, int(np.sum(np.isfinite(tpot)))
+
+
+def _data_table(tables: dict) -> str:
+    rows = []
+    for name, ds in tables.items():
+        ttft, tpot = _counts(ds)
+        tps = ", ".join(str(t) for t in sorted({int(t) for t in ds["tp"].values}))
+        rows.append([f"`{name}`", ds.sizes["measurement"], ttft, tpot,
+                     len(set(ds["model"].values)), ", ".join(sorted(set(ds["gpu"].values))), tps,
+                     "held out" if name == HELD_OUT else "fitted"])
+    return _table(["file", "rows", "with TTFT", "with TPOT", "models", "GPUs", "TP", "use"],
+                  rows, "lrrrrllr")
+
+
+def _interval(params, phase: str, knob: str) -> str:
+    sel = params.sel(phase=phase, parameter=knob)
+    if not bool(sel["identified"]):
+        return "not identified (ideal)"
+    scale, unit = (1e3, " ms") if knob == "step_overhead" else (1.0, "")
+    digits = 1 if knob == "step_overhead" else 2
+    return (f"{float(sel['value']) * scale:.{digits}f}{unit} "
+            f"[{float(sel['lower']) * scale:.{digits}f}, {float(sel['upper']) * scale:.{digits}f}]")
+
+
+def _describe(row) -> str:
+    dtype = f" {row['dtype'].item()}" if row["dtype"].item() else ""
+    gpu = row["gpu"].item().replace("-SXM", "").replace("-80GB", "").replace("-40GB", " 40GB")
+    return (f"{row['model'].item()}{dtype} TP{int(row['tp'])} {gpu}, B={row['batch_size'].item():.3g}"
+            f", {row['prompt_tokens'].item():.0f}/{row['output_tokens'].item():.0f}")
+
+
+def calibration_tables(n_resamples: int = RESAMPLES) -> dict:
+    """Every table of docs/calibration.md (and the summary on docs/validation.md), as Markdown."""
+    fitted_files = dict(zip(FITTED, _files(FITTED)))
+    held = read_measurements(DATA / HELD_OUT)
+    ds = concat_measurements(*fitted_files.values())
+    fits = {w: calibrate(ds, n_resamples=n_resamples, seed=0, workload=w) for w in WORKLOADS}
+    out = {"calibration-data": _data_table({**fitted_files, HELD_OUT: held})}
+
+    rows = []
+    for phase, label in (("prefill", "prefill (TTFT)"), ("decode", "decode (TPOT/ITL)")):
+        err = {w: fits[w].errors.sel(phase=phase) for w in WORKLOADS}
+        rows.append([label, int(err["isolated"]["n"]), _pct(float(err["isolated"]["mape_ideal"])),
+                     _pct(float(err["isolated"]["mape_calibrated"])),
+                     _pct(float(err["serving"]["mape_calibrated"]))])
+    out["calibration-in-sample"] = _table(
+        ["phase", "rows", "MAPE ideal", "MAPE calibrated (isolated)",
+         "MAPE calibrated (serving)"], rows, "lrrrr")
+    knobs = []
+    for knob, label in (("compute_efficiency", "compute efficiency"),
+                        ("bandwidth_efficiency", "bandwidth efficiency"),
+                        ("step_overhead", "step overhead")):
+        knobs.append([label, _interval(fits["isolated"].parameters, "prefill", knob),
+                      _interval(fits["isolated"].parameters, "decode", knob),
+                      _interval(fits["serving"].parameters, "decode", knob)])
+    out["calibration-knobs"] = _table(
+        ["knob (95 % interval)", "prefill", "decode, isolated", "decode, serving"], knobs, "llll")
+
+    held_rows, summary = [], []
+    for label, by, target in SPLITS:
+        cv = {w: cross_validate(ds, by=by, k=5, seed=0, workload=w) for w in WORKLOADS}
+        for phase, goal in (("decode", target), ("prefill", TTFT_TARGET)):
+            e = {w: cv[w].errors.sel(phase=phase) for w in WORKLOADS}
+            iso, srv = float(e["isolated"]["mape_calibrated"]), float(e["serving"]["mape_calibrated"])
+            best = min(iso, srv)
+            verdict = "met" if best <= goal else f"missed by {best - goal:.1f} points"
+            held_rows.append([label, "TPOT" if phase == "decode" else "TTFT",
+                              cv["isolated"].folds.sizes["fold"],
+                              _pct(float(e["isolated"]["mape_ideal"])), _pct(iso), _pct(srv),
+                              f"≤ {goal:.0f} %", verdict])
+            summary.append([label, "TPOT" if phase == "decode" else "TTFT", _pct(best),
+                            f"≤ {goal:.0f} %", verdict])
+    out["calibration-held-out"] = _table(
+        ["split", "target", "folds", "MAPE ideal", "held out (isolated)", "held out (serving)",
+         "goal", "best of the two"], held_rows, "llrrrrrl")
+    out["validation-calibration"] = _table(
+        ["split", "target", "held-out MAPE (best workload)", "goal", "verdict"], summary, "llrrl")
+
+    rows = []
+    for w in WORKLOADS:
+        pred_ideal = predict(held, workload=w)
+        pred_cal = predict(held, fits[w].calibration, workload=w)
+        for phase, label in (("prefill", "TTFT"), ("decode", "TPOT")):
+            measured = held["ttft"].values if phase == "prefill" else held["tpot"].values
+            ok = np.isfinite(measured)
+            ideal = 100 * np.mean(np.abs(pred_ideal[phase].values[ok] / measured[ok] - 1))
+            cal = 100 * np.mean(np.abs(pred_cal[phase].values[ok] / measured[ok] - 1))
+            rows.append([w, label, int(ok.sum()), _pct(ideal), _pct(cal)])
+    out["calibration-held-out-file"] = _table(
+        ["workload", "target", "rows", "MAPE ideal", "MAPE calibrated on all fitted rows"],
+        rows, "llrrr")
+
+    res = fits["isolated"].residuals
+    rows = []
+    for i in range(ds.sizes["measurement"]):
+        row = ds.isel(measurement=i)
+
+        def cell(phase, i=i):
+            m = float(res[f"{phase}_measured"].values[i])
+            if not math.isfinite(m):
+                return "—"
+            return " / ".join(_ms(float(res[f"{phase}_{k}"].values[i]), 1 if phase == "prefill"
+                                  else 2) for k in ("measured", "ideal", "calibrated"))
+        rows.append([i, _describe(row), cell("prefill"), cell("decode")])
+    out["calibration-residuals"] = _table(
+        ["row", "configuration (fitted rows, in file order)", "TTFT meas / ideal / cal [ms]",
+         "decode meas / ideal / cal [ms]"], rows, "rlll")
+    return out
+
+
+# -- the pages -------------------------------------------------------------------------------------
+
+def all_tables(n_resamples: int = RESAMPLES) -> dict:
+    """Every generated table by marker name."""
+    return {**validation_tables(), **calibration_tables(n_resamples)}
+
+
+def render(text: str, tables: dict) -> str:
+    """``text`` with each marked table replaced by ``tables[name]``.
+
+    Raises
+    ------
+    ValueError
+        A marker names no generated table.
+    """
+    def swap(match):
+        name = match.group("name")
+        if name not in tables:
+            raise ValueError(f"marker tables:{name} names no generated table; known: "
+                             f"{', '.join(sorted(tables))}")
+        return match.group(1) + tables[name] + match.group(4)
+    return MARKER.sub(swap, text)
+
+
+def rendered_pages(n_resamples: int = RESAMPLES) -> dict:
+    """Each page's path and its text with freshly computed tables."""
+    tables = all_tables(n_resamples)
+    return {path: render(path.read_text(encoding="utf-8"), tables) for path in PAGES.values()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if a page holds other tables")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in rendered_pages().items():
+        if path.read_text(encoding="utf-8") != text:
+            stale.append(path)
+            if not args.check:
+                path.write_text(text, encoding="utf-8")
+    for path in stale:
+        print(f"{'stale' if args.check else 'rewrote'}: {path.relative_to(ROOT)}")
+    return 1 if (args.check and stale) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
