@@ -518,3 +518,21 @@ def test_measure_decode_cpu_tiny(tmp_path):
     result = calibrate(ds, phases="decode", models={"synthetic-tiny": model},
                        gpus={"cpu": cpu}, n_resamples=0)
     assert np.isfinite(float(result.errors["mape_calibrated"].sel(phase="decode")))
+
+
+def test_sweep_takes_each_phase_knobs_from_a_calibration(synthetic_fit):
+    """sweep(calibration=): prefill knobs time prefill_time, decode knobs the decode step."""
+    from rooflinekit.sweep import sweep
+    cal = synthetic_fit.calibration
+    ds = sweep("llama-3.1-8b", "h100", batch_size=[1, 8], context_length=1024,
+               prompt_tokens=[512], calibration=cal)
+    model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
+    assert ds["decode_step_time"].sel(batch_size=8).squeeze().item() == pytest.approx(
+        rl.decode_step_time(model, gpu, 8, 1024, **cal.decode_kwargs), rel=1e-12)
+    assert ds["prefill_time"].squeeze().item() == pytest.approx(
+        rl.prefill_time(model, gpu, 512, **cal.prefill_kwargs), rel=1e-12)
+    assert ds.attrs["model_quality"] == cal.label
+    with pytest.raises(TypeError, match="calibration"):
+        sweep("llama-3.1-8b", "h100", calibration=cal, step_overhead=1e-3)
+    with pytest.raises(TypeError, match="calibration"):
+        sweep("llama-3.1-8b", "h100", calibration={"decode": {}})

@@ -26,7 +26,7 @@ from the time per output token), to your own measurements:
        rl.decode_step_time(model, gpu, 64, 4096, **cal.decode_kwargs)
        rl.prefill_time(model, gpu, 2048, **cal.prefill_kwargs)
        itl = cal.apply(rl.decode_step_time)     # the same, bound once
-       sweep(..., **cal.decode_kwargs)               # the sweep takes one set of knobs
+       sweep(..., calibration=cal)                   # prefill knobs for TTFT, decode for the rest
 
 4. **Cross-validation** — :func:`cross_validate` fits on some configurations and reports the error
    on the held-out ones (k-fold, or leave-one-group-out by model or GPU).

@@ -212,9 +212,9 @@ def add_arguments(parser):
                              "[0, 1], an axis: held once in the KV cache, read not computed "
                              "by prefill")
     parser.add_argument("--calibration", metavar="FILE",
-                        help="calibration JSON from `rooflinekit calibrate`; the sweep takes one "
-                             "set of knobs, so its decode knobs time every variable, TTFT too "
-                             "(default: the ideal roofline, a best case)")
+                        help="calibration JSON from `rooflinekit calibrate`: its prefill knobs "
+                             "time TTFT, its decode knobs ITL, throughput and cost (default: "
+                             "the ideal roofline, a best case)")
     parser.add_argument("--chunks", default=None, metavar="CELLS|auto",
                         help="compute lazily with dask in blocks of this many cells "
                              "(needs rooflinekit[distributed])")
@@ -296,15 +296,16 @@ def run(args, out):
     reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
         else args.workspace_fraction
     progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)
-    knobs, quality = _knobs(args.calibration)
+    calibration = None if args.calibration is None else \
+        calibrate.load_calibration(args.calibration)
     ds = sweep(models, gpus, tp=args.tp, context_length=args.max_model_len,
                batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve,
                chunks=chunks, allreduce=args.allreduce, replicate_kv=args.replicate_kv,
                draft_tokens=args.num_speculative_tokens, acceptance=args.acceptance,
                draft=None if args.speculative_draft is None else
                speculative_draft(args.speculative_draft),
-               prefix_share=args.prefix_share, **knobs)
-    ds.attrs["model_quality"] = quality
+               prefix_share=args.prefix_share, calibration=calibration)
+    quality = ds.attrs["model_quality"]
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:
             try:
@@ -362,20 +363,6 @@ def run(args, out):
     return emit(args, out, records, text=text, write=write,
                 payload={"cells": cells, "report": args.report, "model_quality": quality,
                          "rows": records})
-
-
-def _knobs(path):
-    """The sweep's roofline knobs from ``--calibration FILE``, and what they make the output.
-
-    :func:`rooflinekit.sweep.sweep` takes one set of knobs for all its variables: the decode
-    knobs, since most of what a sweep reports (ITL, throughput, cost) is decode; TTFT then runs
-    on decode's knobs too, which the label says.
-    """
-    if path is None:
-        return {}, calibrate.IDEAL
-    cal = calibrate.load_calibration(path)
-    return cal.kwargs_for("decode"), (f"{cal.label} (decode knobs on every variable, TTFT "
-                                      f"included: the sweep takes one set)")
 
 
 # the names these two had before every command took add_arguments and run

@@ -62,6 +62,7 @@ from rooflinekit._validation import (
     show,
     whole_number,
 )
+from rooflinekit.batching import IDEAL
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
@@ -289,6 +290,9 @@ class _Grid:
     micro_batches: int = 1       # micro-batches a pipeline's batch is split into
     draft: object = None         # speculative decoding's draft: a ModelShape or a step share
     draft_weight_bytes: float = 0.0   # a draft model's weights, held beside every model's
+    prefill_options: dict = None      # the options of prefill_time (a calibration's prefill
+    #                                   knobs); None: ``options``
+    model_quality: str = IDEAL
 
     @property
     def shape(self):
@@ -500,7 +504,8 @@ def _roofline_formula(name, out, env, grid):
         return out["tokens_per_second"] / (gpus * env.gpu.n_gpus)
     elif name == "prefill_time":
         cached = {} if env.share is None else {"cached_tokens": _shared_tokens(env.share, prompt)}
-        v = roofline.prefill_time(model, gpu, prompt, tp, **cached, **opts)
+        v = roofline.prefill_time(model, gpu, prompt, tp, **cached,
+                                  **(grid.prefill_options or opts))
         if layout:
             return _layout_time(_raw(v), env, grid, prompt, None)
     elif name == "cost_per_million_tokens":
@@ -679,7 +684,7 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
           compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
           compute_dtype=None, activation_dtype="bf16", replicate_kv=False,
           memory_limit=MEMORY_LIMIT, pp=None, ep=None, micro_batches=1, draft_tokens=None,
-          acceptance=None, draft=None, prefix_share=None):
+          acceptance=None, draft=None, prefix_share=None, calibration=None):
     """Every derived quantity over every combination of the inputs, as one labelled Dataset.
 
     Parameters
@@ -728,6 +733,11 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         (``max_concurrent_sequences``: ``⌊share × context_length⌋`` shared tokens, in blocks of
         16) and a prefill reads them instead of computing them (``prefill_time``:
         ``⌊share × prompt⌋`` cached tokens). ``None`` (default): nothing shared or cached.
+    calibration : Calibration, optional
+        Fitted knobs (:class:`rooflinekit.calibrate.Calibration`, or anything with its
+        ``kwargs_for(phase)``): its prefill knobs time ``prefill_time``, its decode knobs every
+        other time, instead of ``compute_efficiency``, ``bandwidth_efficiency`` and
+        ``step_overhead`` (give one or the other). The Dataset's ``model_quality`` says which.
     reserve : float
         Working-space share of the memory left after weights, in [0, 1). Default 0.10 (§2.4).
     replicate_kv : bool
@@ -797,13 +807,19 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     .. [2] Williams, Waterman & Patterson, "Roofline: An Insightful Visual Performance Model",
        CACM 52(4), 2009.
     """
-    options = _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency,
-                                step_overhead, compute_dtype, activation_dtype)
+    knobs, prefill_knobs, quality = _calibration_knobs(
+        calibration, compute_efficiency=compute_efficiency,
+        bandwidth_efficiency=bandwidth_efficiency, step_overhead=step_overhead)
+    options = _roofline_options(allreduce, compute_dtype=compute_dtype,
+                                activation_dtype=activation_dtype, **knobs)
+    prefill_options = _roofline_options(allreduce, compute_dtype=compute_dtype,
+                                        activation_dtype=activation_dtype, **prefill_knobs)
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
                       variables, options, pp=pp, ep=ep, micro_batches=micro_batches,
                       techniques=_techniques(draft_tokens, acceptance, draft, prefix_share,
                                              layout=pp is not None or ep is not None))
-    grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv))
+    grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv),
+                               prefill_options=prefill_options, model_quality=quality)
     memory_limit = real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True)
     if chunks is None:
         held = in_memory_bytes(grid)
@@ -818,6 +834,27 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     require_dask()
     grid = dataclasses.replace(grid, chunks=_chunks(grid.shape, chunks))
     return _wrap(grid, _lazy_arrays(grid))
+
+
+def _calibration_knobs(calibration, **given):
+    """The decode and prefill knobs, and what they make the times: ``calibration``'s or the
+    ``given`` ones (which must then be left at their defaults)."""
+    defaults = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": 0.0}
+    if calibration is None:
+        ideal = all(np.ndim(v) == 0 and v == defaults[k] for k, v in given.items())
+        return given, given, IDEAL if ideal else "roofline with the knobs given"
+    if not callable(getattr(calibration, "kwargs_for", None)):
+        raise TypeError(f"calibration must be a rooflinekit.calibrate.Calibration; got "
+                        f"{describe(calibration)}")
+    changed = [k for k, v in given.items() if np.ndim(v) or v != defaults[k]]
+    if changed:
+        raise TypeError(f"give calibration= or {changed[0]}=, not both: the calibration holds "
+                        f"the knobs")
+    def phase(name):
+        knobs = {**defaults, **calibration.kwargs_for(name)}
+        return {k: knobs[k] for k in defaults}
+    label = getattr(calibration, "label", "calibrated")
+    return phase("decode"), phase("prefill"), label
 
 
 def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_overhead,
@@ -955,6 +992,7 @@ def _wrap(grid, arrays):
         "compute_efficiency": grid.options["compute_efficiency"],
         "bandwidth_efficiency": grid.options["bandwidth_efficiency"],
         "step_overhead": grid.options["step_overhead"],
+        "model_quality": grid.model_quality,
         "cells": int(np.prod(grid.shape)),
         "references": "Serving-capacity guide §2-§5; Williams et al., CACM 2009 (roofline)",
     })
@@ -976,7 +1014,7 @@ def _lazy_arrays(grid):
     token = tokenize(grid.model_names, grid.model_fields, grid.gpu_names, grid.gpu_fields,
                      grid.axes, grid.reserve, grid.options, grid.variables, grid.chunks,
                      grid.replicate_kv, grid.micro_batches, grid.draft,
-                     grid.draft_weight_bytes)
+                     grid.draft_weight_bytes, grid.prefill_options)
     grid_key = f"sweep-grid-{token}"
     block_name = f"sweep-block-{token}"
     block_layer = {grid_key: grid}
