@@ -8,7 +8,13 @@ from rooflinekit import calibrate, catalog, planning
 from rooflinekit.cli._args import (add_flag, add_output_flags, apply_dtypes, examples, number,
                                    whole_number)
 from rooflinekit.cli._output import emit, print_table, to_jsonable
-from rooflinekit.cli.plan import TRAFFIC_FLAGS, targets_text, traffic_and_slo
+from rooflinekit.cli.plan import (
+    TRAFFIC_FLAGS,
+    add_replica_flags,
+    add_table_flags,
+    targets_text,
+    traffic_and_slo,
+)
 
 __all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
 
@@ -46,8 +52,7 @@ split_list.__name__ = "xPyD list"      # argparse names the type in its error
 
 
 def add_arguments(parser) -> None:
-    add_flag(parser, "--model", positional=True,
-             help="catalogue model name or a config.json path")
+    add_flag(parser, "--model", positional=True)
     add_flag(parser, "--gpu", required=True)
     add_flag(parser, "--tensor-parallel-size")
     group = parser.add_mutually_exclusive_group(required=True)
@@ -60,18 +65,8 @@ def add_arguments(parser) -> None:
                              "network bandwidth × TP)")
     parser.add_argument("--link-latency", type=number(0), default=0.0, metavar="S",
                         help="fixed time of each KV transfer [s] (0)")
-    add_flag(parser, "--max-num-seqs", default=256,
-             help="most sequences in a batch of each replica (256)")
-    add_flag(parser, "--max-num-batched-tokens")
-    add_flag(parser, "--gpu-memory-utilization", default=0.9,
-             help="share of each GPU's memory for weights + KV, in (0, 1] (0.9)")
-    add_flag(parser, "--block-size")
-    add_flag(parser, "--dtype")
-    add_flag(parser, "--kv-cache-dtype")
-    for flag, kind, default, text in TRAFFIC_FLAGS:
-        required = default is ...
-        parser.add_argument(flag, type=kind, required=required,
-                            default=None if required else default, help=text)
+    add_replica_flags(parser, lists=False)
+    add_table_flags(parser, TRAFFIC_FLAGS)
     add_output_flags(parser, output_help=(
         "also write the comparison to FILE, the format from its extension: .nc or .zarr (the "
         "Dataset), .csv or .parquet (the splits), .json (as --json)"))

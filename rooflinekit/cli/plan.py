@@ -20,7 +20,8 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
 
-__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "TRAFFIC_FLAGS", "add_arguments", "run",
+__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "TRAFFIC_FLAGS", "add_arguments",
+           "add_replica_flags", "add_table_flags", "run",
            "targets_text", "traffic_and_slo"]
 
 NAME = "plan"
@@ -70,25 +71,38 @@ _FLAGS = (
 )
 
 
+def add_replica_flags(parser, *, lists: bool) -> None:
+    """The flags of one replica's batcher: comma lists of values to plan over, or one each."""
+    many = {"type": int_list} if lists else {}
+    add_flag(parser, "--max-num-seqs", default=[256] if lists else 256,
+             help=("comma-separated max sequences per batch (256)" if lists else
+                   "most sequences in a batch of each replica (256)"), **many)
+    add_flag(parser, "--max-num-batched-tokens", **many,
+             **({"help": "comma-separated per-step token budgets (chunked prefill)"}
+                if lists else {}))
+    add_flag(parser, "--gpu-memory-utilization", default=0.9,
+             help="share of each GPU's memory for weights + KV, in (0, 1] (0.9)")
+    add_flag(parser, "--block-size")
+    add_flag(parser, "--dtype")
+    add_flag(parser, "--kv-cache-dtype")
+
+
+def add_table_flags(parser, flags) -> None:
+    """Flags from a table of ``(flag, type, default, help)``; ``...`` marks a required one."""
+    for flag, kind, default, text in flags:
+        required = default is ...
+        parser.add_argument(flag, type=kind, required=required,
+                            default=None if required else default, help=text)
+
+
 def add_arguments(parser) -> None:
     add_flag(parser, "--model", positional=True)
     parser.add_argument("--gpus", nargs="+", type=name_list, required=True, metavar="NAME",
                         help="catalogue GPU names (h100 l40s or h100,l40s)")
     add_flag(parser, "--tensor-parallel-size", type=int_list, default=[1],
              help="comma-separated tensor-parallel degrees (1)")
-    add_flag(parser, "--max-num-seqs", type=int_list, default=[256],
-             help="comma-separated max sequences per batch (256)")
-    add_flag(parser, "--max-num-batched-tokens", type=int_list,
-             help="comma-separated per-step token budgets (chunked prefill)")
-    add_flag(parser, "--gpu-memory-utilization", default=0.9,
-             help="share of each GPU's memory for weights + KV, in (0, 1] (0.9)")
-    add_flag(parser, "--block-size")
-    add_flag(parser, "--dtype")
-    add_flag(parser, "--kv-cache-dtype")
-    for flag, kind, default, text in _FLAGS:
-        required = default is ...
-        parser.add_argument(flag, type=kind, required=required,
-                            default=None if required else default, help=text)
+    add_replica_flags(parser, lists=True)
+    add_table_flags(parser, _FLAGS)
     for flag in PREFIX_FLAGS:
         add_flag(parser, flag)
     add_output_flags(parser, output_help=(
