@@ -233,3 +233,19 @@ def test_pools_must_share_clock_and_model():
         DisaggregatedBatcher(roof, other, link_bandwidth=1e9)
     with pytest.raises(TypeError, match="link_bandwidth"):
         DisaggregatedBatcher(tick, tick)
+
+
+def test_plan_disaggregated_refuses_runaway_comparisons_before_any_draw():
+    import rooflinekit as rk
+    from rooflinekit.workloads import Constant
+    traffic = rk.Traffic(2.0, Constant(100), Constant(20))
+    slo = rk.SLO(ttft=1.0)
+    kwargs = {"model": "llama-3.1-8b", "gpu": "h100"}
+    with pytest.raises(ValueError, match="gpu_budget"):
+        rk.plan_disaggregated(traffic, slo, gpu_budget=10**6, **kwargs)
+    with pytest.raises(ValueError, match="GiB of requests"):
+        rk.plan_disaggregated(traffic, slo, splits=[(1, 1)], replicates=10**6,
+                              requests=10**4, **kwargs)
+    with pytest.raises(ValueError, match="work_limit"):
+        rk.plan_disaggregated(traffic, slo, splits=[(1, 1)], replicates=100, requests=10**5,
+                              work_limit=1e6, **kwargs)

@@ -21,15 +21,25 @@ from rooflinekit.batching import DisaggregatedBatcher
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import draw_requests, max_rate
-from rooflinekit.planning.fleet import _names, _replica, _roofline_options
+from rooflinekit.planning.fleet import (
+    WORK_LIMIT,
+    _names,
+    _replica,
+    _roofline_options,
+    check_plan_size,
+)
 from rooflinekit.planning.traffic import SLO, Traffic
 
-__all__ = ["AGGREGATED", "SPLIT", "plan_disaggregated"]
+__all__ = ["AGGREGATED", "MAX_SPLITS", "SPLIT", "plan_disaggregated"]
 
 #: Label of the aggregated replica on the ``split`` dimension.
 AGGREGATED = "aggregated"
 #: Name of the dimension of the splits compared.
 SPLIT = "split"
+
+
+#: Most splits one call compares (a gpu_budget of 2 × 45 GPUs at tp = 1 gives 990).
+MAX_SPLITS = 1000
 
 
 def _splits(gpu_budget, splits, tp):
@@ -39,7 +49,12 @@ def _splits(gpu_budget, splits, tp):
                          "(prefill_replicas, decode_replicas)), not both or neither")
     if splits is None:
         budget = whole_number("gpu_budget", gpu_budget, lo=2 * tp)
-        return [(x, y) for x in range(1, budget // tp) for y in range(1, budget // tp - x + 1)]
+        units = budget // tp
+        if units * (units - 1) // 2 > MAX_SPLITS:
+            raise ValueError(f"gpu_budget={budget} at tp={tp} makes {units * (units - 1) // 2:,} "
+                             f"splits, above {MAX_SPLITS:,}; give a smaller gpu_budget or the "
+                             f"splits to compare (splits=)")
+        return [(x, y) for x in range(1, units) for y in range(1, units - x + 1)]
     if not isinstance(splits, (list, tuple)) or not splits:
         raise TypeError(f"splits must be a non-empty list of (prefill_replicas, "
                         f"decode_replicas); got {describe(splits)}")
@@ -60,7 +75,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
                        admission="paged", block_size=16, gpu_memory_utilization=0.9,
                        link_bandwidth=None, link_latency=0.0, headroom=0.2, replicates=10,
                        seed=0, requests=1000, rtol=0.02, calibration=None,
-                       roofline_options=None) -> xr.Dataset:
+                       roofline_options=None, work_limit=WORK_LIMIT) -> xr.Dataset:
     """Max rate within the SLO of each xPyD split and of the aggregated replica, and their fleets.
 
     Parameters
@@ -89,6 +104,10 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         Spare capacity [1], >= 0: units = ceil(rate · (1 + headroom) / max_rate).
     replicates, seed, requests, rtol, calibration, roofline_options
         As for :func:`rooflinekit.plan`; every split runs on the same draws.
+    work_limit : float
+        Most simulated token-steps, as for :func:`rooflinekit.plan`: a comparison above it,
+        or one whose draws exceed :data:`~rooflinekit.planning.MEMORY_LIMIT`, is refused
+        before any simulation, with the estimate. At most :data:`MAX_SPLITS` splits.
 
     Returns
     -------
@@ -150,6 +169,10 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         admission, whole_number("block_size", block_size, lo=1),
         real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
         options)
+    work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
+    # each unit's search simulates every request in both pools: about one plan's work
+    check_plan_size(traffic, len(pairs) + 1, replicates=replicates, requests=requests,
+                    work_limit=work_limit)
     draws = draw_requests(traffic, replicates, requests, whole_number("seed", seed, lo=0))
 
     units = [(0, 0)] + pairs

@@ -37,7 +37,7 @@ from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.roofline import energy_per_token
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 
-__all__ = ["plan", "load_curve", "estimate_work", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
+__all__ = ["plan", "load_curve", "estimate_work", "check_plan_size", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
 
 #: Most simulated token-steps (requests × output tokens × runs) :func:`plan` does in one process
 #: without ``chunks=`` (about a minute on two cores); above it, it refuses with the estimate.
@@ -144,6 +144,27 @@ def estimate_work(traffic, n_configurations, *, replicates, requests) -> float:
     (:meth:`~rooflinekit.workloads.WorkloadSpec.mean_output_tokens`)."""
     mean_output = traffic.workload(requests).mean_output_tokens()
     return float(n_configurations) * replicates * _RUNS_PER_REPLICATE * requests * mean_output
+
+
+def check_plan_size(traffic, n_configurations, *, replicates, requests, work_limit) -> None:
+    """Refuse, before any draw, a plan whose requests would not fit :data:`MEMORY_LIMIT` or
+    whose simulations (:func:`estimate_work`) exceed ``work_limit`` (``None``: not checked,
+    the work goes to dask workers), each with the estimate and the way out."""
+    held = float(replicates) * requests * _BYTES_PER_REQUEST
+    if held > MEMORY_LIMIT:
+        raise ValueError(
+            f"this plan would hold about {held / 2**30:.3g} GiB of requests in memory "
+            f"({replicates} replicates × {requests} requests × {_BYTES_PER_REQUEST} bytes), above "
+            f"the {MEMORY_LIMIT / 2**30:g} GiB limit; use fewer replicates or requests (the "
+            f"percentiles' Monte Carlo error falls as 1/sqrt(replicates × requests))")
+    work = estimate_work(traffic, n_configurations, replicates=replicates, requests=requests)
+    if work_limit is not None and work > work_limit:
+        raise ValueError(
+            f"this plan would simulate about {work:.2g} token-steps ({n_configurations} "
+            f"configurations × {replicates} replicates × {requests} requests), above "
+            f"work_limit={work_limit:.2g} (about a minute on two cores); pass chunks= to spread "
+            f"it over dask workers where the planner takes it, use fewer replicates, requests "
+            f"or configurations, or raise work_limit")
 
 
 def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
@@ -291,20 +312,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         axes[dims.MAX_NUM_BATCHED_TOKENS] = mnbt_list
     shape = tuple(len(v) for v in axes.values())
     n_config = math.prod(shape)
-    work = estimate_work(traffic, n_config, replicates=replicates, requests=requests)
-    held = float(replicates) * requests * _BYTES_PER_REQUEST
-    if held > MEMORY_LIMIT:
-        raise ValueError(
-            f"this plan would hold about {held / 2**30:.3g} GiB of requests in memory "
-            f"({replicates} replicates × {requests} requests × {_BYTES_PER_REQUEST} bytes), above "
-            f"the {MEMORY_LIMIT / 2**30:g} GiB limit; use fewer replicates or requests (the "
-            f"percentiles' Monte Carlo error falls as 1/sqrt(replicates × requests))")
-    if chunks is None and work > work_limit:
-        raise ValueError(
-            f"this plan would simulate about {work:.2g} token-steps ({n_config} configurations × "
-            f"{replicates} replicates × {requests} requests), above work_limit={work_limit:.2g} "
-            f"(about a minute on two cores); pass chunks= to spread it over dask workers, use "
-            f"fewer replicates, requests or configurations, or raise work_limit")
+    check_plan_size(traffic, n_config, replicates=replicates, requests=requests,
+                    work_limit=None if chunks is not None else work_limit)
 
     draws = draw_requests(traffic, replicates, requests, seed)
     configs = list(itertools.product(*(range(n) for n in shape)))
