@@ -280,12 +280,13 @@ def _lru_group(g_res, g_refs, g_stamp, keep):
 
 
 @njit(nogil=True, cache=True)
-def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_tokens,
+def continuous_run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                    arrived_kv_tokens, max_num_seqs, kv_budget, paged, block_size, max_batched,
                    interactive_cap, prefix_caching, tick_mode, coef, itl_target,
                    admit, first_token, finish, preemptions, status, stats):
     """Continuous batching of one workload; returns 0 or :data:`STALLED`.
 
+    ``prompt_tokens`` of 0 are simulated as 1 (``_reference``, "Empty prompts");
     ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
     when ``prefix_caching`` (paged only); ``arrived_kv_tokens`` the prompt tokens whose KV comes
     with each request (skipped on its first admission only); ``tick_mode`` and ``coef`` are the clock (module
@@ -297,6 +298,7 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
     if n == 0:
         return 0
+    prompt = np.maximum(prompt_tokens, 1)    # an empty prompt is its start token
     total_blocks = kv_budget // block_size if paged else 0
     bs = block_size if paged else 1
     window = coef[_SW]
@@ -890,11 +892,12 @@ def continuous_run_many(arrival, prompt, output, priority, prefix_group, prefix_
 
 
 @njit(nogil=True, cache=True)
-def static_run(arrival, prompt, output, batch_size, tick_mode, coef, itl_target,
+def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_target,
                admit, first_token, finish, preemptions, status, stats):
     """Static batching of one workload; returns 0 (arguments as :func:`continuous_run`)."""
     n = arrival.shape[0]
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
+    prompt = np.maximum(prompt_tokens, 1)    # an empty prompt is its start token
     t = 0.0
     nxt = 0
     max_out = 0

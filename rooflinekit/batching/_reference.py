@@ -17,8 +17,16 @@ n_prefill_tokens, kv_tokens_read, prefill_context_tokens)``, where ``kv_tokens_r
 sequences (``f * C + (1 - f) * min(C, window)`` summed, from two sums of whole numbers, so that a
 kernel can keep them as running sums) plus ``clock.kv_read(cached prefix)`` over prompt chunks,
 and ``prefill_context_tokens`` sums ``clock.chunk_pairs(chunk, cached prefix)`` over chunks (all
-counts passed as floats, chunks in admission order); the same rules apply with that clock. A step that processes
-no token (only zero-length prompts completing) lasts 0 s in roofline mode.
+counts passed as floats, chunks in admission order); the same rules apply with that clock.
+
+Empty prompts
+-------------
+A request with ``prompt_tokens = 0`` is simulated as a one-token prompt: the token a model is
+started from (a BOS) is prefilled like any prompt token, so its first output token costs a step
+and holds that token's KV, on both clocks and under both policies (``effective_prompt``). Every
+rule below reads ``prompt`` as this effective length (admission, budgets, rejection, re-prefill
+after a preemption). So every step processes at least one token and lasts more than 0 s in
+roofline mode.
 
 A request "arrives" at the first tick ``t >= arrival`` (in roofline mode, at the first step boundary
 at or after its arrival). When nothing is running and nothing is queued, the clock jumps to the next
@@ -126,7 +134,8 @@ from collections import deque
 
 import numpy as np
 
-__all__ = ["simulate_continuous", "simulate_static", "GapLog", "COMPLETED", "REJECTED",
+__all__ = ["simulate_continuous", "simulate_static", "effective_prompt", "GapLog", "COMPLETED",
+           "REJECTED",
            "STAT_NAMES", "UNLIMITED", "GAP_PERCENTILES", "GAP_SUBBINS", "GAP_MIN_EXPONENT",
            "GAP_MAX_EXPONENT", "N_GAP_BINS"]
 
@@ -175,6 +184,12 @@ GAP_MIN_EXPONENT = -30
 GAP_MAX_EXPONENT = 34
 #: Bins of the gap histogram (its memory: this many counts and maxima per run, 512 KiB).
 N_GAP_BINS = (GAP_MAX_EXPONENT - GAP_MIN_EXPONENT) * GAP_SUBBINS
+
+
+def effective_prompt(prompt):
+    """The prompt a request is simulated with [tokens]: ``max(prompt, 1)`` (module docstring,
+    "Empty prompts": an empty prompt is its start token)."""
+    return max(prompt, 1)
 
 
 def gap_bin(x):
@@ -329,8 +344,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         prefix_group, prefix_tokens = [-1] * n, [0] * n
     if arrived_kv_tokens is None:
         arrived_kv_tokens = [0] * n
-    seqs = [_Seq(i, float(arrival[i]), int(prompt_tokens[i]), int(output_tokens[i]),
-                 int(priority[i]), int(prefix_group[i]), int(prefix_tokens[i]))
+    seqs = [_Seq(i, float(arrival[i]), effective_prompt(int(prompt_tokens[i])),
+                 int(output_tokens[i]), int(priority[i]), int(prefix_group[i]), int(prefix_tokens[i]))
             for i in range(n)]
     caching = bool(prefix_caching) and admission == "paged"
     # prefix groups: blocks, whether resident, sequences using it, step of its last release
@@ -588,7 +603,8 @@ def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=
     """
     n = len(arrival)
     tick_mode = clock is None
-    seqs = [_Seq(i, float(arrival[i]), int(prompt_tokens[i]), int(output_tokens[i]), 0)
+    seqs = [_Seq(i, float(arrival[i]), effective_prompt(int(prompt_tokens[i])),
+                 int(output_tokens[i]), 0)
             for i in range(n)]
     stats = dict.fromkeys(STAT_NAMES, 0.0)
     gaps = GapLog(itl_target)
