@@ -79,6 +79,21 @@ BAD = [
     (CAP + ["--json", "--csv"], "--csv"),
     (["catalog", "prices", "no-such-row"], "no-such-row"),
     (["catalog", "gpus", "--output", "gpus"], "--output"),
+    # speculative decoding in the simulator
+    (["simulate", "--speculative-draft", "0.1"], "--speculative-draft"),
+    (["simulate", "--speculative-draft", "0.1", "--num-speculative-tokens", "0",
+      "--acceptance", "0.8"], "--num-speculative-tokens"),
+    (["simulate", "--speculative-draft", "0.1", "--num-speculative-tokens", "65",
+      "--acceptance", "0.8"], "--num-speculative-tokens"),
+    (["simulate", "--speculative-draft", "0.1", "--num-speculative-tokens", "4",
+      "--acceptance", "1.5"], "--acceptance"),
+    (["simulate", "--speculative-draft", "0.1", "--num-speculative-tokens", "4",
+      "--acceptance", "nan"], "--acceptance"),
+    (["simulate", "--speculative-draft", "1.5", "--num-speculative-tokens", "4",
+      "--acceptance", "0.8"], "--speculative-draft"),
+    (["simulate", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-draft",
+      "llama-3.1-70b", "--num-speculative-tokens", "4", "--acceptance", "0.8"],
+     "--speculative-draft"),
 ]
 
 

@@ -18,6 +18,7 @@ from rooflinekit.batching.batchers import (
                                            run_replicates,
                                            simulate,
 )
+from rooflinekit.batching.speculative import Speculative
 from rooflinekit.batching.results import (
                                            IDEAL,
                                            REASON_KV_BUDGET,
@@ -28,5 +29,5 @@ from rooflinekit.batching.results import (
 )
 
 __all__ = ["IDEAL", "MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
-           "replicate_seed",
+           "replicate_seed", "Speculative",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]
