@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from rooflinekit.batching import ContinuousBatcher, StaticBatcher, monte_carlo
+from rooflinekit.batching import ContinuousBatcher, Speculative, StaticBatcher, monte_carlo
 from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.workloads import Poisson, SharedPrefix, Uniform, WorkloadSpec, short_and_long
 
@@ -121,13 +121,15 @@ class RunningSequences256:
         wl, b = _running_256()
         timing = b._timing()
         params = b._parameters()
-        clock = (timing.tick, timing.coef, np.inf)
-        # today's kernel also takes the prefix arrays, the arrived KV and prefix_caching (last)
+        gain, offset = b._gains(wl.output_tokens[None])
+        # today's kernel also takes the prefix arrays, the arrived KV, the speculative gains,
+        # prefix_caching and draft_tokens (the last two parameters) and the draft's clock
         new_args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority,
                     wl.prefix_group, wl.prefix_tokens, np.zeros(wl.n_requests, np.int64),
-                    *params, *clock)
-        old_args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, *params[:-1],
-                    *clock)
+                    gain[0], offset[0], *params, timing.tick, timing.coef, timing.draft_coef,
+                    timing.draft_share, np.inf)
+        old_args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, *params[:-2],
+                    timing.tick, timing.coef, np.inf)
         n = wl.n_requests
         outs = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64),
                 np.empty(n, np.int64), np.empty(len(_reference.STAT_NAMES)))
@@ -166,6 +168,21 @@ def _prefix_spec(n):
                         arrival=Poisson(rate=0.3), prefix=SharedPrefix(256, groups=4, share=0.7))
 
 
+def _pair_setup(bench, spec, n, **batchers):
+    """Two batchers of a benchmark on one workload of ``spec``: compiled, their steps counted."""
+    for name, b in batchers.items():
+        setattr(bench, name, b)
+        _kernel_outputs(b, spec(10).sample(0))            # compile
+    bench.workload = spec(n).sample(0)
+    bench.steps = {b: _kernel_outputs(b, bench.workload)["stats"][_STEPS]
+                   for b in batchers.values()}
+
+
+def _pair_rate(bench, b):
+    """Request-steps/s of ``b`` on the benchmark's workload (best of 20)."""
+    return bench.steps[b] / _best(lambda: _kernel_outputs(b, bench.workload), 20)
+
+
 class PrefixCaching:
     """Request-steps/s of paged admission with prefix caching and without it, on the same
     prefixed workload (1,000 requests), in the same run; the ratio is the price of the cache."""
@@ -175,32 +192,59 @@ class PrefixCaching:
 
     def setup(self, n):
         kw = {"max_num_seqs": 16, "kv_budget_tokens": 8000, "admission": "paged"}
-        self.cached = ContinuousBatcher(prefix_caching=True, **kw)
-        self.plain = ContinuousBatcher(**kw)
-        self.workload = _prefix_spec(n).sample(0)
-        for b in (self.cached, self.plain):
-            _kernel_outputs(b, _prefix_spec(10).sample(0))           # compile
-        self.steps = {b: _kernel_outputs(b, self.workload)["stats"][_STEPS]
-                      for b in (self.cached, self.plain)}
-
-    def _rate(self, b):
-        return self.steps[b] / _best(lambda: _kernel_outputs(b, self.workload), 20)
+        _pair_setup(self, _prefix_spec, n, cached=ContinuousBatcher(prefix_caching=True, **kw),
+                    plain=ContinuousBatcher(**kw))
 
     def time_prefix_caching(self, n):
         _kernel_outputs(self.cached, self.workload)
 
     def track_prefix_caching_request_steps_per_second(self, n):
-        return self._rate(self.cached)
+        return _pair_rate(self, self.cached)
 
     def track_plain_paged_request_steps_per_second(self, n):
-        return self._rate(self.plain)
+        return _pair_rate(self, self.plain)
 
     def track_caching_over_plain(self, n):
-        return self._rate(self.cached) / self._rate(self.plain)
+        return _pair_rate(self, self.cached) / _pair_rate(self, self.plain)
 
     track_prefix_caching_request_steps_per_second.unit = "request-steps/s"
     track_plain_paged_request_steps_per_second.unit = "request-steps/s"
     track_caching_over_plain.unit = "x"
+
+
+class SpeculativeDecoding:
+    """Request-steps/s of paged admission with speculative decoding (k = 4, α = 0.8, a draft
+    head) and without, on the ``KernelVsReference`` workload (1,000 requests), in the same run.
+    The plain kernel's decode step visits no sequence; a speculative one visits each (their
+    gains differ), and a request-step there carries 1 to 5 tokens: the ratio is the price of
+    the visit per request-step, ``track_speculative_tokens_over_plain`` per output token."""
+
+    params = [1000]
+    param_names = ["n_requests"]
+
+    def setup(self, n):
+        kw = {"max_num_seqs": 16, "kv_budget_tokens": 4000, "admission": "paged"}
+        draft = Speculative(draft=0.05, draft_tokens=4, acceptance=0.8)
+        _pair_setup(self, _spec, n, speculative=ContinuousBatcher(speculative=draft, **kw),
+                    plain=ContinuousBatcher(**kw))
+
+    def time_speculative(self, n):
+        _kernel_outputs(self.speculative, self.workload)
+
+    def track_speculative_request_steps_per_second(self, n):
+        return _pair_rate(self, self.speculative)
+
+    def track_speculative_over_plain(self, n):
+        return _pair_rate(self, self.speculative) / _pair_rate(self, self.plain)
+
+    def track_speculative_tokens_over_plain(self, n):
+        # both simulate the same output tokens: the ratio of their speeds
+        plain = _best(lambda: _kernel_outputs(self.plain, self.workload), 20)
+        return plain / _best(lambda: _kernel_outputs(self.speculative, self.workload), 20)
+
+    track_speculative_request_steps_per_second.unit = "request-steps/s"
+    track_speculative_over_plain.unit = "x"
+    track_speculative_tokens_over_plain.unit = "x"
 
 
 class Import:

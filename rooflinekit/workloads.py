@@ -38,6 +38,7 @@ __all__ = [
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
     "AllAtOnce", "FixedInterval", "Poisson", "Gamma",
     "INTERACTIVE", "BATCH", "MAX_ARRIVAL", "coerce_workload", "SharedPrefix", "NO_PREFIX",
+    "Beta", "speculative_gains", "MAX_DRAFT_TOKENS",
 ]
 
 #: Latest arrival time a workload may hold [tick or s]: 1e9 (31 years in seconds). Beyond it a
@@ -364,6 +365,114 @@ class SharedPrefix:
         group = rng.integers(0, int(self.groups), size=size, dtype=np.int64)
         return (np.where(prefixed, group, NO_PREFIX).astype(np.int64),
                 np.where(prefixed, int(self.tokens), 0).astype(np.int64))
+
+
+# --- speculative decoding: acceptance ----------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+@_checked(a=(real_number, {"lo": 0, "lo_open": True}), b=(real_number, {"lo": 0, "lo_open": True}))
+class Beta:
+    """Per-request acceptance probabilities drawn from a Beta(``a``, ``b``) distribution [1].
+
+    Parameters
+    ----------
+    a, b : float
+        Shape parameters, > 0; the mean acceptance is ``a / (a + b)``.
+
+    Notes
+    -----
+    Acceptance varies with the text (code and boilerplate are easy to draft, open prose is not);
+    a Beta spreads it over requests while staying in [0, 1].
+    """
+
+    a: float
+    b: float
+
+    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """``size`` acceptance probabilities in [0, 1] (float64)."""
+        return rng.beta(float(self.a), float(self.b), size=size)
+
+
+#: Most tokens drafted per speculative step (the gains are stored as one byte each).
+MAX_DRAFT_TOKENS = 64
+
+
+def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int,
+                      acceptance) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens each decode step of speculative decoding gains, drawn for every output position.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of every draw.
+    output_tokens : array_like of int
+        Output length of each request [tokens], >= 1.
+    draft_tokens : int
+        Tokens drafted per step, k [tokens], in [1, :data:`MAX_DRAFT_TOKENS`].
+    acceptance : float or Beta
+        Probability α that the target accepts a drafted token, i.i.d. per position [1], in
+        [0, 1]; a :class:`Beta` draws one α per request.
+
+    Returns
+    -------
+    gain : ndarray of uint8
+        ``gain[offset[i] + m]`` is what request ``i`` gains in the decode step taken after it
+        has generated ``m`` tokens [tokens], in ``[1, min(k + 1, output - m)]`` (``m = 0`` is
+        unused: the first token comes from the prefill).
+    offset : ndarray of int64
+        Start of each request's positions in ``gain``: the output lengths' running sum.
+
+    Notes
+    -----
+    At each position the accepted drafts are the leading successes of ``k`` Bernoulli(α)
+    trials, ``L = min(G, k)`` with ``G`` geometric (``P(G >= j) = α^j``; one uniform ``u`` a
+    position, ``G = floor(log u / log α)``), and the step gains
+    ``1 + L`` tokens (the accepted drafts and the target's own next token), capped at what is
+    left of the output. Drawn for every position whatever path a run takes, so the gains do not
+    depend on the scheduling, and α = 0 gains exactly one token a step (plain decoding). The
+    mean uncapped gain is ``(1 − α^(k+1)) / (1 − α)``
+    (:func:`rooflinekit.roofline.speculative_tokens_per_step`).
+
+    References
+    ----------
+    .. [1] Leviathan, Kalman & Matias, "Fast Inference from Transformers via Speculative
+           Decoding", ICML 2023, eq. (1).
+    """
+    rng = as_generator(rng)
+    k = whole_number("draft_tokens", draft_tokens, lo=1)
+    if k > MAX_DRAFT_TOKENS:
+        raise ValueError(f"draft_tokens must be in [1, {MAX_DRAFT_TOKENS}], got {draft_tokens!r}")
+    output = check_count_array("output_tokens", output_tokens, lo=1)
+    n = output.shape[0]
+    if isinstance(acceptance, Beta):
+        alpha = acceptance.sample(rng, n)
+    else:
+        alpha = np.full(n, real_number("acceptance", acceptance, lo=0, hi=1))
+    offset = np.zeros(n, np.int64)
+    np.cumsum(output[:-1], out=offset[1:])
+    total = int(output.sum())
+    # leading accepted drafts: L >= j exactly when u < α^j, so L = floor(log u / log α) capped
+    # at k (α = 0: none; α = 1: all k); computed in place, one array of the positions at a time
+    x = rng.random(total)
+    with np.errstate(divide="ignore"):
+        np.log(x, out=x)
+        rate = 0.0 - np.log(alpha)             # -log α >= 0 (+0 at α = 1): inf at α = 0
+    np.negative(x, out=x)
+    if n and np.all(rate == rate[0]):          # one α for all: a scalar, no per-position copy
+        rate = rate[:1]
+    else:
+        rate = np.repeat(rate, output)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(x, rate, out=x)              # α = 0: 0; α = 1: inf
+    x[np.isnan(x)] = k                         # u = 0 (probability 0) at α = 0 or 1
+    np.minimum(x, k, out=x)
+    gain = x.astype(np.uint8)                  # the floor, as 0 <= x <= k
+    gain += 1
+    # capped at what is left of the output, output - m at position m (and at 255: k + 1 <= 65)
+    left = np.repeat(offset + output, output) - np.arange(total)
+    np.minimum(gain, np.clip(left, 1, 255).astype(np.uint8), out=gain)
+    return gain, offset
 
 
 # --- workloads ----------------------------------------------------------------------------------

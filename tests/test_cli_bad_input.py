@@ -138,6 +138,21 @@ BAD += [
     (PRICE + ["--cached-input-price", "-1", "--prefix-share", "0.5"], "cached_input_per_mtok"),
     (PRICE + ["--cached-input-price", "0.3", "--prefix-share", "0.5", "--monthly-tokens",
               "1e9"], "--monthly-tokens"),
+    # speculative decoding in the simulator
+    (["simulate", "--speculative-draft", "0.1"], "--speculative-draft"),
+    (["simulate", "--speculative-draft", "0.1", "--num-speculative-tokens", "0",
+      "--acceptance", "0.8"], "--num-speculative-tokens"),
+    (["simulate", "--speculative-draft", "0.1", "--num-speculative-tokens", "65",
+      "--acceptance", "0.8"], "--num-speculative-tokens"),
+    (["simulate", "--speculative-draft", "0.1", "--num-speculative-tokens", "4",
+      "--acceptance", "1.5"], "--acceptance"),
+    (["simulate", "--speculative-draft", "0.1", "--num-speculative-tokens", "4",
+      "--acceptance", "nan"], "--acceptance"),
+    (["simulate", "--speculative-draft", "1.5", "--num-speculative-tokens", "4",
+      "--acceptance", "0.8"], "--speculative-draft"),
+    (["simulate", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-draft",
+      "llama-3.1-70b", "--num-speculative-tokens", "4", "--acceptance", "0.8"],
+     "--speculative-draft"),
 ]
 
 

@@ -312,6 +312,10 @@ REGISTRY = {
     "read_vllm_result": _entry(rk.read_vllm_result, kwargs={"model": "Llama-3.1-8B",
                                                             "gpu": "H100-SXM-80GB"},
                                spoil=("result", "tp"), label="reads a result"),
+    "Speculative": _entry(rk.Speculative, kwargs={"draft": 0.1, "draft_tokens": 4,
+                                                  "acceptance": 0.8},
+                          spoil=("draft", "draft_tokens", "acceptance", "seed"),
+                          valid={"acceptance": CONTEXT_OK, "seed": CONTEXT_OK}),
 }
 
 

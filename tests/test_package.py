@@ -39,7 +39,7 @@ NAMES_BEFORE_FOLDERS = (
 #: Names added since: the ITL's one name, and capacity under load.
 NAMES_ADDED = {"decode_step_time", "energy_per_token", "Traffic", "SLO", "plan", "cheapest_plan",
                "decision_table", "speculative_tokens_per_step", "speculative_step_time",
-               "speculative_speedup",
+               "speculative_speedup", "Speculative",
                "layout_memory", "pipeline_bubble", "expert_all_to_all_bytes", "kv_transfer_time",
                "layout_decode_step_time", "layout_prefill_time", "layouts", "plan_disaggregated",
                "payg_cost_per_request", "cost_per_request", "speculative_cost_per_million_tokens"}

@@ -21,6 +21,7 @@ from rooflinekit.batching.batchers import (
                                            simulate,
 )
 from rooflinekit.batching.disaggregated import POOLS, DisaggregatedBatcher
+from rooflinekit.batching.speculative import Speculative
 from rooflinekit.batching.results import (
                                            IDEAL,
                                            REASON_KV_BUDGET,
@@ -31,5 +32,5 @@ from rooflinekit.batching.results import (
 )
 
 __all__ = ["IDEAL", "MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
-           "replicate_seed", "DisaggregatedBatcher", "POOLS",
+           "replicate_seed", "DisaggregatedBatcher", "POOLS", "Speculative",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]

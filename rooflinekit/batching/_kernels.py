@@ -22,7 +22,14 @@ Between events, a decode-only stretch (no arrival, retirement, admission, prefil
 preemption) skips the phases that would do nothing; on the tick clock, where every sum is a whole
 number, the stretch is measured and its statistics added in closed form, as single steps would
 add them. A run costs O(steps + events) with events the arrivals, admissions, prefill slices,
-retirements, preemptions and window crossings. In the step loop no helper is handed an array
+retirements, preemptions and window crossings. Speculative decoding
+(:func:`continuous_run_speculative`) breaks the premise, as each sequence gains its own drawn
+tokens: its step visits every decoding sequence (O(batch)), a dense list of them, adding what
+each gained beyond one token; their retirements and window crossings stay filed where one token
+a step would put them (never early) and are refiled or taken when a gain reaches them, and the
+paged blocks the next gains need are summed in the same visit. Both kernels are one body,
+:func:`_continuous`, compiled with speculation on and off, so the plain kernel holds none of the
+speculative code. In the step loop no helper is handed an array
 (numba counts references to an array passed to a call with two atomic operations, which cost more
 than the rest of a step): the clock's coefficients travel as a tuple of scalars, the list and
 ring operations and the gap counts are written out in place.
@@ -83,16 +90,18 @@ from rooflinekit.roofline import (
     prefill_context_tokens_kernel,
 )
 
-__all__ = ["continuous_run", "continuous_run_many", "static_run", "static_run_many", "N_STATS",
+__all__ = ["continuous_run", "continuous_run_speculative", "continuous_run_many", "static_run", "static_run_many", "N_STATS",
            "N_COEFFICIENTS", "STALLED", "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
 
 # Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
 (_END, _STEPS, _BUSY, _PEAK_RUN, _RUN_T, _ACT_T, _PEAK_RES, _RES_T, _PEAK_USED, _USED_T, _PREEMPT,
  _GAPS, _GAPS_MET, _GAP_T, _GAP_P) = range(15)
 _PFX_REQ, _PFX_HIT, _PFX_SAVED, _PFX_T, _PFX_EVICT = range(18, 23)
-N_STATS = 23
+_DRAFTED, _ACCEPTED = 23, 24
+N_STATS = 25
 if (len(STAT_NAMES) != N_STATS or STAT_NAMES[_GAP_P] != "token_itl_p50"
-        or STAT_NAMES[_PFX_REQ] != "prefix_requests" or STAT_NAMES[_PFX_EVICT] != "prefix_evictions"):
+        or STAT_NAMES[_PFX_REQ] != "prefix_requests" or STAT_NAMES[_PFX_EVICT] != "prefix_evictions"
+        or STAT_NAMES[_ACCEPTED] != "accepted_tokens"):
     raise ImportError("the kernels' stats indices disagree with _reference.STAT_NAMES")
 _PERCENTILES = GAP_PERCENTILES
 _N_PERCENTILES = len(GAP_PERCENTILES)
@@ -279,24 +288,24 @@ def _lru_group(g_res, g_refs, g_stamp, keep):
     return best
 
 
-@njit(nogil=True, cache=True)
-def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_tokens,
-                   arrived_kv_tokens, max_num_seqs, kv_budget, paged, block_size, max_batched,
-                   interactive_cap, prefix_caching, tick_mode, coef, itl_target,
-                   admit, first_token, finish, preemptions, status, stats):
-    """Continuous batching of one workload; returns 0 or :data:`STALLED`.
+@njit(inline="always")
+def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
+                arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
+                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
+                tick_mode, coef, draft_coef, draft_share, itl_target,
+                admit, first_token, finish, preemptions, status, stats, speculative):
+    """The continuous kernels' one body; ``speculative`` a constant of each caller.
 
-    ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
-    when ``prefix_caching`` (paged only); ``arrived_kv_tokens`` the prompt tokens whose KV comes
-    with each request (skipped on its first admission only); ``tick_mode`` and ``coef`` are the clock (module
-    docstring), ``itl_target`` the gap counted as met [time] (inf for none); the outputs
-    ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` (per request) and
-    ``stats`` (:data:`N_STATS`) are overwritten.
+    Inlined into :func:`continuous_run` (``False``) and :func:`continuous_run_speculative`
+    (``True``), so each is compiled with it known: the plain kernel carries none of the
+    speculative code (dead code, removed), and keeps the plain path's speed.
     """
+
     n = arrival.shape[0]
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
     if n == 0:
         return 0
+    prompt = np.maximum(prompt_tokens, 1)    # an empty prompt is its start token
     total_blocks = kv_budget // block_size if paged else 0
     bs = block_size if paged else 1
     window = coef[_SW]
@@ -308,6 +317,15 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
           coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
           coef[17], coef[18], coef[19])
+    # speculative decoding: every decoding sequence gains its drawn tokens, so the decode step
+    # visits each of them (O(batch)); without it the path below is the plain one
+    spec = speculative
+    spec_need = 0              # paged: blocks the decoding sequences' next gains need
+    # the decoding sequences, densely (a speculative step visits each) ...
+    dec_ids = np.empty(n if spec else 0, np.int64)
+    dec_pos = np.empty(n if spec else 0, np.int64)
+    # ... and each one's free token slots in its last block (paged)
+    room = np.empty(n if spec else 0, np.int64)
     # Prefix caching: ``alloc`` and ``used`` include the resident prefixes' blocks and tokens;
     # ``shared`` is the prefix blocks a running sequence uses from the cache (not its own).
     caching = prefix_caching and paged
@@ -424,6 +442,10 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
                         evictable += g_blocks[q]
                     shared[i] = 0
                 n_dec -= 1
+                if spec:
+                    last = dec_ids[n_dec]
+                    dec_ids[dec_pos[i]] = last
+                    dec_pos[last] = dec_pos[i]
                 if windowed:
                     if above[i]:
                         n_above -= 1
@@ -442,6 +464,8 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
                 nrun -= 1
             i = j
         need = by_phase[ph] if paged else 0
+        if spec:                 # the blocks of each decoding sequence's drawn gain
+            need = spec_need
         # 3. admit
         for k in range(2):
             stop = False
@@ -564,7 +588,13 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
                     c = context[v] + g
                     n_dec -= 1
                     last_tok[v] = t          # it decoded in the step that ended at t
-                    if c % block_size == 0:
+                    if spec:
+                        last = dec_ids[n_dec]
+                        dec_ids[dec_pos[v]] = last
+                        dec_pos[last] = dec_pos[v]
+                        x = np.int64(gain[gain_offset[v] + generated[v] + g])
+                        need -= (c + x + bs - 1) // bs - (c + bs - 1) // bs
+                    elif c % block_size == 0:
                         need -= 1
                     by_phase[context[v] % bs] -= 1
                     alloc -= (c + block_size - 1) // block_size - shared[v]
@@ -616,6 +646,7 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
             if windowed:
                 win_sum = float(below_context) + n_above * window
             kv_read = fa * float(dec_context) + (1.0 - fa) * win_sum
+        kv_dec = kv_read
         n_done = 0
         i = p_next[n]
         while i != n:
@@ -632,7 +663,44 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
                 done_ids[n_done] = i
                 n_done += 1
             i = p_next[i]
-        dt = _step_time(tick_mode, cf, float(n_decode), float(n_prefill), kv_read, pairs)
+        if spec and n_decode > 0:
+            # k draft steps, then one verification of k + 1 positions per sequence (the
+            # draft's figures are read here, not kept live through the plain path's loops)
+            kk = float(draft_tokens)
+            dt = _step_time(tick_mode, cf, float(n_decode) * (kk + 1.0), float(n_prefill),
+                            kv_read, pairs + kv_dec * kk + float(n_decode) * kk * (kk + 1.0) / 2.0)
+            if not tick_mode:
+                if draft_share > 0.0:
+                    t_draft = draft_share * _step_time(tick_mode, cf, float(n_decode), 0.0,
+                                                       kv_dec, 0.0)
+                else:
+                    d_window = draft_coef[_SW]
+                    d_cross = np.int64(math.ceil(d_window)) if d_window < math.inf else UNBOUNDED
+                    d_win = float(dec_context)
+                    if d_window < math.inf:
+                        d_below = 0
+                        d_above = 0
+                        i = r_next[n]
+                        while i != n:
+                            if state[i] == 2:
+                                c = context[i] + g
+                                if c >= d_cross:
+                                    d_above += 1
+                                else:
+                                    d_below += c
+                            i = r_next[i]
+                        d_win = float(d_below) + d_above * d_window
+                    d_fa = draft_coef[_FA]
+                    d_kv = d_fa * float(dec_context) + (1.0 - d_fa) * d_win
+                    dcf = (draft_coef[0], draft_coef[1], draft_coef[2], draft_coef[3],
+                           draft_coef[4], draft_coef[5], draft_coef[6], draft_coef[7],
+                           draft_coef[8], draft_coef[9], draft_coef[10], draft_coef[11],
+                           draft_coef[12], draft_coef[13], draft_coef[14], draft_coef[15],
+                           draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19])
+                    t_draft = _step_time(tick_mode, dcf, float(n_decode), 0.0, d_kv, 0.0)
+                dt = dt + kk * t_draft
+        else:
+            dt = _step_time(tick_mode, cf, float(n_decode), float(n_prefill), kv_read, pairs)
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         alloc += need
         used += n_dec
@@ -652,6 +720,65 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
                     above[i] = True
                     n_above += 1
                 i = j
+        if spec:
+            # The tokens each sequence gained beyond the one above. Its retirement and window
+            # crossing stay filed where one token a step would put them, later than or at
+            # their step: one gained past its output is refiled for the next step, one
+            # past the window taken out here (the paged phases are not read with speculation).
+            stats[_DRAFTED] += n_decode * float(draft_tokens)
+            spec_need = 0
+            extra = 0
+            for j in range(n_decode):
+                i = dec_ids[j]
+                m = generated[i] + g             # tokens it has, before its gain
+                x = np.int64(gain[gain_offset[i] + m - 1])
+                e = x - 1
+                if e > 0:
+                    extra += e
+                    context[i] += e
+                    generated[i] += e
+                    m += e
+                if windowed and not above[i]:
+                    # its filed crossing may be late: check whatever it gained
+                    below_context += e
+                    c = context[i] + g
+                    if c >= w_cross:
+                        win_next[win_prev[i]] = win_next[i]
+                        win_prev[win_next[i]] = win_prev[i]
+                        below_context -= c
+                        above[i] = True
+                        n_above += 1
+                if m == output[i]:
+                    if ret_key[i] != g:
+                        ret_next[ret_prev[i]] = ret_next[i]
+                        ret_prev[ret_next[i]] = ret_prev[i]
+                        ret_key[i] = g
+                        b = n + (g & ret_mask)
+                        f = ret_next[b]
+                        ret_next[i] = f
+                        ret_prev[i] = b
+                        ret_prev[f] = i
+                        ret_next[b] = i
+                elif paged:
+                    # the blocks taken for this step's tokens, then those its next gain needs
+                    r = room[i] - x
+                    while r < 0:
+                        r += bs
+                    d = np.int64(gain[gain_offset[i] + m]) - r
+                    room[i] = r
+                    while d > 0:
+                        spec_need += 1
+                        d -= bs
+            used += extra
+            dec_context += extra
+            stats[_ACCEPTED] += extra
+            if extra > 0:        # the gained tokens come with the step's first: gaps of 0
+                n_gaps, gaps_met, gap_time = _count_gaps(n_gaps, gaps_met, gap_time, itl_target,
+                                                         0.0, extra)
+                k = _gap_bin(0.0)
+                if hist_n[k] == 0 or 0.0 > hist_max[k]:
+                    hist_max[k] = 0.0
+                hist_n[k] += extra
         gap = dt
         count = n_decode
         if count > 0:
@@ -690,6 +817,11 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
                 first_token[i] = t + dt
             c = context[i]
             state[i] = 2
+            if spec:
+                dec_ids[n_dec] = i
+                dec_pos[i] = n_dec
+                if paged:
+                    room[i] = (c + bs - 1) // bs * bs - c
             n_dec += 1
             dec_context += c
             context[i] = c - g
@@ -716,6 +848,11 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
             ret_prev[i] = b
             ret_prev[f] = i
             ret_next[b] = i
+            if spec and paged and ret_key[i] != g:
+                d = np.int64(gain[gain_offset[i] + generated[i] + g]) - room[i]
+                while d > 0:
+                    spec_need += 1
+                    d -= bs
         active = n_decode + n_done
         kv_res = alloc * block_size if paged else reserved
         n_steps += 1.0
@@ -735,7 +872,7 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
         # 6. decode-only stretch: while the next step would only decode (no arrival, no
         # retirement, nothing prefilling or admissible, the new blocks free), run it here
         # without the phases that would do nothing.
-        if p_next[n] != n:
+        if p_next[n] != n or spec:
             continue
         admissible = False       # would a queue head be admitted if no block were needed?
         for k in range(2):
@@ -872,29 +1009,81 @@ def continuous_run(arrival, prompt, output, priority, prefix_group, prefix_token
 
 
 
+def _continuous_kernel(speculative, name, doc):
+    """A continuous kernel: :func:`_continuous` with ``speculative`` fixed, so compiled in.
+
+    numba keeps the closure's constant in the machine code and caches the kernel under its
+    ``name``; the plain kernel carries no speculative code (removed as dead) and keeps the
+    plain path's speed.
+    """
+    def run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
+            arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged, block_size,
+            max_batched, interactive_cap, prefix_caching, draft_tokens, tick_mode, coef,
+            draft_coef, draft_share, itl_target, admit, first_token, finish, preemptions,
+            status, stats):
+        return _continuous(arrival, prompt_tokens, output, priority, prefix_group,
+                           prefix_tokens, arrived_kv_tokens, gain, gain_offset, max_num_seqs,
+                           kv_budget, paged, block_size, max_batched, interactive_cap,
+                           prefix_caching, draft_tokens, tick_mode, coef, draft_coef,
+                           draft_share, itl_target, admit, first_token, finish, preemptions,
+                           status, stats, speculative)
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = doc
+    return njit(nogil=True, cache=True)(run)
+
+
+_PLAIN_DOC = """Continuous batching of one workload; returns 0 or :data:`STALLED`.
+
+    The arguments are those of :func:`_continuous` but the last (``speculative``), in its order:
+    ``prompt_tokens`` of 0 are simulated as 1 (``_reference``, "Empty prompts");
+    ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
+    when ``prefix_caching`` (paged only); ``arrived_kv_tokens`` the prompt tokens whose KV comes
+    with each request (skipped on its first admission only); ``tick_mode`` and ``coef`` are
+    the clock (module docstring), ``itl_target`` the gap counted as met [time] (inf for none);
+    the outputs ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` (per
+    request) and ``stats`` (:data:`N_STATS`) are overwritten. The speculative inputs (the
+    gains, ``draft_tokens``, ``draft_coef``, ``draft_share``) are not read.
+"""
+_SPECULATIVE_DOC = """:func:`continuous_run` decoding speculatively; returns 0 or :data:`STALLED`.
+
+    ``draft_tokens`` (>= 1) are drafted per sequence-step; request ``i`` gains
+    ``gain[gain_offset[i] + m]`` tokens in the step after its ``m``-th (``_reference``,
+    "Speculative decoding"); ``draft_coef`` holds the draft model's coefficients, or
+    ``draft_share`` > 0 a draft head's share of the target's decode step. The plain
+    :func:`continuous_run` takes the same arguments and reads none of these.
+"""
+
+continuous_run = _continuous_kernel(False, "continuous_run", _PLAIN_DOC)
+continuous_run_speculative = _continuous_kernel(True, "continuous_run_speculative",
+                                                _SPECULATIVE_DOC)
+
+
 @njit(parallel=True, cache=True)
 def continuous_run_many(arrival, prompt, output, priority, prefix_group, prefix_tokens,
-                        arrived_kv_tokens, max_num_seqs, kv_budget, paged, block_size,
-                        max_batched, interactive_cap, prefix_caching, tick_mode, coef, itl_target,
+                        arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
+                        block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
+                        tick_mode, coef, draft_coef, draft_share, itl_target,
                         admit, first_token, finish, preemptions, status, stats, errors):
     """:func:`continuous_run` over 2-D ``(replicate, request)`` arrays, replicates in parallel."""
     for r in prange(arrival.shape[0]):
-        errors[r] = continuous_run(arrival[r], prompt[r], output[r], priority[r],
-                                   prefix_group[r], prefix_tokens[r], arrived_kv_tokens[r],
-                                   max_num_seqs,
-                                   kv_budget, paged, block_size, max_batched, interactive_cap,
-                                   prefix_caching, tick_mode, coef, itl_target, admit[r],
-                                   first_token[r],
-                                   finish[r],
-                                   preemptions[r], status[r], stats[r])
+        row = (arrival[r], prompt[r], output[r], priority[r], prefix_group[r], prefix_tokens[r],
+               arrived_kv_tokens[r], gain[r], gain_offset[r], max_num_seqs, kv_budget, paged,
+               block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
+               tick_mode, coef, draft_coef, draft_share, itl_target, admit[r], first_token[r],
+               finish[r], preemptions[r], status[r], stats[r])
+        if draft_tokens > 0:
+            errors[r] = continuous_run_speculative(*row)
+        else:
+            errors[r] = continuous_run(*row)
 
 
 @njit(nogil=True, cache=True)
-def static_run(arrival, prompt, output, batch_size, tick_mode, coef, itl_target,
+def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_target,
                admit, first_token, finish, preemptions, status, stats):
     """Static batching of one workload; returns 0 (arguments as :func:`continuous_run`)."""
     n = arrival.shape[0]
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
+    prompt = np.maximum(prompt_tokens, 1)    # an empty prompt is its start token
     t = 0.0
     nxt = 0
     max_out = 0

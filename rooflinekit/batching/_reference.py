@@ -17,8 +17,16 @@ n_prefill_tokens, kv_tokens_read, prefill_context_tokens)``, where ``kv_tokens_r
 sequences (``f * C + (1 - f) * min(C, window)`` summed, from two sums of whole numbers, so that a
 kernel can keep them as running sums) plus ``clock.kv_read(cached prefix)`` over prompt chunks,
 and ``prefill_context_tokens`` sums ``clock.chunk_pairs(chunk, cached prefix)`` over chunks (all
-counts passed as floats, chunks in admission order); the same rules apply with that clock. A step that processes
-no token (only zero-length prompts completing) lasts 0 s in roofline mode.
+counts passed as floats, chunks in admission order); the same rules apply with that clock.
+
+Empty prompts
+-------------
+A request with ``prompt_tokens = 0`` is simulated as a one-token prompt: the token a model is
+started from (a BOS) is prefilled like any prompt token, so its first output token costs a step
+and holds that token's KV, on both clocks and under both policies (``effective_prompt``). Every
+rule below reads ``prompt`` as this effective length (admission, budgets, rejection, re-prefill
+after a preemption). So every step processes at least one token and lasts more than 0 s in
+roofline mode.
 
 A request "arrives" at the first tick ``t >= arrival`` (in roofline mode, at the first step boundary
 at or after its arrival). When nothing is running and nothing is queued, the clock jumps to the next
@@ -86,6 +94,25 @@ context from the start; they live in its own blocks, counted in its ``first_bloc
 preemption the KV is lost: readmission prefills prompt + generated tokens like any other. They
 do not count in ``prefill_tokens_saved``.
 
+Speculative decoding
+--------------------
+With ``draft_tokens = k > 0`` every decode step is speculative: each decoding sequence drafts
+``k`` tokens, the target verifies ``k + 1`` positions, and the sequence gains the tokens drawn
+for it before the run (:func:`rooflinekit.workloads.speculative_gains`): after its ``m``-th token
+it gains ``gain[offset[i] + m]`` tokens, 1 to ``k + 1``, never past its output. Everything a
+token does in a plain step, a gained token does: context and KV grow by the gain, a paged
+sequence needs the blocks of its context plus its gain (so admission, and preemption to make
+room, count those blocks), and it retires once it has its output. Its tokens come together at the
+end of the step: one gap of ``dt``, and ``gain − 1`` gaps of 0. The step lasts one tick; on the
+roofline clock, with ``B`` decoding sequences (``B > 0``), it is one verification pass,
+``clock.step_time(B(k + 1), n_prefill_tokens, kv_tokens_read, prefill_context_tokens + R·k +
+B·k(k + 1)/2)`` with ``R`` the decoding sequences' KV read (each position attends the context and
+the drafted positions before it, as :func:`rooflinekit.roofline.verification_step_time`), plus
+``k`` draft steps, ``k · clock.draft_time(B, R, contexts)``: a draft model's decode step of ``B``
+sequences at their contexts, or a draft head's share of the target's. The token budget counts
+one token per decoding sequence, as without speculation. ``draft_tokens`` counts ``k`` per
+sequence-step, ``accepted_tokens`` the gained tokens beyond the first.
+
 The ``"prompt"`` admission rule (budget only the prompt) is here, and only here, to demonstrate the
 guide's failure mode: it over-admits and the KV in use exceeds the budget mid-flight.
 
@@ -126,7 +153,8 @@ from collections import deque
 
 import numpy as np
 
-__all__ = ["simulate_continuous", "simulate_static", "GapLog", "COMPLETED", "REJECTED",
+__all__ = ["simulate_continuous", "simulate_static", "effective_prompt", "GapLog", "COMPLETED",
+           "REJECTED",
            "STAT_NAMES", "UNLIMITED", "GAP_PERCENTILES", "GAP_SUBBINS", "GAP_MIN_EXPONENT",
            "GAP_MAX_EXPONENT", "N_GAP_BINS"]
 
@@ -161,6 +189,8 @@ STAT_NAMES = (
     "prefill_tokens_saved",  # prompt tokens not prefilled because they were cached [tokens]
     "cached_prefix_block_time",  # integral of resident prefix blocks [block x time]
     "prefix_evictions",    # resident prefixes evicted [1]
+    "draft_tokens",        # speculative decoding: tokens drafted [tokens]
+    "accepted_tokens",     # of those, accepted by the target [tokens]
 )
 
 #: Percentiles of the inter-token gaps each run reports [%] (nearest rank, see :class:`GapLog`).
@@ -175,6 +205,12 @@ GAP_MIN_EXPONENT = -30
 GAP_MAX_EXPONENT = 34
 #: Bins of the gap histogram (its memory: this many counts and maxima per run, 512 KiB).
 N_GAP_BINS = (GAP_MAX_EXPONENT - GAP_MIN_EXPONENT) * GAP_SUBBINS
+
+
+def effective_prompt(prompt):
+    """The prompt a request is simulated with [tokens]: ``max(prompt, 1)`` (module docstring,
+    "Empty prompts": an empty prompt is its start token)."""
+    return max(prompt, 1)
 
 
 def gap_bin(x):
@@ -282,7 +318,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         block_size=16, max_num_batched_tokens=UNLIMITED,
                         interactive_cap=UNLIMITED, clock=None, itl_target=math.inf,
                         trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
-                        prefix_caching=False, arrived_kv_tokens=None):
+                        prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
+                        gains=None):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -313,6 +350,12 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     arrived_kv_tokens : sequence or None
         Each request's prompt tokens whose KV comes with it [tokens] (module docstring,
         "KV that arrives with a request"); None for none.
+    draft_tokens : int
+        Speculative decoding's tokens drafted per step, k [tokens]; 0 (default) for none.
+    gains : (gain, offset) or None
+        With ``draft_tokens``: request ``i`` gains ``gain[offset[i] + m]`` tokens in the decode
+        step after its ``m``-th (module docstring, "Speculative decoding"). The clock then also
+        needs ``draft_time(n_decode, kv_read, contexts)``.
 
     Returns
     -------
@@ -329,8 +372,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         prefix_group, prefix_tokens = [-1] * n, [0] * n
     if arrived_kv_tokens is None:
         arrived_kv_tokens = [0] * n
-    seqs = [_Seq(i, float(arrival[i]), int(prompt_tokens[i]), int(output_tokens[i]),
-                 int(priority[i]), int(prefix_group[i]), int(prefix_tokens[i]))
+    seqs = [_Seq(i, float(arrival[i]), effective_prompt(int(prompt_tokens[i])),
+                 int(output_tokens[i]), int(priority[i]), int(prefix_group[i]), int(prefix_tokens[i]))
             for i in range(n)]
     caching = bool(prefix_caching) and admission == "paged"
     # prefix groups: blocks, whether resident, sequences using it, step of its last release
@@ -377,9 +420,15 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             return sum(s.prompt for s in running)
         return sum(s.prompt + s.output for s in running)
 
-    def needs_block(s):
-        return (admission == "paged" and not s.in_prefill()
-                and s.context + 1 > (s.blocks + s.shared) * block_size)
+    def gained(s):
+        """Tokens a decoding sequence gains in its next step."""
+        return int(gains[0][gains[1][s.index] + s.generated]) if draft_tokens else 1
+
+    def new_blocks(s):
+        """Blocks a decoding sequence needs for its next step's tokens (paged)."""
+        if admission != "paged" or s.in_prefill():
+            return 0
+        return max(0, _ceil_div(s.context + gained(s), block_size) - s.blocks - s.shared)
 
     t = 0.0
     if n:
@@ -416,7 +465,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 hit = caching and s.group in resident and group_blocks[s.group] > 0
                 if admission == "paged":
                     free = free_blocks()
-                    need = sum(1 for r in running if needs_block(r))
+                    need = sum(new_blocks(r) for r in running)
                     first_blocks = _ceil_div(s.prompt + s.generated + 1, block_size)
                     if hit:
                         first_blocks -= group_blocks[s.group]
@@ -475,7 +524,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         # 5. step: make room (paged), then decode tokens and prefill slices
         if admission == "paged":
             free = free_blocks()
-            need = sum(1 for r in running if needs_block(r))
+            need = sum(new_blocks(r) for r in running)
             while need > free:
                 victims = evictable(None)
                 if victims:
@@ -483,8 +532,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     free += group_blocks[victims[0]]
                     continue
                 victim = running.pop()
-                if needs_block(victim):
-                    need -= 1
+                need -= new_blocks(victim)
                 free += victim.blocks
                 victim.blocks = 0
                 victim.context = 0
@@ -504,6 +552,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             kv_read = clock.kv_read_sum(float(sum(s.context for s in decoding)),
                                         float(sum(min(s.context, clock.window)
                                                   for s in decoding)))
+        kv_dec = kv_read                 # the decoding sequences' part
         for s in running:
             if s.in_prefill():
                 chunk = min(s.to_prefill - s.prefilled, budget)
@@ -518,22 +567,33 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 plan.append((s, None))
         if tick_mode:
             dt = 1.0
+        elif draft_tokens and n_decode:
+            # k draft steps, then one verification of k + 1 positions per decoding sequence
+            k = float(draft_tokens)
+            dt = clock.step_time(float(n_decode) * (k + 1.0), float(n_prefill), kv_read,
+                                 pairs + kv_dec * k + float(n_decode) * k * (k + 1.0) / 2.0)
+            dt = dt + k * clock.draft_time(float(n_decode), kv_dec,
+                                           [s.context for s in decoding])
         else:
             dt = clock.step_time(float(n_decode), float(n_prefill), kv_read, pairs)
+        if draft_tokens and n_decode:
+            stats["draft_tokens"] += n_decode * draft_tokens
         active = 0
         regular = 0                      # gaps of one step (decoding sequences)
         spanning = []                    # gaps across a preemption (re-prefill completions)
+        together = 0                     # gained tokens after a step's first: gaps of 0
         for s, chunk in plan:
-            if chunk is None:            # decode one token
-                if needs_block(s):
-                    s.blocks += 1
-                s.context += 1
-                s.generated += 1
+            if chunk is None:            # decode one token, or a speculative step's gain
+                x = gained(s)
+                s.blocks += new_blocks(s)
+                s.context += x
+                s.generated += x
                 active += 1
                 regular += 1
+                together += x - 1
                 s.last_token = t + dt
                 if tokens is not None:
-                    tokens.append((s.index, t + dt))
+                    tokens.extend([(s.index, t + dt)] * x)
             else:                        # prefill a slice; the last one yields a token
                 s.prefilled += chunk
                 s.context += chunk
@@ -556,6 +616,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     if tokens is not None:
                         tokens.append((s.index, t + dt))
         gaps.add(dt, regular)
+        gaps.add(0.0, together)
+        stats["accepted_tokens"] += together
         for gap in spanning:
             gaps.add(gap)
         kv_res = kv_reserved()
@@ -588,7 +650,8 @@ def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=
     """
     n = len(arrival)
     tick_mode = clock is None
-    seqs = [_Seq(i, float(arrival[i]), int(prompt_tokens[i]), int(output_tokens[i]), 0)
+    seqs = [_Seq(i, float(arrival[i]), effective_prompt(int(prompt_tokens[i])),
+                 int(output_tokens[i]), 0)
             for i in range(n)]
     stats = dict.fromkeys(STAT_NAMES, 0.0)
     gaps = GapLog(itl_target)

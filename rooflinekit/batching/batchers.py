@@ -55,6 +55,7 @@ from rooflinekit._validation import (MAX_COUNT, check_keys, check_one_of, real_n
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 
+from rooflinekit.batching.speculative import Speculative
 from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _model_quality,
                                           _replicate_dataset,
                                           _single_dataset, _summaries, _summary_grid,
@@ -81,13 +82,17 @@ class _Timing:
     """The clock as the kernels take it: ``tick`` (one tick per step) and the step-cost ``coef``.
 
     ``coef`` holds the :class:`rooflinekit.roofline.StepCost` fields as float64 (zeros for the
-    tick clock, which reads none of them); ``reference_clock`` is the same clock for the
-    plain-Python reference (``None`` for ticks).
+    tick clock, which reads none of them); ``draft_coef`` the same for a speculative draft model
+    (zeros without one) and ``draft_share`` a draft head's share of a decode step (0 without
+    one); ``reference_clock`` is the same clock for the plain-Python reference (``None`` for
+    ticks).
     """
 
-    def __init__(self, clock, model, gpu, tp, roofline_options):
+    def __init__(self, clock, model, gpu, tp, roofline_options, draft=None):
         self.clock = clock
         self.tick = clock == "tick"
+        self.draft_coef = np.zeros(len(roofline.StepCost._fields))
+        self.draft_share = draft if isinstance(draft, float) else 0.0
         if self.tick:
             self.coef = np.zeros(len(roofline.StepCost._fields))
             self.reference_clock = None
@@ -95,27 +100,49 @@ class _Timing:
             return
         cost = roofline.step_cost_coefficients(model, gpu, tp=tp, **(roofline_options or {}))
         self.coef = np.array([float(c) for c in cost], dtype=np.float64)
+        draft_cost = None
+        if draft is not None and not isinstance(draft, float):
+            draft_cost = roofline.step_cost_coefficients(draft, gpu, tp=tp,
+                                                         **(roofline_options or {}))
+            self.draft_coef = np.array([float(c) for c in draft_cost], dtype=np.float64)
         self.reference_clock = _RooflineClock(tuple(float(c) for c in cost),
-                                              cost.full_attention_fraction, cost.sliding_window)
+                                              cost.full_attention_fraction, cost.sliding_window,
+                                              draft_cost, self.draft_share)
         self.units = "s"
 
 
 @functools.lru_cache(maxsize=256)
-def _shared_timing(clock, model, gpu, tp, options):
+def _shared_timing(clock, model, gpu, tp, options, draft=None):
     """:class:`_Timing` of one clock, computed once: a planner's search asks for it every run.
 
     A pure function of frozen specs, so memoised; callers only read the result.
     """
-    return _Timing(clock, model, gpu, tp, None if options is None else dict(options))
+    return _Timing(clock, model, gpu, tp, None if options is None else dict(options), draft)
 
 
 class _RooflineClock:
     """The roofline clock in plain Python, for the reference simulator."""
 
-    def __init__(self, coef, full_attention_fraction, sliding_window):
+    def __init__(self, coef, full_attention_fraction, sliding_window, draft_cost=None,
+                 draft_share=0.0):
         self._coef = coef
         self._fa, self._sw = full_attention_fraction, sliding_window
         self.window = sliding_window
+        self._draft = None if draft_cost is None else tuple(float(c) for c in draft_cost)
+        if draft_cost is not None:
+            self._draft_fa = draft_cost.full_attention_fraction
+            self._draft_window = draft_cost.sliding_window
+        self._draft_share = draft_share
+
+    def draft_time(self, n_decode, kv_tokens_read, contexts):
+        """One draft step of ``n_decode`` sequences at ``contexts`` [s]: a draft model's decode
+        step, or a draft head's share of the target's (``kv_tokens_read``: the target's read)."""
+        if self._draft is None:
+            return self._draft_share * self.step_time(n_decode, 0.0, kv_tokens_read, 0.0)
+        fa, window = self._draft_fa, self._draft_window
+        read = (fa * float(sum(contexts))
+                + (1.0 - fa) * float(sum(min(c, window) for c in contexts)))
+        return roofline.mixed_step_time_kernel(*self._draft, n_decode, 0.0, read, 0.0)
 
     def kv_read_sum(self, context_sum, windowed_sum):
         """KV tokens read by decoding sequences from ``sum(C)`` and ``sum(min(C, window))``."""
@@ -251,11 +278,14 @@ class _Batcher:
 
     def _timing(self):
         options = self._clock_options()
+        spec = getattr(self, "speculative", None)
+        draft = None if spec is None else spec.draft
         try:
             return _shared_timing(self.clock, self.model, self.gpu, self.tp,
-                                  None if options is None else tuple(sorted(options.items())))
+                                  None if options is None else tuple(sorted(options.items())),
+                                  draft)
         except TypeError:            # an unhashable option value: computed afresh
-            return _Timing(self.clock, self.model, self.gpu, self.tp, options)
+            return _Timing(self.clock, self.model, self.gpu, self.tp, options, draft)
 
     def _simulate(self, wl, timing, targets=(None, None, None), arrived=None):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
@@ -267,30 +297,35 @@ class _Batcher:
         return out
 
     def _run_many(self, timing, arrival, prompt, output, priority, out, targets,
-                  parallel=True, prefix=None, arrived=None):
+                  parallel=True, prefix=None, arrived=None, seeds=None):
         """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``.
 
         ``prefix``: the ``(prefix_group, prefix_tokens)`` arrays, default no prefix;
-        ``arrived``: the prompt tokens whose KV comes with each request, default none.
+        ``arrived``: the prompt tokens whose KV comes with each request, default none;
+        ``seeds``: each row's seed of the speculative acceptance draws, default
+        :meth:`Speculative.row_seed` of the row.
         """
         run, run_many = self._kernels()
         params = self._parameters()
         # the kernel counts the inter-token gaps within the ITL target; none: every gap is met
         itl = np.inf if targets[1] is None else float(targets[1])
-        if self._tiered and prefix is None:
-            prefix = (np.full(arrival.shape, -1, np.int64), np.zeros(arrival.shape, np.int64))
-        if self._tiered and arrived is None:
-            arrived = np.zeros(arrival.shape, np.int64)
-        tiers = (priority, *prefix, arrived) if self._tiered else ()
+        clock = (timing.tick, timing.coef)
+        if self._tiered:
+            if prefix is None:
+                prefix = (np.full(arrival.shape, -1, np.int64), np.zeros(arrival.shape, np.int64))
+            if arrived is None:
+                arrived = np.zeros(arrival.shape, np.int64)
+            gains = self._gains(output, seeds)
+            tiers = (priority, *prefix, arrived, *gains)
+            clock = (timing.tick, timing.coef, timing.draft_coef, timing.draft_share)
         if parallel:
-            run_many(arrival, prompt, output, *tiers, *params, timing.tick, timing.coef, itl,
-                     *out)
+            run_many(arrival, prompt, output, *(tiers if self._tiered else ()), *params, *clock,
+                     itl, *out)
         else:
             for r in range(arrival.shape[0]):
-                tiers = ((priority[r], prefix[0][r], prefix[1][r], arrived[r]) if self._tiered
-                         else ())
-                out[6][r] = run(arrival[r], prompt[r], output[r], *tiers, *params, timing.tick,
-                                timing.coef, itl, *(a[r] for a in out[:6]))
+                row = tuple(a[r] for a in tiers) if self._tiered else ()
+                out[6][r] = run(arrival[r], prompt[r], output[r], *row, *params, *clock, itl,
+                                *(a[r] for a in out[:6]))
         _check_errors(out[6])
 
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
@@ -462,6 +497,12 @@ class ContinuousBatcher(_Batcher):
         per prefix and counted by the sequences using them; a request whose prefix is resident
         skips prefilling it; a prefix no sequence uses stays cached until its blocks are needed
         (evicted least recently used first). Default False.
+    speculative : Speculative, optional, keyword-only
+        Speculative decoding (:class:`~rooflinekit.batching.Speculative`): every decode step
+        drafts ``draft_tokens`` per sequence and verifies them, each sequence gaining its drawn
+        1 to ``draft_tokens + 1`` tokens; on the roofline clock a step lasts the draft steps plus
+        the verification. A draft model with another vocabulary or more layers than ``model``
+        is refused. Default None: plain decoding, one token a step.
     model, gpu : ModelShape, GPU or catalogue name, optional
         Derive the KV budget and, in roofline mode, time each step.
     reserve : float
@@ -491,6 +532,7 @@ class ContinuousBatcher(_Batcher):
     interactive_cap: int | None = None
     # keyword-only, so that the positional order of the fields after it stays as it was
     prefix_caching: bool = dataclasses.field(default=False, kw_only=True)
+    speculative: Speculative | None = dataclasses.field(default=None, kw_only=True)
     model: object = None
     gpu: object = None
     tp: int = 1
@@ -523,7 +565,15 @@ class ContinuousBatcher(_Batcher):
         if self.prefix_caching and self.admission != "paged":
             raise ValueError(f"prefix_caching needs admission='paged' (prefixes are shared in "
                              f"blocks), got admission={self.admission!r}")
+        if self.speculative is not None and not isinstance(self.speculative, Speculative):
+            raise TypeError(f"speculative must be a rooflinekit.batching.Speculative or None, "
+                            f"got {type(self.speculative).__name__}")
         self._check_clock()
+        if self.speculative is not None and self.model is not None:
+            # the roofline's rule for a draft (its vocabulary, its layers), and its step
+            spec = self.speculative
+            roofline.speculative_step_time(self.model, self.gpu, 1, 1, self.tp, draft=spec.draft,
+                                           draft_tokens=spec.draft_tokens)
 
     @property
     def policy(self) -> str:
@@ -546,10 +596,22 @@ class ContinuousBatcher(_Batcher):
                 self.admission == "paged", self.block_size,
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
-                bool(self.prefix_caching))
+                bool(self.prefix_caching),
+                0 if self.speculative is None else self.speculative.draft_tokens)
+
+    def _gains(self, output, seeds=None):
+        """The kernel's speculative gain table for 2-D outputs (empty without speculation)."""
+        rows = output.shape[0]
+        if self.speculative is None:
+            return np.zeros((rows, 0), np.uint8), np.zeros(output.shape, np.int64)
+        if seeds is None:
+            seeds = [self.speculative.row_seed(r) for r in range(rows)]
+        return self.speculative.gains(output, seeds)
 
     def _kernels(self):
         from rooflinekit.batching import _kernels  # numba: imported on the first run
+        if self.speculative is not None:
+            return _kernels.continuous_run_speculative, _kernels.continuous_run_many
         return _kernels.continuous_run, _kernels.continuous_run_many
 
     def _parameters(self):
@@ -565,14 +627,16 @@ class ContinuousBatcher(_Batcher):
         guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
         """
         wl = coerce_workload(workload)
-        slots, budget, _, block, mnbt, cap, caching = self._args(self._kv_budget())
+        slots, budget, _, block, mnbt, cap, caching, k = self._args(self._kv_budget())
+        gain, offset = self._gains(wl.output_tokens[None])
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
             kv_budget=budget, admission=admission or self.admission, block_size=block,
             max_num_batched_tokens=mnbt, interactive_cap=cap,
             clock=self._timing().reference_clock, itl_target=_itl_limit(itl_target), trace=trace,
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
-            prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens))
+            prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
+            draft_tokens=k, gains=(gain[0], offset[0]))
 
 
 def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl_target=None,
@@ -723,6 +787,8 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
     for wl_combo in itertools.product(*(range(len(sweep[k])) for k in wl_keys)):
         spec_c = spec.replace(**{k: sweep[k][i] for k, i in zip(wl_keys, wl_combo)})
         arrival, prompt, output, priority, group, length = _draw(spec_c, seed, r0, r1)
+        # speculative acceptance: drawn from each replicate's own seed, apart from the workload
+        acceptance_seeds = [replicate_seed(seed, r).spawn(1)[0] for r in range(r0, r1)]
         out = _allocate(r1 - r0, spec.n_requests)
         for p_index, (pname, batcher) in enumerate(batchers.items()):
             for b_combo in itertools.product(*(range(len(sweep[k])) for k in bat_keys)):
@@ -734,7 +800,7 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
                 if timing.units != tu:
                     raise ValueError("all policies must use the same clock (tick or roofline)")
                 b._run_many(timing, arrival, prompt, output, priority, out, targets,
-                            parallel=parallel, prefix=(group, length))
+                            parallel=parallel, prefix=(group, length), seeds=acceptance_seeds)
                 summ = _summaries(arrival, prompt, output, priority, out, b._slots(),
                                   b._kv_budget(), targets)
                 index = dict(zip(wl_keys, wl_combo)) | dict(zip(bat_keys, b_combo))

@@ -57,7 +57,8 @@ SUMMARY_NAMES = (
     "peak_kv_used_tokens", "mean_kv_tokens", "kv_waste_fraction", "peak_kv_occupancy",
     "mean_kv_occupancy", "n_completed", "n_rejected", "n_preempted", "n_preemptions", "goodput",
     "slo_attainment", "prefix_hit_rate", "prefill_tokens_saved", "mean_cached_prefix_blocks",
-    "prefix_evictions", "tier_mean_latency", "tier_mean_ttft", "tier_mean_itl",
+    "prefix_evictions", "draft_tokens", "accepted_tokens", "acceptance_rate",
+    "tier_mean_latency", "tier_mean_ttft", "tier_mean_itl",
 )
 #: Percentiles of latency and TTFT in the summaries [%], and of the inter-token gaps.
 _PERCENTILES = GAP_PERCENTILES
@@ -217,6 +218,12 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
         "mean_cached_prefix_blocks": (_safe_div(s("cached_prefix_block_time"), makespan), "1",
                                       "time-averaged KV blocks of resident shared prefixes"),
         "prefix_evictions": (s("prefix_evictions"), "1", "cached prefixes evicted for memory"),
+        "draft_tokens": (s("draft_tokens"), "tokens",
+                         "speculative decoding: tokens drafted (k per decoding sequence-step)"),
+        "accepted_tokens": (s("accepted_tokens"), "tokens",
+                            "speculative decoding: drafted tokens the target accepted"),
+        "acceptance_rate": (_safe_div(s("accepted_tokens"), s("draft_tokens")), "1",
+                            "share of drafted tokens accepted (NaN without speculation)"),
     })
     tier_lat = np.stack([_masked_mean(d["latency"], done & (priority == k)) for k in (0, 1)], -1)
     tier_ttft = np.stack([_masked_mean(d["ttft"], done & (priority == k)) for k in (0, 1)], -1)

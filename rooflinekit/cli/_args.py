@@ -148,6 +148,15 @@ FLAGS = {
         "type": number(0, 1, hi_open=True), "metavar": "SHARE",
         "help": "share of the memory left after the weights kept for activations and the "
                 "allocator (the guide's rule; default 0.10)"},
+    "--speculative-draft": {
+        "metavar": "MODEL|SHARE",
+        "help": "speculative decoding: a draft model (catalogue name) or a draft head's cost "
+                "as a share of the target's decode step, in (0, 1]"},
+    "--num-speculative-tokens": {
+        "type": whole_number(1, 64), "metavar": "K",
+        "help": "tokens drafted per step (vLLM's name; with --speculative-draft)"},
+    "--acceptance": {"type": number(0, 1), "metavar": "ALPHA",
+                     "help": "probability the target accepts a drafted token, in [0, 1]"},
 }
 
 #: The shared-prefix flags: drawn requests that start with shared prefixes, and the cache of them.

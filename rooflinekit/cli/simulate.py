@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rooflinekit import batching, calibrate, catalog, workloads
+from rooflinekit import batching, calibrate, catalog, roofline, workloads
 from rooflinekit.cli._args import (
     COMMAND_API,
     add_flag,
@@ -31,7 +31,9 @@ EPILOG = ("examples:\n  rooflinekit simulate                       the guide's 2
           "  rooflinekit simulate --workload lognormal --model llama-3.1-8b --gpu h100 "
           "--calibration h100_vllm.json\n"
           "  rooflinekit simulate --workload lognormal --requests 200 --input-len 100 "
-          "--prefix-tokens 512 --admission paged --enable-prefix-caching")
+          "--prefix-tokens 512 --admission paged --enable-prefix-caching\n"
+          "  rooflinekit simulate --workload lognormal --model llama-3.1-70b --gpu h100 "
+          "--tp 8 --speculative-draft llama-3.1-8b --num-speculative-tokens 4 --acceptance 0.8")
 
 _DISTRIBUTIONS = ("constant", "uniform", "geometric", "lognormal", "short-and-long")
 
@@ -39,7 +41,8 @@ _DISTRIBUTIONS = ("constant", "uniform", "geometric", "lognormal", "short-and-lo
 _METRICS = ("makespan", "throughput", "mean_latency", "mean_service_latency", "p50_latency",
             "p90_latency", "p99_latency", "mean_ttft", "mean_itl", "slot_utilization",
             "padding_slot_steps", "peak_kv_tokens", "n_completed", "n_rejected",
-            "n_preemptions", "prefix_hit_rate", "prefill_tokens_saved")
+            "n_preemptions", "prefix_hit_rate", "prefill_tokens_saved", "draft_tokens",
+            "accepted_tokens", "acceptance_rate")
 
 
 def add_arguments(parser) -> None:
@@ -91,6 +94,12 @@ def add_arguments(parser) -> None:
                         help="distinct shared prefixes, each as likely (1)")
     parser.add_argument("--prefix-share", type=number(0, 1), metavar="SHARE",
                         help="share of requests that start with a shared prefix (1)")
+    add_flag(parser, "--speculative-draft",
+             help="continuous batching decodes speculatively with this draft model "
+                  "(catalogue name) or a draft head's cost as a share of the target's decode "
+                  "step, in (0, 1]")
+    add_flag(parser, "--num-speculative-tokens")
+    add_flag(parser, "--acceptance")
     add_output_flags(parser)
 
 
@@ -132,6 +141,10 @@ def _check(args) -> None:
         raise ValueError(f"{shaping[0]} applies with --prefix-tokens")
     if args.prefix_tokens is not None and args.workload == "guide":
         raise ValueError("--prefix-tokens applies to a drawn workload (give --workload NAME)")
+    speculative = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
+    if any(v is not None for v in speculative) and any(v is None for v in speculative):
+        raise ValueError("--speculative-draft, --num-speculative-tokens and --acceptance go "
+                         "together")
     if bool(args.model) != bool(args.gpu):
         raise ValueError("--model and --gpu go together (roofline timing)")
     if not args.model:
@@ -173,6 +186,29 @@ def _workload(args):
     return workloads.Workload(*spec.draw(np.random.default_rng(args.seed)))
 
 
+def _speculative(args, timing):
+    """The ``Speculative`` of the flags, or None; a draft share or a catalogue model."""
+    if args.speculative_draft is None:
+        return None
+    draft = args.speculative_draft
+    try:
+        draft = float(draft)
+    except ValueError:
+        draft = apply_dtypes(catalog.resolve_model(draft), args)
+    if isinstance(draft, float) and not 0 < draft <= 1:
+        raise ValueError(f"--speculative-draft as a share must be in (0, 1], got "
+                         f"{args.speculative_draft}")
+    spec = batching.Speculative(draft=draft, draft_tokens=args.num_speculative_tokens,
+                                acceptance=args.acceptance, seed=args.seed or 0)
+    if "model" in timing:
+        try:            # the roofline's rule for a draft, before any work
+            roofline.speculative_step_time(timing["model"], timing["gpu"], 1, 1, timing["tp"],
+                                           draft=draft, draft_tokens=spec.draft_tokens)
+        except ValueError as err:
+            raise ValueError(f"--speculative-draft: {err}") from None
+    return spec
+
+
 def run(args, out) -> int:
     _check(args)
     timing = {}
@@ -181,18 +217,23 @@ def run(args, out) -> int:
                   "gpu": catalog.gpu(args.gpu), "tp": args.tp}
         if args.calibration is not None:
             timing["calibration"] = calibrate.load_calibration(args.calibration)
+    speculative = _speculative(args, timing)
     static = batching.StaticBatcher(batch_size=args.batch_size, **timing)
     cont = batching.ContinuousBatcher(
         max_num_seqs=args.max_num_seqs, kv_budget_tokens=args.kv_budget, admission=args.admission,
         block_size=16 if args.block_size is None else args.block_size,
         max_num_batched_tokens=args.max_num_batched_tokens,
-        prefix_caching=args.enable_prefix_caching, **timing)
+        prefix_caching=args.enable_prefix_caching, speculative=speculative, **timing)
     work = _workload(args)
     results = {"static": static.run(work), "continuous": cont.run(work)}
-    # prefix caching is the continuous batcher's alone: its metrics are shown for it alone
-    caching = {"static": False, "continuous": args.enable_prefix_caching}
+    # prefix caching and speculation are the continuous batcher's alone: their metrics are
+    # shown for it alone, when it uses them
+    shown = {"static": (), "continuous": (("prefix", "prefill") * args.enable_prefix_caching
+                                          + ("draft", "accepted", "acceptance")
+                                          * (speculative is not None))}
+    hidden = ("prefix", "prefill", "draft", "accepted", "acceptance")
     table = {name: {k: float(ds[k]) for k in _METRICS if k in ds and
-                    (caching[name] or not k.startswith(("prefix", "prefill")))}
+                    (k.startswith(shown[name]) or not k.startswith(hidden))}
              for name, ds in results.items()}
     unit = results["continuous"].attrs.get("time_units", "tick")
     n_requests = int(results["static"].sizes["request"])
@@ -226,6 +267,6 @@ def _label(metric: str, time_unit: str) -> str:
         return f"{label} [{time_unit}]"
     if metric == "throughput":
         return f"{label} [tokens/{time_unit.rstrip('s') or 's'}]"
-    if metric == "peak_kv_tokens":
+    if metric in ("peak_kv_tokens", "draft_tokens", "accepted_tokens"):
         return f"{label} [tokens]"
     return label

@@ -1,0 +1,135 @@
+"""Speculative decoding in the continuous-batching simulator: the :class:`Speculative` spec.
+
+``ContinuousBatcher(..., speculative=Speculative(draft="llama-3.1-8b", draft_tokens=4,
+acceptance=0.8))`` makes every decode step a speculative one: each decoding sequence drafts
+``k`` tokens with the draft, the target verifies ``k + 1`` positions in one pass, and the
+sequence gains ``1 + L`` tokens, ``L`` the leading accepted drafts. The gains are drawn before
+the kernel (:func:`rooflinekit.workloads.speculative_gains`); the rules, and the step's time,
+are stated in :mod:`rooflinekit.batching._reference` ("Speculative decoding").
+
+References
+----------
+.. [1] Leviathan, Kalman & Matias, "Fast Inference from Transformers via Speculative Decoding",
+       ICML 2023.
+.. [2] Li et al., "EAGLE: Speculative Sampling Requires Rethinking Feature Uncertainty",
+       ICML 2024 (a draft head of a fraction of a layer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+
+import numpy as np
+
+from rooflinekit import catalog
+from rooflinekit._validation import describe, real_number, whole_number
+from rooflinekit.models import ModelShape
+from rooflinekit.workloads import MAX_DRAFT_TOKENS, Beta, speculative_gains
+
+__all__ = ["Speculative"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Speculative:
+    """Speculative decoding: a draft, the tokens it drafts per step, and their acceptance.
+
+    Parameters
+    ----------
+    draft : ModelShape, str or float
+        The draft model (a spec or a catalogue name, run on the target's GPUs with its ``tp``),
+        or the cost of one draft step as a share of the target's decode step, in (0, 1] (an
+        MTP or EAGLE head: a fraction of a layer is ``fraction / n_layers``).
+    draft_tokens : int
+        Tokens drafted per step, k [tokens], in [1, 64] (vLLM's ``num_speculative_tokens``).
+    acceptance : float or rooflinekit.workloads.Beta
+        Probability α that the target accepts a drafted token, i.i.d. per position [1], in
+        [0, 1]; a :class:`~rooflinekit.workloads.Beta` draws one α per request.
+    seed : int
+        Seed of the acceptance draws of :meth:`ContinuousBatcher.run` and
+        :func:`~rooflinekit.batching.run_replicates` (row ``r`` draws from
+        ``SeedSequence(seed, spawn_key=(r,))``), >= 0; :func:`~rooflinekit.batching.monte_carlo`
+        draws them from each replicate's own seed instead.
+
+    Raises
+    ------
+    ValueError
+        A value out of its range; with a target model, a draft model with another vocabulary
+        or more layers than it (checked by :class:`~rooflinekit.batching.ContinuousBatcher`,
+        with :func:`rooflinekit.roofline.speculative_step_time`'s rule).
+    TypeError
+        A draft or acceptance of the wrong kind.
+
+    See Also
+    --------
+    rooflinekit.roofline.speculative_step_time : the step's time, which the simulator's clock
+        reproduces per step.
+    rooflinekit.roofline.speculative_tokens_per_step : the mean gain.
+
+    Notes
+    -----
+    A step of ``B`` decoding sequences lasts ``k`` draft steps of ``B`` sequences plus one
+    verification of ``B(k + 1)`` positions (with any prefill slices of that step), timed from
+    the coefficients of :func:`rooflinekit.roofline.step_cost_coefficients` for the target and
+    the draft. The draft's own prefill and the memory of its weights and KV are not modelled.
+
+    References
+    ----------
+    .. [1] Leviathan, Kalman & Matias, ICML 2023; Li et al., EAGLE, ICML 2024.
+    """
+
+    draft: object
+    draft_tokens: int = 4
+    acceptance: object = 0.8
+    seed: int = 0
+
+    def __post_init__(self):
+        draft = self.draft
+        if isinstance(draft, str):
+            draft = catalog.model(draft)
+            object.__setattr__(self, "draft", draft)
+        if isinstance(draft, numbers.Real) and not isinstance(draft, bool):
+            real_number("draft", draft, lo=0, hi=1, lo_open=True)
+            object.__setattr__(self, "draft", float(draft))
+        elif not isinstance(draft, ModelShape):
+            raise TypeError(f"draft must be a ModelShape, a catalogue model name, or a share of "
+                            f"the target's decode step in (0, 1]; got {describe(draft)}")
+        k = whole_number("draft_tokens", self.draft_tokens, lo=1)
+        if k > MAX_DRAFT_TOKENS:
+            raise ValueError(f"draft_tokens must be in [1, {MAX_DRAFT_TOKENS}], got "
+                             f"{self.draft_tokens!r}")
+        object.__setattr__(self, "draft_tokens", k)
+        if isinstance(self.acceptance, Beta):
+            pass
+        elif isinstance(self.acceptance, numbers.Real) and not isinstance(self.acceptance, bool):
+            object.__setattr__(self, "acceptance",
+                               real_number("acceptance", self.acceptance, lo=0, hi=1))
+        else:
+            raise TypeError(f"acceptance must be a number in [0, 1] or a "
+                            f"rooflinekit.workloads.Beta, got {describe(self.acceptance)}")
+        object.__setattr__(self, "seed", whole_number("seed", self.seed, lo=0))
+
+    def row_seed(self, row: int) -> np.random.SeedSequence:
+        """Seed of row ``row``'s acceptance draws: ``SeedSequence(seed, spawn_key=(row,))``."""
+        return np.random.SeedSequence(self.seed, spawn_key=(int(row),))
+
+    @property
+    def draft_share(self) -> float:
+        """A draft head's cost as a share of the target's decode step; 0 for a draft model."""
+        return self.draft if isinstance(self.draft, float) else 0.0
+
+    def gains(self, output, seeds) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel's gain table for 2-D ``(row, request)`` outputs, one seed per row.
+
+        Returns ``(gain, offset)``: ``gain`` uint8 of shape ``(rows, max total output)``,
+        ``offset`` int64 of ``output``'s shape (:func:`rooflinekit.workloads.speculative_gains`).
+        """
+        output = np.asarray(output)
+        width = int(output.sum(axis=1).max()) if output.size else 0
+        gain = np.ones((output.shape[0], width), np.uint8)
+        offset = np.zeros(output.shape, np.int64)
+        for r, seed in enumerate(seeds):
+            g, offset[r] = speculative_gains(np.random.default_rng(seed), output[r],
+                                             self.draft_tokens, self.acceptance)
+            gain[r, :g.shape[0]] = g
+        return gain, offset

@@ -1,0 +1,258 @@
+"""Speculative decoding in the continuous-batching simulator: kernel = reference, properties."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rooflinekit as rk
+from rooflinekit import catalog
+from rooflinekit.batching import ContinuousBatcher, Speculative, _reference, monte_carlo
+from rooflinekit.batching.batchers import _kernel_outputs
+from rooflinekit.workloads import (
+    Beta,
+    Constant,
+    Workload,
+    WorkloadSpec,
+    speculative_gains,
+)
+from tests.test_batching_kernels import ROOFLINE, arrived_shares, assert_same, workloads
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+drafts = st.sampled_from([0.05, 0.5, 1.0, "model"])
+acceptances = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1),
+                        st.builds(Beta, st.floats(0.2, 5), st.floats(0.2, 5)))
+
+
+def speculative(draft, k, acceptance, seed=0, model="guide-70b"):
+    if draft == "model":
+        # a cheap draft of the target's own vocabulary: fewer layers
+        target = catalog.model(model)
+        draft = dataclasses.replace(target, name="draft", n_layers=max(1, target.n_layers // 8),
+                                    sliding_window=None, n_sliding_layers=None)
+    return Speculative(draft=draft, draft_tokens=k, acceptance=acceptance, seed=seed)
+
+
+def assert_same_with_arrived(b, wl, shares):
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    arrived = np.floor(np.asarray(shares[:wl.n_requests]) * wl.prompt_tokens).astype(np.int64)
+    assert_same(_kernel_outputs(b, wl, arrived_kv_tokens=arrived),
+                b.reference(wl, arrived_kv_tokens=arrived))
+
+
+@SETTINGS
+@given(wl=workloads(tiers=True), max_num_seqs=st.one_of(st.none(), st.integers(1, 8)),
+       kv=st.one_of(st.none(), st.integers(1, 300)),
+       admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8),
+       extra=st.one_of(st.none(), st.integers(0, 30)), k=st.integers(1, 6), alpha=acceptances,
+       seed=st.integers(0, 3), shares=arrived_shares)
+def test_tick_speculative_matches_reference(wl, max_num_seqs, kv, admission, block_size, extra,
+                                            k, alpha, seed, shares):
+    mnbt = None if extra is None or max_num_seqs is None else max_num_seqs + extra
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                          block_size=block_size, max_num_batched_tokens=mnbt,
+                          interactive_cap=2 if max_num_seqs else None,
+                          speculative=speculative(0.1, k, alpha, seed))
+    assert_same_with_arrived(b, wl, shares)
+
+
+@SETTINGS
+@given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
+       max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
+       k=st.integers(1, 5), alpha=acceptances, draft=drafts, shares=arrived_shares)
+def test_roofline_speculative_matches_reference(wl, config, max_num_seqs, extra, kv, admission,
+                                                k, alpha, draft, shares):
+    c = ROOFLINE[config]
+    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
+    b = ContinuousBatcher(model=c["model"], gpu=c["gpu"], tp=c["tp"], max_num_seqs=max_num_seqs,
+                          kv_budget_tokens=kv, admission=admission, block_size=4,
+                          max_num_batched_tokens=None if extra is None else max_num_seqs + extra,
+                          speculative=speculative(draft, k, alpha, model=c["model"]))
+    assert_same_with_arrived(b, wl, shares)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(fractional=True, tiers=True), window=st.integers(1, 24),
+       draft_window=st.one_of(st.none(), st.integers(1, 24)), max_num_seqs=st.integers(1, 8),
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
+       k=st.integers(1, 5), alpha=acceptances)
+def test_window_crossings_speculative_match_reference(wl, window, draft_window, max_num_seqs,
+                                                      kv, admission, k, alpha):
+    # sequences jump past the window by several tokens a step
+    target = dataclasses.replace(catalog.model("Gemma-2-9B"), sliding_window=window)
+    draft = dataclasses.replace(target, name="draft", n_layers=4, sliding_window=draft_window,
+                                n_sliding_layers=None if draft_window is None else 2)
+    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
+    b = ContinuousBatcher(model=target, gpu="L40S", max_num_seqs=max_num_seqs,
+                          kv_budget_tokens=kv, admission=admission, block_size=4,
+                          speculative=Speculative(draft=draft, draft_tokens=k, acceptance=alpha))
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+@SETTINGS
+@given(wl=workloads(tiers=True), max_num_seqs=st.one_of(st.none(), st.integers(1, 8)),
+       kv=st.one_of(st.none(), st.integers(1, 300)),
+       admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8),
+       extra=st.one_of(st.none(), st.integers(0, 30)), k=st.integers(1, 6))
+def test_acceptance_zero_is_plain_decoding(wl, max_num_seqs, kv, admission, block_size, extra, k):
+    mnbt = None if extra is None or max_num_seqs is None else max_num_seqs + extra
+    kw = dict(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+              block_size=block_size, max_num_batched_tokens=mnbt)
+    plain = _kernel_outputs(ContinuousBatcher(**kw), wl)
+    spec = _kernel_outputs(ContinuousBatcher(
+        speculative=Speculative(draft=0.1, draft_tokens=k, acceptance=0.0), **kw), wl)
+    drafted = _reference.STAT_NAMES.index("draft_tokens")
+    for key in ("admit", "first_token", "finish", "preemptions", "status"):
+        np.testing.assert_array_equal(spec[key], plain[key], err_msg=key)
+    others = np.arange(len(_reference.STAT_NAMES)) != drafted
+    np.testing.assert_array_equal(spec["stats"][others], plain["stats"][others])
+    # k drafts per decode step: every token after the first, less those a re-prefill yields
+    decoded = (wl.output_tokens[plain["status"] == 0] - 1).sum()
+    assert spec["stats"][drafted] <= k * decoded
+    if plain["preemptions"].sum() == 0:
+        assert spec["stats"][drafted] == k * decoded
+
+
+@pytest.mark.parametrize("config", sorted(ROOFLINE))
+@pytest.mark.parametrize("admission", ["reserve", "paged"])
+def test_acceptance_zero_on_the_roofline_takes_the_plain_steps(config, admission):
+    # all arriving at once, the schedule does not depend on the steps' durations
+    c = ROOFLINE[config]
+    wl = Workload(np.zeros(12), np.arange(12) * 7, 3 + np.arange(12) % 5)
+    kw = dict(model=c["model"], gpu=c["gpu"], tp=c["tp"], max_num_seqs=4, kv_budget_tokens=120,
+              admission=admission, block_size=4)
+    plain = ContinuousBatcher(**kw).run(wl)
+    spec = ContinuousBatcher(speculative=Speculative(draft=0.2, draft_tokens=3, acceptance=0.0),
+                             **kw).run(wl)
+    for key in ("n_completed", "n_preemptions", "peak_kv_tokens", "peak_kv_used_tokens",
+                "peak_running", "accepted_tokens"):
+        assert float(spec[key]) == float(plain[key]), key
+    assert float(spec.makespan) > float(plain.makespan)      # the drafts and the verification
+
+
+@SETTINGS
+@given(wl=workloads(tiers=True), max_num_seqs=st.one_of(st.none(), st.integers(1, 8)),
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
+       block_size=st.integers(1, 8), k=st.integers(1, 6), alpha=acceptances)
+def test_speculative_loses_nothing_and_stays_within_budget(wl, max_num_seqs, kv, admission,
+                                                           block_size, k, alpha):
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                          block_size=block_size,
+                          speculative=Speculative(draft=0.1, draft_tokens=k, acceptance=alpha))
+    tokens = []
+    ref = b.reference(wl, tokens=tokens)
+    stats = dict(zip(_reference.STAT_NAMES, ref["stats"]))
+    done = ref["status"] == _reference.COMPLETED
+    assert np.all(done ^ (ref["status"] == _reference.REJECTED))
+    assert stats["peak_kv_reserved"] <= kv and stats["peak_kv_used"] <= stats["peak_kv_reserved"]
+    # every completed request got exactly its output, never more
+    counts = np.bincount([i for i, _ in tokens], minlength=wl.n_requests)
+    np.testing.assert_array_equal(counts, np.where(done, wl.output_tokens, 0))
+    assert stats["token_gaps"] == (wl.output_tokens[done] - 1).sum()
+    assert 0 <= stats["accepted_tokens"] <= stats["draft_tokens"]
+
+
+def test_step_time_is_the_roofline_speculative_step():
+    # one request: a prefill step, then one speculative step at context prompt + 1
+    model, gpu = catalog.model("guide-70b"), catalog.gpu("lab")
+    draft = dataclasses.replace(model, name="draft", n_layers=10)
+    wl_one = Workload([0.0], [100], [1])
+    wl_two = Workload([0.0], [100], [2])
+    for d in (draft, 0.25):
+        b = ContinuousBatcher(model=model, gpu=gpu, tp=8,
+                              speculative=Speculative(draft=d, draft_tokens=3, acceptance=0.0))
+        step = float(b.run(wl_two).makespan) - float(b.run(wl_one).makespan)
+        expected = float(rk.speculative_step_time(model, gpu, 1, 101, 8, draft=d,
+                                                  draft_tokens=3))
+        assert step == pytest.approx(expected, rel=1e-9)
+
+
+def test_mean_gain_is_the_expected_tokens_per_step():
+    gain, offset = speculative_gains(np.random.default_rng(1), np.full(200, 2000), 4, 0.8)
+    # positions far from the end are uncapped
+    inner = np.concatenate([gain[o + 1:o + 1900] for o in offset]).astype(float)
+    assert inner.mean() == pytest.approx(float(rk.speculative_tokens_per_step(0.8, 4)),
+                                         rel=0.01)
+    assert gain.min() >= 1 and gain.max() <= 5
+
+
+def test_gains_never_pass_the_output():
+    output = np.array([1, 2, 3, 10])
+    gain, offset = speculative_gains(np.random.default_rng(0), output, 8, 1.0)
+    for i, o in enumerate(output):
+        np.testing.assert_array_equal(gain[offset[i] + 1:offset[i] + o], o - np.arange(1, o))
+
+
+def test_speculation_shortens_the_run_and_reports_acceptance():
+    wl = WorkloadSpec(64, output=Constant(200), prompt=Constant(50)).sample(0)
+    b = ContinuousBatcher(max_num_seqs=16, model="guide-70b", gpu="lab", tp=8)
+    plain = b.run(wl)
+    spec = dataclasses.replace(b, speculative=Speculative(draft=0.05, draft_tokens=4,
+                                                          acceptance=0.8)).run(wl)
+    assert float(spec.makespan) < float(plain.makespan)
+    assert float(spec.acceptance_rate) == pytest.approx(
+        float(spec.accepted_tokens) / float(spec.draft_tokens))
+    assert 0.5 < float(spec.acceptance_rate) < 0.8
+    assert np.isnan(float(plain.acceptance_rate)) and float(plain.draft_tokens) == 0
+
+
+def test_monte_carlo_draws_acceptance_per_replicate():
+    spec = WorkloadSpec(20, output=Constant(30), prompt=Constant(10))
+    b = ContinuousBatcher(max_num_seqs=4,
+                          speculative=Speculative(draft=0.1, draft_tokens=3, acceptance=0.6))
+    ds = monte_carlo(spec, b, replicates=4, seed=3, parallel=False)
+    again = monte_carlo(spec, b, replicates=4, seed=3, parallel=True)
+    np.testing.assert_array_equal(ds.accepted_tokens.values, again.accepted_tokens.values)
+    assert len(set(ds.accepted_tokens.values.ravel().tolist())) > 1
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(draft=0.1, acceptance=1.5), "acceptance"),
+    (dict(draft=0.1, acceptance=-0.1), "acceptance"),
+    (dict(draft=0.1, acceptance="high"), "acceptance"),
+    (dict(draft=0.1, draft_tokens=0), "draft_tokens"),
+    (dict(draft=0.1, draft_tokens=65), "draft_tokens"),
+    (dict(draft=0.1, draft_tokens=2.5), "draft_tokens"),
+    (dict(draft=0.0), "draft"),
+    (dict(draft=1.5), "draft"),
+    (dict(draft=True), "draft"),
+    (dict(draft=[1]), "draft"),
+    (dict(draft=0.1, seed=-1), "seed"),
+])
+def test_speculative_refuses_bad_input(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        Speculative(**kwargs)
+
+
+def test_draft_must_suit_the_target():
+    target = dataclasses.replace(catalog.model("guide-70b"), vocab_size=32000)
+    with pytest.raises(ValueError, match="draft.*vocabulary"):
+        ContinuousBatcher(model=target, gpu="lab", tp=8, speculative=Speculative(
+            draft=dataclasses.replace(target, name="d", n_layers=2, vocab_size=7)))
+    with pytest.raises(ValueError, match="draft.*more layers"):
+        ContinuousBatcher(model=target, gpu="lab", tp=8, speculative=Speculative(
+            draft=dataclasses.replace(target, name="d", n_layers=target.n_layers + 1)))
+    with pytest.raises(TypeError, match="speculative"):
+        ContinuousBatcher(speculative=0.5)
+
+
+def test_simulate_command_decodes_speculatively(capsys):
+    import json
+
+    from rooflinekit.cli.main import main
+    base = ["simulate", "--workload", "constant", "--requests", "32", "--output-mean", "64",
+            "--input-len", "16", "--model", "llama-3.1-70b", "--gpu", "h100", "--tp", "8",
+            "--json"]
+    assert main(base) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(base + ["--speculative-draft", "llama-3.1-8b", "--num-speculative-tokens", "4",
+                        "--acceptance", "0.8"]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert "acceptance_rate" in spec["continuous"] and "acceptance_rate" not in spec["static"]
+    assert "acceptance_rate" not in plain["continuous"]
+    assert 0 < spec["continuous"]["acceptance_rate"] < 0.8
+    assert spec["continuous"]["makespan"] < plain["continuous"]["makespan"]
