@@ -52,3 +52,19 @@ def test_empty_prompt_holds_its_start_token():
                                                    output_tokens=[3])
     assert ds.status.values.tolist() == ["completed"]
     assert float(ds.peak_kv_used_tokens) == 4.0
+
+
+def test_an_unlimited_budget_is_unlimited_or_refused():
+    """No KV budget means the kernel's 2**60 tokens: a workload that could hold more is refused
+    before the kernel, never queued behind a limit nobody set."""
+    import pytest
+
+    from rooflinekit.batching import ContinuousBatcher
+    from rooflinekit.workloads import Workload
+    big = Workload([0.0] * 200, [2**53] * 200, [1] * 200)      # 200 × 2**53 > 2**60 tokens
+    with pytest.raises(ValueError, match="2\\*\\*60"):
+        ContinuousBatcher(max_num_seqs=256).run(big)
+    fits = Workload([0.0] * 100, [2**53] * 100, [1] * 100)      # 100 × 2**53 < 2**60
+    ds = ContinuousBatcher(max_num_seqs=256).run(fits)
+    assert (ds.status.values == "completed").all()
+    assert float(ds.peak_running) == 100                        # all at once: nothing queued

@@ -305,6 +305,15 @@ class _Batcher:
         ``seeds``: each row's seed of the speculative acceptance draws, default
         :meth:`Speculative.row_seed` of the row.
         """
+        if self.policy == "continuous" and self._kv_budget() is None and prompt.size:
+            # "unlimited" is UNLIMITED tokens to the kernel: true only while every request
+            # of a row fits in it at once
+            held = float(np.max(np.sum(prompt, axis=-1, dtype=np.float64)
+                                + np.sum(output, axis=-1, dtype=np.float64)))
+            if held > UNLIMITED:
+                raise ValueError(f"an unlimited KV budget holds at most 2**60 = {UNLIMITED:,} "
+                                 f"tokens; these requests hold up to {held:.3g} in all: give "
+                                 f"kv_budget_tokens, or fewer or shorter requests")
         run, run_many = self._kernels()
         params = self._parameters()
         # the kernel counts the inter-token gaps within the ITL target; none: every gap is met
@@ -474,7 +483,8 @@ class ContinuousBatcher(_Batcher):
         Slots: the most sequences in one step [1] (vLLM's name); ``None`` for unlimited.
     kv_budget_tokens : int or None
         KV cache budget [tokens]. ``None``: derived from ``model``, ``gpu``, ``tp`` and ``reserve``
-        by :func:`rooflinekit.memory.kv_budget_tokens` if a model is given, else unlimited.
+        by :func:`rooflinekit.memory.kv_budget_tokens` if a model is given, else unlimited (the
+        kernel's 2**60 tokens: a run whose requests could hold more at once is refused).
     admission : {"reserve", "paged"}
         "reserve" (the guide's lab): admit only if the final length (prompt + output) of every
         admitted request fits the budget; FIFO. "paged" (vLLM): KV in blocks of ``block_size``
