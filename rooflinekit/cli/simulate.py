@@ -7,14 +7,15 @@ import numpy as np
 from rooflinekit import batching, calibrate, catalog, roofline, workloads
 from rooflinekit.cli._args import (
     COMMAND_API,
+    PREFIX_FLAGS,
     add_flag,
     add_output_flags,
     apply_dtypes,
     nonnegative_float,
     nonnegative_int,
     positive_float,
-    number,
     positive_int,
+    shared_prefix,
 )
 from rooflinekit.cli._output import emit, print_table
 
@@ -84,16 +85,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--calibration", metavar="FILE",
                         help="calibration JSON from `rooflinekit calibrate` for the roofline "
                              "clock, with --model (default: the ideal roofline, a best case)")
-    parser.add_argument("--enable-prefix-caching", action="store_true",
-                        help="continuous batching keeps shared prefixes' KV blocks and skips "
-                             "their prefill (vLLM's name; with --admission paged)")
-    parser.add_argument("--prefix-tokens", type=positive_int, metavar="TOKENS",
-                        help="drawn workloads: shared prefix length, before each request's own "
-                             "prompt")
-    parser.add_argument("--prefix-groups", type=positive_int, metavar="PREFIXES",
-                        help="distinct shared prefixes, each as likely (1)")
-    parser.add_argument("--prefix-share", type=number(0, 1), metavar="SHARE",
-                        help="share of requests that start with a shared prefix (1)")
+    for flag in PREFIX_FLAGS:
+        add_flag(parser, flag)
     add_flag(parser, "--speculative-draft",
              help="continuous batching decodes speculatively with this draft model "
                   "(catalogue name) or a draft head's cost as a share of the target's decode "
@@ -135,10 +128,7 @@ def _check(args) -> None:
         raise ValueError("--block-size applies with --admission paged")
     if args.enable_prefix_caching and args.admission != "paged":
         raise ValueError("--enable-prefix-caching applies with --admission paged")
-    shaping = [f for f, v in (("--prefix-groups", args.prefix_groups),
-                              ("--prefix-share", args.prefix_share)) if v is not None]
-    if shaping and args.prefix_tokens is None:
-        raise ValueError(f"{shaping[0]} applies with --prefix-tokens")
+    shared_prefix(args)            # refuses the shaping flags without --prefix-tokens
     if args.prefix_tokens is not None and args.workload == "guide":
         raise ValueError("--prefix-tokens applies to a drawn workload (give --workload NAME)")
     speculative = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
@@ -175,9 +165,7 @@ def _workload(args):
     arrival = {"all": workloads.AllAtOnce(),
                "interval": workloads.FixedInterval(args.interval or 1.0),
                "poisson": workloads.Poisson(args.rate or 1.0)}[args.arrival]
-    prefix = None if args.prefix_tokens is None else workloads.SharedPrefix(
-        args.prefix_tokens, args.prefix_groups or 1,
-        1.0 if args.prefix_share is None else args.prefix_share)
+    prefix = shared_prefix(args)
     spec = workloads.WorkloadSpec(
         args.requests, output=_distribution(args.workload, args.output_mean, args.spread),
         prompt=workloads.Constant(args.input_len), arrival=arrival, prefix=prefix)
