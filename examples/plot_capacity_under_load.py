@@ -70,4 +70,5 @@ fig.savefig(out / "capacity_under_load.png", dpi=110)
 # The roofline clock is ideal: full compute and bandwidth efficiency and no scheduler overhead, so
 # the rates are upper bounds until a calibration is passed (``calibration=``). A run starts from an
 # empty system, which flatters short runs; more ``requests`` shrink that. The fleet is whole
-# replicas of one layout; disaggregated prefill/decode and pipeline parallelism are not modelled.
+# replicas of one tensor-parallel layout (pipeline stages are not simulated); separate prefill
+# and decode pools are compared by ``rk.plan_disaggregated``.
