@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import math
 
-from rooflinekit import workloads
+from rooflinekit import catalog, workloads
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
 __all__ = ["COMMAND_API", "FLAGS", "MAX_INT", "PREFIX_FLAGS", "add_flag", "add_output_flags",
            "apply_dtypes", "examples", "fraction", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
-           "whole_number"]
+           "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
 
 #: The names every command module defines (and lists in its ``__all__``): its ``NAME``, the
 #: one-line ``HELP`` of ``rooflinekit --help``, the ``DESCRIPTION`` and ``EPILOG`` (examples) of
@@ -158,6 +158,33 @@ FLAGS = {
     "--acceptance": {"type": number(0, 1), "metavar": "ALPHA",
                      "help": "probability the target accepts a drafted token, in [0, 1]"},
 }
+
+#: The speculative-decoding flags, which go together.
+SPECULATIVE_FLAGS = ("--speculative-draft", "--num-speculative-tokens", "--acceptance")
+
+
+def speculative_draft(args):
+    """The draft of the speculative flags: ``None`` without them, a share of the target's decode
+    step in (0, 1], or a model resolved by :func:`rooflinekit.catalog.resolve_model`.
+
+    Refuses one speculative flag without the other two, before any work.
+    """
+    given = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
+    if any(v is not None for v in given) and any(v is None for v in given):
+        raise ValueError("--speculative-draft, --num-speculative-tokens and --acceptance go "
+                         "together")
+    text = args.speculative_draft
+    if text is None:
+        return None
+    try:
+        share = float(text)
+    except ValueError:
+        return catalog.resolve_model(text)
+    if not 0.0 < share <= 1.0:          # NaN fails here too
+        raise ValueError(f"--speculative-draft as a share of the target's decode step must lie "
+                         f"in (0, 1]; got {text!r}")
+    return share
+
 
 #: The shared-prefix flags: drawn requests that start with shared prefixes, and the cache of them.
 PREFIX_FLAGS = {

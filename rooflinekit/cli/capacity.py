@@ -7,14 +7,14 @@ import sys
 from rooflinekit import calibrate, catalog, memory, pricing, roofline, units
 from rooflinekit.cli._args import (
     COMMAND_API,
+    SPECULATIVE_FLAGS,
     add_flag,
     add_output_flags,
     apply_dtypes,
     examples,
     nonnegative_float,
-    number,
     positive_int,
-    whole_number,
+    speculative_draft,
 )
 from rooflinekit.cli._output import emit, format_value, print_table
 from rooflinekit.models import ModelShape
@@ -76,36 +76,15 @@ def add_arguments(parser) -> None:
                         help="calibration JSON from `rooflinekit calibrate`: its prefill knobs "
                              "time TTFT, its decode knobs ITL, throughput and cost (default: "
                              "the ideal roofline, a best case)")
-    parser.add_argument("--speculative-draft", metavar="MODEL|SHARE",
-                        help="speculative decoding: a draft model (catalogue name) or a draft "
-                             "head's cost as a share of the target's decode step, in (0, 1]")
-    parser.add_argument("--num-speculative-tokens", type=whole_number(1, 64), metavar="K",
-                        help="tokens drafted per step (vLLM's name; with --speculative-draft)")
-    parser.add_argument("--acceptance", type=number(0, 1), metavar="ALPHA",
-                        help="probability the target accepts a drafted token, in [0, 1]")
+    for flag in SPECULATIVE_FLAGS:
+        add_flag(parser, flag)
     parser.add_argument("--show-anyway", action="store_true",
                         help="print the figures and exit 0 even when the model does not fit")
     add_output_flags(parser)
 
 
-def speculative_draft(text):
-    """``--speculative-draft``: a share of the target's decode step, or a model to resolve."""
-    try:
-        share = float(text)
-    except ValueError:
-        return catalog.resolve_model(text)
-    if not 0.0 < share <= 1.0:          # NaN fails here too
-        raise ValueError(f"--speculative-draft as a share of the target's decode step must lie "
-                         f"in (0, 1]; got {text!r}")
-    return share
-
-
 def _check(args, model) -> None:
     """Refuse what the figures cannot mean, before computing them."""
-    speculative = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
-    if any(v is not None for v in speculative) and any(v is None for v in speculative):
-        raise ValueError("--speculative-draft, --num-speculative-tokens and --acceptance go "
-                         "together")
     if args.gpu_memory_utilization is not None and args.workspace_fraction is not None:
         raise ValueError("--gpu-memory-utilization and --workspace-fraction are two rules for "
                          "the same memory: give one")
@@ -153,6 +132,7 @@ def run(args, out) -> int:
     model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpu = catalog.gpu(args.gpu)
     _check(args, model)
+    draft = speculative_draft(args)
     cal = None if args.calibration is None else calibrate.load_calibration(args.calibration)
     tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
     budget, tokens, sequences = _budget(args, model, gpu)
@@ -181,8 +161,7 @@ def run(args, out) -> int:
     result["usd_per_million_tokens"] = (
         None if price is None else float(roofline.cost_per_million_tokens(
             model, gpu, batch, ctx, tp, hourly_price=price, **decode)))
-    if args.speculative_draft is not None:
-        draft = speculative_draft(args.speculative_draft)
+    if draft is not None:
         k, alpha = args.num_speculative_tokens, args.acceptance
         step = float(roofline.speculative_step_time(model, gpu, batch, ctx, tp, draft=draft,
                                                     draft_tokens=k, roofline_options=decode))

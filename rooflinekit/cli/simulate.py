@@ -16,6 +16,7 @@ from rooflinekit.cli._args import (
     positive_float,
     positive_int,
     shared_prefix,
+    speculative_draft,
 )
 from rooflinekit.cli._output import emit, print_table
 
@@ -131,10 +132,7 @@ def _check(args) -> None:
     shared_prefix(args)            # refuses the shaping flags without --prefix-tokens
     if args.prefix_tokens is not None and args.workload == "guide":
         raise ValueError("--prefix-tokens applies to a drawn workload (give --workload NAME)")
-    speculative = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
-    if any(v is not None for v in speculative) and any(v is None for v in speculative):
-        raise ValueError("--speculative-draft, --num-speculative-tokens and --acceptance go "
-                         "together")
+    speculative_draft(args)        # refuses one speculative flag without the others
     if bool(args.model) != bool(args.gpu):
         raise ValueError("--model and --gpu go together (roofline timing)")
     if not args.model:
@@ -176,16 +174,11 @@ def _workload(args):
 
 def _speculative(args, timing):
     """The ``Speculative`` of the flags, or None; a draft share or a catalogue model."""
-    if args.speculative_draft is None:
+    draft = speculative_draft(args)
+    if draft is None:
         return None
-    draft = args.speculative_draft
-    try:
-        draft = float(draft)
-    except ValueError:
-        draft = apply_dtypes(catalog.resolve_model(draft), args)
-    if isinstance(draft, float) and not 0 < draft <= 1:
-        raise ValueError(f"--speculative-draft as a share must be in (0, 1], got "
-                         f"{args.speculative_draft}")
+    if not isinstance(draft, float):
+        draft = apply_dtypes(draft, args)        # the draft in the target's formats
     spec = batching.Speculative(draft=draft, draft_tokens=args.num_speculative_tokens,
                                 acceptance=args.acceptance, seed=args.seed or 0)
     if "model" in timing:

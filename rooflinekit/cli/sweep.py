@@ -20,6 +20,7 @@ from rooflinekit.cli._args import (
     apply_dtypes,
     positive_float,
     positive_int,
+    speculative_draft,
 )
 from rooflinekit.cli._output import (
     check_output_path,
@@ -29,7 +30,6 @@ from rooflinekit.cli._output import (
     write_csv,
     write_output,
 )
-from rooflinekit.cli.capacity import speculative_draft
 from rooflinekit.sweep import (
     DISTRIBUTED_EXTRA,
     PARETO_POINT,
@@ -259,10 +259,6 @@ def _check(args):
         check_output_path(args.output)
     if args.report != "cheapest" and (args.ttft is not None or args.itl is not None):
         raise ValueError("--ttft/--itl apply to --report cheapest")
-    speculative = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
-    if any(v is not None for v in speculative) and any(v is None for v in speculative):
-        raise ValueError("--speculative-draft, --num-speculative-tokens and --acceptance go "
-                         "together")
     if args.output is not None and args.report == "none" and not \
             str(args.output).lower().endswith((".nc", ".zarr")):
         raise ValueError("--output with --report none writes the whole sweep: give a .nc or "
@@ -286,6 +282,7 @@ def run(args, out):
         them as one line and exits 2).
     """
     _check(args)
+    draft = speculative_draft(args)
     names, gpus = _names(args.models), _names(args.gpus)
     models = catalog.model_names() if names == ["all"] else names
     models = [apply_dtypes(catalog.resolve_model(m), args) for m in models]
@@ -302,8 +299,7 @@ def run(args, out):
                batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve,
                chunks=chunks, allreduce=args.allreduce, replicate_kv=args.replicate_kv,
                draft_tokens=args.num_speculative_tokens, acceptance=args.acceptance,
-               draft=None if args.speculative_draft is None else
-               speculative_draft(args.speculative_draft),
+               draft=draft,
                prefix_share=args.prefix_share, calibration=calibration)
     quality = ds.attrs["model_quality"]
     with contextlib.ExitStack() as stack:
