@@ -100,9 +100,9 @@ def _targets(slo) -> dict:
 def _margins(ds, slo) -> dict:
     """Per replicate, how far each constraint is from failing (negative: it fails)."""
     q = float(slo.quantile)
-    margins = {name: ds[_ATTAINMENT[name]].values - q for name in slo.targets}
+    margins = {name: ds[_ATTAINMENT[name]] - q for name in slo.targets}
     if slo.attainment is not None:
-        margins["attainment"] = ds["slo_attainment"].values - float(slo.attainment)
+        margins["attainment"] = ds["slo_attainment"] - float(slo.attainment)
     return margins
 
 
@@ -158,9 +158,14 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     n = arrival.shape[0]
     targets = _targets(slo)
     runs = 0
-    # a pair of pools simulates its rows itself, with run_replicates' signature
-    simulate = (batcher.run_replicates if isinstance(batcher, DisaggregatedBatcher)
-                else functools.partial(run_replicates, batcher))
+    if isinstance(batcher, DisaggregatedBatcher):
+        # a pair of pools simulates its rows itself, with run_replicates' signature
+        def simulate(*rows, variables, **keywords):
+            ds = batcher.run_replicates(*rows, variables=variables, **keywords)
+            return {name: ds[name].values for name in variables}
+    else:
+        # the search reads a few numbers of many runs: arrays, not Datasets
+        simulate = functools.partial(run_replicates, batcher, as_dataset=False)
 
     def evaluate(rows, rates):
         nonlocal runs
@@ -168,7 +173,7 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         ds = simulate(arrival[rows] / rates[rows, None], prompt[rows], output[rows],
                       parallel=parallel, variables=_SEARCHED, **prefixes(draws, rows), **targets)
         margins = _margins(ds, slo)
-        return _meets(margins, int(rows.sum())), _failing(margins, ds["n_rejected"].values > 0)
+        return _meets(margins, int(rows.sum())), _failing(margins, ds["n_rejected"] > 0)
 
     busy = simulate(np.zeros_like(arrival), prompt, output, parallel=parallel,
                     variables=_SATURATION, **prefixes(draws))
@@ -176,11 +181,11 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     # The busy run drains at the end with a shrinking batch, which would understate the rate of
     # a full batch by up to max_num_seqs / requests; Little's law on the full batch (its size
     # over the mean time a request spends in it) does not drain.
-    in_batch = busy["mean_service_latency"].values.astype(float)
-    full = np.divide(busy["peak_running"].values, in_batch, out=np.zeros(n),
+    in_batch = busy["mean_service_latency"].astype(float)
+    full = np.divide(busy["peak_running"], in_batch, out=np.zeros(n),
                      where=np.nan_to_num(in_batch) > 0)
-    saturation = np.maximum(busy["request_throughput"].values.astype(float), full)
-    occupancy = np.nan_to_num(busy["peak_kv_occupancy"].values.astype(float))
+    saturation = np.maximum(busy["request_throughput"].astype(float), full)
+    occupancy = np.nan_to_num(busy["peak_kv_occupancy"].astype(float))
     capacity_bound = np.where(occupancy >= _KV_FULL, "memory", "max_num_seqs")
     served = saturation > 0
     binding = np.where(served, capacity_bound, "memory").astype(object)
