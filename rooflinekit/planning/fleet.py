@@ -65,7 +65,7 @@ _OPERATING = tuple(f"p{q}_{what}" for q in LATENCY_PERCENTILES
                    for what in ("ttft", "token_itl", "latency"))
 
 #: Runs of the search per replicate, for the work estimate: saturation, the two ends, the
-#: bisection steps of a 2 % tolerance, the operating point.
+#: steps that close a 2 % bracket (about 6), the operating point.
 _RUNS_PER_REPLICATE = 13
 
 
