@@ -778,3 +778,21 @@ def test_arrivals_beyond_a_steps_resolution_are_refused():
     from rooflinekit.batching import run_replicates
     with pytest.raises(ValueError, match="resolution"):
         run_replicates(ContinuousBatcher(4), [[0.0, 2e9]], [[0, 0]], [[1, 1]])
+
+
+def test_run_replicates_as_arrays_equal_the_dataset():
+    """as_dataset=False gives the Dataset's values, name for name, for any selection."""
+    from rooflinekit.batching import run_replicates
+    from rooflinekit.batching.results import ATTAINMENT_NAMES
+    batcher = ContinuousBatcher(2)
+    rows = ([[0.0, 0.5, 0.6, 3.0], [0.0, 0.0, 1.0, 1.5]], [[4, 0, 9, 2], [1, 1, 1, 1]],
+            [[3, 1, 5, 2], [2, 6, 1, 4]])
+    targets = {"ttft_target": 2.0, "itl_target": 1.0, "e2e_target": 9.0}
+    ds = run_replicates(batcher, *rows, **targets)
+    for wanted in (None, list(ATTAINMENT_NAMES), ["n_rejected", "p95_ttft", "goodput"]):
+        arrays = run_replicates(batcher, *rows, variables=wanted, as_dataset=False, **targets)
+        assert list(arrays) == list(wanted or ds.data_vars)
+        for name, values in arrays.items():
+            np.testing.assert_array_equal(values, ds[name].values)
+    with pytest.raises(TypeError, match="as_dataset must be True or False"):
+        run_replicates(batcher, *rows, as_dataset="no")

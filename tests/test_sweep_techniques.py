@@ -127,9 +127,37 @@ def test_the_lazy_sweep_equals_the_in_memory_one(techniques):
     ({"prefix_share": [-0.1]}, ValueError, "prefix_share"),
     ({"prefix_share": [0.5, 0.5]}, ValueError, "prefix_share"),
     ({"prefix_share": "half"}, TypeError, "prefix_share"),
-    ({"prefix_share": [0.5], "pp": [1, 2]}, ValueError, "pp"),
+    ({"draft_tokens": [2], "acceptance": [0.8], "draft": 0.05, "pp": [1, 2]}, ValueError,
+     "pp"),
     ({"variables": ["speculative_speedup"]}, ValueError, "draft_tokens"),
 ])
 def test_bad_technique_axes_are_refused_before_work(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         sweep("Llama-3.1-8B", "H100-SXM-80GB", **kwargs)
+
+
+def test_a_shared_prefix_combines_with_pipeline_and_expert_parallelism():
+    """prefix_share with pp/ep: share 0 is the layout sweep exactly; a shared prefix is held
+    once per pipeline and only the uncached tokens cross the stage hand-offs (hand-computed:
+    the cached prefill on the group plus (pp - 1) activation hand-offs of the uncached tokens,
+    hidden × 2 bytes each over the network link, plus its latency)."""
+    from rooflinekit import catalog
+    axes = {"tp": [4, 8], "context_length": [8192], "batch_size": [8], "prompt_tokens": [4000],
+            "pp": [1, 2]}
+    plain = sweep("Llama-3.1-70B", "H100-SXM-80GB", **axes)
+    shared = sweep("Llama-3.1-70B", "H100-SXM-80GB", **axes, prefix_share=[0.0, 0.5])
+    for name in plain.data_vars:
+        got = shared[name]
+        got = got.sel(prefix_share=0.0) if "prefix_share" in got.dims else got
+        np.testing.assert_array_equal(got.transpose(*plain[name].dims).values,
+                                      plain[name].values, err_msg=name)
+    model, gpu = catalog.model("Llama-3.1-70B"), catalog.gpu("H100-SXM-80GB")
+    cell = shared.sel(model="Llama-3.1-70B", gpu="H100-SXM-80GB", tp=8, pp=2,
+                      prefix_share=0.5).squeeze()
+    cached = 2000
+    group = rk.prefill_time(model, gpu, 4000, 8, cached_tokens=cached)
+    hand_off = (4000 - cached) * model.hidden_size * 2 / gpu.network_bandwidth \
+        + gpu.interconnect_latency
+    assert float(cell.prefill_time) == pytest.approx(group + hand_off, rel=1e-12)
+    assert int(cell.max_concurrent_sequences) >= int(
+        shared.sel(tp=8, pp=2, prefix_share=0.0).squeeze().max_concurrent_sequences)

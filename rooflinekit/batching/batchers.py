@@ -50,7 +50,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, dims, memory, roofline
-from rooflinekit._validation import (MAX_COUNT, check_keys, check_one_of, real_number,
+from rooflinekit._validation import (MAX_COUNT, check_bool, check_keys, check_one_of, real_number,
                                      renamed_keyword, warn_renamed, whole_number)
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
@@ -921,7 +921,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                    ttft_target=None, itl_target=None, e2e_target=None,
                    parallel: bool = True, variables=None, work_limit=WORK_LIMIT,
                    memory_limit=MEMORY_LIMIT, prefix_group=None,
-                   prefix_tokens=None) -> xr.Dataset:
+                   prefix_tokens=None, as_dataset: bool = True) -> xr.Dataset | dict:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
 
     Parameters
@@ -949,13 +949,17 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     prefix_group, prefix_tokens : array_like of int, shape (replicate, request), optional
         Shared prefixes, as :class:`~rooflinekit.workloads.Workload` takes them (group -1: no
         prefix), for a batcher with ``prefix_caching``; give both or neither.
+    as_dataset : bool
+        ``True`` (default): a Dataset. ``False``: a dict of the summaries' numpy arrays, without
+        labels, for a search that reads a few numbers of many runs (building a Dataset costs
+        about as much as summarising a run).
 
     Returns
     -------
-    xarray.Dataset
+    xarray.Dataset or dict
         Every summary of :func:`monte_carlo` (or the ``variables`` named) along ``replicate``
         (and ``tier``), without the ``policy`` dimension; ``attrs`` hold the policy, clock and
-        targets.
+        targets. With ``as_dataset=False``, name -> array over replicates.
 
     Notes
     -----
@@ -972,8 +976,8 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         raise TypeError(f"batcher must be a StaticBatcher or ContinuousBatcher, got "
                         f"{type(batcher).__name__}")
     targets = _targets(ttft_target, itl_target, e2e_target)
-    if not isinstance(parallel, (bool, np.bool_)):
-        raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
+    check_bool("parallel", parallel)
+    check_bool("as_dataset", as_dataset)
     if variables is not None:
         if isinstance(variables, str):
             raise TypeError("variables must be a sequence of summary names, not one string")
@@ -994,6 +998,8 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix)
     summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
                       wanted=variables)
+    if not as_dataset:
+        return {name: values for name, (values, _, _) in summ.items()}
     ds = _replicate_dataset(summ, timing.units)
     budget = batcher._kv_budget()
     ds.attrs.update({"policy": batcher.policy, "clock": timing.clock,

@@ -117,6 +117,9 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
 
     _, _, finish, preempt, status, stats = out[:6]
     d = _per_request(arrival, prompt, output, out)
+    shares, n_good = _attainments(d, output, status, stats, targets)
+    if wanted is not None and set(wanted) <= set(ATTAINMENT_NAMES):
+        return {name: shares[name] for name in wanted}        # what a rate search reads
     done = d["completed"]
     n = arrival.shape[-1]
     first_arrival = arrival.min(axis=-1) if n else np.zeros(arrival.shape[0])
@@ -124,13 +127,6 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
     makespan = np.where(done.any(axis=-1), last_finish - first_arrival, 0.0)
     tokens_done = np.where(done, output, 0).sum(axis=-1).astype(float)
     s = lambda name: stats[:, _STAT[name]]  # noqa: E731
-    ttft_target, itl_target, e2e_target = targets
-    good = done.copy()
-    if ttft_target is not None:
-        good &= d["ttft"] <= ttft_target
-    if itl_target is not None:
-        good &= ~(d["itl"] > itl_target)            # one-token requests have no ITL: they pass
-    n_good = good.sum(axis=-1).astype(float)
     res = {
         "makespan": (makespan, "time", "time from first arrival to last completion"),
         "throughput": (_zero_div(tokens_done, makespan), "tokens/time",
@@ -168,16 +164,8 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
         res[f"p{q}_token_itl"] = (s(f"token_itl_p{q}"), "time",
                                   (f"{q}th percentile gap between consecutive output tokens "
                                    f"(nearest rank, within 0.2% above)"))
-    ttft_met = done if ttft_target is None else done & (d["ttft"] <= ttft_target)
-    e2e_met = done if e2e_target is None else done & (d["latency"] <= e2e_target)
-    # shares of ALL requests: a rejected request is a miss
-    res["ttft_attainment"] = (_safe_div(ttft_met.sum(axis=-1), float(n)), "1",
-                              "share of all requests completed with TTFT within ttft_target")
-    res["e2e_attainment"] = (_safe_div(e2e_met.sum(axis=-1), float(n)), "1",
-                             "share of all requests completed with latency within e2e_target")
-    res["token_itl_attainment"] = (
-        np.divide(s("token_gaps_met"), n_gaps, out=np.ones(n_gaps.shape), where=n_gaps > 0),
-        "1", "share of inter-token gaps within itl_target (1 without gaps)")
+    res.update({k: shares[k] for k in ("ttft_attainment", "e2e_attainment",
+                                       "token_itl_attainment")})
     slot_den = np.nan if slots is None else float(slots)
     res.update({
         "slot_utilization": (_safe_div(s("active_time"), slot_den * makespan)
@@ -203,13 +191,12 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
                                         np.nan if not budget else budget),
                               "1", "time-averaged KV reserved or allocated / KV budget"),
         "n_completed": (done.sum(axis=-1), "1", "requests completed"),
-        "n_rejected": ((status == 1).sum(axis=-1), "1", "requests rejected on arrival"),
+        "n_rejected": shares["n_rejected"],
         "n_preempted": ((preempt > 0).sum(axis=-1), "1", "requests preempted at least once"),
         "n_preemptions": (preempt.sum(axis=-1), "1", "preemptions in the run"),
         "goodput": (_zero_div(n_good, makespan), "1/time",
                     "requests completed within the TTFT/ITL targets per unit time"),
-        "slo_attainment": (_safe_div(n_good, float(n)) if n else np.full(makespan.shape, np.nan),
-                           "1", "share of all requests completed within the TTFT/ITL targets"),
+        "slo_attainment": shares["slo_attainment"],
         "prefix_hit_rate": (_safe_div(s("prefix_hits"), s("prefix_requests")), "1",
                             "share of prefixed requests first admitted with their prefix "
                             "cached (NaN without prefixed requests)"),
@@ -233,6 +220,43 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
     res["tier_mean_ttft"] = (tier_ttft, "time", "mean time to first token, per tier")
     res["tier_mean_itl"] = (tier_itl, "time", "mean inter-token latency, per tier")
     return res if wanted is None else {name: res[name] for name in wanted}
+
+
+#: The summaries :func:`_attainments` gives: the SLO's shares and the refusals.
+ATTAINMENT_NAMES = ("ttft_attainment", "e2e_attainment", "token_itl_attainment",
+                    "slo_attainment", "n_rejected")
+
+
+def _attainments(d, output, status, stats, targets):
+    """The SLO's shares per replicate, and the requests refused: what a rate search reads.
+
+    ``d`` is :func:`_per_request`'s. Shares are of ALL requests (a rejected request misses);
+    ``slo_attainment`` counts requests within both the TTFT and the per-request ITL targets,
+    returned beside the summaries as a count (``goodput``'s numerator).
+    """
+    done = d["completed"]
+    n = output.shape[-1]
+    ttft_target, itl_target, e2e_target = targets
+    ttft_met = done if ttft_target is None else done & (d["ttft"] <= ttft_target)
+    e2e_met = done if e2e_target is None else done & (d["latency"] <= e2e_target)
+    good = ttft_met if itl_target is None else ttft_met & ~(d["itl"] > itl_target)
+    n_gaps = stats[:, _STAT["token_gaps"]]
+    n_good = good.sum(axis=-1).astype(float)
+    return {
+        "ttft_attainment": (_safe_div(ttft_met.sum(axis=-1), float(n)), "1",
+                            "share of all requests completed with TTFT within ttft_target"),
+        "e2e_attainment": (_safe_div(e2e_met.sum(axis=-1), float(n)), "1",
+                           "share of all requests completed with latency within e2e_target"),
+        "token_itl_attainment": (
+            np.divide(stats[:, _STAT["token_gaps_met"]], n_gaps, out=np.ones(n_gaps.shape),
+                      where=n_gaps > 0),
+            "1", "share of inter-token gaps within itl_target (1 without gaps)"),
+        # one-token requests have no ITL: they pass
+        "slo_attainment": (_safe_div(n_good, float(n)) if n else
+                           np.full(output.shape[0], np.nan), "1",
+                           "share of all requests completed within the TTFT/ITL targets"),
+        "n_rejected": ((status == 1).sum(axis=-1), "1", "requests rejected on arrival"),
+    }, n_good
 
 
 def _zero_div(num, den):

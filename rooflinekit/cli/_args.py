@@ -127,6 +127,8 @@ FLAGS = {
     "--tensor-parallel-size": {"type": positive_int, "default": 1, "dest": "tp",
                                "metavar": "TP", "help": "tensor-parallel degree (1)"},
     "--max-num-seqs": {"type": positive_int, "metavar": "SEQUENCES", "help": "most sequences in a batch (vLLM's name)"},
+    "--batch-size": {"type": positive_int, "metavar": "SEQUENCES",
+                     "help": "sequences decoding together"},
     "--max-num-batched-tokens": {"type": positive_int, "metavar": "TOKENS",
                                  "help": "tokens per engine step, chunked prefill (vLLM's name)"},
     "--block-size": {"type": positive_int, "default": 16, "metavar": "TOKENS",

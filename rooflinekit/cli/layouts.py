@@ -43,8 +43,8 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--gpu", positional=True)
     parser.add_argument("--num-gpus", type=whole_number(1, roofline.MAX_GPUS), required=True,
                         metavar="GPUS", help="GPUs the layouts use, all of them")
-    parser.add_argument("--batch-size", type=positive_int, default=32, metavar="SEQUENCES",
-                        help="sequences decoding together in each replica (32)")
+    add_flag(parser, "--batch-size", default=32,
+             help="sequences decoding together in each replica (32)")
     add_flag(parser, "--max-model-len", default=4096,
              help="context each sequence attends to and holds in KV [tokens] (4096)")
     parser.add_argument("--input-len", type=nonnegative_int, metavar="TOKENS",

@@ -65,8 +65,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rate", type=positive_float,
                         help="arrivals per tick/second, with --arrival poisson (1)")
     parser.add_argument("--seed", type=nonnegative_int, help="random seed (0)")
-    parser.add_argument("--batch-size", type=positive_int, default=8, metavar="SEQUENCES",
-                        help="static batching's batch size (8)")
+    add_flag(parser, "--batch-size", default=8, help="static batching's batch size (8)")
     add_flag(parser, "--max-num-seqs", default=16,
              help="continuous batching: most sequences in a batch (16)")
     parser.add_argument("--kv-budget", type=positive_int, metavar="TOKENS",

@@ -65,7 +65,7 @@ _OPERATING = tuple(f"p{q}_{what}" for q in LATENCY_PERCENTILES
                    for what in ("ttft", "token_itl", "latency"))
 
 #: Runs of the search per replicate, for the work estimate: saturation, the two ends, the
-#: bisection steps of a 2 % tolerance, the operating point.
+#: steps that close a 2 % bracket (about 6), the operating point.
 _RUNS_PER_REPLICATE = 13
 
 
@@ -477,13 +477,14 @@ def _operating_point(batcher, draws, rate, parallel) -> dict:
     """Latency percentiles at ``rate`` per replica, medians over replicates [s]."""
     arrival, prompt, output = draws[:3]
     ds = run_replicates(batcher, arrival / rate, prompt, output, parallel=parallel,
-                        variables=(*_OPERATING, "mean_running"), **prefixes(draws))
+                        variables=(*_OPERATING, "mean_running"), as_dataset=False,
+                        **prefixes(draws))
     out = {}
     for q in LATENCY_PERCENTILES:
         for what in ("ttft", "token_itl", "latency"):
             name = f"p{q}_{what}"
-            out[name] = float(np.median(ds[name].values))
-    return out, float(np.median(ds["mean_running"].values))
+            out[name] = float(np.median(ds[name]))
+    return out, float(np.median(ds["mean_running"]))
 
 
 

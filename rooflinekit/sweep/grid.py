@@ -507,7 +507,10 @@ def _roofline_formula(name, out, env, grid):
         v = roofline.prefill_time(model, gpu, prompt, tp, **cached,
                                   **(grid.prefill_options or opts))
         if layout:
-            return _layout_time(_raw(v), env, grid, prompt, None)
+            # only the uncached tokens flow through the stages (a fully cached prompt still
+            # computes its last token)
+            flowing = prompt if not cached else np.maximum(prompt - cached["cached_tokens"], 1)
+            return _layout_time(_raw(v), env, grid, flowing, None)
     elif name == "cost_per_million_tokens":
         # roofline.cost_per_million_tokens, term for term (tp·n_gpus GPUs at the per-GPU price
         # for 1e6 / rate seconds), from the throughput already computed instead of a second
@@ -794,9 +797,10 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     Every variable equals the scalar formula evaluated at that cell: the sweep calls the same
     public functions, on numpy arrays shaped to broadcast, instead of looping. Without
     ``draft_tokens``, ``acceptance`` and ``prefix_share`` a sweep has neither their
-    dimensions nor their variables, and the same numbers as before they existed. The
-    techniques are modelled for a single tensor-parallel group: they do not combine with
-    ``pp`` or ``ep``. ``fits`` is
+    dimensions nor their variables, and the same numbers as before they existed. A shared
+    prefix combines with ``pp`` and ``ep`` (it is held once per pipeline, and only its uncached
+    tokens flow through the stages); speculative decoding is modelled for a single
+    tensor-parallel group and does not combine with them. ``fits`` is
     ``max_concurrent_sequences >= batch_size``: the batch's KV at ``context_length`` fits beside the
     weights and the reserve. Latency and throughput are computed whether or not a cell fits; mask
     with ``fits`` (the reductions do).
@@ -884,9 +888,9 @@ def _techniques(draft_tokens, acceptance, draft, prefix_share, *, layout):
         missing = [k for k, v in given.items() if v is None]
         raise ValueError(f"speculative decoding needs draft_tokens, acceptance and draft "
                          f"together; {', '.join(missing)} missing")
-    if layout and (draft_tokens is not None or prefix_share is not None):
-        raise ValueError("draft_tokens and prefix_share are modelled for one tensor-parallel "
-                         "group; they do not combine with pp or ep")
+    if layout and draft_tokens is not None:
+        raise ValueError("draft_tokens (speculative decoding) is modelled for one "
+                         "tensor-parallel group; it does not combine with pp or ep")
     k = _axis_values("draft_tokens", draft_tokens, lo=0, allow_none=True)
     alpha = _share_values("acceptance", acceptance)
     share = _share_values("prefix_share", prefix_share)
