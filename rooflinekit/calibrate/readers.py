@@ -119,6 +119,7 @@ def _number(value, label: str, field: str, *, required: bool = True):
         if required:
             raise ValueError(f"{label}: field {field!r} is missing")
         return None
+    # a field of the wrong kind is a bad file, not a bad argument: ValueError, as for bad JSON
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{label}: field {field!r} must be a number; got {describe(value)}")
     number = float(value)
@@ -128,14 +129,15 @@ def _number(value, label: str, field: str, *, required: bool = True):
     return number
 
 
-def _table(rows: list[dict], label: str) -> xr.Dataset:
-    """:func:`measurements_from_records` of the rows; errors name the file, and the table
-    remembers it (``attrs["file"]``) as :func:`read_measurements` does."""
+def _table(rows: list[dict], label: str, report) -> xr.Dataset:
+    """:func:`measurements_from_records` of the rows; errors name the file, and a table read
+    from a file remembers it (``attrs["file"]``) as :func:`read_measurements` does."""
     try:
         ds = measurements_from_records(rows)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{label}: {exc}") from None
-    ds.attrs["file"] = label
+    if isinstance(report, (str, Path)) and label == str(Path(report)):
+        ds.attrs["file"] = label
     return ds
 
 
@@ -329,7 +331,7 @@ def read_vllm_latency(result, *, model: str, gpu: str, tp: int = 1, batch_size: 
                   f"iterations={iterations if iterations is not None else '?'})")
     row["source"] = source
     row["notes"] = how
-    return _table([row], label)
+    return _table([row], label, result)
 
 
 # -- GuideLLM ----------------------------------------------------------------------------------
@@ -467,7 +469,7 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
                      + ("the strategy's" if kind in ("synchronous", "concurrent")
                         else "the time-averaged concurrency"),
         })
-    return _table(rows, label)
+    return _table(rows, label, report)
 
 
 # -- trtllm-bench ------------------------------------------------------------------------------
@@ -676,4 +678,4 @@ def read_trtllm_bench(report, *, model: str, gpu: str, tp: int | None = None,
                  f"concurrency" + (f"; backend {backend}" if backend else "")
                  + (f"; ep_size={ep:g}" if ep is not None else ""),
     }
-    return _table([row], label)
+    return _table([row], label, report)
