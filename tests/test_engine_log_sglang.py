@@ -20,7 +20,8 @@ LLAMA = catalog.model("llama-3.1-8b")
 # Llama-3.1-8B: 32 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes (bf16) per token
 BYTES_PER_TOKEN = 32 * 8 * 128 * 2 * 2
 # an MLA pool's line (memory_pool.py, MLATokenToKVPool)
-MLA_LINE = "[2025-06-02 10:00:02 DP0 TP0 EP0] KV Cache is allocated. #tokens: 524288, KV size: 17.16 GB"
+MLA_LINE = ("[2025-06-02 10:00:02 DP0 TP0 EP0] KV Cache is allocated. #tokens: 524288, "
+            "KV size: 17.16 GB")
 
 
 def test_parse_sglang_kv_log():

@@ -315,7 +315,7 @@ def test_cross_validate_by_engine_over_the_readers():
 
 
 def test_vllm_result_takes_kv_dtype_and_engine():
-    path = Path(__file__).parent / "data" / "measurements" / "vllm_result_lambda_h100_llama3_8b.json"
+    path = DATA.parent / "measurements" / "vllm_result_lambda_h100_llama3_8b.json"
     plain = _row(read_vllm_result(path, **WHERE))
     tagged = _row(read_vllm_result(path, kv_dtype="fp8", engine="vllm 0.6.1", **WHERE))
     assert (plain["kv_dtype"], plain["engine"]) == ("", "")

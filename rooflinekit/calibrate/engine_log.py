@@ -67,6 +67,10 @@ def parse_vllm_kv_log(text: str) -> dict:
         prints), ``gpu_memory_utilization`` [1], ``num_blocks``, ``kv_cache_tokens``,
         ``max_model_len`` [tokens] and ``max_concurrency`` [1]. Absent figures are absent keys.
 
+    See Also
+    --------
+    parse_sglang_kv_log, compare_engine_log
+
     Notes
     -----
     Covers the V0 engine's one-line ``Memory profiling results: total_gpu_memory=...`` and
@@ -108,17 +112,18 @@ def _figures(text: str, patterns) -> dict:
 _COUNTS = ("num_blocks", "kv_cache_tokens", "max_model_len", "max_running_requests",
            "page_size")
 
-# SGLang prints GB for sizes divided by 2**30 (memory_pool.py: GB = 1024 * 1024 * 1024)
+# SGLang prints GB for sizes divided by 2**30 (memory_pool.py: GB = 1024 * 1024 * 1024). The
+# gaps within a line are bounded so that a hostile line cannot make the search quadratic.
 _SGLANG_PATTERNS = (
     # the scheduler's view first, so that the pool's own line (below) wins where both appear
     ("kv_cache_tokens", rf"max_total_num_tokens={_NUM}", 1.0),
-    ("kv_cache_tokens", rf"KV Cache is allocated\.[^\n]*?#tokens:\s*{_NUM}", 1.0),
+    ("kv_cache_tokens", rf"KV Cache is allocated\.[^\n]{{0,200}}?#tokens:\s*{_NUM}", 1.0),
     # MHA pools print K and V apiece, MLA pools one latent cache
-    ("available_kv", (rf"KV Cache is allocated\.[^\n]*?(?<![A-Za-z])K size:\s*{_NUM}\s*GB,"
+    ("available_kv", (rf"KV Cache is allocated\.[^\n]{{0,200}}?(?<![A-Za-z])K size:\s*{_NUM}\s*GB,"
                       rf"\s*V size:\s*{_NUM}\s*GB"), units.GiB),
-    ("available_kv", rf"KV Cache is allocated\.[^\n]*?KV size:\s*{_NUM}\s*GB", units.GiB),
-    ("weights", rf"Load weight end\.[^\n]*?mem usage={_NUM}\s*GB", units.GiB),
-    ("max_model_len", rf"max_total_num_tokens=[^\n]*?context_len={_NUM}", 1.0),
+    ("available_kv", rf"KV Cache is allocated\.[^\n]{{0,200}}?KV size:\s*{_NUM}\s*GB", units.GiB),
+    ("weights", rf"Load weight end\.[^\n]{{0,400}}?mem usage={_NUM}\s*GB", units.GiB),
+    ("max_model_len", rf"max_total_num_tokens=[^\n]{{0,400}}?context_len={_NUM}", 1.0),
     ("max_running_requests", rf"max_running_requests={_NUM}", 1.0),
     ("mem_fraction_static", rf"mem_fraction_static={_NUM}", 1.0),
     ("page_size", rf"(?<![A-Za-z_])page_size={_NUM}", 1.0),
@@ -151,6 +156,10 @@ def parse_sglang_kv_log(text: str) -> dict:
     TypeError
         ``text`` not a string.
 
+    See Also
+    --------
+    parse_vllm_kv_log, compare_engine_log
+
     Notes
     -----
     The lines read::
@@ -166,10 +175,6 @@ def parse_sglang_kv_log(text: str) -> dict:
     0 takes padded tokens), so its bytes hold one page more than ``#tokens``. Unlike vLLM,
     SGLang logs no maximum concurrency: ``max_running_requests`` is a cap on the batch, not
     ``kv_cache_tokens / max_model_len``.
-
-    See Also
-    --------
-    parse_vllm_kv_log, compare_engine_log
 
     References
     ----------
@@ -242,15 +247,21 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
         If the log has neither a memory profile nor an available-KV figure, or no
         ``max_model_len`` is known, or ``engine`` is not one of :data:`ENGINES`.
 
+    See Also
+    --------
+    parse_vllm_kv_log, parse_sglang_kv_log
+
     Notes
     -----
     SGLang's pool holds one page beyond its ``#tokens`` (its padding slot), so against an SGLang
     log ours reads about ``page_size`` tokens more, well inside the ±0.005 GiB to which the log
     prints each of the K and V sizes.
 
-    See Also
-    --------
-    parse_vllm_kv_log, parse_sglang_kv_log
+    References
+    ----------
+    .. [1] vLLM ``vllm/v1/core/kv_cache_utils.py`` (KV cache log lines).
+    .. [2] SGLang ``python/sglang/srt/mem_cache/memory_pool.py`` at
+       ``000ccdba94d4ed75d4fab7b1dac5f8ebcaaee7e8`` (the pool's size and padding slot).
     """
 
     check_type("model", model, ModelShape)

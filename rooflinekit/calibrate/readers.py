@@ -267,17 +267,17 @@ def read_vllm_latency(result, *, model: str, gpu: str, tp: int = 1, batch_size: 
     TypeError
         An argument of the wrong kind.
 
+    See Also
+    --------
+    rooflinekit.calibrate.read_vllm_result : ``vllm bench serve`` results.
+    read_guidellm_report, read_trtllm_bench : the other engine benchmark readers.
+
     Notes
     -----
     With chunked prefill (vLLM V1's default) a batch whose ``batch_size × prompt_tokens``
     exceeds ``--max-num-batched-tokens`` is prefilled over several steps, some overlapping the
     first decodes; keep the product within that budget for rows that mean what they say. The
     latency includes sampling and detokenization (``--disable-detokenize`` removes the latter).
-
-    See Also
-    --------
-    rooflinekit.calibrate.read_vllm_result : ``vllm bench serve`` results.
-    read_guidellm_report, read_trtllm_bench : the other engine benchmark readers.
 
     References
     ----------
@@ -478,7 +478,7 @@ _NUM = r"([-+]?[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
 # (field of get_statistics_dict, pattern of report_statistics' logged line)
 _TRTLLM_TEXT = (
     ("engine.version", r"TensorRT[- ]?LLM Version:[ \t]*(\S+)"),
-    ("engine.model", r"(?m)^[ \t]*Model:[ \t]*(\S[^\n]*?)[ \t]*$"),
+    ("engine.model", r"(?m)^[ \t]*Model:[ \t]*(\S+)"),
     ("engine.dtype", r"(?m)^[ \t]*Dtype:[ \t]*(\S+)"),
     ("engine.kv_cache_dtype", r"(?m)^[ \t]*KV Cache Dtype:[ \t]*(\S+)"),
     ("engine.quantization", r"(?m)^[ \t]*Quantization:[ \t]*(\S+)"),
@@ -596,14 +596,14 @@ def read_trtllm_bench(report, *, model: str, gpu: str, tp: int | None = None,
     TypeError
         An argument of the wrong kind.
 
+    See Also
+    --------
+    read_vllm_latency, read_guidellm_report : the other engine benchmark readers.
+
     Notes
     -----
     TensorRT-LLM's percentiles are order statistics, ``sorted(values)[int(n × q)]``: its p50 of
     an even count is the upper of the two middle values.
-
-    See Also
-    --------
-    read_vllm_latency, read_guidellm_report : the other engine benchmark readers.
 
     References
     ----------
