@@ -156,6 +156,37 @@ BAD += [
 ]
 
 
+#: ``calibrate --from``: the engine benchmark formats and their configuration flags.
+_OUTPUTS = Path(__file__).parent / "data" / "engine_outputs"
+_RUN = ["--model", "llama-3.1-8b", "--gpu", "h100"]
+_LAT = ["calibrate", "--from", "vllm-latency",
+        str(_OUTPUTS / "vllm_latency_b8_in1024_out128.json")] + _RUN
+_LAT_CONFIG = ["--batch-size", "8", "--input-len", "1024"]
+BAD += [
+    (["calibrate", "--from", "guidellm", str(_OUTPUTS / "guidellm_report.json")], "--model"),
+    (["calibrate", "--from", "trtllm"] + _RUN, "--from trtllm"),
+    (["calibrate", "--from", "tgi", "x.json"] + _RUN, "--from"),
+    (_LAT, "--batch-size"),
+    (_LAT + ["--batch-size", "8", "--output-len", "128"], "--input-len"),
+    (_LAT + _LAT_CONFIG + ["--output-len", "128"], "--prefill-result"),
+    (_LAT + _LAT_CONFIG + ["--output-len", "1", "--prefill-result",
+                           str(_OUTPUTS / "vllm_latency_b8_in1024_out1.json")],
+     "--prefill-result"),
+    (_LAT + ["--batch-size", "0", "--input-len", "1024", "--output-len", "1"], "--batch-size"),
+    (_LAT + _LAT_CONFIG + ["--output-len", "2.5"], "--output-len"),
+    (CAL + ["--batch-size", "8"], "--batch-size"),
+    (CAL + ["--prefill-result", "prefill.json"], "--prefill-result"),
+    (CAL + ["--engine", "vllm 0.10.1"], "--engine"),
+    (CAL + ["--kv-cache-dtype", "fp8"], "--kv-cache-dtype"),
+    (["calibrate", "--from", "guidellm", str(_OUTPUTS / "guidellm_report.json")] + _RUN
+     + ["--input-len", "1024"], "--input-len"),
+    (["calibrate", "--from", "trtllm", str(_OUTPUTS / "trtllm_bench_report.json")] + _RUN
+     + ["--tp", "2"], "tp_size=1"),
+    (["calibrate", "--from", "guidellm", str(_OUTPUTS / "trtllm_bench_report.json")] + _RUN,
+     "benchmarks"),
+]
+
+
 def test_there_are_many():
     assert len(BAD) >= 40
 

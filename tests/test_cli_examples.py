@@ -30,6 +30,10 @@ FILES = {
     "result.json": DATA / "measurements" / "vllm_result_lambda_h100_llama3_8b.json",
     "path/to/config.json": DATA / "hf_configs" / "llama-3.1-8b.json",
     "h100_vllm.json": DATA / "measurements" / "calibration_public.json",
+    "benchmarks.json": DATA / "engine_outputs" / "guidellm_report.json",
+    "latency.json": DATA / "engine_outputs" / "vllm_latency_b8_in1024_out128.json",
+    "prefill.json": DATA / "engine_outputs" / "vllm_latency_b8_in1024_out1.json",
+    "report.json": DATA / "engine_outputs" / "trtllm_bench_report.json",
 }
 
 #: Arguments appended to an example (a later option wins in argparse), with the reason.

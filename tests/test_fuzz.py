@@ -436,3 +436,61 @@ def test_bad_input_is_refused_cleanly(name, arg, bad, baselines):
     assert not _has_nan(result), f"{name}({arg}={bad!r}) returned NaN"
     if bad not in SHAPES:
         pytest.fail(f"{name}({arg}={BAD[bad]!r}) was accepted")
+
+
+# -- the engine benchmark readers of rooflinekit.calibrate (outside rooflinekit.__all__) -----------
+
+from pathlib import Path
+
+_OUTPUTS = Path(__file__).parent / "data" / "engine_outputs"
+_WHERE = {"model": "llama-3.1-8b", "gpu": "H100-SXM-80GB"}
+_TEXT_OK = ("string",)         # "3" is a name like any other, or a path (absent: OSError)
+READER_REGISTRY = {
+    "read_vllm_latency": _entry(
+        rk.calibrate.read_vllm_latency,
+        kwargs={**_WHERE, "result": _OUTPUTS / "vllm_latency_b8_in1024_out128.json",
+                "batch_size": 8, "prompt_tokens": 1024, "output_tokens": 128, "ttft_ms": 195.0},
+        spoil=("model", "gpu", "tp", "batch_size", "prompt_tokens", "output_tokens", "ttft_ms",
+               "dtype", "kv_dtype", "statistic", "engine", "source", "result", "prefill"),
+        valid={"model": _TEXT_OK, "gpu": _TEXT_OK, "engine": _TEXT_OK + OPTIONAL,
+               "source": _TEXT_OK + OPTIONAL, "dtype": OPTIONAL, "kv_dtype": OPTIONAL,
+               "ttft_ms": CONTEXT_OK, "prefill": OPTIONAL + _TEXT_OK, "result": _TEXT_OK}),
+    "read_guidellm_report": _entry(
+        rk.calibrate.read_guidellm_report,
+        kwargs={**_WHERE, "report": _OUTPUTS / "guidellm_report.json"},
+        spoil=("model", "gpu", "tp", "dtype", "kv_dtype", "engine", "source", "statistic",
+               "report"),
+        valid={"model": _TEXT_OK, "gpu": _TEXT_OK, "engine": _TEXT_OK + OPTIONAL,
+               "source": _TEXT_OK + OPTIONAL, "dtype": OPTIONAL, "kv_dtype": OPTIONAL,
+               "report": _TEXT_OK}),
+    "read_trtllm_bench": _entry(
+        rk.calibrate.read_trtllm_bench,
+        kwargs={**_WHERE, "report": _OUTPUTS / "trtllm_bench_report.json"},
+        spoil=("model", "gpu", "tp", "dtype", "kv_dtype", "engine", "source", "statistic",
+               "report"),
+        valid={"model": _TEXT_OK, "gpu": _TEXT_OK, "engine": _TEXT_OK + OPTIONAL,
+               "source": _TEXT_OK + OPTIONAL, "dtype": OPTIONAL, "kv_dtype": OPTIONAL,
+               "tp": OPTIONAL, "report": _TEXT_OK}),
+    "parse_sglang_kv_log": _entry(rk.calibrate.parse_sglang_kv_log,
+                                  kwargs={"text": "max_total_num_tokens=10, context_len=4"},
+                                  spoil=("text",), valid={"text": _TEXT_OK}),
+}
+READER_CASES = [pytest.param(name, arg, bad, id=f"{name}-{arg}-{bad}")
+                for name, entry in sorted(READER_REGISTRY.items()) for arg in entry["spoil"]
+                for bad in BAD if bad not in entry["valid"].get(arg, ())]
+
+
+@pytest.mark.parametrize("name", sorted(READER_REGISTRY))
+def test_the_reader_baseline_is_valid(name):
+    _call(name, READER_REGISTRY[name], None)
+
+
+@pytest.mark.parametrize("name, arg, bad", READER_CASES)
+def test_readers_refuse_bad_arguments_cleanly(name, arg, bad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            _call(name, READER_REGISTRY[name], None, arg, BAD[bad])
+        except (ValueError, TypeError):
+            return
+    pytest.fail(f"{name}({arg}={BAD[bad]!r}) was accepted")

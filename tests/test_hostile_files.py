@@ -10,6 +10,7 @@ file the way an attacker (or a corrupt download) would produce it.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,17 @@ READERS = {
     "load_calibration": calibrate.load_calibration,
     "read_vllm_result": lambda p: calibrate.read_vllm_result(p, model="llama-3.1-8b",
                                                              gpu="H100-SXM-80GB"),
+    "read_vllm_latency": lambda p: calibrate.read_vllm_latency(
+        p, model="llama-3.1-8b", gpu="H100-SXM-80GB", batch_size=8, prompt_tokens=1024,
+        output_tokens=1),
+    "read_vllm_latency prefill": lambda p: calibrate.read_vllm_latency(
+        Path(__file__).parent / "data" / "engine_outputs" / "vllm_latency_b8_in1024_out128.json",
+        model="llama-3.1-8b", gpu="H100-SXM-80GB", batch_size=8, prompt_tokens=1024,
+        output_tokens=128, prefill=p),
+    "read_guidellm_report": lambda p: calibrate.read_guidellm_report(
+        p, model="llama-3.1-8b", gpu="H100-SXM-80GB"),
+    "read_trtllm_bench": lambda p: calibrate.read_trtllm_bench(
+        p, model="llama-3.1-8b", gpu="H100-SXM-80GB"),
 }
 
 
@@ -74,9 +86,49 @@ def test_an_ordinary_log_figure_still_reads():
     assert found["kv_cache_tokens"] == 2**53
 
 
+@pytest.mark.parametrize("line, figure", [
+    ("Average Input Length (tokens):  " + "9" * 400 + ".0000", "avg_input_length"),
+    ("[TPOT] P50    : " + "9" * 400, "tpot_percentiles"),
+])
+def test_trtllm_text_figures_beyond_any_report_are_refused(line, figure, tmp_path):
+    path = tmp_path / "trtllm.log"
+    path.write_text("= REQUEST DETAILS \n" + line + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=figure) as info:
+        calibrate.read_trtllm_bench(path, model="llama-3.1-8b", gpu="H100-SXM-80GB")
+    assert str(path) in str(info.value)
+
+
+ENGINE_READERS = ("read_vllm_latency", "read_guidellm_report", "read_trtllm_bench")
+
+
+@pytest.mark.parametrize("reader", ENGINE_READERS)
+def test_engine_readers_refuse_a_file_too_large_to_be_a_report(reader, tmp_path, monkeypatch):
+    from rooflinekit.calibrate import readers
+
+    monkeypatch.setattr(readers, "MAX_REPORT_BYTES", 1000)
+    path = tmp_path / "huge.json"
+    path.write_text('{"x": "' + "a" * 2000 + '"}', encoding="utf-8")
+    with pytest.raises(ValueError, match="larger than") as info:
+        READERS[reader](path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("reader", ENGINE_READERS)
+def test_engine_readers_refuse_a_file_that_is_not_text(reader, tmp_path):
+    path = tmp_path / "binary.json"
+    path.write_bytes(b'{"avg_latency": \xff\xfe}')
+    with pytest.raises(ValueError, match="not UTF-8") as info:
+        READERS[reader](path)
+    assert str(path) in str(info.value)
+
+
 @pytest.mark.parametrize("command", [
     ["capacity", "{path}", "lab", "--tp", "1"],
     ["calibrate", "{path}", "--resamples", "2"],
+    ["calibrate", "--from", "guidellm", "{path}", "--model", "llama-3.1-8b", "--gpu", "h100"],
+    ["calibrate", "--from", "trtllm", "{path}", "--model", "llama-3.1-8b", "--gpu", "h100"],
+    ["calibrate", "--from", "vllm-latency", "{path}", "--model", "llama-3.1-8b", "--gpu", "h100",
+     "--batch-size", "8", "--input-len", "1024", "--output-len", "1"],
     ["simulate", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", "{path}"],
 ])
 def test_commands_reading_a_hostile_file_exit_2_in_one_line(command, hostile, capsys):

@@ -1,12 +1,20 @@
 """Calibration against measured runs: the measurement format, engine logs, the fit.
 
 - :mod:`~rooflinekit.calibrate.measurements`: the measurement table and its readers;
-- :mod:`~rooflinekit.calibrate.engine_log`: vLLM's start-up KV log beside our budget;
+- :mod:`~rooflinekit.calibrate.readers`: engine benchmark outputs (``vllm bench latency``,
+  GuideLLM, ``trtllm-bench``) as measurement rows;
+- :mod:`~rooflinekit.calibrate.engine_log`: vLLM's and SGLang's start-up KV logs beside our
+  budget;
 - :mod:`~rooflinekit.calibrate.model`: :class:`Calibration` (fitted knobs) and :func:`predict`;
 - :mod:`~rooflinekit.calibrate.fit`: :func:`calibrate` and :func:`cross_validate`.
 """
 
-from rooflinekit.calibrate.engine_log import compare_engine_log, parse_vllm_kv_log
+from rooflinekit.calibrate.engine_log import (
+                                       ENGINES,
+                                       compare_engine_log,
+                                       parse_sglang_kv_log,
+                                       parse_vllm_kv_log,
+)
 from rooflinekit.calibrate.fit import (
                                        DEFAULT_BOUNDS,
                                        FOLD,
@@ -39,6 +47,12 @@ from rooflinekit.calibrate.model import (
                                        predict,
                                        save_calibration,
 )
+from rooflinekit.calibrate.readers import (
+                                       MAX_REPORT_BYTES,
+                                       read_guidellm_report,
+                                       read_trtllm_bench,
+                                       read_vllm_latency,
+)
 
 __all__ = [
     "MEASUREMENT", "PHASE", "PARAMETER", "FOLD", "PHASES", "PARAMETERS", "MEASUREMENT_COLUMNS",
@@ -47,4 +61,6 @@ __all__ = [
     "write_measurements", "read_vllm_result", "concat_measurements",
     "Calibration", "CalibrationResult", "CrossValidationResult",
     "predict", "calibrate", "cross_validate", "save_calibration", "load_calibration",
-    "parse_vllm_kv_log", "compare_engine_log", "MAX_RESAMPLES"]
+    "parse_vllm_kv_log", "compare_engine_log", "MAX_RESAMPLES",
+    "parse_sglang_kv_log", "ENGINES", "read_vllm_latency", "read_guidellm_report",
+    "read_trtllm_bench", "MAX_REPORT_BYTES"]

@@ -1,12 +1,18 @@
-"""vLLM's start-up KV-cache log beside our engine-style KV budget.
+"""vLLM's and SGLang's start-up KV-cache logs beside our engine-style KV budget.
 
-:func:`parse_vllm_kv_log` reads vLLM's memory-profiling and KV-cache start-up lines;
-:func:`compare_engine_log` holds :func:`rooflinekit.memory.engine_kv_cache` next to them, so the
-weight model and the block arithmetic can be checked against a real engine.
+:func:`parse_vllm_kv_log` reads vLLM's memory-profiling and KV-cache start-up lines,
+:func:`parse_sglang_kv_log` SGLang's (the same figures under the same keys);
+:func:`compare_engine_log` holds :func:`rooflinekit.memory.engine_kv_cache` next to either, so
+the weight model and the block arithmetic can be checked against a real engine.
 
 References
 ----------
 .. [1] vLLM ``vllm/v1/core/kv_cache_utils.py`` (KV cache log lines).
+.. [2] SGLang ``python/sglang/srt/mem_cache/memory_pool.py`` at
+   ``000ccdba94d4ed75d4fab7b1dac5f8ebcaaee7e8``, ``python/sglang/srt/managers/scheduler.py`` at
+   ``d51c1c21d1ac07cd5d1de9ead6c99087d8428e79`` and
+   ``python/sglang/srt/model_executor/model_runner.py`` at
+   ``0005834cdb2a5b7472789ccbf0d3361b5cf853b8`` (start-up log lines).
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ from rooflinekit.hardware import GPU
 from rooflinekit.memory import engine_kv_cache
 from rooflinekit.models import ModelShape
 
-__all__ = ["parse_vllm_kv_log", "compare_engine_log"]
+__all__ = ["parse_vllm_kv_log", "parse_sglang_kv_log", "compare_engine_log", "ENGINES"]
+
+#: The engines whose start-up logs :func:`compare_engine_log` reads.
+ENGINES = ("vllm", "sglang")
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 _LOG_PATTERNS = (
@@ -58,6 +67,10 @@ def parse_vllm_kv_log(text: str) -> dict:
         prints), ``gpu_memory_utilization`` [1], ``num_blocks``, ``kv_cache_tokens``,
         ``max_model_len`` [tokens] and ``max_concurrency`` [1]. Absent figures are absent keys.
 
+    See Also
+    --------
+    parse_sglang_kv_log, compare_engine_log
+
     Notes
     -----
     Covers the V0 engine's one-line ``Memory profiling results: total_gpu_memory=...`` and
@@ -67,18 +80,26 @@ def parse_vllm_kv_log(text: str) -> dict:
     The log rounds GiB to two decimals, so figures derived from them carry ±0.005 GiB.
     """
     check_string("text", text, allow_empty=True)
+    return _figures(text, _LOG_PATTERNS)
+
+
+def _figures(text: str, patterns) -> dict:
+    """The last match of each pattern, in SI units, bounded; counts as ``int``."""
     found = {}
-    for key, pattern, factor in _LOG_PATTERNS:
+    for key, pattern, factor in patterns:
         matches = re.findall(pattern, text)
         if matches:
-            value = float(matches[-1].replace(",", "")) * factor
+            # a pattern with several groups (K and V sizes) adds them
+            groups = matches[-1] if isinstance(matches[-1], tuple) else (matches[-1],)
+            value = sum(float(g.replace(",", "")) for g in groups) * factor
             # a figure no engine prints (a corrupt or hostile log) would overflow the arithmetic
             if not value <= MAX_MAGNITUDE:
+                shown = max(groups, key=len)
                 raise ValueError(f"text: the log's {key} figure must be at most "
-                                 f"{MAX_MAGNITUDE:g}; got {matches[-1][:40]}"
-                                 f"{'...' if len(matches[-1]) > 40 else ''}")
+                                 f"{MAX_MAGNITUDE:g}; got {shown[:40]}"
+                                 f"{'...' if len(shown) > 40 else ''}")
             found[key] = value
-    for key in ("num_blocks", "kv_cache_tokens", "max_model_len"):
+    for key in _COUNTS:
         if key in found:
             if found[key] > MAX_COUNT:
                 raise ValueError(f"text: the log's {key} figure must be at most 2**53 = "
@@ -87,27 +108,124 @@ def parse_vllm_kv_log(text: str) -> dict:
     return found
 
 
-def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int = 16,
-                       max_model_len: int | None = None, weights: str = "model") -> dict:
-    """Our engine-style KV budget (:func:`rooflinekit.memory.engine_kv_cache`) beside vLLM's log.
+#: Figures that are counts (tokens, blocks, requests), kept as ``int``.
+_COUNTS = ("num_blocks", "kv_cache_tokens", "max_model_len", "max_running_requests",
+           "page_size")
+
+# SGLang prints GB for sizes divided by 2**30 (memory_pool.py: GB = 1024 * 1024 * 1024). The
+# gaps within a line are bounded so that a hostile line cannot make the search quadratic.
+_SGLANG_PATTERNS = (
+    # the scheduler's view first, so that the pool's own line (below) wins where both appear
+    ("kv_cache_tokens", rf"max_total_num_tokens={_NUM}", 1.0),
+    ("kv_cache_tokens", rf"KV Cache is allocated\.[^\n]{{0,200}}?#tokens:\s*{_NUM}", 1.0),
+    # MHA pools print K and V apiece, MLA pools one latent cache
+    ("available_kv", (rf"KV Cache is allocated\.[^\n]{{0,200}}?(?<![A-Za-z])K size:\s*{_NUM}\s*GB,"
+                      rf"\s*V size:\s*{_NUM}\s*GB"), units.GiB),
+    ("available_kv", rf"KV Cache is allocated\.[^\n]{{0,200}}?KV size:\s*{_NUM}\s*GB", units.GiB),
+    ("weights", rf"Load weight end\.[^\n]{{0,400}}?mem usage={_NUM}\s*GB", units.GiB),
+    ("max_model_len", rf"max_total_num_tokens=[^\n]{{0,400}}?context_len={_NUM}", 1.0),
+    ("max_running_requests", rf"max_running_requests={_NUM}", 1.0),
+    ("mem_fraction_static", rf"mem_fraction_static={_NUM}", 1.0),
+    ("page_size", rf"(?<![A-Za-z_])page_size={_NUM}", 1.0),
+)
+
+
+def parse_sglang_kv_log(text: str) -> dict:
+    """Read SGLang's KV-cache start-up lines (the same keys as :func:`parse_vllm_kv_log`).
+
+    Parameters
+    ----------
+    text : str
+        Log text (any amount; the last occurrence of each figure wins, so with several
+        tensor-parallel ranks logging, the last rank's).
+
+    Returns
+    -------
+    dict
+        The figures found, in SI units: ``kv_cache_tokens`` [tokens] (the pool's ``#tokens``,
+        else the scheduler's ``max_total_num_tokens``), ``available_kv`` [bytes] (the KV pool
+        as allocated: K size + V size, or the MLA pool's KV size), ``weights`` [bytes] (the
+        ``mem usage`` of ``Load weight end``), ``max_model_len`` [tokens] (``context_len``),
+        ``max_running_requests`` [1], ``mem_fraction_static`` [1] and ``page_size`` [tokens]
+        (from the printed ``server_args``). Absent figures are absent keys.
+
+    Raises
+    ------
+    ValueError
+        A figure beyond any engine's (more than 1e30, or a count above 2**53).
+    TypeError
+        ``text`` not a string.
+
+    See Also
+    --------
+    parse_vllm_kv_log, compare_engine_log
+
+    Notes
+    -----
+    The lines read::
+
+        Load weight end. type=LlamaForCausalLM, ..., avail mem=61.46 GB, mem usage=14.99 GB.
+        KV Cache is allocated. #tokens: 426953, K size: 26.07 GB, V size: 26.07 GB
+        KV Cache is allocated. #tokens: 524288, KV size: 17.16 GB              (MLA models)
+        max_total_num_tokens=426953, chunked_prefill_size=8192, max_prefill_tokens=16384,
+        max_running_requests=4096, context_len=131072
+
+    SGLang's "GB" are GiB (``GB = 1024 * 1024 * 1024`` in ``memory_pool.py``), printed with
+    two decimals: ±0.005 GiB per figure. The pool allocates ``#tokens + page_size`` slots (slot
+    0 takes padded tokens), so its bytes hold one page more than ``#tokens``. Unlike vLLM,
+    SGLang logs no maximum concurrency: ``max_running_requests`` is a cap on the batch, not
+    ``kv_cache_tokens / max_model_len``.
+
+    References
+    ----------
+    .. [1] SGLang ``python/sglang/srt/mem_cache/memory_pool.py`` at
+       ``000ccdba94d4ed75d4fab7b1dac5f8ebcaaee7e8`` (``MHATokenToKVPool``,
+       ``MLATokenToKVPool``: "KV Cache is allocated"); ``python/sglang/srt/managers/
+       scheduler.py`` at ``d51c1c21d1ac07cd5d1de9ead6c99087d8428e79`` (``max_total_num_tokens=
+       ..., context_len=...``; later versions insert ``chunked_prefill_size``);
+       ``python/sglang/srt/model_executor/model_runner.py`` at
+       ``0005834cdb2a5b7472789ccbf0d3361b5cf853b8`` ("Load weight end").
+    """
+    check_string("text", text, allow_empty=True)
+    return _figures(text, _SGLANG_PATTERNS)
+
+
+def _engine_of(text: str) -> str:
+    """The engine whose start-up lines ``text`` holds: SGLang's pool or scheduler line, else
+    vLLM."""
+    return "sglang" if re.search(r"KV Cache is allocated\.|max_total_num_tokens=", text) \
+        else "vllm"
+
+
+def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int | None = None,
+                       max_model_len: int | None = None, weights: str = "model",
+                       engine: str | None = None) -> dict:
+    """Our engine-style KV budget (:func:`rooflinekit.memory.engine_kv_cache`) beside an
+    engine's start-up log (vLLM's or SGLang's).
 
     Parameters
     ----------
     model : ModelShape
         The served model (weights and KV format as served).
     log : str or mapping
-        The start-up log text, or the dict :func:`parse_vllm_kv_log` returns.
+        The start-up log text, or the dict :func:`parse_vllm_kv_log` or
+        :func:`parse_sglang_kv_log` returns.
     tp : int
-        Tensor-parallel degree; vLLM logs one rank. Default 1.
-    block_size : int
-        KV block size in tokens (vLLM's ``--block-size``, default 16).
+        Tensor-parallel degree; the engine logs one rank. Default 1.
+    block_size : int, optional
+        KV block size in tokens: vLLM's ``--block-size`` (default 16), SGLang's ``--page-size``
+        (default the logged ``page_size``, else 1).
     max_model_len : int, optional
-        Tokens per request for the concurrency figure; default the one the log names.
+        Tokens per request for the concurrency figure; default the one the log names (vLLM's
+        "Maximum concurrency for L tokens", SGLang's ``context_len``).
     weights : {"model", "logged"}
         Whose weight bytes to subtract in "profile" mode: ours (``model.weight_bytes / tp``,
         default, so our weight model is under test too) or the engine's logged figure (isolates
         the block arithmetic). The two differ by the buffers an engine loads beside the
         parameters.
+    engine : {"vllm", "sglang"}, optional
+        Whose log it is. Default: read from the text (SGLang's "KV Cache is allocated" or
+        ``max_total_num_tokens=`` lines, else vLLM); a mapping is taken as vLLM's unless given.
 
     Returns
     -------
@@ -119,25 +237,53 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int =
         memory, utilisation and the profiled components were logged (our weights replace the
         logged ones, so the weight model is under test too), or ``"available"`` when only the
         available KV memory was (then it is the input, and the block arithmetic is what is
-        compared).
+        compared); ``engine_name``: whose log it was. SGLang logs no memory profile, so its mode is
+        always "available" (its allocated K + V bytes are the input) and its ``engine`` dict
+        adds ``max_running_requests`` where logged.
 
     Raises
     ------
     ValueError
         If the log has neither a memory profile nor an available-KV figure, or no
-        ``max_model_len`` is known.
+        ``max_model_len`` is known, or ``engine`` is not one of :data:`ENGINES`.
+
+    See Also
+    --------
+    parse_vllm_kv_log, parse_sglang_kv_log
+
+    Notes
+    -----
+    SGLang's pool holds one page beyond its ``#tokens`` (its padding slot), so against an SGLang
+    log ours reads about ``page_size`` tokens more, well inside the ±0.005 GiB to which the log
+    prints each of the K and V sizes.
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/v1/core/kv_cache_utils.py`` (KV cache log lines).
+    .. [2] SGLang ``python/sglang/srt/mem_cache/memory_pool.py`` at
+       ``000ccdba94d4ed75d4fab7b1dac5f8ebcaaee7e8`` (the pool's size and padding slot).
     """
 
     check_type("model", model, ModelShape)
-    found = parse_vllm_kv_log(log) if isinstance(log, str) else dict(log)
+    if engine is None:
+        engine = _engine_of(log) if isinstance(log, str) else "vllm"
+    check_one_of("engine", engine, ENGINES)
+    if isinstance(log, str):
+        found = parse_sglang_kv_log(log) if engine == "sglang" else parse_vllm_kv_log(log)
+    else:
+        found = dict(log)
+    if block_size is None:
+        block_size = int(found.get("page_size", 1)) if engine == "sglang" else 16
     if max_model_len is None:
         max_model_len = found.get("max_model_len")
     if max_model_len is None:
-        raise ValueError("max_model_len is unknown: the log has no 'Maximum concurrency for L "
-                         "tokens per request' line; pass max_model_len=")
+        line = ("'max_total_num_tokens=..., context_len=L' line" if engine == "sglang" else
+                "'Maximum concurrency for L tokens per request' line")
+        raise ValueError(f"max_model_len is unknown: the log has no {line}; pass "
+                         f"max_model_len=")
     check_one_of("weights", weights, ("model", "logged"))
     ours_weights = model.weight_bytes / tp
-    if {"total_gpu_memory", "gpu_memory_utilization"} <= set(found) and (
+    if engine == "vllm" and {"total_gpu_memory", "gpu_memory_utilization"} <= set(found) and (
             "activation_peak" in found or ("peak_torch" in found and "weights" in found)):
         activation = found.get("activation_peak")
         if activation is None:
@@ -159,6 +305,9 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int =
                   "gpu_memory_utilization": 1.0, "activation_peak_bytes": 0.0,
                   "non_torch_bytes": 0.0}
         mode = "available"
+    elif engine == "sglang":
+        raise ValueError("the SGLang log has no 'KV Cache is allocated. #tokens: N, K size: "
+                         "X GB, V size: Y GB' (or 'KV size') line")
     else:
         raise ValueError("the log has neither a memory profile (total_gpu_memory, "
                          "gpu_memory_utilization, activation or peak torch memory) nor an "
@@ -170,22 +319,24 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int =
                            activation_peak_bytes=inputs["activation_peak_bytes"],
                            non_torch_bytes=inputs["non_torch_bytes"], block_size=block_size,
                            max_model_len=int(max_model_len))
-    engine = {}
+    logged = {}
     if "available_kv" in found:
-        engine["available_bytes"] = found["available_kv"]
+        logged["available_bytes"] = found["available_kv"]
     if "num_blocks" in found:
-        engine["num_blocks"] = found["num_blocks"]
+        logged["num_blocks"] = found["num_blocks"]
     if "kv_cache_tokens" in found:
-        engine["kv_cache_tokens"] = found["kv_cache_tokens"]
-        engine.setdefault("num_blocks", found["kv_cache_tokens"] // block_size)
+        logged["kv_cache_tokens"] = found["kv_cache_tokens"]
+        logged.setdefault("num_blocks", found["kv_cache_tokens"] // block_size)
     elif "num_blocks" in found:
-        engine["kv_cache_tokens"] = found["num_blocks"] * block_size
+        logged["kv_cache_tokens"] = found["num_blocks"] * block_size
     if "max_concurrency" in found:
-        engine["max_concurrency"] = found["max_concurrency"]
+        logged["max_concurrency"] = found["max_concurrency"]
     if "weights" in found:
-        engine["weights_bytes"] = found["weights"]
+        logged["weights_bytes"] = found["weights"]
+    if "max_running_requests" in found:
+        logged["max_running_requests"] = found["max_running_requests"]
     return {"ours": {"weights_bytes": ours_weights,
                      **{k: ours[k] for k in ("available_bytes", "num_blocks", "kv_cache_tokens",
                                              "max_concurrency")}},
-            "engine": engine, "inputs": inputs, "mode": mode,
+            "engine": logged, "engine_name": engine, "inputs": inputs, "mode": mode,
             "max_model_len": int(max_model_len), "bytes_per_block": ours["bytes_per_block"]}

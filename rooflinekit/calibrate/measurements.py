@@ -329,7 +329,8 @@ def _stat(result: Mapping, metric: str, statistic: str):
 
 def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | None = None,
                      source: str | None = None, batch_size: float | None = None,
-                     statistic: str = "median") -> xr.Dataset:
+                     statistic: str = "median", kv_dtype: str | None = None,
+                     engine: str | None = None) -> xr.Dataset:
     """One measurement row from the result JSON of ``vllm bench serve --save-result``.
 
     The file holds client-side statistics (``mean_ttft_ms``, ``median_tpot_ms``,
@@ -356,12 +357,22 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
         ``request_throughput × mean end-to-end latency``; otherwise ``completed``.
     statistic : {"median", "mean"}
         Which statistic of TTFT, TPOT and ITL to record. Default "median".
+    kv_dtype : str, optional
+        KV-cache format if it differs from the model's (``--kv-cache-dtype fp8`` → "fp8").
+    engine : str, optional
+        The ``engine`` column ("vllm 0.10.1"); the file does not record the server's version.
+        Default blank.
 
     Returns
     -------
     xarray.Dataset
         One row in the format of :func:`measurements_from_records`; prompt and output lengths are
         the means ``total_input_tokens / completed`` and ``total_output_tokens / completed``.
+
+    See Also
+    --------
+    rooflinekit.calibrate.read_vllm_latency, rooflinekit.calibrate.read_guidellm_report,
+    rooflinekit.calibrate.read_trtllm_bench : the other engine benchmark readers.
 
     References
     ----------
@@ -395,7 +406,8 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
         source = (f"vllm bench serve {label} (model_id={result.get('model_id', '?')}, "
                   f"date={result.get('date', '?')})")
     row = {
-        "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "batch_size": batch_size,
+        "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "kv_dtype": kv_dtype,
+        "engine": engine, "batch_size": batch_size,
         "prompt_tokens": float(result["total_input_tokens"]) / completed,
         "output_tokens": float(result["total_output_tokens"]) / completed,
         "ttft_ms": _stat(result, "ttft", statistic),

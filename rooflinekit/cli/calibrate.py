@@ -15,7 +15,10 @@ from rooflinekit.calibrate import (
     calibrate,
     concat_measurements,
     cross_validate,
+    read_guidellm_report,
     read_measurements,
+    read_trtllm_bench,
+    read_vllm_latency,
     read_vllm_result,
     save_calibration,
 )
@@ -26,6 +29,7 @@ from rooflinekit.cli._args import (
     examples,
     nonnegative_int,
     number,
+    positive_int,
     whole_number,
 )
 from rooflinekit.cli._output import check_output_path, emit, write_output
@@ -37,22 +41,64 @@ NAME = "calibrate"
 HELP = "fit efficiency factors to measured runs"
 DESCRIPTION = "Fit compute/bandwidth efficiency and per-step overhead to measurements."
 EPILOG = examples(NAME, "runs.csv --cv kfold", "--vllm-result result.json --model llama-3.1-8b "
-                  "--gpu h100 --fit step_overhead")
+                  "--gpu h100 --fit step_overhead",
+                  "--from guidellm benchmarks.json --model llama-3.1-8b --gpu h100 "
+                  "--engine 'vllm 0.10.1'",
+                  "--from vllm-latency latency.json --prefill-result prefill.json --model "
+                  "llama-3.1-8b --gpu h100 --batch-size 8 --input-len 1024 --output-len 128 "
+                  "--fit step_overhead",
+                  "--from trtllm report.json --model llama-3.1-8b --gpu h100 "
+                  "--fit step_overhead")
+
+#: What ``--from`` reads the FILE arguments as: format -> what it is.
+FORMATS = {
+    "measurements": "measurement files (.csv or .json)",
+    "vllm-serve": "`vllm bench serve --save-result` JSON (as --vllm-result)",
+    "vllm-latency": "`vllm bench latency --output-json` JSON (needs --batch-size, --input-len, "
+                    "--output-len)",
+    "guidellm": "GuideLLM JSON reports, one row per benchmark",
+    "trtllm": "`trtllm-bench throughput --streaming` reports (--report_json, or the logged text)",
+}
+#: The flags that only describe a vllm bench latency run.
+_LATENCY_FLAGS = ("--batch-size", "--input-len", "--output-len", "--prefill-result")
 
 
 def add_arguments(parser) -> None:
     """Add the ``rooflinekit calibrate`` arguments to an :mod:`argparse` (sub)parser."""
     parser.add_argument("measurements", nargs="*", metavar="FILE",
-                        help="measurement files (.csv or .json, columns above)")
+                        help="files to read, in the format --from names (default: measurement "
+                             "files, .csv or .json, columns above)")
+    parser.add_argument("--from", dest="source_format", choices=tuple(FORMATS),
+                        default="measurements", metavar="FORMAT",
+                        help="what the FILEs are: " + "; ".join(
+                            f"{name}: {what}" for name, what in FORMATS.items())
+                        + ". Every format but measurements needs --model and --gpu")
     parser.add_argument("--vllm-result", action="append", default=[], metavar="JSON",
                         help="a `vllm bench serve --save-result` JSON (repeatable); needs --model "
                              "and --gpu")
-    add_flag(parser, "--model", help="model of the --vllm-result runs (catalogue name)")
-    add_flag(parser, "--gpu", help="GPU of the --vllm-result runs (catalogue name)")
+    add_flag(parser, "--model", help="model of the runs read with --vllm-result or --from "
+             "(catalogue name)")
+    add_flag(parser, "--gpu", help="GPU of those runs (catalogue name)")
     add_flag(parser, "--tensor-parallel-size",
-             help="tensor-parallel degree of the --vllm-result runs (1)")
-    add_flag(parser, "--dtype", help="weight format of the --vllm-result runs (auto: the "
+             help="tensor-parallel degree of those runs (1; trtllm reports say their own)")
+    add_flag(parser, "--dtype", help="weight format of those runs (auto: the model's; trtllm "
+             "reports say their own)")
+    add_flag(parser, "--kv-cache-dtype", help="KV-cache format of those runs (auto: the "
              "model's)")
+    parser.add_argument("--engine", metavar="NAME",
+                        help="engine and version of those runs, for --cv engine ('vllm "
+                             "0.10.1'; default: what the file says: vllm for vllm-latency, "
+                             "tensorrt-llm <version> for trtllm, none otherwise)")
+    parser.add_argument("--batch-size", type=positive_int, metavar="SEQUENCES",
+                        help="--from vllm-latency: the run's --batch-size")
+    parser.add_argument("--input-len", type=positive_int, metavar="TOKENS",
+                        help="--from vllm-latency: the run's --input-len")
+    parser.add_argument("--output-len", type=positive_int, metavar="TOKENS",
+                        help="--from vllm-latency: the run's --output-len; above 1 it needs "
+                             "--prefill-result")
+    parser.add_argument("--prefill-result", metavar="JSON",
+                        help="--from vllm-latency: the same batch run with --output-len 1; its "
+                             "latency is the TTFT that splits the others into TTFT and TPOT")
     parser.add_argument("--model-config", action="append", default=[], metavar="NAME=CONFIG",
                         help="the model of a name outside the catalogue: a Hugging Face "
                              "config.json, a model folder or a cached repo id (repeatable)")
@@ -86,14 +132,41 @@ def _check(args) -> None:
     """Refuse flags that would be ignored, before reading anything."""
     if args.output is not None:
         check_output_path(args.output)
-    if not args.vllm_result:
+    fmt = args.source_format
+    runs = bool(args.vllm_result) or fmt != "measurements"
+    if not runs:
         given = [f for f, on in (("--model", args.model), ("--gpu", args.gpu),
                                  ("--tensor-parallel-size", args.tp != 1),
-                                 ("--dtype", args.dtype != "auto")) if on]
+                                 ("--dtype", args.dtype != "auto"),
+                                 ("--kv-cache-dtype", args.kv_cache_dtype != "auto"),
+                                 ("--engine", args.engine is not None)) if on]
         if given:
-            raise ValueError(f"{given[0]} describes --vllm-result runs; give --vllm-result JSON")
+            raise ValueError(f"{given[0]} describes runs read with --vllm-result or --from; "
+                             f"give --vllm-result JSON or --from FORMAT")
     elif not args.model or not args.gpu:
-        raise ValueError("--vllm-result needs --model and --gpu")
+        reader = "--vllm-result" if fmt == "measurements" else f"--from {fmt}"
+        raise ValueError(f"{reader} needs --model and --gpu")
+    if fmt != "measurements" and not args.measurements:
+        raise ValueError(f"--from {fmt} reads the FILE arguments; give at least one")
+    latency = {"--batch-size": args.batch_size, "--input-len": args.input_len,
+               "--output-len": args.output_len, "--prefill-result": args.prefill_result}
+    if fmt != "vllm-latency":
+        given = [f for f in _LATENCY_FLAGS if latency[f] is not None]
+        if given:
+            raise ValueError(f"{given[0]} describes a vllm bench latency run; give --from "
+                             f"vllm-latency")
+    else:
+        missing = [f for f in _LATENCY_FLAGS[:3] if latency[f] is None]
+        if missing:
+            raise ValueError(f"--from vllm-latency needs {', '.join(missing)}: the JSON holds "
+                             f"the latencies only, not the run's configuration")
+        if args.output_len > 1 and args.prefill_result is None:
+            raise ValueError(f"--output-len {args.output_len} runs are prefill and decode "
+                             f"together; give --prefill-result (the same batch run with "
+                             f"--output-len 1) to split them into TTFT and TPOT")
+        if args.output_len == 1 and args.prefill_result is not None:
+            raise ValueError("--prefill-result splits runs of --output-len above 1; a run of "
+                             "--output-len 1 is itself the TTFT")
     if args.folds is not None and args.cv != "kfold":
         raise ValueError("--folds applies with --cv kfold")
     for item in args.model_config:
@@ -102,14 +175,36 @@ def _check(args) -> None:
             raise ValueError(f"--model-config takes NAME=PATH, got {item!r}")
 
 
+def _read_runs(fmt, path, args):
+    """One FILE read as ``fmt`` with the configuration flags."""
+    common = {"model": args.model, "gpu": args.gpu,
+              "dtype": None if args.dtype == "auto" else args.dtype}
+    kv_dtype = None if args.kv_cache_dtype == "auto" else args.kv_cache_dtype
+    if fmt == "vllm-serve":
+        return read_vllm_result(path, tp=args.tp, kv_dtype=kv_dtype, engine=args.engine,
+                                **common)
+    if fmt == "vllm-latency":
+        return read_vllm_latency(path, tp=args.tp, kv_dtype=kv_dtype,
+                                 batch_size=args.batch_size, prompt_tokens=args.input_len,
+                                 output_tokens=args.output_len, prefill=args.prefill_result,
+                                 engine=args.engine or "vllm", **common)
+    if fmt == "guidellm":
+        return read_guidellm_report(path, tp=args.tp, kv_dtype=kv_dtype, engine=args.engine,
+                                    **common)
+    return read_trtllm_bench(path, tp=None if args.tp == 1 else args.tp, kv_dtype=kv_dtype,
+                             engine=args.engine, **common)
+
+
 def _load_cli_measurements(args):
-    tables = [read_measurements(path) for path in args.measurements]
+    fmt = args.source_format
+    if fmt == "measurements":
+        tables = [read_measurements(path) for path in args.measurements]
+    else:
+        tables = [_read_runs(fmt, path, args) for path in args.measurements]
     if args.vllm_result:
         if not args.model or not args.gpu:
             raise ValueError("--vllm-result needs --model and --gpu")
-        dtype = None if args.dtype == "auto" else args.dtype
-        tables += [read_vllm_result(path, model=args.model, gpu=args.gpu, tp=args.tp,
-                                    dtype=dtype) for path in args.vllm_result]
+        tables += [_read_runs("vllm-serve", path, args) for path in args.vllm_result]
     if not tables:
         raise ValueError("measurements is empty: give measurement files or --vllm-result")
     return tables[0] if len(tables) == 1 else concat_measurements(*tables)

@@ -1,0 +1,681 @@
+"""Engine benchmark outputs as measurement rows: ``vllm bench latency``, GuideLLM, ``trtllm-bench``.
+
+Each reader turns one tool's own output file into the measurement table of
+:func:`~rooflinekit.calibrate.measurements.measurements_from_records` (same columns, same
+validation), taking from the caller what the file does not say (model, GPU and, where the tool
+does not record it, the configuration). The result JSON of ``vllm bench serve`` is read by
+:func:`~rooflinekit.calibrate.measurements.read_vllm_result`.
+
+- :func:`read_vllm_latency`: ``vllm bench latency --output-json`` (one static batch, end to end);
+- :func:`read_guidellm_report`: a GuideLLM report (``guidellm benchmark`` / ``guidellm run``,
+  JSON output), one row per benchmark;
+- :func:`read_trtllm_bench`: the report of ``trtllm-bench throughput`` (``--report_json`` or
+  the logged text report).
+
+Every field name read here was read in the tool's own output-writing code, named in each
+reader's References. Files are read whole but bounded (:data:`MAX_REPORT_BYTES`), JSON through
+:func:`rooflinekit._validation.load_json`; a missing or malformed field raises a ``ValueError``
+naming the file and the field.
+
+References
+----------
+.. [1] vLLM ``vllm/benchmarks/latency.py`` at commit
+   ``00cae0753b8d50118a960888a6aff57f9b098ac6`` (``main``: the ``--output-json`` keys), and
+   ``benchmarks/benchmark_latency.py`` at ``00db02095a5d578c18383609a00fa0c6e7fc8db8``.
+.. [2] GuideLLM ``src/guidellm/benchmark/schemas/`` (``report.py``, ``benchmark.py``,
+   ``base.py``, ``metrics.py``), ``src/guidellm/schemas/request_stats.py`` and
+   ``src/guidellm/scheduler/strategies.py`` at ``ee7a77457ba668b4b5ccb40f110518829893b36a``;
+   ``src/guidellm/benchmark/benchmark.py`` at v0.3.0
+   (``5bc43c497a6778ac8b80e364efbce29e18149ab4``).
+.. [3] TensorRT-LLM ``tensorrt_llm/bench/dataclasses/reporting.py`` at
+   ``2787769cae353023784dce105d648bcd4d04f4d4`` (``get_statistics_dict``,
+   ``report_statistics``) and ``tensorrt_llm/bench/dataclasses/statistics.py`` at
+   ``77d7fe1eb2d89753ae33a0745d1083c133064f92``.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import math
+import numbers
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import xarray as xr
+
+from rooflinekit import units
+from rooflinekit._validation import (
+    MAX_MAGNITUDE,
+    check_one_of,
+    check_string,
+    describe,
+    load_json,
+    real_number,
+    show,
+    whole_number,
+)
+from rooflinekit.calibrate.measurements import measurements_from_records
+from rooflinekit.dtypes import dtype_name
+
+__all__ = ["MAX_REPORT_BYTES", "read_vllm_latency", "read_guidellm_report", "read_trtllm_bench"]
+
+#: The largest file a reader opens [bytes]: 256 MiB. A GuideLLM JSON keeps every request's text
+#: by default and can grow large (``--metrics kind=generative,sample_size=0`` keeps statistics
+#: only); anything bigger is refused before it is read into memory.
+MAX_REPORT_BYTES = 256 * 2**20
+
+_STATISTICS = ("median", "mean")
+
+
+# -- reading a file, bounded -------------------------------------------------------------------
+
+def _read_text(path: Path) -> str:
+    """The file's text, at most :data:`MAX_REPORT_BYTES`; a ``ValueError`` naming it otherwise."""
+    with path.open("rb") as fh:
+        data = fh.read(MAX_REPORT_BYTES + 1)
+    if len(data) > MAX_REPORT_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_REPORT_BYTES // 2**20} MiB, more than any "
+                         f"benchmark report")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text (byte {err.start}: {err.reason})") from None
+
+
+def _load(report, what: str) -> tuple[Mapping, str]:
+    """``(payload, label)`` of a path to a JSON file or an already parsed mapping."""
+    if isinstance(report, (str, Path)):
+        path = Path(report)
+        payload = load_json(io.StringIO(_read_text(path)), str(path))
+        label = str(path)
+    elif isinstance(report, Mapping):
+        payload, label = report, what
+    else:
+        raise TypeError(f"{what} must be a path or a mapping; got {describe(report)}")
+    if not isinstance(payload, Mapping):
+        raise ValueError(f"{label}: a {what} holds a JSON object; got {describe(payload)[:80]}")
+    return payload, label
+
+
+def _get(payload: Mapping, field: str, label: str, what: str, *, required: bool = True,
+         at: str = ""):
+    """The value at dotted ``field`` (``None`` where absent and not ``required``); ``at`` is
+    where ``payload`` sits in the file, for the message."""
+    value = payload
+    for key in field.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+        if value is None:
+            if required:
+                raise ValueError(f"{label}: the {what} lacks field '{at}{field}'")
+            return None
+    return value
+
+
+def _number(value, label: str, field: str, *, required: bool = True):
+    """A finite number from a file as ``float``: ``ValueError`` naming the file and field."""
+    if value is None:
+        if required:
+            raise ValueError(f"{label}: field {field!r} is missing")
+        return None
+    # a field of the wrong kind is a bad file, not a bad argument: ValueError, as for bad JSON
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{label}: field {field!r} must be a number; got {describe(value)}")
+    number = float(value)
+    if not math.isfinite(number) or abs(number) > MAX_MAGNITUDE:
+        raise ValueError(f"{label}: field {field!r} must be a finite number of at most "
+                         f"{MAX_MAGNITUDE:g}; got {show(value)}")
+    return number
+
+
+def _table(rows: list[dict], label: str, report) -> xr.Dataset:
+    """:func:`measurements_from_records` of the rows; errors name the file, and a table read
+    from a file remembers it (``attrs["file"]``) as :func:`read_measurements` does."""
+    try:
+        ds = measurements_from_records(rows)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{label}: {exc}") from None
+    if isinstance(report, (str, Path)) and label == str(Path(report)):
+        ds.attrs["file"] = label
+    return ds
+
+
+def _check_common(model, gpu, source, engine, dtype, kv_dtype):
+    check_string("model", model)
+    check_string("gpu", gpu)
+    check_string("source", source, allow_none=True)
+    check_string("engine", engine, allow_none=True, allow_empty=True)
+    for name, value in (("dtype", dtype), ("kv_dtype", kv_dtype)):
+        if check_string(name, value, allow_none=True) is not None:
+            try:
+                dtype_name(value)
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+
+
+def _format(name: str, value, label: str, given):
+    """A weight or KV format the tool printed, as our name; ``given`` (the caller's) wins."""
+    if given is not None:
+        return given
+    text = "" if value is None else str(value).strip()
+    if text.lower() in ("", "none", "null", "auto"):
+        return None
+    try:
+        return dtype_name(text)
+    except ValueError:
+        # a scheme such as W4A16_AWQ or FP8_BLOCK_SCALES names no single format: ask
+        raise ValueError(f"{label}: the report's {name} {text!r} is no format rooflinekit "
+                         f"knows; give {'dtype' if name == 'quantization' else 'kv_dtype'}= "
+                         f"(fp8, int4, ...)") from None
+
+
+# -- vllm bench latency ------------------------------------------------------------------------
+
+def _latency_ms(payload: Mapping, label: str, statistic: str) -> tuple[float, int | None]:
+    """The run's batch latency [ms] by ``statistic``, and how many iterations it summarises."""
+    if statistic == "median":
+        # json.dump writes the int percentages (10, 25, 50, ...) as string keys
+        percentiles = payload.get("percentiles")
+        if not isinstance(percentiles, Mapping) or percentiles.get("50") is None:
+            raise ValueError(f"{label}: the vllm bench latency result lacks field "
+                             f"'percentiles.50' (the median latency)")
+        seconds = _number(percentiles["50"], label, "percentiles.50")
+    else:
+        seconds = _number(_get(payload, "avg_latency", label, "vllm bench latency result"),
+                          label, "avg_latency")
+    if seconds <= 0:
+        raise ValueError(f"{label}: the batch latency must be > 0 s; got {show(seconds)}")
+    latencies = payload.get("latencies")
+    iterations = len(latencies) if isinstance(latencies, list) else None
+    return seconds / units.MS, iterations
+
+
+def read_vllm_latency(result, *, model: str, gpu: str, tp: int = 1, batch_size: int,
+                      prompt_tokens: int, output_tokens: int, dtype: str | None = None,
+                      kv_dtype: str | None = None, ttft_ms: float | None = None, prefill=None,
+                      statistic: str = "median", engine: str | None = "vllm",
+                      source: str | None = None) -> xr.Dataset:
+    """One measurement row from the JSON of ``vllm bench latency --output-json``.
+
+    ``vllm bench latency`` (formerly ``benchmarks/benchmark_latency.py``) generates one static
+    batch in process: ``--batch-size`` prompts of ``--input-len`` random tokens, each decoded to
+    exactly ``--output-len`` tokens (``ignore_eos``), and times the whole ``llm.generate`` call,
+    ``--num-iters`` times. Its JSON holds only those wall times: ``avg_latency`` [s],
+    ``std_latency`` [s] (newer versions), ``latencies`` [s] (one per iteration) and
+    ``percentiles`` [s] (keys ``"10"``, ``"25"``, ``"50"``, ``"75"``, ``"90"``, ``"99"``). The
+    configuration is not in the file, so it comes as arguments, with vLLM's flag names in mind.
+
+    What the number is: the **end-to-end latency of a static batch**, one prefill of
+    ``batch_size × prompt_tokens`` tokens followed by ``output_tokens - 1`` decode steps of the
+    whole batch. It is neither a TTFT nor a TPOT. It enters the format as follows:
+
+    - ``output_tokens == 1``: the run is one prefill step, so the latency *is* the batch's TTFT
+      (``ttft_kind="static_batch"``: all the prompts in one step);
+    - ``output_tokens > 1`` with a TTFT of the same batch (``ttft_ms=``, or ``prefill=``, the
+      JSON of the same command run with ``--output-len 1``): the row holds that TTFT and the
+      TPOT ``(latency - TTFT) / (output_tokens - 1)`` (vLLM's own TPOT definition, first token
+      excluded), the decode step of ``batch_size`` sequences;
+    - ``output_tokens > 1`` without a TTFT: refused. Splitting the latency by a modelled prefill
+      would make the row repeat the model it is meant to test.
+
+    The format has no end-to-end column because the fit (:func:`~rooflinekit.calibrate.calibrate`)
+    compares steps, TTFT and TPOT; the latency is kept in ``notes``.
+
+    Parameters
+    ----------
+    result : str, Path or mapping
+        Path of the JSON file, or its parsed content.
+    model, gpu : str
+        Catalogue names (or names given to :func:`~rooflinekit.calibrate.calibrate`).
+    tp : int
+        ``--tensor-parallel-size`` of the run. Default 1.
+    batch_size : int
+        ``--batch-size`` [sequences] (times ``--n`` when ``--n > 1``: the sequences decoded
+        together). Beam search (``--use-beam-search``) is not a batch of this kind.
+    prompt_tokens : int
+        ``--input-len`` [tokens].
+    output_tokens : int
+        ``--output-len`` [tokens], ≥ 1.
+    dtype, kv_dtype : str, optional
+        ``--quantization`` / ``--kv-cache-dtype`` when they differ from the model's.
+    ttft_ms : float, optional
+        The TTFT of the same batch [ms], ≥ 0, to split a run of ``output_tokens > 1``.
+    prefill : str, Path or mapping, optional
+        Instead of ``ttft_ms``: the JSON of the same command with ``--output-len 1``; its latency
+        (by the same ``statistic``) is the TTFT.
+    statistic : {"median", "mean"}
+        ``percentiles["50"]`` or ``avg_latency``. Default "median".
+    engine : str, optional
+        The ``engine`` column. Default "vllm" (the tool runs vLLM's engine in process; the file
+        does not say which version: give ``"vllm 0.10.1"`` to record it).
+    source : str, optional
+        Provenance; default names the file, the configuration and the iterations.
+
+    Returns
+    -------
+    xarray.Dataset
+        One row in the format of
+        :func:`~rooflinekit.calibrate.measurements.measurements_from_records`, with
+        ``output_throughput = batch_size × output_tokens / latency`` [tokens/s].
+
+    Raises
+    ------
+    ValueError
+        A configuration out of range; a field missing or not a number (naming the file and the
+        field); a latency not above the TTFT; a run of ``output_tokens > 1`` without a TTFT.
+    TypeError
+        An argument of the wrong kind.
+
+    See Also
+    --------
+    rooflinekit.calibrate.read_vllm_result : ``vllm bench serve`` results.
+    read_guidellm_report, read_trtllm_bench : the other engine benchmark readers.
+
+    Notes
+    -----
+    With chunked prefill (vLLM V1's default) a batch whose ``batch_size × prompt_tokens``
+    exceeds ``--max-num-batched-tokens`` is prefilled over several steps, some overlapping the
+    first decodes; keep the product within that budget for rows that mean what they say. The
+    latency includes sampling and detokenization (``--disable-detokenize`` removes the latter).
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/benchmarks/latency.py`` at ``00cae0753b8d50118a960888a6aff57f9b098ac6``,
+       ``main()``: the ``results`` dict written by ``--output-json``; ``benchmarks/
+       benchmark_latency.py`` at ``00db02095a5d578c18383609a00fa0c6e7fc8db8`` (the same keys
+       without ``std_latency``).
+    """
+    _check_common(model, gpu, source, engine, dtype, kv_dtype)
+    tp = whole_number("tp", tp, lo=1)
+    batch_size = whole_number("batch_size", batch_size, lo=1)
+    prompt_tokens = whole_number("prompt_tokens", prompt_tokens, lo=1)
+    output_tokens = whole_number("output_tokens", output_tokens, lo=1)
+    ttft_ms = real_number("ttft_ms", ttft_ms, lo=0, allow_none=True)
+    check_one_of("statistic", statistic, _STATISTICS)
+    if ttft_ms is not None and prefill is not None:
+        raise ValueError("give ttft_ms or prefill, not both: each is the batch's TTFT")
+    if output_tokens == 1 and (ttft_ms is not None or prefill is not None):
+        raise ValueError("a run of output_tokens=1 is itself the batch's TTFT; ttft_ms and "
+                         "prefill split runs of more output tokens")
+    payload, label = _load(result, "vllm bench latency result")
+    latency, iterations = _latency_ms(payload, label, statistic)
+    ttft_from = None
+    if prefill is not None:
+        prefill_payload, prefill_label = _load(prefill, "prefill result")
+        ttft_ms, _ = _latency_ms(prefill_payload, prefill_label, statistic)
+        ttft_from = prefill_label
+    row = {"model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "kv_dtype": kv_dtype,
+           "batch_size": batch_size, "prompt_tokens": prompt_tokens,
+           "output_tokens": output_tokens, "ttft_kind": "static_batch", "engine": engine,
+           "output_throughput": batch_size * output_tokens / (latency * units.MS)}
+    how = f"{statistic} batch latency {latency:.6g} ms"
+    if output_tokens == 1:
+        row["ttft_ms"] = latency
+        how += " = TTFT (one prefill step of the whole batch)"
+    elif ttft_ms is None:
+        raise ValueError(f"{label}: a vllm bench latency run of output_tokens={output_tokens} is "
+                         f"prefill and decode together; give ttft_ms= or prefill= (the same "
+                         f"batch run with --output-len 1) to split it into TTFT and TPOT")
+    else:
+        if not latency > ttft_ms:
+            raise ValueError(f"{label}: the batch latency {latency:.6g} ms must exceed the TTFT "
+                             f"{ttft_ms:.6g} ms it contains")
+        row["ttft_ms"] = ttft_ms
+        row["tpot_ms"] = (latency - ttft_ms) / (output_tokens - 1)
+        how += (f"; TTFT {ttft_ms:.6g} ms" + (f" from {ttft_from}" if ttft_from else "")
+                + f"; TPOT = (latency - TTFT) / {output_tokens - 1}")
+    if source is None:
+        source = (f"vllm bench latency {Path(label).name} (batch_size={batch_size}, "
+                  f"input_len={prompt_tokens}, output_len={output_tokens}, "
+                  f"iterations={iterations if iterations is not None else '?'})")
+    row["source"] = source
+    row["notes"] = how
+    return _table([row], label, result)
+
+
+# -- GuideLLM ----------------------------------------------------------------------------------
+
+def _metric(bench: Mapping, where: str, label: str, name: str, status: str, stat: str,
+            required: bool = True):
+    """One statistic of one GuideLLM metric (``metrics.<name>.<status>.<stat>``)."""
+    field = f"metrics.{name}.{status}.{stat}"
+    value = _get(bench, field, label, "GuideLLM report", required=required, at=f"{where}.")
+    return _number(value, label, f"{where}.{field}", required=required)
+
+
+def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: str | None = None,
+                         kv_dtype: str | None = None, engine: str | None = None,
+                         source: str | None = None, statistic: str = "median") -> xr.Dataset:
+    """One measurement row per benchmark of a GuideLLM report (its JSON output).
+
+    A GuideLLM report (``GenerativeBenchmarksReport``) holds ``benchmarks``, one per strategy
+    it ran (a sweep runs synchronous, throughput and a series of constant rates). Each has the
+    scheduling strategy (``config.strategy``, ``args.strategy`` before GuideLLM 0.4:
+    ``type_``, and ``streams`` or ``rate``) and ``metrics``, each metric a
+    ``StatusDistributionSummary`` (``successful``, ``incomplete``, ``errored``, ``total``, each
+    with ``mean``, ``median``, ``percentiles``...).
+
+    Each row maps:
+
+    - ``batch_size``: 1 for ``synchronous``; ``streams`` for ``concurrent``; otherwise the
+      time-averaged concurrency ``metrics.request_concurrency.total.mean`` (Little's law, as
+      :func:`~rooflinekit.calibrate.read_vllm_result` does);
+    - ``prompt_tokens``, ``output_tokens``: ``metrics.prompt_token_count.successful.mean``,
+      ``metrics.output_token_count.successful.mean``;
+    - ``ttft_ms``: ``metrics.time_to_first_token_ms.successful.<statistic>``;
+    - ``tpot_ms``: ``metrics.inter_token_latency_ms.successful.<statistic>``: GuideLLM's ITL is
+      per request, ``(last token - first token) / (output tokens - 1)``, which is vLLM's TPOT.
+      GuideLLM's own ``time_per_output_token_ms`` counts the first token too (a request's
+      latency over its tokens), so it is not a decode step and is not read;
+    - ``output_throughput``: ``metrics.output_tokens_per_second.total.mean``;
+    - ``engine``: GuideLLM is the client and does not record the server, so ``engine=`` (the
+      report's GuideLLM version, ``metadata.guidellm_version``, goes into ``notes``).
+
+    Parameters
+    ----------
+    report : str, Path or mapping
+        Path of the JSON report (``--output kind=json``; older: ``--output-path x.json``), or
+        its parsed content. YAML reports are not read.
+    model, gpu : str
+        Catalogue names of the server's model and GPU.
+    tp : int
+        Tensor-parallel degree of the server. Default 1.
+    dtype, kv_dtype : str, optional
+        Weight and KV formats when they differ from the model's.
+    engine : str, optional
+        The server's engine and version ("vllm 0.10.1", "sglang 0.4.1").
+    source : str, optional
+        Provenance; default names the file, the benchmark's index and strategy.
+    statistic : {"median", "mean"}
+        Which statistic of TTFT and TPOT to record. Default "median".
+
+    Returns
+    -------
+    xarray.Dataset
+        One row per benchmark, in order, in the format of
+        :func:`~rooflinekit.calibrate.measurements.measurements_from_records`.
+
+    Raises
+    ------
+    ValueError
+        No ``benchmarks``; a field missing or not a number (naming the file, the benchmark and
+        the field).
+    TypeError
+        An argument of the wrong kind.
+
+    See Also
+    --------
+    read_vllm_latency, read_trtllm_bench : the other engine benchmark readers.
+
+    References
+    ----------
+    .. [1] GuideLLM at ``ee7a77457ba668b4b5ccb40f110518829893b36a``:
+       ``src/guidellm/benchmark/schemas/report.py`` (``GenerativeBenchmarksReport``:
+       ``metadata``, ``benchmarks``), ``benchmark.py`` (``GenerativeBenchmark``: ``config``,
+       ``metrics``), ``base.py`` (``BenchmarkConfig.strategy``), ``metrics.py``
+       (``GenerativeMetrics``), ``src/guidellm/schemas/request_stats.py``
+       (``inter_token_latency_ms``, ``time_per_output_token_ms``),
+       ``src/guidellm/scheduler/strategies.py`` (``type_``, ``streams``, ``rate``);
+       ``src/guidellm/benchmark/benchmark.py`` at v0.3.0 (``args.strategy``, the same metrics).
+    """
+    _check_common(model, gpu, source, engine, dtype, kv_dtype)
+    tp = whole_number("tp", tp, lo=1)
+    check_one_of("statistic", statistic, _STATISTICS)
+    what = "GuideLLM report"
+    payload, label = _load(report, what)
+    benchmarks = payload.get("benchmarks")
+    if not isinstance(benchmarks, list) or not benchmarks:
+        raise ValueError(f"{label}: a GuideLLM report holds a non-empty 'benchmarks' list; got "
+                         f"{describe(benchmarks)[:80]}")
+    version = _get(payload, "metadata.guidellm_version", label, what, required=False)
+    tool = "guidellm" + (f" {version}" if isinstance(version, str) else "")
+    rows = []
+    for i, bench in enumerate(benchmarks):
+        where = f"benchmarks[{i}]"
+        if not isinstance(bench, Mapping):
+            raise ValueError(f"{label}: {where} must be an object; got {describe(bench)[:80]}")
+        strategy = (_get(bench, "config.strategy", label, what, required=False)
+                    or _get(bench, "args.strategy", label, what, required=False))
+        if not isinstance(strategy, Mapping):
+            raise ValueError(f"{label}: the {what} lacks field '{where}.config.strategy'")
+        kind = _get(strategy, "type_", label, what, at=f"{where}.config.strategy.")
+        metric = functools.partial(_metric, bench, where, label)
+        if kind == "synchronous":
+            batch = 1.0
+            setting = ""
+        elif kind == "concurrent":
+            batch = _number(_get(strategy, "streams", label, what,
+                                 at=f"{where}.config.strategy."), label,
+                            f"{where}.config.strategy.streams")
+            setting = f", streams={batch:g}"
+        else:
+            batch = metric("request_concurrency", "total", "mean")
+            rate = strategy.get("rate")
+            setting = f", rate={rate}" if rate is not None else ""
+        rows.append({
+            "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "kv_dtype": kv_dtype,
+            "batch_size": batch,
+            "prompt_tokens": metric("prompt_token_count", "successful", "mean"),
+            "output_tokens": metric("output_token_count", "successful", "mean"),
+            "ttft_ms": metric("time_to_first_token_ms", "successful", statistic),
+            "tpot_ms": metric("inter_token_latency_ms", "successful", statistic),
+            "output_throughput": metric("output_tokens_per_second", "total", "mean",
+                                        required=False),
+            "engine": engine,
+            "source": source or f"{tool} {Path(label).name} {where} ({kind}{setting})",
+            "notes": f"{tool}: strategy {kind}{setting}; {statistic} TTFT and per-request "
+                     f"inter-token latency (first token excluded) as TPOT; batch_size "
+                     + ("the strategy's" if kind in ("synchronous", "concurrent")
+                        else "the time-averaged concurrency"),
+        })
+    return _table(rows, label, report)
+
+
+# -- trtllm-bench ------------------------------------------------------------------------------
+
+_NUM = r"([-+]?[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
+# (field of get_statistics_dict, pattern of report_statistics' logged line)
+_TRTLLM_TEXT = (
+    ("engine.version", r"TensorRT[- ]?LLM Version:[ \t]*(\S+)"),
+    ("engine.model", r"(?m)^[ \t]*Model:[ \t]*(\S+)"),
+    ("engine.dtype", r"(?m)^[ \t]*Dtype:[ \t]*(\S+)"),
+    ("engine.kv_cache_dtype", r"(?m)^[ \t]*KV Cache Dtype:[ \t]*(\S+)"),
+    ("engine.quantization", r"(?m)^[ \t]*Quantization:[ \t]*(\S+)"),
+    ("world_info.tp_size", rf"TP Size:\s*{_NUM}"),
+    ("world_info.pp_size", rf"PP Size:\s*{_NUM}"),
+    ("world_info.ep_size", rf"EP Size:\s*{_NUM}"),
+    ("request_info.num_requests", rf"Number of requests:\s*{_NUM}"),
+    ("request_info.avg_num_concurrent_requests", rf"Number of concurrent requests:\s*{_NUM}"),
+    ("request_info.avg_input_length", rf"Average Input Length \(tokens\):\s*{_NUM}"),
+    ("request_info.avg_output_length", rf"Average Output Length \(tokens\):\s*{_NUM}"),
+    ("performance.system_output_throughput_tok_s",
+     rf"Total Output Throughput \(tokens/sec\):\s*{_NUM}"),
+    ("streaming_metrics.avg_ttft_ms", rf"Average time-to-first-token \[TTFT\] \(ms\):\s*{_NUM}"),
+    ("streaming_metrics.avg_tpot_ms",
+     rf"Average time-per-output-token \[TPOT\] \(ms\):\s*{_NUM}"),
+    ("streaming_metrics.ttft_percentiles.p50", rf"\[TTFT\] P50\s*:\s*{_NUM}"),
+    ("streaming_metrics.ttft_percentiles.average", rf"\[TTFT\] AVERAGE\s*:\s*{_NUM}"),
+    ("streaming_metrics.tpot_percentiles.p50", rf"\[TPOT\] P50\s*:\s*{_NUM}"),
+    ("streaming_metrics.tpot_percentiles.average", rf"\[TPOT\] AVERAGE\s*:\s*{_NUM}"),
+)
+_TRTLLM_WORDS = ("engine.version", "engine.model", "engine.dtype", "engine.kv_cache_dtype",
+                 "engine.quantization")
+
+
+def _trtllm_text(text: str, label: str) -> dict:
+    """The logged report as the nested dict ``--report_json`` writes (the fields it prints)."""
+    payload: dict = {}
+    for field, pattern in _TRTLLM_TEXT:
+        matches = re.findall(pattern, text)
+        if not matches:
+            continue
+        raw = matches[-1]            # a log of several runs: the last report wins
+        if field in _TRTLLM_WORDS:
+            value = raw
+        else:
+            value = float(raw.replace(",", ""))
+            if not abs(value) <= MAX_MAGNITUDE:      # 400-digit figures overflow to inf
+                raise ValueError(f"{label}: the report's {field} figure must be at most "
+                                 f"{MAX_MAGNITUDE:g}; got {raw[:40]}"
+                                 f"{'...' if len(raw) > 40 else ''}")
+        section, _, key = field.partition(".")
+        node = payload.setdefault(section, {})
+        if "." in key:
+            key, _, sub = key.partition(".")
+            node = node.setdefault(key, {})
+            key = sub
+        node[key] = value
+    if "request_info" not in payload:
+        raise ValueError(f"{label}: not a trtllm-bench report: no 'REQUEST DETAILS' lines "
+                         f"(Average Input Length (tokens): ...)")
+    # the section title says which backend ran (get_statistics_dict's engine.backend)
+    if "= PYTORCH BACKEND" in text:
+        payload.setdefault("engine", {})["backend"] = "Pytorch"
+    elif "= ENGINE DETAILS" in text:
+        payload.setdefault("engine", {})["backend"] = "TRT"
+    return payload
+
+
+def read_trtllm_bench(report, *, model: str, gpu: str, tp: int | None = None,
+                      dtype: str | None = None, kv_dtype: str | None = None,
+                      engine: str | None = None, source: str | None = None,
+                      statistic: str = "median") -> xr.Dataset:
+    """One measurement row from a ``trtllm-bench throughput`` report, JSON or logged text.
+
+    ``trtllm-bench throughput --report_json FILE`` writes ``get_statistics_dict()``: ``engine``
+    (``model``, ``version``, ``backend``, ``dtype``, ``kv_cache_dtype``, ``quantization``),
+    ``world_info`` (``tp_size``, ``pp_size``, ``ep_size``, ...), ``request_info``
+    (``num_requests``, ``avg_num_concurrent_requests``, ``avg_input_length``,
+    ``avg_output_length``), ``performance`` (``system_output_throughput_tok_s``, ...) and, with
+    ``--streaming``, ``streaming_metrics`` (``avg_ttft_ms``, ``avg_tpot_ms``,
+    ``ttft_percentiles``, ``tpot_percentiles``, each with ``p50``, ``p90``, ``p95``, ``p99``,
+    ``minimum``, ``maximum``, ``average`` [ms]). The same figures are logged as text
+    (``report_statistics``: "Average Input Length (tokens): ...", "[TPOT] P50    : ..."); a
+    string with a line break, or a file that is not JSON, is read as that text.
+
+    The row maps ``batch_size`` ← ``avg_num_concurrent_requests`` (the sum of request latencies
+    over the run's span: Little's law), ``prompt_tokens``/``output_tokens`` ←
+    ``avg_input_length``/``avg_output_length``, ``ttft_ms`` ← ``ttft_percentiles``, ``tpot_ms``
+    ← ``tpot_percentiles`` (per request, ``(end - first token) / (output tokens - 1)``: vLLM's
+    TPOT), ``output_throughput`` ← ``system_output_throughput_tok_s``, ``tp`` ← ``tp_size``,
+    ``engine`` ← "tensorrt-llm <version>", and ``dtype``/``kv_dtype`` from ``quantization`` /
+    ``kv_cache_dtype`` when the report names a format (FP8, NVFP4, ...).
+
+    Parameters
+    ----------
+    report : str, Path or mapping
+        Path of the JSON report or of a log holding the text report, the report's text, or the
+        parsed JSON.
+    model, gpu : str
+        Catalogue names; ``engine.model`` (the Hugging Face name) goes into ``source``.
+    tp : int, optional
+        Tensor-parallel degree; default the report's ``tp_size``, which it must equal if given.
+    dtype, kv_dtype : str, optional
+        Override the formats read from the report (needed when it names a scheme such as
+        ``W4A16_AWQ``, which is no single format).
+    engine : str, optional
+        Override the engine column.
+    source : str, optional
+        Provenance; default names the file, the model and the requests.
+    statistic : {"median", "mean"}
+        ``p50`` or ``average`` of TTFT and TPOT. Default "median".
+
+    Returns
+    -------
+    xarray.Dataset
+        One row in the format of
+        :func:`~rooflinekit.calibrate.measurements.measurements_from_records`.
+
+    Raises
+    ------
+    ValueError
+        No streaming metrics (the run lacked ``--streaming``: no TTFT or TPOT); pipeline
+        parallelism (``pp_size > 1``, which the format does not hold); ``tp`` differing from the
+        report's; a field missing or not a number (naming the file and the field).
+    TypeError
+        An argument of the wrong kind.
+
+    See Also
+    --------
+    read_vllm_latency, read_guidellm_report : the other engine benchmark readers.
+
+    Notes
+    -----
+    TensorRT-LLM's percentiles are order statistics, ``sorted(values)[int(n × q)]``: its p50 of
+    an even count is the upper of the two middle values.
+
+    References
+    ----------
+    .. [1] TensorRT-LLM ``tensorrt_llm/bench/dataclasses/reporting.py`` at
+       ``2787769cae353023784dce105d648bcd4d04f4d4``: ``ReportUtility.get_statistics_dict``
+       (the JSON) and ``report_statistics`` (the logged text);
+       ``tensorrt_llm/bench/dataclasses/statistics.py`` at
+       ``77d7fe1eb2d89753ae33a0745d1083c133064f92`` (``PercentileStats``,
+       ``RequestRecord.intertoken_latency``, ``avg_concurrent_requests``).
+    """
+    _check_common(model, gpu, source, engine, dtype, kv_dtype)
+    tp = whole_number("tp", tp, lo=1, allow_none=True)
+    check_one_of("statistic", statistic, _STATISTICS)
+    what = "trtllm-bench report"
+    if isinstance(report, str) and "\n" in report:
+        label = what
+        payload = (load_json(io.StringIO(report), what) if report.lstrip().startswith("{")
+                   else _trtllm_text(report, label))
+    elif isinstance(report, (str, Path)):
+        path = Path(report)
+        label = str(path)
+        text = _read_text(path)
+        payload = (load_json(io.StringIO(text), label) if text.lstrip().startswith("{")
+                   else _trtllm_text(text, label))
+    elif isinstance(report, Mapping):
+        payload, label = report, what
+    else:
+        raise TypeError(f"report must be a path, the report's text or a mapping; got "
+                        f"{describe(report)}")
+    if not isinstance(payload, Mapping):
+        raise ValueError(f"{label}: a {what} holds a JSON object; got {describe(payload)[:80]}")
+
+    def field(name, required=True):
+        return _number(_get(payload, name, label, what, required=required), label, name,
+                       required=required)
+
+    if not isinstance(payload.get("streaming_metrics"), Mapping):
+        raise ValueError(f"{label}: the {what} has no streaming metrics (TTFT, TPOT): run "
+                         f"trtllm-bench throughput with --streaming")
+    stat = "p50" if statistic == "median" else "average"
+    logged_tp = field("world_info.tp_size")
+    pp = field("world_info.pp_size", required=False)
+    if pp is not None and pp > 1:
+        raise ValueError(f"{label}: pp_size={pp:g}: measurements hold tensor parallelism only")
+    if tp is not None and tp != logged_tp:
+        raise ValueError(f"tp={tp} differs from the report's tp_size={logged_tp:g} ({label})")
+    version = _get(payload, "engine.version", label, what, required=False)
+    backend = _get(payload, "engine.backend", label, what, required=False)
+    if engine is None:
+        engine = "tensorrt-llm" + (f" {version}" if version is not None else "")
+    hf_model = _get(payload, "engine.model", label, what, required=False)
+    requests = field("request_info.num_requests", required=False)
+    if source is None:
+        source = (f"trtllm-bench {Path(label).name} (model={hf_model or '?'}, "
+                  f"requests={'?' if requests is None else f'{requests:g}'})")
+    ep = field("world_info.ep_size", required=False)
+    row = {
+        "model": model, "gpu": gpu, "tp": logged_tp,
+        "dtype": _format("quantization", _get(payload, "engine.quantization", label, what,
+                                                 required=False), label, dtype),
+        "kv_dtype": _format("kv_cache_dtype", _get(payload, "engine.kv_cache_dtype", label,
+                                                      what, required=False), label, kv_dtype),
+        "batch_size": field("request_info.avg_num_concurrent_requests"),
+        "prompt_tokens": field("request_info.avg_input_length"),
+        "output_tokens": field("request_info.avg_output_length"),
+        "ttft_ms": field(f"streaming_metrics.ttft_percentiles.{stat}"),
+        "tpot_ms": field(f"streaming_metrics.tpot_percentiles.{stat}"),
+        "output_throughput": field("performance.system_output_throughput_tok_s",
+                                   required=False),
+        "engine": engine, "source": source,
+        "notes": f"trtllm-bench {statistic} TTFT and TPOT; batch_size the time-averaged "
+                 f"concurrency" + (f"; backend {backend}" if backend else "")
+                 + (f"; ep_size={ep:g}" if ep is not None else ""),
+    }
+    return _table([row], label, report)
