@@ -326,3 +326,25 @@ def test_loaded_workload_adds_the_other_prompts_to_the_ttft_step():
     alone = measurements_from_records([{**row, "batch_size": 1}])
     assert predict(alone, workload="loaded")["prefill"].item() == \
         predict(alone, workload="serving")["prefill"].item()
+
+
+def test_knob_whose_bootstrap_spans_its_bounds_is_not_identified():
+    """A 1 ms TTFT intercept under 20 % noise on 50-500 ms prefills: resampling moves it across
+    its whole (narrow) range, so it keeps its prior and compute efficiency is refitted alone."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for prompt in (1000, 2000, 4000, 8000, 12000, 16000) * 3:
+        t = float(rl.prefill_time(MODEL, GPU, prompt, compute_efficiency=0.5,
+                                  prefill_overhead=1e-3)) * rng.lognormal(0.0, 0.2)
+        rows.append({"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "batch_size": 1,
+                     "prompt_tokens": prompt, "output_tokens": 1, "ttft_ms": 1e3 * t,
+                     "source": "synthetic"})
+    result = calibrate(measurements_from_records(rows), phases="prefill",
+                       fit={"prefill": ("compute_efficiency", "prefill_overhead")},
+                       bounds={"prefill_overhead": (0.0, 2e-3)}, n_resamples=40, seed=0)
+    sel = result.parameters.sel(phase="prefill", parameter="prefill_overhead")
+    assert not bool(sel["identified"])
+    assert float(sel["value"]) == 0.0
+    assert (float(sel["lower"]), float(sel["upper"])) == (0.0, 2e-3)
+    ce = result.parameters.sel(phase="prefill", parameter="compute_efficiency")
+    assert bool(ce["identified"]) and float(ce["lower"]) <= 0.5 <= float(ce["upper"])

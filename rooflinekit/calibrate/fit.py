@@ -124,7 +124,12 @@ FOLD = "fold"
 #: ceilings, generous on purpose (the data, not the bound, should set a value): the KV
 #: traffic reaches at least 5 % of the bandwidth; a decoder layer's kernel launches cost at
 #: most 100 µs per step (an 80-layer model: 8 ms); GEMMs reach half their efficiency by 4,096
-#: tokens a step at the latest; a link hop costs at most 100 µs.
+#: tokens a step at the latest; a link hop costs at most 100 µs. Every prior is the ideal model.
+#: What fits land on can be held against published utilisation: 76 % model FLOPs utilisation
+#: for large-batch prefill (Pope et al., "Efficiently Scaling Transformer Inference", MLSys
+#: 2023, PaLM 540B on TPU v4), and decode's model bandwidth utilisation as the MosaicML /
+#: Databricks post "LLM Inference Performance Engineering: Best Practices" (2023) defines it,
+#: the quantity ``bandwidth_efficiency`` is.
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "bandwidth_efficiency": (0.01, 1.0),
                                    "step_overhead": (0.0, 1.0),
