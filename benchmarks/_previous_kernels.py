@@ -97,7 +97,7 @@ _N_PERCENTILES = len(GAP_PERCENTILES)
 STALLED = 1
 
 #: Length of the ``coef`` array: the fields of :class:`rooflinekit.roofline.StepCost`.
-N_COEFFICIENTS = 20
+N_COEFFICIENTS = 22
 if len(StepCost._fields) != N_COEFFICIENTS:
     # _step_time passes the coefficients one by one; a new field needs a new argument there.
     raise ImportError(f"StepCost has {len(StepCost._fields)} fields; the batching kernels pass "
@@ -123,8 +123,9 @@ def _step_time(tick_mode, coef, n_decode, n_prefill_tokens, kv_tokens_read,
     # A fixed-arity call: numba cannot star-unpack an array into arguments.
     return _mixed_step_time(coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6],
                             coef[7], coef[8], coef[9], coef[10], coef[11], coef[12], coef[13],
-                            coef[14], coef[15], coef[16], coef[17], coef[18], coef[19], n_decode,
-                            n_prefill_tokens, kv_tokens_read, prefill_context_tokens)
+                            coef[14], coef[15], coef[16], coef[17], coef[18], coef[19], coef[20],
+                            coef[21], n_decode, n_prefill_tokens, kv_tokens_read,
+                            prefill_context_tokens)
 
 
 @njit(cache=True)

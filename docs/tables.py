@@ -54,6 +54,12 @@ SPLITS = (("5-fold over rows", None, 10.0), ("leave one TP degree out", "tp", 10
           ("leave one GPU out", "gpu", 10.0), ("leave one model out", "model", 15.0))
 #: Held-out TTFT target of every split [%].
 TTFT_TARGET = 15.0
+#: Knob sets of the grouped structure: one per GPU, engine and weight format.
+GROUP_BY = ("gpu", "engine", "dtype")
+#: The calibration structures the pages compare: (label, keywords of calibrate, workloads).
+STRUCTURES = (("three knobs", {}, WORKLOADS),
+              ("engine knobs", {"fit": "engine"}, ("isolated", "loaded")),
+              ("engine knobs + sets", {"fit": "engine", "group_by": GROUP_BY}, ("loaded",)))
 MARKER = re.compile(r"(<!-- tables:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /tables -->)",
                     re.DOTALL)
 
@@ -228,68 +234,122 @@ def _describe(row) -> str:
             f", {row['prompt_tokens'].item():.0f}/{row['output_tokens'].item():.0f}")
 
 
+def _knob_cell(params, phase: str, knob: str) -> str:
+    sel = params.sel(phase=phase, parameter=knob)
+    if not bool(sel["free"]):
+        return "—"
+    if not bool(sel["identified"]):
+        return "not identified (prior)"
+    if knob in ("step_overhead", "prefill_overhead"):
+        scale, unit, digits = 1e3, " ms", 1
+    elif knob in ("layer_overhead", "interconnect_latency"):
+        scale, unit, digits = 1e6, " µs", 1
+    elif knob == "gemm_half_tokens":
+        scale, unit, digits = 1.0, "", 0
+    else:
+        scale, unit, digits = 1.0, "", 2
+    return (f"{float(sel['value']) * scale:.{digits}f}{unit} "
+            f"[{float(sel['lower']) * scale:.{digits}f}, {float(sel['upper']) * scale:.{digits}f}]")
+
+
+def _mape_of(predicted, measured) -> float:
+    ok = np.isfinite(measured)
+    return 100 * np.mean(np.abs(predicted[ok] / measured[ok] - 1))
+
+
 def calibration_tables(n_resamples: int = RESAMPLES) -> dict:
     """Every table of docs/calibration.md (and the summary on docs/validation.md), as Markdown."""
     fitted_files = dict(zip(FITTED, _files(FITTED)))
     held = read_measurements(DATA / HELD_OUT)
     ds = concat_measurements(*fitted_files.values())
-    fits = {w: calibrate(ds, n_resamples=n_resamples, seed=0, workload=w) for w in WORKLOADS}
+    fits = {(label, w): calibrate(ds, n_resamples=n_resamples, seed=0, workload=w, **kw)
+            for label, kw, workloads in STRUCTURES for w in workloads}
+    three = {w: fits[("three knobs", w)] for w in WORKLOADS}
     out = {"calibration-data": _data_table({**fitted_files, HELD_OUT: held})}
 
     rows = []
     for phase, label in (("prefill", "prefill (TTFT)"), ("decode", "decode (TPOT/ITL)")):
-        err = {w: fits[w].errors.sel(phase=phase) for w in WORKLOADS}
-        rows.append([label, int(err["isolated"]["n"]), _pct(float(err["isolated"]["mape_ideal"])),
-                     _pct(float(err["isolated"]["mape_calibrated"])),
-                     _pct(float(err["serving"]["mape_calibrated"]))])
+        err = {key: fit.errors.sel(phase=phase) for key, fit in fits.items()}
+        first = err[("three knobs", "isolated")]
+        rows.append([label, int(first["n"]), _pct(float(first["mape_ideal"]))]
+                    + [_pct(float(e["mape_calibrated"])) for e in err.values()])
     out["calibration-in-sample"] = _table(
-        ["phase", "rows", "MAPE ideal", "MAPE calibrated (isolated)",
-         "MAPE calibrated (serving)"], rows, "lrrrr")
+        ["phase", "rows", "MAPE ideal"] + [f"{label} ({w})" for label, w in fits],
+        rows, "lrr" + "r" * len(fits))
     knobs = []
     for knob, label in (("compute_efficiency", "compute efficiency"),
                         ("bandwidth_efficiency", "bandwidth efficiency"),
                         ("step_overhead", "step overhead")):
-        knobs.append([label, _interval(fits["isolated"].parameters, "prefill", knob),
-                      _interval(fits["isolated"].parameters, "decode", knob),
-                      _interval(fits["serving"].parameters, "decode", knob)])
+        knobs.append([label, _interval(three["isolated"].parameters, "prefill", knob),
+                      _interval(three["isolated"].parameters, "decode", knob),
+                      _interval(three["serving"].parameters, "decode", knob)])
     out["calibration-knobs"] = _table(
         ["knob (95 % interval)", "prefill", "decode, isolated", "decode, serving"], knobs, "llll")
+    engine = {w: fits[("engine knobs", w)].parameters for w in ("isolated", "loaded")}
+    knobs = []
+    for knob in engine["isolated"]["parameter"].values:
+        knobs.append([f"`{knob}`", _knob_cell(engine["isolated"], "prefill", knob),
+                      _knob_cell(engine["loaded"], "prefill", knob),
+                      _knob_cell(engine["isolated"], "decode", knob),
+                      _knob_cell(engine["loaded"], "decode", knob)])
+    out["calibration-engine-knobs"] = _table(
+        ["knob (95 % interval)", "prefill, isolated", "prefill, loaded", "decode, isolated",
+         "decode, loaded"], knobs, "lllll")
+    sets = fits[("engine knobs + sets", "loaded")].knob_sets
+    rows = []
+    for i, name in enumerate(sets["knob_set"].values):
+        cells = [f"`{name.replace(' /  /', ' / — /').rstrip(' /') or '—'}`"]
+        for j, phase in enumerate(("prefill", "decode")):
+            n, own = int(sets["n"].values[i, j]), bool(sets["own"].values[i, j])
+            cells.append(f"{n} rows, " + ("its own knobs" if own else "shared knobs"))
+        rows.append(cells)
+    out["calibration-knob-sets"] = _table(
+        ["knob set (GPU / engine / format)", "prefill (TTFT)", "decode (TPOT)"], rows, "lll")
 
     held_rows, summary = [], []
     for label, by, target in SPLITS:
-        cv = {w: cross_validate(ds, by=by, k=5, seed=0, workload=w) for w in WORKLOADS}
+        cv = {(name, w): cross_validate(ds, by=by, k=5, seed=0, workload=w, **kw)
+              for name, kw, workloads in STRUCTURES for w in workloads}
         for phase, goal in (("decode", target), ("prefill", TTFT_TARGET)):
-            e = {w: cv[w].errors.sel(phase=phase) for w in WORKLOADS}
-            iso, srv = float(e["isolated"]["mape_calibrated"]), float(e["serving"]["mape_calibrated"])
-            best = min(iso, srv)
+            e = {key: float(c.errors.sel(phase=phase)["mape_calibrated"])
+                 for key, c in cv.items()}
+            classic = min(e[("three knobs", w)] for w in WORKLOADS)
+            rest = {key: v for key, v in e.items() if key[0] != "three knobs"}
+            best_key = min(rest, key=rest.get)
+            best = rest[best_key]
             verdict = "met" if best <= goal else f"missed by {best - goal:.1f} points"
+            first = cv[("three knobs", "isolated")]
             held_rows.append([label, "TPOT" if phase == "decode" else "TTFT",
-                              cv["isolated"].folds.sizes["fold"],
-                              _pct(float(e["isolated"]["mape_ideal"])), _pct(iso), _pct(srv),
-                              f"≤ {goal:.0f} %", verdict])
-            summary.append([label, "TPOT" if phase == "decode" else "TTFT", _pct(best),
-                            f"≤ {goal:.0f} %", verdict])
+                              first.folds.sizes["fold"],
+                              _pct(float(first.errors.sel(phase=phase)["mape_ideal"])),
+                              _pct(classic)] + [_pct(v) for v in rest.values()]
+                             + [f"≤ {goal:.0f} %", verdict])
+            summary.append([label, "TPOT" if phase == "decode" else "TTFT", _pct(classic),
+                            _pct(best), f"{best_key[0]} ({best_key[1]})", f"≤ {goal:.0f} %",
+                            verdict])
+    columns = [f"{name} ({w})" for name, _, workloads in STRUCTURES[1:] for w in workloads]
     out["calibration-held-out"] = _table(
-        ["split", "target", "folds", "MAPE ideal", "held out (isolated)", "held out (serving)",
-         "goal", "best of the two"], held_rows, "llrrrrrl")
+        ["split", "target", "folds", "MAPE ideal", "three knobs (best of the two)"] + columns
+        + ["goal", "best engine structure"], held_rows, "llrrr" + "r" * len(columns) + "rl")
     out["validation-calibration"] = _table(
-        ["split", "target", "held-out MAPE (best workload)", "goal", "verdict"], summary, "llrrl")
+        ["split", "target", "three knobs", "engine knobs (best)", "structure", "goal",
+         "verdict"], summary, "llrrlrl")
 
     rows = []
-    for w in WORKLOADS:
+    for (name, w), fit in fits.items():
         pred_ideal = predict(held, workload=w)
-        pred_cal = predict(held, fits[w].calibration, workload=w)
+        pred_cal = predict(held, fit.calibration, workload=w)
         for phase, label in (("prefill", "TTFT"), ("decode", "TPOT")):
             measured = held["ttft"].values if phase == "prefill" else held["tpot"].values
-            ok = np.isfinite(measured)
-            ideal = 100 * np.mean(np.abs(pred_ideal[phase].values[ok] / measured[ok] - 1))
-            cal = 100 * np.mean(np.abs(pred_cal[phase].values[ok] / measured[ok] - 1))
-            rows.append([w, label, int(ok.sum()), _pct(ideal), _pct(cal)])
+            rows.append([name, w, label, int(np.isfinite(measured).sum()),
+                         _pct(_mape_of(pred_ideal[phase].values, measured)),
+                         _pct(_mape_of(pred_cal[phase].values, measured))])
     out["calibration-held-out-file"] = _table(
-        ["workload", "target", "rows", "MAPE ideal", "MAPE calibrated on all fitted rows"],
-        rows, "llrrr")
+        ["structure", "workload", "target", "rows", "MAPE ideal",
+         "MAPE calibrated on all fitted rows"], rows, "lllrrr")
 
-    res = fits["isolated"].residuals
+    res = three["isolated"].residuals
+    eng = fits[("engine knobs", "loaded")].residuals
     rows = []
     for i in range(ds.sizes["measurement"]):
         row = ds.isel(measurement=i)
@@ -298,12 +358,15 @@ def calibration_tables(n_resamples: int = RESAMPLES) -> dict:
             m = float(res[f"{phase}_measured"].values[i])
             if not math.isfinite(m):
                 return "—"
-            return " / ".join(_ms(float(res[f"{phase}_{k}"].values[i]), 1 if phase == "prefill"
-                                  else 2) for k in ("measured", "ideal", "calibrated"))
+            digits = 1 if phase == "prefill" else 2
+            return " / ".join([_ms(float(res[f"{phase}_{k}"].values[i]), digits)
+                               for k in ("measured", "ideal", "calibrated")]
+                              + [_ms(float(eng[f"{phase}_calibrated"].values[i]), digits)])
         rows.append([i, _describe(row), cell("prefill"), cell("decode")])
     out["calibration-residuals"] = _table(
-        ["row", "configuration (fitted rows, in file order)", "TTFT meas / ideal / cal [ms]",
-         "decode meas / ideal / cal [ms]"], rows, "rlll")
+        ["row", "configuration (fitted rows, in file order)",
+         "TTFT meas / ideal / three knobs / engine [ms]",
+         "decode meas / ideal / three knobs / engine [ms]"], rows, "rlll")
     return out
 
 

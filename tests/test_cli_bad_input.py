@@ -219,3 +219,21 @@ def test_an_output_format_without_its_library_is_named(extension, package, capsy
     code = main(CAP + ["--output", f"out{extension}"])
     err = capsys.readouterr().err
     assert code == 2 and extension in err and package in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (CAL + ["--fit", "engine", "--fit", "step_overhead"], "--fit engine"),
+    (CAL + ["--group-by", "colour"], "--group-by"),
+    (CAL + ["--fit", "layer_overhed"], "--fit"),
+], ids=["engine-not-alone", "group-by-unknown", "fit-typo"])
+def test_bad_calibration_structure_flags(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    assert code == 2, captured.err
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert needle in captured.err, captured.err
+    assert list(tmp_path.iterdir()) == []

@@ -85,3 +85,18 @@ def test_calibration_flag_checked(capsys, tmp_path):
     assert code == 2 and "bad.json" in err
     code, _, err = run(capsys, "sweep", "--calibration", str(tmp_path / "missing.json"))
     assert code != 0 and "missing.json" in err
+
+
+def test_calibrate_command_fits_engine_knobs_and_sets(tmp_path, capsys):
+    from rooflinekit.calibrate import load_calibration
+    from rooflinekit.cli.main import main as cli_main
+    data = Path(__file__).parent / "data" / "measurements"
+    out = tmp_path / "cal.json"
+    code = cli_main(["calibrate", str(data / "public_more.csv"), "--resamples", "0",
+                     "--fit", "engine", "--workload", "serving", "--group-by", "gpu",
+                     "--output", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "layer_overhead" in text and "knob sets by gpu" in text
+    cal = load_calibration(out)
+    assert cal.group_by == ("gpu",) and "layer_overhead" in cal.decode

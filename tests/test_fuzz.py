@@ -494,3 +494,29 @@ def test_readers_refuse_bad_arguments_cleanly(name, arg, bad):
         except (ValueError, TypeError):
             return
     pytest.fail(f"{name}({arg}={BAD[bad]!r}) was accepted")
+
+
+#: The engine options of the step formulas and the values of BAD each legitimately takes.
+ENGINE_OPTION_VALID = {"layer_overhead": ("zero",), "kv_bandwidth_efficiency": ("none",),
+                       "gemm_half_tokens": ("zero",), "prefill_overhead": ("zero",)}
+
+
+@pytest.mark.parametrize("func", [rk.decode_step_time, rk.prefill_time,
+                                  rk.roofline.step_cost_coefficients],
+                         ids=["decode_step_time", "prefill_time", "step_cost_coefficients"])
+@pytest.mark.parametrize("option", sorted(ENGINE_OPTION_VALID))
+@pytest.mark.parametrize("bad", sorted(BAD))
+def test_engine_options_refuse_bad_input_cleanly(func, option, bad):
+    if bad in ENGINE_OPTION_VALID[option]:
+        return
+    args = (M, G, 100) if func is rk.prefill_time else (M, G)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            result = func(*args, **{option: BAD[bad]})
+        except (ValueError, TypeError):
+            return
+    assert func is not rk.roofline.step_cost_coefficients, f"{option}={bad!r} was accepted"
+    assert not _has_nan(result), f"{func.__name__}({option}={bad!r}) returned NaN"
+    if bad not in SHAPES:
+        pytest.fail(f"{func.__name__}({option}={BAD[bad]!r}) was accepted")

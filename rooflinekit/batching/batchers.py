@@ -273,7 +273,10 @@ class _Batcher:
     def _clock_options(self):
         """The roofline clock's options: the calibration's, or ``roofline_options`` as given."""
         if self.calibration is not None:
-            return self.calibration.clock_options()
+            # a calibration with knob sets picks the one of this model and GPU
+            picks = {"model": self.model, "gpu": self.gpu} if getattr(
+                self.calibration, "groups", None) else {}
+            return self.calibration.clock_options(**picks)
         return self.roofline_options
 
     def _timing(self):

@@ -17,7 +17,9 @@ from rooflinekit.calibrate.engine_log import (
 )
 from rooflinekit.calibrate.fit import (
                                        DEFAULT_BOUNDS,
+                                       ENGINE_FIT,
                                        FOLD,
+                                       GROUP_KNOBS,
                                        MAX_RESAMPLES,
                                        CalibrationResult,
                                        CrossValidationResult,
@@ -37,11 +39,15 @@ from rooflinekit.calibrate.measurements import (
                                        write_measurements,
 )
 from rooflinekit.calibrate.model import (
+                                       ENGINE_KNOBS,
+                                       GROUP_FIELDS,
                                        IDEAL,
+                                       KNOBS,
                                        PARAMETER,
                                        PARAMETERS,
                                        PHASE,
                                        PHASES,
+                                       WORKLOADS,
                                        Calibration,
                                        load_calibration,
                                        predict,
@@ -56,7 +62,8 @@ from rooflinekit.calibrate.readers import (
 
 __all__ = [
     "MEASUREMENT", "PHASE", "PARAMETER", "FOLD", "PHASES", "PARAMETERS", "MEASUREMENT_COLUMNS",
-    "REQUIRED_COLUMNS", "DEFAULT_BOUNDS", "IDEAL", "TTFT_KINDS",
+    "REQUIRED_COLUMNS", "DEFAULT_BOUNDS", "IDEAL", "TTFT_KINDS", "KNOBS", "ENGINE_KNOBS",
+    "ENGINE_FIT", "GROUP_KNOBS", "GROUP_FIELDS", "WORKLOADS",
     "measurements_from_records", "measurements_to_records", "read_measurements",
     "write_measurements", "read_vllm_result", "concat_measurements",
     "Calibration", "CalibrationResult", "CrossValidationResult",

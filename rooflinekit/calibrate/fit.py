@@ -5,7 +5,9 @@ the guide's ideal machine: ``compute_efficiency = 1``, ``bandwidth_efficiency = 
 ``step_overhead = 0``. Real engines reach only part of the datasheet peaks and pay a fixed cost per
 step (kernel launches, the scheduler, sampling), so the ideal model misses measured latency by tens
 of percent. This module fits those knobs, **per phase** (prefill from time to first token, decode
-from the time per output token), to your own measurements:
+from the time per output token), to your own measurements; with ``fit="engine"`` also the engine
+knobs (a cost per layer, the KV traffic's own efficiency, the link latency, the TTFT intercept),
+and with ``group_by`` knob sets per GPU, engine or weight format beside a shared set:
 
 1. **A measurement format** — one row per configuration (model, GPU, tensor-parallel degree, weight
    format, batch size or client concurrency, prompt and output lengths, measured TTFT, ITL/TPOT,
@@ -87,22 +89,28 @@ from rooflinekit.calibrate.measurements import (
     _check_measurements,
 )
 from rooflinekit.calibrate.model import (
+    _ENGINE_IDEAL,
     _IDEAL,
+    GROUP_FIELDS,
+    KNOBS,
     PARAMETER,
     PARAMETERS,
     PHASE,
     PHASES,
+    SECONDS_KNOBS,
     Calibration,
     _check_overrides,
     _check_workload,
     _Groups,
+    _predict_calibrated,
+    _row_keys,
     _targets,
 )
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
-__all__ = ["MAX_RESAMPLES", "FOLD", "DEFAULT_BOUNDS", "CalibrationResult", "CrossValidationResult",
-           "calibrate", "cross_validate"]
+__all__ = ["MAX_RESAMPLES", "FOLD", "DEFAULT_BOUNDS", "ENGINE_FIT", "GROUP_KNOBS",
+           "CalibrationResult", "CrossValidationResult", "calibrate", "cross_validate"]
 
 #: Most bootstrap resamples one fit runs: each is a least-squares fit of every row, so 1e9
 #: would run for days (and hold 1e9 × knobs draws) before anything is refused.
@@ -112,21 +120,60 @@ MAX_RESAMPLES = 10_000
 FOLD = "fold"
 
 #: Default bounds of each knob. Efficiencies are shares of the datasheet peak; an overhead of more
-#: than a second per step would not be an overhead.
+#: than a second per step would not be an overhead. The engine knobs' bounds are physical
+#: ceilings, generous on purpose (the data, not the bound, should set a value): the KV
+#: traffic reaches at least 5 % of the bandwidth; a decoder layer's kernel launches cost at
+#: most 100 µs per step (an 80-layer model: 8 ms); GEMMs reach half their efficiency by 4,096
+#: tokens a step at the latest; a link hop costs at most 100 µs. Every prior is the ideal model.
+#: What fits land on can be held against published utilisation: 76 % model FLOPs utilisation
+#: for large-batch prefill (Pope et al., "Efficiently Scaling Transformer Inference", MLSys
+#: 2023, PaLM 540B on TPU v4), and decode's model bandwidth utilisation as the MosaicML /
+#: Databricks post "LLM Inference Performance Engineering: Best Practices" (2023) defines it,
+#: the quantity ``bandwidth_efficiency`` is.
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "bandwidth_efficiency": (0.01, 1.0),
-                                   "step_overhead": (0.0, 1.0)})
+                                   "step_overhead": (0.0, 1.0),
+                                   "layer_overhead": (0.0, 1e-4),
+                                   "kv_bandwidth_efficiency": (0.05, 1.0),
+                                   "gemm_half_tokens": (0.0, 4096.0),
+                                   "prefill_overhead": (0.0, 1.0),
+                                   "interconnect_latency": (0.0, 1e-4)})
+
+#: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
+#: rows see the prompt's compute, the weights' streaming of short prompts and the serving
+#: stack's intercept; TPOT rows see the weight and KV streaming, the fixed cost per step and
+#: per layer, and the all-reduce latency that grows the step from TP1 to TP > 1.
+#: ``gemm_half_tokens`` is left to be asked for: on the public runs (prompts of 500 tokens and
+#: more) it fits 0, and freeing it costs transfer (docs/calibration.md).
+ENGINE_FIT = MappingProxyType({
+    "prefill": ("compute_efficiency", "bandwidth_efficiency", "prefill_overhead"),
+    "decode": ("bandwidth_efficiency", "step_overhead", "layer_overhead",
+               "kv_bandwidth_efficiency", "interconnect_latency")})
+
+#: Knobs a knob set of its own (``group_by``) refits by default; the others are shared.
+GROUP_KNOBS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead", "prefill_overhead")
+
+#: A knob whose bootstrap interval spans this share of its bounds is not identified.
+SPAN_UNIDENTIFIED = 0.9
 
 
 # -- the fit ------------------------------------------------------------------------------------
 
-# Overheads are fitted in milliseconds so that all three unknowns are of order one.
-_SCALE = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": units.MS}
+# Overheads are fitted in milliseconds and the GEMM curve in hundreds of tokens, so that all
+# unknowns are of order one.
+_SCALE = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": units.MS,
+          "layer_overhead": units.MS / 100.0, "kv_bandwidth_efficiency": 1.0,
+          "gemm_half_tokens": 100.0, "prefill_overhead": units.MS,
+          "interconnect_latency": units.MS / 100.0}
+#: Priors of every knob: the ideal model (None: as the weights' efficiency / the GPU's own).
+_PRIOR = MappingProxyType({**_IDEAL, **_ENGINE_IDEAL})
 
 
 def _normalise_fit(fit) -> dict:
     if fit is None:
         fit = PARAMETERS
+    if isinstance(fit, str) and fit == "engine":
+        fit = ENGINE_FIT
     if isinstance(fit, str):
         fit = (fit,)
     if isinstance(fit, Mapping):
@@ -135,8 +182,8 @@ def _normalise_fit(fit) -> dict:
     else:
         per_phase = {p: tuple(fit) for p in PHASES}
     for phase, names in per_phase.items():
-        check_keys("fit", names, PARAMETERS, what="parameter")
-        per_phase[phase] = tuple(p for p in PARAMETERS if p in names)
+        check_keys("fit", names, KNOBS, what="parameter")
+        per_phase[phase] = tuple(p for p in KNOBS if p in names)
     return per_phase
 
 
@@ -145,20 +192,21 @@ def _normalise_bounds(bounds) -> dict:
     if bounds is None:
         return out
     bounds = check_mapping("bounds", bounds)
-    check_keys("bounds", bounds, PARAMETERS, what="parameter")
+    check_keys("bounds", bounds, KNOBS, what="parameter")
     for key, pair in bounds.items():
         try:
             lo, hi = (float(v) for v in pair)
         except (TypeError, ValueError):
             raise ValueError(f"bounds[{key!r}] must be a pair of numbers (low, high); "
                              f"got {show(pair)}") from None
-        if key == "step_overhead":
+        unbounded = key in SECONDS_KNOBS or key == "gemm_half_tokens"
+        if unbounded:
             ok = 0 <= lo < hi < math.inf
         else:
             ok = 0 < lo < hi <= 1
         if not ok:
-            allowed = "0 <= low < high (seconds)" if key == "step_overhead" else \
-                "0 < low < high <= 1"
+            unit = "tokens" if key == "gemm_half_tokens" else "seconds"
+            allowed = f"0 <= low < high ({unit})" if unbounded else "0 < low < high <= 1"
             raise ValueError(f"bounds[{key!r}] must satisfy {allowed}; got {show(pair)}")
         out[key] = (lo, hi)
     return out
@@ -198,6 +246,14 @@ def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
     return best, params
 
 
+#: The efficiencies: the knobs whose levels the starting grid profiles.
+_EFFICIENCIES = ("compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency")
+#: Coarse starting levels of the other knobs, in SI units (clipped to the bounds).
+_LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
+           "prefill_overhead": (0.0, 2e-2, 1e-1), "gemm_half_tokens": (0.0, 128.0),
+           "interconnect_latency": (0.0, 1e-5)}
+
+
 def _starting_points(groups, phase, rows, targets, free, fixed, bounds):
     """Starting points for the least squares, in fit units: a coarse log grid's best per level.
 
@@ -207,12 +263,10 @@ def _starting_points(groups, phase, rows, targets, free, fixed, bounds):
     best point over the other knobs is a start, and every regime of which rows bind which side
     gets a start of its own.
     """
-    grids = {
-        "compute_efficiency": np.geomspace(max(bounds["compute_efficiency"][0], 0.02), 1.0, 10),
-        "bandwidth_efficiency": np.geomspace(max(bounds["bandwidth_efficiency"][0], 0.02), 1.0,
-                                             10),
-        "step_overhead": np.array([0.0, 1e-3, 4e-3]),
-    }
+    # ten levels for the first two efficiencies, fewer when more knobs multiply the grid
+    sizes = {p: (10 if len(free) <= 4 else 6) for p in _EFFICIENCIES}
+    grids = {p: np.geomspace(max(bounds[p][0], 0.02), 1.0, sizes[p]) for p in _EFFICIENCIES}
+    grids.update({p: np.array(v) for p, v in _LEVELS.items()})
     best = {}
     for combo in itertools.product(*(grids[p] for p in free)):
         trial = dict(fixed)
@@ -221,75 +275,127 @@ def _starting_points(groups, phase, rows, targets, free, fixed, bounds):
         cost = float(np.dot(err, err))
         point = tuple(trial[p] / _SCALE[p] for p in free)
         for i, p in enumerate(free):
-            if p == "step_overhead":
+            if p not in _EFFICIENCIES:
                 continue
             key = (p, combo[i])
             if key not in best or cost < best[key][0]:
                 best[key] = (cost, point)
-    if not best:                                     # only the overhead is free
-        return [[trial[p] / _SCALE[p] for p in free] for trial in
-                ({**fixed, "step_overhead": v} for v in grids["step_overhead"])]
+        if not any(p in _EFFICIENCIES for p in free):   # no efficiency free: each point
+            best[combo] = (cost, point)
     return [list(x) for x in dict.fromkeys(point for _, point in best.values())]
 
 
-def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, confidence, rng):
-    """Fit one phase on ``rows``; ``all_targets`` holds every row's measured seconds."""
-    fixed = dict(_IDEAL)
+def _prior_of(p, bounds):
+    """A knob's prior, inside its bounds (``None``: the option's own default)."""
+    prior = _PRIOR[p]
+    return None if prior is None else min(max(prior, bounds[p][0]), bounds[p][1])
+
+
+def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, confidence, rng,
+               fixed=None):
+    """Fit one phase on ``rows``; ``all_targets`` holds every row's measured seconds.
+
+    ``fixed`` holds the values of the knobs that are not free (default their priors); a free
+    knob the rows do not identify goes back to its value there (a knob set's: the shared
+    value), else to its prior.
+    """
+    base_values = {} if fixed is None else dict(fixed)
+    fixed = {**_PRIOR, **base_values}
+
+    def _prior(p, bounds):
+        if p in base_values:
+            return base_values[p]
+        return _prior_of(p, bounds)
     targets = all_targets[rows]
     if not free:
-        return _PhaseFit(dict(_IDEAL), {p: False for p in PARAMETERS},
-                         {p: _IDEAL[p] for p in PARAMETERS}, {p: _IDEAL[p] for p in PARAMETERS},
+        return _PhaseFit(dict(fixed), {p: False for p in KNOBS},
+                         {p: fixed[p] for p in KNOBS}, {p: fixed[p] for p in KNOBS},
                          fitted=False)
     starts = _starting_points(groups, phase, rows, targets, free, fixed, bounds)
     res, params = _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts)
     values = params(res.x)
-    base = groups.predict(phase, values, rows)[rows]
-    identified = {p: False for p in PARAMETERS}
+    identified = {p: False for p in KNOBS}
 
-    def unchanged(trial_values):
+    def unchanged(trial_values, base):
         trial = groups.predict(phase, trial_values, rows)[rows]
         return not np.any(np.abs(trial / base - 1.0) > 1e-9)
 
-    for p in free:
-        # A knob is identified when nudging it moves some prediction. max(compute, memory) is
-        # flat in the efficiency of the side that does not bind (compute efficiency over
-        # memory-bound rows, say). Such a knob goes back to its ideal value when that moves no
-        # prediction, which holds for an efficiency: a faster non-binding side stays non-binding.
-        lo, hi = bounds[p]
-        nudge = 0.01 * (hi - lo)
-        probes = (min(hi, values[p] + nudge), max(lo, values[p] - nudge))
-        identified[p] = not all(unchanged({**values, p: probe}) for probe in probes)
-        if not identified[p]:
-            ideal = min(max(_IDEAL[p], lo), hi)
-            if unchanged({**values, p: ideal}):
-                values[p] = ideal
+    def settle(values, candidates):
+        """Which ``candidates`` move a prediction; the others back to their priors."""
+        base = groups.predict(phase, values, rows)[rows]
+        for p in candidates:
+            # A knob is identified when nudging it moves some prediction. max(compute, memory)
+            # is flat in the efficiency of the side that does not bind (compute efficiency over
+            # memory-bound rows, say). Such a knob goes back to its prior when that moves no
+            # prediction, which holds for an efficiency: a faster non-binding side stays
+            # non-binding.
+            lo, hi = bounds[p]
+            nudge = 0.01 * (hi - lo)
+            probes = (min(hi, values[p] + nudge), max(lo, values[p] - nudge))
+            identified[p] = not all(unchanged({**values, p: probe}, base) for probe in probes)
+            if not identified[p]:
+                prior = _prior(p, bounds)
+                if unchanged({**values, p: prior}, base):
+                    values[p] = prior
+        return values
+
+    values = settle(values, free)
     active = tuple(p for p in free if identified[p])
-    lower = {p: values[p] for p in PARAMETERS}
-    upper = {p: values[p] for p in PARAMETERS}
+    for p in active:
+        values[p] = _snap(values[p], *bounds[p])
+    lower = {p: values[p] for p in KNOBS}
+    upper = {p: values[p] for p in KNOBS}
     for p in free:
         if not identified[p]:
             lower[p], upper[p] = bounds[p]
     if active and n_resamples > 0:
-        fixed_now = {p: values[p] for p in PARAMETERS if p not in active}
-        x_hat = [values[p] / _SCALE[p] for p in active]
-        draws = np.empty((n_resamples, len(active)))
-        n = rows.size
-        for r in range(n_resamples):
-            pick = rows[rng.integers(0, n, n)]
-            tgt = all_targets[pick]
-            boot, boot_params = _least_squares(groups, phase, pick, tgt, active, fixed_now,
-                                               bounds, [x_hat])
-            draws[r] = [boot_params(boot.x)[p] for p in active]
-        alpha = (1.0 - confidence) / 2.0
-        q = np.quantile(draws, [alpha, 1.0 - alpha], axis=0)
+        q = _bootstrap(groups, phase, rows, all_targets, active, values, bounds, n_resamples,
+                       confidence, rng)
+        wide = []
         for k, p in enumerate(active):
             # the optimiser stops within ~1e-12 of a bound; report the bound itself
             lo, hi = bounds[p]
             lower[p] = _snap(float(min(q[0, k], values[p])), lo, hi)
             upper[p] = _snap(float(max(q[1, k], values[p])), lo, hi)
+            if upper[p] - lower[p] >= SPAN_UNIDENTIFIED * (hi - lo):
+                wide.append(p)
+        if wide:
+            # resampling moves these knobs across their whole range: the data do not pin
+            # them, so they keep their priors and the others are refitted without them
+            for p in wide:
+                identified[p] = False
+                values[p] = _prior(p, bounds)
+                lower[p], upper[p] = bounds[p]
+            keep = tuple(p for p in active if p not in wide)
+            if keep:
+                held = {p: values[p] for p in KNOBS if p not in keep}
+                res, params = _least_squares(groups, phase, rows, targets, keep, held, bounds,
+                                             [[values[p] / _SCALE[p] for p in keep]])
+                values = params(res.x)
+                for p in keep:
+                    lower[p] = min(lower[p], values[p])
+                    upper[p] = max(upper[p], values[p])
+            active = keep
     for p in active:
         values[p] = _snap(values[p], *bounds[p])
     return _PhaseFit(values, identified, lower, upper, fitted=True)
+
+
+def _bootstrap(groups, phase, rows, all_targets, active, values, bounds, n_resamples,
+               confidence, rng):
+    """Percentile bounds (2 × len(active)) of the ``active`` knobs over row resamples."""
+    fixed_now = {p: values[p] for p in KNOBS if p not in active}
+    x_hat = [values[p] / _SCALE[p] for p in active]
+    draws = np.empty((n_resamples, len(active)))
+    n = rows.size
+    for r in range(n_resamples):
+        pick = rows[rng.integers(0, n, n)]
+        tgt = all_targets[pick]
+        boot, boot_params = _least_squares(groups, phase, pick, tgt, active, fixed_now,
+                                           bounds, [x_hat])
+        draws[r] = [boot_params(boot.x)[p] for p in active]
+    alpha = (1.0 - confidence) / 2.0
+    return np.quantile(draws, [alpha, 1.0 - alpha], axis=0)
 
 
 def _pct(value) -> str:
@@ -343,26 +449,36 @@ class CalibrationResult:
     parameters: xr.Dataset
     residuals: xr.Dataset
     errors: xr.Dataset
+    knob_sets: xr.Dataset | None = None
 
     def summary(self) -> str:
         """A plain-text table of the knobs, their intervals and the errors."""
         conf = self.parameters.attrs.get("confidence", math.nan)
-        lines = [f"{'phase':<8} {'parameter':<21} {'value':>10} "
+        lines = [f"{'phase':<8} {'parameter':<23} {'value':>10} "
                  f"{f'{conf:.0%} interval':>24}  note"]
         for phase in PHASES:
-            for p in PARAMETERS:
+            for p in self.parameters[PARAMETER].values:
                 sel = self.parameters.sel({PHASE: phase, PARAMETER: p})
-                scale, unit = (1e3, " ms") if p == "step_overhead" else (1.0, "")
+                scale, unit = (1e3, " ms") if p in SECONDS_KNOBS else (1.0, "")
                 note = "" if bool(sel["identified"]) else (
                     "not fitted" if not bool(self.parameters["fitted"].sel({PHASE: phase}))
-                    or not bool(sel["free"]) else "not constrained by the data: ideal value")
-                lines.append(f"{phase:<8} {p:<21} {float(sel['value']) * scale:>10.4g}"
+                    or not bool(sel["free"]) else "not constrained by the data: prior value")
+                lines.append(f"{phase:<8} {p:<23} {float(sel['value']) * scale:>10.4g}"
                              f"{unit:<3} [{float(sel['lower']) * scale:.4g}, "
                              f"{float(sel['upper']) * scale:.4g}]{unit}  {note}".rstrip())
         lines.append("")
         lines.append(f"{'phase':<8} {'rows':>5} {'MAPE ideal':>11} {'MAPE calibrated':>16}")
         lines += _error_lines(self.errors, lambda phase, n, ideal, calibrated:
                               f"{phase:<8} {n:>5} {ideal:>11} {calibrated:>16}")
+        if self.knob_sets is not None:
+            lines += ["", (f"knob sets by {self.knob_sets.attrs['group_by']} "
+                           f"(rows per phase; 'shared' where a set keeps the shared knobs)")]
+            for i, name in enumerate(self.knob_sets["knob_set"].values):
+                own = self.knob_sets["own"].values[i]
+                n = self.knob_sets["n"].values[i]
+                lines.append(f"  {name}: " + ", ".join(
+                    f"{ph} {n[j]} rows{'' if own[j] else ' (shared)'}"
+                    for j, ph in enumerate(PHASES)))
         return "\n".join(lines)
 
 
@@ -374,12 +490,24 @@ FIT_PARAMETERS = parameter_entries("""
         with a TPOT (else an ITL).
     phases : sequence of {"prefill", "decode"}
         Phases to fit; others keep the ideal knobs. Default both.
-    fit : sequence of str, or mapping phase -> sequence of str, optional
+    fit : "engine", sequence of str, or mapping phase -> sequence of str, optional
         Knobs to fit, among ``compute_efficiency``, ``bandwidth_efficiency``,
-        ``step_overhead``; the others stay ideal. Default all three in both phases.
+        ``step_overhead`` and the engine knobs (``layer_overhead``,
+        ``kv_bandwidth_efficiency``, ``gemm_half_tokens``, ``prefill_overhead``,
+        ``interconnect_latency``); the others keep their priors (the ideal model). Default
+        the three in both phases; ``"engine"``: :data:`ENGINE_FIT`.
     bounds : mapping parameter -> (low, high), optional
-        Box constraints; efficiencies within (0, 1], overhead [s] ≥ 0. Default
+        Box constraints; efficiencies within (0, 1], times [s] and tokens ≥ 0. Default
         :data:`DEFAULT_BOUNDS`.
+    group_by : str or sequence of {"gpu", "engine", "dtype", "model"}, optional
+        Keep a knob set per value of these columns: every knob is first fitted on all rows
+        (the shared set), then each set refits ``group_knobs`` on its own rows, the other
+        knobs held at their shared values. A set whose rows in a phase are not more than its
+        free knobs keeps the shared knobs there. Default none (one shared set).
+    group_knobs : sequence of str
+        The knobs a set refits. Default :data:`GROUP_KNOBS` (the efficiencies and the fixed
+        costs per step and per prompt, which differ between engines, GPUs and formats; the
+        layer, GEMM-curve, KV and link knobs stay shared).
     models, gpus : mapping of name -> ModelShape / GPU, optional
         Specs for names outside the catalogue (e.g. a model read with
         ``ModelShape.from_hf_config``); they take precedence over catalogue names.
@@ -388,7 +516,7 @@ FIT_PARAMETERS = parameter_entries("""
         model tensor-parallel communication explicitly); the names
         :func:`rooflinekit.roofline.read_options` accepts. The former name
         ``roofline_kwargs`` is accepted for one release, with a ``FutureWarning``.
-    workload : {"isolated", "serving"}
+    workload : {"isolated", "serving", "loaded"}
         How a row maps onto engine steps. "isolated" (default): TTFT is
         :func:`~rooflinekit.roofline.prefill_time` of the prompt and the decode time is
         :func:`~rooflinekit.roofline.decode_step_time` at the batch size, the phases as the
@@ -397,6 +525,10 @@ FIT_PARAMETERS = parameter_entries("""
         prompt beside ``B − 1`` decoding sequences, a decode step carries ``B`` decodes plus, on
         average, ``B / output_tokens`` prompts' worth of prefill tokens (as one chunk). Use it for
         serving benchmarks at concurrency > 1; the knobs it fits are the same step-time knobs.
+        "loaded": "serving", and the TTFT step also carries the other prompts prefilled at the
+        same time (prefill interference under load): ``(B − 1)·s`` prompts, ``s`` a request's
+        share of its life in prefill at the ideal roofline, ``T_prefill / (T_prefill +
+        output · T_decode)`` (mean field).
     """)
 
 
@@ -406,7 +538,8 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
               n_resamples: int = 200, confidence: float = 0.95, seed: int | None = 0,
               models: Mapping[str, ModelShape] | None = None,
               gpus: Mapping[str, GPU] | None = None, roofline_options: Mapping | None = None,
-              workload: str = "isolated") -> CalibrationResult:
+              workload: str = "isolated", group_by=None,
+              group_knobs: Sequence[str] = GROUP_KNOBS) -> CalibrationResult:
     """Fit compute efficiency, bandwidth efficiency and step overhead per phase to measurements.
 
     Parameters
@@ -463,8 +596,17 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     seed = whole_number("seed", seed, lo=0, allow_none=True)
     ds, phases, per_phase, bounds, groups = _prepare(
         measurements, phases, fit, bounds, models, gpus, roofline_options, workload)
+    group_by = _check_group_by(ds, group_by)
+    group_knobs = _check_group_knobs(group_knobs)
     rng = np.random.default_rng(seed)
-    return _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, rng)
+    return _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, rng,
+                      group_by=group_by, group_knobs=group_knobs)
+
+
+def _check_group_knobs(group_knobs) -> tuple:
+    group_knobs = (group_knobs,) if isinstance(group_knobs, str) else tuple(group_knobs)
+    check_keys("group_knobs", group_knobs, KNOBS, what="knob")
+    return group_knobs
 
 
 def _prepare(measurements, phases, fit, bounds, models, gpus, roofline_options, workload):
@@ -494,7 +636,7 @@ def _check_phases(phases) -> tuple:
 
 
 def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, rng,
-               require=True):
+               require=True, group_by=(), group_knobs=GROUP_KNOBS):
     fits = {}
     targets = {phase: _targets(ds, phase) for phase in PHASES}
     for phase in PHASES:
@@ -510,23 +652,105 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
             free = ()
         fits[phase] = _fit_phase(groups, phase, rows, targets[phase], free, bounds,
                                  n_resamples if free else 0, confidence, rng)
-    calibration = Calibration(prefill=fits["prefill"].values, decode=fits["decode"].values,
-                              source=_describe_sources(ds))
+    frees = {ph: (per_phase[ph] if ph in phases else ()) for ph in PHASES}
+    shared = {ph: _kept(fits[ph].values, frees[ph]) for ph in PHASES}
+    sets, set_table = _fit_sets(ds, groups, targets, frees, shared, fits, bounds, group_by,
+                                group_knobs)
+    calibration = Calibration(prefill=shared["prefill"], decode=shared["decode"],
+                              source=_describe_sources(ds), group_by=group_by if sets else (),
+                              groups=sets)
+    names = PARAMETERS + tuple(p for p in KNOBS if p not in PARAMETERS
+                               and any(p in frees[ph] for ph in PHASES))
     table = {name: ((PHASE, PARAMETER), np.array(
-        [[getattr(fits[ph], name)[p] for p in PARAMETERS] for ph in PHASES]))
-        for name in ("values", "lower", "upper", "identified")}
+        [[_number(getattr(fits[ph], name)[p]) for p in names] for ph in PHASES]))
+        for name in ("values", "lower", "upper")}
+    table["identified"] = ((PHASE, PARAMETER), np.array(
+        [[bool(fits[ph].identified[p]) for p in names] for ph in PHASES]))
     parameters = xr.Dataset(
         {"value": table["values"], "lower": table["lower"], "upper": table["upper"],
          "identified": table["identified"],
          "free": ((PHASE, PARAMETER), np.array(
-             [[p in (per_phase[ph] if ph in phases else ()) for p in PARAMETERS]
-              for ph in PHASES])),
+             [[p in frees[ph] for p in names] for ph in PHASES])),
          "fitted": ((PHASE,), np.array([fits[ph].fitted for ph in PHASES]))},
-        coords={PHASE: list(PHASES), PARAMETER: list(PARAMETERS)},
+        coords={PHASE: list(PHASES), PARAMETER: list(names)},
         attrs={"confidence": confidence, "n_resamples": n_resamples,
-               "units_note": "efficiencies [1]; step_overhead [s]"})
-    residuals, errors = _residual_tables(ds, groups, calibration, targets)
-    return CalibrationResult(calibration, parameters, residuals, errors)
+               "units_note": "efficiencies [1]; step_overhead [s]" if names == PARAMETERS else
+               "efficiencies [1]; overheads and interconnect_latency [s]; gemm_half_tokens "
+               "[tokens]; NaN: the option's default (the weights' efficiency, the GPU's own "
+               "link latency)"})
+    keys = _row_keys(ds, calibration.group_by)
+    residuals, errors = _residual_tables(ds, groups, calibration, targets, keys=keys)
+    return CalibrationResult(calibration, parameters, residuals, errors, set_table)
+
+
+def _number(value) -> float:
+    """A knob value as a float; ``None`` (the option's default) as NaN."""
+    return math.nan if value is None else float(value)
+
+
+def _kept(values: dict, free) -> dict:
+    """What a calibration keeps of a phase's fit: the three knobs and the free engine knobs."""
+    return {p: values[p] for p in KNOBS
+            if (p in PARAMETERS or p in free) and values[p] is not None}
+
+
+def _check_group_by(ds, group_by) -> tuple:
+    if group_by is None:
+        return ()
+    group_by = (group_by,) if isinstance(group_by, str) else tuple(group_by)
+    for i, field in enumerate(group_by):
+        check_one_of(f"group_by[{i}]", field, GROUP_FIELDS)
+    if len(set(group_by)) != len(group_by):
+        raise ValueError(f"group_by must not repeat a field; got {group_by!r}")
+    absent = [field for field in group_by if field not in ds]
+    if absent:
+        raise ValueError(f"group_by={group_by!r}: the measurements have no {absent[0]!r} "
+                         f"column")
+    return group_by
+
+
+def _fit_sets(ds, groups, targets, frees, shared, fits, bounds, group_by, group_knobs):
+    """The knob sets of ``group_by``: each refits ``group_knobs`` on its rows, the rest shared.
+
+    A set's phase keeps the shared knobs where its rows are too few for its free knobs (one
+    row more than knobs, so that a set never interpolates exactly), or where its rows do not
+    identify a knob.
+    """
+    if not group_by:
+        return {}, None
+    keys = _row_keys(ds, group_by)
+    sets, record = {}, []
+    for key in dict.fromkeys(keys):
+        mine = np.array([k == key for k in keys])
+        knobs, row = {}, {}
+        for phase in PHASES:
+            rows = np.flatnonzero(mine & ~np.isnan(targets[phase]) & (targets[phase] > 0))
+            free = tuple(p for p in frees[phase] if p in group_knobs and fits[phase].fitted)
+            row[phase] = rows.size
+            if not free or rows.size < len(free) + 1:
+                knobs[phase] = dict(shared[phase])
+                continue
+            base = {p: fits[phase].values[p] for p in KNOBS}
+            fit = _fit_phase(groups, phase, rows, targets[phase], free, bounds, 0, 0.95, None,
+                             fixed=base)
+            knobs[phase] = _kept(fit.values, frees[phase])
+        sets[key] = knobs
+        record.append((key, row, knobs))
+    names = PARAMETERS + tuple(p for p in KNOBS if p not in PARAMETERS
+                               and any(p in frees[ph] for ph in PHASES))
+    table = xr.Dataset(
+        {"value": (("knob_set", PHASE, PARAMETER), np.array(
+            [[[_number(k[ph].get(p)) for p in names] for ph in PHASES] for _, _, k in record])),
+         "n": (("knob_set", PHASE), np.array([[r[ph] for ph in PHASES] for _, r, _ in record],
+                                            dtype=np.int64)),
+         "own": (("knob_set", PHASE), np.array(
+             [[k[ph] != shared[ph] for ph in PHASES] for _, _, k in record]))},
+        coords={"knob_set": [" / ".join(key) for key, _, _ in record], PHASE: list(PHASES),
+                PARAMETER: list(names)},
+        attrs={"group_by": " / ".join(group_by),
+               "note": "own: False where the set keeps the shared knobs (too few rows, or "
+                       "none of its knobs identified)"})
+    return sets, table
 
 
 def _describe_sources(ds) -> str:
@@ -536,13 +760,14 @@ def _describe_sources(ds) -> str:
     return f"fitted to {ds.sizes[MEASUREMENT]} measurement(s): {head}{more}"
 
 
-def _residual_tables(ds, groups, calibration, targets, rows=None):
+def _residual_tables(ds, groups, calibration, targets, rows=None, keys=None):
     data = {}
     err = {"mape_ideal": [], "mape_calibrated": [], "n": []}
+    keys = [None] * ds.sizes[MEASUREMENT] if keys is None else keys
     for phase in PHASES:
         measured = targets[phase]
         ideal = groups.predict(phase, dict(_IDEAL), rows)
-        fitted = groups.predict(phase, calibration.kwargs_for(phase), rows)
+        fitted = _predict_calibrated(groups, phase, calibration, keys, rows)
         measured = np.where(measured > 0, measured, np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
             e_ideal = ideal / measured - 1.0
@@ -629,7 +854,8 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
                    seed: int | None = 0, phases: Sequence[str] = PHASES, fit=None, bounds=None,
                    models: Mapping[str, ModelShape] | None = None,
                    gpus: Mapping[str, GPU] | None = None, roofline_options: Mapping | None = None,
-                   workload: str = "isolated") -> CrossValidationResult:
+                   workload: str = "isolated", group_by=None,
+                   group_knobs: Sequence[str] = GROUP_KNOBS) -> CrossValidationResult:
     """Fit on some configurations and measure the error on the held-out ones.
 
     The shared arguments mean what they mean for :func:`calibrate`; there is no bootstrap
@@ -659,6 +885,9 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
     seed = whole_number("seed", seed, lo=0, allow_none=True)
     ds, phases, per_phase, bounds, groups = _prepare(
         measurements, phases, fit, bounds, models, gpus, roofline_options, workload)
+    group_by = _check_group_by(ds, group_by)
+    group_knobs = _check_group_knobs(group_knobs)
+    set_keys = _row_keys(ds, group_by)
     n = ds.sizes[MEASUREMENT]
     if by is not None:
         keys = (by,) if isinstance(by, str) else tuple(by)
@@ -695,11 +924,13 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
         sub = ds.isel({MEASUREMENT: np.flatnonzero(train)})
         sub_groups = _Groups(sub, models, gpus, dict(roofline_options or {}), workload)
         result = _calibrate(sub, sub_groups, phases, per_phase, bounds, 0, 0.95, rng,
-                            require=False)
+                            require=False, group_by=group_by, group_knobs=group_knobs)
         test_rows = np.flatnonzero(test)
         row = {name: [] for name in rec}
         for phase in PHASES:
-            pred = groups.predict(phase, result.calibration.kwargs_for(phase), test_rows)
+            # a held-out row whose knob set the training rows lack takes the shared knobs
+            pred = _predict_calibrated(groups, phase, result.calibration, set_keys,
+                                       test_rows)
             oof[phase][test_rows] = pred[test_rows]
             measured = np.where(targets[phase] > 0, targets[phase], np.nan)
             m_test = np.where(test, measured, np.nan)

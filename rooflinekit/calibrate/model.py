@@ -1,9 +1,11 @@
 """The calibrated model: knobs per phase, kept as JSON, and roofline predictions per measured row.
 
 :class:`Calibration` holds the roofline's three knobs (``compute_efficiency``,
-``bandwidth_efficiency``, ``step_overhead``) per phase, prefill and decode; every roofline function
-already takes them as keyword arguments, so a calibration is applied by passing them on
-(:meth:`Calibration.apply` picks the phase from a function's name). :func:`save_calibration` and
+``bandwidth_efficiency``, ``step_overhead``) per phase, prefill and decode, the engine knobs
+(:data:`ENGINE_KNOBS`) where fitted, and knob sets of their own by GPU, engine, format or model;
+every roofline function already takes them as keyword arguments, so a calibration is applied by
+passing them on (:meth:`Calibration.apply` picks the phase from a function's name, and the set
+from its selectors). :func:`save_calibration` and
 :func:`load_calibration` keep one as JSON. :func:`predict` runs the roofline over every row of a
 measurement table (:mod:`rooflinekit.calibrate.measurements`), grouped by (model, GPU, tp, dtype) so that one
 call covers a configuration; the fit in :mod:`rooflinekit.calibrate` evaluates the same grouped
@@ -16,6 +18,7 @@ import dataclasses
 import functools
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -24,7 +27,6 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, roofline
-from rooflinekit.batching import IDEAL
 from rooflinekit._validation import (
     check_keys,
     check_mapping,
@@ -35,13 +37,15 @@ from rooflinekit._validation import (
     real_number,
     renamed_keyword,
 )
+from rooflinekit.batching import IDEAL
 from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
-__all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "IDEAL", "Calibration",
-           "save_calibration", "load_calibration", "predict"]
+__all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "ENGINE_KNOBS", "KNOBS", "GROUP_FIELDS",
+           "WORKLOADS",
+           "IDEAL", "Calibration", "save_calibration", "load_calibration", "predict"]
 
 #: Dimension of per-phase results: "prefill" (fitted to TTFT) and "decode" (fitted to TPOT/ITL).
 PHASE = "phase"
@@ -51,9 +55,30 @@ PARAMETER = "parameter"
 PHASES = ("prefill", "decode")
 PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 
+#: The knobs that say what a serving engine does beyond the three: a fixed cost per layer
+#: per step [s], the KV traffic's own bandwidth efficiency [1], the tokens at which the GEMMs
+#: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s]
+#: and the per-hop all-reduce latency [s]. Each is a roofline option
+#: (:data:`rooflinekit.roofline.OPTION_DEFAULTS`) whose default is the ideal model.
+ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
+                "prefill_overhead", "interconnect_latency")
+#: Every knob a calibration can hold.
+KNOBS = PARAMETERS + ENGINE_KNOBS
+
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 _IDEAL = MappingProxyType({"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0,
                            "step_overhead": 0.0})
+#: The engine knobs' priors: the roofline's defaults, where ``None`` means "as the
+#: weights' bandwidth efficiency" (KV) and "the GPU's own link latency" (all-reduce).
+_ENGINE_IDEAL = MappingProxyType({k: roofline.OPTION_DEFAULTS[k] for k in ENGINE_KNOBS})
+#: Knobs in seconds (fitted in milliseconds; shown in ms).
+SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency")
+#: How a measured row maps onto engine steps (see :func:`~rooflinekit.calibrate.calibrate`).
+WORKLOADS = ("isolated", "serving", "loaded")
+#: The workloads that map a row onto a continuous-batching server's mixed steps.
+_SERVING = ("serving", "loaded")
+#: Columns of a measurement table a calibration can keep knob sets by.
+GROUP_FIELDS = ("gpu", "engine", "dtype", "model")
 
 
 # -- specs and the roofline --------------------------------------------------------------------
@@ -125,15 +150,37 @@ class _Groups:
         self.context = np.where(np.isnan(ctx), prompt + output / 2.0, ctx)
         self.batch = np.maximum(ds["batch_size"].values.astype(float), 1.0)
         self.output = output
-        if workload == "serving":
+        if workload in _SERVING:
             # KV tokens each decoding sequence reads (window-capped), per configuration
             self.kv_read = np.empty(n)
             for idx, model, _, _, _ in self.groups:
                 self.kv_read[idx] = roofline.effective_kv_tokens(model, self.context[idx])
         # A fit evaluates thousands of knob settings; the knobs enter a step only as
-        # max(compute / ce, memory / be) + overhead + communication, so each row's three terms
-        # are taken from the step kernel once and every setting is then plain arithmetic.
+        # max((compute + n½·gemm) / ce, weights / be + kv / be_kv) + overheads + communication,
+        # so each row's terms are taken from the step kernel once and every setting is then
+        # plain arithmetic.
         self.terms = {phase: self._terms(phase) for phase in PHASES}
+
+    def _prefill_share(self, idx: np.ndarray, cost) -> np.ndarray:
+        """Share of a request's life spent in prefill at the ideal roofline, per row [1].
+
+        Under a steady load of ``B`` requests each spends ``s = T_prefill / (T_prefill +
+        output · T_decode)`` of its time being prefilled, so a new prompt shares its prefill
+        with ``(B − 1)·s`` other prompts on average (mean field; prefill interference under
+        load). Taken once from the ideal model, so that the knobs stay linear.
+        """
+        kernel = roofline.mixed_step_time_kernel
+        f, w = cost.full_attention_fraction, cost.sliding_window
+        out = np.zeros(idx.size)
+        for j, i in enumerate(idx):
+            p, b = float(self.prompt[i]), float(self.batch[i])
+            if b <= 1.0:
+                continue
+            pairs = roofline.prefill_context_tokens_kernel(p, 0.0, f, w)
+            prefill = kernel(*cost, 0.0, p, 0.0, pairs)
+            decode = kernel(*cost, b, 0.0, b * float(self.kv_read[i]), 0.0)
+            out[j] = prefill / (prefill + max(float(self.output[i]), 1.0) * decode)
+        return out
 
     def _steps(self, phase: str, idx: np.ndarray, model, cost) -> tuple:
         """The kernel's token counts (decode, prompt, KV read, attention pairs) of rows ``idx``.
@@ -145,12 +192,15 @@ class _Groups:
         """
         b = self.batch[idx]
         f, w = cost.full_attention_fraction, cost.sliding_window
-        if self.workload == "serving":
+        if self.workload in _SERVING:
             # one engine step as a continuous-batching server runs it (Sarathi-Serve):
             # TTFT's step carries the new prompt beside the other b - 1 decodes; a decode
             # step carries b decodes and, on average, b / output new prompts' tokens
             if phase == "prefill":
-                decodes, prompt, kv = b - 1.0, self.prompt[idx], (b - 1.0) * self.kv_read[idx]
+                decodes, kv = b - 1.0, (b - 1.0) * self.kv_read[idx]
+                prompt = self.prompt[idx]
+                if self.workload == "loaded":
+                    prompt = prompt * (1.0 + (b - 1.0) * self._prefill_share(idx, cost))
             else:
                 decodes = b
                 prompt = b / np.maximum(self.output[idx], 1.0) * self.prompt[idx]
@@ -165,39 +215,110 @@ class _Groups:
         return decodes, prompt, kv, pairs
 
     def _terms(self, phase: str) -> dict:
-        """Per row: compute time at full efficiency, memory time at full bandwidth,
-        communication time and whether the step runs [s, s, s, 1]."""
-        terms = {name: np.full(self.n, np.nan) for name in ("compute", "memory", "comm", "runs")}
+        """Per row, each at full efficiency and no engine cost [s unless stated]: ``compute``,
+        ``gemm`` (compute per unit of ``gemm_half_tokens`` [s/token]), ``memory`` (all traffic),
+        ``kv`` (its KV part), ``comm`` (all-reduce at the GPU's link latency), ``comm_bytes``
+        (its bandwidth part), ``hops`` (latency per unit of hop latency [1]), ``runs``,
+        ``layers`` (``runs × n_layers`` [1]) and ``prompt`` (``runs × min(prompt tokens, 1)``)."""
+        names = ("compute", "gemm", "memory", "kv", "comm", "comm_bytes", "hops", "runs",
+                 "layers", "prompt")
+        terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
         for idx, model, gpu, tp, extra in self.groups:
-            options = {k: v for k, v in extra.items() if k not in _IDEAL}
+            # the knobs enter below; a link latency given as an option is the GPU's own here
+            options = {k: v for k, v in extra.items()
+                       if k not in KNOBS or k == "interconnect_latency"}
             cost = roofline.step_cost_coefficients(model, gpu, tp, **options)
+            unit_hop = roofline.step_cost_coefficients(
+                model, gpu, tp, **{**options, "interconnect_latency": 1.0})
             silent = {"allreduce_bytes_per_token": 0.0, "allreduce_latency": 0.0}
+            no_flops = {"flops_per_token": 0.0, "lm_head_flops_per_token": 0.0,
+                        "attention_flops_per_pair": 0.0}
             alone = {
                 "compute": cost._replace(bandwidth=math.inf, **silent),
-                "memory": cost._replace(flops_per_token=0.0, lm_head_flops_per_token=0.0,
-                                        attention_flops_per_pair=0.0, **silent),
-                "comm": cost._replace(flops_per_token=0.0, lm_head_flops_per_token=0.0,
-                                      attention_flops_per_pair=0.0, bandwidth=math.inf),
+                "memory": cost._replace(**no_flops, **silent),
+                "kv": cost._replace(**no_flops, **silent, nonexpert_weight_bytes=0.0,
+                                    expert_weight_bytes=0.0, embedding_row_bytes=0.0,
+                                    prefill_bytes_per_token=0.0),
+                "comm": cost._replace(**no_flops, bandwidth=math.inf),
+                "comm_bytes": cost._replace(**no_flops, bandwidth=math.inf,
+                                            allreduce_latency=0.0),
             }
             steps = list(zip(*self._steps(phase, idx, model, cost)))
             for name, part in alone.items():
                 terms[name][idx] = [kernel(*part, *step) for step in steps]
-            terms["runs"][idx] = [min(d + p, 1.0) for d, p, _, _ in steps]
+            runs = np.array([min(d + p, 1.0) for d, p, _, _ in steps])
+            terms["runs"][idx] = runs
+            terms["gemm"][idx] = runs * (cost.flops_per_token + cost.lm_head_flops_per_token) \
+                / cost.peak_flops
+            terms["hops"][idx] = runs * unit_hop.allreduce_latency
+            terms["layers"][idx] = runs * model.n_layers
+            terms["prompt"][idx] = [r * min(p, 1.0) for r, (_, p, _, _) in zip(runs, steps)]
         return terms
 
     def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:
-        """Roofline seconds of ``phase`` for every row (or the given rows), with ``params``."""
-        knobs = {**_IDEAL, **{k: v for k, v in params.items() if k in _IDEAL}}
+        """Roofline seconds of ``phase`` for every row (or the given rows), with ``params``.
+
+        ``params`` holds knobs (:data:`KNOBS`); those it lacks take their ideal values. With
+        the engine knobs at their defaults this is the three-knob arithmetic exactly.
+        """
+        knobs = {**_IDEAL, **_ENGINE_IDEAL, **{k: v for k, v in params.items() if k in KNOBS}}
         t = self.terms[phase]
-        out = (np.maximum(t["compute"] / knobs["compute_efficiency"],
-                          t["memory"] / knobs["bandwidth_efficiency"])
-               + t["runs"] * knobs["step_overhead"] + t["comm"])
+        compute = t["compute"]
+        if knobs["gemm_half_tokens"]:
+            compute = compute + knobs["gemm_half_tokens"] * t["gemm"]
+        memory = t["memory"] / knobs["bandwidth_efficiency"]
+        if knobs["kv_bandwidth_efficiency"] is not None:
+            memory = memory + t["kv"] * (1.0 / knobs["kv_bandwidth_efficiency"]
+                                         - 1.0 / knobs["bandwidth_efficiency"])
+        comm = t["comm"] if knobs["interconnect_latency"] is None else \
+            t["comm_bytes"] + knobs["interconnect_latency"] * t["hops"]
+        out = (np.maximum(compute / knobs["compute_efficiency"], memory)
+               + t["runs"] * knobs["step_overhead"] + comm)
+        if knobs["layer_overhead"] or knobs["prefill_overhead"]:
+            out = out + t["layers"] * knobs["layer_overhead"] + \
+                t["prompt"] * knobs["prefill_overhead"]
         if rows is not None:
             keep = np.zeros(self.n, dtype=bool)
             keep[rows] = True
             out = np.where(keep, out, np.nan)
         return out
+
+
+def _row_keys(ds, group_by) -> list:
+    """Each row's knob-set key: its text in every ``group_by`` column ("" where blank)."""
+    n = ds.sizes[MEASUREMENT]
+    if not group_by:
+        return [None] * n
+    columns = [ds[field].values for field in group_by]
+    return [tuple(_text(col[i]) for col in columns) for i in range(n)]
+
+
+def _text(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def _predict_calibrated(groups, phase, calibration, keys, rows=None):
+    """Each row's prediction with its knob set (the shared knobs where it has none)."""
+    if not calibration.groups:
+        return groups.predict(phase, calibration.kwargs_for(phase), rows)
+    out = np.full(groups.n, np.nan)
+    # each row's set as a selection would find it (names compared without case)
+    found = {key: calibration.group_for(warn=False, **dict(zip(calibration.group_by, key)))
+             for key in dict.fromkeys(keys) if key is not None}
+    chosen = [None if key is None else found[key] for key in keys]
+    for key in dict.fromkeys(chosen):
+        mine = np.flatnonzero([c == key for c in chosen])
+        if rows is not None:
+            mine = np.intersect1d(mine, rows)
+        if not mine.size:
+            continue
+        knobs = calibration.kwargs_for(phase) if key is None else \
+            dict(calibration.groups[key][phase])
+        out[mine] = groups.predict(phase, knobs, mine)[mine]
+    return out
 
 
 def _bytes(dtype):
@@ -218,7 +339,7 @@ def _targets(ds: xr.Dataset, phase: str) -> np.ndarray:
 
 
 def _check_workload(workload) -> str:
-    return check_one_of("workload", workload, ("isolated", "serving"))
+    return check_one_of("workload", workload, WORKLOADS)
 
 
 # -- the calibrated model ----------------------------------------------------------------------
@@ -233,36 +354,91 @@ _FUNCTION_PHASE = {
 
 
 def _check_knobs(phase: str, knobs: Mapping) -> dict:
+    """A phase's knobs: the three always (ideal where missing), an engine knob where given."""
     knobs = check_mapping(phase, knobs)
-    check_keys(phase, knobs, PARAMETERS, what="knob")
+    check_keys(phase, knobs, KNOBS, what="knob")
     out = dict(_IDEAL)
     for key, value in knobs.items():
-        out[key] = _check_knob(f"{phase}.{key}", key, value)
+        value = _check_knob(f"{phase}.{key}", key, value)
+        if value is not None:
+            out[key] = value
     return out
 
 
-def _check_knob(name: str, knob: str, value) -> float:
-    """One roofline knob as ``float``: an efficiency in (0, 1], ``step_overhead`` >= 0 [s]."""
-    if knob == "step_overhead":
-        return real_number(name, value, lo=0)
-    return real_number(name, value, lo=0, hi=1, lo_open=True)
+def _check_knob(name: str, knob: str, value):
+    """One roofline knob as ``float``: an efficiency in (0, 1], a time [s] or tokens >= 0.
+
+    ``kv_bandwidth_efficiency`` and ``interconnect_latency`` may be ``None`` (their default:
+    the weights' efficiency, the GPU's own latency).
+    """
+    optional = knob in ("kv_bandwidth_efficiency", "interconnect_latency")
+    if knob in SECONDS_KNOBS or knob == "gemm_half_tokens":
+        return real_number(name, value, lo=0, allow_none=optional)
+    return real_number(name, value, lo=0, hi=1, lo_open=True, allow_none=optional)
+
+
+def _selector_name(value):
+    """A selector as the text a measurement column holds: a spec's name, or the string."""
+    if value is None:
+        return None
+    name = getattr(value, "name", value)
+    if not isinstance(name, str):
+        raise TypeError(f"a knob-set selector must be a name or a spec with a name; got "
+                        f"{type(value).__name__}")
+    return name
+
+
+def _check_groups(group_by, groups) -> tuple:
+    """``group_by`` as a tuple of :data:`GROUP_FIELDS` and ``groups`` as checked knob sets."""
+    if isinstance(group_by, str):
+        group_by = (group_by,)
+    group_by = tuple(group_by)
+    for i, field in enumerate(group_by):
+        check_one_of(f"group_by[{i}]", field, GROUP_FIELDS)
+    if len(set(group_by)) != len(group_by):
+        raise ValueError(f"group_by must not repeat a field; got {group_by!r}")
+    groups = check_mapping("groups", groups)
+    if groups and not group_by:
+        raise ValueError("groups need group_by: the fields their keys name")
+    out = {}
+    for key, phases in groups.items():
+        key = (key,) if isinstance(key, str) else tuple(key)
+        if len(key) != len(group_by) or not all(isinstance(k, str) for k in key):
+            raise ValueError(f"groups: key {key!r} must hold one name per group_by field "
+                             f"{group_by!r}")
+        phases = check_mapping(f"groups[{key!r}]", phases)
+        check_keys(f"groups[{key!r}]", phases, PHASES, what="phase")
+        out[key] = MappingProxyType({
+            phase: MappingProxyType(_check_knobs(f"groups[{key!r}].{phase}",
+                                                 phases.get(phase, {})))
+            for phase in PHASES})
+    return group_by, out
 
 
 @dataclasses.dataclass(frozen=True)
 class Calibration:
-    """Fitted roofline knobs per phase: the calibrated model.
+    """Fitted roofline knobs per phase, shared and per knob set: the calibrated model.
 
     Parameters
     ----------
     prefill, decode : mapping
-        ``compute_efficiency`` and ``bandwidth_efficiency`` in (0, 1] [1] and ``step_overhead``
-        [s] ≥ 0 for each phase; missing knobs take their ideal values (1, 1, 0).
+        The shared knobs of each phase: ``compute_efficiency`` and ``bandwidth_efficiency``
+        in (0, 1] [1] and ``step_overhead`` [s] ≥ 0, ideal (1, 1, 0) where missing; and, where
+        fitted, the engine knobs (:data:`ENGINE_KNOBS`): ``layer_overhead`` [s per layer],
+        ``kv_bandwidth_efficiency`` in (0, 1] [1], ``gemm_half_tokens`` [tokens],
+        ``prefill_overhead`` [s] and ``interconnect_latency`` [s per hop], each ≥ 0.
     source : str
         What the knobs were fitted to.
     held_out_error : float, optional
         Held-out mean absolute percentage error of the decode time per output token (TPOT) [%],
         ≥ 0, from :func:`~rooflinekit.calibrate.cross_validate`; ``None`` (default) when the
         calibration was not cross-validated.
+    group_by : sequence of str
+        Fields of :data:`GROUP_FIELDS` (``"gpu"``, ``"engine"``, ``"dtype"``, ``"model"``) that
+        key the knob sets in ``groups``. Default none.
+    groups : mapping
+        Knob sets of their own: ``(name per group_by field) -> {"prefill": {...}, "decode":
+        {...}}``, each phase's knobs as for ``prefill``/``decode``. Default none.
 
     See Also
     --------
@@ -277,12 +453,22 @@ class Calibration:
     from the function's name. The simulator's clock times mixed steps with one set of knobs:
     :meth:`clock_options`. ``Calibration()`` is the ideal model. :attr:`label` is what every
     output computed with it says of itself.
+
+    With knob sets, :meth:`kwargs_for`, :meth:`apply` and :meth:`clock_options` take
+    selectors (``gpu=``, ``engine=``, ``dtype=``, ``model=``: names, or specs with a name)
+    and return the set whose key they match (names compared without case; a field not given
+    matches any one set only if a single set fits). A configuration no set matches gets the
+    shared knobs, with a :class:`UserWarning` that says so; no selector at all means the
+    shared knobs, silently. :meth:`apply` takes the GPU and model a call passes as selectors
+    too.
     """
 
     prefill: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
     decode: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
     source: str = ""
     held_out_error: float | None = None
+    group_by: tuple = ()
+    groups: Mapping = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "prefill", MappingProxyType(_check_knobs("prefill", self.prefill)))
@@ -291,14 +477,20 @@ class Calibration:
         object.__setattr__(self, "held_out_error",
                            real_number("held_out_error", self.held_out_error, lo=0,
                                        allow_none=True))
+        group_by, groups = _check_groups(self.group_by, self.groups)
+        object.__setattr__(self, "group_by", group_by)
+        object.__setattr__(self, "groups", MappingProxyType(groups))
 
     @property
     def label(self) -> str:
         """What an output computed with this calibration says of itself.
 
-        ``"calibrated: <source>, held-out TPOT error x%"`` (the error where it is known).
+        ``"calibrated: <source>, held-out TPOT error x%"`` (the error where it is known), and
+        how many knob sets it keeps by which fields, where it keeps any.
         """
         text = f"calibrated: {self.source or 'unnamed calibration'}"
+        if self.groups:
+            text += f", {len(self.groups)} knob sets by {'/'.join(self.group_by)}"
         if self.held_out_error is not None:
             text += f", held-out TPOT error {self.held_out_error:.1f}%"
         return text
@@ -314,8 +506,51 @@ class Calibration:
         decode throughput)."""
         return dict(self.decode)
 
-    def clock_options(self) -> dict:
+    def group_for(self, *, warn: bool = True, **selectors):
+        """The key of the knob set ``selectors`` pick, or ``None`` for the shared knobs.
+
+        Parameters
+        ----------
+        warn : bool
+            Warn (:class:`UserWarning`) when selectors are given but no knob set matches.
+            Default True.
+        **selectors
+            ``gpu``, ``engine``, ``dtype``, ``model``: names or specs with a ``name``; fields
+            this calibration does not key by are ignored.
+
+        Returns
+        -------
+        tuple of str or None
+        """
+        check_keys("selectors", selectors, GROUP_FIELDS, what="selector")
+        given = {k: _selector_name(v) for k, v in selectors.items() if v is not None}
+        if not self.groups or not any(k in self.group_by for k in given):
+            return None
+        fits = [key for key in self.groups
+                if all(field not in given or key[i].lower() == given[field].lower()
+                       for i, field in enumerate(self.group_by))]
+        if len(fits) == 1:
+            return fits[0]
+        if warn:
+            shown = ", ".join(f"{k}={v!r}" for k, v in given.items() if k in self.group_by)
+            why = "no knob set matches" if not fits else f"{len(fits)} knob sets match"
+            warnings.warn(f"calibration: {why} {shown}; using the shared knobs",
+                          UserWarning, stacklevel=3)
+        return None
+
+    def _phase_knobs(self, phase: str, selectors: Mapping) -> Mapping:
+        key = self.group_for(**selectors)
+        return self.prefill if phase == "prefill" and key is None else \
+            self.decode if key is None else self.groups[key][phase]
+
+    def clock_options(self, **selectors) -> dict:
         """The knobs of one mixed engine step, as the simulator's roofline clock takes them.
+
+        Parameters
+        ----------
+        **selectors
+            ``gpu``, ``engine``, ``dtype``, ``model``: pick a knob set (see
+            :meth:`group_for`); none: the shared knobs.
 
         Returns
         -------
@@ -323,7 +558,10 @@ class Calibration:
             ``compute_efficiency`` of prefill [1], ``bandwidth_efficiency`` of decode [1] and
             ``step_overhead`` of decode [s]: the ``roofline_options`` of
             :class:`~rooflinekit.batching.ContinuousBatcher` and
-            :func:`~rooflinekit.roofline.mixed_step_time`.
+            :func:`~rooflinekit.roofline.mixed_step_time`; and the engine knobs the
+            calibration holds, each from the phase where it binds: ``gemm_half_tokens`` and
+            ``prefill_overhead`` of prefill, ``layer_overhead``, ``kv_bandwidth_efficiency``
+            and ``interconnect_latency`` of decode.
 
         Notes
         -----
@@ -332,12 +570,24 @@ class Calibration:
         where that phase binds, and the fixed cost per step is the decode step's (a step that
         carries decodes is a decode step; a prefill's own overhead also holds client time).
         """
-        return {"compute_efficiency": self.prefill["compute_efficiency"],
-                "bandwidth_efficiency": self.decode["bandwidth_efficiency"],
-                "step_overhead": self.decode["step_overhead"]}
+        key = self.group_for(**selectors)
+        prefill, decode = (self.prefill, self.decode) if key is None else \
+            (self.groups[key]["prefill"], self.groups[key]["decode"])
+        out = {"compute_efficiency": prefill["compute_efficiency"],
+               "bandwidth_efficiency": decode["bandwidth_efficiency"],
+               "step_overhead": decode["step_overhead"]}
+        for knob, phase in _CLOCK_PHASE.items():
+            source = prefill if phase == "prefill" else decode
+            if knob in source:
+                out[knob] = source[knob]
+        return out
 
-    def kwargs_for(self, phase_or_function) -> dict:
-        """The knobs for a phase name ("prefill"/"decode") or a roofline function."""
+    def kwargs_for(self, phase_or_function, **selectors) -> dict:
+        """The knobs for a phase name ("prefill"/"decode") or a roofline function.
+
+        ``selectors`` (``gpu=``, ``engine=``, ``dtype=``, ``model=``) pick a knob set, as in
+        :meth:`group_for`; none: the shared knobs.
+        """
         phase = phase_or_function
         if callable(phase_or_function):
             name = getattr(phase_or_function, "__name__", "")
@@ -347,32 +597,70 @@ class Calibration:
                                  f"known functions: {', '.join(sorted(_FUNCTION_PHASE))}; "
                                  f"use kwargs_for('prefill') or kwargs_for('decode')")
         check_one_of("phase", phase, PHASES)
-        return dict(self.prefill if phase == "prefill" else self.decode)
+        return dict(self._phase_knobs(phase, selectors))
 
-    def apply(self, func: Callable) -> Callable:
-        """``func`` with this calibration's knobs for its phase bound as keyword defaults."""
-        knobs = self.kwargs_for(func)
+    def apply(self, func: Callable, **selectors) -> Callable:
+        """``func`` with this calibration's knobs for its phase bound as keyword defaults.
+
+        With knob sets, ``selectors`` pick one (:meth:`group_for`); the ``model`` and ``gpu``
+        a call passes (positionally first, or by name) select too, unless given here.
+        """
+        knobs = self.kwargs_for(func, **selectors)
+        if not self.groups:
+            @functools.wraps(func)
+            def calibrated(*args, **kwargs):
+                return func(*args, **{**knobs, **kwargs})
+            return calibrated
 
         @functools.wraps(func)
-        def calibrated(*args, **kwargs):
-            return func(*args, **{**knobs, **kwargs})
-        return calibrated
+        def calibrated_by_group(*args, **kwargs):
+            picked = dict(zip(("model", "gpu"), args[:2]))
+            picked.update({k: kwargs[k] for k in ("model", "gpu") if k in kwargs})
+            picked = {k: v for k, v in picked.items() if isinstance(getattr(v, "name", v), str)}
+            chosen = self.kwargs_for(func, **{**picked, **selectors})
+            return func(*args, **{**chosen, **kwargs})
+        return calibrated_by_group
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (seconds for the overheads; the held-out error where known)."""
         out = {"prefill": dict(self.prefill), "decode": dict(self.decode), "source": self.source}
         if self.held_out_error is not None:
             out["held_out_error"] = self.held_out_error
+        if self.groups:
+            out["group_by"] = list(self.group_by)
+            out["groups"] = [{"key": list(key), "prefill": dict(knobs["prefill"]),
+                              "decode": dict(knobs["decode"])}
+                             for key, knobs in self.groups.items()]
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Calibration":
-        """The inverse of :meth:`to_dict`."""
+        """The inverse of :meth:`to_dict` (a file without knob sets reads as before)."""
         check_mapping("data", data)
-        check_keys("data", data, ("prefill", "decode", "source", "held_out_error"),
-                   what="calibration field")
+        check_keys("data", data, ("prefill", "decode", "source", "held_out_error", "group_by",
+                                  "groups"), what="calibration field")
+        groups = data.get("groups", [])
+        if not isinstance(groups, list):
+            raise TypeError(f"data.groups must be a list of knob sets; got "
+                            f"{type(groups).__name__}")
+        sets = {}
+        for i, entry in enumerate(groups):
+            entry = check_mapping(f"data.groups[{i}]", entry)
+            check_keys(f"data.groups[{i}]", entry, ("key", *PHASES), what="field")
+            key = entry.get("key")
+            if not isinstance(key, list):
+                raise TypeError(f"data.groups[{i}].key must be a list of names; got "
+                                f"{type(key).__name__}")
+            sets[tuple(key)] = {p: entry.get(p, {}) for p in PHASES}
         return cls(prefill=data.get("prefill", {}), decode=data.get("decode", {}),
-                   source=data.get("source", ""), held_out_error=data.get("held_out_error"))
+                   source=data.get("source", ""), held_out_error=data.get("held_out_error"),
+                   group_by=tuple(data.get("group_by", ())), groups=sets)
+
+
+#: Where the clock takes each engine knob from: the phase whose steps it shapes.
+_CLOCK_PHASE = {"gemm_half_tokens": "prefill", "prefill_overhead": "prefill",
+                "layer_overhead": "decode", "kv_bandwidth_efficiency": "decode",
+                "interconnect_latency": "decode"}
 
 
 def save_calibration(calibration: Calibration, path) -> Path:
@@ -418,7 +706,7 @@ def predict(measurements, calibration: Calibration | None = None, *, models=None
     roofline_options : mapping, optional
         Further options of both roofline functions (e.g. ``{"allreduce": True}``). The former
         name ``roofline_kwargs`` is accepted for one release, with a ``FutureWarning``.
-    workload : {"isolated", "serving"}
+    workload : {"isolated", "serving", "loaded"}
         How a measured row maps onto engine steps; see :func:`calibrate`. Default "isolated".
 
     Returns
@@ -433,7 +721,9 @@ def predict(measurements, calibration: Calibration | None = None, *, models=None
                      _check_overrides("gpus", gpus, GPU),
                      check_mapping("roofline_options", roofline_options, allow_none=True),
                      _check_workload(workload))
+    keys = _row_keys(ds, calibration.group_by) if all(
+        field in ds for field in calibration.group_by) else [None] * ds.sizes[MEASUREMENT]
     return xr.Dataset(
-        {phase: ((MEASUREMENT,), groups.predict(phase, calibration.kwargs_for(phase)),
+        {phase: ((MEASUREMENT,), _predict_calibrated(groups, phase, calibration, keys),
                  {"units": "s", "long_name": f"roofline {phase} time"}) for phase in PHASES},
         coords={MEASUREMENT: ds[MEASUREMENT].values})

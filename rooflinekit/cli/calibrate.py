@@ -8,10 +8,12 @@ import math
 import xarray as xr
 
 from rooflinekit.calibrate import (
+    GROUP_FIELDS,
+    KNOBS,
     MAX_RESAMPLES,
     MEASUREMENT,
-    PARAMETERS,
     PHASES,
+    WORKLOADS,
     calibrate,
     concat_measurements,
     cross_validate,
@@ -104,8 +106,12 @@ def add_arguments(parser) -> None:
                              "config.json, a model folder or a cached repo id (repeatable)")
     parser.add_argument("--phase", action="append", choices=PHASES,
                         help="phase to fit (repeatable; default both)")
-    parser.add_argument("--fit", action="append", choices=PARAMETERS,
-                        help="knob to fit (repeatable; default all three)")
+    parser.add_argument("--fit", action="append", choices=(*KNOBS, "engine"),
+                        help="knob to fit (repeatable; default the three classic knobs); "
+                             "'engine': the engine knobs of each phase (ENGINE_FIT)")
+    parser.add_argument("--group-by", action="append", choices=GROUP_FIELDS,
+                        help="keep a knob set per value of this column, the knobs the data "
+                             "cannot separate shared (repeatable; default one shared set)")
     parser.add_argument("--resamples", type=whole_number(0, MAX_RESAMPLES), default=200,
                         help="bootstrap resamples for the intervals; 0: none (200)")
     parser.add_argument("--confidence", type=number(0, 1, lo_open=True, hi_open=True),
@@ -118,9 +124,10 @@ def add_arguments(parser) -> None:
                              "goes into the calibration's label")
     parser.add_argument("--folds", type=whole_number(2, 10_000),
                         help="k for --cv kfold (5)")
-    parser.add_argument("--workload", choices=("isolated", "serving"), default="isolated",
-                        help="map rows to isolated prefill/decode steps (default) or to the mixed "
-                             "steps of a continuous-batching server")
+    parser.add_argument("--workload", choices=WORKLOADS, default="isolated",
+                        help="map rows to isolated prefill/decode steps (default), to the mixed "
+                             "steps of a continuous-batching server (serving), or to those with "
+                             "other prompts' prefill sharing the TTFT step (loaded)")
     add_flag(parser, "--allreduce")
     add_output_flags(parser, output_help=(
         "also write the result to FILE, the format from its extension: .json (the calibration "
@@ -221,6 +228,17 @@ def _check_cv_groups(cv, ds):
                          f"{cv} values in the measurements; got {len(groups)} ({shown})")
 
 
+def _fit_choice(names):
+    """``--fit`` as :func:`calibrate` takes it: ``None``, ``"engine"`` or the knobs named."""
+    if not names:
+        return None
+    if "engine" in names:
+        if len(set(names)) > 1:
+            raise ValueError("--fit engine frees the engine knobs of each phase; give it alone")
+        return "engine"
+    return tuple(names)
+
+
 def _cli_models(args):
     models = {}
     for item in args.model_config:
@@ -239,16 +257,18 @@ def run(args, out) -> int:
     _check_cv_groups(args.cv, ds)
     models = _cli_models(args)
     phases = tuple(args.phase) if args.phase else PHASES
-    fit = tuple(args.fit) if args.fit else None
+    fit = _fit_choice(args.fit)
+    group_by = tuple(args.group_by) if args.group_by else None
     options = {"allreduce": args.allreduce}
     result = calibrate(ds, phases=phases, fit=fit, n_resamples=args.resamples,
                        confidence=args.confidence, seed=args.seed, models=models,
-                       roofline_options=options, workload=args.workload)
+                       roofline_options=options, workload=args.workload, group_by=group_by)
     cv = None
     if args.cv != "none":
         cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=5 if args.folds is None else args.folds,
                             seed=args.seed, phases=phases, fit=fit, models=models,
-                            roofline_options=options, workload=args.workload)
+                            roofline_options=options, workload=args.workload,
+                            group_by=group_by)
     calibration = result.calibration
     if cv is not None:
         held_out = float(cv.errors["mape_calibrated"].sel({"phase": "decode"}))

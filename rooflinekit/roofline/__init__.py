@@ -33,7 +33,7 @@ from rooflinekit.roofline.layout import (
     layout_prefill_time,
     layouts,
 )
-from rooflinekit.roofline.options import OPTION_DEFAULTS, read_options
+from rooflinekit.roofline.options import ENGINE_OPTIONS, OPTION_DEFAULTS, read_options
 from rooflinekit.roofline.speculative import (
                                           speculative_speedup,
                                           speculative_step_time,
@@ -67,7 +67,7 @@ from rooflinekit.roofline.work import (
 )
 
 __all__ = [
-    "OPTION_DEFAULTS", "read_options",
+    "OPTION_DEFAULTS", "ENGINE_OPTIONS", "read_options",
     "StepCost", "step_cost_coefficients", "mixed_step_time_kernel", "kv_tokens_read_kernel",
     "prefill_context_tokens_kernel", "mixed_step_time",
     "effective_kv_tokens", "decode_flops", "decode_bytes", "prefill_flops", "prefill_bytes",

@@ -64,7 +64,8 @@ def _price(name, value):
 def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
         bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Decode step time = inter-token latency (ITL) [s]: every sequence gets one token per step.
 
     See Also
@@ -119,7 +120,8 @@ def _prompt_step(model, prompt_tokens, context_length, cached_tokens):
 def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_tokens=0,
         compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Time of prefilling a prompt in one pass [s]: the prefill part of TTFT.
 
     Parameters
@@ -165,7 +167,8 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_to
 def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
         compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Group time per generated token, the decode step shared over the batch [s/token].
 
     Returns
@@ -195,7 +198,8 @@ def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
 def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
         bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Generated tokens per second of one tensor-parallel group [tokens/s].
 
     ``batch_size / decode_step_time``, for the whole group of ``tp`` GPUs.
@@ -215,7 +219,8 @@ def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *, compu
 def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, *,
         compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Generated tokens per second per GPU [tokens/s]: :func:`decode_throughput` ÷ GPUs.
 
     See Also
@@ -230,7 +235,8 @@ def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, 
 def prefill_throughput(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0,
         bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Prompt tokens per second of one group prefilling one prompt [tokens/s].
 
     Returns
@@ -270,7 +276,8 @@ def _sum_linear(a, d, lo, hi):
 def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, tp=1, *,
         compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Time of ``output_tokens`` consecutive decode steps, the first at ``context_length`` [s].
 
     Parameters
@@ -306,10 +313,11 @@ def _generation(model, gpu, b, steps, first):
     """``Σ step_time`` over ``steps`` decode steps from context ``first``, in closed form."""
     zeros = np.zeros_like(np.asarray(first, dtype=float))
     weights = step_bytes(model, (b, 0.0, zeros, 0.0))           # W(B) with no KV
-    a_compute = (model.flops_per_token + model.lm_head_flops_per_token) * b / gpu.peak_flops
+    a_compute = (model.flops_per_token + model.lm_head_flops_per_token) * \
+        (b + gpu.gemm_half_tokens) / gpu.peak_flops
     b_compute = model.attention_flops_per_pair * b / gpu.attention_peak_flops
     a_memory = weights / gpu.bandwidth
-    b_memory = model.kv_bytes_per_token * b / gpu.bandwidth
+    b_memory = model.kv_bytes_per_token * gpu.kv_traffic_scale * b / gpu.bandwidth
     da, db = a_compute - a_memory, b_compute - b_memory
     f, w = model.full_attention_fraction, model.sliding_window
     finite_w = np.where(np.isinf(w), 0.0, w)
@@ -335,7 +343,8 @@ def _generation(model, gpu, b, steps, first):
 def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, *,
         cached_tokens=0, compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """End-to-end time of one request: prefill, then ``output_tokens − 1`` decode steps [s].
 
     Parameters
@@ -368,7 +377,8 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
 def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *, hourly_price=None,
         compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """GPU cost of a million generated tokens at full decode throughput [USD per 1M tokens].
 
     Parameters
@@ -412,7 +422,8 @@ def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
 def prefill_ms(model, gpu, prompt_tokens, tp=1, *, cached_tokens=0, compute_efficiency=1.0,
         bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """The lab's name: :func:`prefill_time` in milliseconds [ms] (guide §8 step 3)."""
     return step_time(model, gpu, _prompt_step(model, prompt_tokens, 0.0, cached_tokens)) / MS
 
@@ -421,7 +432,8 @@ def prefill_ms(model, gpu, prompt_tokens, tp=1, *, cached_tokens=0, compute_effi
 def decode_ms_per_token(model, gpu, batch_size=1, context_length=0, tp=1, *,
         compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """The lab's name: guide §4.1's per-token time ``(weights + B·KV)/(bandwidth·B)`` [ms].
 
     This is :func:`amortized_token_time` in milliseconds — the decode step shared over the

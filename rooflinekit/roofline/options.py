@@ -32,7 +32,7 @@ from rooflinekit.models import ModelShape
 
 #: Public: the options and their reader. The spec readers and the shared parameter entries
 #: serve the modules of this folder.
-__all__ = ["OPTION_DEFAULTS", "read_options"]
+__all__ = ["OPTION_DEFAULTS", "ENGINE_OPTIONS", "read_options"]
 
 MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
                 "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param",
@@ -153,17 +153,35 @@ def _efficiency(name, value):
     check_range(name, value, lo=0, hi=1, lo_open=True)
 
 
+def _optional_efficiency(name, value):
+    """``None`` (follow ``bandwidth_efficiency``) or an efficiency in (0, 1]."""
+    if value is not None:
+        _efficiency(name, value)
+
+
 #: The keyword options every time function takes, with the guide's ideal-model defaults.
 OPTION_DEFAULTS = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": 0.0,
                    "allreduce": True, "compute_dtype": None, "activation_dtype": "bf16",
-                   "interconnect_bandwidth": None, "interconnect_latency": None}
+                   "interconnect_bandwidth": None, "interconnect_latency": None,
+                   "layer_overhead": 0.0, "kv_bandwidth_efficiency": None,
+                   "gemm_half_tokens": 0.0, "prefill_overhead": 0.0}
+
+#: The options a calibration fits beside the three classic knobs: every step formula takes
+#: them (the step decorator adds them to a signature that does not name them), each at a
+#: default that leaves the ideal model exactly as it was.
+ENGINE_OPTIONS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
+                  "prefill_overhead")
 
 #: One check per option, run wherever the option enters (one rule, one message).
 OPTION_CHECKS = {"compute_efficiency": _efficiency, "bandwidth_efficiency": _efficiency,
                  "step_overhead": check_nonnegative, "allreduce": _check_allreduce,
                  "compute_dtype": _check_dtype, "activation_dtype": _check_activation_dtype,
                  "interconnect_bandwidth": _single(check_positive),
-                 "interconnect_latency": _single(check_nonnegative)}
+                 "interconnect_latency": _single(check_nonnegative),
+                 "layer_overhead": check_nonnegative,
+                 "kv_bandwidth_efficiency": _optional_efficiency,
+                 "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
+                 "prefill_overhead": check_nonnegative}
 
 #: Checks of the arguments the roofline formulas share, by name (a formula may override one).
 ARGUMENT_CHECKS = {"batch_size": lambda name, v: check_range(name, v, lo=1, hi=MAX_COUNT),
@@ -226,4 +244,20 @@ ROOFLINE_PARAMETERS = {**PARAMETERS, **parameter_entries("""
     interconnect_bandwidth, interconnect_latency : float, optional
         Overrides of the GPU's per-direction link bandwidth [bytes/s] and link latency [s] (per
         ring hop; a collective pays two).
+    layer_overhead : float, array_like or xarray.DataArray
+        Fixed time per decoder layer per step (kernel launches, which scale with the layers)
+        [s], ≥ 0: the step's fixed cost is ``step_overhead + n_layers · layer_overhead``.
+        Default 0.
+    kv_bandwidth_efficiency : float, array_like, xarray.DataArray or None
+        Share of the HBM bandwidth the KV-cache reads and writes reach [1], in (0, 1];
+        ``bandwidth_efficiency`` is then the weight-streaming one. Default ``None``: the same
+        as ``bandwidth_efficiency`` (one efficiency for all traffic, as before).
+    gemm_half_tokens : float, array_like or xarray.DataArray
+        Tokens per step at which the weight matrix multiplies reach half their efficiency
+        [tokens], ≥ 0: small steps run the GEMMs at ``compute_efficiency · n / (n + n½)``, so
+        their time is ``flops · (n + n½) / (peak · compute_efficiency)``. Default 0 (flat).
+    prefill_overhead : float, array_like or xarray.DataArray
+        Fixed time a step carrying prompt tokens pays once (request admission, tokenization
+        hand-off, scheduling of a new prompt): the serving stack's TTFT intercept [s], ≥ 0.
+        Default 0.
     """)}

@@ -88,7 +88,8 @@ def speculative_tokens_per_step(acceptance, draft_tokens):
 def verification_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, draft_tokens=4,
                            compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
                            allreduce=True, compute_dtype=None, activation_dtype="bf16",
-                           interconnect_bandwidth=None, interconnect_latency=None):
+                           interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+                           kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """The target's pass over ``draft_tokens + 1`` positions of every sequence [s].
 
     Parameters

@@ -30,6 +30,7 @@ from rooflinekit._labels import formula, lay_out, returns_entry, spec_fields, ta
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.roofline.options import (
     ARGUMENT_CHECKS,
+    ENGINE_OPTIONS,
     OPTION_DEFAULTS,
     ROOFLINE_PARAMETERS,
     allreduce_model,
@@ -100,6 +101,11 @@ class StepCost(NamedTuple):
     embedding_row_bytes: float
     #: Elementwise traffic of one prompt token (norms, residual adds) [bytes/token].
     prefill_bytes_per_token: float
+    #: Tokens per step at which the weight GEMMs reach half their efficiency, n½ [tokens]
+    #: (0: flat efficiency).
+    gemm_half_tokens: float
+    #: Fixed time a step carrying prompt tokens pays once [s] (the TTFT intercept).
+    prefill_overhead: float
 
 
 def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_experts,
@@ -108,15 +114,16 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
                            allreduce_bytes_per_token, link_bandwidth, allreduce_latency,
                            full_attention_fraction, sliding_window, tp, attention_peak_flops,
                            lm_head_flops_per_token, embedding_row_bytes, prefill_bytes_per_token,
+                           gemm_half_tokens, prefill_overhead,
                            n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
     """Time of one forward step carrying decode tokens and prompt tokens [s] (scalar kernel).
 
     Written with arithmetic and ``max``/``min`` only, so that ``numba.njit`` compiles it
-    unchanged; the first 20 arguments are the fields of :class:`StepCost`.
+    unchanged; the first 22 arguments are the fields of :class:`StepCost`.
 
     Parameters
     ----------
-    nonexpert_weight_bytes ... tp : float
+    nonexpert_weight_bytes ... prefill_overhead : float
         The :class:`StepCost` fields, in order (see there for units).
     n_decode : float
         Decode tokens in the step, one per decoding sequence [tokens].
@@ -137,8 +144,9 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
 
     Notes
     -----
-    ``max(compute, bytes / bandwidth) + step_overhead + all-reduce`` with ``compute =
-    (flops_per_token·n + lm_head_flops_per_token·n_logits) / peak_flops +
+    ``max(compute, bytes / bandwidth) + step_overhead + prefill_overhead·min(n_prefill_tokens,
+    1) + all-reduce`` with ``compute = (flops_per_token·(n + n½) + lm_head_flops_per_token ·
+    (n_logits + n½)) / peak_flops +
     attention_flops_per_pair·(kv_tokens_read + prefill_context_tokens) / attention_peak_flops``
     (the weight GEMMs and attention run one after the other, each at its format's peak) and
     ``bytes = weights touched by n tokens + embedding_row_bytes·n + kv_bytes_per_token ·
@@ -147,11 +155,22 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     prompt token of a step with prompt tokens, ``n_logits = n_decode + min(n_prefill_tokens,
     1)``: the last token of a prompt (a prefill step serves one prompt).
 
+    ``n½ = gemm_half_tokens`` is the GEMM efficiency curve: a matrix multiply of ``n`` rows
+    runs at ``compute_efficiency · n / (n + n½)`` of the peak (tiles a small batch leaves idle),
+    so its time is ``flops · (n + n½) / peak``; 0 (default) is the flat roofline. The KV
+    traffic's own efficiency is folded into ``kv_bytes_per_token`` (scaled by
+    ``bandwidth_efficiency / kv_bandwidth_efficiency``), the per-layer overhead into
+    ``step_overhead`` (``+ n_layers · layer_overhead``). With every engine option at its
+    default each term is the ideal model's, to the bit (``x + 0.0`` and ``x · 1.0`` are exact).
+
     References
     ----------
     .. [1] Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009.
     .. [2] Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with
        Sarathi-Serve", OSDI 2024 (mixed prefill/decode steps under a token budget).
+    .. [3] Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023
+       (arXiv:2211.05102): model FLOPs utilisation grows with the tokens per step, 76 % on
+       large-batch prefill.
     """
     tokens = n_decode + n_prefill_tokens
     experts_touched = n_experts * (1.0 - (1.0 - n_experts_per_token / n_experts) ** tokens)
@@ -161,13 +180,15 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
                + prefill_bytes_per_token * n_prefill_tokens)
     logits = n_decode + min(n_prefill_tokens, 1.0)
     # Attention in the peak's units: the ratio is exactly 1 when both formats share a peak.
-    work = (flops_per_token * tokens + lm_head_flops_per_token * logits
+    work = (flops_per_token * (tokens + gemm_half_tokens)
+            + lm_head_flops_per_token * (logits + gemm_half_tokens)
             + attention_flops_per_pair * (kv_tokens_read + prefill_context_tokens)
             * (peak_flops / attention_peak_flops))
     roofline = max(work / peak_flops, traffic / bandwidth)
     communication = tokens * allreduce_bytes_per_token / link_bandwidth + allreduce_latency
     runs = min(tokens, 1.0)        # a step with no tokens does not run
-    return runs * (roofline + step_overhead + communication)
+    fixed = step_overhead + prefill_overhead * min(n_prefill_tokens, 1.0)
+    return runs * (roofline + fixed + communication)
 
 
 def kv_tokens_read_kernel(context_length, full_attention_fraction, sliding_window):
@@ -257,6 +278,11 @@ def _step_decorator(make, checks, model_fields=(), gpu_fields=(), order=None, pa
 
     def decorate(func):
         params = inspect.signature(func).parameters
+        missing = [k for k in ENGINE_OPTIONS if k not in params]
+        if "step_overhead" in params and missing:
+            # a formula of a whole step takes every step option, written in its signature
+            raise TypeError(f"{func.__qualname__} takes step_overhead but not "
+                            f"{', '.join(missing)}: a step formula takes every step option")
         specs = {k: _with_fields(read, extra) for k, read, extra in readers if k in params}
         # tp follows the specs, as the group's size, when a GPU is read
         default_order = ("model", "gpu", "tp") if "gpu" in specs else ()
@@ -336,7 +362,14 @@ def _group_terms(g, model, inputs: dict, activation_bytes):
     g.peak_flops = g.peak_flops * tp * opt["compute_efficiency"]
     g.attention_peak_flops = g.attention_peak_flops * tp * opt["compute_efficiency"]
     g.bandwidth = g.hbm_bandwidth * tp * opt["bandwidth_efficiency"]
-    g.step_overhead = opt["step_overhead"]
+    # kernel launches scale with the layers; a formula of the GPU alone has none
+    layers = model.n_layers if model is not None else 0.0
+    g.step_overhead = opt["step_overhead"] + layers * opt["layer_overhead"]
+    g.gemm_half_tokens = opt["gemm_half_tokens"]
+    g.prefill_overhead = opt["prefill_overhead"]
+    # the KV traffic at its own efficiency: its bytes weigh be / be_kv against the bandwidth
+    kv = opt["kv_bandwidth_efficiency"]
+    g.kv_traffic_scale = 1.0 if kv is None else opt["bandwidth_efficiency"] / kv
     g.allreduce_bytes_per_token = per_token
     g.link_bandwidth = link
     g.allreduce_latency = latency
@@ -385,8 +418,15 @@ def prefill_step(model, prompt_tokens, context_length) -> Step:
 
 
 def cost(model, gpu) -> StepCost:
-    """The :class:`StepCost` of a model's and a group's coefficients (raw arrays)."""
-    return StepCost(*(getattr(model if hasattr(model, k) else gpu, k) for k in StepCost._fields))
+    """The :class:`StepCost` of a model's and a group's coefficients (raw arrays).
+
+    ``kv_bytes_per_token`` is the model's, weighted by the group's KV-traffic efficiency
+    (``kv_traffic_scale``, exactly 1 by default): the model's own field stays the bytes a
+    token holds, which the KV token counts divide by.
+    """
+    fields = {k: getattr(model if hasattr(model, k) else gpu, k) for k in StepCost._fields}
+    fields["kv_bytes_per_token"] = model.kv_bytes_per_token * gpu.kv_traffic_scale
+    return StepCost(**fields)
 
 
 def step_time(model, gpu, step: Step):
@@ -408,10 +448,20 @@ def step_compute_time(model, gpu, step: Step):
     n_decode, n_prefill, kv_read, pairs = step
     logits = n_decode + np.minimum(n_prefill, 1.0)
     # the kernel's expression, so that both round alike (and as before where the peaks agree)
-    work = (model.flops_per_token * (n_decode + n_prefill) + model.lm_head_flops_per_token * logits
+    half = gpu.gemm_half_tokens
+    work = (model.flops_per_token * (n_decode + n_prefill + half)
+            + model.lm_head_flops_per_token * (logits + half)
             + model.attention_flops_per_pair * (kv_read + pairs)
             * (gpu.peak_flops / gpu.attention_peak_flops))
     return work / gpu.peak_flops
+
+
+def step_memory_time(model, gpu, step: Step):
+    """Time of a step's HBM traffic [s]: weights at the bandwidth, KV at its own efficiency."""
+    _, n_prefill, kv_read, _ = step
+    kv = model.kv_bytes_per_token * (kv_read + n_prefill)
+    # the KV bytes' extra weight only: exactly step_bytes / bandwidth by default
+    return (step_bytes(model, step) + kv * (gpu.kv_traffic_scale - 1.0)) / gpu.bandwidth
 
 
 def step_bytes(model, step: Step):

@@ -22,6 +22,7 @@ from rooflinekit.roofline.step import (
     step_bytes,
     step_compute_time,
     step_flops,
+    step_memory_time,
     step_table,
     step_time,
 )
@@ -45,7 +46,8 @@ __all__ = ["decode_roofline", "tp_scaling"]
 def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
                     bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
                     compute_dtype=None, activation_dtype="bf16",
-                    interconnect_bandwidth=None, interconnect_latency=None):
+                    interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+                    kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Everything the roofline says about a decode step, as one labelled Dataset.
 
     Returns
@@ -71,7 +73,7 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute
     """
     step = decode_step(model, batch_size, context_length)
     flops, traffic = step_flops(model, step), step_bytes(model, step)
-    compute_t, memory_t = step_compute_time(model, gpu, step), traffic / gpu.bandwidth
+    compute_t, memory_t = step_compute_time(model, gpu, step), step_memory_time(model, gpu, step)
     t = step_time(model, gpu, step)
     peak = gpu.peak_flops / gpu.compute_efficiency
     return {

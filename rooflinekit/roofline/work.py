@@ -86,6 +86,7 @@ from rooflinekit.roofline.step import (
     step_compute_time,
     step_flops,
     step_formula,
+    step_memory_time,
     step_time,
 )
 
@@ -117,7 +118,8 @@ __all__ = [
 def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidth_efficiency=1.0,
         step_overhead=0.0, allreduce=True, compute_dtype=None, activation_dtype="bf16",
         interconnect_bandwidth=None,
-        interconnect_latency=None)-> StepCost:
+        interconnect_latency=None, layer_overhead=0.0, kv_bandwidth_efficiency=None,
+        gemm_half_tokens=0.0, prefill_overhead=0.0)-> StepCost:
     """The coefficients of :func:`mixed_step_time_kernel` for one model on one group.
 
     Parameters
@@ -154,11 +156,17 @@ def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidt
                         allreduce=allreduce, compute_dtype=compute_dtype,
                         activation_dtype=activation_dtype,
                         interconnect_bandwidth=interconnect_bandwidth,
-                        interconnect_latency=interconnect_latency)
+                        interconnect_latency=interconnect_latency,
+                        layer_overhead=layer_overhead,
+                        kv_bandwidth_efficiency=kv_bandwidth_efficiency,
+                        gemm_half_tokens=gemm_half_tokens, prefill_overhead=prefill_overhead)
     check_integer("tp", tp, lo=1)
     for name, value in (("tp", tp), ("compute_efficiency", compute_efficiency),
                         ("bandwidth_efficiency", bandwidth_efficiency),
-                        ("step_overhead", step_overhead)):
+                        ("step_overhead", step_overhead), ("layer_overhead", layer_overhead),
+                        ("kv_bandwidth_efficiency", kv_bandwidth_efficiency),
+                        ("gemm_half_tokens", gemm_half_tokens),
+                        ("prefill_overhead", prefill_overhead)):
         if isinstance(value, xr.DataArray) or np.ndim(value):
             raise TypeError(f"{name} must be a single number for step_cost_coefficients")
     _, inputs = _setup(model, gpu, {"tp": tp, **opts})
@@ -171,8 +179,8 @@ def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidt
 def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, tp=1, *,
         prefill_context_length=0, compute_efficiency=1.0, bandwidth_efficiency=1.0,
         step_overhead=0.0, allreduce=True, compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None,
-        interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Time of one step carrying decode tokens and a prompt chunk (chunked prefill) [s].
 
     Parameters
@@ -418,7 +426,7 @@ def bound(arithmetic_intensity, ridge_point):
 
 def _step_bound(model, gpu, step):
     """Which roof binds a step: "compute" where its arithmetic takes at least its traffic."""
-    compute = step_compute_time(model, gpu, step) >= step_bytes(model, step) / gpu.bandwidth
+    compute = step_compute_time(model, gpu, step) >= step_memory_time(model, gpu, step)
     return np.where(compute, "compute", "memory")
 
 
@@ -426,7 +434,8 @@ def _step_bound(model, gpu, step):
 def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
         bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Whether a decode step is ``"compute"``- or ``"memory"``-bound.
 
     See Also
@@ -444,7 +453,8 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_ef
 def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_efficiency=1.0,
         bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Whether a prefill pass is ``"compute"``- or ``"memory"``-bound.
 
     See Also
@@ -466,7 +476,8 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_
 def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
         compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Time the arithmetic of a decode step needs at the (effective) peak [s].
 
     See Also
@@ -491,7 +502,8 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
 def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
         bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
         compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None):
+        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
+        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
     """Time the memory traffic of a decode step needs at the (effective) bandwidth [s].
 
     See Also
@@ -506,7 +518,7 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, comp
     ----------
     .. [1] Guide §3.1, §4.1.
     """
-    return step_bytes(model, decode_step(model, batch_size, context_length)) / gpu.bandwidth
+    return step_memory_time(model, gpu, decode_step(model, batch_size, context_length))
 
 
 # ------------------------------------------------------------------------------------------------

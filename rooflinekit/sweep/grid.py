@@ -856,13 +856,14 @@ def _calibration_knobs(calibration, **given):
                         f"the knobs")
     def phase(name):
         knobs = {**defaults, **calibration.kwargs_for(name)}
-        return {k: knobs[k] for k in defaults}
+        # the three knobs, and the engine knobs (roofline options) the calibration holds
+        return {k: v for k, v in knobs.items() if k in defaults or k in roofline.OPTION_DEFAULTS}
     label = getattr(calibration, "label", "calibrated")
     return phase("decode"), phase("prefill"), label
 
 
 def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_overhead,
-                      compute_dtype, activation_dtype):
+                      compute_dtype, activation_dtype, **engine):
     """Validate the roofline options now: a lazy sweep must not fail later, inside a block."""
     for name, value in (("compute_efficiency", compute_efficiency),
                         ("bandwidth_efficiency", bandwidth_efficiency),
@@ -874,11 +875,12 @@ def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_
     check_nonnegative("step_overhead", step_overhead)
     check_string("compute_dtype", compute_dtype, allow_none=True)
     # the formulas' own checks and spelling of the all-reduce model ("collective", ...)
-    known = roofline.read_options(allreduce=allreduce, activation_dtype=activation_dtype)
+    known = roofline.read_options(allreduce=allreduce, activation_dtype=activation_dtype,
+                                  **engine)
     return {"allreduce": known["allreduce"], "compute_efficiency": float(compute_efficiency),
             "bandwidth_efficiency": float(bandwidth_efficiency),
             "step_overhead": float(step_overhead), "compute_dtype": compute_dtype,
-            "activation_dtype": known["activation_dtype"]}
+            "activation_dtype": known["activation_dtype"], **engine}
 
 
 def _techniques(draft_tokens, acceptance, draft, prefix_share, *, layout):

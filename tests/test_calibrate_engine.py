@@ -1,0 +1,350 @@
+"""The engine knobs (roofline options a calibration fits) and knob sets kept by GPU/engine/dtype."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from rooflinekit import batching, catalog
+from rooflinekit import roofline as rl
+from rooflinekit.calibrate import (
+    ENGINE_FIT,
+    ENGINE_KNOBS,
+    KNOBS,
+    Calibration,
+    calibrate,
+    cross_validate,
+    load_calibration,
+    measurements_from_records,
+    predict,
+    save_calibration,
+)
+from rooflinekit.workloads import guide_workload
+
+MODEL, GPU = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
+BIG = catalog.model("llama-3.1-70b")
+ENGINE = {"layer_overhead": 2e-5, "kv_bandwidth_efficiency": 0.5, "gemm_half_tokens": 64.0,
+          "prefill_overhead": 0.02}
+
+
+# -- the options: ideal by default, each doing what it says ---------------------------------------
+
+def test_engine_options_default_to_the_ideal_model_bit_for_bit():
+    defaults = {k: rl.OPTION_DEFAULTS[k] for k in rl.ENGINE_OPTIONS}
+    assert defaults == {"layer_overhead": 0.0, "kv_bandwidth_efficiency": None,
+                        "gemm_half_tokens": 0.0, "prefill_overhead": 0.0}
+    for func, args in ((rl.decode_step_time, (MODEL, GPU, 16, 4096, 2)),
+                       (rl.prefill_time, (MODEL, GPU, 2048, 2)),
+                       (rl.generation_time, (MODEL, GPU, 64, 1000, 8, 2)),
+                       (rl.mixed_step_time, (MODEL, GPU, 8, 512, 8 * 3000.0, 2))):
+        assert float(func(*args)) == float(func(*args, **defaults))
+    cost = rl.step_cost_coefficients(MODEL, GPU, 2)
+    assert cost.gemm_half_tokens == 0.0 and cost.prefill_overhead == 0.0
+    assert cost == rl.step_cost_coefficients(MODEL, GPU, 2, **defaults)
+
+
+def test_layer_overhead_is_a_fixed_cost_per_layer_per_step():
+    base = float(rl.decode_step_time(MODEL, GPU, 8, 1024))
+    more = float(rl.decode_step_time(MODEL, GPU, 8, 1024, layer_overhead=1e-5))
+    assert more - base == pytest.approx(MODEL.n_layers * 1e-5, rel=1e-9)
+    assert float(rl.decode_step_time(MODEL, GPU, 8, 1024, step_overhead=MODEL.n_layers * 1e-5)) \
+        == pytest.approx(more, rel=1e-12)
+
+
+def test_prefill_overhead_is_paid_once_per_step_with_prompt_tokens():
+    base, more = (float(rl.prefill_time(MODEL, GPU, 1000, prefill_overhead=p)) for p in (0, 0.03))
+    assert more - base == pytest.approx(0.03, rel=1e-9)
+    # decode steps carry no prompt: untouched
+    assert float(rl.decode_step_time(MODEL, GPU, 8, 1024, prefill_overhead=0.03)) == \
+        float(rl.decode_step_time(MODEL, GPU, 8, 1024))
+
+
+def test_gemm_half_tokens_follows_the_efficiency_curve():
+    """Compute-bound prefill: GEMM time × (n + n½) / n; attention untouched."""
+    n, half = 4096, 256.0
+    flat = float(rl.prefill_time(MODEL, GPU, n))
+    curved = float(rl.prefill_time(MODEL, GPU, n, gemm_half_tokens=half))
+    cost = rl.step_cost_coefficients(MODEL, GPU)
+    gemm = (cost.flops_per_token + cost.lm_head_flops_per_token) * half / cost.peak_flops
+    assert curved - flat == pytest.approx(gemm, rel=1e-9)
+    # the same time as an efficiency n / (n + n½) on the GEMMs alone
+    eff = n / (n + half)
+    assert cost.flops_per_token * n / (cost.peak_flops * eff) == pytest.approx(
+        cost.flops_per_token * (n + half) / cost.peak_flops, rel=1e-12)
+
+
+def test_kv_bandwidth_efficiency_weighs_the_kv_traffic_only():
+    b, ctx = 32, 8192
+    be, kv = 0.8, 0.4
+    cost = rl.step_cost_coefficients(MODEL, GPU)
+    weights = cost.nonexpert_weight_bytes + cost.embedding_row_bytes * b
+    kv_bytes = cost.kv_bytes_per_token * b * ctx
+    want = weights / (GPU.hbm_bandwidth * be) + kv_bytes / (GPU.hbm_bandwidth * kv)
+    got = float(rl.decode_memory_time(MODEL, GPU, b, ctx, bandwidth_efficiency=be,
+                                      kv_bandwidth_efficiency=kv))
+    assert got == pytest.approx(want, rel=1e-9)
+    # the step (memory-bound here) takes that time
+    assert float(rl.decode_step_time(MODEL, GPU, b, ctx, bandwidth_efficiency=be,
+                                     kv_bandwidth_efficiency=kv)) == pytest.approx(want, rel=1e-9)
+    # equal to the weights' efficiency: as if not given
+    assert float(rl.decode_step_time(MODEL, GPU, b, ctx, bandwidth_efficiency=be,
+                                     kv_bandwidth_efficiency=be)) == pytest.approx(
+        float(rl.decode_step_time(MODEL, GPU, b, ctx, bandwidth_efficiency=be)), rel=1e-12)
+
+
+def test_generation_time_sums_the_steps_with_engine_options():
+    steps = float(np.sum(rl.decode_step_time(MODEL, GPU, 4, 500 + np.arange(40.0), **ENGINE)))
+    assert float(rl.generation_time(MODEL, GPU, 40, 500, 4, **ENGINE)) == pytest.approx(
+        steps, rel=1e-9)
+
+
+@pytest.mark.parametrize("name, value, match", [
+    ("layer_overhead", -1e-6, "layer_overhead"), ("kv_bandwidth_efficiency", 0.0,
+                                                  "kv_bandwidth_efficiency"),
+    ("kv_bandwidth_efficiency", 1.5, "kv_bandwidth_efficiency"),
+    ("gemm_half_tokens", -1.0, "gemm_half_tokens"), ("prefill_overhead", -0.1, "prefill_overhead")])
+def test_engine_options_are_checked(name, value, match):
+    with pytest.raises(ValueError, match=match):
+        rl.decode_step_time(MODEL, GPU, 8, 1024, **{name: value})
+    with pytest.raises(ValueError, match=match):
+        rl.step_cost_coefficients(MODEL, GPU, **{name: value})
+
+
+def test_simulator_clock_takes_the_engine_options():
+    wl = guide_workload()
+    spec = {"model": "llama-3.1-8b", "gpu": "h100", "max_num_seqs": 16}
+    ideal = batching.ContinuousBatcher(**spec).run(wl)
+    slow = batching.ContinuousBatcher(**spec, roofline_options=ENGINE).run(wl)
+    assert float(slow["makespan"]) > float(ideal["makespan"])
+    same = batching.ContinuousBatcher(
+        **spec, roofline_options={k: rl.OPTION_DEFAULTS[k] for k in rl.ENGINE_OPTIONS}).run(wl)
+    np.testing.assert_array_equal(same["finish"].values, ideal["finish"].values)
+
+
+# -- the calibration: knobs held, saved, selected -----------------------------------------------
+
+def test_calibration_holds_engine_knobs_and_round_trips(tmp_path):
+    cal = Calibration(prefill={"compute_efficiency": 0.5, "prefill_overhead": 0.03,
+                               "gemm_half_tokens": 100.0},
+                      decode={"bandwidth_efficiency": 0.8, "layer_overhead": 1e-5,
+                              "kv_bandwidth_efficiency": 0.6, "interconnect_latency": 4e-6},
+                      source="bench")
+    assert cal.clock_options() == {"compute_efficiency": 0.5, "bandwidth_efficiency": 0.8,
+                                   "step_overhead": 0.0, "gemm_half_tokens": 100.0,
+                                   "prefill_overhead": 0.03, "layer_overhead": 1e-5,
+                                   "kv_bandwidth_efficiency": 0.6, "interconnect_latency": 4e-6}
+    back = load_calibration(save_calibration(cal, tmp_path / "cal.json"))
+    assert back == cal
+    # the knobs are roofline options as they stand
+    rl.decode_step_time(MODEL, GPU, 8, 1024, 2, **cal.decode_kwargs)
+    rl.prefill_time(MODEL, GPU, 1024, 2, **cal.prefill_kwargs)
+    batching.ContinuousBatcher(model="llama-3.1-8b", gpu="h100", calibration=cal)
+    with pytest.raises(ValueError, match="decode.layer_overhead"):
+        Calibration(decode={"layer_overhead": -1.0})
+    with pytest.raises(ValueError, match="unknown knob"):
+        Calibration(decode={"layer_overhed": 1e-5})
+
+
+def _sets():
+    return Calibration(decode={"bandwidth_efficiency": 0.7}, source="bench",
+                       group_by=("gpu", "engine"),
+                       groups={("H100-SXM-80GB", "vllm"): {"decode": {"bandwidth_efficiency": 0.8}},
+                               ("A100-SXM-80GB", "vllm"): {"decode": {"bandwidth_efficiency": 0.6}}})
+
+
+def test_knob_sets_are_picked_by_name_or_spec():
+    cal = _sets()
+    assert cal.kwargs_for("decode")["bandwidth_efficiency"] == 0.7            # shared
+    assert cal.kwargs_for("decode", gpu="h100-sxm-80gb")["bandwidth_efficiency"] == 0.8
+    assert cal.kwargs_for("decode", gpu=catalog.gpu("a100"), engine="vllm")[
+        "bandwidth_efficiency"] == 0.6
+    assert cal.clock_options(gpu="H100-SXM-80GB")["bandwidth_efficiency"] == 0.8
+    with pytest.warns(UserWarning, match="no knob set matches.*shared"):
+        assert cal.kwargs_for("decode", gpu="L4")["bandwidth_efficiency"] == 0.7
+    with pytest.warns(UserWarning, match="2 knob sets match"):
+        assert cal.kwargs_for("decode", engine="vllm")["bandwidth_efficiency"] == 0.7
+    # apply reads the GPU a call passes
+    itl = cal.apply(rl.decode_step_time)
+    h100 = catalog.gpu("h100")
+    assert float(itl(MODEL, h100, 8, 1024)) == float(
+        rl.decode_step_time(MODEL, h100, 8, 1024, bandwidth_efficiency=0.8))
+    assert "2 knob sets by gpu/engine" in cal.label
+    with pytest.raises(ValueError, match="unknown selector"):
+        cal.kwargs_for("decode", engin="vllm")
+
+
+def test_knob_sets_round_trip_and_old_files_load(tmp_path):
+    cal = _sets()
+    back = load_calibration(save_calibration(cal, tmp_path / "sets.json"))
+    assert back == cal and back.group_by == ("gpu", "engine")
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"prefill": {"compute_efficiency": 0.5}, "decode": {},
+                               "source": "x"}))
+    loaded = load_calibration(old)
+    assert loaded.groups == {} and loaded.group_by == ()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert loaded.kwargs_for("prefill", gpu="h100")["compute_efficiency"] == 0.5
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"decode": {}, "group_by": ["gpu"],
+                               "groups": [{"key": ["a", "b"], "decode": {}}]}))
+    with pytest.raises(ValueError, match="bad.json.*one name per group_by field"):
+        load_calibration(bad)
+    with pytest.raises(ValueError, match="group_by"):
+        Calibration(group_by=("gpu", "colour"))
+
+
+# -- the fit --------------------------------------------------------------------------------------
+
+TRUE = {"bandwidth_efficiency": 0.75, "step_overhead": 1e-3, "layer_overhead": 2e-5,
+        "kv_bandwidth_efficiency": 0.5, "interconnect_latency": 5e-6}
+
+
+def _decode_rows(**knobs):
+    rows = []
+    for model, name in ((MODEL, "llama-3.1-8b"), (BIG, "llama-3.1-70b")):
+        for tp in (1, 2, 4):
+            for b, ctx in ((1, 256), (8, 4096), (32, 16384), (4, 32768)):
+                t = float(rl.decode_step_time(model, GPU, b, ctx, tp, **knobs))
+                rows.append({"model": name, "gpu": "h100", "tp": tp, "batch_size": b,
+                             "prompt_tokens": ctx, "output_tokens": 0, "context_length": ctx,
+                             "ttft_ms": None, "tpot_ms": 1e3 * t, "source": "synthetic"})
+    return rows
+
+
+def test_engine_knobs_recovered_from_exact_decode_data():
+    ds = measurements_from_records(_decode_rows(**TRUE))
+    result = calibrate(ds, phases="decode", fit={"decode": ENGINE_FIT["decode"]}, n_resamples=0)
+    got = result.calibration.decode
+    for knob, value in TRUE.items():
+        assert got[knob] == pytest.approx(value, rel=2e-3), knob
+    assert float(result.errors.sel(phase="decode")["mape_calibrated"]) < 0.05
+    assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead"} <= set(
+        result.parameters["parameter"].values)
+
+
+def test_unidentified_engine_knob_keeps_its_prior():
+    """No context: no KV traffic, so its efficiency is invisible and stays 'as the weights'."""
+    rows = [r for r in _decode_rows(bandwidth_efficiency=0.7) if r["tp"] == 1]
+    for r in rows:
+        r["context_length"], r["prompt_tokens"] = 0, 1
+        model = MODEL if r["model"] == "llama-3.1-8b" else BIG
+        r["tpot_ms"] = 1e3 * float(rl.decode_step_time(model, GPU, r["batch_size"], 0,
+                                                       bandwidth_efficiency=0.7))
+    result = calibrate(measurements_from_records(rows), phases="decode",
+                       fit={"decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency")},
+                       n_resamples=0)
+    sel = result.parameters.sel(phase="decode", parameter="kv_bandwidth_efficiency")
+    assert not bool(sel["identified"]) and np.isnan(float(sel["value"]))
+    assert "kv_bandwidth_efficiency" not in result.calibration.decode
+    assert result.calibration.decode["bandwidth_efficiency"] == pytest.approx(0.7, rel=1e-4)
+
+
+def test_group_by_fits_a_knob_set_per_gpu():
+    rows = []
+    for gpu, be in (("h100", 0.8), ("a100", 0.6)):
+        spec = catalog.gpu(gpu)
+        for b, ctx in ((1, 256), (8, 4096), (32, 8192), (64, 2048)):
+            t = float(rl.decode_step_time(MODEL, spec, b, ctx, bandwidth_efficiency=be,
+                                          step_overhead=1e-3))
+            rows.append({"model": "llama-3.1-8b", "gpu": spec.name, "tp": 1, "batch_size": b,
+                         "prompt_tokens": ctx, "output_tokens": 0, "context_length": ctx,
+                         "tpot_ms": 1e3 * t, "source": "synthetic"})
+    ds = measurements_from_records(rows)
+    result = calibrate(ds, phases="decode", fit={"decode": ("bandwidth_efficiency",
+                                                            "step_overhead")},
+                       n_resamples=0, group_by="gpu")
+    cal = result.calibration
+    assert cal.group_by == ("gpu",) and len(cal.groups) == 2
+    h100, a100 = catalog.gpu("h100"), catalog.gpu("a100")
+    assert cal.kwargs_for("decode", gpu=h100)["bandwidth_efficiency"] == pytest.approx(0.8, 1e-4)
+    assert cal.kwargs_for("decode", gpu=a100)["bandwidth_efficiency"] == pytest.approx(0.6, 1e-4)
+    assert float(result.errors.sel(phase="decode")["mape_calibrated"]) < 1e-3
+    assert bool(result.knob_sets["own"].sel(phase="decode").all())
+    assert "knob sets by gpu" in result.summary()
+    # predictions pick each row's set; leaving a GPU out falls back to the shared knobs
+    np.testing.assert_allclose(predict(ds, cal)["decode"].values,
+                               [r["tpot_ms"] / 1e3 for r in rows], rtol=1e-4)
+    cv = cross_validate(ds, by="gpu", phases="decode", fit={"decode": ("bandwidth_efficiency",
+                                                                       "step_overhead")},
+                        group_by="gpu")
+    assert np.isfinite(cv.errors["mape_calibrated"].sel(phase="decode"))
+    with pytest.raises(ValueError, match=r"group_by\[0\]"):
+        calibrate(ds, phases="decode", group_by="colour", n_resamples=0)
+
+
+def test_fit_engine_preset_and_checks():
+    assert set(ENGINE_FIT["prefill"]) | set(ENGINE_FIT["decode"]) <= set(KNOBS)
+    ds = measurements_from_records(_decode_rows(**TRUE))
+    with pytest.raises(ValueError, match=r"bounds\['layer_overhead'\]"):
+        calibrate(ds, bounds={"layer_overhead": (1e-3, 1e-4)})
+    with pytest.raises(ValueError, match="unknown knob"):
+        calibrate(ds, group_by="gpu", group_knobs=("speed",))
+
+
+def test_sweep_and_batchers_take_engine_knobs_and_knob_sets():
+    from rooflinekit import sweep
+    cal = Calibration(decode={"bandwidth_efficiency": 0.8, "layer_overhead": 1e-5,
+                              "kv_bandwidth_efficiency": 0.5},
+                      prefill={"compute_efficiency": 0.5, "prefill_overhead": 0.03},
+                      source="bench")
+    ds = sweep.sweep(["llama-3.1-8b"], ["h100"], tp=[1], context_length=[4096], batch_size=[8],
+                     prompt_tokens=[1024], calibration=cal)
+    assert float(ds["decode_step_time"].squeeze()) == float(
+        rl.decode_step_time(MODEL, GPU, 8, 4096, **cal.decode_kwargs))
+    assert float(ds["prefill_time"].squeeze()) == float(
+        rl.prefill_time(MODEL, GPU, 1024, **cal.prefill_kwargs))
+    sets = _sets()
+    batcher = batching.ContinuousBatcher(model="llama-3.1-8b", gpu="h100", calibration=sets,
+                                         max_num_seqs=16)
+    same = batching.ContinuousBatcher(model="llama-3.1-8b", gpu="h100", max_num_seqs=16,
+                                      roofline_options=sets.clock_options(gpu=GPU))
+    wl = guide_workload()
+    np.testing.assert_array_equal(batcher.run(wl)["finish"].values,
+                                  same.run(wl)["finish"].values)
+
+
+def test_loaded_workload_adds_the_other_prompts_to_the_ttft_step():
+    """'loaded' is 'serving' with (B - 1)·s other prompts beside the new one in the TTFT step."""
+    row = {"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "batch_size": 9,
+           "prompt_tokens": 2000, "output_tokens": 200, "ttft_ms": 100.0, "tpot_ms": 10.0,
+           "source": "synthetic"}
+    ds = measurements_from_records([row])
+    serving, loaded = (predict(ds, workload=w) for w in ("serving", "loaded"))
+    assert loaded["decode"].item() == serving["decode"].item()
+    ctx = 2000 + 200 / 2
+    kv = float(rl.effective_kv_tokens(MODEL, ctx))
+    prefill = float(rl.prefill_time(MODEL, GPU, 2000))
+    decode = float(rl.decode_step_time(MODEL, GPU, 9, ctx))
+    share = prefill / (prefill + 200 * decode)
+    tokens = 2000 * (1 + 8 * share)
+    want = float(rl.mixed_step_time(MODEL, GPU, 8, tokens, 8 * kv))
+    assert loaded["prefill"].item() == pytest.approx(want, rel=1e-9)
+    assert loaded["prefill"].item() > serving["prefill"].item()
+    # one request alone has nobody to share with
+    alone = measurements_from_records([{**row, "batch_size": 1}])
+    assert predict(alone, workload="loaded")["prefill"].item() == \
+        predict(alone, workload="serving")["prefill"].item()
+
+
+def test_knob_whose_bootstrap_spans_its_bounds_is_not_identified():
+    """A 1 ms TTFT intercept under 20 % noise on 50-500 ms prefills: resampling moves it across
+    its whole (narrow) range, so it keeps its prior and compute efficiency is refitted alone."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for prompt in (1000, 2000, 4000, 8000, 12000, 16000) * 3:
+        t = float(rl.prefill_time(MODEL, GPU, prompt, compute_efficiency=0.5,
+                                  prefill_overhead=1e-3)) * rng.lognormal(0.0, 0.2)
+        rows.append({"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "batch_size": 1,
+                     "prompt_tokens": prompt, "output_tokens": 1, "ttft_ms": 1e3 * t,
+                     "source": "synthetic"})
+    result = calibrate(measurements_from_records(rows), phases="prefill",
+                       fit={"prefill": ("compute_efficiency", "prefill_overhead")},
+                       bounds={"prefill_overhead": (0.0, 2e-3)}, n_resamples=40, seed=0)
+    sel = result.parameters.sel(phase="prefill", parameter="prefill_overhead")
+    assert not bool(sel["identified"])
+    assert float(sel["value"]) == 0.0
+    assert (float(sel["lower"]), float(sel["upper"])) == (0.0, 2e-3)
+    ce = result.parameters.sel(phase="prefill", parameter="compute_efficiency")
+    assert bool(ce["identified"]) and float(ce["lower"]) <= 0.5 <= float(ce["upper"])
