@@ -156,6 +156,22 @@ BAD += [
 ]
 
 
+#: plan's speculative decoding: the three flags together, a draft that suits the target
+_PLAN_SPEC = ["--num-speculative-tokens", "4", "--acceptance", "0.8"]
+BAD += [
+    (PLAN + ["--acceptance", "0.8"], "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "0.05"], "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "2"] + _PLAN_SPEC, "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "nan"] + _PLAN_SPEC, "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "no-such-model"] + _PLAN_SPEC, "no-such-model"),
+    (PLAN + ["--speculative-draft", "mistral-7b"] + _PLAN_SPEC, "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "0.05", "--num-speculative-tokens", "65",
+             "--acceptance", "0.8"], "--num-speculative-tokens"),
+    (PLAN + ["--speculative-draft", "0.05", "--num-speculative-tokens", "4",
+             "--acceptance", "1.5"], "--acceptance"),
+]
+
+
 def test_there_are_many():
     assert len(BAD) >= 40
 

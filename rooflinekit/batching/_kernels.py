@@ -507,6 +507,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
            draft_coef[10], draft_coef[11], draft_coef[12], draft_coef[13], draft_coef[14],
            draft_coef[15], draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19])
     kk = float(draft_tokens)
+    d_prefill = spec and not tick_mode and draft_share <= 0.0    # a draft model, timed
     # Prefix caching: ``alloc`` and ``used`` include the resident prefixes' blocks and tokens;
     # ``shared`` is the prefix blocks a running sequence uses from the cache (not its own).
     caching = prefix_caching and paged
@@ -839,6 +840,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context,
                                         n_above)
         kv_dec = kv_read
+        d_kv_pre = 0.0
+        d_pairs = 0.0
         n_done = 0
         i = p_next[n]
         while i != n:
@@ -848,6 +851,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if c > 0:
                 kv_read += _kv_read(tick_mode, cf, float(prefilled[i]))
                 pairs += _chunk_pairs(tick_mode, cf, float(c), float(prefilled[i]))
+                if d_prefill:        # the draft model prefills the chunk too
+                    d_kv_pre += _kv_read(tick_mode, dcf, float(prefilled[i]))
+                    d_pairs += _chunk_pairs(tick_mode, dcf, float(c), float(prefilled[i]))
             prefilled[i] += c
             context[i] += c
             used += c
@@ -862,6 +868,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                                  dec_context)
         else:
             dt = _step_time(tick_mode, cf, float(n_decode), float(n_prefill), kv_read, pairs)
+        if d_prefill and n_prefill > 0:
+            # the draft model's own pass over the step's prompt chunks (its KV of them)
+            dt = dt + _step_time(tick_mode, dcf, 0.0, float(n_prefill), d_kv_pre, d_pairs)
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
             n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
