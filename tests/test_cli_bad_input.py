@@ -169,6 +169,14 @@ BAD += [
              "--acceptance", "0.8"], "--num-speculative-tokens"),
     (PLAN + ["--speculative-draft", "0.05", "--num-speculative-tokens", "4",
              "--acceptance", "1.5"], "--acceptance"),
+    # capacity's shared prefix: shaped only with --prefix-tokens, within a sequence
+    (CAP + ["--prefix-share", "0.5"], "--prefix-tokens"),
+    (CAP + ["--prefix-groups", "2"], "--prefix-tokens"),
+    (CAP + ["--prefix-tokens", "0"], "--prefix-tokens"),
+    (CAP + ["--prefix-tokens", "9000"], "--max-model-len"),
+    (CAP + ["--prefix-tokens", "100", "--prefix-share", "1.5"], "--prefix-share"),
+    (CAP + ["--prefix-tokens", "100", "--prefix-groups", "0"], "--prefix-groups"),
+    (CAP + ["--prefix-tokens", "100", "--gpu-memory-utilization", "0.9"], "--prefix-tokens"),
 ]
 
 

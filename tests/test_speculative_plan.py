@@ -170,3 +170,45 @@ def test_cli_plan_decodes_speculatively(capsys):
     assert main(argv[:-1] + spec_flags) == 0
     assert "speculative decoding: draft 0.05, 4 tokens a step" in capsys.readouterr().out
 
+
+# --- capacity with a shared prefix held once -----------------------------------------------------
+
+def test_cli_capacity_counts_a_shared_prefix_once(capsys):
+    base = ["capacity", "llama-3.1-8b", "h100", "--max-model-len", "4096", "--json"]
+    model, gpu = catalog.model(MODEL), catalog.gpu("h100")
+    assert main(base + ["--prefix-tokens", "2048"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["prefix_max_concurrent_sequences"] == int(memory.max_concurrent_sequences(
+        model, gpu, 4096, shared_prefix_tokens=2048))
+    assert one["prefix_max_concurrent_sequences"] > one["max_concurrent_sequences"]
+    assert main(base + ["--prefix-tokens", "2048", "--prefix-groups", "4",
+                        "--prefix-share", "0.8"]) == 0
+    mixed = json.loads(capsys.readouterr().out)
+    want = int(memory.max_concurrent_sequences(model, gpu, 4096, shared_prefix_tokens=2048,
+                                               prefix_groups=4, prefix_share=0.8))
+    assert mixed["prefix_max_concurrent_sequences"] == want
+    assert one["max_concurrent_sequences"] < want < one["prefix_max_concurrent_sequences"]
+    assert main(base) == 0
+    assert "prefix_max_concurrent_sequences" not in json.loads(capsys.readouterr().out)
+
+
+def test_concurrency_of_prefix_groups_and_shares_by_hand():
+    model, gpu = catalog.model(MODEL), catalog.gpu(GPU)
+    budget = float(memory.usable_kv_bytes(model, gpu))
+    per_token = float(memory.kv_bytes_per_token(model))
+    # 3 prefixes of 1,000 tokens (992 in whole blocks), 60 % of 3,000-token sequences on one
+    got = memory.max_concurrent_sequences(model, gpu, 3000, shared_prefix_tokens=1000,
+                                          prefix_groups=3, prefix_share=0.6)
+    shared = 992 * per_token
+    want = (budget - 3 * shared) // (0.6 * (3000 * per_token - shared)
+                                     + 0.4 * 3000 * per_token)
+    assert int(got) == int(want)
+    # share 0 is no prefix at all, less the prefixes' own blocks
+    none = memory.max_concurrent_sequences(model, gpu, 3000, shared_prefix_tokens=1000,
+                                           prefix_share=0.0)
+    assert int(none) == int((budget - shared) // (3000 * per_token))
+    for kwargs, match in (({"prefix_groups": 0}, "prefix_groups"),
+                          ({"prefix_share": 1.5}, "prefix_share")):
+        with pytest.raises(ValueError, match=match):
+            memory.max_concurrent_sequences(model, gpu, 3000, shared_prefix_tokens=1000,
+                                            **kwargs)
