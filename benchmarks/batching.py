@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from rooflinekit.batching import ContinuousBatcher, Speculative, StaticBatcher, monte_carlo
-from rooflinekit.batching.batchers import _kernel_outputs
+from rooflinekit.batching.batchers import _allocate, _kernel_outputs
 from rooflinekit.workloads import Poisson, SharedPrefix, Uniform, WorkloadSpec, short_and_long
 
 _STEPS = 4   # index of "running_time" in _reference.STAT_NAMES: slot-steps = request-steps
@@ -215,9 +215,11 @@ class PrefixCaching:
 class SpeculativeDecoding:
     """Request-steps/s of paged admission with speculative decoding (k = 4, α = 0.8, a draft
     head) and without, on the ``KernelVsReference`` workload (1,000 requests), in the same run.
-    The plain kernel's decode step visits no sequence; a speculative one visits each (their
-    gains differ), and a request-step there carries 1 to 5 tokens: the ratio is the price of
-    the visit per request-step, ``track_speculative_tokens_over_plain`` per output token."""
+    Neither kernel's decode step visits a sequence (a speculative sequence files its whole
+    path of drawn gains when it starts decoding), and a request-step there carries 1 to 5
+    tokens: the ratios are per request-step and, ``*_tokens_over_plain``, per output token;
+    ``track_kernel_*`` time the kernels alone, the others through ``_kernel_outputs`` (which
+    draws the gains each run)."""
 
     params = [1000]
     param_names = ["n_requests"]
@@ -242,9 +244,35 @@ class SpeculativeDecoding:
         plain = _best(lambda: _kernel_outputs(self.plain, self.workload), 20)
         return plain / _best(lambda: _kernel_outputs(self.speculative, self.workload), 20)
 
+    def track_kernel_speculative_over_plain(self, n):
+        # the kernels alone (the gains drawn once, outside the timing): per request-step
+        spec, plain = (_raw_kernel(b, self.workload) for b in (self.speculative, self.plain))
+        return (self.steps[self.speculative] / _best(spec, 50)) / (
+            self.steps[self.plain] / _best(plain, 50))
+
+    def track_kernel_speculative_tokens_over_plain(self, n):
+        spec, plain = (_raw_kernel(b, self.workload) for b in (self.speculative, self.plain))
+        return _best(plain, 50) / _best(spec, 50)
+
     track_speculative_request_steps_per_second.unit = "request-steps/s"
     track_speculative_over_plain.unit = "x"
     track_speculative_tokens_over_plain.unit = "x"
+    track_kernel_speculative_over_plain.unit = "x"
+    track_kernel_speculative_tokens_over_plain.unit = "x"
+
+
+def _raw_kernel(batcher, wl):
+    """A call of ``batcher``'s kernel on ``wl`` with every input prepared (gains drawn)."""
+    timing = batcher._timing()
+    n = wl.n_requests
+    out = _allocate(1, n)
+    gain, offset = batcher._gains(wl.output_tokens[None])
+    run, _ = batcher._kernels()
+    args = (wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, wl.prefix_group,
+            wl.prefix_tokens, np.zeros(n, np.int64), gain[0], offset[0], *batcher._parameters(),
+            timing.tick, timing.coef, timing.draft_coef, timing.draft_share, np.inf,
+            *(a[0] for a in out[:6]))
+    return lambda: run(*args)
 
 
 class Import:

@@ -273,7 +273,9 @@ def _kv_budget(model, gpu, tp, reserve, replicate_kv, extra_weight_bytes=0.0):
                  order=("gpu", "tp", "model", "context_length"),
                  checks={"context_length": lambda name, v: check_integer(name, v, lo=1),
                          "shared_prefix_tokens": lambda name, v: check_integer(name, v, lo=0),
-                         "draft_weight_bytes": lambda name, v: check_nonnegative(name, v)},
+                         "draft_weight_bytes": lambda name, v: check_nonnegative(name, v),
+                         "prefix_groups": lambda name, v: check_integer(name, v, lo=1),
+                         "prefix_share": lambda name, v: check_range(name, v, lo=0, hi=1)},
                  parameters={**HELD_CONTEXT, **parameter_entries("""
     shared_prefix_tokens : int, array_like or xarray.DataArray
         Leading tokens every sequence shares (a system prompt, a document) [tokens], ≥ 0 and at
@@ -282,10 +284,16 @@ def _kv_budget(model, gpu, tp, reserve, replicate_kv, extra_weight_bytes=0.0):
         Weights of a draft model held beside the target's for speculative decoding [bytes],
         ≥ 0 (:func:`weight_bytes` of the draft); they come off the group's memory before the
         reserve, as the target's do. Default 0 (no draft).
+    prefix_groups : int, array_like or xarray.DataArray
+        Distinct shared prefixes of ``shared_prefix_tokens``, each held once [1], ≥ 1.
+        Default 1.
+    prefix_share : float, array_like or xarray.DataArray
+        Share of the sequences that start with one of them [1], in [0, 1]; the others hold
+        all their context. Default 1 (every sequence).
     """)})
 def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_RESERVE, *,
                              replicate_kv=False, shared_prefix_tokens=0, block_size=16,
-                             draft_weight_bytes=0.0):
+                             draft_weight_bytes=0.0, prefix_groups=1, prefix_share=1.0):
     """How many sequences of ``context_length`` tokens fit in the KV budget (floored).
 
     Returns
@@ -305,7 +313,12 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
     .. math:: N = \\left\\lfloor \\frac{B - kv(S)}{kv(C) - kv(S)} \\right\\rfloor
 
     with B the budget and kv(·) the bytes of a sequence of that length (window-capped layers
-    count what the window keeps), and at least one token of its own per sequence.
+    count what the window keeps), and at least one token of its own per sequence. With ``G``
+    prefixes (``prefix_groups``) each held once and a share ``s`` of the sequences starting
+    with one (``prefix_share``), the others holding all their context:
+
+    .. math:: N = \\left\\lfloor \\frac{B - G\\,kv(S)}{s\\,(kv(C) - kv(S)) + (1 - s)\\,kv(C)}
+              \\right\\rfloor
 
     A draft model's weights ``W_d`` shrink the budget to ``(tp · memory − W − W_d)(1 −
     reserve)``; the draft's own KV cache (small beside the target's) is not counted.
@@ -321,10 +334,12 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
                          f"context_length {show(context_length)}")
     budget = _kv_budget(model, gpu, tp, reserve, replicate_kv, draft_weight_bytes)
     shared = np.floor_divide(shared_prefix_tokens, block_size) * block_size
-    held_once = _kv_bytes(model, shared)
+    prefix = _kv_bytes(model, shared)
+    held_once = prefix_groups * prefix
+    whole = _kv_bytes(model, context_length)
     # a sequence served holds at least one token of its own (the next one it writes)
-    per_sequence = np.maximum(_kv_bytes(model, context_length) - held_once,
-                              _kv_bytes(model, 1))
+    per_sequence = (prefix_share * np.maximum(whole - prefix, _kv_bytes(model, 1))
+                    + (1.0 - prefix_share) * whole)
     return _count(np.maximum(budget - held_once, 0.0) / per_sequence)
 
 

@@ -457,21 +457,27 @@ def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int
     x = rng.random(total)
     with np.errstate(divide="ignore"):
         np.log(x, out=x)
-        rate = 0.0 - np.log(alpha)             # -log α >= 0 (+0 at α = 1): inf at α = 0
-    np.negative(x, out=x)
+        # -(-log α): a divisor <= 0 (-0 at α = 1, -inf at α = 0), so that log u / rate is the
+        # quotient -log u / -log α exactly (IEEE division is symmetric in sign)
+        rate = -(0.0 - np.log(alpha))
     if n and np.all(rate == rate[0]):          # one α for all: a scalar, no per-position copy
         rate = rate[:1]
     else:
         rate = np.repeat(rate, output)
     with np.errstate(divide="ignore", invalid="ignore"):
-        np.divide(x, rate, out=x)              # α = 0: 0; α = 1: inf
-    x[np.isnan(x)] = k                         # u = 0 (probability 0) at α = 0 or 1
+        np.divide(x, rate, out=x)              # log u / log α; α = 0: 0; α = 1: inf
+    if np.any(np.isinf(rate)):
+        x[np.isnan(x)] = k                     # u = 0 (probability 0) at α = 0
     np.minimum(x, k, out=x)
     gain = x.astype(np.uint8)                  # the floor, as 0 <= x <= k
     gain += 1
-    # capped at what is left of the output, output - m at position m (and at 255: k + 1 <= 65)
-    left = np.repeat(offset + output, output) - np.arange(total)
-    np.minimum(gain, np.clip(left, 1, 255).astype(np.uint8), out=gain)
+    # capped at what is left of the output, output - m at position m: only the last k
+    # positions of a request can pass it (uint8 holds k + 1 <= 65)
+    end = offset + output
+    for j in range(1, min(k, int(output.max(initial=0))) + 1):
+        last = end[output >= j] - j            # position output - j: j tokens left
+        gain[last] = np.minimum(gain[last], j)
+    return gain, offset
     return gain, offset
 
 

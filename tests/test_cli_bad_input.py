@@ -186,6 +186,29 @@ BAD += [
      "benchmarks"),
 ]
 
+#: plan's speculative decoding: the three flags together, a draft that suits the target
+_PLAN_SPEC = ["--num-speculative-tokens", "4", "--acceptance", "0.8"]
+BAD += [
+    (PLAN + ["--acceptance", "0.8"], "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "0.05"], "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "2"] + _PLAN_SPEC, "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "nan"] + _PLAN_SPEC, "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "no-such-model"] + _PLAN_SPEC, "no-such-model"),
+    (PLAN + ["--speculative-draft", "mistral-7b"] + _PLAN_SPEC, "--speculative-draft"),
+    (PLAN + ["--speculative-draft", "0.05", "--num-speculative-tokens", "65",
+             "--acceptance", "0.8"], "--num-speculative-tokens"),
+    (PLAN + ["--speculative-draft", "0.05", "--num-speculative-tokens", "4",
+             "--acceptance", "1.5"], "--acceptance"),
+    # capacity's shared prefix: shaped only with --prefix-tokens, within a sequence
+    (CAP + ["--prefix-share", "0.5"], "--prefix-tokens"),
+    (CAP + ["--prefix-groups", "2"], "--prefix-tokens"),
+    (CAP + ["--prefix-tokens", "0"], "--prefix-tokens"),
+    (CAP + ["--prefix-tokens", "9000"], "--max-model-len"),
+    (CAP + ["--prefix-tokens", "100", "--prefix-share", "1.5"], "--prefix-share"),
+    (CAP + ["--prefix-tokens", "100", "--prefix-groups", "0"], "--prefix-groups"),
+    (CAP + ["--prefix-tokens", "100", "--gpu-memory-utilization", "0.9"], "--prefix-tokens"),
+]
+
 
 def test_there_are_many():
     assert len(BAD) >= 40

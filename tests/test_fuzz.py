@@ -326,6 +326,9 @@ for _name in ("prefill_time", "prefill_ms", "request_latency"):
 # A draft model's weights beside the target's: bytes ≥ 0; 0 (no draft) is valid.
 REGISTRY["max_concurrent_sequences"]["spoil"] += ("draft_weight_bytes",)
 REGISTRY["max_concurrent_sequences"]["valid"]["draft_weight_bytes"] = CONTEXT_OK
+# Prefixes held once: a count >= 1 of them, a share in [0, 1] of sequences on one (0 valid).
+REGISTRY["max_concurrent_sequences"]["spoil"] += ("prefix_groups", "prefix_share")
+REGISTRY["max_concurrent_sequences"]["valid"]["prefix_share"] = CONTEXT_OK
 # Break-even with prefix-cache hits: shares in [0, 1]; none cached, or a free hit, is valid.
 REGISTRY["break_even"]["spoil"] += ("prefix_share", "cached_input_weight")
 REGISTRY["break_even"]["valid"].update(prefix_share=CONTEXT_OK, cached_input_weight=CONTEXT_OK)

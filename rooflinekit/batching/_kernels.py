@@ -24,10 +24,13 @@ number, the stretch is measured and its statistics added in closed form, as sing
 add them. A run costs O(steps + events) with events the arrivals, admissions, prefill slices,
 retirements, preemptions and window crossings. Speculative decoding
 (:func:`continuous_run_speculative`) breaks the premise, as each sequence gains its own drawn
-tokens: its step visits every decoding sequence (O(batch)), a dense list of them, adding what
-each gained beyond one token; their retirements and window crossings stay filed where one token
-a step would put them (never early) and are refiled or taken when a gain reaches them, and the
-paged blocks the next gains need are summed in the same visit. Both kernels are one body,
+tokens, but its gains are drawn before the run for every position: when a sequence starts
+decoding its whole path is known, and is filed then, step by step, in step rings (one slot per
+future step, more slots than the longest output): its tokens beyond one, the paged blocks its
+gain needs, what it adds to the window sums. Its retirement step is then exact, and a step reads
+its slot and visits no sequence; a preemption walks the victim's path to where it is and
+withdraws the rest. The filing costs O(request-steps), a tight walk, and decode-only stretches
+are jumped as without speculation. Both kernels are one body,
 :func:`_continuous`, compiled with speculation on and off, so the plain kernel holds none of the
 speculative code. In the step loop no called helper is handed an array
 (numba counts references to an array passed to a call with two atomic operations, which cost more
@@ -265,6 +268,64 @@ def _ring(n, size):
 
 
 @njit(cache=True)
+def _spec_ring_size(longest):
+    """Slots of a speculative step ring: a power of two above ``longest + 1`` steps."""
+    size = 2
+    while size <= longest + 1:
+        size *= 2
+    return size
+
+
+@njit(inline="always")
+def _spec_walk(gain, base, m, c, steps):
+    """A decoding sequence's tokens and context ``steps`` steps after it had ``m`` and ``c``."""
+    for _ in range(steps):
+        x = np.int64(gain[base + m])
+        m += x
+        c += x
+    return m, c
+
+
+#: Columns of the speculative step rings: per step, the decoding sequences' tokens beyond one,
+#: their new blocks, what they add to the below-window context sum and to the count past the
+#: window, and the same two for a draft model's window.
+_S_TOK, _S_BLK, _S_BELOW, _S_ABOVE, _SD_BELOW, _SD_ABOVE = range(6)
+
+
+@njit(cache=True)
+def _spec_withdraw(ring, gain, base, m, c, out_m, gg, mask, paged, bs, s_windowed, w_cross,
+                   d_windowed, d_cross):
+    """Withdraw a decoding sequence's filed path from step ``gg`` on (it was preempted there
+    with ``m`` tokens and context ``c``): what the kernel's filing added, subtracted."""
+    room = (c + bs - 1) // bs * bs - c if paged else 0
+    while m < out_m:
+        x = np.int64(gain[base + m])
+        k = gg & mask
+        ring[k, _S_TOK] -= x - 1
+        if paged:
+            r = room - x
+            while r < 0:
+                r += bs
+                ring[k, _S_BLK] -= 1
+            room = r
+        if s_windowed and c < w_cross:
+            if c + x >= w_cross:
+                ring[k, _S_BELOW] += c + 1
+                ring[k, _S_ABOVE] -= 1
+            else:
+                ring[k, _S_BELOW] -= x - 1
+        if d_windowed and c < d_cross:
+            if c + x >= d_cross:
+                ring[k, _SD_BELOW] += c
+                ring[k, _SD_ABOVE] -= 1
+            else:
+                ring[k, _SD_BELOW] -= x
+        m += x
+        c += x
+        gg += 1
+
+
+@njit(cache=True)
 def _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
                  used_t):
     """Write the step statistics a run keeps in local variables into ``stats``."""
@@ -368,6 +429,27 @@ def _stepped(dt, nrun, active, kv_res, used, cached_blocks, n_steps, busy, run_t
 
 
 @njit(inline="always")
+def _spec_step_time(tick_mode, cf, dcf, kk, n_decode, n_prefill, kv_read, kv_dec, pairs,
+                    draft_share, d_windowed, d_below, d_above, d_window, dec_context):
+    """A speculative step's time: ``kk`` draft steps, then one verification of ``kk + 1``
+    positions per decoding sequence, with the step's prefill slices [tick or s]."""
+    dt = _step_time(tick_mode, cf, float(n_decode) * (kk + 1.0), float(n_prefill), kv_read,
+                    pairs + kv_dec * kk + float(n_decode) * kk * (kk + 1.0) / 2.0)
+    if tick_mode:
+        return dt
+    if draft_share > 0.0:
+        t_draft = draft_share * _step_time(tick_mode, cf, float(n_decode), 0.0, kv_dec, 0.0)
+    else:
+        d_win = float(dec_context)
+        if d_windowed:
+            d_win = float(d_below) + d_above * d_window
+        d_fa = dcf[_FA]
+        d_kv = d_fa * float(dec_context) + (1.0 - d_fa) * d_win
+        t_draft = _step_time(tick_mode, dcf, float(n_decode), 0.0, d_kv, 0.0)
+    return dt + kk * t_draft
+
+
+@njit(inline="always")
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
                 block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
@@ -396,15 +478,38 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
           coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
           coef[17], coef[18], coef[19], coef[20], coef[21])
-    # speculative decoding: every decoding sequence gains its drawn tokens, so the decode step
-    # visits each of them (O(batch)); without it the path below is the plain one
+    # speculative decoding: a sequence's gains are known when it starts decoding, so its whole
+    # path (tokens, blocks, window crossings per step) is filed then in step rings; a step
+    # reads its sums and visits no sequence. Without it the path below is the plain one.
     spec = speculative
-    spec_need = 0              # paged: blocks the decoding sequences' next gains need
-    # the decoding sequences, densely (a speculative step visits each) ...
-    dec_ids = np.empty(n if spec else 0, np.int64)
-    dec_pos = np.empty(n if spec else 0, np.int64)
-    # ... and each one's free token slots in its last block (paged)
-    room = np.empty(n if spec else 0, np.int64)
+    s_len = 0
+    if spec:
+        for i in range(n):
+            s_len = max(s_len, output[i])
+    # the step rings: a path is at most s_len steps long, so no two live steps share a slot
+    s_mask = _spec_ring_size(s_len) - 1 if spec else 0
+    s_windowed = spec and windowed
+    # a draft model with a sliding window reads its own window-capped context: its sums too
+    d_window = draft_coef[_SW]
+    d_windowed = spec and not tick_mode and draft_share <= 0.0 and d_window < math.inf
+    d_cross = np.int64(math.ceil(d_window)) if d_windowed else UNBOUNDED
+    # the step rings, one row a step: 16 bytes (48 with a window) per step of the longest
+    # output, as the static kernel's scratch is 8 per token; written in place (a helper handed
+    # the array would count references twice a call)
+    s_ring = np.zeros((s_mask + 1 if spec else 0, 6 if s_windowed or d_windowed else 2),
+                      np.int64)
+    d_below = 0                # decoding sequences' context below the draft's window, summed
+    d_above = 0                # decoding sequences at or past it
+    s_start = np.zeros(n if spec else 0, np.int64)     # step its decoding started
+    s_m0 = np.zeros(n if spec else 0, np.int64)        # tokens it had then
+    s_c0 = np.zeros(n if spec else 0, np.int64)        # its context then
+    dcf = (draft_coef[0], draft_coef[1], draft_coef[2], draft_coef[3], draft_coef[4],
+           draft_coef[5], draft_coef[6], draft_coef[7], draft_coef[8], draft_coef[9],
+           draft_coef[10], draft_coef[11], draft_coef[12], draft_coef[13], draft_coef[14],
+           draft_coef[15], draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19],
+           draft_coef[20], draft_coef[21])
+    kk = float(draft_tokens)
+    d_prefill = spec and not tick_mode and draft_share <= 0.0    # a draft model, timed
     # Prefix caching: ``alloc`` and ``used`` include the resident prefixes' blocks and tokens;
     # ``shared`` is the prefix blocks a running sequence uses from the cache (not its own).
     caching = prefix_caching and paged
@@ -521,10 +626,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                         evictable += g_blocks[q]
                     shared[i] = 0
                 n_dec -= 1
-                if spec:
-                    last = dec_ids[n_dec]
-                    dec_ids[dec_pos[i]] = last
-                    dec_pos[last] = dec_pos[i]
+                if d_windowed:
+                    if c >= d_cross:
+                        d_above -= 1
+                    else:
+                        d_below -= c
                 if windowed:
                     if above[i]:
                         n_above -= 1
@@ -543,8 +649,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 nrun -= 1
             i = j
         need = by_phase[ph] if paged else 0
-        if spec:                 # the blocks of each decoding sequence's drawn gain
-            need = spec_need
+        if spec:                 # the blocks of the decoding sequences' filed gains
+            need = s_ring[g & s_mask, _S_BLK]
         # 3. admit
         for k in range(2):
             stop = False
@@ -668,11 +774,23 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     n_dec -= 1
                     last_tok[v] = t          # it decoded in the step that ended at t
                     if spec:
-                        last = dec_ids[n_dec]
-                        dec_ids[dec_pos[v]] = last
-                        dec_pos[last] = dec_pos[v]
-                        x = np.int64(gain[gain_offset[v] + generated[v] + g])
+                        # where its path is now; its filed steps from this one on withdrawn
+                        m, c = _spec_walk(gain, gain_offset[v], s_m0[v], s_c0[v],
+                                          g - s_start[v])
+                        x = np.int64(gain[gain_offset[v] + m])
                         need -= (c + x + bs - 1) // bs - (c + bs - 1) // bs
+                        _spec_withdraw(s_ring, gain, gain_offset[v], m, c, output[v], g,
+                                       s_mask, paged, bs, s_windowed, w_cross, d_windowed,
+                                       d_cross)
+                        context[v] = c - g
+                        generated[v] = m - g
+                        if windowed:
+                            above[v] = c >= w_cross
+                        if d_windowed:
+                            if c >= d_cross:
+                                d_above -= 1
+                            else:
+                                d_below -= c
                     elif c % block_size == 0:
                         need -= 1
                     by_phase[context[v] % bs] -= 1
@@ -724,6 +842,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context,
                                         n_above)
         kv_dec = kv_read
+        d_kv_pre = 0.0
+        d_pairs = 0.0
         n_done = 0
         i = p_next[n]
         while i != n:
@@ -733,6 +853,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if c > 0:
                 kv_read += _kv_read(tick_mode, cf, float(prefilled[i]))
                 pairs += _chunk_pairs(tick_mode, cf, float(c), float(prefilled[i]))
+                if d_prefill:        # the draft model prefills the chunk too
+                    d_kv_pre += _kv_read(tick_mode, dcf, float(prefilled[i]))
+                    d_pairs += _chunk_pairs(tick_mode, dcf, float(c), float(prefilled[i]))
             prefilled[i] += c
             context[i] += c
             used += c
@@ -741,97 +864,37 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 n_done += 1
             i = p_next[i]
         if spec and n_decode > 0:
-            # k draft steps, then one verification of k + 1 positions per sequence (the
-            # draft's figures are read here, not kept live through the plain path's loops)
-            kk = float(draft_tokens)
-            dt = _step_time(tick_mode, cf, float(n_decode) * (kk + 1.0), float(n_prefill),
-                            kv_read, pairs + kv_dec * kk + float(n_decode) * kk * (kk + 1.0) / 2.0)
-            if not tick_mode:
-                if draft_share > 0.0:
-                    t_draft = draft_share * _step_time(tick_mode, cf, float(n_decode), 0.0,
-                                                       kv_dec, 0.0)
-                else:
-                    d_window = draft_coef[_SW]
-                    d_cross = np.int64(math.ceil(d_window)) if d_window < math.inf else UNBOUNDED
-                    d_win = float(dec_context)
-                    if d_window < math.inf:
-                        d_below = 0
-                        d_above = 0
-                        i = r_next[n]
-                        while i != n:
-                            if state[i] == 2:
-                                c = context[i] + g
-                                if c >= d_cross:
-                                    d_above += 1
-                                else:
-                                    d_below += c
-                            i = r_next[i]
-                        d_win = float(d_below) + d_above * d_window
-                    d_fa = draft_coef[_FA]
-                    d_kv = d_fa * float(dec_context) + (1.0 - d_fa) * d_win
-                    dcf = (draft_coef[0], draft_coef[1], draft_coef[2], draft_coef[3],
-                           draft_coef[4], draft_coef[5], draft_coef[6], draft_coef[7],
-                           draft_coef[8], draft_coef[9], draft_coef[10], draft_coef[11],
-                           draft_coef[12], draft_coef[13], draft_coef[14], draft_coef[15],
-                           draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19],
-                           draft_coef[20], draft_coef[21])
-                    t_draft = _step_time(tick_mode, dcf, float(n_decode), 0.0, d_kv, 0.0)
-                dt = dt + kk * t_draft
+            # k draft steps, then one verification of k + 1 positions per sequence
+            dt = _spec_step_time(tick_mode, cf, dcf, kk, n_decode, n_prefill, kv_read, kv_dec,
+                                 pairs, draft_share, d_windowed, d_below, d_above, d_window,
+                                 dec_context)
         else:
             dt = _step_time(tick_mode, cf, float(n_decode), float(n_prefill), kv_read, pairs)
+        if d_prefill and n_prefill > 0:
+            # the draft model's own pass over the step's prompt chunks (its KV of them)
+            dt = dt + _step_time(tick_mode, dcf, 0.0, float(n_prefill), d_kv_pre, d_pairs)
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
             n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
             windowed, win_mask, win_next, win_prev, win_key, context, above)
         if spec:
-            # The tokens each sequence gained beyond the one above. Its retirement and window
-            # crossing stay filed where one token a step would put them, later than or at
-            # their step: one gained past its output is refiled for the next step, one
-            # past the window taken out here (the paged phases are not read with speculation).
+            # What the decoding sequences filed for this step beyond one token each: their
+            # gains' tokens, their blocks (taken above as ``need``), their window crossings.
             stats[_DRAFTED] += n_decode * float(draft_tokens)
-            spec_need = 0
-            extra = 0
-            for j in range(n_decode):
-                i = dec_ids[j]
-                m = generated[i] + g             # tokens it has, before its gain
-                x = np.int64(gain[gain_offset[i] + m - 1])
-                e = x - 1
-                if e > 0:
-                    extra += e
-                    context[i] += e
-                    generated[i] += e
-                    m += e
-                if windowed and not above[i]:
-                    # its filed crossing may be late: check whatever it gained
-                    below_context += e
-                    c = context[i] + g
-                    if c >= w_cross:
-                        win_next[win_prev[i]] = win_next[i]
-                        win_prev[win_next[i]] = win_prev[i]
-                        below_context -= c
-                        above[i] = True
-                        n_above += 1
-                if m == output[i]:
-                    if ret_key[i] != g:
-                        ret_next[ret_prev[i]] = ret_next[i]
-                        ret_prev[ret_next[i]] = ret_prev[i]
-                        ret_key[i] = g
-                        b = n + (g & ret_mask)
-                        f = ret_next[b]
-                        ret_next[i] = f
-                        ret_prev[i] = b
-                        ret_prev[f] = i
-                        ret_next[b] = i
-                elif paged:
-                    # the blocks taken for this step's tokens, then those its next gain needs
-                    r = room[i] - x
-                    while r < 0:
-                        r += bs
-                    d = np.int64(gain[gain_offset[i] + m]) - r
-                    room[i] = r
-                    while d > 0:
-                        spec_need += 1
-                        d -= bs
+            k = (g - 1) & s_mask
+            extra = s_ring[k, _S_TOK]
+            s_ring[k, _S_TOK] = 0
+            s_ring[k, _S_BLK] = 0
+            if s_windowed:
+                below_context += s_ring[k, _S_BELOW]
+                n_above += s_ring[k, _S_ABOVE]
+                s_ring[k, _S_BELOW] = 0
+                s_ring[k, _S_ABOVE] = 0
+            if d_windowed:
+                d_below += s_ring[k, _SD_BELOW]
+                d_above += s_ring[k, _SD_ABOVE]
+                s_ring[k, _SD_BELOW] = 0
+                s_ring[k, _SD_ABOVE] = 0
             used += extra
             dec_context += extra
             stats[_ACCEPTED] += extra
@@ -872,11 +935,6 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 first_token[i] = t + dt
             c = context[i]
             state[i] = 2
-            if spec:
-                dec_ids[n_dec] = i
-                dec_pos[i] = n_dec
-                if paged:
-                    room[i] = (c + bs - 1) // bs * bs - c
             n_dec += 1
             dec_context += c
             context[i] = c - g
@@ -896,6 +954,63 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     win_prev[i] = b
                     win_prev[f] = i
                     win_next[b] = i
+            if spec:
+                # its whole path filed from this step on; it is kept as the context and tokens
+                # it retires with, less the step it retires at (so retirement reads them as
+                # in plain decoding), and out of the window ring (the step rings hold its
+                # crossings; ``above``: past the window when it retires)
+                m = generated[i] + g
+                s_start[i] = g
+                s_m0[i] = m
+                s_c0[i] = c
+                # each step's slot gets what it adds beyond the one token of a plain step
+                # (which the decode step adds for all), as _spec_withdraw takes it back
+                base = gain_offset[i]
+                out_m = output[i]
+                room = (c + bs - 1) // bs * bs - c if paged else 0   # free slots, last block
+                g_end = g
+                c_end = c
+                while m < out_m:
+                    x = np.int64(gain[base + m])
+                    k = g_end & s_mask
+                    s_ring[k, _S_TOK] += x - 1
+                    if paged:
+                        r = room - x
+                        while r < 0:
+                            r += bs
+                            s_ring[k, _S_BLK] += 1
+                        room = r
+                    if s_windowed and c_end < w_cross:
+                        # a crossing takes its context out of the sum (to which the decode
+                        # step adds 1, as for any sequence below the window)
+                        if c_end + x >= w_cross:
+                            s_ring[k, _S_BELOW] -= c_end + 1
+                            s_ring[k, _S_ABOVE] += 1
+                        else:
+                            s_ring[k, _S_BELOW] += x - 1
+                    if d_windowed and c_end < d_cross:
+                        if c_end + x >= d_cross:
+                            s_ring[k, _SD_BELOW] -= c_end
+                            s_ring[k, _SD_ABOVE] += 1
+                        else:
+                            s_ring[k, _SD_BELOW] += x
+                    m += x
+                    c_end += x
+                    g_end += 1
+                context[i] = c_end - g_end
+                generated[i] = output[i] - g_end
+                if windowed:
+                    if not above[i]:
+                        win_next[win_prev[i]] = win_next[i]
+                        win_prev[win_next[i]] = win_prev[i]
+                    win_next[i] = i
+                    win_prev[i] = i
+                    above[i] = c_end >= w_cross
+                if d_windowed:
+                    if c >= d_cross:
+                        d_above += 1
+                    else:
+                        d_below += c
             ret_key[i] = output[i] - generated[i]
             b = n + (ret_key[i] & ret_mask)
             f = ret_next[b]
@@ -903,11 +1018,6 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             ret_prev[i] = b
             ret_prev[f] = i
             ret_next[b] = i
-            if spec and paged and ret_key[i] != g:
-                d = np.int64(gain[gain_offset[i] + generated[i] + g]) - room[i]
-                while d > 0:
-                    spec_need += 1
-                    d -= bs
         if nrun > peak_run:
             peak_run = float(nrun)
         (n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t) = _stepped(
@@ -917,7 +1027,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # 6. decode-only stretch: while the next step would only decode (no arrival, no
         # retirement, nothing prefilling or admissible, the new blocks free), run it here
         # without the phases that would do nothing.
-        if p_next[n] != n or spec:
+        if p_next[n] != n:
             continue
         admissible = False       # would a queue head be admitted if no block were needed?
         for k in range(2):
@@ -938,6 +1048,119 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # False stays False while only decoding happens: slots and queues do not change, and
         # blocks are only taken
         if admissible:
+            continue
+        if spec:
+            # the stretch decoding speculatively: each step takes its slot of the step rings
+            if tick_mode:
+                # one tick a step, whole-number sums: the statistics added once, as the plain
+                # stretch's (``used`` grows by each step's tokens, so summed step by step)
+                limit = UNBOUNDED
+                if nxt < n:
+                    limit = np.int64(math.ceil(arrival[nxt])) - np.int64(t)
+                m = 0
+                res_sum = 0
+                used_sum = 0
+                ex_sum = 0
+                while m < limit:
+                    gm = g + m
+                    b = n + (gm & ret_mask)
+                    if ret_next[b] != b:
+                        break
+                    k = gm & s_mask
+                    if paged:
+                        need = s_ring[k, _S_BLK]
+                        if need > total_blocks - alloc:
+                            break
+                        s_ring[k, _S_BLK] = 0
+                        alloc += need
+                        res_sum += alloc
+                    x = s_ring[k, _S_TOK]
+                    s_ring[k, _S_TOK] = 0
+                    ex_sum += x
+                    used += n_dec + x
+                    used_sum += used
+                    m += 1
+                if m == 0:
+                    continue
+                g += m
+                n_steps += m
+                busy += m
+                run_t += nrun * m
+                act_t += n_dec * m
+                if paged:
+                    res_t += block_size * res_sum
+                    if alloc * block_size > peak_res:
+                        peak_res = float(alloc * block_size)
+                    cb_t += cached_blocks * m
+                else:
+                    res_t += reserved * m
+                used_t += used_sum
+                dec_context += n_dec * m + ex_sum
+                if used > peak_used:
+                    peak_used = float(used)
+                stats[_DRAFTED] += n_dec * m * float(draft_tokens)
+                stats[_ACCEPTED] += ex_sum
+                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
+                                                                     itl_target, 0.0, ex_sum)
+                if hist_n[k] == 0 or rec > hist_max[k]:
+                    hist_max[k] = rec
+                hist_n[k] += ex_sum
+                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
+                                                                     itl_target, 1.0, n_dec * m)
+                if hist_n[k] == 0 or rec > hist_max[k]:
+                    hist_max[k] = rec
+                hist_n[k] += n_dec * m
+                t = t + m
+                continue
+            while nxt == n or arrival[nxt] > t:
+                b = n + (g & ret_mask)
+                if ret_next[b] != b:
+                    break
+                need = s_ring[g & s_mask, _S_BLK]
+                if need > total_blocks - alloc:
+                    break
+                # the step of section 5 with no prefill slice and no preemption, no completion
+                kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context,
+                                            n_above)
+                dt = _spec_step_time(tick_mode, cf, dcf, kk, n_dec, 0, kv_read, kv_read, 0.0,
+                                     draft_share, d_windowed, d_below, d_above, d_window,
+                                     dec_context)
+                g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
+                    n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
+                    windowed, win_mask, win_next, win_prev, win_key, context, above)
+                stats[_DRAFTED] += n_dec * float(draft_tokens)
+                k = (g - 1) & s_mask
+                extra = s_ring[k, _S_TOK]
+                s_ring[k, _S_TOK] = 0
+                s_ring[k, _S_BLK] = 0
+                if s_windowed:
+                    below_context += s_ring[k, _S_BELOW]
+                    n_above += s_ring[k, _S_ABOVE]
+                    s_ring[k, _S_BELOW] = 0
+                    s_ring[k, _S_ABOVE] = 0
+                if d_windowed:
+                    d_below += s_ring[k, _SD_BELOW]
+                    d_above += s_ring[k, _SD_ABOVE]
+                    s_ring[k, _SD_BELOW] = 0
+                    s_ring[k, _SD_ABOVE] = 0
+                used += extra
+                dec_context += extra
+                stats[_ACCEPTED] += extra
+                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
+                                                                     itl_target, 0.0, extra)
+                if hist_n[k] == 0 or rec > hist_max[k]:
+                    hist_max[k] = rec
+                hist_n[k] += extra
+                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
+                                                                     itl_target, dt, n_dec)
+                if hist_n[k] == 0 or rec > hist_max[k]:
+                    hist_max[k] = rec
+                hist_n[k] += n_dec
+                (n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t,
+                 cb_t) = _stepped(dt, nrun, n_dec, alloc * block_size if paged else reserved,
+                                  used, cached_blocks, n_steps, busy, run_t, act_t, peak_res,
+                                  res_t, peak_used, used_t, cb_t)
+                t = t + dt
             continue
         if tick_mode:
             # Every step lasts one tick and every sum is a whole number (exact in float64), so

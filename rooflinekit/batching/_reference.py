@@ -109,8 +109,13 @@ roofline clock, with ``B`` decoding sequences (``B > 0``), it is one verificatio
 B·k(k + 1)/2)`` with ``R`` the decoding sequences' KV read (each position attends the context and
 the drafted positions before it, as :func:`rooflinekit.roofline.verification_step_time`), plus
 ``k`` draft steps, ``k · clock.draft_time(B, R, contexts)``: a draft model's decode step of ``B``
-sequences at their contexts, or a draft head's share of the target's. The token budget counts
-one token per decoding sequence, as without speculation. ``draft_tokens`` counts ``k`` per
+sequences at their contexts, or a draft head's share of the target's. A draft model prefills
+the prompts too: a step with prefill slices adds ``clock.draft_prefill_time(n_prefill_tokens,
+chunks)``, the draft's step of those tokens alone, its KV read and attention pairs summed over
+the chunks in admission order (0 for a draft head, whose cost is a share of decode steps only).
+Its KV cache shares the target's blocks (one block table), which the batcher counts in the KV
+budget before the run (:meth:`~rooflinekit.batching.Speculative.kv_tokens`). The token budget
+counts one token per decoding sequence, as without speculation. ``draft_tokens`` counts ``k`` per
 sequence-step, ``accepted_tokens`` the gained tokens beyond the first.
 
 The ``"prompt"`` admission rule (budget only the prompt) is here, and only here, to demonstrate the
@@ -553,6 +558,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                                         float(sum(min(s.context, clock.window)
                                                   for s in decoding)))
         kv_dec = kv_read                 # the decoding sequences' part
+        chunks = []                      # (chunk, cached before it): the draft prefills them
         for s in running:
             if s.in_prefill():
                 chunk = min(s.to_prefill - s.prefilled, budget)
@@ -561,6 +567,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 if chunk > 0 and not tick_mode:
                     kv_read += clock.kv_read(float(s.prefilled))
                     pairs += clock.chunk_pairs(float(chunk), float(s.prefilled))
+                    chunks.append((float(chunk), float(s.prefilled)))
                 plan.append((s, chunk))
             else:
                 n_decode += 1
@@ -576,6 +583,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                                            [s.context for s in decoding])
         else:
             dt = clock.step_time(float(n_decode), float(n_prefill), kv_read, pairs)
+        if draft_tokens and n_prefill and not tick_mode:
+            dt = dt + clock.draft_prefill_time(float(n_prefill), chunks)
         if draft_tokens and n_decode:
             stats["draft_tokens"] += n_decode * draft_tokens
         active = 0

@@ -144,6 +144,18 @@ class _RooflineClock:
                 + (1.0 - fa) * float(sum(min(c, window) for c in contexts)))
         return roofline.mixed_step_time_kernel(*self._draft, n_decode, 0.0, read, 0.0)
 
+    def draft_prefill_time(self, n_prefill_tokens, chunks):
+        """A draft model's pass over a step's prompt ``chunks`` (``(chunk, cached)`` pairs, in
+        admission order) [s]; 0 for a draft head."""
+        if self._draft is None:
+            return 0.0
+        fa, window = self._draft_fa, self._draft_window
+        read = pairs = 0.0
+        for chunk, cached in chunks:
+            read += roofline.kv_tokens_read_kernel(cached, fa, window)
+            pairs += roofline.prefill_context_tokens_kernel(chunk, cached, fa, window)
+        return roofline.mixed_step_time_kernel(*self._draft, 0.0, n_prefill_tokens, read, pairs)
+
     def kv_read_sum(self, context_sum, windowed_sum):
         """KV tokens read by decoding sequences from ``sum(C)`` and ``sum(min(C, window))``."""
         return self._fa * context_sum + (1.0 - self._fa) * windowed_sum
@@ -487,7 +499,9 @@ class ContinuousBatcher(_Batcher):
     kv_budget_tokens : int or None
         KV cache budget [tokens]. ``None``: derived from ``model``, ``gpu``, ``tp`` and ``reserve``
         by :func:`rooflinekit.memory.kv_budget_tokens` if a model is given, else unlimited (the
-        kernel's 2**60 tokens: a run whose requests could hold more at once is refused).
+        kernel's 2**60 tokens: a run whose requests could hold more at once is refused). With
+        ``speculative`` and ``model``, a draft model's KV shares it
+        (:meth:`Speculative.kv_tokens`).
     admission : {"reserve", "paged"}
         "reserve" (the guide's lab): admit only if the final length (prompt + output) of every
         admitted request fits the budget; FIFO. "paged" (vLLM): KV in blocks of ``block_size``
@@ -594,11 +608,15 @@ class ContinuousBatcher(_Batcher):
 
     def _kv_budget(self):
         if self.kv_budget_tokens is not None:
-            return int(self.kv_budget_tokens)
-        if self.model is None:
+            budget = int(self.kv_budget_tokens)
+        elif self.model is None:
             return None
-        budget = memory.kv_budget_tokens(self.model, self.gpu, tp=self.tp, reserve=self.reserve)
-        return int(np.asarray(budget).item())
+        else:
+            budget = int(np.asarray(memory.kv_budget_tokens(
+                self.model, self.gpu, tp=self.tp, reserve=self.reserve)).item())
+        if self.speculative is not None and self.model is not None:
+            budget = self.speculative.kv_tokens(self.model, budget)   # a draft model's KV
+        return budget
 
     def _slots(self):
         return self.max_num_seqs
@@ -924,7 +942,8 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                    ttft_target=None, itl_target=None, e2e_target=None,
                    parallel: bool = True, variables=None, work_limit=WORK_LIMIT,
                    memory_limit=MEMORY_LIMIT, prefix_group=None,
-                   prefix_tokens=None, as_dataset: bool = True) -> xr.Dataset | dict:
+                   prefix_tokens=None, speculative_seeds=None,
+                   as_dataset: bool = True) -> xr.Dataset | dict:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
 
     Parameters
@@ -952,6 +971,10 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     prefix_group, prefix_tokens : array_like of int, shape (replicate, request), optional
         Shared prefixes, as :class:`~rooflinekit.workloads.Workload` takes them (group -1: no
         prefix), for a batcher with ``prefix_caching``; give both or neither.
+    speculative_seeds : sequence of numpy.random.SeedSequence, optional
+        A speculative batcher's seed of each row's acceptance draws, one per row; default
+        :meth:`Speculative.row_seed` of the row's position (so a subset of rows would draw
+        other gains: a search over subsets passes its rows' own seeds).
     as_dataset : bool
         ``True`` (default): a Dataset. ``False``: a dict of the summaries' numpy arrays, without
         labels, for a search that reads a few numbers of many runs (building a Dataset costs
@@ -998,7 +1021,13 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     prefix = _prefix_rows(arrays, prefix_group, prefix_tokens)
     out = _allocate(*arrays[0].shape)
     timing = batcher._timing()
-    batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix)
+    if speculative_seeds is not None:
+        speculative_seeds = list(speculative_seeds)
+        if len(speculative_seeds) != arrays[0].shape[0]:
+            raise ValueError(f"speculative_seeds must hold one seed per row "
+                             f"({arrays[0].shape[0]}), got {len(speculative_seeds)}")
+    batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix,
+                      seeds=speculative_seeds)
     summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
                       wanted=variables)
     if not as_dataset:

@@ -71,7 +71,11 @@ class Speculative:
     A step of ``B`` decoding sequences lasts ``k`` draft steps of ``B`` sequences plus one
     verification of ``B(k + 1)`` positions (with any prefill slices of that step), timed from
     the coefficients of :func:`rooflinekit.roofline.step_cost_coefficients` for the target and
-    the draft. The draft's own prefill and the memory of its weights and KV are not modelled.
+    the draft. A draft model also prefills every prompt chunk (its step of those tokens alone
+    is added to the step that prefills them) and keeps its own KV of every sequence's context
+    in the target's blocks: with the target model, the batcher's KV budget is shared so
+    (:meth:`kv_tokens`), and :func:`rooflinekit.plan` also takes the draft's weights off each
+    replica's memory. A draft head's prefill, weights and KV are not modelled.
 
     References
     ----------
@@ -112,6 +116,43 @@ class Speculative:
     def row_seed(self, row: int) -> np.random.SeedSequence:
         """Seed of row ``row``'s acceptance draws: ``SeedSequence(seed, spawn_key=(row,))``."""
         return np.random.SeedSequence(self.seed, spawn_key=(int(row),))
+
+    def kv_tokens(self, model: ModelShape, budget_tokens: int) -> int:
+        """The token budget left to the sequences when the draft's KV cache shares the target's.
+
+        Parameters
+        ----------
+        model : ModelShape
+            The target model.
+        budget_tokens : int
+            The KV budget in the target's tokens [tokens], >= 0: its KV memory over
+            ``model.kv_bytes_per_token``.
+
+        Returns
+        -------
+        int
+            Tokens of context each held by both models [tokens]:
+            ``floor(budget · kv_target / (kv_target + kv_draft))``; ``budget_tokens`` itself
+            for a draft head (whose KV is not modelled).
+
+        Notes
+        -----
+        A draft model keeps its own KV of every token of each sequence (it drafts from the
+        whole context), in blocks of the same table (vLLM allocates both caches' blocks
+        together), so a token of context costs both models' bytes; in paged admission the
+        blocks of that budget are ``floor(tokens / block_size)``, as the blocks of both
+        caches that fit. Per-token sizes are :attr:`ModelShape.kv_bytes_per_token` (a
+        sliding window counted at full size, as :func:`rooflinekit.memory.kv_budget_tokens`
+        counts it).
+        """
+        budget = whole_number("budget_tokens", budget_tokens, lo=0)
+        if not isinstance(model, ModelShape):
+            raise TypeError(f"model must be a ModelShape, got {describe(model)}")
+        if not isinstance(self.draft, ModelShape):
+            return budget
+        target = float(model.kv_bytes_per_token)
+        both = target + float(self.draft.kv_bytes_per_token)
+        return int(budget * target // both)
 
     @property
     def draft_share(self) -> float:

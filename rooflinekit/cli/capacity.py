@@ -7,6 +7,7 @@ import sys
 from rooflinekit import calibrate, catalog, memory, pricing, roofline, units
 from rooflinekit.cli._args import (
     COMMAND_API,
+    PREFIX_FLAGS,
     SPECULATIVE_FLAGS,
     add_flag,
     add_output_flags,
@@ -14,6 +15,7 @@ from rooflinekit.cli._args import (
     examples,
     nonnegative_float,
     positive_int,
+    shared_prefix,
     speculative_draft,
 )
 from rooflinekit.cli._output import emit, format_value, print_table
@@ -30,7 +32,9 @@ EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --max-model-len 8192 --batch-
                   "llama-3.1-8b h100 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --csv",
                   "llama-3.1-8b h100 --calibration h100_vllm.json",
                   "llama-3.1-70b h100 --tp 8 --speculative-draft llama-3.1-8b "
-                  "--num-speculative-tokens 4 --acceptance 0.8")
+                  "--num-speculative-tokens 4 --acceptance 0.8",
+                  "llama-3.1-8b h100 --max-model-len 4096 --prefix-tokens 2048 "
+                  "--prefix-groups 4 --prefix-share 0.8")
 
 #: Each quantity: (key, label with its unit). Keys are the library's dimension names.
 _QUANTITIES = (
@@ -48,6 +52,7 @@ _QUANTITIES = (
     ("speculative_speedup", "speculative: speed-up [x]"),
     ("speculative_max_concurrent_sequences", "speculative: max concurrent sequences"),
     ("speculative_usd_per_million_tokens", "speculative: cost [USD/1M tokens]"),
+    ("prefix_max_concurrent_sequences", "shared prefix: max concurrent sequences"),
 )
 
 
@@ -78,6 +83,11 @@ def add_arguments(parser) -> None:
                              "the ideal roofline, a best case)")
     for flag in SPECULATIVE_FLAGS:
         add_flag(parser, flag)
+    for flag in PREFIX_FLAGS:
+        if flag != "--enable-prefix-caching":    # held once: the cache is what is counted
+            add_flag(parser, flag, **({"help": "a shared prefix of this many tokens, its whole "
+                                                "blocks held once in the KV cache (prefix "
+                                                "caching)"} if flag == "--prefix-tokens" else {}))
     parser.add_argument("--show-anyway", action="store_true",
                         help="print the figures and exit 0 even when the model does not fit")
     add_output_flags(parser)
@@ -90,6 +100,15 @@ def _check(args, model) -> None:
                          "the same memory: give one")
     if args.gpu_memory_utilization is None and args.block_size is not None:
         raise ValueError("--block-size applies with --gpu-memory-utilization (vLLM's rule)")
+    prefix = shared_prefix(args)     # refuses the shaping flags without --prefix-tokens
+    if prefix is not None:
+        if args.gpu_memory_utilization is not None:
+            raise ValueError("--prefix-tokens counts the concurrency by the default KV rule "
+                             "(--workspace-fraction), not --gpu-memory-utilization")
+        if prefix.tokens > args.max_model_len:
+            raise ValueError(f"--prefix-tokens ({prefix.tokens:,}) must be at most "
+                             f"--max-model-len ({args.max_model_len:,}): the prefix is part of "
+                             f"each sequence")
     if model.n_heads % args.tp:
         raise ValueError(f"--tensor-parallel-size {args.tp} does not divide the "
                          f"{model.n_heads} attention heads of {model.name}")
@@ -184,6 +203,14 @@ def run(args, out) -> int:
                 pricing.speculative_cost_per_million_tokens(
                     model, gpu, batch, ctx, tp, draft=draft, draft_tokens=k, acceptance=alpha,
                     hourly_price=price, roofline_options=decode))
+    prefix = shared_prefix(args)
+    if prefix is not None:
+        # the prefixes' whole blocks held once, the rest of each sequence its own
+        reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
+            else args.workspace_fraction
+        result["prefix_max_concurrent_sequences"] = int(memory.max_concurrent_sequences(
+            model, gpu, ctx, tp, reserve, shared_prefix_tokens=prefix.tokens,
+            prefix_groups=prefix.groups, prefix_share=prefix.share))
     fits, reason = _why_not(result)
     if reason is not None:
         result["warning"] = reason

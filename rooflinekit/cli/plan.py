@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from rooflinekit import calibrate, catalog, planning, pricing, workloads
+from rooflinekit import batching, calibrate, catalog, planning, pricing, workloads
 from rooflinekit.cli._args import (
     PREFIX_FLAGS,
+    SPECULATIVE_FLAGS,
     add_flag,
     add_output_flags,
     apply_dtypes,
@@ -16,6 +17,7 @@ from rooflinekit.cli._args import (
     positive_float,
     positive_int,
     shared_prefix,
+    speculative_draft,
     whole_number,
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
@@ -39,7 +41,10 @@ EPILOG = ("examples:\n"
           "--prompt-mean 2000 --output-mean 300 --spread 0.5 --ttft 1 --itl 0.05 --json\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 5 --prompt-mean 300 "
           "--output-mean 100 --prefix-tokens 2000 --prefix-share 0.8 --enable-prefix-caching "
-          "--ttft 1 --replicates 2 --requests 100")
+          "--ttft 1 --replicates 2 --requests 100\n"
+          "  rooflinekit plan llama-3.1-70b --gpus h100 --tp 4 --rate 2 --prompt-mean 500 "
+          "--output-mean 100 --itl 0.03 --speculative-draft llama-3.1-8b "
+          "--num-speculative-tokens 4 --acceptance 0.8 --replicates 2 --requests 100")
 
 
 #: The command's flags after the model and the shared ones: (flag, type, default, help).
@@ -105,6 +110,8 @@ def add_arguments(parser) -> None:
     add_table_flags(parser, _FLAGS)
     for flag in PREFIX_FLAGS:
         add_flag(parser, flag)
+    for flag in SPECULATIVE_FLAGS:
+        add_flag(parser, flag)
     add_output_flags(parser, output_help=(
         "also write the plan to FILE, the format from its extension: .nc or .zarr (the "
         "Dataset), .csv or .parquet (the configurations), .json (as --json)"))
@@ -153,9 +160,22 @@ def run(args, out) -> int:
     if args.enable_prefix_caching and traffic.prefix is None:
         raise ValueError("--enable-prefix-caching caches shared prefixes: give --prefix-tokens")
     model = apply_dtypes(catalog.resolve_model(args.model), args)
+    draft = speculative_draft(args)
+    speculative = None
+    if draft is not None:
+        if not isinstance(draft, float):
+            draft = apply_dtypes(draft, args)        # the draft in the target's formats
+        speculative = batching.Speculative(draft=draft, draft_tokens=args.num_speculative_tokens,
+                                           acceptance=args.acceptance, seed=args.seed)
     gpus = [g for names in args.gpus for g in names]
     for name in gpus:
         catalog.gpu(name)
+    if speculative is not None:
+        try:            # the roofline's rule for a draft (vocabulary, layers), before any work
+            batching.ContinuousBatcher(model=model, gpu=catalog.gpu(gpus[0]), clock="roofline",
+                                       speculative=speculative)
+        except ValueError as err:
+            raise ValueError(f"--speculative-draft: {err}") from None
     payg = pricing.payg_price(args.payg)
     provisioned = None if args.provisioned is None else \
         pricing.provisioned_example(args.provisioned)
@@ -169,7 +189,7 @@ def run(args, out) -> int:
                        replicates=args.replicates, requests=args.requests, seed=args.seed,
                        calibration=calibration, engineering_monthly=args.engineering_monthly,
                        electricity_price=args.electricity_price,
-                       prefix_caching=args.enable_prefix_caching)
+                       prefix_caching=args.enable_prefix_caching, speculative=speculative)
     decision = planning.decision_table(planning.cheapest_plan(ds, by=None), traffic, payg=payg,
                                        provisioned=provisioned)
     rows = _rows(ds)
@@ -186,6 +206,10 @@ def run(args, out) -> int:
     def text(out):
         out.write(f"{model.name}: peak {args.rate:g} requests/s, {slo.quantile:.0%} of "
                   f"requests within {targets_text(slo)}; {ds.attrs['model_quality']}\n")
+        if speculative is not None:
+            out.write(f"speculative decoding: draft {ds.attrs['speculative_draft']}, "
+                      f"{speculative.draft_tokens} tokens a step, acceptance "
+                      f"{ds.attrs['speculative_acceptance']}\n")
         headers = ("GPU", "TP", "max seqs", "max rate [req/s]", "band [req/s]", "replicas",
                    "GPUs", "cost [USD/month]", "cost [USD/1M tokens]", "p95 TTFT [s]",
                    "p95 ITL [s]", "binding")

@@ -11,7 +11,9 @@ The search
    :func:`rooflinekit.batching.replicate_seed` ``(seed, r)``, with arrivals at unit rate; a run at
    rate λ divides those arrival times by λ. Every rate, every configuration and every bisection
    step sees the same requests and the same gaps, so differences between them are differences of
-   the system, not of the draw.
+   the system, not of the draw. A speculative batcher's acceptance draws are common too:
+   replicate ``r`` draws its gains from :meth:`~rooflinekit.batching.Speculative.row_seed`
+   ``(r)`` in every run, whichever rows a step runs together.
 2. *Saturation.* All requests arrive at once; the rate at which the full batch completes
    requests (Little's law: the batch's size over the mean time a request spends in it, or the
    run's completion rate if higher) is the replica's saturation rate, above which a queue grows
@@ -46,12 +48,14 @@ import functools
 
 import numpy as np
 
+from rooflinekit import memory
 from rooflinekit.batching import (
     ContinuousBatcher,
     DisaggregatedBatcher,
     replicate_seed,
     run_replicates,
 )
+from rooflinekit.models import ModelShape
 
 __all__ = ["max_rate", "draw_requests", "prefixes", "BINDINGS", "LOWEST_RATE_FRACTION"]
 
@@ -100,6 +104,31 @@ def prefixes(draws, rows=slice(None)) -> dict:
     if len(draws) == 3:
         return {}
     return {"prefix_group": draws[3][rows], "prefix_tokens": draws[4][rows]}
+
+
+def _replica_kv_budget(model, gpu, tp, *, block_size, gpu_memory_utilization,
+                       speculative=None) -> int:
+    """A replica's KV budget [the target's tokens] as vLLM logs it, less a draft model's weights.
+
+    Without a draft model (none, or a draft head) it is
+    :func:`rooflinekit.memory.engine_kv_cache`'s ``kv_cache_tokens``. A draft model's weights
+    come off each rank's memory beside the target's:
+    ``blocks = (available − W_draft / tp) // bytes_per_block``. Its KV cache then shares those
+    blocks with the target's in the replica's batcher (:meth:`Speculative.kv_tokens`).
+    """
+    kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
+                                gpu_memory_utilization=gpu_memory_utilization,
+                                max_model_len=block_size)
+    draft = None if speculative is None else speculative.draft
+    if not isinstance(draft, ModelShape):
+        return int(kv["kv_cache_tokens"])
+    available = kv["available_bytes"] - draft.weight_bytes / int(tp)
+    return max(int(available // kv["bytes_per_block"]), 0) * int(block_size)
+
+
+def _seeds(seeds, rows) -> dict:
+    """The speculative acceptance seeds of rows ``rows`` as a keyword of ``run_replicates``."""
+    return {} if seeds is None else {"speculative_seeds": list(seeds[rows])}
 
 
 def _targets(slo) -> dict:
@@ -234,6 +263,10 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     else:
         # the search reads a few numbers of many runs: arrays, not Datasets
         simulate = functools.partial(run_replicates, batcher, as_dataset=False)
+    spec = getattr(batcher, "speculative", None)
+    # speculative gains: replicate r always draws from its own seed, so a step's subset of rows
+    # sees the gains the full set saw (common random numbers across rates, as for the requests)
+    seeds = None if spec is None else np.array([spec.row_seed(r) for r in range(n)], object)
 
     def evaluate(rows, rates):
         """Whether the SLO holds at ``rates`` of the replicates ``rows`` (indices, repeats
@@ -241,14 +274,15 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         nonlocal runs
         runs += rows.size
         ds = simulate(arrival[rows] / rates[:, None], prompt[rows], output[rows],
-                      parallel=parallel, variables=_SEARCHED, **prefixes(draws, rows), **targets)
+                      parallel=parallel, variables=_SEARCHED, **prefixes(draws, rows),
+                      **_seeds(seeds, rows), **targets)
         margins = _margins(ds, slo)
         smallest = _logit_margin(ds, slo) if margins else np.ones(rows.size)
         return (_meets(margins, rows.size), _failing(margins, ds["n_rejected"] > 0),
                 smallest)
 
     busy = simulate(np.zeros_like(arrival), prompt, output, parallel=parallel,
-                    variables=_SATURATION, **prefixes(draws))
+                    variables=_SATURATION, **prefixes(draws), **_seeds(seeds, slice(None)))
     runs += n
     # The busy run drains at the end with a shrinking batch, which would understate the rate of
     # a full batch by up to max_num_seqs / requests; Little's law on the full batch (its size

@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 import xarray as xr
 
-from rooflinekit import catalog, dims, memory
+from rooflinekit import catalog, dims
 from rooflinekit._validation import (
     as_1d,
     check_bool,
@@ -28,11 +28,16 @@ from rooflinekit._validation import (
     show,
     whole_number,
 )
-from rooflinekit.batching import ContinuousBatcher, run_replicates
+from rooflinekit.batching import ContinuousBatcher, Speculative, run_replicates
 from rooflinekit.calibrate import IDEAL, Calibration
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
-from rooflinekit.planning.capacity import draw_requests, max_rate, prefixes
+from rooflinekit.planning.capacity import (
+    _replica_kv_budget,
+    draw_requests,
+    max_rate,
+    prefixes,
+)
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.roofline import energy_per_token
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
@@ -171,7 +176,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
          max_num_batched_tokens=None, admission="paged", block_size=16,
          gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, calibration=None,
          roofline_options=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
-         prefix_caching=False,
+         prefix_caching=False, speculative=None,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=WORK_LIMIT) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
 
@@ -226,6 +231,13 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     prefix_caching : bool
         Replicas keep the traffic's shared prefixes (``Traffic(prefix=...)``) in the KV cache
         and skip their prefill (vLLM's ``--enable-prefix-caching``; paged admission).
+    speculative : Speculative, optional
+        Replicas decode speculatively (:class:`~rooflinekit.batching.Speculative`; vLLM's
+        ``--speculative-config``): a draft model's weights come off each replica's KV budget
+        (``kv_budget_tokens``, in the target's tokens) and its KV cache shares the rest with
+        the target's (:meth:`~rooflinekit.batching.Speculative.kv_tokens`); replicate ``r``
+        draws its acceptance from the spec's ``row_seed(r)`` at every rate of the search.
+        Default none.
     requests : int
         Requests per replicate [1], >= 10.
     rtol : float
@@ -298,6 +310,13 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         raise ValueError("prefix_caching needs admission='paged' (prefixes are shared in KV "
                          "blocks)")
     pue = real_number("pue", pue, lo=1)
+    if speculative is not None:
+        if not isinstance(speculative, Speculative):
+            raise TypeError(f"speculative must be a rooflinekit.batching.Speculative or None; "
+                            f"got {describe(speculative)}")
+        for model in model_list:     # the draft suits every target (vocabulary, layers)
+            ContinuousBatcher(model=model, gpu=gpu_list[0], clock="roofline",
+                              speculative=speculative)
     options, label = _roofline_options(calibration, roofline_options)
     hourly = _hourly_prices(gpu_list, prices)
     if electricity_price > 0:
@@ -318,7 +337,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     draws = draw_requests(traffic, replicates, requests, seed)
     configs = list(itertools.product(*(range(n) for n in shape)))
     run = _Configuration(axes, draws, traffic, slo, headroom, admission, block_size,
-                         gpu_memory_utilization, options, rtol, prefix_caching)
+                         gpu_memory_utilization, options, rtol, prefix_caching, speculative)
     if chunks is None:
         results = [run(index, parallel=True) for index in configs]
     else:
@@ -339,6 +358,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         "replicates": replicates, "requests": requests, "seed": seed, "rtol": rtol,
         "admission": admission, "block_size": block_size,
         "prefix_caching": int(prefix_caching),
+        **({} if speculative is None else _speculative_attrs(speculative)),
         "gpu_memory_utilization": float(gpu_memory_utilization),
         "simulations": int(sum(r["runs"] for r in results)),
     })
@@ -349,11 +369,12 @@ class _Configuration:
     """One configuration's search, fleet and operating point (a picklable callable for dask)."""
 
     def __init__(self, axes, draws, traffic, slo, headroom, admission, block_size,
-                 gpu_memory_utilization, options, rtol, prefix_caching=False):
+                 gpu_memory_utilization, options, rtol, prefix_caching=False,
+                 speculative=None):
         self.axes, self.draws, self.traffic, self.slo = axes, draws, traffic, slo
         self.headroom, self.admission, self.block_size = headroom, admission, block_size
         self.utilization, self.options, self.rtol = gpu_memory_utilization, options, rtol
-        self.prefix_caching = prefix_caching
+        self.prefix_caching, self.speculative = prefix_caching, speculative
 
     def __call__(self, index, parallel):
         values = dict(zip(self.axes, (axis[i] for axis, i in zip(self.axes.values(), index))))
@@ -361,7 +382,7 @@ class _Configuration:
         batcher, budget, problem = _replica(
             values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
-            self.utilization, self.options, self.prefix_caching)
+            self.utilization, self.options, self.prefix_caching, self.speculative)
         if problem:
             return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
                     "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
@@ -387,22 +408,30 @@ class _Configuration:
 
 
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
-             gpu_memory_utilization, options, prefix_caching=False):
+             gpu_memory_utilization, options, prefix_caching=False, speculative=None):
     """One replica's batcher and KV budget, or why the configuration cannot serve."""
     problem = _layout_problem(model, tp)
     if problem:
         return None, 0, problem
-    budget = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
-                                    gpu_memory_utilization=gpu_memory_utilization,
-                                    max_model_len=block_size)["kv_cache_tokens"]
+    budget = _replica_kv_budget(model, gpu, tp, block_size=block_size,
+                                gpu_memory_utilization=gpu_memory_utilization,
+                                speculative=speculative)
     if budget <= 0:
         return None, 0, "does_not_fit"
     batcher = ContinuousBatcher(
         max_num_seqs=max_num_seqs, kv_budget_tokens=budget, admission=admission,
         block_size=block_size, max_num_batched_tokens=max_num_batched_tokens, model=model,
         gpu=gpu, tp=tp, clock="roofline", roofline_options=options,
-        prefix_caching=prefix_caching)
+        prefix_caching=prefix_caching, speculative=speculative)
     return batcher, budget, None
+
+
+def _speculative_attrs(spec) -> dict:
+    """The plan's attributes naming its speculative decoding."""
+    draft = spec.draft.name if isinstance(spec.draft, ModelShape) else spec.draft
+    acceptance = spec.acceptance if isinstance(spec.acceptance, float) else repr(spec.acceptance)
+    return {"speculative_draft": draft, "num_speculative_tokens": spec.draft_tokens,
+            "speculative_acceptance": acceptance}
 
 
 def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256, rates,
