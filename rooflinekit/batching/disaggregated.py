@@ -189,13 +189,15 @@ class DisaggregatedBatcher:
                                            link_bandwidth=self.link_bandwidth,
                                            link_latency=self.link_latency), dtype=float)
 
-    def _serve(self, wl, timings, targets):
+    def _serve(self, wl, timings, targets, budgets=None, transfer=None):
         """One workload through both pools: the kernel's outputs for the whole requests, the
         pool that rejected each (0 none, 1 prefill, 2 decode), each pool's largest replica peak
         KV occupancy and the decode arrivals.
 
         One kernel call runs every replica of both pools and the hand-over between them; the
         workload was validated as a whole, so its replicas' parts are not checked again.
+        ``budgets`` (each pool's KV budget) and ``transfer`` (each request's) may come from
+        the caller, computed once for many rows.
         """
         if self.prefill.speculative is not None or self.decode.speculative is not None:
             return self._serve_each(wl, timings, targets)
@@ -203,7 +205,10 @@ class DisaggregatedBatcher:
         n = wl.n_requests
         prompt = np.ascontiguousarray(wl.prompt_tokens, np.int64)
         output = np.ascontiguousarray(wl.output_tokens, np.int64)
-        budgets = (self.prefill._kv_budget(), self.decode._kv_budget())
+        if budgets is None:
+            budgets = self._budgets()
+        if transfer is None:
+            transfer = self._transfer(prompt)
         self._check_unlimited(budgets, prompt, output)
         out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64),
                np.empty(n, np.int64))
@@ -214,7 +219,8 @@ class DisaggregatedBatcher:
             np.ascontiguousarray(wl.arrival, np.float64), prompt, output,
             np.ascontiguousarray(wl.priority, np.int64),
             np.ascontiguousarray(wl.prefix_group, np.int64),
-            np.ascontiguousarray(wl.prefix_tokens, np.int64), self._transfer(prompt),
+            np.ascontiguousarray(wl.prefix_tokens, np.int64),
+            np.ascontiguousarray(transfer, np.float64),
             self.prefill_replicas, self.decode_replicas, self.prefill._args(budgets[0]),
             self.decode._args(budgets[1]), timings[0].tick, timings[0].coef, timings[1].coef,
             itl, *out, rejected_in, ready, handoff, fleet, held)
@@ -224,6 +230,10 @@ class DisaggregatedBatcher:
         fleet[_STAT["token_gap_time"]] += handoff[:h].sum()
         peak = [held[p] / b if b else 0.0 for p, b in enumerate(budgets)]
         return (*out, fleet), rejected_in, peak, ready
+
+    def _budgets(self):
+        """Each pool's KV budget [tokens] (None: unlimited)."""
+        return self.prefill._kv_budget(), self.decode._kv_budget()
 
     def _check_unlimited(self, budgets, prompt, output):
         """Refuse what an unlimited KV budget (2**60 tokens to the kernel) cannot hold.
@@ -317,7 +327,7 @@ class DisaggregatedBatcher:
             prefill_replicas=self.prefill_replicas, decode_replicas=self.decode_replicas,
             prefill=pools[0], decode=pools[1], itl_target=_itl_limit(itl_target))
         held = out.pop("peak_kv_reserved")
-        budgets = (self.prefill._kv_budget(), self.decode._kv_budget())
+        budgets = self._budgets()
         out["peak"] = [held[p] / b if b else 0.0 for p, b in enumerate(budgets)]
         return out
 
@@ -395,12 +405,14 @@ class DisaggregatedBatcher:
         self._check_work(arrays[2], work_limit, memory_limit)
         prefix = _prefix_rows(arrays, prefix_group, prefix_tokens)
         timings = self._timings()
+        # what every row shares, once: the pools' budgets, and the transfers elementwise
+        budgets, transfer = self._budgets(), self._transfer(arrays[1])
         rows = []
         for r in range(arrays[0].shape[0]):
             extra = {} if prefix is None else {"prefix_group": prefix[0][r],
                                                "prefix_tokens": prefix[1][r]}
             wl = Workload(*(a[r] for a in arrays), **extra)
-            rows.append(self._serve(wl, timings, targets)[0])
+            rows.append(self._serve(wl, timings, targets, budgets, transfer[r])[0])
         out = tuple(np.stack([row[k] for row in rows]) if rows else
                     np.empty((0,) + arrays[0].shape[1:]) for k in range(6))
         summ = _summaries(*arrays, out, self._slots(), self._kv_budget(), targets,
