@@ -1,11 +1,14 @@
 """asv benchmarks of disaggregated serving: the pools' simulation against one aggregated batcher.
 
 Both run on the same workload in the same process, tick clock (a step's request-steps are its
-running sequences): ``DisaggregatedBatcher`` runs the prefill replicas' kernels, the transfer
-arithmetic and the decode replicas' kernels, and composes the results; the aggregated batcher is
-one kernel call. numba compiles (or loads its cache) in ``setup``.
+running sequences): ``DisaggregatedBatcher`` is one kernel call that runs the prefill replicas,
+the hand-over and the decode replicas (``_kernels.disaggregated_run``), plus the transfer times
+and the results' assembly in numpy; the aggregated batcher is one kernel call. numba compiles
+(or loads its cache) in ``setup``. ``python benchmarks/disaggregated.py`` prints the table of
+``BENCHMARKS.md``, every case in one process, the two timed alternately.
 """
 
+import sys
 import time
 
 import numpy as np
@@ -34,9 +37,9 @@ def _best(fn, repeat):
 
 
 class DisaggregatedVsAggregated:
-    """Request-steps per second: 1P1D and 2P2D pools of 16-slot paged batchers, and one."""
+    """Request-steps per second: 1P1D, 2P1D and 2P2D pools of 16-slot paged batchers, and one."""
 
-    params = ([1000, 5000], ["1P1D", "2P2D"])
+    params = ([1000, 5000, 10000], ["1P1D", "2P1D", "2P2D"])
     param_names = ["n_requests", "split"]
 
     def setup(self, n, split):
@@ -70,3 +73,27 @@ class DisaggregatedVsAggregated:
 
     track_disaggregated_request_steps_per_second.unit = "request-steps/s"
     track_aggregated_request_steps_per_second.unit = "request-steps/s"
+
+
+def table(repeat=30, rounds=5):
+    """The BENCHMARKS.md rows: request-steps/s of both, best of ``repeat`` calls in each of
+    ``rounds`` alternating rounds (the machine's noise falls on both alike)."""
+    print("| requests | split | disaggregated request-steps/s | aggregated | ÷ aggregated |")
+    print("|---|---|---|---|---|")
+    for n in DisaggregatedVsAggregated.params[0]:
+        for split in DisaggregatedVsAggregated.params[1]:
+            case = DisaggregatedVsAggregated()
+            case.setup(n, split)
+            t_dis = t_agg = np.inf
+            for _ in range(rounds):
+                t_dis = min(t_dis, _best(case._serve, repeat))
+                t_agg = min(t_agg, _best(lambda c=case: _kernel_outputs(c.batcher, c.workload),
+                                         repeat))
+            dis, agg = case.pool_steps / t_dis, case.aggregated_steps / t_agg
+            print(f"| {n:,} | {split} | {dis:.3g} | {agg:.3g} | {dis / agg:.2f} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] != "table":
+        sys.exit(f"usage: python {sys.argv[0]} [table]")
+    table()

@@ -523,3 +523,16 @@ def test_engine_options_refuse_bad_input_cleanly(func, option, bad):
     assert not _has_nan(result), f"{func.__name__}({option}={bad!r}) returned NaN"
     if bad not in SHAPES:
         pytest.fail(f"{func.__name__}({option}={BAD[bad]!r}) was accepted")
+
+
+#: Layout degrees of a continuous batcher beyond tp (a MoE model, so ep is meaningful there).
+LAYOUT_BATCHER = _entry(rk.ContinuousBatcher,
+                        kwargs={"model": "Mixtral-8x7B", "gpu": "H100-SXM-80GB", "tp": 2},
+                        spoil=("pp", "ep"))
+
+
+@pytest.mark.parametrize("arg", LAYOUT_BATCHER["spoil"])
+@pytest.mark.parametrize("bad", sorted(BAD))
+def test_bad_layout_degrees_are_refused_cleanly(arg, bad):
+    with pytest.raises((ValueError, TypeError)):
+        _call("ContinuousBatcher", LAYOUT_BATCHER, {}, arg, BAD[bad])

@@ -72,9 +72,17 @@ does not import numba (~0.3 s). Every kernel is ``cache=True`` (policy and measu
   compile the same kernel twice; on a network filesystem this holds only where rename is atomic.
   The known cache races concern ``@guvectorize`` functions, which this module does not use.
 
+Disaggregated serving (:func:`disaggregated_run`) runs every replica of a prefill pool and a
+decode pool in one call: each replica's requests are gathered into scratch arrays, run by the
+plain continuous body (:func:`_pool_replica`), and its outputs scattered back; the hand-over
+sorts the decode arrivals once; every replica adds its gaps to one histogram, so the fleet's
+percentiles are those of all the gaps, and no Python runs between the pools.
+
 A first run in a new environment compiles for about 3 s (continuous) and 2 s (static), plus as
 much again for the ``prange`` versions on the first Monte Carlo (``benchmarks/batching.py``,
-``Compile``); later processes load the machine code in a fraction of that.
+``Compile``); later processes load the machine code in a fraction of that. The first
+disaggregated run compiles the plain body once more (in :func:`_pool_replica`), a little longer
+than :func:`continuous_run` (17 s against 13 s on a loaded machine; 0.5 s from the cache).
 """
 
 from __future__ import annotations
@@ -98,7 +106,7 @@ from rooflinekit.roofline import (
 )
 
 __all__ = ["continuous_run", "continuous_run_speculative", "continuous_run_many", "static_run",
-           "static_run_many", "N_STATS",
+           "static_run_many", "disaggregated_run", "N_STATS",
            "N_COEFFICIENTS", "STALLED", "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
 
 # Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
@@ -454,8 +462,13 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
                 block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
                 tick_mode, coef, draft_coef, draft_share, itl_target,
-                admit, first_token, finish, preemptions, status, stats, speculative):
+                admit, first_token, finish, preemptions, status, stats, histogram, speculative):
     """The continuous kernels' one body; ``speculative`` a constant of each caller.
+
+    ``histogram`` is the gap histogram, ``(hist_n, hist_max)``: :data:`N_GAP_BINS` counts (zeros
+    on entry) and bin maxima, filled in and read for the run's percentiles; the disaggregated
+    kernel passes one histogram to several runs, so that their gaps merge exactly. (One tuple:
+    a call of 31 arguments compiles to a star-call, which numba cannot inline.)
 
     Inlined into :func:`continuous_run` (``False``) and :func:`continuous_run_speculative`
     (``True``), so each is compiled with it known: the plain kernel carries none of the
@@ -466,6 +479,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
     if n == 0:
         return 0
+    hist_n, hist_max = histogram
     prompt = np.maximum(prompt_tokens, 1)    # an empty prompt is its start token
     total_blocks = kv_budget // block_size if paged else 0
     bs = block_size if paged else 1
@@ -568,8 +582,6 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     ph = 0
     cap = min(max_num_seqs, n)
     done_ids = np.empty(cap, np.int64)       # prefills completing in a step
-    hist_n = np.zeros(N_GAP_BINS, np.int64)
-    hist_max = np.empty(N_GAP_BINS, np.float64)   # read only where hist_n > 0
     nrun = 0
     n_dec = 0
     n_interactive = 0
@@ -1254,12 +1266,14 @@ def _continuous_kernel(speculative, name, doc):
             max_batched, interactive_cap, prefix_caching, draft_tokens, tick_mode, coef,
             draft_coef, draft_share, itl_target, admit, first_token, finish, preemptions,
             status, stats):
+        hist_n = np.zeros(N_GAP_BINS, np.int64)
+        hist_max = np.empty(N_GAP_BINS, np.float64)   # read only where hist_n > 0
         return _continuous(arrival, prompt_tokens, output, priority, prefix_group,
                            prefix_tokens, arrived_kv_tokens, gain, gain_offset, max_num_seqs,
                            kv_budget, paged, block_size, max_batched, interactive_cap,
                            prefix_caching, draft_tokens, tick_mode, coef, draft_coef,
                            draft_share, itl_target, admit, first_token, finish, preemptions,
-                           status, stats, speculative)
+                           status, stats, (hist_n, hist_max), speculative)
     run.__name__ = run.__qualname__ = name
     run.__doc__ = doc
     return njit(nogil=True, cache=True)(run)
@@ -1393,3 +1407,178 @@ def static_run_many(arrival, prompt, output, batch_size, tick_mode, coef, itl_ta
         errors[r] = static_run(arrival[r], prompt[r], output[r], batch_size, tick_mode, coef,
                                itl_target, admit[r], first_token[r], finish[r], preemptions[r],
                                status[r], stats[r])
+
+
+# --- disaggregated serving: the prefill pool, the hand-over, the decode pools -----------------
+
+
+@njit(nogil=True, cache=True)
+def _pool_replica(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived, params,
+                  tick_mode, coef, itl_target, admit, first_token, finish, preemptions, status,
+                  stats, hist_n, hist_max):
+    """One pool replica's run, :func:`continuous_run` without speculation, its gaps added to
+    the histogram given (``params``: the batcher's eight scalar parameters)."""
+    (max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap, prefix_caching,
+     draft_tokens) = params
+    no_gain = np.zeros(0, np.uint8)        # not read without speculation
+    return _continuous(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
+                       no_gain, arrived, max_num_seqs, kv_budget, paged, block_size, max_batched,
+                       interactive_cap, prefix_caching, draft_tokens, tick_mode, coef, coef, 0.0,
+                       itl_target, admit, first_token, finish, preemptions, status, stats,
+                       (hist_n, hist_max), False)
+
+
+@njit(nogil=True, cache=True)
+def _fold_replica(stats, replica):
+    """A replica's statistics added into the fleet's: the latest end, every count and time
+    summed (the gap percentiles are read from the merged histogram instead)."""
+    for k in range(N_STATS):
+        if k == _END:
+            stats[k] = max(stats[k], replica[k])
+        elif k < _GAP_P or k >= _GAP_P + _N_PERCENTILES:
+            stats[k] += replica[k]
+
+
+@njit(nogil=True, cache=True)
+def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, transfer,
+                      prefill_replicas, decode_replicas, prefill_args, decode_args, tick_mode,
+                      prefill_coef, decode_coef, itl_target, admit, first_token, finish,
+                      preemptions, status, rejected_in, decode_arrival, handoff, stats,
+                      peak_reserved):
+    """Disaggregated serving of one workload, every replica of both pools in one call.
+
+    The rules are :mod:`rooflinekit.batching.disaggregated`'s (and
+    :func:`rooflinekit.batching._reference.simulate_disaggregated`'s): request ``i`` runs on
+    prefill replica ``i mod prefill_replicas`` with one output token; the completed ones with
+    more tokens reach the decode pool at ``finish + transfer[i]`` and are dealt round-robin in
+    that order (ties by request) to the decode replicas, as ``prompt + 1`` tokens of which the
+    prompt's KV arrived, ``output - 1`` to generate. Each replica is :func:`continuous_run` of
+    its requests (``*_args``: the batcher's eight scalar parameters, ``*_coef`` its clock).
+
+    Outputs, overwritten: per request ``admit`` and ``first_token`` (prefill pool), ``finish``,
+    ``preemptions`` (both pools), ``status``, ``rejected_in`` (0 none, 1 prefill, 2 decode),
+    ``decode_arrival`` (NaN if it never went there); ``handoff[:h]`` the completed requests'
+    gaps from first to second token, in request order, ``h`` returned with the error code as
+    ``(error, h)``; ``stats`` the fleet's (counts and times summed over the replicas, the latest
+    end, the gap percentiles of the decode replicas' gaps merged exactly; the hand-off gaps
+    counted in ``token_gaps`` and ``token_gaps_met`` but not in ``token_gap_time``, which the
+    caller adds with numpy's summation); ``peak_reserved`` each pool's largest replica peak of
+    KV reserved [tokens].
+    """
+    n = arrival.shape[0]
+    for i in range(n):
+        admit[i] = np.nan
+        first_token[i] = np.nan
+        finish[i] = np.nan
+        preemptions[i] = 0
+        status[i] = 0
+        rejected_in[i] = 0
+        decode_arrival[i] = np.nan
+    for k in range(N_STATS):
+        stats[k] = 0.0
+    peak_reserved[0] = 0.0
+    peak_reserved[1] = 0.0
+    # one histogram for every replica: the prefill runs add no gaps (one token each), the
+    # decode runs' gaps pool into the fleet's
+    hist_n = np.zeros(N_GAP_BINS, np.int64)
+    hist_max = np.empty(N_GAP_BINS, np.float64)
+    # one replica's requests, gathered; its outputs, scattered back
+    ids = np.empty(n, np.int64)
+    r_arrival = np.empty(n, np.float64)
+    r_prompt = np.empty(n, np.int64)
+    r_output = np.empty(n, np.int64)
+    r_priority = np.empty(n, np.int64)
+    r_group = np.empty(n, np.int64)
+    r_prefix = np.empty(n, np.int64)
+    r_arrived = np.empty(n, np.int64)
+    r_admit = np.empty(n, np.float64)
+    r_first = np.empty(n, np.float64)
+    r_finish = np.empty(n, np.float64)
+    r_preempt = np.empty(n, np.int64)
+    r_status = np.empty(n, np.int64)
+    r_stats = np.empty(N_STATS, np.float64)
+    second = np.empty(n, np.float64)        # the decode pool's first token: the second
+    error = 0
+    for j in range(prefill_replicas):
+        m = 0
+        for i in range(j, n, prefill_replicas):
+            ids[m] = i
+            r_arrival[m] = arrival[i]
+            r_prompt[m] = prompt[i]
+            r_output[m] = 1                  # its first token
+            r_priority[m] = priority[i]
+            r_group[m] = prefix_group[i]
+            r_prefix[m] = prefix_tokens[i]
+            r_arrived[m] = 0
+            m += 1
+        if m == 0:
+            continue
+        error |= _pool_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
+                               r_group[:m], r_prefix[:m], r_arrived[:m], prefill_args,
+                               tick_mode, prefill_coef, itl_target, r_admit[:m], r_first[:m],
+                               r_finish[:m], r_preempt[:m], r_status[:m], r_stats, hist_n,
+                               hist_max)
+        for q in range(m):
+            i = ids[q]
+            admit[i] = r_admit[q]
+            first_token[i] = r_first[q]
+            finish[i] = r_finish[q]
+            preemptions[i] += r_preempt[q]
+            status[i] = r_status[q]
+            if r_status[q] != 0:
+                rejected_in[i] = 1
+        _fold_replica(stats, r_stats)
+        peak_reserved[0] = max(peak_reserved[0], r_stats[_PEAK_RES])
+    # the hand-over: each request's KV reaches the decode pool after its transfer
+    w = 0
+    for i in range(n):
+        if status[i] == 0 and output[i] > 1:
+            decode_arrival[i] = finish[i] + transfer[i]
+            ids[w] = i
+            w += 1
+    keys = np.empty(w, np.float64)
+    for q in range(w):
+        keys[q] = decode_arrival[ids[q]]
+    waiting = ids[:w][np.argsort(keys, kind="mergesort")]     # stable: ties by request
+    for j in range(decode_replicas):
+        m = 0
+        for q in range(j, w, decode_replicas):
+            i = waiting[q]
+            r_arrival[m] = decode_arrival[i]
+            r_prompt[m] = prompt[i] + 1      # the prompt and the first token ...
+            r_output[m] = output[i] - 1
+            r_priority[m] = priority[i]
+            r_group[m] = -1
+            r_prefix[m] = 0
+            r_arrived[m] = prompt[i]         # ... of which the prompt's KV came with it
+            m += 1
+        if m == 0:
+            continue
+        error |= _pool_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
+                               r_group[:m], r_prefix[:m], r_arrived[:m], decode_args,
+                               tick_mode, decode_coef, itl_target, r_admit[:m], r_first[:m],
+                               r_finish[:m], r_preempt[:m], r_status[:m], r_stats, hist_n,
+                               hist_max)
+        q = j
+        for k in range(m):
+            i = waiting[q]
+            q += decode_replicas
+            second[i] = r_first[k]
+            finish[i] = r_finish[k]
+            preemptions[i] += r_preempt[k]
+            status[i] = r_status[k]
+            if r_status[k] != 0:
+                rejected_in[i] = 2
+        _fold_replica(stats, r_stats)
+        peak_reserved[1] = max(peak_reserved[1], r_stats[_PEAK_RES])
+    _store_percentiles(hist_n, hist_max, stats)
+    h = 0
+    for i in range(n):
+        if status[i] == 0 and output[i] > 1:
+            gap = second[i] - first_token[i]
+            handoff[h] = gap
+            h += 1
+            if gap <= itl_target:
+                stats[_GAPS_MET] += 1.0
+    stats[_GAPS] += h
+    return error, h

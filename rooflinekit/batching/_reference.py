@@ -161,7 +161,7 @@ import numpy as np
 __all__ = ["simulate_continuous", "simulate_static", "effective_prompt", "GapLog", "COMPLETED",
            "REJECTED",
            "STAT_NAMES", "UNLIMITED", "GAP_PERCENTILES", "GAP_SUBBINS", "GAP_MIN_EXPONENT",
-           "GAP_MAX_EXPONENT", "N_GAP_BINS"]
+           "GAP_MAX_EXPONENT", "N_GAP_BINS", "simulate_disaggregated"]
 
 COMPLETED = 0
 REJECTED = 1
@@ -277,6 +277,15 @@ class GapLog:
                 return self.largest[k]
         raise AssertionError("unreachable: the ranks sum to n")
 
+    def merge(self, other):
+        """Add another run's gaps (counted against this log's target): the pooled log."""
+        self.n += other.n
+        self.met += other.met
+        self.total += other.total
+        for k, c in other.count.items():
+            self.count[k] = self.count.get(k, 0) + c
+            self.largest[k] = max(self.largest.get(k, other.largest[k]), other.largest[k])
+
     def store(self, stats):
         stats["token_gaps"] = self.n
         stats["token_gaps_met"] = self.met
@@ -324,7 +333,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         interactive_cap=UNLIMITED, clock=None, itl_target=math.inf,
                         trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
-                        gains=None):
+                        gains=None, gap_logs=None):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -361,6 +370,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         With ``draft_tokens``: request ``i`` gains ``gain[offset[i] + m]`` tokens in the decode
         step after its ``m``-th (module docstring, "Speculative decoding"). The clock then also
         needs ``draft_time(n_decode, kv_read, contexts)``.
+    gap_logs : list or None
+        If a list, the run's :class:`GapLog` is appended (to pool the gaps of several runs).
 
     Returns
     -------
@@ -647,6 +658,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         t = t + dt
     stats["end_time"] = t
     gaps.store(stats)
+    if gap_logs is not None:
+        gap_logs.append(gaps)
     return _pack(seqs, stats)
 
 
@@ -727,3 +740,100 @@ def _pack(seqs, stats):
         "status": np.array([s.status for s in seqs], dtype=np.int64),
         "stats": np.array([float(stats[k]) for k in STAT_NAMES], dtype=np.float64),
     }
+
+
+def simulate_disaggregated(arrival, prompt_tokens, output_tokens, priority, prefix_group,
+                           prefix_tokens, transfer, *, prefill_replicas, decode_replicas,
+                           prefill, decode, itl_target=math.inf):
+    """Disaggregated serving, one replica after another (the rules of
+    :mod:`rooflinekit.batching.disaggregated`).
+
+    Parameters
+    ----------
+    arrival, prompt_tokens, output_tokens, priority, prefix_group, prefix_tokens : sequences
+        The workload, as :func:`simulate_continuous` takes it.
+    transfer : sequence of float
+        Each request's KV transfer time to the decode pool [time].
+    prefill_replicas, decode_replicas : int
+        Replicas of each pool [1].
+    prefill, decode : dict
+        One replica of each pool: the keyword arguments of :func:`simulate_continuous`
+        (``max_num_seqs``, ``kv_budget``, ``admission``, ``clock``, ...).
+    itl_target : float
+        Gaps counted as met [time]; inf for none.
+
+    Returns
+    -------
+    dict
+        ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` per request as
+        :func:`simulate_continuous` gives them for the whole request; ``rejected_in`` (0 none,
+        1 prefill, 2 decode); ``decode_arrival`` (NaN where it never went there); ``stats``,
+        the fleet's: counts and times summed over the replicas in order (prefill, then
+        decode), the latest end, the percentiles of every decode replica's gaps pooled in one
+        :class:`GapLog`, the hand-off gaps (first to second token) added to the counts and the
+        total but not the percentiles; ``peak_kv_reserved``, each pool's largest replica peak.
+    """
+    n = len(arrival)
+    admit, first, finish = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    second, ready = np.full(n, np.nan), np.full(n, np.nan)
+    preemptions, status = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    rejected_in = np.zeros(n, np.int64)
+    stats = dict.fromkeys(STAT_NAMES, 0.0)
+    peak = [0.0, 0.0]
+    pooled = GapLog(itl_target)
+
+    def run(p, pool, ids, arrivals, prompts, outputs, groups, prefixes, arrived):
+        logs = []
+        res = simulate_continuous(arrivals, prompts, outputs, [priority[i] for i in ids],
+                                  itl_target=itl_target, prefix_group=groups,
+                                  prefix_tokens=prefixes, arrived_kv_tokens=arrived,
+                                  gap_logs=logs, **pool)
+        for name, value in zip(STAT_NAMES, res["stats"]):
+            if name == "end_time":
+                stats[name] = max(stats[name], value)
+            elif not name.startswith("token_itl_p"):
+                stats[name] += value
+        pooled.merge(logs[0])
+        peak[p] = max(peak[p], res["stats"][STAT_NAMES.index("peak_kv_reserved")])
+        for q, i in enumerate(ids):
+            finish[i] = res["finish"][q]
+            preemptions[i] += res["preemptions"][q]
+            status[i] = res["status"][q]
+            if status[i] != COMPLETED:
+                rejected_in[i] = p + 1
+        return res
+
+    for j in range(prefill_replicas):
+        ids = list(range(j, n, prefill_replicas))
+        if ids:
+            # one output token, the first; the prefixes shared as the pool's cache allows
+            res = run(0, prefill, ids, [arrival[i] for i in ids], [prompt_tokens[i] for i in ids],
+                      [1] * len(ids), [prefix_group[i] for i in ids],
+                      [prefix_tokens[i] for i in ids], None)
+            for q, i in enumerate(ids):
+                admit[i], first[i] = res["admit"][q], res["first_token"][q]
+    waiting = [i for i in range(n) if status[i] == COMPLETED and output_tokens[i] > 1]
+    for i in waiting:
+        ready[i] = finish[i] + transfer[i]
+    waiting.sort(key=lambda i: ready[i])          # stable: ties by request
+    for j in range(decode_replicas):
+        ids = waiting[j::decode_replicas]
+        if ids:
+            # the prompt and the first token, of which the prompt's KV came with it
+            res = run(1, decode, ids, [ready[i] for i in ids],
+                      [prompt_tokens[i] + 1 for i in ids], [output_tokens[i] - 1 for i in ids],
+                      [-1] * len(ids), [0] * len(ids), [prompt_tokens[i] for i in ids])
+            for q, i in enumerate(ids):
+                second[i] = res["first_token"][q]
+    for p in GAP_PERCENTILES:
+        stats[f"token_itl_p{p}"] = pooled.percentile(p)
+    handoff = [second[i] - first[i] for i in range(n)
+               if status[i] == COMPLETED and output_tokens[i] > 1]
+    stats["token_gaps"] += len(handoff)
+    stats["token_gaps_met"] += sum(1 for gap in handoff if gap <= itl_target)
+    # the total as numpy sums an array (pairwise), as the batcher adds it
+    stats["token_gap_time"] += np.asarray(handoff, dtype=np.float64).sum()
+    return {"admit": admit, "first_token": first, "finish": finish, "preemptions": preemptions,
+            "status": status, "rejected_in": rejected_in, "decode_arrival": ready,
+            "stats": np.array([float(stats[k]) for k in STAT_NAMES]),
+            "peak_kv_reserved": np.array(peak)}

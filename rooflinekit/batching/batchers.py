@@ -49,11 +49,12 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from rooflinekit import catalog, dims, memory, roofline
+from rooflinekit import catalog, dims, memory, parallel, roofline
 from rooflinekit._validation import (MAX_COUNT, check_bool, check_keys, check_one_of, real_number,
                                      renamed_keyword, warn_renamed, whole_number)
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
+from rooflinekit.dtypes import bytes_per_element
 
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _model_quality,
@@ -88,7 +89,7 @@ class _Timing:
     ticks).
     """
 
-    def __init__(self, clock, model, gpu, tp, roofline_options, draft=None):
+    def __init__(self, clock, model, gpu, tp, roofline_options, draft=None, layout=(1, 1)):
         self.clock = clock
         self.tick = clock == "tick"
         self.draft_coef = np.zeros(len(roofline.StepCost._fields))
@@ -99,6 +100,7 @@ class _Timing:
             self.units = "tick"
             return
         cost = roofline.step_cost_coefficients(model, gpu, tp=tp, **(roofline_options or {}))
+        cost = _layout_cost(cost, model, gpu, *layout, roofline_options or {})
         self.coef = np.array([float(c) for c in cost], dtype=np.float64)
         draft_cost = None
         if draft is not None and not isinstance(draft, float):
@@ -112,12 +114,53 @@ class _Timing:
 
 
 @functools.lru_cache(maxsize=256)
-def _shared_timing(clock, model, gpu, tp, options, draft=None):
+def _shared_timing(clock, model, gpu, tp, options, draft=None, layout=(1, 1)):
     """:class:`_Timing` of one clock, computed once: a planner's search asks for it every run.
 
     A pure function of frozen specs, so memoised; callers only read the result.
     """
-    return _Timing(clock, model, gpu, tp, None if options is None else dict(options), draft)
+    return _Timing(clock, model, gpu, tp, None if options is None else dict(options), draft,
+                   layout)
+
+
+def _layout_cost(cost, model, gpu, pp, ep, options):
+    """The step cost of a ``(tp, pp, ep)`` layout with one micro-batch in flight.
+
+    A step passes the ``pp`` stages in turn (each ``1/pp`` of the layers, so the roofline terms
+    sum to the group's) and adds what the layout sends, each affine in the step's tokens ``n``:
+    ``(pp − 1)`` stage hand-offs of ``n·h`` activations over the stage link (the GPU's
+    ``network_bandwidth``, else its ``interconnect_bandwidth``, plus ``interconnect_latency``)
+    and, with ``ep > 1``, the experts' dispatch and combine
+    (:func:`rooflinekit.parallel.expert_all_to_all_bytes`, each GPU's ``1/ep`` share over the
+    interconnect, plus two latencies per MoE layer): the terms of
+    :func:`rooflinekit.roofline.layout_decode_step_time` and
+    :func:`~rooflinekit.roofline.layout_prefill_time` at ``micro_batches=1``. They join the
+    all-reduce's term of the step formula, ``n·bytes/link + latency``, as one per-token time
+    over a unit link and a fixed latency. ``pp = ep = 1``: ``cost`` as it is.
+    """
+    if pp == 1 and ep == 1:
+        return cost
+    act = options.get("activation_dtype", "bf16")
+    per_token = cost.allreduce_bytes_per_token / cost.link_bandwidth    # [s/token]
+    fixed = cost.allreduce_latency
+    if pp > 1:
+        link = next((b for b in (gpu.network_bandwidth, gpu.interconnect_bandwidth)
+                     if b is not None), None)
+        if link is None:
+            raise ValueError(f"pp={pp} needs a link for the stage-to-stage activations and "
+                             f"gpu {gpu.name!r} has none (network_bandwidth, "
+                             f"interconnect_bandwidth)")
+        per_token += (pp - 1) * model.hidden_size * bytes_per_element(act) / link
+        fixed += (pp - 1) * gpu.interconnect_latency
+    if ep > 1:
+        if gpu.interconnect_bandwidth is None:
+            raise ValueError(f"ep={ep} needs a link for the expert all-to-all and gpu "
+                             f"{gpu.name!r} has no interconnect_bandwidth")
+        sent = parallel.expert_all_to_all_bytes(model, 1.0, ep=ep, activation_dtype=act).per_step
+        per_token += sent / ep / gpu.interconnect_bandwidth
+        fixed += 2 * parallel.moe_layers(model) * gpu.interconnect_latency
+    return cost._replace(allreduce_bytes_per_token=per_token, link_bandwidth=1.0,
+                         allreduce_latency=fixed)
 
 
 class _RooflineClock:
@@ -295,12 +338,13 @@ class _Batcher:
         options = self._clock_options()
         spec = getattr(self, "speculative", None)
         draft = None if spec is None else spec.draft
+        layout = (getattr(self, "pp", 1), getattr(self, "ep", 1))
         try:
             return _shared_timing(self.clock, self.model, self.gpu, self.tp,
                                   None if options is None else tuple(sorted(options.items())),
-                                  draft)
+                                  draft, layout)
         except TypeError:            # an unhashable option value: computed afresh
-            return _Timing(self.clock, self.model, self.gpu, self.tp, options, draft)
+            return _Timing(self.clock, self.model, self.gpu, self.tp, options, draft, layout)
 
     def _simulate(self, wl, timing, targets=(None, None, None), arrived=None):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
@@ -530,6 +574,20 @@ class ContinuousBatcher(_Batcher):
         1 to ``draft_tokens + 1`` tokens; on the roofline clock a step lasts the draft steps plus
         the verification. A draft model with another vocabulary or more layers than ``model``
         is refused. Default None: plain decoding, one token a step.
+    pp, ep : int, keyword-only
+        Pipeline- and expert-parallel degrees of the replica [1], >= 1, checked by
+        :func:`rooflinekit.parallel.check_layout` (``tp × pp`` GPUs; needs ``model`` and
+        ``gpu``). On the roofline clock a step passes the ``pp`` stages one after another with
+        one micro-batch in flight, so it lasts the group's step plus ``pp − 1`` activation
+        hand-offs and, with ``ep > 1``, the experts' all-to-all
+        (:func:`rooflinekit.roofline.layout_decode_step_time` with ``micro_batches=1``;
+        a prefill-only step is :func:`~rooflinekit.roofline.layout_prefill_time`). The
+        derived KV budget is one GPU's, :func:`rooflinekit.parallel.layout_memory` (its share
+        of the weights and of each token's KV). Not modelled: micro-batches interleaved in the
+        pipeline (which keep every stage busy and raise throughput at a longer ITL) and
+        unequal stages; a sliding-window model on a layout needs ``kv_budget_tokens`` (the
+        derived budget does not count the window's savings). Default 1: one tensor-parallel
+        group, as before.
     model, gpu : ModelShape, GPU or catalogue name, optional
         Derive the KV budget and, in roofline mode, time each step.
     reserve : float
@@ -560,6 +618,9 @@ class ContinuousBatcher(_Batcher):
     # keyword-only, so that the positional order of the fields after it stays as it was
     prefix_caching: bool = dataclasses.field(default=False, kw_only=True)
     speculative: Speculative | None = dataclasses.field(default=None, kw_only=True)
+    # the layout beyond tp, keyword-only (and before the clock's fields, which stay last)
+    pp: int = dataclasses.field(default=1, kw_only=True)
+    ep: int = dataclasses.field(default=1, kw_only=True)
     model: object = None
     gpu: object = None
     tp: int = 1
@@ -595,7 +656,23 @@ class ContinuousBatcher(_Batcher):
         if self.speculative is not None and not isinstance(self.speculative, Speculative):
             raise TypeError(f"speculative must be a rooflinekit.batching.Speculative or None, "
                             f"got {type(self.speculative).__name__}")
+        whole_number("pp", self.pp, lo=1)
+        whole_number("ep", self.ep, lo=1)
+        if self.pp > 1 or self.ep > 1:
+            if self.model is None:
+                raise ValueError(f"pp={self.pp}, ep={self.ep} lay the model out over GPUs: give "
+                                 f"model and gpu too")
+            if self.speculative is not None:
+                raise ValueError("speculative decoding on a pipeline or expert-parallel layout "
+                                 "is not modelled: give pp=1 and ep=1 with speculative")
         self._check_clock()
+        if self.pp > 1 or self.ep > 1:
+            parallel.check_layout(self.model, tp=self.tp, pp=self.pp, ep=self.ep)
+            if self.clock == "roofline":
+                self._timing()       # a layout's link the GPU lacks fails here
+            if self.kv_budget_tokens is None and self.model.sliding_window is not None:
+                raise ValueError("a sliding-window model on a pp or ep layout needs "
+                                 "kv_budget_tokens (the derived budget is per full-layer token)")
         if self.speculative is not None and self.model is not None:
             # the roofline's rule for a draft (its vocabulary, its layers), and its step
             spec = self.speculative
@@ -611,6 +688,11 @@ class ContinuousBatcher(_Batcher):
             budget = int(self.kv_budget_tokens)
         elif self.model is None:
             return None
+        elif self.pp > 1 or self.ep > 1:
+            # one GPU of the layout: its KV room over the KV each token leaves on it
+            per_gpu = parallel.layout_memory(self.model, self.gpu, tp=self.tp, pp=self.pp,
+                                             ep=self.ep, reserve=self.reserve)
+            budget = int(per_gpu.usable_kv_bytes // per_gpu.kv_bytes_per_token)
         else:
             budget = int(np.asarray(memory.kv_budget_tokens(
                 self.model, self.gpu, tp=self.tp, reserve=self.reserve)).item())

@@ -30,9 +30,14 @@ both. Run summaries are fleet totals: counts, busy time and occupancy integrals 
 replica of both pools, peaks summed over the replicas (a bound on the fleet's simultaneous peak),
 slots and the KV budget summed likewise. Every inter-token gap is counted in ``token_gaps`` and
 the attainment, the hand-off gap from the first to the second token (transfer and decode
-queueing) included; the gap percentiles are the decode replicas' own (the largest of them where
-there are several, an upper bound of the pooled percentile of those gaps), which leave out the
-hand-off gaps.
+queueing) included; the gap percentiles are those of the decode replicas' gaps pooled (one
+histogram for all of them, so exact to the histogram's resolution however many replicas), which
+leave out the hand-off gaps. With speculative pools the replicas run one by one and the
+percentiles are the largest replica's, an upper bound of the pooled ones.
+
+One numba call (:func:`rooflinekit.batching._kernels.disaggregated_run`) runs the prefill
+replicas, the hand-over and the decode replicas, equal bit for bit to the plain-Python
+:func:`rooflinekit.batching._reference.simulate_disaggregated`.
 
 What is not modelled: backpressure (a full decode pool does not stall prefill); transfer
 contention (each transfer has the link to itself) and overlap with prefill layer by layer;
@@ -56,12 +61,15 @@ import xarray as xr
 
 from rooflinekit import dims
 from rooflinekit._validation import check_bool, check_keys, real_number, whole_number
-from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
+from rooflinekit.batching import _reference
+from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES, UNLIMITED
 from rooflinekit.batching.batchers import (
     MEMORY_LIMIT,
     WORK_LIMIT,
     ContinuousBatcher,
     _allocate,
+    _check_errors,
+    _itl_limit,
     _prefix_rows,
     _replicate_rows,
     _targets,
@@ -181,10 +189,73 @@ class DisaggregatedBatcher:
                                            link_bandwidth=self.link_bandwidth,
                                            link_latency=self.link_latency), dtype=float)
 
-    def _serve(self, wl, timings, targets):
+    def _serve(self, wl, timings, targets, budgets=None, transfer=None):
         """One workload through both pools: the kernel's outputs for the whole requests, the
         pool that rejected each (0 none, 1 prefill, 2 decode), each pool's largest replica peak
-        KV occupancy and the decode arrivals."""
+        KV occupancy and the decode arrivals.
+
+        One kernel call runs every replica of both pools and the hand-over between them; the
+        workload was validated as a whole, so its replicas' parts are not checked again.
+        ``budgets`` (each pool's KV budget) and ``transfer`` (each request's) may come from
+        the caller, computed once for many rows.
+        """
+        if self.prefill.speculative is not None or self.decode.speculative is not None:
+            return self._serve_each(wl, timings, targets)
+        from rooflinekit.batching import _kernels  # numba: imported on the first run
+        n = wl.n_requests
+        prompt = np.ascontiguousarray(wl.prompt_tokens, np.int64)
+        output = np.ascontiguousarray(wl.output_tokens, np.int64)
+        if budgets is None:
+            budgets = self._budgets()
+        if transfer is None:
+            transfer = self._transfer(prompt)
+        self._check_unlimited(budgets, prompt, output)
+        out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64),
+               np.empty(n, np.int64))
+        rejected_in, ready = np.empty(n, np.int64), np.empty(n)
+        handoff, fleet, held = np.empty(n), np.empty(len(STAT_NAMES)), np.empty(2)
+        itl = math.inf if targets[1] is None else float(targets[1])
+        error, h = _kernels.disaggregated_run(
+            np.ascontiguousarray(wl.arrival, np.float64), prompt, output,
+            np.ascontiguousarray(wl.priority, np.int64),
+            np.ascontiguousarray(wl.prefix_group, np.int64),
+            np.ascontiguousarray(wl.prefix_tokens, np.int64),
+            np.ascontiguousarray(transfer, np.float64),
+            self.prefill_replicas, self.decode_replicas, self.prefill._args(budgets[0]),
+            self.decode._args(budgets[1]), timings[0].tick, timings[0].coef, timings[1].coef,
+            itl, *out, rejected_in, ready, handoff, fleet, held)
+        if error:
+            _check_errors(np.array([error]))
+        # numpy's (pairwise) sum of the hand-off gaps, as the gaps' total has always been
+        fleet[_STAT["token_gap_time"]] += handoff[:h].sum()
+        peak = [held[p] / b if b else 0.0 for p, b in enumerate(budgets)]
+        return (*out, fleet), rejected_in, peak, ready
+
+    def _budgets(self):
+        """Each pool's KV budget [tokens] (None: unlimited)."""
+        return self.prefill._kv_budget(), self.decode._kv_budget()
+
+    def _check_unlimited(self, budgets, prompt, output):
+        """Refuse what an unlimited KV budget (2**60 tokens to the kernel) cannot hold.
+
+        Checked on the whole workload, a bound of any replica's share (each pool's requests
+        hold at most ``prompt + output + 1`` tokens each).
+        """
+        for name, budget in zip(POOLS, budgets):
+            if budget is None and prompt.size:
+                held = (float(np.sum(prompt, dtype=np.float64))
+                        + float(np.sum(output, dtype=np.float64)) + prompt.size)
+                if held > UNLIMITED:
+                    raise ValueError(f"an unlimited KV budget holds at most 2**60 = "
+                                     f"{UNLIMITED:,} tokens; these requests hold up to "
+                                     f"{held:.3g} in all: give the {name} pool "
+                                     f"kv_budget_tokens, or fewer or shorter requests")
+
+    def _serve_each(self, wl, timings, targets):
+        """:meth:`_serve` replica by replica, each its pool's own kernel call: speculative
+        pools, whose drawn gains follow the requests each replica gets. The gap percentiles
+        are the decode replicas' largest, an upper bound of the pooled percentile where there
+        are several."""
         n = wl.n_requests
         prompt, output = wl.prompt_tokens, wl.output_tokens
         admit, first, finish = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
@@ -236,6 +307,29 @@ class DisaggregatedBatcher:
                 handoff = second[done] - first[done]
         fleet = _fleet_stats(stats, handoff, targets[1])
         return (admit, first, finish, preempt, status, fleet), rejected_in, peak, ready
+
+    def reference(self, workload, itl_target=None) -> dict:
+        """The same run by :func:`rooflinekit.batching._reference.simulate_disaggregated`, for
+        tests: the kernel's outputs (``admit`` ... ``stats``), ``rejected_in``,
+        ``decode_arrival`` and ``peak`` (each pool's peak KV occupancy), as :meth:`_serve`."""
+        wl = coerce_workload(workload)
+        pools = []
+        for name in POOLS:
+            pool = getattr(self, name)
+            slots, budget, _, block, mnbt, cap, caching, _ = pool._args(pool._kv_budget())
+            pools.append({"max_num_seqs": slots, "kv_budget": budget,
+                          "admission": pool.admission, "block_size": block,
+                          "max_num_batched_tokens": mnbt, "interactive_cap": cap,
+                          "prefix_caching": caching, "clock": pool._timing().reference_clock})
+        out = _reference.simulate_disaggregated(
+            wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, wl.prefix_group,
+            wl.prefix_tokens, self._transfer(wl.prompt_tokens),
+            prefill_replicas=self.prefill_replicas, decode_replicas=self.decode_replicas,
+            prefill=pools[0], decode=pools[1], itl_target=_itl_limit(itl_target))
+        held = out.pop("peak_kv_reserved")
+        budgets = self._budgets()
+        out["peak"] = [held[p] / b if b else 0.0 for p, b in enumerate(budgets)]
+        return out
 
     def _timings(self):
         return self.prefill._timing(), self.decode._timing()
@@ -311,12 +405,14 @@ class DisaggregatedBatcher:
         self._check_work(arrays[2], work_limit, memory_limit)
         prefix = _prefix_rows(arrays, prefix_group, prefix_tokens)
         timings = self._timings()
+        # what every row shares, once: the pools' budgets, and the transfers elementwise
+        budgets, transfer = self._budgets(), self._transfer(arrays[1])
         rows = []
         for r in range(arrays[0].shape[0]):
             extra = {} if prefix is None else {"prefix_group": prefix[0][r],
                                                "prefix_tokens": prefix[1][r]}
             wl = Workload(*(a[r] for a in arrays), **extra)
-            rows.append(self._serve(wl, timings, targets)[0])
+            rows.append(self._serve(wl, timings, targets, budgets, transfer[r])[0])
         out = tuple(np.stack([row[k] for row in rows]) if rows else
                     np.empty((0,) + arrays[0].shape[1:]) for k in range(6))
         summ = _summaries(*arrays, out, self._slots(), self._kv_budget(), targets,
