@@ -129,6 +129,10 @@ FLAGS = {
     "--max-num-seqs": {"type": positive_int, "metavar": "SEQUENCES", "help": "most sequences in a batch (vLLM's name)"},
     "--batch-size": {"type": positive_int, "metavar": "SEQUENCES",
                      "help": "sequences decoding together"},
+    "--calibration": {"metavar": "FILE",
+                      "help": "calibration JSON from `rooflinekit calibrate`: its prefill knobs "
+                              "time TTFT, its decode knobs ITL, throughput and cost (default: "
+                              "the ideal roofline, a best case)"},
     "--max-num-batched-tokens": {"type": positive_int, "metavar": "TOKENS",
                                  "help": "tokens per engine step, chunked prefill (vLLM's name)"},
     "--block-size": {"type": positive_int, "default": 16, "metavar": "TOKENS",

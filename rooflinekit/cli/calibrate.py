@@ -91,8 +91,7 @@ def add_arguments(parser) -> None:
                         help="engine and version of those runs, for --cv engine ('vllm "
                              "0.10.1'; default: what the file says: vllm for vllm-latency, "
                              "tensorrt-llm <version> for trtllm, none otherwise)")
-    parser.add_argument("--batch-size", type=positive_int, metavar="SEQUENCES",
-                        help="--from vllm-latency: the run's --batch-size")
+    add_flag(parser, "--batch-size", help="--from vllm-latency: the run's --batch-size")
     parser.add_argument("--input-len", type=positive_int, metavar="TOKENS",
                         help="--from vllm-latency: the run's --input-len")
     parser.add_argument("--output-len", type=positive_int, metavar="TOKENS",

@@ -62,8 +62,7 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--tensor-parallel-size")
     add_flag(parser, "--max-model-len", default=8192,
              help="tokens per sequence, prompt + output (8192)")
-    parser.add_argument("--batch-size", type=positive_int, default=1, metavar="SEQUENCES",
-                        help="sequences decoded per step (1)")
+    add_flag(parser, "--batch-size", default=1, help="sequences decoded per step (1)")
     parser.add_argument("--input-len", type=positive_int, default=1024, metavar="TOKENS",
                         help="prompt tokens for TTFT (1024)")
     add_flag(parser, "--workspace-fraction")
@@ -77,10 +76,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--gpu-hourly", type=nonnegative_float, metavar="USD",
                         help="USD per GPU-hour (default: catalogue)")
     add_flag(parser, "--allreduce")
-    parser.add_argument("--calibration", metavar="FILE",
-                        help="calibration JSON from `rooflinekit calibrate`: its prefill knobs "
-                             "time TTFT, its decode knobs ITL, throughput and cost (default: "
-                             "the ideal roofline, a best case)")
+    add_flag(parser, "--calibration")
     for flag in SPECULATIVE_FLAGS:
         add_flag(parser, flag)
     for flag in PREFIX_FLAGS:

@@ -82,9 +82,9 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--tensor-parallel-size", help="tensor-parallel degree, with --model (1)")
     add_flag(parser, "--dtype", help="weight format, with --model (auto: the model's)")
     add_flag(parser, "--kv-cache-dtype", help="KV-cache format, with --model (auto: the model's)")
-    parser.add_argument("--calibration", metavar="FILE",
-                        help="calibration JSON from `rooflinekit calibrate` for the roofline "
-                             "clock, with --model (default: the ideal roofline, a best case)")
+    add_flag(parser, "--calibration",
+             help="calibration JSON from `rooflinekit calibrate` for the roofline clock, with "
+                  "--model (default: the ideal roofline, a best case)")
     for flag in PREFIX_FLAGS:
         add_flag(parser, flag)
     add_flag(parser, "--speculative-draft",

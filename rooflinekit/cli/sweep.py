@@ -211,10 +211,7 @@ def add_arguments(parser):
                         help="shares of each prompt that are one shared, cached prefix, in "
                              "[0, 1], an axis: held once in the KV cache, read not computed "
                              "by prefill")
-    parser.add_argument("--calibration", metavar="FILE",
-                        help="calibration JSON from `rooflinekit calibrate`: its prefill knobs "
-                             "time TTFT, its decode knobs ITL, throughput and cost (default: "
-                             "the ideal roofline, a best case)")
+    add_flag(parser, "--calibration")
     parser.add_argument("--chunks", default=None, metavar="CELLS|auto",
                         help="compute lazily with dask in blocks of this many cells "
                              "(needs rooflinekit[distributed])")

@@ -57,6 +57,7 @@ from rooflinekit.batching import (
 )
 from rooflinekit.models import ModelShape
 
+#: Public; rate_variables serves the planners of this folder.
 __all__ = ["max_rate", "draw_requests", "prefixes", "BINDINGS", "LOWEST_RATE_FRACTION"]
 
 #: What can bind a replica's rate: a latency target, the goodput attainment, memory (KV cache
@@ -326,3 +327,21 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     rate = np.where(served & ok_hi, saturation, np.where(served & ok_lo, lo, 0.0))
     return {"max_rate": rate, "saturation_rate": saturation, "binding": binding,
             "kv_occupancy": occupancy, "runs": runs}
+
+
+def rate_variables(var, per, saturation, unit: str) -> dict:
+    """The search's rates as Dataset variables: the median over replicates and its band.
+
+    ``var(data, units, long_name)`` builds one variable on the caller's dimensions; ``per`` holds
+    each replicate's max rate on the last axis [requests/s]; ``unit`` names what one rate
+    serves ("replica", "unit").
+    """
+    q = np.quantile(per, [0.5, 0.1, 0.9], axis=-1)
+    return {
+        "max_rate": var(q[0], "requests/s", f"highest rate per {unit} within the SLO (median "
+                                             f"over replicates)"),
+        "max_rate_low": var(q[1], "requests/s", f"max rate per {unit}, 10th percentile"),
+        "max_rate_high": var(q[2], "requests/s", f"max rate per {unit}, 90th percentile"),
+        "saturation_rate": var(saturation, "requests/s",
+                               f"rate per {unit} above which the queue grows without bound"),
+    }

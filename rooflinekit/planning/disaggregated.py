@@ -20,7 +20,7 @@ from rooflinekit._validation import (check_one_of, check_type, describe, real_nu
 from rooflinekit.batching import DisaggregatedBatcher
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
-from rooflinekit.planning.capacity import draw_requests, max_rate
+from rooflinekit.planning.capacity import draw_requests, max_rate, rate_variables
 from rooflinekit.planning.fleet import (
     WORK_LIMIT,
     _names,
@@ -217,12 +217,7 @@ def _assemble(units, per, saturation, binding, tp, traffic, headroom, attrs) -> 
         "decode_replicas": var(np.array([y for _, y in units]), "1",
                                "decode replicas of a unit (0: aggregated)"),
         "gpus_per_unit": var(gpus_per_unit, "1", "GPUs of one unit"),
-        "max_rate": var(q[0], "requests/s", "highest rate per unit within the SLO (median over "
-                                            "replicates)"),
-        "max_rate_low": var(q[1], "requests/s", "max rate per unit, 10th percentile"),
-        "max_rate_high": var(q[2], "requests/s", "max rate per unit, 90th percentile"),
-        "saturation_rate": var(saturation, "requests/s",
-                               "rate per unit above which a queue grows without bound"),
+        **rate_variables(var, per, saturation, "unit"),
         "rate_per_gpu": var(q[0] / gpus_per_unit, "requests/s", "max rate per GPU"),
         "binding": var(binding.astype(str), "", "what caps the rate"),
         "units": var(n_units, "1", "units for the peak rate with headroom (0: cannot serve)"),

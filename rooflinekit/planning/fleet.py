@@ -37,6 +37,7 @@ from rooflinekit.planning.capacity import (
     draw_requests,
     max_rate,
     prefixes,
+    rate_variables,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.roofline import energy_per_token
@@ -543,14 +544,8 @@ def _assemble(results, configs, axes, shape, replicates) -> xr.Dataset:
         return xr.Variable(names + ([dims.REPLICATE] if with_replicate else []), data,
                            {"units": units, "long_name": long_name})
 
-    q = np.quantile(per, [0.5, 0.1, 0.9], axis=-1)
     data = {
-        "max_rate": var(q[0], "requests/s", "highest rate per replica within the SLO "
-                                             "(median over replicates)"),
-        "max_rate_low": var(q[1], "requests/s", "max rate per replica, 10th percentile"),
-        "max_rate_high": var(q[2], "requests/s", "max rate per replica, 90th percentile"),
-        "saturation_rate": var(saturation, "requests/s",
-                               "rate per replica above which the queue grows without bound"),
+        **rate_variables(var, per, saturation, "replica"),
         "binding": var(binding.astype(str), "", "what caps the rate"),
         "kv_budget_tokens": var(budget, "tokens", "KV cache budget of one replica"),
         "energy_per_token": var(energy, "J/token", "GPU energy per generated token at the "
