@@ -186,6 +186,10 @@ BAD += [
      "benchmarks"),
 ]
 
+#: plan's pipeline stages: whole degrees >= 1
+BAD += [(PLAN + ["--pp", "0"], "--pipeline-parallel-size"),
+        (PLAN + ["--pp", "1,x"], "--pipeline-parallel-size")]
+
 #: plan's speculative decoding: the three flags together, a draft that suits the target
 _PLAN_SPEC = ["--num-speculative-tokens", "4", "--acceptance", "0.8"]
 BAD += [

@@ -127,6 +127,8 @@ FLAGS = {
     "--tensor-parallel-size": {"type": positive_int, "default": 1, "dest": "tp",
                                "metavar": "TP", "help": "tensor-parallel degree (1)"},
     "--max-num-seqs": {"type": positive_int, "metavar": "SEQUENCES", "help": "most sequences in a batch (vLLM's name)"},
+    "--pipeline-parallel-size": {"type": positive_int, "default": 1, "dest": "pp",
+                                 "metavar": "PP", "help": "pipeline-parallel stages (1)"},
     "--batch-size": {"type": positive_int, "metavar": "SEQUENCES",
                      "help": "sequences decoding together"},
     "--calibration": {"metavar": "FILE",
@@ -225,7 +227,7 @@ def shared_prefix(args):
 
 
 #: Short forms: flag -> the other spellings of the same flag.
-_ALIASES = {"--tensor-parallel-size": ("--tp",)}
+_ALIASES = {"--tensor-parallel-size": ("--tp",), "--pipeline-parallel-size": ("--pp",)}
 
 
 def add_flag(parser, flag: str, *, positional: bool = False, **changes) -> None:

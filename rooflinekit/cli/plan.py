@@ -44,7 +44,9 @@ EPILOG = ("examples:\n"
           "--ttft 1 --replicates 2 --requests 100\n"
           "  rooflinekit plan llama-3.1-70b --gpus h100 --tp 4 --rate 2 --prompt-mean 500 "
           "--output-mean 100 --itl 0.03 --speculative-draft llama-3.1-8b "
-          "--num-speculative-tokens 4 --acceptance 0.8 --replicates 2 --requests 100")
+          "--num-speculative-tokens 4 --acceptance 0.8 --replicates 2 --requests 100\n"
+          "  rooflinekit plan llama-3.1-405b --gpus h100 --tp 8 --pp 1,2 --rate 1 "
+          "--prompt-mean 500 --output-mean 50 --ttft 5 --replicates 2 --requests 60")
 
 
 #: The command's flags after the model and the shared ones: (flag, type, default, help).
@@ -106,6 +108,9 @@ def add_arguments(parser) -> None:
                         help="catalogue GPU names (h100 l40s or h100,l40s)")
     add_flag(parser, "--tensor-parallel-size", type=int_list, default=[1],
              help="comma-separated tensor-parallel degrees (1)")
+    add_flag(parser, "--pipeline-parallel-size", type=int_list, default=None,
+             help="comma-separated pipeline-parallel degrees, a replica being tp × pp GPUs "
+                  "(default: one stage)")
     add_replica_flags(parser, lists=True)
     add_table_flags(parser, _FLAGS)
     for flag in PREFIX_FLAGS:
@@ -129,7 +134,9 @@ def _rows(ds):
     flat = flat.sort_values(["monthly_cost", "gpus", "max_rate"], ascending=[True, True, False])
     rows = []
     for _, r in flat.iterrows():
-        rows.append({"gpu": r["gpu"], "tp": int(r["tp"]), "max_num_seqs": int(r["max_num_seqs"]),
+        rows.append({"gpu": r["gpu"], "tp": int(r["tp"]), **({"pp": int(r["pp"])} if "pp" in r
+                                                            else {}),
+                     "max_num_seqs": int(r["max_num_seqs"]),
                      "max_rate": float(r["max_rate"]), "max_rate_low": float(r["max_rate_low"]),
                      "max_rate_high": float(r["max_rate_high"]), "replicas": int(r["replicas"]),
                      "gpus": int(r["gpus"]), "monthly_cost": float(r["monthly_cost"]),
@@ -181,7 +188,7 @@ def run(args, out) -> int:
         pricing.provisioned_example(args.provisioned)
     calibration = None if args.calibration is None else \
         calibrate.load_calibration(args.calibration)
-    ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp,
+    ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
                        max_num_seqs=args.max_num_seqs,
                        max_num_batched_tokens=args.max_num_batched_tokens,
                        gpu_memory_utilization=args.gpu_memory_utilization,
@@ -210,10 +217,11 @@ def run(args, out) -> int:
             out.write(f"speculative decoding: draft {ds.attrs['speculative_draft']}, "
                       f"{speculative.draft_tokens} tokens a step, acceptance "
                       f"{ds.attrs['speculative_acceptance']}\n")
-        headers = ("GPU", "TP", "max seqs", "max rate [req/s]", "band [req/s]", "replicas",
+        headers = ("GPU", "TP" if "pp" not in ds.dims else "TP×PP", "max seqs", "max rate [req/s]", "band [req/s]", "replicas",
                    "GPUs", "cost [USD/month]", "cost [USD/1M tokens]", "p95 TTFT [s]",
                    "p95 ITL [s]", "binding")
-        table = [(r["gpu"], r["tp"], r["max_num_seqs"], to_jsonable(r["max_rate"]),
+        table = [(r["gpu"], r["tp"] if "pp" not in r else f"{r['tp']}×{r['pp']}",
+                  r["max_num_seqs"], to_jsonable(r["max_rate"]),
                   f"{r['max_rate_low']:.3g}-{r['max_rate_high']:.3g}", r["replicas"], r["gpus"],
                   to_jsonable(r["monthly_cost"]), to_jsonable(r["cost_per_million_tokens"]),
                   to_jsonable(r["p95_ttft"]), to_jsonable(r["p95_token_itl"]), r["binding"])

@@ -21,18 +21,18 @@ The search
 3. *Descent, then a safeguarded line search*, per replicate: the rate is halved from saturation
    until the SLO holds (at most 8 times, to ``saturation / 256``); ``lo`` always meets the SLO and
    ``hi`` misses it. The bracket then closes until its ratio is within ``1 + rtol`` (default
-   2 %). Each run goes where a straight line through the two ends' margins crosses zero — the
-   smallest constraint's attained share minus its quantile, in log-odds, over log rate — moved
+   2 %). Each run goes where a straight line through the two ends' margins crosses zero (the
+   smallest constraint's attained share minus its quantile, in log-odds, over log rate), moved
    0.45 of a ratio toward the end that did not move last, so that an accurate line closes the
-   bracket in two runs, and kept half a ratio inside the bracket; where two runs have not halved the
-   bracket, or it is within two ratios, the next run bisects it (log scale). At worst that is
-   three runs per halving against bisection's one; on the planning benchmark it takes 20 % fewer
-   runs than bisection (2,682 against 3,338). The replicate's max rate is ``lo``. Starting from the top
-   keeps the search away from the lowest rates, the slowest to simulate (a lone sequence decodes
-   every token in a step of its own). The runs of one step go to the kernel together, one
-   replicate per thread (numba ``prange``). With common random numbers the attainment falls with
-   the rate almost everywhere, but not strictly; the search returns one crossing, within
-   ``rtol`` of it.
+   bracket in two runs, and kept half a ratio inside the bracket; where two runs have not
+   halved the bracket, or it is within two ratios, the next run bisects it (log scale). At worst
+   that is three runs per halving against bisection's one; on the planning benchmark it takes
+   20 % fewer runs than bisection (2,682 against 3,338). The replicate's max rate is ``lo``.
+   Starting from the top keeps the search away from the lowest rates, the slowest to simulate
+   (a lone sequence decodes every token in a step of its own). The runs of one step go to the
+   kernel together, one replicate per thread (numba ``prange``). With common random numbers the
+   attainment falls with the rate almost everywhere, but not strictly; the search returns one
+   crossing, within ``rtol`` of it.
 4. If the SLO still holds at saturation, the rate is the saturation rate and the binding
    constraint is capacity: ``"memory"`` when the KV cache was full there, else
    ``"max_num_seqs"`` (the slots). If it fails even at the lowest rate, the rate is 0 and the
@@ -48,7 +48,7 @@ import functools
 
 import numpy as np
 
-from rooflinekit import memory
+from rooflinekit import memory, parallel
 from rooflinekit.batching import (
     ContinuousBatcher,
     DisaggregatedBatcher,
@@ -108,23 +108,32 @@ def prefixes(draws, rows=slice(None)) -> dict:
 
 
 def _replica_kv_budget(model, gpu, tp, *, block_size, gpu_memory_utilization,
-                       speculative=None) -> int:
+                       speculative=None, pp=1, ep=1) -> int:
     """A replica's KV budget [the target's tokens] as vLLM logs it, less a draft model's weights.
 
-    Without a draft model (none, or a draft head) it is
+    Without a draft model (none, or a draft head) and with ``pp = ep = 1`` it is
     :func:`rooflinekit.memory.engine_kv_cache`'s ``kv_cache_tokens``. A draft model's weights
     come off each rank's memory beside the target's:
     ``blocks = (available − W_draft / tp) // bytes_per_block``. Its KV cache then shares those
-    blocks with the target's in the replica's batcher (:meth:`Speculative.kv_tokens`).
+    blocks with the target's in the replica's batcher (:meth:`Speculative.kv_tokens`). A
+    pipeline or expert layout holds :func:`rooflinekit.parallel.layout_memory`'s weights and KV
+    per token on each GPU instead of the tensor-parallel rank's (the activation and non-torch
+    terms kept as vLLM's): ``blocks = (available + W/tp − W_gpu) // (kv_gpu · block_size)``.
     """
     kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
                                 gpu_memory_utilization=gpu_memory_utilization,
                                 max_model_len=block_size)
+    available, bytes_per_block = kv["available_bytes"], kv["bytes_per_block"]
+    if pp > 1 or ep > 1:
+        per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep)
+        available += memory.weight_bytes(model) / tp - float(per_gpu.weight_bytes)
+        bytes_per_block = float(per_gpu.kv_bytes_per_token) * block_size
     draft = None if speculative is None else speculative.draft
-    if not isinstance(draft, ModelShape):
+    if isinstance(draft, ModelShape):
+        available -= draft.weight_bytes / int(tp)
+    elif pp == ep == 1:
         return int(kv["kv_cache_tokens"])
-    available = kv["available_bytes"] - draft.weight_bytes / int(tp)
-    return max(int(available // kv["bytes_per_block"]), 0) * int(block_size)
+    return max(int(available // bytes_per_block), 0) * int(block_size)
 
 
 def _seeds(seeds, rows) -> dict:

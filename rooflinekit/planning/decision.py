@@ -33,7 +33,8 @@ PROVISIONED = "provisioned"
 PROVISIONED_SPILLOVER = "provisioned + spillover"
 
 #: Configuration axes a plan may have, in the order they are reported.
-_AXES = (dims.MODEL, dims.GPU, dims.TP, dims.MAX_NUM_SEQS, dims.MAX_NUM_BATCHED_TOKENS)
+_AXES = (dims.MODEL, dims.GPU, dims.TP, dims.MAX_NUM_SEQS, dims.MAX_NUM_BATCHED_TOKENS,
+         dims.PP, dims.EP)
 
 
 def _plan_axes(plan) -> list[str]:

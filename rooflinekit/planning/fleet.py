@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 import xarray as xr
 
-from rooflinekit import catalog, dims
+from rooflinekit import catalog, dims, parallel
 from rooflinekit._validation import (
     as_1d,
     check_bool,
@@ -137,10 +137,15 @@ def _hourly_prices(gpus, prices):
     return out
 
 
-def _layout_problem(model, tp) -> str | None:
-    """Why ``model`` cannot be split over ``tp`` GPUs (attention heads), else None."""
+def _layout_problem(model, tp, pp=1, ep=1) -> str | None:
+    """Why ``model`` cannot take the layout (heads, layers, experts), else None."""
     if model.n_heads % tp:
         return "invalid_layout"
+    if pp > 1 or ep > 1:
+        try:
+            parallel.check_layout(model, tp=tp, pp=pp, ep=ep)
+        except ValueError:
+            return "invalid_layout"
     return None
 
 
@@ -177,7 +182,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
          max_num_batched_tokens=None, admission="paged", block_size=16,
          gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, calibration=None,
          roofline_options=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
-         prefix_caching=False, speculative=None,
+         prefix_caching=False, speculative=None, pp=None, ep=None,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=WORK_LIMIT) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
 
@@ -192,6 +197,14 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     tp : int or list of int
         Tensor-parallel degrees [1] (dimension ``tp``); a degree that does not divide the
         model's attention heads gives binding ``"invalid_layout"``.
+    pp, ep : int or list of int, optional
+        Pipeline- and expert-parallel degrees [1] (dimensions ``pp`` and ``ep``, only when
+        given): a replica is then ``tp × pp`` GPUs, its stages in sequence with one
+        micro-batch in flight (:class:`~rooflinekit.batching.ContinuousBatcher`'s ``pp``/``ep``:
+        the hand-offs and the all-to-all join each step), its KV budget one GPU's
+        (:func:`rooflinekit.parallel.layout_memory`'s weights and KV per token). A layout the
+        model cannot take (:func:`rooflinekit.parallel.check_layout`) gives binding
+        ``"invalid_layout"``; ``energy_per_token`` is 0 (not known) for ``pp`` or ``ep`` > 1.
     max_num_seqs : int or list of int
         vLLM's ``--max-num-seqs`` [1] (dimension ``max_num_seqs``).
     max_num_batched_tokens : int, list of int or None
@@ -289,6 +302,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     model_list = _names("models", models, ModelShape, catalog.model)
     gpu_list = _names("gpus", gpus, GPU, catalog.gpu)
     tp_list = _counts("tp", tp, 1)
+    pp_list = _counts("pp", pp, 1, allow_none=True)
+    ep_list = _counts("ep", ep, 1, allow_none=True)
     seqs_list = _counts("max_num_seqs", max_num_seqs, 1)
     mnbt_list = _counts("max_num_batched_tokens", max_num_batched_tokens, 1, allow_none=True)
     if mnbt_list is not None and min(mnbt_list) < max(seqs_list):
@@ -330,6 +345,10 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
             dims.MAX_NUM_SEQS: seqs_list}
     if mnbt_list is not None:
         axes[dims.MAX_NUM_BATCHED_TOKENS] = mnbt_list
+    if pp_list is not None:
+        axes[dims.PP] = pp_list
+    if ep_list is not None:
+        axes[dims.EP] = ep_list
     shape = tuple(len(v) for v in axes.values())
     n_config = math.prod(shape)
     check_plan_size(traffic, n_config, replicates=replicates, requests=requests,
@@ -383,7 +402,8 @@ class _Configuration:
         batcher, budget, problem = _replica(
             values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
-            self.utilization, self.options, self.prefix_caching, self.speculative)
+            self.utilization, self.options, self.prefix_caching, self.speculative,
+            values.get(dims.PP, 1), values.get(dims.EP, 1))
         if problem:
             return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
                     "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
@@ -398,7 +418,8 @@ class _Configuration:
                 batcher, self.draws, float(self.traffic.rate) / replicas, parallel)
             found["runs"] += n
             gpu = values[dims.GPU]
-            if gpu.board_power is not None:
+            layout = values.get(dims.PP, 1) > 1 or values.get(dims.EP, 1) > 1
+            if gpu.board_power is not None and not layout:
                 # the decode step of the operating point's mean batch, half-way through outputs
                 prompt, output = self.draws[1], self.draws[2]
                 context = float(prompt.mean() + output.mean() / 2)
@@ -409,21 +430,23 @@ class _Configuration:
 
 
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
-             gpu_memory_utilization, options, prefix_caching=False, speculative=None):
+             gpu_memory_utilization, options, prefix_caching=False, speculative=None, pp=1,
+             ep=1):
     """One replica's batcher and KV budget, or why the configuration cannot serve."""
-    problem = _layout_problem(model, tp)
+    problem = _layout_problem(model, tp, pp, ep)
     if problem:
         return None, 0, problem
     budget = _replica_kv_budget(model, gpu, tp, block_size=block_size,
                                 gpu_memory_utilization=gpu_memory_utilization,
-                                speculative=speculative)
+                                speculative=speculative, pp=pp, ep=ep)
     if budget <= 0:
         return None, 0, "does_not_fit"
     batcher = ContinuousBatcher(
         max_num_seqs=max_num_seqs, kv_budget_tokens=budget, admission=admission,
         block_size=block_size, max_num_batched_tokens=max_num_batched_tokens, model=model,
         gpu=gpu, tp=tp, clock="roofline", roofline_options=options,
-        prefix_caching=prefix_caching, speculative=speculative)
+        prefix_caching=prefix_caching, speculative=speculative,
+        **({"pp": pp, "ep": ep} if pp > 1 or ep > 1 else {}))
     return batcher, budget, None
 
 
@@ -570,7 +593,8 @@ def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricit
         return xr.DataArray(np.where(r > 0, np.ceil(need / np.where(r > 0, r, 1.0)), 0)
                             .astype(np.int64), dims=rate.dims)
 
-    tp = ds[dims.TP]
+    # a replica's GPUs: tp × pp (expert parallelism runs within a stage's tp GPUs)
+    tp = ds[dims.TP] * (ds[dims.PP] if dims.PP in ds.dims else 1)
     ds["replicas"] = replicas_for(ds["max_rate"]).assign_attrs(
         units="1", long_name="replicas for the peak rate with headroom")
     ds["replicas_low"] = replicas_for(ds["max_rate_high"]).assign_attrs(

@@ -1,0 +1,69 @@
+"""plan(pp=, ep=): replicas of a pipeline or expert layout.
+
+Reference values: Llama-3.1-405B in bf16 holds 810 GB of weights (catalogue n_params 405e9 × 2
+bytes), more than 8 × 80 GiB H100s leave, so at tp 8 alone it does not fit; at tp 8, pp 2 each
+GPU holds 1/16 of them and it serves. Each case is checked against a ContinuousBatcher built
+by hand with the layout, or against the plan without the layout dimensions.
+"""
+
+import numpy as np
+import pytest
+
+import rooflinekit as rk
+from rooflinekit.workloads import Constant
+
+TRAFFIC = rk.Traffic(1.0, Constant(512), Constant(32))
+SLO = rk.SLO(ttft=5.0, itl=0.5, quantile=0.9)
+SMALL = {"replicates": 2, "requests": 60, "seed": 3}
+
+
+def test_pp_and_ep_of_one_give_the_plan_without_them():
+    base = rk.plan(TRAFFIC, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", tp=[1, 2],
+                   max_num_seqs=16, **SMALL)
+    layout = rk.plan(TRAFFIC, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", tp=[1, 2],
+                     max_num_seqs=16, pp=[1], ep=[1], **SMALL)
+    for name in ("max_rate", "replicas", "gpus", "monthly_cost", "kv_budget_tokens"):
+        np.testing.assert_array_equal(layout[name].sel(pp=1, ep=1).values, base[name].values,
+                                      err_msg=name)
+
+
+def test_a_405b_model_serves_across_two_stages_and_counts_their_gpus():
+    ds = rk.plan(TRAFFIC, SLO, models="Llama-3.1-405B", gpus="H100-SXM-80GB", tp=8,
+                 max_num_seqs=16, pp=[1, 2], **SMALL).squeeze(drop=True)
+    one, two = ds.sel(pp=1), ds.sel(pp=2)
+    assert str(one["binding"].values) == "does_not_fit" and float(one["max_rate"]) == 0
+    assert float(two["max_rate"]) > 0
+    assert int(two["gpus"]) == int(two["replicas"]) * 16         # tp × pp GPUs a replica
+    # the KV budget is one GPU's: vLLM's available memory with 1/16 of the weights on it,
+    # over the KV a token leaves on that GPU (its stage's layers, its tp share of the heads)
+    model, gpu = rk.catalog.model("Llama-3.1-405B"), rk.catalog.gpu("H100-SXM-80GB")
+    kv = rk.engine_kv_cache(model, gpu, 8, block_size=16, gpu_memory_utilization=0.9,
+                            max_model_len=16)
+    weights = rk.weight_bytes(model)                   # about 810 GB
+    available = kv["available_bytes"] + weights / 8 - weights / 16
+    per_token = model.kv_bytes_per_token / 16          # 8 KV heads over tp 8, 126 layers / 2
+    assert int(two["kv_budget_tokens"]) == int(available // (per_token * 16)) * 16
+
+
+def test_a_layout_the_model_cannot_take_is_invalid_not_nan():
+    ds = rk.plan(TRAFFIC, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", tp=1,
+                 max_num_seqs=16, pp=[3], ep=[2], **SMALL).squeeze(drop=True)
+    assert str(ds["binding"].values) == "invalid_layout"
+    assert float(ds["max_rate"]) == 0 and int(ds["gpus"]) == 0
+    assert np.isinf(float(ds["monthly_cost"]))
+
+
+@pytest.mark.parametrize("bad, exc", [(0, ValueError), (1.5, ValueError), ("2", TypeError)])
+def test_bad_layout_degrees_are_refused_before_work(bad, exc):
+    with pytest.raises(exc, match="pp"):
+        rk.plan(TRAFFIC, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", pp=bad, **SMALL)
+
+
+def test_the_cheapest_plan_and_decision_read_the_layout_axes():
+    ds = rk.plan(TRAFFIC, SLO, models="Llama-3.1-405B", gpus="H100-SXM-80GB", tp=8,
+                 max_num_seqs=16, pp=[1, 2], **SMALL)
+    best = rk.cheapest_plan(ds, by=None)
+    assert int(best["pp"]) == 2 and int(best["gpus"]) == int(best["replicas"]) * 16
+    table = rk.decision_table(best, TRAFFIC, payg=rk.PayAsYouGo(3.0, 12.0))
+    assert float(table["monthly_cost"].sel(option="self-hosted")) == \
+        pytest.approx(float(best["monthly_cost"]))
