@@ -67,3 +67,23 @@ def test_the_cheapest_plan_and_decision_read_the_layout_axes():
     table = rk.decision_table(best, TRAFFIC, payg=rk.PayAsYouGo(3.0, 12.0))
     assert float(table["monthly_cost"].sel(option="self-hosted")) == \
         pytest.approx(float(best["monthly_cost"]))
+
+
+def test_a_calibration_with_knob_sets_gives_each_gpu_its_own():
+    """plan with knob sets by GPU: each GPU's rows equal a plan with that GPU's knobs."""
+    from rooflinekit.calibrate import Calibration
+    cal = Calibration(decode={"bandwidth_efficiency": 0.7}, source="bench", group_by=("gpu",),
+                      groups={("H100-SXM-80GB",): {"decode": {"bandwidth_efficiency": 0.5}},
+                              ("H200-SXM-141GB",): {"decode": {"bandwidth_efficiency": 0.9}}})
+    slo = rk.SLO(itl=0.012, quantile=0.9)
+    both = rk.plan(TRAFFIC, slo, models="Llama-3.1-8B", gpus=["H100-SXM-80GB", "H200-SXM-141GB"],
+                   max_num_seqs=16, calibration=cal, **SMALL)
+    for gpu in ("H100-SXM-80GB", "H200-SXM-141GB"):
+        alone = rk.plan(TRAFFIC, slo, models="Llama-3.1-8B", gpus=gpu, max_num_seqs=16,
+                        roofline_options=cal.clock_options(gpu=gpu), **SMALL)
+        np.testing.assert_array_equal(both["max_rate"].sel(gpu=gpu).values,
+                                      alone["max_rate"].sel(gpu=gpu).values)
+    shared = rk.plan(TRAFFIC, slo, models="Llama-3.1-8B", gpus="H100-SXM-80GB", max_num_seqs=16,
+                     roofline_options=cal.clock_options(), **SMALL)
+    assert float(both["max_rate"].sel(gpu="H100-SXM-80GB").squeeze()) != \
+        float(shared["max_rate"].squeeze())

@@ -168,7 +168,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1, allow_none=True),
         admission, whole_number("block_size", block_size, lo=1),
         real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
-        options)
+        options(model, gpu))
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     # each unit's search simulates every request in both pools: about one plan's work
     check_plan_size(traffic, len(pairs) + 1, replicates=replicates, requests=requests,

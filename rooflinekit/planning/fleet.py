@@ -9,6 +9,7 @@ percentiles are measured again at the rate each replica then carries.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -110,16 +111,29 @@ def _counts(name, values, lo, allow_none=False):
 
 
 def _roofline_options(calibration, roofline_options):
-    """The simulator clock's options: from a calibration, from explicit options, or ideal."""
+    """The simulator clock's options: from a calibration, from explicit options, or ideal.
+
+    Returns ``options_for(model, gpu) -> dict`` and the label of the model's quality: a
+    calibration with knob sets gives each configuration the set of its model and GPU
+    (:meth:`~rooflinekit.calibrate.Calibration.clock_options`), others one set for all.
+    """
     if calibration is not None and roofline_options is not None:
         raise ValueError("pass calibration or roofline_options, not both")
     if calibration is None:
-        return dict(check_mapping("roofline_options", roofline_options, allow_none=True) or {}), \
-            IDEAL
+        options = dict(check_mapping("roofline_options", roofline_options, allow_none=True) or {})
+        return functools.partial(_options_for, None, options), IDEAL
     if not isinstance(calibration, Calibration):
         raise TypeError(f"calibration must be a rooflinekit.calibrate.Calibration or None; "
                         f"got {describe(calibration)}")
-    return calibration.clock_options(), calibration.label
+    return functools.partial(_options_for, calibration, calibration.clock_options()), \
+        calibration.label
+
+
+def _options_for(calibration, shared, model, gpu) -> dict:
+    """One configuration's clock options (a picklable callable for dask, with partial)."""
+    if calibration is None or not calibration.groups:
+        return shared
+    return calibration.clock_options(model=model, gpu=gpu)
 
 
 def _hourly_prices(gpus, prices):
@@ -402,7 +416,8 @@ class _Configuration:
         batcher, budget, problem = _replica(
             values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
-            self.utilization, self.options, self.prefix_caching, self.speculative,
+            self.utilization, self.options(values[dims.MODEL], values[dims.GPU]),
+            self.prefix_caching, self.speculative,
             values.get(dims.PP, 1), values.get(dims.EP, 1))
         if problem:
             return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
@@ -425,7 +440,7 @@ class _Configuration:
                 context = float(prompt.mean() + output.mean() / 2)
                 found["energy_per_token"] = float(energy_per_token(
                     values[dims.MODEL], gpu, max(batch, 1.0), context, values[dims.TP],
-                    **self.options))
+                    **self.options(values[dims.MODEL], gpu)))
         return found
 
 
@@ -506,7 +521,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
         check_one_of("admission", admission, ("paged", "reserve")),
         whole_number("block_size", block_size, lo=1),
         real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
-        options)
+        options(model, gpu))
     if problem:
         raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {problem}")
     draws = draw_requests(traffic, replicates, requests, whole_number("seed", seed, lo=0))
