@@ -91,7 +91,10 @@ def test_batcher_calibration_checked_at_construction():
 
 def test_planning_uses_the_calibration_conversion():
     from rooflinekit.planning import fleet
-    options, label = fleet._roofline_options(CAL, None)
-    assert options == CAL.clock_options() and label == CAL.label
-    assert fleet._roofline_options(None, None) == ({}, IDEAL)
+    # the planners ask for each configuration's options by model and GPU
+    options_for, label = fleet._roofline_options(CAL, None)
+    assert options_for("Llama-3.1-8B", "H100-SXM-80GB") == CAL.clock_options()
+    assert label == CAL.label
+    ideal, label = fleet._roofline_options(None, None)
+    assert ideal("Llama-3.1-8B", "H100-SXM-80GB") == {} and label == IDEAL
     assert calibrate.Calibration is Calibration
