@@ -344,19 +344,28 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
 
 
 @_memory_formula("tokens", "KV budget in tokens", model=_budget_fields(*_BUDGET_FIELDS),
-                 gpu=("memory_bytes",), order=("gpu", "tp", "model"))
-def kv_budget_tokens(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_kv=False):
+                 gpu=("memory_bytes",), order=("gpu", "tp", "model"),
+                 checks={"draft_weight_bytes": lambda name, v: check_nonnegative(name, v)},
+                 parameters=parameter_entries("""
+    draft_weight_bytes : float, array_like or xarray.DataArray
+        Weights of a draft model held beside the target's for speculative decoding [bytes],
+        ≥ 0, off the group's memory before the reserve, as in
+        :func:`max_concurrent_sequences`. Default 0 (no draft).
+    """))
+def kv_budget_tokens(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_kv=False,
+                     draft_weight_bytes=0.0):
     """Tokens of KV cache the budget holds [tokens] (floored), the simulator's ``kv_budget_tokens``.
 
-    ``floor(usable_kv_bytes / kv_bytes_per_token)``. For sliding-window models this counts every
-    token at the full per-token size, which is conservative once sequences outgrow the window.
-    ``replicate_kv`` divides the budget among the copies of :func:`kv_copies`.
+    ``floor(usable_kv_bytes / kv_bytes_per_token)``, with a draft model's weights off the memory
+    beside the target's. For sliding-window models this counts every token at the full
+    per-token size, which is conservative once sequences outgrow the window. ``replicate_kv``
+    divides the budget among the copies of :func:`kv_copies`.
 
     References
     ----------
     .. [1] Serving-capacity guide §2.4, §4.4.
     """
-    budget = _kv_budget(model, gpu, tp, reserve, replicate_kv)
+    budget = _kv_budget(model, gpu, tp, reserve, replicate_kv, draft_weight_bytes)
     return _count(budget / model.kv_bytes_per_token)
 
 

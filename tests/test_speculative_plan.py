@@ -212,3 +212,26 @@ def test_concurrency_of_prefix_groups_and_shares_by_hand():
         with pytest.raises(ValueError, match=match):
             memory.max_concurrent_sequences(model, gpu, 3000, shared_prefix_tokens=1000,
                                             **kwargs)
+
+
+def test_a_derived_budget_takes_the_draft_models_weights_off_the_memory():
+    """Llama-3.1-70B on 4 x H100 with Llama-3.1-8B as draft, the budget derived by the batcher:
+    (4 x memory - W_target - W_draft) x (1 - reserve) over the target's KV per token, floored
+    (guide §2.4's rule with the draft's weights beside the target's), then shared with the
+    draft's KV in proportion kv_t / (kv_t + kv_d). Written out from the spec fields."""
+    import math
+
+    from rooflinekit import catalog
+    from rooflinekit.batching import ContinuousBatcher, Speculative, run_replicates
+    target, draft = catalog.model("Llama-3.1-70B"), catalog.model("Llama-3.1-8B")
+    gpu = catalog.gpu("H100-SXM-80GB")
+    spec = Speculative(draft=draft, draft_tokens=4, acceptance=0.8)
+    batcher = ContinuousBatcher(8, model=target, gpu=gpu, tp=4, clock="roofline",
+                                admission="paged", speculative=spec)
+    weights = lambda m: m.n_params * m.bytes_per_param        # noqa: E731
+    usable = (4 * gpu.memory_bytes - weights(target) - weights(draft)) * (1 - 0.1)
+    tokens = math.floor(usable / target.kv_bytes_per_token)
+    shared = math.floor(tokens * target.kv_bytes_per_token
+                        / (target.kv_bytes_per_token + draft.kv_bytes_per_token))
+    ds = run_replicates(batcher, [[0.0, 0.1]], [[16, 16]], [[4, 4]])
+    assert int(ds.attrs["kv_budget_tokens"]) == shared

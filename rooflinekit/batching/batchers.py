@@ -55,6 +55,7 @@ from rooflinekit._validation import (MAX_COUNT, check_bool, check_keys, check_on
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 from rooflinekit.dtypes import bytes_per_element
+from rooflinekit.models import ModelShape
 
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _model_quality,
@@ -694,8 +695,12 @@ class ContinuousBatcher(_Batcher):
                                              ep=self.ep, reserve=self.reserve)
             budget = int(per_gpu.usable_kv_bytes // per_gpu.kv_bytes_per_token)
         else:
+            # a draft model's weights sit beside the target's (a draft head's are not counted)
+            draft = None if self.speculative is None else self.speculative.draft
+            extra = memory.weight_bytes(draft) if isinstance(draft, ModelShape) else 0.0
             budget = int(np.asarray(memory.kv_budget_tokens(
-                self.model, self.gpu, tp=self.tp, reserve=self.reserve)).item())
+                self.model, self.gpu, tp=self.tp, reserve=self.reserve,
+                draft_weight_bytes=extra)).item())
         if self.speculative is not None and self.model is not None:
             budget = self.speculative.kv_tokens(self.model, budget)   # a draft model's KV
         return budget

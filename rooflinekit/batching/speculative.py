@@ -74,8 +74,11 @@ class Speculative:
     the draft. A draft model also prefills every prompt chunk (its step of those tokens alone
     is added to the step that prefills them) and keeps its own KV of every sequence's context
     in the target's blocks: with the target model, the batcher's KV budget is shared so
-    (:meth:`kv_tokens`), and :func:`rooflinekit.plan` also takes the draft's weights off each
-    replica's memory. A draft head's prefill, weights and KV are not modelled.
+    (:meth:`kv_tokens`). The draft's weights come off the memory of a budget the batcher derives
+    from its model and GPU (:func:`rooflinekit.memory.kv_budget_tokens`'s
+    ``draft_weight_bytes``), and off each replica's in :func:`rooflinekit.plan`; a budget given
+    as ``kv_budget_tokens`` is taken as it is. A draft head's prefill, weights and KV are not
+    modelled.
 
     References
     ----------
