@@ -74,6 +74,27 @@ def test_layout_without_pipeline_or_experts_is_todays_step_exactly():
     assert rk.layout_prefill_time(L70, H100, 2000, tp=4) == r.prefill_time(L70, H100, 2000, 4)
 
 
+def test_a_cached_prefix_passes_the_stages_only_as_its_computed_tokens():
+    """4,000-token prompt, 3,000 cached, pp = 2: one hand-off of the 1,000 computed tokens'
+    activations (8,192 wide, bf16) over the NIC, after the group's prefill of those tokens."""
+    prompt, cached = 4000, 3000
+    group = r.prefill_time(L70, H100, prompt, 4, cached_tokens=cached)
+    hand_off = 1000 * 8192 * 2 / H100.network_bandwidth + H100.interconnect_latency
+    t = rk.layout_prefill_time(L70, H100, prompt, tp=4, pp=2, cached_tokens=cached)
+    assert t == pytest.approx(group + hand_off, rel=1e-12)
+    # a fully cached prompt still hands one token's activations on
+    full = rk.layout_prefill_time(L70, H100, prompt, tp=4, pp=2, cached_tokens=prompt)
+    assert full == pytest.approx(r.prefill_time(L70, H100, prompt, 4, cached_tokens=prompt)
+                                 + 8192 * 2 / H100.network_bandwidth
+                                 + H100.interconnect_latency, rel=1e-12)
+    # without a pipeline it is prefill_time's own
+    assert rk.layout_prefill_time(L70, H100, prompt, tp=4, cached_tokens=cached) == group
+    with pytest.raises(ValueError, match="cached_tokens"):
+        rk.layout_prefill_time(L70, H100, prompt, tp=4, pp=2, cached_tokens=prompt + 1)
+    with pytest.raises(ValueError, match="cached_tokens"):
+        rk.layout_prefill_time(L70, H100, prompt, tp=4, pp=2, cached_tokens=-1)
+
+
 def test_micro_batches_raise_throughput_not_single_sequence_speed():
     """Four micro-batches of the same size keep all four stages busy: the same ITL, 4× the rate."""
     batch, context = 64, 2048

@@ -170,8 +170,8 @@ def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1,
     return np.maximum(m * stage, pp * stage + hand_offs)
 
 
-def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, p2p_bandwidth=None,
-                        p2p_latency=None, ep_bandwidth=None, **step_options):
+def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, cached_tokens=0,
+                        p2p_bandwidth=None, p2p_latency=None, ep_bandwidth=None, **step_options):
     """Prefill time of one prompt on a ``(tp, pp, ep)`` layout [s].
 
     Parameters
@@ -182,10 +182,14 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, p2p_band
         Tokens of the prompt [tokens], ≥ 0.
     tp, pp, ep : int
         Layout degrees [1] (:func:`rooflinekit.parallel.check_layout`).
+    cached_tokens : int or array_like
+        The prompt's leading tokens whose KV is cached (a prefix-cache hit) [tokens], in
+        ``[0, prompt_tokens]``, as in :func:`~rooflinekit.roofline.prefill_time`.
     p2p_bandwidth, p2p_latency, ep_bandwidth : float, optional
         Link overrides, as in :func:`layout_decode_step_time`.
     **step_options
-        The step options of :func:`rooflinekit.roofline.prefill_time`.
+        The step options of :func:`rooflinekit.roofline.prefill_time` (``context_length``
+        among them).
 
     Returns
     -------
@@ -197,7 +201,9 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, p2p_band
     The prompt passes the stages one after another: ``T(P) + A(P) + (pp − 1)·p(P)`` with the
     terms of :func:`layout_decode_step_time` at ``P`` tokens. Splitting a long prompt into chunks
     that follow each other through the pipeline would overlap the stages; that is not modelled.
-    ``pp = ep = 1`` is :func:`prefill_time` exactly.
+    ``pp = ep = 1`` is :func:`prefill_time` exactly. With ``C`` cached tokens only the
+    ``max(P − C, 1)`` computed tokens pass the stages and the all-to-all (a fully cached prompt
+    still computes its last token); the cached KV is read where it lies, in each stage.
 
     See Also
     --------
@@ -207,12 +213,17 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, p2p_band
              "ep_bandwidth": ep_bandwidth}
     tp, pp, ep, _ = _check(model, gpu, tp, pp, ep, 1, links, step_options)
     check_integer("prompt_tokens", prompt_tokens, lo=0)
+    check_integer("cached_tokens", cached_tokens, lo=0)
     activation_dtype = step_options.get("activation_dtype", "bf16")
-    group = prefill_time(model, gpu, prompt_tokens, tp, **step_options)
+    group = prefill_time(model, gpu, prompt_tokens, tp, cached_tokens=cached_tokens,
+                         **step_options)
     if pp == 1 and ep == 1:
         return group
-    return (group + _all_to_all_time(model, gpu, prompt_tokens, ep, links, activation_dtype)
-            + _p2p_time(model, gpu, prompt_tokens, pp, links, bytes_per_element(activation_dtype)))
+    # what passes the stages: the computed tokens (prefill_time checked cached <= prompt)
+    computed = (prompt_tokens if np.all(np.asarray(cached_tokens) == 0)
+                else np.maximum(np.asarray(prompt_tokens) - np.asarray(cached_tokens), 1))
+    return (group + _all_to_all_time(model, gpu, computed, ep, links, activation_dtype)
+            + _p2p_time(model, gpu, computed, pp, links, bytes_per_element(activation_dtype)))
 
 
 def _divisors(n):
