@@ -179,6 +179,20 @@ def test_plan_with_chunks_is_identical(small_plan):
     xr.testing.assert_identical(chunked, small_plan)
 
 
+def test_plan_on_one_thread_is_identical(small_plan):
+    """Configurations shared out over threads (the default on several cores) give the numbers
+    of one configuration at a time with its replicates in prange."""
+    import numba
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        one = rk.plan(TRAFFIC, SLO, models=MODEL, gpus=[GPU, "L40S"], tp=[1, 2],
+                      max_num_seqs=[32, 128], replicates=6, requests=300, seed=1)
+    finally:
+        numba.set_num_threads(threads)
+    xr.testing.assert_identical(one, small_plan)
+
+
 def test_looser_slo_never_lowers_the_rate():
     kwargs = {"models": MODEL, "gpus": GPU, "tp": 1, "max_num_seqs": 64, "replicates": 4,
               "requests": 300}
