@@ -140,6 +140,16 @@ def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidt
     --------
     mixed_step_time_kernel, mixed_step_time
 
+    Notes
+    -----
+    The step formula of :func:`mixed_step_time`, its model and GPU terms folded into plain
+    floats once, so that the simulator's kernels price a step of any batch, prompt chunk and
+    context with a few multiply-adds.
+
+    References
+    ----------
+    .. [1] Guide §3.1–3.2 (the roofline), §4.1 (the decode step).
+
     Examples
     --------
     >>> from rooflinekit import catalog
@@ -239,6 +249,12 @@ def effective_kv_tokens(model, context_length):
     --------
     rooflinekit.memory.kv_bytes_per_sequence, mixed_step_time
 
+    Notes
+    -----
+    With ``L_f`` full-attention layers and ``L_s`` sliding-window layers of window ``w`` out of
+    ``L = L_f + L_s``: ``(L_f · C + L_s · min(C, w)) / L``; ``C`` when every layer attends to
+    the whole context.
+
     References
     ----------
     .. [1] :func:`rooflinekit.memory.kv_bytes_per_sequence`; Jiang et al., "Mistral 7B", 2023.
@@ -331,6 +347,14 @@ def prefill_bytes(model, prompt_tokens, context_length=0, *, activation_dtype="b
     --------
     prefill_flops, decode_bytes
 
+    Notes
+    -----
+    ``W + P·e + (P + C_eff)·k + P·a``: the weights ``W`` once (of a MoE model, the experts
+    its ``P`` tokens touch), an embedding row ``e`` per token, the prompt's KV written and the
+    cached prefix's read (``k`` bytes a token, ``C_eff`` :func:`effective_kv_tokens`), and the
+    elementwise activation traffic ``a`` per token (in ``activation_dtype``). One read of the
+    weights serves every prompt token, which is why prefill is compute-bound.
+
     References
     ----------
     .. [1] Serving-capacity guide §3.1.
@@ -393,6 +417,12 @@ def ridge_point(gpu, *, compute_efficiency=1.0, bandwidth_efficiency=1.0, comput
     --------
     arithmetic_intensity, critical_batch_size
 
+    Notes
+    -----
+    ``I* = η_c · F / (η_b · BW)`` with ``F`` the peak FLOP/s in the compute dtype, ``BW`` the
+    memory bandwidth and ``η`` the efficiencies: the arithmetic intensity at which the compute
+    and memory roofs take the same time.
+
     References
     ----------
     .. [1] Williams, Waterman & Patterson, CACM 2009; guide §3.2.
@@ -416,6 +446,12 @@ def bound(arithmetic_intensity, ridge_point):
     See Also
     --------
     decode_bound, prefill_bound
+
+    Notes
+    -----
+    ``"compute"`` where ``I ≥ I*``, ``"memory"`` where ``I < I*``, elementwise, with ``I`` the
+    arithmetic intensity and ``I*`` the ridge point; at the ridge both roofs take the same time
+    and it counts as compute-bound.
 
     References
     ----------
@@ -442,6 +478,13 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_ef
     --------
     prefill_bound, bound, decode_roofline
 
+    Notes
+    -----
+    :func:`bound` of the step's FLOPs over its bytes against the (effective) ridge point. A
+    decode step reads every weight for ``B`` tokens, so it turns compute-bound only near the
+    critical batch: the guide's 70B model on the lab GPU is memory-bound at batch 1 and
+    compute-bound at 512 (no context).
+
     References
     ----------
     .. [1] Guide §3.1–3.2.
@@ -460,6 +503,13 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_
     See Also
     --------
     decode_bound, bound
+
+    Notes
+    -----
+    :func:`bound` of the pass's FLOPs (``≈ 2 · active parameters · P`` plus attention) over its
+    bytes (the weights once, the prompt's KV written, the cached prefix read): ``P`` tokens
+    share each weight read, so any prompt longer than the ridge point in tokens is
+    compute-bound (2,000 tokens of the guide's 70B model on the lab GPU are).
 
     References
     ----------
