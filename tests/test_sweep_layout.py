@@ -5,6 +5,7 @@ import pytest
 
 import rooflinekit as rk
 from rooflinekit import catalog
+from rooflinekit import roofline as r
 from rooflinekit.sweep import sweep
 
 MODELS = ["Llama-3.1-70B", "Mixtral-8x7B", "Llama-3.1-405B"]
@@ -113,3 +114,26 @@ def test_catalogue_datasets_without_the_new_fields_read_them_as_unknown():
     np.testing.assert_array_equal(old.decode_step_time.sel(pp=1).values,
                                   new.decode_step_time.sel(pp=1).values)
     assert (old.decode_step_time.sel(pp=2) < new.decode_step_time.sel(pp=2)).all()
+
+
+def test_speculation_on_a_pipeline_verifies_through_the_stages():
+    """k = 4 drafts of a 0.05 head, then the verification of 5 positions of each of the batch's
+    sequences through 2 stages: one hand-off of 5·B tokens' activations (8,192 wide, bf16) over
+    the NIC, worked out here; pp = 1 is the one-group formula exactly."""
+    m, g = catalog.model("Llama-3.1-70B"), catalog.gpu("H100-SXM-80GB")
+    ds = sweep(m, g, tp=[4], context_length=[2048], batch_size=[8, 64], pp=[1, 2],
+               draft_tokens=[4], acceptance=[0.8], draft=0.05)
+    for batch in (8, 64):
+        cell = ds.sel(model=m.name, gpu=g.name, tp=4, context_length=2048,
+                      batch_size=batch, draft_tokens=4, acceptance=0.8)
+        one_group = rk.speculative_step_time(m, g, batch, 2048, 4, draft=0.05, draft_tokens=4)
+        assert float(cell.speculative_step_time.sel(pp=1)) == one_group
+        verify = r.verification_step_time(m, g, batch, 2048, 4, draft_tokens=4)
+        hand_off = 5 * batch * 8192 * 2 / g.network_bandwidth + g.interconnect_latency
+        drafts = 4 * 0.05 * rk.decode_step_time(m, g, batch, 2048, 4)
+        assert float(cell.speculative_step_time.sel(pp=2)) == pytest.approx(
+            drafts + verify + hand_off, rel=1e-12)
+        # the speed-up is over the layout's own decode step
+        itl = float(cell.speculative_step_time.sel(pp=2)) / rk.speculative_tokens_per_step(0.8, 4)
+        assert float(cell.speculative_speedup.sel(pp=2)) == pytest.approx(
+            rk.layout_decode_step_time(m, g, batch, 2048, tp=4, pp=2) / itl, rel=1e-12)

@@ -155,17 +155,17 @@ VARIABLES = MappingProxyType({
 #: The variables of a sweep over speculative decoding (``draft_tokens=``, ``acceptance=``,
 #: ``draft=``), besides :data:`VARIABLES`.
 SPECULATIVE_VARIABLES = MappingProxyType({
-    "speculative_step_time": _Var((_M, _G, _T, _C, _B, _K), "s",
+    "speculative_step_time": _Var((_M, _G, _T, _PP, _EP, _C, _B, _K), "s",
                                   "speculative step time (drafts and verification)"),
     "speculative_tokens_per_step": _Var((_K, _A), "tokens/step",
                                         "expected tokens per speculative step"),
-    "speculative_itl": _Var((_M, _G, _T, _C, _B, _K, _A), "s",
+    "speculative_itl": _Var((_M, _G, _T, _PP, _EP, _C, _B, _K, _A), "s",
                             "speculative inter-token latency (step per token gained)",
                             deps=("speculative_step_time", "speculative_tokens_per_step")),
-    "speculative_tokens_per_second": _Var((_M, _G, _T, _C, _B, _K, _A), "tokens/s",
+    "speculative_tokens_per_second": _Var((_M, _G, _T, _PP, _EP, _C, _B, _K, _A), "tokens/s",
                                           "speculative decode throughput per group",
                                           deps=("speculative_itl",)),
-    "speculative_speedup": _Var((_M, _G, _T, _C, _B, _K, _A), "1",
+    "speculative_speedup": _Var((_M, _G, _T, _PP, _EP, _C, _B, _K, _A), "1",
                                 "speculative decoding speed-up",
                                 deps=("speculative_itl", "decode_step_time")),
 })
@@ -532,9 +532,15 @@ def _speculative_formula(name, out, env, grid):
     """A speculative-decoding variable from :mod:`rooflinekit.roofline`'s speculative formulas.
 
     ``speculative_speedup`` is the public function's ``E · t_decode / t_speculative`` from the
-    step times already computed.
+    step times already computed. On a pipeline or expert layout the verification of the
+    ``k + 1`` positions passes the layout as a decode step does (its micro-batches, stages,
+    hand-offs and all-to-all of ``b·(k + 1)`` tokens, :func:`_layout_time`), while the ``k``
+    draft steps run on one tensor-parallel group of ``tp`` GPUs at the whole batch, outside
+    the pipeline (a draft model or head is small enough to sit with one stage).
     """
     if name == "speculative_step_time":
+        if _has_layout(grid):
+            return _layout_speculative_step(env, grid)
         v = roofline.speculative_step_time(env.model, env.gpu, env.batch, env.ctx, env.tp,
                                            draft=grid.draft, draft_tokens=env.k,
                                            roofline_options=grid.options)
@@ -549,6 +555,22 @@ def _speculative_formula(name, out, env, grid):
     else:  # pragma: no cover - VARIABLES and this table are kept together
         raise KeyError(name)
     return _raw(v)
+
+
+def _layout_speculative_step(env, grid):
+    """:func:`rooflinekit.roofline.speculative_step_time` on a layout (:func:`_speculative_formula`)."""
+    model, gpu, tp, ctx, batch, k = env.model, env.gpu, env.tp, env.ctx, env.batch, env.k
+    m = grid.micro_batches
+    b = batch if m == 1 else batch // m
+    verify = roofline.verification_step_time(model, gpu, b, ctx, tp, draft_tokens=k,
+                                             **grid.options)
+    verify = _layout_time(_raw(verify), env, grid, b * (k + 1), m)
+    if isinstance(grid.draft, float):        # a head: its share of the target's decode step
+        one = grid.draft * _raw(roofline.decode_step_time(model, gpu, batch, ctx, tp,
+                                                          **grid.options))
+    else:
+        one = _raw(roofline.decode_step_time(grid.draft, gpu, batch, ctx, tp, **grid.options))
+    return k * one + verify
 
 
 def _raw(value):
@@ -722,6 +744,8 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         ``draft_tokens`` (vLLM's ``--num-speculative-tokens``). Given with ``acceptance`` and
         ``draft``, the sweep adds the ``speculative_*`` variables
         (:func:`rooflinekit.roofline.speculative_speedup`). ``None`` (default): no speculation.
+        With ``pp``/``ep`` the verification passes the layout as a decode step does and the
+        drafts run on one ``tp`` group outside the pipeline.
     acceptance : float or sequence of float, optional
         Probability α that the target accepts a drafted token [1], each in [0, 1], as
         dimension ``acceptance``; with ``draft_tokens``.
@@ -820,8 +844,7 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
                                         activation_dtype=activation_dtype, **prefill_knobs)
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
                       variables, options, pp=pp, ep=ep, micro_batches=micro_batches,
-                      techniques=_techniques(draft_tokens, acceptance, draft, prefix_share,
-                                             layout=pp is not None or ep is not None))
+                      techniques=_techniques(draft_tokens, acceptance, draft, prefix_share))
     grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv),
                                prefill_options=prefill_options, model_quality=quality)
     memory_limit = real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True)
@@ -883,16 +906,13 @@ def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_
             "activation_dtype": known["activation_dtype"], **engine}
 
 
-def _techniques(draft_tokens, acceptance, draft, prefix_share, *, layout):
+def _techniques(draft_tokens, acceptance, draft, prefix_share):
     """The techniques' axes and draft, checked: (draft_tokens, acceptance, share), draft, bytes."""
     given = {"draft_tokens": draft_tokens, "acceptance": acceptance, "draft": draft}
     if any(v is not None for v in given.values()) and any(v is None for v in given.values()):
         missing = [k for k, v in given.items() if v is None]
         raise ValueError(f"speculative decoding needs draft_tokens, acceptance and draft "
                          f"together; {', '.join(missing)} missing")
-    if layout and draft_tokens is not None:
-        raise ValueError("draft_tokens (speculative decoding) is modelled for one "
-                         "tensor-parallel group; it does not combine with pp or ep")
     k = _axis_values("draft_tokens", draft_tokens, lo=0, allow_none=True)
     alpha = _share_values("acceptance", acceptance)
     share = _share_values("prefix_share", prefix_share)
