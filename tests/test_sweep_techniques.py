@@ -127,7 +127,7 @@ def test_the_lazy_sweep_equals_the_in_memory_one(techniques):
     ({"prefix_share": [-0.1]}, ValueError, "prefix_share"),
     ({"prefix_share": [0.5, 0.5]}, ValueError, "prefix_share"),
     ({"prefix_share": "half"}, TypeError, "prefix_share"),
-    ({"draft_tokens": [2], "acceptance": [0.8], "draft": 0.05, "pp": [1, 2]}, ValueError,
+    ({"draft_tokens": [2], "acceptance": [0.8], "draft": 0.05, "pp": [0, 2]}, ValueError,
      "pp"),
     ({"variables": ["speculative_speedup"]}, ValueError, "draft_tokens"),
 ])
