@@ -252,7 +252,7 @@ def batching_section() -> Section:
     mc = batching.monte_carlo(spec, {"static": batching.StaticBatcher(8),
                                      "continuous": batching.ContinuousBatcher(8)},
                               replicates=50, seed=0, sweep={"output.sigma": list(sigmas)},
-                              parallel=False)   # small: serial beats compiling prange kernels
+                              parallel=False)   # small: serial beats starting threads
     ratio = (mc.sel(policy="static") / mc.sel(policy="continuous"))
     rows = tuple(
         (sg, float(ratio.makespan.sel({"output.sigma": sg}).median()),

@@ -208,7 +208,7 @@ def test_import_compiles_nothing():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-KERNELS = ("continuous_run", "continuous_run_many", "static_run", "static_run_many")
+KERNELS = ("continuous_run", "continuous_run_speculative", "static_run")
 
 
 def test_kernels_cached_on_disk():
@@ -330,7 +330,7 @@ print(json.dumps({
 ])
 def test_second_simulate_process_compiles_nothing_and_imports_no_dask(argv):
     # What a second `rooflinekit simulate` costs is numba's start-up; the test pins down what it
-    # does: load the two single-run kernels from the cache (no compilation, no prange kernel) and
+    # does: load the two single-run kernels from the cache (no compilation) and
     # build its numpy-backed results without importing dask.
     import json
     import subprocess

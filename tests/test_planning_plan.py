@@ -181,7 +181,7 @@ def test_plan_with_chunks_is_identical(small_plan):
 
 def test_plan_on_one_thread_is_identical(small_plan):
     """Configurations shared out over threads (the default on several cores) give the numbers
-    of one configuration at a time with its replicates in prange."""
+    of one configuration at a time with its replicates spread over the cores."""
     import numba
     threads = numba.get_num_threads()
     numba.set_num_threads(1)

@@ -5,9 +5,10 @@ for what they do; tests require every output of the two to be equal, bit for bit
 their input arrays and write into preallocated outputs: no random numbers (the workload is drawn
 before, in :mod:`rooflinekit.workloads`), no Python objects, no allocation inside the step loop
 (each run allocates its scratch arrays once, sized by the request count and the slot limit).
-Replicates of a Monte Carlo run in parallel with ``prange``, one independent run per replicate;
-single runs release the GIL (``nogil=True``) so dask's threaded scheduler can run chunks side by
-side.
+Every kernel is one run and releases the GIL (``nogil=True``): the replicates of a Monte Carlo run
+in a pool of Python threads, one run per replicate at a time
+(:func:`rooflinekit.batching.batchers._each_row`), and dask's threaded scheduler runs chunks side
+by side.
 
 The continuous kernel's cost per step does not grow with the number of running sequences, on
 either clock: every decoding sequence grows by one token a step, so a decoding sequence stores its
@@ -78,9 +79,9 @@ plain continuous body (:func:`_pool_replica`), and its outputs scattered back; t
 sorts the decode arrivals once; every replica adds its gaps to one histogram, so the fleet's
 percentiles are those of all the gaps, and no Python runs between the pools.
 
-A first run in a new environment compiles for about 3 s (continuous) and 2 s (static), plus as
-much again for the ``prange`` versions on the first Monte Carlo (``benchmarks/batching.py``,
-``Compile``); later processes load the machine code in a fraction of that. The first
+A first run in a new environment compiles for about 3 s (continuous) and 2 s (static)
+(``benchmarks/batching.py``, ``Compile``); a Monte Carlo runs the same kernels, so compiles
+nothing more; later processes load the machine code in a fraction of that. The first
 disaggregated run compiles the plain body once more (in :func:`_pool_replica`), a little longer
 than :func:`continuous_run` (17 s against 13 s on a loaded machine; 0.5 s from the cache).
 """
@@ -90,7 +91,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from rooflinekit.batching._reference import (
     GAP_PERCENTILES,
@@ -105,8 +106,8 @@ from rooflinekit.roofline import (
     prefill_context_tokens_kernel,
 )
 
-__all__ = ["continuous_run", "continuous_run_speculative", "continuous_run_many", "static_run",
-           "static_run_many", "disaggregated_run", "N_STATS",
+__all__ = ["continuous_run", "continuous_run_speculative", "static_run", "disaggregated_run",
+           "N_STATS",
            "N_COEFFICIENTS", "STALLED", "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
 
 # Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
@@ -1305,25 +1306,6 @@ continuous_run_speculative = _continuous_kernel(True, "continuous_run_speculativ
                                                 _SPECULATIVE_DOC)
 
 
-@njit(parallel=True, cache=True)
-def continuous_run_many(arrival, prompt, output, priority, prefix_group, prefix_tokens,
-                        arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
-                        block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-                        tick_mode, coef, draft_coef, draft_share, itl_target,
-                        admit, first_token, finish, preemptions, status, stats, errors):
-    """:func:`continuous_run` over 2-D ``(replicate, request)`` arrays, replicates in parallel."""
-    for r in prange(arrival.shape[0]):
-        row = (arrival[r], prompt[r], output[r], priority[r], prefix_group[r], prefix_tokens[r],
-               arrived_kv_tokens[r], gain[r], gain_offset[r], max_num_seqs, kv_budget, paged,
-               block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-               tick_mode, coef, draft_coef, draft_share, itl_target, admit[r], first_token[r],
-               finish[r], preemptions[r], status[r], stats[r])
-        if draft_tokens > 0:
-            errors[r] = continuous_run_speculative(*row)
-        else:
-            errors[r] = continuous_run(*row)
-
-
 @njit(nogil=True, cache=True)
 def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_target,
                admit, first_token, finish, preemptions, status, stats):
@@ -1397,16 +1379,6 @@ def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_
     _store_percentiles(hist_n, hist_max, stats)
     return 0
 
-
-
-@njit(parallel=True, cache=True)
-def static_run_many(arrival, prompt, output, batch_size, tick_mode, coef, itl_target,
-                    admit, first_token, finish, preemptions, status, stats, errors):
-    """:func:`static_run` over 2-D ``(replicate, request)`` arrays, replicates in parallel."""
-    for r in prange(arrival.shape[0]):
-        errors[r] = static_run(arrival[r], prompt[r], output[r], batch_size, tick_mode, coef,
-                               itl_target, admit[r], first_token[r], finish[r], preemptions[r],
-                               status[r], stats[r])
 
 
 # --- disaggregated serving: the prefill pool, the hand-over, the decode pools -----------------

@@ -30,7 +30,7 @@ The search
    20 % fewer runs than bisection (2,682 against 3,338). The replicate's max rate is ``lo``.
    Starting from the top keeps the search away from the lowest rates, the slowest to simulate
    (a lone sequence decodes every token in a step of its own). The runs of one step go to the
-   kernel together, one replicate per thread (numba ``prange``). With common random numbers the
+   kernel together, one replicate per thread. With common random numbers the
    attainment falls with the rate almost everywhere, but not strictly; the search returns one
    crossing, within ``rtol`` of it.
 4. If the SLO still holds at saturation, the rate is the saturation rate and the binding
@@ -246,8 +246,8 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         Relative tolerance of the search [1], in (0, 1): the final bracket's ratio is within
         ``1 + rtol``.
     parallel : bool
-        Run the replicates of a step on all cores (numba ``prange``); ``False`` inside dask
-        tasks, which supply the parallelism themselves.
+        Run the replicates of a step on all cores, one thread each; ``False`` inside dask
+        tasks and the planner's own threads, which supply the parallelism themselves.
 
     Returns
     -------

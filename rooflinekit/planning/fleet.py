@@ -403,11 +403,11 @@ def _on_all_cores(run, configs) -> list:
     """``run(index, parallel=...)`` of every configuration, in order, the cores shared out.
 
     With at least as many configurations as numba threads, a pool of that many threads takes
-    them one by one, each running its replicates in its own thread (the kernels release the
-    GIL): the cores stay busy through the search's steps of a few rows and through the other
-    threads' Python, where ``prange`` over one configuration's rows leaves them waiting (the
-    planning benchmark took a third less CPU time). With fewer, one at a time, its replicates
-    in parallel. Each replicate runs the same kernel either way: the results are identical.
+    them one by one, each running its replicates one after another in its own thread (the
+    kernels release the GIL): the cores stay busy through the search's steps of a few rows and
+    through the other threads' Python, where spreading one configuration's rows over the cores
+    leaves them waiting. With fewer, one at a time, its replicates in parallel. Each replicate
+    runs the same kernel either way: the results are identical.
     """
     import numba                                  # numba: loaded on the first plan
     threads = numba.get_num_threads()
