@@ -87,3 +87,41 @@ def test_a_calibration_with_knob_sets_gives_each_gpu_its_own():
                      roofline_options=cal.clock_options(), **SMALL)
     assert float(both["max_rate"].sel(gpu="H100-SXM-80GB").squeeze()) != \
         float(shared["max_rate"].squeeze())
+
+
+# A layout's energy by hand: guide-style tiny model (2 layers, hidden 32, 1e9 bf16 parameters,
+# 128 B of KV per token), one 500 W GPU per stage, stages joined by a 1 GB/s link of 10 µs.
+TINY = rk.ModelShape("tiny", n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, n_params=1e9)
+STAGE_GPU = rk.GPU("g", memory_bytes=80 * 2**30, hbm_bandwidth=1e12, peak_flops=1e15,
+                   board_power=500.0, interconnect_bandwidth=1e9, interconnect_latency=1e-5)
+
+
+@pytest.mark.parametrize("batch", [4, 2.5])
+def test_a_pipeline_layouts_energy_by_hand(batch):
+    from rooflinekit.planning.fleet import _layout_energy_per_token
+    # the group's step reads the weights and the KV (memory-bound, no overhead): T; the stage
+    # hand-off sends batch × hidden bf16 activations: p; one micro-batch waits for both stages
+    # and the hand-off: T_L = T + p. Two GPUs each draw 0.3 of 500 W the whole T_L and the
+    # rest while their stage computes, half of T.
+    t = (2e9 + 128 * batch * 1000) / 1e12
+    handoff = batch * 32 * 2 / 1e9 + 1e-5
+    t_layout = t + handoff
+    expected = 2 * 500.0 * (0.3 * t_layout + 0.7 * t / 2) / batch
+    got = _layout_energy_per_token(TINY, STAGE_GPU, batch, 1000, tp=1, pp=2)
+    assert got == pytest.approx(expected, rel=1e-12)
+    # above the single GPU's (no hand-off, no second board idling) by the idle draw alone
+    single = rk.energy_per_token(TINY, STAGE_GPU, batch, 1000)
+    assert got - float(single) == pytest.approx(500.0 * 0.3 * (2 * t_layout - t) / batch,
+                                                rel=1e-9)
+
+
+def test_a_layouts_energy_is_known_and_tp_rows_keep_theirs():
+    base = rk.plan(TRAFFIC, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", tp=[1, 2],
+                   max_num_seqs=16, electricity_price=0.1, **SMALL)
+    layout = rk.plan(TRAFFIC, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", tp=[1, 2],
+                     max_num_seqs=16, pp=[1, 2], electricity_price=0.1, **SMALL)
+    for name in ("energy_per_token", "monthly_cost", "max_rate"):
+        np.testing.assert_array_equal(layout[name].sel(pp=1).values, base[name].values,
+                                      err_msg=name)
+    staged = layout["energy_per_token"].sel(pp=2).values
+    assert np.isfinite(staged).all() and (staged > 0).all()

@@ -4,7 +4,8 @@ The kernels implement exactly the rules of :mod:`rooflinekit.batching._reference
 for what they do; tests require every output of the two to be equal, bit for bit). They only read
 their input arrays and write into preallocated outputs: no random numbers (the workload is drawn
 before, in :mod:`rooflinekit.workloads`), no Python objects, no allocation inside the step loop
-(each run allocates its scratch arrays once, sized by the request count and the slot limit).
+(each run allocates its scratch arrays once, sized by the request count and the slot limit, or
+borrows them from its caller).
 Every kernel is one run and releases the GIL (``nogil=True``): the replicates of a Monte Carlo run
 in a pool of Python threads, one run per replicate at a time
 (:func:`rooflinekit.batching.batchers._each_row`), and dask's threaded scheduler runs chunks side
@@ -77,7 +78,14 @@ Disaggregated serving (:func:`disaggregated_run`) runs every replica of a prefil
 decode pool in one call: each replica's requests are gathered into scratch arrays, run by the
 plain continuous body (:func:`_pool_replica`), and its outputs scattered back; the hand-over
 sorts the decode arrivals once; every replica adds its gaps to one histogram, so the fleet's
-percentiles are those of all the gaps, and no Python runs between the pools.
+percentiles are those of all the gaps, and no Python runs between the pools. The replicas
+borrow their per-request scratch from the call, one buffer sized for the largest replica of
+either pool that also holds the gathered requests: one allocation a call. Allocated replica by
+replica, glibc returned the freed scratch to the system (past its trim threshold) and the next
+replica faulted it in again, 0.6 ms a call at 5,000 requests; with one buffer, the largest
+allocation, its threshold rises above what a call frees. Views of one buffer may alias, which
+the compiler must assume, so a run that is not lent one (:func:`continuous_run`) allocates
+each array itself (5-10 % faster per step).
 
 A first run in a new environment compiles for about 3 s (continuous) and 2 s (static)
 (``benchmarks/batching.py``, ``Compile``); a Monte Carlo runs the same kernels, so compiles
@@ -277,6 +285,64 @@ def _ring(n, size):
 
 
 @njit(cache=True)
+def _scratch_need(n, max_out, tick_mode, coef):
+    """Elements of int64, float64 and bool scratch one continuous run keeps per request (its
+    rings' buckets included): ``n`` requests, the longest output ``max_out``, on the clock of
+    ``coef``. It grows with both, so a caller sizes one scratch for several runs by their
+    largest (:func:`_scratch_carved`)."""
+    window = coef[_SW]
+    windowed = not tick_mode and window < math.inf
+    ret = _ring_size(max_out)
+    win = _ring_size(np.int64(math.ceil(window))) if windowed else 1
+    # 7 zeroed counts, the prompt, 2 queues, 4 list links, each ring's 2 links and its key
+    return 20 * n + 4 + 2 * ret + 2 * win, n, n
+
+
+@njit(inline="always")
+def _scratch_fresh(n, ret, win):
+    """A continuous run's per-request scratch, each array its own allocation (zeros where
+    the run counts from them): ``shared``, ``generated``, ``context``, ``to_prefill``,
+    ``prefilled``, ``blocks``, ``state``, ``above``, ``last_tok``; ``prompt``, the two
+    queues, the running and prefilling lists, the retirement ring (``ret`` buckets, each
+    empty) and the window ring (``win``) with their keys."""
+    ret_next, ret_prev = _ring(n, ret)
+    win_next, win_prev = _ring(n, win)
+    return (np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64),
+            np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64),
+            np.zeros(n, np.int64), np.zeros(n, np.bool_), np.zeros(n, np.float64),
+            np.empty(n, np.int64), np.empty((2, n), np.int64), np.empty(n + 1, np.int64),
+            np.empty(n + 1, np.int64), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64),
+            ret_next, ret_prev, np.empty(n, np.int64), win_next, win_prev,
+            np.empty(n, np.int64))
+
+
+@njit(inline="always")
+def _scratch_carved(ints, reals, flags, n, ret, win):
+    """:func:`_scratch_fresh`'s arrays as views of lent buffers (:func:`_scratch_need` long),
+    the zeroed counts together at the start of ``ints`` and cleared at once, the rings'
+    buckets emptied."""
+    ints[:7 * n] = 0
+    reals[:n] = 0.0
+    flags[:n] = False
+    o = 8 * n                            # after the counts and the prompts
+    o2 = o + 2 * n + 4 * (n + 1)         # after the queues and the lists
+    o3 = o2 + 3 * n + 2 * ret            # after the retirement ring
+    for b in range(n, n + ret):
+        ints[o2 + b] = b
+        ints[o2 + n + ret + b] = b
+    for b in range(n, n + win):
+        ints[o3 + b] = b
+        ints[o3 + n + win + b] = b
+    return (ints[0:n], ints[n:2 * n], ints[2 * n:3 * n], ints[3 * n:4 * n], ints[4 * n:5 * n],
+            ints[5 * n:6 * n], ints[6 * n:7 * n], flags[:n], reals[:n], ints[7 * n:o],
+            ints[o:o + 2 * n].reshape((2, n)), ints[o + 2 * n:o + 3 * n + 1],
+            ints[o + 3 * n + 1:o + 4 * n + 2], ints[o + 4 * n + 2:o + 5 * n + 3],
+            ints[o + 5 * n + 3:o2], ints[o2:o2 + n + ret], ints[o2 + n + ret:o2 + 2 * (n + ret)],
+            ints[o2 + 2 * (n + ret):o3], ints[o3:o3 + n + win],
+            ints[o3 + n + win:o3 + 2 * (n + win)], ints[o3 + 2 * (n + win):o3 + 3 * n + 2 * win])
+
+
+@njit(cache=True)
 def _spec_ring_size(longest):
     """Slots of a speculative step ring: a power of two above ``longest + 1`` steps."""
     size = 2
@@ -463,13 +529,17 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
                 block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
                 tick_mode, coef, draft_coef, draft_share, itl_target,
-                admit, first_token, finish, preemptions, status, stats, histogram, speculative):
+                admit, first_token, finish, preemptions, status, stats, workspace, speculative):
     """The continuous kernels' one body; ``speculative`` a constant of each caller.
 
-    ``histogram`` is the gap histogram, ``(hist_n, hist_max)``: :data:`N_GAP_BINS` counts (zeros
-    on entry) and bin maxima, filled in and read for the run's percentiles; the disaggregated
-    kernel passes one histogram to several runs, so that their gaps merge exactly. (One tuple:
-    a call of 31 arguments compiles to a star-call, which numba cannot inline.)
+    ``workspace`` is ``(hist_n, hist_max, ints, reals, flags)``: the gap histogram,
+    :data:`N_GAP_BINS` counts (zeros on entry) and bin maxima, filled in and read for the run's
+    percentiles; and the run's per-request scratch, int64, float64 and bool buffers of at
+    least :func:`_scratch_need` elements (shorter ones, empty ones included, are replaced by
+    arrays allocated here), overwritten. The disaggregated kernel passes one histogram to
+    several runs, so that their gaps merge exactly, and one scratch, so that its replicas
+    allocate (and the C allocator pages in) their memory once. (One tuple: a call of 31
+    arguments compiles to a star-call, which numba cannot inline.)
 
     Inlined into :func:`continuous_run` (``False``) and :func:`continuous_run_speculative`
     (``True``), so each is compiled with it known: the plain kernel carries none of the
@@ -480,8 +550,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
     if n == 0:
         return 0
-    hist_n, hist_max = histogram
-    prompt = np.maximum(prompt_tokens, 1)    # an empty prompt is its start token
+    hist_n, hist_max, ints, reals, flags = workspace
     total_blocks = kv_budget // block_size if paged else 0
     bs = block_size if paged else 1
     window = coef[_SW]
@@ -529,8 +598,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # ``shared`` is the prefix blocks a running sequence uses from the cache (not its own).
     caching = prefix_caching and paged
     n_groups = 1
+    max_out = 0
     for i in range(n):
         n_groups = max(n_groups, prefix_group[i] + 1)
+        max_out = max(max_out, output[i])
     g_blocks = np.zeros(n_groups, np.int64)
     for i in range(n):
         if prefix_group[i] >= 0:
@@ -538,45 +609,41 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     g_res = np.zeros(n_groups, np.bool_)
     g_refs = np.zeros(n_groups, np.int64)
     g_stamp = np.zeros(n_groups, np.float64)     # n_steps at the last release
-    shared = np.zeros(n, np.int64)
     cached_blocks = 0          # blocks of the resident prefixes
     evictable = 0              # of those, blocks of the prefixes no sequence uses
     cb_t = 0.0                 # integral of cached_blocks over time
+    # Calendar rings keyed by step counter: when a decoding sequence retires, when it reaches
+    # the window. A key is at most the longest output (or the window) ahead of ``g``, so a ring
+    # of more buckets than that holds one step per bucket; O(1) to file, take and cancel.
+    ret_mask = _ring_size(max_out) - 1
+    win_mask = _ring_size(w_cross) - 1 if windowed else 0
     # Per request: a queued or prefilling request holds its token counts; a decoding one holds
     # them less the step counter ``g`` (all decoding sequences grow by one a step, so none is
-    # touched in a decode step: cost per step does not grow with the batch).
-    generated = np.zeros(n, np.int64)
-    context = np.zeros(n, np.int64)
-    to_prefill = np.zeros(n, np.int64)
-    prefilled = np.zeros(n, np.int64)
-    blocks = np.zeros(n, np.int64)           # paged, prefilling: blocks held
-    state = np.zeros(n, np.int64)            # 0 not running, 1 prefilling, 2 decoding
-    above = np.zeros(n, np.bool_)            # decoding with context >= window
-    last_tok = np.zeros(n, np.float64)       # a preempted sequence's latest token time
-    queue = np.empty((2, n), np.int64)
+    # touched in a decode step: cost per step does not grow with the batch). ``blocks``: paged,
+    # prefilling, blocks held; ``state``: 0 not running, 1 prefilling, 2 decoding; ``above``:
+    # decoding with context >= window; ``last_tok``: a preempted sequence's latest token time.
+    # The caller's buffers where they are long enough (their views alias one another, which
+    # costs the step loop 5-10 %, so a run of its own allocates each array: numba tells the
+    # compiler that fresh arrays do not alias).
+    need_i, need_r, need_f = _scratch_need(n, max_out, tick_mode, coef)
+    if ints.shape[0] >= need_i and reals.shape[0] >= need_r and flags.shape[0] >= need_f:
+        (shared, generated, context, to_prefill, prefilled, blocks, state, above, last_tok,
+         prompt, queue, r_next, r_prev, p_next, p_prev, ret_next, ret_prev, ret_key, win_next,
+         win_prev, win_key) = _scratch_carved(ints, reals, flags, n, ret_mask + 1,
+                                              win_mask + 1)
+    else:
+        (shared, generated, context, to_prefill, prefilled, blocks, state, above, last_tok,
+         prompt, queue, r_next, r_prev, p_next, p_prev, ret_next, ret_prev, ret_key, win_next,
+         win_prev, win_key) = _scratch_fresh(n, ret_mask + 1, win_mask + 1)
+    for i in range(n):
+        prompt[i] = max(prompt_tokens[i], 1)  # an empty prompt is its start token
     q_head = np.zeros(2, np.int64)
     q_size = np.zeros(2, np.int64)
     # running sequences and prefilling ones, each a linked list in admission order (sentinel n)
-    r_next = np.empty(n + 1, np.int64)
-    r_prev = np.empty(n + 1, np.int64)
-    p_next = np.empty(n + 1, np.int64)
-    p_prev = np.empty(n + 1, np.int64)
     r_next[n] = n
     r_prev[n] = n
     p_next[n] = n
     p_prev[n] = n
-    # Calendar rings keyed by step counter: when a decoding sequence retires, when it reaches
-    # the window. A key is at most the longest output (or the window) ahead of ``g``, so a ring
-    # of more buckets than that holds one step per bucket; O(1) to file, take and cancel.
-    max_out = 0
-    for i in range(n):
-        max_out = max(max_out, output[i])
-    ret_mask = _ring_size(max_out) - 1
-    ret_next, ret_prev = _ring(n, ret_mask + 1)
-    ret_key = np.empty(n, np.int64)
-    win_mask = _ring_size(w_cross) - 1 if windowed else 0
-    win_next, win_prev = _ring(n, win_mask + 1)
-    win_key = np.empty(n, np.int64)
     # paged: decoding sequences by (context - g) mod block size; those with context a multiple
     # of the block size need a new block this step, phase ``ph`` = (-g) mod block size
     by_phase = np.zeros(bs, np.int64)
@@ -1269,12 +1336,15 @@ def _continuous_kernel(speculative, name, doc):
             status, stats):
         hist_n = np.zeros(N_GAP_BINS, np.int64)
         hist_max = np.empty(N_GAP_BINS, np.float64)   # read only where hist_n > 0
+        # no scratch lent: the body allocates its own, sized for this run
+        workspace = (hist_n, hist_max, np.empty(0, np.int64), np.empty(0, np.float64),
+                     np.empty(0, np.bool_))
         return _continuous(arrival, prompt_tokens, output, priority, prefix_group,
                            prefix_tokens, arrived_kv_tokens, gain, gain_offset, max_num_seqs,
                            kv_budget, paged, block_size, max_batched, interactive_cap,
                            prefix_caching, draft_tokens, tick_mode, coef, draft_coef,
                            draft_share, itl_target, admit, first_token, finish, preemptions,
-                           status, stats, (hist_n, hist_max), speculative)
+                           status, stats, workspace, speculative)
     run.__name__ = run.__qualname__ = name
     run.__doc__ = doc
     return njit(nogil=True, cache=True)(run)
@@ -1387,17 +1457,42 @@ def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_
 @njit(nogil=True, cache=True)
 def _pool_replica(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived, params,
                   tick_mode, coef, itl_target, admit, first_token, finish, preemptions, status,
-                  stats, hist_n, hist_max):
+                  stats, workspace, no_gain):
     """One pool replica's run, :func:`continuous_run` without speculation, its gaps added to
-    the histogram given (``params``: the batcher's eight scalar parameters)."""
+    the workspace's histogram and its scratch taken from the workspace (``params``: the
+    batcher's eight scalar parameters; ``no_gain``, an empty gain array, is not read)."""
     (max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap, prefix_caching,
      draft_tokens) = params
-    no_gain = np.zeros(0, np.uint8)        # not read without speculation
     return _continuous(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
                        no_gain, arrived, max_num_seqs, kv_budget, paged, block_size, max_batched,
                        interactive_cap, prefix_caching, draft_tokens, tick_mode, coef, coef, 0.0,
                        itl_target, admit, first_token, finish, preemptions, status, stats,
-                       (hist_n, hist_max), False)
+                       workspace, False)
+
+
+@njit(nogil=True, cache=True)
+def _sort_stable(ids, tmp, key):
+    """``ids`` sorted by ``key[ids]``, equal keys in their order (numpy's stable argsort of
+    the keys, applied): a bottom-up merge sort, in ``ids`` or ``tmp``, whichever it returns."""
+    w = ids.shape[0]
+    src, dst = ids, tmp
+    width = 1
+    while width < w:
+        for lo in range(0, w, 2 * width):
+            mid = min(lo + width, w)
+            hi = min(lo + 2 * width, w)
+            a, b = lo, mid
+            for k in range(lo, hi):
+                # the left run's first on ties (the keys are finite)
+                if a < mid and (b >= hi or not key[src[b]] < key[src[a]]):
+                    dst[k] = src[a]
+                    a += 1
+                else:
+                    dst[k] = src[b]
+                    b += 1
+        src, dst = dst, src
+        width *= 2
+    return src
 
 
 @njit(nogil=True, cache=True)
@@ -1454,22 +1549,46 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
     # decode runs' gaps pool into the fleet's
     hist_n = np.zeros(N_GAP_BINS, np.int64)
     hist_max = np.empty(N_GAP_BINS, np.float64)
+    # One buffer for the whole call: every replica's scratch (sized for the largest of either
+    # pool), the gathered requests and their outputs, floats and flags viewed from it. One
+    # allocation a call, and the largest: the C allocator keeps it (and its pages) between
+    # calls, where many smaller ones freed together were returned to the system and faulted
+    # in again. (The few arrays not per request each run allocates itself.)
+    max_out = 1
+    n_decode = 0
+    for i in range(n):
+        max_out = max(max_out, output[i])
+        if output[i] > 1:
+            n_decode += 1
+    pre = _scratch_need((n + prefill_replicas - 1) // prefill_replicas, 1, tick_mode,
+                        prefill_coef)
+    dec = _scratch_need((n_decode + decode_replicas - 1) // decode_replicas, max_out - 1,
+                        tick_mode, decode_coef)
+    n_int, n_real = max(pre[0], dec[0]), max(pre[1], dec[1])
+    n_flag = (max(pre[2], dec[2]) + 7) // 8          # bools, 8 to a word
+    work = np.empty(n_int + n_real + n_flag + 15 * n, np.int64)
+    o = n_int + n_real + n_flag
+    workspace = (hist_n, hist_max, work[:n_int], work[n_int:n_int + n_real].view(np.float64),
+                 work[n_int + n_real:o].view(np.bool_))
+    no_gain = np.zeros(0, np.uint8)          # not read without speculation
     # one replica's requests, gathered; its outputs, scattered back
-    ids = np.empty(n, np.int64)
-    r_arrival = np.empty(n, np.float64)
-    r_prompt = np.empty(n, np.int64)
-    r_output = np.empty(n, np.int64)
-    r_priority = np.empty(n, np.int64)
-    r_group = np.empty(n, np.int64)
-    r_prefix = np.empty(n, np.int64)
-    r_arrived = np.empty(n, np.int64)
-    r_admit = np.empty(n, np.float64)
-    r_first = np.empty(n, np.float64)
-    r_finish = np.empty(n, np.float64)
-    r_preempt = np.empty(n, np.int64)
-    r_status = np.empty(n, np.int64)
+    ids = work[o:o + n]
+    r_prompt = work[o + n:o + 2 * n]
+    r_output = work[o + 2 * n:o + 3 * n]
+    r_priority = work[o + 3 * n:o + 4 * n]
+    r_group = work[o + 4 * n:o + 5 * n]
+    r_prefix = work[o + 5 * n:o + 6 * n]
+    r_arrived = work[o + 6 * n:o + 7 * n]
+    r_preempt = work[o + 7 * n:o + 8 * n]
+    r_status = work[o + 8 * n:o + 9 * n]
+    order = work[o + 9 * n:o + 10 * n]       # the hand-over's sort
+    reals = work[o + 10 * n:o + 15 * n].view(np.float64)
+    r_arrival = reals[:n]
+    r_admit = reals[n:2 * n]
+    r_first = reals[2 * n:3 * n]
+    r_finish = reals[3 * n:4 * n]
+    second = reals[4 * n:5 * n]              # the decode pool's first token: the second
     r_stats = np.empty(N_STATS, np.float64)
-    second = np.empty(n, np.float64)        # the decode pool's first token: the second
     error = 0
     for j in range(prefill_replicas):
         m = 0
@@ -1488,8 +1607,8 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
         error |= _pool_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
                                r_group[:m], r_prefix[:m], r_arrived[:m], prefill_args,
                                tick_mode, prefill_coef, itl_target, r_admit[:m], r_first[:m],
-                               r_finish[:m], r_preempt[:m], r_status[:m], r_stats, hist_n,
-                               hist_max)
+                               r_finish[:m], r_preempt[:m], r_status[:m], r_stats, workspace,
+                               no_gain)
         for q in range(m):
             i = ids[q]
             admit[i] = r_admit[q]
@@ -1508,10 +1627,7 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
             decode_arrival[i] = finish[i] + transfer[i]
             ids[w] = i
             w += 1
-    keys = np.empty(w, np.float64)
-    for q in range(w):
-        keys[q] = decode_arrival[ids[q]]
-    waiting = ids[:w][np.argsort(keys, kind="mergesort")]     # stable: ties by request
+    waiting = _sort_stable(ids[:w], order[:w], decode_arrival)     # ties by request
     for j in range(decode_replicas):
         m = 0
         for q in range(j, w, decode_replicas):
@@ -1529,8 +1645,8 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
         error |= _pool_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
                                r_group[:m], r_prefix[:m], r_arrived[:m], decode_args,
                                tick_mode, decode_coef, itl_target, r_admit[:m], r_first[:m],
-                               r_finish[:m], r_preempt[:m], r_status[:m], r_stats, hist_n,
-                               hist_max)
+                               r_finish[:m], r_preempt[:m], r_status[:m], r_stats, workspace,
+                               no_gain)
         q = j
         for k in range(m):
             i = waiting[q]

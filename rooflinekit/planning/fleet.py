@@ -41,7 +41,12 @@ from rooflinekit.planning.capacity import (
     rate_variables,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.roofline import energy_per_token
+from rooflinekit.roofline import (
+    OPTION_DEFAULTS,
+    decode_step_time,
+    energy_per_token,
+    layout_decode_step_time,
+)
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 
 __all__ = ["plan", "load_curve", "estimate_work", "check_plan_size", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
@@ -218,7 +223,9 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         the hand-offs and the all-to-all join each step), its KV budget one GPU's
         (:func:`rooflinekit.parallel.layout_memory`'s weights and KV per token). A layout the
         model cannot take (:func:`rooflinekit.parallel.check_layout`) gives binding
-        ``"invalid_layout"``; ``energy_per_token`` is 0 (not known) for ``pp`` or ``ep`` > 1.
+        ``"invalid_layout"``; ``energy_per_token`` is then that of all ``tp × pp`` GPUs,
+        each drawing power at its utilisation over the layout's step (its stage's share of
+        the group's busy time; idle the rest, the other stages' turns and the sends).
     max_num_seqs : int or list of int
         vLLM's ``--max-num-seqs`` [1] (dimension ``max_num_seqs``).
     max_num_batched_tokens : int, list of int or None
@@ -452,14 +459,19 @@ class _Configuration:
                 batcher, self.draws, float(self.traffic.rate) / replicas, parallel)
             found["runs"] += n
             gpu = values[dims.GPU]
-            layout = values.get(dims.PP, 1) > 1 or values.get(dims.EP, 1) > 1
-            if gpu.board_power is not None and not layout:
+            pp, ep = values.get(dims.PP, 1), values.get(dims.EP, 1)
+            if gpu.board_power is not None:
                 # the decode step of the operating point's mean batch, half-way through outputs
                 prompt, output = self.draws[1], self.draws[2]
                 context = float(prompt.mean() + output.mean() / 2)
-                found["energy_per_token"] = float(energy_per_token(
-                    values[dims.MODEL], gpu, max(batch, 1.0), context, values[dims.TP],
-                    **self.options(values[dims.MODEL], gpu)))
+                model, options = values[dims.MODEL], self.options(values[dims.MODEL], gpu)
+                if pp == 1 and ep == 1:
+                    found["energy_per_token"] = float(energy_per_token(
+                        model, gpu, max(batch, 1.0), context, values[dims.TP], **options))
+                else:
+                    found["energy_per_token"] = _layout_energy_per_token(
+                        model, gpu, max(batch, 1.0), context, tp=values[dims.TP], pp=pp,
+                        ep=ep, **options)
         return found
 
 
@@ -573,6 +585,75 @@ def _operating_point(batcher, draws, rate, parallel) -> dict:
             out[name] = float(np.median(ds[name]))
     return out, float(np.median(ds["mean_running"]))
 
+
+
+def _layout_energy_per_token(model, gpu, batch_size, context_length, *, tp=1, pp=1, ep=1,
+                             **options) -> float:
+    """GPU energy of one generated token in a decode step of a ``(tp, pp, ep)`` layout
+    [J/token].
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model.
+    gpu : GPU
+        One accelerator of the layout, with its ``board_power`` [W].
+    batch_size : float
+        Sequences decoding together [1], >= 1 (a mean batch may be fractional).
+    context_length : float
+        Tokens of context each sequence attends to [tokens], >= 0.
+    tp, pp, ep : int
+        Tensor-, pipeline- and expert-parallel degrees [1]
+        (:func:`rooflinekit.parallel.check_layout`); ``ep`` shards within a stage.
+    **options
+        The step options of :func:`rooflinekit.roofline.energy_per_token` (efficiencies,
+        ``step_overhead``, ``idle_power_fraction``, ...).
+
+    Returns
+    -------
+    float
+        Joules per generated token over the layout's ``tp × pp`` GPUs.
+
+    Notes
+    -----
+    The model of :func:`~rooflinekit.roofline.energy_per_token` for one tensor-parallel
+    group, over every GPU of the layout: each of the ``tp · pp`` GPUs draws
+    ``P_gpu = P_board × (i + (1 − i) × u)`` for the layout's step time ``T_L``, at its own
+    utilisation ``u``. With one micro-batch in flight (the planner's batcher), ``T_L`` is
+    :func:`~rooflinekit.roofline.layout_decode_step_time` at ``micro_batches=1``, the group's
+    step ``T`` plus the ``pp − 1`` stage hand-offs and the experts' all-to-all; a stage's GPUs
+    run their ``1/pp`` of the layers, busy ``max(T_c, T_m) / pp`` of it. So
+
+    ``E = tp · pp · P_board × (i·T_L + (1 − i)·max(T_c, T_m)/pp) / B``
+
+    ``= tp · P_board × (i·(T + S) + (1 − i)·max(T_c, T_m)) / B``, ``S = pp·T_L − T``:
+
+    the tensor-parallel group's energy with ``S`` more idle time, the other stages' turns and
+    the sends, which is how it is computed (``step_overhead`` raised by ``S``). The busy
+    energy is the group's, however the layers are staged; the idle draw grows with ``pp`` and
+    with the time the layout waits on its links. ``pp = ep = 1`` is ``energy_per_token``. The
+    layout's added time ``T_L − T`` is affine in the batch (activations and all-to-all bytes
+    per token, plus latencies), so it is read at batches 1 and 2 and drawn through ``B``.
+
+    References
+    ----------
+    .. [1] Huang et al., "GPipe", NeurIPS 2019 (stages one after another).
+
+    See Also
+    --------
+    rooflinekit.roofline.energy_per_token, rooflinekit.roofline.layout_decode_step_time
+    """
+    step = {k: v for k, v in options.items() if k != "idle_power_fraction"}
+    group = float(decode_step_time(model, gpu, batch_size, context_length, tp, **step))
+    added = [float(layout_decode_step_time(model, gpu, b, context_length, tp=tp, pp=pp,
+                                           ep=ep, **step)
+                   - decode_step_time(model, gpu, b, context_length, tp, **step))
+             for b in (1, 2)]
+    layout_step = group + added[0] + (batch_size - 1) * (added[1] - added[0])
+    idle = pp * layout_step - group
+    overhead = options.get("step_overhead", OPTION_DEFAULTS["step_overhead"])
+    return float(energy_per_token(model, gpu, batch_size, context_length, tp,
+                                  **{**options, "step_overhead": overhead + idle}))
 
 
 def _assemble(results, configs, axes, shape, replicates) -> xr.Dataset:
