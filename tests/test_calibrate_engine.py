@@ -348,3 +348,91 @@ def test_knob_whose_bootstrap_spans_its_bounds_is_not_identified():
     assert (float(sel["lower"]), float(sel["upper"])) == (0.0, 2e-3)
     ce = result.parameters.sel(phase="prefill", parameter="compute_efficiency")
     assert bool(ce["identified"]) and float(ce["lower"]) <= 0.5 <= float(ce["upper"])
+
+
+# -- the link share: all-reduce bandwidth as a share of each GPU's link -------------------------
+
+def _prefill_rows(**knobs):
+    rows = []
+    for gpu_name in ("h100", "a100"):
+        gpu = catalog.gpu(gpu_name)
+        options = dict(knobs)
+        share = options.pop("interconnect_efficiency", 1.0)
+        for model, name in ((MODEL, "llama-3.1-8b"), (BIG, "llama-3.1-70b")):
+            for tp in (1, 2, 4, 8):
+                for prompt in (512, 2048):
+                    t = float(rl.prefill_time(model, gpu, prompt, tp, **options,
+                                              interconnect_bandwidth=share
+                                              * gpu.interconnect_bandwidth))
+                    rows.append({"model": name, "gpu": gpu_name, "tp": tp, "batch_size": 1,
+                                 "prompt_tokens": prompt, "output_tokens": 1,
+                                 "ttft_ms": 1e3 * t, "source": "synthetic"})
+    return rows
+
+
+def test_link_share_is_the_roofline_with_that_share_of_each_gpus_bandwidth():
+    """The fit's arithmetic with a link share is prefill_time at share × the GPU's link."""
+    cal = Calibration(prefill={"compute_efficiency": 0.6, "prefill_overhead": 0.02,
+                               "interconnect_efficiency": 0.3})
+    for gpu_name in ("h100", "a100"):
+        gpu = catalog.gpu(gpu_name)
+        row = {"model": "llama-3.1-70b", "gpu": gpu_name, "tp": 4, "batch_size": 1,
+               "prompt_tokens": 2048, "output_tokens": 1, "ttft_ms": 100.0, "source": "s"}
+        got = predict(measurements_from_records([row]), cal)["prefill"].item()
+        want = float(rl.prefill_time(BIG, gpu, 2048, 4, compute_efficiency=0.6,
+                                     prefill_overhead=0.02,
+                                     interconnect_bandwidth=0.3 * gpu.interconnect_bandwidth))
+        assert got == pytest.approx(want, rel=1e-9)
+        # a selected GPU turns the share into that GPU's bandwidth; apply reads the call's GPU
+        kwargs = cal.kwargs_for("prefill", gpu=gpu)
+        assert kwargs["interconnect_bandwidth"] == pytest.approx(
+            0.3 * gpu.interconnect_bandwidth)
+        assert "interconnect_efficiency" not in kwargs
+        assert cal.kwargs_for("prefill", gpu=gpu_name) == kwargs
+        assert float(cal.apply(rl.prefill_time)(BIG, gpu, 2048, 4)) == pytest.approx(want)
+        assert cal.clock_options(gpu=gpu)["interconnect_bandwidth"] == \
+            kwargs["interconnect_bandwidth"]
+
+
+def test_link_share_without_a_gpu_is_left_out_with_a_warning(tmp_path):
+    cal = Calibration(prefill={"interconnect_efficiency": 0.3})
+    with pytest.warns(UserWarning, match="interconnect_efficiency=0.3.*no gpu= given"):
+        kwargs = cal.prefill_kwargs
+    assert kwargs == {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0,
+                      "step_overhead": 0.0}
+    rl.prefill_time(MODEL, GPU, 1024, 2, **kwargs)        # still roofline options
+    with pytest.warns(UserWarning, match="no link bandwidth known for 'my-gpu'"):
+        cal.kwargs_for("prefill", gpu="my-gpu")
+    with warnings.catch_warnings():                        # the ideal share needs no GPU
+        warnings.simplefilter("error")
+        assert Calibration(prefill={"interconnect_efficiency": 1.0}).prefill_kwargs == kwargs
+    assert load_calibration(save_calibration(cal, tmp_path / "link.json")) == cal
+    with pytest.raises(ValueError, match=r"prefill.interconnect_efficiency.*\(0, 1\]"):
+        Calibration(prefill={"interconnect_efficiency": 1.5})
+
+
+def test_link_share_recovered_from_exact_ttft_data():
+    true = {"compute_efficiency": 0.6, "prefill_overhead": 0.03, "interconnect_efficiency": 0.3}
+    ds = measurements_from_records(_prefill_rows(**true))
+    result = calibrate(ds, phases="prefill", fit="engine", n_resamples=0)
+    for knob, value in true.items():
+        assert result.calibration.prefill[knob] == pytest.approx(value, rel=1e-3), knob
+    # TP1 rows alone have no all-reduce: the share is not identified and keeps its prior
+    tp1 = measurements_from_records([r for r in _prefill_rows(**true) if r["tp"] == 1])
+    sel = calibrate(tp1, phases="prefill", fit="engine", n_resamples=0).parameters.sel(
+        phase="prefill", parameter="interconnect_efficiency")
+    assert not bool(sel["identified"]) and float(sel["value"]) == 1.0
+
+
+def test_engine_fit_takes_prefills_weight_bandwidth_from_decode():
+    """Prefill does not fit the bandwidth its compute-bound rows cannot see: decode's holds."""
+    rows = _decode_rows(**TRUE) + _prefill_rows(compute_efficiency=0.6, prefill_overhead=0.03)
+    result = calibrate(measurements_from_records(rows), fit="engine", n_resamples=0)
+    cal = result.calibration
+    assert cal.prefill["bandwidth_efficiency"] == cal.decode["bandwidth_efficiency"]
+    assert cal.decode["bandwidth_efficiency"] == pytest.approx(0.75, rel=2e-3)
+    assert not bool(result.parameters.sel(phase="prefill", parameter="bandwidth_efficiency")[
+        "free"])
+    # the three knobs, free in both phases, are fitted apart as before
+    three = calibrate(measurements_from_records(rows), n_resamples=0).calibration
+    assert three.prefill["bandwidth_efficiency"] != three.decode["bandwidth_efficiency"]

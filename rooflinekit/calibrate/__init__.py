@@ -43,6 +43,7 @@ from rooflinekit.calibrate.model import (
                                        GROUP_FIELDS,
                                        IDEAL,
                                        KNOBS,
+                                       LINK_KNOBS,
                                        PARAMETER,
                                        PARAMETERS,
                                        PHASE,
@@ -63,7 +64,7 @@ from rooflinekit.calibrate.readers import (
 __all__ = [
     "MEASUREMENT", "PHASE", "PARAMETER", "FOLD", "PHASES", "PARAMETERS", "MEASUREMENT_COLUMNS",
     "REQUIRED_COLUMNS", "DEFAULT_BOUNDS", "IDEAL", "TTFT_KINDS", "KNOBS", "ENGINE_KNOBS",
-    "ENGINE_FIT", "GROUP_KNOBS", "GROUP_FIELDS", "WORKLOADS",
+    "LINK_KNOBS", "ENGINE_FIT", "GROUP_KNOBS", "GROUP_FIELDS", "WORKLOADS",
     "measurements_from_records", "measurements_to_records", "read_measurements",
     "write_measurements", "read_vllm_result", "concat_measurements",
     "Calibration", "CalibrationResult", "CrossValidationResult",

@@ -28,27 +28,48 @@ from rooflinekit.models import ModelShape
 
 __all__ = ["parse_vllm_kv_log", "parse_sglang_kv_log", "compare_engine_log", "ENGINES"]
 
-#: The engines whose start-up logs :func:`compare_engine_log` reads.
-ENGINES = ("vllm", "sglang")
-
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
-_LOG_PATTERNS = (
-    ("total_gpu_memory", rf"total_gpu_memory[=\s:]+{_NUM}\s*GiB", units.GiB),
-    ("gpu_memory_utilization", rf"gpu_memory_utilization[=\s:]+{_NUM}", 1.0),
-    ("weights", rf"model weights take\s+{_NUM}\s*GiB", units.GiB),
-    # vLLM's "Loading model weights took X GB" divides by 2**30: it is GiB despite the label
-    ("weights", rf"(?:Loading model weights took|Model loading took)\s+{_NUM}\s*Gi?B", units.GiB),
-    ("non_torch", rf"non_torch_memory(?: takes)?[=\s:]+{_NUM}\s*GiB", units.GiB),
-    ("activation_peak", rf"PyTorch activation peak memory(?: takes)?[=\s:]+{_NUM}\s*GiB",
-     units.GiB),
-    ("peak_torch", rf"peak_torch_memory[=\s:]+{_NUM}\s*GiB", units.GiB),
-    ("available_kv", rf"(?:available_kv_cache_memory|Available KV cache memory:|kv_cache_size=|"
-                     rf"memory reserved for KV Cache is)\s*{_NUM}\s*GiB", units.GiB),
-    ("num_blocks", rf"(?<![A-Za-z])GPU blocks:\s*{_NUM}", 1.0),
-    ("kv_cache_tokens", rf"GPU KV cache size:\s*{_NUM}\s*tokens", 1.0),
-    ("max_model_len", rf"Maximum concurrency for\s*{_NUM}\s*tokens per request", 1.0),
-    ("max_concurrency", rf"tokens per request:\s*{_NUM}\s*x", 1.0),
-)
+#: Each engine's start-up figures: (key, pattern, factor to SI). The last match of a key wins.
+_LOG_PATTERNS = {
+    "vllm": (
+        ("total_gpu_memory", rf"total_gpu_memory[=\s:]+{_NUM}\s*GiB", units.GiB),
+        ("gpu_memory_utilization", rf"gpu_memory_utilization[=\s:]+{_NUM}", 1.0),
+        ("weights", rf"model weights take\s+{_NUM}\s*GiB", units.GiB),
+        # vLLM's "Loading model weights took X GB" divides by 2**30: it is GiB despite the label
+        ("weights", rf"(?:Loading model weights took|Model loading took)\s+{_NUM}\s*Gi?B",
+         units.GiB),
+        ("non_torch", rf"non_torch_memory(?: takes)?[=\s:]+{_NUM}\s*GiB", units.GiB),
+        ("activation_peak", rf"PyTorch activation peak memory(?: takes)?[=\s:]+{_NUM}\s*GiB",
+         units.GiB),
+        ("peak_torch", rf"peak_torch_memory[=\s:]+{_NUM}\s*GiB", units.GiB),
+        ("available_kv", rf"(?:available_kv_cache_memory|Available KV cache memory:|kv_cache_size=|"
+                         rf"memory reserved for KV Cache is)\s*{_NUM}\s*GiB", units.GiB),
+        ("num_blocks", rf"(?<![A-Za-z])GPU blocks:\s*{_NUM}", 1.0),
+        ("kv_cache_tokens", rf"GPU KV cache size:\s*{_NUM}\s*tokens", 1.0),
+        ("max_model_len", rf"Maximum concurrency for\s*{_NUM}\s*tokens per request", 1.0),
+        ("max_concurrency", rf"tokens per request:\s*{_NUM}\s*x", 1.0),
+    ),
+    # SGLang prints GB for sizes divided by 2**30 (memory_pool.py: GB = 1024 * 1024 * 1024). The
+    # gaps within a line are bounded so that a hostile line cannot make the search quadratic.
+    "sglang": (
+        # the scheduler's view first, so that the pool's own line (below) wins where both appear
+        ("kv_cache_tokens", rf"max_total_num_tokens={_NUM}", 1.0),
+        ("kv_cache_tokens", rf"KV Cache is allocated\.[^\n]{{0,200}}?#tokens:\s*{_NUM}", 1.0),
+        # MHA pools print K and V apiece, MLA pools one latent cache
+        ("available_kv", (rf"KV Cache is allocated\.[^\n]{{0,200}}?(?<![A-Za-z])K size:\s*"
+                          rf"{_NUM}\s*GB,\s*V size:\s*{_NUM}\s*GB"), units.GiB),
+        ("available_kv", rf"KV Cache is allocated\.[^\n]{{0,200}}?KV size:\s*{_NUM}\s*GB",
+         units.GiB),
+        ("weights", rf"Load weight end\.[^\n]{{0,400}}?mem usage={_NUM}\s*GB", units.GiB),
+        ("max_model_len", rf"max_total_num_tokens=[^\n]{{0,400}}?context_len={_NUM}", 1.0),
+        ("max_running_requests", rf"max_running_requests={_NUM}", 1.0),
+        ("mem_fraction_static", rf"mem_fraction_static={_NUM}", 1.0),
+        ("page_size", rf"(?<![A-Za-z_])page_size={_NUM}", 1.0),
+    ),
+}
+
+#: The engines whose start-up logs :func:`compare_engine_log` reads.
+ENGINES = tuple(_LOG_PATTERNS)
 
 
 def parse_vllm_kv_log(text: str) -> dict:
@@ -80,7 +101,7 @@ def parse_vllm_kv_log(text: str) -> dict:
     The log rounds GiB to two decimals, so figures derived from them carry ±0.005 GiB.
     """
     check_string("text", text, allow_empty=True)
-    return _figures(text, _LOG_PATTERNS)
+    return _figures(text, _LOG_PATTERNS["vllm"])
 
 
 def _figures(text: str, patterns) -> dict:
@@ -108,27 +129,14 @@ def _figures(text: str, patterns) -> dict:
     return found
 
 
+#: The log's figures :func:`compare_engine_log` reports as the engine's, and their names there.
+_LOGGED = {"available_kv": "available_bytes", "num_blocks": "num_blocks",
+           "kv_cache_tokens": "kv_cache_tokens", "max_concurrency": "max_concurrency",
+           "weights": "weights_bytes", "max_running_requests": "max_running_requests"}
+
 #: Figures that are counts (tokens, blocks, requests), kept as ``int``.
 _COUNTS = ("num_blocks", "kv_cache_tokens", "max_model_len", "max_running_requests",
            "page_size")
-
-# SGLang prints GB for sizes divided by 2**30 (memory_pool.py: GB = 1024 * 1024 * 1024). The
-# gaps within a line are bounded so that a hostile line cannot make the search quadratic.
-_SGLANG_PATTERNS = (
-    # the scheduler's view first, so that the pool's own line (below) wins where both appear
-    ("kv_cache_tokens", rf"max_total_num_tokens={_NUM}", 1.0),
-    ("kv_cache_tokens", rf"KV Cache is allocated\.[^\n]{{0,200}}?#tokens:\s*{_NUM}", 1.0),
-    # MHA pools print K and V apiece, MLA pools one latent cache
-    ("available_kv", (rf"KV Cache is allocated\.[^\n]{{0,200}}?(?<![A-Za-z])K size:\s*{_NUM}\s*GB,"
-                      rf"\s*V size:\s*{_NUM}\s*GB"), units.GiB),
-    ("available_kv", rf"KV Cache is allocated\.[^\n]{{0,200}}?KV size:\s*{_NUM}\s*GB", units.GiB),
-    ("weights", rf"Load weight end\.[^\n]{{0,400}}?mem usage={_NUM}\s*GB", units.GiB),
-    ("max_model_len", rf"max_total_num_tokens=[^\n]{{0,400}}?context_len={_NUM}", 1.0),
-    ("max_running_requests", rf"max_running_requests={_NUM}", 1.0),
-    ("mem_fraction_static", rf"mem_fraction_static={_NUM}", 1.0),
-    ("page_size", rf"(?<![A-Za-z_])page_size={_NUM}", 1.0),
-)
-
 
 def parse_sglang_kv_log(text: str) -> dict:
     """Read SGLang's KV-cache start-up lines (the same keys as :func:`parse_vllm_kv_log`).
@@ -187,7 +195,7 @@ def parse_sglang_kv_log(text: str) -> dict:
        ``0005834cdb2a5b7472789ccbf0d3361b5cf853b8`` ("Load weight end").
     """
     check_string("text", text, allow_empty=True)
-    return _figures(text, _SGLANG_PATTERNS)
+    return _figures(text, _LOG_PATTERNS["sglang"])
 
 
 def _engine_of(text: str) -> str:
@@ -319,22 +327,12 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
                            activation_peak_bytes=inputs["activation_peak_bytes"],
                            non_torch_bytes=inputs["non_torch_bytes"], block_size=block_size,
                            max_model_len=int(max_model_len))
-    logged = {}
-    if "available_kv" in found:
-        logged["available_bytes"] = found["available_kv"]
-    if "num_blocks" in found:
-        logged["num_blocks"] = found["num_blocks"]
+    logged = {name: found[key] for key, name in _LOGGED.items() if key in found}
+    # blocks and tokens differ by the block size: either gives the other
     if "kv_cache_tokens" in found:
-        logged["kv_cache_tokens"] = found["kv_cache_tokens"]
         logged.setdefault("num_blocks", found["kv_cache_tokens"] // block_size)
     elif "num_blocks" in found:
         logged["kv_cache_tokens"] = found["num_blocks"] * block_size
-    if "max_concurrency" in found:
-        logged["max_concurrency"] = found["max_concurrency"]
-    if "weights" in found:
-        logged["weights_bytes"] = found["weights"]
-    if "max_running_requests" in found:
-        logged["max_running_requests"] = found["max_running_requests"]
     return {"ours": {"weights_bytes": ours_weights,
                      **{k: ours[k] for k in ("available_bytes", "num_blocks", "kv_cache_tokens",
                                              "max_concurrency")}},

@@ -6,7 +6,8 @@ the guide's ideal machine: ``compute_efficiency = 1``, ``bandwidth_efficiency = 
 step (kernel launches, the scheduler, sampling), so the ideal model misses measured latency by tens
 of percent. This module fits those knobs, **per phase** (prefill from time to first token, decode
 from the time per output token), to your own measurements; with ``fit="engine"`` also the engine
-knobs (a cost per layer, the KV traffic's own efficiency, the link latency, the TTFT intercept),
+knobs (a cost per layer, the KV traffic's own efficiency, the link latency, the TTFT intercept,
+the all-reduces' share of the link bandwidth),
 and with ``group_by`` knob sets per GPU, engine or weight format beside a shared set:
 
 1. **A measurement format** — one row per configuration (model, GPU, tensor-parallel degree, weight
@@ -124,12 +125,20 @@ FOLD = "fold"
 #: ceilings, generous on purpose (the data, not the bound, should set a value): the KV
 #: traffic reaches at least 5 % of the bandwidth; a decoder layer's kernel launches cost at
 #: most 100 µs per step (an 80-layer model: 8 ms); GEMMs reach half their efficiency by 4,096
-#: tokens a step at the latest; a link hop costs at most 100 µs. Every prior is the ideal model.
-#: What fits land on can be held against published utilisation: 76 % model FLOPs utilisation
-#: for large-batch prefill (Pope et al., "Efficiently Scaling Transformer Inference", MLSys
-#: 2023, PaLM 540B on TPU v4), and decode's model bandwidth utilisation as the MosaicML /
-#: Databricks post "LLM Inference Performance Engineering: Best Practices" (2023) defines it,
-#: the quantity ``bandwidth_efficiency`` is.
+#: tokens a step at the latest; a link hop costs at most 100 µs; the all-reduces reach at
+#: least 5 % of the link's datasheet bandwidth. Every prior is the ideal model. What fits land
+#: on can be held against published utilisation: 76 % model FLOPs utilisation for large-batch
+#: prefill (Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023, PaLM 540B on
+#: TPU v4); decode's model bandwidth utilisation as the MosaicML / Databricks post "LLM
+#: Inference Performance Engineering: Best Practices" (2023) defines it, the quantity
+#: ``bandwidth_efficiency`` is, which at batch 1 falls as the peak rises (Chen, "Memory-Bound
+#: but Not Bandwidth-Limited: The Physical AI Inference Gap in Batch-1 LLM Decode",
+#: arXiv:2605.30571, 2026: about 27 % of the analytic floor on an H100 against 81 % on an L4,
+#: eager PyTorch, CUDA graphs 1.26x faster on the H100: launch overhead, the layer cost); and
+#: NCCL all-reduce bus bandwidth at large messages, 460-480 GB/s on 8 H100 SXM and 230-250 GB/s
+#: on 8 A100 SXM ("NCCL-tests in practice", Alaya NeW Cloud, 2026,
+#: https://docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests): the ceiling of
+#: ``interconnect_efficiency`` is reached with gigabyte messages, not a prefill's megabytes.
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "bandwidth_efficiency": (0.01, 1.0),
                                    "step_overhead": (0.0, 1.0),
@@ -137,16 +146,19 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "kv_bandwidth_efficiency": (0.05, 1.0),
                                    "gemm_half_tokens": (0.0, 4096.0),
                                    "prefill_overhead": (0.0, 1.0),
-                                   "interconnect_latency": (0.0, 1e-4)})
+                                   "interconnect_latency": (0.0, 1e-4),
+                                   "interconnect_efficiency": (0.05, 1.0)})
 
 #: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
-#: rows see the prompt's compute, the weights' streaming of short prompts and the serving
-#: stack's intercept; TPOT rows see the weight and KV streaming, the fixed cost per step and
-#: per layer, and the all-reduce latency that grows the step from TP1 to TP > 1.
-#: ``gemm_half_tokens`` is left to be asked for: on the public runs (prompts of 500 tokens and
-#: more) it fits 0, and freeing it costs transfer (docs/calibration.md).
+#: rows see the prompt's compute, the serving stack's intercept and, at TP > 1, the
+#: all-reduces of the prompt's activations (megabytes a layer: their share of the link
+#: bandwidth sets their time, not the latency); their weight streaming takes decode's
+#: bandwidth efficiency (:data:`_TIED`). TPOT rows see the weight and KV streaming, the fixed
+#: cost per step and per layer, and the all-reduce latency that grows the step from TP1 to
+#: TP > 1. ``gemm_half_tokens`` is left to be asked for: on the public runs (prompts of 500
+#: tokens and more) it fits 0, and freeing it costs transfer (docs/calibration.md).
 ENGINE_FIT = MappingProxyType({
-    "prefill": ("compute_efficiency", "bandwidth_efficiency", "prefill_overhead"),
+    "prefill": ("compute_efficiency", "prefill_overhead", "interconnect_efficiency"),
     "decode": ("bandwidth_efficiency", "step_overhead", "layer_overhead",
                "kv_bandwidth_efficiency", "interconnect_latency")})
 
@@ -164,7 +176,7 @@ SPAN_UNIDENTIFIED = 0.9
 _SCALE = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": units.MS,
           "layer_overhead": units.MS / 100.0, "kv_bandwidth_efficiency": 1.0,
           "gemm_half_tokens": 100.0, "prefill_overhead": units.MS,
-          "interconnect_latency": units.MS / 100.0}
+          "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0}
 #: Priors of every knob: the ideal model (None: as the weights' efficiency / the GPU's own).
 _PRIOR = MappingProxyType({**_IDEAL, **_ENGINE_IDEAL})
 
@@ -251,7 +263,7 @@ _EFFICIENCIES = ("compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_eff
 #: Coarse starting levels of the other knobs, in SI units (clipped to the bounds).
 _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "prefill_overhead": (0.0, 2e-2, 1e-1), "gemm_half_tokens": (0.0, 128.0),
-           "interconnect_latency": (0.0, 1e-5)}
+           "interconnect_latency": (0.0, 1e-5), "interconnect_efficiency": (1.0, 0.5, 0.25)}
 
 
 def _starting_points(groups, phase, rows, targets, free, fixed, bounds):
@@ -494,7 +506,9 @@ FIT_PARAMETERS = parameter_entries("""
         Knobs to fit, among ``compute_efficiency``, ``bandwidth_efficiency``,
         ``step_overhead`` and the engine knobs (``layer_overhead``,
         ``kv_bandwidth_efficiency``, ``gemm_half_tokens``, ``prefill_overhead``,
-        ``interconnect_latency``); the others keep their priors (the ideal model). Default
+        ``interconnect_latency``, ``interconnect_efficiency``); the others keep their priors
+        (the ideal model), except that a fitted prefill phase that does not fit
+        ``bandwidth_efficiency`` takes decode's (the same weights from the same HBM). Default
         the three in both phases; ``"engine"``: :data:`ENGINE_FIT`.
     bounds : mapping parameter -> (low, high), optional
         Box constraints; efficiencies within (0, 1], times [s] and tokens ≥ 0. Default
@@ -623,6 +637,30 @@ def _prepare(measurements, phases, fit, bounds, models, gpus, roofline_options, 
 
 
 
+#: Knobs a phase that does not fit them takes from the other phase's fit: prefill streams the
+#: same weights from the same HBM as decode, and its compute-bound rows cannot see the
+#: bandwidth (left free there, a handful of rows let it trade against the compute side).
+_TIED = MappingProxyType({"prefill": MappingProxyType({"bandwidth_efficiency": "decode"})})
+
+
+def _fit_order(per_phase, phases) -> tuple:
+    """The phases in the order they are fitted: a phase that ties a knob to another after it."""
+    ties = [phase for phase, knobs in _TIED.items() if phase in phases and per_phase[phase]
+            and any(k not in per_phase[phase] and k in per_phase[src] and src in phases
+                    for k, src in knobs.items())]
+    return tuple(p for p in PHASES if p not in ties) + tuple(ties)
+
+
+def _tied(fits, phase, free):
+    """The values ``phase`` takes from fits already made, for the knobs it does not free.
+
+    Only a phase that is fitted takes them; one that fits nothing keeps the ideal knobs.
+    """
+    tied = {k: fits[src].values[k] for k, src in _TIED.get(phase, {}).items()
+            if free and k not in free and src in fits and fits[src].identified[k]}
+    return tied or None
+
+
 def _check_phases(phases) -> tuple:
     if isinstance(phases, str):
         phases = (phases,)
@@ -639,7 +677,7 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
                require=True, group_by=(), group_knobs=GROUP_KNOBS):
     fits = {}
     targets = {phase: _targets(ds, phase) for phase in PHASES}
-    for phase in PHASES:
+    for phase in _fit_order(per_phase, phases):
         rows = np.flatnonzero(~np.isnan(targets[phase]) & (targets[phase] > 0))
         free = per_phase[phase] if phase in phases else ()
         if free and rows.size < len(free):
@@ -651,7 +689,8 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
                                  f"fewer knobs (fit=...)")
             free = ()
         fits[phase] = _fit_phase(groups, phase, rows, targets[phase], free, bounds,
-                                 n_resamples if free else 0, confidence, rng)
+                                 n_resamples if free else 0, confidence, rng,
+                                 fixed=_tied(fits, phase, free))
     frees = {ph: (per_phase[ph] if ph in phases else ()) for ph in PHASES}
     shared = {ph: _kept(fits[ph].values, frees[ph]) for ph in PHASES}
     sets, set_table = _fit_sets(ds, groups, targets, frees, shared, fits, bounds, group_by,
@@ -725,7 +764,9 @@ def _fit_sets(ds, groups, targets, frees, shared, fits, bounds, group_by, group_
         knobs, row = {}, {}
         for phase in PHASES:
             rows = np.flatnonzero(mine & ~np.isnan(targets[phase]) & (targets[phase] > 0))
-            free = tuple(p for p in frees[phase] if p in group_knobs and fits[phase].fitted)
+            # a knob the shared rows do not pin, a subset of them cannot pin either
+            free = tuple(p for p in frees[phase] if p in group_knobs and fits[phase].fitted
+                         and fits[phase].identified[p])
             row[phase] = rows.size
             if not free or rows.size < len(free) + 1:
                 knobs[phase] = dict(shared[phase])

@@ -43,8 +43,8 @@ from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
-__all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "ENGINE_KNOBS", "KNOBS", "GROUP_FIELDS",
-           "WORKLOADS",
+__all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS",
+           "GROUP_FIELDS", "WORKLOADS",
            "IDEAL", "Calibration", "save_calibration", "load_calibration", "predict"]
 
 #: Dimension of per-phase results: "prefill" (fitted to TTFT) and "decode" (fitted to TPOT/ITL).
@@ -62,15 +62,23 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: (:data:`rooflinekit.roofline.OPTION_DEFAULTS`) whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency")
+#: Knobs a calibration holds as a share of a GPU's own figure, and the roofline option each
+#: becomes once the GPU is known: ``interconnect_efficiency`` is the share of the per-direction
+#: link bandwidth [1] the all-reduces reach, passed on as ``interconnect_bandwidth`` =
+#: share × the GPU's bandwidth [bytes/s]. A share, not an absolute bandwidth, because one
+#: engine's collectives reach a similar share of an A100's and an H100's NVLink
+#: (docs/calibration.md: the share transfers between GPUs, a fitted absolute bandwidth does not).
+LINK_KNOBS = MappingProxyType({"interconnect_efficiency": "interconnect_bandwidth"})
 #: Every knob a calibration can hold.
-KNOBS = PARAMETERS + ENGINE_KNOBS
+KNOBS = PARAMETERS + ENGINE_KNOBS + tuple(LINK_KNOBS)
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 _IDEAL = MappingProxyType({"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0,
                            "step_overhead": 0.0})
 #: The engine knobs' priors: the roofline's defaults, where ``None`` means "as the
 #: weights' bandwidth efficiency" (KV) and "the GPU's own link latency" (all-reduce).
-_ENGINE_IDEAL = MappingProxyType({k: roofline.OPTION_DEFAULTS[k] for k in ENGINE_KNOBS})
+_ENGINE_IDEAL = MappingProxyType({**{k: roofline.OPTION_DEFAULTS[k] for k in ENGINE_KNOBS},
+                                  "interconnect_efficiency": 1.0})
 #: Knobs in seconds (fitted in milliseconds; shown in ms).
 SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency")
 #: How a measured row maps onto engine steps (see :func:`~rooflinekit.calibrate.calibrate`).
@@ -271,8 +279,9 @@ class _Groups:
         if knobs["kv_bandwidth_efficiency"] is not None:
             memory = memory + t["kv"] * (1.0 / knobs["kv_bandwidth_efficiency"]
                                          - 1.0 / knobs["bandwidth_efficiency"])
-        comm = t["comm"] if knobs["interconnect_latency"] is None else \
-            t["comm_bytes"] + knobs["interconnect_latency"] * t["hops"]
+        link = t["comm_bytes"] / knobs["interconnect_efficiency"]
+        comm = t["comm"] + (link - t["comm_bytes"]) if knobs["interconnect_latency"] is None \
+            else link + knobs["interconnect_latency"] * t["hops"]
         out = (np.maximum(compute / knobs["compute_efficiency"], memory)
                + t["runs"] * knobs["step_overhead"] + comm)
         if knobs["layer_overhead"] or knobs["prefill_overhead"]:
@@ -303,7 +312,7 @@ def _text(value) -> str:
 def _predict_calibrated(groups, phase, calibration, keys, rows=None):
     """Each row's prediction with its knob set (the shared knobs where it has none)."""
     if not calibration.groups:
-        return groups.predict(phase, calibration.kwargs_for(phase), rows)
+        return groups.predict(phase, calibration._knobs(phase), rows)
     out = np.full(groups.n, np.nan)
     # each row's set as a selection would find it (names compared without case)
     found = {key: calibration.group_for(warn=False, **dict(zip(calibration.group_by, key)))
@@ -315,8 +324,7 @@ def _predict_calibrated(groups, phase, calibration, keys, rows=None):
             mine = np.intersect1d(mine, rows)
         if not mine.size:
             continue
-        knobs = calibration.kwargs_for(phase) if key is None else \
-            dict(calibration.groups[key][phase])
+        knobs = calibration._knobs(phase, key)
         out[mine] = groups.predict(phase, knobs, mine)[mine]
     return out
 
@@ -426,7 +434,9 @@ class Calibration:
         in (0, 1] [1] and ``step_overhead`` [s] ≥ 0, ideal (1, 1, 0) where missing; and, where
         fitted, the engine knobs (:data:`ENGINE_KNOBS`): ``layer_overhead`` [s per layer],
         ``kv_bandwidth_efficiency`` in (0, 1] [1], ``gemm_half_tokens`` [tokens],
-        ``prefill_overhead`` [s] and ``interconnect_latency`` [s per hop], each ≥ 0.
+        ``prefill_overhead`` [s] and ``interconnect_latency`` [s per hop], each ≥ 0; and the
+        link share ``interconnect_efficiency`` in (0, 1] [1] (:data:`LINK_KNOBS`), which
+        :meth:`kwargs_for` turns into ``interconnect_bandwidth`` for a GPU.
     source : str
         What the knobs were fitted to.
     held_out_error : float, optional
@@ -497,14 +507,23 @@ class Calibration:
 
     @property
     def prefill_kwargs(self) -> dict:
-        """Keyword arguments for :func:`rooflinekit.roofline.prefill_time` (and TTFT)."""
-        return dict(self.prefill)
+        """Keyword arguments for :func:`rooflinekit.roofline.prefill_time` (and TTFT).
+
+        A link share (:data:`LINK_KNOBS`) needs the GPU and is left out here, with a
+        :class:`UserWarning`: use ``kwargs_for("prefill", gpu=gpu)``.
+        """
+        return _roofline_options(self.prefill, None)
 
     @property
     def decode_kwargs(self) -> dict:
         """Keyword arguments for :func:`rooflinekit.roofline.decode_step_time` (ITL,
-        decode throughput)."""
-        return dict(self.decode)
+        decode throughput); a link share as for :attr:`prefill_kwargs`."""
+        return _roofline_options(self.decode, None)
+
+    def _knobs(self, phase: str, key=None) -> dict:
+        """A phase's knobs as fitted (link shares as shares), shared or of the set ``key``."""
+        return dict(self.prefill if phase == "prefill" else self.decode) if key is None else \
+            dict(self.groups[key][phase])
 
     def group_for(self, *, warn: bool = True, **selectors):
         """The key of the knob set ``selectors`` pick, or ``None`` for the shared knobs.
@@ -559,9 +578,11 @@ class Calibration:
             ``step_overhead`` of decode [s]: the ``roofline_options`` of
             :class:`~rooflinekit.batching.ContinuousBatcher` and
             :func:`~rooflinekit.roofline.mixed_step_time`; and the engine knobs the
-            calibration holds, each from the phase where it binds: ``gemm_half_tokens`` and
-            ``prefill_overhead`` of prefill, ``layer_overhead``, ``kv_bandwidth_efficiency``
-            and ``interconnect_latency`` of decode.
+            calibration holds, each from the phase where it binds: ``gemm_half_tokens``,
+            ``prefill_overhead`` and the link share of prefill (as ``interconnect_bandwidth``
+            [bytes/s] of the ``gpu`` selected, left out with a :class:`UserWarning` without
+            one), ``layer_overhead``, ``kv_bandwidth_efficiency`` and ``interconnect_latency``
+            of decode.
 
         Notes
         -----
@@ -571,8 +592,7 @@ class Calibration:
         carries decodes is a decode step; a prefill's own overhead also holds client time).
         """
         key = self.group_for(**selectors)
-        prefill, decode = (self.prefill, self.decode) if key is None else \
-            (self.groups[key]["prefill"], self.groups[key]["decode"])
+        prefill, decode = self._knobs("prefill", key), self._knobs("decode", key)
         out = {"compute_efficiency": prefill["compute_efficiency"],
                "bandwidth_efficiency": decode["bandwidth_efficiency"],
                "step_overhead": decode["step_overhead"]}
@@ -580,33 +600,31 @@ class Calibration:
             source = prefill if phase == "prefill" else decode
             if knob in source:
                 out[knob] = source[knob]
-        return out
+        return _roofline_options(out, selectors.get("gpu"))
 
     def kwargs_for(self, phase_or_function, **selectors) -> dict:
         """The knobs for a phase name ("prefill"/"decode") or a roofline function.
 
         ``selectors`` (``gpu=``, ``engine=``, ``dtype=``, ``model=``) pick a knob set, as in
-        :meth:`group_for`; none: the shared knobs.
+        :meth:`group_for`; none: the shared knobs. ``gpu=`` (a spec, or a catalogue name) also
+        turns a link share (:data:`LINK_KNOBS`) into ``interconnect_bandwidth`` [bytes/s];
+        without it the share is left out, with a :class:`UserWarning`.
         """
-        phase = phase_or_function
-        if callable(phase_or_function):
-            name = getattr(phase_or_function, "__name__", "")
-            phase = _FUNCTION_PHASE.get(name)
-            if phase is None:
-                raise ValueError(f"cannot tell the phase of {name or phase_or_function!r}; "
-                                 f"known functions: {', '.join(sorted(_FUNCTION_PHASE))}; "
-                                 f"use kwargs_for('prefill') or kwargs_for('decode')")
-        check_one_of("phase", phase, PHASES)
-        return dict(self._phase_knobs(phase, selectors))
+        phase = _phase_of(phase_or_function)
+        return _roofline_options(self._phase_knobs(phase, selectors), selectors.get("gpu"))
 
     def apply(self, func: Callable, **selectors) -> Callable:
         """``func`` with this calibration's knobs for its phase bound as keyword defaults.
 
         With knob sets, ``selectors`` pick one (:meth:`group_for`); the ``model`` and ``gpu``
-        a call passes (positionally first, or by name) select too, unless given here.
+        a call passes (positionally first, or by name) select too, unless given here. The
+        ``gpu`` a call passes also turns a link share into that GPU's ``interconnect_bandwidth``.
         """
-        knobs = self.kwargs_for(func, **selectors)
-        if not self.groups:
+        # a link share becomes a bandwidth only once the call names its GPU
+        linked = any(k in LINK_KNOBS for k in self._knobs(_phase_of(func)))
+        if not self.groups and not linked:
+            knobs = self.kwargs_for(func, **selectors)
+
             @functools.wraps(func)
             def calibrated(*args, **kwargs):
                 return func(*args, **{**knobs, **kwargs})
@@ -659,8 +677,52 @@ class Calibration:
 
 #: Where the clock takes each engine knob from: the phase whose steps it shapes.
 _CLOCK_PHASE = {"gemm_half_tokens": "prefill", "prefill_overhead": "prefill",
+                "interconnect_efficiency": "prefill",
                 "layer_overhead": "decode", "kv_bandwidth_efficiency": "decode",
                 "interconnect_latency": "decode"}
+
+
+def _phase_of(phase_or_function) -> str:
+    """The phase a name ("prefill"/"decode") or a roofline function takes the knobs of."""
+    phase = phase_or_function
+    if callable(phase_or_function):
+        name = getattr(phase_or_function, "__name__", "")
+        phase = _FUNCTION_PHASE.get(name)
+        if phase is None:
+            raise ValueError(f"cannot tell the phase of {name or phase_or_function!r}; "
+                             f"known functions: {', '.join(sorted(_FUNCTION_PHASE))}; "
+                             f"use kwargs_for('prefill') or kwargs_for('decode')")
+    return check_one_of("phase", phase, PHASES)
+
+
+def _roofline_options(knobs: Mapping, gpu) -> dict:
+    """``knobs`` as roofline options: each link share times ``gpu``'s figure.
+
+    ``gpu`` is a spec, a catalogue name or ``None``; without a GPU whose link bandwidth is
+    known a share other than 1 is left out with a :class:`UserWarning` (the link then runs at
+    the GPU's datasheet bandwidth).
+    """
+    out = {k: v for k, v in knobs.items() if k not in LINK_KNOBS}
+    shares = {k: knobs[k] for k in LINK_KNOBS if k in knobs}
+    if not shares:
+        return out
+    spec = gpu
+    if isinstance(gpu, str):
+        try:
+            spec = catalog.gpu(gpu)
+        except ValueError:
+            spec = None
+    bandwidth = getattr(spec, "interconnect_bandwidth", None)
+    for knob, share in shares.items():
+        if bandwidth:
+            out[LINK_KNOBS[knob]] = float(share) * float(bandwidth)
+        elif share != 1.0:
+            why = "no gpu= given" if gpu is None else \
+                f"no link bandwidth known for {getattr(gpu, 'name', gpu)!r}"
+            warnings.warn(f"calibration: {knob}={share:.3g} is a share of a GPU's link "
+                          f"bandwidth and {why}; left out (pass gpu= to kwargs_for or "
+                          f"clock_options)", UserWarning, stacklevel=3)
+    return out
 
 
 def save_calibration(calibration: Calibration, path) -> Path:
