@@ -153,8 +153,10 @@ def run(args, out) -> int:
     budget, tokens, sequences = _budget(args, model, gpu)
     options = {"allreduce": args.allreduce}
     # TTFT is a prefill; ITL, throughput and cost are decode steps: each takes its phase's knobs
-    prefill = {**options, **(cal.kwargs_for("prefill") if cal else {})}
-    decode = {**options, **(cal.kwargs_for("decode") if cal else {})}
+    # the model and GPU pick their knob set and turn a link share into this GPU's bandwidth
+    picks = {"model": model, "gpu": gpu}
+    prefill = {**options, **(cal.kwargs_for("prefill", **picks) if cal else {})}
+    decode = {**options, **(cal.kwargs_for("decode", **picks) if cal else {})}
     result = {
         "model": model.name, "gpu": gpu.name, "tp": tp, "context_length": ctx,
         "batch_size": batch, "prompt_tokens": args.input_len, "fits": bool(budget > 0),
