@@ -161,3 +161,30 @@ def test_a_shared_prefix_combines_with_pipeline_and_expert_parallelism():
     assert float(cell.prefill_time) == pytest.approx(group + hand_off, rel=1e-12)
     assert int(cell.max_concurrent_sequences) >= int(
         shared.sel(tp=8, pp=2, prefix_share=0.0).squeeze().max_concurrent_sequences)
+
+
+def test_a_calibrated_link_share_reaches_every_gpu_of_a_sweep():
+    """A calibration's share of the link bandwidth the all-reduces reach: each GPU of the sweep
+    gets that share of its own link, phase by phase, as the roofline does given the GPU."""
+    from rooflinekit.calibrate import Calibration
+    cal = Calibration(prefill={"interconnect_efficiency": 0.3, "compute_efficiency": 0.5},
+                      decode={"interconnect_efficiency": 0.6, "bandwidth_efficiency": 0.8})
+    gpus = ["H100-SXM-80GB", "A100-SXM-80GB"]
+    ds = sweep("Llama-3.1-70B", gpus, tp=[1, 4], context_length=[2048], batch_size=[16],
+               calibration=cal)
+    m = rk.catalog.model("Llama-3.1-70B")
+    for name in gpus:
+        g = rk.catalog.gpu(name)
+        for tp in (1, 4):
+            cell = ds.sel(model=m.name, gpu=name, tp=tp, context_length=2048, batch_size=16)
+            assert float(cell.prefill_time) == pytest.approx(rk.prefill_time(
+                m, g, 2048, tp, **cal.kwargs_for("prefill", gpu=g)), rel=1e-12)
+            assert float(cell.decode_step_time) == pytest.approx(rk.decode_step_time(
+                m, g, 16, 2048, tp, **cal.kwargs_for("decode", gpu=g)), rel=1e-12)
+    # the share slows the tensor-parallel steps only
+    ideal_link = sweep("Llama-3.1-70B", gpus, tp=[1, 4], context_length=[2048],
+                       batch_size=[16], calibration=Calibration(
+                           prefill={"compute_efficiency": 0.5},
+                           decode={"bandwidth_efficiency": 0.8}))
+    assert (ds.prefill_time.sel(tp=4) > ideal_link.prefill_time.sel(tp=4)).all()
+    np.testing.assert_array_equal(ds.prefill_time.sel(tp=1), ideal_link.prefill_time.sel(tp=1))

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import operator
+import warnings
 from types import MappingProxyType, SimpleNamespace
 
 import numpy as np
@@ -293,6 +294,8 @@ class _Grid:
     prefill_options: dict = None      # the options of prefill_time (a calibration's prefill
     #                                   knobs); None: ``options``
     model_quality: str = IDEAL
+    link_shares: tuple = (1.0, 1.0)   # a calibration's share of each GPU's link bandwidth the
+    #                                   all-reduces reach, (decode, prefill)
 
     @property
     def shape(self):
@@ -504,7 +507,7 @@ def _roofline_formula(name, out, env, grid):
         return out["tokens_per_second"] / (gpus * env.gpu.n_gpus)
     elif name == "prefill_time":
         cached = {} if env.share is None else {"cached_tokens": _shared_tokens(env.share, prompt)}
-        v = roofline.prefill_time(model, gpu, prompt, tp, **cached,
+        v = roofline.prefill_time(model, env.prefill_gpu, prompt, tp, **cached,
                                   **(grid.prefill_options or opts))
         if layout:
             # only the uncached tokens flow through the stages (a fully cached prompt still
@@ -582,6 +585,14 @@ def _raw(value):
     return value
 
 
+def _linked(gpu, share):
+    """``gpu``'s array spec with its link bandwidth times ``share`` (itself for 1)."""
+    if share == 1.0:
+        return gpu
+    return SimpleNamespace(**{**vars(gpu),
+                              "interconnect_bandwidth": gpu.interconnect_bandwidth * share})
+
+
 def _compute_block(grid, block):
     """Every variable of ``grid.variables`` over one block: name -> array over its own axes.
 
@@ -591,8 +602,13 @@ def _compute_block(grid, block):
     bounds = _block_bounds(grid, tuple(block))
     extent = tuple(b.stop - b.start for b in bounds)
     model, gpu, tp, pp, ep, ctx, batch, prompt, k, alpha, share = _block_arrays(grid, bounds)
-    env = SimpleNamespace(model=model, gpu=gpu, tp=tp, pp=pp, ep=ep, ctx=ctx, batch=batch,
-                          prompt=prompt, k=k, alpha=alpha, share=share, bounds=bounds)
+    decode_share, prefill_share = grid.link_shares
+    # a calibration's link share: the collectives of each phase reach that share of the link
+    prefill_gpu = _linked(gpu, prefill_share)
+    gpu = _linked(gpu, decode_share)
+    env = SimpleNamespace(model=model, gpu=gpu, prefill_gpu=prefill_gpu, tp=tp, pp=pp, ep=ep,
+                          ctx=ctx, batch=batch, prompt=prompt, k=k, alpha=alpha, share=share,
+                          bounds=bounds)
     out = {}
     for name in grid.variables:
         out[name] = _formula(name, out, env, grid)
@@ -765,6 +781,7 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         ``kwargs_for(phase)``): its prefill knobs time ``prefill_time``, its decode knobs every
         other time, instead of ``compute_efficiency``, ``bandwidth_efficiency`` and
         ``step_overhead`` (give one or the other). The Dataset's ``model_quality`` says which.
+        A link share (``interconnect_efficiency``) scales each GPU's own link bandwidth.
     reserve : float
         Working-space share of the memory left after weights, in [0, 1). Default 0.10 (§2.4).
     replicate_kv : bool
@@ -846,7 +863,8 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
                       variables, options, pp=pp, ep=ep, micro_batches=micro_batches,
                       techniques=_techniques(draft_tokens, acceptance, draft, prefix_share))
     grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv),
-                               prefill_options=prefill_options, model_quality=quality)
+                               prefill_options=prefill_options, model_quality=quality,
+                               link_shares=_link_shares(calibration))
     memory_limit = real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True)
     if chunks is None:
         held = in_memory_bytes(grid)
@@ -878,11 +896,27 @@ def _calibration_knobs(calibration, **given):
         raise TypeError(f"give calibration= or {changed[0]}=, not both: the calibration holds "
                         f"the knobs")
     def phase(name):
-        knobs = {**defaults, **calibration.kwargs_for(name)}
+        with warnings.catch_warnings():
+            # a link share needs a GPU, which a sweep has per cell: _link_shares applies it
+            warnings.filterwarnings("ignore", f"calibration: {_LINK_SHARE}", UserWarning)
+            knobs = {**defaults, **calibration.kwargs_for(name)}
         # the three knobs, and the engine knobs (roofline options) the calibration holds
         return {k: v for k, v in knobs.items() if k in defaults or k in roofline.OPTION_DEFAULTS}
     label = getattr(calibration, "label", "calibrated")
     return phase("decode"), phase("prefill"), label
+
+
+#: The calibration knob that is a share of each GPU's link bandwidth
+#: (``rooflinekit.calibrate.LINK_KNOBS``, a room this one does not import).
+_LINK_SHARE = "interconnect_efficiency"
+
+
+def _link_shares(calibration) -> tuple:
+    """``(decode, prefill)`` link shares of ``calibration``'s shared knobs; 1 without."""
+    if calibration is None:
+        return (1.0, 1.0)
+    return tuple(float(dict(getattr(calibration, phase, None) or {}).get(_LINK_SHARE, 1.0))
+                 for phase in ("decode", "prefill"))
 
 
 def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_overhead,
