@@ -461,6 +461,15 @@ def _spec_step_time(tick_mode, cf, dcf, kk, n_decode, n_prefill, kv_read, kv_dec
 
 
 @njit(inline="always")
+def _spec_prefill_time(tick_mode, cf, dcf, draft_share, n_prefill, kv_read, pairs):
+    """The draft's pass over a step's ``n_prefill`` prompt tokens, after the target's [s]: a
+    draft model's step of those tokens, or a draft head's share of the target's own."""
+    if draft_share > 0.0:
+        return draft_share * _step_time(tick_mode, cf, 0.0, n_prefill, kv_read, pairs)
+    return _step_time(tick_mode, dcf, 0.0, n_prefill, kv_read, pairs)
+
+
+@njit(inline="always")
 def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, below_context,
                 n_above, d_below, d_above):
     """Step slot ``k`` of the speculative rings taken and cleared: the decoding sequences'
@@ -550,7 +559,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
            draft_coef[15], draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19],
            draft_coef[20], draft_coef[21])
     kk = float(draft_tokens)
-    d_prefill = spec and not tick_mode and draft_share <= 0.0    # a draft model, timed
+    # the draft prefills every chunk (none is drafted from at k = 0, which is plain decoding);
+    # a head's attention is the target's, so it reads and pairs the chunks by the target's rule
+    d_prefill = spec and not tick_mode and draft_tokens > 0
+    pcf = cf if draft_share > 0.0 else dcf
     drafted = 0                # sequence-steps drafted; k tokens each
     accepted = 0               # gained tokens beyond the first, each a gap of 0 (added at the end)
     # Prefix caching: ``alloc`` and ``used`` include the resident prefixes' blocks and tokens;
@@ -894,9 +906,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if c > 0:
                 kv_read += _kv_read(tick_mode, cf, float(prefilled[i]))
                 pairs += _chunk_pairs(tick_mode, cf, float(c), float(prefilled[i]))
-                if d_prefill:        # the draft model prefills the chunk too
-                    d_kv_pre += _kv_read(tick_mode, dcf, float(prefilled[i]))
-                    d_pairs += _chunk_pairs(tick_mode, dcf, float(c), float(prefilled[i]))
+                if d_prefill:        # the draft prefills the chunk too
+                    d_kv_pre += _kv_read(tick_mode, pcf, float(prefilled[i]))
+                    d_pairs += _chunk_pairs(tick_mode, pcf, float(c), float(prefilled[i]))
             prefilled[i] += c
             context[i] += c
             used += c
@@ -912,8 +924,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         else:
             dt = _step_time(tick_mode, cf, float(n_decode), float(n_prefill), kv_read, pairs)
         if d_prefill and n_prefill > 0:
-            # the draft model's own pass over the step's prompt chunks (its KV of them)
-            dt = dt + _step_time(tick_mode, dcf, 0.0, float(n_prefill), d_kv_pre, d_pairs)
+            # the draft's own pass over the step's prompt chunks (its KV of them)
+            dt = dt + _spec_prefill_time(tick_mode, cf, dcf, draft_share, float(n_prefill),
+                                         d_kv_pre, d_pairs)
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
             n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
