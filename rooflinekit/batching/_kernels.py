@@ -41,7 +41,10 @@ ring operations and the gap histogram are written out in place. The parts of the
 that a step of the decode-only stretch repeats (its KV read, its tokens, its statistics) are
 helpers numba inlines in its IR (``inline="always"``), measured as fast as the code written
 twice; the one inlined helper that was not (one handed the gap histogram, 30 % slower per step)
-returns the histogram bin for the caller to fill in place instead.
+returns the histogram bin for the caller to fill in place instead. The speculative step reads
+its slot of the step rings in one inlined helper handed the 2-D ring (:func:`_spec_taken`), as
+fast as the slot read written out in each place; the plain and speculative decode-only
+stretches are one loop each, and the gained tokens' gaps of 0 are counted once at the end.
 
 The clock is data
 -----------------
@@ -525,6 +528,39 @@ def _spec_step_time(tick_mode, cf, dcf, kk, n_decode, n_prefill, kv_read, kv_dec
 
 
 @njit(inline="always")
+def _spec_prefill_time(tick_mode, cf, dcf, draft_share, n_prefill, kv_read, pairs):
+    """The draft's pass over a step's ``n_prefill`` prompt tokens, after the target's [s]: a
+    draft model's step of those tokens, or a draft head's share of the target's own."""
+    if draft_share > 0.0:
+        return draft_share * _step_time(tick_mode, cf, 0.0, n_prefill, kv_read, pairs)
+    return _step_time(tick_mode, dcf, 0.0, n_prefill, kv_read, pairs)
+
+
+@njit(inline="always")
+def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, below_context,
+                n_above, d_below, d_above):
+    """Step slot ``k`` of the speculative rings taken and cleared: the decoding sequences'
+    tokens beyond one (added to ``used``, ``dec_context`` and ``accepted``) and, with windows,
+    their crossings (into the window sums). The one place a step reads the rings: section 5's
+    step and the decode-only stretches call it; inlined, so the ring is not passed in a call."""
+    extra = s_ring[k, _S_TOK]
+    s_ring[k, _S_TOK] = 0
+    s_ring[k, _S_BLK] = 0
+    if s_windowed:
+        below_context += s_ring[k, _S_BELOW]
+        n_above += s_ring[k, _S_ABOVE]
+        s_ring[k, _S_BELOW] = 0
+        s_ring[k, _S_ABOVE] = 0
+    if d_windowed:
+        d_below += s_ring[k, _SD_BELOW]
+        d_above += s_ring[k, _SD_ABOVE]
+        s_ring[k, _SD_BELOW] = 0
+        s_ring[k, _SD_ABOVE] = 0
+    return (used + extra, dec_context + extra, accepted + extra, below_context, n_above,
+            d_below, d_above)
+
+
+@njit(inline="always")
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
                 block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
@@ -593,7 +629,16 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
            draft_coef[15], draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19],
            draft_coef[20], draft_coef[21])
     kk = float(draft_tokens)
-    d_prefill = spec and not tick_mode and draft_share <= 0.0    # a draft model, timed
+    # filing counts a gain's new block without a branch where no gain fills two; measured
+    # to pay on the roofline workload of ~256 sequences (1.19 -> 0.93 ms) and to cost 25 % on
+    # the tick workload of ~4, which keeps the loop (BENCHMARKS.md, speculative decoding)
+    one_block = paged and draft_tokens + 1 <= bs and not tick_mode
+    # the draft prefills every chunk (none is drafted from at k = 0, which is plain decoding);
+    # a head's attention is the target's, so it reads and pairs the chunks by the target's rule
+    d_prefill = spec and not tick_mode and draft_tokens > 0
+    pcf = cf if draft_share > 0.0 else dcf
+    drafted = 0                # sequence-steps drafted; k tokens each
+    accepted = 0               # gained tokens beyond the first, each a gap of 0 (added at the end)
     # Prefix caching: ``alloc`` and ``used`` include the resident prefixes' blocks and tokens;
     # ``shared`` is the prefix blocks a running sequence uses from the cache (not its own).
     caching = prefix_caching and paged
@@ -933,9 +978,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if c > 0:
                 kv_read += _kv_read(tick_mode, cf, float(prefilled[i]))
                 pairs += _chunk_pairs(tick_mode, cf, float(c), float(prefilled[i]))
-                if d_prefill:        # the draft model prefills the chunk too
-                    d_kv_pre += _kv_read(tick_mode, dcf, float(prefilled[i]))
-                    d_pairs += _chunk_pairs(tick_mode, dcf, float(c), float(prefilled[i]))
+                if d_prefill:        # the draft prefills the chunk too
+                    d_kv_pre += _kv_read(tick_mode, pcf, float(prefilled[i]))
+                    d_pairs += _chunk_pairs(tick_mode, pcf, float(c), float(prefilled[i]))
             prefilled[i] += c
             context[i] += c
             used += c
@@ -951,39 +996,20 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         else:
             dt = _step_time(tick_mode, cf, float(n_decode), float(n_prefill), kv_read, pairs)
         if d_prefill and n_prefill > 0:
-            # the draft model's own pass over the step's prompt chunks (its KV of them)
-            dt = dt + _step_time(tick_mode, dcf, 0.0, float(n_prefill), d_kv_pre, d_pairs)
+            # the draft's own pass over the step's prompt chunks (its KV of them)
+            dt = dt + _spec_prefill_time(tick_mode, cf, dcf, draft_share, float(n_prefill),
+                                         d_kv_pre, d_pairs)
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
             n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
             windowed, win_mask, win_next, win_prev, win_key, context, above)
         if spec:
-            # What the decoding sequences filed for this step beyond one token each: their
-            # gains' tokens, their blocks (taken above as ``need``), their window crossings.
-            stats[_DRAFTED] += n_decode * float(draft_tokens)
-            k = (g - 1) & s_mask
-            extra = s_ring[k, _S_TOK]
-            s_ring[k, _S_TOK] = 0
-            s_ring[k, _S_BLK] = 0
-            if s_windowed:
-                below_context += s_ring[k, _S_BELOW]
-                n_above += s_ring[k, _S_ABOVE]
-                s_ring[k, _S_BELOW] = 0
-                s_ring[k, _S_ABOVE] = 0
-            if d_windowed:
-                d_below += s_ring[k, _SD_BELOW]
-                d_above += s_ring[k, _SD_ABOVE]
-                s_ring[k, _SD_BELOW] = 0
-                s_ring[k, _SD_ABOVE] = 0
-            used += extra
-            dec_context += extra
-            stats[_ACCEPTED] += extra
-            # the gained tokens come with the step's first: gaps of 0
-            n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
-                                                                 itl_target, 0.0, extra)
-            if hist_n[k] == 0 or rec > hist_max[k]:
-                hist_max[k] = rec
-            hist_n[k] += extra
+            # what the decoding sequences filed for this step beyond one token each: their
+            # gains' tokens, their blocks (taken above as ``need``), their window crossings
+            drafted += n_decode
+            (used, dec_context, accepted, below_context, n_above, d_below, d_above) = _spec_taken(
+                s_ring, (g - 1) & s_mask, s_windowed, d_windowed, used, dec_context, accepted,
+                below_context, n_above, d_below, d_above)
         n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                              itl_target, dt, n_decode)
         if hist_n[k] == 0 or rec > hist_max[k]:
@@ -1054,7 +1080,14 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     x = np.int64(gain[base + m])
                     k = g_end & s_mask
                     s_ring[k, _S_TOK] += x - 1
-                    if paged:
+                    if one_block:
+                        # at most one new block: without a branch (a block boundary falls at
+                        # random, and a mispredicted jump costs more than the rest of the step)
+                        r = room - x
+                        nb = np.int64(r < 0)
+                        room = r + nb * bs
+                        s_ring[k, _S_BLK] += nb
+                    elif paged:
                         r = room - x
                         while r < 0:
                             r += bs
@@ -1129,119 +1162,6 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # blocks are only taken
         if admissible:
             continue
-        if spec:
-            # the stretch decoding speculatively: each step takes its slot of the step rings
-            if tick_mode:
-                # one tick a step, whole-number sums: the statistics added once, as the plain
-                # stretch's (``used`` grows by each step's tokens, so summed step by step)
-                limit = UNBOUNDED
-                if nxt < n:
-                    limit = np.int64(math.ceil(arrival[nxt])) - np.int64(t)
-                m = 0
-                res_sum = 0
-                used_sum = 0
-                ex_sum = 0
-                while m < limit:
-                    gm = g + m
-                    b = n + (gm & ret_mask)
-                    if ret_next[b] != b:
-                        break
-                    k = gm & s_mask
-                    if paged:
-                        need = s_ring[k, _S_BLK]
-                        if need > total_blocks - alloc:
-                            break
-                        s_ring[k, _S_BLK] = 0
-                        alloc += need
-                        res_sum += alloc
-                    x = s_ring[k, _S_TOK]
-                    s_ring[k, _S_TOK] = 0
-                    ex_sum += x
-                    used += n_dec + x
-                    used_sum += used
-                    m += 1
-                if m == 0:
-                    continue
-                g += m
-                n_steps += m
-                busy += m
-                run_t += nrun * m
-                act_t += n_dec * m
-                if paged:
-                    res_t += block_size * res_sum
-                    if alloc * block_size > peak_res:
-                        peak_res = float(alloc * block_size)
-                    cb_t += cached_blocks * m
-                else:
-                    res_t += reserved * m
-                used_t += used_sum
-                dec_context += n_dec * m + ex_sum
-                if used > peak_used:
-                    peak_used = float(used)
-                stats[_DRAFTED] += n_dec * m * float(draft_tokens)
-                stats[_ACCEPTED] += ex_sum
-                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
-                                                                     itl_target, 0.0, ex_sum)
-                if hist_n[k] == 0 or rec > hist_max[k]:
-                    hist_max[k] = rec
-                hist_n[k] += ex_sum
-                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
-                                                                     itl_target, 1.0, n_dec * m)
-                if hist_n[k] == 0 or rec > hist_max[k]:
-                    hist_max[k] = rec
-                hist_n[k] += n_dec * m
-                t = t + m
-                continue
-            while nxt == n or arrival[nxt] > t:
-                b = n + (g & ret_mask)
-                if ret_next[b] != b:
-                    break
-                need = s_ring[g & s_mask, _S_BLK]
-                if need > total_blocks - alloc:
-                    break
-                # the step of section 5 with no prefill slice and no preemption, no completion
-                kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context,
-                                            n_above)
-                dt = _spec_step_time(tick_mode, cf, dcf, kk, n_dec, 0, kv_read, kv_read, 0.0,
-                                     draft_share, d_windowed, d_below, d_above, d_window,
-                                     dec_context)
-                g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
-                    n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
-                    windowed, win_mask, win_next, win_prev, win_key, context, above)
-                stats[_DRAFTED] += n_dec * float(draft_tokens)
-                k = (g - 1) & s_mask
-                extra = s_ring[k, _S_TOK]
-                s_ring[k, _S_TOK] = 0
-                s_ring[k, _S_BLK] = 0
-                if s_windowed:
-                    below_context += s_ring[k, _S_BELOW]
-                    n_above += s_ring[k, _S_ABOVE]
-                    s_ring[k, _S_BELOW] = 0
-                    s_ring[k, _S_ABOVE] = 0
-                if d_windowed:
-                    d_below += s_ring[k, _SD_BELOW]
-                    d_above += s_ring[k, _SD_ABOVE]
-                    s_ring[k, _SD_BELOW] = 0
-                    s_ring[k, _SD_ABOVE] = 0
-                used += extra
-                dec_context += extra
-                stats[_ACCEPTED] += extra
-                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
-                                                                     itl_target, 0.0, extra)
-                if hist_n[k] == 0 or rec > hist_max[k]:
-                    hist_max[k] = rec
-                hist_n[k] += extra
-                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
-                                                                     itl_target, dt, n_dec)
-                if hist_n[k] == 0 or rec > hist_max[k]:
-                    hist_max[k] = rec
-                hist_n[k] += n_dec
-                (n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t,
-                 cb_t) = _stepped(dt, nrun, n_dec, alloc * block_size if paged else reserved,
-                                  used, cached_blocks, n_steps, busy, run_t, act_t, peak_res,
-                                  res_t, peak_used, used_t, cb_t)
-                t = t + dt
-            continue
         if tick_mode:
             # Every step lasts one tick and every sum is a whole number (exact in float64), so
             # the stretch's statistics are added in closed form once it is measured.
@@ -1250,17 +1170,26 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 limit = np.int64(math.ceil(arrival[nxt])) - np.int64(t)
             m = 0
             res_sum = 0                  # paged: blocks held after each step, summed
+            used_sum = 0                 # speculative: KV used after each step, summed
             while m < limit:
                 b = n + ((g + m) & ret_mask)
                 if ret_next[b] != b:
                     break
                 if paged:
-                    need = by_phase[ph]
+                    # speculative: the blocks the decoding sequences filed for this step
+                    need = s_ring[(g + m) & s_mask, _S_BLK] if spec else by_phase[ph]
                     if need > total_blocks - alloc:
                         break
                     alloc += need
                     res_sum += alloc
                     ph = ph - 1 if ph > 0 else bs - 1
+                if spec:
+                    drafted += n_dec
+                    (used, dec_context, accepted, below_context, n_above, d_below,
+                     d_above) = _spec_taken(s_ring, (g + m) & s_mask, False, False, used + n_dec,
+                                            dec_context + n_dec, accepted, below_context,
+                                            n_above, d_below, d_above)
+                    used_sum += used
                 m += 1
             if m == 0:
                 continue
@@ -1276,9 +1205,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 cb_t += cached_blocks * m
             else:
                 res_t += reserved * m
-            used_t += m * used + n_dec * (m * (m + 1) // 2)
-            used += n_dec * m
-            dec_context += n_dec * m
+            if spec:                     # each step's gains taken above
+                used_t += used_sum
+            else:
+                used_t += m * used + n_dec * (m * (m + 1) // 2)
+                used += n_dec * m
+                dec_context += n_dec * m
             if used > peak_used:
                 peak_used = float(used)
             n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
@@ -1292,15 +1224,28 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             b = n + (g & ret_mask)
             if ret_next[b] != b:
                 break
-            need = by_phase[ph] if paged else 0
+            need = 0
+            if paged:
+                need = s_ring[g & s_mask, _S_BLK] if spec else by_phase[ph]
             if need > total_blocks - alloc:
                 break
             # the step of section 5 with no prefill slice and no preemption, no completion
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context, n_above)
-            dt = _step_time(tick_mode, cf, float(n_dec), 0.0, kv_read, 0.0)
+            if spec:
+                dt = _spec_step_time(tick_mode, cf, dcf, kk, n_dec, 0, kv_read, kv_read, 0.0,
+                                     draft_share, d_windowed, d_below, d_above, d_window,
+                                     dec_context)
+            else:
+                dt = _step_time(tick_mode, cf, float(n_dec), 0.0, kv_read, 0.0)
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
                 windowed, win_mask, win_next, win_prev, win_key, context, above)
+            if spec:
+                drafted += n_dec
+                (used, dec_context, accepted, below_context, n_above, d_below,
+                 d_above) = _spec_taken(s_ring, (g - 1) & s_mask, s_windowed, d_windowed, used,
+                                        dec_context, accepted, below_context, n_above, d_below,
+                                        d_above)
             n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                                  itl_target, dt, n_dec)
             if hist_n[k] == 0 or rec > hist_max[k]:
@@ -1310,6 +1255,16 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 dt, nrun, n_dec, alloc * block_size if paged else reserved, used, cached_blocks,
                 n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t)
             t = t + dt
+    if spec:
+        # The gained tokens come with their step's first: gaps of 0, counted once here (counts
+        # of whole numbers and a sum of zeros, equal to adding them step by step).
+        stats[_DRAFTED] = drafted * float(draft_tokens)
+        stats[_ACCEPTED] = accepted
+        n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
+                                                             itl_target, 0.0, accepted)
+        if hist_n[k] == 0 or rec > hist_max[k]:
+            hist_max[k] = rec
+        hist_n[k] += accepted
     stats[_PFX_T] = cb_t
     _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
                  used_t)

@@ -112,9 +112,9 @@ the drafted positions before it, as :func:`rooflinekit.roofline.verification_ste
 sequences at their contexts, or a draft head's share of the target's. A draft model prefills
 the prompts too: a step with prefill slices adds ``clock.draft_prefill_time(n_prefill_tokens,
 chunks)``, the draft's step of those tokens alone, its KV read and attention pairs summed over
-the chunks in admission order (0 for a draft head, whose cost is a share of decode steps only).
-Its KV cache shares the target's blocks (one block table), which the batcher counts in the KV
-budget before the run (:meth:`~rooflinekit.batching.Speculative.kv_tokens`). The token budget
+the chunks in admission order (a draft head: its share of the target's step of them). Its KV
+cache shares the target's blocks (one block table), which the batcher counts in the KV budget
+before the run (:meth:`~rooflinekit.batching.Speculative.kv_tokens`). The token budget
 counts one token per decoding sequence, as without speculation. ``draft_tokens`` counts ``k`` per
 sequence-step, ``accepted_tokens`` the gained tokens beyond the first.
 

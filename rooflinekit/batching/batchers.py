@@ -55,7 +55,6 @@ from rooflinekit._validation import (MAX_COUNT, check_bool, check_keys, check_on
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 from rooflinekit.dtypes import bytes_per_element
-from rooflinekit.models import ModelShape
 
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _model_quality,
@@ -189,10 +188,15 @@ class _RooflineClock:
         return roofline.mixed_step_time_kernel(*self._draft, n_decode, 0.0, read, 0.0)
 
     def draft_prefill_time(self, n_prefill_tokens, chunks):
-        """A draft model's pass over a step's prompt ``chunks`` (``(chunk, cached)`` pairs, in
-        admission order) [s]; 0 for a draft head."""
+        """The draft's pass over a step's prompt ``chunks`` (``(chunk, cached)`` pairs, in
+        admission order) [s]: a draft model's step of those tokens, or a draft head's share of
+        the target's."""
         if self._draft is None:
-            return 0.0
+            read = pairs = 0.0
+            for chunk, cached in chunks:
+                read += self.kv_read(cached)
+                pairs += self.chunk_pairs(chunk, cached)
+            return self._draft_share * self.step_time(0.0, n_prefill_tokens, read, pairs)
         fa, window = self._draft_fa, self._draft_window
         read = pairs = 0.0
         for chunk, cached in chunks:
@@ -693,9 +697,8 @@ class ContinuousBatcher(_Batcher):
                                              ep=self.ep, reserve=self.reserve)
             budget = int(per_gpu.usable_kv_bytes // per_gpu.kv_bytes_per_token)
         else:
-            # a draft model's weights sit beside the target's (a draft head's are not counted)
-            draft = None if self.speculative is None else self.speculative.draft
-            extra = memory.weight_bytes(draft) if isinstance(draft, ModelShape) else 0.0
+            # the draft's weights (a model's, or a head's share of a layer) beside the target's
+            extra = 0.0 if self.speculative is None else self.speculative.weight_bytes(self.model)
             budget = int(np.asarray(memory.kv_budget_tokens(
                 self.model, self.gpu, tp=self.tp, reserve=self.reserve,
                 draft_weight_bytes=extra)).item())

@@ -38,8 +38,10 @@ class Speculative:
     ----------
     draft : ModelShape, str or float
         The draft model (a spec or a catalogue name, run on the target's GPUs with its ``tp``),
-        or the cost of one draft step as a share of the target's decode step, in (0, 1] (an
-        MTP or EAGLE head: a fraction of a layer is ``fraction / n_layers``).
+        or a draft head's share ``s`` of the target, in (0, 1] (an MTP or EAGLE head: a
+        fraction ``f`` of a layer is ``s = f / n_layers``): its step costs ``s`` of the target's
+        decode step, its prefill ``s`` of the target's, and it holds ``s`` of the target's
+        layer weights and KV (:meth:`weight_bytes`, :meth:`kv_tokens`).
     draft_tokens : int
         Tokens drafted per step, k [tokens], in [1, 64] (vLLM's ``num_speculative_tokens``).
     acceptance : float or rooflinekit.workloads.Beta
@@ -77,8 +79,23 @@ class Speculative:
     (:meth:`kv_tokens`). The draft's weights come off the memory of a budget the batcher derives
     from its model and GPU (:func:`rooflinekit.memory.kv_budget_tokens`'s
     ``draft_weight_bytes``), and off each replica's in :func:`rooflinekit.plan`; a budget given
-    as ``kv_budget_tokens`` is taken as it is. A draft head's prefill, weights and KV are not
-    modelled.
+    as ``kv_budget_tokens`` is taken as it is.
+
+    A draft head (EAGLE, MTP) is a fraction ``f`` of one of the target's layers, given as its
+    share ``s = f / n_layers`` of the target: it holds ``f`` of one layer's parameters, so ``s``
+    of the target's layer weights (it shares the target's embedding and LM head, as EAGLE and
+    DeepSeek-V3's MTP modules do: none of its own), ``f`` of one layer's KV per token (``s`` of
+    the target's), and its prefill of a chunk is ``s`` of the target's step of that chunk, after
+    the target's. Its weights and KV come off the budget as a draft model's do.
+
+    At acceptance 0 every step gains one token, as plain decoding: on the tick clock the run is
+    the plain run, bit for bit; on the roofline clock each decode step still verifies ``k + 1``
+    positions per sequence (more arithmetic, embedding rows and all-reduce traffic than one)
+    after ``k`` draft steps, so the run is slower than the plain one. The roofline's exact
+    reduction is ``k = 0`` (:func:`rooflinekit.roofline.speculative_step_time` is then
+    :func:`~rooflinekit.roofline.decode_step_time`, and
+    ``_kernels.continuous_run_speculative`` the plain kernel, bit for bit); a batcher drafts
+    at least one token (``speculative=None`` is plain decoding).
 
     References
     ----------
@@ -134,15 +151,20 @@ class Speculative:
         Returns
         -------
         int
-            Tokens of context each held by both models [tokens]:
-            ``floor(budget · kv_target / (kv_target + kv_draft))``; ``budget_tokens`` itself
-            for a draft head (whose KV is not modelled).
+            Tokens of context each held by both the target and the draft [tokens]:
+            ``floor(budget · kv_target / (kv_target + kv_draft))``, with ``kv_draft`` a draft
+            head's share of the target's, ``s · kv_target``.
+
+        See Also
+        --------
+        weight_bytes : the draft's weights, off the memory before the budget is counted.
 
         Notes
         -----
-        A draft model keeps its own KV of every token of each sequence (it drafts from the
-        whole context), in blocks of the same table (vLLM allocates both caches' blocks
-        together), so a token of context costs both models' bytes; in paged admission the
+        A draft keeps its own KV of every token of each sequence (it drafts from the whole
+        context; a head's layer holds its own keys and values), in blocks of the same table
+        (vLLM allocates both caches' blocks together), so a token of context costs both bytes;
+        in paged admission the
         blocks of that budget are ``floor(tokens / block_size)``, as the blocks of both
         caches that fit. Per-token sizes are :attr:`ModelShape.kv_bytes_per_token` (a
         sliding window counted at full size, as :func:`rooflinekit.memory.kv_budget_tokens`
@@ -151,11 +173,50 @@ class Speculative:
         budget = whole_number("budget_tokens", budget_tokens, lo=0)
         if not isinstance(model, ModelShape):
             raise TypeError(f"model must be a ModelShape, got {describe(model)}")
-        if not isinstance(self.draft, ModelShape):
-            return budget
         target = float(model.kv_bytes_per_token)
-        both = target + float(self.draft.kv_bytes_per_token)
+        if isinstance(self.draft, ModelShape):
+            both = target + float(self.draft.kv_bytes_per_token)
+        else:                    # a head: its fraction of one layer's KV per token
+            both = target + self.draft * target
         return int(budget * target // both)
+
+    def weight_bytes(self, model: ModelShape | None) -> float:
+        """Bytes of the draft's weights held beside the target's [bytes].
+
+        Parameters
+        ----------
+        model : ModelShape or None
+            The target model (a draft head's weights are a share of its layers'); ``None``
+            where no target is known (a head then holds nothing counted).
+
+        Returns
+        -------
+        float
+            A draft model's :attr:`~rooflinekit.models.ModelShape.weight_bytes`; a draft
+            head's ``s · (n_params − lm_head_params − input_embedding_params) ·
+            bytes_per_param`` of the target: ``f`` of one layer's parameters
+            (``s = f / n_layers``), sharing the target's embedding and LM head.
+
+        See Also
+        --------
+        kv_tokens : the draft's KV, sharing the blocks the weights leave.
+
+        References
+        ----------
+        .. [1] Li et al., "EAGLE: Speculative Sampling Requires Rethinking Feature
+               Uncertainty", ICML 2024 (one decoder layer over the target's embedding and LM
+               head).
+        .. [2] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024, §2.2 (MTP
+               modules sharing the embedding and the output head).
+        """
+        if isinstance(self.draft, ModelShape):
+            return float(self.draft.weight_bytes)
+        if model is None:
+            return 0.0
+        if not isinstance(model, ModelShape):
+            raise TypeError(f"model must be a ModelShape or None, got {describe(model)}")
+        layers = model.n_params - model.lm_head_params - model.input_embedding_params
+        return self.draft * float(layers) * float(model.bytes_per_param)
 
     @property
     def draft_share(self) -> float:

@@ -55,7 +55,6 @@ from rooflinekit.batching import (
     replicate_seed,
     run_replicates,
 )
-from rooflinekit.models import ModelShape
 
 #: Public; rate_variables serves the planners of this folder.
 __all__ = ["max_rate", "draw_requests", "prefixes", "BINDINGS", "LOWEST_RATE_FRACTION"]
@@ -109,11 +108,12 @@ def prefixes(draws, rows=slice(None)) -> dict:
 
 def _replica_kv_budget(model, gpu, tp, *, block_size, gpu_memory_utilization,
                        speculative=None, pp=1, ep=1) -> int:
-    """A replica's KV budget [the target's tokens] as vLLM logs it, less a draft model's weights.
+    """A replica's KV budget [the target's tokens] as vLLM logs it, less a draft's weights.
 
-    Without a draft model (none, or a draft head) and with ``pp = ep = 1`` it is
-    :func:`rooflinekit.memory.engine_kv_cache`'s ``kv_cache_tokens``. A draft model's weights
-    come off each rank's memory beside the target's:
+    Without speculation and with ``pp = ep = 1`` it is
+    :func:`rooflinekit.memory.engine_kv_cache`'s ``kv_cache_tokens``. The draft's weights (a
+    draft model's, or a draft head's share of a layer: :meth:`Speculative.weight_bytes`) come
+    off each rank's memory beside the target's:
     ``blocks = (available − W_draft / tp) // bytes_per_block``. Its KV cache then shares those
     blocks with the target's in the replica's batcher (:meth:`Speculative.kv_tokens`). A
     pipeline or expert layout holds :func:`rooflinekit.parallel.layout_memory`'s weights and KV
@@ -128,9 +128,9 @@ def _replica_kv_budget(model, gpu, tp, *, block_size, gpu_memory_utilization,
         per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep)
         available += memory.weight_bytes(model) / tp - float(per_gpu.weight_bytes)
         bytes_per_block = float(per_gpu.kv_bytes_per_token) * block_size
-    draft = None if speculative is None else speculative.draft
-    if isinstance(draft, ModelShape):
-        available -= draft.weight_bytes / int(tp)
+    held = 0.0 if speculative is None else speculative.weight_bytes(model)
+    if held > 0.0:
+        available -= held / int(tp)
     elif pp == ep == 1:
         return int(kv["kv_cache_tokens"])
     return max(int(available // bytes_per_block), 0) * int(block_size)
