@@ -96,3 +96,22 @@ def test_bad_speculation_is_refused(kwargs, match):
     base = {"draft": 0.05, "draft_tokens": 4, "acceptance": 0.8}
     with pytest.raises((ValueError, TypeError), match=match):
         rf.speculative_speedup(TARGET, H100, 1, 1000, 8, **{**base, **kwargs})
+
+
+def test_draft_step_time_is_the_draft_part_of_the_speculative_step():
+    """One draft step: a head's share of the target's decode step, or the draft model's own;
+    k of them and the verification make the speculative step, bit for bit."""
+    from rooflinekit import catalog
+    from rooflinekit import roofline as r
+    target, draft = catalog.model("Llama-3.1-70B"), catalog.model("Llama-3.1-8B")
+    gpu = catalog.gpu("H100-SXM-80GB")
+    head = r.draft_step_time(target, gpu, 16, 2048, 4, draft=0.05)
+    assert head == 0.05 * r.decode_step_time(target, gpu, 16, 2048, 4)
+    small = r.draft_step_time(target, gpu, 16, 2048, 4, draft=draft)
+    assert small == r.decode_step_time(draft, gpu, 16, 2048, 4)
+    for d, one in ((0.05, head), (draft, small)):
+        assert r.speculative_step_time(target, gpu, 16, 2048, 4, draft=d, draft_tokens=4) == \
+            4 * one + r.verification_step_time(target, gpu, 16, 2048, 4, draft_tokens=4)
+    import pytest
+    with pytest.raises(ValueError, match="share"):
+        r.draft_step_time(target, gpu, draft=1.5)

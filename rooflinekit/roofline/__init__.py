@@ -35,6 +35,7 @@ from rooflinekit.roofline.layout import (
 )
 from rooflinekit.roofline.options import ENGINE_OPTIONS, OPTION_DEFAULTS, read_options
 from rooflinekit.roofline.speculative import (
+                                          draft_step_time,
                                           speculative_speedup,
                                           speculative_step_time,
                                           speculative_tokens_per_step,
@@ -77,7 +78,7 @@ __all__ = [
     "decode_throughput", "decode_throughput_per_gpu", "prefill_throughput", "generation_time",
     "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
     "decode_roofline", "tp_scaling", "energy_per_token",
-    "speculative_tokens_per_step", "verification_step_time", "speculative_step_time",
-    "speculative_speedup", "layout_decode_step_time", "layout_prefill_time", "layouts",
+    "speculative_tokens_per_step", "verification_step_time", "draft_step_time",
+    "speculative_step_time", "speculative_speedup", "layout_decode_step_time", "layout_prefill_time", "layouts",
     "MAX_GPUS", "MAX_TP",
 ]

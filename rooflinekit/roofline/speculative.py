@@ -33,8 +33,8 @@ from rooflinekit.models import ModelShape
 from rooflinekit.roofline.latency import decode_step_time
 from rooflinekit.roofline.step import Step, kv_tokens, step_formula, step_time
 
-__all__ = ["speculative_tokens_per_step", "verification_step_time", "speculative_step_time",
-           "speculative_speedup"]
+__all__ = ["speculative_tokens_per_step", "verification_step_time", "draft_step_time",
+           "speculative_step_time", "speculative_speedup"]
 
 
 def _check_acceptance(name, value):
@@ -191,20 +191,68 @@ def speculative_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, d
     ----------
     .. [1] Leviathan, Kalman & Matias, ICML 2023; Li et al., EAGLE, ICML 2024.
     """
+    model, drafter, options = _target_and_draft(model, draft, roofline_options)
+    check_integer("draft_tokens", draft_tokens, lo=0)
+    verify = verification_step_time(model, gpu, batch_size, context_length, tp,
+                                    draft_tokens=draft_tokens, **options)
+    one = _draft_step(model, gpu, drafter, batch_size, context_length, tp, options)
+    return _label(draft_tokens * one + verify, "speculative_step_time", "s",
+                  "speculative step time")
+
+
+def _target_and_draft(model, draft, roofline_options):
+    """The target (a spec or catalogue name), the checked draft, and the options as a dict."""
     options = dict(check_mapping("roofline_options", roofline_options, allow_none=True) or {})
     if isinstance(model, str):
         model = catalog.model(model)
     drafter = _draft(draft)
     _check_pair(model, drafter)
-    check_integer("draft_tokens", draft_tokens, lo=0)
-    verify = verification_step_time(model, gpu, batch_size, context_length, tp,
-                                    draft_tokens=draft_tokens, **options)
+    return model, drafter, options
+
+
+def _draft_step(model, gpu, drafter, batch_size, context_length, tp, options):
+    """One draft step: the draft model's decode step, or a head's share of the target's."""
     if isinstance(drafter, float):
-        one = drafter * decode_step_time(model, gpu, batch_size, context_length, tp, **options)
-    else:
-        one = decode_step_time(drafter, gpu, batch_size, context_length, tp, **options)
-    return _label(draft_tokens * one + verify, "speculative_step_time", "s",
-                  "speculative step time")
+        return drafter * decode_step_time(model, gpu, batch_size, context_length, tp, **options)
+    return decode_step_time(drafter, gpu, batch_size, context_length, tp, **options)
+
+
+def draft_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, draft,
+                    roofline_options: Mapping | None = None):
+    """Time of one draft step of speculative decoding, every sequence drafting a token [s].
+
+    Parameters
+    ----------
+    model, gpu, batch_size, context_length, tp, draft, roofline_options
+        As for :func:`speculative_step_time`.
+
+    Returns
+    -------
+    float, ndarray or xarray.DataArray
+        ``t_draft`` [s]: :func:`decode_step_time` of the draft model at the same batch and
+        context on the same ``tp`` GPUs, or the head's share times the target's.
+
+    Raises
+    ------
+    ValueError
+        As for :func:`speculative_step_time`.
+
+    See Also
+    --------
+    speculative_step_time, verification_step_time
+
+    Notes
+    -----
+    ``t_speculative = k · t_draft + t_verify``: the ``k`` draft steps run one after another
+    before the target verifies. A head of share ``s`` costs ``s · T(B, C)`` a step.
+
+    References
+    ----------
+    .. [1] Leviathan, Kalman & Matias, ICML 2023; Li et al., EAGLE, ICML 2024.
+    """
+    model, drafter, options = _target_and_draft(model, draft, roofline_options)
+    return _label(_draft_step(model, gpu, drafter, batch_size, context_length, tp, options),
+                  "draft_step_time", "s", "draft step time")
 
 
 def speculative_speedup(model, gpu, batch_size=1, context_length=0, tp=1, *, draft,

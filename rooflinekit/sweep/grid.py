@@ -568,12 +568,9 @@ def _layout_speculative_step(env, grid):
     verify = roofline.verification_step_time(model, gpu, b, ctx, tp, draft_tokens=k,
                                              **grid.options)
     verify = _layout_time(_raw(verify), env, grid, b * (k + 1), m)
-    if isinstance(grid.draft, float):        # a head: its share of the target's decode step
-        one = grid.draft * _raw(roofline.decode_step_time(model, gpu, batch, ctx, tp,
-                                                          **grid.options))
-    else:
-        one = _raw(roofline.decode_step_time(grid.draft, gpu, batch, ctx, tp, **grid.options))
-    return k * one + verify
+    one = roofline.draft_step_time(model, gpu, batch, ctx, tp, draft=grid.draft,
+                                   roofline_options=grid.options)
+    return k * _raw(one) + verify
 
 
 def _raw(value):
