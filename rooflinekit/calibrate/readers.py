@@ -265,7 +265,8 @@ def read_vllm_latency(result, *, model: str, gpu: str, tp: int = 1, batch_size: 
         A configuration out of range; a field missing or not a number (naming the file and the
         field); a latency not above the TTFT; a run of ``output_tokens > 1`` without a TTFT.
     TypeError
-        An argument of the wrong kind.
+        ``result`` neither a path nor a mapping; a name (``model``, ``gpu``, ``source``,
+        ``engine``, a format) not a string; a count not a whole number.
 
     See Also
     --------
@@ -402,7 +403,8 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
         No ``benchmarks``; a field missing or not a number (naming the file, the benchmark and
         the field).
     TypeError
-        An argument of the wrong kind.
+        ``report`` neither a path nor a mapping; a name (``model``, ``gpu``, ``source``,
+        ``engine``, a format) not a string; ``tp`` not a whole number.
 
     See Also
     --------
@@ -594,7 +596,8 @@ def read_trtllm_bench(report, *, model: str, gpu: str, tp: int | None = None,
         parallelism (``pp_size > 1``, which the format does not hold); ``tp`` differing from the
         report's; a field missing or not a number (naming the file and the field).
     TypeError
-        An argument of the wrong kind.
+        ``report`` not a path, the report's text or a mapping; a name (``model``, ``gpu``,
+        ``source``, ``engine``, a format) not a string; ``tp`` not a whole number or None.
 
     See Also
     --------
