@@ -478,7 +478,6 @@ def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int
         last = end[output >= j] - j            # position output - j: j tokens left
         gain[last] = np.minimum(gain[last], j)
     return gain, offset
-    return gain, offset
 
 
 # --- workloads ----------------------------------------------------------------------------------

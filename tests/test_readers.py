@@ -202,6 +202,46 @@ def test_guidellm_refuses_a_row_the_format_refuses(tmp_path):
     assert str(path) in str(info.value)
 
 
+@pytest.mark.parametrize("suffix", [".yaml", ".yml"])
+def test_guidellm_yaml_report_gives_the_json_rows(tmp_path, suffix):
+    # GuideLLM writes yaml.dump of the same model_dump it writes as JSON
+    yaml = pytest.importorskip("yaml")
+    path = tmp_path / f"benchmarks{suffix}"
+    path.write_text(yaml.dump(_json(GUIDELLM)), encoding="utf-8")
+    from_yaml = measurements_to_records(read_guidellm_report(path, **WHERE))
+    from_json = measurements_to_records(read_guidellm_report(GUIDELLM, **WHERE))
+    assert len(from_yaml) == len(from_json) == 3
+    for a, b in zip(from_yaml, from_json):
+        assert a["source"] == b["source"].replace("guidellm_report.json", path.name)
+        assert {k: v for k, v in a.items() if k != "source"} == \
+            {k: v for k, v in b.items() if k != "source"}
+
+
+@pytest.mark.parametrize("text, match", [
+    ("benchmarks: [\n  {a: 1\n", r"not a YAML document \(line \d+, column \d+\)"),
+    ("!!python/object/apply:os.system ['true']\n", "not a YAML document"),
+    ("- 1\n- 2\n", "holds a JSON object"),
+])
+def test_guidellm_yaml_names_the_file(tmp_path, text, match):
+    pytest.importorskip("yaml")
+    path = tmp_path / "benchmarks.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=match) as info:
+        read_guidellm_report(path, **WHERE)
+    assert str(path) in str(info.value)
+
+
+def test_guidellm_yaml_without_pyyaml_says_what_to_install(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "yaml", None)      # import yaml now fails
+    path = tmp_path / "benchmarks.yaml"
+    path.write_text("benchmarks: []\n", encoding="utf-8")
+    with pytest.raises(ImportError, match=r"needs PyYAML.*rooflinekit\[yaml\].*as JSON"):
+        read_guidellm_report(path, **WHERE)
+    # a JSON report needs no YAML parser
+    assert len(measurements_to_records(read_guidellm_report(GUIDELLM, **WHERE))) == 3
+
+
 # -- trtllm-bench ------------------------------------------------------------------------------
 
 def test_trtllm_json_report():

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rooflinekit.cli.main import main
 
 DATA = Path(__file__).parent / "data"
@@ -51,6 +53,16 @@ def test_from_guidellm_with_the_configuration_flags(capsys):
           "--fit", "step_overhead"])
     out = capsys.readouterr().out
     assert out.startswith("rooflinekit calibrate: 3 measurement(s)")
+
+
+def test_from_guidellm_yaml(capsys, tmp_path):
+    yaml = pytest.importorskip("yaml")
+    path = tmp_path / "benchmarks.yaml"
+    report = json.loads((OUTPUTS / "guidellm_report.json").read_text(encoding="utf-8"))
+    path.write_text(yaml.dump(report), encoding="utf-8")
+    main(["calibrate", "--from", "guidellm", str(path), *RUN, "--engine", "vllm 0.10.1",
+          "--fit", "step_overhead"])
+    assert capsys.readouterr().out.startswith("rooflinekit calibrate: 3 measurement(s)")
 
 
 def test_from_vllm_latency_one_output_token_fits_prefill_only(capsys):

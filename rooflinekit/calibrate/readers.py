@@ -8,7 +8,7 @@ does not record it, the configuration). The result JSON of ``vllm bench serve`` 
 
 - :func:`read_vllm_latency`: ``vllm bench latency --output-json`` (one static batch, end to end);
 - :func:`read_guidellm_report`: a GuideLLM report (``guidellm benchmark`` / ``guidellm run``,
-  JSON output), one row per benchmark;
+  JSON or YAML output), one row per benchmark;
 - :func:`read_trtllm_bench`: the report of ``trtllm-bench throughput`` (``--report_json`` or
   the logged text report).
 
@@ -84,12 +84,17 @@ def _read_text(path: Path) -> str:
         raise ValueError(f"{path} is not UTF-8 text (byte {err.start}: {err.reason})") from None
 
 
-def _load(report, what: str) -> tuple[Mapping, str]:
-    """``(payload, label)`` of a path to a JSON file or an already parsed mapping."""
+def _load(report, what: str, *, yaml: bool = False) -> tuple[Mapping, str]:
+    """``(payload, label)`` of a path to a JSON file (or, with ``yaml``, a ``.yaml``/``.yml``
+    one) or an already parsed mapping."""
     if isinstance(report, (str, Path)):
         path = Path(report)
-        payload = load_json(io.StringIO(_read_text(path)), str(path))
         label = str(path)
+        text = _read_text(path)
+        if yaml and path.suffix.lower() in (".yaml", ".yml"):
+            payload = _load_yaml(text, label)
+        else:
+            payload = load_json(io.StringIO(text), label)
     elif isinstance(report, Mapping):
         payload, label = report, what
     else:
@@ -97,6 +102,23 @@ def _load(report, what: str) -> tuple[Mapping, str]:
     if not isinstance(payload, Mapping):
         raise ValueError(f"{label}: a {what} holds a JSON object; got {describe(payload)[:80]}")
     return payload, label
+
+
+def _load_yaml(text: str, label: str):
+    """The content of a YAML report, by PyYAML's safe loader (plain data, no Python objects)."""
+    try:
+        import yaml  # optional: only YAML reports need it
+    except ImportError as exc:
+        raise ImportError(f"{label}: reading a YAML report needs PyYAML; install it with "
+                          f"`pip install rooflinekit[yaml]`, or save the report as JSON") \
+            from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ValueError(f"{label}: not a YAML document{at}: {problem}") from None
 
 
 def _get(payload: Mapping, field: str, label: str, what: str, *, required: bool = True,
@@ -348,7 +370,7 @@ def _metric(bench: Mapping, where: str, label: str, name: str, status: str, stat
 def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: str | None = None,
                          kv_dtype: str | None = None, engine: str | None = None,
                          source: str | None = None, statistic: str = "median") -> xr.Dataset:
-    """One measurement row per benchmark of a GuideLLM report (its JSON output).
+    """One measurement row per benchmark of a GuideLLM report (its JSON or YAML output).
 
     A GuideLLM report (``GenerativeBenchmarksReport``) holds ``benchmarks``, one per strategy
     it ran (a sweep runs synchronous, throughput and a series of constant rates). Each has the
@@ -376,8 +398,10 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
     Parameters
     ----------
     report : str, Path or mapping
-        Path of the JSON report (``--output kind=json``; older: ``--output-path x.json``), or
-        its parsed content. YAML reports are not read.
+        Path of the report, JSON (``--output kind=json``; older: ``--output-path x.json``)
+        or YAML (a ``.yaml`` or ``.yml`` path; GuideLLM writes the same content either way,
+        and reading YAML needs PyYAML, ``pip install rooflinekit[yaml]``), or its parsed
+        content.
     model, gpu : str
         Catalogue names of the server's model and GPU.
     tp : int
@@ -402,6 +426,8 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
     ValueError
         No ``benchmarks``; a field missing or not a number (naming the file, the benchmark and
         the field).
+    ImportError
+        A YAML report without PyYAML installed.
     TypeError
         ``report`` neither a path nor a mapping; a name (``model``, ``gpu``, ``source``,
         ``engine``, a format) not a string; ``tp`` not a whole number.
@@ -420,12 +446,16 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
        (``inter_token_latency_ms``, ``time_per_output_token_ms``),
        ``src/guidellm/scheduler/strategies.py`` (``type_``, ``streams``, ``rate``);
        ``src/guidellm/benchmark/benchmark.py`` at v0.3.0 (``args.strategy``, the same metrics).
+    .. [2] GuideLLM ``src/guidellm/benchmark/schemas/generative/report.py`` at
+       ``03820eba155d34eb602244535cc2412c32af6f54``: ``GenerativeBenchmarksReport.save_file``
+       writes ``json.dumps`` or ``yaml.dump`` of the same ``model_dump()`` by the path's suffix
+       (``.json``, ``.yaml``, ``.yml``), and ``load_file`` reads YAML with ``yaml.safe_load``.
     """
     _check_common(model, gpu, source, engine, dtype, kv_dtype)
     tp = whole_number("tp", tp, lo=1)
     check_one_of("statistic", statistic, _STATISTICS)
     what = "GuideLLM report"
-    payload, label = _load(report, what)
+    payload, label = _load(report, what, yaml=True)
     benchmarks = payload.get("benchmarks")
     if not isinstance(benchmarks, list) or not benchmarks:
         raise ValueError(f"{label}: a GuideLLM report holds a non-empty 'benchmarks' list; got "

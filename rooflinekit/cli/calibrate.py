@@ -58,7 +58,7 @@ FORMATS = {
     "vllm-serve": "`vllm bench serve --save-result` JSON (as --vllm-result)",
     "vllm-latency": "`vllm bench latency --output-json` JSON (needs --batch-size, --input-len, "
                     "--output-len)",
-    "guidellm": "GuideLLM JSON reports, one row per benchmark",
+    "guidellm": "GuideLLM reports (JSON, or YAML with PyYAML), one row per benchmark",
     "trtllm": "`trtllm-bench throughput --streaming` reports (--report_json, or the logged text)",
 }
 #: The flags that only describe a vllm bench latency run.
