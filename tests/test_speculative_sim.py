@@ -1,6 +1,7 @@
 """Speculative decoding in the continuous-batching simulator: kernel = reference, properties."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -180,6 +181,48 @@ def test_mean_gain_is_the_expected_tokens_per_step():
     assert inner.mean() == pytest.approx(float(rk.speculative_tokens_per_step(0.8, 4)),
                                          rel=0.01)
     assert gain.min() >= 1 and gain.max() <= 5
+
+
+@pytest.mark.parametrize("alpha, k", [(0.8, 4), (0.3, 2), (0.95, 8)])
+def test_gain_frequencies_are_the_capped_geometric(alpha, k):
+    # P(gain = 1 + l) = α^l (1 - α) for l < k, α^k for l = k (k Bernoulli(α) drafts, the
+    # leading successes accepted); 200 × 1,999 uncapped positions, each frequency within
+    # 5 standard errors of a binomial proportion
+    gain, offset = speculative_gains(np.random.default_rng(7), np.full(200, 2000 + k), k, alpha)
+    inner = np.concatenate([gain[o + 1:o + 2000] for o in offset])
+    expected = [alpha ** l * (1 - alpha) for l in range(k)] + [alpha ** k]
+    assert inner.min() >= 1 and inner.max() <= k + 1
+    counts = np.bincount(inner, minlength=k + 2)[1:]
+    for l, p in enumerate(expected):
+        se = math.sqrt(p * (1 - p) / inner.size)
+        assert abs(counts[l] / inner.size - p) < 5 * se, (l, counts[l] / inner.size, p)
+
+
+def test_gains_of_certain_and_impossible_acceptance_are_exact():
+    output = np.full(50, 300)
+    none, offset = speculative_gains(np.random.default_rng(3), output, 6, 0.0)
+    assert (none == 1).all()
+    every, _ = speculative_gains(np.random.default_rng(3), output, 6, 1.0)
+    inner = np.concatenate([every[o + 1:o + 300 - 6] for o in offset])
+    assert (inner == 7).all()
+
+
+def test_per_request_acceptance_sets_each_request_mean():
+    # a Beta draws one α per request; each long request's mean uncapped gain is
+    # (1 - α^(k+1)) / (1 - α) for its own α, within 5 standard errors of the mean
+    from rooflinekit.workloads import Beta
+    k, n = 4, 40
+    alpha = np.random.default_rng(11).beta(2.0, 2.0, size=n)   # the draws the rng makes first
+    gain, offset = speculative_gains(np.random.default_rng(11), np.full(n, 20000), k,
+                                     Beta(2.0, 2.0))
+    for i in range(n):
+        a = alpha[i]
+        g = gain[offset[i] + 1:offset[i] + 20000 - k].astype(float)
+        p = [a ** l * (1 - a) for l in range(k)] + [a ** k]
+        mean = sum((l + 1) * q for l, q in enumerate(p))
+        var = sum((l + 1) ** 2 * q for l, q in enumerate(p)) - mean ** 2
+        assert mean == pytest.approx((1 - a ** (k + 1)) / (1 - a), rel=1e-12)
+        assert abs(g.mean() - mean) < 5 * math.sqrt(var / g.size) + 1e-12
 
 
 def test_gains_never_pass_the_output():
