@@ -52,8 +52,15 @@ def test_render_replaces_between_markers_only(tables):
 
 
 def test_held_out_rows_are_not_fitted(tables):
-    """The 'fit on all' figures use the fitted files only; the held-out file is disjoint."""
+    """The 'fit on all' figures use the fitted files only; the held-out file is disjoint.
+
+    Disjoint by configuration, GPU and TP degree: the held-out H100 TP4 rows share neither
+    with any fitted row (the A100 TP4 rows are fitted)."""
     assert tables.HELD_OUT not in tables.FITTED
     held = tables.read_measurements(tables.DATA / tables.HELD_OUT)
     fitted = tables.concat_measurements(*tables._files(tables.FITTED))
-    assert set(held["tp"].values).isdisjoint(set(fitted["tp"].values))
+
+    def configurations(ds):
+        return set(zip(ds["gpu"].values.tolist(), ds["tp"].values.tolist()))
+    assert configurations(held) == {("H100-SXM-80GB", 4)}
+    assert configurations(held).isdisjoint(configurations(fitted))

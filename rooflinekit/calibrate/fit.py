@@ -135,10 +135,11 @@ FOLD = "fold"
 #: but Not Bandwidth-Limited: The Physical AI Inference Gap in Batch-1 LLM Decode",
 #: arXiv:2605.30571, 2026: about 27 % of the analytic floor on an H100 against 81 % on an L4,
 #: eager PyTorch, CUDA graphs 1.26x faster on the H100: launch overhead, the layer cost); and
-#: NCCL all-reduce bus bandwidth at large messages, 460-480 GB/s on 8 H100 SXM and 230-250 GB/s
-#: on 8 A100 SXM ("NCCL-tests in practice", Alaya NeW Cloud, 2026,
-#: https://docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests): the ceiling of
-#: ``interconnect_efficiency`` is reached with gigabyte messages, not a prefill's megabytes.
+#: NCCL all-reduce bus bandwidth at large messages, about 480 GB/s on 8 H100 SXM (NVLink SHARP)
+#: and about 230 GB/s on 8 A100 SXM, as NCCL's developers give it (S. Jeaugey, NVIDIA, in
+#: https://github.com/NVIDIA/nccl-tests/issues/212 and /issues/149; busbw as nccl-tests'
+#: doc/PERFORMANCE.md defines it): the ceiling of ``interconnect_efficiency`` is reached with
+#: gigabyte messages, not a prefill's megabytes.
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "bandwidth_efficiency": (0.01, 1.0),
                                    "step_overhead": (0.0, 1.0),
