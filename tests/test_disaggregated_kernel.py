@@ -11,7 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_batching_kernels import ROOFLINE, roofline_batcher
 
-from rooflinekit.batching import ContinuousBatcher, DisaggregatedBatcher, _reference
+from rooflinekit.batching import (
+    ContinuousBatcher,
+    DisaggregatedBatcher,
+    _kernels,
+    _reference,
+)
 from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
 from rooflinekit.workloads import Poisson, SharedPrefix, Uniform, Workload, WorkloadSpec
 
@@ -128,3 +133,20 @@ def test_one_decode_replica_keeps_its_own_percentiles():
     np.testing.assert_array_equal(fused["stats"], each[0][5])
     for k in range(5):
         np.testing.assert_array_equal(fused[list(fused)[k]], each[0][k])
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(st.integers(0, 12), max_size=70), data=st.data())
+def test_hand_over_sort_is_numpys_stable_argsort(keys, data):
+    # the hand-over's natural merge sort: runs found in one pass, merged pairwise; ties by
+    # request (the kernel sorts request ids in increasing order)
+    key = np.asarray(keys, dtype=float)
+    if data.draw(st.booleans()):
+        key = np.sort(key)           # mostly the hand-over's case: one run, or a few
+        key[::7] -= data.draw(st.integers(0, 3))
+    ids = np.flatnonzero(data.draw(st.lists(st.booleans(), min_size=key.size,
+                                            max_size=key.size))).astype(np.int64)
+    expected = ids[np.argsort(key[ids], kind="stable")]
+    got = _kernels._sort_stable(ids.copy(), np.empty_like(ids), np.empty(ids.size + 1, np.int64), key)
+    np.testing.assert_array_equal(got, expected)
+

@@ -1426,16 +1426,34 @@ def _pool_replica(arrival, prompt, output, priority, prefix_group, prefix_tokens
 
 
 @njit(nogil=True, cache=True)
-def _sort_stable(ids, tmp, key):
+def _sort_stable(ids, tmp, starts, key):
     """``ids`` sorted by ``key[ids]``, equal keys in their order (numpy's stable argsort of
-    the keys, applied): a bottom-up merge sort, in ``ids`` or ``tmp``, whichever it returns."""
+    the keys, applied): a natural merge sort, in ``ids`` or ``tmp``, whichever it returns.
+
+    One pass finds the runs in which the keys do not fall (their starts in ``starts``, at
+    least ``ids.shape[0] + 1`` long); each further pass merges them two by two. Keys already
+    in order, the hand-over's usual case (requests finish their prefill about in the order
+    they came), cost that one pass: a bottom-up merge sort of 10,000 sorted keys took 0.18 ms.
+    """
     w = ids.shape[0]
+    if w < 2:
+        return ids
+    r = 0
+    starts[0] = 0
+    for k in range(1, w):
+        if key[ids[k]] < key[ids[k - 1]]:
+            r += 1
+            starts[r] = k
+    r += 1
+    starts[r] = w
     src, dst = ids, tmp
-    width = 1
-    while width < w:
-        for lo in range(0, w, 2 * width):
-            mid = min(lo + width, w)
-            hi = min(lo + 2 * width, w)
+    while r > 1:
+        # merge runs p and p + 1 into one, its start written over the list already read
+        h = 0
+        for p in range(0, r, 2):
+            lo = starts[p]
+            mid = starts[p + 1]
+            hi = starts[p + 2] if p + 2 <= r else mid
             a, b = lo, mid
             for k in range(lo, hi):
                 # the left run's first on ties (the keys are finite)
@@ -1445,8 +1463,11 @@ def _sort_stable(ids, tmp, key):
                 else:
                     dst[k] = src[b]
                     b += 1
+            starts[h] = lo
+            h += 1
+        starts[h] = w
+        r = h
         src, dst = dst, src
-        width *= 2
     return src
 
 
@@ -1521,7 +1542,7 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
                         tick_mode, decode_coef)
     n_int, n_real = max(pre[0], dec[0]), max(pre[1], dec[1])
     n_flag = (max(pre[2], dec[2]) + 7) // 8          # bools, 8 to a word
-    work = np.empty(n_int + n_real + n_flag + 15 * n, np.int64)
+    work = np.empty(n_int + n_real + n_flag + 16 * n + 1, np.int64)
     o = n_int + n_real + n_flag
     workspace = (hist_n, hist_max, work[:n_int], work[n_int:n_int + n_real].view(np.float64),
                  work[n_int + n_real:o].view(np.bool_))
@@ -1543,6 +1564,7 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
     r_first = reals[2 * n:3 * n]
     r_finish = reals[3 * n:4 * n]
     second = reals[4 * n:5 * n]              # the decode pool's first token: the second
+    starts = work[o + 15 * n:o + 16 * n + 1]  # the sort's runs
     r_stats = np.empty(N_STATS, np.float64)
     error = 0
     for j in range(prefill_replicas):
@@ -1582,7 +1604,7 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
             decode_arrival[i] = finish[i] + transfer[i]
             ids[w] = i
             w += 1
-    waiting = _sort_stable(ids[:w], order[:w], decode_arrival)     # ties by request
+    waiting = _sort_stable(ids[:w], order[:w], starts, decode_arrival)     # ties by request
     for j in range(decode_replicas):
         m = 0
         for q in range(j, w, decode_replicas):
