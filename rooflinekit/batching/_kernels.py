@@ -102,8 +102,10 @@ one), and :func:`continuous_run`, lent nothing, allocates its own.
 A first run in a new environment compiles for about 3 s (continuous) and 2 s (static)
 (``benchmarks/batching.py``, ``Compile``); a Monte Carlo runs the same kernels, so compiles
 nothing more; later processes load the machine code in a fraction of that. The first
-disaggregated run compiles the plain body once more (in :func:`_pool_replica`), a little longer
-than :func:`continuous_run` (17 s against 13 s on a loaded machine; 0.5 s from the cache).
+disaggregated run compiles the body twice more, for its prefill and its decode replicas: 46 s
+in a fresh cache after :func:`continuous_run`'s 21 s (23 s with the one plain body it
+compiled before the prefill replica had its own; 2026-12-02, 2 shared cores), 0.2 s from the
+cache.
 """
 
 from __future__ import annotations
