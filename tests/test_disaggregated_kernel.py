@@ -11,7 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_batching_kernels import ROOFLINE, roofline_batcher
 
-from rooflinekit.batching import ContinuousBatcher, DisaggregatedBatcher, _reference
+from rooflinekit.batching import (
+    ContinuousBatcher,
+    DisaggregatedBatcher,
+    _kernels,
+    _reference,
+)
 from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
 from rooflinekit.workloads import Poisson, SharedPrefix, Uniform, Workload, WorkloadSpec
 
@@ -128,3 +133,89 @@ def test_one_decode_replica_keeps_its_own_percentiles():
     np.testing.assert_array_equal(fused["stats"], each[0][5])
     for k in range(5):
         np.testing.assert_array_equal(fused[list(fused)[k]], each[0][k])
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(st.integers(0, 12), max_size=70), data=st.data())
+def test_hand_over_sort_is_numpys_stable_argsort(keys, data):
+    # the hand-over's natural merge sort: runs found in one pass, merged pairwise; ties by
+    # request (the kernel sorts request ids in increasing order)
+    key = np.asarray(keys, dtype=float)
+    if data.draw(st.booleans()):
+        key = np.sort(key)           # mostly the hand-over's case: one run, or a few
+        key[::7] -= data.draw(st.integers(0, 3))
+    ids = np.flatnonzero(data.draw(st.lists(st.booleans(), min_size=key.size,
+                                            max_size=key.size))).astype(np.int64)
+    expected = ids[np.argsort(key[ids], kind="stable")]
+    got = _kernels._sort_stable(ids.copy(), np.empty_like(ids), np.empty(ids.size + 1, np.int64), key)
+    np.testing.assert_array_equal(got, expected)
+
+
+def _replica_outputs(kernel, wl, batcher, itl_target):
+    """One pool replica's run of ``wl``'s requests, each with one output token: the outputs."""
+    n = wl.n_requests
+    timing = batcher._timing()
+    out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64),
+           np.empty(len(STAT_NAMES)))
+    hist_n = np.zeros(_reference.N_GAP_BINS, np.int64)
+    workspace = (hist_n, np.empty(_reference.N_GAP_BINS), np.empty(0, np.int64), np.empty(0),
+                 np.empty(0, np.bool_))
+    error = kernel(wl.arrival, np.asarray(wl.prompt_tokens, np.int64), np.ones(n, np.int64),
+                   np.asarray(wl.priority, np.int64), np.asarray(wl.prefix_group, np.int64),
+                   np.asarray(wl.prefix_tokens, np.int64), np.zeros(n, np.int64),
+                   batcher._args(batcher._kv_budget()), timing.tick, timing.coef, itl_target,
+                   *out, workspace, np.zeros(0, np.uint8))
+    return error, out, hist_n
+
+
+def _assert_one_token_body_is_the_general_one(wl, batcher, itl_target):
+    lean = _replica_outputs(_kernels._prefill_replica, wl, batcher, itl_target)
+    general = _replica_outputs(_kernels._decode_replica, wl, batcher, itl_target)
+    assert lean[0] == general[0]
+    for a, b in zip(lean[1], general[1]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(lean[2], general[2])
+
+
+prefixed_pools = st.one_of(pools, st.builds(
+    ContinuousBatcher, max_num_seqs=st.integers(1, 6),
+    kv_budget_tokens=st.one_of(st.none(), st.integers(1, 150)), admission=st.just("paged"),
+    block_size=st.integers(1, 8),
+    max_num_batched_tokens=st.one_of(st.none(), st.integers(6, 30)),
+    interactive_cap=st.one_of(st.none(), st.integers(1, 3)), prefix_caching=st.just(True)))
+
+
+@st.composite
+def prefixed(draw, base):
+    # a shared prefix of 0-3 groups (one length each, at most every member's prompt)
+    wl = draw(base)
+    n = wl.n_requests
+    prompt = np.asarray(wl.prompt_tokens)
+    groups = [q if prompt[i] > 0 else -1
+              for i, q in enumerate(draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n)))]
+    length = {q: min([prompt[i] for i in range(n) if groups[i] == q] + [draw(
+        st.integers(1, 20))]) for q in set(groups) if q >= 0}
+    tokens = [length[q] if q >= 0 else 0 for q in groups]
+    return Workload(wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority,
+                    prefix_group=groups, prefix_tokens=tokens)
+
+
+@SETTINGS
+@given(wl=prefixed(workloads(max_n=30)), pool=prefixed_pools,
+       itl=st.sampled_from([math.inf, 0.0, 2.0]))
+def test_prefill_replica_is_the_general_body_on_the_tick_clock(wl, pool, itl):
+    # the prefill pool's body, compiled for outputs of one token, against the general body
+    _assert_one_token_body_is_the_general_one(wl, pool, itl)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=prefixed(workloads(max_n=30, fractional=True)), config=st.sampled_from(sorted(ROOFLINE)),
+       slots=st.integers(1, 6), kv=st.integers(1, 300),
+       admission=st.sampled_from(["reserve", "paged"]),
+       chunk=st.one_of(st.none(), st.integers(6, 30)), caching=st.booleans())
+def test_prefill_replica_is_the_general_body_on_the_roofline_clock(wl, config, slots, kv,
+                                                                   admission, chunk, caching):
+    pool = roofline_batcher(ROOFLINE[config], max_num_seqs=slots, kv_budget_tokens=kv,
+                            admission=admission, max_num_batched_tokens=chunk,
+                            prefix_caching=caching and admission == "paged")
+    _assert_one_token_body_is_the_general_one(wl, pool, 0.05)

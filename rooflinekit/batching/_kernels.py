@@ -79,22 +79,33 @@ does not import numba (~0.3 s). Every kernel is ``cache=True`` (policy and measu
 
 Disaggregated serving (:func:`disaggregated_run`) runs every replica of a prefill pool and a
 decode pool in one call: each replica's requests are gathered into scratch arrays, run by the
-plain continuous body (:func:`_pool_replica`), and its outputs scattered back; the hand-over
-sorts the decode arrivals once; every replica adds its gaps to one histogram, so the fleet's
-percentiles are those of all the gaps, and no Python runs between the pools. The replicas
+continuous body, and its outputs scattered back; the hand-over sorts the decode arrivals once;
+every replica adds its gaps to one histogram, so the fleet's percentiles are those of all the
+gaps, and no Python runs between the pools. A prefill replica's requests all have one output
+token, so its body is compiled for that (:func:`_prefill_replica`, ``one_token``): no sequence
+is ever decoding in a step, and the decoding paths are left out (the same results; 21 % faster
+on 10,000 requests, 0.52 ms to 0.41). A decode replica is the plain body
+(:func:`_decode_replica`), as fast as :func:`continuous_run` on the same requests: its
+one-token prefill of the arrived KV is the admission and prefill every aggregated request
+has. The hand-over's sort is a natural merge sort (:func:`_sort_stable`): the decode arrivals
+come about in request order, already sorted in the benchmarks, which then cost one pass where
+a bottom-up merge sort took 0.18 ms at 10,000 requests, a tenth of the call. The replicas
 borrow their per-request scratch from the call, one buffer sized for the largest replica of
 either pool that also holds the gathered requests: one allocation a call. Allocated replica by
 replica, glibc returned the freed scratch to the system (past its trim threshold) and the next
 replica faulted it in again, 0.6 ms a call at 5,000 requests; with one buffer, the largest
 allocation, its threshold rises above what a call frees. Views of one buffer may alias, which
-the compiler must assume, so a run that is not lent one (:func:`continuous_run`) allocates
-each array itself (5-10 % faster per step).
+the compiler must assume; measured, a replica's run on lent views is as fast as on arrays of
+its own (0.82 and 0.86 ms for a decode replica of 10,000 requests, 0.41 both for a prefill
+one), and :func:`continuous_run`, lent nothing, allocates its own.
 
 A first run in a new environment compiles for about 3 s (continuous) and 2 s (static)
 (``benchmarks/batching.py``, ``Compile``); a Monte Carlo runs the same kernels, so compiles
 nothing more; later processes load the machine code in a fraction of that. The first
-disaggregated run compiles the plain body once more (in :func:`_pool_replica`), a little longer
-than :func:`continuous_run` (17 s against 13 s on a loaded machine; 0.5 s from the cache).
+disaggregated run compiles the body twice more, for its prefill and its decode replicas: 46 s
+in a fresh cache after :func:`continuous_run`'s 21 s (23 s with the one plain body it
+compiled before the prefill replica had its own; 2026-12-02, 2 shared cores), 0.2 s from the
+cache.
 """
 
 from __future__ import annotations
@@ -562,11 +573,12 @@ def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, 
 
 @njit(inline="always")
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
-                arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
-                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-                tick_mode, coef, draft_coef, draft_share, itl_target,
-                admit, first_token, finish, preemptions, status, stats, workspace, speculative):
-    """The continuous kernels' one body; ``speculative`` a constant of each caller.
+                arrived_kv_tokens, gains, max_num_seqs, kv_budget, paged, block_size,
+                max_batched, interactive_cap, prefix_caching, draft_tokens, tick_mode, coef,
+                draft_coef, draft_share, itl_target, admit, first_token, finish, preemptions,
+                status, stats, workspace, speculative, one_token):
+    """The continuous kernels' one body; ``speculative`` and ``one_token`` constants of each
+    caller; ``gains`` the kernels' ``(gain, gain_offset)``.
 
     ``workspace`` is ``(hist_n, hist_max, ints, reals, flags)``: the gap histogram,
     :data:`N_GAP_BINS` counts (zeros on entry) and bin maxima, filled in and read for the run's
@@ -574,12 +586,25 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     least :func:`_scratch_need` elements (shorter ones, empty ones included, are replaced by
     arrays allocated here), overwritten. The disaggregated kernel passes one histogram to
     several runs, so that their gaps merge exactly, and one scratch, so that its replicas
-    allocate (and the C allocator pages in) their memory once. (One tuple: a call of 31
-    arguments compiles to a star-call, which numba cannot inline.)
+    allocate (and the C allocator pages in) their memory once. (Tuples: a call of 31
+    arguments compiles to a star-call, which numba cannot inline. The two constants stay
+    arguments of their own: numba prunes a branch on a constant before typing it, not on an
+    element of a tuple, and compiling the pruned code too made the first run of
+    :func:`continuous_run` 8 s longer.)
 
-    Inlined into :func:`continuous_run` (``False``) and :func:`continuous_run_speculative`
-    (``True``), so each is compiled with it known: the plain kernel carries none of the
-    speculative code (dead code, removed), and keeps the plain path's speed.
+    Inlined into :func:`continuous_run` (speculative ``False``) and
+    :func:`continuous_run_speculative` (``True``), so each is compiled with it known: the plain
+    kernel carries none of the speculative code (dead code, removed), and keeps the plain
+    path's speed.
+
+    ``one_token`` (the disaggregated prefill replicas, :func:`_prefill_replica`): every
+    request's output is one token, so no sequence decodes in a step. One that completes its
+    prefill has its token and is filed to retire at the next step's start, before any
+    admission or step: no step has a decoding sequence. The body then leaves out what would
+    do nothing: the decoding sequences' sums, blocks and window ring, their gaps, preemption
+    (which only their growth causes), and the decode-only stretch (which the retirement due
+    ends before its first step). Same results; :func:`disaggregated_run` passes only outputs
+    of 1 (tests compare it with the reference).
     """
 
     n = arrival.shape[0]
@@ -601,6 +626,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # speculative decoding: a sequence's gains are known when it starts decoding, so its whole
     # path (tokens, blocks, window crossings per step) is filed then in step rings; a step
     # reads its sums and visits no sequence. Without it the path below is the plain one.
+    gain, gain_offset = gains
     spec = speculative
     s_len = 0
     if spec:
@@ -667,9 +693,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # touched in a decode step: cost per step does not grow with the batch). ``blocks``: paged,
     # prefilling, blocks held; ``state``: 0 not running, 1 prefilling, 2 decoding; ``above``:
     # decoding with context >= window; ``last_tok``: a preempted sequence's latest token time.
-    # The caller's buffers where they are long enough (their views alias one another, which
-    # costs the step loop 5-10 %, so a run of its own allocates each array: numba tells the
-    # compiler that fresh arrays do not alias).
+    # The caller's buffers where they are long enough (their views may alias one another,
+    # measured as fast as arrays of their own: module docstring), else arrays of this run's.
     need_i, need_r, need_f = _scratch_need(n, max_out, tick_mode, coef)
     if ints.shape[0] >= need_i and reals.shape[0] >= need_r and flags.shape[0] >= need_f:
         (shared, generated, context, to_prefill, prefilled, blocks, state, above, last_tok,
@@ -739,10 +764,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 finish[i] = t
                 if paged:
                     alloc -= (c + block_size - 1) // block_size - shared[i]
-                    by_phase[context[i] % bs] -= 1
+                    if not one_token:
+                        by_phase[context[i] % bs] -= 1
                 reserved -= prompt[i] + output[i]
                 used -= c - shared[i] * block_size
-                dec_context -= c
+                if not one_token:
+                    dec_context -= c
                 if shared[i] > 0:
                     q = prefix_group[i]
                     g_refs[q] -= 1
@@ -756,7 +783,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                         d_above -= 1
                     else:
                         d_below -= c
-                if windowed:
+                if windowed and not one_token:
                     if above[i]:
                         n_above -= 1
                         above[i] = False
@@ -773,7 +800,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 r_prev[r_next[i]] = r_prev[i]
                 nrun -= 1
             i = j
-        need = by_phase[ph] if paged else 0
+        need = by_phase[ph] if paged and not one_token else 0
         if spec:                 # the blocks of the decoding sequences' filed gains
             need = s_ring[g & s_mask, _S_BLK]
         # 3. admit
@@ -879,7 +906,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             t = math.ceil(arrival[nxt]) * 1.0 if tick_mode else arrival[nxt]
             continue
         # 5. step: preempt the latest admitted until the growth fits (paged) ...
-        if paged:
+        if paged and not one_token:
             while need > total_blocks - alloc:
                 if caching and evictable > 0:    # an unused prefix goes before any sequence
                     e = _lru_group(g_res, g_refs, g_stamp, -1)
@@ -958,12 +985,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 q_size[k] += 1
         # ... then the step: each decoding sequence's token (all at once, from the running
         # sums), and prefill slices in admission order from the budget left after them
-        n_decode = n_dec
-        budget = max_batched - n_dec
+        n_decode = 0 if one_token else n_dec       # one token: every decoder has retired
+        budget = max_batched - n_decode
         n_prefill = 0
         pairs = 0.0
         kv_read = 0.0
-        if not tick_mode:
+        if not tick_mode and not one_token:
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context,
                                         n_above)
         kv_dec = kv_read
@@ -1000,9 +1027,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             dt = dt + _spec_prefill_time(tick_mode, cf, dcf, draft_share, float(n_prefill),
                                          d_kv_pre, d_pairs)
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
-        g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
-            n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
-            windowed, win_mask, win_next, win_prev, win_key, context, above)
+        if one_token:
+            g += 1
+        else:
+            g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
+                n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
+                windowed, win_mask, win_next, win_prev, win_key, context, above)
         if spec:
             # what the decoding sequences filed for this step beyond one token each: their
             # gains' tokens, their blocks (taken above as ``need``), their window crossings
@@ -1010,11 +1040,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             (used, dec_context, accepted, below_context, n_above, d_below, d_above) = _spec_taken(
                 s_ring, (g - 1) & s_mask, s_windowed, d_windowed, used, dec_context, accepted,
                 below_context, n_above, d_below, d_above)
-        n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
-                                                             itl_target, dt, n_decode)
-        if hist_n[k] == 0 or rec > hist_max[k]:
-            hist_max[k] = rec
-        hist_n[k] += n_decode
+        if not one_token:
+            n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
+                                                                 itl_target, dt, n_decode)
+            if hist_n[k] == 0 or rec > hist_max[k]:
+                hist_max[k] = rec
+            hist_n[k] += n_decode
         # completed prefills yield a token and decode from the next step on
         for j in range(n_done):
             i = done_ids[j]
@@ -1029,7 +1060,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 g_refs[q] = 1
                 shared[i] = g_blocks[q]
                 cached_blocks += g_blocks[q]
-            if generated[i] > 0:
+            if generated[i] > 0 and not one_token:    # one token: never preempted
                 gap = t + dt - last_tok[i]
                 n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                                      itl_target, gap, 1)
@@ -1042,12 +1073,13 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             c = context[i]
             state[i] = 2
             n_dec += 1
-            dec_context += c
+            if not one_token:
+                dec_context += c
             context[i] = c - g
             generated[i] -= g
-            if paged:
+            if paged and not one_token:
                 by_phase[context[i] % bs] += 1
-            if windowed:
+            if windowed and not one_token:
                 if c >= w_cross:
                     above[i] = True
                     n_above += 1
@@ -1140,7 +1172,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # 6. decode-only stretch: while the next step would only decode (no arrival, no
         # retirement, nothing prefilling or admissible, the new blocks free), run it here
         # without the phases that would do nothing.
-        if p_next[n] != n:
+        if p_next[n] != n or one_token:
             continue
         admissible = False       # would a queue head be admitted if no block were needed?
         for k in range(2):
@@ -1295,11 +1327,11 @@ def _continuous_kernel(speculative, name, doc):
         workspace = (hist_n, hist_max, np.empty(0, np.int64), np.empty(0, np.float64),
                      np.empty(0, np.bool_))
         return _continuous(arrival, prompt_tokens, output, priority, prefix_group,
-                           prefix_tokens, arrived_kv_tokens, gain, gain_offset, max_num_seqs,
-                           kv_budget, paged, block_size, max_batched, interactive_cap,
-                           prefix_caching, draft_tokens, tick_mode, coef, draft_coef,
-                           draft_share, itl_target, admit, first_token, finish, preemptions,
-                           status, stats, workspace, speculative)
+                           prefix_tokens, arrived_kv_tokens, (gain, gain_offset),
+                           max_num_seqs, kv_budget, paged, block_size, max_batched,
+                           interactive_cap, prefix_caching, draft_tokens, tick_mode, coef,
+                           draft_coef, draft_share, itl_target, admit, first_token, finish,
+                           preemptions, status, stats, workspace, speculative, False)
     run.__name__ = run.__qualname__ = name
     run.__doc__ = doc
     return njit(nogil=True, cache=True)(run)
@@ -1307,7 +1339,8 @@ def _continuous_kernel(speculative, name, doc):
 
 _PLAIN_DOC = """Continuous batching of one workload; returns 0 or :data:`STALLED`.
 
-    The arguments are those of :func:`_continuous` but the last (``speculative``), in its order:
+    The arguments are those of :func:`_continuous` but the last three (``workspace`` and the
+    constants), ``gains`` as two (``gain``, ``gain_offset``), in its order:
     ``prompt_tokens`` of 0 are simulated as 1 (``_reference``, "Empty prompts");
     ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
     when ``prefix_caching`` (paged only); ``arrived_kv_tokens`` the prompt tokens whose KV comes
@@ -1409,33 +1442,68 @@ def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_
 # --- disaggregated serving: the prefill pool, the hand-over, the decode pools -----------------
 
 
-@njit(nogil=True, cache=True)
-def _pool_replica(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived, params,
-                  tick_mode, coef, itl_target, admit, first_token, finish, preemptions, status,
-                  stats, workspace, no_gain):
-    """One pool replica's run, :func:`continuous_run` without speculation, its gaps added to
-    the workspace's histogram and its scratch taken from the workspace (``params``: the
-    batcher's eight scalar parameters; ``no_gain``, an empty gain array, is not read)."""
-    (max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap, prefix_caching,
-     draft_tokens) = params
-    return _continuous(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
-                       no_gain, arrived, max_num_seqs, kv_budget, paged, block_size, max_batched,
-                       interactive_cap, prefix_caching, draft_tokens, tick_mode, coef, coef, 0.0,
-                       itl_target, admit, first_token, finish, preemptions, status, stats,
-                       workspace, False)
+def _replica_kernel(one_token, name, doc):
+    """A pool replica's run: :func:`_continuous` without speculation, ``one_token`` fixed.
+
+    ``params`` are the batcher's eight scalar parameters; the gaps go to the workspace's
+    histogram and the scratch comes from the workspace; ``no_gain``, an empty gain array, is
+    not read.
+    """
+    def run(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived, params,
+            tick_mode, coef, itl_target, admit, first_token, finish, preemptions, status, stats,
+            workspace, no_gain):
+        (max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap,
+         prefix_caching, draft_tokens) = params
+        return _continuous(arrival, prompt, output, priority, prefix_group, prefix_tokens,
+                           arrived, (no_gain, arrived), max_num_seqs, kv_budget, paged,
+                           block_size, max_batched, interactive_cap, prefix_caching,
+                           draft_tokens, tick_mode, coef, coef, 0.0, itl_target, admit,
+                           first_token, finish, preemptions, status, stats, workspace, False,
+                           one_token)
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = doc
+    return njit(nogil=True, cache=True)(run)
+
+
+#: A prefill replica: every output one token, so compiled without the decoding paths.
+_prefill_replica = _replica_kernel(
+    True, "_prefill_replica", """One prefill replica's run (every output 1 token): as
+    :func:`continuous_run`, its scratch lent by the workspace (:func:`_replica_kernel`).""")
+#: A decode replica (or any pool replica): the plain body.
+_decode_replica = _replica_kernel(
+    False, "_decode_replica", """One decode replica's run: as :func:`continuous_run`, its
+    gaps added to the workspace's histogram and its scratch lent (:func:`_replica_kernel`).""")
 
 
 @njit(nogil=True, cache=True)
-def _sort_stable(ids, tmp, key):
+def _sort_stable(ids, tmp, starts, key):
     """``ids`` sorted by ``key[ids]``, equal keys in their order (numpy's stable argsort of
-    the keys, applied): a bottom-up merge sort, in ``ids`` or ``tmp``, whichever it returns."""
+    the keys, applied): a natural merge sort, in ``ids`` or ``tmp``, whichever it returns.
+
+    One pass finds the runs in which the keys do not fall (their starts in ``starts``, at
+    least ``ids.shape[0] + 1`` long); each further pass merges them two by two. Keys already
+    in order, the hand-over's usual case (requests finish their prefill about in the order
+    they came), cost that one pass: a bottom-up merge sort of 10,000 sorted keys took 0.18 ms.
+    """
     w = ids.shape[0]
+    if w < 2:
+        return ids
+    r = 0
+    starts[0] = 0
+    for k in range(1, w):
+        if key[ids[k]] < key[ids[k - 1]]:
+            r += 1
+            starts[r] = k
+    r += 1
+    starts[r] = w
     src, dst = ids, tmp
-    width = 1
-    while width < w:
-        for lo in range(0, w, 2 * width):
-            mid = min(lo + width, w)
-            hi = min(lo + 2 * width, w)
+    while r > 1:
+        # merge runs p and p + 1 into one, its start written over the list already read
+        h = 0
+        for p in range(0, r, 2):
+            lo = starts[p]
+            mid = starts[p + 1]
+            hi = starts[p + 2] if p + 2 <= r else mid
             a, b = lo, mid
             for k in range(lo, hi):
                 # the left run's first on ties (the keys are finite)
@@ -1445,8 +1513,11 @@ def _sort_stable(ids, tmp, key):
                 else:
                     dst[k] = src[b]
                     b += 1
+            starts[h] = lo
+            h += 1
+        starts[h] = w
+        r = h
         src, dst = dst, src
-        width *= 2
     return src
 
 
@@ -1521,7 +1592,7 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
                         tick_mode, decode_coef)
     n_int, n_real = max(pre[0], dec[0]), max(pre[1], dec[1])
     n_flag = (max(pre[2], dec[2]) + 7) // 8          # bools, 8 to a word
-    work = np.empty(n_int + n_real + n_flag + 15 * n, np.int64)
+    work = np.empty(n_int + n_real + n_flag + 16 * n + 1, np.int64)
     o = n_int + n_real + n_flag
     workspace = (hist_n, hist_max, work[:n_int], work[n_int:n_int + n_real].view(np.float64),
                  work[n_int + n_real:o].view(np.bool_))
@@ -1543,6 +1614,7 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
     r_first = reals[2 * n:3 * n]
     r_finish = reals[3 * n:4 * n]
     second = reals[4 * n:5 * n]              # the decode pool's first token: the second
+    starts = work[o + 15 * n:o + 16 * n + 1]  # the sort's runs
     r_stats = np.empty(N_STATS, np.float64)
     error = 0
     for j in range(prefill_replicas):
@@ -1559,11 +1631,11 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
             m += 1
         if m == 0:
             continue
-        error |= _pool_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
-                               r_group[:m], r_prefix[:m], r_arrived[:m], prefill_args,
-                               tick_mode, prefill_coef, itl_target, r_admit[:m], r_first[:m],
-                               r_finish[:m], r_preempt[:m], r_status[:m], r_stats, workspace,
-                               no_gain)
+        error |= _prefill_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
+                                  r_group[:m], r_prefix[:m], r_arrived[:m], prefill_args,
+                                  tick_mode, prefill_coef, itl_target, r_admit[:m],
+                                  r_first[:m], r_finish[:m], r_preempt[:m], r_status[:m],
+                                  r_stats, workspace, no_gain)
         for q in range(m):
             i = ids[q]
             admit[i] = r_admit[q]
@@ -1582,7 +1654,7 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
             decode_arrival[i] = finish[i] + transfer[i]
             ids[w] = i
             w += 1
-    waiting = _sort_stable(ids[:w], order[:w], decode_arrival)     # ties by request
+    waiting = _sort_stable(ids[:w], order[:w], starts, decode_arrival)     # ties by request
     for j in range(decode_replicas):
         m = 0
         for q in range(j, w, decode_replicas):
@@ -1597,11 +1669,11 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
             m += 1
         if m == 0:
             continue
-        error |= _pool_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
-                               r_group[:m], r_prefix[:m], r_arrived[:m], decode_args,
-                               tick_mode, decode_coef, itl_target, r_admit[:m], r_first[:m],
-                               r_finish[:m], r_preempt[:m], r_status[:m], r_stats, workspace,
-                               no_gain)
+        error |= _decode_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
+                                 r_group[:m], r_prefix[:m], r_arrived[:m], decode_args,
+                                 tick_mode, decode_coef, itl_target, r_admit[:m], r_first[:m],
+                                 r_finish[:m], r_preempt[:m], r_status[:m], r_stats, workspace,
+                                 no_gain)
         q = j
         for k in range(m):
             i = waiting[q]
