@@ -1533,6 +1533,29 @@ def _fold_replica(stats, replica):
 
 
 @njit(nogil=True, cache=True)
+def _scatter_replica(ids, start, stride, m, r_first, first, r_finish, finish, r_preempt,
+                     preemptions, r_status, status, rejected_in, pool, r_stats, stats,
+                     peak_reserved):
+    """A pool replica's outputs back into the fleet's: its row ``k`` is request
+    ``ids[start + k·stride]``, whose first token of this pool goes to ``first`` (the prefill
+    pool's first token, the decode pool's second), finish, preemptions (added) and status; a
+    rejection there is marked ``pool`` (1 prefill, 2 decode) in ``rejected_in``. Its statistics
+    fold into the fleet's, its peak of KV reserved into its pool's."""
+    q = start
+    for k in range(m):
+        i = ids[q]
+        q += stride
+        first[i] = r_first[k]
+        finish[i] = r_finish[k]
+        preemptions[i] += r_preempt[k]
+        status[i] = r_status[k]
+        if r_status[k] != 0:
+            rejected_in[i] = pool
+    _fold_replica(stats, r_stats)
+    peak_reserved[pool - 1] = max(peak_reserved[pool - 1], r_stats[_PEAK_RES])
+
+
+@njit(nogil=True, cache=True)
 def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, transfer,
                       prefill_replicas, decode_replicas, prefill_args, decode_args, tick_mode,
                       prefill_coef, decode_coef, itl_target, admit, first_token, finish,
@@ -1637,16 +1660,10 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
                                   r_first[:m], r_finish[:m], r_preempt[:m], r_status[:m],
                                   r_stats, workspace, no_gain)
         for q in range(m):
-            i = ids[q]
-            admit[i] = r_admit[q]
-            first_token[i] = r_first[q]
-            finish[i] = r_finish[q]
-            preemptions[i] += r_preempt[q]
-            status[i] = r_status[q]
-            if r_status[q] != 0:
-                rejected_in[i] = 1
-        _fold_replica(stats, r_stats)
-        peak_reserved[0] = max(peak_reserved[0], r_stats[_PEAK_RES])
+            admit[ids[q]] = r_admit[q]
+        _scatter_replica(ids, 0, 1, m, r_first, first_token, r_finish, finish, r_preempt,
+                         preemptions, r_status, status, rejected_in, 1, r_stats, stats,
+                         peak_reserved)
     # the hand-over: each request's KV reaches the decode pool after its transfer
     w = 0
     for i in range(n):
@@ -1674,18 +1691,9 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
                                  tick_mode, decode_coef, itl_target, r_admit[:m], r_first[:m],
                                  r_finish[:m], r_preempt[:m], r_status[:m], r_stats, workspace,
                                  no_gain)
-        q = j
-        for k in range(m):
-            i = waiting[q]
-            q += decode_replicas
-            second[i] = r_first[k]
-            finish[i] = r_finish[k]
-            preemptions[i] += r_preempt[k]
-            status[i] = r_status[k]
-            if r_status[k] != 0:
-                rejected_in[i] = 2
-        _fold_replica(stats, r_stats)
-        peak_reserved[1] = max(peak_reserved[1], r_stats[_PEAK_RES])
+        _scatter_replica(waiting, j, decode_replicas, m, r_first, second, r_finish, finish,
+                         r_preempt, preemptions, r_status, status, rejected_in, 2, r_stats,
+                         stats, peak_reserved)
     _store_percentiles(hist_n, hist_max, stats)
     h = 0
     for i in range(n):
