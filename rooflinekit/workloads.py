@@ -460,7 +460,7 @@ def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int
     # P(u < t) = t / 2^32 for t in [0, 2^32]: t_j = round(α^j 2^32), exact at α = 0 and 1
     threshold = np.rint(np.ldexp(alpha[:, None] ** np.arange(1, k + 1), 32)).astype(np.int64)
     gain = np.ones(total, np.uint8)
-    if not isinstance(acceptance, Beta):
+    if threshold.shape[0] == 1:              # one α for every position
         for t in threshold[0]:
             if t == 0:
                 break                        # α^j rounds to 0, and so every later power
