@@ -17,10 +17,14 @@ QUESTION = {
 }
 
 
-def plan_question(replicates=20, requests=1000):
+#: A draft head of 5 % of the target's decode step drafting 4 tokens, each accepted with 0.8.
+DRAFT_HEAD = rk.Speculative(draft=0.05, draft_tokens=4, acceptance=0.8)
+
+
+def plan_question(replicates=20, requests=1000, speculative=None):
     """The planner question above, answered: the plan, its cheapest configuration, the decision."""
     ds = rk.plan(QUESTION["traffic"], QUESTION["slo"], replicates=replicates, requests=requests,
-                 **QUESTION["grid"])
+                 speculative=speculative, **QUESTION["grid"])
     best = rk.cheapest_plan(ds, by=None)
     table = rk.decision_table(best, QUESTION["traffic"], payg=rk.PayAsYouGo(3.0, 12.0))
     return ds, best, table
@@ -41,3 +45,18 @@ class PlanUnderLoad:
 
     def peakmem_plan(self, replicates):
         plan_question(replicates=replicates)
+
+
+class SpeculativePlanUnderLoad:
+    """The same question with speculative decoding (:data:`DRAFT_HEAD`): every configuration's
+    search reads acceptance draws made once per plan."""
+
+    params = [2, 20]
+    param_names = ["replicates"]
+    timeout = 300
+
+    def setup(self, replicates):
+        plan_question(replicates=1, requests=50, speculative=DRAFT_HEAD)
+
+    def time_plan(self, replicates):
+        plan_question(replicates=replicates, speculative=DRAFT_HEAD)

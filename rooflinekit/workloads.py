@@ -38,7 +38,7 @@ __all__ = [
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
     "AllAtOnce", "FixedInterval", "Poisson", "Gamma",
     "INTERACTIVE", "BATCH", "MAX_ARRIVAL", "coerce_workload", "SharedPrefix", "NO_PREFIX",
-    "Beta", "speculative_gains", "MAX_DRAFT_TOKENS",
+    "Beta", "speculative_draws", "speculative_gains", "MAX_DRAFT_TOKENS",
 ]
 
 #: Latest arrival time a workload may hold [tick or s]: 1e9 (31 years in seconds). Beyond it a
@@ -398,6 +398,61 @@ class Beta:
 MAX_DRAFT_TOKENS = 64
 
 
+def speculative_draws(rng: np.random.Generator, output_tokens, draft_tokens: int,
+                      acceptance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The random numbers behind the speculative gains: one 32-bit draw an output position.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of every draw.
+    output_tokens : array_like of int
+        Output length of each request [tokens], >= 1.
+    draft_tokens : int
+        Tokens drafted per step, k [tokens], in [1, :data:`MAX_DRAFT_TOKENS`].
+    acceptance : float or Beta
+        Probability α that the target accepts a drafted token, i.i.d. per position [1], in
+        [0, 1]; a :class:`Beta` draws one α per request (first, before the positions' draws).
+
+    Returns
+    -------
+    draws : ndarray of uint32
+        ``draws[offset[i] + m]`` decides request ``i``'s step after its ``m``-th token.
+    thresholds : ndarray of int64
+        ``round(α^j · 2^32)`` for ``j = 1 … k`` [1/2^32], one row for every request or (a Beta)
+        a row per request: the ``j``-th draft is accepted at a position whose draw is below
+        the ``j``-th.
+    offset : ndarray of int64
+        Start of each request's positions: the output lengths' running sum.
+
+    See Also
+    --------
+    speculative_gains : the tokens each step gains, from these.
+
+    Notes
+    -----
+    ``P(u < t) = t / 2^32`` for a uniform 32-bit ``u`` and ``t`` in ``[0, 2^32]``, so each
+    probability ``α^j`` is kept to 2^-33, and α = 0 and α = 1 exactly. Two draws come from each
+    64-bit word of the generator. Drawn for every position whatever path a run takes, so what
+    a request gains does not depend on the scheduling.
+    """
+    rng = as_generator(rng)
+    k = whole_number("draft_tokens", draft_tokens, lo=1)
+    if k > MAX_DRAFT_TOKENS:
+        raise ValueError(f"draft_tokens must be in [1, {MAX_DRAFT_TOKENS}], got {draft_tokens!r}")
+    output = check_count_array("output_tokens", output_tokens, lo=1)
+    n = output.shape[0]
+    # one α per request (a Beta), or one for all
+    alpha = (acceptance.sample(rng, n) if isinstance(acceptance, Beta)
+             else np.array([real_number("acceptance", acceptance, lo=0, hi=1)]))
+    offset = np.zeros(n, np.int64)
+    np.cumsum(output[:-1], out=offset[1:])
+    total = int(output.sum())
+    draws = rng.bit_generator.random_raw((total + 1) // 2).view(np.uint32)[:total]
+    thresholds = np.rint(np.ldexp(alpha[:, None] ** np.arange(1, k + 1), 32)).astype(np.int64)
+    return draws, thresholds, offset
+
+
 def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int,
                       acceptance) -> tuple[np.ndarray, np.ndarray]:
     """Tokens each decode step of speculative decoding gains, drawn for every output position.
@@ -423,43 +478,32 @@ def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int
     offset : ndarray of int64
         Start of each request's positions in ``gain``: the output lengths' running sum.
 
+    See Also
+    --------
+    speculative_draws : the draws and thresholds these are made of.
+
     Notes
     -----
     At each position the accepted drafts are the leading successes of ``k`` Bernoulli(α)
-    trials: ``L >= j`` exactly when one uniform ``u`` a position falls below ``α^j``, so
-    ``L = #{j <= k : u < α^j}`` (a geometric capped at ``k``), and the step gains ``1 + L``
-    tokens (the accepted drafts and the target's own next token), capped at what is left of the
-    output. ``u`` is a 32-bit draw, ``u < α^j`` the test ``u · 2^-32 < round(α^j · 2^32) ·
-    2^-32``: each probability ``α^j`` is kept to 2^-33, and α = 0 and α = 1 exactly (no draft
-    accepted, every draft accepted). Drawn for every position whatever path a run takes, so the
-    gains do not depend on the scheduling, and α = 0 gains exactly one token a step (plain
-    decoding). The mean uncapped gain is ``(1 − α^(k+1)) / (1 − α)``
+    trials: ``L >= j`` exactly when the position's draw ``u`` (:func:`speculative_draws`) falls
+    below ``α^j``, so ``L = #{j <= k : u < α^j}`` (a geometric capped at ``k``), and the step
+    gains ``1 + L`` tokens (the accepted drafts and the target's own next token), capped at what
+    is left of the output. α = 0 gains exactly one token a step (plain decoding). The mean
+    uncapped gain is ``(1 − α^(k+1)) / (1 − α)``
     (:func:`rooflinekit.roofline.speculative_tokens_per_step`). The cost is ``k`` comparisons
-    a position on 32-bit integers (two draws from each 64-bit word of the generator): 2.3×
-    faster at ``k = 4`` than a float64 uniform's logarithm a position.
+    a position on 32-bit integers: 2.3× faster at ``k = 4`` than a float64 uniform's logarithm
+    a position. The simulator makes the same table with a compiled loop
+    (``rooflinekit.batching._kernels.speculative_gain_table``, tested equal to this).
 
     References
     ----------
     .. [1] Leviathan, Kalman & Matias, "Fast Inference from Transformers via Speculative
            Decoding", ICML 2023, eq. (1).
     """
-    rng = as_generator(rng)
-    k = whole_number("draft_tokens", draft_tokens, lo=1)
-    if k > MAX_DRAFT_TOKENS:
-        raise ValueError(f"draft_tokens must be in [1, {MAX_DRAFT_TOKENS}], got {draft_tokens!r}")
-    output = check_count_array("output_tokens", output_tokens, lo=1)
-    n = output.shape[0]
-    # one α per request (a Beta), or one for all
-    alpha = (acceptance.sample(rng, n) if isinstance(acceptance, Beta)
-             else np.array([real_number("acceptance", acceptance, lo=0, hi=1)]))
-    offset = np.zeros(n, np.int64)
-    np.cumsum(output[:-1], out=offset[1:])
-    total = int(output.sum())
-    # one 32-bit uniform a position, two from each 64-bit word of the generator
-    u = rng.bit_generator.random_raw((total + 1) // 2).view(np.uint32)[:total]
-    # P(u < t) = t / 2^32 for t in [0, 2^32]: t_j = round(α^j 2^32), exact at α = 0 and 1
-    threshold = np.rint(np.ldexp(alpha[:, None] ** np.arange(1, k + 1), 32)).astype(np.int64)
-    gain = np.ones(total, np.uint8)
+    u, threshold, offset = speculative_draws(rng, output_tokens, draft_tokens, acceptance)
+    output = np.diff(np.append(offset, u.shape[0]))          # the lengths back (none: none)
+    k = threshold.shape[1]
+    gain = np.ones(u.shape[0], np.uint8)
     if threshold.shape[0] == 1:              # one α for every position
         for t in threshold[0]:
             if t == 0:

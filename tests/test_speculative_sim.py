@@ -10,13 +10,21 @@ from hypothesis import strategies as st
 
 import rooflinekit as rk
 from rooflinekit import catalog
-from rooflinekit.batching import ContinuousBatcher, Speculative, _reference, monte_carlo
+from rooflinekit.batching import (
+    ContinuousBatcher,
+    Speculative,
+    _kernels,
+    _reference,
+    monte_carlo,
+    run_replicates,
+)
 from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.workloads import (
     Beta,
     Constant,
     Workload,
     WorkloadSpec,
+    speculative_draws,
     speculative_gains,
 )
 from tests.test_batching_kernels import ROOFLINE, arrived_shares, assert_same, workloads
@@ -223,6 +231,84 @@ def test_per_request_acceptance_sets_each_request_mean():
         var = sum((l + 1) ** 2 * q for l, q in enumerate(p)) - mean ** 2
         assert mean == pytest.approx((1 - a ** (k + 1)) / (1 - a), rel=1e-12)
         assert abs(g.mean() - mean) < 5 * math.sqrt(var / g.size) + 1e-12
+
+
+@SETTINGS
+@given(output=st.lists(st.integers(1, 70), min_size=0, max_size=30), k=st.integers(1, 9),
+       acceptance=acceptances, seed=st.integers(0, 2**32))
+def test_compiled_gain_table_is_the_numpy_one(output, k, acceptance, seed):
+    # the simulator's table (_kernels.speculative_gain_table) from the draws equals
+    # speculative_gains of the same generator state, entry for entry, and leaves the rest
+    output = np.array(output, np.int64)
+    gain, offset = speculative_gains(np.random.default_rng(seed), output, k, acceptance)
+    draws, thresholds, starts = speculative_draws(np.random.default_rng(seed), output, k,
+                                                  acceptance)
+    np.testing.assert_array_equal(starts, offset)
+    table = np.full(draws.shape[0] + 5, 77, np.uint8)
+    _kernels.speculative_gain_table(draws, thresholds, output, table)
+    np.testing.assert_array_equal(table[:draws.shape[0]], gain)
+    assert (table[draws.shape[0]:] == 77).all()
+    rows = Speculative(draft=0.05, draft_tokens=k, acceptance=acceptance).gains(
+        output[None], [np.random.SeedSequence(seed)])
+    if output.size:
+        np.testing.assert_array_equal(rows[0][0], speculative_gains(
+            np.random.default_rng(np.random.SeedSequence(seed)), output, k, acceptance)[0])
+
+
+def _search_rows(n_rows=3, n=60):
+    rng = np.random.default_rng(4)
+    arrival = np.sort(rng.uniform(0, 40, (n_rows, n)), axis=1)
+    prompt = rng.integers(1, 30, (n_rows, n))
+    output = rng.integers(1, 40, (n_rows, n))
+    spec = Speculative(draft=0.05, draft_tokens=3, acceptance=0.7, seed=2)
+    return ContinuousBatcher(max_num_seqs=4, kv_budget_tokens=300, admission="paged",
+                             block_size=4, speculative=spec), arrival, prompt, output
+
+
+def test_gains_drawn_once_give_the_runs_of_their_seeds():
+    # run_replicates(speculative_gains=) reads tables drawn before: the results of the seeds
+    # they were drawn from, for any subset of rows taken with its own tables (a search's step)
+    b, arrival, prompt, output = _search_rows()
+    seeds = [b.speculative.row_seed(r) for r in (2, 0, 2)]
+    rows = [2, 0, 2]
+    drawn = run_replicates(b, arrival[rows], prompt[rows], output[rows],
+                           speculative_seeds=seeds, itl_target=2.0)
+    gain, offset = b.speculative.gains(output, [b.speculative.row_seed(r) for r in range(3)])
+    read = run_replicates(b, arrival[rows], prompt[rows], output[rows],
+                          speculative_gains=(gain[rows], offset[rows]), itl_target=2.0)
+    for name in drawn.data_vars:
+        np.testing.assert_array_equal(read[name].values, drawn[name].values, err_msg=name)
+
+
+def test_gains_given_are_checked_before_the_run():
+    b, arrival, prompt, output = _search_rows()
+    gain, offset = b.speculative.gains(output, [b.speculative.row_seed(r) for r in range(3)])
+    rows = (arrival, prompt, output)
+    with pytest.raises(ValueError, match="not both"):
+        run_replicates(b, *rows, speculative_gains=(gain, offset),
+                       speculative_seeds=[b.speculative.row_seed(r) for r in range(3)])
+    with pytest.raises(ValueError, match="needs a batcher with speculative"):
+        run_replicates(dataclasses.replace(b, speculative=None), *rows,
+                       speculative_gains=(gain, offset))
+    with pytest.raises(TypeError, match=r"\(gain, offset\) pair"):
+        run_replicates(b, *rows, speculative_gains=[gain, offset])
+    with pytest.raises(ValueError, match="uint8 of shape"):
+        run_replicates(b, *rows, speculative_gains=(gain[:, :5], offset))
+    with pytest.raises(ValueError, match="uint8 of shape"):
+        run_replicates(b, *rows, speculative_gains=(gain.astype(np.int64), offset))
+    with pytest.raises(ValueError, match="running sum"):
+        run_replicates(b, *rows, speculative_gains=(gain, offset + 1))
+    for bad in (0, 5):                               # gains in [1, k + 1] = [1, 4]
+        wrong = gain.copy()
+        wrong[1, 7] = bad
+        with pytest.raises(ValueError, match=r"\[1, draft_tokens \+ 1\] = \[1, 4\]"):
+            run_replicates(b, *rows, speculative_gains=(wrong, offset))
+    # a gain of 4 at the last position of a request (1 token left) passes its output
+    assert output[0, 0] >= 2                         # so that position is a decode step's
+    wrong = gain.copy()
+    wrong[0, offset[0, 1] - 1] = 4
+    with pytest.raises(ValueError, match="past its output"):
+        run_replicates(b, *rows, speculative_gains=(wrong, offset))
 
 
 def test_gains_never_pass_the_output():

@@ -162,7 +162,7 @@ def decode_step(weights: dict, cfg: SyntheticConfig, tokens, k_cache: list, v_ca
     """
     torch = _torch()
     b = tokens.shape[0]
-    h, d, nh, nkv = cfg.hidden_size, cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
+    d, nh, nkv = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
     group = nh // nkv
     x = weights["embed"][tokens]                                        # [b, h]
     for layer, kc, vc in zip(weights["layers"], k_cache, v_cache):

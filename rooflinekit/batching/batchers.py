@@ -50,8 +50,8 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, dims, memory, parallel, roofline
-from rooflinekit._validation import (MAX_COUNT, check_bool, check_keys, check_one_of, real_number,
-                                     renamed_keyword, warn_renamed, whole_number)
+from rooflinekit._validation import (MAX_COUNT, check_bool, check_keys, check_one_of, describe,
+                                     real_number, renamed_keyword, warn_renamed, whole_number)
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 from rooflinekit.dtypes import bytes_per_element
@@ -361,13 +361,14 @@ class _Batcher:
         return out
 
     def _run_many(self, timing, arrival, prompt, output, priority, out, targets,
-                  parallel=True, prefix=None, arrived=None, seeds=None):
+                  parallel=True, prefix=None, arrived=None, seeds=None, gains=None):
         """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``.
 
         ``prefix``: the ``(prefix_group, prefix_tokens)`` arrays, default no prefix;
         ``arrived``: the prompt tokens whose KV comes with each request, default none;
         ``seeds``: each row's seed of the speculative acceptance draws, default
-        :meth:`Speculative.row_seed` of the row.
+        :meth:`Speculative.row_seed` of the row; ``gains``: the rows' ``(gain, offset)`` tables
+        already made (checked by the caller), read instead of drawing.
         """
         if self.policy == "continuous" and self._kv_budget() is None and prompt.size:
             # "unlimited" is UNLIMITED tokens to the kernel: true only while every request
@@ -388,7 +389,8 @@ class _Batcher:
                 prefix = (np.full(arrival.shape, -1, np.int64), np.zeros(arrival.shape, np.int64))
             if arrived is None:
                 arrived = np.zeros(arrival.shape, np.int64)
-            gains = self._gains(output, seeds)
+            if gains is None:
+                gains = self._gains(output, seeds)
             tiers = (priority, *prefix, arrived, *gains)
             clock = (timing.tick, timing.coef, timing.draft_coef, timing.draft_share)
 
@@ -1050,7 +1052,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                    ttft_target=None, itl_target=None, e2e_target=None,
                    parallel: bool = True, variables=None, work_limit=WORK_LIMIT,
                    memory_limit=MEMORY_LIMIT, prefix_group=None,
-                   prefix_tokens=None, speculative_seeds=None,
+                   prefix_tokens=None, speculative_seeds=None, speculative_gains=None,
                    as_dataset: bool = True) -> xr.Dataset | dict:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
 
@@ -1083,6 +1085,14 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         A speculative batcher's seed of each row's acceptance draws, one per row; default
         :meth:`Speculative.row_seed` of the row's position (so a subset of rows would draw
         other gains: a search over subsets passes its rows' own seeds).
+    speculative_gains : tuple of ndarray, optional
+        Instead of seeds, the rows' gains already drawn: ``(gain, offset)`` as
+        :meth:`Speculative.gains` makes them for these ``output_tokens`` (uint8 of shape
+        ``(replicate, >= the longest row's total output)``, int64 of the rows' shape). A search
+        that runs the same rows at many rates draws them once (:func:`rooflinekit.plan` does);
+        the results are those of the seeds they were drawn from. Checked whole: each row's
+        offsets its outputs' running sums, every gain in ``[1, draft_tokens + 1]`` and none past
+        its request's output.
     as_dataset : bool
         ``True`` (default): a Dataset. ``False``: a dict of the summaries' numpy arrays, without
         labels, for a search that reads a few numbers of many runs (building a Dataset costs
@@ -1134,8 +1144,9 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         if len(speculative_seeds) != arrays[0].shape[0]:
             raise ValueError(f"speculative_seeds must hold one seed per row "
                              f"({arrays[0].shape[0]}), got {len(speculative_seeds)}")
+    gains = _gain_rows(batcher, speculative_gains, speculative_seeds, arrays[2])
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix,
-                      seeds=speculative_seeds)
+                      seeds=speculative_seeds, gains=gains)
     summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
                       wanted=variables)
     if not as_dataset:
@@ -1148,6 +1159,50 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                      "kv_budget_tokens": "unlimited" if budget is None else budget,
                      **_target_attrs(targets)})
     return ds
+
+
+def _gain_rows(batcher, gains, seeds, output):
+    """Validated ``speculative_gains`` of ``run_replicates`` for rows of ``output``, or None."""
+    if gains is None:
+        return None
+    if seeds is not None:
+        raise ValueError("give speculative_gains or speculative_seeds, not both (the gains "
+                         "are drawn from seeds)")
+    spec = getattr(batcher, "speculative", None)
+    if spec is None:
+        raise ValueError("speculative_gains needs a batcher with speculative=Speculative(...)")
+    if not (isinstance(gains, tuple) and len(gains) == 2
+            and all(isinstance(a, np.ndarray) for a in gains)):
+        raise TypeError(f"speculative_gains must be a (gain, offset) pair of arrays, as "
+                        f"Speculative.gains returns, got {describe(gains)}")
+    gain, offset = gains
+    total = output.sum(axis=1)
+    width = int(total.max()) if total.size else 0
+    if gain.dtype != np.uint8 or gain.ndim != 2 or gain.shape[0] != output.shape[0] \
+            or gain.shape[1] < width:
+        raise ValueError(f"speculative_gains' gain must be uint8 of shape (rows, >= the "
+                         f"longest row's total output) = ({output.shape[0]}, >= {width}); got "
+                         f"{gain.dtype} of shape {gain.shape}")
+    starts = np.zeros(output.shape, np.int64)
+    np.cumsum(output[:, :-1], axis=1, out=starts[:, 1:])
+    if offset.shape != output.shape or not np.array_equal(offset, starts):
+        raise ValueError("speculative_gains' offset must be each row's running sum of its "
+                         "output_tokens (where each request's positions start), as "
+                         "Speculative.gains makes it for these rows")
+    k = spec.draft_tokens
+    if gain.size and (gain.min() < 1 or gain.max() > k + 1):
+        raise ValueError(f"speculative_gains' gains must lie in [1, draft_tokens + 1] = "
+                         f"[1, {k + 1}]; got [{gain.min()}, {gain.max()}]")
+    # none past its output: at position m of a request of o tokens, at most o - m
+    left = np.arange(1, k + 1)
+    near_end = output[:, :, None] > left                   # position o - j exists and is > 0
+    rows = np.broadcast_to(np.arange(output.shape[0])[:, None, None], near_end.shape)
+    at = (offset + output)[:, :, None] - left
+    cap = np.broadcast_to(left, near_end.shape)[near_end]
+    if (gain[rows[near_end], at[near_end]] > cap).any():
+        raise ValueError("speculative_gains gains a request tokens past its output; make them "
+                         "with Speculative.gains for these output_tokens")
+    return gain, offset
 
 
 def _prefix_rows(arrays, prefix_group, prefix_tokens):

@@ -25,7 +25,7 @@ import numpy as np
 from rooflinekit import catalog
 from rooflinekit._validation import describe, real_number, whole_number
 from rooflinekit.models import ModelShape
-from rooflinekit.workloads import MAX_DRAFT_TOKENS, Beta, speculative_gains
+from rooflinekit.workloads import MAX_DRAFT_TOKENS, Beta, speculative_draws
 
 __all__ = ["Speculative"]
 
@@ -227,14 +227,18 @@ class Speculative:
         """The kernel's gain table for 2-D ``(row, request)`` outputs, one seed per row.
 
         Returns ``(gain, offset)``: ``gain`` uint8 of shape ``(rows, max total output)``,
-        ``offset`` int64 of ``output``'s shape (:func:`rooflinekit.workloads.speculative_gains`).
+        ``offset`` int64 of ``output``'s shape: row ``r`` is
+        :func:`rooflinekit.workloads.speculative_gains` of ``default_rng(seeds[r])``, made from
+        its draws by the compiled ``_kernels.speculative_gain_table`` (the rest of a shorter
+        row is 1, never read).
         """
+        from rooflinekit.batching import _kernels  # numba: loaded with the simulator
         output = np.asarray(output)
         width = int(output.sum(axis=1).max()) if output.size else 0
         gain = np.ones((output.shape[0], width), np.uint8)
         offset = np.zeros(output.shape, np.int64)
         for r, seed in enumerate(seeds):
-            g, offset[r] = speculative_gains(np.random.default_rng(seed), output[r],
-                                             self.draft_tokens, self.acceptance)
-            gain[r, :g.shape[0]] = g
+            draws, thresholds, offset[r] = speculative_draws(
+                np.random.default_rng(seed), output[r], self.draft_tokens, self.acceptance)
+            _kernels.speculative_gain_table(draws, thresholds, output[r], gain[r])
         return gain, offset

@@ -15,7 +15,7 @@
 """
 
 from rooflinekit.planning.capacity import (BINDINGS, LOWEST_RATE_FRACTION, draw_requests, max_rate,
-                                          prefixes)
+                                          prefixes, speculative_rows)
 from rooflinekit.planning.decision import (
     PAY_AS_YOU_GO,
     PROVISIONED,
@@ -45,7 +45,7 @@ __all__ = [
     "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH",
     "plan", "load_curve", "estimate_work", "check_plan_size", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
     "plan_disaggregated", "AGGREGATED", "SPLIT", "MAX_SPLITS",
-    "max_rate", "draw_requests", "prefixes", "BINDINGS", "LOWEST_RATE_FRACTION",
+    "max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDINGS", "LOWEST_RATE_FRACTION",
     "cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",
     "PROVISIONED_SPILLOVER",
     "TIME", "bursty_demand", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",

@@ -13,7 +13,8 @@ The search
    step sees the same requests and the same gaps, so differences between them are differences of
    the system, not of the draw. A speculative batcher's acceptance draws are common too:
    replicate ``r`` draws its gains from :meth:`~rooflinekit.batching.Speculative.row_seed`
-   ``(r)`` in every run, whichever rows a step runs together.
+   ``(r)`` once, before the search, and every run reads them (``run_replicates``'
+   ``speculative_gains``), whichever rows a step runs together.
 2. *Saturation.* All requests arrive at once; the rate at which the full batch completes
    requests (Little's law: the batch's size over the mean time a request spends in it, or the
    run's completion rate if higher) is the replica's saturation rate, above which a queue grows
@@ -57,7 +58,8 @@ from rooflinekit.batching import (
 )
 
 #: Public; rate_variables serves the planners of this folder.
-__all__ = ["max_rate", "draw_requests", "prefixes", "BINDINGS", "LOWEST_RATE_FRACTION"]
+__all__ = ["max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDINGS",
+           "LOWEST_RATE_FRACTION"]
 
 #: What can bind a replica's rate: a latency target, the goodput attainment, memory (KV cache
 #: full or requests too long for it), the slots, the weights not fitting, or a layout the model
@@ -134,6 +136,17 @@ def _replica_kv_budget(model, gpu, tp, *, block_size, gpu_memory_utilization,
     elif pp == ep == 1:
         return int(kv["kv_cache_tokens"])
     return max(int(available // bytes_per_block), 0) * int(block_size)
+
+
+def speculative_rows(spec, draws) -> tuple[np.ndarray, np.ndarray]:
+    """The gains of a speculative batcher for every row of ``draws``: ``(gain, offset)``.
+
+    Row ``r`` draws from :meth:`~rooflinekit.batching.Speculative.row_seed` ``(r)``, as
+    :func:`~rooflinekit.batching.run_replicates` draws it by default, so a run reading them
+    (``speculative_gains=``) gives the results of one that draws.
+    """
+    output = draws[2]
+    return spec.gains(output, [spec.row_seed(r) for r in range(output.shape[0])])
 
 
 def _seeds(seeds, rows) -> dict:
@@ -230,7 +243,7 @@ def _close_in(evaluate, lo, hi, margin_lo, margin_hi, binding, searching, ratio)
 
 
 def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
-             parallel: bool = True) -> dict:
+             parallel: bool = True, gains=None) -> dict:
     """The highest rate each replicate of ``draws`` sustains on ``batcher`` within ``slo``.
 
     Parameters
@@ -248,6 +261,11 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     parallel : bool
         Run the replicates of a step on all cores, one thread each; ``False`` inside dask
         tasks and the planner's own threads, which supply the parallelism themselves.
+    gains : tuple of ndarray, optional
+        A speculative batcher's gains for the rows of ``draws``, ``(gain, offset)`` from
+        :func:`speculative_rows` (a caller searching many configurations with one
+        :class:`~rooflinekit.batching.Speculative` draws them once); default drawn here, the
+        same tables.
 
     Returns
     -------
@@ -277,6 +295,16 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     # speculative gains: replicate r always draws from its own seed, so a step's subset of rows
     # sees the gains the full set saw (common random numbers across rates, as for the requests)
     seeds = None if spec is None else np.array([spec.row_seed(r) for r in range(n)], object)
+    if isinstance(batcher, DisaggregatedBatcher):
+        gains = None                         # its pools draw their own, from the seeds
+    elif spec is not None and gains is None:
+        # drawn once, as the requests are: every run of the search reads its rows' tables
+        gains = speculative_rows(spec, draws)
+
+    def speculative(rows):
+        if gains is None:
+            return _seeds(seeds, rows)
+        return {"speculative_gains": (gains[0][rows], gains[1][rows])}
 
     def evaluate(rows, rates):
         """Whether the SLO holds at ``rates`` of the replicates ``rows`` (indices, repeats
@@ -285,14 +313,14 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         runs += rows.size
         ds = simulate(arrival[rows] / rates[:, None], prompt[rows], output[rows],
                       parallel=parallel, variables=_SEARCHED, **prefixes(draws, rows),
-                      **_seeds(seeds, rows), **targets)
+                      **speculative(rows), **targets)
         margins = _margins(ds, slo)
         smallest = _logit_margin(ds, slo) if margins else np.ones(rows.size)
         return (_meets(margins, rows.size), _failing(margins, ds["n_rejected"] > 0),
                 smallest)
 
     busy = simulate(np.zeros_like(arrival), prompt, output, parallel=parallel,
-                    variables=_SATURATION, **prefixes(draws), **_seeds(seeds, slice(None)))
+                    variables=_SATURATION, **prefixes(draws), **speculative(slice(None)))
     runs += n
     # The busy run drains at the end with a shrinking batch, which would understate the rate of
     # a full batch by up to max_num_seqs / requests; Little's law on the full batch (its size

@@ -39,6 +39,7 @@ from rooflinekit.planning.capacity import (
     max_rate,
     prefixes,
     rate_variables,
+    speculative_rows,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.roofline import (
@@ -435,6 +436,8 @@ class _Configuration:
         self.headroom, self.admission, self.block_size = headroom, admission, block_size
         self.utilization, self.options, self.rtol = gpu_memory_utilization, options, rtol
         self.prefix_caching, self.speculative = prefix_caching, speculative
+        # the acceptance draws of every configuration's search, drawn once as the requests are
+        self.gains = None if speculative is None else speculative_rows(speculative, draws)
 
     def __call__(self, index, parallel):
         values = dict(zip(self.axes, (axis[i] for axis, i in zip(self.axes.values(), index))))
@@ -449,14 +452,15 @@ class _Configuration:
             return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
                     "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
                     "binding": np.full(n, problem, dtype=object)}
-        found = max_rate(batcher, self.slo, self.draws, rtol=self.rtol, parallel=parallel)
+        found = max_rate(batcher, self.slo, self.draws, rtol=self.rtol, parallel=parallel,
+                         gains=self.gains)
         found["kv_budget_tokens"] = budget
         rate = float(np.median(found["max_rate"]))
         found["latencies"], found["energy_per_token"] = {}, 0.0
         if rate > 0:
             replicas = math.ceil(float(self.traffic.rate) * (1 + self.headroom) / rate)
             found["latencies"], batch = _operating_point(
-                batcher, self.draws, float(self.traffic.rate) / replicas, parallel)
+                batcher, self.draws, float(self.traffic.rate) / replicas, parallel, self.gains)
             found["runs"] += n
             gpu = values[dims.GPU]
             pp, ep = values.get(dims.PP, 1), values.get(dims.EP, 1)
@@ -572,12 +576,13 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
     return ds
 
 
-def _operating_point(batcher, draws, rate, parallel) -> dict:
+def _operating_point(batcher, draws, rate, parallel, gains=None) -> dict:
     """Latency percentiles at ``rate`` per replica, medians over replicates [s]."""
     arrival, prompt, output = draws[:3]
     ds = run_replicates(batcher, arrival / rate, prompt, output, parallel=parallel,
                         variables=(*_OPERATING, "mean_running"), as_dataset=False,
-                        **prefixes(draws))
+                        **prefixes(draws),
+                        **({} if gains is None else {"speculative_gains": gains}))
     out = {}
     for q in LATENCY_PERCENTILES:
         for what in ("ttft", "token_itl", "latency"):
