@@ -459,15 +459,10 @@ def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-        The source of every draw.
-    output_tokens : array_like of int
-        Output length of each request [tokens], >= 1.
-    draft_tokens : int
-        Tokens drafted per step, k [tokens], in [1, :data:`MAX_DRAFT_TOKENS`].
-    acceptance : float or Beta
-        Probability α that the target accepts a drafted token, i.i.d. per position [1], in
-        [0, 1]; a :class:`Beta` draws one α per request.
+    rng, output_tokens, draft_tokens, acceptance
+        As for :func:`speculative_draws`: the generator, each request's output length [tokens]
+        (>= 1), the tokens drafted per step k [tokens] and the acceptance α [1] (a float in
+        [0, 1], or a :class:`Beta` of one α per request).
 
     Returns
     -------
