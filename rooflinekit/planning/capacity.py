@@ -149,11 +149,6 @@ def speculative_rows(spec, draws) -> tuple[np.ndarray, np.ndarray]:
     return spec.gains(output, [spec.row_seed(r) for r in range(output.shape[0])])
 
 
-def _seeds(seeds, rows) -> dict:
-    """The speculative acceptance seeds of rows ``rows`` as a keyword of ``run_replicates``."""
-    return {} if seeds is None else {"speculative_seeds": list(seeds[rows])}
-
-
 def _targets(slo) -> dict:
     """The SLO's targets as the simulator's keywords (``ttft_target=``, ...) [s]."""
     return {f"{name}_target": value for name, value in slo.targets.items()}
@@ -291,20 +286,14 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     else:
         # the search reads a few numbers of many runs: arrays, not Datasets
         simulate = functools.partial(run_replicates, batcher, as_dataset=False)
-    spec = getattr(batcher, "speculative", None)
-    # speculative gains: replicate r always draws from its own seed, so a step's subset of rows
-    # sees the gains the full set saw (common random numbers across rates, as for the requests)
-    seeds = None if spec is None else np.array([spec.row_seed(r) for r in range(n)], object)
-    if isinstance(batcher, DisaggregatedBatcher):
-        gains = None                         # its pools draw their own, from the seeds
-    elif spec is not None and gains is None:
-        # drawn once, as the requests are: every run of the search reads its rows' tables
+    spec = getattr(batcher, "speculative", None)   # a pair of pools has none: each draws its own
+    if spec is not None and gains is None:
+        # replicate r's gains from its own seed, drawn once as the requests are: every run of the
+        # search reads its rows' tables (common random numbers across rates)
         gains = speculative_rows(spec, draws)
 
     def speculative(rows):
-        if gains is None:
-            return _seeds(seeds, rows)
-        return {"speculative_gains": (gains[0][rows], gains[1][rows])}
+        return {} if gains is None else {"speculative_gains": (gains[0][rows], gains[1][rows])}
 
     def evaluate(rows, rates):
         """Whether the SLO holds at ``rates`` of the replicates ``rows`` (indices, repeats
