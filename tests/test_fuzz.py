@@ -499,6 +499,54 @@ def test_readers_refuse_bad_arguments_cleanly(name, arg, bad):
     pytest.fail(f"{name}({arg}={BAD[bad]!r}) was accepted")
 
 
+# -- the speculative draws of rooflinekit.workloads and the gains run_replicates reads -----------
+
+from rooflinekit.batching import Speculative, run_replicates
+from rooflinekit.workloads import speculative_draws, speculative_gains
+
+_SPEC_BATCHER = rk.ContinuousBatcher(max_num_seqs=2, kv_budget_tokens=100,
+                                     speculative=Speculative(draft=0.05, draft_tokens=3))
+_ROWS = {"arrival": np.array([[0.0, 1.0]]), "prompt_tokens": np.array([[4, 2]]),
+         "output_tokens": np.array([[3, 5]])}
+#: as_generator takes None (fresh entropy) and an int seed, 0 and True (1) among them
+_SEEDS_OK = ("zero", "none", "true")
+#: no requests, or requests of whole-valued floats, are outputs like any other
+_OUTPUTS_OK = ("empty list", "empty array", "clashing DataArray")
+SPECULATIVE_REGISTRY = {
+    name: _entry(func, kwargs={"rng": 0, "output_tokens": [3, 5], "draft_tokens": 4,
+                               "acceptance": 0.8},
+                 spoil=("rng", "output_tokens", "draft_tokens", "acceptance"),
+                 valid={"rng": _SEEDS_OK, "output_tokens": _OUTPUTS_OK, "acceptance": ("zero",)})
+    for name, func in (("speculative_draws", speculative_draws),
+                       ("speculative_gains", speculative_gains))
+}
+SPECULATIVE_REGISTRY["run_replicates(speculative_gains=)"] = _entry(
+    run_replicates, args=(_SPEC_BATCHER,),
+    kwargs={**_ROWS, "speculative_gains": _SPEC_BATCHER.speculative.gains(
+        _ROWS["output_tokens"], [_SPEC_BATCHER.speculative.row_seed(0)])},
+    spoil=("speculative_gains",), valid={"speculative_gains": OPTIONAL})
+SPECULATIVE_CASES = [pytest.param(name, arg, bad, id=f"{name}-{arg}-{bad}")
+                     for name, entry in sorted(SPECULATIVE_REGISTRY.items())
+                     for arg in entry["spoil"] for bad in BAD
+                     if bad not in entry["valid"].get(arg, ())]
+
+
+@pytest.mark.parametrize("name", sorted(SPECULATIVE_REGISTRY))
+def test_the_speculative_baseline_is_valid(name):
+    _call(name, SPECULATIVE_REGISTRY[name], None)
+
+
+@pytest.mark.parametrize("name, arg, bad", SPECULATIVE_CASES)
+def test_speculative_draws_refuse_bad_arguments_cleanly(name, arg, bad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            _call(name, SPECULATIVE_REGISTRY[name], None, arg, BAD[bad])
+        except (ValueError, TypeError):
+            return
+    pytest.fail(f"{name}({arg}={BAD[bad]!r}) was accepted")
+
+
 #: The engine options of the step formulas and the values of BAD each legitimately takes.
 ENGINE_OPTION_VALID = {"layer_overhead": ("zero",), "kv_bandwidth_efficiency": ("none",),
                        "gemm_half_tokens": ("zero",), "prefill_overhead": ("zero",)}
