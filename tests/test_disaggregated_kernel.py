@@ -160,11 +160,13 @@ def _replica_outputs(kernel, wl, batcher, itl_target):
     hist_n = np.zeros(_reference.N_GAP_BINS, np.int64)
     workspace = (hist_n, np.empty(_reference.N_GAP_BINS), np.empty(0, np.int64), np.empty(0),
                  np.empty(0, np.bool_))
-    error = kernel(wl.arrival, np.asarray(wl.prompt_tokens, np.int64), np.ones(n, np.int64),
-                   np.asarray(wl.priority, np.int64), np.asarray(wl.prefix_group, np.int64),
-                   np.asarray(wl.prefix_tokens, np.int64), np.zeros(n, np.int64),
-                   batcher._args(batcher._kv_budget()), timing.tick, timing.coef, itl_target,
-                   *out, workspace, np.zeros(0, np.uint8))
+    # the inputs as every caller passes them (one signature per kernel: no compile here)
+    inputs = _kernels.kernel_inputs(
+        wl.arrival, np.asarray(wl.prompt_tokens, np.int64), np.ones(n, np.int64),
+        np.asarray(wl.priority, np.int64), np.asarray(wl.prefix_group, np.int64),
+        np.asarray(wl.prefix_tokens, np.int64), np.zeros(n, np.int64))
+    error = kernel(*inputs, batcher._args(batcher._kv_budget()), timing.tick, timing.coef,
+                   itl_target, *out, workspace, np.zeros(0, np.uint8))
     return error, out, hist_n
 
 

@@ -35,10 +35,12 @@ def _raw(kernel, batcher, wl, draft_tokens):
     gain = np.ones(max(int(wl.output_tokens.sum()), 1), np.uint8)
     offset = (np.cumsum(wl.output_tokens) - wl.output_tokens).astype(np.int64)
     params = batcher._parameters()[:-1] + (draft_tokens,)
-    error = kernel(wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, wl.prefix_group,
-                   wl.prefix_tokens, np.zeros(n, np.int64), gain, offset, *params, timing.tick,
-                   timing.coef, timing.draft_coef, timing.draft_share, 0.05,
-                   *(a[0] for a in out[:6]))
+    # the inputs as every caller passes them (one signature per kernel: no compile here)
+    inputs = _kernels.kernel_inputs(wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority,
+                                    wl.prefix_group, wl.prefix_tokens, np.zeros(n, np.int64),
+                                    gain, offset)
+    error = kernel(*inputs, *params, timing.tick, timing.coef, timing.draft_coef,
+                   timing.draft_share, 0.05, *(a[0] for a in out[:6]))
     return error, [a[0] for a in out[:6]]
 
 

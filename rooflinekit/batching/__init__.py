@@ -6,6 +6,8 @@
 - :mod:`~rooflinekit.batching.disaggregated`: :class:`DisaggregatedBatcher`, prefill and decode
   pools of continuous batchers with the KV sent between them;
 - :mod:`~rooflinekit.batching.results`: per-request and summary Datasets;
+- :mod:`~rooflinekit.batching.precompile`: :func:`compile_kernels`, numba's cache filled ahead
+  of a first run, kernel families side by side;
 - ``_kernels`` (numba, imported on first run) and ``_reference`` (plain Python, the
   specification the kernels match bit for bit).
 """
@@ -21,6 +23,7 @@ from rooflinekit.batching.batchers import (
                                            simulate,
 )
 from rooflinekit.batching.disaggregated import POOLS, DisaggregatedBatcher
+from rooflinekit.batching.precompile import KERNEL_FAMILIES, compile_kernels
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.batching.results import (
                                            IDEAL,
@@ -32,5 +35,6 @@ from rooflinekit.batching.results import (
 )
 
 __all__ = ["IDEAL", "MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
-           "replicate_seed", "DisaggregatedBatcher", "POOLS", "Speculative",
+           "replicate_seed", "DisaggregatedBatcher", "POOLS", "Speculative", "compile_kernels",
+           "KERNEL_FAMILIES",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]

@@ -33,8 +33,8 @@ gain needs, what it adds to the window sums. Its retirement step is then exact, 
 its slot and visits no sequence; a preemption walks the victim's path to where it is and
 withdraws the rest. The filing costs O(request-steps), a tight walk, and decode-only stretches
 are jumped as without speculation. Both kernels are one body,
-:func:`_continuous`, compiled with speculation on and off, so the plain kernel holds none of the
-speculative code. In the step loop no called helper is handed an array
+:func:`_continuous`, compiled in copies with speculation on and off (:func:`_body`), so the plain
+kernel holds none of the speculative code. In the step loop no called helper is handed an array
 (numba counts references to an array passed to a call with two atomic operations, which cost more
 than the rest of a step): the clock's coefficients travel as a tuple of scalars, the list and
 ring operations and the gap histogram are written out in place. The parts of the decode step
@@ -99,18 +99,19 @@ the compiler must assume; measured, a replica's run on lent views is as fast as 
 its own (0.82 and 0.86 ms for a decode replica of 10,000 requests, 0.41 both for a prefill
 one), and :func:`continuous_run`, lent nothing, allocates its own.
 
-A first run in a new environment compiles for about 3 s (continuous) and 2 s (static)
-(``benchmarks/batching.py``, ``Compile``); a Monte Carlo runs the same kernels, so compiles
-nothing more; later processes load the machine code in a fraction of that. The first
-disaggregated run compiles the body twice more, for its prefill and its decode replicas: 46 s
-in a fresh cache after :func:`continuous_run`'s 21 s (23 s with the one plain body it
-compiled before the prefill replica had its own; 2026-12-02, 2 shared cores), 0.2 s from the
-cache.
+A first run on a machine compiles the continuous body in about 12 s and the static kernel in
+about 3 s (2 shared cores; ``benchmarks/first_run.py``): :data:`COMPILE_SECONDS`, the figures
+the one line before a compile states (:func:`announce_compile`). Every later process loads the
+machine code from numba's cache in a fraction of a second; a Monte Carlo runs the same kernels,
+so compiles nothing more; the disaggregated kernel compiles its one-token body and loads the
+plain one (``rooflinekit.batching.precompile`` fills the cache ahead, families side by side).
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import types
 
 import numpy as np
 from numba import njit
@@ -129,7 +130,9 @@ from rooflinekit.roofline import (
 )
 
 __all__ = ["continuous_run", "continuous_run_speculative", "static_run", "disaggregated_run",
-           "speculative_gain_table", "N_STATS",
+           "speculative_gain_table", "kernel_inputs", "is_cached", "announce_compile",
+           "COMPILE_SECONDS",
+           "N_STATS",
            "N_COEFFICIENTS", "STALLED", "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
 
 # Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
@@ -571,14 +574,14 @@ def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, 
             d_below, d_above)
 
 
-@njit(inline="always")
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, gains, max_num_seqs, kv_budget, paged, block_size,
                 max_batched, interactive_cap, prefix_caching, draft_tokens, tick_mode, coef,
                 draft_coef, draft_share, itl_target, admit, first_token, finish, preemptions,
-                status, stats, workspace, speculative, one_token):
-    """The continuous kernels' one body; ``speculative`` and ``one_token`` constants of each
-    caller; ``gains`` the kernels' ``(gain, gain_offset)``.
+                status, stats, workspace):
+    """The continuous kernels' one body, compiled in three copies (:func:`_body`), each with
+    its constants ``_SPECULATIVE`` and ``_ONE_TOKEN``; ``gains`` the kernels'
+    ``(gain, gain_offset)``.
 
     ``workspace`` is ``(hist_n, hist_max, ints, reals, flags)``: the gap histogram,
     :data:`N_GAP_BINS` counts (zeros on entry) and bin maxima, filled in and read for the run's
@@ -586,27 +589,20 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     least :func:`_scratch_need` elements (shorter ones, empty ones included, are replaced by
     arrays allocated here), overwritten. The disaggregated kernel passes one histogram to
     several runs, so that their gaps merge exactly, and one scratch, so that its replicas
-    allocate (and the C allocator pages in) their memory once. (Tuples: a call of 31
-    arguments compiles to a star-call, which numba cannot inline. The two constants stay
-    arguments of their own: numba prunes a branch on a constant before typing it, not on an
-    element of a tuple, and compiling the pruned code too made the first run of
-    :func:`continuous_run` 8 s longer.)
+    allocate (and the C allocator pages in) their memory once.
 
-    Inlined into :func:`continuous_run` (speculative ``False``) and
-    :func:`continuous_run_speculative` (``True``), so each is compiled with it known: the plain
-    kernel carries none of the speculative code (dead code, removed), and keeps the plain
-    path's speed.
-
-    ``one_token`` (the disaggregated prefill replicas, :func:`_prefill_replica`): every
-    request's output is one token, so no sequence decodes in a step. One that completes its
-    prefill has its token and is filed to retire at the next step's start, before any
-    admission or step: no step has a decoding sequence. The body then leaves out what would
-    do nothing: the decoding sequences' sums, blocks and window ring, their gaps, preemption
-    (which only their growth causes), and the decode-only stretch (which the retirement due
-    ends before its first step). Same results; :func:`disaggregated_run` passes only outputs
-    of 1 (tests compare it with the reference).
+    ``_SPECULATIVE``: :func:`continuous_run_speculative`'s copy; the plain copy carries none of
+    the speculative code. ``_ONE_TOKEN`` (the disaggregated prefill replicas,
+    :func:`_prefill_replica`): every request's output is one token, so no sequence decodes in
+    a step. One that completes its prefill has its token and is filed to retire at the next
+    step's start, before any admission or step: no step has a decoding sequence. The body then
+    leaves out what would do nothing: the decoding sequences' sums, blocks and window ring,
+    their gaps, preemption (which only their growth causes), and the decode-only stretch
+    (which the retirement due ends before its first step). Same results;
+    :func:`disaggregated_run` passes only outputs of 1 (tests compare it with the reference).
     """
-
+    spec = _SPECULATIVE
+    one_token = _ONE_TOKEN
     n = arrival.shape[0]
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
     if n == 0:
@@ -627,7 +623,6 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # path (tokens, blocks, window crossings per step) is filed then in step rings; a step
     # reads its sums and visits no sequence. Without it the path below is the plain one.
     gain, gain_offset = gains
-    spec = speculative
     s_len = 0
     if spec:
         for i in range(n):
@@ -1308,33 +1303,56 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     return 0
 
 
+def _compiled(function, name, doc, **constants):
+    """``function`` compiled (``nogil``, cached under ``name``) with ``constants`` as globals.
 
-def _continuous_kernel(speculative, name, doc):
-    """A continuous kernel: :func:`_continuous` with ``speculative`` fixed, so compiled in.
-
-    numba keeps the closure's constant in the machine code and caches the kernel under its
-    ``name``; the plain kernel carries no speculative code (removed as dead) and keeps the
-    plain path's speed.
+    A copy of the function whose globals add ``constants``: numba reads a global as a
+    constant, prunes the branches on it before it types them, and compiles a call of a global
+    dispatcher as a direct call. (An argument, even a literal one, is not pruned; a closure's
+    dispatcher is pickled into numba's cache key with a new id each process, so such a kernel
+    never loaded from the cache.)
     """
-    def run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
-            arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged, block_size,
-            max_batched, interactive_cap, prefix_caching, draft_tokens, tick_mode, coef,
-            draft_coef, draft_share, itl_target, admit, first_token, finish, preemptions,
-            status, stats):
-        hist_n = np.zeros(N_GAP_BINS, np.int64)
-        hist_max = np.empty(N_GAP_BINS, np.float64)   # read only where hist_n > 0
-        # no scratch lent: the body allocates its own, sized for this run
-        workspace = (hist_n, hist_max, np.empty(0, np.int64), np.empty(0, np.float64),
-                     np.empty(0, np.bool_))
-        return _continuous(arrival, prompt_tokens, output, priority, prefix_group,
-                           prefix_tokens, arrived_kv_tokens, (gain, gain_offset),
-                           max_num_seqs, kv_budget, paged, block_size, max_batched,
-                           interactive_cap, prefix_caching, draft_tokens, tick_mode, coef,
-                           draft_coef, draft_share, itl_target, admit, first_token, finish,
-                           preemptions, status, stats, workspace, speculative, False)
-    run.__name__ = run.__qualname__ = name
-    run.__doc__ = doc
-    return njit(nogil=True, cache=True)(run)
+    copy = types.FunctionType(function.__code__, {**globals(), **constants}, name)
+    copy.__qualname__ = name
+    copy.__doc__ = doc
+    return njit(nogil=True, cache=True)(copy)
+
+
+def _body(name, speculative, one_token):
+    """:func:`_continuous` compiled with its constants ``_SPECULATIVE`` and ``_ONE_TOKEN``.
+
+    Each copy compiles only its own paths: the plain body holds no speculative code (inlining
+    the body into each kernel to make the constants known copied its IR, 13 s of a 28 s first
+    compile). One copy serves every kernel that runs it, :func:`continuous_run` and the
+    decode replicas of :func:`disaggregated_run` alike, so it compiles once.
+    """
+    return _compiled(_continuous, name, _continuous.__doc__, _SPECULATIVE=speculative,
+                     _ONE_TOKEN=one_token)
+
+
+_plain_body = _body("_plain_body", False, False)
+_speculative_body = _body("_speculative_body", True, False)
+_one_token_body = _body("_one_token_body", False, True)
+
+
+def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
+                    arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
+                    block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
+                    tick_mode, coef, draft_coef, draft_share, itl_target, admit, first_token,
+                    finish, preemptions, status, stats):
+    """A continuous kernel: the body ``_BODY`` (a constant of each compiled copy, :func:`_body`)
+    on its own histogram and scratch."""
+    hist_n = np.zeros(N_GAP_BINS, np.int64)
+    hist_max = np.empty(N_GAP_BINS, np.float64)   # read only where hist_n > 0
+    # no scratch lent: the body allocates its own, sized for this run
+    workspace = (hist_n, hist_max, np.empty(0, np.int64), np.empty(0, np.float64),
+                 np.empty(0, np.bool_))
+    body = _BODY                                   # noqa: F821 (a global of each copy)
+    return body(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
+                arrived_kv_tokens, (gain, gain_offset), max_num_seqs, kv_budget, paged,
+                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
+                tick_mode, coef, draft_coef, draft_share, itl_target, admit, first_token,
+                finish, preemptions, status, stats, workspace)
 
 
 _PLAIN_DOC = """Continuous batching of one workload; returns 0 or :data:`STALLED`.
@@ -1359,9 +1377,9 @@ _SPECULATIVE_DOC = """:func:`continuous_run` decoding speculatively; returns 0 o
     :func:`continuous_run` takes the same arguments and reads none of these.
 """
 
-continuous_run = _continuous_kernel(False, "continuous_run", _PLAIN_DOC)
-continuous_run_speculative = _continuous_kernel(True, "continuous_run_speculative",
-                                                _SPECULATIVE_DOC)
+continuous_run = _compiled(_continuous_run, "continuous_run", _PLAIN_DOC, _BODY=_plain_body)
+continuous_run_speculative = _compiled(_continuous_run, "continuous_run_speculative",
+                                       _SPECULATIVE_DOC, _BODY=_speculative_body)
 
 
 @njit(nogil=True, cache=True)
@@ -1489,37 +1507,34 @@ def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_
 # --- disaggregated serving: the prefill pool, the hand-over, the decode pools -----------------
 
 
-def _replica_kernel(one_token, name, doc):
-    """A pool replica's run: :func:`_continuous` without speculation, ``one_token`` fixed.
+def _replica_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived, params,
+                 tick_mode, coef, itl_target, admit, first_token, finish, preemptions, status,
+                 stats, workspace, no_gain):
+    """A pool replica's run: the body ``_BODY`` (a constant of each compiled copy, without
+    speculation, :func:`_body`) on the workspace's histogram and scratch.
 
-    ``params`` are the batcher's eight scalar parameters; the gaps go to the workspace's
-    histogram and the scratch comes from the workspace; ``no_gain``, an empty gain array, is
+    ``params`` are the batcher's eight scalar parameters; ``no_gain``, an empty gain array, is
     not read.
     """
-    def run(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived, params,
-            tick_mode, coef, itl_target, admit, first_token, finish, preemptions, status, stats,
-            workspace, no_gain):
-        (max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap,
-         prefix_caching, draft_tokens) = params
-        return _continuous(arrival, prompt, output, priority, prefix_group, prefix_tokens,
-                           arrived, (no_gain, arrived), max_num_seqs, kv_budget, paged,
-                           block_size, max_batched, interactive_cap, prefix_caching,
-                           draft_tokens, tick_mode, coef, coef, 0.0, itl_target, admit,
-                           first_token, finish, preemptions, status, stats, workspace, False,
-                           one_token)
-    run.__name__ = run.__qualname__ = name
-    run.__doc__ = doc
-    return njit(nogil=True, cache=True)(run)
+    (max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap,
+     prefix_caching, draft_tokens) = params
+    body = _BODY                                   # noqa: F821 (a global of each copy)
+    return body(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
+                (no_gain, arrived), max_num_seqs, kv_budget, paged, block_size, max_batched,
+                interactive_cap, prefix_caching, draft_tokens, tick_mode, coef, coef, 0.0,
+                itl_target, admit, first_token, finish, preemptions, status, stats, workspace)
 
 
 #: A prefill replica: every output one token, so compiled without the decoding paths.
-_prefill_replica = _replica_kernel(
-    True, "_prefill_replica", """One prefill replica's run (every output 1 token): as
-    :func:`continuous_run`, its scratch lent by the workspace (:func:`_replica_kernel`).""")
+_prefill_replica = _compiled(
+    _replica_run, "_prefill_replica", """One prefill replica's run (every output 1 token): as
+    :func:`continuous_run`, its scratch lent by the workspace (:func:`_replica_run`).""",
+    _BODY=_one_token_body)
 #: A decode replica (or any pool replica): the plain body.
-_decode_replica = _replica_kernel(
-    False, "_decode_replica", """One decode replica's run: as :func:`continuous_run`, its
-    gaps added to the workspace's histogram and its scratch lent (:func:`_replica_kernel`).""")
+_decode_replica = _compiled(
+    _replica_run, "_decode_replica", """One decode replica's run: as :func:`continuous_run`, its
+    gaps added to the workspace's histogram and its scratch lent (:func:`_replica_run`).""",
+    _BODY=_plain_body)
 
 
 @njit(nogil=True, cache=True)
@@ -1752,3 +1767,55 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
                 stats[_GAPS_MET] += 1.0
     stats[_GAPS] += h
     return error, h
+
+
+# --- calling the kernels: one signature each, and a word before a compile ---------------------
+
+
+def kernel_inputs(*arrays):
+    """``arrays`` as every kernel takes them: writable, C-contiguous, a copy only where not.
+
+    numba types a read-only array apart from a writable one, so a kernel handed a frozen
+    :class:`~rooflinekit.workloads.Workload`'s arrays in one call and a Monte Carlo's fresh
+    ones in the next compiled twice (and the continuous body a third time for the
+    disaggregated replicas' scratch). Callers pass every input through here: one signature
+    per kernel. A frozen array is copied (O(n), a few microseconds per thousand requests).
+    """
+    return tuple(np.require(a, requirements=("C", "W")) for a in arrays)
+
+
+#: About how long each kernel takes to compile with an empty cache [s] on the project's
+#: 2-core machine (``benchmarks/first_run.py``), for the line printed before it compiles.
+COMPILE_SECONDS = {"static_run": 3, "continuous_run": 12, "continuous_run_speculative": 13,
+                   "disaggregated_run": 13, "speculative_gain_table": 1}
+
+_log = logging.getLogger("rooflinekit")
+
+
+def is_cached(kernel) -> bool:
+    """Whether ``kernel`` runs without compiling: loaded in this process, or in numba's cache.
+
+    The cache counts when its index for the kernel's source is current (numba's own stamp of
+    the file); an entry there for another signature would still compile, which
+    :func:`kernel_inputs` rules out. A cache numba cannot read is one it will rebuild: not
+    cached.
+    """
+    if kernel.overloads:
+        return True
+    try:
+        return bool(kernel._cache._cache_file._load_index())    # numba's cache, read only
+    except Exception:
+        return False
+
+
+def announce_compile(kernel) -> None:
+    """Log one INFO line on the ``rooflinekit`` logger if ``kernel`` is about to compile.
+
+    Silent when :func:`is_cached`. The command line prints the line on stderr; a library user
+    sees it with ``logging`` at INFO.
+    """
+    if is_cached(kernel):
+        return
+    name = kernel.py_func.__name__
+    _log.info("compiling the simulator's %s kernel for this machine, once (about %d s on 2 "
+              "cores; later runs load it from numba's cache)", name, COMPILE_SECONDS.get(name, 10))

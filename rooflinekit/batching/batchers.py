@@ -379,7 +379,11 @@ class _Batcher:
                 raise ValueError(f"an unlimited KV budget holds at most 2**60 = {UNLIMITED:,} "
                                  f"tokens; these requests hold up to {held:.3g} in all: give "
                                  f"kv_budget_tokens, or fewer or shorter requests")
+        from rooflinekit.batching import _kernels  # numba: imported on the first run
         run = self._kernel()
+        _kernels.announce_compile(run)
+        arrival, prompt, output, priority = _kernels.kernel_inputs(arrival, prompt, output,
+                                                                   priority)
         params = self._parameters()
         # the kernel counts the inter-token gaps within the ITL target; none: every gap is met
         itl = np.inf if targets[1] is None else float(targets[1])
@@ -391,7 +395,7 @@ class _Batcher:
                 arrived = np.zeros(arrival.shape, np.int64)
             if gains is None:
                 gains = self._gains(output, seeds)
-            tiers = (priority, *prefix, arrived, *gains)
+            tiers = _kernels.kernel_inputs(priority, *prefix, arrived, *gains)
             clock = (timing.tick, timing.coef, timing.draft_coef, timing.draft_share)
 
         def one(r):

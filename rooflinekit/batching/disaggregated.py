@@ -215,12 +215,13 @@ class DisaggregatedBatcher:
         rejected_in, ready = np.empty(n, np.int64), np.empty(n)
         handoff, fleet, held = np.empty(n), np.empty(len(STAT_NAMES)), np.empty(2)
         itl = math.inf if targets[1] is None else float(targets[1])
+        _kernels.announce_compile(_kernels.disaggregated_run)
         error, h = _kernels.disaggregated_run(
-            np.ascontiguousarray(wl.arrival, np.float64), prompt, output,
-            np.ascontiguousarray(wl.priority, np.int64),
-            np.ascontiguousarray(wl.prefix_group, np.int64),
-            np.ascontiguousarray(wl.prefix_tokens, np.int64),
-            np.ascontiguousarray(transfer, np.float64),
+            *_kernels.kernel_inputs(wl.arrival.astype(np.float64, copy=False), prompt, output,
+                                    wl.priority.astype(np.int64, copy=False),
+                                    wl.prefix_group.astype(np.int64, copy=False),
+                                    wl.prefix_tokens.astype(np.int64, copy=False),
+                                    np.asarray(transfer, np.float64)),
             self.prefill_replicas, self.decode_replicas, self.prefill._args(budgets[0]),
             self.decode._args(budgets[1]), timings[0].tick, timings[0].coef, timings[1].coef,
             itl, *out, rejected_in, ready, handoff, fleet, held)

@@ -233,7 +233,8 @@ class Speculative:
         row is 1, never read).
         """
         from rooflinekit.batching import _kernels  # numba: loaded with the simulator
-        output = np.asarray(output)
+        output, = _kernels.kernel_inputs(np.asarray(output))
+        _kernels.announce_compile(_kernels.speculative_gain_table)
         width = int(output.sum(axis=1).max()) if output.size else 0
         gain = np.ones((output.shape[0], width), np.uint8)
         offset = np.zeros(output.shape, np.int64)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import logging
 import os
 import sys
 
@@ -64,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rooflinekit`` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the library's INFO lines (a kernel about to compile) go to stderr while a command runs
+    notices = logging.StreamHandler(sys.stderr)
+    notices.setFormatter(logging.Formatter(f"rooflinekit {args.command}: %(message)s"))
+    logger = logging.getLogger("rooflinekit")
+    level = logger.level
+    logger.addHandler(notices)
+    logger.setLevel(logging.INFO)
     try:
         if getattr(args, "output", None):
             check_output_path(args.output)
@@ -76,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(str(exc).split())   # one line, whatever the message held
         sys.stderr.write(f"rooflinekit {args.command}: error: {message}\n")
         return 2
+    finally:
+        logger.removeHandler(notices)
+        logger.setLevel(level)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,135 @@
+"""The simulator's kernels compiled ahead of a first run: numba's cache filled in parallel.
+
+A simulation compiles the kernel it needs the first time it runs on a machine (seconds for the
+static kernel, about 15 s for each continuous body on 2 cores), then loads it from numba's cache
+(``docs/simulator-cache.md``). :func:`compile_kernels` pays that for the kernels a call will
+need, their families side by side (one here, the others each in a process of its own), so that
+they compile on every core at once: for a command's first run (the guide needs two), a test
+suite, a container image or a benchmark that should not time a compiler.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from rooflinekit._validation import check_keys, whole_number
+
+__all__ = ["KERNEL_FAMILIES", "compile_kernels"]
+
+#: The kernel families: each with the kernels it fills.
+KERNEL_FAMILIES = {"continuous": ("continuous_run",), "static": ("static_run",),
+            "speculative": ("continuous_run_speculative", "speculative_gain_table"),
+            "disaggregated": ("disaggregated_run",)}
+#: A family that runs another's code: it compiles after that one, and loads it from the cache
+#: (the disaggregated kernel's decode replicas run the continuous body).
+_AFTER = {"disaggregated": "continuous"}
+
+
+def compile_kernels(families=tuple(KERNEL_FAMILIES), *, processes=None) -> tuple:
+    """Compile the simulator's kernels into numba's on-disk cache, families side by side.
+
+    Parameters
+    ----------
+    families : sequence of str
+        Which of :data:`KERNEL_FAMILIES` (default all).
+    processes : int, optional
+        How many families compile at once (default the CPUs this process may use): one lane in
+        this process, the others each in a process of its own.
+
+    Returns
+    -------
+    tuple of str
+        The families that compiled; those already cached (or loaded) are left alone.
+
+    Raises
+    ------
+    ValueError
+        An unknown family, or ``processes`` below 1.
+    RuntimeError
+        A family's process failed; its error output is in the message.
+
+    Notes
+    -----
+    Each family runs a few-request workload through the public batchers, so the kernels
+    compile for exactly the argument types every later call passes
+    (:func:`rooflinekit.batching._kernels.kernel_inputs`). The cache is numba's own (beside
+    the package, or ``NUMBA_CACHE_DIR``), shared by every process of the machine. The
+    families go to lanes balanced by their expected compile time (``_kernels.COMPILE_SECONDS``),
+    a family of :data:`_AFTER` after the one it runs, in the same lane; the first lane runs in
+    this process and logs the one line a first run prints (``_kernels.announce_compile``), the
+    others each in a process of its own.
+    """
+    if isinstance(families, str):
+        families = (families,)
+    families = tuple(families)
+    check_keys("families", dict.fromkeys(families), KERNEL_FAMILIES, what="kernel family")
+    if processes is not None:
+        processes = whole_number("processes", processes, lo=1)
+    from rooflinekit.batching import _kernels  # numba: imported here, not with the package
+    cold = tuple(f for f in KERNEL_FAMILIES if f in families and not all(
+        _kernels.is_cached(getattr(_kernels, k)) for k in KERNEL_FAMILIES[f]))
+    if not cold:
+        return ()
+    if processes is None:
+        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else (os.cpu_count() or 1)
+    lanes = _lanes(cold, processes, _kernels.COMPILE_SECONDS)
+    with ThreadPoolExecutor(max(1, len(lanes) - 1)) as pool:
+        futures = [(lane, pool.submit(_compile_in_a_process, lane)) for lane in lanes[1:]]
+        for family in lanes[0]:
+            _run_family(family)
+        for lane, future in futures:
+            done = future.result()
+            if done.returncode != 0:
+                raise RuntimeError(f"compiling the {', '.join(lane)} kernels failed:\n"
+                                   f"{done.stderr}")
+    return cold
+
+
+def _lanes(cold, processes, seconds) -> list:
+    """``cold``'s families in at most ``processes`` lanes, each run in order by one process.
+
+    A family of :data:`_AFTER` joins its predecessor's lane, after it; every other goes to the
+    lane with the fewest expected seconds (``seconds`` of its kernels). Lane 0 runs here.
+    """
+    lanes = [[] for _ in range(max(1, min(processes, len(cold))))]
+
+    def load(lane):
+        return sum(seconds.get(k, 10) for f in lane for k in KERNEL_FAMILIES[f])
+    for family in cold:
+        before = _AFTER.get(family)
+        lane = next((lane for lane in lanes if before in lane), None)
+        (lane if lane is not None else min(lanes, key=load)).append(family)
+    return [lane for lane in lanes if lane]
+
+
+def _compile_in_a_process(lane) -> subprocess.CompletedProcess:
+    code = ("from rooflinekit.batching.precompile import _run_family\n"
+            f"for family in {tuple(lane)!r}:\n    _run_family(family)")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+def _run_family(family: str) -> None:
+    """Run the few-request workload that compiles ``family``'s kernels (in this process)."""
+    from rooflinekit.batching.batchers import ContinuousBatcher, StaticBatcher
+    from rooflinekit.batching.disaggregated import DisaggregatedBatcher
+    from rooflinekit.batching.speculative import Speculative
+    from rooflinekit.workloads import Workload
+    wl = Workload([0.0, 1.0, 1.5], [4, 8, 2], [3, 2, 5])
+    if family == "continuous":
+        ContinuousBatcher(max_num_seqs=2).run(wl)
+    elif family == "static":
+        StaticBatcher(batch_size=2).run(wl)
+    elif family == "speculative":
+        head = Speculative(draft=0.05, draft_tokens=2, acceptance=0.5)
+        ContinuousBatcher(max_num_seqs=2, model="Llama-3.1-8B", gpu="H100-SXM-80GB",
+                          speculative=head).run(wl)
+    elif family == "disaggregated":
+        DisaggregatedBatcher(ContinuousBatcher(max_num_seqs=2), ContinuousBatcher(max_num_seqs=2),
+                             1, 1, link_bandwidth=math.inf).run(wl)
+    else:
+        raise ValueError(f"no kernel family {family!r}")
