@@ -15,6 +15,20 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+def pytest_configure(config):
+    """Fill numba's cache of the simulator's kernels once, before any test needs one.
+
+    Run by the main process only (pytest-xdist's workers start after it and load the kernels
+    from the cache), the kernel families side by side on the machine's cores. Without it each
+    worker compiled whatever kernel its first simulating test needed, the same ones at the
+    same time. A warm cache costs a look at numba's index files.
+    """
+    if hasattr(config, "workerinput"):            # a pytest-xdist worker
+        return
+    from rooflinekit.batching import compile_kernels
+    compile_kernels()
+
+
 @pytest.fixture(scope="session")
 def guide_model():
     """Guide §2.2's 70B-class model: L=80, H_kv=8, d=128, fp16, 70e9 parameters."""

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+#: Integration: every asv benchmark's setup and methods, kernels compiled.
+pytestmark = pytest.mark.slow
+
 BENCH_DIR = Path(__file__).parents[1] / "benchmarks"
 PREFIXES = ("time_", "peakmem_", "mem_", "track_")
 

@@ -22,6 +22,9 @@ import pytest
 
 from rooflinekit.cli.main import COMMANDS, main
 
+#: Integration: every example of the README and --help, as a command.
+pytestmark = pytest.mark.slow
+
 DATA = Path(__file__).parent / "data"
 
 #: Placeholder files in the examples -> a small real file of the same kind.

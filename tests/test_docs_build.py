@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+#: Integration: the Sphinx build.
+pytestmark = pytest.mark.slow
+
 for _module in ("sphinx", "numpydoc", "sphinx_gallery", "myst_parser"):
     pytest.importorskip(_module)
 

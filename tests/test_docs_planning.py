@@ -8,6 +8,9 @@ import pytest
 import rooflinekit as rk
 from rooflinekit.workloads import LogNormal
 
+#: Integration: the planning question's searches.
+pytestmark = pytest.mark.slow
+
 DOC = (Path(__file__).parents[1] / "docs" / "planning.md").read_text()
 
 

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+#: Integration: every calibration fit behind the docs' tables.
+pytestmark = pytest.mark.slow
+
 SCRIPT = Path(__file__).parents[1] / "docs" / "tables.py"
 
 

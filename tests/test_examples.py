@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+#: Integration: every example script, its figure drawn.
+pytestmark = pytest.mark.slow
+
 EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("plot_*.py"))
 
 

@@ -552,14 +552,15 @@ ENGINE_OPTION_VALID = {"layer_overhead": ("zero",), "kv_bandwidth_efficiency": (
                        "gemm_half_tokens": ("zero",), "prefill_overhead": ("zero",)}
 
 
-@pytest.mark.parametrize("func", [rk.decode_step_time, rk.prefill_time,
-                                  rk.roofline.step_cost_coefficients],
-                         ids=["decode_step_time", "prefill_time", "step_cost_coefficients"])
-@pytest.mark.parametrize("option", sorted(ENGINE_OPTION_VALID))
-@pytest.mark.parametrize("bad", sorted(BAD))
+ENGINE_OPTION_FUNCS = pytest.mark.parametrize(
+    "func", [rk.decode_step_time, rk.prefill_time, rk.roofline.step_cost_coefficients],
+    ids=["decode_step_time", "prefill_time", "step_cost_coefficients"])
+
+
+@ENGINE_OPTION_FUNCS
+@pytest.mark.parametrize("option, bad", [(o, b) for o in sorted(ENGINE_OPTION_VALID)
+                                         for b in sorted(BAD) if b not in ENGINE_OPTION_VALID[o]])
 def test_engine_options_refuse_bad_input_cleanly(func, option, bad):
-    if bad in ENGINE_OPTION_VALID[option]:
-        return
     args = (M, G, 100) if func is rk.prefill_time else (M, G)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
@@ -571,6 +572,25 @@ def test_engine_options_refuse_bad_input_cleanly(func, option, bad):
     assert not _has_nan(result), f"{func.__name__}({option}={bad!r}) returned NaN"
     if bad not in SHAPES:
         pytest.fail(f"{func.__name__}({option}={BAD[bad]!r}) was accepted")
+
+
+@ENGINE_OPTION_FUNCS
+@pytest.mark.parametrize("option, value", [(o, v) for o in sorted(ENGINE_OPTION_VALID)
+                                           for v in ENGINE_OPTION_VALID[o]])
+def test_engine_options_take_their_valid_values(func, option, value):
+    # the values of BAD an option legitimately takes (a zero overhead, no separate KV
+    # efficiency) are accepted and give the option's default answer here
+    args = (M, G, 100) if func is rk.prefill_time else (M, G)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        result = func(*args, **{option: BAD[value]})
+    values = np.asarray(tuple(result) if func is rk.roofline.step_cost_coefficients else result,
+                        dtype=float)
+    # (the coefficients hold inf where a quantity is unbounded: no sliding window, say)
+    assert not np.any(np.isnan(values)), f"{func.__name__}({option}={BAD[value]!r})"
+    assert np.array_equal(values, np.asarray(
+        tuple(func(*args)) if func is rk.roofline.step_cost_coefficients else func(*args),
+        dtype=float))
 
 
 #: Layout degrees of a continuous batcher beyond tp (a MoE model, so ep is meaningful there).

@@ -250,6 +250,7 @@ def test_an_upward_import_fails(tmp_path, module, line):
     assert any(module in bad for bad in upward_imports(copy))
 
 
+@pytest.mark.slow
 def test_a_cycle_fails(tmp_path):
     copy = _plant(tmp_path, "rooflinekit.dims", "from rooflinekit import units")
     _plant_more = copy / "units.py"
@@ -257,6 +258,7 @@ def test_a_cycle_fails(tmp_path):
     assert cycles(copy) != []
 
 
+@pytest.mark.slow
 def test_a_private_crossing_fails(tmp_path):
     copy = _plant(tmp_path, "rooflinekit.planning", "from rooflinekit.memory import _hidden")
     assert any("private name" in bad for bad in private_crossings(copy))
