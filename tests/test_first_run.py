@@ -7,8 +7,11 @@ the simulator's kernels afresh costs a minute.
 
 import importlib
 import logging
+import re
 import subprocess
 import sys
+import time
+import types
 
 import pytest
 
@@ -29,8 +32,8 @@ sys.path.insert(0, sys.argv[1])
 logging.basicConfig(level=logging.INFO, format="%(message)s")
 import tiny
 from rooflinekit.batching import _kernels
-_kernels.announce_compile(tiny.twice)
-assert tiny.twice(21) == 42
+with _kernels.compile_notice(tiny.twice):
+    assert tiny.twice(21) == 42
 """
 
 
@@ -47,16 +50,33 @@ def _tiny(tmp_path, monkeypatch):
 def test_announced_once_before_a_compile_and_never_from_the_cache(tmp_path, monkeypatch, caplog):
     tiny = _tiny(tmp_path, monkeypatch)
     with caplog.at_level(logging.INFO, logger="rooflinekit"):
-        _kernels.announce_compile(tiny.twice)
-        assert tiny.twice(21) == 42                     # compiles, writes the cache
-        _kernels.announce_compile(tiny.twice)           # loaded in this process: silent
+        with _kernels.compile_notice(tiny.twice):
+            assert tiny.twice(21) == 42                 # compiles, writes the cache
+        with _kernels.compile_notice(tiny.twice):       # loaded in this process: silent
+            assert tiny.twice(1) == 2
     lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 1 and "compiling" in lines[0] and "twice" in lines[0]
+    assert len(lines) == 2
+    assert "compiling" in lines[0] and "twice" in lines[0]
     assert "about 10 s" in lines[0]                     # no measured time: the default
+    assert lines[1].startswith("twice compiled in ")
     # a new process finds the machine code on disk: nothing to say
     done = subprocess.run([sys.executable, "-c", _LOADER, str(tmp_path)], check=True,
                           capture_output=True, text=True, timeout=300)
     assert "compiling" not in done.stderr
+
+
+def _uncached(name):
+    """A kernel stand-in that is never cached (no overloads, no cache numba could read)."""
+    return types.SimpleNamespace(overloads={}, py_func=types.SimpleNamespace(__name__=name))
+
+
+def test_a_long_compile_beats_while_it_lasts(caplog):
+    with caplog.at_level(logging.DEBUG, logger="rooflinekit"):
+        with _kernels.compile_notice(_uncached("slow_kernel"), heartbeat=0.01):
+            time.sleep(0.2)
+    stages = [getattr(r, "compile", None) for r in caplog.records]
+    assert stages[0] == "start" and stages[-1] == "end"
+    assert stages.count("tick") >= 5 and set(stages[1:-1]) == {"tick"}
 
 
 @pytest.mark.slow
@@ -69,17 +89,22 @@ def test_a_stale_cache_is_announced(tmp_path, monkeypatch):
     assert done.stderr.count("compiling") == 1
 
 
-def test_the_command_line_prints_the_notice_on_stderr(monkeypatch, capsys):
+def test_the_command_line_prints_a_compile_as_one_line_on_stderr(monkeypatch, capsys):
     def fake_run(args, out):
-        logging.getLogger("rooflinekit").info("compiling the simulator's x kernel")
+        with _kernels.compile_notice(_uncached("x"), heartbeat=0.01):
+            time.sleep(0.1)
+        logging.getLogger("rooflinekit").info("another notice")
+        logging.getLogger("rooflinekit").debug("not shown")
         return 0
-    parser = cli.build_parser()
-    args = parser.parse_args(["guide"])
+    args = cli.build_parser().parse_args(["guide"])
     main_module = importlib.import_module("rooflinekit.cli.main")
     monkeypatch.setattr(main_module, "build_parser", lambda: _Fixed(args, fake_run))
     assert cli.main(["guide"]) == 0
     captured = capsys.readouterr()
-    assert captured.err == "rooflinekit guide: compiling the simulator's x kernel\n"
+    first, second, rest = captured.err.split("\n")
+    assert first.startswith("rooflinekit guide: compiling the simulator's x kernel")
+    assert re.search(r"\) \.{3,} x compiled in 0\.\d s$", first)
+    assert second == "rooflinekit guide: another notice" and rest == ""
     assert captured.out == ""
     # the handler leaves with the command: the library stays silent outside it
     assert not logging.getLogger("rooflinekit").handlers

@@ -99,9 +99,9 @@ the compiler must assume; measured, a replica's run on lent views is as fast as 
 its own (0.82 and 0.86 ms for a decode replica of 10,000 requests, 0.41 both for a prefill
 one), and :func:`continuous_run`, lent nothing, allocates its own.
 
-A first run on a machine compiles the continuous body in about 12 s and the static kernel in
+A first run on a machine compiles the continuous body in about 13 s and the static kernel in
 about 3 s (2 shared cores; ``benchmarks/first_run.py``): :data:`COMPILE_SECONDS`, the figures
-the one line before a compile states (:func:`announce_compile`). Every later process loads the
+the one line before a compile states (:func:`compile_notice`). Every later process loads the
 machine code from numba's cache in a fraction of a second; a Monte Carlo runs the same kernels,
 so compiles nothing more; the disaggregated kernel compiles its one-token body and loads the
 plain one (``rooflinekit.batching.precompile`` fills the cache ahead, families side by side).
@@ -109,8 +109,11 @@ plain one (``rooflinekit.batching.precompile`` fills the cache ahead, families s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import threading
+import time
 import types
 
 import numpy as np
@@ -130,7 +133,7 @@ from rooflinekit.roofline import (
 )
 
 __all__ = ["continuous_run", "continuous_run_speculative", "static_run", "disaggregated_run",
-           "speculative_gain_table", "kernel_inputs", "is_cached", "announce_compile",
+           "speculative_gain_table", "kernel_inputs", "is_cached", "compile_notice",
            "COMPILE_SECONDS",
            "N_STATS",
            "N_COEFFICIENTS", "STALLED", "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
@@ -1785,9 +1788,9 @@ def kernel_inputs(*arrays):
 
 
 #: About how long each kernel takes to compile with an empty cache [s] on the project's
-#: 2-core machine (``benchmarks/first_run.py``), for the line printed before it compiles.
-COMPILE_SECONDS = {"static_run": 3, "continuous_run": 12, "continuous_run_speculative": 13,
-                   "disaggregated_run": 13, "speculative_gain_table": 1}
+#: 2-core machine (``benchmarks/first_run.py``), for the line logged before it compiles.
+COMPILE_SECONDS = {"static_run": 3, "continuous_run": 13, "continuous_run_speculative": 14,
+                   "disaggregated_run": 14, "speculative_gain_table": 1}
 
 _log = logging.getLogger("rooflinekit")
 
@@ -1808,14 +1811,40 @@ def is_cached(kernel) -> bool:
         return False
 
 
-def announce_compile(kernel) -> None:
-    """Log one INFO line on the ``rooflinekit`` logger if ``kernel`` is about to compile.
+#: Seconds between the heartbeats a compile logs (DEBUG) after its first line.
+HEARTBEAT_SECONDS = 2.0
 
-    Silent when :func:`is_cached`. The command line prints the line on stderr; a library user
-    sees it with ``logging`` at INFO.
+
+@contextlib.contextmanager
+def compile_notice(kernel, heartbeat: float = HEARTBEAT_SECONDS):
+    """Around a kernel's first call: say so if it compiles, keep saying so, say when it is done.
+
+    Nothing when :func:`is_cached`. Otherwise, on the ``rooflinekit`` logger: one INFO line
+    naming the kernel and the expected time (:data:`COMPILE_SECONDS`) before the block, a DEBUG
+    heartbeat every ``heartbeat`` seconds while it runs, and an INFO line with the time taken
+    after it. Each record carries ``compile`` (``"start"``, ``"tick"``, ``"end"``), so that the
+    command line can print the three as one growing line on stderr (a dot a heartbeat); a
+    library user sees the two INFO lines with ``logging`` at INFO.
     """
     if is_cached(kernel):
+        yield
         return
     name = kernel.py_func.__name__
     _log.info("compiling the simulator's %s kernel for this machine, once (about %d s on 2 "
-              "cores; later runs load it from numba's cache)", name, COMPILE_SECONDS.get(name, 10))
+              "cores; later runs load it from numba's cache)", name,
+              COMPILE_SECONDS.get(name, 10), extra={"compile": "start"})
+    done = threading.Event()
+
+    def beat():
+        while not done.wait(heartbeat):
+            _log.debug("still compiling %s", name, extra={"compile": "tick"})
+    beating = threading.Thread(target=beat, daemon=True)
+    start = time.perf_counter()
+    beating.start()
+    try:
+        yield
+    finally:
+        done.set()
+        beating.join()
+        _log.info("%s compiled in %.1f s", name, time.perf_counter() - start,
+                  extra={"compile": "end"})

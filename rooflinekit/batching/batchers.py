@@ -381,7 +381,6 @@ class _Batcher:
                                  f"kv_budget_tokens, or fewer or shorter requests")
         from rooflinekit.batching import _kernels  # numba: imported on the first run
         run = self._kernel()
-        _kernels.announce_compile(run)
         arrival, prompt, output, priority = _kernels.kernel_inputs(arrival, prompt, output,
                                                                    priority)
         params = self._parameters()
@@ -402,7 +401,11 @@ class _Batcher:
             row = tuple(a[r] for a in tiers) if self._tiered else ()
             out[6][r] = run(arrival[r], prompt[r], output[r], *row, *params, *clock, itl,
                             *(a[r] for a in out[:6]))
-        _each_row(one, arrival.shape[0], parallel)
+        rows = arrival.shape[0]
+        if rows:
+            with _kernels.compile_notice(run):       # the first row loads (or compiles) it
+                one(0)
+        _each_row(lambda r: one(r + 1), max(rows - 1, 0), parallel)
         _check_errors(out[6])
 
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,

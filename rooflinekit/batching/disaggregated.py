@@ -215,16 +215,17 @@ class DisaggregatedBatcher:
         rejected_in, ready = np.empty(n, np.int64), np.empty(n)
         handoff, fleet, held = np.empty(n), np.empty(len(STAT_NAMES)), np.empty(2)
         itl = math.inf if targets[1] is None else float(targets[1])
-        _kernels.announce_compile(_kernels.disaggregated_run)
-        error, h = _kernels.disaggregated_run(
-            *_kernels.kernel_inputs(wl.arrival.astype(np.float64, copy=False), prompt, output,
-                                    wl.priority.astype(np.int64, copy=False),
-                                    wl.prefix_group.astype(np.int64, copy=False),
-                                    wl.prefix_tokens.astype(np.int64, copy=False),
-                                    np.asarray(transfer, np.float64)),
-            self.prefill_replicas, self.decode_replicas, self.prefill._args(budgets[0]),
-            self.decode._args(budgets[1]), timings[0].tick, timings[0].coef, timings[1].coef,
-            itl, *out, rejected_in, ready, handoff, fleet, held)
+        inputs = _kernels.kernel_inputs(wl.arrival.astype(np.float64, copy=False), prompt,
+                                        output, wl.priority.astype(np.int64, copy=False),
+                                        wl.prefix_group.astype(np.int64, copy=False),
+                                        wl.prefix_tokens.astype(np.int64, copy=False),
+                                        np.asarray(transfer, np.float64))
+        with _kernels.compile_notice(_kernels.disaggregated_run):
+            error, h = _kernels.disaggregated_run(
+                *inputs, self.prefill_replicas, self.decode_replicas,
+                self.prefill._args(budgets[0]), self.decode._args(budgets[1]), timings[0].tick,
+                timings[0].coef, timings[1].coef, itl, *out, rejected_in, ready, handoff, fleet,
+                held)
         if error:
             _check_errors(np.array([error]))
         # numpy's (pairwise) sum of the hand-off gaps, as the gaps' total has always been

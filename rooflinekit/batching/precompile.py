@@ -60,7 +60,7 @@ def compile_kernels(families=tuple(KERNEL_FAMILIES), *, processes=None) -> tuple
     the package, or ``NUMBA_CACHE_DIR``), shared by every process of the machine. The
     families go to lanes balanced by their expected compile time (``_kernels.COMPILE_SECONDS``),
     a family of :data:`_AFTER` after the one it runs, in the same lane; the first lane runs in
-    this process and logs the one line a first run prints (``_kernels.announce_compile``), the
+    this process and logs the line a first run prints (``_kernels.compile_notice``), the
     others each in a process of its own.
     """
     if isinstance(families, str):

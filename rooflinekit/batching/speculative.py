@@ -234,12 +234,12 @@ class Speculative:
         """
         from rooflinekit.batching import _kernels  # numba: loaded with the simulator
         output, = _kernels.kernel_inputs(np.asarray(output))
-        _kernels.announce_compile(_kernels.speculative_gain_table)
         width = int(output.sum(axis=1).max()) if output.size else 0
         gain = np.ones((output.shape[0], width), np.uint8)
         offset = np.zeros(output.shape, np.int64)
         for r, seed in enumerate(seeds):
             draws, thresholds, offset[r] = speculative_draws(
                 np.random.default_rng(seed), output[r], self.draft_tokens, self.acceptance)
-            _kernels.speculative_gain_table(draws, thresholds, output[r], gain[r])
+            with _kernels.compile_notice(_kernels.speculative_gain_table):
+                _kernels.speculative_gain_table(draws, thresholds, output[r], gain[r])
         return gain, offset

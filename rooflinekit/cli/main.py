@@ -42,6 +42,35 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+class _Notices(logging.Handler):
+    """The ``rooflinekit`` logger's records on stderr, a compile's as one growing line.
+
+    A compile logs its start, a heartbeat every 2 s and its end (``compile`` of the record:
+    ``"start"``, ``"tick"``, ``"end"``): printed as ``rooflinekit CMD: compiling ... .....
+    x compiled in 12.3 s``, so a first run is never silent for long and says it once. Any other
+    record at INFO or above is a line of its own.
+    """
+
+    def __init__(self, command: str):
+        super().__init__(logging.DEBUG)
+        self.command = command
+
+    def emit(self, record):
+        stage = getattr(record, "compile", None)
+        if stage == "tick":
+            text = "."
+        elif stage == "end":
+            text = f" {record.getMessage()}\n"
+        elif stage == "start":
+            text = f"rooflinekit {self.command}: {record.getMessage()} "
+        elif record.levelno >= logging.INFO:
+            text = f"rooflinekit {self.command}: {record.getMessage()}\n"
+        else:
+            return
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``rooflinekit`` parser, one subcommand per module of :data:`COMMANDS`."""
     parser = _Parser(
@@ -65,13 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rooflinekit`` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    # the library's INFO lines (a kernel about to compile) go to stderr while a command runs
-    notices = logging.StreamHandler(sys.stderr)
-    notices.setFormatter(logging.Formatter(f"rooflinekit {args.command}: %(message)s"))
+    # the library's notices (a kernel compiling) go to stderr while a command runs
+    notices = _Notices(args.command)
     logger = logging.getLogger("rooflinekit")
     level = logger.level
     logger.addHandler(notices)
-    logger.setLevel(logging.INFO)
+    logger.setLevel(logging.DEBUG)
     try:
         if getattr(args, "output", None):
             check_output_path(args.output)
