@@ -45,7 +45,7 @@ class _Parser(argparse.ArgumentParser):
 class _Notices(logging.Handler):
     """The ``rooflinekit`` logger's records on stderr, a compile's as one growing line.
 
-    A compile logs its start, a heartbeat every 2 s and its end (``compile`` of the record:
+    A compile logs its start, a heartbeat every 1.5 s and its end (``compile`` of the record:
     ``"start"``, ``"tick"``, ``"end"``): printed as ``rooflinekit CMD: compiling ... .....
     x compiled in 12.3 s``, so a first run is never silent for long and says it once. Any other
     record at INFO or above is a line of its own.
