@@ -72,7 +72,6 @@ from rooflinekit.roofline import (
                                 decode_ms_per_token,
                                 decode_step_time,
                                 decode_throughput,
-                                decode_time_per_token,
                                 energy_per_token,
                                 layout_decode_step_time,
                                 layout_prefill_time,
@@ -111,7 +110,7 @@ __all__ = [
     "arithmetic_intensity", "ridge_point", "critical_batch_size", "prefill_time",
     "decode_step_time", "amortized_token_time", "mixed_step_time", "decode_throughput",
     "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
-    "decode_time_per_token", "energy_per_token",
+    "energy_per_token",
     # speculative decoding
     "speculative_tokens_per_step", "speculative_step_time", "speculative_speedup",
     # tensor parallelism (§5)

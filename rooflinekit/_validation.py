@@ -17,11 +17,9 @@ which hold one number each.
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 import math
 import numbers
-import warnings
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -31,8 +29,7 @@ __all__ = ["MAX_COUNT", "MAX_MAGNITUDE",
            "show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
            "check_integer", "check_fraction", "positive_number", "real_number", "whole_number",
            "check_bool", "check_type", "check_string", "check_one_of", "check_keys",
-           "check_mapping", "as_1d", "check_count_array", "load_json", "renamed_keyword",
-           "warn_renamed"]
+           "check_mapping", "as_1d", "check_count_array", "load_json"]
 
 _SHOWN_ELEMENTS = 6
 _SHOWN_CHARS = 80
@@ -393,31 +390,3 @@ def load_json(fh, where: str):
                          f"levels)") from None
     except ValueError as err:          # an integer beyond Python's digit limit
         raise ValueError(f"{where} holds a number too long to read ({err})") from None
-
-
-# -- renamed keywords -----------------------------------------------------------------------------
-
-def renamed_keyword(old_name: str, new_name: str):
-    """Decorator: accept keyword ``old_name`` for one release as ``new_name``, with a warning.
-
-    A call giving ``old_name`` warns with a ``FutureWarning`` naming ``new_name`` and passes the
-    value on as ``new_name``; giving both (``new_name`` not ``None``) raises ``TypeError``. The
-    wrapped function's own signature has ``new_name`` only. Works on a class's ``__init__`` too.
-    """
-    def decorate(func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            if old_name in kwargs:
-                warn_renamed(old_name, new_name)
-                if kwargs.get(new_name) is not None:
-                    raise TypeError(f"give {new_name}, not also its former name {old_name}")
-                kwargs[new_name] = kwargs.pop(old_name)
-            return func(*args, **kwargs)
-        return wrapper
-    return decorate
-
-
-def warn_renamed(old_name: str, new_name: str, *, stacklevel: int = 2) -> None:
-    """The ``FutureWarning`` of a name kept for one release under its new name."""
-    warnings.warn(f"{old_name} is renamed {new_name}; the old name will be removed in the next "
-                  f"release", FutureWarning, stacklevel=stacklevel + 1)

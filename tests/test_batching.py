@@ -423,39 +423,6 @@ def test_roofline_options_checked_at_construction(batcher):
     assert b.run(arrival=[0.0], prompt_tokens=[4], output_tokens=[2])["n_completed"] == 1
 
 
-_OPTIONS = {"compute_efficiency": 0.6, "bandwidth_efficiency": 0.7, "step_overhead": 1e-3,
-            "allreduce": True}
-
-
-@pytest.mark.parametrize("batcher", [ContinuousBatcher, StaticBatcher])
-def test_former_efficiency_keyword_warns_and_gives_the_same_results(batcher):
-    roofline = dict(model="guide-70b", gpu="lab", tp=8)
-    wl = WorkloadSpec(60, output=LogNormal(40, 1.0), prompt=Uniform(1, 300),
-                      arrival=Poisson(50.0)).sample(3)
-    new = batcher(**roofline, roofline_options=_OPTIONS)
-    with pytest.warns(FutureWarning, match="roofline_options"):
-        old = batcher(**roofline, efficiency=_OPTIONS)
-    assert old == new
-    xr.testing.assert_identical(old.run(wl), new.run(wl))
-    with pytest.warns(FutureWarning, match="roofline_options"):
-        assert old.efficiency == _OPTIONS
-    # still checked at construction under the old name, and never both names at once
-    with pytest.warns(FutureWarning), pytest.raises(TypeError, match="compute_effciency"):
-        batcher(**roofline, efficiency={"compute_effciency": 0.5})
-    with pytest.warns(FutureWarning), pytest.raises(TypeError, match="not also"):
-        batcher(**roofline, efficiency=_OPTIONS, roofline_options=_OPTIONS)
-    # through simulate and monte_carlo too
-    policy = new.policy
-    with pytest.warns(FutureWarning, match="roofline_options"):
-        via_simulate = simulate(wl, policy=policy, **roofline, efficiency=_OPTIONS)
-    xr.testing.assert_identical(via_simulate, simulate(wl, policy=policy, **roofline,
-                                                       roofline_options=_OPTIONS))
-    spec = WorkloadSpec(20, output=LogNormal(20, 1.0), prompt=Uniform(1, 50))
-    xr.testing.assert_identical(
-        monte_carlo(spec, old, replicates=2, seed=1, parallel=False, sweep={"tp": [4, 8]}),
-        monte_carlo(spec, new, replicates=2, seed=1, parallel=False, sweep={"tp": [4, 8]}))
-
-
 def test_roofline_options_keep_the_fields_and_their_order():
     # the new name takes the old one's place: positional meaning and replace() are unchanged
     # (calibration is keyword-only, after them: it moves no positional argument)

@@ -341,29 +341,6 @@ def test_roofline_options_reach_the_roofline(public):
     np.testing.assert_array_equal(pred["decode"].values[~multi], plain["decode"].values[~multi])
 
 
-def test_roofline_kwargs_is_the_former_name(public):
-    """The old keyword warns, names the new one, and gives identical results."""
-    options = {"allreduce": True}
-    new = calibrate(public, n_resamples=3, seed=0, roofline_options=options)
-    with pytest.warns(FutureWarning, match="roofline_options"):
-        old = calibrate(public, n_resamples=3, seed=0, roofline_kwargs=options)
-    xr.testing.assert_identical(old.parameters, new.parameters)
-    xr.testing.assert_identical(old.errors, new.errors)
-    new_cv = cross_validate(public, k=3, roofline_options=options)
-    with pytest.warns(FutureWarning, match="roofline_options"):
-        old_cv = cross_validate(public, k=3, roofline_kwargs=options)
-    xr.testing.assert_identical(old_cv.errors, new_cv.errors)
-    xr.testing.assert_identical(old_cv.folds, new_cv.folds)
-    with pytest.warns(FutureWarning, match="roofline_options"):
-        old_pred = predict(public, roofline_kwargs=options)
-    xr.testing.assert_identical(old_pred, predict(public, roofline_options=options))
-    for func in (calibrate, cross_validate, predict):
-        with pytest.raises(TypeError, match="roofline_options"):
-            func(public, roofline_options=options, roofline_kwargs=options)
-    with pytest.raises(TypeError, match="roofline_options"):
-        calibrate(public, roofline_options=["allreduce"])
-
-
 def test_serving_workload_matches_mixed_step(public):
     """workload="serving" is mixed_step_time with B-1 decodes beside the prompt (TTFT)."""
     row = public.isel(measurement=3)                   # NIM 70B fp8 TP2, concurrency 50

@@ -24,7 +24,7 @@ NAMES_BEFORE_FOLDERS = (
     "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_bytes", "usable_kv_bytes",
     "max_concurrent_sequences", "kv_copies", "kv_budget_tokens", "max_context_length",
     "blocks_per_sequence", "paged_waste_bytes", "engine_kv_cache", "arithmetic_intensity",
-    "ridge_point", "critical_batch_size", "prefill_time", "decode_time_per_token",
+    "ridge_point", "critical_batch_size", "prefill_time",
     "amortized_token_time", "mixed_step_time", "decode_throughput", "request_latency",
     "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token", "smallest_tp", "tp_scaling",
     "allreduce_time", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "Workload",
@@ -46,7 +46,7 @@ NAMES_ADDED = {"decode_step_time", "energy_per_token", "Traffic", "SLO", "plan",
 
 
 def test_names_before_folders_are_kept():
-    assert len(NAMES_BEFORE_FOLDERS) == 62
+    assert len(NAMES_BEFORE_FOLDERS) == 61      # less decode_time_per_token, removed
     assert set(NAMES_BEFORE_FOLDERS) <= set(rooflinekit.__all__)
     assert set(rooflinekit.__all__) - set(NAMES_BEFORE_FOLDERS) == NAMES_ADDED
 
@@ -60,14 +60,6 @@ def test_folder_face_re_exports_its_parts(folder):
              for info in pkgutil.iter_modules(face.__path__) if not info.name.startswith("_")]
     assert parts
     assert_reexports(face, *parts)
-
-
-def test_old_itl_name_warns_and_forwards():
-    from rooflinekit import catalog
-    model, gpu = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
-    with pytest.warns(FutureWarning, match="decode_step_time"):
-        old = rooflinekit.decode_time_per_token(model, gpu, 32, 4096, tp=8)
-    assert old == rooflinekit.decode_step_time(model, gpu, 32, 4096, tp=8)
 
 
 def test_import_compiles_no_numba():

@@ -51,7 +51,7 @@ import xarray as xr
 
 from rooflinekit import catalog, dims, memory, parallel, roofline
 from rooflinekit._validation import (MAX_COUNT, check_bool, check_keys, check_one_of, describe,
-                                     real_number, renamed_keyword, warn_renamed, whole_number)
+                                     real_number, whole_number)
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import STAT_NAMES, UNLIMITED
 from rooflinekit.dtypes import bytes_per_element
@@ -251,8 +251,7 @@ _CLOCK_PARAMETERS = """tp : int
         :func:`rooflinekit.roofline.step_cost_coefficients` (``compute_efficiency``,
         ``bandwidth_efficiency``, ``step_overhead``, ``allreduce``, ...); the name
         :meth:`rooflinekit.pricing.SelfHosted.from_roofline` uses. A misspelt option name fails
-        at construction. The former keyword ``efficiency=`` is accepted for one release, with a
-        ``FutureWarning``.
+        at construction.
     calibration : rooflinekit.calibrate.Calibration, optional, keyword-only
         Fitted knobs for the roofline clock, instead of ``roofline_options`` (give one or the
         other): each step is timed with :meth:`~rooflinekit.calibrate.Calibration.clock_options`
@@ -261,23 +260,9 @@ _CLOCK_PARAMETERS = """tp : int
 
 
 def _with_clock_parameters(cls):
-    """The parameters both batchers share: fill in the docstring, accept the former keyword.
-
-    ``{clock_parameters}`` in the docstring becomes :data:`_CLOCK_PARAMETERS`. ``efficiency=``
-    (the former name of ``roofline_options``) is taken by the dataclass's ``__init__`` through
-    :func:`~rooflinekit._validation.renamed_keyword` rather than a field, so the fields, their
-    order and ``dataclasses.replace`` are those of the new name alone; reading ``.efficiency``
-    warns too.
-    """
+    """The parameters both batchers share: ``{clock_parameters}`` in the docstring becomes
+    :data:`_CLOCK_PARAMETERS`."""
     cls.__doc__ = cls.__doc__.replace("{clock_parameters}", _CLOCK_PARAMETERS)
-    cls.__init__ = renamed_keyword("efficiency", "roofline_options")(cls.__init__)
-
-    def efficiency(self):
-        """Former name of :attr:`roofline_options`, kept for one release; warns."""
-        warn_renamed("efficiency", "roofline_options")
-        return self.roofline_options
-
-    cls.efficiency = property(efficiency)
     return cls
 
 

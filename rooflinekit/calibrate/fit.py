@@ -81,7 +81,6 @@ from rooflinekit._validation import (
     check_mapping,
     check_one_of,
     real_number,
-    renamed_keyword,
     show,
     whole_number,
 )
@@ -555,8 +554,7 @@ FIT_PARAMETERS = parameter_entries("""
     roofline_options : mapping, optional
         Further options of the roofline functions, held fixed (e.g. ``{"allreduce": True}`` to
         model tensor-parallel communication explicitly); the names
-        :func:`rooflinekit.roofline.read_options` accepts. The former name
-        ``roofline_kwargs`` is accepted for one release, with a ``FutureWarning``.
+        :func:`rooflinekit.roofline.read_options` accepts.
     workload : {"isolated", "serving", "loaded"}
         How a row maps onto engine steps. "isolated" (default): TTFT is
         :func:`~rooflinekit.roofline.prefill_time` of the prompt and the decode time is
@@ -573,7 +571,6 @@ FIT_PARAMETERS = parameter_entries("""
     """)
 
 
-@renamed_keyword("roofline_kwargs", "roofline_options")
 @document(FIT_PARAMETERS)
 def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=None,
               n_resamples: int = 200, confidence: float = 0.95, seed: int | None = 0,
@@ -916,7 +913,6 @@ class CrossValidationResult:
         return "\n".join(lines)
 
 
-@renamed_keyword("roofline_kwargs", "roofline_options")
 @document(FIT_PARAMETERS)
 def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: int = 5,
                    seed: int | None = 0, phases: Sequence[str] = PHASES, fit=None, bounds=None,

@@ -35,7 +35,6 @@ from rooflinekit._validation import (
     check_type,
     load_json,
     real_number,
-    renamed_keyword,
 )
 from rooflinekit.batching import IDEAL
 from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
@@ -752,7 +751,6 @@ def load_calibration(path) -> Calibration:
         raise type(exc)(f"{path}: {exc}") from None
 
 
-@renamed_keyword("roofline_kwargs", "roofline_options")
 def predict(measurements, calibration: Calibration | None = None, *, models=None, gpus=None,
             roofline_options=None, workload: str = "isolated") -> xr.Dataset:
     """Roofline TTFT and decode time for every measured configuration [s].
@@ -766,8 +764,7 @@ def predict(measurements, calibration: Calibration | None = None, *, models=None
     models, gpus : mapping of name -> ModelShape / GPU, optional
         Specs for names that are not in the catalogue (they take precedence).
     roofline_options : mapping, optional
-        Further options of both roofline functions (e.g. ``{"allreduce": True}``). The former
-        name ``roofline_kwargs`` is accepted for one release, with a ``FutureWarning``.
+        Further options of both roofline functions (e.g. ``{"allreduce": True}``).
     workload : {"isolated", "serving", "loaded"}
         How a measured row maps onto engine steps; see :func:`calibrate`. Default "isolated".
 

@@ -15,7 +15,6 @@ are also importable from :mod:`rooflinekit.roofline`.
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -37,7 +36,6 @@ __all__ = [
     "decode_step_time",
     "decode_throughput",
     "decode_throughput_per_gpu",
-    "decode_time_per_token",
     "generation_time",
     "prefill_ms",
     "prefill_throughput",
@@ -490,15 +488,3 @@ def decode_ms_per_token(model, gpu, batch_size=1, context_length=0, tp=1, *,
     """
     t = step_time(model, gpu, decode_step(model, batch_size, context_length))
     return t / batch_size / MS
-
-
-def decode_time_per_token(model, gpu, batch_size=1, context_length=0, tp=1, **options):
-    """Former name of :func:`decode_step_time`, kept for one release; warns.
-
-    The old name read as a per-token time, but it is the whole decode step (the inter-token
-    latency); the step shared over the batch is :func:`amortized_token_time`.
-    """
-    warnings.warn("decode_time_per_token is renamed decode_step_time (the whole decode step, "
-                  "the ITL); the old name will be removed in the next release",
-                  FutureWarning, stacklevel=2)
-    return decode_step_time(model, gpu, batch_size, context_length, tp, **options)
