@@ -118,7 +118,7 @@ class RunningSequences256:
         n = wl.n_requests
         outs = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64),
                 np.empty(n, np.int64), np.empty(len(_reference.STAT_NAMES)))
-        self.kernel = lambda: _kernels.continuous_run(
+        self.kernel = lambda: _kernels.continuous_kernel(timing.tick)(
             *args, *params, timing.tick, timing.coef, timing.draft_coef, timing.draft_share,
             np.inf, *outs)
         self.kernel()                                # compile (or load)
@@ -251,7 +251,7 @@ def _raw_kernel(batcher, wl):
     n = wl.n_requests
     out = _allocate(1, n)
     gain, offset = batcher._gains(wl.output_tokens[None])
-    run = batcher._kernel()
+    run = batcher._kernel(timing.tick)
     inputs = _kernels.kernel_inputs(wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority,
                                     wl.prefix_group, wl.prefix_tokens, np.zeros(n, np.int64),
                                     gain[0], offset[0])

@@ -195,7 +195,7 @@ def fall_at(model, gpu, batch_size, context_length, **options):
 def batching_section() -> Section:
     """§4: static vs continuous on the reconstructed lab workload, admission, paging, variance."""
     # a first run on this machine compiles both simulators, side by side (numba's cache after)
-    batching.compile_kernels(("continuous", "static"))
+    batching.compile_kernels(("continuous-tick", "static"))
     work = workloads.guide_workload()
     static = batching.StaticBatcher(batch_size=8).run(work)
     cont = batching.ContinuousBatcher(max_num_seqs=16).run(work)

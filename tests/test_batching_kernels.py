@@ -209,17 +209,16 @@ def test_import_compiles_nothing():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-KERNELS = ("continuous_run", "continuous_run_speculative", "static_run", "disaggregated_run",
-           "_plain_body", "_speculative_body", "_one_token_body", "_prefill_replica",
-           "_decode_replica")
-
-
 def test_kernels_cached_on_disk():
     import os
 
     from rooflinekit.batching import _kernels
-    for name in KERNELS:
-        dispatcher = getattr(_kernels, name)
+    # every entry point, body and replica, of both clocks
+    compiled = (*_kernels.KERNELS.values(), *_kernels._BODIES.values(),
+                *_kernels._REPLICAS.values())
+    assert len(compiled) == 8 + 6 + 4
+    for dispatcher in compiled:
+        name = dispatcher.py_func.__name__
         assert type(dispatcher._cache).__name__ == "FunctionCache", name       # not NullCache
         assert os.path.isdir(dispatcher.stats.cache_path), name
         assert dispatcher.targetoptions.get("nogil") or dispatcher.targetoptions.get(
@@ -317,7 +316,7 @@ from rooflinekit.batching import _kernels
 from rooflinekit.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(["simulate", *sys.argv[1:]])
-kernels = {name: d for name, d in vars(_kernels).items() if isinstance(d, numba.core.dispatcher.Dispatcher)}
+kernels = _kernels.KERNELS
 print(json.dumps({
     "code": code,
     "misses": sum(sum(d.stats.cache_misses.values()) for d in kernels.values()),
@@ -328,12 +327,12 @@ print(json.dumps({
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("argv", [
-    [],
-    ["--workload", "lognormal", "--requests", "40", "--model", "llama-3.1-8b", "--gpu", "h100",
-     "--admission", "paged", "--kv-budget", "200000"],
+@pytest.mark.parametrize("argv, clock", [
+    ([], "tick"),
+    (["--workload", "lognormal", "--requests", "40", "--model", "llama-3.1-8b", "--gpu", "h100",
+      "--admission", "paged", "--kv-budget", "200000"], "roofline"),
 ])
-def test_second_simulate_process_compiles_nothing_and_imports_no_dask(argv):
+def test_second_simulate_process_compiles_nothing_and_imports_no_dask(argv, clock):
     # What a second `rooflinekit simulate` costs is numba's start-up; the test pins down what it
     # does: load the two single-run kernels from the cache (no compilation) and
     # build its numpy-backed results without importing dask.
@@ -350,7 +349,7 @@ def test_second_simulate_process_compiles_nothing_and_imports_no_dask(argv):
     second = run()
     assert second["code"] == 0
     assert second["misses"] == 0
-    assert second["loaded"] == ["continuous_run", "static_run"]
+    assert second["loaded"] == [f"continuous_run_{clock}", "static_run"]
     assert second["dask"] == []
 
 

@@ -171,8 +171,11 @@ def _replica_outputs(kernel, wl, batcher, itl_target):
 
 
 def _assert_one_token_body_is_the_general_one(wl, batcher, itl_target):
-    lean = _replica_outputs(_kernels._prefill_replica, wl, batcher, itl_target)
-    general = _replica_outputs(_kernels._decode_replica, wl, batcher, itl_target)
+    tick = batcher._timing().tick
+    lean = _replica_outputs(_kernels.replica_kernel(tick, one_token=True), wl, batcher,
+                            itl_target)
+    general = _replica_outputs(_kernels.replica_kernel(tick, one_token=False), wl, batcher,
+                               itl_target)
     assert lean[0] == general[0]
     for a, b in zip(lean[1], general[1]):
         np.testing.assert_array_equal(a, b)

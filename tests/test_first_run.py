@@ -130,12 +130,12 @@ def test_compile_kernels_leaves_a_warm_cache_alone():
     assert compile_kernels() == ()
     assert compile_kernels("static", processes=1) == ()
     for family, kernels in KERNEL_FAMILIES.items():
-        assert all(_kernels.is_cached(getattr(_kernels, k)) for k in kernels), family
+        assert all(_kernels.is_cached(_kernels.KERNELS[k]) for k in kernels), family
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"families": ["nope"]}, ValueError, "families: unknown kernel family 'nope'"),
-    ({"families": ["continuous", "statik"]}, ValueError, "did you mean 'static'"),
+    ({"families": ["continuous-tick", "statik"]}, ValueError, "did you mean 'static'"),
     ({"processes": 0}, ValueError, "processes"),
     ({"processes": 1.5}, (TypeError, ValueError), "processes"),
     ({"processes": "2"}, TypeError, "processes"),
@@ -186,12 +186,13 @@ def test_a_family_process_that_fails_is_reported(monkeypatch):
 
 
 @pytest.mark.parametrize("cold, processes, lanes", [
-    (("continuous", "static", "speculative", "disaggregated"), 2,
-     [["continuous", "disaggregated"], ["static", "speculative"]]),
-    (("continuous", "static"), 2, [["continuous"], ["static"]]),
-    (("continuous", "static"), 1, [["continuous", "static"]]),
-    (("static", "disaggregated"), 4, [["static"], ["disaggregated"]]),
-    (("continuous", "disaggregated"), 2, [["continuous", "disaggregated"]]),
+    (("continuous-tick", "static", "speculative-tick", "disaggregated-tick"), 2,
+     [["continuous-tick", "disaggregated-tick"], ["static", "speculative-tick"]]),
+    (("continuous-tick", "static"), 2, [["continuous-tick"], ["static"]]),
+    (("continuous-tick", "static"), 1, [["continuous-tick", "static"]]),
+    (("static", "disaggregated-roofline"), 4, [["static"], ["disaggregated-roofline"]]),
+    (("continuous-roofline", "disaggregated-roofline"), 2,
+     [["continuous-roofline", "disaggregated-roofline"]]),
 ])
 def test_lanes_balance_and_keep_a_family_after_the_one_it_runs(cold, processes, lanes):
     from rooflinekit.batching import precompile

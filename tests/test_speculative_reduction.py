@@ -59,8 +59,9 @@ def test_drafting_nothing_is_the_plain_kernel_on_the_roofline(wl, config, max_nu
                           max_num_batched_tokens=None if extra is None else max_num_seqs + extra,
                           speculative=Speculative(draft=_draft(draft, c["model"]),
                                                   acceptance=0.0))
-    spec = _raw(_kernels.continuous_run_speculative, b, wl, 0)
-    plain = _raw(_kernels.continuous_run, b, wl, 0)
+    tick = b._timing().tick
+    spec = _raw(_kernels.continuous_kernel(tick, speculative=True), b, wl, 0)
+    plain = _raw(_kernels.continuous_kernel(tick), b, wl, 0)
     assert spec[0] == plain[0] == 0
     for got, want in zip(spec[1], plain[1]):
         np.testing.assert_array_equal(got, want)

@@ -25,7 +25,7 @@ preemption) skips the phases that would do nothing; on the tick clock, where eve
 number, the stretch is measured and its statistics added in closed form, as single steps would
 add them. A run costs O(steps + events) with events the arrivals, admissions, prefill slices,
 retirements, preemptions and window crossings. Speculative decoding
-(:func:`continuous_run_speculative`) breaks the premise, as each sequence gains its own drawn
+(``continuous_kernel(tick, speculative=True)``) breaks the premise, as each sequence gains its own drawn
 tokens, but its gains are drawn before the run for every position: when a sequence starts
 decoding its whole path is known, and is filed then, step by step, in step rings (one slot per
 future step, more slots than the longest output): its tokens beyond one, the paged blocks its
@@ -77,15 +77,15 @@ does not import numba (~0.3 s). Every kernel is ``cache=True`` (policy and measu
   compile the same kernel twice; on a network filesystem this holds only where rename is atomic.
   The known cache races concern ``@guvectorize`` functions, which this module does not use.
 
-Disaggregated serving (:func:`disaggregated_run`) runs every replica of a prefill pool and a
+Disaggregated serving (:func:`disaggregated_kernel`) runs every replica of a prefill pool and a
 decode pool in one call: each replica's requests are gathered into scratch arrays, run by the
 continuous body, and its outputs scattered back; the hand-over sorts the decode arrivals once;
 every replica adds its gaps to one histogram, so the fleet's percentiles are those of all the
 gaps, and no Python runs between the pools. A prefill replica's requests all have one output
-token, so its body is compiled for that (:func:`_prefill_replica`, ``one_token``): no sequence
+token, so its body is compiled for that (:func:`replica_kernel`, ``one_token``): no sequence
 is ever decoding in a step, and the decoding paths are left out (the same results; 21 % faster
 on 10,000 requests, 0.52 ms to 0.41). A decode replica is the plain body
-(:func:`_decode_replica`), as fast as :func:`continuous_run` on the same requests: its
+(:func:`replica_kernel`), as fast as the continuous kernel on the same requests: its
 one-token prefill of the arrived KV is the admission and prefill every aggregated request
 has. The hand-over's sort is a natural merge sort (:func:`_sort_stable`): the decode arrivals
 come about in request order, already sorted in the benchmarks, which then cost one pass where
@@ -97,10 +97,10 @@ replica faulted it in again, 0.6 ms a call at 5,000 requests; with one buffer, t
 allocation, its threshold rises above what a call frees. Views of one buffer may alias, which
 the compiler must assume; measured, a replica's run on lent views is as fast as on arrays of
 its own (0.82 and 0.86 ms for a decode replica of 10,000 requests, 0.41 both for a prefill
-one), and :func:`continuous_run`, lent nothing, allocates its own.
+one), and the continuous kernel, lent nothing, allocates its own.
 
-A first run on a machine compiles the continuous body in about 11 s and the static kernel in
-about 3 s (2 shared cores; ``benchmarks/first_run.py``): :data:`COMPILE_SECONDS`, the figures
+A first run on a machine compiles the continuous body of its clock in about 10 s (tick) or 12 s
+(roofline) and the static kernel in about 3 s (2 shared cores; ``benchmarks/first_run.py``): :data:`COMPILE_SECONDS`, the figures
 the one line before a compile states (:func:`compile_notice`). Every later process loads the
 machine code from numba's cache in a fraction of a second; a Monte Carlo runs the same kernels,
 so compiles nothing more; the disaggregated kernel compiles its one-token body and loads the
@@ -132,11 +132,10 @@ from rooflinekit.roofline import (
     prefill_context_tokens_kernel,
 )
 
-__all__ = ["continuous_run", "continuous_run_speculative", "static_run", "disaggregated_run",
+__all__ = ["continuous_kernel", "replica_kernel", "disaggregated_kernel", "static_run",
            "speculative_gain_table", "kernel_inputs", "is_cached", "compile_notice",
-           "COMPILE_SECONDS",
-           "N_STATS",
-           "N_COEFFICIENTS", "STALLED", "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
+           "COMPILE_SECONDS", "CLOCKS", "KERNELS", "N_STATS", "N_COEFFICIENTS", "STALLED", "WRONG_CLOCK",
+           "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
 
 # Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
 (_END, _STEPS, _BUSY, _PEAK_RUN, _RUN_T, _ACT_T, _PEAK_RES, _RES_T, _PEAK_USED, _USED_T, _PREEMPT,
@@ -579,12 +578,12 @@ def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, 
 
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, gains, max_num_seqs, kv_budget, paged, block_size,
-                max_batched, interactive_cap, prefix_caching, draft_tokens, tick_mode, coef,
+                max_batched, interactive_cap, prefix_caching, draft_tokens, coef,
                 draft_coef, draft_share, itl_target, admit, first_token, finish, preemptions,
                 status, stats, workspace):
-    """The continuous kernels' one body, compiled in three copies (:func:`_body`), each with
-    its constants ``_SPECULATIVE`` and ``_ONE_TOKEN``; ``gains`` the kernels'
-    ``(gain, gain_offset)``.
+    """The continuous kernels' one body, compiled in copies (:func:`_body`), each with its
+    constants ``_SPECULATIVE``, ``_ONE_TOKEN`` and ``_TICK`` (the clock: every step one tick,
+    or the roofline's step time from ``coef``); ``gains`` the kernels' ``(gain, gain_offset)``.
 
     ``workspace`` is ``(hist_n, hist_max, ints, reals, flags)``: the gap histogram,
     :data:`N_GAP_BINS` counts (zeros on entry) and bin maxima, filled in and read for the run's
@@ -594,15 +593,15 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     several runs, so that their gaps merge exactly, and one scratch, so that its replicas
     allocate (and the C allocator pages in) their memory once.
 
-    ``_SPECULATIVE``: :func:`continuous_run_speculative`'s copy; the plain copy carries none of
+    ``_SPECULATIVE``: the speculative kernel's copy; the plain copy carries none of
     the speculative code. ``_ONE_TOKEN`` (the disaggregated prefill replicas,
-    :func:`_prefill_replica`): every request's output is one token, so no sequence decodes in
+    :func:`replica_kernel`): every request's output is one token, so no sequence decodes in
     a step. One that completes its prefill has its token and is filed to retire at the next
     step's start, before any admission or step: no step has a decoding sequence. The body then
     leaves out what would do nothing: the decoding sequences' sums, blocks and window ring,
     their gaps, preemption (which only their growth causes), and the decode-only stretch
     (which the retirement due ends before its first step). Same results;
-    :func:`disaggregated_run` passes only outputs of 1 (tests compare it with the reference).
+    :func:`disaggregated_kernel` passes only outputs of 1 (tests compare it with the reference).
     """
     spec = _SPECULATIVE
     one_token = _ONE_TOKEN
@@ -614,7 +613,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     total_blocks = kv_budget // block_size if paged else 0
     bs = block_size if paged else 1
     window = coef[_SW]
-    windowed = not tick_mode and window < math.inf   # sliding-window layers: count C >= window
+    windowed = not _TICK and window < math.inf   # sliding-window layers: count C >= window
     w_cross = np.int64(math.ceil(window)) if windowed else UNBOUNDED
     fa = coef[_FA]
     # the coefficients as a tuple of scalars: passing an array to a helper costs two atomic
@@ -635,7 +634,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     s_windowed = spec and windowed
     # a draft model with a sliding window reads its own window-capped context: its sums too
     d_window = draft_coef[_SW]
-    d_windowed = spec and not tick_mode and draft_share <= 0.0 and d_window < math.inf
+    d_windowed = spec and not _TICK and draft_share <= 0.0 and d_window < math.inf
     d_cross = np.int64(math.ceil(d_window)) if d_windowed else UNBOUNDED
     # the step rings, one row a step: 16 bytes (48 with a window) per step of the longest
     # output, as the static kernel's scratch is 8 per token; written in place (a helper handed
@@ -656,10 +655,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # filing counts a gain's new block without a branch where no gain fills two; measured
     # to pay on the roofline workload of ~256 sequences (1.19 -> 0.93 ms) and to cost 25 % on
     # the tick workload of ~4, which keeps the loop (BENCHMARKS.md, speculative decoding)
-    one_block = paged and draft_tokens + 1 <= bs and not tick_mode
+    one_block = paged and draft_tokens + 1 <= bs and not _TICK
     # the draft prefills every chunk (none is drafted from at k = 0, which is plain decoding);
     # a head's attention is the target's, so it reads and pairs the chunks by the target's rule
-    d_prefill = spec and not tick_mode and draft_tokens > 0
+    d_prefill = spec and not _TICK and draft_tokens > 0
     pcf = cf if draft_share > 0.0 else dcf
     drafted = 0                # sequence-steps drafted; k tokens each
     accepted = 0               # gained tokens beyond the first, each a gap of 0 (added at the end)
@@ -693,7 +692,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # decoding with context >= window; ``last_tok``: a preempted sequence's latest token time.
     # The caller's buffers where they are long enough (their views may alias one another,
     # measured as fast as arrays of their own: module docstring), else arrays of this run's.
-    need_i, need_r, need_f = _scratch_need(n, max_out, tick_mode, coef)
+    need_i, need_r, need_f = _scratch_need(n, max_out, _TICK, coef)
     if ints.shape[0] >= need_i and reals.shape[0] >= need_r and flags.shape[0] >= need_f:
         (shared, generated, context, to_prefill, prefilled, blocks, state, above, last_tok,
          prompt, queue, r_next, r_prev, p_next, p_prev, ret_next, ret_prev, ret_key, win_next,
@@ -732,7 +731,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     n_steps = busy = peak_run = run_t = act_t = peak_res = res_t = peak_used = used_t = 0.0
     n_gaps = gaps_met = gap_time = 0.0
 
-    t = math.ceil(arrival[0]) * 1.0 if tick_mode else arrival[0]
+    t = math.ceil(arrival[0]) * 1.0 if _TICK else arrival[0]
     nxt = 0
     while True:
         # 1. arrive
@@ -901,7 +900,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 return STALLED
             if nxt == n:
                 break
-            t = math.ceil(arrival[nxt]) * 1.0 if tick_mode else arrival[nxt]
+            t = math.ceil(arrival[nxt]) * 1.0 if _TICK else arrival[nxt]
             continue
         # 5. step: preempt the latest admitted until the growth fits (paged) ...
         if paged and not one_token:
@@ -988,7 +987,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         n_prefill = 0
         pairs = 0.0
         kv_read = 0.0
-        if not tick_mode and not one_token:
+        if not _TICK and not one_token:
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context,
                                         n_above)
         kv_dec = kv_read
@@ -1001,11 +1000,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             budget -= c
             n_prefill += c
             if c > 0:
-                kv_read += _kv_read(tick_mode, cf, float(prefilled[i]))
-                pairs += _chunk_pairs(tick_mode, cf, float(c), float(prefilled[i]))
+                kv_read += _kv_read(_TICK, cf, float(prefilled[i]))
+                pairs += _chunk_pairs(_TICK, cf, float(c), float(prefilled[i]))
                 if spec and d_prefill:        # the draft prefills the chunk too
-                    d_kv_pre += _kv_read(tick_mode, pcf, float(prefilled[i]))
-                    d_pairs += _chunk_pairs(tick_mode, pcf, float(c), float(prefilled[i]))
+                    d_kv_pre += _kv_read(_TICK, pcf, float(prefilled[i]))
+                    d_pairs += _chunk_pairs(_TICK, pcf, float(c), float(prefilled[i]))
             prefilled[i] += c
             context[i] += c
             used += c
@@ -1015,15 +1014,15 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             i = p_next[i]
         if spec and n_decode > 0:
             # k draft steps, then one verification of k + 1 positions per sequence
-            dt = _spec_step_time(tick_mode, cf, dcf, kk, n_decode, n_prefill, kv_read, kv_dec,
+            dt = _spec_step_time(_TICK, cf, dcf, kk, n_decode, n_prefill, kv_read, kv_dec,
                                  pairs, draft_share, d_windowed, d_below, d_above, d_window,
                                  dec_context)
         else:
-            dt = _step_time(tick_mode, cf, float(n_decode), float(n_prefill), kv_read, pairs)
+            dt = _step_time(_TICK, cf, float(n_decode), float(n_prefill), kv_read, pairs)
         if spec and d_prefill and n_prefill > 0:
             # the draft's own pass over the step's prompt chunks (its KV of them)
             # (``spec`` first: a branch on the constant is pruned before typing)
-            dt = dt + _spec_prefill_time(tick_mode, cf, dcf, draft_share, float(n_prefill),
+            dt = dt + _spec_prefill_time(_TICK, cf, dcf, draft_share, float(n_prefill),
                                          d_kv_pre, d_pairs)
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         if one_token:
@@ -1193,7 +1192,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # blocks are only taken
         if admissible:
             continue
-        if tick_mode:
+        if _TICK:
             # Every step lasts one tick and every sum is a whole number (exact in float64), so
             # the stretch's statistics are added in closed form once it is measured.
             limit = UNBOUNDED
@@ -1263,11 +1262,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             # the step of section 5 with no prefill slice and no preemption, no completion
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context, n_above)
             if spec:
-                dt = _spec_step_time(tick_mode, cf, dcf, kk, n_dec, 0, kv_read, kv_read, 0.0,
+                dt = _spec_step_time(_TICK, cf, dcf, kk, n_dec, 0, kv_read, kv_read, 0.0,
                                      draft_share, d_windowed, d_below, d_above, d_window,
                                      dec_context)
             else:
-                dt = _step_time(tick_mode, cf, float(n_dec), 0.0, kv_read, 0.0)
+                dt = _step_time(_TICK, cf, float(n_dec), 0.0, kv_read, 0.0)
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
                 windowed, win_mask, win_next, win_prev, win_key, context, above)
@@ -1325,21 +1324,30 @@ def _compiled(function, name, doc, **constants):
     return njit(nogil=True, cache=True, error_model="numpy")(copy)
 
 
-def _body(name, speculative, one_token):
-    """:func:`_continuous` compiled with its constants ``_SPECULATIVE`` and ``_ONE_TOKEN``.
+#: The clocks a kernel is compiled for: ``True`` every step one tick, ``False`` the roofline.
+CLOCKS = {True: "tick", False: "roofline"}
+#: The code a kernel returns when handed the other clock's ``tick_mode``.
+WRONG_CLOCK = 2
 
-    Each copy compiles only its own paths: the plain body holds no speculative code (inlining
-    the body into each kernel to make the constants known copied its IR, 13 s of a 28 s first
-    compile). One copy serves every kernel that runs it, :func:`continuous_run` and the
-    decode replicas of :func:`disaggregated_run` alike, so it compiles once.
+
+def _body(mode, tick):
+    """:func:`_continuous` compiled with its constants: ``mode`` one of ``"plain"``,
+    ``"speculative"``, ``"one_token"``, ``tick`` the clock; cached as ``_{mode}_body_{clock}``.
+
+    Each copy compiles only its own paths: the plain body holds no speculative code, the tick
+    body none of the roofline's step times (inlining the body into each kernel to make the
+    constants known copied its IR, 13 s of a 28 s first compile; the tick copy compiles in
+    two thirds of a copy for both clocks). One copy serves every kernel that runs it,
+    :func:`continuous_kernel`'s and the decode replicas of :func:`disaggregated_kernel`'s
+    alike, so it compiles once.
     """
-    return _compiled(_continuous, name, _continuous.__doc__, _SPECULATIVE=speculative,
-                     _ONE_TOKEN=one_token)
+    return _compiled(_continuous, f"_{mode}_body_{CLOCKS[tick]}", _continuous.__doc__,
+                     _SPECULATIVE=mode == "speculative", _ONE_TOKEN=mode == "one_token",
+                     _TICK=tick)
 
 
-_plain_body = _body("_plain_body", False, False)
-_speculative_body = _body("_speculative_body", True, False)
-_one_token_body = _body("_one_token_body", False, True)
+_BODIES = {(mode, tick): _body(mode, tick) for mode in ("plain", "speculative", "one_token")
+           for tick in CLOCKS}
 
 
 def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
@@ -1347,8 +1355,11 @@ def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, pref
                     block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
                     tick_mode, coef, draft_coef, draft_share, itl_target, admit, first_token,
                     finish, preemptions, status, stats):
-    """A continuous kernel: the body ``_BODY`` (a constant of each compiled copy, :func:`_body`)
-    on its own histogram and scratch."""
+    """A continuous kernel: the body ``_BODY`` of its clock ``_TICK`` (constants of each
+    compiled copy, :func:`_body`) on its own histogram and scratch; :data:`WRONG_CLOCK` for
+    the other clock's ``tick_mode``."""
+    if tick_mode != _TICK:                         # noqa: F821 (a global of each copy)
+        return WRONG_CLOCK
     hist_n = np.zeros(N_GAP_BINS, np.int64)
     hist_max = np.empty(N_GAP_BINS, np.float64)   # read only where hist_n > 0
     # no scratch lent: the body allocates its own, sized for this run
@@ -1358,35 +1369,44 @@ def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, pref
     return body(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, (gain, gain_offset), max_num_seqs, kv_budget, paged,
                 block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-                tick_mode, coef, draft_coef, draft_share, itl_target, admit, first_token,
-                finish, preemptions, status, stats, workspace)
+                coef, draft_coef, draft_share, itl_target, admit, first_token, finish,
+                preemptions, status, stats, workspace)
 
 
-_PLAIN_DOC = """Continuous batching of one workload; returns 0 or :data:`STALLED`.
+_PLAIN_DOC = """Continuous batching of one workload; returns 0, :data:`STALLED` or
+    :data:`WRONG_CLOCK`.
 
-    The arguments are those of :func:`_continuous` but the last three (``workspace`` and the
-    constants), ``gains`` as two (``gain``, ``gain_offset``), in its order:
+    The arguments are those of :func:`_continuous` but ``workspace``, with ``gains`` as two
+    (``gain``, ``gain_offset``) and ``tick_mode`` before ``coef``, in its order:
     ``prompt_tokens`` of 0 are simulated as 1 (``_reference``, "Empty prompts");
     ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
     when ``prefix_caching`` (paged only); ``arrived_kv_tokens`` the prompt tokens whose KV comes
-    with each request (skipped on its first admission only); ``tick_mode`` and ``coef`` are
-    the clock (module docstring), ``itl_target`` the gap counted as met [time] (inf for none);
+    with each request (skipped on its first admission only); ``tick_mode`` (the kernel's own,
+    :func:`continuous_kernel`) and ``coef`` are the clock (module docstring), ``itl_target`` the gap counted as met [time] (inf for none);
     the outputs ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` (per
     request) and ``stats`` (:data:`N_STATS`) are overwritten. The speculative inputs (the
     gains, ``draft_tokens``, ``draft_coef``, ``draft_share``) are not read.
 """
-_SPECULATIVE_DOC = """:func:`continuous_run` decoding speculatively; returns 0 or :data:`STALLED`.
+_SPECULATIVE_DOC = """The plain continuous kernel decoding speculatively; returns as it does.
 
     ``draft_tokens`` (>= 1) are drafted per sequence-step; request ``i`` gains
     ``gain[gain_offset[i] + m]`` tokens in the step after its ``m``-th (``_reference``,
     "Speculative decoding"); ``draft_coef`` holds the draft model's coefficients, or
-    ``draft_share`` > 0 a draft head's share of the target's decode step. The plain
-    :func:`continuous_run` takes the same arguments and reads none of these.
+    ``draft_share`` > 0 a draft head's share of the target's decode step. The plain kernel
+    takes the same arguments and reads none of these.
 """
 
-continuous_run = _compiled(_continuous_run, "continuous_run", _PLAIN_DOC, _BODY=_plain_body)
-continuous_run_speculative = _compiled(_continuous_run, "continuous_run_speculative",
-                                       _SPECULATIVE_DOC, _BODY=_speculative_body)
+_CONTINUOUS = {(speculative, tick): _compiled(
+    _continuous_run, f"continuous_run{'_speculative' * speculative}_{CLOCKS[tick]}",
+    _SPECULATIVE_DOC if speculative else _PLAIN_DOC,
+    _BODY=_BODIES["speculative" if speculative else "plain", tick], _TICK=tick)
+    for speculative in (False, True) for tick in CLOCKS}
+
+
+def continuous_kernel(tick_mode: bool, speculative: bool = False):
+    """The continuous kernel of a clock (``tick_mode``), plain or speculative: a numba
+    dispatcher taking :data:`_PLAIN_DOC`'s arguments."""
+    return _CONTINUOUS[bool(speculative), bool(tick_mode)]
 
 
 @njit(nogil=True, cache=True)
@@ -1439,7 +1459,8 @@ def speculative_gain_table(draws, thresholds, output, gain):
 @njit(nogil=True, cache=True)
 def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_target,
                admit, first_token, finish, preemptions, status, stats):
-    """Static batching of one workload; returns 0 (arguments as :func:`continuous_run`)."""
+    """Static batching of one workload; returns 0 (arguments as the continuous kernel's;
+    one kernel serves both clocks)."""
     n = arrival.shape[0]
     _reset_outputs(admit, first_token, finish, preemptions, status, stats)
     prompt = np.maximum(prompt_tokens, 1)    # an empty prompt is its start token
@@ -1517,31 +1538,38 @@ def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_
 def _replica_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived, params,
                  tick_mode, coef, itl_target, admit, first_token, finish, preemptions, status,
                  stats, workspace, no_gain):
-    """A pool replica's run: the body ``_BODY`` (a constant of each compiled copy, without
-    speculation, :func:`_body`) on the workspace's histogram and scratch.
+    """A pool replica's run: the body ``_BODY`` of its clock ``_TICK`` (constants of each
+    compiled copy, without speculation, :func:`_body`) on the workspace's histogram and
+    scratch; :data:`WRONG_CLOCK` for the other clock's ``tick_mode``.
 
     ``params`` are the batcher's eight scalar parameters; ``no_gain``, an empty gain array, is
     not read.
     """
+    if tick_mode != _TICK:                         # noqa: F821 (a global of each copy)
+        return WRONG_CLOCK
     (max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap,
      prefix_caching, draft_tokens) = params
     body = _BODY                                   # noqa: F821 (a global of each copy)
     return body(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
                 (no_gain, arrived), max_num_seqs, kv_budget, paged, block_size, max_batched,
-                interactive_cap, prefix_caching, draft_tokens, tick_mode, coef, coef, 0.0,
-                itl_target, admit, first_token, finish, preemptions, status, stats, workspace)
+                interactive_cap, prefix_caching, draft_tokens, coef, coef, 0.0, itl_target,
+                admit, first_token, finish, preemptions, status, stats, workspace)
 
 
-#: A prefill replica: every output one token, so compiled without the decoding paths.
-_prefill_replica = _compiled(
-    _replica_run, "_prefill_replica", """One prefill replica's run (every output 1 token): as
-    :func:`continuous_run`, its scratch lent by the workspace (:func:`_replica_run`).""",
-    _BODY=_one_token_body)
-#: A decode replica (or any pool replica): the plain body.
-_decode_replica = _compiled(
-    _replica_run, "_decode_replica", """One decode replica's run: as :func:`continuous_run`, its
-    gaps added to the workspace's histogram and its scratch lent (:func:`_replica_run`).""",
-    _BODY=_plain_body)
+#: A pool replica by clock and ``one_token``: a prefill replica (every output one token) runs
+#: the body compiled without the decoding paths; a decode replica (or any) the plain body.
+_REPLICAS = {(one_token, tick): _compiled(
+    _replica_run, f"{'_prefill' if one_token else '_decode'}_replica_{CLOCKS[tick]}",
+    """One pool replica's run: as the continuous kernel, its gaps added to the workspace's
+    histogram and its scratch lent (:func:`_replica_run`).""",
+    _BODY=_BODIES["one_token" if one_token else "plain", tick], _TICK=tick)
+    for one_token in (False, True) for tick in CLOCKS}
+
+
+def replica_kernel(tick_mode: bool, one_token: bool):
+    """A pool replica's kernel of a clock: a prefill replica's (``one_token``) or a decode
+    replica's."""
+    return _REPLICAS[bool(one_token), bool(tick_mode)]
 
 
 @njit(nogil=True, cache=True)
@@ -1624,8 +1652,7 @@ def _scatter_replica(ids, start, stride, m, r_first, first, r_finish, finish, r_
     peak_reserved[pool - 1] = max(peak_reserved[pool - 1], r_stats[_PEAK_RES])
 
 
-@njit(nogil=True, cache=True)
-def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, transfer,
+def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, transfer,
                       prefill_replicas, decode_replicas, prefill_args, decode_args, tick_mode,
                       prefill_coef, decode_coef, itl_target, admit, first_token, finish,
                       preemptions, status, rejected_in, decode_arrival, handoff, stats,
@@ -1637,8 +1664,10 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
     prefill replica ``i mod prefill_replicas`` with one output token; the completed ones with
     more tokens reach the decode pool at ``finish + transfer[i]`` and are dealt round-robin in
     that order (ties by request) to the decode replicas, as ``prompt + 1`` tokens of which the
-    prompt's KV arrived, ``output - 1`` to generate. Each replica is :func:`continuous_run` of
-    its requests (``*_args``: the batcher's eight scalar parameters, ``*_coef`` its clock).
+    prompt's KV arrived, ``output - 1`` to generate. Each replica is the continuous kernel of
+    its requests (``*_args``: the batcher's eight scalar parameters, ``*_coef`` its clock):
+    ``_PREFILL`` and ``_DECODE``, the replica kernels of the copy's clock
+    (:func:`disaggregated_kernel`).
 
     Outputs, overwritten: per request ``admit`` and ``first_token`` (prefill pool), ``finish``,
     ``preemptions`` (both pools), ``status``, ``rejected_in`` (0 none, 1 prefill, 2 decode),
@@ -1723,11 +1752,11 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
             m += 1
         if m == 0:
             continue
-        error |= _prefill_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
-                                  r_group[:m], r_prefix[:m], r_arrived[:m], prefill_args,
-                                  tick_mode, prefill_coef, itl_target, r_admit[:m],
-                                  r_first[:m], r_finish[:m], r_preempt[:m], r_status[:m],
-                                  r_stats, workspace, no_gain)
+        error |= _PREFILL(  # noqa: F821 (a global of each copy)
+            r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m], r_group[:m],
+            r_prefix[:m], r_arrived[:m], prefill_args, tick_mode, prefill_coef, itl_target,
+            r_admit[:m], r_first[:m], r_finish[:m], r_preempt[:m], r_status[:m], r_stats,
+            workspace, no_gain)
         for q in range(m):
             admit[ids[q]] = r_admit[q]
         _scatter_replica(ids, 0, 1, m, r_first, first_token, r_finish, finish, r_preempt,
@@ -1755,11 +1784,11 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
             m += 1
         if m == 0:
             continue
-        error |= _decode_replica(r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m],
-                                 r_group[:m], r_prefix[:m], r_arrived[:m], decode_args,
-                                 tick_mode, decode_coef, itl_target, r_admit[:m], r_first[:m],
-                                 r_finish[:m], r_preempt[:m], r_status[:m], r_stats, workspace,
-                                 no_gain)
+        error |= _DECODE(  # noqa: F821 (a global of each copy)
+            r_arrival[:m], r_prompt[:m], r_output[:m], r_priority[:m], r_group[:m],
+            r_prefix[:m], r_arrived[:m], decode_args, tick_mode, decode_coef, itl_target,
+            r_admit[:m], r_first[:m], r_finish[:m], r_preempt[:m], r_status[:m], r_stats,
+            workspace, no_gain)
         _scatter_replica(waiting, j, decode_replicas, m, r_first, second, r_finish, finish,
                          r_preempt, preemptions, r_status, status, rejected_in, 2, r_stats,
                          stats, peak_reserved)
@@ -1774,6 +1803,22 @@ def disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_to
                 stats[_GAPS_MET] += 1.0
     stats[_GAPS] += h
     return error, h
+
+
+_DISAGGREGATED = {tick: _compiled(
+    _disaggregated_run, f"disaggregated_run_{CLOCKS[tick]}", _disaggregated_run.__doc__,
+    _PREFILL=_REPLICAS[True, tick], _DECODE=_REPLICAS[False, tick]) for tick in CLOCKS}
+
+
+def disaggregated_kernel(tick_mode: bool):
+    """The disaggregated kernel of a clock (``tick_mode``): :func:`_disaggregated_run`."""
+    return _DISAGGREGATED[bool(tick_mode)]
+
+
+#: Every entry point by its cached name: the kernels callers run, each compiled on its first
+#: call (``rooflinekit.batching.precompile`` compiles them ahead by name).
+KERNELS = {d.py_func.__name__: d for d in (
+    static_run, speculative_gain_table, *_CONTINUOUS.values(), *_DISAGGREGATED.values())}
 
 
 # --- calling the kernels: one signature each, and a word before a compile ---------------------
@@ -1793,8 +1838,10 @@ def kernel_inputs(*arrays):
 
 #: About how long each kernel takes to compile with an empty cache [s] on the project's
 #: 2-core machine (``benchmarks/first_run.py``), for the line logged before it compiles.
-COMPILE_SECONDS = {"static_run": 3, "continuous_run": 11, "continuous_run_speculative": 13,
-                   "disaggregated_run": 12, "speculative_gain_table": 1}
+COMPILE_SECONDS = {"static_run": 3, "continuous_run_tick": 10, "continuous_run_roofline": 12,
+                   "continuous_run_speculative_tick": 11,
+                   "continuous_run_speculative_roofline": 14, "disaggregated_run_tick": 11,
+                   "disaggregated_run_roofline": 13, "speculative_gain_table": 1}
 
 _log = logging.getLogger("rooflinekit")
 

@@ -365,7 +365,7 @@ class _Batcher:
                                  f"tokens; these requests hold up to {held:.3g} in all: give "
                                  f"kv_budget_tokens, or fewer or shorter requests")
         from rooflinekit.batching import _kernels  # numba: imported on the first run
-        run = self._kernel()
+        run = self._kernel(timing.tick)
         arrival, prompt, output, priority = _kernels.kernel_inputs(arrival, prompt, output,
                                                                    priority)
         params = self._parameters()
@@ -502,9 +502,9 @@ class StaticBatcher(_Batcher):
     def policy(self) -> str:
         return "static"
 
-    def _kernel(self):
+    def _kernel(self, tick):
         from rooflinekit.batching import _kernels  # numba: imported on the first run
-        return _kernels.static_run
+        return _kernels.static_run                 # one kernel for both clocks
 
     def _parameters(self):
         return (self.batch_size,)
@@ -721,11 +721,9 @@ class ContinuousBatcher(_Batcher):
             seeds = [self.speculative.row_seed(r) for r in range(rows)]
         return self.speculative.gains(output, seeds)
 
-    def _kernel(self):
+    def _kernel(self, tick):
         from rooflinekit.batching import _kernels  # numba: imported on the first run
-        if self.speculative is not None:
-            return _kernels.continuous_run_speculative
-        return _kernels.continuous_run
+        return _kernels.continuous_kernel(tick, speculative=self.speculative is not None)
 
     def _parameters(self):
         return self._args(self._kv_budget())

@@ -35,7 +35,7 @@ histogram for all of them, so exact to the histogram's resolution however many r
 leave out the hand-off gaps. With speculative pools the replicas run one by one and the
 percentiles are the largest replica's, an upper bound of the pooled ones.
 
-One numba call (:func:`rooflinekit.batching._kernels.disaggregated_run`) runs the prefill
+One numba call (``rooflinekit.batching._kernels.disaggregated_kernel(tick)``) runs the prefill
 replicas, the hand-over and the decode replicas, equal bit for bit to the plain-Python
 :func:`rooflinekit.batching._reference.simulate_disaggregated`.
 
@@ -220,8 +220,9 @@ class DisaggregatedBatcher:
                                         wl.prefix_group.astype(np.int64, copy=False),
                                         wl.prefix_tokens.astype(np.int64, copy=False),
                                         np.asarray(transfer, np.float64))
-        with _kernels.compile_notice(_kernels.disaggregated_run):
-            error, h = _kernels.disaggregated_run(
+        run = _kernels.disaggregated_kernel(timings[0].tick)
+        with _kernels.compile_notice(run):
+            error, h = run(
                 *inputs, self.prefill_replicas, self.decode_replicas,
                 self.prefill._args(budgets[0]), self.decode._args(budgets[1]), timings[0].tick,
                 timings[0].coef, timings[1].coef, itl, *out, rejected_in, ready, handoff, fleet,

@@ -21,12 +21,18 @@ from rooflinekit._validation import check_keys, whole_number
 __all__ = ["KERNEL_FAMILIES", "compile_kernels"]
 
 #: The kernel families: each with the kernels it fills.
-KERNEL_FAMILIES = {"continuous": ("continuous_run",), "static": ("static_run",),
-            "speculative": ("continuous_run_speculative", "speculative_gain_table"),
-            "disaggregated": ("disaggregated_run",)}
+KERNEL_FAMILIES = {
+    "continuous-tick": ("continuous_run_tick",),
+    "continuous-roofline": ("continuous_run_roofline",),
+    "static": ("static_run",),
+    "speculative-tick": ("continuous_run_speculative_tick", "speculative_gain_table"),
+    "speculative-roofline": ("continuous_run_speculative_roofline", "speculative_gain_table"),
+    "disaggregated-tick": ("disaggregated_run_tick",),
+    "disaggregated-roofline": ("disaggregated_run_roofline",)}
 #: A family that runs another's code: it compiles after that one, and loads it from the cache
 #: (the disaggregated kernel's decode replicas run the continuous body).
-_AFTER = {"disaggregated": "continuous"}
+_AFTER = {"disaggregated-tick": "continuous-tick",
+          "disaggregated-roofline": "continuous-roofline"}
 
 
 def compile_kernels(families=tuple(KERNEL_FAMILIES), *, processes=None) -> tuple:
@@ -71,7 +77,7 @@ def compile_kernels(families=tuple(KERNEL_FAMILIES), *, processes=None) -> tuple
         processes = whole_number("processes", processes, lo=1)
     from rooflinekit.batching import _kernels  # numba: imported here, not with the package
     cold = tuple(f for f in KERNEL_FAMILIES if f in families and not all(
-        _kernels.is_cached(getattr(_kernels, k)) for k in KERNEL_FAMILIES[f]))
+        _kernels.is_cached(_kernels.KERNELS[k]) for k in KERNEL_FAMILIES[f]))
     if not cold:
         return ()
     if processes is None:
@@ -119,17 +125,20 @@ def _run_family(family: str) -> None:
     from rooflinekit.batching.disaggregated import DisaggregatedBatcher
     from rooflinekit.batching.speculative import Speculative
     from rooflinekit.workloads import Workload
-    wl = Workload([0.0, 1.0, 1.5], [4, 8, 2], [3, 2, 5])
-    if family == "continuous":
-        ContinuousBatcher(max_num_seqs=2).run(wl)
-    elif family == "static":
-        StaticBatcher(batch_size=2).run(wl)
-    elif family == "speculative":
-        head = Speculative(draft=0.05, draft_tokens=2, acceptance=0.5)
-        ContinuousBatcher(max_num_seqs=2, model="Llama-3.1-8B", gpu="H100-SXM-80GB",
-                          speculative=head).run(wl)
-    elif family == "disaggregated":
-        DisaggregatedBatcher(ContinuousBatcher(max_num_seqs=2), ContinuousBatcher(max_num_seqs=2),
-                             1, 1, link_bandwidth=math.inf).run(wl)
-    else:
+    if family not in KERNEL_FAMILIES:
         raise ValueError(f"no kernel family {family!r}")
+    wl = Workload([0.0, 1.0, 1.5], [4, 8, 2], [3, 2, 5])
+    kind, _, clock = family.partition("-")
+    # the roofline clock: a catalogue model on a GPU; the tick clock: none
+    timing = {"model": "Llama-3.1-8B", "gpu": "H100-SXM-80GB"} if clock == "roofline" else {}
+    if kind == "static":
+        StaticBatcher(batch_size=2).run(wl)
+    elif kind == "continuous":
+        ContinuousBatcher(max_num_seqs=2, **timing).run(wl)
+    elif kind == "speculative":
+        head = Speculative(draft=0.05, draft_tokens=2, acceptance=0.5)
+        ContinuousBatcher(max_num_seqs=2, speculative=head, **timing).run(wl)
+    else:
+        DisaggregatedBatcher(ContinuousBatcher(max_num_seqs=2, **timing),
+                             ContinuousBatcher(max_num_seqs=2, **timing), 1, 1,
+                             link_bandwidth=math.inf).run(wl)

@@ -94,7 +94,7 @@ class Speculative:
     after ``k`` draft steps, so the run is slower than the plain one. The roofline's exact
     reduction is ``k = 0`` (:func:`rooflinekit.roofline.speculative_step_time` is then
     :func:`~rooflinekit.roofline.decode_step_time`, and
-    ``_kernels.continuous_run_speculative`` the plain kernel, bit for bit); a batcher drafts
+    the speculative continuous kernel the plain kernel, bit for bit); a batcher drafts
     at least one token (``speculative=None`` is plain decoding).
 
     References

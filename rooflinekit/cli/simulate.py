@@ -206,8 +206,8 @@ def run(args, out) -> int:
         prefix_caching=args.enable_prefix_caching, speculative=speculative, **timing)
     work = _workload(args)
     # a first run compiles both simulators side by side (numba's cache after)
-    batching.compile_kernels(("speculative" if speculative is not None else "continuous",
-                              "static"))
+    kind = "speculative" if speculative is not None else "continuous"
+    batching.compile_kernels((f"{kind}-{'roofline' if timing else 'tick'}", "static"))
     results = {"static": static.run(work), "continuous": cont.run(work)}
     # prefix caching and speculation are the continuous batcher's alone: their metrics are
     # shown for it alone, when it uses them
