@@ -602,3 +602,27 @@ LAYOUT_BATCHER = _entry(rk.ContinuousBatcher,
 def test_bad_layout_degrees_are_refused_cleanly(arg, bad):
     with pytest.raises((ValueError, TypeError)):
         _call("ContinuousBatcher", LAYOUT_BATCHER, {}, arg, BAD[bad])
+
+
+# -- compile_kernels (rooflinekit.batching, outside rooflinekit.__all__) --------------------------
+
+#: Its baseline compiles nothing (conftest.py filled the cache); an empty family list is valid.
+PRECOMPILE = _entry(rk.batching.compile_kernels, kwargs={"families": ("static",)},
+                    spoil=("families", "processes"),
+                    valid={"families": ("empty list", "empty array"), "processes": OPTIONAL})
+
+
+@pytest.mark.parametrize("arg, bad", [(arg, bad) for arg in PRECOMPILE["spoil"] for bad in BAD
+                                      if bad not in PRECOMPILE["valid"].get(arg, ())])
+def test_compile_kernels_refuses_bad_arguments_cleanly(arg, bad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises((ValueError, TypeError)):
+            _call("compile_kernels", PRECOMPILE, None, arg, BAD[bad])
+
+
+def test_compile_kernels_baseline_and_valid_values():
+    assert _call("compile_kernels", PRECOMPILE, None) == ()
+    for arg, names in PRECOMPILE["valid"].items():
+        for name in names:
+            assert _call("compile_kernels", PRECOMPILE, None, arg, BAD[name]) == ()
