@@ -198,3 +198,23 @@ def test_lanes_balance_and_keep_a_family_after_the_one_it_runs(cold, processes, 
     from rooflinekit.batching import precompile
     got = precompile._lanes(cold, processes, _kernels.COMPILE_SECONDS)
     assert got == lanes
+
+
+def test_a_failed_compile_ends_its_line_and_raises(caplog):
+    with caplog.at_level(logging.INFO, logger="rooflinekit"):
+        with pytest.raises(KeyError):
+            with _kernels.compile_notice(_uncached("broken"), heartbeat=0.01):
+                raise KeyError("typing failed")
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2 and messages[1].startswith("broken failed after ")
+
+
+def test_a_kernel_of_the_other_clock_is_refused():
+    # each kernel is compiled for one clock; handed the other's tick_mode it returns WRONG_CLOCK
+    import numpy as np
+
+    from rooflinekit.batching.batchers import _check_errors
+    with pytest.raises(RuntimeError, match="other clock"):
+        _check_errors(np.array([0, _kernels.WRONG_CLOCK]))
+    with pytest.raises(RuntimeError, match="stalled"):
+        _check_errors(np.array([_kernels.STALLED]))

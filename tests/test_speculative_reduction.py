@@ -14,7 +14,7 @@ from rooflinekit.batching import ContinuousBatcher, Speculative, _kernels
 from rooflinekit.batching.batchers import _allocate
 from rooflinekit.planning import capacity
 from rooflinekit.workloads import LogNormal, Workload
-from tests.test_batching_kernels import ROOFLINE, workloads
+from tests.test_batching_kernels import ROOFLINE, roofline_batcher, workloads
 
 MODEL, GPU = "Llama-3.1-8B", "H100-SXM-80GB"
 
@@ -163,3 +163,16 @@ def test_the_techniques_page_states_the_heads_memory():
     assert "(`f = 1.6` layers)" in page and 0.05 * target.n_layers == pytest.approx(1.6)
     assert "95.2 % of the context" in page
     assert round(head.kv_tokens(target, 10**6) / 1e4, 1) == 95.2
+
+
+@pytest.mark.parametrize("tick", [True, False])
+@pytest.mark.parametrize("speculative", [False, True])
+def test_a_kernel_handed_the_other_clock_returns_wrong_clock(tick, speculative):
+    # each kernel is compiled for one clock (its body prunes the other's code before typing)
+    b = ContinuousBatcher(max_num_seqs=4) if tick else roofline_batcher(
+        ROOFLINE[sorted(ROOFLINE)[0]], max_num_seqs=4)
+    wl = Workload([0.0, 1.0], [4, 8], [3, 2])
+    other = _kernels.continuous_kernel(not tick, speculative=speculative)
+    assert _raw(other, b, wl, 1 if speculative else 0)[0] == _kernels.WRONG_CLOCK
+    own = _kernels.continuous_kernel(tick, speculative=speculative)
+    assert _raw(own, b, wl, 1 if speculative else 0)[0] == 0

@@ -1895,8 +1895,13 @@ def compile_notice(kernel, heartbeat: float = HEARTBEAT_SECONDS):
     beating.start()
     try:
         yield
-    finally:
+    except BaseException:
         done.set()
         beating.join()
-        _log.info("%s compiled in %.1f s", name, time.perf_counter() - start,
+        _log.info("%s failed after %.1f s", name, time.perf_counter() - start,
                   extra={"compile": "end"})
+        raise
+    done.set()
+    beating.join()
+    _log.info("%s compiled in %.1f s", name, time.perf_counter() - start,
+              extra={"compile": "end"})

@@ -821,6 +821,10 @@ def _each_row(one, rows: int, parallel: bool) -> None:
 
 
 def _check_errors(errors):
+    from rooflinekit.batching._kernels import WRONG_CLOCK    # loaded with the kernels already
+    if np.any(errors == WRONG_CLOCK):
+        raise RuntimeError("a kernel of one clock was handed the other clock's tick_mode "
+                           "(please report this)")
     if np.any(errors != 0):
         raise RuntimeError("the scheduler stalled: requests queued that can never be admitted "
                            "(please report this workload)")

@@ -1,7 +1,7 @@
 """The simulator's kernels compiled ahead of a first run: numba's cache filled in parallel.
 
 A simulation compiles the kernel it needs the first time it runs on a machine (seconds for the
-static kernel, about 15 s for each continuous body on 2 cores), then loads it from numba's cache
+static kernel, 10-14 s for a continuous body on 2 cores), then loads it from numba's cache
 (``docs/simulator-cache.md``). :func:`compile_kernels` pays that for the kernels a call will
 need, their families side by side (one here, the others each in a process of its own), so that
 they compile on every core at once: for a command's first run (the guide needs two), a test
