@@ -11,7 +11,7 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rooflinekit import GPU, catalog, memory, roofline, units
+from rooflinekit import GPU, catalog, memory, parallel, roofline, units
 from rooflinekit import sweep as sw
 from rooflinekit.cli import sweep as sweep_cli
 from rooflinekit.sweep import grid as sweep_grid
@@ -38,7 +38,16 @@ def small_kw():
 
 
 def _scalar_cell(m, g, tp, c, b, p):
-    """Every sweep variable for one configuration, from the scalar public functions."""
+    """Every sweep variable for one configuration, from the scalar public functions.
+
+    A ``tp`` that does not divide the heads (:func:`rooflinekit.parallel.check_layout` refuses
+    it) holds no KV and never fits; its times are computed all the same.
+    """
+    try:
+        parallel.check_layout(m, tp=tp)
+        valid = True
+    except ValueError:
+        valid = False
     step = roofline.decode_step_time(m, g, b, c, tp)
     ai = roofline.arithmetic_intensity(m, b, c)
     ridge = roofline.ridge_point(g)
@@ -50,10 +59,11 @@ def _scalar_cell(m, g, tp, c, b, p):
         "kv_bytes_per_sequence": memory.kv_bytes_per_sequence(m, c),
         "kv_bytes": b * memory.kv_bytes_per_sequence(m, c),
         "group_memory_bytes": memory.group_memory_bytes(g, tp),
-        "usable_kv_bytes": memory.usable_kv_bytes(m, g, tp=tp),
-        "weights_fit": memory.usable_kv_bytes(m, g, tp=tp) > 0,
-        "max_concurrent_sequences": memory.max_concurrent_sequences(m, g, c, tp=tp),
-        "fits": memory.max_concurrent_sequences(m, g, c, tp=tp) >= b,
+        "usable_kv_bytes": memory.usable_kv_bytes(m, g, tp=tp) if valid else 0.0,
+        "weights_fit": valid and memory.usable_kv_bytes(m, g, tp=tp) > 0,
+        "max_concurrent_sequences": memory.max_concurrent_sequences(m, g, c, tp=tp) if valid
+        else 0,
+        "fits": valid and memory.max_concurrent_sequences(m, g, c, tp=tp) >= b,
         "ridge_point": ridge,
         "arithmetic_intensity": ai,
         "compute_bound": roofline.bound(ai, ridge) == "compute",
@@ -549,9 +559,10 @@ def test_compute_dtype_option():
 
 def test_replicate_kv_matches_the_scalar_function():
     # with replicate_kv every concurrency cell equals memory.max_concurrent_sequences(...,
-    # replicate_kv=True): MQA (Falcon) and MLA (DeepSeek-V3) lose capacity at tp=8, GQA-8 not
+    # replicate_kv=True): MQA (StarCoder: 48 heads, 1 KV head) and MLA (DeepSeek-V3) lose
+    # capacity at tp=8, GQA-8 not (Falcon-7B's 71 heads refuse tp=8: no layout)
     from rooflinekit import memory
-    names = ["Falcon-7B", "Llama-3.1-70B", "DeepSeek-V3"]
+    names = ["StarCoder", "Llama-3.1-70B", "DeepSeek-V3"]
     for chunks in (None, 4):
         ds = sw.sweep(names, ["H100-SXM-80GB"], tp=[1, 8], context_length=[1024, 8192],
                       batch_size=1, replicate_kv=True, chunks=chunks).compute()

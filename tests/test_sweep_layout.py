@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import rooflinekit as rk
-from rooflinekit import catalog
+from rooflinekit import catalog, parallel
 from rooflinekit import roofline as r
 from rooflinekit.sweep import sweep
 
@@ -137,3 +137,24 @@ def test_speculation_on_a_pipeline_verifies_through_the_stages():
         itl = float(cell.speculative_step_time.sel(pp=2)) / rk.speculative_tokens_per_step(0.8, 4)
         assert float(cell.speculative_speedup.sel(pp=2)) == pytest.approx(
             rk.layout_decode_step_time(m, g, batch, 2048, tp=4, pp=2) / itl, rel=1e-12)
+
+
+@pytest.mark.parametrize("layout", [{}, {"pp": [1, 2]}])
+def test_a_tp_that_does_not_divide_the_heads_never_fits(layout):
+    # check_layout's rule on every path: Llama-3.1-8B's 32 heads (8 KV) refuse tp = 3 and 6,
+    # as the batchers, layouts() and plan do; the sweep reported tp = 3, pp = 2 as fitting
+    # (a 1.74 ms step) and could recommend it
+    m = catalog.model("Llama-3.1-8B")
+    ds = sweep(m, "H100-SXM-80GB", tp=[1, 2, 3, 4, 6, 8], context_length=[1024],
+               batch_size=[8], **layout)
+    for tp in (1, 2, 3, 4, 6, 8):
+        try:
+            parallel.check_layout(m, tp=tp)
+            valid = True
+        except ValueError:
+            valid = False
+        cell = ds.sel(tp=tp)
+        assert bool(cell.fits.any()) == valid, tp
+        assert valid or int(cell.max_concurrent_sequences.max()) == 0
+    best = rk.best_configuration(ds, "tokens_per_second_per_gpu")
+    assert int(best.tp.item()) in (1, 2, 4, 8)

@@ -194,7 +194,8 @@ _NOTES = {
 
 #: Spec fields the memory and roofline formulas read (a catalogue Dataset holds them all).
 _REQUIRED = {
-    "model": ("n_layers", "n_heads", "head_dim", "hidden_size", "n_params", "n_active_params",
+    "model": ("n_layers", "n_heads", "n_kv_heads", "is_mla", "head_dim", "hidden_size",
+              "n_params", "n_active_params",
               "n_experts", "n_experts_per_token", "bytes_per_param", "kv_bytes_per_element",
               "kv_bytes_per_token", "kv_bytes_per_token_per_layer", "n_full_layers",
               "n_sliding_layers", "sliding_window", "weight_bytes", "active_weight_bytes"),
@@ -219,7 +220,7 @@ def _spec_table(specs, kind):
             raise ValueError(f"{kind}s must name at least one {kind}")
         fields = {name: np.asarray(var.values, dtype=np.float64)
                   for name, var in specs.data_vars.items()
-                  if var.dims == (dim,) and var.dtype.kind in "iuf"}
+                  if var.dims == (dim,) and var.dtype.kind in "iufb"}
         missing = [f for f in _REQUIRED[kind] if f not in fields]
         if missing:
             raise TypeError(f"{kind}s Dataset lacks {', '.join(missing)}; build it with "
@@ -375,14 +376,24 @@ def _has_layout(grid):
     return grid.axes[_PP] is not None or grid.axes[_EP] is not None
 
 
+def _tp_ok(model, tp):
+    """Cells whose ``tp`` divides the model's attention heads, and its KV heads or a multiple of
+    them (a latent cache has none): :func:`rooflinekit.parallel.check_layout`'s rule."""
+    mla = np.asarray(model.is_mla) > 0             # the spec table holds it as a number
+    kv_heads = np.where(mla, 1, model.n_kv_heads)  # (a latent cache's count is not read)
+    kv = mla | (kv_heads % tp == 0) | (tp % kv_heads == 0)
+    return (model.n_heads % tp == 0) & kv
+
+
 def _layout_ok(env):
     """Cells whose layout divides the model (rooflinekit.parallel.check_layout's rules, dp = 1).
 
-    ``pp`` divides the layers; ``ep`` is 1, or divides a MoE model's experts and ``tp``.
+    ``tp`` divides the heads (:func:`_tp_ok`); ``pp`` divides the layers; ``ep`` is 1, or
+    divides a MoE model's experts and ``tp``.
     """
     model, tp, pp, ep = env.model, env.tp, env.pp, env.ep
     experts = (model.n_experts > 1) & (model.n_experts % ep == 0) & (tp % ep == 0)
-    return (model.n_layers % pp == 0) & ((ep == 1) | experts)
+    return _tp_ok(model, tp) & (model.n_layers % pp == 0) & ((ep == 1) | experts)
 
 
 def _layout_time(base, env, grid, tokens, micro_batches):
@@ -443,14 +454,17 @@ def _formula(name, out, env, grid):
         return out["kv_bytes_per_sequence"] * batch          # guide §2.2: linear in the batch
     if name == "group_memory_bytes":
         return memory.group_memory_bytes(gpu, tp)
+    # a tp that does not divide the heads holds nothing: such a cell never fits (the layout
+    # rule of every other path; the times stay computed, as for any cell that does not fit)
     if name == "usable_kv_bytes":
-        return memory.usable_kv_bytes(model, gpu, tp=tp, reserve=r)
+        return np.where(_tp_ok(model, tp),
+                        _raw(memory.usable_kv_bytes(model, gpu, tp=tp, reserve=r)), 0)
     if name == "weights_fit":
         return out["usable_kv_bytes"] > 0
     if name == "max_concurrent_sequences":
-        return memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=r,
-                                               replicate_kv=grid.replicate_kv,
-                                               **_prefix_memory(env, grid))
+        return np.where(_tp_ok(model, tp), _raw(memory.max_concurrent_sequences(
+            model, gpu, ctx, tp=tp, reserve=r, replicate_kv=grid.replicate_kv,
+            **_prefix_memory(env, grid))), 0)
     if name == "fits":
         return out["max_concurrent_sequences"] >= batch
     return _roofline_formula(name, out, env, grid)
@@ -747,8 +761,11 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         dimension, today's single tensor-parallel group. A pipeline's ``tp × pp`` GPUs hold the
         weights and KV; expert parallelism spreads the experts over a stage's ``tp`` GPUs (so
         ``ep`` divides ``tp``) and adds the all-to-all. Cells whose layout does not divide the
-        model (``pp`` the layers, ``ep`` the experts or ``tp``; ``ep > 1`` for a dense model)
-        do not fit and have NaN times.
+        model (``tp`` the heads, ``pp`` the layers, ``ep`` the experts or ``tp``; ``ep > 1`` for
+        a dense model) do not fit and have NaN times. Without ``pp`` and ``ep`` a ``tp`` that
+        does not divide the heads (or the KV heads, nor they it) holds no KV and does not fit,
+        its times computed as for any cell that does not fit:
+        :func:`rooflinekit.parallel.check_layout`'s rule, as the batchers and ``plan`` apply it.
     micro_batches : int
         Micro-batches a pipeline splits each batch into [1], ≥ 1; every ``batch_size`` must be
         a multiple of it. Default 1.
