@@ -25,8 +25,8 @@ preemption) skips the phases that would do nothing; on the tick clock, where eve
 number, the stretch is measured and its statistics added in closed form, as single steps would
 add them. A run costs O(steps + events) with events the arrivals, admissions, prefill slices,
 retirements, preemptions and window crossings. Speculative decoding
-(``continuous_kernel(tick, speculative=True)``) breaks the premise, as each sequence gains its own drawn
-tokens, but its gains are drawn before the run for every position: when a sequence starts
+(``continuous_kernel(tick, speculative=True)``) breaks the premise, as each sequence gains its
+own drawn tokens, but its gains are drawn before the run for every position: when a sequence starts
 decoding its whole path is known, and is filed then, step by step, in step rings (one slot per
 future step, more slots than the longest output): its tokens beyond one, the paged blocks its
 gain needs, what it adds to the window sums. Its retirement step is then exact, and a step reads
@@ -100,11 +100,12 @@ its own (0.82 and 0.86 ms for a decode replica of 10,000 requests, 0.41 both for
 one), and the continuous kernel, lent nothing, allocates its own.
 
 A first run on a machine compiles the continuous body of its clock in about 10 s (tick) or 12 s
-(roofline) and the static kernel in about 3 s (2 shared cores; ``benchmarks/first_run.py``): :data:`COMPILE_SECONDS`, the figures
-the one line before a compile states (:func:`compile_notice`). Every later process loads the
-machine code from numba's cache in a fraction of a second; a Monte Carlo runs the same kernels,
-so compiles nothing more; the disaggregated kernel compiles its one-token body and loads the
-plain one (``rooflinekit.batching.precompile`` fills the cache ahead, families side by side).
+(roofline) and the static kernel in about 3 s (2 shared cores; ``benchmarks/first_run.py``):
+:data:`COMPILE_SECONDS`, the figures the line before a compile states (:func:`compile_notice`).
+Every later process loads the machine code from numba's cache in a fraction of a second; a
+Monte Carlo runs the same kernels, so compiles nothing more; the disaggregated kernel compiles
+its one-token body and loads the plain one (``rooflinekit.batching.precompile`` fills the cache
+ahead, families side by side).
 """
 
 from __future__ import annotations
@@ -134,8 +135,8 @@ from rooflinekit.roofline import (
 
 __all__ = ["continuous_kernel", "replica_kernel", "disaggregated_kernel", "static_run",
            "speculative_gain_table", "kernel_inputs", "is_cached", "compile_notice",
-           "COMPILE_SECONDS", "CLOCKS", "KERNELS", "N_STATS", "N_COEFFICIENTS", "STALLED", "WRONG_CLOCK",
-           "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
+           "COMPILE_SECONDS", "CLOCKS", "KERNELS", "N_STATS", "N_COEFFICIENTS", "STALLED",
+           "WRONG_CLOCK", "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
 
 # Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
 (_END, _STEPS, _BUSY, _PEAK_RUN, _RUN_T, _ACT_T, _PEAK_RES, _RES_T, _PEAK_USED, _USED_T, _PREEMPT,
@@ -1382,7 +1383,8 @@ _PLAIN_DOC = """Continuous batching of one workload; returns 0, :data:`STALLED` 
     ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
     when ``prefix_caching`` (paged only); ``arrived_kv_tokens`` the prompt tokens whose KV comes
     with each request (skipped on its first admission only); ``tick_mode`` (the kernel's own,
-    :func:`continuous_kernel`) and ``coef`` are the clock (module docstring), ``itl_target`` the gap counted as met [time] (inf for none);
+    :func:`continuous_kernel`) and ``coef`` are the clock (module docstring), ``itl_target``
+    the gap counted as met [time] (inf for none);
     the outputs ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` (per
     request) and ``stats`` (:data:`N_STATS`) are overwritten. The speculative inputs (the
     gains, ``draft_tokens``, ``draft_coef``, ``draft_share``) are not read.
