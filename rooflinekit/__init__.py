@@ -65,11 +65,12 @@ from rooflinekit.pricing import (
                                 speculative_cost_per_million_tokens,
 )
 from rooflinekit.roofline import (
+                                IDEAL,
+                                Engine,
                                 amortized_token_time,
                                 arithmetic_intensity,
                                 cost_per_million_tokens,
                                 critical_batch_size,
-                                decode_ms_per_token,
                                 decode_step_time,
                                 decode_throughput,
                                 energy_per_token,
@@ -77,7 +78,6 @@ from rooflinekit.roofline import (
                                 layout_prefill_time,
                                 layouts,
                                 mixed_step_time,
-                                prefill_ms,
                                 prefill_time,
                                 request_latency,
                                 ridge_point,
@@ -101,7 +101,7 @@ __all__ = [
     # modules
     "calibrate", "catalog", "dims", "plotting", "sweep", "units",
     # specs
-    "GPU", "ModelShape",
+    "GPU", "ModelShape", "Engine", "IDEAL",
     # memory (§2)
     "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_bytes", "usable_kv_bytes",
     "max_concurrent_sequences", "kv_copies", "kv_budget_tokens", "max_context_length",
@@ -109,7 +109,7 @@ __all__ = [
     # roofline (§3, §4.1)
     "arithmetic_intensity", "ridge_point", "critical_batch_size", "prefill_time",
     "decode_step_time", "amortized_token_time", "mixed_step_time", "decode_throughput",
-    "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
+    "request_latency", "cost_per_million_tokens",
     "energy_per_token",
     # speculative decoding
     "speculative_tokens_per_step", "speculative_step_time", "speculative_speedup",

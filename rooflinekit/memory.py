@@ -146,8 +146,13 @@ def weight_bytes(model):
     return model.weight_bytes
 
 
-def _kv_bytes(model, context_length):
-    """KV bytes of one sequence (raw arrays; ``model`` holds :data:`_KV_FIELDS`)."""
+def sequence_kv_bytes(model, context_length):
+    """KV bytes of one sequence, on plain arrays: :func:`kv_bytes_per_sequence`'s body.
+
+    ``model`` is any object with the fields ``kv_bytes_per_token_per_layer``,
+    ``n_full_layers``, ``n_sliding_layers`` and ``sliding_window`` (inf: no window) as numbers
+    or arrays; what the formulas of other modules call on their laid-out inputs.
+    """
     return model.kv_bytes_per_token_per_layer * (
         model.n_full_layers * context_length
         + model.n_sliding_layers * np.minimum(context_length, model.sliding_window))
@@ -182,7 +187,7 @@ def kv_bytes_per_sequence(model, context_length):
     .. [1] Serving-capacity guide §2.2.
     .. [2] Jiang et al., "Mistral 7B", arXiv:2310.06825, 2023 (rolling-buffer cache).
     """
-    return _kv_bytes(model, context_length)
+    return sequence_kv_bytes(model, context_length)
 
 
 @_memory_formula("bytes", "group memory", gpu=("memory_bytes",), order=("gpu", "tp"))
@@ -191,8 +196,12 @@ def group_memory_bytes(gpu, tp=1):
     return gpu.memory_bytes * tp
 
 
-def _usable(model, gpu, tp, reserve, extra_weight_bytes=0.0):
-    """Usable KV bytes on raw arrays: what the weights (and any others) leave, less the reserve."""
+def usable_bytes(model, gpu, tp, reserve, extra_weight_bytes=0.0):
+    """Usable KV bytes on plain arrays: what the weights (and any others) leave, less the reserve.
+
+    :func:`usable_kv_bytes`'s body: ``model`` has ``weight_bytes``, ``gpu`` has
+    ``memory_bytes`` (numbers or arrays).
+    """
     free = np.maximum(gpu.memory_bytes * tp - model.weight_bytes - extra_weight_bytes, 0.0)
     return free * (1 - reserve)
 
@@ -226,7 +235,7 @@ def usable_kv_bytes(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
     ----------
     .. [1] Serving-capacity guide §2.4; ``docs/conventions.md``.
     """
-    return _usable(model, gpu, tp, reserve)
+    return usable_bytes(model, gpu, tp, reserve)
 
 
 def _copies(model, tp):
@@ -264,7 +273,7 @@ def kv_copies(model, tp=1):
 
 def _kv_budget(model, gpu, tp, reserve, replicate_kv, extra_weight_bytes=0.0):
     """Usable KV bytes, divided among the copies each token needs when heads are replicated."""
-    budget = _usable(model, gpu, tp, reserve, extra_weight_bytes)
+    budget = usable_bytes(model, gpu, tp, reserve, extra_weight_bytes)
     return budget / _copies(model, tp) if replicate_kv else budget
 
 
@@ -334,11 +343,11 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
                          f"context_length {show(context_length)}")
     budget = _kv_budget(model, gpu, tp, reserve, replicate_kv, draft_weight_bytes)
     shared = np.floor_divide(shared_prefix_tokens, block_size) * block_size
-    prefix = _kv_bytes(model, shared)
+    prefix = sequence_kv_bytes(model, shared)
     held_once = prefix_groups * prefix
-    whole = _kv_bytes(model, context_length)
+    whole = sequence_kv_bytes(model, context_length)
     # a sequence served holds at least one token of its own (the next one it writes)
-    per_sequence = (prefix_share * np.maximum(whole - prefix, _kv_bytes(model, 1))
+    per_sequence = (prefix_share * np.maximum(whole - prefix, sequence_kv_bytes(model, 1))
                     + (1.0 - prefix_share) * whole)
     return _count(np.maximum(budget - held_once, 0.0) / per_sequence)
 

@@ -434,7 +434,7 @@ def smallest_tp(model, gpu, *, kv_budget_bytes=None, concurrency=None, context_l
        useful KV budget") and §2.4.
     """
     if concurrency is not None:
-        need = concurrency * memory.kv_bytes_per_sequence.__wrapped__(model, context_length)
+        need = concurrency * memory.sequence_kv_bytes(model, context_length)
     else:
         need = kv_budget_bytes
     chosen = np.zeros(np.broadcast_shapes(np.shape(need), np.shape(model.weight_bytes),
@@ -442,7 +442,7 @@ def smallest_tp(model, gpu, *, kv_budget_bytes=None, concurrency=None, context_l
     # Largest degree first, so the smallest that fits overwrites: a handful of degrees, no cells.
     for degree in sorted({int(d) for d in candidates}, reverse=True):
         fits = (gpu.memory_bytes * degree > model.weight_bytes) & (
-            memory.usable_kv_bytes.__wrapped__(model, gpu, degree, reserve) >= need)
+            memory.usable_bytes(model, gpu, degree, reserve) >= need)
         chosen = np.where(fits, degree, chosen)
     return chosen
 

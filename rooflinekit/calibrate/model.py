@@ -76,7 +76,7 @@ _IDEAL = MappingProxyType({"compute_efficiency": 1.0, "bandwidth_efficiency": 1.
                            "step_overhead": 0.0})
 #: The engine knobs' priors: the roofline's defaults, where ``None`` means "as the
 #: weights' bandwidth efficiency" (KV) and "the GPU's own link latency" (all-reduce).
-_ENGINE_IDEAL = MappingProxyType({**{k: roofline.OPTION_DEFAULTS[k] for k in ENGINE_KNOBS},
+_ENGINE_IDEAL = MappingProxyType({**{k: getattr(roofline.IDEAL, k) for k in ENGINE_KNOBS},
                                   "interconnect_efficiency": 1.0})
 #: Knobs in seconds (fitted in milliseconds; shown in ms).
 SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency")

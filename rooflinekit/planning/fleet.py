@@ -43,7 +43,7 @@ from rooflinekit.planning.capacity import (
 )
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.roofline import (
-    OPTION_DEFAULTS,
+    IDEAL,
     decode_step_time,
     energy_per_token,
     layout_decode_step_time,
@@ -656,7 +656,7 @@ def _layout_energy_per_token(model, gpu, batch_size, context_length, *, tp=1, pp
              for b in (1, 2)]
     layout_step = group + added[0] + (batch_size - 1) * (added[1] - added[0])
     idle = pp * layout_step - group
-    overhead = options.get("step_overhead", OPTION_DEFAULTS["step_overhead"])
+    overhead = options.get("step_overhead", IDEAL.step_overhead)
     return float(energy_per_token(model, gpu, batch_size, context_length, tp,
                                   **{**options, "step_overhead": overhead + idle}))
 

@@ -1,6 +1,8 @@
 """The roofline model of serving: one step formula, its work and traffic, and what follows from it.
 
-- :mod:`~rooflinekit.roofline.options` reads the specs and the efficiency options;
+- :mod:`~rooflinekit.roofline.engine` is the :class:`Engine` spec: how a serving engine runs a
+  step against the ideal roofline (:data:`IDEAL`);
+- :mod:`~rooflinekit.roofline.options` reads the specs and checks the shared arguments;
 - :mod:`~rooflinekit.roofline.step` is the one step kernel (numba-compilable) and its inputs;
 - :mod:`~rooflinekit.roofline.work` holds FLOPs, bytes, intensity, which roof binds;
 - :mod:`~rooflinekit.roofline.latency` holds ITL, TTFT, throughput and cost per token;
@@ -12,15 +14,14 @@
 """
 
 from rooflinekit.roofline.energy import energy_per_token
+from rooflinekit.roofline.engine import ALLREDUCE_MODELS, IDEAL, PHASES, Engine, engine_for
 from rooflinekit.roofline.latency import (
                                           amortized_token_time,
                                           cost_per_million_tokens,
-                                          decode_ms_per_token,
                                           decode_step_time,
                                           decode_throughput,
                                           decode_throughput_per_gpu,
                                           generation_time,
-                                          prefill_ms,
                                           prefill_throughput,
                                           prefill_time,
                                           request_latency,
@@ -32,7 +33,6 @@ from rooflinekit.roofline.layout import (
     layout_prefill_time,
     layouts,
 )
-from rooflinekit.roofline.options import ENGINE_OPTIONS, OPTION_DEFAULTS, read_options
 from rooflinekit.roofline.speculative import (
                                           draft_step_time,
                                           speculative_speedup,
@@ -67,7 +67,7 @@ from rooflinekit.roofline.work import (
 )
 
 __all__ = [
-    "OPTION_DEFAULTS", "ENGINE_OPTIONS", "read_options",
+    "Engine", "IDEAL", "engine_for", "PHASES", "ALLREDUCE_MODELS",
     "StepCost", "step_cost_coefficients", "mixed_step_time_kernel", "kv_tokens_read_kernel",
     "prefill_context_tokens_kernel", "mixed_step_time",
     "effective_kv_tokens", "decode_flops", "decode_bytes", "prefill_flops", "prefill_bytes",
@@ -75,7 +75,7 @@ __all__ = [
     "decode_compute_time", "decode_memory_time", "critical_batch_size", "compute_bound_reachable",
     "decode_step_time", "prefill_time", "amortized_token_time",
     "decode_throughput", "decode_throughput_per_gpu", "prefill_throughput", "generation_time",
-    "request_latency", "cost_per_million_tokens", "prefill_ms", "decode_ms_per_token",
+    "request_latency", "cost_per_million_tokens",
     "decode_roofline", "tp_scaling", "energy_per_token",
     "speculative_tokens_per_step", "verification_step_time", "draft_step_time",
     "speculative_step_time", "speculative_speedup", "layout_decode_step_time", "layout_prefill_time", "layouts",

@@ -35,11 +35,7 @@ def _fraction(name, value):
 @step_formula("J/token", "GPU energy per generated token",
               checks={"idle_power_fraction": _fraction}, gpu_fields=("board_power",))
 def energy_per_token(model, gpu, batch_size=1, context_length=0, tp=1, *,
-                     idle_power_fraction=DEFAULT_IDLE_POWER_FRACTION, compute_efficiency=1.0,
-                     bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-                     compute_dtype=None, activation_dtype="bf16",
-                     interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-                     kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+        idle_power_fraction=DEFAULT_IDLE_POWER_FRACTION, engine=None):
     """GPU energy of one generated token in a decode step [J/token].
 
     Parameters

@@ -27,17 +27,15 @@ from rooflinekit.roofline.step import (
     step_formula,
     step_time,
 )
-from rooflinekit.units import MS, PER_MILLION, SECONDS_PER_HOUR
+from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
 
 __all__ = [
     "amortized_token_time",
     "cost_per_million_tokens",
-    "decode_ms_per_token",
     "decode_step_time",
     "decode_throughput",
     "decode_throughput_per_gpu",
     "generation_time",
-    "prefill_ms",
     "prefill_throughput",
     "prefill_time",
     "request_latency",
@@ -59,11 +57,7 @@ def _price(name, value):
 # ------------------------------------------------------------------------------------------------
 
 @step_formula("s", "decode step time (ITL)")
-def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Decode step time = inter-token latency (ITL) [s]: every sequence gets one token per step.
 
     See Also
@@ -114,12 +108,8 @@ def _prompt_step(model, prompt_tokens, context_length, cached_tokens):
 
 
 @step_formula("s", "prefill time", checks={"cached_tokens": _whole(0)},
-              parameters=_CACHED_PARAMETER)
-def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_tokens=0,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+              parameters=_CACHED_PARAMETER, phase="prefill")
+def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_tokens=0, engine=None):
     """Time of prefilling a prompt in one pass [s]: the prefill part of TTFT.
 
     Parameters
@@ -162,11 +152,7 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_to
 
 
 @step_formula("s/token", "amortized time per token")
-def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Group time per generated token, the decode step shared over the batch [s/token].
 
     Returns
@@ -193,11 +179,7 @@ def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
 
 
 @step_formula("tokens/s", "decode throughput per group")
-def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Generated tokens per second of one tensor-parallel group [tokens/s].
 
     ``batch_size / decode_step_time``, for the whole group of ``tp`` GPUs.
@@ -221,11 +203,7 @@ def decode_throughput(model, gpu, batch_size=1, context_length=0, tp=1, *, compu
 
 
 @step_formula("tokens/s", "decode throughput per GPU")
-def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Generated tokens per second per GPU [tokens/s]: :func:`decode_throughput` ÷ GPUs.
 
     See Also
@@ -246,12 +224,8 @@ def decode_throughput_per_gpu(model, gpu, batch_size=1, context_length=0, tp=1, 
     return batch_size / t / gpu.tp
 
 
-@step_formula("tokens/s", "prefill throughput")
-def prefill_throughput(model, gpu, prompt_tokens, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+@step_formula("tokens/s", "prefill throughput", phase="prefill")
+def prefill_throughput(model, gpu, prompt_tokens, tp=1, *, engine=None):
     """Prompt tokens per second of one group prefilling one prompt [tokens/s].
 
     Returns
@@ -298,11 +272,7 @@ def _sum_linear(a, d, lo, hi):
 
 @step_formula("s", "generation time", checks={
     "output_tokens": _whole(0), "context_length": _whole(0)})
-def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+def generation_time(model, gpu, output_tokens, context_length=0, batch_size=1, tp=1, *, engine=None):
     """Time of ``output_tokens`` consecutive decode steps, the first at ``context_length`` [s].
 
     Parameters
@@ -364,12 +334,9 @@ def _generation(model, gpu, b, steps, first):
 
 @step_formula("s", "request latency", checks={
     "prompt_tokens": _whole(1), "output_tokens": _whole(1), "cached_tokens": _whole(0)},
-    parameters=_CACHED_PARAMETER)
+    parameters=_CACHED_PARAMETER, phase="step")
 def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, *,
-        cached_tokens=0, compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+        cached_tokens=0, engine=None):
     """End-to-end time of one request: prefill, then ``output_tokens − 1`` decode steps [s].
 
     Parameters
@@ -406,10 +373,7 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
 @step_formula("USD/1M tokens", "GPU cost per million generated tokens",
               checks={"hourly_price": _price})
 def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *, hourly_price=None,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+        engine=None):
     """GPU cost of a million generated tokens at full decode throughput [USD per 1M tokens].
 
     Parameters
@@ -448,43 +412,3 @@ def cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
             raise ValueError("gpu has no hourly_price; pass hourly_price=<USD per GPU-hour>")
     rate = batch_size / step_time(model, gpu, decode_step(model, batch_size, context_length))
     return gpu.tp * hourly_price / SECONDS_PER_HOUR / rate * PER_MILLION
-
-
-# ------------------------------------------------------------------------------------------------
-# The guide's lab names.
-# ------------------------------------------------------------------------------------------------
-
-@step_formula("ms", "prefill time", checks={"cached_tokens": _whole(0)},
-              parameters=_CACHED_PARAMETER)
-def prefill_ms(model, gpu, prompt_tokens, tp=1, *, cached_tokens=0, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
-    """The lab's name: :func:`prefill_time` in milliseconds [ms] (guide §8 step 3).
-
-    See Also
-    --------
-    prefill_time
-    """
-    return step_time(model, gpu, _prompt_step(model, prompt_tokens, 0.0, cached_tokens)) / MS
-
-
-@step_formula("ms", "amortized time per token")
-def decode_ms_per_token(model, gpu, batch_size=1, context_length=0, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
-    """The lab's name: guide §4.1's per-token time ``(weights + B·KV)/(bandwidth·B)`` [ms].
-
-    This is :func:`amortized_token_time` in milliseconds — the decode step shared over the
-    batch, which falls exactly as ``1/B`` with no context (the lab's test) — **not** the
-    inter-token latency a user sees, which is :func:`decode_step_time` (the whole step).
-
-    See Also
-    --------
-    amortized_token_time, decode_step_time
-    """
-    t = step_time(model, gpu, decode_step(model, batch_size, context_length))
-    return t / batch_size / MS

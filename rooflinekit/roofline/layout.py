@@ -25,7 +25,7 @@ from rooflinekit._validation import (
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.roofline.latency import decode_step_time, prefill_time
-from rooflinekit.roofline.options import allreduce_model
+from rooflinekit.roofline.engine import engine_for
 
 __all__ = ["layout_decode_step_time", "layout_prefill_time", "layouts", "MAX_GPUS", "MAX_TP"]
 
@@ -42,7 +42,7 @@ def _optional(check, name, value):
         check(name, value)
 
 
-def _check(model, gpu, tp, pp, ep, micro_batches, links, options):
+def _check(model, gpu, tp, pp, ep, micro_batches, links):
     """Every layout argument, before any work; the checked degrees."""
     parallel.check_layout(model, tp=tp, pp=pp, ep=ep)
     check_type("gpu", gpu, GPU)
@@ -50,7 +50,6 @@ def _check(model, gpu, tp, pp, ep, micro_batches, links, options):
     _optional(check_positive, "p2p_bandwidth", links["p2p_bandwidth"])
     _optional(check_nonnegative, "p2p_latency", links["p2p_latency"])
     _optional(check_positive, "ep_bandwidth", links["ep_bandwidth"])
-    bytes_per_element(options.get("activation_dtype", "bf16"), "activation_dtype")
     return int(tp), int(pp), int(ep), micro_batches
 
 
@@ -89,7 +88,7 @@ def _all_to_all_time(model, gpu, tokens, ep, links, activation_dtype):
 
 def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1, pp=1, ep=1,
                             micro_batches=1, p2p_bandwidth=None, p2p_latency=None,
-                            ep_bandwidth=None, **step_options):
+                            ep_bandwidth=None, engine=None):
     """Decode step time of a ``(tp, pp, ep)`` layout: the ITL every sequence sees [s].
 
     Parameters
@@ -114,10 +113,10 @@ def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1,
         Latency of one stage-to-stage send [s]; default the GPU's ``interconnect_latency``.
     ep_bandwidth : float, optional
         All-to-all bandwidth per GPU [bytes/s]; default the GPU's ``interconnect_bandwidth``.
-    **step_options
-        The step options of :func:`rooflinekit.roofline.decode_step_time` (efficiencies,
-        ``step_overhead``, ``allreduce``, ``compute_dtype``, ``activation_dtype``, link
-        overrides of the tensor-parallel all-reduce).
+    engine : Engine or Calibration, optional
+        How the engine runs a step (:class:`rooflinekit.Engine`), as for
+        :func:`~rooflinekit.roofline.decode_step_time`; its ``activation_dtype`` also sizes the
+        hand-offs and the all-to-all. Default :data:`rooflinekit.IDEAL`.
 
     Returns
     -------
@@ -153,16 +152,15 @@ def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1,
     """
     links = {"p2p_bandwidth": p2p_bandwidth, "p2p_latency": p2p_latency,
              "ep_bandwidth": ep_bandwidth}
-    tp, pp, ep, m = _check(model, gpu, tp, pp, ep, micro_batches, links, step_options)
+    tp, pp, ep, m = _check(model, gpu, tp, pp, ep, micro_batches, links)
+    engine = engine_for(engine, "decode", model=model, gpu=gpu)
     check_integer("batch_size", batch_size, lo=1)
     if np.any(np.asarray(batch_size) < m):
         raise ValueError(f"batch_size must be at least micro_batches={m} (one sequence per "
                          f"micro-batch); got {batch_size!r}")
-    if "allreduce" in step_options:
-        allreduce_model(step_options["allreduce"])
-    activation_dtype = step_options.get("activation_dtype", "bf16")
+    activation_dtype = engine.activation_dtype
     b = batch_size if m == 1 else np.asarray(batch_size, dtype=float) / m
-    group = decode_step_time(model, gpu, b, context_length, tp, **step_options)
+    group = decode_step_time(model, gpu, b, context_length, tp, engine=engine)
     stage = (group + _all_to_all_time(model, gpu, b, ep, links, activation_dtype)) / pp
     hand_offs = _p2p_time(model, gpu, b, pp, links, bytes_per_element(activation_dtype))
     if pp == 1 and m == 1:
@@ -171,7 +169,7 @@ def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1,
 
 
 def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, cached_tokens=0,
-                        p2p_bandwidth=None, p2p_latency=None, ep_bandwidth=None, **step_options):
+                        p2p_bandwidth=None, p2p_latency=None, ep_bandwidth=None, engine=None):
     """Prefill time of one prompt on a ``(tp, pp, ep)`` layout [s].
 
     Parameters
@@ -187,9 +185,8 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, cached_t
         ``[0, prompt_tokens]``, as in :func:`~rooflinekit.roofline.prefill_time`.
     p2p_bandwidth, p2p_latency, ep_bandwidth : float, optional
         Link overrides, as in :func:`layout_decode_step_time`.
-    **step_options
-        The step options of :func:`rooflinekit.roofline.prefill_time` (``context_length``
-        among them).
+    engine : Engine or Calibration, optional
+        As for :func:`layout_decode_step_time`, in the prefill phase.
 
     Returns
     -------
@@ -211,12 +208,13 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, cached_t
     """
     links = {"p2p_bandwidth": p2p_bandwidth, "p2p_latency": p2p_latency,
              "ep_bandwidth": ep_bandwidth}
-    tp, pp, ep, _ = _check(model, gpu, tp, pp, ep, 1, links, step_options)
+    tp, pp, ep, _ = _check(model, gpu, tp, pp, ep, 1, links)
     check_integer("prompt_tokens", prompt_tokens, lo=0)
     check_integer("cached_tokens", cached_tokens, lo=0)
-    activation_dtype = step_options.get("activation_dtype", "bf16")
+    engine = engine_for(engine, "prefill", model=model, gpu=gpu)
+    activation_dtype = engine.activation_dtype
     group = prefill_time(model, gpu, prompt_tokens, tp, cached_tokens=cached_tokens,
-                         **step_options)
+                         engine=engine)
     if pp == 1 and ep == 1:
         return group
     # what passes the stages: the computed tokens (prefill_time checked cached <= prompt)
@@ -241,7 +239,7 @@ def _valid(model, **degrees):
 
 def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens=None,
             micro_batches=None, max_tp=MAX_TP, reserve=memory.DEFAULT_RESERVE, p2p_bandwidth=None,
-            p2p_latency=None, ep_bandwidth=None, **step_options) -> xr.Dataset:
+            p2p_latency=None, ep_bandwidth=None, engine=None) -> xr.Dataset:
     """Every layout a model can take on ``n_gpus`` GPUs, with its memory, ITL and throughput.
 
     Parameters
@@ -264,8 +262,8 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
         Fraction of what the weights leave that is kept back for activations [1], in [0, 1).
     p2p_bandwidth, p2p_latency, ep_bandwidth : float, optional
         Link overrides, as in :func:`layout_decode_step_time`.
-    **step_options
-        The step options of :func:`rooflinekit.roofline.decode_step_time`.
+    engine : Engine or Calibration, optional
+        As for :func:`layout_decode_step_time`.
 
     Returns
     -------
@@ -313,7 +311,8 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
     max_tp = whole_number("max_tp", max_tp, lo=1)
     links = {"p2p_bandwidth": p2p_bandwidth, "p2p_latency": p2p_latency,
              "ep_bandwidth": ep_bandwidth}
-    _check(model, gpu, 1, 1, 1, 1, links, step_options)
+    _check(model, gpu, 1, 1, 1, 1, links)
+    engine_for(engine, "decode", model=model, gpu=gpu)
     found = []
     for tp in (d for d in _divisors(n_gpus) if d <= max_tp):
         for pp in _divisors(n_gpus // tp):
@@ -338,10 +337,10 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
         rows["fits"].append(mem.usable_kv_bytes > 0 and batch_size <= most)
         rows["decode_step_time"].append(float(layout_decode_step_time(
             model, gpu, batch_size, context_length, tp=tp, pp=pp, ep=ep, micro_batches=m,
-            **links, **step_options)))
+            **links, engine=engine)))
         rows["prefill_time"].append(np.nan if prompt_tokens is None else float(
             layout_prefill_time(model, gpu, prompt_tokens, tp=tp, pp=pp, ep=ep, **links,
-                                **step_options)))
+                                engine=engine)))
     degrees = np.array(found, dtype=np.int64)
     itl = np.array(rows["decode_step_time"])
     replica = batch_size / itl

@@ -1,12 +1,10 @@
-"""Inputs of the roofline functions: spec fields, keyword options and broadcasting by name.
+"""Inputs of the roofline formulas: the fields of their specs, and the shared argument checks.
 
-:mod:`rooflinekit.roofline.work` and :mod:`rooflinekit.roofline.latency` write each formula once
-as arithmetic on plain floats or numpy arrays (:mod:`rooflinekit.roofline.step` derives the
-step's coefficients; :mod:`rooflinekit._labels` lays the inputs out). This module reads them: the fields of a
-:class:`~rooflinekit.ModelShape` or :class:`~rooflinekit.GPU` (or of a catalogue Dataset, or of an
-array spec from :mod:`rooflinekit.sweep`) as numbers (:func:`model_fields`, :func:`gpu_fields`);
-the efficiency factors and overrides every time function takes, validated (:func:`read_options`;
-:data:`ROOFLINE_PARAMETERS` documents them with the shared arguments, once).
+The fields of a :class:`~rooflinekit.ModelShape` or :class:`~rooflinekit.GPU` (or of a catalogue
+Dataset, or of an array spec from :mod:`rooflinekit.sweep`) as numbers (:func:`model_fields`,
+:func:`gpu_fields`); the checks of the arguments the formulas share (:data:`ARGUMENT_CHECKS`),
+documented once (:data:`ROOFLINE_PARAMETERS`). How an engine departs from the ideal is
+:mod:`rooflinekit.roofline.engine`.
 """
 
 from __future__ import annotations
@@ -18,21 +16,16 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import parallel
-from rooflinekit._labels import PARAMETERS, parameter_entries
+from rooflinekit._labels import PARAMETERS
 from rooflinekit._validation import (
     MAX_COUNT,
     check_integer,
-    check_nonnegative,
-    check_positive,
     check_range,
 )
-from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
-#: Public: the options and their reader. The spec readers and the shared parameter entries
-#: serve the modules of this folder.
-__all__ = ["OPTION_DEFAULTS", "ENGINE_OPTIONS", "read_options"]
+__all__ = ["ARGUMENT_CHECKS", "ROOFLINE_PARAMETERS", "gpu_fields", "model_fields"]
 
 MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
                 "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param",
@@ -107,101 +100,11 @@ def gpu_fields(gpu, compute_dtype) -> dict:
     return out
 
 
-def _check_dtype(name, value):
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{name} must be a format name such as 'fp8', got "
-                        f"{type(value).__name__}")
-
-
-def _check_activation_dtype(name, value):
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a format name such as 'bf16', got "
-                        f"{type(value).__name__}")
-    bytes_per_element(value, name)
-
-
-#: What ``allreduce`` accepts, each boolean standing for one of the named models.
-ALLREDUCE_MODELS = ("collective", "ring", "guide")
-_ALLREDUCE_FLAGS = {True: "collective", False: "guide"}
-
-
-def _check_allreduce(name, value):
-    if isinstance(value, (bool, np.bool_)) or value in ALLREDUCE_MODELS:
-        return
-    raise TypeError(f"{name} must be True or False, or one of {', '.join(ALLREDUCE_MODELS)}; "
-                    f"got {value!r}")
-
-
-def allreduce_model(value) -> str:
-    """The all-reduce model an ``allreduce`` option names: "collective", "ring" or "guide"."""
-    if isinstance(value, (bool, np.bool_)):
-        return _ALLREDUCE_FLAGS[bool(value)]
-    return value
-
-
-def _single(check):
-    """An override: ``None`` (use the GPU's own) or one number passing ``check``."""
-    def check_override(name, value):
-        if value is not None:
-            check(name, value)
-            if np.ndim(value):
-                raise TypeError(f"{name} must be a single number")
-    return check_override
-
-
-def _efficiency(name, value):
-    check_range(name, value, lo=0, hi=1, lo_open=True)
-
-
-def _optional_efficiency(name, value):
-    """``None`` (follow ``bandwidth_efficiency``) or an efficiency in (0, 1]."""
-    if value is not None:
-        _efficiency(name, value)
-
-
-#: The keyword options every time function takes, with the guide's ideal-model defaults.
-OPTION_DEFAULTS = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": 0.0,
-                   "allreduce": True, "compute_dtype": None, "activation_dtype": "bf16",
-                   "interconnect_bandwidth": None, "interconnect_latency": None,
-                   "layer_overhead": 0.0, "kv_bandwidth_efficiency": None,
-                   "gemm_half_tokens": 0.0, "prefill_overhead": 0.0}
-
-#: The options a calibration fits beside the three classic knobs: every step formula takes
-#: them (the step decorator adds them to a signature that does not name them), each at a
-#: default that leaves the ideal model exactly as it was.
-ENGINE_OPTIONS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
-                  "prefill_overhead")
-
-#: One check per option, run wherever the option enters (one rule, one message).
-OPTION_CHECKS = {"compute_efficiency": _efficiency, "bandwidth_efficiency": _efficiency,
-                 "step_overhead": check_nonnegative, "allreduce": _check_allreduce,
-                 "compute_dtype": _check_dtype, "activation_dtype": _check_activation_dtype,
-                 "interconnect_bandwidth": _single(check_positive),
-                 "interconnect_latency": _single(check_nonnegative),
-                 "layer_overhead": check_nonnegative,
-                 "kv_bandwidth_efficiency": _optional_efficiency,
-                 "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
-                 "prefill_overhead": check_nonnegative}
-
 #: Checks of the arguments the roofline formulas share, by name (a formula may override one).
 ARGUMENT_CHECKS = {"batch_size": lambda name, v: check_range(name, v, lo=1, hi=MAX_COUNT),
                    "context_length": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
                    "prompt_tokens": lambda name, v: check_range(name, v, lo=1, hi=MAX_COUNT),
-                   "tp": lambda name, v: check_integer(name, v, lo=1),
-                   **OPTION_CHECKS}
-
-
-def read_options(**options):
-    """Validate the efficiency factors and overrides every time function accepts."""
-    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; the options are "
-                        f"{', '.join(OPTION_DEFAULTS)}")
-    o = {**OPTION_DEFAULTS, **options}
-    for name, check in OPTION_CHECKS.items():
-        check(name, o[name])
-    o["allreduce"] = allreduce_model(o["allreduce"])
-    return o
+                   "tp": lambda name, v: check_integer(name, v, lo=1)}
 
 
 def read_model(model, arguments) -> dict:
@@ -215,49 +118,11 @@ def read_gpu(gpu, arguments) -> dict:
     ``attention_peak_flops`` is the peak in the activation format, where attention runs.
     """
     out = gpu_fields(gpu, arguments.get("compute_dtype"))
-    attention = parallel.device_peak_flops(
-        gpu, arguments.get("activation_dtype", OPTION_DEFAULTS["activation_dtype"]))
+    attention = parallel.device_peak_flops(gpu, arguments.get("activation_dtype", "bf16"))
     out["attention_peak_flops"] = float(attention) if isinstance(attention, numbers.Real) \
         else attention
     return out
 
 
-#: The roofline formulas' parameters, documented once: the shared arguments and the options.
-ROOFLINE_PARAMETERS = {**PARAMETERS, **parameter_entries("""
-    compute_efficiency : float, array_like or xarray.DataArray
-        Share of the peak FLOP/s the matrix multiplies reach [1], in (0, 1]. Default 1.0.
-    bandwidth_efficiency : float, array_like or xarray.DataArray
-        Share of the HBM bandwidth the step reaches [1], in (0, 1]. Default 1.0.
-    step_overhead : float, array_like or xarray.DataArray
-        Fixed time per step (scheduling, kernel launches, sampling) [s], ≥ 0. Default 0.
-    allreduce : bool or {"collective", "ring", "guide"}
-        Tensor parallelism's all-reduce time (:mod:`rooflinekit.parallel`), two per layer.
-        ``"collective"`` (default, also ``True``): a fixed latency per all-reduce, flat in the
-        degree, plus ``2·(d−1)/d`` of the payload over the link. ``"ring"``: the textbook ring,
-        ``2·(d−1)`` hop latencies per all-reduce. ``"guide"`` (also ``False``): no
-        communication, the guide's §5 simple model.
-    compute_dtype : str, optional
-        Format of the weight matrix multiplies ("fp8", ...); default the GPU's 16-bit dense peak.
-    activation_dtype : str
-        Format of the activations ("bf16", ...): the all-reduce payload's element size and the
-        format attention runs in (its peak FLOP/s). Default "bf16".
-    interconnect_bandwidth, interconnect_latency : float, optional
-        Overrides of the GPU's per-direction link bandwidth [bytes/s] and link latency [s] (per
-        ring hop; a collective pays two).
-    layer_overhead : float, array_like or xarray.DataArray
-        Fixed time per decoder layer per step (kernel launches, which scale with the layers)
-        [s], ≥ 0: the step's fixed cost is ``step_overhead + n_layers · layer_overhead``.
-        Default 0.
-    kv_bandwidth_efficiency : float, array_like, xarray.DataArray or None
-        Share of the HBM bandwidth the KV-cache reads and writes reach [1], in (0, 1];
-        ``bandwidth_efficiency`` is then the weight-streaming one. Default ``None``: the same
-        as ``bandwidth_efficiency`` (one efficiency for all traffic, as before).
-    gemm_half_tokens : float, array_like or xarray.DataArray
-        Tokens per step at which the weight matrix multiplies reach half their efficiency
-        [tokens], ≥ 0: small steps run the GEMMs at ``compute_efficiency · n / (n + n½)``, so
-        their time is ``flops · (n + n½) / (peak · compute_efficiency)``. Default 0 (flat).
-    prefill_overhead : float, array_like or xarray.DataArray
-        Fixed time a step carrying prompt tokens pays once (request admission, tokenization
-        hand-off, scheduling of a new prompt): the serving stack's TTFT intercept [s], ≥ 0.
-        Default 0.
-    """)}
+#: The roofline formulas' parameters, documented once (the engine's are on :class:`Engine`).
+ROOFLINE_PARAMETERS = dict(PARAMETERS)

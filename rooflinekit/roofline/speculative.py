@@ -21,15 +21,15 @@ References
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
 
 import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog
 from rooflinekit._labels import formula
-from rooflinekit._validation import check_fraction, check_integer, check_mapping, describe
+from rooflinekit._validation import check_fraction, check_integer, describe
 from rooflinekit.models import ModelShape
+from rooflinekit.roofline.engine import engine_for
 from rooflinekit.roofline.latency import decode_step_time
 from rooflinekit.roofline.step import Step, kv_tokens, step_formula, step_time
 
@@ -86,10 +86,7 @@ def speculative_tokens_per_step(acceptance, draft_tokens):
 
 @step_formula("s", "verification step time", checks={"draft_tokens": _check_draft_tokens})
 def verification_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, draft_tokens=4,
-                           compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-                           allreduce=True, compute_dtype=None, activation_dtype="bf16",
-                           interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-                           kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+        engine=None):
     """The target's pass over ``draft_tokens + 1`` positions of every sequence [s].
 
     Parameters
@@ -149,7 +146,7 @@ def _check_pair(model, draft):
 
 
 def speculative_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, draft,
-                          draft_tokens=4, roofline_options: Mapping | None = None):
+                          draft_tokens=4, engine=None):
     """One speculative step: ``draft_tokens`` draft steps and the target's verification [s].
 
     Parameters
@@ -162,9 +159,9 @@ def speculative_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, d
         MTP or EAGLE head).
     draft_tokens : int, array_like or xarray.DataArray
         Tokens drafted per step, k [tokens], ≥ 0.
-    roofline_options : mapping, optional
-        Options of the roofline (``compute_efficiency``, ``allreduce``, ...), for the target's
-        and the draft's steps alike.
+    engine : Engine or Calibration, optional
+        How the engine runs a decode step (:class:`rooflinekit.Engine`), for the target's and
+        the draft's steps alike. Default :data:`rooflinekit.IDEAL`.
 
     Returns
     -------
@@ -191,39 +188,39 @@ def speculative_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, d
     ----------
     .. [1] Leviathan, Kalman & Matias, ICML 2023; Li et al., EAGLE, ICML 2024.
     """
-    model, drafter, options = _target_and_draft(model, draft, roofline_options)
+    model, drafter, engine = _target_and_draft(model, gpu, draft, engine)
     check_integer("draft_tokens", draft_tokens, lo=0)
     verify = verification_step_time(model, gpu, batch_size, context_length, tp,
-                                    draft_tokens=draft_tokens, **options)
-    one = _draft_step(model, gpu, drafter, batch_size, context_length, tp, options)
+                                    draft_tokens=draft_tokens, engine=engine)
+    one = _draft_step(model, gpu, drafter, batch_size, context_length, tp, engine)
     return _label(draft_tokens * one + verify, "speculative_step_time", "s",
                   "speculative step time")
 
 
-def _target_and_draft(model, draft, roofline_options):
-    """The target (a spec or catalogue name), the checked draft, and the options as a dict."""
-    options = dict(check_mapping("roofline_options", roofline_options, allow_none=True) or {})
+def _target_and_draft(model, gpu, draft, engine):
+    """The target (a spec or catalogue name), the checked draft, and the decode engine."""
     if isinstance(model, str):
         model = catalog.model(model)
     drafter = _draft(draft)
     _check_pair(model, drafter)
-    return model, drafter, options
+    return model, drafter, engine_for(engine, "decode", model=model, gpu=gpu)
 
 
-def _draft_step(model, gpu, drafter, batch_size, context_length, tp, options):
+def _draft_step(model, gpu, drafter, batch_size, context_length, tp, engine):
     """One draft step: the draft model's decode step, or a head's share of the target's."""
     if isinstance(drafter, float):
-        return drafter * decode_step_time(model, gpu, batch_size, context_length, tp, **options)
-    return decode_step_time(drafter, gpu, batch_size, context_length, tp, **options)
+        return drafter * decode_step_time(model, gpu, batch_size, context_length, tp,
+                                          engine=engine)
+    return decode_step_time(drafter, gpu, batch_size, context_length, tp, engine=engine)
 
 
 def draft_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, draft,
-                    roofline_options: Mapping | None = None):
+                    engine=None):
     """Time of one draft step of speculative decoding, every sequence drafting a token [s].
 
     Parameters
     ----------
-    model, gpu, batch_size, context_length, tp, draft, roofline_options
+    model, gpu, batch_size, context_length, tp, draft, engine
         As for :func:`speculative_step_time`.
 
     Returns
@@ -250,18 +247,18 @@ def draft_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, draft,
     ----------
     .. [1] Leviathan, Kalman & Matias, ICML 2023; Li et al., EAGLE, ICML 2024.
     """
-    model, drafter, options = _target_and_draft(model, draft, roofline_options)
-    return _label(_draft_step(model, gpu, drafter, batch_size, context_length, tp, options),
+    model, drafter, engine = _target_and_draft(model, gpu, draft, engine)
+    return _label(_draft_step(model, gpu, drafter, batch_size, context_length, tp, engine),
                   "draft_step_time", "s", "draft step time")
 
 
 def speculative_speedup(model, gpu, batch_size=1, context_length=0, tp=1, *, draft,
-                        draft_tokens=4, acceptance, roofline_options: Mapping | None = None):
+                        draft_tokens=4, acceptance, engine=None):
     """Tokens per second with speculation over tokens per second without [1].
 
     Parameters
     ----------
-    model, gpu, batch_size, context_length, tp, draft, draft_tokens, roofline_options
+    model, gpu, batch_size, context_length, tp, draft, draft_tokens, engine
         As for :func:`speculative_step_time`.
     acceptance : float, array_like or xarray.DataArray
         Acceptance probability α [1], in [0, 1].
@@ -287,13 +284,13 @@ def speculative_speedup(model, gpu, batch_size=1, context_length=0, tp=1, *, dra
     ----------
     .. [1] Leviathan, Kalman & Matias, ICML 2023, §3.4 (walltime improvement).
     """
-    options = dict(check_mapping("roofline_options", roofline_options, allow_none=True) or {})
     if isinstance(model, str):
         model = catalog.model(model)   # a catalogue name, as speculative_step_time takes
+    engine = engine_for(engine, "decode", model=model, gpu=gpu)
     gained = speculative_tokens_per_step(acceptance, draft_tokens)
-    plain = decode_step_time(model, gpu, batch_size, context_length, tp, **options)
+    plain = decode_step_time(model, gpu, batch_size, context_length, tp, engine=engine)
     spec = speculative_step_time(model, gpu, batch_size, context_length, tp, draft=draft,
-                                 draft_tokens=draft_tokens, roofline_options=options)
+                                 draft_tokens=draft_tokens, engine=engine)
     return _label(gained * plain / spec, "speculative_speedup", "1",
                   "speculative decoding speed-up")
 

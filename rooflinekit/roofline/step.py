@@ -19,21 +19,25 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import types
 from typing import NamedTuple
 
 import numpy as np
 
-from rooflinekit import memory, parallel
-from rooflinekit._labels import formula, lay_out, returns_entry, spec_fields, table
+from rooflinekit import memory
+from rooflinekit._labels import (
+    formula,
+    lay_out,
+    parameter_entries,
+    returns_entry,
+    spec_fields,
+    table,
+)
 from rooflinekit.dtypes import bytes_per_element
+from rooflinekit.roofline.engine import engine_for
 from rooflinekit.roofline.options import (
     ARGUMENT_CHECKS,
-    ENGINE_OPTIONS,
-    OPTION_DEFAULTS,
     ROOFLINE_PARAMETERS,
-    allreduce_model,
     read_gpu,
     read_model,
 )
@@ -242,54 +246,86 @@ _prefill_pairs = _elementwise(prefill_context_tokens_kernel)
 # ------------------------------------------------------------------------------------------------
 
 def step_formula(units: str, long_name: str, *, checks: dict | None = None, model_fields=(),
-                 gpu_fields=(), order=None, parameters=None, returns=None):
-    """:func:`rooflinekit._labels.formula` for the roofline: reads ``model``, ``gpu`` and options.
+                 gpu_fields=(), order=None, parameters=None, returns=None, phase="decode",
+                 engine_fields=None):
+    """:func:`rooflinekit._labels.formula` for the roofline: reads ``model``, ``gpu``, ``engine``.
 
     The arguments are checked by name (:data:`~rooflinekit.roofline.options.ARGUMENT_CHECKS`,
     ``checks`` overriding), the specs read (:func:`~rooflinekit.roofline.options.model_fields`,
     :func:`~rooflinekit.roofline.options.gpu_fields`, plus the spec fields ``model_fields`` and
     ``gpu_fields`` a formula also needs), and everything laid out on one grid, ``model``,
-    ``gpu`` and ``tp`` first unless ``order`` says otherwise. The body receives the numbers as
-    raw arrays, ``model`` as a namespace of the model's coefficients and ``gpu`` as the
-    group's (efficiencies, ``tp`` and all-reduce folded in). The docstring's Parameters section
-    is completed from :data:`~rooflinekit.roofline.options.ROOFLINE_PARAMETERS`, ``parameters``
-    taking precedence; a docstring without a Returns section is given ``returns``, by default
-    the one ``units`` and ``long_name`` say (:func:`rooflinekit._labels.returns_entry`), the
-    labels its result carries.
+    ``gpu`` and ``tp`` first unless ``order`` says otherwise. A formula with an ``engine``
+    parameter takes an :class:`~rooflinekit.roofline.engine.Engine` (or a calibration, asked
+    for the engine of ``phase``); its numeric fields are laid out on the grid with the rest and
+    :meth:`~rooflinekit.roofline.engine.Engine.group_terms` folds them into the group's terms.
+    The body receives the numbers as raw arrays, ``model`` as a namespace of the model's
+    coefficients, ``gpu`` as the group's, and ``engine`` as the resolved ``Engine``.
+    ``engine_fields`` (default: every field) names the fields that shape the result, for the
+    docstring. The docstring's Parameters section is completed from
+    :data:`~rooflinekit.roofline.options.ROOFLINE_PARAMETERS`, ``parameters`` taking
+    precedence; a docstring without a Returns section is given ``returns``, by default the
+    one ``units`` and ``long_name`` say (:func:`rooflinekit._labels.returns_entry`).
     """
     returns = returns_entry(units, long_name) if returns is None else returns
     return _step_decorator(functools.partial(formula, units, long_name, returns=returns), checks,
-                           model_fields, gpu_fields, order, parameters)
+                           model_fields, gpu_fields, order, parameters, phase, engine_fields)
 
 
-def step_table(variables: dict, *, checks: dict | None = None, as_dims=()):
+def step_table(variables: dict, *, checks: dict | None = None, as_dims=(), phase="decode"):
     """:func:`step_formula` for a body returning several quantities: one labelled Dataset.
 
     ``variables`` maps each name to its ``(units, long_name)``
     (:func:`rooflinekit._labels.table`); the arguments named in ``as_dims`` are the table's
     axes, a list or 1-D array there a dimension of its name.
     """
-    return _step_decorator(functools.partial(table, variables, as_dims=as_dims), checks)
+    return _step_decorator(functools.partial(table, variables, as_dims=as_dims), checks,
+                           phase=phase)
 
 
-def _step_decorator(make, checks, model_fields=(), gpu_fields=(), order=None, parameters=None):
+def _engine_parameter(phase, engine_fields):
+    """The ``engine`` entry of a formula's docstring: which fields shape it, for which phase."""
+    shaped = "every field" if engine_fields is None else \
+        ", ".join(f"``{f}``" for f in engine_fields)
+    return parameter_entries(f"""
+    engine : Engine or Calibration, optional
+        How the serving engine runs the step (:class:`rooflinekit.Engine`); a calibration
+        gives its engine for the {phase} phase. Default :data:`rooflinekit.IDEAL`. Fields that
+        shape this result: {shaped}.
+    """)
+
+
+def _step_decorator(make, checks, model_fields=(), gpu_fields=(), order=None, parameters=None,
+                    phase="decode", engine_fields=None):
     """The specs, checks, order and coefficients of the roofline, for ``make(**options)``."""
     readers = (("model", read_model, model_fields), ("gpu", read_gpu, gpu_fields))
 
     def decorate(func):
         params = inspect.signature(func).parameters
-        missing = [k for k in ENGINE_OPTIONS if k not in params]
-        if "step_overhead" in params and missing:
-            # a formula of a whole step takes every step option, written in its signature
-            raise TypeError(f"{func.__qualname__} takes step_overhead but not "
-                            f"{', '.join(missing)}: a step formula takes every step option")
         specs = {k: _with_fields(read, extra) for k, read, extra in readers if k in params}
         # tp follows the specs, as the group's size, when a GPU is read
         default_order = ("model", "gpu", "tp") if "gpu" in specs else ()
+        takes_engine = "engine" in params
+
+        def resolve(arguments):
+            # the engine's numbers go on the grid with the formula's own
+            engine = engine_for(arguments.get("engine") if takes_engine else None, phase,
+                                **_selectors(arguments))
+            arguments["engine"] = engine
+            arguments.update(engine.fields())
+
+        shared = {**ROOFLINE_PARAMETERS, **_engine_parameter(phase, engine_fields),
+                  **(parameters or {})}
         return make(checks={**ARGUMENT_CHECKS, **(checks or {})}, specs=specs,
-                    derive=_coefficients, order=default_order if order is None else order,
-                    parameters={**ROOFLINE_PARAMETERS, **(parameters or {})})(func)
+                    validate=resolve, derive=functools.partial(_coefficients, params=params),
+                    order=default_order if order is None else order,
+                    keep=("engine",), parameters=shared)(func)
     return decorate
+
+
+def _selectors(arguments) -> dict:
+    """The model and GPU a calibration's knob sets may key by: specs that carry a name."""
+    return {k: arguments[k] for k in ("model", "gpu")
+            if isinstance(getattr(arguments.get(k), "name", None), str)}
 
 
 def _with_fields(read, fields):
@@ -303,15 +339,22 @@ def _with_fields(read, fields):
     return read_both
 
 
-def _coefficients(inputs: dict) -> dict:
-    """The laid-out inputs with ``model`` and ``gpu`` as the step's coefficients."""
+def _coefficients(inputs: dict, params=None) -> dict:
+    """The laid-out inputs with ``model`` and ``gpu`` as the step's coefficients.
+
+    The engine's fields are consumed here; the body receives the parameters it names.
+    """
+    engine = inputs["engine"]
+    laid = {k: inputs.pop(k) for k in engine.fields() if k in inputs}
+    laid["tp"] = inputs.get("tp", 1.0)
     model, gpu = inputs.get("model"), inputs.get("gpu")
-    activation = bytes_per_element(inputs.get("activation_dtype",
-                                              OPTION_DEFAULTS["activation_dtype"]))
+    activation = bytes_per_element(engine.activation_dtype)
     if model is not None:
         inputs["model"] = model = _model_terms(model, activation)
     if gpu is not None:
-        inputs["gpu"] = _group_terms(gpu, model, inputs, activation)
+        inputs["gpu"] = engine.group_terms(gpu, model, laid)
+    if params is not None:
+        inputs = {k: v for k, v in inputs.items() if k in params}
     return inputs
 
 
@@ -340,49 +383,17 @@ def _model_terms(m, activation_bytes):
     return m
 
 
-def _group_terms(g, model, inputs: dict, activation_bytes):
-    """The group's coefficients: peak and bandwidth × ``tp`` × efficiency, all-reduce terms."""
-    tp = inputs.get("tp", 1.0)
-    opt = {k: inputs.get(k, v) for k, v in OPTION_DEFAULTS.items()}
-    degree = tp * g.n_gpus
-    # a formula of the GPU alone (the ridge point) has no payload to sum
-    algorithm = allreduce_model(opt["allreduce"]) if model is not None else "guide"
-    if algorithm != "guide":
-        link = g.interconnect_bandwidth if opt["interconnect_bandwidth"] is None else \
-            float(opt["interconnect_bandwidth"])
-        hop = g.interconnect_latency if opt["interconnect_latency"] is None else \
-            float(opt["interconnect_latency"])
-        parallel.require_link(link, degree)
-        per_token, latency = parallel.allreduce_coefficients(
-            model.n_layers, model.hidden_size, activation_bytes, degree, hop, algorithm)
-        link = np.where(degree > 1, link, np.inf)        # 0 / inf = 0 where nothing is sent
-    else:
-        per_token, latency, link = 0.0, 0.0, math.inf
-    g.compute_efficiency = opt["compute_efficiency"]
-    g.peak_flops = g.peak_flops * tp * opt["compute_efficiency"]
-    g.attention_peak_flops = g.attention_peak_flops * tp * opt["compute_efficiency"]
-    g.bandwidth = g.hbm_bandwidth * tp * opt["bandwidth_efficiency"]
-    # kernel launches scale with the layers; a formula of the GPU alone has none
-    layers = model.n_layers if model is not None else 0.0
-    g.step_overhead = opt["step_overhead"] + layers * opt["layer_overhead"]
-    g.gemm_half_tokens = opt["gemm_half_tokens"]
-    g.prefill_overhead = opt["prefill_overhead"]
-    # the KV traffic at its own efficiency: its bytes weigh be / be_kv against the bandwidth
-    kv = opt["kv_bandwidth_efficiency"]
-    g.kv_traffic_scale = 1.0 if kv is None else opt["bandwidth_efficiency"] / kv
-    g.allreduce_bytes_per_token = per_token
-    g.link_bandwidth = link
-    g.allreduce_latency = latency
-    g.tp = degree
-    return g
+def setup(model, gpu, arguments: dict, engine=None, phase="step"):
+    """Grid and coefficients of ``arguments`` outside a decorated formula (StepCost).
 
-
-def _setup(model, gpu, arguments: dict):
-    """Grid and coefficients of ``arguments`` outside a decorated formula (StepCost)."""
+    ``engine`` is resolved for ``phase`` (:func:`~rooflinekit.roofline.engine.engine_for`).
+    """
+    engine = engine_for(engine, phase, **_selectors({"model": model, "gpu": gpu}))
     specs = {k: read for k, read, spec in (("model", read_model, model), ("gpu", read_gpu, gpu))
              if spec is not None}
-    grid, inputs = lay_out({"model": model, "gpu": gpu, **arguments}, specs,
+    grid, inputs = lay_out({"model": model, "gpu": gpu, **arguments, **engine.fields()}, specs,
                            order=("model", "gpu", "tp"))
+    inputs["engine"] = engine
     return grid, _coefficients(inputs)
 
 
@@ -401,8 +412,7 @@ class Step(NamedTuple):
 
 def kv_tokens(model, context_length):
     """KV tokens one sequence at ``context_length`` reads, as full-layer tokens (raw arrays)."""
-    return memory.kv_bytes_per_sequence.__wrapped__(model, context_length) / \
-        model.kv_bytes_per_token
+    return memory.sequence_kv_bytes(model, context_length) / model.kv_bytes_per_token
 
 
 def decode_step(model, batch_size, context_length) -> Step:

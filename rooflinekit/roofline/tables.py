@@ -16,7 +16,7 @@ from rooflinekit import dims
 from rooflinekit._labels import dataset, spec_value
 from rooflinekit._validation import check_integer
 from rooflinekit.roofline.latency import decode_step_time
-from rooflinekit.roofline.options import ALLREDUCE_MODELS, allreduce_model
+from rooflinekit.roofline.engine import engine_for
 from rooflinekit.roofline.step import (
     decode_step,
     step_bytes,
@@ -43,11 +43,7 @@ __all__ = ["decode_roofline", "tp_scaling"]
     "throughput": ("tokens/s", "decode throughput per group"),
     "bound": ("", "bound"),
 }, as_dims=("batch_size", "context_length", "tp"))
-def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-                    bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-                    compute_dtype=None, activation_dtype="bf16",
-                    interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-                    kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Everything the roofline says about a decode step, as one labelled Dataset.
 
     Returns
@@ -92,20 +88,18 @@ def decode_roofline(model, gpu, batch_size=1, context_length=0, tp=1, *, compute
 
 
 def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0, *,
-               allreduce=True, **options):
+               engine=None):
     """How decode latency scales with the tensor-parallel degree, with and without communication.
 
     Parameters
     ----------
     degrees : sequence of int
         Degrees to compare [1], each ≥ 1; the first is the baseline of the speed-up.
-    allreduce : bool or {"collective", "ring", "guide"}
-        The all-reduce model of ``decode_step_time`` (default ``True``, the "collective"
-        model: a fixed latency per all-reduce plus its bandwidth term; "ring": the textbook
-        ring); ``decode_step_time_simple`` is always the guide's model without communication.
-    **options
-        Efficiency factors and overrides passed to
-        :func:`~rooflinekit.roofline.decode_step_time`.
+    engine : Engine or Calibration, optional
+        How the engine runs a decode step (:class:`rooflinekit.Engine`), its ``allreduce``
+        the all-reduce model of ``decode_step_time``; ``decode_step_time_simple`` is the same
+        engine with the guide's model without communication (``allreduce="guide"``). Default
+        :data:`rooflinekit.IDEAL`.
 
     Returns
     -------
@@ -138,15 +132,12 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
     if not degrees:
         raise ValueError("degrees must hold at least one tensor-parallel degree")
     check_integer("degrees", degrees, lo=1)
-    if not (isinstance(allreduce, (bool, np.bool_)) or allreduce in ALLREDUCE_MODELS):
-        raise TypeError(f"allreduce must be True or False, or one of "
-                        f"{', '.join(ALLREDUCE_MODELS)}; got {allreduce!r}")
+    engine = engine_for(engine, "decode", model=model, gpu=gpu)
     tp = xr.DataArray(np.asarray(degrees, dtype=np.int64), dims=(dims.TP,),
                       coords={dims.TP: np.asarray(degrees, dtype=np.int64)})
-    step = decode_step_time(model, gpu, batch_size, context_length, tp,
-                            allreduce=allreduce_model(allreduce), **options)
-    simple = decode_step_time(model, gpu, batch_size, context_length, tp, allreduce="guide",
-                              **options)
+    step = decode_step_time(model, gpu, batch_size, context_length, tp, engine=engine)
+    simple = decode_step_time(model, gpu, batch_size, context_length, tp,
+                              engine=engine.replace(allreduce="guide"))
     base_step = step.isel({dims.TP: 0}, drop=True)
     base_simple = simple.isel({dims.TP: 0}, drop=True)
     ratio = tp / tp.isel({dims.TP: 0}, drop=True)

@@ -74,10 +74,11 @@ from rooflinekit._validation import (
 )
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
-from rooflinekit.roofline.options import ROOFLINE_PARAMETERS, read_options
+from rooflinekit.roofline.engine import engine_for
+from rooflinekit.roofline.options import ROOFLINE_PARAMETERS
 from rooflinekit.roofline.step import (
     StepCost,
-    _setup,
+    setup,
     cost,
     decode_step,
     kv_tokens,
@@ -115,11 +116,7 @@ __all__ = [
 # ------------------------------------------------------------------------------------------------
 
 @document(ROOFLINE_PARAMETERS)
-def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidth_efficiency=1.0,
-        step_overhead=0.0, allreduce=True, compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None,
-        interconnect_latency=None, layer_overhead=0.0, kv_bandwidth_efficiency=None,
-        gemm_half_tokens=0.0, prefill_overhead=0.0)-> StepCost:
+def step_cost_coefficients(model, gpu, tp=1, *, engine=None, phase="step") -> StepCost:
     """The coefficients of :func:`mixed_step_time_kernel` for one model on one group.
 
     Parameters
@@ -130,6 +127,11 @@ def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidt
         One accelerator; ``tp`` of them form the group.
     tp : int
         Tensor-parallel degree [1], ≥ 1.
+    engine : Engine or Calibration, optional
+        How the engine runs the step (:class:`rooflinekit.Engine`; single numbers only);
+        default :data:`rooflinekit.IDEAL`.
+    phase : {"step", "prefill", "decode"}
+        The phase a calibration gives its engine for; default the mixed step.
 
     Returns
     -------
@@ -161,36 +163,22 @@ def step_cost_coefficients(model, gpu, tp=1, *, compute_efficiency=1.0, bandwidt
         raise TypeError(f"model must be one ModelShape, got {type(model).__name__}")
     if not isinstance(gpu, GPU):
         raise TypeError(f"gpu must be one GPU, got {type(gpu).__name__}")
-    opts = read_options(compute_efficiency=compute_efficiency,
-                        bandwidth_efficiency=bandwidth_efficiency, step_overhead=step_overhead,
-                        allreduce=allreduce, compute_dtype=compute_dtype,
-                        activation_dtype=activation_dtype,
-                        interconnect_bandwidth=interconnect_bandwidth,
-                        interconnect_latency=interconnect_latency,
-                        layer_overhead=layer_overhead,
-                        kv_bandwidth_efficiency=kv_bandwidth_efficiency,
-                        gemm_half_tokens=gemm_half_tokens, prefill_overhead=prefill_overhead)
     check_integer("tp", tp, lo=1)
-    for name, value in (("tp", tp), ("compute_efficiency", compute_efficiency),
-                        ("bandwidth_efficiency", bandwidth_efficiency),
-                        ("step_overhead", step_overhead), ("layer_overhead", layer_overhead),
-                        ("kv_bandwidth_efficiency", kv_bandwidth_efficiency),
-                        ("gemm_half_tokens", gemm_half_tokens),
-                        ("prefill_overhead", prefill_overhead)):
+    if isinstance(tp, xr.DataArray) or np.ndim(tp):
+        raise TypeError("tp must be a single number for step_cost_coefficients")
+    resolved = engine_for(engine, phase, model=model, gpu=gpu)
+    for name, value in resolved.fields().items():
         if isinstance(value, xr.DataArray) or np.ndim(value):
-            raise TypeError(f"{name} must be a single number for step_cost_coefficients")
-    _, inputs = _setup(model, gpu, {"tp": tp, **opts})
+            raise TypeError(f"engine.{name} must be a single number for step_cost_coefficients")
+    _, inputs = setup(model, gpu, {"tp": tp}, resolved, phase)
     return StepCost(*(float(v) for v in cost(inputs["model"], inputs["gpu"])))
 
 
-@step_formula("s", "mixed step time", checks={
+@step_formula("s", "mixed step time", phase="step", checks={
     k: check_nonnegative for k in ("decode_tokens", "prefill_tokens", "kv_tokens_read",
                                    "prefill_context_length")})
 def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, tp=1, *,
-        prefill_context_length=0, compute_efficiency=1.0, bandwidth_efficiency=1.0,
-        step_overhead=0.0, allreduce=True, compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+        prefill_context_length=0, engine=None):
     """Time of one step carrying decode tokens and a prompt chunk (chunked prefill) [s].
 
     Parameters
@@ -334,8 +322,8 @@ def prefill_flops(model, prompt_tokens, context_length=0):
     return step_flops(model, prefill_step(model, prompt_tokens, context_length))
 
 
-@step_formula("bytes", "prefill bytes")
-def prefill_bytes(model, prompt_tokens, context_length=0, *, activation_dtype="bf16"):
+@step_formula("bytes", "prefill bytes", phase="prefill", engine_fields=("activation_dtype",))
+def prefill_bytes(model, prompt_tokens, context_length=0, *, engine=None):
     """Bytes a prefill pass moves: weights, the prompt's KV written, the cached prefix read [bytes].
 
     Parameters
@@ -399,8 +387,9 @@ def arithmetic_intensity(model, batch_size=1, context_length=0):
     return step_flops(model, step) / step_bytes(model, step)
 
 
-@step_formula("FLOP/byte", "ridge point")
-def ridge_point(gpu, *, compute_efficiency=1.0, bandwidth_efficiency=1.0, compute_dtype=None):
+@step_formula("FLOP/byte", "ridge point", engine_fields=(
+    "compute_efficiency", "bandwidth_efficiency", "compute_dtype"))
+def ridge_point(gpu, *, engine=None):
     """Peak FLOP/s ÷ bandwidth [FLOP/byte]: below it a step is memory-bound (guide §3.2).
 
     Parameters
@@ -467,11 +456,7 @@ def _step_bound(model, gpu, step):
 
 
 @step_formula("", "bound", returns=_BOUND)
-def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Whether a decode step is ``"compute"``- or ``"memory"``-bound.
 
     See Also
@@ -492,12 +477,8 @@ def decode_bound(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_ef
     return _step_bound(model, gpu, decode_step(model, batch_size, context_length))
 
 
-@step_formula("", "bound", returns=_BOUND)
-def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+@step_formula("", "bound", returns=_BOUND, phase="prefill")
+def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, engine=None):
     """Whether a prefill pass is ``"compute"``- or ``"memory"``-bound.
 
     See Also
@@ -522,12 +503,9 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, compute_
 # The two roofs: compute and memory time of a decode step.
 # ------------------------------------------------------------------------------------------------
 
-@step_formula("s", "decode compute time")
-def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+@step_formula("s", "decode compute time", engine_fields=(
+    "compute_efficiency", "gemm_half_tokens", "compute_dtype", "activation_dtype"))
+def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Time the arithmetic of a decode step needs at the (effective) peak [s].
 
     See Also
@@ -548,12 +526,9 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *,
     return step_compute_time(model, gpu, decode_step(model, batch_size, context_length))
 
 
-@step_formula("s", "decode memory time")
-def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, step_overhead=0.0, allreduce=True,
-        compute_dtype=None, activation_dtype="bf16",
-        interconnect_bandwidth=None, interconnect_latency=None, layer_overhead=0.0,
-        kv_bandwidth_efficiency=None, gemm_half_tokens=0.0, prefill_overhead=0.0):
+@step_formula("s", "decode memory time", engine_fields=(
+    "bandwidth_efficiency", "kv_bandwidth_efficiency"))
+def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Time the memory traffic of a decode step needs at the (effective) bandwidth [s].
 
     See Also
@@ -575,9 +550,10 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, comp
 # Where decode turns compute-bound.
 # ------------------------------------------------------------------------------------------------
 
-@step_formula("1", "critical batch size (inf: never compute-bound)")
-def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficiency=1.0,
-        bandwidth_efficiency=1.0, compute_dtype=None, activation_dtype="bf16"):
+@step_formula("1", "critical batch size (inf: never compute-bound)", engine_fields=(
+    "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency", "gemm_half_tokens",
+    "compute_dtype", "activation_dtype"))
+def critical_batch_size(model, gpu, context_length=0, tp=1, *, engine=None):
     """Batch size at which decode turns compute-bound [1]; ``inf`` where it never does.
 
     Parameters
@@ -609,23 +585,32 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
     .. [1] Guide §3.2 ("decode is very hard to make compute-bound").
     .. [2] Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023.
     """
+    return _critical_batch(model, gpu, context_length)
+
+
+def _critical_batch(model, gpu, context_length):
+    """:func:`critical_batch_size` on the laid-out coefficients (plain arrays)."""
     c = {**vars(model), **vars(gpu)}
-    kv_per_sequence = memory.kv_bytes_per_sequence.__wrapped__(model, context_length)
+    kv_per_sequence = memory.sequence_kv_bytes(model, context_length)
     per_seq = kv_per_sequence / c["kv_bytes_per_token"]
+    gemm = c["flops_per_token"] + c["lm_head_flops_per_token"]
     # attention in the GEMM peak's units, as the step kernel counts it
-    extra_compute = (c["flops_per_token"] + c["lm_head_flops_per_token"]
-                     + c["attention_flops_per_pair"] * per_seq
+    extra_compute = (gemm + c["attention_flops_per_pair"] * per_seq
                      * (c["peak_flops"] / c["attention_peak_flops"])) / c["peak_flops"]
-    extra_memory = (kv_per_sequence + c["embedding_row_bytes"]) / c["bandwidth"]
+    extra_memory = (kv_per_sequence * c["kv_traffic_scale"]
+                    + c["embedding_row_bytes"]) / c["bandwidth"]
     gain = extra_compute - extra_memory                  # compute minus memory, per sequence
+    # the GEMM curve's idle tiles: compute time that does not grow with the batch
+    idle = gemm * c["gemm_half_tokens"] / c["peak_flops"]
     crosses = gain > 0
     safe_gain = np.where(crosses, gain, 1.0)
     all_weights = c["nonexpert_weight_bytes"] + c["n_experts"] * c["expert_weight_bytes"]
-    upper = np.where(crosses, all_weights / c["bandwidth"] / safe_gain, np.inf)
+    upper = np.where(crosses, np.maximum(all_weights / c["bandwidth"] - idle, 0.0) / safe_gain,
+                     np.inf)
     moe = np.broadcast_to(c["expert_weight_bytes"] > 0, np.shape(upper)) & crosses
     result = upper
     if np.any(moe):
-        # h(B) = B·gain − W(B)/bw is convex with h(0) ≤ 0 ≤ h(upper): one root; bisect.
+        # h(B) = B·gain + idle − W(B)/bw is convex with h(0) ≤ 0 ≤ h(upper): one root; bisect.
         lo = np.zeros(np.shape(upper))
         hi = np.where(moe, upper, 1.0)
         for _ in range(64):
@@ -633,7 +618,7 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
             w = c["nonexpert_weight_bytes"] + c["n_experts"] * (
                 1.0 - (1.0 - c["n_experts_per_token"] / c["n_experts"]) ** mid) * \
                 c["expert_weight_bytes"]
-            above = mid * gain - w / c["bandwidth"] >= 0
+            above = mid * gain + idle - w / c["bandwidth"] >= 0
             hi = np.where(above, mid, hi)
             lo = np.where(above, lo, mid)
         result = np.where(moe, hi, upper)
@@ -646,10 +631,11 @@ def critical_batch_size(model, gpu, context_length=0, tp=1, *, compute_efficienc
     "reserve": lambda name, v: check_fraction(name, v, hi_open=True)},
     model_fields=("weight_bytes",), gpu_fields=("memory_bytes",),
     order=("model", "gpu", "tp", "context_length", "compute_efficiency", "bandwidth_efficiency"),
-    parameters=HELD_CONTEXT)
+    parameters=HELD_CONTEXT, engine_fields=(
+        "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
+        "gemm_half_tokens", "compute_dtype", "activation_dtype"))
 def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.DEFAULT_RESERVE,
-        compute_efficiency=1.0, bandwidth_efficiency=1.0,
-        compute_dtype=None, activation_dtype="bf16"):
+        engine=None):
     """Whether a batch big enough to be compute-bound fits in the KV budget [bool].
 
     Returns
@@ -671,6 +657,7 @@ def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.
     ----------
     .. [1] Guide §2.4, §3.2.
     """
-    critical = critical_batch_size.__wrapped__(model, gpu, context_length, tp)
-    fit = memory.max_concurrent_sequences.__wrapped__(model, gpu, context_length, tp, reserve)
+    critical = _critical_batch(model, gpu, context_length)
+    fit = np.floor(memory.usable_bytes(model, gpu, tp, reserve)
+                   / memory.sequence_kv_bytes(model, context_length))
     return critical <= fit

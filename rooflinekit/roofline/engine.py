@@ -1,0 +1,365 @@
+"""How a serving engine runs a step against the ideal roofline: the :class:`Engine` spec.
+
+One frozen object carries every departure from the ideal machine (efficiencies, fixed
+overheads, the GEMM efficiency curve, the all-reduce model and link, the formats the
+arithmetic runs in); it is checked once, at construction. Every path that times a step takes
+it as ``engine=`` and hands the object on untouched to :meth:`Engine.group_terms`, the one
+place its fields become the step's coefficients. :data:`IDEAL` is the guide's bound.
+
+A :class:`~rooflinekit.calibrate.Calibration` (or any object with an ``engine_for`` method)
+stands wherever an ``Engine`` does: :func:`engine_for` asks it for the ``Engine`` of a phase,
+model and GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+
+import numpy as np
+import xarray as xr
+
+from rooflinekit import parallel
+from rooflinekit._validation import MAX_COUNT, check_nonnegative, check_positive, check_range
+from rooflinekit.dtypes import bytes_per_element
+
+__all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "IDEAL_LABEL", "PHASES", "engine_for"]
+
+#: What ``allreduce`` accepts, each boolean standing for one of the named models.
+ALLREDUCE_MODELS = ("collective", "ring", "guide")
+_ALLREDUCE_FLAGS = {True: "collective", False: "guide"}
+
+#: What a result of the ideal engine says of itself (``attrs["model_quality"]``).
+IDEAL_LABEL = ("ideal (best case): roofline at full compute and bandwidth efficiency, "
+               "no overheads")
+
+#: The phases an engine can differ by: a prompt's pass, a decode step, and the mixed step a
+#: continuous batcher runs (prompt chunks beside decodes).
+PHASES = ("prefill", "decode", "step")
+
+
+def _efficiency(name, value):
+    check_range(name, value, lo=0, hi=1, lo_open=True)
+
+
+def _optional_efficiency(name, value):
+    if value is not None:
+        _efficiency(name, value)
+
+
+def _single(check):
+    """``None`` (the GPU's own figure) or one number passing ``check``."""
+    def check_override(name, value):
+        if value is not None:
+            check(name, value)
+            if np.ndim(value):
+                raise TypeError(f"{name} must be a single number")
+    return check_override
+
+
+def _check_allreduce(name, value):
+    if isinstance(value, (bool, np.bool_)) or value in ALLREDUCE_MODELS:
+        return
+    raise TypeError(f"{name} must be True or False, or one of {', '.join(ALLREDUCE_MODELS)}; "
+                    f"got {value!r}")
+
+
+def _check_compute_dtype(name, value):
+    if value is not None:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a format name such as 'fp8', got "
+                            f"{type(value).__name__}")
+
+
+def _check_activation_dtype(name, value):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a format name such as 'bf16', got "
+                        f"{type(value).__name__}")
+    bytes_per_element(value, name)
+
+
+def _check_label(name, value):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+
+
+_CHECKS = {
+    "compute_efficiency": _efficiency,
+    "bandwidth_efficiency": _efficiency,
+    "kv_bandwidth_efficiency": _optional_efficiency,
+    "step_overhead": check_nonnegative,
+    "layer_overhead": check_nonnegative,
+    "prefill_overhead": check_nonnegative,
+    "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
+    "allreduce": _check_allreduce,
+    "interconnect_bandwidth": _single(check_positive),
+    "interconnect_latency": _single(check_nonnegative),
+    "interconnect_efficiency": _efficiency,
+    "compute_dtype": _check_compute_dtype,
+    "activation_dtype": _check_activation_dtype,
+    "label": _check_label,
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Engine:
+    """How a serving engine runs a step, against the ideal roofline.
+
+    Every field's default is the ideal machine's, so ``Engine()`` is the guide's roofline
+    (:data:`IDEAL`); each field checks its range at construction. Numeric fields may be
+    arrays or DataArrays: a formula broadcasts them by dimension name like its other inputs.
+
+    Parameters
+    ----------
+    compute_efficiency : float, array_like or xarray.DataArray
+        Share of the peak FLOP/s the matrix multiplies and attention reach [1], in (0, 1].
+        Default 1.0.
+    bandwidth_efficiency : float, array_like or xarray.DataArray
+        Share of the HBM bandwidth the step's traffic reaches [1], in (0, 1]. Default 1.0.
+    kv_bandwidth_efficiency : float, array_like, xarray.DataArray or None
+        Share of the HBM bandwidth the KV-cache reads and writes reach [1], in (0, 1];
+        ``bandwidth_efficiency`` is then the weight-streaming one. Default ``None``: the same
+        as ``bandwidth_efficiency``.
+    step_overhead : float, array_like or xarray.DataArray
+        Fixed time per step (scheduling, sampling, kernel launches) [s], ≥ 0. Default 0.
+    layer_overhead : float, array_like or xarray.DataArray
+        Fixed time per decoder layer per step [s], ≥ 0: the step's fixed cost is
+        ``step_overhead + n_layers · layer_overhead``. Default 0.
+    prefill_overhead : float, array_like or xarray.DataArray
+        Fixed time a step carrying prompt tokens pays once (admission, scheduling of a new
+        prompt): the TTFT intercept [s], ≥ 0. Default 0.
+    gemm_half_tokens : float, array_like or xarray.DataArray
+        Tokens per step at which the weight matrix multiplies reach half their efficiency,
+        ``n½`` [tokens], ≥ 0: a step of ``n`` tokens runs them at
+        ``compute_efficiency · n / (n + n½)``. Default 0 (flat).
+    allreduce : bool or {"collective", "ring", "guide"}
+        Tensor parallelism's all-reduce, two per layer. ``"collective"`` (default, also
+        ``True``): a fixed latency per all-reduce plus ``2·(d−1)/d`` of the payload over the
+        link. ``"ring"``: ``2·(d−1)`` hop latencies per all-reduce. ``"guide"`` (also
+        ``False``): no communication, the guide's §5 model. Stored as the name.
+    interconnect_bandwidth : float, optional
+        Per-direction link bandwidth per GPU [bytes/s], > 0; default the GPU's own.
+    interconnect_latency : float, optional
+        Latency of one link hop [s], ≥ 0 (a collective pays two); default the GPU's own.
+    interconnect_efficiency : float
+        Share of the link bandwidth the all-reduce reaches [1], in (0, 1]. Default 1.0.
+    compute_dtype : str, optional
+        Format the weight matrix multiplies run in ("fp8", "fp4", ...), which picks the GPU's
+        peak; default the GPU's 16-bit dense peak.
+    activation_dtype : str
+        Format of the activations ("bf16", ...): the all-reduce payload's element size and the
+        format attention runs in. Default "bf16".
+    label : str
+        What a result computed with this engine says of itself (``attrs["model_quality"]``);
+        default: :data:`IDEAL_LABEL` for the ideal engine, else the fields that differ from it.
+
+    See Also
+    --------
+    IDEAL, engine_for, rooflinekit.calibrate.Calibration.engine_for
+
+    Notes
+    -----
+    The precision choices live here, not on the model: a model's ``bytes_per_param`` is how
+    its weights are stored, while ``compute_dtype`` is how the engine multiplies them (FP8
+    weights may run W8A8 on FP8 tensor cores or be widened to BF16), a choice of the engine's
+    kernels. :meth:`group_terms` is the one place the fields become step coefficients; a new
+    knob is one field and its lines there.
+    """
+
+    compute_efficiency: object = 1.0
+    bandwidth_efficiency: object = 1.0
+    kv_bandwidth_efficiency: object = None
+    step_overhead: object = 0.0
+    layer_overhead: object = 0.0
+    prefill_overhead: object = 0.0
+    gemm_half_tokens: object = 0.0
+    allreduce: object = "collective"
+    interconnect_bandwidth: object = None
+    interconnect_latency: object = None
+    interconnect_efficiency: object = 1.0
+    compute_dtype: object = None
+    activation_dtype: str = "bf16"
+    label: str = ""
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            check = _CHECKS.get(field.name)
+            if check is not None:
+                check(field.name, value)
+            if isinstance(value, (list, tuple)):
+                object.__setattr__(self, field.name, np.asarray(value, dtype=float))
+        if isinstance(self.allreduce, (bool, np.bool_)):
+            object.__setattr__(self, "allreduce", _ALLREDUCE_FLAGS[bool(self.allreduce)])
+        if not self.label:
+            object.__setattr__(self, "label", self._describe())
+
+    def _describe(self) -> str:
+        changed = [f"{k}={_show(v)}" for k, v in self.fields().items()
+                   if not _same(v, _DEFAULTS.get(k))]
+        return IDEAL_LABEL if not changed else "engine: " + ", ".join(changed)
+
+    def fields(self) -> dict:
+        """Every field but ``label``, by name (a subclass's own fields included)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name != "label"}
+
+    def replace(self, **changes) -> "Engine":
+        """A copy with ``changes``; the label is written afresh unless given."""
+        if "label" not in changes:
+            changes["label"] = ""
+        return dataclasses.replace(self, **changes)
+
+    def engine_for(self, phase: str, **selectors) -> "Engine":
+        """This engine, whatever the phase: an ``Engine`` is the same in every phase."""
+        _check_phase(phase)
+        return self
+
+    def to_dict(self) -> dict:
+        """The fields that differ from the ideal, JSON-ready (the label included)."""
+        out = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+               for k, v in self.fields().items() if not _same(v, _DEFAULTS.get(k))}
+        if isinstance(next((v for v in out.values() if isinstance(v, xr.DataArray)), None),
+                      xr.DataArray):
+            raise TypeError("an Engine with DataArray fields cannot be written as a dict")
+        return {**out, "label": self.label}
+
+    @classmethod
+    def from_dict(cls, data) -> "Engine":
+        """The inverse of :meth:`to_dict`; an unknown field raises ``TypeError`` naming it."""
+        if not isinstance(data, dict):
+            raise TypeError(f"an engine must be a mapping of field names to values; got "
+                            f"{type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise TypeError(f"unknown engine field(s) {', '.join(map(repr, unknown))}; the "
+                            f"fields are {', '.join(sorted(known))}")
+        return cls(**data)
+
+    def group_terms(self, group, model, laid: dict):
+        """The step coefficients of a GPU group run by this engine (raw arrays).
+
+        Parameters
+        ----------
+        group : types.SimpleNamespace
+            The GPU's fields on the formula's grid (``peak_flops`` at ``compute_dtype``,
+            ``attention_peak_flops`` at ``activation_dtype``, ``hbm_bandwidth``, link figures,
+            ``n_gpus``), completed here and returned.
+        model : types.SimpleNamespace or None
+            The model's coefficients (``n_layers``, ``hidden_size``), ``None`` for a formula
+            of the GPU alone.
+        laid : dict
+            This engine's fields as laid out on the grid, and ``tp``.
+
+        Notes
+        -----
+        ``peak = peak_flops · tp · compute_efficiency``, ``bandwidth = hbm · tp ·
+        bandwidth_efficiency``, ``fixed = step_overhead + n_layers · layer_overhead``; the KV
+        traffic weighs ``bandwidth_efficiency / kv_bandwidth_efficiency`` against the
+        bandwidth; the all-reduce is :func:`rooflinekit.parallel.allreduce_coefficients` over
+        ``link · interconnect_efficiency``. With every field at its default each term is the
+        ideal model's, to the bit (``x · 1.0`` and ``x + 0.0`` are exact).
+        """
+        tp = laid.get("tp", 1.0)
+        degree = tp * group.n_gpus
+        activation_bytes = bytes_per_element(self.activation_dtype)
+        # a formula of the GPU alone (the ridge point) has no payload to sum
+        algorithm = self.allreduce if model is not None else "guide"
+        if algorithm != "guide":
+            link = group.interconnect_bandwidth if self.interconnect_bandwidth is None else \
+                float(self.interconnect_bandwidth)
+            link = link * laid["interconnect_efficiency"]
+            hop = group.interconnect_latency if self.interconnect_latency is None else \
+                float(self.interconnect_latency)
+            parallel.require_link(link, degree)
+            per_token, latency = parallel.allreduce_coefficients(
+                model.n_layers, model.hidden_size, activation_bytes, degree, hop, algorithm)
+            link = np.where(degree > 1, link, np.inf)        # 0 / inf = 0 where nothing is sent
+        else:
+            per_token, latency, link = 0.0, 0.0, math.inf
+        compute = laid["compute_efficiency"]
+        group.compute_efficiency = compute
+        group.peak_flops = group.peak_flops * tp * compute
+        group.attention_peak_flops = group.attention_peak_flops * tp * compute
+        group.bandwidth = group.hbm_bandwidth * tp * laid["bandwidth_efficiency"]
+        # kernel launches scale with the layers; a formula of the GPU alone has none
+        layers = model.n_layers if model is not None else 0.0
+        group.step_overhead = laid["step_overhead"] + layers * laid["layer_overhead"]
+        group.gemm_half_tokens = laid["gemm_half_tokens"]
+        group.prefill_overhead = laid["prefill_overhead"]
+        kv = laid["kv_bandwidth_efficiency"]
+        group.kv_traffic_scale = 1.0 if kv is None else laid["bandwidth_efficiency"] / kv
+        group.allreduce_bytes_per_token = per_token
+        group.link_bandwidth = link
+        group.allreduce_latency = latency
+        group.tp = degree
+        return group
+
+
+def _show(value) -> str:
+    if isinstance(value, (xr.DataArray, np.ndarray)):
+        return f"<{np.size(value)} values>"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (np.ndarray, xr.DataArray)) or isinstance(b, (np.ndarray, xr.DataArray)):
+        return False
+    if isinstance(a, numbers.Real) and isinstance(b, numbers.Real):
+        return float(a) == float(b)
+    return a == b
+
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Engine)}
+
+#: The guide's ideal roofline: every field at its default.
+IDEAL = Engine()
+
+
+def _check_phase(phase):
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {', '.join(PHASES)}; got {phase!r}")
+
+
+def engine_for(engine, phase: str, **selectors) -> Engine:
+    """The :class:`Engine` that ``engine`` gives for ``phase`` (and a model and GPU).
+
+    Parameters
+    ----------
+    engine : Engine, Calibration or None
+        An ``Engine`` (itself in every phase), an object with an ``engine_for(phase,
+        **selectors)`` method (a :class:`~rooflinekit.calibrate.Calibration`, a shipped
+        profile) or ``None`` (:data:`IDEAL`).
+    phase : {"prefill", "decode", "step"}
+        What is timed: a prompt's pass, a decode step, or a mixed step.
+    **selectors
+        ``model=``, ``gpu=`` (specs or names): what a calibration keyed by them picks from.
+
+    Returns
+    -------
+    Engine
+
+    Raises
+    ------
+    TypeError
+        ``engine`` is neither, or its ``engine_for`` does not return an ``Engine``.
+    """
+    _check_phase(phase)
+    if engine is None:
+        return IDEAL
+    if isinstance(engine, Engine):
+        return engine
+    method = getattr(engine, "engine_for", None)
+    if not callable(method) or isinstance(engine, type):
+        raise TypeError(f"engine must be an Engine or a Calibration (rooflinekit.Engine(...), "
+                        f"rooflinekit.IDEAL, rooflinekit.calibrate.Calibration); got "
+                        f"{type(engine).__name__}")
+    chosen = method(phase, **{k: v for k, v in selectors.items() if v is not None})
+    if not isinstance(chosen, Engine):
+        raise TypeError(f"engine.engine_for({phase!r}) must return an Engine; got "
+                        f"{type(chosen).__name__}")
+    return chosen
