@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, roofline
-from rooflinekit.roofline import OPTION_DEFAULTS
+from rooflinekit.roofline import IDEAL
 
 _BODY = roofline.decode_step_time.__wrapped__
 _FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
@@ -41,7 +41,9 @@ def _via_apply_ufunc(models, gpus, batch, ctx, tp):
                                           "interconnect_bandwidth", "interconnect_latency"),
                                          fields[len(_FIELDS):])))
         gpu.attention_peak_flops = gpu.peak_flops      # the 16-bit peak: bf16 activations
-        inputs = _coefficients({"model": model, "gpu": gpu, "tp": t, **OPTION_DEFAULTS})
+        # the ideal engine's fields, as the formula lays them out beside the specs
+        inputs = _coefficients({"model": model, "gpu": gpu, "tp": t, "engine": IDEAL,
+                                **IDEAL.fields()})
         return _BODY(inputs["model"], inputs["gpu"], b, c, t)
 
     out = xr.apply_ufunc(kernel, batch, ctx, tp, *model_vars, *gpu_vars, join="exact")

@@ -34,7 +34,7 @@ class DecodeGrid:
 
     def time_decode_time_allreduce(self, n_contexts):
         roofline.decode_step_time(self.models, self.gpus, self.batch, self.ctx, self.tp,
-                                       allreduce=True)
+                                  engine=roofline.Engine(allreduce=True))
 
     def time_decode_throughput(self, n_contexts):
         roofline.decode_throughput(self.models, self.gpus, self.batch, self.ctx, self.tp)
@@ -106,7 +106,8 @@ class StepKernel:
     def setup(self):
         rng = np.random.default_rng(0)
         self.cost = np.array(roofline.step_cost_coefficients(
-            catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB"), 8, allreduce=True))
+            catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB"), 8,
+            engine=roofline.Engine(allreduce=True)))
         self.n = rng.integers(1, 256, size=1_000_000).astype(float)
         self.kv = self.n * rng.integers(0, 8192, size=1_000_000)
         _simulate_steps(self.cost, self.n[:10], self.kv[:10])        # compile in setup

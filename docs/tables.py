@@ -109,36 +109,38 @@ def _spec(row: dict):
     return model, catalog.gpu(row["gpu"]), int(row["tp"]), dtype
 
 
-def _static_prefill(model, gpu, batch, prompt, tp, **options):
+def _static_prefill(model, gpu, batch, prompt, tp, engine):
     """One prefill step of ``batch`` prompts of ``prompt`` tokens that arrived together [s].
 
     The step kernel with each prompt's own attention pairs (``batch`` separate prompts, not one
     long one); logits are charged once, as for one prompt (< 0.1 % of the step here).
     """
-    cost = rl.step_cost_coefficients(model, gpu, tp, **options)
+    cost = rl.step_cost_coefficients(model, gpu, tp, engine=engine, phase="prefill")
     pairs = rl.prefill_context_tokens_kernel(float(prompt), 0.0, cost.full_attention_fraction,
                                              cost.sliding_window)
     return rl.mixed_step_time_kernel(*cost, 0.0, float(batch * prompt), 0.0, batch * pairs)
 
 
-def _static_run(model, gpu, batch, prompt, output, tp, **options):
+def _static_run(model, gpu, batch, prompt, output, tp, engine):
     """A lock-step static batch: one prefill step, then ``output − 1`` decode steps [s]."""
-    return (_static_prefill(model, gpu, batch, prompt, tp, **options)
-            + float(rl.generation_time(model, gpu, output - 1, prompt, batch, tp, **options)))
+    return (_static_prefill(model, gpu, batch, prompt, tp, engine)
+            + float(rl.generation_time(model, gpu, output - 1, prompt, batch, tp,
+                                       engine=engine)))
 
 
-def _validation_prediction(row: dict, **options) -> float:
-    """The ideal roofline's figure for one published row, in the row's unit (ms or tokens/s)."""
+def _validation_prediction(row: dict, engine=rl.IDEAL) -> float:
+    """The roofline's figure for one published row under ``engine`` (the ideal one by
+    default, in the row's format), in the row's unit (ms or tokens/s)."""
     model, gpu, tp, dtype = _spec(row)
-    options = {"compute_dtype": dtype, **options}
+    engine = engine.replace(compute_dtype=dtype)
     b, p, o = (int(row[k]) for k in ("batch_size", "prompt_tokens", "output_tokens"))
     if row["kind"] == "itl":          # at the generation's mean context
-        return 1e3 * float(rl.decode_step_time(model, gpu, b, p + o / 2, tp, **options))
+        return 1e3 * float(rl.decode_step_time(model, gpu, b, p + o / 2, tp, engine=engine))
     if row["kind"] == "e2e":          # vLLM benchmark_latency: all sequences in lock-step
-        return 1e3 * _static_run(model, gpu, b, p, o, tp, **options)
+        return 1e3 * _static_run(model, gpu, b, p, o, tp, engine)
     if row["kind"] == "throughput":   # TensorRT-LLM gptSessionBenchmark: batch × output / time
-        return b * o / _static_run(model, gpu, b, p, o, tp, **options)
-    return 1e3 * float(rl.prefill_time(model, gpu, p, tp, **options))
+        return b * o / _static_run(model, gpu, b, p, o, tp, engine)
+    return 1e3 * float(rl.prefill_time(model, gpu, p, tp, engine=engine))
 
 
 def _solve_efficiency(row: dict, knob: str) -> float:
@@ -149,7 +151,7 @@ def _solve_efficiency(row: dict, knob: str) -> float:
     faster = row["kind"] == "throughput"          # higher is faster for throughput only
 
     def gap(e):
-        value = _validation_prediction(row, **{knob: e})
+        value = _validation_prediction(row, rl.Engine(**{knob: e}))
         return (measured - value) if faster else (value - measured)
 
     if gap(1.0) > 0:       # slower than measured even at full efficiency
@@ -178,7 +180,7 @@ def validation_tables() -> dict:
     decode, prefill = [], []
     for row in _validation_rows():
         pred = _validation_prediction(row)
-        plain = _validation_prediction(row, allreduce=False)
+        plain = _validation_prediction(row, rl.Engine(allreduce=False))
         measured = float(row["measured"])
         err = 100.0 * (pred / measured - 1.0)
         unit_ms = row["kind"] != "throughput"

@@ -68,7 +68,7 @@ fig.savefig(out / "capacity_under_load.png", dpi=110)
 # What this leaves out
 # --------------------
 # The roofline clock is ideal: full compute and bandwidth efficiency and no scheduler overhead, so
-# the rates are upper bounds until a calibration is passed (``calibration=``). A run starts from an
-# empty system, which flatters short runs; more ``requests`` shrink that. The fleet is whole
-# replicas of one tensor-parallel layout (pipeline stages are not simulated); separate prefill
-# and decode pools are compared by ``rk.plan_disaggregated``.
+# the rates are upper bounds until an engine or a calibration is passed (``engine=``). A run
+# starts from an empty system, which flatters short runs; more ``requests`` shrink that. The
+# fleet is whole replicas of one tensor-parallel layout (pipeline stages are not simulated);
+# separate prefill and decode pools are compared by ``rk.plan_disaggregated``.

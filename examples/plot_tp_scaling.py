@@ -27,13 +27,14 @@ from rooflinekit.plotting import plot_tp_scaling
 model = rk.catalog.model("guide-70b")
 gpu = rk.catalog.gpu("guide-lab-80GB")
 degrees = [1, 2, 4, 8, 16]
-table = rk.tp_scaling(model, gpu, degrees, batch_size=32, context_length=4096, allreduce="ring")
+ring = rk.Engine(allreduce="ring")      # the textbook ring the guide's §5 table uses
+table = rk.tp_scaling(model, gpu, degrees, batch_size=32, context_length=4096, engine=ring)
 print(table[["decode_step_time", "decode_step_time_simple", "allreduce_time", "speedup",
              "scaling_efficiency"]].to_dataframe().round(4).to_string())
 
 # %%
 # Step time (left) and throughput (right), with the all-reduce (solid) and without (dashed).
-ax = plot_tp_scaling(model, gpu, degrees, batch_size=32, context_length=4096, allreduce="ring")
+ax = plot_tp_scaling(model, gpu, degrees, batch_size=32, context_length=4096, engine=ring)
 ax.figure.set_size_inches(8.5, 5.5)
 
 # %%

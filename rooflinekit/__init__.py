@@ -8,8 +8,7 @@ on first use, and dask is needed only for chunked sweeps and distributed Monte C
 # ``calibrate`` and ``sweep`` are exported as folders (their main functions share their names:
 # ``rooflinekit.sweep.sweep``, ``rooflinekit.calibrate.calibrate``)
 from rooflinekit import calibrate, catalog, dims, plotting, sweep, units
-from rooflinekit.batching import (ContinuousBatcher, Speculative, StaticBatcher, monte_carlo,
-                                  simulate)
+from rooflinekit.batching import ContinuousBatcher, Speculative, StaticBatcher, monte_carlo
 from rooflinekit.calibrate import (
                                 Calibration,
                                 cross_validate,
@@ -119,7 +118,7 @@ __all__ = [
     "layout_memory", "pipeline_bubble", "expert_all_to_all_bytes", "kv_transfer_time",
     "layout_decode_step_time", "layout_prefill_time", "layouts",
     # batching (§4)
-    "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "Speculative",
+    "StaticBatcher", "ContinuousBatcher", "monte_carlo", "Speculative",
     "Workload", "WorkloadSpec", "guide_workload",
     # economics (§6, §7)
     "PayAsYouGo", "Provisioned", "SelfHosted", "Compliance", "NoAdmissibleOptionError",

@@ -127,19 +127,19 @@ def roofline_section() -> Section:
     """§3: decode traffic, the ridge point, intensity and what batching buys."""
     model = catalog.model("guide-70b")
     gpu = catalog.gpu("guide-lab-80GB")
-    guide = {"allreduce": "guide"}     # §3 is the simple model: no communication
+    guide = roofline.Engine(allreduce="guide")     # §3 is the simple model: no communication
     traffic = roofline.decode_bytes(model, 1, 0)
-    itl = roofline.decode_step_time(model, gpu, 1, 0, **guide)
-    arithmetic = roofline.decode_compute_time(model, gpu, 1, 0, **guide)
-    arithmetic_8 = roofline.decode_compute_time(model, gpu, 1, 0, tp=8, **guide)
+    itl = roofline.decode_step_time(model, gpu, 1, 0, engine=guide)
+    arithmetic = roofline.decode_compute_time(model, gpu, 1, 0, engine=guide)
+    arithmetic_8 = roofline.decode_compute_time(model, gpu, 1, 0, tp=8, engine=guide)
     ridge = roofline.ridge_point(gpu)
     intensity = roofline.arithmetic_intensity(model, 1, 0)
-    fall_0 = (roofline.amortized_token_time(model, gpu, 1, 0, **guide)
-              / roofline.amortized_token_time(model, gpu, 128, 0, **guide))
+    fall_0 = (roofline.amortized_token_time(model, gpu, 1, 0, engine=guide)
+              / roofline.amortized_token_time(model, gpu, 128, 0, engine=guide))
     ctx_75 = 2390          # conventions: 2,353–2,429 tokens of context round to 75×
-    fall_ctx = (roofline.amortized_token_time(model, gpu, 1, ctx_75, **guide)
-                / roofline.amortized_token_time(model, gpu, 128, ctx_75, **guide))
-    ttft = roofline.prefill_time(model, gpu, 20_000, tp=8, **guide)
+    fall_ctx = (roofline.amortized_token_time(model, gpu, 1, ctx_75, engine=guide)
+                / roofline.amortized_token_time(model, gpu, 128, ctx_75, engine=guide))
+    ttft = roofline.prefill_time(model, gpu, 20_000, tp=8, engine=guide)
     figures = (
         Figure("bytes read per batch-1 decode step (70B fp16)", "140 GB", traffic / units.GB, "GB",
                traffic == 140e9),
@@ -169,12 +169,14 @@ def roofline_section() -> Section:
     for b in batches:
         rows.append((b, roofline.arithmetic_intensity(model, b, 0),
                      roofline.arithmetic_intensity(model, b, ctx_75),
-                     roofline.decode_step_time(model, gpu, b, ctx_75, tp=8, **guide) / units.MS,
-                     roofline.amortized_token_time(model, gpu, b, 0, tp=8, **guide) / units.MS,
-                     roofline.amortized_token_time(model, gpu, b, ctx_75, tp=8, **guide)
+                     roofline.decode_step_time(model, gpu, b, ctx_75, tp=8, engine=guide)
                      / units.MS,
-                     fall_at(model, gpu, b, 0, **guide),
-                     fall_at(model, gpu, b, ctx_75, **guide)))
+                     roofline.amortized_token_time(model, gpu, b, 0, tp=8, engine=guide)
+                     / units.MS,
+                     roofline.amortized_token_time(model, gpu, b, ctx_75, tp=8, engine=guide)
+                     / units.MS,
+                     fall_at(model, gpu, b, 0, engine=guide),
+                     fall_at(model, gpu, b, ctx_75, engine=guide)))
     table = Table(
         f"Batching raises intensity (70B fp16 on 8 × lab GPU; context 0 and {ctx_75:,} tokens)",
         ("batch", "FLOP/B ctx 0", f"FLOP/B ctx {ctx_75:,}", f"ITL ms ctx {ctx_75:,}",
@@ -186,10 +188,12 @@ def roofline_section() -> Section:
     return Section("roofline", "Prefill and decode: the roofline (§3)", figures, (table,), notes)
 
 
-def fall_at(model, gpu, batch_size, context_length, **options):
-    """How much cheaper a token is at ``batch_size`` than at batch 1 (same context)."""
-    return (roofline.amortized_token_time(model, gpu, 1, context_length, **options)
-            / roofline.amortized_token_time(model, gpu, batch_size, context_length, **options))
+def fall_at(model, gpu, batch_size, context_length, *, engine=None):
+    """How much cheaper a token is at ``batch_size`` than at batch 1 (same context), under
+    ``engine`` (an :class:`~rooflinekit.Engine`; default :data:`rooflinekit.IDEAL`)."""
+    return (roofline.amortized_token_time(model, gpu, 1, context_length, engine=engine)
+            / roofline.amortized_token_time(model, gpu, batch_size, context_length,
+                                            engine=engine))
 
 
 def batching_section() -> Section:
@@ -284,7 +288,7 @@ def parallel_section() -> Section:
     tp_183 = parallel.smallest_tp(model, gpu, concurrency=183, context_length=8192)
     # §5 as the guide's text reads it: the simple model beside the textbook ring
     scaling = roofline.tp_scaling(model, gpu, (1, 2, 4, 8), batch_size=32, context_length=4096,
-                                  allreduce="ring")
+                                  engine=roofline.Engine(allreduce="ring"))
     figures = (
         Figure("70B fp16 fits one 80 GiB card", "no: TP is a precondition", str(fits_one), "",
                not fits_one),

@@ -451,6 +451,45 @@ def smallest_tp(model, gpu, *, kv_budget_bytes=None, concurrency=None, context_l
 # Layouts: (tp, pp, ep, dp), their memory per GPU and the traffic between their parts.
 # ------------------------------------------------------------------------------------------------
 
+def layout_ok(n_heads, n_kv_heads, is_mla, n_layers, n_experts, tp, pp=1, ep=1, dp=1):
+    """Whether a ``(tp, pp, ep, dp)`` layout divides a model, elementwise (plain arrays).
+
+    The one rule of a layout's validity, which :func:`check_layout` explains and the sweep
+    applies cell by cell: ``tp`` divides the attention heads, and the KV heads or a multiple
+    of them (a latent cache, ``is_mla``, has no KV heads to split); ``pp`` divides the
+    layers; ``ep`` is 1, or divides the routed experts (more than one) and ``tp × dp``, with
+    ``ep`` and ``tp`` one a divisor of the other.
+    """
+    mla = np.asarray(is_mla) > 0                   # a spec table holds it as a number
+    kv_heads = np.where(mla, 1, n_kv_heads)        # (a latent cache's count is not read)
+    heads = (n_heads % tp == 0) & (mla | (kv_heads % tp == 0) | (tp % kv_heads == 0))
+    experts = (n_experts > 1) & (n_experts % ep == 0) & ((tp * dp) % ep == 0) & (
+        (tp % ep == 0) | (ep % tp == 0))
+    return heads & (n_layers % pp == 0) & ((ep == 1) | experts)
+
+
+def _explain_layout(model, tp, pp, ep, dp):
+    """Raise the ValueError that says which part of :func:`layout_ok`'s rule a layout breaks."""
+    if model.n_layers % pp:
+        raise ValueError(f"pp must divide the model's {model.n_layers} layers (stages of equal "
+                         f"layers); got pp={pp}")
+    if model.n_heads % tp:
+        raise ValueError(f"tp must divide the model's {model.n_heads} attention heads; got tp={tp}")
+    if not model.is_mla and model.n_kv_heads % tp and tp % model.n_kv_heads:
+        raise ValueError(f"tp must divide the model's {model.n_kv_heads} KV heads or be a multiple "
+                         f"of them; got tp={tp}")
+    if ep > 1:
+        if not model.is_moe:
+            raise ValueError(f"ep must be 1 for a dense model (no experts to spread); got ep={ep}")
+        if model.n_experts % ep:
+            raise ValueError(f"ep must divide the model's {model.n_experts} routed experts; "
+                             f"got ep={ep}")
+        if (tp * dp) % ep or (tp % ep and ep % tp):
+            raise ValueError(f"ep must divide tp × dp = {tp * dp} (experts shard over a stage's "
+                             f"GPUs) and divide tp or be a multiple of it; got ep={ep}")
+    raise ValueError(f"layout tp={tp}, pp={pp}, ep={ep}, dp={dp} does not divide the model")
+
+
 def check_layout(model, *, tp=1, pp=1, ep=1, dp=1, n_gpus=None):
     """Validate a layout against a model and return its degrees as ``(tp, pp, ep, dp)`` ints.
 
@@ -487,23 +526,9 @@ def check_layout(model, *, tp=1, pp=1, ep=1, dp=1, n_gpus=None):
     check_type("model", model, ModelShape)
     tp, pp, ep, dp = (whole_number(n, v, lo=1) for n, v in
                       (("tp", tp), ("pp", pp), ("ep", ep), ("dp", dp)))
-    if model.n_layers % pp:
-        raise ValueError(f"pp must divide the model's {model.n_layers} layers (stages of equal "
-                         f"layers); got pp={pp}")
-    if model.n_heads % tp:
-        raise ValueError(f"tp must divide the model's {model.n_heads} attention heads; got tp={tp}")
-    if not model.is_mla and model.n_kv_heads % tp and tp % model.n_kv_heads:
-        raise ValueError(f"tp must divide the model's {model.n_kv_heads} KV heads or be a multiple "
-                         f"of them; got tp={tp}")
-    if ep > 1:
-        if not model.is_moe:
-            raise ValueError(f"ep must be 1 for a dense model (no experts to spread); got ep={ep}")
-        if model.n_experts % ep:
-            raise ValueError(f"ep must divide the model's {model.n_experts} routed experts; "
-                             f"got ep={ep}")
-        if (tp * dp) % ep or (tp % ep and ep % tp):
-            raise ValueError(f"ep must divide tp × dp = {tp * dp} (experts shard over a stage's "
-                             f"GPUs) and divide tp or be a multiple of it; got ep={ep}")
+    if not layout_ok(model.n_heads, model.n_kv_heads, model.is_mla, model.n_layers,
+                     model.n_experts, tp, pp, ep, dp):
+        _explain_layout(model, tp, pp, ep, dp)
     if n_gpus is not None:
         n_gpus = whole_number("n_gpus", n_gpus, lo=1)
         if tp * pp * dp > n_gpus:

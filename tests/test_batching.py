@@ -9,8 +9,10 @@ import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooflinekit.batching import (REASON_KV_BUDGET, ContinuousBatcher, StaticBatcher,
-                                  monte_carlo, replicate_seed, run_replicates, simulate)
+import rooflinekit as rk
+from rooflinekit.batching import (IDEAL, REASON_KV_BUDGET, ContinuousBatcher, StaticBatcher,
+                                  monte_carlo, replicate_seed, run_replicates)
+from rooflinekit.calibrate import Calibration
 from rooflinekit.workloads import (AllAtOnce, Constant, LogNormal, Poisson, Uniform, Workload,
                                    WorkloadSpec, guide_workload, short_and_long)
 
@@ -409,31 +411,106 @@ def test_parameter_messages(make, error, message):
 
 
 @pytest.mark.parametrize("batcher", [ContinuousBatcher, StaticBatcher])
-def test_roofline_options_checked_at_construction(batcher):
+def test_engine_checked_at_construction(batcher):
     roofline = dict(model="guide-70b", gpu="lab", tp=8)
-    with pytest.raises(TypeError, match="roofline_options: .*compute_effciency"):
-        batcher(**roofline, roofline_options={"compute_effciency": 0.5})
-    with pytest.raises(TypeError, match="roofline_options: .*bogus"):
-        batcher(roofline_options={"bogus": 1})           # tick clock: still a typo
+    with pytest.raises(TypeError, match="compute_effciency"):
+        batcher(**roofline, engine=rk.Engine(compute_effciency=0.5))
     with pytest.raises(ValueError, match="compute_efficiency"):
-        batcher(**roofline, roofline_options={"compute_efficiency": 2.0})
-    with pytest.raises(TypeError, match="roofline_options must be a mapping"):
-        batcher(**roofline, roofline_options=0.5)
-    b = batcher(**roofline, roofline_options={"compute_efficiency": 0.5, "step_overhead": 1e-3})
+        batcher(**roofline, engine=rk.Engine(compute_efficiency=2.0))
+    with pytest.raises(TypeError, match="^engine must be"):
+        batcher(**roofline, engine=0.5)
+    with pytest.raises(TypeError, match="^engine must be.*Engine\\(\\*\\*options\\)"):
+        batcher(**roofline, engine={"compute_efficiency": 0.5})     # the old options mapping
+    with pytest.raises(TypeError, match="^engine must be"):
+        batcher(engine={"bogus": 1})                     # tick clock: still checked
+    with pytest.raises(TypeError, match="^engine must be"):
+        batcher(**roofline, engine=Calibration)          # the class, not a calibration
+    for gone in ("roofline_options", "calibration"):
+        with pytest.raises(TypeError, match=gone):
+            batcher(**roofline, **{gone: None})
+    b = batcher(**roofline, engine=rk.Engine(compute_efficiency=0.5, step_overhead=1e-3))
     assert b.run(arrival=[0.0], prompt_tokens=[4], output_tokens=[2])["n_completed"] == 1
 
 
-def test_roofline_options_keep_the_fields_and_their_order():
-    # the new name takes the old one's place: positional meaning and replace() are unchanged
-    # (calibration is keyword-only, after them: it moves no positional argument)
+def test_a_string_engine_names_engine():
+    with pytest.raises(TypeError, match="^engine must be a rooflinekit.Engine.*got str"):
+        ContinuousBatcher(max_num_seqs=4, model="guide-70b", gpu="lab", tp=8, engine="fast")
+    with pytest.raises(TypeError, match="^engine must be"):
+        ContinuousBatcher(engine="fast")
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: ContinuousBatcher(max_num_seqs=16, **kw),
+    lambda **kw: StaticBatcher(batch_size=8, **kw)])
+def test_a_calibration_is_an_engine(make):
+    cal = Calibration(prefill={"compute_efficiency": 0.43, "step_overhead": 5e-3},
+                      decode={"bandwidth_efficiency": 0.61, "step_overhead": 2e-4},
+                      source="bench")
+    spec = {"model": "llama-3.1-8b", "gpu": "h100"}
+    wl = guide_workload()
+    calibrated = make(**spec, engine=cal)
+    assert calibrated.engine is cal
+    same = make(**spec, engine=cal.engine_for("step"))
+    a, b = calibrated.run(wl), same.run(wl)
+    for name in ("admit", "first_token", "finish", "ttft", "itl", "latency"):
+        np.testing.assert_array_equal(a[name].values, b[name].values)
+    assert float(a["makespan"]) == float(b["makespan"])
+    assert a.attrs["model_quality"] == b.attrs["model_quality"] == cal.label == \
+        "calibrated: bench"
+    # slower than ideal, as the knobs say
+    ideal = make(**spec).run(wl)
+    assert ideal.attrs["model_quality"] == IDEAL.label
+    assert float(a["makespan"]) > float(ideal["makespan"])
+    reps = run_replicates(calibrated, wl.arrival[None], wl.prompt_tokens[None],
+                          wl.output_tokens[None])
+    assert reps.attrs["model_quality"] == "calibrated: bench"
+
+
+def test_an_engines_label_is_the_results_model_quality():
+    lab = dict(model="guide-70b", gpu="lab", tp=8)
+    wl = guide_workload()
+    engine = rk.Engine(compute_efficiency=0.5, step_overhead=1e-3)
+    ds = ContinuousBatcher(max_num_seqs=16, **lab, engine=engine).run(wl)
+    assert ds.attrs["model_quality"] == engine.label
+    assert engine.label.startswith("engine: ")
+    named = engine.replace(label="vLLM 0.6, measured")
+    assert ContinuousBatcher(max_num_seqs=16, **lab, engine=named).run(wl) \
+        .attrs["model_quality"] == "vLLM 0.6, measured"
+    # IDEAL and None are the same clock, to the bit
+    xr.testing.assert_identical(ContinuousBatcher(max_num_seqs=16, **lab).run(wl),
+                                ContinuousBatcher(max_num_seqs=16, **lab, engine=IDEAL).run(wl))
+    # the tick clock reads no engine: one given there is refused, never silently ignored
+    for given in (engine, Calibration(decode={"bandwidth_efficiency": 0.5}, source="x")):
+        with pytest.raises(ValueError, match="engine times roofline steps"):
+            ContinuousBatcher(max_num_seqs=16, engine=given)
+    tick = ContinuousBatcher(max_num_seqs=16).run(wl)
+    assert tick.attrs["model_quality"].startswith("tick clock")
+    assert float(tick["makespan"]) == 440
+
+
+def test_an_engine_of_array_fields_is_timed_afresh():
+    lab = dict(model="guide-70b", gpu="lab", tp=8)
+    wl = guide_workload()
+    arrays = rk.Engine(compute_efficiency=np.asarray(0.5), step_overhead=np.asarray(1e-3))
+    with pytest.raises(TypeError):
+        hash(arrays)
+    numbers = rk.Engine(compute_efficiency=0.5, step_overhead=1e-3)
+    a = ContinuousBatcher(max_num_seqs=16, **lab, engine=arrays).run(wl)
+    b = ContinuousBatcher(max_num_seqs=16, **lab, engine=numbers).run(wl)
+    np.testing.assert_array_equal(a["finish"].values, b["finish"].values)
+
+
+def test_engine_keeps_the_fields_and_their_order():
+    # engine takes roofline_options' place: positional meaning and replace() are unchanged
     assert [f.name for f in dataclasses.fields(StaticBatcher)] == [
-        "batch_size", "model", "gpu", "tp", "clock", "roofline_options", "calibration"]
-    assert [f.name for f in dataclasses.fields(ContinuousBatcher)][-3:] == [
-        "clock", "roofline_options", "calibration"]
-    assert all(f.kw_only for f in dataclasses.fields(StaticBatcher) if f.name == "calibration")
-    b = StaticBatcher(8, "guide-70b", "lab", 8, None, {"step_overhead": 1e-3})
-    assert b.roofline_options == {"step_overhead": 1e-3}
-    assert dataclasses.replace(b, batch_size=4).roofline_options == {"step_overhead": 1e-3}
+        "batch_size", "model", "gpu", "tp", "clock", "engine"]
+    assert [f.name for f in dataclasses.fields(ContinuousBatcher)][-2:] == ["clock", "engine"]
+    engine = rk.Engine(step_overhead=1e-3)
+    b = StaticBatcher(8, "guide-70b", "lab", 8, None, engine)
+    assert b.engine == engine
+    assert dataclasses.replace(b, batch_size=4).engine == engine
+    with pytest.raises(TypeError, match="^engine must be"):
+        StaticBatcher(8, "guide-70b", "lab", 8, None, {"step_overhead": 1e-3})
 
 
 def test_roofline_inputs_checked_at_construction():
@@ -452,8 +529,6 @@ def test_run_and_monte_carlo_messages():
         monte_carlo(spec, b, replicates=0)
     with pytest.raises(ValueError, match="chunks must be a whole number >= 1 or None; got 2.5"):
         monte_carlo(spec, b, replicates=2, chunks=2.5)
-    with pytest.raises(ValueError, match="policy must be one of 'continuous', 'static'"):
-        simulate(guide_workload(), policy="dynamic")
 
 
 @pytest.mark.parametrize("arrays, match", [
@@ -587,13 +662,13 @@ def test_interactive_cap_lowers_interactive_itl():
     assert capped.tier_mean_latency.sel(batch) > shared.tier_mean_latency.sel(batch)
 
 
-def test_simulate_and_catalogue_names():
-    from rooflinekit.batching import simulate
+def test_run_and_catalogue_names():
+    import rooflinekit.batching as batching
     wl = guide_workload()
-    assert simulate(wl, policy="static", batch_size=8).makespan.item() == 1220
-    assert simulate(**wl, max_num_seqs=16).makespan.item() == 440
-    with pytest.raises(ValueError, match="policy"):
-        simulate(wl, policy="dynamic")
+    assert StaticBatcher(batch_size=8).run(wl).makespan.item() == 1220
+    assert ContinuousBatcher(max_num_seqs=16).run(**wl).makespan.item() == 440
+    # the batchers' run is the one way to simulate: no near-synonym function
+    assert not hasattr(batching, "simulate") and "simulate" not in batching.__all__
     by_name = ContinuousBatcher(max_num_seqs=4, model="guide-70b", gpu="lab", tp=8)
     by_spec = ContinuousBatcher(max_num_seqs=4, **lab())
     xr.testing.assert_identical(by_name.run(wl), by_spec.run(wl))

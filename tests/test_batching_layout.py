@@ -107,8 +107,8 @@ def test_speculative_decoding_on_a_layout_is_refused():
 
 def test_a_stage_link_the_gpu_lacks_fails_at_construction():
     bare = dataclasses.replace(H100, network_bandwidth=None, interconnect_bandwidth=None)
-    no_allreduce = {"allreduce": False}       # the group's own all-reduce needs no link then
+    no_allreduce = rk.Engine(allreduce=False)  # the group's own all-reduce needs no link then
     with pytest.raises(ValueError, match="pp=2 needs a link"):
-        ContinuousBatcher(model=MOE, gpu=bare, tp=2, pp=2, roofline_options=no_allreduce)
+        ContinuousBatcher(model=MOE, gpu=bare, tp=2, pp=2, engine=no_allreduce)
     with pytest.raises(ValueError, match="ep=2 needs a link"):
-        ContinuousBatcher(model=MOE, gpu=bare, tp=2, ep=2, roofline_options=no_allreduce)
+        ContinuousBatcher(model=MOE, gpu=bare, tp=2, ep=2, engine=no_allreduce)

@@ -22,7 +22,7 @@ import xarray as xr
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rooflinekit import GPU, ModelShape, catalog, units
+from rooflinekit import GPU, IDEAL, Engine, ModelShape, catalog, units
 from rooflinekit import roofline as rl
 from rooflinekit.calibrate import (
     DEFAULT_BOUNDS, PARAMETERS, PHASES, Calibration, calibrate, cross_validate, load_calibration, measurements_from_records, predict,
@@ -59,12 +59,12 @@ def _synthetic(seed=1, noise=0.03):
     rows = []
     for b in (1, 4, 16, 64, 256, 512, 1024):
         for ctx in (128, 2048):
-            t = rl.decode_step_time(model, gpu, b, ctx, **TRUE["decode"])
+            t = rl.decode_step_time(model, gpu, b, ctx, engine=Engine(**TRUE["decode"]))
             rows.append(_row(batch_size=b, prompt_tokens=ctx, output_tokens=0, itl_ms=None,
                              tpot_ms=t * 1e3 * math.exp(rng.normal(0, noise)),
                              source="synthetic"))
     for p in (16, 64, 256, 1024, 4096, 16384):
-        t = rl.prefill_time(model, gpu, p, **TRUE["prefill"])
+        t = rl.prefill_time(model, gpu, p, engine=Engine(**TRUE["prefill"]))
         rows.append(_row(prompt_tokens=p, output_tokens=1, itl_ms=None,
                          ttft_ms=t * 1e3 * math.exp(rng.normal(0, noise)), source="synthetic"))
     return measurements_from_records(rows)
@@ -144,7 +144,7 @@ def test_exact_data_recovered_exactly():
     result = calibrate(_synthetic(noise=0.0), n_resamples=0)
     for phase in PHASES:
         for p in PARAMETERS:
-            got = result.calibration.kwargs_for(phase)[p]
+            got = getattr(result.calibration.engine_for(phase), p)
             assert got == pytest.approx(TRUE[phase][p], rel=1e-4), (phase, p)
     assert (result.errors["mape_calibrated"] < 1e-3).all()
 
@@ -158,8 +158,8 @@ def test_fit_never_worse_than_ideal(c, b, o):
     model, gpu = catalog.model("mistral-7b"), catalog.gpu("a100")
     rows = [_row(model="mistral-7b", gpu="a100", batch_size=bs, prompt_tokens=1000,
                  output_tokens=0, itl_ms=None,
-                 tpot_ms=1e3 * rl.decode_step_time(model, gpu, bs, 1000, compute_efficiency=c,
-                                                        bandwidth_efficiency=b, step_overhead=o))
+                 tpot_ms=1e3 * rl.decode_step_time(model, gpu, bs, 1000, engine=Engine(
+                     compute_efficiency=c, bandwidth_efficiency=b, step_overhead=o)))
             for bs in (1, 8, 64, 512, 2048)]
     result = calibrate(measurements_from_records(rows), phases="decode", n_resamples=0)
     err = result.errors.sel(phase="decode")
@@ -171,9 +171,8 @@ def test_unidentified_knob_stays_ideal():
     """Batch-1 decode is memory-bound: compute efficiency is invisible and is reported so."""
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
     rows = [_row(prompt_tokens=ctx, output_tokens=0, itl_ms=None,
-                 tpot_ms=1e3 * rl.decode_step_time(model, gpu, 1, ctx,
-                                                        bandwidth_efficiency=0.7,
-                                                        step_overhead=1e-3))
+                 tpot_ms=1e3 * rl.decode_step_time(model, gpu, 1, ctx, engine=Engine(
+                     bandwidth_efficiency=0.7, step_overhead=1e-3)))
             for ctx in (128, 1024, 8192, 32768)]
     result = calibrate(measurements_from_records(rows), phases="decode", n_resamples=10)
     sel = result.parameters.sel(phase="decode", parameter="compute_efficiency")
@@ -184,14 +183,16 @@ def test_unidentified_knob_stays_ideal():
     assert "not constrained" in result.summary()
     # prefill had no TTFT rows and was not asked for: ideal, marked not fitted
     assert not bool(result.parameters["fitted"].sel(phase="prefill"))
-    assert result.calibration.prefill_kwargs == Calibration().prefill_kwargs
+    assert result.calibration.engine_for("prefill").fields() == IDEAL.fields()
+    assert result.calibration.engine_for("prefill").fields() == \
+        Calibration().engine_for("prefill").fields()
 
 
 def test_fit_subset_keeps_others_ideal():
     result = calibrate(_synthetic(), fit={"decode": ("bandwidth_efficiency",)}, n_resamples=0)
     assert result.calibration.decode["compute_efficiency"] == 1.0
     assert result.calibration.decode["step_overhead"] == 0.0
-    assert result.calibration.prefill_kwargs == Calibration().prefill_kwargs
+    assert result.calibration.engine_for("prefill").fields() == IDEAL.fields()
     assert 0.01 < result.calibration.decode["bandwidth_efficiency"] < 1.0
 
 
@@ -204,27 +205,34 @@ def test_bootstrap_is_seeded():
 
 # -- the calibrated model -----------------------------------------------------------------------
 
-def test_calibration_kwargs_feed_the_roofline(synthetic_fit):
+def test_calibration_engines_feed_the_roofline(synthetic_fit):
     cal = synthetic_fit.calibration
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
-    direct = rl.decode_step_time(model, gpu, 8, 1024, **cal.decode_kwargs)
-    assert cal.apply(rl.decode_step_time)(model, gpu, 8, 1024) == direct
-    assert cal.apply(rl.prefill_time)(model, gpu, 2048) == \
-        rl.prefill_time(model, gpu, 2048, **cal.prefill_kwargs)
-    # an explicit keyword still wins over the calibration
-    assert cal.apply(rl.decode_step_time)(model, gpu, 8, 1024, step_overhead=0.0) == \
-        rl.decode_step_time(model, gpu, 8, 1024, **{**cal.decode_kwargs,
-                                                         "step_overhead": 0.0})
+    decode, prefill = cal.engine_for("decode"), cal.engine_for("prefill")
+    assert isinstance(decode, Engine) and decode.label == cal.label
+    # each phase's engine is the base (the ideal model here) with that phase's knobs
+    assert decode.fields() == Engine(**cal.decode).fields()
+    assert prefill.fields() == Engine(**cal.prefill).fields()
+    direct = rl.decode_step_time(model, gpu, 8, 1024, engine=Engine(**cal.decode))
+    assert rl.decode_step_time(model, gpu, 8, 1024, engine=decode) == direct
+    # the calibration itself stands for an engine: the roofline picks the phase
+    assert rl.decode_step_time(model, gpu, 8, 1024, engine=cal) == direct
+    assert rl.prefill_time(model, gpu, 2048, engine=cal) == \
+        rl.prefill_time(model, gpu, 2048, engine=Engine(**cal.prefill))
+    # a knob changed on the engine wins over the calibration's
+    assert rl.decode_step_time(model, gpu, 8, 1024, engine=decode.replace(step_overhead=0.0)) \
+        == rl.decode_step_time(model, gpu, 8, 1024, engine=Engine(**{**cal.decode,
+                                                                     "step_overhead": 0.0}))
 
 
 @pytest.mark.parametrize("kind", ["scalar", "ndarray", "DataArray"])
-def test_apply_keeps_the_input_kind(synthetic_fit, kind):
-    itl = synthetic_fit.calibration.apply(rl.decode_step_time)
+def test_calibration_keeps_the_input_kind(synthetic_fit, kind):
+    cal = synthetic_fit.calibration
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
     batch = {"scalar": 16, "ndarray": np.array([1, 16]),
              "DataArray": xr.DataArray([1, 16], dims="batch_size",
                                        coords={"batch_size": [1, 16]})}[kind]
-    out = itl(model, gpu, batch, 2048)
+    out = rl.decode_step_time(model, gpu, batch, 2048, engine=cal)
     assert isinstance(out, {"scalar": float, "ndarray": np.ndarray,
                             "DataArray": xr.DataArray}[kind])
     if kind == "DataArray":
@@ -235,20 +243,22 @@ def test_ideal_calibration_is_the_roofline_default():
     ideal = Calibration()
     model, gpu = catalog.model("guide-70b"), catalog.gpu("lab")
     # guide §3.1 / conventions: 140e9 B / 3.35e12 B/s = 41.79 ms per batch-1 token on one card's bandwidth
-    assert ideal.apply(rl.decode_step_time)(model, gpu, 1, 0) == pytest.approx(
+    assert rl.decode_step_time(model, gpu, 1, 0, engine=ideal) == pytest.approx(
         140e9 / 3.35e12, rel=1e-12)
+    for phase in rl.PHASES:
+        assert ideal.engine_for(phase).fields() == IDEAL.fields()
 
 
 def test_sweep_takes_the_decode_knobs(synthetic_fit):
-    """The sweep takes one set of knobs: a calibration's decode knobs give its decode variables."""
+    """The sweep takes one engine: a calibration's decode engine gives its decode variables."""
     from rooflinekit.sweep import sweep
     cal = synthetic_fit.calibration
     ds = sweep("llama-3.1-8b", "h100", batch_size=[1, 8], context_length=1024,
-               **cal.decode_kwargs)
+               engine=cal.engine_for("decode"))
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
     got = ds["decode_step_time"].sel(batch_size=8).squeeze().item()
     assert got == pytest.approx(rl.decode_step_time(model, gpu, 8, 1024,
-                                                         **cal.decode_kwargs), rel=1e-12)
+                                                    engine=cal.engine_for("decode")), rel=1e-12)
 
 
 def test_save_load_round_trip(tmp_path, synthetic_fit):
@@ -269,11 +279,11 @@ def test_bad_calibration(kwargs, error, match):
         Calibration(**kwargs)
 
 
-def test_kwargs_for_unknown_function():
-    with pytest.raises(ValueError, match="cannot tell the phase"):
-        Calibration().kwargs_for(len)
+def test_engine_for_unknown_phase():
     with pytest.raises(ValueError, match="phase must be one of"):
-        Calibration().kwargs_for("training")
+        Calibration().engine_for(len)
+    with pytest.raises(ValueError, match="phase must be one of"):
+        Calibration().engine_for("training")
     with pytest.raises(ValueError, match="unknown calibration field"):
         Calibration.from_dict({"prefil": {}})
 
@@ -287,58 +297,181 @@ def test_predict_matches_direct_roofline_calls(public):
         row = public.isel(measurement=i)
         model = catalog.model(row["model"].item())
         dtype = row["dtype"].item()
-        opts = {}
+        engine = IDEAL
         if dtype:
             model = model.replace(bytes_per_param=dtype)
-            opts["compute_dtype"] = dtype
+            engine = Engine(compute_dtype=dtype)
         gpu, tp = catalog.gpu(row["gpu"].item()), int(row["tp"])
         ctx = row["prompt_tokens"].item() + row["output_tokens"].item() / 2
         assert pred["decode"].values[i] == pytest.approx(rl.decode_step_time(
-            model, gpu, max(row["batch_size"].item(), 1.0), ctx, tp, **opts), rel=1e-12)
+            model, gpu, max(row["batch_size"].item(), 1.0), ctx, tp, engine=engine), rel=1e-12)
         assert pred["prefill"].values[i] == pytest.approx(rl.prefill_time(
-            model, gpu, row["prompt_tokens"].item(), tp, **opts), rel=1e-12)
+            model, gpu, row["prompt_tokens"].item(), tp, engine=engine), rel=1e-12)
+    assert pred.attrs["model_quality"] == IDEAL.label
 
 
-@pytest.mark.parametrize("options", [None, {"allreduce": "ring"}, {"allreduce": False}])
+def test_an_engines_compute_dtype_wins_over_the_rows_format(public):
+    """A row's weight format sets compute_dtype only where the engine names none."""
+    fp8 = public.isel(measurement=np.flatnonzero(public["dtype"].values == "fp8"))
+    assert fp8.sizes["measurement"] > 0
+    wide = Engine(compute_dtype="bf16")
+    pred, default = predict(fp8, wide), predict(fp8)
+    for i in range(fp8.sizes["measurement"]):
+        row = fp8.isel(measurement=i)
+        model = catalog.model(row["model"].item()).replace(bytes_per_param="fp8")
+        gpu, tp = catalog.gpu(row["gpu"].item()), int(row["tp"])
+        assert pred["prefill"].values[i] == pytest.approx(
+            rl.prefill_time(model, gpu, row["prompt_tokens"].item(), tp, engine=wide),
+            rel=1e-12)
+    # FP8 tensor cores run a compute-bound prompt faster than BF16 ones, a short one as fast
+    assert np.all(default["prefill"].values <= pred["prefill"].values)
+    assert np.any(default["prefill"].values < pred["prefill"].values)
+
+
+def _row_engine(row, engine):
+    """The model and engine a measured row runs: its weight format sets ``compute_dtype``
+    unless the engine names one."""
+    model = catalog.model(row["model"].item())
+    dtype = row["dtype"].item()
+    if dtype:
+        model = model.replace(bytes_per_param=dtype)
+        if engine.compute_dtype is None:
+            engine = engine.replace(compute_dtype=dtype)
+    return model, engine
+
+
+@pytest.mark.parametrize("options", [None, {"allreduce": "ring"}, {"allreduce": False},
+                                     {"layer_overhead": 2e-5, "kv_bandwidth_efficiency": 0.3,
+                                      "interconnect_latency": 3e-6,
+                                      "interconnect_efficiency": 0.5}])
 def test_calibrated_predictions_are_the_roofline_functions(public, options):
     """A fit's predictions, knobs applied as arithmetic on each row's terms, equal the roofline
-    functions called with those knobs (rel 1e-12), in both workloads."""
+    functions called with the calibration's engine of each phase (rel 1e-12), in both
+    workloads; the base engine's fields that are not knobs reach every row."""
+    base = Engine(**(options or {}))
     cal = Calibration(prefill={"compute_efficiency": 0.4, "bandwidth_efficiency": 0.05,
                                "step_overhead": 3e-3},
                       decode={"compute_efficiency": 0.03, "bandwidth_efficiency": 0.6,
-                              "step_overhead": 1e-3})
-    iso = predict(public, cal, roofline_options=options)
-    serving = predict(public, cal, roofline_options=options, workload="serving")
+                              "step_overhead": 1e-3}, base=base)
+    iso = predict(public, cal)
+    serving = predict(public, cal, workload="serving")
+    assert iso.attrs["model_quality"] == cal.label
     for i in range(public.sizes["measurement"]):
         row = public.isel(measurement=i)
-        model = catalog.model(row["model"].item())
-        opts = dict(options or {})
-        if row["dtype"].item():
-            model = model.replace(bytes_per_param=row["dtype"].item())
-            opts["compute_dtype"] = row["dtype"].item()
+        model, pre = _row_engine(row, cal.engine_for("prefill"))
+        _, dec = _row_engine(row, cal.engine_for("decode"))
+        assert pre.fields() == base.replace(**cal.prefill, compute_dtype=pre.compute_dtype
+                                            ).fields()
         gpu, tp = catalog.gpu(row["gpu"].item()), int(row["tp"])
         b = max(row["batch_size"].item(), 1.0)
         p, o = row["prompt_tokens"].item(), row["output_tokens"].item()
         kv = rl.effective_kv_tokens(model, p + o / 2)
-        pre, dec = {**opts, **cal.prefill_kwargs}, {**opts, **cal.decode_kwargs}
         assert iso["prefill"].values[i] == pytest.approx(
-            rl.prefill_time(model, gpu, p, tp, **pre), rel=1e-12)
+            rl.prefill_time(model, gpu, p, tp, engine=pre), rel=1e-12)
         assert iso["decode"].values[i] == pytest.approx(
-            rl.decode_step_time(model, gpu, b, p + o / 2, tp, **dec), rel=1e-12)
+            rl.decode_step_time(model, gpu, b, p + o / 2, tp, engine=dec), rel=1e-12)
         assert serving["prefill"].values[i] == pytest.approx(
-            rl.mixed_step_time(model, gpu, b - 1, p, (b - 1) * kv, tp, **pre), rel=1e-12)
+            rl.mixed_step_time(model, gpu, b - 1, p, (b - 1) * kv, tp, engine=pre), rel=1e-12)
         assert serving["decode"].values[i] == pytest.approx(
-            rl.mixed_step_time(model, gpu, b, b / o * p, b * kv, tp, **dec), rel=1e-12)
+            rl.mixed_step_time(model, gpu, b, b / o * p, b * kv, tp, engine=dec), rel=1e-12)
 
 
-def test_roofline_options_reach_the_roofline(public):
-    """roofline_options={"allreduce": True} is the roofline's own all-reduce, row by row."""
-    pred = predict(public, roofline_options={"allreduce": True})
-    plain = predict(public, roofline_options={"allreduce": False})
+@pytest.mark.parametrize("workload", ["isolated", "serving"])
+def test_an_engine_predicts_as_a_calibration_without_knobs(public, workload):
+    """predict(ds, engine): every field the engine's own, in both phases, labelled by it."""
+    engine = Engine(compute_efficiency=0.5, bandwidth_efficiency=0.7, step_overhead=1e-3,
+                    layer_overhead=1e-5, kv_bandwidth_efficiency=0.4, gemm_half_tokens=64.0,
+                    prefill_overhead=0.01, interconnect_latency=2e-6,
+                    interconnect_efficiency=0.6, allreduce="ring")
+    pred = predict(public, engine, workload=workload)
+    assert pred.attrs["model_quality"] == engine.label
+    for i in range(public.sizes["measurement"]):
+        row = public.isel(measurement=i)
+        model, mine = _row_engine(row, engine)
+        gpu, tp = catalog.gpu(row["gpu"].item()), int(row["tp"])
+        b = max(row["batch_size"].item(), 1.0)
+        p, o = row["prompt_tokens"].item(), row["output_tokens"].item()
+        if workload == "isolated":
+            want = (rl.prefill_time(model, gpu, p, tp, engine=mine),
+                    rl.decode_step_time(model, gpu, b, p + o / 2, tp, engine=mine))
+        else:
+            kv = rl.effective_kv_tokens(model, p + o / 2)
+            want = (rl.mixed_step_time(model, gpu, b - 1, p, (b - 1) * kv, tp, engine=mine),
+                    rl.mixed_step_time(model, gpu, b, b / o * p, b * kv, tp, engine=mine))
+        assert pred["prefill"].values[i] == pytest.approx(float(want[0]), rel=1e-12)
+        assert pred["decode"].values[i] == pytest.approx(float(want[1]), rel=1e-12)
+
+
+def test_predict_and_fit_refuse_what_is_not_an_engine(public):
+    with pytest.raises(TypeError, match="calibration must be"):
+        predict(public, {"compute_efficiency": 0.5})
+    with pytest.raises(TypeError, match="engine must be a rooflinekit.Engine"):
+        calibrate(public, engine={"allreduce": True}, n_resamples=0)
+    with pytest.raises(TypeError, match=r"engine must be.*calibration's own engine is its \.base"):
+        cross_validate(public, engine=Calibration())
+    with pytest.raises(TypeError, match="engine.compute_efficiency must be a single number"):
+        predict(public, Engine(compute_efficiency=[0.5, 0.6]))
+    with pytest.raises(TypeError, match="roofline_options"):
+        calibrate(public, roofline_options={"allreduce": True}, n_resamples=0)
+
+
+def test_engine_reaches_the_roofline(public):
+    """Engine(allreduce=True) is the roofline's own all-reduce, row by row."""
+    pred = predict(public, Engine(allreduce=True))
+    plain = predict(public, Engine(allreduce=False))
     multi = public["tp"].values > 1
     assert multi.any()
     assert np.all(pred["decode"].values[multi] > plain["decode"].values[multi])
     np.testing.assert_array_equal(pred["decode"].values[~multi], plain["decode"].values[~multi])
+
+
+def test_fit_holds_the_base_engine_and_keeps_it():
+    """calibrate(engine=base): the base's other fields and the knobs the fit does not free
+    time every row, a fitted knob replaces the base's value where the rows identify it and
+    keeps it where they do not, the calibration keeps the base, and its engines reproduce
+    the fit."""
+    base = Engine(allreduce="ring", layer_overhead=1e-5, kv_bandwidth_efficiency=0.5,
+                  interconnect_efficiency=0.4, compute_efficiency=0.8,
+                  bandwidth_efficiency=0.3, step_overhead=0.01)
+    gpu = catalog.gpu("h100")
+    truth = base.replace(bandwidth_efficiency=0.7, step_overhead=2e-3)
+    rows, models = [], []
+    for name in ("llama-3.1-8b", "llama-3.1-70b"):
+        for b in (1, 8, 32, 128):
+            for ctx in (256, 4096):
+                model = catalog.model(name)
+                models.append(model)
+                rows.append(_row(model=name, batch_size=b, prompt_tokens=ctx, output_tokens=0,
+                                 itl_ms=None, context_length=ctx, tp=2,
+                                 tpot_ms=1e3 * rl.decode_step_time(model, gpu, b, ctx, 2,
+                                                                   engine=truth)))
+    ds = measurements_from_records(rows)
+    result = calibrate(ds, phases="decode", n_resamples=0, engine=base)
+    cal = result.calibration
+    assert cal.base == base
+    decode = cal.engine_for("decode")
+    assert decode.bandwidth_efficiency == pytest.approx(0.7, rel=1e-4)
+    assert decode.step_overhead == pytest.approx(2e-3, rel=1e-4)
+    assert (decode.allreduce, decode.layer_overhead, decode.kv_bandwidth_efficiency,
+            decode.interconnect_efficiency) == ("ring", 1e-5, 0.5, 0.4)
+    # memory-bound rows do not see the compute efficiency: free, it keeps the base's value
+    sel = result.parameters.sel(phase="decode", parameter="compute_efficiency")
+    assert not bool(sel["identified"]) and float(sel["value"]) == 0.8
+    assert decode.compute_efficiency == 0.8
+    assert float(result.errors["mape_calibrated"].sel(phase="decode")) < 1e-3
+    # the ideal column: every knob ideal, the base's all-reduce model held
+    ideal = base.replace(layer_overhead=0.0, kv_bandwidth_efficiency=None,
+                         interconnect_efficiency=1.0, compute_efficiency=1.0,
+                         bandwidth_efficiency=1.0, step_overhead=0.0)
+    for i, (r, model) in enumerate(zip(rows, models)):
+        b, ctx = r["batch_size"], r["context_length"]
+        assert result.residuals["decode_calibrated"].values[i] == pytest.approx(
+            rl.decode_step_time(model, gpu, b, ctx, 2, engine=decode), rel=1e-12)
+        assert result.residuals["decode_ideal"].values[i] == pytest.approx(
+            rl.decode_step_time(model, gpu, b, ctx, 2, engine=ideal), rel=1e-12)
+    # predictions of the calibration and of the fit agree
+    np.testing.assert_allclose(predict(ds, cal)["decode"].values,
+                               result.residuals["decode_calibrated"].values, rtol=1e-12)
 
 
 def test_serving_workload_matches_mixed_step(public):
@@ -349,10 +482,11 @@ def test_serving_workload_matches_mixed_step(public):
     gpu = catalog.gpu("h100")
     b, p, o = row["batch_size"].item(), row["prompt_tokens"].item(), row["output_tokens"].item()
     kv = rl.effective_kv_tokens(model, p + o / 2)
+    fp8 = Engine(compute_dtype="fp8")
     assert pred["prefill"].item() == pytest.approx(rl.mixed_step_time(
-        model, gpu, b - 1, p, (b - 1) * kv, tp=2, compute_dtype="fp8"), rel=1e-12)
+        model, gpu, b - 1, p, (b - 1) * kv, tp=2, engine=fp8), rel=1e-12)
     assert pred["decode"].item() == pytest.approx(rl.mixed_step_time(
-        model, gpu, b, b / o * p, b * kv, tp=2, compute_dtype="fp8"), rel=1e-12)
+        model, gpu, b, b / o * p, b * kv, tp=2, engine=fp8), rel=1e-12)
 
 
 def test_overrides_for_models_outside_the_catalogue():
@@ -498,18 +632,18 @@ def test_measure_decode_cpu_tiny(tmp_path):
 
 
 def test_sweep_takes_each_phase_knobs_from_a_calibration(synthetic_fit):
-    """sweep(calibration=): prefill knobs time prefill_time, decode knobs the decode step."""
+    """sweep(engine=cal): prefill knobs time prefill_time, decode knobs the decode step."""
     from rooflinekit.sweep import sweep
     cal = synthetic_fit.calibration
     ds = sweep("llama-3.1-8b", "h100", batch_size=[1, 8], context_length=1024,
-               prompt_tokens=[512], calibration=cal)
+               prompt_tokens=[512], engine=cal)
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
     assert ds["decode_step_time"].sel(batch_size=8).squeeze().item() == pytest.approx(
-        rl.decode_step_time(model, gpu, 8, 1024, **cal.decode_kwargs), rel=1e-12)
+        rl.decode_step_time(model, gpu, 8, 1024, engine=cal.engine_for("decode")), rel=1e-12)
     assert ds["prefill_time"].squeeze().item() == pytest.approx(
-        rl.prefill_time(model, gpu, 512, **cal.prefill_kwargs), rel=1e-12)
+        rl.prefill_time(model, gpu, 512, engine=cal.engine_for("prefill")), rel=1e-12)
     assert ds.attrs["model_quality"] == cal.label
-    with pytest.raises(TypeError, match="calibration"):
-        sweep("llama-3.1-8b", "h100", calibration=cal, step_overhead=1e-3)
-    with pytest.raises(TypeError, match="calibration"):
-        sweep("llama-3.1-8b", "h100", calibration={"decode": {}})
+    with pytest.raises(TypeError, match="step_overhead"):
+        sweep("llama-3.1-8b", "h100", engine=cal, step_overhead=1e-3)
+    with pytest.raises(TypeError, match="engine"):
+        sweep("llama-3.1-8b", "h100", engine={"decode": {}})

@@ -1,4 +1,4 @@
-"""The engine knobs (roofline options a calibration fits) and knob sets kept by GPU/engine/dtype."""
+"""The engine knobs (Engine fields a calibration fits) and knob sets kept by GPU/engine/dtype."""
 
 import json
 import warnings
@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from rooflinekit import batching, catalog
+from rooflinekit import IDEAL, Engine, batching, catalog
 from rooflinekit import roofline as rl
 from rooflinekit.calibrate import (
     ENGINE_FIT,
@@ -28,35 +28,41 @@ ENGINE = {"layer_overhead": 2e-5, "kv_bandwidth_efficiency": 0.5, "gemm_half_tok
           "prefill_overhead": 0.02}
 
 
-# -- the options: ideal by default, each doing what it says ---------------------------------------
+# -- the engine fields: ideal by default, each doing what it says --------------------------------
+
+ENGINE_FIELDS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
+                 "prefill_overhead")
+
 
 def test_engine_options_default_to_the_ideal_model_bit_for_bit():
-    defaults = {k: rl.OPTION_DEFAULTS[k] for k in rl.ENGINE_OPTIONS}
+    defaults = {k: getattr(IDEAL, k) for k in ENGINE_FIELDS}
     assert defaults == {"layer_overhead": 0.0, "kv_bandwidth_efficiency": None,
                         "gemm_half_tokens": 0.0, "prefill_overhead": 0.0}
     for func, args in ((rl.decode_step_time, (MODEL, GPU, 16, 4096, 2)),
                        (rl.prefill_time, (MODEL, GPU, 2048, 2)),
                        (rl.generation_time, (MODEL, GPU, 64, 1000, 8, 2)),
                        (rl.mixed_step_time, (MODEL, GPU, 8, 512, 8 * 3000.0, 2))):
-        assert float(func(*args)) == float(func(*args, **defaults))
+        assert float(func(*args)) == float(func(*args, engine=Engine(**defaults)))
     cost = rl.step_cost_coefficients(MODEL, GPU, 2)
     assert cost.gemm_half_tokens == 0.0 and cost.prefill_overhead == 0.0
-    assert cost == rl.step_cost_coefficients(MODEL, GPU, 2, **defaults)
+    assert cost == rl.step_cost_coefficients(MODEL, GPU, 2, engine=Engine(**defaults))
 
 
 def test_layer_overhead_is_a_fixed_cost_per_layer_per_step():
     base = float(rl.decode_step_time(MODEL, GPU, 8, 1024))
-    more = float(rl.decode_step_time(MODEL, GPU, 8, 1024, layer_overhead=1e-5))
+    more = float(rl.decode_step_time(MODEL, GPU, 8, 1024, engine=Engine(layer_overhead=1e-5)))
     assert more - base == pytest.approx(MODEL.n_layers * 1e-5, rel=1e-9)
-    assert float(rl.decode_step_time(MODEL, GPU, 8, 1024, step_overhead=MODEL.n_layers * 1e-5)) \
-        == pytest.approx(more, rel=1e-12)
+    assert float(rl.decode_step_time(MODEL, GPU, 8, 1024, engine=Engine(
+        step_overhead=MODEL.n_layers * 1e-5))) == pytest.approx(more, rel=1e-12)
 
 
 def test_prefill_overhead_is_paid_once_per_step_with_prompt_tokens():
-    base, more = (float(rl.prefill_time(MODEL, GPU, 1000, prefill_overhead=p)) for p in (0, 0.03))
+    base, more = (float(rl.prefill_time(MODEL, GPU, 1000, engine=Engine(prefill_overhead=p)))
+                  for p in (0, 0.03))
     assert more - base == pytest.approx(0.03, rel=1e-9)
     # decode steps carry no prompt: untouched
-    assert float(rl.decode_step_time(MODEL, GPU, 8, 1024, prefill_overhead=0.03)) == \
+    assert float(rl.decode_step_time(MODEL, GPU, 8, 1024,
+                                     engine=Engine(prefill_overhead=0.03))) == \
         float(rl.decode_step_time(MODEL, GPU, 8, 1024))
 
 
@@ -64,7 +70,7 @@ def test_gemm_half_tokens_follows_the_efficiency_curve():
     """Compute-bound prefill: GEMM time × (n + n½) / n; attention untouched."""
     n, half = 4096, 256.0
     flat = float(rl.prefill_time(MODEL, GPU, n))
-    curved = float(rl.prefill_time(MODEL, GPU, n, gemm_half_tokens=half))
+    curved = float(rl.prefill_time(MODEL, GPU, n, engine=Engine(gemm_half_tokens=half)))
     cost = rl.step_cost_coefficients(MODEL, GPU)
     gemm = (cost.flops_per_token + cost.lm_head_flops_per_token) * half / cost.peak_flops
     assert curved - flat == pytest.approx(gemm, rel=1e-9)
@@ -81,21 +87,24 @@ def test_kv_bandwidth_efficiency_weighs_the_kv_traffic_only():
     weights = cost.nonexpert_weight_bytes + cost.embedding_row_bytes * b
     kv_bytes = cost.kv_bytes_per_token * b * ctx
     want = weights / (GPU.hbm_bandwidth * be) + kv_bytes / (GPU.hbm_bandwidth * kv)
-    got = float(rl.decode_memory_time(MODEL, GPU, b, ctx, bandwidth_efficiency=be,
-                                      kv_bandwidth_efficiency=kv))
+    split = Engine(bandwidth_efficiency=be, kv_bandwidth_efficiency=kv)
+    got = float(rl.decode_memory_time(MODEL, GPU, b, ctx, engine=split))
     assert got == pytest.approx(want, rel=1e-9)
     # the step (memory-bound here) takes that time
-    assert float(rl.decode_step_time(MODEL, GPU, b, ctx, bandwidth_efficiency=be,
-                                     kv_bandwidth_efficiency=kv)) == pytest.approx(want, rel=1e-9)
+    assert float(rl.decode_step_time(MODEL, GPU, b, ctx, engine=split)) == pytest.approx(
+        want, rel=1e-9)
     # equal to the weights' efficiency: as if not given
-    assert float(rl.decode_step_time(MODEL, GPU, b, ctx, bandwidth_efficiency=be,
-                                     kv_bandwidth_efficiency=be)) == pytest.approx(
-        float(rl.decode_step_time(MODEL, GPU, b, ctx, bandwidth_efficiency=be)), rel=1e-12)
+    assert float(rl.decode_step_time(MODEL, GPU, b, ctx, engine=Engine(
+        bandwidth_efficiency=be, kv_bandwidth_efficiency=be))) == pytest.approx(
+        float(rl.decode_step_time(MODEL, GPU, b, ctx, engine=Engine(bandwidth_efficiency=be))),
+        rel=1e-12)
 
 
 def test_generation_time_sums_the_steps_with_engine_options():
-    steps = float(np.sum(rl.decode_step_time(MODEL, GPU, 4, 500 + np.arange(40.0), **ENGINE)))
-    assert float(rl.generation_time(MODEL, GPU, 40, 500, 4, **ENGINE)) == pytest.approx(
+    engine = Engine(**ENGINE)
+    steps = float(np.sum(rl.decode_step_time(MODEL, GPU, 4, 500 + np.arange(40.0),
+                                             engine=engine)))
+    assert float(rl.generation_time(MODEL, GPU, 40, 500, 4, engine=engine)) == pytest.approx(
         steps, rel=1e-9)
 
 
@@ -105,9 +114,12 @@ def test_generation_time_sums_the_steps_with_engine_options():
     ("kv_bandwidth_efficiency", 1.5, "kv_bandwidth_efficiency"),
     ("gemm_half_tokens", -1.0, "gemm_half_tokens"), ("prefill_overhead", -0.1, "prefill_overhead")])
 def test_engine_options_are_checked(name, value, match):
+    # checked once, where the engine is built; the roofline takes no loose option any more
     with pytest.raises(ValueError, match=match):
+        Engine(**{name: value})
+    with pytest.raises(TypeError, match=name):
         rl.decode_step_time(MODEL, GPU, 8, 1024, **{name: value})
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(TypeError, match=name):
         rl.step_cost_coefficients(MODEL, GPU, **{name: value})
 
 
@@ -115,10 +127,10 @@ def test_simulator_clock_takes_the_engine_options():
     wl = guide_workload()
     spec = {"model": "llama-3.1-8b", "gpu": "h100", "max_num_seqs": 16}
     ideal = batching.ContinuousBatcher(**spec).run(wl)
-    slow = batching.ContinuousBatcher(**spec, roofline_options=ENGINE).run(wl)
+    slow = batching.ContinuousBatcher(**spec, engine=Engine(**ENGINE)).run(wl)
     assert float(slow["makespan"]) > float(ideal["makespan"])
     same = batching.ContinuousBatcher(
-        **spec, roofline_options={k: rl.OPTION_DEFAULTS[k] for k in rl.ENGINE_OPTIONS}).run(wl)
+        **spec, engine=Engine(**{k: getattr(IDEAL, k) for k in ENGINE_FIELDS})).run(wl)
     np.testing.assert_array_equal(same["finish"].values, ideal["finish"].values)
 
 
@@ -130,16 +142,19 @@ def test_calibration_holds_engine_knobs_and_round_trips(tmp_path):
                       decode={"bandwidth_efficiency": 0.8, "layer_overhead": 1e-5,
                               "kv_bandwidth_efficiency": 0.6, "interconnect_latency": 4e-6},
                       source="bench")
-    assert cal.clock_options() == {"compute_efficiency": 0.5, "bandwidth_efficiency": 0.8,
-                                   "step_overhead": 0.0, "gemm_half_tokens": 100.0,
-                                   "prefill_overhead": 0.03, "layer_overhead": 1e-5,
-                                   "kv_bandwidth_efficiency": 0.6, "interconnect_latency": 4e-6}
+    step = cal.engine_for("step")
+    assert step.fields() == Engine(compute_efficiency=0.5, bandwidth_efficiency=0.8,
+                                   step_overhead=0.0, gemm_half_tokens=100.0,
+                                   prefill_overhead=0.03, layer_overhead=1e-5,
+                                   kv_bandwidth_efficiency=0.6,
+                                   interconnect_latency=4e-6).fields()
+    assert step.label == cal.label == "calibrated: bench"
     back = load_calibration(save_calibration(cal, tmp_path / "cal.json"))
     assert back == cal
-    # the knobs are roofline options as they stand
-    rl.decode_step_time(MODEL, GPU, 8, 1024, 2, **cal.decode_kwargs)
-    rl.prefill_time(MODEL, GPU, 1024, 2, **cal.prefill_kwargs)
-    batching.ContinuousBatcher(model="llama-3.1-8b", gpu="h100", calibration=cal)
+    # each phase's engine times the roofline as it stands
+    rl.decode_step_time(MODEL, GPU, 8, 1024, 2, engine=cal.engine_for("decode"))
+    rl.prefill_time(MODEL, GPU, 1024, 2, engine=cal.engine_for("prefill"))
+    batching.ContinuousBatcher(model="llama-3.1-8b", gpu="h100", engine=cal)
     with pytest.raises(ValueError, match="decode.layer_overhead"):
         Calibration(decode={"layer_overhead": -1.0})
     with pytest.raises(ValueError, match="unknown knob"):
@@ -155,23 +170,22 @@ def _sets():
 
 def test_knob_sets_are_picked_by_name_or_spec():
     cal = _sets()
-    assert cal.kwargs_for("decode")["bandwidth_efficiency"] == 0.7            # shared
-    assert cal.kwargs_for("decode", gpu="h100-sxm-80gb")["bandwidth_efficiency"] == 0.8
-    assert cal.kwargs_for("decode", gpu=catalog.gpu("a100"), engine="vllm")[
-        "bandwidth_efficiency"] == 0.6
-    assert cal.clock_options(gpu="H100-SXM-80GB")["bandwidth_efficiency"] == 0.8
+    assert cal.engine_for("decode").bandwidth_efficiency == 0.7            # shared
+    assert cal.engine_for("decode", gpu="h100-sxm-80gb").bandwidth_efficiency == 0.8
+    assert cal.engine_for("decode", gpu=catalog.gpu("a100"), engine="vllm"
+                          ).bandwidth_efficiency == 0.6
+    assert cal.engine_for("step", gpu="H100-SXM-80GB").bandwidth_efficiency == 0.8
     with pytest.warns(UserWarning, match="no knob set matches.*shared"):
-        assert cal.kwargs_for("decode", gpu="L4")["bandwidth_efficiency"] == 0.7
+        assert cal.engine_for("decode", gpu="L4").bandwidth_efficiency == 0.7
     with pytest.warns(UserWarning, match="2 knob sets match"):
-        assert cal.kwargs_for("decode", engine="vllm")["bandwidth_efficiency"] == 0.7
-    # apply reads the GPU a call passes
-    itl = cal.apply(rl.decode_step_time)
+        assert cal.engine_for("decode", engine="vllm").bandwidth_efficiency == 0.7
+    # the roofline hands the calibration the GPU (and model) it times
     h100 = catalog.gpu("h100")
-    assert float(itl(MODEL, h100, 8, 1024)) == float(
-        rl.decode_step_time(MODEL, h100, 8, 1024, bandwidth_efficiency=0.8))
+    assert float(rl.decode_step_time(MODEL, h100, 8, 1024, engine=cal)) == float(
+        rl.decode_step_time(MODEL, h100, 8, 1024, engine=Engine(bandwidth_efficiency=0.8)))
     assert "2 knob sets by gpu/engine" in cal.label
     with pytest.raises(ValueError, match="unknown selector"):
-        cal.kwargs_for("decode", engin="vllm")
+        cal.engine_for("decode", engin="vllm")
 
 
 def test_knob_sets_round_trip_and_old_files_load(tmp_path):
@@ -185,7 +199,7 @@ def test_knob_sets_round_trip_and_old_files_load(tmp_path):
     assert loaded.groups == {} and loaded.group_by == ()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert loaded.kwargs_for("prefill", gpu="h100")["compute_efficiency"] == 0.5
+        assert loaded.engine_for("prefill", gpu="h100").compute_efficiency == 0.5
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"decode": {}, "group_by": ["gpu"],
                                "groups": [{"key": ["a", "b"], "decode": {}}]}))
@@ -206,7 +220,7 @@ def _decode_rows(**knobs):
     for model, name in ((MODEL, "llama-3.1-8b"), (BIG, "llama-3.1-70b")):
         for tp in (1, 2, 4):
             for b, ctx in ((1, 256), (8, 4096), (32, 16384), (4, 32768)):
-                t = float(rl.decode_step_time(model, GPU, b, ctx, tp, **knobs))
+                t = float(rl.decode_step_time(model, GPU, b, ctx, tp, engine=Engine(**knobs)))
                 rows.append({"model": name, "gpu": "h100", "tp": tp, "batch_size": b,
                              "prompt_tokens": ctx, "output_tokens": 0, "context_length": ctx,
                              "ttft_ms": None, "tpot_ms": 1e3 * t, "source": "synthetic"})
@@ -231,7 +245,7 @@ def test_unidentified_engine_knob_keeps_its_prior():
         r["context_length"], r["prompt_tokens"] = 0, 1
         model = MODEL if r["model"] == "llama-3.1-8b" else BIG
         r["tpot_ms"] = 1e3 * float(rl.decode_step_time(model, GPU, r["batch_size"], 0,
-                                                       bandwidth_efficiency=0.7))
+                                                       engine=Engine(bandwidth_efficiency=0.7)))
     result = calibrate(measurements_from_records(rows), phases="decode",
                        fit={"decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency")},
                        n_resamples=0)
@@ -246,8 +260,8 @@ def test_group_by_fits_a_knob_set_per_gpu():
     for gpu, be in (("h100", 0.8), ("a100", 0.6)):
         spec = catalog.gpu(gpu)
         for b, ctx in ((1, 256), (8, 4096), (32, 8192), (64, 2048)):
-            t = float(rl.decode_step_time(MODEL, spec, b, ctx, bandwidth_efficiency=be,
-                                          step_overhead=1e-3))
+            t = float(rl.decode_step_time(MODEL, spec, b, ctx, engine=Engine(
+                bandwidth_efficiency=be, step_overhead=1e-3)))
             rows.append({"model": "llama-3.1-8b", "gpu": spec.name, "tp": 1, "batch_size": b,
                          "prompt_tokens": ctx, "output_tokens": 0, "context_length": ctx,
                          "tpot_ms": 1e3 * t, "source": "synthetic"})
@@ -258,8 +272,8 @@ def test_group_by_fits_a_knob_set_per_gpu():
     cal = result.calibration
     assert cal.group_by == ("gpu",) and len(cal.groups) == 2
     h100, a100 = catalog.gpu("h100"), catalog.gpu("a100")
-    assert cal.kwargs_for("decode", gpu=h100)["bandwidth_efficiency"] == pytest.approx(0.8, 1e-4)
-    assert cal.kwargs_for("decode", gpu=a100)["bandwidth_efficiency"] == pytest.approx(0.6, 1e-4)
+    assert cal.engine_for("decode", gpu=h100).bandwidth_efficiency == pytest.approx(0.8, 1e-4)
+    assert cal.engine_for("decode", gpu=a100).bandwidth_efficiency == pytest.approx(0.6, 1e-4)
     assert float(result.errors.sel(phase="decode")["mape_calibrated"]) < 1e-3
     assert bool(result.knob_sets["own"].sel(phase="decode").all())
     assert "knob sets by gpu" in result.summary()
@@ -290,16 +304,16 @@ def test_sweep_and_batchers_take_engine_knobs_and_knob_sets():
                       prefill={"compute_efficiency": 0.5, "prefill_overhead": 0.03},
                       source="bench")
     ds = sweep.sweep(["llama-3.1-8b"], ["h100"], tp=[1], context_length=[4096], batch_size=[8],
-                     prompt_tokens=[1024], calibration=cal)
+                     prompt_tokens=[1024], engine=cal)
     assert float(ds["decode_step_time"].squeeze()) == float(
-        rl.decode_step_time(MODEL, GPU, 8, 4096, **cal.decode_kwargs))
+        rl.decode_step_time(MODEL, GPU, 8, 4096, engine=cal.engine_for("decode")))
     assert float(ds["prefill_time"].squeeze()) == float(
-        rl.prefill_time(MODEL, GPU, 1024, **cal.prefill_kwargs))
+        rl.prefill_time(MODEL, GPU, 1024, engine=cal.engine_for("prefill")))
     sets = _sets()
-    batcher = batching.ContinuousBatcher(model="llama-3.1-8b", gpu="h100", calibration=sets,
+    batcher = batching.ContinuousBatcher(model="llama-3.1-8b", gpu="h100", engine=sets,
                                          max_num_seqs=16)
     same = batching.ContinuousBatcher(model="llama-3.1-8b", gpu="h100", max_num_seqs=16,
-                                      roofline_options=sets.clock_options(gpu=GPU))
+                                      engine=sets.engine_for("step", gpu=GPU))
     wl = guide_workload()
     np.testing.assert_array_equal(batcher.run(wl)["finish"].values,
                                   same.run(wl)["finish"].values)
@@ -334,8 +348,8 @@ def test_knob_whose_bootstrap_spans_its_bounds_is_not_identified():
     rng = np.random.default_rng(4)
     rows = []
     for prompt in (1000, 2000, 4000, 8000, 12000, 16000) * 3:
-        t = float(rl.prefill_time(MODEL, GPU, prompt, compute_efficiency=0.5,
-                                  prefill_overhead=1e-3)) * rng.lognormal(0.0, 0.2)
+        t = float(rl.prefill_time(MODEL, GPU, prompt, engine=Engine(
+            compute_efficiency=0.5, prefill_overhead=1e-3))) * rng.lognormal(0.0, 0.2)
         rows.append({"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "batch_size": 1,
                      "prompt_tokens": prompt, "output_tokens": 1, "ttft_ms": 1e3 * t,
                      "source": "synthetic"})
@@ -361,9 +375,9 @@ def _prefill_rows(**knobs):
         for model, name in ((MODEL, "llama-3.1-8b"), (BIG, "llama-3.1-70b")):
             for tp in (1, 2, 4, 8):
                 for prompt in (512, 2048):
-                    t = float(rl.prefill_time(model, gpu, prompt, tp, **options,
-                                              interconnect_bandwidth=share
-                                              * gpu.interconnect_bandwidth))
+                    # the share as an absolute bandwidth: what a share of the link means
+                    t = float(rl.prefill_time(model, gpu, prompt, tp, engine=Engine(
+                        **options, interconnect_bandwidth=share * gpu.interconnect_bandwidth)))
                     rows.append({"model": name, "gpu": gpu_name, "tp": tp, "batch_size": 1,
                                  "prompt_tokens": prompt, "output_tokens": 1,
                                  "ttft_ms": 1e3 * t, "source": "synthetic"})
@@ -371,41 +385,52 @@ def _prefill_rows(**knobs):
 
 
 def test_link_share_is_the_roofline_with_that_share_of_each_gpus_bandwidth():
-    """The fit's arithmetic with a link share is prefill_time at share × the GPU's link."""
+    """The fit's arithmetic with a link share, and the engine a calibration gives, are the
+    roofline at share × the GPU's link bandwidth."""
     cal = Calibration(prefill={"compute_efficiency": 0.6, "prefill_overhead": 0.02,
                                "interconnect_efficiency": 0.3})
     for gpu_name in ("h100", "a100"):
         gpu = catalog.gpu(gpu_name)
+        absolute = Engine(compute_efficiency=0.6, prefill_overhead=0.02,
+                          interconnect_bandwidth=0.3 * gpu.interconnect_bandwidth)
         row = {"model": "llama-3.1-70b", "gpu": gpu_name, "tp": 4, "batch_size": 1,
                "prompt_tokens": 2048, "output_tokens": 1, "ttft_ms": 100.0, "source": "s"}
         got = predict(measurements_from_records([row]), cal)["prefill"].item()
-        want = float(rl.prefill_time(BIG, gpu, 2048, 4, compute_efficiency=0.6,
-                                     prefill_overhead=0.02,
-                                     interconnect_bandwidth=0.3 * gpu.interconnect_bandwidth))
+        want = float(rl.prefill_time(BIG, gpu, 2048, 4, engine=absolute))
         assert got == pytest.approx(want, rel=1e-9)
-        # a selected GPU turns the share into that GPU's bandwidth; apply reads the call's GPU
-        kwargs = cal.kwargs_for("prefill", gpu=gpu)
-        assert kwargs["interconnect_bandwidth"] == pytest.approx(
-            0.3 * gpu.interconnect_bandwidth)
-        assert "interconnect_efficiency" not in kwargs
-        assert cal.kwargs_for("prefill", gpu=gpu_name) == kwargs
-        assert float(cal.apply(rl.prefill_time)(BIG, gpu, 2048, 4)) == pytest.approx(want)
-        assert cal.clock_options(gpu=gpu)["interconnect_bandwidth"] == \
-            kwargs["interconnect_bandwidth"]
+        # the engine keeps the share, whatever the GPU; timed on one, it is share × its link
+        engine = cal.engine_for("prefill", gpu=gpu)
+        assert engine.interconnect_efficiency == 0.3
+        assert engine.interconnect_bandwidth is None
+        assert cal.engine_for("prefill", gpu=gpu_name) == engine == cal.engine_for("prefill")
+        assert float(rl.prefill_time(BIG, gpu, 2048, 4, engine=engine)) == pytest.approx(
+            want, rel=1e-12)
+        assert float(rl.prefill_time(BIG, gpu, 2048, 4, engine=cal)) == pytest.approx(
+            want, rel=1e-12)
+        # the mixed step takes the share from prefill
+        step = cal.engine_for("step", gpu=gpu)
+        assert step.interconnect_efficiency == 0.3
+        assert float(rl.mixed_step_time(BIG, gpu, 8, 512, 8 * 3000.0, 4, engine=step)) == \
+            pytest.approx(float(rl.mixed_step_time(BIG, gpu, 8, 512, 8 * 3000.0, 4,
+                                                   engine=absolute)), rel=1e-12)
 
 
-def test_link_share_without_a_gpu_is_left_out_with_a_warning(tmp_path):
+def test_link_share_applies_without_a_gpu(tmp_path):
+    """The share is an Engine field: it needs no GPU to be applied, and warns of nothing."""
     cal = Calibration(prefill={"interconnect_efficiency": 0.3})
-    with pytest.warns(UserWarning, match="interconnect_efficiency=0.3.*no gpu= given"):
-        kwargs = cal.prefill_kwargs
-    assert kwargs == {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0,
-                      "step_overhead": 0.0}
-    rl.prefill_time(MODEL, GPU, 1024, 2, **kwargs)        # still roofline options
-    with pytest.warns(UserWarning, match="no link bandwidth known for 'my-gpu'"):
-        cal.kwargs_for("prefill", gpu="my-gpu")
-    with warnings.catch_warnings():                        # the ideal share needs no GPU
+    with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert Calibration(prefill={"interconnect_efficiency": 1.0}).prefill_kwargs == kwargs
+        engine = cal.engine_for("prefill")
+        assert cal.engine_for("prefill", gpu="my-gpu") == engine
+    assert engine.interconnect_efficiency == 0.3
+    assert engine.fields() == Engine(interconnect_efficiency=0.3).fields()
+    for gpu in (GPU, catalog.gpu("a100")):
+        assert float(rl.prefill_time(BIG, gpu, 1024, 2, engine=engine)) == pytest.approx(
+            float(rl.prefill_time(BIG, gpu, 1024, 2, engine=Engine(
+                interconnect_bandwidth=0.3 * gpu.interconnect_bandwidth))), rel=1e-12)
+    # the ideal share is the ideal engine
+    assert Calibration(prefill={"interconnect_efficiency": 1.0}).engine_for(
+        "prefill").fields() == IDEAL.fields()
     assert load_calibration(save_calibration(cal, tmp_path / "link.json")) == cal
     with pytest.raises(ValueError, match=r"prefill.interconnect_efficiency.*\(0, 1\]"):
         Calibration(prefill={"interconnect_efficiency": 1.5})

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from rooflinekit import batching, calibrate, planning
+import rooflinekit
+from rooflinekit import Engine, batching, calibrate, planning, roofline
 from rooflinekit.calibrate import IDEAL, Calibration, load_calibration, save_calibration
 from rooflinekit.workloads import guide_workload
 
@@ -19,8 +20,9 @@ def test_label_names_the_source_and_the_held_out_error():
     cv = Calibration(source="bench", held_out_error=13.46)
     assert cv.label == "calibrated: bench, held-out TPOT error 13.5%"
     assert Calibration().label == "calibrated: unnamed calibration"
-    assert IDEAL.startswith("ideal (best case)")
-    assert planning.IDEAL == batching.IDEAL == IDEAL
+    # the ideal engine, re-exported: its label is what an ideal output says of itself
+    assert isinstance(IDEAL, Engine) and IDEAL.label.startswith("ideal (best case)")
+    assert planning.IDEAL == batching.IDEAL == roofline.IDEAL == rooflinekit.IDEAL == IDEAL
 
 
 @pytest.mark.parametrize("bad, error", [(-1.0, ValueError), (float("nan"), ValueError),
@@ -50,11 +52,32 @@ def test_bad_calibration_file_names_the_file(tmp_path):
         load_calibration(bad)
 
 
-def test_clock_options_take_each_phase_where_it_binds():
-    assert CAL.clock_options() == {"compute_efficiency": 0.43, "bandwidth_efficiency": 0.61,
-                                   "step_overhead": 2e-4}
-    assert Calibration().clock_options() == {"compute_efficiency": 1.0,
-                                             "bandwidth_efficiency": 1.0, "step_overhead": 0.0}
+def test_step_engine_takes_each_phase_where_it_binds():
+    step = CAL.engine_for("step")
+    assert step.fields() == Engine(compute_efficiency=0.43, bandwidth_efficiency=0.61,
+                                   step_overhead=2e-4).fields()
+    assert step.label == CAL.label
+    assert Calibration().engine_for("step").fields() == IDEAL.fields()
+
+
+def test_calibration_round_trips_its_base_engine(tmp_path):
+    cal = Calibration(decode={"bandwidth_efficiency": 0.5}, source="x",
+                      base=Engine(allreduce="ring"))
+    assert Calibration.from_dict(cal.to_dict()) == cal
+    assert json.loads(json.dumps(cal.to_dict()))["base"] == {"allreduce": "ring"}
+    back = load_calibration(save_calibration(cal, tmp_path / "c.json"))
+    assert back == cal and back.base == Engine(allreduce="ring")
+    decode = back.engine_for("decode")
+    assert decode.allreduce == "ring" and decode.bandwidth_efficiency == 0.5
+    assert decode.label == "calibrated: x"
+    # a base with a label of its own keeps it; the ideal base writes nothing
+    named = Calibration(base=Engine(compute_dtype="fp8", label="vllm fp8"))
+    assert Calibration.from_dict(named.to_dict()) == named
+    assert "base" not in Calibration().to_dict()
+    with pytest.raises(TypeError, match="base"):
+        Calibration(base={"allreduce": "ring"})
+    with pytest.raises(TypeError, match="unknown engine field"):
+        Calibration.from_dict({"base": {"allreduse": "ring"}})
 
 
 @pytest.mark.parametrize("make", [
@@ -63,14 +86,17 @@ def test_clock_options_take_each_phase_where_it_binds():
 def test_batchers_take_a_calibration(make):
     spec = {"model": "llama-3.1-8b", "gpu": "h100"}
     wl = guide_workload()
-    calibrated = make(**spec, calibration=CAL)
-    assert calibrated.calibration is CAL
-    same = make(**spec, roofline_options=CAL.clock_options())
-    a, b = calibrated.run(wl), same.run(wl)
+    calibrated = make(**spec, engine=CAL)
+    assert calibrated.engine is CAL
+    same = make(**spec, engine=CAL.engine_for("step"))
+    unnamed = make(**spec, engine=Engine(**CAL.engine_for("step").fields()))
+    a, b, c = calibrated.run(wl), same.run(wl), unnamed.run(wl)
     np.testing.assert_array_equal(a["finish"].values, b["finish"].values)
+    np.testing.assert_array_equal(a["finish"].values, c["finish"].values)
     assert a.attrs["model_quality"] == "calibrated: bench"
-    assert b.attrs["model_quality"].startswith("roofline options as given")
-    assert make(**spec).run(wl).attrs["model_quality"] == IDEAL
+    assert b.attrs["model_quality"] == "calibrated: bench"
+    assert c.attrs["model_quality"].startswith("engine: ")
+    assert make(**spec).run(wl).attrs["model_quality"] == IDEAL.label
     assert make().run(wl).attrs["model_quality"].startswith("tick clock")
     # slower than ideal, as the knobs say
     assert float(a["makespan"]) > float(make(**spec).run(wl)["makespan"])
@@ -79,22 +105,24 @@ def test_batchers_take_a_calibration(make):
     assert reps.attrs["model_quality"] == "calibrated: bench"
 
 
-def test_batcher_calibration_checked_at_construction():
+def test_batcher_engine_checked_at_construction():
     spec = {"model": "llama-3.1-8b", "gpu": "h100"}
-    with pytest.raises(ValueError, match="calibration or roofline_options"):
-        batching.ContinuousBatcher(**spec, calibration=CAL, roofline_options={})
-    with pytest.raises(TypeError, match="calibration must be"):
-        batching.ContinuousBatcher(**spec, calibration={"compute_efficiency": 0.5})
+    with pytest.raises(TypeError, match="engine must be"):
+        batching.ContinuousBatcher(**spec, engine={"compute_efficiency": 0.5})
+    with pytest.raises(TypeError, match="calibration"):
+        batching.ContinuousBatcher(**spec, calibration=CAL)
+    # a calibration times roofline steps: without a model and GPU it is refused, not ignored
     with pytest.raises(ValueError, match="model and gpu"):
-        batching.StaticBatcher(calibration=CAL)
+        batching.StaticBatcher(engine=CAL)
+    with pytest.raises(ValueError, match="model and gpu"):
+        batching.StaticBatcher(engine=CAL, clock="roofline")
 
 
-def test_planning_uses_the_calibration_conversion():
-    from rooflinekit.planning import fleet
-    # the planners ask for each configuration's options by model and GPU
-    options_for, label = fleet._roofline_options(CAL, None)
-    assert options_for("Llama-3.1-8B", "H100-SXM-80GB") == CAL.clock_options()
-    assert label == CAL.label
-    ideal, label = fleet._roofline_options(None, None)
-    assert ideal("Llama-3.1-8B", "H100-SXM-80GB") == {} and label == IDEAL
+def test_planning_uses_the_calibration_step_engine():
+    # the planners ask for each configuration's mixed-step engine by model and GPU
+    step = roofline.engine_for(CAL, "step", model="Llama-3.1-8B", gpu="H100-SXM-80GB")
+    assert step == CAL.engine_for("step")
+    assert step.label == CAL.label
+    ideal = roofline.engine_for(None, "step", model="Llama-3.1-8B", gpu="H100-SXM-80GB")
+    assert ideal is IDEAL and ideal.label == IDEAL.label
     assert calibrate.Calibration is Calibration

@@ -1,4 +1,4 @@
-"""``--calibration FILE`` on capacity, sweep and simulate; every output says what timed it."""
+"""``--engine FILE`` on capacity, sweep and simulate; every output says what timed it."""
 
 import json
 from pathlib import Path
@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from rooflinekit import catalog, roofline, units
-from rooflinekit.calibrate import IDEAL, load_calibration
+from rooflinekit.calibrate import load_calibration
+from rooflinekit.roofline import IDEAL
 from rooflinekit.cli.main import main
 
 CAL_FILE = Path(__file__).parent / "data" / "measurements" / "calibration_public.json"
@@ -23,22 +24,24 @@ def test_capacity_applies_each_phase_and_says_so(capsys):
     base = ("capacity", "llama-3.1-8b", "h100", "--batch-size", "16", "--json")
     _, out, _ = run(capsys, *base)
     ideal = json.loads(out)
-    assert ideal["model_quality"] == IDEAL
-    _, out, _ = run(capsys, *base, "--calibration", str(CAL_FILE))
+    assert ideal["model_quality"] == IDEAL.label
+    _, out, _ = run(capsys, *base, "--engine", str(CAL_FILE))
     cal = json.loads(out)
     assert cal["model_quality"] == CAL.label and "held-out TPOT error" in cal["model_quality"]
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
-    ttft = roofline.prefill_time(model, gpu, 1024, **CAL.kwargs_for("prefill")) / units.MS
-    itl = roofline.decode_step_time(model, gpu, 16, 8192, **CAL.kwargs_for("decode")) / units.MS
+    ttft = roofline.prefill_time(model, gpu, 1024, engine=CAL.engine_for(
+        "prefill", model=model, gpu=gpu)) / units.MS
+    itl = roofline.decode_step_time(model, gpu, 16, 8192, engine=CAL.engine_for(
+        "decode", model=model, gpu=gpu)) / units.MS
     assert cal["ttft_ms"] == pytest.approx(float(ttft), rel=1e-12)
     assert cal["decode_step_time_ms"] == pytest.approx(float(itl), rel=1e-12)
     assert cal["ttft_ms"] > ideal["ttft_ms"] and cal["tokens_per_s"] < ideal["tokens_per_s"]
     # memory is not timing: the calibration leaves it alone
     assert cal["kv_budget_tokens"] == ideal["kv_budget_tokens"]
-    _, text, _ = run(capsys, *base[:-1], "--calibration", str(CAL_FILE))
+    _, text, _ = run(capsys, *base[:-1], "--engine", str(CAL_FILE))
     assert f"timing: {CAL.label}" in text
     _, text, _ = run(capsys, *base[:-1])
-    assert f"timing: {IDEAL}" in text
+    assert f"timing: {IDEAL.label}" in text
 
 
 def test_sweep_takes_each_phase_knobs_and_says_so(capsys):
@@ -46,12 +49,12 @@ def test_sweep_takes_each_phase_knobs_and_says_so(capsys):
             "--max-model-len", "4096", "--batch-size", "8", "--json")
     _, out, _ = run(capsys, *base)
     ideal = json.loads(out)
-    assert ideal["model_quality"] == IDEAL
-    _, out, _ = run(capsys, *base, "--calibration", str(CAL_FILE))
+    assert ideal["model_quality"] == IDEAL.label
+    _, out, _ = run(capsys, *base, "--engine", str(CAL_FILE))
     cal = json.loads(out)
     assert cal["model_quality"] == CAL.label
     assert cal["rows"][0]["tokens_per_second_per_gpu"] < ideal["rows"][0]["tokens_per_second_per_gpu"]
-    _, text, _ = run(capsys, *base[:-1], "--calibration", str(CAL_FILE))
+    _, text, _ = run(capsys, *base[:-1], "--engine", str(CAL_FILE))
     assert "timing: calibrated:" in text
 
 
@@ -60,13 +63,13 @@ def test_simulate_passes_the_calibration_to_the_batchers(capsys):
             "--input-len", "256", "--model", "llama-3.1-8b", "--gpu", "h100", "--json")
     _, out, _ = run(capsys, *base)
     ideal = json.loads(out)
-    assert ideal["model_quality"] == IDEAL
-    _, out, _ = run(capsys, *base, "--calibration", str(CAL_FILE))
+    assert ideal["model_quality"] == IDEAL.label
+    _, out, _ = run(capsys, *base, "--engine", str(CAL_FILE))
     cal = json.loads(out)
     assert cal["model_quality"] == CAL.label
     assert cal["continuous"]["makespan"] > ideal["continuous"]["makespan"]
     assert cal["static"]["makespan"] > ideal["static"]["makespan"]
-    _, text, _ = run(capsys, *base[:-1], "--calibration", str(CAL_FILE))
+    _, text, _ = run(capsys, *base[:-1], "--engine", str(CAL_FILE))
     assert f"timing: {CAL.label}" in text
 
 
@@ -75,15 +78,37 @@ def test_simulate_tick_clock_says_so(capsys):
     assert json.loads(out)["model_quality"].startswith("tick clock")
 
 
+def test_engine_file_of_fields(capsys, tmp_path):
+    # an engine JSON of Engine fields times every phase alike, and --allreduce overrides it
+    base = ("capacity", "llama-3.1-8b", "h100", "--batch-size", "16", "--tp", "2", "--json")
+    path = tmp_path / "engine.json"
+    path.write_text(json.dumps({"bandwidth_efficiency": 0.8, "step_overhead": 0.002}))
+    _, out, _ = run(capsys, *base, "--engine", str(path))
+    got = json.loads(out)
+    engine = roofline.Engine(bandwidth_efficiency=0.8, step_overhead=0.002)
+    model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
+    itl = roofline.decode_step_time(model, gpu, 16, 8192, 2, engine=engine) / units.MS
+    assert got["decode_step_time_ms"] == pytest.approx(float(itl), rel=1e-12)
+    assert got["model_quality"] == engine.label == \
+        "engine: bandwidth_efficiency=0.8, step_overhead=0.002"
+    _, out, _ = run(capsys, *base, "--engine", str(path), "--allreduce", "guide")
+    simple = roofline.decode_step_time(model, gpu, 16, 8192, 2,
+                                       engine=engine.replace(allreduce="guide")) / units.MS
+    assert json.loads(out)["decode_step_time_ms"] == pytest.approx(float(simple), rel=1e-12)
+    path.write_text(json.dumps({"bandwith_efficiency": 0.8}))
+    code, _, err = run(capsys, *base, "--engine", str(path))
+    assert code == 2 and "engine.json" in err and "bandwith_efficiency" in err
+
+
 def test_calibration_flag_checked(capsys, tmp_path):
-    code, _, err = run(capsys, "simulate", "--calibration", str(CAL_FILE))
-    assert code == 2 and "--calibration applies with --model" in err
+    code, _, err = run(capsys, "simulate", "--engine", str(CAL_FILE))
+    assert code == 2 and "--engine applies with --model" in err
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     bad.write_text(json.dumps({"prefill": {"compute_efficiency": 0}}))
-    code, _, err = run(capsys, "capacity", "llama-3.1-8b", "h100", "--calibration", str(bad))
+    code, _, err = run(capsys, "capacity", "llama-3.1-8b", "h100", "--engine", str(bad))
     assert code == 2 and "bad.json" in err
-    code, _, err = run(capsys, "sweep", "--calibration", str(tmp_path / "missing.json"))
+    code, _, err = run(capsys, "sweep", "--engine", str(tmp_path / "missing.json"))
     assert code != 0 and "missing.json" in err
 
 

@@ -249,3 +249,28 @@ def test_plan_disaggregated_refuses_runaway_comparisons_before_any_draw():
     with pytest.raises(ValueError, match="work_limit"):
         rk.plan_disaggregated(traffic, slo, splits=[(1, 1)], replicates=100, requests=10**5,
                               work_limit=1e6, **kwargs)
+
+
+def test_each_pool_is_timed_by_its_own_engine_and_says_so():
+    config = ROOFLINE["dense, tp 8"]
+    wl = Workload(np.arange(8.0) * 0.01, [200] * 8, [20] * 8)
+    slow = rk.Engine(compute_efficiency=0.5, step_overhead=1e-3)
+    cal = rk.Calibration(decode={"bandwidth_efficiency": 0.7}, source="bench")
+    same = pair(roofline_batcher(config, engine=slow), roofline_batcher(config, engine=slow),
+                link_bandwidth=1e10).run(wl)
+    assert same.attrs["model_quality"] == slow.label
+    mixed = pair(roofline_batcher(config, engine=slow), roofline_batcher(config, engine=cal),
+                 link_bandwidth=1e10)
+    ds = mixed.run(wl)
+    assert ds.attrs["model_quality"] == f"prefill: {slow.label}; decode: calibrated: bench"
+    reps = mixed.run_replicates(wl.arrival[None], wl.prompt_tokens[None], wl.output_tokens[None])
+    assert reps.attrs["model_quality"] == ds.attrs["model_quality"]
+    # the calibration's pool is its mixed-step engine's, to the bit
+    as_engine = pair(roofline_batcher(config, engine=slow),
+                     roofline_batcher(config, engine=cal.engine_for("step")),
+                     link_bandwidth=1e10).run(wl)
+    np.testing.assert_array_equal(ds["finish"].values, as_engine["finish"].values)
+    # slower prefill than the ideal pool's
+    ideal = pair(roofline_batcher(config), roofline_batcher(config), link_bandwidth=1e10).run(wl)
+    assert ideal.attrs["model_quality"] == rk.IDEAL.label
+    assert float(ds["ttft"].mean()) > float(ideal["ttft"].mean())

@@ -39,7 +39,7 @@ def test_speculative_numbers():
 
 
 def test_every_name_on_the_page_exists():
-    for name in ("prefill_time", "request_latency", "prefill_ms", "max_concurrent_sequences",
+    for name in ("prefill_time", "request_latency", "max_concurrent_sequences",
                  "break_even", "payg_cost_per_request", "cost_per_request",
                  "speculative_tokens_per_step", "speculative_step_time", "speculative_speedup",
                  "speculative_cost_per_million_tokens"):
@@ -47,3 +47,11 @@ def test_every_name_on_the_page_exists():
     assert hasattr(rk.roofline, "verification_step_time")
     for variable in rk.sweep.SPECULATIVE_VARIABLES:
         assert f"`{variable}`" in DOC, variable
+
+
+def test_the_page_names_no_removed_function():
+    """``prefill_ms`` and ``decode_ms_per_token`` are gone (``prefill_time``,
+    ``amortized_token_time``): the page must not offer them."""
+    for gone in ("prefill_ms", "decode_ms_per_token"):
+        assert not hasattr(rk, gone), gone
+        assert f"`{gone}(" not in DOC, gone

@@ -55,6 +55,16 @@ CONTEXT_OK = ("zero",)       # an empty context is a real state
 OPTIONAL = ("none",)
 
 REGISTRY = {
+    "Engine": _entry(rk.Engine, spoil=(
+        "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
+        "layer_overhead", "prefill_overhead", "gemm_half_tokens", "allreduce",
+        "interconnect_bandwidth", "interconnect_latency", "interconnect_efficiency",
+        "compute_dtype", "activation_dtype", "label"),
+        valid={"kv_bandwidth_efficiency": OPTIONAL, "step_overhead": CONTEXT_OK,
+               "layer_overhead": CONTEXT_OK, "prefill_overhead": CONTEXT_OK,
+               "gemm_half_tokens": CONTEXT_OK, "allreduce": ("true",),
+               "interconnect_bandwidth": OPTIONAL, "interconnect_latency": CONTEXT_OK + OPTIONAL,
+               "compute_dtype": OPTIONAL, "label": ("string",)}),
     "GPU": _entry(rk.GPU, kwargs={"name": "x", "memory_bytes": 80e9, "hbm_bandwidth": 3e12,
                                   "peak_flops": 1e15},
                   spoil=("memory_bytes", "hbm_bandwidth", "peak_flops")),
@@ -93,21 +103,19 @@ REGISTRY = {
     "arithmetic_intensity": _entry(rk.arithmetic_intensity, kwargs={"model": M},
                                    spoil=("batch_size", "context_length"),
                                    valid={"context_length": CONTEXT_OK}),
-    "ridge_point": _entry(rk.ridge_point, kwargs={"gpu": G},
-                          spoil=("gpu", "compute_efficiency", "bandwidth_efficiency")),
+    "ridge_point": _entry(rk.ridge_point, kwargs={"gpu": G}, spoil=("gpu", "engine"),
+                          valid={"engine": OPTIONAL}),
     "critical_batch_size": _entry(rk.critical_batch_size, kwargs={"model": M, "gpu": G},
                                   spoil=("context_length", "tp"),
                                   valid={"context_length": CONTEXT_OK}),
     "prefill_time": _entry(rk.prefill_time, kwargs={"model": M, "gpu": G, "prompt_tokens": 100},
-                           spoil=("prompt_tokens", "tp", "context_length", "compute_efficiency",
-                                  "step_overhead"),
-                           valid={"context_length": CONTEXT_OK, "step_overhead": CONTEXT_OK,
+                           spoil=("prompt_tokens", "tp", "context_length", "engine"),
+                           valid={"context_length": CONTEXT_OK, "engine": OPTIONAL,
                                   "prompt_tokens": CONTEXT_OK}),
     "decode_step_time": _entry(rk.decode_step_time, kwargs={"model": M, "gpu": G},
                                spoil=("model", "gpu", "batch_size", "context_length", "tp",
-                                      "bandwidth_efficiency", "step_overhead"),
-                               valid={"context_length": CONTEXT_OK,
-                                      "step_overhead": CONTEXT_OK}),
+                                      "engine"),
+                               valid={"context_length": CONTEXT_OK, "engine": OPTIONAL}),
     "amortized_token_time": _entry(rk.amortized_token_time, kwargs={"model": M, "gpu": G},
                                    spoil=("batch_size", "context_length", "tp"),
                                    valid={"context_length": CONTEXT_OK}),
@@ -130,11 +138,6 @@ REGISTRY = {
                                              "hourly_price"),
                                       valid={"context_length": CONTEXT_OK,
                                              "hourly_price": ("zero", "none")}),
-    "prefill_ms": _entry(rk.prefill_ms, kwargs={"model": M, "gpu": G, "prompt_tokens": 100},
-                         spoil=("prompt_tokens", "tp"), valid={"prompt_tokens": CONTEXT_OK}),
-    "decode_ms_per_token": _entry(rk.decode_ms_per_token, kwargs={"model": M, "gpu": G},
-                                  spoil=("batch_size", "context_length"),
-                                  valid={"context_length": CONTEXT_OK}),
     "energy_per_token": _entry(rk.energy_per_token, kwargs={"model": M, "gpu": G},
                                spoil=("batch_size", "context_length", "idle_power_fraction"),
                                valid={"context_length": CONTEXT_OK,
@@ -202,13 +205,6 @@ REGISTRY = {
                                 valid={"max_num_seqs": OPTIONAL,
                                        "kv_budget_tokens": ("none", "zero"),
                                        "reserve": CONTEXT_OK}),
-    "simulate": _entry(rk.simulate, kwargs={"arrival": [0.0, 1.0], "prompt_tokens": [0, 0],
-                                            "output_tokens": [3, 2], "max_num_seqs": 2},
-                       spoil=("ttft_target", "itl_target", "e2e_target", "max_num_seqs"),
-                       valid={"ttft_target": ("zero", "inf", "none"),
-                              "itl_target": ("zero", "inf", "none"),
-                              "e2e_target": ("zero", "inf", "none"),
-                              "max_num_seqs": OPTIONAL}),
     "monte_carlo": _entry(rk.monte_carlo,
                           args=(WorkloadSpec(8, output=Constant(3)), rk.ContinuousBatcher(4)),
                           kwargs={"replicates": 2, "seed": 0, "parallel": False},
@@ -318,7 +314,7 @@ REGISTRY = {
 
 
 # The prefill formulas' prefix-cache hit: a whole count in [0, prompt_tokens]; 0 is valid.
-for _name in ("prefill_time", "prefill_ms", "request_latency"):
+for _name in ("prefill_time", "request_latency"):
     REGISTRY[_name]["spoil"] += ("cached_tokens",)
     REGISTRY[_name]["valid"]["cached_tokens"] = CONTEXT_OK
 # A draft model's weights beside the target's: bytes ≥ 0; 0 (no draft) is valid.
@@ -342,9 +338,9 @@ REGISTRY.update({
         rk.cost_per_request, kwargs={"model": M, "gpu": G, "prompt_tokens": 1000,
                                      "output_tokens": 100, "prefix_share": 0.5},
         spoil=("model", "gpu", "prompt_tokens", "output_tokens", "batch_size", "tp",
-               "prefix_share", "hourly_price", "roofline_options"),
+               "prefix_share", "hourly_price", "engine"),
         valid={"prefix_share": CONTEXT_OK, "hourly_price": CONTEXT_OK + OPTIONAL,
-               "roofline_options": OPTIONAL}),
+               "engine": OPTIONAL}),
     "speculative_cost_per_million_tokens": _entry(
         rk.speculative_cost_per_million_tokens,
         kwargs={"model": M, "gpu": G, "draft": 0.05, "acceptance": 0.8},
@@ -545,9 +541,10 @@ def test_speculative_draws_refuse_bad_arguments_cleanly(name, arg, bad):
     pytest.fail(f"{name}({arg}={BAD[bad]!r}) was accepted")
 
 
-#: The engine options of the step formulas and the values of BAD each legitimately takes.
+#: The engine fields the step formulas read and the values of BAD each legitimately takes.
 ENGINE_OPTION_VALID = {"layer_overhead": ("zero",), "kv_bandwidth_efficiency": ("none",),
-                       "gemm_half_tokens": ("zero",), "prefill_overhead": ("zero",)}
+                       "gemm_half_tokens": ("zero",), "prefill_overhead": ("zero",),
+                       "interconnect_efficiency": ()}
 
 
 ENGINE_OPTION_FUNCS = pytest.mark.parametrize(
@@ -559,11 +556,13 @@ ENGINE_OPTION_FUNCS = pytest.mark.parametrize(
 @pytest.mark.parametrize("option, bad", [(o, b) for o in sorted(ENGINE_OPTION_VALID)
                                          for b in sorted(BAD) if b not in ENGINE_OPTION_VALID[o]])
 def test_engine_options_refuse_bad_input_cleanly(func, option, bad):
+    # refused where the Engine is built, or (an array of valid numbers) by the formula's
+    # broadcasting: never a NaN, never a warning
     args = (M, G, 100) if func is rk.prefill_time else (M, G)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         try:
-            result = func(*args, **{option: BAD[bad]})
+            result = func(*args, engine=rk.Engine(**{option: BAD[bad]}))
         except (ValueError, TypeError):
             return
     assert func is not rk.roofline.step_cost_coefficients, f"{option}={bad!r} was accepted"
@@ -576,12 +575,12 @@ def test_engine_options_refuse_bad_input_cleanly(func, option, bad):
 @pytest.mark.parametrize("option, value", [(o, v) for o in sorted(ENGINE_OPTION_VALID)
                                            for v in ENGINE_OPTION_VALID[o]])
 def test_engine_options_take_their_valid_values(func, option, value):
-    # the values of BAD an option legitimately takes (a zero overhead, no separate KV
-    # efficiency) are accepted and give the option's default answer here
+    # the values of BAD a field legitimately takes (a zero overhead, no separate KV
+    # efficiency) are accepted and give the ideal answer here
     args = (M, G, 100) if func is rk.prefill_time else (M, G)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        result = func(*args, **{option: BAD[value]})
+        result = func(*args, engine=rk.Engine(**{option: BAD[value]}))
     values = np.asarray(tuple(result) if func is rk.roofline.step_cost_coefficients else result,
                         dtype=float)
     # (the coefficients hold inf where a quantity is unbounded: no sliding window, say)

@@ -129,7 +129,7 @@ def test_engine_readers_refuse_a_file_that_is_not_text(reader, tmp_path):
     ["calibrate", "--from", "trtllm", "{path}", "--model", "llama-3.1-8b", "--gpu", "h100"],
     ["calibrate", "--from", "vllm-latency", "{path}", "--model", "llama-3.1-8b", "--gpu", "h100",
      "--batch-size", "8", "--input-len", "1024", "--output-len", "1"],
-    ["simulate", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", "{path}"],
+    ["simulate", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "{path}"],
 ])
 def test_commands_reading_a_hostile_file_exit_2_in_one_line(command, hostile, capsys):
     argv = [str(hostile) if a == "{path}" else a for a in command]

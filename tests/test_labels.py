@@ -10,7 +10,7 @@ from rooflinekit import catalog, memory
 from rooflinekit._labels import document, formula, returns_entry, spec_fields
 from rooflinekit._validation import check_nonnegative
 from rooflinekit.roofline import (
-    OPTION_DEFAULTS,
+    Engine,
     amortized_token_time,
     decode_bound,
     decode_step_time,
@@ -82,15 +82,16 @@ def test_spec_fields_read_objects_and_datasets():
         "sliding_window": np.inf}
 
 
-def test_roofline_signature_lists_the_options():
+def test_roofline_signature_takes_one_engine():
     assert "__signature__" not in vars(decode_step_time)
     params = inspect.signature(decode_step_time).parameters
-    assert list(params)[:5] == ["model", "gpu", "batch_size", "context_length", "tp"]
-    for name, default in OPTION_DEFAULTS.items():
-        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
-        assert params[name].default == default or params[name].default is default
-    assert "{options}" not in decode_step_time.__doc__
-    assert "compute_efficiency" in decode_step_time.__doc__
+    assert list(params) == ["model", "gpu", "batch_size", "context_length", "tp", "engine"]
+    assert params["engine"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["engine"].default is None
+    # the engine's fields are documented once, on Engine, and each formula says which it uses
+    for field in Engine().fields():
+        assert field not in params and f"    {field} : " in Engine.__doc__
+    assert "engine : Engine or Calibration" in decode_step_time.__doc__
     assert "See Also" in decode_step_time.__doc__ and "amortized_token_time" in (
         decode_step_time.__doc__)
     assert "decode_step_time" in amortized_token_time.__doc__

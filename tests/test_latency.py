@@ -6,6 +6,7 @@ import pytest
 from rooflinekit import GPU
 from rooflinekit.roofline import latency as lat
 from rooflinekit import roofline as r
+from rooflinekit import Engine
 
 
 # The guide's 70B-class model (§2.2) on the lab accelerator (§3.2): 140e9 B of fp16 weights,
@@ -74,16 +75,16 @@ def test_cost_per_million_tokens(guide_model, lab_gpu):
     # (140e9 B / 26.8e12 B/s) = $34.83 per 1M tokens (rel 1e-12); batch 128: 128× cheaper exactly
     # the guide's simple model (no all-reduce)
     usd = lat.cost_per_million_tokens(guide_model, lab_gpu, 1, 0, 8, hourly_price=3.0,
-                                      allreduce="guide")
+                                      engine=Engine(allreduce="guide"))
     expected = 8 * 3.0 / 3600 * (W70 / (8 * BW)) * 1e6
     assert usd == pytest.approx(expected, rel=1e-12)
     assert usd == pytest.approx(34.83, abs=5e-3)
     assert lat.cost_per_million_tokens(guide_model, lab_gpu, 128, 0, 8, hourly_price=3.0,
-                                       allreduce="guide") == pytest.approx(expected / 128,
+                                       engine=Engine(allreduce="guide")) == pytest.approx(expected / 128,
                                                                            rel=1e-12)
     priced = lab_gpu.__class__(**{**lab_gpu.__dict__, "hourly_price": 3.0})
     assert lat.cost_per_million_tokens(guide_model, priced, 1, 0, 8,
-                                       allreduce="guide") == pytest.approx(
+                                       engine=Engine(allreduce="guide")) == pytest.approx(
         expected, rel=1e-12)
 
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from rooflinekit import GPU, catalog, memory, units
 from rooflinekit import parallel as p
 from rooflinekit import roofline as r
+from rooflinekit import Engine
 
 W70 = 140e9
 BW = 3.35e12
@@ -40,7 +41,7 @@ def test_group_peak_by_format():
 
 def test_simple_model_decode_scales_exactly(guide_model, lab_gpu):
     # without all-reduce, batch-1 decode at tp=8 is 41.79 ms / 8 = 5.22 ms exactly (rel 1e-15)
-    t8 = r.decode_step_time(guide_model, lab_gpu, tp=8, allreduce="guide")
+    t8 = r.decode_step_time(guide_model, lab_gpu, tp=8, engine=Engine(allreduce="guide"))
     assert t8 == pytest.approx(W70 / (8 * BW), rel=1e-15)
 
 
@@ -65,7 +66,7 @@ def test_allreduce_time_70b_tp8(guide_model, lab_gpu):
     assert p.allreduce_time(guide_model, lab_gpu, 1, 8, **ring) == pytest.approx(expected,
                                                                                  rel=1e-12)
     assert p.allreduce_time(guide_model, lab_gpu, 1, 1, **ring) == 0.0
-    assert r.decode_step_time(guide_model, lab_gpu, 1, 0, 8, allreduce="ring") == \
+    assert r.decode_step_time(guide_model, lab_gpu, 1, 0, 8, engine=Engine(allreduce="ring")) == \
         pytest.approx(W70 / (8 * BW) + expected, rel=1e-12)
     # input kinds
     arr = p.allreduce_time(guide_model, lab_gpu, np.array([1, 64]), 8)
@@ -90,8 +91,8 @@ def test_allreduce_needs_known_link(guide_model):
 def test_tp8_with_allreduce_is_slower_than_simple_and_sublinear(guide_model, lab_gpu):
     # guide §5: communication makes scaling sub-linear. At batch 1 and at batch 64 / 2k tokens:
     for batch, ctx in ((1, 0), (64, 2048)):
-        simple = r.decode_step_time(guide_model, lab_gpu, batch, ctx, [4, 8], allreduce="guide")
-        real = r.decode_step_time(guide_model, lab_gpu, batch, ctx, [4, 8], allreduce=True)
+        simple = r.decode_step_time(guide_model, lab_gpu, batch, ctx, [4, 8], engine=Engine(allreduce="guide"))
+        real = r.decode_step_time(guide_model, lab_gpu, batch, ctx, [4, 8], engine=Engine(allreduce=True))
         assert real[1] > simple[1]
         assert simple[0] / simple[1] == pytest.approx(2.0, rel=1e-12)   # simple model: 2×
         assert real[0] / real[1] < 2.0                                   # really: less
@@ -123,7 +124,7 @@ def test_tp_scaling_kinds_and_errors(guide_model, lab_gpu):
     with pytest.raises(ValueError, match="at least one"):
         r.tp_scaling(guide_model, lab_gpu, [])
     with pytest.raises(TypeError, match="allreduce"):
-        r.tp_scaling(guide_model, lab_gpu, [1, 2], allreduce=1)
+        r.tp_scaling(guide_model, lab_gpu, [1, 2], engine=Engine(allreduce=1))
 
 
 # -- smallest_tp -----------------------------------------------------------------------------------

@@ -181,6 +181,6 @@ def test_expert_layouts_must_divide_the_experts_and_the_stage():
 def test_a_pipeline_over_an_unknown_link_asks_for_one():
     gpu = rk.GPU("bare", memory_bytes=80 * units.GiB, hbm_bandwidth=3e12, peak_flops=1e15)
     with pytest.raises(ValueError, match="pp=2 needs a link bandwidth"):
-        rk.layout_decode_step_time(L70, gpu, 8, tp=1, pp=2, allreduce="guide")
-    assert rk.layout_decode_step_time(L70, gpu, 8, tp=1, pp=2, allreduce="guide",
+        rk.layout_decode_step_time(L70, gpu, 8, tp=1, pp=2, engine=rk.Engine(allreduce="guide"))
+    assert rk.layout_decode_step_time(L70, gpu, 8, tp=1, pp=2, engine=rk.Engine(allreduce="guide"),
                                       p2p_bandwidth=50e9) > 0

@@ -77,14 +77,14 @@ def test_a_calibration_with_knob_sets_gives_each_gpu_its_own():
                               ("H200-SXM-141GB",): {"decode": {"bandwidth_efficiency": 0.9}}})
     slo = rk.SLO(itl=0.012, quantile=0.9)
     both = rk.plan(TRAFFIC, slo, models="Llama-3.1-8B", gpus=["H100-SXM-80GB", "H200-SXM-141GB"],
-                   max_num_seqs=16, calibration=cal, **SMALL)
+                   max_num_seqs=16, engine=cal, **SMALL)
     for gpu in ("H100-SXM-80GB", "H200-SXM-141GB"):
         alone = rk.plan(TRAFFIC, slo, models="Llama-3.1-8B", gpus=gpu, max_num_seqs=16,
-                        roofline_options=cal.clock_options(gpu=gpu), **SMALL)
+                        engine=cal.engine_for("step", gpu=gpu), **SMALL)
         np.testing.assert_array_equal(both["max_rate"].sel(gpu=gpu).values,
                                       alone["max_rate"].sel(gpu=gpu).values)
     shared = rk.plan(TRAFFIC, slo, models="Llama-3.1-8B", gpus="H100-SXM-80GB", max_num_seqs=16,
-                     roofline_options=cal.clock_options(), **SMALL)
+                     engine=cal.engine_for("step"), **SMALL)
     assert float(both["max_rate"].sel(gpu="H100-SXM-80GB").squeeze()) != \
         float(shared["max_rate"].squeeze())
 

@@ -116,7 +116,7 @@ def test_plan_dimensions_units_and_no_nan(small_plan):
         assert "units" in var.attrs and "long_name" in var.attrs, name
         if var.dtype.kind == "f":
             assert not np.isnan(var.values).any(), name
-    assert ds.attrs["model_quality"] == rk.planning.IDEAL
+    assert ds.attrs["model_quality"] == rk.planning.IDEAL.label
     assert set(np.unique(ds["binding"].values)) <= set(capacity.BINDINGS)
 
 
@@ -209,9 +209,18 @@ def test_calibration_is_used_and_labelled():
     kwargs = {"models": MODEL, "gpus": GPU, "tp": 1, "max_num_seqs": 64, "replicates": 3,
               "requests": 200}
     ideal = rk.plan(TRAFFIC, SLO, **kwargs)
-    slow = rk.plan(TRAFFIC, SLO, calibration=cal, **kwargs)
+    slow = rk.plan(TRAFFIC, SLO, engine=cal, **kwargs)
     assert slow.attrs["model_quality"] == "calibrated: test knobs"
     assert float(slow["saturation_rate"].squeeze()) < float(ideal["saturation_rate"].squeeze())
+    # the calibration's mixed-step engine is what times the search
+    same = rk.plan(TRAFFIC, SLO, engine=cal.engine_for("step"), **kwargs)
+    np.testing.assert_array_equal(same["replicate_max_rate"].values,
+                                  slow["replicate_max_rate"].values)
+    assert same.attrs["model_quality"] == "calibrated: test knobs"
+    # an Engine's plan says what it changes
+    engine = rk.Engine(compute_efficiency=0.5)
+    assert rk.plan(TRAFFIC, SLO, engine=engine, **kwargs).attrs["model_quality"] == \
+        engine.label == "engine: compute_efficiency=0.5"
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -221,9 +230,10 @@ def test_calibration_is_used_and_labelled():
     ({"requests": 5}, "requests"), ({"rtol": 0}, "rtol"), ({"admission": "lazy"}, "admission"),
     ({"gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
     ({"max_num_batched_tokens": 16}, "max_num_batched_tokens"),
-    ({"prices": {GPU: -1}}, "prices"), ({"calibration": "fast"}, "calibration"),
-    ({"roofline_options": {"compute_efficiency": 0.5},
-      "calibration": rk.Calibration()}, "not both"),
+    ({"prices": {GPU: -1}}, "prices"), ({"engine": "fast"}, "engine"),
+    ({"engine": {"compute_efficiency": 0.5}}, "engine"),
+    ({"calibration": rk.Calibration()}, "calibration"),
+    ({"roofline_options": {"compute_efficiency": 0.5}}, "roofline_options"),
 ])
 def test_plan_refuses_bad_input_before_work(kwargs, match):
     base = {"models": MODEL, "gpus": GPU, "replicates": 2, "requests": 50}
@@ -251,7 +261,7 @@ def test_cli_plan_csv_output_and_calibration(tmp_path, capsys):
     out = tmp_path / "plan.nc"
     code = main(["plan", MODEL, "--gpus", GPU, "--rate", "2", "--prompt-mean", "500",
                  "--output-mean", "100", "--ttft", "1", "--replicates", "2", "--requests", "50",
-                 "--calibration", str(cal), "--output", str(out), "--csv"])
+                 "--engine", str(cal), "--output", str(out), "--csv"])
     assert code == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("gpu,tp,max_num_seqs,max_rate")

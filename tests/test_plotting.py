@@ -294,6 +294,24 @@ def test_tp_scaling_draws_both_models(guide_model, lab_gpu):
     assert len(ax.get_legend().get_texts()) == 4
 
 
+def test_tp_scaling_draws_the_engine_and_its_simple_model(guide_model, lab_gpu):
+    """The solid curves are the engine's, the dashed ones the same engine without
+    communication: step times from tp_scaling, throughputs from decode_throughput."""
+    from rooflinekit import Engine
+    engine = Engine(allreduce="ring", bandwidth_efficiency=0.8)
+    ax = plot_tp_scaling(guide_model, lab_gpu, [1, 2, 8], batch_size=4, context_length=1024,
+                         engine=engine)
+    expected = roofline.tp_scaling(guide_model, lab_gpu, [1, 2, 8], 4, 1024, engine=engine)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), expected["decode_step_time"].values * 1e3)
+    np.testing.assert_allclose(ax.lines[1].get_ydata(),
+                               expected["decode_step_time_simple"].values * 1e3)
+    twin = next(other for other in ax.figure.axes if other is not ax)
+    for line, one in zip(twin.lines, (engine, engine.replace(allreduce="guide"))):
+        np.testing.assert_allclose(line.get_ydata(), [
+            roofline.decode_throughput(guide_model, lab_gpu, 4, 1024, t, engine=one)
+            for t in (1, 2, 8)], rtol=1e-12)
+
+
 @pytest.mark.parametrize("kwargs, error", [
     ({"degrees": [0, 2]}, ValueError),
     ({"degrees": "12"}, TypeError),
@@ -316,6 +334,22 @@ def test_layouts_draws_every_layout_it_lists():
     np.testing.assert_allclose(not_fitting.get_offsets()[:, 1],
                                table.tokens_per_second_per_gpu.values[~table.fits.values])
     assert len(ax.texts) == table.sizes["layout"]
+
+
+def test_layouts_draws_the_engine_given():
+    from rooflinekit import Engine, catalog
+    model, gpu = catalog.model("Llama-3.1-70B"), catalog.gpu("H100-SXM-80GB")
+    engine = Engine(bandwidth_efficiency=0.7, step_overhead=1e-3)
+    ax = plotting.plot_layouts(model, gpu, 8, batch_size=16, context_length=2048, engine=engine,
+                               max_tp=4)
+    table = roofline.layouts(model, gpu, 8, batch_size=16, context_length=2048, engine=engine,
+                             max_tp=4)
+    fitting, not_fitting = ax.collections
+    np.testing.assert_allclose(fitting.get_offsets()[:, 0],
+                               table.decode_step_time.values[table.fits.values] * 1e3)
+    assert len(ax.texts) == table.sizes["layout"]
+    with pytest.raises(TypeError, match="engine"):
+        plotting.plot_layouts(model, gpu, 8, engine={"bandwidth_efficiency": 0.7})
 
 
 @pytest.mark.parametrize("kwargs, error", [({"n_gpus": 0}, ValueError), ({"ax": 3}, TypeError)])

@@ -16,6 +16,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import xarray as xr  # noqa: E402
 
+import rooflinekit as rk  # noqa: E402
 from rooflinekit import catalog, planning, pricing  # noqa: E402
 from rooflinekit.batching import ContinuousBatcher, StaticBatcher  # noqa: E402
 from rooflinekit.plotting import (  # noqa: E402
@@ -123,7 +124,7 @@ def test_tp_label_clear_of_markers():
     model, gpu = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
     fig, ax = plt.subplots(figsize=(8.5, 5.5), layout="constrained")
     plot_tp_scaling(model, gpu, [1, 2, 4, 8, 16], batch_size=32, context_length=4096, ax=ax,
-                    allreduce="ring")
+                    engine=rk.Engine(allreduce="ring"))
     fig.canvas.draw()
     (label,) = [t for t in ax.texts if "do not fit" in t.get_text()]
     box = _boxes(ax, [label])[0]
@@ -136,8 +137,13 @@ def test_tp_label_clear_of_markers():
 
 def test_tp_allreduce_option_is_checked():
     model, gpu = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
-    with pytest.raises(ValueError, match="allreduce"):
-        plot_tp_scaling(model, gpu, allreduce="tree")
+    with pytest.raises(TypeError, match="allreduce"):
+        plot_tp_scaling(model, gpu, engine=rk.Engine(allreduce="tree"))
+    # an engine= that is not one, and the old option, are refused by name
+    with pytest.raises(TypeError, match="engine"):
+        plot_tp_scaling(model, gpu, engine="ring")
+    with pytest.raises(TypeError, match="allreduce"):
+        plot_tp_scaling(model, gpu, allreduce="ring")
 
 
 @pytest.mark.parametrize("script, needle", [

@@ -37,6 +37,18 @@ def test_speculative_speedup_draws_a_line_per_acceptance_and_the_break_even():
     assert set(lines[2].get_ydata()) == {1.0}
 
 
+def test_speculative_speedup_draws_the_engine_given():
+    engine = rk.Engine(bandwidth_efficiency=0.7, step_overhead=2e-3)
+    ax = plot_speculative_speedup(M, G, tp=4, draft=0.05, batch_sizes=[1, 64, 512],
+                                  acceptances=[0.6, 0.9], engine=engine)
+    np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), rk.speculative_speedup(
+        M, G, np.array([1, 64, 512]), 4096, 4, draft=0.05, acceptance=0.9, engine=engine))
+    with pytest.raises(TypeError, match="engine"):
+        plot_speculative_speedup(M, G, draft=0.05, engine={"step_overhead": 2e-3})
+    with pytest.raises(TypeError, match="roofline_options"):
+        plot_speculative_speedup(M, G, draft=0.05, roofline_options={"step_overhead": 2e-3})
+
+
 @pytest.mark.parametrize("func, kwargs, exc", [
     (plot_prefix_caching, {"shares": [1.5]}, ValueError),
     (plot_prefix_caching, {"context_length": 0}, ValueError),

@@ -14,7 +14,6 @@ G = catalog.gpu("H100-SXM-80GB")
 def test_nothing_cached_is_the_plain_prefill():
     for p in (1, 17, 2000):
         assert rk.prefill_time(M, G, p, cached_tokens=0) == rk.prefill_time(M, G, p)
-        assert rk.prefill_ms(M, G, p, cached_tokens=0) == rk.prefill_ms(M, G, p)
     assert rk.request_latency(M, G, 500, 20, cached_tokens=0) == rk.request_latency(M, G, 500, 20)
 
 
@@ -60,7 +59,7 @@ def test_request_latency_takes_the_hit_in_its_prefill():
                                        - rk.prefill_time(M, G, 2000, cached_tokens=1500))
 
 
-@pytest.mark.parametrize("func", [rk.prefill_time, rk.prefill_ms])
+@pytest.mark.parametrize("func", [rk.prefill_time, rk.layout_prefill_time])
 @pytest.mark.parametrize("bad", [-1, 101, 2.5, np.nan, np.array([10, 200])])
 def test_cached_tokens_outside_the_prompt_is_refused(func, bad):
     with pytest.raises(ValueError, match="cached_tokens"):

@@ -183,7 +183,7 @@ def test_from_roofline_capacity_arithmetic(monkeypatch, guide_model, lab_gpu):
     sh = SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64,
                                   context_length=8192, utilization=0.5,
                                   engineering_monthly=25_000.0, replicas=2)
-    assert stub.calls == [(guide_model, lab_gpu, 64, 8192, 8, {})]
+    assert stub.calls == [(guide_model, lab_gpu, 64, 8192, 8, {"engine": None})]
     # 1,000 tokens/s × 2 replicas × 0.5 × 730 h × 3,600 s
     assert sh.capacity_tokens == pytest.approx(1000 * 2 * 0.5 * 730 * 3600, rel=1e-12)
     assert sh.n_gpus == 16
@@ -193,26 +193,53 @@ def test_from_roofline_capacity_arithmetic(monkeypatch, guide_model, lab_gpu):
                                  utilization=0.0, engineering_monthly=0.0)
 
 
-def test_from_roofline_checks_option_names_first(monkeypatch, guide_model, lab_gpu):
-    # a misspelt option raises before any throughput is computed
+def test_from_roofline_checks_the_engine_first(monkeypatch, guide_model, lab_gpu):
+    # an engine= that is not one raises before any throughput is computed; a misspelt field
+    # raises where the Engine is built
+    from rooflinekit.roofline import Engine
     stub = _StubRoofline()
-    from rooflinekit.roofline import read_options
-    stub.read_options = read_options
     monkeypatch.setattr(capacity, "roofline", stub)
     with pytest.raises(TypeError, match="bandwith_efficiency"):
+        Engine(bandwith_efficiency=0.8)
+    with pytest.raises(TypeError, match="engine"):
         SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
                                  utilization=0.5, engineering_monthly=0.0,
-                                 roofline_options={"bandwith_efficiency": 0.8})
+                                 engine={"bandwidth_efficiency": 0.8})
+    with pytest.raises(TypeError, match="engine"):
+        SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
+                                 utilization=0.5, engineering_monthly=0.0,
+                                 engine=[("bandwidth_efficiency", 0.8)])
+    assert stub.calls == []
+    # the old option is gone
     with pytest.raises(TypeError, match="roofline_options"):
         SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
                                  utilization=0.5, engineering_monthly=0.0,
-                                 roofline_options=[("bandwidth_efficiency", 0.8)])
-    assert stub.calls == []
+                                 roofline_options={"bandwidth_efficiency": 0.8})
+    stub.calls.clear()
+    engine = Engine(bandwidth_efficiency=0.8)
     sh = SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
-                                  utilization=0.5, engineering_monthly=0.0,
-                                  roofline_options={"bandwidth_efficiency": 0.8})
-    assert stub.calls == [(guide_model, lab_gpu, 64, 8192, 8, {"bandwidth_efficiency": 0.8})]
+                                  utilization=0.5, engineering_monthly=0.0, engine=engine)
+    # the engine is handed on untouched
+    assert stub.calls == [(guide_model, lab_gpu, 64, 8192, 8, {"engine": engine})]
+    assert stub.calls[0][5]["engine"] is engine
     assert sh.capacity_tokens == pytest.approx(1000 * 0.5 * 730 * 3600, rel=1e-12)
+
+
+def test_from_roofline_engine_reaches_the_throughput(guide_model, lab_gpu):
+    from rooflinekit.calibrate import Calibration
+    from rooflinekit.roofline import Engine, decode_throughput
+    engine = Engine(bandwidth_efficiency=0.8, step_overhead=2e-3)
+    rate = decode_throughput(guide_model, lab_gpu, 64, 8192, 8, engine=engine)
+    sh = SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64, context_length=8192,
+                                  utilization=0.6, engineering_monthly=0.0, engine=engine)
+    assert sh.capacity_tokens == pytest.approx(float(rate) * 0.6 * 730 * 3600, rel=1e-12)
+    # a calibration times it with its decode engine
+    cal = Calibration(prefill={"compute_efficiency": 0.3}, decode={"bandwidth_efficiency": 0.8,
+                                                                   "step_overhead": 2e-3})
+    calibrated = SelfHosted.from_roofline(guide_model, lab_gpu, tp=8, batch_size=64,
+                                          context_length=8192, utilization=0.6,
+                                          engineering_monthly=0.0, engine=cal)
+    assert calibrated.capacity_tokens == sh.capacity_tokens
 
 
 def test_from_roofline_real_throughput(guide_model, lab_gpu):

@@ -118,3 +118,48 @@ def test_a_gpu_without_a_price_needs_one():
     with pytest.raises(ValueError, match="hourly_price"):
         rk.cost_per_request(M, nameless, 1000, 10, tp=1)
     assert rk.cost_per_request(M, nameless, 1000, 10, tp=1, hourly_price=1.0) > 0
+
+
+def test_an_engine_reaches_every_step_of_a_request():
+    """``engine=`` goes to the prefill and the decode steps alike; a calibration gives each
+    phase its own engine."""
+    price = 2.0
+    engine = rk.Engine(compute_efficiency=0.5, bandwidth_efficiency=0.8, step_overhead=1e-3)
+    want = 4 * price / 3600 * (
+        rk.prefill_time(M, G, 8000, 4, cached_tokens=4000, engine=engine)
+        + rk.roofline.generation_time(M, G, 299, 8000, 16, 4, engine=engine) / 16)
+    got = rk.cost_per_request(M, G, 8000, 300, 16, 4, prefix_share=0.5, hourly_price=price,
+                              engine=engine)
+    assert got == pytest.approx(want, rel=1e-12)
+    assert got > rk.cost_per_request(M, G, 8000, 300, 16, 4, prefix_share=0.5,
+                                     hourly_price=price)
+    from rooflinekit.calibrate import Calibration
+    cal = Calibration(prefill={"compute_efficiency": 0.4}, decode={"bandwidth_efficiency": 0.7})
+    want = 4 * price / 3600 * (
+        rk.prefill_time(M, G, 8000, 4, engine=cal.engine_for("prefill"))
+        + rk.roofline.generation_time(M, G, 299, 8000, 16, 4,
+                                      engine=cal.engine_for("decode")) / 16)
+    assert rk.cost_per_request(M, G, 8000, 300, 16, 4, hourly_price=price, engine=cal) == \
+        pytest.approx(want, rel=1e-12)
+
+
+def test_an_engine_reaches_the_speculative_cost():
+    batch = np.array([1, 8, 64])
+    engine = rk.Engine(bandwidth_efficiency=0.7, step_overhead=2e-3)
+    plain = rk.cost_per_million_tokens(M, G, batch, 4096, 4, engine=engine)
+    spec = rk.speculative_cost_per_million_tokens(M, G, batch, 4096, 4, draft=D, draft_tokens=4,
+                                                  acceptance=0.8, engine=engine)
+    speedup = rk.speculative_speedup(M, G, batch, 4096, 4, draft=D, draft_tokens=4,
+                                     acceptance=0.8, engine=engine)
+    np.testing.assert_allclose(spec, plain / speedup, rtol=1e-12)
+
+
+@pytest.mark.parametrize("engine", [{"compute_efficiency": 0.5}, "ideal", 0.5])
+def test_an_engine_that_is_not_one_is_refused(engine):
+    with pytest.raises(TypeError, match="engine"):
+        rk.cost_per_request(M, G, 1000, 10, engine=engine)
+    with pytest.raises(TypeError, match="engine"):
+        rk.speculative_cost_per_million_tokens(M, G, 8, 4096, 4, draft=0.05, draft_tokens=4,
+                                               acceptance=0.8, engine=engine)
+    with pytest.raises(TypeError, match="roofline_options"):
+        rk.cost_per_request(M, G, 1000, 10, roofline_options={"compute_efficiency": 0.5})

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from rooflinekit import GPU, ModelShape, catalog
 from rooflinekit import roofline as r
+from rooflinekit import Engine
 
 # The guide's 70B-class model (§2.2) on the lab accelerator (§3.2): 140e9 B of fp16 weights,
 # 327,680 KV bytes per token, 989e12 FLOP/s dense, 3.35e12 B/s.
@@ -42,7 +43,7 @@ def test_batch1_decode_reads_140GB_in_41_79_ms(guide_model, lab_gpu):
     assert r.decode_bytes(guide_model) == W70
     assert r.decode_step_time(guide_model, lab_gpu) == pytest.approx(W70 / BW, rel=1e-15)
     assert round(r.decode_step_time(guide_model, lab_gpu) * 1e3, 2) == 41.79
-    assert r.decode_ms_per_token(guide_model, lab_gpu) == pytest.approx(41.79, abs=5e-3)
+    assert r.amortized_token_time(guide_model, lab_gpu) * 1e3 == pytest.approx(41.79, abs=5e-3)
     assert r.decode_bound(guide_model, lab_gpu) == "memory"
 
 
@@ -77,7 +78,7 @@ def test_no_context_per_token_time_falls_exactly_with_batch(guide_model, lab_gpu
     batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
     step = r.decode_step_time(guide_model, lab_gpu, batch, 0)
     assert np.all(step == step[0])                      # the step does not grow: weights only
-    per_token = r.decode_ms_per_token(guide_model, lab_gpu, batch, 0)
+    per_token = r.amortized_token_time(guide_model, lab_gpu, batch, 0)
     np.testing.assert_allclose(per_token * batch, per_token[0], rtol=1e-12)
 
 
@@ -206,12 +207,9 @@ def test_decode_equals_mixed_step(guide_model, lab_gpu):
     batch = np.array([1, 7, 64, 300])[:, None]
     ctx = np.array([0, 1, 999, 8192])[None, :]
     for tp, allreduce in ((1, False), (8, True)):
-        decode = r.decode_step_time(guide_model, lab_gpu, batch, ctx, tp, allreduce=allreduce,
-                                         compute_efficiency=0.6, bandwidth_efficiency=0.8,
-                                         step_overhead=1e-3)
+        decode = r.decode_step_time(guide_model, lab_gpu, batch, ctx, tp, engine=Engine(allreduce=allreduce, compute_efficiency=0.6, bandwidth_efficiency=0.8, step_overhead=1e-3))
         mixed = r.mixed_step_time(guide_model, lab_gpu, batch, 0, batch * ctx, tp,
-                                  allreduce=allreduce, compute_efficiency=0.6,
-                                  bandwidth_efficiency=0.8, step_overhead=1e-3)
+                                  engine=Engine(allreduce=allreduce, compute_efficiency=0.6, bandwidth_efficiency=0.8, step_overhead=1e-3))
         np.testing.assert_array_equal(decode, mixed)
 
 
@@ -232,11 +230,10 @@ def test_mixed_step_shares_the_weight_read(guide_model, lab_gpu):
 
 
 def test_step_cost_kernel_equals_vectorised(guide_model, lab_gpu):
-    cost = r.step_cost_coefficients(guide_model, lab_gpu, 8, allreduce=True, step_overhead=2e-4)
+    cost = r.step_cost_coefficients(guide_model, lab_gpu, 8, engine=Engine(allreduce=True, step_overhead=2e-4))
     assert all(isinstance(v, float) for v in cost)
     assert r.mixed_step_time_kernel(*cost, 16.0, 0.0, 16 * 4096.0, 0.0) == \
-        r.decode_step_time(guide_model, lab_gpu, 16, 4096, 8, allreduce=True,
-                                step_overhead=2e-4)
+        r.decode_step_time(guide_model, lab_gpu, 16, 4096, 8, engine=Engine(allreduce=True, step_overhead=2e-4))
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +253,7 @@ def test_njit_kernel_equals_python(jitted, name, tp, allreduce, n_decode, n_pref
     # numba.njit compiles the kernels unchanged and agrees with Python (rel 1e-12)
     step, kv_read, pairs = jitted
     cost = r.step_cost_coefficients(catalog.model(name), catalog.gpu("H100-SXM-80GB"), tp,
-                                    allreduce=allreduce, compute_efficiency=0.7)
+                                    engine=Engine(allreduce=allreduce, compute_efficiency=0.7))
     read = n_decode * r.kv_tokens_read_kernel(float(context), cost.full_attention_fraction,
                                               cost.sliding_window)
     assert read == pytest.approx(n_decode * kv_read(float(context), cost.full_attention_fraction,
@@ -273,7 +270,7 @@ def test_njit_kernel_equals_python(jitted, name, tp, allreduce, n_decode, n_pref
 @given(batch=st.integers(1, 1024), ctx=st.integers(0, 131_072), tp=st.sampled_from([1, 2, 4, 8]))
 def test_step_time_is_the_slower_roof(guide_model, lab_gpu, batch, ctx, tp):
     # the roofline alone: the guide's simple model, no all-reduce on top
-    t = r.decode_step_time(guide_model, lab_gpu, batch, ctx, tp, allreduce="guide")
+    t = r.decode_step_time(guide_model, lab_gpu, batch, ctx, tp, engine=Engine(allreduce="guide"))
     compute = r.decode_compute_time(guide_model, lab_gpu, batch, ctx, tp)
     memory_t = r.decode_memory_time(guide_model, lab_gpu, batch, ctx, tp)
     assert t == max(compute, memory_t)
@@ -290,9 +287,9 @@ def test_step_time_is_the_slower_roof(guide_model, lab_gpu, batch, ctx, tp):
 def test_bandwidth_efficiency_scales_memory_bound_time(guide_model, lab_gpu, eff, batch, ctx):
     # memory-bound (batch ≤ 64): time ∝ 1 / bandwidth_efficiency (rel 1e-12)
     ideal = r.decode_step_time(guide_model, lab_gpu, batch, ctx)
-    slow = r.decode_step_time(guide_model, lab_gpu, batch, ctx, bandwidth_efficiency=eff)
+    slow = r.decode_step_time(guide_model, lab_gpu, batch, ctx, engine=Engine(bandwidth_efficiency=eff))
     assert slow == pytest.approx(ideal / eff, rel=1e-12)
-    assert r.decode_step_time(guide_model, lab_gpu, batch, ctx, step_overhead=1e-3) == \
+    assert r.decode_step_time(guide_model, lab_gpu, batch, ctx, engine=Engine(step_overhead=1e-3)) == \
         pytest.approx(ideal + 1e-3, rel=1e-12)
 
 
@@ -304,9 +301,8 @@ def test_generation_time_closed_form_equals_loop(guide_model, windowed, moe, lab
     model = {"guide": guide_model, "windowed": windowed, "moe": moe}[which]
     steps = np.arange(output)
     loop = np.sum(r.decode_step_time(model, lab_gpu, batch, prompt + steps, 2,
-                                          allreduce=True, step_overhead=1e-4))
-    got = r.generation_time(model, lab_gpu, output, prompt, batch, 2, allreduce=True,
-                            step_overhead=1e-4)
+                                          engine=Engine(allreduce=True, step_overhead=1e-4)))
+    got = r.generation_time(model, lab_gpu, output, prompt, batch, 2, engine=Engine(allreduce=True, step_overhead=1e-4))
     assert got == pytest.approx(loop, rel=1e-9)
 
 
@@ -321,9 +317,7 @@ def _calls(model, gpu):
         (r.amortized_token_time, (model, gpu, 8, 1024, 2), "batch_size", [1, 8]),
         (r.decode_throughput, (model, gpu, 8, 1024, 2), "batch_size", [1, 8]),
         (r.decode_throughput_per_gpu, (model, gpu, 8, 1024, 2), "tp", [1, 2, 4]),
-        (r.decode_ms_per_token, (model, gpu, 8, 1024, 2), "context_length", [0, 1024]),
         (r.prefill_time, (model, gpu, 2048, 2), "prompt_tokens", [128, 2048]),
-        (r.prefill_ms, (model, gpu, 2048, 2), "prompt_tokens", [128, 2048]),
         (r.prefill_throughput, (model, gpu, 2048, 2), "tp", [1, 2]),
         (r.decode_flops, (model, 8, 1024), "batch_size", [1, 8]),
         (r.decode_bytes, (model, 8, 1024), "context_length", [0, 1024]),
@@ -344,10 +338,10 @@ def _arg_index(func, name):
     return list(inspect.signature(func).parameters).index(name)
 
 
-@pytest.mark.parametrize("i", range(21))
+@pytest.mark.parametrize("i", range(19))
 def test_input_kinds(guide_model, lab_gpu, i):
-    kw = {"hourly_price": 2.0} if i == 20 else {}
     func, args, name, values = _calls(guide_model, lab_gpu)[i]
+    kw = {"hourly_price": 2.0} if func is r.cost_per_million_tokens else {}
     scalar = func(*args, **kw)
     assert isinstance(scalar, float)
     k = _arg_index(func, name)
@@ -406,12 +400,12 @@ def test_compute_bound_reachable_compares_each_context_with_its_own_budget(guide
     efficiency = xr.DataArray([0.5, 0.9], dims="compute_efficiency",
                               coords={"compute_efficiency": [0.5, 0.9]})
     reach = r.compute_bound_reachable(guide_model, lab_gpu, contexts, 8,
-                                      compute_efficiency=efficiency)
+                                      engine=Engine(compute_efficiency=efficiency))
     assert reach.dims == ("context_length", "compute_efficiency")
     for i, c in enumerate(contexts):
         for j, e in enumerate(efficiency.values):
             assert bool(reach.values[i, j]) is r.compute_bound_reachable(
-                guide_model, lab_gpu, int(c), 8, compute_efficiency=float(e))
+                guide_model, lab_gpu, int(c), 8, engine=Engine(compute_efficiency=float(e)))
 
 
 def test_bound_kinds():
@@ -427,7 +421,7 @@ def test_ridge_point_kinds(lab_gpu):
     out = r.ridge_point(gpus)
     assert out.dims == ("gpu",) and out.attrs["units"] == "FLOP/byte"
     assert float(out.sel(gpu="guide-lab-80GB")) == r.ridge_point(lab_gpu)
-    eff = r.ridge_point(lab_gpu, compute_efficiency=np.array([0.5, 1.0]))
+    eff = r.ridge_point(lab_gpu, engine=Engine(compute_efficiency=np.array([0.5, 1.0])))
     np.testing.assert_allclose(eff, [PEAK / BW / 2, PEAK / BW])
 
 
@@ -438,14 +432,23 @@ def test_ridge_point_kinds(lab_gpu):
     ({"context_length": -1}, "context_length must lie in"),
     ({"tp": 0}, "tp must lie in"),
     ({"tp": 1.5}, "tp must be a whole number"),
-    ({"compute_efficiency": 0.0}, r"compute_efficiency must lie in \(0, 1\]"),
-    ({"bandwidth_efficiency": 1.5}, r"bandwidth_efficiency must lie in \(0, 1\]"),
-    ({"step_overhead": -1e-3}, "step_overhead must lie in"),
     ({"context_length": np.nan}, "context_length must not contain NaN"),
 ])
 def test_errors_name_the_argument(guide_model, lab_gpu, kwargs, match):
     with pytest.raises(ValueError, match=match):
         r.decode_step_time(guide_model, lab_gpu, **kwargs)
+
+
+@pytest.mark.parametrize("fields, match", [
+    ({"compute_efficiency": 0.0}, r"compute_efficiency must lie in \(0, 1\]"),
+    ({"bandwidth_efficiency": 1.5}, r"bandwidth_efficiency must lie in \(0, 1\]"),
+    ({"step_overhead": -1e-3}, "step_overhead must lie in"),
+    ({"interconnect_efficiency": 0.0}, r"interconnect_efficiency must lie in \(0, 1\]"),
+])
+def test_engine_checks_its_fields_at_construction(fields, match):
+    # one place of checks: a bad field fails when the Engine is built, before any formula
+    with pytest.raises(ValueError, match=match):
+        Engine(**fields)
 
 
 def test_type_errors(guide_model, lab_gpu):
@@ -454,7 +457,7 @@ def test_type_errors(guide_model, lab_gpu):
     with pytest.raises(TypeError, match="gpu must be a GPU"):
         r.decode_step_time(guide_model, {"name": "x"})
     with pytest.raises(TypeError, match="allreduce must be True or False"):
-        r.decode_step_time(guide_model, lab_gpu, allreduce="yes")
+        r.decode_step_time(guide_model, lab_gpu, engine=Engine(allreduce="yes"))
     with pytest.raises(TypeError, match="lacks"):
         r.decode_step_time(catalog.models(as_dataset=True)[["n_layers"]], lab_gpu)
     with pytest.raises(TypeError, match="one ModelShape"):
@@ -464,25 +467,30 @@ def test_type_errors(guide_model, lab_gpu):
     with pytest.raises(TypeError, match="batch_size must be a number"):
         r.decode_step_time(guide_model, lab_gpu, batch_size="8")
     with pytest.raises(TypeError, match="compute_dtype"):
-        r.decode_step_time(guide_model, lab_gpu, compute_dtype=8)
+        r.decode_step_time(guide_model, lab_gpu, engine=Engine(compute_dtype=8))
 
 
 def test_unknown_option_is_named(guide_model, lab_gpu):
-    with pytest.raises(TypeError, match="unexpected keyword argument.*bandwith_efficiency"):
-        r.decode_step_time(guide_model, lab_gpu, bandwith_efficiency=0.5)
+    # the engine's fields are not keywords of a formula: a stray option is refused, not ignored
+    with pytest.raises(TypeError, match="bandwidth_efficiency"):
+        r.decode_step_time(guide_model, lab_gpu, bandwidth_efficiency=0.5)
+    with pytest.raises(TypeError, match="bandwith_efficiency"):
+        Engine(bandwith_efficiency=0.5)
+    with pytest.raises(TypeError, match="engine must be an Engine"):
+        r.decode_step_time(guide_model, lab_gpu, engine={"bandwidth_efficiency": 0.5})
     import inspect
     params = inspect.signature(r.decode_step_time).parameters
-    assert params["bandwidth_efficiency"].default == 1.0
-    assert params["allreduce"].default is True
+    assert params["engine"].default is None
+    assert r.IDEAL.allreduce == "collective" and Engine(allreduce=True).allreduce == "collective"
+    assert Engine(allreduce=False).allreduce == "guide"
 
 
 def test_allreduce_needs_a_link(guide_model):
     no_link = GPU("no-link", 80 * 2**30, 3.35e12, 989e12)
-    assert r.decode_step_time(guide_model, no_link, tp=1, allreduce=True) == W70 / BW
+    assert r.decode_step_time(guide_model, no_link, tp=1, engine=Engine(allreduce=True)) == W70 / BW
     with pytest.raises(ValueError, match="interconnect_bandwidth is unknown"):
-        r.decode_step_time(guide_model, no_link, tp=2, allreduce=True)
-    assert r.decode_step_time(guide_model, no_link, tp=2, allreduce=True,
-                                   interconnect_bandwidth=4e11) > W70 / BW / 2
+        r.decode_step_time(guide_model, no_link, tp=2, engine=Engine(allreduce=True))
+    assert r.decode_step_time(guide_model, no_link, tp=2, engine=Engine(allreduce=True, interconnect_bandwidth=4e11)) > W70 / BW / 2
 
 
 def test_mismatched_coordinates_are_refused(guide_model, lab_gpu):

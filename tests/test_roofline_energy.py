@@ -8,6 +8,7 @@ import xarray as xr
 
 from rooflinekit import GPU, ModelShape, catalog, energy_per_token, units
 from rooflinekit.roofline import decode_step_time
+from rooflinekit import Engine
 
 # A small dense model whose step is easy to count by hand: 2 layers, 4 query heads, 2 KV heads
 # of width 8, 1e9 parameters in bf16 (2 bytes each).
@@ -31,7 +32,7 @@ def test_memory_bound_step_with_overhead_by_hand():
     power = 500.0 * (0.3 + 0.7 * u)                     # W
     expected = power * step / 4                         # J per token
     assert expected == pytest.approx(0.287564, rel=1e-12)      # 500·(0.3·T + 0.7·T_m)/4
-    got = energy_per_token(MODEL, GPU_500W, 4, 1000, step_overhead=overhead)
+    got = energy_per_token(MODEL, GPU_500W, 4, 1000, engine=Engine(step_overhead=overhead))
     assert got == pytest.approx(expected, rel=1e-12)
 
 
@@ -50,7 +51,7 @@ def test_compute_bound_step_counts_compute_time():
     assert t_compute > WEIGHTS / 1e12
     overhead = 2e-3
     expected = 500.0 * (0.5 * (t_compute + overhead) + 0.5 * t_compute) / 2000
-    got = energy_per_token(MODEL, GPU_500W, 2000, 0, step_overhead=overhead,
+    got = energy_per_token(MODEL, GPU_500W, 2000, 0, engine=Engine(step_overhead=overhead),
                            idle_power_fraction=0.5)
     assert got == pytest.approx(expected, rel=1e-12)
     assert got == pytest.approx(1.25e-3, rel=1e-12)
@@ -60,16 +61,16 @@ def test_tensor_parallel_group_draws_tp_boards():
     # tp = 2 halves the step (twice the bandwidth) and doubles the power: same joules per token
     # while memory-bound with no overhead, more with a fixed overhead paid by both boards (the
     # guide's simple model: no all-reduce, and GPU_500W has no link to send one over)
-    simple = {"allreduce": "guide"}
+    simple = Engine(allreduce="guide")
     one = energy_per_token(MODEL, GPU_500W, 4, 1000)
-    two = energy_per_token(MODEL, GPU_500W, 4, 1000, tp=2, **simple)
+    two = energy_per_token(MODEL, GPU_500W, 4, 1000, tp=2, engine=simple)
     assert two == pytest.approx(one, rel=1e-12)
     overhead = 1e-3
     expected = 2 * 500.0 * (0.3 * (T_MEMORY / 2 + overhead) + 0.7 * T_MEMORY / 2) / 4
-    got = energy_per_token(MODEL, GPU_500W, 4, 1000, tp=2, step_overhead=overhead, **simple)
+    slow = simple.replace(step_overhead=overhead)
+    got = energy_per_token(MODEL, GPU_500W, 4, 1000, tp=2, engine=slow)
     assert got == pytest.approx(expected, rel=1e-12)
-    grouped = energy_per_token(MODEL, GPU_500W.group(2), 4, 1000, step_overhead=overhead,
-                               **simple)
+    grouped = energy_per_token(MODEL, GPU_500W.group(2), 4, 1000, engine=slow)
     assert grouped == pytest.approx(expected, rel=1e-12)
 
 
@@ -78,14 +79,14 @@ def test_guide_70b_on_eight_h100_at_batch_one():
     # 5,600 W × 5.224 ms = 29.25 J
     model, gpu = catalog.model("guide-70b"), catalog.gpu("h100")
     expected = 8 * 700.0 * (70e9 * 2 / (8 * 3.35e12))
-    assert energy_per_token(model, gpu, 1, 0, tp=8, allreduce="guide") == \
+    assert energy_per_token(model, gpu, 1, 0, tp=8, engine=Engine(allreduce="guide")) == \
         pytest.approx(expected, rel=1e-9)
     assert expected == pytest.approx(29.2537, rel=1e-5)
 
 
 def test_full_idle_fraction_is_board_power_times_step_time():
-    step = decode_step_time(MODEL, GPU_500W, 4, 1000, step_overhead=1e-3)
-    got = energy_per_token(MODEL, GPU_500W, 4, 1000, step_overhead=1e-3, idle_power_fraction=1)
+    step = decode_step_time(MODEL, GPU_500W, 4, 1000, engine=Engine(step_overhead=1e-3))
+    got = energy_per_token(MODEL, GPU_500W, 4, 1000, engine=Engine(step_overhead=1e-3), idle_power_fraction=1)
     assert got == pytest.approx(500.0 * step / 4, rel=1e-12)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from rooflinekit import GPU, ModelShape, catalog
 from rooflinekit import roofline as r
+from rooflinekit import Engine
 
 GiB = 2**30
 L, H, HKV, D, HID, V = 80, 64, 8, 128, 8192, 128_000
@@ -37,10 +38,10 @@ def test_allreduce_payload_is_the_activation_dtype(gpu):
     # sent (2·(d−1)/d = 1), plus 2 link latencies each: 160 × (131,072 / 450e9 + 2 µs)
     m = shape(vocab_size=None, kv_bytes_per_element="fp8")
     comm = r.decode_step_time(m, gpu, 8, 0, 2) - r.decode_step_time(m, gpu, 8, 0, 2,
-                                                                     allreduce="guide")
+                                                                     engine=Engine(allreduce="guide"))
     assert comm == pytest.approx(160 * (8 * 8192 * 2 / 450e9 + 2e-6), rel=1e-9)
-    fp32 = r.decode_step_time(m, gpu, 8, 0, 2, activation_dtype="fp32") - \
-        r.decode_step_time(m, gpu, 8, 0, 2, allreduce="guide")
+    fp32 = r.decode_step_time(m, gpu, 8, 0, 2, engine=Engine(activation_dtype="fp32")) - \
+        r.decode_step_time(m, gpu, 8, 0, 2, engine=Engine(allreduce="guide"))
     assert fp32 == pytest.approx(160 * (8 * 8192 * 4 / 450e9 + 2e-6), rel=1e-9)
 
 
@@ -53,7 +54,7 @@ def test_attention_runs_at_the_bf16_peak_with_fp8_weights(gpu):
     b, c = 64, 4096
     gemm = 2 * 70e9 * b / 1979e12
     attention = 4 * 64 * 128 * 80 * b * c / 989e12
-    got = r.decode_compute_time(m, gpu, b, c, compute_dtype="fp8")
+    got = r.decode_compute_time(m, gpu, b, c, engine=Engine(compute_dtype="fp8"))
     assert got == pytest.approx(gemm + attention, rel=1e-12)
     # 16-bit everything: one peak for both, the former figure
     m16 = shape(vocab_size=None)
@@ -91,7 +92,7 @@ def test_prefill_charges_the_lm_head_once(gpu):
     expected = 2 * body * n + 2 * head + attention
     assert r.prefill_flops(m, n) == pytest.approx(expected, rel=1e-12)
     # compute-bound, and all of it at the 16-bit peak
-    assert r.prefill_time(m, gpu, n, allreduce="guide") == pytest.approx(expected / 989e12,
+    assert r.prefill_time(m, gpu, n, engine=Engine(allreduce="guide")) == pytest.approx(expected / 989e12,
                                                                          rel=1e-12)
 
 
@@ -105,7 +106,7 @@ def test_prefill_bytes_count_kv_writes_and_elementwise_passes():
     kv = n * 2 * 80 * 8 * 128 * 2                    # K and V of every prompt token, 80 layers
     elementwise = n * 80 * 8 * 8192 * 2              # 2 norms + 2 residual adds, read + write
     assert r.prefill_bytes(m, n) == pytest.approx(weights + rows + kv + elementwise, rel=1e-12)
-    assert r.prefill_bytes(m, n, activation_dtype="fp32") == pytest.approx(
+    assert r.prefill_bytes(m, n, engine=Engine(activation_dtype="fp32")) == pytest.approx(
         weights + rows + kv + 2 * elementwise, rel=1e-12)
 
 
@@ -113,29 +114,29 @@ def test_prefill_bytes_count_kv_writes_and_elementwise_passes():
 
 def test_allreduce_is_on_by_default_and_flat_in_the_degree(gpu):
     m = shape(vocab_size=None)
-    base = {t: r.decode_step_time(m, gpu, 16, 1024, t, allreduce="guide") for t in (2, 4, 8)}
+    base = {t: r.decode_step_time(m, gpu, 16, 1024, t, engine=Engine(allreduce="guide")) for t in (2, 4, 8)}
     for t in (2, 4, 8):
         expected = 160 * (2 * (t - 1) / t * 16 * 8192 * 2 / 450e9 + 2 * 1e-6)
         assert r.decode_step_time(m, gpu, 16, 1024, t) - base[t] == pytest.approx(expected,
                                                                                   rel=1e-9)
         ring = 160 * (2 * (t - 1) / t * 16 * 8192 * 2 / 450e9 + 2 * (t - 1) * 1e-6)
-        assert r.decode_step_time(m, gpu, 16, 1024, t, allreduce="ring") - base[t] == \
+        assert r.decode_step_time(m, gpu, 16, 1024, t, engine=Engine(allreduce="ring")) - base[t] == \
             pytest.approx(ring, rel=1e-9)
     assert r.decode_step_time(m, gpu, 16, 1024, 1) == r.decode_step_time(
-        m, gpu, 16, 1024, 1, allreduce="guide")
+        m, gpu, 16, 1024, 1, engine=Engine(allreduce="guide"))
     # a 2,048-token prefill at tp=8 pays 160 × 1.75 × 2,048 × 8,192 × 2 B over 450 GB/s
-    ttft = r.prefill_time(m, gpu, 2048, 8) - r.prefill_time(m, gpu, 2048, 8, allreduce="guide")
+    ttft = r.prefill_time(m, gpu, 2048, 8) - r.prefill_time(m, gpu, 2048, 8, engine=Engine(allreduce="guide"))
     assert ttft == pytest.approx(160 * (1.75 * 2048 * 8192 * 2 / 450e9 + 2e-6), rel=1e-9)
 
 
 def test_allreduce_option_is_checked(gpu):
     m = shape()
     with pytest.raises(TypeError, match="allreduce must be True or False, or one of"):
-        r.decode_step_time(m, gpu, allreduce="tree")
+        r.decode_step_time(m, gpu, engine=Engine(allreduce="tree"))
     with pytest.raises(TypeError, match="activation_dtype must be a format name"):
-        r.decode_step_time(m, gpu, activation_dtype=2)
+        r.decode_step_time(m, gpu, engine=Engine(activation_dtype=2))
     with pytest.raises(ValueError, match="activation_dtype: unknown format"):
-        r.decode_step_time(m, gpu, activation_dtype="bf17")
+        r.decode_step_time(m, gpu, engine=Engine(activation_dtype="bf17"))
 
 
 # 7. the ideal is the speed of light --------------------------------------------------------------
@@ -203,7 +204,7 @@ def _setup(name, fp8):
 def test_ideal_tpot_is_the_speed_of_light(name, tp, batch, context, fp8):
     m, g = _setup(name, fp8)
     dtype = "fp8" if fp8 else None
-    ideal = r.decode_step_time(m, g, batch, context, tp, compute_dtype=dtype)
+    ideal = r.decode_step_time(m, g, batch, context, tp, engine=Engine(compute_dtype=dtype))
     same_terms = _speed_of_light(m, g, tp, batch, context, 0, fp8)
     assert ideal <= _speed_of_light(m, g, tp, batch, context, 0, fp8, fuller=True) * (1 + 1e-12)
     assert ideal == pytest.approx(same_terms, rel=SAME_TERMS, abs=0)
@@ -222,7 +223,7 @@ SAME_TERMS = 1e-12
 def test_ideal_ttft_is_the_speed_of_light(name, tp, prompt, fp8):
     m, g = _setup(name, fp8)
     dtype = "fp8" if fp8 else None
-    ideal = r.prefill_time(m, g, prompt, tp, compute_dtype=dtype)
+    ideal = r.prefill_time(m, g, prompt, tp, engine=Engine(compute_dtype=dtype))
     same_terms = _speed_of_light(m, g, tp, 1, 0, prompt, fp8)
     assert ideal <= _speed_of_light(m, g, tp, 1, 0, prompt, fp8, fuller=True) * (1 + 1e-12)
     assert ideal == pytest.approx(same_terms, rel=SAME_TERMS, abs=0)

@@ -10,6 +10,7 @@ import xarray as xr
 
 from rooflinekit import catalog
 from rooflinekit import roofline as rf
+from rooflinekit import Engine
 
 TARGET = catalog.model("Llama-3.1-70B")
 DRAFT = catalog.model("Llama-3.1-8B")
@@ -48,7 +49,7 @@ def test_verification_step_from_first_principles():
     kv = b * c * 327_680
     flops = 2 * 70e9 * b * (k + 1) + 4 * 64 * 128 * 80 * (b * (k + 1) * c + b * k * (k + 1) / 2)
     expected = max(flops / 989e12, (weights + kv) / 3.35e12)
-    got = rf.verification_step_time(model, gpu, b, c, 1, draft_tokens=k, allreduce="guide")
+    got = rf.verification_step_time(model, gpu, b, c, 1, draft_tokens=k, engine=Engine(allreduce="guide"))
     assert got == pytest.approx(expected, rel=1e-12)
 
 

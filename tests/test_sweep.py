@@ -175,28 +175,107 @@ def test_variables_subset_keeps_dependencies(small_kw):
 
 def test_efficiency_options_reach_the_roofline():
     kw = dict(models="guide-70b", gpus="guide-lab-80GB", tp=8, context_length=2048, batch_size=8)
-    slow = sw.sweep(**kw, bandwidth_efficiency=0.5, step_overhead=1e-3)
+    engine = roofline.Engine(bandwidth_efficiency=0.5, step_overhead=1e-3)
+    slow = sw.sweep(**kw, engine=engine)
     m, g = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
-    want = roofline.decode_step_time(m, g, 8, 2048, 8, bandwidth_efficiency=0.5,
-                                          step_overhead=1e-3)
+    want = roofline.decode_step_time(m, g, 8, 2048, 8, engine=engine)
     assert slow.decode_step_time.item() == want
     assert slow.attrs["bandwidth_efficiency"] == 0.5
+    assert slow.attrs["model_quality"] == engine.label
+
+
+def test_an_engine_times_every_phase_as_the_formulas_do():
+    """``engine=`` reaches the decode and prefill times, and the ridge point, cell by cell."""
+    import rooflinekit as rk
+    engine = rk.Engine(compute_efficiency=0.5, bandwidth_efficiency=0.8, step_overhead=2e-3,
+                       layer_overhead=1e-5, prefill_overhead=0.01, gemm_half_tokens=64,
+                       kv_bandwidth_efficiency=0.7, allreduce="ring")
+    models, gpus = ["guide-70b", "Mixtral-8x7B"], ["guide-lab-80GB", "H100-SXM-80GB"]
+    ds = sw.sweep(models, gpus, tp=[1, 2, 8], context_length=[1000, 8192],
+                  batch_size=[1, 64], prompt_tokens=[512, 4000], engine=engine)
+    assert ds.attrs["model_quality"] == engine.label
+    assert ds.attrs["compute_efficiency"] == 0.5
+    assert ds.attrs["allreduce"] == "ring"
+    for mn in models:
+        m = catalog.model(mn)
+        for gn in gpus:
+            g = catalog.gpu(gn)
+            assert ds.ridge_point.sel(gpu=gn).item() == roofline.ridge_point(g, engine=engine)
+            for tp in (1, 2, 8):
+                for p in (512, 4000):
+                    assert ds.prefill_time.sel(model=mn, gpu=gn, tp=tp, prompt_tokens=p).item() \
+                        == pytest.approx(roofline.prefill_time(m, g, p, tp, engine=engine),
+                                         rel=1e-12)
+                for c in (1000, 8192):
+                    for b in (1, 64):
+                        got = ds.decode_step_time.sel(model=mn, gpu=gn, tp=tp,
+                                                      context_length=c, batch_size=b).item()
+                        assert got == pytest.approx(
+                            roofline.decode_step_time(m, g, b, c, tp, engine=engine), rel=1e-12)
+    # slower than the ideal everywhere
+    ideal = sw.sweep(models, gpus, tp=[1, 2, 8], context_length=[1000, 8192],
+                     batch_size=[1, 64], prompt_tokens=[512, 4000])
+    assert (ds.decode_step_time > ideal.decode_step_time).all()
+    assert (ds.prefill_time > ideal.prefill_time).all()
+
+
+def test_a_calibration_as_engine_labels_the_dataset_and_times_each_phase():
+    import rooflinekit as rk
+    from rooflinekit.calibrate import Calibration
+    cal = Calibration(prefill={"compute_efficiency": 0.4, "step_overhead": 0.02},
+                      decode={"bandwidth_efficiency": 0.7, "step_overhead": 3e-3},
+                      source="a test")
+    ds = sw.sweep("guide-70b", "guide-lab-80GB", tp=[1, 8], context_length=2048,
+                  batch_size=[1, 32], prompt_tokens=1000, engine=cal)
+    assert ds.attrs["model_quality"] == cal.label
+    assert ds.attrs["model_quality"] != rk.IDEAL.label
+    m, g = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
+    for tp in (1, 8):
+        assert ds.prefill_time.sel(tp=tp).item() == roofline.prefill_time(
+            m, g, 1000, tp, engine=cal.engine_for("prefill"))
+        for b in (1, 32):
+            assert ds.decode_step_time.sel(tp=tp, batch_size=b).item() == \
+                roofline.decode_step_time(m, g, b, 2048, tp, engine=cal.engine_for("decode"))
+    # the ideal engine says so, with the guide's label
+    assert sw.sweep("guide-70b", "guide-lab-80GB").attrs["model_quality"] == rk.IDEAL.label
+    assert sw.sweep("guide-70b", "guide-lab-80GB", engine=rk.IDEAL).attrs["model_quality"] == \
+        rk.IDEAL.label
+
+
+@pytest.mark.parametrize("engine", ["ideal", {"compute_efficiency": 0.5}, 0.5, roofline.Engine])
+def test_an_engine_that_is_not_one_is_refused_naming_engine(engine):
+    with pytest.raises(TypeError, match="engine"):
+        sw.sweep("guide-70b", "guide-lab-80GB", engine=engine)
+
+
+def test_an_engine_with_array_fields_is_refused_naming_the_field():
+    """The sweep's dimensions are its own: an engine field over values is a TypeError."""
+    with pytest.raises(TypeError, match="engine.compute_efficiency must be a single number"):
+        sw.sweep("guide-70b", "guide-lab-80GB",
+                 engine=roofline.Engine(compute_efficiency=[0.5, 0.8]))
+    # a 0-d array is its number
+    one = sw.sweep("guide-70b", "guide-lab-80GB",
+                   engine=roofline.Engine(compute_efficiency=np.float64(0.5)))
+    two = sw.sweep("guide-70b", "guide-lab-80GB", engine=roofline.Engine(compute_efficiency=0.5))
+    xr.testing.assert_identical(one, two)
 
 
 def test_allreduce_option():
     kw = dict(models="guide-70b", gpus="guide-lab-80GB", tp=[1, 8], context_length=2048,
               batch_size=8)
-    ds = sw.sweep(**kw, allreduce=True)
+    collective = roofline.Engine(allreduce=True)
+    ds = sw.sweep(**kw, engine=collective)
     m, g = catalog.model("guide-70b"), catalog.gpu("guide-lab-80GB")
     assert ds.decode_step_time.sel(tp=8).item() == roofline.decode_step_time(
-        m, g, 8, 2048, 8, allreduce=True)
+        m, g, 8, 2048, 8, engine=collective)
     assert ds.decode_step_time.sel(tp=8).item() > sw.sweep(
-        **kw, allreduce=False).decode_step_time.sel(tp=8).item()
+        **kw, engine=roofline.Engine(allreduce=False)).decode_step_time.sel(tp=8).item()
     # the default is the formulas' default, and every named model reaches them
     xr.testing.assert_identical(sw.sweep(**kw).decode_step_time, ds.decode_step_time)
     for name in ("collective", "ring", "guide"):
-        assert sw.sweep(**kw, allreduce=name).decode_step_time.sel(tp=8).item() == \
-            roofline.decode_step_time(m, g, 8, 2048, 8, allreduce=name)
+        engine = roofline.Engine(allreduce=name)
+        assert sw.sweep(**kw, engine=engine).decode_step_time.sel(tp=8).item() == \
+            roofline.decode_step_time(m, g, 8, 2048, 8, engine=engine)
 
 
 # -- blocks, laziness and dask ---------------------------------------------------------------------
@@ -434,11 +513,10 @@ def test_invariants(ctx, batch, tp):
     (dict(chunks=0), ValueError, "chunks must be"),
     (dict(chunks={"nope": 2}), ValueError, "unknown dimensions"),
     (dict(chunks={"tp": 0}), ValueError, r"chunks\['tp'\]"),
-    (dict(compute_efficiency=0.0), ValueError, "compute_efficiency"),
-    (dict(step_overhead=-1.0), ValueError, "step_overhead"),
-    (dict(allreduce="yes"), TypeError, "allreduce"),
-    (dict(allreduce=True, tp=[1, 2], gpus=[GPU("no-link", memory_bytes=80 * units.GiB,
-                                                hbm_bandwidth=3e12, peak_flops=1e15)]),
+    (dict(engine="ideal"), TypeError, "engine must be an Engine"),
+    (dict(engine=roofline.Engine(allreduce=True), tp=[1, 2],
+          gpus=[GPU("no-link", memory_bytes=80 * units.GiB, hbm_bandwidth=3e12,
+                    peak_flops=1e15)]),
      ValueError, "interconnect bandwidth; unknown for no-link"),
 ])
 def test_errors_name_the_argument(kwargs, exc, match):
@@ -446,6 +524,35 @@ def test_errors_name_the_argument(kwargs, exc, match):
                 batch_size=1)
     with pytest.raises(exc, match=match):
         sw.sweep(**{**base, **kwargs})
+
+
+@pytest.mark.parametrize("options, exc, match", [
+    (dict(compute_efficiency=0.0), ValueError, "compute_efficiency"),
+    (dict(step_overhead=-1.0), ValueError, "step_overhead"),
+    (dict(allreduce="yes"), TypeError, "allreduce"),
+])
+def test_bad_engine_fields_are_refused_naming_the_field(options, exc, match):
+    """The engine checks its fields once, when built: before any sweep work."""
+    with pytest.raises(exc, match=match):
+        sw.sweep("guide-70b", "guide-lab-80GB", engine=roofline.Engine(**options))
+
+
+@pytest.mark.parametrize("old", ["allreduce", "compute_efficiency", "bandwidth_efficiency",
+                                 "step_overhead", "compute_dtype", "activation_dtype",
+                                 "calibration"])
+def test_the_old_options_are_gone(old):
+    with pytest.raises(TypeError, match=old):
+        sw.sweep("guide-70b", "guide-lab-80GB", **{old: None})
+
+
+def test_an_engine_link_of_its_own_needs_no_gpu_link():
+    """With ``interconnect_bandwidth`` on the engine a GPU without a known link sweeps tp > 1."""
+    bare = GPU("no-link", memory_bytes=80 * units.GiB, hbm_bandwidth=3e12, peak_flops=1e15,
+               interconnect_latency=1e-6)
+    engine = roofline.Engine(interconnect_bandwidth=450e9)
+    ds = sw.sweep("guide-70b", [bare], tp=[1, 2], context_length=1024, engine=engine)
+    assert ds.decode_step_time.sel(tp=2).item() == roofline.decode_step_time(
+        catalog.model("guide-70b"), bare, 1, 1024, 2, engine=engine)
 
 
 def test_reduction_errors(small_kw):
@@ -547,14 +654,15 @@ def test_incomplete_dataset_is_refused():
 
 
 def test_compute_dtype_option():
+    fp8 = roofline.Engine(compute_dtype="fp8")
     ds = sw.sweep("Llama-3.1-8B", ["H100-SXM-80GB", "A100-SXM-80GB"], tp=[1, 2],
-                  context_length=512, batch_size=[64, 512], compute_dtype="fp8")
+                  context_length=512, batch_size=[64, 512], engine=fp8)
     for gpu in ("H100-SXM-80GB", "A100-SXM-80GB"):
         g = catalog.gpu(gpu)
-        assert ds.ridge_point.sel(gpu=gpu).item() == roofline.ridge_point(g, compute_dtype="fp8")
+        assert ds.ridge_point.sel(gpu=gpu).item() == roofline.ridge_point(g, engine=fp8)
         got = ds.decode_step_time.sel(gpu=gpu, tp=2, batch_size=512).item()
         assert got == roofline.decode_step_time(catalog.model("Llama-3.1-8B"), g, 512, 512,
-                                                     2, compute_dtype="fp8")
+                                                2, engine=fp8)
 
 
 def test_replicate_kv_matches_the_scalar_function():

@@ -94,7 +94,7 @@ def test_bad_layout_axes_are_refused_before_work(kwargs, message):
 def test_a_pipeline_over_gpus_with_no_known_link_is_refused():
     gpu = rk.GPU("bare", memory_bytes=80e9, hbm_bandwidth=3e12, peak_flops=1e15)
     with pytest.raises(ValueError, match="pp > 1 needs each GPU's link bandwidth"):
-        sweep(["Llama-3.1-70B"], [gpu], pp=[1, 2], allreduce="guide")
+        sweep(["Llama-3.1-70B"], [gpu], pp=[1, 2], engine=rk.Engine(allreduce="guide"))
 
 
 def test_lazy_layout_sweep_equals_the_in_memory_one(layouts):

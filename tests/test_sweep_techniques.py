@@ -171,19 +171,19 @@ def test_a_calibrated_link_share_reaches_every_gpu_of_a_sweep():
                       decode={"interconnect_efficiency": 0.6, "bandwidth_efficiency": 0.8})
     gpus = ["H100-SXM-80GB", "A100-SXM-80GB"]
     ds = sweep("Llama-3.1-70B", gpus, tp=[1, 4], context_length=[2048], batch_size=[16],
-               calibration=cal)
+               engine=cal)
     m = rk.catalog.model("Llama-3.1-70B")
     for name in gpus:
         g = rk.catalog.gpu(name)
         for tp in (1, 4):
             cell = ds.sel(model=m.name, gpu=name, tp=tp, context_length=2048, batch_size=16)
             assert float(cell.prefill_time) == pytest.approx(rk.prefill_time(
-                m, g, 2048, tp, **cal.kwargs_for("prefill", gpu=g)), rel=1e-12)
+                m, g, 2048, tp, engine=cal.engine_for("prefill", gpu=g)), rel=1e-12)
             assert float(cell.decode_step_time) == pytest.approx(rk.decode_step_time(
-                m, g, 16, 2048, tp, **cal.kwargs_for("decode", gpu=g)), rel=1e-12)
+                m, g, 16, 2048, tp, engine=cal.engine_for("decode", gpu=g)), rel=1e-12)
     # the share slows the tensor-parallel steps only
     ideal_link = sweep("Llama-3.1-70B", gpus, tp=[1, 4], context_length=[2048],
-                       batch_size=[16], calibration=Calibration(
+                       batch_size=[16], engine=Calibration(
                            prefill={"compute_efficiency": 0.5},
                            decode={"bandwidth_efficiency": 0.8}))
     assert (ds.prefill_time.sel(tp=4) > ideal_link.prefill_time.sel(tp=4)).all()

@@ -1,8 +1,9 @@
 """Static and continuous batching, simulated step by step (guide §4).
 
-- :mod:`~rooflinekit.batching.batchers`: :class:`StaticBatcher`, :class:`ContinuousBatcher`,
-  :func:`simulate`, :func:`monte_carlo` and :func:`run_replicates` (validation, random draws, the KV budget and the
-  step clock, computed before the kernel runs);
+- :mod:`~rooflinekit.batching.batchers`: :class:`StaticBatcher`, :class:`ContinuousBatcher`
+  (each ``.run(workload)``), :func:`monte_carlo` and :func:`run_replicates` (validation, random
+  draws, the KV budget and the step clock, timed by an :class:`~rooflinekit.Engine`, computed
+  before the kernel runs);
 - :mod:`~rooflinekit.batching.disaggregated`: :class:`DisaggregatedBatcher`, prefill and decode
   pools of continuous batchers with the KV sent between them;
 - :mod:`~rooflinekit.batching.results`: per-request and summary Datasets;
@@ -20,21 +21,20 @@ from rooflinekit.batching.batchers import (
                                            monte_carlo,
                                            replicate_seed,
                                            run_replicates,
-                                           simulate,
 )
 from rooflinekit.batching.disaggregated import POOLS, DisaggregatedBatcher
 from rooflinekit.batching.precompile import KERNEL_FAMILIES, compile_kernels
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.batching.results import (
-                                           IDEAL,
                                            REASON_KV_BUDGET,
                                            STATUS_COMPLETED,
                                            STATUS_REJECTED,
                                            SUMMARY_NAMES,
                                            TIERS,
 )
+from rooflinekit.roofline import IDEAL          # the ideal Engine, results' default label
 
-__all__ = ["IDEAL", "MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
-           "replicate_seed", "DisaggregatedBatcher", "POOLS", "Speculative", "compile_kernels",
-           "KERNEL_FAMILIES",
+__all__ = ["IDEAL", "MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher",
+           "monte_carlo", "run_replicates", "replicate_seed", "DisaggregatedBatcher", "POOLS",
+           "Speculative", "compile_kernels", "KERNEL_FAMILIES",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]

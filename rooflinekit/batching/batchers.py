@@ -22,8 +22,9 @@ Clocks
 ------
 ``clock="tick"`` (the guide's lab): one tick per step; times in ticks. ``clock="roofline"``: each
 step lasts what the roofline model (:func:`rooflinekit.roofline.mixed_step_time`) says for that
-step's batch on ``model`` + ``gpu`` × ``tp``: its decode tokens, prefill tokens and KV read; times
-in seconds. Arrival times are in the clock's unit.
+step's batch on ``model`` + ``gpu`` × ``tp``: its decode tokens, prefill tokens and KV read, run
+by the batcher's ``engine`` (a :class:`~rooflinekit.Engine` or a calibration; default
+:data:`rooflinekit.IDEAL`); times in seconds. Arrival times are in the clock's unit.
 
 Latency definitions
 -------------------
@@ -63,7 +64,7 @@ from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _model_
                                           _target_attrs)
 from rooflinekit.workloads import MAX_ARRIVAL, Workload, WorkloadSpec, coerce_workload
 
-__all__ = ["StaticBatcher", "ContinuousBatcher", "simulate", "monte_carlo", "run_replicates",
+__all__ = ["StaticBatcher", "ContinuousBatcher", "monte_carlo", "run_replicates",
            "replicate_seed", "MEMORY_LIMIT", "WORK_LIMIT"]
 
 #: Most bytes one Monte Carlo block (all replicates in process, or one ``chunks`` task) may hold
@@ -83,13 +84,14 @@ class _Timing:
     """The clock as the kernels take it: ``tick`` (one tick per step) and the step-cost ``coef``.
 
     ``coef`` holds the :class:`rooflinekit.roofline.StepCost` fields as float64 (zeros for the
-    tick clock, which reads none of them); ``draft_coef`` the same for a speculative draft model
-    (zeros without one) and ``draft_share`` a draft head's share of a decode step (0 without
-    one); ``reference_clock`` is the same clock for the plain-Python reference (``None`` for
-    ticks).
+    tick clock, which reads none of them), timed by ``engine`` (the resolved
+    :class:`~rooflinekit.Engine` of the mixed step; ``None`` on the tick clock); ``draft_coef``
+    the same for a speculative draft model (zeros without one) and ``draft_share`` a draft
+    head's share of a decode step (0 without one); ``reference_clock`` is the same clock for
+    the plain-Python reference (``None`` for ticks).
     """
 
-    def __init__(self, clock, model, gpu, tp, roofline_options, draft=None, layout=(1, 1)):
+    def __init__(self, clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
         self.clock = clock
         self.tick = clock == "tick"
         self.draft_coef = np.zeros(len(roofline.StepCost._fields))
@@ -99,13 +101,13 @@ class _Timing:
             self.reference_clock = None
             self.units = "tick"
             return
-        cost = roofline.step_cost_coefficients(model, gpu, tp=tp, **(roofline_options or {}))
-        cost = _layout_cost(cost, model, gpu, *layout, roofline_options or {})
+        cost = roofline.step_cost_coefficients(model, gpu, tp=tp, engine=engine)
+        cost = _layout_cost(cost, model, gpu, *layout, engine)
         self.coef = np.array([float(c) for c in cost], dtype=np.float64)
         draft_cost = None
         if draft is not None and not isinstance(draft, float):
-            draft_cost = roofline.step_cost_coefficients(draft, gpu, tp=tp,
-                                                         **(roofline_options or {}))
+            # the draft runs on the target's engine, picked for the target's model
+            draft_cost = roofline.step_cost_coefficients(draft, gpu, tp=tp, engine=engine)
             self.draft_coef = np.array([float(c) for c in draft_cost], dtype=np.float64)
         self.reference_clock = _RooflineClock(tuple(float(c) for c in cost),
                                               cost.full_attention_fraction, cost.sliding_window,
@@ -114,51 +116,42 @@ class _Timing:
 
 
 @functools.lru_cache(maxsize=256)
-def _shared_timing(clock, model, gpu, tp, options, draft=None, layout=(1, 1)):
+def _shared_timing(clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
     """:class:`_Timing` of one clock, computed once: a planner's search asks for it every run.
 
-    A pure function of frozen specs, so memoised; callers only read the result.
+    A pure function of frozen specs (the :class:`~rooflinekit.Engine` included), so memoised;
+    callers only read the result.
     """
-    return _Timing(clock, model, gpu, tp, None if options is None else dict(options), draft,
-                   layout)
+    return _Timing(clock, model, gpu, tp, engine, draft, layout)
 
 
-def _layout_cost(cost, model, gpu, pp, ep, options):
+def _layout_cost(cost, model, gpu, pp, ep, engine):
     """The step cost of a ``(tp, pp, ep)`` layout with one micro-batch in flight.
 
     A step passes the ``pp`` stages in turn (each ``1/pp`` of the layers, so the roofline terms
-    sum to the group's) and adds what the layout sends, each affine in the step's tokens ``n``:
-    ``(pp − 1)`` stage hand-offs of ``n·h`` activations over the stage link (the GPU's
-    ``network_bandwidth``, else its ``interconnect_bandwidth``, plus ``interconnect_latency``)
-    and, with ``ep > 1``, the experts' dispatch and combine
-    (:func:`rooflinekit.parallel.expert_all_to_all_bytes`, each GPU's ``1/ep`` share over the
-    interconnect, plus two latencies per MoE layer): the terms of
-    :func:`rooflinekit.roofline.layout_decode_step_time` and
-    :func:`~rooflinekit.roofline.layout_prefill_time` at ``micro_batches=1``. They join the
-    all-reduce's term of the step formula, ``n·bytes/link + latency``, as one per-token time
-    over a unit link and a fixed latency. ``pp = ep = 1``: ``cost`` as it is.
+    sum to the group's) and adds what the layout sends, affine in the step's tokens ``n``: the
+    hand-offs and all-to-all of :func:`rooflinekit.roofline.layout_terms` (the terms the
+    layout formulas and the sweep take, at ``micro_batches=1``). They join the all-reduce's
+    term of the step formula, ``n·bytes/link + latency``, as one per-token time over a unit
+    link and a fixed latency. ``pp = ep = 1``: ``cost`` as it is.
     """
     if pp == 1 and ep == 1:
         return cost
-    act = options.get("activation_dtype", "bf16")
-    per_token = cost.allreduce_bytes_per_token / cost.link_bandwidth    # [s/token]
-    fixed = cost.allreduce_latency
-    if pp > 1:
-        link = next((b for b in (gpu.network_bandwidth, gpu.interconnect_bandwidth)
-                     if b is not None), None)
-        if link is None:
-            raise ValueError(f"pp={pp} needs a link for the stage-to-stage activations and "
-                             f"gpu {gpu.name!r} has none (network_bandwidth, "
-                             f"interconnect_bandwidth)")
-        per_token += (pp - 1) * model.hidden_size * bytes_per_element(act) / link
-        fixed += (pp - 1) * gpu.interconnect_latency
-    if ep > 1:
-        if gpu.interconnect_bandwidth is None:
-            raise ValueError(f"ep={ep} needs a link for the expert all-to-all and gpu "
-                             f"{gpu.name!r} has no interconnect_bandwidth")
-        sent = parallel.expert_all_to_all_bytes(model, 1.0, ep=ep, activation_dtype=act).per_step
-        per_token += sent / ep / gpu.interconnect_bandwidth
-        fixed += 2 * parallel.moe_layers(model) * gpu.interconnect_latency
+    links = roofline.layout_links(gpu.interconnect_bandwidth, gpu.interconnect_latency,
+                                  gpu.network_bandwidth, engine.interconnect_efficiency)
+    if pp > 1 and links.stage_bandwidth is None:
+        raise ValueError(f"pp={pp} needs a link for the stage-to-stage activations and "
+                         f"gpu {gpu.name!r} has none (network_bandwidth, "
+                         f"interconnect_bandwidth)")
+    if ep > 1 and links.expert_bandwidth is None:
+        raise ValueError(f"ep={ep} needs a link for the expert all-to-all and gpu "
+                         f"{gpu.name!r} has no interconnect_bandwidth")
+    terms = roofline.layout_terms(model.hidden_size, parallel.moe_layers(model),
+                                  model.n_experts_per_token,
+                                  bytes_per_element(engine.activation_dtype), pp, ep, links)
+    per_token = (cost.allreduce_bytes_per_token / cost.link_bandwidth     # [s/token]
+                 + terms.hand_off_per_token + terms.all_to_all_per_token)
+    fixed = cost.allreduce_latency + terms.hand_off_latency + terms.all_to_all_latency
     return cost._replace(allreduce_bytes_per_token=per_token, link_bandwidth=1.0,
                          allreduce_latency=fixed)
 
@@ -246,17 +239,14 @@ _CLOCK_PARAMETERS = """tp : int
         Tensor-parallel degree [1].
     clock : {"tick", "roofline"}, optional
         Default "tick" without a model, "roofline" with one.
-    roofline_options : dict, optional
-        Options of the roofline model passed to
-        :func:`rooflinekit.roofline.step_cost_coefficients` (``compute_efficiency``,
-        ``bandwidth_efficiency``, ``step_overhead``, ``allreduce``, ...); the name
-        :meth:`rooflinekit.pricing.SelfHosted.from_roofline` uses. A misspelt option name fails
-        at construction.
-    calibration : rooflinekit.calibrate.Calibration, optional, keyword-only
-        Fitted knobs for the roofline clock, instead of ``roofline_options`` (give one or the
-        other): each step is timed with :meth:`~rooflinekit.calibrate.Calibration.clock_options`
-        and results' ``attrs["model_quality"]`` carry its ``label``. Without either, results say
-        :data:`IDEAL`."""
+    engine : Engine or Calibration, optional
+        How the serving engine runs a step on the roofline clock: a
+        :class:`rooflinekit.Engine` (efficiencies, overheads, all-reduce, formats), or a
+        :class:`~rooflinekit.calibrate.Calibration`, whose engine for the mixed step
+        (``engine_for("step", model=..., gpu=...)``) times every step. Results'
+        ``attrs["model_quality"]`` carry that engine's ``label``. Default ``None``:
+        :data:`rooflinekit.IDEAL`. Checked at construction; the tick clock accepts one and
+        reads nothing of it."""
 
 
 def _with_clock_parameters(cls):
@@ -270,33 +260,28 @@ class _Batcher:
     """What both batchers share: validation and timing of the clock, and the kernel calls."""
 
     def _check_clock(self):
-        """Check ``tp`` and ``roofline_options``, look up specs, settle the clock, before any run.
+        """Check ``tp`` and ``engine``, look up specs, settle the clock, before any run.
 
-        In roofline mode this derives the step cost once, so that a bad model, GPU or option
-        value fails here rather than at :meth:`run`.
+        In roofline mode this derives the step cost once, so that a bad model, GPU or engine
+        fails here rather than at :meth:`run`.
         """
         whole_number("tp", self.tp, lo=1)
-        options = self.roofline_options
-        if self.calibration is not None:
-            # duck-typed: rooflinekit.calibrate sits above this room and imports it
-            if not callable(getattr(self.calibration, "clock_options", None)) or \
-                    not isinstance(getattr(self.calibration, "label", None), str):
-                raise TypeError(f"calibration must be a rooflinekit.calibrate.Calibration or "
-                                f"None, got {type(self.calibration).__name__}")
-            if options is not None:
-                raise ValueError("pass calibration or roofline_options, not both")
-            if self.model is None:
-                raise ValueError("calibration times roofline steps: give model and gpu too")
-        if options is not None:
-            if not isinstance(options, Mapping):
-                raise TypeError(f"roofline_options must be a mapping of option names to values "
-                                f"or None, got {type(options).__name__}")
-            try:
-                roofline.read_options(**options)
-            except TypeError as err:             # a misspelt option name
-                raise TypeError(f"roofline_options: {err}") from None
+        engine = self.engine
+        # duck-typed: rooflinekit.calibrate sits above this room and imports it
+        if not (engine is None or isinstance(engine, roofline.Engine)
+                or (callable(getattr(engine, "engine_for", None))
+                    and not isinstance(engine, type))):
+            hint = " (build rooflinekit.Engine(**options) from a mapping of options)" \
+                if isinstance(engine, Mapping) else ""
+            raise TypeError(f"engine must be a rooflinekit.Engine, a "
+                            f"rooflinekit.calibrate.Calibration or None, got "
+                            f"{type(engine).__name__}{hint}")
         _resolve_specs(self)
         object.__setattr__(self, "clock", _resolve_clock(self.clock, self.model, self.gpu))
+        if engine is not None and self.clock == "tick":
+            # an engine times roofline steps: on the tick clock it would be ignored, silently
+            raise ValueError("engine times roofline steps: give model and gpu (clock="
+                             "'roofline'), or leave engine None on the tick clock")
         if self.clock == "roofline":
             self._timing()
 
@@ -315,26 +300,23 @@ class _Batcher:
                              f"{memory_limit / 2**30:g} GiB; shorten the outputs or raise "
                              f"memory_limit")
 
-    def _clock_options(self):
-        """The roofline clock's options: the calibration's, or ``roofline_options`` as given."""
-        if self.calibration is not None:
-            # a calibration with knob sets picks the one of this model and GPU
-            picks = {"model": self.model, "gpu": self.gpu} if getattr(
-                self.calibration, "groups", None) else {}
-            return self.calibration.clock_options(**picks)
-        return self.roofline_options
+    def _engine(self):
+        """The :class:`~rooflinekit.Engine` of the mixed step: ``engine`` itself, or the one a
+        calibration gives for this model and GPU (its knob set, where it has several)."""
+        return roofline.engine_for(self.engine, "step", model=self.model, gpu=self.gpu)
 
     def _timing(self):
-        options = self._clock_options()
+        # the tick clock reads no engine: a calibration is not asked for one
+        engine = None if self.clock == "tick" else self._engine()
         spec = getattr(self, "speculative", None)
         draft = None if spec is None else spec.draft
         layout = (getattr(self, "pp", 1), getattr(self, "ep", 1))
+        key = (self.clock, self.model, self.gpu, self.tp, engine, draft, layout)
         try:
-            return _shared_timing(self.clock, self.model, self.gpu, self.tp,
-                                  None if options is None else tuple(sorted(options.items())),
-                                  draft, layout)
-        except TypeError:            # an unhashable option value: computed afresh
-            return _Timing(self.clock, self.model, self.gpu, self.tp, options, draft, layout)
+            hash(key)
+        except TypeError:            # an Engine of array fields: computed afresh
+            return _Timing(*key)
+        return _shared_timing(*key)
 
     def _simulate(self, wl, timing, targets=(None, None, None), arrived=None):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
@@ -490,8 +472,7 @@ class StaticBatcher(_Batcher):
     gpu: object = None
     tp: int = 1
     clock: str | None = None
-    roofline_options: Mapping | None = None
-    calibration: object = dataclasses.field(default=None, kw_only=True)
+    engine: object = None
 
     _tiered = False       # static batching ignores priority
 
@@ -624,8 +605,7 @@ class ContinuousBatcher(_Batcher):
     tp: int = 1
     reserve: float = 0.10
     clock: str | None = None
-    roofline_options: Mapping | None = None
-    calibration: object = dataclasses.field(default=None, kw_only=True)
+    engine: object = None
 
     _tiered = True
 
@@ -749,34 +729,6 @@ class ContinuousBatcher(_Batcher):
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
             prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
             draft_tokens=k, gains=(gain[0], offset[0]))
-
-
-def simulate(workload=None, *, policy: str = "continuous", ttft_target=None, itl_target=None,
-             e2e_target=None, arrival=None, prompt_tokens=None, output_tokens=None,
-             priority=None, **parameters) -> xr.Dataset:
-    """Simulate a workload under one policy: ``StaticBatcher``/``ContinuousBatcher(**parameters)``.
-
-    Parameters
-    ----------
-    workload : Workload or mapping, optional
-        Or pass ``arrival``, ``prompt_tokens``, ``output_tokens`` (and ``priority``).
-    policy : {"continuous", "static"}
-        Which batcher.
-    ttft_target, itl_target, e2e_target : float, optional
-        Goodput and attainment targets [tick or s] (:meth:`ContinuousBatcher.run`).
-    **parameters
-        The batcher's parameters (``max_num_seqs``, ``kv_budget_tokens``, ``batch_size``, ...).
-
-    Returns
-    -------
-    xarray.Dataset
-        As :meth:`ContinuousBatcher.run`.
-    """
-    kind = {"continuous": ContinuousBatcher, "static": StaticBatcher}
-    batcher = kind[check_one_of("policy", policy, tuple(kind))](**parameters)
-    return batcher.run(workload, arrival=arrival, prompt_tokens=prompt_tokens,
-                       output_tokens=output_tokens, priority=priority, ttft_target=ttft_target,
-                       itl_target=itl_target, e2e_target=e2e_target)
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None) -> dict:

@@ -114,8 +114,9 @@ class DisaggregatedBatcher:
     Parameters
     ----------
     prefill, decode : ContinuousBatcher
-        One replica of each pool (its slots, KV budget, chunking, GPU and TP); both on the same
-        clock and, on the roofline clock, the same model.
+        One replica of each pool (its slots, KV budget, chunking, GPU, TP and ``engine``, each
+        pool timed by its own); both on the same clock and, on the roofline clock, the same
+        model.
     prefill_replicas, decode_replicas : int
         Replicas of each pool [1], >= 1 (``x`` and ``y`` of xPyD).
     link_bandwidth : float
@@ -434,8 +435,7 @@ class _Fleet:
     """What :func:`rooflinekit.batching.results._single_dataset` reads of a batcher, for the
     whole fleet (its model quality is replaced by :meth:`DisaggregatedBatcher._quality`)."""
 
-    calibration = None
-    roofline_options = None
+    engine = model = gpu = None
 
     def __init__(self, batcher):
         self.policy = batcher.policy

@@ -24,13 +24,10 @@ import pandas as pd
 import xarray as xr
 from xarray.indexes import PandasIndex
 
-from rooflinekit import dims
+from rooflinekit import dims, roofline
 from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
+from rooflinekit.roofline import IDEAL
 from rooflinekit.workloads import Workload
-
-#: What a result timed on the roofline without a calibration says of itself (a calibrated one
-#: says ``Calibration.label``).
-IDEAL = "ideal (best case): roofline at full compute and bandwidth efficiency, no overheads"
 
 __all__ = ["IDEAL", "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]
 
@@ -338,15 +335,12 @@ def _single_dataset(wl: Workload, out, batcher, timing, targets) -> xr.Dataset:
 
 
 def _model_quality(batcher, clock) -> str:
-    """What the clock's step times are: the calibration's label, ideal, or options as given."""
+    """What the clock's step times are: the label of the engine that timed them (a
+    calibration's label, :data:`IDEAL`'s, or the fields an ``Engine`` changes)."""
     if clock != "roofline":
         return "tick clock (the guide's lab): no hardware model"
-    if batcher.calibration is not None:
-        return batcher.calibration.label
-    if batcher.roofline_options:
-        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(batcher.roofline_options.items()))
-        return f"roofline options as given: {shown}"
-    return IDEAL
+    return roofline.engine_for(batcher.engine, "step", model=batcher.model,
+                               gpu=batcher.gpu).label
 
 
 def _stamp(ds, batcher, timing, budget, targets):

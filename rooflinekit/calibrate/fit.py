@@ -20,16 +20,16 @@ and with ``group_by`` knob sets per GPU, engine or weight format beside a shared
    (``scipy.optimize.least_squares``) through the real roofline functions, bootstraps confidence
    intervals with a seeded :class:`numpy.random.Generator`, and reports residuals and the mean
    absolute percentage error (MAPE) at ideal efficiency and after calibration.
-3. **A calibrated model** — :class:`Calibration` holds the fitted keyword arguments per phase
-   (with :func:`predict`, :func:`save_calibration` and :func:`load_calibration` it lives in
-   :mod:`rooflinekit.calibrate.model`). Every roofline function already
-   takes them, so using a calibration is passing them on::
+3. **A calibrated model** — :class:`Calibration` holds the fitted knobs per phase on the base
+   :class:`~rooflinekit.Engine` they were fitted on (``engine=``; with :func:`predict`,
+   :func:`save_calibration` and :func:`load_calibration` it lives in
+   :mod:`rooflinekit.calibrate.model`). It stands wherever an engine does, and gives the
+   ``Engine`` of a phase::
 
        cal = calibrate(read_measurements("runs.csv")).calibration
-       rl.decode_step_time(model, gpu, 64, 4096, **cal.decode_kwargs)
-       rl.prefill_time(model, gpu, 2048, **cal.prefill_kwargs)
-       itl = cal.apply(rl.decode_step_time)     # the same, bound once
-       sweep(..., calibration=cal)                   # prefill knobs for TTFT, decode for the rest
+       rl.decode_step_time(model, gpu, 64, 4096, engine=cal.engine_for("decode"))
+       rl.prefill_time(model, gpu, 2048, engine=cal.engine_for("prefill"))
+       sweep(..., engine=cal)                        # prefill knobs for TTFT, decode for the rest
 
 4. **Cross-validation** — :func:`cross_validate` fits on some configurations and reports the error
    on the held-out ones (k-fold, or leave-one-group-out by model or GPU).
@@ -89,7 +89,6 @@ from rooflinekit.calibrate.measurements import (
     _check_measurements,
 )
 from rooflinekit.calibrate.model import (
-    _ENGINE_IDEAL,
     _IDEAL,
     GROUP_FIELDS,
     KNOBS,
@@ -99,6 +98,7 @@ from rooflinekit.calibrate.model import (
     PHASES,
     SECONDS_KNOBS,
     Calibration,
+    _check_engine,
     _check_overrides,
     _check_workload,
     _Groups,
@@ -108,6 +108,7 @@ from rooflinekit.calibrate.model import (
 )
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
+from rooflinekit.roofline import Engine
 
 __all__ = ["MAX_RESAMPLES", "FOLD", "DEFAULT_BOUNDS", "ENGINE_FIT", "GROUP_KNOBS",
            "CalibrationResult", "CrossValidationResult", "calibrate", "cross_validate"]
@@ -125,7 +126,7 @@ FOLD = "fold"
 #: traffic reaches at least 5 % of the bandwidth; a decoder layer's kernel launches cost at
 #: most 100 µs per step (an 80-layer model: 8 ms); GEMMs reach half their efficiency by 4,096
 #: tokens a step at the latest; a link hop costs at most 100 µs; the all-reduces reach at
-#: least 5 % of the link's datasheet bandwidth. Every prior is the ideal model. What fits land
+#: least 5 % of the link's datasheet bandwidth. What fits land
 #: on can be held against published utilisation: 76 % model FLOPs utilisation for large-batch
 #: prefill (Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023, PaLM 540B on
 #: TPU v4); decode's model bandwidth utilisation as the MosaicML / Databricks post "LLM
@@ -138,7 +139,8 @@ FOLD = "fold"
 #: and about 230 GB/s on 8 A100 SXM, as NCCL's developers give it (S. Jeaugey, NVIDIA, in
 #: https://github.com/NVIDIA/nccl-tests/issues/212 and /issues/149; busbw as nccl-tests'
 #: doc/PERFORMANCE.md defines it): the ceiling of ``interconnect_efficiency`` is reached with
-#: gigabyte messages, not a prefill's megabytes.
+#: gigabyte messages, not a prefill's megabytes. Every prior is the base engine's value
+#: (``engine=`` of :func:`calibrate`; the ideal model by default).
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "bandwidth_efficiency": (0.01, 1.0),
                                    "step_overhead": (0.0, 1.0),
@@ -177,8 +179,6 @@ _SCALE = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead
           "layer_overhead": units.MS / 100.0, "kv_bandwidth_efficiency": 1.0,
           "gemm_half_tokens": 100.0, "prefill_overhead": units.MS,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0}
-#: Priors of every knob: the ideal model (None: as the weights' efficiency / the GPU's own).
-_PRIOR = MappingProxyType({**_IDEAL, **_ENGINE_IDEAL})
 
 
 def _normalise_fit(fit) -> dict:
@@ -238,8 +238,8 @@ class _PhaseFit:
 #: count, so a per-step and a per-layer overhead trade off exactly); without it such a fit
 #: stopped anywhere on a flat ridge, where the BLAS, the CPU and the order of the starts put
 #: it, and a held-out error moved by 1.5 points between machines. With it the optimum is
-#: unique (the ridge's point nearest the ideal model) and moves an identified knob by about
-#: ``_RIDGE**2`` relative to the data's pull (1e-8).
+#: unique (the ridge's point nearest the priors, the ideal model by default) and moves an
+#: identified knob by about ``_RIDGE**2`` relative to the data's pull (1e-8).
 _RIDGE = 1e-4
 #: Costs within this relative distance of the best are one optimum (``_least_squares``).
 _TIED_COST = 1e-9
@@ -249,16 +249,17 @@ def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
     """Best bounded least-squares fit of the ``free`` knobs over several starting points.
 
     The residuals are each row's relative error and :data:`_RIDGE` times each free knob's
-    distance from its prior (a knob without a numeric prior has none). Of the starts' results
-    within :data:`_TIED_COST` of the lowest cost, the one nearest the priors is taken, so that
-    neither the starts' order nor rounding picks among equal optima.
+    distance from its prior (the base engine's value; a knob without a numeric prior has
+    none). Of the starts' results within :data:`_TIED_COST` of the lowest cost, the one nearest
+    the priors is taken, so that neither the starts' order nor rounding picks among equal
+    optima.
     """
     from scipy.optimize import least_squares
 
     lo = np.array([bounds[p][0] / _SCALE[p] for p in free])
     hi = np.array([bounds[p][1] / _SCALE[p] for p in free])
-    prior = np.array([np.nan if _prior_of(p, bounds) is None else _prior_of(p, bounds) / _SCALE[p]
-                      for p in free])
+    priors = [_prior_of(p, bounds, groups.priors) for p in free]
+    prior = np.array([np.nan if v is None else v / _SCALE[p] for p, v in zip(free, priors)])
     counted = ~np.isnan(prior)
 
     def params(x):
@@ -323,9 +324,10 @@ def _starting_points(groups, phase, rows, targets, free, fixed, bounds):
     return [list(x) for x in dict.fromkeys(point for _, point in best.values())]
 
 
-def _prior_of(p, bounds):
-    """A knob's prior, inside its bounds (``None``: the option's own default)."""
-    prior = _PRIOR[p]
+def _prior_of(p, bounds, priors):
+    """A knob's prior, inside its bounds (``None``: the base engine's own, see
+    :attr:`_Groups.priors`)."""
+    prior = priors[p]
     return None if prior is None else min(max(prior, bounds[p][0]), bounds[p][1])
 
 
@@ -333,17 +335,17 @@ def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, conf
                fixed=None):
     """Fit one phase on ``rows``; ``all_targets`` holds every row's measured seconds.
 
-    ``fixed`` holds the values of the knobs that are not free (default their priors); a free
-    knob the rows do not identify goes back to its value there (a knob set's: the shared
-    value), else to its prior.
+    ``fixed`` holds the values of the knobs that are not free (default their priors: the base
+    engine's values, ``groups.priors``); a free knob the rows do not identify goes back to its
+    value there (a knob set's: the shared value), else to its prior.
     """
     base_values = {} if fixed is None else dict(fixed)
-    fixed = {**_PRIOR, **base_values}
+    fixed = {**groups.priors, **base_values}
 
     def _prior(p, bounds):
         if p in base_values:
             return base_values[p]
-        return _prior_of(p, bounds)
+        return _prior_of(p, bounds, groups.priors)
     targets = all_targets[rows]
     if not free:
         return _PhaseFit(dict(fixed), {p: False for p in KNOBS},
@@ -468,16 +470,17 @@ class CalibrationResult:
     Attributes
     ----------
     calibration : Calibration
-        The calibrated model (pass its knobs to the roofline functions).
+        The calibrated model: pass it as ``engine=`` (or its :meth:`~Calibration.engine_for`
+        a phase) to the roofline functions, the sweep, the simulators and the planners.
     parameters : xarray.Dataset
         Over ``phase`` × ``parameter``: ``value`` (step overheads in s), ``lower`` and ``upper``
         (bootstrap percentile interval at ``attrs["confidence"]``), ``identified`` (False where
-        the measurements do not constrain the knob: it keeps its ideal value and its interval is
+        the measurements do not constrain the knob: it keeps its prior value and its interval is
         its bounds) and ``fitted`` (False for a phase with no measurements or no free knob).
     residuals : xarray.Dataset
-        Over ``measurement``: for each phase the measured time, the ideal and calibrated
-        predictions [s] and the relative errors ``(predicted − measured) / measured`` [1]; NaN
-        where that time was not measured.
+        Over ``measurement``: for each phase the measured time, the ideal (every knob ideal,
+        the base engine's other fields held) and calibrated predictions [s] and the relative
+        errors ``(predicted − measured) / measured`` [1]; NaN where that time was not measured.
     errors : xarray.Dataset
         Over ``phase``: ``mape_ideal`` and ``mape_calibrated`` [%] on the fitted measurements,
         and ``n`` (rows used).
@@ -533,9 +536,9 @@ FIT_PARAMETERS = parameter_entries("""
         ``step_overhead`` and the engine knobs (``layer_overhead``,
         ``kv_bandwidth_efficiency``, ``gemm_half_tokens``, ``prefill_overhead``,
         ``interconnect_latency``, ``interconnect_efficiency``); the others keep their priors
-        (the ideal model), except that a fitted prefill phase that does not fit
-        ``bandwidth_efficiency`` takes decode's (the same weights from the same HBM). Default
-        the three in both phases; ``"engine"``: :data:`ENGINE_FIT`.
+        (``engine``'s values: the ideal model by default), except that a fitted prefill phase
+        that does not fit ``bandwidth_efficiency`` takes decode's (the same weights from the
+        same HBM). Default the three in both phases; ``"engine"``: :data:`ENGINE_FIT`.
     bounds : mapping parameter -> (low, high), optional
         Box constraints; efficiencies within (0, 1], times [s] and tokens ≥ 0. Default
         :data:`DEFAULT_BOUNDS`.
@@ -551,10 +554,15 @@ FIT_PARAMETERS = parameter_entries("""
     models, gpus : mapping of name -> ModelShape / GPU, optional
         Specs for names outside the catalogue (e.g. a model read with
         ``ModelShape.from_hf_config``); they take precedence over catalogue names.
-    roofline_options : mapping, optional
-        Further options of the roofline functions, held fixed (e.g. ``{"allreduce": True}`` to
-        model tensor-parallel communication explicitly); the names
-        :func:`rooflinekit.roofline.read_options` accepts.
+    engine : Engine, optional
+        The base the knobs are fitted on (:class:`rooflinekit.Engine`, single numbers), held
+        fixed: its fields that are not knobs (``allreduce``, ``interconnect_bandwidth``,
+        ``compute_dtype``, ``activation_dtype``, ...) shape every prediction, and its knob
+        values are the priors: a knob not fitted keeps the engine's value, and a fitted knob
+        replaces it where the rows identify it (where they do not, it goes back to the
+        engine's value). A row's ``dtype`` sets ``compute_dtype`` unless the engine names
+        one. The calibration returned keeps it as :attr:`Calibration.base`. Default
+        :data:`rooflinekit.IDEAL` (the ideal model's priors, the roofline's all-reduce).
     workload : {"isolated", "serving", "loaded"}
         How a row maps onto engine steps. "isolated" (default): TTFT is
         :func:`~rooflinekit.roofline.prefill_time` of the prompt and the decode time is
@@ -575,7 +583,7 @@ FIT_PARAMETERS = parameter_entries("""
 def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=None,
               n_resamples: int = 200, confidence: float = 0.95, seed: int | None = 0,
               models: Mapping[str, ModelShape] | None = None,
-              gpus: Mapping[str, GPU] | None = None, roofline_options: Mapping | None = None,
+              gpus: Mapping[str, GPU] | None = None, engine: Engine | None = None,
               workload: str = "isolated", group_by=None,
               group_knobs: Sequence[str] = GROUP_KNOBS) -> CalibrationResult:
     """Fit compute efficiency, bandwidth efficiency and step overhead per phase to measurements.
@@ -601,6 +609,9 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     ValueError
         Empty or malformed measurements, unknown model or GPU names (naming the field), a phase
         with fewer measurements than free knobs, bad bounds or settings.
+    TypeError
+        ``engine`` not an :class:`~rooflinekit.Engine` (a :class:`Calibration` included: its
+        base is ``calibration.base``), or one whose fields are arrays.
 
     Notes
     -----
@@ -615,8 +626,8 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     used as they are.
 
     A knob that the data cannot see (nudging it moves no prediction: compute efficiency when every
-    decode row is memory-bound, say) is reported as not identified, keeps its ideal value and gets
-    its bounds as interval. Intervals are
+    decode row is memory-bound, say) is reported as not identified, keeps its prior (``engine``'s
+    value, the ideal one by default) and gets its bounds as interval. Intervals are
     bootstrap percentile intervals: rows are resampled with replacement within the phase and the
     identified knobs refitted from the estimate.
 
@@ -633,7 +644,7 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     confidence = real_number("confidence", confidence, lo=0, hi=1, lo_open=True, hi_open=True)
     seed = whole_number("seed", seed, lo=0, allow_none=True)
     ds, phases, per_phase, bounds, groups = _prepare(
-        measurements, phases, fit, bounds, models, gpus, roofline_options, workload)
+        measurements, phases, fit, bounds, models, gpus, engine, workload)
     group_by = _check_group_by(ds, group_by)
     group_knobs = _check_group_knobs(group_knobs)
     rng = np.random.default_rng(seed)
@@ -647,16 +658,16 @@ def _check_group_knobs(group_knobs) -> tuple:
     return group_knobs
 
 
-def _prepare(measurements, phases, fit, bounds, models, gpus, roofline_options, workload):
-    """The checked inputs of a fit: table, phases, free knobs, bounds and row groups."""
+def _prepare(measurements, phases, fit, bounds, models, gpus, engine, workload):
+    """The checked inputs of a fit: table, phases, free knobs, bounds and row groups (on the
+    base ``engine``)."""
     ds = _check_measurements(measurements)
     phases = _check_phases(phases)
     per_phase = _normalise_fit(fit)
     bounds = _normalise_bounds(bounds)
     groups = _Groups(ds, _check_overrides("models", models, ModelShape),
                      _check_overrides("gpus", gpus, GPU),
-                     check_mapping("roofline_options", roofline_options, allow_none=True),
-                     _check_workload(workload))
+                     _check_engine(engine), _check_workload(workload))
     return ds, phases, per_phase, bounds, groups
 
 
@@ -721,7 +732,7 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
                                 group_knobs)
     calibration = Calibration(prefill=shared["prefill"], decode=shared["decode"],
                               source=_describe_sources(ds), group_by=group_by if sets else (),
-                              groups=sets)
+                              groups=sets, base=groups.engine)
     names = PARAMETERS + tuple(p for p in KNOBS if p not in PARAMETERS
                                and any(p in frees[ph] for ph in PHASES))
     table = {name: ((PHASE, PARAMETER), np.array(
@@ -739,15 +750,15 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
         attrs={"confidence": confidence, "n_resamples": n_resamples,
                "units_note": "efficiencies [1]; step_overhead [s]" if names == PARAMETERS else
                "efficiencies [1]; overheads and interconnect_latency [s]; gemm_half_tokens "
-               "[tokens]; NaN: the option's default (the weights' efficiency, the GPU's own "
-               "link latency)"})
+               "[tokens]; NaN: the engine's own (the weights' efficiency, the base engine's or "
+               "the GPU's link latency)"})
     keys = _row_keys(ds, calibration.group_by)
     residuals, errors = _residual_tables(ds, groups, calibration, targets, keys=keys)
     return CalibrationResult(calibration, parameters, residuals, errors, set_table)
 
 
 def _number(value) -> float:
-    """A knob value as a float; ``None`` (the option's default) as NaN."""
+    """A knob value as a float; ``None`` (the engine's own, see :func:`_prior_of`) as NaN."""
     return math.nan if value is None else float(value)
 
 
@@ -879,7 +890,7 @@ class CrossValidationResult:
     folds : xarray.Dataset
         Over ``fold`` × ``phase``: ``mape_ideal`` and ``mape_calibrated`` [%] on the held-out
         rows, ``n_train`` and ``n_test`` (rows with that phase's time), ``fitted`` (False when the
-        training rows could not fit that phase, which then stays ideal); ``held_out`` (over
+        training rows could not fit that phase, which then keeps its priors); ``held_out`` (over
         ``fold``) names what was left out.
     predictions : xarray.Dataset
         Over ``measurement``: each row's measured time and its out-of-fold ideal and calibrated
@@ -917,7 +928,7 @@ class CrossValidationResult:
 def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: int = 5,
                    seed: int | None = 0, phases: Sequence[str] = PHASES, fit=None, bounds=None,
                    models: Mapping[str, ModelShape] | None = None,
-                   gpus: Mapping[str, GPU] | None = None, roofline_options: Mapping | None = None,
+                   gpus: Mapping[str, GPU] | None = None, engine: Engine | None = None,
                    workload: str = "isolated", group_by=None,
                    group_knobs: Sequence[str] = GROUP_KNOBS) -> CrossValidationResult:
     """Fit on some configurations and measure the error on the held-out ones.
@@ -943,12 +954,12 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
     Notes
     -----
     A phase whose training rows are fewer than its free knobs is not fitted in that fold and is
-    predicted at ideal efficiency there (``fitted = False``); the pooled error includes those rows,
-    so it never flatters the calibration.
+    predicted with its priors there (``fitted = False``; the ideal model by default); the pooled
+    error includes those rows, so it never flatters the calibration.
     """
     seed = whole_number("seed", seed, lo=0, allow_none=True)
     ds, phases, per_phase, bounds, groups = _prepare(
-        measurements, phases, fit, bounds, models, gpus, roofline_options, workload)
+        measurements, phases, fit, bounds, models, gpus, engine, workload)
     group_by = _check_group_by(ds, group_by)
     group_knobs = _check_group_knobs(group_knobs)
     set_keys = _row_keys(ds, group_by)
@@ -986,7 +997,7 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
     for _, test in folds:
         train = ~test
         sub = ds.isel({MEASUREMENT: np.flatnonzero(train)})
-        sub_groups = _Groups(sub, models, gpus, dict(roofline_options or {}), workload)
+        sub_groups = _Groups(sub, models, gpus, groups.engine, workload)
         result = _calibrate(sub, sub_groups, phases, per_phase, bounds, 0, 0.95, rng,
                             require=False, group_by=group_by, group_knobs=group_knobs)
         test_rows = np.flatnonzero(test)

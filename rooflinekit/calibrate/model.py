@@ -2,24 +2,25 @@
 
 :class:`Calibration` holds the roofline's three knobs (``compute_efficiency``,
 ``bandwidth_efficiency``, ``step_overhead``) per phase, prefill and decode, the engine knobs
-(:data:`ENGINE_KNOBS`) where fitted, and knob sets of their own by GPU, engine, format or model;
-every roofline function already takes them as keyword arguments, so a calibration is applied by
-passing them on (:meth:`Calibration.apply` picks the phase from a function's name, and the set
-from its selectors). :func:`save_calibration` and
-:func:`load_calibration` keep one as JSON. :func:`predict` runs the roofline over every row of a
-measurement table (:mod:`rooflinekit.calibrate.measurements`), grouped by (model, GPU, tp, dtype) so that one
-call covers a configuration; the fit in :mod:`rooflinekit.calibrate` evaluates the same grouped
-predictions. Everything public here is re-exported by :mod:`rooflinekit.calibrate`.
+(:data:`ENGINE_KNOBS`) and the link share (:data:`LINK_KNOBS`) where fitted, knob sets of their
+own by GPU, engine, format or model, and the base :class:`~rooflinekit.Engine` they were fitted
+on (its other fields: the all-reduce model, the formats, the link). It gives the ``Engine`` of a
+phase (:meth:`Calibration.engine_for`: the base with the knobs put in), so it stands wherever an
+engine does (``engine=``). :func:`save_calibration` and :func:`load_calibration` keep one as
+JSON. :func:`predict` runs the roofline over every row of a measurement table
+(:mod:`rooflinekit.calibrate.measurements`) with a calibration or an engine, grouped by (model,
+GPU, tp, dtype) so that one call covers a configuration; the fit in :mod:`rooflinekit.calibrate`
+evaluates the same grouped predictions. Everything public here is re-exported by
+:mod:`rooflinekit.calibrate`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -36,11 +37,11 @@ from rooflinekit._validation import (
     load_json,
     real_number,
 )
-from rooflinekit.batching import IDEAL
 from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
+from rooflinekit.roofline import IDEAL, Engine
 
 __all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS",
            "GROUP_FIELDS", "WORKLOADS",
@@ -57,27 +58,25 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: The knobs that say what a serving engine does beyond the three: a fixed cost per layer
 #: per step [s], the KV traffic's own bandwidth efficiency [1], the tokens at which the GEMMs
 #: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s]
-#: and the per-hop all-reduce latency [s]. Each is a roofline option
-#: (:data:`rooflinekit.roofline.OPTION_DEFAULTS`) whose default is the ideal model.
+#: and the per-hop all-reduce latency [s]. Each is an :class:`~rooflinekit.Engine` field
+#: whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency")
-#: Knobs a calibration holds as a share of a GPU's own figure, and the roofline option each
-#: becomes once the GPU is known: ``interconnect_efficiency`` is the share of the per-direction
-#: link bandwidth [1] the all-reduces reach, passed on as ``interconnect_bandwidth`` =
-#: share × the GPU's bandwidth [bytes/s]. A share, not an absolute bandwidth, because one
+#: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
+#: share of the per-direction link bandwidth [1] the all-reduces reach (an
+#: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
 #: engine's collectives reach a similar share of an A100's and an H100's NVLink
 #: (docs/calibration.md: the share transfers between GPUs, a fitted absolute bandwidth does not).
-LINK_KNOBS = MappingProxyType({"interconnect_efficiency": "interconnect_bandwidth"})
+LINK_KNOBS = ("interconnect_efficiency",)
 #: Every knob a calibration can hold.
-KNOBS = PARAMETERS + ENGINE_KNOBS + tuple(LINK_KNOBS)
+KNOBS = PARAMETERS + ENGINE_KNOBS + LINK_KNOBS
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
-_IDEAL = MappingProxyType({"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0,
-                           "step_overhead": 0.0})
-#: The engine knobs' priors: the roofline's defaults, where ``None`` means "as the
-#: weights' bandwidth efficiency" (KV) and "the GPU's own link latency" (all-reduce).
-_ENGINE_IDEAL = MappingProxyType({**{k: getattr(roofline.IDEAL, k) for k in ENGINE_KNOBS},
-                                  "interconnect_efficiency": 1.0})
+_IDEAL = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
+#: The engine knobs' and the link share's ideal values: :data:`~rooflinekit.IDEAL`'s fields,
+#: where ``None`` means "as the weights' bandwidth efficiency" (KV) and "the base engine's
+#: link latency, else the GPU's own" (all-reduce).
+_ENGINE_IDEAL = MappingProxyType({k: getattr(IDEAL, k) for k in ENGINE_KNOBS + LINK_KNOBS})
 #: Knobs in seconds (fitted in milliseconds; shown in ms).
 SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency")
 #: How a measured row maps onto engine steps (see :func:`~rooflinekit.calibrate.calibrate`).
@@ -106,17 +105,49 @@ def _check_overrides(name, mapping, kind):
     return check_mapping(name, mapping, kind, allow_none=True)
 
 
+def _knob_priors(engine: Engine) -> dict:
+    """Every knob's value in ``engine``: the fit's priors (what a knob it does not free keeps,
+    and what a free knob the rows do not identify goes back to), and the value of every knob a
+    calibration's phase does not hold.
+
+    ``interconnect_latency`` is ``None``: the engine's own link latency (else the GPU's) is in
+    the terms of :class:`_Groups` already.
+    """
+    return {**{k: getattr(engine, k) for k in KNOBS}, "interconnect_latency": None}
+
+
+def _check_engine(engine) -> Engine:
+    """``engine=`` of the fit and the predictions: an :class:`~rooflinekit.Engine` of single
+    numbers (``None``: :data:`~rooflinekit.IDEAL`)."""
+    if engine is None:
+        return IDEAL
+    if not isinstance(engine, Engine):
+        hint = " (a calibration's own engine is its .base)" if hasattr(
+            engine, "engine_for") else ""
+        raise TypeError(f"engine must be a rooflinekit.Engine (the base the knobs are fitted "
+                        f"on) or None; got {type(engine).__name__}{hint}")
+    for name, value in engine.fields().items():
+        if isinstance(value, (xr.DataArray, np.ndarray)):
+            raise TypeError(f"engine.{name} must be a single number to time measured rows; "
+                            f"got {np.size(value)} values")
+    return engine
+
+
 class _Groups:
     """Rows of a measurement table grouped by hardware configuration, ready for the roofline.
 
     The roofline takes one model and one GPU per call and broadcasts over arrays of batch sizes,
     context and prompt lengths; grouping keeps calls per fit evaluation to one per configuration.
+    ``engine`` (an :class:`~rooflinekit.Engine`) is the base: its fields that are not knobs
+    (all-reduce model, link, formats) shape the terms, and its knobs are :attr:`priors`.
     """
 
-    def __init__(self, ds: xr.Dataset, models: Mapping, gpus: Mapping, roofline_options: Mapping,
+    def __init__(self, ds: xr.Dataset, models: Mapping, gpus: Mapping, engine: Engine,
                  workload: str = "isolated"):
         n = ds.sizes[MEASUREMENT]
         self.workload = workload
+        self.engine = engine
+        self.priors = _knob_priors(engine)
         self.n = n
         keys = {}
         model_names = ds["model"].values
@@ -138,10 +169,10 @@ class _Groups:
                 model = model.replace(bytes_per_param=dtype)
             if kv_dtype and model.kv_bytes_per_element != _bytes(kv_dtype):
                 model = model.replace(kv_bytes_per_element=kv_dtype)
-            extra = dict(roofline_options)
-            if dtype:
-                extra.setdefault("compute_dtype", dtype)
-            self.groups.append((np.asarray(rows), model, gpu, tp, extra))
+            # a row's weight format picks the GPU's peak unless the engine names its own
+            mine = engine.replace(compute_dtype=dtype) if dtype and \
+                engine.compute_dtype is None else engine
+            self.groups.append((np.asarray(rows), model, gpu, tp, mine))
         prompt = ds["prompt_tokens"].values.astype(float)
         output = ds["output_tokens"].values.astype(float)
         ctx = ds["context_length"].values.astype(float) if "context_length" in ds else \
@@ -231,13 +262,13 @@ class _Groups:
                  "layers", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
-        for idx, model, gpu, tp, extra in self.groups:
-            # the knobs enter below; a link latency given as an option is the GPU's own here
-            options = {k: v for k, v in extra.items()
-                       if k not in KNOBS or k == "interconnect_latency"}
-            cost = roofline.step_cost_coefficients(model, gpu, tp, **options)
+        for idx, model, gpu, tp, engine in self.groups:
+            # the knobs enter in predict(); the engine's link latency is the GPU's own here
+            plain = engine.replace(**{k: v for k, v in IDEAL.fields().items()
+                                      if k in KNOBS and k != "interconnect_latency"})
+            cost = roofline.step_cost_coefficients(model, gpu, tp, engine=plain)
             unit_hop = roofline.step_cost_coefficients(
-                model, gpu, tp, **{**options, "interconnect_latency": 1.0})
+                model, gpu, tp, engine=plain.replace(interconnect_latency=1.0))
             silent = {"allreduce_bytes_per_token": 0.0, "allreduce_latency": 0.0}
             no_flops = {"flops_per_token": 0.0, "lm_head_flops_per_token": 0.0,
                         "attention_flops_per_pair": 0.0}
@@ -266,8 +297,9 @@ class _Groups:
     def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:
         """Roofline seconds of ``phase`` for every row (or the given rows), with ``params``.
 
-        ``params`` holds knobs (:data:`KNOBS`); those it lacks take their ideal values. With
-        the engine knobs at their defaults this is the three-knob arithmetic exactly.
+        ``params`` holds knobs (:data:`KNOBS`); those it lacks take their ideal values (not the
+        base engine's: the fit passes :attr:`priors` itself). With the engine knobs at their
+        defaults this is the three-knob arithmetic exactly.
         """
         knobs = {**_IDEAL, **_ENGINE_IDEAL, **{k: v for k, v in params.items() if k in KNOBS}}
         t = self.terms[phase]
@@ -309,9 +341,15 @@ def _text(value) -> str:
 
 
 def _predict_calibrated(groups, phase, calibration, keys, rows=None):
-    """Each row's prediction with its knob set (the shared knobs where it has none)."""
+    """Each row's prediction with its knob set (the shared knobs where it has none).
+
+    A knob the calibration does not hold takes the base engine's value (``groups.priors``); an
+    :class:`~rooflinekit.Engine` holds none, so every knob is its own.
+    """
+    if isinstance(calibration, Engine):
+        return groups.predict(phase, groups.priors, rows)
     if not calibration.groups:
-        return groups.predict(phase, calibration._knobs(phase), rows)
+        return groups.predict(phase, {**groups.priors, **calibration._knobs(phase)}, rows)
     out = np.full(groups.n, np.nan)
     # each row's set as a selection would find it (names compared without case)
     found = {key: calibration.group_for(warn=False, **dict(zip(calibration.group_by, key)))
@@ -323,7 +361,7 @@ def _predict_calibrated(groups, phase, calibration, keys, rows=None):
             mine = np.intersect1d(mine, rows)
         if not mine.size:
             continue
-        knobs = calibration._knobs(phase, key)
+        knobs = {**groups.priors, **calibration._knobs(phase, key)}
         out[mine] = groups.predict(phase, knobs, mine)[mine]
     return out
 
@@ -350,15 +388,6 @@ def _check_workload(workload) -> str:
 
 
 # -- the calibrated model ----------------------------------------------------------------------
-
-#: Roofline function names and the phase whose knobs they take.
-_FUNCTION_PHASE = {
-    "prefill_time": "prefill", "prefill_flops": "prefill", "prefill_bytes": "prefill",
-    "ttft": "prefill", "time_to_first_token": "prefill",
-    "decode_step_time": "decode", "decode_throughput": "decode", "itl": "decode",
-    "inter_token_latency": "decode", "decode_time_per_token": "decode", "cost_per_token": "decode",
-}
-
 
 def _check_knobs(phase: str, knobs: Mapping) -> dict:
     """A phase's knobs: the three always (ideal where missing), an engine knob where given."""
@@ -434,8 +463,8 @@ class Calibration:
         fitted, the engine knobs (:data:`ENGINE_KNOBS`): ``layer_overhead`` [s per layer],
         ``kv_bandwidth_efficiency`` in (0, 1] [1], ``gemm_half_tokens`` [tokens],
         ``prefill_overhead`` [s] and ``interconnect_latency`` [s per hop], each ≥ 0; and the
-        link share ``interconnect_efficiency`` in (0, 1] [1] (:data:`LINK_KNOBS`), which
-        :meth:`kwargs_for` turns into ``interconnect_bandwidth`` for a GPU.
+        link share ``interconnect_efficiency`` in (0, 1] [1] (:data:`LINK_KNOBS`): each an
+        :class:`~rooflinekit.Engine` field.
     source : str
         What the knobs were fitted to.
     held_out_error : float, optional
@@ -448,6 +477,12 @@ class Calibration:
     groups : mapping
         Knob sets of their own: ``(name per group_by field) -> {"prefill": {...}, "decode":
         {...}}``, each phase's knobs as for ``prefill``/``decode``. Default none.
+    base : Engine
+        The engine the knobs are fitted on (``engine=`` of
+        :func:`~rooflinekit.calibrate.calibrate`): :meth:`engine_for` returns it with this
+        calibration's knobs put in, so its other fields (``allreduce``, the link, the formats)
+        and every engine knob a phase does not hold are its own. Default
+        :data:`rooflinekit.IDEAL`.
 
     See Also
     --------
@@ -456,20 +491,16 @@ class Calibration:
 
     Notes
     -----
-    The knobs are keyword arguments every roofline function already takes, so a calibration is
-    applied by passing them on: ``decode_step_time(..., **cal.decode_kwargs)``,
-    ``prefill_time(..., **cal.prefill_kwargs)``, or ``cal.apply(func)`` which picks the phase
-    from the function's name. The simulator's clock times mixed steps with one set of knobs:
-    :meth:`clock_options`. ``Calibration()`` is the ideal model. :attr:`label` is what every
-    output computed with it says of itself.
+    A calibration stands wherever an :class:`~rooflinekit.Engine` does (``engine=``):
+    every path asks :meth:`engine_for` for the engine of its phase, model and GPU.
+    ``Calibration()`` is the ideal model. :attr:`label` is what every output computed with it
+    says of itself (``attrs["model_quality"]``).
 
-    With knob sets, :meth:`kwargs_for`, :meth:`apply` and :meth:`clock_options` take
-    selectors (``gpu=``, ``engine=``, ``dtype=``, ``model=``: names, or specs with a name)
-    and return the set whose key they match (names compared without case; a field not given
-    matches any one set only if a single set fits). A configuration no set matches gets the
-    shared knobs, with a :class:`UserWarning` that says so; no selector at all means the
-    shared knobs, silently. :meth:`apply` takes the GPU and model a call passes as selectors
-    too.
+    With knob sets, :meth:`engine_for` takes selectors (``gpu=``, ``engine=``, ``dtype=``,
+    ``model=``: names, or specs with a name) and uses the set whose key they match (names
+    compared without case; a field not given matches any one set only if a single set
+    fits). A configuration no set matches gets the shared knobs, with a
+    :class:`UserWarning` that says so; no selector at all means the shared knobs, silently.
     """
 
     prefill: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
@@ -478,8 +509,10 @@ class Calibration:
     held_out_error: float | None = None
     group_by: tuple = ()
     groups: Mapping = dataclasses.field(default_factory=dict)
+    base: Engine = IDEAL
 
     def __post_init__(self):
+        check_type("base", self.base, Engine)
         object.__setattr__(self, "prefill", MappingProxyType(_check_knobs("prefill", self.prefill)))
         object.__setattr__(self, "decode", MappingProxyType(_check_knobs("decode", self.decode)))
         check_string("source", self.source, allow_empty=True)
@@ -503,21 +536,6 @@ class Calibration:
         if self.held_out_error is not None:
             text += f", held-out TPOT error {self.held_out_error:.1f}%"
         return text
-
-    @property
-    def prefill_kwargs(self) -> dict:
-        """Keyword arguments for :func:`rooflinekit.roofline.prefill_time` (and TTFT).
-
-        A link share (:data:`LINK_KNOBS`) needs the GPU and is left out here, with a
-        :class:`UserWarning`: use ``kwargs_for("prefill", gpu=gpu)``.
-        """
-        return _roofline_options(self.prefill, None)
-
-    @property
-    def decode_kwargs(self) -> dict:
-        """Keyword arguments for :func:`rooflinekit.roofline.decode_step_time` (ITL,
-        decode throughput); a link share as for :attr:`prefill_kwargs`."""
-        return _roofline_options(self.decode, None)
 
     def _knobs(self, phase: str, key=None) -> dict:
         """A phase's knobs as fitted (link shares as shares), shared or of the set ``key``."""
@@ -556,87 +574,43 @@ class Calibration:
                           UserWarning, stacklevel=3)
         return None
 
-    def _phase_knobs(self, phase: str, selectors: Mapping) -> Mapping:
-        key = self.group_for(**selectors)
-        return self.prefill if phase == "prefill" and key is None else \
-            self.decode if key is None else self.groups[key][phase]
-
-    def clock_options(self, **selectors) -> dict:
-        """The knobs of one mixed engine step, as the simulator's roofline clock takes them.
+    def engine_for(self, phase: str, **selectors) -> Engine:
+        """The :class:`~rooflinekit.Engine` this calibration gives for a phase.
 
         Parameters
         ----------
+        phase : {"prefill", "decode", "step"}
+            ``"prefill"`` and ``"decode"``: that phase's fitted knobs (TTFT, and ITL,
+            throughput and cost). ``"step"``: the mixed step a continuous batcher runs, each
+            knob from the phase where it binds (below).
         **selectors
             ``gpu``, ``engine``, ``dtype``, ``model``: pick a knob set (see
             :meth:`group_for`); none: the shared knobs.
 
         Returns
         -------
-        dict
-            ``compute_efficiency`` of prefill [1], ``bandwidth_efficiency`` of decode [1] and
-            ``step_overhead`` of decode [s]: the ``roofline_options`` of
-            :class:`~rooflinekit.batching.ContinuousBatcher` and
-            :func:`~rooflinekit.roofline.mixed_step_time`; and the engine knobs the
-            calibration holds, each from the phase where it binds: ``gemm_half_tokens``,
-            ``prefill_overhead`` and the link share of prefill (as ``interconnect_bandwidth``
-            [bytes/s] of the ``gpu`` selected, left out with a :class:`UserWarning` without
-            one), ``layer_overhead``, ``kv_bandwidth_efficiency`` and ``interconnect_latency``
-            of decode.
+        Engine
+            :attr:`base` with the knobs replaced, labelled :attr:`label`.
 
         Notes
         -----
-        A continuous-batching step mixes prefill tokens (compute-bound) with decode tokens
-        (memory-bound), and the clock takes one set of knobs per step: each phase's knob goes
-        where that phase binds, and the fixed cost per step is the decode step's (a step that
+        A continuous-batching step mixes prompt tokens (compute-bound) with decode tokens
+        (memory-bound) and is timed with one engine: ``compute_efficiency``,
+        ``gemm_half_tokens``, ``prefill_overhead`` and the link share come from prefill;
+        ``bandwidth_efficiency``, ``step_overhead``, ``layer_overhead``,
+        ``kv_bandwidth_efficiency`` and ``interconnect_latency`` from decode (a step that
         carries decodes is a decode step; a prefill's own overhead also holds client time).
         """
+        check_one_of("phase", phase, roofline.PHASES)
         key = self.group_for(**selectors)
-        prefill, decode = self._knobs("prefill", key), self._knobs("decode", key)
-        out = {"compute_efficiency": prefill["compute_efficiency"],
-               "bandwidth_efficiency": decode["bandwidth_efficiency"],
-               "step_overhead": decode["step_overhead"]}
-        for knob, phase in _CLOCK_PHASE.items():
-            source = prefill if phase == "prefill" else decode
-            if knob in source:
-                out[knob] = source[knob]
-        return _roofline_options(out, selectors.get("gpu"))
-
-    def kwargs_for(self, phase_or_function, **selectors) -> dict:
-        """The knobs for a phase name ("prefill"/"decode") or a roofline function.
-
-        ``selectors`` (``gpu=``, ``engine=``, ``dtype=``, ``model=``) pick a knob set, as in
-        :meth:`group_for`; none: the shared knobs. ``gpu=`` (a spec, or a catalogue name) also
-        turns a link share (:data:`LINK_KNOBS`) into ``interconnect_bandwidth`` [bytes/s];
-        without it the share is left out, with a :class:`UserWarning`.
-        """
-        phase = _phase_of(phase_or_function)
-        return _roofline_options(self._phase_knobs(phase, selectors), selectors.get("gpu"))
-
-    def apply(self, func: Callable, **selectors) -> Callable:
-        """``func`` with this calibration's knobs for its phase bound as keyword defaults.
-
-        With knob sets, ``selectors`` pick one (:meth:`group_for`); the ``model`` and ``gpu``
-        a call passes (positionally first, or by name) select too, unless given here. The
-        ``gpu`` a call passes also turns a link share into that GPU's ``interconnect_bandwidth``.
-        """
-        # a link share becomes a bandwidth only once the call names its GPU
-        linked = any(k in LINK_KNOBS for k in self._knobs(_phase_of(func)))
-        if not self.groups and not linked:
-            knobs = self.kwargs_for(func, **selectors)
-
-            @functools.wraps(func)
-            def calibrated(*args, **kwargs):
-                return func(*args, **{**knobs, **kwargs})
-            return calibrated
-
-        @functools.wraps(func)
-        def calibrated_by_group(*args, **kwargs):
-            picked = dict(zip(("model", "gpu"), args[:2]))
-            picked.update({k: kwargs[k] for k in ("model", "gpu") if k in kwargs})
-            picked = {k: v for k, v in picked.items() if isinstance(getattr(v, "name", v), str)}
-            chosen = self.kwargs_for(func, **{**picked, **selectors})
-            return func(*args, **{**chosen, **kwargs})
-        return calibrated_by_group
+        if phase == "step":
+            prefill, decode = self._knobs("prefill", key), self._knobs("decode", key)
+            knobs = {k: (prefill if _CLOCK_PHASE.get(k) == "prefill" else decode)[k]
+                     for k in (*PARAMETERS, *ENGINE_KNOBS, *LINK_KNOBS)
+                     if k in (prefill if _CLOCK_PHASE.get(k) == "prefill" else decode)}
+        else:
+            knobs = self._knobs(phase, key)
+        return dataclasses.replace(self.base, **knobs, label=self.label)
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (seconds for the overheads; the held-out error where known)."""
@@ -648,6 +622,12 @@ class Calibration:
             out["groups"] = [{"key": list(key), "prefill": dict(knobs["prefill"]),
                               "decode": dict(knobs["decode"])}
                              for key, knobs in self.groups.items()]
+        if self.base != IDEAL:
+            base = self.base.to_dict()
+            # the label the fields give is written afresh on reading
+            if base["label"] == self.base.replace().label:
+                del base["label"]
+            out["base"] = base
         return out
 
     @classmethod
@@ -655,7 +635,7 @@ class Calibration:
         """The inverse of :meth:`to_dict` (a file without knob sets reads as before)."""
         check_mapping("data", data)
         check_keys("data", data, ("prefill", "decode", "source", "held_out_error", "group_by",
-                                  "groups"), what="calibration field")
+                                  "groups", "base"), what="calibration field")
         groups = data.get("groups", [])
         if not isinstance(groups, list):
             raise TypeError(f"data.groups must be a list of knob sets; got "
@@ -671,57 +651,14 @@ class Calibration:
             sets[tuple(key)] = {p: entry.get(p, {}) for p in PHASES}
         return cls(prefill=data.get("prefill", {}), decode=data.get("decode", {}),
                    source=data.get("source", ""), held_out_error=data.get("held_out_error"),
-                   group_by=tuple(data.get("group_by", ())), groups=sets)
+                   group_by=tuple(data.get("group_by", ())), groups=sets,
+                   base=Engine.from_dict(check_mapping("data.base", data.get("base", {}))))
 
 
-#: Where the clock takes each engine knob from: the phase whose steps it shapes.
-_CLOCK_PHASE = {"gemm_half_tokens": "prefill", "prefill_overhead": "prefill",
-                "interconnect_efficiency": "prefill",
-                "layer_overhead": "decode", "kv_bandwidth_efficiency": "decode",
-                "interconnect_latency": "decode"}
-
-
-def _phase_of(phase_or_function) -> str:
-    """The phase a name ("prefill"/"decode") or a roofline function takes the knobs of."""
-    phase = phase_or_function
-    if callable(phase_or_function):
-        name = getattr(phase_or_function, "__name__", "")
-        phase = _FUNCTION_PHASE.get(name)
-        if phase is None:
-            raise ValueError(f"cannot tell the phase of {name or phase_or_function!r}; "
-                             f"known functions: {', '.join(sorted(_FUNCTION_PHASE))}; "
-                             f"use kwargs_for('prefill') or kwargs_for('decode')")
-    return check_one_of("phase", phase, PHASES)
-
-
-def _roofline_options(knobs: Mapping, gpu) -> dict:
-    """``knobs`` as roofline options: each link share times ``gpu``'s figure.
-
-    ``gpu`` is a spec, a catalogue name or ``None``; without a GPU whose link bandwidth is
-    known a share other than 1 is left out with a :class:`UserWarning` (the link then runs at
-    the GPU's datasheet bandwidth).
-    """
-    out = {k: v for k, v in knobs.items() if k not in LINK_KNOBS}
-    shares = {k: knobs[k] for k in LINK_KNOBS if k in knobs}
-    if not shares:
-        return out
-    spec = gpu
-    if isinstance(gpu, str):
-        try:
-            spec = catalog.gpu(gpu)
-        except ValueError:
-            spec = None
-    bandwidth = getattr(spec, "interconnect_bandwidth", None)
-    for knob, share in shares.items():
-        if bandwidth:
-            out[LINK_KNOBS[knob]] = float(share) * float(bandwidth)
-        elif share != 1.0:
-            why = "no gpu= given" if gpu is None else \
-                f"no link bandwidth known for {getattr(gpu, 'name', gpu)!r}"
-            warnings.warn(f"calibration: {knob}={share:.3g} is a share of a GPU's link "
-                          f"bandwidth and {why}; left out (pass gpu= to kwargs_for or "
-                          f"clock_options)", UserWarning, stacklevel=3)
-    return out
+#: Where the mixed step takes each knob from: the phase whose steps it shapes (decode
+#: where not listed).
+_CLOCK_PHASE = {"compute_efficiency": "prefill", "gemm_half_tokens": "prefill",
+                "prefill_overhead": "prefill", "interconnect_efficiency": "prefill"}
 
 
 def save_calibration(calibration: Calibration, path) -> Path:
@@ -751,38 +688,50 @@ def load_calibration(path) -> Calibration:
         raise type(exc)(f"{path}: {exc}") from None
 
 
-def predict(measurements, calibration: Calibration | None = None, *, models=None, gpus=None,
-            roofline_options=None, workload: str = "isolated") -> xr.Dataset:
+def predict(measurements, calibration: Calibration | Engine | None = None, *, models=None,
+            gpus=None, workload: str = "isolated") -> xr.Dataset:
     """Roofline TTFT and decode time for every measured configuration [s].
 
     Parameters
     ----------
     measurements : Dataset, list of rows or path
         The configurations (see :func:`measurements_from_records`).
-    calibration : Calibration, optional
-        Knobs to use; default the ideal model.
+    calibration : Calibration, Engine or None
+        What times the rows. A :class:`Calibration`: each phase's knobs (each row's knob set
+        where it keeps them) on its :attr:`~Calibration.base` engine. An
+        :class:`~rooflinekit.Engine`: a calibration that holds no knobs, so every field is the
+        engine's own in both phases (the roofline functions called with ``engine=``). Default
+        :data:`~rooflinekit.IDEAL`.
     models, gpus : mapping of name -> ModelShape / GPU, optional
         Specs for names that are not in the catalogue (they take precedence).
-    roofline_options : mapping, optional
-        Further options of both roofline functions (e.g. ``{"allreduce": True}``).
     workload : {"isolated", "serving", "loaded"}
         How a measured row maps onto engine steps; see :func:`calibrate`. Default "isolated".
 
     Returns
     -------
     xarray.Dataset
-        ``prefill`` and ``decode`` [s] over ``measurement``.
+        ``prefill`` and ``decode`` [s] over ``measurement``; ``attrs["model_quality"]`` is the
+        calibration's or the engine's label.
+
+    Raises
+    ------
+    TypeError
+        ``calibration`` is neither, or an engine field is not a single number.
     """
     ds = _check_measurements(measurements)
-    calibration = Calibration() if calibration is None else calibration
-    check_type("calibration", calibration, Calibration)
+    calibration = IDEAL if calibration is None else calibration
+    if not isinstance(calibration, (Calibration, Engine)):
+        raise TypeError(f"calibration must be a Calibration, a rooflinekit.Engine or None; got "
+                        f"{type(calibration).__name__}")
+    engine = calibration if isinstance(calibration, Engine) else calibration.base
     groups = _Groups(ds, _check_overrides("models", models, ModelShape),
-                     _check_overrides("gpus", gpus, GPU),
-                     check_mapping("roofline_options", roofline_options, allow_none=True),
+                     _check_overrides("gpus", gpus, GPU), _check_engine(engine),
                      _check_workload(workload))
-    keys = _row_keys(ds, calibration.group_by) if all(
-        field in ds for field in calibration.group_by) else [None] * ds.sizes[MEASUREMENT]
+    group_by = getattr(calibration, "group_by", ())
+    keys = _row_keys(ds, group_by) if all(field in ds for field in group_by) else \
+        [None] * ds.sizes[MEASUREMENT]
     return xr.Dataset(
         {phase: ((MEASUREMENT,), _predict_calibrated(groups, phase, calibration, keys),
                  {"units": "s", "long_name": f"roofline {phase} time"}) for phase in PHASES},
-        coords={MEASUREMENT: ds[MEASUREMENT].values})
+        coords={MEASUREMENT: ds[MEASUREMENT].values},
+        attrs={"model_quality": calibration.label})

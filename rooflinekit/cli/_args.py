@@ -16,7 +16,7 @@ from rooflinekit import catalog, workloads
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
 __all__ = ["COMMAND_API", "FLAGS", "MAX_INT", "PREFIX_FLAGS", "add_flag", "add_output_flags",
-           "apply_dtypes", "examples", "fraction", "int_list", "name_list", "nonnegative_float",
+           "apply_dtypes", "engine_from_args", "load_engine", "examples", "fraction", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
 
@@ -131,10 +131,13 @@ FLAGS = {
                                  "metavar": "PP", "help": "pipeline-parallel stages (1)"},
     "--batch-size": {"type": positive_int, "metavar": "SEQUENCES",
                      "help": "sequences decoding together"},
-    "--calibration": {"metavar": "FILE",
-                      "help": "calibration JSON from `rooflinekit calibrate`: its prefill knobs "
-                              "time TTFT, its decode knobs ITL, throughput and cost (default: "
-                              "the ideal roofline, a best case)"},
+    "--engine": {"metavar": "FILE",
+                 "help": "how the serving engine runs a step: a calibration JSON from "
+                         "`rooflinekit calibrate` (its prefill knobs time TTFT, its decode "
+                         "knobs ITL, throughput and cost) or an engine JSON of "
+                         "rooflinekit.Engine fields such as {\"compute_efficiency\": 0.6, "
+                         "\"step_overhead\": 0.004} (default: the ideal roofline, a best "
+                         "case)"},
     "--max-num-batched-tokens": {"type": positive_int, "metavar": "TOKENS",
                                  "help": "tokens per engine step, chunked prefill (vLLM's name)"},
     "--block-size": {"type": positive_int, "default": 16, "metavar": "TOKENS",
@@ -148,10 +151,11 @@ FLAGS = {
                 "help": "weight format (auto: the model's; bf16, fp8, int4, ...)"},
     "--kv-cache-dtype": {"type": _dtype, "default": "auto", "metavar": "DTYPE",
                          "help": "KV-cache format (auto: the model's; fp8, ...)"},
-    "--allreduce": {"choices": ("collective", "ring", "guide"), "default": "collective",
-                    "help": "tensor-parallel all-reduce model: collective (default: one latency "
-                            "per collective plus the bytes over the link), ring (a latency per "
-                            "hop), guide (the guide's simple model, no communication)"},
+    "--allreduce": {"choices": ("collective", "ring", "guide"),
+                    "help": "tensor-parallel all-reduce model: collective (the default: one "
+                            "latency per collective plus the bytes over the link), ring (a "
+                            "latency per hop), guide (the guide's simple model, no "
+                            "communication); overrides the --engine file's"},
     "--workspace-fraction": {
         "type": number(0, 1, hi_open=True), "metavar": "SHARE",
         "help": "share of the memory left after the weights kept for activations and the "
@@ -260,3 +264,50 @@ def apply_dtypes(model, args):
     if getattr(args, "kv_cache_dtype", "auto") not in (None, "auto"):
         changes["kv_bytes_per_element"] = args.kv_cache_dtype
     return model.replace(**changes) if changes else model
+
+
+def load_engine(path):
+    """The engine a JSON file describes: a calibration, or the fields of an ``Engine``.
+
+    A file with ``prefill`` or ``decode`` knobs is a calibration from ``rooflinekit calibrate``
+    (:func:`rooflinekit.calibrate.load_calibration`); any other object is read as
+    :class:`rooflinekit.Engine` fields (``Engine.from_dict``: an unknown field is refused,
+    named). Errors name the file.
+    """
+    from pathlib import Path
+
+    from rooflinekit import calibrate, roofline
+    from rooflinekit._validation import load_json
+
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            data = load_json(fh, f"engine file {path}")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"engine file {path} is not UTF-8 text ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"engine file {path}: expected a JSON object of engine fields or a "
+                         f"calibration, got {type(data).__name__}")
+    if "prefill" in data or "decode" in data:
+        return calibrate.load_calibration(path)
+    try:
+        return roofline.Engine.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"engine file {path}: {exc}") from None
+
+
+def engine_from_args(args):
+    """The engine of a command: ``--engine FILE`` (default the ideal roofline), with
+    ``--allreduce`` where given replacing its all-reduce model."""
+    from rooflinekit.roofline import IDEAL
+
+    path = getattr(args, "engine", None)
+    engine = IDEAL if path is None else load_engine(path)
+    allreduce = getattr(args, "allreduce", None)
+    if allreduce is None:
+        return engine
+    if hasattr(engine, "base"):          # a calibration: its base engine takes the model
+        import dataclasses
+        return dataclasses.replace(engine, base=engine.base.replace(allreduce=allreduce))
+    return engine.replace(allreduce=allreduce, label=engine.label
+                          if allreduce == engine.allreduce else "")

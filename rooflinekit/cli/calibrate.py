@@ -36,6 +36,7 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import check_output_path, emit, write_output
 from rooflinekit.models import ModelShape
+from rooflinekit.roofline import IDEAL
 
 __all__ = list(COMMAND_API) + ["add_calibrate_arguments", "calibrate_cli_main"]
 
@@ -130,7 +131,7 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--allreduce")
     add_output_flags(parser, output_help=(
         "also write the result to FILE, the format from its extension: .json (the calibration "
-        "file `rooflinekit plan --calibration` reads), .nc or .zarr (the parameters Dataset), "
+        "file `rooflinekit plan --engine` reads), .nc or .zarr (the parameters Dataset), "
         ".csv or .parquet (the parameters table)"))
 
 
@@ -258,15 +259,16 @@ def run(args, out) -> int:
     phases = tuple(args.phase) if args.phase else PHASES
     fit = _fit_choice(args.fit)
     group_by = tuple(args.group_by) if args.group_by else None
-    options = {"allreduce": args.allreduce}
+    # the base the knobs are fitted on (--engine here names the measured runs' engine)
+    engine = IDEAL if args.allreduce is None else IDEAL.replace(allreduce=args.allreduce)
     result = calibrate(ds, phases=phases, fit=fit, n_resamples=args.resamples,
                        confidence=args.confidence, seed=args.seed, models=models,
-                       roofline_options=options, workload=args.workload, group_by=group_by)
+                       engine=engine, workload=args.workload, group_by=group_by)
     cv = None
     if args.cv != "none":
         cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=5 if args.folds is None else args.folds,
                             seed=args.seed, phases=phases, fit=fit, models=models,
-                            roofline_options=options, workload=args.workload,
+                            engine=engine, workload=args.workload,
                             group_by=group_by)
     calibration = result.calibration
     if cv is not None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from rooflinekit import calibrate, catalog, memory, pricing, roofline, units
+from rooflinekit import catalog, memory, pricing, roofline, units
 from rooflinekit.cli._args import (
+    engine_from_args,
     COMMAND_API,
     PREFIX_FLAGS,
     SPECULATIVE_FLAGS,
@@ -30,7 +31,7 @@ DESCRIPTION = ("Capacity of one model on one tensor-parallel GPU group. A config
 EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --max-model-len 8192 --batch-size 32",
                   "path/to/config.json l40s --json",
                   "llama-3.1-8b h100 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --csv",
-                  "llama-3.1-8b h100 --calibration h100_vllm.json",
+                  "llama-3.1-8b h100 --engine h100_vllm.json",
                   "llama-3.1-70b h100 --tp 8 --speculative-draft llama-3.1-8b "
                   "--num-speculative-tokens 4 --acceptance 0.8",
                   "llama-3.1-8b h100 --max-model-len 4096 --prefix-tokens 2048 "
@@ -76,7 +77,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--gpu-hourly", type=nonnegative_float, metavar="USD",
                         help="USD per GPU-hour (default: catalogue)")
     add_flag(parser, "--allreduce")
-    add_flag(parser, "--calibration")
+    add_flag(parser, "--engine")
     for flag in SPECULATIVE_FLAGS:
         add_flag(parser, flag)
     for flag in PREFIX_FLAGS:
@@ -148,15 +149,11 @@ def run(args, out) -> int:
     gpu = catalog.gpu(args.gpu)
     _check(args, model)
     draft = speculative_draft(args)
-    cal = None if args.calibration is None else calibrate.load_calibration(args.calibration)
+    engine = engine_from_args(args)
     tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
     budget, tokens, sequences = _budget(args, model, gpu)
-    options = {"allreduce": args.allreduce}
-    # TTFT is a prefill; ITL, throughput and cost are decode steps: each takes its phase's knobs
-    # the model and GPU pick their knob set and turn a link share into this GPU's bandwidth
-    picks = {"model": model, "gpu": gpu}
-    prefill = {**options, **(cal.kwargs_for("prefill", **picks) if cal else {})}
-    decode = {**options, **(cal.kwargs_for("decode", **picks) if cal else {})}
+    # TTFT is a prefill; ITL, throughput and cost are decode steps: each formula asks the
+    # engine (a calibration: its knob set of this model and GPU) for its phase's
     result = {
         "model": model.name, "gpu": gpu.name, "tp": tp, "context_length": ctx,
         "batch_size": batch, "prompt_tokens": args.input_len, "fits": bool(budget > 0),
@@ -165,30 +162,30 @@ def run(args, out) -> int:
         "kv_budget_gib": float(budget) / units.GiB,
         "kv_budget_tokens": int(tokens),
         "max_concurrent_sequences": int(sequences),
-        "ttft_ms": float(roofline.prefill_time(model, gpu, args.input_len, tp=tp, **prefill))
+        "ttft_ms": float(roofline.prefill_time(model, gpu, args.input_len, tp=tp, engine=engine))
         / units.MS,
         "decode_step_time_ms": float(roofline.decode_step_time(model, gpu, batch, ctx, tp=tp,
-                                                               **decode)) / units.MS,
+                                                               engine=engine)) / units.MS,
         "tokens_per_s": float(roofline.decode_throughput(model, gpu, batch, ctx, tp,
-                                                         **decode)),
-        "model_quality": calibrate.IDEAL if cal is None else cal.label,
+                                                         engine=engine)),
+        "model_quality": roofline.engine_for(engine, "decode", model=model, gpu=gpu).label,
     }
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (
         None if price is None else float(roofline.cost_per_million_tokens(
-            model, gpu, batch, ctx, tp, hourly_price=price, **decode)))
+            model, gpu, batch, ctx, tp, hourly_price=price, engine=engine)))
     if draft is not None:
         k, alpha = args.num_speculative_tokens, args.acceptance
         step = float(roofline.speculative_step_time(model, gpu, batch, ctx, tp, draft=draft,
-                                                    draft_tokens=k, roofline_options=decode))
+                                                    draft_tokens=k, engine=engine))
         gained = float(roofline.speculative_tokens_per_step(alpha, k))
         result.update({
             "speculative_tokens_per_step": gained,
             "speculative_itl_ms": step / gained / units.MS,
             "speculative_speedup": float(roofline.speculative_speedup(
                 model, gpu, batch, ctx, tp, draft=draft, draft_tokens=k, acceptance=alpha,
-                roofline_options=decode))})
+                engine=engine))})
         if isinstance(draft, ModelShape) and args.gpu_memory_utilization is None:
             # a draft model's weights sit beside the target's, off the KV budget
             reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
@@ -200,7 +197,7 @@ def run(args, out) -> int:
             result["speculative_usd_per_million_tokens"] = float(
                 pricing.speculative_cost_per_million_tokens(
                     model, gpu, batch, ctx, tp, draft=draft, draft_tokens=k, acceptance=alpha,
-                    hourly_price=price, roofline_options=decode))
+                    hourly_price=price, engine=engine))
     prefix = shared_prefix(args)
     if prefix is not None:
         # the prefixes' whole blocks held once, the rest of each sequence its own

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import re
 
-from rooflinekit import calibrate, catalog, planning
-from rooflinekit.cli._args import (add_flag, add_output_flags, apply_dtypes, examples, number,
-                                   whole_number)
+from rooflinekit import catalog, planning
+from rooflinekit.cli._args import (
+    add_flag,
+    add_output_flags,
+    apply_dtypes,
+    engine_from_args,
+    examples,
+    number,
+    whole_number,
+)
 from rooflinekit.cli._output import emit, print_table, to_jsonable
 from rooflinekit.cli.plan import (
     TRAFFIC_FLAGS,
@@ -25,7 +32,7 @@ DESCRIPTION = (
     "batching) with units of x prefill and y decode replicas of the same configuration, the "
     "prompt's KV sent between them: the highest rate each sustains within the SLO (Monte Carlo on "
     "common random numbers, roofline clock), its rate per GPU, and the fleet the peak rate needs. "
-    "The pools are a tandem queue without backpressure. Without --calibration the numbers are the "
+    "The pools are a tandem queue without backpressure. Without --engine the numbers are the "
     "ideal roofline: a best case.")
 EPILOG = examples(
     NAME,
@@ -91,8 +98,6 @@ def run(args, out) -> int:
     traffic, slo = traffic_and_slo(args)
     model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpu = catalog.gpu(args.gpu)
-    calibration = None if args.calibration is None else \
-        calibrate.load_calibration(args.calibration)
     ds = planning.plan_disaggregated(
         traffic, slo, model=model, gpu=gpu, tp=args.tp,
         gpu_budget=args.gpu_budget,
@@ -101,7 +106,7 @@ def run(args, out) -> int:
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         link_bandwidth=None if args.link_bandwidth is None else args.link_bandwidth * 1e9,
         link_latency=args.link_latency, headroom=args.headroom, replicates=args.replicates,
-        requests=args.requests, seed=args.seed, calibration=calibration)
+        requests=args.requests, seed=args.seed, engine=engine_from_args(args))
     rows = _rows(ds)
     payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
                "model_quality": ds.attrs["model_quality"],

@@ -3,12 +3,13 @@ on N GPUs, with its memory, ITL and throughput (:func:`rooflinekit.roofline.layo
 
 from __future__ import annotations
 
-from rooflinekit import calibrate, catalog, roofline
+from rooflinekit import catalog, roofline
 from rooflinekit.cli._args import (
     COMMAND_API,
     add_flag,
     add_output_flags,
     apply_dtypes,
+    engine_from_args,
     nonnegative_int,
     positive_int,
     whole_number,
@@ -58,6 +59,7 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")
     add_flag(parser, "--allreduce")
+    add_flag(parser, "--engine")
     add_output_flags(parser)
 
 
@@ -68,10 +70,11 @@ def run(args, out) -> int:
         raise ValueError(f"--micro-batches {args.micro_batches} exceeds --batch-size "
                          f"{args.batch_size} (one sequence per micro-batch at least)")
     reserve = {} if args.workspace_fraction is None else {"reserve": args.workspace_fraction}
+    engine = engine_from_args(args)
     ds = roofline.layouts(model, gpu, args.num_gpus, batch_size=args.batch_size,
                           context_length=args.max_model_len, prompt_tokens=args.input_len,
                           micro_batches=args.micro_batches, max_tp=args.max_tp,
-                          allreduce=args.allreduce, **reserve)
+                          engine=engine, **reserve)
     # fitting layouts first, the fastest fleet first among them
     order = sorted(range(ds.sizes["layout"]),
                    key=lambda i: (not bool(ds.fits[i]), -float(ds.fleet_tokens_per_second[i])))
@@ -96,5 +99,5 @@ def run(args, out) -> int:
                   f"{args.max_model_len:,} tokens per replica\n")
         columns = [(k, h) for k, h in _COLUMNS if k in records[0]]
         print_table([h for _, h in columns], [[r[k] for k, _ in columns] for r in records], out)
-        out.write(f"timing: {calibrate.IDEAL}\n")
+        out.write(f"timing: {roofline.engine_for(engine, 'decode', model=model, gpu=gpu).label}\n")
     return emit(args, out, records, text=text, dataset=ds)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from rooflinekit import batching, calibrate, catalog, planning, pricing, workloads
+from rooflinekit import batching, catalog, planning, pricing, workloads
 from rooflinekit.cli._args import (
     PREFIX_FLAGS,
     SPECULATIVE_FLAGS,
     add_flag,
     add_output_flags,
     apply_dtypes,
+    engine_from_args,
     int_list,
     name_list,
     nonnegative_float,
@@ -33,7 +34,7 @@ DESCRIPTION = (
     "within the SLO (Monte Carlo over seeds, vLLM-style continuous batching on the roofline "
     "clock), the replicas the peak rate needs with headroom, the fleet's monthly cost, and whether "
     "self-hosting beats pay-as-you-go or provisioned capacity at the traffic's volume. Without "
-    "--calibration the numbers are the ideal roofline: a best case.")
+    "--engine the numbers are the ideal roofline: a best case.")
 EPILOG = ("examples:\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100,l40s --tp 1,2 --rate 5 --prompt-mean 1000 "
           "--output-mean 200 --ttft 1 --itl 0.05 --replicates 4 --requests 200\n"
@@ -71,7 +72,8 @@ _FLAGS = (
     ("--engineering-monthly", nonnegative_float, 0.0,
      "engineering line per deployment [USD/month] (0)"),
     ("--electricity-price", nonnegative_float, 0.0, "electricity for owned GPUs [USD/kWh] (0)"),
-    ("--calibration", None, None, "calibration JSON from `rooflinekit calibrate`"),
+    ("--engine", None, None, "calibration JSON from `rooflinekit calibrate`, or an engine "
+     "JSON of rooflinekit.Engine fields (default: the ideal roofline, a best case)"),
     ("--payg", None, "guide-lab", "pay-as-you-go price row of the catalogue (guide-lab)"),
     ("--provisioned", None, None, "provisioned-capacity row of the catalogue"),
     ("--top", positive_int, 10, "configurations shown, cheapest first (10)"),
@@ -186,15 +188,14 @@ def run(args, out) -> int:
     payg = pricing.payg_price(args.payg)
     provisioned = None if args.provisioned is None else \
         pricing.provisioned_example(args.provisioned)
-    calibration = None if args.calibration is None else \
-        calibrate.load_calibration(args.calibration)
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
                        max_num_seqs=args.max_num_seqs,
                        max_num_batched_tokens=args.max_num_batched_tokens,
                        gpu_memory_utilization=args.gpu_memory_utilization,
                        block_size=args.block_size, headroom=args.headroom,
                        replicates=args.replicates, requests=args.requests, seed=args.seed,
-                       calibration=calibration, engineering_monthly=args.engineering_monthly,
+                       engine=engine_from_args(args),
+                       engineering_monthly=args.engineering_monthly,
                        electricity_price=args.electricity_price,
                        prefix_caching=args.enable_prefix_caching, speculative=speculative)
     decision = planning.decision_table(planning.cheapest_plan(ds, by=None), traffic, payg=payg,
@@ -241,7 +242,7 @@ def run(args, out) -> int:
 TRAFFIC_FLAGS = tuple(f for f in _FLAGS if f[0] in (
     "--rate", "--prompt-mean", "--output-mean", "--spread", "--burstiness", "--ttft", "--itl",
     "--e2e", "--quantile", "--headroom", "--replicates", "--requests", "--seed",
-    "--calibration"))
+    "--engine"))
 
 
 def targets_text(slo) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from rooflinekit import batching, calibrate, catalog, roofline, workloads
+from rooflinekit import batching, catalog, roofline, workloads
 from rooflinekit.cli._args import (
     COMMAND_API,
     PREFIX_FLAGS,
     add_flag,
     add_output_flags,
     apply_dtypes,
+    engine_from_args,
     nonnegative_float,
     nonnegative_int,
     positive_float,
@@ -31,7 +32,7 @@ EPILOG = ("examples:\n  rooflinekit simulate                       the guide's 2
           "--model llama-3.1-8b --gpu h100 --admission paged --kv-budget 200000\n"
           "  rooflinekit simulate --workload geometric --arrival poisson --rate 0.5 --csv\n"
           "  rooflinekit simulate --workload lognormal --model llama-3.1-8b --gpu h100 "
-          "--calibration h100_vllm.json\n"
+          "--engine h100_vllm.json\n"
           "  rooflinekit simulate --workload lognormal --requests 200 --input-len 100 "
           "--prefix-tokens 512 --admission paged --enable-prefix-caching\n"
           "  rooflinekit simulate --workload lognormal --model llama-3.1-70b --gpu h100 "
@@ -82,9 +83,10 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--tensor-parallel-size", help="tensor-parallel degree, with --model (1)")
     add_flag(parser, "--dtype", help="weight format, with --model (auto: the model's)")
     add_flag(parser, "--kv-cache-dtype", help="KV-cache format, with --model (auto: the model's)")
-    add_flag(parser, "--calibration",
-             help="calibration JSON from `rooflinekit calibrate` for the roofline clock, with "
-                  "--model (default: the ideal roofline, a best case)")
+    add_flag(parser, "--engine",
+             help="calibration JSON from `rooflinekit calibrate`, or an engine JSON of "
+                  "rooflinekit.Engine fields, for the roofline clock, with --model (default: "
+                  "the ideal roofline, a best case)")
     for flag in PREFIX_FLAGS:
         add_flag(parser, flag)
     add_flag(parser, "--speculative-draft",
@@ -136,7 +138,7 @@ def _check(args) -> None:
         raise ValueError("--model and --gpu go together (roofline timing)")
     if not args.model:
         given = [f for f, on in (("--tensor-parallel-size", args.tp != 1),
-                                 ("--calibration", args.calibration is not None),
+                                 ("--engine", args.engine is not None),
                                  ("--dtype", args.dtype != "auto"),
                                  ("--kv-cache-dtype", args.kv_cache_dtype != "auto")) if on]
         if given:
@@ -183,7 +185,8 @@ def _speculative(args, timing):
     if "model" in timing:
         try:            # the roofline's rule for a draft, before any work
             roofline.speculative_step_time(timing["model"], timing["gpu"], 1, 1, timing["tp"],
-                                           draft=draft, draft_tokens=spec.draft_tokens)
+                                           draft=draft, draft_tokens=spec.draft_tokens,
+                                           engine=timing["engine"])
         except ValueError as err:
             raise ValueError(f"--speculative-draft: {err}") from None
     return spec
@@ -195,8 +198,7 @@ def run(args, out) -> int:
     if args.model:
         timing = {"model": apply_dtypes(catalog.resolve_model(args.model), args),
                   "gpu": catalog.gpu(args.gpu), "tp": args.tp}
-        if args.calibration is not None:
-            timing["calibration"] = calibrate.load_calibration(args.calibration)
+        timing["engine"] = engine_from_args(args)
     speculative = _speculative(args, timing)
     static = batching.StaticBatcher(batch_size=args.batch_size, **timing)
     cont = batching.ContinuousBatcher(

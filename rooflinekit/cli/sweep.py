@@ -11,13 +11,14 @@ import sys
 
 import numpy as np
 
-from rooflinekit import calibrate, catalog, dims, memory
+from rooflinekit import catalog, dims, memory
 from rooflinekit.cli._args import (
     COMMAND_API,
     MAX_INT,
     add_flag,
     add_output_flags,
     apply_dtypes,
+    engine_from_args,
     positive_float,
     positive_int,
     speculative_draft,
@@ -56,7 +57,7 @@ examples:
       --tp 1,2,4,8 --max-model-len 1024:32768:1024 --batch-size 1,2,4,8,16,32,64,128
   rooflinekit sweep --models all --gpus all --report cheapest --ttft 0.5 --itl 0.05
   rooflinekit sweep --models guide-70b --gpus h100 --report pareto --csv
-  rooflinekit sweep --models Llama-3.1-8B --gpus h100 --calibration h100_vllm.json
+  rooflinekit sweep --models Llama-3.1-8B --gpus h100 --engine h100_vllm.json
   rooflinekit sweep --models llama-3.1-70b --gpus h100 --tp 4 --batch-size 1,8,64 \\
       --speculative-draft llama-3.1-8b --num-speculative-tokens 0:6 --acceptance 0.6,0.8 \\
       --prefix-share 0,0.5,0.9 --report none --json
@@ -211,7 +212,7 @@ def add_arguments(parser):
                         help="shares of each prompt that are one shared, cached prefix, in "
                              "[0, 1], an axis: held once in the KV cache, read not computed "
                              "by prefill")
-    add_flag(parser, "--calibration")
+    add_flag(parser, "--engine")
     parser.add_argument("--chunks", default=None, metavar="CELLS|auto",
                         help="compute lazily with dask in blocks of this many cells "
                              "(needs rooflinekit[distributed])")
@@ -290,14 +291,12 @@ def run(args, out):
     reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
         else args.workspace_fraction
     progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)
-    calibration = None if args.calibration is None else \
-        calibrate.load_calibration(args.calibration)
     ds = sweep(models, gpus, tp=args.tp, context_length=args.max_model_len,
                batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve,
-               chunks=chunks, allreduce=args.allreduce, replicate_kv=args.replicate_kv,
+               chunks=chunks, replicate_kv=args.replicate_kv,
                draft_tokens=args.num_speculative_tokens, acceptance=args.acceptance,
                draft=draft,
-               prefix_share=args.prefix_share, calibration=calibration)
+               prefix_share=args.prefix_share, engine=engine_from_args(args))
     quality = ds.attrs["model_quality"]
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:

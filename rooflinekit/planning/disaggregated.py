@@ -24,8 +24,8 @@ from rooflinekit.planning.capacity import draw_requests, max_rate, rate_variable
 from rooflinekit.planning.fleet import (
     WORK_LIMIT,
     _names,
+    _quality,
     _replica,
-    _roofline_options,
     check_plan_size,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
@@ -74,8 +74,8 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
                        splits=None, max_num_seqs=256, max_num_batched_tokens=None,
                        admission="paged", block_size=16, gpu_memory_utilization=0.9,
                        link_bandwidth=None, link_latency=0.0, headroom=0.2, replicates=10,
-                       seed=0, requests=1000, rtol=0.02, calibration=None,
-                       roofline_options=None, work_limit=WORK_LIMIT) -> xr.Dataset:
+                       seed=0, requests=1000, rtol=0.02, engine=None,
+                       work_limit=WORK_LIMIT) -> xr.Dataset:
     """Max rate within the SLO of each xPyD split and of the aggregated replica, and their fleets.
 
     Parameters
@@ -102,8 +102,9 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         Fixed time of each transfer [s], >= 0.
     headroom : float
         Spare capacity [1], >= 0: units = ceil(rate · (1 + headroom) / max_rate).
-    replicates, seed, requests, rtol, calibration, roofline_options
-        As for :func:`rooflinekit.plan`; every split runs on the same draws.
+    replicates, seed, requests, rtol, engine
+        As for :func:`rooflinekit.plan`; every split runs on the same draws, both pools and
+        the aggregated replica timed by the same engine.
     work_limit : float
         Most simulated token-steps, as for :func:`rooflinekit.plan`: a comparison above it,
         or one whose draws exceed :data:`~rooflinekit.planning.MEMORY_LIMIT`, is refused
@@ -162,13 +163,13 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     replicates = whole_number("replicates", replicates, lo=1)
     requests = whole_number("requests", requests, lo=10)
     rtol = real_number("rtol", rtol, lo=0, hi=0.5, lo_open=True)
-    options, label = _roofline_options(calibration, roofline_options)
+    label = _quality(engine, model=model, gpu=gpu)
     batcher, budget, problem = _replica(
         model, gpu, tp, whole_number("max_num_seqs", max_num_seqs, lo=1),
         whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1, allow_none=True),
         admission, whole_number("block_size", block_size, lo=1),
         real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
-        options(model, gpu))
+        engine)
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     # each unit's search simulates every request in both pools: about one plan's work
     check_plan_size(traffic, len(pairs) + 1, replicates=replicates, requests=requests,

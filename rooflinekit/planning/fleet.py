@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 import xarray as xr
 
-from rooflinekit import catalog, dims, parallel
+from rooflinekit import catalog, dims, parallel, roofline
 from rooflinekit._validation import (
     as_1d,
     check_bool,
@@ -30,7 +30,6 @@ from rooflinekit._validation import (
     whole_number,
 )
 from rooflinekit.batching import ContinuousBatcher, Speculative, run_replicates
-from rooflinekit.calibrate import IDEAL, Calibration
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import (
@@ -43,6 +42,7 @@ from rooflinekit.planning.capacity import (
 )
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.roofline import (
+    DEFAULT_IDLE_POWER_FRACTION,
     IDEAL,
     decode_step_time,
     energy_per_token,
@@ -116,30 +116,10 @@ def _counts(name, values, lo, allow_none=False):
     return out
 
 
-def _roofline_options(calibration, roofline_options):
-    """The simulator clock's options: from a calibration, from explicit options, or ideal.
-
-    Returns ``options_for(model, gpu) -> dict`` and the label of the model's quality: a
-    calibration with knob sets gives each configuration the set of its model and GPU
-    (:meth:`~rooflinekit.calibrate.Calibration.clock_options`), others one set for all.
-    """
-    if calibration is not None and roofline_options is not None:
-        raise ValueError("pass calibration or roofline_options, not both")
-    if calibration is None:
-        options = dict(check_mapping("roofline_options", roofline_options, allow_none=True) or {})
-        return functools.partial(_options_for, None, options), IDEAL
-    if not isinstance(calibration, Calibration):
-        raise TypeError(f"calibration must be a rooflinekit.calibrate.Calibration or None; "
-                        f"got {describe(calibration)}")
-    return functools.partial(_options_for, calibration, calibration.clock_options()), \
-        calibration.label
-
-
-def _options_for(calibration, shared, model, gpu) -> dict:
-    """One configuration's clock options (a picklable callable for dask, with partial)."""
-    if calibration is None or not calibration.groups:
-        return shared
-    return calibration.clock_options(model=model, gpu=gpu)
+def _quality(engine, **selectors) -> str:
+    """The label of ``engine``'s mixed step (``attrs["model_quality"]``), checking ``engine``
+    before any simulation: a calibration's label whatever knob set a configuration takes."""
+    return roofline.engine_for(engine, "step", **selectors).label
 
 
 def _hourly_prices(gpus, prices):
@@ -200,8 +180,8 @@ def check_plan_size(traffic, n_configurations, *, replicates, requests, work_lim
 
 def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
          max_num_batched_tokens=None, admission="paged", block_size=16,
-         gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, calibration=None,
-         roofline_options=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
+         gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, engine=None,
+         prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=False, speculative=None, pp=None, ep=None,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=WORK_LIMIT) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
@@ -246,13 +226,13 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         Monte Carlo replicates [1], >= 1.
     seed : int
         Root seed of the replicates' draws (common to every configuration).
-    calibration : Calibration, optional
-        Fitted knobs (:mod:`rooflinekit.calibrate`): the prefill phase's compute efficiency, the
-        decode phase's bandwidth efficiency and step overhead time every step. Without it, and
-        without ``roofline_options``, the plan is the ideal roofline, labelled so.
-    roofline_options : mapping, optional
-        Explicit options of the roofline clock (``compute_efficiency``, ...), instead of a
-        calibration.
+    engine : Engine or Calibration, optional
+        How the replicas' engine runs a step: a :class:`rooflinekit.Engine`, or a
+        :class:`~rooflinekit.calibrate.Calibration` whose mixed-step engine
+        (``engine_for("step", model=..., gpu=...)``: the prefill phase's compute efficiency, the
+        decode phase's bandwidth efficiency and step overhead, each configuration its knob set)
+        times every step and the energy per token. ``attrs["model_quality"]`` is its label.
+        Default ``None``: the ideal roofline (:data:`rooflinekit.IDEAL`), labelled so.
     prices : mapping, optional
         USD per GPU-hour by GPU name, overriding the catalogue's illustrative prices.
     engineering_monthly : float
@@ -355,7 +335,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         for model in model_list:     # the draft suits every target (vocabulary, layers)
             ContinuousBatcher(model=model, gpu=gpu_list[0], clock="roofline",
                               speculative=speculative)
-    options, label = _roofline_options(calibration, roofline_options)
+    label = _quality(engine)
     hourly = _hourly_prices(gpu_list, prices)
     if electricity_price > 0:
         unknown = [g.name for g in gpu_list if g.board_power is None]
@@ -379,7 +359,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     draws = draw_requests(traffic, replicates, requests, seed)
     configs = list(itertools.product(*(range(n) for n in shape)))
     run = _Configuration(axes, draws, traffic, slo, headroom, admission, block_size,
-                         gpu_memory_utilization, options, rtol, prefix_caching, speculative)
+                         gpu_memory_utilization, engine, rtol, prefix_caching, speculative)
     if chunks is None:
         results = _on_all_cores(run, configs)
     else:
@@ -430,11 +410,11 @@ class _Configuration:
     """One configuration's search, fleet and operating point (a picklable callable for dask)."""
 
     def __init__(self, axes, draws, traffic, slo, headroom, admission, block_size,
-                 gpu_memory_utilization, options, rtol, prefix_caching=False,
+                 gpu_memory_utilization, engine, rtol, prefix_caching=False,
                  speculative=None):
         self.axes, self.draws, self.traffic, self.slo = axes, draws, traffic, slo
         self.headroom, self.admission, self.block_size = headroom, admission, block_size
-        self.utilization, self.options, self.rtol = gpu_memory_utilization, options, rtol
+        self.utilization, self.engine, self.rtol = gpu_memory_utilization, engine, rtol
         self.prefix_caching, self.speculative = prefix_caching, speculative
         # the acceptance draws of every configuration's search, drawn once as the requests are
         self.gains = None if speculative is None else speculative_rows(speculative, draws)
@@ -445,8 +425,7 @@ class _Configuration:
         batcher, budget, problem = _replica(
             values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
-            self.utilization, self.options(values[dims.MODEL], values[dims.GPU]),
-            self.prefix_caching, self.speculative,
+            self.utilization, self.engine, self.prefix_caching, self.speculative,
             values.get(dims.PP, 1), values.get(dims.EP, 1))
         if problem:
             return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
@@ -468,19 +447,21 @@ class _Configuration:
                 # the decode step of the operating point's mean batch, half-way through outputs
                 prompt, output = self.draws[1], self.draws[2]
                 context = float(prompt.mean() + output.mean() / 2)
-                model, options = values[dims.MODEL], self.options(values[dims.MODEL], gpu)
+                # the engine that timed the search's steps (a calibration's mixed step)
+                model = values[dims.MODEL]
+                step = roofline.engine_for(self.engine, "step", model=model, gpu=gpu)
                 if pp == 1 and ep == 1:
                     found["energy_per_token"] = float(energy_per_token(
-                        model, gpu, max(batch, 1.0), context, values[dims.TP], **options))
+                        model, gpu, max(batch, 1.0), context, values[dims.TP], engine=step))
                 else:
                     found["energy_per_token"] = _layout_energy_per_token(
                         model, gpu, max(batch, 1.0), context, tp=values[dims.TP], pp=pp,
-                        ep=ep, **options)
+                        ep=ep, engine=step)
         return found
 
 
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
-             gpu_memory_utilization, options, prefix_caching=False, speculative=None, pp=1,
+             gpu_memory_utilization, engine=None, prefix_caching=False, speculative=None, pp=1,
              ep=1):
     """One replica's batcher and KV budget, or why the configuration cannot serve."""
     problem = _layout_problem(model, tp, pp, ep)
@@ -494,7 +475,7 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
     batcher = ContinuousBatcher(
         max_num_seqs=max_num_seqs, kv_budget_tokens=budget, admission=admission,
         block_size=block_size, max_num_batched_tokens=max_num_batched_tokens, model=model,
-        gpu=gpu, tp=tp, clock="roofline", roofline_options=options,
+        gpu=gpu, tp=tp, clock="roofline", engine=engine,
         prefix_caching=prefix_caching, speculative=speculative,
         **({"pp": pp, "ep": ep} if pp > 1 or ep > 1 else {}))
     return batcher, budget, None
@@ -510,8 +491,8 @@ def _speculative_attrs(spec) -> dict:
 
 def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256, rates,
                max_num_batched_tokens=None, admission="paged", block_size=16,
-               gpu_memory_utilization=0.9, replicates=10, seed=0, calibration=None,
-               roofline_options=None, requests=1000) -> xr.Dataset:
+               gpu_memory_utilization=0.9, replicates=10, seed=0, engine=None,
+               requests=1000) -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its request rate.
 
     Parameters
@@ -525,7 +506,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
     rates : sequence of float
         Request rates per replica [requests/s], each finite and > 0 (dimension
         ``request_rate``).
-    replicates, seed, calibration, roofline_options, requests
+    replicates, seed, engine, requests
         As for :func:`plan`; the draws are the same as a plan's with the same seed.
 
     Returns
@@ -549,14 +530,14 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
         raise ValueError(f"rates must be finite and > 0 [requests/s]; got {show(rates)}")
     replicates = whole_number("replicates", replicates, lo=1)
     requests = whole_number("requests", requests, lo=10)
-    options, label = _roofline_options(calibration, roofline_options)
+    label = _quality(engine, model=model, gpu=gpu)
     batcher, _, problem = _replica(
         model, gpu, whole_number("tp", tp, lo=1), whole_number("max_num_seqs", max_num_seqs, lo=1),
         whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1, allow_none=True),
         check_one_of("admission", admission, ("paged", "reserve")),
         whole_number("block_size", block_size, lo=1),
         real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
-        options(model, gpu))
+        engine)
     if problem:
         raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {problem}")
     draws = draw_requests(traffic, replicates, requests, whole_number("seed", seed, lo=0))
@@ -593,7 +574,8 @@ def _operating_point(batcher, draws, rate, parallel, gains=None) -> dict:
 
 
 def _layout_energy_per_token(model, gpu, batch_size, context_length, *, tp=1, pp=1, ep=1,
-                             **options) -> float:
+                             engine=None,
+                             idle_power_fraction=DEFAULT_IDLE_POWER_FRACTION) -> float:
     """GPU energy of one generated token in a decode step of a ``(tp, pp, ep)`` layout
     [J/token].
 
@@ -610,9 +592,12 @@ def _layout_energy_per_token(model, gpu, batch_size, context_length, *, tp=1, pp
     tp, pp, ep : int
         Tensor-, pipeline- and expert-parallel degrees [1]
         (:func:`rooflinekit.parallel.check_layout`); ``ep`` shards within a stage.
-    **options
-        The step options of :func:`rooflinekit.roofline.energy_per_token` (efficiencies,
-        ``step_overhead``, ``idle_power_fraction``, ...).
+    engine : Engine or Calibration, optional
+        How the engine runs the decode step (a calibration's ``"decode"`` engine); default
+        :data:`rooflinekit.IDEAL`. :func:`plan` passes the engine its search was timed with.
+    idle_power_fraction : float
+        Share of the board power a GPU draws while idle [1], in [0, 1]
+        (:func:`rooflinekit.roofline.energy_per_token`'s). Default 0.3.
 
     Returns
     -------
@@ -648,17 +633,19 @@ def _layout_energy_per_token(model, gpu, batch_size, context_length, *, tp=1, pp
     --------
     rooflinekit.roofline.energy_per_token, rooflinekit.roofline.layout_decode_step_time
     """
-    step = {k: v for k, v in options.items() if k != "idle_power_fraction"}
-    group = float(decode_step_time(model, gpu, batch_size, context_length, tp, **step))
+    engine = roofline.engine_for(engine, "decode", model=model, gpu=gpu)
+    group = float(decode_step_time(model, gpu, batch_size, context_length, tp, engine=engine))
     added = [float(layout_decode_step_time(model, gpu, b, context_length, tp=tp, pp=pp,
-                                           ep=ep, **step)
-                   - decode_step_time(model, gpu, b, context_length, tp, **step))
+                                           ep=ep, engine=engine)
+                   - decode_step_time(model, gpu, b, context_length, tp, engine=engine))
              for b in (1, 2)]
     layout_step = group + added[0] + (batch_size - 1) * (added[1] - added[0])
     idle = pp * layout_step - group
-    overhead = options.get("step_overhead", IDEAL.step_overhead)
+    # the other stages' turns and the sends, drawn at idle power: more fixed time per step
     return float(energy_per_token(model, gpu, batch_size, context_length, tp,
-                                  **{**options, "step_overhead": overhead + idle}))
+                                  idle_power_fraction=idle_power_fraction,
+                                  engine=engine.replace(step_overhead=engine.step_overhead
+                                                        + idle)))
 
 
 def _assemble(results, configs, axes, shape, replicates) -> xr.Dataset:

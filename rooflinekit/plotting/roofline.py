@@ -103,7 +103,7 @@ def plot_roofline(model, gpu, batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), context
 
 
 def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0, ax=None,
-                    *, allreduce=True):
+                    *, engine=None):
     """Decode step time and throughput against the tensor-parallel degree, with and without the
     all-reduce (§5).
 
@@ -121,10 +121,12 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
         Tokens cached per sequence [tokens].
     ax : matplotlib.axes.Axes, optional
         Where to draw the step time; the throughput goes on a twin axis on the right.
-    allreduce : bool or {"collective", "ring", "guide"}
-        The all-reduce model of the solid curves, as for
-        :func:`rooflinekit.roofline.tp_scaling` (``True``: the library's default; ``"ring"``: the
-        textbook ring the guide's §5 table uses).
+    engine : Engine or Calibration, optional
+        How the serving engine runs a decode step (:class:`rooflinekit.Engine`), as for
+        :func:`rooflinekit.roofline.tp_scaling`: its ``allreduce`` is the all-reduce model of the
+        solid curves (default ``"collective"``; ``Engine(allreduce="ring")``: the textbook ring
+        the guide's §5 table uses), the dashed ones the same engine without communication.
+        Default :data:`rooflinekit.IDEAL`.
 
     Returns
     -------
@@ -140,15 +142,13 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
     .. [2] Shoeybi et al., "Megatron-LM", 2019 (two all-reduces per layer).
     """
     _check_ax(ax)
-    if not (isinstance(allreduce, bool) or allreduce in ("collective", "ring", "guide")):
-        raise ValueError(f"allreduce must be True, False, 'collective', 'ring' or 'guide'; "
-                         f"got {allreduce!r}")
-    ts = roofline.tp_scaling(model, gpu, degrees, batch_size, context_length,
-                             allreduce=allreduce)
+    engine = roofline.engine_for(engine, "decode", model=model, gpu=gpu)
+    ts = roofline.tp_scaling(model, gpu, degrees, batch_size, context_length, engine=engine)
     tp = _labelled("tp", ts["tp"].values, "tp")
-    rate = roofline.decode_throughput(model, gpu, batch_size, context_length, tp,
-                                      allreduce=allreduce)
-    rate_simple = roofline.decode_throughput(model, gpu, batch_size, context_length, tp)
+    rate = roofline.decode_throughput(model, gpu, batch_size, context_length, tp, engine=engine)
+    # the dashed curve: the same engine under the guide's model, as tp_scaling's simple one
+    rate_simple = roofline.decode_throughput(model, gpu, batch_size, context_length, tp,
+                                             engine=engine.replace(allreduce="guide"))
     ax = _axes(ax)
     x = ts["tp"].values
     ax.plot(x, ts["decode_step_time"].values * 1e3, "o-", color="C0", label="step time, with all-reduce")
@@ -182,7 +182,8 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
     return ax
 
 
-def plot_layouts(model, gpu, n_gpus, batch_size=32, context_length=4096, ax=None, **options):
+def plot_layouts(model, gpu, n_gpus, batch_size=32, context_length=4096, ax=None, *,
+                 engine=None, **options):
     """Every layout of a model on ``n_gpus`` GPUs: its ITL against the fleet's tokens/s per GPU.
 
     Parameters
@@ -195,9 +196,12 @@ def plot_layouts(model, gpu, n_gpus, batch_size=32, context_length=4096, ax=None
         Sequences decoding together in each replica [1], and their context [tokens].
     ax : matplotlib.axes.Axes, optional
         Where to draw.
+    engine : Engine or Calibration, optional
+        How the serving engine runs a decode step (:class:`rooflinekit.Engine`), as for
+        :func:`rooflinekit.roofline.layouts`. Default :data:`rooflinekit.IDEAL`.
     **options
-        Passed to :func:`rooflinekit.roofline.layouts` (``micro_batches``, ``max_tp``, step
-        options).
+        The layout's other options, passed to :func:`rooflinekit.roofline.layouts`
+        (``micro_batches``, ``max_tp``, ``reserve``, ``prompt_tokens``, link overrides).
 
     Returns
     -------
@@ -209,7 +213,7 @@ def plot_layouts(model, gpu, n_gpus, batch_size=32, context_length=4096, ax=None
     """
     _check_ax(ax)
     ds = roofline.layouts(model, gpu, n_gpus, batch_size=batch_size,
-                          context_length=context_length, **options)
+                          context_length=context_length, engine=engine, **options)
     ax = _axes(ax)
     itl = ds["decode_step_time"].values * 1e3
     per_gpu = ds["tokens_per_second_per_gpu"].values

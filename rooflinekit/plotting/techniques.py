@@ -91,7 +91,7 @@ def plot_prefix_caching(model, gpu, tp=1, *, context_length=8192, prompt_tokens=
 
 
 def plot_speculative_speedup(model, gpu, tp=1, *, draft, draft_tokens=4, context_length=4096,
-                             batch_sizes=None, acceptances=None, roofline_options=None, ax=None):
+                             batch_sizes=None, acceptances=None, engine=None, ax=None):
     """Speculative decoding's speed-up against batch size and acceptance, with the break-even.
 
     Parameters
@@ -113,8 +113,10 @@ def plot_speculative_speedup(model, gpu, tp=1, *, draft, draft_tokens=4, context
         Batch sizes to draw [1]; default 1 to 1,024 on a log scale.
     acceptances : array_like, optional
         Acceptance probabilities, one line each [1], in [0, 1]; default 0.5, 0.7, 0.9.
-    roofline_options : mapping, optional
-        Options of the roofline, for the target's and the draft's steps.
+    engine : Engine or Calibration, optional
+        How the serving engine runs a decode step (:class:`rooflinekit.Engine`, or a
+        calibration's decode engine), for the target's and the draft's steps alike. Default
+        :data:`rooflinekit.IDEAL`.
     ax : matplotlib.axes.Axes, optional
         Where to draw.
 
@@ -148,8 +150,7 @@ def plot_speculative_speedup(model, gpu, tp=1, *, draft, draft_tokens=4, context
     for alpha in alphas:
         speedup = roofline.speculative_speedup(model, gpu, batches, context_length, tp,
                                                draft=draft, draft_tokens=draft_tokens,
-                                               acceptance=float(alpha),
-                                               roofline_options=roofline_options)
+                                               acceptance=float(alpha), engine=engine)
         ax.plot(batches, speedup, marker=".", label=f"acceptance α = {alpha:g}")
     ax.axhline(1.0, color="black", lw=1.0, ls="--", label="break-even (speed-up = 1)")
     ax.set_xscale("log", base=2)

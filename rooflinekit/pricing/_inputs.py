@@ -14,7 +14,7 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-from rooflinekit import dims
+from rooflinekit import dims, roofline
 from rooflinekit._labels import align_inputs, is_labelled, spec_value
 from rooflinekit._validation import (
     as_numeric,
@@ -28,7 +28,7 @@ from rooflinekit.hardware import GPU
 
 __all__ = ["USD_PER_MTOK", "USD_PER_MONTH", "TOKENS_PER_MONTH", "numeric_field",
            "normalise_region", "option_name", "ARGUMENT_DIMS", "prepare", "any_positive",
-           "admissibility", "price_per_gpu_hour", "check_hits"]
+           "admissibility", "price_per_gpu_hour", "check_hits", "check_engine"]
 
 USD_PER_MTOK = "USD/1M tokens"
 USD_PER_MONTH = "USD/month"
@@ -124,3 +124,14 @@ def check_hits(payg, prefix_share) -> None:
     if payg.cached_input_per_mtok is None and any_positive("prefix_share", prefix_share):
         raise ValueError(f"prefix_share must be 0: {payg.name!r} has no cached_input_per_mtok "
                          f"to bill the hits at")
+
+
+def check_engine(engine):
+    """``engine`` unchanged, once known to stand for an :class:`~rooflinekit.Engine`.
+
+    An ``Engine``, a calibration (anything with ``engine_for``) or ``None``; anything else
+    raises ``TypeError`` naming ``engine``, before any price or throughput is looked up. The
+    object itself is handed on to the roofline, which asks it for the engine of its phase.
+    """
+    roofline.engine_for(engine, "decode")
+    return engine

@@ -34,7 +34,6 @@ from rooflinekit._validation import (
     check_bool,
     check_fraction,
     check_integer,
-    check_mapping,
     check_nonnegative,
     check_positive,
     check_range,
@@ -47,6 +46,7 @@ from rooflinekit.pricing._inputs import (
     USD_PER_MTOK,
     admissibility,
     any_positive,
+    check_engine,
     numeric_field,
     prepare,
     price_per_gpu_hour,
@@ -412,7 +412,7 @@ class SelfHosted:
     def from_roofline(cls, model, gpu, *, tp, batch_size, context_length, utilization,
                       engineering_monthly, gpu_hourly=None, replicas=1,
                       hours_per_month=HOURS_PER_MONTH, other_fixed_monthly=0.0,
-                      roofline_options=None, **kwargs):
+                      engine=None, **kwargs):
         """A deployment whose monthly capacity comes from the roofline decode throughput.
 
         Parameters
@@ -435,10 +435,11 @@ class SelfHosted:
             Price of one GPU-hour [USD/h]; default the GPU's catalogue ``hourly_price`` per GPU.
         replicas : int
             Model replicas (data parallel) [1]; ``n_gpus = tp × replicas``.
-        roofline_options : dict, optional
-            Keyword options of the roofline model (efficiency factors, step overhead), passed to
-            ``decode_throughput``; default its ideal model (§3). They are checked first, by
-            :func:`rooflinekit.roofline.read_options`: an unknown name raises ``TypeError``.
+        engine : Engine or Calibration, optional
+            How the serving engine runs a decode step (:class:`rooflinekit.Engine`, or a
+            calibration, asked for its decode engine), passed to ``decode_throughput``; default
+            :data:`rooflinekit.IDEAL`, the ideal model (§3). Anything else raises
+            ``TypeError`` first, before any price or throughput is looked up.
         hours_per_month, other_fixed_monthly, **kwargs
             As for :class:`SelfHosted`.
 
@@ -459,10 +460,7 @@ class SelfHosted:
         ----------
         .. [1] Serving-capacity guide §3.1, §4.1 (decode step time) and §6.5.
         """
-        roofline_options = check_mapping("roofline_options", roofline_options, allow_none=True)
-        if roofline_options:
-            # a misspelt option fails here, before any price or throughput is looked up
-            roofline.read_options(**roofline_options)
+        check_engine(engine)
         check_integer("tp", tp, lo=1)
         check_integer("replicas", replicas, lo=1)
         check_range("utilization", utilization, lo=0, hi=1, lo_open=True)
@@ -470,7 +468,7 @@ class SelfHosted:
         if gpu_hourly is None:
             gpu_hourly = price_per_gpu_hour(gpu, None, "gpu_hourly")
         rate = roofline.decode_throughput(model, gpu, batch_size, context_length, tp,
-                                          **roofline_options)
+                                          engine=engine)
         a = align_inputs({"rate": rate, "utilization": utilization})
         seconds = hours_per_month * SECONDS_PER_HOUR
         capacity = a["rate"] * replicas * a["utilization"] * seconds

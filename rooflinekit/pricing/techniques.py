@@ -16,8 +16,6 @@ back in the same kind.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from rooflinekit import catalog, memory, roofline
@@ -25,7 +23,6 @@ from rooflinekit._labels import align_inputs, finish, spec_value, where
 from rooflinekit._validation import (
     check_fraction,
     check_integer,
-    check_mapping,
     check_nonnegative,
     check_range,
     check_type,
@@ -33,6 +30,7 @@ from rooflinekit._validation import (
 from rooflinekit.models import ModelShape
 from rooflinekit.pricing._inputs import (
     USD_PER_MTOK,
+    check_engine,
     check_hits,
     prepare,
     price_per_gpu_hour,
@@ -44,14 +42,6 @@ __all__ = ["cost_per_request", "payg_cost_per_request", "speculative_cost_per_mi
 
 #: Units of a request's cost.
 USD_PER_REQUEST = "USD/request"
-
-
-def _options(roofline_options):
-    """The roofline's options, checked now (an unknown name raises ``TypeError``)."""
-    options = dict(check_mapping("roofline_options", roofline_options, allow_none=True) or {})
-    if options:
-        roofline.read_options(**options)
-    return options
 
 
 def _usd_per_second(gpu, tp, hourly_price):
@@ -107,8 +97,7 @@ def payg_cost_per_request(payg, prompt_tokens, output_tokens, *, prefix_share=0.
 
 
 def cost_per_request(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, *,
-                     prefix_share=0.0, hourly_price=None,
-                     roofline_options: Mapping | None = None):
+                     prefix_share=0.0, hourly_price=None, engine=None):
     """GPU cost of one request on your own GPUs, a prefix-cache hit skipping its compute [USD].
 
     Parameters
@@ -130,8 +119,10 @@ def cost_per_request(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=
         read rather than computed. Default 0.
     hourly_price : float or array_like, optional
         Price of one GPU-hour [USD/h], ≥ 0; default the GPU's catalogue price.
-    roofline_options : mapping, optional
-        Options of the roofline (``compute_efficiency``, ``step_overhead``, ...).
+    engine : Engine or Calibration, optional
+        How the serving engine runs a step (:class:`rooflinekit.Engine`); a calibration gives
+        its prefill engine to the prefill and its decode engine to the decode steps. Default
+        :data:`rooflinekit.IDEAL`.
 
     Returns
     -------
@@ -165,23 +156,22 @@ def cost_per_request(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=
     check_integer("output_tokens", output_tokens, lo=1)
     check_fraction("prefix_share", prefix_share)
     price = price_per_gpu_hour(gpu, hourly_price)
-    options = _options(roofline_options)
+    check_engine(engine)
     a = align_inputs({"prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
                       "prefix_share": prefix_share})
     prompt_tokens, output_tokens = a["prompt_tokens"], a["output_tokens"]
     cached = np.floor(a["prefix_share"] * prompt_tokens)
     first = roofline.prefill_time(model, gpu, prompt_tokens, tp, cached_tokens=cached,
-                                  **options)
+                                  engine=engine)
     rest = roofline.generation_time(model, gpu, output_tokens - 1, prompt_tokens, batch_size, tp,
-                                    **options)
+                                    engine=engine)
     usd = _usd_per_second(gpu, tp, price) * (first + rest / batch_size)
     return finish(usd, USD_PER_REQUEST, "GPU cost per request")
 
 
 def speculative_cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
                                         draft, draft_tokens=4, acceptance, hourly_price=None,
-                                        reserve=memory.DEFAULT_RESERVE,
-                                        roofline_options: Mapping | None = None):
+                                        reserve=memory.DEFAULT_RESERVE, engine=None):
     """GPU cost of a million output tokens decoded with speculation [USD per 1M tokens].
 
     Parameters
@@ -200,8 +190,10 @@ def speculative_cost_per_million_tokens(model, gpu, batch_size=1, context_length
         Price of one GPU-hour [USD/h], ≥ 0; default the GPU's catalogue price.
     reserve : float
         Working-space share of the memory left after the weights, in [0, 1). Default 0.10.
-    roofline_options : mapping, optional
-        Options of the roofline, for the target's and the draft's steps alike.
+    engine : Engine or Calibration, optional
+        How the serving engine runs a decode step (:class:`rooflinekit.Engine`, or a
+        calibration's decode engine), for the target's and the draft's steps alike. Default
+        :data:`rooflinekit.IDEAL`.
 
     Returns
     -------
@@ -233,11 +225,11 @@ def speculative_cost_per_million_tokens(model, gpu, batch_size=1, context_length
     check_integer("draft_tokens", draft_tokens, lo=0)
     check_range("reserve", reserve, lo=0, hi=1, hi_open=True)
     price = price_per_gpu_hour(gpu, hourly_price)
-    options = _options(roofline_options)
+    check_engine(engine)
     drafter = catalog.model(draft) if isinstance(draft, str) else draft
     step = roofline.speculative_step_time(model, gpu, batch_size, context_length, tp,
                                           draft=drafter, draft_tokens=draft_tokens,
-                                          roofline_options=options)
+                                          engine=engine)
     gained = roofline.speculative_tokens_per_step(acceptance, draft_tokens)
     held = memory.weight_bytes(drafter) if isinstance(drafter, ModelShape) else 0.0
     fit = memory.max_concurrent_sequences(model, gpu, np.maximum(context_length, 1), tp,

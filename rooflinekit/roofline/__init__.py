@@ -13,7 +13,7 @@
 - :mod:`~rooflinekit.roofline.tables` holds labelled tables (a decode step's roofline, TP scaling).
 """
 
-from rooflinekit.roofline.energy import energy_per_token
+from rooflinekit.roofline.energy import DEFAULT_IDLE_POWER_FRACTION, energy_per_token
 from rooflinekit.roofline.engine import ALLREDUCE_MODELS, IDEAL, PHASES, Engine, engine_for
 from rooflinekit.roofline.latency import (
                                           amortized_token_time,
@@ -29,8 +29,13 @@ from rooflinekit.roofline.latency import (
 from rooflinekit.roofline.layout import (
     MAX_GPUS,
     MAX_TP,
+    LayoutLinks,
+    LayoutTerms,
     layout_decode_step_time,
+    layout_links,
     layout_prefill_time,
+    layout_step,
+    layout_terms,
     layouts,
 )
 from rooflinekit.roofline.speculative import (
@@ -67,7 +72,8 @@ from rooflinekit.roofline.work import (
 )
 
 __all__ = [
-    "Engine", "IDEAL", "engine_for", "PHASES", "ALLREDUCE_MODELS",
+    "Engine", "IDEAL", "engine_for", "PHASES", "ALLREDUCE_MODELS", "DEFAULT_IDLE_POWER_FRACTION",
+    "LayoutLinks", "LayoutTerms", "layout_links", "layout_terms", "layout_step",
     "StepCost", "step_cost_coefficients", "mixed_step_time_kernel", "kv_tokens_read_kernel",
     "prefill_context_tokens_kernel", "mixed_step_time",
     "effective_kv_tokens", "decode_flops", "decode_bytes", "prefill_flops", "prefill_bytes",

@@ -21,7 +21,7 @@ from rooflinekit.roofline.step import (
     step_time,
 )
 
-__all__ = ["energy_per_token"]
+__all__ = ["DEFAULT_IDLE_POWER_FRACTION", "energy_per_token"]
 
 #: Default idle draw as a share of board power [1]: between a waiting board's draw and an
 #: H100's at batch-1 decode (see :func:`energy_per_token`).

@@ -24,7 +24,7 @@ from rooflinekit import parallel
 from rooflinekit._validation import MAX_COUNT, check_nonnegative, check_positive, check_range
 from rooflinekit.dtypes import bytes_per_element
 
-__all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "IDEAL_LABEL", "PHASES", "engine_for"]
+__all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "PHASES", "engine_for"]
 
 #: What ``allreduce`` accepts, each boolean standing for one of the named models.
 ALLREDUCE_MODELS = ("collective", "ring", "guide")
@@ -70,6 +70,7 @@ def _check_compute_dtype(name, value):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a format name such as 'fp8', got "
                             f"{type(value).__name__}")
+        bytes_per_element(value, name)
 
 
 def _check_activation_dtype(name, value):
@@ -196,8 +197,9 @@ class Engine:
             object.__setattr__(self, "label", self._describe())
 
     def _describe(self) -> str:
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
         changed = [f"{k}={_show(v)}" for k, v in self.fields().items()
-                   if not _same(v, _DEFAULTS.get(k))]
+                   if not _same(v, defaults[k])]
         return IDEAL_LABEL if not changed else "engine: " + ", ".join(changed)
 
     def fields(self) -> dict:
@@ -218,10 +220,10 @@ class Engine:
 
     def to_dict(self) -> dict:
         """The fields that differ from the ideal, JSON-ready (the label included)."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
         out = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
-               for k, v in self.fields().items() if not _same(v, _DEFAULTS.get(k))}
-        if isinstance(next((v for v in out.values() if isinstance(v, xr.DataArray)), None),
-                      xr.DataArray):
+               for k, v in self.fields().items() if not _same(v, defaults[k])}
+        if any(isinstance(v, xr.DataArray) for v in out.values()):
             raise TypeError("an Engine with DataArray fields cannot be written as a dict")
         return {**out, "label": self.label}
 
@@ -313,8 +315,6 @@ def _same(a, b) -> bool:
         return float(a) == float(b)
     return a == b
 
-
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Engine)}
 
 #: The guide's ideal roofline: every field at its default.
 IDEAL = Engine()

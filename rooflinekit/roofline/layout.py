@@ -11,6 +11,9 @@ layout's memory and traffic formulas live in :mod:`rooflinekit.parallel`.
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import numpy as np
 import xarray as xr
 
@@ -27,7 +30,9 @@ from rooflinekit.hardware import GPU
 from rooflinekit.roofline.latency import decode_step_time, prefill_time
 from rooflinekit.roofline.engine import engine_for
 
-__all__ = ["layout_decode_step_time", "layout_prefill_time", "layouts", "MAX_GPUS", "MAX_TP"]
+__all__ = ["LayoutLinks", "LayoutTerms", "layout_decode_step_time", "layout_links",
+           "layout_prefill_time", "layout_step", "layout_terms", "layouts", "MAX_GPUS",
+           "MAX_TP"]
 
 #: Most GPUs :func:`layouts` enumerates: 2**20, beyond any fleet one deployment spans.
 MAX_GPUS = 2**20
@@ -53,37 +58,134 @@ def _check(model, gpu, tp, pp, ep, micro_batches, links):
     return int(tp), int(pp), int(ep), micro_batches
 
 
-def _link(value, *fallbacks, what, degree_name, degree):
-    """The first known bandwidth, or a ValueError saying which layout degree needs one."""
-    for candidate in (value, *fallbacks):
-        if candidate is not None:
-            return candidate
-    raise ValueError(f"{degree_name}={degree} needs a link bandwidth for the {what} and this gpu "
-                     f"has none; pass {'p2p' if degree_name == 'pp' else 'ep'}_bandwidth=<bytes/s>")
+class LayoutLinks(NamedTuple):
+    """The links a layout sends over, per GPU [bytes/s per direction, s]."""
+
+    #: The experts' all-to-all: the interconnect at the engine's share, or an override.
+    expert_bandwidth: object
+    #: Latency of one all-to-all [s]: the interconnect's.
+    expert_latency: object
+    #: Stage-to-stage hand-offs: the network link (stages on different nodes), else the
+    #: interconnect at the engine's share, or an override.
+    stage_bandwidth: object
+    #: Latency of one hand-off [s]: the interconnect's, or an override.
+    stage_latency: object
 
 
-def _p2p_time(model, gpu, tokens, pp, links, activation_bytes):
-    """Hand-offs between ``pp`` stages: ``pp − 1`` sends of ``tokens × hidden`` activations."""
-    if pp == 1:
-        return 0.0
-    # stages of a model too large for one node sit on different nodes: the NIC, else the link
-    bandwidth = _link(links["p2p_bandwidth"], gpu.network_bandwidth, gpu.interconnect_bandwidth,
-                      what="stage-to-stage activations", degree_name="pp", degree=pp)
-    latency = gpu.interconnect_latency if links["p2p_latency"] is None else links["p2p_latency"]
-    one = tokens * model.hidden_size * activation_bytes / bandwidth + latency
-    return (pp - 1) * one
+class LayoutTerms(NamedTuple):
+    """What a ``(tp, pp, ep)`` layout sends in a step of ``n`` tokens, affine in ``n``.
+
+    Each GPU's all-to-all takes ``n · all_to_all_per_token + all_to_all_latency`` and the
+    ``pp − 1`` hand-offs ``n · hand_off_per_token + hand_off_latency`` [s/token, s]; every
+    term is 0 where its degree is 1.
+    """
+
+    all_to_all_per_token: object
+    all_to_all_latency: object
+    hand_off_per_token: object
+    hand_off_latency: object
 
 
-def _all_to_all_time(model, gpu, tokens, ep, links, activation_dtype):
-    """Expert parallelism's dispatch and combine for a step of ``tokens``, per GPU."""
-    if ep == 1:
-        return 0.0
-    bandwidth = _link(links["ep_bandwidth"], gpu.interconnect_bandwidth,
-                      what="expert all-to-all", degree_name="ep", degree=ep)
-    sent = parallel.expert_all_to_all_bytes(model, tokens, ep=ep,
-                                            activation_dtype=activation_dtype).per_step
-    # each GPU sends its 1/ep share; two all-to-alls (dispatch, combine) per MoE layer
-    return sent / ep / bandwidth + 2 * parallel.moe_layers(model) * gpu.interconnect_latency
+def _known(value):
+    return value is not None and not np.all(np.isnan(np.asarray(value, dtype=float)))
+
+
+def layout_links(interconnect_bandwidth, interconnect_latency, network_bandwidth,
+                 interconnect_efficiency=1.0, *, p2p_bandwidth=None, p2p_latency=None,
+                 ep_bandwidth=None) -> LayoutLinks:
+    """The links of a layout's sends, on plain numbers or arrays (``None``/NaN: unknown).
+
+    The engine's ``interconnect_efficiency`` is the share of the interconnect every send over
+    it reaches (all-reduce, all-to-all, a hand-off without a network link); an explicit
+    override (``p2p_bandwidth``, ``ep_bandwidth``) is taken as given.
+    """
+    interconnect = None if not _known(interconnect_bandwidth) else \
+        interconnect_bandwidth * interconnect_efficiency
+    stage = p2p_bandwidth if p2p_bandwidth is not None else (
+        network_bandwidth if _known(network_bandwidth) else interconnect)
+    if p2p_bandwidth is None and interconnect is not None and network_bandwidth is not None \
+            and np.ndim(network_bandwidth):
+        # arrays of GPUs: each its own network link where it has one
+        stage = np.where(np.isnan(network_bandwidth), interconnect, network_bandwidth)
+    return LayoutLinks(interconnect if ep_bandwidth is None else ep_bandwidth,
+                       interconnect_latency, stage,
+                       interconnect_latency if p2p_latency is None else p2p_latency)
+
+
+def layout_terms(hidden_size, n_moe_layers, n_experts_per_token, activation_bytes, pp, ep,
+                 links: LayoutLinks) -> LayoutTerms:
+    """The affine terms of what a layout sends per step, on plain numbers or arrays.
+
+    Parameters
+    ----------
+    hidden_size : float or ndarray
+        Width of the activations sent [elements].
+    n_moe_layers : float or ndarray
+        Layers with routed experts (:func:`rooflinekit.parallel.moe_layers`) [1].
+    n_experts_per_token : float or ndarray
+        Experts each token is routed to, k [1].
+    activation_bytes : float
+        Bytes per activation element (the engine's ``activation_dtype``) [bytes].
+    pp, ep : int or ndarray
+        Pipeline stages and expert-parallel degree [1].
+    links : LayoutLinks
+        From :func:`layout_links`.
+
+    Returns
+    -------
+    LayoutTerms
+
+    Notes
+    -----
+    All-to-all: ``2·h·k·b·(ep−1)/ep`` bytes per token per MoE layer cross GPUs in dispatch and
+    combine (:func:`rooflinekit.parallel.all_to_all_bytes_per_token`), each GPU sending its
+    ``1/ep`` share, two latencies per MoE layer. Hand-offs: ``pp − 1`` sends of ``h·b`` bytes
+    per token and one latency each. The one statement of a layout's sends: the layout
+    formulas, the simulator's clock and the sweep all take them from here.
+    """
+    payload = parallel.all_to_all_bytes_per_token(hidden_size, n_experts_per_token,
+                                                  activation_bytes, ep)
+    sharded = np.asarray(ep) > 1
+    staged = np.asarray(pp) > 1
+    expert_link = np.where(sharded, links.expert_bandwidth, np.inf) if np.ndim(sharded) else \
+        (links.expert_bandwidth if sharded else math.inf)
+    stage_link = np.where(staged, links.stage_bandwidth, np.inf) if np.ndim(staged) else \
+        (links.stage_bandwidth if staged else math.inf)
+    return LayoutTerms(
+        np.where(sharded, payload * n_moe_layers / ep / expert_link, 0.0)[()],
+        np.where(sharded, 2 * n_moe_layers * links.expert_latency, 0.0)[()],
+        np.where(staged, (pp - 1) * hidden_size * activation_bytes / stage_link, 0.0)[()],
+        np.where(staged, (pp - 1) * links.stage_latency, 0.0)[()])
+
+
+def layout_step(group_time, tokens, terms: LayoutTerms, pp, micro_batches=None):
+    """A layout's step from its tensor-parallel group's: stages, all-to-all, hand-offs [s].
+
+    ``micro_batches=None``: one pass through the stages in turn (a prompt),
+    ``T + A(n) + P(n)``. Otherwise ``m`` micro-batches of ``n`` tokens each in flight: a stage
+    takes ``s = (T + A(n)) / pp`` and a round ``max(m·s, pp·s + P(n))``
+    (:func:`layout_decode_step_time`).
+    """
+    all_to_all = tokens * terms.all_to_all_per_token + terms.all_to_all_latency
+    hand_offs = tokens * terms.hand_off_per_token + terms.hand_off_latency
+    if micro_batches is None:
+        return group_time + all_to_all + hand_offs
+    stage = (group_time + all_to_all) / pp
+    return np.maximum(micro_batches * stage, pp * stage + hand_offs)
+
+
+def _model_terms(model, gpu, pp, ep, engine, links):
+    """:func:`layout_terms` of a ModelShape on a GPU, with the link checks of one layout."""
+    bandwidths = layout_links(gpu.interconnect_bandwidth, gpu.interconnect_latency,
+                              gpu.network_bandwidth, engine.interconnect_efficiency, **links)
+    if pp > 1 and bandwidths.stage_bandwidth is None:
+        raise ValueError(f"pp={pp} needs a link bandwidth for the stage-to-stage activations "
+                         f"and this gpu has none; pass p2p_bandwidth=<bytes/s>")
+    if ep > 1 and bandwidths.expert_bandwidth is None:
+        raise ValueError(f"ep={ep} needs a link bandwidth for the expert all-to-all and this "
+                         f"gpu has none; pass ep_bandwidth=<bytes/s>")
+    return layout_terms(model.hidden_size, parallel.moe_layers(model), model.n_experts_per_token,
+                        bytes_per_element(engine.activation_dtype), pp, ep, bandwidths)
 
 
 def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1, pp=1, ep=1,
@@ -158,14 +260,12 @@ def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1,
     if np.any(np.asarray(batch_size) < m):
         raise ValueError(f"batch_size must be at least micro_batches={m} (one sequence per "
                          f"micro-batch); got {batch_size!r}")
-    activation_dtype = engine.activation_dtype
     b = batch_size if m == 1 else np.asarray(batch_size, dtype=float) / m
     group = decode_step_time(model, gpu, b, context_length, tp, engine=engine)
-    stage = (group + _all_to_all_time(model, gpu, b, ep, links, activation_dtype)) / pp
-    hand_offs = _p2p_time(model, gpu, b, pp, links, bytes_per_element(activation_dtype))
-    if pp == 1 and m == 1:
-        return stage
-    return np.maximum(m * stage, pp * stage + hand_offs)
+    if pp == 1 and ep == 1 and m == 1:
+        return group
+    terms = _model_terms(model, gpu, pp, ep, engine, links)
+    return layout_step(group, b, terms, pp, m)
 
 
 def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, cached_tokens=0,
@@ -212,7 +312,6 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, cached_t
     check_integer("prompt_tokens", prompt_tokens, lo=0)
     check_integer("cached_tokens", cached_tokens, lo=0)
     engine = engine_for(engine, "prefill", model=model, gpu=gpu)
-    activation_dtype = engine.activation_dtype
     group = prefill_time(model, gpu, prompt_tokens, tp, cached_tokens=cached_tokens,
                          engine=engine)
     if pp == 1 and ep == 1:
@@ -220,8 +319,7 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, cached_t
     # what passes the stages: the computed tokens (prefill_time checked cached <= prompt)
     computed = (prompt_tokens if np.all(np.asarray(cached_tokens) == 0)
                 else np.maximum(np.asarray(prompt_tokens) - np.asarray(cached_tokens), 1))
-    return (group + _all_to_all_time(model, gpu, computed, ep, links, activation_dtype)
-            + _p2p_time(model, gpu, computed, pp, links, bytes_per_element(activation_dtype)))
+    return layout_step(group, computed, _model_terms(model, gpu, pp, ep, engine, links), pp)
 
 
 def _divisors(n):

@@ -25,7 +25,8 @@ from rooflinekit._validation import (
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
-__all__ = ["ARGUMENT_CHECKS", "ROOFLINE_PARAMETERS", "gpu_fields", "model_fields"]
+#: Nothing public: the spec readers and checks serve the formulas of this folder.
+__all__: list = []
 
 MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_size", "n_params",
                 "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param",

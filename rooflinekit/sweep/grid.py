@@ -43,7 +43,6 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import operator
-import warnings
 from types import MappingProxyType, SimpleNamespace
 
 import numpy as np
@@ -55,18 +54,15 @@ from rooflinekit._validation import (
     check_bool,
     check_fraction,
     check_integer,
-    check_nonnegative,
-    check_range,
-    check_string,
     describe,
     real_number,
     show,
     whole_number,
 )
-from rooflinekit.batching import IDEAL
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
+from rooflinekit.roofline import Engine
 from rooflinekit.sweep._dask import require_dask
 from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
 
@@ -285,18 +281,14 @@ class _Grid:
     axes: tuple            # 1-D arrays for model/gpu index, tp, pp, ep, context, batch, prompt
     #                        (pp, ep, prompt: None when not asked for)
     reserve: float
-    options: dict          # roofline options: efficiencies, step overhead, all-reduce, dtype
+    engine: Engine         # the decode phase's engine: every time but prefill_time
     variables: tuple       # requested and dependency variables, in computing order
     chunks: tuple          # per axis, a tuple of chunk lengths
     replicate_kv: bool = False   # count KV copies when tp exceeds the KV heads (memory.kv_copies)
     micro_batches: int = 1       # micro-batches a pipeline's batch is split into
     draft: object = None         # speculative decoding's draft: a ModelShape or a step share
     draft_weight_bytes: float = 0.0   # a draft model's weights, held beside every model's
-    prefill_options: dict = None      # the options of prefill_time (a calibration's prefill
-    #                                   knobs); None: ``options``
-    model_quality: str = IDEAL
-    link_shares: tuple = (1.0, 1.0)   # a calibration's share of each GPU's link bandwidth the
-    #                                   all-reduces reach, (decode, prefill)
+    prefill_engine: Engine = None     # the engine of prefill_time; None: ``engine``
 
     @property
     def shape(self):
@@ -377,53 +369,33 @@ def _has_layout(grid):
 
 
 def _tp_ok(model, tp):
-    """Cells whose ``tp`` divides the model's attention heads, and its KV heads or a multiple of
-    them (a latent cache has none): :func:`rooflinekit.parallel.check_layout`'s rule."""
-    mla = np.asarray(model.is_mla) > 0             # the spec table holds it as a number
-    kv_heads = np.where(mla, 1, model.n_kv_heads)  # (a latent cache's count is not read)
-    kv = mla | (kv_heads % tp == 0) | (tp % kv_heads == 0)
-    return (model.n_heads % tp == 0) & kv
+    """Cells whose ``tp`` divides the model's heads: :func:`_layout_ok` at ``pp = ep = 1``."""
+    return _layout_ok(SimpleNamespace(model=model, tp=tp, pp=1, ep=1))
 
 
 def _layout_ok(env):
-    """Cells whose layout divides the model (rooflinekit.parallel.check_layout's rules, dp = 1).
-
-    ``tp`` divides the heads (:func:`_tp_ok`); ``pp`` divides the layers; ``ep`` is 1, or
-    divides a MoE model's experts and ``tp``.
-    """
-    model, tp, pp, ep = env.model, env.tp, env.pp, env.ep
-    experts = (model.n_experts > 1) & (model.n_experts % ep == 0) & (tp % ep == 0)
-    return _tp_ok(model, tp) & (model.n_layers % pp == 0) & ((ep == 1) | experts)
+    """Cells whose layout divides the model: :func:`rooflinekit.parallel.layout_ok` (dp = 1),
+    the rule :func:`rooflinekit.parallel.check_layout` explains."""
+    model = env.model
+    return parallel.layout_ok(model.n_heads, model.n_kv_heads, model.is_mla, model.n_layers,
+                              model.n_experts, env.tp, env.pp, env.ep)
 
 
-def _layout_time(base, env, grid, tokens, micro_batches):
-    """A layout's step from the tensor-parallel group's: the stages, hand-offs and all-to-all.
-
-    The terms of :func:`rooflinekit.roofline.layout_decode_step_time` on raw arrays: the
-    all-to-all from :mod:`rooflinekit.parallel`'s arithmetic over the intra-node link, the
-    hand-offs over the network link (the intra-node one where the GPU has none).
-    """
+def _layout_time(base, env, engine, tokens, micro_batches):
+    """A layout's step from the tensor-parallel group's: :func:`rooflinekit.roofline.layout_step`
+    of :func:`rooflinekit.roofline.layout_terms` on raw arrays (NaN where the layout does not
+    divide the model). ``engine`` (the phase's) gives the activations' format and the share of
+    the interconnect the sends reach."""
     model, gpu, pp, ep = env.model, env.gpu, env.pp, env.ep
-    act = bytes_per_element(grid.options["activation_dtype"])
     routed = parallel.expert_params(model.n_params, model.n_active_params, model.n_experts,
                                     model.n_experts_per_token)
     n_moe = parallel.moe_layer_count(model.n_layers, routed, model.n_experts, model.hidden_size,
                                      model.intermediate_size)
-    per_token = parallel.all_to_all_bytes_per_token(model.hidden_size, model.n_experts_per_token,
-                                                    act, ep)
-    link = np.where(ep > 1, gpu.interconnect_bandwidth, np.inf)
-    all_to_all = np.where(ep > 1, tokens * per_token * n_moe / ep / link
-                          + 2 * n_moe * gpu.interconnect_latency, 0.0)
-    network = np.where(np.isnan(gpu.network_bandwidth), gpu.interconnect_bandwidth,
-                       gpu.network_bandwidth)
-    network = np.where(pp > 1, network, np.inf)
-    hand_offs = np.where(pp > 1, (pp - 1) * (tokens * model.hidden_size * act / network
-                                             + gpu.interconnect_latency), 0.0)
-    if micro_batches is None:                       # one prompt through the stages in turn
-        time = base + all_to_all + hand_offs
-    else:
-        stage = (base + all_to_all) / pp
-        time = np.maximum(micro_batches * stage, pp * stage + hand_offs)
+    links = roofline.layout_links(gpu.interconnect_bandwidth, gpu.interconnect_latency,
+                                  gpu.network_bandwidth, engine.interconnect_efficiency)
+    terms = roofline.layout_terms(model.hidden_size, n_moe, model.n_experts_per_token,
+                                  bytes_per_element(engine.activation_dtype), pp, ep, links)
+    time = roofline.layout_step(base, tokens, terms, pp, micro_batches)
     return np.where(_layout_ok(env), time, np.nan)
 
 
@@ -495,13 +467,11 @@ _LAYOUT_MEMORY = ("group_memory_bytes", "usable_kv_bytes", "max_concurrent_seque
 def _roofline_formula(name, out, env, grid):
     """A roofline variable from the public :mod:`rooflinekit.roofline` functions."""
     model, gpu, tp, ctx, batch, prompt = env.model, env.gpu, env.tp, env.ctx, env.batch, env.prompt
-    opts = grid.options
+    engine = grid.engine
     layout = _has_layout(grid)
     gpus = env.tp * env.pp if layout else env.tp
     if name == "ridge_point":
-        v = roofline.ridge_point(gpu, compute_efficiency=opts["compute_efficiency"],
-                                 bandwidth_efficiency=opts["bandwidth_efficiency"],
-                                 compute_dtype=opts["compute_dtype"])
+        v = roofline.ridge_point(gpu, engine=engine)
     elif name == "arithmetic_intensity":
         v = roofline.arithmetic_intensity(model, batch, ctx)
     elif name == "compute_bound":
@@ -510,9 +480,9 @@ def _roofline_formula(name, out, env, grid):
     elif name == "decode_step_time":
         m = grid.micro_batches
         b = batch if m == 1 else batch // m
-        v = roofline.decode_step_time(model, gpu, b, ctx, tp, **opts)
+        v = roofline.decode_step_time(model, gpu, b, ctx, tp, engine=engine)
         if layout:
-            return _layout_time(_raw(v), env, grid, b, m)
+            return _layout_time(_raw(v), env, engine, b, m)
     elif name == "tokens_per_second":
         # roofline.decode_throughput: batch_size / decode_step_time
         return env.batch / out["decode_step_time"]
@@ -521,13 +491,13 @@ def _roofline_formula(name, out, env, grid):
         return out["tokens_per_second"] / (gpus * env.gpu.n_gpus)
     elif name == "prefill_time":
         cached = {} if env.share is None else {"cached_tokens": _shared_tokens(env.share, prompt)}
-        v = roofline.prefill_time(model, env.prefill_gpu, prompt, tp, **cached,
-                                  **(grid.prefill_options or opts))
+        prefill = grid.prefill_engine or engine
+        v = roofline.prefill_time(model, gpu, prompt, tp, **cached, engine=prefill)
         if layout:
             # only the uncached tokens flow through the stages (a fully cached prompt still
             # computes its last token)
             flowing = prompt if not cached else np.maximum(prompt - cached["cached_tokens"], 1)
-            return _layout_time(_raw(v), env, grid, flowing, None)
+            return _layout_time(_raw(v), env, prefill, flowing, None)
     elif name == "cost_per_million_tokens":
         # roofline.cost_per_million_tokens, term for term (tp·n_gpus GPUs at the per-GPU price
         # for 1e6 / rate seconds), from the throughput already computed instead of a second
@@ -560,7 +530,7 @@ def _speculative_formula(name, out, env, grid):
             return _layout_speculative_step(env, grid)
         v = roofline.speculative_step_time(env.model, env.gpu, env.batch, env.ctx, env.tp,
                                            draft=grid.draft, draft_tokens=env.k,
-                                           roofline_options=grid.options)
+                                           engine=grid.engine)
     elif name == "speculative_tokens_per_step":
         v = roofline.speculative_tokens_per_step(env.alpha, env.k)
     elif name == "speculative_itl":
@@ -580,10 +550,10 @@ def _layout_speculative_step(env, grid):
     m = grid.micro_batches
     b = batch if m == 1 else batch // m
     verify = roofline.verification_step_time(model, gpu, b, ctx, tp, draft_tokens=k,
-                                             **grid.options)
-    verify = _layout_time(_raw(verify), env, grid, b * (k + 1), m)
+                                             engine=grid.engine)
+    verify = _layout_time(_raw(verify), env, grid.engine, b * (k + 1), m)
     one = roofline.draft_step_time(model, gpu, batch, ctx, tp, draft=grid.draft,
-                                   roofline_options=grid.options)
+                                   engine=grid.engine)
     return k * _raw(one) + verify
 
 
@@ -596,14 +566,6 @@ def _raw(value):
     return value
 
 
-def _linked(gpu, share):
-    """``gpu``'s array spec with its link bandwidth times ``share`` (itself for 1)."""
-    if share == 1.0:
-        return gpu
-    return SimpleNamespace(**{**vars(gpu),
-                              "interconnect_bandwidth": gpu.interconnect_bandwidth * share})
-
-
 def _compute_block(grid, block):
     """Every variable of ``grid.variables`` over one block: name -> array over its own axes.
 
@@ -613,11 +575,7 @@ def _compute_block(grid, block):
     bounds = _block_bounds(grid, tuple(block))
     extent = tuple(b.stop - b.start for b in bounds)
     model, gpu, tp, pp, ep, ctx, batch, prompt, k, alpha, share = _block_arrays(grid, bounds)
-    decode_share, prefill_share = grid.link_shares
-    # a calibration's link share: the collectives of each phase reach that share of the link
-    prefill_gpu = _linked(gpu, prefill_share)
-    gpu = _linked(gpu, decode_share)
-    env = SimpleNamespace(model=model, gpu=gpu, prefill_gpu=prefill_gpu, tp=tp, pp=pp, ep=ep,
+    env = SimpleNamespace(model=model, gpu=gpu, tp=tp, pp=pp, ep=ep,
                           ctx=ctx, batch=batch, prompt=prompt, k=k, alpha=alpha, share=share,
                           bounds=bounds)
     out = {}
@@ -732,11 +690,9 @@ def in_memory_bytes(grid) -> int:
 
 
 def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=None, *,
-          reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, allreduce=True,
-          compute_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead=0.0,
-          compute_dtype=None, activation_dtype="bf16", replicate_kv=False,
-          memory_limit=MEMORY_LIMIT, pp=None, ep=None, micro_batches=1, draft_tokens=None,
-          acceptance=None, draft=None, prefix_share=None, calibration=None):
+          reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, engine=None,
+          replicate_kv=False, memory_limit=MEMORY_LIMIT, pp=None, ep=None, micro_batches=1,
+          draft_tokens=None, acceptance=None, draft=None, prefix_share=None):
     """Every derived quantity over every combination of the inputs, as one labelled Dataset.
 
     Parameters
@@ -790,12 +746,18 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         (``max_concurrent_sequences``: ``⌊share × context_length⌋`` shared tokens, in blocks of
         16) and a prefill reads them instead of computing them (``prefill_time``:
         ``⌊share × prompt⌋`` cached tokens). ``None`` (default): nothing shared or cached.
-    calibration : Calibration, optional
-        Fitted knobs (:class:`rooflinekit.calibrate.Calibration`, or anything with its
-        ``kwargs_for(phase)``): its prefill knobs time ``prefill_time``, its decode knobs every
-        other time, instead of ``compute_efficiency``, ``bandwidth_efficiency`` and
-        ``step_overhead`` (give one or the other). The Dataset's ``model_quality`` says which.
-        A link share (``interconnect_efficiency``) scales each GPU's own link bandwidth.
+    engine : Engine or Calibration, optional
+        How the serving engine runs a step (:class:`rooflinekit.Engine`: efficiencies,
+        overheads, the all-reduce model, ``compute_dtype``, ``activation_dtype``, ...), or a
+        :class:`rooflinekit.calibrate.Calibration`: its prefill engine
+        (``engine_for("prefill")``) times ``prefill_time``, its decode engine every other
+        time (a calibration with knob sets gives its shared knobs). Default
+        :data:`rooflinekit.IDEAL`, the guide's roofline. Its fields must be single numbers
+        (the sweep's own dimensions are the grid). Unless its ``allreduce`` is ``"guide"``
+        (the guide's simple model, no communication) and without an
+        ``interconnect_bandwidth`` of its own, every GPU must have a known interconnect
+        bandwidth when any ``tp > 1``. The Dataset's ``model_quality`` is the engine's
+        ``label``.
     reserve : float
         Working-space share of the memory left after weights, in [0, 1). Default 0.10 (§2.4).
     replicate_kv : bool
@@ -815,22 +777,6 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         in blocks of about ``chunks`` cells (``"auto"``: :data:`AUTO_BLOCK_CELLS`), or with
         ``{dimension: chunk length}`` (missing dimensions whole). Needs
         ``rooflinekit[distributed]``.
-    allreduce : bool or {"collective", "ring", "guide"}
-        The tensor-parallel all-reduce model of decode and prefill times
-        (:mod:`rooflinekit.parallel`), as in :func:`rooflinekit.roofline.decode_step_time`:
-        ``True`` (default) is ``"collective"``, ``False`` is ``"guide"`` (the guide's simple
-        model, no communication). Unless ``"guide"``, every GPU must have a known interconnect
-        bandwidth when any ``tp > 1``.
-    compute_efficiency, bandwidth_efficiency : float
-        Achieved shares of peak FLOP/s and HBM bandwidth [1], in (0, 1]. Default 1.0 (ideal).
-    step_overhead : float
-        Fixed time added to every forward step [s], ≥ 0. Default 0.
-    compute_dtype : str, optional
-        Format of the matrix multiplies ("fp8", ...); default the GPUs' 16-bit dense peak.
-    activation_dtype : str
-        Format of the activations ("bf16", ...): all-reduce payloads and attention. Default
-        "bf16".
-
     Returns
     -------
     xarray.Dataset
@@ -866,19 +812,12 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     .. [2] Williams, Waterman & Patterson, "Roofline: An Insightful Visual Performance Model",
        CACM 52(4), 2009.
     """
-    knobs, prefill_knobs, quality = _calibration_knobs(
-        calibration, compute_efficiency=compute_efficiency,
-        bandwidth_efficiency=bandwidth_efficiency, step_overhead=step_overhead)
-    options = _roofline_options(allreduce, compute_dtype=compute_dtype,
-                                activation_dtype=activation_dtype, **knobs)
-    prefill_options = _roofline_options(allreduce, compute_dtype=compute_dtype,
-                                        activation_dtype=activation_dtype, **prefill_knobs)
+    decode, prefill = _engines(engine)
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
-                      variables, options, pp=pp, ep=ep, micro_batches=micro_batches,
-                      techniques=_techniques(draft_tokens, acceptance, draft, prefix_share))
-    grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv),
-                               prefill_options=prefill_options, model_quality=quality,
-                               link_shares=_link_shares(calibration))
+                      variables, decode, pp=pp, ep=ep, micro_batches=micro_batches,
+                      techniques=_techniques(draft_tokens, acceptance, draft, prefix_share),
+                      prefill_engine=prefill)
+    grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv))
     memory_limit = real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True)
     if chunks is None:
         held = in_memory_bytes(grid)
@@ -895,63 +834,27 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     return _wrap(grid, _lazy_arrays(grid))
 
 
-def _calibration_knobs(calibration, **given):
-    """The decode and prefill knobs, and what they make the times: ``calibration``'s or the
-    ``given`` ones (which must then be left at their defaults)."""
-    defaults = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": 0.0}
-    if calibration is None:
-        ideal = all(np.ndim(v) == 0 and v == defaults[k] for k, v in given.items())
-        return given, given, IDEAL if ideal else "roofline with the knobs given"
-    if not callable(getattr(calibration, "kwargs_for", None)):
-        raise TypeError(f"calibration must be a rooflinekit.calibrate.Calibration; got "
-                        f"{describe(calibration)}")
-    changed = [k for k, v in given.items() if np.ndim(v) or v != defaults[k]]
-    if changed:
-        raise TypeError(f"give calibration= or {changed[0]}=, not both: the calibration holds "
-                        f"the knobs")
-    def phase(name):
-        with warnings.catch_warnings():
-            # a link share needs a GPU, which a sweep has per cell: _link_shares applies it
-            warnings.filterwarnings("ignore", f"calibration: {_LINK_SHARE}", UserWarning)
-            knobs = {**defaults, **calibration.kwargs_for(name)}
-        # the three knobs, and the engine knobs (roofline options) the calibration holds
-        return {k: v for k, v in knobs.items() if k in defaults or k in roofline.OPTION_DEFAULTS}
-    label = getattr(calibration, "label", "calibrated")
-    return phase("decode"), phase("prefill"), label
+def _engines(engine) -> tuple:
+    """The decode and prefill :class:`~rooflinekit.Engine` of ``engine``, checked now.
 
-
-#: The calibration knob that is a share of each GPU's link bandwidth
-#: (``rooflinekit.calibrate.LINK_KNOBS``, a room this one does not import).
-_LINK_SHARE = "interconnect_efficiency"
-
-
-def _link_shares(calibration) -> tuple:
-    """``(decode, prefill)`` link shares of ``calibration``'s shared knobs; 1 without."""
-    if calibration is None:
-        return (1.0, 1.0)
-    return tuple(float(dict(getattr(calibration, phase, None) or {}).get(_LINK_SHARE, 1.0))
-                 for phase in ("decode", "prefill"))
-
-
-def _roofline_options(allreduce, compute_efficiency, bandwidth_efficiency, step_overhead,
-                      compute_dtype, activation_dtype, **engine):
-    """Validate the roofline options now: a lazy sweep must not fail later, inside a block."""
-    for name, value in (("compute_efficiency", compute_efficiency),
-                        ("bandwidth_efficiency", bandwidth_efficiency),
-                        ("step_overhead", step_overhead)):
-        if np.ndim(value):
-            raise TypeError(f"{name} must be a single number; got {show(value)}")
-    check_range("compute_efficiency", compute_efficiency, lo=0, hi=1, lo_open=True)
-    check_range("bandwidth_efficiency", bandwidth_efficiency, lo=0, hi=1, lo_open=True)
-    check_nonnegative("step_overhead", step_overhead)
-    check_string("compute_dtype", compute_dtype, allow_none=True)
-    # the formulas' own checks and spelling of the all-reduce model ("collective", ...)
-    known = roofline.read_options(allreduce=allreduce, activation_dtype=activation_dtype,
-                                  **engine)
-    return {"allreduce": known["allreduce"], "compute_efficiency": float(compute_efficiency),
-            "bandwidth_efficiency": float(bandwidth_efficiency),
-            "step_overhead": float(step_overhead), "compute_dtype": compute_dtype,
-            "activation_dtype": known["activation_dtype"], **engine}
+    A calibration gives its shared knobs (a sweep spans many models and GPUs; each cell does
+    not pick a knob set). Every numeric field must be one number: the sweep lays its own axes
+    out on the grid, and a lazy sweep must not fail later, inside a block.
+    """
+    engines = []
+    for phase in ("decode", "prefill"):
+        one = roofline.engine_for(engine, phase)
+        arrays = {k: v for k, v in one.fields().items()
+                  if isinstance(v, (np.ndarray, xr.DataArray))}
+        for name, value in arrays.items():
+            if np.ndim(value):
+                raise TypeError(f"engine.{name} must be a single number in a sweep (its "
+                                f"dimensions are the sweep's own); got {show(value)}")
+        if arrays:
+            # a 0-d array is its number (the label stays what the engine says of itself)
+            one = one.replace(**{k: float(v) for k, v in arrays.items()}, label=one.label)
+        engines.append(one)
+    return tuple(engines)
 
 
 def _techniques(draft_tokens, acceptance, draft, prefix_share):
@@ -979,8 +882,8 @@ def _techniques(draft_tokens, acceptance, draft, prefix_share):
 
 
 def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve, variables,
-               options, *, pp=None, ep=None, micro_batches=1,
-               techniques=((None, None, None), None, 0.0)):
+               engine, *, pp=None, ep=None, micro_batches=1,
+               techniques=((None, None, None), None, 0.0), prefill_engine=None):
     model_names, model_fields = _spec_table(models, "model")
     gpu_names, gpu_fields = _spec_table(gpus, "gpu")
     if len(set(model_names.tolist())) != len(model_names):
@@ -1016,21 +919,25 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
             unknown = [str(n) for n, k in zip(gpu_names, known) if not k]
             raise ValueError(f"{name} > 1 needs each GPU's link bandwidth for the {needed}; "
                              f"unknown for {', '.join(unknown)}")
-    if options["allreduce"] != "guide" and (tp > 1).any():
+    for phase in {engine, prefill_engine or engine}:
+        if phase.allreduce == "guide" or phase.interconnect_bandwidth is not None or \
+                not (tp > 1).any():
+            continue
         link = gpu_fields.get("interconnect_bandwidth", np.full(len(gpu_names), np.nan))
         unknown = [str(n) for n, v in zip(gpu_names, link) if np.isnan(v)]
         if unknown:
-            raise ValueError(f"allreduce={options['allreduce']!r} with tp > 1 needs each GPU's "
+            raise ValueError(f"allreduce={phase.allreduce!r} with tp > 1 needs each GPU's "
                              f"interconnect bandwidth; unknown for {', '.join(unknown)} (pass "
-                             f"allreduce='guide' for the guide's simple model)")
+                             f"engine=rooflinekit.Engine(allreduce='guide') for the guide's "
+                             f"simple model)")
     (k, alpha, share), draft, draft_weights = techniques
     order = _resolve(variables, speculative=k is not None)
     axes = (np.arange(len(model_names)), np.arange(len(gpu_names)), tp, pp, ep, ctx, batch,
             prompt, k, alpha, share)
     shape = tuple(1 if a is None else len(a) for a in axes)
-    return _Grid(model_names, gpu_names, model_fields, gpu_fields, axes, float(reserve), options,
+    return _Grid(model_names, gpu_names, model_fields, gpu_fields, axes, float(reserve), engine,
                  order, tuple((n,) for n in shape), micro_batches=micro_batches, draft=draft,
-                 draft_weight_bytes=draft_weights)
+                 draft_weight_bytes=draft_weights, prefill_engine=prefill_engine)
 
 
 def _coords(grid):
@@ -1061,12 +968,12 @@ def _wrap(grid, arrays):
         "title": "rooflinekit design-space sweep",
         "reserve": grid.reserve,
         "replicate_kv": int(grid.replicate_kv),
-        "allreduce": grid.options["allreduce"],
-        "activation_dtype": grid.options["activation_dtype"],
-        "compute_efficiency": grid.options["compute_efficiency"],
-        "bandwidth_efficiency": grid.options["bandwidth_efficiency"],
-        "step_overhead": grid.options["step_overhead"],
-        "model_quality": grid.model_quality,
+        "allreduce": grid.engine.allreduce,
+        "activation_dtype": grid.engine.activation_dtype,
+        "compute_efficiency": float(grid.engine.compute_efficiency),
+        "bandwidth_efficiency": float(grid.engine.bandwidth_efficiency),
+        "step_overhead": float(grid.engine.step_overhead),
+        "model_quality": grid.engine.label,
         "cells": int(np.prod(grid.shape)),
         "references": "Serving-capacity guide §2-§5; Williams et al., CACM 2009 (roofline)",
     })
@@ -1086,9 +993,10 @@ def _lazy_arrays(grid):
     from dask.highlevelgraph import HighLevelGraph
 
     token = tokenize(grid.model_names, grid.model_fields, grid.gpu_names, grid.gpu_fields,
-                     grid.axes, grid.reserve, grid.options, grid.variables, grid.chunks,
-                     grid.replicate_kv, grid.micro_batches, grid.draft,
-                     grid.draft_weight_bytes, grid.prefill_options)
+                     grid.axes, grid.reserve, grid.engine.fields(), grid.variables,
+                     grid.chunks, grid.replicate_kv, grid.micro_batches, grid.draft,
+                     grid.draft_weight_bytes,
+                     None if grid.prefill_engine is None else grid.prefill_engine.fields())
     grid_key = f"sweep-grid-{token}"
     block_name = f"sweep-block-{token}"
     block_layer = {grid_key: grid}
