@@ -480,9 +480,9 @@ def test_an_engines_label_is_the_results_model_quality():
     xr.testing.assert_identical(ContinuousBatcher(max_num_seqs=16, **lab).run(wl),
                                 ContinuousBatcher(max_num_seqs=16, **lab, engine=IDEAL).run(wl))
     # the tick clock reads no engine: one given there is refused, never silently ignored
-    for given in (engine, Calibration(decode={"bandwidth_efficiency": 0.5}, source="x")):
+    for engine_given in (engine, Calibration(decode={"bandwidth_efficiency": 0.5}, source="x")):
         with pytest.raises(ValueError, match="engine times roofline steps"):
-            ContinuousBatcher(max_num_seqs=16, engine=given)
+            ContinuousBatcher(max_num_seqs=16, engine=engine_given)
     tick = ContinuousBatcher(max_num_seqs=16).run(wl)
     assert tick.attrs["model_quality"].startswith("tick clock")
     assert float(tick["makespan"]) == 440
@@ -504,7 +504,8 @@ def test_engine_keeps_the_fields_and_their_order():
     # engine takes roofline_options' place: positional meaning and replace() are unchanged
     assert [f.name for f in dataclasses.fields(StaticBatcher)] == [
         "batch_size", "model", "gpu", "tp", "clock", "engine"]
-    assert [f.name for f in dataclasses.fields(ContinuousBatcher)][-2:] == ["clock", "engine"]
+    positional = [f.name for f in dataclasses.fields(ContinuousBatcher) if not f.kw_only]
+    assert positional[-2:] == ["clock", "engine"]
     engine = rk.Engine(step_overhead=1e-3)
     b = StaticBatcher(8, "guide-70b", "lab", 8, None, engine)
     assert b.engine == engine
@@ -838,3 +839,17 @@ def test_run_replicates_as_arrays_equal_the_dataset():
             np.testing.assert_array_equal(values, ds[name].values)
     with pytest.raises(TypeError, match="as_dataset must be True or False"):
         run_replicates(batcher, *rows, as_dataset="no")
+
+
+def test_batcher_and_plan_derive_the_kv_budget_by_one_rule():
+    # one rule, replica_kv_budget: the guide's reserve by default, vLLM's share when given
+    model, gpu = rk.catalog.model("Llama-3.1-8B"), rk.catalog.gpu("H100-SXM-80GB")
+    vllm = rk.memory.engine_kv_cache(model, gpu, 2, gpu_memory_utilization=0.9, block_size=16,
+                                     max_model_len=16)["kv_cache_tokens"]
+    batcher = ContinuousBatcher(model=model, gpu=gpu, tp=2, gpu_memory_utilization=0.9)
+    assert batcher._kv_budget() == rk.batching.replica_kv_budget(
+        model, gpu, 2, gpu_memory_utilization=0.9) == vllm
+    guide = int(rk.memory.kv_budget_tokens(model, gpu, tp=2, reserve=0.10))
+    assert ContinuousBatcher(model=model, gpu=gpu, tp=2)._kv_budget() == guide != vllm
+    with pytest.raises(ValueError, match="gpu_memory_utilization"):
+        ContinuousBatcher(model=model, gpu=gpu, gpu_memory_utilization=1.5)

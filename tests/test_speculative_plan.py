@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import rooflinekit as rk
-from rooflinekit import catalog, memory
+from rooflinekit import batching, catalog, memory
 from rooflinekit.batching import ContinuousBatcher, Speculative, run_replicates
 from rooflinekit.cli.main import main
 from rooflinekit.planning import capacity
@@ -67,7 +67,7 @@ def test_speculation_raises_the_itl_bound_rate():
     assert set(plain["binding"].values.ravel()) == {"itl"}
     assert float(spec["max_rate"].squeeze()) > 1.3 * float(plain["max_rate"].squeeze())
     # a draft head's weights come off each replica's memory (its KV then shares the blocks)
-    head = capacity._replica_kv_budget(catalog.model(MODEL), catalog.gpu(GPU), 1, block_size=16,
+    head = batching.replica_kv_budget(catalog.model(MODEL), catalog.gpu(GPU), 1, block_size=16,
                                        gpu_memory_utilization=0.9, speculative=HEAD)
     assert int(spec["kv_budget_tokens"].squeeze()) == head
     assert head < int(plain["kv_budget_tokens"].squeeze())
@@ -80,13 +80,13 @@ def test_speculation_raises_the_itl_bound_rate():
 def test_a_draft_models_weights_and_kv_come_off_the_budget():
     target, draft, gpu = catalog.model("Llama-3.1-70B"), catalog.model(MODEL), catalog.gpu(GPU)
     spec = Speculative(draft=draft)
-    got = capacity._replica_kv_budget(target, gpu, 4, block_size=16, gpu_memory_utilization=0.9,
+    got = batching.replica_kv_budget(target, gpu, 4, block_size=16, gpu_memory_utilization=0.9,
                                       speculative=spec)
     plain = memory.engine_kv_cache(target, gpu, 4, block_size=16, max_model_len=16)
     # by hand: the draft's weights per rank off the memory
     blocks = int((plain["available_bytes"] - draft.weight_bytes / 4) // plain["bytes_per_block"])
     assert got == blocks * 16 < plain["kv_cache_tokens"]
-    assert capacity._replica_kv_budget(target, gpu, 4, block_size=16,
+    assert batching.replica_kv_budget(target, gpu, 4, block_size=16,
                                        gpu_memory_utilization=0.9) == plain["kv_cache_tokens"]
     # ... and its KV in the same blocks: each token of context costs both models' bytes
     shared = spec.kv_tokens(target, got)
@@ -99,7 +99,7 @@ def test_a_draft_models_weights_and_kv_come_off_the_budget():
     assert HEAD.kv_tokens(target, got) == int(got * kv // (kv + 0.05 * kv)) < got
     # a draft too large for what the target leaves: no KV at all
     huge = catalog.model("Llama-3.1-405B")
-    assert capacity._replica_kv_budget(target, gpu, 4, block_size=16,
+    assert batching.replica_kv_budget(target, gpu, 4, block_size=16,
                                        gpu_memory_utilization=0.9,
                                        speculative=Speculative(draft=huge)) == 0
     with pytest.raises(ValueError, match="budget_tokens"):

@@ -9,10 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rooflinekit as rk
-from rooflinekit import catalog, memory
+from rooflinekit import batching, catalog, memory
 from rooflinekit.batching import ContinuousBatcher, Speculative, _kernels
 from rooflinekit.batching.batchers import _allocate
-from rooflinekit.planning import capacity
 from rooflinekit.workloads import LogNormal, Workload
 from tests.test_batching_kernels import ROOFLINE, roofline_batcher, workloads
 
@@ -137,7 +136,7 @@ def test_a_heads_weights_and_kv_come_off_the_budget():
     # the planner: the weights per rank off the memory before the blocks are counted
     engine = memory.engine_kv_cache(target, gpu, 2, block_size=16, max_model_len=16)
     blocks = int((engine["available_bytes"] - weights / 2) // engine["bytes_per_block"])
-    assert capacity._replica_kv_budget(target, gpu, 2, block_size=16, gpu_memory_utilization=0.9,
+    assert batching.replica_kv_budget(target, gpu, 2, block_size=16, gpu_memory_utilization=0.9,
                                        speculative=head) == blocks * 16
     assert blocks * 16 < engine["kv_cache_tokens"]
 

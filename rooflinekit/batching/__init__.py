@@ -14,11 +14,12 @@
 """
 
 from rooflinekit.batching.batchers import (
-                                           MEMORY_LIMIT,
-                                           WORK_LIMIT,
+                                           SIMULATION_MEMORY_LIMIT,
+                                           SIMULATION_WORK_LIMIT,
                                            ContinuousBatcher,
                                            StaticBatcher,
                                            monte_carlo,
+                                           replica_kv_budget,
                                            replicate_seed,
                                            run_replicates,
 )
@@ -34,7 +35,8 @@ from rooflinekit.batching.results import (
 )
 from rooflinekit.roofline import IDEAL          # the ideal Engine, results' default label
 
-__all__ = ["IDEAL", "MEMORY_LIMIT", "WORK_LIMIT", "StaticBatcher", "ContinuousBatcher",
-           "monte_carlo", "run_replicates", "replicate_seed", "DisaggregatedBatcher", "POOLS",
+__all__ = ["IDEAL", "SIMULATION_MEMORY_LIMIT", "SIMULATION_WORK_LIMIT", "StaticBatcher", "ContinuousBatcher",
+           "monte_carlo", "run_replicates", "replicate_seed", "replica_kv_budget",
+           "DisaggregatedBatcher", "POOLS",
            "Speculative", "compile_kernels", "KERNEL_FAMILIES",
            "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]

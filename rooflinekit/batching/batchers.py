@@ -65,19 +65,86 @@ from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _model_
 from rooflinekit.workloads import MAX_ARRIVAL, Workload, WorkloadSpec, coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "monte_carlo", "run_replicates",
-           "replicate_seed", "MEMORY_LIMIT", "WORK_LIMIT"]
+           "replicate_seed", "replica_kv_budget", "SIMULATION_MEMORY_LIMIT",
+           "SIMULATION_WORK_LIMIT"]
 
 #: Most bytes one Monte Carlo block (all replicates in process, or one ``chunks`` task) may hold
 #: for its draws and kernel outputs, and the summaries of the whole run: 2 GiB.
-MEMORY_LIMIT = 2 * 2**30
+SIMULATION_MEMORY_LIMIT = 2 * 2**30
 
 #: Most simulated token-steps (output tokens summed over the runs) one call may do: 1e10,
 #: minutes on two cores at the kernels' worst (one sequence, one token a step).
-WORK_LIMIT = 1e10
+SIMULATION_WORK_LIMIT = 1e10
 
 #: Bytes per request a block holds: arrival, prompt, output, priority, and the kernel's
 #: admission, first-token, finish, preemption and status outputs.
 _BYTES_PER_REQUEST = 9 * 8
+
+
+def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
+                      gpu_memory_utilization=None, block_size=16, speculative=None, pp=1,
+                      ep=1) -> int:
+    """A replica's KV budget [the target's tokens]: the one rule batchers and plans derive it by.
+
+    Parameters
+    ----------
+    model, gpu : ModelShape, GPU
+        The model and one GPU of the replica.
+    tp : int
+        Tensor-parallel degree [1].
+    reserve : float
+        The guide's rule: share of the memory left after the weights kept as working space, in
+        [0, 1); used when ``gpu_memory_utilization`` is ``None``. Default 0.10.
+    gpu_memory_utilization : float, optional
+        vLLM's rule instead: the share of each GPU's memory for weights and KV, in (0, 1]
+        (:func:`rooflinekit.memory.engine_kv_cache`, whole blocks of ``block_size``).
+        :func:`rooflinekit.plan` uses it (default 0.9, vLLM's); a batcher uses the guide's
+        rule unless given it.
+    block_size : int
+        KV block size [tokens] of vLLM's rule.
+    speculative : Speculative, optional
+        A draft's weights (:meth:`Speculative.weight_bytes`) come off the memory beside the
+        target's; its KV then shares the budget in the batcher (:meth:`Speculative.kv_tokens`).
+    pp, ep : int
+        A pipeline or expert layout: :func:`rooflinekit.parallel.layout_memory`'s weights and
+        KV per token on each GPU instead of the tensor-parallel rank's.
+
+    Returns
+    -------
+    int
+        Tokens; 0 where the weights leave no room.
+
+    Notes
+    -----
+    Guide: ``⌊(tp·memory − W − W_draft)(1 − reserve) / kv_per_token⌋``
+    (:func:`rooflinekit.memory.kv_budget_tokens`). vLLM: ``⌊(available − W_draft/tp) /
+    bytes_per_block⌋ · block_size`` with ``available`` from
+    :func:`rooflinekit.memory.engine_kv_cache`; a layout's ``available`` is corrected by
+    ``W/tp − W_gpu`` and its blocks hold ``kv_gpu · block_size`` bytes.
+    """
+    if gpu_memory_utilization is None:
+        if pp > 1 or ep > 1:
+            # one GPU of the layout: its KV room over the KV each token leaves on it
+            per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep, reserve=reserve)
+            return int(per_gpu.usable_kv_bytes // per_gpu.kv_bytes_per_token)
+        # the draft's weights (a model's, or a head's share of a layer) beside the target's
+        extra = 0.0 if speculative is None else speculative.weight_bytes(model)
+        return int(np.asarray(memory.kv_budget_tokens(model, gpu, tp=tp, reserve=reserve,
+                                                      draft_weight_bytes=extra)).item())
+    kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
+                                gpu_memory_utilization=gpu_memory_utilization,
+                                max_model_len=block_size)
+    available, bytes_per_block = kv["available_bytes"], kv["bytes_per_block"]
+    if pp > 1 or ep > 1:
+        per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep)
+        available += memory.weight_bytes(model) / tp - float(per_gpu.weight_bytes)
+        bytes_per_block = float(per_gpu.kv_bytes_per_token) * block_size
+    held = 0.0 if speculative is None else speculative.weight_bytes(model)
+    if held > 0.0:
+        available -= held / int(tp)
+    elif pp == ep == 1:
+        return int(kv["kv_cache_tokens"])
+    return max(int(available // bytes_per_block), 0) * int(block_size)
 
 
 class _Timing:
@@ -285,7 +352,7 @@ class _Batcher:
         if self.clock == "roofline":
             self._timing()
 
-    def _check_size(self, output, work_limit=WORK_LIMIT, memory_limit=MEMORY_LIMIT):
+    def _check_size(self, output, work_limit=SIMULATION_WORK_LIMIT, memory_limit=SIMULATION_MEMORY_LIMIT):
         """Refuse, before the kernel, a run above ``work_limit`` token-steps (or static scratch
         above ``memory_limit``: the static kernel counts a batch's members by output length)."""
         work = float(np.sum(output, dtype=np.float64))
@@ -378,8 +445,8 @@ class _Batcher:
 
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
             priority=None, ttft_target=None, itl_target=None,
-            e2e_target=None, work_limit=WORK_LIMIT,
-            memory_limit=MEMORY_LIMIT, arrived_kv_tokens=None) -> xr.Dataset:
+            e2e_target=None, work_limit=SIMULATION_WORK_LIMIT,
+            memory_limit=SIMULATION_MEMORY_LIMIT, arrived_kv_tokens=None) -> xr.Dataset:
         """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
 
         Parameters
@@ -399,7 +466,7 @@ class _Batcher:
             End-to-end latency target (finish - arrival) [tick or s].
         work_limit, memory_limit : float
             Most token-steps (output tokens) and bytes of scratch the run may take; default
-            :data:`WORK_LIMIT` (1e10) and :data:`MEMORY_LIMIT` (2 GiB). A run above either is
+            :data:`SIMULATION_WORK_LIMIT` (1e10) and :data:`SIMULATION_MEMORY_LIMIT` (2 GiB). A run above either is
             refused before the kernel, with the estimate.
         arrived_kv_tokens : array_like of int, optional
             Continuous batching only: per request, the prompt tokens whose KV comes with it
@@ -521,7 +588,8 @@ class ContinuousBatcher(_Batcher):
         Slots: the most sequences in one step [1] (vLLM's name); ``None`` for unlimited.
     kv_budget_tokens : int or None
         KV cache budget [tokens]. ``None``: derived from ``model``, ``gpu``, ``tp`` and ``reserve``
-        by :func:`rooflinekit.memory.kv_budget_tokens` if a model is given, else unlimited (the
+        (or ``gpu_memory_utilization``) by :func:`replica_kv_budget` if a model is given, else
+        unlimited (the
         kernel's 2**60 tokens: a run whose requests could hold more at once is refused). With
         ``speculative`` and ``model``, a draft model's KV shares it
         (:meth:`Speculative.kv_tokens`).
@@ -571,7 +639,11 @@ class ContinuousBatcher(_Batcher):
         Derive the KV budget and, in roofline mode, time each step.
     reserve : float
         Working-space reserve for the derived KV budget, fraction of memory left after weights,
-        in [0, 1).
+        in [0, 1) (the guide's rule).
+    gpu_memory_utilization : float, optional, keyword-only
+        Derive the KV budget by vLLM's rule instead, this share of each GPU's memory for
+        weights and KV, in (0, 1] (:func:`replica_kv_budget`, the rule :func:`rooflinekit.plan`
+        sizes replicas by). Default ``None``: the guide's ``reserve`` rule.
     {clock_parameters}
 
     Notes
@@ -606,6 +678,7 @@ class ContinuousBatcher(_Batcher):
     reserve: float = 0.10
     clock: str | None = None
     engine: object = None
+    gpu_memory_utilization: float | None = dataclasses.field(default=None, kw_only=True)
 
     _tiered = True
 
@@ -625,6 +698,8 @@ class ContinuousBatcher(_Batcher):
                                  f"({self.max_num_seqs}), got {mnbt}")
         whole_number("interactive_cap", self.interactive_cap, lo=1, allow_none=True)
         real_number("reserve", self.reserve, lo=0, hi=1, hi_open=True)
+        real_number("gpu_memory_utilization", self.gpu_memory_utilization, lo=0, hi=1,
+                    lo_open=True, allow_none=True)
         if not isinstance(self.prefix_caching, (bool, np.bool_)):
             raise TypeError(f"prefix_caching must be True or False, got "
                             f"{type(self.prefix_caching).__name__}")
@@ -666,17 +741,11 @@ class ContinuousBatcher(_Batcher):
             budget = int(self.kv_budget_tokens)
         elif self.model is None:
             return None
-        elif self.pp > 1 or self.ep > 1:
-            # one GPU of the layout: its KV room over the KV each token leaves on it
-            per_gpu = parallel.layout_memory(self.model, self.gpu, tp=self.tp, pp=self.pp,
-                                             ep=self.ep, reserve=self.reserve)
-            budget = int(per_gpu.usable_kv_bytes // per_gpu.kv_bytes_per_token)
         else:
-            # the draft's weights (a model's, or a head's share of a layer) beside the target's
-            extra = 0.0 if self.speculative is None else self.speculative.weight_bytes(self.model)
-            budget = int(np.asarray(memory.kv_budget_tokens(
-                self.model, self.gpu, tp=self.tp, reserve=self.reserve,
-                draft_weight_bytes=extra)).item())
+            budget = replica_kv_budget(self.model, self.gpu, self.tp, reserve=self.reserve,
+                                       gpu_memory_utilization=self.gpu_memory_utilization,
+                                       block_size=self.block_size, speculative=self.speculative,
+                                       pp=self.pp, ep=self.ep)
         if self.speculative is not None and self.model is not None:
             budget = self.speculative.kv_tokens(self.model, budget)   # a draft model's KV
         return budget
@@ -906,7 +975,7 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
 def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=None,
                 sweep: Mapping | None = None, ttft_target=None, itl_target=None,
                 e2e_target=None, chunks: int | None = None, parallel: bool = True,
-                work_limit=WORK_LIMIT, memory_limit=MEMORY_LIMIT) -> xr.Dataset:
+                work_limit=SIMULATION_WORK_LIMIT, memory_limit=SIMULATION_MEMORY_LIMIT) -> xr.Dataset:
     """Summaries of many simulated workloads, over replicates and parameter dimensions.
 
     Parameters
@@ -939,7 +1008,7 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
     work_limit, memory_limit : float
         Most token-steps (replicates × grid points × requests × mean output tokens, the mean of
         4,096 draws) and bytes (one block's draws and outputs, and every summary) the call may
-        take; default :data:`WORK_LIMIT` and :data:`MEMORY_LIMIT`. Above either it is refused
+        take; default :data:`SIMULATION_WORK_LIMIT` and :data:`SIMULATION_MEMORY_LIMIT`. Above either it is refused
         before drawing anything, with the estimate and the way out.
 
     Returns
@@ -997,8 +1066,8 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
 
 def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None, *,
                    ttft_target=None, itl_target=None, e2e_target=None,
-                   parallel: bool = True, variables=None, work_limit=WORK_LIMIT,
-                   memory_limit=MEMORY_LIMIT, prefix_group=None,
+                   parallel: bool = True, variables=None, work_limit=SIMULATION_WORK_LIMIT,
+                   memory_limit=SIMULATION_MEMORY_LIMIT, prefix_group=None,
                    prefix_tokens=None, speculative_seeds=None, speculative_gains=None,
                    as_dataset: bool = True) -> xr.Dataset | dict:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.

@@ -64,8 +64,8 @@ from rooflinekit._validation import check_bool, check_keys, real_number, whole_n
 from rooflinekit.batching import _reference
 from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES, UNLIMITED
 from rooflinekit.batching.batchers import (
-    MEMORY_LIMIT,
-    WORK_LIMIT,
+    SIMULATION_MEMORY_LIMIT,
+    SIMULATION_WORK_LIMIT,
     ContinuousBatcher,
     _allocate,
     _check_errors,
@@ -360,7 +360,7 @@ class DisaggregatedBatcher:
 
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
             priority=None, ttft_target=None, itl_target=None, e2e_target=None,
-            work_limit=WORK_LIMIT, memory_limit=MEMORY_LIMIT) -> xr.Dataset:
+            work_limit=SIMULATION_WORK_LIMIT, memory_limit=SIMULATION_MEMORY_LIMIT) -> xr.Dataset:
         """Serve a workload on both pools (arguments as :meth:`ContinuousBatcher.run`).
 
         Returns
@@ -391,7 +391,7 @@ class DisaggregatedBatcher:
 
     def run_replicates(self, arrival, prompt_tokens, output_tokens, priority=None, *,
                        ttft_target=None, itl_target=None, e2e_target=None, parallel=True,
-                       variables=None, work_limit=WORK_LIMIT, memory_limit=MEMORY_LIMIT,
+                       variables=None, work_limit=SIMULATION_WORK_LIMIT, memory_limit=SIMULATION_MEMORY_LIMIT,
                        prefix_group=None, prefix_tokens=None) -> xr.Dataset:
         """Summaries of caller-drawn workloads, one per row, as
         :func:`rooflinekit.batching.run_replicates` gives them for one batcher.

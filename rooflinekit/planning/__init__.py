@@ -25,7 +25,7 @@ from rooflinekit.planning.decision import (
     decision_table,
 )
 from rooflinekit.planning.disaggregated import AGGREGATED, MAX_SPLITS, SPLIT, plan_disaggregated
-from rooflinekit.planning.fleet import (IDEAL, LATENCY_PERCENTILES, MEMORY_LIMIT, WORK_LIMIT,
+from rooflinekit.planning.fleet import (IDEAL, LATENCY_PERCENTILES, PLAN_MEMORY_LIMIT, PLAN_WORK_LIMIT,
                                        check_plan_size, estimate_work, load_curve, plan)
 from rooflinekit.planning.spillover import (
     TIME,
@@ -43,7 +43,7 @@ from rooflinekit.planning.traffic import ARRIVALS, SECONDS_PER_MONTH, SLO, Traff
 
 __all__ = [
     "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH",
-    "plan", "load_curve", "estimate_work", "check_plan_size", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
+    "plan", "load_curve", "estimate_work", "check_plan_size", "PLAN_WORK_LIMIT", "PLAN_MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
     "plan_disaggregated", "AGGREGATED", "SPLIT", "MAX_SPLITS",
     "max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDINGS", "LOWEST_RATE_FRACTION",
     "cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",

@@ -49,7 +49,6 @@ import functools
 
 import numpy as np
 
-from rooflinekit import memory, parallel
 from rooflinekit.batching import (
     ContinuousBatcher,
     DisaggregatedBatcher,
@@ -106,36 +105,6 @@ def prefixes(draws, rows=slice(None)) -> dict:
     if len(draws) == 3:
         return {}
     return {"prefix_group": draws[3][rows], "prefix_tokens": draws[4][rows]}
-
-
-def _replica_kv_budget(model, gpu, tp, *, block_size, gpu_memory_utilization,
-                       speculative=None, pp=1, ep=1) -> int:
-    """A replica's KV budget [the target's tokens] as vLLM logs it, less a draft's weights.
-
-    Without speculation and with ``pp = ep = 1`` it is
-    :func:`rooflinekit.memory.engine_kv_cache`'s ``kv_cache_tokens``. The draft's weights (a
-    draft model's, or a draft head's share of a layer: :meth:`Speculative.weight_bytes`) come
-    off each rank's memory beside the target's:
-    ``blocks = (available − W_draft / tp) // bytes_per_block``. Its KV cache then shares those
-    blocks with the target's in the replica's batcher (:meth:`Speculative.kv_tokens`). A
-    pipeline or expert layout holds :func:`rooflinekit.parallel.layout_memory`'s weights and KV
-    per token on each GPU instead of the tensor-parallel rank's (the activation and non-torch
-    terms kept as vLLM's): ``blocks = (available + W/tp − W_gpu) // (kv_gpu · block_size)``.
-    """
-    kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
-                                gpu_memory_utilization=gpu_memory_utilization,
-                                max_model_len=block_size)
-    available, bytes_per_block = kv["available_bytes"], kv["bytes_per_block"]
-    if pp > 1 or ep > 1:
-        per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep)
-        available += memory.weight_bytes(model) / tp - float(per_gpu.weight_bytes)
-        bytes_per_block = float(per_gpu.kv_bytes_per_token) * block_size
-    held = 0.0 if speculative is None else speculative.weight_bytes(model)
-    if held > 0.0:
-        available -= held / int(tp)
-    elif pp == ep == 1:
-        return int(kv["kv_cache_tokens"])
-    return max(int(available // bytes_per_block), 0) * int(block_size)
 
 
 def speculative_rows(spec, draws) -> tuple[np.ndarray, np.ndarray]:

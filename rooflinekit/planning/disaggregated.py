@@ -22,7 +22,7 @@ from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import draw_requests, max_rate, rate_variables
 from rooflinekit.planning.fleet import (
-    WORK_LIMIT,
+    PLAN_WORK_LIMIT,
     _names,
     _quality,
     _replica,
@@ -75,7 +75,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
                        admission="paged", block_size=16, gpu_memory_utilization=0.9,
                        link_bandwidth=None, link_latency=0.0, headroom=0.2, replicates=10,
                        seed=0, requests=1000, rtol=0.02, engine=None,
-                       work_limit=WORK_LIMIT) -> xr.Dataset:
+                       work_limit=PLAN_WORK_LIMIT) -> xr.Dataset:
     """Max rate within the SLO of each xPyD split and of the aggregated replica, and their fleets.
 
     Parameters
@@ -107,7 +107,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         the aggregated replica timed by the same engine.
     work_limit : float
         Most simulated token-steps, as for :func:`rooflinekit.plan`: a comparison above it,
-        or one whose draws exceed :data:`~rooflinekit.planning.MEMORY_LIMIT`, is refused
+        or one whose draws exceed :data:`~rooflinekit.planning.PLAN_MEMORY_LIMIT`, is refused
         before any simulation, with the estimate. At most :data:`MAX_SPLITS` splits.
 
     Returns

@@ -29,11 +29,11 @@ from rooflinekit._validation import (
     show,
     whole_number,
 )
-from rooflinekit.batching import ContinuousBatcher, Speculative, run_replicates
+from rooflinekit.batching import (ContinuousBatcher, Speculative, replica_kv_budget,
+                                  run_replicates)
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import (
-    _replica_kv_budget,
     draw_requests,
     max_rate,
     prefixes,
@@ -50,18 +50,18 @@ from rooflinekit.roofline import (
 )
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 
-__all__ = ["plan", "load_curve", "estimate_work", "check_plan_size", "WORK_LIMIT", "MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
+__all__ = ["plan", "load_curve", "estimate_work", "check_plan_size", "PLAN_WORK_LIMIT", "PLAN_MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
 
 #: Most simulated token-steps (requests × output tokens × runs) :func:`plan` does in one process
 #: without ``chunks=`` (about a minute on two cores); above it, it refuses with the estimate.
-WORK_LIMIT = 2e10
+PLAN_WORK_LIMIT = 2e10
 
 #: Joules in a kilowatt-hour.
 JOULES_PER_KWH = 1000.0 * SECONDS_PER_HOUR
 
 #: Most bytes a plan's draws and one search step's outputs may hold (every replicate's requests
 #: stay in memory for the whole search, ``chunks=`` or not): 2 GiB.
-MEMORY_LIMIT = 2 * 2**30
+PLAN_MEMORY_LIMIT = 2 * 2**30
 
 #: Bytes per request of one replicate: its draws (arrival, prompt, output) and a run's outputs
 #: (admission, first token, finish, preemptions, status).
@@ -158,15 +158,15 @@ def estimate_work(traffic, n_configurations, *, replicates, requests) -> float:
 
 
 def check_plan_size(traffic, n_configurations, *, replicates, requests, work_limit) -> None:
-    """Refuse, before any draw, a plan whose requests would not fit :data:`MEMORY_LIMIT` or
+    """Refuse, before any draw, a plan whose requests would not fit :data:`PLAN_MEMORY_LIMIT` or
     whose simulations (:func:`estimate_work`) exceed ``work_limit`` (``None``: not checked,
     the work goes to dask workers), each with the estimate and the way out."""
     held = float(replicates) * requests * _BYTES_PER_REQUEST
-    if held > MEMORY_LIMIT:
+    if held > PLAN_MEMORY_LIMIT:
         raise ValueError(
             f"this plan would hold about {held / 2**30:.3g} GiB of requests in memory "
             f"({replicates} replicates × {requests} requests × {_BYTES_PER_REQUEST} bytes), above "
-            f"the {MEMORY_LIMIT / 2**30:g} GiB limit; use fewer replicates or requests (the "
+            f"the {PLAN_MEMORY_LIMIT / 2**30:g} GiB limit; use fewer replicates or requests (the "
             f"percentiles' Monte Carlo error falls as 1/sqrt(replicates × requests))")
     work = estimate_work(traffic, n_configurations, replicates=replicates, requests=requests)
     if work_limit is not None and work > work_limit:
@@ -183,7 +183,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
          gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, engine=None,
          prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=False, speculative=None, pp=None, ep=None,
-         pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=WORK_LIMIT) -> xr.Dataset:
+         pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=PLAN_WORK_LIMIT) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
 
     Parameters
@@ -262,8 +262,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         Configurations per dask task (dask is imported only then); results are identical.
     work_limit : float
         Most simulated token-steps in one process without ``chunks`` (:func:`estimate_work`);
-        default :data:`WORK_LIMIT`. Whatever ``chunks``, the draws may hold at most
-        :data:`MEMORY_LIMIT` bytes.
+        default :data:`PLAN_WORK_LIMIT`. Whatever ``chunks``, the draws may hold at most
+        :data:`PLAN_MEMORY_LIMIT` bytes.
 
     Returns
     -------
@@ -467,7 +467,7 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
     problem = _layout_problem(model, tp, pp, ep)
     if problem:
         return None, 0, problem
-    budget = _replica_kv_budget(model, gpu, tp, block_size=block_size,
+    budget = replica_kv_budget(model, gpu, tp, block_size=block_size,
                                 gpu_memory_utilization=gpu_memory_utilization,
                                 speculative=speculative, pp=pp, ep=ep)
     if budget <= 0:

@@ -10,7 +10,7 @@
 from rooflinekit.sweep._dask import DISTRIBUTED_EXTRA, distributed_client
 from rooflinekit.sweep.grid import (
                                           AUTO_BLOCK_CELLS,
-                                          MEMORY_LIMIT,
+                                          SWEEP_MEMORY_LIMIT,
                                           SPECULATIVE_VARIABLES,
                                           SWEEP_DIMS,
                                           VARIABLES,
@@ -30,4 +30,4 @@ from rooflinekit.sweep.reductions import (
 
 __all__ = ["SWEEP_DIMS", "VARIABLES", "SPECULATIVE_VARIABLES", "AUTO_BLOCK_CELLS", "PARETO_POINT", "sweep", "sweep_cells",
            "best_configuration", "best_tp", "cheapest_configuration", "pareto_front",
-           "progress_bar", "save", "DISTRIBUTED_EXTRA", "distributed_client", "MEMORY_LIMIT", "in_memory_bytes"]
+           "progress_bar", "save", "DISTRIBUTED_EXTRA", "distributed_client", "SWEEP_MEMORY_LIMIT", "in_memory_bytes"]

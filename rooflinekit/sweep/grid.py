@@ -68,7 +68,7 @@ from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
 
 __all__ = [
     "AUTO_BLOCK_CELLS",
-    "MEMORY_LIMIT",
+    "SWEEP_MEMORY_LIMIT",
     "SPECULATIVE_VARIABLES",
     "SWEEP_DIMS",
     "VARIABLES",
@@ -78,7 +78,7 @@ __all__ = [
 ]
 
 #: Most bytes an in-memory sweep may hold without ``memory_limit=`` saying otherwise: 4 GiB.
-MEMORY_LIMIT = 4 * 2**30
+SWEEP_MEMORY_LIMIT = 4 * 2**30
 
 #: Axis order of every sweep; a variable uses the subsequence of these it depends on.
 
@@ -691,7 +691,7 @@ def in_memory_bytes(grid) -> int:
 
 def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=None, *,
           reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, engine=None,
-          replicate_kv=False, memory_limit=MEMORY_LIMIT, pp=None, ep=None, micro_batches=1,
+          replicate_kv=False, memory_limit=SWEEP_MEMORY_LIMIT, pp=None, ep=None, micro_batches=1,
           draft_tokens=None, acceptance=None, draft=None, prefix_share=None):
     """Every derived quantity over every combination of the inputs, as one labelled Dataset.
 
@@ -770,7 +770,7 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         computed from are computed too and kept.
     memory_limit : float
         Most bytes an in-memory sweep (``chunks=None``) may hold [bytes]; default
-        :data:`MEMORY_LIMIT` (4 GiB). Larger grids are refused before any work, with the
+        :data:`SWEEP_MEMORY_LIMIT` (4 GiB). Larger grids are refused before any work, with the
         estimate; lazy sweeps are not limited (they hold one block at a time).
     chunks : None, "auto", int or dict, optional
         ``None`` (default): compute now with numpy. Otherwise return a lazy, dask-backed Dataset
