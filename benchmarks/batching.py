@@ -13,7 +13,8 @@ import timeit
 import numpy as np
 
 from rooflinekit.batching import ContinuousBatcher, Speculative, StaticBatcher, monte_carlo
-from rooflinekit.batching.batchers import _allocate, _kernel_outputs
+from rooflinekit.batching._kernel_calls import _allocate
+from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.workloads import Poisson, SharedPrefix, Uniform, WorkloadSpec, short_and_long
 
 _STEPS = 4   # index of "running_time" in _reference.STAT_NAMES: slot-steps = request-steps
@@ -107,7 +108,7 @@ class RunningSequences256:
     timeout = 300
 
     def setup(self):
-        from rooflinekit.batching import _kernels, _reference
+        from rooflinekit.batching import _kernels, _schema
         wl, b = _running_256()
         timing = b._timing()
         params = b._parameters()
@@ -117,7 +118,7 @@ class RunningSequences256:
                                       np.zeros(wl.n_requests, np.int64), gain[0], offset[0])
         n = wl.n_requests
         outs = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64),
-                np.empty(n, np.int64), np.empty(len(_reference.STAT_NAMES)))
+                np.empty(n, np.int64), np.empty(_schema.N_STATS))
         self.kernel = lambda: _kernels.continuous_kernel(timing.tick)(
             *args, *params, timing.tick, timing.coef, timing.draft_coef, timing.draft_share,
             np.inf, *outs)

@@ -18,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import rooflinekit as rk
-from rooflinekit.planning import guide_self_hosting_figures
+from rooflinekit.guide import guide_self_hosting_figures
 from rooflinekit.plotting import plot_self_hosting
 
 figures = guide_self_hosting_figures()

@@ -1,21 +1,10 @@
 """Same type in, same type out: the conventions that let one formula serve every input kind.
 
-A formula is written once as plain arithmetic on Python floats or numpy arrays, and
-:func:`formula` wraps it: the wrapper checks the arguments, reads the fields of spec arguments,
-lays every number out on one :class:`Grid` (labelled inputs broadcast by dimension name, exactly),
-calls the body on raw arrays and labels the result once with ``units`` and ``long_name``.
-Scalars give Python scalars, numpy arrays give numpy arrays, DataArrays give DataArrays.
-:func:`table` does the same for a body returning several quantities, as one Dataset with each
-variable's own units (:func:`dataset` assembles such a Dataset from labelled results).
-
-Shared parameter documentation is written once (:data:`PARAMETERS`, and what a family of
-formulas adds to it) and filled into each docstring's Parameters section by :func:`document`,
-which :func:`formula` applies: the signature stays explicit, ``help()`` shows every parameter.
-
-:func:`align_inputs` (1-D numpy arrays become DataArrays along their argument's dimension *if any
-other input is labelled*) and :func:`finish` (a 0-d result back to a Python scalar, ``units`` and
-``long_name`` on a DataArray) are the two steps :func:`formula` is built from; the pricing types,
-which label the fields of their own specs, use them directly.
+:func:`formula` wraps plain arithmetic: it checks the arguments, reads spec fields, lays every
+number out on one :class:`Grid` (labelled inputs broadcast by dimension name), runs the body on
+raw arrays and labels the result with ``units`` and ``long_name``: scalars give Python scalars,
+arrays arrays, DataArrays DataArrays. :func:`table` does the same for several quantities (one
+Dataset); :func:`document` fills shared parameter docs (:data:`PARAMETERS`) into docstrings.
 """
 
 from __future__ import annotations
@@ -136,10 +125,9 @@ def where(cond, a, b):
 class Grid:
     """Inputs broadcast by dimension name, computed on raw numpy arrays, wrapped once.
 
-    xarray costs a fraction of a millisecond per operation; a step-time formula has dozens, so
-    labelled inputs are aligned once (exactly: shared dimensions must carry equal coordinates),
-    each is laid out on the union of dimensions with size-1 axes where it has none, and the
-    result is wrapped in a DataArray at the end.
+    Labelled inputs are aligned once (exactly: shared dimensions must carry equal coordinates),
+    each laid out on the union of dimensions with size-1 axes where it has none; the result is
+    wrapped in a DataArray at the end.
     """
 
     def __init__(self, values: dict, exact=()):

@@ -1,17 +1,13 @@
 """Input checks shared by every public function.
 
-Each check raises a ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind, outside
-the allowed range) before any computation, with one message style: the argument's name, what is
-allowed, and the value as the user wrote it::
+Each check raises ``TypeError`` (wrong kind) or ``ValueError`` (out of range) before any
+computation, naming the argument, what is allowed, and the value as a Python literal::
 
     output_fraction must lie in [0, 1]; got 1.5
-    monthly_tokens must be a number, a numpy array or an xarray.DataArray; got str '3'
     policy must be one of 'fcfs', 'sjf'; got 'sfj' (did you mean 'sjf'?)
 
-Values are shown as Python literals, never as numpy reprs (``1.5``, not ``np.float64(1.5)``).
-The array checks accept Python numbers, numpy arrays and xarray DataArrays alike; the scalar
-checks (:func:`real_number`, :func:`whole_number`, :func:`positive_number`) are for spec fields,
-which hold one number each.
+Array checks take numbers, numpy arrays and DataArrays alike; the scalar checks
+(:func:`real_number`, :func:`whole_number`, :func:`positive_number`) are for spec fields.
 """
 
 from __future__ import annotations

@@ -1,9 +1,14 @@
-"""Built-in catalogues of accelerators and models, read from the package's data files.
+"""Built-in catalogues of accelerators, models and prices, read from the package's data files.
 
 ``data/gpus.toml`` and ``data/models.toml`` hold one row per entry, each with a ``source``; GPU
 hourly prices come from ``data/prices.toml`` (illustrative and dated). Lookup by name is
 case-insensitive and ignores spaces, hyphens and underscores; an unknown name raises a
 ``ValueError`` listing the closest names.
+
+The price list's rows are handed out as read — numbers with their ``date`` and ``source``, found
+by name (case-insensitive) with :func:`payg_row`, :func:`provisioned_row` and
+:func:`gpu_hourly_row`; this module builds no price object (:mod:`rooflinekit.pricing` turns the
+rows into ``PayAsYouGo`` and ``Provisioned``).
 
 Every collection can also be had as an :class:`xarray.Dataset` indexed by ``model`` / ``gpu``, so
 that a whole catalogue broadcasts through the formulas as one dimension.
@@ -25,13 +30,14 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import dims, units
-from rooflinekit._validation import check_string
+from rooflinekit._validation import check_keys, check_string
 from rooflinekit.hardware import GPU
 from rooflinekit.hf_config import find_config
 from rooflinekit.models import ModelShape
 
 __all__ = ["gpu", "model", "resolve_model", "gpus", "models", "to_dataset", "spec_fields",
-           "gpu_names", "model_names", "price_table"]
+           "gpu_names", "model_names", "price_table", "payg_row", "provisioned_row",
+           "gpu_hourly_row"]
 
 
 def _key(name: str) -> str:
@@ -107,6 +113,58 @@ def price_table() -> dict:
     ``usd_per_hour`` is also each catalogue GPU's ``hourly_price``.
     """
     return copy.deepcopy(_prices())
+
+
+def _price_row(section: str, name: str, key: str = "name") -> dict:
+    """A fresh copy of the row of ``section`` whose ``key`` is ``name`` (case-insensitive)."""
+    check_string("name", name, allow_empty=True)
+    rows = _prices().get(section, [])
+    by_name = {str(r[key]).lower(): r for r in rows}
+    row = by_name.get(name.strip().lower())
+    if row is None:
+        check_keys("name", [name], [str(r[key]) for r in rows], what=f"{section} entry")
+    return copy.deepcopy(row)
+
+
+def payg_row(name: str) -> dict:
+    """The pay-as-you-go row called ``name`` in ``data/prices.toml`` (illustrative, dated).
+
+    Returns
+    -------
+    dict
+        The row as read (a fresh copy): ``name``; prices per 1M tokens [USD] ``input_per_mtok``,
+        ``output_per_mtok`` and, where quoted, ``cached_input_per_mtok`` and a long-context tier
+        (``long_context_*``); ``region``, ``third_party``; its ``date`` and ``source``. An
+        unknown name raises a ``ValueError`` listing the names.
+    """
+    return _price_row("payg", name)
+
+
+def provisioned_row(name: str) -> dict:
+    """The provisioned-capacity row called ``name`` in ``data/prices.toml`` (illustrative, dated).
+
+    Returns
+    -------
+    dict
+        The row as read (a fresh copy): its price per unit (``usd_per_unit_month`` or
+        ``usd_per_unit_hour``), its capacity per unit (``capacity_tokens_per_month`` or
+        ``input_tokens_per_minute``), optional ``min_units``, ``output_weight``, ``region`` and
+        ``third_party``, and its ``date`` and ``source``.
+    """
+    return _price_row("provisioned", name)
+
+
+def gpu_hourly_row(gpu: str) -> dict:
+    """The GPU-hour price row for the catalogue GPU name ``gpu`` (illustrative, dated).
+
+    Returns
+    -------
+    dict
+        The row as read (a fresh copy): ``gpu``, ``usd_per_hour`` [USD/h], ``date`` and
+        ``source``. Matched on the row's ``gpu`` exactly as written (case-insensitive), not on
+        the GPU catalogue's aliases.
+    """
+    return _price_row("gpu_hourly", gpu, key="gpu")
 
 
 @functools.cache

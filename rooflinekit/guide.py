@@ -1,8 +1,11 @@
 """The guide's figures, recomputed live: data for ``rooflinekit guide``.
 
 Each section function returns a :class:`Section`: the guide's quoted figures beside ours (with a
-mark and a reason where they differ) and the tables its text refers to. Nothing here derives a
-number: every value comes from the formula and simulation layers.
+mark and a reason where they differ) and the tables its text refers to. The guide's worked pricing
+figures at its own prices — :func:`guide_break_even_figures` (§6.3),
+:func:`guide_spillover_figures` (§6.4) and :func:`guide_self_hosting_figures` (§6.5) — are tables
+here too, for the sections, the examples and the tests. Nothing here derives a number: every value
+comes from the formula, pricing, planning and simulation layers.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
+import xarray as xr
 
 from rooflinekit import (
     batching,
     catalog,
+    dims,
     memory,
     parallel,
     planning,
@@ -24,7 +29,9 @@ from rooflinekit import (
     workloads,
 )
 
-__all__ = ["Figure", "Table", "Section", "SECTIONS", "build", "section_names"]
+__all__ = ["Figure", "Table", "Section", "SECTIONS", "build", "section_names",
+           "guide_break_even_figures", "GuideSelfHostingFigures", "guide_self_hosting_figures",
+           "guide_spillover_figures"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,9 +325,159 @@ def parallel_section() -> Section:
     return Section("parallel", "Tensor parallelism (§5)", figures, (table,), notes)
 
 
+# -- the guide's worked figures (§6.3–6.5): the tables its pricing sections print ----------------
+_GUIDE_PAYG = dict(input_per_mtok=3.0, output_per_mtok=12.0)       # §6.3
+_GUIDE_PROVISIONED = dict(monthly_cost=12_000.0, monthly_capacity_tokens=4e9)  # §6.3
+_GUIDE_GPUS, _GUIDE_GPU_HOURLY = 8, 3.0                              # §6.5
+_GUIDE_ENGINEERING_STATED, _GUIDE_ENGINEERING_PRINTED = 25_000.0, 25.0
+_GUIDE_VOLUMES = (1e9, 20e9)                                         # §11 "at 1B ... at 20B"
+_GUIDE_MIX = 0.1                                                     # crossover at a 10% mix
+
+
+def guide_break_even_figures() -> xr.Dataset:
+    """The guide's §6.3 worked break-even at 10% and 50% output.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``output_fraction`` = [0.1, 0.5]: ``blended_price`` [USD/1M tokens] ($3.90, $7.50),
+        ``tokens`` [tokens/month] (3.077B, 1.6B) and ``utilization`` [1] (76.92%, 40.00%) of
+        $12,000/month for 4B tokens against $3/$12 per 1M.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.3; ``docs/conventions.md``.
+    """
+    f = xr.DataArray([0.1, 0.5], dims=(dims.OUTPUT_FRACTION,),
+                     coords={dims.OUTPUT_FRACTION: [0.1, 0.5]})
+    payg = pricing.PayAsYouGo(**_GUIDE_PAYG)
+    out = pricing.break_even(pricing.Provisioned(**_GUIDE_PROVISIONED), payg, f)
+    out["blended_price"] = pricing.blended_price(payg, f)
+    return out
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GuideSelfHostingFigures:
+    """The guide's §6.5 self-hosting figures, as printed and as its text states them.
+
+    Attributes
+    ----------
+    table : xarray.Dataset
+        Over ``version`` = ``["as printed", "as stated"]`` (engineering $25 and $25,000 a month)
+        and ``monthly_tokens`` = [1B, 20B]: ``gpu_monthly_cost``, ``engineering_monthly``,
+        ``monthly_cost`` [USD/month], ``unit_cost`` [USD/1M tokens], ``payg_price``
+        [USD/1M tokens] and ``crossover_payg`` [tokens/month] at a 10% output mix.
+    discrepancy : str
+        The difference between the two, in words, computed from ``table``.
+    """
+
+    table: xr.Dataset
+    discrepancy: str
+
+    def lines(self) -> list[str]:
+        """One line per version and the discrepancy note, for printing."""
+        t = self.table
+        out = []
+        for version in t["version"].values:
+            row = t.sel(version=version)
+            unit = ", ".join(
+                f"${float(row['unit_cost'].sel(monthly_tokens=v)):.2f}/M at {v / 1e9:g}B"
+                for v in t["monthly_tokens"].values)
+            out.append(f"{version}: engineering ${float(row['engineering_monthly']):,.0f}/month, "
+                       f"total ${float(row['monthly_cost']):,.0f}/month; {unit}; crossover "
+                       f"{float(row['crossover_payg']) / 1e9:.2f}B tokens/month vs "
+                       f"${float(row['payg_price']):.2f}/M pay-as-you-go")
+        return out + [self.discrepancy]
+
+
+def guide_self_hosting_figures() -> GuideSelfHostingFigures:
+    """Reproduce the guide's §6.5 self-hosting figures both ways, and say where they part.
+
+    The guide prices 8 GPUs at $3/hour "plus $25 000/month of engineering = $17 545/month", then
+    quotes $17.50 per 1M at 1B tokens, $0.88 at 20B and a crossover around 4–5B tokens. Those
+    figures come out only with an engineering line of $25; with the $25,000 its text states the
+    month costs $42,520.
+
+    Returns
+    -------
+    GuideSelfHostingFigures
+        The table of both versions and the discrepancy in words.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.5 and §11; ``docs/conventions.md`` ("Figures that do not
+       re-derive").
+    """
+    versions = {"as printed": _GUIDE_ENGINEERING_PRINTED, "as stated": _GUIDE_ENGINEERING_STATED}
+    payg = pricing.PayAsYouGo(**_GUIDE_PAYG)
+    v = xr.DataArray(list(_GUIDE_VOLUMES), dims=(dims.MONTHLY_TOKENS,),
+                     coords={dims.MONTHLY_TOKENS: list(_GUIDE_VOLUMES)})
+    rows = []
+    for label, engineering in versions.items():
+        sh = pricing.SelfHosted(_GUIDE_GPUS, _GUIDE_GPU_HOURLY, engineering)
+        ds = planning.self_hosting_comparison(sh, payg, v, _GUIDE_MIX)
+        ds["gpu_monthly_cost"] = xr.DataArray(sh.gpu_monthly_cost).assign_attrs(
+            units="USD/month", long_name="GPU-hours per month")
+        ds["engineering_monthly"] = xr.DataArray(engineering).assign_attrs(
+            units="USD/month", long_name="engineering line")
+        rows.append(ds.drop_vars(["unit_cost_without_engineering",
+                                  "monthly_cost_without_engineering",
+                                  "crossover_payg_without_engineering"]))
+    table = xr.concat(rows, dim=xr.DataArray(list(versions), dims=("version",), name="version"))
+    table.attrs = {"description": "guide §6.5: 8 GPUs at $3/h, 730 h/month; crossover against "
+                                  "$3/$12 per 1M at a 10% output mix"}
+
+    printed, stated = (table.sel(version=k) for k in versions)
+    gpu = float(printed["gpu_monthly_cost"])
+    p_total, s_total = float(printed["monthly_cost"]), float(stated["monthly_cost"])
+    v1, v20 = _GUIDE_VOLUMES
+    rounded = round(p_total, -2) / v1 * units.PER_MILLION
+    discrepancy = (
+        f"Discrepancy in guide §6.5: it says {_GUIDE_GPUS} GPUs at ${_GUIDE_GPU_HOURLY:g}/hour "
+        f"plus ${_GUIDE_ENGINEERING_STATED:,.0f}/month of engineering = ${p_total:,.0f}/month, but "
+        f"{_GUIDE_GPUS} x ${_GUIDE_GPU_HOURLY:g} x {units.HOURS_PER_MONTH:g} h = ${gpu:,.0f} "
+        f"of GPU-hours, and ${p_total:,.0f} is that plus ${p_total - gpu:,.0f}: the engineering "
+        f"line was entered as {_GUIDE_ENGINEERING_PRINTED:g} instead of "
+        f"{_GUIDE_ENGINEERING_STATED:,.0f}. Its per-token figures follow that total: "
+        f"${float(printed['unit_cost'].sel(monthly_tokens=v20)):.2f}/M at {v20 / 1e9:g}B and a "
+        f"crossover of {float(printed['crossover_payg']) / 1e9:.2f}B tokens/month "
+        f"(${p_total:,.0f} / ${float(printed['payg_price']):.2f}); its '$17.50/M at 1B' needs "
+        f"the total rounded to ${round(p_total, -2):,.0f} (${rounded:.2f}; unrounded "
+        f"${float(printed['unit_cost'].sel(monthly_tokens=v1)):.3f}). With the "
+        f"${_GUIDE_ENGINEERING_STATED:,.0f} engineering line included the month costs "
+        f"${s_total:,.0f}: ${float(stated['unit_cost'].sel(monthly_tokens=v1)):.2f}/M at "
+        f"{v1 / 1e9:g}B, ${float(stated['unit_cost'].sel(monthly_tokens=v20)):.2f}/M at "
+        f"{v20 / 1e9:g}B, crossover about {float(stated['crossover_payg']) / 1e9:.1f}B "
+        f"tokens/month at a {_GUIDE_MIX:.0%} output mix. The guide's lesson stands — the "
+        f"engineering line decides it — but its figures forgot the line.")
+    return GuideSelfHostingFigures(table, discrepancy)
+
+
+def guide_spillover_figures(seed: int = 0) -> xr.Dataset:
+    """The §6.4 comparison on a seeded bursty month at the guide's §6.3 prices.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of :func:`~rooflinekit.planning.bursty_demand` (hourly, 730 periods, about 4B
+        tokens).
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`~rooflinekit.planning.compare_floor_sizing` with a floor priced at the guide's
+        provisioned capacity ($12,000 / 4B = $3.00 per 1M tokens of capacity) and spillover at
+        $3/$12 per 1M at a 10% output mix.
+    """
+    demand = planning.bursty_demand(seed=seed)
+    return planning.compare_floor_sizing(demand, pricing.PayAsYouGo(**_GUIDE_PAYG),
+                                         pricing.Provisioned(**_GUIDE_PROVISIONED),
+                                         output_fraction=_GUIDE_MIX)
+
+
 def pricing_section() -> Section:
     """§6.1–6.3: blended price and the break-even of provisioned capacity."""
-    figs = planning.guide_break_even_figures()
+    figs = guide_break_even_figures()
     at = {round(float(f), 2): figs.sel(output_fraction=f) for f in figs.output_fraction.values}
     figures = (
         Figure("blended price at 10% output ($3 in / $12 out per 1M)", "$3.90 per 1M",
@@ -355,9 +512,9 @@ def pricing_section() -> Section:
 
 def spillover_section() -> Section:
     """§6.4–6.5 and §7: floor plus spillover, self-hosting, sovereignty as a gate."""
-    sizing = planning.guide_spillover_figures()
+    sizing = guide_spillover_figures()
     get = lambda k, v: float(sizing[v].sel(sizing=k))  # noqa: E731
-    sh = planning.guide_self_hosting_figures()
+    sh = guide_self_hosting_figures()
     t = sh.table
     printed, stated = t.sel(version="as printed"), t.sel(version="as stated")
     unit = lambda v, n: float(v.unit_cost.sel(monthly_tokens=n))  # noqa: E731

@@ -65,8 +65,8 @@ class GPU:
     Notes
     -----
     ``memory_bytes``, ``hbm_bandwidth``, ``peak_flops``, ``hourly_price`` and ``board_power``
-    are totals over ``n_gpus``. :meth:`group` scales them with the degree, as the guide's simple TP model does (§5);
-    the communication that model ignores is in :mod:`rooflinekit.parallel`.
+    are totals over ``n_gpus``. :meth:`group` scales them with the degree, as the guide's
+    simple TP model does (§5); the communication it ignores is in :mod:`rooflinekit.parallel`.
 
     References
     ----------
@@ -134,8 +134,8 @@ class GPU:
     def group(self, tp: int) -> "GPU":
         """The tensor-parallel group of ``tp`` of these GPUs (guide §5's simple model).
 
-        Memory, bandwidth, FLOP/s, hourly price and board power scale with ``tp``; the per-GPU interconnect does
-        not. ``tp = 1`` returns ``self``.
+        Memory, bandwidth, FLOP/s, hourly price and board power scale with ``tp``; the per-GPU
+        interconnect does not. ``tp = 1`` returns ``self``.
         """
         whole_number("tp", tp, lo=1)
         if tp == 1:

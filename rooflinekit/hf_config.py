@@ -1,23 +1,10 @@
 """Reading a Hugging Face ``config.json`` offline, and counting parameters from its shapes.
 
-A model's ``config.json`` states its shape (layers, heads, widths, experts, latent ranks, window)
-but rarely its parameter count [1]_, [2]_, [3]_. :func:`shape_fields` turns it into the fields
-of a :class:`~rooflinekit.models.ModelShape` (which
-:func:`rooflinekit.models.model_from_hf_config` builds); :func:`count_params` counts the weights
-the architecture implies, matrix by matrix, when no count is given.
-
-Nothing here touches the network: a config is a path to a JSON file, a model folder, a repo id
-already in the local Hugging Face cache (:func:`find_config`), or the parsed dict.
-
-References
-----------
-.. [1] Hugging Face ``transformers`` model configurations (``LlamaConfig``, ``MistralConfig``,
-   ``MixtralConfig``, ``Qwen2Config``, ``Gemma2Config``, ``Phi3Config``, ``DeepseekV3Config``,
-   ``FalconConfig``, ``GPTBigCodeConfig``, ``GPTNeoXConfig``) and the matching modelling code, which
-   fixes which projections carry biases and how many norms a layer has.
-.. [2] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024 (MLA shapes; 671B
-   total / 37B activated parameters, the MTP module excluded).
-.. [3] Serving-capacity guide §2.2–2.3 (what the KV cache stores per layer).
+:func:`shape_fields` turns a config into :class:`~rooflinekit.models.ModelShape` fields;
+:func:`count_params` counts the weights the architecture implies, matrix by matrix (biases and
+norms as transformers' modelling code has them), when the config gives no count. Nothing touches
+the network: a config is a path, a model folder, a repo id already in the local Hugging Face
+cache (:func:`find_config`), or the parsed dict.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The memory model: KV cache size, weights and the concurrency budget (guide §2, §4.5, §5).
 
-Every function accepts spec objects (:class:`~rooflinekit.ModelShape`, :class:`~rooflinekit.GPU`)
-or catalogue Datasets (``catalog.models(as_dataset=True)``), and Python numbers, numpy arrays or
-DataArrays for the rest; labelled inputs broadcast by dimension name and give labelled outputs with
-``units``. All sizes are bytes; all lengths are tokens.
+Takes specs or catalogue Datasets, and numbers, arrays or DataArrays (broadcast by dimension
+name, labelled results with ``units``). Sizes are bytes; lengths are tokens.
 """
 
 from __future__ import annotations

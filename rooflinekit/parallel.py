@@ -1,25 +1,10 @@
 """Parallel layouts: tensor, pipeline, expert and data parallelism, and what they communicate.
 
-**Tensor parallelism** (guide §5): the guide's simple group model and the communication it ignores.
-
-The simple model (guide §5, what the lab does) splits every layer's weights over ``tp`` GPUs and
-lets memory, bandwidth and FLOP/s scale with the degree. What it leaves out is the cost of putting
-the pieces back together: Megatron-style tensor parallelism needs **two all-reduces per layer**
-(after the attention output projection and after the MLP down projection), each of
-``tokens × hidden_size`` activations. With the ring algorithm every GPU sends and receives
-``2·(d−1)/d`` of that payload and waits ``2·(d−1)`` hop latencies, so the cost grows with the
-degree while the compute and memory time it buys shrink as ``1/d``: speed-ups flatten, and the
-practical rule is the smallest degree that fits the model plus a useful KV budget.
-
-**Layouts beyond one TP group** (:func:`layout_memory`, :func:`pipeline_bubble`,
-:func:`expert_all_to_all_bytes`, :func:`kv_transfer_time`): a layout is ``(tp, pp, ep, dp)``;
-``tp × pp × dp`` GPUs serve one model. Pipeline parallelism splits the layers into ``pp`` equal
-stages (each holds its layers' weights and KV); expert parallelism spreads a MoE model's routed
-experts over ``ep`` GPUs of a stage; data parallelism replicates the rest. ``docs/parallelism.md``
-describes the model and what it leaves out.
-
-Spec inputs are :class:`~rooflinekit.ModelShape` / :class:`~rooflinekit.GPU` objects or catalogue
-Datasets; the rest are Python numbers, numpy arrays or DataArrays (labelled outputs carry units).
+Tensor parallelism (guide §5): the simple group model (memory, bandwidth and FLOP/s scale with
+``tp``) and the two all-reduces per layer it leaves out, whose cost does not shrink with the
+degree. A layout ``(tp, pp, ep, dp)`` serves one model on ``tp × pp × dp`` GPUs: its memory per
+GPU, pipeline bubble, expert all-to-all and KV transfer (``docs/parallelism.md``). Specs are
+objects or catalogue Datasets; the rest numbers, arrays or DataArrays.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """Request workloads for the batching simulator (guide §4.2-4.4).
 
-A workload is three aligned arrays, one element per request: arrival time, prompt tokens and output
-tokens (plus an optional priority tier, 0 = interactive, 1 = batch). :class:`Workload` holds a
-fixed workload, from explicit lists or drawn once; :class:`WorkloadSpec` describes a distribution
-of workloads (token-length distributions and an arrival process) and draws one with
-:meth:`WorkloadSpec.sample` from a ``numpy.random.Generator``. Every random number of the
-simulator is drawn here, outside the numba kernels, so a seed fixes a run completely.
-
-Times are in the simulator's time unit: ticks (decode steps) in tick mode, seconds in roofline mode.
-
-Token-length distributions: :class:`Constant`, :class:`Uniform`, :class:`Geometric`,
-:class:`LogNormal`, :class:`Mixture` (and :func:`short_and_long`, the guide's 15 × 20 + 1 × 400
-batch [1]_), :class:`Empirical` (samples or a histogram). Arrival processes: :class:`AllAtOnce`,
-:class:`FixedInterval` (optionally in bursts; the guide's bursty workload [2]_),
-:class:`Poisson`, :class:`Gamma` (bursty renewal arrivals). Shared prompt prefixes (a system prompt, a few-shot header): :class:`SharedPrefix`.
-
-References
-----------
-.. [1] Serving-capacity guide §4.2 (static batching of a 15 × 20 + 1 × 400 batch), §4.3.
-.. [2] ``docs/conventions.md``, "Static vs continuous": the 24-request bursty workload
-       (:func:`guide_workload`).
+A workload is aligned per-request arrays: arrival time, prompt and output tokens, and optional
+priority tier and shared prefix. :class:`Workload` holds a fixed one; :class:`WorkloadSpec` draws
+one from token-length distributions and an arrival process. Every random number of the simulator
+is drawn here, outside the numba kernels, so a seed fixes a run. Times are ticks (decode steps)
+in tick mode, seconds in roofline mode.
 """
 
 from __future__ import annotations
@@ -485,9 +470,8 @@ def speculative_gains(rng: np.random.Generator, output_tokens, draft_tokens: int
     gains ``1 + L`` tokens (the accepted drafts and the target's own next token), capped at what
     is left of the output. α = 0 gains exactly one token a step (plain decoding). The mean
     uncapped gain is ``(1 − α^(k+1)) / (1 − α)``
-    (:func:`rooflinekit.roofline.speculative_tokens_per_step`). The cost is ``k`` comparisons
-    a position on 32-bit integers: 2.3× faster at ``k = 4`` than a float64 uniform's logarithm
-    a position. The simulator makes the same table with a compiled loop
+    (:func:`rooflinekit.roofline.speculative_tokens_per_step`), at ``k`` comparisons of 32-bit
+    integers a position. The simulator makes the same table with a compiled loop
     (``rooflinekit.batching._kernels.speculative_gain_table``, tested equal to this).
 
     References
@@ -700,9 +684,8 @@ class WorkloadSpec:
     Notes
     -----
     :meth:`sample` draws, in this order, arrivals, prompts, outputs, tiers and prefixes from one
-    generator, so a seed fixes the workload (and a spec without a prefix draws what it drew before
-    prefixes existed). Monte Carlo replicates each get their own generator, spawned from
-    one ``SeedSequence``.
+    generator, so a seed fixes the workload (a prefix changes none of the earlier draws).
+    Monte Carlo replicates each get their own generator, spawned from one ``SeedSequence``.
     """
 
     n_requests: int

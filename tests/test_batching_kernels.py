@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooflinekit.batching import ContinuousBatcher, StaticBatcher, _reference
+from rooflinekit.batching import ContinuousBatcher, StaticBatcher, _reference, _schema
 from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.workloads import Workload, guide_workload
 
@@ -111,7 +111,7 @@ def test_reference_prompt_rule_is_reference_only():
     with pytest.raises(ValueError, match="admission"):
         ContinuousBatcher(admission="prompt")
     out = _reference.simulate_continuous([0.0], [5], [5], admission="prompt", kv_budget=6)
-    assert out["status"].tolist() == [_reference.COMPLETED]
+    assert out["status"].tolist() == [_schema.COMPLETED]
 
 
 # --- roofline clock: same rules, each step timed by rooflinekit.roofline -----------------------
@@ -192,7 +192,7 @@ def test_keys_beyond_the_calendar_ring_match_reference(clock, admission):
         wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens)
         b = roofline_batcher(ROOFLINE["sliding window"], **kwargs)
     ref = b.reference(wl)
-    assert (ref["status"] == _reference.COMPLETED).all()
+    assert (ref["status"] == _schema.COMPLETED).all()
     assert_same(_kernel_outputs(b, wl), ref)
 
 
@@ -251,13 +251,26 @@ def test_gap_histogram_hash_is_current():
     import hashlib
     import inspect
 
-    from rooflinekit.batching import _kernels, _reference
+    from rooflinekit.batching import _kernels, _reference, _schema
     source = inspect.getsource(_reference.gap_bin) + repr((
-        _reference.GAP_PERCENTILES, _reference.GAP_SUBBINS, _reference.GAP_MIN_EXPONENT,
-        _reference.GAP_MAX_EXPONENT, _reference.N_GAP_BINS))
+        _schema.GAP_PERCENTILES, _schema.GAP_SUBBINS, _schema.GAP_MIN_EXPONENT,
+        _schema.GAP_MAX_EXPONENT, _schema.N_GAP_BINS))
     digest = hashlib.sha256(source.encode()).hexdigest()
     assert _kernels.GAP_HISTOGRAM_SHA256 == digest, (
         f"the gap histogram changed: set GAP_HISTOGRAM_SHA256 = {digest!r} in "
+        f"rooflinekit/batching/_kernels.py (this invalidates the simulator's numba cache)")
+
+
+def test_schema_hash_is_current():
+    # the kernels compile _schema's codes and stats columns as values, which numba's cache does
+    # not see change; the recorded hash makes such a change edit _kernels.py
+    import hashlib
+
+    from rooflinekit.batching import _kernels, _schema
+    values = sorted((name, value) for name, value in vars(_schema).items() if name.isupper())
+    digest = hashlib.sha256(repr(values).encode()).hexdigest()
+    assert _kernels.SCHEMA_SHA256 == digest, (
+        f"the kernels' schema changed: set SCHEMA_SHA256 = {digest!r} in "
         f"rooflinekit/batching/_kernels.py (this invalidates the simulator's numba cache)")
 
 
@@ -369,9 +382,9 @@ def check_gaps(batcher, wl, itl_target):
     ref = batcher.reference(wl, itl_target=itl_target, tokens=tokens)
     assert_same(_kernel_outputs(batcher, wl, itl_target=itl_target),
                 batcher.reference(wl, itl_target=itl_target))
-    stats = dict(zip(_reference.STAT_NAMES, ref["stats"]))
+    stats = dict(zip(_schema.STAT_NAMES, ref["stats"]))
     gaps = brute_force_gaps(tokens, wl.n_requests)
-    done = ref["status"] == _reference.COMPLETED
+    done = ref["status"] == _schema.COMPLETED
     assert stats["token_gaps"] == gaps.size == (wl.output_tokens[done] - 1).sum()
     # A decode step's gap is its duration dt; a difference of token times, (t + dt) - t, may
     # differ from dt in the last bit, hence the relative slack ``eps`` (none on the tick clock).
@@ -379,14 +392,14 @@ def check_gaps(batcher, wl, itl_target):
     assert (gaps <= itl_target * (1 - eps)).sum() <= stats["token_gaps_met"] \
         <= (gaps <= itl_target * (1 + eps)).sum()
     assert stats["token_gap_time"] == pytest.approx(gaps.sum(), rel=1e-12, abs=1e-300)
-    for p in _reference.GAP_PERCENTILES:
+    for p in _schema.GAP_PERCENTILES:
         got = stats[f"token_itl_p{p}"]
         if gaps.size == 0:
             assert np.isnan(got)
             continue
         exact = np.quantile(gaps, p / 100, method="inverted_cdf")
         # the largest gap of the exact value's bin: never below it, within one bin width above
-        assert exact * (1 - eps) <= got < exact * (1 + 1 / _reference.GAP_SUBBINS), p
+        assert exact * (1 - eps) <= got < exact * (1 + 1 / _schema.GAP_SUBBINS), p
 
 
 @SETTINGS
@@ -439,7 +452,7 @@ def test_preempted_gap_spans_the_preemption():
     assert ref["preemptions"].sum() > 0
     gaps = brute_force_gaps(tokens, 2)
     assert gaps.max() > 1.0                         # a gap across the preemption
-    stats = dict(zip(_reference.STAT_NAMES, ref["stats"]))
+    stats = dict(zip(_schema.STAT_NAMES, ref["stats"]))
     assert stats["token_gaps"] == 3 + 4
     assert stats["token_gap_time"] == gaps.sum()
     assert_same(_kernel_outputs(b, wl), ref)
@@ -451,8 +464,8 @@ def test_gap_bins_resolution():
     assert len(set(bins)) == 1024 and bins == sorted(bins)
     for x in (1e-9, 3.7e-4, 0.0123, 1.0, 77.7, 1e9):
         k = _reference.gap_bin(x)
-        assert _reference.gap_bin(x * (1 + 1.01 / _reference.GAP_SUBBINS)) > k
-    assert _reference.gap_bin(0.0) == 0 and _reference.gap_bin(1e300) == _reference.N_GAP_BINS - 1
+        assert _reference.gap_bin(x * (1 + 1.01 / _schema.GAP_SUBBINS)) > k
+    assert _reference.gap_bin(0.0) == 0 and _reference.gap_bin(1e300) == _schema.N_GAP_BINS - 1
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -472,9 +485,9 @@ def test_no_request_lost_kv_within_budget_and_gaps_counted(wl, config, max_num_s
         wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
         b = roofline_batcher(ROOFLINE[config], **kwargs)
     out = _kernel_outputs(b, wl)
-    stats = dict(zip(_reference.STAT_NAMES, out["stats"]))
-    done = out["status"] == _reference.COMPLETED
-    rejected = out["status"] == _reference.REJECTED
+    stats = dict(zip(_schema.STAT_NAMES, out["stats"]))
+    done = out["status"] == _schema.COMPLETED
+    rejected = out["status"] == _schema.REJECTED
     assert np.all(done ^ rejected)                                # every request accounted for
     assert np.isfinite(out["finish"][done]).all() and np.isnan(out["finish"][rejected]).all()
     final = np.maximum(wl.prompt_tokens, 1) + wl.output_tokens   # an empty prompt: its start token

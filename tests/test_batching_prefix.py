@@ -18,7 +18,7 @@ from test_batching_kernels import (
 
 from rooflinekit import catalog, memory
 from rooflinekit.batching import ContinuousBatcher, monte_carlo
-from rooflinekit.batching._reference import STAT_NAMES
+from rooflinekit.batching._schema import STAT_NAMES
 from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.workloads import Constant, SharedPrefix, Workload, WorkloadSpec
 

@@ -17,7 +17,7 @@ from rooflinekit.batching import (
     _kernels,
     _reference,
 )
-from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
+from rooflinekit.batching._schema import GAP_PERCENTILES, N_GAP_BINS, STAT_NAMES
 from rooflinekit.workloads import Poisson, SharedPrefix, Uniform, Workload, WorkloadSpec
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -157,8 +157,8 @@ def _replica_outputs(kernel, wl, batcher, itl_target):
     timing = batcher._timing()
     out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64),
            np.empty(len(STAT_NAMES)))
-    hist_n = np.zeros(_reference.N_GAP_BINS, np.int64)
-    workspace = (hist_n, np.empty(_reference.N_GAP_BINS), np.empty(0, np.int64), np.empty(0),
+    hist_n = np.zeros(N_GAP_BINS, np.int64)
+    workspace = (hist_n, np.empty(N_GAP_BINS), np.empty(0, np.int64), np.empty(0),
                  np.empty(0, np.bool_))
     # the inputs as every caller passes them (one signature per kernel: no compile here)
     inputs = _kernels.kernel_inputs(

@@ -213,7 +213,7 @@ def test_a_kernel_of_the_other_clock_is_refused():
     # each kernel is compiled for one clock; handed the other's tick_mode it returns WRONG_CLOCK
     import numpy as np
 
-    from rooflinekit.batching.batchers import _check_errors
+    from rooflinekit.batching._kernel_calls import _check_errors
     with pytest.raises(RuntimeError, match="other clock"):
         _check_errors(np.array([0, _kernels.WRONG_CLOCK]))
     with pytest.raises(RuntimeError, match="stalled"):

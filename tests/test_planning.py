@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from rooflinekit.planning import (TIME, bursty_demand, compare_floor_sizing,
-                                  guide_break_even_figures, guide_self_hosting_figures,
-                                  guide_spillover_figures, optimal_floor, plan_with_spillover,
-                                  self_hosting_comparison)
+from rooflinekit.guide import (guide_break_even_figures, guide_self_hosting_figures,
+                               guide_spillover_figures)
+from rooflinekit.planning import (TIME, bursty_demand, compare_floor_sizing, optimal_floor,
+                                  plan_with_spillover, self_hosting_comparison)
 from rooflinekit.pricing import PayAsYouGo, Provisioned, SelfHosted
 
 PAYG = PayAsYouGo(3.0, 12.0)          # guide §6.3

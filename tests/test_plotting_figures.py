@@ -19,6 +19,7 @@ import xarray as xr  # noqa: E402
 import rooflinekit as rk  # noqa: E402
 from rooflinekit import catalog, planning, pricing  # noqa: E402
 from rooflinekit.batching import ContinuousBatcher, StaticBatcher  # noqa: E402
+from rooflinekit.guide import guide_spillover_figures  # noqa: E402
 from rooflinekit.plotting import (  # noqa: E402
     plot_batching_timeline,
     plot_batching_win,
@@ -113,7 +114,7 @@ def test_spillover_labels_do_not_overlap_and_match_the_guide():
         assert not a.overlaps(b)
     legend = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
     assert not any(box.overlaps(legend) for box in boxes)
-    guide = planning.guide_spillover_figures()            # what `rooflinekit guide` prints
+    guide = guide_spillover_figures()            # what `rooflinekit guide` prints
     text = " ".join(t.get_text() for t in labels)
     for name in guide.sizing.values:
         assert f"{name}: ${float(guide.total_cost.sel(sizing=name)):,.0f}" in text
@@ -160,6 +161,6 @@ def test_spillover_example_prints_the_guides_table(tmp_path):
                          check=False,
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    guide = planning.guide_spillover_figures()
+    guide = guide_spillover_figures()
     for name in guide.sizing.values:
         assert f"{float(guide.total_cost.sel(sizing=name)):.3f}" in run.stdout

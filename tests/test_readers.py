@@ -1,8 +1,9 @@
 """Tests of rooflinekit.calibrate.readers: engine benchmark outputs as measurement rows.
 
 The files in ``tests/data/engine_outputs/`` are format examples written after each tool's
-output-writing code (see the README there), not measurements. Every expected value below is
-computed by hand from the numbers in those files.
+output-writing code (see the README there), not measurements; the ``vllm bench serve`` result
+is a real one from ``tests/data/measurements/``. Every expected value below is computed by hand
+from the numbers in those files.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ PREFILL = DATA / "vllm_latency_b8_in1024_out1.json"
 GUIDELLM = DATA / "guidellm_report.json"
 TRT_JSON = DATA / "trtllm_bench_report.json"
 TRT_TEXT = DATA / "trtllm_bench_report.log"
+LAMBDA_JSON = Path(__file__).parent / "data" / "measurements" / \
+    "vllm_result_lambda_h100_llama3_8b.json"
 WHERE = {"model": "llama-3.1-8b", "gpu": "H100-SXM-80GB"}
 LATENCY_RUN = {**WHERE, "batch_size": 8, "prompt_tokens": 1024, "output_tokens": 128}
 
@@ -42,6 +45,45 @@ def _row(ds, i=0):
 
 def _json(path):
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+# -- vllm bench serve --------------------------------------------------------------------------
+
+def test_read_vllm_result_lambda_file():
+    """A real `benchmark_serving.py` result (LambdaLabsML/vllm-benchmark, see the data README)."""
+    ds = read_vllm_result(LAMBDA_JSON, model="llama-3.1-8b", gpu="h100")
+    assert ds.sizes["measurement"] == 1
+    assert ds["prompt_tokens"].item() == pytest.approx(1369 / 10, rel=1e-12)   # total/completed
+    assert ds["output_tokens"].item() == pytest.approx(1867 / 10, rel=1e-12)
+    # no max_concurrency: Little's law, request_throughput × mean latency = 1.8634/s × 1.4318 s
+    assert ds["batch_size"].item() == pytest.approx(1.8633739431904777 * 1.4317765221989248,
+                                                    rel=1e-12)
+    assert ds["tpot"].item() == pytest.approx(7.558259615148475e-3, rel=1e-12)  # median_tpot_ms
+    assert ds["ttft"].item() == pytest.approx(62.1947320032632e-3, rel=1e-12)   # median_ttft_ms
+    assert ds["output_throughput"].item() == pytest.approx(347.8919151936622, rel=1e-12)
+    assert "Meta-Llama-3-8B-Instruct" in ds["source"].item()
+    mean = read_vllm_result(LAMBDA_JSON, model="llama-3.1-8b", gpu="h100", statistic="mean")
+    assert mean["tpot"].item() == pytest.approx(11.105466039313557e-3, rel=1e-12)
+
+
+def test_read_vllm_result_new_format_dict():
+    """`vllm bench serve` keys: mean_e2el_ms, max_concurrency (numbers made up for the test)."""
+    result = {"completed": 100, "total_input_tokens": 102400, "total_output_tokens": 12800,
+              "max_concurrency": 8, "request_rate": "inf", "request_throughput": 5.0,
+              "mean_e2el_ms": 1500.0, "median_ttft_ms": 40.0, "median_tpot_ms": 11.0,
+              "median_itl_ms": 10.5, "output_throughput": 640.0, "model_id": "m"}
+    ds = read_vllm_result(result, model="llama-3.1-8b", gpu="a100", tp=1, source="run 7")
+    assert ds["batch_size"].item() == 8                   # the cap the client enforced
+    assert ds["prompt_tokens"].item() == 1024
+    assert ds["itl"].item() == pytest.approx(0.0105)
+    assert ds["source"].item() == "run 7"
+    no_cap = dict(result, max_concurrency=None)
+    assert read_vllm_result(no_cap, model="m", gpu="g")["batch_size"].item() == \
+        pytest.approx(7.5)                                # 5/s × 1.5 s
+    with pytest.raises(ValueError, match="'completed'"):
+        read_vllm_result({"total_input_tokens": 1}, model="m", gpu="g")
+    with pytest.raises(ValueError, match="statistic"):
+        read_vllm_result(result, model="m", gpu="g", statistic="p99")
 
 
 # -- vllm bench latency ------------------------------------------------------------------------

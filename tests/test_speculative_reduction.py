@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 import rooflinekit as rk
 from rooflinekit import batching, catalog, memory
-from rooflinekit.batching import ContinuousBatcher, Speculative, _kernels
-from rooflinekit.batching.batchers import _allocate
+from rooflinekit.batching import ContinuousBatcher, Speculative, _kernels, _schema
+from rooflinekit.batching._kernel_calls import _allocate
 from rooflinekit.workloads import LogNormal, Workload
 from tests.test_batching_kernels import ROOFLINE, roofline_batcher, workloads
 
@@ -172,6 +172,6 @@ def test_a_kernel_handed_the_other_clock_returns_wrong_clock(tick, speculative):
         ROOFLINE[sorted(ROOFLINE)[0]], max_num_seqs=4)
     wl = Workload([0.0, 1.0], [4, 8], [3, 2])
     other = _kernels.continuous_kernel(not tick, speculative=speculative)
-    assert _raw(other, b, wl, 1 if speculative else 0)[0] == _kernels.WRONG_CLOCK
+    assert _raw(other, b, wl, 1 if speculative else 0)[0] == _schema.WRONG_CLOCK
     own = _kernels.continuous_kernel(tick, speculative=speculative)
     assert _raw(own, b, wl, 1 if speculative else 0)[0] == 0

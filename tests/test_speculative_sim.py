@@ -14,7 +14,7 @@ from rooflinekit.batching import (
     ContinuousBatcher,
     Speculative,
     _kernels,
-    _reference,
+    _schema,
     monte_carlo,
     run_replicates,
 )
@@ -114,10 +114,10 @@ def test_acceptance_zero_is_plain_decoding(wl, max_num_seqs, kv, admission, bloc
     plain = _kernel_outputs(ContinuousBatcher(**kw), wl)
     spec = _kernel_outputs(ContinuousBatcher(
         speculative=Speculative(draft=0.1, draft_tokens=k, acceptance=0.0), **kw), wl)
-    drafted = _reference.STAT_NAMES.index("draft_tokens")
+    drafted = _schema.STAT_NAMES.index("draft_tokens")
     for key in ("admit", "first_token", "finish", "preemptions", "status"):
         np.testing.assert_array_equal(spec[key], plain[key], err_msg=key)
-    others = np.arange(len(_reference.STAT_NAMES)) != drafted
+    others = np.arange(len(_schema.STAT_NAMES)) != drafted
     np.testing.assert_array_equal(spec["stats"][others], plain["stats"][others])
     # k drafts per decode step: every token after the first, less those a re-prefill yields
     decoded = (wl.output_tokens[plain["status"] == 0] - 1).sum()
@@ -156,9 +156,9 @@ def test_speculative_loses_nothing_and_stays_within_budget(wl, max_num_seqs, kv,
                           speculative=Speculative(draft=0.1, draft_tokens=k, acceptance=alpha))
     tokens = []
     ref = b.reference(wl, tokens=tokens)
-    stats = dict(zip(_reference.STAT_NAMES, ref["stats"]))
-    done = ref["status"] == _reference.COMPLETED
-    assert np.all(done ^ (ref["status"] == _reference.REJECTED))
+    stats = dict(zip(_schema.STAT_NAMES, ref["stats"]))
+    done = ref["status"] == _schema.COMPLETED
+    assert np.all(done ^ (ref["status"] == _schema.REJECTED))
     assert stats["peak_kv_reserved"] <= kv and stats["peak_kv_used"] <= stats["peak_kv_reserved"]
     # every completed request got exactly its output, never more
     counts = np.bincount([i for i, _ in tokens], minlength=wl.n_requests)

@@ -1,16 +1,22 @@
 """Static and continuous batching, simulated step by step (guide §4).
 
 - :mod:`~rooflinekit.batching.batchers`: :class:`StaticBatcher`, :class:`ContinuousBatcher`
-  (each ``.run(workload)``), :func:`monte_carlo` and :func:`run_replicates` (validation, random
-  draws, the KV budget and the step clock, timed by an :class:`~rooflinekit.Engine`, computed
-  before the kernel runs);
+  (each ``.run(workload)``): their fields and checks, the arguments each hands its kernel, the
+  size limits of a run;
+- :mod:`~rooflinekit.batching.clock`: the step clock (tick or roofline, timed by an
+  :class:`~rooflinekit.Engine`, computed before the kernel runs) and
+  :func:`replica_kv_budget`, the one KV-budget rule of batchers and plans;
+- :mod:`~rooflinekit.batching.replicates`: :func:`monte_carlo` and :func:`run_replicates`
+  (validation, random draws, size checks, many rows of one policy);
 - :mod:`~rooflinekit.batching.disaggregated`: :class:`DisaggregatedBatcher`, prefill and decode
   pools of continuous batchers with the KV sent between them;
 - :mod:`~rooflinekit.batching.results`: per-request and summary Datasets;
 - :mod:`~rooflinekit.batching.precompile`: :func:`compile_kernels`, numba's cache filled ahead
   of a first run, kernel families side by side;
-- ``_kernels`` (numba, imported on first run) and ``_reference`` (plain Python, the
-  specification the kernels match bit for bit).
+- ``_kernels`` (numba, imported on first run), ``_reference`` (plain Python, the
+  specification the kernels match bit for bit), ``_schema`` (the codes and layouts both
+  share with the Python side) and ``_kernel_calls`` (outputs, rows and error codes of a
+  kernel call).
 """
 
 from rooflinekit.batching.batchers import (
@@ -18,13 +24,11 @@ from rooflinekit.batching.batchers import (
                                            SIMULATION_WORK_LIMIT,
                                            ContinuousBatcher,
                                            StaticBatcher,
-                                           monte_carlo,
-                                           replica_kv_budget,
-                                           replicate_seed,
-                                           run_replicates,
 )
+from rooflinekit.batching.clock import replica_kv_budget
 from rooflinekit.batching.disaggregated import POOLS, DisaggregatedBatcher
 from rooflinekit.batching.precompile import KERNEL_FAMILIES, compile_kernels
+from rooflinekit.batching.replicates import monte_carlo, replicate_seed, run_replicates
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.batching.results import (
                                            REASON_KV_BUDGET,

@@ -8,8 +8,8 @@ before, in :mod:`rooflinekit.workloads`), no Python objects, no allocation insid
 borrows them from its caller).
 Every kernel is one run and releases the GIL (``nogil=True``): the replicates of a Monte Carlo run
 in a pool of Python threads, one run per replicate at a time
-(:func:`rooflinekit.batching.batchers._each_row`), and dask's threaded scheduler runs chunks side
-by side.
+(:func:`rooflinekit.batching._kernel_calls._each_row`), and dask's threaded scheduler runs chunks
+side by side.
 
 The continuous kernel's cost per step does not grow with the number of running sequences, on
 either clock: every decoding sequence grows by one token a step, so a decoding sequence stores its
@@ -59,7 +59,7 @@ clock and every model, and numba can cache it on disk.
 Compilation and caching
 -----------------------
 Nothing compiles at import: ``@njit`` without signatures compiles lazily at the first call, and
-``batchers.py`` imports this module only when a simulation first runs, so ``import rooflinekit``
+the batchers import this module only when a simulation first runs, so ``import rooflinekit``
 does not import numba (~0.3 s). Every kernel is ``cache=True`` (policy and measurements:
 ``docs/simulator-cache.md``):
 
@@ -71,7 +71,10 @@ does not import numba (~0.3 s). Every kernel is ``cache=True`` (policy and measu
   function's bytecode; any mismatch recompiles. numba does *not* see changes to functions called
   from another file: the step formula lives in ``roofline/step.py`` and is compiled into these
   kernels, so :data:`STEP_FORMULA_SHA256` records a hash of its source here, and a test fails
-  until it is updated, which changes this file and so invalidates every kernel's cache.
+  until it is updated, which changes this file and so invalidates every kernel's cache. The
+  same holds for the codes and columns compiled in as constants from
+  :mod:`rooflinekit.batching._schema` (:data:`SCHEMA_SHA256`) and for the gap histogram's bin
+  rule from :mod:`rooflinekit.batching._reference` (:data:`GAP_HISTOGRAM_SHA256`).
 - *several processes*: numba writes each index and data file to a unique temporary name and
   renames it into place, so processes sharing a cache (multiprocessing, dask workers) may at worst
   compile the same kernel twice; on a network filesystem this holds only where rename is atomic.
@@ -120,11 +123,40 @@ import types
 import numpy as np
 from numba import njit
 
-from rooflinekit.batching._reference import (
+from rooflinekit.batching._reference import gap_bin
+from rooflinekit.batching._schema import (
+    BATCH,
+    CLOCKS,
+    COMPLETED,
     GAP_PERCENTILES,
+    INTERACTIVE,
     N_GAP_BINS,
-    STAT_NAMES,
-    gap_bin,
+    N_STATS,
+    REJECTED,
+    STALLED,
+    STAT_ACCEPTED,
+    STAT_ACT_T,
+    STAT_BUSY,
+    STAT_DRAFTED,
+    STAT_END,
+    STAT_GAP_P,
+    STAT_GAP_T,
+    STAT_GAPS,
+    STAT_GAPS_MET,
+    STAT_PEAK_RES,
+    STAT_PEAK_RUN,
+    STAT_PEAK_USED,
+    STAT_PFX_EVICT,
+    STAT_PFX_HIT,
+    STAT_PFX_REQ,
+    STAT_PFX_SAVED,
+    STAT_PFX_T,
+    STAT_PREEMPT,
+    STAT_RES_T,
+    STAT_RUN_T,
+    STAT_STEPS,
+    STAT_USED_T,
+    WRONG_CLOCK,
 )
 from rooflinekit.roofline import (
     StepCost,
@@ -135,25 +167,13 @@ from rooflinekit.roofline import (
 
 __all__ = ["continuous_kernel", "replica_kernel", "disaggregated_kernel", "static_run",
            "speculative_gain_table", "kernel_inputs", "is_cached", "compile_notice",
-           "COMPILE_SECONDS", "CLOCKS", "KERNELS", "N_STATS", "N_COEFFICIENTS", "STALLED",
-           "WRONG_CLOCK", "STEP_FORMULA_SHA256", "GAP_HISTOGRAM_SHA256"]
+           "COMPILE_SECONDS", "KERNELS", "N_COEFFICIENTS", "STEP_FORMULA_SHA256",
+           "SCHEMA_SHA256", "GAP_HISTOGRAM_SHA256"]
 
-# Indices into the ``stats`` output, in the order of ``_reference.STAT_NAMES``.
-(_END, _STEPS, _BUSY, _PEAK_RUN, _RUN_T, _ACT_T, _PEAK_RES, _RES_T, _PEAK_USED, _USED_T, _PREEMPT,
- _GAPS, _GAPS_MET, _GAP_T, _GAP_P) = range(15)
-_PFX_REQ, _PFX_HIT, _PFX_SAVED, _PFX_T, _PFX_EVICT = range(18, 23)
-_DRAFTED, _ACCEPTED = 23, 24
-N_STATS = 25
-if (len(STAT_NAMES) != N_STATS or STAT_NAMES[_GAP_P] != "token_itl_p50"
-        or STAT_NAMES[_PFX_REQ] != "prefix_requests" or STAT_NAMES[_PFX_EVICT] != "prefix_evictions"
-        or STAT_NAMES[_ACCEPTED] != "accepted_tokens"):
-    raise ImportError("the kernels' stats indices disagree with _reference.STAT_NAMES")
+# The codes, the ``stats`` columns (``STAT_*``) and the gap histogram's shape are
+# ``_schema``'s, read by numba as constants (:data:`SCHEMA_SHA256`).
 _PERCENTILES = GAP_PERCENTILES
 _N_PERCENTILES = len(GAP_PERCENTILES)
-
-#: Error code a run returns when requests are queued and none can ever be admitted (cannot happen
-#: with validated inputs; reported rather than looping forever).
-STALLED = 1
 
 #: Length of the ``coef`` array: the fields of :class:`rooflinekit.roofline.StepCost`.
 N_COEFFICIENTS = 22
@@ -210,9 +230,16 @@ UNBOUNDED = np.int64(2**62)
 _gap_bin = njit(cache=True)(gap_bin)
 
 #: sha256 of :func:`rooflinekit.batching._reference.gap_bin`'s source and of the gap constants
-#: (percentiles, histogram bins) compiled into these kernels as values, which numba's cache
-#: cannot see change in ``_reference.py``; ``tests/test_batching_kernels.py`` recomputes it.
+#: (percentiles, histogram bins, from ``_schema``) compiled into these kernels as values, which
+#: numba's cache cannot see change in ``_reference.py`` or ``_schema.py``;
+#: ``tests/test_batching_kernels.py`` recomputes it.
 GAP_HISTOGRAM_SHA256 = "437ec93358f8d26cc5639bb42aed5f8fa8c37fc8bba929e0432ef1f2275b7ed7"
+
+#: sha256 of every constant of :mod:`rooflinekit.batching._schema` (the ``repr`` of its
+#: upper-case names and values, sorted by name): the status and tier codes, return codes and
+#: ``stats`` columns these kernels compile in as values, which numba's cache cannot see change
+#: in ``_schema.py``; ``tests/test_batching_kernels.py`` recomputes it.
+SCHEMA_SHA256 = "25b7902a3eb05a5290a74df72fb0d9ae1db0592312fa16026c4a8b1f02349836"
 
 
 @njit(cache=True)
@@ -230,10 +257,10 @@ def _add_gaps(hist_n, hist_max, stats, itl_target, gap, count):
     """``count`` inter-token gaps of ``gap``: counts, sum and histogram (``_reference.GapLog``)."""
     if count == 0:
         return
-    stats[_GAPS] += count
+    stats[STAT_GAPS] += count
     if gap <= itl_target:
-        stats[_GAPS_MET] += count
-    stats[_GAP_T] += gap * count
+        stats[STAT_GAPS_MET] += count
+    stats[STAT_GAP_T] += gap * count
     k = _gap_bin(gap)
     if hist_n[k] == 0 or gap > hist_max[k]:
         hist_max[k] = gap
@@ -243,9 +270,9 @@ def _add_gaps(hist_n, hist_max, stats, itl_target, gap, count):
 @njit(cache=True)
 def _store_percentiles(hist_n, hist_max, stats):
     """Nearest-rank percentiles of the gaps, each its bin's largest gap (NaN without gaps)."""
-    n = np.int64(stats[_GAPS])
+    n = np.int64(stats[STAT_GAPS])
     for j in range(_N_PERCENTILES):
-        stats[_GAP_P + j] = np.nan
+        stats[STAT_GAP_P + j] = np.nan
     if n == 0:
         return
     j = 0
@@ -254,7 +281,7 @@ def _store_percentiles(hist_n, hist_max, stats):
     for k in range(N_GAP_BINS):
         seen += hist_n[k]
         while j < _N_PERCENTILES and seen >= rank:
-            stats[_GAP_P + j] = hist_max[k]
+            stats[STAT_GAP_P + j] = hist_max[k]
             j += 1
             if j < _N_PERCENTILES:
                 rank = (_PERCENTILES[j] * n + 99) // 100
@@ -268,13 +295,13 @@ def _reset_outputs(admit, first_token, finish, preemptions, status, stats):
     for k in range(N_STATS):
         stats[k] = 0.0
     for j in range(_N_PERCENTILES):
-        stats[_GAP_P + j] = np.nan           # no gap yet
+        stats[STAT_GAP_P + j] = np.nan           # no gap yet
     for i in range(admit.shape[0]):
         admit[i] = np.nan
         first_token[i] = np.nan
         finish[i] = np.nan
         preemptions[i] = 0
-        status[i] = 0
+        status[i] = COMPLETED
 
 
 # --- calendar rings (retirement and window crossings), lists in admission order ---------------
@@ -424,15 +451,15 @@ def _spec_withdraw(ring, gain, base, m, c, out_m, gg, mask, paged, bs, s_windowe
 def _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
                  used_t):
     """Write the step statistics a run keeps in local variables into ``stats``."""
-    stats[_STEPS] = n_steps
-    stats[_BUSY] = busy
-    stats[_PEAK_RUN] = peak_run
-    stats[_RUN_T] = run_t
-    stats[_ACT_T] = act_t
-    stats[_PEAK_RES] = peak_res
-    stats[_RES_T] = res_t
-    stats[_PEAK_USED] = peak_used
-    stats[_USED_T] = used_t
+    stats[STAT_STEPS] = n_steps
+    stats[STAT_BUSY] = busy
+    stats[STAT_PEAK_RUN] = peak_run
+    stats[STAT_RUN_T] = run_t
+    stats[STAT_ACT_T] = act_t
+    stats[STAT_PEAK_RES] = peak_res
+    stats[STAT_RES_T] = res_t
+    stats[STAT_PEAK_USED] = peak_used
+    stats[STAT_USED_T] = used_t
 
 
 @njit(cache=True)
@@ -744,7 +771,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             else:
                 never = prompt[i] + output[i] > kv_budget
             if never:
-                status[i] = 1
+                status[i] = REJECTED
             else:
                 k = priority[i]
                 j = q_head[k] + q_size[k]
@@ -789,7 +816,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                         below_context -= c
                         win_next[win_prev[i]] = win_next[i]
                         win_prev[win_next[i]] = win_prev[i]
-                if priority[i] == 0:
+                if priority[i] == INTERACTIVE:
                     n_interactive -= 1
                 generated[i] += g
                 context[i] = 0
@@ -809,7 +836,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 if nrun >= max_num_seqs:
                     stop = True
                     break
-                if k == 1 and nrun >= interactive_cap and (q_size[0] > 0 or n_interactive > 0):
+                if k == BATCH and nrun >= interactive_cap and (q_size[INTERACTIVE] > 0
+                                                             or n_interactive > 0):
                     stop = True
                     break
                 first_blocks = 0
@@ -830,7 +858,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                                 evictable -= g_blocks[e]
                                 alloc -= g_blocks[e]
                                 used -= g_blocks[e] * block_size
-                                stats[_PFX_EVICT] += 1.0
+                                stats[STAT_PFX_EVICT] += 1.0
                             fits = True
                 else:
                     fits = reserved + prompt[i] + output[i] <= kv_budget
@@ -843,9 +871,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 if first_admission:
                     admit[i] = t
                     if q >= 0:
-                        stats[_PFX_REQ] += 1.0
+                        stats[STAT_PFX_REQ] += 1.0
                         if hit:
-                            stats[_PFX_HIT] += 1.0
+                            stats[STAT_PFX_HIT] += 1.0
                 to_prefill[i] = prompt[i] + generated[i]
                 prefilled[i] = 0
                 context[i] = 0
@@ -860,7 +888,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     prefilled[i] = cached
                     context[i] = cached
                     used += cached - shared[i] * block_size
-                    stats[_PFX_SAVED] += cached
+                    stats[STAT_PFX_SAVED] += cached
                 if first_admission and arrived_kv_tokens[i] > 0:
                     # KV that came with the request, in its own blocks (a preemption loses it)
                     cached = min(arrived_kv_tokens[i], to_prefill[i] - 1)
@@ -873,7 +901,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     alloc += first_blocks
                 else:
                     reserved += prompt[i] + output[i]
-                if priority[i] == 0:
+                if priority[i] == INTERACTIVE:
                     n_interactive += 1
                 state[i] = 1
                 last = r_prev[n]
@@ -894,10 +922,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if q_size[0] > 0 or q_size[1] > 0:
                 _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t,
                              peak_used, used_t)
-                stats[_GAPS] = n_gaps
-                stats[_GAPS_MET] = gaps_met
-                stats[_GAP_T] = gap_time
-                stats[_END] = t
+                stats[STAT_GAPS] = n_gaps
+                stats[STAT_GAPS_MET] = gaps_met
+                stats[STAT_GAP_T] = gap_time
+                stats[STAT_END] = t
                 return STALLED
             if nxt == n:
                 break
@@ -913,7 +941,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     evictable -= g_blocks[e]
                     alloc -= g_blocks[e]
                     used -= g_blocks[e] * block_size
-                    stats[_PFX_EVICT] += 1.0
+                    stats[STAT_PFX_EVICT] += 1.0
                     continue
                 v = r_prev[n]
                 r_next[r_prev[v]] = r_next[v]
@@ -973,10 +1001,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 blocks[v] = 0
                 context[v] = 0
                 state[v] = 0
-                if priority[v] == 0:
+                if priority[v] == INTERACTIVE:
                     n_interactive -= 1
                 preemptions[v] += 1
-                stats[_PREEMPT] += 1.0
+                stats[STAT_PREEMPT] += 1.0
                 k = priority[v]
                 q_head[k] = q_head[k] - 1 if q_head[k] > 0 else n - 1
                 queue[k, q_head[k]] = v
@@ -1178,8 +1206,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if q_size[k] == 0:
                 continue
             i = queue[k, q_head[k]]
-            if nrun >= max_num_seqs or (k == 1 and nrun >= interactive_cap
-                                        and (q_size[0] > 0 or n_interactive > 0)):
+            if nrun >= max_num_seqs or (k == BATCH and nrun >= interactive_cap
+                                        and (q_size[INTERACTIVE] > 0 or n_interactive > 0)):
                 break
             if paged:
                 # with caching, unused prefixes could be evicted (or a hit need fewer blocks):
@@ -1289,20 +1317,20 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     if spec:
         # The gained tokens come with their step's first: gaps of 0, counted once here (counts
         # of whole numbers and a sum of zeros, equal to adding them step by step).
-        stats[_DRAFTED] = drafted * float(draft_tokens)
-        stats[_ACCEPTED] = accepted
+        stats[STAT_DRAFTED] = drafted * float(draft_tokens)
+        stats[STAT_ACCEPTED] = accepted
         n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                              itl_target, 0.0, accepted)
         if hist_n[k] == 0 or rec > hist_max[k]:
             hist_max[k] = rec
         hist_n[k] += accepted
-    stats[_PFX_T] = cb_t
+    stats[STAT_PFX_T] = cb_t
     _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
                  used_t)
-    stats[_GAPS] = n_gaps
-    stats[_GAPS_MET] = gaps_met
-    stats[_GAP_T] = gap_time
-    stats[_END] = t
+    stats[STAT_GAPS] = n_gaps
+    stats[STAT_GAPS_MET] = gaps_met
+    stats[STAT_GAP_T] = gap_time
+    stats[STAT_END] = t
     _store_percentiles(hist_n, hist_max, stats)
     return 0
 
@@ -1323,12 +1351,6 @@ def _compiled(function, name, doc, **constants):
     # hold (the reference would raise, and the kernel = reference tests would fail); the
     # checks were a seventh of the body's compile time (13.6-15.6 s -> 11.9-12.8 s)
     return njit(nogil=True, cache=True, error_model="numpy")(copy)
-
-
-#: The clocks a kernel is compiled for: ``True`` every step one tick, ``False`` the roofline.
-CLOCKS = {True: "tick", False: "roofline"}
-#: The code a kernel returns when handed the other clock's ``tick_mode``.
-WRONG_CLOCK = 2
 
 
 def _body(mode, tick):
@@ -1506,29 +1528,29 @@ def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_
             finished += ending[step]         # members whose last token came before this step
             active = size - finished
             used = prompt_sum + size * (step + 1)
-            stats[_STEPS] += 1.0
-            stats[_BUSY] += dt
-            stats[_RUN_T] += size * dt
-            stats[_ACT_T] += active * dt
-            stats[_RES_T] += kv * dt
-            if used > stats[_PEAK_USED]:
-                stats[_PEAK_USED] = used
-            stats[_USED_T] += used * dt
+            stats[STAT_STEPS] += 1.0
+            stats[STAT_BUSY] += dt
+            stats[STAT_RUN_T] += size * dt
+            stats[STAT_ACT_T] += active * dt
+            stats[STAT_RES_T] += kv * dt
+            if used > stats[STAT_PEAK_USED]:
+                stats[STAT_PEAK_USED] = used
+            stats[STAT_USED_T] += used * dt
             if step > 0:           # every member still generating: one gap of dt
                 _add_gaps(hist_n, hist_max, stats, itl_target, dt, active)
             t = t + dt
             if step == 0:
                 for i in range(first, nxt):
                     first_token[i] = t
-        if size > stats[_PEAK_RUN]:
-            stats[_PEAK_RUN] = size
-        if kv > stats[_PEAK_RES]:
-            stats[_PEAK_RES] = kv
+        if size > stats[STAT_PEAK_RUN]:
+            stats[STAT_PEAK_RUN] = size
+        if kv > stats[STAT_PEAK_RES]:
+            stats[STAT_PEAK_RES] = kv
         for i in range(first, nxt):
             admit[i] = start
             finish[i] = t
             ending[output[i]] = 0
-    stats[_END] = t
+    stats[STAT_END] = t
     _store_percentiles(hist_n, hist_max, stats)
     return 0
 
@@ -1625,9 +1647,9 @@ def _fold_replica(stats, replica):
     """A replica's statistics added into the fleet's: the latest end, every count and time
     summed (the gap percentiles are read from the merged histogram instead)."""
     for k in range(N_STATS):
-        if k == _END:
+        if k == STAT_END:
             stats[k] = max(stats[k], replica[k])
-        elif k < _GAP_P or k >= _GAP_P + _N_PERCENTILES:
+        elif k < STAT_GAP_P or k >= STAT_GAP_P + _N_PERCENTILES:
             stats[k] += replica[k]
 
 
@@ -1648,10 +1670,10 @@ def _scatter_replica(ids, start, stride, m, r_first, first, r_finish, finish, r_
         finish[i] = r_finish[k]
         preemptions[i] += r_preempt[k]
         status[i] = r_status[k]
-        if r_status[k] != 0:
+        if r_status[k] != COMPLETED:
             rejected_in[i] = pool
     _fold_replica(stats, r_stats)
-    peak_reserved[pool - 1] = max(peak_reserved[pool - 1], r_stats[_PEAK_RES])
+    peak_reserved[pool - 1] = max(peak_reserved[pool - 1], r_stats[STAT_PEAK_RES])
 
 
 def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, transfer,
@@ -1687,7 +1709,7 @@ def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_t
         first_token[i] = np.nan
         finish[i] = np.nan
         preemptions[i] = 0
-        status[i] = 0
+        status[i] = COMPLETED
         rejected_in[i] = 0
         decode_arrival[i] = np.nan
     for k in range(N_STATS):
@@ -1740,6 +1762,7 @@ def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_t
     starts = work[o + 15 * n:o + 16 * n + 1]  # the sort's runs
     r_stats = np.empty(N_STATS, np.float64)
     error = 0
+    # 1. prefill: request i on prefill replica i mod prefill_replicas, one output token
     for j in range(prefill_replicas):
         m = 0
         for i in range(j, n, prefill_replicas):
@@ -1764,14 +1787,15 @@ def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_t
         _scatter_replica(ids, 0, 1, m, r_first, first_token, r_finish, finish, r_preempt,
                          preemptions, r_status, status, rejected_in, 1, r_stats, stats,
                          peak_reserved)
-    # the hand-over: each request's KV reaches the decode pool after its transfer
+    # 2. transfer (the hand-over): each request's KV reaches the decode pool after its transfer
     w = 0
     for i in range(n):
-        if status[i] == 0 and output[i] > 1:
+        if status[i] == COMPLETED and output[i] > 1:
             decode_arrival[i] = finish[i] + transfer[i]
             ids[w] = i
             w += 1
     waiting = _sort_stable(ids[:w], order[:w], starts, decode_arrival)     # ties by request
+    # 3. decode: the k-th arrival on decode replica k mod decode_replicas
     for j in range(decode_replicas):
         m = 0
         for q in range(j, w, decode_replicas):
@@ -1797,13 +1821,13 @@ def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_t
     _store_percentiles(hist_n, hist_max, stats)
     h = 0
     for i in range(n):
-        if status[i] == 0 and output[i] > 1:
+        if status[i] == COMPLETED and output[i] > 1:
             gap = second[i] - first_token[i]
             handoff[h] = gap
             h += 1
             if gap <= itl_target:
-                stats[_GAPS_MET] += 1.0
-    stats[_GAPS] += h
+                stats[STAT_GAPS_MET] += 1.0
+    stats[STAT_GAPS] += h
     return error, h
 
 

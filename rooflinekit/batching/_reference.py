@@ -2,7 +2,9 @@
 
 This is the specification the numba kernels in :mod:`rooflinekit.batching._kernels` are tested
 against: the tests run both on many random workloads and require every per-request output and every
-run statistic to be *exactly* equal. It favours clarity over speed (objects, deques, lists).
+run statistic to be *exactly* equal. It favours clarity over speed (objects, deques, lists). The
+codes and layouts both share (statuses, tiers, ``UNLIMITED``, the outputs and their statistics,
+the gap histogram's bins) are :mod:`rooflinekit.batching._schema`'s; the rules are here.
 
 Time
 ----
@@ -137,7 +139,8 @@ so its gap is the step's duration ``dt``; a sequence re-admitted after a preempt
 token at the end of its re-prefill, one long gap ``t + dt - (its last token time)`` spanning the
 preemption. Static batching: every member still generating emits one token per step after the
 first. Each run counts the gaps, the gaps within ``itl_target`` (exactly), their total time, and
-a histogram of their values from which the percentiles :data:`GAP_PERCENTILES` are read
+a histogram of their values from which the percentiles
+:data:`~rooflinekit.batching._schema.GAP_PERCENTILES` are read
 (:class:`GapLog`). Every admitted request completes, so these are the gaps of completed requests.
 
 References
@@ -158,58 +161,23 @@ from collections import deque
 
 import numpy as np
 
-__all__ = ["simulate_continuous", "simulate_static", "effective_prompt", "GapLog", "COMPLETED",
-           "REJECTED",
-           "STAT_NAMES", "UNLIMITED", "GAP_PERCENTILES", "GAP_SUBBINS", "GAP_MIN_EXPONENT",
-           "GAP_MAX_EXPONENT", "N_GAP_BINS", "simulate_disaggregated"]
-
-COMPLETED = 0
-REJECTED = 1
-
-#: Stand-in for "no limit" in slot, KV and token budgets (fits int64 arithmetic with headroom).
-UNLIMITED = 2**60
-
-#: Run statistics, in the order of the kernels' ``stats`` output array.
-STAT_NAMES = (
-    "end_time",            # clock when the run stops [time]
-    "n_steps",             # steps run [1]
-    "busy_time",           # time with at least one sequence running [time]
-    "peak_running",        # most sequences in one step [1]
-    "running_time",        # integral of sequences running over time [slot x time]
-    "active_time",         # integral of sequences still generating over time [slot x time]
-    "peak_kv_reserved",    # most KV tokens reserved or allocated after a step [tokens]
-    "kv_reserved_time",    # integral of KV reserved [token x time]
-    "peak_kv_used",        # most KV tokens actually holding context after a step [tokens]
-    "kv_used_time",        # integral of KV used [token x time]
-    "preemptions",         # preemptions in the run [1]
-    "token_gaps",          # inter-token gaps (tokens after each request's first) [1]
-    "token_gaps_met",      # of those, gaps <= itl_target [1]
-    "token_gap_time",      # sum of the gaps [time]
-    "token_itl_p50",       # percentiles of the gaps (GAP_PERCENTILES; NaN without gaps) [time]
-    "token_itl_p90",
-    "token_itl_p95",
-    "token_itl_p99",
-    "prefix_requests",     # prefixed requests admitted (first admissions) [1]
-    "prefix_hits",         # of those, admitted with their prefix resident [1]
-    "prefill_tokens_saved",  # prompt tokens not prefilled because they were cached [tokens]
-    "cached_prefix_block_time",  # integral of resident prefix blocks [block x time]
-    "prefix_evictions",    # resident prefixes evicted [1]
-    "draft_tokens",        # speculative decoding: tokens drafted [tokens]
-    "accepted_tokens",     # of those, accepted by the target [tokens]
+from rooflinekit.batching._schema import (
+    BATCH,
+    COMPLETED,
+    GAP_MAX_EXPONENT,
+    GAP_MIN_EXPONENT,
+    GAP_PERCENTILES,
+    GAP_SUBBINS,
+    INTERACTIVE,
+    N_GAP_BINS,
+    OUTPUT_NAMES,
+    REJECTED,
+    STAT_NAMES,
+    UNLIMITED,
 )
 
-#: Percentiles of the inter-token gaps each run reports [%] (nearest rank, see :class:`GapLog`).
-GAP_PERCENTILES = (50, 90, 95, 99)
-
-#: Gap histogram: sub-bins per octave (relative resolution ``1 / GAP_SUBBINS``, 0.2 %) ...
-GAP_SUBBINS = 512
-#: ... over the binary exponents ``[GAP_MIN_EXPONENT, GAP_MAX_EXPONENT)`` of ``math.frexp``:
-#: gaps from 2**-31 (4.7e-10) to 2**34 (1.7e10) of the clock's unit; smaller or larger gaps fall
-#: into the first or last bin.
-GAP_MIN_EXPONENT = -30
-GAP_MAX_EXPONENT = 34
-#: Bins of the gap histogram (its memory: this many counts and maxima per run, 512 KiB).
-N_GAP_BINS = (GAP_MAX_EXPONENT - GAP_MIN_EXPONENT) * GAP_SUBBINS
+__all__ = ["simulate_continuous", "simulate_static", "effective_prompt", "GapLog",
+           "simulate_disaggregated"]
 
 
 def effective_prompt(prompt):
@@ -238,11 +206,12 @@ class GapLog:
     """The inter-token gaps of one run, in bounded memory.
 
     Counts, the count within ``itl_target`` and the sum are exact. The percentiles are read
-    from a histogram of :data:`N_GAP_BINS` bins that keeps each bin's count and largest gap: the
-    ``P``-th percentile is the nearest-rank gap (rank ``ceil(P * n / 100)`` of the ``n`` sorted
-    gaps, numpy's ``"inverted_cdf"``), reported as the largest gap in its bin, so it is never
-    below the exact value and less than ``1 + 1 / GAP_SUBBINS`` times it (exact where the bin
-    holds one distinct value, as every tick-clock gap below 2**10 ticks does).
+    from a histogram of :data:`~rooflinekit.batching._schema.N_GAP_BINS` bins that keeps each
+    bin's count and largest gap: the ``P``-th percentile is the nearest-rank gap (rank
+    ``ceil(P * n / 100)`` of the ``n`` sorted gaps, numpy's ``"inverted_cdf"``), reported as the
+    largest gap in its bin, so it is never below the exact value and less than
+    ``1 + 1 / GAP_SUBBINS`` times it (exact where the bin holds one distinct value, as every
+    tick-clock gap below 2**10 ticks does).
     """
 
     def __init__(self, itl_target=math.inf):
@@ -381,7 +350,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     """
     n = len(arrival)
     if priority is None:
-        priority = [0] * n
+        priority = [INTERACTIVE] * n
     tick_mode = clock is None
     total_blocks = kv_budget // block_size if admission == "paged" else 0
     if prefix_group is None:
@@ -466,7 +435,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             release(s)
             running.remove(s)
         # 3. admit
-        for tier in (0, 1):
+        for tier in (INTERACTIVE, BATCH):
             queue = queues[tier]
             stop = False
             while queue:
@@ -474,8 +443,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 if len(running) >= max_num_seqs:
                     stop = True
                     break
-                if tier == 1 and len(running) >= interactive_cap and (
-                        queues[0] or any(r.tier == 0 for r in running)):
+                if tier == BATCH and len(running) >= interactive_cap and (
+                        queues[INTERACTIVE] or any(r.tier == INTERACTIVE for r in running)):
                     stop = True
                     break
                 hit = caching and s.group in resident and group_blocks[s.group] > 0
@@ -673,7 +642,7 @@ def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=
     n = len(arrival)
     tick_mode = clock is None
     seqs = [_Seq(i, float(arrival[i]), effective_prompt(int(prompt_tokens[i])),
-                 int(output_tokens[i]), 0)
+                 int(output_tokens[i]), INTERACTIVE)
             for i in range(n)]
     stats = dict.fromkeys(STAT_NAMES, 0.0)
     gaps = GapLog(itl_target)
@@ -732,14 +701,15 @@ def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=
 
 
 def _pack(seqs, stats):
-    return {
-        "admit": np.array([s.admit for s in seqs], dtype=np.float64),
-        "first_token": np.array([s.first_token for s in seqs], dtype=np.float64),
-        "finish": np.array([s.finish for s in seqs], dtype=np.float64),
-        "preemptions": np.array([s.preemptions for s in seqs], dtype=np.int64),
-        "status": np.array([s.status for s in seqs], dtype=np.int64),
-        "stats": np.array([float(stats[k]) for k in STAT_NAMES], dtype=np.float64),
-    }
+    """A run's outputs, keyed by :data:`~rooflinekit.batching._schema.OUTPUT_NAMES`."""
+    return dict(zip(OUTPUT_NAMES, (
+        np.array([s.admit for s in seqs], dtype=np.float64),
+        np.array([s.first_token for s in seqs], dtype=np.float64),
+        np.array([s.finish for s in seqs], dtype=np.float64),
+        np.array([s.preemptions for s in seqs], dtype=np.int64),
+        np.array([s.status for s in seqs], dtype=np.int64),
+        np.array([float(stats[k]) for k in STAT_NAMES], dtype=np.float64),
+    ), strict=True))
 
 
 def simulate_disaggregated(arrival, prompt_tokens, output_tokens, priority, prefix_group,
@@ -803,6 +773,7 @@ def simulate_disaggregated(arrival, prompt_tokens, output_tokens, priority, pref
                 rejected_in[i] = p + 1
         return res
 
+    # 1. prefill: request i on prefill replica i mod prefill_replicas, one output token
     for j in range(prefill_replicas):
         ids = list(range(j, n, prefill_replicas))
         if ids:
@@ -812,10 +783,12 @@ def simulate_disaggregated(arrival, prompt_tokens, output_tokens, priority, pref
                       [prefix_tokens[i] for i in ids], None)
             for q, i in enumerate(ids):
                 admit[i], first[i] = res["admit"][q], res["first_token"][q]
+    # 2. transfer (the hand-over): each request's KV reaches the decode pool after its transfer
     waiting = [i for i in range(n) if status[i] == COMPLETED and output_tokens[i] > 1]
     for i in waiting:
         ready[i] = finish[i] + transfer[i]
     waiting.sort(key=lambda i: ready[i])          # stable: ties by request
+    # 3. decode: the k-th arrival on decode replica k mod decode_replicas
     for j in range(decode_replicas):
         ids = waiting[j::decode_replicas]
         if ids:

@@ -62,18 +62,14 @@ import xarray as xr
 from rooflinekit import dims
 from rooflinekit._validation import check_bool, check_keys, real_number, whole_number
 from rooflinekit.batching import _reference
-from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES, UNLIMITED
+from rooflinekit.batching._kernel_calls import _allocate, _check_errors, _itl_limit, _targets
+from rooflinekit.batching._schema import COMPLETED, GAP_PERCENTILES, N_STATS, STAT, UNLIMITED
 from rooflinekit.batching.batchers import (
     SIMULATION_MEMORY_LIMIT,
     SIMULATION_WORK_LIMIT,
     ContinuousBatcher,
-    _allocate,
-    _check_errors,
-    _itl_limit,
-    _prefix_rows,
-    _replicate_rows,
-    _targets,
 )
+from rooflinekit.batching.replicates import _prefix_rows, _replicate_rows
 from rooflinekit.batching.results import (
     SUMMARY_NAMES,
     _model_quality,
@@ -90,10 +86,9 @@ __all__ = ["POOLS", "DisaggregatedBatcher"]
 #: The pools of a disaggregated fleet, as ``rejected_in`` names them.
 POOLS = ("prefill", "decode")
 
-_STAT = {name: k for k, name in enumerate(STAT_NAMES)}
 # statistics of a fleet: the latest end, the gap percentiles' largest, every other one summed
-_LATEST = (_STAT["end_time"],)
-_PERCENTILE_STATS = tuple(_STAT[f"token_itl_p{q}"] for q in GAP_PERCENTILES)
+_LATEST = (STAT["end_time"],)
+_PERCENTILE_STATS = tuple(STAT[f"token_itl_p{q}"] for q in GAP_PERCENTILES)
 
 
 def _run_pool(pool, timing, targets, arrival, prompt, output, priority, prefix, arrived=None):
@@ -214,8 +209,8 @@ class DisaggregatedBatcher:
         out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64),
                np.empty(n, np.int64))
         rejected_in, ready = np.empty(n, np.int64), np.empty(n)
-        handoff, fleet, held = np.empty(n), np.empty(len(STAT_NAMES)), np.empty(2)
-        itl = math.inf if targets[1] is None else float(targets[1])
+        handoff, fleet, held = np.empty(n), np.empty(N_STATS), np.empty(2)
+        itl = _itl_limit(targets[1])
         inputs = _kernels.kernel_inputs(wl.arrival.astype(np.float64, copy=False), prompt,
                                         output, wl.priority.astype(np.int64, copy=False),
                                         wl.prefix_group.astype(np.int64, copy=False),
@@ -231,7 +226,7 @@ class DisaggregatedBatcher:
         if error:
             _check_errors(np.array([error]))
         # numpy's (pairwise) sum of the hand-off gaps, as the gaps' total has always been
-        fleet[_STAT["token_gap_time"]] += handoff[:h].sum()
+        fleet[STAT["token_gap_time"]] += handoff[:h].sum()
         peak = [held[p] / b if b else 0.0 for p, b in enumerate(budgets)]
         return (*out, fleet), rejected_in, peak, ready
 
@@ -274,7 +269,7 @@ class DisaggregatedBatcher:
             if p == 0:
                 groups = [np.arange(j, n, replicas) for j in range(replicas)]
             else:
-                waiting = np.flatnonzero((status == 0) & (output > 1))
+                waiting = np.flatnonzero((status == COMPLETED) & (output > 1))
                 ready[waiting] = finish[waiting] + self._transfer(prompt[waiting])
                 waiting = waiting[np.argsort(ready[waiting], kind="stable")]
                 groups = [waiting[j::replicas] for j in range(replicas)]
@@ -301,13 +296,13 @@ class DisaggregatedBatcher:
                 finish[idx] = out[2][0]
                 preempt[idx] += out[3][0]
                 status[idx] = out[4][0]
-                rejected_in[idx[out[4][0] != 0]] = p + 1
+                rejected_in[idx[out[4][0] != COMPLETED]] = p + 1
                 stats.append(out[5][0])
                 budget = pool._kv_budget()
                 if budget:
-                    peak[p] = max(peak[p], out[5][0][_STAT["peak_kv_reserved"]] / budget)
+                    peak[p] = max(peak[p], out[5][0][STAT["peak_kv_reserved"]] / budget)
             if p == 1:
-                done = (status == 0) & (output > 1)
+                done = (status == COMPLETED) & (output > 1)
                 handoff = second[done] - first[done]
         fleet = _fleet_stats(stats, handoff, targets[1])
         return (admit, first, finish, preempt, status, fleet), rejected_in, peak, ready
@@ -453,7 +448,7 @@ def _fleet_stats(stats, handoff, itl_target):
 
     ``handoff``: the gaps from first to second token, counted with the decode pools' gaps.
     """
-    fleet = np.zeros(len(STAT_NAMES))
+    fleet = np.zeros(N_STATS)
     fleet[list(_PERCENTILE_STATS)] = np.nan
     if stats:
         s = np.stack(stats)
@@ -464,8 +459,8 @@ def _fleet_stats(stats, handoff, itl_target):
             have = ~np.isnan(pct).all(axis=0)
             fleet[list(_PERCENTILE_STATS)] = np.where(
                 have, np.nanmax(np.where(np.isnan(pct), -np.inf, pct), axis=0), np.nan)
-    limit = math.inf if itl_target is None else float(itl_target)
-    fleet[_STAT["token_gaps"]] += handoff.size
-    fleet[_STAT["token_gaps_met"]] += np.count_nonzero(handoff <= limit)
-    fleet[_STAT["token_gap_time"]] += handoff.sum()
+    limit = _itl_limit(itl_target)
+    fleet[STAT["token_gaps"]] += handoff.size
+    fleet[STAT["token_gaps_met"]] += np.count_nonzero(handoff <= limit)
+    fleet[STAT["token_gap_time"]] += handoff.sum()
     return fleet

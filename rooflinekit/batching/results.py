@@ -2,7 +2,7 @@
 
 :mod:`rooflinekit.batching` runs a kernel and hands its raw outputs here: per request the admit,
 first-token and finish times, preemptions and status, and per run the scheduler's statistics
-(:data:`rooflinekit.batching._reference.STAT_NAMES`). This module derives latency, TTFT, ITL and
+(:data:`rooflinekit.batching._schema.STAT_NAMES`). This module derives latency, TTFT, ITL and
 queueing per request; the summaries per replicate (makespan, throughput, means and percentiles of
 the completed requests, the distribution of every inter-token gap, slot and KV occupancy,
 rejections, preemptions, goodput and SLO attainment under the TTFT/ITL targets, exact attainment
@@ -15,6 +15,10 @@ requests of each replicate, computed for all replicates at once; percentiles of 
 gaps are the kernel's (nearest rank, read from a bounded histogram, at most 0.2 % above the exact
 value: :class:`rooflinekit.batching._reference.GapLog`); a replicate with none completed gives
 NaN, and a run that completes nothing has zero throughput, not NaN.
+
+The labels of the status, reason and tier codes (:data:`STATUS_COMPLETED`, ...,
+:data:`TIERS`) are defined beside the codes, in :mod:`rooflinekit.batching._schema`, and
+listed here, where results carry them.
 """
 
 from __future__ import annotations
@@ -25,22 +29,26 @@ import xarray as xr
 from xarray.indexes import PandasIndex
 
 from rooflinekit import dims, roofline
-from rooflinekit.batching._reference import GAP_PERCENTILES, STAT_NAMES
+from rooflinekit.batching._schema import (
+    BATCH,
+    COMPLETED,
+    GAP_PERCENTILES,
+    INTERACTIVE,
+    REASON_KV_BUDGET,
+    REJECTED,
+    STAT,
+    STATUS_COMPLETED,
+    STATUS_REJECTED,
+    TIERS,
+)
 from rooflinekit.roofline import IDEAL
 from rooflinekit.workloads import Workload
 
-__all__ = ["IDEAL", "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS", "SUMMARY_NAMES"]
+__all__ = ["IDEAL", "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET", "TIERS",
+           "SUMMARY_NAMES"]
 
-STATUS_COMPLETED = "completed"
-STATUS_REJECTED = "rejected"
-#: Reason code of a rejection: the request's final length (prompt + output) can never fit the
-#: KV budget (in paged mode: needs more blocks than exist), so it is refused on arrival.
-REASON_KV_BUDGET = "final_length_exceeds_kv_budget"
-#: Labels of the ``tier`` dimension (priority 0 and 1).
-TIERS = ("interactive", "batch")
 _TIER = "tier"
 _POLICY = "policy"
-_STAT = {name: k for k, name in enumerate(STAT_NAMES)}
 
 #: Every summary of a run, in the order results list them (a test holds it to the results).
 SUMMARY_NAMES = (
@@ -89,7 +97,7 @@ def _masked_quantile(x, valid, q):
 def _per_request(arrival, prompt, output, out):
     """Derived per-request times: 2-D (replicate, request) arrays."""
     admit, first, finish, _, status = out[:5]
-    completed = status == 0
+    completed = status == COMPLETED
     multi = output > 1
     itl = np.divide(finish - first, output - 1.0, out=np.full(finish.shape, np.nan),
                     where=completed & multi)
@@ -123,7 +131,7 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
     last_finish = np.where(done, finish, -np.inf).max(axis=-1) if n else np.zeros(arrival.shape[0])
     makespan = np.where(done.any(axis=-1), last_finish - first_arrival, 0.0)
     tokens_done = np.where(done, output, 0).sum(axis=-1).astype(float)
-    s = lambda name: stats[:, _STAT[name]]  # noqa: E731
+    s = lambda name: stats[:, STAT[name]]  # noqa: E731
     res = {
         "makespan": (makespan, "time", "time from first arrival to last completion"),
         "throughput": (_zero_div(tokens_done, makespan), "tokens/time",
@@ -209,10 +217,12 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
         "acceptance_rate": (_safe_div(s("accepted_tokens"), s("draft_tokens")), "1",
                             "share of drafted tokens accepted (NaN without speculation)"),
     })
-    tier_lat = np.stack([_masked_mean(d["latency"], done & (priority == k)) for k in (0, 1)], -1)
-    tier_ttft = np.stack([_masked_mean(d["ttft"], done & (priority == k)) for k in (0, 1)], -1)
+    tier_lat = np.stack([_masked_mean(d["latency"], done & (priority == k))
+                         for k in (INTERACTIVE, BATCH)], -1)
+    tier_ttft = np.stack([_masked_mean(d["ttft"], done & (priority == k))
+                          for k in (INTERACTIVE, BATCH)], -1)
     tier_itl = np.stack([_masked_mean(d["itl"], done & (priority == k) & (output > 1))
-                         for k in (0, 1)], -1)
+                         for k in (INTERACTIVE, BATCH)], -1)
     res["tier_mean_latency"] = (tier_lat, "time", "mean latency from arrival, per tier")
     res["tier_mean_ttft"] = (tier_ttft, "time", "mean time to first token, per tier")
     res["tier_mean_itl"] = (tier_itl, "time", "mean inter-token latency, per tier")
@@ -237,7 +247,7 @@ def _attainments(d, output, status, stats, targets):
     ttft_met = done if ttft_target is None else done & (d["ttft"] <= ttft_target)
     e2e_met = done if e2e_target is None else done & (d["latency"] <= e2e_target)
     good = ttft_met if itl_target is None else ttft_met & ~(d["itl"] > itl_target)
-    n_gaps = stats[:, _STAT["token_gaps"]]
+    n_gaps = stats[:, STAT["token_gaps"]]
     n_good = good.sum(axis=-1).astype(float)
     return {
         "ttft_attainment": (_safe_div(ttft_met.sum(axis=-1), float(n)), "1",
@@ -245,14 +255,14 @@ def _attainments(d, output, status, stats, targets):
         "e2e_attainment": (_safe_div(e2e_met.sum(axis=-1), float(n)), "1",
                            "share of all requests completed with latency within e2e_target"),
         "token_itl_attainment": (
-            np.divide(stats[:, _STAT["token_gaps_met"]], n_gaps, out=np.ones(n_gaps.shape),
+            np.divide(stats[:, STAT["token_gaps_met"]], n_gaps, out=np.ones(n_gaps.shape),
                       where=n_gaps > 0),
             "1", "share of inter-token gaps within itl_target (1 without gaps)"),
         # one-token requests have no ITL: they pass
         "slo_attainment": (_safe_div(n_good, float(n)) if n else
                            np.full(output.shape[0], np.nan), "1",
                            "share of all requests completed within the TTFT/ITL targets"),
-        "n_rejected": ((status == 1).sum(axis=-1), "1", "requests rejected on arrival"),
+        "n_rejected": ((status == REJECTED).sum(axis=-1), "1", "requests rejected on arrival"),
     }, n_good
 
 
@@ -301,8 +311,8 @@ def _single_dataset(wl: Workload, out, batcher, timing, targets) -> xr.Dataset:
     per = _per_request(arrival, prompt, output, out)
     tu = timing.units
     req = dims.REQUEST
-    status_str = np.where(status == 0, STATUS_COMPLETED, STATUS_REJECTED)
-    reason = np.where(status == 0, "", REASON_KV_BUDGET)
+    status_str = np.where(status == COMPLETED, STATUS_COMPLETED, STATUS_REJECTED)
+    reason = np.where(status == COMPLETED, "", REASON_KV_BUDGET)
     data = {
         "arrival": (wl.arrival, tu, "arrival time"),
         "prompt_tokens": (wl.prompt_tokens, "tokens", "prompt length"),

@@ -1,8 +1,9 @@
 """Calibration against measured runs: the measurement format, engine logs, the fit.
 
-- :mod:`~rooflinekit.calibrate.measurements`: the measurement table and its readers;
-- :mod:`~rooflinekit.calibrate.readers`: engine benchmark outputs (``vllm bench latency``,
-  GuideLLM, ``trtllm-bench``) as measurement rows;
+- :mod:`~rooflinekit.calibrate.measurements`: the measurement table, its checks and its own
+  CSV/JSON files;
+- :mod:`~rooflinekit.calibrate.readers`: engine benchmark outputs (``vllm bench serve`` and
+  ``vllm bench latency`` results, GuideLLM, ``trtllm-bench``) as measurement rows;
 - :mod:`~rooflinekit.calibrate.engine_log`: vLLM's and SGLang's start-up KV logs beside our
   budget;
 - :mod:`~rooflinekit.calibrate.model`: :class:`Calibration` (fitted knobs) and :func:`predict`;
@@ -35,7 +36,6 @@ from rooflinekit.calibrate.measurements import (
                                        measurements_from_records,
                                        measurements_to_records,
                                        read_measurements,
-                                       read_vllm_result,
                                        write_measurements,
 )
 from rooflinekit.calibrate.model import (
@@ -59,6 +59,7 @@ from rooflinekit.calibrate.readers import (
                                        read_guidellm_report,
                                        read_trtllm_bench,
                                        read_vllm_latency,
+                                       read_vllm_result,
 )
 
 __all__ = [

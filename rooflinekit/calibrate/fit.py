@@ -13,9 +13,10 @@ and with ``group_by`` knob sets per GPU, engine or weight format beside a shared
 1. **A measurement format** — one row per configuration (model, GPU, tensor-parallel degree, weight
    format, batch size or client concurrency, prompt and output lengths, measured TTFT, ITL/TPOT,
    throughput and a ``source``), as CSV or JSON (:func:`read_measurements`,
-   :func:`write_measurements`), plus :func:`read_vllm_result` for the JSON that ``vllm bench
-   serve --save-result`` (formerly ``benchmarks/benchmark_serving.py``) writes. These live in
-   :mod:`rooflinekit.calibrate.measurements`.
+   :func:`write_measurements`), in :mod:`rooflinekit.calibrate.measurements`; the readers of
+   engine benchmark outputs (:func:`read_vllm_result` for the JSON that ``vllm bench serve
+   --save-result`` writes, ``vllm bench latency``, GuideLLM, ``trtllm-bench``) live in
+   :mod:`rooflinekit.calibrate.readers`.
 2. **A fit** — :func:`calibrate` runs bounded least squares on relative residuals
    (``scipy.optimize.least_squares``) through the real roofline functions, bootstraps confidence
    intervals with a seeded :class:`numpy.random.Generator`, and reports residuals and the mean

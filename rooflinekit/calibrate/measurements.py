@@ -1,19 +1,16 @@
-"""Measured serving runs: the measurement table, its CSV/JSON files and vLLM's benchmark results.
+"""The measurement table: its columns, its checks and its own CSV/JSON files.
 
 One row per measured configuration (model, GPU, tensor-parallel degree, weight format, batch size
 or client concurrency, prompt and output lengths, measured TTFT, ITL/TPOT, throughput and a
 ``source``), held as an :class:`xarray.Dataset` over ``measurement`` in SI units
 (:func:`measurements_from_records`), read and written as CSV or JSON (:func:`read_measurements`,
-:func:`write_measurements`), and read from the JSON that ``vllm bench serve --save-result``
-(formerly ``benchmarks/benchmark_serving.py``) writes (:func:`read_vllm_result`).
+:func:`write_measurements`) and joined (:func:`concat_measurements`).
 :mod:`rooflinekit.calibrate` fits the roofline's knobs to these tables.
 
 The files carry milliseconds in columns whose names say so (``ttft_ms``), the way every serving
-benchmark reports them; the Dataset holds seconds.
-
-References
-----------
-.. [1] vLLM ``benchmarks/benchmark_serving.py`` / ``vllm bench serve`` (result JSON fields).
+benchmark reports them; the Dataset holds seconds. Engine benchmark outputs (``vllm bench serve``
+and ``vllm bench latency`` results, GuideLLM, ``trtllm-bench``) are not read here:
+:mod:`rooflinekit.calibrate.readers` turns them into rows of this table.
 """
 
 from __future__ import annotations
@@ -27,14 +24,14 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from rooflinekit._validation import check_one_of, describe, load_json, show
+from rooflinekit._validation import describe, load_json, show
 from rooflinekit import units
 from rooflinekit.dtypes import dtype_name
 
 __all__ = [
     "MEASUREMENT", "MEASUREMENT_COLUMNS", "REQUIRED_COLUMNS", "TTFT_KINDS",
     "measurements_from_records", "measurements_to_records", "read_measurements",
-    "write_measurements", "read_vllm_result", "concat_measurements",
+    "write_measurements", "concat_measurements",
 ]
 
 #: Dimension of a measurement table (one row per measured configuration).
@@ -249,7 +246,7 @@ def read_measurements(path) -> xr.Dataset:
     :func:`measurements_from_records` for the columns).
 
     A JSON file holds a list of rows, or an object with a ``"measurements"`` list. For the result
-    JSON of ``vllm bench serve`` use :func:`read_vllm_result`.
+    JSON of ``vllm bench serve`` use :func:`rooflinekit.calibrate.readers.read_vllm_result`.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -317,105 +314,3 @@ def concat_measurements(*tables) -> xr.Dataset:
         raise ValueError("measurements is empty: give at least one table")
     records = [row for table in tables for row in measurements_to_records(table)]
     return measurements_from_records(records)
-
-
-def _stat(result: Mapping, metric: str, statistic: str):
-    for key in (f"{statistic}_{metric}_ms", f"mean_{metric}_ms", f"median_{metric}_ms"):
-        value = result.get(key)
-        if value is not None:
-            return float(value)
-    return None
-
-
-def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | None = None,
-                     source: str | None = None, batch_size: float | None = None,
-                     statistic: str = "median", kv_dtype: str | None = None,
-                     engine: str | None = None) -> xr.Dataset:
-    """One measurement row from the result JSON of ``vllm bench serve --save-result``.
-
-    The file holds client-side statistics (``mean_ttft_ms``, ``median_tpot_ms``,
-    ``median_itl_ms``, ``output_throughput``, ``completed``, ``total_input_tokens``,
-    ``total_output_tokens``, ``max_concurrency``, ``request_rate``, ``request_throughput``,
-    ``mean_e2el_ms`` (``mean_latency_ms`` before vLLM 0.7), ...) but not the hardware, so the
-    model, GPU and degree come as arguments.
-
-    Parameters
-    ----------
-    result : str, Path or mapping
-        Path of the JSON file, or its parsed content.
-    model, gpu : str
-        Catalogue names (or names you pass to :func:`calibrate`).
-    tp : int
-        Tensor-parallel degree of the server. Default 1.
-    dtype : str, optional
-        Weight format if it differs from the model's (``--quantization fp8`` → "fp8").
-    source : str, optional
-        Provenance; default names the file, date and ``model_id``.
-    batch_size : float, optional
-        The concurrency to record. Default: ``max_concurrency`` when the run set one (at most
-        ``completed``); otherwise the time-averaged concurrency by Little's law,
-        ``request_throughput × mean end-to-end latency``; otherwise ``completed``.
-    statistic : {"median", "mean"}
-        Which statistic of TTFT, TPOT and ITL to record. Default "median".
-    kv_dtype : str, optional
-        KV-cache format if it differs from the model's (``--kv-cache-dtype fp8`` → "fp8").
-    engine : str, optional
-        The ``engine`` column ("vllm 0.10.1"); the file does not record the server's version.
-        Default blank.
-
-    Returns
-    -------
-    xarray.Dataset
-        One row in the format of :func:`measurements_from_records`; prompt and output lengths are
-        the means ``total_input_tokens / completed`` and ``total_output_tokens / completed``.
-
-    See Also
-    --------
-    rooflinekit.calibrate.read_vllm_latency, rooflinekit.calibrate.read_guidellm_report,
-    rooflinekit.calibrate.read_trtllm_bench : the other engine benchmark readers.
-
-    References
-    ----------
-    .. [1] vLLM ``benchmarks/benchmark_serving.py``, ``benchmark()`` and ``main()`` (result keys).
-    """
-    check_one_of("statistic", statistic, ("median", "mean"))
-    name = None
-    if isinstance(result, (str, Path)):
-        name = Path(result).name
-        with Path(result).open(encoding="utf-8") as fh:
-            result = load_json(fh, str(result))
-    if not isinstance(result, Mapping):
-        raise TypeError(f"result must be a path or a mapping; got {describe(result)}")
-    for key in ("completed", "total_input_tokens", "total_output_tokens"):
-        if result.get(key) is None:
-            raise ValueError(f"vllm result lacks field {key!r}: not a benchmark_serving result")
-    completed = float(result["completed"])
-    if completed <= 0:
-        raise ValueError(f"vllm result field 'completed' must be > 0; got {show(completed)}")
-    if batch_size is None:
-        cap = result.get("max_concurrency")
-        e2el = result.get("mean_e2el_ms", result.get("mean_latency_ms"))
-        if cap is not None:
-            batch_size = min(float(cap), completed)
-        elif e2el is not None and result.get("request_throughput") is not None:
-            batch_size = float(result["request_throughput"]) * float(e2el) * units.MS
-        else:
-            batch_size = completed
-    if source is None:
-        label = name or "result"
-        source = (f"vllm bench serve {label} (model_id={result.get('model_id', '?')}, "
-                  f"date={result.get('date', '?')})")
-    row = {
-        "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "kv_dtype": kv_dtype,
-        "engine": engine, "batch_size": batch_size,
-        "prompt_tokens": float(result["total_input_tokens"]) / completed,
-        "output_tokens": float(result["total_output_tokens"]) / completed,
-        "ttft_ms": _stat(result, "ttft", statistic),
-        "itl_ms": _stat(result, "itl", statistic),
-        "tpot_ms": _stat(result, "tpot", statistic),
-        "output_throughput": result.get("output_throughput"),
-        "source": source,
-        "notes": f"request_rate={result.get('request_rate', '?')}, "
-                 f"max_concurrency={result.get('max_concurrency')}, completed={int(completed)}",
-    }
-    return measurements_from_records([row])

@@ -1,11 +1,14 @@
-"""Engine benchmark outputs as measurement rows: ``vllm bench latency``, GuideLLM, ``trtllm-bench``.
+"""Engine benchmark outputs as measurement rows: ``vllm bench serve`` and ``vllm bench latency``
+results, GuideLLM, ``trtllm-bench``.
 
 Each reader turns one tool's own output file into the measurement table of
 :func:`~rooflinekit.calibrate.measurements.measurements_from_records` (same columns, same
 validation), taking from the caller what the file does not say (model, GPU and, where the tool
-does not record it, the configuration). The result JSON of ``vllm bench serve`` is read by
-:func:`~rooflinekit.calibrate.measurements.read_vllm_result`.
+does not record it, the configuration). The table's own CSV/JSON files are read by
+:func:`~rooflinekit.calibrate.measurements.read_measurements`, not here.
 
+- :func:`read_vllm_result`: ``vllm bench serve --save-result`` (client-side statistics of a
+  serving run);
 - :func:`read_vllm_latency`: ``vllm bench latency --output-json`` (one static batch, end to end);
 - :func:`read_guidellm_report`: a GuideLLM report (``guidellm benchmark`` / ``guidellm run``,
   JSON or YAML output), one row per benchmark;
@@ -13,7 +16,8 @@ does not record it, the configuration). The result JSON of ``vllm bench serve`` 
   the logged text report).
 
 Every field name read here was read in the tool's own output-writing code, named in each
-reader's References. Files are read whole but bounded (:data:`MAX_REPORT_BYTES`), JSON through
+reader's References. The ``vllm bench latency``, GuideLLM and ``trtllm-bench`` readers read a file
+whole but bounded (:data:`MAX_REPORT_BYTES`); JSON goes through
 :func:`rooflinekit._validation.load_json`; a missing or malformed field raises a ``ValueError``
 naming the file and the field.
 
@@ -31,6 +35,7 @@ References
    ``2787769cae353023784dce105d648bcd4d04f4d4`` (``get_statistics_dict``,
    ``report_statistics``) and ``tensorrt_llm/bench/dataclasses/statistics.py`` at
    ``77d7fe1eb2d89753ae33a0745d1083c133064f92``.
+.. [4] vLLM ``benchmarks/benchmark_serving.py`` / ``vllm bench serve`` (result JSON fields).
 """
 
 from __future__ import annotations
@@ -59,7 +64,8 @@ from rooflinekit._validation import (
 from rooflinekit.calibrate.measurements import measurements_from_records
 from rooflinekit.dtypes import dtype_name
 
-__all__ = ["MAX_REPORT_BYTES", "read_vllm_latency", "read_guidellm_report", "read_trtllm_bench"]
+__all__ = ["MAX_REPORT_BYTES", "read_vllm_result", "read_vllm_latency", "read_guidellm_report",
+           "read_trtllm_bench"]
 
 #: The largest file a reader opens [bytes]: 256 MiB. A GuideLLM JSON keeps every request's text
 #: by default and can grow large (``--metrics kind=generative,sample_size=0`` keeps statistics
@@ -192,6 +198,110 @@ def _format(name: str, value, label: str, given):
                          f"(fp8, int4, ...)") from None
 
 
+# -- vllm bench serve --------------------------------------------------------------------------
+
+def _stat(result: Mapping, metric: str, statistic: str):
+    for key in (f"{statistic}_{metric}_ms", f"mean_{metric}_ms", f"median_{metric}_ms"):
+        value = result.get(key)
+        if value is not None:
+            return float(value)
+    return None
+
+
+def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | None = None,
+                     source: str | None = None, batch_size: float | None = None,
+                     statistic: str = "median", kv_dtype: str | None = None,
+                     engine: str | None = None) -> xr.Dataset:
+    """One measurement row from the result JSON of ``vllm bench serve --save-result``.
+
+    The file holds client-side statistics (``mean_ttft_ms``, ``median_tpot_ms``,
+    ``median_itl_ms``, ``output_throughput``, ``completed``, ``total_input_tokens``,
+    ``total_output_tokens``, ``max_concurrency``, ``request_rate``, ``request_throughput``,
+    ``mean_e2el_ms`` (``mean_latency_ms`` before vLLM 0.7), ...) but not the hardware, so the
+    model, GPU and degree come as arguments.
+
+    Parameters
+    ----------
+    result : str, Path or mapping
+        Path of the JSON file, or its parsed content.
+    model, gpu : str
+        Catalogue names (or names you pass to :func:`~rooflinekit.calibrate.calibrate`).
+    tp : int
+        Tensor-parallel degree of the server. Default 1.
+    dtype : str, optional
+        Weight format if it differs from the model's (``--quantization fp8`` → "fp8").
+    source : str, optional
+        Provenance; default names the file, date and ``model_id``.
+    batch_size : float, optional
+        The concurrency to record. Default: ``max_concurrency`` when the run set one (at most
+        ``completed``); otherwise the time-averaged concurrency by Little's law,
+        ``request_throughput × mean end-to-end latency``; otherwise ``completed``.
+    statistic : {"median", "mean"}
+        Which statistic of TTFT, TPOT and ITL to record. Default "median".
+    kv_dtype : str, optional
+        KV-cache format if it differs from the model's (``--kv-cache-dtype fp8`` → "fp8").
+    engine : str, optional
+        The ``engine`` column ("vllm 0.10.1"); the file does not record the server's version.
+        Default blank.
+
+    Returns
+    -------
+    xarray.Dataset
+        One row in the format of :func:`measurements_from_records`; prompt and output lengths are
+        the means ``total_input_tokens / completed`` and ``total_output_tokens / completed``.
+
+    See Also
+    --------
+    read_vllm_latency, read_guidellm_report, read_trtllm_bench : the other engine benchmark
+    readers.
+
+    References
+    ----------
+    .. [1] vLLM ``benchmarks/benchmark_serving.py``, ``benchmark()`` and ``main()`` (result keys).
+    """
+    check_one_of("statistic", statistic, ("median", "mean"))
+    name = None
+    if isinstance(result, (str, Path)):
+        name = Path(result).name
+        with Path(result).open(encoding="utf-8") as fh:
+            result = load_json(fh, str(result))
+    if not isinstance(result, Mapping):
+        raise TypeError(f"result must be a path or a mapping; got {describe(result)}")
+    for key in ("completed", "total_input_tokens", "total_output_tokens"):
+        if result.get(key) is None:
+            raise ValueError(f"vllm result lacks field {key!r}: not a benchmark_serving result")
+    completed = float(result["completed"])
+    if completed <= 0:
+        raise ValueError(f"vllm result field 'completed' must be > 0; got {show(completed)}")
+    if batch_size is None:
+        cap = result.get("max_concurrency")
+        e2el = result.get("mean_e2el_ms", result.get("mean_latency_ms"))
+        if cap is not None:
+            batch_size = min(float(cap), completed)
+        elif e2el is not None and result.get("request_throughput") is not None:
+            batch_size = float(result["request_throughput"]) * float(e2el) * units.MS
+        else:
+            batch_size = completed
+    if source is None:
+        label = name or "result"
+        source = (f"vllm bench serve {label} (model_id={result.get('model_id', '?')}, "
+                  f"date={result.get('date', '?')})")
+    row = {
+        "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "kv_dtype": kv_dtype,
+        "engine": engine, "batch_size": batch_size,
+        "prompt_tokens": float(result["total_input_tokens"]) / completed,
+        "output_tokens": float(result["total_output_tokens"]) / completed,
+        "ttft_ms": _stat(result, "ttft", statistic),
+        "itl_ms": _stat(result, "itl", statistic),
+        "tpot_ms": _stat(result, "tpot", statistic),
+        "output_throughput": result.get("output_throughput"),
+        "source": source,
+        "notes": f"request_rate={result.get('request_rate', '?')}, "
+                 f"max_concurrency={result.get('max_concurrency')}, completed={int(completed)}",
+    }
+    return measurements_from_records([row])
+
+
 # -- vllm bench latency ------------------------------------------------------------------------
 
 def _latency_ms(payload: Mapping, label: str, statistic: str) -> tuple[float, int | None]:
@@ -292,7 +402,7 @@ def read_vllm_latency(result, *, model: str, gpu: str, tp: int = 1, batch_size: 
 
     See Also
     --------
-    rooflinekit.calibrate.read_vllm_result : ``vllm bench serve`` results.
+    read_vllm_result : ``vllm bench serve`` results.
     read_guidellm_report, read_trtllm_bench : the other engine benchmark readers.
 
     Notes

@@ -1,10 +1,8 @@
 """What the commands share: the names a command module defines, argument types, common flags.
 
-One vocabulary across commands: vLLM's flag names where vLLM has the concept
-(``--max-num-seqs``, ``--max-num-batched-tokens``, ``--block-size``, ``--gpu-memory-utilization``,
-``--max-model-len``, ``--dtype``, ``--kv-cache-dtype``, ``--tensor-parallel-size``/``--tp``), and
-the same name for the same quantity in every command. Every number is checked as it is parsed, so
-a bad value is one ``argparse`` line naming the flag, before any work.
+vLLM's flag names where vLLM has the concept (``--max-num-seqs``, ``--block-size``, ...), one name
+per quantity across commands; every number is checked as it is parsed, so a bad value is one
+``argparse`` line naming the flag, before any work.
 """
 
 from __future__ import annotations

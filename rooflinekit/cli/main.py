@@ -46,9 +46,8 @@ class _Notices(logging.Handler):
     """The ``rooflinekit`` logger's records on stderr, a compile's as one growing line.
 
     A compile logs its start, a heartbeat every 1.5 s and its end (``compile`` of the record:
-    ``"start"``, ``"tick"``, ``"end"``): printed as ``rooflinekit CMD: compiling ... .....
-    x compiled in 12.3 s``, so a first run is never silent for long and says it once. Any other
-    record at INFO or above is a line of its own.
+    ``"start"``, ``"tick"``, ``"end"``), printed as one line ``rooflinekit CMD: compiling ...
+    ..... compiled in N s``. Any other record at INFO or above is a line of its own.
     """
 
     def __init__(self, command: str):

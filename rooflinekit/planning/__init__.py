@@ -11,7 +11,8 @@
 - :mod:`~rooflinekit.planning.disaggregated`: :func:`plan_disaggregated`, the best prefill/decode
   split (xPyD) for a traffic against aggregated replicas;
 - :mod:`~rooflinekit.planning.spillover`: a dedicated floor plus pay-as-you-go spillover, and
-  self-hosting volumes (guide §6.4–6.5).
+  self-hosting volumes (guide §6.4–6.5); the guide's worked figures are in
+  :mod:`rooflinekit.guide`.
 """
 
 from rooflinekit.planning.capacity import (BINDINGS, LOWEST_RATE_FRACTION, draw_requests, max_rate,
@@ -29,12 +30,8 @@ from rooflinekit.planning.fleet import (IDEAL, LATENCY_PERCENTILES, PLAN_MEMORY_
                                        check_plan_size, estimate_work, load_curve, plan)
 from rooflinekit.planning.spillover import (
     TIME,
-    GuideSelfHostingFigures,
     bursty_demand,
     compare_floor_sizing,
-    guide_break_even_figures,
-    guide_self_hosting_figures,
-    guide_spillover_figures,
     optimal_floor,
     plan_with_spillover,
     self_hosting_comparison,
@@ -49,6 +46,5 @@ __all__ = [
     "cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",
     "PROVISIONED_SPILLOVER",
     "TIME", "bursty_demand", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
-    "self_hosting_comparison", "GuideSelfHostingFigures", "guide_self_hosting_figures",
-    "guide_break_even_figures", "guide_spillover_figures",
+    "self_hosting_comparison",
 ]

@@ -1,46 +1,9 @@
 """Capacity under load: the highest request rate one replica sustains within an SLO.
 
-One *replica* is a continuous batcher (vLLM's scheduler rules, :mod:`rooflinekit.batching`) on one
-tensor-parallel group, timed by the roofline clock. :func:`max_rate` finds, for each Monte Carlo
-replicate, the highest arrival rate at which every target of an :class:`~rooflinekit.planning.SLO`
-still holds at its quantile, and says which constraint binds there.
-
-The search
-----------
-1. *Common random numbers.* Replicate ``r`` draws its requests once, from
-   :func:`rooflinekit.batching.replicate_seed` ``(seed, r)``, with arrivals at unit rate; a run at
-   rate λ divides those arrival times by λ. Every rate, every configuration and every bisection
-   step sees the same requests and the same gaps, so differences between them are differences of
-   the system, not of the draw. A speculative batcher's acceptance draws are common too:
-   replicate ``r`` draws its gains from :meth:`~rooflinekit.batching.Speculative.row_seed`
-   ``(r)`` once, before the search, and every run reads them (``run_replicates``'
-   ``speculative_gains``), whichever rows a step runs together.
-2. *Saturation.* All requests arrive at once; the rate at which the full batch completes
-   requests (Little's law: the batch's size over the mean time a request spends in it, or the
-   run's completion rate if higher) is the replica's saturation rate, above which a queue grows
-   without bound. The search runs in ``[saturation / 256, saturation]``.
-3. *Descent, then a safeguarded line search*, per replicate: the rate is halved from saturation
-   until the SLO holds (at most 8 times, to ``saturation / 256``); ``lo`` always meets the SLO and
-   ``hi`` misses it. The bracket then closes until its ratio is within ``1 + rtol`` (default
-   2 %). Each run goes where a straight line through the two ends' margins crosses zero (the
-   smallest constraint's attained share minus its quantile, in log-odds, over log rate), moved
-   0.45 of a ratio toward the end that did not move last, so that an accurate line closes the
-   bracket in two runs, and kept half a ratio inside the bracket; where two runs have not
-   halved the bracket, or it is within two ratios, the next run bisects it (log scale). At worst
-   that is three runs per halving against bisection's one; on the planning benchmark it takes
-   20 % fewer runs than bisection (2,682 against 3,338). The replicate's max rate is ``lo``.
-   Starting from the top keeps the search away from the lowest rates, the slowest to simulate
-   (a lone sequence decodes every token in a step of its own). The runs of one step go to the
-   kernel together, one replicate per thread. With common random numbers the
-   attainment falls with the rate almost everywhere, but not strictly; the search returns one
-   crossing, within ``rtol`` of it.
-4. If the SLO still holds at saturation, the rate is the saturation rate and the binding
-   constraint is capacity: ``"memory"`` when the KV cache was full there, else
-   ``"max_num_seqs"`` (the slots). If it fails even at the lowest rate, the rate is 0 and the
-   binding constraint is the target missed there.
-
-A run measures the whole arrival sequence from an empty system; the start-up transient makes it
-slightly optimistic, less so with more ``requests``.
+A replica is a continuous batcher (:mod:`rooflinekit.batching`) on one tensor-parallel group,
+timed by the roofline clock. :func:`max_rate` finds, per Monte Carlo replicate, the highest
+arrival rate at which every target of an :class:`~rooflinekit.planning.SLO` holds at its
+quantile, and which constraint binds there (:data:`BINDINGS`).
 """
 
 from __future__ import annotations
@@ -172,8 +135,8 @@ def _close_in(evaluate, lo, hi, margin_lo, margin_hi, binding, searching, ratio)
 
     In place: ``lo`` meets the SLO, ``hi`` misses it, their margins and the binding constraint
     (of ``hi``) are kept true. ``evaluate(index, rates)`` gives, per row, whether the SLO holds,
-    what fails and the margin in log-odds (:func:`_logit_margin`). The rule is the module's
-    ("The search", step 3).
+    what fails and the margin in log-odds (:func:`_logit_margin`). The rule is step 3 of
+    :func:`max_rate`'s Notes.
     """
     n = lo.size
     searching = searching.copy()
@@ -239,9 +202,30 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
 
     Notes
     -----
-    The algorithm is the module's ("The search"). SLO attainment is counted exactly in each run
-    (:func:`rooflinekit.batching.run_replicates`), so "meets" compares shares, not interpolated
-    percentiles.
+    1. *Common random numbers.* Replicate ``r`` draws its requests once
+       (:func:`rooflinekit.batching.replicate_seed` ``(seed, r)``) at unit rate; a run at rate
+       λ divides the arrival times by λ, so every rate and configuration sees the same requests.
+       A speculative batcher's gains are drawn once per row too
+       (:meth:`~rooflinekit.batching.Speculative.row_seed`).
+    2. *Saturation.* All requests arrive at once; the full batch's completion rate (Little's
+       law: its size over the mean time a request spends in it, or the run's completion rate
+       if higher) is the rate above which a queue grows without bound.
+    3. *Descent, then a safeguarded line search*, per replicate: the rate is halved from
+       saturation until the SLO holds (at most 8 times, to :data:`LOWEST_RATE_FRACTION` of
+       it); ``lo`` meets the SLO, ``hi`` misses it. Each further run goes where a line through
+       the two ends' margins (the smallest constraint's attained share minus its quantile, in
+       log-odds, over log rate) crosses zero, moved 0.45 of a ratio toward the end that did not
+       move last and kept half a ratio inside; where two runs have not halved the bracket, or
+       it is within two ratios, the run bisects it (log scale). It stops when ``hi ≤ lo·(1 +
+       rtol)``; the max rate is ``lo``, one crossing of an attainment that falls with the rate
+       almost everywhere, but not strictly.
+    4. If the SLO holds at saturation, the rate is the saturation rate and capacity binds:
+       ``"memory"`` where the KV cache was full, else ``"max_num_seqs"``. If it fails even at
+       the lowest rate, the rate is 0 and the target missed there binds.
+
+    SLO attainment is counted exactly in each run (:func:`rooflinekit.batching.run_replicates`),
+    so "meets" compares shares, not interpolated percentiles. A run starts from an empty
+    system, which makes it slightly optimistic, less so with more requests.
     """
     arrival, prompt, output = draws[:3]
     n = arrival.shape[0]
@@ -316,7 +300,7 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         hi[index[~ok]], margin_hi[index[~ok]] = lo[index[~ok]], margin[~ok]
         binding[index[~ok]] = why[~ok]
         descending &= ~ok_lo & (lo > saturation * LOWEST_RATE_FRACTION * (1 + 1e-9))
-    # ... then close in on the crossing of that octave (module docstring, step 3).
+    # ... then close in on the crossing of that octave (Notes, step 3).
     _close_in(evaluate, lo, hi, margin_lo, margin_hi, binding, served & ~ok_hi & ok_lo,
               1.0 + rtol)
     rate = np.where(served & ok_hi, saturation, np.where(served & ok_lo, lo, 0.0))

@@ -1,12 +1,9 @@
 """The decision: the cheapest fleet of a plan, beside paying per token or buying capacity.
 
-:func:`cheapest_plan` picks, for each model (or any other dimension), the configuration of a
-:func:`~rooflinekit.planning.plan` that serves the traffic for the least per month.
-:func:`decision_table` sets that self-hosted fleet beside pay-as-you-go at the traffic's monthly
-volume and mix, provisioned capacity bought in whole units to carry the peak, and, with a demand
-profile, a provisioned floor with the excess spilled to pay-as-you-go; it applies the §7 gates
-(third-party processing, data residency) before cost, names the cheapest admissible option, and
-gives the volume at which self-hosting breaks even against each.
+:func:`cheapest_plan` picks the configuration of a plan that serves the traffic for the least per
+month; :func:`decision_table` sets it beside pay-as-you-go, provisioned capacity and (with a
+profile) a provisioned floor with spillover, applies the §7 gates before cost, names the cheapest
+admissible option and gives each break-even volume.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The best prefill/decode split (xPyD) for a traffic, against aggregated replicas.
 
-A *unit* of disaggregated serving is ``x`` prefill replicas and ``y`` decode replicas of one
-configuration (model, GPU, TP, slots, KV cache), the KV sent between them
-(:class:`rooflinekit.batching.DisaggregatedBatcher`); it uses ``(x + y) × tp`` GPUs. For every
-split, :func:`rooflinekit.planning.max_rate` searches the highest rate one unit sustains within
-the SLO, on the same draws (common random numbers) as the aggregated replica of the same
-configuration, so the comparison is of the systems, not of the traffic. A fleet is whole units:
-``ceil(rate × (1 + headroom) / max_rate)`` of them.
+A unit is ``x`` prefill and ``y`` decode replicas of one configuration, the KV sent between them
+(:class:`rooflinekit.batching.DisaggregatedBatcher`), on ``(x + y) × tp`` GPUs. Each split's max
+rate is searched on the same draws as the aggregated replica's; a fleet is whole units.
 """
 
 from __future__ import annotations
@@ -128,8 +124,8 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
 
     Notes
     -----
-    The unit's search is :mod:`rooflinekit.planning.capacity`'s. Its saturation rate comes from
-    all requests arriving at once; the pools form a tandem queue without backpressure
+    The unit's search is :func:`~rooflinekit.planning.capacity.max_rate`'s, its saturation
+    rate from all requests arriving at once; the pools form a tandem queue without backpressure
     (:mod:`rooflinekit.batching.disaggregated`), so a unit's rate is capped by the slower pool.
     Both pools use one GPU type and one TP; heterogeneous pools are
     :class:`~rooflinekit.batching.DisaggregatedBatcher`'s to simulate, not searched here.

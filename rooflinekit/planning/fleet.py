@@ -1,10 +1,8 @@
 """From traffic and an SLO to a fleet: :func:`plan` over a grid of serving configurations.
 
-For every configuration (model × GPU × TP × ``max_num_seqs`` [× ``max_num_batched_tokens``]),
-:func:`rooflinekit.planning.capacity.max_rate` finds the rate one replica sustains within the SLO,
-replicate by replicate on common random numbers; the fleet is the replicas the peak rate needs with
-headroom, its cost the GPU-hours (plus the engineering and power lines) of a month, and the latency
-percentiles are measured again at the rate each replica then carries.
+Per configuration, :func:`~rooflinekit.planning.capacity.max_rate` finds the rate one replica
+sustains within the SLO; the fleet is the replicas the peak rate needs with headroom, its cost a
+month's GPU-hours (plus engineering and power), its latencies measured at the operating rate.
 """
 
 from __future__ import annotations
@@ -53,7 +51,7 @@ from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 __all__ = ["plan", "load_curve", "estimate_work", "check_plan_size", "PLAN_WORK_LIMIT", "PLAN_MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
 
 #: Most simulated token-steps (requests × output tokens × runs) :func:`plan` does in one process
-#: without ``chunks=`` (about a minute on two cores); above it, it refuses with the estimate.
+#: without ``chunks=``; above it, it refuses with the estimate.
 PLAN_WORK_LIMIT = 2e10
 
 #: Joules in a kilowatt-hour.
@@ -288,7 +286,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
 
     Notes
     -----
-    The search and its tolerance: :mod:`rooflinekit.planning.capacity`. Monthly cost =
+    The search and its tolerance: :func:`rooflinekit.planning.capacity.max_rate`. Monthly cost =
     ``gpus × price × 730 h + engineering_monthly + power``; monthly tokens = the traffic's monthly
     requests × the mean prompt + output tokens of the draws.
 

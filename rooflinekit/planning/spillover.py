@@ -3,22 +3,20 @@
 Every mature deployment converges on the same shape (guide §6.4): size a dedicated floor to a
 quantile of demand and spill everything above it to pay-as-you-go — degrade in cost, not in
 availability. Given a demand profile (tokens per hour or per day over a month, or a distribution to
-sample a month from), :func:`plan_with_spillover` prices a floor sized to any quantile,
-:func:`optimal_floor` finds the cheapest floor, and :func:`compare_floor_sizing` sets the guide's
-three sizings — peak, p50, p10 — beside the optimum: cost, utilisation of the floor, share of
-traffic spilled. Nothing is ever dropped: every token is served by the floor or by pay-as-you-go.
+sample a month from; :func:`bursty_demand` draws a seeded synthetic one),
+:func:`plan_with_spillover` prices a floor sized to any quantile, :func:`optimal_floor` finds the
+cheapest floor, and :func:`compare_floor_sizing` sets the guide's three sizings — peak, p50, p10 —
+beside the optimum: cost, utilisation of the floor, share of traffic spilled. Nothing is ever
+dropped: every token is served by the floor or by pay-as-you-go. For self-hosting,
+:func:`self_hosting_comparison` gives unit cost against volume and the crossover volumes against
+pay-as-you-go and provisioned capacity, with and without the engineering line.
 
-For self-hosting, :func:`self_hosting_comparison` gives unit cost against volume and the crossover
-volumes against pay-as-you-go and provisioned capacity, with and without the engineering line;
-:func:`guide_self_hosting_figures` reproduces the guide's §6.5 figures both as printed and as its
-text states them, and says where they part.
-
-Results are :class:`xarray.Dataset` objects whose variables carry ``units`` and ``long_name``.
+This module holds the model only: the guide's worked figures at its own prices (§6.3–6.5) live in
+:mod:`rooflinekit.guide`. Results are :class:`xarray.Dataset` objects whose variables carry
+``units`` and ``long_name``.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import xarray as xr
@@ -40,7 +38,6 @@ from rooflinekit.pricing import (
     Provisioned,
     SelfHosted,
     blended_price,
-    break_even,
     capacity_price,
     crossover_volume,
 )
@@ -48,8 +45,7 @@ from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION
 
 __all__ = [
     "TIME", "bursty_demand", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
-    "self_hosting_comparison", "GuideSelfHostingFigures", "guide_self_hosting_figures",
-    "guide_break_even_figures", "guide_spillover_figures",
+    "self_hosting_comparison",
 ]
 
 #: Default name of the period dimension of a demand profile (one entry per hour or day).
@@ -450,151 +446,3 @@ def self_hosting_comparison(selfhosted, payg, monthly_tokens, output_fraction, *
             crossover_volume(selfhosted, provisioned, f, include_engineering=False),
             "tokens/month", "crossover volume against provisioned, without the engineering line")
     return xr.Dataset(out)
-
-
-# -- the guide's worked figures -------------------------------------------------------------------
-_GUIDE_PAYG = dict(input_per_mtok=3.0, output_per_mtok=12.0)       # §6.3
-_GUIDE_PROVISIONED = dict(monthly_cost=12_000.0, monthly_capacity_tokens=4e9)  # §6.3
-_GUIDE_GPUS, _GUIDE_GPU_HOURLY = 8, 3.0                              # §6.5
-_GUIDE_ENGINEERING_STATED, _GUIDE_ENGINEERING_PRINTED = 25_000.0, 25.0
-_GUIDE_VOLUMES = (1e9, 20e9)                                         # §11 "at 1B ... at 20B"
-_GUIDE_MIX = 0.1                                                     # crossover at a 10% mix
-
-
-def guide_break_even_figures() -> xr.Dataset:
-    """The guide's §6.3 worked break-even at 10% and 50% output.
-
-    Returns
-    -------
-    xarray.Dataset
-        Over ``output_fraction`` = [0.1, 0.5]: ``blended_price`` [USD/1M tokens] ($3.90, $7.50),
-        ``tokens`` [tokens/month] (3.077B, 1.6B) and ``utilization`` [1] (76.92%, 40.00%) of
-        $12,000/month for 4B tokens against $3/$12 per 1M.
-
-    References
-    ----------
-    .. [1] Serving-capacity guide §6.3; ``docs/conventions.md``.
-    """
-    f = xr.DataArray([0.1, 0.5], dims=(dims.OUTPUT_FRACTION,),
-                     coords={dims.OUTPUT_FRACTION: [0.1, 0.5]})
-    payg = PayAsYouGo(**_GUIDE_PAYG)
-    out = break_even(Provisioned(**_GUIDE_PROVISIONED), payg, f)
-    out["blended_price"] = blended_price(payg, f)
-    return out
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class GuideSelfHostingFigures:
-    """The guide's §6.5 self-hosting figures, as printed and as its text states them.
-
-    Attributes
-    ----------
-    table : xarray.Dataset
-        Over ``version`` = ``["as printed", "as stated"]`` (engineering $25 and $25,000 a month)
-        and ``monthly_tokens`` = [1B, 20B]: ``gpu_monthly_cost``, ``engineering_monthly``,
-        ``monthly_cost`` [USD/month], ``unit_cost`` [USD/1M tokens], ``payg_price``
-        [USD/1M tokens] and ``crossover_payg`` [tokens/month] at a 10% output mix.
-    discrepancy : str
-        The difference between the two, in words, computed from ``table``.
-    """
-
-    table: xr.Dataset
-    discrepancy: str
-
-    def lines(self) -> list[str]:
-        """One line per version and the discrepancy note, for printing."""
-        t = self.table
-        out = []
-        for version in t["version"].values:
-            row = t.sel(version=version)
-            unit = ", ".join(
-                f"${float(row['unit_cost'].sel(monthly_tokens=v)):.2f}/M at {v / 1e9:g}B"
-                for v in t["monthly_tokens"].values)
-            out.append(f"{version}: engineering ${float(row['engineering_monthly']):,.0f}/month, "
-                       f"total ${float(row['monthly_cost']):,.0f}/month; {unit}; crossover "
-                       f"{float(row['crossover_payg']) / 1e9:.2f}B tokens/month vs "
-                       f"${float(row['payg_price']):.2f}/M pay-as-you-go")
-        return out + [self.discrepancy]
-
-
-def guide_self_hosting_figures() -> GuideSelfHostingFigures:
-    """Reproduce the guide's §6.5 self-hosting figures both ways, and say where they part.
-
-    The guide prices 8 GPUs at $3/hour "plus $25 000/month of engineering = $17 545/month", then
-    quotes $17.50 per 1M at 1B tokens, $0.88 at 20B and a crossover around 4–5B tokens. Those
-    figures come out only with an engineering line of $25; with the $25,000 its text states the
-    month costs $42,520.
-
-    Returns
-    -------
-    GuideSelfHostingFigures
-        The table of both versions and the discrepancy in words.
-
-    References
-    ----------
-    .. [1] Serving-capacity guide §6.5 and §11; ``docs/conventions.md`` ("Figures that do not
-       re-derive").
-    """
-    versions = {"as printed": _GUIDE_ENGINEERING_PRINTED, "as stated": _GUIDE_ENGINEERING_STATED}
-    payg = PayAsYouGo(**_GUIDE_PAYG)
-    v = xr.DataArray(list(_GUIDE_VOLUMES), dims=(dims.MONTHLY_TOKENS,),
-                     coords={dims.MONTHLY_TOKENS: list(_GUIDE_VOLUMES)})
-    rows = []
-    for label, engineering in versions.items():
-        sh = SelfHosted(_GUIDE_GPUS, _GUIDE_GPU_HOURLY, engineering)
-        ds = self_hosting_comparison(sh, payg, v, _GUIDE_MIX)
-        ds["gpu_monthly_cost"] = xr.DataArray(sh.gpu_monthly_cost).assign_attrs(
-            units="USD/month", long_name="GPU-hours per month")
-        ds["engineering_monthly"] = xr.DataArray(engineering).assign_attrs(
-            units="USD/month", long_name="engineering line")
-        rows.append(ds.drop_vars(["unit_cost_without_engineering",
-                                  "monthly_cost_without_engineering",
-                                  "crossover_payg_without_engineering"]))
-    table = xr.concat(rows, dim=xr.DataArray(list(versions), dims=("version",), name="version"))
-    table.attrs = {"description": "guide §6.5: 8 GPUs at $3/h, 730 h/month; crossover against "
-                                  "$3/$12 per 1M at a 10% output mix"}
-
-    printed, stated = (table.sel(version=k) for k in versions)
-    gpu = float(printed["gpu_monthly_cost"])
-    p_total, s_total = float(printed["monthly_cost"]), float(stated["monthly_cost"])
-    v1, v20 = _GUIDE_VOLUMES
-    rounded = round(p_total, -2) / v1 * PER_MILLION
-    discrepancy = (
-        f"Discrepancy in guide §6.5: it says {_GUIDE_GPUS} GPUs at ${_GUIDE_GPU_HOURLY:g}/hour "
-        f"plus ${_GUIDE_ENGINEERING_STATED:,.0f}/month of engineering = ${p_total:,.0f}/month, but "
-        f"{_GUIDE_GPUS} x ${_GUIDE_GPU_HOURLY:g} x {HOURS_PER_MONTH:g} h = ${gpu:,.0f} of "
-        f"GPU-hours, and ${p_total:,.0f} is that plus ${p_total - gpu:,.0f}: the engineering "
-        f"line was entered as {_GUIDE_ENGINEERING_PRINTED:g} instead of "
-        f"{_GUIDE_ENGINEERING_STATED:,.0f}. Its per-token figures follow that total: "
-        f"${float(printed['unit_cost'].sel(monthly_tokens=v20)):.2f}/M at {v20 / 1e9:g}B and a "
-        f"crossover of {float(printed['crossover_payg']) / 1e9:.2f}B tokens/month "
-        f"(${p_total:,.0f} / ${float(printed['payg_price']):.2f}); its '$17.50/M at 1B' needs "
-        f"the total rounded to ${round(p_total, -2):,.0f} (${rounded:.2f}; unrounded "
-        f"${float(printed['unit_cost'].sel(monthly_tokens=v1)):.3f}). With the "
-        f"${_GUIDE_ENGINEERING_STATED:,.0f} engineering line included the month costs "
-        f"${s_total:,.0f}: ${float(stated['unit_cost'].sel(monthly_tokens=v1)):.2f}/M at "
-        f"{v1 / 1e9:g}B, ${float(stated['unit_cost'].sel(monthly_tokens=v20)):.2f}/M at "
-        f"{v20 / 1e9:g}B, crossover about {float(stated['crossover_payg']) / 1e9:.1f}B "
-        f"tokens/month at a {_GUIDE_MIX:.0%} output mix. The guide's lesson stands — the "
-        f"engineering line decides it — but its figures forgot the line.")
-    return GuideSelfHostingFigures(table, discrepancy)
-
-
-def guide_spillover_figures(seed: int = 0) -> xr.Dataset:
-    """The §6.4 comparison on a seeded bursty month at the guide's §6.3 prices.
-
-    Parameters
-    ----------
-    seed : int
-        Seed of :func:`bursty_demand` (hourly, 730 periods, about 4B tokens).
-
-    Returns
-    -------
-    xarray.Dataset
-        :func:`compare_floor_sizing` with a floor priced at the guide's provisioned capacity
-        ($12,000 / 4B = $3.00 per 1M tokens of capacity) and spillover at $3/$12 per 1M at a 10%
-        output mix.
-    """
-    demand = bursty_demand(seed=seed)
-    return compare_floor_sizing(demand, PayAsYouGo(**_GUIDE_PAYG),
-                                Provisioned(**_GUIDE_PROVISIONED), output_fraction=_GUIDE_MIX)

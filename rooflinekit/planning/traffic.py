@@ -1,12 +1,8 @@
 """What a deployment must serve and how fast: :class:`Traffic` and :class:`SLO`.
 
-``Traffic`` is the demand: a peak request rate, the prompt and output length distributions (from
-:mod:`rooflinekit.workloads`), the arrival process and, optionally, a demand profile over a month
-for the monthly volume and the spillover plan. ``SLO`` is the latency target: TTFT, ITL per
-generated token and end-to-end latency at a percentile, and optionally a goodput attainment.
-
-Both are frozen specs that validate completely on construction; :func:`rooflinekit.planning.plan`
-turns them into a fleet.
+``Traffic`` is the demand (peak rate, length distributions, arrivals, optional monthly profile);
+``SLO`` the latency targets at a percentile, optionally with a goodput attainment. Both are frozen
+specs, checked on construction.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Axes and argument helpers shared by the figure modules.
-"""
+"""Axes and argument helpers shared by the figure modules."""
 
 from __future__ import annotations
 

@@ -80,10 +80,10 @@ def plot_batching_timeline(results, ax=None):
     -----
     The results do not say which slot a request held, so the rows are a layout: each request
     takes the lowest row free when it is admitted. The runs record when a request finished, not
-    when it produced its last token; the members of a static batch step together, so the n-th token of
-    each comes at the batch's n-th step (exact on the tick clock, where the padding drawn sums
-    to the run's ``padding_slot_steps``; the steps' spacing is taken as even on the roofline
-    clock). Rejected requests (``finish`` NaN) are not drawn. Times are in the runs'
+    when it produced its last token; the members of a static batch step together, so the n-th
+    token of each comes at the batch's n-th step (exact on the tick clock, where the padding
+    drawn sums to the run's ``padding_slot_steps``; the steps' spacing is taken as even on the
+    roofline clock). Rejected requests (``finish`` NaN) are not drawn. Times are in the runs'
     ``time_units`` (ticks for the guide's clock).
 
     References

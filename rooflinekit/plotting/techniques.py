@@ -1,9 +1,7 @@
 """The serving techniques' figures: prefix caching and speculative decoding.
 
-- :func:`plot_prefix_caching`: concurrent sequences and the prefill part of TTFT against the
-  share of each prompt that is a shared, cached prefix;
-- :func:`plot_speculative_speedup`: the speculative speed-up against batch size, one line per
-  acceptance probability, with the break-even line (speed-up = 1).
+Concurrency and prefill time against the cached share of each prompt; the speculative speed-up
+against batch size, one line per acceptance probability, with the break-even at 1.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 - :mod:`~rooflinekit.pricing.capacity`: the ways to buy tokens — :class:`PayAsYouGo`,
   :class:`Provisioned`, :class:`SelfHosted` — with their blended price and unit cost;
 - :mod:`~rooflinekit.pricing.comparisons`: break-even, crossover volume, provisioned savings,
-  and the illustrative catalogue prices as price objects;
+  the price of dedicated capacity;
+- :mod:`~rooflinekit.pricing.price_list`: the illustrative catalogue prices as price objects
+  (the rows come from :mod:`rooflinekit.catalog`);
 - :mod:`~rooflinekit.pricing.techniques`: a request's cost with prefix-cache hits (pay-as-you-go
   and on your GPUs) and a million output tokens' with speculative decoding;
 - :mod:`~rooflinekit.pricing.choice`: data-residency and classification gates before cost, and
@@ -15,10 +17,6 @@ from rooflinekit.pricing.comparisons import (
                                             break_even,
                                             capacity_price,
                                             crossover_volume,
-                                            gpu_hourly_price,
-                                            load_prices,
-                                            payg_price,
-                                            provisioned_example,
                                             provisioned_savings,
                                             provisioned_unit_cost,
 )
@@ -36,6 +34,12 @@ from rooflinekit.pricing.choice import (
                                             NoAdmissibleOptionError,
                                             admissibility,
                                             cheapest_option,
+)
+from rooflinekit.pricing.price_list import (
+                                            gpu_hourly_price,
+                                            load_prices,
+                                            payg_price,
+                                            provisioned_example,
 )
 from rooflinekit.pricing.techniques import (
                                             cost_per_request,

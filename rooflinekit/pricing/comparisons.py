@@ -2,11 +2,12 @@
 
 The three capacity types — :class:`PayAsYouGo` (§6.1), :class:`Provisioned` (§6.2) and
 :class:`SelfHosted` (§6.5) — with :func:`blended_price` and :func:`unit_cost`, the price each one
-charges, live in :mod:`rooflinekit.pricing.capacity`. This module compares
-them: :func:`break_even` (tokens and utilisation, §6.3), :func:`crossover_volume` (§6.5),
+charges, live in :mod:`rooflinekit.pricing.capacity`. This module compares them:
+:func:`break_even` (tokens and utilisation, §6.3), :func:`crossover_volume` (§6.5),
 :func:`provisioned_savings` and :func:`provisioned_unit_cost` (break-even surfaces over volume and
-utilisation), :func:`capacity_price` (what a token of dedicated capacity costs, used or not),
-and the catalogue's illustrative prices as price objects. The gates that remove options a
+utilisation) and :func:`capacity_price` (what a token of dedicated capacity costs, used or not).
+It reads no price list: the catalogue's illustrative prices as price objects are in
+:mod:`rooflinekit.pricing.price_list`. The gates that remove options a
 :class:`~rooflinekit.pricing.Compliance` may not use *before* comparing cost (§7), and the
 cheapest admissible option, live in :mod:`rooflinekit.pricing.choice`.
 
@@ -19,29 +20,21 @@ f = 0.5 (§6.3, §10).
 Every numeric argument, including the fields of the pricing specs, may be a Python number, a numpy
 array or an :class:`xarray.DataArray`; results come back in the same kind (DataArrays carry
 ``units`` and ``long_name``), so a whole break-even surface is one call.
-
-:func:`load_prices`, :func:`payg_price`, :func:`provisioned_example` and :func:`gpu_hourly_price`
-turn the rows of the illustrative, dated price list ``data/prices.toml`` into price objects; the
-file itself is read by :func:`rooflinekit.catalog.price_table`, the catalogue's one reader.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
 
-from rooflinekit import catalog
 from rooflinekit._labels import finish, is_labelled
 from rooflinekit._validation import (
     check_bool,
     check_fraction,
-    check_keys,
     check_nonnegative,
     check_range,
-    check_string,
     check_type,
 )
 from rooflinekit.pricing._inputs import (
@@ -57,11 +50,11 @@ from rooflinekit.pricing.capacity import (
     SelfHosted,
     blended_price,
 )
-from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION
+from rooflinekit.units import PER_MILLION
 
 __all__ = [
     "BreakEven", "break_even", "crossover_volume", "provisioned_savings", "provisioned_unit_cost",
-    "capacity_price", "load_prices", "payg_price", "provisioned_example", "gpu_hourly_price",
+    "capacity_price",
 ]
 
 
@@ -324,85 +317,10 @@ def capacity_price(option, output_fraction):
     return finish(option.fixed_monthly_cost / capacity * PER_MILLION, USD_PER_MTOK,
                   "price of dedicated capacity")
 
+
 def _check_dedicated(name: str, option, what: str) -> None:
     """``option`` is dedicated capacity with a known monthly capacity."""
     check_type(name, option, (Provisioned, SelfHosted))
     if isinstance(option, SelfHosted) and option.capacity_tokens is None:
         raise ValueError(f"{name} is a SelfHosted without capacity_tokens; its {what} is "
                          f"undefined")
-
-
-# -- price list -----------------------------------------------------------------------------------
-def load_prices() -> dict:
-    """The illustrative price list ``data/prices.toml`` as a dict (a fresh copy per call).
-
-    Returns
-    -------
-    dict
-        Keys ``"meta"`` (date, caveat), ``"payg"``, ``"provisioned"`` and ``"gpu_hourly"``, each
-        a list of rows with their ``date`` and ``source``.
-
-    Notes
-    -----
-    Every price in the file is illustrative and perishable (guide §12): re-derive with your
-    provider's current price list before deciding anything.
-    """
-    return catalog.price_table()
-
-
-def _row(section: str, name: str, key: str = "name") -> dict:
-    check_string("name", name, allow_empty=True)
-    rows = catalog.price_table().get(section, [])
-    by_name = {str(r[key]).lower(): r for r in rows}
-    row = by_name.get(name.strip().lower())
-    if row is None:
-        check_keys("name", [name], [str(r[key]) for r in rows], what=f"{section} entry")
-    return dict(row)
-
-
-def payg_price(name: str) -> PayAsYouGo:
-    """The pay-as-you-go price list called ``name`` in ``data/prices.toml`` (illustrative).
-
-    Returns
-    -------
-    PayAsYouGo
-        Prices per 1M tokens, region and third-party attributes from the row.
-    """
-    row = _row("payg", name)
-    fields = {f.name for f in dataclasses.fields(PayAsYouGo)}
-    return PayAsYouGo(**{k: v for k, v in row.items() if k in fields})
-
-
-def provisioned_example(name: str, n_units: float | None = None) -> Provisioned:
-    """The provisioned-capacity example called ``name`` in ``data/prices.toml``.
-
-    Parameters
-    ----------
-    name : str
-        Row name.
-    n_units : float, optional
-        Units to buy; default the row's ``min_units`` (1 when absent).
-
-    Returns
-    -------
-    Provisioned
-        Built with :meth:`Provisioned.from_units` from the row's price per unit per month or per
-        hour and its capacity per unit, given either as ``capacity_tokens_per_month`` or as
-        ``input_tokens_per_minute`` (converted with 60 × 730 minutes per month).
-    """
-    row = _row("provisioned", name)
-    n = row.get("min_units", 1) if n_units is None else n_units
-    if "capacity_tokens_per_month" in row:
-        capacity = float(row["capacity_tokens_per_month"])
-    else:
-        capacity = float(row["input_tokens_per_minute"]) * 60 * HOURS_PER_MONTH
-    return Provisioned.from_units(
-        n, capacity, monthly_cost_per_unit=row.get("usd_per_unit_month"),
-        hourly_cost_per_unit=row.get("usd_per_unit_hour"),
-        output_weight=row.get("output_weight", 1.0), name=row["name"], region=row.get("region"),
-        third_party=row.get("third_party", True))
-
-
-def gpu_hourly_price(gpu: str) -> float:
-    """Illustrative price of one GPU-hour for a catalogue GPU name [USD/h]."""
-    return float(_row("gpu_hourly", gpu, key="gpu")["usd_per_hour"])

@@ -1,16 +1,9 @@
 """The roofline model of serving: one step formula, its work and traffic, and what follows from it.
 
-- :mod:`~rooflinekit.roofline.engine` is the :class:`Engine` spec: how a serving engine runs a
-  step against the ideal roofline (:data:`IDEAL`);
-- :mod:`~rooflinekit.roofline.options` reads the specs and checks the shared arguments;
-- :mod:`~rooflinekit.roofline.step` is the one step kernel (numba-compilable) and its inputs;
-- :mod:`~rooflinekit.roofline.work` holds FLOPs, bytes, intensity, which roof binds;
-- :mod:`~rooflinekit.roofline.latency` holds ITL, TTFT, throughput and cost per token;
-- :mod:`~rooflinekit.roofline.layout` holds step times of pipeline and expert-parallel layouts;
-- :mod:`~rooflinekit.roofline.energy` holds the GPU energy per generated token;
-- :mod:`~rooflinekit.roofline.speculative` holds speculative decoding: tokens per step, the
-  step's time, the speed-up;
-- :mod:`~rooflinekit.roofline.tables` holds labelled tables (a decode step's roofline, TP scaling).
+:mod:`~.engine` (the :class:`Engine` spec), :mod:`~.options` (spec readers, shared checks),
+:mod:`~.step` (the step kernel), :mod:`~.work` (FLOPs, bytes, which roof binds),
+:mod:`~.latency` (ITL, TTFT, throughput, cost), :mod:`~.layout` (pipeline and expert-parallel
+layouts), :mod:`~.energy`, :mod:`~.speculative` and :mod:`~.tables` (labelled tables).
 """
 
 from rooflinekit.roofline.energy import DEFAULT_IDLE_POWER_FRACTION, energy_per_token

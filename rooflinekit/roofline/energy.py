@@ -1,11 +1,7 @@
 """Energy of serving under the roofline model: the joules behind each generated token.
 
-The power of a group follows how busy the step keeps it: a board draws a share of its rated
-power even while it waits (idle power), and the rest in proportion to the time its binding roof
-is busy. The step, its time and its compute and memory terms are the one step formula of
-:mod:`rooflinekit.roofline` (:func:`~rooflinekit.roofline.mixed_step_time_kernel`), so the energy
-moves with every option the decode functions take. These names are also importable from
-:mod:`rooflinekit.roofline`.
+A board draws a share of its rated power while it waits (idle power) and the rest in proportion
+to the time its binding roof is busy in the one step formula.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """How a serving engine runs a step against the ideal roofline: the :class:`Engine` spec.
 
-One frozen object carries every departure from the ideal machine (efficiencies, fixed
-overheads, the GEMM efficiency curve, the all-reduce model and link, the formats the
-arithmetic runs in); it is checked once, at construction. Every path that times a step takes
-it as ``engine=`` and hands the object on untouched to :meth:`Engine.group_terms`, the one
-place its fields become the step's coefficients. :data:`IDEAL` is the guide's bound.
-
-A :class:`~rooflinekit.calibrate.Calibration` (or any object with an ``engine_for`` method)
-stands wherever an ``Engine`` does: :func:`engine_for` asks it for the ``Engine`` of a phase,
-model and GPU.
+One frozen, checked object carries every departure from the ideal machine; every path that times
+a step takes it as ``engine=`` and :meth:`Engine.group_terms` turns its fields into the step's
+coefficients. :data:`IDEAL` is the guide's bound; a
+:class:`~rooflinekit.calibrate.Calibration` stands wherever an ``Engine`` does (:func:`engine_for`).
 """
 
 from __future__ import annotations

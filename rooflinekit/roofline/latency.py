@@ -1,16 +1,9 @@
 """Latency, throughput and cost of serving under the roofline model (guide §3.3, §4.1, §6.5).
 
-What a user and a budget see of the step time that :mod:`rooflinekit.roofline` models: the
-decode step (the inter-token latency, ITL) and the prefill pass (the prefill part of TTFT), the
-step shared over the batch, tokens per second per group and per GPU, the time of a whole
-generation and of a request end to end (summed in closed form), the GPU cost of a million
-generated tokens, one labelled Dataset of everything the roofline says about a decode step, and
-the guide's lab names in milliseconds.
-
-Inputs, the efficiency options and the model's assumptions are those of
-:mod:`rooflinekit.roofline`; every time here is the one step formula,
-:func:`~rooflinekit.roofline.mixed_step_time_kernel`, run on the grid of the inputs. These names
-are also importable from :mod:`rooflinekit.roofline`.
+ITL, prefill time (TTFT without queueing), the step shared over the batch, throughput per group
+and per GPU, generation and end-to-end time (summed in closed form) and GPU cost per million
+tokens: each the one step formula (:func:`~rooflinekit.roofline.mixed_step_time_kernel`) run on
+the grid of its inputs. Re-exported by :mod:`rooflinekit.roofline`.
 """
 
 from __future__ import annotations
@@ -163,7 +156,7 @@ def amortized_token_time(model, gpu, batch_size=1, context_length=0, tp=1, *, en
 
     See Also
     --------
-    decode_step_time, decode_ms_per_token, decode_throughput
+    decode_step_time, decode_throughput
 
     Notes
     -----

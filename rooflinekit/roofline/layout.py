@@ -1,12 +1,8 @@
 """Step times of a layout beyond one tensor-parallel group: pipeline and expert parallelism.
 
-A ``(tp, pp, ep)`` layout runs the one step formula (:func:`~rooflinekit.roofline.decode_step_time`,
-:func:`~rooflinekit.roofline.prefill_time`) for a tensor-parallel group of ``tp`` GPUs, split
-into ``pp`` pipeline stages of equal layers, and adds what the layout sends between its parts:
-the activations from stage to stage and, for a MoE model, the experts' all-to-all. Pipeline
-stages run one after another, so one sequence's inter-token latency is the sum of the stage
-times plus the hand-offs; micro-batches keep every stage busy and raise throughput instead. The
-layout's memory and traffic formulas live in :mod:`rooflinekit.parallel`.
+A ``(tp, pp, ep)`` layout runs the one step formula for a ``tp`` group split into ``pp`` stages
+and adds what it sends between its parts: stage-to-stage activations and, for a MoE model, the
+experts' all-to-all. The layout's memory and traffic formulas live in :mod:`rooflinekit.parallel`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Inputs of the roofline formulas: the fields of their specs, and the shared argument checks.
 
-The fields of a :class:`~rooflinekit.ModelShape` or :class:`~rooflinekit.GPU` (or of a catalogue
-Dataset, or of an array spec from :mod:`rooflinekit.sweep`) as numbers (:func:`model_fields`,
-:func:`gpu_fields`); the checks of the arguments the formulas share (:data:`ARGUMENT_CHECKS`),
-documented once (:data:`ROOFLINE_PARAMETERS`). How an engine departs from the ideal is
-:mod:`rooflinekit.roofline.engine`.
+Reads a :class:`~rooflinekit.ModelShape` or :class:`~rooflinekit.GPU` (or a catalogue Dataset,
+or an array spec) as numbers, and checks and documents the arguments the formulas share.
 """
 
 from __future__ import annotations
@@ -32,8 +29,8 @@ MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_si
                 "n_active_params", "n_experts", "n_experts_per_token", "bytes_per_param",
                 "kv_bytes_per_element", "kv_bytes_per_token", "kv_bytes_per_token_per_layer",
                 "n_full_layers", "n_sliding_layers", "sliding_window")
-#: Model fields a Dataset or array spec built before they existed may lack: 0 is the former
-#: model (no embedding table counted apart from the other weights).
+#: Model fields a Dataset or array spec may lack, and their value then (0: no embedding table
+#: counted apart from the other weights).
 OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0}
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")

@@ -1,21 +1,9 @@
 """Speculative decoding on the roofline: tokens per step, the step's time, when it pays.
 
-A speculative step drafts ``k`` tokens per sequence with a cheap model (a small draft model, or
-an MTP/EAGLE head costing a fraction of the target's step), then the target verifies all ``k + 1``
-positions in one forward pass. With i.i.d. acceptance α the step yields on average
-``(1 − α^(k+1)) / (1 − α)`` tokens. Verification reads the weights and each sequence's KV once
-but computes ``k + 1`` tokens per sequence, so it costs about one decode step while decode is
-memory-bound — the speed-up — and ``k + 1`` steps' arithmetic once the batch makes decode
-compute-bound, where speculation stops paying.
-
-References
-----------
-.. [1] Leviathan, Kalman & Matias, "Fast Inference from Transformers via Speculative Decoding",
-   ICML 2023 (expected tokens per step, eq. 1).
-.. [2] Chen et al., "Accelerating Large Language Model Decoding with Speculative Sampling",
-   arXiv:2302.01318, 2023.
-.. [3] Li et al., "EAGLE: Speculative Sampling Requires Rethinking Feature Uncertainty",
-   ICML 2024 (a draft head of a fraction of a layer).
+A step drafts ``k`` tokens per sequence (a draft model, or an MTP/EAGLE head costing a share of
+the target's step) and the target verifies the ``k + 1`` positions in one pass: about one decode
+step while decode is memory-bound, up to ``k + 1`` steps' arithmetic once it is compute-bound,
+where speculation stops paying (Leviathan et al., ICML 2023; Chen et al., arXiv:2302.01318).
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The cost of one forward step, written once, and the decorators that give formulas its terms.
 
-:func:`mixed_step_time_kernel` is the step-time formula of the roofline model (see
-:mod:`rooflinekit.roofline` for the model and its assumptions): a scalar function of plain floats
-that ``numba.njit`` compiles unchanged for the batching simulator, and that the vectorised
-functions of :mod:`rooflinekit.roofline` and :mod:`rooflinekit.roofline.latency` run on numpy arrays
-(``_step_time``). :class:`StepCost` names its coefficients; :func:`kv_tokens_read_kernel` and
-:func:`prefill_context_tokens_kernel` count the KV tokens and attention pairs a step reads.
-
-:func:`step_formula` and :func:`step_table` are the roofline's decorators, built on
-:func:`rooflinekit._labels.formula`: they read the model and GPU (:mod:`rooflinekit.roofline.options`)
-and derive every coefficient once, so that a formula's body builds its step
-(:func:`decode_step`, :func:`prefill_step`) and asks for its time, FLOPs or bytes
-(:func:`step_time`, :func:`step_flops`, :func:`step_bytes`) — the kernel's own terms.
-The public names are re-exported by :mod:`rooflinekit.roofline`, their documented home.
+:func:`mixed_step_time_kernel` is the step-time formula: a scalar function of plain floats that
+``numba.njit`` compiles unchanged for the simulator and that the vectorised formulas run on
+arrays. :func:`step_formula` and :func:`step_table` read the specs and derive the coefficients
+once, so that a formula's body builds its step and asks for its time, FLOPs or bytes.
 """
 
 from __future__ import annotations
@@ -457,7 +448,7 @@ def step_compute_time(model, gpu, step: Step):
     """Time of a step's arithmetic [s]: the GEMMs at their peak, attention at its own."""
     n_decode, n_prefill, kv_read, pairs = step
     logits = n_decode + np.minimum(n_prefill, 1.0)
-    # the kernel's expression, so that both round alike (and as before where the peaks agree)
+    # the kernel's expression, so that both round alike
     half = gpu.gemm_half_tokens
     work = (model.flops_per_token * (n_decode + n_prefill + half)
             + model.lm_head_flops_per_token * (logits + half)

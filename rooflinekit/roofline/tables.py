@@ -1,10 +1,7 @@
 """Labelled tables of the roofline: a decode step's whole roofline, and scaling over TP degrees.
 
-Each function evaluates the step formula of :mod:`rooflinekit.roofline.step` over its inputs'
-dimensions and returns one :class:`xarray.Dataset` with ``units`` and ``long_name`` on every
-variable: :func:`decode_roofline` lays its inputs out once (``step_table``);
-:func:`tp_scaling` compares whole results of :func:`~rooflinekit.roofline.decode_step_time`
-along ``tp``, each variable keeping the dimensions its arithmetic gives it.
+Each returns one :class:`xarray.Dataset` over its inputs' dimensions, with ``units`` and
+``long_name`` on every variable.
 """
 
 from __future__ import annotations
@@ -105,8 +102,7 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
     -------
     xarray.Dataset
         Over ``tp`` (and the inputs' dimensions): ``decode_step_time`` [s],
-        ``decode_step_time_simple`` [s],
-        ``allreduce_time`` [s], ``speedup`` and ``speedup_simple`` against the first degree [1],
+        ``decode_step_time_simple`` [s], ``allreduce_time`` [s], ``speedup`` and ``speedup_simple`` against the first degree [1],
         ``scaling_efficiency`` (speed-up ÷ degree ratio) [1], and ``weights_fit`` (whether the
         group's memory holds the weights; the latency is computed either way).
 
@@ -116,10 +112,9 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
 
     Notes
     -----
-    The simple model's step time falls as ``1/tp``; the all-reduce time does not fall with
-    ``tp`` (its latency is paid per all-reduce; the ring's grows as ``2·(tp−1)``), so the real speed-up flattens and can reverse. Memory-bound
-    decode gains least from a wider group exactly where the guide says to stop: once the
-    weights and the needed KV fit.
+    The simple model's step time falls as ``1/tp``; the all-reduce time does not (its latency
+    is paid per all-reduce; the ring's grows as ``2·(tp−1)``), so the real speed-up flattens
+    and can reverse: past the point where the weights and the needed KV fit, as the guide says.
 
     References
     ----------

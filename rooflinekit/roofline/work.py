@@ -1,63 +1,28 @@
-"""The roofline model of serving: work, traffic and time of prefill and decode (guide §3, §4.1).
+"""The roofline's work and traffic, and which roof binds a step (guide §3, §4.1).
 
-Every forward step does arithmetic and moves bytes; it takes as long as the slower of the two::
+A step takes as long as the slower of its arithmetic and its HBM traffic::
 
     time = max(FLOPs / (peak · compute_efficiency), bytes / (bandwidth · bandwidth_efficiency))
-           + step_overhead + all-reduce time (tensor parallelism, off by default)
+           + step_overhead + all-reduce time (tp > 1)
 
-The defaults (efficiencies 1.0, no overhead, no all-reduce) are the guide's ideal model.
+This module holds FLOPs, bytes, arithmetic intensity, the ridge point, which roof binds, a
+decode step's compute and memory time, the critical batch and the step coefficients
+(:class:`~rooflinekit.roofline.StepCost`). With ``P_a`` active parameters, ``W`` weight bytes
+read, ``kv`` KV bytes per token and ``A = 4·H·d·L`` attention FLOPs per (query, cached token):
 
-Work and traffic (``P_a`` active parameters, ``W`` weight bytes read, ``kv`` KV bytes per token):
+* decode, ``B`` sequences at context ``C``: ``2·P_a·B + A·B·C`` FLOPs, ``W + B·kv·C`` bytes;
+* prefill of ``N`` tokens after ``C0`` cached: ``2·P_a·N + A·(N·C0 + N(N−1)/2)`` FLOPs; bytes
+  ``W`` + the prompt's KV written + the prefix's KV read; a mixed step is both in one pass.
 
-* decode step, ``B`` sequences at context ``C``: ``2·P_a·B + A·B·C`` FLOPs and ``W + B·kv·C``
-  bytes — the weights are read once for the whole batch, every sequence's KV is read for itself
-  (guide §4.1). ``A = 4·H·d·L`` is attention's FLOPs per (query, cached token) pair.
-* prefill of ``N`` prompt tokens after ``C0`` cached ones: ``2·P_a·N + A·(N·C0 + N(N−1)/2)``
-  FLOPs; bytes ``W`` + the prompt's KV written + the cached prefix's KV read.
-* a mixed step (chunked prefill, Sarathi-Serve) is the sum of both in one pass over the weights.
-
-Model assumptions, stated once:
-
-* ``2 × parameters`` FLOPs per token (one multiply-add per weight), embeddings included, as the
-  guide counts; every weight byte is read from HBM once per step.
-* Decode reads its cached context and does not count writing the new token's K/V (1/C of the
-  read), exactly the guide's ``weights + B·KV``; prefill counts the N tokens' KV writes.
-* Causal attention: a token attends to the tokens before it. Sliding-window layers cap that at
-  the window, and read at most the window (:func:`rooflinekit.memory.kv_bytes_per_sequence`).
-  Multi-head latent attention runs "absorbed" at width ``kv_lora_rank + qk_rope_head_dim``
-  (``4·H·width`` per pair, over-counting the value side, which is ``kv_lora_rank`` wide, by
-  ``qk_rope_head_dim``: ≈ 6% of DeepSeek-V3's attention FLOPs).
-* Mixture of experts: FLOPs use the active parameters; bytes are the non-expert weights plus
-  the experts a step actually touches. Under uniform, independent routing of ``n`` tokens to
-  ``k`` of ``E`` experts each layer touches ``E·(1 − (1 − k/E)^n)`` distinct experts in
-  expectation; one expert's parameters over all layers are ``(P − P_a)/(E − k)``, everything
-  else (attention, dense layers, shared experts, embeddings) is ``P_a − k·(P − P_a)/(E − k)``.
-  Real routers are skewed, which touches fewer experts than uniform at small batches.
-* Activations, the LM head's logits, kernel launch gaps and KV re-reads by attention tiles are
-  not counted; ``step_overhead`` and the efficiency factors are where a calibration puts them.
-
-Inputs: ``model`` a :class:`~rooflinekit.ModelShape` or a catalogue Dataset over ``model``;
-``gpu`` a :class:`~rooflinekit.GPU` (one accelerator; ``tp`` of them form the group) or a
-catalogue Dataset over ``gpu``; ``tp``, ``batch_size``, ``context_length``, ``prompt_tokens``
-Python numbers, numpy arrays or DataArrays. Labelled inputs broadcast by dimension name and give
-DataArrays with ``units`` and ``long_name``; scalars give Python floats.
-(:mod:`rooflinekit.roofline.options` reads the specs and options; :mod:`rooflinekit.roofline.step`
-lays the inputs out on one grid and derives the coefficients.)
-
-The step-time formula is written once, as :func:`mixed_step_time_kernel` (defined in
-:mod:`rooflinekit.roofline.step`), a scalar function of plain floats that
-``numba.njit`` compiles unchanged for the batching simulator; the vectorised functions run the
-same code on numpy arrays.
-
-This module holds the model's work and traffic (FLOPs, bytes, arithmetic intensity), the
-roofline itself (ridge point, which roof binds, the compute and memory time of a step, the
-critical batch size) and the step coefficients. What follows from the step time for users and
-budgets — ITL, prefill time, throughput, generation and request latency, cost per token,
-the lab's millisecond names — is :mod:`rooflinekit.roofline.latency`, and the labelled tables
-(:func:`~rooflinekit.roofline.decode_roofline`, :func:`~rooflinekit.roofline.tp_scaling`) are
-:mod:`rooflinekit.roofline.tables`; the folder's face :mod:`rooflinekit.roofline` exports them all.
+Assumptions: one multiply-add per weight per token (the input-embedding table is a lookup, the
+LM head runs for tokens that need logits); every weight byte is read once per step; decode does
+not count writing the new token's K/V; causal attention, capped at the window in sliding-window
+layers; MLA runs absorbed at width ``kv_lora_rank + qk_rope_head_dim`` (≈ 6% over on
+DeepSeek-V3's attention FLOPs). MoE: FLOPs use ``P_a``; bytes are the non-expert weights plus
+the ``E·(1 − (1 − k/E)^n)`` experts ``n`` uniformly routed tokens touch per layer, one expert
+being ``(P − P_a)/(E − k)`` parameters (skewed routers touch fewer). Decode activations, launch
+gaps and tile re-reads are not counted: the engine's overheads and efficiencies take them.
 """
-
 
 from __future__ import annotations
 
@@ -155,6 +120,7 @@ def step_cost_coefficients(model, gpu, tp=1, *, engine=None, phase="step") -> St
     Examples
     --------
     >>> from rooflinekit import catalog
+    >>> from rooflinekit.roofline import mixed_step_time_kernel
     >>> cost = step_cost_coefficients(catalog.model("guide-70b"), catalog.gpu("lab"))
     >>> round(mixed_step_time_kernel(*cost, 1.0, 0.0, 0.0, 0.0) * 1e3, 2)   # batch 1, no context
     41.79

@@ -1,7 +1,9 @@
 """Design-space sweeps: every quantity over models × GPUs × TP × context × batch × prompt.
 
-- :mod:`~rooflinekit.sweep.grid`: the variable registry and :func:`sweep` (in memory, or lazily
-  in dask blocks);
+- :mod:`~rooflinekit.sweep.variables`: the variable registry, each entry with its axes, units,
+  long name and formula;
+- :mod:`~rooflinekit.sweep.grid`: :func:`sweep`: validates the inputs, lays out the axes and
+  computes the registry's formulas block by block (in memory, or lazily in dask blocks);
 - :mod:`~rooflinekit.sweep.reductions`: the best, the cheapest under targets, the Pareto front
   and the best TP, streamed block by block;
 - :mod:`~rooflinekit.sweep.io`: writing a sweep to netCDF or zarr.
@@ -11,9 +13,6 @@ from rooflinekit.sweep._dask import DISTRIBUTED_EXTRA, distributed_client
 from rooflinekit.sweep.grid import (
                                           AUTO_BLOCK_CELLS,
                                           SWEEP_MEMORY_LIMIT,
-                                          SPECULATIVE_VARIABLES,
-                                          SWEEP_DIMS,
-                                          VARIABLES,
                                           in_memory_bytes,
                                           sweep,
                                           sweep_cells,
@@ -27,6 +26,7 @@ from rooflinekit.sweep.reductions import (
                                           pareto_front,
                                           progress_bar,
 )
+from rooflinekit.sweep.variables import SPECULATIVE_VARIABLES, SWEEP_DIMS, VARIABLES
 
 __all__ = ["SWEEP_DIMS", "VARIABLES", "SPECULATIVE_VARIABLES", "AUTO_BLOCK_CELLS", "PARETO_POINT", "sweep", "sweep_cells",
            "best_configuration", "best_tp", "cheapest_configuration", "pareto_front",

@@ -1,37 +1,35 @@
 """Design-space sweeps: every derived quantity over every dimension, as one labelled Dataset.
 
-:func:`sweep` evaluates the memory model (:mod:`rooflinekit.memory`) and the roofline
-(:mod:`rooflinekit.roofline`, :mod:`rooflinekit.roofline.latency`) over the outer product of models, GPUs,
-tensor-parallel degrees, context lengths, batch sizes and prompt lengths — and, when asked,
-pipeline and expert-parallel degrees, speculative decoding's drafted tokens and acceptance, and
-prefix caching's share of each prompt — and returns one :class:`xarray.Dataset`.
+:func:`sweep` evaluates the variables of :mod:`rooflinekit.sweep.variables` (the memory model and
+the roofline) over the outer product of models, GPUs, tensor-parallel degrees, context lengths,
+batch sizes and prompt lengths — and, when asked, pipeline and expert-parallel degrees,
+speculative decoding's drafted tokens and acceptance, and prefix caching's share of each prompt —
+and returns one :class:`xarray.Dataset`. This module validates the inputs once, lays out the axes,
+cuts the grid into blocks, runs each block's formulas (in memory or as dask tasks) and assembles
+the Dataset; what each variable is and how it is computed is the registry's, not this module's.
 
 How it stays fast and small
 ---------------------------
 The formulas read spec fields through :func:`rooflinekit._labels.spec_value`, which is plain
-``getattr`` for anything that is not a Dataset. The sweep therefore builds *array specs*: namespaces
-whose fields are numpy arrays shaped to broadcast over ``(model, gpu, tp, context_length,
-batch_size, prompt_tokens)`` with size-1 axes everywhere else, and calls the **same public
-functions** on them. No formula is written twice, no xarray operation runs per variable, and
-every variable is computed on its own minimal broadcast shape (usable KV bytes over
+``getattr`` for anything that is not a Dataset. The sweep therefore builds *array specs*:
+namespaces whose fields are numpy arrays shaped to broadcast over the sweep axes with size-1 axes
+everywhere else, and the registry's formulas call the public :mod:`rooflinekit.memory` and
+:mod:`rooflinekit.roofline` functions on them. No xarray operation runs per variable, and every
+variable is computed on its own minimal broadcast shape (usable KV bytes over
 ``model × gpu × tp``, the decode step over the five decode dimensions, ...). The results are
 wrapped into one Dataset at the end. Grids above :data:`AUTO_BLOCK_CELLS` cells are computed in
 blocks on a thread pool (numpy releases the GIL), which keeps temporaries small and uses every core.
-
-:mod:`rooflinekit.memory`, :mod:`rooflinekit.roofline` and :mod:`rooflinekit.roofline.latency` read array
-specs directly.
 
 With ``chunks`` the Dataset is lazy and dask-backed. Its graph holds one task per block of the grid;
 a task receives the small coordinate arrays and the block's index, computes every variable of that
 block and nothing more, and each variable's chunks are views of those tasks. The full grid never
 sits in the graph or in memory, so the same code runs on a threaded scheduler or a
-``dask.distributed`` cluster, and the reductions here (:func:`best_configuration`,
-:func:`best_tp`, :func:`cheapest_configuration`, :func:`pareto_front`) stream through the blocks
-keeping only a few numbers per block.
+``dask.distributed`` cluster, and the reductions of :mod:`rooflinekit.sweep.reductions`
+(``best_configuration``, ``best_tp``, ``cheapest_configuration``, ``pareto_front``) stream
+through the blocks keeping only a few numbers per block.
 
-The reductions live in :mod:`rooflinekit.sweep.reductions` and writing to disk in
-:mod:`rooflinekit.sweep.io`; the folder's face :mod:`rooflinekit.sweep` exports them all. The
-``rooflinekit sweep`` command is :mod:`rooflinekit.cli.sweep`.
+Writing to disk is :mod:`rooflinekit.sweep.io`; the folder's face :mod:`rooflinekit.sweep`
+exports them all. The ``rooflinekit sweep`` command is :mod:`rooflinekit.cli.sweep`.
 
 dask and distributed are optional: ``pip install rooflinekit[distributed]``. netCDF output needs
 ``netCDF4`` or ``scipy`` (scipy is a core dependency: netCDF3 via ``engine="scipy"``); zarr output
@@ -43,12 +41,12 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import operator
-from types import MappingProxyType, SimpleNamespace
+from types import SimpleNamespace
 
 import numpy as np
 import xarray as xr
 
-from rooflinekit import catalog, dims, memory, parallel, roofline
+from rooflinekit import catalog, dims, memory, roofline
 from rooflinekit._validation import (
     as_1d,
     check_bool,
@@ -59,19 +57,36 @@ from rooflinekit._validation import (
     show,
     whole_number,
 )
-from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.roofline import Engine
 from rooflinekit.sweep._dask import require_dask
-from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
+from rooflinekit.sweep.variables import (
+    _A,
+    _AXIS_DIMS,
+    _B,
+    _C,
+    _EP,
+    _G,
+    _K,
+    _M,
+    _N,
+    _OPTIONAL,
+    _P,
+    _PP,
+    _PROMPT,
+    _REGISTRY,
+    _S,
+    _T,
+    _TECHNIQUE_DIMS,
+    SPECULATIVE_VARIABLES,
+    VARIABLES,
+    _Block,
+)
 
 __all__ = [
     "AUTO_BLOCK_CELLS",
     "SWEEP_MEMORY_LIMIT",
-    "SPECULATIVE_VARIABLES",
-    "SWEEP_DIMS",
-    "VARIABLES",
     "in_memory_bytes",
     "sweep",
     "sweep_cells",
@@ -79,112 +94,6 @@ __all__ = [
 
 #: Most bytes an in-memory sweep may hold without ``memory_limit=`` saying otherwise: 4 GiB.
 SWEEP_MEMORY_LIMIT = 4 * 2**30
-
-#: Axis order of every sweep; a variable uses the subsequence of these it depends on.
-
-SWEEP_DIMS = (dims.MODEL, dims.GPU, dims.TP, dims.CONTEXT_LENGTH, dims.BATCH_SIZE,
-              dims.PROMPT_TOKENS)
-
-#: Layout dimensions a sweep has only when asked for (``pp=``, ``ep=``): without them a sweep
-#: has exactly the dimensions and numbers of a single tensor-parallel group.
-_LAYOUT_DIMS = (dims.PP, dims.EP)
-
-#: Serving techniques a sweep has only when asked for (``draft_tokens=``, ``acceptance=``,
-#: ``prefix_share=``): speculative decoding and prefix caching.
-_TECHNIQUE_DIMS = (dims.DRAFT_TOKENS, dims.ACCEPTANCE, dims.PREFIX_SHARE)
-
-# Every axis of the grid, the layout ones after tp, the techniques' last.
-_AXIS_DIMS = (dims.MODEL, dims.GPU, dims.TP, *_LAYOUT_DIMS, dims.CONTEXT_LENGTH, dims.BATCH_SIZE,
-              dims.PROMPT_TOKENS, *_TECHNIQUE_DIMS)
-_M, _G, _T, _PP, _EP, _C, _B, _P, _K, _A, _S = range(len(_AXIS_DIMS))
-_N = len(_AXIS_DIMS)
-_OPTIONAL = (_PP, _EP, _K, _A, _S)   # axes a grid has only when given (else no dimension)
-_PROMPT = "prompt"   # placeholder axis: prompt_tokens, or context_length when no prompt is given
-
-
-
-# -- the variables --------------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class _Var:
-    axes: tuple          # axes of _AXIS_DIMS (with _PROMPT standing for the prefill length axis)
-    units: str
-    long_name: str
-    dtype: str = "f8"
-    deps: tuple = ()     # variables it is computed from
-
-
-#: Every variable a sweep can hold: name -> axes, units, long name. ``prefill_time`` runs over
-#: ``prompt_tokens``, or over ``context_length`` (a prompt that fills the context) when no prompt
-#: lengths are given.
-VARIABLES = MappingProxyType({
-    "weight_bytes": _Var((_M,), "bytes", "weight bytes"),
-    "kv_bytes_per_token": _Var((_M,), "bytes", "KV bytes per token"),
-    "kv_bytes_per_sequence": _Var((_M, _C), "bytes", "KV bytes per sequence"),
-    "kv_bytes": _Var((_M, _C, _B), "bytes", "KV bytes of the batch",
-                     deps=("kv_bytes_per_sequence",)),
-    "group_memory_bytes": _Var((_G, _T, _PP), "bytes", "group memory"),
-    "usable_kv_bytes": _Var((_M, _G, _T, _PP, _EP), "bytes", "usable KV bytes"),
-    "weights_fit": _Var((_M, _G, _T, _PP, _EP), "1",
-                        "group memory holds the weights and a KV budget", "?",
-                        deps=("usable_kv_bytes",)),
-    "max_concurrent_sequences": _Var((_M, _G, _T, _PP, _EP, _C, _S), "1",
-                                     "max concurrent sequences", "i8"),
-    "fits": _Var((_M, _G, _T, _PP, _EP, _C, _B, _S), "1", "batch fits in the KV budget", "?",
-                 deps=("max_concurrent_sequences",)),
-    "ridge_point": _Var((_G,), "FLOP/byte", "ridge point (peak FLOP/s / bandwidth)"),
-    "arithmetic_intensity": _Var((_M, _C, _B), "FLOP/byte", "decode arithmetic intensity"),
-    "compute_bound": _Var((_M, _G, _C, _B), "1",
-                          "decode step is compute-bound (intensity >= ridge point)", "?",
-                          deps=("arithmetic_intensity", "ridge_point")),
-    "decode_step_time": _Var((_M, _G, _T, _PP, _EP, _C, _B), "s", "decode step time (ITL)"),
-    "tokens_per_second": _Var((_M, _G, _T, _PP, _EP, _C, _B), "tokens/s",
-                              "decode throughput per group", deps=("decode_step_time",)),
-    "tokens_per_second_per_gpu": _Var((_M, _G, _T, _PP, _EP, _C, _B), "tokens/s",
-                                      "decode throughput per GPU", deps=("tokens_per_second",)),
-    "prefill_time": _Var((_M, _G, _T, _PP, _EP, _PROMPT, _S), "s",
-                         "prefill time (TTFT without queueing)"),
-    "cost_per_million_tokens": _Var((_M, _G, _T, _PP, _EP, _C, _B), "USD/1M tokens",
-                                    "GPU cost per million generated tokens",
-                                    deps=("tokens_per_second",)),
-})
-
-#: The variables of a sweep over speculative decoding (``draft_tokens=``, ``acceptance=``,
-#: ``draft=``), besides :data:`VARIABLES`.
-SPECULATIVE_VARIABLES = MappingProxyType({
-    "speculative_step_time": _Var((_M, _G, _T, _PP, _EP, _C, _B, _K), "s",
-                                  "speculative step time (drafts and verification)"),
-    "speculative_tokens_per_step": _Var((_K, _A), "tokens/step",
-                                        "expected tokens per speculative step"),
-    "speculative_itl": _Var((_M, _G, _T, _PP, _EP, _C, _B, _K, _A), "s",
-                            "speculative inter-token latency (step per token gained)",
-                            deps=("speculative_step_time", "speculative_tokens_per_step")),
-    "speculative_tokens_per_second": _Var((_M, _G, _T, _PP, _EP, _C, _B, _K, _A), "tokens/s",
-                                          "speculative decode throughput per group",
-                                          deps=("speculative_itl",)),
-    "speculative_speedup": _Var((_M, _G, _T, _PP, _EP, _C, _B, _K, _A), "1",
-                                "speculative decoding speed-up",
-                                deps=("speculative_itl", "decode_step_time")),
-})
-
-# Every variable by name, for the grid's own lookups.
-_REGISTRY = MappingProxyType({**VARIABLES, **SPECULATIVE_VARIABLES})
-
-_NOTES = {
-    "cost_per_million_tokens": {
-        "comment": "NaN where the GPU has no known hourly price; GPU time only, fully utilised "
-                   "(rooflinekit.roofline.cost_per_million_tokens)"},
-    "compute_bound": {"comment": "equals rooflinekit.roofline.bound(arithmetic_intensity, "
-                                 "ridge_point) == 'compute'"},
-    "prefill_time": {"comment": "one pass over the prompt, its prefix_share served from the "
-                                "prefix cache when the sweep has that dimension, else nothing "
-                                "cached (rooflinekit.roofline.prefill_time)"},
-    "speculative_itl": {"comment": "speculative_step_time / speculative_tokens_per_step "
-                                   "(rooflinekit.roofline.speculative_speedup's effective ITL)"},
-    "speculative_speedup": {"comment": "decode_step_time / speculative_itl: above 1 speculation "
-                                       "pays (rooflinekit.roofline.speculative_speedup)"},
-}
-
 
 # -- inputs ---------------------------------------------------------------------------------------
 
@@ -341,8 +250,9 @@ def _block_bounds(grid, block):
     return bounds
 
 
-def _block_arrays(grid, bounds):
-    """Array specs and axis arrays of one block, shaped to broadcast over the sweep axes."""
+def _block_env(grid, bounds):
+    """The environment the formulas read for one block: array specs and axis arrays shaped to
+    broadcast over the sweep axes, and the grid's settings."""
     model = SimpleNamespace(**{k: _shaped(v[bounds[_M]], _M) for k, v in grid.model_fields.items()})
     gpu = SimpleNamespace(**{k: _shaped(v[bounds[_G]], _G) for k, v in grid.gpu_fields.items()})
     tp = _shaped(grid.axes[_T][bounds[_T]], _T)
@@ -353,7 +263,12 @@ def _block_arrays(grid, bounds):
     prompt = ctx if grid.axes[_P] is None else _shaped(grid.axes[_P][bounds[_P]], _P)
     k, alpha, share = (None if grid.axes[a] is None else _shaped(grid.axes[a][bounds[a]], a)
                        for a in (_K, _A, _S))
-    return model, gpu, tp, pp, ep, ctx, batch, prompt, k, alpha, share
+    return _Block(model=model, gpu=gpu, tp=tp, pp=pp, ep=ep, ctx=ctx, batch=batch, prompt=prompt,
+                  k=k, alpha=alpha, share=share, reserve=grid.reserve, engine=grid.engine,
+                  prefill_engine=grid.prefill_engine or grid.engine,
+                  layout=grid.axes[_PP] is not None or grid.axes[_EP] is not None,
+                  replicate_kv=grid.replicate_kv, micro_batches=grid.micro_batches,
+                  draft=grid.draft, draft_weight_bytes=grid.draft_weight_bytes)
 
 
 def _var_axes(grid, name):
@@ -363,224 +278,18 @@ def _var_axes(grid, name):
     return tuple(sorted(a for a in axes if a not in _OPTIONAL or grid.axes[a] is not None))
 
 
-def _has_layout(grid):
-    """Whether the sweep runs over pipeline or expert parallelism (else today's formulas only)."""
-    return grid.axes[_PP] is not None or grid.axes[_EP] is not None
-
-
-def _tp_ok(model, tp):
-    """Cells whose ``tp`` divides the model's heads: :func:`_layout_ok` at ``pp = ep = 1``."""
-    return _layout_ok(SimpleNamespace(model=model, tp=tp, pp=1, ep=1))
-
-
-def _layout_ok(env):
-    """Cells whose layout divides the model: :func:`rooflinekit.parallel.layout_ok` (dp = 1),
-    the rule :func:`rooflinekit.parallel.check_layout` explains."""
-    model = env.model
-    return parallel.layout_ok(model.n_heads, model.n_kv_heads, model.is_mla, model.n_layers,
-                              model.n_experts, env.tp, env.pp, env.ep)
-
-
-def _layout_time(base, env, engine, tokens, micro_batches):
-    """A layout's step from the tensor-parallel group's: :func:`rooflinekit.roofline.layout_step`
-    of :func:`rooflinekit.roofline.layout_terms` on raw arrays (NaN where the layout does not
-    divide the model). ``engine`` (the phase's) gives the activations' format and the share of
-    the interconnect the sends reach."""
-    model, gpu, pp, ep = env.model, env.gpu, env.pp, env.ep
-    routed = parallel.expert_params(model.n_params, model.n_active_params, model.n_experts,
-                                    model.n_experts_per_token)
-    n_moe = parallel.moe_layer_count(model.n_layers, routed, model.n_experts, model.hidden_size,
-                                     model.intermediate_size)
-    links = roofline.layout_links(gpu.interconnect_bandwidth, gpu.interconnect_latency,
-                                  gpu.network_bandwidth, engine.interconnect_efficiency)
-    terms = roofline.layout_terms(model.hidden_size, n_moe, model.n_experts_per_token,
-                                  bytes_per_element(engine.activation_dtype), pp, ep, links)
-    time = roofline.layout_step(base, tokens, terms, pp, micro_batches)
-    return np.where(_layout_ok(env), time, np.nan)
-
-
-def _formula(name, out, env, grid):
-    """One variable from the public formula functions (array specs in, ndarray out)."""
-    model, gpu, tp, ctx, batch = env.model, env.gpu, env.tp, env.ctx, env.batch
-    r = grid.reserve
-    if _has_layout(grid) and name in _LAYOUT_MEMORY:
-        # a pipeline's tp × pp GPUs hold the weights and KV once (layers split evenly); expert
-        # parallelism within a stage's tp GPUs moves experts, not bytes (dp = 1)
-        group = tp * env.pp
-        if name == "group_memory_bytes":
-            return memory.group_memory_bytes(gpu, group)
-        if name == "usable_kv_bytes":
-            v = memory.usable_kv_bytes(model, gpu, tp=group, reserve=r)
-        else:
-            v = memory.max_concurrent_sequences(model, gpu, ctx, tp=group, reserve=r,
-                                                replicate_kv=grid.replicate_kv,
-                                                **_prefix_memory(env, grid))
-        return np.where(_layout_ok(env), _raw(v), 0)
-    if name == "weight_bytes":
-        return memory.weight_bytes(model)
-    if name == "kv_bytes_per_token":
-        return memory.kv_bytes_per_token(model)
-    if name == "kv_bytes_per_sequence":
-        return memory.kv_bytes_per_sequence(model, ctx)
-    if name == "kv_bytes":
-        return out["kv_bytes_per_sequence"] * batch          # guide §2.2: linear in the batch
-    if name == "group_memory_bytes":
-        return memory.group_memory_bytes(gpu, tp)
-    # a tp that does not divide the heads holds nothing: such a cell never fits (the layout
-    # rule of every other path; the times stay computed, as for any cell that does not fit)
-    if name == "usable_kv_bytes":
-        return np.where(_tp_ok(model, tp),
-                        _raw(memory.usable_kv_bytes(model, gpu, tp=tp, reserve=r)), 0)
-    if name == "weights_fit":
-        return out["usable_kv_bytes"] > 0
-    if name == "max_concurrent_sequences":
-        return np.where(_tp_ok(model, tp), _raw(memory.max_concurrent_sequences(
-            model, gpu, ctx, tp=tp, reserve=r, replicate_kv=grid.replicate_kv,
-            **_prefix_memory(env, grid))), 0)
-    if name == "fits":
-        return out["max_concurrent_sequences"] >= batch
-    return _roofline_formula(name, out, env, grid)
-
-
-def _shared_tokens(share, tokens):
-    """Whole tokens of a prefix that is ``share`` of ``tokens`` (rounded down)."""
-    return np.floor(share * tokens)
-
-
-def _prefix_memory(env, grid):
-    """The techniques' keywords of the concurrency formula: a shared prefix, a draft's weights.
-
-    Empty without them, so that such a sweep calls the formula exactly as before.
-    """
-    extra = {}
-    if env.share is not None:
-        extra["shared_prefix_tokens"] = _shared_tokens(env.share, env.ctx)
-    if grid.draft_weight_bytes:
-        extra["draft_weight_bytes"] = grid.draft_weight_bytes
-    return extra
-
-
-#: Memory variables a layout changes (the others follow from them).
-_LAYOUT_MEMORY = ("group_memory_bytes", "usable_kv_bytes", "max_concurrent_sequences")
-
-
-def _roofline_formula(name, out, env, grid):
-    """A roofline variable from the public :mod:`rooflinekit.roofline` functions."""
-    model, gpu, tp, ctx, batch, prompt = env.model, env.gpu, env.tp, env.ctx, env.batch, env.prompt
-    engine = grid.engine
-    layout = _has_layout(grid)
-    gpus = env.tp * env.pp if layout else env.tp
-    if name == "ridge_point":
-        v = roofline.ridge_point(gpu, engine=engine)
-    elif name == "arithmetic_intensity":
-        v = roofline.arithmetic_intensity(model, batch, ctx)
-    elif name == "compute_bound":
-        # roofline.bound's rule (intensity at or above the ridge), as a boolean, not strings
-        return out["arithmetic_intensity"] >= out["ridge_point"]
-    elif name == "decode_step_time":
-        m = grid.micro_batches
-        b = batch if m == 1 else batch // m
-        v = roofline.decode_step_time(model, gpu, b, ctx, tp, engine=engine)
-        if layout:
-            return _layout_time(_raw(v), env, engine, b, m)
-    elif name == "tokens_per_second":
-        # roofline.decode_throughput: batch_size / decode_step_time
-        return env.batch / out["decode_step_time"]
-    elif name == "tokens_per_second_per_gpu":
-        # roofline.decode_throughput_per_gpu: the group's rate over its tp · n_gpus GPUs
-        return out["tokens_per_second"] / (gpus * env.gpu.n_gpus)
-    elif name == "prefill_time":
-        cached = {} if env.share is None else {"cached_tokens": _shared_tokens(env.share, prompt)}
-        prefill = grid.prefill_engine or engine
-        v = roofline.prefill_time(model, gpu, prompt, tp, **cached, engine=prefill)
-        if layout:
-            # only the uncached tokens flow through the stages (a fully cached prompt still
-            # computes its last token)
-            flowing = prompt if not cached else np.maximum(prompt - cached["cached_tokens"], 1)
-            return _layout_time(_raw(v), env, prefill, flowing, None)
-    elif name == "cost_per_million_tokens":
-        # roofline.cost_per_million_tokens, term for term (tp·n_gpus GPUs at the per-GPU price
-        # for 1e6 / rate seconds), from the throughput already computed instead of a second
-        # decode-step evaluation; tests check it equals the public function cell by cell.
-        per_gpu = env.gpu.hourly_price / env.gpu.n_gpus
-        known = ~np.isnan(per_gpu)
-        usd_per_second = (gpus * env.gpu.n_gpus) * np.where(known, per_gpu, 0.0) / \
-            SECONDS_PER_HOUR
-        cost = usd_per_second / out["tokens_per_second"] * PER_MILLION
-        return np.where(known, cost, np.nan)
-    elif name in SPECULATIVE_VARIABLES:
-        return _speculative_formula(name, out, env, grid)
-    else:  # pragma: no cover - VARIABLES and these tables are kept together
-        raise KeyError(name)
-    return _raw(v)
-
-
-def _speculative_formula(name, out, env, grid):
-    """A speculative-decoding variable from :mod:`rooflinekit.roofline`'s speculative formulas.
-
-    ``speculative_speedup`` is the public function's ``E · t_decode / t_speculative`` from the
-    step times already computed. On a pipeline or expert layout the verification of the
-    ``k + 1`` positions passes the layout as a decode step does (its micro-batches, stages,
-    hand-offs and all-to-all of ``b·(k + 1)`` tokens, :func:`_layout_time`), while the ``k``
-    draft steps run on one tensor-parallel group of ``tp`` GPUs at the whole batch, outside
-    the pipeline (a draft model or head is small enough to sit with one stage).
-    """
-    if name == "speculative_step_time":
-        if _has_layout(grid):
-            return _layout_speculative_step(env, grid)
-        v = roofline.speculative_step_time(env.model, env.gpu, env.batch, env.ctx, env.tp,
-                                           draft=grid.draft, draft_tokens=env.k,
-                                           engine=grid.engine)
-    elif name == "speculative_tokens_per_step":
-        v = roofline.speculative_tokens_per_step(env.alpha, env.k)
-    elif name == "speculative_itl":
-        return out["speculative_step_time"] / out["speculative_tokens_per_step"]
-    elif name == "speculative_tokens_per_second":
-        return env.batch / out["speculative_itl"]
-    elif name == "speculative_speedup":
-        return out["decode_step_time"] / out["speculative_itl"]
-    else:  # pragma: no cover - VARIABLES and this table are kept together
-        raise KeyError(name)
-    return _raw(v)
-
-
-def _layout_speculative_step(env, grid):
-    """:func:`rooflinekit.roofline.speculative_step_time` on a layout (:func:`_speculative_formula`)."""
-    model, gpu, tp, ctx, batch, k = env.model, env.gpu, env.tp, env.ctx, env.batch, env.k
-    m = grid.micro_batches
-    b = batch if m == 1 else batch // m
-    verify = roofline.verification_step_time(model, gpu, b, ctx, tp, draft_tokens=k,
-                                             engine=grid.engine)
-    verify = _layout_time(_raw(verify), env, grid.engine, b * (k + 1), m)
-    one = roofline.draft_step_time(model, gpu, batch, ctx, tp, draft=grid.draft,
-                                   engine=grid.engine)
-    return k * _raw(one) + verify
-
-
-def _raw(value):
-    """A formula's result as a numpy array on the sweep axes (size 1 where absent)."""
-    if isinstance(value, xr.DataArray):
-        present = [d for d in _AXIS_DIMS if d in value.dims]
-        data = value.transpose(*present).values
-        return data.reshape([value.sizes[d] if d in value.dims else 1 for d in _AXIS_DIMS])
-    return value
-
-
 def _compute_block(grid, block):
     """Every variable of ``grid.variables`` over one block: name -> array over its own axes.
 
-    Each variable is computed by the public formula functions on its minimal broadcast shape
+    Each variable is computed by its registry entry's formula on its minimal broadcast shape
     (size-1 axes where it does not depend on an axis); those axes are then dropped.
     """
     bounds = _block_bounds(grid, tuple(block))
     extent = tuple(b.stop - b.start for b in bounds)
-    model, gpu, tp, pp, ep, ctx, batch, prompt, k, alpha, share = _block_arrays(grid, bounds)
-    env = SimpleNamespace(model=model, gpu=gpu, tp=tp, pp=pp, ep=ep,
-                          ctx=ctx, batch=batch, prompt=prompt, k=k, alpha=alpha, share=share,
-                          bounds=bounds)
+    env = _block_env(grid, bounds)
     out = {}
     for name in grid.variables:
-        out[name] = _formula(name, out, env, grid)
+        out[name] = _REGISTRY[name].formula(env, out)
     result = {}
     for name, value in out.items():
         keep = _var_axes(grid, name)
@@ -961,7 +670,8 @@ def _wrap(grid, arrays):
     for name, values in arrays.items():
         spec = _REGISTRY[name]
         attrs = {"units": spec.units, "long_name": spec.long_name}
-        attrs.update(_NOTES.get(name, {}))
+        if spec.comment:
+            attrs["comment"] = spec.comment
         data_vars[name] = xr.Variable(tuple(_AXIS_DIMS[a] for a in _var_axes(grid, name)),
                                       values, attrs=attrs)
     return xr.Dataset(data_vars, coords=_coords(grid), attrs={

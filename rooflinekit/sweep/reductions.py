@@ -21,7 +21,7 @@ from rooflinekit import dims
 from rooflinekit._validation import (check_bool, check_one_of, check_string, describe, real_number,
                                      show)
 from rooflinekit.sweep._dask import distributed_client, require_dask
-from rooflinekit.sweep.grid import SWEEP_DIMS
+from rooflinekit.sweep.variables import SWEEP_DIMS
 
 __all__ = ["PARETO_POINT", "best_configuration", "cheapest_configuration", "pareto_front",
            "best_tp", "progress_bar"]

@@ -1,0 +1,255 @@
+"""The batchers' clock: what a step lasts, and the KV budget a replica holds.
+
+``clock="tick"`` (the guide's lab): one tick per step; times in ticks. ``clock="roofline"``: each
+step lasts what the roofline model (:func:`rooflinekit.roofline.mixed_step_time`) says for that
+step's batch on ``model`` + ``gpu`` × ``tp``: its decode tokens, prefill tokens and KV read, run
+by the batcher's ``engine`` (a :class:`~rooflinekit.Engine` or a calibration; default
+:data:`rooflinekit.IDEAL`); times in seconds. Arrival times are in the clock's unit.
+
+This module holds the physics the batchers read before a kernel runs: the step-cost
+coefficients of a clock (:class:`_Timing`, computed once per clock and memoised,
+:func:`_timing_for`), a ``(tp, pp, ep)`` layout's sends folded into them (:func:`_layout_cost`),
+the same clock in plain Python for the reference (:class:`_RooflineClock`), the clock a
+batcher's fields settle on (:func:`_resolve_clock`), and the one rule a replica's KV budget is
+derived by (:func:`replica_kv_budget`, which :func:`rooflinekit.plan` sizes replicas by too).
+It knows no batcher, runs no kernel and draws nothing: the specs
+(:mod:`~rooflinekit.batching.batchers`) import it, never the other way round.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from rooflinekit import memory, parallel, roofline
+from rooflinekit._validation import check_one_of
+from rooflinekit.batching._schema import CLOCKS
+from rooflinekit.dtypes import bytes_per_element
+
+__all__ = ["replica_kv_budget"]
+
+
+def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
+                      gpu_memory_utilization=None, block_size=16, speculative=None, pp=1,
+                      ep=1) -> int:
+    """A replica's KV budget [the target's tokens]: the one rule batchers and plans derive it by.
+
+    Parameters
+    ----------
+    model, gpu : ModelShape, GPU
+        The model and one GPU of the replica.
+    tp : int
+        Tensor-parallel degree [1].
+    reserve : float
+        The guide's rule: share of the memory left after the weights kept as working space, in
+        [0, 1); used when ``gpu_memory_utilization`` is ``None``. Default 0.10.
+    gpu_memory_utilization : float, optional
+        vLLM's rule instead: the share of each GPU's memory for weights and KV, in (0, 1]
+        (:func:`rooflinekit.memory.engine_kv_cache`, whole blocks of ``block_size``).
+        :func:`rooflinekit.plan` uses it (default 0.9, vLLM's); a batcher uses the guide's
+        rule unless given it.
+    block_size : int
+        KV block size [tokens] of vLLM's rule.
+    speculative : Speculative, optional
+        A draft's weights (:meth:`Speculative.weight_bytes`) come off the memory beside the
+        target's; its KV then shares the budget in the batcher (:meth:`Speculative.kv_tokens`).
+    pp, ep : int
+        A pipeline or expert layout: :func:`rooflinekit.parallel.layout_memory`'s weights and
+        KV per token on each GPU instead of the tensor-parallel rank's.
+
+    Returns
+    -------
+    int
+        Tokens; 0 where the weights leave no room.
+
+    Notes
+    -----
+    Guide: ``⌊(tp·memory − W − W_draft)(1 − reserve) / kv_per_token⌋``
+    (:func:`rooflinekit.memory.kv_budget_tokens`). vLLM: ``⌊(available − W_draft/tp) /
+    bytes_per_block⌋ · block_size`` with ``available`` from
+    :func:`rooflinekit.memory.engine_kv_cache`; a layout's ``available`` is corrected by
+    ``W/tp − W_gpu`` and its blocks hold ``kv_gpu · block_size`` bytes.
+    """
+    if gpu_memory_utilization is None:
+        if pp > 1 or ep > 1:
+            # one GPU of the layout: its KV room over the KV each token leaves on it
+            per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep, reserve=reserve)
+            return int(per_gpu.usable_kv_bytes // per_gpu.kv_bytes_per_token)
+        # the draft's weights (a model's, or a head's share of a layer) beside the target's
+        extra = 0.0 if speculative is None else speculative.weight_bytes(model)
+        return int(np.asarray(memory.kv_budget_tokens(model, gpu, tp=tp, reserve=reserve,
+                                                      draft_weight_bytes=extra)).item())
+    kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
+                                gpu_memory_utilization=gpu_memory_utilization,
+                                max_model_len=block_size)
+    available, bytes_per_block = kv["available_bytes"], kv["bytes_per_block"]
+    if pp > 1 or ep > 1:
+        per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep)
+        available += memory.weight_bytes(model) / tp - float(per_gpu.weight_bytes)
+        bytes_per_block = float(per_gpu.kv_bytes_per_token) * block_size
+    held = 0.0 if speculative is None else speculative.weight_bytes(model)
+    if held > 0.0:
+        available -= held / int(tp)
+    elif pp == ep == 1:
+        return int(kv["kv_cache_tokens"])
+    return max(int(available // bytes_per_block), 0) * int(block_size)
+
+
+class _Timing:
+    """The clock as the kernels take it: ``tick`` (one tick per step) and the step-cost ``coef``.
+
+    ``coef`` holds the :class:`rooflinekit.roofline.StepCost` fields as float64 (zeros for the
+    tick clock, which reads none of them), timed by ``engine`` (the resolved
+    :class:`~rooflinekit.Engine` of the mixed step; ``None`` on the tick clock); ``draft_coef``
+    the same for a speculative draft model (zeros without one) and ``draft_share`` a draft
+    head's share of a decode step (0 without one); ``reference_clock`` is the same clock for
+    the plain-Python reference (``None`` for ticks).
+    """
+
+    def __init__(self, clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
+        self.clock = clock
+        self.tick = clock == "tick"
+        self.draft_coef = np.zeros(len(roofline.StepCost._fields))
+        self.draft_share = draft if isinstance(draft, float) else 0.0
+        if self.tick:
+            self.coef = np.zeros(len(roofline.StepCost._fields))
+            self.reference_clock = None
+            self.units = "tick"
+            return
+        cost = roofline.step_cost_coefficients(model, gpu, tp=tp, engine=engine)
+        cost = _layout_cost(cost, model, gpu, *layout, engine)
+        self.coef = np.array([float(c) for c in cost], dtype=np.float64)
+        draft_cost = None
+        if draft is not None and not isinstance(draft, float):
+            # the draft runs on the target's engine, picked for the target's model
+            draft_cost = roofline.step_cost_coefficients(draft, gpu, tp=tp, engine=engine)
+            self.draft_coef = np.array([float(c) for c in draft_cost], dtype=np.float64)
+        self.reference_clock = _RooflineClock(tuple(float(c) for c in cost),
+                                              cost.full_attention_fraction, cost.sliding_window,
+                                              draft_cost, self.draft_share)
+        self.units = "s"
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_timing(clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
+    """:class:`_Timing` of one clock, computed once: a planner's search asks for it every run.
+
+    A pure function of frozen specs (the :class:`~rooflinekit.Engine` included), so memoised;
+    callers only read the result.
+    """
+    return _Timing(clock, model, gpu, tp, engine, draft, layout)
+
+
+def _layout_cost(cost, model, gpu, pp, ep, engine):
+    """The step cost of a ``(tp, pp, ep)`` layout with one micro-batch in flight.
+
+    A step passes the ``pp`` stages in turn (each ``1/pp`` of the layers, so the roofline terms
+    sum to the group's) and adds what the layout sends, affine in the step's tokens ``n``: the
+    hand-offs and all-to-all of :func:`rooflinekit.roofline.layout_terms` (the terms the
+    layout formulas and the sweep take, at ``micro_batches=1``). They join the all-reduce's
+    term of the step formula, ``n·bytes/link + latency``, as one per-token time over a unit
+    link and a fixed latency. ``pp = ep = 1``: ``cost`` as it is.
+    """
+    if pp == 1 and ep == 1:
+        return cost
+    links = roofline.layout_links(gpu.interconnect_bandwidth, gpu.interconnect_latency,
+                                  gpu.network_bandwidth, engine.interconnect_efficiency)
+    if pp > 1 and links.stage_bandwidth is None:
+        raise ValueError(f"pp={pp} needs a link for the stage-to-stage activations and "
+                         f"gpu {gpu.name!r} has none (network_bandwidth, "
+                         f"interconnect_bandwidth)")
+    if ep > 1 and links.expert_bandwidth is None:
+        raise ValueError(f"ep={ep} needs a link for the expert all-to-all and gpu "
+                         f"{gpu.name!r} has no interconnect_bandwidth")
+    terms = roofline.layout_terms(model.hidden_size, parallel.moe_layers(model),
+                                  model.n_experts_per_token,
+                                  bytes_per_element(engine.activation_dtype), pp, ep, links)
+    per_token = (cost.allreduce_bytes_per_token / cost.link_bandwidth     # [s/token]
+                 + terms.hand_off_per_token + terms.all_to_all_per_token)
+    fixed = cost.allreduce_latency + terms.hand_off_latency + terms.all_to_all_latency
+    return cost._replace(allreduce_bytes_per_token=per_token, link_bandwidth=1.0,
+                         allreduce_latency=fixed)
+
+
+class _RooflineClock:
+    """The roofline clock in plain Python, for the reference simulator."""
+
+    def __init__(self, coef, full_attention_fraction, sliding_window, draft_cost=None,
+                 draft_share=0.0):
+        self._coef = coef
+        self._fa, self._sw = full_attention_fraction, sliding_window
+        self.window = sliding_window
+        self._draft = None if draft_cost is None else tuple(float(c) for c in draft_cost)
+        if draft_cost is not None:
+            self._draft_fa = draft_cost.full_attention_fraction
+            self._draft_window = draft_cost.sliding_window
+        self._draft_share = draft_share
+
+    def draft_time(self, n_decode, kv_tokens_read, contexts):
+        """One draft step of ``n_decode`` sequences at ``contexts`` [s]: a draft model's decode
+        step, or a draft head's share of the target's (``kv_tokens_read``: the target's read)."""
+        if self._draft is None:
+            return self._draft_share * self.step_time(n_decode, 0.0, kv_tokens_read, 0.0)
+        fa, window = self._draft_fa, self._draft_window
+        read = (fa * float(sum(contexts))
+                + (1.0 - fa) * float(sum(min(c, window) for c in contexts)))
+        return roofline.mixed_step_time_kernel(*self._draft, n_decode, 0.0, read, 0.0)
+
+    def draft_prefill_time(self, n_prefill_tokens, chunks):
+        """The draft's pass over a step's prompt ``chunks`` (``(chunk, cached)`` pairs, in
+        admission order) [s]: a draft model's step of those tokens, or a draft head's share of
+        the target's."""
+        if self._draft is None:
+            read = pairs = 0.0
+            for chunk, cached in chunks:
+                read += self.kv_read(cached)
+                pairs += self.chunk_pairs(chunk, cached)
+            return self._draft_share * self.step_time(0.0, n_prefill_tokens, read, pairs)
+        fa, window = self._draft_fa, self._draft_window
+        read = pairs = 0.0
+        for chunk, cached in chunks:
+            read += roofline.kv_tokens_read_kernel(cached, fa, window)
+            pairs += roofline.prefill_context_tokens_kernel(chunk, cached, fa, window)
+        return roofline.mixed_step_time_kernel(*self._draft, 0.0, n_prefill_tokens, read, pairs)
+
+    def kv_read_sum(self, context_sum, windowed_sum):
+        """KV tokens read by decoding sequences from ``sum(C)`` and ``sum(min(C, window))``."""
+        return self._fa * context_sum + (1.0 - self._fa) * windowed_sum
+
+    def step_time(self, n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
+        return roofline.mixed_step_time_kernel(*self._coef, n_decode, n_prefill_tokens,
+                                               kv_tokens_read, prefill_context_tokens)
+
+    def kv_read(self, context):
+        return roofline.kv_tokens_read_kernel(context, self._fa, self._sw)
+
+    def chunk_pairs(self, chunk, cached):
+        return roofline.prefill_context_tokens_kernel(chunk, cached, self._fa, self._sw)
+
+
+def _timing_for(clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
+    """The :class:`_Timing` of a clock: the memoised one (:func:`_shared_timing`), or one
+    computed afresh where a spec does not hash (an :class:`~rooflinekit.Engine` of array
+    fields)."""
+    key = (clock, model, gpu, tp, engine, draft, layout)
+    try:
+        hash(key)
+    except TypeError:
+        return _Timing(*key)
+    return _shared_timing(*key)
+
+
+def _resolve_clock(clock, model, gpu):
+    """The clock a batcher's fields settle on: ``clock`` checked, or by default ``"tick"``
+    without a model and ``"roofline"`` with one (``model`` and ``gpu`` go together)."""
+    if (model is None) != (gpu is None):
+        raise ValueError("model and gpu must be given together (to derive the KV budget and to "
+                         "time steps), or both left None")
+    if clock is None:
+        clock = "tick" if model is None else "roofline"
+    check_one_of("clock", clock, tuple(CLOCKS.values()))
+    if clock == "roofline" and model is None:
+        raise ValueError("clock='roofline' needs model and gpu")
+    return clock
+
