@@ -618,11 +618,10 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     -----
     Each phase minimises ``Σ (t_pred / t_meas − 1)²``, relative residuals so that a 20 ms ITL and
     a 2 s TTFT weigh alike, with ``scipy.optimize.least_squares(method="trf")`` inside the bounds,
-    started from three points (the ideal machine, a typical engine, a slow one) because the
-    roofline's ``max(compute, memory)`` has flat regions. Predictions come from the real
-    :func:`rooflinekit.roofline.prefill_time` and
-    :func:`~rooflinekit.roofline.decode_step_time`, one call per (model, GPU, tp, dtype)
-    group per evaluation. Decode rows use the batch size (or concurrency, at least 1) and a mean
+    started from the best points of a coarse log grid of the efficiencies, one per level and
+    per regime of which rows bind which roof, because the roofline's ``max(compute, memory)``
+    has flat regions. Each row's terms come from the step kernel once per (model, GPU, tp,
+    dtype) group; every knob setting is then plain arithmetic on them. Decode rows use the batch size (or concurrency, at least 1) and a mean
     context of ``prompt + output / 2`` unless ``context_length`` is given; fractional means are
     used as they are.
 
