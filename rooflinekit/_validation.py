@@ -12,20 +12,27 @@ Array checks take numbers, numpy arrays and DataArrays alike; the scalar checks
 
 from __future__ import annotations
 
+import codecs
 import difflib
+import functools
 import json
 import math
 import numbers
+import os
+import re
+import stat
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["MAX_COUNT", "MAX_MAGNITUDE",
+__all__ = ["MAX_COUNT", "MAX_MAGNITUDE", "MAX_LAYERS", "MAX_CONFIG_BYTES", "MAX_JSON_ELEMENTS",
+           "MAX_YAML_NODES", "MAX_NESTING",
            "show", "describe", "as_numeric", "check_range", "check_positive", "check_nonnegative",
            "check_integer", "check_fraction", "positive_number", "real_number", "whole_number",
            "check_bool", "check_type", "check_string", "check_one_of", "check_keys",
-           "check_mapping", "as_1d", "check_count_array", "load_json"]
+           "check_mapping", "as_1d", "check_count_array", "read_regular_file",
+           "parse_json", "parse_yaml"]
 
 _SHOWN_ELEMENTS = 6
 _SHOWN_CHARS = 80
@@ -41,6 +48,36 @@ MAX_COUNT = 2**53
 #: allows it, means "no limit" and is not a magnitude.
 MAX_MAGNITUDE = 1e30
 
+#: The most decoder layers a model may have: 10,000. The deepest models served have about 130
+#: (Llama-3.1-405B 126) and research models reach 1,000 (DeepNet); a per-layer list of 10,000
+#: entries costs well under a megabyte, where a config claiming 10**9 layers would cost 8 GB.
+MAX_LAYERS = 10_000
+
+#: The largest settings file read [bytes]: 8 MiB, for a Hugging Face ``config.json``, a
+#: calibration and an ``--engine`` file. Real ones are under 100 kB (a calibration of a
+#: thousand knob sets stays under 1 MB), so 8 MiB is some 80 times the largest; parsed, even a
+#: file of nothing but empty objects (about 25 bytes of memory per byte of file) stays under
+#: 256 MiB.
+MAX_CONFIG_BYTES = 8 * 2**20
+
+#: The most elements a JSON document may hold before it is parsed: 16,000,000 (values, object
+#: members and the separators between them, counted outside strings). Parsed JSON costs up to
+#: about 100 bytes of memory per element (an empty object 72, a one-member object 96 per
+#: element), so the bound keeps any document under about 1.6 GB, where a 250 MiB file of empty
+#: objects would take 7.8 GB. A benchmark report of per-request statistics holds about one
+#: element per 20 bytes, so reports up to some 300 MB pass.
+MAX_JSON_ELEMENTS = 16_000_000
+
+#: The most nodes (scalars, lists, mappings) a YAML document may hold: 1,000,000. PyYAML holds
+#: some 0.4-0.7 kB per node while it builds the document, so the bound keeps a YAML report
+#: under about 0.7 GB and a few seconds (with libyaml; some 20 s without); GuideLLM's YAML
+#: reports of statistics hold a few thousand nodes per benchmark.
+MAX_YAML_NODES = 1_000_000
+
+#: The deepest nesting of a YAML document parsed: 100 levels. A GuideLLM report nests about 8;
+#: PyYAML's composer recurses three frames a level, so some 300 levels exhaust Python's stack.
+MAX_NESTING = 100
+
 
 # -- how a value is shown ------------------------------------------------------------------------
 
@@ -55,13 +92,61 @@ def _plain(value):
     return value
 
 
+_SHOWN_DEPTH = 4
+# digits of the longest integer shown (Python converts at most 4,300 digits to text)
+_SHOWN_INT_BITS = 14_000
+_BRACKETS = {list: ("[", "]"), tuple: ("(", ")"), set: ("{", "}"), frozenset: ("frozenset({", "})"),
+             dict: ("{", "}")}
+
+
+def _short_repr(value, budget: int, depth: int = 0) -> str:
+    """``repr(value)``, built piece by piece and stopped once about ``budget`` characters are
+    written: a structure of shared lists that would print as gigabytes, a list nested 100,000
+    deep or a 5,000-digit integer is shown by its first characters. Small values give exactly
+    their ``repr``."""
+    kind, budget = type(value), max(budget, 0)
+    if kind in (str, bytes):
+        return repr(value) if len(value) <= budget else repr(value[:budget]) + "..."
+    if kind is int and value.bit_length() > _SHOWN_INT_BITS:
+        digits = int(value.bit_length() * math.log10(2))
+        return f"<{'a negative' if value < 0 else 'an'} integer of about {digits:,} digits>"
+    if kind not in _BRACKETS:
+        try:
+            text = repr(value)
+        except (RecursionError, ValueError):
+            return f"<{kind.__name__}>"
+        return text
+    opening, closing = _BRACKETS[kind]
+    if not value:
+        return {set: "set()", frozenset: "frozenset()"}.get(kind, opening + closing)
+    if depth >= _SHOWN_DEPTH:
+        return opening + "..." + closing
+    parts, used = [], 0
+    for item in (value.items() if kind is dict else value):
+        if used > budget:
+            parts.append("...")
+            break
+        if kind is dict:
+            key = _short_repr(item[0], budget - used, depth + 1)
+            piece = key + ": " + _short_repr(item[1], budget - used - len(key), depth + 1)
+        else:
+            piece = _short_repr(item, budget - used, depth + 1)
+        parts.append(piece)
+        used += len(piece) + 2
+    if kind is tuple and len(parts) == 1 and len(value) == 1:
+        return f"({parts[0]},)"
+    return opening + ", ".join(parts) + closing
+
+
 def show(value) -> str:
-    """The value as the user wrote it, for an error message (no ``np.`` reprs, cut when long)."""
+    """The value as the user wrote it, for an error message (no ``np.`` reprs, cut when long).
+
+    Bounded whatever the value: at most 80 characters, built without forming the full repr."""
     if isinstance(value, (np.ndarray, xr.DataArray)) and (
             value.ndim > 1 or value.size > _SHOWN_ELEMENTS):
         kind = "DataArray" if isinstance(value, xr.DataArray) else "array"
         return f"{kind} of shape {tuple(value.shape)}"
-    text = repr(_plain(value))
+    text = _short_repr(_plain(value), _SHOWN_CHARS)
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 3] + "..."
 
 
@@ -146,6 +231,8 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
             raise ValueError(f"{name} must lie in {_interval(lo, hi, lo_open, hi_open)}; "
                              f"got {show(value)}")
         return value
+    if kind is int and abs(value) > MAX_MAGNITUDE:     # beyond int64 and float range alike
+        raise ValueError(_too_large(name, value))
     data = as_numeric(name, value)
     if not allow_inf and data.dtype.kind == "f" and np.isinf(data).any():
         raise ValueError(f"{name} must be finite; got {show(data[np.isinf(data)].flat[0])}")
@@ -227,7 +314,10 @@ def real_number(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "a number or None" if allow_none else "a number"
         raise TypeError(f"{name} must be {kind}; got {describe(value)}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:              # an integer beyond float range
+        raise ValueError(_too_large(name, value)) from None
     if math.isnan(number):
         raise ValueError(f"{name} must not be NaN; got {show(value)}")
     if not allow_inf and math.isinf(number):
@@ -369,20 +459,205 @@ def check_count_array(name: str, values, lo: int = 0) -> np.ndarray:
 
 # -- files --------------------------------------------------------------------------------------
 
-def load_json(fh, where: str):
-    """``json.load(fh)``, every way the text fails to be read a ``ValueError`` naming ``where``.
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+_WIDE_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+              (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
 
-    Besides malformed text, Python's parser fails on nesting deeper than its recursion limit
-    (``RecursionError``) and on integers of more than 4,300 digits (a bare ``ValueError``); no
-    file the package reads nests more than a few levels or holds such a number, so each is
-    refused as what it is, with ``where`` (the file, as its reader names it) in front.
+
+def _size(n: int) -> str:
+    return f"{n // 2**20} MiB" if n >= 2**20 and n % 2**20 == 0 else f"{n:,} bytes"
+
+
+def _refuse_special(info, what: str, name: str):
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((k for test, k in _FILE_KINDS if test(info.st_mode)), "not a file")
+        raise ValueError(f"{what} {name} is not a regular file ({kind}); give the path of a "
+                         f"file")
+
+
+def read_regular_file(path, what: str, max_bytes: int) -> str:
+    """The text of the regular file at ``path``, read whole but bounded, before any parsing.
+
+    Only a regular file is opened (a symlink to one is followed): a FIFO, a device (a symlink
+    to ``/dev/zero``), a socket or a directory is refused without being read, since reading it
+    would hang or never end. At most ``max_bytes`` are read; a larger file is refused by its
+    size before reading, and a file that grows past the bound while read is refused too. The
+    bytes are decoded as UTF-8 (a UTF-8 byte-order mark, as spreadsheet programs write, is
+    dropped); UTF-16/UTF-32 text, NUL bytes and invalid UTF-8 are refused, naming the line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    what : str
+        What the file is, for messages ("config.json", "measurement file", ...).
+    max_bytes : int
+        The largest file accepted [bytes].
+
+    Raises
+    ------
+    TypeError
+        ``path`` is not a path.
+    FileNotFoundError, PermissionError
+        As ``open`` raises them (the message names the file).
+    ValueError
+        Not a regular file, larger than ``max_bytes``, or not UTF-8 text: the message names
+        ``what`` and the file.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{what} must be a path; got {describe(path)}")
+    name = os.fsdecode(os.fspath(path))
+    _refuse_special(os.stat(name), what, name)        # before opening: a FIFO would block
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+             | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    with open(os.open(name, flags), "rb", closefd=True) as fh:
+        info = os.fstat(fh.fileno())
+        _refuse_special(info, what, name)             # replaced between the two looks
+        if info.st_size > max_bytes:
+            raise ValueError(f"{what} {name} is {info.st_size:,} bytes, larger than any {what} "
+                             f"(at most {_size(max_bytes)})")
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"{what} {name} is larger than any {what} (at most "
+                         f"{_size(max_bytes)})")
+    return _decode(data, what, name)
+
+
+def _decode(data: bytes, what: str, name: str) -> str:
+    for bom, encoding in _WIDE_BOMS:
+        if data.startswith(bom):
+            raise ValueError(f"{what} {name} is {encoding} text (it starts with a {encoding} "
+                             f"byte-order mark); save it as UTF-8")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise ValueError(f"{what} {name} holds NUL bytes (line {line}, byte {nul}): not UTF-8 "
+                         f"text (UTF-16 without a byte-order mark?); save it as UTF-8")
     try:
-        return json.load(fh)
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{what} {name} is not UTF-8 text (line {line}, byte {err.start}: "
+                         f"{err.reason}); save it as UTF-8") from None
+
+
+# A JSON string, escapes included: what the element count skips.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def _json_elements(text: str, limit: int) -> int:
+    """An upper bound on the elements of a JSON text: its ``[``, ``{``, ``,`` and ``:`` outside
+    strings (one per value or member, give or take one), counted at C speed."""
+    count = text.count(",") + text.count(":") + text.count("[") + text.count("{")
+    if count <= limit:
+        return count                 # strings can only add to the count
+    bare = _JSON_STRING.sub("", text)
+    return bare.count(",") + bare.count(":") + bare.count("[") + bare.count("{")
+
+
+def parse_json(text: str, where: str):
+    """``json.loads(text)``, bounded, every way the text fails a ``ValueError`` naming ``where``.
+
+    The text is refused before parsing when it holds more than :data:`MAX_JSON_ELEMENTS`
+    elements. Besides malformed text, Python's parser fails on nesting deeper than its
+    recursion limit (``RecursionError``) and on integers of more than 4,300 digits (a bare
+    ``ValueError``); no file the package reads nests more than a few levels or holds such a
+    number, so each is refused as what it is, with ``where`` (the file, as its reader names it)
+    in front.
+    """
+    limit = MAX_JSON_ELEMENTS
+    if _json_elements(text, limit) > limit:
+        raise ValueError(f"{where} holds more than {limit:,} JSON elements, more than any file "
+                         f"rooflinekit reads (its parsed form would not fit in memory)")
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as err:
         raise ValueError(f"{where} is not valid JSON ({err})") from None
     except RecursionError:
         raise ValueError(f"{where} nests JSON too deeply to read (a real file nests a few "
                          f"levels)") from None
     except ValueError as err:          # an integer beyond Python's digit limit
-        raise ValueError(f"{where} holds a number too long to read ({err})") from None
+        raise ValueError(f"{where} holds a number too long to read ({str(err)[:120]})") \
+            from None
+
+
+class _YamlRefused(Exception):
+    """What the bounded YAML loader refuses, with the line; :func:`parse_yaml` names the file."""
+
+
+@functools.lru_cache(maxsize=None)
+def _yaml_loader():
+    """A YAML loader class: PyYAML's safe constructor (plain data only), libyaml's parser where
+    installed, and a composer that refuses aliases and bounds nodes and nesting."""
+    import yaml
+    from yaml.composer import Composer
+    from yaml.constructor import SafeConstructor
+    from yaml.events import AliasEvent
+    from yaml.resolver import Resolver
+
+    class Bounded:
+        def compose_document(self):
+            self._nodes = self._depth = 0
+            return super().compose_document()
+
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+            if isinstance(event, AliasEvent):
+                raise _YamlRefused(f"line {line}: YAML aliases (*{str(event.anchor)[:40]}) are "
+                                   f"refused; a report never needs one, and aliases can expand "
+                                   f"without bound")
+            self._nodes += 1
+            if self._nodes > MAX_YAML_NODES:
+                raise _YamlRefused(f"holds more than {MAX_YAML_NODES:,} nodes, more than any "
+                                   f"report (save a large report as JSON)")
+            self._depth += 1
+            if self._depth > MAX_NESTING:
+                raise _YamlRefused(f"line {line}: nests deeper than {MAX_NESTING} levels, "
+                                   f"more than any report")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+    try:
+        from yaml._yaml import CParser
+    except ImportError:                # no libyaml: PyYAML's own parser, slower
+        return type("BoundedSafeLoader", (Bounded, yaml.SafeLoader), {})
+
+    class BoundedCSafeLoader(Bounded, Composer, SafeConstructor, Resolver, CParser):
+        def __init__(self, stream):
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            Composer.__init__(self)
+
+    return BoundedCSafeLoader
+
+
+def parse_yaml(text: str, where: str):
+    """One YAML document's plain data, bounded; a ``ValueError`` naming ``where`` otherwise.
+
+    PyYAML's safe constructor builds plain data only (tags naming Python objects are refused);
+    aliases are refused (a 561-byte document of nested aliases expands to billions of
+    elements), and so are documents of more than :data:`MAX_YAML_NODES` nodes or nested deeper
+    than :data:`MAX_NESTING` levels. Needs PyYAML (``ImportError`` otherwise).
+    """
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())
+    except _YamlRefused as err:
+        raise ValueError(f"{where}: {err}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = str(getattr(exc, "problem", None) or type(exc).__name__)[:200]
+        raise ValueError(f"{where}: not a YAML document{at}: {problem}") from None
+    except RecursionError:
+        raise ValueError(f"{where}: nests too deeply to read, more than any report") from None
+    except ValueError as err:          # an integer beyond Python's digit limit
+        raise ValueError(f"{where} holds a number too long to read ({str(err)[:120]})") \
+            from None

@@ -261,7 +261,8 @@ def resolve_model(name_or_path) -> ModelShape:
         if os.path.exists(text):
             path = find_config(text)
             folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
-            return ModelShape.from_hf_config(path, name=folder or None)
+            # the name given, not the file found: found again, it is not taken for a folder
+            return ModelShape.from_hf_config(text, name=folder or None)
         if text.endswith(".json") or text.count("/") != 1:
             raise ValueError(f"model config {text!r} does not exist")
         # org/name: a repo id, looked up in the local cache only

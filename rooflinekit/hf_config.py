@@ -9,11 +9,13 @@ cache (:func:`find_config`), or the parsed dict.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import os
 from collections.abc import Mapping
 
-from rooflinekit._validation import (check_bool, check_one_of, describe, load_json,
+from rooflinekit._validation import (MAX_CONFIG_BYTES, MAX_LAYERS, check_one_of, describe,
+                                      parse_json, read_regular_file, real_number, show,
                                       whole_number)
 
 __all__ = ["shape_fields", "count_params", "load_hf_config", "find_config",
@@ -60,6 +62,12 @@ _VISION_DEFAULTS = {
     "clip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
                           "num_channels": 3, "image_size": 224, "patch_size": 32},
 }
+
+#: The weight widths [bits] a ``quantization_config`` may give as ``bits``: those of GPTQ,
+#: AWQ, HQQ, bitsandbytes and quanto. ExLlamaV2 (``quant_method: "exl2"``) gives an average
+#: width, any number in [2, 8].
+QUANTIZATION_BITS = (1, 2, 3, 4, 8)
+_EXL2_BITS = (2, 8)
 
 _TORCH_DTYPES = {
     "float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
@@ -130,9 +138,9 @@ def find_config(source, *, cache_dir: str | os.PathLike | None = None) -> str:
     text = os.fspath(source)
     if os.path.isdir(text):
         path = os.path.join(text, "config.json")
-        if not os.path.isfile(path):
+        if not os.path.lexists(path):
             raise ValueError(f"model folder {text!r} holds no config.json")
-        return path
+        return path          # load_hf_config refuses a config.json that is no regular file
     if os.path.exists(text) or not _is_repo_id(text):
         return text       # a file, or a path that load_hf_config reports as unreadable
     cache = os.fspath(cache_dir) if cache_dir is not None else hf_cache_dir()
@@ -147,9 +155,9 @@ def find_config(source, *, cache_dir: str | os.PathLike | None = None) -> str:
                          f"local Hugging Face cache (looked for {snapshots}/<revision>/"
                          f"config.json; nothing is downloaded)")
     try:
-        with open(os.path.join(repo, "refs", "main"), encoding="utf-8") as fh:
-            main = fh.read().strip()
-    except OSError:
+        main = read_regular_file(os.path.join(repo, "refs", "main"), "Hugging Face ref",
+                                 4096).strip()
+    except (OSError, ValueError):      # no ref, or not a file holding one
         main = None
     if main not in candidates:
         # no ref to follow: the newest snapshot, as a fresh download would have written it
@@ -184,24 +192,32 @@ def load_hf_config(config) -> dict:
     TypeError
         If ``config`` is neither a path nor a mapping, or the file does not hold a JSON object.
     ValueError
-        If the file cannot be read or is not valid JSON.
+        If the file cannot be read, is not a regular file, is larger than
+        :data:`~rooflinekit._validation.MAX_CONFIG_BYTES`, is not UTF-8 or is not valid JSON.
     """
     if isinstance(config, Mapping):
-        data = dict(config)
-    elif isinstance(config, (str, os.PathLike)):
-        config = find_config(config)
-        try:
-            with open(config, encoding="utf-8") as fh:
-                data = load_json(fh, f"config: {os.fspath(config)!r}")
-        except OSError as err:
-            raise ValueError(f"config: cannot read {os.fspath(config)!r}: {err.strerror or err}") \
-                from err
-        if not isinstance(data, dict):
-            raise TypeError(f"config: {os.fspath(config)!r} must hold a JSON object; "
-                            f"got {describe(data)}")
-    else:
-        raise TypeError(f"config must be a path to config.json or a dict; "
-                        f"got {describe(config)}")
+        return _flatten(dict(config))
+    if isinstance(config, (str, os.PathLike)):
+        return _flatten(_read(find_config(config)))
+    raise TypeError(f"config must be a path to config.json or a dict; got {describe(config)}")
+
+
+def _read(path: str) -> dict:
+    """The JSON object of the config file at ``path`` (already resolved by find_config)."""
+    try:
+        text = read_regular_file(path, "config.json", MAX_CONFIG_BYTES)
+    except OSError as err:
+        raise ValueError(f"config: cannot read {os.fspath(path)!r}: {err.strerror or err}") \
+            from err
+    data = parse_json(text, f"config: {os.fspath(path)!r}")
+    if not isinstance(data, dict):
+        raise TypeError(f"config: {os.fspath(path)!r} must hold a JSON object; "
+                        f"got {describe(data)}")
+    return data
+
+
+def _flatten(data: dict) -> dict:
+    """A multimodal config's text model's fields at the top level (see load_hf_config)."""
     text = data.get("text_config")
     if isinstance(text, Mapping) and _get(data, "num_hidden_layers") is None:
         kind = str(text.get("model_type") or "").lower()
@@ -223,13 +239,43 @@ def _get(cfg: Mapping, field: str, default=None):
     return default
 
 
-def _int(cfg: Mapping, field: str, *, lo: int = 1, required: bool = True, default=None):
+def _int(cfg: Mapping, field: str, *, lo: int = 1, hi: int | None = None,
+         required: bool = True, default=None, at: str = ""):
+    """A whole-number field in [lo, hi]; ``at`` is where ``cfg`` sits ("vision_config.")."""
+    name = f"config.json field '{at}{field}'"
     value = _get(cfg, field)
     if value is None:
         if required and default is None:
-            raise ValueError(f"config.json field {field!r} is missing")
+            raise ValueError(f"{name} is missing")
         return default
-    return whole_number(f"config.json field {field!r}", value, lo)
+    number = whole_number(name, value, lo)
+    if hi is not None and number > hi:
+        raise ValueError(f"{name} must be at most {hi:,}; got {show(value)}")
+    return number
+
+
+def _flag(cfg: Mapping, field: str, default: bool = False, *, at: str = "") -> bool:
+    """A boolean field: a JSON ``true``/``false`` (absent or null: ``default``). The string
+    ``"false"`` is refused, not read as true."""
+    value = cfg.get(field)
+    if value is None:
+        return default
+    if isinstance(value, bool) or type(value).__name__ == "bool_":     # numpy's too
+        return bool(value)
+    raise TypeError(f"config.json field '{at}{field}' must be true or false (a JSON boolean); "
+                    f"got {describe(value)}")
+
+
+@contextlib.contextmanager
+def _naming(path):
+    """Errors raised inside name the config file ``path`` (when one was read)."""
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        if path is None or path in str(exc):
+            raise
+        raise type(exc)(f"{path}: {exc}") from None
+
 
 
 # -- shape ----------------------------------------------------------------------------------------
@@ -238,7 +284,8 @@ class _Shape:
 
     def __init__(self, cfg: Mapping):
         self.model_type = str(cfg.get("model_type") or "").lower()
-        self.layers = _int(cfg, "num_hidden_layers")
+        # bounded before any list per layer is built (a billion layers would take 8 GB)
+        self.layers = _int(cfg, "num_hidden_layers", hi=MAX_LAYERS)
         self.heads = _int(cfg, "num_attention_heads")
         self.hidden = _int(cfg, "hidden_size")
         self.vocab = _int(cfg, "vocab_size", required=False)
@@ -267,7 +314,7 @@ class _Shape:
 
     def _kv_heads(self, cfg):
         # Falcon's original layout: multi_query=True means one shared K/V head.
-        if cfg.get("multi_query") and not cfg.get("new_decoder_architecture"):
+        if _flag(cfg, "multi_query") and not _flag(cfg, "new_decoder_architecture"):
             kv = 1
         else:
             kv = _int(cfg, "num_key_value_heads", required=False, default=self.heads)
@@ -312,15 +359,20 @@ class _Shape:
             if not isinstance(layer_types, list) or len(layer_types) != self.layers:
                 raise ValueError(f"config.json field 'layer_types' must be a list of "
                                  f"{self.layers} entries (one per layer)")
+            odd = next((t for t in layer_types if not isinstance(t, str)), None)
+            if odd is not None:
+                raise TypeError(f"config.json field 'layer_types' must hold strings "
+                                f"('sliding_attention', 'full_attention'); got {describe(odd)}")
             unknown = set(layer_types) - {"sliding_attention", "full_attention"}
             if unknown:
-                raise ValueError(f"config.json field 'layer_types' holds {sorted(unknown)}; "
-                                 f"allowed: 'sliding_attention', 'full_attention'")
+                raise ValueError(f"config.json field 'layer_types' holds "
+                                 f"{show(sorted(unknown))}; allowed: 'sliding_attention', "
+                                 f"'full_attention'")
             n_sliding = layer_types.count("sliding_attention")
         elif "use_sliding_window" in cfg:
             # Qwen2 family: the window is off unless use_sliding_window, and then applies to the
             # layers from max_window_layers on (transformers' Qwen2Config.layer_types).
-            if not cfg["use_sliding_window"]:
+            if not _flag(cfg, "use_sliding_window"):
                 return None, 0
             first = _int(cfg, "max_window_layers", lo=0, required=False, default=0)
             n_sliding = max(self.layers - first, 0)
@@ -340,10 +392,26 @@ class _Shape:
 
 
 def _tied(cfg: Mapping, s: _Shape) -> bool:
-    value = cfg.get("tie_word_embeddings")
-    if value is None:
-        return s.model_type not in _UNTIED_BY_DEFAULT
-    return check_bool("config.json field 'tie_word_embeddings'", value)
+    return _flag(cfg, "tie_word_embeddings", s.model_type not in _UNTIED_BY_DEFAULT)
+
+
+def _quant_bits(quant: Mapping, method: str) -> float:
+    """``quantization_config.bits``: a width of :data:`QUANTIZATION_BITS` (exl2: in [2, 8])."""
+    name = "config.json field 'quantization_config.bits'"
+    bits = quant["bits"]
+    if isinstance(bits, bool) or not isinstance(bits, numbers.Real):
+        raise TypeError(f"{name} must be a number of bits; got {describe(bits)}")
+    if method == "exl2":
+        return real_number(name, bits, *_EXL2_BITS)
+    try:
+        valid = float(bits) in QUANTIZATION_BITS
+    except OverflowError:            # an integer beyond float range
+        valid = False
+    if not valid:
+        raise ValueError(f"{name} must be one of {', '.join(map(str, QUANTIZATION_BITS))} "
+                         f"(exl2: any width in [{_EXL2_BITS[0]}, {_EXL2_BITS[1]}]); "
+                         f"got {show(bits)}")
+    return bits
 
 
 def _dtype(cfg: Mapping):
@@ -356,16 +424,18 @@ def _dtype(cfg: Mapping):
         compute = _TORCH_DTYPES[key]
     weights = compute or "bf16"
     quant = cfg.get("quantization_config")
-    if isinstance(quant, Mapping):
+    if quant is not None and not isinstance(quant, Mapping):
+        raise TypeError(f"config.json field 'quantization_config' must be an object; got "
+                        f"{describe(quant)}")
+    if quant is not None:
         method = str(quant.get("quant_method", "")).lower()
-        bits = quant.get("bits")
-        if isinstance(bits, numbers.Real) and not isinstance(bits, bool) and bits > 0:
-            weights = bits / 8                                   # GPTQ / AWQ: packed integers
+        if quant.get("bits") is not None:
+            weights = _quant_bits(quant, method) / 8             # GPTQ / AWQ: packed integers
         elif method in ("fp8", "fbgemm_fp8"):
             weights = "fp8"
-        elif quant.get("load_in_4bit"):
+        elif _flag(quant, "load_in_4bit", at="quantization_config."):
             weights = "int4"
-        elif quant.get("load_in_8bit"):
+        elif _flag(quant, "load_in_8bit", at="quantization_config."):
             weights = "int8"
     # The KV cache holds activations, kept in the 16-bit compute format; fp32 checkpoints are
     # served in 16 bits (vLLM's dtype="auto" casts them down).
@@ -381,7 +451,12 @@ def _moe_layers(cfg: Mapping, s: _Shape) -> list[bool]:
     first_dense = _int(cfg, "first_k_dense_replace", lo=0, required=False, default=0)
     freq = _int(cfg, "moe_layer_freq", required=False, default=1)
     step = _int(cfg, "decoder_sparse_step", required=False, default=1)
-    dense_only = set(cfg.get("mlp_only_layers") or ())
+    only = cfg.get("mlp_only_layers")
+    if only is not None and not isinstance(only, (list, tuple)):
+        raise TypeError(f"config.json field 'mlp_only_layers' must be a list of layer indices; "
+                        f"got {describe(only)}")
+    dense_only = {whole_number(f"config.json field 'mlp_only_layers' (entry {i})", layer, 0)
+                  for i, layer in enumerate(only or ())}
     return [i >= first_dense and i % freq == 0 and (i + 1) % step == 0 and i not in dense_only
             for i in range(s.layers)]
 
@@ -439,7 +514,16 @@ def count_params(config) -> dict[str, int]:
     .. [4] Liu et al., "Improved Baselines with Visual Instruction Tuning" (LLaVA-1.5),
        arXiv:2310.03744, 2023 (CLIP ViT-L/336px and a two-layer MLP projector).
     """
-    cfg = load_hf_config(config)
+    if isinstance(config, (str, os.PathLike)):
+        path = find_config(config)
+        cfg = _flatten(_read(path))
+    else:
+        path, cfg = None, load_hf_config(config)
+    with _naming(path):
+        return _count(cfg)
+
+
+def _count(cfg: Mapping) -> dict[str, int]:
     s = _Shape(cfg)
     if s.vocab is None:
         raise ValueError("config.json field 'vocab_size' is missing (needed to count parameters)")
@@ -484,12 +568,13 @@ def _count_vision(cfg: Mapping, text_hidden: int) -> int:
     if v is None:
         return 0
     where = "vision_config"
-    h = _int(v, "hidden_size")
-    inner = _int(v, "intermediate_size")
-    layers = _int(v, "num_hidden_layers")
-    channels = _int(v, "num_channels", required=False, default=3)
-    patch = _int(v, "patch_size")
-    side = _int(v, "image_size")
+    at = where + "."
+    h = _int(v, "hidden_size", at=at)
+    inner = _int(v, "intermediate_size", at=at)
+    layers = _int(v, "num_hidden_layers", at=at)
+    channels = _int(v, "num_channels", required=False, default=3, at=at)
+    patch = _int(v, "patch_size", at=at)
+    side = _int(v, "image_size", at=at)
     if side % patch:
         raise ValueError(f"config.json field '{where}.image_size' ({side}) must be a multiple of "
                          f"'{where}.patch_size' ({patch})")
@@ -500,7 +585,7 @@ def _count_vision(cfg: Mapping, text_hidden: int) -> int:
     per_layer = 4 * (h * h + h) + 2 * h * inner + inner + h + 2 * 2 * h
     n += layers * per_layer
     n += 2 * h * (2 if clip else 1)                     # post-LayerNorm (CLIP: and pre-)
-    if not clip and v.get("vision_use_head"):
+    if not clip and _flag(v, "vision_use_head", at=at):
         n += h + 4 * (h * h + h) + 2 * h + 2 * h * inner + inner + h   # SigLIP's pooling head
     kind = str(cfg.get("multimodal_model_type") or cfg.get("model_type") or "").lower()
     if kind == "gemma3":
@@ -516,11 +601,12 @@ def _count_audio(cfg: Mapping, text_hidden: int) -> int:
     a = _sub_config(cfg, "audio_config", {})
     if a is None:
         return 0
-    d = _int(a, "d_model")
-    ffn = _int(a, "encoder_ffn_dim")
-    layers = _int(a, "encoder_layers")
-    mels = _int(a, "num_mel_bins")
-    positions = _int(a, "max_source_positions")
+    at = "audio_config."
+    d = _int(a, "d_model", at=at)
+    ffn = _int(a, "encoder_ffn_dim", at=at)
+    layers = _int(a, "encoder_layers", at=at)
+    mels = _int(a, "num_mel_bins", at=at)
+    positions = _int(a, "max_source_positions", at=at)
     n = mels * d * 3 + d + d * d * 3 + d                # two 3-wide convolutions
     n += positions * d
     # q, v, out with bias and k without; fc1, fc2; two LayerNorms
@@ -534,11 +620,11 @@ def _count_gpt_style(cfg, s, q_width, kv_width):
     h, L, inner = s.hidden, s.layers, s.intermediate
     out = {}
     if s.model_type == "falcon":
-        attn_bias = mlp_bias = bool(cfg.get("bias", False))
-        if cfg.get("new_decoder_architecture"):
+        attn_bias = mlp_bias = _flag(cfg, "bias")
+        if _flag(cfg, "new_decoder_architecture"):
             n_ln = 2                                    # ln_attn and ln_mlp
         else:
-            n_ln = 1 if cfg.get("parallel_attn", True) else 2
+            n_ln = 1 if _flag(cfg, "parallel_attn", True) else 2
     elif s.model_type in ("gptj", "phi"):
         # one LayerNorm feeds attention and MLP in parallel; the untied LM head has a bias.
         # GPT-J's q/k/v/out projections carry no bias, Phi's do.
@@ -549,7 +635,7 @@ def _count_gpt_style(cfg, s, q_width, kv_width):
         n_ln = 2
     attn = h * (q_width + 2 * kv_width) + q_width * h
     attn += (q_width + 2 * kv_width + h) if attn_bias else 0
-    if s.model_type == "phi" and cfg.get("qk_layernorm"):
+    if s.model_type == "phi" and _flag(cfg, "qk_layernorm"):
         attn += 2 * 2 * s.head_dim                      # LayerNorm (weight, bias) on q and k
     mlp = 2 * h * inner + ((inner + h) if mlp_bias else 0)
     embedding = s.vocab * h
@@ -573,14 +659,14 @@ def _count_llama_style(cfg, s, q_width, kv_width):
         attn = q + kv + s.heads * m["v_head_dim"] * h
     else:
         attn = h * (q_width + 2 * kv_width) + q_width * h
-        if cfg.get("attention_bias"):
+        if _flag(cfg, "attention_bias"):
             attn += q_width + 2 * kv_width + h
         elif s.model_type in ("qwen2", "qwen2_moe"):
             attn += q_width + 2 * kv_width                      # Qwen2: q, k, v biases
         if s.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
             attn += 2 * s.head_dim                              # per-head q and k RMSNorm
     n_norms = 4 if s.model_type.startswith(("gemma2", "gemma3")) else 2
-    mlp_bias = bool(cfg.get("mlp_bias"))
+    mlp_bias = _flag(cfg, "mlp_bias")
     moe = _moe_layers(cfg, s)
     n_moe = sum(moe)
     dense_mlp = 0
@@ -671,8 +757,14 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
         if name is None and path != os.fspath(config):
             name = os.fspath(config) if _is_repo_id(os.fspath(config)) else None
         default_source = f"config.json read from {path}"
-        config = path
-    cfg = load_hf_config(config)
+        cfg = _flatten(_read(path))
+    else:
+        path, cfg = None, load_hf_config(config)
+    with _naming(path):
+        return _fields(cfg, name, default_source, overrides)
+
+
+def _fields(cfg: Mapping, name, default_source: str, overrides: dict) -> dict:
     s = _Shape(cfg)
     weights, kv = _dtype(cfg)
     if "n_params" in overrides and (s.n_experts == 1 or "n_active_params" in overrides):
@@ -680,7 +772,7 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
         n_active = overrides.pop("n_active_params", None)
     else:
         # an MoE model given only its total still needs the active count from the shapes
-        counts = count_params(cfg)
+        counts = _count(cfg)
         n_params = overrides.pop("n_params", counts["total"])
         n_active = overrides.pop("n_active_params", counts["active"])
     tied = _tied(cfg, s)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 from rooflinekit import hf_config
-from rooflinekit._validation import check_bool, check_string, positive_number, whole_number
+from rooflinekit._validation import (MAX_LAYERS, check_bool, check_string, positive_number, show,
+                                      whole_number)
 from rooflinekit._labels import SPEC_PARAMETERS, document
 from rooflinekit.dtypes import bytes_per_element
 
@@ -26,7 +28,7 @@ class ModelShape:
     Parameters
     ----------
     n_layers : int
-        Decoder layers, L.
+        Decoder layers, L; at most :data:`~rooflinekit._validation.MAX_LAYERS` (10,000).
     n_heads : int
         Query (attention) heads.
     n_kv_heads : int
@@ -108,6 +110,9 @@ class ModelShape:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
         check_string("name", self.name)
         set_("n_layers", _int_field("n_layers", self.n_layers))
+        if self.n_layers > MAX_LAYERS:
+            raise ValueError(f"n_layers must be at most {MAX_LAYERS:,} (the deepest served models "
+                             f"have about 130 layers); got {show(self.n_layers)}")
         set_("n_heads", _int_field("n_heads", self.n_heads))
         set_("n_kv_heads", _int_field("n_kv_heads", self.n_kv_heads))
         if self.n_kv_heads > self.n_heads or self.n_heads % self.n_kv_heads:
@@ -277,4 +282,11 @@ def model_from_hf_config(config, *, name: str | None = None, **overrides) -> Mod
     rooflinekit.hf_config.shape_fields : the fields read, and how.
     rooflinekit.hf_config.count_params : the parameter count from the shapes.
     """
-    return ModelShape(**hf_config.shape_fields(config, name=name, **overrides))
+    fields = hf_config.shape_fields(config, name=name, **overrides)
+    try:
+        return ModelShape(**fields)
+    except (TypeError, ValueError) as exc:
+        if not isinstance(config, (str, os.PathLike)):
+            raise
+        # a field out of range names the file it came from
+        raise type(exc)(f"{hf_config.find_config(config)}: {exc}") from None

@@ -27,7 +27,8 @@ from rooflinekit import roofline as rl
 from rooflinekit.calibrate import (
     DEFAULT_BOUNDS, PARAMETERS, PHASES, Calibration, calibrate, cross_validate, load_calibration, measurements_from_records, predict,
     read_measurements, save_calibration)
-from rooflinekit.cli.calibrate import add_calibrate_arguments, calibrate_cli_main
+from rooflinekit.cli.calibrate import add_arguments as add_calibrate_arguments
+from rooflinekit.cli.calibrate import run as run_calibrate
 
 
 DATA = Path(__file__).parent / "data" / "measurements"
@@ -559,7 +560,7 @@ def _cli(argv):
     parser = argparse.ArgumentParser()
     add_calibrate_arguments(parser)
     out = io.StringIO()
-    code = calibrate_cli_main(parser.parse_args(argv), out)
+    code = run_calibrate(parser.parse_args(argv), out)
     return code, out.getvalue()
 
 

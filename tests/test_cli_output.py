@@ -1,5 +1,6 @@
-"""Scriptable output: --json, --csv and --output FILE on every command; tables with one number
-format per column; capacity's exit status; the price catalogue and --version."""
+"""Scriptable output: --json, --csv and --output FILE on every command (an existing one kept
+unless --force); tables with one number format per column; capacity's exit status; the price
+catalogue and --version."""
 
 from __future__ import annotations
 
@@ -64,6 +65,20 @@ def test_json_csv_and_output_files(name, capsys, tmp_path, repo):
     code, out, _ = run(capsys, *argv, "--output", f"{path}.json")
     assert code == 0 and f"{path}.json" in out and json.loads((tmp_path / f"{name}.json")
                                                                 .read_text())
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_an_existing_output_is_kept_unless_forced(name, capsys, tmp_path, repo):
+    """Every command refuses to overwrite an existing --output (exit 2, one line, before the
+    work), and replaces it with --force."""
+    path = tmp_path / f"{name}.json"
+    path.write_text("precious\n")
+    code, out, err = run(capsys, *RUNS[name], "--output", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--force" in err
+    assert path.read_text() == "precious\n"
+    code, out, err = run(capsys, *RUNS[name], "--output", str(path), "--force")
+    assert code == 0, err
+    assert json.loads(path.read_text())
 
 
 def test_one_number_format_per_column():

@@ -580,9 +580,9 @@ def test_reduction_errors(small_kw):
 def _cli(argv):
     import argparse
     parser = argparse.ArgumentParser(prog="rooflinekit sweep")
-    sweep_cli.add_sweep_arguments(parser)
+    sweep_cli.add_arguments(parser)
     out = io.StringIO()
-    assert sweep_cli.sweep_cli_main(parser.parse_args(argv), out) == 0
+    assert sweep_cli.run(parser.parse_args(argv), out) == 0
     return out.getvalue()
 
 

@@ -21,11 +21,14 @@ from rooflinekit._validation import real_number
 from rooflinekit.batching._schema import N_STATS, WRONG_CLOCK
 
 
-def _targets(ttft_target, itl_target, e2e_target=None):
-    """Latency targets [tick or s]: each a number >= 0 (inf allowed) or None."""
+def _targets(ttft_target, itl_target, e2e_target=None, tpot_target=None):
+    """Latency targets [tick or s]: each a number >= 0 (inf allowed) or None; ``(ttft, itl,
+    e2e, tpot)``. The kernels read only ``itl`` (:func:`_itl_limit`); the others are counted in
+    :mod:`rooflinekit.batching.results`."""
     return (real_number("ttft_target", ttft_target, lo=0, allow_inf=True, allow_none=True),
             real_number("itl_target", itl_target, lo=0, allow_inf=True, allow_none=True),
-            real_number("e2e_target", e2e_target, lo=0, allow_inf=True, allow_none=True))
+            real_number("e2e_target", e2e_target, lo=0, allow_inf=True, allow_none=True),
+            real_number("tpot_target", tpot_target, lo=0, allow_inf=True, allow_none=True))
 
 
 def _itl_limit(itl_target):

@@ -213,7 +213,7 @@ class _Batcher:
 
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
             priority=None, ttft_target=None, itl_target=None,
-            e2e_target=None, work_limit=SIMULATION_WORK_LIMIT,
+            e2e_target=None, tpot_target=None, work_limit=SIMULATION_WORK_LIMIT,
             memory_limit=SIMULATION_MEMORY_LIMIT, arrived_kv_tokens=None) -> xr.Dataset:
         """Simulate a :class:`~rooflinekit.workloads.Workload` (or a mapping, or the arrays).
 
@@ -232,6 +232,11 @@ class _Batcher:
             latency <= ``e2e_target``); an absent target counts as met.
         e2e_target : float, optional
             End-to-end latency target (finish - arrival) [tick or s].
+        tpot_target : float, optional
+            Time per output token target [tick or s]: ``tpot_attainment`` is the share of the
+            requests with two or more output tokens completed with their TPOT (per-request
+            ``itl``, ``(finish - first_token) / (output_tokens - 1)``) within it, and a request
+            counts toward ``goodput`` only if its TPOT meets it.
         work_limit, memory_limit : float
             Most token-steps (output tokens) and bytes of scratch the run may take; default
             :data:`SIMULATION_WORK_LIMIT` (1e10) and :data:`SIMULATION_MEMORY_LIMIT` (2 GiB). A run above either is
@@ -250,7 +255,7 @@ class _Batcher:
         """
         wl = coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
         arrived = self._arrived_kv(wl, arrived_kv_tokens)
-        targets = _targets(ttft_target, itl_target, e2e_target)
+        targets = _targets(ttft_target, itl_target, e2e_target, tpot_target)
         self._check_size(wl.output_tokens,
                          real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True),
                          real_number("memory_limit", memory_limit, lo=0, lo_open=True,

@@ -355,7 +355,7 @@ class DisaggregatedBatcher:
 
     def run(self, workload=None, *, arrival=None, prompt_tokens=None, output_tokens=None,
             priority=None, ttft_target=None, itl_target=None, e2e_target=None,
-            work_limit=SIMULATION_WORK_LIMIT, memory_limit=SIMULATION_MEMORY_LIMIT) -> xr.Dataset:
+            tpot_target=None, work_limit=SIMULATION_WORK_LIMIT, memory_limit=SIMULATION_MEMORY_LIMIT) -> xr.Dataset:
         """Serve a workload on both pools (arguments as :meth:`ContinuousBatcher.run`).
 
         Returns
@@ -368,7 +368,7 @@ class DisaggregatedBatcher:
             pool's largest replica peak of KV reserved over its budget.
         """
         wl = coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
-        targets = _targets(ttft_target, itl_target, e2e_target)
+        targets = _targets(ttft_target, itl_target, e2e_target, tpot_target)
         self._check_work(wl.output_tokens, work_limit, memory_limit)
         timings = self._timings()
         out, rejected_in, peak, ready = self._serve(wl, timings, targets)
@@ -385,7 +385,8 @@ class DisaggregatedBatcher:
         return ds
 
     def run_replicates(self, arrival, prompt_tokens, output_tokens, priority=None, *,
-                       ttft_target=None, itl_target=None, e2e_target=None, parallel=True,
+                       ttft_target=None, itl_target=None, e2e_target=None, tpot_target=None,
+                       parallel=True,
                        variables=None, work_limit=SIMULATION_WORK_LIMIT, memory_limit=SIMULATION_MEMORY_LIMIT,
                        prefix_group=None, prefix_tokens=None) -> xr.Dataset:
         """Summaries of caller-drawn workloads, one per row, as
@@ -394,7 +395,7 @@ class DisaggregatedBatcher:
         The rows run one after another (``parallel`` is accepted for the same signature); each
         row's pools run as :meth:`run` runs them.
         """
-        targets = _targets(ttft_target, itl_target, e2e_target)
+        targets = _targets(ttft_target, itl_target, e2e_target, tpot_target)
         check_bool("parallel", parallel)
         if isinstance(variables, str):
             raise TypeError("variables must be a sequence of summary names, not one string")

@@ -152,7 +152,7 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
 
 def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=None,
                 sweep: Mapping | None = None, ttft_target=None, itl_target=None,
-                e2e_target=None, chunks: int | None = None, parallel: bool = True,
+                e2e_target=None, tpot_target=None, chunks: int | None = None, parallel: bool = True,
                 work_limit=SIMULATION_WORK_LIMIT, memory_limit=SIMULATION_MEMORY_LIMIT) -> xr.Dataset:
     """Summaries of many simulated workloads, over replicates and parameter dimensions.
 
@@ -173,7 +173,7 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
         Parameter dimensions: a batcher field (``max_num_seqs``, ``kv_budget_tokens``,
         ``admission``, ``batch_size``, ...; applied to the batchers that have it) or a workload
         field, dotted for a distribution's field (``"output.sigma"``, ``"arrival.rate"``).
-    ttft_target, itl_target, e2e_target : float, optional
+    ttft_target, itl_target, e2e_target, tpot_target : float, optional
         Goodput and attainment targets [tick or s] (:meth:`ContinuousBatcher.run`).
     chunks : int, optional
         Run through dask in tasks of ``chunks`` replicates each (``dask`` is an optional
@@ -219,7 +219,7 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
     elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, a SeedSequence or None, "
                          f"got {seed!r}")
-    targets = _targets(ttft_target, itl_target, e2e_target)
+    targets = _targets(ttft_target, itl_target, e2e_target, tpot_target)
     chunks = whole_number("chunks", chunks, lo=1, allow_none=True)
     if not isinstance(parallel, (bool, np.bool_)):
         raise TypeError(f"parallel must be True or False, got {type(parallel).__name__}")
@@ -244,7 +244,7 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
 
 
 def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None, *,
-                   ttft_target=None, itl_target=None, e2e_target=None,
+                   ttft_target=None, itl_target=None, e2e_target=None, tpot_target=None,
                    parallel: bool = True, variables=None, work_limit=SIMULATION_WORK_LIMIT,
                    memory_limit=SIMULATION_MEMORY_LIMIT, prefix_group=None,
                    prefix_tokens=None, speculative_seeds=None, speculative_gains=None,
@@ -261,7 +261,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         Prompt [tokens], >= 0, and output lengths [tokens], >= 1.
     priority : array_like of int, shape (replicate, request), optional
         Tiers (0 interactive, 1 batch); default all interactive.
-    ttft_target, itl_target, e2e_target : float, optional
+    ttft_target, itl_target, e2e_target, tpot_target : float, optional
         Goodput and attainment targets [tick or s] (:meth:`ContinuousBatcher.run`).
     parallel : bool
         ``True`` (default) runs the rows on all cores, one thread each; ``False`` one after
@@ -314,7 +314,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     if not isinstance(batcher, (StaticBatcher, ContinuousBatcher)):
         raise TypeError(f"batcher must be a StaticBatcher or ContinuousBatcher, got "
                         f"{type(batcher).__name__}")
-    targets = _targets(ttft_target, itl_target, e2e_target)
+    targets = _targets(ttft_target, itl_target, e2e_target, tpot_target)
     check_bool("parallel", parallel)
     check_bool("as_dataset", as_dataset)
     if variables is not None:

@@ -5,9 +5,9 @@ first-token and finish times, preemptions and status, and per run the scheduler'
 (:data:`rooflinekit.batching._schema.STAT_NAMES`). This module derives latency, TTFT, ITL and
 queueing per request; the summaries per replicate (makespan, throughput, means and percentiles of
 the completed requests, the distribution of every inter-token gap, slot and KV occupancy,
-rejections, preemptions, goodput and SLO attainment under the TTFT/ITL targets, exact attainment
-shares of TTFT, end-to-end and per-token targets, per-tier means); and labels them: one
-``request`` Dataset for a single run, one Dataset over ``policy``, the sweep names and
+rejections, preemptions, goodput and SLO attainment under the TTFT/ITL/TPOT targets, exact
+attainment shares of TTFT, end-to-end, per-token and TPOT targets, per-tier means); and labels
+them: one ``request`` Dataset for a single run, one Dataset over ``policy``, the sweep names and
 ``replicate`` for a Monte Carlo, one over ``replicate`` for caller-drawn replicates.
 
 Percentiles of per-request quantities match ``numpy.quantile`` ("linear") over the completed
@@ -15,6 +15,19 @@ requests of each replicate, computed for all replicates at once; percentiles of 
 gaps are the kernel's (nearest rank, read from a bounded histogram, at most 0.2 % above the exact
 value: :class:`rooflinekit.batching._reference.GapLog`); a replicate with none completed gives
 NaN, and a run that completes nothing has zero throughput, not NaN.
+
+TPOT and ITL, as ``vllm bench serve`` reports them (``vllm/benchmarks/serve.py``,
+``calculate_metrics``, vllm-project/vllm): a request's TPOT (time per output token, first token
+excluded) is ``(e2e latency - ttft) / (output_tokens - 1)``, over the completed requests with
+more than one output token; its ITL is every gap between consecutive tokens. Here the
+per-request ``itl`` *is* that TPOT (``(finish - first_token) / (output_tokens - 1)``, NaN for a
+one-token request), so its summaries ``mean_tpot``, ``p50_tpot`` ... ``p99_tpot`` (linear, as
+``np.percentile``) are vLLM's ``mean_tpot_ms``, ``median_tpot_ms``, ``p99_tpot_ms`` in seconds
+(``mean_itl`` and ``p99_itl``, their older names, are the same numbers); vLLM's every-gap
+``mean_itl_ms`` / ``median_itl_ms`` are ``mean_token_itl`` / ``p50_token_itl``, its
+``mean_e2el_ms`` / ``median_e2el_ms`` ``mean_latency`` / ``p50_latency``, its
+``request_throughput`` ours, its ``output_throughput`` our ``throughput`` (per ``makespan``, first
+arrival to last completion, where vLLM divides by the benchmark's duration).
 
 The labels of the status, reason and tier codes (:data:`STATUS_COMPLETED`, ...,
 :data:`TIERS`) are defined beside the codes, in :mod:`rooflinekit.batching._schema`, and
@@ -55,9 +68,10 @@ SUMMARY_NAMES = (
     "makespan", "throughput", "request_throughput", "mean_latency", "mean_service_latency",
     "mean_queue_delay", "mean_ttft", "mean_itl",
     *(f"p{q}_{what}" for q in GAP_PERCENTILES for what in ("latency", "ttft")),
-    "p99_itl", "p99_service_latency", "mean_token_itl",
-    *(f"p{q}_token_itl" for q in GAP_PERCENTILES),
-    "ttft_attainment", "e2e_attainment", "token_itl_attainment", "slot_utilization",
+    "p99_itl", "p99_service_latency", "mean_tpot", *(f"p{q}_tpot" for q in GAP_PERCENTILES),
+    "mean_token_itl", *(f"p{q}_token_itl" for q in GAP_PERCENTILES),
+    "ttft_attainment", "e2e_attainment", "token_itl_attainment", "tpot_attainment",
+    "slot_utilization",
     "mean_running", "peak_running", "padding_slot_steps", "peak_kv_tokens",
     "peak_kv_used_tokens", "mean_kv_tokens", "kv_waste_fraction", "peak_kv_occupancy",
     "mean_kv_occupancy", "n_completed", "n_rejected", "n_preempted", "n_preemptions", "goodput",
@@ -161,6 +175,17 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
     if want("p99_service_latency"):
         res["p99_service_latency"] = (_masked_quantile(d["service_latency"], done, 0.99), "time",
                                       "99th percentile latency from admission")
+    # TPOT is the per-request mean gap ``itl``, over the requests with >= 2 output tokens (as
+    # vllm bench serve; module docstring): mean_tpot is mean_itl, p99_tpot p99_itl
+    timed = done & (output > 1)
+    res["mean_tpot"] = (_masked_mean(d["itl"], timed), "time",
+                        "mean time per output token, first token excluded: per request "
+                        "(finish - first token) / (output tokens - 1) (>= 2 output tokens)")
+    for q in _PERCENTILES:
+        if want(f"p{q}_tpot"):
+            res[f"p{q}_tpot"] = (_masked_quantile(d["itl"], timed, q / 100), "time",
+                                 f"{q}th percentile over requests of the time per output token "
+                                 f"(>= 2 output tokens)")
     n_gaps = s("token_gaps")
     res["mean_token_itl"] = (_safe_div(s("token_gap_time"), n_gaps), "time",
                              ("mean gap between consecutive output tokens (every gap of every "
@@ -170,7 +195,7 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
                                   (f"{q}th percentile gap between consecutive output tokens "
                                    f"(nearest rank, within 0.2% above)"))
     res.update({k: shares[k] for k in ("ttft_attainment", "e2e_attainment",
-                                       "token_itl_attainment")})
+                                       "token_itl_attainment", "tpot_attainment")})
     slot_den = np.nan if slots is None else float(slots)
     res.update({
         "slot_utilization": (_safe_div(s("active_time"), slot_den * makespan)
@@ -231,22 +256,31 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
 
 #: The summaries :func:`_attainments` gives: the SLO's shares and the refusals.
 ATTAINMENT_NAMES = ("ttft_attainment", "e2e_attainment", "token_itl_attainment",
-                    "slo_attainment", "n_rejected")
+                    "tpot_attainment", "slo_attainment", "n_rejected")
 
 
 def _attainments(d, output, status, stats, targets):
     """The SLO's shares per replicate, and the requests refused: what a rate search reads.
 
-    ``d`` is :func:`_per_request`'s. Shares are of ALL requests (a rejected request misses);
-    ``slo_attainment`` counts requests within both the TTFT and the per-request ITL targets,
-    returned beside the summaries as a count (``goodput``'s numerator).
+    ``d`` is :func:`_per_request`'s; ``targets`` ``(ttft, itl, e2e[, tpot])``. Shares are of ALL
+    requests (a rejected request misses), TPOT's of all requests with two or more output tokens
+    (a one-token request has no TPOT; a rejected one misses); ``slo_attainment`` counts requests
+    within the TTFT target and the per-request ITL and TPOT targets (a one-token request meets
+    both, as vllm bench serve's goodput counts its TPOT as 0), returned beside the summaries as
+    a count (``goodput``'s numerator).
     """
     done = d["completed"]
     n = output.shape[-1]
-    ttft_target, itl_target, e2e_target = targets
+    ttft_target, itl_target, e2e_target = targets[:3]
+    tpot_target = targets[3] if len(targets) > 3 else None
     ttft_met = done if ttft_target is None else done & (d["ttft"] <= ttft_target)
     e2e_met = done if e2e_target is None else done & (d["latency"] <= e2e_target)
     good = ttft_met if itl_target is None else ttft_met & ~(d["itl"] > itl_target)
+    if tpot_target is not None:
+        good = good & ~(d["itl"] > tpot_target)
+    timed = output > 1                      # the requests that have a TPOT when completed
+    tpot_met = done & timed if tpot_target is None else done & (d["itl"] <= tpot_target)
+    n_timed = timed.sum(axis=-1)
     n_gaps = stats[:, STAT["token_gaps"]]
     n_good = good.sum(axis=-1).astype(float)
     return {
@@ -258,6 +292,11 @@ def _attainments(d, output, status, stats, targets):
             np.divide(stats[:, STAT["token_gaps_met"]], n_gaps, out=np.ones(n_gaps.shape),
                       where=n_gaps > 0),
             "1", "share of inter-token gaps within itl_target (1 without gaps)"),
+        "tpot_attainment": (
+            np.divide(tpot_met.sum(axis=-1), n_timed, out=np.ones(n_timed.shape),
+                      where=n_timed > 0),
+            "1", "share of requests with >= 2 output tokens completed with TPOT within "
+                 "tpot_target (1 without such requests)"),
         # one-token requests have no ITL: they pass
         "slo_attainment": (_safe_div(n_good, float(n)) if n else
                            np.full(output.shape[0], np.nan), "1",
@@ -386,7 +425,7 @@ def _summary_grid(results, policies, sweep, r0, r1, time_units) -> xr.Dataset:
 def _target_attrs(targets) -> dict:
     """The latency targets as Dataset attributes (``"none"`` where unset)."""
     return {f"{name}_target": "none" if value is None else value
-            for name, value in zip(("ttft", "itl", "e2e"), targets)}
+            for name, value in zip(("ttft", "itl", "e2e", "tpot"), targets)}
 
 
 def _replicate_dataset(results, time_units) -> xr.Dataset:

@@ -16,6 +16,7 @@ and ``vllm bench latency`` results, GuideLLM, ``trtllm-bench``) are not read her
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -24,15 +25,24 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from rooflinekit._validation import describe, load_json, show
+from rooflinekit._validation import describe, parse_json, read_regular_file, show
 from rooflinekit import units
-from rooflinekit.dtypes import dtype_name
+from rooflinekit.dtypes import BYTES_PER_ELEMENT, dtype_name
 
 __all__ = [
     "MEASUREMENT", "MEASUREMENT_COLUMNS", "REQUIRED_COLUMNS", "TTFT_KINDS",
     "measurements_from_records", "measurements_to_records", "read_measurements",
     "write_measurements", "concat_measurements",
 ]
+
+#: The largest measurement file read [bytes]: 64 MiB. A row takes 100-300 bytes, so this is
+#: some 300,000 rows; the public measurements behind the package's calibration take 20 kB.
+MAX_MEASUREMENT_BYTES = 64 * 2**20
+
+#: The most rows a measurement file may hold: 100,000. Each row is a benchmark run, and a
+#: calibration of thousands of runs is already large; read, a row costs about 2 kB (the CSV
+#: reader's dict of strings, then the columns), so the bound keeps a file under about 200 MB.
+MAX_MEASUREMENT_ROWS = 100_000
 
 #: Dimension of a measurement table (one row per measured configuration).
 MEASUREMENT = "measurement"
@@ -80,6 +90,8 @@ def _number(row_no: int, column: str, value) -> float:
     except (TypeError, ValueError):
         raise ValueError(f"measurement {row_no}: {column} must be a number; got {show(value)}") \
             from None
+    except OverflowError:            # an integer beyond float range
+        number = math.inf
     if not math.isfinite(number):
         raise ValueError(f"measurement {row_no}: {column} must be finite; got {show(value)}")
     return number
@@ -143,7 +155,9 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
                             f"got {describe(row)}")
         unknown = sorted(set(row) - set(MEASUREMENT_COLUMNS))
         if unknown:
-            raise ValueError(f"measurement {i}: unknown column(s) {', '.join(map(repr, unknown))};"
+            more = f" and {len(unknown) - 3:,} more" if len(unknown) > 3 else ""
+            raise ValueError(f"measurement {i}: unknown column(s) "
+                             f"{', '.join(map(show, unknown[:3]))}{more};"
                              f" allowed: {', '.join(MEASUREMENT_COLUMNS)}")
         missing = [c for c in REQUIRED_COLUMNS if c not in row or _is_blank(row[c])]
         if missing:
@@ -166,7 +180,7 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
                              f"got {show(row['batch_size'])}")
         if columns["prompt_tokens"][-1] < 1:
             raise ValueError(f"measurement {i}: prompt_tokens must be >= 1, "
-                             f"got {row['prompt_tokens']!r}")
+                             f"got {show(row['prompt_tokens'])}")
         for col in ("output_tokens", "context_length", *_TIME_COLUMNS, "output_throughput"):
             value = columns[col][-1]
             if not math.isnan(value) and value < 0:
@@ -175,8 +189,10 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
             if columns[col][-1]:
                 try:
                     columns[col][-1] = dtype_name(columns[col][-1])
-                except ValueError as exc:
-                    raise ValueError(f"measurement {i}: {col}: {exc}") from None
+                except ValueError:
+                    raise ValueError(f"measurement {i}: {col}: unknown dtype "
+                                     f"{show(columns[col][-1])}; allowed: "
+                                     f"{', '.join(sorted(BYTES_PER_ELEMENT))}") from None
         kind = columns["ttft_kind"][-1] or "isolated"
         if kind not in TTFT_KINDS:
             raise ValueError(f"measurement {i}: ttft_kind must be one of "
@@ -247,34 +263,75 @@ def read_measurements(path) -> xr.Dataset:
 
     A JSON file holds a list of rows, or an object with a ``"measurements"`` list. For the result
     JSON of ``vllm bench serve`` use :func:`rooflinekit.calibrate.readers.read_vllm_result`.
+
+    The file must be a regular file of UTF-8 text (a byte-order mark is dropped) of at most
+    :data:`MAX_MEASUREMENT_BYTES` and :data:`MAX_MEASUREMENT_ROWS` rows; errors name the file
+    and the line, row or field.
     """
     path = Path(path)
     suffix = path.suffix.lower()
+    if suffix not in (".csv", ".json"):
+        raise ValueError(f"{path}: measurement files must end in .csv or .json; got "
+                         f"{show(suffix)}")
+    text = read_regular_file(path, "measurement file", MAX_MEASUREMENT_BYTES)
     if suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(row for row in fh if not row.lstrip().startswith("#"))
-            if reader.fieldnames is None:
-                raise ValueError(f"{path}: measurements is empty: no header row")
-            missing = [c for c in REQUIRED_COLUMNS if c not in reader.fieldnames]
-            if missing:
-                raise ValueError(f"{path}: missing required column(s) "
-                                 f"{', '.join(map(repr, missing))}")
-            rows = [{k: v for k, v in row.items() if k is not None} for row in reader]
-        return _from_file(path, rows)
-    if suffix == ".json":
-        with path.open(encoding="utf-8") as fh:
-            payload = load_json(fh, str(path))
-        if isinstance(payload, Mapping):
-            if "measurements" in payload:
-                payload = payload["measurements"]
-            elif "mean_ttft_ms" in payload or "median_tpot_ms" in payload:
-                raise ValueError(f"{path} is a vllm bench serve result, not a measurement file; "
-                                 f"read it with read_vllm_result(path, model=..., gpu=...)")
-            else:
-                raise ValueError(f"{path}: a measurement JSON file holds a list of rows or an "
-                                 f"object with a 'measurements' list")
-        return _from_file(path, payload)
-    raise ValueError(f"{path}: measurement files must end in .csv or .json; got {show(suffix)}")
+        return _from_file(path, _csv_rows(text, path))
+    payload = parse_json(text, str(path))
+    if isinstance(payload, Mapping):
+        if "measurements" in payload:
+            payload = payload["measurements"]
+            if not isinstance(payload, list):
+                raise TypeError(f"{path}: field 'measurements' must be a list of rows; got "
+                                f"{describe(payload)}")
+        elif "mean_ttft_ms" in payload or "median_tpot_ms" in payload:
+            raise ValueError(f"{path} is a vllm bench serve result, not a measurement file; "
+                             f"read it with read_vllm_result(path, model=..., gpu=...)")
+        else:
+            raise ValueError(f"{path}: a measurement JSON file holds a list of rows or an "
+                             f"object with a 'measurements' list")
+    elif not isinstance(payload, list):
+        raise TypeError(f"{path}: a measurement JSON file holds a list of rows or an object "
+                        f"with a 'measurements' list; got {describe(payload)}")
+    if len(payload) > MAX_MEASUREMENT_ROWS:
+        raise ValueError(_too_many_rows(path))
+    return _from_file(path, payload)
+
+
+def _too_many_rows(path) -> str:
+    return (f"{path} holds more than {MAX_MEASUREMENT_ROWS:,} rows, more than any calibration "
+            f"needs; split it or keep a sample of the runs")
+
+
+def _csv_rows(text: str, path: Path) -> list[dict]:
+    """The rows of a measurement CSV (``#`` lines are comments); errors name the file's line."""
+    line = 0
+
+    def lines():
+        nonlocal line
+        for line, row in enumerate(io.StringIO(text, newline=""), 1):
+            if not row.lstrip().startswith("#"):
+                yield row
+
+    reader = csv.DictReader(lines())
+    try:
+        if reader.fieldnames is None:
+            raise ValueError(f"{path}: measurements is empty: no header row")
+        missing = [c for c in REQUIRED_COLUMNS if c not in reader.fieldnames]
+        if missing:
+            raise ValueError(f"{path}: missing required column(s) "
+                             f"{', '.join(map(repr, missing))}")
+        rows = []
+        for row in reader:
+            if len(rows) == MAX_MEASUREMENT_ROWS:
+                raise ValueError(_too_many_rows(path))
+            rows.append({k: v for k, v in row.items() if k is not None})
+    except csv.Error as err:
+        if "field larger than field limit" in str(err):
+            raise ValueError(f"{path}, line {line}: a field longer than "
+                             f"{csv.field_size_limit():,} characters, more than any "
+                             f"measurement holds") from None
+        raise ValueError(f"{path}, line {line}: not a CSV row ({str(err)[:120]})") from None
+    return rows
 
 
 def _from_file(path: Path, rows) -> xr.Dataset:

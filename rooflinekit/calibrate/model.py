@@ -33,8 +33,10 @@ from rooflinekit._validation import (
     check_mapping,
     check_one_of,
     check_string,
+    MAX_CONFIG_BYTES,
     check_type,
-    load_json,
+    parse_json,
+    read_regular_file,
     real_number,
 )
 from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
@@ -677,11 +679,12 @@ def load_calibration(path) -> Calibration:
     Raises
     ------
     ValueError, TypeError
-        A file that is not JSON or not a calibration; the message names the file.
+        A file that is not JSON or not a calibration, not a regular file, not UTF-8 or larger
+        than :data:`~rooflinekit._validation.MAX_CONFIG_BYTES`; the message names the file.
     """
     path = Path(path)
-    with path.open(encoding="utf-8") as fh:
-        data = load_json(fh, f"calibration file {path}")
+    data = parse_json(read_regular_file(path, "calibration file", MAX_CONFIG_BYTES),
+                      f"calibration file {path}")
     try:
         return Calibration.from_dict(data)
     except (TypeError, ValueError) as exc:

@@ -16,10 +16,11 @@ does not record it, the configuration). The table's own CSV/JSON files are read 
   the logged text report).
 
 Every field name read here was read in the tool's own output-writing code, named in each
-reader's References. The ``vllm bench latency``, GuideLLM and ``trtllm-bench`` readers read a file
-whole but bounded (:data:`MAX_REPORT_BYTES`); JSON goes through
-:func:`rooflinekit._validation.load_json`; a missing or malformed field raises a ``ValueError``
-naming the file and the field.
+reader's References. Every reader opens only a regular file and reads it whole but bounded
+(:data:`MAX_REPORT_BYTES`, :func:`rooflinekit._validation.read_regular_file`); JSON goes through
+:func:`rooflinekit._validation.parse_json` and YAML through
+:func:`rooflinekit._validation.parse_yaml` (bounded in elements, aliases refused); a missing or
+malformed field raises a ``ValueError`` naming the file and the field.
 
 References
 ----------
@@ -41,7 +42,6 @@ References
 from __future__ import annotations
 
 import functools
-import io
 import math
 import numbers
 import re
@@ -56,7 +56,9 @@ from rooflinekit._validation import (
     check_one_of,
     check_string,
     describe,
-    load_json,
+    parse_json,
+    parse_yaml,
+    read_regular_file,
     real_number,
     show,
     whole_number,
@@ -69,7 +71,8 @@ __all__ = ["MAX_REPORT_BYTES", "read_vllm_result", "read_vllm_latency", "read_gu
 
 #: The largest file a reader opens [bytes]: 256 MiB. A GuideLLM JSON keeps every request's text
 #: by default and can grow large (``--metrics kind=generative,sample_size=0`` keeps statistics
-#: only); anything bigger is refused before it is read into memory.
+#: only); anything bigger is refused before it is read into memory. Its parsed form is bounded
+#: apart (:data:`rooflinekit._validation.MAX_JSON_ELEMENTS`, ``MAX_YAML_NODES``).
 MAX_REPORT_BYTES = 256 * 2**20
 
 _STATISTICS = ("median", "mean")
@@ -78,16 +81,15 @@ _STATISTICS = ("median", "mean")
 # -- reading a file, bounded -------------------------------------------------------------------
 
 def _read_text(path: Path) -> str:
-    """The file's text, at most :data:`MAX_REPORT_BYTES`; a ``ValueError`` naming it otherwise."""
-    with path.open("rb") as fh:
-        data = fh.read(MAX_REPORT_BYTES + 1)
-    if len(data) > MAX_REPORT_BYTES:
-        raise ValueError(f"{path} is larger than {MAX_REPORT_BYTES // 2**20} MiB, more than any "
-                         f"benchmark report")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path} is not UTF-8 text (byte {err.start}: {err.reason})") from None
+    """The text of a regular file of at most :data:`MAX_REPORT_BYTES`; a ``ValueError`` naming
+    it otherwise."""
+    return read_regular_file(path, "benchmark report", MAX_REPORT_BYTES)
+
+
+def _shown(value) -> str:
+    """A word from a file (a version, a rate) for a text column: as printed when a string or a
+    number, else bounded."""
+    return str(value) if isinstance(value, (str, numbers.Real)) else show(value)
 
 
 def _load(report, what: str, *, yaml: bool = False) -> tuple[Mapping, str]:
@@ -100,7 +102,7 @@ def _load(report, what: str, *, yaml: bool = False) -> tuple[Mapping, str]:
         if yaml and path.suffix.lower() in (".yaml", ".yml"):
             payload = _load_yaml(text, label)
         else:
-            payload = load_json(io.StringIO(text), label)
+            payload = parse_json(text, label)
     elif isinstance(report, Mapping):
         payload, label = report, what
     else:
@@ -113,18 +115,12 @@ def _load(report, what: str, *, yaml: bool = False) -> tuple[Mapping, str]:
 def _load_yaml(text: str, label: str):
     """The content of a YAML report, by PyYAML's safe loader (plain data, no Python objects)."""
     try:
-        import yaml  # optional: only YAML reports need it
+        import yaml  # noqa: F401 (optional: only YAML reports need it)
     except ImportError as exc:
         raise ImportError(f"{label}: reading a YAML report needs PyYAML; install it with "
                           f"`pip install rooflinekit[yaml]`, or save the report as JSON") \
             from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise ValueError(f"{label}: not a YAML document{at}: {problem}") from None
+    return parse_yaml(text, label)
 
 
 def _get(payload: Mapping, field: str, label: str, what: str, *, required: bool = True,
@@ -150,7 +146,10 @@ def _number(value, label: str, field: str, *, required: bool = True):
     # a field of the wrong kind is a bad file, not a bad argument: ValueError, as for bad JSON
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{label}: field {field!r} must be a number; got {describe(value)}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:            # an integer beyond float range
+        number = math.inf
     if not math.isfinite(number) or abs(number) > MAX_MAGNITUDE:
         raise ValueError(f"{label}: field {field!r} must be a finite number of at most "
                          f"{MAX_MAGNITUDE:g}; got {show(value)}")
@@ -186,25 +185,25 @@ def _format(name: str, value, label: str, given):
     """A weight or KV format the tool printed, as our name; ``given`` (the caller's) wins."""
     if given is not None:
         return given
-    text = "" if value is None else str(value).strip()
+    text = "" if value is None else _shown(value).strip()
     if text.lower() in ("", "none", "null", "auto"):
         return None
     try:
         return dtype_name(text)
     except ValueError:
         # a scheme such as W4A16_AWQ or FP8_BLOCK_SCALES names no single format: ask
-        raise ValueError(f"{label}: the report's {name} {text!r} is no format rooflinekit "
+        raise ValueError(f"{label}: the report's {name} {show(text)} is no format rooflinekit "
                          f"knows; give {'dtype' if name == 'quantization' else 'kv_dtype'}= "
                          f"(fp8, int4, ...)") from None
 
 
 # -- vllm bench serve --------------------------------------------------------------------------
 
-def _stat(result: Mapping, metric: str, statistic: str):
+def _stat(result: Mapping, metric: str, statistic: str, label: str):
     for key in (f"{statistic}_{metric}_ms", f"mean_{metric}_ms", f"median_{metric}_ms"):
         value = result.get(key)
         if value is not None:
-            return float(value)
+            return _number(value, label, key)
     return None
 
 
@@ -260,46 +259,57 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
     .. [1] vLLM ``benchmarks/benchmark_serving.py``, ``benchmark()`` and ``main()`` (result keys).
     """
     check_one_of("statistic", statistic, ("median", "mean"))
-    name = None
+    name, label, prefix = None, "vllm result", ""
     if isinstance(result, (str, Path)):
-        name = Path(result).name
-        with Path(result).open(encoding="utf-8") as fh:
-            result = load_json(fh, str(result))
+        name, label = Path(result).name, str(result)
+        prefix = f"{label}: "
+        result = parse_json(_read_text(Path(result)), label)
     if not isinstance(result, Mapping):
         raise TypeError(f"result must be a path or a mapping; got {describe(result)}")
     for key in ("completed", "total_input_tokens", "total_output_tokens"):
         if result.get(key) is None:
-            raise ValueError(f"vllm result lacks field {key!r}: not a benchmark_serving result")
-    completed = float(result["completed"])
+            raise ValueError(f"{prefix}vllm result lacks field {key!r}: not a benchmark_serving "
+                             f"result")
+    completed = _number(result["completed"], label, "completed")
     if completed <= 0:
-        raise ValueError(f"vllm result field 'completed' must be > 0; got {show(completed)}")
+        raise ValueError(f"{prefix}vllm result field 'completed' must be > 0; got "
+                         f"{show(completed)}")
     if batch_size is None:
         cap = result.get("max_concurrency")
-        e2el = result.get("mean_e2el_ms", result.get("mean_latency_ms"))
+        e2el_key = "mean_e2el_ms" if "mean_e2el_ms" in result else "mean_latency_ms"
+        e2el = result.get(e2el_key)
         if cap is not None:
-            batch_size = min(float(cap), completed)
+            batch_size = min(_number(cap, label, "max_concurrency"), completed)
         elif e2el is not None and result.get("request_throughput") is not None:
-            batch_size = float(result["request_throughput"]) * float(e2el) * units.MS
+            batch_size = (_number(result["request_throughput"], label, "request_throughput")
+                          * _number(e2el, label, e2el_key) * units.MS)
         else:
             batch_size = completed
     if source is None:
-        label = name or "result"
-        source = (f"vllm bench serve {label} (model_id={result.get('model_id', '?')}, "
-                  f"date={result.get('date', '?')})")
+        source = (f"vllm bench serve {name or 'result'} "
+                  f"(model_id={_shown(result.get('model_id', '?'))}, "
+                  f"date={_shown(result.get('date', '?'))})")
     row = {
         "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "kv_dtype": kv_dtype,
         "engine": engine, "batch_size": batch_size,
-        "prompt_tokens": float(result["total_input_tokens"]) / completed,
-        "output_tokens": float(result["total_output_tokens"]) / completed,
-        "ttft_ms": _stat(result, "ttft", statistic),
-        "itl_ms": _stat(result, "itl", statistic),
-        "tpot_ms": _stat(result, "tpot", statistic),
-        "output_throughput": result.get("output_throughput"),
+        "prompt_tokens": _number(result["total_input_tokens"], label, "total_input_tokens")
+        / completed,
+        "output_tokens": _number(result["total_output_tokens"], label, "total_output_tokens")
+        / completed,
+        "ttft_ms": _stat(result, "ttft", statistic, label),
+        "itl_ms": _stat(result, "itl", statistic, label),
+        "tpot_ms": _stat(result, "tpot", statistic, label),
+        "output_throughput": _number(result.get("output_throughput"), label, "output_throughput",
+                                     required=False),
         "source": source,
-        "notes": f"request_rate={result.get('request_rate', '?')}, "
-                 f"max_concurrency={result.get('max_concurrency')}, completed={int(completed)}",
+        "notes": f"request_rate={_shown(result.get('request_rate', '?'))}, "
+                 f"max_concurrency={_shown(result.get('max_concurrency'))}, "
+                 f"completed={int(completed)}",
     }
-    return measurements_from_records([row])
+    try:
+        return measurements_from_records([row])
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{prefix}{exc}") from None
 
 
 # -- vllm bench latency ------------------------------------------------------------------------
@@ -571,7 +581,7 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
         raise ValueError(f"{label}: a GuideLLM report holds a non-empty 'benchmarks' list; got "
                          f"{describe(benchmarks)[:80]}")
     version = _get(payload, "metadata.guidellm_version", label, what, required=False)
-    tool = "guidellm" + (f" {version}" if isinstance(version, str) else "")
+    tool = "guidellm" + (f" {_shown(version)}" if isinstance(version, str) else "")
     rows = []
     for i, bench in enumerate(benchmarks):
         where = f"benchmarks[{i}]"
@@ -581,7 +591,7 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
                     or _get(bench, "args.strategy", label, what, required=False))
         if not isinstance(strategy, Mapping):
             raise ValueError(f"{label}: the {what} lacks field '{where}.config.strategy'")
-        kind = _get(strategy, "type_", label, what, at=f"{where}.config.strategy.")
+        kind = _shown(_get(strategy, "type_", label, what, at=f"{where}.config.strategy."))
         metric = functools.partial(_metric, bench, where, label)
         if kind == "synchronous":
             batch = 1.0
@@ -594,7 +604,7 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
         else:
             batch = metric("request_concurrency", "total", "mean")
             rate = strategy.get("rate")
-            setting = f", rate={rate}" if rate is not None else ""
+            setting = f", rate={_shown(rate)}" if rate is not None else ""
         rows.append({
             "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "kv_dtype": kv_dtype,
             "batch_size": batch,
@@ -763,13 +773,13 @@ def read_trtllm_bench(report, *, model: str, gpu: str, tp: int | None = None,
     what = "trtllm-bench report"
     if isinstance(report, str) and "\n" in report:
         label = what
-        payload = (load_json(io.StringIO(report), what) if report.lstrip().startswith("{")
+        payload = (parse_json(report, what) if report.lstrip().startswith("{")
                    else _trtllm_text(report, label))
     elif isinstance(report, (str, Path)):
         path = Path(report)
         label = str(path)
         text = _read_text(path)
-        payload = (load_json(io.StringIO(text), label) if text.lstrip().startswith("{")
+        payload = (parse_json(text, label) if text.lstrip().startswith("{")
                    else _trtllm_text(text, label))
     elif isinstance(report, Mapping):
         payload, label = report, what
@@ -796,8 +806,10 @@ def read_trtllm_bench(report, *, model: str, gpu: str, tp: int | None = None,
     version = _get(payload, "engine.version", label, what, required=False)
     backend = _get(payload, "engine.backend", label, what, required=False)
     if engine is None:
-        engine = "tensorrt-llm" + (f" {version}" if version is not None else "")
+        engine = "tensorrt-llm" + (f" {_shown(version)}" if version is not None else "")
     hf_model = _get(payload, "engine.model", label, what, required=False)
+    hf_model = None if hf_model is None else _shown(hf_model)
+    backend = None if backend is None else _shown(backend)
     requests = field("request_info.num_requests", required=False)
     if source is None:
         source = (f"trtllm-bench {Path(label).name} (model={hf_model or '?'}, "

@@ -11,6 +11,7 @@ import argparse
 import math
 
 from rooflinekit import catalog, workloads
+from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
 __all__ = ["COMMAND_API", "FLAGS", "MAX_INT", "PREFIX_FLAGS", "add_flag", "add_output_flags",
@@ -247,11 +248,18 @@ def add_flag(parser, flag: str, *, positional: bool = False, **changes) -> None:
 
 
 def add_output_flags(parser, *, output_help: str | None = None) -> None:
-    """``--json`` and ``--csv`` (one or the other) and ``--output FILE``."""
+    """``--json`` and ``--csv`` (one or the other), ``--output FILE`` and ``--force``.
+
+    ``--json`` says how JSON holds NaN, infinity and "none" (``_output.JSON_RULE``); an
+    existing ``--output`` is refused unless ``--force`` (``_output.check_output``).
+    """
     group = parser.add_mutually_exclusive_group()
-    add_flag(group, "--json")
+    add_flag(group, "--json", help=f"{FLAGS['--json']['help']} ({JSON_RULE})")
     add_flag(group, "--csv")
     add_flag(parser, "--output", **({"help": output_help} if output_help else {}))
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite an existing --output (a file, or a .zarr folder's "
+                             "contents); never one of the command's inputs")
 
 
 def apply_dtypes(model, args):
@@ -270,19 +278,17 @@ def load_engine(path):
     A file with ``prefill`` or ``decode`` knobs is a calibration from ``rooflinekit calibrate``
     (:func:`rooflinekit.calibrate.load_calibration`); any other object is read as
     :class:`rooflinekit.Engine` fields (``Engine.from_dict``: an unknown field is refused,
-    named). Errors name the file.
+    named). Only a regular file of UTF-8 text is read, bounded
+    (:data:`~rooflinekit._validation.MAX_CONFIG_BYTES`). Errors name the file.
     """
     from pathlib import Path
 
     from rooflinekit import calibrate, roofline
-    from rooflinekit._validation import load_json
+    from rooflinekit._validation import MAX_CONFIG_BYTES, parse_json, read_regular_file
 
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8") as fh:
-            data = load_json(fh, f"engine file {path}")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"engine file {path} is not UTF-8 text ({exc})") from None
+    data = parse_json(read_regular_file(path, "engine file", MAX_CONFIG_BYTES),
+                      f"engine file {path}")
     if not isinstance(data, dict):
         raise ValueError(f"engine file {path}: expected a JSON object of engine fields or a "
                          f"calibration, got {type(data).__name__}")

@@ -3,6 +3,23 @@
 A table's numbers are right-aligned and each column has one number format; units belong in the
 column headings. ``--json`` and ``--csv`` print the same records the table shows, and
 ``--output FILE`` writes them (or the command's Dataset) in the format of FILE's extension.
+
+Rules every command keeps through this module:
+
+- **Outputs never destroy.** :func:`check_output` runs before any work: ``--output`` must end in
+  a known extension (compared lower-case, :func:`output_format`, here and in
+  :func:`rooflinekit.sweep.save` alike: ``X.ZARR`` is a zarr folder), its folder must exist and
+  be writable, it must not be (or, for a ``.zarr`` folder, hold) one of the command's input
+  files, and an existing file or non-empty folder is refused unless ``--force``.
+- **Text from files is printed escaped** (:func:`escape_text`): a table cell, a heading, or a
+  string of the result (a calibration's ``source``, a model folder's name) printed in a text
+  line shows its control characters as escapes (``\\x1b``, ``\\n``) and stays on one line; no
+  raw control character of any text reaches the terminal.
+- **CSV cells cannot start a formula**: a text cell starting with ``= + - @``, a tab or a
+  carriage return gets a leading ``'`` (OWASP's rule against CSV injection); numbers stay
+  numbers.
+- **JSON**: unknown (NaN) is ``null``; infinity is the string ``"inf"`` (``"-inf"``), since JSON
+  has no infinity; "none found" is ``null`` with a ``reason`` field beside it, never a sentinel.
 """
 
 from __future__ import annotations
@@ -11,8 +28,14 @@ import csv
 import importlib.util
 import json
 import math
+import os
+import re
+from pathlib import Path
 
-__all__ = ["OUTPUT_FORMATS", "check_output_path", "emit", "format_column", "format_value",
+from rooflinekit.sweep import save
+
+__all__ = ["JSON_RULE", "OUTPUT_FORMATS", "check_output", "check_output_path", "emit",
+           "escape_text", "format_column", "format_value", "input_paths", "output_format",
            "print_header", "print_json", "print_table", "to_jsonable", "write_csv",
            "write_output"]
 
@@ -20,11 +43,86 @@ __all__ = ["OUTPUT_FORMATS", "check_output_path", "emit", "format_column", "form
 OUTPUT_FORMATS = {".nc": None, ".csv": None, ".json": None, ".zarr": "zarr",
                   ".parquet": "pyarrow"}
 
+#: How JSON holds what it has no number for (said in every ``--json`` help).
+JSON_RULE = 'unknown (NaN) is null, infinity the string "inf", "none found" null with a reason'
+
 _FIXED_RANGE = (1e-4, 1e12)   # magnitudes printed in fixed point; a column beyond: scientific
 
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: How JSON spells the infinities (:func:`to_jsonable`); a table aligns them as numbers.
+_INF_TEXT = {math.inf: "inf", -math.inf: "-inf"}
+
+
+def _numeric_cell(value) -> bool:
+    """Whether a table aligns ``value`` as a number (``None``, and "inf" from JSON, included)."""
+    return _is_number(value) or value is None or (isinstance(value, str)
+                                                   and value in ("inf", "-inf"))
+
+
+#: Characters never printed raw: C0 and C1 controls and DEL, and the invisible format
+#: characters that move or hide text (bidi marks, embeddings and isolates, zero widths, line and
+#: paragraph separators, the byte-order mark).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff]")
+_EDGES = re.compile(f"^{_UNSAFE.pattern}+|{_UNSAFE.pattern}+$")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _shown(char: str) -> str:
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def escape_text(text, keep: str = "") -> str:
+    """``text`` with every control character shown as an escape (``\\x1b``, ``\\n``,
+    ``\\u202e``), so that text from a file prints as what it is, on one line.
+
+    ``keep`` names characters left as they are (the terminal writer keeps ``"\\n"``).
+    """
+    return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _shown(m.group()),
+                       str(text))
+
+
+class _TerminalText:
+    """A text stream for a command's table and lines: no raw control character gets through.
+
+    Each string of ``texts`` (the result's strings, which carry the text read from files) is
+    printed wholly escaped wherever it appears, so one read from a file stays on one line; any
+    other control character but the newline is shown as an escape too.
+    """
+
+    def __init__(self, out, texts=()):
+        self._out = out
+        # the control characters inside a string: those at its ends never join two lines
+        cores = {_EDGES.sub("", t) for t in texts if _UNSAFE.search(t)}
+        self._texts = sorted((c for c in cores if _UNSAFE.search(c)), key=len, reverse=True)
+
+    def write(self, text):
+        for t in self._texts:
+            text = text.replace(t, escape_text(t))
+        return self._out.write(escape_text(text, keep="\n"))
+
+    def __getattr__(self, name):
+        return getattr(self._out, name)
+
+
+def _strings(value, found=None, depth=0):
+    """Every string in ``value`` (nested dicts, lists, tuples), keys included."""
+    found = set() if found is None else found
+    if isinstance(value, str):
+        found.add(value)
+    elif isinstance(value, dict) and depth < 64:
+        for k, v in value.items():
+            _strings(k, found, depth + 1)
+            _strings(v, found, depth + 1)
+    elif isinstance(value, (list, tuple)) and depth < 64:
+        for v in value:
+            _strings(v, found, depth + 1)
+    return found
 
 
 def format_value(value) -> str:
@@ -45,7 +143,7 @@ def format_value(value) -> str:
         if value == 0 or 1e-3 <= abs(value) < 1e7:
             return f"{value:,.4g}" if abs(value) < 1 else f"{value:,.2f}"
         return f"{value:.4g}"
-    return str(value)
+    return escape_text(value)
 
 
 def _shows(value: float, decimals: int) -> bool:
@@ -62,8 +160,8 @@ def format_column(values) -> list[str]:
     Whole numbers (ints, or floats that are whole) get thousands separators; a column with
     fractions gets fixed point with the fewest decimals (at most six) that show every entry to
     four significant figures, or scientific notation for all when an entry is beyond
-    ``1e-4 .. 1e12``. ``None`` is ``-``; text, ``True``/``False``, ``nan`` and ``inf`` print as
-    themselves.
+    ``1e-4 .. 1e12``. ``None`` is ``-``; ``True``/``False``, ``nan`` and ``inf`` print as
+    themselves, text escaped (:func:`escape_text`).
     """
     finite = [float(v) for v in values if _is_number(v) and math.isfinite(v)]
     whole = all(v.is_integer() and abs(v) < 1e15 for v in finite)
@@ -77,7 +175,7 @@ def format_column(values) -> list[str]:
         if v is None:
             return "-"
         if not _is_number(v):
-            return str(v)
+            return escape_text(v)
         if not math.isfinite(v):
             return str(float(v))
         if whole:
@@ -95,7 +193,8 @@ def print_header(columns, widths, out, *, strip=True, right=None) -> None:
     """
     right = right or [False] * len(widths)
     end = str.rstrip if strip else str
-    out.write("  " + end("  ".join(str(h).rjust(w) if r else str(h).ljust(w)
+    columns = [escape_text(h) for h in columns]
+    out.write("  " + end("  ".join(h.rjust(w) if r else h.ljust(w)
                                    for h, w, r in zip(columns, widths, right))) + "\n")
     out.write("  " + "  ".join("-" * w for w in widths) + "\n")
 
@@ -106,19 +205,23 @@ def print_table(columns, rows, out, *, fmt=None, align_numbers=True, strip=True,
 
     Each column's numbers get one format (:func:`format_column`); with ``by_row`` each row's do
     instead (a table whose rows are quantities and whose columns are cases), and ``fmt``, where
-    given, formats each cell alone. With ``align_numbers`` numeric cells (and a column's heading, where every cell is a
-    number) are right-aligned, text left-aligned; ``strip`` drops the padding at each line's end.
+    given, formats each cell alone. With ``align_numbers`` numeric cells (and a column's heading,
+    where every cell is a number) are right-aligned, text left-aligned; ``strip`` drops the
+    padding at each line's end. Text is escaped (:func:`escape_text`): one cell, one line.
     """
     rows = [list(r) for r in rows]
+    columns = [escape_text(h) for h in columns]
     by_column = list(zip(*rows)) if rows else [() for _ in columns]
     if by_row:
-        cells = [[fmt(c) for c in row] if fmt else format_column(row) for row in rows]
+        cells = [[escape_text(fmt(c)) for c in row] if fmt else format_column(row)
+                 for row in rows]
     else:
-        texts = [[fmt(c) for c in col] if fmt else format_column(col) for col in by_column]
+        texts = [[escape_text(fmt(c)) for c in col] if fmt else format_column(col)
+                 for col in by_column]
         cells = [list(r) for r in zip(*texts)] if rows else []
-    numeric = [[align_numbers and (_is_number(c) or c is None) for c in row] for row in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(columns)]
-    right = [bool(rows) and align_numbers and all(_is_number(c) or c is None for c in col)
+    numeric = [[align_numbers and _numeric_cell(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(columns)]
+    right = [bool(rows) and align_numbers and all(_numeric_cell(c) for c in col)
              and any(_is_number(c) for c in col) for col in by_column]
     print_header(columns, widths, out, strip=strip, right=right)
     end = str.rstrip if strip else str
@@ -127,19 +230,26 @@ def print_table(columns, rows, out, *, fmt=None, align_numbers=True, strip=True,
         out.write("  " + end(line) + "\n")
 
 
+def _plain(value):
+    """A numpy scalar as the Python number (or bool, or text) it holds; anything else as is."""
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            return value.item()
+        except (TypeError, ValueError):
+            return str(value)
+    return value
+
+
 def to_jsonable(value):
-    """Plain JSON values: numpy scalars as Python numbers, ``nan``/``inf`` as ``null``."""
+    """Plain JSON values: numpy scalars as Python numbers; NaN (unknown) as ``null``, infinity
+    as the string ``"inf"`` (``"-inf"``), so that the two stay apart (JSON has neither)."""
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        try:
-            value = value.item()
-        except (TypeError, ValueError):
-            return str(value)
+    value = _plain(value)
     if isinstance(value, float) and not math.isfinite(value):
-        return None   # JSON has no nan or infinity
+        return _INF_TEXT.get(value)   # NaN: None
     return value
 
 
@@ -149,43 +259,160 @@ def print_json(data, out, **options) -> None:
     out.write("\n")
 
 
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(value):
+    """One CSV cell: ``None`` empty; text escaped (:func:`escape_text`) and, where it could
+    start a formula, behind a ``'``; numbers as :func:`to_jsonable` gives them."""
+    if value is None:
+        return ""
+    value = to_jsonable(value)
+    if not isinstance(value, str):
+        return "" if value is None else value
+    text = escape_text(value)
+    return "'" + text if value.startswith(_FORMULA_START) else text
+
+
 def write_csv(records, out) -> None:
-    """``records`` (dicts with the same keys) as CSV with a heading line; ``None`` is empty."""
+    """``records`` (dicts with the same keys) as CSV with a heading line; ``None`` (and NaN) is
+    empty, infinity ``inf``.
+
+    Text cells are escaped (:func:`escape_text`: one cell, one line) and a text cell that starts
+    with ``= + - @``, a tab or a carriage return is written behind a single quote (``'=...``),
+    OWASP's rule against CSV injection: a spreadsheet shows it as text, never runs it. Numbers,
+    negative ones included, are written as numbers.
+    """
     records = list(records)
     columns = list(dict.fromkeys(k for r in records for k in r))
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow([_csv_cell(c) for c in columns])
     for r in records:
-        writer.writerow(["" if r.get(c) is None else to_jsonable(r.get(c)) for c in columns])
+        writer.writerow([_csv_cell(r.get(c)) for c in columns])
 
 
-def _extension(path) -> str:
-    name = str(path).lower().rstrip("/")
-    return "." + name.rsplit(".", 1)[1] if "." in name.rsplit("/", 1)[-1] else ""
+def output_format(path) -> str:
+    """The extension of an ``--output`` path, lower-case (``"X.ZARR"`` -> ``".zarr"``).
+
+    The one comparison of extensions in the CLI; :func:`rooflinekit.sweep.save` reads a path's
+    the same way (``Path(path).suffix.lower()``).
+    """
+    return Path(os.fspath(path)).suffix.lower()
 
 
-def check_output_path(path, formats=tuple(OUTPUT_FORMATS)) -> None:
-    """Refuse an ``--output`` path whose extension is not one of ``formats`` or whose library is
-    not installed, before any work.
+def input_paths(args) -> list[Path]:
+    """The existing files and folders the arguments of a command name (its inputs).
+
+    Every string argument but ``--output``, or a list of them, that names an existing path,
+    and the ``PATH`` of a ``NAME=PATH`` argument: measurement files, ``--engine`` files, model
+    folders and ``config.json`` files.
+    """
+    found = []
+    for name, value in vars(args).items():
+        if name in ("output", "run", "command"):
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if not isinstance(item, (str, os.PathLike)):
+                continue
+            text = os.fspath(item)
+            for candidate in dict.fromkeys((text, text.partition("=")[2])):
+                try:
+                    if candidate and os.path.lexists(candidate):
+                        found.append(Path(candidate))
+                except (OSError, ValueError):    # a name the system cannot hold
+                    continue
+    return found
+
+
+def _same_place(a: Path, b: Path) -> bool:
+    """Whether two paths are one file: the same after links are followed, or hard links."""
+    try:
+        if os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b):
+            return True
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return folder.resolve() in path.resolve().parents
+    except (OSError, RuntimeError):
+        return False
+
+
+def check_output_path(path, formats=tuple(OUTPUT_FORMATS), *, force=False, inputs=()) -> None:
+    """Refuse an ``--output`` path before any work: an extension not one of ``formats`` (or
+    whose library is not installed), a folder that does not exist or cannot be written, one of
+    the command's ``inputs`` (for a ``.zarr`` folder: one holding an input), a folder where a
+    file goes or a file where a ``.zarr`` folder goes, and, unless ``force``, an existing file
+    or non-empty folder.
 
     Raises
     ------
     ValueError
-        Naming ``--output``, the extension and the ones allowed (or the package to install).
+        Naming ``--output``, the extension and the ones allowed (or the package to install), or
+        the input it would destroy.
+    FileNotFoundError, PermissionError
+        The folder is missing, or not writable.
+    FileExistsError, IsADirectoryError
+        The path exists (``--force`` replaces a file or a folder's contents), or is of the
+        other kind.
     """
-    ext = _extension(path)
+    text = os.fspath(path)
+    ext = output_format(text)
     if ext not in formats:
-        raise ValueError(f"--output must end in one of {', '.join(formats)}; got {str(path)!r}")
+        raise ValueError(f"--output must end in one of {', '.join(formats)}; got {text!r}")
     package = OUTPUT_FORMATS.get(ext)
     if package is not None and importlib.util.find_spec(package) is None:
         raise ValueError(f"--output {ext} needs the {package} package, which is not installed "
                          f"(pip install {package}); use .nc, .csv or .json")
+    target = Path(text)
+    folder = target.parent
+    if not folder.is_dir():
+        raise FileNotFoundError(f"--output {text!r}: the folder {str(folder)!r} does not "
+                                f"exist; create it first, or choose another path")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"--output {text!r}: the folder {str(folder)!r} is not writable")
+    for source in inputs:
+        if _same_place(Path(source), target) or (ext == ".zarr" and
+                                                  _inside(Path(source), target)):
+            raise ValueError(f"--output {text!r} is an input of this command "
+                             f"({str(source)!r}): writing it would destroy what is read; "
+                             f"choose another path")
+    if os.path.isdir(target):
+        if ext != ".zarr":
+            raise IsADirectoryError(f"--output {text!r} is a folder, and a {ext} output is a "
+                                    f"file; choose a file path")
+        if not force and any(os.scandir(target)):
+            raise FileExistsError(f"--output {text!r} is a folder that is not empty; pass "
+                                  f"--force to replace its contents, or choose another path")
+    elif os.path.lexists(target):
+        if ext == ".zarr":
+            raise FileExistsError(f"--output {text!r} is a file, and a .zarr output is a "
+                                  f"folder; remove it or choose another path")
+        if not os.path.isfile(target):
+            raise FileExistsError(f"--output {text!r} exists and is not a regular file; "
+                                  f"choose another path")
+        if not force:
+            raise FileExistsError(f"--output {text!r} exists; pass --force to overwrite it, "
+                                  f"or choose another path")
+
+
+def check_output(args, formats=tuple(OUTPUT_FORMATS)) -> None:
+    """:func:`check_output_path` for a command's parsed ``args`` (``--output``, ``--force``,
+    the inputs :func:`input_paths` finds); nothing without ``--output``."""
+    path = getattr(args, "output", None)
+    if path:
+        check_output_path(path, formats, force=bool(getattr(args, "force", False)),
+                          inputs=input_paths(args))
 
 
 def _records_dataset(records):
     import pandas as pd
 
-    frame = pd.DataFrame([{k: (math.nan if v is None else to_jsonable(v)) for k, v in r.items()}
+    frame = pd.DataFrame([{k: (math.nan if v is None else _plain(v)) for k, v in r.items()}
                           for r in records])
     for column in frame.columns:
         if frame[column].dtype == object:
@@ -193,26 +420,33 @@ def _records_dataset(records):
     return frame.rename_axis("row").to_xarray()
 
 
-def write_output(path, records, payload=None, dataset=None) -> None:
-    """Write to ``path`` by its extension: ``.json`` ``payload`` (default ``records``), ``.csv``
-    and ``.parquet`` ``records``, ``.nc`` and ``.zarr`` ``dataset`` (default: ``records`` along
-    ``row``)."""
+def write_output(path, records, payload=None, dataset=None, *, force=False) -> None:
+    """Write to ``path`` by its extension (:func:`output_format`): ``.json`` ``payload``
+    (default ``records``), ``.csv`` and ``.parquet`` ``records``, ``.nc`` and ``.zarr``
+    ``dataset`` (default: ``records`` along ``row``), with :func:`rooflinekit.sweep.save`.
+
+    An existing file (or non-empty folder) is replaced only with ``force``; :func:`check_output`
+    said so before the work, this is the second look.
+    """
     payload = records if payload is None else payload
-    ext = _extension(path)
+    ext = output_format(path)
+    mode = "w" if force else "x"
     if ext == ".json":
-        with open(path, "w", encoding="utf-8") as f:
+        with open(path, mode, encoding="utf-8") as f:
             print_json(to_jsonable(payload), f, indent=2, allow_nan=False)
     elif ext == ".csv":
-        with open(path, "w", encoding="utf-8", newline="") as f:
+        with open(path, mode, encoding="utf-8", newline="") as f:
             write_csv(records, f)
     elif ext == ".parquet":
         import pandas as pd
 
-        pd.DataFrame([{k: to_jsonable(v) for k, v in r.items()} for r in records]).to_parquet(
-            path)
+        if not force and os.path.lexists(path):
+            raise FileExistsError(f"--output {os.fspath(path)!r} exists; pass --force to "
+                                  f"overwrite it")
+        pd.DataFrame([{k: _plain(v) for k, v in r.items()} for r in records]).to_parquet(path)
     else:
-        ds = dataset if dataset is not None else _records_dataset(records)
-        ds.to_netcdf(path) if ext == ".nc" else ds.to_zarr(path, mode="w")
+        save(dataset if dataset is not None else _records_dataset(records), path,
+             overwrite=force)
 
 
 def emit(args, out, records, *, text, payload=None, dataset=None, write=None) -> int:
@@ -221,18 +455,22 @@ def emit(args, out, records, *, text, payload=None, dataset=None, write=None) ->
 
     ``records`` are the table's rows as dicts (machine names as keys); ``payload`` is the JSON
     (default ``records``); ``dataset`` is what ``.nc``/``.zarr`` get (default: ``records`` along
-    ``row``); ``write(path)``, where given, writes ``--output`` instead.
+    ``row``); ``write(path)``, where given, writes ``--output`` instead. ``text(out)`` writes
+    to a stream that prints the result's strings escaped (:func:`escape_text`), each on one
+    line, and no raw control character at all.
     """
     payload = records if payload is None else payload
     path = getattr(args, "output", None)
+    force = bool(getattr(args, "force", False))
     if path:
-        (write or (lambda p: write_output(p, records, payload, dataset)))(path)
+        (write or (lambda p: write_output(p, records, payload, dataset, force=force)))(path)
     if getattr(args, "json", False):
         print_json(to_jsonable(payload), out, indent=2, allow_nan=False)
     elif getattr(args, "csv", False):
         write_csv(records, out)
     else:
-        text(out)
+        terminal = _TerminalText(out, _strings([payload, records]))
+        text(terminal)
         if path:
-            out.write(f"written to {path}\n")
+            terminal.write(f"written to {escape_text(path)}\n")
     return 0

@@ -34,11 +34,11 @@ from rooflinekit.cli._args import (
     positive_int,
     whole_number,
 )
-from rooflinekit.cli._output import check_output_path, emit, write_output
+from rooflinekit.cli._output import check_output, emit, output_format, write_output
 from rooflinekit.models import ModelShape
 from rooflinekit.roofline import IDEAL
 
-__all__ = list(COMMAND_API) + ["add_calibrate_arguments", "calibrate_cli_main"]
+__all__ = list(COMMAND_API)
 
 NAME = "calibrate"
 HELP = "fit efficiency factors to measured runs"
@@ -137,8 +137,7 @@ def add_arguments(parser) -> None:
 
 def _check(args) -> None:
     """Refuse flags that would be ignored, before reading anything."""
-    if args.output is not None:
-        check_output_path(args.output)
+    check_output(args)   # exists, an input of this run, a missing folder: refused first
     fmt = args.source_format
     runs = bool(args.vllm_result) or fmt != "measurements"
     if not runs:
@@ -284,10 +283,11 @@ def run(args, out) -> int:
     records = result.parameters.to_dataframe().reset_index().to_dict("records")
 
     def write(path):
-        if str(path).lower().endswith(".json"):
+        if output_format(path) == ".json":
             save_calibration(calibration, path)
         else:
-            write_output(path, records, dataset=result.parameters)
+            write_output(path, records, dataset=result.parameters,
+                         force=bool(getattr(args, "force", False)))
 
     def text(out):
         out.write(f"rooflinekit calibrate: {ds.sizes[MEASUREMENT]} measurement(s)\n\n")
@@ -310,7 +310,3 @@ def _to_jsonable(ds: xr.Dataset) -> dict:
                               "attrs": dict(v.attrs)} for k, v in ds.data_vars.items()},
             "attrs": dict(ds.attrs)}
 
-
-# the names these two had before every command took add_arguments and run
-add_calibrate_arguments = add_arguments
-calibrate_cli_main = run

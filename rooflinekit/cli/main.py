@@ -26,7 +26,7 @@ from rooflinekit.cli import (
     simulate,
     sweep,
 )
-from rooflinekit.cli._output import check_output_path
+from rooflinekit.cli._output import check_output, escape_text
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -100,15 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     logger.addHandler(notices)
     logger.setLevel(logging.DEBUG)
     try:
-        if getattr(args, "output", None):
-            check_output_path(args.output)
+        check_output(args)   # --output refused before any work (exists, an input, ...)
         return args.run(args, sys.stdout)
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: not an error of ours
         sys.stdout = open(os.devnull, "w")
         return 0
     except (ValueError, TypeError, KeyError, OSError, ImportError) as exc:
-        message = " ".join(str(exc).split())   # one line, whatever the message held
+        # one line, whatever the message held, its control characters shown as escapes
+        message = escape_text(" ".join(str(exc).split()))
         sys.stderr.write(f"rooflinekit {args.command}: error: {message}\n")
         return 2
     finally:

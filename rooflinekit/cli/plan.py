@@ -61,7 +61,9 @@ _FLAGS = (
     ("--burstiness", positive_float, None,
      "gamma arrivals with this shape (1 = Poisson, < 1 bursty)"),
     ("--ttft", positive_float, None, "time-to-first-token target [s]"),
-    ("--itl", positive_float, None, "inter-token latency target [s]"),
+    ("--itl", positive_float, None, "inter-token latency target, every gap [s]"),
+    ("--tpot", positive_float, None, "time-per-output-token target, per request: (e2e - TTFT) / "
+     "(output tokens - 1), as vllm bench serve's TPOT [s]"),
     ("--e2e", positive_float, None, "end-to-end latency target [s]"),
     ("--quantile", number(0, 1, lo_open=True, hi_open=True), 0.95,
      "percentile the targets hold at, in (0, 1) (0.95)"),
@@ -160,7 +162,7 @@ def traffic_and_slo(args):
         _lengths(args.output_mean, args.spread),
         arrival="poisson" if args.burstiness is None else "gamma", burstiness=args.burstiness,
         prefix=prefix)
-    return traffic, planning.SLO(ttft=args.ttft, itl=args.itl, e2e=args.e2e,
+    return traffic, planning.SLO(ttft=args.ttft, itl=args.itl, e2e=args.e2e, tpot=args.tpot,
                                  quantile=args.quantile)
 
 
@@ -241,11 +243,11 @@ def run(args, out) -> int:
 #: The flags of the traffic, the SLO and the search, shared with ``rooflinekit disaggregated``.
 TRAFFIC_FLAGS = tuple(f for f in _FLAGS if f[0] in (
     "--rate", "--prompt-mean", "--output-mean", "--spread", "--burstiness", "--ttft", "--itl",
-    "--e2e", "--quantile", "--headroom", "--replicates", "--requests", "--seed",
+    "--tpot", "--e2e", "--quantile", "--headroom", "--replicates", "--requests", "--seed",
     "--engine"))
 
 
 def targets_text(slo) -> str:
     """The SLO's targets in words, for a table's title."""
-    names = {"ttft": "TTFT", "itl": "ITL", "e2e": "end-to-end"}
+    names = {"ttft": "TTFT", "itl": "ITL", "e2e": "end-to-end", "tpot": "TPOT"}
     return ", ".join(f"{names[k]} {v:g} s" for k, v in slo.targets.items()) or "no target"

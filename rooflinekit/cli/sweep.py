@@ -24,8 +24,10 @@ from rooflinekit.cli._args import (
     speculative_draft,
 )
 from rooflinekit.cli._output import (
-    check_output_path,
+    check_output,
     emit,
+    escape_text,
+    output_format,
     print_json,
     print_table,
     write_csv,
@@ -44,7 +46,7 @@ from rooflinekit.sweep import (
     sweep_cells,
 )
 
-__all__ = list(COMMAND_API) + ["add_sweep_arguments", "parse_axis", "sweep_cli_main"]
+__all__ = list(COMMAND_API) + ["parse_axis"]
 
 NAME = "sweep"
 HELP = "every derived quantity over a design space"
@@ -251,14 +253,39 @@ def _heading(result, name):
     return f"{name} [{units}]" if units and units != "1" else name
 
 
+def _no_cell_reason(args):
+    """Why a model has no row in a ``best`` or ``cheapest`` report: its ``reason`` field."""
+    if args.report == "best":
+        return "no configuration fits"
+    targets = " ".join(f"{flag} {value:g}" for flag, value in
+                       (("--ttft", args.ttft), ("--itl", args.itl)) if value is not None)
+    return ("no configuration fits, has a known GPU price"
+            + (f" and meets the targets ({targets})" if targets else ""))
+
+
+def _report_records(columns, rows, by, reason):
+    """Report rows as records: where no configuration qualifies (``found`` false), its cells
+    are ``None`` (null in JSON, empty in CSV, ``-`` in the table) beside a ``reason``, never the
+    reduction's fill values (-1, '')."""
+    records = []
+    for row in rows:
+        record = dict(zip(columns, row))
+        if "found" in record:
+            found = bool(record["found"])
+            if not found:
+                record.update({c: None for c in columns if c not in by and c != "found"})
+            record["reason"] = None if found else reason
+        records.append(record)
+    return records
+
+
 def _check(args):
     """Refuse what would be ignored or cannot be written, before any work."""
-    if args.output is not None:
-        check_output_path(args.output)
+    check_output(args)
     if args.report != "cheapest" and (args.ttft is not None or args.itl is not None):
         raise ValueError("--ttft/--itl apply to --report cheapest")
-    if args.output is not None and args.report == "none" and not \
-            str(args.output).lower().endswith((".nc", ".zarr")):
+    if args.output is not None and args.report == "none" and \
+            output_format(args.output) not in (".nc", ".zarr"):
         raise ValueError("--output with --report none writes the whole sweep: give a .nc or "
                          ".zarr path (.csv, .parquet and .json hold the report table)")
 
@@ -306,14 +333,14 @@ def run(args, out):
                 raise ImportError(f"--scheduler needs dask.distributed; install it with "
                                   f"`pip install {DISTRIBUTED_EXTRA}`") from exc
             stack.enter_context(Client(args.scheduler))
-        grid_file = args.output is not None and str(args.output).lower().endswith(
-            (".nc", ".zarr"))
+        grid_file = args.output is not None and output_format(args.output) in (".nc", ".zarr")
+        force = bool(getattr(args, "force", False))
         if grid_file:
             if chunks is not None:
                 with progress_bar(progress and distributed_client() is None):
-                    save(ds, args.output)
+                    save(ds, args.output, overwrite=force)
             else:
-                save(ds, args.output)
+                save(ds, args.output, overwrite=force)
         if args.report == "none":
             result, by = None, []
         elif args.report == "best":
@@ -332,8 +359,8 @@ def run(args, out):
             write_csv([{"cells": cells, "output": args.output}], out)
         else:
             out.write(f"swept {cells:,} configurations"
-                      + (f" -> {args.output}\n" if args.output else "\n"))
-            out.write(f"timing: {quality}\n")
+                      + (f" -> {escape_text(args.output)}\n" if args.output else "\n"))
+            out.write(f"timing: {escape_text(quality)}\n")
         return 0
     if by == [] and PARETO_POINT in result.dims:
         columns = list(result.data_vars)
@@ -341,22 +368,22 @@ def run(args, out):
                 for i in range(result.sizes[PARETO_POINT])]
     else:
         columns, rows = _report_rows(result, by)
-    records = [dict(zip(columns, r)) for r in rows]
+    records = _report_records(columns, rows, by, _no_cell_reason(args))
+    if any(r.get("reason") for r in records):   # the table shows why a model has no row
+        columns = columns + ["reason"]
+    rows = [[r.get(c) for c in columns] for r in records]
 
     def write(path):
         if not grid_file:   # the grid was written above, inside the scheduler's context
             write_output(path, records, {"cells": cells, "report": args.report,
-                                         "model_quality": quality, "rows": records})
+                                         "model_quality": quality, "rows": records},
+                         force=force)
 
     def text(out):
         out.write(f"rooflinekit sweep: {cells:,} configurations, report {args.report!r}\n")
         print_table([_heading(result, c) for c in columns], rows, out)
-        out.write(f"timing: {quality}\n")
+        out.write(f"timing: {escape_text(quality)}\n")
     return emit(args, out, records, text=text, write=write,
                 payload={"cells": cells, "report": args.report, "model_quality": quality,
                          "rows": records})
 
-
-# the names these two had before every command took add_arguments and run
-add_sweep_arguments = add_arguments
-sweep_cli_main = run

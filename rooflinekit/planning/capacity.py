@@ -23,17 +23,20 @@ from rooflinekit.batching import (
 __all__ = ["max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDINGS",
            "LOWEST_RATE_FRACTION"]
 
-#: What can bind a replica's rate: a latency target, the goodput attainment, memory (KV cache
-#: full or requests too long for it), the slots, the weights not fitting, or a layout the model
-#: cannot take.
-BINDINGS = ("ttft", "itl", "e2e", "attainment", "memory", "max_num_seqs", "does_not_fit",
-            "invalid_layout")
+#: What can bind a replica's rate: a latency target (TTFT, every-gap ITL, end-to-end,
+#: per-request TPOT), the goodput attainment, memory (KV cache full or requests too long for
+#: it), the slots, the weights not fitting, or a layout the model cannot take.
+BINDINGS = ("ttft", "itl", "e2e", "tpot", "attainment", "memory", "max_num_seqs",
+            "does_not_fit", "invalid_layout")
 
 #: The search's lowest rate, as a fraction of the saturation rate.
 LOWEST_RATE_FRACTION = 1 / 256
 
-#: Summaries holding each target's attained share.
-_ATTAINMENT = {"ttft": "ttft_attainment", "itl": "token_itl_attainment", "e2e": "e2e_attainment"}
+#: Summaries holding each target's attained share: TPOT's is the share of requests with two or
+#: more output tokens whose (e2e - ttft) / (output - 1) meets it, as vllm bench serve defines a
+#: request's TPOT (vllm/benchmarks/serve.py, calculate_metrics); ITL's the share of every gap.
+_ATTAINMENT = {"ttft": "ttft_attainment", "itl": "token_itl_attainment", "e2e": "e2e_attainment",
+               "tpot": "tpot_attainment"}
 
 #: The summaries a search step reads, and those of the saturation run.
 _SEARCHED = (*_ATTAINMENT.values(), "slo_attainment", "n_rejected")
@@ -179,7 +182,10 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         One replica (or one unit of prefill and decode pools), on the roofline clock (times in
         seconds).
     slo : SLO
-        The targets and their quantile.
+        The targets and their quantile: each of TTFT, every-gap ITL, end-to-end and per-request
+        TPOT given is one more constraint, its attained share read from the run
+        (``ttft_attainment``, ``token_itl_attainment``, ``e2e_attainment``,
+        ``tpot_attainment``).
     draws : tuple of ndarray
         ``(arrival, prompt, output)`` from :func:`draw_requests`, arrivals at unit rate.
     rtol : float

@@ -69,11 +69,20 @@ _BYTES_PER_REQUEST = 3 * 8 + 5 * 8
 #: Percentiles of the latencies reported at the operating rate.
 LATENCY_PERCENTILES = (50, 95, 99)
 _LATENCY_NAMES = {"ttft": "time to first token", "token_itl": "inter-token latency (every gap)",
-                  "latency": "end-to-end latency"}
+                  "latency": "end-to-end latency",
+                  "tpot": "time per output token (per request, over requests)"}
 
-#: The latency percentiles measured at the operating rate.
-_OPERATING = tuple(f"p{q}_{what}" for q in LATENCY_PERCENTILES
-                   for what in ("ttft", "token_itl", "latency"))
+#: The latency percentiles measured at the operating rate (TPOT's after the others).
+_OPERATING = (*(f"p{q}_{what}" for q in LATENCY_PERCENTILES
+                for what in ("ttft", "token_itl", "latency")),
+              *(f"p{q}_tpot" for q in LATENCY_PERCENTILES))
+
+#: What ``vllm bench serve`` prints beside the percentiles (vllm/benchmarks/serve.py,
+#: ``BenchmarkMetrics``), under the simulator's names: mean TTFT, TPOT, every-gap ITL and
+#: end-to-end latency [s], requests and output tokens completed per second. Its medians are the
+#: ``p50_*`` of :data:`LATENCY_PERCENTILES`.
+_BENCH_SERVE = ("mean_ttft", "mean_tpot", "mean_token_itl", "mean_latency",
+                "request_throughput", "throughput")
 
 #: Runs of the search per replicate, for the work estimate: saturation, the two ends, the
 #: steps that close a 2 % bracket (about 6), the operating point.
@@ -269,13 +278,14 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         Over ``model``, ``gpu``, ``tp``, ``max_num_seqs`` [, ``max_num_batched_tokens``]:
         ``max_rate``, ``max_rate_low``, ``max_rate_high`` (median, 10th and 90th percentile over
         replicates), ``saturation_rate`` [requests/s per replica]; ``binding`` (what caps the
-        rate: ttft, itl, e2e, attainment, memory, max_num_seqs, does_not_fit, invalid_layout);
+        rate: ttft, itl, e2e, tpot, attainment, memory, max_num_seqs, does_not_fit,
+        invalid_layout);
         ``kv_budget_tokens``; ``replicas`` (with ``replicas_low``/``replicas_high`` from the
         rate's band) and ``gpus`` [1]; ``operating_rate`` [requests/s per replica];
         ``gpu_monthly_cost``, ``monthly_cost`` [USD/month]; ``cost_per_million_tokens``
         [USD/1M tokens]; latency percentiles at the operating rate (``p95_ttft``,
-        ``p95_token_itl``, ``p95_latency``, ... [s], medians over replicates); and per replicate
-        ``replicate_max_rate``. A configuration that cannot serve has rate 0, replicas and GPUs
+        ``p95_token_itl``, ``p95_latency``, ``p95_tpot``, ... [s], medians over replicates); and
+        per replicate ``replicate_max_rate``. A configuration that cannot serve has rate 0, replicas and GPUs
         0, and infinite cost and latency: never NaN.
 
     Raises
@@ -510,9 +520,22 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
     Returns
     -------
     xarray.Dataset
-        Over ``request_rate`` and ``replicate``: ``p50_ttft`` ... ``p99_latency`` [s] (as
-        :func:`rooflinekit.batching.run_replicates`), and ``ttft_attainment``,
-        ``token_itl_attainment``, ``e2e_attainment`` [1] against the SLO's targets.
+        Over ``request_rate`` and ``replicate``, as :func:`rooflinekit.batching.run_replicates`
+        gives them: ``p50_ttft`` ... ``p99_latency`` and ``p50_tpot`` ... ``p99_tpot`` [s];
+        ``ttft_attainment``, ``token_itl_attainment``, ``e2e_attainment``, ``tpot_attainment``
+        [1] against the SLO's targets; and what ``vllm bench serve`` prints beside its
+        percentiles, so that a curve lies beside a sweep of it (seconds, not its milliseconds):
+        ``mean_ttft``, ``mean_tpot``, ``mean_token_itl``, ``mean_latency`` [s] (its
+        ``mean_ttft_ms``, ``mean_tpot_ms``, ``mean_itl_ms``, ``mean_e2el_ms``; its medians are
+        the ``p50_*``), ``request_throughput`` [requests/s] and ``throughput`` [tokens/s] (its
+        ``request_throughput`` and ``output_throughput``, here over the time from the first
+        arrival to the last completion).
+
+    Notes
+    -----
+    vLLM's TPOT of a request is ``(e2e latency - TTFT) / (output tokens - 1)``, requests of one
+    output token left out, and its ITL every gap (vllm/benchmarks/serve.py,
+    ``calculate_metrics``): here ``*_tpot`` and ``*_token_itl``.
 
     Raises
     ------
@@ -543,8 +566,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
     runs = [run_replicates(batcher, arrival / rate, prompt, output, **prefixes(draws),
                            **{f"{k}_target": v for k, v in slo.targets.items()})
             for rate in rate_values]
-    names = [f"p{q}_{w}" for q in LATENCY_PERCENTILES for w in _LATENCY_NAMES] + \
-        ["ttft_attainment", "token_itl_attainment", "e2e_attainment"]
+    names = [f"p{q}_{w}" for q in LATENCY_PERCENTILES for w in ("ttft", "token_itl", "latency")]
+    names += ["ttft_attainment", "token_itl_attainment", "e2e_attainment"]
+    names += [f"p{q}_tpot" for q in LATENCY_PERCENTILES] + ["tpot_attainment", *_BENCH_SERVE]
     ds = xr.concat([r[names] for r in runs], dim=dims.REQUEST_RATE)
     ds = ds.assign_coords({dims.REQUEST_RATE: rate_values, dims.REPLICATE: np.arange(replicates)})
     ds[dims.REQUEST_RATE].attrs.update(units="requests/s", long_name="request rate per replica")
@@ -562,11 +586,7 @@ def _operating_point(batcher, draws, rate, parallel, gains=None) -> dict:
                         variables=(*_OPERATING, "mean_running"), as_dataset=False,
                         **prefixes(draws),
                         **({} if gains is None else {"speculative_gains": gains}))
-    out = {}
-    for q in LATENCY_PERCENTILES:
-        for what in ("ttft", "token_itl", "latency"):
-            name = f"p{q}_{what}"
-            out[name] = float(np.median(ds[name]))
+    out = {name: float(np.median(ds[name])) for name in _OPERATING}
     return out, float(np.median(ds["mean_running"]))
 
 
@@ -653,8 +673,7 @@ def _assemble(results, configs, axes, shape, replicates) -> xr.Dataset:
     binding = np.empty(shape, dtype=object)
     budget = np.zeros(shape, dtype=np.int64)
     energy = np.zeros(shape)
-    latency = {f"p{q}_{w}": np.full(shape, np.inf) for q in LATENCY_PERCENTILES
-               for w in _LATENCY_NAMES}
+    latency = {name: np.full(shape, np.inf) for name in _OPERATING}
     for index, r in zip(configs, results):
         per[index] = r["max_rate"]
         saturation[index] = float(np.median(r["saturation_rate"]))

@@ -1,8 +1,8 @@
 """What a deployment must serve and how fast: :class:`Traffic` and :class:`SLO`.
 
 ``Traffic`` is the demand (peak rate, length distributions, arrivals, optional monthly profile);
-``SLO`` the latency targets at a percentile, optionally with a goodput attainment. Both are frozen
-specs, checked on construction.
+``SLO`` the latency targets at a percentile (TTFT, every-gap ITL, per-request TPOT, end-to-end),
+optionally with a goodput attainment. Both are frozen specs, checked on construction.
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ __all__ = ["Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH"]
 
 #: Arrival processes :class:`Traffic` knows.
 ARRIVALS = ("poisson", "gamma")
+
+#: The latency targets an :class:`SLO` may give, in the order of the simulator's ``*_target``
+#: keywords: time to first token, every-gap inter-token latency, end-to-end, per-request TPOT.
+_TARGETS = ("ttft", "itl", "e2e", "tpot")
 
 #: Seconds in the planning month (730 hours, as every monthly price in the package).
 SECONDS_PER_MONTH = HOURS_PER_MONTH * SECONDS_PER_HOUR
@@ -145,18 +149,30 @@ class SLO:
         The percentile each target holds at, in (0, 1); default 0.95 (p95).
     attainment : float, optional
         Goodput target in (0, 1]: the share of all requests that complete within every target
-        given (TTFT, the request's mean ITL, end-to-end).
+        given (TTFT, the request's mean ITL against ``itl``, its TPOT against ``tpot``; a
+        one-token request meets both).
+    tpot : float, optional
+        Time per output token [s], > 0, *per request*, at the quantile over requests: a
+        request's TPOT is ``(e2e latency - TTFT) / (output tokens - 1)``, the mean of its gaps,
+        and requests with one output token have none (excluded), as ``vllm bench serve`` states
+        it (vllm-project/vllm, ``vllm/benchmarks/serve.py``, ``calculate_metrics``: ``if
+        output_len > 1: tpot = (latency - ttft) / (output_len - 1)``, percentiles by
+        ``np.percentile`` over those requests). A stall of one sequence is spread over its
+        request's mean, where ``itl`` counts it as one long gap.
 
     Notes
     -----
     A target "holds at quantile q" when at least a share q of the requests (of the gaps, for
-    ITL) meet it: the empirical distribution's q-quantile is within the target. Requests that
-    are rejected count as misses for TTFT and end-to-end.
+    ITL; of the requests with two or more output tokens, for TPOT) meet it: the empirical
+    distribution's q-quantile is within the target. Requests that are rejected count as misses
+    for TTFT, TPOT and end-to-end.
 
     Examples
     --------
     >>> SLO(ttft=1.0, itl=0.05).targets
     {'ttft': 1.0, 'itl': 0.05}
+    >>> SLO(ttft=1.0, tpot=0.04, quantile=0.99).targets
+    {'ttft': 1.0, 'tpot': 0.04}
     """
 
     ttft: float | None = None
@@ -164,15 +180,16 @@ class SLO:
     e2e: float | None = None
     quantile: float = 0.95
     attainment: float | None = None
+    tpot: float | None = None
 
     def __post_init__(self):
-        for name in ("ttft", "itl", "e2e"):
+        for name in _TARGETS:
             real_number(name, getattr(self, name), lo=0, lo_open=True, allow_none=True)
         real_number("quantile", self.quantile, lo=0, hi=1, lo_open=True, hi_open=True)
         real_number("attainment", self.attainment, lo=0, hi=1, lo_open=True, allow_none=True)
 
     @property
     def targets(self) -> dict:
-        """The latency targets given, by name [s]."""
-        return {name: float(getattr(self, name)) for name in ("ttft", "itl", "e2e")
+        """The latency targets given, by name [s], in the order ttft, itl, e2e, tpot."""
+        return {name: float(getattr(self, name)) for name in _TARGETS
                 if getattr(self, name) is not None}

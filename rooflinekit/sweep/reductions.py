@@ -271,7 +271,9 @@ def best_configuration(ds, objective="tokens_per_second_per_gpu", *, by=dims.MOD
     xarray.Dataset
         Over ``by``: ``found`` (whether any cell qualifies), the objective's best value (NaN where
         none is found), and, as variables named after the other dimensions, the coordinates of
-        the best cell (``-1``, or ``""`` for names, where none is found).
+        the best cell. Where none is found (``found`` false) these hold a fill their type allows:
+        ``-1`` for whole numbers, NaN for fractions, ``""`` for names; read ``found`` first
+        (``rooflinekit sweep --json`` writes ``null`` and a ``reason`` there).
 
     Notes
     -----
@@ -316,13 +318,13 @@ def best_configuration(ds, objective="tokens_per_second_per_gpu", *, by=dims.MOD
         coord = np.asarray(ds[d].values)
         picked = coord[idx]
         if coord.dtype.kind in "US":
-            picked = np.where(found, picked, "")
-        else:
-            picked = np.where(found, picked, -1).astype(coord.dtype if coord.dtype.kind in "iu"
-                                                        else np.float64)
+            picked, none = np.where(found, picked, ""), "''"
+        elif coord.dtype.kind in "iu":
+            picked, none = np.where(found, picked, -1).astype(coord.dtype), "-1"
+        else:   # a float coordinate (a share, an acceptance): NaN, never a value it could hold
+            picked, none = np.where(found, picked, np.nan).astype(np.float64), "NaN"
         out[d] = (by, picked.reshape(by_shape),
-                  {"long_name": f"{d} of the best configuration"
-                   + (" (-1: none)" if coord.dtype.kind not in "US" else " ('': none)")})
+                  {"long_name": f"{d} of the best configuration ({none}: none)"})
     result = xr.Dataset({k: xr.Variable(*v) for k, v in out.items()},
                         coords={d: ds[d].values for d in by})
     result.attrs.update({"objective": objective, "maximize": int(bool(maximize)),
