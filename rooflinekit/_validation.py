@@ -60,17 +60,17 @@ MAX_LAYERS = 10_000
 #: 256 MiB.
 MAX_CONFIG_BYTES = 8 * 2**20
 
-#: The most elements a JSON document may hold before it is parsed: 16,000,000 (values, object
-#: members and the separators between them, counted outside strings). Parsed JSON costs up to
-#: about 100 bytes of memory per element (an empty object 72, a one-member object 96 per
-#: element), so the bound keeps any document under about 1.6 GB, where a 250 MiB file of empty
-#: objects would take 7.8 GB. A benchmark report of per-request statistics holds about one
-#: element per 20 bytes, so reports up to some 300 MB pass.
+#: The most elements a JSON document may hold before it is parsed: 16,000,000, counted as its
+#: ``[``, ``{``, ``,`` and ``:`` outside strings (one per value or member). Parsed JSON costs at
+#: most about 100 bytes of memory per element so counted (measured: 36 for ``{},``, 64 for
+#: ``{"a":0},``), so the bound keeps any document under about 1.6 GB (1 GB measured), where
+#: a 250 MiB file of empty objects took 7.8 GB. A benchmark report of per-request statistics
+#: holds about one element per 20 bytes, so reports up to some 300 MB pass.
 MAX_JSON_ELEMENTS = 16_000_000
 
 #: The most nodes (scalars, lists, mappings) a YAML document may hold: 1,000,000. PyYAML holds
-#: some 0.4-0.7 kB per node while it builds the document, so the bound keeps a YAML report
-#: under about 0.7 GB and a few seconds (with libyaml; some 20 s without); GuideLLM's YAML
+#: some 0.3-0.75 kB per node while it builds the document, so the bound keeps a YAML report
+#: under about 0.75 GB and a few seconds (with libyaml; some 20 s without); GuideLLM's YAML
 #: reports of statistics hold a few thousand nodes per benchmark.
 MAX_YAML_NODES = 1_000_000
 

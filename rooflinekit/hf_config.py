@@ -254,12 +254,16 @@ def _int(cfg: Mapping, field: str, *, lo: int = 1, hi: int | None = None,
     return number
 
 
-def _flag(cfg: Mapping, field: str, default: bool = False, *, at: str = "") -> bool:
-    """A boolean field: a JSON ``true``/``false`` (absent or null: ``default``). The string
-    ``"false"`` is refused, not read as true."""
-    value = cfg.get(field)
-    if value is None:
+def _flag(cfg: Mapping, field: str, default: bool = False, *, at: str = "",
+          null: bool = False) -> bool:
+    """A boolean field: a JSON ``true``/``false``; ``default`` when absent, ``null`` when null
+    (false, as transformers' modelling code reads None). The string ``"false"`` is refused, not
+    read as true."""
+    if field not in cfg:
         return default
+    value = cfg[field]
+    if value is None:
+        return null
     if isinstance(value, bool) or type(value).__name__ == "bool_":     # numpy's too
         return bool(value)
     raise TypeError(f"config.json field '{at}{field}' must be true or false (a JSON boolean); "
@@ -392,7 +396,8 @@ class _Shape:
 
 
 def _tied(cfg: Mapping, s: _Shape) -> bool:
-    return _flag(cfg, "tie_word_embeddings", s.model_type not in _UNTIED_BY_DEFAULT)
+    tied = s.model_type not in _UNTIED_BY_DEFAULT         # null, too, takes the class default
+    return _flag(cfg, "tie_word_embeddings", tied, null=tied)
 
 
 def _quant_bits(quant: Mapping, method: str) -> float:
