@@ -36,6 +36,7 @@ __all__ = [
     "spec_value",
     "table",
     "where",
+    "widen",
 ]
 
 
@@ -193,14 +194,49 @@ class Grid:
 
 
 def _raw(value, exact: bool):
-    """A number for the grid: as float, or as given (its integer dtype kept) when ``exact``."""
+    """A number for the grid: as float64, or as int64 / float64 when ``exact``.
+
+    The one conversion at the boundary: unsigned and small integers (``uint8`` 200 + 15 wraps to
+    a small number; ``uint64`` negation wraps to 1.7e19) become int64, and float16/float32
+    become float64, so no formula computes in the caller's narrow type. Python ``int`` and
+    ``float`` pass unchanged (the checks have bounded counts to 2**53 before this).
+    """
     if exact:
-        return value if isinstance(value, numbers.Real) else np.asarray(value)
+        kind = type(value)
+        if kind is int or kind is float:
+            return value
+        data = np.asarray(value)
+        if data.dtype.kind in "iu" and data.dtype != np.int64:
+            data = data.astype(np.int64)
+        elif data.dtype.kind == "f" and data.dtype != np.float64:
+            data = data.astype(np.float64)
+        if isinstance(value, np.generic) or (isinstance(value, numbers.Real)
+                                             and not isinstance(value, np.ndarray)):
+            return data[()]          # a numpy scalar stays a scalar
+        return data
     if isinstance(value, float):
         return value
     if type(value) is int:
         return float(value)
     return np.asarray(value, dtype=float)
+
+
+def widen(value):
+    """``value`` in the computing types: the boundary conversion of :func:`_raw` (exact), for
+    formulas written by hand.
+
+    Narrow and unsigned integers become int64 and float16/float32 float64 (a float16 60000
+    times a price overflows to inf, 0.3 rounds to 0.2998); DataArrays keep their labels; int64,
+    float64, Python numbers and anything not numeric pass unchanged (the same object).
+    """
+    if isinstance(value, xr.DataArray):
+        if value.dtype.kind in "iuf" and value.dtype not in (np.int64, np.float64):
+            return value.copy(data=_raw(value.values, True))
+        return value
+    if isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, np.bool_):
+        if value.dtype.kind in "iuf" and value.dtype not in (np.int64, np.float64):
+            return _raw(value, True)
+    return value
 
 
 def _is_number(value) -> bool:
@@ -341,6 +377,8 @@ def _decorator(complete, *, checks=None, validate=None, specs=None, derive=None,
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             arguments = bound.arguments
+            for key, value in arguments.items():     # float16 / uint8 checked and computed wide
+                arguments[key] = widen(value)
             for key in as_dims:
                 arguments[key] = _as_dim(func.__name__, key, arguments[key], (dims or {}))
             for key in ordered:

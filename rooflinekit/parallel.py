@@ -22,6 +22,7 @@ from rooflinekit._labels import (
     parameter_entries,
     spec_fields,
     spec_value,
+    widen,
 )
 from rooflinekit._validation import (
     check_fraction,
@@ -831,6 +832,8 @@ def kv_transfer_time(model, prompt_tokens, *, link_bandwidth, link_latency=0.0):
     layout_memory, rooflinekit.memory.kv_bytes_per_sequence
     """
     check_type("model", model, ModelShape)
+    prompt_tokens, link_bandwidth, link_latency = (
+        widen(v) for v in (prompt_tokens, link_bandwidth, link_latency))
     check_integer("prompt_tokens", prompt_tokens, lo=0)
     check_positive("link_bandwidth", link_bandwidth)
     check_nonnegative("link_latency", link_latency)

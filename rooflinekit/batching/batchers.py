@@ -41,6 +41,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, parallel, roofline
+from rooflinekit._labels import widen
 from rooflinekit._validation import check_one_of, real_number, whole_number
 from rooflinekit.batching import _reference
 from rooflinekit.batching._kernel_calls import (_allocate, _check_errors, _each_row, _itl_limit,
@@ -96,6 +97,26 @@ def _with_clock_parameters(cls):
     return cls
 
 
+def _store(spec, name: str, value):
+    """Keep a checked field as the checked value: a whole-number float or a numpy integer
+    (``4.0``, ``np.uint64(4)``) becomes the Python ``int`` the kernels are typed for, a float16
+    the float it stands for, so no narrow or mistyped number reaches numba. Python ints and
+    floats are stored unchanged (the same object)."""
+    if value is not None and type(getattr(spec, name)) is not type(value):
+        object.__setattr__(spec, name, value)
+    return value
+
+
+def _whole(spec, name: str, **rules):
+    """The field ``name`` checked as a whole number (widened first) and stored as ``int``."""
+    return _store(spec, name, whole_number(name, widen(getattr(spec, name)), **rules))
+
+
+def _real(spec, name: str, **rules):
+    """The field ``name`` checked as a real number (widened first) and stored as ``float``."""
+    return _store(spec, name, real_number(name, widen(getattr(spec, name)), **rules))
+
+
 class _Batcher:
     """What both batchers share: validation and timing of the clock, and the kernel calls."""
 
@@ -105,7 +126,7 @@ class _Batcher:
         In roofline mode this derives the step cost once, so that a bad model, GPU or engine
         fails here rather than at :meth:`run`.
         """
-        whole_number("tp", self.tp, lo=1)
+        _whole(self, "tp", lo=1)
         engine = self.engine
         # duck-typed: rooflinekit.calibrate sits above this room and imports it
         if not (engine is None or isinstance(engine, roofline.Engine)
@@ -317,7 +338,7 @@ class StaticBatcher(_Batcher):
     _tiered = False       # static batching ignores priority
 
     def __post_init__(self):
-        whole_number("batch_size", self.batch_size, lo=1)
+        _whole(self, "batch_size", lo=1)
         self._check_clock()
 
     @property
@@ -456,12 +477,11 @@ class ContinuousBatcher(_Batcher):
     _tiered = True
 
     def __post_init__(self):
-        whole_number("max_num_seqs", self.max_num_seqs, lo=1, allow_none=True)
-        whole_number("kv_budget_tokens", self.kv_budget_tokens, lo=0, allow_none=True)
+        _whole(self, "max_num_seqs", lo=1, allow_none=True)
+        _whole(self, "kv_budget_tokens", lo=0, allow_none=True)
         check_one_of("admission", self.admission, ("reserve", "paged"))
-        whole_number("block_size", self.block_size, lo=1)
-        mnbt = whole_number("max_num_batched_tokens", self.max_num_batched_tokens, lo=1,
-                           allow_none=True)
+        _whole(self, "block_size", lo=1)
+        mnbt = _whole(self, "max_num_batched_tokens", lo=1, allow_none=True)
         if mnbt is not None:
             if self.max_num_seqs is None:
                 raise ValueError("max_num_batched_tokens needs a finite max_num_seqs (every "
@@ -469,10 +489,9 @@ class ContinuousBatcher(_Batcher):
             if mnbt < self.max_num_seqs:
                 raise ValueError(f"max_num_batched_tokens must be >= max_num_seqs "
                                  f"({self.max_num_seqs}), got {mnbt}")
-        whole_number("interactive_cap", self.interactive_cap, lo=1, allow_none=True)
-        real_number("reserve", self.reserve, lo=0, hi=1, hi_open=True)
-        real_number("gpu_memory_utilization", self.gpu_memory_utilization, lo=0, hi=1,
-                    lo_open=True, allow_none=True)
+        _whole(self, "interactive_cap", lo=1, allow_none=True)
+        _real(self, "reserve", lo=0, hi=1, hi_open=True)
+        _real(self, "gpu_memory_utilization", lo=0, hi=1, lo_open=True, allow_none=True)
         if not isinstance(self.prefix_caching, (bool, np.bool_)):
             raise TypeError(f"prefix_caching must be True or False, got "
                             f"{type(self.prefix_caching).__name__}")
@@ -482,8 +501,8 @@ class ContinuousBatcher(_Batcher):
         if self.speculative is not None and not isinstance(self.speculative, Speculative):
             raise TypeError(f"speculative must be a rooflinekit.batching.Speculative or None, "
                             f"got {type(self.speculative).__name__}")
-        whole_number("pp", self.pp, lo=1)
-        whole_number("ep", self.ep, lo=1)
+        _whole(self, "pp", lo=1)
+        _whole(self, "ep", lo=1)
         if self.pp > 1 or self.ep > 1:
             if self.model is None:
                 raise ValueError(f"pp={self.pp}, ep={self.ep} lay the model out over GPUs: give "

@@ -925,7 +925,7 @@ class CrossValidationResult:
 
 
 @document(FIT_PARAMETERS)
-def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: int = 5,
+def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: int | None = None,
                    seed: int | None = 0, phases: Sequence[str] = PHASES, fit=None, bounds=None,
                    models: Mapping[str, ModelShape] | None = None,
                    gpus: Mapping[str, GPU] | None = None, engine: Engine | None = None,
@@ -943,7 +943,8 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
         ``"engine"``, ``("model", "gpu")``, ``"source"``, ...): each fold holds out one group, so the error says how the calibration
         transfers to hardware or models it never saw. ``None`` (default): ``k``-fold over rows.
     k : int
-        Folds for k-fold, 2 ≤ k ≤ rows. Default 5 (or the number of rows if fewer).
+        Folds for k-fold, 2 ≤ k ≤ rows (more folds than rows would leave folds empty, so it is
+        refused). Default ``None``: 5, or the number of rows if fewer.
     seed : int or None
         Seed of the row shuffle for k-fold. Default 0.
 
@@ -979,10 +980,14 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
                              f"got {len(uniq)}")
         folds = [(u, np.array([lab == u for lab in labels])) for u in uniq]
     else:
-        k = whole_number("k", k, lo=2)
         if n < 2:
             raise ValueError(f"cross-validation needs at least 2 measurements; got {n}")
-        k = min(k, n)
+        if k is None:
+            k = min(5, n)
+        k = whole_number("k", k, lo=2)
+        if k > n:
+            raise ValueError(f"k must be at most the {n} measurements (each fold holds at "
+                             f"least one row); got k={k}")
         order = np.random.default_rng(seed).permutation(n)
         folds = []
         for f in range(k):

@@ -259,13 +259,16 @@ def run(args, out) -> int:
     fit = _fit_choice(args.fit)
     group_by = tuple(args.group_by) if args.group_by else None
     # the base the knobs are fitted on (--engine here names the measured runs' engine)
+    if args.folds is not None and args.folds > ds.sizes[MEASUREMENT]:
+        raise ValueError(f"--folds must be at most the {ds.sizes[MEASUREMENT]} measurements "
+                         f"(each fold holds at least one row); got {args.folds}")
     engine = IDEAL if args.allreduce is None else IDEAL.replace(allreduce=args.allreduce)
     result = calibrate(ds, phases=phases, fit=fit, n_resamples=args.resamples,
                        confidence=args.confidence, seed=args.seed, models=models,
                        engine=engine, workload=args.workload, group_by=group_by)
     cv = None
     if args.cv != "none":
-        cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=5 if args.folds is None else args.folds,
+        cv = cross_validate(ds, by=None if args.cv == "kfold" else args.cv, k=args.folds,
                             seed=args.seed, phases=phases, fit=fit, models=models,
                             engine=engine, workload=args.workload,
                             group_by=group_by)

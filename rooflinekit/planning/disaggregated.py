@@ -22,6 +22,7 @@ from rooflinekit.planning.fleet import (
     _names,
     _quality,
     _replica,
+    check_fleet_counts,
     check_plan_size,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
@@ -202,6 +203,7 @@ def _assemble(units, per, saturation, binding, tp, traffic, headroom, attrs) -> 
     q = np.quantile(per, [0.5, 0.1, 0.9], axis=-1)
     serves = q[0] > 0
     need = float(traffic.rate) * (1.0 + headroom)
+    check_fleet_counts(traffic.rate, need, q[0], gpus_per_unit)
     n_units = np.where(serves, np.ceil(need / np.where(serves, q[0], 1.0)), 0).astype(np.int64)
     gpus = n_units * gpus_per_unit
 

@@ -17,6 +17,7 @@ import xarray as xr
 
 from rooflinekit import catalog, dims, parallel, roofline
 from rooflinekit._validation import (
+    MAX_COUNT,
     as_1d,
     check_bool,
     check_mapping,
@@ -707,18 +708,42 @@ def _assemble(results, configs, axes, shape, replicates) -> xr.Dataset:
     return xr.Dataset(data, coords=coords)
 
 
+def check_fleet_counts(rate, need, per_replica, gpus_per_replica) -> None:
+    """Refuse a fleet whose replicas or GPUs cannot be counted exactly (more than 2**53).
+
+    ``need`` is the peak rate with headroom [requests/s], ``per_replica`` the (lowest) max rate
+    of one replica of each configuration, 0 where it cannot serve. Counts beyond 2**53 would be
+    rounded as floats and wrap when stored as int64 (to -9.2e18 replicas, which then read as
+    "cannot serve" and flip the decision), so the plan is refused rather than wrapped.
+    """
+    r = np.asarray(per_replica, dtype=np.float64)
+    serves = r > 0
+    if not serves.any():
+        return
+    replicas = np.where(serves, need / np.where(serves, r, 1.0), 0.0)
+    gpus = replicas * np.asarray(gpus_per_replica, dtype=np.float64)
+    worst = float(max(replicas.max(), gpus.max()))
+    if not worst <= MAX_COUNT:
+        raise ValueError(f"rate {float(rate):g} requests/s needs {worst:.3g} replicas or GPUs, "
+                         f"more than 2**53 = {MAX_COUNT:,} can be counted exactly; plan for a "
+                         f"lower rate (a replica here serves at most {r.max():.3g} requests/s)")
+
+
 def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price,
            pue) -> None:
     """Replicas, GPUs and monthly cost from the rates, in place."""
     need = float(traffic.rate) * (1.0 + headroom)
+    # a replica's GPUs: tp × pp (expert parallelism runs within a stage's tp GPUs)
+    tp = ds[dims.TP] * (ds[dims.PP] if dims.PP in ds.dims else 1)
+    for name in ("max_rate", "max_rate_low", "max_rate_high"):
+        rate, per_replica = xr.broadcast(ds[name], tp)
+        check_fleet_counts(traffic.rate, need, rate.values, per_replica.values)
 
     def replicas_for(rate):
         r = rate.values
         return xr.DataArray(np.where(r > 0, np.ceil(need / np.where(r > 0, r, 1.0)), 0)
                             .astype(np.int64), dims=rate.dims)
 
-    # a replica's GPUs: tp × pp (expert parallelism runs within a stage's tp GPUs)
-    tp = ds[dims.TP] * (ds[dims.PP] if dims.PP in ds.dims else 1)
     ds["replicas"] = replicas_for(ds["max_rate"]).assign_attrs(
         units="1", long_name="replicas for the peak rate with headroom")
     ds["replicas_low"] = replicas_for(ds["max_rate_high"]).assign_attrs(

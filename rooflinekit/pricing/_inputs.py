@@ -8,6 +8,7 @@ Shared by :mod:`rooflinekit.pricing.capacity` (the capacity types and their pric
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -15,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import dims, roofline
-from rooflinekit._labels import align_inputs, is_labelled, spec_value
+from rooflinekit._labels import align_inputs, is_labelled, spec_value, widen
 from rooflinekit._validation import (
     as_numeric,
     check_bool,
@@ -28,7 +29,7 @@ from rooflinekit.hardware import GPU
 
 __all__ = ["USD_PER_MTOK", "USD_PER_MONTH", "TOKENS_PER_MONTH", "numeric_field",
            "normalise_region", "option_name", "ARGUMENT_DIMS", "prepare", "any_positive",
-           "admissibility", "price_per_gpu_hour", "check_hits", "check_engine"]
+           "admissibility", "price_per_gpu_hour", "check_hits", "check_engine", "widened"]
 
 USD_PER_MTOK = "USD/1M tokens"
 USD_PER_MONTH = "USD/month"
@@ -43,10 +44,21 @@ def numeric_field(name: str, value, *, positive: bool = False, hi=None,
     """
     if value is None and allow_none:
         return None
+    value = widen(value)                 # float16 / uint8 fields computed in float64 / int64
     if isinstance(value, (list, tuple)):
         value = np.asarray(as_numeric(name, value), dtype=float)
     check_range(name, value, lo=0, hi=hi, lo_open=positive)
     return value
+
+
+def widened(func):
+    """``func`` with every argument in the computing types (:func:`rooflinekit._labels.widen`)
+    before its checks and its arithmetic: float16 and float32 become float64, narrow and
+    unsigned integers int64; other values pass unchanged."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*(widen(a) for a in args), **{k: widen(v) for k, v in kwargs.items()})
+    return wrapper
 
 
 def normalise_region(value, name: str = "region") -> str | None:

@@ -50,6 +50,7 @@ from rooflinekit.pricing._inputs import (
     numeric_field,
     prepare,
     price_per_gpu_hour,
+    widened,
 )
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 
@@ -134,17 +135,20 @@ class PayAsYouGo:
                   "long_context_output_per_mtok")
         return {f: getattr(self, f) for f in fields if getattr(self, f) is not None}
 
+    @widened
     def blended(self, output_fraction, *, cached_fraction=0.0, prompt_tokens=None):
         """Blended price at an output fraction [USD per 1M tokens]; see :func:`blended_price`."""
         return blended_price(self, output_fraction, cached_fraction=cached_fraction,
                              prompt_tokens=prompt_tokens)
 
+    @widened
     def capacity(self, output_fraction):
         """Monthly capacity [tokens/month]: unlimited (``inf``) on the shared pool."""
         check_fraction("output_fraction", output_fraction)
         return finish(np.inf + 0 * _as_float(output_fraction), TOKENS_PER_MONTH,
                       "pay-as-you-go capacity (unlimited)")
 
+    @widened
     def cost(self, monthly_tokens, output_fraction, *, cached_fraction=0.0, prompt_tokens=None):
         """Monthly bill for a volume [USD/month]: ``monthly_tokens × blended / 1e6``.
 
@@ -227,6 +231,7 @@ class Provisioned:
         admissibility(self, "provisioned")
 
     @classmethod
+    @widened
     def from_units(cls, n_units, capacity_per_unit, *, monthly_cost_per_unit=None,
                    hourly_cost_per_unit=None, hours_per_month=HOURS_PER_MONTH, **kwargs):
         """A commitment of ``n_units`` units priced per unit per month or per hour.
@@ -276,6 +281,7 @@ class Provisioned:
         """The commitment's cost [USD/month], used or not."""
         return self.monthly_cost
 
+    @widened
     def capacity(self, output_fraction):
         """Capacity in billed tokens at an output fraction [tokens/month]; see the class Notes."""
         check_fraction("output_fraction", output_fraction)
@@ -283,6 +289,7 @@ class Provisioned:
         return finish(_capacity({**a, **spec._numeric()}), TOKENS_PER_MONTH,
                       "provisioned capacity at the mix")
 
+    @widened
     def cost(self, monthly_tokens, output_fraction):
         """Monthly cost of serving a volume [USD/month].
 
@@ -409,6 +416,7 @@ class SelfHosted:
         admissibility(self, "self-hosted")
 
     @classmethod
+    @widened
     def from_roofline(cls, model, gpu, *, tp, batch_size, context_length, utilization,
                       engineering_monthly, gpu_hourly=None, replicas=1,
                       hours_per_month=HOURS_PER_MONTH, other_fixed_monthly=0.0,
@@ -523,6 +531,7 @@ class SelfHosted:
         return finish(self._monthly(False) + 0.0, USD_PER_MONTH,
                       "self-hosted monthly cost without engineering")
 
+    @widened
     def unit_cost(self, monthly_tokens, *, include_engineering=True):
         """Cost per token served at a monthly volume [USD per 1M tokens].
 
@@ -549,6 +558,7 @@ class SelfHosted:
         a, (spec,) = prepare({"monthly_tokens": monthly_tokens}, self)
         return unit_cost(spec._monthly(include_engineering), a["monthly_tokens"])
 
+    @widened
     def capacity(self, output_fraction):
         """Monthly capacity [tokens/month] (``inf`` when not given); independent of the mix."""
         check_fraction("output_fraction", output_fraction)
@@ -556,6 +566,7 @@ class SelfHosted:
         cap = np.inf if spec.capacity_tokens is None else spec.capacity_tokens
         return finish(cap + 0 * a["output_fraction"], TOKENS_PER_MONTH, "self-hosted capacity")
 
+    @widened
     def cost(self, monthly_tokens, output_fraction, *, include_engineering=True):
         """Monthly cost of serving a volume [USD/month]: fixed, ``inf`` above the capacity."""
         check_nonnegative("monthly_tokens", monthly_tokens)
@@ -573,6 +584,7 @@ class SelfHosted:
 
 # -- what each type charges -----------------------------------------------------------------------
 
+@widened
 def blended_price(payg, output_fraction, *, cached_fraction=0.0, prompt_tokens=None):
     """Blended pay-as-you-go price of a token mix (guide §6.3).
 
@@ -634,6 +646,7 @@ def blended_price(payg, output_fraction, *, cached_fraction=0.0, prompt_tokens=N
     return finish(price, USD_PER_MTOK, "blended pay-as-you-go price")
 
 
+@widened
 def unit_cost(fixed_monthly_cost, monthly_tokens):
     """Cost per token of a fixed monthly cost spread over a volume (guide §6.5).
 

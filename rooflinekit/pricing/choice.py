@@ -29,7 +29,7 @@ from rooflinekit._validation import (
     check_type,
     show,
 )
-from rooflinekit.pricing._inputs import USD_PER_MONTH, normalise_region, option_name
+from rooflinekit.pricing._inputs import USD_PER_MONTH, normalise_region, option_name, widened
 from rooflinekit.pricing.capacity import PayAsYouGo, Provisioned, SelfHosted
 
 __all__ = ["CLASSIFICATIONS", "Compliance", "admissibility", "NoAdmissibleOptionError", "Choice",
@@ -179,6 +179,7 @@ class Choice:
     reason: str
 
 
+@widened
 def cheapest_option(monthly_tokens, options, output_fraction, *, workload=None, tie_rtol=1e-9):
     """The cheapest admissible way to serve a monthly volume at a mix (guide §6, §7).
 

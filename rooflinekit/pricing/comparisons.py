@@ -43,6 +43,7 @@ from rooflinekit.pricing._inputs import (
     USD_PER_MTOK,
     check_hits,
     prepare,
+    widened,
 )
 from rooflinekit.pricing.capacity import (
     PayAsYouGo,
@@ -76,6 +77,7 @@ class BreakEven(NamedTuple):
     utilization: object
 
 
+@widened
 def break_even(provisioned, payg, output_fraction, *, prefix_share=0.0, cached_input_weight=1.0):
     """Volume and utilisation at which dedicated capacity costs what pay-as-you-go does (§6.3).
 
@@ -161,6 +163,7 @@ def break_even(provisioned, payg, output_fraction, *, prefix_share=0.0, cached_i
                      finish(utilization, "1", "break-even utilisation of capacity"))
 
 
+@widened
 def crossover_volume(selfhosted, other, output_fraction, *, include_engineering=True,
                      whole_units=True):
     """Monthly volume above which self-hosting is cheaper than ``other`` (guide §6.5).
@@ -217,6 +220,7 @@ def crossover_volume(selfhosted, other, output_fraction, *, include_engineering=
                   "self-hosting crossover volume against provisioned")
 
 
+@widened
 def provisioned_savings(provisioned, payg, monthly_tokens, output_fraction):
     """What dedicated capacity saves against pay-as-you-go at a volume [USD/month].
 
@@ -255,6 +259,7 @@ def provisioned_savings(provisioned, payg, monthly_tokens, output_fraction):
     return finish(saved, USD_PER_MONTH, "saving of provisioned over pay-as-you-go")
 
 
+@widened
 def provisioned_unit_cost(provisioned, output_fraction, utilization):
     """Cost per token actually served by a commitment at a utilisation [USD per 1M tokens].
 
@@ -290,6 +295,7 @@ def provisioned_unit_cost(provisioned, output_fraction, utilization):
                   "unit cost of served tokens at the utilisation")
 
 
+@widened
 def capacity_price(option, output_fraction):
     """Price of one token of dedicated capacity, used or not [USD per 1M tokens].
 

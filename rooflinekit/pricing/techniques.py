@@ -34,6 +34,7 @@ from rooflinekit.pricing._inputs import (
     check_hits,
     prepare,
     price_per_gpu_hour,
+    widened,
 )
 from rooflinekit.pricing.capacity import PayAsYouGo
 from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
@@ -49,6 +50,7 @@ def _usd_per_second(gpu, tp, hourly_price):
     return tp * spec_value(gpu, "n_gpus") * hourly_price / SECONDS_PER_HOUR
 
 
+@widened
 def payg_cost_per_request(payg, prompt_tokens, output_tokens, *, prefix_share=0.0):
     """Pay-as-you-go bill of one request whose prompt partly hits the prompt cache [USD].
 
@@ -96,6 +98,7 @@ def payg_cost_per_request(payg, prompt_tokens, output_tokens, *, prefix_share=0.
     return finish(usd, USD_PER_REQUEST, "pay-as-you-go cost per request")
 
 
+@widened
 def cost_per_request(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1, *,
                      prefix_share=0.0, hourly_price=None, engine=None):
     """GPU cost of one request on your own GPUs, a prefix-cache hit skipping its compute [USD].
@@ -169,6 +172,7 @@ def cost_per_request(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=
     return finish(usd, USD_PER_REQUEST, "GPU cost per request")
 
 
+@widened
 def speculative_cost_per_million_tokens(model, gpu, batch_size=1, context_length=0, tp=1, *,
                                         draft, draft_tokens=4, acceptance, hourly_price=None,
                                         reserve=memory.DEFAULT_RESERVE, engine=None):
