@@ -236,10 +236,20 @@ def usable_kv_bytes(model, gpu, tp=1, reserve=DEFAULT_RESERVE):
     return usable_bytes(model, gpu, tp, reserve)
 
 
+def kv_heads_per_rank(n_kv_heads, tp):
+    """KV heads each tensor-parallel rank holds, on plain numbers or arrays [1].
+
+    The one rule of every path (:func:`kv_copies`, :func:`engine_kv_cache`): ``ceil(H_kv /
+    tp)``, at least one. Where ``tp`` divides the heads or they divide ``tp`` (the layouts
+    vLLM accepts) it is vLLM's ``max(1, H_kv // tp)``; an uneven shard is padded.
+    """
+    return np.maximum(1.0, np.ceil(n_kv_heads / tp))
+
+
 def _copies(model, tp):
     """KV copies per token across the group, on raw arrays."""
     heads = model.n_kv_heads
-    copies = tp * np.ceil(heads / tp) / heads
+    copies = tp * kv_heads_per_rank(heads, tp) / heads
     return np.where(model.is_mla != 0, tp * 1.0, copies)
 
 
@@ -504,7 +514,7 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     if model.kv_lora_rank is not None:
         heads_per_rank_bytes = model.kv_bytes_per_token_per_layer
     else:
-        kv_heads = max(1, model.n_kv_heads // tp)
+        kv_heads = int(kv_heads_per_rank(model.n_kv_heads, tp))
         heads_per_rank_bytes = 2 * kv_heads * model.head_dim * model.kv_bytes_per_element
     bytes_per_token = heads_per_rank_bytes * model.n_layers
     bytes_per_block = bytes_per_token * block_size

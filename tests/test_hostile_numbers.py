@@ -134,3 +134,16 @@ def test_cross_validate_refuses_k_above_rows():
 def test_calibrate_cli_refuses_folds_above_rows(capsys):
     one_line_error(capsys, ["calibrate", CSV, "--resamples", "2", "--phase", "decode", "--fit",
                             "step_overhead", "--cv", "kfold", "--folds", "1000"], "--folds")
+
+
+def test_one_kv_heads_per_rank_rule():
+    # issue 31 row 27: 12 KV heads at tp 8 were 2 heads a rank to kv_copies and 1 to
+    # engine_kv_cache; one rule now (padded shards: ceil(H / tp), at least one head)
+    import rooflinekit as rk
+    model = rk.ModelShape("kv12", n_layers=4, n_heads=24, n_kv_heads=12, head_dim=64,
+                          n_params=1e9)
+    gpu = rk.catalog.gpu("H100-SXM-80GB")
+    per_rank = rk.engine_kv_cache(model, gpu, 8, max_model_len=16)["bytes_per_block"] / 16
+    assert per_rank * 8 == pytest.approx(
+        rk.kv_copies(model, 8) * rk.kv_bytes_per_token(model), rel=1e-12)
+    assert per_rank == 2 * 2 * 64 * 2 * 4          # K and V, 2 heads, bf16, 4 layers
