@@ -23,7 +23,7 @@ __all__ = [
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
     "AllAtOnce", "FixedInterval", "Poisson", "Gamma",
     "INTERACTIVE", "BATCH", "MAX_ARRIVAL", "coerce_workload", "SharedPrefix", "NO_PREFIX",
-    "Beta", "speculative_draws", "speculative_gains", "MAX_DRAFT_TOKENS",
+    "Beta", "speculative_draws", "speculative_gains", "MAX_DRAFT_TOKENS", "MAX_SIGMA",
 ]
 
 #: Latest arrival time a workload may hold [tick or s]: 1e9 (31 years in seconds). Beyond it a
@@ -120,6 +120,12 @@ class Geometric:
         return rng.geometric(1.0 / float(self.mean), size=size).astype(np.int64)
 
 
+#: Largest log-space spread of :class:`LogNormal` [1]. At a fixed mean the median is
+#: ``mean · exp(−σ²/2)``: at σ = 3 a 200-token mean has a median of 2 tokens, and past it
+#: nearly every draw rounds to the one-token floor (σ = 50 made every request one token).
+MAX_SIGMA = 3.0
+
+
 @dataclasses.dataclass(frozen=True)
 class LogNormal:
     """Log-normal token counts with the given ``mean`` [tokens] and log-space spread ``sigma``.
@@ -136,7 +142,7 @@ class LogNormal:
 
     def __post_init__(self):
         real_number("mean", self.mean, lo=0, lo_open=True)
-        real_number("sigma", self.sigma, lo=0)
+        real_number("sigma", self.sigma, lo=0, hi=MAX_SIGMA)
         whole_number("minimum", self.minimum, lo=0)
         if self.maximum is not None and whole_number("maximum", self.maximum, lo=0) < self.minimum:
             raise ValueError(f"maximum must be >= minimum ({self.minimum}), got {self.maximum!r}")

@@ -126,7 +126,7 @@ def test_distribution_errors(make, match):
     (lambda: FixedInterval(1, burst=np.float64(0.5)), ValueError,
      "burst must be a whole number >= 1; got 0.5"),
     (lambda: LogNormal(mean=10, sigma=-1), ValueError,
-     "sigma must lie in [0, inf); got -1"),
+     "sigma must lie in [0, 3]; got -1"),
     (lambda: Poisson(np.float64(0)), ValueError, "rate must lie in (0, inf); got 0.0"),
     (lambda: Poisson(float("nan")), ValueError, "rate must not be NaN; got nan"),
     (lambda: Poisson("1"), TypeError, "rate must be a number; got str '1'"),
