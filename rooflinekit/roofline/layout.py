@@ -97,12 +97,15 @@ def layout_links(interconnect_bandwidth, interconnect_latency, network_bandwidth
     """
     interconnect = None if not _known(interconnect_bandwidth) else \
         interconnect_bandwidth * interconnect_efficiency
-    stage = p2p_bandwidth if p2p_bandwidth is not None else (
-        network_bandwidth if _known(network_bandwidth) else interconnect)
-    if p2p_bandwidth is None and interconnect is not None and network_bandwidth is not None \
-            and np.ndim(network_bandwidth):
+    if p2p_bandwidth is not None:
+        stage = p2p_bandwidth
+    elif not _known(network_bandwidth):
+        stage = interconnect
+    elif np.ndim(network_bandwidth) and interconnect is not None:
         # arrays of GPUs: each its own network link where it has one
         stage = np.where(np.isnan(network_bandwidth), interconnect, network_bandwidth)
+    else:
+        stage = network_bandwidth
     return LayoutLinks(interconnect if ep_bandwidth is None else ep_bandwidth,
                        interconnect_latency, stage,
                        interconnect_latency if p2p_latency is None else p2p_latency)
@@ -141,16 +144,16 @@ def layout_terms(hidden_size, n_moe_layers, n_experts_per_token, activation_byte
     """
     payload = parallel.all_to_all_bytes_per_token(hidden_size, n_experts_per_token,
                                                   activation_bytes, ep)
-    sharded = np.asarray(ep) > 1
-    staged = np.asarray(pp) > 1
-    expert_link = np.where(sharded, links.expert_bandwidth, np.inf) if np.ndim(sharded) else \
-        (links.expert_bandwidth if sharded else math.inf)
-    stage_link = np.where(staged, links.stage_bandwidth, np.inf) if np.ndim(staged) else \
-        (links.stage_bandwidth if staged else math.inf)
+    sharded, staged = np.asarray(ep) > 1, np.asarray(pp) > 1
+    # an unknown link (None) is never used where its degree is 1
+    expert_link = math.inf if links.expert_bandwidth is None else links.expert_bandwidth
+    stage_link = math.inf if links.stage_bandwidth is None else links.stage_bandwidth
     return LayoutTerms(
-        np.where(sharded, payload * n_moe_layers / ep / expert_link, 0.0)[()],
+        np.where(sharded, payload * n_moe_layers / ep / np.where(sharded, expert_link, np.inf),
+                 0.0)[()],
         np.where(sharded, 2 * n_moe_layers * links.expert_latency, 0.0)[()],
-        np.where(staged, (pp - 1) * hidden_size * activation_bytes / stage_link, 0.0)[()],
+        np.where(staged, (pp - 1) * hidden_size * activation_bytes
+                 / np.where(staged, stage_link, np.inf), 0.0)[()],
         np.where(staged, (pp - 1) * links.stage_latency, 0.0)[()])
 
 
