@@ -1,0 +1,305 @@
+#!/usr/bin/env python
+"""Score rooflinekit's continuous-batching simulator against published load sweeps.
+
+Reads ``tests/data/load_sweeps/sweeps.csv`` (one row per point of a published sweep; see that
+folder's README) and, for every sweep, runs :func:`rooflinekit.planning.load_curve` at the sweep's
+points with
+
+(a) ``engine=rooflinekit.IDEAL``, (b) the default ``engine=None`` and, with ``--calibration FILE``,
+(c) a calibration read by :func:`rooflinekit.calibrate.load_calibration`.
+
+It prints Markdown tables, per sweep and per source, of
+
+* ``tpot_mape``: mean absolute percentage error of the mean TPOT (or, where a source gives only
+  an ITL, the mean every-gap ITL) at the points below 80 % of the measured saturation;
+* ``ttft_mape``: the same for the mean TTFT (the median where no mean is published);
+* ``sat_err``: signed error of the predicted output throughput at the sweep's highest-throughput
+  point against its measured output throughput (the measured saturation).
+
+"Below 80 % of saturation" means a measured output throughput at most 0.8 × the sweep's largest.
+
+How a point is simulated, by how its source loaded the server:
+
+* ``rate`` finite (open loop): Poisson arrivals at that rate, ``--requests`` requests.
+* ``rate = inf`` with ``num_prompts == concurrency`` (a burst: every prompt released at once, as
+  ``benchmark_serving.py --request-rate inf`` without ``--max-concurrency``): ``num_prompts``
+  requests arriving at :data:`BURST_RATE` (they all arrive within a few ms).
+* otherwise (closed loop at a fixed client concurrency, e.g. AIPerf or ``--max-concurrency``):
+  ``load_curve`` has no closed-loop client, so the latency point is simulated open loop at the
+  *measured* request throughput (Poisson; the published ``request_throughput``, else
+  ``output_throughput / output_tokens``) — by Little's law its mean concurrency is the published
+  one exactly when the predicted latencies are right; and the saturation point is a burst of
+  ``max(--requests, 3 × C)`` requests with ``max_num_seqs = C`` (the server never holds more than
+  the client's ``C`` in flight).
+
+Lengths: datasets named ``sharegpt`` are drawn log-normal around the published mean lengths with
+``--sharegpt-sigma`` (an assumption: ShareGPT's lengths spread widely, coefficient of variation
+about 1); every other dataset takes the published lengths as constants.
+
+Weights in a ``dtype`` other than bf16/fp16 (fp8) are applied to the catalogue model
+(``bytes_per_param``); an :class:`~rooflinekit.Engine` (IDEAL) then also multiplies in that format
+(``compute_dtype``), as :mod:`rooflinekit.calibrate` does for such rows.
+
+Usage::
+
+    PYTHONPATH=. python scripts/score_load_sweeps.py [--calibration FILE] [--replicates 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+
+import rooflinekit
+from rooflinekit import catalog
+from rooflinekit.planning import SLO, Traffic
+from rooflinekit.workloads import LogNormal
+
+try:  # the top-level name where the package exports it, else the planning module's
+    load_curve = rooflinekit.load_curve
+except AttributeError:
+    from rooflinekit.planning import load_curve
+
+DEFAULT_SWEEPS = Path(__file__).resolve().parents[1] / "tests" / "data" / "load_sweeps" / "sweeps.csv"
+
+#: Arrival rate that stands for "all at once" [requests/s].
+BURST_RATE = 1e4
+#: Points at most this share of the sweep's largest measured output throughput are "below saturation".
+SATURATION_SHARE = 0.8
+#: Default log-space spread of ShareGPT lengths around their mean.
+SHAREGPT_SIGMA = 0.8
+#: A loose SLO: load_curve needs one, the scores do not use its attainments.
+_SLO = SLO(ttft=60.0)
+
+NUMERIC = ("tp", "prompt_tokens", "output_tokens", "rate", "concurrency", "mean_ttft_ms",
+           "median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "mean_itl_ms",
+           "request_throughput", "output_throughput", "num_prompts")
+
+
+def _number(text):
+    text = (text or "").strip()
+    if not text:
+        return None
+    return float(text)  # "inf" parses to math.inf
+
+
+def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
+    """The sweeps of ``path`` by id, each a list of points (numbers parsed, blanks ``None``)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        lines = [line for line in fh if not line.startswith("#")]
+    sweeps: dict[str, list[dict]] = {}
+    for row in csv.DictReader(lines):
+        point = dict(row)
+        for key in NUMERIC:
+            point[key] = _number(row.get(key))
+        sweeps.setdefault(row["sweep"], []).append(point)
+    return sweeps
+
+
+def source_group(source: str) -> str:
+    """The source a row comes from, for scores by source: a URL's host, a repository's name."""
+    if source.startswith(("http://", "https://")):
+        return urlparse(source).netloc
+    return source.split("@", 1)[0].split(":", 1)[0]
+
+
+def mode(points) -> str:
+    """``"rate"`` (open loop), ``"burst"`` (all prompts at once) or ``"closed"`` (fixed concurrency)."""
+    if all(p["rate"] is not None and math.isfinite(p["rate"]) for p in points):
+        return "rate"
+    if all(p["num_prompts"] is not None and p["concurrency"] is not None
+           and p["num_prompts"] == p["concurrency"] for p in points):
+        return "burst"
+    return "closed"
+
+
+def _length(mean, dataset, sigma):
+    if "sharegpt" in (dataset or "").lower() and sigma > 0:
+        return LogNormal(float(mean), float(sigma))
+    return max(1, int(round(mean)))
+
+
+def _spec(point, engine, sigma):
+    """Model spec, engine and traffic of ``point``."""
+    model = catalog.model(point["model"])
+    dtype = (point.get("dtype") or "").strip().lower()
+    if dtype and dtype not in ("bf16", "fp16"):
+        model = model.replace(bytes_per_param=dtype)
+        if isinstance(engine, rooflinekit.Engine) and engine.compute_dtype is None:
+            engine = engine.replace(compute_dtype=dtype)
+    prompt = _length(point["prompt_tokens"], point["dataset"], sigma)
+    if not isinstance(prompt, LogNormal):
+        prompt = max(0, prompt)
+    traffic = Traffic(1.0, prompt, _length(point["output_tokens"], point["dataset"], sigma))
+    return model, engine, traffic
+
+
+def _run(point, engine, *, rate, requests, max_num_seqs, replicates, seed, sigma) -> dict:
+    model, engine, traffic = _spec(point, engine, sigma)
+    ds = load_curve(traffic, _SLO, model=model, gpu=point["gpu"], tp=int(point["tp"]),
+                    rates=[float(rate)], max_num_seqs=int(max_num_seqs), engine=engine,
+                    replicates=replicates, requests=max(10, int(requests)), seed=seed)
+    out = {}
+    for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),
+                        ("mean_token_itl", 1e3), ("throughput", 1.0),
+                        ("request_throughput", 1.0)):
+        out[name] = float(np.nanmedian(ds[name].values)) * scale
+    return out
+
+
+def _measured_rate(point):
+    if point["request_throughput"]:
+        return point["request_throughput"]
+    return point["output_throughput"] / point["output_tokens"]
+
+
+def _ape(pred, meas):
+    if pred is None or meas is None or not math.isfinite(pred) or meas <= 0:
+        return None
+    return abs(pred - meas) / meas
+
+
+def _mean(values):
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    return float(np.mean(values)) if values else math.nan
+
+
+def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
+                sharegpt_sigma=SHAREGPT_SIGMA) -> dict:
+    """Scores of one sweep (its points as :func:`read_sweeps` gives them) under ``engine``."""
+    kind = mode(points)
+    peak = max(p["output_throughput"] for p in points)
+    top = max(points, key=lambda p: p["output_throughput"])
+    below = [p for p in points if p["output_throughput"] <= SATURATION_SHARE * peak]
+    common = dict(replicates=replicates, seed=seed, sigma=sharegpt_sigma)
+
+    def sim(point):
+        if kind == "rate":
+            return _run(point, engine, rate=point["rate"], requests=requests, max_num_seqs=256,
+                        **common)
+        if kind == "burst":
+            return _run(point, engine, rate=BURST_RATE, requests=point["num_prompts"],
+                        max_num_seqs=256, **common)
+        return _run(point, engine, rate=_measured_rate(point), requests=requests,
+                    max_num_seqs=256, **common)
+
+    tpot_err, ttft_err, rows = [], [], []
+    for point in below:
+        pred = sim(point)
+        if point["mean_tpot_ms"] is not None:
+            tpot_err.append(_ape(pred["mean_tpot"], point["mean_tpot_ms"]))
+        elif point["mean_itl_ms"] is not None:
+            tpot_err.append(_ape(pred["mean_token_itl"], point["mean_itl_ms"]))
+        if point["mean_ttft_ms"] is not None:
+            ttft_err.append(_ape(pred["mean_ttft"], point["mean_ttft_ms"]))
+        elif point["median_ttft_ms"] is not None:
+            ttft_err.append(_ape(pred["p50_ttft"], point["median_ttft_ms"]))
+        rows.append(pred)
+    if kind == "closed":
+        c = int(top["concurrency"])
+        sat = _run(top, engine, rate=BURST_RATE, requests=max(requests, 3 * c), max_num_seqs=c,
+                   **common)
+    else:
+        sat = sim(top)
+    return {"mode": kind, "points": len(points), "below_saturation": len(below),
+            "tpot_mape": _mean(tpot_err), "ttft_mape": _mean(ttft_err),
+            "saturation_measured": float(peak), "saturation_predicted": sat["throughput"],
+            "sat_err": (sat["throughput"] - peak) / peak, "error": ""}
+
+
+def score(sweeps_path=DEFAULT_SWEEPS, engine=None, *, sweeps=None, replicates=3, requests=300,
+          seed=0, sharegpt_sigma=SHAREGPT_SIGMA) -> list[dict]:
+    """One dict of scores per sweep of ``sweeps_path`` (only the ids in ``sweeps``, if given).
+
+    Each dict: ``sweep``, ``source`` (:func:`source_group`), ``mode``, ``points``,
+    ``below_saturation``, ``tpot_mape``, ``ttft_mape`` (fractions; NaN where the sweep publishes
+    none below saturation), ``saturation_measured``, ``saturation_predicted`` [output tokens/s],
+    ``sat_err`` (signed fraction) and ``error`` (empty, or why the simulation failed: the other
+    scores are then NaN).
+    """
+    results = []
+    for name, points in read_sweeps(sweeps_path).items():
+        if sweeps is not None and name not in sweeps:
+            continue
+        head = {"sweep": name, "source": source_group(points[0]["source"])}
+        try:
+            head.update(score_sweep(points, engine, replicates=replicates, requests=requests,
+                                    seed=seed, sharegpt_sigma=sharegpt_sigma))
+        except Exception as exc:  # an engine that cannot run this configuration: say why
+            head.update({"mode": mode(points), "points": len(points), "below_saturation": 0,
+                         "tpot_mape": math.nan, "ttft_mape": math.nan,
+                         "saturation_measured": max(p["output_throughput"] for p in points),
+                         "saturation_predicted": math.nan, "sat_err": math.nan,
+                         "error": f"{type(exc).__name__}: {exc}"})
+        results.append(head)
+    return results
+
+
+def _pct(value, signed=False):
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{100 * value:+.0f} %" if signed else f"{100 * value:.0f} %"
+
+
+def by_source(results) -> list[dict]:
+    """Scores averaged over the sweeps of each source (``sat_err`` as a mean absolute error)."""
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        groups.setdefault(r["source"], []).append(r)
+    return [{"source": src, "sweeps": len(rs),
+             "tpot_mape": _mean([r["tpot_mape"] for r in rs]),
+             "ttft_mape": _mean([r["ttft_mape"] for r in rs]),
+             "sat_abs_err": _mean([abs(r["sat_err"]) for r in rs if math.isfinite(r["sat_err"])])}
+            for src, rs in groups.items()]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sweeps", default=str(DEFAULT_SWEEPS), help="the sweeps CSV")
+    parser.add_argument("--calibration", help="a calibration JSON (rooflinekit.calibrate)")
+    parser.add_argument("--replicates", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=300,
+                        help="requests per open-loop / closed-loop point (bursts use num_prompts)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sharegpt-sigma", type=float, default=SHAREGPT_SIGMA)
+    parser.add_argument("--sweep", action="append", help="score only this sweep id (repeatable)")
+    args = parser.parse_args(argv)
+
+    engines = [("ideal", rooflinekit.IDEAL), ("default", None)]
+    if args.calibration:
+        from rooflinekit.calibrate import load_calibration
+        engines.append(("calibration", load_calibration(args.calibration)))
+
+    kw = dict(sweeps=args.sweep, replicates=args.replicates, requests=args.requests,
+              seed=args.seed, sharegpt_sigma=args.sharegpt_sigma)
+    all_results = {label: score(args.sweeps, engine, **kw) for label, engine in engines}
+
+    print("## Per sweep\n")
+    print("| sweep | source | mode | engine | points (below sat.) | TPOT/ITL MAPE | TTFT MAPE "
+          "| sat. tok/s measured | predicted | sat. err | note |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, results in all_results.items():
+        for r in results:
+            print(f"| {r['sweep']} | {r['source']} | {r['mode']} | {label} | {r['points']} "
+                  f"({r['below_saturation']}) | {_pct(r['tpot_mape'])} | {_pct(r['ttft_mape'])} "
+                  f"| {r['saturation_measured']:.0f} | "
+                  f"{r['saturation_predicted']:.0f} | {_pct(r['sat_err'], signed=True)} | "
+                  f"{r['error'][:120]} |".replace("| nan |", "| – |"))
+    print("\n## Per source\n")
+    print("| source | engine | sweeps | TPOT/ITL MAPE | TTFT MAPE | mean abs. sat. err |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label, results in all_results.items():
+        for s in by_source(results):
+            print(f"| {s['source']} | {label} | {s['sweeps']} | {_pct(s['tpot_mape'])} | "
+                  f"{_pct(s['ttft_mape'])} | {_pct(s['sat_abs_err'])} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Checks of the published load sweeps (tests/data/load_sweeps/sweeps.csv) and their scorer."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+import rooflinekit
+from rooflinekit import catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEPS = ROOT / "tests" / "data" / "load_sweeps" / "sweeps.csv"
+SCRIPT = ROOT / "scripts" / "score_load_sweeps.py"
+
+COLUMNS = ["sweep", "source", "engine", "engine_version", "model", "gpu", "tp", "dtype", "dataset",
+           "prompt_tokens", "output_tokens", "rate", "concurrency", "mean_ttft_ms",
+           "median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "mean_itl_ms",
+           "request_throughput", "output_throughput", "read_from", "notes"]
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("score_load_sweeps", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return _load_script()
+
+
+@pytest.fixture(scope="module")
+def sweeps(scorer):
+    return scorer.read_sweeps(SWEEPS)
+
+
+def test_header_has_the_documented_columns():
+    lines = [line for line in SWEEPS.read_text(encoding="utf-8").splitlines()
+             if not line.startswith("#")]
+    header = lines[0].split(",")
+    assert header[:len(COLUMNS)] == COLUMNS
+
+
+def test_every_row_cites_a_source(sweeps):
+    for name, points in sweeps.items():
+        for p in points:
+            src = p["source"].strip()
+            assert src.startswith(("http://", "https://")) or ("@" in src and ":" in src), \
+                f"{name}: source {src!r} is neither a URL nor repo@commit:path"
+            assert p["read_from"] in ("table", "json", "text", "figure"), (name, p["read_from"])
+            assert p["engine"].strip(), name
+
+
+def test_numbers_are_finite_and_positive(sweeps):
+    for name, points in sweeps.items():
+        for p in points:
+            for key in ("tp", "prompt_tokens", "output_tokens", "output_throughput"):
+                assert p[key] is not None, (name, key)
+            for key in ("tp", "prompt_tokens", "output_tokens", "concurrency", "mean_ttft_ms",
+                        "median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "mean_itl_ms",
+                        "request_throughput", "output_throughput", "num_prompts"):
+                value = p[key]
+                if value is not None:
+                    assert math.isfinite(value) and value > 0, (name, key, value)
+            rate = p["rate"]
+            if rate is not None:
+                assert rate > 0 and (math.isfinite(rate) or rate == math.inf), (name, rate)
+            assert p["rate"] is not None or p["concurrency"] is not None, name
+            # a point publishes some latency
+            assert any(p[k] is not None for k in ("mean_ttft_ms", "median_ttft_ms",
+                                                  "mean_tpot_ms", "mean_itl_ms")), name
+
+
+def test_sweeps_have_three_points_and_increase(sweeps):
+    for name, points in sweeps.items():
+        assert len(points) >= 3, name
+        rates = [p["rate"] for p in points]
+        if all(r is not None and math.isfinite(r) for r in rates):
+            assert all(a < b for a, b in zip(rates, rates[1:])), (name, rates)
+        else:
+            conc = [p["concurrency"] for p in points]
+            assert all(c is not None for c in conc), name
+            assert all(a < b for a, b in zip(conc, conc[1:])), (name, conc)
+
+
+def test_one_configuration_per_sweep(sweeps):
+    for name, points in sweeps.items():
+        for key in ("engine", "engine_version", "model", "gpu", "tp", "dtype", "dataset"):
+            assert len({p[key] for p in points}) == 1, (name, key)
+
+
+def test_models_and_gpus_are_catalogue_names(sweeps):
+    for name, points in sweeps.items():
+        p = points[0]
+        assert catalog.model(p["model"]).name == p["model"], name
+        assert catalog.gpu(p["gpu"]).name == p["gpu"], name
+
+
+def test_modes(scorer, sweeps):
+    kinds = {name: scorer.mode(points) for name, points in sweeps.items()}
+    assert set(kinds.values()) <= {"rate", "burst", "closed"}
+    assert kinds["lambda_h100_llama3-8b_tp1_burst"] == "burst"
+    assert kinds["nim_h100x2_llama3.3-70b_fp8_tp2_5000in_500out"] == "closed"
+
+
+@pytest.mark.slow
+def test_score_one_small_sweep(scorer):
+    name = "lambda_h100x2_llama3-70b_tp2_burst"
+    (result,) = scorer.score(SWEEPS, rooflinekit.IDEAL, sweeps=[name], replicates=1,
+                             requests=20)
+    assert result["sweep"] == name and result["error"] == ""
+    assert result["mode"] == "burst" and result["points"] == 4
+    assert result["below_saturation"] >= 1
+    for key in ("tpot_mape", "ttft_mape", "saturation_predicted", "sat_err"):
+        assert math.isfinite(result[key]), key
+    assert result["saturation_predicted"] > 0
+    rows = scorer.by_source([result])
+    assert rows[0]["source"] == "LambdaLabsML/vllm-benchmark"
