@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import math
 import re
 import sys
@@ -30,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))     # run from a checkout without installing
 
-from rooflinekit import catalog
+from rooflinekit import catalog, profiles
 from rooflinekit import roofline as rl
 from rooflinekit.calibrate import (
     calibrate,
@@ -129,10 +130,14 @@ def _static_run(model, gpu, batch, prompt, output, tp, engine):
 
 
 def _validation_prediction(row: dict, engine=rl.IDEAL) -> float:
-    """The roofline's figure for one published row under ``engine`` (the ideal one by
-    default, in the row's format), in the row's unit (ms or tokens/s)."""
+    """The roofline's figure for one published row under ``engine`` (an Engine or a
+    Calibration; the ideal one by default, in the row's format), in the row's unit (ms or
+    tokens/s)."""
     model, gpu, tp, dtype = _spec(row)
-    engine = engine.replace(compute_dtype=dtype)
+    if isinstance(engine, rl.Engine):
+        engine = engine.replace(compute_dtype=dtype)
+    else:
+        engine = dataclasses.replace(engine, base=engine.base.replace(compute_dtype=dtype))
     b, p, o = (int(row[k]) for k in ("batch_size", "prompt_tokens", "output_tokens"))
     if row["kind"] == "itl":          # at the generation's mean context
         return 1e3 * float(rl.decode_step_time(model, gpu, b, p + o / 2, tp, engine=engine))
@@ -181,28 +186,75 @@ def validation_tables() -> dict:
     for row in _validation_rows():
         pred = _validation_prediction(row)
         plain = _validation_prediction(row, rl.Engine(allreduce=False))
+        default = _validation_prediction(
+            row, profiles.engine_profile("vllm", row["gpu"], warn=False))
         measured = float(row["measured"])
         err = 100.0 * (pred / measured - 1.0)
         unit_ms = row["kind"] != "throughput"
         show = (lambda v: f"{_num(v, 2 if v < 100 else 1)} ms") if unit_ms else \
             (lambda v: _num(v, 0))
+        profiled = [show(default), _pct(100.0 * (default / measured - 1.0), True)]
         if row["kind"] == "ttft":
             prefill.append([row["id"], row["label"], show(measured), show(pred), _pct(err, True),
-                            show(plain), f"{pred / measured:.2f}"])
+                            *profiled, show(plain), f"{pred / measured:.2f}"])
             continue
         be = _solve_efficiency(row, "bandwidth_efficiency")
         over = _overhead(row, pred)
         decode.append([row["id"], row["label"], show(measured), show(pred), _pct(err, True),
-                       show(plain), "—" if math.isnan(be) else f"{be:.2f}",
+                       *profiled, show(plain), "—" if math.isnan(be) else f"{be:.2f}",
                        f"{_ms(over, 1)} ms"])
     return {
         "validation-decode": _table(
             ["#", "Source and configuration", "Measured", "Predicted (ideal)", "Error",
-             "No communication", "bw eff.", "overhead / step"], decode, "llrrrrrr"),
+             "vLLM profile", "Error", "No communication", "bw eff.", "overhead / step"],
+            decode, "llrrrrrrrr"),
         "validation-prefill": _table(
             ["#", "Source and configuration", "Measured", "Predicted (ideal)", "Error",
-             "No communication", "compute eff."], prefill, "llrrrrr"),
+             "vLLM profile", "Error", "No communication", "compute eff."], prefill,
+            "llrrrrrrr"),
+        "profiles": _profiles_table(),
+        "load-sweeps": _load_sweeps_table(),
     }
+
+
+def _profiles_table() -> str:
+    """Every shipped engine profile with its errors (the file's own numbers)."""
+    rows = []
+    for engine in profiles.ENGINE_NAMES:
+        _, entries = profiles.read_profile_file(
+            ROOT / "rooflinekit" / "data" / "engine_profiles" / f"{engine}.toml")
+        for e in entries:
+            decode = e["calibration"].decode
+            rows.append([engine, e["version"], e["gpu"],
+                         _ms(decode["step_overhead"], 2) + " ms",
+                         f"{decode['bandwidth_efficiency']:.2f}", _pct(e["fit_error"]),
+                         _pct(e["held_out_error"]), _pct(e["held_out_error_ttft"]),
+                         _pct(e["model_size_error"])])
+    return _table(["engine", "version", "GPU", "step overhead", "bw eff.", "fit TPOT",
+                   "leave-one-GPU-out TPOT", "leave-one-GPU-out TTFT", "across model sizes"],
+                  rows, "lllrrrrrr")
+
+
+def _load_sweeps_table() -> str:
+    """Each published load sweep scored with the ideal roofline and the default profile."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "rooflinekit_score_load_sweeps", ROOT / "scripts" / "score_load_sweeps.py")
+    scorer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scorer)
+    results = {name: scorer.score(engine=engine)
+               for name, engine in (("ideal", rl.IDEAL), ("default", None))}
+    rows = []
+    for ideal, default in zip(results["ideal"], results["default"]):
+        cells = [ideal["sweep"], ideal["source"], ideal["mode"], str(ideal["points"])]
+        for r in (ideal, default):
+            cells += [scorer._pct(r["tpot_mape"]), scorer._pct(r["ttft_mape"]),
+                      scorer._pct(r["sat_err"], signed=True)]
+        rows.append(cells)
+    return _table(["sweep", "source", "load", "points", "ideal TPOT", "ideal TTFT",
+                   "ideal saturation", "vLLM profile TPOT", "vLLM profile TTFT",
+                   "vLLM profile saturation"], rows, "llllrrrrrr")
 
 
 # -- calibration: fits to public serving runs -----------------------------------------------------

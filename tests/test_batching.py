@@ -433,10 +433,23 @@ def test_engine_checked_at_construction(batcher):
 
 
 def test_a_string_engine_names_engine():
-    with pytest.raises(TypeError, match="^engine must be a rooflinekit.Engine.*got str"):
+    # a string that names no engine is refused, naming engine and the names it takes
+    with pytest.raises(ValueError, match="^engine must be one of 'vllm', .*'ideal'; got 'fast'"):
         ContinuousBatcher(max_num_seqs=4, model="guide-70b", gpu="lab", tp=8, engine="fast")
-    with pytest.raises(TypeError, match="^engine must be"):
+    with pytest.raises(ValueError, match="^engine must be one of"):
         ContinuousBatcher(engine="fast")
+    with pytest.raises(ValueError, match="^engine must be one of"):
+        StaticBatcher(batch_size=4, model="guide-70b", gpu="lab", tp=8, engine="")
+    # every engine name is accepted, and times the run as the engine it names
+    from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
+    spec = dict(model="llama-3.1-8b", gpu="h100")
+    wl = guide_workload()
+    for name in ENGINE_CHOICES:
+        named = ContinuousBatcher(max_num_seqs=16, **spec, engine=name)
+        xr.testing.assert_identical(
+            named.run(wl),
+            ContinuousBatcher(max_num_seqs=16, **spec,
+                              engine=resolve_engine(name, spec["gpu"])).run(wl))
 
 
 @pytest.mark.parametrize("make", [
@@ -458,7 +471,7 @@ def test_a_calibration_is_an_engine(make):
     assert a.attrs["model_quality"] == b.attrs["model_quality"] == cal.label == \
         "calibrated: bench"
     # slower than ideal, as the knobs say
-    ideal = make(**spec).run(wl)
+    ideal = make(**spec, engine=IDEAL).run(wl)
     assert ideal.attrs["model_quality"] == IDEAL.label
     assert float(a["makespan"]) > float(ideal["makespan"])
     reps = run_replicates(calibrated, wl.arrival[None], wl.prompt_tokens[None],
@@ -476,8 +489,8 @@ def test_an_engines_label_is_the_results_model_quality():
     named = engine.replace(label="vLLM 0.6, measured")
     assert ContinuousBatcher(max_num_seqs=16, **lab, engine=named).run(wl) \
         .attrs["model_quality"] == "vLLM 0.6, measured"
-    # IDEAL and None are the same clock, to the bit
-    xr.testing.assert_identical(ContinuousBatcher(max_num_seqs=16, **lab).run(wl),
+    # IDEAL and "ideal" are the same clock, to the bit
+    xr.testing.assert_identical(ContinuousBatcher(max_num_seqs=16, **lab, engine="ideal").run(wl),
                                 ContinuousBatcher(max_num_seqs=16, **lab, engine=IDEAL).run(wl))
     # the tick clock reads no engine: one given there is refused, never silently ignored
     for engine_given in (engine, Calibration(decode={"bandwidth_efficiency": 0.5}, source="x")):
@@ -486,6 +499,30 @@ def test_an_engines_label_is_the_results_model_quality():
     tick = ContinuousBatcher(max_num_seqs=16).run(wl)
     assert tick.attrs["model_quality"].startswith("tick clock")
     assert float(tick["makespan"]) == 440
+
+
+def test_the_roofline_clocks_default_is_the_vllm_profile_not_ideal():
+    # on the roofline clock engine=None is the shipped vLLM profile of the GPU: the same run
+    # as engine="vllm", to the bit, labelled as that profile; "ideal" is the bound, and differs
+    from rooflinekit.profiles import resolve_engine
+    wl = guide_workload()
+    for make in (lambda **kw: ContinuousBatcher(max_num_seqs=16, **kw),
+                 lambda **kw: StaticBatcher(batch_size=8, **kw)):
+        for spec in (dict(model="llama-3.1-8b", gpu="h100"),
+                     dict(model="guide-70b", gpu="lab", tp=8)):
+            default = make(**spec)
+            assert default.engine is None
+            ds = default.run(wl)
+            vllm = dataclasses.replace(default, engine="vllm").run(wl)
+            ideal = dataclasses.replace(default, engine="ideal").run(wl)
+            xr.testing.assert_identical(ds, vllm)
+            profile = resolve_engine("vllm", spec["gpu"])
+            assert ds.attrs["model_quality"] == vllm.attrs["model_quality"] == profile.label
+            assert ds.attrs["model_quality"].startswith("calibrated: vllm ")
+            assert " profile for " in ds.attrs["model_quality"]
+            assert ideal.attrs["model_quality"] == IDEAL.label != ds.attrs["model_quality"]
+            assert not np.array_equal(ds["finish"].values, ideal["finish"].values)
+            xr.testing.assert_identical(ideal, dataclasses.replace(default, engine=IDEAL).run(wl))
 
 
 def test_an_engine_of_array_fields_is_timed_afresh():
@@ -613,8 +650,8 @@ def test_one_card_rejects_everything():
 def test_roofline_batch_one_decode_step():
     # guide §3.1: batch-1 decode reads 140 GB at 3.35 TB/s = 41.79 ms (docs/conventions.md), rel 1e-4; the
     # step here also reads 2 tokens of KV (655,360 B), 5e-6 relative.
-    res = ContinuousBatcher(max_num_seqs=1, kv_budget_tokens=10**6, **lab(tp=1)).run(
-        arrival=[0.0], prompt_tokens=[1], output_tokens=[2])
+    res = ContinuousBatcher(max_num_seqs=1, kv_budget_tokens=10**6, **lab(tp=1),
+                            engine=IDEAL).run(arrival=[0.0], prompt_tokens=[1], output_tokens=[2])
     assert res.itl.item() == pytest.approx(41.79e-3, rel=1e-4)
     assert res.itl.item() == pytest.approx((140e9 + 2 * 327_680) / 3.35e12, rel=1e-12)
 
@@ -632,12 +669,12 @@ def test_roofline_static_first_token_after_prefill():
     from rooflinekit import roofline
     m, g = lab()["model"], lab()["gpu"]
     # one request: its first token comes out of one prefill pass (roofline.prefill_time), rel 1e-12
-    one = StaticBatcher(batch_size=1, **lab()).run(arrival=[0], prompt_tokens=[1000],
-                                                   output_tokens=[3])
+    one = StaticBatcher(batch_size=1, **lab(), engine=IDEAL).run(
+        arrival=[0], prompt_tokens=[1000], output_tokens=[3])
     assert one.ttft.item() == pytest.approx(roofline.prefill_time(m, g, 1000, tp=8), rel=1e-12)
     # two requests prefilled together, then decoded together until the longest ends (padding)
-    two = StaticBatcher(batch_size=2, **lab()).run(arrival=[0, 0], prompt_tokens=[1000, 1000],
-                                                   output_tokens=[5, 1])
+    two = StaticBatcher(batch_size=2, **lab(), engine=IDEAL).run(
+        arrival=[0, 0], prompt_tokens=[1000, 1000], output_tokens=[5, 1])
     first = two.first_token.values
     assert first[0] == first[1]
     assert one.ttft.item() < first[0] <= roofline.prefill_time(m, g, 2000, tp=8)

@@ -33,7 +33,8 @@ def batcher(pp, ep, **kwargs):
 @pytest.mark.parametrize("pp, ep", LAYOUTS)
 @pytest.mark.parametrize("prompt", [1, 500, 4000])
 def test_a_prefill_step_is_the_layouts_prefill(pp, ep, prompt):
-    ds = batcher(pp, ep).run(Workload([0.0], [prompt], [1]))
+    # the ideal roofline, as the layout formula it is compared with
+    ds = batcher(pp, ep, engine=rk.IDEAL).run(Workload([0.0], [prompt], [1]))
     expected = float(rk.layout_prefill_time(MOE, H100, prompt, tp=2, pp=pp, ep=ep))
     np.testing.assert_allclose(float(ds.first_token[0] - ds.admit[0]), expected, rtol=1e-13)
 
@@ -44,8 +45,8 @@ def test_a_decode_step_adds_the_layouts_hand_offs_and_all_to_all(pp, ep, batch):
     # the inter-token gap of a decode step, less the same step on one group: the layout's
     # terms at one micro-batch, whatever the context
     wl = Workload([0.0] * batch, [500] * batch, [2] * batch)
-    gap = float(batcher(pp, ep).run(wl).mean_token_itl)
-    group = float(batcher(1, 1).run(wl).mean_token_itl)
+    gap = float(batcher(pp, ep, engine=rk.IDEAL).run(wl).mean_token_itl)
+    group = float(batcher(1, 1, engine=rk.IDEAL).run(wl).mean_token_itl)
     context = 600     # any: the terms do not depend on it
     added = (rk.layout_decode_step_time(MOE, H100, batch, context, tp=2, pp=pp, ep=ep)
              - rk.decode_step_time(MOE, H100, batch, context, 2))

@@ -126,7 +126,7 @@ def test_engine_options_are_checked(name, value, match):
 def test_simulator_clock_takes_the_engine_options():
     wl = guide_workload()
     spec = {"model": "llama-3.1-8b", "gpu": "h100", "max_num_seqs": 16}
-    ideal = batching.ContinuousBatcher(**spec).run(wl)
+    ideal = batching.ContinuousBatcher(**spec, engine=IDEAL).run(wl)
     slow = batching.ContinuousBatcher(**spec, engine=Engine(**ENGINE)).run(wl)
     assert float(slow["makespan"]) > float(ideal["makespan"])
     same = batching.ContinuousBatcher(

@@ -96,10 +96,16 @@ def test_batchers_take_a_calibration(make):
     assert a.attrs["model_quality"] == "calibrated: bench"
     assert b.attrs["model_quality"] == "calibrated: bench"
     assert c.attrs["model_quality"].startswith("engine: ")
-    assert make(**spec).run(wl).attrs["model_quality"] == IDEAL.label
+    assert make(**spec, engine=IDEAL).run(wl).attrs["model_quality"] == IDEAL.label
+    assert make(**spec, engine="ideal").run(wl).attrs["model_quality"] == IDEAL.label
+    # the roofline clock's default is the GPU's vLLM profile, labelled so
+    from rooflinekit.profiles import resolve_engine
+    default = make(**spec).run(wl).attrs["model_quality"]
+    assert default == resolve_engine("vllm", spec["gpu"]).label != IDEAL.label
+    assert default.startswith("calibrated: vllm ") and " profile for " in default
     assert make().run(wl).attrs["model_quality"].startswith("tick clock")
     # slower than ideal, as the knobs say
-    assert float(a["makespan"]) > float(make(**spec).run(wl)["makespan"])
+    assert float(a["makespan"]) > float(make(**spec, engine=IDEAL).run(wl)["makespan"])
     reps = batching.run_replicates(calibrated, wl.arrival[None], wl.prompt_tokens[None],
                                    wl.output_tokens[None])
     assert reps.attrs["model_quality"] == "calibrated: bench"

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import rooflinekit
 from rooflinekit import cli
 from rooflinekit.cli.main import COMMANDS
 
@@ -19,8 +20,9 @@ def run(capsys, *argv):
 def test_capacity_text_and_json(capsys):
     code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--max-model-len", "8192")
     assert code == 0 and "max concurrent sequences" in out and "183" in out
+    # the guide's arithmetic: the ideal roofline, asked for by name
     code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--allreduce", "guide",
-                       "--json")
+                       "--engine", "ideal", "--json")
     data = json.loads(out)
     assert data["max_concurrent_sequences"] == 183
     # guide §4.1 (its simple model, no all-reduce): (weights + B·KV) / bandwidth, batch 1 at
@@ -190,8 +192,10 @@ def test_capacity_speculative_decoding_is_the_library(capsys):
     data = json.loads(out)
     model, gpu = catalog.model("llama-3.1-70b"), catalog.gpu("h100")
     assert data["speculative_tokens_per_step"] == pytest.approx(3.3616, abs=1e-12)
+    # the command's default engine is the vLLM profile of its GPU
     assert data["speculative_speedup"] == pytest.approx(float(roofline.speculative_speedup(
-        model, gpu, 4, 8192, 8, draft=0.05, draft_tokens=4, acceptance=0.8)), rel=1e-12)
+        model, gpu, 4, 8192, 8, draft=0.05, draft_tokens=4, acceptance=0.8,
+        engine=rooflinekit.engine_profile("vllm", gpu))), rel=1e-12)
     code, _, err = run(capsys, "capacity", "llama-3.1-70b", "h100", "--acceptance", "0.8")
     assert code == 2 and "go together" in err
 

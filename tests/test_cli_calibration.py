@@ -22,7 +22,7 @@ def run(capsys, *argv):
 
 def test_capacity_applies_each_phase_and_says_so(capsys):
     base = ("capacity", "llama-3.1-8b", "h100", "--batch-size", "16", "--json")
-    _, out, _ = run(capsys, *base)
+    _, out, _ = run(capsys, *base, "--engine", "ideal")
     ideal = json.loads(out)
     assert ideal["model_quality"] == IDEAL.label
     _, out, _ = run(capsys, *base, "--engine", str(CAL_FILE))
@@ -40,14 +40,17 @@ def test_capacity_applies_each_phase_and_says_so(capsys):
     assert cal["kv_budget_tokens"] == ideal["kv_budget_tokens"]
     _, text, _ = run(capsys, *base[:-1], "--engine", str(CAL_FILE))
     assert f"timing: {CAL.label}" in text
-    _, text, _ = run(capsys, *base[:-1])
+    _, text, _ = run(capsys, *base[:-1], "--engine", "ideal")
     assert f"timing: {IDEAL.label}" in text
+    # no --engine: the vLLM profile of the GPU, labelled so
+    _, out, _ = run(capsys, *base)
+    assert json.loads(out)["model_quality"].startswith("calibrated: vllm ")
 
 
 def test_sweep_takes_each_phase_knobs_and_says_so(capsys):
     base = ("sweep", "--models", "Llama-3.1-8B", "--gpus", "h100", "--tp", "1",
             "--max-model-len", "4096", "--batch-size", "8", "--json")
-    _, out, _ = run(capsys, *base)
+    _, out, _ = run(capsys, *base, "--engine", "ideal")
     ideal = json.loads(out)
     assert ideal["model_quality"] == IDEAL.label
     _, out, _ = run(capsys, *base, "--engine", str(CAL_FILE))
@@ -61,7 +64,7 @@ def test_sweep_takes_each_phase_knobs_and_says_so(capsys):
 def test_simulate_passes_the_calibration_to_the_batchers(capsys):
     base = ("simulate", "--workload", "constant", "--requests", "32", "--output-mean", "64",
             "--input-len", "256", "--model", "llama-3.1-8b", "--gpu", "h100", "--json")
-    _, out, _ = run(capsys, *base)
+    _, out, _ = run(capsys, *base, "--engine", "ideal")
     ideal = json.loads(out)
     assert ideal["model_quality"] == IDEAL.label
     _, out, _ = run(capsys, *base, "--engine", str(CAL_FILE))

@@ -24,8 +24,10 @@ def test_capacity_with_a_draft_model_counts_its_weights_and_its_cost():
     assert got["speculative_max_concurrent_sequences"] == rk.max_concurrent_sequences(
         m, g, 8192, 4, draft_weight_bytes=rk.weight_bytes(d))
     assert got["speculative_max_concurrent_sequences"] < got["max_concurrent_sequences"]
+    # the command's default engine: the vLLM profile of its GPU
     assert got["speculative_usd_per_million_tokens"] == rk.speculative_cost_per_million_tokens(
-        m, g, 1, 8192, 4, draft=d, draft_tokens=4, acceptance=0.8, hourly_price=g.hourly_price)
+        m, g, 1, 8192, 4, draft=d, draft_tokens=4, acceptance=0.8, hourly_price=g.hourly_price,
+        engine=rk.engine_profile("vllm", g))
 
 
 def test_capacity_with_a_draft_head_holds_no_draft_weights():

@@ -271,6 +271,7 @@ def test_each_pool_is_timed_by_its_own_engine_and_says_so():
                      link_bandwidth=1e10).run(wl)
     np.testing.assert_array_equal(ds["finish"].values, as_engine["finish"].values)
     # slower prefill than the ideal pool's
-    ideal = pair(roofline_batcher(config), roofline_batcher(config), link_bandwidth=1e10).run(wl)
+    ideal = pair(roofline_batcher(config, engine=rk.IDEAL),
+                 roofline_batcher(config, engine=rk.IDEAL), link_bandwidth=1e10).run(wl)
     assert ideal.attrs["model_quality"] == rk.IDEAL.label
     assert float(ds["ttft"].mean()) > float(ideal["ttft"].mean())

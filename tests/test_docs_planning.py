@@ -54,17 +54,40 @@ def test_the_plan_table(answer, gpu, tp, seqs):
 
 def test_the_decision(answer):
     _, best, table = answer
-    assert "3 replicas of 8 ×\nH100-SXM-80GB (24 GPUs, $52,385/month)" in DOC
+    assert "15 replicas of 2 ×\nH200-SXM-141GB (30 GPUs, $83,220/month" in DOC
     assert (str(best["gpu"].values), int(best["tp"]), int(best["gpus"])) == \
-        ("H100-SXM-80GB", 8, 24)
-    assert round(float(best["monthly_cost"])) == 52_385
-    for option, cost in (("self-hosted", 52_385), ("pay-as-you-go", 421_667),
+        ("H200-SXM-141GB", 2, 30)
+    assert round(float(best["monthly_cost"])) == 83_220
+    assert best.attrs["model_quality"].startswith("calibrated: vllm profiles per GPU")
+    for option, cost in (("self-hosted", 83_220), ("pay-as-you-go", 421_667),
                          ("provisioned", 1_124_930)):
         assert round(float(table["monthly_cost"].sel(option=option))) == cost
         assert f"| {cost:,} |" in DOC
     assert int(table["units"].sel(option="provisioned")) == 1541
     assert f"{table.attrs['monthly_tokens']:.3g}" == "1.21e+11"
     assert str(table["choice"].values) == "self-hosted"
+
+
+def test_the_ideal_bound_beside_it(answer):
+    """The page's bound: the cheapest configuration on the ideal roofline, and the ideal
+    roofline's own cheapest fleet over the grid."""
+    _, best, _ = answer
+    traffic = rk.Traffic(20.0, LogNormal(2000, 0.5), LogNormal(300, 0.5))
+    slo = rk.SLO(ttft=1.0, itl=0.05, quantile=0.95)
+    ideal = rk.plan(traffic, slo, models="Llama-3.1-70B", gpus=str(best["gpu"].values),
+                    tp=int(best["tp"]), max_num_seqs=int(best["max_num_seqs"]), replicates=20,
+                    engine="ideal").squeeze(drop=True)
+    assert "2.31 req/s a replica (2.23–2.42), 11 replicas, 22 GPUs,\n$61,028 a month" in DOC
+    assert (f"{float(ideal['max_rate']):.2f}", f"{float(ideal['max_rate_low']):.2f}",
+            f"{float(ideal['max_rate_high']):.2f}") == ("2.31", "2.23", "2.42")
+    assert (int(ideal["replicas"]), int(ideal["gpus"]), round(float(ideal["monthly_cost"]))) \
+        == (11, 22, 61_028)
+    grid = rk.plan(traffic, slo, models="Llama-3.1-70B", gpus=["H100-SXM-80GB", "H200-SXM-141GB"],
+                   tp=[1, 2, 4, 8], max_num_seqs=[64, 128, 256], replicates=20, engine="ideal")
+    cheapest = rk.cheapest_plan(grid, by=None)
+    assert "the ideal roofline would say 24 × H100 for $52,385" in DOC
+    assert (str(cheapest["gpu"].values), int(cheapest["gpus"]),
+            round(float(cheapest["monthly_cost"]))) == ("H100-SXM-80GB", 24, 52_385)
 
 
 def test_the_chunked_prefill_table():

@@ -28,7 +28,7 @@ FLOORS = (
     ("dims", "units", "dtypes", "_validation", "_labels", "hf_config"),
     ("hardware", "models", "memory", "workloads"),
     ("catalog", "parallel"),
-    ("roofline",),
+    ("roofline", "profiles"),
     ("pricing", "batching", "sweep", "calibrate"),
     ("planning",),
     ("guide", "plotting"),

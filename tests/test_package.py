@@ -43,7 +43,7 @@ NAMES_ADDED = {"decode_step_time", "energy_per_token", "Traffic", "SLO", "plan",
                "layout_memory", "pipeline_bubble", "expert_all_to_all_bytes", "kv_transfer_time",
                "layout_decode_step_time", "layout_prefill_time", "layouts", "plan_disaggregated",
                "payg_cost_per_request", "cost_per_request", "speculative_cost_per_million_tokens",
-               "Engine", "IDEAL"}
+               "Engine", "IDEAL", "engine_profile", "ENGINE_PROFILES"}
 
 
 def test_names_before_folders_are_kept():
@@ -54,7 +54,8 @@ def test_names_before_folders_are_kept():
     assert set(rooflinekit.__all__) - set(NAMES_BEFORE_FOLDERS) == NAMES_ADDED
 
 
-@pytest.mark.parametrize("folder", ["roofline", "pricing", "batching", "sweep", "calibrate",
+@pytest.mark.parametrize("folder", ["roofline", "profiles", "pricing", "batching", "sweep",
+                                    "calibrate",
                                     "plotting", "planning"])
 def test_folder_face_re_exports_its_parts(folder):
     """Each public module of a folder lists its names; the face re-exports every one of them."""

@@ -116,8 +116,19 @@ def test_plan_dimensions_units_and_no_nan(small_plan):
         assert "units" in var.attrs and "long_name" in var.attrs, name
         if var.dtype.kind == "f":
             assert not np.isnan(var.values).any(), name
-    assert ds.attrs["model_quality"] == rk.planning.IDEAL.label
+    # the default engine: each GPU's vLLM profile, labelled as such (not the ideal bound)
+    from rooflinekit.profiles import resolve_engine
+    label = ds.attrs["model_quality"]
+    assert label == resolve_engine("vllm", [GPU, "L40S"]).label
+    assert label.startswith("calibrated: vllm ") and " profile for " in label
+    assert label != rk.planning.IDEAL.label
     assert set(np.unique(ds["binding"].values)) <= set(capacity.BINDINGS)
+    # the ideal bound by name is rooflinekit.IDEAL, labelled so
+    small = dict(models=MODEL, gpus=GPU, tp=1, max_num_seqs=32, replicates=2, requests=100,
+                 seed=1)
+    ideal = rk.plan(TRAFFIC, SLO, **small, engine="ideal")
+    assert ideal.attrs["model_quality"] == rk.planning.IDEAL.label == rk.IDEAL.label
+    xr.testing.assert_identical(ideal, rk.plan(TRAFFIC, SLO, **small, engine=rk.IDEAL))
 
 
 def test_plan_fleet_arithmetic(small_plan):
@@ -208,7 +219,7 @@ def test_calibration_is_used_and_labelled():
                          source="test knobs")
     kwargs = {"models": MODEL, "gpus": GPU, "tp": 1, "max_num_seqs": 64, "replicates": 3,
               "requests": 200}
-    ideal = rk.plan(TRAFFIC, SLO, **kwargs)
+    ideal = rk.plan(TRAFFIC, SLO, engine=rk.IDEAL, **kwargs)
     slow = rk.plan(TRAFFIC, SLO, engine=cal, **kwargs)
     assert slow.attrs["model_quality"] == "calibrated: test knobs"
     assert float(slow["saturation_rate"].squeeze()) < float(ideal["saturation_rate"].squeeze())
@@ -361,8 +372,9 @@ def test_prefix_caching_raises_the_rate_of_prefix_heavy_traffic():
     traffic = rk.Traffic(8.0, LogNormal(200, 0.5), LogNormal(150, 0.5),
                          prefix=SharedPrefix(2000, groups=4, share=0.9))
     slo = rk.SLO(ttft=0.5, itl=0.05)
+    # the ideal roofline: the gain asserted is the physics', not a profile's numbers
     kwargs = {"models": MODEL, "gpus": GPU, "tp": 1, "max_num_seqs": 128, "replicates": 4,
-              "requests": 300}
+              "requests": 300, "engine": rk.IDEAL}
     plain = rk.plan(traffic, slo, **kwargs)
     cached = rk.plan(traffic, slo, prefix_caching=True, **kwargs)
     # the same draws: a prefill skipped is time saved, so the cached replica carries more

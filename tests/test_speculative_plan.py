@@ -111,7 +111,8 @@ def test_a_draft_models_weights_and_kv_come_off_the_budget():
 def test_the_draft_model_prefills_the_prompts():
     # one request, prompt 200: the prefill step adds the draft's step of those 200 tokens
     target, draft = catalog.model("Llama-3.1-70B"), catalog.model(MODEL)
-    kw = {"model": target, "gpu": GPU, "tp": 4, "max_num_seqs": 4}
+    # the ideal roofline, as the step-cost formulas it is compared with
+    kw = {"model": target, "gpu": GPU, "tp": 4, "max_num_seqs": 4, "engine": rk.IDEAL}
     wl = rk.Workload([0.0], [200], [1])         # a prefill and its token, nothing to decode
     plain = ContinuousBatcher(**kw).run(wl)
     spec = ContinuousBatcher(speculative=Speculative(draft=draft), **kw).run(wl)

@@ -174,7 +174,7 @@ def test_step_time_is_the_roofline_speculative_step():
     wl_one = Workload([0.0], [100], [1])
     wl_two = Workload([0.0], [100], [2])
     for d in (draft, 0.25):
-        b = ContinuousBatcher(model=model, gpu=gpu, tp=8,
+        b = ContinuousBatcher(model=model, gpu=gpu, tp=8, engine=rk.IDEAL,
                               speculative=Speculative(draft=d, draft_tokens=3, acceptance=0.0))
         step = float(b.run(wl_two).makespan) - float(b.run(wl_one).makespan)
         expected = float(rk.speculative_step_time(model, gpu, 1, 101, 8, draft=d,
@@ -377,7 +377,7 @@ def test_simulate_command_decodes_speculatively(capsys):
     from rooflinekit.cli.main import main
     base = ["simulate", "--workload", "constant", "--requests", "32", "--output-mean", "64",
             "--input-len", "16", "--model", "llama-3.1-70b", "--gpu", "h100", "--tp", "8",
-            "--json"]
+            "--engine", "ideal", "--json"]     # the ideal roofline: no profile's numbers
     assert main(base) == 0
     plain = json.loads(capsys.readouterr().out)
     assert main(base + ["--speculative-draft", "llama-3.1-8b", "--num-speculative-tokens", "4",

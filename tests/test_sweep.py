@@ -26,7 +26,8 @@ AXES = dict(tp=[1, 2, 4, 8], context_length=[1, 1000, 4096, 8192, 32768],
 
 @pytest.fixture(scope="module")
 def grid():
-    return sw.sweep(MODELS, GPUS, **AXES)
+    # the ideal roofline: the cells are compared with the scalar formulas' ideal default
+    return sw.sweep(MODELS, GPUS, **AXES, engine=roofline.IDEAL)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,7 @@ def test_random_cells_equal_scalar_functions(grid):
 
 def test_guide_figures_in_a_sweep():
     ds = sw.sweep("guide-70b", "guide-lab-80GB", tp=[1, 8], context_length=8192, batch_size=1,
-                  prompt_tokens=1)
+                  prompt_tokens=1, engine=roofline.IDEAL)
     # guide §2.4 / conventions: 0 sequences on one card, 183 on 8 × 80 GiB at 8,192 tokens
     assert ds.max_concurrent_sequences.sel(tp=1).item() == 0
     assert ds.max_concurrent_sequences.sel(tp=8).item() == 183
@@ -112,7 +113,8 @@ def test_guide_figures_in_a_sweep():
 def test_decode_batch1_guide_figure():
     # conventions: batch-1 decode at no context 140e9 / 3.35e12 = 41.79 ms (abs 5e-3 ms); context 1 adds
     # 327,680 B (1e-4 ms)
-    ds = sw.sweep("guide-70b", "guide-lab-80GB", tp=1, context_length=1, batch_size=1)
+    ds = sw.sweep("guide-70b", "guide-lab-80GB", tp=1, context_length=1, batch_size=1,
+                  engine=roofline.IDEAL)
     assert ds.decode_step_time.item() / units.MS == pytest.approx(41.79, abs=5e-3)
 
 
@@ -131,10 +133,16 @@ def test_variables_run_over_their_own_dimensions(grid):
     assert grid.decode_step_time.dims == ("model", "gpu", "tp", "context_length", "batch_size")
     assert grid.prefill_time.dims == ("model", "gpu", "tp", "prompt_tokens")
     assert sw.sweep_cells(grid) == 6 * 4 * 4 * 5 * 4 * 3
+    # the default (each GPU's own profile, one sweep per GPU joined) keeps the same dimensions
+    default = sw.sweep(MODELS, GPUS, **AXES)
+    assert list(default.data_vars) == list(grid.data_vars)
+    for name, var in grid.data_vars.items():
+        assert default[name].dims == var.dims, name
+    assert sw.sweep_cells(default) == sw.sweep_cells(grid)
 
 
 def test_prefill_over_context_without_prompt_tokens(small_kw):
-    ds = sw.sweep(**small_kw)
+    ds = sw.sweep(**small_kw, engine=roofline.IDEAL)
     assert ds.prefill_time.dims == ("model", "gpu", "tp", "context_length")
     m, g = catalog.model("Llama-3.1-8B"), catalog.gpu("H100-SXM-80GB")
     got = ds.prefill_time.sel(model="Llama-3.1-8B", gpu="H100-SXM-80GB", tp=2,
@@ -214,7 +222,7 @@ def test_an_engine_times_every_phase_as_the_formulas_do():
                             roofline.decode_step_time(m, g, b, c, tp, engine=engine), rel=1e-12)
     # slower than the ideal everywhere
     ideal = sw.sweep(models, gpus, tp=[1, 2, 8], context_length=[1000, 8192],
-                     batch_size=[1, 64], prompt_tokens=[512, 4000])
+                     batch_size=[1, 64], prompt_tokens=[512, 4000], engine=rk.IDEAL)
     assert (ds.decode_step_time > ideal.decode_step_time).all()
     assert (ds.prefill_time > ideal.prefill_time).all()
 
@@ -236,16 +244,43 @@ def test_a_calibration_as_engine_labels_the_dataset_and_times_each_phase():
         for b in (1, 32):
             assert ds.decode_step_time.sel(tp=tp, batch_size=b).item() == \
                 roofline.decode_step_time(m, g, b, 2048, tp, engine=cal.engine_for("decode"))
-    # the ideal engine says so, with the guide's label
-    assert sw.sweep("guide-70b", "guide-lab-80GB").attrs["model_quality"] == rk.IDEAL.label
+    # the ideal engine says so, with the guide's label, given as itself or by name
     assert sw.sweep("guide-70b", "guide-lab-80GB", engine=rk.IDEAL).attrs["model_quality"] == \
         rk.IDEAL.label
+    assert sw.sweep("guide-70b", "guide-lab-80GB", engine="ideal").attrs["model_quality"] == \
+        rk.IDEAL.label
+    # the default is the GPU's vLLM profile, and says so
+    from rooflinekit.profiles import resolve_engine
+    for gpu in ("guide-lab-80GB", "H100-SXM-80GB"):
+        label = sw.sweep("guide-70b", gpu).attrs["model_quality"]
+        assert label == resolve_engine("vllm", gpu).label
+        assert label.startswith("calibrated: vllm ") and " profile for " in label
+        assert label != rk.IDEAL.label
 
 
-@pytest.mark.parametrize("engine", ["ideal", {"compute_efficiency": 0.5}, 0.5, roofline.Engine])
+@pytest.mark.parametrize("engine", [{"compute_efficiency": 0.5}, 0.5, roofline.Engine])
 def test_an_engine_that_is_not_one_is_refused_naming_engine(engine):
     with pytest.raises(TypeError, match="engine"):
         sw.sweep("guide-70b", "guide-lab-80GB", engine=engine)
+
+
+@pytest.mark.parametrize("engine", ["fast", "IDEAL-ish", ""])
+def test_a_string_that_names_no_engine_is_refused_naming_engine(engine):
+    with pytest.raises(ValueError, match="^engine must be one of"):
+        sw.sweep("guide-70b", "guide-lab-80GB", engine=engine)
+    with pytest.raises(ValueError, match="^engine must be one of"):
+        sw.sweep("guide-70b", ["guide-lab-80GB", "H100-SXM-80GB"], engine=engine)
+
+
+def test_every_engine_name_is_accepted():
+    from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
+    kw = dict(models="guide-70b", gpus="H100-SXM-80GB", tp=[1, 8], context_length=2048,
+              batch_size=[1, 8], prompt_tokens=512)
+    for name in ENGINE_CHOICES:
+        xr.testing.assert_identical(sw.sweep(**kw, engine=name),
+                                    sw.sweep(**kw, engine=resolve_engine(name, "H100-SXM-80GB")))
+    xr.testing.assert_identical(sw.sweep(**kw, engine="ideal"),
+                                sw.sweep(**kw, engine=roofline.IDEAL))
 
 
 def test_an_engine_with_array_fields_is_refused_naming_the_field():
@@ -270,8 +305,9 @@ def test_allreduce_option():
         m, g, 8, 2048, 8, engine=collective)
     assert ds.decode_step_time.sel(tp=8).item() > sw.sweep(
         **kw, engine=roofline.Engine(allreduce=False)).decode_step_time.sel(tp=8).item()
-    # the default is the formulas' default, and every named model reaches them
-    xr.testing.assert_identical(sw.sweep(**kw).decode_step_time, ds.decode_step_time)
+    # the ideal engine is the formulas' default, and every named model reaches them
+    xr.testing.assert_identical(sw.sweep(**kw, engine=roofline.IDEAL).decode_step_time,
+                                ds.decode_step_time)
     for name in ("collective", "ring", "guide"):
         engine = roofline.Engine(allreduce=name)
         assert sw.sweep(**kw, engine=engine).decode_step_time.sel(tp=8).item() == \
@@ -343,7 +379,8 @@ def _brute_best(ds, objective, by, maximize, where, limits):
 
 @pytest.mark.parametrize("chunks", [None, 37])
 def test_best_configuration_matches_brute_force(grid, chunks):
-    ds = grid if chunks is None else sw.sweep(MODELS, GPUS, **AXES, chunks=chunks * 13)
+    ds = grid if chunks is None else sw.sweep(MODELS, GPUS, **AXES, chunks=chunks * 13,
+                                                engine=roofline.IDEAL)
     best = sw.best_configuration(ds)
     want = _brute_best(grid, "tokens_per_second_per_gpu", "model", True, ["fits"], {})
     for label, (found, cell) in want.items():
@@ -357,7 +394,7 @@ def test_best_configuration_matches_brute_force(grid, chunks):
 
 
 def test_cheapest_meeting_targets_matches_brute_force(grid):
-    lazy = sw.sweep(MODELS, GPUS, **AXES, chunks=500)
+    lazy = sw.sweep(MODELS, GPUS, **AXES, chunks=500, engine=roofline.IDEAL)   # as grid
     limits = {"prefill_time": 0.5, "decode_step_time": 0.05}
     for ds in (grid, lazy):
         got = sw.cheapest_configuration(ds, max_ttft=0.5, max_itl=0.05)
@@ -513,7 +550,7 @@ def test_invariants(ctx, batch, tp):
     (dict(chunks=0), ValueError, "chunks must be"),
     (dict(chunks={"nope": 2}), ValueError, "unknown dimensions"),
     (dict(chunks={"tp": 0}), ValueError, r"chunks\['tp'\]"),
-    (dict(engine="ideal"), TypeError, "engine must be an Engine"),
+    (dict(engine="fast"), ValueError, "engine must be one of"),
     (dict(engine=roofline.Engine(allreduce=True), tp=[1, 2],
           gpus=[GPU("no-link", memory_bytes=80 * units.GiB, hbm_bandwidth=3e12,
                     peak_flops=1e15)]),

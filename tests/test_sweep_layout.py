@@ -13,14 +13,15 @@ GPUS = ["H100-SXM-80GB", "H200-SXM-141GB"]
 AXES = {"tp": [1, 2, 4, 8], "context_length": [1024, 8192], "batch_size": [1, 8, 64]}
 
 
+# the ideal roofline throughout: the cells are compared with the public formulas' ideal default
 @pytest.fixture(scope="module")
 def today():
-    return sweep(MODELS, GPUS, **AXES)
+    return sweep(MODELS, GPUS, **AXES, engine=rk.IDEAL)
 
 
 @pytest.fixture(scope="module")
 def layouts():
-    return sweep(MODELS, GPUS, **AXES, pp=[1, 2, 3], ep=[1, 2, 4])
+    return sweep(MODELS, GPUS, **AXES, pp=[1, 2, 3], ep=[1, 2, 4], engine=rk.IDEAL)
 
 
 def test_pp_and_ep_of_one_give_todays_numbers_exactly(today, layouts):
@@ -72,7 +73,7 @@ def test_layouts_that_do_not_divide_the_model_do_not_fit(layouts):
 
 def test_micro_batches_in_a_sweep():
     kw = {"tp": [2], "context_length": [1024], "batch_size": [64, 256], "pp": [4]}
-    ds = sweep(["Llama-3.1-70B"], ["H100-SXM-80GB"], micro_batches=4, **kw)
+    ds = sweep(["Llama-3.1-70B"], ["H100-SXM-80GB"], micro_batches=4, **kw, engine=rk.IDEAL)
     m, g = catalog.model("Llama-3.1-70B"), catalog.gpu("H100-SXM-80GB")
     for batch in (64, 256):
         assert float(ds.decode_step_time.sel(batch_size=batch).squeeze()) == pytest.approx(
@@ -99,7 +100,8 @@ def test_a_pipeline_over_gpus_with_no_known_link_is_refused():
 
 def test_lazy_layout_sweep_equals_the_in_memory_one(layouts):
     pytest.importorskip("dask")
-    lazy = sweep(MODELS, GPUS, **AXES, pp=[1, 2, 3], ep=[1, 2, 4], chunks={"pp": 1, "tp": 2})
+    lazy = sweep(MODELS, GPUS, **AXES, pp=[1, 2, 3], ep=[1, 2, 4], chunks={"pp": 1, "tp": 2},
+                 engine=rk.IDEAL)
     for name in ("decode_step_time", "fits", "prefill_time"):
         np.testing.assert_array_equal(lazy[name].values, layouts[name].values)
 
@@ -122,7 +124,7 @@ def test_speculation_on_a_pipeline_verifies_through_the_stages():
     the NIC, worked out here; pp = 1 is the one-group formula exactly."""
     m, g = catalog.model("Llama-3.1-70B"), catalog.gpu("H100-SXM-80GB")
     ds = sweep(m, g, tp=[4], context_length=[2048], batch_size=[8, 64], pp=[1, 2],
-               draft_tokens=[4], acceptance=[0.8], draft=0.05)
+               draft_tokens=[4], acceptance=[0.8], draft=0.05, engine=rk.IDEAL)
     for batch in (8, 64):
         cell = ds.sel(model=m.name, gpu=g.name, tp=4, context_length=2048,
                       batch_size=batch, draft_tokens=4, acceptance=0.8)

@@ -17,14 +17,15 @@ TECHNIQUES = {"draft_tokens": [0, 2, 4], "acceptance": [0.0, 0.6, 1.0], "draft":
                   "prefix_share": [0.0, 0.5, 1.0]}
 
 
+# the ideal roofline throughout: the cells are compared with the public formulas' ideal default
 @pytest.fixture(scope="module")
 def today():
-    return sweep(MODELS, GPUS, **AXES)
+    return sweep(MODELS, GPUS, **AXES, engine=rk.IDEAL)
 
 
 @pytest.fixture(scope="module")
 def techniques():
-    return sweep(MODELS, GPUS, **AXES, **TECHNIQUES)
+    return sweep(MODELS, GPUS, **AXES, **TECHNIQUES, engine=rk.IDEAL)
 
 
 def test_without_the_techniques_nothing_changes(today):
@@ -106,7 +107,7 @@ def test_a_draft_model_takes_its_weights_from_every_budget():
 
 def test_the_lazy_sweep_equals_the_in_memory_one(techniques):
     pytest.importorskip("dask")
-    lazy = sweep(MODELS, GPUS, **AXES, **TECHNIQUES, chunks=50)
+    lazy = sweep(MODELS, GPUS, **AXES, **TECHNIQUES, chunks=50, engine=rk.IDEAL)
     for name in techniques.data_vars:
         np.testing.assert_array_equal(lazy[name].values, techniques[name].values,
                                       err_msg=name)
@@ -144,8 +145,9 @@ def test_a_shared_prefix_combines_with_pipeline_and_expert_parallelism():
     from rooflinekit import catalog
     axes = {"tp": [4, 8], "context_length": [8192], "batch_size": [8], "prompt_tokens": [4000],
             "pp": [1, 2]}
-    plain = sweep("Llama-3.1-70B", "H100-SXM-80GB", **axes)
-    shared = sweep("Llama-3.1-70B", "H100-SXM-80GB", **axes, prefix_share=[0.0, 0.5])
+    plain = sweep("Llama-3.1-70B", "H100-SXM-80GB", **axes, engine=rk.IDEAL)
+    shared = sweep("Llama-3.1-70B", "H100-SXM-80GB", **axes, prefix_share=[0.0, 0.5],
+                   engine=rk.IDEAL)
     for name in plain.data_vars:
         got = shared[name]
         got = got.sel(prefix_share=0.0) if "prefix_share" in got.dims else got

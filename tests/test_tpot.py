@@ -208,9 +208,10 @@ def prefill_stalls():
     against decode steps of 5-8 ms. A request that sees k stalls among its 199 gaps has an
     every-gap share of k / 199 over a 12 ms target, which misses 5 % from k ≈ 10, and a TPOT of
     about 6 ms + k × 130 ms / 199, over 12 ms from k ≈ 5: a p95 TPOT of 12 ms binds at a lower
-    rate than a p95 every-gap ITL of 12 ms."""
+    rate than a p95 every-gap ITL of 12 ms. Timed on the ideal roofline, whose step times these
+    are."""
     batcher = ContinuousBatcher(max_num_seqs=64, model=catalog.model(MODEL),
-                                gpu=catalog.gpu(GPU), clock="roofline")
+                                gpu=catalog.gpu(GPU), clock="roofline", engine=rk.IDEAL)
     draws = capacity.draw_requests(rk.Traffic(1.0, 8000, 200), replicates=3, requests=200,
                                    seed=0)
     return batcher, draws

@@ -50,6 +50,7 @@ from rooflinekit.batching._schema import OUTPUT_NAMES, UNLIMITED
 from rooflinekit.batching.clock import _resolve_clock, _timing_for, replica_kv_budget
 from rooflinekit.batching.results import _single_dataset
 from rooflinekit.batching.speculative import Speculative
+from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
 from rooflinekit.workloads import coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "SIMULATION_MEMORY_LIMIT",
@@ -85,9 +86,11 @@ _CLOCK_PARAMETERS = """tp : int
         :class:`rooflinekit.Engine` (efficiencies, overheads, all-reduce, formats), or a
         :class:`~rooflinekit.calibrate.Calibration`, whose engine for the mixed step
         (``engine_for("step", model=..., gpu=...)``) times every step. Results'
-        ``attrs["model_quality"]`` carry that engine's ``label``. Default ``None``:
-        :data:`rooflinekit.IDEAL`. Checked at construction; the tick clock accepts one and
-        reads nothing of it."""
+        ``attrs["model_quality"]`` carry that engine's ``label``. A name picks a shipped
+        profile (``"vllm"``, ``"sglang"``, ``"trtllm"``) or the bound (``"ideal"``:
+        :data:`rooflinekit.IDEAL`). Default ``None``: on the roofline clock, the vLLM
+        profile of ``gpu`` (:func:`rooflinekit.engine_profile`). Checked at construction; the
+        tick clock, which times no roofline step, refuses one."""
 
 
 def _with_clock_parameters(cls):
@@ -128,15 +131,17 @@ class _Batcher:
         """
         _whole(self, "tp", lo=1)
         engine = self.engine
-        # duck-typed: rooflinekit.calibrate sits above this room and imports it
-        if not (engine is None or isinstance(engine, roofline.Engine)
+        if not (engine is None or isinstance(engine, (str, roofline.Engine))
                 or (callable(getattr(engine, "engine_for", None))
                     and not isinstance(engine, type))):
             hint = " (build rooflinekit.Engine(**options) from a mapping of options)" \
                 if isinstance(engine, Mapping) else ""
             raise TypeError(f"engine must be a rooflinekit.Engine, a "
-                            f"rooflinekit.calibrate.Calibration or None, got "
+                            f"rooflinekit.calibrate.Calibration, an engine name "
+                            f"({', '.join(ENGINE_CHOICES)}) or None, got "
                             f"{type(engine).__name__}{hint}")
+        if isinstance(engine, str):
+            check_one_of("engine", engine.lower(), ENGINE_CHOICES)
         _resolve_specs(self)
         object.__setattr__(self, "clock", _resolve_clock(self.clock, self.model, self.gpu))
         if engine is not None and self.clock == "tick":
@@ -164,7 +169,8 @@ class _Batcher:
     def _engine(self):
         """The :class:`~rooflinekit.Engine` of the mixed step: ``engine`` itself, or the one a
         calibration gives for this model and GPU (its knob set, where it has several)."""
-        return roofline.engine_for(self.engine, "step", model=self.model, gpu=self.gpu)
+        engine = resolve_engine(self.engine, self.gpu)
+        return roofline.engine_for(engine, "step", model=self.model, gpu=self.gpu)
 
     def _timing(self):
         # the tick clock reads no engine: a calibration is not asked for one

@@ -54,6 +54,7 @@ from rooflinekit.batching._schema import (
     STATUS_REJECTED,
     TIERS,
 )
+from rooflinekit.profiles import resolve_engine
 from rooflinekit.roofline import IDEAL
 from rooflinekit.workloads import Workload
 
@@ -388,8 +389,8 @@ def _model_quality(batcher, clock) -> str:
     calibration's label, :data:`IDEAL`'s, or the fields an ``Engine`` changes)."""
     if clock != "roofline":
         return "tick clock (the guide's lab): no hardware model"
-    return roofline.engine_for(batcher.engine, "step", model=batcher.model,
-                               gpu=batcher.gpu).label
+    engine = resolve_engine(batcher.engine, batcher.gpu, warn=False)
+    return roofline.engine_for(engine, "step", model=batcher.model, gpu=batcher.gpu).label
 
 
 def _stamp(ds, batcher, timing, budget, targets):

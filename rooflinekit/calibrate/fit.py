@@ -90,15 +90,8 @@ from rooflinekit.calibrate.measurements import (
     _check_measurements,
 )
 from rooflinekit.calibrate.model import (
-    _IDEAL,
-    GROUP_FIELDS,
-    KNOBS,
     PARAMETER,
-    PARAMETERS,
     PHASE,
-    PHASES,
-    SECONDS_KNOBS,
-    Calibration,
     _check_engine,
     _check_overrides,
     _check_workload,
@@ -108,6 +101,15 @@ from rooflinekit.calibrate.model import (
     _targets,
 )
 from rooflinekit.hardware import GPU
+from rooflinekit.profiles import (
+    GROUP_FIELDS,
+    IDEAL_KNOBS,
+    KNOBS,
+    PARAMETERS,
+    PHASES,
+    SECONDS_KNOBS,
+    Calibration,
+)
 from rooflinekit.models import ModelShape
 from rooflinekit.roofline import Engine
 
@@ -732,7 +734,8 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
                                 group_knobs)
     calibration = Calibration(prefill=shared["prefill"], decode=shared["decode"],
                               source=_describe_sources(ds), group_by=group_by if sets else (),
-                              groups=sets, base=groups.engine)
+                              groups=sets, base=groups.engine,
+                              intervals=_intervals(fits, frees, shared) if n_resamples else {})
     names = PARAMETERS + tuple(p for p in KNOBS if p not in PARAMETERS
                                and any(p in frees[ph] for ph in PHASES))
     table = {name: ((PHASE, PARAMETER), np.array(
@@ -755,6 +758,20 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
     keys = _row_keys(ds, calibration.group_by)
     residuals, errors = _residual_tables(ds, groups, calibration, targets, keys=keys)
     return CalibrationResult(calibration, parameters, residuals, errors, set_table)
+
+
+def _intervals(fits, frees, shared) -> dict:
+    """The bootstrap intervals of the free knobs a calibration keeps (none without resamples),
+    widened where needed to hold the fitted value (a percentile interval need not)."""
+    out = {}
+    for phase, free in frees.items():
+        pairs = {p: (float(fits[phase].lower[p]), float(fits[phase].upper[p])) for p in free
+                 if p in shared[phase] and shared[phase][p] is not None}
+        pairs = {p: (min(lo, shared[phase][p]), max(hi, shared[phase][p]))
+                 for p, (lo, hi) in pairs.items() if math.isfinite(lo) and math.isfinite(hi)}
+        if pairs:
+            out[phase] = pairs
+    return out
 
 
 def _number(value) -> float:
@@ -842,7 +859,7 @@ def _residual_tables(ds, groups, calibration, targets, rows=None, keys=None):
     keys = [None] * ds.sizes[MEASUREMENT] if keys is None else keys
     for phase in PHASES:
         measured = targets[phase]
-        ideal = groups.predict(phase, dict(_IDEAL), rows)
+        ideal = groups.predict(phase, dict(IDEAL_KNOBS), rows)
         fitted = _predict_calibrated(groups, phase, calibration, keys, rows)
         measured = np.where(measured > 0, measured, np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -996,7 +1013,7 @@ def cross_validate(measurements, *, by: str | Sequence[str] | None = None, k: in
             folds.append((f"fold {f + 1} of {k} ({mask.sum()} rows)", mask))
     targets = {phase: _targets(ds, phase) for phase in PHASES}
     oof = {phase: np.full(n, np.nan) for phase in PHASES}
-    ideal = {phase: groups.predict(phase, dict(_IDEAL)) for phase in PHASES}
+    ideal = {phase: groups.predict(phase, dict(IDEAL_KNOBS)) for phase in PHASES}
     rec = {name: [] for name in ("mape_ideal", "mape_calibrated", "n_train", "n_test", "fitted")}
     rng = np.random.default_rng(seed)
     for _, test in folds:

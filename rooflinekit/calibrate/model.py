@@ -1,48 +1,41 @@
-"""The calibrated model: knobs per phase, kept as JSON, and roofline predictions per measured row.
+"""Roofline predictions per measured row, with a calibration or an engine.
 
-:class:`Calibration` holds the roofline's three knobs (``compute_efficiency``,
-``bandwidth_efficiency``, ``step_overhead``) per phase, prefill and decode, the engine knobs
-(:data:`ENGINE_KNOBS`) and the link share (:data:`LINK_KNOBS`) where fitted, knob sets of their
-own by GPU, engine, format or model, and the base :class:`~rooflinekit.Engine` they were fitted
-on (its other fields: the all-reduce model, the formats, the link). It gives the ``Engine`` of a
-phase (:meth:`Calibration.engine_for`: the base with the knobs put in), so it stands wherever an
-engine does (``engine=``). :func:`save_calibration` and :func:`load_calibration` keep one as
-JSON. :func:`predict` runs the roofline over every row of a measurement table
-(:mod:`rooflinekit.calibrate.measurements`) with a calibration or an engine, grouped by (model,
-GPU, tp, dtype) so that one call covers a configuration; the fit in :mod:`rooflinekit.calibrate`
-evaluates the same grouped predictions. Everything public here is re-exported by
-:mod:`rooflinekit.calibrate`.
+:func:`predict` runs the roofline over every row of a measurement table
+(:mod:`rooflinekit.calibrate.measurements`) with a :class:`~rooflinekit.profiles.Calibration` or
+an engine, grouped by (model, GPU, tp, dtype) so that one call covers a configuration; the fit in
+:mod:`rooflinekit.calibrate` evaluates the same grouped predictions. The calibrated model itself
+(:class:`~rooflinekit.profiles.Calibration`, its knobs, save and load) lives in
+:mod:`rooflinekit.profiles`, below the batchers and the sweep that default to it; everything
+public of it is re-exported by :mod:`rooflinekit.calibrate`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
-import warnings
 from collections.abc import Mapping
-from pathlib import Path
-from types import MappingProxyType
 
 import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, roofline
-from rooflinekit._validation import (
-    check_keys,
-    check_mapping,
-    check_one_of,
-    check_string,
-    MAX_CONFIG_BYTES,
-    check_type,
-    parse_json,
-    read_regular_file,
-    real_number,
-)
+from rooflinekit._validation import check_mapping, check_one_of
 from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
+from rooflinekit.profiles import (
+    ENGINE_IDEAL_KNOBS,
+    ENGINE_KNOBS,
+    GROUP_FIELDS,
+    IDEAL_KNOBS,
+    KNOBS,
+    LINK_KNOBS,
+    PARAMETERS,
+    PHASES,
+    Calibration,
+    load_calibration,
+    save_calibration,
+)
 from rooflinekit.roofline import IDEAL, Engine
 
 __all__ = ["PHASE", "PARAMETER", "PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS",
@@ -54,39 +47,10 @@ PHASE = "phase"
 #: Dimension of fitted knobs.
 PARAMETER = "parameter"
 
-PHASES = ("prefill", "decode")
-PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
-
-#: The knobs that say what a serving engine does beyond the three: a fixed cost per layer
-#: per step [s], the KV traffic's own bandwidth efficiency [1], the tokens at which the GEMMs
-#: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s]
-#: and the per-hop all-reduce latency [s]. Each is an :class:`~rooflinekit.Engine` field
-#: whose default is the ideal model.
-ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
-                "prefill_overhead", "interconnect_latency")
-#: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
-#: share of the per-direction link bandwidth [1] the all-reduces reach (an
-#: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
-#: engine's collectives reach a similar share of an A100's and an H100's NVLink
-#: (docs/calibration.md: the share transfers between GPUs, a fitted absolute bandwidth does not).
-LINK_KNOBS = ("interconnect_efficiency",)
-#: Every knob a calibration can hold.
-KNOBS = PARAMETERS + ENGINE_KNOBS + LINK_KNOBS
-
-#: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
-_IDEAL = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
-#: The engine knobs' and the link share's ideal values: :data:`~rooflinekit.IDEAL`'s fields,
-#: where ``None`` means "as the weights' bandwidth efficiency" (KV) and "the base engine's
-#: link latency, else the GPU's own" (all-reduce).
-_ENGINE_IDEAL = MappingProxyType({k: getattr(IDEAL, k) for k in ENGINE_KNOBS + LINK_KNOBS})
-#: Knobs in seconds (fitted in milliseconds; shown in ms).
-SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency")
 #: How a measured row maps onto engine steps (see :func:`~rooflinekit.calibrate.calibrate`).
 WORKLOADS = ("isolated", "serving", "loaded")
 #: The workloads that map a row onto a continuous-batching server's mixed steps.
 _SERVING = ("serving", "loaded")
-#: Columns of a measurement table a calibration can keep knob sets by.
-GROUP_FIELDS = ("gpu", "engine", "dtype", "model")
 
 
 # -- specs and the roofline --------------------------------------------------------------------
@@ -303,7 +267,7 @@ class _Groups:
         base engine's: the fit passes :attr:`priors` itself). With the engine knobs at their
         defaults this is the three-knob arithmetic exactly.
         """
-        knobs = {**_IDEAL, **_ENGINE_IDEAL, **{k: v for k, v in params.items() if k in KNOBS}}
+        knobs = {**IDEAL_KNOBS, **ENGINE_IDEAL_KNOBS, **{k: v for k, v in params.items() if k in KNOBS}}
         t = self.terms[phase]
         compute = t["compute"]
         if knobs["gemm_half_tokens"]:
@@ -387,308 +351,6 @@ def _targets(ds: xr.Dataset, phase: str) -> np.ndarray:
 
 def _check_workload(workload) -> str:
     return check_one_of("workload", workload, WORKLOADS)
-
-
-# -- the calibrated model ----------------------------------------------------------------------
-
-def _check_knobs(phase: str, knobs: Mapping) -> dict:
-    """A phase's knobs: the three always (ideal where missing), an engine knob where given."""
-    knobs = check_mapping(phase, knobs)
-    check_keys(phase, knobs, KNOBS, what="knob")
-    out = dict(_IDEAL)
-    for key, value in knobs.items():
-        value = _check_knob(f"{phase}.{key}", key, value)
-        if value is not None:
-            out[key] = value
-    return out
-
-
-def _check_knob(name: str, knob: str, value):
-    """One roofline knob as ``float``: an efficiency in (0, 1], a time [s] or tokens >= 0.
-
-    ``kv_bandwidth_efficiency`` and ``interconnect_latency`` may be ``None`` (their default:
-    the weights' efficiency, the GPU's own latency).
-    """
-    optional = knob in ("kv_bandwidth_efficiency", "interconnect_latency")
-    if knob in SECONDS_KNOBS or knob == "gemm_half_tokens":
-        return real_number(name, value, lo=0, allow_none=optional)
-    return real_number(name, value, lo=0, hi=1, lo_open=True, allow_none=optional)
-
-
-def _selector_name(value):
-    """A selector as the text a measurement column holds: a spec's name, or the string."""
-    if value is None:
-        return None
-    name = getattr(value, "name", value)
-    if not isinstance(name, str):
-        raise TypeError(f"a knob-set selector must be a name or a spec with a name; got "
-                        f"{type(value).__name__}")
-    return name
-
-
-def _check_groups(group_by, groups) -> tuple:
-    """``group_by`` as a tuple of :data:`GROUP_FIELDS` and ``groups`` as checked knob sets."""
-    if isinstance(group_by, str):
-        group_by = (group_by,)
-    group_by = tuple(group_by)
-    for i, field in enumerate(group_by):
-        check_one_of(f"group_by[{i}]", field, GROUP_FIELDS)
-    if len(set(group_by)) != len(group_by):
-        raise ValueError(f"group_by must not repeat a field; got {group_by!r}")
-    groups = check_mapping("groups", groups)
-    if groups and not group_by:
-        raise ValueError("groups need group_by: the fields their keys name")
-    out = {}
-    for key, phases in groups.items():
-        key = (key,) if isinstance(key, str) else tuple(key)
-        if len(key) != len(group_by) or not all(isinstance(k, str) for k in key):
-            raise ValueError(f"groups: key {key!r} must hold one name per group_by field "
-                             f"{group_by!r}")
-        phases = check_mapping(f"groups[{key!r}]", phases)
-        check_keys(f"groups[{key!r}]", phases, PHASES, what="phase")
-        out[key] = MappingProxyType({
-            phase: MappingProxyType(_check_knobs(f"groups[{key!r}].{phase}",
-                                                 phases.get(phase, {})))
-            for phase in PHASES})
-    return group_by, out
-
-
-@dataclasses.dataclass(frozen=True)
-class Calibration:
-    """Fitted roofline knobs per phase, shared and per knob set: the calibrated model.
-
-    Parameters
-    ----------
-    prefill, decode : mapping
-        The shared knobs of each phase: ``compute_efficiency`` and ``bandwidth_efficiency``
-        in (0, 1] [1] and ``step_overhead`` [s] ≥ 0, ideal (1, 1, 0) where missing; and, where
-        fitted, the engine knobs (:data:`ENGINE_KNOBS`): ``layer_overhead`` [s per layer],
-        ``kv_bandwidth_efficiency`` in (0, 1] [1], ``gemm_half_tokens`` [tokens],
-        ``prefill_overhead`` [s] and ``interconnect_latency`` [s per hop], each ≥ 0; and the
-        link share ``interconnect_efficiency`` in (0, 1] [1] (:data:`LINK_KNOBS`): each an
-        :class:`~rooflinekit.Engine` field.
-    source : str
-        What the knobs were fitted to.
-    held_out_error : float, optional
-        Held-out mean absolute percentage error of the decode time per output token (TPOT) [%],
-        ≥ 0, from :func:`~rooflinekit.calibrate.cross_validate`; ``None`` (default) when the
-        calibration was not cross-validated.
-    group_by : sequence of str
-        Fields of :data:`GROUP_FIELDS` (``"gpu"``, ``"engine"``, ``"dtype"``, ``"model"``) that
-        key the knob sets in ``groups``. Default none.
-    groups : mapping
-        Knob sets of their own: ``(name per group_by field) -> {"prefill": {...}, "decode":
-        {...}}``, each phase's knobs as for ``prefill``/``decode``. Default none.
-    base : Engine
-        The engine the knobs are fitted on (``engine=`` of
-        :func:`~rooflinekit.calibrate.calibrate`): :meth:`engine_for` returns it with this
-        calibration's knobs put in, so its other fields (``allreduce``, the link, the formats)
-        and every engine knob a phase does not hold are its own. Default
-        :data:`rooflinekit.IDEAL`.
-
-    See Also
-    --------
-    rooflinekit.calibrate.calibrate, rooflinekit.calibrate.cross_validate,
-    save_calibration, load_calibration
-
-    Notes
-    -----
-    A calibration stands wherever an :class:`~rooflinekit.Engine` does (``engine=``):
-    every path asks :meth:`engine_for` for the engine of its phase, model and GPU.
-    ``Calibration()`` is the ideal model. :attr:`label` is what every output computed with it
-    says of itself (``attrs["model_quality"]``).
-
-    With knob sets, :meth:`engine_for` takes selectors (``gpu=``, ``engine=``, ``dtype=``,
-    ``model=``: names, or specs with a name) and uses the set whose key they match (names
-    compared without case; a field not given matches any one set only if a single set
-    fits). A configuration no set matches gets the shared knobs, with a
-    :class:`UserWarning` that says so; no selector at all means the shared knobs, silently.
-    """
-
-    prefill: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
-    decode: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(_IDEAL))
-    source: str = ""
-    held_out_error: float | None = None
-    group_by: tuple = ()
-    groups: Mapping = dataclasses.field(default_factory=dict)
-    base: Engine = IDEAL
-
-    def __post_init__(self):
-        check_type("base", self.base, Engine)
-        object.__setattr__(self, "prefill", MappingProxyType(_check_knobs("prefill", self.prefill)))
-        object.__setattr__(self, "decode", MappingProxyType(_check_knobs("decode", self.decode)))
-        check_string("source", self.source, allow_empty=True)
-        object.__setattr__(self, "held_out_error",
-                           real_number("held_out_error", self.held_out_error, lo=0,
-                                       allow_none=True))
-        group_by, groups = _check_groups(self.group_by, self.groups)
-        object.__setattr__(self, "group_by", group_by)
-        object.__setattr__(self, "groups", MappingProxyType(groups))
-
-    @property
-    def label(self) -> str:
-        """What an output computed with this calibration says of itself.
-
-        ``"calibrated: <source>, held-out TPOT error x%"`` (the error where it is known), and
-        how many knob sets it keeps by which fields, where it keeps any.
-        """
-        text = f"calibrated: {self.source or 'unnamed calibration'}"
-        if self.groups:
-            text += f", {len(self.groups)} knob sets by {'/'.join(self.group_by)}"
-        if self.held_out_error is not None:
-            text += f", held-out TPOT error {self.held_out_error:.1f}%"
-        return text
-
-    def _knobs(self, phase: str, key=None) -> dict:
-        """A phase's knobs as fitted (link shares as shares), shared or of the set ``key``."""
-        return dict(self.prefill if phase == "prefill" else self.decode) if key is None else \
-            dict(self.groups[key][phase])
-
-    def group_for(self, *, warn: bool = True, **selectors):
-        """The key of the knob set ``selectors`` pick, or ``None`` for the shared knobs.
-
-        Parameters
-        ----------
-        warn : bool
-            Warn (:class:`UserWarning`) when selectors are given but no knob set matches.
-            Default True.
-        **selectors
-            ``gpu``, ``engine``, ``dtype``, ``model``: names or specs with a ``name``; fields
-            this calibration does not key by are ignored.
-
-        Returns
-        -------
-        tuple of str or None
-        """
-        check_keys("selectors", selectors, GROUP_FIELDS, what="selector")
-        given = {k: _selector_name(v) for k, v in selectors.items() if v is not None}
-        if not self.groups or not any(k in self.group_by for k in given):
-            return None
-        fits = [key for key in self.groups
-                if all(field not in given or key[i].lower() == given[field].lower()
-                       for i, field in enumerate(self.group_by))]
-        if len(fits) == 1:
-            return fits[0]
-        if warn:
-            shown = ", ".join(f"{k}={v!r}" for k, v in given.items() if k in self.group_by)
-            why = "no knob set matches" if not fits else f"{len(fits)} knob sets match"
-            warnings.warn(f"calibration: {why} {shown}; using the shared knobs",
-                          UserWarning, stacklevel=3)
-        return None
-
-    def engine_for(self, phase: str, **selectors) -> Engine:
-        """The :class:`~rooflinekit.Engine` this calibration gives for a phase.
-
-        Parameters
-        ----------
-        phase : {"prefill", "decode", "step"}
-            ``"prefill"`` and ``"decode"``: that phase's fitted knobs (TTFT, and ITL,
-            throughput and cost). ``"step"``: the mixed step a continuous batcher runs, each
-            knob from the phase where it binds (below).
-        **selectors
-            ``gpu``, ``engine``, ``dtype``, ``model``: pick a knob set (see
-            :meth:`group_for`); none: the shared knobs.
-
-        Returns
-        -------
-        Engine
-            :attr:`base` with the knobs replaced, labelled :attr:`label`.
-
-        Notes
-        -----
-        A continuous-batching step mixes prompt tokens (compute-bound) with decode tokens
-        (memory-bound) and is timed with one engine: ``compute_efficiency``,
-        ``gemm_half_tokens``, ``prefill_overhead`` and the link share come from prefill;
-        ``bandwidth_efficiency``, ``step_overhead``, ``layer_overhead``,
-        ``kv_bandwidth_efficiency`` and ``interconnect_latency`` from decode (a step that
-        carries decodes is a decode step; a prefill's own overhead also holds client time).
-        """
-        check_one_of("phase", phase, roofline.PHASES)
-        key = self.group_for(**selectors)
-        if phase == "step":
-            prefill, decode = self._knobs("prefill", key), self._knobs("decode", key)
-            knobs = {k: (prefill if _CLOCK_PHASE.get(k) == "prefill" else decode)[k]
-                     for k in (*PARAMETERS, *ENGINE_KNOBS, *LINK_KNOBS)
-                     if k in (prefill if _CLOCK_PHASE.get(k) == "prefill" else decode)}
-        else:
-            knobs = self._knobs(phase, key)
-        return dataclasses.replace(self.base, **knobs, label=self.label)
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict (seconds for the overheads; the held-out error where known)."""
-        out = {"prefill": dict(self.prefill), "decode": dict(self.decode), "source": self.source}
-        if self.held_out_error is not None:
-            out["held_out_error"] = self.held_out_error
-        if self.groups:
-            out["group_by"] = list(self.group_by)
-            out["groups"] = [{"key": list(key), "prefill": dict(knobs["prefill"]),
-                              "decode": dict(knobs["decode"])}
-                             for key, knobs in self.groups.items()]
-        if self.base != IDEAL:
-            base = self.base.to_dict()
-            # the label the fields give is written afresh on reading
-            if base["label"] == self.base.replace().label:
-                del base["label"]
-            out["base"] = base
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping) -> "Calibration":
-        """The inverse of :meth:`to_dict` (a file without knob sets reads as before)."""
-        check_mapping("data", data)
-        check_keys("data", data, ("prefill", "decode", "source", "held_out_error", "group_by",
-                                  "groups", "base"), what="calibration field")
-        groups = data.get("groups", [])
-        if not isinstance(groups, list):
-            raise TypeError(f"data.groups must be a list of knob sets; got "
-                            f"{type(groups).__name__}")
-        sets = {}
-        for i, entry in enumerate(groups):
-            entry = check_mapping(f"data.groups[{i}]", entry)
-            check_keys(f"data.groups[{i}]", entry, ("key", *PHASES), what="field")
-            key = entry.get("key")
-            if not isinstance(key, list):
-                raise TypeError(f"data.groups[{i}].key must be a list of names; got "
-                                f"{type(key).__name__}")
-            sets[tuple(key)] = {p: entry.get(p, {}) for p in PHASES}
-        return cls(prefill=data.get("prefill", {}), decode=data.get("decode", {}),
-                   source=data.get("source", ""), held_out_error=data.get("held_out_error"),
-                   group_by=tuple(data.get("group_by", ())), groups=sets,
-                   base=Engine.from_dict(check_mapping("data.base", data.get("base", {}))))
-
-
-#: Where the mixed step takes each knob from: the phase whose steps it shapes (decode
-#: where not listed).
-_CLOCK_PHASE = {"compute_efficiency": "prefill", "gemm_half_tokens": "prefill",
-                "prefill_overhead": "prefill", "interconnect_efficiency": "prefill"}
-
-
-def save_calibration(calibration: Calibration, path) -> Path:
-    """Write a :class:`Calibration` as JSON and return the path."""
-    check_type("calibration", calibration, Calibration)
-    path = Path(path)
-    with path.open("w", encoding="utf-8") as fh:
-        json.dump(calibration.to_dict(), fh, indent=1)
-        fh.write("\n")
-    return path
-
-
-def load_calibration(path) -> Calibration:
-    """Read a :class:`Calibration` written by :func:`save_calibration`.
-
-    Raises
-    ------
-    ValueError, TypeError
-        A file that is not JSON or not a calibration, not a regular file, not UTF-8 or larger
-        than :data:`~rooflinekit._validation.MAX_CONFIG_BYTES`; the message names the file.
-    """
-    path = Path(path)
-    data = parse_json(read_regular_file(path, "calibration file", MAX_CONFIG_BYTES),
-                      f"calibration file {path}")
-    try:
-        return Calibration.from_dict(data)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{path}: {exc}") from None
 
 
 def predict(measurements, calibration: Calibration | Engine | None = None, *, models=None,

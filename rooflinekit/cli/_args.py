@@ -130,13 +130,13 @@ FLAGS = {
                                  "metavar": "PP", "help": "pipeline-parallel stages (1)"},
     "--batch-size": {"type": positive_int, "metavar": "SEQUENCES",
                      "help": "sequences decoding together"},
-    "--engine": {"metavar": "FILE",
-                 "help": "how the serving engine runs a step: a calibration JSON from "
-                         "`rooflinekit calibrate` (its prefill knobs time TTFT, its decode "
-                         "knobs ITL, throughput and cost) or an engine JSON of "
-                         "rooflinekit.Engine fields such as {\"compute_efficiency\": 0.6, "
-                         "\"step_overhead\": 0.004} (default: the ideal roofline, a best "
-                         "case)"},
+    "--engine": {"metavar": "NAME|FILE",
+                 "help": "how the serving engine runs a step: vllm, sglang or trtllm (that "
+                         "engine's shipped profile of the GPU), ideal (the roofline bound, a "
+                         "best case), a calibration JSON from `rooflinekit calibrate` or an "
+                         "engine JSON of rooflinekit.Engine fields such as "
+                         "{\"compute_efficiency\": 0.6, \"step_overhead\": 0.004} (default: "
+                         "vllm)"},
     "--max-num-batched-tokens": {"type": positive_int, "metavar": "TOKENS",
                                  "help": "tokens per engine step, chunked prefill (vLLM's name)"},
     "--block-size": {"type": positive_int, "default": 16, "metavar": "TOKENS",
@@ -300,13 +300,20 @@ def load_engine(path):
         raise type(exc)(f"engine file {path}: {exc}") from None
 
 
-def engine_from_args(args):
-    """The engine of a command: ``--engine FILE`` (default the ideal roofline), with
-    ``--allreduce`` where given replacing its all-reduce model."""
-    from rooflinekit.roofline import IDEAL
+def engine_from_args(args, gpu=None):
+    """The engine of a command: ``--engine NAME|FILE`` (default the vLLM profile of ``gpu``),
+    with ``--allreduce`` where given replacing its all-reduce model.
 
-    path = getattr(args, "engine", None)
-    engine = IDEAL if path is None else load_engine(path)
+    ``gpu`` (a spec, a name or a list of them) is what a profile is picked for
+    (:func:`rooflinekit.profiles.resolve_engine`); ``ideal`` is the roofline bound.
+    """
+    from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
+
+    value = getattr(args, "engine", None)
+    if value is None or value.lower() in ENGINE_CHOICES:
+        engine = resolve_engine(value, gpu)
+    else:
+        engine = load_engine(value)
     allreduce = getattr(args, "allreduce", None)
     if allreduce is None:
         return engine

@@ -54,6 +54,9 @@ _QUANTITIES = (
     ("speculative_max_concurrent_sequences", "speculative: max concurrent sequences"),
     ("speculative_usd_per_million_tokens", "speculative: cost [USD/1M tokens]"),
     ("prefix_max_concurrent_sequences", "shared prefix: max concurrent sequences"),
+    ("ideal_ttft_ms", "ideal roofline bound: TTFT [ms]"),
+    ("ideal_decode_step_time_ms", "ideal roofline bound: decode step (ITL) [ms]"),
+    ("ideal_tokens_per_s", "ideal roofline bound: throughput [tokens/s]"),
 )
 
 
@@ -149,7 +152,7 @@ def run(args, out) -> int:
     gpu = catalog.gpu(args.gpu)
     _check(args, model)
     draft = speculative_draft(args)
-    engine = engine_from_args(args)
+    engine = engine_from_args(args, gpu)
     tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
     budget, tokens, sequences = _budget(args, model, gpu)
     # TTFT is a prefill; ITL, throughput and cost are decode steps: each formula asks the
@@ -206,6 +209,14 @@ def run(args, out) -> int:
         result["prefix_max_concurrent_sequences"] = int(memory.max_concurrent_sequences(
             model, gpu, ctx, tp, reserve, shared_prefix_tokens=prefix.tokens,
             prefix_groups=prefix.groups, prefix_share=prefix.share))
+    if engine is not roofline.IDEAL:
+        # the roofline bound beside the engine's answer: no engine runs faster than this
+        result.update({
+            "ideal_ttft_ms": float(roofline.prefill_time(model, gpu, args.input_len, tp=tp))
+            / units.MS,
+            "ideal_decode_step_time_ms": float(roofline.decode_step_time(model, gpu, batch, ctx,
+                                                                         tp=tp)) / units.MS,
+            "ideal_tokens_per_s": float(roofline.decode_throughput(model, gpu, batch, ctx, tp))})
     fits, reason = _why_not(result)
     if reason is not None:
         result["warning"] = reason

@@ -106,7 +106,7 @@ def run(args, out) -> int:
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         link_bandwidth=None if args.link_bandwidth is None else args.link_bandwidth * 1e9,
         link_latency=args.link_latency, headroom=args.headroom, replicates=args.replicates,
-        requests=args.requests, seed=args.seed, engine=engine_from_args(args))
+        requests=args.requests, seed=args.seed, engine=engine_from_args(args, gpu))
     rows = _rows(ds)
     payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
                "model_quality": ds.attrs["model_quality"],

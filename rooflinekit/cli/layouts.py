@@ -70,7 +70,7 @@ def run(args, out) -> int:
         raise ValueError(f"--micro-batches {args.micro_batches} exceeds --batch-size "
                          f"{args.batch_size} (one sequence per micro-batch at least)")
     reserve = {} if args.workspace_fraction is None else {"reserve": args.workspace_fraction}
-    engine = engine_from_args(args)
+    engine = engine_from_args(args, gpu)
     ds = roofline.layouts(model, gpu, args.num_gpus, batch_size=args.batch_size,
                           context_length=args.max_model_len, prompt_tokens=args.input_len,
                           micro_batches=args.micro_batches, max_tp=args.max_tp,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rooflinekit import batching, catalog, planning, pricing, workloads
+from rooflinekit import batching, catalog, planning, pricing, roofline, workloads
 from rooflinekit.cli._args import (
     PREFIX_FLAGS,
     SPECULATIVE_FLAGS,
@@ -74,8 +74,9 @@ _FLAGS = (
     ("--engineering-monthly", nonnegative_float, 0.0,
      "engineering line per deployment [USD/month] (0)"),
     ("--electricity-price", nonnegative_float, 0.0, "electricity for owned GPUs [USD/kWh] (0)"),
-    ("--engine", None, None, "calibration JSON from `rooflinekit calibrate`, or an engine "
-     "JSON of rooflinekit.Engine fields (default: the ideal roofline, a best case)"),
+    ("--engine", None, None, "vllm, sglang or trtllm (that engine's shipped profile of each "
+     "GPU), ideal (the roofline bound), a calibration JSON from `rooflinekit calibrate` or an "
+     "engine JSON of rooflinekit.Engine fields (default: vllm)"),
     ("--payg", None, "guide-lab", "pay-as-you-go price row of the catalogue (guide-lab)"),
     ("--provisioned", None, None, "provisioned-capacity row of the catalogue"),
     ("--top", positive_int, 10, "configurations shown, cheapest first (10)"),
@@ -150,6 +151,22 @@ def _rows(ds):
     return rows
 
 
+def _ideal_bound(rows, traffic, slo, model, *, pp, search) -> dict | None:
+    """The cheapest configuration planned again on the ideal roofline: the bound beside the
+    engine's answer (one configuration, so about one more search); ``None`` when nothing
+    serves the traffic."""
+    if not rows or rows[0]["gpus"] <= 0:
+        return None
+    best = rows[0]
+    ideal = planning.plan(traffic, slo, models=[model], gpus=[best["gpu"]], tp=best["tp"],
+                          pp=None if pp is None else [best.get("pp", 1)],
+                          max_num_seqs=best["max_num_seqs"], engine="ideal", **search)
+    row = _rows(ideal)[0]
+    return {"gpu": row["gpu"], "tp": row["tp"], "max_num_seqs": row["max_num_seqs"],
+            "max_rate": row["max_rate"], "replicas": row["replicas"], "gpus": row["gpus"],
+            "monthly_cost": row["monthly_cost"], "model_quality": ideal.attrs["model_quality"]}
+
+
 def traffic_and_slo(args):
     """The ``Traffic`` and ``SLO`` of the traffic and target flags (:data:`TRAFFIC_FLAGS`)."""
     for flag, mean in (("--prompt-mean", args.prompt_mean), ("--output-mean", args.output_mean)):
@@ -190,19 +207,21 @@ def run(args, out) -> int:
     payg = pricing.payg_price(args.payg)
     provisioned = None if args.provisioned is None else \
         pricing.provisioned_example(args.provisioned)
+    search = dict(max_num_batched_tokens=args.max_num_batched_tokens,
+                  gpu_memory_utilization=args.gpu_memory_utilization,
+                  block_size=args.block_size, headroom=args.headroom,
+                  replicates=args.replicates, requests=args.requests, seed=args.seed,
+                  engineering_monthly=args.engineering_monthly,
+                  electricity_price=args.electricity_price,
+                  prefix_caching=args.enable_prefix_caching, speculative=speculative)
+    engine = engine_from_args(args, gpus)
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
-                       max_num_seqs=args.max_num_seqs,
-                       max_num_batched_tokens=args.max_num_batched_tokens,
-                       gpu_memory_utilization=args.gpu_memory_utilization,
-                       block_size=args.block_size, headroom=args.headroom,
-                       replicates=args.replicates, requests=args.requests, seed=args.seed,
-                       engine=engine_from_args(args),
-                       engineering_monthly=args.engineering_monthly,
-                       electricity_price=args.electricity_price,
-                       prefix_caching=args.enable_prefix_caching, speculative=speculative)
+                       max_num_seqs=args.max_num_seqs, engine=engine, **search)
     decision = planning.decision_table(planning.cheapest_plan(ds, by=None), traffic, payg=payg,
                                        provisioned=provisioned)
     rows = _rows(ds)
+    bound = None if engine is roofline.IDEAL else _ideal_bound(
+        rows, traffic, slo, model, pp=args.pp, search=search)
     options = {str(o): {"monthly_cost": float(decision["monthly_cost"].sel(option=o)),
                         "cost_per_million_tokens":
                             float(decision["cost_per_million_tokens"].sel(option=o)),
@@ -212,6 +231,8 @@ def run(args, out) -> int:
                "configurations": rows,
                "decision": {"options": options, "choice": str(decision["choice"].values)},
                "monthly_tokens": decision.attrs["monthly_tokens"]}
+    if bound is not None:
+        payload["ideal_bound"] = bound
 
     def text(out):
         out.write(f"{model.name}: peak {args.rate:g} requests/s, {slo.quantile:.0%} of "
@@ -230,6 +251,11 @@ def run(args, out) -> int:
                   to_jsonable(r["p95_ttft"]), to_jsonable(r["p95_token_itl"]), r["binding"])
                  for r in rows[:args.top]]
         print_table(headers, table, out)
+        if bound is not None:
+            out.write(f"ideal roofline bound for the cheapest configuration: "
+                      f"{bound['gpus']} GPU(s) (max rate {bound['max_rate']:.3g} requests/s, "
+                      f"USD {bound['monthly_cost']:,.0f}/month), against {rows[0]['gpus']} "
+                      f"timed by the engine\n")
         out.write(f"\nat {decision.attrs['monthly_tokens']:,.0f} tokens/month "
                   f"(output share {decision.attrs['output_fraction']:.0%}):\n")
         print_table(("option", "cost [USD/month]", "cost [USD/1M tokens]",

@@ -84,9 +84,10 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--dtype", help="weight format, with --model (auto: the model's)")
     add_flag(parser, "--kv-cache-dtype", help="KV-cache format, with --model (auto: the model's)")
     add_flag(parser, "--engine",
-             help="calibration JSON from `rooflinekit calibrate`, or an engine JSON of "
-                  "rooflinekit.Engine fields, for the roofline clock, with --model (default: "
-                  "the ideal roofline, a best case)")
+             help="with --model, how the roofline clock's engine runs a step: vllm, sglang "
+                  "or trtllm (that engine's shipped profile of the GPU), ideal (the roofline "
+                  "bound), a calibration JSON from `rooflinekit calibrate` or an engine JSON of "
+                  "rooflinekit.Engine fields (default: vllm)")
     for flag in PREFIX_FLAGS:
         add_flag(parser, flag)
     add_flag(parser, "--speculative-draft",
@@ -198,7 +199,7 @@ def run(args, out) -> int:
     if args.model:
         timing = {"model": apply_dtypes(catalog.resolve_model(args.model), args),
                   "gpu": catalog.gpu(args.gpu), "tp": args.tp}
-        timing["engine"] = engine_from_args(args)
+        timing["engine"] = engine_from_args(args, timing["gpu"])
     speculative = _speculative(args, timing)
     static = batching.StaticBatcher(batch_size=args.batch_size, **timing)
     cont = batching.ContinuousBatcher(

@@ -26,6 +26,7 @@ from rooflinekit.planning.fleet import (
     check_plan_size,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
+from rooflinekit.profiles import resolve_engine
 
 __all__ = ["AGGREGATED", "MAX_SPLITS", "SPLIT", "plan_disaggregated"]
 
@@ -160,6 +161,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     replicates = whole_number("replicates", replicates, lo=1)
     requests = whole_number("requests", requests, lo=10)
     rtol = real_number("rtol", rtol, lo=0, hi=0.5, lo_open=True)
+    engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
     batcher, budget, problem = _replica(
         model, gpu, tp, whole_number("max_num_seqs", max_num_seqs, lo=1),

@@ -40,6 +40,7 @@ from rooflinekit.planning.capacity import (
     speculative_rows,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
+from rooflinekit.profiles import resolve_engine
 from rooflinekit.roofline import (
     DEFAULT_IDLE_POWER_FRACTION,
     IDEAL,
@@ -239,8 +240,11 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         :class:`~rooflinekit.calibrate.Calibration` whose mixed-step engine
         (``engine_for("step", model=..., gpu=...)``: the prefill phase's compute efficiency, the
         decode phase's bandwidth efficiency and step overhead, each configuration its knob set)
-        times every step and the energy per token. ``attrs["model_quality"]`` is its label.
-        Default ``None``: the ideal roofline (:data:`rooflinekit.IDEAL`), labelled so.
+        times every step and the energy per token; or a name: ``"vllm"``, ``"sglang"``,
+        ``"trtllm"`` (that engine's shipped profile of each GPU), ``"ideal"``
+        (:data:`rooflinekit.IDEAL`, the roofline bound). ``attrs["model_quality"]`` is its
+        label. Default ``None``: the vLLM profile of each GPU
+        (:func:`rooflinekit.engine_profile`).
     prices : mapping, optional
         USD per GPU-hour by GPU name, overriding the catalogue's illustrative prices.
     engineering_monthly : float
@@ -344,6 +348,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         for model in model_list:     # the draft suits every target (vocabulary, layers)
             ContinuousBatcher(model=model, gpu=gpu_list[0], clock="roofline",
                               speculative=speculative)
+    engine = resolve_engine(engine, gpu_list)
     label = _quality(engine)
     hourly = _hourly_prices(gpu_list, prices)
     if electricity_price > 0:
@@ -552,6 +557,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
         raise ValueError(f"rates must be finite and > 0 [requests/s]; got {show(rates)}")
     replicates = whole_number("replicates", replicates, lo=1)
     requests = whole_number("requests", requests, lo=10)
+    engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
     batcher, _, problem = _replica(
         model, gpu, whole_number("tp", tp, lo=1), whole_number("max_num_seqs", max_num_seqs, lo=1),

@@ -59,6 +59,7 @@ from rooflinekit._validation import (
 )
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
+from rooflinekit.profiles import resolve_engine
 from rooflinekit.roofline import Engine
 from rooflinekit.sweep._dask import require_dask
 from rooflinekit.sweep.variables import (
@@ -460,8 +461,11 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         overheads, the all-reduce model, ``compute_dtype``, ``activation_dtype``, ...), or a
         :class:`rooflinekit.calibrate.Calibration`: its prefill engine
         (``engine_for("prefill")``) times ``prefill_time``, its decode engine every other
-        time (a calibration with knob sets gives its shared knobs). Default
-        :data:`rooflinekit.IDEAL`, the guide's roofline. Its fields must be single numbers
+        time (a calibration with knob sets gives its shared knobs). A name picks a shipped
+        profile (``"vllm"``, ``"sglang"``, ``"trtllm"``) or the bound (``"ideal"``:
+        :data:`rooflinekit.IDEAL`, the guide's roofline). Default ``None``: the vLLM profile
+        of each GPU (:func:`rooflinekit.engine_profile`; several GPUs: one sweep per GPU, each
+        within its share of ``memory_limit``, joined). Its fields must be single numbers
         (the sweep's own dimensions are the grid). Unless its ``allreduce`` is ``"guide"``
         (the guide's simple model, no communication) and without an
         ``interconnect_bandwidth`` of its own, every GPU must have a known interconnect
@@ -521,6 +525,30 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     .. [2] Williams, Waterman & Patterson, "Roofline: An Insightful Visual Performance Model",
        CACM 52(4), 2009.
     """
+    if engine is None or isinstance(engine, str):
+        # every input checked once, on the whole grid, before it is split by GPU
+        _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
+                   variables, roofline.IDEAL, pp=pp, ep=ep, micro_batches=micro_batches,
+                   techniques=_techniques(draft_tokens, acceptance, draft, prefix_share))
+        names = _gpu_names(gpus)
+        if len(names) > 1:
+            # each GPU timed by its own profile: one sweep per GPU, each within its share of
+            # the memory limit, joined along the GPU dimension (a variable without it is the
+            # same in every part: it depends on no GPU, so on no engine)
+            parts = [sweep(models, gpus.sel({dims.GPU: [name]}) if isinstance(gpus, xr.Dataset)
+                           else [name], tp, context_length, batch_size, prompt_tokens,
+                           reserve=reserve, variables=variables, chunks=chunks,
+                           engine=resolve_engine(engine, name), replicate_kv=replicate_kv,
+                           memory_limit=memory_limit / len(names), pp=pp, ep=ep,
+                           micro_batches=micro_batches, draft_tokens=draft_tokens,
+                           acceptance=acceptance, draft=draft, prefix_share=prefix_share)
+                     for name in names]
+            ds = xr.concat(parts, dim=dims.GPU, data_vars="minimal", coords="minimal",
+                           compat="override", join="outer", combine_attrs="drop_conflicts")
+            ds.attrs["model_quality"] = "; ".join(
+                dict.fromkeys(part.attrs["model_quality"] for part in parts))
+            return ds
+        engine = resolve_engine(engine, names[0])
     decode, prefill = _engines(engine)
     grid = _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
                       variables, decode, pp=pp, ep=ep, micro_batches=micro_batches,
@@ -541,6 +569,13 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     require_dask()
     grid = dataclasses.replace(grid, chunks=_chunks(grid.shape, chunks))
     return _wrap(grid, _lazy_arrays(grid))
+
+
+def _gpu_names(gpus) -> list:
+    """``gpus`` as a list: names or specs (a Dataset: its GPU names)."""
+    if isinstance(gpus, xr.Dataset):
+        return [str(name) for name in np.atleast_1d(gpus[dims.GPU].values)]
+    return [gpus] if isinstance(gpus, (str, GPU)) else list(gpus)
 
 
 def _engines(engine) -> tuple:

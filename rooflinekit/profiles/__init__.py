@@ -1,0 +1,38 @@
+"""Engine profiles: how real serving engines run a step, per phase and GPU.
+
+- :mod:`~rooflinekit.profiles.calibration`: :class:`Calibration`, an engine per phase (fitted
+  knobs, their intervals, knob sets by GPU, engine, format or model), kept as JSON;
+- :mod:`~rooflinekit.profiles.shipped`: the profiles shipped with the package
+  (:func:`engine_profile`, :data:`ENGINE_PROFILES`) and :func:`resolve_engine`, the one rule by
+  which a planning answer picks its engine (the vLLM profile of its GPU unless told otherwise).
+"""
+from rooflinekit.profiles.calibration import (
+    ENGINE_IDEAL_KNOBS,
+    ENGINE_KNOBS,
+    GROUP_FIELDS,
+    IDEAL_KNOBS,
+    KNOBS,
+    LINK_KNOBS,
+    PARAMETERS,
+    PHASES,
+    SECONDS_KNOBS,
+    Calibration,
+    load_calibration,
+    save_calibration,
+)
+from rooflinekit.profiles.shipped import (
+    DEFAULT_ENGINE,
+    ENGINE_CHOICES,
+    ENGINE_NAMES,
+    ENGINE_PROFILES,
+    ProfileKey,
+    engine_profile,
+    read_profile_file,
+    resolve_engine,
+)
+
+__all__ = ["ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
+           "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
+           "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",
+           "ENGINE_NAMES", "ENGINE_PROFILES", "ProfileKey", "engine_profile", "read_profile_file",
+           "resolve_engine"]

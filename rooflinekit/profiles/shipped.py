@@ -1,0 +1,344 @@
+"""The engine profiles shipped with the package, and the rule that picks a planning answer's engine.
+
+A profile is a :class:`~rooflinekit.profiles.Calibration` fitted for one serving engine
+(:data:`ENGINE_NAMES`), one engine version and one GPU, kept as a row of
+``rooflinekit/data/engine_profiles/<engine>.toml`` with its source, date, bootstrap intervals and
+held-out errors. :func:`engine_profile` returns one; :data:`ENGINE_PROFILES` lists them;
+:func:`resolve_engine` is the one rule by which every planning answer picks its engine: the vLLM
+profile of its GPU unless told otherwise, the ideal roofline only when asked for by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import tomllib
+import warnings
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from rooflinekit import catalog
+from rooflinekit._validation import MAX_CONFIG_BYTES, check_one_of, read_regular_file
+from rooflinekit.hardware import GPU
+from rooflinekit.profiles.calibration import PHASES, Calibration
+from rooflinekit.roofline import IDEAL, Engine
+
+__all__ = ["ENGINE_NAMES", "DEFAULT_ENGINE", "ENGINE_CHOICES", "ProfileKey", "ENGINE_PROFILES",
+           "engine_profile", "read_profile_file", "resolve_engine"]
+
+#: The serving engines a profile can describe, by the name ``engine=`` and ``--engine`` take.
+ENGINE_NAMES = ("vllm", "sglang", "trtllm")
+#: The engine a planning answer is timed with unless told otherwise.
+DEFAULT_ENGINE = "vllm"
+#: What ``engine=`` and ``--engine`` accept by name: an engine's profile, or the ideal bound.
+ENGINE_CHOICES = (*ENGINE_NAMES, "ideal")
+
+#: Fields every profile row holds, and what each must be.
+_TEXT_FIELDS = ("gpu", "version", "date", "source")
+_ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "model_size_error", "fit_error")
+
+
+class ProfileKey(NamedTuple):
+    """One shipped profile: the engine, the GPU (catalogue name) and the engine version."""
+
+    engine: str
+    gpu: str
+    version: str
+
+
+def _version_key(version: str) -> tuple:
+    """Orders versions by their numeric parts ("0.10.0" after "0.9.2"; suffixes last)."""
+    parts = []
+    for piece in version.replace("-", ".").split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append((int(digits) if digits and digits == piece else -1, piece))
+    return tuple(parts)
+
+
+def _fail(path, where: str, message: str, kind=ValueError):
+    raise kind(f"engine profile file {path}: {where}: {message}")
+
+
+def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
+    """Read and check one engine's profile file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A TOML file in the shipped format: ``engine = "<name>"`` and one ``[[profile]]`` table
+        per (GPU, version) with ``gpu``, ``version``, ``date``, ``source``, ``models``, the
+        held-out errors (``held_out_error``, ``held_out_error_ttft``, ``model_size_error``,
+        ``fit_error`` [%]), ``prefill`` and ``decode`` knobs, and optionally ``interval``
+        (each knob's ``[low, high]``) and ``notes`` (text).
+
+    Returns
+    -------
+    engine : str
+        The engine the file describes, one of :data:`ENGINE_NAMES`.
+    rows : tuple of dict
+        Each profile as a dict: the text fields, the errors, ``models`` and ``calibration``
+        (a checked :class:`~rooflinekit.profiles.Calibration` with its intervals).
+
+    Raises
+    ------
+    ValueError, TypeError
+        A file that is not a regular UTF-8 TOML file of at most
+        :data:`~rooflinekit._validation.MAX_CONFIG_BYTES`, or a row with a missing field, a
+        non-finite or out-of-range value, or a GPU the catalogue does not know; the message
+        names the file, the row and the field.
+    """
+    path = Path(path)
+    text = read_regular_file(path, "engine profile file", MAX_CONFIG_BYTES)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        _fail(path, "not TOML", str(exc))
+    engine = data.get("engine")
+    if engine not in ENGINE_NAMES:
+        _fail(path, "field 'engine'", f"must be one of {', '.join(ENGINE_NAMES)}; got "
+              f"{engine!r}")
+    profiles = data.get("profile")
+    if not isinstance(profiles, list) or not profiles:
+        _fail(path, "field 'profile'", "must be one or more [[profile]] tables")
+    rows, seen = [], set()
+    for i, row in enumerate(profiles):
+        where = f"profile[{i}]"
+        if not isinstance(row, Mapping):
+            _fail(path, where, "must be a table", TypeError)
+        out = {}
+        for field in _TEXT_FIELDS:
+            value = row.get(field)
+            if not isinstance(value, str) or not value.strip():
+                _fail(path, f"{where}.{field}", f"must be a non-empty string; got {value!r}")
+            out[field] = value
+        try:
+            out["gpu"] = catalog.gpu(out["gpu"]).name
+        except ValueError as exc:
+            _fail(path, f"{where}.gpu", str(exc))
+        for field in _ERROR_FIELDS:
+            value = row.get(field)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                _fail(path, f"{where}.{field}", f"must be a finite percentage >= 0; got "
+                      f"{value!r}")
+            out[field] = float(value)
+        models = row.get("models")
+        if not isinstance(models, list) or not models or \
+                not all(isinstance(m, str) for m in models):
+            _fail(path, f"{where}.models", f"must be a list of model names; got {models!r}")
+        out["models"] = tuple(models)
+        for phase in PHASES:
+            if not isinstance(row.get(phase), Mapping):
+                _fail(path, f"{where}.{phase}", "must be a table of knobs")
+        notes = row.get("notes", "")
+        if not isinstance(notes, str):
+            _fail(path, f"{where}.notes", f"must be a string; got {notes!r}", TypeError)
+        out["notes"] = notes
+        unknown = sorted(set(row) - {*_TEXT_FIELDS, *_ERROR_FIELDS, "models", *PHASES,
+                                     "interval", "notes"})
+        if unknown:
+            _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
+        # the label names what timed the answer; the row keeps the full source
+        source = f"{engine} {out['version']} profile for {out['gpu']} (fitted {out['date']})"
+        try:
+            out["calibration"] = Calibration(
+                prefill=row["prefill"], decode=row["decode"], source=source,
+                held_out_error=out["held_out_error"], intervals=row.get("interval", {}))
+        except (TypeError, ValueError) as exc:
+            _fail(path, where, str(exc), type(exc))
+        key = (out["gpu"], out["version"])
+        if key in seen:
+            _fail(path, where, f"a second profile for {key[0]} at version {key[1]}")
+        seen.add(key)
+        rows.append(out)
+    return engine, tuple(rows)
+
+
+@functools.cache
+def _shipped() -> dict:
+    """The shipped profiles by engine: ``{engine: rows}`` (read once; rows are immutable)."""
+    folder = resources.files("rooflinekit").joinpath("data").joinpath("engine_profiles")
+    out = {name: () for name in ENGINE_NAMES}
+    for name in ENGINE_NAMES:
+        entry = folder.joinpath(f"{name}.toml")
+        if entry.is_file():
+            with resources.as_file(entry) as path:
+                engine, rows = read_profile_file(path)
+            if engine != name:
+                raise ValueError(f"engine profile file {path}: field 'engine' is {engine!r}, "
+                                 f"its name says {name!r}")
+            out[name] = rows
+    return out
+
+
+#: Every shipped profile, as :class:`ProfileKey` (engine, GPU, version).
+ENGINE_PROFILES = tuple(ProfileKey(engine, row["gpu"], row["version"])
+                        for engine, rows in _shipped().items() for row in rows)
+
+
+def _gpu_spec(gpu) -> GPU:
+    if isinstance(gpu, GPU):
+        return gpu
+    if isinstance(gpu, str):
+        return catalog.gpu(gpu)
+    raise TypeError(f"gpu must be a GPU name or a rooflinekit.GPU; got {type(gpu).__name__}")
+
+
+def _distance(a: GPU, b: GPU) -> float:
+    """How far apart two GPUs are for a step: log ratios of HBM bandwidth and dense FLOP/s."""
+    return math.hypot(math.log(a.hbm_bandwidth / b.hbm_bandwidth),
+                      math.log(a.peak_flops / b.peak_flops))
+
+
+def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None = None, *,
+                   warn: bool = True) -> Calibration:
+    """The shipped profile of a serving engine: how it runs a step, fitted per GPU.
+
+    Parameters
+    ----------
+    engine : {"vllm", "sglang", "trtllm"}
+        The serving engine. Default "vllm".
+    gpu : str or GPU, optional
+        The GPU (a catalogue name or a spec). Default ``None``: every profiled GPU, as knob
+        sets keyed by ``"gpu"``.
+    version : str, optional
+        The engine version. Default ``None``: the newest version profiled (for ``gpu``).
+    warn : bool
+        Warn (:class:`UserWarning`) when ``gpu`` has no profile of its own. Default True.
+
+    Returns
+    -------
+    Calibration
+        For one GPU: that GPU's knobs, intervals and held-out error, labelled with the engine,
+        version, GPU and source. A GPU without a profile of its own gets the profile of the
+        nearest profiled GPU (HBM bandwidth and dense FLOP/s, log scale), with a warning that
+        states the error to expect (the profile's leave-one-GPU-out TPOT error). Without
+        ``gpu``: one knob set per profiled GPU, the shared knobs each knob's median over them.
+
+    Raises
+    ------
+    ValueError
+        An unknown engine or version, or an engine with no profile shipped.
+
+    See Also
+    --------
+    ENGINE_PROFILES, resolve_engine, rooflinekit.calibrate.calibrate
+
+    Notes
+    -----
+    The shipped profiles are fitted by ``scripts/engine_profiles.py`` to kernel timings
+    measured per GPU and engine version (``docs/validation.md`` says from where and how well
+    they hold out); each row in ``rooflinekit/data/engine_profiles/`` carries its source.
+    """
+    engine = check_one_of("engine", engine, ENGINE_NAMES)
+    rows = _shipped()[engine]
+    if not rows:
+        raise ValueError(f"no {engine} profile is shipped; profiled engines: "
+                         f"{', '.join(e for e in ENGINE_NAMES if _shipped()[e]) or 'none'}")
+    if version is not None:
+        versions = sorted({r["version"] for r in rows}, key=_version_key)
+        if not isinstance(version, str) or version not in versions:
+            raise ValueError(f"version must be one of the {engine} versions profiled "
+                             f"({', '.join(versions)}); got {version!r}")
+        rows = tuple(r for r in rows if r["version"] == version)
+    if gpu is None:
+        return _all_gpus(engine, rows)
+    spec = _gpu_spec(gpu)
+    own = [r for r in rows if r["gpu"].lower() == spec.name.lower()]
+    if own:
+        return max(own, key=lambda r: _version_key(r["version"]))["calibration"]
+    newest = {}
+    for r in rows:
+        if r["gpu"] not in newest or _version_key(r["version"]) > \
+                _version_key(newest[r["gpu"]]["version"]):
+            newest[r["gpu"]] = r
+    near = min(newest.values(), key=lambda r: _distance(spec, catalog.gpu(r["gpu"])))
+    if warn:
+        warnings.warn(f"no {engine} profile for {spec.name}; using the {near['gpu']} profile "
+                      f"(the nearest profiled GPU by HBM bandwidth and FLOP/s): expect about "
+                      f"{near['held_out_error']:.0f}% error in TPOT (its leave-one-GPU-out "
+                      f"error), more where the GPUs differ further", UserWarning, stacklevel=2)
+    return near["calibration"]
+
+
+def _all_gpus(engine: str, rows) -> Calibration:
+    newest = {}
+    for r in rows:
+        if r["gpu"] not in newest or _version_key(r["version"]) > \
+                _version_key(newest[r["gpu"]]["version"]):
+            newest[r["gpu"]] = r
+    sets = {(gpu,): {p: dict(getattr(r["calibration"], p)) for p in PHASES}
+            for gpu, r in newest.items()}
+    shared = {}
+    for phase in PHASES:
+        knobs = set().union(*(knobs[phase] for knobs in sets.values()))
+        shared[phase] = {k: float(np.median([s[phase][k] for s in sets.values()
+                                             if s[phase].get(k) is not None]))
+                         for k in knobs
+                         if any(s[phase].get(k) is not None for s in sets.values())}
+    versions = sorted({r["version"] for r in newest.values()}, key=_version_key)
+    return Calibration(prefill=shared["prefill"], decode=shared["decode"],
+                       source=f"{engine} {'/'.join(versions)} profiles of {len(sets)} GPUs "
+                              f"(shared knobs: each knob's median)",
+                       group_by=("gpu",), groups=sets)
+
+
+def resolve_engine(engine=None, gpu=None, *, warn: bool = True):
+    """The engine a planning answer is timed with: the one rule every planning path applies.
+
+    Parameters
+    ----------
+    engine : None, str, Engine or Calibration
+        ``None`` (default): the :data:`DEFAULT_ENGINE` (vLLM) profile of ``gpu``. A name of
+        :data:`ENGINE_CHOICES`: that engine's profile, or ``"ideal"``: :data:`~rooflinekit.IDEAL`
+        (the roofline bound). An :class:`~rooflinekit.Engine` or anything with an
+        ``engine_for`` method (a :class:`Calibration`) is returned as it is.
+    gpu : str, GPU or sequence of them, optional
+        The GPU(s) the answer is for. Several: one knob set per GPU, keyed by ``"gpu"``, each
+        that GPU's profile (or its nearest's, :func:`engine_profile`). ``None``: every profiled
+        GPU.
+    warn : bool
+        Passed to :func:`engine_profile`. Default True.
+
+    Returns
+    -------
+    Engine or Calibration
+
+    Raises
+    ------
+    ValueError
+        An unknown engine name.
+    TypeError
+        Anything else.
+    """
+    if engine is None:
+        engine = DEFAULT_ENGINE
+    if isinstance(engine, str):
+        name = check_one_of("engine", engine.lower(), ENGINE_CHOICES)
+        if name == "ideal":
+            return IDEAL
+        if gpu is None or isinstance(gpu, (str, GPU)):
+            return engine_profile(name, gpu, warn=warn)
+        return _for_gpus(name, list(gpu), warn)
+    if isinstance(engine, Engine) or (callable(getattr(engine, "engine_for", None))
+                                      and not isinstance(engine, type)):
+        return engine
+    raise TypeError(f"engine must be None, one of {', '.join(ENGINE_CHOICES)}, a "
+                    f"rooflinekit.Engine or a Calibration; got {type(engine).__name__}")
+
+
+def _for_gpus(engine: str, gpus: list, warn: bool) -> Calibration:
+    """One knob set per GPU of ``gpus``: each its own profile, or its nearest's."""
+    if len(gpus) == 1:
+        return engine_profile(engine, gpus[0], warn=warn)
+    specs = [_gpu_spec(g) for g in gpus]
+    profiles = {spec.name: engine_profile(engine, spec, warn=warn) for spec in specs}
+    sets = {(name, ): {p: dict(getattr(c, p)) for p in PHASES} for name, c in profiles.items()}
+    first = next(iter(profiles.values()))
+    sources = "; ".join(dict.fromkeys(c.source for c in profiles.values()))
+    return Calibration(prefill=first.prefill, decode=first.decode, group_by=("gpu",),
+                       groups=sets, source=f"{engine} profiles per GPU: {sources}")

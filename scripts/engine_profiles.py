@@ -1,0 +1,945 @@
+"""Fit rooflinekit's engine knobs per (serving engine, GPU) to NVIDIA's measured kernel timings.
+
+A development script, not part of the package. It needs the dev extra::
+
+    pip install aiconfigurator-core==0.12.0 pandas pyarrow
+
+and is run from the repository root as ``python scripts/engine_profiles.py``; it (re)writes
+``rooflinekit/data/engine_profiles/{vllm,sglang,trtllm}.toml`` and prints a table of the fitted
+knobs and held-out errors.
+
+Where the numbers come from
+---------------------------
+aiconfigurator-core 0.12.0 (Apache-2.0, NVIDIA) ships the kernel timings its collectors measured
+on each GPU system, per serving engine and engine version, as parquet tables under
+``aiconfigurator_core/systems/data/<system>/<op>/<engine>/<version>/``: GEMMs
+(``gemm_perf.parquet``: latency per (dtype, m, n, k)), attention (``context_attention_perf`` and
+``generation_attention_perf``: latency per (batch, sequence length, query heads, KV heads, head
+size, KV format)) and the engines' own all-reduce (``comm/<engine>/<version>/
+custom_allreduce_perf.parquet``: latency per (GPUs, message elements)). Latencies are in
+milliseconds. This script reads those tables directly, not through aiconfigurator's SDK
+estimator: a step assembled here from named kernels is a sum whose every part can be checked
+against a table row, while the SDK's static estimate adds engine heuristics (queueing factors,
+dispatch constants, mixed-step corrections) that rooflinekit models separately or not at all.
+
+The step synthesised for a dense decoder (Llama-3.1-8B and Llama-3.1-70B; the catalogue's
+shapes, head size 128) at tensor-parallel degree ``tp``:
+
+- decode (TPOT), batch ``B`` at context ``c``: per layer the GEMMs ``qkv`` (m = B,
+  n = (H + 2·KV)·d / tp, k = h), ``o`` (n = h, k = H·d / tp), ``gate_up`` (n = 2·I / tp, k = h)
+  and ``down`` (n = h, k = I / tp), generation attention (B sequences at c cached tokens,
+  H / tp query heads, KV / tp KV heads), and at tp > 1 two all-reduces of B·h bf16 elements;
+  plus the LM head GEMM (m = B, n = V / tp, k = h) once;
+- prefill (TTFT), B prompts of s tokens prefilled together: the same GEMMs at m = B·s, context
+  attention of B sequences of s tokens, two all-reduces of B·s·h elements per layer, and the
+  LM head at m = B (only each prompt's last token needs logits).
+
+Elementwise kernels (norms, rotary embedding, activation, residual adds), the embedding lookup,
+sampling, the scheduler and Python are in no table, so they are not in the synthesised step:
+the step and layer overheads fitted here are the kernels' own (launch gaps are not either), a
+floor under what a served engine shows.
+
+Each table is interpolated linearly in log(latency) over log of its axes (the kernel grids are
+powers of two or near), after holes in a grid are filled by the same log-log interpolation along
+one axis. A query beyond a table's last point takes that point's latency scaled linearly with
+the size (a GEMM's m and n, attention's batch and context: time proportional to the work
+there). Where several kernels were measured for one point (vLLM's FlashAttention 3 and 4, say)
+the fastest is taken, as the engines' autotuning picks. ``bf16`` rows use the bfloat16 GEMMs;
+``fp8`` rows (where the table has per-tensor fp8 GEMMs) use them with bf16 attention and a
+bf16 KV cache. A workload is kept only when its weights and KV cache fit in 90 % of the
+group's memory.
+
+For each (engine, GPU) the newest engine version with both GEMM and attention tables is used;
+the all-reduce table is that engine's at the same version, else its newest older one (the SDK's
+own rule: framework-versioned comm tables may fill from earlier versions). CUDA-graph all-reduce
+rows (``backend`` ending in ``_graph``) are preferred where a table has both.
+
+The fit, stage 1: kernels
+-------------------------
+One :func:`rooflinekit.calibrate.calibrate` per (engine, GPU, version) with the knobs of
+:data:`FIT` free (prefill: compute efficiency, the GEMM half-efficiency tokens, the TTFT
+intercept, the all-reduces' share of the link; decode: weight and KV bandwidth efficiencies and
+the per-layer overhead) and the per-step overhead held at 0 (:data:`HELD`: every two-model fit
+finds 0, and freed on one model's rows it trades against the per-layer overhead and wrecks the
+transfer to the other size), bootstrap intervals at 90 % from :data:`N_RESAMPLES` resamples with
+seed 0. Held-out errors: leave one GPU out (fit one calibration on the other GPUs' rows of the
+same engine, predict this GPU's rows; :func:`rooflinekit.calibrate.cross_validate` with
+``by="gpu"``), and across model sizes (fit on one model's rows of this (engine, GPU), predict
+the other's; the worse direction of ``by="model"``).
+
+The fit, stage 2: serving (vLLM only)
+-------------------------------------
+Kernel sums are a floor under a served engine. For vLLM, the one engine with public end-to-end
+measurements in the repository, :func:`serving_stage` keeps every GPU's kernel knobs fixed and
+fits the one knob of :data:`SERVING_KNOBS`, the decode ``step_overhead`` [s] that kernels cannot
+see (scheduler, sampling, Python), as ONE value shared by all GPUs (CPU-side costs do not scale
+with the GPU), to the TPOT of the ``LambdaLabsML/vllm-benchmark`` rows of :data:`SERVING_FILES`
+(H100-SXM and A100-SXM; the NIM rows are another engine). ``prefill_overhead`` is NOT fitted
+here: each GPU keeps its kernel fit's TTFT intercept. Those rows' TTFT is measured at the client
+and holds client/API time (tokenisation, HTTP, detokenisation) that does not occupy the GPU,
+while rooflinekit's simulator charges ``prefill_overhead`` to every engine step that carries
+prompt tokens; a TTFT-fitted intercept (53 ms where the kernels give 1.3-2.3 ms) made
+saturation throughput on load sweeps far too low (``scripts/score_load_sweeps.py``). The
+overhead adds to every decode step, so a row's TPOT prediction is its kernel-knob prediction
+with the overhead at 0 (:func:`rooflinekit.calibrate.predict`, each row on its own GPU's knobs)
+plus the overhead, and the least squares on relative residuals (calibrate's loss) has a closed
+form (:func:`fit_serving`). Intervals: :data:`N_RESAMPLES` bootstrap resamples of the rows,
+seed 0; held out: fit on one GPU's rows, predict the other's. TTFT errors on those rows are
+reported with the kernel intercept, for reference. SGLang and TensorRT-LLM stay kernel-only: a
+floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rooflinekit import catalog
+from rooflinekit.calibrate import calibrate, cross_validate, measurements_from_records
+
+#: The aiconfigurator-core release whose tables are read.
+AIC_VERSION = "0.12.0"
+#: aiconfigurator system name -> rooflinekit catalogue GPU name. Systems without data in the
+#: package (h100_pcie, a100_pcie and l4 ship empty data folders in 0.12.0) are skipped.
+SYSTEM_TO_GPU = {"h100_sxm": "H100-SXM-80GB", "h200_sxm": "H200-SXM-141GB",
+                 "a100_sxm": "A100-SXM-80GB", "b200_sxm": "B200", "l40s": "L40S",
+                 "h100_pcie": "H100-PCIe-80GB", "a100_pcie": "A100-PCIe-80GB", "l4": "L4"}
+#: Serving engines, as aiconfigurator names their data folders.
+ENGINES = ("vllm", "sglang", "trtllm")
+#: Catalogue models whose shapes the step is synthesised for (dense, head size 128).
+MODELS = ("Llama-3.1-8B", "Llama-3.1-70B")
+#: Decode batch sizes [sequences] and contexts [tokens] of the TPOT workloads.
+DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+DECODE_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384)
+#: Prefill batch sizes [prompts] and prompt lengths [tokens] of the TTFT workloads.
+PREFILL_BATCHES = (1, 2, 4, 8)
+PREFILL_PROMPTS = (128, 256, 512, 1024, 2048, 4096, 8192)
+#: Tensor-parallel degrees (beyond 1 only where the GPU has an all-reduce table).
+TP_DEGREES = (1, 2, 4, 8)
+#: Weight formats: rooflinekit dtype -> aiconfigurator gemm_dtype.
+GEMM_DTYPES = {"bf16": "bfloat16", "fp8": "fp8"}
+#: Share of the group's memory the weights and the KV cache may take for a workload to count.
+MEMORY_SHARE = 0.9
+#: Knobs fitted per phase to the kernel sums (the names of
+#: :class:`rooflinekit.calibrate.Calibration`). ``step_overhead`` is held at 0 (:data:`HELD`):
+#: every two-model fit finds 0, and freed on one model size it trades against the per-layer
+#: overhead and wrecks the transfer to the other size.
+FIT = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
+                   "interconnect_efficiency"),
+       "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "layer_overhead")}
+#: Knobs held at a value in the kernel fit, written with it (interval ``[value, value]``).
+HELD = {"prefill": {}, "decode": {"step_overhead": 0.0}}
+#: Every knob a profile row holds, per phase, in the order written.
+KNOBS = {"prefill": FIT["prefill"],
+         "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
+                    "layer_overhead")}
+#: Bootstrap resamples, coverage of the intervals and the seed of every fit.
+N_RESAMPLES = 100
+CONFIDENCE = 0.90
+SEED = 0
+#: Milliseconds (the tables' unit) to seconds.
+MS = 1e-3
+#: Where the profiles are written, relative to the repository root.
+OUTPUT_DIR = Path("rooflinekit/data/engine_profiles")
+#: Attention format of every workload (the tables' activations and KV cache).
+ATTENTION_DTYPE = "bfloat16"
+KV_CACHE_DTYPE = "bfloat16"
+
+
+# -- locating the tables ------------------------------------------------------------------------
+
+def data_root() -> Path:
+    """The folder of aiconfigurator-core's kernel tables (``systems/data``)."""
+    import aiconfigurator_core
+    return Path(aiconfigurator_core.__file__).parent / "systems" / "data"
+
+
+def installed_aic_version() -> str:
+    """The installed aiconfigurator-core version (refuses any but :data:`AIC_VERSION`)."""
+    from importlib.metadata import version
+    found = version("aiconfigurator-core")
+    if found != AIC_VERSION:
+        raise RuntimeError(f"aiconfigurator-core {AIC_VERSION} is required, found {found}")
+    return found
+
+
+def version_key(text: str) -> tuple:
+    """A sort key of an engine version such as ``1.3.0rc20`` or ``0.5.6.post2``."""
+    from packaging.version import InvalidVersion, Version
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (-1, tuple(int(x) for x in re.findall(r"\d+", text)))
+
+
+def versions_with(system: str, op: str, engine: str, filename: str) -> list[str]:
+    """Engine versions whose ``<op>`` folder holds ``filename``, oldest first."""
+    base = data_root() / system / op / engine
+    if not base.is_dir():
+        return []
+    found = [p.name for p in base.iterdir() if (p / filename).is_file()]
+    return sorted(found, key=version_key)
+
+
+def engine_version(system: str, engine: str) -> str | None:
+    """The newest version of ``engine`` on ``system`` with GEMM and both attention tables."""
+    gemm = set(versions_with(system, "gemm", engine, "gemm_perf.parquet"))
+    context = set(versions_with(system, "attention", engine, "context_attention_perf.parquet"))
+    generation = set(versions_with(system, "attention", engine,
+                                   "generation_attention_perf.parquet"))
+    common = sorted(gemm & context & generation, key=version_key)
+    return common[-1] if common else None
+
+
+def allreduce_version(system: str, engine: str, version: str) -> str | None:
+    """The engine's all-reduce table version used with ``version``: the same, else the newest
+    older one (``None``: no table, so tensor parallelism is not synthesised)."""
+    found = [v for v in versions_with(system, "comm", engine, "custom_allreduce_perf.parquet")
+             if version_key(v) <= version_key(version)]
+    return found[-1] if found else None
+
+
+# -- interpolation ------------------------------------------------------------------------------
+
+def _fill_line(log_x: np.ndarray, log_y: np.ndarray, exponent: float) -> np.ndarray:
+    """``log_y`` with NaN entries filled by interpolation in log-log along the line; beyond
+    the measured ends, scaled with the size to the power ``exponent``."""
+    ok = ~np.isnan(log_y)
+    if ok.all() or not ok.any():
+        return log_y
+    xs, ys = log_x[ok], log_y[ok]
+    out = np.interp(log_x, xs, ys)
+    low, high = log_x < xs[0], log_x > xs[-1]
+    out[low] = ys[0] + exponent * (log_x[low] - xs[0])
+    out[high] = ys[-1] + exponent * (log_x[high] - xs[-1])
+    return np.where(ok, log_y, out)
+
+
+class LogGridTable:
+    """Latency [s] of a kernel on a grid of sizes, interpolated in log-log.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per measured point: the ``axes`` columns and ``latency`` [ms]; duplicate points
+        (several kernels measured) keep the fastest.
+    axes : sequence of str
+        The size columns, each > 0.
+    exponents : sequence of float
+        Per axis, the power of the size the latency scales with beyond the grid's ends.
+    """
+
+    def __init__(self, frame, axes: Sequence[str], exponents: Sequence[float]):
+        from scipy.interpolate import RegularGridInterpolator
+        best = frame.groupby(list(axes))["latency"].min()
+        self.axes = tuple(axes)
+        self.exponents = np.asarray(exponents, dtype=float)
+        self.points = [np.array(sorted(best.index.get_level_values(a).unique()), dtype=float)
+                       for a in axes]
+        self.log_points = [np.log(p) for p in self.points]
+        grid = np.full([p.size for p in self.points], np.nan)
+        index = [np.searchsorted(p, best.index.get_level_values(a).to_numpy(dtype=float))
+                 for p, a in zip(self.points, axes)]
+        grid[tuple(index)] = np.log(best.to_numpy(dtype=float) * MS)
+        for _ in range(len(axes) + 1):           # holes: fill along each axis in turn
+            if not np.isnan(grid).any():
+                break
+            for axis, log_x in enumerate(self.log_points):
+                exponent = self.exponents[axis]
+                grid = np.apply_along_axis(
+                    lambda line, lx=log_x, e=exponent: _fill_line(lx, line, e), axis, grid)
+        if np.isnan(grid).any():
+            raise ValueError(f"table over {axes} has holes that no axis can fill")
+        singleton = [p.size == 1 for p in self.points]
+        if any(singleton):
+            raise ValueError(f"table over {axes} has a single value on an axis")
+        self._interp = RegularGridInterpolator(self.log_points, grid, method="linear")
+
+    def __call__(self, *sizes: float) -> float:
+        """Latency [s] at ``sizes`` (one per axis, each > 0)."""
+        log_sizes = np.log(np.asarray(sizes, dtype=float))
+        lo = np.array([p[0] for p in self.log_points])
+        hi = np.array([p[-1] for p in self.log_points])
+        inside = np.clip(log_sizes, lo, hi)
+        log_t = float(self._interp(inside[None, :])[0])
+        return math.exp(log_t + float(np.dot(self.exponents, log_sizes - inside)))
+
+
+def _read(path: Path):
+    import pandas as pd
+    return pd.read_parquet(path)
+
+
+@dataclass
+class KernelTables:
+    """The tables of one (system, engine, version), ready to time a step.
+
+    Attributes
+    ----------
+    gemm : dict
+        rooflinekit dtype -> :class:`LogGridTable` over (m, n, k).
+    generation_attention, context_attention : dict
+        (query heads, KV heads) -> :class:`LogGridTable` over (batch, tokens).
+    allreduce : dict
+        GPUs -> :class:`LogGridTable` over (message elements,).
+    files : list of str
+        The parquet files read, relative to ``systems/data``.
+    """
+
+    gemm: dict
+    generation_attention: dict
+    context_attention: dict
+    allreduce: dict
+    files: list
+
+
+def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tuple]) -> \
+        KernelTables:
+    """Read and index the kernel tables of ``engine`` ``version`` on ``system``.
+
+    Parameters
+    ----------
+    head_pairs : iterable of (int, int)
+        The (query heads, KV heads) per GPU the workloads need.
+    """
+    root = data_root()
+    files = []
+
+    def read(op, ver, name):
+        path = root / system / op / engine / ver / name
+        files.append(str(path.relative_to(root)))
+        return _read(path)
+
+    gemm_frame = read("gemm", version, "gemm_perf.parquet")
+    gemm = {}
+    for dtype, gemm_dtype in GEMM_DTYPES.items():
+        rows = gemm_frame[gemm_frame["gemm_dtype"] == gemm_dtype]
+        if len(rows):
+            gemm[dtype] = LogGridTable(rows, ("m", "n", "k"), (1.0, 1.0, 1.0))
+    attention = {}
+    for kind, token_axis, token_exponent in (("generation", "step", 1.0),
+                                             ("context", "isl", 2.0)):
+        frame = read("attention", version, f"{kind}_attention_perf.parquet")
+        # older tables lack the window and beam columns: they measured full attention only
+        wanted = {"attn_dtype": ATTENTION_DTYPE, "kv_cache_dtype": KV_CACHE_DTYPE,
+                  "head_dim": 128, "window_size": 0, "beam_width": 1}
+        for column, value in wanted.items():
+            if column in frame:
+                frame = frame[frame[column] == value]
+        tables = {}
+        for heads, kv_heads in sorted(set(head_pairs)):
+            rows = frame[(frame["num_heads"] == heads) & (frame["num_key_value_heads"] == kv_heads)]
+            if len(rows):
+                tables[(heads, kv_heads)] = LogGridTable(
+                    rows, ("batch_size", token_axis), (1.0, token_exponent))
+        attention[kind] = tables
+    allreduce = {}
+    comm_version = allreduce_version(system, engine, version)
+    if comm_version is not None:
+        frame = read("comm", comm_version, "custom_allreduce_perf.parquet")
+        frame = frame[frame["allreduce_dtype"] == "bfloat16"]
+        if "backend" in frame and frame["backend"].astype(str).str.endswith("_graph").any():
+            frame = frame[frame["backend"].astype(str).str.endswith("_graph")]
+        for n_gpus, rows in frame.groupby(frame["num_gpus"].astype(int)):
+            allreduce[int(n_gpus)] = LogGridTable(rows, ("message_size",), (1.0,))
+    return KernelTables(gemm, attention["generation"], attention["context"], allreduce, files)
+
+
+# -- the synthesised step -----------------------------------------------------------------------
+
+def layer_gemms(model, tp: int) -> list[tuple[int, int]]:
+    """(n, k) of a decoder layer's weight GEMMs on one GPU of a ``tp`` group."""
+    d, h, inter = model.head_dim, model.hidden_size, model.intermediate_size
+    return [((model.n_heads + 2 * model.n_kv_heads) * d // tp, h),   # qkv
+            (h, model.n_heads * d // tp),                              # o
+            (2 * inter // tp, h),                                      # gate_up
+            (h, inter // tp)]                                          # down
+
+
+def head_pair(model, tp: int) -> tuple[int, int]:
+    """(query heads, KV heads) one GPU of a ``tp`` group runs (KV heads replicated below 1)."""
+    return model.n_heads // tp, max(model.n_kv_heads // tp, 1)
+
+
+def step_time(tables: KernelTables, model, tp: int, dtype: str, phase: str, batch: int,
+              tokens: int) -> float:
+    """Synthesised step time [s] from the kernel tables.
+
+    Parameters
+    ----------
+    phase : {"decode", "prefill"}
+        A decode step of ``batch`` sequences at context ``tokens``, or the prefill of ``batch``
+        prompts of ``tokens`` each.
+    """
+    gemm = tables.gemm[dtype]
+    pair = head_pair(model, tp)
+    if phase == "decode":
+        rows = batch
+        attention = tables.generation_attention[pair](batch, tokens)
+    else:
+        rows = batch * tokens
+        attention = tables.context_attention[pair](batch, tokens)
+    layer = sum(gemm(rows, n, k) for n, k in layer_gemms(model, tp)) + attention
+    if tp > 1:
+        layer += 2.0 * tables.allreduce[tp](rows * model.hidden_size)
+    lm_head = gemm(batch, model.vocab_size // tp, model.hidden_size)
+    return model.n_layers * layer + lm_head
+
+
+def fits_in_memory(model, gpu, tp: int, sequences: int, tokens: int) -> bool:
+    """Whether the weights and ``sequences × tokens`` cached tokens fit in the group's
+    :data:`MEMORY_SHARE` of memory."""
+    need = model.weight_bytes + sequences * tokens * model.kv_bytes_per_token
+    return need <= MEMORY_SHARE * gpu.memory_bytes * tp
+
+
+def synthesise(engine: str, system: str, version: str | None = None) -> tuple[list, str]:
+    """Measurement rows of every workload of one (engine, system), and the version used.
+
+    Returns
+    -------
+    rows : list of dict
+        rooflinekit measurement rows (:func:`rooflinekit.calibrate.measurements_from_records`):
+        decode rows carry ``tpot_ms``, prefill rows ``ttft_ms`` of a static batch.
+    version : str
+        The engine version of the kernel data.
+    """
+    version = version or engine_version(system, engine)
+    if version is None:
+        raise ValueError(f"no {engine} GEMM and attention tables for {system}")
+    gpu_name = SYSTEM_TO_GPU[system]
+    gpu = catalog.gpu(gpu_name)
+    models = [catalog.model(name) for name in MODELS]
+    pairs = {head_pair(m, tp) for m in models for tp in TP_DEGREES}
+    tables = load_tables(system, engine, version, pairs)
+    source = (f"aiconfigurator-core {AIC_VERSION} (Apache-2.0) systems/data: "
+              + ", ".join(tables.files))
+    rows = []
+    for base in models:
+        for dtype in GEMM_DTYPES:
+            if dtype not in tables.gemm:
+                continue
+            model = base if dtype == "bf16" else base.replace(bytes_per_param=dtype)
+            for tp in TP_DEGREES:
+                if tp > 1 and tp not in tables.allreduce:
+                    continue
+                if head_pair(model, tp) not in tables.generation_attention or \
+                        head_pair(model, tp) not in tables.context_attention:
+                    continue
+                common = {"model": base.name, "gpu": gpu_name, "tp": tp, "dtype": dtype,
+                          "engine": f"{engine} {version}", "source": source}
+                for batch in DECODE_BATCHES:
+                    for context in DECODE_CONTEXTS:
+                        if not fits_in_memory(model, gpu, tp, batch, context):
+                            continue
+                        t = step_time(tables, model, tp, dtype, "decode", batch, context)
+                        rows.append({**common, "batch_size": batch, "prompt_tokens": context,
+                                     "output_tokens": 0, "context_length": context,
+                                     "tpot_ms": t / MS,
+                                     "notes": "synthesised decode step (kernel sum)"})
+                for batch in PREFILL_BATCHES:
+                    for prompt in PREFILL_PROMPTS:
+                        if not fits_in_memory(model, gpu, tp, batch, prompt):
+                            continue
+                        t = step_time(tables, model, tp, dtype, "prefill", batch, prompt)
+                        rows.append({**common, "batch_size": batch, "prompt_tokens": prompt,
+                                     "output_tokens": 1, "ttft_ms": t / MS,
+                                     "ttft_kind": "static_batch",
+                                     "notes": "synthesised prefill step (kernel sum)"})
+    return rows, version
+
+
+# -- the fits -----------------------------------------------------------------------------------
+
+def _knobs(parameters, phase: str, column: str) -> dict:
+    return {p: float(parameters[column].sel(phase=phase, parameter=p)) for p in FIT[phase]}
+
+
+def fit_profile(rows: list, n_resamples: int = N_RESAMPLES):
+    """One calibration of the :data:`FIT` knobs to ``rows`` (deterministic: seed :data:`SEED`).
+
+    Returns
+    -------
+    rooflinekit.calibrate.CalibrationResult
+    """
+    return calibrate(measurements_from_records(rows), fit=FIT, n_resamples=n_resamples,
+                     confidence=CONFIDENCE, seed=SEED)
+
+
+def profile_knobs(result) -> dict:
+    """``{"prefill": {...}, "decode": {...}}`` values and ``interval`` pairs of a fit (the
+    knobs of :data:`KNOBS`: the :data:`HELD` ones at their held value)."""
+    p = result.parameters
+    value = {phase: {**_knobs(p, phase, "value"), **HELD[phase]} for phase in FIT}
+    lower = {phase: {**_knobs(p, phase, "lower"), **HELD[phase]} for phase in FIT}
+    upper = {phase: {**_knobs(p, phase, "upper"), **HELD[phase]} for phase in FIT}
+    out = {phase: {k: value[phase][k] for k in KNOBS[phase]} for phase in FIT}
+    out["interval"] = {phase: {k: [lower[phase][k], upper[phase][k]] for k in KNOBS[phase]}
+                       for phase in FIT}
+    return out
+
+
+def _mape(result_errors, phase: str) -> float:
+    return float(result_errors["mape_calibrated"].sel(phase=phase))
+
+
+def leave_one_gpu_out(rows: list) -> dict:
+    """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows."""
+    cv = cross_validate(measurements_from_records(rows), by="gpu", fit=FIT, seed=SEED)
+    out = {}
+    for f in range(cv.folds.sizes["fold"]):
+        fold = cv.folds.isel(fold=f)
+        out[str(fold["held_out"].values)] = (
+            float(fold["mape_calibrated"].sel(phase="decode")),
+            float(fold["mape_calibrated"].sel(phase="prefill")))
+    return out
+
+
+def model_size_error(rows: list) -> tuple[float, dict]:
+    """TPOT MAPE [%] fitted on one model, applied to the other: the worse direction, and each."""
+    cv = cross_validate(measurements_from_records(rows), by="model", fit=FIT, seed=SEED)
+    each = {}
+    for f in range(cv.folds.sizes["fold"]):
+        fold = cv.folds.isel(fold=f)
+        each[str(fold["held_out"].values)] = float(fold["mape_calibrated"].sel(phase="decode"))
+    return max(each.values()), each
+
+
+def diagnose(engine: str, system: str, log=print) -> dict:
+    """In-sample and held-out errors of fits that relax one structural limit each.
+
+    Printed with ``--diagnose``, never shipped: they say what the shipped step model lacks.
+
+    Returns
+    -------
+    dict
+        ``per_dtype_tpot`` (in-sample TPOT MAPE [%] of a fit to each weight format's rows
+        alone), ``decode_link_tpot`` (in-sample TPOT MAPE with ``interconnect_efficiency``
+        free in decode too), ``batch1_ttft`` (in-sample TTFT MAPE of a fit to the batch-1
+        prefill rows alone: no static batch) and ``size_free_step_overhead`` (TPOT MAPE
+        across model sizes, worse direction, with ``step_overhead`` free as well: what holding
+        it at 0 avoids).
+    """
+    rows, _ = synthesise(engine, system)
+    out = {"per_dtype_tpot": {}}
+    for dtype in GEMM_DTYPES:
+        mine = [r for r in rows if r["dtype"] == dtype]
+        if mine:
+            out["per_dtype_tpot"][dtype] = _mape(fit_profile(mine, 0).errors, "decode")
+    ds = measurements_from_records(rows)
+    linked = {"prefill": FIT["prefill"], "decode": FIT["decode"] + ("interconnect_efficiency",)}
+    result = calibrate(ds, fit=linked, n_resamples=0, confidence=CONFIDENCE, seed=SEED)
+    out["decode_link_tpot"] = _mape(result.errors, "decode")
+    single = [r for r in rows if "ttft_ms" not in r or r["batch_size"] == 1]
+    out["batch1_ttft"] = _mape(fit_profile(single, 0).errors, "prefill")
+    free_step = {"prefill": FIT["prefill"], "decode": FIT["decode"] + ("step_overhead",)}
+    cv = cross_validate(ds, by="model", fit=free_step, seed=SEED)
+    out["size_free_step_overhead"] = float(
+        cv.folds["mape_calibrated"].sel(phase="decode").max())
+    log(f"  diagnose {engine} {system}: {out}")
+    return out
+
+
+# -- the serving stage (vLLM) ------------------------------------------------------------------
+
+#: Public end-to-end vLLM measurement files, relative to the repository root, and the source
+#: whose rows the serving stage fits (the NIM rows are another engine, the Musgrave row a GPU
+#: with no profile).
+SERVING_FILES = ("tests/data/measurements/public.csv", "tests/data/measurements/public_more.csv")
+SERVING_SOURCE = "LambdaLabsML/vllm-benchmark"
+#: The engine whose profiles get the serving stage, and its knobs (phase, knob) fitted there:
+#: only the decode step overhead. ``prefill_overhead`` keeps each GPU's kernel intercept: the
+#: rows' TTFT holds client/API time (tokenisation, HTTP, detokenisation) the GPU does not spend,
+#: which the simulator would charge to every step that carries prompt tokens.
+SERVING_ENGINE = "vllm"
+SERVING_KNOBS = (("decode", "step_overhead"),)
+#: The phases whose errors the serving stage reports (TPOT, TTFT), in that order.
+SERVING_PHASES = ("decode", "prefill")
+
+
+def serving_rows(root: Path = Path(".")) -> list:
+    """The :data:`SERVING_SOURCE` rows of :data:`SERVING_FILES` (measurement records)."""
+    from rooflinekit.calibrate import (concat_measurements, measurements_to_records,
+                                       read_measurements)
+    ds = concat_measurements(*(read_measurements(root / f) for f in SERVING_FILES))
+    return [r for r in measurements_to_records(ds) if SERVING_SOURCE in str(r.get("source"))]
+
+
+def _calibration(knobs: dict, overheads: dict | None = None):
+    """``knobs`` as a Calibration, with ``overheads`` ({(phase, knob): s}) put in."""
+    from rooflinekit.calibrate import Calibration
+    phases = {phase: dict(knobs[phase]) for phase in ("prefill", "decode")}
+    for (phase, knob), value in (overheads or {}).items():
+        phases[phase][knob] = value
+    return Calibration(prefill=phases["prefill"], decode=phases["decode"],
+                       source="engine_profiles.py serving stage")
+
+
+def serving_terms(rows: list, kernel_knobs: dict) -> dict:
+    """Per phase, the measured times and the kernel-knob predictions [s] of ``rows``.
+
+    Parameters
+    ----------
+    kernel_knobs : dict
+        GPU name -> ``{"prefill": {...}, "decode": {...}}`` (a profile's knobs); every row's
+        GPU must be there.
+
+    Returns
+    -------
+    dict
+        ``{phase: {"gpu": array, "measured": array, "base": array, "kernel": array}}``: the
+        rows that measure the phase, ``base`` predicted with the :data:`SERVING_KNOBS` at 0
+        (each adds to a step's time, so a prediction is ``base`` plus the overhead; a phase
+        with no serving knob keeps the kernel fit's own, e.g. its ``prefill_overhead``) and
+        ``kernel`` with the kernel fit's own (``step_overhead`` 0, its ``prefill_overhead``).
+    """
+    from rooflinekit.calibrate import measurements_from_records, predict
+    out = {phase: {"gpu": [], "measured": [], "base": [], "kernel": []}
+           for phase in ("decode", "prefill")}
+    for gpu in sorted({r["gpu"] for r in rows}):
+        mine = [r for r in rows if r["gpu"] == gpu]
+        ds = measurements_from_records(mine)
+        knobs = kernel_knobs[gpu]
+        base = predict(ds, _calibration(knobs, {key: 0.0 for key in SERVING_KNOBS}))
+        kernel = predict(ds, _calibration(knobs))
+        for phase, column in (("decode", "tpot_ms"), ("prefill", "ttft_ms")):
+            for i, r in enumerate(mine):
+                value = r.get(column)
+                if value is None or (isinstance(value, float) and math.isnan(value)):
+                    continue
+                out[phase]["gpu"].append(gpu)
+                out[phase]["measured"].append(float(value) * MS)
+                out[phase]["base"].append(float(base[phase].values[i]))
+                out[phase]["kernel"].append(float(kernel[phase].values[i]))
+    return {phase: {k: np.asarray(v) for k, v in cols.items()} for phase, cols in out.items()}
+
+
+def _overhead(measured: np.ndarray, base: np.ndarray) -> float:
+    """The overhead ``o`` >= 0 minimising ``Σ ((base + o) / measured − 1)²`` (closed form: the
+    residuals are linear in ``o``; the same relative residuals as
+    :func:`rooflinekit.calibrate.calibrate`)."""
+    w = 1.0 / measured ** 2
+    return max(float(np.sum(w * (measured - base)) / np.sum(w)), 0.0)
+
+
+def _mape_of(predicted: np.ndarray, measured: np.ndarray) -> float:
+    return float(100.0 * np.mean(np.abs(predicted / measured - 1.0)))
+
+
+def fit_serving(terms: dict, gpus: Iterable[str] | None = None) -> dict:
+    """The shared serving overheads of :data:`SERVING_KNOBS` (``{"step_overhead": s}``) fitted
+    to the rows of ``terms`` on ``gpus`` (default all)."""
+    out = {}
+    for phase, knob in SERVING_KNOBS:
+        t = terms[phase]
+        keep = np.ones(t["gpu"].size, bool) if gpus is None else np.isin(t["gpu"], list(gpus))
+        out[knob] = _overhead(t["measured"][keep], t["base"][keep])
+    return out
+
+
+def serving_errors(terms: dict, overheads: dict, gpus: Iterable[str] | None = None) -> dict:
+    """TPOT and TTFT MAPE [%] on the rows of ``gpus`` (default all): kernel-only and with the
+    serving ``overheads``: ``{"kernel": (tpot, ttft), "serving": (tpot, ttft)}`` (a phase with
+    no serving knob, TTFT, is the same both ways: the kernel intercept)."""
+    fitted = dict(SERVING_KNOBS)
+    out = {"kernel": [], "serving": []}
+    for phase in SERVING_PHASES:
+        t = terms[phase]
+        keep = np.ones(t["gpu"].size, bool) if gpus is None else np.isin(t["gpu"], list(gpus))
+        m = t["measured"][keep]
+        out["kernel"].append(_mape_of(t["kernel"][keep], m))
+        extra = overheads[fitted[phase]] if phase in fitted else 0.0
+        out["serving"].append(_mape_of(t["base"][keep] + extra, m))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def serving_bootstrap(terms: dict, n_resamples: int = N_RESAMPLES) -> dict:
+    """Percentile intervals (:data:`CONFIDENCE`) of the serving overheads: rows resampled with
+    replacement (every row of the fitted phases, as one table), seed :data:`SEED`."""
+    rng = np.random.default_rng(SEED)
+    index = [(phase, i) for phase, _ in SERVING_KNOBS for i in range(terms[phase]["gpu"].size)]
+    draws = {knob: [] for _, knob in SERVING_KNOBS}
+    for _ in range(n_resamples):
+        pick = rng.integers(0, len(index), len(index))
+        for phase, knob in SERVING_KNOBS:
+            rows = [index[j][1] for j in pick if index[j][0] == phase]
+            if not rows:
+                continue
+            t = terms[phase]
+            draws[knob].append(_overhead(t["measured"][rows], t["base"][rows]))
+    tail = 100.0 * (1.0 - CONFIDENCE) / 2.0
+    return {knob: [float(np.percentile(v, tail)), float(np.percentile(v, 100.0 - tail))]
+            for knob, v in draws.items()}
+
+
+def serving_stage(kernel_knobs: dict, rows: list | None = None, n_resamples: int = N_RESAMPLES,
+                  log=print) -> dict:
+    """Fit the shared serving overhead (decode ``step_overhead``) on top of each GPU's kernel
+    knobs and evaluate it (TPOT; TTFT with each GPU's kernel intercept, for reference).
+
+    Returns
+    -------
+    dict
+        ``overheads`` (knob -> s), ``interval`` (knob -> [low, high]), ``in_sample`` (per GPU
+        and ``"all"``: :func:`serving_errors`), ``held_out`` (per GPU: the errors on its rows
+        of a fit to the other GPU's rows, with that fit's overheads), ``n_rows`` and
+        ``gpus``.
+    """
+    rows = serving_rows() if rows is None else rows
+    terms = serving_terms(rows, kernel_knobs)
+    gpus = sorted({str(g) for phase in SERVING_PHASES for g in terms[phase]["gpu"]})
+    overheads = fit_serving(terms)
+    interval = serving_bootstrap(terms, n_resamples) if n_resamples else \
+        {k: [v, v] for k, v in overheads.items()}
+    for knob, value in overheads.items():       # a percentile interval may miss the estimate
+        interval[knob] = [min(interval[knob][0], value), max(interval[knob][1], value)]
+    in_sample = {"all": serving_errors(terms, overheads)}
+    held_out = {}
+    for gpu in gpus:
+        in_sample[gpu] = serving_errors(terms, overheads, [gpu])
+        others = [g for g in gpus if g != gpu]
+        if others:
+            fitted = fit_serving(terms, others)
+            held_out[gpu] = {**serving_errors(terms, fitted, [gpu]), "overheads": fitted}
+    n_rows = {phase: int(terms[phase]["gpu"].size) for phase in SERVING_PHASES}
+    log(f"serving stage: {n_rows} rows on {gpus}; overheads {overheads}, interval {interval}")
+    for gpu in gpus:
+        log(f"  {gpu}: in-sample kernel TPOT/TTFT {in_sample[gpu]['kernel']}, +serving "
+            f"{in_sample[gpu]['serving']}; held out (fit on the others) {held_out.get(gpu)}")
+    return {"overheads": overheads, "interval": interval, "in_sample": in_sample,
+            "held_out": held_out, "n_rows": n_rows, "gpus": gpus}
+
+
+# -- the files ----------------------------------------------------------------------------------
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        raise ValueError(f"non-finite value {value!r}")
+    return repr(float(value))
+
+
+def _inline(mapping: dict) -> str:
+    def one(v):
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(_number(x) for x in v) + "]"
+        return _number(v)
+    return "{ " + ", ".join(f"{k} = {one(v)}" for k, v in mapping.items()) + " }"
+
+
+def _string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+HEADER = (
+    "Engine profile: rooflinekit Engine knobs fitted per GPU to the {engine} kernel timings that "
+    "NVIDIA's aiconfigurator-core {aic} (Apache-2.0) ships (systems/data/<system>/{{gemm,"
+    "attention,comm}}/{engine}/<version>/*.parquet). Made by `python "
+    "scripts/engine_profiles.py`: for each GPU the newest {engine} version with GEMM and "
+    "attention tables; a step is the sum of the measured kernels (per layer the "
+    "qkv/o/gate_up/down GEMMs, attention and, at tp > 1, two all-reduces; the LM head once), "
+    "interpolated log-log in the tables, for Llama-3.1-8B and Llama-3.1-70B shapes, bf16 and "
+    "fp8 weights where measured, TP 1/2/4/8 where an all-reduce table exists: decode at batch "
+    "1-256 and context 512-16384 (TPOT), static-batch prefill at batch 1-8 and prompts "
+    "128-8192 (TTFT), workloads whose weights and KV cache fit in 90 % of memory. Then one "
+    "rooflinekit.calibrate.calibrate() per GPU (overheads in s, gemm_half_tokens in tokens, "
+    "efficiencies as shares of the datasheet peaks; 90 % bootstrap intervals from {n} "
+    "resamples, seed 0). Kernel sums hold no elementwise kernels, sampling, scheduler or "
+    "Python time, so the overheads are a floor under a served engine's (aiconfigurator's own "
+    "vLLM estimate adds 0.8 ms per layer of CPU dispatch to each TTFT; not included). "
+    "step_overhead is held at 0 in this kernel fit (every two-model fit finds 0; freed on one "
+    "model size it wrecks the transfer to the other). held_out_error and held_out_error_ttft: "
+    "leave-one-GPU-out MAPE [%] of the kernel fit; model_size_error: TPOT MAPE [%] fitted on "
+    "one model, applied to the other (the worse way); fit_error: in-sample TPOT MAPE [%]; all "
+    "against the kernel sums.")
+
+#: What the header adds per engine: the serving stage (vLLM), or that the profile is a floor.
+HEADER_SERVING = (
+    "Stage 2, serving: with each GPU's kernel knobs fixed, one decode step_overhead [s] shared "
+    "by every GPU (CPU-side costs do not scale with the GPU), which replaces the kernel fit's "
+    "0, is fitted by least squares on relative residuals to the TPOT of the public end-to-end "
+    "vLLM rows of {files} from {source} ({rows}; H100-SXM and A100-SXM only; the NIM rows are "
+    "another engine and are not used). Its [profile.interval] entry is a {conf} % bootstrap "
+    "interval (rows resampled, {n} resamples, seed 0). prefill_overhead is NOT fitted there: "
+    "each GPU keeps its kernel fit's TTFT intercept, because the TTFT of those rows is measured "
+    "at the client and holds client/API time (tokenisation, HTTP, detokenisation) that the GPU "
+    "does not spend, while rooflinekit's simulator charges prefill_overhead to every engine "
+    "step that carries prompt tokens (fitted to that TTFT it came out at 53 ms and cut "
+    "saturation throughput on load sweeps far below measured). Each profile's notes give the "
+    "rows and the serving fit's in-sample and leave-one-GPU-out errors (TPOT; TTFT with the "
+    "kernel intercept, for reference).")
+HEADER_FLOOR = (
+    "No serving overheads have been measured for {engine}: step_overhead stays 0 and the TTFT "
+    "intercept is the kernels' own, so this profile is a floor (a lower bound) under what a "
+    "served {engine} shows: scheduler, sampling, Python and elementwise time are missing.")
+
+
+def _comment(paragraph: str) -> str:
+    import textwrap
+    return "\n".join("# " + line for line in textwrap.wrap(paragraph, width=96))
+
+
+def write_profiles(engine: str, profiles: list, path: Path, serving: dict | None = None) -> None:
+    """Write one engine's profiles in the shipped TOML format (``serving``: the
+    :func:`serving_stage` result the profiles carry, ``None`` for a kernel-only file)."""
+    header = [_comment(HEADER.format(engine=engine, aic=AIC_VERSION, n=N_RESAMPLES)), "#"]
+    if serving is not None:
+        header.append(_comment(HEADER_SERVING.format(
+            files=" and ".join(SERVING_FILES), source=SERVING_SOURCE,
+            rows=f"{serving['n_rows']['decode']} TPOT and {serving['n_rows']['prefill']} TTFT "
+                 f"rows", conf=round(100 * CONFIDENCE), n=N_RESAMPLES)))
+    else:
+        header.append(_comment(HEADER_FLOOR.format(engine=engine)))
+    lines = [*header, f"engine = {_string(engine)}", ""]
+    for prof in profiles:
+        lines += [
+            "[[profile]]",
+            f"gpu = {_string(prof['gpu'])}",
+            f"version = {_string(prof['version'])}",
+            f"date = {_string(prof['date'])}",
+            f"source = {_string(prof['source'])}",
+            "models = [" + ", ".join(_string(m) for m in prof["models"]) + "]",
+            f"held_out_error = {_number(prof['held_out_error'])}",
+            f"held_out_error_ttft = {_number(prof['held_out_error_ttft'])}",
+            f"model_size_error = {_number(prof['model_size_error'])}",
+            f"fit_error = {_number(prof['fit_error'])}",
+            f"prefill = {_inline(prof['prefill'])}",
+            f"decode = {_inline(prof['decode'])}",
+            *([f"notes = {_string(prof['notes'])}"] if prof.get("notes") else []),
+            "",
+            "[profile.interval]",
+            f"prefill = {_inline(prof['interval']['prefill'])}",
+            f"decode = {_inline(prof['interval']['decode'])}",
+            "",
+        ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines))
+
+
+def systems_with_data() -> list[str]:
+    """The systems of :data:`SYSTEM_TO_GPU` that have kernel tables, in that order."""
+    return [s for s in SYSTEM_TO_GPU if (data_root() / s / "gemm").is_dir()]
+
+
+def build_engine(engine: str, today: str, log=print) -> list:
+    """Synthesise, fit and evaluate every GPU of one engine; the profiles to write."""
+    per_system = {}
+    for system in systems_with_data():
+        version = engine_version(system, engine)
+        if version is None:
+            log(f"{engine} {system}: no GEMM and attention tables, skipped")
+            continue
+        rows, version = synthesise(engine, system, version)
+        per_system[system] = (rows, version)
+        log(f"{engine} {system} {version}: {len(rows)} rows")
+    all_rows = [r for rows, _ in per_system.values() for r in rows]
+    held_out = leave_one_gpu_out(all_rows) if len(per_system) > 1 else {}
+    profiles = []
+    for system, (rows, version) in per_system.items():
+        gpu_name = SYSTEM_TO_GPU[system]
+        result = fit_profile(rows)
+        knobs = profile_knobs(result)
+        size_error, each = model_size_error(rows)
+        tpot_out, ttft_out = held_out.get(gpu_name, (math.nan, math.nan))
+        comm = allreduce_version(system, engine, version)
+        folders = f"{{gemm,attention}}/{engine}/{version}"
+        if comm is not None:
+            folders += f" + comm/{engine}/{comm}"
+        profiles.append({
+            "gpu": gpu_name, "version": version, "date": today,
+            "source": (f"aiconfigurator-core {AIC_VERSION} systems/data/{system}/{folders} "
+                       f"(Apache-2.0), fitted by scripts/engine_profiles.py"),
+            "models": list(MODELS),
+            "held_out_error": tpot_out, "held_out_error_ttft": ttft_out,
+            "model_size_error": size_error,
+            "fit_error": _mape(result.errors, "decode"),
+            "fit_error_ttft": _mape(result.errors, "prefill"),
+            "model_size_each": each, "n_rows": len(rows),
+            **knobs})
+        log(f"  {gpu_name}: fit TPOT {profiles[-1]['fit_error']:.1f}% TTFT "
+            f"{profiles[-1]['fit_error_ttft']:.1f}%, LOGO TPOT {tpot_out:.1f}% TTFT "
+            f"{ttft_out:.1f}%, model size {each}")
+    return profiles
+
+
+def _pct_pair(pair) -> str:
+    return f"TPOT {pair[0]:.1f} %, TTFT {pair[1]:.1f} %"
+
+
+def apply_serving(profiles: list, serving: dict) -> None:
+    """Put the shared serving overhead, its interval and ``notes`` into ``profiles``."""
+    ov, iv = serving["overheads"], serving["interval"]
+    held = "; ".join(f"fitted on the other GPU's rows (step_overhead = "
+                     f"{e['overheads']['step_overhead'] * 1e3:.3f} ms), predicting {g}'s: "
+                     f"{_pct_pair(e['serving'])} (kernel-only {_pct_pair(e['kernel'])})"
+                     for g, e in serving["held_out"].items())
+    for prof in profiles:
+        kernel_intercept = prof["prefill"]["prefill_overhead"]
+        for phase, knob in SERVING_KNOBS:
+            prof[phase][knob] = ov[knob]
+            prof["interval"][phase][knob] = list(iv[knob])
+        own = serving["in_sample"].get(prof["gpu"])
+        prof["notes"] = (
+            f"Serving overhead step_overhead = {ov['step_overhead'] * 1e3:.3f} ms (the same for "
+            f"every GPU; {round(100 * CONFIDENCE)} % bootstrap interval "
+            f"{iv['step_overhead'][0] * 1e3:.3f}-{iv['step_overhead'][1] * 1e3:.3f} ms) was "
+            f"fitted with the kernel knobs fixed to the TPOT of the {SERVING_SOURCE} end-to-end "
+            f"vLLM rows of {' and '.join(SERVING_FILES)} ({serving['n_rows']['decode']} TPOT and "
+            f"{serving['n_rows']['prefill']} TTFT rows, {' and '.join(serving['gpus'])}). "
+            f"prefill_overhead is the kernel fit's own {kernel_intercept * 1e3:.2f} ms TTFT "
+            f"intercept, not fitted to those rows: their TTFT holds client/API time "
+            f"(tokenisation, HTTP, detokenisation) the GPU does not spend, which the simulator "
+            f"would charge to every prefill step; their TTFT errors below use the kernel "
+            f"intercept, for reference. Serving-fit MAPE on those rows, all GPUs in sample: "
+            f"{_pct_pair(serving['in_sample']['all']['serving'])} (kernel-only "
+            f"{_pct_pair(serving['in_sample']['all']['kernel'])})"
+            + (f"; this GPU's rows: {_pct_pair(own['serving'])} (kernel-only "
+               f"{_pct_pair(own['kernel'])})" if own else
+               "; this GPU has no such rows: its overheads are the other GPUs'")
+            + f". Leave-one-GPU-out serving fit: {held}. held_out_error is the kernel fit's "
+            f"leave-one-GPU-out TPOT error.")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Build every engine's profile file and print the table of knobs and errors."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", nargs="*", default=list(ENGINES))
+    parser.add_argument("--output", type=Path, default=OUTPUT_DIR)
+    parser.add_argument("--diagnose", action="store_true",
+                        help="only print the fits that relax one structural limit each")
+    args = parser.parse_args(argv)
+    installed_aic_version()
+    if args.diagnose:
+        for engine in args.engines:
+            for system in systems_with_data():
+                if engine_version(system, engine) is not None:
+                    diagnose(engine, system)
+        return 0
+    today = datetime.date.today().isoformat()
+    for engine in args.engines:
+        profiles = build_engine(engine, today)
+        serving = None
+        if engine == SERVING_ENGINE:
+            kernel = {p["gpu"]: {"prefill": dict(p["prefill"]), "decode": dict(p["decode"])}
+                      for p in profiles}
+            serving = serving_stage(kernel)
+            apply_serving(profiles, serving)
+        write_profiles(engine, profiles, args.output / f"{engine}.toml", serving)
+        for prof in profiles:
+            print(f"{engine:7s} {prof['gpu']:16s} {prof['version']:11s} rows {prof['n_rows']:4d} "
+                  f"fit TPOT {prof['fit_error']:5.1f}% TTFT {prof['fit_error_ttft']:5.1f}% | "
+                  f"LOGO TPOT {prof['held_out_error']:5.1f}% TTFT "
+                  f"{prof['held_out_error_ttft']:5.1f}% | size {prof['model_size_error']:5.1f}% "
+                  f"| {prof['prefill']} {prof['decode']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

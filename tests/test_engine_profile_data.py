@@ -1,0 +1,182 @@
+"""The shipped engine profiles (rooflinekit/data/engine_profiles/*.toml).
+
+The always-run part checks each file's format and values against rooflinekit's own checks (and
+the loader's, :func:`rooflinekit.profiles.shipped.read_profile_file`); the re-derivation runs
+``scripts/engine_profiles.py``'s kernel fit for one (engine, GPU) pair, where the dev extra
+(``aiconfigurator-core==0.12.0 pandas pyarrow``) is installed, and its vLLM serving stage (fast:
+predictions of the public rows on the shipped kernel knobs), and holds the knobs to the shipped
+ones.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from rooflinekit import catalog
+from rooflinekit.calibrate import Calibration
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE_DIR = ROOT / "rooflinekit" / "data" / "engine_profiles"
+SCRIPT = ROOT / "scripts" / "engine_profiles.py"
+ENGINES = ("vllm", "sglang", "trtllm")
+
+#: Every field a profile carries, and the knobs of each phase (Calibration's names).
+FIELDS = ("gpu", "version", "date", "source", "models", "held_out_error", "held_out_error_ttft",
+          "model_size_error", "fit_error", "prefill", "decode", "interval")
+ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "model_size_error", "fit_error")
+KNOBS = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
+                     "interconnect_efficiency"),
+         "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
+                    "layer_overhead")}
+
+
+def _load(engine: str) -> dict:
+    with open(PROFILE_DIR / f"{engine}.toml", "rb") as fh:
+        return tomllib.load(fh)
+
+
+def _profiles():
+    return [(engine, prof) for engine in ENGINES for prof in _load(engine)["profile"]]
+
+
+def _id(pair):
+    engine, prof = pair
+    return f"{engine}-{prof['gpu']}"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_file_parses_and_names_its_engine(engine):
+    data = _load(engine)
+    assert data["engine"] == engine
+    assert data["profile"], f"{engine}.toml holds no profile"
+    gpus = [prof["gpu"] for prof in data["profile"]]
+    assert len(gpus) == len(set(gpus)), "one profile per GPU"
+
+
+@pytest.mark.parametrize("pair", _profiles(), ids=_id)
+def test_profile_fields_and_values(pair):
+    engine, prof = pair
+    assert set(FIELDS) <= set(prof), f"missing {set(FIELDS) - set(prof)}"
+    assert catalog.gpu(prof["gpu"]).name == prof["gpu"]
+    for model in prof["models"]:
+        assert catalog.model(model).name == model
+    assert prof["version"] and isinstance(prof["version"], str)
+    assert len(prof["date"]) == 10 and prof["date"][4] == "-" and prof["date"][7] == "-"
+    assert "aiconfigurator-core 0.12.0" in prof["source"] and engine in prof["source"]
+    for name in ERROR_FIELDS:
+        value = prof[name]
+        assert isinstance(value, float) and math.isfinite(value) and value >= 0, name
+    for phase, names in KNOBS.items():
+        assert set(prof[phase]) == set(names), phase
+        assert set(prof["interval"][phase]) == set(names), phase
+        for name in names:
+            value = prof[phase][name]
+            low, high = prof["interval"][phase][name]
+            assert all(isinstance(v, float) and math.isfinite(v) for v in (value, low, high))
+            assert low <= value <= high, f"{phase}.{name}: {value} not in [{low}, {high}]"
+
+
+@pytest.mark.parametrize("pair", _profiles(), ids=_id)
+def test_profile_is_a_valid_calibration(pair):
+    _, prof = pair
+    intervals = {phase: {k: tuple(v) for k, v in prof["interval"][phase].items()}
+                 for phase in KNOBS}
+    cal = Calibration(prefill=prof["prefill"], decode=prof["decode"], source=prof["source"],
+                      held_out_error=prof["held_out_error"], intervals=intervals)
+    for phase in KNOBS:
+        for name, value in prof[phase].items():
+            assert cal._knobs(phase)[name] == value
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("engine_profiles_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module      # its dataclass looks its module up while defined
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_file_passes_the_loader(engine):
+    from rooflinekit.profiles.shipped import read_profile_file
+    name, rows = read_profile_file(PROFILE_DIR / f"{engine}.toml")
+    assert name == engine and len(rows) == len(_load(engine)["profile"])
+
+
+def test_step_overhead_is_held_and_serving_overheads_are_shared():
+    """Kernel-only engines hold step_overhead at 0; vLLM's serving step_overhead (and its
+    interval) is one value for every GPU, and its notes say what it was fitted to. vLLM's
+    prefill_overhead stays each GPU's kernel intercept (not fitted to the client-side TTFT of
+    the public rows, which holds time the GPU does not spend): per GPU, a few ms at most."""
+    for engine in ("sglang", "trtllm"):
+        for prof in _load(engine)["profile"]:
+            assert prof["decode"]["step_overhead"] == 0.0
+            assert prof["interval"]["decode"]["step_overhead"] == [0.0, 0.0]
+    vllm = _load("vllm")["profile"]
+    assert len({prof["decode"]["step_overhead"] for prof in vllm}) == 1
+    assert len({tuple(prof["interval"]["decode"]["step_overhead"]) for prof in vllm}) == 1
+    assert vllm[0]["decode"]["step_overhead"] > 0
+    for prof in vllm:
+        assert 0.0 <= prof["prefill"]["prefill_overhead"] < 0.01, prof["gpu"]
+        assert "LambdaLabsML/vllm-benchmark" in prof["notes"]
+        assert "step_overhead" in prof["notes"]
+        assert "Leave-one-GPU-out serving fit" in prof["notes"]
+
+
+def _kernel_knobs(prof) -> dict:
+    """A vLLM profile's knobs with the serving step overhead taken out (the kernel fit's 0)."""
+    knobs = {phase: dict(prof[phase]) for phase in KNOBS}
+    knobs["decode"]["step_overhead"] = 0.0
+    return knobs
+
+
+def test_rederived_serving_overheads_match_the_shipped_ones():
+    """The serving stage on the shipped kernel knobs (it sets the step overhead itself; the
+    prefill intercept is the kernel fit's and is left alone)."""
+    script = _script()
+    assert script.SERVING_KNOBS == (("decode", "step_overhead"),)
+    profiles = _load("vllm")["profile"]
+    kernel = {prof["gpu"]: _kernel_knobs(prof) for prof in profiles}
+    serving = script.serving_stage(kernel, script.serving_rows(ROOT), log=lambda *a: None)
+    assert set(serving["gpus"]) == {"H100-SXM-80GB", "A100-SXM-80GB"}
+    assert set(serving["overheads"]) == {"step_overhead"}
+    for phase, knob in script.SERVING_KNOBS:
+        for prof in profiles:
+            assert serving["overheads"][knob] == pytest.approx(prof[phase][knob], rel=1e-6)
+            assert serving["interval"][knob] == pytest.approx(prof["interval"][phase][knob],
+                                                              rel=1e-6)
+    # the serving stage does what it is for: TPOT in sample and held out, better than kernels
+    # alone; TTFT keeps the kernel intercept, so it is the same both ways
+    assert serving["in_sample"]["all"]["serving"][0] < serving["in_sample"]["all"]["kernel"][0]
+    assert serving["in_sample"]["all"]["serving"][1] == pytest.approx(
+        serving["in_sample"]["all"]["kernel"][1])
+    assert set(serving["held_out"]) == set(serving["gpus"])
+    for errors in serving["held_out"].values():
+        assert errors["serving"][0] < errors["kernel"][0]
+
+
+def test_rederived_knobs_match_the_shipped_ones():
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    script = _script()
+    engine, system = "vllm", "a100_sxm"         # the smallest table set: a few seconds
+    shipped = next(p for p in _load(engine)["profile"] if p["gpu"] == script.SYSTEM_TO_GPU[system])
+    rows, version = script.synthesise(engine, system, shipped["version"])
+    assert version == shipped["version"]
+    knobs = script.profile_knobs(script.fit_profile(rows))
+    serving = {knob for _, knob in script.SERVING_KNOBS}      # set by the serving stage
+    assert knobs["decode"]["step_overhead"] == 0.0              # held in the kernel fit
+    for phase in KNOBS:
+        for name in KNOBS[phase]:
+            if name in serving:
+                continue
+            assert knobs[phase][name] == pytest.approx(shipped[phase][name], rel=1e-6, abs=1e-12)
+            assert knobs["interval"][phase][name] == pytest.approx(
+                shipped["interval"][phase][name], rel=1e-6, abs=1e-12)
