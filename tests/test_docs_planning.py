@@ -77,9 +77,11 @@ def test_the_ideal_bound_beside_it(answer):
     ideal = rk.plan(traffic, slo, models="Llama-3.1-70B", gpus=str(best["gpu"].values),
                     tp=int(best["tp"]), max_num_seqs=int(best["max_num_seqs"]), replicates=20,
                     engine="ideal").squeeze(drop=True)
-    assert "2.31 req/s a replica (2.23–2.42), 11 replicas, 22 GPUs,\n$61,028 a month" in DOC
+    assert "(2 × H200, 64 sequences): 2.32 req/s a replica\n(2.22–2.41), 11 replicas, 22 GPUs" \
+        in DOC
     assert (f"{float(ideal['max_rate']):.2f}", f"{float(ideal['max_rate_low']):.2f}",
-            f"{float(ideal['max_rate_high']):.2f}") == ("2.31", "2.23", "2.42")
+            f"{float(ideal['max_rate_high']):.2f}") == ("2.32", "2.22", "2.41")
+    assert int(best["max_num_seqs"]) == 64
     assert (int(ideal["replicas"]), int(ideal["gpus"]), round(float(ideal["monthly_cost"]))) \
         == (11, 22, 61_028)
     grid = rk.plan(traffic, slo, models="Llama-3.1-70B", gpus=["H100-SXM-80GB", "H200-SXM-141GB"],

@@ -7,10 +7,11 @@ the numbers are checked against their own file in tests/test_engine_profile_data
 import math
 import warnings
 
+import numpy as np
 import pytest
 
 import rooflinekit as rk
-from rooflinekit.profiles import (ENGINE_CHOICES, ENGINE_NAMES, Calibration, ProfileKey,
+from rooflinekit.profiles import (ENGINE_CHOICES, ENGINE_NAMES, KNOBS, Calibration, ProfileKey,
                                   engine_profile, read_profile_file, resolve_engine)
 
 GOOD = """engine = "vllm"
@@ -197,3 +198,66 @@ def test_calibrate_keeps_its_bootstrap_intervals():
             value = getattr(result.calibration, phase)[knob]
             assert (low, high) == (min(lower, value), max(upper, value))
     assert not rk.calibrate.calibrate(path, n_resamples=0).calibration.intervals
+
+
+# --- drawing the knobs: the profile's uncertainty in a plan ------------------------------------
+
+def test_a_draw_moves_each_knob_within_its_interval_by_a_shared_deviate():
+    from statistics import NormalDist
+
+    cal = Calibration(decode={"bandwidth_efficiency": 0.8, "step_overhead": 1e-3},
+                      intervals={"decode": {"bandwidth_efficiency": (0.7, 0.85),
+                                            "step_overhead": (0.5e-3, 2e-3)}})
+    z_c = NormalDist().inv_cdf(0.95)
+    for seed in range(5):
+        drawn = cal.draw(seed)
+        assert drawn == cal.draw(seed) and not drawn.intervals
+        # by hand: the deviates of numpy's generator for this seed, phases in order
+        z = np.random.default_rng(seed).standard_normal((2, len(KNOBS)))[1]
+        for knob, (lo, hi) in cal.intervals["decode"].items():
+            v, d = cal.decode[knob], z[KNOBS.index(knob)]
+            expected = v + d * ((hi - v) if d >= 0 else (v - lo)) / z_c
+            assert drawn.decode[knob] == pytest.approx(min(max(expected, 0.0), 1.0
+                                                           if knob != "step_overhead" else 9),
+                                                       rel=1e-12)
+        assert drawn.prefill == cal.prefill            # no intervals there: nothing drawn
+    # the interval holds its share of the draws (90 %, 4,000 draws: ± 1.5 % at 3 sigma)
+    inside = np.mean([0.7 <= cal.draw(s).decode["bandwidth_efficiency"] <= 0.85
+                      for s in range(4000)])
+    assert inside == pytest.approx(0.9, abs=0.015)
+
+
+def test_plans_draw_the_profile_by_default_and_say_so():
+    from rooflinekit.workloads import LogNormal
+
+    traffic = rk.Traffic(5.0, LogNormal(500, 0.5), LogNormal(100, 0.5))
+    slo = rk.SLO(ttft=1.0, itl=0.05)
+    kw = dict(models="Llama-3.1-8B", gpus="H100-SXM-80GB", replicates=4, requests=100)
+    drawn = rk.plan(traffic, slo, **kw)
+    assert drawn.attrs["engine_draws"] == 4
+    fitted = rk.plan(traffic, slo, engine_draws=0, **kw)
+    assert fitted.attrs["engine_draws"] == 0
+    assert not np.array_equal(drawn.replicate_max_rate.values, fitted.replicate_max_rate.values)
+    assert rk.plan(traffic, slo, engine="ideal", **kw).attrs["engine_draws"] == 0
+    # replicate r is timed by draw r mod k: with one draw, each replicate is that engine's
+    from rooflinekit.planning.fleet import _engine_draws
+    gpu = rk.catalog.gpu("H100-SXM-80GB")
+    (one,) = _engine_draws(None, [gpu], 1, 4, 0)[gpu.name]
+    assert np.array_equal(rk.plan(traffic, slo, engine_draws=1, **kw).replicate_max_rate.values,
+                          rk.plan(traffic, slo, engine=one, engine_draws=0,
+                                  **kw).replicate_max_rate.values)
+    for name in ("gpus", "monthly_cost"):
+        assert (drawn[f"{name}_low"] <= drawn[name]).all()
+        assert (drawn[name] <= drawn[f"{name}_high"]).all()
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(engine_draws=5), ValueError, "at most replicates"),
+    (dict(engine_draws=-1), ValueError, "engine_draws"),
+    (dict(engine_draws=1.5), (TypeError, ValueError), "engine_draws"),
+    (dict(engine_draws=2, engine="ideal"), ValueError, "intervals"),
+])
+def test_bad_engine_draws_are_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        rk.plan(rk.Traffic(5.0, 500, 100), rk.SLO(ttft=1.0), models="Llama-3.1-8B",
+                gpus="H100-SXM-80GB", replicates=4, requests=20, **kwargs)

@@ -735,7 +735,8 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
     calibration = Calibration(prefill=shared["prefill"], decode=shared["decode"],
                               source=_describe_sources(ds), group_by=group_by if sets else (),
                               groups=sets, base=groups.engine,
-                              intervals=_intervals(fits, frees, shared) if n_resamples else {})
+                              intervals=_intervals(fits, frees, shared) if n_resamples else {},
+                              interval_confidence=confidence)
     names = PARAMETERS + tuple(p for p in KNOBS if p not in PARAMETERS
                                and any(p in frees[ph] for ph in PHASES))
     table = {name: ((PHASE, PARAMETER), np.array(

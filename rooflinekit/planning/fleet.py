@@ -40,7 +40,7 @@ from rooflinekit.planning.capacity import (
     speculative_rows,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import resolve_engine
+from rooflinekit.profiles import Calibration, resolve_engine
 from rooflinekit.roofline import (
     DEFAULT_IDLE_POWER_FRACTION,
     IDEAL,
@@ -190,7 +190,7 @@ def check_plan_size(traffic, n_configurations, *, replicates, requests, work_lim
 def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
          max_num_batched_tokens=None, admission="paged", block_size=16,
          gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, engine=None,
-         prices=None, engineering_monthly=0.0, electricity_price=0.0,
+         engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=False, speculative=None, pp=None, ep=None,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=PLAN_WORK_LIMIT) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
@@ -245,6 +245,13 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         (:data:`rooflinekit.IDEAL`, the roofline bound). ``attrs["model_quality"]`` is its
         label. Default ``None``: the vLLM profile of each GPU
         (:func:`rooflinekit.engine_profile`).
+    engine_draws : int, optional
+        How many draws of the engine's knobs the replicates share [1], in [0, replicates]:
+        replicate ``r`` is timed by draw ``r mod engine_draws`` (:meth:`Calibration.draw`,
+        common to every configuration), so ``max_rate_low``/``max_rate_high`` and the bands
+        of replicas, GPUs and cost hold the knobs' uncertainty beside the traffic's. 0: the
+        fitted knobs only. Default ``None``: ``min(replicates, 4)`` where each GPU's engine is
+        a calibration with intervals (the shipped profiles are), else 0.
     prices : mapping, optional
         USD per GPU-hour by GPU name, overriding the catalogue's illustrative prices.
     engineering_monthly : float
@@ -282,12 +289,14 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     xarray.Dataset
         Over ``model``, ``gpu``, ``tp``, ``max_num_seqs`` [, ``max_num_batched_tokens``]:
         ``max_rate``, ``max_rate_low``, ``max_rate_high`` (median, 10th and 90th percentile over
-        replicates), ``saturation_rate`` [requests/s per replica]; ``binding`` (what caps the
+        replicates: the traffic's draws and, with ``engine_draws``, the engine's knobs),
+        ``saturation_rate`` [requests/s per replica]; ``binding`` (what caps the
         rate: ttft, itl, e2e, tpot, attainment, memory, max_num_seqs, does_not_fit,
         invalid_layout);
-        ``kv_budget_tokens``; ``replicas`` (with ``replicas_low``/``replicas_high`` from the
-        rate's band) and ``gpus`` [1]; ``operating_rate`` [requests/s per replica];
-        ``gpu_monthly_cost``, ``monthly_cost`` [USD/month]; ``cost_per_million_tokens``
+        ``kv_budget_tokens``; ``replicas`` and ``gpus`` [1] (with ``_low``/``_high`` from
+        the rate's band); ``operating_rate`` [requests/s per replica]; ``gpu_monthly_cost``,
+        ``monthly_cost`` (with ``monthly_cost_low``/``_high``) [USD/month];
+        ``cost_per_million_tokens``
         [USD/1M tokens]; latency percentiles at the operating rate (``p95_ttft``,
         ``p95_token_itl``, ``p95_latency``, ``p95_tpot``, ... [s], medians over replicates); and
         per replicate ``replicate_max_rate``. A configuration that cannot serve has rate 0, replicas and GPUs
@@ -348,6 +357,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         for model in model_list:     # the draft suits every target (vocabulary, layers)
             ContinuousBatcher(model=model, gpu=gpu_list[0], clock="roofline",
                               speculative=speculative)
+    drawn = _engine_draws(engine, gpu_list, engine_draws, replicates, seed)
     engine = resolve_engine(engine, gpu_list)
     label = _quality(engine)
     hourly = _hourly_prices(gpu_list, prices)
@@ -373,7 +383,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     draws = draw_requests(traffic, replicates, requests, seed)
     configs = list(itertools.product(*(range(n) for n in shape)))
     run = _Configuration(axes, draws, traffic, slo, headroom, admission, block_size,
-                         gpu_memory_utilization, engine, rtol, prefix_caching, speculative)
+                         gpu_memory_utilization, engine, rtol, prefix_caching, speculative,
+                         drawn)
     if chunks is None:
         results = _on_all_cores(run, configs)
     else:
@@ -397,6 +408,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         **({} if speculative is None else _speculative_attrs(speculative)),
         "gpu_memory_utilization": float(gpu_memory_utilization),
         "simulations": int(sum(r["runs"] for r in results)),
+        "engine_draws": 0 if drawn is None else len(next(iter(drawn.values()))),
     })
     return ds
 
@@ -425,11 +437,12 @@ class _Configuration:
 
     def __init__(self, axes, draws, traffic, slo, headroom, admission, block_size,
                  gpu_memory_utilization, engine, rtol, prefix_caching=False,
-                 speculative=None):
+                 speculative=None, drawn=None):
         self.axes, self.draws, self.traffic, self.slo = axes, draws, traffic, slo
         self.headroom, self.admission, self.block_size = headroom, admission, block_size
         self.utilization, self.engine, self.rtol = gpu_memory_utilization, engine, rtol
         self.prefix_caching, self.speculative = prefix_caching, speculative
+        self.drawn = drawn
         # the acceptance draws of every configuration's search, drawn once as the requests are
         self.gains = None if speculative is None else speculative_rows(speculative, draws)
 
@@ -445,8 +458,11 @@ class _Configuration:
             return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
                     "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
                     "binding": np.full(n, problem, dtype=object)}
-        found = max_rate(batcher, self.slo, self.draws, rtol=self.rtol, parallel=parallel,
-                         gains=self.gains)
+        if self.drawn is None:
+            found = max_rate(batcher, self.slo, self.draws, rtol=self.rtol, parallel=parallel,
+                             gains=self.gains)
+        else:
+            found = self._search_drawn(values, parallel)
         found["kv_budget_tokens"] = budget
         rate = float(np.median(found["max_rate"]))
         found["latencies"], found["energy_per_token"] = {}, 0.0
@@ -472,6 +488,52 @@ class _Configuration:
                         model, gpu, max(batch, 1.0), context, tp=values[dims.TP], pp=pp,
                         ep=ep, engine=step)
         return found
+
+    def _search_drawn(self, values, parallel) -> dict:
+        """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
+        engines = self.drawn[values[dims.GPU].name]
+        n = self.draws[0].shape[0]
+        found = {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n),
+                 "binding": np.empty(n, dtype=object), "kv_occupancy": np.zeros(n), "runs": 0}
+        for g, engine in enumerate(engines):
+            rows = np.arange(g, n, len(engines))
+            batcher, _, _ = _replica(
+                values[dims.MODEL], values[dims.GPU], values[dims.TP],
+                values[dims.MAX_NUM_SEQS], values.get(dims.MAX_NUM_BATCHED_TOKENS),
+                self.admission, self.block_size, self.utilization, engine,
+                self.prefix_caching, self.speculative, values.get(dims.PP, 1),
+                values.get(dims.EP, 1))
+            gains = None if self.gains is None else (self.gains[0][rows], self.gains[1][rows])
+            part = max_rate(batcher, self.slo, tuple(a[rows] for a in self.draws),
+                            rtol=self.rtol, parallel=parallel, gains=gains)
+            for name in ("max_rate", "saturation_rate", "binding", "kv_occupancy"):
+                found[name][rows] = part[name]
+            found["runs"] += part["runs"]
+        return found
+
+
+def _engine_draws(engine, gpus, engine_draws, replicates, seed) -> dict | None:
+    """Each GPU's engine drawn ``k`` times (:meth:`Calibration.draw`), by GPU name; ``None``
+    where nothing is drawn. ``engine`` is the planner's argument, before it is resolved."""
+    k = whole_number("engine_draws", engine_draws, lo=0, allow_none=True)
+    if k is not None and k > replicates:
+        raise ValueError(f"engine_draws must be at most replicates ({replicates}): each draw "
+                         f"times its own replicates; got {k}")
+    per_gpu = {gpu.name: resolve_engine(engine, gpu, warn=False) for gpu in gpus}
+    drawable = all(isinstance(e, Calibration) and e.intervals and not e.groups
+                   for e in per_gpu.values())
+    if k is None:
+        k = min(replicates, 4) if drawable else 0
+    elif k > 0 and not drawable:
+        raise ValueError("engine_draws needs each GPU's engine to be a calibration with "
+                         "intervals and no knob sets (a shipped profile, or calibrate()'s "
+                         "result); give engine_draws=0")
+    if k == 0:
+        return None
+    # one seed per draw, shared by every GPU and configuration: common random numbers
+    seeds = [int(np.random.SeedSequence([seed, 0xE16, g]).generate_state(1)[0])
+             for g in range(k)]
+    return {name: [cal.draw(s) for s in seeds] for name, cal in per_gpu.items()}
 
 
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
@@ -757,6 +819,9 @@ def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricit
     ds["replicas_high"] = replicas_for(ds["max_rate_low"]).assign_attrs(
         units="1", long_name="replicas at the 10th-percentile max rate")
     ds["gpus"] = (ds["replicas"] * tp).assign_attrs(units="1", long_name="GPUs in the fleet")
+    for end, which in (("low", "90th"), ("high", "10th")):
+        ds[f"gpus_{end}"] = (ds[f"replicas_{end}"] * tp).assign_attrs(
+            units="1", long_name=f"GPUs in the fleet at the {which}-percentile max rate")
     serves = ds["replicas"] > 0
     ds["operating_rate"] = xr.where(serves, float(traffic.rate) / ds["replicas"].where(serves, 1),
                                     0.0).assign_attrs(
@@ -778,6 +843,13 @@ def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricit
     ds["monthly_cost"] = (ds["gpu_monthly_cost"] + engineering_monthly
                           + ds["power_monthly_cost"]).assign_attrs(
         units="USD/month", long_name="fleet cost per month (GPU-hours + engineering + power)")
+    for end, which in (("low", "90th"), ("high", "10th")):
+        gpu_cost = xr.where(ds[f"replicas_{end}"] > 0,
+                            ds[f"gpus_{end}"] * price * HOURS_PER_MONTH, np.inf)
+        ds[f"monthly_cost_{end}"] = (gpu_cost + engineering_monthly
+                                     + ds["power_monthly_cost"]).assign_attrs(
+            units="USD/month", long_name=f"fleet cost per month at the {which}-percentile max "
+                                         f"rate")
     ds["cost_per_million_tokens"] = (ds["monthly_cost"] / monthly_tokens * PER_MILLION) \
         .assign_attrs(units="USD/1M tokens",
                       long_name="monthly cost per million tokens served (prompt + output)")

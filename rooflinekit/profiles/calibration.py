@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
+
+import numpy as np
 
 from rooflinekit import roofline
 from rooflinekit._validation import (
@@ -30,6 +33,7 @@ from rooflinekit._validation import (
     parse_json,
     read_regular_file,
     real_number,
+    whole_number,
 )
 from rooflinekit.roofline import IDEAL, Engine
 
@@ -192,6 +196,9 @@ class Calibration:
         "decode": {...}}`` in the knobs' units, each containing its knob's value:
         :func:`~rooflinekit.calibrate.calibrate`'s bootstrap percentile intervals. Default
         none (no model uncertainty known).
+    interval_confidence : float
+        The share of the knob's distribution each interval holds [1], in (0, 1); default
+        0.9. :meth:`draw` reads it.
 
     See Also
     --------
@@ -220,6 +227,7 @@ class Calibration:
     groups: Mapping = dataclasses.field(default_factory=dict)
     base: Engine = IDEAL
     intervals: Mapping = dataclasses.field(default_factory=dict)
+    interval_confidence: float = 0.9
 
     def __post_init__(self):
         check_type("base", self.base, Engine)
@@ -230,6 +238,9 @@ class Calibration:
                            real_number("held_out_error", self.held_out_error, lo=0,
                                        allow_none=True))
         object.__setattr__(self, "intervals", MappingProxyType(_check_intervals(self)))
+        object.__setattr__(self, "interval_confidence", real_number(
+            "interval_confidence", self.interval_confidence, lo=0, hi=1, lo_open=True,
+            hi_open=True))
         group_by, groups = _check_groups(self.group_by, self.groups)
         object.__setattr__(self, "group_by", group_by)
         object.__setattr__(self, "groups", MappingProxyType(groups))
@@ -323,6 +334,50 @@ class Calibration:
             knobs = self._knobs(phase, key)
         return dataclasses.replace(self.base, **knobs, label=self.label)
 
+    def draw(self, seed: int) -> "Calibration":
+        """This calibration with every knob that has an interval moved to one random draw.
+
+        Parameters
+        ----------
+        seed : int
+            Seed of the draw [1], >= 0. The same seed draws the same standard normal deviate
+            for a knob of a phase in every calibration (common random numbers: two profiles
+            drawn with one seed are moved alike, each within its own interval).
+
+        Returns
+        -------
+        Calibration
+            The knobs drawn, without intervals; its source (and so its label) says which
+            draw it is.
+
+        Notes
+        -----
+        Each knob is drawn as ``v + z · (high − v) / z_c`` for ``z ≥ 0`` and
+        ``v + z · (v − low) / z_c`` below, ``z`` standard normal and ``z_c`` the normal
+        quantile of ``(1 + interval_confidence) / 2``: a normal on each side of the fitted
+        value that puts the interval's share of draws inside it. Knobs are drawn
+        independently; a draw is clipped to the knob's range (an efficiency to (0, 1], a time
+        to ≥ 0). Knob sets (``groups``) are not drawn.
+        """
+        from statistics import NormalDist
+
+        seed = whole_number("seed", seed, lo=0)
+        deviates = np.random.default_rng(seed).standard_normal((len(PHASES), len(KNOBS)))
+        z_c = NormalDist().inv_cdf((1.0 + self.interval_confidence) / 2.0)
+        phases = {}
+        for i, phase in enumerate(PHASES):
+            knobs = dict(getattr(self, phase))
+            for knob, (low, high) in self.intervals.get(phase, {}).items():
+                z, value = float(deviates[i, KNOBS.index(knob)]), knobs[knob]
+                moved = value + z * ((high - value) if z >= 0 else (value - low)) / z_c
+                ceiling = math.inf if knob in SECONDS_KNOBS or knob == "gemm_half_tokens" \
+                    else 1.0
+                floor = 0.0 if ceiling == math.inf else min(value, low, 1e-3)
+                knobs[knob] = min(max(moved, floor), ceiling)
+            phases[phase] = knobs
+        return dataclasses.replace(self, **phases, intervals={},
+                                   source=f"{self.source} (knobs drawn, seed {seed})")
+
     def to_dict(self) -> dict:
         """A JSON-ready dict (seconds for the overheads; the held-out error where known)."""
         out = {"prefill": dict(self.prefill), "decode": dict(self.decode), "source": self.source}
@@ -336,6 +391,7 @@ class Calibration:
         if self.intervals:
             out["intervals"] = {ph: {k: list(v) for k, v in knobs.items()}
                                 for ph, knobs in self.intervals.items()}
+            out["interval_confidence"] = self.interval_confidence
         if self.base != IDEAL:
             base = self.base.to_dict()
             # the label the fields give is written afresh on reading
@@ -349,7 +405,8 @@ class Calibration:
         """The inverse of :meth:`to_dict` (a file without knob sets reads as before)."""
         check_mapping("data", data)
         check_keys("data", data, ("prefill", "decode", "source", "held_out_error", "group_by",
-                                  "groups", "base", "intervals"), what="calibration field")
+                                  "groups", "base", "intervals", "interval_confidence"),
+                   what="calibration field")
         groups = data.get("groups", [])
         if not isinstance(groups, list):
             raise TypeError(f"data.groups must be a list of knob sets; got "
@@ -367,7 +424,8 @@ class Calibration:
                    source=data.get("source", ""), held_out_error=data.get("held_out_error"),
                    group_by=tuple(data.get("group_by", ())), groups=sets,
                    base=Engine.from_dict(check_mapping("data.base", data.get("base", {}))),
-                   intervals=data.get("intervals", {}))
+                   intervals=data.get("intervals", {}),
+                   interval_confidence=data.get("interval_confidence", 0.9))
 
 
 #: Where the mixed step takes each knob from: the phase whose steps it shapes (decode

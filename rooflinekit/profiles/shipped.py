@@ -73,7 +73,8 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         per (GPU, version) with ``gpu``, ``version``, ``date``, ``source``, ``models``, the
         held-out errors (``held_out_error``, ``held_out_error_ttft``, ``model_size_error``,
         ``fit_error`` [%]), ``prefill`` and ``decode`` knobs, and optionally ``interval``
-        (each knob's ``[low, high]``) and ``notes`` (text).
+        (each knob's ``[low, high]``), ``interval_confidence`` (their share, default 0.9) and
+        ``notes`` (text).
 
     Returns
     -------
@@ -139,7 +140,7 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
             _fail(path, f"{where}.notes", f"must be a string; got {notes!r}", TypeError)
         out["notes"] = notes
         unknown = sorted(set(row) - {*_TEXT_FIELDS, *_ERROR_FIELDS, "models", *PHASES,
-                                     "interval", "notes"})
+                                     "interval", "interval_confidence", "notes"})
         if unknown:
             _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
         # the label names what timed the answer; the row keeps the full source
@@ -147,7 +148,8 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         try:
             out["calibration"] = Calibration(
                 prefill=row["prefill"], decode=row["decode"], source=source,
-                held_out_error=out["held_out_error"], intervals=row.get("interval", {}))
+                held_out_error=out["held_out_error"], intervals=row.get("interval", {}),
+                interval_confidence=row.get("interval_confidence", 0.9))
         except (TypeError, ValueError) as exc:
             _fail(path, where, str(exc), type(exc))
         key = (out["gpu"], out["version"])
