@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from rooflinekit import batching, catalog, planning, pricing, roofline, workloads
 from rooflinekit.cli._args import (
     PREFIX_FLAGS,
@@ -225,7 +227,12 @@ def run(args, out) -> int:
     options = {str(o): {"monthly_cost": float(decision["monthly_cost"].sel(option=o)),
                         "cost_per_million_tokens":
                             float(decision["cost_per_million_tokens"].sel(option=o)),
-                        "break_even_tokens": float(decision["break_even_tokens"].sel(option=o))}
+                        "break_even_tokens": float(decision["break_even_tokens"].sel(option=o)),
+                        "break_even_tokens_low":
+                            float(decision["break_even_tokens_low"].sel(option=o)),
+                        "break_even_tokens_high":
+                            float(decision["break_even_tokens_high"].sel(option=o)),
+                        "choice_share": float(decision["choice_share"].sel(option=o))}
                for o in decision["option"].values}
     payload = {"model": model.name, "model_quality": ds.attrs["model_quality"],
                "configurations": rows,
@@ -262,7 +269,11 @@ def run(args, out) -> int:
                      "self-hosting breaks even at [tokens/month]"),
                     [(o, to_jsonable(v["monthly_cost"]), to_jsonable(v["cost_per_million_tokens"]),
                       to_jsonable(v["break_even_tokens"])) for o, v in options.items()], out)
-        out.write(f"cheapest: {decision['choice'].values}\n")
+        choice = str(decision["choice"].values)
+        share = options[choice]["choice_share"] if choice in options else math.nan
+        out.write(f"cheapest: {choice}" + (f" (in {share:.0%} of the {ds.attrs['replicates']} "
+                                           f"replicates' draws)" if share == share else "")
+                  + "\n")
     return emit(args, out, rows, text=text, payload=payload, dataset=ds)
 
 

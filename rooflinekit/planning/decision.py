@@ -19,7 +19,7 @@ from rooflinekit._validation import check_type, describe, real_number, whole_num
 from rooflinekit.planning.traffic import SECONDS_PER_MONTH, Traffic
 from rooflinekit.pricing import (Compliance, PayAsYouGo, Provisioned, SelfHosted, admissibility,
                                  blended_price, crossover_volume)
-from rooflinekit.units import PER_MILLION
+from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION
 
 __all__ = ["cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",
            "PROVISIONED_SPILLOVER"]
@@ -54,8 +54,9 @@ def cheapest_plan(plan: xr.Dataset, by="model") -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        Over ``by``: every variable of ``plan`` (without ``replicate``) at the chosen
-        configuration, the chosen labels of the other axes as variables of the same names, and
+        Over ``by``: every variable of ``plan`` at the chosen configuration (of the
+        ``replicate`` ones, ``replicate_max_rate``), the chosen labels of the other axes as
+        variables of the same names, and
         ``feasible`` (some configuration serves the traffic). Where none does, the configuration
         with the highest max rate is shown, with ``feasible`` false.
 
@@ -87,6 +88,10 @@ def cheapest_plan(plan: xr.Dataset, by="model") -> xr.Dataset:
     labels = np.unravel_index(choice, [flat.sizes[d] for d in others])
     picks = {d: xr.DataArray(labels[k], dims=keep) for k, d in enumerate(others)}
     out = flat.isel(picks)
+    if "replicate_max_rate" in plan:
+        # each replicate's rate at the choice: the decision's spread over the draws
+        out["replicate_max_rate"] = plan["replicate_max_rate"].transpose(
+            *keep, *others, dims.REPLICATE).isel(picks)
     for d in others:
         out = out.reset_coords(d) if d in out.coords else out
         out[d].attrs.update({"long_name": f"{d} of the cheapest configuration"})
@@ -134,8 +139,11 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
         ``cost_per_million_tokens`` [USD/1M tokens], ``units`` (provisioned units bought, 0
         otherwise), ``admissible`` and ``reason`` (the gate that excludes it, "" if none),
         ``break_even_tokens`` (monthly volume above which the self-hosted fleet is cheaper than
-        the option [tokens/month]; for the fleet itself, its capacity); and ``choice``, the
-        cheapest admissible option ("none admissible" if none).
+        the option [tokens/month]; for the fleet itself, its capacity) with
+        ``break_even_tokens_low``/``_high`` (the fleets at the ends of the rate's band);
+        ``choice_share`` (the share of the plan's replicates, each with its own traffic and
+        engine draw, in which the option is the cheapest admissible one [1]); and ``choice``,
+        the cheapest admissible option ("none admissible" if none).
 
     Notes
     -----
@@ -174,10 +182,11 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
         options.append(PROVISIONED)
         if traffic.profile is not None:
             options.append(PROVISIONED_SPILLOVER)
-    keep = [d for d in cheapest.dims]
+    keep = [d for d in cheapest.dims if d != dims.REPLICATE]
     shape = tuple(cheapest.sizes[d] for d in keep)
     table = {name: np.zeros(shape + (len(options),)) for name in
-             ("monthly_cost", "units", "break_even_tokens")}
+             ("monthly_cost", "units", "break_even_tokens", "break_even_tokens_low",
+              "break_even_tokens_high", "choice_share")}
     admissible = np.ones(shape + (len(options),), dtype=bool)
     reason = np.full(shape + (len(options),), "", dtype=object)
     choice = np.full(shape, "", dtype=object)
@@ -215,9 +224,18 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
             admissible[index + (j,)] = why is None
             reason[index + (j,)] = why or ""
             table["break_even_tokens"][index + (j,)] = _break_even(hosted, option, f, at)
+            for end in ("low", "high"):
+                table[f"break_even_tokens_{end}"][index + (j,)] = _break_even(
+                    _fleet(at, region, end), option, f, at)
         costs = np.where(admissible[index], table["monthly_cost"][index], np.inf)
         choice[index] = options[int(np.argmin(costs))] if np.isfinite(costs).any() else \
             "none admissible"
+        # the same choice in every replicate, its self-hosted fleet sized by its own rate
+        each = np.repeat(costs[None, :], _replicates(at), axis=0)
+        each[:, options.index(SELF_HOSTED)] = np.where(
+            admissible[index + (options.index(SELF_HOSTED),)], _replicate_costs(at), np.inf)
+        wins = np.where(np.isfinite(each).any(axis=1), np.argmin(each, axis=1), -1)
+        table["choice_share"][index] = [float(np.mean(wins == j)) for j in range(len(options))]
     coords = {d: cheapest[d].values for d in keep if d in cheapest.coords}
     coords[dims.OPTION] = options
     full = keep + [dims.OPTION]
@@ -237,6 +255,15 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
                               {"units": "tokens/month",
                                "long_name": "volume above which the self-hosted fleet is "
                                             "cheaper (for the fleet: its capacity)"}),
+        "break_even_tokens_low": (full, table["break_even_tokens_low"], {
+            "units": "tokens/month",
+            "long_name": "break-even volume with the fleet at the 90th-percentile max rate"}),
+        "break_even_tokens_high": (full, table["break_even_tokens_high"], {
+            "units": "tokens/month",
+            "long_name": "break-even volume with the fleet at the 10th-percentile max rate"}),
+        "choice_share": (full, table["choice_share"], {
+            "units": "1", "long_name": "share of the replicates in which the option is the "
+                                       "cheapest admissible one"}),
         "choice": (keep, choice.astype(str), {"units": "",
                                               "long_name": "cheapest admissible option"}),
     }, coords=coords)
@@ -245,12 +272,36 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
     return out
 
 
-def _fleet(at, region) -> SelfHosted | None:
-    """The chosen configuration as a :class:`~rooflinekit.pricing.SelfHosted` deployment."""
-    gpus = int(at["gpus"])
+def _replicates(at) -> int:
+    return int(at["replicate_max_rate"].size) if "replicate_max_rate" in at else 1
+
+
+def _replicate_costs(at) -> np.ndarray:
+    """The chosen configuration's monthly cost with its fleet sized by each replicate's rate
+    (the plan's own rule: ⌈peak × (1 + headroom) / rate⌉ replicas); its median cost where the
+    plan kept no replicates."""
+    if "replicate_max_rate" not in at:
+        return np.array([float(at["monthly_cost"])])
+    rates = np.asarray(at["replicate_max_rate"].values, dtype=float)
+    need = float(at.attrs["rate"]) * (1.0 + float(at.attrs["headroom"]))
+    replicas = np.ceil(need / np.where(rates > 0, rates, 1.0))
+    per_replica = int(at["gpus"]) / max(int(at["replicas"]), 1)
+    fixed = float(at["monthly_cost"]) - float(at["gpu_monthly_cost"]) if \
+        np.isfinite(float(at["monthly_cost"])) else 0.0
+    gpu_cost = replicas * per_replica * float(at["gpu_hourly"]) * HOURS_PER_MONTH
+    return np.where(rates > 0, gpu_cost + fixed, np.inf)
+
+
+def _fleet(at, region, end: str | None = None) -> SelfHosted | None:
+    """The chosen configuration as a :class:`~rooflinekit.pricing.SelfHosted` deployment; with
+    ``end`` ("low", "high"), its fleet at that end of the rate's band."""
+    suffix = "" if end is None else f"_{end}"
+    gpus = int(at[f"gpus{suffix}"]) if f"gpus{suffix}" in at else int(at["gpus"])
     if gpus <= 0:
         return None
-    capacity = float(at["max_rate"]) * int(at["replicas"]) * SECONDS_PER_MONTH * (
+    replicas = int(at[f"replicas{suffix}"]) if f"replicas{suffix}" in at else int(at["replicas"])
+    rate = {"": "max_rate", "_low": "max_rate_high", "_high": "max_rate_low"}[suffix]
+    capacity = float(at[rate]) * replicas * SECONDS_PER_MONTH * (
         at.attrs["mean_prompt_tokens"] + at.attrs["mean_output_tokens"])
     return SelfHosted(n_gpus=gpus, gpu_hourly=float(at["gpu_hourly"]),
                       engineering_monthly=float(at.attrs.get("engineering_monthly", 0.0)),
