@@ -240,6 +240,11 @@ def run(args, out) -> int:
                "monthly_tokens": decision.attrs["monthly_tokens"]}
     if bound is not None:
         payload["ideal_bound"] = bound
+    best = planning.cheapest_plan(ds, by=None)
+    deploy = planning.launch_commands(best, traffic, model=model) if bool(best["feasible"]) \
+        else None
+    if deploy is not None:
+        payload["deployment"] = deploy
 
     def text(out):
         out.write(f"{model.name}: peak {args.rate:g} requests/s, {slo.quantile:.0%} of "
@@ -274,6 +279,12 @@ def run(args, out) -> int:
         out.write(f"cheapest: {choice}" + (f" (in {share:.0%} of the {ds.attrs['replicates']} "
                                            f"replicates' draws)" if share == share else "")
                   + "\n")
+        if deploy is not None:
+            out.write(f"\ndeploy {deploy['replicas']} replica(s), each:\n  "
+                      f"{deploy['vllm_serve']}\n  (SGLang: {deploy['sglang_serve']})\n"
+                      f"check one replica at its planned rate:\n  {deploy['bench_serve']}\n")
+            for note in deploy["notes"]:
+                out.write(f"note: {note}\n")
     return emit(args, out, rows, text=text, payload=payload, dataset=ds)
 
 

@@ -8,6 +8,8 @@
   the fleet it implies and its monthly cost;
 - :mod:`~rooflinekit.planning.decision`: :func:`cheapest_plan` and :func:`decision_table`
   (self-hosted fleet, pay-as-you-go, provisioned, provisioned + spillover; the §7 gates);
+- :mod:`~rooflinekit.planning.deployment`: :func:`launch_commands`, the ``vllm serve`` /
+  SGLang commands of a planned replica and the ``vllm bench serve`` that checks it;
 - :mod:`~rooflinekit.planning.disaggregated`: :func:`plan_disaggregated`, the best prefill/decode
   split (xPyD) for a traffic against aggregated replicas;
 - :mod:`~rooflinekit.planning.spillover`: a dedicated floor plus pay-as-you-go spillover, and
@@ -25,6 +27,7 @@ from rooflinekit.planning.decision import (
     cheapest_plan,
     decision_table,
 )
+from rooflinekit.planning.deployment import launch_commands
 from rooflinekit.planning.disaggregated import AGGREGATED, MAX_SPLITS, SPLIT, plan_disaggregated
 from rooflinekit.planning.fleet import (IDEAL, LATENCY_PERCENTILES, PLAN_MEMORY_LIMIT, PLAN_WORK_LIMIT,
                                        check_plan_size, estimate_work, load_curve, plan)
@@ -44,7 +47,7 @@ __all__ = [
     "plan_disaggregated", "AGGREGATED", "SPLIT", "MAX_SPLITS",
     "max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDINGS", "LOWEST_RATE_FRACTION",
     "cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",
-    "PROVISIONED_SPILLOVER",
+    "PROVISIONED_SPILLOVER", "launch_commands",
     "TIME", "bursty_demand", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
     "self_hosting_comparison",
 ]

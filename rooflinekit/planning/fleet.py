@@ -89,6 +89,10 @@ _BENCH_SERVE = ("mean_ttft", "mean_tpot", "mean_token_itl", "mean_latency",
 #: Runs of the search per replicate, for the work estimate: saturation, the two ends, the
 #: steps that close a 2 % bracket (about 6), the operating point.
 _RUNS_PER_REPLICATE = 13
+#: The fixed cost of one configuration's search, in token-steps of the same time: about 3 ms of
+#: building its replica and driving its runs (measured on two cores: 200 one-request
+#: configurations, 3.1 ms each), at the ~3e8 token-steps a second of :data:`PLAN_WORK_LIMIT`.
+_STEPS_PER_CONFIGURATION = 1e6
 
 
 def _names(name, values, kind, lookup):
@@ -159,11 +163,13 @@ def _layout_problem(model, tp, pp=1, ep=1) -> str | None:
 
 
 def estimate_work(traffic, n_configurations, *, replicates, requests) -> float:
-    """Simulated token-steps :func:`plan` will run [1]: configurations × replicates × runs ×
+    """Simulated token-steps :func:`plan` will run [1]: configurations × (replicates × runs ×
     requests × mean output tokens
-    (:meth:`~rooflinekit.workloads.WorkloadSpec.mean_output_tokens`)."""
+    (:meth:`~rooflinekit.workloads.WorkloadSpec.mean_output_tokens`) + the fixed cost of a
+    configuration's search, :data:`_STEPS_PER_CONFIGURATION`)."""
     mean_output = traffic.workload(requests).mean_output_tokens()
-    return float(n_configurations) * replicates * _RUNS_PER_REPLICATE * requests * mean_output
+    return float(n_configurations) * (replicates * _RUNS_PER_REPLICATE * requests * mean_output
+                                      + _STEPS_PER_CONFIGURATION)
 
 
 def check_plan_size(traffic, n_configurations, *, replicates, requests, work_limit) -> None:

@@ -1,0 +1,151 @@
+"""From a plan to a deployment: the commands that launch its chosen replica and check it.
+
+:func:`launch_commands` turns one configuration of :func:`~rooflinekit.planning.cheapest_plan`
+into the ``vllm serve`` and SGLang ``launch_server`` command lines of one replica (its layout,
+batch limits, memory share, KV format and caching, as planned), how many replicas to run, and the
+``vllm bench serve`` command that replays the planned traffic on one replica at the rate it
+was planned to carry. Flags are the engines' own names; the model is named by its Hugging Face
+repository where the catalogue row gives one.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import xarray as xr
+
+from rooflinekit import catalog, dims
+from rooflinekit._validation import check_type, describe
+from rooflinekit.models import ModelShape
+from rooflinekit.planning.traffic import Traffic
+from rooflinekit.workloads import Constant
+
+__all__ = ["launch_commands"]
+
+#: The KV-cache formats the engines name, by bytes per element (none: the model's own format).
+_VLLM_KV = {1.0: "fp8"}
+_SGLANG_KV = {1.0: "fp8_e4m3"}
+
+
+def _repository(model: ModelShape) -> str:
+    """The model's Hugging Face repository where its source names one, else its name."""
+    match = re.search(r"huggingface\.co/([\w.-]+/[\w.-]+)", model.source or "")
+    return match.group(1) if match else model.name
+
+
+def _chosen(cheapest: xr.Dataset, name: str):
+    value = cheapest[name].values if name in cheapest else None
+    if value is None or value.ndim:
+        return None
+    return value.item()
+
+
+def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None) -> dict:
+    """The commands that deploy one planned configuration and check it under its traffic.
+
+    Parameters
+    ----------
+    cheapest : xarray.Dataset
+        One configuration of :func:`~rooflinekit.planning.cheapest_plan` (``by=None``, or one
+        label of its ``by`` dimensions selected): ``gpu``, ``tp``, ``max_num_seqs`` and, where
+        planned, ``pp`` and ``max_num_batched_tokens``, with the plan's attributes.
+    traffic : Traffic
+        The traffic planned for: the lengths and arrivals the benchmark replays.
+    model : str, ModelShape, optional
+        The model (its repository and KV format); default the plan's model by catalogue name.
+
+    Returns
+    -------
+    dict
+        ``vllm_serve`` and ``sglang_serve`` (one replica's launch command, str), ``replicas``
+        (how many to run, int), ``bench_serve`` (``vllm bench serve`` replaying the traffic on
+        one replica at the rate it carries at the peak: mean prompt and output lengths,
+        arrivals, ``requests`` of the plan), ``rate`` [requests/s], the rate it replays, and
+        ``notes`` (list of str: where the deployment may differ from the plan).
+
+    Raises
+    ------
+    ValueError
+        A plan that serves nothing (no configuration meets the SLO), or a Dataset that holds
+        more than one configuration.
+    TypeError
+        Not a plan's Dataset, or not a :class:`~rooflinekit.Traffic`.
+
+    Notes
+    -----
+    The simulated engine has no prefix cache unless the plan had ``prefix_caching=True``;
+    vLLM (V1) and SGLang cache prefixes by default, so the commands switch it off where the
+    plan did (``--no-enable-prefix-caching``, ``--disable-radix-cache``): the deployment then
+    runs what was planned. Without ``max_num_batched_tokens`` the plan prefilled each prompt
+    whole in one step, while both engines chunk prompts at a default budget of their own; the
+    commands then leave the budget to the engine and ``notes`` says so (plan with
+    ``max_num_batched_tokens=`` to deploy exactly what was planned).
+    """
+    check_type("cheapest", cheapest, xr.Dataset)
+    check_type("traffic", traffic, Traffic)
+    if "feasible" not in cheapest:
+        raise TypeError("cheapest must be a configuration of rooflinekit.cheapest_plan")
+    gpu, tp, seqs = (_chosen(cheapest, k) for k in (dims.GPU, dims.TP, dims.MAX_NUM_SEQS))
+    if gpu is None or tp is None or seqs is None:
+        raise ValueError("cheapest must hold one configuration: select one label of its 'by' "
+                         "dimensions first (or use cheapest_plan(plan, by=None))")
+    if not bool(cheapest["feasible"]) or int(cheapest["replicas"]) <= 0:
+        raise ValueError("no configuration of this plan serves the traffic within its SLO: "
+                         "there is nothing to deploy")
+    if model is None:
+        model = catalog.resolve_model(str(_chosen(cheapest, dims.MODEL)))
+    elif isinstance(model, str):
+        model = catalog.resolve_model(model)
+    elif not isinstance(model, ModelShape):
+        raise TypeError(f"model must be a name or a rooflinekit.ModelShape; got "
+                        f"{describe(model)}")
+    pp, budget = _chosen(cheapest, dims.PP), _chosen(cheapest, dims.MAX_NUM_BATCHED_TOKENS)
+    attrs = cheapest.attrs
+    repository = _repository(model)
+    kv = float(model.kv_bytes_per_element)
+    caching = bool(attrs.get("prefix_caching", 0))
+    replicas = int(cheapest["replicas"])
+    rate = float(traffic.rate) / replicas
+
+    vllm = ["vllm", "serve", repository, "--tensor-parallel-size", str(int(tp))]
+    sglang = ["python", "-m", "sglang.launch_server", "--model-path", repository,
+              "--tp-size", str(int(tp))]
+    if pp is not None and int(pp) > 1:
+        vllm += ["--pipeline-parallel-size", str(int(pp))]
+        sglang += ["--pp-size", str(int(pp))]
+    vllm += ["--max-num-seqs", str(int(seqs))]
+    sglang += ["--max-running-requests", str(int(seqs))]
+    notes = []
+    if budget is not None:
+        vllm += ["--max-num-batched-tokens", str(int(budget))]
+        sglang += ["--chunked-prefill-size", str(int(budget))]
+    else:
+        notes.append("the plan prefilled each prompt whole in one step; both engines chunk "
+                     "prompts at a default budget of their own (plan with "
+                     "max_num_batched_tokens= to deploy exactly what was planned)")
+    utilization = float(attrs.get("gpu_memory_utilization", 0.9))
+    vllm += ["--gpu-memory-utilization", f"{utilization:g}",
+             "--block-size", str(int(attrs.get("block_size", 16)))]
+    sglang += ["--mem-fraction-static", f"{utilization:g}"]
+    if kv in _VLLM_KV:
+        vllm += ["--kv-cache-dtype", _VLLM_KV[kv]]
+        sglang += ["--kv-cache-dtype", _SGLANG_KV[kv]]
+    if not caching:
+        vllm += ["--no-enable-prefix-caching"]
+        sglang += ["--disable-radix-cache"]
+
+    prompt = round(float(attrs["mean_prompt_tokens"]))
+    output = round(float(attrs["mean_output_tokens"]))
+    bench = ["vllm", "bench", "serve", "--model", repository, "--dataset-name", "random",
+             "--random-input-len", str(prompt), "--random-output-len", str(output),
+             "--request-rate", f"{rate:.4g}", "--num-prompts", str(int(attrs["requests"])),
+             "--seed", str(int(attrs.get("seed", 0)))]
+    if traffic.arrival == "gamma":
+        bench += ["--burstiness", f"{float(traffic.burstiness):g}"]
+    if not all(isinstance(lengths, Constant) for lengths in (traffic.prompt, traffic.output)):
+        notes.append("the benchmark's random dataset replays the mean lengths; the plan drew "
+                     "them spread, so its tail latencies are the harder test")
+    return {"vllm_serve": shlex.join(vllm), "sglang_serve": shlex.join(sglang),
+            "replicas": replicas, "bench_serve": shlex.join(bench), "rate": rate,
+            "notes": notes}

@@ -1,0 +1,102 @@
+"""From a plan to a deployment: the launch and benchmark commands of the chosen replica.
+
+Reference: the flags the engines take (vLLM's ``vllm serve`` engine arguments and ``vllm bench
+serve``; SGLang's ``launch_server`` server arguments), each value read back from the plan.
+"""
+
+import json
+import shlex
+
+import pytest
+
+import rooflinekit as rk
+from rooflinekit import cli
+from rooflinekit.planning import launch_commands
+from rooflinekit.workloads import LogNormal
+
+TRAFFIC = rk.Traffic(6.0, LogNormal(1000, 0.5), LogNormal(200, 0.5))
+SLO = rk.SLO(ttft=1.0, itl=0.05)
+
+
+def _flags(command: str) -> dict:
+    words = shlex.split(command)
+    out, i = {}, 0
+    while i < len(words):
+        if words[i].startswith("--"):
+            has_value = i + 1 < len(words) and not words[i + 1].startswith("--")
+            out[words[i]] = words[i + 1] if has_value else True
+            i += 2 if has_value else 1
+        else:
+            i += 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def chunked():
+    plan = rk.plan(TRAFFIC, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", tp=[1, 2],
+                   max_num_seqs=[64, 128], max_num_batched_tokens=1024, replicates=3,
+                   requests=200, gpu_memory_utilization=0.85)
+    return rk.cheapest_plan(plan, by=None)
+
+
+def test_each_flag_is_the_plans_value(chunked):
+    got = launch_commands(chunked, TRAFFIC)
+    vllm = _flags(got["vllm_serve"])
+    assert got["vllm_serve"].startswith("vllm serve meta-llama/Llama-3.1-8B ")
+    assert vllm["--tensor-parallel-size"] == str(int(chunked["tp"]))
+    assert vllm["--max-num-seqs"] == str(int(chunked["max_num_seqs"]))
+    assert vllm["--max-num-batched-tokens"] == "1024"
+    assert vllm["--gpu-memory-utilization"] == "0.85" and vllm["--block-size"] == "16"
+    assert vllm["--no-enable-prefix-caching"] is True          # the plan cached nothing
+    sglang = _flags(got["sglang_serve"])
+    assert sglang["--tp-size"] == vllm["--tensor-parallel-size"]
+    assert sglang["--max-running-requests"] == vllm["--max-num-seqs"]
+    assert sglang["--chunked-prefill-size"] == "1024" and "--disable-radix-cache" in sglang
+    assert got["replicas"] == int(chunked["replicas"])
+    bench = _flags(got["bench_serve"])
+    assert bench["--dataset-name"] == "random"
+    assert int(bench["--random-input-len"]) == round(chunked.attrs["mean_prompt_tokens"])
+    assert int(bench["--random-output-len"]) == round(chunked.attrs["mean_output_tokens"])
+    # one replica's share of the peak
+    assert float(bench["--request-rate"]) == pytest.approx(6.0 / got["replicas"], rel=1e-3)
+    assert bench["--num-prompts"] == "200"
+    assert any("mean lengths" in note for note in got["notes"])
+
+
+def test_an_fp8_cache_and_bursty_arrivals_are_passed_on():
+    model = rk.catalog.model("Llama-3.1-8B").replace(kv_bytes_per_element="fp8")
+    traffic = rk.Traffic(4.0, 500, 100, arrival="gamma", burstiness=0.5)
+    plan = rk.plan(traffic, SLO, models=model, gpus="H100-SXM-80GB", replicates=2, requests=100)
+    got = launch_commands(rk.cheapest_plan(plan, by=None), traffic, model=model)
+    assert _flags(got["vllm_serve"])["--kv-cache-dtype"] == "fp8"
+    assert _flags(got["sglang_serve"])["--kv-cache-dtype"] == "fp8_e4m3"
+    assert _flags(got["bench_serve"])["--burstiness"] == "0.5"
+    assert any("whole in one step" in note for note in got["notes"])
+    assert not any("mean lengths" in note for note in got["notes"])     # constant lengths
+
+
+def test_nothing_to_deploy_and_bad_input_are_refused(chunked):
+    plan = rk.plan(TRAFFIC, rk.SLO(ttft=1e-6), models="Llama-3.1-8B", gpus="H100-SXM-80GB",
+                   replicates=2, requests=50)
+    with pytest.raises(ValueError, match="nothing to deploy"):
+        launch_commands(rk.cheapest_plan(plan, by=None), TRAFFIC)
+    with pytest.raises(TypeError, match="cheapest"):
+        launch_commands({"gpu": "h100"}, TRAFFIC)
+    with pytest.raises(TypeError, match="traffic"):
+        launch_commands(chunked, 6.0)
+    with pytest.raises(TypeError, match="model"):
+        launch_commands(chunked, TRAFFIC, model=3)
+
+
+def test_the_plan_command_prints_and_holds_them(capsys):
+    argv = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "5", "--prompt-mean", "500",
+            "--output-mean", "100", "--replicates", "2", "--requests", "100",
+            "--max-num-batched-tokens", "2048"]
+    assert cli.main(argv) == 0
+    text = capsys.readouterr().out
+    assert "vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1" in text
+    assert "vllm bench serve --model meta-llama/Llama-3.1-8B" in text
+    assert cli.main(argv + ["--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["deployment"]["vllm_serve"].startswith("vllm serve ")
+    assert "--max-num-batched-tokens 2048" in payload["deployment"]["vllm_serve"]
