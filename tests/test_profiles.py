@@ -261,3 +261,25 @@ def test_bad_engine_draws_are_refused(kwargs, error, match):
     with pytest.raises(error, match=match):
         rk.plan(rk.Traffic(5.0, 500, 100), rk.SLO(ttft=1.0), models="Llama-3.1-8B",
                 gpus="H100-SXM-80GB", replicates=4, requests=20, **kwargs)
+
+
+def test_the_sweep_command_times_each_gpu_by_its_own_profile(capsys):
+    import json
+
+    from rooflinekit import cli
+
+    argv = ["sweep", "--models", "llama-3.1-8b", "--gpus", "h100,a100-sxm-80gb",
+            "--batch-size", "16", "--no-progress", "--json"]
+    assert cli.main(argv) == 0
+    label = json.loads(capsys.readouterr().out)["model_quality"]
+    assert "profile for H100-SXM-80GB" in label and "profile for A100-SXM-80GB" in label
+    ds = rk.sweep.sweep("llama-3.1-8b", ["h100", "a100-sxm-80gb"], batch_size=16)
+    assert ds.attrs["model_quality"] == label
+    for gpu in ("H100-SXM-80GB", "A100-SXM-80GB"):
+        one = rk.sweep.sweep("llama-3.1-8b", [gpu], batch_size=16, engine=engine_profile(
+            "vllm", gpu))
+        assert float(ds["decode_step_time"].sel(gpu=gpu).squeeze()) == \
+            float(one["decode_step_time"].squeeze())
+    # one --allreduce for every GPU cannot change each GPU's profile: said, not ignored
+    assert cli.main(argv[:-1] + ["--allreduce", "guide"]) == 2
+    assert "--allreduce" in capsys.readouterr().err

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from rooflinekit import catalog, dims, memory
+from rooflinekit.profiles import ENGINE_CHOICES, ENGINE_NAMES
 from rooflinekit.cli._args import (
     COMMAND_API,
     MAX_INT,
@@ -290,6 +291,19 @@ def _check(args):
                          ".zarr path (.csv, .parquet and .json hold the report table)")
 
 
+def _engine(args):
+    """``--engine``: a profile name (or none) goes to the sweep as a name, so that each GPU is
+    timed by its own profile; a file, or ``--allreduce``, gives one engine for every GPU."""
+    name = getattr(args, "engine", None)
+    allreduce = getattr(args, "allreduce", None)
+    if allreduce is None and (name is None or name.lower() in ENGINE_CHOICES):
+        return name
+    if allreduce is not None and (name is None or name.lower() in ENGINE_NAMES):
+        raise ValueError("--allreduce changes one engine for every GPU; with an engine "
+                         "profile (each GPU its own) give --engine ideal or --engine FILE")
+    return engine_from_args(args)
+
+
 def run(args, out):
     """Run ``rooflinekit sweep`` from parsed arguments (see :func:`add_arguments`).
 
@@ -323,7 +337,7 @@ def run(args, out):
                chunks=chunks, replicate_kv=args.replicate_kv,
                draft_tokens=args.num_speculative_tokens, acceptance=args.acceptance,
                draft=draft,
-               prefix_share=args.prefix_share, engine=engine_from_args(args))
+               prefix_share=args.prefix_share, engine=_engine(args))
     quality = ds.attrs["model_quality"]
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:
