@@ -233,7 +233,7 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
         return value
     if kind is int and abs(value) > MAX_MAGNITUDE:     # beyond int64 and float range alike
         raise ValueError(_too_large(name, value))
-    data = as_numeric(name, value)
+    data = _widened(as_numeric(name, value))
     if not allow_inf and data.dtype.kind == "f" and np.isinf(data).any():
         raise ValueError(f"{name} must be finite; got {show(data[np.isinf(data)].flat[0])}")
     if data.size == 0:
@@ -251,6 +251,17 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
         raise ValueError(f"{name} must lie in {_interval(lo, hi, lo_open, hi_open)}; "
                          f"got {show(data[bad].flat[0])}")
     return value
+
+
+def _widened(data: np.ndarray) -> np.ndarray:
+    """``data`` in a type the checks compare exactly: float16/float32 as float64 (a float16
+    compared with 1e30 overflows in the cast), narrow and unsigned integers below 64 bits as
+    int64; int64, uint64 and float64 unchanged (uint64 compares exactly with Python ints)."""
+    if data.dtype.kind == "f" and data.dtype.itemsize < 8:
+        return data.astype(np.float64)
+    if data.dtype.kind in "iu" and data.dtype.itemsize < 8:
+        return data.astype(np.int64)
+    return data
 
 
 def _too_large(name, value) -> str:
@@ -275,7 +286,7 @@ def check_fraction(name: str, value, *, hi_open=False):
 
 def check_integer(name: str, value, lo=None):
     """Raise unless ``value`` holds finite whole numbers (at least ``lo`` when given)."""
-    data = as_numeric(name, value)
+    data = _widened(as_numeric(name, value))
     if data.dtype.kind == "f":
         # inf is no whole number; test it before rounding, which keeps inf as inf
         bad = ~np.isfinite(data) | (data != np.round(data))
@@ -348,6 +359,10 @@ def whole_number(name: str, value, lo=None, *, allow_none: bool = False):
               + (" or None" if allow_none else ""))
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{wanted}; got {describe(value)}")
+    if isinstance(value, np.generic):
+        # numpy scalars as Python numbers: a float16 or int8 compared with 2**53 would
+        # overflow in the cast (float16) or compare in its own narrow type
+        value = value.item()
     if not isinstance(value, numbers.Integral) and not float(value).is_integer():
         raise ValueError(f"{wanted}; got {show(value)}")
     if lo is not None and value < lo:
@@ -557,7 +572,20 @@ def _json_elements(text: str, limit: int) -> int:
     return bare.count(",") + bare.count(":") + bare.count("[") + bare.count("{")
 
 
-def parse_json(text: str, where: str):
+class _DuplicateKey(Exception):
+    """A JSON object naming one key twice; :func:`parse_json` names the file."""
+
+
+def _unique_pairs(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def parse_json(text: str, where: str, *, unique_keys: bool = False):
     """``json.loads(text)``, bounded, every way the text fails a ``ValueError`` naming ``where``.
 
     The text is refused before parsing when it holds more than :data:`MAX_JSON_ELEMENTS`
@@ -565,14 +593,18 @@ def parse_json(text: str, where: str):
     recursion limit (``RecursionError``) and on integers of more than 4,300 digits (a bare
     ``ValueError``); no file the package reads nests more than a few levels or holds such a
     number, so each is refused as what it is, with ``where`` (the file, as its reader names it)
-    in front.
+    in front. With ``unique_keys`` an object that names a key twice is refused too (Python's
+    parser keeps the last value silently).
     """
     limit = MAX_JSON_ELEMENTS
     if _json_elements(text, limit) > limit:
         raise ValueError(f"{where} holds more than {limit:,} JSON elements, more than any file "
                          f"rooflinekit reads (its parsed form would not fit in memory)")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_pairs if unique_keys else None)
+    except _DuplicateKey as err:
+        raise ValueError(f"{where}: key {show(err.args[0])} appears twice in one object (the "
+                         f"last would silently win); keep one") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{where} is not valid JSON ({err})") from None
     except RecursionError:

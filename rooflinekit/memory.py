@@ -22,8 +22,11 @@ from rooflinekit._validation import (
     check_integer,
     check_nonnegative,
     check_range,
+    check_type,
     show,
 )
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
 
 __all__ = [
     "blocks_per_sequence",
@@ -500,6 +503,8 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     .. [1] vLLM ``vllm/v1/worker/gpu_worker.py`` (``determine_available_memory``) and
        ``vllm/v1/core/kv_cache_utils.py`` (``get_max_concurrency_for_kv_cache_config``).
     """
+    check_type("model", model, ModelShape)
+    check_type("gpu", gpu, GPU)
     _check_tp("tp", tp)
     check_range("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True)
     check_nonnegative("activation_peak_bytes", activation_peak_bytes)

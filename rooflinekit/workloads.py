@@ -62,6 +62,12 @@ def _count(lo):
     return (whole_number, {"lo": lo})
 
 
+def _size(size) -> int:
+    """A ``sample`` call's ``size``: a whole number of draws >= 0, as ``int`` (NaN, inf, 2.5 or
+    a string refused naming ``size``, before numpy turns them into a warning or a traceback)."""
+    return whole_number("size", size, lo=0)
+
+
 def _checked(**rules):
     """A class decorator (below ``@dataclass``): ``__post_init__`` checks each field's rule."""
     def decorate(cls):
@@ -85,6 +91,7 @@ class Constant:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64)."""
+        size = _size(size)
         return np.full(size, int(self.value), dtype=np.int64)
 
 
@@ -102,6 +109,7 @@ class Uniform:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64)."""
+        size = _size(size)
         return rng.integers(int(self.low), int(self.high), size=size, endpoint=True, dtype=np.int64)
 
 
@@ -117,6 +125,7 @@ class Geometric:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64, >= 1)."""
+        size = _size(size)
         return rng.geometric(1.0 / float(self.mean), size=size).astype(np.int64)
 
 
@@ -149,6 +158,7 @@ class LogNormal:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64)."""
+        size = _size(size)
         sigma = float(self.sigma)
         mu = math.log(float(self.mean)) - 0.5 * sigma * sigma
         draw = np.ceil(rng.lognormal(mu, sigma, size=size))
@@ -180,6 +190,7 @@ class Mixture:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64)."""
+        size = _size(size)
         p = np.asarray(self.weights) / sum(self.weights)
         return rng.choice(np.asarray(self.values, dtype=np.int64), size=size, p=p)
 
@@ -231,6 +242,7 @@ class Empirical:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64)."""
+        size = _size(size)
         if self.samples is not None:
             return rng.choice(np.asarray(self.samples, dtype=np.int64), size=size)
         edges = np.asarray(self.edges, dtype=np.int64)
@@ -251,6 +263,7 @@ class AllAtOnce:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
+        size = _size(size)
         return np.full(size, float(self.at))
 
 
@@ -269,6 +282,7 @@ class FixedInterval:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
+        size = _size(size)
         return float(self.start) + (np.arange(size) // int(self.burst)) * float(self.interval)
 
 
@@ -282,6 +296,7 @@ class Poisson:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
+        size = _size(size)
         return float(self.start) + np.cumsum(rng.exponential(1.0 / float(self.rate), size=size))
 
 
@@ -307,6 +322,7 @@ class Gamma:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` sorted arrival times [time unit]."""
+        size = _size(size)
         k = float(self.burstiness)
         return float(self.start) + np.cumsum(rng.gamma(k, 1.0 / (float(self.rate) * k),
                                                        size=size))
@@ -352,6 +368,7 @@ class SharedPrefix:
 
     def sample(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
         """``(prefix_group, prefix_tokens)`` of ``size`` requests (int64; group -1: none)."""
+        size = _size(size)
         prefixed = rng.random(size) < float(self.share)
         group = rng.integers(0, int(self.groups), size=size, dtype=np.int64)
         return (np.where(prefixed, group, NO_PREFIX).astype(np.int64),
@@ -382,6 +399,7 @@ class Beta:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` acceptance probabilities in [0, 1] (float64)."""
+        size = _size(size)
         return rng.beta(float(self.a), float(self.b), size=size)
 
 

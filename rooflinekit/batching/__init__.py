@@ -20,10 +20,13 @@
 """
 
 from rooflinekit.batching.batchers import (
+                                           MAX_BLOCK_SIZE,
+                                           RUN_BYTES_PER_REQUEST,
                                            SIMULATION_MEMORY_LIMIT,
                                            SIMULATION_WORK_LIMIT,
                                            ContinuousBatcher,
                                            StaticBatcher,
+                                           run_memory_bytes,
 )
 from rooflinekit.batching.clock import replica_kv_budget
 from rooflinekit.batching.disaggregated import POOLS, DisaggregatedBatcher
@@ -39,7 +42,7 @@ from rooflinekit.batching.results import (
 )
 from rooflinekit.roofline import IDEAL          # the ideal Engine, results' default label
 
-__all__ = ["IDEAL", "SIMULATION_MEMORY_LIMIT", "SIMULATION_WORK_LIMIT", "StaticBatcher", "ContinuousBatcher",
+__all__ = ["IDEAL", "MAX_BLOCK_SIZE", "RUN_BYTES_PER_REQUEST", "run_memory_bytes", "SIMULATION_MEMORY_LIMIT", "SIMULATION_WORK_LIMIT", "StaticBatcher", "ContinuousBatcher",
            "monte_carlo", "run_replicates", "replicate_seed", "replica_kv_budget",
            "DisaggregatedBatcher", "POOLS",
            "Speculative", "compile_kernels", "KERNEL_FAMILIES",

@@ -49,8 +49,17 @@ def replicate_seed(seed, replicate: int) -> np.random.SeedSequence:
     ``spec.sample(replicate_seed(seed, r))`` reproduces replicate ``r`` of
     ``monte_carlo(spec, ..., seed=seed)`` on its own, for any replicate count.
     """
-    entropy = seed.entropy if isinstance(seed, np.random.SeedSequence) else seed
-    return np.random.SeedSequence(entropy, spawn_key=(int(replicate),))
+    if isinstance(seed, np.random.SeedSequence):
+        entropy = seed.entropy
+    elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be a non-negative integer or a SeedSequence; got "
+                        f"{describe(seed)}")
+    elif seed < 0:
+        raise ValueError(f"seed must be a non-negative integer or a SeedSequence; got {seed!r}")
+    else:
+        entropy = int(seed)     # any size: a SeedSequence's own entropy is 128 bits
+    replicate = whole_number("replicate", replicate, lo=0)
+    return np.random.SeedSequence(entropy, spawn_key=(replicate,))
 
 
 def _split_sweep(sweep, batchers, spec):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from rooflinekit._validation import (MAX_COUNT, MAX_MAGNITUDE, check_one_of, check_string,
-                                      check_type, show)
+                                      check_type, show, whole_number)
 from rooflinekit import units
 from rooflinekit.hardware import GPU
 from rooflinekit.memory import engine_kv_cache
@@ -273,6 +273,10 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
     """
 
     check_type("model", model, ModelShape)
+    # the degree divides the weights before engine_kv_cache sees it: checked here, first
+    tp = whole_number("tp", tp, lo=1)
+    block_size = whole_number("block_size", block_size, lo=1, allow_none=True)
+    max_model_len = whole_number("max_model_len", max_model_len, lo=1, allow_none=True)
     if engine is None:
         engine = _engine_of(log) if isinstance(log, str) else "vllm"
     check_one_of("engine", engine, ENGINES)

@@ -384,6 +384,16 @@ def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, conf
 
     values = settle(values, free)
     active = tuple(p for p in free if identified[p])
+    ridge = _ridge(groups, phase, rows, values, active, bounds)
+    if ridge:
+        # the rows' distinct configurations cannot tell these knobs apart (four runs of one
+        # configuration pin one combination of two knobs, not each): a ridge of equally good
+        # fits. They keep the ridge's point nearest their priors (what _RIDGE picks: the
+        # combination the rows pin is kept, which predictions need), reported unidentified,
+        # with their bounds as interval, and are not resampled
+        for p in ridge:
+            identified[p] = False
+        active = tuple(p for p in active if p not in ridge)
     for p in active:
         values[p] = _snap(values[p], *bounds[p])
     lower = {p: values[p] for p in KNOBS}
@@ -422,6 +432,39 @@ def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, conf
     for p in active:
         values[p] = _snap(values[p], *bounds[p])
     return _PhaseFit(values, identified, lower, upper, fitted=True)
+
+
+#: Relative size below which a singular value of the knobs' sensitivities counts as zero.
+_RANK_TOL = 1e-6
+
+
+def _ridge(groups, phase, rows, values, active, bounds) -> tuple:
+    """The ``active`` knobs the rows' distinct configurations cannot tell apart.
+
+    Each knob's sensitivity is the relative change of every row's prediction over a nudge of
+    1% of its bounds; rows repeating a configuration repeat their sensitivities, so the
+    sensitivities' rank is at most the number of distinct configurations. Where it is below
+    the knobs', a combination of them moves no prediction (a ridge of equally good fits);
+    the knobs in such a combination are not identified, however many rows repeat it.
+    """
+    if len(active) < 2:
+        return ()
+    base = groups.predict(phase, values, rows)[rows]
+    columns = []
+    for p in active:
+        lo, hi = bounds[p]
+        up = min(hi, values[p] + 0.01 * (hi - lo))
+        down = max(lo, values[p] - 0.01 * (hi - lo))
+        moved = (groups.predict(phase, {**values, p: up}, rows)[rows]
+                 - groups.predict(phase, {**values, p: down}, rows)[rows]) / base
+        columns.append(moved / ((up - down) / (hi - lo)) if up > down else 0.0 * moved)
+    sens = np.unique(np.round(np.column_stack(columns), 12), axis=0)   # one row a configuration
+    _, s, vt = np.linalg.svd(sens, full_matrices=True)
+    rank = int(np.sum(s > _RANK_TOL * s[0])) if s.size and s[0] > 0 else 0
+    if rank >= len(active):
+        return ()
+    null = vt[rank:]
+    return tuple(p for k, p in enumerate(active) if np.any(np.abs(null[:, k]) > 1e-3))
 
 
 def _bootstrap(groups, phase, rows, all_targets, active, values, bounds, n_resamples,
@@ -611,7 +654,8 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     ------
     ValueError
         Empty or malformed measurements, unknown model or GPU names (naming the field), a phase
-        with fewer measurements than free knobs, bad bounds or settings.
+        with fewer distinct configurations (:data:`CONFIG_COLUMNS`; repeated runs of one
+        count once) than free knobs, bad bounds or settings.
     TypeError
         ``engine`` not an :class:`~rooflinekit.Engine` (a :class:`Calibration` included: its
         base is ``calibration.base``), or one whose fields are arrays.
@@ -717,13 +761,17 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
     for phase in _fit_order(per_phase, phases):
         rows = np.flatnonzero(~np.isnan(targets[phase]) & (targets[phase] > 0))
         free = per_phase[phase] if phase in phases else ()
-        if free and rows.size < len(free):
+        configs = _configurations(ds, rows)
+        if free and configs < len(free):
             if require:
                 where = f"{ds.attrs['file']}: " if ds.attrs.get("file") else ""
-                raise ValueError(f"{where}{phase}: {rows.size} measurement(s) with a "
+                repeats = (" (repeated runs of one configuration pin one combination of the "
+                           "knobs, not each)" if rows.size > configs else "")
+                raise ValueError(f"{where}{phase}: {rows.size} measurement(s) of {configs} "
+                                 f"distinct configuration(s) with a "
                                  f"{'TTFT' if phase == 'prefill' else 'TPOT or ITL'} but "
-                                 f"{len(free)} free knob(s); measure more configurations or fit "
-                                 f"fewer knobs (fit=...)")
+                                 f"{len(free)} free knob(s){repeats}; measure more "
+                                 f"configurations or fit fewer knobs (fit=...)")
             free = ()
         fits[phase] = _fit_phase(groups, phase, rows, targets[phase], free, bounds,
                                  n_resamples if free else 0, confidence, rng,
@@ -759,6 +807,23 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
     keys = _row_keys(ds, calibration.group_by)
     residuals, errors = _residual_tables(ds, groups, calibration, targets, keys=keys)
     return CalibrationResult(calibration, parameters, residuals, errors, set_table)
+
+
+#: The columns that make a measurement's configuration: rows equal in all of them are repeated
+#: runs of one configuration, which pin no more knobs than one run does.
+CONFIG_COLUMNS = ("model", "gpu", "tp", "dtype", "kv_dtype", "batch_size", "prompt_tokens",
+                  "output_tokens", "context_length")
+
+
+def _configurations(ds, rows) -> int:
+    """The distinct configurations (:data:`CONFIG_COLUMNS`) among the measurements ``rows``."""
+    columns = [np.asarray(ds[c].values)[rows] for c in CONFIG_COLUMNS if c in ds]
+    if not columns:
+        return int(np.size(rows))
+    # NaN (context_length not given) is one value; strings and numbers compare as text
+    keys = {tuple("nan" if isinstance(v, float) and v != v else repr(v) for v in row)
+            for row in zip(*(c.tolist() for c in columns))}
+    return len(keys)
 
 
 def _intervals(fits, frees, shared) -> dict:
@@ -821,7 +886,7 @@ def _fit_sets(ds, groups, targets, frees, shared, fits, bounds, group_by, group_
             free = tuple(p for p in frees[phase] if p in group_knobs and fits[phase].fitted
                          and fits[phase].identified[p])
             row[phase] = rows.size
-            if not free or rows.size < len(free) + 1:
+            if not free or _configurations(ds, rows) < len(free) + 1:
                 knobs[phase] = dict(shared[phase])
                 continue
             base = {p: fits[phase].values[p] for p in KNOBS}

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from rooflinekit._validation import describe, parse_json, read_regular_file, show
+from rooflinekit._validation import (MAX_COUNT, MAX_MAGNITUDE, describe, parse_json,
+                                     read_regular_file, show)
 from rooflinekit import units
 from rooflinekit.dtypes import BYTES_PER_ELEMENT, dtype_name
 
@@ -59,6 +60,8 @@ TTFT_KINDS = ("isolated", "static_batch")
 #: Columns a measurement must have (besides at least one of ttft_ms, itl_ms, tpot_ms).
 REQUIRED_COLUMNS = ("model", "gpu", "tp", "batch_size", "prompt_tokens", "output_tokens", "source")
 _TIME_COLUMNS = ("ttft_ms", "itl_ms", "tpot_ms")
+# columns that count (GPUs, requests, tokens): at most MAX_COUNT, exact in float64 and int64
+_COUNTS = ("tp", "batch_size", "prompt_tokens", "output_tokens", "context_length")
 _TEXT = ("model", "gpu", "dtype", "source", "notes", "kv_dtype", "ttft_kind", "engine")
 # file column -> (Dataset variable, factor to SI, units, long name)
 _NUMERIC = {
@@ -94,6 +97,14 @@ def _number(row_no: int, column: str, value) -> float:
         number = math.inf
     if not math.isfinite(number):
         raise ValueError(f"measurement {row_no}: {column} must be finite; got {show(value)}")
+    # a count past 2**53 wraps as int64 (tp 1e20 was stored as -9.2e18); a time of 1e300 ms
+    # moved the fit
+    if column in _COUNTS and abs(number) > MAX_COUNT:
+        raise ValueError(f"measurement {row_no}: {column} must be at most 2**53 = "
+                         f"{MAX_COUNT:,}; got {show(value)}")
+    if abs(number) > MAX_MAGNITUDE:
+        raise ValueError(f"measurement {row_no}: {column} must be at most {MAX_MAGNITUDE:g} in "
+                         f"magnitude; got {show(value)}")
     return number
 
 
@@ -276,7 +287,7 @@ def read_measurements(path) -> xr.Dataset:
     text = read_regular_file(path, "measurement file", MAX_MEASUREMENT_BYTES)
     if suffix == ".csv":
         return _from_file(path, _csv_rows(text, path))
-    payload = parse_json(text, str(path))
+    payload = parse_json(text, str(path), unique_keys=True)
     if isinstance(payload, Mapping):
         if "measurements" in payload:
             payload = payload["measurements"]
@@ -316,6 +327,14 @@ def _csv_rows(text: str, path: Path) -> list[dict]:
     try:
         if reader.fieldnames is None:
             raise ValueError(f"{path}: measurements is empty: no header row")
+        header, seen = line, {}
+        for position, key in enumerate(reader.fieldnames, 1):
+            if key in seen:
+                # csv.DictReader keeps the last of two equal names: the other column's values
+                # would be dropped without a word
+                raise ValueError(f"{path}, line {header}: column {show(key)} appears twice "
+                                 f"(columns {seen[key]} and {position}); keep one")
+            seen[key] = position
         missing = [c for c in REQUIRED_COLUMNS if c not in reader.fieldnames]
         if missing:
             raise ValueError(f"{path}: missing required column(s) "

@@ -11,6 +11,7 @@ public of it is re-exported by :mod:`rooflinekit.calibrate`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
@@ -292,12 +293,27 @@ class _Groups:
 
 
 def _row_keys(ds, group_by) -> list:
-    """Each row's knob-set key: its text in every ``group_by`` column ("" where blank)."""
+    """Each row's knob-set key: its text in every ``group_by`` column ("" where blank), GPU
+    and model names in the catalogue's spelling (rows saying "h100" and "H100-SXM-80GB" are
+    one set, as a :class:`~rooflinekit.profiles.Calibration` keys it)."""
     n = ds.sizes[MEASUREMENT]
     if not group_by:
         return [None] * n
     columns = [ds[field].values for field in group_by]
-    return [tuple(_text(col[i]) for col in columns) for i in range(n)]
+    return [tuple(_catalogue_name(field, _text(col[i])) for field, col in zip(group_by, columns))
+            for i in range(n)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _catalogue_name(field: str, name: str) -> str:
+    """``name`` as the catalogue spells it where ``field`` is "gpu" or "model" and it is a
+    catalogue name or alias; otherwise (blank, a name of the user's own) as it is."""
+    if not name or field not in ("gpu", "model"):
+        return name
+    try:
+        return (catalog.gpu if field == "gpu" else catalog.model)(name).name
+    except ValueError:
+        return name
 
 
 def _text(value) -> str:

@@ -14,7 +14,7 @@ from rooflinekit import catalog, workloads
 from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
-__all__ = ["COMMAND_API", "FLAGS", "MAX_INT", "PREFIX_FLAGS", "add_flag", "add_output_flags",
+__all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_output_flags",
            "apply_dtypes", "engine_from_args", "load_engine", "examples", "fraction", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
@@ -27,6 +27,16 @@ COMMAND_API = ("DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run")
 #: Largest whole number a flag takes: every count ends up in float64 arithmetic, which holds
 #: integers exactly only up to 2**53.
 MAX_INT = 2**53
+
+
+#: Largest KV block a flag takes [tokens] (:data:`rooflinekit.batching.MAX_BLOCK_SIZE`, 2**20):
+#: the paged kernel keeps scratch per token of a block, so 2**53 was petabytes.
+MAX_BLOCK_SIZE = 2**20
+
+#: Most shared prefixes ``--prefix-groups`` takes: 1,000,000. The workload and the kernel keep a
+#: table entry per group (2**53 groups were a 64 PiB allocation); more distinct prefixes than a
+#: million system prompts is not a prefix cache's workload.
+MAX_PREFIX_GROUPS = 1_000_000
 
 
 def examples(name: str, *commands: str) -> str:
@@ -139,7 +149,7 @@ FLAGS = {
                          "vllm)"},
     "--max-num-batched-tokens": {"type": positive_int, "metavar": "TOKENS",
                                  "help": "tokens per engine step, chunked prefill (vLLM's name)"},
-    "--block-size": {"type": positive_int, "default": 16, "metavar": "TOKENS",
+    "--block-size": {"type": whole_number(1, MAX_BLOCK_SIZE), "default": 16, "metavar": "TOKENS",
                      "help": "KV block size [tokens] (16)"},
     "--gpu-memory-utilization": {
         "type": number(0, 1, lo_open=True), "metavar": "SHARE",
@@ -205,7 +215,7 @@ PREFIX_FLAGS = {
                 "(vLLM's name; with paged admission)"},
     "--prefix-tokens": {"type": positive_int, "metavar": "TOKENS",
                         "help": "shared prefix length, before each request's own prompt"},
-    "--prefix-groups": {"type": positive_int, "metavar": "PREFIXES",
+    "--prefix-groups": {"type": whole_number(1, MAX_PREFIX_GROUPS), "metavar": "PREFIXES",
                         "help": "distinct shared prefixes, each as likely (1)"},
     "--prefix-share": {"type": number(0, 1), "metavar": "SHARE",
                        "help": "share of requests that start with a shared prefix (1)"},

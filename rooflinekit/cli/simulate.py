@@ -52,7 +52,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workload", choices=("guide", *_DISTRIBUTIONS), default="guide",
                         help="the guide's reconstructed workload, or output lengths drawn from a "
                              "distribution (default guide)")
-    parser.add_argument("--requests", type=positive_int, help="requests drawn (256)")
+    parser.add_argument("--requests", type=positive_int,
+                        help=f"requests drawn (256; as many as "
+                             f"{batching.SIMULATION_MEMORY_LIMIT // 2**30} GiB hold)")
     parser.add_argument("--output-mean", type=positive_float,
                         help="mean output tokens per request (100)")
     parser.add_argument("--spread", type=nonnegative_float,
@@ -102,6 +104,32 @@ def add_arguments(parser) -> None:
 #: Workload flags and their defaults for a drawn workload; the guide's workload takes none.
 _DRAWN = {"requests": 256, "output_mean": 100.0, "spread": 1.0, "input_len": 0,
           "arrival": "all", "seed": 0}
+
+
+#: Bytes a drawn workload holds per request while it is drawn and checked (six arrays of 8
+#: bytes and the draw's temporaries; measured 80, 123 with shared prefixes).
+_WORKLOAD_BYTES_PER_REQUEST = 128
+
+
+def _check_memory(args) -> None:
+    """Refuse, before drawing, a simulation whose workload and two results (both batchers'
+    are held to be compared) would exceed :data:`rooflinekit.batching.SIMULATION_MEMORY_LIMIT`."""
+    if args.workload == "guide":
+        return
+    n = args.requests
+    paged = args.admission == "paged"
+    held = (n * _WORKLOAD_BYTES_PER_REQUEST + batching.run_memory_bytes(n)
+            + batching.run_memory_bytes(
+                n, block_size=(args.block_size or 16) if paged else None,
+                prefix_groups=args.prefix_groups or (1 if args.prefix_tokens else 0)))
+    limit = batching.SIMULATION_MEMORY_LIMIT
+    if held > limit:
+        per = _WORKLOAD_BYTES_PER_REQUEST + 2 * batching.RUN_BYTES_PER_REQUEST
+        raise ValueError(f"--requests {n:,} would hold about {held / 2**30:.3g} GiB (the workload "
+                         f"and both batchers' results, {per} bytes a request), above the "
+                         f"{limit / 2**30:g} GiB limit of a simulation; give --requests at most "
+                         f"about {int(limit // per):,}, or call ContinuousBatcher.run from "
+                         f"Python with a higher memory_limit")
 
 
 def _flag(name: str) -> str:
@@ -207,6 +235,7 @@ def run(args, out) -> int:
         block_size=16 if args.block_size is None else args.block_size,
         max_num_batched_tokens=args.max_num_batched_tokens,
         prefix_caching=args.enable_prefix_caching, speculative=speculative, **timing)
+    _check_memory(args)
     work = _workload(args)
     # a first run compiles both simulators side by side (numba's cache after)
     kind = "speculative" if speculative is not None else "continuous"

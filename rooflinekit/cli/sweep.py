@@ -68,7 +68,8 @@ examples:
       --max-model-len 1024:32768:1024 --batch-size 1:64 --chunks auto --output sweep.nc
 """
 
-#: Most values one axis range may expand to (a typo like 1:10000000000 is refused, not built).
+#: Most values one axis may hold, all its ranges together (a typo like 1:10000000000 is refused,
+#: not built; so are thirty ranges of ten million each): counted before any value is built.
 MAX_AXIS = 10_000_000
 
 #: Table headings of the coordinates a flag of another name sets (the records keep the
@@ -89,7 +90,9 @@ def parse_axis(text):
     ValueError
         For anything that is not whole numbers or ``start:stop[:step]`` ranges with step ≥ 1.
     """
-    values = []
+    # every part is read and counted first, then expanded: the count is checked before any
+    # value is built (thirty ranges of ten million were a MemoryError while parsing)
+    parts, count = [], 0
     for part in str(text).split(","):
         part = part.strip()
         if not part:
@@ -103,20 +106,28 @@ def parse_axis(text):
                 step = bits[2] if len(bits) == 3 else 1
                 if stop < start or max(abs(start), abs(stop)) > MAX_INT:
                     raise ValueError
-                if (stop - start) // step >= MAX_AXIS:
-                    raise ValueError(f"axis range {part!r} has more than {MAX_AXIS:,} values")
-                values.extend(range(start, stop + 1, step))
+                parts.append((start, stop, step))
+                count += (stop - start) // step + 1
             else:
                 number = float(part)
                 if not number.is_integer() or abs(number) > MAX_INT:
                     raise ValueError
-                values.append(int(number))
-        except (ValueError, OverflowError) as exc:
-            if str(exc).startswith("axis range"):
-                raise
+                parts.append((int(number), int(number), 1))
+                count += 1
+        except (ValueError, OverflowError):
             raise ValueError(f"axis values must be whole numbers of at most {MAX_INT} or "
                              f"start:stop[:step] ranges (stop included), got {part!r}") from None
-    return np.asarray(values, dtype=np.int64)
+        if count > MAX_AXIS:
+            raise ValueError(f"axis range {part!r} brings these axis values to more than "
+                             f"{MAX_AXIS:,} values (counted before any is built); give fewer "
+                             f"values or a larger step")
+    values = np.empty(count, dtype=np.int64)
+    at = 0
+    for start, stop, step in parts:
+        n = (stop - start) // step + 1
+        values[at:at + n] = np.arange(start, start + n * step, step, dtype=np.int64)
+        at += n
+    return values
 
 
 def _bounded_axis(lo, hi, what):

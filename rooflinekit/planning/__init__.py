@@ -39,10 +39,10 @@ from rooflinekit.planning.spillover import (
     plan_with_spillover,
     self_hosting_comparison,
 )
-from rooflinekit.planning.traffic import ARRIVALS, SECONDS_PER_MONTH, SLO, Traffic
+from rooflinekit.planning.traffic import ARRIVALS, MIN_RATE, SECONDS_PER_MONTH, SLO, Traffic
 
 __all__ = [
-    "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH",
+    "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH", "MIN_RATE",
     "plan", "load_curve", "estimate_work", "check_plan_size", "PLAN_WORK_LIMIT", "PLAN_MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
     "plan_disaggregated", "AGGREGATED", "SPLIT", "MAX_SPLITS",
     "max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDINGS", "LOWEST_RATE_FRACTION",

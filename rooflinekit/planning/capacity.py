@@ -12,12 +12,14 @@ import functools
 
 import numpy as np
 
+from rooflinekit._validation import check_bool, check_type, describe, real_number
 from rooflinekit.batching import (
     ContinuousBatcher,
     DisaggregatedBatcher,
     replicate_seed,
     run_replicates,
 )
+from rooflinekit.planning.traffic import SLO
 
 #: Public; rate_variables serves the planners of this folder.
 __all__ = ["max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDINGS",
@@ -233,6 +235,14 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
     so "meets" compares shares, not interpolated percentiles. A run starts from an empty
     system, which makes it slightly optimistic, less so with more requests.
     """
+    check_type("batcher", batcher, (ContinuousBatcher, DisaggregatedBatcher))
+    check_type("slo", slo, SLO)
+    # a tolerance <= 0 never ends the search, one >= 1 stops it on the first bracket
+    rtol = real_number("rtol", rtol, lo=0, hi=1, lo_open=True, hi_open=True)
+    check_bool("parallel", parallel)
+    if not isinstance(draws, (tuple, list)) or len(draws) < 3:
+        raise TypeError(f"draws must be the (arrival, prompt, output, ...) arrays of "
+                        f"draw_requests; got {describe(draws)}")
     arrival, prompt, output = draws[:3]
     n = arrival.shape[0]
     targets = _targets(slo)

@@ -16,7 +16,7 @@ from rooflinekit._validation import as_1d, check_one_of, describe, real_number, 
 from rooflinekit.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 from rooflinekit.workloads import Constant, Gamma, Poisson, SharedPrefix, WorkloadSpec
 
-__all__ = ["Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH"]
+__all__ = ["Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH", "MIN_RATE"]
 
 #: Arrival processes :class:`Traffic` knows.
 ARRIVALS = ("poisson", "gamma")
@@ -27,6 +27,12 @@ _TARGETS = ("ttft", "itl", "e2e", "tpot")
 
 #: Seconds in the planning month (730 hours, as every monthly price in the package).
 SECONDS_PER_MONTH = HOURS_PER_MONTH * SECONDS_PER_HOUR
+
+#: The lowest peak rate a :class:`Traffic` takes [requests/s]: 1e-6, one request in about
+#: 12 days (2.6 a month). Below it no fleet is worth planning, and the planner's arrivals
+#: (unit-rate draws divided by the rate) would leave the simulator's time range; a denormal
+#: rate such as 5e-324 made ``1 / rate`` overflow and a replica's share of it divide by zero.
+MIN_RATE = 1e-6
 
 
 def _lengths(name: str, value, lo: int):
@@ -47,7 +53,8 @@ class Traffic:
     Parameters
     ----------
     rate : float
-        Peak request rate the fleet must sustain [requests/s], finite and > 0.
+        Peak request rate the fleet must sustain [requests/s], finite, at least
+        :data:`MIN_RATE` (1e-6) and at most 1e30.
     prompt, output : distribution or int
         Prompt and output length [tokens]: a distribution from :mod:`rooflinekit.workloads`
         (``LogNormal(2000, 0.5)``, ``Empirical(...)``, ...) or a whole number (every request
@@ -89,7 +96,10 @@ class Traffic:
     prefix: SharedPrefix | None = None
 
     def __post_init__(self):
-        real_number("rate", self.rate, lo=0, lo_open=True)
+        rate = real_number("rate", self.rate, lo=0, lo_open=True)
+        if rate < MIN_RATE:
+            raise ValueError(f"rate must be at least {MIN_RATE:g} requests/s (one request in "
+                             f"about 12 days); got {show(self.rate)}")
         object.__setattr__(self, "prompt", _lengths("prompt", self.prompt, 0))
         object.__setattr__(self, "output", _lengths("output", self.output, 1))
         check_one_of("arrival", self.arrival, ARRIVALS)

@@ -13,6 +13,7 @@ is :mod:`rooflinekit.calibrate`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import warnings
@@ -33,6 +34,7 @@ from rooflinekit._validation import (
     parse_json,
     read_regular_file,
     real_number,
+    show,
     whole_number,
 )
 from rooflinekit.roofline import IDEAL, Engine
@@ -132,8 +134,31 @@ def _selector_name(value):
     return name
 
 
+def _canonical(field: str, name: str) -> str:
+    """A knob-set key's or selector's name as the catalogue spells it, where ``field`` is
+    ``"gpu"`` or ``"model"`` and the name is a catalogue name or alias (``"h100"`` ->
+    ``"H100-SXM-80GB"``); any other name unchanged (a GPU or model of the user's own)."""
+    return _catalogue_name(field, name) if field in ("gpu", "model") else name
+
+
+@functools.lru_cache(maxsize=4096)
+def _catalogue_name(field: str, name: str) -> str:
+    # cached: engine_for asks on every call, and an unknown name costs the catalogue's
+    # near-miss search
+    from rooflinekit import catalog
+
+    try:
+        return (catalog.gpu if field == "gpu" else catalog.model)(name).name
+    except (TypeError, ValueError):
+        return name
+
+
 def _check_groups(group_by, groups) -> tuple:
-    """``group_by`` as a tuple of :data:`GROUP_FIELDS` and ``groups`` as checked knob sets."""
+    """``group_by`` as a tuple of :data:`GROUP_FIELDS` and ``groups`` as checked knob sets.
+
+    GPU and model names of the keys are put in the catalogue's spelling (:func:`_canonical`);
+    two keys that then name the same set (aliases, or names that differ only in case) are
+    refused, naming both: one would silently replace the other."""
     if isinstance(group_by, str):
         group_by = (group_by,)
     group_by = tuple(group_by)
@@ -144,12 +169,21 @@ def _check_groups(group_by, groups) -> tuple:
     groups = check_mapping("groups", groups)
     if groups and not group_by:
         raise ValueError("groups need group_by: the fields their keys name")
-    out = {}
+    out, given = {}, {}
     for key, phases in groups.items():
         key = (key,) if isinstance(key, str) else tuple(key)
         if len(key) != len(group_by) or not all(isinstance(k, str) for k in key):
             raise ValueError(f"groups: key {key!r} must hold one name per group_by field "
                              f"{group_by!r}")
+        written = key
+        key = tuple(_canonical(field, name) for field, name in zip(group_by, key))
+        # selectors match without case: keys equal but for case are one set too
+        folded = tuple(name.lower() for name in key)
+        if folded in given:
+            raise ValueError(f"groups: keys {given[folded]!r} and {written!r} name the same "
+                             f"knob set {key!r} (catalogue aliases, or names equal but for "
+                             f"case); keep one")
+        given[folded] = written
         phases = check_mapping(f"groups[{key!r}]", phases)
         check_keys(f"groups[{key!r}]", phases, PHASES, what="phase")
         out[key] = MappingProxyType({
@@ -281,7 +315,8 @@ class Calibration:
         tuple of str or None
         """
         check_keys("selectors", selectors, GROUP_FIELDS, what="selector")
-        given = {k: _selector_name(v) for k, v in selectors.items() if v is not None}
+        given = {k: _canonical(k, _selector_name(v)) for k, v in selectors.items()
+                 if v is not None}
         if not self.groups or not any(k in self.group_by for k in given):
             return None
         fits = [key for key in self.groups
@@ -419,6 +454,13 @@ class Calibration:
             if not isinstance(key, list):
                 raise TypeError(f"data.groups[{i}].key must be a list of names; got "
                                 f"{type(key).__name__}")
+            if not all(isinstance(name, str) for name in key):
+                raise TypeError(f"data.groups[{i}].key must be a list of names (strings); got "
+                                f"{show(key)}")
+            if tuple(key) in sets:
+                first = list(sets).index(tuple(key))
+                raise ValueError(f"data.groups[{first}] and data.groups[{i}] have the same key "
+                                 f"{show(key)}; keep one (the last would silently win)")
             sets[tuple(key)] = {p: entry.get(p, {}) for p in PHASES}
         return cls(prefill=data.get("prefill", {}), decode=data.get("decode", {}),
                    source=data.get("source", ""), held_out_error=data.get("held_out_error"),
@@ -455,7 +497,7 @@ def load_calibration(path) -> Calibration:
     """
     path = Path(path)
     data = parse_json(read_regular_file(path, "calibration file", MAX_CONFIG_BYTES),
-                      f"calibration file {path}")
+                      f"calibration file {path}", unique_keys=True)
     try:
         return Calibration.from_dict(data)
     except (TypeError, ValueError) as exc:

@@ -12,7 +12,10 @@
 from rooflinekit.sweep._dask import DISTRIBUTED_EXTRA, distributed_client
 from rooflinekit.sweep.grid import (
                                           AUTO_BLOCK_CELLS,
+                                          MAX_SWEEP_BLOCKS,
+                                          MIN_BLOCK_CELLS,
                                           SWEEP_MEMORY_LIMIT,
+                                          check_blocks,
                                           in_memory_bytes,
                                           sweep,
                                           sweep_cells,
@@ -30,4 +33,5 @@ from rooflinekit.sweep.variables import SPECULATIVE_VARIABLES, SWEEP_DIMS, VARIA
 
 __all__ = ["SWEEP_DIMS", "VARIABLES", "SPECULATIVE_VARIABLES", "AUTO_BLOCK_CELLS", "PARETO_POINT", "sweep", "sweep_cells",
            "best_configuration", "best_tp", "cheapest_configuration", "pareto_front",
-           "progress_bar", "save", "DISTRIBUTED_EXTRA", "distributed_client", "SWEEP_MEMORY_LIMIT", "in_memory_bytes"]
+           "progress_bar", "save", "DISTRIBUTED_EXTRA", "distributed_client", "SWEEP_MEMORY_LIMIT", "in_memory_bytes",
+           "MAX_SWEEP_BLOCKS", "MIN_BLOCK_CELLS", "check_blocks"]

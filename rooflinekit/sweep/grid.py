@@ -87,7 +87,10 @@ from rooflinekit.sweep.variables import (
 
 __all__ = [
     "AUTO_BLOCK_CELLS",
+    "MAX_SWEEP_BLOCKS",
+    "MIN_BLOCK_CELLS",
     "SWEEP_MEMORY_LIMIT",
+    "check_blocks",
     "in_memory_bytes",
     "sweep",
     "sweep_cells",
@@ -353,6 +356,43 @@ def _chunks(shape, chunks):
     return tuple(out)
 
 
+#: Most dask blocks a chunked sweep may have: 100,000. dask schedules each block as a task and
+#: keeps every task of the graph in memory; a sweep cut finer is refused before any work.
+MAX_SWEEP_BLOCKS = 100_000
+
+#: Fewest cells a block should hold once a sweep has more than :data:`SMALL_BLOCKS_ALLOWED`
+#: blocks: 1,024. Each block costs milliseconds to build and schedule (3 ms measured, 17 ms in
+#: the issue's run), its cells microseconds to compute: 10,000 one-cell blocks took 173 s for
+#: what takes 2 s in memory.
+MIN_BLOCK_CELLS = 1024
+
+#: Blocks any chunking may have, however small: 1,000 (a few seconds of scheduling).
+SMALL_BLOCKS_ALLOWED = 1000
+
+
+def check_blocks(shape, chunks) -> int:
+    """The number of dask blocks of ``chunks`` (per-axis chunk lengths) over a grid of
+    ``shape``; refuses, before any work, more than :data:`MAX_SWEEP_BLOCKS`, or more than
+    :data:`SMALL_BLOCKS_ALLOWED` of fewer than :data:`MIN_BLOCK_CELLS` cells each."""
+    blocks = float(np.prod([len(c) for c in chunks], dtype=np.float64))
+    cells = float(np.prod(shape, dtype=np.float64))
+    per_block = cells / blocks if blocks else 0.0
+    if blocks > MAX_SWEEP_BLOCKS:
+        raise ValueError(f"this chunking cuts the sweep's {cells:.3g} cells into {blocks:.3g} dask "
+                         f"blocks, above the {MAX_SWEEP_BLOCKS:,} a sweep may have (dask "
+                         f"schedules and keeps every block as a task); give chunks='auto' "
+                         f"({AUTO_BLOCK_CELLS:,} cells a block), larger chunks, or fewer axis "
+                         f"values")
+    if blocks > SMALL_BLOCKS_ALLOWED and per_block < MIN_BLOCK_CELLS:
+        raise ValueError(f"this chunking cuts the sweep's {cells:,.0f} cells into {blocks:,.0f} "
+                         f"dask blocks of about {per_block:,.0f} cells, below the "
+                         f"{MIN_BLOCK_CELLS:,} a block needs when there are more than "
+                         f"{SMALL_BLOCKS_ALLOWED:,} (each block costs milliseconds to schedule, "
+                         f"its cells microseconds to compute); give chunks='auto', chunks of at "
+                         f"least {MIN_BLOCK_CELLS:,} cells, or no chunks (in memory)")
+    return int(blocks)
+
+
 def _compute_in_memory(grid):
     """Every variable over the whole grid, as numpy arrays.
 
@@ -567,7 +607,9 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
                 f"variables or axis values, or raise memory_limit")
         return _wrap(grid, _compute_in_memory(grid))
     require_dask()
-    grid = dataclasses.replace(grid, chunks=_chunks(grid.shape, chunks))
+    blocks = _chunks(grid.shape, chunks)
+    check_blocks(grid.shape, blocks)
+    grid = dataclasses.replace(grid, chunks=blocks)
     return _wrap(grid, _lazy_arrays(grid))
 
 
@@ -635,6 +677,12 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
     if len(set(gpu_names.tolist())) != len(gpu_names):
         raise ValueError(f"gpus must not repeat names: {gpu_names.tolist()}")
     tp = _axis_values("tp", tp, lo=1)
+    heads = np.asarray(model_fields.get("n_heads", ()), dtype=np.float64)
+    if heads.size and np.all(np.isfinite(heads)) and tp.max() > heads.max():
+        # tensor parallelism splits the attention heads: a degree above every model's heads
+        # divides none (2**53 "fitted" before the layout rule), so it is no axis value
+        raise ValueError(f"tp must be at most the attention heads of a swept model "
+                         f"({int(heads.max()):,} at most); got tp={int(tp.max()):,}")
     ctx = _axis_values("context_length", context_length, lo=1)
     batch = _axis_values("batch_size", batch_size, lo=1)
     prompt = _axis_values("prompt_tokens", prompt_tokens, lo=1, allow_none=True)
@@ -726,6 +774,9 @@ def _wrap(grid, arrays):
 
 def sweep_cells(ds) -> int:
     """Configurations a sweep covers: the product of its sweep dimensions' sizes."""
+    if not isinstance(ds, (xr.Dataset, xr.DataArray)):
+        raise TypeError(f"ds must be a sweep's xarray.Dataset (or one of its DataArrays); got "
+                        f"{describe(ds)}")
     return int(np.prod([ds.sizes[d] for d in _AXIS_DIMS if d in ds.dims]))
 
 
