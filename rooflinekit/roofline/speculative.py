@@ -15,7 +15,7 @@ import xarray as xr
 
 from rooflinekit import catalog
 from rooflinekit._labels import formula
-from rooflinekit._validation import check_fraction, check_integer, describe
+from rooflinekit._validation import check_fraction, check_integer, describe, real_number
 from rooflinekit.models import ModelShape
 from rooflinekit.roofline.engine import engine_for
 from rooflinekit.roofline.latency import decode_step_time
@@ -111,10 +111,9 @@ def _draft(draft):
     if isinstance(draft, ModelShape):
         return draft
     if isinstance(draft, numbers.Real) and not isinstance(draft, bool):
-        if not 0 < float(draft) <= 1:
-            raise ValueError(f"draft as a cost must be a share of the target's decode step in "
-                             f"(0, 1]; got {draft!r}")
-        return float(draft)
+        # checked without float(): an integer beyond float range is refused, not an overflow
+        return real_number("draft (as a share of the target's decode step)", draft, lo=0,
+                           hi=1, lo_open=True)
     raise TypeError(f"draft must be a ModelShape, a catalogue model name, or a share of the "
                     f"target's decode step in (0, 1]; got {describe(draft)}")
 
