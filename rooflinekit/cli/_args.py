@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from rooflinekit import catalog, workloads
 from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
-__all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_output_flags",
+__all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
            "apply_dtypes", "engine_from_args", "load_engine", "examples", "fraction", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
@@ -94,6 +95,28 @@ def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = 
 positive_float = number(0, lo_open=True)
 nonnegative_float = number(0)
 fraction = number(0, 1)
+
+#: Seconds per unit a latency may be written in (``500ms``, ``0.5 s``, ``300us``).
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
+#: A bare latency target above this many seconds is almost surely milliseconds typed bare.
+LONGEST_BARE_TARGET = 60.0
+
+
+def latency(text: str) -> float:
+    """An ``argparse`` type: a latency target [s], > 0, with an optional unit (``500ms``,
+    ``0.5s``, ``50 ms``, ``300us``). A bare number is seconds; above
+    :data:`LONGEST_BARE_TARGET` it is refused as the likely slip it is (``--itl 50`` meant
+    50 ms)."""
+    match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*(s|ms|us|µs)?\s*", str(text))
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"expected a time such as 0.5, 500ms or 50 ms (units: s, ms, us), got {text!r}")
+    value = number(0, lo_open=True)(match.group(1)) * _TIME_UNITS[match.group(2) or "s"]
+    if match.group(2) is None and value > LONGEST_BARE_TARGET:
+        raise argparse.ArgumentTypeError(
+            f"a bare number is seconds: {text!r} would be {value / 60:.3g} minutes; write "
+            f"{match.group(1)}ms for milliseconds, or {match.group(1)}s if you mean seconds")
+    return value
 
 
 def int_list(text: str) -> list[int]:

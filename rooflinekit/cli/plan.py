@@ -10,6 +10,7 @@ from rooflinekit.cli._args import (
     SPECULATIVE_FLAGS,
     add_flag,
     add_output_flags,
+    latency,
     apply_dtypes,
     engine_from_args,
     int_list,
@@ -62,11 +63,11 @@ _FLAGS = (
      "log-normal sigma of both lengths (0: every request alike)"),
     ("--burstiness", positive_float, None,
      "gamma arrivals with this shape (1 = Poisson, < 1 bursty)"),
-    ("--ttft", positive_float, None, "time-to-first-token target [s]"),
-    ("--itl", positive_float, None, "inter-token latency target, every gap [s]"),
-    ("--tpot", positive_float, None, "time-per-output-token target, per request: (e2e - TTFT) / "
+    ("--ttft", latency, None, "time-to-first-token target [s]; units allowed: 500ms, 1s"),
+    ("--itl", latency, None, "inter-token latency target, every gap [s]"),
+    ("--tpot", latency, None, "time-per-output-token target, per request: (e2e - TTFT) / "
      "(output tokens - 1), as vllm bench serve's TPOT [s]"),
-    ("--e2e", positive_float, None, "end-to-end latency target [s]"),
+    ("--e2e", latency, None, "end-to-end latency target [s]"),
     ("--quantile", number(0, 1, lo_open=True, hi_open=True), 0.95,
      "percentile the targets hold at, in (0, 1) (0.95)"),
     ("--headroom", number(0, 1, hi_open=True), 0.2, "spare capacity, in [0, 1) (0.2)"),

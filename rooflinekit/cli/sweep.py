@@ -20,7 +20,7 @@ from rooflinekit.cli._args import (
     add_output_flags,
     apply_dtypes,
     engine_from_args,
-    positive_float,
+    latency,
     positive_int,
     speculative_draft,
 )
@@ -236,9 +236,9 @@ def add_arguments(parser):
                         default="best",
                         help="best: most tokens/s per GPU per model; cheapest: lowest cost per "
                              "1M tokens meeting --ttft/--itl; pareto: cost vs ITL front")
-    parser.add_argument("--ttft", type=positive_float, default=None, metavar="SECONDS",
+    parser.add_argument("--ttft", type=latency, default=None, metavar="SECONDS",
                         help="longest acceptable prefill time (TTFT) for --report cheapest")
-    parser.add_argument("--itl", type=positive_float, default=None, metavar="SECONDS",
+    parser.add_argument("--itl", type=latency, default=None, metavar="SECONDS",
                         help="longest acceptable decode step (ITL) for --report cheapest")
     add_output_flags(parser, output_help=(
         "also write to FILE, the format from its extension: .nc or .zarr (the whole sweep), "
