@@ -21,10 +21,11 @@ QUESTION = {
 DRAFT_HEAD = rk.Speculative(draft=0.05, draft_tokens=4, acceptance=0.8)
 
 
-def plan_question(replicates=20, requests=1000, speculative=None):
-    """The planner question above, answered: the plan, its cheapest configuration, the decision."""
+def plan_question(replicates=20, requests=1000, speculative=None, engine_draws=None):
+    """The planner question above, answered: the plan, its cheapest configuration, the decision
+    (timed by the vLLM profiles, their knobs drawn ``engine_draws`` times: default 4, 0 none)."""
     ds = rk.plan(QUESTION["traffic"], QUESTION["slo"], replicates=replicates, requests=requests,
-                 speculative=speculative, **QUESTION["grid"])
+                 speculative=speculative, engine_draws=engine_draws, **QUESTION["grid"])
     best = rk.cheapest_plan(ds, by=None)
     table = rk.decision_table(best, QUESTION["traffic"], payg=rk.PayAsYouGo(3.0, 12.0))
     return ds, best, table
@@ -45,6 +46,21 @@ class PlanUnderLoad:
 
     def peakmem_plan(self, replicates):
         plan_question(replicates=replicates)
+
+
+class PlanWithProfileUncertainty:
+    """The whole question at 20 replicates with the profile's knobs drawn 0 or 4 times: the
+    cost of bands that hold model uncertainty (at most 2× the fitted knobs' time)."""
+
+    params = [0, 4]
+    param_names = ["engine_draws"]
+    timeout = 300
+
+    def setup(self, engine_draws):
+        plan_question(replicates=1, requests=50, engine_draws=0)
+
+    def time_plan(self, engine_draws):
+        plan_question(engine_draws=engine_draws)
 
 
 class SpeculativePlanUnderLoad:
