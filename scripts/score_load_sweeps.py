@@ -82,22 +82,52 @@ NUMERIC = ("tp", "prompt_tokens", "output_tokens", "rate", "concurrency", "mean_
            "request_throughput", "output_throughput", "num_prompts")
 
 
-def _number(text):
+#: Columns every point must fill: what it is, where it comes from, and its load.
+REQUIRED = ("sweep", "source", "model", "gpu", "tp", "prompt_tokens", "output_tokens",
+            "output_throughput")
+
+
+def _number(text, where):
     text = (text or "").strip()
     if not text:
         return None
-    return float(text)  # "inf" parses to math.inf
+    try:
+        value = float(text)  # "inf" parses to math.inf
+    except ValueError:
+        raise ValueError(f"{where}: expected a number, got {text[:40]!r}") from None
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{where}: must be a number >= 0, got {text[:40]!r}")
+    return value
 
 
 def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
-    """The sweeps of ``path`` by id, each a list of points (numbers parsed, blanks ``None``)."""
+    """The sweeps of ``path`` by id, each a list of points (numbers parsed, blanks ``None``).
+
+    Raises
+    ------
+    ValueError
+        A missing column, a point without a required field, a number that is not one, or a
+        point with neither a rate nor a concurrency: the message names the file, the line and
+        the field.
+    """
     with open(path, newline="", encoding="utf-8") as fh:
-        lines = [line for line in fh if not line.startswith("#")]
+        numbered = [(k, line) for k, line in enumerate(fh, 1) if not line.startswith("#")]
+    reader = csv.DictReader(line for _, line in numbered)
+    missing = [c for c in (*REQUIRED, *NUMERIC) if c not in (reader.fieldnames or ())]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
     sweeps: dict[str, list[dict]] = {}
-    for row in csv.DictReader(lines):
+    for (line_no, _), row in zip(numbered[1:], reader):
+        where = f"{path}, line {line_no}"
+        for key in REQUIRED:
+            if not (row.get(key) or "").strip():
+                raise ValueError(f"{where}: field {key!r} is empty")
         point = dict(row)
         for key in NUMERIC:
-            point[key] = _number(row.get(key))
+            point[key] = _number(row.get(key), f"{where}, field {key!r}")
+        if point["rate"] is None and point["concurrency"] is None:
+            raise ValueError(f"{where}: a point needs a rate or a concurrency (fields 'rate', "
+                             f"'concurrency')")
         sweeps.setdefault(row["sweep"], []).append(point)
     return sweeps
 

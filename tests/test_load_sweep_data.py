@@ -2,6 +2,7 @@
 
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,24 @@ def test_score_one_small_sweep(scorer):
     assert result["saturation_predicted"] > 0
     rows = scorer.by_source([result])
     assert rows[0]["source"] == "LambdaLabsML/vllm-benchmark"
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda rows: [re.sub(r",inf,[\d.]+,", ",,,", r, count=1) if i == 2 else r
+                   for i, r in enumerate(rows)], "rate or a concurrency"),
+    (lambda rows: [rows[0].replace("rate,", "speed,", 1), *rows[1:]], "missing column"),
+    (lambda rows: [r.replace(",inf,", ",fast,", 1) if i == 2 else r for i, r in enumerate(rows)],
+     "field 'rate'"),
+])
+def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_path, change,
+                                                                  match):
+    """A sweep file without rates (or concurrencies), a column missing or a value that is not a
+    number: refused with the file and the place, before any simulation."""
+    lines = [line for line in SWEEPS.read_text(encoding="utf-8").splitlines()
+             if not line.startswith("#")]
+    burst = [lines[0]] + [line for line in lines[1:] if ",inf," in line][:3]
+    bad = tmp_path / "sweeps.csv"
+    bad.write_text("\n".join(change(burst)) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=match) as info:
+        scorer.read_sweeps(bad)
+    assert str(bad) in str(info.value)
