@@ -676,10 +676,14 @@ def _check_prefixes(prefix_group, prefix_tokens, prompt):
         raise ValueError("prefix_tokens must be >= 1 where prefix_group names a group")
     if (~none).any():
         g, t = group[~none], length[~none]
-        first = np.full(int(g.max()) + 1, -1, dtype=np.int64)
-        first[g[::-1]] = t[::-1]              # each group's first length
-        if (first[g] != t).any():
-            k = int(g[np.argmax(first[g] != t)])
+        # each group's first length, by sorting (not an array as long as the largest group
+        # id, which may be 2**53: SharedPrefix(groups=) has no bound of its own)
+        order = np.argsort(g, kind="stable")
+        starts = np.r_[True, g[order][1:] != g[order][:-1]]
+        first = t[order][starts][np.cumsum(starts) - 1]
+        differs = first != t[order]
+        if differs.any():
+            k = int(g[order][np.argmax(differs)])
             raise ValueError(f"prefix_tokens: group {k} has more than one prefix length (a "
                              f"group is one prefix)")
     return group, length

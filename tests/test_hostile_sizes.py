@@ -221,3 +221,17 @@ def test_knobs_on_a_ridge_are_reported_unidentified():
         assert not bool(p["identified"].sel(parameter=knob)), knob
         lo, hi = float(p["lower"].sel(parameter=knob)), float(p["upper"].sel(parameter=knob))
         assert hi - lo > 0.9 * hi, (knob, lo, hi)      # its bounds, not a tight interval
+
+
+def test_a_shared_prefix_of_2_53_groups_is_drawn_and_refused_by_its_table():
+    # SharedPrefix(10, 2**53): the workload check no longer allocates by the largest group
+    # number (a MemoryError before), and the run refuses the prefix table it would need, naming
+    # the groups rather than the requests
+    from rooflinekit.batching import ContinuousBatcher
+    from rooflinekit.workloads import Constant, SharedPrefix, WorkloadSpec
+    spec = WorkloadSpec(50, prompt=Constant(100), output=Constant(5),
+                        prefix=SharedPrefix(10, 2**53))
+    wl = spec.sample(np.random.default_rng(0))
+    assert wl.n_requests == 50 and int(wl.prefix_group.max()) > 2**40
+    with pytest.raises(ValueError, match="prefix table .*SharedPrefix\\(groups=\\)"):
+        ContinuousBatcher(max_num_seqs=8, admission="paged", prefix_caching=True).run(wl)

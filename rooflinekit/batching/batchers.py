@@ -199,9 +199,16 @@ class _Batcher:
         above ``memory_limit``: the way out is fewer requests, or a higher limit."""
         groups = wl.prefix_group
         paged = getattr(self, "admission", None) == "paged"
+        table = float(np.max(groups)) + 1.0 if self._tiered and groups.size else 0.0
         held = run_memory_bytes(
-            wl.n_requests, block_size=self.block_size if paged else None,
-            prefix_groups=float(np.max(groups)) + 1.0 if self._tiered and groups.size else 0)
+            wl.n_requests, block_size=self.block_size if paged else None, prefix_groups=table)
+        if run_memory_bytes(0, prefix_groups=table) > memory_limit:
+            # the prefix table alone: fewer requests would not help
+            raise ValueError(f"prefix group numbers up to {table - 1:,.0f} would need a prefix "
+                             f"table of {run_memory_bytes(0, prefix_groups=table) / 2**30:.3g} "
+                             f"GiB, above memory_limit={memory_limit / 2**30:g} GiB; number "
+                             f"the prefix groups from 0 (SharedPrefix(groups=) at most about "
+                             f"{memory_limit // _BYTES_PER_PREFIX_GROUP:,.0f})")
         if held > memory_limit:
             most = int(max(0.0, memory_limit - (held - wl.n_requests * RUN_BYTES_PER_REQUEST))
                        // RUN_BYTES_PER_REQUEST)
