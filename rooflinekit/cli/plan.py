@@ -220,8 +220,8 @@ def run(args, out) -> int:
     engine = engine_from_args(args, gpus)
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
                        max_num_seqs=args.max_num_seqs, engine=engine, **search)
-    decision = planning.decision_table(planning.cheapest_plan(ds, by=None), traffic, payg=payg,
-                                       provisioned=provisioned)
+    best = planning.cheapest_plan(ds, by=None)
+    decision = planning.decision_table(best, traffic, payg=payg, provisioned=provisioned)
     rows = _rows(ds)
     bound = None if engine is roofline.IDEAL else _ideal_bound(
         rows, traffic, slo, model, pp=args.pp, search=search)
@@ -241,7 +241,6 @@ def run(args, out) -> int:
                "monthly_tokens": decision.attrs["monthly_tokens"]}
     if bound is not None:
         payload["ideal_bound"] = bound
-    best = planning.cheapest_plan(ds, by=None)
     deploy = planning.launch_commands(best, traffic, model=model) if bool(best["feasible"]) \
         else None
     if deploy is not None:

@@ -16,6 +16,7 @@ import xarray as xr
 
 from rooflinekit import dims
 from rooflinekit._validation import check_type, describe, real_number, whole_number
+from rooflinekit.planning.fleet import replicas_for_rate
 from rooflinekit.planning.traffic import SECONDS_PER_MONTH, Traffic
 from rooflinekit.pricing import (Compliance, PayAsYouGo, Provisioned, SelfHosted, admissibility,
                                  blended_price, crossover_volume)
@@ -284,7 +285,7 @@ def _replicate_costs(at) -> np.ndarray:
         return np.array([float(at["monthly_cost"])])
     rates = np.asarray(at["replicate_max_rate"].values, dtype=float)
     need = float(at.attrs["rate"]) * (1.0 + float(at.attrs["headroom"]))
-    replicas = np.ceil(need / np.where(rates > 0, rates, 1.0))
+    replicas = replicas_for_rate(need, rates)
     per_replica = int(at["gpus"]) / max(int(at["replicas"]), 1)
     fixed = float(at["monthly_cost"]) - float(at["gpu_monthly_cost"]) if \
         np.isfinite(float(at["monthly_cost"])) else 0.0

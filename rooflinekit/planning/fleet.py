@@ -455,11 +455,7 @@ class _Configuration:
     def __call__(self, index, parallel):
         values = dict(zip(self.axes, (axis[i] for axis, i in zip(self.axes.values(), index))))
         n = self.draws[0].shape[0]
-        batcher, budget, problem = _replica(
-            values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
-            values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
-            self.utilization, self.engine, self.prefix_caching, self.speculative,
-            values.get(dims.PP, 1), values.get(dims.EP, 1))
+        batcher, budget, problem = self._replica(values, self.engine)
         if problem:
             return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
                     "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
@@ -495,6 +491,14 @@ class _Configuration:
                         ep=ep, engine=step)
         return found
 
+    def _replica(self, values, engine):
+        """:func:`_replica` of the configuration ``values``, timed by ``engine``."""
+        return _replica(
+            values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
+            values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
+            self.utilization, engine, self.prefix_caching, self.speculative,
+            values.get(dims.PP, 1), values.get(dims.EP, 1))
+
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
         engines = self.drawn[values[dims.GPU].name]
@@ -503,12 +507,7 @@ class _Configuration:
                  "binding": np.empty(n, dtype=object), "kv_occupancy": np.zeros(n), "runs": 0}
         for g, engine in enumerate(engines):
             rows = np.arange(g, n, len(engines))
-            batcher, _, _ = _replica(
-                values[dims.MODEL], values[dims.GPU], values[dims.TP],
-                values[dims.MAX_NUM_SEQS], values.get(dims.MAX_NUM_BATCHED_TOKENS),
-                self.admission, self.block_size, self.utilization, engine,
-                self.prefix_caching, self.speculative, values.get(dims.PP, 1),
-                values.get(dims.EP, 1))
+            batcher, _, _ = self._replica(values, engine)
             gains = None if self.gains is None else (self.gains[0][rows], self.gains[1][rows])
             part = max_rate(batcher, self.slo, tuple(a[rows] for a in self.draws),
                             rtol=self.rtol, parallel=parallel, gains=gains)
@@ -803,6 +802,13 @@ def check_fleet_counts(rate, need, per_replica, gpus_per_replica) -> None:
                          f"lower rate (a replica here serves at most {r.max():.3g} requests/s)")
 
 
+def replicas_for_rate(need, rate) -> np.ndarray:
+    """Replicas that carry ``need`` [requests/s] at ``rate`` each: ``⌈need / rate⌉``, 0 where
+    a replica serves nothing (``rate`` 0) [1], int64."""
+    rate = np.asarray(rate, dtype=float)
+    return np.where(rate > 0, np.ceil(need / np.where(rate > 0, rate, 1.0)), 0).astype(np.int64)
+
+
 def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price,
            pue) -> None:
     """Replicas, GPUs and monthly cost from the rates, in place."""
@@ -814,9 +820,7 @@ def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricit
         check_fleet_counts(traffic.rate, need, rate.values, per_replica.values)
 
     def replicas_for(rate):
-        r = rate.values
-        return xr.DataArray(np.where(r > 0, np.ceil(need / np.where(r > 0, r, 1.0)), 0)
-                            .astype(np.int64), dims=rate.dims)
+        return xr.DataArray(replicas_for_rate(need, rate.values), dims=rate.dims)
 
     ds["replicas"] = replicas_for(ds["max_rate"]).assign_attrs(
         units="1", long_name="replicas for the peak rate with headroom")

@@ -250,14 +250,10 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
     if gpu is None:
         return _all_gpus(engine, rows)
     spec = _gpu_spec(gpu)
-    own = [r for r in rows if r["gpu"].lower() == spec.name.lower()]
+    newest = _newest_by_gpu(rows)
+    own = [r for gpu, r in newest.items() if gpu.lower() == spec.name.lower()]
     if own:
-        return max(own, key=lambda r: _version_key(r["version"]))["calibration"]
-    newest = {}
-    for r in rows:
-        if r["gpu"] not in newest or _version_key(r["version"]) > \
-                _version_key(newest[r["gpu"]]["version"]):
-            newest[r["gpu"]] = r
+        return own[0]["calibration"]
     near = min(newest.values(), key=lambda r: _distance(spec, catalog.gpu(r["gpu"])))
     if warn:
         warnings.warn(f"no {engine} profile for {spec.name}; using the {near['gpu']} profile "
@@ -267,12 +263,16 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
     return near["calibration"]
 
 
-def _all_gpus(engine: str, rows) -> Calibration:
+def _newest_by_gpu(rows) -> dict:
+    """Each GPU's profile row of the newest version, by GPU name."""
     newest = {}
-    for r in rows:
-        if r["gpu"] not in newest or _version_key(r["version"]) > \
-                _version_key(newest[r["gpu"]]["version"]):
-            newest[r["gpu"]] = r
+    for r in sorted(rows, key=lambda r: _version_key(r["version"])):
+        newest[r["gpu"]] = r
+    return newest
+
+
+def _all_gpus(engine: str, rows) -> Calibration:
+    newest = _newest_by_gpu(rows)
     sets = {(gpu,): {p: dict(getattr(r["calibration"], p)) for p in PHASES}
             for gpu, r in newest.items()}
     shared = {}
