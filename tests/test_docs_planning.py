@@ -104,3 +104,16 @@ def test_the_chunked_prefill_table():
                 f"{int(row['replicas'])} | {int(row['gpus'])} | "
                 f"{float(row['monthly_cost']):,.0f} |")
         assert line in DOC, line
+
+
+def test_the_deployment_section(answer):
+    """§4's call on the page's answer: 15 replicas of the 2 × H200 replica, checked at 20/15
+    requests/s each."""
+    _, best, _ = answer
+    traffic = rk.Traffic(20.0, LogNormal(2000, 0.5), LogNormal(300, 0.5))
+    assert "commands = rk.planning.launch_commands(best, traffic)" in DOC
+    commands = rk.planning.launch_commands(best, traffic)
+    assert commands["replicas"] == 15
+    assert commands["vllm_serve"].startswith(
+        "vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 2 --max-num-seqs 64 ")
+    assert "--request-rate 1.333 " in commands["bench_serve"]
