@@ -58,6 +58,7 @@ import numpy as np
 
 import rooflinekit
 from rooflinekit import catalog
+from rooflinekit.profiles import scheduler_defaults
 from rooflinekit.planning import SLO, Traffic
 from rooflinekit.workloads import LogNormal
 
@@ -170,11 +171,39 @@ def _spec(point, engine, sigma):
     return model, engine, traffic
 
 
+#: Engine versions a source does not record but states elsewhere: LambdaLabsML/vllm-benchmark's
+#: benchmark.sh runs the vllm/vllm-openai image v0.5.4 unless told otherwise.
+ASSUMED_VERSIONS = {"LambdaLabsML/vllm-benchmark": "0.5.4"}
+
+
+def scheduler(point) -> tuple[int, int | None, str]:
+    """``(max_num_seqs, max_num_batched_tokens, why)`` the point's engine ran with by default.
+
+    vLLM before 0.8 (the V0 engine): 256 sequences, chunked prefill off for models of at most
+    32K context, so each prompt is prefilled whole (``None``); V0 then ran a prefill step
+    without the decodes, which the simulator's mixed step does not model. vLLM 0.8 and later,
+    an unknown vLLM version (taken as current), and NIM (a TensorRT-LLM engine): the engine's
+    defaults for the GPU (:func:`rooflinekit.profiles.scheduler_defaults`).
+    """
+    engine = point["engine"]
+    version = point.get("engine_version") or ASSUMED_VERSIONS.get(source_group(point["source"]))
+    if engine == "vllm" and version and tuple(int(x) for x in version.split(".")[:2]) < (0, 8):
+        return 256, None, f"vLLM {version} (V0): 256 sequences, whole prompts"
+    name = {"vllm": "vllm", "sglang": "sglang", "nim": "trtllm", "trtllm": "trtllm"}[engine]
+    d = scheduler_defaults(name, point["gpu"])
+    return d.max_num_seqs, d.max_num_batched_tokens, \
+        f"{name} defaults: {d.max_num_seqs} sequences, {d.max_num_batched_tokens} tokens"
+
+
 def _run(point, engine, *, rate, requests, max_num_seqs, replicates, seed, sigma) -> dict:
     model, engine, traffic = _spec(point, engine, sigma)
+    default_seqs, chunk, _ = scheduler(point)
+    seqs = int(max_num_seqs or default_seqs)
     ds = load_curve(traffic, _SLO, model=model, gpu=point["gpu"], tp=int(point["tp"]),
-                    rates=[float(rate)], max_num_seqs=int(max_num_seqs), engine=engine,
-                    replicates=replicates, requests=max(10, int(requests)), seed=seed)
+                    rates=[float(rate)], max_num_seqs=seqs,
+                    max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
+                    engine=engine, replicates=replicates, requests=max(10, int(requests)),
+                    seed=seed)
     out = {}
     for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),
                         ("mean_token_itl", 1e3), ("throughput", 1.0),
@@ -211,13 +240,13 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
 
     def sim(point):
         if kind == "rate":
-            return _run(point, engine, rate=point["rate"], requests=requests, max_num_seqs=256,
+            return _run(point, engine, rate=point["rate"], requests=requests, max_num_seqs=None,
                         **common)
         if kind == "burst":
             return _run(point, engine, rate=BURST_RATE, requests=point["num_prompts"],
-                        max_num_seqs=256, **common)
+                        max_num_seqs=None, **common)
         return _run(point, engine, rate=_measured_rate(point), requests=requests,
-                    max_num_seqs=256, **common)
+                    max_num_seqs=None, **common)
 
     tpot_err, ttft_err, rows = [], [], []
     for point in below:

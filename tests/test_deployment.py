@@ -66,8 +66,11 @@ def test_each_flag_is_the_plans_value(chunked):
 def test_an_fp8_cache_and_bursty_arrivals_are_passed_on():
     model = rk.catalog.model("Llama-3.1-8B").replace(kv_bytes_per_element="fp8")
     traffic = rk.Traffic(4.0, 500, 100, arrival="gamma", burstiness=0.5)
-    plan = rk.plan(traffic, SLO, models=model, gpus="H100-SXM-80GB", replicates=2, requests=100)
+    # prompts prefilled whole (no chunk budget): the note says the engines chunk anyway
+    plan = rk.plan(traffic, SLO, models=model, gpus="H100-SXM-80GB", replicates=2, requests=100,
+                   max_num_batched_tokens=None)
     got = launch_commands(rk.cheapest_plan(plan, by=None), traffic, model=model)
+    assert "--max-num-batched-tokens" not in _flags(got["vllm_serve"])
     assert _flags(got["vllm_serve"])["--kv-cache-dtype"] == "fp8"
     assert _flags(got["sglang_serve"])["--kv-cache-dtype"] == "fp8_e4m3"
     assert _flags(got["bench_serve"])["--burstiness"] == "0.5"
@@ -100,3 +103,21 @@ def test_the_plan_command_prints_and_holds_them(capsys):
     payload = json.loads(capsys.readouterr().out)
     assert payload["deployment"]["vllm_serve"].startswith("vllm serve ")
     assert "--max-num-batched-tokens 2048" in payload["deployment"]["vllm_serve"]
+
+
+def test_the_default_plan_deploys_the_engine_scheduler_it_ran():
+    """By default a plan runs each GPU's vLLM scheduler defaults (1,024 sequences on an H100,
+    vllm/engine/arg_utils.py get_batch_defaults) and searches the chunk budget: the command
+    carries both, and no "whole in one step" note."""
+    traffic = rk.Traffic(4.0, 500, 100)
+    plan = rk.plan(traffic, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", replicates=2,
+                   requests=100)
+    best = rk.cheapest_plan(plan, by=None)
+    got = launch_commands(best, traffic)
+    flags = _flags(got["vllm_serve"])
+    assert flags["--max-num-seqs"] == "1024"
+    assert int(flags["--max-num-batched-tokens"]) == int(best["max_num_batched_tokens"])
+    assert int(flags["--max-num-batched-tokens"]) in (2048, 8192, 16384)
+    assert _flags(got["sglang_serve"])["--chunked-prefill-size"] == \
+        flags["--max-num-batched-tokens"]
+    assert not any("whole in one step" in note for note in got["notes"])

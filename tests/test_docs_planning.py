@@ -20,7 +20,7 @@ def answer():
     slo = rk.SLO(ttft=1.0, itl=0.05, quantile=0.95)
     plan = rk.plan(traffic, slo, models="Llama-3.1-70B",
                    gpus=["H100-SXM-80GB", "H200-SXM-141GB"], tp=[1, 2, 4, 8],
-                   max_num_seqs=[64, 128, 256], replicates=20)
+                   replicates=20)
     best = rk.cheapest_plan(plan, by=None)
     table = rk.decision_table(best, traffic, payg=rk.pricing.payg_price("openai-gpt-4o"),
                               provisioned=rk.pricing.provisioned_example(
@@ -28,22 +28,25 @@ def answer():
     return plan.sel(model="Llama-3.1-70B"), best, table
 
 
-def _row(gpu, tp, seqs):
-    pattern = rf"\| {re.escape(gpu)} \| {tp} \| {seqs} \| ([\d.]+) \(([\d.]+)–([\d.]+)\) \| " \
-              rf"(\w+) \| (\d+) \| (\d+) \| ([\d,]+) \|"
+def _row(gpu, tp):
+    pattern = rf"\| {re.escape(gpu)} \| {tp} \| (\d+) \| ([\d,]+) \| ([\d.]+) " \
+              rf"\(([\d.]+)–([\d.]+)\) \| (\w+) \| (\d+) \| (\d+) \| ([\d,]+) \|"
     match = re.search(pattern, DOC)
-    assert match, (gpu, tp, seqs)
-    rate, low, high, binding, replicas, gpus, cost = match.groups()
-    return float(rate), float(low), float(high), binding, int(replicas), int(gpus), \
-        float(cost.replace(",", ""))
+    assert match, (gpu, tp)
+    seqs, chunk, rate, low, high, binding, replicas, gpus, cost = match.groups()
+    return int(seqs), int(chunk.replace(",", "")), float(rate), float(low), float(high), \
+        binding, int(replicas), int(gpus), float(cost.replace(",", ""))
 
 
-@pytest.mark.parametrize("gpu, tp, seqs", [
-    ("H100-SXM-80GB", 2, 64), ("H100-SXM-80GB", 4, 128), ("H100-SXM-80GB", 8, 128),
-    ("H200-SXM-141GB", 2, 128), ("H200-SXM-141GB", 4, 256), ("H200-SXM-141GB", 8, 64)])
-def test_the_plan_table(answer, gpu, tp, seqs):
-    plan = answer[0].sel(gpu=gpu, tp=tp, max_num_seqs=seqs)
-    rate, low, high, binding, replicas, gpus, cost = _row(gpu, tp, seqs)
+@pytest.mark.parametrize("gpu, tp", [
+    ("H100-SXM-80GB", 2), ("H100-SXM-80GB", 4), ("H100-SXM-80GB", 8),
+    ("H200-SXM-141GB", 2), ("H200-SXM-141GB", 4), ("H200-SXM-141GB", 8)])
+def test_the_plan_table(answer, gpu, tp):
+    plan = answer[0].sel(gpu=gpu, tp=tp)
+    seqs, chunk, rate, low, high, binding, replicas, gpus, cost = _row(gpu, tp)
+    # vLLM's defaults on a >= 70 GiB GPU other than an A100: 1,024 sequences
+    assert int(plan["max_num_seqs"]) == seqs == 1024
+    assert int(plan["max_num_batched_tokens"]) == chunk
     assert float(plan["max_rate"]) == pytest.approx(rate, abs=0.006)
     assert float(plan["max_rate_low"]) == pytest.approx(low, abs=0.006)
     assert float(plan["max_rate_high"]) == pytest.approx(high, abs=0.006)
@@ -54,12 +57,12 @@ def test_the_plan_table(answer, gpu, tp, seqs):
 
 def test_the_decision(answer):
     _, best, table = answer
-    assert "15 replicas of 2 ×\nH200-SXM-141GB (30 GPUs, $83,220/month" in DOC
+    assert "3 replicas of 8 ×\nH100-SXM-80GB (24 GPUs, $52,385/month" in DOC
     assert (str(best["gpu"].values), int(best["tp"]), int(best["gpus"])) == \
-        ("H200-SXM-141GB", 2, 30)
-    assert round(float(best["monthly_cost"])) == 83_220
+        ("H100-SXM-80GB", 8, 24)
+    assert round(float(best["monthly_cost"])) == 52_385
     assert best.attrs["model_quality"].startswith("calibrated: vllm profiles per GPU")
-    for option, cost in (("self-hosted", 83_220), ("pay-as-you-go", 421_667),
+    for option, cost in (("self-hosted", 52_385), ("pay-as-you-go", 421_667),
                          ("provisioned", 1_124_930)):
         assert round(float(table["monthly_cost"].sel(option=option))) == cost
         assert f"| {cost:,} |" in DOC
@@ -75,21 +78,23 @@ def test_the_ideal_bound_beside_it(answer):
     traffic = rk.Traffic(20.0, LogNormal(2000, 0.5), LogNormal(300, 0.5))
     slo = rk.SLO(ttft=1.0, itl=0.05, quantile=0.95)
     ideal = rk.plan(traffic, slo, models="Llama-3.1-70B", gpus=str(best["gpu"].values),
-                    tp=int(best["tp"]), max_num_seqs=int(best["max_num_seqs"]), replicates=20,
+                    tp=int(best["tp"]), max_num_seqs=int(best["max_num_seqs"]),
+                    max_num_batched_tokens=int(best["max_num_batched_tokens"]), replicates=20,
                     engine="ideal").squeeze(drop=True)
-    assert "(2 × H200, 64 sequences): 2.32 req/s a replica\n(2.22–2.41), 11 replicas, 22 GPUs" \
-        in DOC
+    assert "(8 × H100, 1,024 sequences, 1,024-token chunks):\n14.38 req/s a replica " \
+           "(13.61–15.13), 2 replicas, 16 GPUs, $34,923" in DOC
     assert (f"{float(ideal['max_rate']):.2f}", f"{float(ideal['max_rate_low']):.2f}",
-            f"{float(ideal['max_rate_high']):.2f}") == ("2.32", "2.22", "2.41")
-    assert int(best["max_num_seqs"]) == 64
+            f"{float(ideal['max_rate_high']):.2f}") == ("14.38", "13.61", "15.13")
+    assert (int(best["max_num_seqs"]), int(best["max_num_batched_tokens"])) == (1024, 1024)
     assert (int(ideal["replicas"]), int(ideal["gpus"]), round(float(ideal["monthly_cost"]))) \
-        == (11, 22, 61_028)
+        == (2, 16, 34_923)
     grid = rk.plan(traffic, slo, models="Llama-3.1-70B", gpus=["H100-SXM-80GB", "H200-SXM-141GB"],
-                   tp=[1, 2, 4, 8], max_num_seqs=[64, 128, 256], replicates=20, engine="ideal")
+                   tp=[1, 2, 4, 8], replicates=20, engine="ideal")
     cheapest = rk.cheapest_plan(grid, by=None)
-    assert "the ideal roofline would say 24 × H100 for $52,385" in DOC
-    assert (str(cheapest["gpu"].values), int(cheapest["gpus"]),
-            round(float(cheapest["monthly_cost"]))) == ("H100-SXM-80GB", 24, 52_385)
+    assert "the ideal roofline would say 12 × H100 for $26,192" in DOC
+    assert "pick 3 replicas of 4 × H100\n(12 GPUs, $26,192)" in DOC
+    assert (str(cheapest["gpu"].values), int(cheapest["tp"]), int(cheapest["gpus"]),
+            round(float(cheapest["monthly_cost"]))) == ("H100-SXM-80GB", 4, 12, 26_192)
 
 
 def test_the_chunked_prefill_table():
@@ -107,13 +112,14 @@ def test_the_chunked_prefill_table():
 
 
 def test_the_deployment_section(answer):
-    """§4's call on the page's answer: 15 replicas of the 2 × H200 replica, checked at 20/15
+    """§4's call on the page's answer: 3 replicas of the 8 × H100 replica, checked at 20/3
     requests/s each."""
     _, best, _ = answer
     traffic = rk.Traffic(20.0, LogNormal(2000, 0.5), LogNormal(300, 0.5))
     assert "commands = rk.planning.launch_commands(best, traffic)" in DOC
     commands = rk.planning.launch_commands(best, traffic)
-    assert commands["replicas"] == 15
+    assert commands["replicas"] == 3
     assert commands["vllm_serve"].startswith(
-        "vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 2 --max-num-seqs 64 ")
-    assert "--request-rate 1.333 " in commands["bench_serve"]
+        "vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 8 --max-num-seqs 1024 "
+        "--max-num-batched-tokens 1024 ")
+    assert "--request-rate 6.667 " in commands["bench_serve"]

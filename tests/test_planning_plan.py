@@ -160,8 +160,10 @@ def test_plan_is_self_consistent():
     rate = float(ds["max_rate"].squeeze())
     assert rate > 0
     budget = int(ds["kv_budget_tokens"].squeeze())
+    chunk = int(ds["max_num_batched_tokens"].squeeze()) or None    # the budget the plan chose
     batcher = ContinuousBatcher(max_num_seqs=64, kv_budget_tokens=budget, admission="paged",
-                                model=MODEL, gpu=GPU, clock="roofline")
+                                max_num_batched_tokens=chunk, model=MODEL, gpu=GPU,
+                                clock="roofline")
     met = {0.85: 0, 1.3: 0}
     seeds = range(100, 110)
     for factor in met:
@@ -275,7 +277,7 @@ def test_cli_plan_csv_output_and_calibration(tmp_path, capsys):
                  "--engine", str(cal), "--output", str(out), "--csv"])
     assert code == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0].startswith("gpu,tp,max_num_seqs,max_rate")
+    assert lines[0].startswith("gpu,tp,max_num_seqs,max_num_batched_tokens,max_rate")
     saved = xr.open_dataset(out)
     assert saved.attrs["model_quality"] == "calibrated: bench"
     saved.close()

@@ -89,11 +89,14 @@ _FLAGS = (
 def add_replica_flags(parser, *, lists: bool) -> None:
     """The flags of one replica's batcher: comma lists of values to plan over, or one each."""
     many = {"type": int_list} if lists else {}
-    add_flag(parser, "--max-num-seqs", default=[256] if lists else 256,
-             help=("comma-separated max sequences per batch (256)" if lists else
+    add_flag(parser, "--max-num-seqs", default=None if lists else 256,
+             help=("comma-separated max sequences per batch (default: the engine's for each "
+                   "GPU, vLLM's 1024 on >= 70 GiB other than A100, else 256)" if lists else
                    "most sequences in a batch of each replica (256)"), **many)
     add_flag(parser, "--max-num-batched-tokens", **many,
-             **({"help": "comma-separated per-step token budgets (chunked prefill)"}
+             **({"help": "comma-separated per-step token budgets, chunked prefill (default: "
+                         "the best of 512 to 16384, powers of two at least its max-num-seqs, "
+                         "and the engine's own, for each configuration)"}
                 if lists else {}))
     add_flag(parser, "--gpu-memory-utilization", default=0.9,
              help="share of each GPU's memory for weights + KV, in (0, 1] (0.9)")
@@ -145,6 +148,7 @@ def _rows(ds):
         rows.append({"gpu": r["gpu"], "tp": int(r["tp"]), **({"pp": int(r["pp"])} if "pp" in r
                                                             else {}),
                      "max_num_seqs": int(r["max_num_seqs"]),
+                     "max_num_batched_tokens": int(r["max_num_batched_tokens"]),
                      "max_rate": float(r["max_rate"]), "max_rate_low": float(r["max_rate_low"]),
                      "max_rate_high": float(r["max_rate_high"]), "replicas": int(r["replicas"]),
                      "gpus": int(r["gpus"]), "monthly_cost": float(r["monthly_cost"]),
@@ -163,7 +167,9 @@ def _ideal_bound(rows, traffic, slo, model, *, pp, search) -> dict | None:
     best = rows[0]
     ideal = planning.plan(traffic, slo, models=[model], gpus=[best["gpu"]], tp=best["tp"],
                           pp=None if pp is None else [best.get("pp", 1)],
-                          max_num_seqs=best["max_num_seqs"], engine="ideal", **search)
+                          max_num_seqs=best["max_num_seqs"], engine="ideal",
+                          **{**search, "max_num_batched_tokens":
+                             best["max_num_batched_tokens"] or None})
     row = _rows(ideal)[0]
     return {"gpu": row["gpu"], "tp": row["tp"], "max_num_seqs": row["max_num_seqs"],
             "max_rate": row["max_rate"], "replicas": row["replicas"], "gpus": row["gpus"],
@@ -210,7 +216,7 @@ def run(args, out) -> int:
     payg = pricing.payg_price(args.payg)
     provisioned = None if args.provisioned is None else \
         pricing.provisioned_example(args.provisioned)
-    search = dict(max_num_batched_tokens=args.max_num_batched_tokens,
+    search = dict(max_num_batched_tokens=args.max_num_batched_tokens or "search",
                   gpu_memory_utilization=args.gpu_memory_utilization,
                   block_size=args.block_size, headroom=args.headroom,
                   replicates=args.replicates, requests=args.requests, seed=args.seed,
@@ -219,7 +225,7 @@ def run(args, out) -> int:
                   prefix_caching=args.enable_prefix_caching, speculative=speculative)
     engine = engine_from_args(args, gpus)
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
-                       max_num_seqs=args.max_num_seqs, engine=engine, **search)
+                       max_num_seqs=args.max_num_seqs or "auto", engine=engine, **search)
     best = planning.cheapest_plan(ds, by=None)
     decision = planning.decision_table(best, traffic, payg=payg, provisioned=provisioned)
     rows = _rows(ds)
@@ -253,11 +259,13 @@ def run(args, out) -> int:
             out.write(f"speculative decoding: draft {ds.attrs['speculative_draft']}, "
                       f"{speculative.draft_tokens} tokens a step, acceptance "
                       f"{ds.attrs['speculative_acceptance']}\n")
-        headers = ("GPU", "TP" if "pp" not in ds.dims else "TP×PP", "max seqs", "max rate [req/s]", "band [req/s]", "replicas",
+        headers = ("GPU", "TP" if "pp" not in ds.dims else "TP×PP", "max seqs", "chunk [tokens]",
+                   "max rate [req/s]", "band [req/s]", "replicas",
                    "GPUs", "cost [USD/month]", "cost [USD/1M tokens]", "p95 TTFT [s]",
                    "p95 ITL [s]", "binding")
         table = [(r["gpu"], r["tp"] if "pp" not in r else f"{r['tp']}×{r['pp']}",
-                  r["max_num_seqs"], to_jsonable(r["max_rate"]),
+                  r["max_num_seqs"], r["max_num_batched_tokens"] or "whole",
+                  to_jsonable(r["max_rate"]),
                   f"{r['max_rate_low']:.3g}-{r['max_rate_high']:.3g}", r["replicas"], r["gpus"],
                   to_jsonable(r["monthly_cost"]), to_jsonable(r["cost_per_million_tokens"]),
                   to_jsonable(r["p95_ttft"]), to_jsonable(r["p95_token_itl"]), r["binding"])

@@ -100,7 +100,8 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None) -> di
     elif not isinstance(model, ModelShape):
         raise TypeError(f"model must be a name or a rooflinekit.ModelShape; got "
                         f"{describe(model)}")
-    pp, budget = _chosen(cheapest, dims.PP), _chosen(cheapest, dims.MAX_NUM_BATCHED_TOKENS)
+    # a plan's budget variable holds 0 where prompts were prefilled whole
+    pp, budget = _chosen(cheapest, dims.PP), _chosen(cheapest, dims.MAX_NUM_BATCHED_TOKENS) or None
     attrs = cheapest.attrs
     repository = _repository(model)
     kv = float(model.kv_bytes_per_element)

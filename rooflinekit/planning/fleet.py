@@ -40,7 +40,8 @@ from rooflinekit.planning.capacity import (
     speculative_rows,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import Calibration, resolve_engine
+from rooflinekit.profiles import (Calibration, chunk_budget_candidates, resolve_engine,
+                                  scheduler_defaults, scheduler_engine)
 from rooflinekit.roofline import (
     DEFAULT_IDLE_POWER_FRACTION,
     IDEAL,
@@ -129,6 +130,17 @@ def _counts(name, values, lo, allow_none=False):
     return out
 
 
+def _scheduler_counts(name, values, rules):
+    """``_counts`` of ``values``, or one of the named ``rules`` (a string or None) as given."""
+    if values is None or isinstance(values, str):
+        if values not in rules:
+            allowed = ", ".join(repr(r) for r in rules)
+            raise ValueError(f"{name} must be {allowed}, a whole number >= 1 or a list of them; "
+                             f"got {values!r}")
+        return values
+    return _counts(name, values, 1)
+
+
 def _quality(engine, **selectors) -> str:
     """The label of ``engine``'s mixed step (``attrs["model_quality"]``), checking ``engine``
     before any simulation: a calibration's label whatever knob set a configuration takes."""
@@ -193,8 +205,8 @@ def check_plan_size(traffic, n_configurations, *, replicates, requests, work_lim
             f"or configurations, or raise work_limit")
 
 
-def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
-         max_num_batched_tokens=None, admission="paged", block_size=16,
+def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
+         max_num_batched_tokens="search", admission="paged", block_size=16,
          gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, engine=None,
          engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=False, speculative=None, pp=None, ep=None,
@@ -222,11 +234,20 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         ``"invalid_layout"``; ``energy_per_token`` is then that of all ``tp × pp`` GPUs,
         each drawing power at its utilisation over the layout's step (its stage's share of
         the group's busy time; idle the rest, the other stages' turns and the sends).
-    max_num_seqs : int or list of int
-        vLLM's ``--max-num-seqs`` [1] (dimension ``max_num_seqs``).
-    max_num_batched_tokens : int, list of int or None
-        vLLM's ``--max-num-batched-tokens`` [tokens] (chunked prefill); a list becomes a
-        dimension. ``None``: whole prompts in one step.
+    max_num_seqs : int, list of int or "auto"
+        vLLM's ``--max-num-seqs`` [1]; a number or list becomes the dimension
+        ``max_num_seqs``. Default ``"auto"``: each GPU's engine default
+        (:func:`rooflinekit.profiles.scheduler_defaults` of the engine named by ``engine``, vLLM's
+        otherwise: 1,024 on a GPU of >= 70 GiB other than an A100, else 256), a variable.
+    max_num_batched_tokens : int, list of int, None, "auto" or "search"
+        vLLM's ``--max-num-batched-tokens`` [tokens], the per-step token budget of chunked
+        prefill (decode tokens first, then prefill slices); a number or list becomes a dimension;
+        ``None``: whole prompts in one step (no chunking); ``"auto"``: the engine's default for
+        the GPU. Default ``"search"``: each configuration tries
+        :func:`rooflinekit.profiles.chunk_budget_candidates` (powers of two from 512 to 16,384
+        and the engine's default, those >= its ``max_num_seqs``) and keeps the one with the highest
+        median max rate, the engine's default unless another is higher by more than ``rtol``;
+        a variable.
     admission : {"paged", "reserve"}
         The batcher's admission rule (:class:`~rooflinekit.batching.ContinuousBatcher`).
     block_size : int
@@ -293,7 +314,10 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     Returns
     -------
     xarray.Dataset
-        Over ``model``, ``gpu``, ``tp``, ``max_num_seqs`` [, ``max_num_batched_tokens``]:
+        Over ``model``, ``gpu``, ``tp`` [, ``max_num_seqs``, ``max_num_batched_tokens``, ``pp``,
+        ``ep`` where given as numbers]: ``max_num_seqs`` and ``max_num_batched_tokens`` (the
+        values each configuration ran with, where not dimensions; ``max_num_batched_tokens``
+        0 for whole prompts);
         ``max_rate``, ``max_rate_low``, ``max_rate_high`` (median, 10th and 90th percentile over
         replicates: the traffic's draws and, with ``engine_draws``, the engine's knobs),
         ``saturation_rate`` [requests/s per replica]; ``binding`` (what caps the
@@ -334,10 +358,16 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     tp_list = _counts("tp", tp, 1)
     pp_list = _counts("pp", pp, 1, allow_none=True)
     ep_list = _counts("ep", ep, 1, allow_none=True)
-    seqs_list = _counts("max_num_seqs", max_num_seqs, 1)
-    mnbt_list = _counts("max_num_batched_tokens", max_num_batched_tokens, 1, allow_none=True)
-    if mnbt_list is not None and min(mnbt_list) < max(seqs_list):
-        raise ValueError(f"max_num_batched_tokens must be >= max_num_seqs ({max(seqs_list)}); "
+    seqs_list = _scheduler_counts("max_num_seqs", max_num_seqs, ("auto",))
+    mnbt_list = _scheduler_counts("max_num_batched_tokens", max_num_batched_tokens,
+                                  ("auto", "search", None))
+    scheduler = scheduler_engine(engine)
+    defaults = {g.name: scheduler_defaults(scheduler, g) for g in gpu_list}
+    most_seqs = max(seqs_list) if isinstance(seqs_list, list) else \
+        max(d.max_num_seqs for d in defaults.values())
+    if isinstance(mnbt_list, list) and min(mnbt_list) < most_seqs:
+        raise ValueError(f"max_num_batched_tokens must be >= max_num_seqs ({most_seqs}"
+                         f"{'' if isinstance(seqs_list, list) else ', the engine default'}); "
                          f"got {show(max_num_batched_tokens)}")
     check_one_of("admission", admission, ("paged", "reserve"))
     block_size = whole_number("block_size", block_size, lo=1)
@@ -373,9 +403,10 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
             raise ValueError(f"electricity_price needs each GPU's board_power; unknown for "
                              f"{', '.join(unknown)}")
 
-    axes = {dims.MODEL: model_list, dims.GPU: gpu_list, dims.TP: tp_list,
-            dims.MAX_NUM_SEQS: seqs_list}
-    if mnbt_list is not None:
+    axes = {dims.MODEL: model_list, dims.GPU: gpu_list, dims.TP: tp_list}
+    if isinstance(seqs_list, list):
+        axes[dims.MAX_NUM_SEQS] = seqs_list
+    if isinstance(mnbt_list, list):
         axes[dims.MAX_NUM_BATCHED_TOKENS] = mnbt_list
     if pp_list is not None:
         axes[dims.PP] = pp_list
@@ -390,7 +421,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
     configs = list(itertools.product(*(range(n) for n in shape)))
     run = _Configuration(axes, draws, traffic, slo, headroom, admission, block_size,
                          gpu_memory_utilization, engine, rtol, prefix_caching, speculative,
-                         drawn)
+                         drawn, defaults, mnbt_list)
     if chunks is None:
         results = _on_all_cores(run, configs)
     else:
@@ -400,6 +431,17 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
                  for b in blocks]
         results = [r for block in dask.compute(*tasks) for r in block]
     ds = _assemble(results, configs, axes, shape, replicates)
+    for name, long_name in ((dims.MAX_NUM_SEQS, "most sequences in a step the configuration ran "
+                                                "with (vLLM's --max-num-seqs)"),
+                            (dims.MAX_NUM_BATCHED_TOKENS, "per-step token budget the "
+                             "configuration ran with (vLLM's --max-num-batched-tokens; 0: whole "
+                             "prompts)")):
+        if name not in axes:
+            values = np.zeros(shape, dtype=np.int64)
+            for index, r in zip(configs, results):
+                values[index] = r[name]
+            ds[name] = (list(axes), values, {"units": "1" if name == dims.MAX_NUM_SEQS
+                                             else "tokens", "long_name": long_name})
     _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price, pue)
     ds.attrs.update({
         "description": "capacity under load: max request rate per replica within the SLO, the "
@@ -410,6 +452,9 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs=256,
         "attainment_target": "none" if slo.attainment is None else float(slo.attainment),
         "replicates": replicates, "requests": requests, "seed": seed, "rtol": rtol,
         "admission": admission, "block_size": block_size,
+        "scheduler": f"{scheduler} defaults ({next(iter(defaults.values())).version})",
+        "max_num_batched_tokens_rule": ("given" if isinstance(mnbt_list, list) else
+                                        "whole prompts" if mnbt_list is None else mnbt_list),
         "prefix_caching": int(prefix_caching),
         **({} if speculative is None else _speculative_attrs(speculative)),
         "gpu_memory_utilization": float(gpu_memory_utilization),
@@ -443,28 +488,61 @@ class _Configuration:
 
     def __init__(self, axes, draws, traffic, slo, headroom, admission, block_size,
                  gpu_memory_utilization, engine, rtol, prefix_caching=False,
-                 speculative=None, drawn=None):
+                 speculative=None, drawn=None, defaults=None, chunking=None):
         self.axes, self.draws, self.traffic, self.slo = axes, draws, traffic, slo
         self.headroom, self.admission, self.block_size = headroom, admission, block_size
         self.utilization, self.engine, self.rtol = gpu_memory_utilization, engine, rtol
         self.prefix_caching, self.speculative = prefix_caching, speculative
         self.drawn = drawn
+        # each GPU's scheduler defaults, and the chunk-budget rule where it is not a dimension
+        self.defaults, self.chunking = defaults, chunking
         # the acceptance draws of every configuration's search, drawn once as the requests are
         self.gains = None if speculative is None else speculative_rows(speculative, draws)
 
+    def _budgets(self, values) -> list:
+        """The configuration's chunk budgets to try: its own, or the rule's (None: whole)."""
+        if dims.MAX_NUM_BATCHED_TOKENS in values:
+            return [values[dims.MAX_NUM_BATCHED_TOKENS]]
+        default = self.defaults[values[dims.GPU].name].max_num_batched_tokens
+        if self.chunking == "search":
+            return list(chunk_budget_candidates(default, values[dims.MAX_NUM_SEQS]))
+        if self.chunking == "auto":
+            return [max(default, values[dims.MAX_NUM_SEQS])]
+        return [None]
+
     def __call__(self, index, parallel):
         values = dict(zip(self.axes, (axis[i] for axis, i in zip(self.axes.values(), index))))
+        if dims.MAX_NUM_SEQS not in values:
+            values[dims.MAX_NUM_SEQS] = self.defaults[values[dims.GPU].name].max_num_seqs
         n = self.draws[0].shape[0]
-        batcher, budget, problem = self._replica(values, self.engine)
-        if problem:
-            return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
-                    "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
-                    "binding": np.full(n, problem, dtype=object)}
-        if self.drawn is None:
-            found = max_rate(batcher, self.slo, self.draws, rtol=self.rtol, parallel=parallel,
-                             gains=self.gains)
-        else:
-            found = self._search_drawn(values, parallel)
+        budgets = self._budgets(values)
+        default = self.defaults[values[dims.GPU].name].max_num_batched_tokens
+        found, runs = None, 0
+        # the highest median max rate over the budgets; the engine's default (tried first)
+        # is kept unless another beats it by more than the search's tolerance (noise)
+        for chunk in sorted(budgets, key=lambda b: b != default):
+            values[dims.MAX_NUM_BATCHED_TOKENS] = chunk
+            batcher, budget, problem = self._replica(values, self.engine)
+            if problem:
+                return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
+                        "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
+                        "binding": np.full(n, problem, dtype=object),
+                        dims.MAX_NUM_SEQS: values[dims.MAX_NUM_SEQS],
+                        dims.MAX_NUM_BATCHED_TOKENS: chunk or 0}
+            if self.drawn is None:
+                tried = max_rate(batcher, self.slo, self.draws, rtol=self.rtol,
+                                 parallel=parallel, gains=self.gains)
+            else:
+                tried = self._search_drawn(values, parallel)
+            runs += tried["runs"]
+            if found is None or np.median(tried["max_rate"]) > \
+                    np.median(found["max_rate"]) * (1 + self.rtol):
+                found, best = tried, (batcher, chunk)
+        batcher, chunk = best
+        values[dims.MAX_NUM_BATCHED_TOKENS] = chunk
+        found["runs"] = runs
+        found[dims.MAX_NUM_SEQS] = values[dims.MAX_NUM_SEQS]
+        found[dims.MAX_NUM_BATCHED_TOKENS] = chunk or 0
         found["kv_budget_tokens"] = budget
         rate = float(np.median(found["max_rate"]))
         found["latencies"], found["energy_per_token"] = {}, 0.0
@@ -570,8 +648,8 @@ def _speculative_attrs(spec) -> dict:
             "speculative_acceptance": acceptance}
 
 
-def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256, rates,
-               max_num_batched_tokens=None, admission="paged", block_size=16,
+def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="auto", rates,
+               max_num_batched_tokens="auto", admission="paged", block_size=16,
                gpu_memory_utilization=0.9, replicates=10, seed=0, engine=None,
                requests=1000) -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its request rate.
@@ -583,7 +661,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
     model, gpu : spec or catalogue name
         One configuration.
     tp, max_num_seqs, max_num_batched_tokens, admission, block_size, gpu_memory_utilization
-        As for :func:`plan`, one value each.
+        As for :func:`plan`, one value each; ``max_num_seqs`` and ``max_num_batched_tokens``
+        default to ``"auto"``, the engine's defaults for the GPU (``"search"`` is not taken:
+        a load curve is one deployment's).
     rates : sequence of float
         Request rates per replica [requests/s], each finite and > 0 (dimension
         ``request_rate``).
@@ -624,11 +704,19 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
         raise ValueError(f"rates must be finite and > 0 [requests/s]; got {show(rates)}")
     replicates = whole_number("replicates", replicates, lo=1)
     requests = whole_number("requests", requests, lo=10)
+    defaults = scheduler_defaults(scheduler_engine(engine), gpu)
+    if _scheduler_counts("max_num_seqs", max_num_seqs, ("auto",)) == "auto":
+        max_num_seqs = defaults.max_num_seqs
+    max_num_seqs = whole_number("max_num_seqs", max_num_seqs, lo=1)
+    if _scheduler_counts("max_num_batched_tokens", max_num_batched_tokens,
+                         ("auto", None)) == "auto":
+        max_num_batched_tokens = max(defaults.max_num_batched_tokens, max_num_seqs)
+    max_num_batched_tokens = whole_number("max_num_batched_tokens", max_num_batched_tokens,
+                                          lo=max_num_seqs, allow_none=True)
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
     batcher, _, problem = _replica(
-        model, gpu, whole_number("tp", tp, lo=1), whole_number("max_num_seqs", max_num_seqs, lo=1),
-        whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1, allow_none=True),
+        model, gpu, whole_number("tp", tp, lo=1), max_num_seqs, max_num_batched_tokens,
         check_one_of("admission", admission, ("paged", "reserve")),
         whole_number("block_size", block_size, lo=1),
         real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
@@ -647,7 +735,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs=256
     ds = ds.assign_coords({dims.REQUEST_RATE: rate_values, dims.REPLICATE: np.arange(replicates)})
     ds[dims.REQUEST_RATE].attrs.update(units="requests/s", long_name="request rate per replica")
     ds.attrs.update({"model": model.name, "gpu": gpu.name, "tp": int(tp),
-                     "max_num_seqs": int(max_num_seqs), "model_quality": label,
+                     "max_num_seqs": int(max_num_seqs),
+                     "max_num_batched_tokens": int(max_num_batched_tokens or 0),
+                     "model_quality": label,
                      "quantile": float(slo.quantile),
                      **{f"{k}_target": v for k, v in slo.targets.items()}})
     return ds

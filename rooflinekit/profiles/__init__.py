@@ -4,7 +4,9 @@
   knobs, their intervals, knob sets by GPU, engine, format or model), kept as JSON;
 - :mod:`~rooflinekit.profiles.shipped`: the profiles shipped with the package
   (:func:`engine_profile`, :data:`ENGINE_PROFILES`) and :func:`resolve_engine`, the one rule by
-  which a planning answer picks its engine (the vLLM profile of its GPU unless told otherwise).
+  which a planning answer picks its engine (the vLLM profile of its GPU unless told otherwise);
+- :mod:`~rooflinekit.profiles.scheduling`: the engines' default slots and chunked-prefill budget
+  by GPU (:func:`scheduler_defaults`).
 """
 from rooflinekit.profiles.calibration import (
     ENGINE_IDEAL_KNOBS,
@@ -19,6 +21,15 @@ from rooflinekit.profiles.calibration import (
     Calibration,
     load_calibration,
     save_calibration,
+)
+from rooflinekit.profiles.scheduling import (
+    CHUNK_BUDGETS,
+    ENGINE_SCHEDULERS,
+    SchedulerDefaults,
+    chunk_budget_candidates,
+    read_scheduler_file,
+    scheduler_defaults,
+    scheduler_engine,
 )
 from rooflinekit.profiles.shipped import (
     DEFAULT_ENGINE,
@@ -35,4 +46,6 @@ __all__ = ["ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", 
            "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
            "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",
            "ENGINE_NAMES", "ENGINE_PROFILES", "ProfileKey", "engine_profile", "read_profile_file",
-           "resolve_engine"]
+           "resolve_engine", "CHUNK_BUDGETS", "ENGINE_SCHEDULERS", "SchedulerDefaults",
+           "chunk_budget_candidates", "read_scheduler_file", "scheduler_defaults",
+           "scheduler_engine"]

@@ -1,0 +1,246 @@
+"""How the serving engines schedule a step by default: their slots and chunked-prefill budget.
+
+vLLM (V1), SGLang and TensorRT-LLM all schedule a step as
+:class:`~rooflinekit.batching.ContinuousBatcher` with ``max_num_batched_tokens`` does: one token
+per decoding sequence first, then prefill slices from what is left of the step's token budget.
+What differs is the budget and the number of sequences, which each engine picks from the GPU's
+memory when its launch command leaves them unset. :func:`scheduler_defaults` returns them, read
+from ``rooflinekit/data/engine_schedulers.toml`` (each row its source);
+:func:`chunk_budget_candidates` is the set a planner searches when no budget is given.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import tomllib
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import NamedTuple
+
+from rooflinekit._validation import MAX_CONFIG_BYTES, read_regular_file
+from rooflinekit.hardware import GPU
+from rooflinekit.profiles.shipped import DEFAULT_ENGINE, ENGINE_NAMES, _gpu_spec
+
+__all__ = ["SchedulerDefaults", "ENGINE_SCHEDULERS", "CHUNK_BUDGETS", "scheduler_defaults",
+           "scheduler_engine", "chunk_budget_candidates", "read_scheduler_file"]
+
+GIB = 2**30
+
+#: The chunked-prefill budgets [tokens] a planner tries when none is given, besides the engine's
+#: own for the GPU: powers of two from 512 (Sarathi-Serve's smallest useful slice) to 16,384
+#: (the largest engine default), those below a configuration's max_num_seqs left out.
+CHUNK_BUDGETS = (512, 1024, 2048, 4096, 8192, 16384)
+
+_INT_FIELDS = ("max_num_seqs", "max_num_batched_tokens")
+_TEXT_FIELDS = ("engine", "version", "date", "source")
+_MEMORY_FIELDS = ("min_memory_gib", "below_memory_gib")
+
+
+class SchedulerDefaults(NamedTuple):
+    """One engine's scheduler defaults on one GPU.
+
+    ``max_num_seqs`` [1]: most sequences in a step (vLLM ``--max-num-seqs``, SGLang
+    ``--max-running-requests``, TensorRT-LLM ``--max_batch_size``); ``max_num_batched_tokens``
+    [tokens]: the step's token budget (vLLM ``--max-num-batched-tokens``, SGLang
+    ``--chunked-prefill-size``, TensorRT-LLM ``--max_num_tokens``); ``version`` and ``source``:
+    where they were read.
+    """
+
+    engine: str
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    version: str
+    source: str
+
+
+def _fail(path, where: str, message: str, kind=ValueError):
+    raise kind(f"engine scheduler file {path}: {where}: {message}")
+
+
+def read_scheduler_file(path) -> tuple[dict, ...]:
+    """Read and check a file of engine scheduler defaults.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A TOML file of ``[[scheduler]]`` tables, each with ``engine`` (one of
+        :data:`~rooflinekit.profiles.ENGINE_NAMES`), ``max_num_seqs`` and
+        ``max_num_batched_tokens`` (whole numbers >= 1, the budget >= the sequences),
+        ``version``, ``date``, ``source``, and optionally ``min_memory_gib`` /
+        ``below_memory_gib`` [GiB] and ``exclude_gpus`` (names a GPU's must not contain).
+
+    Returns
+    -------
+    tuple of dict
+        The rows in file order, checked.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A missing, non-finite or out-of-range field, an unknown field or engine, or an engine
+        no row covers for every GPU (its last row must have no memory bound); the message names
+        the file, the row and the field.
+    """
+    path = Path(path)
+    text = read_regular_file(path, "engine scheduler file", MAX_CONFIG_BYTES)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        _fail(path, "not TOML", str(exc))
+    tables = data.get("scheduler")
+    if not isinstance(tables, list) or not tables:
+        _fail(path, "field 'scheduler'", "must be one or more [[scheduler]] tables")
+    rows = []
+    for i, row in enumerate(tables):
+        where = f"scheduler[{i}]"
+        if not isinstance(row, Mapping):
+            _fail(path, where, "must be a table", TypeError)
+        unknown = sorted(set(row) - {*_INT_FIELDS, *_TEXT_FIELDS, *_MEMORY_FIELDS,
+                                     "exclude_gpus"})
+        if unknown:
+            _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
+        out = {}
+        for field in _TEXT_FIELDS:
+            value = row.get(field)
+            if not isinstance(value, str) or not value.strip():
+                _fail(path, f"{where}.{field}", f"must be a non-empty string; got {value!r}")
+            out[field] = value
+        if out["engine"] not in ENGINE_NAMES:
+            _fail(path, f"{where}.engine", f"must be one of {', '.join(ENGINE_NAMES)}; got "
+                  f"{out['engine']!r}")
+        for field in _INT_FIELDS:
+            value = row.get(field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                _fail(path, f"{where}.{field}", f"must be a whole number >= 1; got {value!r}")
+            out[field] = value
+        if out["max_num_batched_tokens"] < out["max_num_seqs"]:
+            _fail(path, f"{where}.max_num_batched_tokens", f"must be >= max_num_seqs "
+                  f"({out['max_num_seqs']}); got {out['max_num_batched_tokens']}")
+        for field, default in zip(_MEMORY_FIELDS, (0.0, math.inf)):
+            value = row.get(field, default)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or math.isnan(value) or value < 0:
+                _fail(path, f"{where}.{field}", f"must be a number of GiB >= 0; got {value!r}")
+            out[field] = float(value)
+        if out["below_memory_gib"] <= out["min_memory_gib"]:
+            _fail(path, f"{where}.below_memory_gib", f"must be above min_memory_gib "
+                  f"({out['min_memory_gib']:g}); got {out['below_memory_gib']:g}")
+        exclude = row.get("exclude_gpus", [])
+        if not isinstance(exclude, list) or not all(isinstance(x, str) and x for x in exclude):
+            _fail(path, f"{where}.exclude_gpus", f"must be a list of names; got {exclude!r}",
+                  TypeError)
+        out["exclude_gpus"] = tuple(exclude)
+        rows.append(out)
+    for engine in {r["engine"] for r in rows}:
+        last = [r for r in rows if r["engine"] == engine][-1]
+        if last["min_memory_gib"] > 0 or math.isfinite(last["below_memory_gib"]) \
+                or last["exclude_gpus"]:
+            _fail(path, f"engine {engine!r}", "its last row must apply to every GPU (no "
+                  "memory bound, no exclude_gpus), so that every GPU has defaults")
+    return tuple(rows)
+
+
+@functools.cache
+def _shipped() -> tuple[dict, ...]:
+    entry = resources.files("rooflinekit").joinpath("data").joinpath("engine_schedulers.toml")
+    with resources.as_file(entry) as path:
+        return read_scheduler_file(path)
+
+
+#: Every shipped scheduler row (a dict per row, in file order).
+ENGINE_SCHEDULERS = _shipped()
+
+
+def scheduler_engine(engine) -> str:
+    """The engine whose scheduler a planning answer runs with.
+
+    Parameters
+    ----------
+    engine : str, Engine, Calibration or None
+        A planner's ``engine=`` argument.
+
+    Returns
+    -------
+    str
+        ``engine`` where it names a serving engine (:data:`~rooflinekit.profiles.ENGINE_NAMES`);
+        otherwise (``None``, ``"ideal"``, an :class:`~rooflinekit.Engine`, a calibration)
+        :data:`~rooflinekit.profiles.DEFAULT_ENGINE`: the planner's launch command is vLLM's.
+    """
+    if isinstance(engine, str) and engine in ENGINE_NAMES:
+        return engine
+    return DEFAULT_ENGINE
+
+
+def scheduler_defaults(engine: str = DEFAULT_ENGINE, gpu=None) -> SchedulerDefaults:
+    """The slots and chunked-prefill budget an engine picks for a GPU when not told.
+
+    Parameters
+    ----------
+    engine : {"vllm", "sglang", "trtllm"}
+        The serving engine.
+    gpu : GPU or catalogue name
+        The GPU, by its memory (the engines' own reading: GiB) and name.
+
+    Returns
+    -------
+    SchedulerDefaults
+        ``max_num_seqs`` [1], ``max_num_batched_tokens`` [tokens], and where they were read.
+
+    Raises
+    ------
+    ValueError, TypeError
+        An unknown engine or GPU.
+
+    Notes
+    -----
+    The first row of ``rooflinekit/data/engine_schedulers.toml`` for ``engine`` with
+    ``min_memory_gib <= memory / GiB < below_memory_gib`` and no ``exclude_gpus`` name in the
+    GPU's name. vLLM: 1,024 sequences and 8,192 tokens on a GPU of >= 70 GiB other than an A100,
+    else 256 and 2,048; SGLang: 2,048 sequences and 2,048 / 4,096 / 8,192 / 16,384 tokens below
+    35 / 60 / 160 GiB / above; TensorRT-LLM: 2,048 and 8,192.
+
+    References
+    ----------
+    .. [1] vllm-project/vllm, ``vllm/engine/arg_utils.py``, ``EngineArgs.get_batch_defaults``.
+    .. [2] sgl-project/sglang, ``python/sglang/srt/server_args.py``.
+    .. [3] NVIDIA/TensorRT-LLM, ``tensorrt_llm/builder.py``, ``BuildConfig``.
+
+    See Also
+    --------
+    chunk_budget_candidates : the budgets a planner searches.
+    rooflinekit.plan : uses them unless given ``max_num_seqs`` / ``max_num_batched_tokens``.
+    """
+    if not isinstance(engine, str) or engine not in ENGINE_NAMES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINE_NAMES)}; got {engine!r}")
+    if gpu is None:
+        raise ValueError("gpu is needed: the engines pick their defaults by GPU memory")
+    spec: GPU = _gpu_spec(gpu)
+    memory = spec.memory_per_gpu / GIB
+    for row in ENGINE_SCHEDULERS:
+        if row["engine"] == engine and row["min_memory_gib"] <= memory < row["below_memory_gib"] \
+                and not any(x.lower() in spec.name.lower() for x in row["exclude_gpus"]):
+            return SchedulerDefaults(engine, row["max_num_seqs"], row["max_num_batched_tokens"],
+                                     row["version"], row["source"])
+    raise ValueError(f"no scheduler row of {engine} applies to {spec.name}")  # file checked
+
+
+def chunk_budget_candidates(default: int, max_num_seqs: int) -> tuple[int, ...]:
+    """The chunked-prefill budgets a planner tries for one configuration.
+
+    Parameters
+    ----------
+    default : int
+        The engine's own budget for the GPU [tokens] (:func:`scheduler_defaults`).
+    max_num_seqs : int
+        The configuration's slots [1]: a budget below it cannot hold a decode token for each.
+
+    Returns
+    -------
+    tuple of int
+        :data:`CHUNK_BUDGETS` and ``default``, those >= ``max_num_seqs``, ascending; at least
+        ``max_num_seqs`` itself where all are below it.
+    """
+    found = sorted({b for b in (*CHUNK_BUDGETS, int(default)) if b >= max_num_seqs})
+    return tuple(found) or (int(max_num_seqs),)

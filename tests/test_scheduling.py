@@ -1,0 +1,192 @@
+"""The engines' scheduler defaults, and plans that run them and search the chunk budget.
+
+Expected values are the engines' own rules, written here from their sources (not from the
+package's data file):
+
+- vLLM, ``vllm/engine/arg_utils.py`` ``EngineArgs.get_batch_defaults``, usage context
+  ``OPENAI_API_SERVER`` (``vllm serve``): device memory >= 70 GiB and "a100" not in the device
+  name: ``max_num_seqs`` 1024, ``max_num_batched_tokens`` 8192; otherwise 256 and 2048.
+- SGLang, ``python/sglang/srt/server_args.py``: ``chunked_prefill_size`` 2048 below 35 GiB,
+  4096 below 60 GiB, 8192 below 160 GiB, else 16384; ``max_running_requests`` from
+  ``model_runner.py`` clipped to [2048, 4096] (its floor taken).
+- TensorRT-LLM, ``BuildConfig``: ``max_batch_size`` 2048, ``max_num_tokens`` 8192.
+"""
+
+import numpy as np
+import pytest
+
+import rooflinekit as rk
+from rooflinekit.profiles import (CHUNK_BUDGETS, chunk_budget_candidates, read_scheduler_file,
+                                  scheduler_defaults, scheduler_engine)
+
+#: (engine, GPU, its memory [GiB] from the catalogue) -> (max_num_seqs, max_num_batched_tokens)
+EXPECTED = {
+    ("vllm", "H100-SXM-80GB"): (1024, 8192),     # 80 GiB, not an A100
+    ("vllm", "H200-SXM-141GB"): (1024, 8192),
+    ("vllm", "B200"): (1024, 8192),
+    ("vllm", "A100-SXM-80GB"): (256, 2048),      # 80 GiB but an A100 (PR #17885)
+    ("vllm", "L40S"): (256, 2048),               # 48 GiB < 70
+    ("vllm", "RTX-4090"): (256, 2048),
+    ("sglang", "RTX-4090"): (2048, 2048),        # 24 GiB < 35
+    ("sglang", "A100-SXM-40GB"): (2048, 4096),   # 40 GiB < 60
+    ("sglang", "L40S"): (2048, 4096),            # 48 GiB < 60
+    ("sglang", "H100-SXM-80GB"): (2048, 8192),   # 80 GiB < 160
+    ("sglang", "H200-SXM-141GB"): (2048, 8192),  # 141 GiB < 160
+    ("sglang", "B200"): (2048, 16384),           # 180 GiB
+    ("trtllm", "H100-SXM-80GB"): (2048, 8192),
+    ("trtllm", "RTX-4090"): (2048, 8192),
+}
+
+SLO = rk.SLO(ttft=2.0, itl=0.1, quantile=0.9)
+
+
+@pytest.mark.parametrize("engine, gpu", sorted(EXPECTED))
+def test_the_engines_defaults_by_gpu(engine, gpu):
+    got = scheduler_defaults(engine, gpu)
+    assert (got.max_num_seqs, got.max_num_batched_tokens) == EXPECTED[engine, gpu]
+    assert got.engine == engine and got.source
+
+
+def test_which_engine_schedules_a_plan():
+    assert scheduler_engine(None) == "vllm"
+    assert scheduler_engine("ideal") == "vllm"          # the launch command is vLLM's
+    assert scheduler_engine(rk.IDEAL) == "vllm"
+    assert scheduler_engine("sglang") == "sglang"
+
+
+def test_the_candidates_of_a_chunk_search():
+    assert CHUNK_BUDGETS == (512, 1024, 2048, 4096, 8192, 16384)
+    assert chunk_budget_candidates(8192, 1024) == (1024, 2048, 4096, 8192, 16384)
+    assert chunk_budget_candidates(2048, 256) == (512, 1024, 2048, 4096, 8192, 16384)
+    assert chunk_budget_candidates(12288, 2048) == (2048, 4096, 8192, 12288, 16384)
+    assert chunk_budget_candidates(2048, 40000) == (40000,)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (("nope", "H100-SXM-80GB"), "engine must be one of"),
+    (("vllm", None), "gpu is needed"),
+    (("vllm", "no-such-gpu"), "no-such-gpu"),
+])
+def test_bad_arguments_are_refused(bad, match):
+    with pytest.raises(ValueError, match=match):
+        scheduler_defaults(*bad)
+
+
+GOOD = '''[[scheduler]]
+engine = "vllm"
+max_num_seqs = 256
+max_num_batched_tokens = 2048
+version = "x"
+date = "2026-12-04"
+source = "here"
+'''
+
+
+@pytest.mark.parametrize("text, match", [
+    ("", "field 'scheduler'"),
+    ("[[scheduler]]\n", r"scheduler\[0\]\.engine"),
+    (GOOD.replace('"vllm"', '"tgi"'), r"scheduler\[0\]\.engine: must be one of"),
+    (GOOD.replace("= 256", "= 0"), r"scheduler\[0\]\.max_num_seqs: must be a whole number"),
+    (GOOD.replace("= 256", "= 2.5"), r"scheduler\[0\]\.max_num_seqs"),
+    (GOOD.replace("= 2048", "= 100"), r"max_num_batched_tokens: must be >= max_num_seqs"),
+    (GOOD + "speed = 3\n", r"unknown field\(s\) speed"),
+    (GOOD.replace('source = "here"', 'source = ""'), r"scheduler\[0\]\.source"),
+    (GOOD + "min_memory_gib = nan\n", r"min_memory_gib: must be a number"),
+    (GOOD + "below_memory_gib = 70\n", "its last row must apply to every GPU"),
+    ("scheduler = 3\n", "field 'scheduler'"),
+    ("[[scheduler]\n", "not TOML"),
+])
+def test_a_bad_scheduler_file_names_the_file_row_and_field(tmp_path, text, match):
+    path = tmp_path / "schedulers.toml"
+    path.write_text(text)
+    with pytest.raises((ValueError, TypeError), match=match) as info:
+        read_scheduler_file(path)
+    assert "schedulers.toml" in str(info.value)
+
+
+def test_a_good_scheduler_file_reads(tmp_path):
+    path = tmp_path / "schedulers.toml"
+    path.write_text(GOOD)
+    (row,) = read_scheduler_file(path)
+    assert row["max_num_seqs"] == 256 and row["below_memory_gib"] == np.inf
+
+
+@pytest.fixture(scope="module")
+def searched():
+    """A default plan (engine defaults, chunk search) and the same grid over the candidates."""
+    traffic = rk.Traffic(6.0, rk.workloads.LogNormal(1500, 0.5), rk.workloads.LogNormal(200, 0.5))
+    common = dict(models="Llama-3.1-8B", gpus=["H100-SXM-80GB", "A100-SXM-80GB"], tp=[1, 2],
+                  replicates=4, requests=200, engine_draws=0)
+    default = rk.plan(traffic, SLO, **common)
+    listed = {seqs: rk.plan(traffic, SLO, max_num_seqs=seqs,
+                            max_num_batched_tokens=chunk_budget_candidates(2048, seqs),
+                            **{**common, "gpus": [gpu]})
+              for seqs, gpu in ((1024, "H100-SXM-80GB"), (256, "A100-SXM-80GB"))}
+    return default, listed
+
+
+def test_a_default_plan_runs_each_gpus_engine_defaults(searched):
+    default, _ = searched
+    assert "max_num_seqs" not in default.dims and "max_num_batched_tokens" not in default.dims
+    seqs = default["max_num_seqs"].sel(model="Llama-3.1-8B")
+    assert (seqs.sel(gpu="H100-SXM-80GB") == 1024).all()
+    assert (seqs.sel(gpu="A100-SXM-80GB") == 256).all()
+    assert default["max_num_batched_tokens"].attrs["units"] == "tokens"
+    assert default.attrs["max_num_batched_tokens_rule"] == "search"
+    assert default.attrs["scheduler"].startswith("vllm defaults")
+
+
+@pytest.mark.parametrize("gpu, seqs", [("H100-SXM-80GB", 1024), ("A100-SXM-80GB", 256)])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_the_search_keeps_the_best_budget(searched, gpu, seqs, tp):
+    """The searched configuration is the listed one at its chosen budget, to the bit (the same
+    draws), and no listed budget beats it by more than the search's tolerance; the engine's
+    default (8192 on the H100, 2048 on the A100) stays unless one does."""
+    default, listed = searched
+    one = default.sel(model="Llama-3.1-8B", gpu=gpu, tp=tp)
+    chosen = int(one["max_num_batched_tokens"])
+    grid = listed[seqs].sel(model="Llama-3.1-8B", gpu=gpu, tp=tp, max_num_seqs=seqs)
+    assert float(one["max_rate"]) == float(grid["max_rate"].sel(max_num_batched_tokens=chosen))
+    np.testing.assert_array_equal(
+        one["replicate_max_rate"].values,
+        grid["replicate_max_rate"].sel(max_num_batched_tokens=chosen).values)
+    engine_default = {"H100-SXM-80GB": 8192, "A100-SXM-80GB": 2048}[gpu]
+    base = float(grid["max_rate"].sel(max_num_batched_tokens=engine_default))
+    if chosen != engine_default:
+        assert float(one["max_rate"]) > base * 1.02
+    assert float(grid["max_rate"].max()) <= float(one["max_rate"]) * 1.02 ** 2
+
+
+def test_auto_takes_the_engines_budget_and_none_prefills_whole():
+    traffic = rk.Traffic(2.0, 800, 100)
+    common = dict(models="Llama-3.1-8B", gpus="H100-SXM-80GB", replicates=2, requests=100,
+                  engine_draws=0)
+    auto = rk.plan(traffic, SLO, max_num_batched_tokens="auto", **common)
+    assert int(auto["max_num_batched_tokens"].squeeze()) == 8192
+    whole = rk.plan(traffic, SLO, max_num_batched_tokens=None, max_num_seqs=64, **common)
+    assert int(whole["max_num_batched_tokens"].squeeze()) == 0
+    assert whole.attrs["max_num_batched_tokens_rule"] == "whole prompts"
+    sglang = rk.plan(traffic, SLO, max_num_batched_tokens="auto", **{**common, "engine": "sglang"})
+    assert int(sglang["max_num_seqs"].squeeze()) == 2048
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"max_num_seqs": "all"}, "max_num_seqs must be 'auto'"),
+    ({"max_num_batched_tokens": "best"}, "max_num_batched_tokens must be 'auto', 'search'"),
+    ({"max_num_batched_tokens": 512}, r"max_num_batched_tokens must be >= max_num_seqs \(1024, "
+                                      r"the engine default\)"),
+])
+def test_bad_scheduler_arguments_are_refused_before_work(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        rk.plan(rk.Traffic(2.0, 800, 100), SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB",
+                **kwargs)
+
+
+def test_a_load_curve_runs_the_engines_defaults():
+    curve = rk.planning.load_curve(rk.Traffic(2.0, 800, 100), SLO, model="Llama-3.1-8B",
+                          gpu="A100-SXM-80GB", rates=[1.0], replicates=1, requests=50)
+    assert (curve.attrs["max_num_seqs"], curve.attrs["max_num_batched_tokens"]) == (256, 2048)
+    whole = rk.planning.load_curve(rk.Traffic(2.0, 800, 100), SLO, model="Llama-3.1-8B",
+                          gpu="A100-SXM-80GB", rates=[1.0], replicates=1, requests=50,
+                          max_num_seqs=16, max_num_batched_tokens=None)
+    assert (whole.attrs["max_num_seqs"], whole.attrs["max_num_batched_tokens"]) == (16, 0)
