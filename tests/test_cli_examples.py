@@ -37,6 +37,8 @@ FILES = {
     "latency.json": DATA / "engine_outputs" / "vllm_latency_b8_in1024_out128.json",
     "prefill.json": DATA / "engine_outputs" / "vllm_latency_b8_in1024_out1.json",
     "report.json": DATA / "engine_outputs" / "trtllm_bench_report.json",
+    "rate-0.5.json": DATA / "load_sweeps" / "doks" / "rate-0.5.json",
+    "rate-2.0.json": DATA / "load_sweeps" / "doks" / "rate-2.0.json",
 }
 
 #: Arguments appended to an example (a later option wins in argparse), with the reason.

@@ -45,7 +45,7 @@ import functools
 import math
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import xarray as xr
@@ -310,6 +310,66 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
         return measurements_from_records([row])
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{prefix}{exc}") from None
+
+
+#: Fields a ``vllm bench serve --save-result`` file must hold as a point of a load sweep.
+_SWEEP_FIELDS = ("request_rate", "completed", "total_input_tokens", "total_output_tokens",
+                 "mean_ttft_ms", "mean_tpot_ms")
+
+
+def read_vllm_serve_sweep(results) -> list[dict]:
+    """The runs of one server at several request rates, from ``vllm bench serve`` result files.
+
+    Parameters
+    ----------
+    results : list of str, Path or mapping
+        ``vllm bench serve --save-result`` files (or their parsed JSON), one per rate.
+
+    Returns
+    -------
+    list of dict
+        By rising ``request_rate`` [requests/s]: ``request_rate``, ``completed`` [1],
+        ``total_input_tokens``, ``total_output_tokens`` [tokens], ``mean_ttft_ms``,
+        ``mean_tpot_ms`` [ms] and ``label`` (the file, or ``results[i]``).
+
+    Raises
+    ------
+    ValueError, TypeError
+        A file that is not a JSON object, a missing or non-finite field, a rate that is not
+        finite and > 0 (a burst), or fewer than two distinct rates; naming the file and field.
+
+    See Also
+    --------
+    read_vllm_result : one run as a measurement row.
+    rooflinekit.planning.fit_under_load : fits an engine to such a sweep.
+    """
+    if isinstance(results, (str, Path)) or not isinstance(results, Sequence):
+        raise TypeError(f"results must be a list of `vllm bench serve` result files or "
+                        f"mappings; got {describe(results)}")
+    runs = []
+    for i, result in enumerate(results):
+        payload, label = _load(result, f"results[{i}]")
+        values = {f: _number(payload.get(f), label, f) if f != "request_rate" else None
+                  for f in _SWEEP_FIELDS}
+        rate = payload.get("request_rate")
+        if isinstance(rate, str) or rate is None or isinstance(rate, bool) \
+                or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
+            raise ValueError(f"{label}: field 'request_rate' must be a finite rate > 0 "
+                             f"[requests/s] (a run of --request-rate inf is a burst, not a "
+                             f"point of a load curve); got {rate!r}")
+        values["request_rate"] = float(rate)
+        if values["completed"] < 1:
+            raise ValueError(f"{label}: field 'completed' must be >= 1; got "
+                             f"{values['completed']:g}")
+        for f in ("mean_ttft_ms", "mean_tpot_ms", "total_input_tokens", "total_output_tokens"):
+            if values[f] <= 0:
+                raise ValueError(f"{label}: field {f!r} must be > 0; got {values[f]:g}")
+        values["label"] = label
+        runs.append(values)
+    if len({r["request_rate"] for r in runs}) < 2:
+        raise ValueError(f"results must hold runs at two or more request rates (a curve); got "
+                         f"{len(runs)} run(s) at {sorted({r['request_rate'] for r in runs})}")
+    return sorted(runs, key=lambda r: r["request_rate"])
 
 
 # -- vllm bench latency ------------------------------------------------------------------------

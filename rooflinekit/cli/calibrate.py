@@ -35,7 +35,10 @@ from rooflinekit.cli._args import (
     whole_number,
 )
 from rooflinekit.cli._output import check_output, emit, output_format, write_output
+from rooflinekit import catalog
 from rooflinekit.models import ModelShape
+from rooflinekit.planning import LOAD_KNOBS, fit_under_load
+from rooflinekit.profiles import ENGINE_NAMES
 from rooflinekit.roofline import IDEAL
 
 __all__ = list(COMMAND_API)
@@ -51,7 +54,9 @@ EPILOG = examples(NAME, "runs.csv --cv kfold", "--vllm-result result.json --mode
                   "llama-3.1-8b --gpu h100 --batch-size 8 --input-len 1024 --output-len 128 "
                   "--fit step_overhead",
                   "--from trtllm report.json --model llama-3.1-8b --gpu h100 "
-                  "--fit step_overhead")
+                  "--fit step_overhead",
+                  "--under-load --vllm-result rate-0.5.json --vllm-result rate-2.0.json "
+                  "--model llama-3.1-70b --gpu h200 --dtype fp8")
 
 #: What ``--from`` reads the FILE arguments as: format -> what it is.
 FORMATS = {
@@ -129,6 +134,11 @@ def add_arguments(parser) -> None:
                              "steps of a continuous-batching server (serving), or to those with "
                              "other prompts' prefill sharing the TTFT step (loaded)")
     add_flag(parser, "--allreduce")
+    parser.add_argument("--under-load", action="store_true",
+                        help="fit with the simulator in the loop: the --vllm-result runs are one "
+                             "server at two or more request rates; the vLLM profile of --gpu "
+                             "(or --engine's) is refitted in --fit (default step_overhead and "
+                             "prefill_overhead) to their mean TTFT and TPOT")
     add_output_flags(parser, output_help=(
         "also write the result to FILE, the format from its extension: .json (the calibration "
         "file `rooflinekit plan --engine` reads), .nc or .zarr (the parameters Dataset), "
@@ -252,6 +262,8 @@ def run(args, out) -> int:
     Bad input raises ``ValueError``/``TypeError``/``OSError`` for the caller to report.
     """
     _check(args)
+    if args.under_load:
+        return _run_under_load(args, out)
     ds = _load_cli_measurements(args)
     _check_cv_groups(args.cv, ds)
     models = _cli_models(args)
@@ -298,6 +310,51 @@ def run(args, out) -> int:
         if cv is not None:
             out.write(f"\ncross-validation ({cv.folds.attrs['by']}):\n{cv.summary()}\n")
         out.write(f"\nlabel: {calibration.label}\n")
+    return emit(args, out, records, text=text, payload=payload, write=write)
+
+
+def _run_under_load(args, out) -> int:
+    """``--under-load``: :func:`rooflinekit.planning.fit_under_load` of the --vllm-result runs."""
+    if len(args.vllm_result) < 2 or args.source_format != "measurements" or args.measurements:
+        raise ValueError("--under-load fits --vllm-result runs at two or more request rates; "
+                         "give them with --vllm-result (and no FILE arguments or --from)")
+    for flag, given in (("--cv", args.cv != "none"), ("--phase", args.phase),
+                        ("--group-by", args.group_by), ("--workload",
+                                                        args.workload != "isolated")):
+        if given:
+            raise ValueError(f"{flag} applies to the closed-form fit, not to --under-load")
+    fit = tuple(args.fit) if args.fit else ("step_overhead", "prefill_overhead")
+    unknown = [k for k in fit if k not in LOAD_KNOBS]
+    if unknown:
+        raise ValueError(f"--fit {unknown[0]} cannot be fitted under load; choose from "
+                         f"{', '.join(LOAD_KNOBS)}")
+    name = (args.engine or "").split()[0] if args.engine else ""
+    model = catalog.resolve_model(args.model)
+    if args.dtype != "auto":
+        model = model.replace(bytes_per_param=args.dtype)
+    result = fit_under_load(args.vllm_result, model=model, gpu=args.gpu, tp=args.tp,
+                            engine=name if name in ENGINE_NAMES else None, fit=fit,
+                            seed=args.seed)
+    calibration, table = result
+    records = table.to_dataframe().reset_index().to_dict("records")
+    payload = {"calibration": calibration.to_dict(), "model_quality": calibration.label,
+               "table": _to_jsonable(table), **{k: table.attrs[k] for k in (
+                   "tpot_error_before", "tpot_error", "ttft_error_before", "ttft_error")}}
+
+    def write(path):
+        if output_format(path) == ".json":
+            save_calibration(calibration, path)
+        else:
+            write_output(path, records, dataset=table, force=bool(getattr(args, "force", False)))
+
+    def text(out):
+        a = table.attrs
+        out.write(f"rooflinekit calibrate --under-load: {table.sizes['request_rate']} runs\n")
+        out.write(f"fitted: {a['knobs']}\n")
+        out.write(f"mean TPOT error {a['tpot_error_before']:.1f}% -> {a['tpot_error']:.1f}%, "
+                  f"mean TTFT error {a['ttft_error_before']:.1f}% -> {a['ttft_error']:.1f}% "
+                  f"(in sample)\n")
+        out.write(f"label: {calibration.label}\n")
     return emit(args, out, records, text=text, payload=payload, write=write)
 
 

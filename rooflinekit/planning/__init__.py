@@ -31,6 +31,7 @@ from rooflinekit.planning.deployment import launch_commands
 from rooflinekit.planning.disaggregated import AGGREGATED, MAX_SPLITS, SPLIT, plan_disaggregated
 from rooflinekit.planning.fleet import (IDEAL, LATENCY_PERCENTILES, PLAN_MEMORY_LIMIT, PLAN_WORK_LIMIT,
                                        check_plan_size, estimate_work, load_curve, plan)
+from rooflinekit.planning.load_fit import LOAD_KNOBS, LoadFit, fit_under_load
 from rooflinekit.planning.spillover import (
     TIME,
     bursty_demand,
@@ -43,7 +44,7 @@ from rooflinekit.planning.traffic import ARRIVALS, MIN_RATE, SECONDS_PER_MONTH, 
 
 __all__ = [
     "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH", "MIN_RATE",
-    "plan", "load_curve", "estimate_work", "check_plan_size", "PLAN_WORK_LIMIT", "PLAN_MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
+    "plan", "load_curve", "fit_under_load", "LoadFit", "LOAD_KNOBS", "estimate_work", "check_plan_size", "PLAN_WORK_LIMIT", "PLAN_MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES",
     "plan_disaggregated", "AGGREGATED", "SPLIT", "MAX_SPLITS",
     "max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDINGS", "LOWEST_RATE_FRACTION",
     "cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",

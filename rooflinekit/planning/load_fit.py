@@ -1,0 +1,200 @@
+"""Fit an engine's knobs to your own load sweep, with the simulator in the loop.
+
+``vllm bench serve`` run at several request rates gives, per rate, the mean TTFT and TPOT a
+client saw. :func:`fit_under_load` replays each run through :func:`~rooflinekit.planning.load_curve`
+(the same lengths, Poisson arrivals at the run's rate, the engine's scheduler) and moves the
+chosen knobs of an engine profile until the simulated means match the measured ones: the knobs
+the kernels cannot see (per-step and per-prompt overheads) fitted against the whole curve, not
+against isolated points. The result is a :class:`~rooflinekit.profiles.Calibration` that
+``plan(engine=...)`` and ``rooflinekit plan --engine FILE`` take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import xarray as xr
+
+from rooflinekit import catalog, dims
+from rooflinekit._validation import check_type, describe, whole_number
+from rooflinekit.calibrate import read_vllm_serve_sweep
+from rooflinekit.hardware import GPU
+from rooflinekit.models import ModelShape
+from rooflinekit.planning.fleet import load_curve
+from rooflinekit.planning.traffic import SLO, Traffic
+from rooflinekit.profiles import SECONDS_KNOBS, Calibration, resolve_engine
+from rooflinekit.workloads import Constant
+
+__all__ = ["LOAD_KNOBS", "LoadFit", "fit_under_load"]
+
+#: The knobs a load sweep can fit, their phase in a calibration and their bounds (s or share).
+LOAD_KNOBS = {
+    "step_overhead": ("decode", 0.0, 0.05),
+    "layer_overhead": ("decode", 0.0, 0.002),
+    "bandwidth_efficiency": ("decode", 0.05, 1.0),
+    "prefill_overhead": ("prefill", 0.0, 0.5),
+    "compute_efficiency": ("prefill", 0.05, 1.0),
+    "gemm_half_tokens": ("prefill", 0.0, 4096.0),
+}
+
+class LoadFit(NamedTuple):
+    """What :func:`fit_under_load` returns.
+
+    ``calibration``: the engine profile with the fitted knobs (its intervals dropped: they were
+    the profile's, not this fit's). ``table``: an ``xarray.Dataset`` over ``request_rate`` with
+    ``measured_ttft``, ``measured_tpot`` [s], ``before_ttft``, ``before_tpot`` (the profile as
+    shipped) and ``fitted_ttft``, ``fitted_tpot`` [s]; its attrs hold ``tpot_error_before``,
+    ``tpot_error``, ``ttft_error_before``, ``ttft_error`` (mean absolute percentage errors [%]).
+    """
+
+    calibration: Calibration
+    table: xr.Dataset
+
+
+def _with_knobs(base: Calibration, names, values, source: str) -> Calibration:
+    phases = {"prefill": dict(base.prefill), "decode": dict(base.decode)}
+    for name, value in zip(names, values):
+        phases[LOAD_KNOBS[name][0]][name] = float(value)
+    return Calibration(prefill=phases["prefill"], decode=phases["decode"], source=source,
+                       base=base.base)
+
+
+def fit_under_load(results, *, model, gpu, tp=1, engine=None,
+                   fit=("step_overhead", "prefill_overhead"), max_num_seqs="auto",
+                   max_num_batched_tokens="auto", replicates=3, requests=300,
+                   seed=0) -> LoadFit:
+    """Fit an engine profile's knobs to ``vllm bench serve`` runs at several request rates.
+
+    Parameters
+    ----------
+    results : list of str, Path or mapping
+        ``vllm bench serve --save-result`` files (or their parsed JSON), one per rate, at two or
+        more finite rates: ``request_rate`` [requests/s], ``completed``, ``total_input_tokens``,
+        ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``.
+    model, gpu : spec or catalogue name
+        The server's model and GPU (the files do not record them).
+    tp : int
+        The server's tensor-parallel degree [1].
+    engine : str or Calibration, optional
+        The profile to start from and keep the other knobs of: a name (``"vllm"``,
+        ``"sglang"``, ``"trtllm"``) or a calibration. Default: the vLLM profile of ``gpu``.
+    fit : sequence of str
+        The knobs to fit, from :data:`LOAD_KNOBS` (at most one per run). Default the two
+        overheads the kernels cannot see, ``step_overhead`` and ``prefill_overhead``.
+    max_num_seqs, max_num_batched_tokens
+        The server's scheduler, as for :func:`~rooflinekit.planning.load_curve` (default its
+        engine's defaults for the GPU).
+    replicates, requests, seed
+        Each run's simulation, as for :func:`~rooflinekit.planning.load_curve`; the same draws
+        at every step of the fit (common random numbers).
+
+    Returns
+    -------
+    LoadFit
+        The calibration and the measured / before / fitted table.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A file without a field, a non-finite or burst rate, fewer than two rates, an unknown
+        knob or more knobs than runs, naming the file and field, before any simulation.
+
+    Notes
+    -----
+    Each run is simulated at its own rate with prompts and outputs of its mean lengths (the
+    ``random`` dataset's fixed lengths). The fit minimises, by bounded least squares
+    (:func:`scipy.optimize.least_squares`, overheads in milliseconds), the relative residuals
+    ``(simulated − measured) / measured`` of the mean TPOT and the mean TTFT of every run.
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/benchmarks/serve.py``: the result file's fields.
+
+    See Also
+    --------
+    rooflinekit.calibrate.calibrate : the closed-form fit to isolated runs.
+    """
+    runs = read_vllm_serve_sweep(results)
+    if isinstance(fit, str) or not isinstance(fit, Sequence) or not fit:
+        raise TypeError(f"fit must be a non-empty list of knob names; got {describe(fit)}")
+    unknown = [k for k in fit if k not in LOAD_KNOBS]
+    if unknown or len(set(fit)) != len(fit):
+        raise ValueError(f"fit must name distinct knobs of {', '.join(LOAD_KNOBS)}; got "
+                         f"{list(fit)}")
+    if len(fit) > 2 * len(runs):
+        raise ValueError(f"fit names {len(fit)} knobs for {len(runs)} runs: give more runs or "
+                         f"fewer knobs")
+    model = model if isinstance(model, ModelShape) else catalog.model(model)
+    gpu = gpu if isinstance(gpu, GPU) else catalog.gpu(gpu)
+    tp = whole_number("tp", tp, lo=1)
+    base = resolve_engine(engine, gpu)
+    if isinstance(engine, Calibration):
+        base = engine
+    check_type("engine", base, Calibration)
+    if base.groups:
+        raise ValueError("engine must be a calibration without knob sets (one GPU's profile)")
+    slo = SLO(ttft=3600.0)                 # targets are not read: only the means are
+    common = dict(model=model, gpu=gpu, tp=tp, max_num_seqs=max_num_seqs,
+                  max_num_batched_tokens=max_num_batched_tokens, replicates=replicates,
+                  requests=requests, seed=seed)
+
+    def simulate(cal):
+        out = []
+        for run in runs:
+            traffic = Traffic(run["request_rate"],
+                              Constant(max(1, round(run["total_input_tokens"] / run["completed"]))),
+                              Constant(max(2, round(run["total_output_tokens"] / run["completed"]))))
+            ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal, **common)
+            out.append((float(np.nanmedian(ds["mean_ttft"])), float(np.nanmedian(ds["mean_tpot"]))))
+        return np.array(out)
+
+    measured = np.array([[r["mean_ttft_ms"] / 1e3, r["mean_tpot_ms"] / 1e3] for r in runs])
+    scale = np.array([1e3 if k in SECONDS_KNOBS else 1.0 for k in fit])   # overheads in ms
+    start = []
+    for k in fit:
+        phase, lo, hi = LOAD_KNOBS[k]
+        value = (base.prefill if phase == "prefill" else base.decode).get(k, 0.0)
+        start.append(min(max(float(value if value is not None else lo), lo), hi))
+    lower = np.array([LOAD_KNOBS[k][1] for k in fit]) * scale
+    upper = np.array([LOAD_KNOBS[k][2] for k in fit]) * scale
+
+    def residuals(x):
+        got = simulate(_with_knobs(base, fit, x / scale, "load fit"))
+        r = (got - measured) / measured
+        return np.where(np.isfinite(r), r, 10.0).ravel()
+
+    from scipy.optimize import least_squares     # scipy: loaded on the first fit
+    x0 = np.clip(np.array(start) * scale, lower, upper)
+    solution = least_squares(residuals, x0, bounds=(lower, upper), diff_step=0.05,
+                             x_scale=np.maximum(upper - lower, 1e-9) / 10, max_nfev=60)
+    values = solution.x / scale
+    rates = [r["request_rate"] for r in runs]
+    before = simulate(base)
+    fitted_source = (f"{base.source or 'profile'} refitted under load to {len(runs)} vllm bench "
+                     f"serve runs at {', '.join(f'{r:g}' for r in rates)} req/s "
+                     f"({', '.join(fit)})")
+    calibration = _with_knobs(base, fit, values, fitted_source)
+    after = simulate(calibration)
+
+    def mape(pred, col):
+        return float(np.mean(np.abs(pred[:, col] - measured[:, col]) / measured[:, col]) * 100)
+
+    def var(values, what):
+        return xr.Variable(dims.REQUEST_RATE, values, {"units": "s", "long_name": what})
+
+    table = xr.Dataset(
+        {"measured_ttft": var(measured[:, 0], "mean TTFT measured"),
+         "measured_tpot": var(measured[:, 1], "mean TPOT measured"),
+         "before_ttft": var(before[:, 0], "mean TTFT simulated with the profile as shipped"),
+         "before_tpot": var(before[:, 1], "mean TPOT simulated with the profile as shipped"),
+         "fitted_ttft": var(after[:, 0], "mean TTFT simulated with the fitted knobs"),
+         "fitted_tpot": var(after[:, 1], "mean TPOT simulated with the fitted knobs")},
+        coords={dims.REQUEST_RATE: (dims.REQUEST_RATE, rates,
+                                    {"units": "requests/s", "long_name": "request rate"})},
+        attrs={"tpot_error_before": mape(before, 1), "tpot_error": mape(after, 1),
+               "ttft_error_before": mape(before, 0), "ttft_error": mape(after, 0),
+               "knobs": ", ".join(f"{k}={v:.6g}" for k, v in zip(fit, values)),
+               "files": "; ".join(r["label"] for r in runs)})
+    return LoadFit(calibration, table)
