@@ -214,6 +214,7 @@ def validation_tables() -> dict:
             "llrrrrrrr"),
         "profiles": _profiles_table(),
         "load-sweeps": _load_sweeps_table(),
+        "load-sweep-points": _load_sweep_points_table(load_sweep_points()),
     }
 
 
@@ -235,14 +236,105 @@ def _profiles_table() -> str:
                   rows, "lllrrrrrr")
 
 
-def _load_sweeps_table() -> str:
-    """Each published load sweep scored with the ideal roofline and the default profile."""
+def _scorer():
+    """scripts/score_load_sweeps.py as a module."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
         "rooflinekit_score_load_sweeps", ROOT / "scripts" / "score_load_sweeps.py")
     scorer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scorer)
+    return scorer
+
+
+#: Where the load-sweep figures go, one PNG per sweep.
+FIGURES = ROOT / "docs" / "img" / "load_sweeps"
+
+
+def load_sweep_points() -> dict:
+    """Every point of every published sweep: measured, ideal and vLLM-profile means.
+
+    ``{sweep: [{"load", "load_label", "tpot_name", "tpot": (measured, ideal, profile),
+    "ttft": (measured, ideal, profile)}, ...]}``, times in ms (NaN where not published).
+    """
+    scorer = _scorer()
+    out = {}
+    for name, points in scorer.read_sweeps().items():
+        kind = scorer.mode(points)
+        rows = []
+        for point in points:
+            ideal, default = (scorer.predict_point(point, engine, kind)
+                              for engine in (rl.IDEAL, None))
+            use_tpot = point["mean_tpot_ms"] is not None or point["mean_itl_ms"] is None
+            key = "mean_tpot" if use_tpot else "mean_token_itl"
+            measured_tpot = point["mean_tpot_ms"] if use_tpot else point["mean_itl_ms"]
+            measured_ttft = point["mean_ttft_ms"] if point["mean_ttft_ms"] is not None \
+                else point["median_ttft_ms"]
+            load = point["rate"] if kind == "rate" else point["concurrency"]
+            rows.append({
+                "load": float(load),
+                "load_label": f"{load:g} req/s" if kind == "rate" else f"{load:g} in flight",
+                "tpot_name": "TPOT" if use_tpot else "ITL",
+                "tpot": (math.nan if measured_tpot is None else measured_tpot, ideal[key],
+                         default[key]),
+                "ttft": (math.nan if measured_ttft is None else measured_ttft,
+                         ideal["mean_ttft"] if point["mean_ttft_ms"] is not None
+                         else ideal["p50_ttft"],
+                         default["mean_ttft"] if point["mean_ttft_ms"] is not None
+                         else default["p50_ttft"])})
+        out[name] = rows
+    return out
+
+
+def _load_sweep_points_table(points: dict) -> str:
+    def ms(value):
+        return "–" if not math.isfinite(value) else f"{_num(value, 1 if value < 1000 else 0)}"
+
+    rows = []
+    for name, series in points.items():
+        for r in series:
+            rows.append([name, r["load_label"], r["tpot_name"], *map(ms, r["tpot"]),
+                         *map(ms, r["ttft"])])
+    return _table(["sweep", "load", "", "measured [ms]", "ideal", "vLLM profile",
+                   "TTFT measured [ms]", "ideal", "vLLM profile"], rows, "lllrrrrrr")
+
+
+def write_load_sweep_figures(points: dict, folder: Path = FIGURES) -> list:
+    """One figure per sweep: TPOT (or ITL) and TTFT against the load, measured, ideal and
+    vLLM profile, drawn from :func:`load_sweep_points`; returns the files written."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, series in points.items():
+        x = [r["load"] for r in series]
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+        for ax, key, title in ((axes[0], "tpot", series[0]["tpot_name"]),
+                               (axes[1], "ttft", "TTFT")):
+            for i, (label, style) in enumerate((("measured", "ko"), ("ideal roofline", "--"),
+                                                ("vLLM profile", "-"))):
+                ax.plot(x, [r[key][i] for r in series], style, label=label)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("offered load [" + ("req/s" if "req/s" in series[0]["load_label"]
+                                              else "requests in flight") + "]")
+            ax.set_ylabel(f"mean {title} [ms]")
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0].legend(fontsize=8)
+        fig.suptitle(name, fontsize=9)
+        fig.tight_layout()
+        path = folder / f"{name}.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _load_sweeps_table() -> str:
+    """Each published load sweep scored with the ideal roofline and the default profile."""
+    scorer = _scorer()
     results = {name: scorer.score(engine=engine)
                for name, engine in (("ideal", rl.IDEAL), ("default", None))}
     rows = []
@@ -521,6 +613,9 @@ def main(argv=None) -> int:
                 path.write_text(text, encoding="utf-8")
     for path in stale:
         print(f"{'stale' if args.check else 'rewrote'}: {path.relative_to(ROOT)}")
+    if not args.check:
+        for path in write_load_sweep_figures(load_sweep_points()):
+            print(f"drew: {path.relative_to(ROOT)}")
     return 1 if (args.check and stale) else 0
 
 

@@ -229,6 +229,19 @@ def _mean(values):
     return float(np.mean(values)) if values else math.nan
 
 
+def predict_point(point, engine, kind, *, replicates=3, requests=300, seed=0,
+                  sharegpt_sigma=SHAREGPT_SIGMA) -> dict:
+    """One point simulated as its source loaded the server (see the module's docstring):
+    ``mean_ttft``, ``p50_ttft``, ``mean_tpot``, ``mean_token_itl`` [ms], ``throughput``
+    [output tokens/s], ``request_throughput`` [requests/s]."""
+    common = dict(replicates=replicates, seed=seed, sigma=sharegpt_sigma, max_num_seqs=None)
+    if kind == "rate":
+        return _run(point, engine, rate=point["rate"], requests=requests, **common)
+    if kind == "burst":
+        return _run(point, engine, rate=BURST_RATE, requests=point["num_prompts"], **common)
+    return _run(point, engine, rate=_measured_rate(point), requests=requests, **common)
+
+
 def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
                 sharegpt_sigma=SHAREGPT_SIGMA) -> dict:
     """Scores of one sweep (its points as :func:`read_sweeps` gives them) under ``engine``."""
@@ -239,14 +252,8 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
     common = dict(replicates=replicates, seed=seed, sigma=sharegpt_sigma)
 
     def sim(point):
-        if kind == "rate":
-            return _run(point, engine, rate=point["rate"], requests=requests, max_num_seqs=None,
-                        **common)
-        if kind == "burst":
-            return _run(point, engine, rate=BURST_RATE, requests=point["num_prompts"],
-                        max_num_seqs=None, **common)
-        return _run(point, engine, rate=_measured_rate(point), requests=requests,
-                    max_num_seqs=None, **common)
+        return predict_point(point, engine, kind, replicates=replicates, requests=requests,
+                             seed=seed, sharegpt_sigma=sharegpt_sigma)
 
     tpot_err, ttft_err, rows = [], [], []
     for point in below:

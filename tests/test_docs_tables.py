@@ -67,3 +67,15 @@ def test_held_out_rows_are_not_fitted(tables):
         return set(zip(ds["gpu"].values.tolist(), ds["tp"].values.tolist()))
     assert configurations(held) == {("H100-SXM-80GB", 4)}
     assert configurations(held).isdisjoint(configurations(fitted))
+
+
+def test_every_published_sweep_has_its_figure_on_the_page(tables):
+    """docs/validation.md shows one figure per sweep of tests/data/load_sweeps (drawn by
+    ``python docs/tables.py`` from the points table the test above checks)."""
+    text = tables.PAGES["validation"].read_text(encoding="utf-8")
+    names = tables._scorer().read_sweeps()
+    assert names
+    for name in names:
+        path = tables.FIGURES / f"{name}.png"
+        assert path.is_file() and path.stat().st_size > 1000, path
+        assert f"![{name}](img/load_sweeps/{name}.png)" in text
