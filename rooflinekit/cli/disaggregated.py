@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rooflinekit import catalog, planning
+from rooflinekit import catalog, planning, roofline
 from rooflinekit.cli._args import (
     add_flag,
     add_output_flags,
@@ -98,20 +98,24 @@ def run(args, out) -> int:
     traffic, slo = traffic_and_slo(args)
     model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpu = catalog.gpu(args.gpu)
-    ds = planning.plan_disaggregated(
-        traffic, slo, model=model, gpu=gpu, tp=args.tp,
-        gpu_budget=args.gpu_budget,
-        splits=args.splits, max_num_seqs=args.max_num_seqs,
+    common = dict(
+        model=model, gpu=gpu, tp=args.tp, max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         link_bandwidth=None if args.link_bandwidth is None else args.link_bandwidth * 1e9,
         link_latency=args.link_latency, headroom=args.headroom, replicates=args.replicates,
-        requests=args.requests, seed=args.seed, engine=engine_from_args(args, gpu))
+        requests=args.requests, seed=args.seed)
+    engine = engine_from_args(args, gpu)
+    ds = planning.plan_disaggregated(traffic, slo, gpu_budget=args.gpu_budget,
+                                     splits=args.splits, engine=engine, **common)
     rows = _rows(ds)
+    bound = _ideal_bound(ds, rows, traffic, slo, engine, common)
     payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
                "model_quality": ds.attrs["model_quality"],
                "link_bandwidth": ds.attrs["link_bandwidth"], "splits": rows,
                "best_split": ds.attrs["best_split"]}
+    if bound is not None:
+        payload["ideal_bound"] = bound
 
     def text(out):
         out.write(f"{model.name} on {gpu.name} × {args.tp}: peak {args.rate:g} requests/s, "
@@ -124,4 +128,25 @@ def run(args, out) -> int:
                                to_jsonable(r["rate_per_gpu"]), r["units"], r["gpus"],
                                r["binding"]) for r in rows], out)
         out.write(f"fewest GPUs: {ds.attrs['best_split']}\n")
+        if bound is not None:
+            out.write(f"ideal roofline bound for {bound['split']}: max rate "
+                      f"{bound['max_rate']:.4g} requests/s, {bound['gpus']} GPU(s), against "
+                      f"{bound['engine_gpus']} timed by the engine\n")
     return emit(args, out, rows, text=text, payload=payload, dataset=ds)
+
+
+def _ideal_bound(ds, rows, traffic, slo, engine, common) -> dict | None:
+    """The best split planned again on the ideal roofline (one split and the aggregated
+    replica): the bound beside the engine's answer; ``None`` with ``--engine ideal`` or when
+    nothing serves the traffic."""
+    best = ds.attrs["best_split"]
+    chosen = [r for r in rows if r["split"] == best]
+    if engine is roofline.IDEAL or not chosen or chosen[0]["gpus"] <= 0:
+        return None
+    match = re.fullmatch(r"(\d+)P(\d+)D", best)
+    split = (int(match.group(1)), int(match.group(2))) if match else (1, 1)
+    ideal = planning.plan_disaggregated(traffic, slo, splits=[split], engine=roofline.IDEAL,
+                                        **common)
+    row = next(r for r in _rows(ideal) if r["split"] == best)
+    return {"split": best, "max_rate": row["max_rate"], "gpus": row["gpus"],
+            "engine_gpus": chosen[0]["gpus"]}

@@ -100,4 +100,19 @@ def run(args, out) -> int:
         columns = [(k, h) for k, h in _COLUMNS if k in records[0]]
         print_table([h for _, h in columns], [[r[k] for k, _ in columns] for r in records], out)
         out.write(f"timing: {roofline.engine_for(engine, 'decode', model=model, gpu=gpu).label}\n")
+        if bound is not None:
+            best = records[0]
+            out.write(f"ideal roofline bound for the fastest layout (tp {best['tp']}, pp "
+                      f"{best['pp']}, ep {best['ep']}): {bound:,.0f} tokens/s for the fleet, "
+                      f"against {best['fleet_tokens_per_s']:,.0f} timed by the engine\n")
+
+    # the bound beside the engine's answer: the same layouts on the ideal roofline
+    bound = None
+    if engine is not roofline.IDEAL and records and records[0]["fits"]:
+        ideal = roofline.layouts(model, gpu, args.num_gpus, batch_size=args.batch_size,
+                                 context_length=args.max_model_len, prompt_tokens=args.input_len,
+                                 micro_batches=args.micro_batches, max_tp=args.max_tp,
+                                 engine=roofline.IDEAL, **reserve)
+        bound = float(ideal.fleet_tokens_per_second[order[0]])
+        ds.attrs["ideal_fleet_tokens_per_second"] = bound
     return emit(args, out, records, text=text, dataset=ds)

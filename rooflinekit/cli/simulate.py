@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from rooflinekit import batching, catalog, roofline, workloads
@@ -257,6 +259,12 @@ def run(args, out) -> int:
     records = [{"metric": k, "static": table["static"].get(k), "continuous":
                 table["continuous"].get(k)} for k in metrics]
     quality = results["continuous"].attrs["model_quality"]
+    # the bound beside the engine's answer: the continuous batcher on the ideal roofline
+    bound = None
+    if timing and timing["engine"] is not roofline.IDEAL:
+        ideal = dataclasses.replace(cont, engine=roofline.IDEAL).run(work)
+        bound = {k: float(ideal[k]) for k in ("makespan", "mean_latency", "mean_itl")
+                 if k in ideal}
 
     def text(out):
         out.write(f"{n_requests} requests; static batches of {args.batch_size}, continuous "
@@ -266,9 +274,13 @@ def run(args, out) -> int:
         # one metric a row: each row's two numbers share a format
         print_table(("metric", "static", "continuous"), rows, out, by_row=True)
         out.write(f"timing: {quality}\n")
-    return emit(args, out, records, text=text,
-                payload={"time_units": unit, "requests": n_requests, "model_quality": quality,
-                         **table})
+        if bound:
+            shown = ", ".join(f"{k.replace('_', ' ')} {v:.4g} s" for k, v in bound.items())
+            out.write(f"ideal roofline bound, continuous: {shown}\n")
+    payload = {"time_units": unit, "requests": n_requests, "model_quality": quality, **table}
+    if bound:
+        payload["ideal_bound"] = bound
+    return emit(args, out, records, text=text, payload=payload)
 
 
 #: Each metric's unit; ``None``: a count or share, no unit.

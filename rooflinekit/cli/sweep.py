@@ -377,6 +377,7 @@ def run(args, out):
         else:
             result, by = pareto_front(ds, progress=progress), []
     cells = sweep_cells(ds)
+    bound = _ideal_bound(args, result, by, models, gpus, reserve, draft)
     if result is None:
         if args.json:
             print_json({"cells": cells, "output": args.output, "model_quality": quality}, out)
@@ -408,7 +409,39 @@ def run(args, out):
         out.write(f"rooflinekit sweep: {cells:,} configurations, report {args.report!r}\n")
         print_table([_heading(result, c) for c in columns], rows, out)
         out.write(f"timing: {escape_text(quality)}\n")
-    return emit(args, out, records, text=text, write=write,
-                payload={"cells": cells, "report": args.report, "model_quality": quality,
-                         "rows": records})
+        for model, (name, value) in (bound or {}).items():
+            out.write(f"ideal roofline bound ({escape_text(model)}): {name} {value:,.6g}\n")
+    payload = {"cells": cells, "report": args.report, "model_quality": quality, "rows": records}
+    if bound:
+        payload["ideal_bound"] = {m: {name: value} for m, (name, value) in bound.items()}
+    return emit(args, out, records, text=text, write=write, payload=payload)
+
+
+#: The objective each report ranks by, whose ideal-roofline value is printed beside it.
+_OBJECTIVES = {"best": "tokens_per_second_per_gpu", "cheapest": "cost_per_million_tokens"}
+
+
+def _ideal_bound(args, result, by, models, gpus, reserve, draft) -> dict | None:
+    """Each model's best objective on the ideal roofline over the same grid, ``{model: (name,
+    value)}``: the bound beside the engine's answer (best and cheapest reports; not with
+    ``--engine ideal``, a file engine, or a grid the engine's report found nothing in)."""
+    if args.report not in _OBJECTIVES or by != [dims.MODEL] or (args.engine or "vllm") not in \
+            ENGINE_NAMES:
+        return None
+    ideal = sweep(models, gpus, tp=args.tp, context_length=args.max_model_len,
+                  batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve,
+                  chunks=_chunks(args.chunks), replicate_kv=args.replicate_kv,
+                  draft_tokens=args.num_speculative_tokens, acceptance=args.acceptance,
+                  draft=draft, prefix_share=args.prefix_share, engine="ideal")
+    if args.report == "best":
+        best = best_configuration(ideal)
+    else:
+        best = cheapest_configuration(ideal, max_ttft=args.ttft, max_itl=args.itl)
+    name = _OBJECTIVES[args.report]
+    out = {}
+    for model in best[dims.MODEL].values:
+        row = best.sel({dims.MODEL: model})
+        if bool(row["found"]):
+            out[str(model)] = (name, float(row[name]))
+    return out
 
