@@ -17,7 +17,7 @@ from rooflinekit import memory, parallel
 from rooflinekit._validation import (
     check_integer,
     check_nonnegative,
-    check_positive,
+    check_range,
     check_type,
     whole_number,
 )
@@ -38,6 +38,10 @@ MAX_GPUS = 2**20
 MAX_TP = 8
 
 
+def _check_link(name, value):
+    check_range(name, value, lo=1.0)
+
+
 def _optional(check, name, value):
     if value is not None:
         check(name, value)
@@ -48,9 +52,10 @@ def _check(model, gpu, tp, pp, ep, micro_batches, links):
     parallel.check_layout(model, tp=tp, pp=pp, ep=ep)
     check_type("gpu", gpu, GPU)
     micro_batches = whole_number("micro_batches", micro_batches, lo=1)
-    _optional(check_positive, "p2p_bandwidth", links["p2p_bandwidth"])
+    # a link below 1 byte/s is a slip (a denormal rate would overflow the send time to inf)
+    _optional(_check_link, "p2p_bandwidth", links["p2p_bandwidth"])
     _optional(check_nonnegative, "p2p_latency", links["p2p_latency"])
-    _optional(check_positive, "ep_bandwidth", links["ep_bandwidth"])
+    _optional(_check_link, "ep_bandwidth", links["ep_bandwidth"])
     return int(tp), int(pp), int(ep), micro_batches
 
 
