@@ -202,8 +202,8 @@ def _run(point, engine, *, rate, requests, max_num_seqs, replicates, seed, sigma
     ds = load_curve(traffic, _SLO, model=model, gpu=point["gpu"], tp=int(point["tp"]),
                     rates=[float(rate)], max_num_seqs=seqs,
                     max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
-                    engine=engine, replicates=replicates, requests=max(10, int(requests)),
-                    seed=seed)
+                    engine=engine, engine_draws=0, replicates=replicates,
+                    requests=max(10, int(requests)), seed=seed)
     out = {}
     for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),
                         ("mean_token_itl", 1e3), ("throughput", 1.0),

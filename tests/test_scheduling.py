@@ -190,3 +190,24 @@ def test_a_load_curve_runs_the_engines_defaults():
                           gpu="A100-SXM-80GB", rates=[1.0], replicates=1, requests=50,
                           max_num_seqs=16, max_num_batched_tokens=None)
     assert (whole.attrs["max_num_seqs"], whole.attrs["max_num_batched_tokens"]) == (16, 0)
+
+
+def test_a_load_curve_carries_the_profiles_uncertainty():
+    """With a shipped profile, replicate r is timed by knob draw r mod 4; with engine_draws=0
+    every replicate by the fitted knobs. The draws' rows of the curve are those of a curve
+    timed by that draw alone (the same requests: common random numbers)."""
+    traffic = rk.Traffic(2.0, rk.workloads.LogNormal(800, 0.5), rk.workloads.LogNormal(100, 0.5))
+    common = dict(model="Llama-3.1-8B", gpu="H100-SXM-80GB", rates=[2.0, 8.0], replicates=8,
+                  requests=100)
+    drawn = rk.planning.load_curve(traffic, SLO, **common)
+    fitted = rk.planning.load_curve(traffic, SLO, engine_draws=0, **common)
+    assert drawn.attrs["engine_draws"] == 4 and fitted.attrs["engine_draws"] == 0
+    assert list(drawn["replicate"].values) == list(range(8))
+    assert not np.array_equal(drawn["mean_tpot"].values, fitted["mean_tpot"].values)
+    # replicate 1 and 5 share draw 1: a curve timed by that draw alone gives their numbers
+    seeds = [int(np.random.SeedSequence([0, 0xE16, g]).generate_state(1)[0]) for g in range(4)]
+    one = rk.engine_profile("vllm", "H100-SXM-80GB").draw(seeds[1])
+    alone = rk.planning.load_curve(traffic, SLO, engine=one, engine_draws=0, **common)
+    for r in (1, 5):
+        np.testing.assert_array_equal(drawn["mean_tpot"].sel(replicate=r).values,
+                                      alone["mean_tpot"].sel(replicate=r).values)

@@ -651,7 +651,7 @@ def _speculative_attrs(spec) -> dict:
 def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="auto", rates,
                max_num_batched_tokens="auto", admission="paged", block_size=16,
                gpu_memory_utilization=0.9, replicates=10, seed=0, engine=None,
-               requests=1000) -> xr.Dataset:
+               engine_draws=None, requests=1000) -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its request rate.
 
     Parameters
@@ -667,8 +667,12 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     rates : sequence of float
         Request rates per replica [requests/s], each finite and > 0 (dimension
         ``request_rate``).
-    replicates, seed, engine, requests
-        As for :func:`plan`; the draws are the same as a plan's with the same seed.
+    replicates, seed, engine, engine_draws, requests
+        As for :func:`plan`; the draws are the same as a plan's with the same seed, and with
+        ``engine_draws`` (default ``min(replicates, 4)`` for a shipped profile) replicate ``r``
+        is timed by the engine's knob draw ``r mod engine_draws``, so the spread over
+        replicates holds the profile's fitted uncertainty beside the traffic's; 0: the fitted
+        knobs only.
 
     Returns
     -------
@@ -713,30 +717,41 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         max_num_batched_tokens = max(defaults.max_num_batched_tokens, max_num_seqs)
     max_num_batched_tokens = whole_number("max_num_batched_tokens", max_num_batched_tokens,
                                           lo=max_num_seqs, allow_none=True)
+    seed = whole_number("seed", seed, lo=0)
+    drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
-    batcher, _, problem = _replica(
-        model, gpu, whole_number("tp", tp, lo=1), max_num_seqs, max_num_batched_tokens,
-        check_one_of("admission", admission, ("paged", "reserve")),
+    replica = functools.partial(
+        _replica, model, gpu, whole_number("tp", tp, lo=1), max_num_seqs,
+        max_num_batched_tokens, check_one_of("admission", admission, ("paged", "reserve")),
         whole_number("block_size", block_size, lo=1),
-        real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
-        engine)
+        real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True))
+    batcher, _, problem = replica(engine)
     if problem:
         raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {problem}")
-    draws = draw_requests(traffic, replicates, requests, whole_number("seed", seed, lo=0))
+    draws = draw_requests(traffic, replicates, requests, seed)
     arrival, prompt, output = draws[:3]
-    runs = [run_replicates(batcher, arrival / rate, prompt, output, **prefixes(draws),
-                           **{f"{k}_target": v for k, v in slo.targets.items()})
-            for rate in rate_values]
+    targets = {f"{k}_target": v for k, v in slo.targets.items()}
     names = [f"p{q}_{w}" for q in LATENCY_PERCENTILES for w in ("ttft", "token_itl", "latency")]
     names += ["ttft_attainment", "token_itl_attainment", "e2e_attainment"]
     names += [f"p{q}_tpot" for q in LATENCY_PERCENTILES] + ["tpot_attainment", *_BENCH_SERVE]
-    ds = xr.concat([r[names] for r in runs], dim=dims.REQUEST_RATE)
+    # each engine draw times its own rows of replicates (common to every rate)
+    engines = [engine] if drawn is None else drawn[gpu.name]
+    parts = [(np.arange(g, replicates, len(engines)), replica(e)[0])
+             for g, e in enumerate(engines)]
+    runs = []
+    for rate in rate_values:
+        pieces = [run_replicates(b, arrival[rows] / rate, prompt[rows], output[rows],
+                                 **prefixes(draws, rows), **targets)[names]
+                  .assign_coords({dims.REPLICATE: rows}) for rows, b in parts if rows.size]
+        runs.append(xr.concat(pieces, dim=dims.REPLICATE).sortby(dims.REPLICATE))
+    ds = xr.concat(runs, dim=dims.REQUEST_RATE)
     ds = ds.assign_coords({dims.REQUEST_RATE: rate_values, dims.REPLICATE: np.arange(replicates)})
     ds[dims.REQUEST_RATE].attrs.update(units="requests/s", long_name="request rate per replica")
     ds.attrs.update({"model": model.name, "gpu": gpu.name, "tp": int(tp),
                      "max_num_seqs": int(max_num_seqs),
                      "max_num_batched_tokens": int(max_num_batched_tokens or 0),
+                     "engine_draws": 0 if drawn is None else len(engines),
                      "model_quality": label,
                      "quantile": float(slo.quantile),
                      **{f"{k}_target": v for k, v in slo.targets.items()}})

@@ -136,9 +136,10 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     if base.groups:
         raise ValueError("engine must be a calibration without knob sets (one GPU's profile)")
     slo = SLO(ttft=3600.0)                 # targets are not read: only the means are
+    # the knobs as fitted, not drawn from their intervals: engine_draws=0
     common = dict(model=model, gpu=gpu, tp=tp, max_num_seqs=max_num_seqs,
                   max_num_batched_tokens=max_num_batched_tokens, replicates=replicates,
-                  requests=requests, seed=seed)
+                  requests=requests, seed=seed, engine_draws=0)
 
     def simulate(cal):
         out = []
