@@ -256,8 +256,9 @@ def test_a_tpot_slo_alone_searches_like_any_target(prefill_stalls):
 def test_load_curve_lies_beside_a_bench_serve_sweep():
     traffic = rk.Traffic(2.0, LogNormal(1000, 0.5), LogNormal(200, 0.5))
     slo = rk.SLO(ttft=0.5, tpot=0.01)
+    # the fitted knobs (no draws): the curve is then one batcher's run_replicates
     curve = rk.planning.load_curve(traffic, slo, model=MODEL, gpu=GPU, rates=[1.0, 6.0],
-                                   replicates=2, requests=60, seed=3)
+                                   replicates=2, requests=60, seed=3, engine_draws=0)
     names = ("mean_ttft", "p50_ttft", "mean_tpot", "p50_tpot", "p95_tpot", "p99_tpot",
              "mean_token_itl", "p50_token_itl", "mean_latency", "p50_latency",
              "request_throughput", "throughput", "tpot_attainment")
