@@ -99,8 +99,8 @@ def run(args, out) -> int:
     model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpu = catalog.gpu(args.gpu)
     common = dict(
-        model=model, gpu=gpu, tp=args.tp, max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
+        model=model, gpu=gpu, tp=args.tp, max_num_seqs=args.max_num_seqs or "auto",
+        max_num_batched_tokens=args.max_num_batched_tokens or "auto",
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         link_bandwidth=None if args.link_bandwidth is None else args.link_bandwidth * 1e9,
         link_latency=args.link_latency, headroom=args.headroom, replicates=args.replicates,

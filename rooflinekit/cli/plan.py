@@ -89,15 +89,17 @@ _FLAGS = (
 def add_replica_flags(parser, *, lists: bool) -> None:
     """The flags of one replica's batcher: comma lists of values to plan over, or one each."""
     many = {"type": int_list} if lists else {}
-    add_flag(parser, "--max-num-seqs", default=None if lists else 256,
+    add_flag(parser, "--max-num-seqs", default=None,
              help=("comma-separated max sequences per batch (default: the engine's for each "
                    "GPU, vLLM's 1024 on >= 70 GiB other than A100, else 256)" if lists else
-                   "most sequences in a batch of each replica (256)"), **many)
+                   "most sequences in a batch of each replica (default: the engine's for the "
+                   "GPU, vLLM's 1024 on >= 70 GiB other than A100, else 256)"), **many)
     add_flag(parser, "--max-num-batched-tokens", **many,
-             **({"help": "comma-separated per-step token budgets, chunked prefill (default: "
-                         "the best of 512 to 16384, powers of two at least its max-num-seqs, "
-                         "and the engine's own, for each configuration)"}
-                if lists else {}))
+             help=("comma-separated per-step token budgets, chunked prefill (default: the "
+                   "best of 512 to 16384, powers of two at least its max-num-seqs, and the "
+                   "engine's own, for each configuration)" if lists else
+                   "per-step token budget, chunked prefill (default: the engine's for the "
+                   "GPU, vLLM's 8192 on >= 70 GiB other than A100, else 2048)"))
     add_flag(parser, "--gpu-memory-utilization", default=0.9,
              help="share of each GPU's memory for weights + KV, in (0, 1] (0.9)")
     add_flag(parser, "--block-size")

@@ -24,6 +24,7 @@ from rooflinekit.planning.fleet import (
     _replica,
     check_fleet_counts,
     check_plan_size,
+    one_scheduler,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.profiles import resolve_engine
@@ -69,7 +70,7 @@ def _splits(gpu_budget, splits, tp):
 
 
 def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budget=None,
-                       splits=None, max_num_seqs=256, max_num_batched_tokens=None,
+                       splits=None, max_num_seqs="auto", max_num_batched_tokens="auto",
                        admission="paged", block_size=16, gpu_memory_utilization=0.9,
                        link_bandwidth=None, link_latency=0.0, headroom=0.2, replicates=10,
                        seed=0, requests=1000, rtol=0.02, engine=None,
@@ -92,7 +93,9 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     splits : list of (int, int), optional
         Or these ``(prefill_replicas, decode_replicas)`` splits. Give one of the two.
     max_num_seqs, max_num_batched_tokens, admission, block_size, gpu_memory_utilization
-        One replica's scheduler and KV cache, as for :func:`rooflinekit.plan`.
+        One replica's scheduler and KV cache, as for :func:`rooflinekit.plan`, one value each;
+        ``max_num_seqs`` and ``max_num_batched_tokens`` default to ``"auto"``, the engine's
+        defaults for the GPU (every pool's replicas run the same scheduler).
     link_bandwidth : float, optional
         Bandwidth a prompt's KV crosses between the pools [bytes/s], > 0; default ``tp ×
         gpu.network_bandwidth`` (each GPU of the group sends its shard over its own NIC).
@@ -161,12 +164,13 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     replicates = whole_number("replicates", replicates, lo=1)
     requests = whole_number("requests", requests, lo=10)
     rtol = real_number("rtol", rtol, lo=0, hi=0.5, lo_open=True)
+    max_num_seqs, max_num_batched_tokens = one_scheduler(engine, gpu, max_num_seqs,
+                                                         max_num_batched_tokens)
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
     batcher, budget, problem = _replica(
-        model, gpu, tp, whole_number("max_num_seqs", max_num_seqs, lo=1),
-        whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1, allow_none=True),
-        admission, whole_number("block_size", block_size, lo=1),
+        model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission,
+        whole_number("block_size", block_size, lo=1),
         real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
         engine)
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
@@ -192,6 +196,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         binding[k] = values[np.argmax(counts)]                # what binds in most replicates
     return _assemble(units, per, saturation, binding, tp, traffic, headroom, {
         "model": model.name, "gpu": gpu.name, "tp": tp, "model_quality": label,
+        "max_num_seqs": max_num_seqs, "max_num_batched_tokens": int(max_num_batched_tokens or 0),
         "kv_budget_tokens": int(budget), "link_bandwidth": link_bandwidth,
         "link_latency": link_latency, "headroom": headroom, "rate": float(traffic.rate),
         "quantile": float(slo.quantile), **{f"{k}_target": v for k, v in slo.targets.items()},

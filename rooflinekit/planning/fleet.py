@@ -708,15 +708,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         raise ValueError(f"rates must be finite and > 0 [requests/s]; got {show(rates)}")
     replicates = whole_number("replicates", replicates, lo=1)
     requests = whole_number("requests", requests, lo=10)
-    defaults = scheduler_defaults(scheduler_engine(engine), gpu)
-    if _scheduler_counts("max_num_seqs", max_num_seqs, ("auto",)) == "auto":
-        max_num_seqs = defaults.max_num_seqs
-    max_num_seqs = whole_number("max_num_seqs", max_num_seqs, lo=1)
-    if _scheduler_counts("max_num_batched_tokens", max_num_batched_tokens,
-                         ("auto", None)) == "auto":
-        max_num_batched_tokens = max(defaults.max_num_batched_tokens, max_num_seqs)
-    max_num_batched_tokens = whole_number("max_num_batched_tokens", max_num_batched_tokens,
-                                          lo=max_num_seqs, allow_none=True)
+    max_num_seqs, max_num_batched_tokens = one_scheduler(engine, gpu, max_num_seqs,
+                                                         max_num_batched_tokens)
     seed = whole_number("seed", seed, lo=0)
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     engine = resolve_engine(engine, gpu)
@@ -756,6 +749,22 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "quantile": float(slo.quantile),
                      **{f"{k}_target": v for k, v in slo.targets.items()}})
     return ds
+
+
+def one_scheduler(engine, gpu, max_num_seqs, max_num_batched_tokens) -> tuple:
+    """One replica's ``(max_num_seqs, max_num_batched_tokens)``: the numbers given, or for
+    ``"auto"`` the defaults of the engine named by ``engine`` (vLLM's otherwise) for ``gpu``
+    (:func:`rooflinekit.profiles.scheduler_defaults`); ``None`` budget: whole prompts."""
+    defaults = scheduler_defaults(scheduler_engine(engine), gpu)
+    if _scheduler_counts("max_num_seqs", max_num_seqs, ("auto",)) == "auto":
+        max_num_seqs = defaults.max_num_seqs
+    max_num_seqs = whole_number("max_num_seqs", max_num_seqs, lo=1)
+    if _scheduler_counts("max_num_batched_tokens", max_num_batched_tokens,
+                         ("auto", None)) == "auto":
+        max_num_batched_tokens = max(defaults.max_num_batched_tokens, max_num_seqs)
+    max_num_batched_tokens = whole_number("max_num_batched_tokens", max_num_batched_tokens,
+                                          lo=max_num_seqs, allow_none=True)
+    return max_num_seqs, max_num_batched_tokens
 
 
 def _operating_point(batcher, draws, rate, parallel, gains=None) -> dict:
