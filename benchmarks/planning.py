@@ -21,11 +21,14 @@ QUESTION = {
 DRAFT_HEAD = rk.Speculative(draft=0.05, draft_tokens=4, acceptance=0.8)
 
 
-def plan_question(replicates=20, requests=1000, speculative=None, engine_draws=None):
+def plan_question(replicates=20, requests=1000, speculative=None, engine_draws=None,
+                  max_num_batched_tokens="search"):
     """The planner question above, answered: the plan, its cheapest configuration, the decision
-    (timed by the vLLM profiles, their knobs drawn ``engine_draws`` times: default 4, 0 none)."""
+    (timed by the vLLM profiles, their knobs drawn ``engine_draws`` times: default 4, 0 none;
+    the chunk budget searched by default, ``"auto"`` the engine's own)."""
     ds = rk.plan(QUESTION["traffic"], QUESTION["slo"], replicates=replicates, requests=requests,
-                 speculative=speculative, engine_draws=engine_draws, **QUESTION["grid"])
+                 speculative=speculative, engine_draws=engine_draws,
+                 max_num_batched_tokens=max_num_batched_tokens, **QUESTION["grid"])
     best = rk.cheapest_plan(ds, by=None)
     table = rk.decision_table(best, QUESTION["traffic"], payg=rk.PayAsYouGo(3.0, 12.0))
     return ds, best, table
@@ -61,6 +64,22 @@ class PlanWithProfileUncertainty:
 
     def time_plan(self, engine_draws):
         plan_question(engine_draws=engine_draws)
+
+
+class PlanChunkSearch:
+    """The whole question at 20 replicates with the chunk budget searched (the default: each
+    configuration tries 512 to 16,384 tokens, those at least its max_num_seqs) or the
+    engine's own ("auto"): the cost of the search."""
+
+    params = ["auto", "search"]
+    param_names = ["max_num_batched_tokens"]
+    timeout = 300
+
+    def setup(self, max_num_batched_tokens):
+        plan_question(replicates=1, requests=50, max_num_batched_tokens="auto")
+
+    def time_plan(self, max_num_batched_tokens):
+        plan_question(max_num_batched_tokens=max_num_batched_tokens)
 
 
 class SpeculativePlanUnderLoad:

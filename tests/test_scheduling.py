@@ -113,20 +113,23 @@ def test_a_good_scheduler_file_reads(tmp_path):
 
 @pytest.fixture(scope="module")
 def searched():
-    """A default plan (engine defaults, chunk search) and the same grid over the candidates."""
+    """A default plan (engine defaults, chunk search), the same grid over the candidates, and
+    the candidates screened as the search screens them (its first 4 replicates, 5 %)."""
     traffic = rk.Traffic(6.0, rk.workloads.LogNormal(1500, 0.5), rk.workloads.LogNormal(200, 0.5))
-    common = dict(models="Llama-3.1-8B", gpus=["H100-SXM-80GB", "A100-SXM-80GB"], tp=[1, 2],
-                  replicates=4, requests=200, engine_draws=0)
-    default = rk.plan(traffic, SLO, **common)
-    listed = {seqs: rk.plan(traffic, SLO, max_num_seqs=seqs,
-                            max_num_batched_tokens=chunk_budget_candidates(2048, seqs),
-                            **{**common, "gpus": [gpu]})
-              for seqs, gpu in ((1024, "H100-SXM-80GB"), (256, "A100-SXM-80GB"))}
-    return default, listed
+    common = dict(models="Llama-3.1-8B", tp=[1, 2], requests=200, engine_draws=0)
+    default = rk.plan(traffic, SLO, gpus=["H100-SXM-80GB", "A100-SXM-80GB"], replicates=8,
+                      **common)
+    listed, screened = {}, {}
+    for seqs, gpu in ((1024, "H100-SXM-80GB"), (256, "A100-SXM-80GB")):
+        grid = dict(max_num_seqs=seqs, max_num_batched_tokens=chunk_budget_candidates(2048, seqs),
+                    gpus=[gpu], **common)
+        listed[gpu] = rk.plan(traffic, SLO, replicates=8, **grid)
+        screened[gpu] = rk.plan(traffic, SLO, replicates=4, rtol=0.05, **grid)
+    return default, listed, screened
 
 
 def test_a_default_plan_runs_each_gpus_engine_defaults(searched):
-    default, _ = searched
+    default = searched[0]
     assert "max_num_seqs" not in default.dims and "max_num_batched_tokens" not in default.dims
     seqs = default["max_num_seqs"].sel(model="Llama-3.1-8B")
     assert (seqs.sel(gpu="H100-SXM-80GB") == 1024).all()
@@ -136,25 +139,27 @@ def test_a_default_plan_runs_each_gpus_engine_defaults(searched):
     assert default.attrs["scheduler"].startswith("vllm defaults")
 
 
-@pytest.mark.parametrize("gpu, seqs", [("H100-SXM-80GB", 1024), ("A100-SXM-80GB", 256)])
+@pytest.mark.parametrize("gpu", ["H100-SXM-80GB", "A100-SXM-80GB"])
 @pytest.mark.parametrize("tp", [1, 2])
-def test_the_search_keeps_the_best_budget(searched, gpu, seqs, tp):
-    """The searched configuration is the listed one at its chosen budget, to the bit (the same
-    draws), and no listed budget beats it by more than the search's tolerance; the engine's
-    default (8192 on the H100, 2048 on the A100) stays unless one does."""
-    default, listed = searched
+def test_the_search_keeps_the_screened_best_budget(searched, gpu, tp):
+    """The chosen budget is the engine's default (8192 on the H100, 2048 on the A100) unless
+    another's screened median max rate beats the default's by more than 5 %, then the highest;
+    the configuration's numbers are then the full grid's at that budget, to the bit (the same
+    draws)."""
+    default, listed, screened = searched
     one = default.sel(model="Llama-3.1-8B", gpu=gpu, tp=tp)
     chosen = int(one["max_num_batched_tokens"])
-    grid = listed[seqs].sel(model="Llama-3.1-8B", gpu=gpu, tp=tp, max_num_seqs=seqs)
-    assert float(one["max_rate"]) == float(grid["max_rate"].sel(max_num_batched_tokens=chosen))
+    rates = screened[gpu]["max_rate"].sel(model="Llama-3.1-8B", gpu=gpu, tp=tp).squeeze()
+    rates = {int(c): float(rates.sel(max_num_batched_tokens=c))
+             for c in rates["max_num_batched_tokens"].values}
+    engine_default = {"H100-SXM-80GB": 8192, "A100-SXM-80GB": 2048}[gpu]
+    best = max(rates, key=rates.get)
+    expected = engine_default if rates[best] <= rates[engine_default] * 1.05 else best
+    assert chosen == expected, rates
+    full = listed[gpu].sel(model="Llama-3.1-8B", gpu=gpu, tp=tp).squeeze()
     np.testing.assert_array_equal(
         one["replicate_max_rate"].values,
-        grid["replicate_max_rate"].sel(max_num_batched_tokens=chosen).values)
-    engine_default = {"H100-SXM-80GB": 8192, "A100-SXM-80GB": 2048}[gpu]
-    base = float(grid["max_rate"].sel(max_num_batched_tokens=engine_default))
-    if chosen != engine_default:
-        assert float(one["max_rate"]) > base * 1.02
-    assert float(grid["max_rate"].max()) <= float(one["max_rate"]) * 1.02 ** 2
+        full["replicate_max_rate"].sel(max_num_batched_tokens=chosen).values)
 
 
 def test_auto_takes_the_engines_budget_and_none_prefills_whole():

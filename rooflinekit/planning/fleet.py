@@ -243,11 +243,12 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         vLLM's ``--max-num-batched-tokens`` [tokens], the per-step token budget of chunked
         prefill (decode tokens first, then prefill slices); a number or list becomes a dimension;
         ``None``: whole prompts in one step (no chunking); ``"auto"``: the engine's default for
-        the GPU. Default ``"search"``: each configuration tries
+        the GPU. Default ``"search"``: each configuration screens
         :func:`rooflinekit.profiles.chunk_budget_candidates` (powers of two from 512 to 16,384
-        and the engine's default, those >= its ``max_num_seqs``) and keeps the one with the highest
-        median max rate, the engine's default unless another is higher by more than ``rtol``;
-        a variable.
+        and the engine's default, those >= its ``max_num_seqs``) on its first
+        :data:`SCREEN_REPLICATES` replicates and keeps the one with the highest median max
+        rate, the engine's default unless another is higher by more than
+        :data:`SCREEN_RTOL`; only that one is searched on every replicate. A variable.
     admission : {"paged", "reserve"}
         The batcher's admission rule (:class:`~rooflinekit.batching.ContinuousBatcher`).
     block_size : int
@@ -464,6 +465,11 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     return ds
 
 
+#: Replicates a chunk-budget search screens each budget on, and its tolerance [1].
+SCREEN_REPLICATES = 4
+SCREEN_RTOL = 0.05
+
+
 def _on_all_cores(run, configs) -> list:
     """``run(index, parallel=...)`` of every configuration, in order, the cores shared out.
 
@@ -517,30 +523,25 @@ class _Configuration:
         n = self.draws[0].shape[0]
         budgets = self._budgets(values)
         default = self.defaults[values[dims.GPU].name].max_num_batched_tokens
-        found, runs = None, 0
-        # the highest median max rate over the budgets; the engine's default (tried first)
-        # is kept unless another beats it by more than the search's tolerance (noise)
-        for chunk in sorted(budgets, key=lambda b: b != default):
-            values[dims.MAX_NUM_BATCHED_TOKENS] = chunk
-            batcher, budget, problem = self._replica(values, self.engine)
-            if problem:
-                return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
-                        "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
-                        "binding": np.full(n, problem, dtype=object),
-                        dims.MAX_NUM_SEQS: values[dims.MAX_NUM_SEQS],
-                        dims.MAX_NUM_BATCHED_TOKENS: chunk or 0}
-            if self.drawn is None:
-                tried = max_rate(batcher, self.slo, self.draws, rtol=self.rtol,
-                                 parallel=parallel, gains=self.gains)
-            else:
-                tried = self._search_drawn(values, parallel)
-            runs += tried["runs"]
-            if found is None or np.median(tried["max_rate"]) > \
-                    np.median(found["max_rate"]) * (1 + self.rtol):
-                found, best = tried, (batcher, chunk)
-        batcher, chunk = best
+        runs = 0
+        if len(budgets) > 1:
+            chunk, runs = self._screen(values, budgets, default, parallel)
+        else:
+            chunk = budgets[0]
         values[dims.MAX_NUM_BATCHED_TOKENS] = chunk
-        found["runs"] = runs
+        batcher, budget, problem = self._replica(values, self.engine)
+        if problem:
+            return {"max_rate": np.zeros(n), "saturation_rate": np.zeros(n), "runs": 0,
+                    "kv_budget_tokens": budget, "latencies": {}, "energy_per_token": 0.0,
+                    "binding": np.full(n, problem, dtype=object),
+                    dims.MAX_NUM_SEQS: values[dims.MAX_NUM_SEQS],
+                    dims.MAX_NUM_BATCHED_TOKENS: chunk or 0}
+        if self.drawn is None:
+            found = max_rate(batcher, self.slo, self.draws, rtol=self.rtol, parallel=parallel,
+                             gains=self.gains)
+        else:
+            found = self._search_drawn(values, parallel)
+        found["runs"] += runs
         found[dims.MAX_NUM_SEQS] = values[dims.MAX_NUM_SEQS]
         found[dims.MAX_NUM_BATCHED_TOKENS] = chunk or 0
         found["kv_budget_tokens"] = budget
@@ -568,6 +569,32 @@ class _Configuration:
                         model, gpu, max(batch, 1.0), context, tp=values[dims.TP], pp=pp,
                         ep=ep, engine=step)
         return found
+
+    def _screen(self, values, budgets, default, parallel) -> tuple:
+        """The chunk budget a configuration runs with, and the screening's simulations.
+
+        Each budget's max rate is searched on the first :data:`SCREEN_REPLICATES` replicates
+        (the same requests for every budget, the fitted knobs) at tolerance
+        :data:`SCREEN_RTOL`; the engine's default is kept unless another's median beats it by
+        more than that tolerance, else the highest wins. Only the chosen budget is then
+        searched on every replicate, so the search costs about ``1 + k ×
+        SCREEN_REPLICATES / replicates`` searches for ``k`` budgets.
+        """
+        rows = slice(0, min(SCREEN_REPLICATES, self.draws[0].shape[0]))
+        draws = tuple(a[rows] for a in self.draws)
+        gains = None if self.gains is None else (self.gains[0][rows], self.gains[1][rows])
+        rates, runs = {}, 0
+        for chunk in budgets:
+            values[dims.MAX_NUM_BATCHED_TOKENS] = chunk
+            batcher, _, problem = self._replica(values, self.engine)
+            if problem:        # the layout or memory, whatever the budget: say the default
+                return (default if default in budgets else chunk), runs
+            tried = max_rate(batcher, self.slo, draws, rtol=max(self.rtol, SCREEN_RTOL),
+                             parallel=parallel, gains=gains)
+            rates[chunk], runs = float(np.median(tried["max_rate"])), runs + tried["runs"]
+        best = max(rates, key=rates.get)
+        keep = default in rates and rates[best] <= rates[default] * (1 + SCREEN_RTOL)
+        return (default if keep else best), runs
 
     def _replica(self, values, engine):
         """:func:`_replica` of the configuration ``values``, timed by ``engine``."""
