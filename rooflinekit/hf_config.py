@@ -10,13 +10,16 @@ cache (:func:`find_config`), or the parsed dict.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import numbers
 import os
+import re
 from collections.abc import Mapping
 
 from rooflinekit._validation import (MAX_CONFIG_BYTES, MAX_LAYERS, check_one_of, describe,
                                       parse_json, read_regular_file, real_number, show,
                                       whole_number)
+from rooflinekit.dtypes import bytes_per_element
 
 __all__ = ["shape_fields", "count_params", "load_hf_config", "find_config",
            "hf_cache_dir"]
@@ -29,6 +32,7 @@ _ALIASES = {
     "hidden_size": ("n_embd", "n_embed", "d_model"),
     "max_position_embeddings": ("n_positions", "max_seq_len"),
     "intermediate_size": ("n_inner", "ffn_hidden_size"),
+    "head_dim": ("attention_head_dim",),                 # Nemotron-H
 }
 
 # transformers' configuration classes whose ``tie_word_embeddings`` default is False; every other
@@ -68,6 +72,11 @@ _VISION_DEFAULTS = {
 #: width, any number in [2, 8].
 QUANTIZATION_BITS = (1, 2, 3, 4, 8)
 _EXL2_BITS = (2, 8)
+
+# layer_types values and the kind of layer each names; hybrid_override_pattern's characters.
+_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "attention": "full",
+                "linear_attention": "linear", "mamba": "mamba"}
+_PATTERN_KINDS = {"M": "mamba", "*": "full", "-": "mlp", "E": "mlp"}
 
 _TORCH_DTYPES = {
     "float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
@@ -314,6 +323,9 @@ class _Shape:
                 raise ValueError("config.json field 'intermediate_size' (or "
                                  "'moe_intermediate_size') is missing for a mixture-of-experts "
                                  "model")
+        self.kinds = self._layer_kinds(cfg)
+        # Falcon-H1 runs a Mamba-2 mixer beside attention in every layer
+        self.parallel_mamba = self.layers if self.model_type == "falcon_h1" else 0
         self.window, self.n_sliding = self._window(cfg)
 
     def _kv_heads(self, cfg):
@@ -356,8 +368,9 @@ class _Shape:
                 return max(_int(cfg, field, lo=0), 1)
         return 1
 
-    def _window(self, cfg):
-        window = _int(cfg, "sliding_window", required=False)
+    def _layer_kinds(self, cfg):
+        """Each layer's kind ("full", "sliding", "linear", "mamba", "mlp"), or None when every
+        layer is attention as the window fields say (see _window)."""
         layer_types = cfg.get("layer_types")
         if layer_types is not None:
             if not isinstance(layer_types, list) or len(layer_types) != self.layers:
@@ -367,12 +380,72 @@ class _Shape:
             if odd is not None:
                 raise TypeError(f"config.json field 'layer_types' must hold strings "
                                 f"('sliding_attention', 'full_attention'); got {describe(odd)}")
-            unknown = set(layer_types) - {"sliding_attention", "full_attention"}
+            unknown = set(layer_types) - set(_LAYER_TYPES)
             if unknown:
                 raise ValueError(f"config.json field 'layer_types' holds "
-                                 f"{show(sorted(unknown))}; allowed: 'sliding_attention', "
-                                 f"'full_attention'")
-            n_sliding = layer_types.count("sliding_attention")
+                                 f"{show(sorted(unknown))}; allowed: "
+                                 f"{', '.join(map(repr, _LAYER_TYPES))}")
+            return [_LAYER_TYPES[t] for t in layer_types]
+        pattern = cfg.get("hybrid_override_pattern")
+        if pattern is not None:                      # Nemotron-H: one character a layer
+            name = "config.json field 'hybrid_override_pattern'"
+            if not isinstance(pattern, str):
+                raise TypeError(f"{name} must be a string; got {describe(pattern)}")
+            if len(pattern) != self.layers:
+                raise ValueError(f"{name} has {len(pattern)} characters; it needs one a layer, "
+                                 f"num_hidden_layers = {self.layers}")
+            unknown = set(pattern) - set(_PATTERN_KINDS)
+            if unknown:
+                raise ValueError(f"{name} holds {show(sorted(unknown))}; allowed: 'M' (Mamba), "
+                                 f"'*' (attention), '-' (MLP), 'E' (mixture of experts)")
+            return [_PATTERN_KINDS[c] for c in pattern]
+        if cfg.get("full_attention_interval") is not None:      # Qwen3-Next
+            every = _int(cfg, "full_attention_interval")
+            return ["full" if (i + 1) % every == 0 else "linear" for i in range(self.layers)]
+        if cfg.get("attn_layer_period") is not None:            # Jamba
+            period = _int(cfg, "attn_layer_period")
+            offset = _int(cfg, "attn_layer_offset", lo=0, required=False, default=0)
+            if offset >= period:
+                raise ValueError(f"config.json field 'attn_layer_offset' ({offset}) must be "
+                                 f"less than 'attn_layer_period' ({period})")
+            return ["full" if i % period == offset else "mamba" for i in range(self.layers)]
+        return None
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers with a KV cache."""
+        if self.kinds is None:
+            return self.layers
+        return sum(k in ("full", "sliding") for k in self.kinds)
+
+    @property
+    def is_hybrid(self) -> bool:
+        return bool(self.parallel_mamba) or (
+            self.kinds is not None and any(k in ("linear", "mamba", "mlp") for k in self.kinds))
+
+    @property
+    def mamba_layers(self) -> int:
+        """Layers with a Mamba mixer (alone, or beside attention in Falcon-H1)."""
+        return (0 if self.kinds is None else self.kinds.count("mamba")) + self.parallel_mamba
+
+    @property
+    def linear_layers(self) -> int:
+        """Layers of linear attention (Gated DeltaNet)."""
+        return 0 if self.kinds is None else self.kinds.count("linear")
+
+    def _window(self, cfg):
+        window = _int(cfg, "sliding_window", required=False)
+        layer_types = cfg.get("layer_types")
+        if self.attention_layers == 0:
+            raise ValueError("config.json: no layer holds attention (layer_types, "
+                             "hybrid_override_pattern); a model without a KV cache is not "
+                             "supported")
+        if layer_types is not None:
+            n_sliding = self.kinds.count("sliding")
+        elif "use_sliding_window" in cfg and not _flag(cfg, "use_sliding_window"):
+            return None, 0
+        elif self.kinds is not None:       # a hybrid pattern: any window is every attention's
+            n_sliding = self.attention_layers
         elif "use_sliding_window" in cfg:
             # Qwen2 family: the window is off unless use_sliding_window, and then applies to the
             # layers from max_window_layers on (transformers' Qwen2Config.layer_types).
@@ -419,33 +492,418 @@ def _quant_bits(quant: Mapping, method: str) -> float:
     return bits
 
 
-def _dtype(cfg: Mapping):
-    """(weights format, KV-cache format) from quantization_config and torch_dtype/dtype."""
+def _compute_dtype(cfg: Mapping):
+    """The checkpoint's 16/32-bit format from ``torch_dtype``/``dtype`` (None: not stated)."""
     raw = cfg.get("torch_dtype", cfg.get("dtype"))
-    compute = None
-    if raw is not None:
-        key = check_one_of("config.json field 'torch_dtype'", raw, sorted(_TORCH_DTYPES),
-                           fold_case=True)
-        compute = _TORCH_DTYPES[key]
+    if raw is None:
+        return None
+    key = check_one_of("config.json field 'torch_dtype'", raw, sorted(_TORCH_DTYPES),
+                       fold_case=True)
+    return _TORCH_DTYPES[key]
+
+
+def _dtype(cfg: Mapping):
+    """(weights format, KV-cache format) from quantization_config and torch_dtype/dtype.
+
+    The weights format is the nominal one (the quantized values' width); the bytes of each
+    group of weights, scales included, come from :func:`_weight_groups`.
+    """
+    compute = _compute_dtype(cfg)
+    quant = _quant_config(cfg)
     weights = compute or "bf16"
-    quant = cfg.get("quantization_config")
-    if quant is not None and not isinstance(quant, Mapping):
-        raise TypeError(f"config.json field 'quantization_config' must be an object; got "
-                        f"{describe(quant)}")
     if quant is not None:
-        method = str(quant.get("quant_method", "")).lower()
-        if quant.get("bits") is not None:
-            weights = _quant_bits(quant, method) / 8             # GPTQ / AWQ: packed integers
-        elif method in ("fp8", "fbgemm_fp8"):
-            weights = "fp8"
-        elif _flag(quant, "load_in_4bit", at="quantization_config."):
-            weights = "int4"
-        elif _flag(quant, "load_in_8bit", at="quantization_config."):
-            weights = "int8"
+        scheme = _scheme(quant)
+        if scheme is not None:
+            weights = scheme.nominal
     # The KV cache holds activations, kept in the 16-bit compute format; fp32 checkpoints are
     # served in 16 bits (vLLM's dtype="auto" casts them down).
     kv = compute if compute in ("bf16", "fp16") else "bf16"
     return weights, kv
+
+
+def _quant_config(cfg: Mapping):
+    quant = cfg.get("quantization_config")
+    if quant is not None and not isinstance(quant, Mapping):
+        raise TypeError(f"config.json field 'quantization_config' must be an object; got "
+                        f"{describe(quant)}")
+    return quant
+
+
+# -- quantized weight formats ----------------------------------------------------------------------
+#: Bytes per weight, scales included, of the microscaling formats: MXFP4 (OCP MX: 4-bit E2M1
+#: values, one 8-bit E8M0 scale per 32) and NVFP4 (4-bit E2M1 values, one FP8 E4M3 scale per
+#: 16; its one FP32 scale per tensor is not counted).
+MXFP4_BYTES = (4 + 8 / 32) / 8
+NVFP4_BYTES = (4 + 8 / 16) / 8
+
+#: bitsandbytes' 4-bit formats (NF4, FP4): one FP32 absmax per block of 64 values, or with
+#: double quantization an 8-bit absmax per block and one FP32 scale per 256 blocks.
+BNB_4BIT_BYTES = (4 + 32 / 64) / 8
+BNB_4BIT_DOUBLE_QUANT_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8
+
+# quantization_config.quant_method values read; any other is refused (see _scheme).
+_KNOWN_METHODS = ("mxfp4", "fp8", "fbgemm_fp8", "gptq", "awq", "exl2", "bitsandbytes",
+                  "compressed-tensors", "modelopt")     # and "modelopt_fp4", ModelOpt's too
+
+
+class _Scheme:
+    """How a quantization_config stores the linear layers' weights.
+
+    ``nominal`` is the values' format (ModelShape.bytes_per_param); ``linear(name)`` the bytes
+    per weight, scales included, of the linear layer ``name`` (HF module naming), or ``None``
+    when the layer is left in the checkpoint's 16-bit format.
+    """
+
+    def __init__(self, nominal, rules, skip=(), lm_head=False):
+        self.nominal = nominal
+        self.rules = rules            # [(targets or None for every linear layer, bytes)]
+        self.skip = tuple(skip)
+        self.lm_head = lm_head        # whether the LM head is quantized too (else kept 16-bit)
+
+    def linear(self, name: str):
+        if name == "lm_head" and not self.lm_head:
+            return None
+        if any(_matches(name, pattern) for pattern in self.skip):
+            return None
+        for targets, nbytes in self.rules:
+            if targets is None or any(_matches(name, t) or t == "Linear" for t in targets):
+                return nbytes
+        return None
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """Whether a module-name pattern of a quantization_config names module ``name``.
+
+    ``re:`` prefixes a regular expression matched at the start (compressed-tensors); otherwise
+    the pattern is whole dotted components anywhere in the name (an exact name, a parent
+    module, AutoAWQ's ``self_attn`` or ``layers.0.``), a glob (``model.layers.*.self_attn``,
+    ModelOpt and transformers) or a regular expression matched at the start (transformers'
+    ``modules_to_not_convert``).
+    """
+    if pattern.startswith("re:"):
+        return _regex_match(pattern[3:], name)
+    # whole dotted components anywhere in the name: AutoAWQ's and bitsandbytes' "self_attn",
+    # "layers.0.", "mlp.gate" (the router, not gate_proj)
+    components = pattern if pattern.endswith(".") else pattern + "."
+    if ("." + components) in ("." + name + "."):
+        return True
+    if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name, pattern + ".*"):
+        return True
+    return _regex_match(pattern + r"(\.|$)", name)
+
+
+def _regex_match(regex: str, name: str) -> bool:
+    try:
+        return re.match(regex, name) is not None
+    except re.error:
+        return False
+
+
+def _patterns(quant: Mapping, field: str, at: str = "quantization_config.") -> list[str]:
+    value = quant.get(field)
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"config.json field '{at}{field}' must be a list of module names; got "
+                        f"{describe(value)}")
+    return list(value)
+
+
+def _positive_int(quant: Mapping, field: str, at: str = "quantization_config.", *,
+                  allow_minus_one: bool = False):
+    value = quant.get(field)
+    if value is None:
+        return None
+    if allow_minus_one and value == -1 and not isinstance(value, bool):
+        return None                       # GPTQ/AWQ: -1 means one scale per output channel
+    return whole_number(f"config.json field '{at}{field}'", value, 1)
+
+
+def _fp8_block_bytes(quant: Mapping, at: str = "quantization_config.") -> float:
+    """FP8 values, plus one FP32 scale per ``weight_block_size`` block when given."""
+    block = quant.get("weight_block_size")
+    if block is None:
+        return 1.0                        # one scale per tensor (or per row): not counted
+    if not isinstance(block, (list, tuple)) or len(block) != 2:
+        raise ValueError(f"config.json field '{at}weight_block_size' must be two whole numbers "
+                         f"(rows, columns of a block); got {show(block)}")
+    rows, cols = (whole_number(f"config.json field '{at}weight_block_size'", b, 1)
+                  for b in block)
+    return 1.0 + 4.0 / (rows * cols)
+
+
+def _integer_group_bytes(bits: float, group, zero_points: bool, scale_bytes: float = 2.0):
+    """Packed ``bits``-bit integers with a 16-bit scale (and a packed zero point) per group."""
+    if group is None:
+        return bits / 8                   # one scale per output channel: not counted
+    return (bits + (8 * scale_bytes + (bits if zero_points else 0)) / group) / 8
+
+
+def _scheme(quant: Mapping):
+    """The :class:`_Scheme` of a quantization_config (None: it quantizes no weights)."""
+    method = quant.get("quant_method")
+    if method is not None and not isinstance(method, str):
+        raise TypeError(f"config.json field 'quantization_config.quant_method' must be a "
+                        f"string; got {describe(method)}")
+    method = (method or "").lower()
+    skip = _patterns(quant, "modules_to_not_convert")
+    if quant.get("bits") is not None and method not in ("compressed-tensors", "modelopt"):
+        bits = _quant_bits(quant, method)
+        if method in ("gptq", "awq"):
+            group = _positive_int(quant, "group_size", allow_minus_one=True)
+            zeros = method == "gptq" or _flag(quant, "zero_point", True,
+                                              at="quantization_config.")
+            per_weight = _integer_group_bytes(bits, group, zeros)
+        else:
+            per_weight = bits / 8            # exl2's average width; HQQ, quanto: values only
+        lm_head = _flag(quant, "lm_head", at="quantization_config.")
+        return _Scheme(bits / 8, [(None, per_weight)], skip, lm_head=lm_head)
+    if method in ("fp8", "fbgemm_fp8"):
+        return _Scheme("fp8", [(None, _fp8_block_bytes(quant))], skip)
+    if method == "mxfp4":
+        return _Scheme("mxfp4", [(None, MXFP4_BYTES)], skip)
+    if method in ("", "bitsandbytes"):
+        skip = skip + _patterns(quant, "llm_int8_skip_modules")
+        if _flag(quant, "load_in_4bit", at="quantization_config."):
+            double = _flag(quant, "bnb_4bit_use_double_quant", at="quantization_config.")
+            nbytes = BNB_4BIT_DOUBLE_QUANT_BYTES if double else BNB_4BIT_BYTES
+            return _Scheme("int4", [(None, nbytes)], skip)
+        if _flag(quant, "load_in_8bit", at="quantization_config."):
+            return _Scheme("int8", [(None, 1.0)], skip)   # one FP32 scale per row: not counted
+        if method == "bitsandbytes":
+            raise ValueError("config.json field 'quantization_config' (bitsandbytes) sets "
+                             "neither load_in_4bit nor load_in_8bit")
+    if method == "compressed-tensors":
+        return _compressed_tensors(quant)
+    if method in ("modelopt", "modelopt_fp4"):
+        return _modelopt(quant, "quantization_config.")
+    raise ValueError(
+        f"config.json field 'quantization_config.quant_method': {method or '(none)'!r} is not a "
+        f"weight format rooflinekit reads (it reads {', '.join(_KNOWN_METHODS)}, and any method "
+        f"stating 'bits'); give the weights' format instead: bytes_per_param= in Python (a "
+        f"name such as 'int4' or bytes per weight: ModelShape.from_hf_config(path, "
+        f"bytes_per_param=0.55)) or --dtype on the command line")
+
+
+def _compressed_tensors(quant: Mapping):
+    """compressed-tensors: ``config_groups`` of targets and weight arguments, ``ignore``."""
+    at = "quantization_config."
+    groups = quant.get("config_groups") or {}
+    if not isinstance(groups, Mapping):
+        raise TypeError(f"config.json field '{at}config_groups' must be an object; got "
+                        f"{describe(groups)}")
+    rules, nominal = [], None
+    for key, group in groups.items():
+        where = f"{at}config_groups.{key}."
+        if not isinstance(group, Mapping):
+            raise TypeError(f"config.json field '{where[:-1]}' must be an object; got "
+                            f"{describe(group)}")
+        weights = group.get("weights")
+        if weights is None:
+            continue                                   # activations only
+        if not isinstance(weights, Mapping):
+            raise TypeError(f"config.json field '{where}weights' must be an object; got "
+                            f"{describe(weights)}")
+        w = f"{where}weights."
+        bits = whole_number(f"config.json field '{w}num_bits'", weights.get("num_bits"), 1)
+        if bits > 16:
+            raise ValueError(f"config.json field '{w}num_bits' must be at most 16; got "
+                             f"{show(bits)}")
+        kind = str(weights.get("type") or "int").lower()
+        strategy = str(weights.get("strategy") or "tensor").lower()
+        if strategy in ("group", "tensor_group"):
+            size = _positive_int(weights, "group_size", at=w)
+            if size is None:
+                raise ValueError(f"config.json field '{w}group_size' is missing for strategy "
+                                 f"{strategy!r}")
+            # 4-bit floats (NVFP4, MXFP4) keep 8-bit scales; integers a 16-bit scale
+            scale = 1.0 if kind == "float" and bits == 4 else 2.0
+            zeros = not _flag(weights, "symmetric", True, at=w)
+            nbytes = _integer_group_bytes(bits, size, zeros, scale)
+        elif strategy == "block":
+            # values, and one FP32 scale per block_structure block (DeepSeek's layout)
+            block = _fp8_block_bytes({"weight_block_size": weights.get("block_structure")},
+                                     at=w) if weights.get("block_structure") is not None else 1.0
+            nbytes = bits / 8 + (block - 1.0)
+        elif strategy in ("tensor", "channel", "token"):
+            nbytes = bits / 8                  # one scale per tensor or row: not counted
+        else:
+            raise ValueError(f"config.json field '{w}strategy' must be one of 'tensor', "
+                             f"'channel', 'group', 'tensor_group', 'block'; got "
+                             f"{show(strategy)}")
+        targets = _patterns(group, "targets", at=where) or ["Linear"]
+        rules.append((targets, nbytes))
+        if nominal is None:
+            nominal = "nvfp4" if (kind == "float" and bits == 4 and strategy == "tensor_group") \
+                else bits / 8
+    if not rules:
+        return None
+    return _Scheme(nominal, rules, _patterns(quant, "ignore"), lm_head=True)
+
+
+def _modelopt(quant: Mapping, at: str):
+    """NVIDIA ModelOpt (``quant_algo``, ``group_size``, ``exclude_modules``)."""
+    algo = quant.get("quant_algo")
+    if not isinstance(algo, str):
+        raise TypeError(f"config.json field '{at}quant_algo' must be a string; got "
+                        f"{describe(algo)}")
+    skip = _patterns(quant, "exclude_modules", at=at) + _patterns(quant, "ignore", at=at)
+    if algo.upper() == "NVFP4":
+        group = _positive_int(quant, "group_size", at=at) or 16
+        return _Scheme("nvfp4", [(None, (4 + 8 / group) / 8)], skip, lm_head=True)
+    if algo.upper() == "FP8":
+        return _Scheme("fp8", [(None, 1.0)], skip, lm_head=True)
+    raise ValueError(f"config.json field '{at}quant_algo': {algo!r} is not a weight format "
+                     f"rooflinekit reads (NVFP4, FP8); give the weights' format instead: "
+                     f"bytes_per_param= in Python or --dtype on the command line")
+
+
+def _layer_names(i: int) -> dict[str, tuple[str, ...]]:
+    """Hugging Face module names of layer ``i``'s linear layers, by group (any may match)."""
+    layer = f"model.layers.{i}."
+    return {
+        "attention": (layer + "self_attn.q_proj", layer + "self_attn.o_proj"),
+        "mlp": (layer + "mlp.gate_proj", layer + "mlp.down_proj"),
+        "experts": (layer + "mlp.experts.0.gate_proj", layer + "mlp.experts.gate_up_proj",
+                    layer + "block_sparse_moe.experts.0.w1"),
+        "shared_experts": (layer + "mlp.shared_experts.gate_proj",
+                           layer + "mlp.shared_expert.gate_proj"),
+    }
+
+
+def _group_format(scheme: _Scheme, names, compute_bytes: float) -> float:
+    """Bytes per weight of a group of modules: the quantized format unless one is skipped."""
+    formats = [scheme.linear(n) for n in names]
+    if any(f is None for f in formats):
+        return compute_bytes
+    return formats[0]
+
+
+def _weight_groups(cfg: Mapping, s: "_Shape", parts: Mapping, hf_quant=None):
+    """Bytes per parameter of the body, experts and embeddings, or None (one format throughout).
+
+    Each part of :func:`count_params` is stored in the quantized format or, for modules the
+    config leaves unconverted (``modules_to_not_convert``, ``ignore``, ``exclude_modules``),
+    the routers, norms, biases, embeddings and encoders, in the checkpoint's 16-bit format;
+    layer by layer where a pattern names some layers only.
+    """
+    quant = _quant_config(cfg)
+    if quant is None and hf_quant is None:
+        return None
+    compute = _compute_dtype(cfg) or "bf16"
+    compute_bytes = bytes_per_element(compute)
+    scheme = _scheme(quant) if quant is not None else _modelopt(hf_quant, "quantization.")
+    if scheme is None:
+        return None
+    # bytes per weight of each quantizable part, layer by layer: [(params, bytes), ...]
+    pieces = {group: [] for group in ("attention", "mlp", "experts", "shared_experts")}
+    moe = _moe_layers(cfg, s)
+    n_moe = sum(moe)
+    for i in range(s.layers):
+        names = _layer_names(i)
+        pieces["attention"].append((parts["attention"] / s.layers,
+                                    _group_format(scheme, names["attention"], compute_bytes)))
+        for group in (("experts", "shared_experts") if moe[i] else ("mlp",)):
+            count = parts[group] / (n_moe if moe[i] else s.layers - n_moe)
+            if group == "experts" and s.model_type == "gpt_oss":
+                # gpt-oss keeps its experts' biases in 16 bits beside the MXFP4 matrices
+                biases = s.n_experts * (2 * s.moe_intermediate + s.hidden)
+                pieces[group].append((biases, compute_bytes))
+                count -= biases
+            pieces[group].append((count, _group_format(scheme, names[group], compute_bytes)))
+    h, tied = s.hidden, _tied(cfg, s)
+    head = scheme.linear("lm_head")
+    embedding = [(s.vocab * h, compute_bytes)]          # a table looked up, never quantized
+    if not tied:
+        embedding.append((s.vocab * h, compute_bytes if head is None else head))
+    experts = pieces.pop("experts")
+    # the body: the quantizable parts in their formats, the rest (routers, norms, learned
+    # positions, biases outside the layers, encoders) in the checkpoint's
+    body = [piece for group in pieces.values() for piece in group]
+    rest = parts["total"] - sum(p for p, _ in experts) - sum(p for p, _ in embedding) \
+        - sum(p for p, _ in body)
+    body.append((rest, compute_bytes))
+    return {"body_bytes_per_param": _mean_format(body, compute_bytes),
+            # a dense model's MLP format for its (absent) experts
+            "expert_bytes_per_param": _mean_format(experts or pieces["mlp"], compute_bytes),
+            "embedding_bytes_per_param": _mean_format(embedding, compute_bytes)}
+
+
+def _mean_format(pieces, default: float) -> float:
+    """Bytes per parameter over ``(params, bytes)`` pieces: the one format when all share it."""
+    pieces = [(p, b) for p, b in pieces if p > 0]
+    if not pieces:
+        return default
+    formats = {b for _, b in pieces}
+    if len(formats) == 1:
+        return formats.pop()
+    return sum(p * b for p, b in pieces) / sum(p for p, _ in pieces)
+
+
+# -- recurrent state of hybrid models --------------------------------------------------------------
+def _state_dtype_bytes(cfg: Mapping) -> float:
+    """Bytes of a recurrent-state element: the config's SSM state dtype, else FP32."""
+    for field in ("mamba_ssm_cache_dtype", "mamba_ssm_dtype"):
+        if cfg.get(field) is not None:
+            key = check_one_of(f"config.json field {field!r}", cfg[field], sorted(_TORCH_DTYPES),
+                               fold_case=True)
+            return bytes_per_element(_TORCH_DTYPES[key])
+    return 4.0
+
+
+def _first(cfg: Mapping, fields, **kwargs):
+    """The first of ``fields`` the config gives (its spellings differ by family)."""
+    for field in fields[:-1]:
+        if cfg.get(field) is not None:
+            return _int(cfg, field, **kwargs)
+    return _int(cfg, fields[-1], **kwargs)
+
+
+def _recurrent_state(cfg: Mapping, s: "_Shape") -> float:
+    """Bytes of the constant state one sequence holds in the linear-attention and Mamba layers.
+
+    Gated DeltaNet (Qwen3-Next, Qwen3.5): a recurrent state of ``H_v · d_k · d_v`` elements and
+    a convolution state of ``(kernel − 1) · (2 · H_k · d_k + H_v · d_v)`` a layer. Mamba-2
+    (Nemotron-H, Granite-4.0-H): ``H · d_head · N`` and ``(d_conv − 1) · (H · d_head + 2 · G ·
+    N)``; Mamba-1 (Jamba): ``E · h · N`` and ``(d_conv − 1) · E · h``. The recurrent states
+    are FP32 unless ``mamba_ssm_cache_dtype``/``mamba_ssm_dtype`` says otherwise, the
+    convolution states in the checkpoint's 16-bit format. Falcon-H1 has a Mamba-2 mixer beside
+    attention in every layer.
+    """
+    if not s.is_hybrid:
+        return 0.0
+    state = _state_dtype_bytes(cfg)
+    conv = bytes_per_element(_compute_dtype(cfg) or "bf16")
+    if conv > 2:
+        conv = 2.0                       # fp32 checkpoints are served in 16 bits
+    total = 0.0
+    n_linear = s.linear_layers
+    if n_linear:
+        value_heads = _int(cfg, "linear_num_value_heads")
+        key_heads = _int(cfg, "linear_num_key_heads")
+        key_dim = _int(cfg, "linear_key_head_dim")
+        value_dim = _int(cfg, "linear_value_head_dim")
+        kernel = _int(cfg, "linear_conv_kernel_dim")
+        per_layer = (value_heads * key_dim * value_dim * state
+                     + (kernel - 1) * (2 * key_heads * key_dim + value_heads * value_dim) * conv)
+        total += n_linear * per_layer
+    n_mamba = s.mamba_layers
+    if n_mamba:
+        kernel = _first(cfg, ("conv_kernel", "mamba_d_conv"), required=False, default=4)
+        if cfg.get("mamba_num_heads") is not None or cfg.get("mamba_n_heads") is not None:
+            heads = _first(cfg, ("mamba_num_heads", "mamba_n_heads"))
+            head_dim = _first(cfg, ("mamba_head_dim", "mamba_d_head"))
+            size = _first(cfg, ("ssm_state_size", "mamba_d_state"))
+            groups = _first(cfg, ("n_groups", "mamba_n_groups"), required=False, default=1)
+            inner = heads * head_dim
+            per_layer = (heads * head_dim * size * state
+                         + (kernel - 1) * (inner + 2 * groups * size) * conv)
+        else:                                   # Mamba-1: a state per inner channel
+            size = _first(cfg, ("mamba_d_state", "ssm_state_size"))
+            inner = _int(cfg, "mamba_expand", required=False, default=2) * s.hidden
+            per_layer = inner * size * state + (kernel - 1) * inner * conv
+        total += n_mamba * per_layer
+    return float(total)
 
 
 # -- parameter count -------------------------------------------------------------------------------
@@ -480,7 +938,8 @@ def count_params(config) -> dict[str, int]:
     dict of str to int
         Parameters [count] by part: ``embedding`` (token and learned position embeddings),
         ``lm_head`` (0 when tied to the embedding), ``attention`` (projections with their biases,
-        MLA's factorised projections and their norms, per-head q/k norms), ``mlp`` (dense MLPs),
+        MLA's factorised projections and their norms, per-head q/k norms; in a hybrid model the
+        Gated DeltaNet and Mamba-2 mixers too), ``mlp`` (dense MLPs),
         ``experts`` (routed experts), ``shared_experts``, ``router`` (gates and correction biases),
         ``norms`` (per-layer and final norms), ``vision`` and ``audio`` (a multimodal model's
         encoders with their projectors into the language model; 0 without them), and the sums
@@ -535,6 +994,12 @@ def _count(cfg: Mapping) -> dict[str, int]:
     if s.gpt_style and s.n_experts > 1:
         raise ValueError(f"config.json: counting a mixture-of-experts {s.model_type!r} model is "
                          f"not supported; pass n_params and n_active_params")
+    if s.is_hybrid and not _countable_hybrid(s):
+        raise ValueError(f"config.json: counting the parameters of a hybrid model (layers of "
+                         f"linear attention, Mamba or MLP only: {s.model_type or 'unknown'!r}) "
+                         f"is supported for Qwen3-Next-style Gated DeltaNet and Nemotron-H "
+                         f"(without 'E' layers) only; pass n_params (and n_active_params for a "
+                         f"mixture of experts)")
     h, d = s.hidden, s.head_dim
     q_width, kv_width = s.heads * d, s.kv_heads * d
     tied = _tied(cfg, s)
@@ -544,8 +1009,12 @@ def _count(cfg: Mapping) -> dict[str, int]:
     parts["lm_head"] = 0 if tied else s.vocab * h
     if s.gpt_style:
         parts.update(_count_gpt_style(cfg, s, q_width, kv_width))
+    elif s.is_hybrid and s.model_type == "nemotron_h":
+        parts.update(_count_nemotron_h(cfg, s, q_width, kv_width))
     else:
         parts.update(_count_llama_style(cfg, s, q_width, kv_width))
+        if s.is_hybrid:
+            parts["attention"] = _count_gated_deltanet_mixing(cfg, s, q_width, kv_width)
     parts["vision"] = _count_vision(cfg, h)
     parts["audio"] = _count_audio(cfg, h)
     total = sum(parts.values())
@@ -553,8 +1022,78 @@ def _count(cfg: Mapping) -> dict[str, int]:
     unused = parts["vision"] + parts["audio"]
     if s.n_experts > 1:
         per_expert = 3 * h * s.moe_intermediate
+        if s.model_type == "gpt_oss":                 # each expert's two biases
+            per_expert += 2 * s.moe_intermediate + h
         unused = sum(_moe_layers(cfg, s)) * (s.n_experts - s.top_k) * per_expert
     return {**parts, "total": total, "active": total - unused}
+
+
+def _countable_hybrid(s: "_Shape") -> bool:
+    """Hybrids whose parameters :func:`count_params` counts: Nemotron-H of Mamba, attention
+    and MLP layers; Gated DeltaNet beside attention (Qwen3-Next, Qwen3.5)."""
+    if s.parallel_mamba or s.kinds is None:
+        return False
+    if s.model_type == "nemotron_h":
+        return s.n_experts == 1 and "mamba" in s.kinds
+    return "mamba" not in s.kinds and "mlp" not in s.kinds
+
+
+def _count_gated_deltanet_mixing(cfg, s, q_width, kv_width) -> int:
+    """Token mixing of a Qwen3-Next-style hybrid: gated attention and Gated DeltaNet layers.
+
+    Attention (transformers' ``Qwen3NextAttention``): q projects to twice its width (the output
+    gate, ``attn_output_gate``, default on), k, v, o, and per-head q and k RMSNorms. Gated
+    DeltaNet (``Qwen3NextGatedDeltaNet``): ``in_proj_qkvz`` (h → 2·H_k·d_k + 2·H_v·d_v),
+    ``in_proj_ba`` (h → 2·H_v), a bias-free depthwise convolution over ``2·H_k·d_k + H_v·d_v``
+    channels, ``dt_bias`` and ``A_log`` (H_v each), a gated RMSNorm of d_v and ``out_proj``
+    (H_v·d_v → h).
+    """
+    h = s.hidden
+    gate = 2 if _flag(cfg, "attn_output_gate", True) else 1
+    attention = h * (gate * q_width + 2 * kv_width) + q_width * h + 2 * s.head_dim
+    if _flag(cfg, "attention_bias"):
+        attention += gate * q_width + 2 * kv_width + h
+    value_heads = _int(cfg, "linear_num_value_heads")
+    key_heads = _int(cfg, "linear_num_key_heads")
+    key_dim = _int(cfg, "linear_key_head_dim")
+    value_dim = _int(cfg, "linear_value_head_dim")
+    kernel = _int(cfg, "linear_conv_kernel_dim")
+    keys, values = key_heads * key_dim, value_heads * value_dim
+    conv_dim = 2 * keys + values
+    deltanet = (h * (2 * keys + 2 * values) + h * 2 * value_heads + conv_dim * kernel
+                + 2 * value_heads + value_dim + values * h)
+    return s.attention_layers * attention + s.kinds.count("linear") * deltanet
+
+
+def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
+    """Nemotron-H (transformers' ``NemotronH``): one norm and one mixer a layer.
+
+    Mamba-2 mixer: ``in_proj`` (h → 2·I + 2·G·N + H for z, x, B, C and dt), a depthwise
+    convolution over ``I + 2·G·N`` channels (with bias when ``use_conv_bias``), ``dt_bias``,
+    ``A_log`` and ``D`` (H each), a gated RMSNorm of I and ``out_proj`` (I → h), with
+    ``I = H · d_head``. Attention: q, k, v, o. MLP: up and down projections (ReLU², no gate).
+    """
+    h = s.hidden
+    heads = _first(cfg, ("mamba_num_heads", "mamba_n_heads"))
+    head_dim = _first(cfg, ("mamba_head_dim", "mamba_d_head"))
+    size = _first(cfg, ("ssm_state_size", "mamba_d_state"))
+    groups = _first(cfg, ("n_groups", "mamba_n_groups"), required=False, default=1)
+    kernel = _first(cfg, ("conv_kernel", "mamba_d_conv"), required=False, default=4)
+    inner = heads * head_dim
+    conv_dim = inner + 2 * groups * size
+    bias = _flag(cfg, "mamba_proj_bias")
+    mamba = (h * (2 * inner + 2 * groups * size + heads) + conv_dim * kernel
+             + (conv_dim if _flag(cfg, "use_conv_bias", True) else 0)
+             + 3 * heads + inner + inner * h
+             + ((2 * inner + 2 * groups * size + heads + h) if bias else 0))
+    attention = h * (q_width + 2 * kv_width) + q_width * h
+    if _flag(cfg, "attention_bias"):
+        attention += q_width + 2 * kv_width + h
+    if s.intermediate is None:
+        raise ValueError("config.json field 'intermediate_size' is missing")
+    mlp = 2 * h * s.intermediate + ((s.intermediate + h) if _flag(cfg, "mlp_bias") else 0)
+    return {"attention": s.attention_layers * attention + s.kinds.count("mamba") * mamba,
+            "mlp": s.kinds.count("mlp") * mlp, "norms": s.layers * h + h}
 
 
 def _sub_config(cfg: Mapping, key: str, defaults: Mapping) -> dict | None:
@@ -670,6 +1209,8 @@ def _count_llama_style(cfg, s, q_width, kv_width):
             attn += q_width + 2 * kv_width                      # Qwen2: q, k, v biases
         if s.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
             attn += 2 * s.head_dim                              # per-head q and k RMSNorm
+        if s.model_type == "gpt_oss":
+            attn += s.heads                                     # one attention sink a head
     n_norms = 4 if s.model_type.startswith(("gemma2", "gemma3")) else 2
     mlp_bias = _flag(cfg, "mlp_bias")
     moe = _moe_layers(cfg, s)
@@ -685,6 +1226,9 @@ def _count_llama_style(cfg, s, q_width, kv_width):
         router = s.n_experts * h
         if cfg.get("topk_method") == "noaux_tc":
             router += s.n_experts                 # DeepSeek-V3's e_score_correction_bias
+        if s.model_type == "gpt_oss":             # biased router and experts
+            router += s.n_experts
+            experts += s.n_experts * (2 * s.moe_intermediate + h)
         n_shared = _int(cfg, "n_shared_experts", lo=0, required=False, default=0)
         shared = n_shared * 3 * h * s.moe_intermediate
         shared_size = _int(cfg, "shared_expert_intermediate_size", lo=0, required=False,
@@ -736,11 +1280,33 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       ``layer_types`` lists the layers, Qwen2's ``use_sliding_window``/``max_window_layers`` say
       otherwise, the model is Gemma-2 (every other layer) or ``sliding_window_pattern`` makes every
       n-th layer global (Gemma-3).
-    - ``torch_dtype``/``dtype`` and ``quantization_config`` (fp8, GPTQ/AWQ bits, bitsandbytes) give
-      the weight format; the KV cache is taken to be 16-bit (the compute format, bf16 for fp32
-      checkpoints).
+    - ``torch_dtype``/``dtype`` and ``quantization_config`` give the weight format; the KV cache
+      is taken to be 16-bit (the compute format, bf16 for fp32 checkpoints). Quantized
+      checkpoints (``quant_method`` fp8 with or without ``weight_block_size``, fbgemm_fp8,
+      mxfp4, gptq/awq with ``group_size``, bitsandbytes, compressed-tensors ``config_groups``,
+      modelopt NVFP4/FP8, exl2, and any method stating ``bits``; ModelOpt's
+      ``hf_quant_config.json`` beside the file too) set ``bytes_per_param`` to the quantized
+      values' format and give the body, the routed experts and the embedding table with the LM
+      head each their bytes per parameter, scales and zero points included: modules left
+      unconverted (``modules_to_not_convert``, ``ignore``, ``exclude_modules``, matched as
+      names, globs or ``re:`` expressions, layer by layer), routers, norms, biases, the embedding
+      table and (unless quantized explicitly) the LM head stay in the 16-bit format. Module
+      names are matched in Hugging Face's Llama-style naming (``model.layers.N.self_attn``,
+      ``.mlp``, ``.mlp.experts``, ``.mlp.shared_experts``, ``lm_head``). An unknown
+      ``quant_method`` is refused: ``bytes_per_param=`` gives the format instead.
     - ``max_position_embeddings``, ``tie_word_embeddings``, ``vocab_size``,
       ``intermediate_size``.
+    - Hybrid layers: ``layer_types`` (``full_attention``, ``sliding_attention``,
+      ``attention``, ``linear_attention``, ``mamba``), ``hybrid_override_pattern``
+      (Nemotron-H: ``M`` Mamba, ``*`` attention, ``-`` MLP, ``E`` MoE; one character a layer),
+      ``full_attention_interval`` (Qwen3-Next: every n-th layer is attention, the others Gated
+      DeltaNet), ``attn_layer_period``/``attn_layer_offset`` (Jamba) and Falcon-H1's Mamba beside
+      attention in every layer give ``n_attention_layers``, ``n_linear_attention_layers`` and
+      ``n_mamba_layers``; the ``linear_*`` and Mamba fields (``mamba_num_heads``/
+      ``mamba_n_heads``, ``mamba_head_dim``/``mamba_d_head``, ``ssm_state_size``/
+      ``mamba_d_state``, ``n_groups``/``mamba_n_groups``, ``conv_kernel``/``mamba_d_conv``,
+      ``mamba_expand``) give ``state_bytes_per_sequence``. An unknown kind, or a pattern whose
+      length is not the layer count, is refused naming the field.
 
     Raises
     ------
@@ -766,12 +1332,40 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
     else:
         path, cfg = None, load_hf_config(config)
     with _naming(path):
-        return _fields(cfg, name, default_source, overrides)
+        hf_quant = _hf_quant_config(path, cfg)
+        return _fields(cfg, name, default_source, overrides, hf_quant)
 
 
-def _fields(cfg: Mapping, name, default_source: str, overrides: dict) -> dict:
+def _hf_quant_config(path, cfg: Mapping):
+    """ModelOpt's ``hf_quant_config.json`` beside a config.json without quantization_config.
+
+    Returns its ``quantization`` object, or None when there is no such file (or the config has
+    a quantization_config of its own, which wins).
+    """
+    if path is None or cfg.get("quantization_config") is not None:
+        return None
+    beside = os.path.join(os.path.dirname(os.fspath(path)), "hf_quant_config.json")
+    if not os.path.isfile(beside):
+        return None
+    data = parse_json(read_regular_file(beside, "hf_quant_config.json", MAX_CONFIG_BYTES),
+                      f"config: {beside!r}")
+    quant = data.get("quantization") if isinstance(data, Mapping) else None
+    if not isinstance(quant, Mapping):
+        raise TypeError(f"{beside}: field 'quantization' must be an object; got "
+                        f"{describe(quant)}")
+    return quant
+
+
+def _fields(cfg: Mapping, name, default_source: str, overrides: dict, hf_quant=None) -> dict:
     s = _Shape(cfg)
     weights, kv = _dtype(cfg)
+    if hf_quant is not None:
+        weights = _modelopt(hf_quant, "quantization.").nominal
+    groups = {}
+    if "bytes_per_param" not in overrides and (_quant_config(cfg) is not None
+                                               or hf_quant is not None):
+        # a quantized checkpoint: each group of weights in its own format, scales included
+        groups = _weight_groups(cfg, s, _count(cfg), hf_quant) or {}
     if "n_params" in overrides and (s.n_experts == 1 or "n_active_params" in overrides):
         n_params = overrides.pop("n_params")
         n_active = overrides.pop("n_active_params", None)
@@ -805,8 +1399,17 @@ def _fields(cfg: Mapping, name, default_source: str, overrides: dict) -> dict:
         tie_word_embeddings=bool(tied),
         max_context=_int(cfg, "max_position_embeddings", required=False),
         source=default_source,
+        **groups,
     )
-    unknown = set(overrides) - set(fields)
+    if s.is_hybrid:
+        fields.update(n_attention_layers=s.attention_layers,
+                      n_linear_attention_layers=s.linear_layers,
+                      n_mamba_layers=s.mamba_layers,
+                      state_bytes_per_sequence=_recurrent_state(cfg, s))
+    unknown = set(overrides) - set(fields) - {
+        "body_bytes_per_param", "expert_bytes_per_param", "embedding_bytes_per_param",
+        "n_attention_layers", "n_linear_attention_layers", "n_mamba_layers",
+        "state_bytes_per_sequence"}
     if unknown:
         raise TypeError(f"unknown ModelShape field(s) in overrides: {sorted(unknown)}")
     fields.update(overrides)

@@ -15,6 +15,7 @@ from rooflinekit._labels import (
     formula,
     parameter_entries,
     spec_fields,
+    spec_value,
 )
 from rooflinekit._validation import (
     check_bool,
@@ -39,6 +40,7 @@ __all__ = [
     "max_concurrent_sequences",
     "max_context_length",
     "paged_waste_bytes",
+    "recurrent_state_bytes",
     "usable_kv_bytes",
     "weight_bytes",
 ]
@@ -76,16 +78,28 @@ _KV_FIELDS = ("kv_bytes_per_token_per_layer", "n_full_layers", "n_sliding_layers
               "sliding_window")
 _BUDGET_FIELDS = ("weight_bytes", "kv_bytes_per_token")
 _NO_WINDOW = {"sliding_window": np.inf}
+_STATE = "state_bytes_per_sequence"
 
 
-def _budget_fields(*fields):
-    """A reader of ``fields``, and of the KV heads where ``replicate_kv`` asks for them."""
+def _state_bytes(spec):
+    """A spec's constant per-sequence state [bytes]; 0 for a catalogue Dataset or a laid-out
+    namespace without the field (the catalogue holds no recurrent models)."""
+    if isinstance(spec, xr.Dataset):
+        return spec_value(spec, _STATE) if _STATE in spec else 0.0
+    return getattr(spec, _STATE, 0.0)
+
+
+def _budget_fields(*fields, state=False):
+    """A reader of ``fields``, and of the KV heads where ``replicate_kv`` asks for them; with
+    ``state``, of the constant per-sequence state too."""
     plain, heads = spec_fields(*fields, unknown=_NO_WINDOW), spec_fields("n_kv_heads", "is_mla")
 
     def read(spec, arguments):
         out = plain(spec, arguments)
         if arguments.get("replicate_kv"):
             out.update(heads(spec, arguments))
+        if state:
+            out[_STATE] = _state_bytes(spec)
         return out
     return read
 
@@ -140,9 +154,19 @@ def kv_bytes_per_token(model):
 def weight_bytes(model):
     """Bytes of the model's weights [bytes]: ``n_params × bytes_per_param``.
 
+    Notes
+    -----
+    A checkpoint whose groups of weights are stored in formats of their own (a quantized one:
+    gpt-oss's MXFP4 experts beside bf16 attention and embeddings) counts each group in its
+    format, scales included (:attr:`ModelShape.weight_bytes`)::
+
+        body_params · b_body + expert_params · b_expert + embedding_params · b_embedding
+
     References
     ----------
     .. [1] Serving-capacity guide §2.4 (70e9 × 2 B = 140 GB ≈ 130.4 GiB).
+    .. [2] OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", arXiv:2508.10925, 2025 (MXFP4
+       experts at 4.25 bits a weight; a 60.8 GiB checkpoint).
     """
     return model.weight_bytes
 
@@ -159,7 +183,36 @@ def sequence_kv_bytes(model, context_length):
         + model.n_sliding_layers * np.minimum(context_length, model.sliding_window))
 
 
-@_memory_formula("bytes", "KV bytes per sequence", model=_KV_FIELDS,
+@_memory_formula("bytes", "recurrent state bytes per sequence", model=_budget_fields(state=True),
+                 name="recurrent_state_bytes")
+def recurrent_state_bytes(model):
+    """Bytes of the constant state one sequence holds in recurrent layers [bytes].
+
+    Returns
+    -------
+    float or xarray.DataArray
+        State bytes [bytes]; 0 for a model whose every layer is attention.
+
+    Notes
+    -----
+    Linear-attention (Gated DeltaNet) and Mamba layers keep no KV cache: each holds, per
+    sequence, a recurrent state and the last ``kernel − 1`` inputs of its causal convolution,
+    whatever the context length (:attr:`ModelShape.state_bytes_per_sequence`, filled by
+    :func:`rooflinekit.hf_config.shape_fields`)::
+
+        Gated DeltaNet:  H_v · d_k · d_v · b_state + (kernel − 1) · (2 · H_k · d_k + H_v · d_v) · b
+        Mamba-2:         H · d_head · N · b_state + (d_conv − 1) · (H · d_head + 2 · G · N) · b
+
+    References
+    ----------
+    .. [1] Yang et al., "Gated Delta Networks: Improving Mamba2 with Delta Rule",
+       arXiv:2412.06464, 2024; Qwen3-Next (Hugging Face ``transformers`` ``qwen3_next``).
+    .. [2] Dao and Gu, "Transformers are SSMs" (Mamba-2), arXiv:2405.21060, 2024.
+    """
+    return model.state_bytes_per_sequence
+
+
+@_memory_formula("bytes", "KV bytes per sequence", model=_budget_fields(*_KV_FIELDS, state=True),
                  checks={"context_length": check_nonnegative})
 def kv_bytes_per_sequence(model, context_length):
     """KV-cache bytes of one sequence holding ``context_length`` tokens [bytes].
@@ -172,15 +225,17 @@ def kv_bytes_per_sequence(model, context_length):
     Returns
     -------
     float, ndarray or xarray.DataArray
-        KV bytes [bytes].
+        KV bytes [bytes], with the constant state of any recurrent layers.
 
     Notes
     -----
     Full-attention layers cache every token; sliding-window layers cache at most ``sliding_window``
     tokens, so for such models the size stops being linear past the window::
 
-        per_layer · (n_full_layers · C + n_sliding_layers · min(C, window))
+        per_layer · (n_full_layers · C + n_sliding_layers · min(C, window)) + state
 
+    Only attention layers cache tokens; the linear-attention and Mamba layers of a hybrid model
+    add their constant ``state`` (:func:`recurrent_state_bytes`) instead, once a sequence.
     Total KV is bytes/token × sequence length × batch size (guide §2.2).
 
     References
@@ -188,7 +243,7 @@ def kv_bytes_per_sequence(model, context_length):
     .. [1] Serving-capacity guide §2.2.
     .. [2] Jiang et al., "Mistral 7B", arXiv:2310.06825, 2023 (rolling-buffer cache).
     """
-    return sequence_kv_bytes(model, context_length)
+    return sequence_kv_bytes(model, context_length) + model.state_bytes_per_sequence
 
 
 @_memory_formula("bytes", "group memory", gpu=("memory_bytes",), order=("gpu", "tp"))
@@ -289,8 +344,8 @@ def _kv_budget(model, gpu, tp, reserve, replicate_kv, extra_weight_bytes=0.0):
 
 
 @_memory_formula("1", "max concurrent sequences",
-                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS), gpu=("memory_bytes",),
-                 order=("gpu", "tp", "model", "context_length"),
+                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS, state=True),
+                 gpu=("memory_bytes",), order=("gpu", "tp", "model", "context_length"),
                  checks={"context_length": lambda name, v: check_integer(name, v, lo=1),
                          "shared_prefix_tokens": lambda name, v: check_integer(name, v, lo=0),
                          "draft_weight_bytes": lambda name, v: check_nonnegative(name, v),
@@ -341,7 +396,9 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
               \\right\\rfloor
 
     A draft model's weights ``W_d`` shrink the budget to ``(tp · memory − W − W_d)(1 −
-    reserve)``; the draft's own KV cache (small beside the target's) is not counted.
+    reserve)``; the draft's own KV cache (small beside the target's) is not counted. A hybrid
+    model's constant recurrent state (:func:`recurrent_state_bytes`) adds to each sequence's
+    bytes, shared prefix or not.
 
     References
     ----------
@@ -360,6 +417,8 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
     # a sequence served holds at least one token of its own (the next one it writes)
     per_sequence = (prefix_share * np.maximum(whole - prefix, sequence_kv_bytes(model, 1))
                     + (1.0 - prefix_share) * whole)
+    # a recurrent layer's state is each sequence's own, never shared
+    per_sequence = per_sequence + model.state_bytes_per_sequence
     return _count(np.maximum(budget - held_once, 0.0) / per_sequence)
 
 
@@ -379,7 +438,9 @@ def kv_budget_tokens(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_kv=
     ``floor(usable_kv_bytes / kv_bytes_per_token)``, with a draft model's weights off the memory
     beside the target's. For sliding-window models this counts every token at the full
     per-token size, which is conservative once sequences outgrow the window. ``replicate_kv``
-    divides the budget among the copies of :func:`kv_copies`.
+    divides the budget among the copies of :func:`kv_copies`. A hybrid model's recurrent state
+    is per sequence, not per token, and is not taken off here
+    (:func:`max_concurrent_sequences` counts it).
 
     References
     ----------
@@ -397,19 +458,23 @@ def _whole_where_finite(result):
 
 
 @_memory_formula("tokens", "max context length",
-                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS), gpu=("memory_bytes",), order=("gpu", "tp", "model"), cast=_whole_where_finite)
+                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS, state=True),
+                 gpu=("memory_bytes",), order=("gpu", "tp", "model"), cast=_whole_where_finite)
 def max_context_length(model, gpu, tp=1, reserve=DEFAULT_RESERVE, *, replicate_kv=False):
     """The longest context one sequence can hold in the KV budget [tokens] (floored).
 
     Past a sliding window only the full-attention layers keep growing, so a model whose every
     layer is windowed fits any length once the window fits: the result is then ``inf`` (float).
-    0 when the model does not fit. ``replicate_kv`` as for :func:`max_concurrent_sequences`.
+    0 when the model does not fit. ``replicate_kv`` as for :func:`max_concurrent_sequences`. A
+    hybrid model's constant recurrent state comes off the budget first.
 
     References
     ----------
     .. [1] Serving-capacity guide §2.4.
     """
-    budget = _kv_budget(model, gpu, tp, reserve, replicate_kv)
+    # a hybrid model's one sequence holds its constant recurrent state first
+    budget = np.maximum(_kv_budget(model, gpu, tp, reserve, replicate_kv)
+                        - model.state_bytes_per_sequence, 0.0)
     full_rate = model.kv_bytes_per_token_per_layer * model.n_full_layers  # past the window
     all_rate = model.kv_bytes_per_token                                   # inside it
     window = model.sliding_window
@@ -521,7 +586,7 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     else:
         kv_heads = int(kv_heads_per_rank(model.n_kv_heads, tp))
         heads_per_rank_bytes = 2 * kv_heads * model.head_dim * model.kv_bytes_per_element
-    bytes_per_token = heads_per_rank_bytes * model.n_layers
+    bytes_per_token = heads_per_rank_bytes * model.n_kv_layers
     bytes_per_block = bytes_per_token * block_size
     per_gpu = gpu.memory_bytes / gpu.n_gpus
     available = per_gpu * gpu_memory_utilization - (

@@ -7,12 +7,15 @@ import os
 from pathlib import Path
 
 from rooflinekit import hf_config
-from rooflinekit._validation import (MAX_LAYERS, check_bool, check_string, positive_number, show,
-                                      whole_number)
+from rooflinekit._validation import (MAX_LAYERS, check_bool, check_string, positive_number,
+                                      real_number, show, whole_number)
 from rooflinekit._labels import SPEC_PARAMETERS, document
 from rooflinekit.dtypes import bytes_per_element
 
 __all__ = ["ModelShape", "model_from_hf_config"]
+
+#: The fields giving a group of weights a format of its own (ModelShape's Parameters).
+_WEIGHT_GROUPS = ("body_bytes_per_param", "expert_bytes_per_param", "embedding_bytes_per_param")
 
 
 def _int_field(name: str, value, lo: int = 1, allow_none: bool = False):
@@ -40,8 +43,10 @@ class ModelShape:
         Total parameters (all experts for MoE). :meth:`from_hf_config` counts them from the shapes
         when a config does not state them.
     bytes_per_param : str or float
-        Weight format by name ("fp32", "bf16", "fp16", "fp8", "int8", "int4") or bytes per
-        parameter. Default "bf16" (2 bytes).
+        Weight format by name ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
+        or bytes per parameter: the checkpoint's format (its quantized values' width for a
+        quantized one), used for every weight that no per-group field below gives otherwise.
+        Default "bf16" (2 bytes).
     kv_bytes_per_element : str or float
         KV-cache format, independent of the weights (an fp8 or int4 checkpoint usually still caches
         16-bit KV). Default "bf16" (2 bytes).
@@ -67,13 +72,39 @@ class ModelShape:
         Longest context the model was trained for [tokens], informational.
     source : str
         Where the figures come from (the model card or ``config.json`` URL).
+    body_bytes_per_param, expert_bytes_per_param, embedding_bytes_per_param : str or float, optional
+        Bytes per parameter of three groups of weights stored in formats of their own, scales
+        and zero points included [bytes]: the body (:attr:`body_params`: attention, dense and
+        shared-expert MLPs, routers, norms, encoders), the routed experts
+        (:attr:`expert_params`) and the token-embedding table with the LM head
+        (:attr:`embedding_params`). ``None`` (the default) means ``bytes_per_param``
+        (:attr:`bytes_per_body_param` and its siblings give the value in force). A
+        quantized checkpoint read by :meth:`from_hf_config` sets them: gpt-oss keeps its
+        experts in MXFP4 (0.53125 B) and the rest in bf16. Changing ``bytes_per_param`` with
+        :meth:`replace` alone resets them, so that a new format applies to every weight.
+    n_attention_layers : int, optional
+        Layers with a KV cache (full or sliding-window attention), at most ``n_layers``; ``None``
+        (the default) means all of them (:attr:`n_kv_layers` gives the count in force). Hybrid
+        models have fewer: Qwen3-Next 12 of 48, Nemotron-H-8B 4 of 52.
+    n_linear_attention_layers, n_mamba_layers : int
+        Layers of linear attention (Gated DeltaNet) and of Mamba state-space mixing, which keep
+        a constant recurrent state per sequence instead of a KV cache. Default 0.
+    state_bytes_per_sequence : float
+        Bytes of that state one sequence holds, all recurrent layers together [bytes], ≥ 0:
+        constant in the context length. Default 0.
 
     Notes
     -----
     KV bytes per cached token (guide §2.2) are ``2 · L · H_kv · d_head · b``; with MLA they are
     ``L · (kv_lora_rank + qk_rope_head_dim) · b``. With a sliding window, windowed layers stop
     growing at the window, so the KV of a sequence is no longer linear in its length; see
-    :func:`rooflinekit.memory.kv_bytes_per_sequence`.
+    :func:`rooflinekit.memory.kv_bytes_per_sequence`. Only the ``n_kv_layers`` attention layers
+    of a hybrid model cache tokens; its recurrent layers add ``state_bytes_per_sequence`` once a
+    sequence.
+
+    Weight bytes are ``n_params × bytes_per_param`` when no group has a format of its own, else
+    ``body_params · b_body + expert_params · b_expert + embedding_params · b_embedding``
+    (:attr:`weight_bytes`).
 
     References
     ----------
@@ -82,6 +113,8 @@ class ModelShape:
     .. [3] DeepSeek-AI, "DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts
        Language Model", 2024 (multi-head latent attention).
     .. [4] Beltagy et al., "Longformer", 2020; Jiang et al., "Mistral 7B", 2023 (sliding window).
+    .. [5] OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", arXiv:2508.10925, 2025 (MXFP4
+       experts, bf16 attention and embeddings).
     """
 
     name: str
@@ -105,6 +138,13 @@ class ModelShape:
     tie_word_embeddings: bool = False
     max_context: int | None = None
     source: str = ""
+    body_bytes_per_param: float | str | None = None
+    expert_bytes_per_param: float | str | None = None
+    embedding_bytes_per_param: float | str | None = None
+    n_attention_layers: int | None = None
+    n_linear_attention_layers: int = 0
+    n_mamba_layers: int = 0
+    state_bytes_per_sequence: float = 0.0
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
@@ -143,12 +183,27 @@ class ModelShape:
         set_("qk_rope_head_dim", _int_field("qk_rope_head_dim", self.qk_rope_head_dim, lo=0,
                                             allow_none=True))
         set_("sliding_window", _int_field("sliding_window", self.sliding_window, allow_none=True))
+        attention = _int_field("n_attention_layers", self.n_attention_layers, allow_none=True)
+        set_("n_attention_layers", attention)
+        for field in ("n_linear_attention_layers", "n_mamba_layers"):
+            set_(field, _int_field(field, getattr(self, field), lo=0))
+        for field in ("n_attention_layers", "n_linear_attention_layers", "n_mamba_layers"):
+            if (getattr(self, field) or 0) > self.n_layers:
+                raise ValueError(f"{field} ({getattr(self, field)}) must not exceed n_layers "
+                                 f"({self.n_layers})")
+        set_("state_bytes_per_sequence", real_number("state_bytes_per_sequence",
+                                                     self.state_bytes_per_sequence, lo=0))
+        if self.state_bytes_per_sequence and not (self.n_linear_attention_layers
+                                                  or self.n_mamba_layers):
+            raise ValueError("state_bytes_per_sequence > 0 needs recurrent layers "
+                             "(n_linear_attention_layers or n_mamba_layers)")
+        attention_layers = "n_layers" if attention is None else "n_attention_layers"
         n_sliding = _int_field("n_sliding_layers", self.n_sliding_layers, lo=0, allow_none=True)
         if n_sliding is None:
-            n_sliding = self.n_layers if self.sliding_window is not None else 0
-        if n_sliding > self.n_layers:
-            raise ValueError(f"n_sliding_layers ({n_sliding}) must not exceed n_layers "
-                             f"({self.n_layers})")
+            n_sliding = self.n_kv_layers if self.sliding_window is not None else 0
+        if n_sliding > self.n_kv_layers:
+            raise ValueError(f"n_sliding_layers ({n_sliding}) must not exceed {attention_layers} "
+                             f"({self.n_kv_layers})")
         if n_sliding and self.sliding_window is None:
             raise ValueError("n_sliding_layers > 0 needs a sliding_window")
         if self.sliding_window is not None and n_sliding == 0:
@@ -164,6 +219,14 @@ class ModelShape:
                              f"({self.n_params:g})")
         set_("n_active_params", self.n_params if active is None else active)
         check_string("source", self.source, allow_empty=True)
+        for group in _WEIGHT_GROUPS:
+            value = getattr(self, group)
+            set_(group, None if value is None else bytes_per_element(value, group))
+        if self.has_weight_groups and self.body_params < 0:
+            raise ValueError(
+                f"n_params ({self.n_params:g}) must be at least the expert and embedding "
+                f"parameters ({self.expert_params + self.embedding_params:g}) that "
+                f"expert_bytes_per_param and embedding_bytes_per_param apply to")
 
     # -- attention layout ---------------------------------------------------------------------
     @property
@@ -195,9 +258,19 @@ class ModelShape:
         return self.n_experts > 1
 
     @property
+    def n_kv_layers(self) -> int:
+        """Layers holding a KV cache: ``n_attention_layers``, or every layer when that is None."""
+        return self.n_layers if self.n_attention_layers is None else self.n_attention_layers
+
+    @property
     def n_full_layers(self) -> int:
         """Layers that attend to (and cache) the whole context."""
-        return self.n_layers - self.n_sliding_layers
+        return self.n_kv_layers - self.n_sliding_layers
+
+    @property
+    def is_hybrid(self) -> bool:
+        """True when some layers hold a recurrent state instead of a KV cache (or beside one)."""
+        return bool(self.n_linear_attention_layers or self.n_mamba_layers)
 
     # -- bytes ----------------------------------------------------------------------------------
     @property
@@ -211,20 +284,93 @@ class ModelShape:
     def kv_bytes_per_token(self) -> float:
         """KV bytes per cached token over all layers [bytes] (guide §2.2: ``2·L·H_kv·d·b``).
 
+        ``L`` counts the attention layers only (:attr:`n_kv_layers`): recurrent layers
+        hold a constant state instead (:attr:`state_bytes_per_sequence`).
+
         For sliding-window models this holds while the context fits in the window; beyond it only
         the full-attention layers keep growing (:func:`rooflinekit.memory.kv_bytes_per_sequence`).
         """
-        return self.n_layers * self.kv_bytes_per_token_per_layer
+        return self.n_kv_layers * self.kv_bytes_per_token_per_layer
+
+    @property
+    def has_weight_groups(self) -> bool:
+        """True when some group of weights is stored in a format other than ``bytes_per_param``."""
+        return any(getattr(self, g) not in (None, self.bytes_per_param) for g in _WEIGHT_GROUPS)
+
+    def _group_bytes(self, group: str) -> float:
+        value = getattr(self, group)
+        return self.bytes_per_param if value is None else value
+
+    @property
+    def bytes_per_body_param(self) -> float:
+        """Bytes per parameter of the body [bytes]: ``body_bytes_per_param`` or the format."""
+        return self._group_bytes("body_bytes_per_param")
+
+    @property
+    def bytes_per_expert_param(self) -> float:
+        """Bytes per routed-expert parameter [bytes]: ``expert_bytes_per_param`` or the format."""
+        return self._group_bytes("expert_bytes_per_param")
+
+    @property
+    def bytes_per_embedding_param(self) -> float:
+        """Bytes per embedding-table and LM-head parameter [bytes]: ``embedding_bytes_per_param``
+        or the format."""
+        return self._group_bytes("embedding_bytes_per_param")
+
+    @property
+    def expert_params(self) -> float:
+        """Parameters of the routed experts, all of them [1] (0 for a dense model).
+
+        ``(n_params − n_active_params) · E / (E − k)``: the parameters a token skips are those of
+        the ``E − k`` experts it is not routed to.
+        """
+        skipped = self.n_experts - self.n_experts_per_token
+        if skipped <= 0:
+            return 0.0
+        return (self.n_params - self.n_active_params) * self.n_experts / skipped
+
+    @property
+    def embedding_params(self) -> float:
+        """Parameters of the token-embedding table and the LM head [1] (shared when tied)."""
+        return self.lm_head_params + self.input_embedding_params
+
+    @property
+    def body_params(self) -> float:
+        """Every other parameter [1]: ``n_params − expert_params − embedding_params``."""
+        return self.n_params - self.expert_params - self.embedding_params
 
     @property
     def weight_bytes(self) -> float:
-        """Bytes of all weights [bytes]: ``n_params × bytes_per_param`` (decimal-exact)."""
-        return self.n_params * self.bytes_per_param
+        """Bytes of all weights [bytes].
+
+        ``n_params × bytes_per_param`` (decimal-exact) when every weight is in that format, else
+        ``body_params · b_body + expert_params · b_expert + embedding_params · b_embedding``
+        (each group's bytes per parameter, scales included).
+        """
+        if not self.has_weight_groups:
+            return self.n_params * self.bytes_per_param
+        return (self.body_params * self.bytes_per_body_param
+                + self.expert_params * self.bytes_per_expert_param
+                + self.embedding_params * self.bytes_per_embedding_param)
 
     @property
     def active_weight_bytes(self) -> float:
-        """Bytes of the weights one token uses [bytes] (all of them for a dense model)."""
-        return self.n_active_params * self.bytes_per_param
+        """Bytes of the weights one token uses [bytes] (all of them for a dense model).
+
+        With groups in formats of their own: the body, ``k / E`` of the experts and the embedding
+        table and LM head, each in its format.
+        """
+        if not self.has_weight_groups:
+            return self.n_active_params * self.bytes_per_param
+        share = self.n_experts_per_token / self.n_experts
+        return (self.body_params * self.bytes_per_body_param
+                + share * self.expert_params * self.bytes_per_expert_param
+                + self.embedding_params * self.bytes_per_embedding_param)
+
+    @property
+    def mean_bytes_per_param(self) -> float:
+        """Weight bytes per parameter over the whole model [bytes]: ``weight_bytes / n_params``."""
+        return self.weight_bytes / self.n_params
 
     @property
     def lm_head_params(self) -> float:
@@ -257,7 +403,13 @@ class ModelShape:
         return model_from_hf_config(config, name=name, **overrides)
 
     def replace(self, **changes) -> "ModelShape":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again).
+
+        A new ``bytes_per_param`` without per-group formats applies to every weight: the groups'
+        formats (``body_bytes_per_param`` and the others) are reset unless given too.
+        """
+        if "bytes_per_param" in changes:
+            changes = {**dict.fromkeys(_WEIGHT_GROUPS), **changes}
         return dataclasses.replace(self, **changes)
 
 
