@@ -154,8 +154,11 @@ def test_exact_data_recovered_exactly():
 @given(st.floats(0.2, 1.0), st.floats(0.2, 1.0), st.floats(0.0, 5e-3))
 @example(0.25, 1.0, 0.00390625)    # once stuck in a local minimum with three starting points
 @example(0.21875, 0.3125, 0.0)     # one row compute-bound by 1.4%: a narrow basin beside a flat one
+@example(1 / 3, 0.5, 0.0020362929646505217)   # only batch 2048 compute-bound: c unidentified
 def test_fit_never_worse_than_ideal(c, b, o):
-    """For data the roofline can express, calibration fits them (MAPE ~0 ≤ ideal MAPE)."""
+    """For data the roofline can express, calibration fits them (MAPE ~0 ≤ ideal MAPE) where
+    every knob is identified; a knob too few rows bind is reported unidentified and held at its
+    prior, and the fit is then no worse than ideal."""
     model, gpu = catalog.model("mistral-7b"), catalog.gpu("a100")
     rows = [_row(model="mistral-7b", gpu="a100", batch_size=bs, prompt_tokens=1000,
                  output_tokens=0, itl_ms=None,
@@ -165,7 +168,9 @@ def test_fit_never_worse_than_ideal(c, b, o):
     result = calibrate(measurements_from_records(rows), phases="decode", n_resamples=0)
     err = result.errors.sel(phase="decode")
     assert float(err["mape_calibrated"]) <= float(err["mape_ideal"]) + 1e-9
-    assert float(err["mape_calibrated"]) < 0.1
+    knobs = result.parameters.sel(phase="decode")
+    if bool(knobs["identified"].all()):
+        assert float(err["mape_calibrated"]) < 0.1
 
 
 def test_unidentified_knob_stays_ideal():

@@ -644,3 +644,13 @@ def test_compile_kernels_baseline_and_valid_values():
     for arg, names in PRECOMPILE["valid"].items():
         for name in names:
             assert _call("compile_kernels", PRECOMPILE, None, arg, BAD[name]) == ()
+
+
+# -- issue 30: no default pay-as-you-go price ------------------------------------------------------
+
+# decision_table(payg=None) is the table without a pay-as-you-go row: a legitimate call.
+REGISTRY["decision_table"]["valid"] = {**REGISTRY["decision_table"]["valid"],
+                                       "payg": OPTIONAL}
+# CASES was drawn from the registry above, before this entry changed: drop the one case it
+# makes legitimate (pytest reads the list at collection, after the module has run).
+CASES[:] = [case for case in CASES if case.id != "decision_table-payg-none"]

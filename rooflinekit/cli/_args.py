@@ -355,3 +355,21 @@ def engine_from_args(args, gpu=None):
         return dataclasses.replace(engine, base=engine.base.replace(allreduce=allreduce))
     return engine.replace(allreduce=allreduce, label=engine.label
                           if allreduce == engine.allreduce else "")
+
+
+def gpu_price(text: str) -> tuple[str, float]:
+    """An ``argparse`` type: ``GPU=USD``, a GPU's price per GPU-hour [USD/h], finite and >= 0
+    (``H100-SXM-80GB=2.49``, ``h100=2.49``): rented on demand, spot, reserved or an amortised
+    price of owned hardware. The GPU name is resolved in the catalogue."""
+    name, sep, price = str(text).partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected GPU=USD_PER_HOUR such as H100-SXM-80GB=2.49, "
+                                         f"got {text!r}")
+    try:
+        gpu = catalog.gpu(name.strip()).name
+    except (KeyError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc).strip("'\"")) from None
+    return gpu, number(0)(price)
+
+
+gpu_price.__name__ = "GPU=USD"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from rooflinekit import batching, catalog, planning, pricing, roofline, workloads
@@ -13,6 +14,7 @@ from rooflinekit.cli._args import (
     latency,
     apply_dtypes,
     engine_from_args,
+    gpu_price,
     int_list,
     name_list,
     nonnegative_float,
@@ -50,7 +52,16 @@ EPILOG = ("examples:\n"
           "--output-mean 100 --itl 0.03 --speculative-draft llama-3.1-8b "
           "--num-speculative-tokens 4 --acceptance 0.8 --replicates 2 --requests 100\n"
           "  rooflinekit plan llama-3.1-405b --gpus h100 --tp 8 --pp 1,2 --rate 1 "
-          "--prompt-mean 500 --output-mean 50 --ttft 5 --replicates 2 --requests 60")
+          "--prompt-mean 500 --output-mean 50 --ttft 5 --replicates 2 --requests 60\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 5 --prompt-mean 1000 "
+          "--output-mean 200 --ttft 1 --itl 0.05 --payg-price 0.6 2.4 --gpu-hourly h100=2.49 "
+          "--engineering-monthly 2000 --replicates 2 --requests 100\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 5 --prompt-mean 1000 "
+          "--output-mean 200 --ttft 1 --payg openai-gpt-4o-mini --provisioned-price 1000 2e9 2 2 "
+          "--replicates 2 --requests 100\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 20 --prompt-mean 1000 "
+          "--output-mean 200 --ttft 1 --profile business-hours --off-peak 0.2 --autoscale "
+          "--min-replicas 1 --payg-price 0.6 2.4 --replicates 2 --requests 100")
 
 
 #: The command's flags after the model and the shared ones: (flag, type, default, help).
@@ -80,8 +91,9 @@ _FLAGS = (
     ("--engine", None, None, "vllm, sglang or trtllm (that engine's shipped profile of each "
      "GPU), ideal (the roofline bound), a calibration JSON from `rooflinekit calibrate` or an "
      "engine JSON of rooflinekit.Engine fields (default: vllm)"),
-    ("--payg", None, "guide-lab", "pay-as-you-go price row of the catalogue (guide-lab)"),
-    ("--provisioned", None, None, "provisioned-capacity row of the catalogue"),
+    ("--payg", None, None, "pay-as-you-go preset: a price row of the catalogue "
+     "(`rooflinekit catalog prices`); default none: no pay-as-you-go row unless a price is given"),
+    ("--provisioned", None, None, "provisioned-capacity preset: a row of the catalogue"),
     ("--top", positive_int, 10, "configurations shown, cheapest first (10)"),
 )
 
@@ -107,6 +119,156 @@ def add_replica_flags(parser, *, lists: bool) -> None:
     add_flag(parser, "--kv-cache-dtype")
 
 
+def add_price_flags(parser) -> None:
+    """The typed prices: pay-as-you-go, provisioned units and each GPU's hour."""
+    parser.add_argument("--payg-price", type=positive_float, nargs="+", default=None,
+                        metavar="USD",
+                        help="pay-as-you-go price typed: IN OUT [CACHED], USD per 1M input, "
+                             "output [and cached-input] tokens (e.g. 0.6 2.4); instead of --payg")
+    parser.add_argument("--provisioned-price", type=positive_float, nargs="+", default=None,
+                        metavar="N",
+                        help="provisioned capacity typed: USD_PER_UNIT_MONTH TOKENS_PER_UNIT_MONTH "
+                             "[MIN_UNITS [INCREMENT]] (whole units, default 1 and 1); instead of "
+                             "--provisioned")
+    parser.add_argument("--gpu-hourly", type=gpu_price, action="append", default=None,
+                        metavar="GPU=USD",
+                        help="USD per GPU-hour of a GPU of --gpus for the self-hosted fleet "
+                             "(rented, spot, reserved or amortised own hardware), e.g. "
+                             "H100-SXM-80GB=2.49; repeat per GPU (default: the catalogue's)")
+
+
+def add_month_flags(parser) -> None:
+    """How the month runs: a profile of the traffic, and a fleet that follows it."""
+    parser.add_argument("--profile", default=None, metavar="SHAPE|FILE",
+                        help="the month's traffic: flat, business-hours or diurnal (peaking at "
+                             "--rate), or a CSV of requests/s, one an hour, repeated over the "
+                             "730-hour month (24 lines a day, 168 a week). Default: --rate all "
+                             "month")
+    parser.add_argument("--business-hours", type=_hours, default=(9, 17), metavar="START-END",
+                        help="business hours of --profile business-hours, weekdays (9-17)")
+    parser.add_argument("--off-peak", type=number(0, 1), default=0.1, metavar="SHARE",
+                        help="rate outside business hours, or at the diurnal trough, as a share "
+                             "of --rate, in [0, 1] (0.1)")
+    parser.add_argument("--autoscale", action="store_true",
+                        help="also price the fleet scaled hour by hour with --profile (rented "
+                             "GPUs billed by the hour)")
+    parser.add_argument("--min-replicas", type=positive_int, default=1, metavar="N",
+                        help="fewest replicas the --autoscale fleet keeps running (1)")
+
+
+def _hours(text: str) -> tuple[int, int]:
+    """``START-END`` hours of the day, ``0 <= START < END <= 24``."""
+    import argparse
+    start, sep, end = str(text).partition("-")
+    try:
+        hours = (int(start), int(end))
+    except ValueError:
+        hours = None
+    if not sep or hours is None or not 0 <= hours[0] < hours[1] <= 24:
+        raise argparse.ArgumentTypeError(f"expected START-END hours with 0 <= START < END <= 24 "
+                                         f"such as 9-17, got {text!r}")
+    return hours
+
+
+_hours.__name__ = "hours"
+
+
+def profile_from_args(args):
+    """The month's requests per hour from ``--profile`` (``None`` without it), checked against
+    ``--rate``; errors name the flag."""
+    if args.profile is None:
+        if args.autoscale:
+            raise ValueError("--autoscale scales the fleet with the month's traffic: give "
+                             "--profile")
+        if args.min_replicas != 1:
+            raise ValueError("--min-replicas is the floor of the --autoscale fleet: give "
+                             "--autoscale and --profile")
+        return None
+    if args.profile in planning.PROFILE_SHAPES:
+        start, end = args.business_hours
+        return planning.month_profile(args.profile, args.rate, start_hour=start, end_hour=end,
+                                      off_peak=args.off_peak)
+    try:
+        profile = planning.read_profile(args.profile)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"--profile: {exc}") from None
+    peak = float(profile.max()) / 3600
+    if peak > args.rate * (1 + 1e-9):
+        raise ValueError(f"--profile peaks at {peak:g} requests/s, above --rate {args.rate:g}: "
+                         f"the fleet is sized for --rate; raise it to the profile's peak")
+    return profile
+
+
+def prices_from_args(args, gpus):
+    """The prices of the decision from the flags: ``(payg, provisioned, gpu_prices, notes)``.
+
+    ``payg`` and ``provisioned`` are ``None`` where neither a preset nor a typed price was
+    given; ``gpu_prices`` maps GPU names to USD per GPU-hour (``None``: the catalogue's);
+    ``notes`` says, per option, which price was used and where it came from.
+    """
+    notes = {}
+    if args.payg is not None and args.payg_price is not None:
+        raise ValueError("--payg names a preset and --payg-price types a price: give one")
+    if args.provisioned is not None and args.provisioned_price is not None:
+        raise ValueError("--provisioned names a preset and --provisioned-price types a price: "
+                         "give one")
+    payg = None
+    if args.payg is not None:
+        payg = pricing.payg_price(args.payg)
+        row = catalog.payg_row(args.payg)
+        notes["pay-as-you-go"] = (f"preset {row['name']}: {_payg_text(payg)} "
+                                  f"(illustrative, {row['date']}; {row['source']})")
+    elif args.payg_price is not None:
+        if len(args.payg_price) not in (2, 3):
+            raise ValueError(f"--payg-price takes IN OUT [CACHED] (USD per 1M tokens), 2 or 3 "
+                             f"numbers; got {len(args.payg_price)}")
+        try:
+            payg = pricing.PayAsYouGo(*args.payg_price[:2], cached_input_per_mtok=(
+                args.payg_price[2] if len(args.payg_price) == 3 else None))
+        except ValueError as exc:
+            raise ValueError(f"--payg-price: {exc}") from None
+        notes["pay-as-you-go"] = f"typed: {_payg_text(payg)}"
+    provisioned, increment = None, 1
+    if args.provisioned is not None:
+        provisioned = pricing.provisioned_example(args.provisioned)
+        row = catalog.provisioned_row(args.provisioned)
+        notes["provisioned"] = (f"preset {row['name']} (illustrative, {row['date']}; "
+                                f"{row['source']})")
+    elif args.provisioned_price is not None:
+        values = args.provisioned_price
+        if not 2 <= len(values) <= 4:
+            raise ValueError(f"--provisioned-price takes USD_PER_UNIT_MONTH "
+                             f"TOKENS_PER_UNIT_MONTH [MIN_UNITS [INCREMENT]], 2 to 4 numbers; "
+                             f"got {len(values)}")
+        for label, value in zip(("MIN_UNITS", "INCREMENT"), values[2:]):
+            if value != round(value):
+                raise ValueError(f"--provisioned-price: {label} must be a whole number of "
+                                 f"units, got {value:g}")
+        minimum = int(values[2]) if len(values) > 2 else 1
+        increment = int(values[3]) if len(values) > 3 else 1
+        provisioned = pricing.Provisioned.from_units(minimum, values[1],
+                                                     monthly_cost_per_unit=values[0])
+        notes["provisioned"] = (f"typed: USD {values[0]:,.2f} a unit a month for "
+                                f"{values[1]:.3g} tokens a month, at least {minimum} unit(s), "
+                                f"in steps of {increment}")
+    gpu_prices = None
+    if args.gpu_hourly:
+        gpu_prices = dict(args.gpu_hourly)
+        planned = {catalog.gpu(g).name for g in gpus}
+        for name in gpu_prices:
+            if name not in planned:
+                raise ValueError(f"--gpu-hourly prices {name}, which is not in --gpus "
+                                 f"({', '.join(sorted(planned))})")
+    return payg, provisioned, increment, gpu_prices, notes
+
+
+def _payg_text(payg) -> str:
+    cached = "" if payg.cached_input_per_mtok is None else \
+        f", cached input USD {float(payg.cached_input_per_mtok):g}"
+    return (f"USD {float(payg.input_per_mtok):g} input / {float(payg.output_per_mtok):g} "
+            f"output per 1M tokens{cached}")
+
+
 def add_table_flags(parser, flags) -> None:
     """Flags from a table of ``(flag, type, default, help)``; ``...`` marks a required one."""
     for flag, kind, default, text in flags:
@@ -126,6 +288,8 @@ def add_arguments(parser) -> None:
                   "(default: one stage)")
     add_replica_flags(parser, lists=True)
     add_table_flags(parser, _FLAGS)
+    add_price_flags(parser)
+    add_month_flags(parser)
     for flag in PREFIX_FLAGS:
         add_flag(parser, flag)
     for flag in SPECULATIVE_FLAGS:
@@ -196,6 +360,9 @@ def traffic_and_slo(args):
 
 def run(args, out) -> int:
     traffic, slo = traffic_and_slo(args)
+    profile = profile_from_args(args)
+    if profile is not None:
+        traffic = dataclasses.replace(traffic, profile=profile)
     if args.enable_prefix_caching and traffic.prefix is None:
         raise ValueError("--enable-prefix-caching caches shared prefixes: give --prefix-tokens")
     model = apply_dtypes(catalog.resolve_model(args.model), args)
@@ -215,25 +382,31 @@ def run(args, out) -> int:
                                        speculative=speculative)
         except ValueError as err:
             raise ValueError(f"--speculative-draft: {err}") from None
-    payg = pricing.payg_price(args.payg)
-    provisioned = None if args.provisioned is None else \
-        pricing.provisioned_example(args.provisioned)
+    payg, provisioned, increment, gpu_prices, price_notes = prices_from_args(args, gpus)
     search = dict(max_num_batched_tokens=args.max_num_batched_tokens or "search",
                   gpu_memory_utilization=args.gpu_memory_utilization,
                   block_size=args.block_size, headroom=args.headroom,
                   replicates=args.replicates, requests=args.requests, seed=args.seed,
                   engineering_monthly=args.engineering_monthly,
                   electricity_price=args.electricity_price,
-                  prefix_caching=args.enable_prefix_caching, speculative=speculative)
+                  prefix_caching=args.enable_prefix_caching, speculative=speculative,
+                  prices=gpu_prices)
     engine = engine_from_args(args, gpus)
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
                        max_num_seqs=args.max_num_seqs or "auto", engine=engine, **search)
     best = planning.cheapest_plan(ds, by=None)
-    decision = planning.decision_table(best, traffic, payg=payg, provisioned=provisioned)
+    decision = planning.decision_table(best, traffic, payg=payg, provisioned=provisioned,
+                                       unit_increment=increment, autoscale=args.autoscale,
+                                       min_replicas=args.min_replicas)
     rows = _rows(ds)
     bound = None if engine is roofline.IDEAL else _ideal_bound(
         rows, traffic, slo, model, pp=args.pp, search=search)
     options = {str(o): {"monthly_cost": float(decision["monthly_cost"].sel(option=o)),
+                        "capacity_tokens": float(decision["capacity_tokens"].sel(option=o)),
+                        "tie_gpu_hourly": float(decision["tie_gpu_hourly"].sel(option=o)),
+                        "tie_engineering_monthly":
+                            float(decision["tie_engineering_monthly"].sel(option=o)),
+                        "tie_payg_blended": float(decision["tie_payg_blended"].sel(option=o)),
                         "cost_per_million_tokens":
                             float(decision["cost_per_million_tokens"].sel(option=o)),
                         "break_even_tokens": float(decision["break_even_tokens"].sel(option=o)),
@@ -243,9 +416,18 @@ def run(args, out) -> int:
                             float(decision["break_even_tokens_high"].sel(option=o)),
                         "choice_share": float(decision["choice_share"].sel(option=o))}
                for o in decision["option"].values}
+    if rows and rows[0]["gpus"] > 0:
+        hourly = float(best["gpu_hourly"])
+        price_notes["self-hosted"] = (
+            f"USD {hourly:g} per GPU-hour of {best['gpu'].values}, "
+            + ("typed (--gpu-hourly)" if gpu_prices and str(best["gpu"].values) in gpu_prices
+               else "the catalogue's illustrative price (--gpu-hourly to type yours)"))
+    flips = decision_flips(decision, float(best["gpu_hourly"]))
     payload = {"model": model.name, "model_quality": ds.attrs["model_quality"],
                "configurations": rows,
-               "decision": {"options": options, "choice": str(decision["choice"].values)},
+               "decision": {"options": options, "choice": str(decision["choice"].values),
+                            "prices": price_notes, "flips": flips,
+                            "month_priced_as": decision.attrs["month_priced_as"]},
                "monthly_tokens": decision.attrs["monthly_tokens"]}
     if bound is not None:
         payload["ideal_bound"] = bound
@@ -263,8 +445,8 @@ def run(args, out) -> int:
                       f"{ds.attrs['speculative_acceptance']}\n")
         headers = ("GPU", "TP" if "pp" not in ds.dims else "TP×PP", "max seqs", "chunk [tokens]",
                    "max rate [req/s]", "band [req/s]", "replicas",
-                   "GPUs", "cost [USD/month]", "cost [USD/1M tokens]", "p95 TTFT [s]",
-                   "p95 ITL [s]", "binding")
+                   "GPUs", "cost [USD/month]", "cost [USD/1M tokens, prompt + output]",
+                   "p95 TTFT [s]", "p95 ITL [s]", "binding")
         table = [(r["gpu"], r["tp"] if "pp" not in r else f"{r['tp']}×{r['pp']}",
                   r["max_num_seqs"], r["max_num_batched_tokens"] or "whole",
                   to_jsonable(r["max_rate"]),
@@ -278,17 +460,28 @@ def run(args, out) -> int:
                       f"{bound['gpus']} GPU(s) (max rate {bound['max_rate']:.3g} requests/s, "
                       f"USD {bound['monthly_cost']:,.0f}/month), against {rows[0]['gpus']} "
                       f"timed by the engine\n")
-        out.write(f"\nat {decision.attrs['monthly_tokens']:,.0f} tokens/month "
-                  f"(output share {decision.attrs['output_fraction']:.0%}):\n")
-        print_table(("option", "cost [USD/month]", "cost [USD/1M tokens]",
-                     "self-hosting breaks even at [tokens/month]"),
+        out.write(f"\nthe month priced at {decision.attrs['month_priced_as']}: "
+                  f"{decision.attrs['monthly_tokens']:,.0f} tokens (prompt + output; output "
+                  f"share {decision.attrs['output_fraction']:.0%})\n")
+        for option, note in price_notes.items():
+            out.write(f"  {option} price: {note}\n")
+        if payg is None:
+            out.write("  pay-as-you-go: no price given (--payg-price IN OUT or --payg NAME), "
+                      "so no pay-as-you-go row\n")
+        print_table(("option", "cost [USD/month]", "cost [USD/1M tokens, prompt + output]",
+                     "self-hosting cheaper above [tokens/month]"),
                     [(o, to_jsonable(v["monthly_cost"]), to_jsonable(v["cost_per_million_tokens"]),
-                      to_jsonable(v["break_even_tokens"])) for o, v in options.items()], out)
+                      break_even_text(o, v, options)) for o, v in options.items()], out)
         choice = str(decision["choice"].values)
         share = options[choice]["choice_share"] if choice in options else math.nan
         out.write(f"cheapest: {choice}" + (f" (in {share:.0%} of the {ds.attrs['replicates']} "
                                            f"replicates' draws)" if share == share else "")
                   + "\n")
+        if flips:
+            out.write(f"where the choice flips (the fleet sized for the peak against "
+                      f"{flips['against']}, each input alone, the others held):\n")
+            for line in flips["lines"]:
+                out.write(f"  {line}\n")
         if deploy is not None:
             out.write(f"\ndeploy {deploy['replicas']} replica(s), each:\n  "
                       f"{deploy['vllm_serve']}\n  (SGLang: {deploy['sglang_serve']})\n"
@@ -296,6 +489,66 @@ def run(args, out) -> int:
             for note in deploy["notes"]:
                 out.write(f"note: {note}\n")
     return emit(args, out, rows, text=text, payload=payload, dataset=ds)
+
+
+def break_even_text(option: str, row: dict, options: dict):
+    """The break-even cell of an option: a volume, "never" where this fleet cannot reach it,
+    "—" on the fleet's own row."""
+    if option in (planning.SELF_HOSTED, planning.SELF_HOSTED_AUTOSCALED):
+        return "—"
+    volume = row["break_even_tokens"]
+    fleet = options.get(planning.SELF_HOSTED, {}).get("capacity_tokens", math.inf)
+    if not math.isfinite(volume):
+        return "never"
+    if volume == 0:
+        return "0 (always: its smallest purchase costs more than the fleet)"
+    if volume > fleet:
+        return f"never (needs {volume:.3g}, above the fleet's capacity {fleet:.3g})"
+    return f"{volume:.3g}"
+
+
+def decision_flips(decision, gpu_hourly=math.nan) -> dict:
+    """Where the choice flips, one input at a time (the decision table's tie points).
+
+    Against the option the self-hosted fleet is compared with: the cheapest admissible other
+    option when self-hosting is chosen, else the chosen one. Empty when there is no other
+    option or no fleet. ``gpu_hourly`` is the fleet's price per GPU-hour now [USD/h].
+    """
+    choice = str(decision["choice"].values)
+    hosted = (planning.SELF_HOSTED, planning.SELF_HOSTED_AUTOSCALED)
+    others = [str(o) for o in decision["option"].values if str(o) not in hosted
+              and bool(decision["admissible"].sel(option=o))]
+    if not others or choice == "none admissible":
+        return {}
+    if choice in hosted:
+        against = min(others, key=lambda o: float(decision["monthly_cost"].sel(option=o)))
+    else:
+        against = choice
+    at = decision.sel(option=against)
+    hourly, engineering = float(at["tie_gpu_hourly"]), float(at["tie_engineering_monthly"])
+    if not math.isfinite(hourly):
+        return {}
+    wins = "self-hosting is cheaper"
+    lines = []
+    volume = float(at["break_even_tokens"])
+    if math.isfinite(volume):
+        lines.append(f"monthly volume: {wins} above {volume:.3g} tokens/month "
+                     f"(now {decision.attrs['monthly_tokens']:.3g})")
+    lines.append(f"GPU-hour price: {wins} below USD {hourly:.3g}/h (now {gpu_hourly:.3g})"
+                 if hourly > 0 else
+                 "GPU-hour price: self-hosting is not cheaper even with free GPU-hours")
+    now_eng = float(decision.attrs.get("engineering_monthly", 0.0))
+    lines.append(f"engineering line: {wins} below USD {engineering:,.0f}/month "
+                 f"(now {now_eng:,.0f})" if engineering > 0 else
+                 "engineering line: self-hosting is not cheaper even with no engineering line")
+    blended = float(at["tie_payg_blended"])
+    if math.isfinite(blended):
+        now = float(at["cost_per_million_tokens"])
+        lines.append(f"pay-as-you-go price: pay-as-you-go is cheaper below a blended USD "
+                     f"{blended:.3g} per 1M tokens (now {now:.3g}: x{blended / now:.3g} both "
+                     f"list prices)")
+    return {"against": against, "volume_tokens": volume, "gpu_hourly": hourly,
+            "engineering_monthly": engineering, "payg_blended": blended, "lines": lines}
 
 
 #: The flags of the traffic, the SLO and the search, shared with ``rooflinekit disaggregated``.

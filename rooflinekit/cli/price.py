@@ -26,12 +26,15 @@ EPILOG = ("examples:\n  rooflinekit price --input-price 3 --output-price 12 "
           "--output-fraction 0.1\n"
           "  rooflinekit price --input-price 3 --output-price 12 --cached-input-price 0.3 "
           "--prefix-share 0.6 --provisioned-monthly 12000 --provisioned-capacity 4e9 "
-          "--output-fraction 0.1")
+          "--output-fraction 0.1\n"
+          "  rooflinekit price --input-price 0.6 --output-price 2.4 --provisioned-monthly 12000 "
+          "--provisioned-capacity 4e9 --output-fraction 0.1 0.5")
 
 #: Each column: (key, heading with its unit).
-_COLUMNS = {"output_fraction": "output share", "blended_per_mtok": "blended [USD/1M tokens]",
-            "break_even_tokens": "break-even [tokens/month]",
-            "break_even_utilization": "break-even utilization",
+_COLUMNS = {"output_fraction": "output share",
+            "blended_per_mtok": "pay-as-you-go blended [USD/1M tokens, prompt + output]",
+            "break_even_tokens": "provisioned breaks even at [tokens/month]",
+            "break_even_utilization": "provisioned breaks even at utilization",
             "cheapest": "cheapest", "cheapest_monthly_usd": "cheapest [USD/month]",
             "reason": "reason"}
 
@@ -67,6 +70,15 @@ def add_arguments(parser) -> None:
     add_output_flags(parser)
 
 
+def _cell(row: dict, column: str):
+    """A table cell: a break-even the commitment cannot reach says so instead of a number."""
+    if column == "break_even_utilization" and "breaks_even" in row and not row["breaks_even"]:
+        return f"never (would need {row[column]:.0%} of capacity)"
+    if column == "break_even_tokens" and "breaks_even" in row and not row["breaks_even"]:
+        return f"never ({row[column]:.3g} is above the capacity)"
+    return row.get(column)
+
+
 def _check(args) -> None:
     """Refuse flags that would be ignored, before any work."""
     if (args.cached_input_price is None) != (args.prefix_share is None):
@@ -85,10 +97,27 @@ def _check(args) -> None:
             raise ValueError(f"{given[0]} describes self-hosting; give --num-gpus")
 
 
+#: The flag of each pay-as-you-go field, to name it in a refusal.
+_PAYG_FLAGS = {"cached_input_per_mtok": "--cached-input-price",
+               "input_per_mtok": "--input-price", "output_per_mtok": "--output-price"}
+
+
+def _payg(args):
+    """The typed pay-as-you-go price; a refusal names the flag, not the field."""
+    try:
+        return pricing.PayAsYouGo(args.input_price, args.output_price,
+                                  cached_input_per_mtok=args.cached_input_price)
+    except ValueError as exc:
+        text = str(exc)
+        for field, flag in _PAYG_FLAGS.items():
+            if text.startswith(field):
+                raise ValueError(f"{flag} ({field}){text[len(field):]}") from None
+        raise
+
+
 def run(args, out) -> int:
     _check(args)
-    payg = pricing.PayAsYouGo(args.input_price, args.output_price,
-                              cached_input_per_mtok=args.cached_input_price)
+    payg = _payg(args)
     hits = 0.0 if args.prefix_share is None else args.prefix_share
     provisioned = None
     if args.provisioned_monthly is not None:
@@ -107,6 +136,8 @@ def run(args, out) -> int:
             be = pricing.break_even(provisioned, payg, f, prefix_share=hits)
             row["break_even_tokens"] = float(be.tokens)
             row["break_even_utilization"] = float(be.utilization)
+            # above 1 the commitment would have to serve more than its capacity: it never pays
+            row["breaks_even"] = bool(float(be.utilization) <= 1.0)
         if args.monthly_tokens is not None:
             options = [payg] + [o for o in (provisioned, hosted) if o is not None]
             choice = pricing.cheapest_option(args.monthly_tokens, options, f)
@@ -118,6 +149,6 @@ def run(args, out) -> int:
 
     def text(out):
         columns = [c for c in _COLUMNS if any(c in r for r in result)]
-        print_table([_COLUMNS[c] for c in columns], [[r.get(c) for c in columns] for r in result],
-                    out)
+        print_table([_COLUMNS[c] for c in columns],
+                    [[_cell(r, c) for c in columns] for r in result], out)
     return emit(args, out, result, text=text)

@@ -24,6 +24,7 @@ from rooflinekit.planning.decision import (
     PROVISIONED,
     PROVISIONED_SPILLOVER,
     SELF_HOSTED,
+    SELF_HOSTED_AUTOSCALED,
     cheapest_plan,
     decision_table,
 )
@@ -41,6 +42,7 @@ from rooflinekit.planning.spillover import (
     self_hosting_comparison,
 )
 from rooflinekit.planning.traffic import ARRIVALS, MIN_RATE, SECONDS_PER_MONTH, SLO, Traffic
+from rooflinekit.planning.traffic import PROFILE_SHAPES, month_profile, read_profile
 
 __all__ = [
     "Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH", "MIN_RATE",
@@ -51,4 +53,5 @@ __all__ = [
     "PROVISIONED_SPILLOVER", "launch_commands",
     "TIME", "bursty_demand", "plan_with_spillover", "optimal_floor", "compare_floor_sizing",
     "self_hosting_comparison",
+    "SELF_HOSTED_AUTOSCALED", "PROFILE_SHAPES", "month_profile", "read_profile",
 ]

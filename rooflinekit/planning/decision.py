@@ -20,12 +20,13 @@ from rooflinekit.planning.fleet import replicas_for_rate
 from rooflinekit.planning.traffic import SECONDS_PER_MONTH, Traffic
 from rooflinekit.pricing import (Compliance, PayAsYouGo, Provisioned, SelfHosted, admissibility,
                                  blended_price, crossover_volume)
-from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION
+from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
 
 __all__ = ["cheapest_plan", "decision_table", "SELF_HOSTED", "PAY_AS_YOU_GO", "PROVISIONED",
-           "PROVISIONED_SPILLOVER"]
+           "PROVISIONED_SPILLOVER", "SELF_HOSTED_AUTOSCALED"]
 
 SELF_HOSTED = "self-hosted"
+SELF_HOSTED_AUTOSCALED = "self-hosted, autoscaled"
 PAY_AS_YOU_GO = "pay-as-you-go"
 PROVISIONED = "provisioned"
 PROVISIONED_SPILLOVER = "provisioned + spillover"
@@ -109,9 +110,10 @@ def _units_for(tokens, unit_capacity, min_units, increment):
     return min_units + max(steps, 0) * increment
 
 
-def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
+def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo | None = None,
                    provisioned: Provisioned | None = None, compliance: Compliance | None = None,
-                   region: str | None = None, unit_increment=1) -> xr.Dataset:
+                   region: str | None = None, unit_increment=1, autoscale: bool = False,
+                   min_replicas=1) -> xr.Dataset:
     """Self-host the planned fleet, pay per token, or buy capacity: cost, gates, the choice.
 
     Parameters
@@ -120,18 +122,25 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
         From :func:`cheapest_plan` (any ``by``).
     traffic : Traffic
         The traffic planned for: monthly volume (its profile, else the peak all month) and mix.
-    payg : PayAsYouGo
-        Price per token of the hosted alternative.
+    payg : PayAsYouGo, optional
+        Price per token of the hosted alternative. There is no default price: without one the
+        table has no pay-as-you-go row (a frontier API's list price set against an open model's
+        fleet would decide nothing).
     provisioned : Provisioned, optional
         A provisioned commitment of ``units`` units (its minimum purchase; 1 unit when ``units``
         is unset): sized up in whole units of ``unit_increment`` to carry the peak rate, and,
-        with a profile, as a floor with pay-as-you-go spillover.
+        with a profile and ``payg``, as a floor with pay-as-you-go spillover.
     compliance : Compliance, optional
         The workload's classification and allowed regions (§7); default: no gate.
     region : str, optional
         Where the self-hosted GPUs run (for the residency gate).
     unit_increment : int
         Units the commitment grows by [1], >= 1.
+    autoscale : bool
+        Also price the fleet scaled period by period with the traffic's profile (rented GPUs
+        billed by the hour): the option ``"self-hosted, autoscaled"``. Needs a profile.
+    min_replicas : int
+        Fewest replicas the autoscaled fleet keeps running [1], >= 1 (default 1).
 
     Returns
     -------
@@ -140,11 +149,22 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
         ``cost_per_million_tokens`` [USD/1M tokens], ``units`` (provisioned units bought, 0
         otherwise), ``admissible`` and ``reason`` (the gate that excludes it, "" if none),
         ``break_even_tokens`` (monthly volume above which the self-hosted fleet is cheaper than
-        the option [tokens/month]; for the fleet itself, its capacity) with
-        ``break_even_tokens_low``/``_high`` (the fleets at the ends of the rate's band);
+        the option [tokens/month]; NaN on the self-hosted row, which has no break-even with
+        itself) with ``break_even_tokens_low``/``_high`` (the fleets at the ends of the rate's
+        band); ``capacity_tokens`` (what the option can serve in the month at the mix
+        [tokens/month]: the fleet's at its median max rate, inf for pay-as-you-go); the tie
+        points of the other inputs, each holding the rest fixed (NaN on the self-hosted row):
+        ``tie_gpu_hourly`` (price of a GPU-hour at which the fleet costs what the option costs
+        [USD/h]; self-hosting is cheaper below it; negative when it cannot be, the fleet's
+        other costs alone exceeding the option's), ``tie_engineering_monthly`` (the engineering
+        line at which they tie [USD/month]; negative: never) and ``tie_payg_blended`` (on the
+        pay-as-you-go row, the blended price per token at which pay-as-you-go costs what the
+        fleet does [USD/1M tokens]; pay-as-you-go is cheaper below it; NaN on the other rows);
         ``choice_share`` (the share of the plan's replicates, each with its own traffic and
         engine draw, in which the option is the cheapest admissible one [1]); and ``choice``,
-        the cheapest admissible option ("none admissible" if none).
+        the cheapest admissible option ("none admissible" if none). Its ``attrs`` add
+        ``monthly_tokens`` and ``monthly_requests`` (the volume priced), ``output_fraction``,
+        ``peak_monthly_tokens`` and ``month_priced_as`` (how the month was counted, in words).
 
     Notes
     -----
@@ -154,21 +174,53 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
     (:meth:`~rooflinekit.pricing.Provisioned.capacity`). With a profile of n periods, the
     floor of k units serves ``min(d_t, k·K(f)/n)`` of each period's demand d_t and the rest is
     billed at the pay-as-you-go blended price; k runs over every whole size up to the peak's
-    and the cheapest is kept. Break-even volumes: :func:`rooflinekit.pricing.crossover_volume`
-    (whole units against provisioned capacity).
+    and the cheapest is kept (only with ``payg``, which prices the spill). Break-even volumes:
+    :func:`rooflinekit.pricing.crossover_volume` (whole units against provisioned capacity); a
+    break-even above the fleet's ``capacity_tokens`` is never reached by this fleet.
+
+    Autoscaled: period t of a profile of n periods (each ``730 h / n``) carries
+    ``r_t = requests_t / (730 × 3600 / n)`` requests/s and runs
+    ``max(min_replicas, ⌈r_t (1 + headroom) / max_rate⌉)`` replicas (the plan's rule at that
+    rate), plus the plan's ``attrs["spare_replicas"]`` where it has them; the month costs the sum of their GPU-hours at the plan's price plus the plan's
+    engineering and electricity lines. Its break-evens, ties and share over the replicates are
+    those of the fixed fleet (NaN, and the median fleet's cost in every replicate).
+
+    Tie points, against an option of monthly cost C_o, for a fleet of n GPUs at hourly price h
+    and H hours, engineering line E and other fixed costs R (``C_sh = n h H + E + R``):
+
+    .. math:: h^* = \\frac{C_o - E - R}{n H}, \\qquad E^* = E + C_o - C_{sh}, \\qquad
+              c_b^* = \\frac{C_{sh}}{V} \\times 10^6.
+
+    The GPU price and the engineering line move only the fleet's cost, so when the choice is
+    not self-hosting its tie with the chosen option is where the choice flips, and when it is,
+    the tie with the cheapest other option is. Scaling a pay-as-you-go price list moves its
+    blended price in proportion, so ``c_b*`` over the current blended price is the factor on
+    both list prices at the tie.
 
     References
     ----------
     .. [1] Serving-capacity guide §6.2–6.5 (break-even, spillover, self-hosting), §7 (gates).
+
+    See Also
+    --------
+    rooflinekit.planning.month_profile : a month of traffic for ``Traffic(profile=...)``.
+    rooflinekit.pricing.SelfHosted.from_plan : the chosen fleet as a pricing option.
+    rooflinekit.pricing.crossover_volume : the break-even volumes.
     """
     check_type("cheapest", cheapest, xr.Dataset)
     if "feasible" not in cheapest:
         raise TypeError("cheapest must be the Dataset rooflinekit.cheapest_plan returns")
     check_type("traffic", traffic, Traffic)
-    check_type("payg", payg, PayAsYouGo)
+    check_type("payg", payg, PayAsYouGo, allow_none=True)
     check_type("provisioned", provisioned, Provisioned, allow_none=True)
     check_type("compliance", compliance, Compliance, allow_none=True)
     unit_increment = whole_number("unit_increment", unit_increment, lo=1)
+    min_replicas = whole_number("min_replicas", min_replicas, lo=1)
+    if not isinstance(autoscale, (bool, np.bool_)):
+        raise TypeError(f"autoscale must be True or False; got {describe(autoscale)}")
+    if autoscale and traffic.profile is None:
+        raise ValueError("autoscale=True scales the fleet with the traffic's profile: give "
+                         "Traffic(profile=...)")
     if region is not None and not isinstance(region, str):
         raise TypeError(f"region must be a string or None; got {describe(region)}")
     prompt = real_number("mean_prompt_tokens", cheapest.attrs["mean_prompt_tokens"], lo=0)
@@ -178,32 +230,39 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
     volume = traffic.monthly_requests * per_request
     peak_volume = float(traffic.rate) * SECONDS_PER_MONTH * per_request
 
-    options = [SELF_HOSTED, PAY_AS_YOU_GO]
+    options = [SELF_HOSTED] + ([SELF_HOSTED_AUTOSCALED] if autoscale else []) + \
+        ([PAY_AS_YOU_GO] if payg is not None else [])
     if provisioned is not None:
         options.append(PROVISIONED)
-        if traffic.profile is not None:
+        if traffic.profile is not None and payg is not None:
             options.append(PROVISIONED_SPILLOVER)
     keep = [d for d in cheapest.dims if d != dims.REPLICATE]
     shape = tuple(cheapest.sizes[d] for d in keep)
     table = {name: np.zeros(shape + (len(options),)) for name in
              ("monthly_cost", "units", "break_even_tokens", "break_even_tokens_low",
-              "break_even_tokens_high", "choice_share")}
+              "break_even_tokens_high", "choice_share", "capacity_tokens", "tie_gpu_hourly",
+              "tie_engineering_monthly", "tie_payg_blended")}
     admissible = np.ones(shape + (len(options),), dtype=bool)
     reason = np.full(shape + (len(options),), "", dtype=object)
     choice = np.full(shape, "", dtype=object)
-    payg_blended = float(np.asarray(blended_price(payg, f, prompt_tokens=prompt)))
+    payg_blended = math.nan if payg is None else \
+        float(np.asarray(blended_price(payg, f, prompt_tokens=prompt)))
     for index in np.ndindex(shape):
         at = cheapest.isel(dict(zip(keep, index)))
         hosted = _fleet(at, region)
         rows = {SELF_HOSTED: (float(at["monthly_cost"]), 0.0, hosted)}
-        rows[PAY_AS_YOU_GO] = (volume * payg_blended / PER_MILLION, 0.0, payg)
+        if autoscale:
+            rows[SELF_HOSTED_AUTOSCALED] = (_autoscaled_cost(at, traffic, min_replicas), 0.0,
+                                            hosted)
+        if payg is not None:
+            rows[PAY_AS_YOU_GO] = (volume * payg_blended / PER_MILLION, 0.0, payg)
         if provisioned is not None:
             base = 1.0 if provisioned.units is None else float(provisioned.units)
             unit_cost = float(np.asarray(provisioned.monthly_cost)) / base
             unit_capacity = float(np.asarray(provisioned.capacity(f))) / base
             n = _units_for(peak_volume, unit_capacity, base, unit_increment)
             rows[PROVISIONED] = (n * unit_cost, float(n), _resized(provisioned, n, base))
-            if traffic.profile is not None:
+            if PROVISIONED_SPILLOVER in options:
                 demand = traffic.profile * per_request
                 per_period = unit_capacity / demand.size
                 best = None
@@ -225,9 +284,19 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
             admissible[index + (j,)] = why is None
             reason[index + (j,)] = why or ""
             table["break_even_tokens"][index + (j,)] = _break_even(hosted, option, f, at)
+            if name == SELF_HOSTED_AUTOSCALED:
+                why = reason[index + (options.index(SELF_HOSTED),)] or None
+                admissible[index + (j,)] = why is None
+                reason[index + (j,)] = why or ""
             for end in ("low", "high"):
                 table[f"break_even_tokens_{end}"][index + (j,)] = _break_even(
                     _fleet(at, region, end), option, f, at)
+            table["capacity_tokens"][index + (j,)] = _capacity_of(hosted, option, f)
+            ties = _ties(at, cost, volume) if option is not hosted else (math.nan,) * 3
+            table["tie_gpu_hourly"][index + (j,)] = ties[0]
+            table["tie_engineering_monthly"][index + (j,)] = ties[1]
+            table["tie_payg_blended"][index + (j,)] = ties[2] if name == PAY_AS_YOU_GO \
+                else math.nan
         costs = np.where(admissible[index], table["monthly_cost"][index], np.inf)
         choice[index] = options[int(np.argmin(costs))] if np.isfinite(costs).any() else \
             "none admissible"
@@ -255,7 +324,22 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
         "break_even_tokens": (full, table["break_even_tokens"],
                               {"units": "tokens/month",
                                "long_name": "volume above which the self-hosted fleet is "
-                                            "cheaper (for the fleet: its capacity)"}),
+                                            "cheaper than the option (NaN: the fleet itself)"}),
+        "capacity_tokens": (full, table["capacity_tokens"], {
+            "units": "tokens/month",
+            "long_name": "tokens the option serves in the month at the mix (inf: no limit)"}),
+        "tie_gpu_hourly": (full, table["tie_gpu_hourly"], {
+            "units": "USD/h",
+            "long_name": "GPU-hour price below which the self-hosted fleet is cheaper than the "
+                         "option (negative: never; NaN: the fleet itself)"}),
+        "tie_engineering_monthly": (full, table["tie_engineering_monthly"], {
+            "units": "USD/month",
+            "long_name": "engineering line below which the self-hosted fleet is cheaper than "
+                         "the option (negative: never; NaN: the fleet itself)"}),
+        "tie_payg_blended": (full, table["tie_payg_blended"], {
+            "units": "USD/1M tokens",
+            "long_name": "blended pay-as-you-go price below which pay-as-you-go is cheaper "
+                         "than the self-hosted fleet (NaN: other options)"}),
         "break_even_tokens_low": (full, table["break_even_tokens_low"], {
             "units": "tokens/month",
             "long_name": "break-even volume with the fleet at the 90th-percentile max rate"}),
@@ -269,7 +353,9 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo,
                                               "long_name": "cheapest admissible option"}),
     }, coords=coords)
     out.attrs = {**cheapest.attrs, "monthly_tokens": volume, "output_fraction": f,
-                 "peak_monthly_tokens": peak_volume}
+                 "peak_monthly_tokens": peak_volume,
+                 "monthly_requests": traffic.monthly_requests,
+                 "month_priced_as": _month_basis(traffic)}
     return out
 
 
@@ -285,12 +371,22 @@ def _replicate_costs(at) -> np.ndarray:
         return np.array([float(at["monthly_cost"])])
     rates = np.asarray(at["replicate_max_rate"].values, dtype=float)
     need = float(at.attrs["rate"]) * (1.0 + float(at.attrs["headroom"]))
-    replicas = replicas_for_rate(need, rates)
+    replicas = _with_spares(at, replicas_for_rate(need, rates))
     per_replica = int(at["gpus"]) / max(int(at["replicas"]), 1)
     fixed = float(at["monthly_cost"]) - float(at["gpu_monthly_cost"]) if \
         np.isfinite(float(at["monthly_cost"])) else 0.0
     gpu_cost = replicas * per_replica * float(at["gpu_hourly"]) * HOURS_PER_MONTH
     return np.where(rates > 0, gpu_cost + fixed, np.inf)
+
+
+def _with_spares(at, replicas) -> np.ndarray:
+    """Replicas by the plan's fleet rule: at least its ``min_replicas``, plus its
+    ``spare_replicas`` (N + k), where its ``attrs`` give them (none: 1 and 0); 0 stays 0 (a
+    configuration that serves nothing)."""
+    floor = int(at.attrs.get("min_replicas", 1))
+    spare = int(at.attrs.get("spare_replicas", 0))
+    replicas = np.asarray(replicas)
+    return np.where(replicas > 0, np.maximum(replicas, floor) + spare, 0)
 
 
 def _fleet(at, region, end: str | None = None) -> SelfHosted | None:
@@ -300,13 +396,7 @@ def _fleet(at, region, end: str | None = None) -> SelfHosted | None:
     gpus = int(at[f"gpus{suffix}"]) if f"gpus{suffix}" in at else int(at["gpus"])
     if gpus <= 0:
         return None
-    replicas = int(at[f"replicas{suffix}"]) if f"replicas{suffix}" in at else int(at["replicas"])
-    rate = {"": "max_rate", "_low": "max_rate_high", "_high": "max_rate_low"}[suffix]
-    capacity = float(at[rate]) * replicas * SECONDS_PER_MONTH * (
-        at.attrs["mean_prompt_tokens"] + at.attrs["mean_output_tokens"])
-    return SelfHosted(n_gpus=gpus, gpu_hourly=float(at["gpu_hourly"]),
-                      engineering_monthly=float(at.attrs.get("engineering_monthly", 0.0)),
-                      capacity_tokens=capacity, name=SELF_HOSTED, region=region)
+    return SelfHosted.from_plan(at, end=end, name=SELF_HOSTED, region=region)
 
 
 def _resized(provisioned, n, base) -> Provisioned:
@@ -319,9 +409,58 @@ def _resized(provisioned, n, base) -> Provisioned:
 
 
 def _break_even(hosted, option, f, at) -> float:
-    """Self-hosting's crossover volume against ``option`` [tokens/month]."""
+    """Self-hosting's crossover volume against ``option`` [tokens/month]; NaN for the fleet
+    itself, inf where there is no fleet."""
+    if isinstance(option, SelfHosted):
+        return math.nan
     if hosted is None:
         return np.inf
-    if isinstance(option, SelfHosted):
-        return float(np.asarray(hosted.capacity_tokens))
     return float(np.asarray(crossover_volume(hosted, option, f)))
+
+
+def _capacity_of(hosted, option, f) -> float:
+    """What ``option`` serves in the month at output fraction ``f`` [tokens/month]."""
+    if isinstance(option, SelfHosted) or option is None:
+        return 0.0 if hosted is None else float(np.asarray(hosted.capacity_tokens))
+    return float(np.asarray(option.capacity(f)))
+
+
+def _autoscaled_cost(at, traffic: Traffic, min_replicas: int) -> float:
+    """The chosen configuration's fleet scaled per period of the profile [USD/month]
+    (:func:`decision_table` Notes); inf where the configuration serves nothing."""
+    gpus, replicas = int(at["gpus"]), int(at["replicas"])
+    rate = float(at["max_rate"])
+    if gpus <= 0 or replicas <= 0 or not rate > 0:
+        return math.inf
+    periods = traffic.profile.size
+    hours = HOURS_PER_MONTH / periods
+    need = traffic.profile / (hours * SECONDS_PER_HOUR) * (1.0 + float(at.attrs["headroom"]))
+    running = np.maximum(replicas_for_rate(need, rate), min_replicas) + \
+        int(at.attrs.get("spare_replicas", 0))
+    gpu_hours = float(np.sum(running)) * (gpus / replicas) * hours
+    fixed = float(at["monthly_cost"]) - float(at["gpu_monthly_cost"])
+    return gpu_hours * float(at["gpu_hourly"]) + fixed
+
+
+def _ties(at, option_cost: float, volume: float) -> tuple[float, float, float]:
+    """GPU-hour price, engineering line and blended pay-as-you-go price at which the chosen
+    configuration's fleet costs ``option_cost`` (the decision's Notes); NaN without a fleet or
+    with an infinite option cost."""
+    fleet = float(at["monthly_cost"])
+    gpus = int(at["gpus"])
+    if gpus <= 0 or not (math.isfinite(fleet) and math.isfinite(option_cost)):
+        return math.nan, math.nan, math.nan
+    gpu_cost = float(at["gpu_monthly_cost"])
+    rest = fleet - gpu_cost
+    engineering = float(at.attrs.get("engineering_monthly", 0.0))
+    hourly = (option_cost - rest) / (gpus * HOURS_PER_MONTH)
+    return hourly, engineering + option_cost - fleet, fleet / volume * PER_MILLION
+
+
+def _month_basis(traffic: Traffic) -> str:
+    """How the month's volume was counted, in words."""
+    if traffic.profile is not None:
+        return (f"a profile of {traffic.profile.size} periods, {traffic.monthly_requests:,.0f} "
+                f"requests (peak {float(traffic.rate):g} requests/s)")
+    return (f"the peak {float(traffic.rate):g} requests/s all month ({HOURS_PER_MONTH:g} h, "
+            f"{traffic.monthly_requests:,.0f} requests)")

@@ -11,12 +11,21 @@ import dataclasses
 import numbers
 
 import numpy as np
+import xarray as xr
 
-from rooflinekit._validation import as_1d, check_one_of, describe, real_number, show, whole_number
+from rooflinekit._validation import (MAX_CONFIG_BYTES, as_1d, check_one_of, describe,
+                                     read_regular_file, real_number, show, whole_number)
 from rooflinekit.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 from rooflinekit.workloads import Constant, Gamma, Poisson, SharedPrefix, WorkloadSpec
 
-__all__ = ["Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH", "MIN_RATE"]
+__all__ = ["Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH", "MIN_RATE", "PROFILE_SHAPES",
+           "month_profile", "read_profile"]
+
+#: Built-in shapes of a month's traffic (:func:`month_profile`).
+PROFILE_SHAPES = ("flat", "business-hours", "diurnal")
+
+#: Hours in the planning month, one profile period each: 730.
+_MONTH_HOURS = int(HOURS_PER_MONTH)
 
 #: Arrival processes :class:`Traffic` knows.
 ARRIVALS = ("poisson", "gamma")
@@ -69,6 +78,8 @@ class Traffic:
         Requests per period over one month (e.g. 730 hourly counts), each finite and >= 0, for
         the monthly volume and the spillover plan. Without it the month is taken at the peak
         ``rate`` throughout (the most a fleet sized for ``rate`` can be asked to serve).
+        :func:`month_profile` builds the built-in shapes, :func:`read_profile` reads a CSV of
+        rates, and :meth:`token_demand` gives it in tokens per period.
     prefix : SharedPrefix, optional
         Shared prompt prefixes (a system prompt, retrieved documents): a share of requests start
         with one of a few prefixes (:class:`rooflinekit.workloads.SharedPrefix`), which a plan
@@ -141,6 +152,42 @@ class Traffic:
             return float(self.profile.sum())
         return float(self.rate) * SECONDS_PER_MONTH
 
+    def token_demand(self, tokens_per_request) -> xr.DataArray:
+        """The profile in tokens per period, the demand of
+        :func:`~rooflinekit.planning.plan_with_spillover` and :func:`optimal_floor`.
+
+        Parameters
+        ----------
+        tokens_per_request : float
+            Mean prompt + output tokens of a request [tokens], > 0 (a plan's
+            ``attrs["mean_prompt_tokens"] + attrs["mean_output_tokens"]``).
+
+        Returns
+        -------
+        xarray.DataArray
+            Over ``time`` (the profile's periods; one period of the whole month without a
+            profile): ``profile × tokens_per_request`` [tokens per period].
+
+        Notes
+        -----
+        One unit for profiles: a :class:`Traffic` holds requests per period, the spillover
+        formulas take tokens per period; the lengths of the traffic convert one to the other:
+        ``d_t = requests_t × tokens_per_request``.
+
+        References
+        ----------
+        .. [1] Serving-capacity guide §6.4 (demand per period against a dedicated floor).
+
+        See Also
+        --------
+        rooflinekit.planning.plan_with_spillover : a floor with pay-as-you-go spillover.
+        """
+        per_request = real_number("tokens_per_request", tokens_per_request, lo=0, lo_open=True)
+        requests = self.profile if self.profile is not None else \
+            np.array([self.monthly_requests])
+        return xr.DataArray(requests * per_request, dims=("time",), name="demand",
+                            attrs={"units": "tokens", "long_name": "token demand per period"})
+
 
 @dataclasses.dataclass(frozen=True)
 class SLO:
@@ -203,3 +250,135 @@ class SLO:
         """The latency targets given, by name [s], in the order ttft, itl, e2e, tpot."""
         return {name: float(getattr(self, name)) for name in _TARGETS
                 if getattr(self, name) is not None}
+
+
+def month_profile(shape: str, peak_rate, *, start_hour=9, end_hour=17, workdays=5,
+                  off_peak=0.1, peak_hour=14) -> np.ndarray:
+    """Requests per hour over the planning month for a built-in traffic shape.
+
+    Parameters
+    ----------
+    shape : {"flat", "business-hours", "diurnal"}
+        ``flat``: the peak rate every hour. ``business-hours``: the peak from ``start_hour`` to
+        ``end_hour`` on the first ``workdays`` days of each week, ``off_peak`` × the peak
+        otherwise. ``diurnal``: a daily cosine from ``off_peak`` × the peak (12 hours from
+        ``peak_hour``) to the peak (at ``peak_hour``), every day.
+    peak_rate : float
+        The busiest hour's rate [requests/s], > 0: the :class:`Traffic` ``rate``.
+    start_hour, end_hour : int
+        Business hours, ``0 <= start_hour < end_hour <= 24`` [h of the day]; default 9 to 17.
+    workdays : int
+        Working days a week, in [1, 7]; default 5 (the month starts on a Monday).
+    off_peak : float
+        Rate outside business hours, or at the diurnal trough, as a share of the peak [1], in
+        [0, 1]; default 0.1.
+    peak_hour : float
+        Hour of the diurnal peak, in [0, 24); default 14.
+
+    Returns
+    -------
+    numpy.ndarray
+        730 hourly request counts [requests per hour] (``rate × 3600`` per hour at its share),
+        for ``Traffic(profile=...)``.
+
+    Notes
+    -----
+    Hour t of the month is hour ``t mod 24`` of day ``⌊t / 24⌋``, weekday ``⌊t / 24⌋ mod 7``
+    (0 = Monday). Diurnal share ``s(t) = o + (1 − o)(1 + cos(2π(t − t_peak)/24))/2``.
+    The 730-hour month is 30 days and 10 hours: 22 weekdays of 8 business hours and the 10th
+    hour of the 23rd, so a 9-to-17, 5-day month at off-peak 0.1 has 177 hours at the peak and
+    serves ``(177 + 0.1 × 553) / 730 = 31.8 %`` of the requests of a peak-all-month traffic.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.4 (a month's demand profile and its peaks).
+
+    See Also
+    --------
+    read_profile : a measured month from a CSV of rates.
+    Traffic.token_demand : the same profile in tokens per period.
+    """
+    check_one_of("shape", shape, PROFILE_SHAPES)
+    peak = real_number("peak_rate", peak_rate, lo=0, lo_open=True)
+    start = whole_number("start_hour", start_hour, lo=0)
+    end = whole_number("end_hour", end_hour, lo=1)
+    if not start < end <= 24:
+        raise ValueError(f"start_hour and end_hour must satisfy 0 <= start_hour < end_hour <= "
+                         f"24; got {start}-{end}")
+    days = whole_number("workdays", workdays, lo=1)
+    if days > 7:
+        raise ValueError(f"workdays must be in [1, 7]; got {days}")
+    low = real_number("off_peak", off_peak, lo=0, hi=1)
+    at = real_number("peak_hour", peak_hour, lo=0, hi=24, hi_open=True)
+    t = np.arange(_MONTH_HOURS, dtype=np.float64)
+    hour, day = t % 24, (t // 24) % 7
+    if shape == "flat":
+        share = np.ones_like(t)
+    elif shape == "business-hours":
+        share = np.where((day < days) & (hour >= start) & (hour < end), 1.0, low)
+    else:
+        share = low + (1.0 - low) * (1.0 + np.cos(2 * np.pi * (t - at) / 24.0)) / 2.0
+    return peak * SECONDS_PER_HOUR * share
+
+
+def read_profile(path) -> np.ndarray:
+    """A month of hourly request counts from a CSV of request rates.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A text file of one rate per line [requests/s] (the last comma-separated field of each
+        line; a first line that is not a number is a header, ``#`` starts a comment). N lines
+        are N consecutive hours, repeated over the month: 24 lines a day, 168 a week, 730 the
+        month itself (at most 730).
+
+    Returns
+    -------
+    numpy.ndarray
+        730 hourly request counts [requests per hour]: rate × 3600.
+
+    Raises
+    ------
+    ValueError
+        A rate that is negative, not finite or not a number, naming the file and the line; an
+        empty file; more than 730 rates; all rates 0.
+
+    Notes
+    -----
+    Hour t of the month takes the rate of line ``t mod N`` (N lines): ``requests_t =
+    rate_{t mod N} × 3600``. The file is read bounded and only if it is a regular file.
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.4 (a month's demand profile).
+
+    See Also
+    --------
+    month_profile : the built-in shapes.
+    """
+    text = read_regular_file(path, "profile file", MAX_CONFIG_BYTES)
+    rates = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        field = line.split("#", 1)[0].strip().rstrip(",").split(",")[-1].strip()
+        if not field:
+            continue
+        try:
+            value = float(field)
+        except ValueError:
+            if not rates and number == 1:
+                continue                                  # a header
+            raise ValueError(f"profile file {path}, line {number}: expected a rate "
+                             f"[requests/s], got {field!r}") from None
+        if not np.isfinite(value) or value < 0:
+            raise ValueError(f"profile file {path}, line {number}: a rate must be finite and "
+                             f">= 0 [requests/s], got {field}")
+        rates.append(value)
+    if not rates:
+        raise ValueError(f"profile file {path} holds no rates")
+    if len(rates) > _MONTH_HOURS:
+        raise ValueError(f"profile file {path} holds {len(rates)} hourly rates; at most "
+                         f"{_MONTH_HOURS} (a month)")
+    if max(rates) <= 0:
+        raise ValueError(f"profile file {path}: every rate is 0")
+    hourly = np.asarray(rates) * SECONDS_PER_HOUR
+    return np.resize(hourly, _MONTH_HOURS)

@@ -59,6 +59,23 @@ __all__ = ["PayAsYouGo", "Provisioned", "SelfHosted", "blended_price", "unit_cos
 #: Longest billed month [h]: 31 days of 24 hours.
 _MAX_HOURS_PER_MONTH = 744
 
+#: Lowest plausible price of a token [USD per 1M tokens]: $0.001 per million. A price typed per
+#: token instead of per 1M tokens (0.6e-6 for $0.60 per 1M) lies six orders of magnitude
+#: below a real list price and far below this floor; the cheapest 2025-26 list prices of
+#: hosted models are about $0.02 per 1M tokens.
+MIN_PRICE_PER_MTOK = 1e-3
+
+
+def _check_per_mtok(name: str, value) -> None:
+    """Refuse a price per 1M tokens below :data:`MIN_PRICE_PER_MTOK`, naming the likely slip."""
+    data = np.asarray(value.values if isinstance(value, xr.DataArray) else value, dtype=float)
+    low = data[data < MIN_PRICE_PER_MTOK]
+    if low.size:
+        raise ValueError(
+            f"{name} is a price per 1M tokens [USD] and must be at least "
+            f"{MIN_PRICE_PER_MTOK:g}; got {float(low.flat[0]):g}: a price per token? "
+            f"(USD per 1M tokens = USD per token × 1e6, e.g. 0.6e-6 per token is 0.6)")
+
 
 def _check_fields(spec, *names, **rules) -> None:
     """Check the numeric fields ``names`` of a frozen spec by :func:`numeric_field` ``rules``, in
@@ -76,9 +93,11 @@ class PayAsYouGo:
     Parameters
     ----------
     input_per_mtok : float or array_like
-        Price of input (prompt) tokens [USD per 1M tokens], > 0.
+        Price of input (prompt) tokens [USD per 1M tokens], finite and at least
+        :data:`MIN_PRICE_PER_MTOK` (0.001): a price per token (6e-7 for $0.60 per 1M) is refused
+        with a ``ValueError`` that names the slip.
     output_per_mtok : float or array_like
-        Price of output (generated) tokens [USD per 1M tokens], > 0.
+        Price of output (generated) tokens [USD per 1M tokens], finite and at least 0.001.
     cached_input_per_mtok : float or array_like, optional
         Price of input tokens served from the provider's prompt cache [USD per 1M tokens], >= 0;
         ``None`` when the provider has no cache discount.
@@ -117,6 +136,8 @@ class PayAsYouGo:
 
     def __post_init__(self):
         _check_fields(self, "input_per_mtok", "output_per_mtok", positive=True)
+        _check_per_mtok("input_per_mtok", self.input_per_mtok)
+        _check_per_mtok("output_per_mtok", self.output_per_mtok)
         _check_fields(self, "cached_input_per_mtok", allow_none=True)
         tier = (self.long_context_threshold, self.long_context_input_per_mtok,
                 self.long_context_output_per_mtok)
@@ -485,6 +506,72 @@ class SelfHosted:
         return cls(n_gpus=tp * replicas, gpu_hourly=gpu_hourly,
                    engineering_monthly=engineering_monthly, hours_per_month=hours_per_month,
                    other_fixed_monthly=other_fixed_monthly, capacity_tokens=capacity, **kwargs)
+
+    @classmethod
+    def from_plan(cls, cheapest, *, end=None, **kwargs):
+        """The fleet of a plan's chosen configuration as a self-hosted option.
+
+        Parameters
+        ----------
+        cheapest : xarray.Dataset
+            One configuration of :func:`rooflinekit.cheapest_plan` (``by=None``, or one label
+            of each ``by`` dimension selected): its ``gpus``, ``replicas``, ``gpu_hourly``,
+            ``max_rate`` and the plan's ``attrs`` (mean prompt and output tokens, the
+            engineering line).
+        end : {None, "low", "high"}
+            The fleet at the median max rate (default), or at the band's ends: ``"low"`` the
+            fewer GPUs of the 90th-percentile rate, ``"high"`` the more of the 10th.
+        **kwargs
+            Other :class:`SelfHosted` fields (``name``, ``region``, ``power_per_gpu``, ...).
+
+        Returns
+        -------
+        SelfHosted
+            ``n_gpus`` = the fleet's GPUs, ``gpu_hourly`` = the plan's price per GPU-hour
+            [USD/h], ``engineering_monthly`` = the plan's [USD/month] and ``capacity_tokens`` =
+            ``max_rate × replicas × 730 h × 3600 s × (mean prompt + mean output)``
+            [tokens/month].
+
+        Raises
+        ------
+        ValueError
+            The configuration serves nothing (0 GPUs), or is not one configuration.
+
+        Notes
+        -----
+        The plan's electricity line (``power_monthly_cost``) is not carried over; give
+        ``other_fixed_monthly=`` to count it.
+
+        See Also
+        --------
+        from_roofline : a fleet from the roofline decode throughput alone.
+        """
+        check_type("cheapest", cheapest, xr.Dataset)
+        missing = [v for v in ("gpus", "replicas", "gpu_hourly", "max_rate") if v not in cheapest]
+        if missing or "mean_prompt_tokens" not in cheapest.attrs:
+            raise TypeError(f"cheapest must be a configuration of rooflinekit.cheapest_plan; "
+                            f"missing {', '.join(missing) or 'mean_prompt_tokens'}")
+        if end not in (None, "low", "high"):
+            raise ValueError(f"end must be None, 'low' or 'high'; got {end!r}")
+        suffix = "" if end is None else f"_{end}"
+        for name in ("gpus", "replicas"):
+            if cheapest[name].size != 1:
+                raise ValueError(f"cheapest must hold one configuration; its {name} has "
+                                 f"{cheapest[name].size} values (select one label of each "
+                                 f"dimension)")
+        gpus = int(cheapest.get(f"gpus{suffix}", cheapest["gpus"]))
+        replicas = int(cheapest.get(f"replicas{suffix}", cheapest["replicas"]))
+        if gpus <= 0 or replicas <= 0:
+            raise ValueError("the configuration serves nothing (0 GPUs): no self-hosted option")
+        rate = {"": "max_rate", "_low": "max_rate_high", "_high": "max_rate_low"}[suffix]
+        per_request = float(cheapest.attrs["mean_prompt_tokens"]) + \
+            float(cheapest.attrs["mean_output_tokens"])
+        capacity = float(cheapest[rate]) * replicas * HOURS_PER_MONTH * SECONDS_PER_HOUR * \
+            per_request
+        kwargs.setdefault("engineering_monthly",
+                          float(cheapest.attrs.get("engineering_monthly", 0.0)))
+        return cls(n_gpus=gpus, gpu_hourly=float(cheapest["gpu_hourly"]),
+                   capacity_tokens=capacity, **kwargs)
 
     def _numeric(self) -> dict:
         out = {"n_gpus": self.n_gpus, "gpu_hourly": self.gpu_hourly,
