@@ -120,8 +120,13 @@ def _memory_formula(units, long_name, *, model=(), gpu=(), checks=None, paramete
 
 
 def _count(x):
-    """Whole units of ``x`` as ``int64``; fractional sequences do not run."""
-    return np.floor(x).astype(np.int64)
+    """Whole units of ``x`` as ``int64``; fractional sequences do not run. A count beyond
+    2**63 (a group of GPUs no machine has) is refused rather than wrapped in the cast."""
+    floored = np.floor(x)
+    if np.any(np.asarray(floored) >= 2.0**63):
+        raise ValueError(f"a count of {float(np.max(floored)):.3g} is beyond 2**63 and cannot be "
+                         f"held exactly: check tp (the group's GPUs) and the GPU's memory")
+    return floored.astype(np.int64)
 
 
 @_memory_formula("bytes", "KV bytes per token", model=("kv_bytes_per_token",),

@@ -29,6 +29,7 @@ from rooflinekit._validation import (
     check_integer,
     check_nonnegative,
     check_positive,
+    check_range,
     check_type,
     whole_number,
 )
@@ -802,7 +803,7 @@ def kv_transfer_time(model, prompt_tokens, *, link_bandwidth, link_latency=0.0):
     prompt_tokens : int, array_like
         Tokens whose KV is sent [tokens], ≥ 0.
     link_bandwidth : float, array_like
-        Bandwidth of the link per direction [bytes/s], > 0 (a 400 Gb/s NIC: 50e9;
+        Bandwidth of the link per direction [bytes/s], >= 1 (a 400 Gb/s NIC: 50e9;
         ``GPU.network_bandwidth``).
     link_latency : float, array_like
         Fixed latency of the transfer [s], ≥ 0. Default 0.
@@ -835,7 +836,8 @@ def kv_transfer_time(model, prompt_tokens, *, link_bandwidth, link_latency=0.0):
     prompt_tokens, link_bandwidth, link_latency = (
         widen(v) for v in (prompt_tokens, link_bandwidth, link_latency))
     check_integer("prompt_tokens", prompt_tokens, lo=0)
-    check_positive("link_bandwidth", link_bandwidth)
+    # below 1 byte/s is a slip (a denormal rate overflows the time to inf)
+    check_range("link_bandwidth", link_bandwidth, lo=1.0)
     check_nonnegative("link_latency", link_latency)
     kv = memory.kv_bytes_per_sequence(model, prompt_tokens)
     return kv / link_bandwidth + link_latency

@@ -115,7 +115,7 @@ class DisaggregatedBatcher:
     prefill_replicas, decode_replicas : int
         Replicas of each pool [1], >= 1 (``x`` and ``y`` of xPyD).
     link_bandwidth : float
-        Bandwidth of the link a request's KV crosses [bytes/s], > 0; ``inf`` for an instant
+        Bandwidth of the link a request's KV crosses [bytes/s], >= 1; ``inf`` for an instant
         link (a 400 Gb/s NIC: 50e9, ``GPU.network_bandwidth``). Unused on the tick clock.
     link_latency : float
         Fixed time of each transfer [tick or s], >= 0. Default 0.
@@ -152,7 +152,8 @@ class DisaggregatedBatcher:
                 raise TypeError(f"{name} must be a ContinuousBatcher, got {type(pool).__name__}")
         whole_number("prefill_replicas", self.prefill_replicas, lo=1)
         whole_number("decode_replicas", self.decode_replicas, lo=1)
-        real_number("link_bandwidth", self.link_bandwidth, lo=0, lo_open=True, allow_inf=True)
+        # at least 1 byte/s: a denormal rate would overflow the transfer time to inf
+        real_number("link_bandwidth", self.link_bandwidth, lo=1, allow_inf=True)
         real_number("link_latency", self.link_latency, lo=0)
         if self.prefill.clock != self.decode.clock:
             raise ValueError(f"prefill and decode must run on the same clock, got "

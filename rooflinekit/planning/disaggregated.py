@@ -97,7 +97,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         ``max_num_seqs`` and ``max_num_batched_tokens`` default to ``"auto"``, the engine's
         defaults for the GPU (every pool's replicas run the same scheduler).
     link_bandwidth : float, optional
-        Bandwidth a prompt's KV crosses between the pools [bytes/s], > 0; default ``tp ×
+        Bandwidth a prompt's KV crosses between the pools [bytes/s], >= 1; default ``tp ×
         gpu.network_bandwidth`` (each GPU of the group sends its shard over its own NIC).
     link_latency : float
         Fixed time of each transfer [s], >= 0.
@@ -157,7 +157,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
             raise ValueError(f"gpu {gpu.name!r} has no network_bandwidth in the catalogue; pass "
                              f"link_bandwidth [bytes/s]")
         link_bandwidth = tp * gpu.network_bandwidth
-    link_bandwidth = real_number("link_bandwidth", link_bandwidth, lo=0, lo_open=True,
+    link_bandwidth = real_number("link_bandwidth", link_bandwidth, lo=1,
                                  allow_inf=True)
     link_latency = real_number("link_latency", link_latency, lo=0)
     headroom = real_number("headroom", headroom, lo=0)

@@ -213,12 +213,12 @@ def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1,
     micro_batches : int
         Micro-batches the batch is split into, in flight in the pipeline at once [1], ≥ 1.
     p2p_bandwidth : float, optional
-        Stage-to-stage bandwidth [bytes/s]; default the GPU's ``network_bandwidth`` (stages on
+        Stage-to-stage bandwidth [bytes/s], >= 1; default the GPU's ``network_bandwidth`` (stages on
         different nodes), else its ``interconnect_bandwidth``.
     p2p_latency : float, optional
         Latency of one stage-to-stage send [s]; default the GPU's ``interconnect_latency``.
     ep_bandwidth : float, optional
-        All-to-all bandwidth per GPU [bytes/s]; default the GPU's ``interconnect_bandwidth``.
+        All-to-all bandwidth per GPU [bytes/s], >= 1; default the GPU's ``interconnect_bandwidth``.
     engine : Engine or Calibration, optional
         How the engine runs a step (:class:`rooflinekit.Engine`), as for
         :func:`~rooflinekit.roofline.decode_step_time`; its ``activation_dtype`` also sizes the
