@@ -28,6 +28,7 @@ def _via_apply_ufunc(models, gpus, batch, ctx, tp):
     """decode_step_time's body run by xr.apply_ufunc on the specs' variables, by name."""
     from types import SimpleNamespace
 
+    from rooflinekit.roofline.options import OPTIONAL_MODEL_FIELDS
     from rooflinekit.roofline.step import _coefficients
 
     model_vars = [models[k].astype(float) for k in _FIELDS]
@@ -37,6 +38,8 @@ def _via_apply_ufunc(models, gpus, batch, ctx, tp):
 
     def kernel(b, c, t, *fields):
         model = SimpleNamespace(**dict(zip(_FIELDS, fields[:len(_FIELDS)])))
+        for k, default in OPTIONAL_MODEL_FIELDS.items():     # fields the catalogue lacks
+            setattr(model, k, getattr(model, k, default))
         gpu = SimpleNamespace(**dict(zip(("hbm_bandwidth", "peak_flops", "n_gpus",
                                           "interconnect_bandwidth", "interconnect_latency"),
                                          fields[len(_FIELDS):])))

@@ -240,7 +240,8 @@ def resolve_model(name_or_path) -> ModelShape:
     ModelShape
         The catalogue row, or the model built by :meth:`ModelShape.from_hf_config`, named after
         its folder the way downloads are laid out (``.../Llama-3.1-8B/config.json`` is
-        "Llama-3.1-8B") or, for a repo id, after the repo id.
+        "Llama-3.1-8B"), a JSON file named otherwise after its name (``gpt-oss-120b.json`` is
+        "gpt-oss-120b"), or, for a repo id, after the repo id.
 
     Raises
     ------
@@ -261,8 +262,12 @@ def resolve_model(name_or_path) -> ModelShape:
         if os.path.exists(text):
             path = find_config(text)
             folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+            # a download's config.json is named by its folder; a file named otherwise
+            # (gpt-oss-120b.json) by its own name
+            stem, ext = os.path.splitext(os.path.basename(path))
+            name = folder if os.path.basename(path) == "config.json" or ext != ".json" else stem
             # the name given, not the file found: found again, it is not taken for a folder
-            return ModelShape.from_hf_config(text, name=folder or None)
+            return ModelShape.from_hf_config(text, name=name or None)
         if text.endswith(".json") or text.count("/") != 1:
             raise ValueError(f"model config {text!r} does not exist")
         # org/name: a repo id, looked up in the local cache only
@@ -319,6 +324,11 @@ _VARIABLES = {ModelShape: {
     "active_weight_bytes": ("bytes", "weight bytes used per token"),
     "input_embedding_params": ("1", "input-embedding parameters apart from the LM head"),
     "lm_head_params": ("1", "LM head parameters (0: vocabulary unknown)"),
+    "bytes_per_body_param": ("bytes", "bytes per weight of the body (attention, dense MLPs)"),
+    "bytes_per_expert_param": ("bytes", "bytes per weight of the routed experts"),
+    "bytes_per_embedding_param": ("bytes", "bytes per weight of the embeddings and LM head"),
+    "n_kv_layers": ("1", "layers with a KV cache (a hybrid's attention layers)"),
+    "state_bytes_per_sequence": ("bytes", "recurrent state per sequence (linear attention, SSM)"),
 }, GPU: {
     "memory_bytes": ("bytes", "device memory"),
     "hbm_bandwidth": ("bytes/s", "memory bandwidth"),

@@ -534,7 +534,8 @@ def expert_weight_bytes(model):
     Returns
     -------
     float
-        ``(N − N_active) · E / (E − k) · b``: the inactive parameters are the ``E − k`` experts a
+        ``(N − N_active) · E / (E − k) · b_expert`` (``b_expert``: the experts' bytes per
+        parameter, :attr:`~rooflinekit.ModelShape.bytes_per_expert_param`): the inactive parameters are the ``E − k`` experts a
         token skips, so one expert's share is ``(N − N_active)/(E − k)`` and all routed experts
         hold ``E`` of those shares.
 
@@ -549,8 +550,9 @@ def expert_weight_bytes(model):
     layout_memory, moe_layers
     """
     check_type("model", model, ModelShape)
+    # the experts' own format (gpt-oss: MXFP4 with its scales), the model's where not given
     return float(expert_params(model.n_params, model.n_active_params, model.n_experts,
-                               model.n_experts_per_token)) * model.bytes_per_param
+                               model.n_experts_per_token)) * model.bytes_per_expert_param
 
 
 def expert_params(n_params, n_active_params, n_experts, n_experts_per_token):

@@ -31,7 +31,11 @@ MODEL_FIELDS = ("n_layers", "n_heads", "head_dim", "attention_width", "hidden_si
                 "n_full_layers", "n_sliding_layers", "sliding_window")
 #: Model fields a Dataset or array spec may lack, and their value then (0: no embedding table
 #: counted apart from the other weights).
-OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0}
+OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0,
+                         # weight groups in a format of their own, and the layers with a KV
+                         # cache (NaN: as bytes_per_param, as n_layers)
+                         "bytes_per_body_param": math.nan, "bytes_per_expert_param": math.nan,
+                         "bytes_per_embedding_param": math.nan, "n_kv_layers": math.nan}
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")
 

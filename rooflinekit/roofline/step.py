@@ -361,14 +361,24 @@ def _model_terms(m, activation_bytes):
     e, k = m.n_experts, m.n_experts_per_token
     per_expert = np.where(e > k, (p - pa) / np.maximum(e - k, 1.0), 0.0)
     table, head = m.input_embedding_params, m.lm_head_params
+    b = m.bytes_per_param
+    # each weight group's bytes per parameter (scales included) where it has a format of its
+    # own (gpt-oss: MXFP4 experts, bf16 attention and embeddings); NaN: the model's
+    body, expert, embedding = (np.where(np.isnan(x), b, x) for x in (
+        m.bytes_per_body_param, m.bytes_per_expert_param, m.bytes_per_embedding_param))
+    grouped = (body != b) | (expert != b) | (embedding != b)
     # The input table is looked up (one row per token), never read whole nor multiplied.
-    m.nonexpert_weight_bytes = (pa - k * per_expert - table) * m.bytes_per_param
-    m.expert_weight_bytes = per_expert * m.bytes_per_param
+    m.nonexpert_weight_bytes = np.where(
+        grouped, (pa - k * per_expert - table - head) * body + head * embedding,
+        (pa - k * per_expert - table) * b)[()]
+    m.expert_weight_bytes = per_expert * expert
     m.flops_per_token = 2.0 * (pa - table - head)
     m.lm_head_flops_per_token = 2.0 * head
-    m.embedding_row_bytes = np.where(head > 0, m.hidden_size * m.bytes_per_param, 0.0)
-    m.attention_flops_per_pair = 4.0 * m.n_heads * m.attention_width * m.n_layers
-    m.full_attention_fraction = m.n_full_layers / m.n_layers
+    m.embedding_row_bytes = np.where(head > 0, m.hidden_size * embedding, 0.0)
+    # attention runs in the layers with a KV cache (a hybrid's others are recurrent)
+    kv_layers = np.where(np.isnan(m.n_kv_layers), m.n_layers, m.n_kv_layers)
+    m.attention_flops_per_pair = 4.0 * m.n_heads * m.attention_width * kv_layers
+    m.full_attention_fraction = m.n_full_layers / kv_layers
     m.prefill_bytes_per_token = (ELEMENTWISE_ELEMENTS_PER_LAYER * m.n_layers * m.hidden_size
                                  * activation_bytes)
     return m
