@@ -71,3 +71,23 @@ def test_gpt_oss_120b_plans_on_one_h100(capsys):
     rows = json.loads(capsys.readouterr().out)["configurations"]
     assert rows[0]["gpu"] == "H100-SXM-80GB" and rows[0]["tp"] == 1 and rows[0]["gpus"] >= 1
     assert rows[0]["binding"] not in ("does_not_fit", "invalid_layout")
+
+
+@pytest.mark.parametrize("gpu, fp8", [("H100-SXM-80GB", True), ("H200-SXM-141GB", True),
+                                      ("A100-SXM-80GB", False)])
+def test_one_byte_weights_multiply_on_fp8_tensor_cores_where_the_gpu_has_them(gpu, fp8):
+    """An FP8 checkpoint runs W8A8 (vLLM, SGLang, TensorRT-LLM on Hopper and later; calibrate
+    fits FP8 rows so): the step's GEMM peak is the GPU's FP8 dense peak, its 16-bit one on a GPU
+    without FP8 (A100) and for every other format; an engine that names its format wins."""
+    spec = rk.catalog.gpu(gpu)
+    fp8_model = rk.catalog.model("Llama-3.1-70B").replace(bytes_per_param="fp8")
+    c = roofline.step_cost_coefficients(fp8_model, spec, engine=rk.IDEAL)
+    assert c.peak_flops == (spec.peak_flops_by_dtype["fp8"] if fp8 else spec.peak_flops)
+    assert (spec.peak_flops_by_dtype.get("fp8", 0) > spec.peak_flops) == fp8
+    for other in ("bf16", "int4"):
+        m = rk.catalog.model("Llama-3.1-70B").replace(bytes_per_param=other)
+        assert roofline.step_cost_coefficients(m, spec, engine=rk.IDEAL).peak_flops == \
+            spec.peak_flops
+    widened = roofline.step_cost_coefficients(fp8_model, spec,
+                                              engine=rk.IDEAL.replace(compute_dtype="bf16"))
+    assert widened.peak_flops == spec.flops_for("bf16")

@@ -142,7 +142,9 @@ class Engine:
         Share of the link bandwidth the all-reduce reaches [1], in (0, 1]. Default 1.0.
     compute_dtype : str, optional
         Format the weight matrix multiplies run in ("fp8", "fp4", ...), which picks the GPU's
-        peak; default the GPU's 16-bit dense peak.
+        peak. Default: one-byte weights (an FP8 checkpoint) on the GPU's FP8 dense peak where it
+        lists one, as the serving engines run them (W8A8); every other format, and a GPU
+        without FP8, on the 16-bit dense peak.
     activation_dtype : str
         Format of the activations ("bf16", ...): the all-reduce payload's element size and the
         format attention runs in. Default "bf16".

@@ -119,7 +119,23 @@ def read_gpu(gpu, arguments) -> dict:
 
     ``attention_peak_flops`` is the peak in the activation format, where attention runs.
     """
-    out = gpu_fields(gpu, arguments.get("compute_dtype"))
+    compute_dtype = arguments.get("compute_dtype")
+    out = gpu_fields(gpu, compute_dtype)
+    model = arguments.get("model")
+    if compute_dtype is None and model is not None:
+        # one-byte weights (an FP8 checkpoint) multiply on FP8 tensor cores where the GPU has
+        # them, as vLLM, SGLang and TensorRT-LLM run W8A8 (and as calibrate fits such rows);
+        # other formats widen to 16 bits (weight-only int4, MXFP4 on a GPU without FP4)
+        one_byte = (model["bytes_per_param"] if isinstance(model, xr.Dataset)
+                    else np.asarray(getattr(model, "bytes_per_param"), dtype=float)) == 1.0
+        if np.any(one_byte):
+            fp8 = parallel.device_peak_flops(gpu, "fp8")
+            fp8 = float(fp8) if isinstance(fp8, numbers.Real) else fp8
+            pick = xr.where if isinstance(one_byte, xr.DataArray) or \
+                isinstance(fp8, xr.DataArray) else np.where
+            out["peak_flops"] = pick(one_byte, fp8, out["peak_flops"])
+            if isinstance(out["peak_flops"], np.ndarray) and out["peak_flops"].ndim == 0:
+                out["peak_flops"] = float(out["peak_flops"])
     attention = parallel.device_peak_flops(gpu, arguments.get("activation_dtype", "bf16"))
     out["attention_peak_flops"] = float(attention) if isinstance(attention, numbers.Real) \
         else attention
