@@ -110,7 +110,7 @@ def test_cli_refuses_a_bad_profile_in_one_line(capsys, tmp_path):
     path.write_text("rate\n25\n")                        # above --rate 20
     code, out, err = run(capsys, *PLAN, "--profile", str(path))
     assert code == 2 and "--rate" in err
-    for extra in (["--autoscale"], ["--min-replicas", "2"], ["--off-peak", "2"],
+    for extra in (["--autoscale"], ["--spare-replicas", "-1"], ["--off-peak", "2"],
                   ["--business-hours", "17-9"]):
         code, out, err = run(capsys, *PLAN, *extra)
         assert code == 2 and err.count("\n") == 1, extra

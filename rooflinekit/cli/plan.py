@@ -61,7 +61,10 @@ EPILOG = ("examples:\n"
           "--replicates 2 --requests 100\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 20 --prompt-mean 1000 "
           "--output-mean 200 --ttft 1 --profile business-hours --off-peak 0.2 --autoscale "
-          "--min-replicas 1 --payg-price 0.6 2.4 --replicates 2 --requests 100")
+          "--min-replicas 1 --payg-price 0.6 2.4 --replicates 2 --requests 100\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 5 --prompt-mean 1000 "
+          "--output-mean 200 --ttft 1 --spare-replicas 1 --min-replicas 2 --replicates 2 "
+          "--requests 100")
 
 
 #: The command's flags after the model and the shared ones: (flag, type, default, help).
@@ -153,7 +156,11 @@ def add_month_flags(parser) -> None:
                         help="also price the fleet scaled hour by hour with --profile (rented "
                              "GPUs billed by the hour)")
     parser.add_argument("--min-replicas", type=positive_int, default=1, metavar="N",
-                        help="fewest replicas the --autoscale fleet keeps running (1)")
+                        help="fewest replicas the fleet runs, and the --autoscale fleet keeps "
+                             "running (1)")
+    parser.add_argument("--spare-replicas", type=nonnegative_int, default=0, metavar="N",
+                        help="whole replicas kept beside those the peak needs, N+k for a "
+                             "replica lost (0)")
 
 
 def _hours(text: str) -> tuple[int, int]:
@@ -180,9 +187,6 @@ def profile_from_args(args):
         if args.autoscale:
             raise ValueError("--autoscale scales the fleet with the month's traffic: give "
                              "--profile")
-        if args.min_replicas != 1:
-            raise ValueError("--min-replicas is the floor of the --autoscale fleet: give "
-                             "--autoscale and --profile")
         return None
     if args.profile in planning.PROFILE_SHAPES:
         start, end = args.business_hours
@@ -390,7 +394,8 @@ def run(args, out) -> int:
                   engineering_monthly=args.engineering_monthly,
                   electricity_price=args.electricity_price,
                   prefix_caching=args.enable_prefix_caching, speculative=speculative,
-                  prices=gpu_prices)
+                  prices=gpu_prices, spare_replicas=args.spare_replicas,
+                  min_replicas=args.min_replicas)
     engine = engine_from_args(args, gpus)
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
                        max_num_seqs=args.max_num_seqs or "auto", engine=engine, **search)

@@ -207,8 +207,8 @@ def check_plan_size(traffic, n_configurations, *, replicates, requests, work_lim
 
 def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
          max_num_batched_tokens="search", admission="paged", block_size=16,
-         gpu_memory_utilization=0.9, headroom=0.2, replicates=20, seed=0, engine=None,
-         engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
+         gpu_memory_utilization=0.9, headroom=0.2, spare_replicas=0, min_replicas=1,
+         replicates=20, seed=0, engine=None, engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=False, speculative=None, pp=None, ep=None,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=PLAN_WORK_LIMIT) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
@@ -259,6 +259,13 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         activation peak).
     headroom : float
         Spare capacity [1], >= 0: replicas = ceil(rate · (1 + headroom) / max_rate).
+    spare_replicas : int
+        Whole replicas kept beside those the rate needs (N + k, for a replica lost) [1], >= 0;
+        default 0.
+    min_replicas : int
+        Fewest replicas a fleet that serves runs [1], >= 1; default 1. The fleet is
+        ``max(min_replicas, ceil(rate · (1 + headroom) / max_rate)) + spare_replicas``; the
+        latencies are measured at the rate each replica carries without the spares.
     replicates : int
         Monte Carlo replicates [1], >= 1.
     seed : int
@@ -374,6 +381,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     block_size = whole_number("block_size", block_size, lo=1)
     real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True)
     headroom = real_number("headroom", headroom, lo=0)
+    spare_replicas = whole_number("spare_replicas", spare_replicas, lo=0)
+    min_replicas = whole_number("min_replicas", min_replicas, lo=1)
     replicates = whole_number("replicates", replicates, lo=1)
     seed = whole_number("seed", seed, lo=0)
     requests = whole_number("requests", requests, lo=10)
@@ -443,12 +452,14 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
                 values[index] = r[name]
             ds[name] = (list(axes), values, {"units": "1" if name == dims.MAX_NUM_SEQS
                                              else "tokens", "long_name": long_name})
-    _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price, pue)
+    _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price, pue,
+           spare_replicas, min_replicas)
     ds.attrs.update({
         "description": "capacity under load: max request rate per replica within the SLO, the "
                        "fleet for the traffic's peak rate with headroom, and its monthly cost",
         "model_quality": label,
         "rate": float(traffic.rate), "headroom": headroom, "quantile": float(slo.quantile),
+        "spare_replicas": spare_replicas, "min_replicas": min_replicas,
         **{f"{k}_target": v for k, v in slo.targets.items()},
         "attainment_target": "none" if slo.attainment is None else float(slo.attainment),
         "replicates": replicates, "requests": requests, "seed": seed, "rtol": rtol,
@@ -951,7 +962,7 @@ def replicas_for_rate(need, rate) -> np.ndarray:
 
 
 def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price,
-           pue) -> None:
+           pue, spare_replicas=0, min_replicas=1) -> None:
     """Replicas, GPUs and monthly cost from the rates, in place."""
     need = float(traffic.rate) * (1.0 + headroom)
     # a replica's GPUs: tp × pp (expert parallelism runs within a stage's tp GPUs)
@@ -961,7 +972,10 @@ def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricit
         check_fleet_counts(traffic.rate, need, rate.values, per_replica.values)
 
     def replicas_for(rate):
-        return xr.DataArray(replicas_for_rate(need, rate.values), dims=rate.dims)
+        # at least min_replicas where the configuration serves, plus the spares (N + k)
+        n = replicas_for_rate(need, rate.values)
+        n = np.where(n > 0, np.maximum(n, min_replicas) + spare_replicas, 0)
+        return xr.DataArray(n, dims=rate.dims)
 
     ds["replicas"] = replicas_for(ds["max_rate"]).assign_attrs(
         units="1", long_name="replicas for the peak rate with headroom")
@@ -974,9 +988,10 @@ def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricit
         ds[f"gpus_{end}"] = (ds[f"replicas_{end}"] * tp).assign_attrs(
             units="1", long_name=f"GPUs in the fleet at the {which}-percentile max rate")
     serves = ds["replicas"] > 0
-    ds["operating_rate"] = xr.where(serves, float(traffic.rate) / ds["replicas"].where(serves, 1),
+    carrying = ds["replicas"] - spare_replicas            # the spares down: the worst case
+    ds["operating_rate"] = xr.where(serves, float(traffic.rate) / carrying.where(serves, 1),
                                     0.0).assign_attrs(
-        units="requests/s", long_name="rate each replica carries at the peak")
+        units="requests/s", long_name="rate each replica carries at the peak (spares down)")
     price = xr.DataArray([hourly[g] for g in ds[dims.GPU].values], dims=[dims.GPU],
                          coords={dims.GPU: ds[dims.GPU].values})
     ds["gpu_hourly"] = price.assign_attrs(units="USD/h", long_name="price per GPU-hour")
