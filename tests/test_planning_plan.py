@@ -377,11 +377,16 @@ def test_prefix_caching_raises_the_rate_of_prefix_heavy_traffic():
     # the ideal roofline: the gain asserted is the physics', not a profile's numbers
     kwargs = {"models": MODEL, "gpus": GPU, "tp": 1, "max_num_seqs": 128, "replicates": 4,
               "requests": 300, "engine": rk.IDEAL}
-    plain = rk.plan(traffic, slo, **kwargs)
+    plain = rk.plan(traffic, slo, prefix_caching=False, **kwargs)
     cached = rk.plan(traffic, slo, prefix_caching=True, **kwargs)
     # the same draws: a prefill skipped is time saved, so the cached replica carries more
     assert float(cached["max_rate"].squeeze()) > 1.2 * float(plain["max_rate"].squeeze())
-    assert cached.attrs["prefix_caching"] == 1
+    assert cached.attrs["prefix_caching"] == 1 and plain.attrs["prefix_caching"] == 0
+    # by default the cache is on where the traffic shares prefixes, as the engines run
+    default = rk.plan(traffic, slo, **kwargs)
+    assert default.attrs["prefix_caching"] == 1
+    assert float(default["max_rate"].squeeze()) == float(cached["max_rate"].squeeze())
+    assert rk.plan(rk.Traffic(8.0, 200, 150), slo, **kwargs).attrs["prefix_caching"] == 0
     with pytest.raises(ValueError, match="paged"):
         rk.plan(traffic, slo, prefix_caching=True, admission="reserve", **kwargs)
     with pytest.raises(TypeError, match="prefix"):

@@ -233,9 +233,11 @@ def speculative_draft(args):
 #: The shared-prefix flags: drawn requests that start with shared prefixes, and the cache of them.
 PREFIX_FLAGS = {
     "--enable-prefix-caching": {
-        "action": "store_true",
+        "action": argparse.BooleanOptionalAction, "default": None,
         "help": "continuous batching keeps shared prefixes' KV blocks and skips their prefill "
-                "(vLLM's name; with paged admission)"},
+                "(vLLM's name; with paged admission). plan: on by default where "
+                "--prefix-tokens gives prefixes, as the engines run; --no-enable-prefix-caching "
+                "plans without it"},
     "--prefix-tokens": {"type": positive_int, "metavar": "TOKENS",
                         "help": "shared prefix length, before each request's own prompt"},
     "--prefix-groups": {"type": whole_number(1, MAX_PREFIX_GROUPS), "metavar": "PREFIXES",

@@ -236,7 +236,7 @@ def run(args, out) -> int:
         max_num_seqs=args.max_num_seqs, kv_budget_tokens=args.kv_budget, admission=args.admission,
         block_size=16 if args.block_size is None else args.block_size,
         max_num_batched_tokens=args.max_num_batched_tokens,
-        prefix_caching=args.enable_prefix_caching, speculative=speculative, **timing)
+        prefix_caching=bool(args.enable_prefix_caching), speculative=speculative, **timing)
     _check_memory(args)
     work = _workload(args)
     # a first run compiles both simulators side by side (numba's cache after)
@@ -245,7 +245,7 @@ def run(args, out) -> int:
     results = {"static": static.run(work), "continuous": cont.run(work)}
     # prefix caching and speculation are the continuous batcher's alone: their metrics are
     # shown for it alone, when it uses them
-    shown = {"static": (), "continuous": (("prefix", "prefill") * args.enable_prefix_caching
+    shown = {"static": (), "continuous": (("prefix", "prefill") * bool(args.enable_prefix_caching)
                                           + ("draft", "accepted", "acceptance")
                                           * (speculative is not None))}
     hidden = ("prefix", "prefill", "draft", "accepted", "acceptance")

@@ -209,7 +209,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
          max_num_batched_tokens="search", admission="paged", block_size=16,
          gpu_memory_utilization=0.9, headroom=0.2, spare_replicas=0, min_replicas=1,
          replicates=20, seed=0, engine=None, engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
-         prefix_caching=False, speculative=None, pp=None, ep=None,
+         prefix_caching=None, speculative=None, pp=None, ep=None,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=PLAN_WORK_LIMIT) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
 
@@ -298,9 +298,11 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         every GPU's ``board_power`` when > 0.
     pue : float
         Power usage effectiveness of the data centre [1], >= 1.
-    prefix_caching : bool
+    prefix_caching : bool, optional
         Replicas keep the traffic's shared prefixes (``Traffic(prefix=...)``) in the KV cache
-        and skip their prefill (vLLM's ``--enable-prefix-caching``; paged admission).
+        and skip their prefill (vLLM's ``--enable-prefix-caching``; paged admission). Default
+        ``None``: on where the traffic has shared prefixes and admission is paged, as vLLM (V1),
+        SGLang and TensorRT-LLM run by default; ``False`` plans without the cache.
     speculative : Speculative, optional
         Replicas decode speculatively (:class:`~rooflinekit.batching.Speculative`; vLLM's
         ``--speculative-config``): a draft model's weights come off each replica's KV budget
@@ -391,6 +393,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     engineering_monthly = real_number("engineering_monthly", engineering_monthly, lo=0)
     electricity_price = real_number("electricity_price", electricity_price, lo=0)
+    if prefix_caching is None:   # the engines' default: on, where there is something to cache
+        prefix_caching = traffic.prefix is not None and admission == "paged"
     prefix_caching = check_bool("prefix_caching", prefix_caching)
     if prefix_caching and admission != "paged":
         raise ValueError("prefix_caching needs admission='paged' (prefixes are shared in KV "
