@@ -43,3 +43,22 @@ def test_plan_takes_targets_with_units(capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "--itl" in err and "500ms" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", [["capacity", "llama-3.1-8b", "h100"],
+                                     ["layouts", "llama-3.1-8b", "h100", "--num-gpus", "2"]])
+def test_a_context_above_the_trained_length_is_refused_unless_allowed(command, capsys):
+    """Llama-3.1-8B was trained to 131,072 tokens (its config's max_position_embeddings):
+    200,000 is a slip, refused naming the flag; --allow-long-context takes it; a model's own
+    default length is never refused (Falcon-7B's 2,048 under capacity's default 8,192)."""
+    from rooflinekit.cli.main import main
+    assert main([*command, "--max-model-len", "200000"]) == 2
+    err = capsys.readouterr().err
+    assert "--max-model-len 200,000 is above Llama-3.1-8B's trained context of 131,072" in err
+    assert err.count("\n") == 1
+    allowed = [*command, "--max-model-len", "200000", "--allow-long-context"]
+    assert main(allowed) in (0, 1)            # 1: computed, but this context does not fit
+    assert "trained context" not in capsys.readouterr().err
+    assert main([*command, "--max-model-len", "131072"]) in (0, 1)
+    capsys.readouterr()
+    assert main(["capacity", "falcon-7b", "a100"]) == 0

@@ -15,7 +15,7 @@ from rooflinekit import catalog, workloads
 from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
-__all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
+__all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_long_context_flag", "check_trained_context", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
            "apply_dtypes", "engine_from_args", "load_engine", "examples", "fraction", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
@@ -375,3 +375,21 @@ def gpu_price(text: str) -> tuple[str, float]:
 
 
 gpu_price.__name__ = "GPU=USD"
+
+
+def add_long_context_flag(parser) -> None:
+    """``--allow-long-context``: plan a context above the model's trained length anyway."""
+    parser.add_argument("--allow-long-context", action="store_true",
+                        help="accept a --max-model-len above the model's trained context "
+                             "(max_position_embeddings), e.g. with RoPE scaling you configured")
+
+
+def check_trained_context(args, model) -> None:
+    """Refuse ``--max-model-len`` above ``model.max_context`` (a slip: vLLM refuses it too)
+    unless ``--allow-long-context``; a model of unknown trained length is not checked."""
+    limit = getattr(model, "max_context", None)
+    if limit is not None and args.max_model_len > limit and not args.allow_long_context:
+        raise ValueError(f"--max-model-len {args.max_model_len:,} is above {model.name}'s trained "
+                         f"context of {limit:,} tokens; lower it, or give --allow-long-context "
+                         f"if the server extends it")
+

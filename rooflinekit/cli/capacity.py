@@ -11,8 +11,10 @@ from rooflinekit.cli._args import (
     PREFIX_FLAGS,
     SPECULATIVE_FLAGS,
     add_flag,
+    add_long_context_flag,
     add_output_flags,
     apply_dtypes,
+    check_trained_context,
     examples,
     nonnegative_float,
     positive_int,
@@ -35,7 +37,8 @@ EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --max-model-len 8192 --batch-
                   "llama-3.1-70b h100 --tp 8 --speculative-draft llama-3.1-8b "
                   "--num-speculative-tokens 4 --acceptance 0.8",
                   "llama-3.1-8b h100 --max-model-len 4096 --prefix-tokens 2048 "
-                  "--prefix-groups 4 --prefix-share 0.8")
+                  "--prefix-groups 4 --prefix-share 0.8",
+                  "llama-3.1-8b h100 --max-model-len 262144 --allow-long-context --show-anyway")
 
 #: Each quantity: (key, label with its unit). Keys are the library's dimension names.
 _QUANTITIES = (
@@ -60,12 +63,17 @@ _QUANTITIES = (
 )
 
 
+#: Tokens per sequence without --max-model-len [tokens].
+_DEFAULT_CONTEXT = 8192
+
+
 def add_arguments(parser) -> None:
     add_flag(parser, "--model", positional=True)
     add_flag(parser, "--gpu", positional=True)
     add_flag(parser, "--tensor-parallel-size")
-    add_flag(parser, "--max-model-len", default=8192,
+    add_flag(parser, "--max-model-len", default=None,
              help="tokens per sequence, prompt + output (8192)")
+    add_long_context_flag(parser)
     add_flag(parser, "--batch-size", default=1, help="sequences decoded per step (1)")
     parser.add_argument("--input-len", type=positive_int, default=1024, metavar="TOKENS",
                         help="prompt tokens for TTFT (1024)")
@@ -150,6 +158,10 @@ def _why_not(result) -> tuple[bool, str | None]:
 def run(args, out) -> int:
     model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpu = catalog.gpu(args.gpu)
+    if args.max_model_len is None:
+        args.max_model_len = _DEFAULT_CONTEXT
+    else:                       # a length the user typed: not above what the model was trained on
+        check_trained_context(args, model)
     _check(args, model)
     draft = speculative_draft(args)
     engine = engine_from_args(args, gpu)

@@ -7,8 +7,10 @@ from rooflinekit import catalog, roofline
 from rooflinekit.cli._args import (
     COMMAND_API,
     add_flag,
+    add_long_context_flag,
     add_output_flags,
     apply_dtypes,
+    check_trained_context,
     engine_from_args,
     nonnegative_int,
     positive_int,
@@ -46,8 +48,9 @@ def add_arguments(parser) -> None:
                         metavar="GPUS", help="GPUs the layouts use, all of them")
     add_flag(parser, "--batch-size", default=32,
              help="sequences decoding together in each replica (32)")
-    add_flag(parser, "--max-model-len", default=4096,
+    add_flag(parser, "--max-model-len", default=None,
              help="context each sequence attends to and holds in KV [tokens] (4096)")
+    add_long_context_flag(parser)
     parser.add_argument("--input-len", type=nonnegative_int, metavar="TOKENS",
                         help="a prompt to time the prefill (TTFT without queueing) of")
     parser.add_argument("--micro-batches", type=positive_int, metavar="M",
@@ -66,6 +69,10 @@ def add_arguments(parser) -> None:
 def run(args, out) -> int:
     model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpu = catalog.gpu(args.gpu)
+    if args.max_model_len is None:
+        args.max_model_len = 4096
+    else:                       # a length the user typed: not above what the model was trained on
+        check_trained_context(args, model)
     if args.micro_batches is not None and args.micro_batches > args.batch_size:
         raise ValueError(f"--micro-batches {args.micro_batches} exceeds --batch-size "
                          f"{args.batch_size} (one sequence per micro-batch at least)")
