@@ -714,7 +714,32 @@ def _prepare(measurements, phases, fit, bounds, models, gpus, engine, workload):
     groups = _Groups(ds, _check_overrides("models", models, ModelShape),
                      _check_overrides("gpus", gpus, GPU),
                      _check_engine(engine), _check_workload(workload))
+    _check_physical(ds, groups)
     return ds, phases, per_phase, bounds, groups
+
+
+#: A measured time this many times below the ideal roofline is refused (a unit slip, or the
+#: wrong model or GPU named): no engine beats the bound, and the model's errors stay within it.
+_BELOW_BOUND = 2.0
+
+
+def _check_physical(ds, groups) -> None:
+    """Refuse a row whose measured TTFT or TPOT/ITL is more than :data:`_BELOW_BOUND` times
+    below the ideal roofline's time for it: seconds typed in a ``_ms`` column, or the wrong
+    model, GPU or format named. The message names the row, the column and both times."""
+    columns = {"prefill": "ttft_ms", "decode": "tpot_ms (or itl_ms)"}
+    for phase in PHASES:
+        measured = _targets(ds, phase)
+        bound = groups.predict(phase, {})
+        slip = np.flatnonzero(np.isfinite(measured) & (measured > 0)
+                              & (measured * _BELOW_BOUND < bound))
+        if slip.size:
+            i = int(slip[0])
+            raise ValueError(
+                f"measurement row {i}: {columns[phase]} {measured[i] * 1e3:.4g} ms is more than "
+                f"{_BELOW_BOUND:g}x below the ideal roofline's {bound[i] * 1e3:.4g} ms for its "
+                f"model, GPU and batch ({slip.size} such row(s)): seconds in a millisecond "
+                f"column, or another model, GPU or format than the row names?")
 
 
 
