@@ -57,7 +57,8 @@ def test_catalogue_sizes_and_required_entries():
     gpus, models = catalog.gpu_names(), catalog.model_names()
     assert len(gpus) - 1 >= 12 and len(models) - 1 >= 15        # besides the guide's rows
     for name in ["A100-SXM-40GB", "A100-SXM-80GB", "H100-SXM-80GB", "H100-PCIe-80GB",
-                 "H200-SXM-141GB", "B200", "L40S", "L4", "A10G", "MI300X"]:
+                 "H200-SXM-141GB", "B200", "L40S", "L4", "A10G", "MI300X",
+                 "B300", "GB200", "GB300", "RTX-PRO-6000-Server", "MI355X"]:
         assert name in gpus
     for name in ["Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Llama-3.1-8B", "Llama-3.1-70B",
                  "Llama-3.1-405B", "Mistral-7B-v0.1", "Mixtral-8x7B", "Mixtral-8x22B",
@@ -213,7 +214,9 @@ BOARD_POWER = {"H100-SXM-80GB": 700, "H100-PCIe-80GB": 350, "H100-NVL-94GB": 400
                "H200-SXM-141GB": 700, "A100-SXM-40GB": 400, "A100-SXM-80GB": 400,
                "A100-PCIe-80GB": 300, "A10": 150, "L4": 72, "L40S": 350, "RTX-4090": 450,
                "B200": 1000, "MI300X": 750, "MI325X": 1000, "Gaudi-3": 900,
-               "guide-lab-80GB": 700}
+               "guide-lab-80GB": 700,
+               "B300": 1400, "GB200": 1200, "GB300": 1400, "RTX-PRO-6000-Server": 600,
+               "MI355X": 1400}
 
 
 def test_gpu_board_power_and_its_source():
@@ -290,3 +293,69 @@ def test_is_mla_flag():
     assert catalog.model("DeepSeek-V3").is_mla and not catalog.model("Llama-3.1-8B").is_mla
     ds = catalog.models(["DeepSeek-V3", "Llama-3.1-8B"], as_dataset=True)
     assert list(ds.is_mla.values) == [True, False]
+
+
+# -- issue 29: GPUs people plan with in 2025-26 ---------------------------------------------------
+# Each figure written from the vendor page, sparse ones halved by hand here. TFLOP/s per GPU.
+CURRENT_GPUS = {
+    # HGX/DGX B300, 8 GPUs: FP4 "144 PFLOPS | 108 PFLOPS" (sparse | dense), FP8/FP6 72 PFLOPS and
+    # FP16/BF16 36 PFLOPS with sparsity; NVIDIA: 2.1 TB per 8 GPUs, 268 GB per GPU as AWS lists it.
+    # https://www.nvidia.com/en-us/data-center/dgx-b300/  https://www.nvidia.com/en-us/data-center/hgx/
+    "B300": dict(gib=268, tb_s=8.0, bf16=36_000 / 2 / 8, fp8=72_000 / 2 / 8, fp4=108_000 / 8),
+    # GB200 NVL72, 72 GPUs: FP4 "1,440 | 720 PFLOPS" (sparse | dense), FP8/FP6 720 PFLOPS and
+    # FP16/BF16 360 PFLOPS with sparsity, up to 13.4 TB HBM3e (186 GB per GPU), 576 TB/s.
+    # https://www.nvidia.com/en-us/data-center/gb200-nvl72/
+    "GB200": dict(gib=186, tb_s=576 / 72, bf16=360_000 / 2 / 72, fp8=720_000 / 2 / 72,
+                  fp4=720_000 / 72),
+    # GB300 NVL72, 72 GPUs: FP4 1,440 PFLOPS with sparsity, 1,080 PFLOPS without; FP8/FP6 720 and
+    # FP16/BF16 360 PFLOPS with sparsity; 576 TB/s. 288 GB HBM3E and 15 PFLOPS dense NVFP4 per GPU:
+    # https://www.nvidia.com/en-us/data-center/gb300-nvl72/
+    # https://developer.nvidia.com/blog/inside-nvidia-blackwell-ultra-the-chip-powering-the-ai-factory-era/
+    "GB300": dict(gib=288, tb_s=576 / 72, bf16=360_000 / 2 / 72, fp8=720_000 / 2 / 72,
+                  fp4=1_080_000 / 72),
+    # RTX PRO 6000 Blackwell Server Edition: 96 GB GDDR7, 1,597 GB/s; FP4 4 PFLOPS, FP8 2 PFLOPS,
+    # FP16|BF16 1 PFLOP, all with sparsity (halved).
+    # https://www.nvidia.com/en-us/data-center/rtx-pro-6000-blackwell-server-edition/
+    "RTX-PRO-6000-Server": dict(gib=96, tb_s=1.597, bf16=1000 / 2, fp8=2000 / 2, fp4=4000 / 2),
+    # MI355X: 288 GB HBM3E, 8 TB/s; dense BF16 2.5166 PF (5.0332 with sparsity), OCP-FP8 5.0332 PF
+    # (10.0664 with sparsity), MXFP4 10.0663 PF (no sparse figure).
+    # https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/product-briefs/amd-instinct-mi355x-gpu-brochure.pdf
+    "MI355X": dict(gib=288, tb_s=8.0, bf16=5033.2 / 2, fp8=10066.4 / 2, fp4=10066.3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CURRENT_GPUS))
+def test_current_gpus_match_their_datasheets(name):
+    want, g = CURRENT_GPUS[name], catalog.gpu(name)
+    assert g.name == name
+    assert g.memory_bytes == want["gib"] * units.GiB
+    assert g.hbm_bandwidth == pytest.approx(want["tb_s"] * 1e12)
+    assert g.peak_flops == pytest.approx(want["bf16"] * 1e12)
+    assert g.flops_for("bf16") == pytest.approx(want["bf16"] * 1e12)
+    assert g.flops_for("fp8") == pytest.approx(want["fp8"] * 1e12)
+    # the FP4 peak, by every name the format goes by (NVFP4 on Blackwell, MXFP4 on both)
+    for fp4 in ("fp4", "nvfp4", "mxfp4"):
+        assert g.flops_for(fp4) == pytest.approx(want["fp4"] * 1e12), fp4
+    assert g.flops_for("fp4") > g.flops_for("fp8") > g.peak_flops
+
+
+def test_current_gpus_aliases_and_bins():
+    assert catalog.gpu("hgx-b300") is catalog.gpu("B300")
+    assert catalog.gpu("GB300 NVL72") is catalog.gpu("GB300")
+    assert catalog.gpu("gb200_nvl72") is catalog.gpu("GB200")
+    assert catalog.gpu("amd-mi355x") is catalog.gpu("MI355X")
+    assert catalog.gpu("rtx-pro-6000-server-edition").name == "RTX-PRO-6000-Server"
+    # the NVL72 bins are faster than the HGX ones of the same die (B200 9, GB200 10 PF dense FP4)
+    assert catalog.gpu("GB200").flops_for("fp4") > catalog.gpu("B200").flops_for("fp4")
+    assert catalog.gpu("GB300").flops_for("fp4") > catalog.gpu("B300").flops_for("fp4")
+    # NVLink 5: 1.8 TB/s bidirectional = 900 GB/s per direction
+    for name in ("B300", "GB200", "GB300"):
+        assert catalog.gpu(name).interconnect_bandwidth == 900 * units.GB_PER_S
+
+
+def test_fp4_only_where_the_gpu_has_it():
+    # Hopper and Ampere list no fp4: flops_for falls back to the 16-bit peak (weight-only FP4)
+    for name in ("H100-SXM-80GB", "H200-SXM-141GB", "A100-SXM-80GB", "MI300X"):
+        g = catalog.gpu(name)
+        assert "fp4" not in g.peak_flops_by_dtype
+        assert g.flops_for("fp4") == g.peak_flops
