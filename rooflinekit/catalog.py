@@ -73,6 +73,10 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     if power is not None and not row.get("power_source"):
         raise ValueError(f"gpus.toml row {name!r}: board_power_w needs a power_source")
     row.pop("power_source", None)
+    domain = row.pop("scale_up_gpus", None)
+    if domain is not None and not row.get("scale_up_source"):
+        raise ValueError(f"gpus.toml row {name!r}: scale_up_gpus needs a scale_up_source")
+    row.pop("scale_up_source", None)
     row.pop("notes", None)
     return GPU(
         name=name,
@@ -86,6 +90,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         hourly_price=next((prices[_key(a)] for a in (name, *aliases) if _key(a) in prices), None),
         source=row.pop("source"),
         board_power=power,
+        scale_up_gpus=domain,
         **extra,
         **row,
     )
@@ -340,6 +345,7 @@ _VARIABLES = {ModelShape: {
     "hourly_price": ("USD/h", "illustrative hourly price (NaN: unknown)"),
     "n_gpus": ("1", "GPUs per group"),
     "board_power": ("W", "maximum board power (NaN: unknown)"),
+    "scale_up_gpus": ("1", "GPUs one NVLink/Infinity Fabric domain links (NaN: unknown)"),
 }}
 
 

@@ -61,6 +61,11 @@ class GPU:
         Maximum board power [W]: the TDP/TBP the vendor's datasheet states (H100 SXM 700 W),
         what the card may draw at full load; ``None`` when unknown.
         :func:`rooflinekit.roofline.energy_per_token` needs it.
+    scale_up_gpus : int, optional
+        GPUs one scale-up domain links at ``interconnect_bandwidth`` [1] (an HGX board's 8 by
+        NVLink and NVSwitch, a GB200 NVL72's 72); a tensor-parallel group larger than it would
+        all-reduce over the network, which the model does not time, so planners refuse it.
+        ``None`` when unknown (no check).
 
     Notes
     -----
@@ -86,6 +91,7 @@ class GPU:
     n_gpus: int = 1
     source: str = ""
     board_power: float | None = None
+    scale_up_gpus: int | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -98,6 +104,8 @@ class GPU:
             "network_bandwidth", self.network_bandwidth, allow_none=True))
         set_("interconnect_latency", real_number("interconnect_latency",
                                                  self.interconnect_latency, lo=0))
+        set_("scale_up_gpus", whole_number("scale_up_gpus", self.scale_up_gpus, lo=1,
+                                           allow_none=True))
         set_("hourly_price", real_number("hourly_price", self.hourly_price, lo=0,
                                          allow_none=True))
         set_("n_gpus", whole_number("n_gpus", self.n_gpus, lo=1))

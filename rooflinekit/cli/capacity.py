@@ -158,6 +158,11 @@ def _why_not(result) -> tuple[bool, str | None]:
 def run(args, out) -> int:
     model = apply_dtypes(catalog.resolve_model(args.model), args)
     gpu = catalog.gpu(args.gpu)
+    if gpu.scale_up_gpus is not None and args.tp > gpu.scale_up_gpus:
+        raise ValueError(f"--tensor-parallel-size {args.tp} is more than one scale-up domain of "
+                         f"{gpu.name} ({gpu.scale_up_gpus} GPUs linked by NVLink or Infinity "
+                         f"Fabric): its all-reduces would cross the network, which is not timed; "
+                         f"split across domains with pipeline parallelism (rooflinekit layouts)")
     if args.max_model_len is None:
         args.max_model_len = _DEFAULT_CONTEXT
     else:                       # a length the user typed: not above what the model was trained on

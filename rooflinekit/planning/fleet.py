@@ -162,10 +162,13 @@ def _hourly_prices(gpus, prices):
     return out
 
 
-def _layout_problem(model, tp, pp=1, ep=1) -> str | None:
-    """Why ``model`` cannot take the layout (heads, layers, experts), else None."""
+def _layout_problem(model, tp, pp=1, ep=1, gpu=None) -> str | None:
+    """Why ``model`` cannot take the layout (heads, layers, experts), or ``gpu`` cannot hold a
+    tensor-parallel group that large in one scale-up domain, else None."""
     if model.n_heads % tp:
         return "invalid_layout"
+    if gpu is not None and gpu.scale_up_gpus is not None and tp > gpu.scale_up_gpus:
+        return "beyond_scale_up"
     if pp > 1 or ep > 1:
         try:
             parallel.check_layout(model, tp=tp, pp=pp, ep=ep)
@@ -332,7 +335,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         replicates: the traffic's draws and, with ``engine_draws``, the engine's knobs),
         ``saturation_rate`` [requests/s per replica]; ``binding`` (what caps the
         rate: ttft, itl, e2e, tpot, attainment, memory, max_num_seqs, does_not_fit,
-        invalid_layout);
+        invalid_layout, beyond_scale_up: a tensor-parallel group larger than the GPU's
+        NVLink domain, ``GPU.scale_up_gpus``, whose all-reduces would cross the network);
         ``kv_budget_tokens``; ``replicas`` and ``gpus`` [1] (with ``_low``/``_high`` from
         the rate's band); ``operating_rate`` [requests/s per replica]; ``gpu_monthly_cost``,
         ``monthly_cost`` (with ``monthly_cost_low``/``_high``) [USD/month];
@@ -665,7 +669,7 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
              gpu_memory_utilization, engine=None, prefix_caching=False, speculative=None, pp=1,
              ep=1):
     """One replica's batcher and KV budget, or why the configuration cannot serve."""
-    problem = _layout_problem(model, tp, pp, ep)
+    problem = _layout_problem(model, tp, pp, ep, gpu)
     if problem:
         return None, 0, problem
     budget = replica_kv_budget(model, gpu, tp, block_size=block_size,

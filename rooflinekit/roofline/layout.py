@@ -359,7 +359,8 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
     micro_batches : int, optional
         Pipeline micro-batches [1]; default ``min(pp, batch_size)`` (every stage busy).
     max_tp : int
-        Largest tensor-parallel degree listed [1], default :data:`MAX_TP` (one node).
+        Largest tensor-parallel degree listed [1], default :data:`MAX_TP` (one node); never
+        above the GPU's ``scale_up_gpus`` (one NVLink domain) where the catalogue knows it.
     reserve : float
         Fraction of what the weights leave that is kept back for activations [1], in [0, 1).
     p2p_bandwidth, p2p_latency, ep_bandwidth : float, optional
@@ -416,6 +417,11 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
     _check(model, gpu, 1, 1, 1, 1, links)
     engine_for(engine, "decode", model=model, gpu=gpu)
     found = []
+    # a tensor-parallel group stays within one scale-up (NVLink) domain: beyond it the
+    # all-reduces would cross the network, which the step model does not time
+    domain = getattr(gpu, "scale_up_gpus", None)
+    if domain is not None:
+        max_tp = min(max_tp, domain)
     for tp in (d for d in _divisors(n_gpus) if d <= max_tp):
         for pp in _divisors(n_gpus // tp):
             dp = n_gpus // (tp * pp)

@@ -472,6 +472,8 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         does not divide the heads (or the KV heads, nor they it) holds no KV and does not fit,
         its times computed as for any cell that does not fit:
         :func:`rooflinekit.parallel.check_layout`'s rule, as the batchers and ``plan`` apply it.
+        A ``tp`` above the GPU's ``scale_up_gpus`` (one NVLink domain) does not fit either: its
+        all-reduces would cross the network, which is not timed.
     micro_batches : int
         Micro-batches a pipeline splits each batch into [1], ≥ 1; every ``batch_size`` must be
         a multiple of it. Default 1.

@@ -103,8 +103,14 @@ def _layout_ok(env):
     the rule :func:`rooflinekit.parallel.check_layout` explains. Without ``pp`` and ``ep``
     (both 1) it is the rule for ``tp`` alone."""
     model = env.model
-    return parallel.layout_ok(model.n_heads, model.n_kv_heads, model.is_mla, model.n_layers,
-                              model.n_experts, env.tp, env.pp, env.ep)
+    ok = parallel.layout_ok(model.n_heads, model.n_kv_heads, model.is_mla, model.n_layers,
+                            model.n_experts, env.tp, env.pp, env.ep)
+    # a tensor-parallel group within one scale-up (NVLink) domain, where the catalogue knows it
+    domain = getattr(env.gpu, "scale_up_gpus", None)
+    if domain is None:
+        return ok
+    with np.errstate(invalid="ignore"):
+        return ok & ~(np.asarray(env.tp) > np.asarray(domain))
 
 
 def _group(env):
