@@ -585,6 +585,17 @@ def _unique_pairs(pairs):
     return out
 
 
+def read_toml_file(path, what: str) -> dict:
+    """The TOML of the regular file at ``path`` (:func:`read_regular_file`, at most
+    :data:`MAX_CONFIG_BYTES`), a ``ValueError`` naming ``what`` and the file if it is not TOML."""
+    import tomllib                          # the readers of the package's TOML files only
+    text = read_regular_file(path, what, MAX_CONFIG_BYTES)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{what} {path}: not TOML: {exc}") from None
+
+
 def parse_json(text: str, where: str, *, unique_keys: bool = False):
     """``json.loads(text)``, bounded, every way the text fails a ``ValueError`` naming ``where``.
 

@@ -24,6 +24,7 @@ from rooflinekit._validation import (
     check_nonnegative,
     check_range,
     check_type,
+    real_number,
     show,
 )
 from rooflinekit.hardware import GPU
@@ -580,6 +581,10 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     check_nonnegative("activation_peak_bytes", activation_peak_bytes)
     check_nonnegative("non_torch_bytes", non_torch_bytes)
     check_integer("block_size", block_size, lo=1)
+    # one number each, in double precision (a float16 65,504 overflows in its own arithmetic)
+    gpu_memory_utilization = real_number("gpu_memory_utilization", gpu_memory_utilization)
+    activation_peak_bytes = real_number("activation_peak_bytes", activation_peak_bytes)
+    non_torch_bytes = real_number("non_torch_bytes", non_torch_bytes)
     if max_model_len is None:
         max_model_len = model.max_context
         if max_model_len is None:

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import functools
 import math
-import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
-from rooflinekit._validation import MAX_CONFIG_BYTES, read_regular_file
+from rooflinekit._validation import read_toml_file
 from rooflinekit.hardware import GPU
 from rooflinekit.profiles.shipped import DEFAULT_ENGINE, ENGINE_NAMES, _gpu_spec
 
@@ -84,11 +83,7 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
         the file, the row and the field.
     """
     path = Path(path)
-    text = read_regular_file(path, "engine scheduler file", MAX_CONFIG_BYTES)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        _fail(path, "not TOML", str(exc))
+    data = read_toml_file(path, "engine scheduler file")
     tables = data.get("scheduler")
     if not isinstance(tables, list) or not tables:
         _fail(path, "field 'scheduler'", "must be one or more [[scheduler]] tables")

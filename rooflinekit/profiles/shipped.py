@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import tomllib
 import warnings
 from collections.abc import Mapping
 from importlib import resources
@@ -22,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rooflinekit import catalog
-from rooflinekit._validation import MAX_CONFIG_BYTES, check_one_of, read_regular_file
+from rooflinekit._validation import check_one_of, read_toml_file
 from rooflinekit.hardware import GPU
 from rooflinekit.profiles.calibration import PHASES, Calibration
 from rooflinekit.roofline import IDEAL, Engine
@@ -93,11 +92,7 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         names the file, the row and the field.
     """
     path = Path(path)
-    text = read_regular_file(path, "engine profile file", MAX_CONFIG_BYTES)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        _fail(path, "not TOML", str(exc))
+    data = read_toml_file(path, "engine profile file")
     engine = data.get("engine")
     if engine not in ENGINE_NAMES:
         _fail(path, "field 'engine'", f"must be one of {', '.join(ENGINE_NAMES)}; got "
