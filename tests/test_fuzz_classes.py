@@ -75,7 +75,10 @@ def _baseline_has_nan(name) -> bool:
 
 
 @pytest.mark.parametrize("name, arg", PAIRS)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomized: the suite runs the same examples on every machine (a red run names a case
+# anyone reproduces); run with --hypothesis-seed and derandomize off to explore further
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(value=hostile_values)
 def test_a_drawn_value_is_refused_or_answered_without_nan(name, arg, value):
     entry = REGISTRY[name]
@@ -138,7 +141,7 @@ def _make(kind, folder):
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX special files")
 @pytest.mark.parametrize("reader", sorted(READERS))
-@settings(max_examples=len(SPECIAL), deadline=None,
+@settings(max_examples=len(SPECIAL), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kind=st.sampled_from(SPECIAL))
 def test_a_special_file_is_refused_cleanly(reader, kind, tmp_path_factory):
