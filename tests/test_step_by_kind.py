@@ -91,3 +91,16 @@ def test_one_byte_weights_multiply_on_fp8_tensor_cores_where_the_gpu_has_them(gp
     widened = roofline.step_cost_coefficients(fp8_model, spec,
                                               engine=rk.IDEAL.replace(compute_dtype="bf16"))
     assert widened.peak_flops == spec.flops_for("bf16")
+
+
+def test_python_takes_what_the_cli_takes():
+    """``plan(models=<config path>)`` reads the file, as ``rooflinekit plan <path>`` does
+    (it said "unknown model"), and names the model after the file."""
+    plan = rk.plan(rk.Traffic(1.0, 100, 10), rk.SLO(ttft=1.0),
+                   models=str(CONFIGS / "gpt-oss-20b.json"), gpus="H100-SXM-80GB",
+                   replicates=1, requests=20, max_num_batched_tokens="auto")
+    assert list(plan["model"].values) == ["gpt-oss-20b"]
+    curve = rk.planning.load_curve(rk.Traffic(1.0, 100, 10), rk.SLO(ttft=1.0),
+                                   model=str(CONFIGS / "gpt-oss-20b.json"), gpu="H100-SXM-80GB",
+                                   rates=[1.0], replicates=1, requests=20)
+    assert curve.attrs["model"] == "gpt-oss-20b"

@@ -147,7 +147,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     """
     check_type("traffic", traffic, Traffic)
     check_type("slo", slo, SLO)
-    (model,) = _names("model", model, ModelShape, catalog.model)
+    (model,) = _names("model", model, ModelShape, catalog.resolve_model)
     (gpu,) = _names("gpu", gpu, GPU, catalog.gpu)
     tp = whole_number("tp", tp, lo=1)
     check_one_of("admission", admission, ("paged", "reserve"))

@@ -223,7 +223,9 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     slo : SLO
         Targets at a quantile.
     models, gpus : spec, catalogue name, or list of them
-        The ``model`` and ``gpu`` dimensions.
+        The ``model`` and ``gpu`` dimensions; a model may also be a Hugging Face
+        ``config.json`` path, a model folder or a cached repo id, as on the command line
+        (:func:`rooflinekit.catalog.resolve_model`).
     tp : int or list of int
         Tensor-parallel degrees [1] (dimension ``tp``); a degree that does not divide the
         model's attention heads gives binding ``"invalid_layout"``.
@@ -367,7 +369,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         raise TypeError(f"traffic must be a rooflinekit.Traffic; got {describe(traffic)}")
     if not isinstance(slo, SLO):
         raise TypeError(f"slo must be a rooflinekit.SLO; got {describe(slo)}")
-    model_list = _names("models", models, ModelShape, catalog.model)
+    model_list = _names("models", models, ModelShape, catalog.resolve_model)
     gpu_list = _names("gpus", gpus, GPU, catalog.gpu)
     tp_list = _counts("tp", tp, 1)
     pp_list = _counts("pp", pp, 1, allow_none=True)
@@ -747,7 +749,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     """
     check_type("traffic", traffic, Traffic)
     check_type("slo", slo, SLO)
-    (model,) = _names("model", model, ModelShape, catalog.model)
+    (model,) = _names("model", model, ModelShape, catalog.resolve_model)
     (gpu,) = _names("gpu", gpu, GPU, catalog.gpu)
     rate_values = as_1d("rates", rates)
     if not np.isfinite(rate_values).all() or (rate_values <= 0).any():
