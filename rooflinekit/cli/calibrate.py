@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 
 import xarray as xr
 
@@ -286,9 +287,22 @@ def run(args, out) -> int:
                             group_by=group_by)
     calibration = result.calibration
     if cv is not None:
-        held_out = float(cv.errors["mape_calibrated"].sel({"phase": "decode"}))
-        if math.isfinite(held_out):
-            calibration = dataclasses.replace(calibration, held_out_error=held_out)
+        errors = {}
+        for phase in PHASES:
+            if phase in cv.errors["phase"].values:
+                errors[phase] = (float(cv.errors["mape_calibrated"].sel(phase=phase)),
+                                 float(cv.errors["mape_ideal"].sel(phase=phase)))
+        held = {"decode": "held_out_error", "prefill": "held_out_error_ttft"}
+        worse = tuple(p for p, (fit, ideal) in errors.items()
+                      if math.isfinite(fit) and math.isfinite(ideal) and fit > ideal)
+        calibration = dataclasses.replace(
+            calibration, worse_than_ideal=worse,
+            **{held[p]: fit for p, (fit, _) in errors.items() if math.isfinite(fit)})
+        for phase in worse:       # written all the same, but never silently
+            fit, ideal = errors[phase]
+            print(f"rooflinekit calibrate: warning: the {phase} fit holds out worse than the "
+                  f"ideal roofline ({fit:.1f}% against {ideal:.1f}%); its label says so",
+                  file=sys.stderr)
     payload = {"calibration": calibration.to_dict(), "model_quality": calibration.label,
                "parameters": _to_jsonable(result.parameters),
                "errors": _to_jsonable(result.errors)}

@@ -213,6 +213,12 @@ class Calibration:
         Held-out mean absolute percentage error of the decode time per output token (TPOT) [%],
         ≥ 0, from :func:`~rooflinekit.calibrate.cross_validate`; ``None`` (default) when the
         calibration was not cross-validated.
+    held_out_error_ttft : float, optional
+        The same for the time to first token (prefill) [%], ≥ 0; ``None`` (default) when not
+        known.
+    worse_than_ideal : sequence of str
+        The phases ("prefill", "decode") whose held-out error is worse than the ideal
+        roofline's on the same rows: :attr:`label` says so. Default none.
     group_by : sequence of str
         Fields of :data:`GROUP_FIELDS` (``"gpu"``, ``"engine"``, ``"dtype"``, ``"model"``) that
         key the knob sets in ``groups``. Default none.
@@ -262,6 +268,9 @@ class Calibration:
     base: Engine = IDEAL
     intervals: Mapping = dataclasses.field(default_factory=dict)
     interval_confidence: float = 0.9
+    # keyword-only, after the fields a positional call may still name in order
+    held_out_error_ttft: float | None = dataclasses.field(default=None, kw_only=True)
+    worse_than_ideal: tuple = dataclasses.field(default=(), kw_only=True)
 
     def __post_init__(self):
         check_type("base", self.base, Engine)
@@ -271,6 +280,14 @@ class Calibration:
         object.__setattr__(self, "held_out_error",
                            real_number("held_out_error", self.held_out_error, lo=0,
                                        allow_none=True))
+        object.__setattr__(self, "held_out_error_ttft",
+                           real_number("held_out_error_ttft", self.held_out_error_ttft, lo=0,
+                                       allow_none=True))
+        worse = (self.worse_than_ideal,) if isinstance(self.worse_than_ideal, str) else \
+            tuple(self.worse_than_ideal)
+        for phase in worse:
+            check_one_of("worse_than_ideal", phase, PHASES)
+        object.__setattr__(self, "worse_than_ideal", worse)
         object.__setattr__(self, "intervals", MappingProxyType(_check_intervals(self)))
         object.__setattr__(self, "interval_confidence", real_number(
             "interval_confidence", self.interval_confidence, lo=0, hi=1, lo_open=True,
@@ -291,6 +308,12 @@ class Calibration:
             text += f", {len(self.groups)} knob sets by {'/'.join(self.group_by)}"
         if self.held_out_error is not None:
             text += f", held-out TPOT error {self.held_out_error:.1f}%"
+        if self.held_out_error_ttft is not None:
+            text += f", TTFT error {self.held_out_error_ttft:.1f}%"
+        if self.worse_than_ideal:
+            names = {"prefill": "TTFT", "decode": "TPOT"}
+            text += (f" (WORSE THAN IDEAL in {' and '.join(names[p] for p in self.worse_than_ideal)}"
+                     f": the ideal roofline predicts those rows better)")
         return text
 
     def _knobs(self, phase: str, key=None) -> dict:
@@ -418,6 +441,10 @@ class Calibration:
         out = {"prefill": dict(self.prefill), "decode": dict(self.decode), "source": self.source}
         if self.held_out_error is not None:
             out["held_out_error"] = self.held_out_error
+        if self.held_out_error_ttft is not None:
+            out["held_out_error_ttft"] = self.held_out_error_ttft
+        if self.worse_than_ideal:
+            out["worse_than_ideal"] = list(self.worse_than_ideal)
         if self.groups:
             out["group_by"] = list(self.group_by)
             out["groups"] = [{"key": list(key), "prefill": dict(knobs["prefill"]),
@@ -440,7 +467,8 @@ class Calibration:
         """The inverse of :meth:`to_dict` (a file without knob sets reads as before)."""
         check_mapping("data", data)
         check_keys("data", data, ("prefill", "decode", "source", "held_out_error", "group_by",
-                                  "groups", "base", "intervals", "interval_confidence"),
+                                  "groups", "base", "intervals", "interval_confidence",
+                                  "held_out_error_ttft", "worse_than_ideal"),
                    what="calibration field")
         groups = data.get("groups", [])
         if not isinstance(groups, list):
@@ -467,7 +495,9 @@ class Calibration:
                    group_by=tuple(data.get("group_by", ())), groups=sets,
                    base=Engine.from_dict(check_mapping("data.base", data.get("base", {}))),
                    intervals=data.get("intervals", {}),
-                   interval_confidence=data.get("interval_confidence", 0.9))
+                   interval_confidence=data.get("interval_confidence", 0.9),
+                   held_out_error_ttft=data.get("held_out_error_ttft"),
+                   worse_than_ideal=tuple(data.get("worse_than_ideal", ())))
 
 
 #: Where the mixed step takes each knob from: the phase whose steps it shapes (decode
