@@ -63,7 +63,8 @@ def test_catalogue_sizes_and_required_entries():
     for name in ["Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Llama-3.1-8B", "Llama-3.1-70B",
                  "Llama-3.1-405B", "Mistral-7B-v0.1", "Mixtral-8x7B", "Mixtral-8x22B",
                  "Qwen2.5-7B", "Qwen2.5-72B", "Gemma-2-9B", "Gemma-2-27B", "Phi-3-mini-4k",
-                 "DeepSeek-V3", "guide-70b"]:
+                 "DeepSeek-V3", "guide-70b",
+                 "gpt-oss-120b", "gpt-oss-20b", "Qwen3-Next-80B-A3B", "Qwen3-32B", "Llama-3.3-70B"]:
         assert name in models
     kinds = {m.attention for m in catalog.models().values()}
     assert {"MHA", "MQA", "MLA"} <= kinds and any(k.startswith("GQA") for k in kinds)
@@ -99,6 +100,12 @@ KV_BY_HAND = {
     "StarCoder": 2 * 40 * 1 * 128 * 2,          # MQA
     "Falcon-7B": 2 * 32 * 1 * 64 * 2,           # MQA
     "GPT-NeoX-20B": 2 * 44 * 64 * 96 * 2,       # MHA
+    # issue 29. gpt-oss: all 36 / 24 layers cache while inside the 128-token window.
+    "gpt-oss-120b": 2 * 36 * 8 * 64 * 2,        # 73,728
+    "gpt-oss-20b": 2 * 24 * 8 * 64 * 2,         # 49,152
+    "Qwen3-Next-80B-A3B": 2 * 12 * 2 * 256 * 2,  # 48 / full_attention_interval 4 = 12: 24,576
+    "Qwen3-32B": 2 * 64 * 8 * 128 * 2,          # 262,144
+    "Llama-3.3-70B": 2 * 80 * 8 * 128 * 2,      # 327,680, as Llama-3.1-70B
 }
 
 
@@ -149,6 +156,9 @@ ROW_CONFIG = {
     "Qwen2.5-72B": "qwen2.5-72b", "Gemma-2-9B": "gemma-2-9b-it", "Gemma-2-27B": "gemma-2-27b-it",
     "Phi-3-mini-4k": "phi-3-mini-4k-instruct", "DeepSeek-V3": "deepseek-v3",
     "StarCoder": "starcoder", "Falcon-7B": "falcon-7b", "GPT-NeoX-20B": "gpt-neox-20b",
+    "gpt-oss-120b": "gpt-oss-120b", "gpt-oss-20b": "gpt-oss-20b",
+    "Qwen3-Next-80B-A3B": "qwen3-next-80b-a3b-instruct", "Qwen3-32B": "qwen3-32b",
+    "Llama-3.3-70B": "llama-3.3-70b-instruct",
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",
@@ -359,3 +369,129 @@ def test_fp4_only_where_the_gpu_has_it():
         g = catalog.gpu(name)
         assert "fp4" not in g.peak_flops_by_dtype
         assert g.flops_for("fp4") == g.peak_flops
+
+
+# -- issue 29: models deployed in 2025-26 -----------------------------------------------------------
+# Fields the rows of quantized and hybrid models set beyond FIELDS: each must be what the reader
+# takes from the release's config.json.
+RELEASE_FIELDS = ("bytes_per_param", "body_bytes_per_param", "expert_bytes_per_param",
+                  "embedding_bytes_per_param", "n_attention_layers", "n_linear_attention_layers",
+                  "n_mamba_layers", "state_bytes_per_sequence", "max_context")
+CURRENT_MODELS = ["gpt-oss-120b", "gpt-oss-20b", "Qwen3-Next-80B-A3B", "Qwen3-32B",
+                  "Llama-3.3-70B"]
+
+
+def test_current_models_are_in_the_catalogue():
+    assert set(CURRENT_MODELS) <= set(catalog.model_names())
+    assert catalog.model("openai/gpt-oss-120b").name == "gpt-oss-120b"
+    assert catalog.model("GPT-OSS 20B").name == "gpt-oss-20b"
+    assert catalog.model("qwen3-next-80b-a3b-instruct").name == "Qwen3-Next-80B-A3B"
+
+
+@pytest.mark.parametrize("name", CURRENT_MODELS)
+def test_current_rows_keep_the_release_formats_and_layers(name):
+    row = catalog.model(name)
+    built = model_from_hf_config(CONFIGS / f"{ROW_CONFIG[name]}.json", name=name)
+    for field in RELEASE_FIELDS:
+        assert getattr(row, field) == getattr(built, field), field
+    assert row.weight_bytes == pytest.approx(built.weight_bytes, rel=1e-12)
+    assert row.active_weight_bytes == pytest.approx(built.active_weight_bytes, rel=1e-12)
+
+
+def _gpt_oss_weight_bytes(layers, experts):
+    """gpt-oss from its config.json: hidden 2880, 64 query and 8 KV heads of 64 (q/k/v/o biased,
+    one sink a head), experts of width 2880 (gate_up 2·2880 × 2880 and down, biased), a biased
+    router, two norms a layer and a final one, untied 201,088 × 2880 embedding and LM head.
+    MXFP4 (4 bits + one 8-bit scale per 32) for the expert matrices, bf16 for everything else."""
+    h, q, kv, inter, vocab = 2880, 64 * 64, 8 * 64, 2880, 201_088
+    attention = (h * q + q) + 2 * (h * kv + kv) + (q * h + h) + 64
+    matrices = experts * 3 * h * inter
+    biases = experts * (2 * inter + h)
+    router = experts * h + experts
+    bf16 = layers * (attention + biases + router + 2 * h) + h + 2 * vocab * h
+    return layers * matrices * (4 + 8 / 32) / 8 + bf16 * 2
+
+
+def test_current_weight_formats_follow_the_release():
+    # gpt-oss: MXFP4 experts, the rest bf16; the model card (arXiv:2508.10925) gives 60.8 GiB and
+    # 12.8 GiB, the 20b release's model.safetensors.index.json a total_size of 13,761,264,768 B.
+    big, small = catalog.model("gpt-oss-120b"), catalog.model("gpt-oss-20b")
+    assert big.weight_bytes == pytest.approx(_gpt_oss_weight_bytes(36, 128), rel=1e-12)
+    assert small.weight_bytes == pytest.approx(_gpt_oss_weight_bytes(24, 32), rel=1e-12)
+    assert big.weight_bytes == pytest.approx(65_248_815_744, rel=1e-12)
+    assert big.weight_bytes / units.GiB == pytest.approx(60.8, abs=0.05)
+    assert small.weight_bytes == pytest.approx(13_761_264_768, rel=1e-12)
+    for m in (big, small):
+        assert (m.bytes_per_param, m.body_bytes_per_param, m.embedding_bytes_per_param) == \
+            (0.5, 2, 2)
+        # the experts' matrices at 17/32 B and their biases at 2 B, per expert
+        assert m.expert_bytes_per_param == pytest.approx(
+            (3 * 2880 * 2880 * 17 / 32 + (2 * 2880 + 2880) * 2) / (3 * 2880 * 2880 + 3 * 2880),
+            rel=1e-15)
+    # Qwen3-Next: bf16 release (torch_dtype bfloat16), no quantization_config
+    qwen = catalog.model("Qwen3-Next-80B-A3B")
+    assert qwen.weight_bytes == 2 * 79_674_391_296 and not qwen.has_weight_groups
+
+
+def test_current_rows_match_their_model_cards():
+    # gpt-oss model card, Table 1: 116.83B / 20.91B total, 5.13B / 3.61B active with the LM head
+    # but not the embedding table; Qwen3-Next model card: 80B total, 3B activated. 0.5%: the
+    # cards' three significant figures; Qwen's "80B" and "3B" are rounded further.
+    for name, total, active, experts in [("gpt-oss-120b", 116.83e9, 5.13e9, 128),
+                                         ("gpt-oss-20b", 20.91e9, 3.61e9, 32)]:
+        m = catalog.model(name)
+        assert m.n_params == pytest.approx(total, rel=0.005)
+        assert m.n_active_params - 201_088 * 2880 == pytest.approx(active, rel=0.005)
+        assert (m.n_experts, m.n_experts_per_token) == (experts, 4)
+    qwen = catalog.model("Qwen3-Next-80B-A3B")
+    assert qwen.n_params == pytest.approx(80e9, rel=0.01)
+    assert 3e9 <= qwen.n_active_params - 151_936 * 2048 < 4e9
+    assert (qwen.n_experts, qwen.n_experts_per_token) == (512, 10)
+
+
+def test_current_rows_sliding_and_hybrid_layers():
+    # gpt-oss: layer_types alternates sliding_attention (window 128) and full_attention
+    for name, layers in [("gpt-oss-120b", 36), ("gpt-oss-20b", 24)]:
+        m = catalog.model(name)
+        assert (m.sliding_window, m.n_sliding_layers, m.n_full_layers) == (128, layers // 2,
+                                                                           layers // 2)
+        assert not m.is_hybrid and m.state_bytes_per_sequence == 0
+    # Qwen3-Next: 12 attention layers, 36 Gated DeltaNet layers of 32 value heads of 128 and 16
+    # key heads of 128: a 32·128·128 fp32 state and a (4 − 1)·(2·16·128 + 32·128) bf16
+    # convolution state each.
+    qwen = catalog.model("Qwen3-Next-80B-A3B")
+    assert (qwen.n_kv_layers, qwen.n_linear_attention_layers, qwen.n_mamba_layers) == (12, 36, 0)
+    assert qwen.is_hybrid and qwen.sliding_window is None
+    assert qwen.state_bytes_per_sequence == 36 * (32 * 128 * 128 * 4
+                                                  + (4 - 1) * (2 * 16 * 128 + 32 * 128) * 2)
+    ds = catalog.models(CURRENT_MODELS, as_dataset=True)
+    assert list(ds.kv_bytes_per_token.values) == [KV_BY_HAND[n] for n in CURRENT_MODELS]
+
+
+def test_qwen3_32b_parameters_by_hand():
+    # Qwen/Qwen3-32B config.json: 64 layers, hidden 5120, 64 query and 8 KV heads of 128 (no
+    # biases), q_norm and k_norm of 128 a layer, SwiGLU MLP of 25,600, two norms a layer and a
+    # final one, untied 151,936 × 5120 embedding and LM head. Model card: 32.8B, 31.2B
+    # without the embeddings (both tables). bf16 release.
+    h, layers, vocab, inter = 5120, 64, 151_936, 25_600
+    attention = h * 64 * 128 + 2 * h * 8 * 128 + 64 * 128 * h + 2 * 128
+    per_layer = attention + 3 * h * inter + 2 * h
+    total = layers * per_layer + h + 2 * vocab * h
+    m = catalog.model("Qwen3-32B")
+    assert m.n_params == total == 32_762_123_264
+    assert m.n_params == pytest.approx(32.8e9, rel=0.005)
+    assert m.n_params - 2 * vocab * h == pytest.approx(31.2e9, rel=0.005)
+    assert m.weight_bytes == 2 * total and m.attention == "GQA-8" and not m.is_moe
+
+
+def test_llama_3_3_70b_has_the_llama_3_1_70b_shapes():
+    # meta-llama/Llama-3.3-70B-Instruct config.json: 80 layers, hidden 8192, 64 query and 8 KV
+    # heads of 128, SwiGLU MLP of 28,672, untied 128,256 × 8192 embedding and LM head, bf16.
+    h, layers, vocab, inter = 8192, 80, 128_256, 28_672
+    per_layer = 2 * h * h + 2 * h * 8 * 128 + 3 * h * inter + 2 * h
+    total = layers * per_layer + h + 2 * vocab * h
+    new, old = catalog.model("Llama-3.3-70B"), catalog.model("Llama-3.1-70B")
+    assert new.n_params == total == old.n_params
+    assert new.weight_bytes == 2 * total
+    assert catalog.model("meta-llama/Llama-3.3-70B-Instruct") is new
+    assert catalog.model("llama-3.1-70b-instruct") is old
