@@ -65,3 +65,19 @@ def test_the_cli_plans_spares_and_deploys_them(capsys):
     need = plain["configurations"][0]["replicas"]
     assert spared["configurations"][0]["replicas"] == max(2, need) + 1
     assert spared["deployment"]["replicas"] == max(2, need) + 1
+
+
+def test_per_gpu_shows_every_gpu_type_once(capsys):
+    """--top 1 hides the dearer GPU types; --per-gpu shows the cheapest row of each."""
+    from rooflinekit.cli.main import main
+    argv = ["plan", "llama-3.1-8b", "--gpus", "h100", "l40s", "--tp", "1,2", "--rate", "5",
+            "--prompt-mean", "1000", "--output-mean", "200", "--ttft", "1", "--replicates",
+            "2", "--requests", "60", "--max-num-batched-tokens", "2048"]
+    assert main([*argv, "--top", "1"]) == 0
+    top = capsys.readouterr().out
+    assert main([*argv, "--per-gpu"]) == 0
+    per_gpu = capsys.readouterr().out
+    table = [line for line in per_gpu.splitlines() if line.startswith("  H100") or
+             line.startswith("  L40S")]
+    assert sorted(line.split()[0] for line in table) == ["H100-SXM-80GB", "L40S"]
+    assert sum(line.startswith(("  H100", "  L40S")) for line in top.splitlines()) == 1

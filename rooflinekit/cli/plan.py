@@ -64,6 +64,9 @@ EPILOG = ("examples:\n"
           "--min-replicas 1 --payg-price 0.6 2.4 --replicates 2 --requests 100\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 5 --prompt-mean 1000 "
           "--output-mean 200 --ttft 1 --spare-replicas 1 --min-replicas 2 --replicates 2 "
+          "--requests 100\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 a100 l40s --tp 1,2 --rate 5 "
+          "--prompt-mean 1000 --output-mean 200 --ttft 1 --per-gpu --replicates 2 "
           "--requests 100")
 
 
@@ -155,6 +158,9 @@ def add_month_flags(parser) -> None:
     parser.add_argument("--autoscale", action="store_true",
                         help="also price the fleet scaled hour by hour with --profile (rented "
                              "GPUs billed by the hour)")
+    parser.add_argument("--per-gpu", action="store_true",
+                        help="show the cheapest configuration of each GPU type (--top would "
+                             "hide a type whose every row is dearer than another's)")
     parser.add_argument("--min-replicas", type=positive_int, default=1, metavar="N",
                         help="fewest replicas the fleet runs, and the --autoscale fleet keeps "
                              "running (1)")
@@ -441,6 +447,10 @@ def run(args, out) -> int:
     if deploy is not None:
         payload["deployment"] = deploy
 
+    # cheapest first; with --per-gpu the first row of each GPU type, every type shown
+    shown = [r for i, r in enumerate(rows) if r["gpu"] not in {q["gpu"] for q in rows[:i]}] \
+        if args.per_gpu else rows[:args.top]
+
     def text(out):
         out.write(f"{model.name}: peak {args.rate:g} requests/s, {slo.quantile:.0%} of "
                   f"requests within {targets_text(slo)}; {ds.attrs['model_quality']}\n")
@@ -458,7 +468,7 @@ def run(args, out) -> int:
                   f"{r['max_rate_low']:.3g}-{r['max_rate_high']:.3g}", r["replicas"], r["gpus"],
                   to_jsonable(r["monthly_cost"]), to_jsonable(r["cost_per_million_tokens"]),
                   to_jsonable(r["p95_ttft"]), to_jsonable(r["p95_token_itl"]), r["binding"])
-                 for r in rows[:args.top]]
+                 for r in shown]
         print_table(headers, table, out)
         if bound is not None:
             out.write(f"ideal roofline bound for the cheapest configuration: "
