@@ -35,7 +35,7 @@ from rooflinekit.hardware import GPU
 from rooflinekit.hf_config import find_config
 from rooflinekit.models import ModelShape
 
-__all__ = ["gpu", "model", "resolve_model", "gpus", "models", "to_dataset", "spec_fields",
+__all__ = ["gpu", "gpu_variants", "model", "resolve_model", "gpus", "models", "to_dataset", "spec_fields",
            "gpu_names", "model_names", "price_table", "payg_row", "provisioned_row",
            "gpu_hourly_row"]
 
@@ -222,6 +222,21 @@ def _find(kind: str, name, table):
 def gpu(name: str) -> GPU:
     """The catalogue GPU called ``name`` (case-insensitive; aliases accepted)."""
     return _find("GPU", name, _gpu_table())
+
+
+def gpu_variants(name: str) -> tuple[str, ...]:
+    """Other catalogue GPUs a short name could have meant: those of the same family (the first
+    part of the name, "H100" of H100-SXM-80GB) when ``name`` is an alias rather than the full
+    name; empty for a full name or a family of one.
+
+    ``gpu("h100")`` is H100-SXM-80GB; ``gpu_variants("h100")`` is ("H100-PCIe-80GB",
+    "H100-NVL-94GB"), which a plan names beside its answer.
+    """
+    chosen = gpu(name).name
+    if str(name).strip().lower() == chosen.lower():
+        return ()
+    family = chosen.split("-")[0].lower()
+    return tuple(n for n in gpu_names() if n != chosen and n.split("-")[0].lower() == family)
 
 
 def model(name: str) -> ModelShape:

@@ -81,3 +81,20 @@ def test_per_gpu_shows_every_gpu_type_once(capsys):
              line.startswith("  L40S")]
     assert sorted(line.split()[0] for line in table) == ["H100-SXM-80GB", "L40S"]
     assert sum(line.startswith(("  H100", "  L40S")) for line in top.splitlines()) == 1
+
+
+def test_a_short_gpu_name_says_which_variant_and_the_others(capsys):
+    """'h100' plans H100-SXM-80GB; the output names the other H100s the catalogue holds."""
+    from rooflinekit.cli.main import main
+    assert rk.catalog.gpu_variants("h100") == ("H100-PCIe-80GB", "H100-NVL-94GB")
+    assert rk.catalog.gpu_variants("H100-SXM-80GB") == ()
+    assert rk.catalog.gpu_variants("h200") == ()             # one H200 in the catalogue
+    argv = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "2", "--prompt-mean", "500",
+            "--output-mean", "50", "--ttft", "1", "--replicates", "2", "--requests", "40",
+            "--max-num-batched-tokens", "2048"]
+    assert main(argv) == 0
+    assert "note: 'h100' is H100-SXM-80GB; the catalogue also has H100-PCIe-80GB, " \
+           "H100-NVL-94GB (name one to plan it)" in capsys.readouterr().out
+    assert main([*argv, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["gpu_variants"]["h100"]["also"] == ["H100-PCIe-80GB", "H100-NVL-94GB"]

@@ -447,6 +447,12 @@ def run(args, out) -> int:
     if deploy is not None:
         payload["deployment"] = deploy
 
+    # a short name stands for one variant: say which, and which others it could have meant
+    variants = {typed: (catalog.gpu(typed).name, catalog.gpu_variants(typed)) for typed in gpus
+                if catalog.gpu_variants(typed)}
+    if variants:
+        payload["gpu_variants"] = {t: {"gpu": g, "also": list(v)} for t, (g, v) in
+                                   variants.items()}
     # cheapest first; with --per-gpu the first row of each GPU type, every type shown
     shown = [r for i, r in enumerate(rows) if r["gpu"] not in {q["gpu"] for q in rows[:i]}] \
         if args.per_gpu else rows[:args.top]
@@ -470,6 +476,9 @@ def run(args, out) -> int:
                   to_jsonable(r["p95_ttft"]), to_jsonable(r["p95_token_itl"]), r["binding"])
                  for r in shown]
         print_table(headers, table, out)
+        for typed, (name, also) in variants.items():
+            out.write(f"note: {typed!r} is {name}; the catalogue also has {', '.join(also)} "
+                      f"(name one to plan it)\n")
         if bound is not None:
             out.write(f"ideal roofline bound for the cheapest configuration: "
                       f"{bound['gpus']} GPU(s) (max rate {bound['max_rate']:.3g} requests/s, "
