@@ -465,6 +465,11 @@ class _Shape:
                 raise ValueError("config.json field 'sliding_window' is missing but "
                                  "'layer_types' has sliding_attention layers")
             return None, 0
+        context = _int(cfg, "max_position_embeddings", required=False)
+        if n_sliding and context is not None and window > context:
+            raise ValueError(f"config.json field 'sliding_window' ({window:,}) exceeds "
+                             f"'max_position_embeddings' ({context:,}): a window longer than "
+                             f"any context is no window; check the config")
         return (window, n_sliding) if n_sliding else (None, 0)
 
 

@@ -104,3 +104,11 @@ def test_python_takes_what_the_cli_takes():
                                    model=str(CONFIGS / "gpt-oss-20b.json"), gpu="H100-SXM-80GB",
                                    rates=[1.0], replicates=1, requests=20)
     assert curve.attrs["model"] == "gpt-oss-20b"
+
+
+def test_a_window_above_the_context_is_refused_naming_the_field():
+    """Issue 29's bad configs: a sliding window longer than max_position_embeddings."""
+    config = json.loads((CONFIGS / "gpt-oss-20b.json").read_text())
+    config["sliding_window"] = config["max_position_embeddings"] + 1
+    with pytest.raises(ValueError, match="'sliding_window' .* exceeds 'max_position_embeddings'"):
+        rk.ModelShape.from_hf_config(config)
