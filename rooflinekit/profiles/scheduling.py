@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from rooflinekit._validation import read_toml_file
 from rooflinekit.hardware import GPU
+from rooflinekit.profiles import shipped
 from rooflinekit.profiles.shipped import DEFAULT_ENGINE, ENGINE_NAMES, _gpu_spec
 
 __all__ = ["SchedulerDefaults", "ENGINE_SCHEDULERS", "CHUNK_BUDGETS", "scheduler_defaults",
@@ -54,8 +55,11 @@ class SchedulerDefaults(NamedTuple):
     source: str
 
 
+_WHAT = "engine scheduler file"
+
+
 def _fail(path, where: str, message: str, kind=ValueError):
-    raise kind(f"engine scheduler file {path}: {where}: {message}")
+    shipped._fail(path, where, message, kind, what=_WHAT)
 
 
 def read_scheduler_file(path) -> tuple[dict, ...]:
@@ -96,12 +100,7 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
                                      "exclude_gpus"})
         if unknown:
             _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
-        out = {}
-        for field in _TEXT_FIELDS:
-            value = row.get(field)
-            if not isinstance(value, str) or not value.strip():
-                _fail(path, f"{where}.{field}", f"must be a non-empty string; got {value!r}")
-            out[field] = value
+        out = shipped._texts(path, row, where, _TEXT_FIELDS, what=_WHAT)
         if out["engine"] not in ENGINE_NAMES:
             _fail(path, f"{where}.engine", f"must be one of {', '.join(ENGINE_NAMES)}; got "
                   f"{out['engine']!r}")

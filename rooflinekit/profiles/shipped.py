@@ -58,8 +58,20 @@ def _version_key(version: str) -> tuple:
     return tuple(parts)
 
 
-def _fail(path, where: str, message: str, kind=ValueError):
-    raise kind(f"engine profile file {path}: {where}: {message}")
+def _fail(path, where: str, message: str, kind=ValueError, what="engine profile file"):
+    raise kind(f"{what} {path}: {where}: {message}")
+
+
+def _texts(path, row, where: str, fields, what="engine profile file") -> dict:
+    """The non-empty text ``fields`` of one table of a data file, or the error naming them."""
+    out = {}
+    for field in fields:
+        value = row.get(field)
+        if not isinstance(value, str) or not value.strip():
+            _fail(path, f"{where}.{field}", f"must be a non-empty string; got {value!r}",
+                  what=what)
+        out[field] = value
+    return out
 
 
 def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
@@ -105,12 +117,7 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         where = f"profile[{i}]"
         if not isinstance(row, Mapping):
             _fail(path, where, "must be a table", TypeError)
-        out = {}
-        for field in _TEXT_FIELDS:
-            value = row.get(field)
-            if not isinstance(value, str) or not value.strip():
-                _fail(path, f"{where}.{field}", f"must be a non-empty string; got {value!r}")
-            out[field] = value
+        out = _texts(path, row, where, _TEXT_FIELDS)
         try:
             out["gpu"] = catalog.gpu(out["gpu"]).name
         except ValueError as exc:
