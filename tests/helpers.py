@@ -20,3 +20,15 @@ def assert_reexports(module, *homes):
             assert getattr(module, name) is getattr(home, name), name
     for name in module.__all__:
         assert hasattr(module, name), name
+
+
+def run_cli(capsys, *argv):
+    """``rooflinekit argv...`` in process: ``(exit code, stdout, stderr)``, a usage error's
+    code included."""
+    from rooflinekit.cli.main import main
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:     # a usage error from the parser
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err

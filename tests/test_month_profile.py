@@ -17,21 +17,15 @@ import numpy as np
 import pytest
 
 import rooflinekit as rk
+from helpers import run_cli
 from rooflinekit import planning
-from rooflinekit.cli.main import main
 
 #: Every request alike: 1,200 tokens each.
 TRAFFIC = rk.Traffic(20.0, 1000, 200)
 SLO = rk.SLO(ttft=1.0, itl=0.05)
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:     # a usage error from the parser
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 PLAN = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "20", "--prompt-mean", "1000",

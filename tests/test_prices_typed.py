@@ -15,7 +15,7 @@ import math
 import pytest
 
 import rooflinekit as rk
-from rooflinekit.cli.main import main
+from helpers import run_cli
 
 #: Every request alike: mean prompt 1,000 and output 200 exactly, so f = 200 / 1,200 = 1/6.
 TRAFFIC = rk.Traffic(4.0, 1000, 200)
@@ -29,13 +29,7 @@ PLAN = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "5", "--prompt-mean"
 PLAN_VOLUME = 5.0 * 730 * 3600 * 1200
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:     # a usage error from the parser
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 @pytest.fixture(scope="module")
