@@ -150,3 +150,65 @@ def test_a_special_file_is_refused_cleanly(reader, kind, tmp_path_factory):
         READERS[reader](path)
     # a path problem names the path; a content problem names what is wrong with it
     assert str(info.value).strip()
+
+
+# -- existing outputs, for every command that writes one ------------------------------------------
+
+#: Commands with --output, small enough to run many times (the sweep and the catalogue).
+OUTPUT_COMMANDS = {
+    "catalog": ["catalog", "gpus", "h100"],
+    "sweep": ["sweep", "--models", "guide-70b", "--gpus", "h100", "--tp", "1",
+              "--max-model-len", "1024", "--batch-size", "1", "--no-progress", "--report",
+              "none"],
+}
+#: What may already stand where the output goes.
+OUTPUT_STATES = ("nothing", "a file", "an empty folder", "a folder with a file",
+                 "a link to a file", "a dangling link", "a missing parent folder")
+OUTPUT_NAMES = ("out.csv", "out.json", "out.nc", "OUT.ZARR", "out.zarr", "out.CSV")
+
+
+def _place(state, folder, name):
+    """Put ``state`` at ``folder / name``; returns the path and what must survive unchanged."""
+    path = folder / name
+    keep = {}
+    if state == "a file":
+        path.write_text("precious\n")
+        keep[path] = "precious\n"
+    elif state == "an empty folder":
+        path.mkdir()
+    elif state == "a folder with a file":
+        path.mkdir()
+        (path / "precious.txt").write_text("precious\n")
+        keep[path / "precious.txt"] = "precious\n"
+    elif state == "a link to a file":
+        target = folder / "target.txt"
+        target.write_text("precious\n")
+        path.symlink_to(target)
+        keep[target] = "precious\n"
+    elif state == "a dangling link":
+        path.symlink_to(folder / "nowhere")
+    elif state == "a missing parent folder":
+        path = folder / "no-such-folder" / name
+    return path, keep
+
+
+@pytest.mark.parametrize("command", sorted(OUTPUT_COMMANDS))
+@settings(max_examples=20, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(state=st.sampled_from(OUTPUT_STATES), name=st.sampled_from(OUTPUT_NAMES),
+       force=st.booleans())
+def test_an_existing_output_is_never_destroyed_unless_forced(command, state, name, force,
+                                                              tmp_path_factory, capsys):
+    """Whatever stands at ``--output``: the command succeeds (exit 0), or refuses in one line
+    naming ``--output`` (exit 2); without ``--force`` nothing that was there is changed."""
+    from helpers import run_cli
+    folder = tmp_path_factory.mktemp("out")
+    path, keep = _place(state, folder, name)
+    argv = [*OUTPUT_COMMANDS[command], "--output", str(path), *(["--force"] if force else [])]
+    code, out, err = run_cli(capsys, *argv)
+    assert code in (0, 2), (state, name, force, err)
+    if code == 2:
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+    if not force:
+        for kept, text in keep.items():
+            assert kept.read_text() == text, (state, name)
