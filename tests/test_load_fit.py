@@ -102,7 +102,8 @@ def test_a_bad_run_is_refused_naming_its_field(change, match):
 
 
 @pytest.mark.parametrize("kwargs, match, kind", [
-    ({"results": "a.json"}, "results must be a list", TypeError),
+    ({"results": 5}, "results must be a list", TypeError),
+    ({"results": "no-such-sweep.json"}, "no-such-sweep.json", (OSError, ValueError)),
     ({"fit": ["speed"]}, "fit must name distinct knobs", ValueError),
     ({"fit": ["step_overhead", "step_overhead"]}, "fit must name distinct knobs", ValueError),
     ({"fit": list(LOAD_KNOBS)}, "give more runs or fewer knobs", ValueError),
@@ -160,3 +161,51 @@ def test_the_documented_fit_of_the_doks_runs():
     assert "it gives 9 % TPOT\nand 22 % TTFT error and a saturation −3 %" in doc
     assert (round(100 * held["tpot_mape"]), round(100 * held["ttft_mape"]),
             round(100 * held["sat_err"])) == (9, 22, -3)
+
+
+def _guidellm(engine, rates, seed=7):
+    """A GuideLLM sweep report of ``engine`` (its ``constant`` benchmarks simulated with
+    regular arrivals), a synchronous benchmark first: not a rate point, skipped."""
+    from rooflinekit.calibrate.readers import REGULAR_BURSTINESS
+    benchmarks = [{"config": {"strategy": {"type_": "synchronous"}}, "metrics": {}}]
+    for rate in rates:
+        traffic = rk.Traffic(rate, Constant(1000), Constant(200), arrival="gamma",
+                             burstiness=REGULAR_BURSTINESS)
+        ds = load_curve(traffic, rk.SLO(ttft=10.0), model=MODEL, gpu=GPU, rates=[rate],
+                        engine=engine, replicates=3, requests=300, seed=seed)
+        stat = {"ttft": float(np.nanmedian(ds["mean_ttft"])) * 1e3,
+                "tpot": float(np.nanmedian(ds["mean_tpot"])) * 1e3}
+        benchmarks.append({
+            "config": {"strategy": {"type_": "constant", "rate": rate}},
+            "metrics": {"request_totals": {"successful": 300},
+                        "prompt_token_count": {"successful": {"mean": 1000.0}},
+                        "output_token_count": {"successful": {"mean": 200.0}},
+                        "time_to_first_token_ms": {"successful": {"mean": stat["ttft"]}},
+                        "inter_token_latency_ms": {"successful": {"mean": stat["tpot"]}}}})
+    return {"metadata": {"guidellm_version": "0.4.0"}, "benchmarks": benchmarks}
+
+
+def test_a_guidellm_sweep_fits_like_vllm_runs(tmp_path):
+    report = _guidellm(_truth(0.004, 0.020), [2.0, 6.0, 12.0])
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(report))
+    fit = fit_under_load(str(path), model=MODEL, gpu=GPU)
+    assert fit.calibration.decode["step_overhead"] == pytest.approx(0.004, rel=0.15)
+    assert fit.calibration.prefill["prefill_overhead"] == pytest.approx(0.020, rel=0.15)
+    assert "refitted under load to 3 GuideLLM runs" in fit.calibration.label
+    from rooflinekit.cli.main import main
+    out = tmp_path / "cal.json"
+    assert main(["calibrate", "--under-load", "--from", "guidellm", str(path), "--model",
+                 "llama-3.1-8b", "--gpu", "h100", "--output", str(out)]) == 0
+    assert "GuideLLM runs" in json.loads(out.read_text())["source"]
+
+
+def test_a_guidellm_report_without_two_rates_is_refused():
+    from rooflinekit.calibrate import read_guidellm_sweep
+    one = _guidellm(rk.engine_profile("vllm", GPU), [2.0])
+    with pytest.raises(ValueError, match="two or more rates"):
+        read_guidellm_sweep(one)
+    bad = _guidellm(rk.engine_profile("vllm", GPU), [2.0, 4.0])
+    del bad["benchmarks"][1]["metrics"]["time_to_first_token_ms"]
+    with pytest.raises(ValueError, match=r"benchmarks\[1\].*time_to_first_token_ms"):
+        read_guidellm_sweep(bad)

@@ -61,6 +61,7 @@ from rooflinekit.calibrate.readers import (
                                        read_vllm_latency,
                                        read_vllm_result,
                                        read_vllm_serve_sweep,
+                                       read_guidellm_sweep,
 )
 
 __all__ = [
@@ -73,4 +74,5 @@ __all__ = [
     "predict", "calibrate", "cross_validate", "save_calibration", "load_calibration",
     "parse_vllm_kv_log", "compare_engine_log", "MAX_RESAMPLES",
     "parse_sglang_kv_log", "ENGINES", "read_vllm_latency", "read_guidellm_report",
-    "read_trtllm_bench", "MAX_REPORT_BYTES", "read_vllm_serve_sweep"]
+    "read_trtllm_bench", "MAX_REPORT_BYTES", "read_vllm_serve_sweep",
+    "read_guidellm_sweep"]

@@ -372,6 +372,78 @@ def read_vllm_serve_sweep(results) -> list[dict]:
     return sorted(runs, key=lambda r: r["request_rate"])
 
 
+#: Gamma burstiness standing for GuideLLM's ``constant`` strategy (requests at fixed intervals):
+#: shape 10,000, a coefficient of variation of 1 %: regular to well within a step.
+REGULAR_BURSTINESS = 1e4
+
+
+def read_guidellm_sweep(report) -> list[dict]:
+    """The rate points of a GuideLLM sweep, as :func:`read_vllm_serve_sweep` gives vLLM's.
+
+    Parameters
+    ----------
+    report : str, Path or mapping
+        A GuideLLM report (:func:`read_guidellm_report` says which versions and formats).
+
+    Returns
+    -------
+    list of dict
+        One per benchmark whose strategy is ``constant`` or ``poisson`` (the synchronous,
+        concurrent and throughput ones are not rate points), by rising rate: ``request_rate``
+        [requests/s] (the strategy's ``rate``), ``completed`` (``metrics.request_totals
+        .successful``), ``total_input_tokens`` and ``total_output_tokens`` (the successful
+        means × completed), ``mean_ttft_ms``, ``mean_tpot_ms`` (GuideLLM's per-request
+        ``inter_token_latency_ms``, vLLM's TPOT), ``burstiness`` (``None`` for Poisson
+        arrivals; :data:`REGULAR_BURSTINESS` for ``constant``, requests at fixed intervals) and
+        ``label``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two rates, or a field missing or not a finite number, naming the file, the
+        benchmark and the field.
+    """
+    what = "GuideLLM report"
+    payload, label = _load(report, what, yaml=True)
+    benchmarks = payload.get("benchmarks")
+    if not isinstance(benchmarks, list) or not benchmarks:
+        raise ValueError(f"{label}: a GuideLLM report holds a non-empty 'benchmarks' list; got "
+                         f"{describe(benchmarks)[:80]}")
+    runs = []
+    for i, bench in enumerate(benchmarks):
+        where = f"benchmarks[{i}]"
+        if not isinstance(bench, Mapping):
+            raise ValueError(f"{label}: {where} must be an object; got {describe(bench)[:80]}")
+        strategy = (_get(bench, "config.strategy", label, what, required=False)
+                    or _get(bench, "args.strategy", label, what, required=False))
+        kind = strategy.get("type_") if isinstance(strategy, Mapping) else None
+        if kind not in ("constant", "poisson"):
+            continue
+        rate = _number(strategy.get("rate"), label, f"{where}.config.strategy.rate")
+        metric = functools.partial(_metric, bench, where, label)
+        completed = _number(_get(bench, "metrics.request_totals.successful", label, what,
+                                 at=f"{where}."), label,
+                            f"{where}.metrics.request_totals.successful")
+        run = {"request_rate": rate, "completed": completed,
+               "total_input_tokens": metric("prompt_token_count", "successful", "mean")
+               * completed,
+               "total_output_tokens": metric("output_token_count", "successful", "mean")
+               * completed,
+               "mean_ttft_ms": metric("time_to_first_token_ms", "successful", "mean"),
+               "mean_tpot_ms": metric("inter_token_latency_ms", "successful", "mean"),
+               "burstiness": REGULAR_BURSTINESS if kind == "constant" else None,
+               "label": f"{label} {where} ({kind} {rate:g}/s)"}
+        for field in ("request_rate", "completed", "mean_ttft_ms", "mean_tpot_ms",
+                      "total_input_tokens", "total_output_tokens"):
+            if not run[field] > 0:
+                raise ValueError(f"{label}: {where}: {field} must be > 0; got {run[field]:g}")
+        runs.append(run)
+    if len({r["request_rate"] for r in runs}) < 2:
+        raise ValueError(f"{label}: a load fit needs constant or poisson benchmarks at two or "
+                         f"more rates (a GuideLLM sweep); got {len(runs)}")
+    return sorted(runs, key=lambda r: r["request_rate"])
+
+
 # -- vllm bench latency ------------------------------------------------------------------------
 
 def _latency_ms(payload: Mapping, label: str, statistic: str) -> tuple[float, int | None]:

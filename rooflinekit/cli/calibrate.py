@@ -137,7 +137,8 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--allreduce")
     parser.add_argument("--under-load", action="store_true",
                         help="fit with the simulator in the loop: the --vllm-result runs are one "
-                             "server at two or more request rates; the vLLM profile of --gpu "
+                             "server at two or more request rates (or --from guidellm with "
+                             "one sweep report); the vLLM profile of --gpu "
                              "(or --engine's) is refitted in --fit (default step_overhead and "
                              "prefill_overhead) to their mean TTFT and TPOT")
     add_output_flags(parser, output_help=(
@@ -329,9 +330,19 @@ def run(args, out) -> int:
 
 def _run_under_load(args, out) -> int:
     """``--under-load``: :func:`rooflinekit.planning.fit_under_load` of the --vllm-result runs."""
-    if len(args.vllm_result) < 2 or args.source_format != "measurements" or args.measurements:
-        raise ValueError("--under-load fits --vllm-result runs at two or more request rates; "
-                         "give them with --vllm-result (and no FILE arguments or --from)")
+    guidellm = args.source_format == "guidellm"
+    if guidellm:
+        if len(args.measurements) != 1 or args.vllm_result:
+            raise ValueError("--under-load --from guidellm fits one GuideLLM sweep report: give "
+                             "one FILE (and no --vllm-result)")
+        results = args.measurements[0]
+    elif len(args.vllm_result) < 2 or args.source_format != "measurements" or \
+            args.measurements:
+        raise ValueError("--under-load fits --vllm-result runs at two or more request rates "
+                         "(or one GuideLLM sweep with --from guidellm FILE); give them with "
+                         "--vllm-result")
+    else:
+        results = args.vllm_result
     for flag, given in (("--cv", args.cv != "none"), ("--phase", args.phase),
                         ("--group-by", args.group_by), ("--workload",
                                                         args.workload != "isolated")):
@@ -346,7 +357,7 @@ def _run_under_load(args, out) -> int:
     model = catalog.resolve_model(args.model)
     if args.dtype != "auto":
         model = model.replace(bytes_per_param=args.dtype)
-    result = fit_under_load(args.vllm_result, model=model, gpu=args.gpu, tp=args.tp,
+    result = fit_under_load(results, model=model, gpu=args.gpu, tp=args.tp,
                             engine=name if name in ENGINE_NAMES else None, fit=fit,
                             seed=args.seed)
     calibration, table = result

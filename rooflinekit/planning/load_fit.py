@@ -11,7 +11,8 @@ against isolated points. The result is a :class:`~rooflinekit.profiles.Calibrati
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -19,7 +20,7 @@ import xarray as xr
 
 from rooflinekit import catalog, dims
 from rooflinekit._validation import check_type, describe, whole_number
-from rooflinekit.calibrate import read_vllm_serve_sweep
+from rooflinekit.calibrate import read_guidellm_sweep, read_vllm_serve_sweep
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.fleet import load_curve
@@ -53,6 +54,15 @@ class LoadFit(NamedTuple):
     table: xr.Dataset
 
 
+def _is_guidellm(results) -> bool:
+    """One GuideLLM report (a path or a parsed mapping with ``benchmarks``), not a list of runs."""
+    if isinstance(results, Mapping):
+        return "benchmarks" in results
+    if isinstance(results, (str, Path)):
+        return True
+    return False
+
+
 def _with_knobs(base: Calibration, names, values, source: str) -> Calibration:
     phases = {"prefill": dict(base.prefill), "decode": dict(base.decode)}
     for name, value in zip(names, values):
@@ -69,10 +79,14 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
 
     Parameters
     ----------
-    results : list of str, Path or mapping
+    results : list of str, Path or mapping; or one GuideLLM report
         ``vllm bench serve --save-result`` files (or their parsed JSON), one per rate, at two or
         more finite rates: ``request_rate`` [requests/s], ``completed``, ``total_input_tokens``,
-        ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``.
+        ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``
+        (:func:`~rooflinekit.calibrate.read_vllm_serve_sweep`); or one GuideLLM sweep report
+        (a path or its parsed JSON), its ``constant`` and ``poisson`` benchmarks the rates
+        (:func:`~rooflinekit.calibrate.read_guidellm_sweep`; ``constant`` replayed as regular
+        arrivals).
     model, gpu : spec or catalogue name
         The server's model and GPU (the files do not record them).
     tp : int
@@ -116,7 +130,8 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     --------
     rooflinekit.calibrate.calibrate : the closed-form fit to isolated runs.
     """
-    runs = read_vllm_serve_sweep(results)
+    runs = read_guidellm_sweep(results) if _is_guidellm(results) else \
+        read_vllm_serve_sweep(results)
     if isinstance(fit, str) or not isinstance(fit, Sequence) or not fit:
         raise TypeError(f"fit must be a non-empty list of knob names; got {describe(fit)}")
     unknown = [k for k in fit if k not in LOAD_KNOBS]
@@ -144,9 +159,12 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     def simulate(cal):
         out = []
         for run in runs:
+            regular = run.get("burstiness")      # GuideLLM's constant rate: regular arrivals
             traffic = Traffic(run["request_rate"],
                               Constant(max(1, round(run["total_input_tokens"] / run["completed"]))),
-                              Constant(max(2, round(run["total_output_tokens"] / run["completed"]))))
+                              Constant(max(2, round(run["total_output_tokens"] / run["completed"]))),
+                              arrival="poisson" if regular is None else "gamma",
+                              burstiness=regular)
             ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal, **common)
             out.append((float(np.nanmedian(ds["mean_ttft"])), float(np.nanmedian(ds["mean_tpot"]))))
         return np.array(out)
@@ -173,8 +191,9 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     values = solution.x / scale
     rates = [r["request_rate"] for r in runs]
     before = simulate(base)
-    fitted_source = (f"{base.source or 'profile'} refitted under load to {len(runs)} vllm bench "
-                     f"serve runs at {', '.join(f'{r:g}' for r in rates)} req/s "
+    tool = "GuideLLM" if _is_guidellm(results) else "vllm bench serve"
+    fitted_source = (f"{base.source or 'profile'} refitted under load to {len(runs)} {tool} "
+                     f"runs at {', '.join(f'{r:g}' for r in rates)} req/s "
                      f"({', '.join(fit)})")
     calibration = _with_knobs(base, fit, values, fitted_source)
     after = simulate(calibration)
