@@ -372,6 +372,27 @@ def read_vllm_serve_sweep(results) -> list[dict]:
     return sorted(runs, key=lambda r: r["request_rate"])
 
 
+def _guidellm_benchmarks(report) -> tuple:
+    """``(payload, label, [(where, benchmark, strategy), ...])`` of a GuideLLM report: its
+    non-empty ``benchmarks`` list, each an object, with its ``config.strategy`` (``args.strategy``
+    before GuideLLM 0.4; ``None`` where neither is given)."""
+    what = "GuideLLM report"
+    payload, label = _load(report, what, yaml=True)
+    benchmarks = payload.get("benchmarks")
+    if not isinstance(benchmarks, list) or not benchmarks:
+        raise ValueError(f"{label}: a GuideLLM report holds a non-empty 'benchmarks' list; got "
+                         f"{describe(benchmarks)[:80]}")
+    out = []
+    for i, bench in enumerate(benchmarks):
+        where = f"benchmarks[{i}]"
+        if not isinstance(bench, Mapping):
+            raise ValueError(f"{label}: {where} must be an object; got {describe(bench)[:80]}")
+        strategy = (_get(bench, "config.strategy", label, what, required=False)
+                    or _get(bench, "args.strategy", label, what, required=False))
+        out.append((where, bench, strategy))
+    return payload, label, out
+
+
 #: Gamma burstiness standing for GuideLLM's ``constant`` strategy (requests at fixed intervals):
 #: shape 10,000, a coefficient of variation of 1 %: regular to well within a step.
 REGULAR_BURSTINESS = 1e4
@@ -404,18 +425,9 @@ def read_guidellm_sweep(report) -> list[dict]:
         benchmark and the field.
     """
     what = "GuideLLM report"
-    payload, label = _load(report, what, yaml=True)
-    benchmarks = payload.get("benchmarks")
-    if not isinstance(benchmarks, list) or not benchmarks:
-        raise ValueError(f"{label}: a GuideLLM report holds a non-empty 'benchmarks' list; got "
-                         f"{describe(benchmarks)[:80]}")
+    _, label, benchmarks = _guidellm_benchmarks(report)
     runs = []
-    for i, bench in enumerate(benchmarks):
-        where = f"benchmarks[{i}]"
-        if not isinstance(bench, Mapping):
-            raise ValueError(f"{label}: {where} must be an object; got {describe(bench)[:80]}")
-        strategy = (_get(bench, "config.strategy", label, what, required=False)
-                    or _get(bench, "args.strategy", label, what, required=False))
+    for where, bench, strategy in benchmarks:
         kind = strategy.get("type_") if isinstance(strategy, Mapping) else None
         if kind not in ("constant", "poisson"):
             continue
@@ -707,20 +719,11 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
     tp = whole_number("tp", tp, lo=1)
     check_one_of("statistic", statistic, _STATISTICS)
     what = "GuideLLM report"
-    payload, label = _load(report, what, yaml=True)
-    benchmarks = payload.get("benchmarks")
-    if not isinstance(benchmarks, list) or not benchmarks:
-        raise ValueError(f"{label}: a GuideLLM report holds a non-empty 'benchmarks' list; got "
-                         f"{describe(benchmarks)[:80]}")
+    payload, label, benchmarks = _guidellm_benchmarks(report)
     version = _get(payload, "metadata.guidellm_version", label, what, required=False)
     tool = "guidellm" + (f" {_shown(version)}" if isinstance(version, str) else "")
     rows = []
-    for i, bench in enumerate(benchmarks):
-        where = f"benchmarks[{i}]"
-        if not isinstance(bench, Mapping):
-            raise ValueError(f"{label}: {where} must be an object; got {describe(bench)[:80]}")
-        strategy = (_get(bench, "config.strategy", label, what, required=False)
-                    or _get(bench, "args.strategy", label, what, required=False))
+    for where, bench, strategy in benchmarks:
         if not isinstance(strategy, Mapping):
             raise ValueError(f"{label}: the {what} lacks field '{where}.config.strategy'")
         kind = _shown(_get(strategy, "type_", label, what, at=f"{where}.config.strategy."))

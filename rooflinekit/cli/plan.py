@@ -448,8 +448,8 @@ def run(args, out) -> int:
         payload["deployment"] = deploy
 
     # a short name stands for one variant: say which, and which others it could have meant
-    variants = {typed: (catalog.gpu(typed).name, catalog.gpu_variants(typed)) for typed in gpus
-                if catalog.gpu_variants(typed)}
+    variants = {typed: (catalog.gpu(typed).name, also) for typed in gpus
+                if (also := catalog.gpu_variants(typed))}
     if variants:
         payload["gpu_variants"] = {t: {"gpu": g, "also": list(v)} for t, (g, v) in
                                    variants.items()}
