@@ -83,6 +83,7 @@ from rooflinekit.roofline import (
                                 ridge_point,
                                 speculative_speedup,
                                 speculative_step_time,
+                                time_to_first_token,
                                 speculative_tokens_per_step,
                                 tp_scaling,
 )
@@ -111,7 +112,7 @@ __all__ = [
     # roofline (§3, §4.1)
     "arithmetic_intensity", "ridge_point", "critical_batch_size", "prefill_time",
     "decode_step_time", "amortized_token_time", "mixed_step_time", "decode_throughput",
-    "request_latency", "cost_per_million_tokens",
+    "request_latency", "time_to_first_token", "cost_per_million_tokens",
     "energy_per_token",
     # speculative decoding
     "speculative_tokens_per_step", "speculative_step_time", "speculative_speedup",

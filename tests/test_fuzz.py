@@ -116,6 +116,10 @@ REGISTRY = {
                            spoil=("prompt_tokens", "tp", "context_length", "engine"),
                            valid={"context_length": CONTEXT_OK, "engine": OPTIONAL,
                                   "prompt_tokens": CONTEXT_OK}),
+    "time_to_first_token": _entry(
+        rk.time_to_first_token, kwargs={"model": M, "gpu": G, "prompt_tokens": 100},
+        spoil=("prompt_tokens", "tp", "context_length", "engine"),
+        valid={"context_length": CONTEXT_OK, "engine": OPTIONAL, "prompt_tokens": CONTEXT_OK}),
     "decode_step_time": _entry(rk.decode_step_time, kwargs={"model": M, "gpu": G},
                                spoil=("model", "gpu", "batch_size", "context_length", "tp",
                                       "engine"),
@@ -325,7 +329,7 @@ REGISTRY = {
 
 
 # The prefill formulas' prefix-cache hit: a whole count in [0, prompt_tokens]; 0 is valid.
-for _name in ("prefill_time", "request_latency"):
+for _name in ("prefill_time", "time_to_first_token", "request_latency"):
     REGISTRY[_name]["spoil"] += ("cached_tokens",)
     REGISTRY[_name]["valid"]["cached_tokens"] = CONTEXT_OK
 # A draft model's weights beside the target's: bytes ≥ 0; 0 (no draft) is valid.

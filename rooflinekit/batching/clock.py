@@ -104,7 +104,8 @@ class _Timing:
     :class:`~rooflinekit.Engine` of the mixed step; ``None`` on the tick clock); ``draft_coef``
     the same for a speculative draft model (zeros without one) and ``draft_share`` a draft
     head's share of a decode step (0 without one); ``reference_clock`` is the same clock for
-    the plain-Python reference (``None`` for ticks).
+    the plain-Python reference (``None`` for ticks); ``frontend_latency`` the engine's
+    front-end time [s] (0 on the tick clock), which the summaries add to each TTFT and latency.
     """
 
     def __init__(self, clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
@@ -116,7 +117,10 @@ class _Timing:
             self.coef = np.zeros(len(roofline.StepCost._fields))
             self.reference_clock = None
             self.units = "tick"
+            self.frontend_latency = 0.0
             return
+        # outside the steps: added to what the client sees, never to a step (results.py)
+        self.frontend_latency = float(engine.frontend_latency)
         cost = roofline.step_cost_coefficients(model, gpu, tp=tp, engine=engine)
         cost = _layout_cost(cost, model, gpu, *layout, engine)
         self.coef = np.array([float(c) for c in cost], dtype=np.float64)

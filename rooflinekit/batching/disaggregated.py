@@ -416,8 +416,9 @@ class DisaggregatedBatcher:
             rows.append(self._serve(wl, timings, targets, budgets, transfer[r])[0])
         out = tuple(np.stack([row[k] for row in rows]) if rows else
                     np.empty((0,) + arrays[0].shape[1:]) for k in range(6))
+        # the front end the client meets is the prefill pool's
         summ = _summaries(*arrays, out, self._slots(), self._kv_budget(), targets,
-                          wanted=variables)
+                          wanted=variables, frontend_latency=timings[0].frontend_latency)
         ds = _replicate_dataset(summ, timings[0].units)
         budget = self._kv_budget()
         ds.attrs.update({"policy": self.policy, "clock": timings[0].clock,

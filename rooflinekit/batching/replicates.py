@@ -147,7 +147,8 @@ def _mc_block(spec, batchers, sweep, bat_keys, wl_keys, seed, r0, r1, targets, p
                 b._run_many(timing, arrival, prompt, output, priority, out, targets,
                             parallel=parallel, prefix=(group, length), seeds=acceptance_seeds)
                 summ = _summaries(arrival, prompt, output, priority, out, b._slots(),
-                                  b._kv_budget(), targets)
+                                  b._kv_budget(), targets,
+                                  frontend_latency=timing.frontend_latency)
                 index = dict(zip(wl_keys, wl_combo)) | dict(zip(bat_keys, b_combo))
                 pos = (p_index,) + tuple(index[k] for k in names)
                 for key, (values, kind, long_name) in summ.items():
@@ -352,7 +353,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix,
                       seeds=speculative_seeds, gains=gains)
     summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
-                      wanted=variables)
+                      wanted=variables, frontend_latency=timing.frontend_latency)
     if not as_dataset:
         return {name: values for name, (values, _, _) in summ.items()}
     ds = _replicate_dataset(summ, timing.units)

@@ -109,25 +109,35 @@ def _masked_quantile(x, valid, q):
     return np.where(k > 0, a + (b - a) * (h - lo), np.nan)
 
 
-def _per_request(arrival, prompt, output, out):
-    """Derived per-request times: 2-D (replicate, request) arrays."""
+def _per_request(arrival, prompt, output, out, frontend_latency=0.0):
+    """Derived per-request times: 2-D (replicate, request) arrays.
+
+    ``frontend_latency`` [the clock's unit] is the engine's front-end time outside its steps
+    (:attr:`rooflinekit.Engine.frontend_latency`): the client sees its first token and its last
+    that much later than the engine produces them, so it adds to ``ttft`` and ``latency``; the
+    engine's own times (admission, service, gaps) do not move.
+    """
     admit, first, finish, _, status = out[:5]
     completed = status == COMPLETED
     multi = output > 1
     itl = np.divide(finish - first, output - 1.0, out=np.full(finish.shape, np.nan),
                     where=completed & multi)
     return {
-        "latency": finish - arrival,
+        "latency": finish - arrival + frontend_latency,
         "service_latency": finish - admit,
         "queue_delay": admit - arrival,
-        "ttft": first - arrival,
+        "ttft": first - arrival + frontend_latency,
         "itl": itl,
         "completed": completed,
     }
 
 
-def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, wanted=None):
+def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, wanted=None,
+               frontend_latency=0.0):
     """Summary metrics per replicate: name -> (array over replicates, units kind, long name).
+
+    ``frontend_latency``: the engine's front-end time, added to each TTFT and latency
+    (:func:`_per_request`).
 
     ``wanted``: only these names (the percentiles of per-request times, which sort, are computed
     only when asked for); default all of :data:`SUMMARY_NAMES`.
@@ -136,7 +146,7 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
         return wanted is None or name in wanted
 
     _, _, finish, preempt, status, stats = out[:6]
-    d = _per_request(arrival, prompt, output, out)
+    d = _per_request(arrival, prompt, output, out, frontend_latency)
     shares, n_good = _attainments(d, output, status, stats, targets)
     if wanted is not None and set(wanted) <= set(ATTAINMENT_NAMES):
         return {name: shares[name] for name in wanted}        # what a rate search reads
@@ -348,7 +358,7 @@ def _single_dataset(wl: Workload, out, batcher, timing, targets) -> xr.Dataset:
     arrival, prompt, output, priority = (wl.arrival[None], wl.prompt_tokens[None],
                                          wl.output_tokens[None], wl.priority[None])
     admit, first, finish, preempt, status = (a[0] for a in out[:5])
-    per = _per_request(arrival, prompt, output, out)
+    per = _per_request(arrival, prompt, output, out, timing.frontend_latency)
     tu = timing.units
     req = dims.REQUEST
     status_str = np.where(status == COMPLETED, STATUS_COMPLETED, STATUS_REJECTED)
@@ -375,7 +385,7 @@ def _single_dataset(wl: Workload, out, batcher, timing, targets) -> xr.Dataset:
                  for name, (values, units, long_name) in data.items()}
     budget = batcher._kv_budget()
     summaries = _summaries(arrival, prompt, output, priority, out, batcher._slots(), budget,
-                           targets)
+                           targets, frontend_latency=timing.frontend_latency)
     for name, (values, kind, long_name) in summaries.items():
         variables[name] = _variable((_TIER,) if name.startswith("tier_") else (), values[0],
                                     {"units": _units(kind, tu), "long_name": long_name})

@@ -285,6 +285,8 @@ class _Groups:
         if knobs["layer_overhead"] or knobs["prefill_overhead"]:
             out = out + t["layers"] * knobs["layer_overhead"] + \
                 t["prompt"] * knobs["prefill_overhead"]
+        if phase == "prefill" and knobs["frontend_latency"]:
+            out = out + knobs["frontend_latency"]     # a TTFT row: once, outside the steps
         if rows is not None:
             keep = np.zeros(self.n, dtype=bool)
             keep[rows] = True

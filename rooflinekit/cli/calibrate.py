@@ -140,7 +140,7 @@ def add_arguments(parser) -> None:
                              "server at two or more request rates (or --from guidellm with "
                              "one sweep report); the vLLM profile of --gpu "
                              "(or --engine's) is refitted in --fit (default step_overhead and "
-                             "prefill_overhead) to their mean TTFT and TPOT")
+                             "frontend_latency) to their mean TTFT and TPOT")
     add_output_flags(parser, output_help=(
         "also write the result to FILE, the format from its extension: .json (the calibration "
         "file `rooflinekit plan --engine` reads), .nc or .zarr (the parameters Dataset), "
@@ -348,7 +348,7 @@ def _run_under_load(args, out) -> int:
                                                         args.workload != "isolated")):
         if given:
             raise ValueError(f"{flag} applies to the closed-form fit, not to --under-load")
-    fit = tuple(args.fit) if args.fit else ("step_overhead", "prefill_overhead")
+    fit = tuple(args.fit) if args.fit else ("step_overhead", "frontend_latency")
     unknown = [k for k in fit if k not in LOAD_KNOBS]
     if unknown:
         raise ValueError(f"--fit {unknown[0]} cannot be fitted under load; choose from "

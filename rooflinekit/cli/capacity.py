@@ -182,8 +182,8 @@ def run(args, out) -> int:
         "kv_budget_gib": float(budget) / units.GiB,
         "kv_budget_tokens": int(tokens),
         "max_concurrent_sequences": int(sequences),
-        "ttft_ms": float(roofline.prefill_time(model, gpu, args.input_len, tp=tp, engine=engine))
-        / units.MS,
+        "ttft_ms": float(roofline.time_to_first_token(model, gpu, args.input_len, tp=tp,
+                                                      engine=engine)) / units.MS,
         "decode_step_time_ms": float(roofline.decode_step_time(model, gpu, batch, ctx, tp=tp,
                                                                engine=engine)) / units.MS,
         "tokens_per_s": float(roofline.decode_throughput(model, gpu, batch, ctx, tp,

@@ -4,8 +4,8 @@
 client saw. :func:`fit_under_load` replays each run through :func:`~rooflinekit.planning.load_curve`
 (the same lengths, Poisson arrivals at the run's rate, the engine's scheduler) and moves the
 chosen knobs of an engine profile until the simulated means match the measured ones: the knobs
-the kernels cannot see (per-step and per-prompt overheads) fitted against the whole curve, not
-against isolated points. The result is a :class:`~rooflinekit.profiles.Calibration` that
+the kernels cannot see (the per-step overhead and the front end's latency) fitted against the
+whole curve, not against isolated points. The result is a :class:`~rooflinekit.profiles.Calibration` that
 ``plan(engine=...)`` and ``rooflinekit plan --engine FILE`` take.
 """
 
@@ -38,6 +38,7 @@ LOAD_KNOBS = {
     "prefill_overhead": ("prefill", 0.0, 0.5),
     "compute_efficiency": ("prefill", 0.05, 1.0),
     "gemm_half_tokens": ("prefill", 0.0, 4096.0),
+    "frontend_latency": ("prefill", 0.0, 0.5),
 }
 
 class LoadFit(NamedTuple):
@@ -72,7 +73,7 @@ def _with_knobs(base: Calibration, names, values, source: str) -> Calibration:
 
 
 def fit_under_load(results, *, model, gpu, tp=1, engine=None,
-                   fit=("step_overhead", "prefill_overhead"), max_num_seqs="auto",
+                   fit=("step_overhead", "frontend_latency"), max_num_seqs="auto",
                    max_num_batched_tokens="auto", replicates=3, requests=300,
                    seed=0) -> LoadFit:
     """Fit an engine profile's knobs to ``vllm bench serve`` runs at several request rates.
@@ -96,7 +97,11 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         ``"sglang"``, ``"trtllm"``) or a calibration. Default: the vLLM profile of ``gpu``.
     fit : sequence of str
         The knobs to fit, from :data:`LOAD_KNOBS` (at most one per run). Default the two
-        overheads the kernels cannot see, ``step_overhead`` and ``prefill_overhead``.
+        times the kernels cannot see: ``step_overhead`` (every step's scheduling, sampling and
+        launches) and ``frontend_latency`` (the front end's time before the first token,
+        outside the steps). ``prefill_overhead`` is charged to every step that carries prompt
+        tokens, so fitting it to a client's TTFT, which holds front-end time the GPU does not
+        spend, also slows the simulated server.
     max_num_seqs, max_num_batched_tokens
         The server's scheduler, as for :func:`~rooflinekit.planning.load_curve` (default its
         engine's defaults for the GPU).

@@ -49,11 +49,11 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 
 #: The knobs that say what a serving engine does beyond the three: a fixed cost per layer
 #: per step [s], the KV traffic's own bandwidth efficiency [1], the tokens at which the GEMMs
-#: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s]
-#: and the per-hop all-reduce latency [s]. Each is an :class:`~rooflinekit.Engine` field
-#: whose default is the ideal model.
+#: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s],
+#: the per-hop all-reduce latency [s] and the front end's time outside the steps [s]. Each is
+#: an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
-                "prefill_overhead", "interconnect_latency")
+                "prefill_overhead", "interconnect_latency", "frontend_latency")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -62,6 +62,13 @@ ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
 LINK_KNOBS = ("interconnect_efficiency",)
 #: Every knob a calibration can hold.
 KNOBS = PARAMETERS + ENGINE_KNOBS + LINK_KNOBS
+#: The knobs in the order :meth:`Calibration.draw` draws their deviates, block after block: a
+#: knob added later goes in a new block at the end, so that it never moves another knob's draws
+#: (a plan with a given seed stays what it was).
+DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "layer_overhead",
+                "kv_bandwidth_efficiency", "gemm_half_tokens", "prefill_overhead",
+                "interconnect_latency", "interconnect_efficiency"),
+               ("frontend_latency",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -70,7 +77,8 @@ IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
 #: link latency, else the GPU's own" (all-reduce).
 ENGINE_IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in ENGINE_KNOBS + LINK_KNOBS})
 #: Knobs in seconds (fitted in milliseconds; shown in ms).
-SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency")
+SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency",
+                 "frontend_latency")
 #: Columns of a measurement table a calibration can keep knob sets by.
 GROUP_FIELDS = ("gpu", "engine", "dtype", "model")
 
@@ -204,8 +212,9 @@ class Calibration:
         in (0, 1] [1] and ``step_overhead`` [s] ≥ 0, ideal (1, 1, 0) where missing; and, where
         fitted, the engine knobs (:data:`ENGINE_KNOBS`): ``layer_overhead`` [s per layer],
         ``kv_bandwidth_efficiency`` in (0, 1] [1], ``gemm_half_tokens`` [tokens],
-        ``prefill_overhead`` [s] and ``interconnect_latency`` [s per hop], each ≥ 0; and the
-        link share ``interconnect_efficiency`` in (0, 1] [1] (:data:`LINK_KNOBS`): each an
+        ``prefill_overhead`` [s], ``interconnect_latency`` [s per hop] and
+        ``frontend_latency`` [s], each ≥ 0; and the link share ``interconnect_efficiency`` in
+        (0, 1] [1] (:data:`LINK_KNOBS`): each an
         :class:`~rooflinekit.Engine` field.
     source : str
         What the knobs were fitted to.
@@ -376,7 +385,8 @@ class Calibration:
         -----
         A continuous-batching step mixes prompt tokens (compute-bound) with decode tokens
         (memory-bound) and is timed with one engine: ``compute_efficiency``,
-        ``gemm_half_tokens``, ``prefill_overhead`` and the link share come from prefill;
+        ``gemm_half_tokens``, ``prefill_overhead``, ``frontend_latency`` and the link share
+        come from prefill;
         ``bandwidth_efficiency``, ``step_overhead``, ``layer_overhead``,
         ``kv_bandwidth_efficiency`` and ``interconnect_latency`` from decode (a step that
         carries decodes is a decode step; a prefill's own overhead also holds client time).
@@ -414,19 +424,23 @@ class Calibration:
         ``v + z · (v − low) / z_c`` below, ``z`` standard normal and ``z_c`` the normal
         quantile of ``(1 + interval_confidence) / 2``: a normal on each side of the fitted
         value that puts the interval's share of draws inside it. Knobs are drawn
-        independently; a draw is clipped to the knob's range (an efficiency to (0, 1], a time
-        to ≥ 0). Knob sets (``groups``) are not drawn.
+        independently, in the order of :data:`DRAW_BLOCKS`; a draw is clipped to the knob's
+        range (an efficiency to (0, 1], a time to ≥ 0). Knob sets (``groups``) are not drawn.
         """
         from statistics import NormalDist
 
         seed = whole_number("seed", seed, lo=0)
-        deviates = np.random.default_rng(seed).standard_normal((len(PHASES), len(KNOBS)))
+        rng = np.random.default_rng(seed)
+        deviates = {}
+        for block in DRAW_BLOCKS:
+            drawn = rng.standard_normal((len(PHASES), len(block)))
+            deviates.update({knob: drawn[:, j] for j, knob in enumerate(block)})
         z_c = NormalDist().inv_cdf((1.0 + self.interval_confidence) / 2.0)
         phases = {}
         for i, phase in enumerate(PHASES):
             knobs = dict(getattr(self, phase))
             for knob, (low, high) in self.intervals.get(phase, {}).items():
-                z, value = float(deviates[i, KNOBS.index(knob)]), knobs[knob]
+                z, value = float(deviates[knob][i]), knobs[knob]
                 moved = value + z * ((high - value) if z >= 0 else (value - low)) / z_c
                 ceiling = math.inf if knob in SECONDS_KNOBS or knob == "gemm_half_tokens" \
                     else 1.0
@@ -503,7 +517,8 @@ class Calibration:
 #: Where the mixed step takes each knob from: the phase whose steps it shapes (decode
 #: where not listed).
 _CLOCK_PHASE = {"compute_efficiency": "prefill", "gemm_half_tokens": "prefill",
-                "prefill_overhead": "prefill", "interconnect_efficiency": "prefill"}
+                "prefill_overhead": "prefill", "interconnect_efficiency": "prefill",
+                "frontend_latency": "prefill"}
 
 
 def save_calibration(calibration: Calibration, path) -> Path:

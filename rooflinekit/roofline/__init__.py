@@ -18,6 +18,7 @@ from rooflinekit.roofline.latency import (
                                           prefill_throughput,
                                           prefill_time,
                                           request_latency,
+                                          time_to_first_token,
 )
 from rooflinekit.roofline.layout import (
     MAX_GPUS,
@@ -74,7 +75,7 @@ __all__ = [
     "decode_compute_time", "decode_memory_time", "critical_batch_size", "compute_bound_reachable",
     "decode_step_time", "prefill_time", "amortized_token_time",
     "decode_throughput", "decode_throughput_per_gpu", "prefill_throughput", "generation_time",
-    "request_latency", "cost_per_million_tokens",
+    "request_latency", "time_to_first_token", "cost_per_million_tokens",
     "decode_roofline", "tp_scaling", "energy_per_token",
     "speculative_tokens_per_step", "verification_step_time", "draft_step_time",
     "speculative_step_time", "speculative_speedup", "layout_decode_step_time", "layout_prefill_time", "layouts",

@@ -87,6 +87,7 @@ _CHECKS = {
     "step_overhead": check_nonnegative,
     "layer_overhead": check_nonnegative,
     "prefill_overhead": check_nonnegative,
+    "frontend_latency": check_nonnegative,
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
     "allreduce": _check_allreduce,
     "interconnect_bandwidth": _single(check_positive),
@@ -125,6 +126,12 @@ class Engine:
     prefill_overhead : float, array_like or xarray.DataArray
         Fixed time a step carrying prompt tokens pays once (admission, scheduling of a new
         prompt): the TTFT intercept [s], ≥ 0. Default 0.
+    frontend_latency : float, array_like or xarray.DataArray
+        Time a request spends in the serving front end, outside the engine's steps [s], ≥ 0:
+        receiving it over HTTP, tokenising the prompt, handing it to the engine, and
+        detokenising and streaming the first token back. It adds to the time to first token
+        and to the end-to-end latency, never to a step, so it costs no GPU time and leaves
+        throughput unchanged. Default 0.
     gemm_half_tokens : float, array_like or xarray.DataArray
         Tokens per step at which the weight matrix multiplies reach half their efficiency,
         ``n½`` [tokens], ≥ 0: a step of ``n`` tokens runs them at
@@ -171,6 +178,7 @@ class Engine:
     step_overhead: object = 0.0
     layer_overhead: object = 0.0
     prefill_overhead: object = 0.0
+    frontend_latency: object = 0.0
     gemm_half_tokens: object = 0.0
     allreduce: object = "collective"
     interconnect_bandwidth: object = None
@@ -288,6 +296,7 @@ class Engine:
         group.step_overhead = laid["step_overhead"] + layers * laid["layer_overhead"]
         group.gemm_half_tokens = laid["gemm_half_tokens"]
         group.prefill_overhead = laid["prefill_overhead"]
+        group.frontend_latency = laid["frontend_latency"]
         kv = laid["kv_bandwidth_efficiency"]
         group.kv_traffic_scale = 1.0 if kv is None else laid["bandwidth_efficiency"] / kv
         group.allreduce_bytes_per_token = per_token

@@ -1,6 +1,7 @@
 """Latency, throughput and cost of serving under the roofline model (guide §3.3, §4.1, §6.5).
 
-ITL, prefill time (TTFT without queueing), the step shared over the batch, throughput per group
+ITL, prefill time (TTFT without queueing), time to first token (the prefill plus the engine's
+front end), the step shared over the batch, throughput per group
 and per GPU, generation and end-to-end time (summed in closed form) and GPU cost per million
 tokens: each the one step formula (:func:`~rooflinekit.roofline.mixed_step_time_kernel`) run on
 the grid of its inputs. Re-exported by :mod:`rooflinekit.roofline`.
@@ -32,6 +33,7 @@ __all__ = [
     "prefill_throughput",
     "prefill_time",
     "request_latency",
+    "time_to_first_token",
 ]
 
 
@@ -142,6 +144,47 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_to
     """
     return step_time(model, gpu, _prompt_step(model, prompt_tokens, context_length,
                                               cached_tokens))
+
+
+@step_formula("s", "time to first token", checks={"cached_tokens": _whole(0)},
+              parameters=_CACHED_PARAMETER, phase="prefill")
+def time_to_first_token(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_tokens=0,
+                        engine=None):
+    """Time from sending a prompt to receiving its first token, without queueing [s].
+
+    Parameters
+    ----------
+    context_length : int, array_like or xarray.DataArray
+        Tokens already cached *before* the prompt and not counted in ``prompt_tokens``
+        [tokens].
+
+    Raises
+    ------
+    ValueError
+        ``cached_tokens`` outside ``[0, prompt_tokens]`` (and the shared checks).
+
+    See Also
+    --------
+    prefill_time, request_latency
+
+    Notes
+    -----
+    ``TTFT = T_prefill(N) + frontend_latency``: the one prefill pass that gives the first token
+    (:func:`prefill_time`), plus the time the request spends in the serving front end outside
+    the engine's steps (HTTP, tokenisation, detokenising and streaming the first token;
+    :attr:`rooflinekit.Engine.frontend_latency`, 0 on the ideal engine, where this equals
+    :func:`prefill_time` exactly). This is the TTFT a client such as ``vllm bench serve``
+    measures on an idle server; under load the simulator adds the wait for a step.
+
+    References
+    ----------
+    .. [1] Guide §3.3 (TTFT).
+    .. [2] vLLM, ``benchmarks/benchmark_serving.py``: TTFT measured at the client, from the
+       request's send to the first streamed token.
+    """
+    prefill = step_time(model, gpu, _prompt_step(model, prompt_tokens, context_length,
+                                                 cached_tokens))
+    return prefill + gpu.frontend_latency
 
 
 @step_formula("s/token", "amortized time per token")
@@ -342,25 +385,27 @@ def request_latency(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=1
     Returns
     -------
     float, ndarray or xarray.DataArray
-        Seconds: ``prefill_time(N, cached_tokens=C) + generation_time(output − 1, context
-        N)``. No queueing.
+        Seconds: ``time_to_first_token(N, cached_tokens=C) + generation_time(output − 1,
+        context N)``. No queueing.
 
     See Also
     --------
-    prefill_time, generation_time
+    time_to_first_token, prefill_time, generation_time
 
     Notes
     -----
-    ``E2E = T_prefill(N) + Σ_{j=0}^{n−2} T(B, N + j)`` for ``n = output_tokens``: the prefill
-    pass gives the first token (TTFT without queueing) and each later token one decode step
-    of the batch (the ITL) at a context one longer than the last.
+    ``E2E = T_prefill(N) + Σ_{j=0}^{n−2} T(B, N + j) + frontend_latency`` for
+    ``n = output_tokens``: the prefill pass gives the first token (TTFT without queueing) and
+    each later token one decode step of the batch (the ITL) at a context one longer than the
+    last; the engine's front end adds its latency once (0 on the ideal engine).
 
     References
     ----------
     .. [1] Guide §3.3 (TTFT then ITL per token).
     """
     first = step_time(model, gpu, _prompt_step(model, prompt_tokens, 0.0, cached_tokens))
-    return first + _generation(model, gpu, batch_size, output_tokens - 1.0, prompt_tokens)
+    return (first + _generation(model, gpu, batch_size, output_tokens - 1.0, prompt_tokens)
+            + gpu.frontend_latency)
 
 
 @step_formula("USD/1M tokens", "GPU cost per million generated tokens",
