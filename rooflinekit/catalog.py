@@ -340,6 +340,10 @@ _VARIABLES = {ModelShape: {
     "n_sliding_layers": ("1", "sliding-window layers"),
     "n_full_layers": ("1", "full-attention layers"),
     "sliding_window": ("tokens", "sliding-window length (inf: none)"),
+    "attention_chunk_size": ("tokens", "chunk of chunked local attention (NaN: none)"),
+    "indexer_bytes_per_token_per_layer": ("bytes", "sparse-attention indexer key bytes per "
+                                                   "token per layer"),
+    "index_topk": ("tokens", "tokens sparse attention reads per query (NaN: dense)"),
     "weight_bytes": ("bytes", "weight bytes"),
     "active_weight_bytes": ("bytes", "weight bytes used per token"),
     "input_embedding_params": ("1", "input-embedding parameters apart from the LM head"),

@@ -22,7 +22,7 @@ from rooflinekit._validation import (MAX_CONFIG_BYTES, MAX_LAYERS, check_one_of,
 from rooflinekit.dtypes import bytes_per_element
 
 __all__ = ["shape_fields", "count_params", "load_hf_config", "find_config",
-           "hf_cache_dir"]
+           "hf_cache_dir", "indexer_key_bytes"]
 
 # Older and GPT-style configs spell the same fields differently (transformers' ``attribute_map``).
 _ALIASES = {
@@ -39,7 +39,7 @@ _ALIASES = {
 # ``PretrainedConfig`` defaults to True when config.json leaves the field out.
 _UNTIED_BY_DEFAULT = frozenset({
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3",
-    "gpt_neox", "gptj", "phi", "deepseek_v2", "deepseek_v3",
+    "gpt_neox", "gptj", "phi", "deepseek_v2", "deepseek_v3", "llama4", "llama4_text",
 })
 
 # Architectures built GPT-style: LayerNorm with bias, a two-matrix MLP, biased projections.
@@ -75,8 +75,11 @@ _EXL2_BITS = (2, 8)
 
 # layer_types values and the kind of layer each names; hybrid_override_pattern's characters.
 _LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "attention": "full",
-                "linear_attention": "linear", "mamba": "mamba"}
-_PATTERN_KINDS = {"M": "mamba", "*": "full", "-": "mlp", "E": "mlp"}
+                "chunked_attention": "chunked", "linear_attention": "linear", "mamba": "mamba"}
+_PATTERN_KINDS = {"M": "mamba", "*": "full", "-": "mlp", "E": "moe"}
+
+#: Layer kinds that keep a KV cache (full, sliding-window and chunked local attention).
+_ATTENTION_KINDS = ("full", "sliding", "chunked")
 
 _TORCH_DTYPES = {
     "float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
@@ -326,6 +329,7 @@ class _Shape:
         self.kinds = self._layer_kinds(cfg)
         # Falcon-H1 runs a Mamba-2 mixer beside attention in every layer
         self.parallel_mamba = self.layers if self.model_type == "falcon_h1" else 0
+        self.chunk = None
         self.window, self.n_sliding = self._window(cfg)
 
     def _kv_heads(self, cfg):
@@ -369,8 +373,16 @@ class _Shape:
         return 1
 
     def _layer_kinds(self, cfg):
-        """Each layer's kind ("full", "sliding", "linear", "mamba", "mlp"), or None when every
-        layer is attention as the window fields say (see _window)."""
+        """Each layer's kind ("full", "sliding", "chunked", "linear", "mamba", "mlp", "moe"), or
+        None when every layer is attention as the window fields say (see _window)."""
+        for field in ("hybrid_layer_pattern", "swa_num_key_value_heads", "swa_head_dim"):
+            if cfg.get(field) is not None:
+                # MiMo-V2-Flash: its sliding-window and full layers differ in KV heads and head
+                # dims, and K and V in width; one KV layout per model cannot describe it
+                raise ValueError(f"config.json field {field!r}: sliding-window and full "
+                                 f"attention layers with KV heads or head dims of their own "
+                                 f"(MiMo-V2-Flash) are not supported; ModelShape has one KV "
+                                 f"layout for every attention layer")
         layer_types = cfg.get("layer_types")
         if layer_types is not None:
             if not isinstance(layer_types, list) or len(layer_types) != self.layers:
@@ -409,19 +421,46 @@ class _Shape:
                 raise ValueError(f"config.json field 'attn_layer_offset' ({offset}) must be "
                                  f"less than 'attn_layer_period' ({period})")
             return ["full" if i % period == offset else "mamba" for i in range(self.layers)]
+        if cfg.get("attention_chunk_size") is not None:         # Llama 4
+            if not self.model_type.startswith("llama4"):
+                raise ValueError(f"config.json field 'attention_chunk_size' without "
+                                 f"'layer_types' is read for Llama 4 only (model_type "
+                                 f"'llama4_text'), whose 'no_rope_layers' say which layers are "
+                                 f"chunked; model_type is {self.model_type or '(none)'!r}: give "
+                                 f"'layer_types' with 'chunked_attention' entries")
+            return self._chunked_kinds(cfg)
         return None
+
+    def _chunked_kinds(self, cfg):
+        """Llama 4: the layers that use RoPE attend within their chunk, the others (NoPE) to
+        the whole context. ``no_rope_layers`` flags them (1: RoPE, chunked), else every
+        ``no_rope_layer_interval``-th layer (default 4) is a NoPE layer, as transformers'
+        ``Llama4TextConfig`` sets them."""
+        flags = cfg.get("no_rope_layers")
+        if flags:                                   # an empty list takes the default, as there
+            name = "config.json field 'no_rope_layers'"
+            if not isinstance(flags, list) or len(flags) != self.layers:
+                raise ValueError(f"{name} must be a list of {self.layers} entries (one per "
+                                 f"layer, 1: chunked attention with RoPE, 0: full attention)")
+            bad = next((f for f in flags if isinstance(f, bool) or f not in (0, 1)), None)
+            if bad is not None:
+                raise ValueError(f"{name} must hold 0 or 1 per layer; got {show(bad)}")
+            return ["chunked" if f else "full" for f in flags]
+        interval = _int(cfg, "no_rope_layer_interval", required=False, default=4)
+        return ["full" if (i + 1) % interval == 0 else "chunked" for i in range(self.layers)]
 
     @property
     def attention_layers(self) -> int:
         """Layers with a KV cache."""
         if self.kinds is None:
             return self.layers
-        return sum(k in ("full", "sliding") for k in self.kinds)
+        return sum(k in _ATTENTION_KINDS for k in self.kinds)
 
     @property
     def is_hybrid(self) -> bool:
         return bool(self.parallel_mamba) or (
-            self.kinds is not None and any(k in ("linear", "mamba", "mlp") for k in self.kinds))
+            self.kinds is not None
+            and any(k in ("linear", "mamba", "mlp", "moe") for k in self.kinds))
 
     @property
     def mamba_layers(self) -> int:
@@ -440,6 +479,8 @@ class _Shape:
             raise ValueError("config.json: no layer holds attention (layer_types, "
                              "hybrid_override_pattern); a model without a KV cache is not "
                              "supported")
+        if self.kinds is not None and "chunked" in self.kinds:
+            return self._chunk_window(cfg, window)
         if layer_types is not None:
             n_sliding = self.kinds.count("sliding")
         elif "use_sliding_window" in cfg and not _flag(cfg, "use_sliding_window"):
@@ -471,6 +512,25 @@ class _Shape:
                              f"'max_position_embeddings' ({context:,}): a window longer than "
                              f"any context is no window; check the config")
         return (window, n_sliding) if n_sliding else (None, 0)
+
+    def _chunk_window(self, cfg, window):
+        """Chunked local attention (Llama 4): each chunked layer holds at most one chunk of
+        ``attention_chunk_size`` tokens, the bound a window of that length gives; the window
+        fields carry it (ModelShape.attention_chunk_size says the window is a chunk)."""
+        if self.kinds.count("sliding") or (window is not None
+                                           and _flag(cfg, "use_sliding_window", True)):
+            raise ValueError("config.json: chunked local attention ('attention_chunk_size') "
+                             "beside sliding-window layers ('sliding_window') is not supported")
+        if cfg.get("attention_chunk_size") is None:
+            raise ValueError("config.json field 'attention_chunk_size' is missing but "
+                             "'layer_types' has chunked_attention layers")
+        self.chunk = _int(cfg, "attention_chunk_size")
+        context = _int(cfg, "max_position_embeddings", required=False)
+        if context is not None and self.chunk > context:
+            raise ValueError(f"config.json field 'attention_chunk_size' ({self.chunk:,}) "
+                             f"exceeds 'max_position_embeddings' ({context:,}): a chunk longer "
+                             f"than any context is no chunk; check the config")
+        return self.chunk, self.kinds.count("chunked")
 
 
 def _tied(cfg: Mapping, s: _Shape) -> bool:
@@ -913,20 +973,52 @@ def _recurrent_state(cfg: Mapping, s: "_Shape") -> float:
 
 # -- parameter count -------------------------------------------------------------------------------
 def _moe_layers(cfg: Mapping, s: _Shape) -> list[bool]:
-    """Which layers hold a mixture-of-experts MLP."""
+    """Which layers hold a mixture-of-experts MLP.
+
+    Nemotron-H: the ``E`` layers of ``hybrid_override_pattern``. Otherwise ``moe_layers``
+    (Llama 4: the indices), else every layer from ``first_k_dense_replace`` on that
+    ``moe_layer_freq`` (an integer period, or a list of 0/1 per layer as MiMo-V2-Flash gives
+    it), ``decoder_sparse_step``/``interleave_moe_layer_step`` (every n-th layer, counting from
+    1: Qwen2-MoE, Llama 4 Maverick) and ``mlp_only_layers`` leave sparse.
+    """
     if s.n_experts <= 1:
         return [False] * s.layers
+    if s.model_type == "nemotron_h" and s.kinds is not None:
+        return [kind == "moe" for kind in s.kinds]
+    listed = cfg.get("moe_layers")
+    if listed is not None:
+        name = "config.json field 'moe_layers'"
+        if not isinstance(listed, (list, tuple)):
+            raise TypeError(f"{name} must be a list of layer indices; got {describe(listed)}")
+        indices = {whole_number(f"{name} (entry {i})", layer, 0) for i, layer in enumerate(listed)}
+        if indices and max(indices) >= s.layers:
+            raise ValueError(f"{name} holds layer {max(indices)}; the model has "
+                             f"{s.layers} (indices 0 to {s.layers - 1})")
+        return [i in indices for i in range(s.layers)]
     first_dense = _int(cfg, "first_k_dense_replace", lo=0, required=False, default=0)
-    freq = _int(cfg, "moe_layer_freq", required=False, default=1)
-    step = _int(cfg, "decoder_sparse_step", required=False, default=1)
+    freq_field = cfg.get("moe_layer_freq")
+    if isinstance(freq_field, (list, tuple)):
+        name = "config.json field 'moe_layer_freq'"
+        if len(freq_field) != s.layers:
+            raise ValueError(f"{name} is a list of {len(freq_field)} entries; it needs one a "
+                             f"layer (1: mixture of experts, 0: dense), num_hidden_layers = "
+                             f"{s.layers}")
+        bad = next((f for f in freq_field if isinstance(f, bool) or f not in (0, 1)), None)
+        if bad is not None:
+            raise ValueError(f"{name} must hold 0 or 1 per layer; got {show(bad)}")
+        sparse, freq = [bool(f) for f in freq_field], 1
+    else:
+        sparse, freq = [True] * s.layers, _int(cfg, "moe_layer_freq", required=False, default=1)
+    step = _first(cfg, ("decoder_sparse_step", "interleave_moe_layer_step"), required=False,
+                  default=1)
     only = cfg.get("mlp_only_layers")
     if only is not None and not isinstance(only, (list, tuple)):
         raise TypeError(f"config.json field 'mlp_only_layers' must be a list of layer indices; "
                         f"got {describe(only)}")
     dense_only = {whole_number(f"config.json field 'mlp_only_layers' (entry {i})", layer, 0)
                   for i, layer in enumerate(only or ())}
-    return [i >= first_dense and i % freq == 0 and (i + 1) % step == 0 and i not in dense_only
-            for i in range(s.layers)]
+    return [sparse[i] and i >= first_dense and i % freq == 0 and (i + 1) % step == 0
+            and i not in dense_only for i in range(s.layers)]
 
 
 def count_params(config) -> dict[str, int]:
@@ -949,7 +1041,9 @@ def count_params(config) -> dict[str, int]:
         ``norms`` (per-layer and final norms), ``vision`` and ``audio`` (a multimodal model's
         encoders with their projectors into the language model; 0 without them), and the sums
         ``total`` and ``active`` (the parameters one generated token uses: everything but the
-        routed experts it is not sent to and the vision/audio encoders).
+        routed experts it is not sent to and the vision/audio encoders). ``mtp`` gives the
+        multi-token-prediction modules (``num_nextn_predict_layers``) apart: they are in
+        neither sum (0 without them).
 
     Notes
     -----
@@ -971,8 +1065,13 @@ def count_params(config) -> dict[str, int]:
     LLaVA's two-layer MLP with biases. An audio encoder is counted as Whisper's (two
     convolutions, learned positions, layers with an unbiased key projection) with a linear
     projector (Qwen2-Audio). Fields the file leaves out take the encoder class's defaults.
-    DeepSeek's multi-token-prediction module (``num_nextn_predict_layers``) is not
-    counted, as DeepSeek's own 671B total does not count it.
+    DeepSeek's multi-token-prediction modules (``num_nextn_predict_layers``) are not in
+    ``total``, as DeepSeek's own 671B total does not count them; ``mtp`` counts them apart
+    (DeepSeek-V3 and V3.2: each one decoder layer like the model's last, ``eh_proj``
+    and three norms, the embedding table and LM head shared with the model), the weights a
+    server holds when it uses them as a speculative-decoding draft. DeepSeek-V3.2's
+    sparse-attention indexer (``index_n_heads``, ``index_head_dim``) is counted in
+    ``attention``.
 
     References
     ----------
@@ -1003,8 +1102,7 @@ def _count(cfg: Mapping) -> dict[str, int]:
         raise ValueError(f"config.json: counting the parameters of a hybrid model (layers of "
                          f"linear attention, Mamba or MLP only: {s.model_type or 'unknown'!r}) "
                          f"is supported for Qwen3-Next-style Gated DeltaNet and Nemotron-H "
-                         f"(without 'E' layers) only; pass n_params (and n_active_params for a "
-                         f"mixture of experts)")
+                         f"only; pass n_params (and n_active_params for a mixture of experts)")
     h, d = s.hidden, s.head_dim
     q_width, kv_width = s.heads * d, s.kv_heads * d
     tied = _tied(cfg, s)
@@ -1023,14 +1121,45 @@ def _count(cfg: Mapping) -> dict[str, int]:
     parts["vision"] = _count_vision(cfg, h)
     parts["audio"] = _count_audio(cfg, h)
     total = sum(parts.values())
+    parts["mtp"] = _count_mtp(cfg, s, parts)         # beside the model: not in the total
     # the encoders run once per image or clip at prefill; a generated token does not use them
     unused = parts["vision"] + parts["audio"]
     if s.n_experts > 1:
         per_expert = 3 * h * s.moe_intermediate
         if s.model_type == "gpt_oss":                 # each expert's two biases
             per_expert += 2 * s.moe_intermediate + h
+        if s.model_type == "nemotron_h":              # up and down projections, no gate
+            per_expert = _nemotron_h_mlp(cfg, h, s.moe_intermediate)
         unused = sum(_moe_layers(cfg, s)) * (s.n_experts - s.top_k) * per_expert
     return {**parts, "total": total, "active": total - unused}
+
+
+#: Model types whose multi-token-prediction module is DeepSeek-V3's (counted by _count_mtp).
+_DEEPSEEK_MTP = frozenset({"deepseek_v3", "deepseek_v32"})
+
+
+def _count_mtp(cfg: Mapping, s: "_Shape", parts: Mapping) -> int:
+    """DeepSeek-V3's multi-token-prediction modules (``num_nextn_predict_layers``).
+
+    Each is one decoder layer like the model's last (attention and its MoE MLP), the
+    projection ``eh_proj`` (2h → h) and three RMSNorms (``enorm``, ``hnorm``, the shared
+    head's norm); it shares the embedding table and the LM head with the model (the checkpoint
+    stores copies of them, which DeepSeek's "14B of MTP module weights" count). 0 for a model
+    without such modules, and for other families' (GLM-4.5's, MiMo's, Qwen3-Next's), not
+    counted here.
+    """
+    n = _int(cfg, "num_nextn_predict_layers", lo=0, required=False, default=0)
+    if not n or s.model_type not in _DEEPSEEK_MTP:
+        return 0
+    h, L = s.hidden, s.layers
+    moe = _moe_layers(cfg, s)
+    n_moe = sum(moe)
+    if moe[-1]:
+        mlp = (parts["experts"] + parts["shared_experts"] + parts["router"]) // n_moe
+    else:
+        mlp = parts["mlp"] // (L - n_moe)
+    layer = parts["attention"] // L + mlp + 2 * h
+    return n * (layer + 2 * h * h + 3 * h)
 
 
 def _countable_hybrid(s: "_Shape") -> bool:
@@ -1039,8 +1168,9 @@ def _countable_hybrid(s: "_Shape") -> bool:
     if s.parallel_mamba or s.kinds is None:
         return False
     if s.model_type == "nemotron_h":
-        return s.n_experts == 1 and "mamba" in s.kinds
-    return "mamba" not in s.kinds and "mlp" not in s.kinds
+        # 'E' layers are mixture-of-experts layers only in a model that has experts
+        return "mamba" in s.kinds and (s.n_experts > 1 or "moe" not in s.kinds)
+    return not {"mamba", "mlp", "moe"} & set(s.kinds)
 
 
 def _count_gated_deltanet_mixing(cfg, s, q_width, kv_width) -> int:
@@ -1070,6 +1200,11 @@ def _count_gated_deltanet_mixing(cfg, s, q_width, kv_width) -> int:
     return s.attention_layers * attention + s.kinds.count("linear") * deltanet
 
 
+def _nemotron_h_mlp(cfg, h: int, width: int) -> int:
+    """Nemotron-H's MLP (and each expert): up and down projections, ReLU², no gate."""
+    return 2 * h * width + ((width + h) if _flag(cfg, "mlp_bias") else 0)
+
+
 def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
     """Nemotron-H (transformers' ``NemotronH``): one norm and one mixer a layer.
 
@@ -1077,6 +1212,10 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
     convolution over ``I + 2·G·N`` channels (with bias when ``use_conv_bias``), ``dt_bias``,
     ``A_log`` and ``D`` (H each), a gated RMSNorm of I and ``out_proj`` (I → h), with
     ``I = H · d_head``. Attention: q, k, v, o. MLP: up and down projections (ReLU², no gate).
+    Mixture-of-experts layers (``E``, Nemotron 3 Nano): ``n_routed_experts`` experts of width
+    ``moe_intermediate_size`` and ``n_shared_experts`` shared experts of width
+    ``moe_shared_expert_intermediate_size``, each an MLP as above, and a router of
+    ``E × h`` weights with an ``E``-entry score-correction bias.
     """
     h = s.hidden
     heads = _first(cfg, ("mamba_num_heads", "mamba_n_heads"))
@@ -1094,11 +1233,23 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
     attention = h * (q_width + 2 * kv_width) + q_width * h
     if _flag(cfg, "attention_bias"):
         attention += q_width + 2 * kv_width + h
-    if s.intermediate is None:
-        raise ValueError("config.json field 'intermediate_size' is missing")
-    mlp = 2 * h * s.intermediate + ((s.intermediate + h) if _flag(cfg, "mlp_bias") else 0)
+    n_mlp, n_moe = s.kinds.count("mlp"), s.kinds.count("moe")
+    mlp = 0
+    if n_mlp:
+        if s.intermediate is None:
+            raise ValueError("config.json field 'intermediate_size' is missing")
+        mlp = _nemotron_h_mlp(cfg, h, s.intermediate)
+    experts = shared = router = 0
+    if n_moe:
+        experts = s.n_experts * _nemotron_h_mlp(cfg, h, s.moe_intermediate)
+        n_shared = _int(cfg, "n_shared_experts", lo=0, required=False, default=0)
+        if n_shared:
+            shared = n_shared * _nemotron_h_mlp(
+                cfg, h, _int(cfg, "moe_shared_expert_intermediate_size"))
+        router = s.n_experts * h + s.n_experts          # weights and score-correction bias
     return {"attention": s.attention_layers * attention + s.kinds.count("mamba") * mamba,
-            "mlp": s.kinds.count("mlp") * mlp, "norms": s.layers * h + h}
+            "mlp": n_mlp * mlp, "experts": n_moe * experts, "shared_experts": n_moe * shared,
+            "router": n_moe * router, "norms": s.layers * h + h}
 
 
 def _sub_config(cfg: Mapping, key: str, defaults: Mapping) -> dict | None:
@@ -1194,6 +1345,70 @@ def _count_gpt_style(cfg, s, q_width, kv_width):
             "norms": (L * n_ln + 1) * 2 * h}
 
 
+def _indexer_shape(cfg: Mapping):
+    """(heads, head_dim) of DeepSeek-V3.2's sparse-attention indexer, or None without one."""
+    if cfg.get("index_n_heads") is None and cfg.get("index_head_dim") is None:
+        return None
+    return _int(cfg, "index_n_heads"), _int(cfg, "index_head_dim")
+
+
+#: Key elements per FP32 scale in the indexer's FP8 key cache (vLLM's and SGLang's
+#: ``quant_block_size``; DeepSeek's reference ``block_size``).
+INDEXER_QUANT_BLOCK = 128
+
+
+def indexer_key_bytes(index_head_dim: int) -> float:
+    """Bytes one token adds to one layer's sparse-attention indexer key cache [bytes].
+
+    Parameters
+    ----------
+    index_head_dim : int
+        The indexer's key width, ``index_head_dim`` [elements], a multiple of
+        :data:`INDEXER_QUANT_BLOCK`.
+
+    Returns
+    -------
+    float
+        ``d + 4 · d / 128``: the key in FP8 (one byte an element) and one FP32 scale per
+        block of 128 elements; 132 B for DeepSeek-V3.2's ``index_head_dim`` of 128.
+
+    Raises
+    ------
+    ValueError
+        If ``index_head_dim`` is not a positive multiple of 128.
+
+    Notes
+    -----
+    DeepSeek-V3.2's indexer keeps one key per token and layer beside the MLA latent, whatever
+    the latent's format: vLLM (``DeepseekV32IndexerCache``, ``head_dim + head_dim //
+    quant_block_size * 4`` bytes of ``uint8``), SGLang (``NSATokenToKVPool``) and DeepSeek's
+    reference code (``k_cache`` in ``float8_e4m3fn`` and ``k_scale_cache`` in ``float32``) store
+    it so. Beside a bf16 latent of ``(512 + 64) · 2 = 1152`` bytes it adds 11.5 %.
+
+    References
+    ----------
+    .. [1] DeepSeek-AI, "DeepSeek-V3.2: Pushing the Frontier of Open Large Language Models"
+       (DeepSeek Sparse Attention, the lightning indexer), 2025.
+    """
+    d = whole_number("index_head_dim", index_head_dim, 1)
+    if d % INDEXER_QUANT_BLOCK:
+        raise ValueError(f"index_head_dim must be a multiple of {INDEXER_QUANT_BLOCK} (one FP32 "
+                         f"scale per {INDEXER_QUANT_BLOCK} FP8 values); got {show(d)}")
+    return float(d + 4 * d // INDEXER_QUANT_BLOCK)
+
+
+def _count_indexer(cfg: Mapping, s: "_Shape") -> int:
+    """DeepSeek-V3.2's lightning indexer, per layer (DeepSeek's reference ``Indexer``):
+    ``wq_b`` (q_lora_rank → heads · d), ``wk`` (h → d), a LayerNorm of d (weight and bias)
+    and ``weights_proj`` (h → heads), all without bias."""
+    shape = _indexer_shape(cfg)
+    if shape is None:
+        return 0
+    heads, dim = shape
+    q_in = s.mla["q_lora_rank"] or s.hidden
+    return q_in * heads * dim + s.hidden * dim + 2 * dim + s.hidden * heads
+
+
 def _count_llama_style(cfg, s, q_width, kv_width):
     h, L = s.hidden, s.layers
     if s.mla is not None:
@@ -1205,7 +1420,7 @@ def _count_llama_style(cfg, s, q_width, kv_width):
             q = h * s.heads * qk
         kv = (h * (m["kv_lora_rank"] + m["qk_rope_head_dim"]) + m["kv_lora_rank"]
               + m["kv_lora_rank"] * s.heads * (m["qk_nope_head_dim"] + m["v_head_dim"]))
-        attn = q + kv + s.heads * m["v_head_dim"] * h
+        attn = q + kv + s.heads * m["v_head_dim"] * h + _count_indexer(cfg, s)
     else:
         attn = h * (q_width + 2 * kv_width) + q_width * h
         if _flag(cfg, "attention_bias"):
@@ -1220,11 +1435,15 @@ def _count_llama_style(cfg, s, q_width, kv_width):
     mlp_bias = _flag(cfg, "mlp_bias")
     moe = _moe_layers(cfg, s)
     n_moe = sum(moe)
+    llama4 = s.model_type == "llama4_text"
     dense_mlp = 0
     if n_moe < L:
-        if s.intermediate is None:
+        # Llama 4's dense layers are intermediate_size_mlp wide (its experts intermediate_size)
+        width = (_int(cfg, "intermediate_size_mlp", required=False, default=s.intermediate)
+                 if llama4 else s.intermediate)
+        if width is None:
             raise ValueError("config.json field 'intermediate_size' is missing")
-        dense_mlp = 3 * h * s.intermediate + ((2 * s.intermediate + h) if mlp_bias else 0)
+        dense_mlp = 3 * h * width + ((2 * width + h) if mlp_bias else 0)
     experts = shared = router = 0
     if n_moe:
         experts = s.n_experts * 3 * h * s.moe_intermediate
@@ -1234,7 +1453,9 @@ def _count_llama_style(cfg, s, q_width, kv_width):
         if s.model_type == "gpt_oss":             # biased router and experts
             router += s.n_experts
             experts += s.n_experts * (2 * s.moe_intermediate + h)
-        n_shared = _int(cfg, "n_shared_experts", lo=0, required=False, default=0)
+        # Llama 4: one shared expert of the experts' width in every MoE layer
+        n_shared = 1 if llama4 else _int(cfg, "n_shared_experts", lo=0, required=False,
+                                         default=0)
         shared = n_shared * 3 * h * s.moe_intermediate
         shared_size = _int(cfg, "shared_expert_intermediate_size", lo=0, required=False,
                            default=0)
@@ -1301,6 +1522,16 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       ``quant_method`` is refused: ``bytes_per_param=`` gives the format instead.
     - ``max_position_embeddings``, ``tie_word_embeddings``, ``vocab_size``,
       ``intermediate_size``.
+    - Chunked local attention (Llama 4): ``attention_chunk_size`` with ``no_rope_layers`` (1:
+      a chunked layer) or else ``no_rope_layer_interval`` (default 4: every 4th layer attends
+      to the whole context), or ``layer_types`` ``chunked_attention``; the chunked layers are
+      the windowed ones (``sliding_window`` = the chunk, ``attention_chunk_size`` set).
+      MoE layers: ``moe_layers`` (indices), ``moe_layer_freq`` (a period, or 0/1 a layer),
+      ``interleave_moe_layer_step``/``decoder_sparse_step``, ``first_k_dense_replace``,
+      ``mlp_only_layers``; Llama 4's dense layers are ``intermediate_size_mlp`` wide.
+    - DeepSeek-V3.2's sparse-attention indexer (``index_n_heads``, ``index_head_dim``,
+      ``index_topk``): its FP8 key cache with FP32 scales (:func:`indexer_key_bytes`) goes
+      into ``indexer_bytes_per_token_per_layer``, ``index_topk`` into ``index_topk``.
     - Hybrid layers: ``layer_types`` (``full_attention``, ``sliding_attention``,
       ``attention``, ``linear_attention``, ``mamba``), ``hybrid_override_pattern``
       (Nemotron-H: ``M`` Mamba, ``*`` attention, ``-`` MLP, ``E`` MoE; one character a layer),
@@ -1401,6 +1632,11 @@ def _fields(cfg: Mapping, name, default_source: str, overrides: dict, hf_quant=N
         qk_rope_head_dim=None if s.mla is None else s.mla["qk_rope_head_dim"],
         sliding_window=s.window,
         n_sliding_layers=s.n_sliding,
+        attention_chunk_size=s.chunk,
+        indexer_bytes_per_token_per_layer=(0.0 if _indexer_shape(cfg) is None
+                                           else indexer_key_bytes(_indexer_shape(cfg)[1])),
+        index_topk=(None if _indexer_shape(cfg) is None
+                    else _int(cfg, "index_topk")),
         tie_word_embeddings=bool(tied),
         max_context=_int(cfg, "max_position_embeddings", required=False),
         source=default_source,

@@ -92,11 +92,30 @@ class ModelShape:
     state_bytes_per_sequence : float
         Bytes of that state one sequence holds, all recurrent layers together [bytes], ≥ 0:
         constant in the context length. Default 0.
+    attention_chunk_size : int, optional
+        Chunk of chunked local attention [tokens] (Llama 4: 8,192): the ``n_sliding_layers``
+        windowed layers are then chunked layers, each attending within the chunk its token
+        falls in; ``sliding_window`` must equal it. A chunked layer holds at most one chunk,
+        the bound a window of that length gives, so memory and traffic take them as windowed
+        layers. ``None`` (the default): no chunked attention.
+    indexer_bytes_per_token_per_layer : float
+        Bytes one token adds to one attention layer's sparse-attention indexer key cache
+        [bytes], ≥ 0, counted in :attr:`kv_bytes_per_token_per_layer` beside the KV (or MLA
+        latent): DeepSeek-V3.2 keeps a 128-wide FP8 key with one FP32 scale, 132 B
+        (:func:`rooflinekit.hf_config.indexer_key_bytes`). Default 0 (no indexer).
+    index_topk : int, optional
+        Tokens the sparse attention attends to per query [tokens] (DeepSeek-V3.2: 2,048, the
+        ones its indexer scores highest), informational here: every token's latent and
+        indexer key stay cached, so memory counts all of them; a decode step reads the
+        indexer keys of the whole context but the latent of at most ``index_topk`` tokens.
+        Needs an indexer (``indexer_bytes_per_token_per_layer`` > 0). ``None``: dense
+        attention.
 
     Notes
     -----
     KV bytes per cached token (guide §2.2) are ``2 · L · H_kv · d_head · b``; with MLA they are
-    ``L · (kv_lora_rank + qk_rope_head_dim) · b``. With a sliding window, windowed layers stop
+    ``L · (kv_lora_rank + qk_rope_head_dim) · b``, and a sparse-attention indexer adds its
+    ``L · indexer_bytes_per_token_per_layer``. With a sliding window, windowed layers stop
     growing at the window, so the KV of a sequence is no longer linear in its length; see
     :func:`rooflinekit.memory.kv_bytes_per_sequence`. Only the ``n_kv_layers`` attention layers
     of a hybrid model cache tokens; its recurrent layers add ``state_bytes_per_sequence`` once a
@@ -145,6 +164,9 @@ class ModelShape:
     n_linear_attention_layers: int = 0
     n_mamba_layers: int = 0
     state_bytes_per_sequence: float = 0.0
+    attention_chunk_size: int | None = None
+    indexer_bytes_per_token_per_layer: float = 0.0
+    index_topk: int | None = None
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
@@ -210,6 +232,21 @@ class ModelShape:
             raise ValueError("sliding_window is set but n_sliding_layers is 0; give "
                              "n_sliding_layers (None means every layer is windowed)")
         set_("n_sliding_layers", n_sliding)
+        chunk = _int_field("attention_chunk_size", self.attention_chunk_size, allow_none=True)
+        if chunk is not None and (self.sliding_window != chunk or n_sliding == 0):
+            raise ValueError(f"attention_chunk_size ({chunk}) makes the windowed layers chunked: "
+                             f"sliding_window must equal it and n_sliding_layers count the "
+                             f"chunked layers; got sliding_window={show(self.sliding_window)}, "
+                             f"n_sliding_layers={n_sliding}")
+        set_("attention_chunk_size", chunk)
+        set_("indexer_bytes_per_token_per_layer",
+             real_number("indexer_bytes_per_token_per_layer",
+                         self.indexer_bytes_per_token_per_layer, lo=0))
+        set_("index_topk", _int_field("index_topk", self.index_topk, allow_none=True))
+        if self.index_topk is not None and not self.indexer_bytes_per_token_per_layer:
+            raise ValueError("index_topk needs a sparse-attention indexer: give "
+                             "indexer_bytes_per_token_per_layer > 0 (its key bytes per token "
+                             "and layer)")
         set_("max_context", _int_field("max_context", self.max_context, allow_none=True))
         set_("tie_word_embeddings", check_bool("tie_word_embeddings", self.tie_word_embeddings))
         set_("n_params", positive_number("n_params", self.n_params))
@@ -275,10 +312,15 @@ class ModelShape:
     # -- bytes ----------------------------------------------------------------------------------
     @property
     def kv_bytes_per_token_per_layer(self) -> float:
-        """KV bytes one token adds to one layer [bytes]: ``2·H_kv·d·b``, or ``(r+d_rope)·b`` (MLA)."""
+        """KV bytes one token adds to one layer [bytes]: ``2·H_kv·d·b``, or ``(r+d_rope)·b`` (MLA),
+        plus a sparse-attention indexer's key bytes (``indexer_bytes_per_token_per_layer``)."""
         if self.kv_lora_rank is not None:
-            return (self.kv_lora_rank + self.qk_rope_head_dim) * self.kv_bytes_per_element
-        return 2 * self.n_kv_heads * self.head_dim * self.kv_bytes_per_element
+            kv = (self.kv_lora_rank + self.qk_rope_head_dim) * self.kv_bytes_per_element
+        else:
+            kv = 2 * self.n_kv_heads * self.head_dim * self.kv_bytes_per_element
+        if self.indexer_bytes_per_token_per_layer:
+            return kv + self.indexer_bytes_per_token_per_layer
+        return kv
 
     @property
     def kv_bytes_per_token(self) -> float:

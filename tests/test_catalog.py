@@ -81,6 +81,9 @@ def test_every_row_has_a_source(filename, table):
 # -- KV bytes per token, by hand from each published config.json ---------------------------------
 # 2·L·H_kv·d·b (guide §2.2); MLA: L·(kv_lora_rank + qk_rope_head_dim)·b. b = 2 (16-bit KV).
 KV_BY_HAND = {
+    "Llama-4-Scout": 2 * 48 * 8 * 128 * 2, "Llama-4-Maverick": 2 * 48 * 8 * 128 * 2,
+    "DeepSeek-R1": 61 * (512 + 64) * 2, "DeepSeek-V3.2": 61 * ((512 + 64) * 2 + 128 + 4),
+    "Kimi-K2-Instruct": 61 * (512 + 64) * 2, "Nemotron-3-Nano-30B-A3B": 2 * 6 * 2 * 128 * 2,
     "guide-70b": 2 * 80 * 8 * 128 * 2,          # guide §2.2: 327,680
     "Llama-2-7B": 2 * 32 * 32 * 128 * 2,        # MHA: 32 KV heads
     "Llama-2-13B": 2 * 40 * 40 * 128 * 2,       # MHA
@@ -148,6 +151,11 @@ def test_moe_rows():
 
 # -- catalogue rows agree with the published config.json files -------------------------------------
 ROW_CONFIG = {
+    "Llama-4-Scout": "llama-4-scout-17b-16e-instruct",
+    "Llama-4-Maverick": "llama-4-maverick-17b-128e-instruct",
+    "DeepSeek-R1": "deepseek-r1", "DeepSeek-V3.2": "deepseek-v3.2",
+    "Kimi-K2-Instruct": "kimi-k2-instruct",
+    "Nemotron-3-Nano-30B-A3B": "nemotron-3-nano-30b-a3b-bf16",
     "Llama-2-7B": "llama-2-7b-hf", "Llama-2-13B": "llama-2-13b-hf",
     "Llama-2-70B": "llama-2-70b-hf", "Llama-3.1-8B": "llama-3.1-8b",
     "Llama-3.1-70B": "llama-3.1-70b", "Llama-3.1-405B": "llama-3.1-405b",

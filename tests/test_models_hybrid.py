@@ -169,11 +169,11 @@ def test_counting_an_unsupported_hybrid_is_refused_until_given_n_params():
                  mamba_d_state=16, sliding_window=None, model_type="jamba")
     with pytest.raises(ValueError, match="hybrid.*n_params"):
         ModelShape.from_hf_config(jamba)
-    moe = dict(cfg("nemotron-h-8b-base-8k"), n_routed_experts=8, num_experts_per_tok=2,
-               moe_intermediate_size=1024,
-               hybrid_override_pattern="ME" * 24 + "*E*E")
+    # MoE Nemotron-H is counted now (tests/test_models_families_nemotron3.py); "E" layers in a
+    # model without experts are still refused
+    experts_missing = dict(cfg("nemotron-h-8b-base-8k"), hybrid_override_pattern="ME" * 24 + "*E*E")
     with pytest.raises(ValueError, match="hybrid"):
-        count_params(moe)
+        count_params(experts_missing)
 
 
 @pytest.mark.parametrize("change, error, field", [
