@@ -6,6 +6,8 @@ name, labelled results with ``units``). Sizes are bytes; lengths are tokens.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import xarray as xr
 
@@ -244,10 +246,18 @@ def kv_bytes_per_sequence(model, context_length):
     add their constant ``state`` (:func:`recurrent_state_bytes`) instead, once a sequence.
     Total KV is bytes/token × sequence length × batch size (guide §2.2).
 
+    Chunked local attention (Llama 4, :attr:`ModelShape.attention_chunk_size`) counts as a
+    window of the chunk's length: a chunked layer holds the tokens of the current chunk,
+    ``((C − 1) mod chunk) + 1`` of them, at most ``min(C, chunk)``, the bound this formula
+    (and a KV budget) takes. A sparse-attention indexer's keys (DeepSeek-V3.2) are part of
+    ``per_layer`` (:attr:`ModelShape.kv_bytes_per_token_per_layer`).
+
     References
     ----------
     .. [1] Serving-capacity guide §2.2.
     .. [2] Jiang et al., "Mistral 7B", arXiv:2310.06825, 2023 (rolling-buffer cache).
+    .. [3] Meta, Llama 4 (transformers ``Llama4TextConfig``: ``attention_chunk_size``,
+       ``no_rope_layers``), 2025 (chunked local attention).
     """
     return sequence_kv_bytes(model, context_length) + model.state_bytes_per_sequence
 
@@ -559,15 +569,21 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     -------
     dict
         ``available_bytes`` (per GPU), ``num_blocks``, ``kv_cache_tokens``
-        (``num_blocks × block_size``: "GPU KV cache size: N tokens"), ``max_concurrency``
-        (``num_blocks / ceil(max_model_len / block_size)``: "Maximum concurrency for L tokens per
-        request: X x") and ``bytes_per_block`` (per GPU).
+        (``num_blocks × block_size``: "GPU KV cache size: N tokens", in tokens of the
+        attention layers only, as vLLM logs it for a hybrid model), ``max_concurrency``
+        (``num_blocks / (ceil(max_model_len / block_size) + state blocks)``: "Maximum
+        concurrency for L tokens per request: X x") and ``bytes_per_block`` (per GPU).
 
     Notes
     -----
     ``available = total × gpu_memory_utilization − (weights/tp + activation peak + non-torch)``,
     then ``num_blocks = available // bytes_per_block``. Unlike :func:`usable_kv_bytes` the
-    reserve is a share of the *whole* memory, and activations are measured, not guessed.
+    reserve is a share of the *whole* memory, and activations are measured, not guessed. A
+    hybrid model's recurrent state (``state_bytes_per_sequence / tp`` on a rank) holds
+    ``ceil(state / bytes_per_block)`` blocks of the same pool per request, as vLLM's hybrid
+    KV-cache manager pages it (simplified as in
+    :func:`rooflinekit.batching.replica_state_tokens`: vLLM enlarges the block to fit one
+    layer's state; this keeps ``block_size``).
 
     References
     ----------
@@ -602,7 +618,9 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     available = per_gpu * gpu_memory_utilization - (
         model.weight_bytes / tp + activation_peak_bytes + non_torch_bytes)
     num_blocks = max(int(available // bytes_per_block), 0)
-    blocks_per_request = -(-int(max_model_len) // int(block_size))
+    # a hybrid model's recurrent state (split over the ranks) takes whole blocks of the pool
+    state_blocks = math.ceil(model.state_bytes_per_sequence / tp / bytes_per_block)
+    blocks_per_request = -(-int(max_model_len) // int(block_size)) + state_blocks
     return {
         "available_bytes": max(available, 0.0),
         "bytes_per_block": bytes_per_block,

@@ -605,10 +605,10 @@ def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, 
 
 
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
-                arrived_kv_tokens, gains, max_num_seqs, kv_budget, paged, block_size,
-                max_batched, interactive_cap, prefix_caching, draft_tokens, coef,
-                draft_coef, draft_share, itl_target, admit, first_token, finish, preemptions,
-                status, stats, workspace):
+                arrived_kv_tokens, gains, max_num_seqs, kv_budget, state_tokens_per_sequence,
+                paged, block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
+                coef, draft_coef, draft_share, itl_target, admit, first_token, finish,
+                preemptions, status, stats, workspace):
     """The continuous kernels' one body, compiled in copies (:func:`_body`), each with its
     constants ``_SPECULATIVE``, ``_ONE_TOKEN`` and ``_TICK`` (the clock: every step one tick,
     or the roofline's step time from ``coef``); ``gains`` the kernels' ``(gain, gain_offset)``.
@@ -640,6 +640,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     hist_n, hist_max, ints, reals, flags = workspace
     total_blocks = kv_budget // block_size if paged else 0
     bs = block_size if paged else 1
+    # a hybrid model's recurrent state: each running sequence holds this many tokens of the
+    # budget (``_reference``, "Recurrent state"), in whole blocks when paged; 0 without one
+    st = state_tokens_per_sequence
+    sb = (st + block_size - 1) // block_size if paged else 0
     window = coef[_SW]
     windowed = not _TICK and window < math.inf   # sliding-window layers: count C >= window
     w_cross = np.int64(math.ceil(window)) if windowed else UNBOUNDED
@@ -767,9 +771,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             i = nxt
             nxt += 1
             if paged:
-                never = (prompt[i] + output[i] + block_size - 1) // block_size > total_blocks
+                never = ((prompt[i] + output[i] + block_size - 1) // block_size + sb
+                         > total_blocks)
             else:
-                never = prompt[i] + output[i] > kv_budget
+                never = prompt[i] + output[i] + st > kv_budget
             if never:
                 status[i] = REJECTED
             else:
@@ -788,11 +793,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 c = context[i] + g
                 finish[i] = t
                 if paged:
-                    alloc -= (c + block_size - 1) // block_size - shared[i]
+                    alloc -= (c + block_size - 1) // block_size - shared[i] + sb
                     if not one_token:
                         by_phase[context[i] % bs] -= 1
-                reserved -= prompt[i] + output[i]
-                used -= c - shared[i] * block_size
+                reserved -= prompt[i] + output[i] + st
+                used -= c - shared[i] * block_size + st
                 if not one_token:
                     dec_context -= c
                 if shared[i] > 0:
@@ -847,11 +852,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     first_blocks = (prompt[i] + generated[i] + 1 + block_size - 1) // block_size
                     if hit:
                         first_blocks -= g_blocks[q]
-                    fits = total_blocks - alloc - need >= first_blocks
+                    fits = total_blocks - alloc - need >= first_blocks + sb
                     if not fits and caching:
                         spare = evictable - (g_blocks[q] if hit and g_refs[q] == 0 else 0)
-                        if total_blocks - alloc - need + spare >= first_blocks:
-                            while total_blocks - alloc - need < first_blocks:
+                        if total_blocks - alloc - need + spare >= first_blocks + sb:
+                            while total_blocks - alloc - need < first_blocks + sb:
                                 e = _lru_group(g_res, g_refs, g_stamp, q if hit else -1)
                                 g_res[e] = False
                                 cached_blocks -= g_blocks[e]
@@ -861,7 +866,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                                 stats[STAT_PFX_EVICT] += 1.0
                             fits = True
                 else:
-                    fits = reserved + prompt[i] + output[i] <= kv_budget
+                    fits = reserved + prompt[i] + output[i] + st <= kv_budget
                 if not fits:
                     stop = True
                     break
@@ -898,9 +903,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                         context[i] = cached
                 if paged:
                     blocks[i] = first_blocks
-                    alloc += first_blocks
+                    alloc += first_blocks + sb
                 else:
-                    reserved += prompt[i] + output[i]
+                    reserved += prompt[i] + output[i] + st
+                used += st
                 if priority[i] == INTERACTIVE:
                     n_interactive += 1
                 state[i] = 1
@@ -972,8 +978,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     elif c % block_size == 0:
                         need -= 1
                     by_phase[context[v] % bs] -= 1
-                    alloc -= (c + block_size - 1) // block_size - shared[v]
-                    used -= c - shared[v] * block_size
+                    alloc -= (c + block_size - 1) // block_size - shared[v] + sb
+                    used -= c - shared[v] * block_size + st
                     dec_context -= c
                     if windowed:
                         if above[v]:
@@ -989,8 +995,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 else:
                     p_next[p_prev[v]] = p_next[v]
                     p_prev[p_next[v]] = p_prev[v]
-                    alloc -= blocks[v]
-                    used -= context[v] - shared[v] * block_size
+                    alloc -= blocks[v] + sb
+                    used -= context[v] - shared[v] * block_size + st
                 if shared[v] > 0:
                     q = prefix_group[v]
                     g_refs[q] -= 1
@@ -1213,9 +1219,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 # with caching, unused prefixes could be evicted (or a hit need fewer blocks):
                 # count them as free, which can only send the run to the main loop
                 admissible = total_blocks - alloc + cached_blocks >= (
-                    prompt[i] + generated[i] + block_size) // block_size
+                    prompt[i] + generated[i] + block_size) // block_size + sb
             else:
-                admissible = reserved + prompt[i] + output[i] <= kv_budget
+                admissible = reserved + prompt[i] + output[i] + st <= kv_budget
             break
         # False stays False while only decoding happens: slots and queues do not change, and
         # blocks are only taken
@@ -1374,10 +1380,10 @@ _BODIES = {(mode, tick): _body(mode, tick) for mode in ("plain", "speculative", 
 
 
 def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
-                    arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget, paged,
-                    block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-                    tick_mode, coef, draft_coef, draft_share, itl_target, admit, first_token,
-                    finish, preemptions, status, stats):
+                    arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget,
+                    state_tokens_per_sequence, paged, block_size, max_batched, interactive_cap,
+                    prefix_caching, draft_tokens, tick_mode, coef, draft_coef, draft_share,
+                    itl_target, admit, first_token, finish, preemptions, status, stats):
     """A continuous kernel: the body ``_BODY`` of its clock ``_TICK`` (constants of each
     compiled copy, :func:`_body`) on its own histogram and scratch; :data:`WRONG_CLOCK` for
     the other clock's ``tick_mode``."""
@@ -1390,10 +1396,10 @@ def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, pref
                  np.empty(0, np.bool_))
     body = _BODY                                   # noqa: F821 (a global of each copy)
     return body(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
-                arrived_kv_tokens, (gain, gain_offset), max_num_seqs, kv_budget, paged,
-                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-                coef, draft_coef, draft_share, itl_target, admit, first_token, finish,
-                preemptions, status, stats, workspace)
+                arrived_kv_tokens, (gain, gain_offset), max_num_seqs, kv_budget,
+                state_tokens_per_sequence, paged, block_size, max_batched, interactive_cap,
+                prefix_caching, draft_tokens, coef, draft_coef, draft_share, itl_target, admit,
+                first_token, finish, preemptions, status, stats, workspace)
 
 
 _PLAIN_DOC = """Continuous batching of one workload; returns 0, :data:`STALLED` or
@@ -1404,7 +1410,10 @@ _PLAIN_DOC = """Continuous batching of one workload; returns 0, :data:`STALLED` 
     ``prompt_tokens`` of 0 are simulated as 1 (``_reference``, "Empty prompts");
     ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
     when ``prefix_caching`` (paged only); ``arrived_kv_tokens`` the prompt tokens whose KV comes
-    with each request (skipped on its first admission only); ``tick_mode`` (the kernel's own,
+    with each request (skipped on its first admission only); ``state_tokens_per_sequence``
+    the tokens of ``kv_budget`` each running sequence's recurrent state holds (whole blocks
+    of them when ``paged``; 0 for a model without one: ``_reference``, "Recurrent state");
+    ``tick_mode`` (the kernel's own,
     :func:`continuous_kernel`) and ``coef`` are the clock (module docstring), ``itl_target``
     the gap counted as met [time] (inf for none);
     the outputs ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` (per
@@ -1566,17 +1575,18 @@ def _replica_run(arrival, prompt, output, priority, prefix_group, prefix_tokens,
     compiled copy, without speculation, :func:`_body`) on the workspace's histogram and
     scratch; :data:`WRONG_CLOCK` for the other clock's ``tick_mode``.
 
-    ``params`` are the batcher's eight scalar parameters; ``no_gain``, an empty gain array, is
-    not read.
+    ``params`` are the batcher's nine scalar parameters (``ContinuousBatcher._args``);
+    ``no_gain``, an empty gain array, is not read.
     """
     if tick_mode != _TICK:                         # noqa: F821 (a global of each copy)
         return WRONG_CLOCK
-    (max_num_seqs, kv_budget, paged, block_size, max_batched, interactive_cap,
-     prefix_caching, draft_tokens) = params
+    (max_num_seqs, kv_budget, state_tokens_per_sequence, paged, block_size, max_batched,
+     interactive_cap, prefix_caching, draft_tokens) = params
     body = _BODY                                   # noqa: F821 (a global of each copy)
     return body(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
-                (no_gain, arrived), max_num_seqs, kv_budget, paged, block_size, max_batched,
-                interactive_cap, prefix_caching, draft_tokens, coef, coef, 0.0, itl_target,
+                (no_gain, arrived), max_num_seqs, kv_budget, state_tokens_per_sequence, paged,
+                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens, coef,
+                coef, 0.0, itl_target,
                 admit, first_token, finish, preemptions, status, stats, workspace)
 
 
@@ -1689,7 +1699,7 @@ def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_t
     more tokens reach the decode pool at ``finish + transfer[i]`` and are dealt round-robin in
     that order (ties by request) to the decode replicas, as ``prompt + 1`` tokens of which the
     prompt's KV arrived, ``output - 1`` to generate. Each replica is the continuous kernel of
-    its requests (``*_args``: the batcher's eight scalar parameters, ``*_coef`` its clock):
+    its requests (``*_args``: the batcher's nine scalar parameters, ``*_coef`` its clock):
     ``_PREFILL`` and ``_DECODE``, the replica kernels of the copy's clock
     (:func:`disaggregated_kernel`).
 

@@ -38,14 +38,16 @@ Continuous batching, each tick (guide §4.3-4.4, §8 step 4)
 ----------------------------------------------------------
 1. arrive: requests with ``arrival <= t`` join their tier's FIFO queue, except one whose final
    length can never fit (``prompt + output`` over the KV budget; in paged mode, more blocks than
-   exist), which is rejected at once (``status = REJECTED``) and never queued;
+   exist; with a recurrent state, its tokens or blocks too: "Recurrent state" below), which is
+   rejected at once (``status = REJECTED``) and never queued;
 2. retire: running sequences that have generated all their tokens leave (``finish = t``) and free
    their slot and KV;
 3. admit: interactive queue first, then the batch queue, each strictly FIFO (a head that does not
    fit stops admission for this tick). A request needs a slot (``max_num_seqs``) and KV:
    ``"reserve"`` budgets its final length ``prompt + output`` for life; ``"paged"`` needs the
    blocks of its prompt plus first token, ``ceil((prompt + 1) / block_size)``, to be free after the
-   blocks the running sequences need for this step. A batch-tier request is admitted only while the
+   blocks the running sequences need for this step; with a recurrent state either rule counts
+   the state's tokens or blocks too. A batch-tier request is admitted only while the
    batch holds fewer than ``interactive_cap`` sequences, if any interactive request is running or
    queued;
 4. terminate-check: nothing running, nothing queued, nothing left to arrive → stop;
@@ -84,6 +86,23 @@ so neither exceeds the budget. The first admission of each prefixed request coun
 ``prefix_requests`` and, if a hit, ``prefix_hits``; every hit adds its cached tokens to
 ``prefill_tokens_saved``; evictions count in ``prefix_evictions``; ``cached_prefix_block_time``
 integrates the resident prefixes' blocks over time.
+
+Recurrent state
+---------------
+A hybrid model's linear-attention and Mamba layers hold a constant state per running sequence
+instead of a KV cache. ``state_tokens_per_sequence = S`` (default 0) is that state in tokens
+of the KV budget (the batcher's rounding of its bytes,
+:func:`rooflinekit.batching.clock.replica_state_tokens`): every running sequence holds ``S``
+tokens of the budget beside its context, in ``"reserve"`` (and ``"prompt"``) admission as ``S``
+more tokens of its reservation, in ``"paged"`` admission as ``sb = ceil(S / block_size)``
+blocks of its own, never shared. They
+are taken at admission (a request is admitted only if its first blocks *and* its ``sb`` fit;
+reserve: ``prompt + output + S``) and released at retirement and at preemption (a victim frees
+its state blocks with its others); a request whose final length plus its state can never fit
+(``ceil((prompt + output) / block_size) + sb`` blocks; reserve ``prompt + output + S`` tokens)
+is rejected on arrival. KV reserved counts them (``sb`` blocks, or ``S`` tokens, a running
+sequence) and KV used counts ``S`` tokens a running sequence. With ``S = 0`` every rule above
+is unchanged.
 
 KV that arrives with a request
 ------------------------------
@@ -302,7 +321,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         interactive_cap=UNLIMITED, clock=None, itl_target=math.inf,
                         trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
-                        gains=None, gap_logs=None):
+                        gains=None, gap_logs=None, state_tokens_per_sequence=0):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -341,6 +360,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         needs ``draft_time(n_decode, kv_read, contexts)``.
     gap_logs : list or None
         If a list, the run's :class:`GapLog` is appended (to pool the gaps of several runs).
+    state_tokens_per_sequence : int
+        Tokens of ``kv_budget`` each running sequence's recurrent state holds [tokens], >= 0
+        (module docstring, "Recurrent state"); 0 (default) for a model without one.
 
     Returns
     -------
@@ -353,6 +375,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         priority = [INTERACTIVE] * n
     tick_mode = clock is None
     total_blocks = kv_budget // block_size if admission == "paged" else 0
+    state_tokens = int(state_tokens_per_sequence)
+    state_blocks = _ceil_div(state_tokens, block_size) if admission == "paged" else 0
     if prefix_group is None:
         prefix_group, prefix_tokens = [-1] * n, [0] * n
     if arrived_kv_tokens is None:
@@ -371,10 +395,10 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
 
     def never_fits(s):
         if admission == "paged":
-            return _ceil_div(s.prompt + s.output, block_size) > total_blocks
+            return _ceil_div(s.prompt + s.output, block_size) + state_blocks > total_blocks
         if admission == "prompt":
-            return s.prompt > kv_budget
-        return s.prompt + s.output > kv_budget
+            return s.prompt + state_tokens > kv_budget
+        return s.prompt + s.output + state_tokens > kv_budget
 
     def cached_blocks():
         return sum(group_blocks[k] for k in resident)
@@ -396,14 +420,16 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             s.shared = 0
 
     def free_blocks():
-        return total_blocks - sum(r.blocks for r in running) - cached_blocks()
+        return (total_blocks - sum(r.blocks for r in running) - cached_blocks()
+                - len(running) * state_blocks)
 
     def kv_reserved():
         if admission == "paged":
-            return (sum(s.blocks for s in running) + cached_blocks()) * block_size
+            return ((sum(s.blocks for s in running) + cached_blocks()
+                     + len(running) * state_blocks) * block_size)
         if admission == "prompt":
-            return sum(s.prompt for s in running)
-        return sum(s.prompt + s.output for s in running)
+            return sum(s.prompt + state_tokens for s in running)
+        return sum(s.prompt + s.output + state_tokens for s in running)
 
     def gained(s):
         """Tokens a decoding sequence gains in its next step."""
@@ -454,20 +480,22 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     first_blocks = _ceil_div(s.prompt + s.generated + 1, block_size)
                     if hit:
                         first_blocks -= group_blocks[s.group]
-                    fits = free - need >= first_blocks
+                    # its state's blocks beside its first ones
+                    wanted = first_blocks + state_blocks
+                    fits = free - need >= wanted
                     if not fits and caching:
                         victims = evictable(s.group if hit else None)
-                        if free - need + sum(group_blocks[k] for k in victims) >= first_blocks:
+                        if free - need + sum(group_blocks[k] for k in victims) >= wanted:
                             for k in victims:
-                                if free - need >= first_blocks:
+                                if free - need >= wanted:
                                     break
                                 evict(k)
                                 free += group_blocks[k]
                             fits = True
                 elif admission == "prompt":
-                    fits = kv_reserved() + s.prompt <= kv_budget
+                    fits = kv_reserved() + s.prompt + state_tokens <= kv_budget
                 else:
-                    fits = kv_reserved() + s.prompt + s.output <= kv_budget
+                    fits = kv_reserved() + s.prompt + s.output + state_tokens <= kv_budget
                 if not fits:
                     stop = True
                     break
@@ -518,7 +546,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     continue
                 victim = running.pop()
                 need -= new_blocks(victim)
-                free += victim.blocks
+                free += victim.blocks + state_blocks     # its state goes with it
                 victim.blocks = 0
                 victim.context = 0
                 release(victim)
@@ -611,7 +639,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             gaps.add(gap)
         kv_res = kv_reserved()
         kv_used = (sum(s.context - s.shared * block_size for s in running)
-                   + cached_blocks() * block_size)
+                   + cached_blocks() * block_size + len(running) * state_tokens)
         stats["cached_prefix_block_time"] += cached_blocks() * dt
         stats["n_steps"] += 1
         stats["busy_time"] += dt

@@ -37,7 +37,8 @@ REJECTED = 1
 STATUS_COMPLETED = "completed"
 STATUS_REJECTED = "rejected"
 #: Reason code of a rejection: the request's final length (prompt + output) can never fit the
-#: KV budget (in paged mode: needs more blocks than exist), so it is refused on arrival.
+#: KV budget (in paged mode: needs more blocks than exist), with a hybrid model's recurrent
+#: state beside it (``_reference``, "Recurrent state"), so it is refused on arrival.
 REASON_KV_BUDGET = "final_length_exceeds_kv_budget"
 
 #: Tier of a request (its ``priority``): interactive requests are admitted first ...

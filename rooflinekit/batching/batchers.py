@@ -47,7 +47,8 @@ from rooflinekit.batching import _reference
 from rooflinekit.batching._kernel_calls import (_allocate, _check_errors, _each_row, _itl_limit,
                                                 _targets)
 from rooflinekit.batching._schema import OUTPUT_NAMES, UNLIMITED
-from rooflinekit.batching.clock import _resolve_clock, _timing_for, replica_kv_budget
+from rooflinekit.batching.clock import (_resolve_clock, _timing_for, replica_kv_budget,
+                                        replica_state_tokens)
 from rooflinekit.batching.results import _single_dataset
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
@@ -253,9 +254,10 @@ class _Batcher:
         """
         if self.policy == "continuous" and self._kv_budget() is None and prompt.size:
             # "unlimited" is UNLIMITED tokens to the kernel: true only while every request
-            # of a row fits in it at once
+            # of a row fits in it at once (with its recurrent state)
             held = float(np.max(np.sum(prompt, axis=-1, dtype=np.float64)
-                                + np.sum(output, axis=-1, dtype=np.float64)))
+                                + np.sum(output, axis=-1, dtype=np.float64))
+                         + prompt.shape[-1] * float(self._state_tokens()))
             if held > UNLIMITED:
                 raise ValueError(f"an unlimited KV budget holds at most 2**60 = {UNLIMITED:,} "
                                  f"tokens; these requests hold up to {held:.3g} in all: give "
@@ -501,6 +503,14 @@ class ContinuousBatcher(_Batcher):
         Derive the KV budget by vLLM's rule instead, this share of each GPU's memory for
         weights and KV, in (0, 1] (:func:`replica_kv_budget`, the rule :func:`rooflinekit.plan`
         sizes replicas by). Default ``None``: the guide's ``reserve`` rule.
+    state_tokens_per_sequence : int or None, keyword-only
+        A hybrid model's recurrent state (linear-attention and Mamba layers) in tokens of the
+        KV budget [tokens], >= 0: every running sequence holds this many beside its context
+        (paged: ``ceil(S / block_size)`` blocks), taken at admission and released at
+        retirement or preemption (:mod:`rooflinekit.batching._reference`, "Recurrent
+        state"). ``None`` (the default): derived from ``model`` by
+        :func:`replica_state_tokens` with the budget's rule (0 without a model, or for a
+        model without recurrent layers, which then runs exactly as before).
     {clock_parameters}
 
     Notes
@@ -536,6 +546,7 @@ class ContinuousBatcher(_Batcher):
     clock: str | None = None
     engine: object = None
     gpu_memory_utilization: float | None = dataclasses.field(default=None, kw_only=True)
+    state_tokens_per_sequence: int | None = dataclasses.field(default=None, kw_only=True)
 
     _tiered = True
 
@@ -557,6 +568,7 @@ class ContinuousBatcher(_Batcher):
         _whole(self, "interactive_cap", lo=1, allow_none=True)
         _real(self, "reserve", lo=0, hi=1, hi_open=True)
         _real(self, "gpu_memory_utilization", lo=0, hi=1, lo_open=True, allow_none=True)
+        _whole(self, "state_tokens_per_sequence", lo=0, allow_none=True)
         if not isinstance(self.prefix_caching, (bool, np.bool_)):
             raise TypeError(f"prefix_caching must be True or False, got "
                             f"{type(self.prefix_caching).__name__}")
@@ -607,12 +619,29 @@ class ContinuousBatcher(_Batcher):
             budget = self.speculative.kv_tokens(self.model, budget)   # a draft model's KV
         return budget
 
+    def _state_tokens(self):
+        """Tokens of the KV budget each running sequence's recurrent state holds [tokens]:
+        ``state_tokens_per_sequence``, or derived from the model by the budget's rule
+        (:func:`replica_state_tokens`); 0 without a model."""
+        if self.state_tokens_per_sequence is not None:
+            return int(self.state_tokens_per_sequence)
+        if self.model is None:
+            return 0
+        return replica_state_tokens(self.model, self.gpu, self.tp,
+                                    gpu_memory_utilization=self.gpu_memory_utilization,
+                                    block_size=self.block_size, speculative=self.speculative,
+                                    pp=self.pp, ep=self.ep)
+
     def _slots(self):
         return self.max_num_seqs
 
     def _args(self, budget):
+        """The kernel's nine scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
+        slots, budget, recurrent state per sequence, paged, block size, token budget,
+        interactive cap, prefix caching, draft tokens."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
+                self._state_tokens(),
                 self.admission == "paged", self.block_size,
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
@@ -645,7 +674,7 @@ class ContinuousBatcher(_Batcher):
         guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
         """
         wl = coerce_workload(workload)
-        slots, budget, _, block, mnbt, cap, caching, k = self._args(self._kv_budget())
+        slots, budget, state, _, block, mnbt, cap, caching, k = self._args(self._kv_budget())
         gain, offset = self._gains(wl.output_tokens[None])
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
@@ -654,7 +683,7 @@ class ContinuousBatcher(_Batcher):
             clock=self._timing().reference_clock, itl_target=_itl_limit(itl_target), trace=trace,
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
             prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
-            draft_tokens=k, gains=(gain[0], offset[0]))
+            draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state)
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None) -> dict:

@@ -11,7 +11,9 @@ coefficients of a clock (:class:`_Timing`, computed once per clock and memoised,
 :func:`_timing_for`), a ``(tp, pp, ep)`` layout's sends folded into them (:func:`_layout_cost`),
 the same clock in plain Python for the reference (:class:`_RooflineClock`), the clock a
 batcher's fields settle on (:func:`_resolve_clock`), and the one rule a replica's KV budget is
-derived by (:func:`replica_kv_budget`, which :func:`rooflinekit.plan` sizes replicas by too).
+derived by (:func:`replica_kv_budget`, which :func:`rooflinekit.plan` sizes replicas by too)
+with the share of it a hybrid model's recurrent state takes per sequence
+(:func:`replica_state_tokens`).
 It knows no batcher, runs no kernel and draws nothing: the specs
 (:mod:`~rooflinekit.batching.batchers`) import it, never the other way round.
 """
@@ -19,15 +21,17 @@ It knows no batcher, runs no kernel and draws nothing: the specs
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
 from rooflinekit import memory, parallel, roofline
-from rooflinekit._validation import check_one_of
+from rooflinekit._validation import check_one_of, check_type, whole_number
 from rooflinekit.batching._schema import CLOCKS
 from rooflinekit.dtypes import bytes_per_element
+from rooflinekit.models import ModelShape
 
-__all__ = ["replica_kv_budget"]
+__all__ = ["replica_kv_budget", "replica_state_tokens"]
 
 
 def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
@@ -65,6 +69,16 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
 
     Notes
     -----
+    The tokens are those of the attention layers' KV cache (``kv_per_token`` counts only the
+    layers that cache tokens, :attr:`ModelShape.kv_bytes_per_token`). A hybrid model's
+    recurrent state (linear-attention and Mamba layers,
+    :attr:`ModelShape.state_bytes_per_sequence`) is not taken off here: it is per running
+    sequence, not per token, so the batcher charges each running sequence a fixed
+    :func:`replica_state_tokens` of these tokens (whole blocks under paged admission), taken
+    at admission and released at completion or preemption, as vLLM's hybrid KV-cache
+    manager gives each running request its state blocks from the same pool. KV used and
+    reserved then count attention KV plus state, and never exceed this budget.
+
     Guide: ``⌊(tp·memory − W − W_draft)(1 − reserve) / kv_per_token⌋``
     (:func:`rooflinekit.memory.kv_budget_tokens`). vLLM: ``⌊(available − W_draft/tp) /
     bytes_per_block⌋ · block_size`` with ``available`` from
@@ -94,6 +108,105 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
     elif pp == ep == 1:
         return int(kv["kv_cache_tokens"])
     return max(int(available // bytes_per_block), 0) * int(block_size)
+
+
+def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, block_size=16,
+                         speculative=None, pp=1, ep=1) -> int:
+    """Tokens of a replica's KV budget one running sequence's recurrent state holds [tokens].
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model; its :attr:`~rooflinekit.ModelShape.state_bytes_per_sequence` is the state.
+    gpu : GPU, optional
+        One GPU of the replica; read only with ``gpu_memory_utilization`` (vLLM's per-rank
+        rule), as :func:`replica_kv_budget` reads it.
+    tp : int
+        Tensor-parallel degree [1], >= 1.
+    gpu_memory_utilization : float, optional
+        ``None``: the budget's tokens are the guide's (:func:`replica_kv_budget` without it);
+        else vLLM's, one rank's (its KV heads replicated where ``tp`` exceeds them).
+    block_size : int
+        KV block size [tokens] of vLLM's rule, >= 1.
+    speculative : Speculative, optional
+        A draft sharing the budget: its KV makes each budget token dearer
+        (:meth:`Speculative.kv_tokens`) and a draft model's own state adds to the target's.
+    pp, ep : int
+        A pipeline or expert layout (>= 1): the state is taken to split over the GPUs as the
+        KV does, so the model-wide ratio applies.
+
+    Returns
+    -------
+    int
+        Tokens [tokens], >= 0: 0 for a model without recurrent layers.
+
+    Notes
+    -----
+    The budget counts tokens of the attention layers' KV (:func:`replica_kv_budget`); a
+    sequence's recurrent state ``S`` [bytes] is charged as the fewest of those tokens that
+    hold it:
+
+    .. math:: S_{tok} = \\left\\lceil \\frac{S}{b_{tok}} \\right\\rceil
+
+    with ``b_tok`` the bytes one budget token costs: ``kv_bytes_per_token`` (the guide's rule
+    and layouts); vLLM's rule, one rank's ``bytes_per_block / block_size``
+    (:func:`rooflinekit.memory.engine_kv_cache`) against its ``S / tp`` (the state's heads
+    split over the ranks), i.e. ``b_tok = tp · bytes_per_block / block_size``; a speculative
+    draft multiplies ``b_tok`` by ``(kv_target + kv_draft) / kv_target`` (a head: ``1 + s``)
+    and a draft model adds its own state to ``S``. Paged admission holds
+    ``⌈S_tok / block_size⌉`` blocks a sequence (the kernel rounds).
+
+    vLLM's hybrid KV-cache manager, which this models with one simplification: it raises the
+    attention block size to the smallest multiple of 16 tokens whose page (one layer's KV of
+    a block) holds one layer's state, pads the state's page to it
+    (``HybridAttentionMambaModelConfig``), groups the layers into KV-cache groups of equal
+    layer counts sharing one block pool (``_get_kv_cache_groups_uniform_page_size``: group
+    size the fewest layers of a kind), and gives each running request one block in each
+    state group (``MambaManager``) beside its attention blocks; so a request's state costs
+    ``n_state_groups`` blocks of the enlarged size. Qwen3-Next-80B-A3B at TP1: 12 attention
+    layers of 2,048 B/token and 36 Gated DeltaNet layers of 2,146,304 B give groups of 12
+    (1 attention, 3 state), a block of ``16·⌈2,146,304 / (16·2,048)⌉ = 1,056`` tokens and a
+    state of 3 blocks, 3,168 tokens; here ``⌈77,266,944 / 24,576⌉ = 3,144`` tokens, 3,152 in
+    blocks of 16 (0.5 % less), or exactly vLLM's 3 blocks with ``block_size=1056``. The
+    simplification: the batcher's ``block_size`` rounds both the attention KV and the state
+    (vLLM rounds attention KV to its enlarged block too), and the state group count's
+    rounding (layers padded to whole groups) is not modelled. Prefix caching of states
+    (vLLM's ``mamba_cache_mode``) is not modelled: a state is never shared.
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/model_executor/models/config.py``
+       (``HybridAttentionMambaModelConfig.verify_and_update_config``),
+       ``vllm/v1/core/kv_cache_utils.py`` (``_get_kv_cache_groups_uniform_page_size``),
+       ``vllm/v1/core/single_type_kv_cache_manager.py`` (``MambaManager``: one block a
+       request).
+    """
+    check_type("model", model, ModelShape)
+    tp = whole_number("tp", tp, lo=1)
+    block_size = whole_number("block_size", block_size, lo=1)
+    pp = whole_number("pp", pp, lo=1)
+    ep = whole_number("ep", ep, lo=1)
+    state = float(model.state_bytes_per_sequence)
+    # [bytes/token], whole model; > 0: a ModelShape has at least one attention layer
+    per_token = float(model.kv_bytes_per_token)
+    if speculative is not None:
+        draft = speculative.draft
+        if isinstance(draft, ModelShape):
+            state += float(draft.state_bytes_per_sequence)
+            scale = (per_token + float(draft.kv_bytes_per_token)) / per_token
+        else:                     # a head: its share of the target's KV per token
+            scale = 1.0 + float(draft)
+    else:
+        scale = 1.0
+    if state == 0.0:
+        return 0
+    if gpu_memory_utilization is not None and pp == 1 and ep == 1:
+        # one rank: its KV per token (heads replicated past their count) against S / tp
+        kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
+                                    gpu_memory_utilization=gpu_memory_utilization,
+                                    max_model_len=block_size)
+        per_token = tp * float(kv["bytes_per_block"]) / block_size
+    return math.ceil(state / (per_token * scale))
 
 
 class _Timing:

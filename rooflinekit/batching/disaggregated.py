@@ -239,12 +239,13 @@ class DisaggregatedBatcher:
         """Refuse what an unlimited KV budget (2**60 tokens to the kernel) cannot hold.
 
         Checked on the whole workload, a bound of any replica's share (each pool's requests
-        hold at most ``prompt + output + 1`` tokens each).
+        hold at most ``prompt + output + 1`` tokens each, and a recurrent state's tokens).
         """
         for name, budget in zip(POOLS, budgets):
             if budget is None and prompt.size:
+                state = float(getattr(self, name)._state_tokens())
                 held = (float(np.sum(prompt, dtype=np.float64))
-                        + float(np.sum(output, dtype=np.float64)) + prompt.size)
+                        + float(np.sum(output, dtype=np.float64)) + prompt.size * (1.0 + state))
                 if held > UNLIMITED:
                     raise ValueError(f"an unlimited KV budget holds at most 2**60 = "
                                      f"{UNLIMITED:,} tokens; these requests hold up to "
@@ -316,8 +317,9 @@ class DisaggregatedBatcher:
         pools = []
         for name in POOLS:
             pool = getattr(self, name)
-            slots, budget, _, block, mnbt, cap, caching, _ = pool._args(pool._kv_budget())
+            slots, budget, state, _, block, mnbt, cap, caching, _ = pool._args(pool._kv_budget())
             pools.append({"max_num_seqs": slots, "kv_budget": budget,
+                          "state_tokens_per_sequence": state,
                           "admission": pool.admission, "block_size": block,
                           "max_num_batched_tokens": mnbt, "interactive_cap": cap,
                           "prefix_caching": caching, "clock": pool._timing().reference_clock})

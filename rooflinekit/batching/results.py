@@ -220,7 +220,8 @@ def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, w
                                "or are waiting for a prefill slice"),
         "peak_kv_tokens": (s("peak_kv_reserved"), "tokens",
                            "peak KV reserved (reserve), allocated (paged) or padded (static)"),
-        "peak_kv_used_tokens": (s("peak_kv_used"), "tokens", "peak KV tokens holding context"),
+        "peak_kv_used_tokens": (s("peak_kv_used"), "tokens",
+                                "peak KV tokens holding context or recurrent state"),
         "mean_kv_tokens": (_safe_div(s("kv_reserved_time"), makespan), "tokens",
                            "time-averaged KV reserved or allocated"),
         "kv_waste_fraction": (1.0 - _safe_div(s("kv_used_time"), s("kv_reserved_time")), "1",
@@ -411,7 +412,12 @@ def _stamp(ds, batcher, timing, budget, targets):
         "time_units": timing.units,
         "kv_budget_tokens": "unlimited" if budget is None else budget,
         **_target_attrs(targets),
-        "latency_definitions": "latency = finish - arrival; service_latency = finish - admit",
+        "latency_definitions": "latency = finish - arrival + frontend_latency; ttft = "
+                               "first_token - arrival + frontend_latency; service_latency = "
+                               "finish - admit",
+        "frontend_latency": timing.frontend_latency,
+        **({"state_tokens_per_sequence": batcher._state_tokens()}
+           if hasattr(batcher, "_state_tokens") else {}),
     })
 
 

@@ -683,6 +683,8 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
         max_num_seqs=max_num_seqs, kv_budget_tokens=budget, admission=admission,
         block_size=block_size, max_num_batched_tokens=max_num_batched_tokens, model=model,
         gpu=gpu, tp=tp, clock="roofline", engine=engine,
+        # the budget is given; the utilisation rule sets the per-rank state charge with it
+        gpu_memory_utilization=gpu_memory_utilization,
         prefix_caching=prefix_caching, speculative=speculative,
         **({"pp": pp, "ep": ep} if pp > 1 or ep > 1 else {}))
     return batcher, budget, None
