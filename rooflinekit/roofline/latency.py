@@ -79,6 +79,12 @@ _CACHED_PARAMETER = parameter_entries("""
         Leading tokens of the prompt found in the prefix cache [tokens], whole, in
         ``[0, prompt_tokens]``; their KV is read, not computed. Default 0 (nothing cached).
     """)
+#: The context before a prompt, for the formulas of one prompt's pass.
+_PRIOR_CONTEXT_PARAMETER = parameter_entries("""
+    context_length : int, array_like or xarray.DataArray
+        Tokens already cached *before* the prompt and not counted in ``prompt_tokens``
+        (earlier chunks, a conversation's history) [tokens].
+    """)
 
 
 def _check_cached(prompt_tokens, cached_tokens):
@@ -103,15 +109,9 @@ def _prompt_step(model, prompt_tokens, context_length, cached_tokens):
 
 
 @step_formula("s", "prefill time", checks={"cached_tokens": _whole(0)},
-              parameters=_CACHED_PARAMETER, phase="prefill")
+              parameters={**_CACHED_PARAMETER, **_PRIOR_CONTEXT_PARAMETER}, phase="prefill")
 def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_tokens=0, engine=None):
     """Time of prefilling a prompt in one pass [s]: the prefill part of TTFT.
-
-    Parameters
-    ----------
-    context_length : int, array_like or xarray.DataArray
-        Tokens already cached *before* the prompt and not counted in ``prompt_tokens``
-        (earlier chunks, a conversation's history) [tokens].
 
     Raises
     ------
@@ -147,16 +147,10 @@ def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_to
 
 
 @step_formula("s", "time to first token", checks={"cached_tokens": _whole(0)},
-              parameters=_CACHED_PARAMETER, phase="prefill")
+              parameters={**_CACHED_PARAMETER, **_PRIOR_CONTEXT_PARAMETER}, phase="prefill")
 def time_to_first_token(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_tokens=0,
                         engine=None):
     """Time from sending a prompt to receiving its first token, without queueing [s].
-
-    Parameters
-    ----------
-    context_length : int, array_like or xarray.DataArray
-        Tokens already cached *before* the prompt and not counted in ``prompt_tokens``
-        [tokens].
 
     Raises
     ------
