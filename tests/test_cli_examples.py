@@ -39,6 +39,7 @@ FILES = {
     "report.json": DATA / "engine_outputs" / "trtllm_bench_report.json",
     "rate-0.5.json": DATA / "load_sweeps" / "doks" / "rate-0.5.json",
     "rate-2.0.json": DATA / "load_sweeps" / "doks" / "rate-2.0.json",
+    "day.csv": DATA / "profiles" / "day_15min.csv",
 }
 
 #: Arguments appended to an example (a later option wins in argparse), with the reason.

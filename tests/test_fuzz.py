@@ -660,3 +660,79 @@ REGISTRY["decision_table"]["valid"] = {**REGISTRY["decision_table"]["valid"],
 # CASES was drawn from the registry above, before this entry changed: drop the one case it
 # makes legitimate (pytest reads the list at collection, after the module has run).
 CASES[:] = [case for case in CASES if case.id != "decision_table-payg-none"]
+
+
+# -- issue 30: the month's profile, the decision's options and its flip points -------------------
+
+from rooflinekit.planning import read_profile as planning_read_profile  # noqa: E402
+from rooflinekit.planning.traffic import profile_period  # noqa: E402
+
+#: A month of 730 hours at 2 requests/s (7,200 requests an hour): the autoscaled fleet's input.
+_MONTH = rk.Traffic(2.0, 200, 20, profile=np.full(730, 7200.0))
+MONTH_REGISTRY = {
+    "month_profile": _entry(rk.planning.month_profile, args=("business-hours", 2.0),
+                            spoil=("shape", "peak_rate", "start_hour", "end_hour", "workdays",
+                                   "off_peak", "peak_hour"),
+                            valid={"start_hour": CONTEXT_OK, "off_peak": CONTEXT_OK,
+                                   "peak_hour": CONTEXT_OK}),
+    "profile_period": _entry(profile_period, kwargs={"period": "15min"}, spoil=("period",)),
+    # with the month's traffic and a fleet to scale (baselines: a plan); the option objects
+    "decision_table(autoscale=)": _entry(
+        rk.decision_table, kwargs={"autoscale": True},
+        spoil=("autoscale", "min_replicas", "unit_increment", "provisioned", "compliance",
+               "region"),
+        valid={"provisioned": OPTIONAL, "compliance": OPTIONAL, "region": OPTIONAL + ("string",),
+               "autoscale": ("true",)}, label="needs a plan"),
+    "plot_decision_flips": _entry(rk.plotting.plot_decision_flips, spoil=("table", "ax"),
+                                  valid={"ax": OPTIONAL}, label="needs a plan"),
+}
+MONTH_CASES = [pytest.param(name, arg, bad, id=f"{name}-{arg}-{bad}")
+               for name, entry in sorted(MONTH_REGISTRY.items()) for arg in entry["spoil"]
+               for bad in BAD if not _legitimate(bad, entry["valid"].get(arg, ()))]
+
+
+def _call_month(name, baselines, spoilt=None, value=None):
+    entry = MONTH_REGISTRY[name]
+    kwargs = dict(entry["kwargs"])
+    if entry["label"] == "needs a plan":
+        cheapest = rk.cheapest_plan(baselines["plan"], by=None)
+        if name == "plot_decision_flips":
+            kwargs = {"table": rk.decision_table(cheapest, _MONTH, payg=PAYG)}
+        else:
+            kwargs.update({"cheapest": cheapest, "traffic": _MONTH, "payg": PAYG})
+    if spoilt is not None:
+        kwargs[spoilt] = value
+    return entry["func"](*entry["args"], **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(MONTH_REGISTRY))
+def test_the_month_baseline_is_valid(name, baselines):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        _call_month(name, baselines)
+
+
+@pytest.mark.parametrize("name, arg, bad", MONTH_CASES)
+def test_the_month_refuses_bad_arguments_cleanly(name, arg, bad, baselines):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            result = _call_month(name, baselines, arg, BAD[bad])
+        except (ValueError, TypeError):
+            return
+    assert not _has_nan(result), f"{name}({arg}={bad!r}) returned NaN"
+    if bad not in SHAPES:
+        pytest.fail(f"{name}({arg}={BAD[bad]!r}) was accepted")
+
+
+def test_read_profile_refuses_a_bad_period_cleanly(tmp_path):
+    path = tmp_path / "day.csv"
+    path.write_text("rate\n" + "1\n" * 24)
+    assert planning_read_profile(path, period=None).shape == (730,)
+    for bad in BAD:
+        if _legitimate(bad, OPTIONAL):           # period=None: an hour, the default
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            with pytest.raises((ValueError, TypeError)):
+                planning_read_profile(path, period=BAD[bad])

@@ -212,3 +212,45 @@ def test_an_existing_output_is_never_destroyed_unless_forced(command, state, nam
     if not force:
         for kept, text in keep.items():
             assert kept.read_text() == text, (state, name)
+
+
+# -- issue 30: the month's profile, the decision's options, its flip points, the profile reader --
+
+import rooflinekit as rk  # noqa: E402
+from test_fuzz import M, G, SLO, TRAFFIC, MONTH_REGISTRY, _call_month  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def month_plan():
+    """The fleet the decision's entries price (the registry's "needs a plan")."""
+    return {"plan": rk.plan(TRAFFIC, SLO, models=M, gpus=G, replicates=2, requests=20)}
+
+
+MONTH_PAIRS = [pytest.param(name, arg, id=f"{name}-{arg}")
+               for name, entry in sorted(MONTH_REGISTRY.items()) for arg in entry["spoil"]]
+
+
+@pytest.mark.parametrize("name, arg", MONTH_PAIRS)
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(value=hostile_values)
+def test_the_month_takes_a_drawn_value_or_refuses_it(name, arg, value, month_plan):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            result = _call_month(name, month_plan, arg, value)
+        except (ValueError, TypeError):
+            return
+    assert not _has_nan(result), f"{name}({arg}={value!r}) returned NaN"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX special files")
+@settings(max_examples=len(SPECIAL), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(SPECIAL))
+def test_a_special_profile_file_is_refused_cleanly(kind, tmp_path_factory):
+    from rooflinekit.planning import read_profile
+    path = _make(kind, tmp_path_factory.mktemp("special"))
+    with pytest.raises((ValueError, TypeError, OSError)) as info:
+        read_profile(path, period="15min")
+    assert str(info.value).strip()

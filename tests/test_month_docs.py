@@ -95,3 +95,53 @@ def test_where_it_flips(answer):
     assert (f"{tie:.2f}", f"{tie / blended:.2f}") == ("1.36", "1.63")
     assert "above a blended $1.36 per 1M tokens (×1.63 both list prices)" in text
     assert float(at["tie_engineering_monthly"]) < 0 and "no engineering line" in text
+
+
+def test_each_replicate_prices_its_own_fleets(answer):
+    _, best, table = answer
+    text = _flat(SECTION)
+    rates = best["replicate_max_rate"].values
+    # ⌈24 / r⌉ = 4 replicas in a busy hour below 8 requests/s a replica, 3 from 8 to 12
+    slow = int((rates < 8).sum())
+    assert slow == 7 and "in the 7 of the 20 where a replica serves under 8 requests/s" in text
+    assert all(8 <= r < 12 for r in rates[rates >= 8])
+    # fixed: 4 × 8 GPUs × $2.99 × 730 h; autoscaled: (177 × 4 + 553) × 8 GPU-hours × $2.99
+    fixed, scaled = 4 * 8 * 2.99 * 730, (177 * 4 + 553) * 8 * 2.99
+    assert (round(fixed), round(scaled)) == (69_846, 30_163)
+    assert "4 replicas run in business hours — 32 GPUs, $69,846, kept all month; $30,163 " \
+           "autoscaled (`monthly_cost_high`" in text
+    # the 10th-percentile rate is under 8: the band's dear end is those fleets
+    assert float(best["max_rate_low"]) < 8
+    assert float(table["monthly_cost_high"].sel(option="self-hosted")) == \
+        pytest.approx(fixed, rel=1e-12)
+    assert float(table["monthly_cost_high"].sel(option="self-hosted, autoscaled")) == \
+        pytest.approx(scaled, rel=1e-12)
+    # $30,163 is below pay-as-you-go's $32,204: the autoscaled fleet wins in every replicate
+    assert float(table["choice_share"].sel(option="self-hosted, autoscaled")) == 1.0
+    assert "(`choice_share` 1.0)" in text
+
+
+def test_the_flip_points_and_their_plot(answer):
+    _, _, table = answer
+    assert "`table[\"flip_against\"]`" in SECTION
+    assert "`rk.plotting.plot_decision_flips(table)`" in SECTION
+    # the autoscaled fleet is chosen: the flips are against the cheapest other option
+    assert str(table["flip_against"].values) == "pay-as-you-go"
+    at = table.sel(option="pay-as-you-go")
+    assert f"{float(at['tie_gpu_hourly']):.2f}" == "1.84" and float(table["gpu_hourly"]) == 2.99
+    assert f"{float(at['break_even_tokens']):.2e}" == "6.28e+10"
+
+
+def test_a_profile_file_as_the_page_says(tmp_path):
+    text = _flat(SECTION)
+    assert "`rk.planning.read_profile(path, period=...)`" in text
+    # 96 quarter-hours are a day; 7 daily lines a week: both repeat over the month
+    day = tmp_path / "day.csv"
+    day.write_text("period,rate\n" + "15min,1\n" * 96)
+    assert planning.read_profile(day).shape == (2920,)
+    week = tmp_path / "week.csv"
+    week.write_text("rate\n" + "1\n" * 7)
+    assert planning.read_profile(week, period="1d").shape == (730,)
+    assert "a 7-minute period is refused" in text
+    with pytest.raises(ValueError, match="period"):
+        planning.read_profile(week, period="7min")

@@ -19,6 +19,7 @@ import pytest
 import rooflinekit as rk
 from helpers import run_cli
 from rooflinekit import planning
+from rooflinekit.planning.traffic import profile_period
 
 #: Every request alike: 1,200 tokens each.
 TRAFFIC = rk.Traffic(20.0, 1000, 200)
@@ -204,3 +205,153 @@ def test_spare_replicas_of_the_plan_carry_into_the_decision(best):
     table = rk.decision_table(spared, traffic, autoscale=True)
     assert float(table["monthly_cost"].sel(option="self-hosted, autoscaled")) == \
         pytest.approx((177 * busy + 553 * quiet) * 2.49 + 500, rel=1e-12)
+
+
+# -- periods other than an hour (issue 30: "requests/s per hour or per period") ------------------
+#
+# Rates are requests/s over each line's period whatever the period; the counts are hand sums of
+# the 730-hour month (2,920 quarter-hours: 30 days of 96 and 40 more).
+
+DAY_15MIN = [1.0] * 36 + [10.0] * 32 + [1.0] * 28       # 09:00-17:00 at 10 requests/s
+
+
+def test_read_profile_takes_a_period_column(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text("period,rate\n" + "".join(f"15min,{r}\n" for r in DAY_15MIN))
+    profile = planning.read_profile(path)
+    assert profile.shape == (2920,)                      # 730 h × 4
+    np.testing.assert_array_equal(profile[:96], np.array(DAY_15MIN) * 900)
+    # a day: (36 + 320 + 28) × 900 = 345,600 requests; 30 days and 36 × 1 + 4 × 10 more
+    assert profile.sum() == pytest.approx(30 * 345_600 + (36 + 40) * 900, rel=1e-12)
+    # the same file without the column, its period given: the same month
+    plain = tmp_path / "plain.csv"
+    plain.write_text("rate\n" + "".join(f"{r}\n" for r in DAY_15MIN))
+    np.testing.assert_array_equal(planning.read_profile(plain, period="15min"), profile)
+    np.testing.assert_array_equal(planning.read_profile(plain, period=900), profile)
+    np.testing.assert_array_equal(planning.read_profile(path, period="15 min"), profile)
+
+
+def test_read_profile_of_daily_rates_is_hourly(tmp_path):
+    path = tmp_path / "week.csv"
+    week = [10, 10, 10, 10, 10, 2, 2]                    # requests/s, one a day
+    path.write_text("day,rate\n" + "".join(f"{d},{r}\n" for d, r in enumerate(week)))
+    profile = planning.read_profile(path, period="1d")
+    assert profile.shape == (730,)
+    np.testing.assert_array_equal(profile[:24], np.full(24, 36_000.0))
+    np.testing.assert_array_equal(profile[5 * 24:7 * 24], np.full(48, 7_200.0))
+    # 4 weeks (216 day-rates), days 29-30 at 10, then 10 hours of day 31 (a Wednesday) at 10
+    assert profile.sum() == pytest.approx((4 * 54 + 20) * 86_400 + 10 * 3600 * 10, rel=1e-12)
+
+
+def test_a_traffic_of_quarter_hours_is_priced_per_quarter_hour(best, tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text("rate\n" + "".join(f"{2 * r}\n" for r in DAY_15MIN))   # peak 20
+    profile = planning.read_profile(path, period="15min")
+    traffic = rk.Traffic(20.0, 1000, 200, profile=profile)
+    table = rk.decision_table(best, traffic, autoscale=True)
+    rate = float(best["max_rate"])
+    busy, quiet = math.ceil(24.0 / rate), max(1, math.ceil(2.4 / rate))
+    # 30 × 32 + 4 busy quarter-hours, the other 2,920 − 964 quiet; a quarter-hour is 0.25 h
+    gpu_hours = (964 * busy + (2920 - 964) * quiet) * 0.25
+    assert float(table["monthly_cost"].sel(option="self-hosted, autoscaled")) == \
+        pytest.approx(gpu_hours * 2.49 + 500, rel=1e-12)
+    assert "a profile of 2920 periods" in table.attrs["month_priced_as"]
+
+
+@pytest.mark.parametrize("period", ["7min", "90min", "45s", "0.5s", "1000h", "1y", "h", "-1h",
+                                    "nan", "inf", 0, -900, 61.5])
+def test_a_period_that_does_not_tile_the_month_is_refused(period):
+    with pytest.raises(ValueError, match="period"):
+        profile_period(period)
+
+
+@pytest.mark.parametrize("period, seconds", [("1min", 60), ("15min", 900), ("30 min", 1800),
+                                             ("1h", 3600), ("2h", 7200), ("1d", 86_400),
+                                             (900, 900), ("900", 900), ("730h", 2_628_000)])
+def test_periods_that_tile_the_month(period, seconds):
+    assert profile_period(period) == seconds
+
+
+@pytest.mark.parametrize("text, period, where", [
+    ("period,rate\n15min,1\n1h,2\n", None, "line 3, column period: every line"),
+    ("period,rate\n7min,1\n", None, "line 2, column period"),
+    ("period,rate\n15min,-1\n", None, "line 2"),
+    ("period,rate\n15min,1\n", "1h", "period column says 900 s"),
+    ("rate\n" + "1\n" * 2921, "15min", "more than the 730-hour month"),
+    ("rate\n" + "1\n" * 731, None, "more than the 730-hour month"),
+])
+def test_read_profile_refuses_bad_periods(tmp_path, text, period, where):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=where):
+        planning.read_profile(path, period=period)
+
+
+def test_cli_takes_a_profile_period(capsys, tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text("rate\n" + "".join(f"{2 * r}\n" for r in DAY_15MIN))
+    code, out, err = run(capsys, *PLAN, "--profile", str(path), "--profile-period", "15min")
+    assert code == 0, err
+    # 30 × (36 × 2 + 32 × 20 + 28 × 2) × 900 + (36 × 2 + 4 × 20) × 900 requests
+    requests = (30 * (72 + 640 + 56) + 72 + 80) * 900
+    assert requests == 20_872_800
+    assert f"a profile of 2920 periods, {requests:,} requests (peak 20 requests/s)" in out
+    path.write_text("period,rate\n" + "".join(f"15min,{2 * r}\n" for r in DAY_15MIN))
+    code, out, err = run(capsys, *PLAN, "--profile", str(path))
+    assert code == 0 and f"{requests:,} requests" in out, err
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--profile-period", "7min"], "--profile-period"),
+    (["--profile-period", "15parsecs"], "--profile-period"),
+    (["--profile-period", "1h"], "--profile-period"),                  # without --profile
+    (["--profile", "business-hours", "--profile-period", "1h"], "--profile-period"),
+])
+def test_cli_refuses_a_bad_period_in_one_line(capsys, extra, flag):
+    code, out, err = run(capsys, *PLAN, *extra)
+    assert code == 2 and err.count("\n") == 1 and flag in err, err
+
+
+def test_cli_refuses_a_bad_period_column_in_one_line(capsys, tmp_path):
+    path = tmp_path / "q.csv"
+    for text, where in (("period,rate\n15min,1\n1h,2\n", "column period"),
+                        ("period,rate\n15min,inf\n", "line 2"),
+                        ("period,rate\n15min,1\n", "period column says")):
+        path.write_text(text)
+        extra = ["--profile-period", "1h"] if "says" in where else []
+        code, out, err = run(capsys, *PLAN, "--profile", str(path), *extra)
+        assert code == 2 and err.count("\n") == 1 and "--profile" in err and where in err, err
+
+
+# -- the built-in shapes' parameters on the command line ------------------------------------------
+
+def test_cli_shapes_take_their_parameters(capsys):
+    # 08-20 on 6 days a week: 26 whole working days of the 30 (4 weeks of 6, then Monday and
+    # Tuesday) × 12 h, and 08:00-10:00 of the 31st (a Wednesday): 314 busy hours, 416 quiet
+    code, out, err = run(capsys, *PLAN, "--profile", "business-hours", "--business-hours",
+                         "8-20", "--workdays", "6")
+    assert code == 0, err
+    requests = (314 * 20 + 416 * 2) * 3600
+    assert requests == 25_603_200 and f"{requests:,} requests (peak 20" in out
+    # diurnal, peaking at 20:00 with a trough of 0.3: the same month as month_profile's
+    code, out, err = run(capsys, *PLAN, "--profile", "diurnal", "--peak-hour", "20",
+                         "--off-peak", "0.3")
+    assert code == 0, err
+    profile = planning.month_profile("diurnal", 20.0, peak_hour=20, off_peak=0.3)
+    assert f"{profile.sum():,.0f} requests (peak 20" in out
+    # s(t) = 0.3 + 0.7 (1 + cos(2π(t − 20)/24)) / 2: 20 × 3,600 at 20:00, 0.3 × that at 08:00
+    assert profile[20] == pytest.approx(72_000, rel=1e-12)
+    assert profile[8] == pytest.approx(0.3 * 72_000, rel=1e-12)
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--profile", "business-hours", "--peak-hour", "3"], "--peak-hour"),
+    (["--profile", "diurnal", "--workdays", "6"], "--workdays"),
+    (["--peak-hour", "3"], "--peak-hour"),
+    (["--profile", "diurnal", "--peak-hour", "24"], "--peak-hour"),
+    (["--profile", "business-hours", "--workdays", "8"], "--workdays"),
+    (["--profile", "business-hours", "--workdays", "0"], "--workdays"),
+])
+def test_cli_refuses_a_shape_parameter_in_one_line(capsys, extra, flag):
+    code, out, err = run(capsys, *PLAN, *extra)
+    assert code == 2 and err.count("\n") == 1 and flag in err, err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 from rooflinekit import batching, catalog, planning, pricing, roofline, workloads
 from rooflinekit.cli._args import (
@@ -62,12 +63,38 @@ EPILOG = ("examples:\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 20 --prompt-mean 1000 "
           "--output-mean 200 --ttft 1 --profile business-hours --off-peak 0.2 --autoscale "
           "--min-replicas 1 --payg-price 0.6 2.4 --replicates 2 --requests 100\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 20 --prompt-mean 1000 "
+          "--output-mean 200 --ttft 1 --profile diurnal --peak-hour 20 --off-peak 0.3 "
+          "--autoscale --payg-price 0.6 2.4 --replicates 2 --requests 100\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 20 --prompt-mean 1000 "
+          "--output-mean 200 --ttft 1 --profile business-hours --business-hours 8-20 "
+          "--workdays 6 --autoscale --payg-price 0.6 2.4 --replicates 2 --requests 100\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 10 --prompt-mean 1000 "
+          "--output-mean 200 --ttft 1 --profile day.csv --profile-period 15min --autoscale "
+          "--payg-price 0.6 2.4 --replicates 2 --requests 100\n"
+          "  rooflinekit plan path/to/config.json --name my-8b --gpus h100 --rate 5 "
+          "--prompt-mean 1000 --output-mean 200 --ttft 1 --replicates 2 --requests 100\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 5 --prompt-mean 1000 "
           "--output-mean 200 --ttft 1 --spare-replicas 1 --min-replicas 2 --replicates 2 "
           "--requests 100\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100 a100 l40s --tp 1,2 --rate 5 "
           "--prompt-mean 1000 --output-mean 200 --ttft 1 --per-gpu --replicates 2 "
           "--requests 100")
+
+
+#: The largest log-normal sigma ``--spread`` takes: at 3 a length's 95th percentile is already
+#: about 140× its median; 50 is a slip (a percentage, or a length typed for a sigma).
+LARGEST_SPREAD = 3.0
+
+
+def _check_spread(spread: float) -> None:
+    """``--spread``: a log-normal sigma in [0, 3]; a larger one is refused as the likely slip
+    (after parsing, so that the command returns its usage code like every input error)."""
+    if spread > LARGEST_SPREAD:
+        raise ValueError(
+            f"--spread must be a log-normal sigma in [0, {LARGEST_SPREAD:g}] (at 3 a length's "
+            f"95th percentile is about 140x its median); got {spread:g}: a percentage or a "
+            f"length typed for a sigma?")
 
 
 #: The command's flags after the model and the shared ones: (flag, type, default, help).
@@ -77,7 +104,7 @@ _FLAGS = (
     ("--prompt-mean", positive_float, ..., "mean prompt tokens per request"),
     ("--output-mean", positive_float, ..., "mean output tokens per request"),
     ("--spread", nonnegative_float, 0.0,
-     "log-normal sigma of both lengths (0: every request alike)"),
+     "log-normal sigma of both lengths, in [0, 3] (0: every request alike)"),
     ("--burstiness", positive_float, None,
      "gamma arrivals with this shape (1 = Poisson, < 1 bursty)"),
     ("--ttft", latency, None, "time-to-first-token target [s]; units allowed: 500ms, 1s"),
@@ -147,11 +174,21 @@ def add_month_flags(parser) -> None:
     """How the month runs: a profile of the traffic, and a fleet that follows it."""
     parser.add_argument("--profile", default=None, metavar="SHAPE|FILE",
                         help="the month's traffic: flat, business-hours or diurnal (peaking at "
-                             "--rate), or a CSV of requests/s, one an hour, repeated over the "
-                             "730-hour month (24 lines a day, 168 a week). Default: --rate all "
-                             "month")
+                             "--rate), or a CSV of requests/s, one a period (--profile-period, "
+                             "or a 'period' column; default an hour), repeated over the "
+                             "730-hour month (24 hourly lines a day, 168 a week). Default: "
+                             "--rate all month")
+    parser.add_argument("--profile-period", default=None, metavar="DURATION",
+                        help="the period of each line of a --profile FILE: 15min, 1h, 1d or "
+                             "seconds; it must divide an hour or be whole hours (1h)")
     parser.add_argument("--business-hours", type=_hours, default=(9, 17), metavar="START-END",
                         help="business hours of --profile business-hours, weekdays (9-17)")
+    parser.add_argument("--workdays", type=whole_number(1, 7), default=None, metavar="N",
+                        help="working days a week of --profile business-hours, the month "
+                             "starting on a Monday, in [1, 7] (5)")
+    parser.add_argument("--peak-hour", type=number(0, 24, hi_open=True), default=None,
+                        metavar="HOUR",
+                        help="hour of the day --profile diurnal peaks at, in [0, 24) (14)")
     parser.add_argument("--off-peak", type=number(0, 1), default=0.1, metavar="SHARE",
                         help="rate outside business hours, or at the diurnal trough, as a share "
                              "of --rate, in [0, 1] (0.1)")
@@ -189,20 +226,40 @@ _hours.__name__ = "hours"
 def profile_from_args(args):
     """The month's requests per hour from ``--profile`` (``None`` without it), checked against
     ``--rate``; errors name the flag."""
+    if args.profile is None or args.profile not in planning.PROFILE_SHAPES:
+        for flag, value in (("--workdays", args.workdays), ("--peak-hour", args.peak_hour)):
+            if value is not None:
+                raise ValueError(f"{flag} shapes a built-in --profile; got "
+                                 f"{'none' if args.profile is None else 'a file'}")
     if args.profile is None:
+        if args.profile_period is not None:
+            raise ValueError("--profile-period is the period of a --profile FILE's lines: "
+                             "give --profile")
         if args.autoscale:
             raise ValueError("--autoscale scales the fleet with the month's traffic: give "
                              "--profile")
         return None
     if args.profile in planning.PROFILE_SHAPES:
+        if args.profile_period is not None:
+            raise ValueError(f"--profile-period is the period of a --profile FILE's lines; "
+                             f"the {args.profile} shape is hourly")
+        for flag, value, shape in (("--workdays", args.workdays, "business-hours"),
+                                   ("--peak-hour", args.peak_hour, "diurnal")):
+            if value is not None and args.profile != shape:
+                raise ValueError(f"{flag} shapes --profile {shape}; got --profile "
+                                 f"{args.profile}")
         start, end = args.business_hours
-        return planning.month_profile(args.profile, args.rate, start_hour=start, end_hour=end,
-                                      off_peak=args.off_peak)
+        return planning.month_profile(
+            args.profile, args.rate, start_hour=start, end_hour=end,
+            workdays=5 if args.workdays is None else args.workdays, off_peak=args.off_peak,
+            peak_hour=14.0 if args.peak_hour is None else args.peak_hour)
     try:
-        profile = planning.read_profile(args.profile)
+        profile = planning.read_profile(args.profile, period=args.profile_period)
     except (ValueError, OSError) as exc:
-        raise ValueError(f"--profile: {exc}") from None
-    peak = float(profile.max()) / 3600
+        # read_profile checks the period first, its message starting "period"
+        flag = "--profile-period" if str(exc).startswith("period") else "--profile"
+        raise ValueError(f"{flag}: {exc}") from None
+    peak = float(profile.max()) / (planning.SECONDS_PER_MONTH / profile.size)  # req/s
     if peak > args.rate * (1 + 1e-9):
         raise ValueError(f"--profile peaks at {peak:g} requests/s, above --rate {args.rate:g}: "
                          f"the fleet is sized for --rate; raise it to the profile's peak")
@@ -289,6 +346,9 @@ def add_table_flags(parser, flags) -> None:
 
 def add_arguments(parser) -> None:
     add_flag(parser, "--model", positional=True)
+    parser.add_argument("--name", default=None, metavar="NAME",
+                        help="the model's name in the output (default: the catalogue name, the "
+                             "repo id, or the config file's or folder's name)")
     parser.add_argument("--gpus", nargs="+", type=name_list, required=True, metavar="NAME",
                         help="catalogue GPU names (h100 l40s or h100,l40s)")
     add_flag(parser, "--tensor-parallel-size", type=int_list, default=[1],
@@ -329,9 +389,47 @@ def _rows(ds):
                      "max_rate_high": float(r["max_rate_high"]), "replicas": int(r["replicas"]),
                      "gpus": int(r["gpus"]), "monthly_cost": float(r["monthly_cost"]),
                      "cost_per_million_tokens": float(r["cost_per_million_tokens"]),
+                     "operating_rate": float(r["operating_rate"]),
                      "p95_ttft": float(r["p95_ttft"]), "p95_token_itl": float(r["p95_token_itl"]),
-                     "binding": r["binding"]})
+                     "binding": r["binding"],
+                     "rate_margin": rate_margin(r["max_rate"], r["operating_rate"])})
     return rows
+
+
+def rate_margin(max_rate, operating_rate) -> float:
+    """How far each replica's operating rate may rise before the binding target fails [1]:
+    ``max_rate / operating_rate − 1`` (0.25: 25 % more traffic per replica); NaN where the
+    configuration serves nothing.
+
+    Parameters
+    ----------
+    max_rate : float
+        The replica's highest rate within the SLO [requests/s], where the binding target binds.
+    operating_rate : float
+        The rate each replica carries at the peak, spares down [requests/s].
+
+    Returns
+    -------
+    float
+        The margin [1], >= 0 (the fleet is sized so that the operating rate is at most the
+        max rate / (1 + headroom)).
+
+    Notes
+    -----
+    ``m = r_max / r_op − 1``; with headroom h and enough replicas, ``m >= h``.
+
+    References
+    ----------
+    .. [1] :func:`rooflinekit.planning.plan`: replicas ``⌈rate × (1 + headroom) / max_rate⌉``.
+    """
+    top, now = float(max_rate), float(operating_rate)
+    if not (top > 0 and now > 0 and math.isfinite(top) and math.isfinite(now)):
+        return math.nan
+    return top / now - 1.0
+
+
+def _margin_text(margin: float) -> str:
+    return "—" if margin != margin else f"+{margin:.0%}"
 
 
 def _ideal_bound(rows, traffic, slo, model, *, pp, search) -> dict | None:
@@ -354,6 +452,7 @@ def _ideal_bound(rows, traffic, slo, model, *, pp, search) -> dict | None:
 
 def traffic_and_slo(args):
     """The ``Traffic`` and ``SLO`` of the traffic and target flags (:data:`TRAFFIC_FLAGS`)."""
+    _check_spread(args.spread)
     for flag, mean in (("--prompt-mean", args.prompt_mean), ("--output-mean", args.output_mean)):
         if args.spread == 0 and mean != round(mean):   # every request alike: whole tokens
             raise ValueError(f"{flag} must be a whole number of tokens with --spread 0, "
@@ -376,6 +475,10 @@ def run(args, out) -> int:
     if args.enable_prefix_caching and traffic.prefix is None:
         raise ValueError("--enable-prefix-caching caches shared prefixes: give --prefix-tokens")
     model = apply_dtypes(catalog.resolve_model(args.model), args)
+    if args.name is not None:
+        if not args.name.strip():
+            raise ValueError("--name must not be empty")
+        model = dataclasses.replace(model, name=args.name.strip())
     draft = speculative_draft(args)
     speculative = None
     if draft is not None:
@@ -402,6 +505,7 @@ def run(args, out) -> int:
                   prefix_caching=args.enable_prefix_caching, speculative=speculative,
                   prices=gpu_prices, spare_replicas=args.spare_replicas,
                   min_replicas=args.min_replicas)
+    check_grid_size(args, traffic, gpus)
     engine = engine_from_args(args, gpus)
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
                        max_num_seqs=args.max_num_seqs or "auto", engine=engine, **search)
@@ -413,6 +517,9 @@ def run(args, out) -> int:
     bound = None if engine is roofline.IDEAL else _ideal_bound(
         rows, traffic, slo, model, pp=args.pp, search=search)
     options = {str(o): {"monthly_cost": float(decision["monthly_cost"].sel(option=o)),
+                        "monthly_cost_low": float(decision["monthly_cost_low"].sel(option=o)),
+                        "monthly_cost_high":
+                            float(decision["monthly_cost_high"].sel(option=o)),
                         "capacity_tokens": float(decision["capacity_tokens"].sel(option=o)),
                         "tie_gpu_hourly": float(decision["tie_gpu_hourly"].sel(option=o)),
                         "tie_engineering_monthly":
@@ -433,17 +540,23 @@ def run(args, out) -> int:
             f"USD {hourly:g} per GPU-hour of {best['gpu'].values}, "
             + ("typed (--gpu-hourly)" if gpu_prices and str(best["gpu"].values) in gpu_prices
                else "the catalogue's illustrative price (--gpu-hourly to type yours)"))
-    flips = decision_flips(decision, float(best["gpu_hourly"]))
+    flips = decision_flips(decision)
     payload = {"model": model.name, "model_quality": ds.attrs["model_quality"],
                "configurations": rows,
                "decision": {"options": options, "choice": str(decision["choice"].values),
                             "prices": price_notes, "flips": flips,
-                            "month_priced_as": decision.attrs["month_priced_as"]},
+                            "month_priced_as": decision.attrs["month_priced_as"],
+                            "payg_cached_fraction": decision.attrs["payg_cached_fraction"]},
                "monthly_tokens": decision.attrs["monthly_tokens"]}
     if bound is not None:
         payload["ideal_bound"] = bound
-    deploy = planning.launch_commands(best, traffic, model=model) if bool(best["feasible"]) \
-        else None
+    # a path or a repo id typed for the model is what the engines load, whatever --name says
+    typed = str(args.model)
+    path = typed if os.path.exists(typed) or "/" in typed else None
+    if path is not None and os.path.isfile(path):      # a config.json: the folder beside it
+        path = os.path.dirname(path) or "."
+    deploy = planning.launch_commands(best, traffic, model=model, model_path=path) \
+        if bool(best["feasible"]) else None
     if deploy is not None:
         payload["deployment"] = deploy
 
@@ -467,13 +580,16 @@ def run(args, out) -> int:
         headers = ("GPU", "TP" if "pp" not in ds.dims else "TP×PP", "max seqs", "chunk [tokens]",
                    "max rate [req/s]", "band [req/s]", "replicas",
                    "GPUs", "cost [USD/month]", "cost [USD/1M tokens, prompt + output]",
-                   "p95 TTFT [s]", "p95 ITL [s]", "binding")
+                   "operating rate [req/s]", "p95 TTFT at operating rate [s]",
+                   "p95 ITL at operating rate [s]", "binding at max rate",
+                   "rate margin to max rate")
         table = [(r["gpu"], r["tp"] if "pp" not in r else f"{r['tp']}×{r['pp']}",
                   r["max_num_seqs"], r["max_num_batched_tokens"] or "whole",
                   to_jsonable(r["max_rate"]),
                   f"{r['max_rate_low']:.3g}-{r['max_rate_high']:.3g}", r["replicas"], r["gpus"],
                   to_jsonable(r["monthly_cost"]), to_jsonable(r["cost_per_million_tokens"]),
-                  to_jsonable(r["p95_ttft"]), to_jsonable(r["p95_token_itl"]), r["binding"])
+                  to_jsonable(r["operating_rate"]), to_jsonable(r["p95_ttft"]),
+                  to_jsonable(r["p95_token_itl"]), r["binding"], _margin_text(r["rate_margin"]))
                  for r in shown]
         print_table(headers, table, out)
         for typed, (name, also) in variants.items():
@@ -489,6 +605,10 @@ def run(args, out) -> int:
                   f"share {decision.attrs['output_fraction']:.0%})\n")
         for option, note in price_notes.items():
             out.write(f"  {option} price: {note}\n")
+        cached = float(decision.attrs["payg_cached_fraction"])
+        if cached > 0:
+            out.write(f"  pay-as-you-go bills {cached:.0%} of input tokens (the shared "
+                      f"prefixes) at its cached-input price, every prefix a cache hit\n")
         if payg is None:
             out.write("  pay-as-you-go: no price given (--payg-price IN OUT or --payg NAME), "
                       "so no pay-as-you-go row\n")
@@ -515,6 +635,28 @@ def run(args, out) -> int:
     return emit(args, out, rows, text=text, payload=payload, dataset=ds)
 
 
+def check_grid_size(args, traffic, gpus) -> None:
+    """Refuse, before any work, a grid the planner would refuse as too large, in the command
+    line's words (the planner's own message names its Python arguments)."""
+    n = len(gpus) * len(args.tp) * len(args.max_num_seqs or [1]) * \
+        len(args.max_num_batched_tokens or [1]) * len(args.pp or [1])
+    try:
+        planning.check_plan_size(traffic, n, replicates=args.replicates,
+                                 requests=args.requests, work_limit=planning.PLAN_WORK_LIMIT)
+    except ValueError as exc:
+        what = str(exc).split(" (", 1)[0]          # "this plan would hold/simulate about ..."
+        if "GiB" in what:                           # the draws: replicates × requests
+            raise ValueError(
+                f"{what}: --replicates {args.replicates} × --requests {args.requests}, above "
+                f"the {planning.PLAN_MEMORY_LIMIT / 2**30:g} GiB the draws may hold; give fewer "
+                f"--replicates or --requests") from None
+        raise ValueError(
+            f"{what}: {n} configuration(s) (--gpus × --tp × --max-num-seqs × "
+            f"--max-num-batched-tokens × --pp values) × --replicates {args.replicates} × "
+            f"--requests {args.requests}, more than one process plans in about a minute; give "
+            f"fewer --replicates or --requests, or fewer values to those flags") from None
+
+
 def break_even_text(option: str, row: dict, options: dict):
     """The break-even cell of an option: a volume, "never" where this fleet cannot reach it,
     "—" on the fleet's own row."""
@@ -531,48 +673,42 @@ def break_even_text(option: str, row: dict, options: dict):
     return f"{volume:.3g}"
 
 
-def decision_flips(decision, gpu_hourly=math.nan) -> dict:
-    """Where the choice flips, one input at a time (the decision table's tie points).
-
-    Against the option the self-hosted fleet is compared with: the cheapest admissible other
-    option when self-hosting is chosen, else the chosen one. Empty when there is no other
-    option or no fleet. ``gpu_hourly`` is the fleet's price per GPU-hour now [USD/h].
-    """
-    choice = str(decision["choice"].values)
-    hosted = (planning.SELF_HOSTED, planning.SELF_HOSTED_AUTOSCALED)
-    others = [str(o) for o in decision["option"].values if str(o) not in hosted
-              and bool(decision["admissible"].sel(option=o))]
-    if not others or choice == "none admissible":
+def decision_flips(decision) -> dict:
+    """Where the choice flips, one input at a time: the decision table's tie points against
+    its ``flip_against`` option, each with its value now, and a line for each input in words.
+    Empty when nothing can flip (no other admissible option, or no fleet)."""
+    against = str(decision["flip_against"].values)
+    if not against:
         return {}
-    if choice in hosted:
-        against = min(others, key=lambda o: float(decision["monthly_cost"].sel(option=o)))
-    else:
-        against = choice
     at = decision.sel(option=against)
-    hourly, engineering = float(at["tie_gpu_hourly"]), float(at["tie_engineering_monthly"])
-    if not math.isfinite(hourly):
-        return {}
+    flips = {"against": against,
+             "volume_tokens": float(at["break_even_tokens"]),
+             "volume_tokens_now": float(decision.attrs["monthly_tokens"]),
+             "gpu_hourly": float(at["tie_gpu_hourly"]),
+             "gpu_hourly_now": float(decision["gpu_hourly"]),
+             "engineering_monthly": float(at["tie_engineering_monthly"]),
+             "engineering_monthly_now": float(decision.attrs.get("engineering_monthly", 0.0)),
+             "payg_blended": float(at["tie_payg_blended"]),
+             "payg_blended_now": float(at["cost_per_million_tokens"])}
     wins = "self-hosting is cheaper"
     lines = []
-    volume = float(at["break_even_tokens"])
+    volume, hourly = flips["volume_tokens"], flips["gpu_hourly"]
+    engineering = flips["engineering_monthly"]
     if math.isfinite(volume):
         lines.append(f"monthly volume: {wins} above {volume:.3g} tokens/month "
-                     f"(now {decision.attrs['monthly_tokens']:.3g})")
-    lines.append(f"GPU-hour price: {wins} below USD {hourly:.3g}/h (now {gpu_hourly:.3g})"
-                 if hourly > 0 else
+                     f"(now {flips['volume_tokens_now']:.3g})")
+    lines.append(f"GPU-hour price: {wins} below USD {hourly:.3g}/h "
+                 f"(now {flips['gpu_hourly_now']:.3g})" if hourly > 0 else
                  "GPU-hour price: self-hosting is not cheaper even with free GPU-hours")
-    now_eng = float(decision.attrs.get("engineering_monthly", 0.0))
     lines.append(f"engineering line: {wins} below USD {engineering:,.0f}/month "
-                 f"(now {now_eng:,.0f})" if engineering > 0 else
+                 f"(now {flips['engineering_monthly_now']:,.0f})" if engineering > 0 else
                  "engineering line: self-hosting is not cheaper even with no engineering line")
-    blended = float(at["tie_payg_blended"])
+    blended, now = flips["payg_blended"], flips["payg_blended_now"]
     if math.isfinite(blended):
-        now = float(at["cost_per_million_tokens"])
         lines.append(f"pay-as-you-go price: pay-as-you-go is cheaper below a blended USD "
                      f"{blended:.3g} per 1M tokens (now {now:.3g}: x{blended / now:.3g} both "
                      f"list prices)")
-    return {"against": against, "volume_tokens": volume, "gpu_hourly": hourly,
-            "engineering_monthly": engineering, "payg_blended": blended, "lines": lines}
+    return {**flips, "lines": lines}
 
 
 #: The flags of the traffic, the SLO and the search, shared with ``rooflinekit disaggregated``.

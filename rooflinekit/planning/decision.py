@@ -146,6 +146,9 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
     -------
     xarray.Dataset
         Over the ``by`` dimensions of ``cheapest`` and ``option``: ``monthly_cost`` [USD/month],
+        with ``monthly_cost_low``/``_high`` (the fixed and the autoscaled fleet at the 90th
+        and 10th percentile of the max rate over the replicates, the band of the plan's
+        ``monthly_cost_low``/``_high``; the option's own cost on the other rows),
         ``cost_per_million_tokens`` [USD/1M tokens], ``units`` (provisioned units bought, 0
         otherwise), ``admissible`` and ``reason`` (the gate that excludes it, "" if none),
         ``break_even_tokens`` (monthly volume above which the self-hosted fleet is cheaper than
@@ -161,15 +164,26 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
         pay-as-you-go row, the blended price per token at which pay-as-you-go costs what the
         fleet does [USD/1M tokens]; pay-as-you-go is cheaper below it; NaN on the other rows);
         ``choice_share`` (the share of the plan's replicates, each with its own traffic and
-        engine draw, in which the option is the cheapest admissible one [1]); and ``choice``,
-        the cheapest admissible option ("none admissible" if none). Its ``attrs`` add
+        engine draw, in which the option is the cheapest admissible one [1]); ``choice``,
+        the cheapest admissible option ("none admissible" if none); and, over the ``by``
+        dimensions alone, ``gpu_hourly`` (the fleet's price per GPU-hour [USD/h]) and
+        ``flip_against``: the option the choice turns on (the chosen one, or the cheapest
+        admissible other option when a self-hosted fleet is chosen; "" when none), whose
+        ``break_even_tokens`` and ``tie_*`` are where the choice flips, one input at a time.
+        Its ``attrs`` add
         ``monthly_tokens`` and ``monthly_requests`` (the volume priced), ``output_fraction``,
-        ``peak_monthly_tokens`` and ``month_priced_as`` (how the month was counted, in words).
+        ``peak_monthly_tokens``, ``month_priced_as`` (how the month was counted, in words) and
+        ``payg_cached_fraction`` (the share of input tokens billed at the cached-input price).
 
     Notes
     -----
     Volume V = monthly requests × (mean prompt + mean output tokens) of the plan's draws, at
-    output fraction f = mean output / (mean prompt + mean output). Provisioned for the peak:
+    output fraction f = mean output / (mean prompt + mean output). With a cached-input price
+    and the traffic's shared prefixes (``Traffic(prefix=SharedPrefix(tokens, groups, share))``),
+    pay-as-you-go bills ``h = min(1, share × tokens / mean prompt)`` of the input tokens at the
+    cached-input price (every prefixed request a hit of the provider's prompt cache: its first
+    request of a group and cache expiry are not counted, so the bill is a lower bound);
+    ``c_b = (c_in (1 − h) + c_cached h)(1 − f) + c_out f``. Provisioned for the peak:
     units carrying ``rate × tokens per request × seconds per month`` at the mix
     (:meth:`~rooflinekit.pricing.Provisioned.capacity`). With a profile of n periods, the
     floor of k units serves ``min(d_t, k·K(f)/n)`` of each period's demand d_t and the rest is
@@ -181,9 +195,12 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
     Autoscaled: period t of a profile of n periods (each ``730 h / n``) carries
     ``r_t = requests_t / (730 × 3600 / n)`` requests/s and runs
     ``max(min_replicas, ⌈r_t (1 + headroom) / max_rate⌉)`` replicas (the plan's rule at that
-    rate), plus the plan's ``attrs["spare_replicas"]`` where it has them; the month costs the sum of their GPU-hours at the plan's price plus the plan's
-    engineering and electricity lines. Its break-evens, ties and share over the replicates are
-    those of the fixed fleet (NaN, and the median fleet's cost in every replicate).
+    rate), plus the plan's ``attrs["spare_replicas"]`` where it has them; the month costs the
+    sum of their GPU-hours at the plan's price plus the plan's engineering and electricity
+    lines. ``max_rate`` is the plan's median for ``monthly_cost``, its 90th and 10th
+    percentiles for ``monthly_cost_low``/``_high``, and each replicate's own max rate for
+    ``choice_share`` (as the fixed fleet's). Its break-evens and ties are NaN (as the fixed
+    fleet's: no break-even with itself).
 
     Tie points, against an option of monthly cost C_o, for a fleet of n GPUs at hourly price h
     and H hours, engineering line E and other fixed costs R (``C_sh = n h H + E + R``):
@@ -241,19 +258,23 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
     table = {name: np.zeros(shape + (len(options),)) for name in
              ("monthly_cost", "units", "break_even_tokens", "break_even_tokens_low",
               "break_even_tokens_high", "choice_share", "capacity_tokens", "tie_gpu_hourly",
-              "tie_engineering_monthly", "tie_payg_blended")}
+              "tie_engineering_monthly", "tie_payg_blended", "monthly_cost_low",
+              "monthly_cost_high")}
     admissible = np.ones(shape + (len(options),), dtype=bool)
     reason = np.full(shape + (len(options),), "", dtype=object)
     choice = np.full(shape, "", dtype=object)
+    against = np.full(shape, "", dtype=object)
+    cached = _cached_fraction(payg, traffic, prompt)
     payg_blended = math.nan if payg is None else \
-        float(np.asarray(blended_price(payg, f, prompt_tokens=prompt)))
+        float(np.asarray(blended_price(payg, f, cached_fraction=cached, prompt_tokens=prompt)))
     for index in np.ndindex(shape):
         at = cheapest.isel(dict(zip(keep, index)))
         hosted = _fleet(at, region)
         rows = {SELF_HOSTED: (float(at["monthly_cost"]), 0.0, hosted)}
         if autoscale:
-            rows[SELF_HOSTED_AUTOSCALED] = (_autoscaled_cost(at, traffic, min_replicas), 0.0,
-                                            hosted)
+            rows[SELF_HOSTED_AUTOSCALED] = (
+                float(_autoscaled_costs(at, traffic, min_replicas, float(at["max_rate"]))[0]),
+                0.0, hosted)
         if payg is not None:
             rows[PAY_AS_YOU_GO] = (volume * payg_blended / PER_MILLION, 0.0, payg)
         if provisioned is not None:
@@ -291,6 +312,8 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
             for end in ("low", "high"):
                 table[f"break_even_tokens_{end}"][index + (j,)] = _break_even(
                     _fleet(at, region, end), option, f, at)
+                table[f"monthly_cost_{end}"][index + (j,)] = _cost_at_end(
+                    name, at, end, cost, traffic, min_replicas)
             table["capacity_tokens"][index + (j,)] = _capacity_of(hosted, option, f)
             ties = _ties(at, cost, volume) if option is not hosted else (math.nan,) * 3
             table["tie_gpu_hourly"][index + (j,)] = ties[0]
@@ -304,8 +327,14 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
         each = np.repeat(costs[None, :], _replicates(at), axis=0)
         each[:, options.index(SELF_HOSTED)] = np.where(
             admissible[index + (options.index(SELF_HOSTED),)], _replicate_costs(at), np.inf)
+        if autoscale:       # and its autoscaled fleet too, each replicate at its own rate
+            k = options.index(SELF_HOSTED_AUTOSCALED)
+            each[:, k] = np.where(admissible[index + (k,)], _autoscaled_costs(
+                at, traffic, min_replicas, _replicate_rates(at)), np.inf)
         wins = np.where(np.isfinite(each).any(axis=1), np.argmin(each, axis=1), -1)
         table["choice_share"][index] = [float(np.mean(wins == j)) for j in range(len(options))]
+        against[index] = _flip_against(options, choice[index], costs,
+                                       table["tie_gpu_hourly"][index])
     coords = {d: cheapest[d].values for d in keep if d in cheapest.coords}
     coords[dims.OPTION] = options
     full = keep + [dims.OPTION]
@@ -346,17 +375,55 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
         "break_even_tokens_high": (full, table["break_even_tokens_high"], {
             "units": "tokens/month",
             "long_name": "break-even volume with the fleet at the 10th-percentile max rate"}),
+        "monthly_cost_low": (full, table["monthly_cost_low"], {
+            "units": "USD/month",
+            "long_name": "monthly cost with the fleet at the 90th-percentile max rate (the "
+                         "fixed and the autoscaled fleet; the option's own cost otherwise)"}),
+        "monthly_cost_high": (full, table["monthly_cost_high"], {
+            "units": "USD/month",
+            "long_name": "monthly cost with the fleet at the 10th-percentile max rate (the "
+                         "fixed and the autoscaled fleet; the option's own cost otherwise)"}),
         "choice_share": (full, table["choice_share"], {
             "units": "1", "long_name": "share of the replicates in which the option is the "
                                        "cheapest admissible one"}),
         "choice": (keep, choice.astype(str), {"units": "",
                                               "long_name": "cheapest admissible option"}),
+        "flip_against": (keep, against.astype(str), {
+            "units": "", "long_name": "the option the choice between it and the self-hosted "
+                                     "fleet turns on, whose tie_* are the flip points (\"\": "
+                                     "none)"}),
+        "gpu_hourly": (keep, np.asarray(xr.broadcast(cheapest["gpu_hourly"],
+                                                     cheapest["monthly_cost"])[0]
+                                        .transpose(*keep).values, dtype=float), {
+            "units": "USD/h", "long_name": "price per GPU-hour of the self-hosted fleet"}),
     }, coords=coords)
     out.attrs = {**cheapest.attrs, "monthly_tokens": volume, "output_fraction": f,
                  "peak_monthly_tokens": peak_volume,
                  "monthly_requests": traffic.monthly_requests,
-                 "month_priced_as": _month_basis(traffic)}
+                 "month_priced_as": _month_basis(traffic), "payg_cached_fraction": cached}
     return out
+
+
+def _flip_against(options, choice, costs, ties) -> str:
+    """The option whose tie points with the fixed fleet are where the choice flips: the chosen
+    one, or, when a self-hosted fleet is chosen, the cheapest admissible other option; "" when
+    there is none (or no fleet to tie with). ``costs`` are inf where inadmissible."""
+    hosted = (SELF_HOSTED, SELF_HOSTED_AUTOSCALED)
+    others = [k for k, o in enumerate(options) if o not in hosted and np.isfinite(costs[k])]
+    if not others or choice not in options:
+        return ""
+    k = min(others, key=lambda k: costs[k]) if choice in hosted else options.index(choice)
+    return options[k] if math.isfinite(ties[k]) else ""
+
+
+def _cached_fraction(payg, traffic: Traffic, prompt: float) -> float:
+    """Share of input tokens pay-as-you-go bills at its cached-input price [1]: the traffic's
+    shared-prefix tokens over the mean prompt (:func:`decision_table` Notes); 0 without a
+    cached-input price or shared prefixes."""
+    if payg is None or payg.cached_input_per_mtok is None or traffic.prefix is None or \
+            not prompt > 0:
+        return 0.0
+    return min(1.0, float(traffic.prefix.share) * float(traffic.prefix.tokens) / prompt)
 
 
 def _replicates(at) -> int:
@@ -425,21 +492,45 @@ def _capacity_of(hosted, option, f) -> float:
     return float(np.asarray(option.capacity(f)))
 
 
-def _autoscaled_cost(at, traffic: Traffic, min_replicas: int) -> float:
-    """The chosen configuration's fleet scaled per period of the profile [USD/month]
-    (:func:`decision_table` Notes); inf where the configuration serves nothing."""
+def _replicate_rates(at) -> np.ndarray:
+    """Each replicate's max rate of the chosen configuration [requests/s]; its median rate
+    where the plan kept no replicates."""
+    if "replicate_max_rate" not in at:
+        return np.array([float(at["max_rate"])])
+    return np.asarray(at["replicate_max_rate"].values, dtype=float).ravel()
+
+
+def _autoscaled_costs(at, traffic: Traffic, min_replicas: int, rates) -> np.ndarray:
+    """The chosen configuration's fleet scaled per period of the profile, one month's cost
+    for each max rate of ``rates`` [USD/month] (:func:`decision_table` Notes); inf where the
+    configuration serves nothing or the rate is 0."""
+    rates = np.atleast_1d(np.asarray(rates, dtype=float))
     gpus, replicas = int(at["gpus"]), int(at["replicas"])
-    rate = float(at["max_rate"])
-    if gpus <= 0 or replicas <= 0 or not rate > 0:
-        return math.inf
+    if gpus <= 0 or replicas <= 0:
+        return np.full(rates.shape, math.inf)
     periods = traffic.profile.size
     hours = HOURS_PER_MONTH / periods
     need = traffic.profile / (hours * SECONDS_PER_HOUR) * (1.0 + float(at.attrs["headroom"]))
-    running = np.maximum(replicas_for_rate(need, rate), min_replicas) + \
+    # periods × rates: the plan's rule in each period, at each rate
+    running = np.maximum(replicas_for_rate(need[:, None], rates[None, :]), min_replicas) + \
         int(at.attrs.get("spare_replicas", 0))
-    gpu_hours = float(np.sum(running)) * (gpus / replicas) * hours
+    gpu_hours = running.sum(axis=0) * (gpus / replicas) * hours
     fixed = float(at["monthly_cost"]) - float(at["gpu_monthly_cost"])
-    return gpu_hours * float(at["gpu_hourly"]) + fixed
+    return np.where(rates > 0, gpu_hours * float(at["gpu_hourly"]) + fixed, math.inf)
+
+
+def _cost_at_end(name, at, end, cost, traffic, min_replicas) -> float:
+    """The option's monthly cost with the fleet at ``end`` ("low": the 90th-percentile max
+    rate, "high": the 10th) of the rate's band [USD/month]; the option's own ``cost`` for the
+    options that do not run the fleet."""
+    if name == SELF_HOSTED:
+        key = f"monthly_cost_{end}"
+        return float(at[key]) if key in at else cost
+    if name == SELF_HOSTED_AUTOSCALED:
+        key = "max_rate_high" if end == "low" else "max_rate_low"
+        rate = float(at[key]) if key in at else float(at["max_rate"])
+        return float(_autoscaled_costs(at, traffic, min_replicas, rate)[0])
+    return cost
 
 
 def _ties(at, option_cost: float, volume: float) -> tuple[float, float, float]:

@@ -10,6 +10,7 @@ repository where the catalogue row gives one.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 
@@ -41,7 +42,8 @@ def _chosen(cheapest: xr.Dataset, name: str):
     return value.item()
 
 
-def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None) -> dict:
+def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
+                    model_path=None) -> dict:
     """The commands that deploy one planned configuration and check it under its traffic.
 
     Parameters
@@ -54,6 +56,10 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None) -> di
         The traffic planned for: the lengths and arrivals the benchmark replays.
     model : str, ModelShape, optional
         The model (its repository and KV format); default the plan's model by catalogue name.
+    model_path : str or os.PathLike, optional
+        What the engines load: a local folder or a Hugging Face repo id (a model read from a
+        ``config.json`` is named for display, not by where its weights are). Default: the
+        repository the model's source names, else its name.
 
     Returns
     -------
@@ -103,7 +109,13 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None) -> di
     # a plan's budget variable holds 0 where prompts were prefilled whole
     pp, budget = _chosen(cheapest, dims.PP), _chosen(cheapest, dims.MAX_NUM_BATCHED_TOKENS) or None
     attrs = cheapest.attrs
-    repository = _repository(model)
+    if model_path is None:
+        repository = _repository(model)
+    else:
+        if not isinstance(model_path, (str, os.PathLike)) or not os.fspath(model_path).strip():
+            raise TypeError(f"model_path must be a folder or a repo id (a non-empty string or "
+                            f"path); got {describe(model_path)}")
+        repository = os.fspath(model_path).strip()
     kv = float(model.kv_bytes_per_element)
     caching = bool(attrs.get("prefix_caching", 0))
     replicas = int(cheapest["replicas"])

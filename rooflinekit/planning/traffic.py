@@ -8,6 +8,7 @@ optionally with a goodput attainment. Both are frozen specs, checked on construc
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 
 import numpy as np
@@ -75,8 +76,9 @@ class Traffic:
         Gamma shape k > 0 (squared coefficient of variation of the gaps 1/k; 1 is Poisson, below
         1 bursty). Only with ``arrival="gamma"`` (default 1 there).
     profile : array_like, optional
-        Requests per period over one month (e.g. 730 hourly counts), each finite and >= 0, for
-        the monthly volume and the spillover plan. Without it the month is taken at the peak
+        Requests per period over one month of n equal periods of 730 h / n (730 hourly counts,
+        2,920 quarter-hours), each finite and >= 0, for the monthly volume, the spillover plan
+        and the autoscaled fleet. Without it the month is taken at the peak
         ``rate`` throughout (the most a fleet sized for ``rate`` can be asked to serve).
         :func:`month_profile` builds the built-in shapes, :func:`read_profile` reads a CSV of
         rates, and :meth:`token_demand` gives it in tokens per period.
@@ -321,32 +323,112 @@ def month_profile(shape: str, peak_rate, *, start_hour=9, end_hour=17, workdays=
     return peak * SECONDS_PER_HOUR * share
 
 
-def read_profile(path) -> np.ndarray:
-    """A month of hourly request counts from a CSV of request rates.
+#: Units a profile's period may be given in, with their length [s].
+_PERIOD_UNITS = {"s": 1.0, "min": 60.0, "h": SECONDS_PER_HOUR, "d": 24 * SECONDS_PER_HOUR}
+
+#: The shortest period a profile may have [s]: one minute (43,800 periods a month).
+SHORTEST_PERIOD = 60.0
+
+#: Header names of a profile file's columns: the rate and the period.
+_RATE_COLUMNS = ("rate", "requests_per_second", "requests/s", "rps")
+_PERIOD_COLUMNS = ("period", "period_s")
+
+
+def profile_period(period) -> float:
+    """The length of one period of a traffic profile [s], checked against the month.
+
+    Parameters
+    ----------
+    period : float or str
+        Seconds, or a number with a unit: ``s``, ``min``, ``h`` or ``d`` (``"15min"``,
+        ``"1h"``, ``"1 d"``, ``900``).
+
+    Returns
+    -------
+    float
+        The period [s]: a whole number of seconds, at least :data:`SHORTEST_PERIOD` (60 s),
+        that either divides an hour (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60 minutes, ...)
+        or is a whole number of hours, at most the 730-hour month.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming ``period``, the allowed units and the rule, for anything else (a period of
+        7 minutes or 90 minutes does not tile the month's hours).
+
+    Notes
+    -----
+    The month is 730 hours; a period ``P`` tiles it when ``3600 mod P = 0`` (``730 × 3600 /
+    P`` whole periods) or ``P mod 3600 = 0`` (each hour takes its period's rate).
+
+    References
+    ----------
+    .. [1] Serving-capacity guide §6.4 (a month's demand profile).
+    """
+    if isinstance(period, str):
+        text = period.strip()
+        number = text.rstrip("abcdefghijklmnopqrstuvwxyz ").strip()
+        unit = text[len(number):].strip() or "s"
+        if unit not in _PERIOD_UNITS or not number:
+            raise ValueError(f"period must be seconds or a number with a unit "
+                             f"({', '.join(_PERIOD_UNITS)}), such as 15min, 1h or 1d; got "
+                             f"{period!r}")
+        try:
+            value = float(number)
+        except ValueError:
+            raise ValueError(f"period must be seconds or a number with a unit "
+                             f"({', '.join(_PERIOD_UNITS)}), such as 15min, 1h or 1d; got "
+                             f"{period!r}") from None
+        seconds = real_number("period", value, lo=0, lo_open=True) * _PERIOD_UNITS[unit]
+    else:
+        seconds = real_number("period", period, lo=0, lo_open=True)
+    if not math.isfinite(seconds) or seconds != round(seconds) or seconds < SHORTEST_PERIOD \
+            or seconds > SECONDS_PER_MONTH or \
+            not (SECONDS_PER_HOUR % seconds == 0 or seconds % SECONDS_PER_HOUR == 0):
+        raise ValueError(f"period must tile the {_MONTH_HOURS}-hour month: a whole number of "
+                         f"seconds from 1 min that divides an hour (such as 15min) or a whole "
+                         f"number of hours up to {_MONTH_HOURS} h (such as 1h or 1d); got "
+                         f"{show(period)} ({seconds:g} s)")
+    return float(seconds)
+
+
+def read_profile(path, period=None) -> np.ndarray:
+    """A month of request counts per period from a CSV of request rates.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A text file of one rate per line [requests/s] (the last comma-separated field of each
-        line; a first line that is not a number is a header, ``#`` starts a comment). N lines
-        are N consecutive hours, repeated over the month: 24 lines a day, 168 a week, 730 the
-        month itself (at most 730).
+        A text file of one rate per line [requests/s, over the line's period]: the column
+        headed ``rate`` (or ``requests_per_second``, ``requests/s``, ``rps``), else the last
+        comma-separated field of each line. A first line that is not a number is a header,
+        ``#`` starts a comment. A column headed ``period`` (or ``period_s``) gives each line's
+        period (:func:`profile_period`: ``15min``, ``1h``, ``1d``, or seconds), the same on
+        every line. N lines are N consecutive periods, repeated over the month (24 hourly
+        lines a day, 96 lines of 15 minutes a day, 7 daily lines a week).
+    period : float or str, optional
+        The period of each line when the file has no ``period`` column [s or with a unit];
+        default one hour. With a ``period`` column it must agree with it.
 
     Returns
     -------
     numpy.ndarray
-        730 hourly request counts [requests per hour]: rate × 3600.
+        Requests per period over the month, for ``Traffic(profile=...)``: for a period ``P``
+        of an hour or less, ``730 × 3600 / P`` counts of ``rate × P``; for a period of whole
+        hours, 730 hourly counts of ``rate × 3600`` (each hour at its period's rate).
 
     Raises
     ------
     ValueError
-        A rate that is negative, not finite or not a number, naming the file and the line; an
-        empty file; more than 730 rates; all rates 0.
+        A rate that is negative, not finite or not a number, naming the file and the line (and
+        the column); a period that does not tile the month or differs between lines or from
+        ``period``; an empty file; more rates than the month holds; all rates 0.
 
     Notes
     -----
-    Hour t of the month takes the rate of line ``t mod N`` (N lines): ``requests_t =
-    rate_{t mod N} × 3600``. The file is read bounded and only if it is a regular file.
+    Period t of the output (of length ``P' = min(P, 1 h)``) takes line
+    ``⌊t P' / P⌋ mod N`` (N lines): ``requests_t = rate × P'``. Rates are requests per second
+    at every period, so one file reads the same at any period. The file is read bounded and
+    only if it is a regular file.
 
     References
     ----------
@@ -355,30 +437,64 @@ def read_profile(path) -> np.ndarray:
     See Also
     --------
     month_profile : the built-in shapes.
+    profile_period : the periods a profile may have.
     """
+    given = None if period is None else profile_period(period)
     text = read_regular_file(path, "profile file", MAX_CONFIG_BYTES)
-    rates = []
+    rates, column, period_column, seen = [], None, None, None
     for number, line in enumerate(text.splitlines(), start=1):
-        field = line.split("#", 1)[0].strip().rstrip(",").split(",")[-1].strip()
-        if not field:
+        fields = [f.strip() for f in line.split("#", 1)[0].strip().rstrip(",").split(",")]
+        if not any(fields):
             continue
+        if not rates and column is None and not _is_number(fields[-1]):
+            names = [f.lower() for f in fields]             # a header
+            column = next((names.index(n) for n in _RATE_COLUMNS if n in names), -1)
+            period_column = next((names.index(n) for n in _PERIOD_COLUMNS if n in names),
+                                 None)
+            continue
+        where = f"profile file {path}, line {number}"
+        index = -1 if column is None else column
+        field = fields[index] if -len(fields) <= index < len(fields) else ""
         try:
             value = float(field)
         except ValueError:
-            if not rates and number == 1:
-                continue                                  # a header
-            raise ValueError(f"profile file {path}, line {number}: expected a rate "
-                             f"[requests/s], got {field!r}") from None
+            raise ValueError(f"{where}: expected a rate [requests/s], got {field!r}") from None
         if not np.isfinite(value) or value < 0:
-            raise ValueError(f"profile file {path}, line {number}: a rate must be finite and "
-                             f">= 0 [requests/s], got {field}")
+            raise ValueError(f"{where}: a rate must be finite and >= 0 [requests/s], got "
+                             f"{field}")
+        if period_column is not None:
+            cell = fields[period_column] if period_column < len(fields) else ""
+            try:
+                this = profile_period(cell)
+            except ValueError as exc:
+                raise ValueError(f"{where}, column period: {exc}") from None
+            if seen is not None and this != seen:
+                raise ValueError(f"{where}, column period: every line must have the same "
+                                 f"period; got {this:g} s after {seen:g} s")
+            seen = this
         rates.append(value)
     if not rates:
         raise ValueError(f"profile file {path} holds no rates")
-    if len(rates) > _MONTH_HOURS:
-        raise ValueError(f"profile file {path} holds {len(rates)} hourly rates; at most "
-                         f"{_MONTH_HOURS} (a month)")
+    if seen is not None and given is not None and seen != given:
+        raise ValueError(f"profile file {path}: its period column says {seen:g} s, the period "
+                         f"given is {given:g} s")
+    step = seen or given or SECONDS_PER_HOUR
+    if len(rates) * step > SECONDS_PER_MONTH * (1 + 1e-12):
+        raise ValueError(f"profile file {path} holds {len(rates)} rates of {step:g} s, more "
+                         f"than the {_MONTH_HOURS}-hour month ({SECONDS_PER_MONTH / step:g} "
+                         f"periods)")
     if max(rates) <= 0:
         raise ValueError(f"profile file {path}: every rate is 0")
-    hourly = np.asarray(rates) * SECONDS_PER_HOUR
-    return np.resize(hourly, _MONTH_HOURS)
+    out_step = min(step, SECONDS_PER_HOUR)
+    periods = int(round(SECONDS_PER_MONTH / out_step))
+    per_line = int(round(step / out_step))
+    t = np.arange(periods)
+    return np.asarray(rates)[(t // per_line) % len(rates)] * out_step
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -11,7 +11,7 @@ from rooflinekit import dims
 from rooflinekit._validation import check_one_of, describe
 from rooflinekit.plotting._axes import _axes, _check_ax
 
-__all__ = ["plot_load_curves", "plot_decision"]
+__all__ = ["plot_load_curves", "plot_decision", "plot_decision_flips"]
 
 #: What each metric of :func:`plot_load_curves` draws, and its SLO target's name.
 _METRICS = {"ttft": ("ttft", "TTFT"), "itl": ("token_itl", "ITL (every gap)"),
@@ -117,4 +117,100 @@ def plot_decision(table, ax=None):
     else:
         ax.set_xlim(0, cost.max() * 1.9)
     ax.set_title(f"cheapest admissible: {choice}", fontsize="medium")
+    return ax
+
+
+#: The inputs of :func:`plot_decision_flips`, in drawing order: the decision table's variable
+#: at the flip, label, unit, which option wins on which side of the flip.
+_FLIP_INPUTS = (("break_even_tokens", "monthly volume", "tokens/month",
+                 "self-hosting cheaper above"),
+                ("tie_gpu_hourly", "GPU-hour price", "USD/h", "self-hosting cheaper below"),
+                ("tie_engineering_monthly", "engineering line", "USD/month",
+                 "self-hosting cheaper below"),
+                ("tie_payg_blended", "pay-as-you-go price (blended)", "USD/1M tokens",
+                 "pay-as-you-go cheaper below"))
+
+
+def _flip_values(table) -> dict:
+    """Each input's value at the flip and now, ``{variable: (at the flip, now)}``, against
+    the table's ``flip_against`` option."""
+    at = table.sel({dims.OPTION: str(table["flip_against"].values)})
+    return {"break_even_tokens": (float(at["break_even_tokens"]),
+                                  float(table.attrs["monthly_tokens"])),
+            "tie_gpu_hourly": (float(at["tie_gpu_hourly"]), float(table["gpu_hourly"])),
+            "tie_engineering_monthly": (float(at["tie_engineering_monthly"]),
+                                        float(table.attrs.get("engineering_monthly", 0.0))),
+            "tie_payg_blended": (float(at["tie_payg_blended"]),
+                                 float(at["cost_per_million_tokens"]))}
+
+
+def plot_decision_flips(table, ax=None):
+    """Where the buying decision flips: each input's value at the tie against its value now.
+
+    Parameters
+    ----------
+    table : xarray.Dataset
+        :func:`rooflinekit.planning.decision_table` of one cheapest configuration (no dimension
+        but ``option``), with an admissible option beside the self-hosted fleet.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One row per input (monthly volume, GPU-hour price, engineering line, pay-as-you-go
+        price) on a log axis of the value over its value now [1]: a dot at 1 (now) and a
+        diamond at the flip point, the stretch between them shaded, each labelled with the
+        flip's value and the side on which self-hosting is cheaper; an input whose flip cannot
+        happen, or whose value now is 0, is labelled in words at 1 without a diamond.
+
+    Raises
+    ------
+    TypeError
+        ``table`` is not a decision table of one configuration.
+    ValueError
+        The table has no admissible option beside the fleet (nothing can flip).
+
+    Notes
+    -----
+    The flip points are the table's ``break_even_tokens`` and ``tie_*`` at its
+    ``flip_against`` option (:func:`rooflinekit.planning.decision_table`): each input moved
+    alone, the others held at their values now.
+    """
+    _check_ax(ax)
+    if not isinstance(table, xr.Dataset) or "flip_against" not in table or \
+            set(table.dims) != {dims.OPTION}:
+        raise TypeError(f"table must be a decision_table Dataset over option alone; "
+                        f"got {describe(table)}")
+    if not str(table["flip_against"].values):
+        raise ValueError("table has no admissible option beside the self-hosted fleet: the "
+                         "decision cannot flip (give a pay-as-you-go or provisioned price)")
+    ax = _axes(ax)
+    values = _flip_values(table)
+    rows = [r for r in _FLIP_INPUTS if np.isfinite(values[r[0]][0])]
+    ratios = []
+    for y, (key, label, unit, wins) in enumerate(rows):
+        tie, now = values[key]
+        ax.plot([1.0], [y], "o", color="black")
+        if tie > 0 and now > 0:
+            ratio = tie / now
+            ratios.append(ratio)
+            ax.plot([min(1.0, ratio), max(1.0, ratio)], [y, y], color="C0", lw=6, alpha=0.3)
+            ax.plot([ratio], [y], "D", color="C3")
+            ax.annotate(f"{wins} {tie:.3g} {unit} (now {now:.3g})", (min(1.0, ratio), y),
+                        xytext=(0, 7), textcoords="offset points", va="bottom",
+                        fontsize="small")
+        else:
+            text = f"{wins} {tie:,.0f} {unit} (now 0)" if tie > 0 else "never flips"
+            ax.annotate(text, (1.0, y), xytext=(0, 7), textcoords="offset points",
+                        va="bottom", fontsize="small")
+    ax.axvline(1.0, color="black", lw=0.8, ls=":")
+    ax.set_xscale("log")
+    low, high = min([1.0] + ratios), max([1.0] + ratios)
+    ax.set_xlim(low / 4, high * 30)
+    ax.set_yticks(np.arange(len(rows)), [r[1] for r in rows])
+    ax.set_ylim(len(rows) - 0.3, -0.7)                 # the first input on top
+    ax.set_xlabel("value at the flip / value now [1]")
+    ax.set_title(f"where the choice flips: the fleet against {table['flip_against'].values}",
+                 fontsize="medium")
     return ax
