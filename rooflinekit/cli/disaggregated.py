@@ -106,8 +106,11 @@ def run(args, out) -> int:
         link_latency=args.link_latency, headroom=args.headroom, replicates=args.replicates,
         requests=args.requests, seed=args.seed)
     engine = engine_from_args(args, gpu)
-    ds = planning.plan_disaggregated(traffic, slo, gpu_budget=args.gpu_budget,
-                                     splits=args.splits, engine=engine, **common)
+    try:
+        ds = planning.plan_disaggregated(traffic, slo, gpu_budget=args.gpu_budget,
+                                         splits=args.splits, engine=engine, **common)
+    except ValueError as exc:
+        raise ValueError(_in_flags(str(exc), args)) from None
     rows = _rows(ds)
     bound = _ideal_bound(ds, rows, traffic, slo, engine, common)
     payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
@@ -133,6 +136,17 @@ def run(args, out) -> int:
                       f"{bound['max_rate']:.4g} requests/s, {bound['gpus']} GPU(s), against "
                       f"{bound['engine_gpus']} timed by the engine\n")
     return emit(args, out, rows, text=text, payload=payload, dataset=ds)
+
+
+def _in_flags(message: str, args) -> str:
+    """The planner's too-much-work refusal in the command line's words (it names its Python
+    arguments); any other message as it is."""
+    if not message.startswith("this plan would simulate"):
+        return message
+    what = message.split(", above work_limit", 1)[0]
+    return (f"{what}, more than one process plans in about a minute; give fewer --replicates "
+            f"(now {args.replicates}) or --requests (now {args.requests}), or fewer splits "
+            f"(--splits, or a smaller --gpu-budget)")
 
 
 def _ideal_bound(ds, rows, traffic, slo, engine, common) -> dict | None:

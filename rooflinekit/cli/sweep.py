@@ -259,8 +259,13 @@ def _report_rows(result, by):
     return columns, rows
 
 
+#: Units a table heading states more precisely than the variable's attrs.
+_HEADING_UNITS = {"cost_per_million_tokens": "USD/1M generated tokens"}
+
+
 def _heading(result, name):
     units = result[name].attrs.get("units") if name in result.variables else None
+    units = _HEADING_UNITS.get(name, units)
     name = _HEADINGS.get(name, name)
     return f"{name} [{units}]" if units and units != "1" else name
 
