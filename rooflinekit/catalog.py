@@ -32,7 +32,7 @@ import xarray as xr
 from rooflinekit import dims, units
 from rooflinekit._validation import check_keys, check_string
 from rooflinekit.hardware import GPU
-from rooflinekit.hf_config import find_config
+from rooflinekit.hf_config import find_config, load_hf_config
 from rooflinekit.models import ModelShape
 
 __all__ = ["gpu", "gpu_variants", "model", "resolve_model", "gpus", "models", "to_dataset", "spec_fields",
@@ -244,7 +244,20 @@ def model(name: str) -> ModelShape:
     return _find("model", name, _model_table())
 
 
-def resolve_model(name_or_path) -> ModelShape:
+def _recorded_name(path) -> str | None:
+    """The ``_name_or_path`` a config.json records, where it is a name and not a local path."""
+    try:                             # the bounded reader: a hostile file is refused, not read
+        recorded = load_hf_config(path).get("_name_or_path")
+    except (TypeError, ValueError):
+        return None                  # the reader that follows says what is wrong with the file
+    if not isinstance(recorded, str) or not recorded.strip() or os.path.isabs(recorded) \
+            or recorded.startswith((".", "~")) or os.sep in recorded.replace("/", "") \
+            or recorded.count("/") > 1:
+        return None
+    return recorded
+
+
+def resolve_model(name_or_path, *, name: str | None = None) -> ModelShape:
     """A catalogue model by name, or a model read offline from a Hugging Face ``config.json``.
 
     Parameters
@@ -253,15 +266,19 @@ def resolve_model(name_or_path) -> ModelShape:
         One of: a catalogue name (``"llama-3.1-8b"``); a path to ``config.json``; a model folder
         holding one; a Hugging Face repo id (``"meta-llama/Llama-3.1-8B"``) already in the local
         hub cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``). A
-        ``ModelShape`` is returned unchanged.
+        ``ModelShape`` is returned unchanged (renamed if ``name`` is given).
+    name : str, optional
+        The name the model takes, whatever it was read from (non-empty).
 
     Returns
     -------
     ModelShape
-        The catalogue row, or the model built by :meth:`ModelShape.from_hf_config`, named after
-        its folder the way downloads are laid out (``.../Llama-3.1-8B/config.json`` is
-        "Llama-3.1-8B"), a JSON file named otherwise after its name (``gpt-oss-120b.json`` is
-        "gpt-oss-120b"), or, for a repo id, after the repo id.
+        The catalogue row, or the model built by :meth:`ModelShape.from_hf_config`. Its name,
+        in this order: ``name``; for a repo id, the repo id; the config's own
+        ``_name_or_path`` where it records one that is not a local path
+        (``"microsoft/phi-2"``); else its folder, the way downloads are laid out
+        (``.../Llama-3.1-8B/config.json`` is "Llama-3.1-8B"), or a JSON file named otherwise
+        by its own name (``gpt-oss-120b.json`` is "gpt-oss-120b").
 
     Raises
     ------
@@ -272,11 +289,13 @@ def resolve_model(name_or_path) -> ModelShape:
     --------
     rooflinekit.hf_config.find_config : how a folder or repo id becomes a file.
     """
+    if name is not None:
+        check_string("name", name)
     if isinstance(name_or_path, ModelShape):
-        return name_or_path
+        return name_or_path if name is None else name_or_path.replace(name=name)
     text = os.fspath(name_or_path) if isinstance(name_or_path, os.PathLike) else name_or_path
     if isinstance(text, str) and not os.path.exists(text) and text in _model_table()[0]:
-        return model(text)
+        return model(text) if name is None else model(text).replace(name=name)
     if isinstance(text, str) and (text.endswith(".json") or os.sep in text or "/" in text
                                   or os.path.isdir(text)):
         if os.path.exists(text):
@@ -285,14 +304,17 @@ def resolve_model(name_or_path) -> ModelShape:
             # a download's config.json is named by its folder; a file named otherwise
             # (gpt-oss-120b.json) by its own name
             stem, ext = os.path.splitext(os.path.basename(path))
-            name = folder if os.path.basename(path) == "config.json" or ext != ".json" else stem
+            if name is None:
+                name = _recorded_name(path) or \
+                    (folder if os.path.basename(path) == "config.json" or ext != ".json"
+                     else stem)
             # the name given, not the file found: found again, it is not taken for a folder
             return ModelShape.from_hf_config(text, name=name or None)
         if text.endswith(".json") or text.count("/") != 1:
             raise ValueError(f"model config {text!r} does not exist")
         # org/name: a repo id, looked up in the local cache only
-        return ModelShape.from_hf_config(find_config(text), name=text)
-    return model(text)
+        return ModelShape.from_hf_config(find_config(text), name=name or text)
+    return model(text) if name is None else model(text).replace(name=name)
 
 
 def gpu_names() -> list[str]:

@@ -286,7 +286,8 @@ def test_folder_and_file_and_catalogue_name(tmp_path):
     (folder / "config.json").write_text((CONFIGS / "phi-2.json").read_text())
     by_folder = resolve_model(folder)
     by_file = resolve_model(str(folder / "config.json"))
-    assert by_folder.name == by_file.name == "phi-2"
+    # the config records its name ("_name_or_path"), which comes before the folder's
+    assert by_folder.name == by_file.name == "microsoft/phi-2"
     assert by_folder.n_params == by_file.n_params == 2_779_683_840
     assert resolve_model(str(folder)).n_params == by_folder.n_params
     empty = tmp_path / "empty"
