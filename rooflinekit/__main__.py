@@ -2,6 +2,6 @@
 
 import sys
 
-from rooflinekit.cli.main import main
+from rooflinekit import cli
 
-sys.exit(main())
+sys.exit(cli.main())

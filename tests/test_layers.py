@@ -32,7 +32,7 @@ FLOORS = (
     ("pricing", "batching", "sweep", "calibrate"),
     ("planning",),
     ("guide", "plotting"),
-    ("cli", "__init__"),
+    ("cli", "__init__", "__main__"),
 )
 RANK = {room: (floor, place) for floor, rooms in enumerate(FLOORS) for place, room in
         enumerate(rooms)}
@@ -188,9 +188,14 @@ def private_crossings(package: Path) -> list[str]:
     return bad
 
 
+#: Rooms that are the command line's own doors (``python -m rooflinekit``), not library.
+ENTRY_POINTS = ("__main__",)
+
+
 def library_imports_of_cli(package: Path) -> list[str]:
     return [f"{importer}:{line} imports {target}"
-            for importer, target, _, line, _, b in crossings(package) if b == "cli"]
+            for importer, target, _, line, a, b in crossings(package)
+            if b == "cli" and a not in ENTRY_POINTS]
 
 
 # ------------------------------------------------------------------------------------------------
