@@ -44,6 +44,7 @@ def _via_apply_ufunc(models, gpus, batch, ctx, tp):
                                           "interconnect_bandwidth", "interconnect_latency"),
                                          fields[len(_FIELDS):])))
         gpu.attention_peak_flops = gpu.peak_flops      # the 16-bit peak: bf16 activations
+        gpu.peak_flops_16bit = gpu.peak_flops          # bf16 weights: no low-precision path
         # the ideal engine's fields, as the formula lays them out beside the specs
         inputs = _coefficients({"model": model, "gpu": gpu, "tp": t, "engine": IDEAL,
                                 **IDEAL.fields()})

@@ -56,16 +56,34 @@ rows (``backend`` ending in ``_graph``) are preferred where a table has both.
 
 The fit, stage 1: kernels
 -------------------------
-One :func:`rooflinekit.calibrate.calibrate` per (engine, GPU, version) with the knobs of
-:data:`FIT` free (prefill: compute efficiency, the GEMM half-efficiency tokens, the TTFT
-intercept, the all-reduces' share of the link; decode: weight and KV bandwidth efficiencies and
-the per-layer overhead) and the per-step overhead held at 0 (:data:`HELD`: every two-model fit
-finds 0, and freed on one model's rows it trades against the per-layer overhead and wrecks the
-transfer to the other size), bootstrap intervals at 90 % from :data:`N_RESAMPLES` resamples with
-seed 0. Held-out errors: leave one GPU out (fit one calibration on the other GPUs' rows of the
-same engine, predict this GPU's rows; :func:`rooflinekit.calibrate.cross_validate` with
-``by="gpu"``), and across model sizes (fit on one model's rows of this (engine, GPU), predict
-the other's; the worse direction of ``by="model"``).
+Per (engine, GPU, version), :func:`fit_profile` runs three
+:func:`rooflinekit.calibrate.calibrate` fits, each with bootstrap intervals at 90 % from
+:data:`N_RESAMPLES` resamples with seed 0:
+
+1. prefill, to the TTFT rows, with the prefill knobs of :data:`FIT` free: compute efficiency,
+   the FP8 GEMMs' own (``low_precision_compute_efficiency``: the GEMM tables put FP8 GEMMs of
+   Llama-3.1-70B's TP2 layer at 5,000 tokens on an H100 under vLLM 0.24 at 52 % of the FP8
+   peak against 77 % of the bf16 peak for bf16 ones), the GEMM half-efficiency tokens, the
+   TTFT intercept and the all-reduces' share of the link. This is the profile's prefill phase.
+2. the same without the FP8 efficiency (:data:`GEMM_FIT`): one compute efficiency for every
+   weight format. Its compute efficiency, GEMM half-efficiency tokens and link share
+   (:data:`SHARED_KERNEL_KNOBS`) go to the decode phase, which held them ideal before: a
+   decode step's weight GEMMs are the prompt's kernels at fewer rows, and at batches of
+   64-256 they bind on compute; its all-reduces are the same collective at smaller messages.
+   The format-blind knobs are the ones that transfer there (with the FP8 efficiency also in
+   decode, leave-one-GPU-out TPOT of the A100 rows, bf16 only, is 1.3-4 points worse).
+3. decode, to the TPOT rows, on a base engine holding those knobs, with the decode knobs
+   of :data:`FIT` free: weight and KV bandwidth efficiencies, the per-layer overhead and the
+   FP8 GEMMs' extra per-layer overhead (``low_precision_layer_overhead``; the tables time an
+   FP8 GEMM at small batch as a fixed part 2.5-3.3 us (vLLM) or 10-12 us (TensorRT-LLM)
+   longer than a bf16 one's, at the same share of the HBM bandwidth). The per-step overhead
+   is held at 0 (:data:`HELD`: every two-model fit finds 0, and freed on one model's rows it
+   trades against the per-layer overhead and wrecks the transfer to the other size).
+
+Held-out errors (:func:`held_out_errors`, the same three fits without bootstrap): leave one
+GPU out (fit on the other GPUs' rows of the same engine, predict this GPU's rows), and across
+model sizes (fit on one model's rows of this (engine, GPU), predict the other's; the worse
+direction).
 
 The fit, stage 2: serving (vLLM only)
 -------------------------------------
@@ -87,6 +105,13 @@ form (:func:`fit_serving`). Intervals: :data:`N_RESAMPLES` bootstrap resamples o
 seed 0; held out: fit on one GPU's rows, predict the other's. TTFT errors on those rows are
 reported with the kernel intercept, for reference. SGLang and TensorRT-LLM stay kernel-only: a
 floor.
+
+The fit, stage 3: under load (vLLM only)
+----------------------------------------
+That client time has its own knob, ``frontend_latency`` (added to every TTFT, to no step).
+Writing the default folder, this script then runs ``scripts/fit_frontend_latency.py --write``,
+which fits it with the simulator replaying the published vLLM load sweeps against the profiles
+just written, held out by source (see that script).
 """
 
 from __future__ import annotations
@@ -95,6 +120,7 @@ import argparse
 import datetime
 import math
 import re
+import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -131,16 +157,30 @@ MEMORY_SHARE = 0.9
 #: Knobs fitted per phase to the kernel sums (the names of
 #: :class:`rooflinekit.calibrate.Calibration`). ``step_overhead`` is held at 0 (:data:`HELD`):
 #: every two-model fit finds 0, and freed on one model size it trades against the per-layer
-#: overhead and wrecks the transfer to the other size.
+#: overhead and wrecks the transfer to the other size. ``low_precision_layer_overhead`` is
+#: the extra fixed time per layer of FP8 (W8A8) GEMMs: fitted to every GPU's GEMM table at
+#: small m (time = fixed + bytes / bandwidth per GEMM shape), an FP8 GEMM's fixed part is
+#: 2.5-3.3 us more than a bf16 one's under vLLM 0.24 (H100, H200) and 10-12 us more under
+#: TensorRT-LLM 1.3 (H100, B200), at the same share of the HBM bandwidth (about 0.8).
 FIT = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
-                   "interconnect_efficiency"),
-       "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "layer_overhead")}
+                   "interconnect_efficiency", "low_precision_compute_efficiency"),
+       "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "layer_overhead",
+                  "low_precision_layer_overhead")}
 #: Knobs held at a value in the kernel fit, written with it (interval ``[value, value]``).
 HELD = {"prefill": {}, "decode": {"step_overhead": 0.0}}
+#: The prefill knobs the decode fit holds, from the format-blind prefill fit (:data:`GEMM_FIT`):
+#: the weight GEMMs' compute efficiency and half-efficiency tokens (a decode step's GEMMs are a
+#: prompt's kernels at fewer rows, and at large batches they bind on compute) and the
+#: all-reduces' link share (the same collective at a decode's message sizes; ideal, 1, before)
+#: (:func:`fit_profile`).
+SHARED_KERNEL_KNOBS = ("compute_efficiency", "gemm_half_tokens", "interconnect_efficiency")
+#: The prefill knobs of the fit whose GEMM knobs the decode phase holds: one compute
+#: efficiency for every weight format (:func:`fit_profile`).
+GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_efficiency")
 #: Every knob a profile row holds, per phase, in the order written.
 KNOBS = {"prefill": FIT["prefill"],
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
-                    "layer_overhead")}
+                    "layer_overhead", "low_precision_layer_overhead", *SHARED_KERNEL_KNOBS)}
 #: Bootstrap resamples, coverage of the intervals and the seed of every fit.
 N_RESAMPLES = 100
 CONFIDENCE = 0.90
@@ -459,57 +499,130 @@ def synthesise(engine: str, system: str, version: str | None = None) -> tuple[li
 
 # -- the fits -----------------------------------------------------------------------------------
 
-def _knobs(parameters, phase: str, column: str) -> dict:
-    return {p: float(parameters[column].sel(phase=phase, parameter=p)) for p in FIT[phase]}
+def _knobs(parameters, phase: str, column: str, names) -> dict:
+    """The ``column`` of knobs ``names`` of ``phase``; one the rows cannot see (``None`` or
+    NaN: ``low_precision_compute_efficiency`` without FP8 rows) takes ``compute_efficiency``'s,
+    which is what ``None`` means for it."""
+    out = {}
+    for knob in ("compute_efficiency", *names) if "compute_efficiency" not in names else names:
+        value = parameters[column].sel(phase=phase, parameter=knob).item()
+        out[knob] = math.nan if value is None else float(value)
+    for knob, value in out.items():
+        if math.isnan(value) and knob == "low_precision_compute_efficiency":
+            out[knob] = out["compute_efficiency"]
+    return {knob: out[knob] for knob in names}
 
 
-def fit_profile(rows: list, n_resamples: int = N_RESAMPLES):
-    """One calibration of the :data:`FIT` knobs to ``rows`` (deterministic: seed :data:`SEED`).
+@dataclass
+class ProfileFit:
+    """The three calibrations of one kernel fit (:func:`fit_profile`).
 
-    Returns
-    -------
-    rooflinekit.calibrate.CalibrationResult
+    Attributes
+    ----------
+    prefill : rooflinekit.calibrate.CalibrationResult
+        The TTFT fit of the :data:`FIT` prefill knobs (decode knobs ideal): the prefill
+        phase written.
+    gemm : rooflinekit.calibrate.CalibrationResult
+        The TTFT fit of :data:`GEMM_FIT` (one compute efficiency for every weight format),
+        whose :data:`SHARED_KERNEL_KNOBS` the decode phase holds.
+    decode : rooflinekit.calibrate.CalibrationResult
+        The TPOT fit of the :data:`FIT` decode knobs on a base engine holding those.
     """
-    return calibrate(measurements_from_records(rows), fit=FIT, n_resamples=n_resamples,
-                     confidence=CONFIDENCE, seed=SEED)
+
+    prefill: object
+    gemm: object
+    decode: object
+
+    def shared(self, column: str = "value") -> dict:
+        """The prefill knobs the decode phase holds (:data:`SHARED_KERNEL_KNOBS`), ``column``."""
+        return _knobs(self.gemm.parameters, "prefill", column, SHARED_KERNEL_KNOBS)
+
+    def knobs(self) -> dict:
+        """``{"prefill": {...}, "decode": {...}}`` values and ``interval`` pairs (the knobs of
+        :data:`KNOBS`: the :data:`HELD` ones at their held value, the decode phase's shared
+        prefill knobs :meth:`shared`, with their intervals)."""
+        columns = ("value", "lower", "upper")
+        table = {column: {
+            "prefill": _knobs(self.prefill.parameters, "prefill", column, FIT["prefill"]),
+            "decode": {**_knobs(self.decode.parameters, "decode", column, FIT["decode"]),
+                       **HELD["decode"], **self.shared(column)}} for column in columns}
+        out = {phase: {k: table["value"][phase][k] for k in KNOBS[phase]} for phase in FIT}
+        out["interval"] = {phase: {k: [table["lower"][phase][k], table["upper"][phase][k]]
+                                   for k in KNOBS[phase]} for phase in FIT}
+        return out
+
+    def calibration(self):
+        """The fitted knobs as one :class:`rooflinekit.calibrate.Calibration`."""
+        from rooflinekit.calibrate import Calibration
+        knobs = self.knobs()
+        return Calibration(prefill=knobs["prefill"], decode=knobs["decode"],
+                           source="engine_profiles.py kernel fit")
+
+    def error(self, phase: str) -> float:
+        """In-sample MAPE [%] of ``phase`` ("decode": TPOT, "prefill": TTFT) on the rows."""
+        return _mape(getattr(self, phase).errors, phase)
 
 
-def profile_knobs(result) -> dict:
-    """``{"prefill": {...}, "decode": {...}}`` values and ``interval`` pairs of a fit (the
-    knobs of :data:`KNOBS`: the :data:`HELD` ones at their held value)."""
-    p = result.parameters
-    value = {phase: {**_knobs(p, phase, "value"), **HELD[phase]} for phase in FIT}
-    lower = {phase: {**_knobs(p, phase, "lower"), **HELD[phase]} for phase in FIT}
-    upper = {phase: {**_knobs(p, phase, "upper"), **HELD[phase]} for phase in FIT}
-    out = {phase: {k: value[phase][k] for k in KNOBS[phase]} for phase in FIT}
-    out["interval"] = {phase: {k: [lower[phase][k], upper[phase][k]] for k in KNOBS[phase]}
-                       for phase in FIT}
-    return out
+def fit_profile(rows: list, n_resamples: int = N_RESAMPLES) -> ProfileFit:
+    """The kernel fit of ``rows`` (deterministic: seed :data:`SEED`).
+
+    Three calibrations: the prefill knobs of :data:`FIT` to the TTFT rows (the prefill phase);
+    the knobs of :data:`GEMM_FIT` to the same rows, one compute efficiency for every weight
+    format; then the decode knobs of :data:`FIT` to the TPOT rows on a base engine holding
+    that fit's :data:`SHARED_KERNEL_KNOBS`. A decode step's weight GEMMs are the same kernels
+    as a prompt's and bind on compute at large batches, where the ideal decode compute
+    efficiency of 1 was too fast, and its all-reduces are the same collective, where the ideal
+    link share of 1 was too fast; the format-blind knobs are the ones that transfer there
+    (leave-one-GPU-out TPOT: with the FP8 efficiency as well, the A100 rows, bf16 only, come
+    out 1.3-4 points worse).
+    """
+    from rooflinekit import Engine
+    ds = measurements_from_records(rows)
+    common = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": SEED}
+    prefill = calibrate(ds, fit={"prefill": FIT["prefill"], "decode": ()}, **common)
+    gemm = calibrate(ds, fit={"prefill": GEMM_FIT, "decode": ()}, **common)
+    shared = ProfileFit(prefill, gemm, None).shared()
+    decode = calibrate(ds, fit={"prefill": (), "decode": FIT["decode"]},
+                       engine=Engine(**shared), **common)
+    return ProfileFit(prefill, gemm, decode)
+
+
+def profile_knobs(fit: ProfileFit) -> dict:
+    """``{"prefill": {...}, "decode": {...}}`` values and ``interval`` pairs of a fit
+    (:meth:`ProfileFit.knobs`)."""
+    return fit.knobs()
 
 
 def _mape(result_errors, phase: str) -> float:
     return float(result_errors["mape_calibrated"].sel(phase=phase))
 
 
+def held_out_errors(train: list, test: list) -> tuple[float, float]:
+    """(TPOT, TTFT) MAPE [%] on ``test`` of a :func:`fit_profile` to ``train`` (no bootstrap;
+    NaN for a phase ``test`` does not measure)."""
+    from rooflinekit.calibrate import predict
+    predicted = predict(measurements_from_records(test), fit_profile(train, 0).calibration())
+    out = []
+    for phase, column in (("decode", "tpot_ms"), ("prefill", "ttft_ms")):
+        measured = np.array([r.get(column, math.nan) for r in test], dtype=float) * MS
+        keep = ~np.isnan(measured)
+        out.append(_mape_of(predicted[phase].values[keep], measured[keep]) if keep.any()
+                   else math.nan)
+    return out[0], out[1]
+
+
 def leave_one_gpu_out(rows: list) -> dict:
     """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows."""
-    cv = cross_validate(measurements_from_records(rows), by="gpu", fit=FIT, seed=SEED)
-    out = {}
-    for f in range(cv.folds.sizes["fold"]):
-        fold = cv.folds.isel(fold=f)
-        out[str(fold["held_out"].values)] = (
-            float(fold["mape_calibrated"].sel(phase="decode")),
-            float(fold["mape_calibrated"].sel(phase="prefill")))
-    return out
+    gpus = sorted({r["gpu"] for r in rows})
+    return {gpu: held_out_errors([r for r in rows if r["gpu"] != gpu],
+                                 [r for r in rows if r["gpu"] == gpu]) for gpu in gpus}
 
 
 def model_size_error(rows: list) -> tuple[float, dict]:
     """TPOT MAPE [%] fitted on one model, applied to the other: the worse direction, and each."""
-    cv = cross_validate(measurements_from_records(rows), by="model", fit=FIT, seed=SEED)
-    each = {}
-    for f in range(cv.folds.sizes["fold"]):
-        fold = cv.folds.isel(fold=f)
-        each[str(fold["held_out"].values)] = float(fold["mape_calibrated"].sel(phase="decode"))
+    models = sorted({r["model"] for r in rows})
+    each = {m: held_out_errors([r for r in rows if r["model"] != m],
+                               [r for r in rows if r["model"] == m])[0] for m in models}
     return max(each.values()), each
 
 
@@ -533,13 +646,13 @@ def diagnose(engine: str, system: str, log=print) -> dict:
     for dtype in GEMM_DTYPES:
         mine = [r for r in rows if r["dtype"] == dtype]
         if mine:
-            out["per_dtype_tpot"][dtype] = _mape(fit_profile(mine, 0).errors, "decode")
+            out["per_dtype_tpot"][dtype] = fit_profile(mine, 0).error("decode")
     ds = measurements_from_records(rows)
     linked = {"prefill": FIT["prefill"], "decode": FIT["decode"] + ("interconnect_efficiency",)}
     result = calibrate(ds, fit=linked, n_resamples=0, confidence=CONFIDENCE, seed=SEED)
     out["decode_link_tpot"] = _mape(result.errors, "decode")
     single = [r for r in rows if "ttft_ms" not in r or r["batch_size"] == 1]
-    out["batch1_ttft"] = _mape(fit_profile(single, 0).errors, "prefill")
+    out["batch1_ttft"] = fit_profile(single, 0).error("prefill")
     free_step = {"prefill": FIT["prefill"], "decode": FIT["decode"] + ("step_overhead",)}
     cv = cross_validate(ds, by="model", fit=free_step, seed=SEED)
     out["size_free_step_overhead"] = float(
@@ -748,12 +861,18 @@ HEADER = (
     "interpolated log-log in the tables, for Llama-3.1-8B and Llama-3.1-70B shapes, bf16 and "
     "fp8 weights where measured, TP 1/2/4/8 where an all-reduce table exists: decode at batch "
     "1-256 and context 512-16384 (TPOT), static-batch prefill at batch 1-8 and prompts "
-    "128-8192 (TTFT), workloads whose weights and KV cache fit in 90 % of memory. Then one "
-    "rooflinekit.calibrate.calibrate() per GPU (overheads in s, gemm_half_tokens in tokens, "
-    "efficiencies as shares of the datasheet peaks; 90 % bootstrap intervals from {n} "
-    "resamples, seed 0). Kernel sums hold no elementwise kernels, sampling, scheduler or "
-    "Python time, so the overheads are a floor under a served engine's (aiconfigurator's own "
-    "vLLM estimate adds 0.8 ms per layer of CPU dispatch to each TTFT; not included). "
+    "128-8192 (TTFT), workloads whose weights and KV cache fit in 90 % of memory. Then per GPU "
+    "three rooflinekit.calibrate.calibrate() fits (overheads in s, gemm_half_tokens in tokens, "
+    "efficiencies as shares of the datasheet peaks of the GEMMs' format; 90 % bootstrap "
+    "intervals from {n} resamples, seed 0): the prefill knobs to the TTFT rows, with an FP8 "
+    "GEMM efficiency of its own (low_precision_compute_efficiency); the same with one compute "
+    "efficiency for every format, whose compute_efficiency, gemm_half_tokens and "
+    "interconnect_efficiency the decode phase holds (large decode batches bind on compute; "
+    "decode's all-reduces are the same collective); and the decode knobs to the TPOT "
+    "rows, with the FP8 GEMMs' extra fixed time per layer (low_precision_layer_overhead). "
+    "Kernel sums hold no elementwise kernels, sampling, scheduler or Python time, so the "
+    "overheads are a floor under a served engine's (aiconfigurator's own vLLM estimate adds "
+    "0.8 ms per layer of CPU dispatch to each TTFT; not included). "
     "step_overhead is held at 0 in this kernel fit (every two-model fit finds 0; freed on one "
     "model size it wrecks the transfer to the other). held_out_error and held_out_error_ttft: "
     "leave-one-GPU-out MAPE [%] of the kernel fit; model_size_error: TPOT MAPE [%] fitted on "
@@ -859,8 +978,8 @@ def build_engine(engine: str, today: str, log=print) -> list:
             "models": list(MODELS),
             "held_out_error": tpot_out, "held_out_error_ttft": ttft_out,
             "model_size_error": size_error,
-            "fit_error": _mape(result.errors, "decode"),
-            "fit_error_ttft": _mape(result.errors, "prefill"),
+            "fit_error": result.error("decode"),
+            "fit_error_ttft": result.error("prefill"),
             "model_size_each": each, "n_rows": len(rows),
             **knobs})
         log(f"  {gpu_name}: fit TPOT {profiles[-1]['fit_error']:.1f}% TTFT "
@@ -932,6 +1051,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             serving = serving_stage(kernel)
             apply_serving(profiles, serving)
         write_profiles(engine, profiles, args.output / f"{engine}.toml", serving)
+        if engine == SERVING_ENGINE and args.output == OUTPUT_DIR:
+            # stage 3, under load: the front end's latency fitted to the load sweeps with the
+            # profiles just written (a fresh process: the package reads its profiles once)
+            subprocess.run([sys.executable, str(Path(__file__).with_name(
+                "fit_frontend_latency.py")), "--write"], check=True)
         for prof in profiles:
             print(f"{engine:7s} {prof['gpu']:16s} {prof['version']:11s} rows {prof['n_rows']:4d} "
                   f"fit TPOT {prof['fit_error']:5.1f}% TTFT {prof['fit_error_ttft']:5.1f}% | "

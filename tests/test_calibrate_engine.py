@@ -235,7 +235,9 @@ def test_engine_knobs_recovered_from_exact_decode_data():
         assert got[knob] == pytest.approx(value, rel=2e-3), knob
     assert float(result.errors.sel(phase="decode")["mape_calibrated"]) < 0.05
     # the prefill phase's own knobs (TTFT) are not decode parameters
-    assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead", "frontend_latency"} <= set(
+    assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead", "frontend_latency",
+                                "low_precision_compute_efficiency",
+                                "low_precision_layer_overhead"} <= set(
         result.parameters["parameter"].values)
 
 

@@ -80,6 +80,15 @@ def test_the_simulator_moves_every_ttft_and_no_step():
         np.testing.assert_array_equal(b[name], a[name])
 
 
+def test_a_profile_engine_carries_its_front_end_in_the_prefill_and_the_step():
+    profile = rk.engine_profile("vllm", "H100-SXM-80GB")
+    value = profile.prefill["frontend_latency"]
+    assert 0 < value < 0.1
+    assert profile.engine_for("prefill").frontend_latency == value
+    assert profile.engine_for("step").frontend_latency == value
+    assert profile.engine_for("decode").frontend_latency == 0.0
+
+
 def test_the_closed_form_fit_is_the_least_squares_minimum():
     """Σ w ((p + L − m) / m)², sources weighed alike, minimised on a fine grid from scratch."""
     fit = _script().fit
@@ -113,6 +122,16 @@ def test_writing_the_fit_is_idempotent(tmp_path):
     assert once.count("# Stage 3, under load") == 1
 
 
+def test_the_shipped_value_is_the_script_fit():
+    """Regenerating the fit from the sweeps gives the value every vLLM profile ships."""
+    script = _script()
+    points = script.ttft_points()
+    value = script.fit([p for p in points if p["engine"] == "vllm"])
+    for gpu in ("H100-SXM-80GB", "H200-SXM-141GB", "A100-SXM-80GB"):
+        assert rk.engine_profile("vllm", gpu).prefill["frontend_latency"] == \
+            pytest.approx(value, rel=1e-9)
+
+
 def test_every_knob_is_drawn_once_and_old_draws_do_not_move():
     """Each knob sits in one draw block; the first block is the knobs as first listed, so a knob
     added later (the front end) leaves every other knob's draw as it was."""
@@ -131,3 +150,19 @@ def test_every_knob_is_drawn_once_and_old_draws_do_not_move():
     expected = value + z * ((high - value) if z >= 0 else (value - low)) / z_c
     assert drawn.decode["bandwidth_efficiency"] == pytest.approx(min(max(expected, 1e-3), 1.0),
                                                                   rel=1e-12)
+
+
+def test_calibrate_recovers_a_front_end_from_isolated_ttft_rows():
+    """Single-prompt TTFT rows at several lengths: the slope is the compute, the intercept the
+    front end (the step's own prefill_overhead held at 0 here, as both are intercepts)."""
+    from rooflinekit.calibrate import calibrate, measurements_from_records
+    truth = rk.Engine(compute_efficiency=0.7, frontend_latency=0.015)
+    rows = [{"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "batch_size": 1,
+             "prompt_tokens": p, "output_tokens": 1, "context_length": 0,
+             "ttft_ms": 1e3 * float(rk.time_to_first_token(MODEL, GPU, p, engine=truth)),
+             "tpot_ms": None, "source": "synthetic"} for p in (128, 512, 2048, 8192, 16384)]
+    result = calibrate(measurements_from_records(rows), phases="prefill",
+                       fit={"prefill": ["compute_efficiency", "frontend_latency"]},
+                       n_resamples=0)
+    assert result.calibration.prefill["frontend_latency"] == pytest.approx(0.015, rel=1e-3)
+    assert result.calibration.prefill["compute_efficiency"] == pytest.approx(0.7, rel=1e-3)

@@ -145,12 +145,15 @@ FOLD = "fold"
 #: gigabyte messages, not a prefill's megabytes. Every prior is the base engine's value
 #: (``engine=`` of :func:`calibrate`; the ideal model by default).
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
+                                   "low_precision_compute_efficiency": (0.01, 1.0),
                                    "bandwidth_efficiency": (0.01, 1.0),
                                    "step_overhead": (0.0, 1.0),
                                    "layer_overhead": (0.0, 1e-4),
+                                   "low_precision_layer_overhead": (0.0, 1e-4),
                                    "kv_bandwidth_efficiency": (0.05, 1.0),
                                    "gemm_half_tokens": (0.0, 4096.0),
                                    "prefill_overhead": (0.0, 1.0),
+                                   "frontend_latency": (0.0, 1.0),
                                    "interconnect_latency": (0.0, 1e-4),
                                    "interconnect_efficiency": (0.05, 1.0)})
 
@@ -178,9 +181,11 @@ SPAN_UNIDENTIFIED = 0.9
 
 # Overheads are fitted in milliseconds and the GEMM curve in hundreds of tokens, so that all
 # unknowns are of order one.
-_SCALE = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "step_overhead": units.MS,
-          "layer_overhead": units.MS / 100.0, "kv_bandwidth_efficiency": 1.0,
-          "gemm_half_tokens": 100.0, "prefill_overhead": units.MS,
+_SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
+          "bandwidth_efficiency": 1.0, "step_overhead": units.MS,
+          "layer_overhead": units.MS / 100.0, "low_precision_layer_overhead": units.MS / 100.0,
+          "kv_bandwidth_efficiency": 1.0,
+          "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0}
 
 
@@ -289,10 +294,13 @@ def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
 
 
 #: The efficiencies: the knobs whose levels the starting grid profiles.
-_EFFICIENCIES = ("compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency")
+_EFFICIENCIES = ("compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
+                 "low_precision_compute_efficiency")
 #: Coarse starting levels of the other knobs, in SI units (clipped to the bounds).
 _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
-           "prefill_overhead": (0.0, 2e-2, 1e-1), "gemm_half_tokens": (0.0, 128.0),
+           "low_precision_layer_overhead": (0.0, 2e-5),
+           "prefill_overhead": (0.0, 2e-2, 1e-1), "frontend_latency": (0.0, 2e-2),
+           "gemm_half_tokens": (0.0, 128.0),
            "interconnect_latency": (0.0, 1e-5), "interconnect_efficiency": (1.0, 0.5, 0.25)}
 
 
@@ -581,7 +589,9 @@ FIT_PARAMETERS = parameter_entries("""
         Knobs to fit, among ``compute_efficiency``, ``bandwidth_efficiency``,
         ``step_overhead`` and the engine knobs (``layer_overhead``,
         ``kv_bandwidth_efficiency``, ``gemm_half_tokens``, ``prefill_overhead``,
-        ``interconnect_latency``, ``interconnect_efficiency``); the others keep their priors
+        ``interconnect_latency``, ``interconnect_efficiency``, and for low-precision (FP8)
+        weight GEMMs ``low_precision_compute_efficiency`` and
+        ``low_precision_layer_overhead``); the others keep their priors
         (``engine``'s values: the ideal model by default), except that a fitted prefill phase
         that does not fit ``bandwidth_efficiency`` takes decode's (the same weights from the
         same HBM). Default the three in both phases; ``"engine"``: :data:`ENGINE_FIT`.

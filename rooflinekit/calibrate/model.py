@@ -224,9 +224,13 @@ class _Groups:
         ``gemm`` (compute per unit of ``gemm_half_tokens`` [s/token]), ``memory`` (all traffic),
         ``kv`` (its KV part), ``comm`` (all-reduce at the GPU's link latency), ``comm_bytes``
         (its bandwidth part), ``hops`` (latency per unit of hop latency [1]), ``runs``,
-        ``layers`` (``runs × n_layers`` [1]) and ``prompt`` (``runs × min(prompt tokens, 1)``)."""
+        ``layers`` (``runs × n_layers`` [1]), ``low_precision_layers`` (the layers that pay
+        ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
+        path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``attention``
+        (the attention part of ``compute``) and ``prompt`` (``runs × min(prompt tokens,
+        1)``)."""
         names = ("compute", "gemm", "memory", "kv", "comm", "comm_bytes", "hops", "runs",
-                 "layers", "prompt")
+                 "layers", "low_precision_layers", "low_precision", "attention", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
         for idx, model, gpu, tp, engine in self.groups:
@@ -236,11 +240,16 @@ class _Groups:
             cost = roofline.step_cost_coefficients(model, gpu, tp, engine=plain)
             unit_hop = roofline.step_cost_coefficients(
                 model, gpu, tp, engine=plain.replace(interconnect_latency=1.0))
+            # layers that pay the low-precision GEMMs' overhead: n_layers on such a path, else 0
+            unit_quantised = roofline.step_cost_coefficients(
+                model, gpu, tp, engine=plain.replace(low_precision_layer_overhead=1.0))
             silent = {"allreduce_bytes_per_token": 0.0, "allreduce_latency": 0.0}
             no_flops = {"flops_per_token": 0.0, "lm_head_flops_per_token": 0.0,
                         "attention_flops_per_pair": 0.0}
             alone = {
                 "compute": cost._replace(bandwidth=math.inf, **silent),
+                "attention": cost._replace(bandwidth=math.inf, flops_per_token=0.0,
+                                           lm_head_flops_per_token=0.0, **silent),
                 "memory": cost._replace(**no_flops, **silent),
                 "kv": cost._replace(**no_flops, **silent, nonexpert_weight_bytes=0.0,
                                     expert_weight_bytes=0.0, embedding_row_bytes=0.0,
@@ -258,6 +267,8 @@ class _Groups:
                 / cost.peak_flops
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             terms["layers"][idx] = runs * model.n_layers
+            terms["low_precision_layers"][idx] = runs * unit_quantised.step_overhead
+            terms["low_precision"][idx] = float(unit_quantised.step_overhead > 0.0)
             terms["prompt"][idx] = [r * min(p, 1.0) for r, (_, p, _, _) in zip(runs, steps)]
         return terms
 
@@ -280,11 +291,22 @@ class _Groups:
         link = t["comm_bytes"] / knobs["interconnect_efficiency"]
         comm = t["comm"] + (link - t["comm_bytes"]) if knobs["interconnect_latency"] is None \
             else link + knobs["interconnect_latency"] * t["hops"]
-        out = (np.maximum(compute / knobs["compute_efficiency"], memory)
+        low_efficiency = knobs.get("low_precision_compute_efficiency")
+        if low_efficiency is None:
+            compute = compute / knobs["compute_efficiency"]
+        else:       # the weight GEMMs at their format's share, attention at the 16-bit one
+            gemm = np.where(t["low_precision"] > 0.0, low_efficiency,
+                            knobs["compute_efficiency"])
+            compute = (compute - t["attention"]) / gemm + \
+                t["attention"] / knobs["compute_efficiency"]
+        out = (np.maximum(compute, memory)
                + t["runs"] * knobs["step_overhead"] + comm)
         if knobs["layer_overhead"] or knobs["prefill_overhead"]:
             out = out + t["layers"] * knobs["layer_overhead"] + \
                 t["prompt"] * knobs["prefill_overhead"]
+        quantised = knobs.get("low_precision_layer_overhead", 0.0)
+        if quantised:
+            out = out + t["low_precision_layers"] * quantised
         if phase == "prefill" and knobs["frontend_latency"]:
             out = out + knobs["frontend_latency"]     # a TTFT row: once, outside the steps
         if rows is not None:

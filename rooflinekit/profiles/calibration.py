@@ -50,10 +50,12 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: The knobs that say what a serving engine does beyond the three: a fixed cost per layer
 #: per step [s], the KV traffic's own bandwidth efficiency [1], the tokens at which the GEMMs
 #: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s],
-#: the per-hop all-reduce latency [s] and the front end's time outside the steps [s]. Each is
-#: an :class:`~rooflinekit.Engine` field whose default is the ideal model.
+#: the per-hop all-reduce latency [s], the front end's time outside the steps [s], and the
+#: low-precision (FP8) GEMMs' extra fixed time per layer [s] and share of their own peak [1].
+#: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
-                "prefill_overhead", "interconnect_latency", "frontend_latency")
+                "prefill_overhead", "interconnect_latency", "frontend_latency",
+                "low_precision_layer_overhead", "low_precision_compute_efficiency")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -68,7 +70,8 @@ KNOBS = PARAMETERS + ENGINE_KNOBS + LINK_KNOBS
 DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "layer_overhead",
                 "kv_bandwidth_efficiency", "gemm_half_tokens", "prefill_overhead",
                 "interconnect_latency", "interconnect_efficiency"),
-               ("frontend_latency",))
+               ("frontend_latency",),
+               ("low_precision_compute_efficiency", "low_precision_layer_overhead"))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -78,7 +81,7 @@ IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
 ENGINE_IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in ENGINE_KNOBS + LINK_KNOBS})
 #: Knobs in seconds (fitted in milliseconds; shown in ms).
 SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency",
-                 "frontend_latency")
+                 "frontend_latency", "low_precision_layer_overhead")
 #: Columns of a measurement table a calibration can keep knob sets by.
 GROUP_FIELDS = ("gpu", "engine", "dtype", "model")
 
@@ -98,10 +101,12 @@ def _check_knobs(phase: str, knobs: Mapping) -> dict:
 def _check_knob(name: str, knob: str, value):
     """One roofline knob as ``float``: an efficiency in (0, 1], a time [s] or tokens >= 0.
 
-    ``kv_bandwidth_efficiency`` and ``interconnect_latency`` may be ``None`` (their default:
-    the weights' efficiency, the GPU's own latency).
+    ``kv_bandwidth_efficiency``, ``interconnect_latency`` and
+    ``low_precision_compute_efficiency`` may be ``None`` (their default: the weights'
+    efficiency, the GPU's own latency, ``compute_efficiency``).
     """
-    optional = knob in ("kv_bandwidth_efficiency", "interconnect_latency")
+    optional = knob in ("kv_bandwidth_efficiency", "interconnect_latency",
+                        "low_precision_compute_efficiency")
     if knob in SECONDS_KNOBS or knob == "gemm_half_tokens":
         return real_number(name, value, lo=0, allow_none=optional)
     return real_number(name, value, lo=0, hi=1, lo_open=True, allow_none=optional)
@@ -212,8 +217,9 @@ class Calibration:
         in (0, 1] [1] and ``step_overhead`` [s] ≥ 0, ideal (1, 1, 0) where missing; and, where
         fitted, the engine knobs (:data:`ENGINE_KNOBS`): ``layer_overhead`` [s per layer],
         ``kv_bandwidth_efficiency`` in (0, 1] [1], ``gemm_half_tokens`` [tokens],
-        ``prefill_overhead`` [s], ``interconnect_latency`` [s per hop] and
-        ``frontend_latency`` [s], each ≥ 0; and the link share ``interconnect_efficiency`` in
+        ``prefill_overhead`` [s], ``interconnect_latency`` [s per hop],
+        ``frontend_latency`` [s] and ``low_precision_layer_overhead`` [s per layer], each
+        ≥ 0, and ``low_precision_compute_efficiency`` in (0, 1] [1]; and the link share ``interconnect_efficiency`` in
         (0, 1] [1] (:data:`LINK_KNOBS`): each an
         :class:`~rooflinekit.Engine` field.
     source : str
@@ -385,8 +391,8 @@ class Calibration:
         -----
         A continuous-batching step mixes prompt tokens (compute-bound) with decode tokens
         (memory-bound) and is timed with one engine: ``compute_efficiency``,
-        ``gemm_half_tokens``, ``prefill_overhead``, ``frontend_latency`` and the link share
-        come from prefill;
+        ``low_precision_compute_efficiency``, ``gemm_half_tokens``, ``prefill_overhead``,
+        ``frontend_latency`` and the link share come from prefill;
         ``bandwidth_efficiency``, ``step_overhead``, ``layer_overhead``,
         ``kv_bandwidth_efficiency`` and ``interconnect_latency`` from decode (a step that
         carries decodes is a decode step; a prefill's own overhead also holds client time).
@@ -517,6 +523,7 @@ class Calibration:
 #: Where the mixed step takes each knob from: the phase whose steps it shapes (decode
 #: where not listed).
 _CLOCK_PHASE = {"compute_efficiency": "prefill", "gemm_half_tokens": "prefill",
+                "low_precision_compute_efficiency": "prefill",
                 "prefill_overhead": "prefill", "interconnect_efficiency": "prefill",
                 "frontend_latency": "prefill"}
 

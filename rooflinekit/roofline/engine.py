@@ -82,10 +82,12 @@ def _check_label(name, value):
 
 _CHECKS = {
     "compute_efficiency": _efficiency,
+    "low_precision_compute_efficiency": _optional_efficiency,
     "bandwidth_efficiency": _efficiency,
     "kv_bandwidth_efficiency": _optional_efficiency,
     "step_overhead": check_nonnegative,
     "layer_overhead": check_nonnegative,
+    "low_precision_layer_overhead": check_nonnegative,
     "prefill_overhead": check_nonnegative,
     "frontend_latency": check_nonnegative,
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
@@ -112,6 +114,12 @@ class Engine:
     compute_efficiency : float, array_like or xarray.DataArray
         Share of the peak FLOP/s the matrix multiplies and attention reach [1], in (0, 1].
         Default 1.0.
+    low_precision_compute_efficiency : float, array_like, xarray.DataArray or None
+        Share of the low-precision peak (FP8, INT8, FP4) the weight matrix multiplies reach
+        where they run on such a path (their format's dense peak above the GPU's 16-bit one)
+        [1], in (0, 1]; attention, in the activation format, keeps ``compute_efficiency``.
+        FP8 GEMMs reach a smaller share of their peak than bf16 GEMMs of theirs (the scaling
+        epilogue, tiles tuned for 16 bits). Default ``None``: ``compute_efficiency``.
     bandwidth_efficiency : float, array_like or xarray.DataArray
         Share of the HBM bandwidth the step's traffic reaches [1], in (0, 1]. Default 1.0.
     kv_bandwidth_efficiency : float, array_like, xarray.DataArray or None
@@ -123,6 +131,12 @@ class Engine:
     layer_overhead : float, array_like or xarray.DataArray
         Fixed time per decoder layer per step [s], ≥ 0: the step's fixed cost is
         ``step_overhead + n_layers · layer_overhead``. Default 0.
+    low_precision_layer_overhead : float, array_like or xarray.DataArray
+        Extra fixed time per decoder layer per step when the weight matrix multiplies run on
+        a low-precision tensor-core path (W8A8 FP8 or INT8, FP4: the format's dense peak
+        above the GPU's 16-bit one) [s], ≥ 0: what such a GEMM's activation quantisation and
+        scaling add to its launch, over the layer's four GEMMs. It adds to ``layer_overhead``
+        on those steps only; 16-bit and weight-only formats never pay it. Default 0.
     prefill_overhead : float, array_like or xarray.DataArray
         Fixed time a step carrying prompt tokens pays once (admission, scheduling of a new
         prompt): the TTFT intercept [s], ≥ 0. Default 0.
@@ -173,10 +187,12 @@ class Engine:
     """
 
     compute_efficiency: object = 1.0
+    low_precision_compute_efficiency: object = None
     bandwidth_efficiency: object = 1.0
     kv_bandwidth_efficiency: object = None
     step_overhead: object = 0.0
     layer_overhead: object = 0.0
+    low_precision_layer_overhead: object = 0.0
     prefill_overhead: object = 0.0
     frontend_latency: object = 0.0
     gemm_half_tokens: object = 0.0
@@ -252,8 +268,8 @@ class Engine:
         ----------
         group : types.SimpleNamespace
             The GPU's fields on the formula's grid (``peak_flops`` at ``compute_dtype``,
-            ``attention_peak_flops`` at ``activation_dtype``, ``hbm_bandwidth``, link figures,
-            ``n_gpus``), completed here and returned.
+            ``peak_flops_16bit``, ``attention_peak_flops`` at ``activation_dtype``,
+            ``hbm_bandwidth``, link figures, ``n_gpus``), completed here and returned.
         model : types.SimpleNamespace or None
             The model's coefficients (``n_layers``, ``hidden_size``), ``None`` for a formula
             of the GPU alone.
@@ -262,11 +278,16 @@ class Engine:
 
         Notes
         -----
-        ``peak = peak_flops · tp · compute_efficiency``, ``bandwidth = hbm · tp ·
-        bandwidth_efficiency``, ``fixed = step_overhead + n_layers · layer_overhead``; the KV
-        traffic weighs ``bandwidth_efficiency / kv_bandwidth_efficiency`` against the
-        bandwidth; the all-reduce is :func:`rooflinekit.parallel.allreduce_coefficients` over
-        ``link · interconnect_efficiency``. With every field at its default each term is the
+        ``q = 1`` where the matmuls' format has a dense peak above the GPU's 16-bit one
+        (``peak_flops > peak_flops_16bit``: a low-precision path), else 0.
+        ``peak = peak_flops · tp · e`` with ``e = low_precision_compute_efficiency`` where
+        ``q = 1`` and it is given, else ``compute_efficiency`` (attention's peak always takes
+        ``compute_efficiency``), ``bandwidth = hbm · tp · bandwidth_efficiency``,
+        ``fixed = step_overhead + n_layers · (layer_overhead + q ·
+        low_precision_layer_overhead)``; the KV traffic weighs ``bandwidth_efficiency /
+        kv_bandwidth_efficiency`` against the bandwidth; the all-reduce is
+        :func:`rooflinekit.parallel.allreduce_coefficients` over ``link ·
+        interconnect_efficiency``. With every field at its default each term is the
         ideal model's, to the bit (``x · 1.0`` and ``x + 0.0`` are exact).
         """
         tp = laid.get("tp", 1.0)
@@ -286,14 +307,23 @@ class Engine:
             link = np.where(degree > 1, link, np.inf)        # 0 / inf = 0 where nothing is sent
         else:
             per_token, latency, link = 0.0, 0.0, math.inf
+        # the matmuls run on a low-precision path where their format's peak beats 16 bits
+        low_precision = group.peak_flops > group.peak_flops_16bit
         compute = laid["compute_efficiency"]
-        group.compute_efficiency = compute
-        group.peak_flops = group.peak_flops * tp * compute
+        # the weight GEMMs' own share: the low-precision one where they run on such a path
+        gemm = compute if laid["low_precision_compute_efficiency"] is None else \
+            np.where(low_precision, laid["low_precision_compute_efficiency"], compute)
+        group.compute_efficiency = gemm
+        group.peak_flops = group.peak_flops * tp * gemm
         group.attention_peak_flops = group.attention_peak_flops * tp * compute
         group.bandwidth = group.hbm_bandwidth * tp * laid["bandwidth_efficiency"]
         # kernel launches scale with the layers; a formula of the GPU alone has none
         layers = model.n_layers if model is not None else 0.0
         group.step_overhead = laid["step_overhead"] + layers * laid["layer_overhead"]
+        quantised = laid["low_precision_layer_overhead"]
+        if np.any(np.asarray(quantised) != 0):      # 0 (default): the line above, to the bit
+            group.step_overhead = group.step_overhead + layers * np.where(
+                low_precision, quantised, 0.0)
         group.gemm_half_tokens = laid["gemm_half_tokens"]
         group.prefill_overhead = laid["prefill_overhead"]
         group.frontend_latency = laid["frontend_latency"]

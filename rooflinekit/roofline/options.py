@@ -117,7 +117,9 @@ def read_model(model, arguments) -> dict:
 def read_gpu(gpu, arguments) -> dict:
     """Spec reader of the roofline formulas: the GPU's fields at the formula's compute_dtype.
 
-    ``attention_peak_flops`` is the peak in the activation format, where attention runs.
+    ``attention_peak_flops`` is the peak in the activation format, where attention runs;
+    ``peak_flops_16bit`` the GPU's 16-bit dense peak, which says whether the matmuls' format
+    is a low-precision path (its peak above that one).
     """
     compute_dtype = arguments.get("compute_dtype")
     out = gpu_fields(gpu, compute_dtype)
@@ -136,6 +138,9 @@ def read_gpu(gpu, arguments) -> dict:
             out["peak_flops"] = pick(one_byte, fp8, out["peak_flops"])
             if isinstance(out["peak_flops"], np.ndarray) and out["peak_flops"].ndim == 0:
                 out["peak_flops"] = float(out["peak_flops"])
+    # the 16-bit peak, against which a format's own says whether it is a low-precision path
+    sixteen = parallel.device_peak_flops(gpu, None)
+    out["peak_flops_16bit"] = float(sixteen) if isinstance(sixteen, numbers.Real) else sixteen
     attention = parallel.device_peak_flops(gpu, arguments.get("activation_dtype", "bf16"))
     out["attention_peak_flops"] = float(attention) if isinstance(attention, numbers.Real) \
         else attention
