@@ -244,6 +244,16 @@ def model(name: str) -> ModelShape:
     return _find("model", name, _model_table())
 
 
+def _cached_repo_id(path) -> str | None:
+    """The repo id of a file inside a Hugging Face cache snapshot
+    (``models--org--name/snapshots/<revision>/config.json`` is "org/name"), else ``None``."""
+    parts = os.path.abspath(path).split(os.sep)
+    for i in range(len(parts) - 2):
+        if parts[i].startswith("models--") and parts[i + 1] == "snapshots":
+            return parts[i].removeprefix("models--").replace("--", "/")
+    return None
+
+
 def _recorded_name(path) -> str | None:
     """The ``_name_or_path`` a config.json records, where it is a name and not a local path."""
     try:                             # the bounded reader: a hostile file is refused, not read
@@ -274,7 +284,8 @@ def resolve_model(name_or_path, *, name: str | None = None) -> ModelShape:
     -------
     ModelShape
         The catalogue row, or the model built by :meth:`ModelShape.from_hf_config`. Its name,
-        in this order: ``name``; for a repo id, the repo id; the config's own
+        in this order: ``name``; for a repo id, the repo id (also for a path into the local
+        Hugging Face cache, ``models--org--name/snapshots/...``); the config's own
         ``_name_or_path`` where it records one that is not a local path
         (``"microsoft/phi-2"``); else its folder, the way downloads are laid out
         (``.../Llama-3.1-8B/config.json`` is "Llama-3.1-8B"), or a JSON file named otherwise
@@ -305,7 +316,7 @@ def resolve_model(name_or_path, *, name: str | None = None) -> ModelShape:
             # (gpt-oss-120b.json) by its own name
             stem, ext = os.path.splitext(os.path.basename(path))
             if name is None:
-                name = _recorded_name(path) or \
+                name = _cached_repo_id(path) or _recorded_name(path) or \
                     (folder if os.path.basename(path) == "config.json" or ext != ".json"
                      else stem)
             # the name given, not the file found: found again, it is not taken for a folder

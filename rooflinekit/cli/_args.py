@@ -155,6 +155,9 @@ FLAGS = {
     # every command reads its model with catalog.resolve_model
     "--model": {"help": "a catalogue name, a Hugging Face config.json, a model folder, or a repo "
                         "id already in the local Hugging Face cache (read offline)"},
+    "--name": {"default": None, "metavar": "NAME",
+               "help": "the model's name in the output (default: the catalogue name, the repo "
+                       "id, the name the config records, or the folder's or file's name)"},
     "--gpu": {"help": "catalogue GPU name"},
     "--tensor-parallel-size": {"type": positive_int, "default": 1, "dest": "tp",
                                "metavar": "TP", "help": "tensor-parallel degree (1)"},
@@ -266,6 +269,15 @@ def shared_prefix(args):
 
 #: Short forms: flag -> the other spellings of the same flag.
 _ALIASES = {"--tensor-parallel-size": ("--tp",), "--pipeline-parallel-size": ("--pp",)}
+
+
+def read_model(args):
+    """The model of ``args.model`` (:func:`rooflinekit.catalog.resolve_model`), named by
+    ``--name`` where the command takes it and it was given."""
+    name = getattr(args, "name", None)
+    if name is not None and not name.strip():
+        raise ValueError("--name must not be empty")
+    return catalog.resolve_model(args.model, name=None if name is None else name.strip())
 
 
 def add_flag(parser, flag: str, *, positional: bool = False, **changes) -> None:

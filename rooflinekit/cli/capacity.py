@@ -6,6 +6,7 @@ import sys
 
 from rooflinekit import catalog, memory, pricing, roofline, units
 from rooflinekit.cli._args import (
+    read_model,
     engine_from_args,
     COMMAND_API,
     PREFIX_FLAGS,
@@ -70,6 +71,7 @@ _DEFAULT_CONTEXT = 8192
 
 def add_arguments(parser) -> None:
     add_flag(parser, "--model", positional=True)
+    add_flag(parser, "--name")
     add_flag(parser, "--gpu", positional=True)
     add_flag(parser, "--tensor-parallel-size")
     add_flag(parser, "--max-model-len", default=None,
@@ -157,7 +159,7 @@ def _why_not(result) -> tuple[bool, str | None]:
 
 
 def run(args, out) -> int:
-    model = apply_dtypes(catalog.resolve_model(args.model), args)
+    model = apply_dtypes(read_model(args), args)
     gpu = catalog.gpu(args.gpu)
     if gpu.scale_up_gpus is not None and args.tp > gpu.scale_up_gpus:
         raise ValueError(f"--tensor-parallel-size {args.tp} is more than one scale-up domain of "

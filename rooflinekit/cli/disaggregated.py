@@ -6,6 +6,7 @@ import re
 
 from rooflinekit import catalog, planning, roofline
 from rooflinekit.cli._args import (
+    read_model,
     add_flag,
     add_output_flags,
     apply_dtypes,
@@ -60,6 +61,7 @@ split_list.__name__ = "xPyD list"      # argparse names the type in its error
 
 def add_arguments(parser) -> None:
     add_flag(parser, "--model", positional=True)
+    add_flag(parser, "--name")
     add_flag(parser, "--gpu", required=True)
     add_flag(parser, "--tensor-parallel-size")
     group = parser.add_mutually_exclusive_group(required=True)
@@ -96,7 +98,7 @@ def _rows(ds):
 
 def run(args, out) -> int:
     traffic, slo = traffic_and_slo(args)
-    model = apply_dtypes(catalog.resolve_model(args.model), args)
+    model = apply_dtypes(read_model(args), args)
     gpu = catalog.gpu(args.gpu)
     common = dict(
         model=model, gpu=gpu, tp=args.tp, max_num_seqs=args.max_num_seqs or "auto",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rooflinekit import catalog, roofline
 from rooflinekit.cli._args import (
+    read_model,
     COMMAND_API,
     add_flag,
     add_long_context_flag,
@@ -43,6 +44,7 @@ _COLUMNS = (("tp", "tp"), ("pp", "pp"), ("ep", "ep"), ("dp", "replicas"),
 
 def add_arguments(parser) -> None:
     add_flag(parser, "--model", positional=True)
+    add_flag(parser, "--name")
     add_flag(parser, "--gpu", positional=True)
     parser.add_argument("--num-gpus", type=whole_number(1, roofline.MAX_GPUS), required=True,
                         metavar="GPUS", help="GPUs the layouts use, all of them")
@@ -67,7 +69,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out) -> int:
-    model = apply_dtypes(catalog.resolve_model(args.model), args)
+    model = apply_dtypes(read_model(args), args)
     gpu = catalog.gpu(args.gpu)
     if args.max_model_len is None:
         args.max_model_len = 4096

@@ -8,6 +8,7 @@ import os
 
 from rooflinekit import batching, catalog, planning, pricing, roofline, workloads
 from rooflinekit.cli._args import (
+    read_model,
     PREFIX_FLAGS,
     SPECULATIVE_FLAGS,
     add_flag,
@@ -346,9 +347,7 @@ def add_table_flags(parser, flags) -> None:
 
 def add_arguments(parser) -> None:
     add_flag(parser, "--model", positional=True)
-    parser.add_argument("--name", default=None, metavar="NAME",
-                        help="the model's name in the output (default: the catalogue name, the "
-                             "repo id, or the config file's or folder's name)")
+    add_flag(parser, "--name")
     parser.add_argument("--gpus", nargs="+", type=name_list, required=True, metavar="NAME",
                         help="catalogue GPU names (h100 l40s or h100,l40s)")
     add_flag(parser, "--tensor-parallel-size", type=int_list, default=[1],
@@ -474,11 +473,7 @@ def run(args, out) -> int:
         traffic = dataclasses.replace(traffic, profile=profile)
     if args.enable_prefix_caching and traffic.prefix is None:
         raise ValueError("--enable-prefix-caching caches shared prefixes: give --prefix-tokens")
-    model = apply_dtypes(catalog.resolve_model(args.model), args)
-    if args.name is not None:
-        if not args.name.strip():
-            raise ValueError("--name must not be empty")
-        model = dataclasses.replace(model, name=args.name.strip())
+    model = apply_dtypes(read_model(args), args)
     draft = speculative_draft(args)
     speculative = None
     if draft is not None:
