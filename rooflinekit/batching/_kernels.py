@@ -176,7 +176,7 @@ _PERCENTILES = GAP_PERCENTILES
 _N_PERCENTILES = len(GAP_PERCENTILES)
 
 #: Length of the ``coef`` array: the fields of :class:`rooflinekit.roofline.StepCost`.
-N_COEFFICIENTS = 22
+N_COEFFICIENTS = 23
 if len(StepCost._fields) != N_COEFFICIENTS:
     # _step_time passes the coefficients one by one; a new field needs a new argument there.
     raise ImportError(f"StepCost has {len(StepCost._fields)} fields; the batching kernels pass "
@@ -186,7 +186,7 @@ _SW = StepCost._fields.index("sliding_window")
 
 #: sha256 of the step formula's source (the three kernels and the StepCost field names), which
 #: numba's cache cannot see; ``tests/test_batching_kernels.py`` recomputes it.
-STEP_FORMULA_SHA256 = "6a3182f40c4ecb7b4fc0d5a07e463def290edc9023910570c1a33eb1ecede203"
+STEP_FORMULA_SHA256 = "6abe249e6a778d7601110e88dd2bd67be80e4fe7a36cdd8ae48781c9178be9c0"
 
 _mixed_step_time = njit(cache=True)(mixed_step_time_kernel)
 _kv_tokens_read = njit(cache=True)(kv_tokens_read_kernel)
@@ -203,7 +203,7 @@ def _step_time(tick_mode, coef, n_decode, n_prefill_tokens, kv_tokens_read,
     return _mixed_step_time(coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6],
                             coef[7], coef[8], coef[9], coef[10], coef[11], coef[12], coef[13],
                             coef[14], coef[15], coef[16], coef[17], coef[18], coef[19], coef[20],
-                            coef[21], n_decode, n_prefill_tokens, kv_tokens_read,
+                            coef[21], coef[22], n_decode, n_prefill_tokens, kv_tokens_read,
                             prefill_context_tokens)
 
 
@@ -652,7 +652,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # reference counts per call, which at one call a step is most of a step's time
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
           coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
-          coef[17], coef[18], coef[19], coef[20], coef[21])
+          coef[17], coef[18], coef[19], coef[20], coef[21], coef[22])
     # speculative decoding: a sequence's gains are known when it starts decoding, so its whole
     # path (tokens, blocks, window crossings per step) is filed then in step rings; a step
     # reads its sums and visits no sequence. Without it the path below is the plain one.
@@ -682,7 +682,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
            draft_coef[5], draft_coef[6], draft_coef[7], draft_coef[8], draft_coef[9],
            draft_coef[10], draft_coef[11], draft_coef[12], draft_coef[13], draft_coef[14],
            draft_coef[15], draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19],
-           draft_coef[20], draft_coef[21])
+           draft_coef[20], draft_coef[21], draft_coef[22])
     kk = float(draft_tokens)
     # filing counts a gain's new block without a branch where no gain fills two; measured
     # to pay on the roofline workload of ~256 sequences (1.19 -> 0.93 ms) and to cost 25 % on

@@ -35,7 +35,9 @@ OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0,
                          # weight groups in a format of their own, and the layers with a KV
                          # cache (NaN: as bytes_per_param, as n_layers)
                          "bytes_per_body_param": math.nan, "bytes_per_expert_param": math.nan,
-                         "bytes_per_embedding_param": math.nan, "n_kv_layers": math.nan}
+                         "bytes_per_embedding_param": math.nan, "n_kv_layers": math.nan,
+                         # a hybrid's recurrent state per sequence (0: none)
+                         "state_bytes_per_sequence": 0.0}
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")
 

@@ -101,6 +101,9 @@ class StepCost(NamedTuple):
     gemm_half_tokens: float
     #: Fixed time a step carrying prompt tokens pays once [s] (the TTFT intercept).
     prefill_overhead: float
+    #: Recurrent-state bytes a decode token reads and writes back, 2 × the state per sequence
+    #: (linear attention, SSM layers: a constant state, whatever the context) [bytes/token].
+    state_bytes_per_decode_token: float
 
 
 def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_experts,
@@ -109,16 +112,16 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
                            allreduce_bytes_per_token, link_bandwidth, allreduce_latency,
                            full_attention_fraction, sliding_window, tp, attention_peak_flops,
                            lm_head_flops_per_token, embedding_row_bytes, prefill_bytes_per_token,
-                           gemm_half_tokens, prefill_overhead,
+                           gemm_half_tokens, prefill_overhead, state_bytes_per_decode_token,
                            n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
     """Time of one forward step carrying decode tokens and prompt tokens [s] (scalar kernel).
 
     Written with arithmetic and ``max``/``min`` only, so that ``numba.njit`` compiles it
-    unchanged; the first 22 arguments are the fields of :class:`StepCost`.
+    unchanged; the first 23 arguments are the fields of :class:`StepCost`.
 
     Parameters
     ----------
-    nonexpert_weight_bytes ... prefill_overhead : float
+    nonexpert_weight_bytes ... state_bytes_per_decode_token : float
         The :class:`StepCost` fields, in order (see there for units).
     n_decode : float
         Decode tokens in the step, one per decoding sequence [tokens].
@@ -145,7 +148,9 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     attention_flops_per_pair·(kv_tokens_read + prefill_context_tokens) / attention_peak_flops``
     (the weight GEMMs and attention run one after the other, each at its format's peak) and
     ``bytes = weights touched by n tokens + embedding_row_bytes·n + kv_bytes_per_token ·
-    (kv_tokens_read + n_prefill_tokens) + prefill_bytes_per_token·n_prefill_tokens``,
+    (kv_tokens_read + n_prefill_tokens) + prefill_bytes_per_token·n_prefill_tokens +
+    state_bytes_per_decode_token·n_decode`` (a hybrid's recurrent layers read and write their
+    state once a decode token, whatever the context; a prompt's state pass is not counted),
     ``n = n_decode + n_prefill_tokens``. Logits are needed for every decode token and for one
     prompt token of a step with prompt tokens, ``n_logits = n_decode + min(n_prefill_tokens,
     1)``: the last token of a prompt (a prefill step serves one prompt).
@@ -172,7 +177,8 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     weight_bytes = nonexpert_weight_bytes + experts_touched * expert_weight_bytes
     traffic = (weight_bytes + embedding_row_bytes * tokens
                + kv_bytes_per_token * (kv_tokens_read + n_prefill_tokens)
-               + prefill_bytes_per_token * n_prefill_tokens)
+               + prefill_bytes_per_token * n_prefill_tokens
+               + state_bytes_per_decode_token * n_decode)
     logits = n_decode + min(n_prefill_tokens, 1.0)
     # Attention in the peak's units: the ratio is exactly 1 when both formats share a peak.
     work = (flops_per_token * (tokens + gemm_half_tokens)
@@ -381,6 +387,8 @@ def _model_terms(m, activation_bytes):
     m.full_attention_fraction = m.n_full_layers / kv_layers
     m.prefill_bytes_per_token = (ELEMENTWISE_ELEMENTS_PER_LAYER * m.n_layers * m.hidden_size
                                  * activation_bytes)
+    # a recurrent layer reads its state and writes it back once a decode token
+    m.state_bytes_per_decode_token = 2.0 * m.state_bytes_per_sequence
     return m
 
 
@@ -484,4 +492,5 @@ def step_bytes(model, step: Step):
     weights = model.nonexpert_weight_bytes + touched * model.expert_weight_bytes
     return (weights + model.embedding_row_bytes * tokens
             + model.kv_bytes_per_token * (kv_read + n_prefill)
-            + model.prefill_bytes_per_token * n_prefill)
+            + model.prefill_bytes_per_token * n_prefill
+            + model.state_bytes_per_decode_token * n_decode)
