@@ -254,17 +254,19 @@ def _cached_repo_id(path) -> str | None:
     return None
 
 
+#: A model name a config may record: a repo id ("org/name") or a bare name, not a path.
+_REPO_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
 def _recorded_name(path) -> str | None:
     """The ``_name_or_path`` a config.json records, where it is a name and not a local path."""
     try:                             # the bounded reader: a hostile file is refused, not read
         recorded = load_hf_config(path).get("_name_or_path")
     except (TypeError, ValueError):
         return None                  # the reader that follows says what is wrong with the file
-    if not isinstance(recorded, str) or not recorded.strip() or os.path.isabs(recorded) \
-            or recorded.startswith((".", "~")) or os.sep in recorded.replace("/", "") \
-            or recorded.count("/") > 1:
-        return None
-    return recorded
+    if isinstance(recorded, str) and _REPO_NAME.fullmatch(recorded):
+        return recorded
+    return None             # none, or a local path ("/home/...", "./ckpt", "C:\\...")
 
 
 def resolve_model(name_or_path, *, name: str | None = None) -> ModelShape:

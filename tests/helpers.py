@@ -1,7 +1,21 @@
 """Small helpers shared by test modules (fixtures live in conftest.py)."""
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import xarray as xr
+
+#: The repository's scripts/ folder (development scripts, not part of the package).
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` as a module, run afresh."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def da(values, dim):

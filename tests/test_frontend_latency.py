@@ -6,9 +6,7 @@ load sweeps by ``scripts/fit_frontend_latency.py``; the closed form that script 
 here against a brute-force minimisation written from its definition.
 """
 
-import importlib.util
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,16 +16,13 @@ from rooflinekit import catalog
 from rooflinekit.planning import SLO, Traffic, load_curve
 from rooflinekit.workloads import Constant
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import load_script
+
 MODEL, GPU = catalog.model("Llama-3.1-8B"), catalog.gpu("H100-SXM-80GB")
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "fit_frontend_latency", ROOT / "scripts" / "fit_frontend_latency.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("fit_frontend_latency")
 
 
 def test_ttft_formula_adds_the_front_end_to_the_prefill():

@@ -157,8 +157,9 @@ def test_the_documented_fit_of_the_doks_runs():
     """docs/calibration.md's numbers: two DigitalOcean runs (vLLM 0.14.1, Llama-3.1-70B FP8,
     one H200) fitted in the default knobs, then the whole published sweep scored with it
     (scripts/score_load_sweeps.py with the calibration)."""
-    import importlib.util
     from pathlib import Path
+
+    from helpers import load_script
     model = rk.catalog.model("Llama-3.1-70B").replace(bytes_per_param="fp8")
     fit = fit_under_load(DOKS, model=model, gpu="H200-SXM-141GB")
     a = fit.table.attrs
@@ -167,10 +168,7 @@ def test_the_documented_fit_of_the_doks_runs():
         in doc
     assert [round(a[k], 1) for k in ("tpot_error_before", "tpot_error", "ttft_error_before",
                                      "ttft_error")] == [11.9, 7.0, 15.8, 16.6]
-    script = Path(__file__).parents[1] / "scripts" / "score_load_sweeps.py"
-    spec = importlib.util.spec_from_file_location("score_load_sweeps", script)
-    scorer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(scorer)
+    scorer = load_script("score_load_sweeps")
     name = "doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"
     (held,) = scorer.score(engine=fit.calibration, sweeps=[name])
     assert "it gives 8 % TPOT\nand 20 % TTFT error and a saturation −3 %" in doc

@@ -1,6 +1,5 @@
 """Checks of the published load sweeps (tests/data/load_sweeps/sweeps.csv) and their scorer."""
 
-import importlib.util
 import math
 import re
 from pathlib import Path
@@ -10,9 +9,10 @@ import pytest
 import rooflinekit
 from rooflinekit import catalog
 
+from helpers import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "tests" / "data" / "load_sweeps" / "sweeps.csv"
-SCRIPT = ROOT / "scripts" / "score_load_sweeps.py"
 
 COLUMNS = ["sweep", "source", "engine", "engine_version", "model", "gpu", "tp", "dtype", "dataset",
            "prompt_tokens", "output_tokens", "rate", "concurrency", "mean_ttft_ms",
@@ -21,10 +21,7 @@ COLUMNS = ["sweep", "source", "engine", "engine_version", "model", "gpu", "tp", 
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("score_load_sweeps", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("score_load_sweeps")
 
 
 @pytest.fixture(scope="module")
