@@ -38,7 +38,8 @@ about 1); every other dataset takes the published lengths as constants.
 
 Weights in a ``dtype`` other than bf16/fp16 (fp8) are applied to the catalogue model
 (``bytes_per_param``); an :class:`~rooflinekit.Engine` (IDEAL) then also multiplies in that format
-(``compute_dtype``), as :mod:`rooflinekit.calibrate` does for such rows.
+(``compute_dtype``), as :mod:`rooflinekit.calibrate` does for such rows. A ``kv_dtype`` (fp8)
+sets the KV cache's format (``kv_bytes_per_element``); blank keeps the model's 16-bit cache.
 
 Usage::
 
@@ -58,6 +59,7 @@ import numpy as np
 
 import rooflinekit
 from rooflinekit import catalog
+from rooflinekit.dtypes import BYTES_PER_ELEMENT
 from rooflinekit.profiles import scheduler_defaults
 from rooflinekit.planning import SLO, Traffic
 from rooflinekit.workloads import LogNormal
@@ -107,9 +109,9 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
     Raises
     ------
     ValueError
-        A missing column, a point without a required field, a number that is not one, or a
-        point with neither a rate nor a concurrency: the message names the file, the line and
-        the field.
+        A missing column, a point without a required field, a number that is not one, a
+        point with neither a rate nor a concurrency, or a ``kv_dtype`` that names no format:
+        the message names the file, the line and the field.
     """
     with open(path, newline="", encoding="utf-8") as fh:
         numbered = [(k, line) for k, line in enumerate(fh, 1) if not line.startswith("#")]
@@ -126,6 +128,11 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
         point = dict(row)
         for key in NUMERIC:
             point[key] = _number(row.get(key), f"{where}, field {key!r}")
+        kv_dtype = (row.get("kv_dtype") or "").strip().lower()
+        if kv_dtype and kv_dtype not in BYTES_PER_ELEMENT:
+            raise ValueError(f"{where}, field 'kv_dtype': expected one of "
+                             f"{', '.join(sorted(BYTES_PER_ELEMENT))} or blank, got "
+                             f"{kv_dtype[:40]!r}")
         if point["rate"] is None and point["concurrency"] is None:
             raise ValueError(f"{where}: a point needs a rate or a concurrency (fields 'rate', "
                              f"'concurrency')")
@@ -164,6 +171,9 @@ def _spec(point, engine, sigma):
         model = model.replace(bytes_per_param=dtype)
         if isinstance(engine, rooflinekit.Engine) and engine.compute_dtype is None:
             engine = engine.replace(compute_dtype=dtype)
+    kv_dtype = (point.get("kv_dtype") or "").strip().lower()
+    if kv_dtype:
+        model = model.replace(kv_bytes_per_element=kv_dtype)
     prompt = _length(point["prompt_tokens"], point["dataset"], sigma)
     if not isinstance(prompt, LogNormal):
         prompt = max(0, prompt)

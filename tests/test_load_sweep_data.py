@@ -124,6 +124,7 @@ def test_score_one_small_sweep(scorer):
     (lambda rows: [rows[0].replace("rate,", "speed,", 1), *rows[1:]], "missing column"),
     (lambda rows: [r.replace(",inf,", ",fast,", 1) if i == 2 else r for i, r in enumerate(rows)],
      "field 'rate'"),
+    (lambda rows: [r + "fp7" if i == 2 else r for i, r in enumerate(rows)], "field 'kv_dtype'"),
 ])
 def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_path, change,
                                                                   match):
@@ -137,3 +138,15 @@ def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_
     with pytest.raises(ValueError, match=match) as info:
         scorer.read_sweeps(bad)
     assert str(bad) in str(info.value)
+
+
+def test_kv_dtype_sets_the_cache_format(scorer, sweeps):
+    """A sweep's ``kv_dtype`` is the cache the engine ran (DigitalOcean's report: fp8_e4m3; NIM:
+    see the README) and reaches the simulated model; blank keeps the 16-bit cache."""
+    doks = sweeps["doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"][0]
+    lambda_ = sweeps["lambda_h100_llama3-8b_tp1_burst"][0]
+    assert doks["kv_dtype"] == "fp8" and lambda_["kv_dtype"] == ""
+    model, _, _ = scorer._spec(doks, None, 0.8)
+    assert model.kv_bytes_per_element == 1
+    model, _, _ = scorer._spec(lambda_, None, 0.8)
+    assert model.kv_bytes_per_element == catalog.model("Llama-3.1-8B").kv_bytes_per_element == 2
