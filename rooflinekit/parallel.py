@@ -497,10 +497,8 @@ def check_layout(model, *, tp=1, pp=1, ep=1, dp=1, n_gpus=None):
     Raises
     ------
     ValueError
-        Naming the dimension, when ``pp`` does not divide the layers, ``tp`` does not divide the
-        attention heads (or the KV heads and ``tp`` neither divide the other), ``ep`` does not
-        divide the routed experts or ``tp × dp`` (or ``ep`` and ``tp`` neither divide the other),
-        ``ep > 1`` meets a dense model, or the layout needs more GPUs than ``n_gpus``.
+        Naming the dimension, when the layout breaks :func:`layout_ok`'s rule (``ep > 1`` on a
+        dense model included), or needs more GPUs than ``n_gpus``.
     TypeError
         When a degree is not a whole number or ``model`` is not a :class:`ModelShape`.
 
@@ -659,9 +657,6 @@ def layout_memory(model, gpu, *, tp=1, pp=1, ep=1, dp=1, reserve=memory.DEFAULT_
     - Usable KV: ``max(memory − weights, 0) · (1 − reserve)`` per GPU, the rule of
       :func:`rooflinekit.memory.usable_kv_bytes`.
 
-    Example: Llama-3.1-405B bf16 at ``tp = 8, pp = 2`` holds 811.7e9/16 = 50.7e9 B of weights
-    per GPU and 63 layers' KV on one of the 8 KV heads: 63 · 2 · 128 · 2 = 32,256 B per token.
-
     References
     ----------
     .. [1] Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
@@ -758,9 +753,6 @@ def expert_all_to_all_bytes(model, tokens, *, ep, activation_dtype="bf16"):
     ``ep = 1``; each GPU sends ``1/ep`` of that. Token dropping, capacity factors, fp8 dispatch
     (DeepEP) and node-limited routing are left out.
 
-    Example: DeepSeek-V3 (h = 7168, k = 8) with 256 tokens at ``ep = 8``:
-    ``2 · 256 · 7168 · 8 · 2 · 7/8`` = 51,380,224 B per layer, × 58 MoE layers per step.
-
     References
     ----------
     .. [1] Lepikhin et al., "GShard", arXiv:2006.16668, 2020 (dispatch and combine all-to-all).
@@ -821,9 +813,6 @@ def kv_transfer_time(model, prompt_tokens, *, link_bandwidth, link_latency=0.0):
     stream at the link's full rate; spreading a tensor-parallel group's shards over its ``tp``
     NICs divides the time by up to ``tp`` (pass ``tp × link_bandwidth``), and overlapping the
     transfer with prefill layer by layer hides most of it, which is not modelled here.
-
-    Example: Llama-3.1-70B (bf16, 320 KiB per token) with a 4,000-token prompt over 50 GB/s:
-    4,000 · 327,680 / 50e9 = 26.2 ms.
 
     References
     ----------

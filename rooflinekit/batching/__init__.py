@@ -1,22 +1,13 @@
 """Static and continuous batching, simulated step by step (guide §4).
 
-- :mod:`~rooflinekit.batching.batchers`: :class:`StaticBatcher`, :class:`ContinuousBatcher`
-  (each ``.run(workload)``): their fields and checks, the arguments each hands its kernel, the
-  size limits of a run;
-- :mod:`~rooflinekit.batching.clock`: the step clock (tick or roofline, timed by an
-  :class:`~rooflinekit.Engine`, computed before the kernel runs) and
-  :func:`replica_kv_budget`, the one KV-budget rule of batchers and plans;
-- :mod:`~rooflinekit.batching.replicates`: :func:`monte_carlo` and :func:`run_replicates`
-  (validation, random draws, size checks, many rows of one policy);
-- :mod:`~rooflinekit.batching.disaggregated`: :class:`DisaggregatedBatcher`, prefill and decode
-  pools of continuous batchers with the KV sent between them;
-- :mod:`~rooflinekit.batching.results`: per-request and summary Datasets;
-- :mod:`~rooflinekit.batching.precompile`: :func:`compile_kernels`, numba's cache filled ahead
-  of a first run, kernel families side by side;
-- ``_kernels`` (numba, imported on first run), ``_reference`` (plain Python, the
-  specification the kernels match bit for bit), ``_schema`` (the codes and layouts both
-  share with the Python side) and ``_kernel_calls`` (outputs, rows and error codes of a
-  kernel call).
+:class:`StaticBatcher` and :class:`ContinuousBatcher` (``.run(workload)``) in
+:mod:`~rooflinekit.batching.batchers`; the step clock and :func:`replica_kv_budget`, the one
+KV-budget rule of batchers and plans, in :mod:`~rooflinekit.batching.clock`; many runs
+(:func:`monte_carlo`, :func:`run_replicates`) in :mod:`~rooflinekit.batching.replicates`;
+:class:`DisaggregatedBatcher` in :mod:`~rooflinekit.batching.disaggregated`; the Datasets in
+:mod:`~rooflinekit.batching.results`; :func:`compile_kernels` in
+:mod:`~rooflinekit.batching.precompile`. The rules are ``_reference``'s (plain Python), which
+the numba ``_kernels`` match bit for bit (``docs/architecture.md``).
 """
 
 from rooflinekit.batching.batchers import (

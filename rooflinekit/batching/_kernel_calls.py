@@ -1,16 +1,11 @@
 """Calling the kernels from Python: outputs, rows, error codes, targets.
 
-What every caller of a kernel shares, below the batchers (:mod:`~rooflinekit.batching.batchers`,
-whose ``run`` is a one-row call), the replicate runs (:mod:`~rooflinekit.batching.replicates`,
-many rows) and the disaggregated fleet: the outputs of a block of rows allocated in the
-kernels' order (:data:`~rooflinekit.batching._schema.OUTPUT_NAMES`, then the error codes),
-the rows run one after another or on a pool of threads (:func:`_each_row`), the kernels'
-return codes turned into exceptions (:func:`_check_errors`), and the latency targets checked
-into what a kernel and the reference take (:func:`_targets`, :func:`_itl_limit`). A batcher
-calls its own kernel (``_Batcher._run_many``, which knows its policy's arguments) through
-these; keeping them here, and not beside the Monte Carlo, lets a batcher run without
-importing the replicate runs, and the replicate runs import the batchers, never the other way
-round. Nothing here imports numba at module level: the kernels load on the first run.
+What every caller of a kernel shares (batchers, replicate runs, the disaggregated fleet): a
+block of rows' outputs in the kernels' order (:data:`~rooflinekit.batching._schema.OUTPUT_NAMES`,
+then the error codes), the rows run in turn or on a pool of threads (:func:`_each_row`), return
+codes turned into exceptions (:func:`_check_errors`), and the latency targets as a kernel takes
+them (:func:`_targets`, :func:`_itl_limit`). Here, below the batchers, so that a run needs
+nothing of the replicate runs; nothing imports numba at module level.
 """
 
 from __future__ import annotations
@@ -22,9 +17,9 @@ from rooflinekit.batching._schema import N_STATS, WRONG_CLOCK
 
 
 def _targets(ttft_target, itl_target, e2e_target=None, tpot_target=None):
-    """Latency targets [tick or s]: each a number >= 0 (inf allowed) or None; ``(ttft, itl,
-    e2e, tpot)``. The kernels read only ``itl`` (:func:`_itl_limit`); the others are counted in
-    :mod:`rooflinekit.batching.results`."""
+    """Latency targets ``(ttft, itl, e2e, tpot)`` [tick or s], each >= 0 (inf allowed) or None;
+    the kernels read only ``itl`` (:func:`_itl_limit`).
+    """
     return (real_number("ttft_target", ttft_target, lo=0, allow_inf=True, allow_none=True),
             real_number("itl_target", itl_target, lo=0, allow_inf=True, allow_none=True),
             real_number("e2e_target", e2e_target, lo=0, allow_inf=True, allow_none=True),
@@ -32,19 +27,13 @@ def _targets(ttft_target, itl_target, e2e_target=None, tpot_target=None):
 
 
 def _itl_limit(itl_target):
-    """The longest gap counted as met by a kernel or the reference [tick or s]: inf for no
-    target."""
+    """The longest gap counted as met by a kernel or the reference [tick or s]: inf for none."""
     return float("inf") if itl_target is None else float(itl_target)
 
 
 def _each_row(one, rows: int, parallel: bool) -> None:
-    """``one(r)`` for every row ``r``; with ``parallel``, on a pool of numba's thread count.
-
-    The kernels release the GIL, so the rows of a Monte Carlo run on all cores at once, each in
-    one thread. Threads, not numba's ``prange``: a pool takes the rows one by one, so uneven
-    rows balance, and it spends less CPU time waking workers (a third less on the planning
-    benchmark; a tenth of the time for a call of small rows); the kernels compile once, single-
-    threaded. The rows are independent and write their own outputs: the numbers are the same.
+    """``one(r)`` for every row ``r``; with ``parallel``, on a pool of numba's thread count (the
+    kernels release the GIL; why threads: ``docs/architecture.md``, "batching/_kernel_calls.py").
     """
     import numba                                   # loaded with the kernels already
     threads = min(numba.get_num_threads(), rows) if parallel else 1

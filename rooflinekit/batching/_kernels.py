@@ -1,114 +1,21 @@
 """numba step loops for the batching simulator.
 
-The kernels implement exactly the rules of :mod:`rooflinekit.batching._reference` (read that module
-for what they do; tests require every output of the two to be equal, bit for bit). They only read
-their input arrays and write into preallocated outputs: no random numbers (the workload is drawn
-before, in :mod:`rooflinekit.workloads`), no Python objects, no allocation inside the step loop
-(each run allocates its scratch arrays once, sized by the request count and the slot limit, or
-borrows them from its caller).
-Every kernel is one run and releases the GIL (``nogil=True``): the replicates of a Monte Carlo run
-in a pool of Python threads, one run per replicate at a time
-(:func:`rooflinekit.batching._kernel_calls._each_row`), and dask's threaded scheduler runs chunks
-side by side.
+The kernels implement exactly the rules of :mod:`rooflinekit.batching._reference`; tests require
+every output of the two to be equal, bit for bit. They only read their input arrays and write
+into preallocated outputs: no random numbers (the workload is drawn before, in
+:mod:`rooflinekit.workloads`), no Python objects, no allocation inside the step loop. Every kernel
+is one run and releases the GIL (``nogil=True``), so replicates run in a pool of Python threads
+(:func:`rooflinekit.batching._kernel_calls._each_row`) or dask's. A continuous run costs
+O(steps + events), whatever the number of running sequences; how (calendar and step rings,
+decode-only stretches, one body compiled per variant, the disaggregated call's one scratch
+buffer) and what each choice measured: ``docs/architecture.md``, "batching/_kernels.py".
 
-The continuous kernel's cost per step does not grow with the number of running sequences, on
-either clock: every decoding sequence grows by one token a step, so a decoding sequence stores its
-token counts less the step counter and is not touched in a decode step; the step's KV read comes
-from running sums of context (and of window-capped context, for sliding-window models).
-Retirements and window crossings are filed in calendar rings, buckets indexed by the step at which
-they fall due (a sequence with ``k`` tokens left at step ``s`` retires at step ``s + k``), so filing,
-taking and cancelling one costs O(1). Paged blocks are counted by the phase of each context modulo
-the block size (those at a multiple need a block this step). Running and prefilling sequences are
-linked lists in admission order, so retirement and preemption of the latest admitted cost O(1).
-Between events, a decode-only stretch (no arrival, retirement, admission, prefill slice or
-preemption) skips the phases that would do nothing; on the tick clock, where every sum is a whole
-number, the stretch is measured and its statistics added in closed form, as single steps would
-add them. A run costs O(steps + events) with events the arrivals, admissions, prefill slices,
-retirements, preemptions and window crossings. Speculative decoding
-(``continuous_kernel(tick, speculative=True)``) breaks the premise, as each sequence gains its
-own drawn tokens, but its gains are drawn before the run for every position: when a sequence starts
-decoding its whole path is known, and is filed then, step by step, in step rings (one slot per
-future step, more slots than the longest output): its tokens beyond one, the paged blocks its
-gain needs, what it adds to the window sums. Its retirement step is then exact, and a step reads
-its slot and visits no sequence; a preemption walks the victim's path to where it is and
-withdraws the rest. The filing costs O(request-steps), a tight walk, and decode-only stretches
-are jumped as without speculation. Both kernels are one body,
-:func:`_continuous`, compiled in copies with speculation on and off (:func:`_body`), so the plain
-kernel holds none of the speculative code. In the step loop no called helper is handed an array
-(numba counts references to an array passed to a call with two atomic operations, which cost more
-than the rest of a step): the clock's coefficients travel as a tuple of scalars, the list and
-ring operations and the gap histogram are written out in place. The parts of the decode step
-that a step of the decode-only stretch repeats (its KV read, its tokens, its statistics) are
-helpers numba inlines in its IR (``inline="always"``), measured as fast as the code written
-twice; the one inlined helper that was not (one handed the gap histogram, 30 % slower per step)
-returns the histogram bin for the caller to fill in place instead. The speculative step reads
-its slot of the step rings in one inlined helper handed the 2-D ring (:func:`_spec_taken`), as
-fast as the slot read written out in each place; the plain and speculative decode-only
-stretches are one loop each, and the gained tokens' gaps of 0 are counted once at the end.
-
-The clock is data
------------------
-Every kernel takes the clock as two arguments: ``tick_mode`` (``True``: every step lasts one tick)
-and ``coef``, the :class:`rooflinekit.roofline.StepCost` coefficients as one float64 array of
-:data:`N_COEFFICIENTS` (read only by the roofline clock). The roofline clock is the roofline
-model's scalar kernels (:func:`rooflinekit.roofline.mixed_step_time_kernel`,
-``kv_tokens_read_kernel``, ``prefill_context_tokens_kernel``) compiled here and called with those
-coefficients. The kernels are plain module-level functions, so one compiled kernel serves every
-clock and every model, and numba can cache it on disk.
-
-Compilation and caching
------------------------
-Nothing compiles at import: ``@njit`` without signatures compiles lazily at the first call, and
-the batchers import this module only when a simulation first runs, so ``import rooflinekit``
-does not import numba (~0.3 s). Every kernel is ``cache=True`` (policy and measurements:
-``docs/simulator-cache.md``):
-
-- *where*: numba's default, ``__pycache__`` beside this file, or a per-user cache directory when
-  the package directory is not writable; ``NUMBA_CACHE_DIR`` overrides both. The step-formula
-  kernels compiled from :mod:`rooflinekit.roofline` are cached beside their own source.
-- *when it is stale*: numba keys each function's index on a hash of its source file's contents
-  and on the numba version, and each entry on the signature, the CPU name and features, and the
-  function's bytecode; any mismatch recompiles. numba does *not* see changes to functions called
-  from another file: the step formula lives in ``roofline/step.py`` and is compiled into these
-  kernels, so :data:`STEP_FORMULA_SHA256` records a hash of its source here, and a test fails
-  until it is updated, which changes this file and so invalidates every kernel's cache. The
-  same holds for the codes and columns compiled in as constants from
-  :mod:`rooflinekit.batching._schema` (:data:`SCHEMA_SHA256`) and for the gap histogram's bin
-  rule from :mod:`rooflinekit.batching._reference` (:data:`GAP_HISTOGRAM_SHA256`).
-- *several processes*: numba writes each index and data file to a unique temporary name and
-  renames it into place, so processes sharing a cache (multiprocessing, dask workers) may at worst
-  compile the same kernel twice; on a network filesystem this holds only where rename is atomic.
-  The known cache races concern ``@guvectorize`` functions, which this module does not use.
-
-Disaggregated serving (:func:`disaggregated_kernel`) runs every replica of a prefill pool and a
-decode pool in one call: each replica's requests are gathered into scratch arrays, run by the
-continuous body, and its outputs scattered back; the hand-over sorts the decode arrivals once;
-every replica adds its gaps to one histogram, so the fleet's percentiles are those of all the
-gaps, and no Python runs between the pools. A prefill replica's requests all have one output
-token, so its body is compiled for that (:func:`replica_kernel`, ``one_token``): no sequence
-is ever decoding in a step, and the decoding paths are left out (the same results; 21 % faster
-on 10,000 requests, 0.52 ms to 0.41). A decode replica is the plain body
-(:func:`replica_kernel`), as fast as the continuous kernel on the same requests: its
-one-token prefill of the arrived KV is the admission and prefill every aggregated request
-has. The hand-over's sort is a natural merge sort (:func:`_sort_stable`): the decode arrivals
-come about in request order, already sorted in the benchmarks, which then cost one pass where
-a bottom-up merge sort took 0.18 ms at 10,000 requests, a tenth of the call. The replicas
-borrow their per-request scratch from the call, one buffer sized for the largest replica of
-either pool that also holds the gathered requests: one allocation a call. Allocated replica by
-replica, glibc returned the freed scratch to the system (past its trim threshold) and the next
-replica faulted it in again, 0.6 ms a call at 5,000 requests; with one buffer, the largest
-allocation, its threshold rises above what a call frees. Views of one buffer may alias, which
-the compiler must assume; measured, a replica's run on lent views is as fast as on arrays of
-its own (0.82 and 0.86 ms for a decode replica of 10,000 requests, 0.41 both for a prefill
-one), and the continuous kernel, lent nothing, allocates its own.
-
-A first run on a machine compiles the continuous body of its clock in about 10 s (tick) or 12 s
-(roofline) and the static kernel in about 3 s (2 shared cores; ``benchmarks/first_run.py``):
-:data:`COMPILE_SECONDS`, the figures the line before a compile states (:func:`compile_notice`).
-Every later process loads the machine code from numba's cache in a fraction of a second; a
-Monte Carlo runs the same kernels, so compiles nothing more; the disaggregated kernel compiles
-its one-token body and loads the plain one (``rooflinekit.batching.precompile`` fills the cache
-ahead, families side by side).
+The clock is data: ``tick_mode`` and ``coef``, the :class:`rooflinekit.roofline.StepCost`
+coefficients as one float64 array of :data:`N_COEFFICIENTS`, so one compiled kernel serves every
+clock and model. Nothing compiles at import; every kernel is ``cache=True``. Where the cache
+lives, when it is stale (:data:`STEP_FORMULA_SHA256`, :data:`SCHEMA_SHA256`,
+:data:`GAP_HISTOGRAM_SHA256`), several processes, and first-run compile times
+(:data:`COMPILE_SECONDS`, :func:`compile_notice`): ``docs/simulator-cache.md``.
 """
 
 from __future__ import annotations
@@ -333,10 +240,9 @@ def _ring(n, size):
 
 @njit(cache=True)
 def _scratch_need(n, max_out, tick_mode, coef):
-    """Elements of int64, float64 and bool scratch one continuous run keeps per request (its
-    rings' buckets included): ``n`` requests, the longest output ``max_out``, on the clock of
-    ``coef``. It grows with both, so a caller sizes one scratch for several runs by their
-    largest (:func:`_scratch_carved`)."""
+    """Elements of int64, float64 and bool scratch one continuous run keeps for ``n`` requests
+    and the longest output ``max_out`` (rings included): a shared scratch is sized by the largest.
+    """
     window = coef[_SW]
     windowed = not tick_mode and window < math.inf
     ret = _ring_size(max_out)
@@ -347,11 +253,7 @@ def _scratch_need(n, max_out, tick_mode, coef):
 
 @njit(inline="always")
 def _scratch_fresh(n, ret, win):
-    """A continuous run's per-request scratch, each array its own allocation (zeros where
-    the run counts from them): ``shared``, ``generated``, ``context``, ``to_prefill``,
-    ``prefilled``, ``blocks``, ``state``, ``above``, ``last_tok``; ``prompt``, the two
-    queues, the running and prefilling lists, the retirement ring (``ret`` buckets, each
-    empty) and the window ring (``win``) with their keys."""
+    """A continuous run's per-request scratch, each array its own allocation (zeroed counts)."""
     ret_next, ret_prev = _ring(n, ret)
     win_next, win_prev = _ring(n, win)
     return (np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64),
@@ -365,9 +267,7 @@ def _scratch_fresh(n, ret, win):
 
 @njit(inline="always")
 def _scratch_carved(ints, reals, flags, n, ret, win):
-    """:func:`_scratch_fresh`'s arrays as views of lent buffers (:func:`_scratch_need` long),
-    the zeroed counts together at the start of ``ints`` and cleared at once, the rings'
-    buckets emptied."""
+    """:func:`_scratch_fresh`'s arrays as views of lent buffers, counts zeroed, rings emptied."""
     ints[:7 * n] = 0
     reals[:n] = 0.0
     flags[:n] = False
@@ -464,10 +364,8 @@ def _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, 
 
 @njit(cache=True)
 def _lru_group(g_res, g_refs, g_stamp, keep):
-    """The resident prefix group no sequence uses (not ``keep``) released longest ago, or -1.
-
-    Ties go to the lowest group, so the order in which a step released them does not matter.
-    Called only when blocks run short, so a scan over the groups is cheap enough.
+    """The resident prefix group no sequence uses (not ``keep``) released longest ago (ties: the
+    lowest group), or -1.
     """
     best = -1
     for k in range(g_res.shape[0]):
@@ -519,11 +417,8 @@ def _decoded(n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below
 
 @njit(inline="always")
 def _gaps_counted(n_gaps, gaps_met, gap_time, itl_target, gap, count):
-    """``count`` gaps of ``gap`` counted and summed; their histogram bin and the gap to record.
-
-    The caller adds them to the histogram in place: ``hist_n[k] += count``, and the recorded gap
-    as the bin's largest if it is (``-inf`` for ``count`` 0: no bin's largest changes, and an
-    empty bin's is never read). Scalars only: an inlined helper handed the histogram's arrays
+    """``count`` gaps of ``gap`` counted and summed; their histogram bin and the gap to record
+    (``-inf`` for none), which the caller adds in place: an inlined helper handed the histogram
     made the step 30 % slower.
     """
     if count == 0:
@@ -583,10 +478,9 @@ def _spec_prefill_time(tick_mode, cf, dcf, draft_share, n_prefill, kv_read, pair
 @njit(inline="always")
 def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, below_context,
                 n_above, d_below, d_above):
-    """Step slot ``k`` of the speculative rings taken and cleared: the decoding sequences'
-    tokens beyond one (added to ``used``, ``dec_context`` and ``accepted``) and, with windows,
-    their crossings (into the window sums). The one place a step reads the rings: section 5's
-    step and the decode-only stretches call it; inlined, so the ring is not passed in a call."""
+    """Step slot ``k`` of the speculative rings taken and cleared into the step's sums; inlined,
+    the one place a step reads the rings.
+    """
     extra = s_ring[k, _S_TOK]
     s_ring[k, _S_TOK] = 0
     s_ring[k, _S_BLK] = 0
@@ -609,27 +503,14 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 paged, block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
                 coef, draft_coef, draft_share, itl_target, admit, first_token, finish,
                 preemptions, status, stats, workspace):
-    """The continuous kernels' one body, compiled in copies (:func:`_body`), each with its
-    constants ``_SPECULATIVE``, ``_ONE_TOKEN`` and ``_TICK`` (the clock: every step one tick,
-    or the roofline's step time from ``coef``); ``gains`` the kernels' ``(gain, gain_offset)``.
+    """The continuous kernels' one body, compiled in copies (:func:`_body`) with the constants
+    ``_SPECULATIVE``, ``_ONE_TOKEN`` (every output one token: the decoding paths left out) and
+    ``_TICK`` (the clock); ``gains`` the kernels' ``(gain, gain_offset)``.
 
-    ``workspace`` is ``(hist_n, hist_max, ints, reals, flags)``: the gap histogram,
-    :data:`N_GAP_BINS` counts (zeros on entry) and bin maxima, filled in and read for the run's
-    percentiles; and the run's per-request scratch, int64, float64 and bool buffers of at
-    least :func:`_scratch_need` elements (shorter ones, empty ones included, are replaced by
-    arrays allocated here), overwritten. The disaggregated kernel passes one histogram to
-    several runs, so that their gaps merge exactly, and one scratch, so that its replicas
-    allocate (and the C allocator pages in) their memory once.
-
-    ``_SPECULATIVE``: the speculative kernel's copy; the plain copy carries none of
-    the speculative code. ``_ONE_TOKEN`` (the disaggregated prefill replicas,
-    :func:`replica_kernel`): every request's output is one token, so no sequence decodes in
-    a step. One that completes its prefill has its token and is filed to retire at the next
-    step's start, before any admission or step: no step has a decoding sequence. The body then
-    leaves out what would do nothing: the decoding sequences' sums, blocks and window ring,
-    their gaps, preemption (which only their growth causes), and the decode-only stretch
-    (which the retirement due ends before its first step). Same results;
-    :func:`disaggregated_kernel` passes only outputs of 1 (tests compare it with the reference).
+    ``workspace`` is ``(hist_n, hist_max, ints, reals, flags)``: the gap histogram
+    (:data:`N_GAP_BINS` counts, zeros on entry, and bin maxima), and int64, float64 and bool
+    scratch of at least :func:`_scratch_need` elements (shorter ones are replaced), overwritten;
+    the disaggregated kernel lends one of each to all its replicas.
     """
     spec = _SPECULATIVE
     one_token = _ONE_TOKEN
@@ -648,14 +529,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     windowed = not _TICK and window < math.inf   # sliding-window layers: count C >= window
     w_cross = np.int64(math.ceil(window)) if windowed else UNBOUNDED
     fa = coef[_FA]
-    # the coefficients as a tuple of scalars: passing an array to a helper costs two atomic
-    # reference counts per call, which at one call a step is most of a step's time
+    # the coefficients as a tuple of scalars: no helper is handed an array (docs/architecture.md)
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
           coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
           coef[17], coef[18], coef[19], coef[20], coef[21], coef[22])
-    # speculative decoding: a sequence's gains are known when it starts decoding, so its whole
-    # path (tokens, blocks, window crossings per step) is filed then in step rings; a step
-    # reads its sums and visits no sequence. Without it the path below is the plain one.
+    # speculative decoding: a sequence's whole path is filed in step rings when it starts
+    # decoding (docs/architecture.md); without it the path below is the plain one.
     gain, gain_offset = gains
     s_len = 0
     if spec:
@@ -669,8 +548,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     d_windowed = spec and not _TICK and draft_share <= 0.0 and d_window < math.inf
     d_cross = np.int64(math.ceil(d_window)) if d_windowed else UNBOUNDED
     # the step rings, one row a step: 16 bytes (48 with a window) per step of the longest
-    # output, as the static kernel's scratch is 8 per token; written in place (a helper handed
-    # the array would count references twice a call)
+    # output, as the static kernel's scratch is 8 per token; written in place
     s_ring = np.zeros((s_mask + 1 if spec else 0, 6 if s_windowed or d_windowed else 2),
                       np.int64)
     d_below = 0                # decoding sequences' context below the draft's window, summed
@@ -684,9 +562,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
            draft_coef[15], draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19],
            draft_coef[20], draft_coef[21], draft_coef[22])
     kk = float(draft_tokens)
-    # filing counts a gain's new block without a branch where no gain fills two; measured
-    # to pay on the roofline workload of ~256 sequences (1.19 -> 0.93 ms) and to cost 25 % on
-    # the tick workload of ~4, which keeps the loop (BENCHMARKS.md, speculative decoding)
+    # filing counts a gain's new block without a branch where no gain fills two (the roofline
+    # workload; the tick one keeps the loop, measured: BENCHMARKS.md, speculative decoding)
     one_block = paged and draft_tokens + 1 <= bs and not _TICK
     # the draft prefills every chunk (none is drafted from at k = 0, which is plain decoding);
     # a head's attention is the target's, so it reads and pairs the chunks by the target's rule
@@ -712,9 +589,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     cached_blocks = 0          # blocks of the resident prefixes
     evictable = 0              # of those, blocks of the prefixes no sequence uses
     cb_t = 0.0                 # integral of cached_blocks over time
-    # Calendar rings keyed by step counter: when a decoding sequence retires, when it reaches
-    # the window. A key is at most the longest output (or the window) ahead of ``g``, so a ring
-    # of more buckets than that holds one step per bucket; O(1) to file, take and cancel.
+    # Calendar rings keyed by step counter (retirement, reaching the window): a key is at most
+    # the longest output (or the window) ahead of ``g``, so each bucket holds one step.
     ret_mask = _ring_size(max_out) - 1
     win_mask = _ring_size(w_cross) - 1 if windowed else 0
     # Per request: a queued or prefilling request holds its token counts; a decoding one holds
@@ -723,7 +599,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # prefilling, blocks held; ``state``: 0 not running, 1 prefilling, 2 decoding; ``above``:
     # decoding with context >= window; ``last_tok``: a preempted sequence's latest token time.
     # The caller's buffers where they are long enough (their views may alias one another,
-    # measured as fast as arrays of their own: module docstring), else arrays of this run's.
+    # measured as fast as arrays of their own: docs/architecture.md), else arrays of this run's.
     need_i, need_r, need_f = _scratch_need(n, max_out, _TICK, coef)
     if ints.shape[0] >= need_i and reals.shape[0] >= need_r and flags.shape[0] >= need_f:
         (shared, generated, context, to_prefill, prefilled, blocks, state, above, last_tok,
@@ -1342,13 +1218,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
 
 
 def _compiled(function, name, doc, **constants):
-    """``function`` compiled (``nogil``, cached under ``name``) with ``constants`` as globals.
-
-    A copy of the function whose globals add ``constants``: numba reads a global as a
-    constant, prunes the branches on it before it types them, and compiles a call of a global
-    dispatcher as a direct call. (An argument, even a literal one, is not pruned; a closure's
-    dispatcher is pickled into numba's cache key with a new id each process, so such a kernel
-    never loaded from the cache.)
+    """``function`` compiled (``nogil``, cached under ``name``) with ``constants`` as globals, on
+    whose values numba prunes branches (an argument is not pruned; a closure breaks the cache).
     """
     copy = types.FunctionType(function.__code__, {**globals(), **constants}, name)
     copy.__qualname__ = name
@@ -1360,15 +1231,8 @@ def _compiled(function, name, doc, **constants):
 
 
 def _body(mode, tick):
-    """:func:`_continuous` compiled with its constants: ``mode`` one of ``"plain"``,
-    ``"speculative"``, ``"one_token"``, ``tick`` the clock; cached as ``_{mode}_body_{clock}``.
-
-    Each copy compiles only its own paths: the plain body holds no speculative code, the tick
-    body none of the roofline's step times (inlining the body into each kernel to make the
-    constants known copied its IR, 13 s of a 28 s first compile; the tick copy compiles in
-    two thirds of a copy for both clocks). One copy serves every kernel that runs it,
-    :func:`continuous_kernel`'s and the decode replicas of :func:`disaggregated_kernel`'s
-    alike, so it compiles once.
+    """:func:`_continuous` compiled with its constants (``mode``: ``"plain"``, ``"speculative"``,
+    ``"one_token"``; ``tick``: the clock), cached as ``_{mode}_body_{clock}``.
     """
     return _compiled(_continuous, f"_{mode}_body_{CLOCKS[tick]}", _continuous.__doc__,
                      _SPECULATIVE=mode == "speculative", _ONE_TOKEN=mode == "one_token",
@@ -1384,9 +1248,9 @@ def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, pref
                     state_tokens_per_sequence, paged, block_size, max_batched, interactive_cap,
                     prefix_caching, draft_tokens, tick_mode, coef, draft_coef, draft_share,
                     itl_target, admit, first_token, finish, preemptions, status, stats):
-    """A continuous kernel: the body ``_BODY`` of its clock ``_TICK`` (constants of each
-    compiled copy, :func:`_body`) on its own histogram and scratch; :data:`WRONG_CLOCK` for
-    the other clock's ``tick_mode``."""
+    """A continuous kernel: the body ``_BODY`` of its clock ``_TICK`` on its own histogram and
+    scratch; :data:`WRONG_CLOCK` for the other clock.
+    """
     if tick_mode != _TICK:                         # noqa: F821 (a global of each copy)
         return WRONG_CLOCK
     hist_n = np.zeros(N_GAP_BINS, np.int64)
@@ -1406,19 +1270,13 @@ _PLAIN_DOC = """Continuous batching of one workload; returns 0, :data:`STALLED` 
     :data:`WRONG_CLOCK`.
 
     The arguments are those of :func:`_continuous` but ``workspace``, with ``gains`` as two
-    (``gain``, ``gain_offset``) and ``tick_mode`` before ``coef``, in its order:
-    ``prompt_tokens`` of 0 are simulated as 1 (``_reference``, "Empty prompts");
-    ``prefix_group`` (-1: none) and ``prefix_tokens`` are each request's shared prefix, cached
-    when ``prefix_caching`` (paged only); ``arrived_kv_tokens`` the prompt tokens whose KV comes
-    with each request (skipped on its first admission only); ``state_tokens_per_sequence``
-    the tokens of ``kv_budget`` each running sequence's recurrent state holds (whole blocks
-    of them when ``paged``; 0 for a model without one: ``_reference``, "Recurrent state");
-    ``tick_mode`` (the kernel's own,
-    :func:`continuous_kernel`) and ``coef`` are the clock (module docstring), ``itl_target``
-    the gap counted as met [time] (inf for none);
-    the outputs ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` (per
-    request) and ``stats`` (:data:`N_STATS`) are overwritten. The speculative inputs (the
-    gains, ``draft_tokens``, ``draft_coef``, ``draft_share``) are not read.
+    (``gain``, ``gain_offset``) and ``tick_mode`` before ``coef``, in its order, meaning what
+    :func:`rooflinekit.batching._reference.simulate_continuous`'s do (``paged``: its
+    ``admission="paged"``; ``UNLIMITED`` for no limit); ``tick_mode`` and ``coef`` are the
+    clock. The outputs
+    ``admit``, ``first_token``, ``finish``, ``preemptions``, ``status`` (per request) and
+    ``stats`` (:data:`N_STATS`) are overwritten. The speculative inputs (the gains,
+    ``draft_tokens``, ``draft_coef``, ``draft_share``) are not read.
 """
 _SPECULATIVE_DOC = """The plain continuous kernel decoding speculatively; returns as it does.
 
@@ -1449,9 +1307,8 @@ def speculative_gain_table(draws, thresholds, output, gain):
     ``draws``, ``thresholds`` as :func:`rooflinekit.workloads.speculative_draws` returns them
     for ``output``; ``gain`` (uint8, at least as long as ``draws``) is overwritten up to the
     draws' length: ``1 + #{j : draws[q] < thresholds[row, j]}`` at position ``q``, ``row`` the
-    request's (or the one row), then capped at what is left of the output. The same table as
-    the numpy function (tested), a pass over the draws per threshold in one call: 43,180
-    positions at k = 4 in 11 µs, where the numpy function takes 133 µs (2026-12-02, 2 cores).
+    request's (or the one row), then capped at what is left of the output (tested equal to the
+    numpy function, about 12 times as fast).
     """
     n = output.shape[0]
     k = thresholds.shape[1]
@@ -1571,12 +1428,8 @@ def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_
 def _replica_run(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived, params,
                  tick_mode, coef, itl_target, admit, first_token, finish, preemptions, status,
                  stats, workspace, no_gain):
-    """A pool replica's run: the body ``_BODY`` of its clock ``_TICK`` (constants of each
-    compiled copy, without speculation, :func:`_body`) on the workspace's histogram and
-    scratch; :data:`WRONG_CLOCK` for the other clock's ``tick_mode``.
-
-    ``params`` are the batcher's nine scalar parameters (``ContinuousBatcher._args``);
-    ``no_gain``, an empty gain array, is not read.
+    """A pool replica's run (the body ``_BODY`` of its clock ``_TICK``) on the workspace's histogram
+    and scratch; :data:`WRONG_CLOCK` for the other clock. ``params``: ``ContinuousBatcher._args``.
     """
     if tick_mode != _TICK:                         # noqa: F821 (a global of each copy)
         return WRONG_CLOCK
@@ -1608,13 +1461,8 @@ def replica_kernel(tick_mode: bool, one_token: bool):
 
 @njit(nogil=True, cache=True)
 def _sort_stable(ids, tmp, starts, key):
-    """``ids`` sorted by ``key[ids]``, equal keys in their order (numpy's stable argsort of
-    the keys, applied): a natural merge sort, in ``ids`` or ``tmp``, whichever it returns.
-
-    One pass finds the runs in which the keys do not fall (their starts in ``starts``, at
-    least ``ids.shape[0] + 1`` long); each further pass merges them two by two. Keys already
-    in order, the hand-over's usual case (requests finish their prefill about in the order
-    they came), cost that one pass: a bottom-up merge sort of 10,000 sorted keys took 0.18 ms.
+    """``ids`` stably sorted by ``key[ids]`` (a natural merge sort: one pass for sorted keys), in
+    ``ids`` or ``tmp``, whichever it returns; ``starts`` at least ``ids.shape[0] + 1`` long.
     """
     w = ids.shape[0]
     if w < 2:
@@ -1667,11 +1515,9 @@ def _fold_replica(stats, replica):
 def _scatter_replica(ids, start, stride, m, r_first, first, r_finish, finish, r_preempt,
                      preemptions, r_status, status, rejected_in, pool, r_stats, stats,
                      peak_reserved):
-    """A pool replica's outputs back into the fleet's: its row ``k`` is request
-    ``ids[start + k·stride]``, whose first token of this pool goes to ``first`` (the prefill
-    pool's first token, the decode pool's second), finish, preemptions (added) and status; a
-    rejection there is marked ``pool`` (1 prefill, 2 decode) in ``rejected_in``. Its statistics
-    fold into the fleet's, its peak of KV reserved into its pool's."""
+    """A pool replica's outputs (row ``k``: request ``ids[start + k·stride]``) and statistics back
+    into the fleet's; a rejection there marked ``pool`` (1 prefill, 2 decode) in ``rejected_in``.
+    """
     q = start
     for k in range(m):
         i = ids[q]
@@ -1693,25 +1539,14 @@ def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_t
                       peak_reserved):
     """Disaggregated serving of one workload, every replica of both pools in one call.
 
-    The rules are :mod:`rooflinekit.batching.disaggregated`'s (and
-    :func:`rooflinekit.batching._reference.simulate_disaggregated`'s): request ``i`` runs on
-    prefill replica ``i mod prefill_replicas`` with one output token; the completed ones with
-    more tokens reach the decode pool at ``finish + transfer[i]`` and are dealt round-robin in
-    that order (ties by request) to the decode replicas, as ``prompt + 1`` tokens of which the
-    prompt's KV arrived, ``output - 1`` to generate. Each replica is the continuous kernel of
-    its requests (``*_args``: the batcher's nine scalar parameters, ``*_coef`` its clock):
-    ``_PREFILL`` and ``_DECODE``, the replica kernels of the copy's clock
-    (:func:`disaggregated_kernel`).
-
-    Outputs, overwritten: per request ``admit`` and ``first_token`` (prefill pool), ``finish``,
-    ``preemptions`` (both pools), ``status``, ``rejected_in`` (0 none, 1 prefill, 2 decode),
-    ``decode_arrival`` (NaN if it never went there); ``handoff[:h]`` the completed requests'
-    gaps from first to second token, in request order, ``h`` returned with the error code as
-    ``(error, h)``; ``stats`` the fleet's (counts and times summed over the replicas, the latest
-    end, the gap percentiles of the decode replicas' gaps merged exactly; the hand-off gaps
-    counted in ``token_gaps`` and ``token_gaps_met`` but not in ``token_gap_time``, which the
-    caller adds with numpy's summation); ``peak_reserved`` each pool's largest replica peak of
-    KV reserved [tokens].
+    The rules and outputs are :func:`rooflinekit.batching._reference.simulate_disaggregated`'s.
+    Each replica is the continuous kernel of its requests (``*_args``: the batcher's nine scalar
+    parameters, ``*_coef`` its clock): ``_PREFILL`` and ``_DECODE``, the replica kernels of the
+    copy's clock. Outputs, overwritten: those of ``simulate_disaggregated``, ``peak_reserved``
+    its ``peak_kv_reserved``; ``handoff[:h]`` the completed requests' gaps from first to second
+    token, in request order, ``h`` returned with the error code as ``(error, h)``, counted in
+    ``token_gaps`` and ``token_gaps_met`` but not in ``token_gap_time``, which the caller adds
+    with numpy's summation.
     """
     n = arrival.shape[0]
     for i in range(n):
@@ -1861,13 +1696,8 @@ KERNELS = {d.py_func.__name__: d for d in (
 
 
 def kernel_inputs(*arrays):
-    """``arrays`` as every kernel takes them: writable, C-contiguous, a copy only where not.
-
-    numba types a read-only array apart from a writable one, so a kernel handed a frozen
-    :class:`~rooflinekit.workloads.Workload`'s arrays in one call and a Monte Carlo's fresh
-    ones in the next compiled twice (and the continuous body a third time for the
-    disaggregated replicas' scratch). Callers pass every input through here: one signature
-    per kernel. A frozen array is copied (O(n), a few microseconds per thousand requests).
+    """``arrays`` as every kernel takes them: writable, C-contiguous, a copy only where not, so
+    that each kernel has one signature (``docs/simulator-cache.md``, "What is compiled").
     """
     return tuple(np.require(a, requirements=("C", "W")) for a in arrays)
 
@@ -1883,12 +1713,8 @@ _log = logging.getLogger("rooflinekit")
 
 
 def is_cached(kernel) -> bool:
-    """Whether ``kernel`` runs without compiling: loaded in this process, or in numba's cache.
-
-    The cache counts when its index for the kernel's source is current (numba's own stamp of
-    the file); an entry there for another signature would still compile, which
-    :func:`kernel_inputs` rules out. A cache numba cannot read is one it will rebuild: not
-    cached.
+    """Whether ``kernel`` runs without compiling: loaded in this process, or a current index in
+    numba's cache (one numba cannot read will be rebuilt: not cached).
     """
     if kernel.overloads:
         return True
@@ -1905,14 +1731,10 @@ HEARTBEAT_SECONDS = 1.5
 
 @contextlib.contextmanager
 def compile_notice(kernel, heartbeat: float = HEARTBEAT_SECONDS):
-    """Around a kernel's first call: say so if it compiles, keep saying so, say when it is done.
-
-    Nothing when :func:`is_cached`. Otherwise, on the ``rooflinekit`` logger: one INFO line
-    naming the kernel and the expected time (:data:`COMPILE_SECONDS`) before the block, a DEBUG
-    heartbeat every ``heartbeat`` seconds while it runs, and an INFO line with the time taken
-    after it. Each record carries ``compile`` (``"start"``, ``"tick"``, ``"end"``), so that the
-    command line can print the three as one growing line on stderr (a dot a heartbeat); a
-    library user sees the two INFO lines with ``logging`` at INFO.
+    """Around a kernel's first call: if it compiles (not :func:`is_cached`), log so on the
+    ``rooflinekit`` logger: an INFO line with the expected time (:data:`COMPILE_SECONDS`), a DEBUG
+    heartbeat every ``heartbeat`` seconds, an INFO line with the time taken; each record carries
+    ``compile`` (``"start"``, ``"tick"``, ``"end"``) for the command line's one growing line.
     """
     if is_cached(kernel):
         yield

@@ -1,19 +1,11 @@
 """What the kernels, the reference, the batchers and the results agree on, stated once.
 
-The codes and layouts that cross the line between the numba kernels
-(:mod:`rooflinekit.batching._kernels`), the plain-Python specification
-(:mod:`rooflinekit.batching._reference`), the Python side that calls them
-(:mod:`~rooflinekit.batching.batchers`, :mod:`~rooflinekit.batching.replicates`,
-:mod:`~rooflinekit.batching.disaggregated`) and :mod:`~rooflinekit.batching.results`, which
-labels their outputs: per-request status codes and their labels, tier codes and labels, the
-"no limit" stand-in, the kernels' return codes, the clocks' names, the outputs of a run and
-the columns of its statistics, the gap histogram's shape.
-
-Values only: no function, no import from the package, so every module of the folder may
-import it and the kernels read its names as compile-time constants. numba's cache cannot see
-a value here change: :data:`rooflinekit.batching._kernels.SCHEMA_SHA256` records a hash of
-them, and ``tests/test_batching_kernels.py`` fails until it is updated (which changes the
-kernels' source file, and so their cache).
+The codes and layouts that cross the line between the numba kernels, the plain-Python
+specification, the Python side that calls them and the results that label their outputs:
+status, tier and return codes and their labels, the "no limit" stand-in, the clocks' names, a
+run's outputs and statistics columns, the gap histogram's shape. Values only (no function, no
+import from the package), read by the kernels as compile-time constants, which numba's cache
+cannot see change: :data:`rooflinekit.batching._kernels.SCHEMA_SHA256` records their hash.
 """
 
 from __future__ import annotations

@@ -8,15 +8,9 @@ latency percentiles (50, 90, 95, 99), the distribution of every inter-token gap,
 utilisation, padding waste, KV occupancy, rejected and preempted counts, goodput under optional
 TTFT/ITL targets, and exact attainment shares against TTFT, per-token ITL and end-to-end targets.
 
-The rules are stated once, in :mod:`rooflinekit.batching._reference` (which also pins down what a
-"tick" means); the numba kernels in :mod:`rooflinekit.batching._kernels` implement them and are
-tested to agree exactly. This module holds the specs: their fields and checks, the arguments
-each policy hands its kernel, the size limits of a run, and one run of a workload. The clock
-and the KV budget come from :mod:`~rooflinekit.batching.clock`; the outputs, the thread pool
-and the error codes from :mod:`~rooflinekit.batching._kernel_calls` (below this module, so that
-a run needs nothing of the replicate runs); :mod:`rooflinekit.batching.results` derives the
-per-request times and the summaries and labels the result. Many runs
-(:func:`~rooflinekit.batching.monte_carlo`, :func:`~rooflinekit.batching.run_replicates`) are
+This module holds the specs (fields, checks, the arguments each policy hands its kernel, a
+run's size limits) and one run of a workload; the rules, and what a "tick" means, are
+:mod:`rooflinekit.batching._reference`'s. Many runs are
 :mod:`~rooflinekit.batching.replicates`'s, which calls the batchers; nothing here imports it.
 
 Latency definitions
@@ -130,10 +124,9 @@ def _with_clock_parameters(cls):
 
 
 def _store(spec, name: str, value):
-    """Keep a checked field as the checked value: a whole-number float or a numpy integer
-    (``4.0``, ``np.uint64(4)``) becomes the Python ``int`` the kernels are typed for, a float16
-    the float it stands for, so no narrow or mistyped number reaches numba. Python ints and
-    floats are stored unchanged (the same object)."""
+    """Keep a checked field as the checked value (a whole float or numpy integer as ``int``, a
+    float16 as ``float``), so no narrow or mistyped number reaches numba.
+    """
     if value is not None and type(getattr(spec, name)) is not type(value):
         object.__setattr__(spec, name, value)
     return value
@@ -153,10 +146,8 @@ class _Batcher:
     """What both batchers share: validation and timing of the clock, and the kernel calls."""
 
     def _check_clock(self):
-        """Check ``tp`` and ``engine``, look up specs, settle the clock, before any run.
-
-        In roofline mode this derives the step cost once, so that a bad model, GPU or engine
-        fails here rather than at :meth:`run`.
+        """Check ``tp`` and ``engine``, look up specs and settle the clock (deriving the step cost,
+        so that a bad spec fails here), before any run.
         """
         _whole(self, "tp", lo=1)
         engine = self.engine
@@ -244,13 +235,8 @@ class _Batcher:
 
     def _run_many(self, timing, arrival, prompt, output, priority, out, targets,
                   parallel=True, prefix=None, arrived=None, seeds=None, gains=None):
-        """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``.
-
-        ``prefix``: the ``(prefix_group, prefix_tokens)`` arrays, default no prefix;
-        ``arrived``: the prompt tokens whose KV comes with each request, default none;
-        ``seeds``: each row's seed of the speculative acceptance draws, default
-        :meth:`Speculative.row_seed` of the row; ``gains``: the rows' ``(gain, offset)`` tables
-        already made (checked by the caller), read instead of drawing.
+        """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``; ``prefix``,
+        ``arrived``, ``seeds`` (of the acceptance draws) and ``gains`` (drawn) default to none.
         """
         if self.policy == "continuous" and self._kv_budget() is None and prompt.size:
             # "unlimited" is UNLIMITED tokens to the kernel: true only while every request
@@ -423,9 +409,7 @@ class StaticBatcher(_Batcher):
         return None
 
     def reference(self, workload, itl_target=None, tokens=None) -> dict:
-        """The same simulation by :func:`rooflinekit.batching._reference.simulate_static`.
-
-        For tests: the plain-Python specification the kernel must match bit for bit
+        """The same simulation by :func:`rooflinekit.batching._reference.simulate_static`, for tests
         (``tokens``: a list to receive every output token's ``(request, time)``).
         """
         wl = coerce_workload(workload)
@@ -445,11 +429,10 @@ class ContinuousBatcher(_Batcher):
     max_num_seqs : int or None
         Slots: the most sequences in one step [1] (vLLM's name); ``None`` for unlimited.
     kv_budget_tokens : int or None
-        KV cache budget [tokens]. ``None``: derived from ``model``, ``gpu``, ``tp`` and ``reserve``
-        (or ``gpu_memory_utilization``) by :func:`replica_kv_budget` if a model is given, else
-        unlimited (the
-        kernel's 2**60 tokens: a run whose requests could hold more at once is refused). With
-        ``speculative`` and ``model``, a draft model's KV shares it
+        KV cache budget [tokens]. ``None``: derived from ``model``, ``gpu``, ``tp`` and
+        ``reserve`` (or ``gpu_memory_utilization``) by :func:`replica_kv_budget` if a model is
+        given, else unlimited (the kernel's 2**60 tokens: a run whose requests could hold more
+        at once is refused). With ``speculative`` and ``model``, a draft model's KV shares it
         (:meth:`Speculative.kv_tokens`).
     admission : {"reserve", "paged"}
         "reserve" (the guide's lab): admit only if the final length (prompt + output) of every
@@ -469,31 +452,25 @@ class ContinuousBatcher(_Batcher):
         batch the interactive tier is pulled into (guide §11). Interactive requests are always
         admitted first. ``None``: no cap.
     prefix_caching : bool, keyword-only
-        Paged admission only: the whole blocks of a shared prompt prefix
-        (:class:`~rooflinekit.workloads.SharedPrefix`, ``Workload.prefix_group``) are held once
-        per prefix and counted by the sequences using them; a request whose prefix is resident
-        skips prefilling it; a prefix no sequence uses stays cached until its blocks are needed
-        (evicted least recently used first). Default False.
+        Paged admission only: a shared prompt prefix's whole blocks
+        (:class:`~rooflinekit.workloads.SharedPrefix`, ``Workload.prefix_group``) are held once,
+        a request whose prefix is resident skips prefilling it, and an unused prefix stays
+        cached until its blocks are needed (LRU: ``_reference``, "Prefix caching"). Default False.
     speculative : Speculative, optional, keyword-only
         Speculative decoding (:class:`~rooflinekit.batching.Speculative`): every decode step
-        drafts ``draft_tokens`` per sequence and verifies them, each sequence gaining its drawn
-        1 to ``draft_tokens + 1`` tokens; on the roofline clock a step lasts the draft steps plus
-        the verification. A draft model with another vocabulary or more layers than ``model``
-        is refused. Default None: plain decoding, one token a step.
+        drafts and verifies, each sequence gaining its drawn 1 to ``draft_tokens + 1`` tokens;
+        a draft model with another vocabulary or more layers than ``model`` is refused.
+        Default None: plain decoding, one token a step.
     pp, ep : int, keyword-only
         Pipeline- and expert-parallel degrees of the replica [1], >= 1, checked by
         :func:`rooflinekit.parallel.check_layout` (``tp × pp`` GPUs; needs ``model`` and
-        ``gpu``). On the roofline clock a step passes the ``pp`` stages one after another with
-        one micro-batch in flight, so it lasts the group's step plus ``pp − 1`` activation
-        hand-offs and, with ``ep > 1``, the experts' all-to-all
-        (:func:`rooflinekit.roofline.layout_decode_step_time` with ``micro_batches=1``;
-        a prefill-only step is :func:`~rooflinekit.roofline.layout_prefill_time`). The
-        derived KV budget is one GPU's, :func:`rooflinekit.parallel.layout_memory` (its share
-        of the weights and of each token's KV). Not modelled: micro-batches interleaved in the
-        pipeline (which keep every stage busy and raise throughput at a longer ITL) and
-        unequal stages; a sliding-window model on a layout needs ``kv_budget_tokens`` (the
-        derived budget does not count the window's savings). Default 1: one tensor-parallel
-        group, as before.
+        ``gpu``). On the roofline clock a step is
+        :func:`rooflinekit.roofline.layout_decode_step_time`'s with ``micro_batches=1`` (the
+        stages in turn, the hand-offs and the all-to-all; prefill alone:
+        :func:`~rooflinekit.roofline.layout_prefill_time`); interleaved micro-batches and
+        unequal stages are not modelled. The derived KV budget is one GPU's
+        (:func:`rooflinekit.parallel.layout_memory`), without a sliding window's savings: give
+        such a model ``kv_budget_tokens``. Default 1: one tensor-parallel group.
     model, gpu : ModelShape, GPU or catalogue name, optional
         Derive the KV budget and, in roofline mode, time each step.
     reserve : float
@@ -505,12 +482,10 @@ class ContinuousBatcher(_Batcher):
         sizes replicas by). Default ``None``: the guide's ``reserve`` rule.
     state_tokens_per_sequence : int or None, keyword-only
         A hybrid model's recurrent state (linear-attention and Mamba layers) in tokens of the
-        KV budget [tokens], >= 0: every running sequence holds this many beside its context
-        (paged: ``ceil(S / block_size)`` blocks), taken at admission and released at
-        retirement or preemption (:mod:`rooflinekit.batching._reference`, "Recurrent
-        state"). ``None`` (the default): derived from ``model`` by
-        :func:`replica_state_tokens` with the budget's rule (0 without a model, or for a
-        model without recurrent layers, which then runs exactly as before).
+        KV budget [tokens], >= 0, which every running sequence holds beside its context
+        (:mod:`rooflinekit.batching._reference`, "Recurrent state"). ``None`` (the default):
+        :func:`replica_state_tokens` of ``model`` by the budget's rule (0 without a model, or
+        for a model without recurrent layers).
     {clock_parameters}
 
     Notes
@@ -620,9 +595,9 @@ class ContinuousBatcher(_Batcher):
         return budget
 
     def _state_tokens(self):
-        """Tokens of the KV budget each running sequence's recurrent state holds [tokens]:
-        ``state_tokens_per_sequence``, or derived from the model by the budget's rule
-        (:func:`replica_state_tokens`); 0 without a model."""
+        """``state_tokens_per_sequence``, or derived from the model (:func:`replica_state_tokens`);
+        0 without a model [tokens].
+        """
         if self.state_tokens_per_sequence is not None:
             return int(self.state_tokens_per_sequence)
         if self.model is None:
@@ -666,12 +641,8 @@ class ContinuousBatcher(_Batcher):
 
     def reference(self, workload, admission=None, trace=None, itl_target=None,
                   tokens=None, arrived_kv_tokens=None) -> dict:
-        """The same simulation by :func:`rooflinekit.batching._reference.simulate_continuous`.
-
-        For tests.
-
-        ``admission`` overrides the batcher's rule; the reference alone also knows ``"prompt"``, the
-        guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
+        """The same simulation by :func:`rooflinekit.batching._reference.simulate_continuous`,
+        for tests; ``admission`` may also be ``"prompt"`` there: the guide's failure mode.
         """
         wl = coerce_workload(workload)
         slots, budget, state, _, block, mnbt, cap, caching, k = self._args(self._kv_budget())

@@ -6,16 +6,12 @@ step's batch on ``model`` + ``gpu`` × ``tp``: its decode tokens, prefill tokens
 by the batcher's ``engine`` (a :class:`~rooflinekit.Engine` or a calibration; default
 :data:`rooflinekit.IDEAL`); times in seconds. Arrival times are in the clock's unit.
 
-This module holds the physics the batchers read before a kernel runs: the step-cost
-coefficients of a clock (:class:`_Timing`, computed once per clock and memoised,
-:func:`_timing_for`), a ``(tp, pp, ep)`` layout's sends folded into them (:func:`_layout_cost`),
-the same clock in plain Python for the reference (:class:`_RooflineClock`), the clock a
-batcher's fields settle on (:func:`_resolve_clock`), and the one rule a replica's KV budget is
-derived by (:func:`replica_kv_budget`, which :func:`rooflinekit.plan` sizes replicas by too)
-with the share of it a hybrid model's recurrent state takes per sequence
-(:func:`replica_state_tokens`).
-It knows no batcher, runs no kernel and draws nothing: the specs
-(:mod:`~rooflinekit.batching.batchers`) import it, never the other way round.
+This module holds what the batchers read before a kernel runs: a clock's step-cost
+coefficients, memoised, with a ``(tp, pp, ep)`` layout's sends folded in; the same clock in plain
+Python for the reference; and the one rule a replica's KV budget is derived by
+(:func:`replica_kv_budget`, which :func:`rooflinekit.plan` sizes replicas by too), with a hybrid
+model's recurrent state per sequence (:func:`replica_state_tokens`). It knows no batcher, runs no
+kernel and draws nothing.
 """
 
 from __future__ import annotations
@@ -71,13 +67,8 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
     -----
     The tokens are those of the attention layers' KV cache (``kv_per_token`` counts only the
     layers that cache tokens, :attr:`ModelShape.kv_bytes_per_token`). A hybrid model's
-    recurrent state (linear-attention and Mamba layers,
-    :attr:`ModelShape.state_bytes_per_sequence`) is not taken off here: it is per running
-    sequence, not per token, so the batcher charges each running sequence a fixed
-    :func:`replica_state_tokens` of these tokens (whole blocks under paged admission), taken
-    at admission and released at completion or preemption, as vLLM's hybrid KV-cache
-    manager gives each running request its state blocks from the same pool. KV used and
-    reserved then count attention KV plus state, and never exceed this budget.
+    recurrent state is per running sequence, not per token, so it is not taken off here: the
+    batcher charges each running sequence :func:`replica_state_tokens` of these tokens.
 
     Guide: ``⌊(tp·memory − W − W_draft)(1 − reserve) / kv_per_token⌋``
     (:func:`rooflinekit.memory.kv_budget_tokens`). vLLM: ``⌊(available − W_draft/tp) /
@@ -156,22 +147,12 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
     and a draft model adds its own state to ``S``. Paged admission holds
     ``⌈S_tok / block_size⌉`` blocks a sequence (the kernel rounds).
 
-    vLLM's hybrid KV-cache manager, which this models with one simplification: it raises the
-    attention block size to the smallest multiple of 16 tokens whose page (one layer's KV of
-    a block) holds one layer's state, pads the state's page to it
-    (``HybridAttentionMambaModelConfig``), groups the layers into KV-cache groups of equal
-    layer counts sharing one block pool (``_get_kv_cache_groups_uniform_page_size``: group
-    size the fewest layers of a kind), and gives each running request one block in each
-    state group (``MambaManager``) beside its attention blocks; so a request's state costs
-    ``n_state_groups`` blocks of the enlarged size. Qwen3-Next-80B-A3B at TP1: 12 attention
-    layers of 2,048 B/token and 36 Gated DeltaNet layers of 2,146,304 B give groups of 12
-    (1 attention, 3 state), a block of ``16·⌈2,146,304 / (16·2,048)⌉ = 1,056`` tokens and a
-    state of 3 blocks, 3,168 tokens; here ``⌈77,266,944 / 24,576⌉ = 3,144`` tokens, 3,152 in
-    blocks of 16 (0.5 % less), or exactly vLLM's 3 blocks with ``block_size=1056``. The
-    simplification: the batcher's ``block_size`` rounds both the attention KV and the state
-    (vLLM rounds attention KV to its enlarged block too), and the state group count's
-    rounding (layers padded to whole groups) is not modelled. Prefix caching of states
-    (vLLM's ``mamba_cache_mode``) is not modelled: a state is never shared.
+    This models vLLM's hybrid KV-cache manager, which gives each running request one block in
+    each state group beside its attention blocks (a worked comparison on Qwen3-Next-80B-A3B:
+    ``docs/architecture.md``, "batching/clock.py"), with one simplification: the batcher's
+    ``block_size`` rounds both the attention KV and the state (vLLM enlarges its block to hold
+    one layer's state), and the state group count's rounding is not modelled. Prefix caching of
+    states (vLLM's ``mamba_cache_mode``) is not modelled: a state is never shared.
 
     References
     ----------
@@ -210,15 +191,10 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
 
 
 class _Timing:
-    """The clock as the kernels take it: ``tick`` (one tick per step) and the step-cost ``coef``.
-
-    ``coef`` holds the :class:`rooflinekit.roofline.StepCost` fields as float64 (zeros for the
-    tick clock, which reads none of them), timed by ``engine`` (the resolved
-    :class:`~rooflinekit.Engine` of the mixed step; ``None`` on the tick clock); ``draft_coef``
-    the same for a speculative draft model (zeros without one) and ``draft_share`` a draft
-    head's share of a decode step (0 without one); ``reference_clock`` is the same clock for
-    the plain-Python reference (``None`` for ticks); ``frontend_latency`` the engine's
-    front-end time [s] (0 on the tick clock), which the summaries add to each TTFT and latency.
+    """The clock as the kernels take it: ``tick`` and the step-cost ``coef`` (float64
+    :class:`rooflinekit.roofline.StepCost` fields, zeros on the tick clock), ``draft_coef`` and
+    ``draft_share`` of a speculative draft, ``reference_clock`` for the reference (``None`` for
+    ticks) and ``frontend_latency`` [s], which the summaries add to each TTFT and latency.
     """
 
     def __init__(self, clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
@@ -250,23 +226,14 @@ class _Timing:
 
 @functools.lru_cache(maxsize=256)
 def _shared_timing(clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
-    """:class:`_Timing` of one clock, computed once: a planner's search asks for it every run.
-
-    A pure function of frozen specs (the :class:`~rooflinekit.Engine` included), so memoised;
-    callers only read the result.
-    """
+    """:class:`_Timing` of one clock, memoised (frozen specs): a planner's search asks every run."""
     return _Timing(clock, model, gpu, tp, engine, draft, layout)
 
 
 def _layout_cost(cost, model, gpu, pp, ep, engine):
-    """The step cost of a ``(tp, pp, ep)`` layout with one micro-batch in flight.
-
-    A step passes the ``pp`` stages in turn (each ``1/pp`` of the layers, so the roofline terms
-    sum to the group's) and adds what the layout sends, affine in the step's tokens ``n``: the
-    hand-offs and all-to-all of :func:`rooflinekit.roofline.layout_terms` (the terms the
-    layout formulas and the sweep take, at ``micro_batches=1``). They join the all-reduce's
-    term of the step formula, ``n·bytes/link + latency``, as one per-token time over a unit
-    link and a fixed latency. ``pp = ep = 1``: ``cost`` as it is.
+    """The step cost of a ``(tp, pp, ep)`` layout with one micro-batch in flight: the stages in
+    turn plus :func:`rooflinekit.roofline.layout_terms`' sends, joined to the all-reduce term of
+    the step formula (a per-token time over a unit link, and a latency).
     """
     if pp == 1 and ep == 1:
         return cost
@@ -346,9 +313,9 @@ class _RooflineClock:
 
 
 def _timing_for(clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
-    """The :class:`_Timing` of a clock: the memoised one (:func:`_shared_timing`), or one
-    computed afresh where a spec does not hash (an :class:`~rooflinekit.Engine` of array
-    fields)."""
+    """The :class:`_Timing` of a clock: memoised, or afresh where a spec does not hash (an
+    :class:`~rooflinekit.Engine` of array fields).
+    """
     key = (clock, model, gpu, tp, engine, draft, layout)
     try:
         hash(key)

@@ -1,47 +1,23 @@
 """Disaggregated serving: a prefill pool and a decode pool of continuous batchers (xPyD).
 
 ``DisaggregatedBatcher(prefill=ContinuousBatcher(...), decode=ContinuousBatcher(...),
-prefill_replicas=x, decode_replicas=y, link_bandwidth=...)`` serves a workload on ``x`` prefill
-replicas and ``y`` decode replicas, each one continuous batcher with its own slots and KV cache:
+prefill_replicas=x, decode_replicas=y, link_bandwidth=...)``: request ``i`` runs on prefill
+replica ``i mod x`` with one output token; its prompt's KV crosses the link
+(:func:`rooflinekit.parallel.kv_transfer_time`; ``link_latency`` alone on the tick clock or an
+infinite link); the ``k``-th arrival at the decode pool (ties by request) runs on decode replica
+``k mod y`` as ``prompt + 1`` tokens whose prompt KV came with it (``arrived_kv_tokens``),
+``output - 1`` to generate. A tandem queue without backpressure; a request whose final length
+can never fit a pool is rejected there (``rejected_in``), on arrival.
 
-1. *prefill*: request ``i`` goes to prefill replica ``i mod x`` (round-robin in arrival order),
-   which runs it with one output token, its first; the request holds its KV there until that token
-   (it retires at the end of that step);
-2. *transfer*: its prompt's KV goes over the link, :func:`rooflinekit.parallel.kv_transfer_time`
-   (``link_latency`` alone on the tick clock, which has no bytes per second, or with an infinite
-   ``link_bandwidth``);
-3. *decode*: it arrives at the decode pool when the transfer ends, the ``k``-th arrival at decode
-   replica ``k mod y`` (round-robin in order of arrival, ties by request), as a request of
-   ``prompt + 1`` tokens (the prompt and the first token) of which the prompt's KV came with it
-   (the batcher's ``arrived_kv_tokens``): its first step computes the first token's KV and yields
-   the second token; it then generates the rest, ``output - 1`` tokens in all. A one-token request
-   is done after prefill.
-
-The pools form a tandem queue *without backpressure*: the prefill pool releases a request's KV
-when its first token is out, whatever the decode pool's state, and a request waits for decode
-slots or blocks in the decode pool's queue, not in the prefill pool's memory. Each pool keeps its
-own KV within its budget; a request whose final length can never fit a pool is rejected by that
-pool (``rejected_in``), on arrival there.
-
-Results are those of :meth:`ContinuousBatcher.run <rooflinekit.batching.ContinuousBatcher.run>`
-for the whole request: admission and the first token from the prefill pool (TTFT = prefill
-queueing + prefill), the finish from the decode pool (ITL and end-to-end latency), preemptions of
-both. Run summaries are fleet totals: counts, busy time and occupancy integrals summed over every
-replica of both pools, peaks summed over the replicas (a bound on the fleet's simultaneous peak),
-slots and the KV budget summed likewise. Every inter-token gap is counted in ``token_gaps`` and
-the attainment, the hand-off gap from the first to the second token (transfer and decode
-queueing) included; the gap percentiles are those of the decode replicas' gaps pooled (one
-histogram for all of them, so exact to the histogram's resolution however many replicas), which
-leave out the hand-off gaps. With speculative pools the replicas run one by one and the
-percentiles are the largest replica's, an upper bound of the pooled ones.
-
-One numba call (``rooflinekit.batching._kernels.disaggregated_kernel(tick)``) runs the prefill
-replicas, the hand-over and the decode replicas, equal bit for bit to the plain-Python
-:func:`rooflinekit.batching._reference.simulate_disaggregated`.
-
-What is not modelled: backpressure (a full decode pool does not stall prefill); transfer
-contention (each transfer has the link to itself) and overlap with prefill layer by layer;
-prefix sharing in the decode pool (arrived KV is held per sequence); load-aware routing.
+Results are :meth:`ContinuousBatcher.run <rooflinekit.batching.ContinuousBatcher.run>`'s for the
+whole request (TTFT from the prefill pool, the finish from the decode pool, preemptions of both).
+Run summaries are fleet totals over every replica (peaks summed: a bound). Every gap counts in
+``token_gaps`` and the attainment, the first-to-second-token hand-off included; the gap
+percentiles pool the decode replicas' gaps in one histogram, without the hand-offs (speculative
+pools, run one by one: the largest replica's, an upper bound). One numba call runs it all, equal
+bit for bit to :func:`rooflinekit.batching._reference.simulate_disaggregated`. The rules in full
+and what is not modelled (backpressure, link contention and overlap, prefix sharing in the
+decode pool, load-aware routing): ``docs/parallelism.md``, "Disaggregated prefill and decode".
 
 References
 ----------
@@ -122,11 +98,8 @@ class DisaggregatedBatcher:
 
     Notes
     -----
-    The module docstring gives the rules: round-robin routing in each pool, the transfer, the
-    decode pool's arrived KV, and a tandem queue without backpressure from the decode pool onto
-    the prefill pool's KV. With an instant link and pools that never queue, a request's TTFT is
-    its prefill alone and its decode is a decode-only run of its KV (the tests hold both
-    exactly).
+    The rules are the module docstring's. With an instant link and pools that never queue, a
+    request's TTFT is its prefill alone and its decode a decode-only run of its KV (tested).
 
     References
     ----------
@@ -166,17 +139,16 @@ class DisaggregatedBatcher:
     def policy(self) -> str:
         return "disaggregated"
 
+    def _fleet_total(self, per):
+        """Both pools' replicas summed, from one replica's of each (None: unlimited)."""
+        return None if None in per else (self.prefill_replicas * per[0]
+                                         + self.decode_replicas * per[1])
+
     def _slots(self):
-        per = (self.prefill._slots(), self.decode._slots())
-        if None in per:
-            return None
-        return self.prefill_replicas * per[0] + self.decode_replicas * per[1]
+        return self._fleet_total((self.prefill._slots(), self.decode._slots()))
 
     def _kv_budget(self):
-        per = (self.prefill._kv_budget(), self.decode._kv_budget())
-        if None in per:
-            return None
-        return self.prefill_replicas * per[0] + self.decode_replicas * per[1]
+        return self._fleet_total(self._budgets())
 
     def _transfer(self, prompt):
         """Time to move each prompt's KV to the decode pool [tick or s]."""
@@ -187,14 +159,9 @@ class DisaggregatedBatcher:
                                            link_latency=self.link_latency), dtype=float)
 
     def _serve(self, wl, timings, targets, budgets=None, transfer=None):
-        """One workload through both pools: the kernel's outputs for the whole requests, the
-        pool that rejected each (0 none, 1 prefill, 2 decode), each pool's largest replica peak
-        KV occupancy and the decode arrivals.
-
-        One kernel call runs every replica of both pools and the hand-over between them; the
-        workload was validated as a whole, so its replicas' parts are not checked again.
-        ``budgets`` (each pool's KV budget) and ``transfer`` (each request's) may come from
-        the caller, computed once for many rows.
+        """One workload through both pools in one kernel call: the outputs for the whole requests,
+        the pool that rejected each (0 none, 1 prefill, 2 decode), each pool's largest replica peak
+        KV occupancy and the decode arrivals; ``budgets`` and ``transfer`` may come computed once.
         """
         if self.prefill.speculative is not None or self.decode.speculative is not None:
             return self._serve_each(wl, timings, targets)
@@ -236,10 +203,8 @@ class DisaggregatedBatcher:
         return self.prefill._kv_budget(), self.decode._kv_budget()
 
     def _check_unlimited(self, budgets, prompt, output):
-        """Refuse what an unlimited KV budget (2**60 tokens to the kernel) cannot hold.
-
-        Checked on the whole workload, a bound of any replica's share (each pool's requests
-        hold at most ``prompt + output + 1`` tokens each, and a recurrent state's tokens).
+        """Refuse what an unlimited KV budget (2**60 tokens to the kernel) cannot hold,
+        checked on the whole workload (a bound of any replica's share).
         """
         for name, budget in zip(POOLS, budgets):
             if budget is None and prompt.size:

@@ -1,11 +1,9 @@
 """The simulator's kernels compiled ahead of a first run: numba's cache filled in parallel.
 
-A simulation compiles the kernel it needs the first time it runs on a machine (seconds for the
-static kernel, 10-14 s for a continuous body on 2 cores), then loads it from numba's cache
-(``docs/simulator-cache.md``). :func:`compile_kernels` pays that for the kernels a call will
-need, their families side by side (one here, the others each in a process of its own), so that
-they compile on every core at once: for a command's first run (the guide needs two), a test
-suite, a container image or a benchmark that should not time a compiler.
+A simulation compiles each kernel it needs on its first run on a machine (seconds; 10-14 s for
+a continuous body on 2 cores), then loads it from numba's cache (``docs/simulator-cache.md``).
+:func:`compile_kernels` pays that ahead, the families side by side on every core: for a
+command's first run, a test suite, a container image or a benchmark.
 """
 
 from __future__ import annotations
@@ -61,13 +59,9 @@ def compile_kernels(families=tuple(KERNEL_FAMILIES), *, processes=None) -> tuple
     Notes
     -----
     Each family runs a few-request workload through the public batchers, so the kernels
-    compile for exactly the argument types every later call passes
-    (:func:`rooflinekit.batching._kernels.kernel_inputs`). The cache is numba's own (beside
-    the package, or ``NUMBA_CACHE_DIR``), shared by every process of the machine. The
-    families go to lanes balanced by their expected compile time (``_kernels.COMPILE_SECONDS``),
-    a family of :data:`_AFTER` after the one it runs, in the same lane; the first lane runs in
-    this process and logs the line a first run prints (``_kernels.compile_notice``), the
-    others each in a process of its own.
+    compile for exactly the argument types every later call passes, into numba's cache
+    (``docs/simulator-cache.md``); lanes are balanced by ``_kernels.COMPILE_SECONDS``
+    (:func:`_lanes`), and the one in this process logs what a first run prints.
     """
     if isinstance(families, str):
         families = (families,)
@@ -97,10 +91,8 @@ def compile_kernels(families=tuple(KERNEL_FAMILIES), *, processes=None) -> tuple
 
 
 def _lanes(cold, processes, seconds) -> list:
-    """``cold``'s families in at most ``processes`` lanes, each run in order by one process.
-
-    A family of :data:`_AFTER` joins its predecessor's lane, after it; every other goes to the
-    lane with the fewest expected seconds (``seconds`` of its kernels). Lane 0 runs here.
+    """``cold``'s families in at most ``processes`` lanes (lane 0 runs here): a family of
+    :data:`_AFTER` after its predecessor, every other in the lane with the fewest ``seconds``.
     """
     lanes = [[] for _ in range(max(1, min(processes, len(cold))))]
 

@@ -4,15 +4,9 @@
 across parameter dimensions and returns the summaries with a ``replicate`` dimension (every
 replicate drawn from its own seed, :func:`replicate_seed`, so every grid point sees the same
 draws); :func:`run_replicates` does the same for workloads the caller has drawn (a planner's
-search, which reuses its draws at many rates).
-
-This module checks the size of a call before any work, draws the workloads (only through
-:mod:`rooflinekit.workloads` generators), validates rows drawn elsewhere, splits a sweep into
-batcher and workload parameters, runs the blocks in process or as dask tasks, and hands the
-kernel outputs to :mod:`rooflinekit.batching.results` for the summaries. The batchers
-(:mod:`~rooflinekit.batching.batchers`) run the rows, each with its own kernel
-(``_run_many``); the outputs and the thread pool are
-:mod:`~rooflinekit.batching._kernel_calls`'s. It sits above both, and neither imports it.
+search, which reuses its draws at many rates). This module checks a call's size before any
+work, draws the workloads (only through :mod:`rooflinekit.workloads`), runs the blocks in
+process or as dask tasks, and hands the outputs to :mod:`rooflinekit.batching.results`.
 """
 
 from __future__ import annotations
@@ -186,14 +180,12 @@ def monte_carlo(workload: WorkloadSpec, batcher, *, replicates: int = 100, seed=
     ttft_target, itl_target, e2e_target, tpot_target : float, optional
         Goodput and attainment targets [tick or s] (:meth:`ContinuousBatcher.run`).
     chunks : int, optional
-        Run through dask in tasks of ``chunks`` replicates each (``dask`` is an optional
-        dependency, imported only here); results are identical to the in-process run.
-        Without it, replicates run in parallel threads
-        (:func:`~rooflinekit.batching._kernel_calls._each_row`).
+        Run through dask (optional, imported only here) in tasks of ``chunks`` replicates
+        each; without it, in process. Results are identical.
     parallel : bool
         In-process runs only: ``True`` (default) runs replicates on all cores, one thread each
-        (numba's thread count); ``False`` runs them one after another. Both run the same
-        single-run kernel: results are identical.
+        (:func:`~rooflinekit.batching._kernel_calls._each_row`); ``False`` one after another.
+        Results are identical.
     work_limit, memory_limit : float
         Most token-steps (replicates × grid points × requests × mean output tokens, the mean of
         4,096 draws) and bytes (one block's draws and outputs, and every summary) the call may
@@ -291,13 +283,11 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         :meth:`Speculative.row_seed` of the row's position (so a subset of rows would draw
         other gains: a search over subsets passes its rows' own seeds).
     speculative_gains : tuple of ndarray, optional
-        Instead of seeds, the rows' gains already drawn: ``(gain, offset)`` as
-        :meth:`Speculative.gains` makes them for these ``output_tokens`` (uint8 of shape
-        ``(replicate, >= the longest row's total output)``, int64 of the rows' shape). A search
-        that runs the same rows at many rates draws them once (:func:`rooflinekit.plan` does);
-        the results are those of the seeds they were drawn from. Checked whole: each row's
-        offsets its outputs' running sums, every gain in ``[1, draft_tokens + 1]`` and none past
-        its request's output.
+        Instead of seeds, the rows' gains already drawn (once, for a search at many rates; the
+        results are those of their seeds): ``(gain, offset)`` as :meth:`Speculative.gains` makes
+        them for these ``output_tokens`` (uint8 of shape ``(replicate, >= the longest row's
+        total output)``, int64 of the rows' shape), checked whole (offsets the outputs' running
+        sums, every gain in ``[1, draft_tokens + 1]``, none past its request's output).
     as_dataset : bool
         ``True`` (default): a Dataset. ``False``: a dict of the summaries' numpy arrays, without
         labels, for a search that reads a few numbers of many runs (building a Dataset costs
@@ -432,11 +422,8 @@ def _prefix_rows(arrays, prefix_group, prefix_tokens):
 
 
 def _valid_block(named):
-    """The kernel inputs if every row is a valid :class:`Workload`, checked in one pass; else None.
-
-    The same rules as ``Workload`` (finite sorted arrivals >= 0; whole token counts, prompts
-    >= 0, outputs >= 1, priorities 0 or 1, none above 2**53), on the whole block at once: a
-    search runs thousands of blocks that are all valid.
+    """The kernel inputs if every row is a valid :class:`Workload`, checked on the whole block in
+    one pass (a search runs thousands of valid blocks); else None.
     """
     arrival = np.asarray(named["arrival"])
     if arrival.dtype.kind not in "iuf" or not np.isfinite(arrival).all() or \

@@ -1,14 +1,10 @@
 """Results of a batching simulation: per-request Dataset, summary metrics, percentiles, goodput.
 
-:mod:`rooflinekit.batching` runs a kernel and hands its raw outputs here: per request the admit,
-first-token and finish times, preemptions and status, and per run the scheduler's statistics
-(:data:`rooflinekit.batching._schema.STAT_NAMES`). This module derives latency, TTFT, ITL and
-queueing per request; the summaries per replicate (makespan, throughput, means and percentiles of
-the completed requests, the distribution of every inter-token gap, slot and KV occupancy,
-rejections, preemptions, goodput and SLO attainment under the TTFT/ITL/TPOT targets, exact
-attainment shares of TTFT, end-to-end, per-token and TPOT targets, per-tier means); and labels
-them: one ``request`` Dataset for a single run, one Dataset over ``policy``, the sweep names and
-``replicate`` for a Monte Carlo, one over ``replicate`` for caller-drawn replicates.
+From a kernel's raw outputs (per request; per run the statistics
+:data:`rooflinekit.batching._schema.STAT_NAMES`) this module derives the per-request times and
+the summaries per replicate, and labels them: one ``request`` Dataset for a single run, one over
+``policy``, the sweep names and ``replicate`` for a Monte Carlo, one over ``replicate`` for
+caller-drawn replicates.
 
 Percentiles of per-request quantities match ``numpy.quantile`` ("linear") over the completed
 requests of each replicate, computed for all replicates at once; percentiles of the inter-token
@@ -16,22 +12,18 @@ gaps are the kernel's (nearest rank, read from a bounded histogram, at most 0.2 
 value: :class:`rooflinekit.batching._reference.GapLog`); a replicate with none completed gives
 NaN, and a run that completes nothing has zero throughput, not NaN.
 
-TPOT and ITL, as ``vllm bench serve`` reports them (``vllm/benchmarks/serve.py``,
-``calculate_metrics``, vllm-project/vllm): a request's TPOT (time per output token, first token
-excluded) is ``(e2e latency - ttft) / (output_tokens - 1)``, over the completed requests with
-more than one output token; its ITL is every gap between consecutive tokens. Here the
-per-request ``itl`` *is* that TPOT (``(finish - first_token) / (output_tokens - 1)``, NaN for a
-one-token request), so its summaries ``mean_tpot``, ``p50_tpot`` ... ``p99_tpot`` (linear, as
-``np.percentile``) are vLLM's ``mean_tpot_ms``, ``median_tpot_ms``, ``p99_tpot_ms`` in seconds
-(``mean_itl`` and ``p99_itl``, their older names, are the same numbers); vLLM's every-gap
-``mean_itl_ms`` / ``median_itl_ms`` are ``mean_token_itl`` / ``p50_token_itl``, its
-``mean_e2el_ms`` / ``median_e2el_ms`` ``mean_latency`` / ``p50_latency``, its
-``request_throughput`` ours, its ``output_throughput`` our ``throughput`` (per ``makespan``, first
-arrival to last completion, where vLLM divides by the benchmark's duration).
-
-The labels of the status, reason and tier codes (:data:`STATUS_COMPLETED`, ...,
-:data:`TIERS`) are defined beside the codes, in :mod:`rooflinekit.batching._schema`, and
-listed here, where results carry them.
+TPOT and ITL as ``vllm bench serve`` reports them (``vllm/benchmarks/serve.py``,
+``calculate_metrics``): a request's TPOT is ``(e2e latency - ttft) / (output_tokens - 1)``, over
+the completed requests with more than one output token, and its ITL every gap between tokens.
+Our per-request ``itl`` *is* that TPOT (NaN for a one-token request), so ``mean_tpot``,
+``p50_tpot`` ... ``p99_tpot`` (linear, as ``np.percentile``) are vLLM's ``mean_tpot_ms``,
+``median_tpot_ms``, ``p99_tpot_ms`` in seconds (``mean_itl`` and ``p99_itl``, older names, the
+same numbers); vLLM's every-gap ``mean_itl_ms`` / ``median_itl_ms`` are ``mean_token_itl`` /
+``p50_token_itl``, its ``mean_e2el_ms`` / ``median_e2el_ms`` ``mean_latency`` / ``p50_latency``,
+its ``request_throughput`` ours, its ``output_throughput`` our ``throughput`` (per
+``makespan``, first arrival to last completion, not the benchmark's duration). The status, reason
+and tier labels (:data:`STATUS_COMPLETED`, ..., :data:`TIERS`) are
+:mod:`rooflinekit.batching._schema`'s.
 """
 
 from __future__ import annotations
@@ -110,12 +102,9 @@ def _masked_quantile(x, valid, q):
 
 
 def _per_request(arrival, prompt, output, out, frontend_latency=0.0):
-    """Derived per-request times: 2-D (replicate, request) arrays.
-
-    ``frontend_latency`` [the clock's unit] is the engine's front-end time outside its steps
-    (:attr:`rooflinekit.Engine.frontend_latency`): the client sees its first token and its last
-    that much later than the engine produces them, so it adds to ``ttft`` and ``latency``; the
-    engine's own times (admission, service, gaps) do not move.
+    """Derived per-request times: 2-D (replicate, request) arrays; ``frontend_latency``
+    (:attr:`rooflinekit.Engine.frontend_latency`) delays what the client sees, ``ttft`` and
+    ``latency``, not the engine's own times.
     """
     admit, first, finish, _, status = out[:5]
     completed = status == COMPLETED
@@ -134,13 +123,8 @@ def _per_request(arrival, prompt, output, out, frontend_latency=0.0):
 
 def _summaries(arrival, prompt, output, priority, out, slots, budget, targets, wanted=None,
                frontend_latency=0.0):
-    """Summary metrics per replicate: name -> (array over replicates, units kind, long name).
-
-    ``frontend_latency``: the engine's front-end time, added to each TTFT and latency
-    (:func:`_per_request`).
-
-    ``wanted``: only these names (the percentiles of per-request times, which sort, are computed
-    only when asked for); default all of :data:`SUMMARY_NAMES`.
+    """Summary metrics per replicate: name -> (array over replicates, units kind, long name);
+    ``wanted``: only these names (default all of :data:`SUMMARY_NAMES`).
     """
     def want(name):
         return wanted is None or name in wanted
@@ -272,14 +256,10 @@ ATTAINMENT_NAMES = ("ttft_attainment", "e2e_attainment", "token_itl_attainment",
 
 
 def _attainments(d, output, status, stats, targets):
-    """The SLO's shares per replicate, and the requests refused: what a rate search reads.
-
-    ``d`` is :func:`_per_request`'s; ``targets`` ``(ttft, itl, e2e[, tpot])``. Shares are of ALL
-    requests (a rejected request misses), TPOT's of all requests with two or more output tokens
-    (a one-token request has no TPOT; a rejected one misses); ``slo_attainment`` counts requests
-    within the TTFT target and the per-request ITL and TPOT targets (a one-token request meets
-    both, as vllm bench serve's goodput counts its TPOT as 0), returned beside the summaries as
-    a count (``goodput``'s numerator).
+    """The SLO's shares per replicate (of all requests, a rejected one missing; TPOT's of those
+    with two or more output tokens), and the requests within the TTFT, ITL and TPOT targets as a
+    count (``goodput``'s numerator; a one-token request meets both per-token targets, as vllm
+    bench serve's goodput counts its TPOT as 0); ``d`` is :func:`_per_request`'s.
     """
     done = d["completed"]
     n = output.shape[-1]
@@ -328,23 +308,16 @@ def _units(kind, time_units):
 
 
 def _variable(dims, values, attrs=None) -> xr.Variable:
-    """``xr.Variable(dims, values, attrs)`` for numpy data, without xarray's duck-array checks.
-
-    Given an array, ``xr.Variable`` asks whether it is a dask array, which imports ``dask.array``
-    (about 0.3 s) whenever dask is installed. Results hold numbers, booleans and strings, for
-    which those checks convert nothing, so they are skipped (``fastpath``); other dtypes take the
-    ordinary path.
+    """``xr.Variable(dims, values, attrs)``, skipping xarray's duck-array checks (which import
+    dask) for numbers, booleans and strings (``docs/simulator-cache.md``, "What it costs").
     """
     data = np.asarray(values)
     return xr.Variable(dims, data, attrs=attrs, fastpath=data.dtype.kind in "biufcUS")
 
 
 def _coordinates(**labels) -> xr.Coordinates:
-    """Dimension coordinates from numpy labels, indexed without xarray's duck-array checks.
-
-    ``xr.Dataset(coords={dim: labels})`` casts each array to a ``pandas.Index`` after asking dask
-    whether it is a dask collection (importing dask); a ready ``pandas.Index`` skips that. The
-    coordinates keep the labels' numpy dtype, as the ordinary path gives them.
+    """Dimension coordinates from numpy labels (their dtype kept), indexed by a ready
+    ``pandas.Index``, which skips xarray's duck-array checks.
     """
     indexes = {dim: PandasIndex(pd.Index(values), dim, coord_dtype=values.dtype)
                for dim, values in ((d, np.asarray(v)) for d, v in labels.items())}
@@ -423,10 +396,8 @@ def _stamp(ds, batcher, timing, budget, targets):
 
 
 def _summary_grid(results, policies, sweep, r0, r1, time_units) -> xr.Dataset:
-    """Monte Carlo summaries as a Dataset over ``policy``, the sweep names and ``replicate``.
-
-    ``results`` maps a summary name to ``(values, units kind, long name)`` with ``values`` shaped
-    (policy, *sweep, replicate[, tier]), as :func:`_summaries` gives them per grid point.
+    """Monte Carlo summaries (``(values, units kind, long name)``, values shaped (policy, *sweep,
+    replicate[, tier])) as a Dataset over ``policy``, the sweep names and ``replicate``.
     """
     names = list(sweep)
     lead = (_POLICY,) + tuple(names) + (dims.REPLICATE,)

@@ -1,11 +1,10 @@
 """Speculative decoding in the continuous-batching simulator: the :class:`Speculative` spec.
 
 ``ContinuousBatcher(..., speculative=Speculative(draft="llama-3.1-8b", draft_tokens=4,
-acceptance=0.8))`` makes every decode step a speculative one: each decoding sequence drafts
-``k`` tokens with the draft, the target verifies ``k + 1`` positions in one pass, and the
-sequence gains ``1 + L`` tokens, ``L`` the leading accepted drafts. The gains are drawn before
-the kernel (:func:`rooflinekit.workloads.speculative_gains`); the rules, and the step's time,
-are stated in :mod:`rooflinekit.batching._reference` ("Speculative decoding").
+acceptance=0.8))`` makes every decode step a speculative one, each sequence gaining ``1 + L``
+tokens (``L`` the leading accepted drafts, drawn before the kernel:
+:func:`rooflinekit.workloads.speculative_gains`); the rules and the step's time are
+:mod:`rooflinekit.batching._reference`'s ("Speculative decoding").
 
 References
 ----------
@@ -71,31 +70,16 @@ class Speculative:
     Notes
     -----
     A step of ``B`` decoding sequences lasts ``k`` draft steps of ``B`` sequences plus one
-    verification of ``B(k + 1)`` positions (with any prefill slices of that step), timed from
-    the coefficients of :func:`rooflinekit.roofline.step_cost_coefficients` for the target and
-    the draft. A draft model also prefills every prompt chunk (its step of those tokens alone
-    is added to the step that prefills them) and keeps its own KV of every sequence's context
-    in the target's blocks: with the target model, the batcher's KV budget is shared so
-    (:meth:`kv_tokens`). The draft's weights come off the memory of a budget the batcher derives
-    from its model and GPU (:func:`rooflinekit.memory.kv_budget_tokens`'s
-    ``draft_weight_bytes``), and off each replica's in :func:`rooflinekit.plan`; a budget given
-    as ``kv_budget_tokens`` is taken as it is.
-
-    A draft head (EAGLE, MTP) is a fraction ``f`` of one of the target's layers, given as its
-    share ``s = f / n_layers`` of the target: it holds ``f`` of one layer's parameters, so ``s``
-    of the target's layer weights (it shares the target's embedding and LM head, as EAGLE and
-    DeepSeek-V3's MTP modules do: none of its own), ``f`` of one layer's KV per token (``s`` of
-    the target's), and its prefill of a chunk is ``s`` of the target's step of that chunk, after
-    the target's. Its weights and KV come off the budget as a draft model's do.
-
-    At acceptance 0 every step gains one token, as plain decoding: on the tick clock the run is
-    the plain run, bit for bit; on the roofline clock each decode step still verifies ``k + 1``
-    positions per sequence (more arithmetic, embedding rows and all-reduce traffic than one)
-    after ``k`` draft steps, so the run is slower than the plain one. The roofline's exact
-    reduction is ``k = 0`` (:func:`rooflinekit.roofline.speculative_step_time` is then
-    :func:`~rooflinekit.roofline.decode_step_time`, and
-    the speculative continuous kernel the plain kernel, bit for bit); a batcher drafts
-    at least one token (``speculative=None`` is plain decoding).
+    verification of ``B(k + 1)`` positions (with the step's prefill slices), timed from the
+    target's and the draft's :func:`rooflinekit.roofline.step_cost_coefficients`. The draft also
+    prefills every prompt chunk (after the target), keeps its KV in the target's blocks
+    (:meth:`kv_tokens`) and holds its weights beside the target's (off a budget the batcher
+    derives, and off each replica's in :func:`rooflinekit.plan`; a given ``kv_budget_tokens`` is
+    taken as it is). A draft head shares the target's embedding and LM head. At acceptance 0 the
+    tick clock's run is the plain run, bit for bit, but the roofline's is slower (it still
+    verifies ``k + 1`` positions after ``k`` draft steps); the exact reduction is ``k = 0``,
+    which a batcher does not take (``speculative=None`` is plain decoding). In full:
+    ``docs/techniques.md``, "Speculative decoding".
 
     References
     ----------
@@ -161,14 +145,11 @@ class Speculative:
 
         Notes
         -----
-        A draft keeps its own KV of every token of each sequence (it drafts from the whole
-        context; a head's layer holds its own keys and values), in blocks of the same table
-        (vLLM allocates both caches' blocks together), so a token of context costs both bytes;
-        in paged admission the
-        blocks of that budget are ``floor(tokens / block_size)``, as the blocks of both
-        caches that fit. Per-token sizes are :attr:`ModelShape.kv_bytes_per_token` (a
-        sliding window counted at full size, as :func:`rooflinekit.memory.kv_budget_tokens`
-        counts it).
+        A draft keeps its own KV of every token of each sequence in blocks of the target's table
+        (``docs/techniques.md``), so a token of context costs both; paged, the budget's blocks
+        are ``floor(tokens / block_size)``. Per-token sizes are
+        :attr:`ModelShape.kv_bytes_per_token` (a sliding window counted at full size, as
+        :func:`rooflinekit.memory.kv_budget_tokens` counts it).
         """
         budget = whole_number("budget_tokens", budget_tokens, lo=0)
         if not isinstance(model, ModelShape):

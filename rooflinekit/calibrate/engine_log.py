@@ -3,16 +3,8 @@
 :func:`parse_vllm_kv_log` reads vLLM's memory-profiling and KV-cache start-up lines,
 :func:`parse_sglang_kv_log` SGLang's (the same figures under the same keys);
 :func:`compare_engine_log` holds :func:`rooflinekit.memory.engine_kv_cache` next to either, so
-the weight model and the block arithmetic can be checked against a real engine.
-
-References
-----------
-.. [1] vLLM ``vllm/v1/core/kv_cache_utils.py`` (KV cache log lines).
-.. [2] SGLang ``python/sglang/srt/mem_cache/memory_pool.py`` at
-   ``000ccdba94d4ed75d4fab7b1dac5f8ebcaaee7e8``, ``python/sglang/srt/managers/scheduler.py`` at
-   ``d51c1c21d1ac07cd5d1de9ead6c99087d8428e79`` and
-   ``python/sglang/srt/model_executor/model_runner.py`` at
-   ``0005834cdb2a5b7472789ccbf0d3361b5cf853b8`` (start-up log lines).
+the weight model and the block arithmetic can be checked against a real engine (the engines'
+sources read: each function's References).
 """
 
 from __future__ import annotations
@@ -240,14 +232,12 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
     dict
         ``ours`` and ``engine``: dicts of ``weights_bytes`` (per GPU), ``available_bytes``,
         ``num_blocks``, ``kv_cache_tokens`` and ``max_concurrency`` (engine keys only where the
-        log has them); ``bytes_per_block`` (ours, per GPU);
-        ``inputs``: the figures fed to ``engine_kv_cache``; ``mode``: ``"profile"`` when total
-        memory, utilisation and the profiled components were logged (our weights replace the
-        logged ones, so the weight model is under test too), or ``"available"`` when only the
-        available KV memory was (then it is the input, and the block arithmetic is what is
-        compared); ``engine_name``: whose log it was. SGLang logs no memory profile, so its mode is
-        always "available" (its allocated K + V bytes are the input) and its ``engine`` dict
-        adds ``max_running_requests`` where logged.
+        log has them; SGLang's adds ``max_running_requests``); ``bytes_per_block`` (ours, per
+        GPU); ``inputs``: the figures fed to ``engine_kv_cache``; ``mode``: ``"profile"`` when
+        total memory, utilisation and the profiled components were logged (``weights`` picks
+        whose weights), or ``"available"`` when only the available KV memory was, the input
+        then, so that the block arithmetic is compared (always SGLang's: its allocated K + V
+        bytes); ``engine_name``: whose log it was.
 
     Raises
     ------

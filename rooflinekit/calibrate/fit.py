@@ -1,48 +1,20 @@
 """Calibration: fit the roofline's efficiency knobs to measured serving runs, with error bars.
 
-The roofline (:mod:`rooflinekit.roofline`) is a transparent formula whose three knobs default to
-the guide's ideal machine: ``compute_efficiency = 1``, ``bandwidth_efficiency = 1`` and
-``step_overhead = 0``. Real engines reach only part of the datasheet peaks and pay a fixed cost per
-step (kernel launches, the scheduler, sampling), so the ideal model misses measured latency by tens
-of percent. This module fits those knobs, **per phase** (prefill from time to first token, decode
-from the time per output token), to your own measurements; with ``fit="engine"`` also the engine
-knobs (a cost per layer, the KV traffic's own efficiency, the link latency, the TTFT intercept,
-the all-reduces' share of the link bandwidth),
-and with ``group_by`` knob sets per GPU, engine or weight format beside a shared set:
-
-1. **A measurement format** — one row per configuration (model, GPU, tensor-parallel degree, weight
-   format, batch size or client concurrency, prompt and output lengths, measured TTFT, ITL/TPOT,
-   throughput and a ``source``), as CSV or JSON (:func:`read_measurements`,
-   :func:`write_measurements`), in :mod:`rooflinekit.calibrate.measurements`; the readers of
-   engine benchmark outputs (:func:`read_vllm_result` for the JSON that ``vllm bench serve
-   --save-result`` writes, ``vllm bench latency``, GuideLLM, ``trtllm-bench``) live in
-   :mod:`rooflinekit.calibrate.readers`.
-2. **A fit** — :func:`calibrate` runs bounded least squares on relative residuals
-   (``scipy.optimize.least_squares``) through the real roofline functions, bootstraps confidence
-   intervals with a seeded :class:`numpy.random.Generator`, and reports residuals and the mean
-   absolute percentage error (MAPE) at ideal efficiency and after calibration.
-3. **A calibrated model** — :class:`Calibration` holds the fitted knobs per phase on the base
-   :class:`~rooflinekit.Engine` they were fitted on (``engine=``; with :func:`predict`,
-   :func:`save_calibration` and :func:`load_calibration` it lives in
-   :mod:`rooflinekit.calibrate.model`). It stands wherever an engine does, and gives the
-   ``Engine`` of a phase::
-
-       cal = calibrate(read_measurements("runs.csv")).calibration
-       rl.decode_step_time(model, gpu, 64, 4096, engine=cal.engine_for("decode"))
-       rl.prefill_time(model, gpu, 2048, engine=cal.engine_for("prefill"))
-       sweep(..., engine=cal)                        # prefill knobs for TTFT, decode for the rest
-
-4. **Cross-validation** — :func:`cross_validate` fits on some configurations and reports the error
-   on the held-out ones (k-fold, or leave-one-group-out by model or GPU).
-5. **The KV budget side** — :func:`parse_vllm_kv_log` reads vLLM's start-up memory lines and
-   :func:`compare_engine_log` holds :func:`rooflinekit.memory.engine_kv_cache` next to them
-   (both in :mod:`rooflinekit.calibrate.engine_log`).
-
-This module holds the fit and cross-validation; the folder's face :mod:`rooflinekit.calibrate`
-exports every part. The ``rooflinekit calibrate`` command is :mod:`rooflinekit.cli.calibrate`.
-
-Units inside are SI (seconds, tokens, bytes); the files carry milliseconds in columns whose names
-say so (``ttft_ms``), the way every serving benchmark reports them.
+The roofline's knobs default to the guide's ideal machine (``compute_efficiency = 1``,
+``bandwidth_efficiency = 1``, ``step_overhead = 0``); real engines reach only part of the
+datasheet peaks and pay a fixed cost per step, so the ideal model misses measured latency by
+tens of percent. :func:`calibrate` fits the knobs **per phase** (prefill from time to first
+token, decode from the time per output token) to a measurement table
+(:mod:`rooflinekit.calibrate.measurements`, :mod:`rooflinekit.calibrate.readers`): bounded least
+squares on relative residuals (``scipy.optimize.least_squares``) through the real roofline
+functions, with ``fit="engine"`` also the engine knobs (a cost per layer, the KV traffic's own
+efficiency, the link latency, the TTFT intercept, the all-reduces' share of the link bandwidth),
+with ``group_by`` knob sets per GPU, engine or weight format beside a shared set; seeded
+bootstrap intervals; residuals and MAPE at ideal efficiency and after. The result's
+:class:`~rooflinekit.calibrate.model.Calibration` stands wherever an engine does.
+:func:`cross_validate` reports the error on held-out configurations (k-fold, or
+leave-one-group-out by model or GPU). Units inside are SI; the files carry milliseconds in
+columns whose names say so (``ttft_ms``). How to use it: ``docs/calibration.md``.
 
 What the fit cannot see
 -----------------------
@@ -129,21 +101,9 @@ FOLD = "fold"
 #: traffic reaches at least 5 % of the bandwidth; a decoder layer's kernel launches cost at
 #: most 100 µs per step (an 80-layer model: 8 ms); GEMMs reach half their efficiency by 4,096
 #: tokens a step at the latest; a link hop costs at most 100 µs; the all-reduces reach at
-#: least 5 % of the link's datasheet bandwidth. What fits land
-#: on can be held against published utilisation: 76 % model FLOPs utilisation for large-batch
-#: prefill (Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023, PaLM 540B on
-#: TPU v4); decode's model bandwidth utilisation as the MosaicML / Databricks post "LLM
-#: Inference Performance Engineering: Best Practices" (2023) defines it, the quantity
-#: ``bandwidth_efficiency`` is, which at batch 1 falls as the peak rises (Chen, "Memory-Bound
-#: but Not Bandwidth-Limited: The Physical AI Inference Gap in Batch-1 LLM Decode",
-#: arXiv:2605.30571, 2026: about 27 % of the analytic floor on an H100 against 81 % on an L4,
-#: eager PyTorch, CUDA graphs 1.26x faster on the H100: launch overhead, the layer cost); and
-#: NCCL all-reduce bus bandwidth at large messages, about 480 GB/s on 8 H100 SXM (NVLink SHARP)
-#: and about 230 GB/s on 8 A100 SXM, as NCCL's developers give it (S. Jeaugey, NVIDIA, in
-#: https://github.com/NVIDIA/nccl-tests/issues/212 and /issues/149; busbw as nccl-tests'
-#: doc/PERFORMANCE.md defines it): the ceiling of ``interconnect_efficiency`` is reached with
-#: gigabyte messages, not a prefill's megabytes. Every prior is the base engine's value
-#: (``engine=`` of :func:`calibrate`; the ideal model by default).
+#: least 5 % of the link's datasheet bandwidth. The published utilisation fits can be held
+#: against: ``docs/architecture.md``, "calibrate/fit.py". Every prior is the base engine's
+#: value (``engine=`` of :func:`calibrate`; the ideal model by default).
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "low_precision_compute_efficiency": (0.01, 1.0),
                                    "bandwidth_efficiency": (0.01, 1.0),
@@ -158,13 +118,11 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "interconnect_efficiency": (0.05, 1.0)})
 
 #: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
-#: rows see the prompt's compute, the serving stack's intercept and, at TP > 1, the
-#: all-reduces of the prompt's activations (megabytes a layer: their share of the link
-#: bandwidth sets their time, not the latency); their weight streaming takes decode's
-#: bandwidth efficiency (:data:`_TIED`). TPOT rows see the weight and KV streaming, the fixed
-#: cost per step and per layer, and the all-reduce latency that grows the step from TP1 to
-#: TP > 1. ``gemm_half_tokens`` is left to be asked for: on the public runs (prompts of 500
-#: tokens and more) it fits 0, and freeing it costs transfer (docs/calibration.md).
+#: rows see the prompt's compute, the serving stack's intercept and, at TP > 1, the all-reduces
+#: of megabytes of activations (their share of the link bandwidth); TPOT rows the weight and KV
+#: streaming, the fixed costs per step and per layer, and the all-reduce latency. Prefill takes
+#: decode's bandwidth efficiency (:data:`_TIED`); ``gemm_half_tokens`` only when named
+#: (docs/calibration.md).
 ENGINE_FIT = MappingProxyType({
     "prefill": ("compute_efficiency", "prefill_overhead", "interconnect_efficiency"),
     "decode": ("bandwidth_efficiency", "step_overhead", "layer_overhead",
@@ -241,26 +199,19 @@ class _PhaseFit:
     fitted: bool
 
 
-#: Weight of each free knob's distance from its prior (in fit units) among the residuals. The
-#: rows may not tell two knobs apart (leave one model out: every fitted row has one layer
-#: count, so a per-step and a per-layer overhead trade off exactly); without it such a fit
-#: stopped anywhere on a flat ridge, where the BLAS, the CPU and the order of the starts put
-#: it, and a held-out error moved by 1.5 points between machines. With it the optimum is
-#: unique (the ridge's point nearest the priors, the ideal model by default) and moves an
-#: identified knob by about ``_RIDGE**2`` relative to the data's pull (1e-8).
+#: Weight of each free knob's distance from its prior (in fit units) among the residuals: where
+#: the rows cannot tell knobs apart (``_ridge``), the optimum is the ridge's point nearest the
+#: priors, not wherever the BLAS, the CPU and the starts' order put it (a held-out error moved
+#: by 1.5 points between machines); an identified knob moves by about ``_RIDGE**2`` (1e-8).
 _RIDGE = 1e-4
 #: Costs within this relative distance of the best are one optimum (``_least_squares``).
 _TIED_COST = 1e-9
 
 
 def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
-    """Best bounded least-squares fit of the ``free`` knobs over several starting points.
-
-    The residuals are each row's relative error and :data:`_RIDGE` times each free knob's
-    distance from its prior (the base engine's value; a knob without a numeric prior has
-    none). Of the starts' results within :data:`_TIED_COST` of the lowest cost, the one nearest
-    the priors is taken, so that neither the starts' order nor rounding picks among equal
-    optima.
+    """Best bounded least-squares fit of the ``free`` knobs over several starting points:
+    residuals each row's relative error and :data:`_RIDGE` times each knob's distance from its
+    prior; of the results within :data:`_TIED_COST` of the lowest cost, the one nearest the priors.
     """
     from scipy.optimize import least_squares
 
@@ -305,13 +256,9 @@ _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
 
 
 def _starting_points(groups, phase, rows, targets, free, fixed, bounds):
-    """Starting points for the least squares, in fit units: a coarse log grid's best per level.
-
-    max(compute, memory) makes the objective piecewise smooth: once the side that binds a row
-    stops binding, the gradient in that side's efficiency is exactly zero and a local fit
-    cannot find its way back. So the grid is profiled: for every level of each efficiency, the
-    best point over the other knobs is a start, and every regime of which rows bind which side
-    gets a start of its own.
+    """Starting points for the least squares, in fit units: the best of a coarse log grid at every
+    level of each efficiency, and one per regime of which rows bind which side (why:
+    ``docs/architecture.md``, "calibrate/fit.py").
     """
     # ten levels for the first two efficiencies, fewer when more knobs multiply the grid
     sizes = {p: (10 if len(free) <= 4 else 6) for p in _EFFICIENCIES}
@@ -344,11 +291,8 @@ def _prior_of(p, bounds, priors):
 
 def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, confidence, rng,
                fixed=None):
-    """Fit one phase on ``rows``; ``all_targets`` holds every row's measured seconds.
-
-    ``fixed`` holds the values of the knobs that are not free (default their priors: the base
-    engine's values, ``groups.priors``); a free knob the rows do not identify goes back to its
-    value there (a knob set's: the shared value), else to its prior.
+    """Fit one phase on ``rows`` (``all_targets``: every row's measured seconds); a free knob the
+    rows do not identify goes back to its value in ``fixed`` (default the priors).
     """
     base_values = {} if fixed is None else dict(fixed)
     fixed = {**groups.priors, **base_values}
@@ -447,13 +391,9 @@ _RANK_TOL = 1e-6
 
 
 def _ridge(groups, phase, rows, values, active, bounds) -> tuple:
-    """The ``active`` knobs the rows' distinct configurations cannot tell apart.
-
-    Each knob's sensitivity is the relative change of every row's prediction over a nudge of
-    1% of its bounds; rows repeating a configuration repeat their sensitivities, so the
-    sensitivities' rank is at most the number of distinct configurations. Where it is below
-    the knobs', a combination of them moves no prediction (a ridge of equally good fits);
-    the knobs in such a combination are not identified, however many rows repeat it.
+    """The ``active`` knobs the rows' distinct configurations cannot tell apart: those in a
+    combination that moves no prediction, from the rank of the sensitivities to a 1 % nudge
+    (``docs/architecture.md``, "calibrate/fit.py").
     """
     if len(active) < 2:
         return ()
@@ -648,8 +588,7 @@ def calibrate(measurements, *, phases: Sequence[str] = PHASES, fit=None, bounds=
     ----------
     n_resamples : int
         Bootstrap resamples for the intervals, in [0, :data:`MAX_RESAMPLES`] (0: no intervals,
-        ``lower = upper = value``).
-        Default 200.
+        ``lower = upper = value``). Default 200.
     confidence : float
         Coverage of the percentile intervals, in (0, 1). Default 0.95.
     seed : int or None
@@ -768,9 +707,8 @@ def _fit_order(per_phase, phases) -> tuple:
 
 
 def _tied(fits, phase, free):
-    """The values ``phase`` takes from fits already made, for the knobs it does not free.
-
-    Only a phase that is fitted takes them; one that fits nothing keeps the ideal knobs.
+    """The values ``phase`` takes from fits already made, for the knobs it does not free (only a
+    phase that is fitted takes them).
     """
     tied = {k: fits[src].values[k] for k, src in _TIED.get(phase, {}).items()
             if free and k not in free and src in fits and fits[src].identified[k]}
@@ -902,11 +840,8 @@ def _check_group_by(ds, group_by) -> tuple:
 
 
 def _fit_sets(ds, groups, targets, frees, shared, fits, bounds, group_by, group_knobs):
-    """The knob sets of ``group_by``: each refits ``group_knobs`` on its rows, the rest shared.
-
-    A set's phase keeps the shared knobs where its rows are too few for its free knobs (one
-    row more than knobs, so that a set never interpolates exactly), or where its rows do not
-    identify a knob.
+    """The knob sets of ``group_by``: each refits ``group_knobs`` on its rows, keeping the shared
+    knobs where its rows do not outnumber its free knobs by one or do not identify a knob.
     """
     if not group_by:
         return {}, None

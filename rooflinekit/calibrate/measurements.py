@@ -4,13 +4,9 @@ One row per measured configuration (model, GPU, tensor-parallel degree, weight f
 or client concurrency, prompt and output lengths, measured TTFT, ITL/TPOT, throughput and a
 ``source``), held as an :class:`xarray.Dataset` over ``measurement`` in SI units
 (:func:`measurements_from_records`), read and written as CSV or JSON (:func:`read_measurements`,
-:func:`write_measurements`) and joined (:func:`concat_measurements`).
-:mod:`rooflinekit.calibrate` fits the roofline's knobs to these tables.
-
-The files carry milliseconds in columns whose names say so (``ttft_ms``), the way every serving
-benchmark reports them; the Dataset holds seconds. Engine benchmark outputs (``vllm bench serve``
-and ``vllm bench latency`` results, GuideLLM, ``trtllm-bench``) are not read here:
-:mod:`rooflinekit.calibrate.readers` turns them into rows of this table.
+:func:`write_measurements`) and joined (:func:`concat_measurements`). The files carry
+milliseconds in columns whose names say so (``ttft_ms``); engine benchmark outputs become rows
+in :mod:`rooflinekit.calibrate.readers`.
 """
 
 from __future__ import annotations

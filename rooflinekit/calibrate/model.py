@@ -73,12 +73,8 @@ def _check_overrides(name, mapping, kind):
 
 
 def _knob_priors(engine: Engine) -> dict:
-    """Every knob's value in ``engine``: the fit's priors (what a knob it does not free keeps,
-    and what a free knob the rows do not identify goes back to), and the value of every knob a
-    calibration's phase does not hold.
-
-    ``interconnect_latency`` is ``None``: the engine's own link latency (else the GPU's) is in
-    the terms of :class:`_Groups` already.
+    """Every knob's value in ``engine``: the fit's priors; ``interconnect_latency`` ``None``, as
+    the engine's own link latency is in :class:`_Groups`' terms already.
     """
     return {**{k: getattr(engine, k) for k in KNOBS}, "interconnect_latency": None}
 
@@ -101,12 +97,8 @@ def _check_engine(engine) -> Engine:
 
 
 class _Groups:
-    """Rows of a measurement table grouped by hardware configuration, ready for the roofline.
-
-    The roofline takes one model and one GPU per call and broadcasts over arrays of batch sizes,
-    context and prompt lengths; grouping keeps calls per fit evaluation to one per configuration.
-    ``engine`` (an :class:`~rooflinekit.Engine`) is the base: its fields that are not knobs
-    (all-reduce model, link, formats) shape the terms, and its knobs are :attr:`priors`.
+    """Rows of a measurement table grouped by hardware configuration (one roofline call per
+    configuration per evaluation); ``engine`` is the base, whose knobs are :attr:`priors`.
     """
 
     def __init__(self, ds: xr.Dataset, models: Mapping, gpus: Mapping, engine: Engine,
@@ -167,12 +159,9 @@ class _Groups:
         self.terms = {phase: self._terms(phase) for phase in PHASES}
 
     def _prefill_share(self, idx: np.ndarray, cost) -> np.ndarray:
-        """Share of a request's life spent in prefill at the ideal roofline, per row [1].
-
-        Under a steady load of ``B`` requests each spends ``s = T_prefill / (T_prefill +
-        output · T_decode)`` of its time being prefilled, so a new prompt shares its prefill
-        with ``(B − 1)·s`` other prompts on average (mean field; prefill interference under
-        load). Taken once from the ideal model, so that the knobs stay linear.
+        """Share of a request's life spent in prefill at the ideal roofline, per row [1]:
+        ``s = T_prefill / (T_prefill + output · T_decode)`` (mean field; from the ideal model, so
+        that the knobs stay linear).
         """
         kernel = roofline.mixed_step_time_kernel
         f, w = cost.full_attention_fraction, cost.sliding_window
@@ -188,12 +177,8 @@ class _Groups:
         return out
 
     def _steps(self, phase: str, idx: np.ndarray, model, cost) -> tuple:
-        """The kernel's token counts (decode, prompt, KV read, attention pairs) of rows ``idx``.
-
-        The steps :func:`~rooflinekit.roofline.decode_step_time`,
-        :func:`~rooflinekit.roofline.prefill_time` and
-        :func:`~rooflinekit.roofline.mixed_step_time` build; ``test_calibrate`` holds the
-        predictions to those functions.
+        """The kernel's token counts (decode, prompt, KV read, attention pairs) of rows ``idx``, as
+        the roofline functions build them (``test_calibrate`` holds the predictions to those).
         """
         b = self.batch[idx]
         f, w = cost.full_attention_fraction, cost.sliding_window
@@ -348,10 +333,8 @@ def _text(value) -> str:
 
 
 def _predict_calibrated(groups, phase, calibration, keys, rows=None):
-    """Each row's prediction with its knob set (the shared knobs where it has none).
-
-    A knob the calibration does not hold takes the base engine's value (``groups.priors``); an
-    :class:`~rooflinekit.Engine` holds none, so every knob is its own.
+    """Each row's prediction with its knob set (else the shared knobs); a knob the calibration
+    does not hold (every knob, for an :class:`~rooflinekit.Engine`) takes ``groups.priors``.
     """
     if isinstance(calibration, Engine):
         return groups.predict(phase, groups.priors, rows)
@@ -378,10 +361,8 @@ def _bytes(dtype):
 
 
 def _targets(ds: xr.Dataset, phase: str) -> np.ndarray:
-    """Measured seconds of a phase per row: TTFT for prefill; TPOT, else ITL, for decode.
-
-    TPOT (per request, first token excluded) is preferred for decode: it is immune to servers that
-    stream several tokens per chunk, which inflates the per-chunk ITL.
+    """Measured seconds of a phase per row: TTFT for prefill; TPOT, else ITL, for decode (TPOT is
+    immune to servers that stream several tokens per chunk).
     """
     if phase == "prefill":
         return ds["ttft"].values.astype(float)

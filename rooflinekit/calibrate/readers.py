@@ -4,39 +4,12 @@ results, GuideLLM, ``trtllm-bench``.
 Each reader turns one tool's own output file into the measurement table of
 :func:`~rooflinekit.calibrate.measurements.measurements_from_records` (same columns, same
 validation), taking from the caller what the file does not say (model, GPU and, where the tool
-does not record it, the configuration). The table's own CSV/JSON files are read by
-:func:`~rooflinekit.calibrate.measurements.read_measurements`, not here.
-
-- :func:`read_vllm_result`: ``vllm bench serve --save-result`` (client-side statistics of a
-  serving run);
-- :func:`read_vllm_latency`: ``vllm bench latency --output-json`` (one static batch, end to end);
-- :func:`read_guidellm_report`: a GuideLLM report (``guidellm benchmark`` / ``guidellm run``,
-  JSON or YAML output), one row per benchmark;
-- :func:`read_trtllm_bench`: the report of ``trtllm-bench throughput`` (``--report_json`` or
-  the logged text report).
-
-Every field name read here was read in the tool's own output-writing code, named in each
-reader's References. Every reader opens only a regular file and reads it whole but bounded
-(:data:`MAX_REPORT_BYTES`, :func:`rooflinekit._validation.read_regular_file`); JSON goes through
-:func:`rooflinekit._validation.parse_json` and YAML through
-:func:`rooflinekit._validation.parse_yaml` (bounded in elements, aliases refused); a missing or
-malformed field raises a ``ValueError`` naming the file and the field.
-
-References
-----------
-.. [1] vLLM ``vllm/benchmarks/latency.py`` at commit
-   ``00cae0753b8d50118a960888a6aff57f9b098ac6`` (``main``: the ``--output-json`` keys), and
-   ``benchmarks/benchmark_latency.py`` at ``00db02095a5d578c18383609a00fa0c6e7fc8db8``.
-.. [2] GuideLLM ``src/guidellm/benchmark/schemas/`` (``report.py``, ``benchmark.py``,
-   ``base.py``, ``metrics.py``), ``src/guidellm/schemas/request_stats.py`` and
-   ``src/guidellm/scheduler/strategies.py`` at ``ee7a77457ba668b4b5ccb40f110518829893b36a``;
-   ``src/guidellm/benchmark/benchmark.py`` at v0.3.0
-   (``5bc43c497a6778ac8b80e364efbce29e18149ab4``).
-.. [3] TensorRT-LLM ``tensorrt_llm/bench/dataclasses/reporting.py`` at
-   ``2787769cae353023784dce105d648bcd4d04f4d4`` (``get_statistics_dict``,
-   ``report_statistics``) and ``tensorrt_llm/bench/dataclasses/statistics.py`` at
-   ``77d7fe1eb2d89753ae33a0745d1083c133064f92``.
-.. [4] vLLM ``benchmarks/benchmark_serving.py`` / ``vllm bench serve`` (result JSON fields).
+does not record it, the configuration); the table's own files are read by
+:func:`~rooflinekit.calibrate.measurements.read_measurements`. Every field name read here was
+read in the tool's own output-writing code, named in each reader's References. Every reader
+opens only a regular file and reads it whole but bounded (:data:`MAX_REPORT_BYTES`); JSON and
+YAML parse bounded (:func:`rooflinekit._validation.parse_json`, ``parse_yaml``: aliases
+refused); a missing or malformed field raises a ``ValueError`` naming the file and the field.
 """
 
 from __future__ import annotations
@@ -213,11 +186,9 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
                      engine: str | None = None) -> xr.Dataset:
     """One measurement row from the result JSON of ``vllm bench serve --save-result``.
 
-    The file holds client-side statistics (``mean_ttft_ms``, ``median_tpot_ms``,
-    ``median_itl_ms``, ``output_throughput``, ``completed``, ``total_input_tokens``,
-    ``total_output_tokens``, ``max_concurrency``, ``request_rate``, ``request_throughput``,
-    ``mean_e2el_ms`` (``mean_latency_ms`` before vLLM 0.7), ...) but not the hardware, so the
-    model, GPU and degree come as arguments.
+    The file holds client-side statistics (``median_tpot_ms``, ``completed``,
+    ``total_input_tokens``, ``max_concurrency``, ``mean_e2el_ms``, ``mean_latency_ms`` before
+    vLLM 0.7, ...), not the hardware: the model, GPU and degree come as arguments.
 
     Parameters
     ----------
@@ -484,29 +455,21 @@ def read_vllm_latency(result, *, model: str, gpu: str, tp: int = 1, batch_size: 
                       source: str | None = None) -> xr.Dataset:
     """One measurement row from the JSON of ``vllm bench latency --output-json``.
 
-    ``vllm bench latency`` (formerly ``benchmarks/benchmark_latency.py``) generates one static
-    batch in process: ``--batch-size`` prompts of ``--input-len`` random tokens, each decoded to
-    exactly ``--output-len`` tokens (``ignore_eos``), and times the whole ``llm.generate`` call,
-    ``--num-iters`` times. Its JSON holds only those wall times: ``avg_latency`` [s],
-    ``std_latency`` [s] (newer versions), ``latencies`` [s] (one per iteration) and
-    ``percentiles`` [s] (keys ``"10"``, ``"25"``, ``"50"``, ``"75"``, ``"90"``, ``"99"``). The
-    configuration is not in the file, so it comes as arguments, with vLLM's flag names in mind.
+    ``vllm bench latency`` (formerly ``benchmarks/benchmark_latency.py``) times one static
+    batch's ``llm.generate`` call in process, ``--num-iters`` times: ``--batch-size`` prompts
+    of ``--input-len`` random tokens, each decoded to exactly ``--output-len`` tokens
+    (``ignore_eos``). Its JSON holds only those wall times [s]: ``avg_latency``,
+    ``std_latency`` (newer versions), ``latencies`` (one per iteration) and ``percentiles``
+    (keys ``"10"`` ... ``"99"``); the configuration comes as arguments, named after vLLM's flags.
 
-    What the number is: the **end-to-end latency of a static batch**, one prefill of
-    ``batch_size × prompt_tokens`` tokens followed by ``output_tokens - 1`` decode steps of the
-    whole batch. It is neither a TTFT nor a TPOT. It enters the format as follows:
-
-    - ``output_tokens == 1``: the run is one prefill step, so the latency *is* the batch's TTFT
-      (``ttft_kind="static_batch"``: all the prompts in one step);
-    - ``output_tokens > 1`` with a TTFT of the same batch (``ttft_ms=``, or ``prefill=``, the
-      JSON of the same command run with ``--output-len 1``): the row holds that TTFT and the
-      TPOT ``(latency - TTFT) / (output_tokens - 1)`` (vLLM's own TPOT definition, first token
-      excluded), the decode step of ``batch_size`` sequences;
-    - ``output_tokens > 1`` without a TTFT: refused. Splitting the latency by a modelled prefill
-      would make the row repeat the model it is meant to test.
-
-    The format has no end-to-end column because the fit (:func:`~rooflinekit.calibrate.calibrate`)
-    compares steps, TTFT and TPOT; the latency is kept in ``notes``.
+    The number is the **end-to-end latency of a static batch**: one prefill of ``batch_size ×
+    prompt_tokens`` tokens, then ``output_tokens - 1`` decode steps of the whole batch. With
+    ``output_tokens == 1`` it *is* the batch's TTFT (``ttft_kind="static_batch"``). Above 1 it
+    needs the TTFT of the same batch (``ttft_ms=``, or ``prefill=``: the same command's JSON
+    with ``--output-len 1``); the row then holds that TTFT and the TPOT ``(latency - TTFT) /
+    (output_tokens - 1)`` (vLLM's definition, first token excluded). Without one it is refused:
+    splitting it by a modelled prefill would make the row repeat the model it is meant to test.
+    The latency itself is kept in ``notes`` (the fit compares TTFT and TPOT, not end to end).
 
     Parameters
     ----------
@@ -643,21 +606,17 @@ def read_guidellm_report(report, *, model: str, gpu: str, tp: int = 1, dtype: st
     ``StatusDistributionSummary`` (``successful``, ``incomplete``, ``errored``, ``total``, each
     with ``mean``, ``median``, ``percentiles``...).
 
-    Each row maps:
-
-    - ``batch_size``: 1 for ``synchronous``; ``streams`` for ``concurrent``; otherwise the
-      time-averaged concurrency ``metrics.request_concurrency.total.mean`` (Little's law, as
-      :func:`~rooflinekit.calibrate.read_vllm_result` does);
-    - ``prompt_tokens``, ``output_tokens``: ``metrics.prompt_token_count.successful.mean``,
-      ``metrics.output_token_count.successful.mean``;
-    - ``ttft_ms``: ``metrics.time_to_first_token_ms.successful.<statistic>``;
-    - ``tpot_ms``: ``metrics.inter_token_latency_ms.successful.<statistic>``: GuideLLM's ITL is
-      per request, ``(last token - first token) / (output tokens - 1)``, which is vLLM's TPOT.
-      GuideLLM's own ``time_per_output_token_ms`` counts the first token too (a request's
-      latency over its tokens), so it is not a decode step and is not read;
-    - ``output_throughput``: ``metrics.output_tokens_per_second.total.mean``;
-    - ``engine``: GuideLLM is the client and does not record the server, so ``engine=`` (the
-      report's GuideLLM version, ``metadata.guidellm_version``, goes into ``notes``).
+    Each row maps ``batch_size`` ← 1 for ``synchronous``, ``streams`` for ``concurrent``, else
+    the time-averaged concurrency ``metrics.request_concurrency.total.mean`` (Little's law, as
+    :func:`~rooflinekit.calibrate.read_vllm_result`); ``prompt_tokens``, ``output_tokens`` ←
+    ``metrics.prompt_token_count`` and ``output_token_count``, ``.successful.mean``;
+    ``ttft_ms`` ← ``metrics.time_to_first_token_ms.successful.<statistic>``; ``tpot_ms`` ←
+    ``metrics.inter_token_latency_ms.successful.<statistic>``, GuideLLM's per-request ITL
+    ``(last token - first token) / (output tokens - 1)``: vLLM's TPOT (its
+    ``time_per_output_token_ms`` counts the first token too, so is not a decode step and is not
+    read); ``output_throughput`` ← ``metrics.output_tokens_per_second.total.mean``; ``engine``
+    ← ``engine=``, as GuideLLM, the client, does not record the server (its own version,
+    ``metadata.guidellm_version``, goes into ``notes``).
 
     Parameters
     ----------
@@ -832,12 +791,9 @@ def read_trtllm_bench(report, *, model: str, gpu: str, tp: int | None = None,
 
     ``trtllm-bench throughput --report_json FILE`` writes ``get_statistics_dict()``: ``engine``
     (``model``, ``version``, ``backend``, ``dtype``, ``kv_cache_dtype``, ``quantization``),
-    ``world_info`` (``tp_size``, ``pp_size``, ``ep_size``, ...), ``request_info``
-    (``num_requests``, ``avg_num_concurrent_requests``, ``avg_input_length``,
-    ``avg_output_length``), ``performance`` (``system_output_throughput_tok_s``, ...) and, with
-    ``--streaming``, ``streaming_metrics`` (``avg_ttft_ms``, ``avg_tpot_ms``,
-    ``ttft_percentiles``, ``tpot_percentiles``, each with ``p50``, ``p90``, ``p95``, ``p99``,
-    ``minimum``, ``maximum``, ``average`` [ms]). The same figures are logged as text
+    ``world_info`` (``tp_size``, ``pp_size``, ...), ``request_info``, ``performance`` and, with
+    ``--streaming``, ``streaming_metrics`` (``ttft_percentiles``, ``tpot_percentiles``, each
+    with ``p50`` ... ``p99``, ``average`` [ms]). The same figures are logged as text
     (``report_statistics``: "Average Input Length (tokens): ...", "[TPOT] P50    : ..."); a
     string with a line break, or a file that is not JSON, is read as that text.
 

@@ -1,11 +1,8 @@
-"""Engine profiles: an engine per phase, fitted, kept as JSON, and shipped per engine and GPU.
+"""Engine profiles: an engine per phase, fitted, kept as JSON.
 
-:class:`Calibration` holds the roofline's three knobs (``compute_efficiency``,
-``bandwidth_efficiency``, ``step_overhead``) per phase, prefill and decode, the engine knobs
-(:data:`ENGINE_KNOBS`) and the link share (:data:`LINK_KNOBS`) where fitted, knob sets of their
-own by GPU, engine, format or model, their intervals where known, and the base
-:class:`~rooflinekit.Engine` they were fitted on. It gives the ``Engine`` of a phase
-(:meth:`Calibration.engine_for`), so it stands wherever an engine does (``engine=``).
+:class:`Calibration` holds the roofline's knobs per phase (prefill, decode), knob sets of their
+own, their intervals and the base :class:`~rooflinekit.Engine` they were fitted on; it gives the
+``Engine`` of a phase (:meth:`Calibration.engine_for`), so it stands wherever an engine does.
 :func:`save_calibration` and :func:`load_calibration` keep one as JSON; the fit that makes one
 is :mod:`rooflinekit.calibrate`.
 """
@@ -99,11 +96,9 @@ def _check_knobs(phase: str, knobs: Mapping) -> dict:
 
 
 def _check_knob(name: str, knob: str, value):
-    """One roofline knob as ``float``: an efficiency in (0, 1], a time [s] or tokens >= 0.
-
-    ``kv_bandwidth_efficiency``, ``interconnect_latency`` and
-    ``low_precision_compute_efficiency`` may be ``None`` (their default: the weights'
-    efficiency, the GPU's own latency, ``compute_efficiency``).
+    """One roofline knob as ``float``: an efficiency in (0, 1], a time [s] or tokens >= 0; ``None``
+    for the three below, whose defaults are the weights' efficiency, the GPU's own latency and
+    ``compute_efficiency``.
     """
     optional = knob in ("kv_bandwidth_efficiency", "interconnect_latency",
                         "low_precision_compute_efficiency")
@@ -167,11 +162,9 @@ def _catalogue_name(field: str, name: str) -> str:
 
 
 def _check_groups(group_by, groups) -> tuple:
-    """``group_by`` as a tuple of :data:`GROUP_FIELDS` and ``groups`` as checked knob sets.
-
-    GPU and model names of the keys are put in the catalogue's spelling (:func:`_canonical`);
-    two keys that then name the same set (aliases, or names that differ only in case) are
-    refused, naming both: one would silently replace the other."""
+    """``group_by`` as a tuple of :data:`GROUP_FIELDS` and ``groups`` as checked knob sets, keys in
+    the catalogue's spelling; two keys that then name the same set are refused, naming both.
+    """
     if isinstance(group_by, str):
         group_by = (group_by,)
     group_by = tuple(group_by)
@@ -213,15 +206,14 @@ class Calibration:
     Parameters
     ----------
     prefill, decode : mapping
-        The shared knobs of each phase: ``compute_efficiency`` and ``bandwidth_efficiency``
-        in (0, 1] [1] and ``step_overhead`` [s] ≥ 0, ideal (1, 1, 0) where missing; and, where
-        fitted, the engine knobs (:data:`ENGINE_KNOBS`): ``layer_overhead`` [s per layer],
-        ``kv_bandwidth_efficiency`` in (0, 1] [1], ``gemm_half_tokens`` [tokens],
-        ``prefill_overhead`` [s], ``interconnect_latency`` [s per hop],
-        ``frontend_latency`` [s] and ``low_precision_layer_overhead`` [s per layer], each
-        ≥ 0, and ``low_precision_compute_efficiency`` in (0, 1] [1]; and the link share ``interconnect_efficiency`` in
-        (0, 1] [1] (:data:`LINK_KNOBS`): each an
-        :class:`~rooflinekit.Engine` field.
+        The shared knobs of each phase, each an :class:`~rooflinekit.Engine` field:
+        ``compute_efficiency`` and ``bandwidth_efficiency`` in (0, 1] [1] and ``step_overhead``
+        [s] ≥ 0, ideal (1, 1, 0) where missing; where fitted, the engine knobs
+        (:data:`ENGINE_KNOBS`): ``layer_overhead`` and ``low_precision_layer_overhead`` [s per
+        layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
+        per hop], ``gemm_half_tokens`` [tokens], each ≥ 0, ``kv_bandwidth_efficiency`` and
+        ``low_precision_compute_efficiency`` in (0, 1] [1]; and the link share
+        ``interconnect_efficiency`` in (0, 1] [1] (:data:`LINK_KNOBS`).
     source : str
         What the knobs were fitted to.
     held_out_error : float, optional
@@ -262,8 +254,7 @@ class Calibration:
 
     Notes
     -----
-    A calibration stands wherever an :class:`~rooflinekit.Engine` does (``engine=``):
-    every path asks :meth:`engine_for` for the engine of its phase, model and GPU.
+    Every path asks :meth:`engine_for` for the engine of its phase, model and GPU.
     ``Calibration()`` is the ideal model. :attr:`label` is what every output computed with it
     says of itself (``attrs["model_quality"]``).
 

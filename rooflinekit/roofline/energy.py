@@ -60,17 +60,11 @@ def energy_per_token(model, gpu, batch_size=1, context_length=0, tp=1, *,
     Notes
     -----
     With ``T`` the decode step time, ``T_c`` its compute time and ``T_m`` its memory time (the
-    two roofs of the step, efficiencies included), the step's utilisation is the share of the
-    step the binding roof is busy,
-
-    ``u = max(T_c, T_m) / T``,
-
-    below 1 by the step overhead and the all-reduce time. Each GPU draws
-
-    ``P_gpu = P_board × (i + (1 − i) × u)``
-
-    with ``i`` = ``idle_power_fraction``, a line from idle power to the rated board power, and
-    the group of ``tp`` GPUs draws ``tp × P_gpu``. The energy per token is then
+    two roofs of the step, efficiencies included), the step's utilisation, the share of the
+    step the binding roof is busy, is ``u = max(T_c, T_m) / T``: below 1 by the step overhead
+    and the all-reduce time. Each GPU draws ``P_gpu = P_board × (i + (1 − i) × u)``, with ``i``
+    = ``idle_power_fraction`` (a line from idle power to the rated board power), and the group
+    of ``tp`` GPUs ``tp × P_gpu``. The energy per token is then
 
     ``E = tp × P_gpu × T / B = tp × P_board × (i·T + (1 − i)·max(T_c, T_m)) / B``.
 

@@ -199,10 +199,8 @@ def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1,
 
     Parameters
     ----------
-    model : ModelShape
-        The model.
-    gpu : GPU
-        One accelerator of the layout.
+    model, gpu : ModelShape, GPU
+        The model, and one accelerator of the layout.
     batch_size : int or array_like
         Sequences decoding together over all micro-batches [1], ≥ ``micro_batches``.
     context_length : int or array_like

@@ -93,18 +93,18 @@ def tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_length=0,
     degrees : sequence of int
         Degrees to compare [1], each ≥ 1; the first is the baseline of the speed-up.
     engine : Engine or Calibration, optional
-        How the engine runs a decode step (:class:`rooflinekit.Engine`), its ``allreduce``
-        the all-reduce model of ``decode_step_time``; ``decode_step_time_simple`` is the same
-        engine with the guide's model without communication (``allreduce="guide"``). Default
-        :data:`rooflinekit.IDEAL`.
+        How the engine runs a decode step (:class:`rooflinekit.Engine`; default
+        :data:`rooflinekit.IDEAL`); ``decode_step_time_simple`` is the same engine without
+        communication (``allreduce="guide"``).
 
     Returns
     -------
     xarray.Dataset
-        Over ``tp`` (and the inputs' dimensions): ``decode_step_time`` [s],
-        ``decode_step_time_simple`` [s], ``allreduce_time`` [s], ``speedup`` and ``speedup_simple`` against the first degree [1],
-        ``scaling_efficiency`` (speed-up ÷ degree ratio) [1], and ``weights_fit`` (whether the
-        group's memory holds the weights; the latency is computed either way).
+        Over ``tp`` (and the inputs' dimensions): ``decode_step_time``,
+        ``decode_step_time_simple`` and ``allreduce_time`` [s], ``speedup`` and
+        ``speedup_simple`` against the first degree [1], ``scaling_efficiency`` (speed-up ÷
+        degree ratio) [1], and ``weights_fit`` (whether the group's memory holds the weights;
+        the latency is computed either way).
 
     See Also
     --------

@@ -5,14 +5,10 @@ A step takes as long as the slower of its arithmetic and its HBM traffic::
     time = max(FLOPs / (peak · compute_efficiency), bytes / (bandwidth · bandwidth_efficiency))
            + step_overhead + all-reduce time (tp > 1)
 
-This module holds FLOPs, bytes, arithmetic intensity, the ridge point, which roof binds, a
+This module holds FLOPs and bytes (each function's Notes give its formula, with ``P_a``
+active parameters and ``P`` in all), arithmetic intensity, the ridge point, which roof binds, a
 decode step's compute and memory time, the critical batch and the step coefficients
-(:class:`~rooflinekit.roofline.StepCost`). With ``P_a`` active parameters, ``W`` weight bytes
-read, ``kv`` KV bytes per token and ``A = 4·H·d·L`` attention FLOPs per (query, cached token):
-
-* decode, ``B`` sequences at context ``C``: ``2·P_a·B + A·B·C`` FLOPs, ``W + B·kv·C`` bytes;
-* prefill of ``N`` tokens after ``C0`` cached: ``2·P_a·N + A·(N·C0 + N(N−1)/2)`` FLOPs; bytes
-  ``W`` + the prompt's KV written + the prefix's KV read; a mixed step is both in one pass.
+(:class:`~rooflinekit.roofline.StepCost`); a mixed step is decode and prefill in one pass.
 
 Assumptions: one multiply-add per weight per token (the input-embedding table is a lookup, the
 LM head runs for tokens that need logits); every weight byte is read once per step; decode does
@@ -193,11 +189,6 @@ def effective_kv_tokens(model, context_length):
 
     ``kv_bytes_per_sequence / kv_bytes_per_token``: ``C`` for full attention, less past the
     window for sliding-window models. Sum it over sequences for ``kv_tokens_read``.
-
-    Parameters
-    ----------
-    context_length : int, array_like or xarray.DataArray
-        Tokens cached [tokens], ≥ 0.
 
     See Also
     --------
