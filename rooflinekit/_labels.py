@@ -1,10 +1,9 @@
 """Same type in, same type out: the conventions that let one formula serve every input kind.
 
-:func:`formula` wraps plain arithmetic: it checks the arguments, reads spec fields, lays every
-number out on one :class:`Grid` (labelled inputs broadcast by dimension name), runs the body on
-raw arrays and labels the result with ``units`` and ``long_name``: scalars give Python scalars,
-arrays arrays, DataArrays DataArrays. :func:`table` does the same for several quantities (one
-Dataset); :func:`document` fills shared parameter docs (:data:`PARAMETERS`) into docstrings.
+:func:`formula` checks the arguments, reads spec fields, lays every number out on one
+:class:`Grid` (labelled inputs broadcast by dimension name), runs the body on raw arrays and
+labels the result; :func:`table` does so for several quantities; :func:`document` fills shared
+parameter docs into docstrings.
 """
 
 from __future__ import annotations
@@ -51,21 +50,20 @@ def align_inputs(named: dict, dims: dict | None = None) -> dict:
     Parameters
     ----------
     named : dict
-        Argument name -> value. Values may be scalars, sequences, ndarrays, DataArrays or Datasets.
+        Argument name -> value (scalars, sequences, ndarrays, DataArrays or Datasets).
     dims : dict, optional
-        Argument name -> dimension name, for arguments whose dimension differs from their name.
+        Argument name -> dimension name, where it differs from the argument's name.
 
     Returns
     -------
     dict
-        The same mapping, with lists and tuples as ndarrays and, when any value is labelled, every
-        1-D ndarray as a DataArray along its dimension (coordinate = the values).
+        The mapping with lists as ndarrays and, when any value is labelled, every 1-D ndarray
+        as a DataArray along its dimension (coordinate = the values).
 
     Raises
     ------
     TypeError
-        If an unlabelled array of 2 or more dimensions meets a labelled input: its axes could not be
-        matched by name.
+        An unlabelled array of 2 or more dimensions meets a labelled input.
     """
     dims = dims or {}
     out = {k: (np.asarray(v) if isinstance(v, (list, tuple)) else v) for k, v in named.items()}
@@ -84,11 +82,8 @@ def align_inputs(named: dict, dims: dict | None = None) -> dict:
 
 
 def finish(result, units: str, long_name: str, name: str | None = None):
-    """Return ``result`` in the kind its inputs had, with units on labelled outputs.
-
-    0-d numpy results become Python ``float``/``int``; ndarrays stay ndarrays; DataArrays get
-    ``attrs["units"]`` and ``attrs["long_name"]`` (and ``name``).
-    """
+    """``result`` in the kind its inputs had: 0-d as a Python number, ndarrays as they are,
+    DataArrays with ``units``, ``long_name`` (and ``name``)."""
     if isinstance(result, xr.DataArray):
         result = result.copy(deep=False)
         result.attrs = {"units": units, "long_name": long_name}
@@ -124,12 +119,8 @@ def where(cond, a, b):
 # ------------------------------------------------------------------------------------------------
 
 class Grid:
-    """Inputs broadcast by dimension name, computed on raw numpy arrays, wrapped once.
-
-    Labelled inputs are aligned once (exactly: shared dimensions must carry equal coordinates),
-    each laid out on the union of dimensions with size-1 axes where it has none; the result is
-    wrapped in a DataArray at the end.
-    """
+    """Inputs broadcast by dimension name (shared dimensions with equal coordinates), laid out
+    on the union of dimensions as raw numpy arrays; the result is wrapped once."""
 
     def __init__(self, values: dict, exact=()):
         self.labelled = any(isinstance(v, xr.DataArray) for v in values.values())
@@ -194,13 +185,8 @@ class Grid:
 
 
 def _raw(value, exact: bool):
-    """A number for the grid: as float64, or as int64 / float64 when ``exact``.
-
-    The one conversion at the boundary: unsigned and small integers (``uint8`` 200 + 15 wraps to
-    a small number; ``uint64`` negation wraps to 1.7e19) become int64, and float16/float32
-    become float64, so no formula computes in the caller's narrow type. Python ``int`` and
-    ``float`` pass unchanged (the checks have bounded counts to 2**53 before this).
-    """
+    """A number for the grid: as float64, or when ``exact`` narrow and unsigned integers as
+    int64 and narrow floats as float64 (no formula computes in a narrow type that wraps)."""
     if exact:
         kind = type(value)
         if kind is int or kind is float:
@@ -222,13 +208,9 @@ def _raw(value, exact: bool):
 
 
 def widen(value):
-    """``value`` in the computing types: the boundary conversion of :func:`_raw` (exact), for
-    formulas written by hand.
-
-    Narrow and unsigned integers become int64 and float16/float32 float64 (a float16 60000
-    times a price overflows to inf, 0.3 rounds to 0.2998); DataArrays keep their labels; int64,
-    float64, Python numbers and anything not numeric pass unchanged (the same object).
-    """
+    """``value`` in the computing types (:func:`_raw`, exact), for formulas written by hand:
+    narrow and unsigned integers as int64, float16/float32 as float64, DataArrays labelled;
+    anything else passes unchanged (the same object)."""
     if isinstance(value, xr.DataArray):
         if value.dtype.kind in "iuf" and value.dtype not in (np.int64, np.float64):
             return value.copy(data=_raw(value.values, True))
@@ -249,11 +231,8 @@ def _is_number(value) -> bool:
 
 
 def spec_fields(*fields, unknown=None):
-    """A spec reader for :func:`formula`: these ``fields`` of a spec object or catalogue Dataset.
-
-    A field that is ``None`` on a spec object (not known) reads as ``unknown[field]``, NaN by
-    default.
-    """
+    """A spec reader for :func:`formula`: these ``fields`` of a spec object or catalogue Dataset,
+    ``None`` (not known) read as ``unknown[field]``, NaN by default."""
     unknown = dict(unknown or {})
 
     def read(spec, arguments):
@@ -267,26 +246,22 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
             as_dims=(), returns=None):
     """Wrap a formula written on plain numbers so it takes every input kind.
 
-    The wrapped function keeps its own name, signature and docstring (``functools.wraps``), so
-    ``help()`` and static readers see the formula's parameters as written; the docstring's
-    Parameters section is completed from ``parameters``, and a missing Returns section written
-    from ``returns`` (:func:`document`).
+    The wrapped function keeps its own name, signature and docstring (``functools.wraps``),
+    completed from ``parameters`` and ``returns`` (:func:`document`).
 
     Parameters
     ----------
     units, long_name : str
         Stamped on a labelled result's ``attrs``.
     checks : dict, optional
-        Argument name -> ``check(name, value)``, run in signature order on the arguments as
-        given, before any work: each raises a ``TypeError``/``ValueError`` naming the argument.
-        Names that are not parameters of the formula are ignored, so one mapping can serve a
-        family of formulas.
+        Argument name -> ``check(name, value)``, run in signature order before any work, each
+        raising naming the argument; names that are not parameters are ignored (one mapping
+        serves a family of formulas).
     validate : callable, optional
         ``validate(arguments)``: checks that span arguments, run after ``checks``.
     specs : dict, optional
-        Argument name -> ``read(spec, arguments)`` returning that spec's fields by name (see
-        :func:`spec_fields`). The body then receives the argument as a namespace of those
-        fields, laid out on the grid like every other number.
+        Argument name -> ``read(spec, arguments)`` returning that spec's fields by name
+        (:func:`spec_fields`); the body receives a namespace of those fields, on the grid.
     derive : callable, optional
         ``derive(inputs) -> inputs``: what the body receives, computed from the laid-out inputs
         (e.g. coefficients of a step). Runs on raw arrays.
@@ -316,11 +291,8 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
 
     Notes
     -----
-    Numbers, numpy arrays and DataArrays go on one :class:`Grid`: plain arrays broadcast as
-    numpy does; DataArrays (and catalogue Datasets) broadcast by dimension name, with equal
-    coordinates on shared dimensions, and then a 1-D numpy argument becomes a dimension of its
-    name (:func:`align_inputs`). Everything else (``None``, strings, bools, objects) reaches the
-    body as given. The body runs once on raw arrays; its result is wrapped once.
+    Numbers, arrays and DataArrays go on one :class:`Grid` (:func:`align_inputs`); anything
+    else reaches the body as given. The body runs once on raw arrays; its result is wrapped once.
     """
     def complete(grid, result):
         result = grid.wrap(result, units, long_name, name)
@@ -333,11 +305,9 @@ def formula(units: str, long_name: str, *, checks=None, validate=None, specs=Non
 def table(variables: dict, **options):
     """:func:`formula` for a body that returns several quantities: one labelled Dataset.
 
-    ``variables`` maps each variable's name to its ``(units, long_name)``, in the Dataset's
-    order; the body returns a mapping with those keys (raw arrays, strings allowed). The inputs
-    are laid out once, as for :func:`formula` (``options`` are its keywords, less ``units``,
-    ``long_name``, ``cast`` and ``name``); each variable spreads over the whole grid and takes
-    its own ``units`` and ``long_name``; without labelled inputs a variable is a 0-d DataArray.
+    ``variables`` maps each variable's name to its ``(units, long_name)``, in order; the body
+    returns a mapping with those keys; ``options`` are :func:`formula`'s keywords, less
+    ``units``, ``long_name``, ``cast`` and ``name``.
     """
     variables = dict(variables)
 
@@ -348,11 +318,8 @@ def table(variables: dict, **options):
 
 
 def dataset(variables: dict) -> xr.Dataset:
-    """One Dataset of ``name -> (value, units, long_name)``, units on every variable.
-
-    Values are DataArrays, ndarrays or numbers; an unlabelled value becomes a DataArray of
-    its own (0-d for a number), with the value's dtype.
-    """
+    """One Dataset of ``name -> (value, units, long_name)``; an unlabelled value becomes a
+    DataArray of its own (0-d for a number)."""
     data = {}
     for key, (value, units, long_name) in variables.items():
         data[key] = finish(value if isinstance(value, xr.DataArray) else
@@ -494,11 +461,8 @@ HELD_CONTEXT = parameter_entries("""
 
 def returns_entry(units: str, long_name: str,
                   kind: str = "float, ndarray or xarray.DataArray") -> str:
-    """The numpydoc Returns entry of a formula labelled ``units`` and ``long_name``.
-
-    What a labelled result's ``attrs`` say, so that the documentation cannot disagree with
-    the output: ``"Decode step time [s]."`` for ``("s", "decode step time")``.
-    """
+    """The numpydoc Returns entry of a formula labelled ``units`` and ``long_name``
+    (``"Decode step time [s]."`` for ``("s", "decode step time")``)."""
     unit = f" [{units}]" if units else ""
     return f"{kind}\n    {long_name[:1].upper()}{long_name[1:]}{unit}."
 
@@ -506,12 +470,8 @@ def returns_entry(units: str, long_name: str,
 def document(shared, *, returns: str | None = None):
     """Complete a docstring's Parameters section from ``shared`` entries, in signature order.
 
-    The docstring writes only what is its own (an entry there wins); every other parameter of
-    the signature takes its entry from ``shared`` (:func:`parameter_entries`), so the rendered
-    ``help()`` shows them all. Without a Parameters section one is put before the first other
-    section. A parameter documented nowhere raises ``TypeError`` at import. A docstring with
-    no Returns section takes ``returns`` (a numpydoc entry, :func:`returns_entry`) after its
-    Parameters; one of its own wins.
+    An entry of the docstring's own wins; a parameter documented nowhere raises ``TypeError``
+    at import. A docstring without a Returns section takes ``returns`` after its Parameters.
     """
     def decorate(func):
         func.__doc__ = _with_parameters(func, shared, returns)

@@ -1,13 +1,9 @@
 """Input checks shared by every public function.
 
 Each check raises ``TypeError`` (wrong kind) or ``ValueError`` (out of range) before any
-computation, naming the argument, what is allowed, and the value as a Python literal::
-
-    output_fraction must lie in [0, 1]; got 1.5
-    policy must be one of 'fcfs', 'sjf'; got 'sfj' (did you mean 'sjf'?)
-
-Array checks take numbers, numpy arrays and DataArrays alike; the scalar checks
-(:func:`real_number`, :func:`whole_number`, :func:`positive_number`) are for spec fields.
+computation, naming the argument, what is allowed, and the value as a Python literal
+(``output_fraction must lie in [0, 1]; got 1.5``). Array checks take numbers, numpy arrays and
+DataArrays alike; the scalar checks are for spec fields.
 """
 
 from __future__ import annotations
@@ -43,35 +39,26 @@ _SHOWN_CHARS = 80
 MAX_COUNT = 2**53
 
 #: The largest magnitude of any finite number accepted (bytes, FLOP/s, seconds, prices, rates):
-#: 1e30, far beyond any real value, and small enough that the products the formulas form of a
-#: few such numbers stay finite (1e300 × 1e300 would overflow to inf). inf, where an argument
-#: allows it, means "no limit" and is not a magnitude.
+#: 1e30, far beyond any real value, so that the formulas' products of a few such numbers stay
+#: finite. inf, where an argument allows it, means "no limit" and is not a magnitude.
 MAX_MAGNITUDE = 1e30
 
-#: The most decoder layers a model may have: 10,000. The deepest models served have about 130
-#: (Llama-3.1-405B 126) and research models reach 1,000 (DeepNet); a per-layer list of 10,000
-#: entries costs well under a megabyte, where a config claiming 10**9 layers would cost 8 GB.
+#: The most decoder layers a model may have: 10,000 (served models have about 130, research
+#: ones reach 1,000); a config claiming 10**9 layers would cost 8 GB of per-layer lists.
 MAX_LAYERS = 10_000
 
-#: The largest settings file read [bytes]: 8 MiB, for a Hugging Face ``config.json``, a
-#: calibration and an ``--engine`` file. Real ones are under 100 kB (a calibration of a
-#: thousand knob sets stays under 1 MB), so 8 MiB is some 80 times the largest; parsed, even a
-#: file of nothing but empty objects (about 25 bytes of memory per byte of file) stays under
-#: 256 MiB.
+#: The largest settings file read [bytes]: 8 MiB, for a ``config.json``, a calibration and an
+#: ``--engine`` file; real ones are under 100 kB, and parsed even a file of empty objects stays
+#: under 256 MiB.
 MAX_CONFIG_BYTES = 8 * 2**20
 
 #: The most elements a JSON document may hold before it is parsed: 16,000,000, counted as its
-#: ``[``, ``{``, ``,`` and ``:`` outside strings (one per value or member). Parsed JSON costs at
-#: most about 100 bytes of memory per element so counted (measured: 36 for ``{},``, 64 for
-#: ``{"a":0},``), so the bound keeps any document under about 1.6 GB (1 GB measured), where
-#: a 250 MiB file of empty objects took 7.8 GB. A benchmark report of per-request statistics
-#: holds about one element per 20 bytes, so reports up to some 300 MB pass.
+#: ``[``, ``{``, ``,`` and ``:`` outside strings. At most about 100 bytes of memory per element,
+#: so any document stays under about 1.6 GB; benchmark reports up to some 300 MB pass.
 MAX_JSON_ELEMENTS = 16_000_000
 
-#: The most nodes (scalars, lists, mappings) a YAML document may hold: 1,000,000. PyYAML holds
-#: some 0.3-0.75 kB per node while it builds the document, so the bound keeps a YAML report
-#: under about 0.75 GB and a few seconds (with libyaml; some 20 s without); GuideLLM's YAML
-#: reports of statistics hold a few thousand nodes per benchmark.
+#: The most nodes (scalars, lists, mappings) a YAML document may hold: 1,000,000 (PyYAML holds
+#: up to 0.75 kB a node: under about 0.75 GB); GuideLLM's reports hold thousands.
 MAX_YAML_NODES = 1_000_000
 
 #: The deepest nesting of a YAML document parsed: 100 levels. A GuideLLM report nests about 8;
@@ -100,10 +87,8 @@ _BRACKETS = {list: ("[", "]"), tuple: ("(", ")"), set: ("{", "}"), frozenset: ("
 
 
 def _short_repr(value, budget: int, depth: int = 0) -> str:
-    """``repr(value)``, built piece by piece and stopped once about ``budget`` characters are
-    written: a structure of shared lists that would print as gigabytes, a list nested 100,000
-    deep or a 5,000-digit integer is shown by its first characters. Small values give exactly
-    their ``repr``."""
+    """``repr(value)``, built piece by piece and stopped after about ``budget`` characters
+    (exactly the ``repr`` of a small value)."""
     kind, budget = type(value), max(budget, 0)
     if kind in (str, bytes):
         return repr(value) if len(value) <= budget else repr(value[:budget]) + "..."
@@ -139,9 +124,8 @@ def _short_repr(value, budget: int, depth: int = 0) -> str:
 
 
 def show(value) -> str:
-    """The value as the user wrote it, for an error message (no ``np.`` reprs, cut when long).
-
-    Bounded whatever the value: at most 80 characters, built without forming the full repr."""
+    """The value as the user wrote it, for an error message: no ``np.`` reprs, at most 80
+    characters, built without forming the full repr."""
     if isinstance(value, (np.ndarray, xr.DataArray)) and (
             value.ndim > 1 or value.size > _SHOWN_ELEMENTS):
         kind = "DataArray" if isinstance(value, xr.DataArray) else "array"
@@ -176,10 +160,8 @@ def _listing(choices) -> str:
 # -- arrays of numbers ---------------------------------------------------------------------------
 
 def as_numeric(name: str, value) -> np.ndarray:
-    """Return ``value`` as a numeric ndarray view, or raise ``TypeError`` naming ``name``.
-
-    Bools and strings are refused (``TypeError``), NaN too (``ValueError``).
-    """
+    """``value`` as a numeric ndarray view; bools and strings raise ``TypeError``, NaN
+    ``ValueError``, naming ``name``."""
     if isinstance(value, xr.DataArray):
         data = value.values
     elif isinstance(value, (bool, np.bool_)):
@@ -212,11 +194,8 @@ def _interval(lo, hi, lo_open, hi_open) -> str:
 
 def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=False,
                 allow_inf=False):
-    """Raise ``ValueError`` unless every element of ``value`` lies in the given interval.
-
-    ``lo``/``hi`` of ``None`` leave that side unbounded; ``lo_open``/``hi_open`` exclude the bound.
-    Returns ``value`` unchanged so calls can be chained.
-    """
+    """``value`` unchanged if every element lies in the interval (``None``: unbounded;
+    ``lo_open``/``hi_open`` exclude the bound), else ``ValueError``."""
     kind = type(value)
     if kind is float or (kind is int and -2**63 <= value < 2**63):
         # a plain Python number, the most common call: the same rules without an array
@@ -254,9 +233,8 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
 
 
 def _widened(data: np.ndarray) -> np.ndarray:
-    """``data`` in a type the checks compare exactly: float16/float32 as float64 (a float16
-    compared with 1e30 overflows in the cast), narrow and unsigned integers below 64 bits as
-    int64; int64, uint64 and float64 unchanged (uint64 compares exactly with Python ints)."""
+    """``data`` in a type the checks compare exactly: narrow floats as float64, narrow integers
+    as int64; 64-bit types unchanged."""
     if data.dtype.kind == "f" and data.dtype.itemsize < 8:
         return data.astype(np.float64)
     if data.dtype.kind in "iu" and data.dtype.itemsize < 8:
@@ -297,10 +275,8 @@ def check_integer(name: str, value, lo=None):
 
 
 def as_1d(name: str, value, *, non_empty: bool = True, allow_scalar: bool = True) -> np.ndarray:
-    """A 1-D array of real numbers (a scalar becomes one element unless ``allow_scalar`` is false).
-
-    ``TypeError`` for strings and other non-numbers, ``ValueError`` for 2-D or empty input.
-    """
+    """A 1-D array of real numbers (a scalar one element, with ``allow_scalar``); ``TypeError``
+    for non-numbers, ``ValueError`` for 2-D or empty input."""
     kind = "a number or a 1-D sequence of numbers" if allow_scalar else \
         "a 1-D sequence of numbers"
     if isinstance(value, (str, bytes)):
@@ -343,11 +319,7 @@ def real_number(name: str, value, lo=None, hi=None, *, lo_open=False, hi_open=Fa
 
 
 def positive_number(name: str, value, allow_none: bool = False):
-    """A single positive finite number as ``float`` (``None`` passes with ``allow_none``).
-
-    For spec fields (:class:`~rooflinekit.GPU`, :class:`~rooflinekit.ModelShape`), which hold one
-    number each rather than arrays.
-    """
+    """A single positive finite number as ``float`` (``None`` passes with ``allow_none``)."""
     return real_number(name, value, lo=0, lo_open=True, allow_none=allow_none)
 
 
@@ -406,10 +378,8 @@ def check_string(name: str, value, *, allow_none: bool = False, allow_empty: boo
 
 
 def check_one_of(name: str, value, choices: Iterable, *, fold_case: bool = False):
-    """The one of ``choices`` that ``value`` is; else ``ValueError`` with a near miss.
-
-    With ``fold_case`` a string matches a choice in any case, and the choice is returned.
-    """
+    """The one of ``choices`` that ``value`` is (in any case with ``fold_case``); else
+    ``ValueError`` with a near miss."""
     choices = tuple(choices)
     if fold_case and isinstance(value, str):
         for choice in choices:
@@ -447,10 +417,7 @@ def check_mapping(name: str, value, kind=None, *, allow_none: bool = False):
 
 
 def check_count_array(name: str, values, lo: int = 0) -> np.ndarray:
-    """A 1-D array of whole numbers ``>= lo`` (one per request, say) as int64.
-
-    Accepts any array-like of integers or integral floats; an empty one passes.
-    """
+    """A 1-D array-like of whole numbers ``>= lo`` (one per request, say) as int64."""
     data = np.asarray(values)
     if data.ndim != 1:
         raise ValueError(f"{name} must be 1-D (one value per request); got shape {data.shape}")
@@ -495,11 +462,8 @@ def _refuse_special(info, what: str, name: str):
 def read_regular_file(path, what: str, max_bytes: int) -> str:
     """The text of the regular file at ``path``, read whole but bounded, before any parsing.
 
-    Only a regular file is opened (a symlink to one is followed): a FIFO, a device (a symlink
-    to ``/dev/zero``), a socket or a directory is refused without being read, since reading it
-    would hang or never end. At most ``max_bytes`` are read; a larger file is refused by its
-    size before reading, and a file that grows past the bound while read is refused too. The
-    bytes are decoded as UTF-8 (a UTF-8 byte-order mark, as spreadsheet programs write, is
+    A FIFO, a device, a socket or a directory is refused unread (reading it could hang); a file
+    over ``max_bytes``, before or while it is read, too. The bytes are decoded as UTF-8 (a BOM
     dropped); UTF-16/UTF-32 text, NUL bytes and invalid UTF-8 are refused, naming the line.
 
     Parameters
@@ -563,8 +527,7 @@ _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 def _json_elements(text: str, limit: int) -> int:
-    """An upper bound on the elements of a JSON text: its ``[``, ``{``, ``,`` and ``:`` outside
-    strings (one per value or member, give or take one), counted at C speed."""
+    """An upper bound on the elements of a JSON text: its ``[ { , :`` outside strings."""
     count = text.count(",") + text.count(":") + text.count("[") + text.count("{")
     if count <= limit:
         return count                 # strings can only add to the count
@@ -597,16 +560,10 @@ def read_toml_file(path, what: str) -> dict:
 
 
 def parse_json(text: str, where: str, *, unique_keys: bool = False):
-    """``json.loads(text)``, bounded, every way the text fails a ``ValueError`` naming ``where``.
-
-    The text is refused before parsing when it holds more than :data:`MAX_JSON_ELEMENTS`
-    elements. Besides malformed text, Python's parser fails on nesting deeper than its
-    recursion limit (``RecursionError``) and on integers of more than 4,300 digits (a bare
-    ``ValueError``); no file the package reads nests more than a few levels or holds such a
-    number, so each is refused as what it is, with ``where`` (the file, as its reader names it)
-    in front. With ``unique_keys`` an object that names a key twice is refused too (Python's
-    parser keeps the last value silently).
-    """
+    """``json.loads(text)``, bounded, every way the text fails a ``ValueError`` naming ``where``:
+    more than :data:`MAX_JSON_ELEMENTS` elements (before parsing), malformed text, nesting past
+    the recursion limit, integers of over 4,300 digits, and with ``unique_keys`` a key named
+    twice in one object."""
     limit = MAX_JSON_ELEMENTS
     if _json_elements(text, limit) > limit:
         raise ValueError(f"{where} holds more than {limit:,} JSON elements, more than any file "
@@ -632,8 +589,7 @@ class _YamlRefused(Exception):
 
 @functools.lru_cache(maxsize=None)
 def _yaml_loader():
-    """A YAML loader class: PyYAML's safe constructor (plain data only), libyaml's parser where
-    installed, and a composer that refuses aliases and bounds nodes and nesting."""
+    """A safe YAML loader class (libyaml's parser where installed) that bounds nodes and nesting."""
     import yaml
     from yaml.composer import Composer
     from yaml.constructor import SafeConstructor
@@ -681,13 +637,9 @@ def _yaml_loader():
 
 
 def parse_yaml(text: str, where: str):
-    """One YAML document's plain data, bounded; a ``ValueError`` naming ``where`` otherwise.
-
-    PyYAML's safe constructor builds plain data only (tags naming Python objects are refused);
-    aliases are refused (a 561-byte document of nested aliases expands to billions of
-    elements), and so are documents of more than :data:`MAX_YAML_NODES` nodes or nested deeper
-    than :data:`MAX_NESTING` levels. Needs PyYAML (``ImportError`` otherwise).
-    """
+    """One YAML document's plain data (PyYAML's safe constructor), bounded: aliases, more than
+    :data:`MAX_YAML_NODES` nodes or nesting past :data:`MAX_NESTING` are refused, a
+    ``ValueError`` naming ``where``. Needs PyYAML."""
     import yaml
 
     try:

@@ -1,17 +1,10 @@
 """Built-in catalogues of accelerators, models and prices, read from the package's data files.
 
-``data/gpus.toml`` and ``data/models.toml`` hold one row per entry, each with a ``source``; GPU
-hourly prices come from ``data/prices.toml`` (illustrative and dated). Lookup by name is
-case-insensitive and ignores spaces, hyphens and underscores; an unknown name raises a
-``ValueError`` listing the closest names.
-
-The price list's rows are handed out as read — numbers with their ``date`` and ``source``, found
-by name (case-insensitive) with :func:`payg_row`, :func:`provisioned_row` and
-:func:`gpu_hourly_row`; this module builds no price object (:mod:`rooflinekit.pricing` turns the
-rows into ``PayAsYouGo`` and ``Provisioned``).
-
-Every collection can also be had as an :class:`xarray.Dataset` indexed by ``model`` / ``gpu``, so
-that a whole catalogue broadcasts through the formulas as one dimension.
+``data/gpus.toml`` and ``data/models.toml`` hold one sourced row per entry; lookup by name is
+case-insensitive, ignores spaces, hyphens and underscores, and an unknown name raises a
+``ValueError`` listing the closest. The illustrative, dated rows of ``data/prices.toml`` are
+handed out as read (:mod:`rooflinekit.pricing` builds the price objects). Every collection can
+also be an :class:`xarray.Dataset` over ``model`` / ``gpu``.
 """
 
 from __future__ import annotations
@@ -49,6 +42,15 @@ def _read(filename: str) -> dict:
         return tomllib.load(fh)
 
 
+def _sourced(row: dict, name: str, field: str, source: str):
+    """Pop ``field`` and its ``source`` from a GPU row; a figure without its source is refused."""
+    value = row.pop(field, None)
+    if value is not None and not row.get(source):
+        raise ValueError(f"gpus.toml row {name!r}: {field} needs a {source}")
+    row.pop(source, None)
+    return value
+
+
 def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     row = dict(row)
     aliases = row.pop("aliases", [])
@@ -62,21 +64,10 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         raise ValueError(f"gpus.toml row {name!r}: dense_tflops needs a bf16 entry")
     link = row.pop("interconnect_gb_s", None)
     latency = row.pop("interconnect_latency_us", None)
-    network = row.pop("network_gb_s", None)
-    # a network figure without its provenance is the unsourced spec the catalogue refuses
-    if network is not None and not row.get("network_source"):
-        raise ValueError(f"gpus.toml row {name!r}: network_gb_s needs a network_source")
-    row.pop("network_source", None)
+    network = _sourced(row, name, "network_gb_s", "network_source")
     extra = {"interconnect_latency": latency * units.US} if latency is not None else {}
-    power = row.pop("board_power_w", None)
-    # a power figure without its provenance is the unsourced spec the catalogue refuses
-    if power is not None and not row.get("power_source"):
-        raise ValueError(f"gpus.toml row {name!r}: board_power_w needs a power_source")
-    row.pop("power_source", None)
-    domain = row.pop("scale_up_gpus", None)
-    if domain is not None and not row.get("scale_up_source"):
-        raise ValueError(f"gpus.toml row {name!r}: scale_up_gpus needs a scale_up_source")
-    row.pop("scale_up_source", None)
+    power = _sourced(row, name, "board_power_w", "power_source")
+    domain = _sourced(row, name, "scale_up_gpus", "scale_up_source")
     row.pop("notes", None)
     return GPU(
         name=name,
@@ -112,11 +103,8 @@ def _prices() -> dict:
 
 
 def price_table() -> dict:
-    """The illustrative, dated price list ``data/prices.toml`` as read (a fresh copy per call).
-
-    :mod:`rooflinekit.pricing` builds its price objects from these rows; the GPU rows'
-    ``usd_per_hour`` is also each catalogue GPU's ``hourly_price``.
-    """
+    """The illustrative, dated price list ``data/prices.toml`` as read (a fresh copy per call);
+    the GPU rows' ``usd_per_hour`` is also each catalogue GPU's ``hourly_price``."""
     return copy.deepcopy(_prices())
 
 
@@ -225,13 +213,9 @@ def gpu(name: str) -> GPU:
 
 
 def gpu_variants(name: str) -> tuple[str, ...]:
-    """Other catalogue GPUs a short name could have meant: those of the same family (the first
-    part of the name, "H100" of H100-SXM-80GB) when ``name`` is an alias rather than the full
-    name; empty for a full name or a family of one.
-
-    ``gpu("h100")`` is H100-SXM-80GB; ``gpu_variants("h100")`` is ("H100-PCIe-80GB",
-    "H100-NVL-94GB"), which a plan names beside its answer.
-    """
+    """Other catalogue GPUs of the same family (first part of the name) that an alias ``name``
+    could have meant; empty for a full name (``gpu_variants("h100")`` is ("H100-PCIe-80GB",
+    "H100-NVL-94GB"), which a plan names beside its answer)."""
     chosen = gpu(name).name
     if str(name).strip().lower() == chosen.lower():
         return ()
@@ -413,10 +397,8 @@ def _value(spec, field):
 def spec_fields(specs: Iterable[ModelShape | GPU]) -> tuple[list[str], dict[str, np.ndarray]]:
     """Names and numeric fields of spec objects as 1-D arrays, without building a Dataset.
 
-    The same fields :func:`to_dataset` holds (for GPUs also ``peak_flops_<dtype>`` for every
-    format any of them lists); absent optional values are ``inf`` (no sliding window) or ``NaN``
-    (unknown price, link or power). A Dataset costs about a millisecond to build; sweeps over small
-    grids use this instead.
+    The fields :func:`to_dataset` holds (GPUs' ``peak_flops_<dtype>`` too); absent optional
+    values are ``inf`` (no sliding window) or ``NaN`` (unknown price, link or power).
     """
     specs = list(specs)
     if not specs:
@@ -432,12 +414,9 @@ def spec_fields(specs: Iterable[ModelShape | GPU]) -> tuple[list[str], dict[str,
 
 
 def to_dataset(specs: Iterable[ModelShape | GPU]) -> xr.Dataset:
-    """Stack spec objects (all ``ModelShape`` or all ``GPU``) into a Dataset over their dimension.
-
-    The name of each spec is the coordinate; its source (``model_source`` / ``gpu_source``) and,
-    for models, the ``attention`` layout are non-index coordinates, named apart so that a model
-    Dataset and a GPU Dataset combine without clashing.
-    """
+    """Stack spec objects (all ``ModelShape`` or all ``GPU``) into a Dataset over their dimension:
+    names the coordinate, ``model_source`` / ``gpu_source`` (and models' ``attention``)
+    non-index coordinates, so a model Dataset and a GPU Dataset combine without clashing."""
     specs = list(specs)
     names, fields = spec_fields(specs)
     if len(set(names)) != len(names):

@@ -1,11 +1,8 @@
 """The guide's figures, recomputed live: data for ``rooflinekit guide``.
 
-Each section function returns a :class:`Section`: the guide's quoted figures beside ours (with a
-mark and a reason where they differ) and the tables its text refers to. The guide's worked pricing
-figures at its own prices — :func:`guide_break_even_figures` (§6.3),
-:func:`guide_spillover_figures` (§6.4) and :func:`guide_self_hosting_figures` (§6.5) — are tables
-here too, for the sections, the examples and the tests. Nothing here derives a number: every value
-comes from the formula, pricing, planning and simulation layers.
+Each section function returns a :class:`Section`: the guide's quoted figures beside ours (a mark
+and a reason where they differ) and the tables its text refers to, with the worked §6.3–6.5
+pricing figures at the guide's own prices. Nothing here derives a number.
 """
 
 from __future__ import annotations
@@ -393,10 +390,9 @@ class GuideSelfHostingFigures:
 def guide_self_hosting_figures() -> GuideSelfHostingFigures:
     """Reproduce the guide's §6.5 self-hosting figures both ways, and say where they part.
 
-    The guide prices 8 GPUs at $3/hour "plus $25 000/month of engineering = $17 545/month", then
-    quotes $17.50 per 1M at 1B tokens, $0.88 at 20B and a crossover around 4–5B tokens. Those
-    figures come out only with an engineering line of $25; with the $25,000 its text states the
-    month costs $42,520.
+    The guide's "$25 000/month of engineering = $17 545/month" and its $17.50 per 1M at 1B, $0.88
+    at 20B and 4–5B crossover come out only with a $25 engineering line; with $25,000 the month
+    costs $42,520.
 
     Returns
     -------

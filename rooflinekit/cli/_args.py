@@ -41,10 +41,7 @@ MAX_PREFIX_GROUPS = 1_000_000
 
 
 def examples(name: str, *commands: str) -> str:
-    """An ``EPILOG``: each of ``commands`` as a run of ``rooflinekit name``, one a line.
-
-    The command's own ``NAME`` starts every example, so an example cannot name another command.
-    """
+    """An ``EPILOG``: each of ``commands`` as a run of ``rooflinekit name``, one a line."""
     return "examples:\n" + "\n".join(f"  rooflinekit {name} {command}" for command in commands)
 
 
@@ -104,9 +101,7 @@ LONGEST_BARE_TARGET = 60.0
 
 def latency(text: str) -> float:
     """An ``argparse`` type: a latency target [s], > 0, with an optional unit (``500ms``,
-    ``0.5s``, ``50 ms``, ``300us``). A bare number is seconds; above
-    :data:`LONGEST_BARE_TARGET` it is refused as the likely slip it is (``--itl 50`` meant
-    50 ms)."""
+    ``300us``); a bare number is seconds, refused above :data:`LONGEST_BARE_TARGET` as a slip."""
     match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*(s|ms|us|µs)?\s*", str(text))
     if not match:
         raise argparse.ArgumentTypeError(
@@ -211,11 +206,8 @@ SPECULATIVE_FLAGS = ("--speculative-draft", "--num-speculative-tokens", "--accep
 
 
 def speculative_draft(args):
-    """The draft of the speculative flags: ``None`` without them, a share of the target's decode
-    step in (0, 1], or a model resolved by :func:`rooflinekit.catalog.resolve_model`.
-
-    Refuses one speculative flag without the other two, before any work.
-    """
+    """The draft of the speculative flags (refused unless all three are given): ``None``
+    without them, a share of the target's decode step in (0, 1], or a model."""
     given = (args.speculative_draft, args.num_speculative_tokens, args.acceptance)
     if any(v is not None for v in given) and any(v is None for v in given):
         raise ValueError("--speculative-draft, --num-speculative-tokens and --acceptance go "
@@ -252,11 +244,8 @@ FLAGS.update(PREFIX_FLAGS)
 
 
 def shared_prefix(args):
-    """The :class:`~rooflinekit.workloads.SharedPrefix` of the prefix flags, or ``None``.
-
-    ``--prefix-groups`` and ``--prefix-share`` shape ``--prefix-tokens`` and are refused without
-    it, as ``--enable-prefix-caching`` is without prefixes to cache.
-    """
+    """The :class:`~rooflinekit.workloads.SharedPrefix` of the prefix flags, or ``None``
+    (``--prefix-groups`` and ``--prefix-share`` refused without ``--prefix-tokens``)."""
     shaping = [f for f, v in (("--prefix-groups", args.prefix_groups),
                               ("--prefix-share", args.prefix_share)) if v is not None]
     if shaping and args.prefix_tokens is None:
@@ -281,11 +270,8 @@ def read_model(args):
 
 
 def add_flag(parser, flag: str, *, positional: bool = False, **changes) -> None:
-    """Add the shared ``flag`` (a key of :data:`FLAGS`) to ``parser``.
-
-    ``positional`` adds it as a positional argument of the same name (``model`` for
-    ``--model``); ``changes`` replace keywords of the shared declaration (a longer ``help``).
-    """
+    """Add the shared ``flag`` (a key of :data:`FLAGS`) to ``parser``, as a positional of the
+    same name with ``positional``; ``changes`` replace keywords of its declaration."""
     options = {**FLAGS[flag], **changes}
     if positional:
         options.pop("dest", None)
@@ -295,11 +281,7 @@ def add_flag(parser, flag: str, *, positional: bool = False, **changes) -> None:
 
 
 def add_output_flags(parser, *, output_help: str | None = None) -> None:
-    """``--json`` and ``--csv`` (one or the other), ``--output FILE`` and ``--force``.
-
-    ``--json`` says how JSON holds NaN, infinity and "none" (``_output.JSON_RULE``); an
-    existing ``--output`` is refused unless ``--force`` (``_output.check_output``).
-    """
+    """``--json`` and ``--csv`` (one or the other), ``--output FILE`` and ``--force``."""
     group = parser.add_mutually_exclusive_group()
     add_flag(group, "--json", help=f"{FLAGS['--json']['help']} ({JSON_RULE})")
     add_flag(group, "--csv")
@@ -320,14 +302,9 @@ def apply_dtypes(model, args):
 
 
 def load_engine(path):
-    """The engine a JSON file describes: a calibration, or the fields of an ``Engine``.
-
-    A file with ``prefill`` or ``decode`` knobs is a calibration from ``rooflinekit calibrate``
-    (:func:`rooflinekit.calibrate.load_calibration`); any other object is read as
-    :class:`rooflinekit.Engine` fields (``Engine.from_dict``: an unknown field is refused,
-    named). Only a regular file of UTF-8 text is read, bounded
-    (:data:`~rooflinekit._validation.MAX_CONFIG_BYTES`). Errors name the file.
-    """
+    """The engine a JSON file describes: a calibration (a file with ``prefill`` or ``decode``
+    knobs), else :class:`rooflinekit.Engine` fields (an unknown one refused). Only a regular
+    file is read, bounded; errors name the file."""
     from pathlib import Path
 
     from rooflinekit import calibrate, roofline
@@ -348,12 +325,8 @@ def load_engine(path):
 
 
 def engine_from_args(args, gpu=None):
-    """The engine of a command: ``--engine NAME|FILE`` (default the vLLM profile of ``gpu``),
-    with ``--allreduce`` where given replacing its all-reduce model.
-
-    ``gpu`` (a spec, a name or a list of them) is what a profile is picked for
-    (:func:`rooflinekit.profiles.resolve_engine`); ``ideal`` is the roofline bound.
-    """
+    """The engine of a command: ``--engine NAME|FILE`` (default the vLLM profile of ``gpu``,
+    :func:`rooflinekit.profiles.resolve_engine`), its all-reduce model from ``--allreduce``."""
     from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
 
     value = getattr(args, "engine", None)
@@ -372,9 +345,8 @@ def engine_from_args(args, gpu=None):
 
 
 def gpu_price(text: str) -> tuple[str, float]:
-    """An ``argparse`` type: ``GPU=USD``, a GPU's price per GPU-hour [USD/h], finite and >= 0
-    (``H100-SXM-80GB=2.49``, ``h100=2.49``): rented on demand, spot, reserved or an amortised
-    price of owned hardware. The GPU name is resolved in the catalogue."""
+    """An ``argparse`` type: ``GPU=USD`` (``h100=2.49``), a catalogue GPU's price per GPU-hour
+    [USD/h], finite and >= 0: on demand, spot, reserved or amortised."""
     name, sep, price = str(text).partition("=")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"expected GPU=USD_PER_HOUR such as H100-SXM-80GB=2.49, "

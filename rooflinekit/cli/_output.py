@@ -1,25 +1,10 @@
 """What every command prints and writes: tables, JSON, CSV, and ``--output FILE`` by extension.
 
-A table's numbers are right-aligned and each column has one number format; units belong in the
-column headings. ``--json`` and ``--csv`` print the same records the table shows, and
-``--output FILE`` writes them (or the command's Dataset) in the format of FILE's extension.
-
-Rules every command keeps through this module:
-
-- **Outputs never destroy.** :func:`check_output` runs before any work: ``--output`` must end in
-  a known extension (compared lower-case, :func:`output_format`, here and in
-  :func:`rooflinekit.sweep.save` alike: ``X.ZARR`` is a zarr folder), its folder must exist and
-  be writable, it must not be (or, for a ``.zarr`` folder, hold) one of the command's input
-  files, and an existing file or non-empty folder is refused unless ``--force``.
-- **Text from files is printed escaped** (:func:`escape_text`): a table cell, a heading, or a
-  string of the result (a calibration's ``source``, a model folder's name) printed in a text
-  line shows its control characters as escapes (``\\x1b``, ``\\n``) and stays on one line; no
-  raw control character of any text reaches the terminal.
-- **CSV cells cannot start a formula**: a text cell starting with ``= + - @``, a tab or a
-  carriage return gets a leading ``'`` (OWASP's rule against CSV injection); numbers stay
-  numbers.
-- **JSON**: unknown (NaN) is ``null``; infinity is the string ``"inf"`` (``"-inf"``), since JSON
-  has no infinity; "none found" is ``null`` with a ``reason`` field beside it, never a sentinel.
+A table's numbers are right-aligned, one number format a column, units in the headings;
+``--json`` and ``--csv`` print the records the table shows. Outputs never destroy
+(:func:`check_output`, before any work); text from files is printed escaped, one line each
+(:func:`escape_text`); a CSV text cell cannot start a formula (:func:`write_csv`); JSON spells
+NaN ``null`` and infinity ``"inf"``, and "none found" is ``null`` with a ``reason``.
 """
 
 from __future__ import annotations
@@ -78,22 +63,15 @@ def _shown(char: str) -> str:
 
 
 def escape_text(text, keep: str = "") -> str:
-    """``text`` with every control character shown as an escape (``\\x1b``, ``\\n``,
-    ``\\u202e``), so that text from a file prints as what it is, on one line.
-
-    ``keep`` names characters left as they are (the terminal writer keeps ``"\\n"``).
-    """
+    """``text`` with every control character but those in ``keep`` shown as an escape
+    (``\\x1b``, ``\\n``, ``\\u202e``), so that text from a file prints on one line."""
     return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _shown(m.group()),
                        str(text))
 
 
 class _TerminalText:
-    """A text stream for a command's table and lines: no raw control character gets through.
-
-    Each string of ``texts`` (the result's strings, which carry the text read from files) is
-    printed wholly escaped wherever it appears, so one read from a file stays on one line; any
-    other control character but the newline is shown as an escape too.
-    """
+    """A text stream on which each string of ``texts`` prints wholly escaped, and any other
+    control character but the newline as an escape too."""
 
     def __init__(self, out, texts=()):
         self._out = out
@@ -155,14 +133,10 @@ def _shows(value: float, decimals: int) -> bool:
 
 
 def format_column(values) -> list[str]:
-    """A column's cells as text, all numbers in one format.
-
-    Whole numbers (ints, or floats that are whole) get thousands separators; a column with
-    fractions gets fixed point with the fewest decimals (at most six) that show every entry to
-    four significant figures, or scientific notation for all when an entry is beyond
-    ``1e-4 .. 1e12``. ``None`` is ``-``; ``True``/``False``, ``nan`` and ``inf`` print as
-    themselves, text escaped (:func:`escape_text`).
-    """
+    """A column's cells as text, all numbers in one format: whole numbers with thousands
+    separators, else fixed point with the fewest decimals (at most six) that show each entry to
+    four significant figures, or all scientific when one is beyond ``1e-4 .. 1e12``. ``None`` is
+    ``-``; bools, ``nan`` and ``inf`` print as themselves, text escaped."""
     finite = [float(v) for v in values if _is_number(v) and math.isfinite(v)]
     whole = all(v.is_integer() and abs(v) < 1e15 for v in finite)
     nonzero = [abs(v) for v in finite if v != 0]
@@ -203,11 +177,9 @@ def print_table(columns, rows, out, *, fmt=None, align_numbers=True, strip=True,
                 by_row=False) -> None:
     """Write ``rows`` under ``columns``, indented two spaces, each column as wide as its widest.
 
-    Each column's numbers get one format (:func:`format_column`); with ``by_row`` each row's do
-    instead (a table whose rows are quantities and whose columns are cases), and ``fmt``, where
-    given, formats each cell alone. With ``align_numbers`` numeric cells (and a column's heading,
-    where every cell is a number) are right-aligned, text left-aligned; ``strip`` drops the
-    padding at each line's end. Text is escaped (:func:`escape_text`): one cell, one line.
+    Each column's numbers get one format (:func:`format_column`; each row's with ``by_row``;
+    ``fmt`` formats each cell alone). With ``align_numbers`` numbers (and all-number columns'
+    headings) are right-aligned; ``strip`` drops the padding at each line's end.
     """
     rows = [list(r) for r in rows]
     columns = [escape_text(h) for h in columns]
@@ -264,8 +236,7 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _csv_cell(value):
-    """One CSV cell: ``None`` empty; text escaped (:func:`escape_text`) and, where it could
-    start a formula, behind a ``'``; numbers as :func:`to_jsonable` gives them."""
+    """One CSV cell (:func:`write_csv`'s rules)."""
     if value is None:
         return ""
     value = to_jsonable(value)
@@ -277,13 +248,9 @@ def _csv_cell(value):
 
 def write_csv(records, out) -> None:
     """``records`` (dicts with the same keys) as CSV with a heading line; ``None`` (and NaN) is
-    empty, infinity ``inf``.
-
-    Text cells are escaped (:func:`escape_text`: one cell, one line) and a text cell that starts
-    with ``= + - @``, a tab or a carriage return is written behind a single quote (``'=...``),
-    OWASP's rule against CSV injection: a spreadsheet shows it as text, never runs it. Numbers,
-    negative ones included, are written as numbers.
-    """
+    empty, infinity ``inf``. Text cells are escaped, and one that starts with ``= + - @``, a
+    tab or a carriage return is written behind a ``'`` (OWASP's rule against CSV injection);
+    numbers, negative ones included, stay numbers."""
     records = list(records)
     columns = list(dict.fromkeys(k for r in records for k in r))
     writer = csv.writer(out, lineterminator="\n")
@@ -293,21 +260,15 @@ def write_csv(records, out) -> None:
 
 
 def output_format(path) -> str:
-    """The extension of an ``--output`` path, lower-case (``"X.ZARR"`` -> ``".zarr"``).
-
-    The one comparison of extensions in the CLI; :func:`rooflinekit.sweep.save` reads a path's
-    the same way (``Path(path).suffix.lower()``).
-    """
+    """The extension of an ``--output`` path, lower-case (``"X.ZARR"`` -> ``".zarr"``), as
+    :func:`rooflinekit.sweep.save` reads it."""
     return Path(os.fspath(path)).suffix.lower()
 
 
 def input_paths(args) -> list[Path]:
-    """The existing files and folders the arguments of a command name (its inputs).
-
-    Every string argument but ``--output``, or a list of them, that names an existing path,
-    and the ``PATH`` of a ``NAME=PATH`` argument: measurement files, ``--engine`` files, model
-    folders and ``config.json`` files.
-    """
+    """The existing files and folders the arguments of a command name (its inputs): every
+    string argument but ``--output`` (or list of them) that names one, and ``NAME=PATH``'s
+    ``PATH``."""
     found = []
     for name, value in vars(args).items():
         if name in ("output", "run", "command"):
@@ -343,11 +304,9 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def check_output_path(path, formats=tuple(OUTPUT_FORMATS), *, force=False, inputs=()) -> None:
-    """Refuse an ``--output`` path before any work: an extension not one of ``formats`` (or
-    whose library is not installed), a folder that does not exist or cannot be written, one of
-    the command's ``inputs`` (for a ``.zarr`` folder: one holding an input), a folder where a
-    file goes or a file where a ``.zarr`` folder goes, and, unless ``force``, an existing file
-    or non-empty folder.
+    """Refuse an ``--output`` path before any work: an extension not in ``formats`` (or not
+    installed), a missing or read-only folder, one of the command's ``inputs`` (or a ``.zarr``
+    folder holding one), the wrong kind of path, and, unless ``force``, an existing one.
 
     Raises
     ------
@@ -423,11 +382,7 @@ def _records_dataset(records):
 def write_output(path, records, payload=None, dataset=None, *, force=False) -> None:
     """Write to ``path`` by its extension (:func:`output_format`): ``.json`` ``payload``
     (default ``records``), ``.csv`` and ``.parquet`` ``records``, ``.nc`` and ``.zarr``
-    ``dataset`` (default: ``records`` along ``row``), with :func:`rooflinekit.sweep.save`.
-
-    An existing file (or non-empty folder) is replaced only with ``force``; :func:`check_output`
-    said so before the work, this is the second look.
-    """
+    ``dataset`` (default: ``records`` along ``row``); an existing one only with ``force``."""
     payload = records if payload is None else payload
     ext = output_format(path)
     mode = "w" if force else "x"
@@ -451,14 +406,9 @@ def write_output(path, records, payload=None, dataset=None, *, force=False) -> N
 
 def emit(args, out, records, *, text, payload=None, dataset=None, write=None) -> int:
     """Print a command's result as ``args`` ask (``--json``, ``--csv`` or ``text(out)``), and
-    write it to ``--output FILE`` where given. Returns 0.
-
-    ``records`` are the table's rows as dicts (machine names as keys); ``payload`` is the JSON
-    (default ``records``); ``dataset`` is what ``.nc``/``.zarr`` get (default: ``records`` along
-    ``row``); ``write(path)``, where given, writes ``--output`` instead. ``text(out)`` writes
-    to a stream that prints the result's strings escaped (:func:`escape_text`), each on one
-    line, and no raw control character at all.
-    """
+    write it to ``--output FILE`` where given (:func:`write_output`, or ``write(path)``).
+    Returns 0. ``records`` are the table's rows as dicts; ``text(out)`` writes to a stream that
+    prints the result's strings escaped, each on one line."""
     payload = records if payload is None else payload
     path = getattr(args, "output", None)
     force = bool(getattr(args, "force", False))

@@ -259,10 +259,8 @@ def _cli_models(args):
 
 
 def run(args, out) -> int:
-    """Run ``rooflinekit calibrate`` with parsed ``args``; print to ``out``. Returns 0.
-
-    Bad input raises ``ValueError``/``TypeError``/``OSError`` for the caller to report.
-    """
+    """Run ``rooflinekit calibrate`` with parsed ``args``; print to ``out``. Returns 0; bad
+    input raises ``ValueError``/``TypeError``/``OSError`` for the caller to report."""
     _check(args)
     if args.under_load:
         return _run_under_load(args, out)
@@ -312,12 +310,7 @@ def run(args, out) -> int:
                                        "folds": _to_jsonable(cv.folds)}
     records = result.parameters.to_dataframe().reset_index().to_dict("records")
 
-    def write(path):
-        if output_format(path) == ".json":
-            save_calibration(calibration, path)
-        else:
-            write_output(path, records, dataset=result.parameters,
-                         force=bool(getattr(args, "force", False)))
+    write = _writer(args, calibration, records, result.parameters)
 
     def text(out):
         out.write(f"rooflinekit calibrate: {ds.sizes[MEASUREMENT]} measurement(s)\n\n")
@@ -326,6 +319,16 @@ def run(args, out) -> int:
             out.write(f"\ncross-validation ({cv.folds.attrs['by']}):\n{cv.summary()}\n")
         out.write(f"\nlabel: {calibration.label}\n")
     return emit(args, out, records, text=text, payload=payload, write=write)
+
+
+def _writer(args, calibration, records, dataset):
+    """``--output``'s writer: the calibration as JSON, else ``records`` / ``dataset``."""
+    def write(path):
+        if output_format(path) == ".json":
+            save_calibration(calibration, path)
+        else:
+            write_output(path, records, dataset=dataset, force=bool(getattr(args, "force", False)))
+    return write
 
 
 def _run_under_load(args, out) -> int:
@@ -366,11 +369,7 @@ def _run_under_load(args, out) -> int:
                "table": _to_jsonable(table), **{k: table.attrs[k] for k in (
                    "tpot_error_before", "tpot_error", "ttft_error_before", "ttft_error")}}
 
-    def write(path):
-        if output_format(path) == ".json":
-            save_calibration(calibration, path)
-        else:
-            write_output(path, records, dataset=table, force=bool(getattr(args, "force", False)))
+    write = _writer(args, calibration, records, table)
 
     def text(out):
         a = table.attrs

@@ -152,9 +152,8 @@ def _in_flags(message: str, args) -> str:
 
 
 def _ideal_bound(ds, rows, traffic, slo, engine, common) -> dict | None:
-    """The best split planned again on the ideal roofline (one split and the aggregated
-    replica): the bound beside the engine's answer; ``None`` with ``--engine ideal`` or when
-    nothing serves the traffic."""
+    """The best split planned again on the ideal roofline, the bound beside the engine's answer
+    (``None`` with ``--engine ideal`` or when nothing serves)."""
     best = ds.attrs["best_split"]
     chosen = [r for r in rows if r["split"] == best]
     if engine is roofline.IDEAL or not chosen or chosen[0]["gpus"] <= 0:

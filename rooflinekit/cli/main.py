@@ -43,12 +43,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Notices(logging.Handler):
-    """The ``rooflinekit`` logger's records on stderr, a compile's as one growing line.
-
-    A compile logs its start, a heartbeat every 1.5 s and its end (``compile`` of the record:
-    ``"start"``, ``"tick"``, ``"end"``), printed as one line ``rooflinekit CMD: compiling ...
-    ..... compiled in N s``. Any other record at INFO or above is a line of its own.
-    """
+    """The ``rooflinekit`` logger's records on stderr: a compile's start, ticks and end (the
+    record's ``compile``) as one growing line, any other record at INFO or above a line."""
 
     def __init__(self, command: str):
         super().__init__(logging.DEBUG)

@@ -89,8 +89,7 @@ LARGEST_SPREAD = 3.0
 
 
 def _check_spread(spread: float) -> None:
-    """``--spread``: a log-normal sigma in [0, 3]; a larger one is refused as the likely slip
-    (after parsing, so that the command returns its usage code like every input error)."""
+    """``--spread``: a log-normal sigma in [0, 3]; a larger one is refused as the likely slip."""
     if spread > LARGEST_SPREAD:
         raise ValueError(
             f"--spread must be a log-normal sigma in [0, {LARGEST_SPREAD:g}] (at 3 a length's "
@@ -268,12 +267,8 @@ def profile_from_args(args):
 
 
 def prices_from_args(args, gpus):
-    """The prices of the decision from the flags: ``(payg, provisioned, gpu_prices, notes)``.
-
-    ``payg`` and ``provisioned`` are ``None`` where neither a preset nor a typed price was
-    given; ``gpu_prices`` maps GPU names to USD per GPU-hour (``None``: the catalogue's);
-    ``notes`` says, per option, which price was used and where it came from.
-    """
+    """The prices of the decision from the flags: ``(payg, provisioned, gpu_prices, notes)``,
+    ``None`` where not given; ``notes`` says, per option, which price was used and whence."""
     notes = {}
     if args.payg is not None and args.payg_price is not None:
         raise ValueError("--payg names a preset and --payg-price types a price: give one")
@@ -397,30 +392,8 @@ def _rows(ds):
 
 def rate_margin(max_rate, operating_rate) -> float:
     """How far each replica's operating rate may rise before the binding target fails [1]:
-    ``max_rate / operating_rate − 1`` (0.25: 25 % more traffic per replica); NaN where the
-    configuration serves nothing.
-
-    Parameters
-    ----------
-    max_rate : float
-        The replica's highest rate within the SLO [requests/s], where the binding target binds.
-    operating_rate : float
-        The rate each replica carries at the peak, spares down [requests/s].
-
-    Returns
-    -------
-    float
-        The margin [1], >= 0 (the fleet is sized so that the operating rate is at most the
-        max rate / (1 + headroom)).
-
-    Notes
-    -----
-    ``m = r_max / r_op − 1``; with headroom h and enough replicas, ``m >= h``.
-
-    References
-    ----------
-    .. [1] :func:`rooflinekit.planning.plan`: replicas ``⌈rate × (1 + headroom) / max_rate⌉``.
-    """
+    ``max_rate / operating_rate − 1`` (0.25: 25 % more traffic per replica; >= headroom with
+    enough replicas); NaN where the configuration serves nothing."""
     top, now = float(max_rate), float(operating_rate)
     if not (top > 0 and now > 0 and math.isfinite(top) and math.isfinite(now)):
         return math.nan
@@ -432,9 +405,8 @@ def _margin_text(margin: float) -> str:
 
 
 def _ideal_bound(rows, traffic, slo, model, *, pp, search) -> dict | None:
-    """The cheapest configuration planned again on the ideal roofline: the bound beside the
-    engine's answer (one configuration, so about one more search); ``None`` when nothing
-    serves the traffic."""
+    """The cheapest configuration planned again on the ideal roofline, the bound beside the
+    engine's answer (``None`` when nothing serves)."""
     if not rows or rows[0]["gpus"] <= 0:
         return None
     best = rows[0]

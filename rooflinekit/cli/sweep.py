@@ -78,18 +78,9 @@ _HEADINGS = {"context_length": "max_model_len", "prompt_tokens": "input_len"}
 
 
 def parse_axis(text):
-    """Axis values from the command line: ``"1,2,4,8"``, ``"1024:32768:1024"`` (stop included).
-
-    Returns
-    -------
-    ndarray of int64
-        The values, in the order given.
-
-    Raises
-    ------
-    ValueError
-        For anything that is not whole numbers or ``start:stop[:step]`` ranges with step ≥ 1.
-    """
+    """Axis values from the command line, in the order given, as an int64 array: ``"1,2,4,8"``,
+    ``"1024:32768:1024"`` (stop included); ``ValueError`` for anything that is not whole
+    numbers or ``start:stop[:step]`` ranges with step ≥ 1."""
     # every part is read and counted first, then expanded: the count is checked before any
     # value is built (thirty ranges of ten million were a MemoryError while parsing)
     parts, count = [], 0
@@ -281,9 +272,7 @@ def _no_cell_reason(args):
 
 
 def _report_records(columns, rows, by, reason):
-    """Report rows as records: where no configuration qualifies (``found`` false), its cells
-    are ``None`` (null in JSON, empty in CSV, ``-`` in the table) beside a ``reason``, never the
-    reduction's fill values (-1, '')."""
+    """Report rows as records, ``None`` beside a ``reason`` where nothing qualifies."""
     records = []
     for row in rows:
         record = dict(zip(columns, row))
@@ -321,21 +310,8 @@ def _engine(args):
 
 
 def run(args, out):
-    """Run ``rooflinekit sweep`` from parsed arguments (see :func:`add_arguments`).
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed options.
-    out : file
-        Stream for the report. Progress goes to ``sys.stderr``.
-
-    Returns
-    -------
-    int
-        Exit status, 0 on success. Bad input raises ``ValueError``/``TypeError`` (the CLI prints
-        them as one line and exits 2).
-    """
+    """Run ``rooflinekit sweep`` with parsed ``args``; print to ``out`` (progress to stderr).
+    Returns 0; bad input raises ``ValueError``/``TypeError``."""
     _check(args)
     draft = speculative_draft(args)
     names, gpus = _names(args.models), _names(args.gpus)

@@ -1,20 +1,10 @@
 """Capacity plans: traffic and SLOs, capacity under load, fleets and their cost, the decision.
 
-- :mod:`~rooflinekit.planning.traffic`: :class:`Traffic` (peak rate, request lengths, arrivals,
-  monthly profile) and :class:`SLO` (latency targets at a percentile).
-- :mod:`~rooflinekit.planning.capacity`: the highest rate one replica sustains within an SLO,
-  searched on common random numbers (:func:`max_rate`);
-- :mod:`~rooflinekit.planning.fleet`: :func:`plan`, that search over a grid of configurations, with
-  the fleet it implies and its monthly cost;
-- :mod:`~rooflinekit.planning.decision`: :func:`cheapest_plan` and :func:`decision_table`
-  (self-hosted fleet, pay-as-you-go, provisioned, provisioned + spillover; the §7 gates);
-- :mod:`~rooflinekit.planning.deployment`: :func:`launch_commands`, the ``vllm serve`` /
-  SGLang commands of a planned replica and the ``vllm bench serve`` that checks it;
-- :mod:`~rooflinekit.planning.disaggregated`: :func:`plan_disaggregated`, the best prefill/decode
-  split (xPyD) for a traffic against aggregated replicas;
-- :mod:`~rooflinekit.planning.spillover`: a dedicated floor plus pay-as-you-go spillover, and
-  self-hosting volumes (guide §6.4–6.5); the guide's worked figures are in
-  :mod:`rooflinekit.guide`.
+From :class:`Traffic` and :class:`SLO` to the max rate of a replica (:func:`max_rate`), the fleet
+and its cost over a grid of configurations (:func:`plan`), the best prefill/decode split
+(:func:`plan_disaggregated`), and the decision against pay-as-you-go and provisioned capacity
+(:func:`decision_table`, spillover, :func:`launch_commands`); docs/architecture.md names the
+module of each.
 """
 
 from rooflinekit.planning.capacity import (BINDINGS, LOWEST_RATE_FRACTION, draw_requests, max_rate,

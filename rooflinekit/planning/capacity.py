@@ -52,12 +52,9 @@ _KV_FULL = 0.95
 
 
 def draw_requests(traffic, replicates: int, requests: int, seed: int):
-    """The requests of every replicate, arrivals at unit rate: ``(arrival, prompt, output)``.
-
-    Each a ``(replicate, request)`` array; replicate ``r`` is drawn from
-    ``numpy.random.default_rng(replicate_seed(seed, r))``. With the traffic's shared prefixes,
-    ``prefix_group`` and ``prefix_tokens`` follow.
-    """
+    """The requests of every replicate, arrivals at unit rate: ``(arrival, prompt, output)``
+    (then ``prefix_group``, ``prefix_tokens`` with shared prefixes), each ``(replicate,
+    request)``; replicate ``r`` drawn from ``default_rng(replicate_seed(seed, r))``."""
     spec = traffic.workload(requests, rate=1.0)
     if traffic.prefix is None:
         rows = [spec.draw(np.random.default_rng(replicate_seed(seed, r)))
@@ -76,12 +73,8 @@ def prefixes(draws, rows=slice(None)) -> dict:
 
 
 def speculative_rows(spec, draws) -> tuple[np.ndarray, np.ndarray]:
-    """The gains of a speculative batcher for every row of ``draws``: ``(gain, offset)``.
-
-    Row ``r`` draws from :meth:`~rooflinekit.batching.Speculative.row_seed` ``(r)``, as
-    :func:`~rooflinekit.batching.run_replicates` draws it by default, so a run reading them
-    (``speculative_gains=``) gives the results of one that draws.
-    """
+    """The gains of a speculative batcher for every row of ``draws``: ``(gain, offset)``, row
+    ``r`` from ``row_seed(r)`` as :func:`~rooflinekit.batching.run_replicates` draws it."""
     output = draws[2]
     return spec.gains(output, [spec.row_seed(r) for r in range(output.shape[0])])
 
@@ -106,11 +99,8 @@ def _logit(share):
 
 
 def _logit_margin(ds, slo) -> np.ndarray:
-    """Per replicate, the smallest constraint's attained share minus its target, in log-odds.
-
-    A share flattens at 1 below the knee and at 0 above it; in log-odds the crossing is close to
-    a straight line in log rate, which the search interpolates.
-    """
+    """Per replicate, the smallest constraint's attained share minus its target, in log-odds
+    (near a straight line in log rate, which the search interpolates)."""
     pairs = [(ds[_ATTAINMENT[name]], slo.quantile) for name in slo.targets]
     if slo.attainment is not None:
         pairs.append((ds["slo_attainment"], slo.attainment))
@@ -126,8 +116,7 @@ def _meets(margins, n) -> np.ndarray:
 
 
 def _failing(margins, rejected) -> np.ndarray:
-    """The binding constraint of runs that miss the SLO: memory if requests were refused, else
-    the target missed by most."""
+    """The binding constraint of runs that miss the SLO (memory if requests were refused)."""
     names = list(margins)
     if not names:
         return np.where(rejected, "memory", "max_num_seqs")
@@ -136,13 +125,8 @@ def _failing(margins, rejected) -> np.ndarray:
 
 
 def _close_in(evaluate, lo, hi, margin_lo, margin_hi, binding, searching, ratio) -> None:
-    """Close the brackets ``[lo, hi]`` of the rows ``searching`` until ``hi <= lo * ratio``.
-
-    In place: ``lo`` meets the SLO, ``hi`` misses it, their margins and the binding constraint
-    (of ``hi``) are kept true. ``evaluate(index, rates)`` gives, per row, whether the SLO holds,
-    what fails and the margin in log-odds (:func:`_logit_margin`). The rule is step 3 of
-    :func:`max_rate`'s Notes.
-    """
+    """Close the brackets ``[lo, hi]`` of the rows ``searching`` in place until ``hi <= lo *
+    ratio``, by step 3 of :func:`max_rate`'s Notes."""
     n = lo.size
     searching = searching.copy()
     stalled = np.zeros(n, bool)
@@ -184,10 +168,8 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         One replica (or one unit of prefill and decode pools), on the roofline clock (times in
         seconds).
     slo : SLO
-        The targets and their quantile: each of TTFT, every-gap ITL, end-to-end and per-request
-        TPOT given is one more constraint, its attained share read from the run
-        (``ttft_attainment``, ``token_itl_attainment``, ``e2e_attainment``,
-        ``tpot_attainment``).
+        The targets and their quantile: each target given is one more constraint, its attained
+        share read from the run (``ttft_attainment``, ``token_itl_attainment``, ...).
     draws : tuple of ndarray
         ``(arrival, prompt, output)`` from :func:`draw_requests`, arrivals at unit rate.
     rtol : float
@@ -198,9 +180,7 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
         tasks and the planner's own threads, which supply the parallelism themselves.
     gains : tuple of ndarray, optional
         A speculative batcher's gains for the rows of ``draws``, ``(gain, offset)`` from
-        :func:`speculative_rows` (a caller searching many configurations with one
-        :class:`~rooflinekit.batching.Speculative` draws them once); default drawn here, the
-        same tables.
+        :func:`speculative_rows`; default drawn here, the same tables.
 
     Returns
     -------
@@ -210,23 +190,18 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
 
     Notes
     -----
-    1. *Common random numbers.* Replicate ``r`` draws its requests once
-       (:func:`rooflinekit.batching.replicate_seed` ``(seed, r)``) at unit rate; a run at rate
-       λ divides the arrival times by λ, so every rate and configuration sees the same requests.
-       A speculative batcher's gains are drawn once per row too
-       (:meth:`~rooflinekit.batching.Speculative.row_seed`).
+    1. *Common random numbers.* Replicate ``r`` draws its requests (and a speculative
+       batcher's gains) once, at unit rate; a run at rate λ divides the arrival times by λ, so
+       every rate and configuration sees the same requests.
     2. *Saturation.* All requests arrive at once; the full batch's completion rate (Little's
        law: its size over the mean time a request spends in it, or the run's completion rate
        if higher) is the rate above which a queue grows without bound.
     3. *Descent, then a safeguarded line search*, per replicate: the rate is halved from
-       saturation until the SLO holds (at most 8 times, to :data:`LOWEST_RATE_FRACTION` of
-       it); ``lo`` meets the SLO, ``hi`` misses it. Each further run goes where a line through
-       the two ends' margins (the smallest constraint's attained share minus its quantile, in
-       log-odds, over log rate) crosses zero, moved 0.45 of a ratio toward the end that did not
-       move last and kept half a ratio inside; where two runs have not halved the bracket, or
-       it is within two ratios, the run bisects it (log scale). It stops when ``hi ≤ lo·(1 +
-       rtol)``; the max rate is ``lo``, one crossing of an attainment that falls with the rate
-       almost everywhere, but not strictly.
+       saturation until the SLO holds (to :data:`LOWEST_RATE_FRACTION` of it at most); each
+       further run goes where a line through the bracket's margins (in log-odds, over log
+       rate) crosses zero, or bisects it where the line stalls, until ``hi ≤ lo·(1 + rtol)``.
+       The max rate is ``lo``, one crossing of an attainment that falls with the rate almost
+       everywhere, but not strictly.
     4. If the SLO holds at saturation, the rate is the saturation rate and capacity binds:
        ``"memory"`` where the KV cache was full, else ``"max_num_seqs"``. If it fails even at
        the lowest rate, the rate is 0 and the target missed there binds.
@@ -325,12 +300,8 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
 
 
 def rate_variables(var, per, saturation, unit: str) -> dict:
-    """The search's rates as Dataset variables: the median over replicates and its band.
-
-    ``var(data, units, long_name)`` builds one variable on the caller's dimensions; ``per`` holds
-    each replicate's max rate on the last axis [requests/s]; ``unit`` names what one rate
-    serves ("replica", "unit").
-    """
+    """The search's rates as Dataset variables, the median over replicates (``per``'s last axis,
+    [requests/s]) and its band, each built by ``var(data, units, long_name)``."""
     q = np.quantile(per, [0.5, 0.1, 0.9], axis=-1)
     return {
         "max_rate": var(q[0], "requests/s", f"highest rate per {unit} within the SLO (median "

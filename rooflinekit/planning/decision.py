@@ -56,11 +56,9 @@ def cheapest_plan(plan: xr.Dataset, by="model") -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        Over ``by``: every variable of ``plan`` at the chosen configuration (of the
-        ``replicate`` ones, ``replicate_max_rate``), the chosen labels of the other axes as
-        variables of the same names, and
-        ``feasible`` (some configuration serves the traffic). Where none does, the configuration
-        with the highest max rate is shown, with ``feasible`` false.
+        Over ``by``: every variable of ``plan`` at the chosen configuration (with
+        ``replicate_max_rate``), the other axes' chosen labels as variables, and ``feasible``
+        (else the configuration with the highest max rate is shown).
 
     Notes
     -----
@@ -145,35 +143,26 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
     Returns
     -------
     xarray.Dataset
-        Over the ``by`` dimensions of ``cheapest`` and ``option``: ``monthly_cost`` [USD/month],
-        with ``monthly_cost_low``/``_high`` (the fixed and the autoscaled fleet at the 90th
-        and 10th percentile of the max rate over the replicates, the band of the plan's
-        ``monthly_cost_low``/``_high``; the option's own cost on the other rows),
-        ``cost_per_million_tokens`` [USD/1M tokens], ``units`` (provisioned units bought, 0
-        otherwise), ``admissible`` and ``reason`` (the gate that excludes it, "" if none),
-        ``break_even_tokens`` (monthly volume above which the self-hosted fleet is cheaper than
-        the option [tokens/month]; NaN on the self-hosted row, which has no break-even with
-        itself) with ``break_even_tokens_low``/``_high`` (the fleets at the ends of the rate's
-        band); ``capacity_tokens`` (what the option can serve in the month at the mix
-        [tokens/month]: the fleet's at its median max rate, inf for pay-as-you-go); the tie
-        points of the other inputs, each holding the rest fixed (NaN on the self-hosted row):
-        ``tie_gpu_hourly`` (price of a GPU-hour at which the fleet costs what the option costs
-        [USD/h]; self-hosting is cheaper below it; negative when it cannot be, the fleet's
-        other costs alone exceeding the option's), ``tie_engineering_monthly`` (the engineering
-        line at which they tie [USD/month]; negative: never) and ``tie_payg_blended`` (on the
-        pay-as-you-go row, the blended price per token at which pay-as-you-go costs what the
-        fleet does [USD/1M tokens]; pay-as-you-go is cheaper below it; NaN on the other rows);
-        ``choice_share`` (the share of the plan's replicates, each with its own traffic and
-        engine draw, in which the option is the cheapest admissible one [1]); ``choice``,
-        the cheapest admissible option ("none admissible" if none); and, over the ``by``
-        dimensions alone, ``gpu_hourly`` (the fleet's price per GPU-hour [USD/h]) and
-        ``flip_against``: the option the choice turns on (the chosen one, or the cheapest
-        admissible other option when a self-hosted fleet is chosen; "" when none), whose
-        ``break_even_tokens`` and ``tie_*`` are where the choice flips, one input at a time.
-        Its ``attrs`` add
-        ``monthly_tokens`` and ``monthly_requests`` (the volume priced), ``output_fraction``,
-        ``peak_monthly_tokens``, ``month_priced_as`` (how the month was counted, in words) and
-        ``payg_cached_fraction`` (the share of input tokens billed at the cached-input price).
+        Over the ``by`` dimensions of ``cheapest`` and ``option``: ``monthly_cost`` [USD/month]
+        with ``monthly_cost_low``/``_high`` (the fixed and the autoscaled fleet at the 90th and
+        10th percentile of the max rate; the option's own cost on the other rows);
+        ``cost_per_million_tokens`` [USD/1M tokens]; ``units`` (provisioned units bought, 0
+        otherwise); ``admissible`` and ``reason`` (the excluding gate, "" if none);
+        ``break_even_tokens`` (volume above which the self-hosted fleet is cheaper than the
+        option [tokens/month]; NaN on the self-hosted rows) with ``_low``/``_high`` (the fleets
+        at the ends of the rate's band); ``capacity_tokens`` (what the option serves in the
+        month at the mix [tokens/month]; inf for pay-as-you-go); the tie points, each holding
+        the other inputs fixed (NaN on the self-hosted rows): ``tie_gpu_hourly`` [USD/h] and
+        ``tie_engineering_monthly`` [USD/month], below which self-hosting is cheaper than the
+        option (negative: never), and ``tie_payg_blended`` [USD/1M tokens], on the
+        pay-as-you-go row the blended price below which pay-as-you-go is cheaper (NaN
+        elsewhere); ``choice_share`` (share of the plan's replicates in which the option is the
+        cheapest admissible one [1]); ``choice`` ("none admissible" if none); and over the
+        ``by`` dimensions alone ``gpu_hourly`` [USD/h] and ``flip_against``, the option whose
+        ``break_even_tokens`` and ``tie_*`` are where the choice flips (the chosen one, or the
+        cheapest admissible other option when a self-hosted fleet is chosen; "" when none).
+        Its ``attrs`` add ``monthly_tokens``, ``monthly_requests``, ``output_fraction``,
+        ``peak_monthly_tokens``, ``month_priced_as`` (in words) and ``payg_cached_fraction``.
 
     Notes
     -----
@@ -193,14 +182,11 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
     break-even above the fleet's ``capacity_tokens`` is never reached by this fleet.
 
     Autoscaled: period t of a profile of n periods (each ``730 h / n``) carries
-    ``r_t = requests_t / (730 × 3600 / n)`` requests/s and runs
-    ``max(min_replicas, ⌈r_t (1 + headroom) / max_rate⌉)`` replicas (the plan's rule at that
-    rate), plus the plan's ``attrs["spare_replicas"]`` where it has them; the month costs the
-    sum of their GPU-hours at the plan's price plus the plan's engineering and electricity
-    lines. ``max_rate`` is the plan's median for ``monthly_cost``, its 90th and 10th
-    percentiles for ``monthly_cost_low``/``_high``, and each replicate's own max rate for
-    ``choice_share`` (as the fixed fleet's). Its break-evens and ties are NaN (as the fixed
-    fleet's: no break-even with itself).
+    ``r_t = requests_t / (730 × 3600 / n)`` requests/s and runs the plan's rule at that rate,
+    ``max(min_replicas, ⌈r_t (1 + headroom) / max_rate⌉)`` replicas plus its spares; the month
+    costs their GPU-hours plus the plan's engineering and electricity lines, at the median
+    ``max_rate`` (its 90th and 10th percentiles for ``_low``/``_high``, each replicate's for
+    ``choice_share``).
 
     Tie points, against an option of monthly cost C_o, for a fleet of n GPUs at hourly price h
     and H hours, engineering line E and other fixed costs R (``C_sh = n h H + E + R``):
@@ -208,11 +194,9 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
     .. math:: h^* = \\frac{C_o - E - R}{n H}, \\qquad E^* = E + C_o - C_{sh}, \\qquad
               c_b^* = \\frac{C_{sh}}{V} \\times 10^6.
 
-    The GPU price and the engineering line move only the fleet's cost, so when the choice is
-    not self-hosting its tie with the chosen option is where the choice flips, and when it is,
-    the tie with the cheapest other option is. Scaling a pay-as-you-go price list moves its
-    blended price in proportion, so ``c_b*`` over the current blended price is the factor on
-    both list prices at the tie.
+    The GPU price and the engineering line move only the fleet's cost, so the tie against
+    ``flip_against`` is where the choice flips; ``c_b*`` over the current blended price is the
+    factor on both pay-as-you-go list prices at the tie.
 
     References
     ----------
@@ -338,65 +322,15 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
     coords = {d: cheapest[d].values for d in keep if d in cheapest.coords}
     coords[dims.OPTION] = options
     full = keep + [dims.OPTION]
-    out = xr.Dataset({
-        "monthly_cost": (full, table["monthly_cost"], {"units": "USD/month",
-                                                       "long_name": "monthly cost of the option"}),
-        "cost_per_million_tokens": (full, table["monthly_cost"] / volume * PER_MILLION,
-                                    {"units": "USD/1M tokens",
-                                     "long_name": "monthly cost per million tokens served"}),
-        "units": (full, table["units"], {"units": "1",
-                                         "long_name": "provisioned units bought (0: none)"}),
-        "admissible": (full, admissible, {"units": "1",
-                                          "long_name": "passes the sovereignty gates"}),
-        "reason": (full, reason.astype(str), {"units": "",
-                                              "long_name": "why the option is excluded"}),
-        "break_even_tokens": (full, table["break_even_tokens"],
-                              {"units": "tokens/month",
-                               "long_name": "volume above which the self-hosted fleet is "
-                                            "cheaper than the option (NaN: the fleet itself)"}),
-        "capacity_tokens": (full, table["capacity_tokens"], {
-            "units": "tokens/month",
-            "long_name": "tokens the option serves in the month at the mix (inf: no limit)"}),
-        "tie_gpu_hourly": (full, table["tie_gpu_hourly"], {
-            "units": "USD/h",
-            "long_name": "GPU-hour price below which the self-hosted fleet is cheaper than the "
-                         "option (negative: never; NaN: the fleet itself)"}),
-        "tie_engineering_monthly": (full, table["tie_engineering_monthly"], {
-            "units": "USD/month",
-            "long_name": "engineering line below which the self-hosted fleet is cheaper than "
-                         "the option (negative: never; NaN: the fleet itself)"}),
-        "tie_payg_blended": (full, table["tie_payg_blended"], {
-            "units": "USD/1M tokens",
-            "long_name": "blended pay-as-you-go price below which pay-as-you-go is cheaper "
-                         "than the self-hosted fleet (NaN: other options)"}),
-        "break_even_tokens_low": (full, table["break_even_tokens_low"], {
-            "units": "tokens/month",
-            "long_name": "break-even volume with the fleet at the 90th-percentile max rate"}),
-        "break_even_tokens_high": (full, table["break_even_tokens_high"], {
-            "units": "tokens/month",
-            "long_name": "break-even volume with the fleet at the 10th-percentile max rate"}),
-        "monthly_cost_low": (full, table["monthly_cost_low"], {
-            "units": "USD/month",
-            "long_name": "monthly cost with the fleet at the 90th-percentile max rate (the "
-                         "fixed and the autoscaled fleet; the option's own cost otherwise)"}),
-        "monthly_cost_high": (full, table["monthly_cost_high"], {
-            "units": "USD/month",
-            "long_name": "monthly cost with the fleet at the 10th-percentile max rate (the "
-                         "fixed and the autoscaled fleet; the option's own cost otherwise)"}),
-        "choice_share": (full, table["choice_share"], {
-            "units": "1", "long_name": "share of the replicates in which the option is the "
-                                       "cheapest admissible one"}),
-        "choice": (keep, choice.astype(str), {"units": "",
-                                              "long_name": "cheapest admissible option"}),
-        "flip_against": (keep, against.astype(str), {
-            "units": "", "long_name": "the option the choice between it and the self-hosted "
-                                     "fleet turns on, whose tie_* are the flip points (\"\": "
-                                     "none)"}),
-        "gpu_hourly": (keep, np.asarray(xr.broadcast(cheapest["gpu_hourly"],
-                                                     cheapest["monthly_cost"])[0]
-                                        .transpose(*keep).values, dtype=float), {
-            "units": "USD/h", "long_name": "price per GPU-hour of the self-hosted fleet"}),
-    }, coords=coords)
+    values = {**table, "cost_per_million_tokens": table["monthly_cost"] / volume * PER_MILLION,
+              "admissible": admissible, "reason": reason.astype(str),
+              "choice": choice.astype(str), "flip_against": against.astype(str),
+              "gpu_hourly": np.asarray(xr.broadcast(cheapest["gpu_hourly"],
+                                                    cheapest["monthly_cost"])[0]
+                                       .transpose(*keep).values, dtype=float)}
+    out = xr.Dataset({name: (keep if name in _BY_ONLY else full, values[name],
+                             {"units": units, "long_name": long_name})
+                      for name, units, long_name in _DECISION_VARIABLES}, coords=coords)
     out.attrs = {**cheapest.attrs, "monthly_tokens": volume, "output_fraction": f,
                  "peak_monthly_tokens": peak_volume,
                  "monthly_requests": traffic.monthly_requests,
@@ -404,10 +338,44 @@ def decision_table(cheapest: xr.Dataset, traffic: Traffic, *, payg: PayAsYouGo |
     return out
 
 
+#: The decision table's variables in order: name, units, long name.
+_DECISION_VARIABLES = (
+    ("monthly_cost", "USD/month", "monthly cost of the option"),
+    ("cost_per_million_tokens", "USD/1M tokens", "monthly cost per million tokens served"),
+    ("units", "1", "provisioned units bought (0: none)"),
+    ("admissible", "1", "passes the sovereignty gates"),
+    ("reason", "", "why the option is excluded"),
+    ("break_even_tokens", "tokens/month", "volume above which the self-hosted fleet is cheaper "
+                                          "than the option (NaN: the fleet itself)"),
+    ("capacity_tokens", "tokens/month",
+     "tokens the option serves in the month at the mix (inf: no limit)"),
+    ("tie_gpu_hourly", "USD/h", "GPU-hour price below which the self-hosted fleet is cheaper "
+                                "than the option (negative: never; NaN: the fleet itself)"),
+    ("tie_engineering_monthly", "USD/month", "engineering line below which the self-hosted fleet "
+     "is cheaper than the option (negative: never; NaN: the fleet itself)"),
+    ("tie_payg_blended", "USD/1M tokens", "blended pay-as-you-go price below which "
+     "pay-as-you-go is cheaper than the self-hosted fleet (NaN: other options)"),
+    ("break_even_tokens_low", "tokens/month",
+     "break-even volume with the fleet at the 90th-percentile max rate"),
+    ("break_even_tokens_high", "tokens/month",
+     "break-even volume with the fleet at the 10th-percentile max rate"),
+    ("monthly_cost_low", "USD/month", "monthly cost with the fleet at the 90th-percentile max "
+     "rate (the fixed and the autoscaled fleet; the option's own cost otherwise)"),
+    ("monthly_cost_high", "USD/month", "monthly cost with the fleet at the 10th-percentile max "
+     "rate (the fixed and the autoscaled fleet; the option's own cost otherwise)"),
+    ("choice_share", "1", "share of the replicates in which the option is the cheapest "
+                          "admissible one"),
+    ("choice", "", "cheapest admissible option"),
+    ("flip_against", "", "the option the choice between it and the self-hosted fleet turns on, "
+                         "whose tie_* are the flip points (\"\": none)"),
+    ("gpu_hourly", "USD/h", "price per GPU-hour of the self-hosted fleet"),
+)
+#: Its variables over the ``by`` dimensions alone (the others also over ``option``).
+_BY_ONLY = ("choice", "flip_against", "gpu_hourly")
+
+
 def _flip_against(options, choice, costs, ties) -> str:
-    """The option whose tie points with the fixed fleet are where the choice flips: the chosen
-    one, or, when a self-hosted fleet is chosen, the cheapest admissible other option; "" when
-    there is none (or no fleet to tie with). ``costs`` are inf where inadmissible."""
+    """The option whose ties with the fleet are where the choice flips ("" when none)."""
     hosted = (SELF_HOSTED, SELF_HOSTED_AUTOSCALED)
     others = [k for k, o in enumerate(options) if o not in hosted and np.isfinite(costs[k])]
     if not others or choice not in options:
@@ -417,9 +385,7 @@ def _flip_against(options, choice, costs, ties) -> str:
 
 
 def _cached_fraction(payg, traffic: Traffic, prompt: float) -> float:
-    """Share of input tokens pay-as-you-go bills at its cached-input price [1]: the traffic's
-    shared-prefix tokens over the mean prompt (:func:`decision_table` Notes); 0 without a
-    cached-input price or shared prefixes."""
+    """Share of input tokens billed at the cached-input price [1] (:func:`decision_table` Notes)."""
     if payg is None or payg.cached_input_per_mtok is None or traffic.prefix is None or \
             not prompt > 0:
         return 0.0
@@ -431,9 +397,7 @@ def _replicates(at) -> int:
 
 
 def _replicate_costs(at) -> np.ndarray:
-    """The chosen configuration's monthly cost with its fleet sized by each replicate's rate
-    (the plan's own rule: ⌈peak × (1 + headroom) / rate⌉ replicas); its median cost where the
-    plan kept no replicates."""
+    """The chosen configuration's monthly cost, its fleet sized by each replicate's rate."""
     if "replicate_max_rate" not in at:
         return np.array([float(at["monthly_cost"])])
     rates = np.asarray(at["replicate_max_rate"].values, dtype=float)
@@ -447,9 +411,7 @@ def _replicate_costs(at) -> np.ndarray:
 
 
 def _with_spares(at, replicas) -> np.ndarray:
-    """Replicas by the plan's fleet rule: at least its ``min_replicas``, plus its
-    ``spare_replicas`` (N + k), where its ``attrs`` give them (none: 1 and 0); 0 stays 0 (a
-    configuration that serves nothing)."""
+    """Replicas by the plan's rule: at least ``min_replicas``, plus the spares; 0 stays 0."""
     floor = int(at.attrs.get("min_replicas", 1))
     spare = int(at.attrs.get("spare_replicas", 0))
     replicas = np.asarray(replicas)
@@ -457,8 +419,7 @@ def _with_spares(at, replicas) -> np.ndarray:
 
 
 def _fleet(at, region, end: str | None = None) -> SelfHosted | None:
-    """The chosen configuration as a :class:`~rooflinekit.pricing.SelfHosted` deployment; with
-    ``end`` ("low", "high"), its fleet at that end of the rate's band."""
+    """The chosen configuration as a SelfHosted deployment, at ``end`` of the rate's band."""
     suffix = "" if end is None else f"_{end}"
     gpus = int(at[f"gpus{suffix}"]) if f"gpus{suffix}" in at else int(at["gpus"])
     if gpus <= 0:
@@ -476,8 +437,7 @@ def _resized(provisioned, n, base) -> Provisioned:
 
 
 def _break_even(hosted, option, f, at) -> float:
-    """Self-hosting's crossover volume against ``option`` [tokens/month]; NaN for the fleet
-    itself, inf where there is no fleet."""
+    """Self-hosting's crossover volume against ``option`` [tokens/month]; NaN against itself."""
     if isinstance(option, SelfHosted):
         return math.nan
     if hosted is None:
@@ -493,17 +453,14 @@ def _capacity_of(hosted, option, f) -> float:
 
 
 def _replicate_rates(at) -> np.ndarray:
-    """Each replicate's max rate of the chosen configuration [requests/s]; its median rate
-    where the plan kept no replicates."""
+    """Each replicate's max rate of the chosen configuration [requests/s] (else its median)."""
     if "replicate_max_rate" not in at:
         return np.array([float(at["max_rate"])])
     return np.asarray(at["replicate_max_rate"].values, dtype=float).ravel()
 
 
 def _autoscaled_costs(at, traffic: Traffic, min_replicas: int, rates) -> np.ndarray:
-    """The chosen configuration's fleet scaled per period of the profile, one month's cost
-    for each max rate of ``rates`` [USD/month] (:func:`decision_table` Notes); inf where the
-    configuration serves nothing or the rate is 0."""
+    """The autoscaled fleet's monthly cost at each max rate of ``rates`` [USD/month]."""
     rates = np.atleast_1d(np.asarray(rates, dtype=float))
     gpus, replicas = int(at["gpus"]), int(at["replicas"])
     if gpus <= 0 or replicas <= 0:
@@ -520,9 +477,7 @@ def _autoscaled_costs(at, traffic: Traffic, min_replicas: int, rates) -> np.ndar
 
 
 def _cost_at_end(name, at, end, cost, traffic, min_replicas) -> float:
-    """The option's monthly cost with the fleet at ``end`` ("low": the 90th-percentile max
-    rate, "high": the 10th) of the rate's band [USD/month]; the option's own ``cost`` for the
-    options that do not run the fleet."""
+    """The option's monthly cost with the fleet at ``end`` of the rate's band [USD/month]."""
     if name == SELF_HOSTED:
         key = f"monthly_cost_{end}"
         return float(at[key]) if key in at else cost
@@ -534,9 +489,7 @@ def _cost_at_end(name, at, end, cost, traffic, min_replicas) -> float:
 
 
 def _ties(at, option_cost: float, volume: float) -> tuple[float, float, float]:
-    """GPU-hour price, engineering line and blended pay-as-you-go price at which the chosen
-    configuration's fleet costs ``option_cost`` (the decision's Notes); NaN without a fleet or
-    with an infinite option cost."""
+    """GPU-hour price, engineering line and blended price at which the fleet ties (see Notes)."""
     fleet = float(at["monthly_cost"])
     gpus = int(at["gpus"])
     if gpus <= 0 or not (math.isfinite(fleet) and math.isfinite(option_cost)):

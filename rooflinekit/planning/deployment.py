@@ -1,11 +1,8 @@
 """From a plan to a deployment: the commands that launch its chosen replica and check it.
 
-:func:`launch_commands` turns one configuration of :func:`~rooflinekit.planning.cheapest_plan`
-into the ``vllm serve`` and SGLang ``launch_server`` command lines of one replica (its layout,
-batch limits, memory share, KV format and caching, as planned), how many replicas to run, and the
-``vllm bench serve`` command that replays the planned traffic on one replica at the rate it
-was planned to carry. Flags are the engines' own names; the model is named by its Hugging Face
-repository where the catalogue row gives one.
+The ``vllm serve`` and SGLang command lines of one planned replica (the engines' own flag names;
+the model by its Hugging Face repository where the catalogue gives one), and the
+``vllm bench serve`` that replays the planned traffic on it.
 """
 
 from __future__ import annotations
@@ -57,18 +54,16 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     model : str, ModelShape, optional
         The model (its repository and KV format); default the plan's model by catalogue name.
     model_path : str or os.PathLike, optional
-        What the engines load: a local folder or a Hugging Face repo id (a model read from a
-        ``config.json`` is named for display, not by where its weights are). Default: the
+        What the engines load: a local folder or a Hugging Face repo id. Default: the
         repository the model's source names, else its name.
 
     Returns
     -------
     dict
-        ``vllm_serve`` and ``sglang_serve`` (one replica's launch command, str), ``replicas``
-        (how many to run, int), ``bench_serve`` (``vllm bench serve`` replaying the traffic on
-        one replica at the rate it carries at the peak: mean prompt and output lengths,
-        arrivals, ``requests`` of the plan), ``rate`` [requests/s], the rate it replays, and
-        ``notes`` (list of str: where the deployment may differ from the plan).
+        ``vllm_serve`` and ``sglang_serve`` (one replica's launch command), ``replicas`` (how
+        many to run), ``bench_serve`` (``vllm bench serve`` replaying the traffic's mean
+        lengths and arrivals on one replica at its peak share), ``rate`` [requests/s], the rate
+        it replays, and ``notes`` (where the deployment may differ from the plan).
 
     Raises
     ------
@@ -80,13 +75,9 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
 
     Notes
     -----
-    The simulated engine has no prefix cache unless the plan had ``prefix_caching=True``;
-    vLLM (V1) and SGLang cache prefixes by default, so the commands switch it off where the
-    plan did (``--no-enable-prefix-caching``, ``--disable-radix-cache``): the deployment then
-    runs what was planned. Without ``max_num_batched_tokens`` the plan prefilled each prompt
-    whole in one step, while both engines chunk prompts at a default budget of their own; the
-    commands then leave the budget to the engine and ``notes`` says so (plan with
-    ``max_num_batched_tokens=`` to deploy exactly what was planned).
+    The commands switch the engines' default prefix cache off where the plan had none, so the
+    deployment runs what was planned. A plan without ``max_num_batched_tokens`` prefilled whole
+    prompts, which the engines chunk at a budget of their own: ``notes`` says so.
     """
     check_type("cheapest", cheapest, xr.Dataset)
     check_type("traffic", traffic, Traffic)

@@ -93,9 +93,8 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     splits : list of (int, int), optional
         Or these ``(prefill_replicas, decode_replicas)`` splits. Give one of the two.
     max_num_seqs, max_num_batched_tokens, admission, block_size, gpu_memory_utilization
-        One replica's scheduler and KV cache, as for :func:`rooflinekit.plan`, one value each;
-        ``max_num_seqs`` and ``max_num_batched_tokens`` default to ``"auto"``, the engine's
-        defaults for the GPU (every pool's replicas run the same scheduler).
+        One replica's scheduler and KV cache (every pool's alike), as for
+        :func:`rooflinekit.planning.load_curve`.
     link_bandwidth : float, optional
         Bandwidth a prompt's KV crosses between the pools [bytes/s], >= 1; default ``tp ×
         gpu.network_bandwidth`` (each GPU of the group sends its shard over its own NIC).
@@ -107,9 +106,8 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         As for :func:`rooflinekit.plan`; every split runs on the same draws, both pools and
         the aggregated replica timed by the same engine.
     work_limit : float
-        Most simulated token-steps, as for :func:`rooflinekit.plan`: a comparison above it,
-        or one whose draws exceed :data:`~rooflinekit.planning.PLAN_MEMORY_LIMIT`, is refused
-        before any simulation, with the estimate. At most :data:`MAX_SPLITS` splits.
+        Most simulated token-steps, as for :func:`rooflinekit.plan`; at most
+        :data:`MAX_SPLITS` splits.
 
     Returns
     -------
@@ -129,11 +127,9 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
 
     Notes
     -----
-    The unit's search is :func:`~rooflinekit.planning.capacity.max_rate`'s, its saturation
-    rate from all requests arriving at once; the pools form a tandem queue without backpressure
-    (:mod:`rooflinekit.batching.disaggregated`), so a unit's rate is capped by the slower pool.
-    Both pools use one GPU type and one TP; heterogeneous pools are
-    :class:`~rooflinekit.batching.DisaggregatedBatcher`'s to simulate, not searched here.
+    The unit's search is :func:`~rooflinekit.planning.capacity.max_rate`'s; the pools form a
+    tandem queue without backpressure, so a unit's rate is capped by the slower pool. Both
+    pools use one GPU type and one TP (heterogeneous pools are not searched here).
 
     References
     ----------

@@ -90,9 +90,8 @@ _BENCH_SERVE = ("mean_ttft", "mean_tpot", "mean_token_itl", "mean_latency",
 #: Runs of the search per replicate, for the work estimate: saturation, the two ends, the
 #: steps that close a 2 % bracket (about 6), the operating point.
 _RUNS_PER_REPLICATE = 13
-#: The fixed cost of one configuration's search, in token-steps of the same time: about 3 ms of
-#: building its replica and driving its runs (measured on two cores: 200 one-request
-#: configurations, 3.1 ms each), at the ~3e8 token-steps a second of :data:`PLAN_WORK_LIMIT`.
+#: The fixed cost of one configuration's search, in token-steps of the same time: about 3 ms
+#: (measured on two cores) at the ~3e8 token-steps a second of :data:`PLAN_WORK_LIMIT`.
 _STEPS_PER_CONFIGURATION = 1e6
 
 
@@ -142,8 +141,7 @@ def _scheduler_counts(name, values, rules):
 
 
 def _quality(engine, **selectors) -> str:
-    """The label of ``engine``'s mixed step (``attrs["model_quality"]``), checking ``engine``
-    before any simulation: a calibration's label whatever knob set a configuration takes."""
+    """The label of ``engine``'s mixed step (``attrs["model_quality"]``), checked now."""
     return roofline.engine_for(engine, "step", **selectors).label
 
 
@@ -163,8 +161,7 @@ def _hourly_prices(gpus, prices):
 
 
 def _layout_problem(model, tp, pp=1, ep=1, gpu=None) -> str | None:
-    """Why ``model`` cannot take the layout (heads, layers, experts), or ``gpu`` cannot hold a
-    tensor-parallel group that large in one scale-up domain, else None."""
+    """Why ``model`` cannot take the layout, or ``gpu``'s scale-up domain the ``tp``, else None."""
     if model.n_heads % tp:
         return "invalid_layout"
     if gpu is not None and gpu.scale_up_gpus is not None and tp > gpu.scale_up_gpus:
@@ -179,9 +176,7 @@ def _layout_problem(model, tp, pp=1, ep=1, gpu=None) -> str | None:
 
 def estimate_work(traffic, n_configurations, *, replicates, requests) -> float:
     """Simulated token-steps :func:`plan` will run [1]: configurations × (replicates × runs ×
-    requests × mean output tokens
-    (:meth:`~rooflinekit.workloads.WorkloadSpec.mean_output_tokens`) + the fixed cost of a
-    configuration's search, :data:`_STEPS_PER_CONFIGURATION`)."""
+    requests × mean output tokens + a search's fixed cost, :data:`_STEPS_PER_CONFIGURATION`)."""
     mean_output = traffic.workload(requests).mean_output_tokens()
     return float(n_configurations) * (replicates * _RUNS_PER_REPLICATE * requests * mean_output
                                       + _STEPS_PER_CONFIGURATION)
@@ -223,98 +218,79 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     slo : SLO
         Targets at a quantile.
     models, gpus : spec, catalogue name, or list of them
-        The ``model`` and ``gpu`` dimensions; a model may also be a Hugging Face
-        ``config.json`` path, a model folder or a cached repo id, as on the command line
-        (:func:`rooflinekit.catalog.resolve_model`).
+        The ``model`` and ``gpu`` dimensions; a model may also be a ``config.json`` path, a
+        model folder or a cached repo id (:func:`rooflinekit.catalog.resolve_model`).
     tp : int or list of int
         Tensor-parallel degrees [1] (dimension ``tp``); a degree that does not divide the
         model's attention heads gives binding ``"invalid_layout"``.
     pp, ep : int or list of int, optional
         Pipeline- and expert-parallel degrees [1] (dimensions ``pp`` and ``ep``, only when
-        given): a replica is then ``tp × pp`` GPUs, its stages in sequence with one
-        micro-batch in flight (:class:`~rooflinekit.batching.ContinuousBatcher`'s ``pp``/``ep``:
-        the hand-offs and the all-to-all join each step), its KV budget one GPU's
-        (:func:`rooflinekit.parallel.layout_memory`'s weights and KV per token). A layout the
-        model cannot take (:func:`rooflinekit.parallel.check_layout`) gives binding
-        ``"invalid_layout"``; ``energy_per_token`` is then that of all ``tp × pp`` GPUs,
-        each drawing power at its utilisation over the layout's step (its stage's share of
-        the group's busy time; idle the rest, the other stages' turns and the sends).
+        given): a replica is ``tp × pp`` GPUs, its stages in sequence with one micro-batch in
+        flight (:class:`~rooflinekit.batching.ContinuousBatcher`'s ``pp``/``ep``), its KV budget
+        one GPU's (:func:`rooflinekit.parallel.layout_memory`), its ``energy_per_token`` that of
+        all ``tp × pp`` GPUs (each idle during the other stages' turns and the sends). A layout
+        the model cannot take gives binding ``"invalid_layout"``.
     max_num_seqs : int, list of int or "auto"
-        vLLM's ``--max-num-seqs`` [1]; a number or list becomes the dimension
-        ``max_num_seqs``. Default ``"auto"``: each GPU's engine default
-        (:func:`rooflinekit.profiles.scheduler_defaults` of the engine named by ``engine``, vLLM's
-        otherwise: 1,024 on a GPU of >= 70 GiB other than an A100, else 256), a variable.
+        vLLM's ``--max-num-seqs`` [1]; a number or list becomes the dimension. Default
+        ``"auto"``: each GPU's default of the engine named by ``engine``, vLLM's otherwise
+        (:func:`rooflinekit.profiles.scheduler_defaults`), a variable.
     max_num_batched_tokens : int, list of int, None, "auto" or "search"
         vLLM's ``--max-num-batched-tokens`` [tokens], the per-step token budget of chunked
-        prefill (decode tokens first, then prefill slices); a number or list becomes a dimension;
-        ``None``: whole prompts in one step (no chunking); ``"auto"``: the engine's default for
-        the GPU. Default ``"search"``: each configuration screens
-        :func:`rooflinekit.profiles.chunk_budget_candidates` (powers of two from 512 to 16,384
-        and the engine's default, those >= its ``max_num_seqs``) on its first
-        :data:`SCREEN_REPLICATES` replicates and keeps the one with the highest median max
-        rate, the engine's default unless another is higher by more than
-        :data:`SCREEN_RTOL`; only that one is searched on every replicate. A variable.
+        prefill; a number or list becomes a dimension; ``None``: whole prompts in one step;
+        ``"auto"``: the engine's default for the GPU. Default ``"search"``: each configuration
+        screens :func:`rooflinekit.profiles.chunk_budget_candidates` on its first
+        :data:`SCREEN_REPLICATES` replicates and keeps the highest median max rate (the
+        engine's default unless beaten by more than :data:`SCREEN_RTOL`), which alone is then
+        searched on every replicate. A variable.
     admission : {"paged", "reserve"}
         The batcher's admission rule (:class:`~rooflinekit.batching.ContinuousBatcher`).
     block_size : int
         Tokens per KV block [tokens].
     gpu_memory_utilization : float
-        vLLM's ``--gpu-memory-utilization`` in (0, 1]: the KV budget is what is left of that
-        share of memory after the weights (:func:`rooflinekit.memory.engine_kv_cache`, no
-        activation peak).
+        vLLM's ``--gpu-memory-utilization`` in (0, 1]: the KV budget is that share of memory
+        less the weights (:func:`rooflinekit.memory.engine_kv_cache`, no activation peak).
     headroom : float
         Spare capacity [1], >= 0: replicas = ceil(rate · (1 + headroom) / max_rate).
     spare_replicas : int
-        Whole replicas kept beside those the rate needs (N + k, for a replica lost) [1], >= 0;
-        default 0.
+        Whole replicas kept beside those the rate needs (N + k) [1], >= 0; default 0.
     min_replicas : int
         Fewest replicas a fleet that serves runs [1], >= 1; default 1. The fleet is
-        ``max(min_replicas, ceil(rate · (1 + headroom) / max_rate)) + spare_replicas``; the
-        latencies are measured at the rate each replica carries without the spares.
+        ``max(min_replicas, ceil(rate · (1 + headroom) / max_rate)) + spare_replicas``,
+        its latencies measured at the rate each replica carries without the spares.
     replicates : int
         Monte Carlo replicates [1], >= 1.
     seed : int
         Root seed of the replicates' draws (common to every configuration).
-    engine : Engine or Calibration, optional
-        How the replicas' engine runs a step: a :class:`rooflinekit.Engine`, or a
-        :class:`~rooflinekit.calibrate.Calibration` whose mixed-step engine
-        (``engine_for("step", model=..., gpu=...)``: the prefill phase's compute efficiency, the
-        decode phase's bandwidth efficiency and step overhead, each configuration its knob set)
-        times every step and the energy per token; or a name: ``"vllm"``, ``"sglang"``,
-        ``"trtllm"`` (that engine's shipped profile of each GPU), ``"ideal"``
-        (:data:`rooflinekit.IDEAL`, the roofline bound). ``attrs["model_quality"]`` is its
-        label. Default ``None``: the vLLM profile of each GPU
-        (:func:`rooflinekit.engine_profile`).
+    engine : Engine, Calibration or str, optional
+        How the replicas' engine runs a step: an :class:`rooflinekit.Engine`, a calibration
+        (its mixed-step engine, ``engine_for("step", model=..., gpu=...)``, times every step
+        and the energy per token), or a name: ``"vllm"``, ``"sglang"``, ``"trtllm"`` (that
+        engine's shipped profile of each GPU), ``"ideal"`` (:data:`rooflinekit.IDEAL`).
+        ``attrs["model_quality"]`` is its label. Default ``None``: the vLLM profile of each GPU.
     engine_draws : int, optional
-        How many draws of the engine's knobs the replicates share [1], in [0, replicates]:
-        replicate ``r`` is timed by draw ``r mod engine_draws`` (:meth:`Calibration.draw`,
-        common to every configuration), so ``max_rate_low``/``max_rate_high`` and the bands
-        of replicas, GPUs and cost hold the knobs' uncertainty beside the traffic's. 0: the
-        fitted knobs only. Default ``None``: ``min(replicates, 4)`` where each GPU's engine is
-        a calibration with intervals (the shipped profiles are), else 0.
+        Draws of the engine's knobs the replicates share [1], in [0, replicates]: replicate
+        ``r`` is timed by draw ``r mod engine_draws`` (:meth:`Calibration.draw`), so the bands
+        hold the knobs' uncertainty beside the traffic's; 0: the fitted knobs only. Default
+        ``None``: ``min(replicates, 4)`` where each GPU's engine is a calibration with
+        intervals (the shipped profiles are), else 0.
     prices : mapping, optional
         USD per GPU-hour by GPU name, overriding the catalogue's illustrative prices.
     engineering_monthly : float
         Engineering line per deployment [USD/month], >= 0 (guide §6.5), once per configuration.
     electricity_price : float
-        [USD/kWh], >= 0; default 0, as rented GPU-hours include power. Owned GPUs pay it: the
-        month's generated tokens × :func:`rooflinekit.roofline.energy_per_token` at the
-        operating point (its mean batch, context half-way through the outputs) × ``pue``. Needs
-        every GPU's ``board_power`` when > 0.
+        [USD/kWh], >= 0; default 0, as rented GPU-hours include power. Owned GPUs pay it on
+        the month's generated tokens × :func:`rooflinekit.roofline.energy_per_token` at the
+        operating point × ``pue``; needs every GPU's ``board_power`` when > 0.
     pue : float
         Power usage effectiveness of the data centre [1], >= 1.
     prefix_caching : bool, optional
-        Replicas keep the traffic's shared prefixes (``Traffic(prefix=...)``) in the KV cache
-        and skip their prefill (vLLM's ``--enable-prefix-caching``; paged admission). Default
-        ``None``: on where the traffic has shared prefixes and admission is paged, as vLLM (V1),
-        SGLang and TensorRT-LLM run by default; ``False`` plans without the cache.
+        Replicas keep the traffic's shared prefixes in the KV cache and skip their prefill
+        (vLLM's ``--enable-prefix-caching``; paged admission). Default ``None``: on where the
+        traffic has shared prefixes and admission is paged, as the engines run by default.
     speculative : Speculative, optional
-        Replicas decode speculatively (:class:`~rooflinekit.batching.Speculative`; vLLM's
-        ``--speculative-config``): a draft model's weights come off each replica's KV budget
-        (``kv_budget_tokens``, in the target's tokens) and its KV cache shares the rest with
-        the target's (:meth:`~rooflinekit.batching.Speculative.kv_tokens`); replicate ``r``
-        draws its acceptance from the spec's ``row_seed(r)`` at every rate of the search.
-        Default none.
+        Replicas decode speculatively (:class:`~rooflinekit.batching.Speculative`): a draft
+        model's weights come off each replica's KV budget and its KV cache shares the rest;
+        replicate ``r`` draws its acceptance from ``row_seed(r)`` at every rate. Default none.
     requests : int
         Requests per replicate [1], >= 10.
     rtol : float
@@ -323,30 +299,24 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         Configurations per dask task (dask is imported only then); results are identical.
     work_limit : float
         Most simulated token-steps in one process without ``chunks`` (:func:`estimate_work`);
-        default :data:`PLAN_WORK_LIMIT`. Whatever ``chunks``, the draws may hold at most
-        :data:`PLAN_MEMORY_LIMIT` bytes.
+        default :data:`PLAN_WORK_LIMIT`. The draws may hold at most :data:`PLAN_MEMORY_LIMIT`.
 
     Returns
     -------
     xarray.Dataset
         Over ``model``, ``gpu``, ``tp`` [, ``max_num_seqs``, ``max_num_batched_tokens``, ``pp``,
-        ``ep`` where given as numbers]: ``max_num_seqs`` and ``max_num_batched_tokens`` (the
-        values each configuration ran with, where not dimensions; ``max_num_batched_tokens``
-        0 for whole prompts);
-        ``max_rate``, ``max_rate_low``, ``max_rate_high`` (median, 10th and 90th percentile over
-        replicates: the traffic's draws and, with ``engine_draws``, the engine's knobs),
-        ``saturation_rate`` [requests/s per replica]; ``binding`` (what caps the
-        rate: ttft, itl, e2e, tpot, attainment, memory, max_num_seqs, does_not_fit,
-        invalid_layout, beyond_scale_up: a tensor-parallel group larger than the GPU's
-        NVLink domain, ``GPU.scale_up_gpus``, whose all-reduces would cross the network);
-        ``kv_budget_tokens``; ``replicas`` and ``gpus`` [1] (with ``_low``/``_high`` from
-        the rate's band); ``operating_rate`` [requests/s per replica]; ``gpu_monthly_cost``,
-        ``monthly_cost`` (with ``monthly_cost_low``/``_high``) [USD/month];
-        ``cost_per_million_tokens``
-        [USD/1M tokens]; latency percentiles at the operating rate (``p95_ttft``,
-        ``p95_token_itl``, ``p95_latency``, ``p95_tpot``, ... [s], medians over replicates); and
-        per replicate ``replicate_max_rate``. A configuration that cannot serve has rate 0, replicas and GPUs
-        0, and infinite cost and latency: never NaN.
+        ``ep`` where given as numbers]: ``max_num_seqs`` and ``max_num_batched_tokens`` where
+        not dimensions (0: whole prompts); ``max_rate``, ``max_rate_low``, ``max_rate_high``
+        (median, 10th and 90th percentile over replicates) and ``saturation_rate`` [requests/s
+        per replica]; ``binding`` (ttft, itl, e2e, tpot, attainment, memory, max_num_seqs,
+        does_not_fit, invalid_layout, beyond_scale_up: a tensor-parallel group larger than the
+        GPU's NVLink domain, whose all-reduces would cross the network); ``kv_budget_tokens``;
+        ``replicas`` and ``gpus`` [1] (with ``_low``/``_high``); ``operating_rate``
+        [requests/s per replica]; ``gpu_monthly_cost``, ``monthly_cost`` (with ``_low``/``_high``)
+        [USD/month]; ``cost_per_million_tokens`` [USD/1M tokens]; latency percentiles at the
+        operating rate (``p95_ttft``, ``p95_token_itl``, ``p95_latency``, ``p95_tpot``, ... [s],
+        medians over replicates); ``replicate_max_rate``. A configuration that cannot serve has
+        rate 0, replicas and GPUs 0, and infinite cost and latency: never NaN.
 
     Raises
     ------
@@ -492,15 +462,9 @@ SCREEN_RTOL = 0.05
 
 
 def _on_all_cores(run, configs) -> list:
-    """``run(index, parallel=...)`` of every configuration, in order, the cores shared out.
-
-    With at least as many configurations as numba threads, a pool of that many threads takes
-    them one by one, each running its replicates one after another in its own thread (the
-    kernels release the GIL): the cores stay busy through the search's steps of a few rows and
-    through the other threads' Python, where spreading one configuration's rows over the cores
-    leaves them waiting. With fewer, one at a time, its replicates in parallel. Each replicate
-    runs the same kernel either way: the results are identical.
-    """
+    """``run(index, parallel=...)`` of every configuration, in order: with at least as many
+    configurations as numba threads, one configuration per thread (the kernels release the
+    GIL), else one at a time, its replicates in parallel; the results are identical."""
     import numba                                  # numba: loaded on the first plan
     threads = numba.get_num_threads()
     if len(configs) < threads or threads == 1:
@@ -592,15 +556,8 @@ class _Configuration:
         return found
 
     def _screen(self, values, budgets, default, parallel) -> tuple:
-        """The chunk budget a configuration runs with, and the screening's simulations.
-
-        Each budget's max rate is searched on the first :data:`SCREEN_REPLICATES` replicates
-        (the same requests for every budget, the fitted knobs) at tolerance
-        :data:`SCREEN_RTOL`; the engine's default is kept unless another's median beats it by
-        more than that tolerance, else the highest wins. Only the chosen budget is then
-        searched on every replicate, so the search costs about ``1 + k ×
-        SCREEN_REPLICATES / replicates`` searches for ``k`` budgets.
-        """
+        """The chunk budget a configuration runs with (the rule of :func:`plan`'s
+        ``max_num_batched_tokens="search"``), and the screening's simulations."""
         rows = slice(0, min(SCREEN_REPLICATES, self.draws[0].shape[0]))
         draws = tuple(a[rows] for a in self.draws)
         gains = None if self.gains is None else (self.gains[0][rows], self.gains[1][rows])
@@ -644,8 +601,7 @@ class _Configuration:
 
 
 def _engine_draws(engine, gpus, engine_draws, replicates, seed) -> dict | None:
-    """Each GPU's engine drawn ``k`` times (:meth:`Calibration.draw`), by GPU name; ``None``
-    where nothing is drawn. ``engine`` is the planner's argument, before it is resolved."""
+    """Each GPU's engine drawn ``k`` times (:meth:`Calibration.draw`), by GPU name, or ``None``."""
     k = whole_number("engine_draws", engine_draws, lo=0, allow_none=True)
     if k is not None and k > replicates:
         raise ValueError(f"engine_draws must be at most replicates ({replicates}): each draw "
@@ -718,11 +674,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         Request rates per replica [requests/s], each finite and > 0 (dimension
         ``request_rate``).
     replicates, seed, engine, engine_draws, requests
-        As for :func:`plan`; the draws are the same as a plan's with the same seed, and with
-        ``engine_draws`` (default ``min(replicates, 4)`` for a shipped profile) replicate ``r``
-        is timed by the engine's knob draw ``r mod engine_draws``, so the spread over
-        replicates holds the profile's fitted uncertainty beside the traffic's; 0: the fitted
-        knobs only.
+        As for :func:`plan`: the same draws as a plan's with the same seed, and the same
+        engine draws.
 
     Returns
     -------
@@ -740,9 +693,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
 
     Notes
     -----
-    vLLM's TPOT of a request is ``(e2e latency - TTFT) / (output tokens - 1)``, requests of one
-    output token left out, and its ITL every gap (vllm/benchmarks/serve.py,
-    ``calculate_metrics``): here ``*_tpot`` and ``*_token_itl``.
+    ``*_tpot`` and ``*_token_itl`` are vLLM's per-request TPOT and every-gap ITL (:class:`SLO`).
 
     Raises
     ------
@@ -803,8 +754,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
 
 def one_scheduler(engine, gpu, max_num_seqs, max_num_batched_tokens) -> tuple:
     """One replica's ``(max_num_seqs, max_num_batched_tokens)``: the numbers given, or for
-    ``"auto"`` the defaults of the engine named by ``engine`` (vLLM's otherwise) for ``gpu``
-    (:func:`rooflinekit.profiles.scheduler_defaults`); ``None`` budget: whole prompts."""
+    ``"auto"`` the engine's defaults for ``gpu`` (vLLM's otherwise); a ``None`` budget: whole
+    prompts."""
     defaults = scheduler_defaults(scheduler_engine(engine), gpu)
     if _scheduler_counts("max_num_seqs", max_num_seqs, ("auto",)) == "auto":
         max_num_seqs = defaults.max_num_seqs
@@ -833,61 +784,15 @@ def _layout_energy_per_token(model, gpu, batch_size, context_length, *, tp=1, pp
                              engine=None,
                              idle_power_fraction=DEFAULT_IDLE_POWER_FRACTION) -> float:
     """GPU energy of one generated token in a decode step of a ``(tp, pp, ep)`` layout
-    [J/token].
+    [J/token], over its ``tp × pp`` GPUs.
 
-    Parameters
-    ----------
-    model : ModelShape
-        The model.
-    gpu : GPU
-        One accelerator of the layout, with its ``board_power`` [W].
-    batch_size : float
-        Sequences decoding together [1], >= 1 (a mean batch may be fractional).
-    context_length : float
-        Tokens of context each sequence attends to [tokens], >= 0.
-    tp, pp, ep : int
-        Tensor-, pipeline- and expert-parallel degrees [1]
-        (:func:`rooflinekit.parallel.check_layout`); ``ep`` shards within a stage.
-    engine : Engine or Calibration, optional
-        How the engine runs the decode step (a calibration's ``"decode"`` engine); default
-        :data:`rooflinekit.IDEAL`. :func:`plan` passes the engine its search was timed with.
-    idle_power_fraction : float
-        Share of the board power a GPU draws while idle [1], in [0, 1]
-        (:func:`rooflinekit.roofline.energy_per_token`'s). Default 0.3.
-
-    Returns
-    -------
-    float
-        Joules per generated token over the layout's ``tp × pp`` GPUs.
-
-    Notes
-    -----
-    The model of :func:`~rooflinekit.roofline.energy_per_token` for one tensor-parallel
-    group, over every GPU of the layout: each of the ``tp · pp`` GPUs draws
-    ``P_gpu = P_board × (i + (1 − i) × u)`` for the layout's step time ``T_L``, at its own
-    utilisation ``u``. With one micro-batch in flight (the planner's batcher), ``T_L`` is
-    :func:`~rooflinekit.roofline.layout_decode_step_time` at ``micro_batches=1``, the group's
-    step ``T`` plus the ``pp − 1`` stage hand-offs and the experts' all-to-all; a stage's GPUs
-    run their ``1/pp`` of the layers, busy ``max(T_c, T_m) / pp`` of it. So
-
-    ``E = tp · pp · P_board × (i·T_L + (1 − i)·max(T_c, T_m)/pp) / B``
-
-    ``= tp · P_board × (i·(T + S) + (1 − i)·max(T_c, T_m)) / B``, ``S = pp·T_L − T``:
-
-    the tensor-parallel group's energy with ``S`` more idle time, the other stages' turns and
-    the sends, which is how it is computed (``step_overhead`` raised by ``S``). The busy
-    energy is the group's, however the layers are staged; the idle draw grows with ``pp`` and
-    with the time the layout waits on its links. ``pp = ep = 1`` is ``energy_per_token``. The
-    layout's added time ``T_L − T`` is affine in the batch (activations and all-to-all bytes
-    per token, plus latencies), so it is read at batches 1 and 2 and drawn through ``B``.
-
-    References
-    ----------
-    .. [1] Huang et al., "GPipe", NeurIPS 2019 (stages one after another).
-
-    See Also
-    --------
-    rooflinekit.roofline.energy_per_token, rooflinekit.roofline.layout_decode_step_time
+    :func:`~rooflinekit.roofline.energy_per_token`'s model over every GPU of the layout, one
+    micro-batch in flight: with ``T_L`` the layout's step
+    (:func:`~rooflinekit.roofline.layout_decode_step_time`), ``T`` the group's and a stage busy
+    ``max(T_c, T_m) / pp`` of it, ``E = tp · P_board × (i·(T + S) + (1 − i)·max(T_c, T_m)) / B``
+    with ``S = pp·T_L − T``: the group's energy with ``S`` more idle time (the other stages'
+    turns and the sends; Huang et al., GPipe, NeurIPS 2019). ``T_L − T`` is affine in the batch,
+    so it is read at batches 1 and 2 and drawn through ``B``.
     """
     engine = roofline.engine_for(engine, "decode", model=model, gpu=gpu)
     group = float(decode_step_time(model, gpu, batch_size, context_length, tp, engine=engine))
@@ -946,13 +851,9 @@ def _assemble(results, configs, axes, shape, replicates) -> xr.Dataset:
 
 
 def check_fleet_counts(rate, need, per_replica, gpus_per_replica) -> None:
-    """Refuse a fleet whose replicas or GPUs cannot be counted exactly (more than 2**53).
-
-    ``need`` is the peak rate with headroom [requests/s], ``per_replica`` the (lowest) max rate
-    of one replica of each configuration, 0 where it cannot serve. Counts beyond 2**53 would be
-    rounded as floats and wrap when stored as int64 (to -9.2e18 replicas, which then read as
-    "cannot serve" and flip the decision), so the plan is refused rather than wrapped.
-    """
+    """Refuse a fleet whose replicas or GPUs cannot be counted exactly (more than 2**53): such
+    counts would wrap as int64 and read as "cannot serve". ``need`` is the peak rate with headroom
+    [requests/s], ``per_replica`` each configuration's max rate per replica (0: cannot serve)."""
     r = np.asarray(per_replica, dtype=np.float64)
     serves = r > 0
     if not serves.any():

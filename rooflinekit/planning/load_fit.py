@@ -1,12 +1,9 @@
 """Fit an engine's knobs to your own load sweep, with the simulator in the loop.
 
-``vllm bench serve`` run at several request rates gives, per rate, the mean TTFT and TPOT a
-client saw. :func:`fit_under_load` replays each run through :func:`~rooflinekit.planning.load_curve`
-(the same lengths, Poisson arrivals at the run's rate, the engine's scheduler) and moves the
-chosen knobs of an engine profile until the simulated means match the measured ones: the knobs
-the kernels cannot see (the per-step overhead and the front end's latency) fitted against the
-whole curve, not against isolated points. The result is a :class:`~rooflinekit.profiles.Calibration` that
-``plan(engine=...)`` and ``rooflinekit plan --engine FILE`` take.
+:func:`fit_under_load` replays ``vllm bench serve`` runs at several request rates through
+:func:`~rooflinekit.planning.load_curve` and moves the chosen knobs of an engine profile until
+the simulated mean TTFT and TPOT match the measured ones; the result is a
+:class:`~rooflinekit.profiles.Calibration` that ``plan(engine=...)`` takes.
 """
 
 from __future__ import annotations
@@ -42,14 +39,10 @@ LOAD_KNOBS = {
 }
 
 class LoadFit(NamedTuple):
-    """What :func:`fit_under_load` returns.
-
-    ``calibration``: the engine profile with the fitted knobs (its intervals dropped: they were
-    the profile's, not this fit's). ``table``: an ``xarray.Dataset`` over ``request_rate`` with
-    ``measured_ttft``, ``measured_tpot`` [s], ``before_ttft``, ``before_tpot`` (the profile as
-    shipped) and ``fitted_ttft``, ``fitted_tpot`` [s]; its attrs hold ``tpot_error_before``,
-    ``tpot_error``, ``ttft_error_before``, ``ttft_error`` (mean absolute percentage errors [%]).
-    """
+    """What :func:`fit_under_load` returns: ``calibration``, the profile with the fitted knobs
+    (its intervals dropped), and ``table`` over ``request_rate``: ``measured_*``, ``before_*``
+    and ``fitted_*`` ``ttft`` and ``tpot`` [s], attrs ``tpot_error_before``, ``tpot_error``,
+    ``ttft_error_before``, ``ttft_error`` (mean absolute percentage errors [%])."""
 
     calibration: Calibration
     table: xr.Dataset
@@ -82,12 +75,9 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     ----------
     results : list of str, Path or mapping; or one GuideLLM report
         ``vllm bench serve --save-result`` files (or their parsed JSON), one per rate, at two or
-        more finite rates: ``request_rate`` [requests/s], ``completed``, ``total_input_tokens``,
-        ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``
-        (:func:`~rooflinekit.calibrate.read_vllm_serve_sweep`); or one GuideLLM sweep report
-        (a path or its parsed JSON), its ``constant`` and ``poisson`` benchmarks the rates
-        (:func:`~rooflinekit.calibrate.read_guidellm_sweep`; ``constant`` replayed as regular
-        arrivals).
+        more finite rates (:func:`~rooflinekit.calibrate.read_vllm_serve_sweep`); or one
+        GuideLLM sweep report, its ``constant`` (replayed as regular arrivals) and ``poisson``
+        benchmarks the rates (:func:`~rooflinekit.calibrate.read_guidellm_sweep`).
     model, gpu : spec or catalogue name
         The server's model and GPU (the files do not record them).
     tp : int
@@ -96,12 +86,10 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         The profile to start from and keep the other knobs of: a name (``"vllm"``,
         ``"sglang"``, ``"trtllm"``) or a calibration. Default: the vLLM profile of ``gpu``.
     fit : sequence of str
-        The knobs to fit, from :data:`LOAD_KNOBS` (at most one per run). Default the two
-        times the kernels cannot see: ``step_overhead`` (every step's scheduling, sampling and
-        launches) and ``frontend_latency`` (the front end's time before the first token,
-        outside the steps). ``prefill_overhead`` is charged to every step that carries prompt
-        tokens, so fitting it to a client's TTFT, which holds front-end time the GPU does not
-        spend, also slows the simulated server.
+        The knobs to fit, from :data:`LOAD_KNOBS` (at most one per run). Default the two times
+        the kernels cannot see: ``step_overhead`` and ``frontend_latency``. ``prefill_overhead``
+        is charged to every step with prompt tokens, so fitting it to a client's TTFT (which
+        holds front-end time) also slows the simulated server.
     max_num_seqs, max_num_batched_tokens
         The server's scheduler, as for :func:`~rooflinekit.planning.load_curve` (default its
         engine's defaults for the GPU).

@@ -1,19 +1,9 @@
 """Capacity plans: a dedicated floor plus pay-as-you-go spillover; self-hosting volumes (§6.4–6.5).
 
-Every mature deployment converges on the same shape (guide §6.4): size a dedicated floor to a
-quantile of demand and spill everything above it to pay-as-you-go — degrade in cost, not in
-availability. Given a demand profile (tokens per hour or per day over a month, or a distribution to
-sample a month from; :func:`bursty_demand` draws a seeded synthetic one),
-:func:`plan_with_spillover` prices a floor sized to any quantile, :func:`optimal_floor` finds the
-cheapest floor, and :func:`compare_floor_sizing` sets the guide's three sizings — peak, p50, p10 —
-beside the optimum: cost, utilisation of the floor, share of traffic spilled. Nothing is ever
-dropped: every token is served by the floor or by pay-as-you-go. For self-hosting,
-:func:`self_hosting_comparison` gives unit cost against volume and the crossover volumes against
-pay-as-you-go and provisioned capacity, with and without the engineering line.
-
-This module holds the model only: the guide's worked figures at its own prices (§6.3–6.5) live in
-:mod:`rooflinekit.guide`. Results are :class:`xarray.Dataset` objects whose variables carry
-``units`` and ``long_name``.
+Size a dedicated floor to a quantile of demand and spill the rest to pay-as-you-go (§6.4):
+nothing is ever dropped, every token is served by the floor or by pay-as-you-go. Results are
+Datasets whose variables carry ``units`` and ``long_name``; the guide's worked figures are in
+:mod:`rooflinekit.guide`.
 """
 
 from __future__ import annotations
@@ -160,6 +150,12 @@ def _as_labelled(name: str, value, dim: str | None = None):
     return float(value)
 
 
+def _labelled(x, units, long_name) -> xr.DataArray:
+    """``x`` as a DataArray with ``units`` and ``long_name``."""
+    x = x if isinstance(x, xr.DataArray) else xr.DataArray(x)
+    return x.assign_attrs(units=units, long_name=long_name)
+
+
 def _prices(payg, floor_unit_cost, output_fraction):
     """Blended pay-as-you-go price and floor price per token [USD/token], labelled."""
     check_type("payg", payg, PayAsYouGo)
@@ -184,11 +180,7 @@ def _evaluate(d: xr.DataArray, floor, p, u, time_dim: str) -> xr.Dataset:
     floor_cost = capacity * u
     spill_cost = spilled * p
     utilization = xr.where(capacity > 0, by_floor / xr.where(capacity > 0, capacity, 1.0), 0.0)
-
-    def var(x, units, long_name):
-        x = x if isinstance(x, xr.DataArray) else xr.DataArray(x)
-        return x.assign_attrs(units=units, long_name=long_name)
-
+    var = _labelled
     return xr.Dataset({
         "floor": var(floor, "tokens/period", "dedicated floor per period"),
         "floor_capacity": var(capacity, _TOKENS, "floor capacity over the profile"),
@@ -213,16 +205,14 @@ def plan_with_spillover(demand, payg, floor_unit_cost, *, output_fraction, quant
     Parameters
     ----------
     demand : array_like, xarray.DataArray or distribution
-        Token demand per period [tokens] over the planning horizon (a month of hours or days): a
-        1-D array, a DataArray with dimension ``time_dim`` (other dimensions, e.g.
-        ``replicate``, broadcast), or a frozen ``scipy.stats`` distribution (anything with
-        ``rvs(size, random_state)``) from which ``n_periods`` periods are drawn with ``seed``.
+        Token demand per period [tokens] over the planning horizon: a 1-D array, a DataArray
+        with dimension ``time_dim`` (others broadcast), or a frozen ``scipy.stats``
+        distribution (``rvs(size, random_state)``) from which ``n_periods`` are drawn.
     payg : PayAsYouGo
         Price of the spillover.
     floor_unit_cost : float, array_like, Provisioned or SelfHosted
-        Price of dedicated capacity per token of capacity, used or not [USD per 1M tokens], > 0;
-        a :class:`~rooflinekit.pricing.capacity.Provisioned` or a capacity-bearing
-        :class:`~rooflinekit.pricing.capacity.SelfHosted` is converted with
+        Price of dedicated capacity per token of capacity, used or not [USD per 1M tokens], > 0,
+        or a Provisioned or capacity-bearing SelfHosted option, priced by
         :func:`~rooflinekit.pricing.capacity_price` at the mix.
     output_fraction : float or array_like
         Share of billed tokens that are output tokens [1], in [0, 1]. Required.
@@ -292,12 +282,10 @@ def optimal_floor(demand, payg, floor_unit_cost, *, output_fraction, time_dim=TI
 
     Notes
     -----
-    ``C(F) = u·n·F + p·Σ max(d_t − F, 0)`` is convex and piecewise linear with its kinks at the
-    demand values, so the minimum is found exactly by evaluating every demand value (and 0) with
-    sorted cumulative sums. It lies where the share of periods above the floor falls to ``u/p``:
-    the newsvendor critical ratio, ``1 − u/p``, is the optimal quantile. A floor priced at or
-    above pay-as-you-go (``u ≥ p``) is never worth buying; the optimum is then no floor. Ties
-    between floors of equal cost go to the smaller floor.
+    ``C(F) = u·n·F + p·Σ max(d_t − F, 0)`` is convex and piecewise linear, kinked at the demand
+    values, so its minimum is found exactly among them (and 0). The optimal quantile is the
+    newsvendor critical ratio ``1 − u/p``; with ``u ≥ p`` the optimum is no floor. Ties go to
+    the smaller floor.
 
     References
     ----------
@@ -417,11 +405,7 @@ def self_hosting_comparison(selfhosted, payg, monthly_tokens, output_fraction, *
     check_positive("monthly_tokens", monthly_tokens)
     v = _as_labelled("monthly_tokens", monthly_tokens, dims.MONTHLY_TOKENS)
     f = _as_labelled("output_fraction", output_fraction, dims.OUTPUT_FRACTION)
-
-    def da(x, units, long_name):
-        x = x if isinstance(x, xr.DataArray) else xr.DataArray(x)
-        return x.assign_attrs(units=units, long_name=long_name)
-
+    da = _labelled
     out = {
         "unit_cost": da(selfhosted.unit_cost(v), "USD/1M tokens", "self-hosted unit cost"),
         "unit_cost_without_engineering": da(

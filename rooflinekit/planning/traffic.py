@@ -39,9 +39,7 @@ _TARGETS = ("ttft", "itl", "e2e", "tpot")
 SECONDS_PER_MONTH = HOURS_PER_MONTH * SECONDS_PER_HOUR
 
 #: The lowest peak rate a :class:`Traffic` takes [requests/s]: 1e-6, one request in about
-#: 12 days (2.6 a month). Below it no fleet is worth planning, and the planner's arrivals
-#: (unit-rate draws divided by the rate) would leave the simulator's time range; a denormal
-#: rate such as 5e-324 made ``1 / rate`` overflow and a replica's share of it divide by zero.
+#: 12 days; below it the planner's arrivals (draws ÷ rate) would leave the simulator's range.
 MIN_RATE = 1e-6
 
 
@@ -67,8 +65,7 @@ class Traffic:
         :data:`MIN_RATE` (1e-6) and at most 1e30.
     prompt, output : distribution or int
         Prompt and output length [tokens]: a distribution from :mod:`rooflinekit.workloads`
-        (``LogNormal(2000, 0.5)``, ``Empirical(...)``, ...) or a whole number (every request
-        alike; at least 1 for outputs). Drawn outputs below one token are raised to one.
+        or a whole number (every request alike; outputs at least 1, drawn ones raised to 1).
     arrival : {"poisson", "gamma"}
         Arrival process at ``rate``: Poisson, or a Gamma renewal process with shape
         ``burstiness`` (vLLM's ``bench serve --burstiness``).
@@ -76,12 +73,10 @@ class Traffic:
         Gamma shape k > 0 (squared coefficient of variation of the gaps 1/k; 1 is Poisson, below
         1 bursty). Only with ``arrival="gamma"`` (default 1 there).
     profile : array_like, optional
-        Requests per period over one month of n equal periods of 730 h / n (730 hourly counts,
-        2,920 quarter-hours), each finite and >= 0, for the monthly volume, the spillover plan
-        and the autoscaled fleet. Without it the month is taken at the peak
-        ``rate`` throughout (the most a fleet sized for ``rate`` can be asked to serve).
-        :func:`month_profile` builds the built-in shapes, :func:`read_profile` reads a CSV of
-        rates, and :meth:`token_demand` gives it in tokens per period.
+        Requests per period over one month of n equal periods of 730 h / n, each finite and >=
+        0, for the monthly volume, the spillover plan and the autoscaled fleet; without it the
+        month runs at the peak ``rate`` throughout. See :func:`month_profile` and
+        :func:`read_profile`.
     prefix : SharedPrefix, optional
         Shared prompt prefixes (a system prompt, retrieved documents): a share of requests start
         with one of a few prefixes (:class:`rooflinekit.workloads.SharedPrefix`), which a plan
@@ -172,9 +167,7 @@ class Traffic:
 
         Notes
         -----
-        One unit for profiles: a :class:`Traffic` holds requests per period, the spillover
-        formulas take tokens per period; the lengths of the traffic convert one to the other:
-        ``d_t = requests_t × tokens_per_request``.
+        ``d_t = requests_t × tokens_per_request``: the spillover formulas take tokens per period.
 
         References
         ----------
@@ -212,12 +205,10 @@ class SLO:
         one-token request meets both).
     tpot : float, optional
         Time per output token [s], > 0, *per request*, at the quantile over requests: a
-        request's TPOT is ``(e2e latency - TTFT) / (output tokens - 1)``, the mean of its gaps,
-        and requests with one output token have none (excluded), as ``vllm bench serve`` states
-        it (vllm-project/vllm, ``vllm/benchmarks/serve.py``, ``calculate_metrics``: ``if
-        output_len > 1: tpot = (latency - ttft) / (output_len - 1)``, percentiles by
-        ``np.percentile`` over those requests). A stall of one sequence is spread over its
-        request's mean, where ``itl`` counts it as one long gap.
+        request's TPOT is ``(e2e latency - TTFT) / (output tokens - 1)``, requests of one output
+        token excluded, as ``vllm bench serve`` computes it (``vllm/benchmarks/serve.py``,
+        ``calculate_metrics``). A stall of one sequence is spread over its request's mean,
+        where ``itl`` counts it as one long gap.
 
     Notes
     -----
@@ -287,9 +278,8 @@ def month_profile(shape: str, peak_rate, *, start_hour=9, end_hour=17, workdays=
     -----
     Hour t of the month is hour ``t mod 24`` of day ``⌊t / 24⌋``, weekday ``⌊t / 24⌋ mod 7``
     (0 = Monday). Diurnal share ``s(t) = o + (1 − o)(1 + cos(2π(t − t_peak)/24))/2``.
-    The 730-hour month is 30 days and 10 hours: 22 weekdays of 8 business hours and the 10th
-    hour of the 23rd, so a 9-to-17, 5-day month at off-peak 0.1 has 177 hours at the peak and
-    serves ``(177 + 0.1 × 553) / 730 = 31.8 %`` of the requests of a peak-all-month traffic.
+    A 9-to-17, 5-day month (730 h) at off-peak 0.1 has 177 hours at the peak and serves
+    ``(177 + 0.1 × 553) / 730 = 31.8 %`` of the requests of a peak-all-month traffic.
 
     References
     ----------
@@ -347,19 +337,13 @@ def profile_period(period) -> float:
     -------
     float
         The period [s]: a whole number of seconds, at least :data:`SHORTEST_PERIOD` (60 s),
-        that either divides an hour (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60 minutes, ...)
-        or is a whole number of hours, at most the 730-hour month.
+        that tiles the 730-hour month: ``3600 mod P = 0`` (it divides an hour) or ``P mod 3600
+        = 0`` (whole hours, each taking its period's rate), at most the month.
 
     Raises
     ------
     ValueError, TypeError
-        Naming ``period``, the allowed units and the rule, for anything else (a period of
-        7 minutes or 90 minutes does not tile the month's hours).
-
-    Notes
-    -----
-    The month is 730 hours; a period ``P`` tiles it when ``3600 mod P = 0`` (``730 × 3600 /
-    P`` whole periods) or ``P mod 3600 = 0`` (each hour takes its period's rate).
+        Naming ``period``, the allowed units and the rule, for anything else.
 
     References
     ----------
@@ -369,17 +353,11 @@ def profile_period(period) -> float:
         text = period.strip()
         number = text.rstrip("abcdefghijklmnopqrstuvwxyz ").strip()
         unit = text[len(number):].strip() or "s"
-        if unit not in _PERIOD_UNITS or not number:
+        if unit not in _PERIOD_UNITS or not _is_number(number):
             raise ValueError(f"period must be seconds or a number with a unit "
                              f"({', '.join(_PERIOD_UNITS)}), such as 15min, 1h or 1d; got "
                              f"{period!r}")
-        try:
-            value = float(number)
-        except ValueError:
-            raise ValueError(f"period must be seconds or a number with a unit "
-                             f"({', '.join(_PERIOD_UNITS)}), such as 15min, 1h or 1d; got "
-                             f"{period!r}") from None
-        seconds = real_number("period", value, lo=0, lo_open=True) * _PERIOD_UNITS[unit]
+        seconds = real_number("period", float(number), lo=0, lo_open=True) * _PERIOD_UNITS[unit]
     else:
         seconds = real_number("period", period, lo=0, lo_open=True)
     if not math.isfinite(seconds) or seconds != round(seconds) or seconds < SHORTEST_PERIOD \
@@ -398,13 +376,11 @@ def read_profile(path, period=None) -> np.ndarray:
     Parameters
     ----------
     path : str or os.PathLike
-        A text file of one rate per line [requests/s, over the line's period]: the column
-        headed ``rate`` (or ``requests_per_second``, ``requests/s``, ``rps``), else the last
-        comma-separated field of each line. A first line that is not a number is a header,
-        ``#`` starts a comment. A column headed ``period`` (or ``period_s``) gives each line's
-        period (:func:`profile_period`: ``15min``, ``1h``, ``1d``, or seconds), the same on
-        every line. N lines are N consecutive periods, repeated over the month (24 hourly
-        lines a day, 96 lines of 15 minutes a day, 7 daily lines a week).
+        A text file of one rate per line [requests/s]: the column headed ``rate`` (or
+        ``requests_per_second``, ``requests/s``, ``rps``), else each line's last field; a first
+        line that is not a number is a header, ``#`` starts a comment. A column headed
+        ``period`` (or ``period_s``) gives the lines' one period (:func:`profile_period`). N
+        lines are N consecutive periods, repeated over the month.
     period : float or str, optional
         The period of each line when the file has no ``period`` column [s or with a unit];
         default one hour. With a ``period`` column it must agree with it.
@@ -425,10 +401,8 @@ def read_profile(path, period=None) -> np.ndarray:
 
     Notes
     -----
-    Period t of the output (of length ``P' = min(P, 1 h)``) takes line
-    ``⌊t P' / P⌋ mod N`` (N lines): ``requests_t = rate × P'``. Rates are requests per second
-    at every period, so one file reads the same at any period. The file is read bounded and
-    only if it is a regular file.
+    Period t of the output (of length ``P' = min(P, 1 h)``) takes line ``⌊t P' / P⌋ mod N``:
+    ``requests_t = rate × P'``. The file is read bounded and only if it is a regular file.
 
     References
     ----------

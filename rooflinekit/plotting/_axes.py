@@ -28,8 +28,7 @@ def _one_d(name, values, default):
     """A 1-D float array of plotting positions (the library validates the values themselves)."""
     if values is None:
         return np.asarray(default, dtype=float)
-    arr = as_1d(name, values, allow_scalar=False)
-    return arr
+    return as_1d(name, values, allow_scalar=False)
 
 
 def _labelled(name, values, dim):

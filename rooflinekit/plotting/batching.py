@@ -32,13 +32,7 @@ def _lanes(start, end):
 
 
 def _generation_end(admit, first_token, finish, output_tokens):
-    """When each request produced its last token (layout only; the runs record only ``finish``).
-
-    Members of one static batch share admission and finish and step together, so a member's
-    n-th token comes at the n-th of the batch's steps: the fraction (n - 1) / (n_max - 1) of the
-    way from the first token to the finish of its longest member. A continuous batcher retires a
-    request at its last token, so there the end is the finish itself.
-    """
+    """When each request produced its last token (layout only: see the timeline's Notes)."""
     end = finish.copy()
     first = np.where(np.isfinite(first_token), first_token, admit)
     keys = np.stack([admit, finish], axis=1)
@@ -69,22 +63,17 @@ def plot_batching_timeline(results, ax=None):
     Returns
     -------
     matplotlib.axes.Axes
-        One band of rows per policy, top to bottom in the order given. Each bar is one request:
-        solid, coloured by its output length, from admission to its last token (``ax.patches``,
-        one per request); hatched from there to its finish (one collection per policy), the
-        padding a static batch makes it hold its slot for until the batch's longest member is
-        done. A dotted line marks each policy's makespan; the label gives it with the mean
-        service latency and the padding drawn [slot × time].
+        One band of rows per policy, in the order given; each request a bar (``ax.patches``),
+        solid by output length from admission to its last token, then hatched to its finish:
+        the padding a static batch holds its slot for. A dotted line marks each makespan,
+        labelled with it, the mean service latency and the padding [slot × time].
 
     Notes
     -----
-    The results do not say which slot a request held, so the rows are a layout: each request
-    takes the lowest row free when it is admitted. The runs record when a request finished, not
-    when it produced its last token; the members of a static batch step together, so the n-th
-    token of each comes at the batch's n-th step (exact on the tick clock, where the padding
-    drawn sums to the run's ``padding_slot_steps``; the steps' spacing is taken as even on the
-    roofline clock). Rejected requests (``finish`` NaN) are not drawn. Times are in the runs'
-    ``time_units`` (ticks for the guide's clock).
+    The rows are a layout (each request takes the lowest row free at admission). A static
+    batch's members step together, so a member's n-th token comes at the batch's n-th step
+    (exact on the tick clock, where the padding sums to ``padding_slot_steps``; evenly spaced
+    steps on the roofline clock). Rejected requests are not drawn. Times in ``time_units``.
 
     References
     ----------

@@ -63,9 +63,8 @@ def plot_load_curves(curves, slo, metric="ttft", ax=None):
                    label=f"SLO: p{percentile} {title} ≤ {target * 1e3:g} ms")
     from matplotlib.ticker import FormatStrFormatter
     ax.set_yscale("log")
-    for axis in (ax.yaxis,):
-        axis.set_major_formatter(FormatStrFormatter("%g"))
-        axis.set_minor_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
     ax.set_xlabel("request rate per replica [requests/s]")
     ax.set_ylabel(f"p{percentile} {title} [ms]")
     ax.legend(fontsize="small")
@@ -158,11 +157,10 @@ def plot_decision_flips(table, ax=None):
     Returns
     -------
     matplotlib.axes.Axes
-        One row per input (monthly volume, GPU-hour price, engineering line, pay-as-you-go
-        price) on a log axis of the value over its value now [1]: a dot at 1 (now) and a
-        diamond at the flip point, the stretch between them shaded, each labelled with the
-        flip's value and the side on which self-hosting is cheaper; an input whose flip cannot
-        happen, or whose value now is 0, is labelled in words at 1 without a diamond.
+        One row per input (volume, GPU-hour price, engineering line, pay-as-you-go price) on a
+        log axis of its value over its value now [1]: a dot at 1, a diamond at the flip, each
+        labelled with the flip's value and the side on which self-hosting is cheaper (in words
+        at 1 where it cannot flip, or its value now is 0).
 
     Raises
     ------
@@ -174,8 +172,7 @@ def plot_decision_flips(table, ax=None):
     Notes
     -----
     The flip points are the table's ``break_even_tokens`` and ``tie_*`` at its
-    ``flip_against`` option (:func:`rooflinekit.planning.decision_table`): each input moved
-    alone, the others held at their values now.
+    ``flip_against`` option: each input moved alone.
     """
     _check_ax(ax)
     if not isinstance(table, xr.Dataset) or "flip_against" not in table or \

@@ -92,10 +92,9 @@ def plot_spillover(demand, payg, floor_unit_cost, *, output_fraction, quantiles=
     Returns
     -------
     matplotlib.axes.Axes
-        Floor cost, spillover cost and their total [USD/month] against the quantile [%], the
-        pay-as-you-go-only cost as a dashed line, and the guide's three sizings (peak, p50, p10)
-        and the optimum from :func:`rooflinekit.planning.compare_floor_sizing` marked on the total,
-        each labelled in its own column above the curve with a leader line to its marker.
+        Floor, spillover and total cost [USD/month] against the quantile [%], pay-as-you-go
+        alone dashed, and the guide's three sizings and the optimum
+        (:func:`rooflinekit.planning.compare_floor_sizing`) marked and labelled on the total.
 
     References
     ----------

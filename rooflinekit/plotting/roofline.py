@@ -43,11 +43,8 @@ def plot_roofline(model, gpu, batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), context
 
     Notes
     -----
-    Every number comes from :mod:`rooflinekit.roofline`: decode points from
-    :func:`~rooflinekit.roofline.decode_roofline` (intensity, share of peak), prefill points from
-    :func:`~rooflinekit.roofline.prefill_flops`, :func:`~rooflinekit.roofline.prefill_bytes`
-    and :func:`~rooflinekit.roofline.prefill_time`. The roof itself is
-    ``min(peak, intensity × bandwidth)``.
+    The roof is ``min(peak, intensity × bandwidth)``; the points come from
+    :func:`~rooflinekit.roofline.decode_roofline` and the prefill formulas.
 
     References
     ----------
@@ -122,19 +119,15 @@ def plot_tp_scaling(model, gpu, degrees=(1, 2, 4, 8), batch_size=1, context_leng
     ax : matplotlib.axes.Axes, optional
         Where to draw the step time; the throughput goes on a twin axis on the right.
     engine : Engine or Calibration, optional
-        How the serving engine runs a decode step (:class:`rooflinekit.Engine`), as for
-        :func:`rooflinekit.roofline.tp_scaling`: its ``allreduce`` is the all-reduce model of the
-        solid curves (default ``"collective"``; ``Engine(allreduce="ring")``: the textbook ring
-        the guide's §5 table uses), the dashed ones the same engine without communication.
-        Default :data:`rooflinekit.IDEAL`.
+        How the serving engine runs a decode step, as for :func:`rooflinekit.roofline.tp_scaling`:
+        its ``allreduce`` models the solid curves, the dashed ones the same engine without
+        communication. Default :data:`rooflinekit.IDEAL`.
 
     Returns
     -------
     matplotlib.axes.Axes
-        Step time [ms] (left, from :func:`rooflinekit.roofline.tp_scaling`) and group throughput
-        [tokens/s] (right, from :func:`rooflinekit.roofline.decode_throughput`), solid with the
-        all-reduce and dashed for the guide's simple model; degrees whose memory does not hold
-        the weights are shaded.
+        Step time [ms] (left) and group throughput [tokens/s] (right), solid with the all-reduce
+        and dashed without; degrees whose memory does not hold the weights are shaded.
 
     References
     ----------
@@ -197,8 +190,7 @@ def plot_layouts(model, gpu, n_gpus, batch_size=32, context_length=4096, ax=None
     ax : matplotlib.axes.Axes, optional
         Where to draw.
     engine : Engine or Calibration, optional
-        How the serving engine runs a decode step (:class:`rooflinekit.Engine`), as for
-        :func:`rooflinekit.roofline.layouts`. Default :data:`rooflinekit.IDEAL`.
+        As for :func:`rooflinekit.roofline.layouts`; default :data:`rooflinekit.IDEAL`.
     **options
         The layout's other options, passed to :func:`rooflinekit.roofline.layouts`
         (``micro_batches``, ``max_tp``, ``reserve``, ``prompt_tokens``, link overrides).

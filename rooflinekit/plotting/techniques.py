@@ -112,8 +112,7 @@ def plot_speculative_speedup(model, gpu, tp=1, *, draft, draft_tokens=4, context
     acceptances : array_like, optional
         Acceptance probabilities, one line each [1], in [0, 1]; default 0.5, 0.7, 0.9.
     engine : Engine or Calibration, optional
-        How the serving engine runs a decode step (:class:`rooflinekit.Engine`, or a
-        calibration's decode engine), for the target's and the draft's steps alike. Default
+        How the serving engine runs the target's and the draft's decode steps; default
         :data:`rooflinekit.IDEAL`.
     ax : matplotlib.axes.Axes, optional
         Where to draw.

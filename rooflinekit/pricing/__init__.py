@@ -1,15 +1,12 @@
 """What serving costs and which way to buy it (guide §6, §7).
 
-- :mod:`~rooflinekit.pricing.capacity`: the ways to buy tokens — :class:`PayAsYouGo`,
-  :class:`Provisioned`, :class:`SelfHosted` — with their blended price and unit cost;
-- :mod:`~rooflinekit.pricing.comparisons`: break-even, crossover volume, provisioned savings,
-  the price of dedicated capacity;
-- :mod:`~rooflinekit.pricing.price_list`: the illustrative catalogue prices as price objects
-  (the rows come from :mod:`rooflinekit.catalog`);
-- :mod:`~rooflinekit.pricing.techniques`: a request's cost with prefix-cache hits (pay-as-you-go
-  and on your GPUs) and a million output tokens' with speculative decoding;
-- :mod:`~rooflinekit.pricing.choice`: data-residency and classification gates before cost, and
-  the cheapest admissible option.
+The capacity types (:mod:`~rooflinekit.pricing.capacity`), comparisons between them
+(:mod:`~rooflinekit.pricing.comparisons`), the catalogue's prices as price objects
+(:mod:`~rooflinekit.pricing.price_list`), costs with prefix caching and speculation
+(:mod:`~rooflinekit.pricing.techniques`), and the §7 gates before the cheapest option
+(:mod:`~rooflinekit.pricing.choice`). Prices are USD per 1M tokens, monthly costs USD per month,
+volumes and capacities tokens per month; every numeric argument and spec field may be a number,
+a numpy array or a DataArray, and results come back in the same kind.
 """
 
 from rooflinekit.pricing.comparisons import (

@@ -1,9 +1,4 @@
-"""Inputs of the pricing formulas: spec-field checks, units and labelling of arguments and specs.
-
-Shared by :mod:`rooflinekit.pricing.capacity` (the capacity types and their prices),
-:mod:`rooflinekit.pricing` (break-even arithmetic) and :mod:`rooflinekit.pricing.choice`
-(admissibility gates and the cheapest option).
-"""
+"""Inputs of the pricing formulas: spec-field checks, units and labelling of arguments and specs."""
 
 from __future__ import annotations
 
@@ -38,10 +33,7 @@ TOKENS_PER_MONTH = "tokens/month"
 
 def numeric_field(name: str, value, *, positive: bool = False, hi=None,
                   allow_none: bool = False):
-    """Validate a numeric spec field (>= 0, > 0 with ``positive``, <= ``hi`` when given).
-
-    Lists become arrays; everything else is kept as given.
-    """
+    """A checked numeric spec field (>= 0, > 0 with ``positive``, <= ``hi``); lists as arrays."""
     if value is None and allow_none:
         return None
     value = widen(value)                 # float16 / uint8 fields computed in float64 / int64
@@ -52,9 +44,7 @@ def numeric_field(name: str, value, *, positive: bool = False, hi=None,
 
 
 def widened(func):
-    """``func`` with every argument in the computing types (:func:`rooflinekit._labels.widen`)
-    before its checks and its arithmetic: float16 and float32 become float64, narrow and
-    unsigned integers int64; other values pass unchanged."""
+    """``func`` with every argument widened by :func:`rooflinekit._labels.widen` first."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         return func(*(widen(a) for a in args), **{k: widen(v) for k, v in kwargs.items()})
@@ -88,12 +78,8 @@ ARGUMENT_DIMS = MappingProxyType({
 
 
 def prepare(named: Mapping, *specs):
-    """Label every 1-D ndarray input, spec fields included, when any input is labelled.
-
-    Returns the arguments (lists as arrays) and the specs, rebuilt with labelled fields when
-    needed, so that every sub-formula sees the same dimension names: an argument's dimension is
-    its name, a spec field's dimension is the field's name.
-    """
+    """The arguments and specs, every 1-D ndarray labelled (by its argument's or field's name)
+    when any input is labelled, so that every sub-formula sees the same dimension names."""
     fields = [s._numeric() for s in specs]
     values = [*named.values(), *(v for f in fields for v in f.values())]
     if not any(is_labelled(v) for v in values):
@@ -116,10 +102,7 @@ def any_positive(name: str, value) -> bool:
 
 
 def price_per_gpu_hour(gpu, price, name: str = "hourly_price"):
-    """Price of one GPU-hour [USD/h]: ``price`` (≥ 0) when given, else the catalogue's per GPU.
-
-    ``ValueError`` naming ``name`` when neither is known.
-    """
+    """Price of one GPU-hour [USD/h]: ``price`` (≥ 0) when given, else the catalogue's per GPU."""
     check_type("gpu", gpu, (GPU, xr.Dataset))
     if price is not None:
         check_nonnegative(name, price)
@@ -139,11 +122,6 @@ def check_hits(payg, prefix_share) -> None:
 
 
 def check_engine(engine):
-    """``engine`` unchanged, once known to stand for an :class:`~rooflinekit.Engine`.
-
-    An ``Engine``, a calibration (anything with ``engine_for``) or ``None``; anything else
-    raises ``TypeError`` naming ``engine``, before any price or throughput is looked up. The
-    object itself is handed on to the roofline, which asks it for the engine of its phase.
-    """
+    """``engine`` unchanged, once known to be an Engine, a calibration or None (else TypeError)."""
     roofline.engine_for(engine, "decode")
     return engine

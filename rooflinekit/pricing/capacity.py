@@ -1,22 +1,10 @@
 """The three capacity types of serving and what each one charges (guide §6.1, §6.2, §6.5).
 
-Each is a small frozen spec holding prices, with its capacity and its monthly cost at a volume:
-
-* :class:`PayAsYouGo` — per-token billing on a shared pool (§6.1), priced per 1M input and output
-  tokens, optionally with a cached-input price and a long-context tier; :func:`blended_price`
-  ``c_in(1−f) + c_out·f`` is its price per token at an output fraction ``f``.
-* :class:`Provisioned` — dedicated capacity for a fixed monthly (or hourly) cost (§6.2), whose
-  capacity in tokens depends on the input:output mix, because output tokens cost the provider more
-  capacity than input tokens.
-* :class:`SelfHosted` — your own GPUs: GPUs × hourly price × hours per month + the engineering line
-  + other fixed costs (§6.5), with a capacity given or derived from the roofline throughput;
-  :func:`unit_cost` spreads a fixed monthly cost over a volume.
-
-Comparisons between them (break-even, crossover volume, savings surfaces, capacity price) and the
-illustrative price list are :mod:`rooflinekit.pricing`, which re-exports everything here. Units and
-input kinds are those of :mod:`rooflinekit.pricing`: prices in USD per 1M tokens, monthly costs in
-USD per month, volumes and capacities in tokens per month; every numeric argument and spec field
-may be a Python number, a numpy array or an :class:`xarray.DataArray`.
+:class:`PayAsYouGo` (per-token billing on a shared pool; :func:`blended_price`),
+:class:`Provisioned` (dedicated capacity for a fixed cost, its capacity depending on the
+input:output mix) and :class:`SelfHosted` (your own GPUs; :func:`unit_cost` spreads its fixed
+monthly cost over a volume): frozen specs of prices with their capacity and monthly cost at a
+volume. Units and input kinds are those of :mod:`rooflinekit.pricing`.
 """
 
 from __future__ import annotations
@@ -59,10 +47,8 @@ __all__ = ["PayAsYouGo", "Provisioned", "SelfHosted", "blended_price", "unit_cos
 #: Longest billed month [h]: 31 days of 24 hours.
 _MAX_HOURS_PER_MONTH = 744
 
-#: Lowest plausible price of a token [USD per 1M tokens]: $0.001 per million. A price typed per
-#: token instead of per 1M tokens (0.6e-6 for $0.60 per 1M) lies six orders of magnitude
-#: below a real list price and far below this floor; the cheapest 2025-26 list prices of
-#: hosted models are about $0.02 per 1M tokens.
+#: Lowest plausible price of a token [USD per 1M tokens]: $0.001 per million (list prices start
+#: near $0.02), far above a price typed per token (0.6e-6 for $0.60 per 1M).
 MIN_PRICE_PER_MTOK = 1e-3
 
 
@@ -78,8 +64,7 @@ def _check_per_mtok(name: str, value) -> None:
 
 
 def _check_fields(spec, *names, **rules) -> None:
-    """Check the numeric fields ``names`` of a frozen spec by :func:`numeric_field` ``rules``, in
-    order, and store what it returns (lists become arrays)."""
+    """Check and store the numeric fields ``names`` of a frozen spec (:func:`numeric_field`)."""
     for name in names:
         object.__setattr__(spec, name, numeric_field(name, getattr(spec, name), **rules))
 
@@ -94,8 +79,7 @@ class PayAsYouGo:
     ----------
     input_per_mtok : float or array_like
         Price of input (prompt) tokens [USD per 1M tokens], finite and at least
-        :data:`MIN_PRICE_PER_MTOK` (0.001): a price per token (6e-7 for $0.60 per 1M) is refused
-        with a ``ValueError`` that names the slip.
+        :data:`MIN_PRICE_PER_MTOK` (0.001): a price per token is refused, naming the slip.
     output_per_mtok : float or array_like
         Price of output (generated) tokens [USD per 1M tokens], finite and at least 0.001.
     cached_input_per_mtok : float or array_like, optional
@@ -203,9 +187,9 @@ class Provisioned:
     monthly_capacity_tokens : float or array_like
         Tokens the commitment can serve in a month at the reference mix [tokens/month], > 0.
     output_weight : float or array_like
-        Capacity one output token consumes, in input tokens [1], > 0. Default 1 (capacity does not
-        depend on the mix, as in the guide's worked example). Azure's PTU sizing counts one output
-        token as several input tokens [2]_; measure it with your own traffic (§6.2).
+        Capacity one output token consumes, in input tokens [1], > 0. Default 1 (the guide's
+        worked example); Azure's PTU sizing counts one output token as several input tokens
+        [2]_: measure it with your own traffic (§6.2).
     reference_output_fraction : float or array_like
         Output fraction at which ``monthly_capacity_tokens`` was quoted [1], in [0, 1]. Default 0:
         the capacity is in input-token equivalents.
@@ -383,12 +367,11 @@ class SelfHosted:
         data of a self-hosted deployment (default ``third_party=False``); ``region`` is where your
         GPUs run.
     power_per_gpu : float or array_like
-        Average electrical power of one GPU over the month [W], >= 0; default 0. The catalogue's
-        ``GPU.board_power`` is its ceiling; :func:`rooflinekit.roofline.energy_per_token` times
-        the token rate is the draw at a load.
+        Average electrical power of one GPU over the month [W], >= 0; default 0 (at most the
+        catalogue's ``GPU.board_power``).
     electricity_price : float or array_like
-        Price of electricity [USD/kWh], >= 0; default 0. Rented cloud GPUs include power in
-        their hourly price (leave it 0); owned ones do not.
+        Price of electricity [USD/kWh], >= 0; default 0, as rented GPUs' hourly price includes
+        power.
     pue : float or array_like
         Power usage effectiveness of the facility [1], >= 1 (facility power ÷ IT power: cooling
         and power distribution on top of the GPUs); default 1.0.
@@ -396,11 +379,9 @@ class SelfHosted:
     Notes
     -----
     ``monthly_cost = n_gpus × gpu_hourly × hours_per_month + power_monthly_cost +
-    engineering_monthly + other_fixed_monthly`` with the electricity line
-    ``power_monthly_cost = n_gpus × power_per_gpu / 1000 × hours_per_month × pue ×
-    electricity_price`` [USD/month] (W ÷ 1000 = kW, × h = kWh). The cost is fixed and the volume
-    is not: an idle GPU costs as much as a busy one, so the unit cost is a utilisation bet
-    (:meth:`unit_cost`).
+    engineering_monthly + other_fixed_monthly``, ``power_monthly_cost = n_gpus × power_per_gpu
+    / 1000 × hours_per_month × pue × electricity_price`` [USD/month]. An idle GPU costs as much
+    as a busy one, so the unit cost is a utilisation bet (:meth:`unit_cost`).
 
     References
     ----------
@@ -465,10 +446,8 @@ class SelfHosted:
         replicas : int
             Model replicas (data parallel) [1]; ``n_gpus = tp × replicas``.
         engine : Engine or Calibration, optional
-            How the serving engine runs a decode step (:class:`rooflinekit.Engine`, or a
-            calibration, asked for its decode engine), passed to ``decode_throughput``; default
-            :data:`rooflinekit.IDEAL`, the ideal model (§3). Anything else raises
-            ``TypeError`` first, before any price or throughput is looked up.
+            How the serving engine runs a decode step, passed to ``decode_throughput``; default
+            :data:`rooflinekit.IDEAL` (§3). Anything else raises ``TypeError`` first.
         hours_per_month, other_fixed_monthly, **kwargs
             As for :class:`SelfHosted`.
 
@@ -480,10 +459,8 @@ class SelfHosted:
 
         Notes
         -----
-        ``rooflinekit.roofline.decode_throughput(model, gpu, batch_size, context_length, tp)`` is
-        the generated-token rate of one tensor-parallel group [tokens/s]. Counting every billed
-        token at that rate is conservative: prompt tokens go through prefill, which processes them
-        in parallel at a far higher rate (§3.1).
+        Counting every billed token at the decode rate of one group is conservative: prefill
+        processes prompt tokens in parallel at a far higher rate (§3.1).
 
         References
         ----------
@@ -514,10 +491,9 @@ class SelfHosted:
         Parameters
         ----------
         cheapest : xarray.Dataset
-            One configuration of :func:`rooflinekit.cheapest_plan` (``by=None``, or one label
-            of each ``by`` dimension selected): its ``gpus``, ``replicas``, ``gpu_hourly``,
-            ``max_rate`` and the plan's ``attrs`` (mean prompt and output tokens, the
-            engineering line).
+            One configuration of :func:`rooflinekit.cheapest_plan` (one label of each ``by``
+            dimension selected): its ``gpus``, ``replicas``, ``gpu_hourly``, ``max_rate`` and
+            the plan's ``attrs``.
         end : {None, "low", "high"}
             The fleet at the median max rate (default), or at the band's ends: ``"low"`` the
             fewer GPUs of the 90th-percentile rate, ``"high"`` the more of the 10th.
@@ -527,10 +503,9 @@ class SelfHosted:
         Returns
         -------
         SelfHosted
-            ``n_gpus`` = the fleet's GPUs, ``gpu_hourly`` = the plan's price per GPU-hour
-            [USD/h], ``engineering_monthly`` = the plan's [USD/month] and ``capacity_tokens`` =
-            ``max_rate × replicas × 730 h × 3600 s × (mean prompt + mean output)``
-            [tokens/month].
+            The fleet's GPUs at the plan's ``gpu_hourly`` [USD/h] and ``engineering_monthly``
+            [USD/month], ``capacity_tokens = max_rate × replicas × 730 h × 3600 s × (mean prompt
+            + mean output)`` [tokens/month].
 
         Raises
         ------

@@ -1,11 +1,7 @@
 """Which capacity may serve a workload, and the cheapest that may (guide §7, §6).
 
-Capacity strategy is downstream of data classification: a :class:`Compliance` says what a
-workload's data allows (its classification, whether a third party may process it, where it may be
-processed); :func:`admissibility` says why an option fails those gates; :func:`cheapest_option`
-removes inadmissible options *before* comparing cost and sends exact ties to pay-as-you-go. The
-capacity types it gates are in :mod:`rooflinekit.pricing.capacity`; :mod:`rooflinekit.pricing`
-compares their costs and re-exports this module's names.
+Capacity strategy is downstream of data classification: the :class:`Compliance` gates remove
+options before any cost is compared, and exact ties go to pay-as-you-go.
 """
 
 from __future__ import annotations
@@ -211,10 +207,9 @@ def cheapest_option(monthly_tokens, options, output_fraction, *, workload=None, 
 
     Notes
     -----
-    Order of decision, as §7 requires: (1) remove options the workload may not use (a third
-    party processing restricted data; processing outside the allowed regions); (2) among those
-    left, cost each at the volume and mix (dedicated options cost ``inf`` above their capacity);
-    (3) take the cheapest, and on a tie take pay-as-you-go — no commitment for no saving.
+    Order of decision, as §7 requires: (1) remove the options the workload may not use; (2) cost
+    the rest at the volume and mix (dedicated ones ``inf`` above their capacity); (3) take the
+    cheapest, on a tie pay-as-you-go — no commitment for no saving.
 
     References
     ----------

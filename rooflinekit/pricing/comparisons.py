@@ -1,25 +1,10 @@
-"""What serving costs: pay-as-you-go, provisioned and self-hosted capacity, compared (§6, §7).
+"""Comparisons of the capacity types of :mod:`rooflinekit.pricing.capacity` (guide §6, §7).
 
-The three capacity types — :class:`PayAsYouGo` (§6.1), :class:`Provisioned` (§6.2) and
-:class:`SelfHosted` (§6.5) — with :func:`blended_price` and :func:`unit_cost`, the price each one
-charges, live in :mod:`rooflinekit.pricing.capacity`. This module compares them:
-:func:`break_even` (tokens and utilisation, §6.3), :func:`crossover_volume` (§6.5),
-:func:`provisioned_savings` and :func:`provisioned_unit_cost` (break-even surfaces over volume and
-utilisation) and :func:`capacity_price` (what a token of dedicated capacity costs, used or not).
-It reads no price list: the catalogue's illustrative prices as price objects are in
-:mod:`rooflinekit.pricing.price_list`. The gates that remove options a
-:class:`~rooflinekit.pricing.Compliance` may not use *before* comparing cost (§7), and the
-cheapest admissible option, live in :mod:`rooflinekit.pricing.choice`.
-
-Units. Prices at the interface are USD per 1M tokens (``*_per_mtok``), the way price lists quote
-them; monthly costs are USD per month; volumes and capacities are tokens per month. The output
-fraction ``f`` is the share of billed tokens that are output tokens; no function assumes one — it
-is always a required argument, because the break-even moves by nearly 2× between f = 0.1 and
-f = 0.5 (§6.3, §10).
-
-Every numeric argument, including the fields of the pricing specs, may be a Python number, a numpy
-array or an :class:`xarray.DataArray`; results come back in the same kind (DataArrays carry
-``units`` and ``long_name``), so a whole break-even surface is one call.
+Break-even, crossover volume, provisioned savings and unit cost, and the price of dedicated
+capacity. Units as in :mod:`rooflinekit.pricing`: USD per 1M tokens, USD per month, tokens per
+month. The output fraction ``f`` is always a required argument: the break-even moves by nearly
+2× between f = 0.1 and f = 0.5 (§6.3, §10). Numbers, numpy arrays and DataArrays come back in
+the same kind, so a whole break-even surface is one call.
 """
 
 from __future__ import annotations
@@ -91,10 +76,9 @@ def break_even(provisioned, payg, output_fraction, *, prefix_share=0.0, cached_i
         Share of billed tokens that are output tokens, f [1], in [0, 1]. Required: a break-even
         without the mix is not a number (§6.3, §10).
     prefix_share : float or array_like
-        Share of input tokens that hit a prefix cache, h [1], in [0, 1]; default 0 (no
-        caching). Pay-as-you-go bills them at ``payg.cached_input_per_mtok`` (required when
-        h > 0; :func:`blended_price`'s ``cached_fraction``), and on the commitment each
-        consumes ``cached_input_weight`` of an input token's capacity.
+        Share of input tokens that hit a prefix cache, h [1], in [0, 1]; default 0. Pay-as-you-go
+        bills them at ``payg.cached_input_per_mtok`` (required when h > 0); on the commitment
+        each consumes ``cached_input_weight`` of an input token's capacity.
     cached_input_weight : float or array_like
         Capacity a cached input token consumes, in input tokens, c [1], in [0, 1]; default 1
         (a hit frees no capacity). A self-hosted hit skips its prefill compute, towards 0
@@ -114,11 +98,9 @@ def break_even(provisioned, payg, output_fraction, *, prefix_share=0.0, cached_i
 
     Notes
     -----
-    ``tokens = C_p / c_b × 1e6`` with ``c_b`` the blended price per 1M tokens (the guide writes
-    it per 1,000 tokens with a factor 1,000), and ``utilization = tokens / K(f)`` with ``K(f)`` the
-    capacity at the mix (:class:`Provisioned`). With output priced above input the break-even
-    utilisation falls as f rises while the output weight ``w`` is below the price ratio
-    ``c_out / c_in``; with ``w`` equal to the ratio it does not move.
+    ``tokens = C_p / c_b × 1e6`` with ``c_b`` the blended price per 1M tokens, and
+    ``utilization = tokens / K(f)`` with ``K(f)`` the capacity at the mix (:class:`Provisioned`):
+    it falls as f rises while the output weight ``w`` is below the price ratio ``c_out / c_in``.
 
     With a prefix hit share h the blended price is ``(c_in(1 − h) + c_cached·h)(1 − f) +
     c_out·f`` and the capacity at the mix grows to

@@ -1,15 +1,9 @@
 """The catalogue's illustrative, dated prices as price objects (guide §6, §12).
 
-:func:`payg_price` and :func:`provisioned_example` build a :class:`PayAsYouGo` and a
-:class:`Provisioned` from a row of ``data/prices.toml``; :func:`gpu_hourly_price` gives a
-GPU-hour's price and :func:`load_prices` the whole list. The file is read, and its rows found by
-name, in :mod:`rooflinekit.catalog` (:func:`~rooflinekit.catalog.payg_row`,
-:func:`~rooflinekit.catalog.provisioned_row`, :func:`~rooflinekit.catalog.gpu_hourly_row`), which
-builds no price object; this module only turns a row's numbers into one and compares nothing
-(:mod:`rooflinekit.pricing.comparisons`).
-
-Every price in the file is illustrative and perishable (guide §12): re-derive with your provider's
-current price list before deciding anything.
+Turns a row of ``data/prices.toml`` (read and found by name in :mod:`rooflinekit.catalog`) into
+a :class:`PayAsYouGo`, a :class:`Provisioned` or a GPU-hour's price. Every price in the file is
+illustrative and perishable (guide §12): re-derive with your provider's current price list before
+deciding anything.
 """
 
 from __future__ import annotations
@@ -34,8 +28,7 @@ def load_prices() -> dict:
 
     Notes
     -----
-    Every price in the file is illustrative and perishable (guide §12): re-derive with your
-    provider's current price list before deciding anything.
+    Illustrative and perishable prices: see the module docstring.
     """
     return catalog.price_table()
 

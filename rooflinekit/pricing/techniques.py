@@ -1,17 +1,8 @@
 """What prefix caching and speculative decoding do to what a request and a token cost (§6).
 
-- :func:`payg_cost_per_request`: a pay-as-you-go bill of one request whose prompt partly hits the
-  provider's prompt cache (billed at the cached-input price);
-- :func:`cost_per_request`: the GPU cost of one request on your own GPUs, where a hit skips its
-  prefill compute (:func:`rooflinekit.roofline.prefill_time` with ``cached_tokens``);
-- :func:`speculative_cost_per_million_tokens`: the GPU cost of a million output tokens decoded
-  with speculation, the draft model's weights taken from the KV budget.
-
-The prefix hit share is ``prefix_share`` everywhere (the sweep's dimension of that name): the
-share of each prompt that is a shared prefix found in the cache. The break-even volume and
-utilisation with hits is :func:`rooflinekit.pricing.break_even` with ``prefix_share``. Every
-number may be a Python number, a numpy array or an :class:`xarray.DataArray`; results come
-back in the same kind.
+A request's pay-as-you-go bill with prompt-cache hits, its GPU cost on your own GPUs where a hit
+skips prefill compute, and a million output tokens' GPU cost with speculation. ``prefix_share``
+is the share of each prompt found in the cache, as the sweep's dimension of that name.
 """
 
 from __future__ import annotations
@@ -123,8 +114,7 @@ def cost_per_request(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=
     hourly_price : float or array_like, optional
         Price of one GPU-hour [USD/h], ≥ 0; default the GPU's catalogue price.
     engine : Engine or Calibration, optional
-        How the serving engine runs a step (:class:`rooflinekit.Engine`); a calibration gives
-        its prefill engine to the prefill and its decode engine to the decode steps. Default
+        How the serving engine runs a step (a calibration's per phase); default
         :data:`rooflinekit.IDEAL`.
 
     Returns
@@ -145,10 +135,9 @@ def cost_per_request(model, gpu, prompt_tokens, output_tokens, batch_size=1, tp=
 
     Notes
     -----
-    The prefill runs alone on the group; each decode step is shared by the ``B`` sequences of
-    the batch, so a request pays ``1/B`` of it. GPU time only, fully utilised: no idle time,
-    queueing or engineering (:class:`~rooflinekit.pricing.SelfHosted` holds those). A hit
-    saves prefill compute only; the decode steps, which read the whole context, do not change.
+    The prefill runs alone on the group; a request pays ``1/B`` of each shared decode step. GPU
+    time only, fully utilised (no idle time, queueing or engineering). A hit saves prefill
+    compute only; the decode steps read the whole context.
 
     References
     ----------
@@ -195,8 +184,7 @@ def speculative_cost_per_million_tokens(model, gpu, batch_size=1, context_length
     reserve : float
         Working-space share of the memory left after the weights, in [0, 1). Default 0.10.
     engine : Engine or Calibration, optional
-        How the serving engine runs a decode step (:class:`rooflinekit.Engine`, or a
-        calibration's decode engine), for the target's and the draft's steps alike. Default
+        How the serving engine runs the target's and the draft's decode steps; default
         :data:`rooflinekit.IDEAL`.
 
     Returns
@@ -213,11 +201,10 @@ def speculative_cost_per_million_tokens(model, gpu, batch_size=1, context_length
 
     Notes
     -----
-    Without speculation the cost is :func:`rooflinekit.roofline.cost_per_million_tokens`;
-    this one divides it by the speed-up (:func:`rooflinekit.roofline.speculative_speedup`), so
-    it is lower where speculation pays — small batches, memory-bound decode — and higher
-    where the batch makes decode compute-bound. ``k = 0`` is decoding without speculation (the
-    draft's weights still held). GPU time only, fully utilised.
+    :func:`rooflinekit.roofline.cost_per_million_tokens` divided by the speed-up: lower where
+    speculation pays (small batches, memory-bound decode), higher where decode is
+    compute-bound. ``k = 0`` decodes without speculation, the draft's weights still held. GPU
+    time only, fully utilised.
 
     References
     ----------

@@ -1,12 +1,7 @@
 """Design-space sweeps: every quantity over models × GPUs × TP × context × batch × prompt.
 
-- :mod:`~rooflinekit.sweep.variables`: the variable registry, each entry with its axes, units,
-  long name and formula;
-- :mod:`~rooflinekit.sweep.grid`: :func:`sweep`: validates the inputs, lays out the axes and
-  computes the registry's formulas block by block (in memory, or lazily in dask blocks);
-- :mod:`~rooflinekit.sweep.reductions`: the best, the cheapest under targets, the Pareto front
-  and the best TP, streamed block by block;
-- :mod:`~rooflinekit.sweep.io`: writing a sweep to netCDF or zarr.
+The variable registry, :func:`sweep` (in memory or lazily in dask blocks), streaming reductions
+(best, cheapest, Pareto front, best TP) and writing to netCDF or zarr.
 """
 
 from rooflinekit.sweep._dask import DISTRIBUTED_EXTRA, distributed_client

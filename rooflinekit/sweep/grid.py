@@ -1,39 +1,10 @@
 """Design-space sweeps: every derived quantity over every dimension, as one labelled Dataset.
 
-:func:`sweep` evaluates the variables of :mod:`rooflinekit.sweep.variables` (the memory model and
-the roofline) over the outer product of models, GPUs, tensor-parallel degrees, context lengths,
-batch sizes and prompt lengths — and, when asked, pipeline and expert-parallel degrees,
-speculative decoding's drafted tokens and acceptance, and prefix caching's share of each prompt —
-and returns one :class:`xarray.Dataset`. This module validates the inputs once, lays out the axes,
-cuts the grid into blocks, runs each block's formulas (in memory or as dask tasks) and assembles
-the Dataset; what each variable is and how it is computed is the registry's, not this module's.
-
-How it stays fast and small
----------------------------
-The formulas read spec fields through :func:`rooflinekit._labels.spec_value`, which is plain
-``getattr`` for anything that is not a Dataset. The sweep therefore builds *array specs*:
-namespaces whose fields are numpy arrays shaped to broadcast over the sweep axes with size-1 axes
-everywhere else, and the registry's formulas call the public :mod:`rooflinekit.memory` and
-:mod:`rooflinekit.roofline` functions on them. No xarray operation runs per variable, and every
-variable is computed on its own minimal broadcast shape (usable KV bytes over
-``model × gpu × tp``, the decode step over the five decode dimensions, ...). The results are
-wrapped into one Dataset at the end. Grids above :data:`AUTO_BLOCK_CELLS` cells are computed in
-blocks on a thread pool (numpy releases the GIL), which keeps temporaries small and uses every core.
-
-With ``chunks`` the Dataset is lazy and dask-backed. Its graph holds one task per block of the grid;
-a task receives the small coordinate arrays and the block's index, computes every variable of that
-block and nothing more, and each variable's chunks are views of those tasks. The full grid never
-sits in the graph or in memory, so the same code runs on a threaded scheduler or a
-``dask.distributed`` cluster, and the reductions of :mod:`rooflinekit.sweep.reductions`
-(``best_configuration``, ``best_tp``, ``cheapest_configuration``, ``pareto_front``) stream
-through the blocks keeping only a few numbers per block.
-
-Writing to disk is :mod:`rooflinekit.sweep.io`; the folder's face :mod:`rooflinekit.sweep`
-exports them all. The ``rooflinekit sweep`` command is :mod:`rooflinekit.cli.sweep`.
-
-dask and distributed are optional: ``pip install rooflinekit[distributed]``. netCDF output needs
-``netCDF4`` or ``scipy`` (scipy is a core dependency: netCDF3 via ``engine="scipy"``); zarr output
-needs ``zarr`` (``pip install zarr``).
+:func:`sweep` validates the inputs once, lays out the axes, cuts the grid into blocks, runs each
+block's formulas of :mod:`rooflinekit.sweep.variables` on array specs (in memory, or as one dask
+task per block) and wraps one :class:`xarray.Dataset`; docs/architecture.md says how it stays fast.
+dask and distributed are optional (``pip install rooflinekit[distributed]``); netCDF output needs
+``netCDF4`` or ``scipy``, zarr output ``zarr``.
 """
 
 from __future__ import annotations
@@ -113,11 +84,7 @@ _REQUIRED = {
 }
 
 def _spec_table(specs, kind):
-    """Names and 1-D float fields of models or GPUs (names, spec objects or a Dataset).
-
-    Spec objects are read with :func:`rooflinekit.catalog.spec_fields`, without building a
-    Dataset: a Dataset costs a millisecond, which matters on small grids.
-    """
+    """Names and 1-D float fields of models or GPUs (names, specs or a Dataset)."""
     dim = dims.MODEL if kind == "model" else dims.GPU
     cls = ModelShape if kind == "model" else GPU
     lookup = catalog.model if kind == "model" else catalog.gpu
@@ -209,10 +176,7 @@ class _Grid:
 
 
 def _resolve(variables, speculative=False):
-    """Requested variables plus every variable they are computed from, in dependency order.
-
-    The speculative variables exist only in a sweep over ``draft_tokens``.
-    """
+    """Requested variables and every variable they are computed from, in dependency order."""
     known = [*VARIABLES, *(SPECULATIVE_VARIABLES if speculative else ())]
     if variables is None:
         wanted = known
@@ -255,8 +219,7 @@ def _block_bounds(grid, block):
 
 
 def _block_env(grid, bounds):
-    """The environment the formulas read for one block: array specs and axis arrays shaped to
-    broadcast over the sweep axes, and the grid's settings."""
+    """The environment the formulas read for one block (array specs, axis arrays, settings)."""
     model = SimpleNamespace(**{k: _shaped(v[bounds[_M]], _M) for k, v in grid.model_fields.items()})
     gpu = SimpleNamespace(**{k: _shaped(v[bounds[_G]], _G) for k, v in grid.gpu_fields.items()})
     tp = _shaped(grid.axes[_T][bounds[_T]], _T)
@@ -283,11 +246,7 @@ def _var_axes(grid, name):
 
 
 def _compute_block(grid, block):
-    """Every variable of ``grid.variables`` over one block: name -> array over its own axes.
-
-    Each variable is computed by its registry entry's formula on its minimal broadcast shape
-    (size-1 axes where it does not depend on an axis); those axes are then dropped.
-    """
+    """Every variable of ``grid.variables`` over one block: name -> array over its own axes."""
     bounds = _block_bounds(grid, tuple(block))
     extent = tuple(b.stop - b.start for b in bounds)
     env = _block_env(grid, bounds)
@@ -361,9 +320,7 @@ def _chunks(shape, chunks):
 MAX_SWEEP_BLOCKS = 100_000
 
 #: Fewest cells a block should hold once a sweep has more than :data:`SMALL_BLOCKS_ALLOWED`
-#: blocks: 1,024. Each block costs milliseconds to build and schedule (3 ms measured, 17 ms in
-#: the issue's run), its cells microseconds to compute: 10,000 one-cell blocks took 173 s for
-#: what takes 2 s in memory.
+#: blocks: 1,024 (a block costs milliseconds to schedule, its cells microseconds to compute).
 MIN_BLOCK_CELLS = 1024
 
 #: Blocks any chunking may have, however small: 1,000 (a few seconds of scheduling).
@@ -394,13 +351,8 @@ def check_blocks(shape, chunks) -> int:
 
 
 def _compute_in_memory(grid):
-    """Every variable over the whole grid, as numpy arrays.
-
-    Grids above :data:`AUTO_BLOCK_CELLS` are computed block by block on a thread pool (numpy
-    releases the GIL) into preallocated outputs: blocks keep temporaries small enough for the
-    allocator to reuse and the cache to hold, and use every core. The values are the same as
-    one whole-grid evaluation: every formula is elementwise.
-    """
+    """Every variable over the whole grid, as numpy arrays (above :data:`AUTO_BLOCK_CELLS`
+    cells, block by block on a thread pool; the same values, every formula being elementwise)."""
     shape = grid.shape
     if int(np.prod(shape)) <= AUTO_BLOCK_CELLS:
         return _compute_block(grid, (0,) * _N)
@@ -463,27 +415,20 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         the prompt fills the context, and ``prefill_time`` runs over ``context_length``.
     pp, ep : int or sequence of int, optional
         Pipeline- and expert-parallel degrees [1], each ≥ 1, as dimensions ``pp`` and ``ep``
-        (:func:`rooflinekit.roofline.layout_decode_step_time`). ``None`` (default): no such
-        dimension, today's single tensor-parallel group. A pipeline's ``tp × pp`` GPUs hold the
-        weights and KV; expert parallelism spreads the experts over a stage's ``tp`` GPUs (so
-        ``ep`` divides ``tp``) and adds the all-to-all. Cells whose layout does not divide the
-        model (``tp`` the heads, ``pp`` the layers, ``ep`` the experts or ``tp``; ``ep > 1`` for
-        a dense model) do not fit and have NaN times. Without ``pp`` and ``ep`` a ``tp`` that
-        does not divide the heads (or the KV heads, nor they it) holds no KV and does not fit,
-        its times computed as for any cell that does not fit:
-        :func:`rooflinekit.parallel.check_layout`'s rule, as the batchers and ``plan`` apply it.
-        A ``tp`` above the GPU's ``scale_up_gpus`` (one NVLink domain) does not fit either: its
-        all-reduces would cross the network, which is not timed.
+        (:func:`rooflinekit.roofline.layout_decode_step_time`); ``None`` (default): no such
+        dimension. A pipeline's ``tp × pp`` GPUs hold the weights and KV; experts spread over a
+        stage's ``tp`` GPUs and add the all-to-all. A cell whose layout does not divide the
+        model (:func:`rooflinekit.parallel.check_layout`'s rule; without ``pp`` and ``ep``, the
+        rule for ``tp``) does not fit and holds no KV (its times NaN on a layout), nor does a
+        ``tp`` above the GPU's ``scale_up_gpus``, whose all-reduces would cross the network.
     micro_batches : int
         Micro-batches a pipeline splits each batch into [1], ≥ 1; every ``batch_size`` must be
         a multiple of it. Default 1.
     draft_tokens : int or sequence of int, optional
         Tokens drafted per speculative step, k [tokens], each ≥ 0, as dimension
-        ``draft_tokens`` (vLLM's ``--num-speculative-tokens``). Given with ``acceptance`` and
-        ``draft``, the sweep adds the ``speculative_*`` variables
-        (:func:`rooflinekit.roofline.speculative_speedup`). ``None`` (default): no speculation.
-        With ``pp``/``ep`` the verification passes the layout as a decode step does and the
-        drafts run on one ``tp`` group outside the pipeline.
+        ``draft_tokens``; with ``acceptance`` and ``draft`` the sweep adds the
+        ``speculative_*`` variables (:func:`rooflinekit.roofline.speculative_speedup`). With
+        ``pp``/``ep`` the verification passes the layout and the drafts run on one ``tp`` group.
     acceptance : float or sequence of float, optional
         Probability α that the target accepts a drafted token [1], each in [0, 1], as
         dimension ``acceptance``; with ``draft_tokens``.
@@ -494,39 +439,28 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         such as EAGLE or MTP, whose weights are not counted); with ``draft_tokens``.
     prefix_share : float or sequence of float, optional
         Share of each prompt that is one prefix all sequences share and the prefix cache holds
-        [1], each in [0, 1], as dimension ``prefix_share``. Its whole blocks are held once
-        (``max_concurrent_sequences``: ``⌊share × context_length⌋`` shared tokens, in blocks of
-        16) and a prefill reads them instead of computing them (``prefill_time``:
-        ``⌊share × prompt⌋`` cached tokens). ``None`` (default): nothing shared or cached.
+        [1], each in [0, 1], as dimension ``prefix_share``: ``⌊share × context_length⌋`` tokens
+        held once in blocks of 16, ``⌊share × prompt⌋`` read rather than computed by prefill.
     engine : Engine or Calibration, optional
-        How the serving engine runs a step (:class:`rooflinekit.Engine`: efficiencies,
-        overheads, the all-reduce model, ``compute_dtype``, ``activation_dtype``, ...), or a
-        :class:`rooflinekit.calibrate.Calibration`: its prefill engine
-        (``engine_for("prefill")``) times ``prefill_time``, its decode engine every other
-        time (a calibration with knob sets gives its shared knobs). A name picks a shipped
-        profile (``"vllm"``, ``"sglang"``, ``"trtllm"``) or the bound (``"ideal"``:
-        :data:`rooflinekit.IDEAL`, the guide's roofline). Default ``None``: the vLLM profile
-        of each GPU (:func:`rooflinekit.engine_profile`; several GPUs: one sweep per GPU, each
-        within its share of ``memory_limit``, joined). Its fields must be single numbers
-        (the sweep's own dimensions are the grid). Unless its ``allreduce`` is ``"guide"``
-        (the guide's simple model, no communication) and without an
-        ``interconnect_bandwidth`` of its own, every GPU must have a known interconnect
-        bandwidth when any ``tp > 1``. The Dataset's ``model_quality`` is the engine's
-        ``label``.
+        How the serving engine runs a step (:class:`rooflinekit.Engine`), or a calibration (its
+        prefill engine times ``prefill_time``, its decode engine every other time; its shared
+        knobs), or a name: a shipped profile (``"vllm"``, ``"sglang"``, ``"trtllm"``) or
+        ``"ideal"`` (:data:`rooflinekit.IDEAL`). Default ``None``: the vLLM profile of each GPU
+        (several GPUs: one sweep per GPU, each within its share of ``memory_limit``, joined).
+        Its fields must be single numbers. Unless its ``allreduce`` is ``"guide"`` or it has an
+        ``interconnect_bandwidth`` of its own, every GPU needs a known interconnect bandwidth
+        when any ``tp > 1``. ``attrs["model_quality"]`` is its ``label``.
     reserve : float
         Working-space share of the memory left after weights, in [0, 1). Default 0.10 (§2.4).
     replicate_kv : bool
-        Count the KV copies an engine keeps when ``tp`` exceeds a model's KV heads, or for an MLA
-        cache (:func:`rooflinekit.memory.kv_copies`) in ``max_concurrent_sequences`` and
-        ``fits``. Default ``False``: the guide's simple model, every head stored once.
+        Count the KV copies an engine keeps when ``tp`` exceeds a model's KV heads, or for MLA
+        (:func:`rooflinekit.memory.kv_copies`). Default ``False``: every head stored once.
     variables : sequence of str, optional
-        Variables to compute (and keep); default all of :data:`VARIABLES`, and of
-        :data:`SPECULATIVE_VARIABLES` in a sweep over ``draft_tokens``. Variables they are
-        computed from are computed too and kept.
+        Variables to compute, with those they are computed from; default all of
+        :data:`VARIABLES` (and :data:`SPECULATIVE_VARIABLES` over ``draft_tokens``).
     memory_limit : float
-        Most bytes an in-memory sweep (``chunks=None``) may hold [bytes]; default
-        :data:`SWEEP_MEMORY_LIMIT` (4 GiB). Larger grids are refused before any work, with the
-        estimate; lazy sweeps are not limited (they hold one block at a time).
+        Most bytes an in-memory sweep (``chunks=None``) may hold [bytes], a larger grid refused
+        before any work; default :data:`SWEEP_MEMORY_LIMIT` (4 GiB). Lazy sweeps hold a block.
     chunks : None, "auto", int or dict, optional
         ``None`` (default): compute now with numpy. Otherwise return a lazy, dask-backed Dataset
         in blocks of about ``chunks`` cells (``"auto"``: :data:`AUTO_BLOCK_CELLS`), or with
@@ -535,10 +469,9 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     Returns
     -------
     xarray.Dataset
-        Coordinates ``model``, ``gpu``, ``tp``, ``context_length``, ``batch_size`` and, when given,
-        ``prompt_tokens``; each variable runs over just the dimensions it depends on (see
-        :data:`VARIABLES`) and carries ``units`` and ``long_name``. Units are SI (bytes, s, FLOP,
-        tokens/s, USD per million tokens).
+        Coordinates ``model``, ``gpu``, ``tp``, ``context_length``, ``batch_size`` and the
+        optional axes given; each variable over just the dimensions it depends on
+        (:data:`VARIABLES`), with ``units`` (SI) and ``long_name``.
 
     Raises
     ------
@@ -550,16 +483,11 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
 
     Notes
     -----
-    Every variable equals the scalar formula evaluated at that cell: the sweep calls the same
-    public functions, on numpy arrays shaped to broadcast, instead of looping. Without
-    ``draft_tokens``, ``acceptance`` and ``prefix_share`` a sweep has neither their
-    dimensions nor their variables, and the same numbers as before they existed. A shared
-    prefix combines with ``pp`` and ``ep`` (it is held once per pipeline, and only its uncached
-    tokens flow through the stages); speculative decoding is modelled for a single
-    tensor-parallel group and does not combine with them. ``fits`` is
-    ``max_concurrent_sequences >= batch_size``: the batch's KV at ``context_length`` fits beside the
-    weights and the reserve. Latency and throughput are computed whether or not a cell fits; mask
-    with ``fits`` (the reductions do).
+    Every variable equals the scalar formula evaluated at that cell (the same public functions,
+    on arrays shaped to broadcast). A shared prefix is held once per pipeline and only its
+    uncached tokens flow through the stages. ``fits`` is ``max_concurrent_sequences >=
+    batch_size``; latency and throughput are computed whether or not a cell fits: mask with
+    ``fits`` (the reductions do).
 
     References
     ----------
@@ -623,12 +551,8 @@ def _gpu_names(gpus) -> list:
 
 
 def _engines(engine) -> tuple:
-    """The decode and prefill :class:`~rooflinekit.Engine` of ``engine``, checked now.
-
-    A calibration gives its shared knobs (a sweep spans many models and GPUs; each cell does
-    not pick a knob set). Every numeric field must be one number: the sweep lays its own axes
-    out on the grid, and a lazy sweep must not fail later, inside a block.
-    """
+    """The decode and prefill engines of ``engine`` (a calibration's shared knobs), each field
+    checked now to be one number, so a lazy sweep cannot fail later inside a block."""
     engines = []
     for phase in ("decode", "prefill"):
         one = roofline.engine_for(engine, phase)

@@ -11,10 +11,9 @@ __all__ = ["save"]
 def save(ds, path, *, overwrite=False):
     """Write a sweep to ``path``: zarr for a ``.zarr`` folder, netCDF otherwise.
 
-    The extension is read lower-case (``Path(path).suffix.lower()``, as the CLI's ``--output``
-    reads it): ``X.ZARR`` is a zarr folder too. netCDF needs ``netCDF4`` (or scipy's netCDF3 for
-    ``.nc3``) and zarr needs ``zarr``; both come with ``pip install rooflinekit[io]``. A lazy
-    sweep streams to disk chunk by chunk.
+    The extension is read lower-case, as the CLI's ``--output`` reads it. netCDF needs
+    ``netCDF4`` (or scipy for ``.nc3``) and zarr ``zarr``: ``pip install rooflinekit[io]``. A
+    lazy sweep streams to disk chunk by chunk.
 
     Parameters
     ----------

@@ -1,10 +1,7 @@
 """Streaming reductions of a sweep: the best, cheapest and Pareto-optimal configurations.
 
-Re-exported by :mod:`rooflinekit.sweep` (``best_configuration``, ``cheapest_configuration``,
-``pareto_front``, ``best_tp``, ``progress_bar``, ``PARETO_POINT``). Each reduction reads a
-:func:`rooflinekit.sweep.sweep` result, in memory or lazy (dask-backed), block by block and keeps
-only a few numbers per block, so a design space larger than memory reduces on a threaded
-scheduler or a ``dask.distributed`` cluster unchanged.
+Each reads a :func:`rooflinekit.sweep.sweep` result, in memory or lazy, block by block keeping a
+few numbers per block, so a design space larger than memory reduces on any dask scheduler.
 """
 
 from __future__ import annotations
@@ -232,8 +229,8 @@ def progress_bar(enabled=True, *, minimum=1.0, out=None):
 
     Notes
     -----
-    On a ``dask.distributed`` cluster the reductions here use ``distributed.progress`` on their
-    futures instead; this context manager covers the threaded and process schedulers.
+    The local schedulers only; on a ``dask.distributed`` cluster the reductions use
+    ``distributed.progress``.
     """
     if not enabled:
         yield
@@ -277,11 +274,9 @@ def best_configuration(ds, objective="tokens_per_second_per_gpu", *, by=dims.MOD
 
     Notes
     -----
-    Ties go to the earliest cell in the grid's order (model, gpu, tp, context_length,
-    batch_size, prompt_tokens), so with ascending coordinates the smaller degree and the
-    smaller batch win. A lazy sweep is reduced block by block: each block contributes one
-    candidate per label, so memory stays one block (per worker) whatever the grid size, and the
-    result is identical to the in-memory reduction.
+    Ties go to the earliest cell in the grid's order, so with ascending coordinates the smaller
+    degree and batch win. A lazy sweep gives one candidate per label per block: memory stays
+    one block per worker, and the result is the in-memory reduction's.
     """
     check_bool("maximize", maximize)
     check_string("objective", objective)
@@ -419,10 +414,8 @@ def pareto_front(ds, x="cost_per_million_tokens", y="decode_step_time", *, where
 
     Notes
     -----
-    Each block is reduced to its own front, and the front of the union of fronts is the front
-    of the grid, so a lazy sweep never holds more than a block and the fronts. Cells where
-    ``x`` or ``y`` is NaN (an unknown price) are left out; of identical points the earliest
-    cell in the grid's order is kept.
+    The front of the blocks' fronts is the grid's, so a lazy sweep holds a block and the fronts.
+    Cells where ``x`` or ``y`` is NaN are left out; of identical points the earliest is kept.
     """
     if x == y:
         raise ValueError("x and y must name different variables")

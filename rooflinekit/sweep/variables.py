@@ -1,17 +1,11 @@
 """The sweep's variable registry: each variable's name, axes, units, long name and formula.
 
-One :class:`_Var` entry per quantity a sweep can hold (:data:`VARIABLES`, and
-:data:`SPECULATIVE_VARIABLES` in a sweep over speculative decoding). An entry's ``formula`` takes
-the environment of one block (:class:`_Block`: array specs and axis arrays shaped to broadcast
-over the sweep axes, and the sweep's settings) and the variables already computed for it
-(``deps``), and returns a numpy array on the sweep axes. It calls the public
-:mod:`rooflinekit.memory`, :mod:`rooflinekit.roofline` and :mod:`rooflinekit.parallel` functions;
-a few derived variables (``kv_bytes``, ``tokens_per_second``, ``compute_bound``,
-``cost_per_million_tokens``, the speculative ratios) restate a public formula's last step from
-variables already computed, and the tests check them against the public function cell by cell.
-
-This module neither validates inputs nor lays out blocks, dask graphs or Datasets: that is
-:mod:`rooflinekit.sweep.grid`, which imports it.
+One :class:`_Var` per quantity (:data:`VARIABLES`, :data:`SPECULATIVE_VARIABLES`): its
+``formula(env, deps)`` maps one block's :class:`_Block` and the variables already computed to a
+numpy array on the sweep axes, calling the public :mod:`rooflinekit.memory`,
+:mod:`rooflinekit.roofline` and :mod:`rooflinekit.parallel` functions (a few derived variables
+restate a formula's last step; the tests check them cell by cell). Validation, blocks and
+Datasets are :mod:`rooflinekit.sweep.grid`'s.
 """
 
 from __future__ import annotations
@@ -58,13 +52,8 @@ _PROMPT = "prompt"   # placeholder axis: prompt_tokens, or context_length when n
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class _Block:
-    """What a formula reads: one block's array specs and axes, and the sweep's settings.
-
-    ``model`` and ``gpu`` are namespaces of spec fields; they and the axis arrays are shaped to
-    broadcast over the sweep axes (size 1 elsewhere). ``pp`` and ``ep`` are ``1`` and ``k``,
-    ``alpha``, ``share`` ``None`` when the sweep does not run over them; ``prompt`` is ``ctx``
-    when no prompt lengths are given.
-    """
+    """What a formula reads: one block's array specs and axes (``pp``/``ep`` 1, ``k``,
+    ``alpha``, ``share`` None, ``prompt`` ``ctx`` when not swept), and the sweep's settings."""
 
     model: SimpleNamespace
     gpu: SimpleNamespace
@@ -99,9 +88,7 @@ def _raw(value):
 
 
 def _layout_ok(env):
-    """Cells whose layout divides the model: :func:`rooflinekit.parallel.layout_ok` (dp = 1),
-    the rule :func:`rooflinekit.parallel.check_layout` explains. Without ``pp`` and ``ep``
-    (both 1) it is the rule for ``tp`` alone."""
+    """Cells whose layout divides the model (:func:`rooflinekit.parallel.layout_ok`, dp = 1)."""
     model = env.model
     ok = parallel.layout_ok(model.n_heads, model.n_kv_heads, model.is_mla, model.n_layers,
                             model.n_experts, env.tp, env.pp, env.ep)
@@ -119,10 +106,7 @@ def _group(env):
 
 
 def _layout_time(base, env, engine, tokens, micro_batches):
-    """A layout's step from the tensor-parallel group's: :func:`rooflinekit.roofline.layout_step`
-    of :func:`rooflinekit.roofline.layout_terms` on raw arrays (NaN where the layout does not
-    divide the model). ``engine`` (the phase's) gives the activations' format and the share of
-    the interconnect the sends reach."""
+    """A layout's step from the tensor-parallel group's (NaN where the layout does not divide)."""
     model, gpu, pp, ep = env.model, env.gpu, env.pp, env.ep
     routed = parallel.expert_params(model.n_params, model.n_active_params, model.n_experts,
                                     model.n_experts_per_token)
@@ -142,10 +126,7 @@ def _shared_tokens(share, tokens):
 
 
 def _prefix_memory(env):
-    """The techniques' keywords of the concurrency formula: a shared prefix, a draft's weights.
-
-    Empty without them, so that such a sweep calls the formula exactly as before.
-    """
+    """The techniques' keywords of the concurrency formula (empty without techniques)."""
     extra = {}
     if env.share is not None:
         extra["shared_prefix_tokens"] = _shared_tokens(env.share, env.ctx)
@@ -161,10 +142,8 @@ def _decode_batch(env):
 
 
 # -- memory ---------------------------------------------------------------------------------------
-# A pipeline's tp × pp GPUs hold the weights and KV once (layers split evenly); expert
-# parallelism within a stage's tp GPUs moves experts, not bytes (dp = 1). A layout (without one,
-# a tp) that does not divide the model holds nothing: such a cell never fits (the layout rule of
-# every other path; the times stay computed, as for any cell that does not fit).
+# A pipeline's tp × pp GPUs hold the weights and KV once (experts move within a stage, dp = 1);
+# a layout that does not divide the model holds nothing and never fits (times still computed).
 
 def _weight_bytes(env, out):
     return memory.weight_bytes(env.model)
@@ -265,10 +244,8 @@ def _cost_per_million_tokens(env, out):
 
 
 # -- speculative decoding -------------------------------------------------------------------------
-# On a pipeline or expert layout the verification of the k + 1 positions passes the layout as a
-# decode step does (its micro-batches, stages, hand-offs and all-to-all of b·(k + 1) tokens,
-# _layout_time), while the k draft steps run on one tensor-parallel group of tp GPUs at the whole
-# batch, outside the pipeline (a draft model or head is small enough to sit with one stage).
+# On a layout the verification of k + 1 positions passes it as a decode step does
+# (_layout_time); the k draft steps run on one tp group at the whole batch, outside the pipeline.
 
 def _speculative_step_time(env, out):
     if env.layout:
