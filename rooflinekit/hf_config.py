@@ -331,6 +331,43 @@ class _Shape:
         self.parallel_mamba = self.layers if self.model_type == "falcon_h1" else 0
         self.chunk = None
         self.window, self.n_sliding = self._window(cfg)
+        self.v_head_dim, self.swa = self._kv_layouts(cfg)
+
+    def _kv_layouts(self, cfg):
+        """The value head dimension (None: the key's) and the sliding-window layers' own
+        ``(KV heads, key head dim, value head dim)`` (None: the full layers'): MiMo-V2-Flash's
+        ``v_head_dim`` and ``swa_*`` fields."""
+        value = None
+        if self.mla is None and cfg.get("v_head_dim") is not None:
+            value = _int(cfg, "v_head_dim")
+            value = None if value == self.head_dim else value     # one head dim: as ever
+        fields = ("swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim")
+        if all(cfg.get(f) is None for f in fields):
+            return value, None
+        if self.mla is not None or not self.n_sliding:
+            field = next(f for f in fields if cfg.get(f) is not None)
+            raise ValueError(f"config.json field {field!r} needs sliding-window layers of K/V "
+                             f"heads (not MLA) beside the full ones")
+        heads = _int(cfg, "swa_num_attention_heads", required=False, default=self.heads)
+        if heads != self.heads:
+            raise ValueError(f"config.json field 'swa_num_attention_heads' ({heads}) must equal "
+                             f"'num_attention_heads' ({self.heads}): query heads of their own "
+                             f"in the sliding-window layers are not supported")
+        kv = _int(cfg, "swa_num_key_value_heads", required=False, default=self.kv_heads)
+        if kv > self.heads or self.heads % kv:
+            raise ValueError(f"config.json field 'swa_num_key_value_heads' ({kv}) must divide "
+                             f"'num_attention_heads' ({self.heads})")
+        key = _int(cfg, "swa_head_dim", required=False, default=self.head_dim)
+        return value, (kv, key, _int(cfg, "swa_v_head_dim", required=False,
+                                     default=value or key))
+
+    @property
+    def attention_kinds(self) -> list:
+        """``(layers, KV heads, key head dim, value head dim)`` of the full-attention layers, then
+        of the sliding-window ones (non-MLA attention)."""
+        full = (self.attention_layers - self.n_sliding, self.kv_heads, self.head_dim,
+                self.v_head_dim or self.head_dim)
+        return [full, (self.n_sliding, *self.swa) if self.swa else (self.n_sliding, *full[1:])]
 
     def _kv_heads(self, cfg):
         # Falcon's original layout: multi_query=True means one shared K/V head.
@@ -375,14 +412,16 @@ class _Shape:
     def _layer_kinds(self, cfg):
         """Each layer's kind ("full", "sliding", "chunked", "linear", "mamba", "mlp", "moe"), or
         None when every layer is attention as the window fields say (see _window)."""
-        for field in ("hybrid_layer_pattern", "swa_num_key_value_heads", "swa_head_dim"):
-            if cfg.get(field) is not None:
-                # MiMo-V2-Flash: its sliding-window and full layers differ in KV heads and head
-                # dims, and K and V in width; one KV layout per model cannot describe it
-                raise ValueError(f"config.json field {field!r}: sliding-window and full "
-                                 f"attention layers with KV heads or head dims of their own "
-                                 f"(MiMo-V2-Flash) are not supported; ModelShape has one KV "
-                                 f"layout for every attention layer")
+        pattern = cfg.get("hybrid_layer_pattern")
+        if pattern is not None:             # MiMo-V2-Flash: 1 a sliding-window layer, 0 a full one
+            name = "config.json field 'hybrid_layer_pattern'"
+            if not isinstance(pattern, list) or len(pattern) != self.layers:
+                raise ValueError(f"{name} must be a list of {self.layers} entries (one per "
+                                 f"layer, 1: sliding-window attention, 0: full attention)")
+            bad = next((f for f in pattern if isinstance(f, bool) or f not in (0, 1)), None)
+            if bad is not None:
+                raise ValueError(f"{name} must hold 0 or 1 per layer; got {show(bad)}")
+            return ["sliding" if f else "full" for f in pattern]
         layer_types = cfg.get("layer_types")
         if layer_types is not None:
             if not isinstance(layer_types, list) or len(layer_types) != self.layers:
@@ -481,7 +520,7 @@ class _Shape:
                              "supported")
         if self.kinds is not None and "chunked" in self.kinds:
             return self._chunk_window(cfg, window)
-        if layer_types is not None:
+        if layer_types is not None or cfg.get("hybrid_layer_pattern") is not None:
             n_sliding = self.kinds.count("sliding")
         elif "use_sliding_window" in cfg and not _flag(cfg, "use_sliding_window"):
             return None, 0
@@ -502,9 +541,11 @@ class _Shape:
         else:
             n_sliding = self.layers
         if window is None:
-            if layer_types is not None and n_sliding:
+            if (layer_types is not None or cfg.get("hybrid_layer_pattern") is not None) \
+                    and n_sliding:
                 raise ValueError("config.json field 'sliding_window' is missing but "
-                                 "'layer_types' has sliding_attention layers")
+                                 "'layer_types' (or 'hybrid_layer_pattern') has sliding-window "
+                                 "layers")
             return None, 0
         context = _int(cfg, "max_position_embeddings", required=False)
         if n_sliding and context is not None and window > context:
@@ -1409,6 +1450,22 @@ def _count_indexer(cfg: Mapping, s: "_Shape") -> int:
     return q_in * heads * dim + s.hidden * dim + 2 * dim + s.hidden * heads
 
 
+def _count_per_kind_attention(cfg, s) -> int:
+    """Attention of layers whose kinds have KV heads and head dims of their own (MiMo-V2-Flash,
+    its modelling code's ``MiMoV2FlashAttention``): q (h → H·d_k), k (h → H_kv·d_k), v
+    (h → H_kv·d_v), with biases when ``attention_bias``, o (H·d_v → h) without, and one
+    attention-sink logit a query head where ``add_full_attention_sink_bias`` /
+    ``add_swa_attention_sink_bias`` give the layer kind one."""
+    h, heads, bias = s.hidden, s.heads, _flag(cfg, "attention_bias")
+    total = 0
+    for (layers, kv, key, value), sink in zip(
+            s.attention_kinds, ("add_full_attention_sink_bias", "add_swa_attention_sink_bias")):
+        widths = heads * key + kv * key + kv * value
+        per_layer = h * widths + heads * value * h + (widths if bias else 0)
+        total += layers * (per_layer + (heads if _flag(cfg, sink) else 0))
+    return total
+
+
 def _count_llama_style(cfg, s, q_width, kv_width):
     h, L = s.hidden, s.layers
     if s.mla is not None:
@@ -1421,6 +1478,8 @@ def _count_llama_style(cfg, s, q_width, kv_width):
         kv = (h * (m["kv_lora_rank"] + m["qk_rope_head_dim"]) + m["kv_lora_rank"]
               + m["kv_lora_rank"] * s.heads * (m["qk_nope_head_dim"] + m["v_head_dim"]))
         attn = q + kv + s.heads * m["v_head_dim"] * h + _count_indexer(cfg, s)
+    elif s.v_head_dim is not None or s.swa is not None:
+        attn = None                                # each kind's own: counted whole below
     else:
         attn = h * (q_width + 2 * kv_width) + q_width * h
         if _flag(cfg, "attention_bias"):
@@ -1461,7 +1520,8 @@ def _count_llama_style(cfg, s, q_width, kv_width):
                            default=0)
         if shared_size:                           # Qwen2-MoE: one wide shared expert + its gate
             shared += 3 * h * shared_size + h
-    return {"attention": L * attn, "mlp": (L - n_moe) * dense_mlp, "experts": n_moe * experts,
+    attention = _count_per_kind_attention(cfg, s) if attn is None else L * attn
+    return {"attention": attention, "mlp": (L - n_moe) * dense_mlp, "experts": n_moe * experts,
             "shared_experts": n_moe * shared, "router": n_moe * router,
             "norms": L * n_norms * h + h}
 
@@ -1529,6 +1589,12 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       MoE layers: ``moe_layers`` (indices), ``moe_layer_freq`` (a period, or 0/1 a layer),
       ``interleave_moe_layer_step``/``decoder_sparse_step``, ``first_k_dense_replace``,
       ``mlp_only_layers``; Llama 4's dense layers are ``intermediate_size_mlp`` wide.
+    - Sliding-window and full layers with KV layouts of their own (MiMo-V2-Flash):
+      ``hybrid_layer_pattern`` (one 0/1 a layer, 1: sliding-window attention),
+      ``swa_num_key_value_heads``, ``swa_head_dim``, ``swa_v_head_dim`` (the sliding layers'
+      ``sliding_n_kv_heads``, ``sliding_head_dim``, ``sliding_v_head_dim``; absent: the full
+      layers'), ``v_head_dim`` without MLA (the value head dimension when it is not
+      ``head_dim``); ``swa_num_attention_heads`` must equal ``num_attention_heads``.
     - DeepSeek-V3.2's sparse-attention indexer (``index_n_heads``, ``index_head_dim``,
       ``index_topk``): its FP8 key cache with FP32 scales (:func:`indexer_key_bytes`) goes
       into ``indexer_bytes_per_token_per_layer``, ``index_topk`` into ``index_topk``.
@@ -1633,6 +1699,10 @@ def _fields(cfg: Mapping, name, default_source: str, overrides: dict, hf_quant=N
         sliding_window=s.window,
         n_sliding_layers=s.n_sliding,
         attention_chunk_size=s.chunk,
+        v_head_dim=s.v_head_dim,
+        sliding_n_kv_heads=None if s.swa is None else s.swa[0],
+        sliding_head_dim=None if s.swa is None else s.swa[1],
+        sliding_v_head_dim=None if s.swa is None else s.swa[2],
         indexer_bytes_per_token_per_layer=(0.0 if _indexer_shape(cfg) is None
                                            else indexer_key_bytes(_indexer_shape(cfg)[1])),
         index_topk=(None if _indexer_shape(cfg) is None

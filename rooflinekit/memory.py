@@ -82,6 +82,9 @@ _KV_FIELDS = ("kv_bytes_per_token_per_layer", "n_full_layers", "n_sliding_layers
 _BUDGET_FIELDS = ("weight_bytes", "kv_bytes_per_token")
 _NO_WINDOW = {"sliding_window": np.inf}
 _STATE = "state_bytes_per_sequence"
+#: A sliding layer's own KV bytes per token: a spec without it (a catalogue Dataset) has
+#: sliding layers like its full ones.
+_SLIDING = "sliding_kv_bytes_per_token_per_layer"
 
 
 def _state_bytes(spec):
@@ -94,7 +97,8 @@ def _state_bytes(spec):
 
 def _budget_fields(*fields, state=False):
     """A reader of ``fields``, and of the KV heads where ``replicate_kv`` asks for them; with
-    ``state``, of the constant per-sequence state too."""
+    ``state``, of the constant per-sequence state too; with the per-layer KV bytes, of a
+    sliding layer's own where the spec has them."""
     plain, heads = spec_fields(*fields, unknown=_NO_WINDOW), spec_fields("n_kv_heads", "is_mla")
 
     def read(spec, arguments):
@@ -103,6 +107,9 @@ def _budget_fields(*fields, state=False):
             out.update(heads(spec, arguments))
         if state:
             out[_STATE] = _state_bytes(spec)
+        if "kv_bytes_per_token_per_layer" in fields and (
+                _SLIDING in spec if isinstance(spec, xr.Dataset) else hasattr(spec, _SLIDING)):
+            out[_SLIDING] = spec_value(spec, _SLIDING)
         return out
     return read
 
@@ -179,16 +186,38 @@ def weight_bytes(model):
     return model.weight_bytes
 
 
+def sliding_layer_ratio(model):
+    """A sliding layer's KV bytes per token over a full layer's [1], on plain arrays.
+
+    ``sliding_kv_bytes_per_token_per_layer / kv_bytes_per_token_per_layer``; exactly 1 where
+    the layers are alike, where the field is NaN, or where ``model`` lacks it (a spec read
+    without it: its sliding layers are taken to be like its full ones).
+    """
+    sliding = getattr(model, _SLIDING, None)
+    if sliding is None:
+        return 1.0
+    ratio = sliding / model.kv_bytes_per_token_per_layer
+    if np.ndim(ratio) == 0:
+        return 1.0 if np.isnan(ratio) else ratio
+    return np.where(np.isnan(ratio), 1.0, ratio)
+
+
 def sequence_kv_bytes(model, context_length):
     """KV bytes of one sequence, on plain arrays: :func:`kv_bytes_per_sequence`'s body.
 
     ``model`` is any object with the fields ``kv_bytes_per_token_per_layer``,
     ``n_full_layers``, ``n_sliding_layers`` and ``sliding_window`` (inf: no window) as numbers
-    or arrays; what the formulas of other modules call on their laid-out inputs.
+    or arrays, and optionally ``sliding_kv_bytes_per_token_per_layer`` (the sliding layers'
+    own; :func:`sliding_layer_ratio`); what the formulas of other modules call on their
+    laid-out inputs.
     """
+    ratio = sliding_layer_ratio(model)
+    sliding = model.n_sliding_layers
+    if np.ndim(ratio) or ratio != 1.0:      # alike layers round as they always have
+        sliding = ratio * sliding
     return model.kv_bytes_per_token_per_layer * (
         model.n_full_layers * context_length
-        + model.n_sliding_layers * np.minimum(context_length, model.sliding_window))
+        + sliding * np.minimum(context_length, model.sliding_window))
 
 
 @_memory_formula("bytes", "recurrent state bytes per sequence", model=_budget_fields(state=True),
@@ -241,6 +270,11 @@ def kv_bytes_per_sequence(model, context_length):
     tokens, so for such models the size stops being linear past the window::
 
         per_layer · (n_full_layers · C + n_sliding_layers · min(C, window)) + state
+
+    Where the windowed layers have KV heads or head dims of their own (MiMo-V2-Flash), each
+    kind counts its own bytes per token and layer::
+
+        full · n_full_layers · C + sliding · n_sliding_layers · min(C, window) + state
 
     Only attention layers cache tokens; the linear-attention and Mamba layers of a hybrid model
     add their constant ``state`` (:func:`recurrent_state_bytes`) instead, once a sequence.
@@ -608,11 +642,17 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     check_integer("max_model_len", max_model_len, lo=1)
     tp = int(tp)
     if model.kv_lora_rank is not None:
-        heads_per_rank_bytes = model.kv_bytes_per_token_per_layer
-    else:
+        bytes_per_token = model.kv_bytes_per_token_per_layer * model.n_kv_layers
+    elif model.sliding_kv_bytes_per_token_per_layer == model.kv_bytes_per_token_per_layer \
+            and model.v_head_dim is None:
         kv_heads = int(kv_heads_per_rank(model.n_kv_heads, tp))
         heads_per_rank_bytes = 2 * kv_heads * model.head_dim * model.kv_bytes_per_element
-    bytes_per_token = heads_per_rank_bytes * model.n_kv_layers
+        bytes_per_token = heads_per_rank_bytes * model.n_kv_layers
+    else:
+        # layers of each kind with KV heads and head dimensions of their own (MiMo-V2-Flash)
+        bytes_per_token = sum(layers * int(kv_heads_per_rank(heads, tp)) * (key + value)
+                              * model.kv_bytes_per_element
+                              for layers, heads, key, value in model.kv_layouts)
     bytes_per_block = bytes_per_token * block_size
     per_gpu = gpu.memory_bytes / gpu.n_gpus
     available = per_gpu * gpu_memory_utilization - (

@@ -103,13 +103,26 @@ class ModelShape:
         [bytes], ≥ 0, counted in :attr:`kv_bytes_per_token_per_layer` beside the KV (or MLA
         latent): DeepSeek-V3.2 keeps a 128-wide FP8 key with one FP32 scale, 132 B
         (:func:`rooflinekit.hf_config.indexer_key_bytes`). Default 0 (no indexer).
+    v_head_dim : int, optional
+        Value head dimension of the attention layers when it differs from ``head_dim`` (the
+        query/key one; MiMo-V2-Flash: 128 beside 192). ``None`` (the default): ``head_dim``.
+        Not with MLA, whose latent is cached instead.
+    sliding_n_kv_heads, sliding_head_dim, sliding_v_head_dim : int, optional
+        KV heads, key and value head dimensions of the ``n_sliding_layers`` windowed layers
+        when they differ from the full layers' (MiMo-V2-Flash: 8 KV heads in its
+        sliding-window layers beside 4 in its full ones). ``None`` (the default): the full
+        layers' ``n_kv_heads`` and ``head_dim``, and for the value head ``v_head_dim`` or else
+        the sliding key head dimension, so that a model whose attention layers are alike has
+        one KV layout. Need sliding layers; not with MLA. Query heads are ``n_heads`` in both
+        kinds.
     index_topk : int, optional
         Tokens the sparse attention attends to per query [tokens] (DeepSeek-V3.2: 2,048, the
-        ones its indexer scores highest), informational here: every token's latent and
-        indexer key stay cached, so memory counts all of them; a decode step reads the
-        indexer keys of the whole context but the latent of at most ``index_topk`` tokens.
-        Needs an indexer (``indexer_bytes_per_token_per_layer`` > 0). ``None``: dense
-        attention.
+        ones its indexer scores highest). Every token's latent and indexer key stay cached,
+        so memory counts all of them; a step reads the indexer keys of the whole context but
+        the latent of at most ``index_topk`` tokens (the step model's window,
+        :class:`rooflinekit.roofline.StepCost`). Needs an indexer
+        (``indexer_bytes_per_token_per_layer`` > 0) and no sliding-window layers. ``None``:
+        dense attention.
 
     Notes
     -----
@@ -117,7 +130,9 @@ class ModelShape:
     ``L · (kv_lora_rank + qk_rope_head_dim) · b``, and a sparse-attention indexer adds its
     ``L · indexer_bytes_per_token_per_layer``. With a sliding window, windowed layers stop
     growing at the window, so the KV of a sequence is no longer linear in its length; see
-    :func:`rooflinekit.memory.kv_bytes_per_sequence`. Only the ``n_kv_layers`` attention layers
+    :func:`rooflinekit.memory.kv_bytes_per_sequence`. Windowed layers with a KV layout of their
+    own (``sliding_n_kv_heads``, ...) hold :attr:`sliding_kv_bytes_per_token_per_layer` a token,
+    the full ones :attr:`kv_bytes_per_token_per_layer`. Only the ``n_kv_layers`` attention layers
     of a hybrid model cache tokens; its recurrent layers add ``state_bytes_per_sequence`` once a
     sequence.
 
@@ -167,6 +182,10 @@ class ModelShape:
     attention_chunk_size: int | None = None
     indexer_bytes_per_token_per_layer: float = 0.0
     index_topk: int | None = None
+    v_head_dim: int | None = None
+    sliding_n_kv_heads: int | None = None
+    sliding_head_dim: int | None = None
+    sliding_v_head_dim: int | None = None
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
@@ -247,6 +266,7 @@ class ModelShape:
             raise ValueError("index_topk needs a sparse-attention indexer: give "
                              "indexer_bytes_per_token_per_layer > 0 (its key bytes per token "
                              "and layer)")
+        self._check_kv_layouts(set_)
         set_("max_context", _int_field("max_context", self.max_context, allow_none=True))
         set_("tie_word_embeddings", check_bool("tie_word_embeddings", self.tie_word_embeddings))
         set_("n_params", positive_number("n_params", self.n_params))
@@ -264,6 +284,27 @@ class ModelShape:
                 f"n_params ({self.n_params:g}) must be at least the expert and embedding "
                 f"parameters ({self.expert_params + self.embedding_params:g}) that "
                 f"expert_bytes_per_param and embedding_bytes_per_param apply to")
+
+    def _check_kv_layouts(self, set_):
+        """The value head dimension and the sliding layers' own KV layout, checked."""
+        fields = ("v_head_dim", "sliding_n_kv_heads", "sliding_head_dim", "sliding_v_head_dim")
+        for field in fields:
+            set_(field, _int_field(field, getattr(self, field), allow_none=True))
+        given = [f for f in fields if getattr(self, f) is not None]
+        if given and self.kv_lora_rank is not None:
+            raise ValueError(f"{given[0]} describes K/V heads; a multi-head latent attention "
+                             f"model (kv_lora_rank) caches a latent instead")
+        if any(f.startswith("sliding_") for f in given) and not self.n_sliding_layers:
+            raise ValueError(f"{next(f for f in given if f.startswith('sliding_'))} needs "
+                             f"sliding-window layers (sliding_window, n_sliding_layers > 0)")
+        heads = self.sliding_n_kv_heads
+        if heads is not None and (heads > self.n_heads or self.n_heads % heads):
+            raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of "
+                             f"sliding_n_kv_heads ({heads}): each KV head serves a whole group "
+                             f"of query heads")
+        if self.index_topk is not None and self.n_sliding_layers:
+            raise ValueError("index_topk (sparse attention) beside sliding-window layers "
+                             "(n_sliding_layers > 0) is not supported")
 
     # -- attention layout ---------------------------------------------------------------------
     @property
@@ -284,9 +325,13 @@ class ModelShape:
 
     @property
     def attention_width(self) -> int:
-        """Width per head that attention FLOPs run at: ``head_dim``, or the MLA latent width."""
+        """Width per head that attention FLOPs run at: ``head_dim``, the mean of the key and value
+        head dimensions where ``v_head_dim`` is given (``Q·Kᵀ`` runs at one, ``P·V`` at the
+        other), or the MLA latent width."""
         if self.kv_lora_rank is not None:
             return self.kv_lora_rank + self.qk_rope_head_dim
+        if self.v_head_dim is not None:
+            return (self.head_dim + self.v_head_dim) / 2
         return self.head_dim
 
     @property
@@ -310,29 +355,62 @@ class ModelShape:
         return bool(self.n_linear_attention_layers or self.n_mamba_layers)
 
     # -- bytes ----------------------------------------------------------------------------------
-    @property
-    def kv_bytes_per_token_per_layer(self) -> float:
-        """KV bytes one token adds to one layer [bytes]: ``2·H_kv·d·b``, or ``(r+d_rope)·b`` (MLA),
-        plus a sparse-attention indexer's key bytes (``indexer_bytes_per_token_per_layer``)."""
+    def _kv_bytes(self, heads: int, key_dim: int, value_dim: int | None) -> float:
+        """KV (or MLA latent) bytes of one token in one layer, with the indexer's keys."""
         if self.kv_lora_rank is not None:
             kv = (self.kv_lora_rank + self.qk_rope_head_dim) * self.kv_bytes_per_element
-        else:
-            kv = 2 * self.n_kv_heads * self.head_dim * self.kv_bytes_per_element
+        elif value_dim is None or value_dim == key_dim:
+            kv = 2 * heads * key_dim * self.kv_bytes_per_element
+        else:                                   # K and V of different widths (MiMo-V2-Flash)
+            kv = heads * (key_dim + value_dim) * self.kv_bytes_per_element
         if self.indexer_bytes_per_token_per_layer:
             return kv + self.indexer_bytes_per_token_per_layer
         return kv
+
+    @property
+    def kv_bytes_per_token_per_layer(self) -> float:
+        """KV bytes one token adds to one full-attention layer [bytes]: ``2·H_kv·d·b`` (``H_kv·(d_k
+        + d_v)·b`` with a value head dimension of its own), or ``(r+d_rope)·b`` (MLA), plus a
+        sparse-attention indexer's key bytes (``indexer_bytes_per_token_per_layer``)."""
+        return self._kv_bytes(self.n_kv_heads, self.head_dim, self.v_head_dim)
+
+    @property
+    def sliding_kv_bytes_per_token_per_layer(self) -> float:
+        """KV bytes one token adds to one sliding-window layer [bytes]: as
+        :attr:`kv_bytes_per_token_per_layer` with the sliding layers' own KV heads and head
+        dimensions (``sliding_n_kv_heads``, ...), the full layers' where not given."""
+        if (self.sliding_n_kv_heads, self.sliding_head_dim, self.sliding_v_head_dim) == \
+                (None, None, None):
+            return self.kv_bytes_per_token_per_layer
+        return self._kv_bytes(*self.kv_layouts[1][1:])
+
+    @property
+    def kv_layouts(self) -> tuple:
+        """``(layers, KV heads, key head dim, value head dim)`` of the full layers, then of the
+        sliding-window layers, with the defaults in force (MLA: the head fields, unused)."""
+        key = self.sliding_head_dim or self.head_dim
+        return ((self.n_full_layers, self.n_kv_heads, self.head_dim,
+                 self.v_head_dim or self.head_dim),
+                (self.n_sliding_layers, self.sliding_n_kv_heads or self.n_kv_heads, key,
+                 self.sliding_v_head_dim or self.v_head_dim or key))
 
     @property
     def kv_bytes_per_token(self) -> float:
         """KV bytes per cached token over all layers [bytes] (guide §2.2: ``2·L·H_kv·d·b``).
 
         ``L`` counts the attention layers only (:attr:`n_kv_layers`): recurrent layers
-        hold a constant state instead (:attr:`state_bytes_per_sequence`).
+        hold a constant state instead (:attr:`state_bytes_per_sequence`). Sliding-window layers
+        with a KV layout of their own count their own bytes
+        (:attr:`sliding_kv_bytes_per_token_per_layer`).
 
         For sliding-window models this holds while the context fits in the window; beyond it only
         the full-attention layers keep growing (:func:`rooflinekit.memory.kv_bytes_per_sequence`).
         """
-        return self.n_kv_layers * self.kv_bytes_per_token_per_layer
+        full, sliding = self.kv_bytes_per_token_per_layer, \
+            self.sliding_kv_bytes_per_token_per_layer
+        if sliding == full:
+            return self.n_kv_layers * full
+        return self.n_full_layers * full + self.n_sliding_layers * sliding
 
     @property
     def has_weight_groups(self) -> bool:

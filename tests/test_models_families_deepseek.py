@@ -23,9 +23,10 @@ Tolerance: exact on bytes and counts; 1 % on the published 685B.
 import json
 import pathlib
 
+import numpy as np
 import pytest
 
-from rooflinekit import ModelShape, memory
+from rooflinekit import ModelShape, catalog, memory, roofline
 from rooflinekit.hf_config import count_params, indexer_key_bytes
 
 CONFIGS = pathlib.Path(__file__).parent / "data" / "hf_configs"
@@ -130,3 +131,72 @@ def test_indexer_bytes_must_not_be_negative():
     with pytest.raises(ValueError, match="indexer_bytes_per_token_per_layer"):
         ModelShape(name="x", n_layers=2, n_heads=2, n_kv_heads=2, head_dim=8, n_params=1e6,
                    indexer_bytes_per_token_per_layer=-1)
+
+
+# -- DeepSeek Sparse Attention in the step model ---------------------------------------------------
+# A decode token of a sequence at C tokens reads, in each of the 61 layers, its indexer's keys
+# for the whole context (132 B a token) and the MLA latent of at most index_topk = 2,048 of them
+# (1,152 B a token): 61 · (132 · C + 1152 · min(C, 2048)). DeepSeek-V3 (dense MLA) reads the
+# latent of all C. The cache still holds every token (test_kv_per_sequence_counts_the_indexer_keys).
+TOPK = 2048
+
+
+def sparse_read_by_hand(context):
+    return LAYERS * (132 * context + LATENT * 2 * min(context, TOPK))
+
+
+@pytest.mark.parametrize("context", [4096, 32_768, 131_072])
+def test_a_decode_step_reads_top_k_latents_and_every_indexer_key(context):
+    v32, v3 = ModelShape.from_hf_config(V32), ModelShape.from_hf_config(V3)
+    read = roofline.decode_bytes(v32, 1, context) - roofline.decode_bytes(v32, 1, 0)
+    assert read == pytest.approx(sparse_read_by_hand(context), rel=1e-12)
+    dense = roofline.decode_bytes(v3, 1, context) - roofline.decode_bytes(v3, 1, 0)
+    assert dense == pytest.approx(LAYERS * LATENT * 2 * context, rel=1e-12)
+    # what is held is unchanged: every token's latent and key
+    assert memory.kv_bytes_per_sequence(v32, context) == LAYERS * (LATENT * 2 + 132) * context
+
+
+def test_sparse_reads_at_128k_are_a_seventh_of_the_dense_ones():
+    context = 131_072
+    dense = LAYERS * (LATENT * 2 + 132) * context
+    assert dense / sparse_read_by_hand(context) == pytest.approx(8.56, abs=0.01)
+    v32 = ModelShape.from_hf_config(V32)
+    assert roofline.effective_kv_tokens(v32, context) == pytest.approx(
+        sparse_read_by_hand(context) / v32.kv_bytes_per_token, rel=1e-12)
+
+
+def test_the_step_cost_carries_top_k_as_a_window():
+    v32 = ModelShape.from_hf_config(V32)
+    cost = roofline.step_cost_coefficients(v32, catalog.gpu("H100-SXM-80GB"))
+    assert cost.sliding_window == TOPK
+    assert cost.full_attention_fraction == pytest.approx(132 / (LATENT * 2 + 132), rel=1e-15)
+    # the closed-form sum over decode steps follows the same reads
+    gpu = catalog.gpu("H100-SXM-80GB")
+    steps = float(np.sum(roofline.decode_step_time(v32, gpu, 4, 1500 + np.arange(1000.0))))
+    assert float(roofline.generation_time(v32, gpu, 1000, 1500, 4)) == pytest.approx(
+        steps, rel=1e-9)
+
+
+def test_models_without_top_k_read_what_they_hold():
+    # bit for bit the held tokens over a token's bytes, as before sparse attention was modelled
+    context = np.array([0.0, 1.0, 4096.0, 131_072.0])
+    for name in catalog.models():
+        model = catalog.model(name)
+        if model.index_topk is not None:
+            continue
+        held = (memory.kv_bytes_per_sequence(model, context) - model.state_bytes_per_sequence)
+        assert np.array_equal(roofline.effective_kv_tokens(model, context),
+                              held / model.kv_bytes_per_token), name
+
+
+def test_top_k_beside_a_sliding_window_is_refused():
+    with pytest.raises(ValueError, match="index_topk"):
+        ModelShape(name="x", n_layers=2, n_heads=2, n_kv_heads=2, head_dim=8, n_params=1e6,
+                   indexer_bytes_per_token_per_layer=132, index_topk=64, sliding_window=16)
+
+
+@pytest.mark.parametrize("context", [4096, 131_072])
+def test_a_prompt_token_after_a_cached_prefix_reads_it_sparsely(context):
+    v32 = ModelShape.from_hf_config(V32)
+    read = roofline.prefill_bytes(v32, 1, context) - roofline.prefill_bytes(v32, 1, 0)
+    assert read == pytest.approx(sparse_read_by_hand(context), rel=1e-12)

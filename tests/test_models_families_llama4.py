@@ -140,11 +140,13 @@ def test_chunk_must_be_the_window():
                    sliding_window=16, n_sliding_layers=3, attention_chunk_size=8)
 
 
-def test_per_kind_kv_layouts_are_refused_naming_the_field():
+def test_per_kind_kv_layouts_are_read():
     # XiaomiMiMo/MiMo-V2-Flash: hybrid_layer_pattern marks sliding-window layers with 8 KV heads
-    # (swa_num_key_value_heads) beside full layers with 4; one KV layout cannot hold both.
-    with pytest.raises(ValueError, match="hybrid_layer_pattern"):
-        ModelShape.from_hf_config(CONFIGS / "mimo-v2-flash.json")
+    # (swa_num_key_value_heads) beside full layers with 4; each kind keeps its own layout
+    # (tests/test_models_families_mimo.py), and its attention_chunk_size is not Llama 4's.
+    model = ModelShape.from_hf_config(CONFIGS / "mimo-v2-flash.json")
+    assert (model.n_kv_heads, model.sliding_n_kv_heads) == (4, 8)
+    assert model.attention_chunk_size is None
 
 
 def test_a_chunk_without_layer_kinds_is_read_for_llama4_only():

@@ -37,7 +37,12 @@ OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0,
                          "bytes_per_body_param": math.nan, "bytes_per_expert_param": math.nan,
                          "bytes_per_embedding_param": math.nan, "n_kv_layers": math.nan,
                          # a hybrid's recurrent state per sequence (0: none)
-                         "state_bytes_per_sequence": 0.0}
+                         "state_bytes_per_sequence": 0.0,
+                         # a sliding layer's own KV bytes (NaN: a full layer's), and sparse
+                         # attention's tokens per query with its indexer's key bytes (inf
+                         # and 0: dense attention)
+                         "sliding_kv_bytes_per_token_per_layer": math.nan,
+                         "index_topk": math.inf, "indexer_bytes_per_token_per_layer": 0.0}
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")
 
@@ -64,10 +69,12 @@ def _spec_fields(kind: str, spec, spec_type: type, fields: tuple, from_object) -
 
 
 def _model_object_fields(model: ModelShape) -> dict:
+    # an unknown window or top-k is none: inf
+    unbounded = ("sliding_window", "index_topk")
     out = {k: float(getattr(model, k)) for k in (*MODEL_FIELDS, *OPTIONAL_MODEL_FIELDS)
-           if k != "sliding_window"}
-    out["sliding_window"] = math.inf if model.sliding_window is None else \
-        float(model.sliding_window)
+           if k not in unbounded}
+    for k in unbounded:
+        out[k] = math.inf if getattr(model, k) is None else float(getattr(model, k))
     return out
 
 

@@ -80,9 +80,12 @@ class StepCost(NamedTuple):
     link_bandwidth: float
     #: Fixed all-reduce latency per step [s].
     allreduce_latency: float
-    #: Share of layers with full attention [1] (1 without a sliding window).
+    #: Share of the KV bytes per token held in full-attention layers [1] (1 without a sliding
+    #: window): the share of layers where all layers are alike; with sparse attention
+    #: (``index_topk``) the indexer keys' share, which every step reads whole.
     full_attention_fraction: float
-    #: Sliding window [tokens] (inf without one).
+    #: Sliding window [tokens] (inf without one); with sparse attention the tokens a query
+    #: attends to (``index_topk``), whose latent a step reads.
     sliding_window: float
     #: GPUs in the group [1].
     tp: float
@@ -236,6 +239,7 @@ def _elementwise(kernel):
 
 _step_time = _elementwise(mixed_step_time_kernel)
 _prefill_pairs = _elementwise(prefill_context_tokens_kernel)
+_kv_read = _elementwise(kv_tokens_read_kernel)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -362,7 +366,25 @@ ELEMENTWISE_ELEMENTS_PER_LAYER = 8
 
 
 def _model_terms(m, activation_bytes):
-    """The model's fields plus the step's model coefficients (:class:`StepCost`'s first part)."""
+    """The model's fields plus the step's model coefficients (:class:`StepCost`'s first part).
+
+    ``full_attention_fraction`` is the full layers' share of a token's KV *bytes*, so that
+    ``kv_bytes_per_token · (f·C + (1 − f)·min(C, w))`` is the bytes a sequence at context C
+    reads, exactly, also where sliding-window layers have KV heads or head dims of their own
+    (MiMo-V2-Flash); with alike layers it is the share of layers. With sparse attention
+    (DeepSeek-V3.2's ``index_topk`` = k) a query reads its layers' indexer keys for the whole
+    context but the latent of at most k tokens: ``f`` is then the indexer keys' share of the
+    bytes and ``w`` is k (the model holds every token, so memory is unchanged).
+
+    Approximated: attention FLOPs, which follow the same ``f·C + (1 − f)·min(C, w)`` tokens at
+    ``attention_flops_per_pair`` (``4·H·d·L``), so that the kernel need not change. Where the
+    sliding layers' bytes differ from the full ones' their pairs are weighted by bytes, not by
+    layers: MiMo-V2-Flash's sliding layers hold twice a full layer's bytes, so its full
+    layers' pairs count 0.55 times at 128K tokens. With sparse attention the indexer's pairs
+    count at the latent attention's width, though its scoring (``2·64·128`` FLOPs a pair) is
+    5.6 % of that: DeepSeek-V3.2's attention FLOPs are overstated 1.35 times at 32K tokens
+    and 1.64 times at 128K.
+    """
     p, pa = m.n_params, m.n_active_params
     e, k = m.n_experts, m.n_experts_per_token
     per_expert = np.where(e > k, (p - pa) / np.maximum(e - k, 1.0), 0.0)
@@ -384,7 +406,21 @@ def _model_terms(m, activation_bytes):
     # attention runs in the layers with a KV cache (a hybrid's others are recurrent)
     kv_layers = np.where(np.isnan(m.n_kv_layers), m.n_layers, m.n_kv_layers)
     m.attention_flops_per_pair = 4.0 * m.n_heads * m.attention_width * kv_layers
-    m.full_attention_fraction = m.n_full_layers / kv_layers
+    # where a sliding layer's bytes differ from a full one's, the full layers' share of bytes
+    # (the share of layers otherwise, unchanged)
+    full, sliding = m.kv_bytes_per_token_per_layer, m.sliding_kv_bytes_per_token_per_layer
+    m.sliding_kv_bytes_per_token_per_layer = sliding = np.where(np.isnan(sliding), full,
+                                                                sliding)[()]
+    ratio = sliding / full
+    m.full_attention_fraction = np.where(
+        ratio == 1.0, m.n_full_layers / kv_layers,
+        m.n_full_layers / (m.n_full_layers + ratio * m.n_sliding_layers))[()]
+    # sparse attention: the indexer keys are read whole, the latent of at most top-k tokens
+    sparse = np.isfinite(m.index_topk)
+    if np.any(sparse):
+        m.full_attention_fraction = np.where(
+            sparse, m.indexer_bytes_per_token_per_layer / full, m.full_attention_fraction)[()]
+        m.sliding_window = np.where(sparse, m.index_topk, m.sliding_window)[()]
     m.prefill_bytes_per_token = (ELEMENTWISE_ELEMENTS_PER_LAYER * m.n_layers * m.hidden_size
                                  * activation_bytes)
     # a recurrent layer reads its state and writes it back once a decode token
@@ -420,8 +456,17 @@ class Step(NamedTuple):
 
 
 def kv_tokens(model, context_length):
-    """KV tokens one sequence at ``context_length`` reads, as full-layer tokens (raw arrays)."""
-    return memory.sequence_kv_bytes(model, context_length) / model.kv_bytes_per_token
+    """KV tokens one sequence at ``context_length`` reads, as full-layer tokens (raw arrays).
+
+    The bytes it holds over those of a token; with sparse attention (``index_topk``) fewer:
+    the kernel's window-capped count at the indexer keys' share (:func:`_model_terms`).
+    """
+    held = memory.sequence_kv_bytes(model, context_length) / model.kv_bytes_per_token
+    sparse = np.isfinite(getattr(model, "index_topk", np.inf))
+    if not np.any(sparse):
+        return held
+    read = _kv_read(context_length, model.full_attention_fraction, model.sliding_window)
+    return np.where(sparse, read, held)[()]
 
 
 def decode_step(model, batch_size, context_length) -> Step:
