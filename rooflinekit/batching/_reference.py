@@ -58,6 +58,10 @@ Continuous batching, each tick (guide §4.3-4.4, §8 step 4)
    a slice of their prompt from the token budget ``max_num_batched_tokens`` left after the decode
    tokens (decode first, then prefill slices in admission order: Sarathi-Serve's stall-free
    batching); the step that finishes a prompt also produces that request's next token.
+   With ``mixed_prefill=False`` (SGLang's default, vLLM's V0 engine) a step that has prompt
+   tokens to process carries only those: prefill slices from the whole token budget, no
+   preemption (no decoding sequence grows), and the decoding sequences wait for the next step
+   without one. A decoding sequence's gap then spans the steps it waited.
 
 Prefix caching (paged admission, ``prefix_caching=True``)
 -----------------------------------------------------------
@@ -321,7 +325,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         interactive_cap=UNLIMITED, clock=None, itl_target=math.inf,
                         trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
-                        gains=None, gap_logs=None, state_tokens_per_sequence=0):
+                        gains=None, gap_logs=None, state_tokens_per_sequence=0,
+                        mixed_prefill=True):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -363,6 +368,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     state_tokens_per_sequence : int
         Tokens of ``kv_budget`` each running sequence's recurrent state holds [tokens], >= 0
         (module docstring, "Recurrent state"); 0 (default) for a model without one.
+    mixed_prefill : bool
+        ``True`` (default): a step carries the decode tokens and prefill slices together;
+        ``False``: a step with prompt tokens carries only those (module docstring, step 5).
 
     Returns
     -------
@@ -445,6 +453,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     if n:
         t = float(math.ceil(seqs[0].arrival)) if tick_mode else seqs[0].arrival
     next_arrival = 0
+    t_decode = -math.inf                 # end of the latest step that was not prefill-only
     while True:
         # 1. arrive
         while next_arrival < n and seqs[next_arrival].arrival <= t:
@@ -534,8 +543,10 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             a = seqs[next_arrival].arrival
             t = float(math.ceil(a)) if tick_mode else a
             continue
-        # 5. step: make room (paged), then decode tokens and prefill slices
-        if admission == "paged":
+        # 5. step: make room (paged), then decode tokens and prefill slices; without mixing, a
+        # step with prompt tokens carries only those (no sequence grows: no room to make)
+        prefill_only = not mixed_prefill and any(s.in_prefill() for s in running)
+        if admission == "paged" and not prefill_only:
             free = free_blocks()
             need = sum(new_blocks(r) for r in running)
             while need > free:
@@ -555,7 +566,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 queues[victim.tier].appendleft(victim)
         # the step's composition, in admission order: one token per decoding sequence, and
         # prefill slices from the token budget left after all decode tokens
-        decoding = [s for s in running if not s.in_prefill()]
+        decoding = [] if prefill_only else [s for s in running if not s.in_prefill()]
         budget = max_num_batched_tokens - len(decoding)
         plan = []
         n_decode = n_prefill = 0
@@ -577,7 +588,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     pairs += clock.chunk_pairs(float(chunk), float(s.prefilled))
                     chunks.append((float(chunk), float(s.prefilled)))
                 plan.append((s, chunk))
-            else:
+            elif not prefill_only:
                 n_decode += 1
                 plan.append((s, None))
         if tick_mode:
@@ -597,6 +608,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             stats["draft_tokens"] += n_decode * draft_tokens
         active = 0
         regular = 0                      # gaps of one step (decoding sequences)
+        waited = 0                       # decoding sequences that waited since t_decode
+        late = []                        # ... that became decoding while the decodes waited
         spanning = []                    # gaps across a preemption (re-prefill completions)
         together = 0                     # gained tokens after a step's first: gaps of 0
         for s, chunk in plan:
@@ -606,7 +619,12 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 s.context += x
                 s.generated += x
                 active += 1
-                regular += 1
+                if mixed_prefill or s.last_token == t:
+                    regular += 1
+                elif s.last_token == t_decode:
+                    waited += 1
+                else:
+                    late.append(s.last_token)
                 together += x - 1
                 s.last_token = t + dt
                 if tokens is not None:
@@ -635,6 +653,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         gaps.add(dt, regular)
         gaps.add(0.0, together)
         stats["accepted_tokens"] += together
+        gaps.add(t + dt - t_decode, waited)
+        for last in sorted(late):        # in the order their prefills completed
+            gaps.add(t + dt - last)
         for gap in spanning:
             gaps.add(gap)
         kv_res = kv_reserved()
@@ -652,6 +673,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         stats["kv_used_time"] += kv_used * dt
         if trace is not None:
             trace.append((t, len(running), kv_res, kv_used))
+        if not prefill_only:
+            t_decode = t + dt
         t = t + dt
     stats["end_time"] = t
     gaps.store(stats)

@@ -474,6 +474,12 @@ class ContinuousBatcher(_Batcher):
         per prefix and counted by the sequences using them; a request whose prefix is resident
         skips prefilling it; a prefix no sequence uses stays cached until its blocks are needed
         (evicted least recently used first). Default False.
+    mixed_prefill : bool, keyword-only
+        ``True`` (default; vLLM V1, TensorRT-LLM): a step carries the decode tokens and the
+        prefill slices together. ``False`` (SGLang's default, ``enable_mixed_chunk`` off; vLLM's
+        V0 engine): a step with prompt tokens to process carries only those, and the decoding
+        sequences wait for the next step without any (their gaps span the wait). Not with
+        ``speculative``.
     speculative : Speculative, optional, keyword-only
         Speculative decoding (:class:`~rooflinekit.batching.Speculative`): every decode step
         drafts ``draft_tokens`` per sequence and verifies them, each sequence gaining its drawn
@@ -535,6 +541,7 @@ class ContinuousBatcher(_Batcher):
     interactive_cap: int | None = None
     # keyword-only, so that the positional order of the fields after it stays as it was
     prefix_caching: bool = dataclasses.field(default=False, kw_only=True)
+    mixed_prefill: bool = dataclasses.field(default=True, kw_only=True)
     speculative: Speculative | None = dataclasses.field(default=None, kw_only=True)
     # the layout beyond tp, keyword-only (and before the clock's fields, which stay last)
     pp: int = dataclasses.field(default=1, kw_only=True)
@@ -575,6 +582,12 @@ class ContinuousBatcher(_Batcher):
         if self.prefix_caching and self.admission != "paged":
             raise ValueError(f"prefix_caching needs admission='paged' (prefixes are shared in "
                              f"blocks), got admission={self.admission!r}")
+        if not isinstance(self.mixed_prefill, (bool, np.bool_)):
+            raise TypeError(f"mixed_prefill must be True or False, got "
+                            f"{type(self.mixed_prefill).__name__}")
+        if self.speculative is not None and not self.mixed_prefill:
+            raise ValueError("mixed_prefill=False with speculative decoding is not modelled: "
+                             "give mixed_prefill=True with speculative")
         if self.speculative is not None and not isinstance(self.speculative, Speculative):
             raise TypeError(f"speculative must be a rooflinekit.batching.Speculative or None, "
                             f"got {type(self.speculative).__name__}")
@@ -636,9 +649,9 @@ class ContinuousBatcher(_Batcher):
         return self.max_num_seqs
 
     def _args(self, budget):
-        """The kernel's nine scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
+        """The kernel's ten scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
         slots, budget, recurrent state per sequence, paged, block size, token budget,
-        interactive cap, prefix caching, draft tokens."""
+        interactive cap, prefix caching, draft tokens, mixed prefill."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self._state_tokens(),
@@ -646,7 +659,8 @@ class ContinuousBatcher(_Batcher):
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
                 bool(self.prefix_caching),
-                0 if self.speculative is None else self.speculative.draft_tokens)
+                0 if self.speculative is None else self.speculative.draft_tokens,
+                bool(self.mixed_prefill))
 
     def _gains(self, output, seeds=None):
         """The kernel's speculative gain table for 2-D outputs (empty without speculation)."""
@@ -674,7 +688,8 @@ class ContinuousBatcher(_Batcher):
         guide's failure mode (admit on prompt length), kept only to demonstrate it over-admits.
         """
         wl = coerce_workload(workload)
-        slots, budget, state, _, block, mnbt, cap, caching, k = self._args(self._kv_budget())
+        slots, budget, state, _, block, mnbt, cap, caching, k, mixed = self._args(
+            self._kv_budget())
         gain, offset = self._gains(wl.output_tokens[None])
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
@@ -683,7 +698,8 @@ class ContinuousBatcher(_Batcher):
             clock=self._timing().reference_clock, itl_target=_itl_limit(itl_target), trace=trace,
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
             prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
-            draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state)
+            draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
+            mixed_prefill=mixed)
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None) -> dict:
