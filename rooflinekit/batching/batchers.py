@@ -48,7 +48,7 @@ from rooflinekit.batching._kernel_calls import (_allocate, _check_errors, _each_
                                                 _targets)
 from rooflinekit.batching._schema import OUTPUT_NAMES, UNLIMITED
 from rooflinekit.batching.clock import (_resolve_clock, _timing_for, replica_kv_budget,
-                                        replica_state_tokens)
+                                        replica_state_tokens, vllm_block_size)
 from rooflinekit.batching.results import _single_dataset
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
@@ -201,8 +201,8 @@ class _Batcher:
         groups = wl.prefix_group
         paged = getattr(self, "admission", None) == "paged"
         table = float(np.max(groups)) + 1.0 if self._tiered and groups.size else 0.0
-        held = run_memory_bytes(
-            wl.n_requests, block_size=self.block_size if paged else None, prefix_groups=table)
+        block = self._block_size() if paged else None
+        held = run_memory_bytes(wl.n_requests, block_size=block, prefix_groups=table)
         if run_memory_bytes(0, prefix_groups=table) > memory_limit:
             # the prefix table alone: fewer requests would not help
             raise ValueError(f"prefix group numbers up to {table - 1:,.0f} would need a prefix "
@@ -215,7 +215,7 @@ class _Batcher:
                        // RUN_BYTES_PER_REQUEST)
             raise ValueError(f"this run would hold about {held / 2**30:.3g} GiB ({wl.n_requests:,} "
                              f"requests × {RUN_BYTES_PER_REQUEST} bytes of outputs and scratch"
-                             + (f", plus blocks of {self.block_size:,} tokens" if paged else "")
+                             + (f", plus blocks of {block:,} tokens" if paged else "")
                              + f"), above memory_limit={memory_limit / 2**30:g} GiB; simulate "
                              f"fewer requests (at most about {most:,}), or raise memory_limit")
 
@@ -458,7 +458,8 @@ class ContinuousBatcher(_Batcher):
         sequence when a step needs a block that is not free.
     block_size : int
         Paged mode: tokens per KV block [tokens], in [1, :data:`MAX_BLOCK_SIZE`] (vLLM's
-        default 16).
+        default 16). Under vLLM's rule (``gpu_memory_utilization``) a hybrid model runs in
+        vLLM's larger block where this one is smaller (:func:`vllm_block_size`).
     max_num_batched_tokens : int or None
         Chunked prefill: the per-step token budget [tokens] shared by decode tokens (one per
         decoding sequence, served first) and prefill slices; >= ``max_num_seqs``. ``None``: whole
@@ -626,8 +627,8 @@ class ContinuousBatcher(_Batcher):
         else:
             budget = replica_kv_budget(self.model, self.gpu, self.tp, reserve=self.reserve,
                                        gpu_memory_utilization=self.gpu_memory_utilization,
-                                       block_size=self.block_size, speculative=self.speculative,
-                                       pp=self.pp, ep=self.ep)
+                                       block_size=self._block_size(),
+                                       speculative=self.speculative, pp=self.pp, ep=self.ep)
         if self.speculative is not None and self.model is not None:
             budget = self.speculative.kv_tokens(self.model, budget)   # a draft model's KV
         return budget
@@ -642,8 +643,17 @@ class ContinuousBatcher(_Batcher):
             return 0
         return replica_state_tokens(self.model, self.gpu, self.tp,
                                     gpu_memory_utilization=self.gpu_memory_utilization,
-                                    block_size=self.block_size, speculative=self.speculative,
+                                    block_size=self._block_size(), speculative=self.speculative,
                                     pp=self.pp, ep=self.ep)
+
+    def _block_size(self):
+        """The block size the run holds KV in [tokens]: ``block_size``, or under vLLM's rule
+        (paged, ``gpu_memory_utilization``, one group) vLLM's block for a hybrid model
+        (:func:`vllm_block_size`)."""
+        if (self.admission != "paged" or self.gpu_memory_utilization is None
+                or self.model is None or self.gpu is None or self.pp > 1 or self.ep > 1):
+            return self.block_size
+        return vllm_block_size(self.model, self.gpu, self.tp, block_size=self.block_size)
 
     def _slots(self):
         return self.max_num_seqs
@@ -655,7 +665,7 @@ class ContinuousBatcher(_Batcher):
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self._state_tokens(),
-                self.admission == "paged", self.block_size,
+                self.admission == "paged", self._block_size(),
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
                 bool(self.prefix_caching),

@@ -29,7 +29,7 @@ from rooflinekit._validation import (
     whole_number,
 )
 from rooflinekit.batching import (ContinuousBatcher, Speculative, replica_kv_budget,
-                                  run_replicates)
+                                  run_replicates, vllm_block_size)
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import (
@@ -677,6 +677,8 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
     problem = _layout_problem(model, tp, pp, ep, gpu)
     if problem:
         return None, 0, problem
+    if admission == "paged" and pp == 1 and ep == 1:   # a hybrid's KV in vLLM's larger blocks
+        block_size = vllm_block_size(model, gpu, tp, block_size=block_size)
     budget = replica_kv_budget(model, gpu, tp, block_size=block_size,
                                 gpu_memory_utilization=gpu_memory_utilization,
                                 speculative=speculative, pp=pp, ep=ep)
