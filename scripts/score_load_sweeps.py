@@ -186,33 +186,35 @@ def _spec(point, engine, sigma):
 ASSUMED_VERSIONS = {"LambdaLabsML/vllm-benchmark": "0.5.4"}
 
 
-def scheduler(point) -> tuple[int, int | None, str]:
-    """``(max_num_seqs, max_num_batched_tokens, why)`` the point's engine ran with by default.
+def scheduler(point) -> tuple[int, int | None, bool, str]:
+    """``(max_num_seqs, max_num_batched_tokens, mixed_prefill, why)`` the point's engine ran
+    with by default.
 
     vLLM before 0.8 (the V0 engine): 256 sequences, chunked prefill off for models of at most
-    32K context, so each prompt is prefilled whole (``None``); V0 then ran a prefill step
-    without the decodes, which the simulator's mixed step does not model. vLLM 0.8 and later,
-    an unknown vLLM version (taken as current), and NIM (a TensorRT-LLM engine): the engine's
-    defaults for the GPU (:func:`rooflinekit.profiles.scheduler_defaults`).
+    32K context, so each prompt is prefilled whole (``None``), in prefill steps without the
+    decodes (``mixed_prefill`` False). vLLM 0.8 and later, an unknown vLLM version (taken as
+    current), SGLang, and NIM (a TensorRT-LLM engine): the engine's defaults for the GPU
+    (:func:`rooflinekit.profiles.scheduler_defaults`).
     """
     engine = point["engine"]
     version = point.get("engine_version") or ASSUMED_VERSIONS.get(source_group(point["source"]))
     if engine == "vllm" and version and tuple(int(x) for x in version.split(".")[:2]) < (0, 8):
-        return 256, None, f"vLLM {version} (V0): 256 sequences, whole prompts"
+        return 256, None, False, f"vLLM {version} (V0): 256 sequences, whole prompts, " \
+            f"prefill steps apart"
     name = {"vllm": "vllm", "sglang": "sglang", "nim": "trtllm", "trtllm": "trtllm"}[engine]
     d = scheduler_defaults(name, point["gpu"])
-    return d.max_num_seqs, d.max_num_batched_tokens, \
+    return d.max_num_seqs, d.max_num_batched_tokens, d.mixed_prefill, \
         f"{name} defaults: {d.max_num_seqs} sequences, {d.max_num_batched_tokens} tokens"
 
 
 def _run(point, engine, *, rate, requests, max_num_seqs, replicates, seed, sigma) -> dict:
     model, engine, traffic = _spec(point, engine, sigma)
-    default_seqs, chunk, _ = scheduler(point)
+    default_seqs, chunk, mixed, _ = scheduler(point)
     seqs = int(max_num_seqs or default_seqs)
     ds = load_curve(traffic, _SLO, model=model, gpu=point["gpu"], tp=int(point["tp"]),
                     rates=[float(rate)], max_num_seqs=seqs,
                     max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
-                    engine=engine, engine_draws=0, replicates=replicates,
+                    mixed_prefill=mixed, engine=engine, engine_draws=0, replicates=replicates,
                     requests=max(10, int(requests)), seed=seed)
     out = {}
     for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),

@@ -342,7 +342,13 @@ def test_load_curve_of_qwen3_next_limits_concurrency_by_the_state(monkeypatch):
     ((batcher, args, kwargs, peak),) = runs
     model = catalog.model("Qwen3-Next-80B-A3B")
     budget = batcher.kv_budget_tokens
-    assert budget == replica_kv_budget(model, catalog.gpu("B200"), 1, gpu_memory_utilization=0.9)
+    # vLLM's block for it, by hand: one attention layer's page per token 2 * 2 * 256 * 2 =
+    # 2,048 B must hold one Gated DeltaNet layer's state 77,266,944 / 36 = 2,146,304 B:
+    # 16 * ceil(2,146,304 / (16 * 2,048)) = 16 * 66 = 1,056 tokens
+    block = 16 * -(-(QWEN3_NEXT_STATE_BYTES // 36) // (16 * 2 * 2 * 256 * 2))
+    assert block == batcher.block_size == 1056
+    assert budget == replica_kv_budget(model, catalog.gpu("B200"), 1, gpu_memory_utilization=0.9,
+                                       block_size=block)
     assert batcher._state_tokens() == 3144
     # By hand, in bytes: the budget holds B * 24,576 bytes; a running sequence holds at least
     # its prompt and first token's KV, (2,000 + 1) * 24,576 bytes, and its state, 77,266,944
@@ -355,10 +361,11 @@ def test_load_curve_of_qwen3_next_limits_concurrency_by_the_state(monkeypatch):
     gpu = catalog.gpu("B200")
     reserve = 1.0 - budget * model.kv_bytes_per_token / (gpu.memory_bytes - model.weight_bytes)
     assert peak <= int(memory.max_concurrent_sequences(model, gpu, prompt + 1, reserve=reserve))
-    # the state is what binds (within the block rounding of 16 tokens: each sequence holds
-    # ceil(2,001 / 16) + ceil(3,144 / 16) = 126 + 197 blocks)
-    total_blocks = budget // 16
-    assert peak == total_blocks // (126 + 197)
+    # the state is what binds (within the block rounding of 1,056 tokens: each sequence holds
+    # ceil(2,001 / 1,056) + ceil(3,144 / 1,056) = 2 + 3 blocks, vLLM's one state block in each
+    # of its 3 state groups)
+    total_blocks = budget // block
+    assert peak == total_blocks // (2 + 3)
     assert peak >= 0.95 * most
     # the same replica without the state would run about twice as many
     stateless = ContinuousBatcher(**{**{f: getattr(batcher, f) for f in (
@@ -366,3 +373,25 @@ def test_load_curve_of_qwen3_next_limits_concurrency_by_the_state(monkeypatch):
         "model", "gpu", "tp", "clock", "engine")}, "state_tokens_per_sequence": 0})
     ds = original(stateless, *args, **kwargs)
     assert int(ds["peak_running"].max()) > 1.5 * most
+
+
+def test_vllm_block_size_by_hand():
+    """vLLM raises a hybrid model's attention block until one layer's page holds one layer's
+    state (HybridAttentionMambaModelConfig): 16 * ceil(state per layer / (16 * page per token
+    per layer)), both on one rank. Qwen3-Next-80B-A3B: a layer's state 2,146,304 B (above);
+    its 2 KV heads of 256 in bf16 give 2,048 B a token at TP1, one head (1,024 B) from TP2
+    (split) and on (replicated), while the state splits by tp."""
+    from rooflinekit.batching import vllm_block_size
+    model, gpu = catalog.model("Qwen3-Next-80B-A3B"), catalog.gpu("H100-SXM-80GB")
+    state = QWEN3_NEXT_STATE_BYTES // 36
+    for tp, page in ((1, 2048), (2, 1024), (4, 1024), (8, 1024)):
+        by_hand = 16 * -(-(state // tp) // (16 * page))
+        assert vllm_block_size(model, gpu, tp) == by_hand, tp
+    assert [vllm_block_size(model, gpu, tp) for tp in (1, 2, 4, 8)] == [1056, 1056, 528, 272]
+    assert vllm_block_size(model, gpu, 1, block_size=2048) == 2048    # a larger one is kept
+    dense = catalog.model("Llama-3.1-8B")
+    assert vllm_block_size(dense, gpu, 1) == 16 and vllm_block_size(dense, gpu, 2, block_size=32) == 32
+    # the batcher holds KV in it under vLLM's rule only (the guide's rule keeps its block)
+    vllm = ContinuousBatcher(model=model, gpu=gpu, admission="paged", gpu_memory_utilization=0.9)
+    guide = ContinuousBatcher(model=model, gpu=gpu, admission="paged")
+    assert vllm._block_size() == 1056 and guide._block_size() == 16

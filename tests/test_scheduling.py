@@ -93,6 +93,7 @@ source = "here"
     (GOOD.replace('source = "here"', 'source = ""'), r"scheduler\[0\]\.source"),
     (GOOD + "min_memory_gib = nan\n", r"min_memory_gib: must be a number"),
     (GOOD + "below_memory_gib = 70\n", "its last row must apply to every GPU"),
+    (GOOD + "mixed_prefill = 0\n", r"scheduler\[0\]\.mixed_prefill: must be true or false"),
     ("scheduler = 3\n", "field 'scheduler'"),
     ("[[scheduler]\n", "not TOML"),
 ])
@@ -216,3 +217,20 @@ def test_a_load_curve_carries_the_profiles_uncertainty():
     for r in (1, 5):
         np.testing.assert_array_equal(drawn["mean_tpot"].sel(replicate=r).values,
                                       alone["mean_tpot"].sel(replicate=r).values)
+
+
+def test_sglang_runs_prefill_steps_apart():
+    """SGLang's server_args.py: enable_mixed_chunk = False, so a step with prompt tokens carries
+    no decodes; vLLM V1 and TensorRT-LLM mix them. A load curve runs the engine's rule unless
+    told, and says which it ran."""
+    for engine, mixed in (("vllm", True), ("trtllm", True), ("sglang", False)):
+        assert scheduler_defaults(engine, "H100-SXM-80GB").mixed_prefill is mixed
+    common = dict(model="Llama-3.1-8B", gpu="H100-SXM-80GB", rates=[4.0], replicates=1,
+                  requests=50)
+    traffic = rk.Traffic(4.0, 800, 100)
+    assert rk.planning.load_curve(traffic, SLO, engine="sglang", **common) \
+        .attrs["mixed_prefill"] == 0
+    assert rk.planning.load_curve(traffic, SLO, engine="sglang", mixed_prefill=True, **common) \
+        .attrs["mixed_prefill"] == 1
+    with pytest.raises(TypeError, match="mixed_prefill"):
+        rk.planning.load_curve(traffic, SLO, mixed_prefill="yes", **common)

@@ -501,8 +501,8 @@ def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, 
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, gains, max_num_seqs, kv_budget, state_tokens_per_sequence,
                 paged, block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-                coef, draft_coef, draft_share, itl_target, admit, first_token, finish,
-                preemptions, status, stats, workspace):
+                mixed_prefill, coef, draft_coef, draft_share, itl_target, admit, first_token,
+                finish, preemptions, status, stats, workspace):
     """The continuous kernels' one body, compiled in copies (:func:`_body`) with the constants
     ``_SPECULATIVE``, ``_ONE_TOKEN`` (every output one token: the decoding paths left out) and
     ``_TICK`` (the clock); ``gains`` the kernels' ``(gain, gain_offset)``.
@@ -625,6 +625,13 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     ph = 0
     cap = min(max_num_seqs, n)
     done_ids = np.empty(cap, np.int64)       # prefills completing in a step
+    # without mixing (``_reference``, step 5): the end of the latest step that was not
+    # prefill-only, and the sequences that became decoding since (their token times in
+    # ``last_tok``), whose gaps the next decode step counts one by one
+    separate = not mixed_prefill
+    t_decode = -math.inf
+    waiting = np.empty(n if separate else 0, np.int64)
+    n_waiting = 0
     nrun = 0
     n_dec = 0
     n_interactive = 0
@@ -813,8 +820,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 break
             t = math.ceil(arrival[nxt]) * 1.0 if _TICK else arrival[nxt]
             continue
-        # 5. step: preempt the latest admitted until the growth fits (paged) ...
-        if paged and not one_token:
+        # 5. step: preempt the latest admitted until the growth fits (paged) ... (without
+        # mixing, a step with prompt tokens carries only those: no sequence grows)
+        prefill_only = separate and p_next[n] != n
+        if paged and not one_token and not prefill_only:
             while need > total_blocks - alloc:
                 if caching and evictable > 0:    # an unused prefix goes before any sequence
                     e = _lru_group(g_res, g_refs, g_stamp, -1)
@@ -832,7 +841,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 if state[v] == 2:
                     c = context[v] + g
                     n_dec -= 1
-                    last_tok[v] = t          # it decoded in the step that ended at t
+                    # it decoded in the step that ended at t (without mixing: its latest token)
+                    last_tok[v] = max(last_tok[v], t_decode) if separate else t
                     if spec:
                         # where its path is now; its filed steps from this one on withdrawn
                         m, c = _spec_walk(gain, gain_offset[v], s_m0[v], s_c0[v],
@@ -893,12 +903,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 q_size[k] += 1
         # ... then the step: each decoding sequence's token (all at once, from the running
         # sums), and prefill slices in admission order from the budget left after them
-        n_decode = 0 if one_token else n_dec       # one token: every decoder has retired
+        n_decode = 0 if one_token or prefill_only else n_dec   # one token: all retired
         budget = max_batched - n_decode
         n_prefill = 0
         pairs = 0.0
         kv_read = 0.0
-        if not _TICK and not one_token:
+        if not _TICK and not one_token and not prefill_only:
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context,
                                         n_above)
         kv_dec = kv_read
@@ -938,6 +948,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         if one_token:
             g += 1
+        elif prefill_only:
+            pass                 # the decoding sequences wait: ``g`` counts their steps
         else:
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
@@ -949,7 +961,34 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             (used, dec_context, accepted, below_context, n_above, d_below, d_above) = _spec_taken(
                 s_ring, (g - 1) & s_mask, s_windowed, d_windowed, used, dec_context, accepted,
                 below_context, n_above, d_below, d_above)
-        if not one_token:
+        if separate and not prefill_only and t_decode != t:
+            # the first decode step after prefill-only ones: gaps of one step for those whose
+            # token came at t, the wait since t_decode for the others decoding before it, and
+            # one by one for those that began decoding since (as _reference adds them)
+            regular = 0
+            alive = 0
+            for j in range(n_waiting):
+                i = waiting[j]
+                if state[i] == 2:
+                    alive += 1
+                    if last_tok[i] == t:
+                        regular += 1
+            for gap, count in ((dt, regular), (t + dt - t_decode, n_decode - alive)):
+                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
+                                                                     itl_target, gap, count)
+                if hist_n[k] == 0 or rec > hist_max[k]:
+                    hist_max[k] = rec
+                hist_n[k] += count
+            for j in range(n_waiting):
+                i = waiting[j]
+                if state[i] == 2 and last_tok[i] != t:
+                    n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(
+                        n_gaps, gaps_met, gap_time, itl_target, t + dt - last_tok[i], 1)
+                    if hist_n[k] == 0 or rec > hist_max[k]:
+                        hist_max[k] = rec
+                    hist_n[k] += 1
+            n_waiting = 0
+        elif not one_token:
             n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                                  itl_target, dt, n_decode)
             if hist_n[k] == 0 or rec > hist_max[k]:
@@ -979,6 +1018,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             generated[i] += 1
             if generated[i] == 1:
                 first_token[i] = t + dt
+            if separate:                  # it waits with the decodes (a step with prompts)
+                last_tok[i] = t + dt
+                waiting[n_waiting] = i
+                n_waiting += 1
             c = context[i]
             state[i] = 2
             n_dec += 1
@@ -1077,11 +1120,14 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         (n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t) = _stepped(
             dt, nrun, n_decode + n_done, alloc * block_size if paged else reserved, used,
             cached_blocks, n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t)
+        if not prefill_only:
+            t_decode = t + dt
         t = t + dt
         # 6. decode-only stretch: while the next step would only decode (no arrival, no
         # retirement, nothing prefilling or admissible, the new blocks free), run it here
-        # without the phases that would do nothing.
-        if p_next[n] != n or one_token:
+        # without the phases that would do nothing (not right after a prefill-only step,
+        # whose waiting decodes the main loop's step counts)
+        if p_next[n] != n or one_token or t_decode != t:
             continue
         admissible = False       # would a queue head be admitted if no block were needed?
         for k in range(2):
@@ -1160,6 +1206,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 hist_max[k] = rec
             hist_n[k] += n_dec * m
             t = t + m
+            t_decode = t
             continue
         while nxt == n or arrival[nxt] > t:
             b = n + (g & ret_mask)
@@ -1196,6 +1243,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 dt, nrun, n_dec, alloc * block_size if paged else reserved, used, cached_blocks,
                 n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t)
             t = t + dt
+            t_decode = t
     if spec:
         # The gained tokens come with their step's first: gaps of 0, counted once here (counts
         # of whole numbers and a sum of zeros, equal to adding them step by step).
@@ -1246,8 +1294,9 @@ _BODIES = {(mode, tick): _body(mode, tick) for mode in ("plain", "speculative", 
 def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                     arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget,
                     state_tokens_per_sequence, paged, block_size, max_batched, interactive_cap,
-                    prefix_caching, draft_tokens, tick_mode, coef, draft_coef, draft_share,
-                    itl_target, admit, first_token, finish, preemptions, status, stats):
+                    prefix_caching, draft_tokens, mixed_prefill, tick_mode, coef, draft_coef,
+                    draft_share, itl_target, admit, first_token, finish, preemptions, status,
+                    stats):
     """A continuous kernel: the body ``_BODY`` of its clock ``_TICK`` on its own histogram and
     scratch; :data:`WRONG_CLOCK` for the other clock.
     """
@@ -1262,8 +1311,8 @@ def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, pref
     return body(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, (gain, gain_offset), max_num_seqs, kv_budget,
                 state_tokens_per_sequence, paged, block_size, max_batched, interactive_cap,
-                prefix_caching, draft_tokens, coef, draft_coef, draft_share, itl_target, admit,
-                first_token, finish, preemptions, status, stats, workspace)
+                prefix_caching, draft_tokens, mixed_prefill, coef, draft_coef, draft_share,
+                itl_target, admit, first_token, finish, preemptions, status, stats, workspace)
 
 
 _PLAIN_DOC = """Continuous batching of one workload; returns 0, :data:`STALLED` or
@@ -1434,12 +1483,12 @@ def _replica_run(arrival, prompt, output, priority, prefix_group, prefix_tokens,
     if tick_mode != _TICK:                         # noqa: F821 (a global of each copy)
         return WRONG_CLOCK
     (max_num_seqs, kv_budget, state_tokens_per_sequence, paged, block_size, max_batched,
-     interactive_cap, prefix_caching, draft_tokens) = params
+     interactive_cap, prefix_caching, draft_tokens, mixed_prefill) = params
     body = _BODY                                   # noqa: F821 (a global of each copy)
     return body(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
                 (no_gain, arrived), max_num_seqs, kv_budget, state_tokens_per_sequence, paged,
-                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens, coef,
-                coef, 0.0, itl_target,
+                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
+                mixed_prefill, coef, coef, 0.0, itl_target,
                 admit, first_token, finish, preemptions, status, stats, workspace)
 
 
@@ -1540,7 +1589,7 @@ def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_t
     """Disaggregated serving of one workload, every replica of both pools in one call.
 
     The rules and outputs are :func:`rooflinekit.batching._reference.simulate_disaggregated`'s.
-    Each replica is the continuous kernel of its requests (``*_args``: the batcher's nine scalar
+    Each replica is the continuous kernel of its requests (``*_args``: the batcher's ten scalar
     parameters, ``*_coef`` its clock): ``_PREFILL`` and ``_DECODE``, the replica kernels of the
     copy's clock. Outputs, overwritten: those of ``simulate_disaggregated``, ``peak_reserved``
     its ``peak_kv_reserved``; ``handoff[:h]`` the completed requests' gaps from first to second

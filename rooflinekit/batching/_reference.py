@@ -167,7 +167,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         interactive_cap=UNLIMITED, clock=None, itl_target=math.inf,
                         trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
-                        gains=None, gap_logs=None, state_tokens_per_sequence=0):
+                        gains=None, gap_logs=None, state_tokens_per_sequence=0,
+                        mixed_prefill=True):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -209,6 +210,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     state_tokens_per_sequence : int
         Tokens of ``kv_budget`` each running sequence's recurrent state holds [tokens], >= 0
         (module docstring, "Recurrent state"); 0 (default) for a model without one.
+    mixed_prefill : bool
+        ``True`` (default): a step carries the decode tokens and prefill slices together;
+        ``False``: a step with prompt tokens carries only those (module docstring, step 5).
 
     Returns
     -------
@@ -291,6 +295,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     if n:
         t = float(math.ceil(seqs[0].arrival)) if tick_mode else seqs[0].arrival
     next_arrival = 0
+    t_decode = -math.inf                 # end of the latest step that was not prefill-only
     while True:
         # 1. arrive
         while next_arrival < n and seqs[next_arrival].arrival <= t:
@@ -380,8 +385,10 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             a = seqs[next_arrival].arrival
             t = float(math.ceil(a)) if tick_mode else a
             continue
-        # 5. step: make room (paged), then decode tokens and prefill slices
-        if admission == "paged":
+        # 5. step: make room (paged), then decode tokens and prefill slices; without mixing, a
+        # step with prompt tokens carries only those (no sequence grows: no room to make)
+        prefill_only = not mixed_prefill and any(s.in_prefill() for s in running)
+        if admission == "paged" and not prefill_only:
             free = free_blocks()
             need = sum(new_blocks(r) for r in running)
             while need > free:
@@ -401,7 +408,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 queues[victim.tier].appendleft(victim)
         # the step's composition, in admission order: one token per decoding sequence, and
         # prefill slices from the token budget left after all decode tokens
-        decoding = [s for s in running if not s.in_prefill()]
+        decoding = [] if prefill_only else [s for s in running if not s.in_prefill()]
         budget = max_num_batched_tokens - len(decoding)
         plan = []
         n_decode = n_prefill = 0
@@ -423,7 +430,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     pairs += clock.chunk_pairs(float(chunk), float(s.prefilled))
                     chunks.append((float(chunk), float(s.prefilled)))
                 plan.append((s, chunk))
-            else:
+            elif not prefill_only:
                 n_decode += 1
                 plan.append((s, None))
         if tick_mode:
@@ -443,6 +450,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             stats["draft_tokens"] += n_decode * draft_tokens
         active = 0
         regular = 0                      # gaps of one step (decoding sequences)
+        waited = 0                       # decoding sequences that waited since t_decode
+        late = []                        # ... that became decoding while the decodes waited
         spanning = []                    # gaps across a preemption (re-prefill completions)
         together = 0                     # gained tokens after a step's first: gaps of 0
         for s, chunk in plan:
@@ -452,7 +461,12 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 s.context += x
                 s.generated += x
                 active += 1
-                regular += 1
+                if mixed_prefill or s.last_token == t:
+                    regular += 1
+                elif s.last_token == t_decode:
+                    waited += 1
+                else:
+                    late.append(s.last_token)
                 together += x - 1
                 s.last_token = t + dt
                 if tokens is not None:
@@ -481,6 +495,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         gaps.add(dt, regular)
         gaps.add(0.0, together)
         stats["accepted_tokens"] += together
+        gaps.add(t + dt - t_decode, waited)
+        for last in sorted(late):        # in the order their prefills completed
+            gaps.add(t + dt - last)
         for gap in spanning:
             gaps.add(gap)
         kv_res = kv_reserved()
@@ -498,6 +515,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         stats["kv_used_time"] += kv_used * dt
         if trace is not None:
             trace.append((t, len(running), kv_res, kv_used))
+        if not prefill_only:
+            t_decode = t + dt
         t = t + dt
     stats["end_time"] = t
     gaps.store(stats)

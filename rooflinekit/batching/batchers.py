@@ -42,7 +42,7 @@ from rooflinekit.batching._kernel_calls import (_allocate, _check_errors, _each_
                                                 _targets)
 from rooflinekit.batching._schema import OUTPUT_NAMES, UNLIMITED
 from rooflinekit.batching.clock import (_resolve_clock, _timing_for, replica_kv_budget,
-                                        replica_state_tokens)
+                                        replica_state_tokens, vllm_block_size)
 from rooflinekit.batching.results import _single_dataset
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
@@ -192,8 +192,8 @@ class _Batcher:
         groups = wl.prefix_group
         paged = getattr(self, "admission", None) == "paged"
         table = float(np.max(groups)) + 1.0 if self._tiered and groups.size else 0.0
-        held = run_memory_bytes(
-            wl.n_requests, block_size=self.block_size if paged else None, prefix_groups=table)
+        block = self._block_size() if paged else None
+        held = run_memory_bytes(wl.n_requests, block_size=block, prefix_groups=table)
         if run_memory_bytes(0, prefix_groups=table) > memory_limit:
             # the prefix table alone: fewer requests would not help
             raise ValueError(f"prefix group numbers up to {table - 1:,.0f} would need a prefix "
@@ -206,7 +206,7 @@ class _Batcher:
                        // RUN_BYTES_PER_REQUEST)
             raise ValueError(f"this run would hold about {held / 2**30:.3g} GiB ({wl.n_requests:,} "
                              f"requests × {RUN_BYTES_PER_REQUEST} bytes of outputs and scratch"
-                             + (f", plus blocks of {self.block_size:,} tokens" if paged else "")
+                             + (f", plus blocks of {block:,} tokens" if paged else "")
                              + f"), above memory_limit={memory_limit / 2**30:g} GiB; simulate "
                              f"fewer requests (at most about {most:,}), or raise memory_limit")
 
@@ -441,7 +441,8 @@ class ContinuousBatcher(_Batcher):
         sequence when a step needs a block that is not free.
     block_size : int
         Paged mode: tokens per KV block [tokens], in [1, :data:`MAX_BLOCK_SIZE`] (vLLM's
-        default 16).
+        default 16). Under vLLM's rule (``gpu_memory_utilization``) a hybrid model runs in
+        vLLM's larger block where this one is smaller (:func:`vllm_block_size`).
     max_num_batched_tokens : int or None
         Chunked prefill: the per-step token budget [tokens] shared by decode tokens (one per
         decoding sequence, served first) and prefill slices; >= ``max_num_seqs``. ``None``: whole
@@ -456,6 +457,12 @@ class ContinuousBatcher(_Batcher):
         (:class:`~rooflinekit.workloads.SharedPrefix`, ``Workload.prefix_group``) are held once,
         a request whose prefix is resident skips prefilling it, and an unused prefix stays
         cached until its blocks are needed (LRU: ``_reference``, "Prefix caching"). Default False.
+    mixed_prefill : bool, keyword-only
+        ``True`` (default; vLLM V1, TensorRT-LLM): a step carries the decode tokens and the
+        prefill slices together. ``False`` (SGLang's default, ``enable_mixed_chunk`` off; vLLM's
+        V0 engine): a step with prompt tokens to process carries only those, and the decoding
+        sequences wait for the next step without any (their gaps span the wait). Not with
+        ``speculative``.
     speculative : Speculative, optional, keyword-only
         Speculative decoding (:class:`~rooflinekit.batching.Speculative`): every decode step
         drafts and verifies, each sequence gaining its drawn 1 to ``draft_tokens + 1`` tokens;
@@ -510,6 +517,7 @@ class ContinuousBatcher(_Batcher):
     interactive_cap: int | None = None
     # keyword-only, so that the positional order of the fields after it stays as it was
     prefix_caching: bool = dataclasses.field(default=False, kw_only=True)
+    mixed_prefill: bool = dataclasses.field(default=True, kw_only=True)
     speculative: Speculative | None = dataclasses.field(default=None, kw_only=True)
     # the layout beyond tp, keyword-only (and before the clock's fields, which stay last)
     pp: int = dataclasses.field(default=1, kw_only=True)
@@ -550,6 +558,12 @@ class ContinuousBatcher(_Batcher):
         if self.prefix_caching and self.admission != "paged":
             raise ValueError(f"prefix_caching needs admission='paged' (prefixes are shared in "
                              f"blocks), got admission={self.admission!r}")
+        if not isinstance(self.mixed_prefill, (bool, np.bool_)):
+            raise TypeError(f"mixed_prefill must be True or False, got "
+                            f"{type(self.mixed_prefill).__name__}")
+        if self.speculative is not None and not self.mixed_prefill:
+            raise ValueError("mixed_prefill=False with speculative decoding is not modelled: "
+                             "give mixed_prefill=True with speculative")
         if self.speculative is not None and not isinstance(self.speculative, Speculative):
             raise TypeError(f"speculative must be a rooflinekit.batching.Speculative or None, "
                             f"got {type(self.speculative).__name__}")
@@ -588,8 +602,8 @@ class ContinuousBatcher(_Batcher):
         else:
             budget = replica_kv_budget(self.model, self.gpu, self.tp, reserve=self.reserve,
                                        gpu_memory_utilization=self.gpu_memory_utilization,
-                                       block_size=self.block_size, speculative=self.speculative,
-                                       pp=self.pp, ep=self.ep)
+                                       block_size=self._block_size(),
+                                       speculative=self.speculative, pp=self.pp, ep=self.ep)
         if self.speculative is not None and self.model is not None:
             budget = self.speculative.kv_tokens(self.model, budget)   # a draft model's KV
         return budget
@@ -604,24 +618,34 @@ class ContinuousBatcher(_Batcher):
             return 0
         return replica_state_tokens(self.model, self.gpu, self.tp,
                                     gpu_memory_utilization=self.gpu_memory_utilization,
-                                    block_size=self.block_size, speculative=self.speculative,
+                                    block_size=self._block_size(), speculative=self.speculative,
                                     pp=self.pp, ep=self.ep)
+
+    def _block_size(self):
+        """The block size the run holds KV in [tokens]: ``block_size``, or under vLLM's rule
+        (paged, ``gpu_memory_utilization``, one group) vLLM's block for a hybrid model
+        (:func:`vllm_block_size`)."""
+        if (self.admission != "paged" or self.gpu_memory_utilization is None
+                or self.model is None or self.gpu is None or self.pp > 1 or self.ep > 1):
+            return self.block_size
+        return vllm_block_size(self.model, self.gpu, self.tp, block_size=self.block_size)
 
     def _slots(self):
         return self.max_num_seqs
 
     def _args(self, budget):
-        """The kernel's nine scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
+        """The kernel's ten scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
         slots, budget, recurrent state per sequence, paged, block size, token budget,
-        interactive cap, prefix caching, draft tokens."""
+        interactive cap, prefix caching, draft tokens, mixed prefill."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self._state_tokens(),
-                self.admission == "paged", self.block_size,
+                self.admission == "paged", self._block_size(),
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
                 bool(self.prefix_caching),
-                0 if self.speculative is None else self.speculative.draft_tokens)
+                0 if self.speculative is None else self.speculative.draft_tokens,
+                bool(self.mixed_prefill))
 
     def _gains(self, output, seeds=None):
         """The kernel's speculative gain table for 2-D outputs (empty without speculation)."""
@@ -645,7 +669,8 @@ class ContinuousBatcher(_Batcher):
         for tests; ``admission`` may also be ``"prompt"`` there: the guide's failure mode.
         """
         wl = coerce_workload(workload)
-        slots, budget, state, _, block, mnbt, cap, caching, k = self._args(self._kv_budget())
+        slots, budget, state, _, block, mnbt, cap, caching, k, mixed = self._args(
+            self._kv_budget())
         gain, offset = self._gains(wl.output_tokens[None])
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
@@ -654,7 +679,8 @@ class ContinuousBatcher(_Batcher):
             clock=self._timing().reference_clock, itl_target=_itl_limit(itl_target), trace=trace,
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
             prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
-            draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state)
+            draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
+            mixed_prefill=mixed)
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None) -> dict:

@@ -27,7 +27,7 @@ from rooflinekit.batching._schema import CLOCKS
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.models import ModelShape
 
-__all__ = ["replica_kv_budget", "replica_state_tokens"]
+__all__ = ["replica_kv_budget", "replica_state_tokens", "vllm_block_size"]
 
 
 def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
@@ -149,10 +149,10 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
 
     This models vLLM's hybrid KV-cache manager, which gives each running request one block in
     each state group beside its attention blocks (a worked comparison on Qwen3-Next-80B-A3B:
-    ``docs/architecture.md``, "batching/clock.py"), with one simplification: the batcher's
-    ``block_size`` rounds both the attention KV and the state (vLLM enlarges its block to hold
-    one layer's state), and the state group count's rounding is not modelled. Prefix caching of
-    states (vLLM's ``mamba_cache_mode``) is not modelled: a state is never shared.
+    ``docs/architecture.md``, "batching/clock.py"); under vLLM's rule the batchers and plans
+    hold KV in vLLM's enlarged block (:func:`vllm_block_size`), where the state takes exactly
+    vLLM's blocks. Not modelled: the state group count's rounding; prefix caching of states
+    (vLLM's ``mamba_cache_mode``): a state is never shared.
 
     References
     ----------
@@ -188,6 +188,65 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
                                     max_model_len=block_size)
         per_token = tp * float(kv["bytes_per_block"]) / block_size
     return math.ceil(state / (per_token * scale))
+
+
+#: vLLM's attention block sizes are multiples of this [tokens] (its FlashAttention backends').
+VLLM_BLOCK_ALIGNMENT = 16
+
+
+def vllm_block_size(model, gpu, tp=1, *, block_size=16) -> int:
+    """The KV block size vLLM runs a model with [tokens]: ``block_size``, or for a hybrid model
+    (attention beside linear-attention or Mamba layers) the larger block whose one-layer page
+    holds one layer's recurrent state.
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model; its :attr:`~rooflinekit.ModelShape.state_bytes_per_sequence` is the state.
+    gpu : GPU
+        One GPU of the replica (its KV heads per rank, as
+        :func:`rooflinekit.memory.engine_kv_cache` counts them).
+    tp : int
+        Tensor-parallel degree [1], >= 1.
+    block_size : int
+        The block size asked for [tokens], >= 1 (vLLM's ``--block-size``, default 16).
+
+    Returns
+    -------
+    int
+        ``max(block_size, 16·⌈s / (16·a)⌉)`` [tokens] for a hybrid model; ``block_size``
+        for any other.
+
+    Notes
+    -----
+    ``a`` is one attention layer's KV bytes per token on one rank and ``s = S / (tp·L_s)``
+    one recurrent layer's state on one rank (``S`` the state per sequence over its ``L_s``
+    linear-attention and Mamba layers). vLLM raises a smaller block (the default 16, or one
+    given) to this size so that every layer's page is one size, and pads the state's page to
+    it [1]; a request's attention KV is then held in blocks this long. Qwen3-Next-80B-A3B at
+    TP1: ``a = 2,048 B``, ``s = 2,146,304 B``, 1,056 tokens. The rule without prefix caching
+    of states (with it vLLM rounds to the Mamba kernels' chunk instead).
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/model_executor/models/config.py``,
+       ``HybridAttentionMambaModelConfig.verify_and_update_config``.
+
+    See Also
+    --------
+    replica_state_tokens : the state's share of the budget, in these blocks.
+    """
+    check_type("model", model, ModelShape)
+    tp = whole_number("tp", tp, lo=1)
+    block_size = whole_number("block_size", block_size, lo=1)
+    layers = model.n_linear_attention_layers + model.n_mamba_layers
+    if float(model.state_bytes_per_sequence) == 0.0 or layers == 0:
+        return block_size
+    kv = memory.engine_kv_cache(model, gpu, tp, block_size=1, max_model_len=1)
+    attention = float(kv["bytes_per_block"]) / model.n_attention_layers   # a, one rank
+    state = float(model.state_bytes_per_sequence) / tp / layers          # s, one rank
+    align = VLLM_BLOCK_ALIGNMENT
+    return max(block_size, align * math.ceil(state / (align * attention)))
 
 
 class _Timing:

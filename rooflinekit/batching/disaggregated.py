@@ -123,6 +123,9 @@ class DisaggregatedBatcher:
             pool = getattr(self, name)
             if not isinstance(pool, ContinuousBatcher):
                 raise TypeError(f"{name} must be a ContinuousBatcher, got {type(pool).__name__}")
+            if not pool.mixed_prefill:
+                raise ValueError(f"{name}: mixed_prefill=False is modelled for one aggregated "
+                                 f"replica only; give the pools mixed_prefill=True")
         whole_number("prefill_replicas", self.prefill_replicas, lo=1)
         whole_number("decode_replicas", self.decode_replicas, lo=1)
         # at least 1 byte/s: a denormal rate would overflow the transfer time to inf
@@ -282,7 +285,8 @@ class DisaggregatedBatcher:
         pools = []
         for name in POOLS:
             pool = getattr(self, name)
-            slots, budget, state, _, block, mnbt, cap, caching, _ = pool._args(pool._kv_budget())
+            slots, budget, state, _, block, mnbt, cap, caching, _, _ = pool._args(
+                pool._kv_budget())
             pools.append({"max_num_seqs": slots, "kv_budget": budget,
                           "state_tokens_per_sequence": state,
                           "admission": pool.admission, "block_size": block,

@@ -29,7 +29,7 @@ from rooflinekit._validation import (
     whole_number,
 )
 from rooflinekit.batching import (ContinuousBatcher, Speculative, replica_kv_budget,
-                                  run_replicates)
+                                  run_replicates, vllm_block_size)
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import (
@@ -580,7 +580,8 @@ class _Configuration:
             values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
             self.utilization, engine, self.prefix_caching, self.speculative,
-            values.get(dims.PP, 1), values.get(dims.EP, 1))
+            values.get(dims.PP, 1), values.get(dims.EP, 1),
+            self.defaults[values[dims.GPU].name].mixed_prefill)
 
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
@@ -625,11 +626,15 @@ def _engine_draws(engine, gpus, engine_draws, replicates, seed) -> dict | None:
 
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
              gpu_memory_utilization, engine=None, prefix_caching=False, speculative=None, pp=1,
-             ep=1):
-    """One replica's batcher and KV budget, or why the configuration cannot serve."""
+             ep=1, mixed_prefill=True):
+    """One replica's batcher and KV budget, or why the configuration cannot serve; prefill
+    steps apart from the decodes where the engine runs them so (``mixed_prefill`` False),
+    except under speculative decoding (simulated mixed)."""
     problem = _layout_problem(model, tp, pp, ep, gpu)
     if problem:
         return None, 0, problem
+    if admission == "paged" and pp == 1 and ep == 1:   # a hybrid's KV in vLLM's larger blocks
+        block_size = vllm_block_size(model, gpu, tp, block_size=block_size)
     budget = replica_kv_budget(model, gpu, tp, block_size=block_size,
                                 gpu_memory_utilization=gpu_memory_utilization,
                                 speculative=speculative, pp=pp, ep=ep)
@@ -642,6 +647,7 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
         # the budget is given; the utilisation rule sets the per-rank state charge with it
         gpu_memory_utilization=gpu_memory_utilization,
         prefix_caching=prefix_caching, speculative=speculative,
+        mixed_prefill=bool(mixed_prefill) or speculative is not None,
         **({"pp": pp, "ep": ep} if pp > 1 or ep > 1 else {}))
     return batcher, budget, None
 
@@ -657,7 +663,7 @@ def _speculative_attrs(spec) -> dict:
 def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="auto", rates,
                max_num_batched_tokens="auto", admission="paged", block_size=16,
                gpu_memory_utilization=0.9, replicates=10, seed=0, engine=None,
-               engine_draws=None, requests=1000) -> xr.Dataset:
+               engine_draws=None, requests=1000, mixed_prefill="auto") -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its request rate.
 
     Parameters
@@ -673,6 +679,10 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     rates : sequence of float
         Request rates per replica [requests/s], each finite and > 0 (dimension
         ``request_rate``).
+    mixed_prefill : bool or "auto"
+        Whether a step carries prefill slices beside the decode tokens
+        (:class:`~rooflinekit.batching.ContinuousBatcher`); ``"auto"`` (default): the engine's
+        own scheduling (:func:`rooflinekit.profiles.scheduler_defaults`: False for SGLang).
     replicates, seed, engine, engine_draws, requests
         As for :func:`plan`: the same draws as a plan's with the same seed, and the same
         engine draws.
@@ -711,6 +721,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     requests = whole_number("requests", requests, lo=10)
     max_num_seqs, max_num_batched_tokens = one_scheduler(engine, gpu, max_num_seqs,
                                                          max_num_batched_tokens)
+    if isinstance(mixed_prefill, str) and mixed_prefill == "auto":
+        mixed_prefill = scheduler_defaults(scheduler_engine(engine), gpu).mixed_prefill
+    mixed_prefill = check_bool("mixed_prefill", mixed_prefill)
     seed = whole_number("seed", seed, lo=0)
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     engine = resolve_engine(engine, gpu)
@@ -719,7 +732,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         _replica, model, gpu, whole_number("tp", tp, lo=1), max_num_seqs,
         max_num_batched_tokens, check_one_of("admission", admission, ("paged", "reserve")),
         whole_number("block_size", block_size, lo=1),
-        real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True))
+        real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
+        mixed_prefill=mixed_prefill)
     batcher, _, problem = replica(engine)
     if problem:
         raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {problem}")
@@ -745,6 +759,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     ds.attrs.update({"model": model.name, "gpu": gpu.name, "tp": int(tp),
                      "max_num_seqs": int(max_num_seqs),
                      "max_num_batched_tokens": int(max_num_batched_tokens or 0),
+                     "mixed_prefill": int(mixed_prefill),
                      "engine_draws": 0 if drawn is None else len(engines),
                      "model_quality": label,
                      "quantile": float(slo.quantile),

@@ -1,10 +1,10 @@
 """How the serving engines schedule a step by default: their slots and chunked-prefill budget.
 
-vLLM (V1), SGLang and TensorRT-LLM all schedule a step as
-:class:`~rooflinekit.batching.ContinuousBatcher` with ``max_num_batched_tokens`` does: one token
-per decoding sequence first, then prefill slices from what is left of the step's token budget.
-What differs is the budget and the number of sequences, which each engine picks from the GPU's
-memory when its launch command leaves them unset. :func:`scheduler_defaults` returns them, read
+vLLM (V1) and TensorRT-LLM schedule a step as :class:`~rooflinekit.batching.ContinuousBatcher`
+with ``max_num_batched_tokens`` does: one token per decoding sequence first, then prefill slices
+from what is left of the step's token budget; SGLang by default runs prefill steps apart from
+the decodes (``mixed_prefill=False``). The budget and the number of sequences each engine picks
+from the GPU's memory when its launch command leaves them unset. :func:`scheduler_defaults` returns them, read
 from ``rooflinekit/data/engine_schedulers.toml`` (each row its source);
 :func:`chunk_budget_candidates` is the set a planner searches when no budget is given.
 """
@@ -45,7 +45,8 @@ class SchedulerDefaults(NamedTuple):
     ``--max-running-requests``, TensorRT-LLM ``--max_batch_size``); ``max_num_batched_tokens``
     [tokens]: the step's token budget (vLLM ``--max-num-batched-tokens``, SGLang
     ``--chunked-prefill-size``, TensorRT-LLM ``--max_num_tokens``); ``version`` and ``source``:
-    where they were read.
+    where they were read; ``mixed_prefill``: whether a step carries prefill slices beside the
+    decode tokens (SGLang ``--enable-mixed-chunk``, off by default).
     """
 
     engine: str
@@ -53,6 +54,7 @@ class SchedulerDefaults(NamedTuple):
     max_num_batched_tokens: int
     version: str
     source: str
+    mixed_prefill: bool = True
 
 
 _WHAT = "engine scheduler file"
@@ -72,7 +74,8 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
         :data:`~rooflinekit.profiles.ENGINE_NAMES`), ``max_num_seqs`` and
         ``max_num_batched_tokens`` (whole numbers >= 1, the budget >= the sequences),
         ``version``, ``date``, ``source``, and optionally ``min_memory_gib`` /
-        ``below_memory_gib`` [GiB] and ``exclude_gpus`` (names a GPU's must not contain).
+        ``below_memory_gib`` [GiB], ``exclude_gpus`` (names a GPU's must not contain) and
+        ``mixed_prefill`` (true or false; default true).
 
     Returns
     -------
@@ -97,7 +100,7 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
         if not isinstance(row, Mapping):
             _fail(path, where, "must be a table", TypeError)
         unknown = sorted(set(row) - {*_INT_FIELDS, *_TEXT_FIELDS, *_MEMORY_FIELDS,
-                                     "exclude_gpus"})
+                                     "exclude_gpus", "mixed_prefill"})
         if unknown:
             _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
         out = shipped._texts(path, row, where, _TEXT_FIELDS, what=_WHAT)
@@ -126,6 +129,10 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
             _fail(path, f"{where}.exclude_gpus", f"must be a list of names; got {exclude!r}",
                   TypeError)
         out["exclude_gpus"] = tuple(exclude)
+        out["mixed_prefill"] = row.get("mixed_prefill", True)
+        if not isinstance(out["mixed_prefill"], bool):
+            _fail(path, f"{where}.mixed_prefill", f"must be true or false; got "
+                  f"{out['mixed_prefill']!r}", TypeError)
         rows.append(out)
     for engine in {r["engine"] for r in rows}:
         last = [r for r in rows if r["engine"] == engine][-1]
@@ -180,7 +187,8 @@ def scheduler_defaults(engine: str = DEFAULT_ENGINE, gpu=None) -> SchedulerDefau
     Returns
     -------
     SchedulerDefaults
-        ``max_num_seqs`` [1], ``max_num_batched_tokens`` [tokens], and where they were read.
+        ``max_num_seqs`` [1], ``max_num_batched_tokens`` [tokens], where they were read, and
+        ``mixed_prefill`` (False for SGLang: prefill steps apart from the decodes).
 
     Raises
     ------
@@ -216,7 +224,7 @@ def scheduler_defaults(engine: str = DEFAULT_ENGINE, gpu=None) -> SchedulerDefau
         if row["engine"] == engine and row["min_memory_gib"] <= memory < row["below_memory_gib"] \
                 and not any(x.lower() in spec.name.lower() for x in row["exclude_gpus"]):
             return SchedulerDefaults(engine, row["max_num_seqs"], row["max_num_batched_tokens"],
-                                     row["version"], row["source"])
+                                     row["version"], row["source"], row["mixed_prefill"])
     raise ValueError(f"no scheduler row of {engine} applies to {spec.name}")  # file checked
 
 
