@@ -84,6 +84,7 @@ KV_BY_HAND = {
     "Llama-4-Scout": 2 * 48 * 8 * 128 * 2, "Llama-4-Maverick": 2 * 48 * 8 * 128 * 2,
     "DeepSeek-R1": 61 * (512 + 64) * 2, "DeepSeek-V3.2": 61 * ((512 + 64) * 2 + 128 + 4),
     "Kimi-K2-Instruct": 61 * (512 + 64) * 2, "Nemotron-3-Nano-30B-A3B": 2 * 6 * 2 * 128 * 2,
+    "Qwen3-30B-A3B": 2 * 48 * 4 * 128 * 2, "Qwen3-235B-A22B": 2 * 94 * 4 * 128 * 2,
     "guide-70b": 2 * 80 * 8 * 128 * 2,          # guide §2.2: 327,680
     "Llama-2-7B": 2 * 32 * 32 * 128 * 2,        # MHA: 32 KV heads
     "Llama-2-13B": 2 * 40 * 40 * 128 * 2,       # MHA
@@ -156,6 +157,7 @@ ROW_CONFIG = {
     "DeepSeek-R1": "deepseek-r1", "DeepSeek-V3.2": "deepseek-v3.2",
     "Kimi-K2-Instruct": "kimi-k2-instruct",
     "Nemotron-3-Nano-30B-A3B": "nemotron-3-nano-30b-a3b-bf16",
+    "Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen3-235B-A22B": "qwen3-235b-a22b",
     "Llama-2-7B": "llama-2-7b-hf", "Llama-2-13B": "llama-2-13b-hf",
     "Llama-2-70B": "llama-2-70b-hf", "Llama-3.1-8B": "llama-3.1-8b",
     "Llama-3.1-70B": "llama-3.1-70b", "Llama-3.1-405B": "llama-3.1-405b",

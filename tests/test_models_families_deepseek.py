@@ -200,3 +200,16 @@ def test_a_prompt_token_after_a_cached_prefix_reads_it_sparsely(context):
     v32 = ModelShape.from_hf_config(V32)
     read = roofline.prefill_bytes(v32, 1, context) - roofline.prefill_bytes(v32, 1, 0)
     assert read == pytest.approx(sparse_read_by_hand(context), rel=1e-12)
+
+
+def test_the_critical_batch_of_sparse_attention_is_where_its_step_turns_compute_bound():
+    """critical_batch_size reads what the step reads (index_topk: fewer KV bytes than held):
+    below it DeepSeek-V3.2's decode step at 128K tokens is memory-bound, above it compute-bound,
+    as decode_bound says."""
+    import numpy as np
+    import rooflinekit as rk
+    model, gpu = rk.catalog.model("DeepSeek-V3.2"), rk.catalog.gpu("H200-SXM-141GB")
+    kw = dict(context_length=131072, tp=8)
+    critical = float(rk.roofline.critical_batch_size(model, gpu, **kw))
+    assert rk.roofline.decode_bound(model, gpu, batch_size=np.floor(critical) - 1, **kw) == "memory"
+    assert rk.roofline.decode_bound(model, gpu, batch_size=np.ceil(critical) + 1, **kw) == "compute"

@@ -7,7 +7,7 @@ KV-budget rule of batchers and plans, in :mod:`~rooflinekit.batching.clock`; man
 :class:`DisaggregatedBatcher` in :mod:`~rooflinekit.batching.disaggregated`; the Datasets in
 :mod:`~rooflinekit.batching.results`; :func:`compile_kernels` in
 :mod:`~rooflinekit.batching.precompile`. The rules are ``_reference``'s (plain Python), which
-the numba ``_kernels`` match bit for bit (``docs/architecture.md``).
+the numba ``_kernels`` match bit for bit (``docs/simulator.md``).
 """
 
 from rooflinekit.batching.batchers import (

@@ -33,7 +33,7 @@ def _itl_limit(itl_target):
 
 def _each_row(one, rows: int, parallel: bool) -> None:
     """``one(r)`` for every row ``r``; with ``parallel``, on a pool of numba's thread count (the
-    kernels release the GIL; why threads: ``docs/architecture.md``, "batching/_kernel_calls.py").
+    kernels release the GIL; why threads: ``docs/simulator.md``, "batching/_kernel_calls.py").
     """
     import numba                                   # loaded with the kernels already
     threads = min(numba.get_num_threads(), rows) if parallel else 1

@@ -8,7 +8,7 @@ is one run and releases the GIL (``nogil=True``), so replicates run in a pool of
 (:func:`rooflinekit.batching._kernel_calls._each_row`) or dask's. A continuous run costs
 O(steps + events), whatever the number of running sequences; how (calendar and step rings,
 decode-only stretches, one body compiled per variant, the disaggregated call's one scratch
-buffer) and what each choice measured: ``docs/architecture.md``, "batching/_kernels.py".
+buffer) and what each choice measured: ``docs/simulator.md``, "batching/_kernels.py".
 
 The clock is data: ``tick_mode`` and ``coef``, the :class:`rooflinekit.roofline.StepCost`
 coefficients as one float64 array of :data:`N_COEFFICIENTS`, so one compiled kernel serves every
@@ -529,12 +529,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     windowed = not _TICK and window < math.inf   # sliding-window layers: count C >= window
     w_cross = np.int64(math.ceil(window)) if windowed else UNBOUNDED
     fa = coef[_FA]
-    # the coefficients as a tuple of scalars: no helper is handed an array (docs/architecture.md)
+    # the coefficients as a tuple of scalars: no helper is handed an array (docs/simulator.md)
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
           coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
           coef[17], coef[18], coef[19], coef[20], coef[21], coef[22])
     # speculative decoding: a sequence's whole path is filed in step rings when it starts
-    # decoding (docs/architecture.md); without it the path below is the plain one.
+    # decoding (docs/simulator.md); without it the path below is the plain one.
     gain, gain_offset = gains
     s_len = 0
     if spec:
@@ -599,7 +599,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # prefilling, blocks held; ``state``: 0 not running, 1 prefilling, 2 decoding; ``above``:
     # decoding with context >= window; ``last_tok``: a preempted sequence's latest token time.
     # The caller's buffers where they are long enough (their views may alias one another,
-    # measured as fast as arrays of their own: docs/architecture.md), else arrays of this run's.
+    # measured as fast as arrays of their own: docs/simulator.md), else arrays of this run's.
     need_i, need_r, need_f = _scratch_need(n, max_out, _TICK, coef)
     if ints.shape[0] >= need_i and reals.shape[0] >= need_r and flags.shape[0] >= need_f:
         (shared, generated, context, to_prefill, prefilled, blocks, state, above, last_tok,

@@ -3,7 +3,7 @@
 The specification the numba kernels (:mod:`rooflinekit.batching._kernels`) are tested against:
 every per-request output and every run statistic of the two must be exactly equal. Clarity over
 speed (objects, deques, lists). The codes and layouts both share are
-:mod:`rooflinekit.batching._schema`'s. The rules are stated in ``docs/architecture.md``, "The
+:mod:`rooflinekit.batching._schema`'s. The rules are stated in ``docs/simulator.md``, "The
 batching rules", under the headings the docstrings here cite (Time, Empty prompts, Continuous
 batching, Prefix caching, Recurrent state, KV that arrives with a request, Speculative decoding,
 Static batching, Inter-token gaps); this module is their code.

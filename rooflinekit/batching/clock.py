@@ -149,7 +149,7 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
 
     This models vLLM's hybrid KV-cache manager, which gives each running request one block in
     each state group beside its attention blocks (a worked comparison on Qwen3-Next-80B-A3B:
-    ``docs/architecture.md``, "batching/clock.py"); under vLLM's rule the batchers and plans
+    ``docs/simulator.md``, "batching/clock.py"); under vLLM's rule the batchers and plans
     hold KV in vLLM's enlarged block (:func:`vllm_block_size`), where the state takes exactly
     vLLM's blocks. Not modelled: the state group count's rounding; prefix caching of states
     (vLLM's ``mamba_cache_mode``): a state is never shared.

@@ -102,7 +102,7 @@ FOLD = "fold"
 #: most 100 µs per step (an 80-layer model: 8 ms); GEMMs reach half their efficiency by 4,096
 #: tokens a step at the latest; a link hop costs at most 100 µs; the all-reduces reach at
 #: least 5 % of the link's datasheet bandwidth. The published utilisation fits can be held
-#: against: ``docs/architecture.md``, "calibrate/fit.py". Every prior is the base engine's
+#: against: ``docs/calibration.md``, "The fit's design". Every prior is the base engine's
 #: value (``engine=`` of :func:`calibrate`; the ideal model by default).
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "low_precision_compute_efficiency": (0.01, 1.0),
@@ -258,7 +258,7 @@ _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
 def _starting_points(groups, phase, rows, targets, free, fixed, bounds):
     """Starting points for the least squares, in fit units: the best of a coarse log grid at every
     level of each efficiency, and one per regime of which rows bind which side (why:
-    ``docs/architecture.md``, "calibrate/fit.py").
+    ``docs/calibration.md``, "The fit's design").
     """
     # ten levels for the first two efficiencies, fewer when more knobs multiply the grid
     sizes = {p: (10 if len(free) <= 4 else 6) for p in _EFFICIENCIES}
@@ -393,7 +393,7 @@ _RANK_TOL = 1e-6
 def _ridge(groups, phase, rows, values, active, bounds) -> tuple:
     """The ``active`` knobs the rows' distinct configurations cannot tell apart: those in a
     combination that moves no prediction, from the rank of the sensitivities to a 1 % nudge
-    (``docs/architecture.md``, "calibrate/fit.py").
+    (``docs/calibration.md``, "The fit's design").
     """
     if len(active) < 2:
         return ()

@@ -4,8 +4,8 @@ vLLM (V1) and TensorRT-LLM schedule a step as :class:`~rooflinekit.batching.Cont
 with ``max_num_batched_tokens`` does: one token per decoding sequence first, then prefill slices
 from what is left of the step's token budget; SGLang by default runs prefill steps apart from
 the decodes (``mixed_prefill=False``). The budget and the number of sequences each engine picks
-from the GPU's memory when its launch command leaves them unset. :func:`scheduler_defaults` returns them, read
-from ``rooflinekit/data/engine_schedulers.toml`` (each row its source);
+from the GPU's memory when its launch command leaves them unset. :func:`scheduler_defaults`
+returns them, read from ``rooflinekit/data/engine_schedulers.toml`` (each row its source);
 :func:`chunk_budget_candidates` is the set a planner searches when no budget is given.
 """
 

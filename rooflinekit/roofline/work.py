@@ -550,6 +550,10 @@ def _critical_batch(model, gpu, context_length):
     c = {**vars(model), **vars(gpu)}
     kv_per_sequence = memory.sequence_kv_bytes(model, context_length)
     per_seq = kv_per_sequence / c["kv_bytes_per_token"]
+    if np.any(np.isfinite(getattr(model, "index_topk", np.inf))):
+        # sparse top-k attention reads less than it holds: the step kernel's count
+        per_seq = kv_tokens(model, context_length)
+        kv_per_sequence = per_seq * c["kv_bytes_per_token"]
     gemm = c["flops_per_token"] + c["lm_head_flops_per_token"]
     # attention in the GEMM peak's units, as the step kernel counts it
     extra_compute = (gemm + c["attention_flops_per_pair"] * per_seq
