@@ -216,7 +216,7 @@ def test_kernels_cached_on_disk():
     # every entry point, body and replica, of both clocks
     compiled = (*_kernels.KERNELS.values(), *_kernels._BODIES.values(),
                 *_kernels._REPLICAS.values())
-    assert len(compiled) == 8 + 6 + 4
+    assert len(compiled) == 10 + 8 + 4     # entry points, bodies (4 modes x 2 clocks), replicas
     for dispatcher in compiled:
         name = dispatcher.py_func.__name__
         assert type(dispatcher._cache).__name__ == "FunctionCache", name       # not NullCache

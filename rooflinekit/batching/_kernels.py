@@ -501,10 +501,11 @@ def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, 
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, gains, max_num_seqs, kv_budget, state_tokens_per_sequence,
                 paged, block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-                mixed_prefill, coef, draft_coef, draft_share, itl_target, admit, first_token,
-                finish, preemptions, status, stats, workspace):
+                coef, draft_coef, draft_share, itl_target, admit, first_token, finish,
+                preemptions, status, stats, workspace):
     """The continuous kernels' one body, compiled in copies (:func:`_body`) with the constants
-    ``_SPECULATIVE``, ``_ONE_TOKEN`` (every output one token: the decoding paths left out) and
+    ``_SPECULATIVE``, ``_ONE_TOKEN`` (every output one token: the decoding paths left out),
+    ``_SEPARATE`` (prefill steps apart from the decodes: ``_reference``, step 5) and
     ``_TICK`` (the clock); ``gains`` the kernels' ``(gain, gain_offset)``.
 
     ``workspace`` is ``(hist_n, hist_max, ints, reals, flags)``: the gap histogram
@@ -628,7 +629,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # without mixing (``_reference``, step 5): the end of the latest step that was not
     # prefill-only, and the sequences that became decoding since (their token times in
     # ``last_tok``), whose gaps the next decode step counts one by one
-    separate = not mixed_prefill
+    separate = _SEPARATE
     t_decode = -math.inf
     waiting = np.empty(n if separate else 0, np.int64)
     n_waiting = 0
@@ -1284,19 +1285,19 @@ def _body(mode, tick):
     """
     return _compiled(_continuous, f"_{mode}_body_{CLOCKS[tick]}", _continuous.__doc__,
                      _SPECULATIVE=mode == "speculative", _ONE_TOKEN=mode == "one_token",
-                     _TICK=tick)
+                     _SEPARATE=mode == "separate", _TICK=tick)
 
 
-_BODIES = {(mode, tick): _body(mode, tick) for mode in ("plain", "speculative", "one_token")
+_BODIES = {(mode, tick): _body(mode, tick)
+           for mode in ("plain", "speculative", "one_token", "separate")
            for tick in CLOCKS}
 
 
 def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                     arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget,
                     state_tokens_per_sequence, paged, block_size, max_batched, interactive_cap,
-                    prefix_caching, draft_tokens, mixed_prefill, tick_mode, coef, draft_coef,
-                    draft_share, itl_target, admit, first_token, finish, preemptions, status,
-                    stats):
+                    prefix_caching, draft_tokens, tick_mode, coef, draft_coef, draft_share,
+                    itl_target, admit, first_token, finish, preemptions, status, stats):
     """A continuous kernel: the body ``_BODY`` of its clock ``_TICK`` on its own histogram and
     scratch; :data:`WRONG_CLOCK` for the other clock.
     """
@@ -1311,8 +1312,8 @@ def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, pref
     return body(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, (gain, gain_offset), max_num_seqs, kv_budget,
                 state_tokens_per_sequence, paged, block_size, max_batched, interactive_cap,
-                prefix_caching, draft_tokens, mixed_prefill, coef, draft_coef, draft_share,
-                itl_target, admit, first_token, finish, preemptions, status, stats, workspace)
+                prefix_caching, draft_tokens, coef, draft_coef, draft_share, itl_target, admit,
+                first_token, finish, preemptions, status, stats, workspace)
 
 
 _PLAIN_DOC = """Continuous batching of one workload; returns 0, :data:`STALLED` or
@@ -1336,17 +1337,24 @@ _SPECULATIVE_DOC = """The plain continuous kernel decoding speculatively; return
     takes the same arguments and reads none of these.
 """
 
-_CONTINUOUS = {(speculative, tick): _compiled(
-    _continuous_run, f"continuous_run{'_speculative' * speculative}_{CLOCKS[tick]}",
-    _SPECULATIVE_DOC if speculative else _PLAIN_DOC,
-    _BODY=_BODIES["speculative" if speculative else "plain", tick], _TICK=tick)
-    for speculative in (False, True) for tick in CLOCKS}
+_SEPARATE_DOC = """The plain continuous kernel with prefill steps apart from the decodes (a step
+    with prompt tokens carries only those; ``_reference``, step 5); returns as it does.
+"""
+_DOCS = {"plain": _PLAIN_DOC, "speculative": _SPECULATIVE_DOC, "separate": _SEPARATE_DOC}
+_CONTINUOUS = {(mode, tick): _compiled(
+    _continuous_run, f"continuous_run{'' if mode == 'plain' else '_' + mode}_{CLOCKS[tick]}",
+    _DOCS[mode], _BODY=_BODIES[mode, tick], _TICK=tick)
+    for mode in _DOCS for tick in CLOCKS}
 
 
-def continuous_kernel(tick_mode: bool, speculative: bool = False):
-    """The continuous kernel of a clock (``tick_mode``), plain or speculative: a numba
-    dispatcher taking :data:`_PLAIN_DOC`'s arguments."""
-    return _CONTINUOUS[bool(speculative), bool(tick_mode)]
+def continuous_kernel(tick_mode: bool, speculative: bool = False, separate: bool = False):
+    """The continuous kernel of a clock (``tick_mode``): plain, speculative, or with prefill
+    steps apart (``separate``; not with ``speculative``): a numba dispatcher taking
+    :data:`_PLAIN_DOC`'s arguments."""
+    if speculative and separate:
+        raise ValueError("no kernel runs speculative decoding with prefill steps apart")
+    mode = "speculative" if speculative else "separate" if separate else "plain"
+    return _CONTINUOUS[mode, bool(tick_mode)]
 
 
 @njit(nogil=True, cache=True)
@@ -1483,12 +1491,12 @@ def _replica_run(arrival, prompt, output, priority, prefix_group, prefix_tokens,
     if tick_mode != _TICK:                         # noqa: F821 (a global of each copy)
         return WRONG_CLOCK
     (max_num_seqs, kv_budget, state_tokens_per_sequence, paged, block_size, max_batched,
-     interactive_cap, prefix_caching, draft_tokens, mixed_prefill) = params
+     interactive_cap, prefix_caching, draft_tokens) = params
     body = _BODY                                   # noqa: F821 (a global of each copy)
     return body(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
                 (no_gain, arrived), max_num_seqs, kv_budget, state_tokens_per_sequence, paged,
-                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-                mixed_prefill, coef, coef, 0.0, itl_target,
+                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens, coef,
+                coef, 0.0, itl_target,
                 admit, first_token, finish, preemptions, status, stats, workspace)
 
 
@@ -1589,7 +1597,7 @@ def _disaggregated_run(arrival, prompt, output, priority, prefix_group, prefix_t
     """Disaggregated serving of one workload, every replica of both pools in one call.
 
     The rules and outputs are :func:`rooflinekit.batching._reference.simulate_disaggregated`'s.
-    Each replica is the continuous kernel of its requests (``*_args``: the batcher's ten scalar
+    Each replica is the continuous kernel of its requests (``*_args``: the batcher's nine scalar
     parameters, ``*_coef`` its clock): ``_PREFILL`` and ``_DECODE``, the replica kernels of the
     copy's clock. Outputs, overwritten: those of ``simulate_disaggregated``, ``peak_reserved``
     its ``peak_kv_reserved``; ``handoff[:h]`` the completed requests' gaps from first to second
@@ -1755,7 +1763,9 @@ def kernel_inputs(*arrays):
 #: 2-core machine (``benchmarks/first_run.py``), for the line logged before it compiles.
 COMPILE_SECONDS = {"static_run": 3, "continuous_run_tick": 10, "continuous_run_roofline": 12,
                    "continuous_run_speculative_tick": 11,
-                   "continuous_run_speculative_roofline": 14, "disaggregated_run_tick": 11,
+                   "continuous_run_speculative_roofline": 14,
+                   "continuous_run_separate_tick": 10, "continuous_run_separate_roofline": 12,
+                   "disaggregated_run_tick": 11,
                    "disaggregated_run_roofline": 13, "speculative_gain_table": 1}
 
 _log = logging.getLogger("rooflinekit")

@@ -634,9 +634,9 @@ class ContinuousBatcher(_Batcher):
         return self.max_num_seqs
 
     def _args(self, budget):
-        """The kernel's ten scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
+        """The kernel's nine scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
         slots, budget, recurrent state per sequence, paged, block size, token budget,
-        interactive cap, prefix caching, draft tokens, mixed prefill."""
+        interactive cap, prefix caching, draft tokens."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self._state_tokens(),
@@ -644,8 +644,7 @@ class ContinuousBatcher(_Batcher):
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
                 bool(self.prefix_caching),
-                0 if self.speculative is None else self.speculative.draft_tokens,
-                bool(self.mixed_prefill))
+                0 if self.speculative is None else self.speculative.draft_tokens)
 
     def _gains(self, output, seeds=None):
         """The kernel's speculative gain table for 2-D outputs (empty without speculation)."""
@@ -658,7 +657,8 @@ class ContinuousBatcher(_Batcher):
 
     def _kernel(self, tick):
         from rooflinekit.batching import _kernels  # numba: imported on the first run
-        return _kernels.continuous_kernel(tick, speculative=self.speculative is not None)
+        return _kernels.continuous_kernel(tick, speculative=self.speculative is not None,
+                                          separate=not self.mixed_prefill)
 
     def _parameters(self):
         return self._args(self._kv_budget())
@@ -669,8 +669,7 @@ class ContinuousBatcher(_Batcher):
         for tests; ``admission`` may also be ``"prompt"`` there: the guide's failure mode.
         """
         wl = coerce_workload(workload)
-        slots, budget, state, _, block, mnbt, cap, caching, k, mixed = self._args(
-            self._kv_budget())
+        slots, budget, state, _, block, mnbt, cap, caching, k = self._args(self._kv_budget())
         gain, offset = self._gains(wl.output_tokens[None])
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
@@ -680,7 +679,7 @@ class ContinuousBatcher(_Batcher):
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
             prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
             draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
-            mixed_prefill=mixed)
+            mixed_prefill=self.mixed_prefill)
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None) -> dict:

@@ -285,8 +285,7 @@ class DisaggregatedBatcher:
         pools = []
         for name in POOLS:
             pool = getattr(self, name)
-            slots, budget, state, _, block, mnbt, cap, caching, _, _ = pool._args(
-                pool._kv_budget())
+            slots, budget, state, _, block, mnbt, cap, caching, _ = pool._args(pool._kv_budget())
             pools.append({"max_num_seqs": slots, "kv_budget": budget,
                           "state_tokens_per_sequence": state,
                           "admission": pool.admission, "block_size": block,

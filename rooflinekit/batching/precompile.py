@@ -25,6 +25,8 @@ KERNEL_FAMILIES = {
     "static": ("static_run",),
     "speculative-tick": ("continuous_run_speculative_tick", "speculative_gain_table"),
     "speculative-roofline": ("continuous_run_speculative_roofline", "speculative_gain_table"),
+    "separate-tick": ("continuous_run_separate_tick",),
+    "separate-roofline": ("continuous_run_separate_roofline",),
     "disaggregated-tick": ("disaggregated_run_tick",),
     "disaggregated-roofline": ("disaggregated_run_roofline",)}
 #: A family that runs another's code: it compiles after that one, and loads it from the cache
@@ -127,6 +129,8 @@ def _run_family(family: str) -> None:
         StaticBatcher(batch_size=2).run(wl)
     elif kind == "continuous":
         ContinuousBatcher(max_num_seqs=2, **timing).run(wl)
+    elif kind == "separate":
+        ContinuousBatcher(max_num_seqs=2, mixed_prefill=False, **timing).run(wl)
     elif kind == "speculative":
         head = Speculative(draft=0.05, draft_tokens=2, acceptance=0.5)
         ContinuousBatcher(max_num_seqs=2, speculative=head, **timing).run(wl)
