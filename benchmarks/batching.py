@@ -123,6 +123,11 @@ class RunningSequences256:
             *args, *params, timing.tick, timing.coef, timing.draft_coef, timing.draft_share,
             np.inf, *outs)
         self.kernel()                                # compile (or load)
+        # the same run with prefill steps apart (SGLang's scheduling): its own compiled copy
+        self.separate = lambda: _kernels.continuous_kernel(timing.tick, separate=True)(
+            *args, *params, timing.tick, timing.coef, timing.draft_coef, timing.draft_share,
+            np.inf, *outs)
+        self.separate()
         trace = []
         start = timeit.default_timer()
         b.reference(wl, trace=trace)
@@ -131,6 +136,9 @@ class RunningSequences256:
 
     def time_kernel(self):
         self.kernel()
+
+    def time_kernel_prefill_apart(self):
+        self.separate()
 
     def track_request_steps_per_second(self):
         return self.request_steps / _best(self.kernel, 20)
