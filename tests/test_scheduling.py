@@ -234,3 +234,19 @@ def test_sglang_runs_prefill_steps_apart():
         .attrs["mixed_prefill"] == 1
     with pytest.raises(TypeError, match="mixed_prefill"):
         rk.planning.load_curve(traffic, SLO, mixed_prefill="yes", **common)
+
+
+def test_simulate_runs_the_engines_scheduling(capsys):
+    """`rooflinekit simulate --engine sglang` runs SGLang's prefill steps apart from the decodes
+    and says so; vLLM's (the default) mixes them."""
+    import json
+    from rooflinekit.cli.main import main
+    common = ["simulate", "--workload", "lognormal", "--model", "llama-3.1-8b", "--gpu", "h100",
+              "--requests", "40"]
+    assert main([*common, "--engine", "sglang"]) == 0
+    text = capsys.readouterr().out
+    assert "prefill steps apart from the decodes (SGLang's scheduling)" in text
+    assert main([*common, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mixed_prefill"] is True
+    assert main([*common, "--engine", "sglang", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mixed_prefill"] is False

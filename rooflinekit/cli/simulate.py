@@ -22,6 +22,7 @@ from rooflinekit.cli._args import (
     speculative_draft,
 )
 from rooflinekit.cli._output import emit, print_table
+from rooflinekit.profiles import scheduler_defaults, scheduler_engine
 
 __all__ = list(COMMAND_API)
 
@@ -231,16 +232,21 @@ def run(args, out) -> int:
                   "gpu": catalog.gpu(args.gpu), "tp": args.tp}
         timing["engine"] = engine_from_args(args, timing["gpu"])
     speculative = _speculative(args, timing)
+    # the engine's scheduling: SGLang runs prefill steps apart from the decodes
+    mixed = True
+    if timing and speculative is None:
+        mixed = scheduler_defaults(scheduler_engine(args.engine), timing["gpu"]).mixed_prefill
     static = batching.StaticBatcher(batch_size=args.batch_size, **timing)
     cont = batching.ContinuousBatcher(
         max_num_seqs=args.max_num_seqs, kv_budget_tokens=args.kv_budget, admission=args.admission,
         block_size=16 if args.block_size is None else args.block_size,
         max_num_batched_tokens=args.max_num_batched_tokens,
-        prefix_caching=bool(args.enable_prefix_caching), speculative=speculative, **timing)
+        prefix_caching=bool(args.enable_prefix_caching), speculative=speculative,
+        mixed_prefill=mixed, **timing)
     _check_memory(args)
     work = _workload(args)
     # a first run compiles both simulators side by side (numba's cache after)
-    kind = "speculative" if speculative is not None else "continuous"
+    kind = "speculative" if speculative is not None else "continuous" if mixed else "separate"
     batching.compile_kernels((f"{kind}-{'roofline' if timing else 'tick'}", "static"))
     results = {"static": static.run(work), "continuous": cont.run(work)}
     # prefix caching and speculation are the continuous batcher's alone: their metrics are
@@ -268,7 +274,9 @@ def run(args, out) -> int:
 
     def text(out):
         out.write(f"{n_requests} requests; static batches of {args.batch_size}, continuous "
-                  f"with max {args.max_num_seqs} sequences\n")
+                  f"with max {args.max_num_seqs} sequences"
+                  + ("" if mixed else ", prefill steps apart from the decodes (SGLang's "
+                     "scheduling)") + "\n")
         rows = [(_label(k, unit_name), r["static"], r["continuous"])
                 for k, r in zip(metrics, records)]
         # one metric a row: each row's two numbers share a format
@@ -277,7 +285,8 @@ def run(args, out) -> int:
         if bound:
             shown = ", ".join(f"{k.replace('_', ' ')} {v:.4g} s" for k, v in bound.items())
             out.write(f"ideal roofline bound, continuous: {shown}\n")
-    payload = {"time_units": unit, "requests": n_requests, "model_quality": quality, **table}
+    payload = {"time_units": unit, "requests": n_requests, "model_quality": quality,
+               "mixed_prefill": mixed, **table}
     if bound:
         payload["ideal_bound"] = bound
     return emit(args, out, records, text=text, payload=payload)
