@@ -250,3 +250,18 @@ def test_simulate_runs_the_engines_scheduling(capsys):
     assert json.loads(capsys.readouterr().out)["mixed_prefill"] is True
     assert main([*common, "--engine", "sglang", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["mixed_prefill"] is False
+
+
+def test_plan_by_engine_name_runs_that_engines_scheduler(capsys):
+    """`rooflinekit plan --engine sglang` plans with SGLang's scheduler defaults (2,048
+    sequences on an H100, prefill steps apart), not vLLM's, and says so."""
+    import json
+    from rooflinekit.cli.main import main
+    argv = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "2", "--prompt-mean", "500",
+            "--output-mean", "100", "--ttft", "1", "--itl", "0.05", "--replicates", "2",
+            "--requests", "100"]
+    assert main([*argv, "--engine", "sglang"]) == 0
+    assert "scheduling: sglang defaults (0.5), prefill steps apart" in capsys.readouterr().out
+    assert main([*argv, "--engine", "sglang", "--json"]) == 0
+    (row, *_) = json.loads(capsys.readouterr().out)["configurations"]
+    assert row["max_num_seqs"] == scheduler_defaults("sglang", "H100-SXM-80GB").max_num_seqs

@@ -29,6 +29,7 @@ from rooflinekit.cli._args import (
     whole_number,
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
+from rooflinekit.profiles import ENGINE_NAMES
 
 __all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "TRAFFIC_FLAGS", "add_arguments",
            "add_replica_flags", "add_table_flags", "run",
@@ -474,8 +475,12 @@ def run(args, out) -> int:
                   min_replicas=args.min_replicas)
     check_grid_size(args, traffic, gpus)
     engine = engine_from_args(args, gpus)
+    # an engine by name: plan resolves the same profiles and runs that engine's scheduler
+    named = (args.engine or "").lower()
+    planned = named if named in ENGINE_NAMES and getattr(args, "allreduce", None) is None \
+        else engine
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
-                       max_num_seqs=args.max_num_seqs or "auto", engine=engine, **search)
+                       max_num_seqs=args.max_num_seqs or "auto", engine=planned, **search)
     best = planning.cheapest_plan(ds, by=None)
     decision = planning.decision_table(best, traffic, payg=payg, provisioned=provisioned,
                                        unit_increment=increment, autoscale=args.autoscale,
@@ -540,6 +545,9 @@ def run(args, out) -> int:
     def text(out):
         out.write(f"{model.name}: peak {args.rate:g} requests/s, {slo.quantile:.0%} of "
                   f"requests within {targets_text(slo)}; {ds.attrs['model_quality']}\n")
+        if not ds.attrs["mixed_prefill"]:
+            out.write(f"scheduling: {ds.attrs['scheduler']}, prefill steps apart from the "
+                      f"decodes\n")
         if speculative is not None:
             out.write(f"speculative decoding: draft {ds.attrs['speculative_draft']}, "
                       f"{speculative.draft_tokens} tokens a step, acceptance "

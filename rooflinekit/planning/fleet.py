@@ -445,6 +445,9 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         "replicates": replicates, "requests": requests, "seed": seed, "rtol": rtol,
         "admission": admission, "block_size": block_size,
         "scheduler": f"{scheduler} defaults ({next(iter(defaults.values())).version})",
+        # the engine's scheduling (speculative decoding is simulated mixed): 0, prefill apart
+        "mixed_prefill": int(speculative is not None
+                             or all(d.mixed_prefill for d in defaults.values())),
         "max_num_batched_tokens_rule": ("given" if isinstance(mnbt_list, list) else
                                         "whole prompts" if mnbt_list is None else mnbt_list),
         "prefix_caching": int(prefix_caching),
