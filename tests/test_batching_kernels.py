@@ -16,6 +16,9 @@ from rooflinekit.workloads import Workload, guide_workload
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
+#: Every mode's kernel against the reference: decodes mixed with prefill slices (vLLM V1), and
+#: prefill steps apart (``mixed_prefill=False``: SGLang, vLLM V0), its own compiled copy.
+MIXED = pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "prefill-apart"])
 
 
 @st.composite
@@ -69,24 +72,27 @@ def test_paged_matches_reference(wl, max_num_seqs, kv, block_size, shares):
     assert_same_with_arrived(b, wl, shares)
 
 
+@MIXED
 @SETTINGS
 @given(wl=workloads(), max_num_seqs=st.integers(1, 8), extra=st.integers(0, 30),
        kv=budgets, admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8),
        shares=arrived_shares)
-def test_chunked_prefill_matches_reference(wl, max_num_seqs, extra, kv, admission, block_size,
-                                           shares):
+def test_chunked_prefill_matches_reference(mixed, wl, max_num_seqs, extra, kv, admission,
+                                           block_size, shares):
     b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
-                          block_size=block_size, max_num_batched_tokens=max_num_seqs + extra)
+                          block_size=block_size, max_num_batched_tokens=max_num_seqs + extra,
+                          mixed_prefill=mixed)
     assert_same_with_arrived(b, wl, shares)
 
 
+@MIXED
 @SETTINGS
 @given(wl=workloads(tiers=True), max_num_seqs=slots, kv=budgets,
        cap=st.one_of(st.none(), st.integers(1, 4)), admission=st.sampled_from(["reserve", "paged"]),
        shares=arrived_shares)
-def test_tiers_match_reference(wl, max_num_seqs, kv, cap, admission, shares):
+def test_tiers_match_reference(mixed, wl, max_num_seqs, kv, cap, admission, shares):
     b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
-                          interactive_cap=cap, block_size=4)
+                          interactive_cap=cap, block_size=4, mixed_prefill=mixed)
     assert_same_with_arrived(b, wl, shares)
 
 
@@ -129,17 +135,19 @@ def roofline_batcher(config, **kwargs):
                              tp=config["tp"], **kwargs)
 
 
+@MIXED
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
        max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
        kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
        cap=st.one_of(st.none(), st.integers(1, 3)), shares=arrived_shares)
-def test_roofline_continuous_matches_reference(wl, config, max_num_seqs, extra, kv, admission,
-                                               cap, shares):
+def test_roofline_continuous_matches_reference(mixed, wl, config, max_num_seqs, extra, kv,
+                                               admission, cap, shares):
     # arrivals are in seconds here: scale the tick-sized gaps down to the steps' milliseconds
     wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
     b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
                          admission=admission, block_size=4, interactive_cap=cap,
+                         mixed_prefill=mixed,
                          max_num_batched_tokens=None if extra is None else max_num_seqs + extra)
     assert_same_with_arrived(b, wl, shares)
 
@@ -402,26 +410,31 @@ def check_gaps(batcher, wl, itl_target):
         assert exact * (1 - eps) <= got < exact * (1 + 1 / _schema.GAP_SUBBINS), p
 
 
+@MIXED
 @SETTINGS
 @given(wl=workloads(tiers=True), max_num_seqs=slots, kv=st.integers(1, 200),
        admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8),
        extra=st.one_of(st.none(), st.integers(0, 30)), target=st.sampled_from([0.5, 1.0, 3.0]))
-def test_tick_gaps_match_every_token(wl, max_num_seqs, kv, admission, block_size, extra, target):
+def test_tick_gaps_match_every_token(mixed, wl, max_num_seqs, kv, admission, block_size, extra,
+                                     target):
     mnbt = None if extra is None or max_num_seqs is None else max_num_seqs + extra
     b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
-                          block_size=block_size, max_num_batched_tokens=mnbt, interactive_cap=2)
+                          block_size=block_size, max_num_batched_tokens=mnbt, interactive_cap=2,
+                          mixed_prefill=mixed)
     check_gaps(b, wl, target)
 
 
+@MIXED
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
        max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
        kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
        target=st.floats(0.0, 0.05))
-def test_roofline_gaps_match_every_token(wl, config, max_num_seqs, extra, kv, admission, target):
+def test_roofline_gaps_match_every_token(mixed, wl, config, max_num_seqs, extra, kv, admission,
+                                         target):
     wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
     b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
-                         admission=admission, block_size=4,
+                         admission=admission, block_size=4, mixed_prefill=mixed,
                          max_num_batched_tokens=None if extra is None else max_num_seqs + extra)
     check_gaps(b, wl, target)
 
@@ -468,17 +481,18 @@ def test_gap_bins_resolution():
     assert _reference.gap_bin(0.0) == 0 and _reference.gap_bin(1e300) == _schema.N_GAP_BINS - 1
 
 
+@MIXED
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from([None, *sorted(ROOFLINE)]),
        max_num_seqs=st.one_of(st.none(), st.integers(1, 8)), extra=st.one_of(st.none(),
                                                                           st.integers(0, 30)),
        kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
        block_size=st.integers(1, 8))
-def test_no_request_lost_kv_within_budget_and_gaps_counted(wl, config, max_num_seqs, extra, kv,
-                                                           admission, block_size):
+def test_no_request_lost_kv_within_budget_and_gaps_counted(mixed, wl, config, max_num_seqs,
+                                                           extra, kv, admission, block_size):
     mnbt = None if extra is None or max_num_seqs is None else max_num_seqs + extra
     kwargs = dict(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
-                  block_size=block_size, max_num_batched_tokens=mnbt)
+                  block_size=block_size, max_num_batched_tokens=mnbt, mixed_prefill=mixed)
     if config is None:
         b = ContinuousBatcher(**kwargs)
     else:
