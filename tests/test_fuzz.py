@@ -209,10 +209,10 @@ REGISTRY = {
     "StaticBatcher": _entry(rk.StaticBatcher, kwargs={"batch_size": 4}, spoil=("batch_size",)),
     "ContinuousBatcher": _entry(rk.ContinuousBatcher, kwargs={"max_num_seqs": 4},
                                 spoil=("max_num_seqs", "kv_budget_tokens", "block_size",
-                                       "reserve"),
+                                       "reserve", "mixed_prefill"),
                                 valid={"max_num_seqs": OPTIONAL,
                                        "kv_budget_tokens": ("none", "zero"),
-                                       "reserve": CONTEXT_OK}),
+                                       "reserve": CONTEXT_OK, "mixed_prefill": ("true",)}),
     "monte_carlo": _entry(rk.monte_carlo,
                           args=(WorkloadSpec(8, output=Constant(3)), rk.ContinuousBatcher(4)),
                           kwargs={"replicates": 2, "seed": 0, "parallel": False},
@@ -650,6 +650,21 @@ def test_compile_kernels_baseline_and_valid_values():
     for arg, names in PRECOMPILE["valid"].items():
         for name in names:
             assert _call("compile_kernels", PRECOMPILE, None, arg, BAD[name]) == ()
+
+
+# -- vllm_block_size (rooflinekit.batching, outside rooflinekit.__all__) ------------------------
+
+HYBRID_BLOCK = _entry(rk.batching.vllm_block_size,
+                      kwargs={"model": rk.catalog.model("Qwen3-Next-80B-A3B"), "gpu": G},
+                      spoil=("model", "gpu", "tp", "block_size"))
+
+
+@pytest.mark.parametrize("arg, bad", [(arg, bad) for arg in HYBRID_BLOCK["spoil"] for bad in BAD])
+def test_vllm_block_size_refuses_bad_arguments_cleanly(arg, bad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises((ValueError, TypeError)):
+            _call("vllm_block_size", HYBRID_BLOCK, None, arg, BAD[bad])
 
 
 # -- issue 30: no default pay-as-you-go price ------------------------------------------------------

@@ -25,6 +25,7 @@ from rooflinekit import memory, parallel, roofline
 from rooflinekit._validation import check_one_of, check_type, whole_number
 from rooflinekit.batching._schema import CLOCKS
 from rooflinekit.dtypes import bytes_per_element
+from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
 __all__ = ["replica_kv_budget", "replica_state_tokens", "vllm_block_size"]
@@ -237,6 +238,7 @@ def vllm_block_size(model, gpu, tp=1, *, block_size=16) -> int:
     replica_state_tokens : the state's share of the budget, in these blocks.
     """
     check_type("model", model, ModelShape)
+    check_type("gpu", gpu, GPU)
     tp = whole_number("tp", tp, lo=1)
     block_size = whole_number("block_size", block_size, lo=1)
     layers = model.n_linear_attention_layers + model.n_mamba_layers
