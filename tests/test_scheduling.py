@@ -265,3 +265,41 @@ def test_plan_by_engine_name_runs_that_engines_scheduler(capsys):
     assert main([*argv, "--engine", "sglang", "--json"]) == 0
     (row, *_) = json.loads(capsys.readouterr().out)["configurations"]
     assert row["max_num_seqs"] == scheduler_defaults("sglang", "H100-SXM-80GB").max_num_seqs
+
+
+def test_mixed_prefill_given_overrides_the_engines_rule(capsys):
+    """`--mixed-prefill on|off` (and ``plan(mixed_prefill=...)``) override the engine's rule:
+    vLLM's profile with prefill steps apart, SGLang's with them mixed; off cannot go with
+    speculative decoding (simulated mixed), a clear error before any work."""
+    import json
+    from rooflinekit.cli.main import main
+    common = ["simulate", "--workload", "lognormal", "--model", "llama-3.1-8b", "--gpu", "h100",
+              "--requests", "40", "--json"]
+    runs = {}
+    for engine, flag, mixed in (("vllm", "off", False), ("sglang", "on", True),
+                                ("sglang", "auto", False)):
+        assert main([*common, "--engine", engine, "--mixed-prefill", flag]) == 0
+        runs[engine, flag] = json.loads(capsys.readouterr().out)
+        assert runs[engine, flag]["mixed_prefill"] is mixed
+    assert main([*common[:-1], "--engine", "vllm", "--mixed-prefill", "off"]) == 0
+    assert "prefill steps apart from the decodes (--mixed-prefill off)" in \
+        capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([*common, "--mixed-prefill", "sometimes"])
+    assert "--mixed-prefill" in capsys.readouterr().err
+    assert main([*common, "--speculative-draft", "0.1", "--num-speculative-tokens", "3",
+                 "--acceptance", "0.7", "--mixed-prefill", "off"]) == 2
+    assert "--mixed-prefill off cannot go with --speculative-draft" in capsys.readouterr().err
+
+    traffic = rk.Traffic(2.0, 500, 100)
+    common = dict(models=["Llama-3.1-8B"], gpus=["H100-SXM-80GB"], replicates=1, requests=50,
+                  max_num_batched_tokens="auto")
+    apart = rk.planning.plan(traffic, SLO, mixed_prefill=False, **common)
+    assert apart.attrs["mixed_prefill"] == 0
+    assert rk.planning.plan(traffic, SLO, engine="sglang", mixed_prefill=True,
+                            **common).attrs["mixed_prefill"] == 1
+    with pytest.raises(TypeError, match="mixed_prefill"):
+        rk.planning.plan(traffic, SLO, mixed_prefill="yes", **common)
+    spec = rk.batching.Speculative(draft=0.1, draft_tokens=3, acceptance=0.7)
+    with pytest.raises(ValueError, match="mixed_prefill=False cannot go with speculative"):
+        rk.planning.plan(traffic, SLO, mixed_prefill=False, speculative=spec, **common)

@@ -391,6 +391,9 @@ def _stamp(ds, batcher, timing, budget, targets):
         "frontend_latency": timing.frontend_latency,
         **({"state_tokens_per_sequence": batcher._state_tokens()}
            if hasattr(batcher, "_state_tokens") else {}),
+        # the continuous batcher's scheduling (1: prefill beside the decodes), an int for netCDF
+        **({"mixed_prefill": int(batcher.mixed_prefill)}
+           if hasattr(batcher, "mixed_prefill") else {}),
     })
 
 

@@ -16,7 +16,7 @@ from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
 __all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_long_context_flag", "check_trained_context", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
-           "apply_dtypes", "engine_from_args", "load_engine", "examples", "fraction", "int_list", "name_list", "nonnegative_float",
+           "apply_dtypes", "engine_from_args", "load_engine", "examples", "fraction", "mixed_prefill", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
 
@@ -181,6 +181,10 @@ FLAGS = {
                 "help": "weight format (auto: the model's; bf16, fp8, int4, ...)"},
     "--kv-cache-dtype": {"type": _dtype, "default": "auto", "metavar": "DTYPE",
                          "help": "KV-cache format (auto: the model's; fp8, ...)"},
+    "--mixed-prefill": {"choices": ("auto", "on", "off"), "default": "auto",
+                        "help": "on: a step carries prefill chunks beside the decodes (vLLM "
+                                "V1); off: prefill steps run apart from them (SGLang's "
+                                "default, vLLM V0); auto: the --engine's rule (auto)"},
     "--allreduce": {"choices": ("collective", "ring", "guide"),
                     "help": "tensor-parallel all-reduce model: collective (the default: one "
                             "latency per collective plus the bytes over the link), ring (a "
@@ -342,6 +346,11 @@ def engine_from_args(args, gpu=None):
         return dataclasses.replace(engine, base=engine.base.replace(allreduce=allreduce))
     return engine.replace(allreduce=allreduce, label=engine.label
                           if allreduce == engine.allreduce else "")
+
+
+def mixed_prefill(args):
+    """``--mixed-prefill``: ``"auto"`` (the engine's rule), True (on) or False (off)."""
+    return {"auto": "auto", "on": True, "off": False}[args.mixed_prefill]
 
 
 def gpu_price(text: str) -> tuple[str, float]:

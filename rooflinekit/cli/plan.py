@@ -15,6 +15,7 @@ from rooflinekit.cli._args import (
     add_output_flags,
     latency,
     apply_dtypes,
+    mixed_prefill,
     engine_from_args,
     gpu_price,
     int_list,
@@ -352,6 +353,7 @@ def add_arguments(parser) -> None:
              help="comma-separated pipeline-parallel degrees, a replica being tp × pp GPUs "
                   "(default: one stage)")
     add_replica_flags(parser, lists=True)
+    add_flag(parser, "--mixed-prefill")
     add_table_flags(parser, _FLAGS)
     add_price_flags(parser)
     add_month_flags(parser)
@@ -472,7 +474,7 @@ def run(args, out) -> int:
                   electricity_price=args.electricity_price,
                   prefix_caching=args.enable_prefix_caching, speculative=speculative,
                   prices=gpu_prices, spare_replicas=args.spare_replicas,
-                  min_replicas=args.min_replicas)
+                  min_replicas=args.min_replicas, mixed_prefill=mixed_prefill(args))
     check_grid_size(args, traffic, gpus)
     engine = engine_from_args(args, gpus)
     # an engine by name: plan resolves the same profiles and runs that engine's scheduler
@@ -486,6 +488,8 @@ def run(args, out) -> int:
                                        unit_increment=increment, autoscale=args.autoscale,
                                        min_replicas=args.min_replicas)
     rows = _rows(ds)
+    # the bound runs the answer's scheduling
+    search["mixed_prefill"] = bool(ds.attrs["mixed_prefill"])
     bound = None if engine is roofline.IDEAL else _ideal_bound(
         rows, traffic, slo, model, pp=args.pp, search=search)
     options = {str(o): {"monthly_cost": float(decision["monthly_cost"].sel(option=o)),
@@ -546,8 +550,9 @@ def run(args, out) -> int:
         out.write(f"{model.name}: peak {args.rate:g} requests/s, {slo.quantile:.0%} of "
                   f"requests within {targets_text(slo)}; {ds.attrs['model_quality']}\n")
         if not ds.attrs["mixed_prefill"]:
+            given = "" if args.mixed_prefill == "auto" else " (--mixed-prefill off)"
             out.write(f"scheduling: {ds.attrs['scheduler']}, prefill steps apart from the "
-                      f"decodes\n")
+                      f"decodes{given}\n")
         if speculative is not None:
             out.write(f"speculative decoding: draft {ds.attrs['speculative_draft']}, "
                       f"{speculative.draft_tokens} tokens a step, acceptance "

@@ -14,6 +14,7 @@ from rooflinekit.cli._args import (
     add_output_flags,
     apply_dtypes,
     engine_from_args,
+    mixed_prefill,
     nonnegative_float,
     nonnegative_int,
     positive_float,
@@ -82,6 +83,7 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--block-size", default=None,
              help="KV block size with --admission paged [tokens] (16)")
     add_flag(parser, "--max-num-batched-tokens")
+    add_flag(parser, "--mixed-prefill")
     add_flag(parser, "--model", help="time steps with the roofline of this model (with --gpu): "
              "a catalogue name, a config.json, a model folder or a cached Hugging Face repo id")
     add_flag(parser, "--gpu", help="GPU for roofline timing (with --model)")
@@ -232,10 +234,15 @@ def run(args, out) -> int:
                   "gpu": catalog.gpu(args.gpu), "tp": args.tp}
         timing["engine"] = engine_from_args(args, timing["gpu"])
     speculative = _speculative(args, timing)
-    # the engine's scheduling: SGLang runs prefill steps apart from the decodes
-    mixed = True
-    if timing and speculative is None:
-        mixed = scheduler_defaults(scheduler_engine(args.engine), timing["gpu"]).mixed_prefill
+    # the engine's scheduling unless given: SGLang runs prefill steps apart from the decodes
+    mixed = mixed_prefill(args)
+    if mixed is False and speculative is not None:
+        raise ValueError("--mixed-prefill off cannot go with --speculative-draft: speculative "
+                         "steps are simulated with the prefill beside the decodes")
+    if mixed == "auto":
+        mixed = True if not timing else \
+            scheduler_defaults(scheduler_engine(args.engine), timing["gpu"]).mixed_prefill
+    mixed = mixed or speculative is not None       # speculative steps are simulated mixed
     static = batching.StaticBatcher(batch_size=args.batch_size, **timing)
     cont = batching.ContinuousBatcher(
         max_num_seqs=args.max_num_seqs, kv_budget_tokens=args.kv_budget, admission=args.admission,
@@ -275,8 +282,9 @@ def run(args, out) -> int:
     def text(out):
         out.write(f"{n_requests} requests; static batches of {args.batch_size}, continuous "
                   f"with max {args.max_num_seqs} sequences"
-                  + ("" if mixed else ", prefill steps apart from the decodes (SGLang's "
-                     "scheduling)") + "\n")
+                  + ("" if mixed else ", prefill steps apart from the decodes ("
+                     + ("SGLang's scheduling" if args.mixed_prefill == "auto"
+                        else "--mixed-prefill off") + ")") + "\n")
         rows = [(_label(k, unit_name), r["static"], r["continuous"])
                 for k, r in zip(metrics, records)]
         # one metric a row: each row's two numbers share a format

@@ -208,7 +208,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
          gpu_memory_utilization=0.9, headroom=0.2, spare_replicas=0, min_replicas=1,
          replicates=20, seed=0, engine=None, engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=None, speculative=None, pp=None, ep=None,
-         pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=PLAN_WORK_LIMIT) -> xr.Dataset:
+         pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=PLAN_WORK_LIMIT,
+         mixed_prefill="auto") -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
 
     Parameters
@@ -300,6 +301,12 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     work_limit : float
         Most simulated token-steps in one process without ``chunks`` (:func:`estimate_work`);
         default :data:`PLAN_WORK_LIMIT`. The draws may hold at most :data:`PLAN_MEMORY_LIMIT`.
+    mixed_prefill : bool or "auto"
+        Whether a step carries prefill slices beside the decodes (vLLM V1) or prefill steps run
+        apart from them (False: SGLang's default, vLLM V0) (:class:`~rooflinekit.batching.
+        ContinuousBatcher`). Default ``"auto"``: the rule of the engine named by ``engine``
+        (:func:`rooflinekit.profiles.scheduler_defaults`). Speculative decoding is simulated
+        mixed.
 
     Returns
     -------
@@ -349,6 +356,12 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
                                   ("auto", "search", None))
     scheduler = scheduler_engine(engine)
     defaults = {g.name: scheduler_defaults(scheduler, g) for g in gpu_list}
+    if not (isinstance(mixed_prefill, str) and mixed_prefill == "auto"):
+        mixed_prefill = check_bool("mixed_prefill", mixed_prefill)
+        if not mixed_prefill and speculative is not None:
+            raise ValueError("mixed_prefill=False cannot go with speculative: speculative "
+                             "steps are simulated with the prefill beside the decodes")
+        defaults = {k: d._replace(mixed_prefill=mixed_prefill) for k, d in defaults.items()}
     most_seqs = max(seqs_list) if isinstance(seqs_list, list) else \
         max(d.max_num_seqs for d in defaults.values())
     if isinstance(mnbt_list, list) and min(mnbt_list) < most_seqs:
