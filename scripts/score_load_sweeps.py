@@ -44,6 +44,7 @@ sets the KV cache's format (``kv_bytes_per_element``); blank keeps the model's 1
 Usage::
 
     PYTHONPATH=. python scripts/score_load_sweeps.py [--calibration FILE] [--replicates 3]
+        [--step-overhead MS ...]
 """
 
 from __future__ import annotations
@@ -258,6 +259,8 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
                 sharegpt_sigma=SHAREGPT_SIGMA) -> dict:
     """Scores of one sweep (its points as :func:`read_sweeps` gives them) under ``engine``."""
     kind = mode(points)
+    if callable(engine):             # an engine per GPU (--step-overhead)
+        engine = engine(points[0]["gpu"])
     peak = max(p["output_throughput"] for p in points)
     top = max(points, key=lambda p: p["output_throughput"])
     below = [p for p in points if p["output_throughput"] <= SATURATION_SHARE * peak]
@@ -319,6 +322,19 @@ def score(sweeps_path=DEFAULT_SWEEPS, engine=None, *, sweeps=None, replicates=3,
     return results
 
 
+def with_step_overhead(seconds: float):
+    """A function of a GPU name: its shipped vLLM profile with the decode ``step_overhead``
+    [s] replaced (the per-step serving cost the sweeps are most sensitive to)."""
+    from rooflinekit.profiles import Calibration
+
+    def engine(gpu):
+        base = rooflinekit.engine_profile("vllm", gpu, warn=False)
+        return Calibration(prefill=dict(base.prefill),
+                           decode={**base.decode, "step_overhead": seconds},
+                           source=base.source, base=base.base)
+    return engine
+
+
 def _pct(value, signed=False):
     if value is None or not math.isfinite(value):
         return "–"
@@ -347,12 +363,19 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sharegpt-sigma", type=float, default=SHAREGPT_SIGMA)
     parser.add_argument("--sweep", action="append", help="score only this sweep id (repeatable)")
+    parser.add_argument("--step-overhead", type=float, action="append", metavar="MS",
+                        help="also score the vLLM profiles with this decode step_overhead [ms] "
+                             "(repeatable)")
     args = parser.parse_args(argv)
 
     engines = [("ideal", rooflinekit.IDEAL), ("default", None)]
     if args.calibration:
         from rooflinekit.calibrate import load_calibration
         engines.append(("calibration", load_calibration(args.calibration)))
+    for ms in args.step_overhead or ():
+        if not (math.isfinite(ms) and ms >= 0):
+            parser.error(f"--step-overhead must be a finite number of ms >= 0, got {ms}")
+        engines.append((f"step_overhead {ms:g} ms", with_step_overhead(ms * 1e-3)))
 
     kw = dict(sweeps=args.sweep, replicates=args.replicates, requests=args.requests,
               seed=args.seed, sharegpt_sigma=args.sharegpt_sigma)

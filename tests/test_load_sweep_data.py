@@ -150,3 +150,27 @@ def test_kv_dtype_sets_the_cache_format(scorer, sweeps):
     assert model.kv_bytes_per_element == 1
     model, _, _ = scorer._spec(lambda_, None, 0.8)
     assert model.kv_bytes_per_element == catalog.model("Llama-3.1-8B").kv_bytes_per_element == 2
+
+
+def test_step_overhead_replays_the_profiles_with_it(scorer):
+    """``--step-overhead MS`` scores each GPU's vLLM profile with that decode overhead; the
+    DigitalOcean sweep (vLLM 0.14.1) is closest at 0 ms and Phala's (0.5.4) at 3 ms, as
+    docs/validation.md's table of the per-step serving cost says."""
+    engine = scorer.with_step_overhead(0.003)("H200-SXM-141GB")
+    shipped = rooflinekit.engine_profile("vllm", "H200-SXM-141GB", warn=False)
+    assert engine.decode["step_overhead"] == 0.003
+    assert {k: v for k, v in engine.decode.items() if k != "step_overhead"} == \
+        {k: v for k, v in shipped.decode.items() if k != "step_overhead"}
+    assert engine.prefill == shipped.prefill
+    tpot = {}
+    for name in ("doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate",
+                 "phala_h200_llama3.1-8b_tp1_sharegpt_rate"):
+        for ms in (0.0, 3.0):
+            (result,) = scorer.score(SWEEPS, scorer.with_step_overhead(ms * 1e-3), sweeps=[name])
+            tpot[name, ms] = result["tpot_mape"]
+    assert tpot["doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate", 0.0] < 0.07 < \
+        tpot["doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate", 3.0]
+    assert tpot["phala_h200_llama3.1-8b_tp1_sharegpt_rate", 3.0] < 0.10 < \
+        tpot["phala_h200_llama3.1-8b_tp1_sharegpt_rate", 0.0]
+    with pytest.raises(SystemExit):
+        scorer.main(["--step-overhead", "-1"])
