@@ -214,6 +214,7 @@ def validation_tables() -> dict:
             "llrrrrrrr"),
         "profiles": _profiles_table(),
         "load-sweeps": _load_sweeps_table(),
+        "load-sweeps-own-engine": _own_engine_table(),
         "load-sweep-points": _load_sweep_points_table(load_sweep_points()),
     }
 
@@ -347,6 +348,20 @@ def _load_sweeps_table() -> str:
     return _table(["sweep", "source", "load", "points", "ideal TPOT", "ideal TTFT",
                    "ideal saturation", "vLLM profile TPOT", "vLLM profile TTFT",
                    "vLLM profile saturation"], rows, "llllrrrrrr")
+
+
+def _own_engine_table() -> str:
+    """The sweeps of an engine other than vLLM, scored with that engine's shipped profile."""
+    scorer = _scorer()
+    others = [name for name, points in scorer.read_sweeps().items()
+              if scorer.PROFILE_OF_ENGINE[points[0]["engine"]] != "vllm"]
+    rows = []
+    for r in scorer.score(engine=scorer.own_engine, sweeps=others):
+        engine = scorer.read_sweeps()[r["sweep"]][0]["engine"]
+        rows.append([r["sweep"], f"{engine} → {scorer.PROFILE_OF_ENGINE[engine]}",
+                     scorer._pct(r["tpot_mape"]), scorer._pct(r["ttft_mape"]),
+                     scorer._pct(r["sat_err"], signed=True)])
+    return _table(["sweep", "engine → profile", "TPOT", "TTFT", "saturation"], rows, "llrrr")
 
 
 # -- calibration: fits to public serving runs -----------------------------------------------------

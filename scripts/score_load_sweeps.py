@@ -5,8 +5,10 @@ Reads ``tests/data/load_sweeps/sweeps.csv`` (one row per point of a published sw
 folder's README) and, for every sweep, runs :func:`rooflinekit.planning.load_curve` at the sweep's
 points with
 
-(a) ``engine=rooflinekit.IDEAL``, (b) the default ``engine=None`` and, with ``--calibration FILE``,
-(c) a calibration read by :func:`rooflinekit.calibrate.load_calibration`.
+(a) ``engine=rooflinekit.IDEAL``, (b) the default ``engine=None`` (the vLLM profile of each
+GPU), (c) each sweep's own engine's shipped profile (:func:`own_engine`: TensorRT-LLM's for
+NIM) and, with ``--calibration FILE``, (d) a calibration read by
+:func:`rooflinekit.calibrate.load_calibration`.
 
 It prints Markdown tables, per sweep and per source, of
 
@@ -259,8 +261,8 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
                 sharegpt_sigma=SHAREGPT_SIGMA) -> dict:
     """Scores of one sweep (its points as :func:`read_sweeps` gives them) under ``engine``."""
     kind = mode(points)
-    if callable(engine):             # an engine per GPU (--step-overhead)
-        engine = engine(points[0]["gpu"])
+    if callable(engine):             # an engine per sweep (own_engine, --step-overhead)
+        engine = engine(points[0])
     peak = max(p["output_throughput"] for p in points)
     top = max(points, key=lambda p: p["output_throughput"])
     below = [p for p in points if p["output_throughput"] <= SATURATION_SHARE * peak]
@@ -322,13 +324,25 @@ def score(sweeps_path=DEFAULT_SWEEPS, engine=None, *, sweeps=None, replicates=3,
     return results
 
 
+#: The shipped profile that times each serving engine's sweeps (NIM runs TensorRT-LLM).
+PROFILE_OF_ENGINE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm"}
+
+
+def own_engine(point):
+    """The shipped profile of the engine ``point`` ran (:data:`PROFILE_OF_ENGINE`) for its GPU:
+    an engine per sweep for :func:`score`, beside the default (vLLM's for every sweep)."""
+    return rooflinekit.engine_profile(PROFILE_OF_ENGINE[point["engine"]], point["gpu"],
+                                      warn=False)
+
+
 def with_step_overhead(seconds: float):
-    """A function of a GPU name: its shipped vLLM profile with the decode ``step_overhead``
-    [s] replaced (the per-step serving cost the sweeps are most sensitive to)."""
+    """A function of a point: its GPU's shipped vLLM profile with the decode
+    ``step_overhead`` [s] replaced (the per-step serving cost the sweeps are most sensitive
+    to), an engine per sweep for :func:`score`."""
     from rooflinekit.profiles import Calibration
 
-    def engine(gpu):
-        base = rooflinekit.engine_profile("vllm", gpu, warn=False)
+    def engine(point):
+        base = rooflinekit.engine_profile("vllm", point["gpu"], warn=False)
         return Calibration(prefill=dict(base.prefill),
                            decode={**base.decode, "step_overhead": seconds},
                            source=base.source, base=base.base)
@@ -368,7 +382,7 @@ def main(argv=None) -> int:
                              "(repeatable)")
     args = parser.parse_args(argv)
 
-    engines = [("ideal", rooflinekit.IDEAL), ("default", None)]
+    engines = [("ideal", rooflinekit.IDEAL), ("default", None), ("own engine", own_engine)]
     if args.calibration:
         from rooflinekit.calibrate import load_calibration
         engines.append(("calibration", load_calibration(args.calibration)))

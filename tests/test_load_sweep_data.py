@@ -156,7 +156,7 @@ def test_step_overhead_replays_the_profiles_with_it(scorer):
     """``--step-overhead MS`` scores each GPU's vLLM profile with that decode overhead; the
     DigitalOcean sweep (vLLM 0.14.1) is closest at 0 ms and Phala's (0.5.4) at 3 ms, as
     docs/validation.md's table of the per-step serving cost says."""
-    engine = scorer.with_step_overhead(0.003)("H200-SXM-141GB")
+    engine = scorer.with_step_overhead(0.003)({"gpu": "H200-SXM-141GB", "engine": "vllm"})
     shipped = rooflinekit.engine_profile("vllm", "H200-SXM-141GB", warn=False)
     assert engine.decode["step_overhead"] == 0.003
     assert {k: v for k, v in engine.decode.items() if k != "step_overhead"} == \
@@ -174,3 +174,18 @@ def test_step_overhead_replays_the_profiles_with_it(scorer):
         tpot["phala_h200_llama3.1-8b_tp1_sharegpt_rate", 0.0]
     with pytest.raises(SystemExit):
         scorer.main(["--step-overhead", "-1"])
+
+
+def test_each_sweep_can_be_scored_with_its_own_engines_profile(scorer, sweeps):
+    """NIM runs TensorRT-LLM: ``own_engine`` times its sweep with TensorRT-LLM's shipped
+    profile (a kernel fit no served row entered), which docs/validation.md reports beside the
+    vLLM default; vLLM's sweeps keep vLLM's."""
+    nim = "nim_h100x2_llama3.3-70b_fp8_tp2_5000in_500out"
+    assert scorer.own_engine(sweeps[nim][0]) == \
+        rooflinekit.engine_profile("trtllm", "H100-SXM-80GB", warn=False)
+    doks = sweeps["doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"][0]
+    assert scorer.own_engine(doks) == rooflinekit.engine_profile("vllm", "H200-SXM-141GB",
+                                                                 warn=False)
+    (result,) = scorer.score(SWEEPS, scorer.own_engine, sweeps=[nim])
+    assert result["error"] == "" and result["tpot_mape"] < 0.10
+    assert abs(result["sat_err"]) < 0.15
