@@ -144,9 +144,14 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
 
 
 def source_group(source: str) -> str:
-    """The source a row comes from, for scores by source: a URL's host, a repository's name."""
+    """The source a row comes from, for scores by source: a URL's host (a GitHub URL's
+    ``owner/repo``), a repository's name."""
     if source.startswith(("http://", "https://")):
-        return urlparse(source).netloc
+        url = urlparse(source)
+        parts = [p for p in url.path.split("/") if p]
+        if url.netloc == "github.com" and len(parts) >= 2:
+            return f"{parts[0]}/{parts[1]}"
+        return url.netloc
     return source.split("@", 1)[0].split(":", 1)[0]
 
 
