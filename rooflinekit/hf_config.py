@@ -1171,26 +1171,34 @@ def _count(cfg: Mapping) -> dict[str, int]:
             per_expert += 2 * s.moe_intermediate + h
         if s.model_type == "nemotron_h":              # up and down projections, no gate
             per_expert = _nemotron_h_mlp(cfg, h, s.moe_intermediate)
-        unused = sum(_moe_layers(cfg, s)) * (s.n_experts - s.top_k) * per_expert
+        unused += sum(_moe_layers(cfg, s)) * (s.n_experts - s.top_k) * per_expert
     return {**parts, "total": total, "active": total - unused}
 
 
 #: Model types whose multi-token-prediction module is DeepSeek-V3's (counted by _count_mtp).
 _DEEPSEEK_MTP = frozenset({"deepseek_v3", "deepseek_v32"})
+#: Qwen3.5's language models (dense and MoE), whose ``mtp_num_hidden_layers`` _count_mtp counts.
+_QWEN3_5_MTP = frozenset({"qwen3_5_text", "qwen3_5_moe_text"})
 
 
 def _count_mtp(cfg: Mapping, s: "_Shape", parts: Mapping) -> int:
-    """DeepSeek-V3's multi-token-prediction modules (``num_nextn_predict_layers``).
+    """Multi-token-prediction modules: DeepSeek-V3's (``num_nextn_predict_layers``) and
+    Qwen3.5's (``mtp_num_hidden_layers``).
 
-    Each is one decoder layer like the model's last (attention and its MoE MLP), the
-    projection ``eh_proj`` (2h → h) and three RMSNorms (``enorm``, ``hnorm``, the shared
+    DeepSeek-V3: each is one decoder layer like the model's last (attention and its MoE MLP),
+    the projection ``eh_proj`` (2h → h) and three RMSNorms (``enorm``, ``hnorm``, the shared
     head's norm); it shares the embedding table and the LM head with the model (the checkpoint
-    stores copies of them, which DeepSeek's "14B of MTP module weights" count). 0 for a model
-    without such modules, and for other families' (GLM-4.5's, MiMo's, Qwen3-Next's), not
-    counted here.
+    stores copies of them, which DeepSeek's "14B of MTP module weights" count). Qwen3.5 (vLLM's
+    ``Qwen3_5MultiTokenPredictor``): ``fc`` (2h → h), ``pre_fc_norm_embedding``,
+    ``pre_fc_norm_hidden`` and a final norm, and decoder layers of gated full attention with
+    the model's MLP (dense, or its MoE block with the shared expert); an embedding table of its
+    own when ``mtp_use_dedicated_embeddings``. 0 for a model without such modules, and for
+    other families' (GLM-4.5's, MiMo's, Qwen3-Next's), not counted here.
     """
-    n = _int(cfg, "num_nextn_predict_layers", lo=0, required=False, default=0)
-    if not n or s.model_type not in _DEEPSEEK_MTP:
+    qwen = s.model_type in _QWEN3_5_MTP
+    field = "mtp_num_hidden_layers" if qwen else "num_nextn_predict_layers"
+    n = _int(cfg, field, lo=0, required=False, default=0)
+    if not n or not (qwen or s.model_type in _DEEPSEEK_MTP):
         return 0
     h, L = s.hidden, s.layers
     moe = _moe_layers(cfg, s)
@@ -1199,6 +1207,11 @@ def _count_mtp(cfg: Mapping, s: "_Shape", parts: Mapping) -> int:
         mlp = (parts["experts"] + parts["shared_experts"] + parts["router"]) // n_moe
     else:
         mlp = parts["mlp"] // (L - n_moe)
+    if qwen:
+        attention = _gated_attention(cfg, s, s.heads * s.head_dim, s.kv_heads * s.head_dim)
+        dedicated = _flag(cfg, "mtp_use_dedicated_embeddings")
+        return n * (attention + mlp + 2 * h) + 2 * h * h + 3 * h + (s.vocab * h if dedicated
+                                                                     else 0)
     layer = parts["attention"] // L + mlp + 2 * h
     return n * (layer + 2 * h * h + 3 * h)
 
@@ -1225,10 +1238,7 @@ def _count_gated_deltanet_mixing(cfg, s, q_width, kv_width) -> int:
     (H_v·d_v → h).
     """
     h = s.hidden
-    gate = 2 if _flag(cfg, "attn_output_gate", True) else 1
-    attention = h * (gate * q_width + 2 * kv_width) + q_width * h + 2 * s.head_dim
-    if _flag(cfg, "attention_bias"):
-        attention += gate * q_width + 2 * kv_width + h
+    attention = _gated_attention(cfg, s, q_width, kv_width)
     value_heads = _int(cfg, "linear_num_value_heads")
     key_heads = _int(cfg, "linear_num_key_heads")
     key_dim = _int(cfg, "linear_key_head_dim")
@@ -1239,6 +1249,17 @@ def _count_gated_deltanet_mixing(cfg, s, q_width, kv_width) -> int:
     deltanet = (h * (2 * keys + 2 * values) + h * 2 * value_heads + conv_dim * kernel
                 + 2 * value_heads + value_dim + values * h)
     return s.attention_layers * attention + s.kinds.count("linear") * deltanet
+
+
+def _gated_attention(cfg, s, q_width, kv_width) -> int:
+    """One gated attention layer of Qwen3-Next and Qwen3.5 (see
+    :func:`_count_gated_deltanet_mixing`)."""
+    h = s.hidden
+    gate = 2 if _flag(cfg, "attn_output_gate", True) else 1
+    attention = h * (gate * q_width + 2 * kv_width) + q_width * h + 2 * s.head_dim
+    if _flag(cfg, "attention_bias"):
+        attention += gate * q_width + 2 * kv_width + h
+    return attention
 
 
 def _nemotron_h_mlp(cfg, h: int, width: int) -> int:
@@ -1310,6 +1331,8 @@ def _count_vision(cfg: Mapping, text_hidden: int) -> int:
         return 0
     where = "vision_config"
     at = where + "."
+    if v.get("depth") is not None:             # Qwen-VL's layout: depth, num_heads, ...
+        return _count_qwen_vision(v, text_hidden)
     h = _int(v, "hidden_size", at=at)
     inner = _int(v, "intermediate_size", at=at)
     layers = _int(v, "num_hidden_layers", at=at)
@@ -1335,6 +1358,49 @@ def _count_vision(cfg: Mapping, text_hidden: int) -> int:
         # LLaVA's projector: Linear(vision, text) - GELU - Linear(text, text), with biases
         n += h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
     return n
+
+
+def _count_qwen_vision(v: Mapping, text_hidden: int) -> int:
+    """The vision encoder of Qwen3-VL and Qwen3.5 (transformers' ``Qwen3VLVisionModel``).
+
+    A biased Conv3d patch embedding (``in_channels · temporal_patch_size · patch_size²`` inputs
+    a channel), ``num_position_embeddings`` learned positions, ``depth`` blocks of two
+    LayerNorms, a biased fused qkv and output projection and a biased two-matrix MLP, then the
+    patch merger (a LayerNorm of the width, and two biased matrices from the
+    ``spatial_merge_size²`` merged patches to ``out_hidden_size``) and one more merger per
+    ``deepstack_visual_indexes`` entry (its LayerNorm after the merge). Qwen2-VL's and
+    Qwen2.5-VL's encoders (no learned positions) are refused, not counted as this one.
+    """
+    at = "vision_config."
+    if v.get("num_position_embeddings") is None:
+        raise ValueError("config.json field 'vision_config.num_position_embeddings' is missing: "
+                         "a vision_config of 'depth' blocks is counted as Qwen3-VL's encoder "
+                         "(learned positions); Qwen2-VL's and Qwen2.5-VL's are not supported")
+    h = _int(v, "hidden_size", at=at)
+    inner = _int(v, "intermediate_size", at=at)
+    depth = _int(v, "depth", at=at, hi=MAX_LAYERS)
+    patch = _int(v, "patch_size", at=at)
+    frames = _int(v, "temporal_patch_size", required=False, default=2, at=at)
+    channels = _int(v, "in_channels", required=False, default=3, at=at)
+    positions = _int(v, "num_position_embeddings", at=at)
+    merge = _int(v, "spatial_merge_size", required=False, default=2, at=at)
+    out = _int(v, "out_hidden_size", required=False, default=text_hidden, at=at)
+    stacked = v.get("deepstack_visual_indexes") or []
+    name = "config.json field 'vision_config.deepstack_visual_indexes'"
+    if not isinstance(stacked, (list, tuple)):
+        raise TypeError(f"{name} must be a list of block indices; got {describe(stacked)}")
+    for i, index in enumerate(stacked):
+        if whole_number(f"{name} (entry {i})", index, 0) >= depth:
+            raise ValueError(f"{name} holds block {index}; the encoder has {depth} "
+                             f"(vision_config.depth)")
+    n = channels * frames * patch * patch * h + h + positions * h
+    n += depth * (2 * 2 * h + 3 * h * h + 3 * h + h * h + h + 2 * h * inner + inner + h)
+    merged = h * merge * merge
+
+    def merger(norm_width):
+        return 2 * norm_width + merged * merged + merged + merged * out + out
+
+    return n + merger(h) + len(stacked) * merger(merged)
 
 
 def _count_audio(cfg: Mapping, text_hidden: int) -> int:
@@ -1486,7 +1552,8 @@ def _count_llama_style(cfg, s, q_width, kv_width):
             attn += q_width + 2 * kv_width + h
         elif s.model_type in ("qwen2", "qwen2_moe"):
             attn += q_width + 2 * kv_width                      # Qwen2: q, k, v biases
-        if s.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
+        if s.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_vl_text",
+                            "qwen3_vl_moe_text"):
             attn += 2 * s.head_dim                              # per-head q and k RMSNorm
         if s.model_type == "gpt_oss":
             attn += s.heads                                     # one attention sink a head
