@@ -77,6 +77,8 @@ _EXL2_BITS = (2, 8)
 _LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "attention": "full",
                 "chunked_attention": "chunked", "linear_attention": "linear", "mamba": "mamba"}
 _PATTERN_KINDS = {"M": "mamba", "*": "full", "-": "mlp", "E": "moe"}
+# layers_block_type values (Nemotron-H as transformers 5 writes it, in place of the pattern)
+_BLOCK_TYPES = {"mamba": "mamba", "attention": "full", "mlp": "mlp", "moe": "moe"}
 
 #: Layer kinds that keep a KV cache (full, sliding-window and chunked local attention).
 _ATTENTION_KINDS = ("full", "sliding", "chunked")
@@ -437,6 +439,18 @@ class _Shape:
                                  f"{show(sorted(unknown))}; allowed: "
                                  f"{', '.join(map(repr, _LAYER_TYPES))}")
             return [_LAYER_TYPES[t] for t in layer_types]
+        blocks = cfg.get("layers_block_type")
+        if blocks is not None and cfg.get("hybrid_override_pattern") is None:
+            name = "config.json field 'layers_block_type'"    # Nemotron-H, one name a layer
+            if not isinstance(blocks, list) or len(blocks) != self.layers:
+                raise ValueError(f"{name} must be a list of {self.layers} entries (one per "
+                                 f"layer)")
+            bad = next((b for b in blocks if not isinstance(b, str) or b not in _BLOCK_TYPES),
+                       None)
+            if bad is not None:
+                raise ValueError(f"{name} holds {show(bad)}; allowed: "
+                                 f"{', '.join(map(repr, _BLOCK_TYPES))}")
+            return [_BLOCK_TYPES[b] for b in blocks]
         pattern = cfg.get("hybrid_override_pattern")
         if pattern is not None:                      # Nemotron-H: one character a layer
             name = "config.json field 'hybrid_override_pattern'"
@@ -1084,7 +1098,8 @@ def count_params(config) -> dict[str, int]:
         ``total`` and ``active`` (the parameters one generated token uses: everything but the
         routed experts it is not sent to and the vision/audio encoders). ``mtp`` gives the
         multi-token-prediction modules (``num_nextn_predict_layers``) apart: they are in
-        neither sum (0 without them).
+        neither sum (0 without them): DeepSeek-V3's, Qwen3.5's (``mtp_num_hidden_layers``)
+        and Nemotron-H's (``mtp_hybrid_override_pattern``).
 
     Notes
     -----
@@ -1103,7 +1118,9 @@ def count_params(config) -> dict[str, int]:
     class token and a pre-LayerNorm), layers of biased q/k/v/out projections, a two-matrix MLP
     and two LayerNorms, a final LayerNorm and SigLIP's pooling head when ``vision_use_head``;
     the projector is Gemma-3's (one matrix and an RMSNorm of the vision width) or otherwise
-    LLaVA's two-layer MLP with biases. An audio encoder is counted as Whisper's (two
+    LLaVA's two-layer MLP with biases. A ``vision_config`` of ``depth`` blocks is Qwen3-VL's
+    encoder (Qwen3-VL, Qwen3.5), counted with its patch merger and DeepStack mergers. An audio
+    encoder is counted as Whisper's (two
     convolutions, learned positions, layers with an unbiased key projection) with a linear
     projector (Qwen2-Audio). Fields the file leaves out take the encoder class's defaults.
     DeepSeek's multi-token-prediction modules (``num_nextn_predict_layers``) are not in
@@ -1170,7 +1187,7 @@ def _count(cfg: Mapping) -> dict[str, int]:
         if s.model_type == "gpt_oss":                 # each expert's two biases
             per_expert += 2 * s.moe_intermediate + h
         if s.model_type == "nemotron_h":              # up and down projections, no gate
-            per_expert = _nemotron_h_mlp(cfg, h, s.moe_intermediate)
+            per_expert = _nemotron_h_mlp(cfg, _latent_width(cfg, s), s.moe_intermediate)
         unused += sum(_moe_layers(cfg, s)) * (s.n_experts - s.top_k) * per_expert
     return {**parts, "total": total, "active": total - unused}
 
@@ -1192,17 +1209,32 @@ def _count_mtp(cfg: Mapping, s: "_Shape", parts: Mapping) -> int:
     ``Qwen3_5MultiTokenPredictor``): ``fc`` (2h → h), ``pre_fc_norm_embedding``,
     ``pre_fc_norm_hidden`` and a final norm, and decoder layers of gated full attention with
     the model's MLP (dense, or its MoE block with the shared expert); an embedding table of its
-    own when ``mtp_use_dedicated_embeddings``. 0 for a model without such modules, and for
-    other families' (GLM-4.5's, MiMo's, Qwen3-Next's), not counted here.
+    own when ``mtp_use_dedicated_embeddings``. Nemotron-H (Nemotron 3 Super, SGLang's
+    ``NemotronHMultiTokenPredictor``): one layer a ``mtp_hybrid_override_pattern`` character
+    (``mtp_layers_block_type`` entry), each a norm and the model's mixer of that kind, with
+    ``enorm``, ``hnorm`` and ``eh_proj`` (2h → h) before the first and a norm after the last.
+    0 for a model without such modules, and for other families' (GLM-4.5's, MiMo's,
+    Qwen3-Next's), not counted here.
     """
     qwen = s.model_type in _QWEN3_5_MTP
     field = "mtp_num_hidden_layers" if qwen else "num_nextn_predict_layers"
     n = _int(cfg, field, lo=0, required=False, default=0)
-    if not n or not (qwen or s.model_type in _DEEPSEEK_MTP):
+    nemotron = s.model_type == "nemotron_h" and s.kinds is not None
+    if not n or not (qwen or nemotron or s.model_type in _DEEPSEEK_MTP):
         return 0
     h, L = s.hidden, s.layers
     moe = _moe_layers(cfg, s)
     n_moe = sum(moe)
+    if nemotron:
+        kinds = _nemotron_h_mtp_kinds(cfg, s)
+        if kinds is None:
+            return 0
+        per_kind = {"full": _nemotron_h_attention(cfg, s),
+                    "mlp": parts["mlp"] // max(s.kinds.count("mlp"), 1),
+                    "moe": (parts["experts"] + parts["shared_experts"] + parts["router"])
+                    // max(n_moe, 1)}
+        # a norm a layer; enorm, hnorm and eh_proj before the first, a norm after the last
+        return n * (sum(per_kind[k] + h for k in kinds) + 2 * h * h + 3 * h)
     if moe[-1]:
         mlp = (parts["experts"] + parts["shared_experts"] + parts["router"]) // n_moe
     else:
@@ -1267,6 +1299,51 @@ def _nemotron_h_mlp(cfg, h: int, width: int) -> int:
     return 2 * h * width + ((width + h) if _flag(cfg, "mlp_bias") else 0)
 
 
+def _latent_width(cfg, s) -> int:
+    """The width the routed experts read and write: LatentMoE's ``moe_latent_size`` (Nemotron 3
+    Super), else the model's."""
+    latent = _int(cfg, "moe_latent_size", required=False, default=s.hidden)
+    if latent > s.hidden:
+        raise ValueError(f"config.json field 'moe_latent_size' ({latent:,}) must not exceed "
+                         f"'hidden_size' ({s.hidden:,}): the latent space is a projection down")
+    return latent
+
+
+def _nemotron_h_attention(cfg, s) -> int:
+    """One Nemotron-H attention mixer: q, k, v, o (biased when ``attention_bias``)."""
+    h, q_width, kv_width = s.hidden, s.heads * s.head_dim, s.kv_heads * s.head_dim
+    attention = h * (q_width + 2 * kv_width) + q_width * h
+    if _flag(cfg, "attention_bias"):
+        attention += q_width + 2 * kv_width + h
+    return attention
+
+
+def _nemotron_h_mtp_kinds(cfg, s):
+    """The layer kinds of Nemotron-H's MTP module: ``mtp_hybrid_override_pattern`` ("*E") or
+    ``mtp_layers_block_type`` (["attention", "moe"]); None without either."""
+    pattern = cfg.get("mtp_hybrid_override_pattern")
+    blocks = cfg.get("mtp_layers_block_type")
+    if pattern is not None:
+        name = "config.json field 'mtp_hybrid_override_pattern'"
+        if not isinstance(pattern, str) or not pattern:
+            raise TypeError(f"{name} must be a non-empty string; got {describe(pattern)}")
+        kinds = [_PATTERN_KINDS.get(c) for c in pattern]
+    elif blocks is not None:
+        name = "config.json field 'mtp_layers_block_type'"
+        if not isinstance(blocks, list) or not blocks:
+            raise TypeError(f"{name} must be a non-empty list; got {describe(blocks)}")
+        kinds = [_BLOCK_TYPES.get(b) if isinstance(b, str) else None for b in blocks]
+    else:
+        return None
+    allowed = {"full": "attention", "mlp": "mlp", "moe": "mixture of experts"}
+    if any(k not in allowed or (k == "moe" and "moe" not in s.kinds)
+           or (k == "mlp" and "mlp" not in s.kinds) for k in kinds):
+        raise ValueError(f"{name} may hold attention, and MLP or mixture-of-experts layers "
+                         f"of the kinds the model has (its Mamba layers are not counted "
+                         f"there); got {show(pattern if pattern is not None else blocks)}")
+    return kinds
+
+
 def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
     """Nemotron-H (transformers' ``NemotronH``): one norm and one mixer a layer.
 
@@ -1277,7 +1354,11 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
     Mixture-of-experts layers (``E``, Nemotron 3 Nano): ``n_routed_experts`` experts of width
     ``moe_intermediate_size`` and ``n_shared_experts`` shared experts of width
     ``moe_shared_expert_intermediate_size``, each an MLP as above, and a router of
-    ``E × h`` weights with an ``E``-entry score-correction bias.
+    ``E × h`` weights with an ``E``-entry score-correction bias. LatentMoE (Nemotron 3 Super,
+    ``moe_latent_size``): the routed experts read and write a latent of that width, between
+    ``fc1_latent_proj`` (h → latent) and ``fc2_latent_proj`` (latent → h), which every token
+    runs and which are counted with the shared experts; the router and the shared experts
+    read the full width.
     """
     h = s.hidden
     heads = _first(cfg, ("mamba_num_heads", "mamba_n_heads"))
@@ -1292,9 +1373,7 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
              + (conv_dim if _flag(cfg, "use_conv_bias", True) else 0)
              + 3 * heads + inner + inner * h
              + ((2 * inner + 2 * groups * size + heads + h) if bias else 0))
-    attention = h * (q_width + 2 * kv_width) + q_width * h
-    if _flag(cfg, "attention_bias"):
-        attention += q_width + 2 * kv_width + h
+    attention = _nemotron_h_attention(cfg, s)
     n_mlp, n_moe = s.kinds.count("mlp"), s.kinds.count("moe")
     mlp = 0
     if n_mlp:
@@ -1303,11 +1382,14 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
         mlp = _nemotron_h_mlp(cfg, h, s.intermediate)
     experts = shared = router = 0
     if n_moe:
-        experts = s.n_experts * _nemotron_h_mlp(cfg, h, s.moe_intermediate)
+        latent = _latent_width(cfg, s)
+        experts = s.n_experts * _nemotron_h_mlp(cfg, latent, s.moe_intermediate)
         n_shared = _int(cfg, "n_shared_experts", lo=0, required=False, default=0)
         if n_shared:
             shared = n_shared * _nemotron_h_mlp(
                 cfg, h, _int(cfg, "moe_shared_expert_intermediate_size"))
+        if latent != h:               # LatentMoE's fc1_latent_proj and fc2_latent_proj
+            shared += 2 * h * latent + ((latent + h) if _flag(cfg, "mlp_bias") else 0)
         router = s.n_experts * h + s.n_experts          # weights and score-correction bias
     return {"attention": s.attention_layers * attention + s.kinds.count("mamba") * mamba,
             "mlp": n_mlp * mlp, "experts": n_moe * experts, "shared_experts": n_moe * shared,
@@ -1668,6 +1750,8 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
     - Hybrid layers: ``layer_types`` (``full_attention``, ``sliding_attention``,
       ``attention``, ``linear_attention``, ``mamba``), ``hybrid_override_pattern``
       (Nemotron-H: ``M`` Mamba, ``*`` attention, ``-`` MLP, ``E`` MoE; one character a layer),
+      ``layers_block_type`` (Nemotron-H's names for the same: ``mamba``, ``attention``,
+      ``mlp``, ``moe``; Nemotron 3 Super's LatentMoE experts work in ``moe_latent_size``),
       ``full_attention_interval`` (Qwen3-Next: every n-th layer is attention, the others Gated
       DeltaNet), ``attn_layer_period``/``attn_layer_offset`` (Jamba) and Falcon-H1's Mamba beside
       attention in every layer give ``n_attention_layers``, ``n_linear_attention_layers`` and

@@ -112,6 +112,7 @@ KV_BY_HAND = {
     "Llama-3.3-70B": 2 * 80 * 8 * 128 * 2,      # 327,680, as Llama-3.1-70B
     "Qwen3.5-27B": 2 * 16 * 4 * 256 * 2,        # 64 / full_attention_interval 4 = 16: 65,536
     "Qwen3.5-35B-A3B": 2 * 10 * 2 * 256 * 2,    # 40 / 4 = 10 attention layers: 20,480
+    "Nemotron-3-Super-120B-A12B": 2 * 8 * 2 * 128 * 2,  # 8 '*' layers of 88: 8,192
 }
 
 
@@ -172,6 +173,7 @@ ROW_CONFIG = {
     "Qwen3-Next-80B-A3B": "qwen3-next-80b-a3b-instruct", "Qwen3-32B": "qwen3-32b",
     "Llama-3.3-70B": "llama-3.3-70b-instruct",
     "Qwen3.5-27B": "qwen3.5-27b", "Qwen3.5-35B-A3B": "qwen3.5-35b-a3b",
+    "Nemotron-3-Super-120B-A12B": "nemotron-3-super-120b-a12b-fp8",
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",
