@@ -33,6 +33,7 @@ _ALIASES = {
     "max_position_embeddings": ("n_positions", "max_seq_len"),
     "intermediate_size": ("n_inner", "ffn_hidden_size"),
     "head_dim": ("attention_head_dim",),                 # Nemotron-H
+    "num_experts_per_tok": ("top_k_experts",),           # Gemma 4
 }
 
 # transformers' configuration classes whose ``tie_word_embeddings`` default is False; every other
@@ -334,6 +335,31 @@ class _Shape:
         self.chunk = None
         self.window, self.n_sliding = self._window(cfg)
         self.v_head_dim, self.swa = self._kv_layouts(cfg)
+        if self.model_type == "gemma4_text":
+            self._gemma4_layouts(cfg)
+
+    def _gemma4_layouts(self, cfg):
+        """Gemma 4: the full-attention layers' own head dim (``global_head_dim``) and, with
+        ``attention_k_eq_v`` (their values are their keys' projection), KV heads
+        (``num_global_key_value_heads``); the sliding-window layers keep ``head_dim`` and
+        ``num_key_value_heads``. Gemma 4's small models' KV sharing and per-layer input
+        embeddings are refused."""
+        for field in ("num_kv_shared_layers", "hidden_size_per_layer_input"):
+            if _int(cfg, field, lo=0, required=False, default=0):
+                raise ValueError(f"config.json field {field!r}: Gemma 4's KV sharing across "
+                                 f"layers and per-layer input embeddings (E2B, E4B) are not "
+                                 f"supported; the field must be 0")
+        full_dim = _int(cfg, "global_head_dim", required=False, default=self.head_dim)
+        full_kv = self.kv_heads
+        if _flag(cfg, "attention_k_eq_v"):
+            full_kv = _int(cfg, "num_global_key_value_heads", required=False,
+                           default=self.kv_heads)
+            if full_kv > self.heads or self.heads % full_kv:
+                raise ValueError(f"config.json field 'num_global_key_value_heads' ({full_kv}) "
+                                 f"must divide 'num_attention_heads' ({self.heads})")
+        if self.n_sliding and (full_kv, full_dim) != (self.kv_heads, self.head_dim):
+            self.swa = (self.kv_heads, self.head_dim, self.head_dim)
+            self.kv_heads, self.head_dim = full_kv, full_dim
 
     def _kv_layouts(self, cfg):
         """The value head dimension (None: the key's) and the sliding-window layers' own
@@ -406,6 +432,8 @@ class _Shape:
 
     @staticmethod
     def _experts(cfg):
+        if not _flag(cfg, "enable_moe_block", True):      # Gemma 4's dense models
+            return 1
         for field in ("num_local_experts", "n_routed_experts", "num_experts"):
             if cfg.get(field) is not None:
                 return max(_int(cfg, field, lo=0), 1)
@@ -878,14 +906,22 @@ def _modelopt(quant: Mapping, at: str):
                      f"bytes_per_param= in Python or --dtype on the command line")
 
 
-def _layer_names(i: int) -> dict[str, tuple[str, ...]]:
-    """Hugging Face module names of layer ``i``'s linear layers, by group (any may match)."""
-    layer = f"model.layers.{i}."
+def _layer_names(i: int, prefix: str = "model.", linear: bool = False,
+                 model_type: str = "") -> dict[str, tuple[str, ...]]:
+    """Hugging Face module names of layer ``i``'s linear layers, by group (any may match).
+
+    ``prefix`` is ``"model.language_model."`` in a multimodal model; ``linear`` names a Gated
+    DeltaNet layer's mixer (``linear_attn``) in place of attention's. Gemma 4 keeps its experts
+    beside the MLP (``layers.N.experts``), not in it."""
+    layer = f"{prefix}layers.{i}."
+    mixer = (("linear_attn.in_proj_qkv", "linear_attn.out_proj") if linear
+             else ("self_attn.q_proj", "self_attn.o_proj"))
     return {
-        "attention": (layer + "self_attn.q_proj", layer + "self_attn.o_proj"),
+        "attention": tuple(layer + name for name in mixer),
         "mlp": (layer + "mlp.gate_proj", layer + "mlp.down_proj"),
-        "experts": (layer + "mlp.experts.0.gate_proj", layer + "mlp.experts.gate_up_proj",
-                    layer + "block_sparse_moe.experts.0.w1"),
+        "experts": ((layer + "experts.gate_up_proj",) if model_type == "gemma4_text" else
+                    (layer + "mlp.experts.0.gate_proj", layer + "mlp.experts.gate_up_proj",
+                     layer + "block_sparse_moe.experts.0.w1")),
         "shared_experts": (layer + "mlp.shared_experts.gate_proj",
                            layer + "mlp.shared_expert.gate_proj"),
     }
@@ -919,10 +955,16 @@ def _weight_groups(cfg: Mapping, s: "_Shape", parts: Mapping, hf_quant=None):
     pieces = {group: [] for group in ("attention", "mlp", "experts", "shared_experts")}
     moe = _moe_layers(cfg, s)
     n_moe = sum(moe)
+    # a multimodal checkpoint keeps its language model under model.language_model
+    prefix = "model.language_model." if cfg.get("multimodal_model_type") else "model."
     for i in range(s.layers):
-        names = _layer_names(i)
+        names = _layer_names(i, prefix, s.kinds is not None and s.kinds[i] == "linear",
+                             s.model_type)
         pieces["attention"].append((parts["attention"] / s.layers,
                                     _group_format(scheme, names["attention"], compute_bytes)))
+        if moe[i] and s.model_type == "gemma4_text":      # its MLP runs beside the experts
+            pieces["mlp"].append((parts["mlp"] / s.layers,
+                                  _group_format(scheme, names["mlp"], compute_bytes)))
         for group in (("experts", "shared_experts") if moe[i] else ("mlp",)):
             count = parts[group] / (n_moe if moe[i] else s.layers - n_moe)
             if group == "experts" and s.model_type == "gpt_oss":
@@ -1172,6 +1214,8 @@ def _count(cfg: Mapping) -> dict[str, int]:
         parts.update(_count_gpt_style(cfg, s, q_width, kv_width))
     elif s.is_hybrid and s.model_type == "nemotron_h":
         parts.update(_count_nemotron_h(cfg, s, q_width, kv_width))
+    elif s.model_type == "gemma4_text":
+        parts.update(_count_gemma4(cfg, s))
     else:
         parts.update(_count_llama_style(cfg, s, q_width, kv_width))
         if s.is_hybrid:
@@ -1415,6 +1459,8 @@ def _count_vision(cfg: Mapping, text_hidden: int) -> int:
     at = where + "."
     if v.get("depth") is not None:             # Qwen-VL's layout: depth, num_heads, ...
         return _count_qwen_vision(v, text_hidden)
+    if str(v.get("model_type") or "").lower() == "gemma4_vision":
+        return _count_gemma4_vision(v, text_hidden)
     h = _int(v, "hidden_size", at=at)
     inner = _int(v, "intermediate_size", at=at)
     layers = _int(v, "num_hidden_layers", at=at)
@@ -1483,6 +1529,34 @@ def _count_qwen_vision(v: Mapping, text_hidden: int) -> int:
         return 2 * norm_width + merged * merged + merged + merged * out + out
 
     return n + merger(h) + len(stacked) * merger(merged)
+
+
+def _count_gemma4_vision(v: Mapping, text_hidden: int) -> int:
+    """Gemma 4's vision encoder (transformers' ``Gemma4VisionModel``) and ``embed_vision``.
+
+    A bias-free patch projection (3 · ``patch_size``² → h), a table of
+    2 × ``position_embedding_size`` × h positions (x and y), layers of bias-free q, k, v, o
+    with per-head q and k RMSNorms, a gated MLP and four RMSNorms, then the projection into the
+    language model's width (its RMSNorm has no weight).
+    """
+    at = "vision_config."
+    h = _int(v, "hidden_size", at=at)
+    inner = _int(v, "intermediate_size", at=at)
+    layers = _int(v, "num_hidden_layers", at=at, hi=MAX_LAYERS)
+    heads = _int(v, "num_attention_heads", at=at)
+    kv = _int(v, "num_key_value_heads", required=False, default=heads, at=at)
+    d = _int(v, "head_dim", required=False, at=at)
+    if d is None:
+        if h % heads:
+            raise ValueError(f"config.json field 'vision_config.hidden_size' ({h}) must be "
+                             f"divisible by 'vision_config.num_attention_heads' ({heads}) when "
+                             f"'vision_config.head_dim' is absent")
+        d = h // heads
+    patch = _int(v, "patch_size", at=at)
+    positions = _int(v, "position_embedding_size", at=at)
+    n = 3 * patch * patch * h + 2 * positions * h
+    n += layers * (h * (heads + 2 * kv) * d + heads * d * h + 2 * d + 3 * h * inner + 4 * h)
+    return n + h * text_hidden
 
 
 def _count_audio(cfg: Mapping, text_hidden: int) -> int:
@@ -1614,6 +1688,33 @@ def _count_per_kind_attention(cfg, s) -> int:
     return total
 
 
+def _count_gemma4(cfg, s) -> dict[str, int]:
+    """Gemma 4's language model (transformers' ``Gemma4TextDecoderLayer``).
+
+    Attention: q, k, v (none in a full layer with ``attention_k_eq_v``), o, biased when
+    ``attention_bias``, and per-head q and k RMSNorms (the v norm has no weight), at each
+    layer kind's KV heads and head dim. A gated MLP of ``intermediate_size`` in every layer;
+    with ``enable_moe_block`` beside it ``num_experts`` experts (gate, up, down of
+    ``moe_intermediate_size``), a router (E × h, a scale of h and one of E) and three more
+    RMSNorms. Four RMSNorms a layer, a final one.
+    """
+    h, heads, bias = s.hidden, s.heads, _flag(cfg, "attention_bias")
+    k_eq_v = _flag(cfg, "attention_k_eq_v")
+    attention = 0
+    for kind, (layers, kv, key, _) in zip(("full", "sliding"), s.attention_kinds):
+        widths = heads * key + kv * key * (1 if kind == "full" and k_eq_v else 2)
+        attention += layers * (h * widths + heads * key * h + 2 * key
+                               + ((widths + h) if bias else 0))
+    if s.intermediate is None:
+        raise ValueError("config.json field 'intermediate_size' is missing")
+    moe = s.n_experts > 1
+    experts = s.n_experts * 3 * h * s.moe_intermediate if moe else 0
+    router = s.n_experts * h + h + s.n_experts if moe else 0
+    return {"attention": attention, "mlp": s.layers * 3 * h * s.intermediate,
+            "experts": s.layers * experts, "router": s.layers * router,
+            "norms": s.layers * (7 if moe else 4) * h + h}
+
+
 def _count_llama_style(cfg, s, q_width, kv_width):
     h, L = s.hidden, s.layers
     if s.mla is not None:
@@ -1727,7 +1828,8 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       names, globs or ``re:`` expressions, layer by layer), routers, norms, biases, the embedding
       table and (unless quantized explicitly) the LM head stay in the 16-bit format. Module
       names are matched in Hugging Face's Llama-style naming (``model.layers.N.self_attn``,
-      ``.mlp``, ``.mlp.experts``, ``.mlp.shared_experts``, ``lm_head``). An unknown
+      ``.mlp``, ``.mlp.experts``, ``.mlp.shared_experts``, ``lm_head``; a multimodal model's
+      under ``model.language_model.``, Gated DeltaNet layers' ``.linear_attn``). An unknown
       ``quant_method`` is refused: ``bytes_per_param=`` gives the format instead.
     - ``max_position_embeddings``, ``tie_word_embeddings``, ``vocab_size``,
       ``intermediate_size``.
@@ -1743,7 +1845,11 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       ``swa_num_key_value_heads``, ``swa_head_dim``, ``swa_v_head_dim`` (the sliding layers'
       ``sliding_n_kv_heads``, ``sliding_head_dim``, ``sliding_v_head_dim``; absent: the full
       layers'), ``v_head_dim`` without MLA (the value head dimension when it is not
-      ``head_dim``); ``swa_num_attention_heads`` must equal ``num_attention_heads``.
+      ``head_dim``); ``swa_num_attention_heads`` must equal ``num_attention_heads``. Gemma 4
+      the same way: its full layers' ``global_head_dim`` and (``attention_k_eq_v``)
+      ``num_global_key_value_heads``, its sliding ones' ``head_dim`` and
+      ``num_key_value_heads``; its experts (``enable_moe_block``, ``top_k_experts``) run beside
+      the MLP.
     - DeepSeek-V3.2's sparse-attention indexer (``index_n_heads``, ``index_head_dim``,
       ``index_topk``): its FP8 key cache with FP32 scales (:func:`indexer_key_bytes`) goes
       into ``indexer_bytes_per_token_per_layer``, ``index_topk`` into ``index_topk``.
