@@ -718,6 +718,49 @@ class _Scheme:
                 return nbytes
         return None
 
+    def group(self, names, compute_bytes: float) -> float:
+        """Bytes per weight of a group of modules, ``names`` being each family's spelling of
+        it: 16-bit when the config skips any of them, else the format of the first one a rule
+        names (16-bit when none)."""
+        if any(any(_matches(n, pattern) for pattern in self.skip) for n in names):
+            return compute_bytes
+        found = next((f for f in map(self.linear, names) if f is not None), None)
+        return compute_bytes if found is None else found
+
+
+class _LayerTable(_Scheme):
+    """ModelOpt's ``MIXED_PRECISION``: a format for each quantized module by name
+    (``quantized_layers``), matched from ``layers.N.`` on whatever the checkpoint's prefix
+    (``language_model.model.``, ``model.language_model.``); the modules it does not name stay
+    in the 16-bit format. ``hits`` counts the groups it named."""
+
+    def __init__(self, nominal, table, skip=()):
+        super().__init__(nominal, [], skip, lm_head=True)
+        self.table = {_layer_key(name): nbytes for name, nbytes in table.items()}
+        self.hits = 0
+
+    def linear(self, name: str):
+        if any(_matches(name, pattern) for pattern in self.skip):
+            return None
+        key = _layer_key(name)
+        while key not in self.table and key.count(".") > 1:
+            key = key.rsplit(".", 1)[0]        # a parent module named whole (fused experts)
+        return self.table.get(key)
+
+    def group(self, names, compute_bytes: float) -> float:
+        # names are alternatives (each family's spelling): the first one the table gives
+        found = next((f for f in map(self.linear, names) if f is not None), None)
+        if found is None:
+            return compute_bytes
+        self.hits += 1
+        return found
+
+
+def _layer_key(name: str) -> str:
+    """A module name from its ``layers.N.`` on (the whole name when it has none)."""
+    match = re.search(r"(?:^|\.)(layers\.\d+\..*)$", name)
+    return match.group(1) if match else name
+
 
 def _matches(name: str, pattern: str) -> bool:
     """Whether a module-name pattern of a quantization_config names module ``name``.
@@ -810,6 +853,10 @@ def _scheme(quant: Mapping):
         return _Scheme("fp8", [(None, _fp8_block_bytes(quant))], skip)
     if method == "mxfp4":
         return _Scheme("mxfp4", [(None, MXFP4_BYTES)], skip)
+    if method == "" and quant.get("quant_algo") is not None:
+        # ModelOpt's own quantization_config (its hf_quant_config.json copied in), which names
+        # no quant_method: Qwen3-32B-FP8-Static-PerTensor
+        return _modelopt(quant, "quantization_config.")
     if method in ("", "bitsandbytes"):
         skip = skip + _patterns(quant, "llm_int8_skip_modules")
         if _flag(quant, "load_in_4bit", at="quantization_config."):
@@ -901,9 +948,54 @@ def _modelopt(quant: Mapping, at: str):
         return _Scheme("nvfp4", [(None, (4 + 8 / group) / 8)], skip, lm_head=True)
     if algo.upper() == "FP8":
         return _Scheme("fp8", [(None, 1.0)], skip, lm_head=True)
+    if algo.upper() == "MIXED_PRECISION":
+        return _mixed_precision(quant, at, skip)
     raise ValueError(f"config.json field '{at}quant_algo': {algo!r} is not a weight format "
-                     f"rooflinekit reads (NVFP4, FP8); give the weights' format instead: "
-                     f"bytes_per_param= in Python or --dtype on the command line")
+                     f"rooflinekit reads (NVFP4, FP8, MIXED_PRECISION); give the weights' "
+                     f"format instead: bytes_per_param= in Python or --dtype on the command "
+                     f"line")
+
+
+#: Bytes per weight, scales included, of the formats ModelOpt's ``MIXED_PRECISION`` names per
+#: layer, and the nominal format of each: MXFP8 keeps one 8-bit scale per 32 values.
+MXFP8_BYTES = (8 + 8 / 32) / 8
+_MODELOPT_LAYER_FORMATS = {"NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "FP8": "fp8",
+                           "MXFP8": "fp8"}
+
+
+def _mixed_precision(quant: Mapping, at: str, skip) -> _LayerTable:
+    """ModelOpt's ``MIXED_PRECISION``: ``quantized_layers`` gives each module its
+    ``quant_algo`` (and ``group_size``)."""
+    layers = quant.get("quantized_layers")
+    if not isinstance(layers, Mapping) or not layers:
+        raise TypeError(f"config.json field '{at}quantized_layers' must be an object of module "
+                        f"names and formats for quant_algo MIXED_PRECISION; got "
+                        f"{describe(layers)}")
+    table, nominals = {}, set()
+    for name, entry in layers.items():
+        where = f"{at}quantized_layers.{name}."
+        if not isinstance(entry, Mapping):
+            raise TypeError(f"config.json field '{where[:-1]}' must be an object with a "
+                            f"'quant_algo'; got {describe(entry)}")
+        algo = entry.get("quant_algo")
+        if not isinstance(algo, str):
+            raise TypeError(f"config.json field '{where}quant_algo' must be a string; got "
+                            f"{describe(algo)}")
+        if algo.upper() not in _MODELOPT_LAYER_FORMATS:
+            raise ValueError(f"config.json field '{where}quant_algo': {algo!r} "
+                             f"is not a format rooflinekit reads "
+                             f"({', '.join(_MODELOPT_LAYER_FORMATS)}); give the weights' format "
+                             f"instead: bytes_per_param= in Python or --dtype on the command "
+                             f"line")
+        algo = algo.upper()
+        if _MODELOPT_LAYER_FORMATS[algo] == "nvfp4":
+            group = _positive_int(entry, "group_size", at=where) or 16
+            table[name] = (4 + 8 / group) / 8
+        else:
+            table[name] = MXFP8_BYTES if algo == "MXFP8" else 1.0
+        nominals.add(_MODELOPT_LAYER_FORMATS[algo])
+    # the narrowest format named, as the checkpoint's nominal one (each group keeps its own)
+    return _LayerTable("nvfp4" if "nvfp4" in nominals else "fp8", table, skip)
 
 
 def _layer_names(i: int, prefix: str = "model.", linear: bool = False,
@@ -923,16 +1015,14 @@ def _layer_names(i: int, prefix: str = "model.", linear: bool = False,
                     (layer + "mlp.experts.0.gate_proj", layer + "mlp.experts.gate_up_proj",
                      layer + "block_sparse_moe.experts.0.w1")),
         "shared_experts": (layer + "mlp.shared_experts.gate_proj",
-                           layer + "mlp.shared_expert.gate_proj"),
+                           layer + "mlp.shared_expert.gate_proj",
+                           layer + "block_sparse_moe.shared_experts.gate_proj"),
     }
 
 
 def _group_format(scheme: _Scheme, names, compute_bytes: float) -> float:
-    """Bytes per weight of a group of modules: the quantized format unless one is skipped."""
-    formats = [scheme.linear(n) for n in names]
-    if any(f is None for f in formats):
-        return compute_bytes
-    return formats[0]
+    """Bytes per weight of a group of modules (see :meth:`_Scheme.group`)."""
+    return scheme.group(names, compute_bytes)
 
 
 def _weight_groups(cfg: Mapping, s: "_Shape", parts: Mapping, hf_quant=None):
@@ -985,6 +1075,12 @@ def _weight_groups(cfg: Mapping, s: "_Shape", parts: Mapping, hf_quant=None):
     rest = parts["total"] - sum(p for p, _ in experts) - sum(p for p, _ in embedding) \
         - sum(p for p, _ in body)
     body.append((rest, compute_bytes))
+    if isinstance(scheme, _LayerTable) and not scheme.hits:
+        example = _layer_names(0, prefix)["attention"][0]
+        raise ValueError(f"ModelOpt's quantized_layers names none of this model's modules as "
+                         f"rooflinekit names them ({example!r}, ...); rather than take every "
+                         f"weight as 16-bit, give the weights' format: bytes_per_param= in "
+                         f"Python or --dtype on the command line")
     return {"body_bytes_per_param": _mean_format(body, compute_bytes),
             # a dense model's MLP format for its (absent) experts
             "expert_bytes_per_param": _mean_format(experts or pieces["mlp"], compute_bytes),
@@ -1820,7 +1916,8 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       is taken to be 16-bit (the compute format, bf16 for fp32 checkpoints). Quantized
       checkpoints (``quant_method`` fp8 with or without ``weight_block_size``, fbgemm_fp8,
       mxfp4, gptq/awq with ``group_size``, bitsandbytes, compressed-tensors ``config_groups``,
-      modelopt NVFP4/FP8, exl2, and any method stating ``bits``; ModelOpt's
+      modelopt NVFP4/FP8 and MIXED_PRECISION (each module's format in ``quantized_layers``; a
+      ``quantization_config`` with ``quant_algo`` and no ``quant_method`` is ModelOpt's), exl2, and any method stating ``bits``; ModelOpt's
       ``hf_quant_config.json`` beside the file too) set ``bytes_per_param`` to the quantized
       values' format and give the body, the routed experts and the embedding table with the LM
       head each their bytes per parameter, scales and zero points included: modules left
