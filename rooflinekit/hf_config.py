@@ -1257,8 +1257,9 @@ def count_params(config) -> dict[str, int]:
     and two LayerNorms, a final LayerNorm and SigLIP's pooling head when ``vision_use_head``;
     the projector is Gemma-3's (one matrix and an RMSNorm of the vision width) or otherwise
     LLaVA's two-layer MLP with biases. A ``vision_config`` of ``depth`` blocks is Qwen3-VL's
-    encoder (Qwen3-VL, Qwen3.5), counted with its patch merger and DeepStack mergers. An audio
-    encoder is counted as Whisper's (two
+    encoder (Qwen3-VL, Qwen3.5), counted with its patch merger and DeepStack mergers; a
+    ``gemma4_vision`` one Gemma 4's, ``vt_*`` fields Kimi-K2.5's MoonViT with its patch-merger
+    projector. An audio encoder is counted as Whisper's (two
     convolutions, learned positions, layers with an unbiased key projection) with a linear
     projector (Qwen2-Audio). Fields the file leaves out take the encoder class's defaults.
     DeepSeek's multi-token-prediction modules (``num_nextn_predict_layers``) are not in
@@ -1557,6 +1558,8 @@ def _count_vision(cfg: Mapping, text_hidden: int) -> int:
         return _count_qwen_vision(v, text_hidden)
     if str(v.get("model_type") or "").lower() == "gemma4_vision":
         return _count_gemma4_vision(v, text_hidden)
+    if v.get("vt_hidden_size") is not None:    # Kimi's MoonViT: vt_hidden_size, vt_*, mm_*
+        return _count_moonvit(v, text_hidden)
     h = _int(v, "hidden_size", at=at)
     inner = _int(v, "intermediate_size", at=at)
     layers = _int(v, "num_hidden_layers", at=at)
@@ -1653,6 +1656,52 @@ def _count_gemma4_vision(v: Mapping, text_hidden: int) -> int:
     n = 3 * patch * patch * h + 2 * positions * h
     n += layers * (h * (heads + 2 * kv) * d + heads * d * h + 2 * d + 3 * h * inner + 4 * h)
     return n + h * text_hidden
+
+
+def _count_moonvit(v: Mapping, text_hidden: int) -> int:
+    """Kimi-K2.5's MoonViT encoder and patch-merger projector (vLLM's ``MoonViT3dPretrainedModel``
+    and ``KimiK25MultiModalProjector``).
+
+    A Conv2d patch embedding (3 · ``patch_size``² inputs, biased unless
+    ``patch_embed_proj_bias`` is false), a learned ``init_pos_emb_height`` ×
+    ``init_pos_emb_width`` position table (the temporal one is a fixed sine table, no weight),
+    ``vt_num_hidden_layers`` blocks of two norms (LayerNorm, or RMSNorm for ``norm_type``
+    rmsnorm), fused qkv (h → 3 · ``qkv_hidden_size``) and output projections (biased unless
+    ``attn_bias`` is false) and a two-matrix MLP (biased unless ``linear_bias`` is false), a
+    final norm; then the projector over ``merge_kernel_size`` merged patches: ``patchmerger``
+    (a LayerNorm of the width and two biased matrices to the text width) or ``patchmergerv2``
+    (two bias-free matrices and an RMSNorm of the text width).
+    """
+    at = "vision_config."
+    h = _int(v, "vt_hidden_size", at=at)
+    inner = _int(v, "vt_intermediate_size", at=at)
+    layers = _int(v, "vt_num_hidden_layers", at=at, hi=MAX_LAYERS)
+    qkv = _int(v, "qkv_hidden_size", required=False, default=h, at=at)
+    patch = _int(v, "patch_size", at=at)
+    table = (_int(v, "init_pos_emb_height", at=at) * _int(v, "init_pos_emb_width", at=at))
+    out = _int(v, "text_hidden_size", required=False, default=text_hidden, at=at)
+    for field, allowed in (("pos_emb_type", ("divided_fixed",)), ("mlp_type", ("mlp2",)),
+                           ("norm_type", ("layernorm", "rmsnorm")),
+                           ("mm_projector_type", ("patchmerger", "patchmergerv2"))):
+        if v.get(field) is not None:
+            check_one_of(f"config.json field '{at}{field}'", v[field], allowed)
+    kernel = v.get("merge_kernel_size", [2, 2])
+    if not isinstance(kernel, (list, tuple)) or len(kernel) != 2:
+        raise ValueError(f"config.json field '{at}merge_kernel_size' must be two whole numbers; "
+                         f"got {show(kernel)}")
+    merged = h
+    for k in kernel:
+        merged *= whole_number(f"config.json field '{at}merge_kernel_size'", k, 1)
+    norm = h if v.get("norm_type") == "rmsnorm" else 2 * h      # RMSNorm: weight; LayerNorm: +bias
+    attn_bias, mlp_bias = _flag(v, "attn_bias", True, at=at), _flag(v, "linear_bias", True, at=at)
+    n = 3 * patch * patch * h + (h if _flag(v, "patch_embed_proj_bias", True, at=at) else 0)
+    n += table * h
+    n += layers * (2 * norm + h * 3 * qkv + qkv * h + ((3 * qkv + h) if attn_bias else 0)
+                   + 2 * h * inner + ((inner + h) if mlp_bias else 0))
+    n += norm
+    if v.get("mm_projector_type") == "patchmergerv2":
+        return n + merged * merged + merged * out + out
+    return n + 2 * h + merged * merged + merged + merged * out + out
 
 
 def _count_audio(cfg: Mapping, text_hidden: int) -> int:
