@@ -304,7 +304,12 @@ class _Shape:
     def __init__(self, cfg: Mapping):
         self.model_type = str(cfg.get("model_type") or "").lower()
         # bounded before any list per layer is built (a billion layers would take 8 GB)
-        self.layers = _int(cfg, "num_hidden_layers", hi=MAX_LAYERS)
+        self.layers = _int(cfg, "num_hidden_layers", hi=MAX_LAYERS, required=False)
+        blocks = cfg.get("layers_block_type")
+        if self.layers is None and isinstance(blocks, list) and 0 < len(blocks) <= MAX_LAYERS:
+            self.layers = len(blocks)        # Nemotron-H as transformers 5 writes it (Ultra)
+        elif self.layers is None:
+            raise ValueError("config.json field 'num_hidden_layers' is missing")
         self.heads = _int(cfg, "num_attention_heads")
         self.hidden = _int(cfg, "hidden_size")
         self.vocab = _int(cfg, "vocab_size", required=False)

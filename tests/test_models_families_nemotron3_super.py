@@ -145,3 +145,53 @@ def _changed(path, **change):
 def test_bad_fields_are_named(path, change, field):
     with pytest.raises((ValueError, TypeError), match=f"'{field}'"):
         count_params(_changed(path, **change))
+
+
+# -- Nemotron 3 Ultra: Super's architecture at 8192 wide, its 108 layers as layers_block_type ----
+ULTRA = CONFIGS / "nemotron-3-ultra-550b-a55b-bf16.json"
+
+
+def ultra_by_hand():
+    """(total, active, MTP): Super's formulas at Ultra's numbers. The config gives no
+    num_hidden_layers; its 108 layers_block_type entries are the layers."""
+    h, vocab = 8192, 131_072
+    heads, kv, d = 64, 2, 128
+    mamba_heads, mamba_dim, groups, state, kernel = 256, 64, 8, 128, 4
+    experts, top_k, width, latent, shared = 512, 22, 5120, 2048, 10_240
+    inner = mamba_heads * mamba_dim
+    conv = inner + 2 * groups * state
+    mamba = (h * (2 * inner + 2 * groups * state + mamba_heads) + conv * kernel + conv
+             + 3 * mamba_heads + inner + inner * h)
+    attention = h * heads * d + 2 * h * kv * d + heads * d * h
+    expert = 2 * latent * width
+    moe = experts * expert + 2 * h * latent + 2 * h * shared + experts * h + experts
+    total = 48 * mamba + 12 * attention + 48 * moe + 108 * h + h + 2 * vocab * h
+    mtp = (attention + h) + (moe + h) + 2 * h * h + 3 * h
+    return total, total - 48 * (experts - top_k) * expert, mtp
+
+
+def test_ultra_by_hand_and_against_the_card():
+    blocks = json.loads(ULTRA.read_text())["layers_block_type"]
+    assert (len(blocks), blocks.count("mamba"), blocks.count("moe"),
+            blocks.count("attention")) == (108, 48, 48, 12)
+    total, active, mtp = ultra_by_hand()
+    parts = count_params(ULTRA)
+    assert (parts["total"], parts["active"], parts["mtp"]) == (total, active, mtp)
+    # "55B active parameters and 550B parameters in total" (NVIDIA's model page): 549.31B;
+    # 56.06B active, 54.98B without the input table. The Hub's safetensors count for the BF16
+    # repository, 561B, holds the MTP module too: 560.52B
+    assert total == pytest.approx(550e9, rel=0.03)
+    assert active - 131_072 * 8192 == pytest.approx(55e9, rel=0.03)
+    assert total + mtp == pytest.approx(561e9, rel=0.03)
+    m = ModelShape.from_hf_config(ULTRA)
+    assert m.n_layers == 108 and m.n_kv_layers == 12 and m.n_mamba_layers == 48
+    state = 48 * (256 * 64 * 128 * 4 + (4 - 1) * (256 * 64 + 2 * 8 * 128) * 2)
+    for context in CONTEXTS:                       # 12 attention layers of 2 KV heads of 128
+        assert memory.kv_bytes_per_sequence(m, context) == \
+            12 * 2 * 2 * 128 * 2 * context + state
+
+
+def test_a_missing_layer_count_is_still_named():
+    cfg = {k: v for k, v in json.loads(ULTRA.read_text()).items() if k != "layers_block_type"}
+    with pytest.raises(ValueError, match="'num_hidden_layers' is missing"):
+        count_params(cfg)
