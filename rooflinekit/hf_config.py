@@ -313,6 +313,7 @@ class _Shape:
         self.heads = _int(cfg, "num_attention_heads")
         self.hidden = _int(cfg, "hidden_size")
         self.vocab = _int(cfg, "vocab_size", required=False)
+        self.blocks = _block_configs(cfg, self.layers, self.hidden)
         self.kv_heads = self._kv_heads(cfg)
         self.mla = self._mla(cfg)
         self.head_dim = self._head_dim(cfg)
@@ -406,6 +407,18 @@ class _Shape:
         # Falcon's original layout: multi_query=True means one shared K/V head.
         if _flag(cfg, "multi_query") and not _flag(cfg, "new_decoder_architecture"):
             kv = 1
+        elif self.blocks is not None:
+            # DeciLM: each attention layer's query heads per KV head
+            groups = {g for g, _ in self.blocks if g is not None}
+            if len(groups) > 1:
+                raise ValueError(f"config.json field 'block_configs': attention layers with "
+                                 f"{sorted(groups)} query heads per KV head are not supported "
+                                 f"(one KV layout for every layer)")
+            group = groups.pop() if groups else 1
+            if self.heads % group:
+                raise ValueError(f"config.json field 'block_configs': n_heads_in_group "
+                                 f"({group}) must divide 'num_attention_heads' ({self.heads})")
+            kv = self.heads // group
         else:
             kv = _int(cfg, "num_key_value_heads", required=False, default=self.heads)
         if kv > self.heads or self.heads % kv:
@@ -447,6 +460,8 @@ class _Shape:
     def _layer_kinds(self, cfg):
         """Each layer's kind ("full", "sliding", "chunked", "linear", "mamba", "mlp", "moe"), or
         None when every layer is attention as the window fields say (see _window)."""
+        if self.blocks is not None:         # DeciLM: a layer without attention is MLP only
+            return ["full" if group is not None else "mlp" for group, _ in self.blocks]
         pattern = cfg.get("hybrid_layer_pattern")
         if pattern is not None:             # MiMo-V2-Flash: 1 a sliding-window layer, 0 a full one
             name = "config.json field 'hybrid_layer_pattern'"
@@ -619,6 +634,50 @@ class _Shape:
                              f"exceeds 'max_position_embeddings' ({context:,}): a chunk longer "
                              f"than any context is no chunk; check the config")
         return self.chunk, self.kinds.count("chunked")
+
+
+def _block_configs(cfg: Mapping, layers: int, hidden: int):
+    """DeciLM's (Llama-Nemotron's) ``block_configs``: each layer's ``(n_heads_in_group, MLP
+    width)``, ``None`` for an attention or MLP that is ``no_op``; None without the field.
+
+    The MLP width is transformers' ``_ffn_mult_to_intermediate_size``: ``2 · ffn_mult · h / 3``
+    rounded up to a multiple of 256. Layers replaced by a linear map, sparsified or windowed
+    attention and attention sinks are refused, naming the field.
+    """
+    blocks = cfg.get("block_configs")
+    if blocks is None:
+        return None
+    name = "config.json field 'block_configs'"
+    if not isinstance(blocks, list) or len(blocks) != layers:
+        raise ValueError(f"{name} must be a list of {layers} entries (one per layer)")
+    out = []
+    for i, block in enumerate(blocks):
+        at = f"block_configs[{i}]."
+        parts = []
+        for part in ("attention", "ffn"):
+            sub = block.get(part) if isinstance(block, Mapping) else None
+            if not isinstance(sub, Mapping):
+                raise TypeError(f"config.json field '{at}{part}' must be an object; got "
+                                f"{describe(sub)}")
+            for field in ("replace_with_linear", "sparsify", "window_length", "num_sink_tokens"):
+                if sub.get(field) not in (None, False):
+                    raise ValueError(f"config.json field '{at}{part}.{field}' "
+                                     f"({show(sub[field])}) is not supported; only attention "
+                                     f"and MLPs, or no_op layers, are read")
+            parts.append(sub)
+        attention, ffn = parts
+        group = (None if _flag(attention, "no_op", at=at + "attention.")
+                 else _int(attention, "n_heads_in_group", at=at + "attention."))
+        width = None
+        if not _flag(ffn, "no_op", at=at + "ffn."):
+            mult = real_number(f"config.json field '{at}ffn.ffn_mult'", ffn.get("ffn_mult"), 0)
+            width = int(2 * mult * hidden / 3)
+            width += -width % 256
+        out.append((group, width))
+    if all(group is None for group, _ in out):
+        raise ValueError(f"{name}: every layer's attention is no_op; a model without a KV "
+                         f"cache is not supported")
+    return out
 
 
 def _tied(cfg: Mapping, s: _Shape) -> bool:
@@ -1318,6 +1377,8 @@ def _count(cfg: Mapping) -> dict[str, int]:
         parts.update(_count_nemotron_h(cfg, s, q_width, kv_width))
     elif s.model_type == "gemma4_text":
         parts.update(_count_gemma4(cfg, s))
+    elif s.blocks is not None:
+        parts.update(_count_block_configs(cfg, s, q_width, kv_width))
     else:
         parts.update(_count_llama_style(cfg, s, q_width, kv_width))
         if s.is_hybrid:
@@ -1399,6 +1460,8 @@ def _countable_hybrid(s: "_Shape") -> bool:
     and MLP layers; Gated DeltaNet beside attention (Qwen3-Next, Qwen3.5)."""
     if s.parallel_mamba or s.kinds is None:
         return False
+    if s.blocks is not None:                  # DeciLM's MLP-only layers
+        return True
     if s.model_type == "nemotron_h":
         # 'E' layers are mixture-of-experts layers only in a model that has experts
         return "mamba" in s.kinds and (s.n_experts > 1 or "moe" not in s.kinds)
@@ -1838,6 +1901,22 @@ def _count_per_kind_attention(cfg, s) -> int:
     return total
 
 
+def _count_block_configs(cfg, s, q_width, kv_width) -> dict[str, int]:
+    """DeciLM (Llama-3.3-Nemotron-Super): Llama's layers, each with its own KV grouping or no
+    attention and its own MLP width or none (:func:`_block_configs`); a layer's input norm goes
+    with its attention, its post-attention norm with its MLP."""
+    h = s.hidden
+    attention = h * (q_width + 2 * kv_width) + q_width * h
+    if _flag(cfg, "attention_bias"):
+        attention += q_width + 2 * kv_width + h
+    mlp_bias = _flag(cfg, "mlp_bias")
+    n_attention = sum(group is not None for group, _ in s.blocks)
+    widths = [width for _, width in s.blocks if width is not None]
+    return {"attention": n_attention * attention,
+            "mlp": sum(3 * h * w + ((2 * w + h) if mlp_bias else 0) for w in widths),
+            "norms": (n_attention + len(widths)) * h + h}
+
+
 def _count_gemma4(cfg, s) -> dict[str, int]:
     """Gemma 4's language model (transformers' ``Gemma4TextDecoderLayer``).
 
@@ -2015,7 +2094,9 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       ``n_mamba_layers``; the ``linear_*`` and Mamba fields (``mamba_num_heads``/
       ``mamba_n_heads``, ``mamba_head_dim``/``mamba_d_head``, ``ssm_state_size``/
       ``mamba_d_state``, ``n_groups``/``mamba_n_groups``, ``conv_kernel``/``mamba_d_conv``,
-      ``mamba_expand``) give ``state_bytes_per_sequence``. An unknown kind, or a pattern whose
+      ``mamba_expand``) give ``state_bytes_per_sequence``. DeciLM's ``block_configs``
+      (Llama-3.3-Nemotron-Super) give each layer its attention (``n_heads_in_group``, or
+      ``no_op``: an MLP-only layer) and MLP width (``ffn_mult``). An unknown kind, or a pattern whose
       length is not the layer count, is refused naming the field.
 
     Raises
