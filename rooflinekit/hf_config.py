@@ -794,9 +794,9 @@ class _Scheme:
 
 class _LayerTable(_Scheme):
     """ModelOpt's ``MIXED_PRECISION``: a format for each quantized module by name
-    (``quantized_layers``), matched from ``layers.N.`` on whatever the checkpoint's prefix
-    (``language_model.model.``, ``model.language_model.``); the modules it does not name stay
-    in the 16-bit format. ``hits`` counts the groups it named."""
+    (``quantized_layers``), a language-model layer's matched from ``layers.N.`` on whatever the
+    checkpoint's prefix (``language_model.model.``, ``model.language_model.``); the modules it
+    does not name stay in the 16-bit format. ``hits`` counts the groups it named."""
 
     def __init__(self, nominal, table, skip=()):
         super().__init__(nominal, [], skip, lm_head=True)
@@ -807,7 +807,7 @@ class _LayerTable(_Scheme):
         if any(_matches(name, pattern) for pattern in self.skip):
             return None
         key = _layer_key(name)
-        while key not in self.table and key.count(".") > 1:
+        while key not in self.table and key.startswith("layers.") and key.count(".") > 2:
             key = key.rsplit(".", 1)[0]        # a parent module named whole (fused experts)
         return self.table.get(key)
 
@@ -820,10 +820,18 @@ class _LayerTable(_Scheme):
         return found
 
 
+#: Prefixes a checkpoint puts before its language model's ``layers.N.``.
+_LANGUAGE_MODEL_PREFIXES = ("model.language_model.", "language_model.model.",
+                            "language_model.", "model.")
+
+
 def _layer_key(name: str) -> str:
-    """A module name from its ``layers.N.`` on (the whole name when it has none)."""
-    match = re.search(r"(?:^|\.)(layers\.\d+\..*)$", name)
-    return match.group(1) if match else name
+    """A language-model module's name from its ``layers.N.`` on, whatever the checkpoint's
+    prefix; any other module's (an MTP layer's, a vision tower's) whole name."""
+    for prefix in _LANGUAGE_MODEL_PREFIXES:
+        if name.startswith(prefix) and re.match(r"layers\.\d+\.", name[len(prefix):]):
+            return name[len(prefix):]
+    return name
 
 
 def _matches(name: str, pattern: str) -> bool:

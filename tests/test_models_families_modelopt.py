@@ -96,8 +96,12 @@ def test_bad_modelopt_fields_are_named(change, error, field):
         model_from_hf_config(_quant(**change))
 
 
-def test_a_table_naming_no_module_is_an_error_not_bf16():
-    # Nemotron-H's module names (backbone.layers.N.mixer...) are not the ones rooflinekit reads
-    table = {"backbone.layers.0.mixer.in_proj": {"quant_algo": "FP8"}}
+@pytest.mark.parametrize("name", [
+    "backbone.layers.0.mixer.in_proj",     # Nemotron-H's naming, not the one rooflinekit reads
+    "mtp.layers.0.mlp.gate_proj",          # the MTP layer's, not the model's layer 0
+    "model.visual.blocks.0.attn.qkv",      # the vision tower's
+])
+def test_a_table_naming_no_module_is_an_error_not_bf16(name):
+    table = {name: {"quant_algo": "FP8"}}
     with pytest.raises(ValueError, match="quantized_layers names none"):
         model_from_hf_config(_quant(quantized_layers=table))
