@@ -105,3 +105,16 @@ def test_a_table_naming_no_module_is_an_error_not_bf16(name):
     table = {name: {"quant_algo": "FP8"}}
     with pytest.raises(ValueError, match="quantized_layers names none"):
         model_from_hf_config(_quant(quantized_layers=table))
+
+
+def test_qwen3_6_35b_a3b_nvfp4_against_its_published_checkpoint():
+    # nvidia/Qwen3.6-35B-A3B-NVFP4: the Hub lists the repository (commit 1355db6) at 23.5 GB,
+    # its shards holding the MTP layer too, in bf16 (exclude_modules 'mtp*'); the model's
+    # weights are Qwen3.5-35B-A3B's shapes with the experts, shared expert and LM head in
+    # W4A16_NVFP4, attention and Gated DeltaNet projections in FP8
+    path = CONFIGS / "qwen3.6-35b-a3b-nvfp4.json"
+    m = model_from_hf_config(path)
+    counts = count_params(path)
+    assert (m.n_params, counts["mtp"]) == (35_107_181_936, 844_640_768)
+    assert (m.bytes_per_param, m.expert_bytes_per_param) == (0.5, NVFP4)
+    assert m.weight_bytes + counts["mtp"] * BF16 == pytest.approx(23.5e9, rel=0.03)  # 23.10 GB
