@@ -33,6 +33,7 @@ _ALIASES = {
     "max_position_embeddings": ("n_positions", "max_seq_len"),
     "intermediate_size": ("n_inner", "ffn_hidden_size"),
     "head_dim": ("attention_head_dim",),                 # Nemotron-H
+    "num_experts_per_tok": ("top_k_experts",),           # Gemma 4
 }
 
 # transformers' configuration classes whose ``tie_word_embeddings`` default is False; every other
@@ -77,6 +78,8 @@ _EXL2_BITS = (2, 8)
 _LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "attention": "full",
                 "chunked_attention": "chunked", "linear_attention": "linear", "mamba": "mamba"}
 _PATTERN_KINDS = {"M": "mamba", "*": "full", "-": "mlp", "E": "moe"}
+# layers_block_type values (Nemotron-H as transformers 5 writes it, in place of the pattern)
+_BLOCK_TYPES = {"mamba": "mamba", "attention": "full", "mlp": "mlp", "moe": "moe"}
 
 #: Layer kinds that keep a KV cache (full, sliding-window and chunked local attention).
 _ATTENTION_KINDS = ("full", "sliding", "chunked")
@@ -301,10 +304,16 @@ class _Shape:
     def __init__(self, cfg: Mapping):
         self.model_type = str(cfg.get("model_type") or "").lower()
         # bounded before any list per layer is built (a billion layers would take 8 GB)
-        self.layers = _int(cfg, "num_hidden_layers", hi=MAX_LAYERS)
+        self.layers = _int(cfg, "num_hidden_layers", hi=MAX_LAYERS, required=False)
+        blocks = cfg.get("layers_block_type")
+        if self.layers is None and isinstance(blocks, list) and 0 < len(blocks) <= MAX_LAYERS:
+            self.layers = len(blocks)        # Nemotron-H as transformers 5 writes it (Ultra)
+        elif self.layers is None:
+            raise ValueError("config.json field 'num_hidden_layers' is missing")
         self.heads = _int(cfg, "num_attention_heads")
         self.hidden = _int(cfg, "hidden_size")
         self.vocab = _int(cfg, "vocab_size", required=False)
+        self.blocks = _block_configs(cfg, self.layers, self.hidden)
         self.kv_heads = self._kv_heads(cfg)
         self.mla = self._mla(cfg)
         self.head_dim = self._head_dim(cfg)
@@ -332,6 +341,31 @@ class _Shape:
         self.chunk = None
         self.window, self.n_sliding = self._window(cfg)
         self.v_head_dim, self.swa = self._kv_layouts(cfg)
+        if self.model_type == "gemma4_text":
+            self._gemma4_layouts(cfg)
+
+    def _gemma4_layouts(self, cfg):
+        """Gemma 4: the full-attention layers' own head dim (``global_head_dim``) and, with
+        ``attention_k_eq_v`` (their values are their keys' projection), KV heads
+        (``num_global_key_value_heads``); the sliding-window layers keep ``head_dim`` and
+        ``num_key_value_heads``. Gemma 4's small models' KV sharing and per-layer input
+        embeddings are refused."""
+        for field in ("num_kv_shared_layers", "hidden_size_per_layer_input"):
+            if _int(cfg, field, lo=0, required=False, default=0):
+                raise ValueError(f"config.json field {field!r}: Gemma 4's KV sharing across "
+                                 f"layers and per-layer input embeddings (E2B, E4B) are not "
+                                 f"supported; the field must be 0")
+        full_dim = _int(cfg, "global_head_dim", required=False, default=self.head_dim)
+        full_kv = self.kv_heads
+        if _flag(cfg, "attention_k_eq_v"):
+            full_kv = _int(cfg, "num_global_key_value_heads", required=False,
+                           default=self.kv_heads)
+            if full_kv > self.heads or self.heads % full_kv:
+                raise ValueError(f"config.json field 'num_global_key_value_heads' ({full_kv}) "
+                                 f"must divide 'num_attention_heads' ({self.heads})")
+        if self.n_sliding and (full_kv, full_dim) != (self.kv_heads, self.head_dim):
+            self.swa = (self.kv_heads, self.head_dim, self.head_dim)
+            self.kv_heads, self.head_dim = full_kv, full_dim
 
     def _kv_layouts(self, cfg):
         """The value head dimension (None: the key's) and the sliding-window layers' own
@@ -373,6 +407,18 @@ class _Shape:
         # Falcon's original layout: multi_query=True means one shared K/V head.
         if _flag(cfg, "multi_query") and not _flag(cfg, "new_decoder_architecture"):
             kv = 1
+        elif self.blocks is not None:
+            # DeciLM: each attention layer's query heads per KV head
+            groups = {g for g, _ in self.blocks if g is not None}
+            if len(groups) > 1:
+                raise ValueError(f"config.json field 'block_configs': attention layers with "
+                                 f"{sorted(groups)} query heads per KV head are not supported "
+                                 f"(one KV layout for every layer)")
+            group = groups.pop() if groups else 1
+            if self.heads % group:
+                raise ValueError(f"config.json field 'block_configs': n_heads_in_group "
+                                 f"({group}) must divide 'num_attention_heads' ({self.heads})")
+            kv = self.heads // group
         else:
             kv = _int(cfg, "num_key_value_heads", required=False, default=self.heads)
         if kv > self.heads or self.heads % kv:
@@ -404,6 +450,8 @@ class _Shape:
 
     @staticmethod
     def _experts(cfg):
+        if not _flag(cfg, "enable_moe_block", True):      # Gemma 4's dense models
+            return 1
         for field in ("num_local_experts", "n_routed_experts", "num_experts"):
             if cfg.get(field) is not None:
                 return max(_int(cfg, field, lo=0), 1)
@@ -412,6 +460,8 @@ class _Shape:
     def _layer_kinds(self, cfg):
         """Each layer's kind ("full", "sliding", "chunked", "linear", "mamba", "mlp", "moe"), or
         None when every layer is attention as the window fields say (see _window)."""
+        if self.blocks is not None:         # DeciLM: a layer without attention is MLP only
+            return ["full" if group is not None else "mlp" for group, _ in self.blocks]
         pattern = cfg.get("hybrid_layer_pattern")
         if pattern is not None:             # MiMo-V2-Flash: 1 a sliding-window layer, 0 a full one
             name = "config.json field 'hybrid_layer_pattern'"
@@ -437,6 +487,18 @@ class _Shape:
                                  f"{show(sorted(unknown))}; allowed: "
                                  f"{', '.join(map(repr, _LAYER_TYPES))}")
             return [_LAYER_TYPES[t] for t in layer_types]
+        blocks = cfg.get("layers_block_type")
+        if blocks is not None and cfg.get("hybrid_override_pattern") is None:
+            name = "config.json field 'layers_block_type'"    # Nemotron-H, one name a layer
+            if not isinstance(blocks, list) or len(blocks) != self.layers:
+                raise ValueError(f"{name} must be a list of {self.layers} entries (one per "
+                                 f"layer)")
+            bad = next((b for b in blocks if not isinstance(b, str) or b not in _BLOCK_TYPES),
+                       None)
+            if bad is not None:
+                raise ValueError(f"{name} holds {show(bad)}; allowed: "
+                                 f"{', '.join(map(repr, _BLOCK_TYPES))}")
+            return [_BLOCK_TYPES[b] for b in blocks]
         pattern = cfg.get("hybrid_override_pattern")
         if pattern is not None:                      # Nemotron-H: one character a layer
             name = "config.json field 'hybrid_override_pattern'"
@@ -574,6 +636,50 @@ class _Shape:
         return self.chunk, self.kinds.count("chunked")
 
 
+def _block_configs(cfg: Mapping, layers: int, hidden: int):
+    """DeciLM's (Llama-Nemotron's) ``block_configs``: each layer's ``(n_heads_in_group, MLP
+    width)``, ``None`` for an attention or MLP that is ``no_op``; None without the field.
+
+    The MLP width is transformers' ``_ffn_mult_to_intermediate_size``: ``2 · ffn_mult · h / 3``
+    rounded up to a multiple of 256. Layers replaced by a linear map, sparsified or windowed
+    attention and attention sinks are refused, naming the field.
+    """
+    blocks = cfg.get("block_configs")
+    if blocks is None:
+        return None
+    name = "config.json field 'block_configs'"
+    if not isinstance(blocks, list) or len(blocks) != layers:
+        raise ValueError(f"{name} must be a list of {layers} entries (one per layer)")
+    out = []
+    for i, block in enumerate(blocks):
+        at = f"block_configs[{i}]."
+        parts = []
+        for part in ("attention", "ffn"):
+            sub = block.get(part) if isinstance(block, Mapping) else None
+            if not isinstance(sub, Mapping):
+                raise TypeError(f"config.json field '{at}{part}' must be an object; got "
+                                f"{describe(sub)}")
+            for field in ("replace_with_linear", "sparsify", "window_length", "num_sink_tokens"):
+                if sub.get(field) not in (None, False):
+                    raise ValueError(f"config.json field '{at}{part}.{field}' "
+                                     f"({show(sub[field])}) is not supported; only attention "
+                                     f"and MLPs, or no_op layers, are read")
+            parts.append(sub)
+        attention, ffn = parts
+        group = (None if _flag(attention, "no_op", at=at + "attention.")
+                 else _int(attention, "n_heads_in_group", at=at + "attention."))
+        width = None
+        if not _flag(ffn, "no_op", at=at + "ffn."):
+            mult = real_number(f"config.json field '{at}ffn.ffn_mult'", ffn.get("ffn_mult"), 0)
+            width = int(2 * mult * hidden / 3)
+            width += -width % 256
+        out.append((group, width))
+    if all(group is None for group, _ in out):
+        raise ValueError(f"{name}: every layer's attention is no_op; a model without a KV "
+                         f"cache is not supported")
+    return out
+
+
 def _tied(cfg: Mapping, s: _Shape) -> bool:
     tied = s.model_type not in _UNTIED_BY_DEFAULT         # null, too, takes the class default
     return _flag(cfg, "tie_word_embeddings", tied, null=tied)
@@ -676,6 +782,57 @@ class _Scheme:
                 return nbytes
         return None
 
+    def group(self, names, compute_bytes: float) -> float:
+        """Bytes per weight of a group of modules, ``names`` being each family's spelling of
+        it: 16-bit when the config skips any of them, else the format of the first one a rule
+        names (16-bit when none)."""
+        if any(any(_matches(n, pattern) for pattern in self.skip) for n in names):
+            return compute_bytes
+        found = next((f for f in map(self.linear, names) if f is not None), None)
+        return compute_bytes if found is None else found
+
+
+class _LayerTable(_Scheme):
+    """ModelOpt's ``MIXED_PRECISION``: a format for each quantized module by name
+    (``quantized_layers``), a language-model layer's matched from ``layers.N.`` on whatever the
+    checkpoint's prefix (``language_model.model.``, ``model.language_model.``); the modules it
+    does not name stay in the 16-bit format. ``hits`` counts the groups it named."""
+
+    def __init__(self, nominal, table, skip=()):
+        super().__init__(nominal, [], skip, lm_head=True)
+        self.table = {_layer_key(name): nbytes for name, nbytes in table.items()}
+        self.hits = 0
+
+    def linear(self, name: str):
+        if any(_matches(name, pattern) for pattern in self.skip):
+            return None
+        key = _layer_key(name)
+        while key not in self.table and key.startswith("layers.") and key.count(".") > 2:
+            key = key.rsplit(".", 1)[0]        # a parent module named whole (fused experts)
+        return self.table.get(key)
+
+    def group(self, names, compute_bytes: float) -> float:
+        # names are alternatives (each family's spelling): the first one the table gives
+        found = next((f for f in map(self.linear, names) if f is not None), None)
+        if found is None:
+            return compute_bytes
+        self.hits += 1
+        return found
+
+
+#: Prefixes a checkpoint puts before its language model's ``layers.N.``.
+_LANGUAGE_MODEL_PREFIXES = ("model.language_model.", "language_model.model.",
+                            "language_model.", "model.")
+
+
+def _layer_key(name: str) -> str:
+    """A language-model module's name from its ``layers.N.`` on, whatever the checkpoint's
+    prefix; any other module's (an MTP layer's, a vision tower's) whole name."""
+    for prefix in _LANGUAGE_MODEL_PREFIXES:
+        if name.startswith(prefix) and re.match(r"layers\.\d+\.", name[len(prefix):]):
+            return name[len(prefix):]
+    return name
+
 
 def _matches(name: str, pattern: str) -> bool:
     """Whether a module-name pattern of a quantization_config names module ``name``.
@@ -768,6 +925,10 @@ def _scheme(quant: Mapping):
         return _Scheme("fp8", [(None, _fp8_block_bytes(quant))], skip)
     if method == "mxfp4":
         return _Scheme("mxfp4", [(None, MXFP4_BYTES)], skip)
+    if method == "" and quant.get("quant_algo") is not None:
+        # ModelOpt's own quantization_config (its hf_quant_config.json copied in), which names
+        # no quant_method: Qwen3-32B-FP8-Static-PerTensor
+        return _modelopt(quant, "quantization_config.")
     if method in ("", "bitsandbytes"):
         skip = skip + _patterns(quant, "llm_int8_skip_modules")
         if _flag(quant, "load_in_4bit", at="quantization_config."):
@@ -859,30 +1020,81 @@ def _modelopt(quant: Mapping, at: str):
         return _Scheme("nvfp4", [(None, (4 + 8 / group) / 8)], skip, lm_head=True)
     if algo.upper() == "FP8":
         return _Scheme("fp8", [(None, 1.0)], skip, lm_head=True)
+    if algo.upper() == "MIXED_PRECISION":
+        return _mixed_precision(quant, at, skip)
     raise ValueError(f"config.json field '{at}quant_algo': {algo!r} is not a weight format "
-                     f"rooflinekit reads (NVFP4, FP8); give the weights' format instead: "
-                     f"bytes_per_param= in Python or --dtype on the command line")
+                     f"rooflinekit reads (NVFP4, FP8, MIXED_PRECISION); give the weights' "
+                     f"format instead: bytes_per_param= in Python or --dtype on the command "
+                     f"line")
 
 
-def _layer_names(i: int) -> dict[str, tuple[str, ...]]:
-    """Hugging Face module names of layer ``i``'s linear layers, by group (any may match)."""
-    layer = f"model.layers.{i}."
+#: Bytes per weight, scales included, of the formats ModelOpt's ``MIXED_PRECISION`` names per
+#: layer, and the nominal format of each: MXFP8 keeps one 8-bit scale per 32 values.
+MXFP8_BYTES = (8 + 8 / 32) / 8
+_MODELOPT_LAYER_FORMATS = {"NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "FP8": "fp8",
+                           "MXFP8": "fp8"}
+
+
+def _mixed_precision(quant: Mapping, at: str, skip) -> _LayerTable:
+    """ModelOpt's ``MIXED_PRECISION``: ``quantized_layers`` gives each module its
+    ``quant_algo`` (and ``group_size``)."""
+    layers = quant.get("quantized_layers")
+    if not isinstance(layers, Mapping) or not layers:
+        raise TypeError(f"config.json field '{at}quantized_layers' must be an object of module "
+                        f"names and formats for quant_algo MIXED_PRECISION; got "
+                        f"{describe(layers)}")
+    table, nominals = {}, set()
+    for name, entry in layers.items():
+        where = f"{at}quantized_layers.{name}."
+        if not isinstance(entry, Mapping):
+            raise TypeError(f"config.json field '{where[:-1]}' must be an object with a "
+                            f"'quant_algo'; got {describe(entry)}")
+        algo = entry.get("quant_algo")
+        if not isinstance(algo, str):
+            raise TypeError(f"config.json field '{where}quant_algo' must be a string; got "
+                            f"{describe(algo)}")
+        if algo.upper() not in _MODELOPT_LAYER_FORMATS:
+            raise ValueError(f"config.json field '{where}quant_algo': {algo!r} "
+                             f"is not a format rooflinekit reads "
+                             f"({', '.join(_MODELOPT_LAYER_FORMATS)}); give the weights' format "
+                             f"instead: bytes_per_param= in Python or --dtype on the command "
+                             f"line")
+        algo = algo.upper()
+        if _MODELOPT_LAYER_FORMATS[algo] == "nvfp4":
+            group = _positive_int(entry, "group_size", at=where) or 16
+            table[name] = (4 + 8 / group) / 8
+        else:
+            table[name] = MXFP8_BYTES if algo == "MXFP8" else 1.0
+        nominals.add(_MODELOPT_LAYER_FORMATS[algo])
+    # the narrowest format named, as the checkpoint's nominal one (each group keeps its own)
+    return _LayerTable("nvfp4" if "nvfp4" in nominals else "fp8", table, skip)
+
+
+def _layer_names(i: int, prefix: str = "model.", linear: bool = False,
+                 model_type: str = "") -> dict[str, tuple[str, ...]]:
+    """Hugging Face module names of layer ``i``'s linear layers, by group (any may match).
+
+    ``prefix`` is ``"model.language_model."`` in a multimodal model; ``linear`` names a Gated
+    DeltaNet layer's mixer (``linear_attn``) in place of attention's. Gemma 4 keeps its experts
+    beside the MLP (``layers.N.experts``), not in it."""
+    layer = f"{prefix}layers.{i}."
+    mixer = (("linear_attn.in_proj_qkv", "linear_attn.out_proj") if linear
+             else ("self_attn.q_proj", "self_attn.o_proj"))
     return {
-        "attention": (layer + "self_attn.q_proj", layer + "self_attn.o_proj"),
+        "attention": tuple(layer + name for name in mixer),
         "mlp": (layer + "mlp.gate_proj", layer + "mlp.down_proj"),
-        "experts": (layer + "mlp.experts.0.gate_proj", layer + "mlp.experts.gate_up_proj",
-                    layer + "block_sparse_moe.experts.0.w1"),
+        "experts": ((layer + "experts.gate_up_proj",) if model_type == "gemma4_text" else
+                    (layer + "mlp.experts.0.gate_proj", layer + "mlp.experts.gate_up_proj",
+                     layer + "block_sparse_moe.experts.0.w1")),
         "shared_experts": (layer + "mlp.shared_experts.gate_proj",
-                           layer + "mlp.shared_expert.gate_proj"),
+                           layer + "mlp.shared_expert.gate_proj",
+                           layer + "block_sparse_moe.shared_experts.gate_proj"),
     }
 
 
 def _group_format(scheme: _Scheme, names, compute_bytes: float) -> float:
-    """Bytes per weight of a group of modules: the quantized format unless one is skipped."""
-    formats = [scheme.linear(n) for n in names]
-    if any(f is None for f in formats):
-        return compute_bytes
-    return formats[0]
+    """Bytes per weight of a group of modules (see :meth:`_Scheme.group`)."""
+    return scheme.group(names, compute_bytes)
 
 
 def _weight_groups(cfg: Mapping, s: "_Shape", parts: Mapping, hf_quant=None):
@@ -905,10 +1117,16 @@ def _weight_groups(cfg: Mapping, s: "_Shape", parts: Mapping, hf_quant=None):
     pieces = {group: [] for group in ("attention", "mlp", "experts", "shared_experts")}
     moe = _moe_layers(cfg, s)
     n_moe = sum(moe)
+    # a multimodal checkpoint keeps its language model under model.language_model
+    prefix = "model.language_model." if cfg.get("multimodal_model_type") else "model."
     for i in range(s.layers):
-        names = _layer_names(i)
+        names = _layer_names(i, prefix, s.kinds is not None and s.kinds[i] == "linear",
+                             s.model_type)
         pieces["attention"].append((parts["attention"] / s.layers,
                                     _group_format(scheme, names["attention"], compute_bytes)))
+        if moe[i] and s.model_type == "gemma4_text":      # its MLP runs beside the experts
+            pieces["mlp"].append((parts["mlp"] / s.layers,
+                                  _group_format(scheme, names["mlp"], compute_bytes)))
         for group in (("experts", "shared_experts") if moe[i] else ("mlp",)):
             count = parts[group] / (n_moe if moe[i] else s.layers - n_moe)
             if group == "experts" and s.model_type == "gpt_oss":
@@ -929,6 +1147,12 @@ def _weight_groups(cfg: Mapping, s: "_Shape", parts: Mapping, hf_quant=None):
     rest = parts["total"] - sum(p for p, _ in experts) - sum(p for p, _ in embedding) \
         - sum(p for p, _ in body)
     body.append((rest, compute_bytes))
+    if isinstance(scheme, _LayerTable) and not scheme.hits:
+        example = _layer_names(0, prefix)["attention"][0]
+        raise ValueError(f"ModelOpt's quantized_layers names none of this model's modules as "
+                         f"rooflinekit names them ({example!r}, ...); rather than take every "
+                         f"weight as 16-bit, give the weights' format: bytes_per_param= in "
+                         f"Python or --dtype on the command line")
     return {"body_bytes_per_param": _mean_format(body, compute_bytes),
             # a dense model's MLP format for its (absent) experts
             "expert_bytes_per_param": _mean_format(experts or pieces["mlp"], compute_bytes),
@@ -1084,7 +1308,8 @@ def count_params(config) -> dict[str, int]:
         ``total`` and ``active`` (the parameters one generated token uses: everything but the
         routed experts it is not sent to and the vision/audio encoders). ``mtp`` gives the
         multi-token-prediction modules (``num_nextn_predict_layers``) apart: they are in
-        neither sum (0 without them).
+        neither sum (0 without them): DeepSeek-V3's, Qwen3.5's (``mtp_num_hidden_layers``)
+        and Nemotron-H's (``mtp_hybrid_override_pattern``).
 
     Notes
     -----
@@ -1103,7 +1328,10 @@ def count_params(config) -> dict[str, int]:
     class token and a pre-LayerNorm), layers of biased q/k/v/out projections, a two-matrix MLP
     and two LayerNorms, a final LayerNorm and SigLIP's pooling head when ``vision_use_head``;
     the projector is Gemma-3's (one matrix and an RMSNorm of the vision width) or otherwise
-    LLaVA's two-layer MLP with biases. An audio encoder is counted as Whisper's (two
+    LLaVA's two-layer MLP with biases. A ``vision_config`` of ``depth`` blocks is Qwen3-VL's
+    encoder (Qwen3-VL, Qwen3.5), counted with its patch merger and DeepStack mergers; a
+    ``gemma4_vision`` one Gemma 4's, ``vt_*`` fields Kimi-K2.5's MoonViT with its patch-merger
+    projector. An audio encoder is counted as Whisper's (two
     convolutions, learned positions, layers with an unbiased key projection) with a linear
     projector (Qwen2-Audio). Fields the file leaves out take the encoder class's defaults.
     DeepSeek's multi-token-prediction modules (``num_nextn_predict_layers``) are not in
@@ -1155,6 +1383,10 @@ def _count(cfg: Mapping) -> dict[str, int]:
         parts.update(_count_gpt_style(cfg, s, q_width, kv_width))
     elif s.is_hybrid and s.model_type == "nemotron_h":
         parts.update(_count_nemotron_h(cfg, s, q_width, kv_width))
+    elif s.model_type == "gemma4_text":
+        parts.update(_count_gemma4(cfg, s))
+    elif s.blocks is not None:
+        parts.update(_count_block_configs(cfg, s, q_width, kv_width))
     else:
         parts.update(_count_llama_style(cfg, s, q_width, kv_width))
         if s.is_hybrid:
@@ -1170,35 +1402,63 @@ def _count(cfg: Mapping) -> dict[str, int]:
         if s.model_type == "gpt_oss":                 # each expert's two biases
             per_expert += 2 * s.moe_intermediate + h
         if s.model_type == "nemotron_h":              # up and down projections, no gate
-            per_expert = _nemotron_h_mlp(cfg, h, s.moe_intermediate)
-        unused = sum(_moe_layers(cfg, s)) * (s.n_experts - s.top_k) * per_expert
+            per_expert = _nemotron_h_mlp(cfg, _latent_width(cfg, s), s.moe_intermediate)
+        unused += sum(_moe_layers(cfg, s)) * (s.n_experts - s.top_k) * per_expert
     return {**parts, "total": total, "active": total - unused}
 
 
 #: Model types whose multi-token-prediction module is DeepSeek-V3's (counted by _count_mtp).
 _DEEPSEEK_MTP = frozenset({"deepseek_v3", "deepseek_v32"})
+#: Qwen3.5's language models (dense and MoE), whose ``mtp_num_hidden_layers`` _count_mtp counts.
+_QWEN3_5_MTP = frozenset({"qwen3_5_text", "qwen3_5_moe_text"})
 
 
 def _count_mtp(cfg: Mapping, s: "_Shape", parts: Mapping) -> int:
-    """DeepSeek-V3's multi-token-prediction modules (``num_nextn_predict_layers``).
+    """Multi-token-prediction modules: DeepSeek-V3's (``num_nextn_predict_layers``) and
+    Qwen3.5's (``mtp_num_hidden_layers``).
 
-    Each is one decoder layer like the model's last (attention and its MoE MLP), the
-    projection ``eh_proj`` (2h → h) and three RMSNorms (``enorm``, ``hnorm``, the shared
+    DeepSeek-V3: each is one decoder layer like the model's last (attention and its MoE MLP),
+    the projection ``eh_proj`` (2h → h) and three RMSNorms (``enorm``, ``hnorm``, the shared
     head's norm); it shares the embedding table and the LM head with the model (the checkpoint
-    stores copies of them, which DeepSeek's "14B of MTP module weights" count). 0 for a model
-    without such modules, and for other families' (GLM-4.5's, MiMo's, Qwen3-Next's), not
-    counted here.
+    stores copies of them, which DeepSeek's "14B of MTP module weights" count). Qwen3.5 (vLLM's
+    ``Qwen3_5MultiTokenPredictor``): ``fc`` (2h → h), ``pre_fc_norm_embedding``,
+    ``pre_fc_norm_hidden`` and a final norm, and decoder layers of gated full attention with
+    the model's MLP (dense, or its MoE block with the shared expert); an embedding table of its
+    own when ``mtp_use_dedicated_embeddings``. Nemotron-H (Nemotron 3 Super, SGLang's
+    ``NemotronHMultiTokenPredictor``): one layer a ``mtp_hybrid_override_pattern`` character
+    (``mtp_layers_block_type`` entry), each a norm and the model's mixer of that kind, with
+    ``enorm``, ``hnorm`` and ``eh_proj`` (2h → h) before the first and a norm after the last.
+    0 for a model without such modules, and for other families' (GLM-4.5's, MiMo's,
+    Qwen3-Next's), not counted here.
     """
-    n = _int(cfg, "num_nextn_predict_layers", lo=0, required=False, default=0)
-    if not n or s.model_type not in _DEEPSEEK_MTP:
+    qwen = s.model_type in _QWEN3_5_MTP
+    field = "mtp_num_hidden_layers" if qwen else "num_nextn_predict_layers"
+    n = _int(cfg, field, lo=0, required=False, default=0)
+    nemotron = s.model_type == "nemotron_h" and s.kinds is not None
+    if not n or not (qwen or nemotron or s.model_type in _DEEPSEEK_MTP):
         return 0
     h, L = s.hidden, s.layers
     moe = _moe_layers(cfg, s)
     n_moe = sum(moe)
+    if nemotron:
+        kinds = _nemotron_h_mtp_kinds(cfg, s)
+        if kinds is None:
+            return 0
+        per_kind = {"full": _nemotron_h_attention(cfg, s),
+                    "mlp": parts["mlp"] // max(s.kinds.count("mlp"), 1),
+                    "moe": (parts["experts"] + parts["shared_experts"] + parts["router"])
+                    // max(n_moe, 1)}
+        # a norm a layer; enorm, hnorm and eh_proj before the first, a norm after the last
+        return n * (sum(per_kind[k] + h for k in kinds) + 2 * h * h + 3 * h)
     if moe[-1]:
         mlp = (parts["experts"] + parts["shared_experts"] + parts["router"]) // n_moe
     else:
         mlp = parts["mlp"] // (L - n_moe)
+    if qwen:
+        attention = _gated_attention(cfg, s, s.heads * s.head_dim, s.kv_heads * s.head_dim)
+        dedicated = _flag(cfg, "mtp_use_dedicated_embeddings")
+        return n * (attention + mlp + 2 * h) + 2 * h * h + 3 * h + (s.vocab * h if dedicated
+                                                                     else 0)
     layer = parts["attention"] // L + mlp + 2 * h
     return n * (layer + 2 * h * h + 3 * h)
 
@@ -1208,6 +1468,8 @@ def _countable_hybrid(s: "_Shape") -> bool:
     and MLP layers; Gated DeltaNet beside attention (Qwen3-Next, Qwen3.5)."""
     if s.parallel_mamba or s.kinds is None:
         return False
+    if s.blocks is not None:                  # DeciLM's MLP-only layers
+        return True
     if s.model_type == "nemotron_h":
         # 'E' layers are mixture-of-experts layers only in a model that has experts
         return "mamba" in s.kinds and (s.n_experts > 1 or "moe" not in s.kinds)
@@ -1225,10 +1487,7 @@ def _count_gated_deltanet_mixing(cfg, s, q_width, kv_width) -> int:
     (H_v·d_v → h).
     """
     h = s.hidden
-    gate = 2 if _flag(cfg, "attn_output_gate", True) else 1
-    attention = h * (gate * q_width + 2 * kv_width) + q_width * h + 2 * s.head_dim
-    if _flag(cfg, "attention_bias"):
-        attention += gate * q_width + 2 * kv_width + h
+    attention = _gated_attention(cfg, s, q_width, kv_width)
     value_heads = _int(cfg, "linear_num_value_heads")
     key_heads = _int(cfg, "linear_num_key_heads")
     key_dim = _int(cfg, "linear_key_head_dim")
@@ -1241,9 +1500,65 @@ def _count_gated_deltanet_mixing(cfg, s, q_width, kv_width) -> int:
     return s.attention_layers * attention + s.kinds.count("linear") * deltanet
 
 
+def _gated_attention(cfg, s, q_width, kv_width) -> int:
+    """One gated attention layer of Qwen3-Next and Qwen3.5 (see
+    :func:`_count_gated_deltanet_mixing`)."""
+    h = s.hidden
+    gate = 2 if _flag(cfg, "attn_output_gate", True) else 1
+    attention = h * (gate * q_width + 2 * kv_width) + q_width * h + 2 * s.head_dim
+    if _flag(cfg, "attention_bias"):
+        attention += gate * q_width + 2 * kv_width + h
+    return attention
+
+
 def _nemotron_h_mlp(cfg, h: int, width: int) -> int:
     """Nemotron-H's MLP (and each expert): up and down projections, ReLU², no gate."""
     return 2 * h * width + ((width + h) if _flag(cfg, "mlp_bias") else 0)
+
+
+def _latent_width(cfg, s) -> int:
+    """The width the routed experts read and write: LatentMoE's ``moe_latent_size`` (Nemotron 3
+    Super), else the model's."""
+    latent = _int(cfg, "moe_latent_size", required=False, default=s.hidden)
+    if latent > s.hidden:
+        raise ValueError(f"config.json field 'moe_latent_size' ({latent:,}) must not exceed "
+                         f"'hidden_size' ({s.hidden:,}): the latent space is a projection down")
+    return latent
+
+
+def _nemotron_h_attention(cfg, s) -> int:
+    """One Nemotron-H attention mixer: q, k, v, o (biased when ``attention_bias``)."""
+    h, q_width, kv_width = s.hidden, s.heads * s.head_dim, s.kv_heads * s.head_dim
+    attention = h * (q_width + 2 * kv_width) + q_width * h
+    if _flag(cfg, "attention_bias"):
+        attention += q_width + 2 * kv_width + h
+    return attention
+
+
+def _nemotron_h_mtp_kinds(cfg, s):
+    """The layer kinds of Nemotron-H's MTP module: ``mtp_hybrid_override_pattern`` ("*E") or
+    ``mtp_layers_block_type`` (["attention", "moe"]); None without either."""
+    pattern = cfg.get("mtp_hybrid_override_pattern")
+    blocks = cfg.get("mtp_layers_block_type")
+    if pattern is not None:
+        name = "config.json field 'mtp_hybrid_override_pattern'"
+        if not isinstance(pattern, str) or not pattern:
+            raise TypeError(f"{name} must be a non-empty string; got {describe(pattern)}")
+        kinds = [_PATTERN_KINDS.get(c) for c in pattern]
+    elif blocks is not None:
+        name = "config.json field 'mtp_layers_block_type'"
+        if not isinstance(blocks, list) or not blocks:
+            raise TypeError(f"{name} must be a non-empty list; got {describe(blocks)}")
+        kinds = [_BLOCK_TYPES.get(b) if isinstance(b, str) else None for b in blocks]
+    else:
+        return None
+    allowed = {"full": "attention", "mlp": "mlp", "moe": "mixture of experts"}
+    if any(k not in allowed or (k == "moe" and "moe" not in s.kinds)
+           or (k == "mlp" and "mlp" not in s.kinds) for k in kinds):
+        raise ValueError(f"{name} may hold attention, and MLP or mixture-of-experts layers "
+                         f"of the kinds the model has (its Mamba layers are not counted "
+                         f"there); got {show(pattern if pattern is not None else blocks)}")
+    return kinds
 
 
 def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
@@ -1256,7 +1571,11 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
     Mixture-of-experts layers (``E``, Nemotron 3 Nano): ``n_routed_experts`` experts of width
     ``moe_intermediate_size`` and ``n_shared_experts`` shared experts of width
     ``moe_shared_expert_intermediate_size``, each an MLP as above, and a router of
-    ``E × h`` weights with an ``E``-entry score-correction bias.
+    ``E × h`` weights with an ``E``-entry score-correction bias. LatentMoE (Nemotron 3 Super,
+    ``moe_latent_size``): the routed experts read and write a latent of that width, between
+    ``fc1_latent_proj`` (h → latent) and ``fc2_latent_proj`` (latent → h), which every token
+    runs and which are counted with the shared experts; the router and the shared experts
+    read the full width.
     """
     h = s.hidden
     heads = _first(cfg, ("mamba_num_heads", "mamba_n_heads"))
@@ -1271,9 +1590,7 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
              + (conv_dim if _flag(cfg, "use_conv_bias", True) else 0)
              + 3 * heads + inner + inner * h
              + ((2 * inner + 2 * groups * size + heads + h) if bias else 0))
-    attention = h * (q_width + 2 * kv_width) + q_width * h
-    if _flag(cfg, "attention_bias"):
-        attention += q_width + 2 * kv_width + h
+    attention = _nemotron_h_attention(cfg, s)
     n_mlp, n_moe = s.kinds.count("mlp"), s.kinds.count("moe")
     mlp = 0
     if n_mlp:
@@ -1282,11 +1599,14 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
         mlp = _nemotron_h_mlp(cfg, h, s.intermediate)
     experts = shared = router = 0
     if n_moe:
-        experts = s.n_experts * _nemotron_h_mlp(cfg, h, s.moe_intermediate)
+        latent = _latent_width(cfg, s)
+        experts = s.n_experts * _nemotron_h_mlp(cfg, latent, s.moe_intermediate)
         n_shared = _int(cfg, "n_shared_experts", lo=0, required=False, default=0)
         if n_shared:
             shared = n_shared * _nemotron_h_mlp(
                 cfg, h, _int(cfg, "moe_shared_expert_intermediate_size"))
+        if latent != h:               # LatentMoE's fc1_latent_proj and fc2_latent_proj
+            shared += 2 * h * latent + ((latent + h) if _flag(cfg, "mlp_bias") else 0)
         router = s.n_experts * h + s.n_experts          # weights and score-correction bias
     return {"attention": s.attention_layers * attention + s.kinds.count("mamba") * mamba,
             "mlp": n_mlp * mlp, "experts": n_moe * experts, "shared_experts": n_moe * shared,
@@ -1310,6 +1630,12 @@ def _count_vision(cfg: Mapping, text_hidden: int) -> int:
         return 0
     where = "vision_config"
     at = where + "."
+    if v.get("depth") is not None:             # Qwen-VL's layout: depth, num_heads, ...
+        return _count_qwen_vision(v, text_hidden)
+    if str(v.get("model_type") or "").lower() == "gemma4_vision":
+        return _count_gemma4_vision(v, text_hidden)
+    if v.get("vt_hidden_size") is not None:    # Kimi's MoonViT: vt_hidden_size, vt_*, mm_*
+        return _count_moonvit(v, text_hidden)
     h = _int(v, "hidden_size", at=at)
     inner = _int(v, "intermediate_size", at=at)
     layers = _int(v, "num_hidden_layers", at=at)
@@ -1335,6 +1661,123 @@ def _count_vision(cfg: Mapping, text_hidden: int) -> int:
         # LLaVA's projector: Linear(vision, text) - GELU - Linear(text, text), with biases
         n += h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
     return n
+
+
+def _count_qwen_vision(v: Mapping, text_hidden: int) -> int:
+    """The vision encoder of Qwen3-VL and Qwen3.5 (transformers' ``Qwen3VLVisionModel``).
+
+    A biased Conv3d patch embedding (``in_channels · temporal_patch_size · patch_size²`` inputs
+    a channel), ``num_position_embeddings`` learned positions, ``depth`` blocks of two
+    LayerNorms, a biased fused qkv and output projection and a biased two-matrix MLP, then the
+    patch merger (a LayerNorm of the width, and two biased matrices from the
+    ``spatial_merge_size²`` merged patches to ``out_hidden_size``) and one more merger per
+    ``deepstack_visual_indexes`` entry (its LayerNorm after the merge). Qwen2-VL's and
+    Qwen2.5-VL's encoders (no learned positions) are refused, not counted as this one.
+    """
+    at = "vision_config."
+    if v.get("num_position_embeddings") is None:
+        raise ValueError("config.json field 'vision_config.num_position_embeddings' is missing: "
+                         "a vision_config of 'depth' blocks is counted as Qwen3-VL's encoder "
+                         "(learned positions); Qwen2-VL's and Qwen2.5-VL's are not supported")
+    h = _int(v, "hidden_size", at=at)
+    inner = _int(v, "intermediate_size", at=at)
+    depth = _int(v, "depth", at=at, hi=MAX_LAYERS)
+    patch = _int(v, "patch_size", at=at)
+    frames = _int(v, "temporal_patch_size", required=False, default=2, at=at)
+    channels = _int(v, "in_channels", required=False, default=3, at=at)
+    positions = _int(v, "num_position_embeddings", at=at)
+    merge = _int(v, "spatial_merge_size", required=False, default=2, at=at)
+    out = _int(v, "out_hidden_size", required=False, default=text_hidden, at=at)
+    stacked = v.get("deepstack_visual_indexes") or []
+    name = "config.json field 'vision_config.deepstack_visual_indexes'"
+    if not isinstance(stacked, (list, tuple)):
+        raise TypeError(f"{name} must be a list of block indices; got {describe(stacked)}")
+    for i, index in enumerate(stacked):
+        if whole_number(f"{name} (entry {i})", index, 0) >= depth:
+            raise ValueError(f"{name} holds block {index}; the encoder has {depth} "
+                             f"(vision_config.depth)")
+    n = channels * frames * patch * patch * h + h + positions * h
+    n += depth * (2 * 2 * h + 3 * h * h + 3 * h + h * h + h + 2 * h * inner + inner + h)
+    merged = h * merge * merge
+
+    def merger(norm_width):
+        return 2 * norm_width + merged * merged + merged + merged * out + out
+
+    return n + merger(h) + len(stacked) * merger(merged)
+
+
+def _count_gemma4_vision(v: Mapping, text_hidden: int) -> int:
+    """Gemma 4's vision encoder (transformers' ``Gemma4VisionModel``) and ``embed_vision``.
+
+    A bias-free patch projection (3 · ``patch_size``² → h), a table of
+    2 × ``position_embedding_size`` × h positions (x and y), layers of bias-free q, k, v, o
+    with per-head q and k RMSNorms, a gated MLP and four RMSNorms, then the projection into the
+    language model's width (its RMSNorm has no weight).
+    """
+    at = "vision_config."
+    h = _int(v, "hidden_size", at=at)
+    inner = _int(v, "intermediate_size", at=at)
+    layers = _int(v, "num_hidden_layers", at=at, hi=MAX_LAYERS)
+    heads = _int(v, "num_attention_heads", at=at)
+    kv = _int(v, "num_key_value_heads", required=False, default=heads, at=at)
+    d = _int(v, "head_dim", required=False, at=at)
+    if d is None:
+        if h % heads:
+            raise ValueError(f"config.json field 'vision_config.hidden_size' ({h}) must be "
+                             f"divisible by 'vision_config.num_attention_heads' ({heads}) when "
+                             f"'vision_config.head_dim' is absent")
+        d = h // heads
+    patch = _int(v, "patch_size", at=at)
+    positions = _int(v, "position_embedding_size", at=at)
+    n = 3 * patch * patch * h + 2 * positions * h
+    n += layers * (h * (heads + 2 * kv) * d + heads * d * h + 2 * d + 3 * h * inner + 4 * h)
+    return n + h * text_hidden
+
+
+def _count_moonvit(v: Mapping, text_hidden: int) -> int:
+    """Kimi-K2.5's MoonViT encoder and patch-merger projector (vLLM's ``MoonViT3dPretrainedModel``
+    and ``KimiK25MultiModalProjector``).
+
+    A Conv2d patch embedding (3 · ``patch_size``² inputs, biased unless
+    ``patch_embed_proj_bias`` is false), a learned ``init_pos_emb_height`` ×
+    ``init_pos_emb_width`` position table (the temporal one is a fixed sine table, no weight),
+    ``vt_num_hidden_layers`` blocks of two norms (LayerNorm, or RMSNorm for ``norm_type``
+    rmsnorm), fused qkv (h → 3 · ``qkv_hidden_size``) and output projections (biased unless
+    ``attn_bias`` is false) and a two-matrix MLP (biased unless ``linear_bias`` is false), a
+    final norm; then the projector over ``merge_kernel_size`` merged patches: ``patchmerger``
+    (a LayerNorm of the width and two biased matrices to the text width) or ``patchmergerv2``
+    (two bias-free matrices and an RMSNorm of the text width).
+    """
+    at = "vision_config."
+    h = _int(v, "vt_hidden_size", at=at)
+    inner = _int(v, "vt_intermediate_size", at=at)
+    layers = _int(v, "vt_num_hidden_layers", at=at, hi=MAX_LAYERS)
+    qkv = _int(v, "qkv_hidden_size", required=False, default=h, at=at)
+    patch = _int(v, "patch_size", at=at)
+    table = (_int(v, "init_pos_emb_height", at=at) * _int(v, "init_pos_emb_width", at=at))
+    out = _int(v, "text_hidden_size", required=False, default=text_hidden, at=at)
+    for field, allowed in (("pos_emb_type", ("divided_fixed",)), ("mlp_type", ("mlp2",)),
+                           ("norm_type", ("layernorm", "rmsnorm")),
+                           ("mm_projector_type", ("patchmerger", "patchmergerv2"))):
+        if v.get(field) is not None:
+            check_one_of(f"config.json field '{at}{field}'", v[field], allowed)
+    kernel = v.get("merge_kernel_size", [2, 2])
+    if not isinstance(kernel, (list, tuple)) or len(kernel) != 2:
+        raise ValueError(f"config.json field '{at}merge_kernel_size' must be two whole numbers; "
+                         f"got {show(kernel)}")
+    merged = h
+    for k in kernel:
+        merged *= whole_number(f"config.json field '{at}merge_kernel_size'", k, 1)
+    norm = h if v.get("norm_type") == "rmsnorm" else 2 * h      # RMSNorm: weight; LayerNorm: +bias
+    attn_bias, mlp_bias = _flag(v, "attn_bias", True, at=at), _flag(v, "linear_bias", True, at=at)
+    n = 3 * patch * patch * h + (h if _flag(v, "patch_embed_proj_bias", True, at=at) else 0)
+    n += table * h
+    n += layers * (2 * norm + h * 3 * qkv + qkv * h + ((3 * qkv + h) if attn_bias else 0)
+                   + 2 * h * inner + ((inner + h) if mlp_bias else 0))
+    n += norm
+    if v.get("mm_projector_type") == "patchmergerv2":
+        return n + merged * merged + merged * out + out
+    return n + 2 * h + merged * merged + merged + merged * out + out
 
 
 def _count_audio(cfg: Mapping, text_hidden: int) -> int:
@@ -1466,6 +1909,49 @@ def _count_per_kind_attention(cfg, s) -> int:
     return total
 
 
+def _count_block_configs(cfg, s, q_width, kv_width) -> dict[str, int]:
+    """DeciLM (Llama-3.3-Nemotron-Super): Llama's layers, each with its own KV grouping or no
+    attention and its own MLP width or none (:func:`_block_configs`); a layer's input norm goes
+    with its attention, its post-attention norm with its MLP."""
+    h = s.hidden
+    attention = h * (q_width + 2 * kv_width) + q_width * h
+    if _flag(cfg, "attention_bias"):
+        attention += q_width + 2 * kv_width + h
+    mlp_bias = _flag(cfg, "mlp_bias")
+    n_attention = sum(group is not None for group, _ in s.blocks)
+    widths = [width for _, width in s.blocks if width is not None]
+    return {"attention": n_attention * attention,
+            "mlp": sum(3 * h * w + ((2 * w + h) if mlp_bias else 0) for w in widths),
+            "norms": (n_attention + len(widths)) * h + h}
+
+
+def _count_gemma4(cfg, s) -> dict[str, int]:
+    """Gemma 4's language model (transformers' ``Gemma4TextDecoderLayer``).
+
+    Attention: q, k, v (none in a full layer with ``attention_k_eq_v``), o, biased when
+    ``attention_bias``, and per-head q and k RMSNorms (the v norm has no weight), at each
+    layer kind's KV heads and head dim. A gated MLP of ``intermediate_size`` in every layer;
+    with ``enable_moe_block`` beside it ``num_experts`` experts (gate, up, down of
+    ``moe_intermediate_size``), a router (E × h, a scale of h and one of E) and three more
+    RMSNorms. Four RMSNorms a layer, a final one.
+    """
+    h, heads, bias = s.hidden, s.heads, _flag(cfg, "attention_bias")
+    k_eq_v = _flag(cfg, "attention_k_eq_v")
+    attention = 0
+    for kind, (layers, kv, key, _) in zip(("full", "sliding"), s.attention_kinds):
+        widths = heads * key + kv * key * (1 if kind == "full" and k_eq_v else 2)
+        attention += layers * (h * widths + heads * key * h + 2 * key
+                               + ((widths + h) if bias else 0))
+    if s.intermediate is None:
+        raise ValueError("config.json field 'intermediate_size' is missing")
+    moe = s.n_experts > 1
+    experts = s.n_experts * 3 * h * s.moe_intermediate if moe else 0
+    router = s.n_experts * h + h + s.n_experts if moe else 0
+    return {"attention": attention, "mlp": s.layers * 3 * h * s.intermediate,
+            "experts": s.layers * experts, "router": s.layers * router,
+            "norms": s.layers * (7 if moe else 4) * h + h}
+
+
 def _count_llama_style(cfg, s, q_width, kv_width):
     h, L = s.hidden, s.layers
     if s.mla is not None:
@@ -1486,7 +1972,8 @@ def _count_llama_style(cfg, s, q_width, kv_width):
             attn += q_width + 2 * kv_width + h
         elif s.model_type in ("qwen2", "qwen2_moe"):
             attn += q_width + 2 * kv_width                      # Qwen2: q, k, v biases
-        if s.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
+        if s.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_vl_text",
+                            "qwen3_vl_moe_text"):
             attn += 2 * s.head_dim                              # per-head q and k RMSNorm
         if s.model_type == "gpt_oss":
             attn += s.heads                                     # one attention sink a head
@@ -1570,7 +2057,8 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       is taken to be 16-bit (the compute format, bf16 for fp32 checkpoints). Quantized
       checkpoints (``quant_method`` fp8 with or without ``weight_block_size``, fbgemm_fp8,
       mxfp4, gptq/awq with ``group_size``, bitsandbytes, compressed-tensors ``config_groups``,
-      modelopt NVFP4/FP8, exl2, and any method stating ``bits``; ModelOpt's
+      modelopt NVFP4/FP8 and MIXED_PRECISION (each module's format in ``quantized_layers``; a
+      ``quantization_config`` with ``quant_algo`` and no ``quant_method`` is ModelOpt's), exl2, and any method stating ``bits``; ModelOpt's
       ``hf_quant_config.json`` beside the file too) set ``bytes_per_param`` to the quantized
       values' format and give the body, the routed experts and the embedding table with the LM
       head each their bytes per parameter, scales and zero points included: modules left
@@ -1578,7 +2066,8 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       names, globs or ``re:`` expressions, layer by layer), routers, norms, biases, the embedding
       table and (unless quantized explicitly) the LM head stay in the 16-bit format. Module
       names are matched in Hugging Face's Llama-style naming (``model.layers.N.self_attn``,
-      ``.mlp``, ``.mlp.experts``, ``.mlp.shared_experts``, ``lm_head``). An unknown
+      ``.mlp``, ``.mlp.experts``, ``.mlp.shared_experts``, ``lm_head``; a multimodal model's
+      under ``model.language_model.``, Gated DeltaNet layers' ``.linear_attn``). An unknown
       ``quant_method`` is refused: ``bytes_per_param=`` gives the format instead.
     - ``max_position_embeddings``, ``tie_word_embeddings``, ``vocab_size``,
       ``intermediate_size``.
@@ -1594,20 +2083,28 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
       ``swa_num_key_value_heads``, ``swa_head_dim``, ``swa_v_head_dim`` (the sliding layers'
       ``sliding_n_kv_heads``, ``sliding_head_dim``, ``sliding_v_head_dim``; absent: the full
       layers'), ``v_head_dim`` without MLA (the value head dimension when it is not
-      ``head_dim``); ``swa_num_attention_heads`` must equal ``num_attention_heads``.
+      ``head_dim``); ``swa_num_attention_heads`` must equal ``num_attention_heads``. Gemma 4
+      the same way: its full layers' ``global_head_dim`` and (``attention_k_eq_v``)
+      ``num_global_key_value_heads``, its sliding ones' ``head_dim`` and
+      ``num_key_value_heads``; its experts (``enable_moe_block``, ``top_k_experts``) run beside
+      the MLP.
     - DeepSeek-V3.2's sparse-attention indexer (``index_n_heads``, ``index_head_dim``,
       ``index_topk``): its FP8 key cache with FP32 scales (:func:`indexer_key_bytes`) goes
       into ``indexer_bytes_per_token_per_layer``, ``index_topk`` into ``index_topk``.
     - Hybrid layers: ``layer_types`` (``full_attention``, ``sliding_attention``,
       ``attention``, ``linear_attention``, ``mamba``), ``hybrid_override_pattern``
       (Nemotron-H: ``M`` Mamba, ``*`` attention, ``-`` MLP, ``E`` MoE; one character a layer),
+      ``layers_block_type`` (Nemotron-H's names for the same: ``mamba``, ``attention``,
+      ``mlp``, ``moe``; Nemotron 3 Super's LatentMoE experts work in ``moe_latent_size``),
       ``full_attention_interval`` (Qwen3-Next: every n-th layer is attention, the others Gated
       DeltaNet), ``attn_layer_period``/``attn_layer_offset`` (Jamba) and Falcon-H1's Mamba beside
       attention in every layer give ``n_attention_layers``, ``n_linear_attention_layers`` and
       ``n_mamba_layers``; the ``linear_*`` and Mamba fields (``mamba_num_heads``/
       ``mamba_n_heads``, ``mamba_head_dim``/``mamba_d_head``, ``ssm_state_size``/
       ``mamba_d_state``, ``n_groups``/``mamba_n_groups``, ``conv_kernel``/``mamba_d_conv``,
-      ``mamba_expand``) give ``state_bytes_per_sequence``. An unknown kind, or a pattern whose
+      ``mamba_expand``) give ``state_bytes_per_sequence``. DeciLM's ``block_configs``
+      (Llama-3.3-Nemotron-Super) give each layer its attention (``n_heads_in_group``, or
+      ``no_op``: an MLP-only layer) and MLP width (``ffn_mult``). An unknown kind, or a pattern whose
       length is not the layer count, is refused naming the field.
 
     Raises

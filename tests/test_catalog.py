@@ -110,6 +110,12 @@ KV_BY_HAND = {
     "Qwen3-Next-80B-A3B": 2 * 12 * 2 * 256 * 2,  # 48 / full_attention_interval 4 = 12: 24,576
     "Qwen3-32B": 2 * 64 * 8 * 128 * 2,          # 262,144
     "Llama-3.3-70B": 2 * 80 * 8 * 128 * 2,      # 327,680, as Llama-3.1-70B
+    "Qwen3.5-27B": 2 * 16 * 4 * 256 * 2,        # 64 / full_attention_interval 4 = 16: 65,536
+    "Qwen3.5-35B-A3B": 2 * 10 * 2 * 256 * 2,    # 40 / 4 = 10 attention layers: 20,480
+    "Qwen3.5-397B-A17B": 2 * 15 * 2 * 256 * 2,  # 60 / 4 = 15 attention layers: 30,720
+    "Nemotron-3-Super-120B-A12B": 2 * 8 * 2 * 128 * 2,  # 8 '*' layers of 88: 8,192
+    # Gemma 4: 5 global layers of 2 KV heads of 512, 25 sliding ones of 8 of 256 (in the window)
+    "Gemma-4-26B-A4B": 5 * 2 * 2 * 512 * 2 + 25 * 2 * 8 * 256 * 2,     # 225,280
 }
 
 
@@ -169,6 +175,10 @@ ROW_CONFIG = {
     "gpt-oss-120b": "gpt-oss-120b", "gpt-oss-20b": "gpt-oss-20b",
     "Qwen3-Next-80B-A3B": "qwen3-next-80b-a3b-instruct", "Qwen3-32B": "qwen3-32b",
     "Llama-3.3-70B": "llama-3.3-70b-instruct",
+    "Qwen3.5-27B": "qwen3.5-27b", "Qwen3.5-35B-A3B": "qwen3.5-35b-a3b",
+    "Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
+    "Nemotron-3-Super-120B-A12B": "nemotron-3-super-120b-a12b-fp8",
+    "Gemma-4-26B-A4B": "gemma-4-26b-a4b",
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",
