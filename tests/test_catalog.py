@@ -116,6 +116,7 @@ KV_BY_HAND = {
     "Nemotron-3-Super-120B-A12B": 2 * 8 * 2 * 128 * 2,  # 8 '*' layers of 88: 8,192
     # Gemma 4: 5 global layers of 2 KV heads of 512, 25 sliding ones of 8 of 256 (in the window)
     "Gemma-4-26B-A4B": 5 * 2 * 2 * 512 * 2 + 25 * 2 * 8 * 256 * 2,     # 225,280
+    "GLM-5": 78 * ((512 + 64) * 2 + 128 + 4),   # MLA latent + the indexer's key: 100,152
 }
 
 
@@ -178,7 +179,7 @@ ROW_CONFIG = {
     "Qwen3.5-27B": "qwen3.5-27b", "Qwen3.5-35B-A3B": "qwen3.5-35b-a3b",
     "Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
     "Nemotron-3-Super-120B-A12B": "nemotron-3-super-120b-a12b-fp8",
-    "Gemma-4-26B-A4B": "gemma-4-26b-a4b",
+    "Gemma-4-26B-A4B": "gemma-4-26b-a4b", "GLM-5": "glm-5",
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",
