@@ -167,7 +167,13 @@ FIT = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
        "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "layer_overhead",
                   "low_precision_layer_overhead")}
 #: Knobs held at a value in the kernel fit, written with it (interval ``[value, value]``).
-HELD = {"prefill": {}, "decode": {"step_overhead": 0.0}}
+HELD = {"prefill": {"host_traffic_share": 1.0},
+        "decode": {"step_overhead": 0.0, "host_traffic_share": 1.0}}
+#: Structural engine fields every fit runs on, held (:data:`HELD`) and written with the knobs:
+#: a PCIe group's all-reduce traffic past its peer-to-peer domain all crosses the host link the
+#: group shares (``host_traffic_share`` 1; the GPU catalogue's ``host_link_bandwidth`` and
+#: ``p2p_gpus``, no effect on an NVLink GPU, which has none).
+STRUCTURE = {"host_traffic_share": 1.0}
 #: The prefill knobs the decode fit holds, from the format-blind prefill fit (:data:`GEMM_FIT`):
 #: the weight GEMMs' compute efficiency and half-efficiency tokens (a decode step's GEMMs are a
 #: prompt's kernels at fewer rows, and at large batches they bind on compute) and the
@@ -178,9 +184,10 @@ SHARED_KERNEL_KNOBS = ("compute_efficiency", "gemm_half_tokens", "interconnect_e
 #: efficiency for every weight format (:func:`fit_profile`).
 GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_efficiency")
 #: Every knob a profile row holds, per phase, in the order written.
-KNOBS = {"prefill": FIT["prefill"],
+KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
-                    "layer_overhead", "low_precision_layer_overhead", *SHARED_KERNEL_KNOBS)}
+                    "layer_overhead", "low_precision_layer_overhead", *SHARED_KERNEL_KNOBS,
+                    "host_traffic_share")}
 #: Bootstrap resamples, coverage of the intervals and the seed of every fit.
 N_RESAMPLES = 100
 CONFIDENCE = 0.90
@@ -543,7 +550,8 @@ class ProfileFit:
         prefill knobs :meth:`shared`, with their intervals)."""
         columns = ("value", "lower", "upper")
         table = {column: {
-            "prefill": _knobs(self.prefill.parameters, "prefill", column, FIT["prefill"]),
+            "prefill": {**_knobs(self.prefill.parameters, "prefill", column, FIT["prefill"]),
+                        **HELD["prefill"]},
             "decode": {**_knobs(self.decode.parameters, "decode", column, FIT["decode"]),
                        **HELD["decode"], **self.shared(column)}} for column in columns}
         out = {phase: {k: table["value"][phase][k] for k in KNOBS[phase]} for phase in FIT}
@@ -579,11 +587,12 @@ def fit_profile(rows: list, n_resamples: int = N_RESAMPLES) -> ProfileFit:
     from rooflinekit import Engine
     ds = measurements_from_records(rows)
     common = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": SEED}
-    prefill = calibrate(ds, fit={"prefill": FIT["prefill"], "decode": ()}, **common)
-    gemm = calibrate(ds, fit={"prefill": GEMM_FIT, "decode": ()}, **common)
+    base = Engine(**STRUCTURE)
+    prefill = calibrate(ds, fit={"prefill": FIT["prefill"], "decode": ()}, engine=base, **common)
+    gemm = calibrate(ds, fit={"prefill": GEMM_FIT, "decode": ()}, engine=base, **common)
     shared = ProfileFit(prefill, gemm, None).shared()
     decode = calibrate(ds, fit={"prefill": (), "decode": FIT["decode"]},
-                       engine=Engine(**shared), **common)
+                       engine=Engine(**shared, **STRUCTURE), **common)
     return ProfileFit(prefill, gemm, decode)
 
 

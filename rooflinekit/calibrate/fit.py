@@ -115,7 +115,8 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "prefill_overhead": (0.0, 1.0),
                                    "frontend_latency": (0.0, 1.0),
                                    "interconnect_latency": (0.0, 1e-4),
-                                   "interconnect_efficiency": (0.05, 1.0)})
+                                   "interconnect_efficiency": (0.05, 1.0),
+                                   "host_traffic_share": (0.0, 1.0)})
 
 #: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
 #: rows see the prompt's compute, the serving stack's intercept and, at TP > 1, the all-reduces
@@ -144,7 +145,8 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "layer_overhead": units.MS / 100.0, "low_precision_layer_overhead": units.MS / 100.0,
           "kv_bandwidth_efficiency": 1.0,
           "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
-          "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0}
+          "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
+          "host_traffic_share": 1.0}
 
 
 def _normalise_fit(fit) -> dict:

@@ -95,6 +95,7 @@ _CHECKS = {
     "interconnect_bandwidth": _single(check_positive),
     "interconnect_latency": _single(check_nonnegative),
     "interconnect_efficiency": _efficiency,
+    "host_traffic_share": lambda name, v: check_range(name, v, lo=0, hi=1),
     "compute_dtype": _check_compute_dtype,
     "activation_dtype": _check_activation_dtype,
     "label": _check_label,
@@ -161,6 +162,14 @@ class Engine:
         Latency of one link hop [s], ≥ 0 (a collective pays two); default the GPU's own.
     interconnect_efficiency : float
         Share of the link bandwidth the all-reduce reaches [1], in (0, 1]. Default 1.0.
+    host_traffic_share : float, array_like or xarray.DataArray
+        Share of a PCIe group's all-reduce traffic that crosses the host link the whole group
+        shares [1], in [0, 1], where the GPU's catalogue row gives one
+        (``host_link_bandwidth``) and the group is larger than its peer-to-peer domain
+        (``p2p_gpus``): the per-GPU bandwidth is then ``1 / ((1 − s) / (link · e) + s · d /
+        (host · e))`` for degree ``d`` and ``e = interconnect_efficiency``; ``s = 1`` is all
+        of it, ``host · e / d`` per GPU. GPUs without a shared host link (NVLink/NVSwitch)
+        are unaffected. Default 0: each GPU its own link, the ideal.
     compute_dtype : str, optional
         Format the weight matrix multiplies run in ("fp8", "fp4", ...), which picks the GPU's
         peak. Default: one-byte weights (an FP8 checkpoint) on the GPU's FP8 dense peak where it
@@ -200,6 +209,7 @@ class Engine:
     interconnect_bandwidth: object = None
     interconnect_latency: object = None
     interconnect_efficiency: object = 1.0
+    host_traffic_share: object = 0.0
     compute_dtype: object = None
     activation_dtype: str = "bf16"
     label: str = ""
@@ -287,7 +297,9 @@ class Engine:
         low_precision_layer_overhead)``; the KV traffic weighs ``bandwidth_efficiency /
         kv_bandwidth_efficiency`` against the bandwidth; the all-reduce is
         :func:`rooflinekit.parallel.allreduce_coefficients` over ``link ·
-        interconnect_efficiency``. With every field at its default each term is the
+        interconnect_efficiency`` (past the peer-to-peer domain of a GPU with a shared host
+        link, its ``host_traffic_share`` of the traffic over ``host_link_bandwidth ·
+        interconnect_efficiency / degree``). With every field at its default each term is the
         ideal model's, to the bit (``x · 1.0`` and ``x + 0.0`` are exact).
         """
         tp = laid.get("tp", 1.0)
@@ -299,6 +311,10 @@ class Engine:
             link = group.interconnect_bandwidth if self.interconnect_bandwidth is None else \
                 float(self.interconnect_bandwidth)
             link = link * laid["interconnect_efficiency"]
+            share = laid["host_traffic_share"]
+            if np.any(np.asarray(share) != 0):       # 0 (default): the line above, to the bit
+                link = _host_shared_link(link, group, degree, share,
+                                         laid["interconnect_efficiency"])
             hop = group.interconnect_latency if self.interconnect_latency is None else \
                 float(self.interconnect_latency)
             parallel.require_link(link, degree)
@@ -334,6 +350,20 @@ class Engine:
         group.allreduce_latency = latency
         group.tp = degree
         return group
+
+
+def _host_shared_link(link, group, degree, share, efficiency):
+    """Per-GPU link bandwidth [bytes/s] of a group whose traffic, past the GPU's peer-to-peer
+    domain, crosses a host link the whole group shares (``share`` of it); ``link`` where the
+    GPU has no shared host link or the group fits in the domain."""
+    host = getattr(group, "host_link_bandwidth", math.nan)
+    domain = getattr(group, "p2p_gpus", math.nan)
+    arrays = (link, host, domain, degree, share, efficiency)
+    where = xr.where if any(isinstance(a, xr.DataArray) for a in arrays) else np.where
+    known = ~np.isnan(host)
+    beyond = known & (degree > where(np.isnan(domain), 1.0, domain))
+    shared = 1.0 / ((1.0 - share) / link + share * degree / (where(known, host, 1.0) * efficiency))
+    return where(beyond, shared, link)
 
 
 def _show(value) -> str:
