@@ -95,6 +95,11 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     power = _sourced(row, name, "board_power_w", "power_source")
     domain = _sourced(row, name, "scale_up_gpus", "scale_up_source")
     host, p2p = _host_link(row, name)
+    clock = _sourced(row, name, "boost_clock_mhz", "clock_source")
+    if clock is not None and (isinstance(clock, bool) or not isinstance(clock, (int, float))
+                              or not math.isfinite(clock) or clock <= 0):
+        raise ValueError(f"gpus.toml row {name!r}: boost_clock_mhz must be a number > 0, "
+                         f"got {clock!r}")
     row.pop("notes", None)
     return GPU(
         name=name,
@@ -111,6 +116,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         scale_up_gpus=domain,
         host_link_bandwidth=host,
         p2p_gpus=p2p,
+        boost_clock=None if clock is None else clock * 1e6,
         **extra,
         **row,
     )
@@ -416,6 +422,7 @@ _VARIABLES = {ModelShape: {
     "host_link_bandwidth": ("bytes/s", "host link a PCIe group shares beyond p2p_gpus, per "
                                        "direction (NaN: none)"),
     "p2p_gpus": ("1", "GPUs linked peer to peer without the shared host link (NaN: none)"),
+    "boost_clock": ("Hz", "maximum SM boost clock (NaN: unknown)"),
 }}
 
 

@@ -80,6 +80,10 @@ class GPU:
         crossing the shared host path [1] (the GPUs one PCIe switch links), ≥ 1; a group of
         at most this many never uses ``host_link_bandwidth``. ``None`` (default): 1 where
         ``host_link_bandwidth`` is given.
+    boost_clock : float, optional
+        The SM clock's maximum boost [Hz] (``1.98e9`` for an H100 SXM), > 0: an engine's
+        ``layer_cycles`` (:class:`rooflinekit.Engine`) take ``layer_cycles / boost_clock``
+        seconds per layer on it. ``None`` (default) when unknown.
 
     Notes
     -----
@@ -108,6 +112,7 @@ class GPU:
     scale_up_gpus: int | None = None
     host_link_bandwidth: float | None = None
     p2p_gpus: int | None = None
+    boost_clock: float | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -125,6 +130,7 @@ class GPU:
         set_("host_link_bandwidth", positive_number(
             "host_link_bandwidth", self.host_link_bandwidth, allow_none=True))
         set_("p2p_gpus", whole_number("p2p_gpus", self.p2p_gpus, lo=1, allow_none=True))
+        set_("boost_clock", positive_number("boost_clock", self.boost_clock, allow_none=True))
         set_("hourly_price", real_number("hourly_price", self.hourly_price, lo=0,
                                          allow_none=True))
         set_("n_gpus", whole_number("n_gpus", self.n_gpus, lo=1))

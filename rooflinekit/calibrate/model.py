@@ -211,13 +211,14 @@ class _Groups:
         (its bandwidth part), ``comm_host_bytes`` (that part with ``host_traffic_share`` 1:
         all past the peer-to-peer domain over the GPU's shared host link), ``hops`` (latency
         per unit of hop latency [1]), ``runs``,
-        ``layers`` (``runs × n_layers`` [1]), ``low_precision_layers`` (the layers that pay
+        ``layers`` (``runs × n_layers`` [1]), ``cycles`` (``layers / boost_clock`` [s]),
+        ``low_precision_layers`` (the layers that pay
         ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
         path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``attention``
         (the attention part of ``compute``) and ``prompt`` (``runs × min(prompt tokens,
         1)``)."""
         names = ("compute", "gemm", "memory", "kv", "comm", "comm_bytes", "comm_host_bytes",
-                 "hops", "runs",
+                 "hops", "runs", "cycles",
                  "layers", "low_precision_layers", "low_precision", "attention", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
@@ -261,6 +262,9 @@ class _Groups:
                 / cost.peak_flops
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             terms["layers"][idx] = runs * model.n_layers
+            # seconds per unit of layer_cycles: layers over the clock (NaN: no clock known)
+            clock = getattr(gpu, "boost_clock", None)
+            terms["cycles"][idx] = runs * model.n_layers / (math.nan if clock is None else clock)
             terms["low_precision_layers"][idx] = runs * unit_quantised.step_overhead
             terms["low_precision"][idx] = float(unit_quantised.step_overhead > 0.0)
             terms["prompt"][idx] = [r * min(p, 1.0) for r, (_, p, _, _) in zip(runs, steps)]
@@ -303,6 +307,12 @@ class _Groups:
         if knobs["layer_overhead"] or knobs["prefill_overhead"]:
             out = out + t["layers"] * knobs["layer_overhead"] + \
                 t["prompt"] * knobs["prefill_overhead"]
+        if knobs.get("layer_cycles"):
+            cycles = t["cycles"] if rows is None else t["cycles"][rows]
+            if np.isnan(cycles).any():
+                raise ValueError("layer_cycles needs every row's GPU to give its boost_clock "
+                                 "(the catalogue's boost_clock_mhz)")
+            out = out + t["cycles"] * knobs["layer_cycles"]
         quantised = knobs.get("low_precision_layer_overhead", 0.0)
         if quantised:
             out = out + t["low_precision_layers"] * quantised

@@ -48,11 +48,14 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: per step [s], the KV traffic's own bandwidth efficiency [1], the tokens at which the GEMMs
 #: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s],
 #: the per-hop all-reduce latency [s], the front end's time outside the steps [s], and the
-#: low-precision (FP8) GEMMs' extra fixed time per layer [s] and share of their own peak [1].
+#: low-precision (FP8) GEMMs' extra fixed time per layer [s] and share of their own peak [1],
+#: and a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
+#: ``layer_cycles / boost_clock``, so that it transfers between GPUs of different clocks).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
-                "low_precision_layer_overhead", "low_precision_compute_efficiency")
+                "low_precision_layer_overhead", "low_precision_compute_efficiency",
+                "layer_cycles")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -73,7 +76,7 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                 "interconnect_latency", "interconnect_efficiency"),
                ("frontend_latency",),
                ("low_precision_compute_efficiency", "low_precision_layer_overhead"),
-               ("host_traffic_share",))
+               ("host_traffic_share",), ("layer_cycles",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -109,6 +112,8 @@ def _check_knob(name: str, knob: str, value):
                         "low_precision_compute_efficiency")
     if knob in SECONDS_KNOBS or knob == "gemm_half_tokens":
         return real_number(name, value, lo=0, allow_none=optional)
+    if knob == "layer_cycles":
+        return real_number(name, value, lo=0)
     if knob == "host_traffic_share":
         return real_number(name, value, lo=0, hi=1)
     return real_number(name, value, lo=0, hi=1, lo_open=True, allow_none=optional)
@@ -447,8 +452,8 @@ class Calibration:
             for knob, (low, high) in self.intervals.get(phase, {}).items():
                 z, value = float(deviates[knob][i]), knobs[knob]
                 moved = value + z * ((high - value) if z >= 0 else (value - low)) / z_c
-                ceiling = math.inf if knob in SECONDS_KNOBS or knob == "gemm_half_tokens" \
-                    else 1.0
+                ceiling = math.inf if knob in SECONDS_KNOBS or \
+                    knob in ("gemm_half_tokens", "layer_cycles") else 1.0
                 floor = 0.0 if ceiling == math.inf else min(value, low, 1e-3)
                 knobs[knob] = min(max(moved, floor), ceiling)
             phases[phase] = knobs

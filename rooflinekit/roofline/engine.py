@@ -88,6 +88,7 @@ _CHECKS = {
     "step_overhead": check_nonnegative,
     "layer_overhead": check_nonnegative,
     "low_precision_layer_overhead": check_nonnegative,
+    "layer_cycles": check_nonnegative,
     "prefill_overhead": check_nonnegative,
     "frontend_latency": check_nonnegative,
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
@@ -132,6 +133,11 @@ class Engine:
     layer_overhead : float, array_like or xarray.DataArray
         Fixed time per decoder layer per step [s], ≥ 0: the step's fixed cost is
         ``step_overhead + n_layers · layer_overhead``. Default 0.
+    layer_cycles : float, array_like or xarray.DataArray
+        Fixed cost per decoder layer per step in the GPU's clock cycles [cycles], ≥ 0: it adds
+        ``n_layers · layer_cycles / boost_clock`` seconds to the step's fixed cost, so the
+        same kernels' fixed time scales with the GPU's clock (the catalogue's
+        ``boost_clock_mhz``; a GPU without one refuses a non-zero value). Default 0.
     low_precision_layer_overhead : float, array_like or xarray.DataArray
         Extra fixed time per decoder layer per step when the weight matrix multiplies run on
         a low-precision tensor-core path (W8A8 FP8 or INT8, FP4: the format's dense peak
@@ -202,6 +208,7 @@ class Engine:
     step_overhead: object = 0.0
     layer_overhead: object = 0.0
     low_precision_layer_overhead: object = 0.0
+    layer_cycles: object = 0.0
     prefill_overhead: object = 0.0
     frontend_latency: object = 0.0
     gemm_half_tokens: object = 0.0
@@ -293,8 +300,8 @@ class Engine:
         ``peak = peak_flops · tp · e`` with ``e = low_precision_compute_efficiency`` where
         ``q = 1`` and it is given, else ``compute_efficiency`` (attention's peak always takes
         ``compute_efficiency``), ``bandwidth = hbm · tp · bandwidth_efficiency``,
-        ``fixed = step_overhead + n_layers · (layer_overhead + q ·
-        low_precision_layer_overhead)``; the KV traffic weighs ``bandwidth_efficiency /
+        ``fixed = step_overhead + n_layers · (layer_overhead + layer_cycles / boost_clock +
+        q · low_precision_layer_overhead)``; the KV traffic weighs ``bandwidth_efficiency /
         kv_bandwidth_efficiency`` against the bandwidth; the all-reduce is
         :func:`rooflinekit.parallel.allreduce_coefficients` over ``link ·
         interconnect_efficiency`` (past the peer-to-peer domain of a GPU with a shared host
@@ -340,6 +347,14 @@ class Engine:
         if np.any(np.asarray(quantised) != 0):      # 0 (default): the line above, to the bit
             group.step_overhead = group.step_overhead + layers * np.where(
                 low_precision, quantised, 0.0)
+        cycles = laid["layer_cycles"]
+        if np.any(np.asarray(cycles) != 0):         # 0 (default): the lines above, to the bit
+            clock = getattr(group, "boost_clock", math.nan)
+            if np.any(np.isnan(np.asarray(clock, dtype=float))):
+                raise ValueError("layer_cycles needs the GPU's boost_clock (the catalogue's "
+                                 "boost_clock_mhz), which this GPU does not give; use "
+                                 "layer_overhead [s] instead")
+            group.step_overhead = group.step_overhead + layers * cycles / clock
         group.gemm_half_tokens = laid["gemm_half_tokens"]
         group.prefill_overhead = laid["prefill_overhead"]
         group.frontend_latency = laid["frontend_latency"]
