@@ -51,6 +51,32 @@ def _sourced(row: dict, name: str, field: str, source: str):
     return value
 
 
+def _host_link(row: dict, name: str) -> tuple:
+    """Pop a PCIe row's shared host link (``host_link_gb_s`` [1e9 B/s]) and its peer-to-peer
+    domain (``p2p_gpus``), both under one ``host_link_source``: (bytes/s or None, int or None).
+    A figure without its source, a domain without the link, or a value out of range is
+    refused with a ``ValueError`` naming the field."""
+    link = row.pop("host_link_gb_s", None)
+    p2p = row.pop("p2p_gpus", None)
+    source = row.pop("host_link_source", None)
+    if (link is not None or p2p is not None) and not source:
+        raise ValueError(f"gpus.toml row {name!r}: host_link_gb_s and p2p_gpus need a "
+                         f"host_link_source")
+    if p2p is not None and link is None:
+        raise ValueError(f"gpus.toml row {name!r}: p2p_gpus needs host_link_gb_s (the link "
+                         f"the larger groups share)")
+    if link is not None:
+        if isinstance(link, bool) or not isinstance(link, (int, float)) or \
+                not math.isfinite(link) or link <= 0:
+            raise ValueError(f"gpus.toml row {name!r}: host_link_gb_s must be a number > 0, "
+                             f"got {link!r}")
+        link = link * units.GB_PER_S
+    if p2p is not None and (isinstance(p2p, bool) or not isinstance(p2p, int) or p2p < 1):
+        raise ValueError(f"gpus.toml row {name!r}: p2p_gpus must be a whole number >= 1, "
+                         f"got {p2p!r}")
+    return link, p2p
+
+
 def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     row = dict(row)
     aliases = row.pop("aliases", [])
@@ -68,6 +94,12 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     extra = {"interconnect_latency": latency * units.US} if latency is not None else {}
     power = _sourced(row, name, "board_power_w", "power_source")
     domain = _sourced(row, name, "scale_up_gpus", "scale_up_source")
+    host, p2p = _host_link(row, name)
+    clock = _sourced(row, name, "boost_clock_mhz", "clock_source")
+    if clock is not None and (isinstance(clock, bool) or not isinstance(clock, (int, float))
+                              or not math.isfinite(clock) or clock <= 0):
+        raise ValueError(f"gpus.toml row {name!r}: boost_clock_mhz must be a number > 0, "
+                         f"got {clock!r}")
     row.pop("notes", None)
     return GPU(
         name=name,
@@ -82,6 +114,9 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         source=row.pop("source"),
         board_power=power,
         scale_up_gpus=domain,
+        host_link_bandwidth=host,
+        p2p_gpus=p2p,
+        boost_clock=None if clock is None else clock * 1e6,
         **extra,
         **row,
     )
@@ -384,6 +419,10 @@ _VARIABLES = {ModelShape: {
     "n_gpus": ("1", "GPUs per group"),
     "board_power": ("W", "maximum board power (NaN: unknown)"),
     "scale_up_gpus": ("1", "GPUs one NVLink/Infinity Fabric domain links (NaN: unknown)"),
+    "host_link_bandwidth": ("bytes/s", "host link a PCIe group shares beyond p2p_gpus, per "
+                                       "direction (NaN: none)"),
+    "p2p_gpus": ("1", "GPUs linked peer to peer without the shared host link (NaN: none)"),
+    "boost_clock": ("Hz", "maximum SM boost clock (NaN: unknown)"),
 }}
 
 

@@ -66,6 +66,24 @@ class GPU:
         NVLink and NVSwitch, a GB200 NVL72's 72); a tensor-parallel group larger than it would
         all-reduce over the network, which the model does not time, so planners refuse it.
         ``None`` when unknown (no check).
+    host_link_bandwidth : float, optional
+        Per-direction bandwidth [bytes/s] of the host path that a PCIe group's collective
+        traffic shares once the group is larger than ``p2p_gpus``: GPUs under different PCIe
+        switches reach each other through the CPU root complex (and, across sockets, the
+        inter-socket link), so the whole group's all-reduce traffic crosses one such link
+        instead of each GPU's own. ``None`` (default) when the GPUs have a switched fabric of
+        their own (NVLink/NVSwitch) or it is unknown: each GPU then keeps its
+        ``interconnect_bandwidth``. Used only by an engine whose ``host_traffic_share`` is
+        above 0 (:class:`rooflinekit.Engine`).
+    p2p_gpus : int, optional
+        GPUs that reach each other peer to peer at ``interconnect_bandwidth`` without
+        crossing the shared host path [1] (the GPUs one PCIe switch links), ≥ 1; a group of
+        at most this many never uses ``host_link_bandwidth``. ``None`` (default): 1 where
+        ``host_link_bandwidth`` is given.
+    boost_clock : float, optional
+        The SM clock's maximum boost [Hz] (``1.98e9`` for an H100 SXM), > 0: an engine's
+        ``layer_cycles`` (:class:`rooflinekit.Engine`) take ``layer_cycles / boost_clock``
+        seconds per layer on it. ``None`` (default) when unknown.
 
     Notes
     -----
@@ -92,6 +110,9 @@ class GPU:
     source: str = ""
     board_power: float | None = None
     scale_up_gpus: int | None = None
+    host_link_bandwidth: float | None = None
+    p2p_gpus: int | None = None
+    boost_clock: float | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -106,6 +127,10 @@ class GPU:
                                                  self.interconnect_latency, lo=0))
         set_("scale_up_gpus", whole_number("scale_up_gpus", self.scale_up_gpus, lo=1,
                                            allow_none=True))
+        set_("host_link_bandwidth", positive_number(
+            "host_link_bandwidth", self.host_link_bandwidth, allow_none=True))
+        set_("p2p_gpus", whole_number("p2p_gpus", self.p2p_gpus, lo=1, allow_none=True))
+        set_("boost_clock", positive_number("boost_clock", self.boost_clock, allow_none=True))
         set_("hourly_price", real_number("hourly_price", self.hourly_price, lo=0,
                                          allow_none=True))
         set_("n_gpus", whole_number("n_gpus", self.n_gpus, lo=1))

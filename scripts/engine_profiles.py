@@ -83,7 +83,14 @@ Per (engine, GPU, version), :func:`fit_profile` runs three
 Held-out errors (:func:`held_out_errors`, the same three fits without bootstrap): leave one
 GPU out (fit on the other GPUs' rows of the same engine, predict this GPU's rows), and across
 model sizes (fit on one model's rows of this (engine, GPU), predict the other's; the worse
-direction).
+direction). Leaving a GPU out, the decode fit holds the fixed time per layer as clock cycles
+(``layer_cycles``, :data:`TRANSFER_DECODE_FIT`): each row's GPU turns them into seconds with
+the catalogue's boost clock, so the A100's (1.41 GHz) comes out longer than the Hopper and
+Blackwell GPUs' (1.98 GHz) and the L40S's (2.52 GHz) shorter.
+
+Structure from the GPU catalogue: the L40S is the one PCIe GPU, and past a pair its
+all-reduces share one host link (``host_link_gb_s``, ``p2p_gpus``); every fit runs on an
+engine with ``host_traffic_share = 1`` (:data:`STRUCTURE`), which the profiles carry.
 
 The fit, stage 2: serving (vLLM only)
 -------------------------------------
@@ -167,7 +174,13 @@ FIT = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
        "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "layer_overhead",
                   "low_precision_layer_overhead")}
 #: Knobs held at a value in the kernel fit, written with it (interval ``[value, value]``).
-HELD = {"prefill": {}, "decode": {"step_overhead": 0.0}}
+HELD = {"prefill": {"host_traffic_share": 1.0},
+        "decode": {"step_overhead": 0.0, "host_traffic_share": 1.0}}
+#: Structural engine fields every fit runs on, held (:data:`HELD`) and written with the knobs:
+#: a PCIe group's all-reduce traffic past its peer-to-peer domain all crosses the host link the
+#: group shares (``host_traffic_share`` 1; the GPU catalogue's ``host_link_bandwidth`` and
+#: ``p2p_gpus``, no effect on an NVLink GPU, which has none).
+STRUCTURE = {"host_traffic_share": 1.0}
 #: The prefill knobs the decode fit holds, from the format-blind prefill fit (:data:`GEMM_FIT`):
 #: the weight GEMMs' compute efficiency and half-efficiency tokens (a decode step's GEMMs are a
 #: prompt's kernels at fewer rows, and at large batches they bind on compute) and the
@@ -178,9 +191,19 @@ SHARED_KERNEL_KNOBS = ("compute_efficiency", "gemm_half_tokens", "interconnect_e
 #: efficiency for every weight format (:func:`fit_profile`).
 GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_efficiency")
 #: Every knob a profile row holds, per phase, in the order written.
-KNOBS = {"prefill": FIT["prefill"],
+KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
-                    "layer_overhead", "low_precision_layer_overhead", *SHARED_KERNEL_KNOBS)}
+                    "layer_overhead", "low_precision_layer_overhead", *SHARED_KERNEL_KNOBS,
+                    "host_traffic_share")}
+#: The decode knobs of a fit whose knobs go to ANOTHER GPU (leave one GPU out): the fixed time
+#: per layer as clock cycles (``layer_cycles``, seconds ``layer_cycles / boost_clock`` on each
+#: row's GPU, the catalogue's clock) instead of seconds. The tables' fixed time per layer is
+#: 1.6-1.9x Hopper's on the A100 (1.41 GHz against 1.98): in seconds the pooled value of the
+#: other GPUs is the Hopper one and the held-out A100 comes out 12-21 % fast. A fit to one
+#: GPU's rows (the profiles written, across model sizes) has one clock, where the two are the
+#: same, and keeps ``layer_overhead`` [s], which every GPU can use.
+TRANSFER_DECODE_FIT = tuple("layer_cycles" if k == "layer_overhead" else k
+                            for k in FIT["decode"])
 #: Bootstrap resamples, coverage of the intervals and the seed of every fit.
 N_RESAMPLES = 100
 CONFIDENCE = 0.90
@@ -532,6 +555,13 @@ class ProfileFit:
     prefill: object
     gemm: object
     decode: object
+    decode_fit: tuple = FIT["decode"]
+
+    def _decode_names(self, names) -> tuple:
+        """``names`` with ``layer_overhead`` as ``layer_cycles`` in a transfer fit."""
+        if "layer_cycles" not in self.decode_fit:
+            return tuple(names)
+        return tuple("layer_cycles" if k == "layer_overhead" else k for k in names)
 
     def shared(self, column: str = "value") -> dict:
         """The prefill knobs the decode phase holds (:data:`SHARED_KERNEL_KNOBS`), ``column``."""
@@ -543,12 +573,14 @@ class ProfileFit:
         prefill knobs :meth:`shared`, with their intervals)."""
         columns = ("value", "lower", "upper")
         table = {column: {
-            "prefill": _knobs(self.prefill.parameters, "prefill", column, FIT["prefill"]),
-            "decode": {**_knobs(self.decode.parameters, "decode", column, FIT["decode"]),
+            "prefill": {**_knobs(self.prefill.parameters, "prefill", column, FIT["prefill"]),
+                        **HELD["prefill"]},
+            "decode": {**_knobs(self.decode.parameters, "decode", column, self.decode_fit),
                        **HELD["decode"], **self.shared(column)}} for column in columns}
-        out = {phase: {k: table["value"][phase][k] for k in KNOBS[phase]} for phase in FIT}
+        names = {"prefill": KNOBS["prefill"], "decode": self._decode_names(KNOBS["decode"])}
+        out = {phase: {k: table["value"][phase][k] for k in names[phase]} for phase in FIT}
         out["interval"] = {phase: {k: [table["lower"][phase][k], table["upper"][phase][k]]
-                                   for k in KNOBS[phase]} for phase in FIT}
+                                   for k in names[phase]} for phase in FIT}
         return out
 
     def calibration(self):
@@ -563,8 +595,11 @@ class ProfileFit:
         return _mape(getattr(self, phase).errors, phase)
 
 
-def fit_profile(rows: list, n_resamples: int = N_RESAMPLES) -> ProfileFit:
-    """The kernel fit of ``rows`` (deterministic: seed :data:`SEED`).
+def fit_profile(rows: list, n_resamples: int = N_RESAMPLES, transfer: bool = False) -> \
+        ProfileFit:
+    """The kernel fit of ``rows`` (deterministic: seed :data:`SEED`); ``transfer``: with the
+    decode knobs of :data:`TRANSFER_DECODE_FIT` (a layer's fixed time in clock cycles), for
+    knobs that go to another GPU.
 
     Three calibrations: the prefill knobs of :data:`FIT` to the TTFT rows (the prefill phase);
     the knobs of :data:`GEMM_FIT` to the same rows, one compute efficiency for every weight
@@ -579,12 +614,14 @@ def fit_profile(rows: list, n_resamples: int = N_RESAMPLES) -> ProfileFit:
     from rooflinekit import Engine
     ds = measurements_from_records(rows)
     common = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": SEED}
-    prefill = calibrate(ds, fit={"prefill": FIT["prefill"], "decode": ()}, **common)
-    gemm = calibrate(ds, fit={"prefill": GEMM_FIT, "decode": ()}, **common)
+    base = Engine(**STRUCTURE)
+    prefill = calibrate(ds, fit={"prefill": FIT["prefill"], "decode": ()}, engine=base, **common)
+    gemm = calibrate(ds, fit={"prefill": GEMM_FIT, "decode": ()}, engine=base, **common)
     shared = ProfileFit(prefill, gemm, None).shared()
-    decode = calibrate(ds, fit={"prefill": (), "decode": FIT["decode"]},
-                       engine=Engine(**shared), **common)
-    return ProfileFit(prefill, gemm, decode)
+    decode_fit = TRANSFER_DECODE_FIT if transfer else FIT["decode"]
+    decode = calibrate(ds, fit={"prefill": (), "decode": decode_fit},
+                       engine=Engine(**shared, **STRUCTURE), **common)
+    return ProfileFit(prefill, gemm, decode, decode_fit)
 
 
 def profile_knobs(fit: ProfileFit) -> dict:
@@ -597,11 +634,12 @@ def _mape(result_errors, phase: str) -> float:
     return float(result_errors["mape_calibrated"].sel(phase=phase))
 
 
-def held_out_errors(train: list, test: list) -> tuple[float, float]:
+def held_out_errors(train: list, test: list, transfer: bool = False) -> tuple[float, float]:
     """(TPOT, TTFT) MAPE [%] on ``test`` of a :func:`fit_profile` to ``train`` (no bootstrap;
-    NaN for a phase ``test`` does not measure)."""
+    NaN for a phase ``test`` does not measure; ``transfer``: the fit for another GPU)."""
     from rooflinekit.calibrate import predict
-    predicted = predict(measurements_from_records(test), fit_profile(train, 0).calibration())
+    fitted = fit_profile(train, 0, transfer=transfer).calibration()
+    predicted = predict(measurements_from_records(test), fitted)
     out = []
     for phase, column in (("decode", "tpot_ms"), ("prefill", "ttft_ms")):
         measured = np.array([r.get(column, math.nan) for r in test], dtype=float) * MS
@@ -612,10 +650,12 @@ def held_out_errors(train: list, test: list) -> tuple[float, float]:
 
 
 def leave_one_gpu_out(rows: list) -> dict:
-    """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows."""
+    """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows (the
+    transfer fit: a layer's fixed time in clock cycles, :data:`TRANSFER_DECODE_FIT`)."""
     gpus = sorted({r["gpu"] for r in rows})
     return {gpu: held_out_errors([r for r in rows if r["gpu"] != gpu],
-                                 [r for r in rows if r["gpu"] == gpu]) for gpu in gpus}
+                                 [r for r in rows if r["gpu"] == gpu], transfer=True)
+            for gpu in gpus}
 
 
 def model_size_error(rows: list) -> tuple[float, dict]:
@@ -874,8 +914,13 @@ HEADER = (
     "overheads are a floor under a served engine's (aiconfigurator's own vLLM estimate adds "
     "0.8 ms per layer of CPU dispatch to each TTFT; not included). "
     "step_overhead is held at 0 in this kernel fit (every two-model fit finds 0; freed on one "
-    "model size it wrecks the transfer to the other). held_out_error and held_out_error_ttft: "
-    "leave-one-GPU-out MAPE [%] of the kernel fit; model_size_error: TPOT MAPE [%] fitted on "
+    "model size it wrecks the transfer to the other). host_traffic_share = 1 is held in every fit: "
+    "a PCIe group larger than the catalogue's p2p_gpus sends its all-reduces over the one host "
+    "link it shares (host_link_gb_s; the L40S row), no effect on NVLink GPUs. "
+    "held_out_error and held_out_error_ttft: "
+    "leave-one-GPU-out MAPE [%] of the kernel fit (there the fixed time per layer is fitted as "
+    "clock cycles, layer_cycles, turned into seconds with each GPU's catalogue boost clock); "
+    "model_size_error: TPOT MAPE [%] fitted on "
     "one model, applied to the other (the worse way); fit_error: in-sample TPOT MAPE [%]; all "
     "against the kernel sums.")
 

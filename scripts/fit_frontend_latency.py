@@ -32,7 +32,9 @@ source weighs the same. One value for every GPU: the front end runs on the host.
 
 Held out by source: the fit is repeated without each vLLM source and scored on that source
 (mean absolute percentage error of the mean TTFT at its points below saturation). Sources of
-another engine (NVIDIA NIM) never enter the fit and are always held out. The shipped value is
+another engine (NVIDIA NIM, SGLang) and sweeps on a GPU without a vLLM profile of its own (the
+RTX 4090's, timed by the L40S profile) never enter the fit and are always held out: the
+nearest profile's error is not the front end's. The shipped value is
 the fit to every vLLM source; its interval is the 5th-95th percentile of the fit over sources
 resampled with replacement (:data:`N_RESAMPLES`, seed 0).
 
@@ -63,6 +65,17 @@ VLLM_TOML = Path(__file__).resolve().parents[1] / "rooflinekit" / "data" / "engi
 N_RESAMPLES = 1000
 #: Share of the resampled fits below the interval's ends.
 INTERVAL = (0.05, 0.95)
+
+
+#: GPUs with a vLLM profile of their own; a sweep on another GPU is timed by its nearest's.
+PROFILED = {key.gpu for key in rooflinekit.ENGINE_PROFILES if key.engine == "vllm"}
+
+
+def fitted(point) -> bool:
+    """Whether a point enters the fit: a vLLM sweep on a GPU with its own vLLM profile. A
+    sweep timed by the nearest GPU's profile (the RTX 4090's: the L40S's) would charge that
+    profile's error to the front end; it is scored held out, as another engine's is."""
+    return point["engine"] == "vllm" and point["own_profile"]
 
 
 def _without_frontend(gpu: str) -> Calibration:
@@ -98,7 +111,8 @@ def ttft_points(path=sweeps_score.DEFAULT_SWEEPS, *, replicates=3, requests=300,
             pred = sweeps_score.predict_point(point, engine, kind, replicates=replicates,
                                               requests=requests, seed=seed)
             out.append({"sweep": name, "source": sweeps_score.source_group(point["source"]),
-                        "engine": point["engine"], "measured": measured / 1e3,
+                        "engine": point["engine"], "own_profile": point["gpu"] in PROFILED,
+                        "measured": measured / 1e3,
                         "predicted": pred[key] / 1e3})
     return out
 
@@ -124,7 +138,7 @@ def mape(points, latency: float) -> float:
 
 def held_out(points) -> list[dict]:
     """Per source: the fit without it and its TTFT error, before (0) and after."""
-    trained = [p for p in points if p["engine"] == "vllm"]
+    trained = [p for p in points if fitted(p)]
     rows = []
     for source in dict.fromkeys(p["source"] for p in points):
         mine = [p for p in points if p["source"] == source]
@@ -137,7 +151,7 @@ def held_out(points) -> list[dict]:
 
 def interval(points, seed=0) -> tuple[float, float]:
     """5th-95th percentile of the fit over the vLLM sources resampled with replacement."""
-    trained = [p for p in points if p["engine"] == "vllm"]
+    trained = [p for p in points if fitted(p)]
     sources = list(dict.fromkeys(p["source"] for p in trained))
     by_source = {s: [p for p in trained if p["source"] == s] for s in sources}
     rng = np.random.default_rng(seed)
@@ -203,7 +217,7 @@ def main(argv=None) -> int:
                         help="write the fit into rooflinekit/data/engine_profiles/vllm.toml")
     args = parser.parse_args(argv)
     points = ttft_points()
-    value = fit([p for p in points if p["engine"] == "vllm"])
+    value = fit([p for p in points if fitted(p)])
     lo, hi = interval(points)
     rows = held_out(points)
     print(f"frontend_latency = {value * 1e3:.2f} ms (90 % over sources: "

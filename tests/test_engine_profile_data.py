@@ -31,10 +31,11 @@ FIELDS = ("gpu", "version", "date", "source", "models", "held_out_error", "held_
           "model_size_error", "fit_error", "prefill", "decode", "interval")
 ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "model_size_error", "fit_error")
 KNOBS = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
-                     "interconnect_efficiency", "low_precision_compute_efficiency"),
+                     "interconnect_efficiency", "low_precision_compute_efficiency",
+                     "host_traffic_share"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "compute_efficiency",
-                    "gemm_half_tokens", "interconnect_efficiency")}
+                    "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share")}
 #: Knobs a later stage adds to one engine's phase.
 UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",)}
 

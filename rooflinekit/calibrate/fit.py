@@ -115,7 +115,9 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "prefill_overhead": (0.0, 1.0),
                                    "frontend_latency": (0.0, 1.0),
                                    "interconnect_latency": (0.0, 1e-4),
-                                   "interconnect_efficiency": (0.05, 1.0)})
+                                   "interconnect_efficiency": (0.05, 1.0),
+                                   "host_traffic_share": (0.0, 1.0),
+                                   "layer_cycles": (0.0, 4e5)})
 
 #: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
 #: rows see the prompt's compute, the serving stack's intercept and, at TP > 1, the all-reduces
@@ -144,7 +146,8 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "layer_overhead": units.MS / 100.0, "low_precision_layer_overhead": units.MS / 100.0,
           "kv_bandwidth_efficiency": 1.0,
           "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
-          "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0}
+          "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
+          "host_traffic_share": 1.0, "layer_cycles": 1e4}
 
 
 def _normalise_fit(fit) -> dict:
@@ -177,14 +180,17 @@ def _normalise_bounds(bounds) -> dict:
         except (TypeError, ValueError):
             raise ValueError(f"bounds[{key!r}] must be a pair of numbers (low, high); "
                              f"got {show(pair)}") from None
-        unbounded = key in SECONDS_KNOBS or key == "gemm_half_tokens"
+        unbounded = key in SECONDS_KNOBS or key in ("gemm_half_tokens", "layer_cycles")
         if unbounded:
             ok = 0 <= lo < hi < math.inf
+        elif key == "host_traffic_share":       # a share that may be 0: none of the traffic
+            ok = 0 <= lo < hi <= 1
         else:
             ok = 0 < lo < hi <= 1
         if not ok:
-            unit = "tokens" if key == "gemm_half_tokens" else "seconds"
-            allowed = f"0 <= low < high ({unit})" if unbounded else "0 < low < high <= 1"
+            unit = {"gemm_half_tokens": "tokens", "layer_cycles": "cycles"}.get(key, "seconds")
+            allowed = f"0 <= low < high ({unit})" if unbounded else \
+                "0 <= low < high <= 1" if key == "host_traffic_share" else "0 < low < high <= 1"
             raise ValueError(f"bounds[{key!r}] must satisfy {allowed}; got {show(pair)}")
         out[key] = (lo, hi)
     return out
@@ -252,7 +258,8 @@ _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "low_precision_layer_overhead": (0.0, 2e-5),
            "prefill_overhead": (0.0, 2e-2, 1e-1), "frontend_latency": (0.0, 2e-2),
            "gemm_half_tokens": (0.0, 128.0),
-           "interconnect_latency": (0.0, 1e-5), "interconnect_efficiency": (1.0, 0.5, 0.25)}
+           "interconnect_latency": (0.0, 1e-5), "interconnect_efficiency": (1.0, 0.5, 0.25),
+           "layer_cycles": (0.0, 4e4)}
 
 
 def _starting_points(groups, phase, rows, targets, free, fixed, bounds):

@@ -208,13 +208,17 @@ class _Groups:
         """Per row, each at full efficiency and no engine cost [s unless stated]: ``compute``,
         ``gemm`` (compute per unit of ``gemm_half_tokens`` [s/token]), ``memory`` (all traffic),
         ``kv`` (its KV part), ``comm`` (all-reduce at the GPU's link latency), ``comm_bytes``
-        (its bandwidth part), ``hops`` (latency per unit of hop latency [1]), ``runs``,
-        ``layers`` (``runs × n_layers`` [1]), ``low_precision_layers`` (the layers that pay
+        (its bandwidth part), ``comm_host_bytes`` (that part with ``host_traffic_share`` 1:
+        all past the peer-to-peer domain over the GPU's shared host link), ``hops`` (latency
+        per unit of hop latency [1]), ``runs``,
+        ``layers`` (``runs × n_layers`` [1]), ``cycles`` (``layers / boost_clock`` [s]),
+        ``low_precision_layers`` (the layers that pay
         ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
         path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``attention``
         (the attention part of ``compute``) and ``prompt`` (``runs × min(prompt tokens,
         1)``)."""
-        names = ("compute", "gemm", "memory", "kv", "comm", "comm_bytes", "hops", "runs",
+        names = ("compute", "gemm", "memory", "kv", "comm", "comm_bytes", "comm_host_bytes",
+                 "hops", "runs", "cycles",
                  "layers", "low_precision_layers", "low_precision", "attention", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
@@ -225,6 +229,9 @@ class _Groups:
             cost = roofline.step_cost_coefficients(model, gpu, tp, engine=plain)
             unit_hop = roofline.step_cost_coefficients(
                 model, gpu, tp, engine=plain.replace(interconnect_latency=1.0))
+            # the bandwidth part with all the traffic on a shared host link, where the GPU has one
+            unit_host = roofline.step_cost_coefficients(
+                model, gpu, tp, engine=plain.replace(host_traffic_share=1.0))
             # layers that pay the low-precision GEMMs' overhead: n_layers on such a path, else 0
             unit_quantised = roofline.step_cost_coefficients(
                 model, gpu, tp, engine=plain.replace(low_precision_layer_overhead=1.0))
@@ -243,6 +250,8 @@ class _Groups:
                 "comm": cost._replace(**no_flops, bandwidth=math.inf),
                 "comm_bytes": cost._replace(**no_flops, bandwidth=math.inf,
                                             allreduce_latency=0.0),
+                "comm_host_bytes": unit_host._replace(**no_flops, bandwidth=math.inf,
+                                                      allreduce_latency=0.0),
             }
             steps = list(zip(*self._steps(phase, idx, model, cost)))
             for name, part in alone.items():
@@ -253,6 +262,9 @@ class _Groups:
                 / cost.peak_flops
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             terms["layers"][idx] = runs * model.n_layers
+            # seconds per unit of layer_cycles: layers over the clock (NaN: no clock known)
+            clock = getattr(gpu, "boost_clock", None)
+            terms["cycles"][idx] = runs * model.n_layers / (math.nan if clock is None else clock)
             terms["low_precision_layers"][idx] = runs * unit_quantised.step_overhead
             terms["low_precision"][idx] = float(unit_quantised.step_overhead > 0.0)
             terms["prompt"][idx] = [r * min(p, 1.0) for r, (_, p, _, _) in zip(runs, steps)]
@@ -274,7 +286,12 @@ class _Groups:
         if knobs["kv_bandwidth_efficiency"] is not None:
             memory = memory + t["kv"] * (1.0 / knobs["kv_bandwidth_efficiency"]
                                          - 1.0 / knobs["bandwidth_efficiency"])
-        link = t["comm_bytes"] / knobs["interconnect_efficiency"]
+        link_bytes = t["comm_bytes"]
+        share = knobs["host_traffic_share"]
+        if share:           # 0 (default): each GPU's own link, to the bit
+            link_bytes = link_bytes + share * (t["comm_host_bytes"] - t["comm_bytes"])
+        link = link_bytes / knobs["interconnect_efficiency"]
+        # comm holds the latency and the own-link bytes at full share: swap those bytes for link
         comm = t["comm"] + (link - t["comm_bytes"]) if knobs["interconnect_latency"] is None \
             else link + knobs["interconnect_latency"] * t["hops"]
         low_efficiency = knobs.get("low_precision_compute_efficiency")
@@ -290,6 +307,12 @@ class _Groups:
         if knobs["layer_overhead"] or knobs["prefill_overhead"]:
             out = out + t["layers"] * knobs["layer_overhead"] + \
                 t["prompt"] * knobs["prefill_overhead"]
+        if knobs.get("layer_cycles"):
+            cycles = t["cycles"] if rows is None else t["cycles"][rows]
+            if np.isnan(cycles).any():
+                raise ValueError("layer_cycles needs every row's GPU to give its boost_clock "
+                                 "(the catalogue's boost_clock_mhz)")
+            out = out + t["cycles"] * knobs["layer_cycles"]
         quantised = knobs.get("low_precision_layer_overhead", 0.0)
         if quantised:
             out = out + t["low_precision_layers"] * quantised

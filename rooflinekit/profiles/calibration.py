@@ -48,17 +48,24 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: per step [s], the KV traffic's own bandwidth efficiency [1], the tokens at which the GEMMs
 #: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s],
 #: the per-hop all-reduce latency [s], the front end's time outside the steps [s], and the
-#: low-precision (FP8) GEMMs' extra fixed time per layer [s] and share of their own peak [1].
+#: low-precision (FP8) GEMMs' extra fixed time per layer [s] and share of their own peak [1],
+#: and a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
+#: ``layer_cycles / boost_clock``, so that it transfers between GPUs of different clocks).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
-                "low_precision_layer_overhead", "low_precision_compute_efficiency")
+                "low_precision_layer_overhead", "low_precision_compute_efficiency",
+                "layer_cycles")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
 #: engine's collectives reach a similar share of an A100's and an H100's NVLink
 #: (docs/calibration.md: the share transfers between GPUs, a fitted absolute bandwidth does not).
-LINK_KNOBS = ("interconnect_efficiency",)
+#: ``host_traffic_share`` [1], in [0, 1], the share of a PCIe group's all-reduce traffic
+#: that crosses the host link the catalogue says the whole group shares past its
+#: peer-to-peer domain (``host_link_bandwidth``, ``p2p_gpus``): a structural switch read with
+#: the GPU's own figures, no effect on a GPU without such a link; 0 (ideal) by default.
+LINK_KNOBS = ("interconnect_efficiency", "host_traffic_share")
 #: Every knob a calibration can hold.
 KNOBS = PARAMETERS + ENGINE_KNOBS + LINK_KNOBS
 #: The knobs in the order :meth:`Calibration.draw` draws their deviates, block after block: a
@@ -68,7 +75,8 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                 "kv_bandwidth_efficiency", "gemm_half_tokens", "prefill_overhead",
                 "interconnect_latency", "interconnect_efficiency"),
                ("frontend_latency",),
-               ("low_precision_compute_efficiency", "low_precision_layer_overhead"))
+               ("low_precision_compute_efficiency", "low_precision_layer_overhead"),
+               ("host_traffic_share",), ("layer_cycles",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -104,6 +112,10 @@ def _check_knob(name: str, knob: str, value):
                         "low_precision_compute_efficiency")
     if knob in SECONDS_KNOBS or knob == "gemm_half_tokens":
         return real_number(name, value, lo=0, allow_none=optional)
+    if knob == "layer_cycles":
+        return real_number(name, value, lo=0)
+    if knob == "host_traffic_share":
+        return real_number(name, value, lo=0, hi=1)
     return real_number(name, value, lo=0, hi=1, lo_open=True, allow_none=optional)
 
 
@@ -213,7 +225,8 @@ class Calibration:
         layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
         per hop], ``gemm_half_tokens`` [tokens], each ≥ 0, ``kv_bandwidth_efficiency`` and
         ``low_precision_compute_efficiency`` in (0, 1] [1]; and the link share
-        ``interconnect_efficiency`` in (0, 1] [1] (:data:`LINK_KNOBS`).
+        ``interconnect_efficiency`` in (0, 1] [1] and ``host_traffic_share`` in [0, 1] [1]
+        (:data:`LINK_KNOBS`).
     source : str
         What the knobs were fitted to.
     held_out_error : float, optional
@@ -439,8 +452,8 @@ class Calibration:
             for knob, (low, high) in self.intervals.get(phase, {}).items():
                 z, value = float(deviates[knob][i]), knobs[knob]
                 moved = value + z * ((high - value) if z >= 0 else (value - low)) / z_c
-                ceiling = math.inf if knob in SECONDS_KNOBS or knob == "gemm_half_tokens" \
-                    else 1.0
+                ceiling = math.inf if knob in SECONDS_KNOBS or \
+                    knob in ("gemm_half_tokens", "layer_cycles") else 1.0
                 floor = 0.0 if ceiling == math.inf else min(value, low, 1e-3)
                 knobs[knob] = min(max(moved, floor), ceiling)
             phases[phase] = knobs

@@ -88,6 +88,7 @@ _CHECKS = {
     "step_overhead": check_nonnegative,
     "layer_overhead": check_nonnegative,
     "low_precision_layer_overhead": check_nonnegative,
+    "layer_cycles": check_nonnegative,
     "prefill_overhead": check_nonnegative,
     "frontend_latency": check_nonnegative,
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
@@ -95,6 +96,7 @@ _CHECKS = {
     "interconnect_bandwidth": _single(check_positive),
     "interconnect_latency": _single(check_nonnegative),
     "interconnect_efficiency": _efficiency,
+    "host_traffic_share": lambda name, v: check_range(name, v, lo=0, hi=1),
     "compute_dtype": _check_compute_dtype,
     "activation_dtype": _check_activation_dtype,
     "label": _check_label,
@@ -131,6 +133,11 @@ class Engine:
     layer_overhead : float, array_like or xarray.DataArray
         Fixed time per decoder layer per step [s], ≥ 0: the step's fixed cost is
         ``step_overhead + n_layers · layer_overhead``. Default 0.
+    layer_cycles : float, array_like or xarray.DataArray
+        Fixed cost per decoder layer per step in the GPU's clock cycles [cycles], ≥ 0: it adds
+        ``n_layers · layer_cycles / boost_clock`` seconds to the step's fixed cost, so the
+        same kernels' fixed time scales with the GPU's clock (the catalogue's
+        ``boost_clock_mhz``; a GPU without one refuses a non-zero value). Default 0.
     low_precision_layer_overhead : float, array_like or xarray.DataArray
         Extra fixed time per decoder layer per step when the weight matrix multiplies run on
         a low-precision tensor-core path (W8A8 FP8 or INT8, FP4: the format's dense peak
@@ -161,6 +168,14 @@ class Engine:
         Latency of one link hop [s], ≥ 0 (a collective pays two); default the GPU's own.
     interconnect_efficiency : float
         Share of the link bandwidth the all-reduce reaches [1], in (0, 1]. Default 1.0.
+    host_traffic_share : float, array_like or xarray.DataArray
+        Share of a PCIe group's all-reduce traffic that crosses the host link the whole group
+        shares [1], in [0, 1], where the GPU's catalogue row gives one
+        (``host_link_bandwidth``) and the group is larger than its peer-to-peer domain
+        (``p2p_gpus``): the per-GPU bandwidth is then ``1 / ((1 − s) / (link · e) + s · d /
+        (host · e))`` for degree ``d`` and ``e = interconnect_efficiency``; ``s = 1`` is all
+        of it, ``host · e / d`` per GPU. GPUs without a shared host link (NVLink/NVSwitch)
+        are unaffected. Default 0: each GPU its own link, the ideal.
     compute_dtype : str, optional
         Format the weight matrix multiplies run in ("fp8", "fp4", ...), which picks the GPU's
         peak. Default: one-byte weights (an FP8 checkpoint) on the GPU's FP8 dense peak where it
@@ -193,6 +208,7 @@ class Engine:
     step_overhead: object = 0.0
     layer_overhead: object = 0.0
     low_precision_layer_overhead: object = 0.0
+    layer_cycles: object = 0.0
     prefill_overhead: object = 0.0
     frontend_latency: object = 0.0
     gemm_half_tokens: object = 0.0
@@ -200,6 +216,7 @@ class Engine:
     interconnect_bandwidth: object = None
     interconnect_latency: object = None
     interconnect_efficiency: object = 1.0
+    host_traffic_share: object = 0.0
     compute_dtype: object = None
     activation_dtype: str = "bf16"
     label: str = ""
@@ -283,11 +300,13 @@ class Engine:
         ``peak = peak_flops · tp · e`` with ``e = low_precision_compute_efficiency`` where
         ``q = 1`` and it is given, else ``compute_efficiency`` (attention's peak always takes
         ``compute_efficiency``), ``bandwidth = hbm · tp · bandwidth_efficiency``,
-        ``fixed = step_overhead + n_layers · (layer_overhead + q ·
-        low_precision_layer_overhead)``; the KV traffic weighs ``bandwidth_efficiency /
+        ``fixed = step_overhead + n_layers · (layer_overhead + layer_cycles / boost_clock +
+        q · low_precision_layer_overhead)``; the KV traffic weighs ``bandwidth_efficiency /
         kv_bandwidth_efficiency`` against the bandwidth; the all-reduce is
         :func:`rooflinekit.parallel.allreduce_coefficients` over ``link ·
-        interconnect_efficiency``. With every field at its default each term is the
+        interconnect_efficiency`` (past the peer-to-peer domain of a GPU with a shared host
+        link, its ``host_traffic_share`` of the traffic over ``host_link_bandwidth ·
+        interconnect_efficiency / degree``). With every field at its default each term is the
         ideal model's, to the bit (``x · 1.0`` and ``x + 0.0`` are exact).
         """
         tp = laid.get("tp", 1.0)
@@ -299,6 +318,10 @@ class Engine:
             link = group.interconnect_bandwidth if self.interconnect_bandwidth is None else \
                 float(self.interconnect_bandwidth)
             link = link * laid["interconnect_efficiency"]
+            share = laid["host_traffic_share"]
+            if np.any(np.asarray(share) != 0):       # 0 (default): the line above, to the bit
+                link = _host_shared_link(link, group, degree, share,
+                                         laid["interconnect_efficiency"])
             hop = group.interconnect_latency if self.interconnect_latency is None else \
                 float(self.interconnect_latency)
             parallel.require_link(link, degree)
@@ -324,6 +347,14 @@ class Engine:
         if np.any(np.asarray(quantised) != 0):      # 0 (default): the line above, to the bit
             group.step_overhead = group.step_overhead + layers * np.where(
                 low_precision, quantised, 0.0)
+        cycles = laid["layer_cycles"]
+        if np.any(np.asarray(cycles) != 0):         # 0 (default): the lines above, to the bit
+            clock = getattr(group, "boost_clock", math.nan)
+            if np.any(np.isnan(np.asarray(clock, dtype=float))):
+                raise ValueError("layer_cycles needs the GPU's boost_clock (the catalogue's "
+                                 "boost_clock_mhz), which this GPU does not give; use "
+                                 "layer_overhead [s] instead")
+            group.step_overhead = group.step_overhead + layers * cycles / clock
         group.gemm_half_tokens = laid["gemm_half_tokens"]
         group.prefill_overhead = laid["prefill_overhead"]
         group.frontend_latency = laid["frontend_latency"]
@@ -334,6 +365,20 @@ class Engine:
         group.allreduce_latency = latency
         group.tp = degree
         return group
+
+
+def _host_shared_link(link, group, degree, share, efficiency):
+    """Per-GPU link bandwidth [bytes/s] of a group whose traffic, past the GPU's peer-to-peer
+    domain, crosses a host link the whole group shares (``share`` of it); ``link`` where the
+    GPU has no shared host link or the group fits in the domain."""
+    host = getattr(group, "host_link_bandwidth", math.nan)
+    domain = getattr(group, "p2p_gpus", math.nan)
+    arrays = (link, host, domain, degree, share, efficiency)
+    where = xr.where if any(isinstance(a, xr.DataArray) for a in arrays) else np.where
+    known = ~np.isnan(host)
+    beyond = known & (degree > where(np.isnan(domain), 1.0, domain))
+    shared = 1.0 / ((1.0 - share) / link + share * degree / (where(known, host, 1.0) * efficiency))
+    return where(beyond, shared, link)
 
 
 def _show(value) -> str:

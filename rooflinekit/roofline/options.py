@@ -45,6 +45,9 @@ OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0,
                          "index_topk": math.inf, "indexer_bytes_per_token_per_layer": 0.0}
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")
+#: GPU fields a Dataset or array spec may lack, NaN then: a PCIe group's shared host link and
+#: its peer-to-peer domain (none: every GPU keeps its own link), and the boost clock.
+OPTIONAL_GPU_FIELDS = ("host_link_bandwidth", "p2p_gpus", "boost_clock")
 
 
 def _spec_fields(kind: str, spec, spec_type: type, fields: tuple, from_object) -> dict:
@@ -105,6 +108,17 @@ def model_fields(model) -> dict:
 def gpu_fields(gpu, compute_dtype) -> dict:
     """The GPU's fields as floats (object) or DataArrays over ``gpu`` (Dataset)."""
     out = _spec_fields("gpu", gpu, GPU, GPU_FIELDS, _gpu_object_fields)
+    for k in OPTIONAL_GPU_FIELDS:
+        if k in out:
+            continue
+        if isinstance(gpu, GPU):
+            value = getattr(gpu, k)
+            out[k] = math.nan if value is None else float(value)
+        elif isinstance(gpu, xr.Dataset):
+            out[k] = gpu[k].astype(float) if k in gpu else math.nan
+        else:
+            value = getattr(gpu, k, None)
+            out[k] = math.nan if value is None else np.asarray(value, dtype=float)
     out["peak_flops"] = parallel.device_peak_flops(gpu, compute_dtype)
     if isinstance(out["peak_flops"], numbers.Real):
         out["peak_flops"] = float(out["peak_flops"])
