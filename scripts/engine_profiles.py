@@ -80,6 +80,14 @@ Per (engine, GPU, version), :func:`fit_profile` runs three
    is held at 0 (:data:`HELD`: every two-model fit finds 0, and freed on one model's rows it
    trades against the per-layer overhead and wrecks the transfer to the other size).
 
+Then the MoE stage (:func:`moe_layer_overhead`): the kernel fit's shapes are dense, yet an
+MoE block at a few tokens takes a fixed time beyond reading its experts (routing, token
+permutation, grouped GEMM launches) that no dense row shows. The MoE tables
+(``moe/<engine>/<version>/moe_perf.parquet``) give it per GPU and engine: 16-50 us a layer
+on H100, H200 and B200 over the dense MLP's GEMMs. It is written as ``moe_layer_overhead``
+in both phases (0 where the version has no MoE table: vLLM 0.14 and TensorRT-LLM 1.0 on the
+A100).
+
 Held-out errors (:func:`held_out_errors`, the same three fits without bootstrap): leave one
 GPU out (fit on the other GPUs' rows of the same engine, predict this GPU's rows), and across
 model sizes (fit on one model's rows of this (engine, GPU), predict the other's; the worse
@@ -191,10 +199,17 @@ SHARED_KERNEL_KNOBS = ("compute_efficiency", "gemm_half_tokens", "interconnect_e
 #: efficiency for every weight format (:func:`fit_profile`).
 GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_efficiency")
 #: Every knob a profile row holds, per phase, in the order written.
-KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share"),
+KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", *SHARED_KERNEL_KNOBS,
-                    "host_traffic_share")}
+                    "host_traffic_share", "moe_layer_overhead")}
+#: The MoE tables' rows the MoE stage reads (:func:`moe_layer_overhead`): their formats'
+#: bytes per weight (FP8 blocks: one fp32 scale per 128 × 128), a few tokens a step, the
+#: experts sharded over the tensor-parallel group (no expert parallelism) with tokens spread
+#: evenly over them.
+MOE_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0 + 4.0 / (128 * 128)}
+MOE_MAX_TOKENS = 16
+MOE_DISTRIBUTIONS = ("balanced", "uniform")
 #: The decode knobs of a fit whose knobs go to ANOTHER GPU (leave one GPU out): the fixed time
 #: per layer as clock cycles (``layer_cycles``, seconds ``layer_cycles / boost_clock`` on each
 #: row's GPU, the catalogue's clock) instead of seconds. The tables' fixed time per layer is
@@ -416,6 +431,85 @@ def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tup
     return KernelTables(gemm, attention["generation"], attention["context"], allreduce, files)
 
 
+# -- the MoE stage -------------------------------------------------------------------------------
+
+def _intercepts(latency: np.ndarray, weight_bytes: np.ndarray, bandwidth: float) -> np.ndarray:
+    """A kernel's fixed time [s]: its latency less its weights' read at ``bandwidth``."""
+    return latency - weight_bytes / bandwidth
+
+
+def moe_layer_overhead(system: str, engine: str, version: str, bandwidth_efficiency: float,
+                       n_resamples: int = N_RESAMPLES) -> dict | None:
+    """``moe_layer_overhead`` [s] of one (engine, GPU) from its MoE and GEMM tables, or None
+    where the version has no MoE table.
+
+    An MoE block at a few tokens takes a fixed time beyond reading its experts' weights
+    (routing, token permutation, grouped GEMM launches): per row of the MoE table
+    (:data:`MOE_MAX_TOKENS` tokens or fewer, experts sharded ``moe_tp_size`` ways, tokens spread
+    evenly, the formats of :data:`MOE_BYTES`; the fastest kernel per point), its latency less
+    the experts touched (``E·(1 − (1 − k/E)^n)`` of them, ``3·h·I`` weights each, over the
+    shards) read at the HBM bandwidth times the profile's decode ``bandwidth_efficiency``. The
+    dense layer's MLP (gate_up and down), which ``layer_overhead`` holds, has such a fixed time
+    too: the same difference for the bf16 GEMMs of Llama-3.1-8B and -70B's MLPs at TP 1-8 and
+    1-16 rows. The knob is the MoE block's median less the MLP's (≥ 0); its interval the
+    5th-95th percentile of that over :data:`N_RESAMPLES` resamples of both tables' rows (seed
+    :data:`SEED`).
+    """
+    path = data_root() / system / "moe" / engine / version / "moe_perf.parquet"
+    if not path.exists():
+        return None
+    gpu = catalog.gpu(SYSTEM_TO_GPU[system])
+    bandwidth = gpu.hbm_bandwidth * bandwidth_efficiency
+    frame = _read(path)
+    frame = frame[frame["moe_dtype"].isin(list(MOE_BYTES)) & (frame["moe_ep_size"] == 1)
+                  & frame["distribution"].isin(list(MOE_DISTRIBUTIONS))
+                  & (frame["num_tokens"] <= MOE_MAX_TOKENS)
+                  & frame["moe_tp_size"].isin(list(TP_DEGREES))]
+    keys = ["moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+            "moe_tp_size"]
+    best = frame.groupby(keys, as_index=False)["latency"].min()
+    if best.empty:
+        return None
+    e, k, n = (best[c].to_numpy(dtype=float) for c in ("num_experts", "topk", "num_tokens"))
+    touched = e * (1.0 - (1.0 - k / e) ** n)
+    weights = touched * 3.0 * best["hidden_size"].to_numpy(dtype=float) * \
+        best["inter_size"].to_numpy(dtype=float) * \
+        best["moe_dtype"].map(MOE_BYTES).to_numpy(dtype=float) / \
+        best["moe_tp_size"].to_numpy(dtype=float)
+    moe = _intercepts(best["latency"].to_numpy(dtype=float) * MS, weights, bandwidth)
+    tables = load_tables(system, engine, version, ())
+    gemm = tables.gemm["bf16"]
+    mlp = []
+    for name in MODELS:
+        model = catalog.model(name)
+        h, inter = model.hidden_size, model.intermediate_size
+        for tp in TP_DEGREES:
+            for rows in (1, 2, 4, 8, 16):
+                latency = gemm(rows, 2 * inter // tp, h) + gemm(rows, h, inter // tp)
+                mlp.append(float(_intercepts(latency, 3.0 * h * inter / tp * 2.0, bandwidth)))
+    mlp = np.array(mlp)
+    value = max(0.0, float(np.median(moe) - np.median(mlp)))
+    rng = np.random.default_rng(SEED)
+    draws = [max(0.0, float(np.median(rng.choice(moe, moe.size))
+                            - np.median(rng.choice(mlp, mlp.size))))
+             for _ in range(n_resamples)]
+    low, high = np.quantile(draws, (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
+    return {"value": value, "interval": [min(float(low), value), max(float(high), value)],
+            "moe_points": int(moe.size), "moe_median": float(np.median(moe)),
+            "mlp_median": float(np.median(mlp)), "file": str(path.relative_to(data_root()))}
+
+
+def with_moe_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
+    """``knobs`` (:func:`profile_knobs`) with ``moe_layer_overhead`` and its interval in both
+    phases (:func:`moe_layer_overhead`; 0 where the version has no MoE table)."""
+    moe = moe_layer_overhead(system, engine, version, knobs["decode"]["bandwidth_efficiency"])
+    for phase in ("prefill", "decode"):
+        knobs[phase]["moe_layer_overhead"] = 0.0 if moe is None else moe["value"]
+        knobs["interval"][phase]["moe_layer_overhead"] = \
+            [0.0, 0.0] if moe is None else list(moe["interval"])
+    return knobs
+
+
 # -- the synthesised step -----------------------------------------------------------------------
 
 def layer_gemms(model, tp: int) -> list[tuple[int, int]]:
@@ -577,7 +671,10 @@ class ProfileFit:
                         **HELD["prefill"]},
             "decode": {**_knobs(self.decode.parameters, "decode", column, self.decode_fit),
                        **HELD["decode"], **self.shared(column)}} for column in columns}
-        names = {"prefill": KNOBS["prefill"], "decode": self._decode_names(KNOBS["decode"])}
+        # the MoE stage's knob is not the kernel fit's: build_engine adds it
+        fitted = {phase: tuple(k for k in KNOBS[phase] if k != "moe_layer_overhead")
+                  for phase in KNOBS}
+        names = {"prefill": fitted["prefill"], "decode": self._decode_names(fitted["decode"])}
         out = {phase: {k: table["value"][phase][k] for k in names[phase]} for phase in FIT}
         out["interval"] = {phase: {k: [table["lower"][phase][k], table["upper"][phase][k]]
                                    for k in names[phase]} for phase in FIT}
@@ -917,6 +1014,12 @@ HEADER = (
     "model size it wrecks the transfer to the other). host_traffic_share = 1 is held in every fit: "
     "a PCIe group larger than the catalogue's p2p_gpus sends its all-reduces over the one host "
     "link it shares (host_link_gb_s; the L40S row), no effect on NVLink GPUs. "
+    "moe_layer_overhead (both phases; 0 where the version has no MoE table) is read from the "
+    "MoE tables (systems/data/<system>/moe/{engine}/<version>/moe_perf.parquet): the median, "
+    "over their rows of at most 16 tokens with the experts sharded over TP 1-8 and tokens "
+    "spread evenly, of the block's latency less its touched experts' weights at the fitted "
+    "decode bandwidth, less the same for the bf16 gate_up and down GEMMs of a dense MLP "
+    "(which layer_overhead holds); interval: 5th-95th percentile over {n} resamples. "
     "held_out_error and held_out_error_ttft: "
     "leave-one-GPU-out MAPE [%] of the kernel fit (there the fixed time per layer is fitted as "
     "clock cycles, layer_cycles, turned into seconds with each GPU's catalogue boost clock); "
@@ -1009,7 +1112,7 @@ def build_engine(engine: str, today: str, log=print) -> list:
     for system, (rows, version) in per_system.items():
         gpu_name = SYSTEM_TO_GPU[system]
         result = fit_profile(rows)
-        knobs = profile_knobs(result)
+        knobs = with_moe_stage(profile_knobs(result), system, engine, version)
         size_error, each = model_size_error(rows)
         tpot_out, ttft_out = held_out.get(gpu_name, (math.nan, math.nan))
         comm = allreduce_version(system, engine, version)

@@ -234,11 +234,13 @@ def test_engine_knobs_recovered_from_exact_decode_data():
     for knob, value in TRUE.items():
         assert got[knob] == pytest.approx(value, rel=2e-3), knob
     assert float(result.errors.sel(phase="decode")["mape_calibrated"]) < 0.05
-    # the prefill phase's own knobs (TTFT) are not decode parameters; nor is layer_cycles,
-    # which fit="engine" leaves at its prior (it needs every row's GPU clock)
+    # the prefill phase's own knobs (TTFT) are not decode parameters; nor are layer_cycles,
+    # which fit="engine" leaves at its prior (it needs every row's GPU clock), and
+    # moe_layer_overhead (read from MoE kernel tables, not fitted to rows)
     assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead", "frontend_latency",
                                 "low_precision_compute_efficiency",
-                                "low_precision_layer_overhead", "layer_cycles"} <= set(
+                                "low_precision_layer_overhead", "layer_cycles",
+                                "moe_layer_overhead"} <= set(
         result.parameters["parameter"].values)
 
 

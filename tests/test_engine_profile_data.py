@@ -32,10 +32,11 @@ FIELDS = ("gpu", "version", "date", "source", "models", "held_out_error", "held_
 ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "model_size_error", "fit_error")
 KNOBS = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
                      "interconnect_efficiency", "low_precision_compute_efficiency",
-                     "host_traffic_share"),
+                     "host_traffic_share", "moe_layer_overhead"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "compute_efficiency",
-                    "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share")}
+                    "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
+                    "moe_layer_overhead")}
 #: Knobs a later stage adds to one engine's phase.
 UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",)}
 
@@ -216,7 +217,8 @@ def test_rederived_knobs_match_the_shipped_ones():
     shipped = next(p for p in _load(engine)["profile"] if p["gpu"] == script.SYSTEM_TO_GPU[system])
     rows, version = script.synthesise(engine, system, shipped["version"])
     assert version == shipped["version"]
-    knobs = script.profile_knobs(script.fit_profile(rows))
+    knobs = script.with_moe_stage(script.profile_knobs(script.fit_profile(rows)), system,
+                                  engine, version)
     serving = {knob for _, knob in script.SERVING_KNOBS}      # set by the serving stage
     assert knobs["decode"]["step_overhead"] == 0.0              # held in the kernel fit
     for phase in KNOBS:
@@ -226,3 +228,20 @@ def test_rederived_knobs_match_the_shipped_ones():
             assert knobs[phase][name] == pytest.approx(shipped[phase][name], rel=1e-6, abs=1e-12)
             assert knobs["interval"][phase][name] == pytest.approx(
                 shipped["interval"][phase][name], rel=1e-6, abs=1e-12)
+
+
+def test_rederived_moe_overhead_matches_the_shipped_one():
+    """The MoE stage re-run on the H200's vLLM tables gives the shipped value and interval
+    (where the profiles' extra is installed)."""
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    script = _script()
+    shipped = next(p for p in _load("vllm")["profile"] if p["gpu"] == "H200-SXM-141GB")
+    moe = script.moe_layer_overhead("h200_sxm", "vllm", shipped["version"],
+                                    shipped["decode"]["bandwidth_efficiency"])
+    for phase in ("prefill", "decode"):
+        assert shipped[phase]["moe_layer_overhead"] == pytest.approx(moe["value"], rel=1e-9)
+        assert shipped["interval"][phase]["moe_layer_overhead"] == pytest.approx(
+            moe["interval"], rel=1e-9)
+    assert 3e-5 < moe["value"] < 5e-5 and moe["moe_points"] > 500

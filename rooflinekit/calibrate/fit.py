@@ -99,8 +99,8 @@ FOLD = "fold"
 #: than a second per step would not be an overhead. The engine knobs' bounds are physical
 #: ceilings, generous on purpose (the data, not the bound, should set a value): the KV
 #: traffic reaches at least 5 % of the bandwidth; a decoder layer's kernel launches cost at
-#: most 100 µs per step (an 80-layer model: 8 ms); GEMMs reach half their efficiency by 4,096
-#: tokens a step at the latest; a link hop costs at most 100 µs; the all-reduces reach at
+#: most 100 µs per step (an 80-layer model: 8 ms), an MoE block 200 µs more; GEMMs reach half
+#: their efficiency by 4,096 tokens a step at the latest; a link hop costs at most 100 µs; the all-reduces reach at
 #: least 5 % of the link's datasheet bandwidth. The published utilisation fits can be held
 #: against: ``docs/calibration.md``, "The fit's design". Every prior is the base engine's
 #: value (``engine=`` of :func:`calibrate`; the ideal model by default).
@@ -117,7 +117,8 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "interconnect_latency": (0.0, 1e-4),
                                    "interconnect_efficiency": (0.05, 1.0),
                                    "host_traffic_share": (0.0, 1.0),
-                                   "layer_cycles": (0.0, 4e5)})
+                                   "layer_cycles": (0.0, 4e5),
+                                   "moe_layer_overhead": (0.0, 2e-4)})
 
 #: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
 #: rows see the prompt's compute, the serving stack's intercept and, at TP > 1, the all-reduces
@@ -147,7 +148,8 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "kv_bandwidth_efficiency": 1.0,
           "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
-          "host_traffic_share": 1.0, "layer_cycles": 1e4}
+          "host_traffic_share": 1.0, "layer_cycles": 1e4,
+          "moe_layer_overhead": units.MS / 100.0}
 
 
 def _normalise_fit(fit) -> dict:
@@ -259,7 +261,7 @@ _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "prefill_overhead": (0.0, 2e-2, 1e-1), "frontend_latency": (0.0, 2e-2),
            "gemm_half_tokens": (0.0, 128.0),
            "interconnect_latency": (0.0, 1e-5), "interconnect_efficiency": (1.0, 0.5, 0.25),
-           "layer_cycles": (0.0, 4e4)}
+           "layer_cycles": (0.0, 4e4), "moe_layer_overhead": (0.0, 3e-5)}
 
 
 def _starting_points(groups, phase, rows, targets, free, fixed, bounds):

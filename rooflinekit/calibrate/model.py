@@ -211,7 +211,8 @@ class _Groups:
         (its bandwidth part), ``comm_host_bytes`` (that part with ``host_traffic_share`` 1:
         all past the peer-to-peer domain over the GPU's shared host link), ``hops`` (latency
         per unit of hop latency [1]), ``runs``,
-        ``layers`` (``runs × n_layers`` [1]), ``cycles`` (``layers / boost_clock`` [s]),
+        ``layers`` (``runs × n_layers`` [1]), ``moe_layers`` (``layers`` of a model with more
+        than one expert, else 0 [1]), ``cycles`` (``layers / boost_clock`` [s]),
         ``low_precision_layers`` (the layers that pay
         ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
         path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``attention``
@@ -219,7 +220,7 @@ class _Groups:
         1)``)."""
         names = ("compute", "gemm", "memory", "kv", "comm", "comm_bytes", "comm_host_bytes",
                  "hops", "runs", "cycles",
-                 "layers", "low_precision_layers", "low_precision", "attention", "prompt")
+                 "layers", "moe_layers", "low_precision_layers", "low_precision", "attention", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
         for idx, model, gpu, tp, engine in self.groups:
@@ -262,6 +263,7 @@ class _Groups:
                 / cost.peak_flops
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             terms["layers"][idx] = runs * model.n_layers
+            terms["moe_layers"][idx] = runs * model.n_layers * float(model.n_experts > 1)
             # seconds per unit of layer_cycles: layers over the clock (NaN: no clock known)
             clock = getattr(gpu, "boost_clock", None)
             terms["cycles"][idx] = runs * model.n_layers / (math.nan if clock is None else clock)
@@ -313,6 +315,9 @@ class _Groups:
                 raise ValueError("layer_cycles needs every row's GPU to give its boost_clock "
                                  "(the catalogue's boost_clock_mhz)")
             out = out + t["cycles"] * knobs["layer_cycles"]
+        moe = knobs.get("moe_layer_overhead", 0.0)
+        if moe:             # 0 (default): the lines above, to the bit
+            out = out + t["moe_layers"] * moe
         quantised = knobs.get("low_precision_layer_overhead", 0.0)
         if quantised:
             out = out + t["low_precision_layers"] * quantised

@@ -55,7 +55,7 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
                 "low_precision_layer_overhead", "low_precision_compute_efficiency",
-                "layer_cycles")
+                "layer_cycles", "moe_layer_overhead")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -76,7 +76,7 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                 "interconnect_latency", "interconnect_efficiency"),
                ("frontend_latency",),
                ("low_precision_compute_efficiency", "low_precision_layer_overhead"),
-               ("host_traffic_share",), ("layer_cycles",))
+               ("host_traffic_share",), ("layer_cycles",), ("moe_layer_overhead",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -86,7 +86,7 @@ IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
 ENGINE_IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in ENGINE_KNOBS + LINK_KNOBS})
 #: Knobs in seconds (fitted in milliseconds; shown in ms).
 SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency",
-                 "frontend_latency", "low_precision_layer_overhead")
+                 "frontend_latency", "low_precision_layer_overhead", "moe_layer_overhead")
 #: Columns of a measurement table a calibration can keep knob sets by.
 GROUP_FIELDS = ("gpu", "engine", "dtype", "model")
 
@@ -221,8 +221,8 @@ class Calibration:
         The shared knobs of each phase, each an :class:`~rooflinekit.Engine` field:
         ``compute_efficiency`` and ``bandwidth_efficiency`` in (0, 1] [1] and ``step_overhead``
         [s] ≥ 0, ideal (1, 1, 0) where missing; where fitted, the engine knobs
-        (:data:`ENGINE_KNOBS`): ``layer_overhead`` and ``low_precision_layer_overhead`` [s per
-        layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
+        (:data:`ENGINE_KNOBS`): ``layer_overhead``, ``low_precision_layer_overhead`` and
+        ``moe_layer_overhead`` [s per layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
         per hop], ``gemm_half_tokens`` [tokens], each ≥ 0, ``kv_bandwidth_efficiency`` and
         ``low_precision_compute_efficiency`` in (0, 1] [1]; and the link share
         ``interconnect_efficiency`` in (0, 1] [1] and ``host_traffic_share`` in [0, 1] [1]

@@ -89,6 +89,7 @@ _CHECKS = {
     "layer_overhead": check_nonnegative,
     "low_precision_layer_overhead": check_nonnegative,
     "layer_cycles": check_nonnegative,
+    "moe_layer_overhead": check_nonnegative,
     "prefill_overhead": check_nonnegative,
     "frontend_latency": check_nonnegative,
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
@@ -144,6 +145,13 @@ class Engine:
         above the GPU's 16-bit one) [s], ≥ 0: what such a GEMM's activation quantisation and
         scaling add to its launch, over the layer's four GEMMs. It adds to ``layer_overhead``
         on those steps only; 16-bit and weight-only formats never pay it. Default 0.
+    moe_layer_overhead : float, array_like or xarray.DataArray
+        Extra fixed time per decoder layer per step of a mixture-of-experts model [s], ≥ 0: what
+        an MoE block's routing, token permutation and grouped expert GEMMs take at few tokens
+        beyond reading the experts' weights, over the two MLP GEMMs of a dense layer that
+        ``layer_overhead`` holds. Every layer of a model with more than one expert pays it
+        (DeepSeek's three dense layers of 61 too: a 5 % overstatement there); dense models
+        never do. Default 0.
     prefill_overhead : float, array_like or xarray.DataArray
         Fixed time a step carrying prompt tokens pays once (admission, scheduling of a new
         prompt): the TTFT intercept [s], ≥ 0. Default 0.
@@ -209,6 +217,7 @@ class Engine:
     layer_overhead: object = 0.0
     low_precision_layer_overhead: object = 0.0
     layer_cycles: object = 0.0
+    moe_layer_overhead: object = 0.0
     prefill_overhead: object = 0.0
     frontend_latency: object = 0.0
     gemm_half_tokens: object = 0.0
@@ -301,7 +310,8 @@ class Engine:
         ``q = 1`` and it is given, else ``compute_efficiency`` (attention's peak always takes
         ``compute_efficiency``), ``bandwidth = hbm · tp · bandwidth_efficiency``,
         ``fixed = step_overhead + n_layers · (layer_overhead + layer_cycles / boost_clock +
-        q · low_precision_layer_overhead)``; the KV traffic weighs ``bandwidth_efficiency /
+        q · low_precision_layer_overhead + m · moe_layer_overhead)`` with ``m = 1`` for a
+        model of more than one expert, else 0; the KV traffic weighs ``bandwidth_efficiency /
         kv_bandwidth_efficiency`` against the bandwidth; the all-reduce is
         :func:`rooflinekit.parallel.allreduce_coefficients` over ``link ·
         interconnect_efficiency`` (past the peer-to-peer domain of a GPU with a shared host
@@ -355,6 +365,10 @@ class Engine:
                                  "boost_clock_mhz), which this GPU does not give; use "
                                  "layer_overhead [s] instead")
             group.step_overhead = group.step_overhead + layers * cycles / clock
+        moe = laid["moe_layer_overhead"]
+        if model is not None and np.any(np.asarray(moe) != 0):     # 0 (default): unchanged
+            group.step_overhead = group.step_overhead + layers * np.where(
+                model.n_experts > 1, moe, 0.0)
         group.gemm_half_tokens = laid["gemm_half_tokens"]
         group.prefill_overhead = laid["prefill_overhead"]
         group.frontend_latency = laid["frontend_latency"]
