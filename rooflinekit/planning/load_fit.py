@@ -38,6 +38,12 @@ LOAD_KNOBS = {
     "frontend_latency": ("prefill", 0.0, 0.5),
 }
 
+#: Where a one-knob fit first looks, as shares of the knob's range: finest near 0, where the
+#: overheads sit (for ``step_overhead``, 0-50 ms: 0, 0.125, 0.25, 0.5, 1, 2, 4.2, 8.3, 17, 33
+#: and 50 ms).
+ONE_KNOB_GRID = (0.0, 1 / 400, 1 / 200, 1 / 100, 1 / 50, 1 / 25, 1 / 12, 1 / 6, 1 / 3, 2 / 3, 1.0)
+
+
 class LoadFit(NamedTuple):
     """What :func:`fit_under_load` returns: ``calibration``, the profile with the fitted knobs
     (its intervals dropped), and ``table`` over ``request_rate``: ``measured_*``, ``before_*``
@@ -114,6 +120,14 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     ``random`` dataset's fixed lengths). The fit minimises, by bounded least squares
     (:func:`scipy.optimize.least_squares`, overheads in milliseconds), the relative residuals
     ``(simulated − measured) / measured`` of the mean TPOT and the mean TTFT of every run.
+    ``frontend_latency`` adds the same seconds to every simulated TTFT and to nothing else, so
+    for the other knobs' every value its best value is closed-form,
+    ``L = Σ (m − p) / m² / Σ 1 / m²`` over the runs' measured ``m`` and simulated ``p`` TTFT at
+    ``L = 0`` (clipped to its bounds): the search runs over the other knobs alone (variable
+    projection), and where it is the only knob, one simulation fits it. One knob besides it is
+    searched on :data:`ONE_KNOB_GRID` over its whole range, then by Brent's method in the best
+    cell, so that the fit does not depend on where the profile starts it; more knobs by bounded
+    least squares from the profile's values.
 
     References
     ----------
@@ -172,16 +186,54 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     lower = np.array([LOAD_KNOBS[k][1] for k in fit]) * scale
     upper = np.array([LOAD_KNOBS[k][2] for k in fit]) * scale
 
+    # frontend_latency adds the same seconds to every simulated TTFT and to nothing else, so
+    # for any other knobs its least-squares value is closed-form (variable projection): one
+    # simulation at 0 gives it, and the search runs over the other knobs alone
+    front = fit.index("frontend_latency") if "frontend_latency" in fit else None
+    searched = [i for i in range(len(fit)) if i != front]
+
+    def solve(x):
+        """The simulated (TTFT, TPOT) of the searched knobs ``x`` (fit units) and every knob's
+        value (SI), the front end's at its closed-form best."""
+        values = np.zeros(len(fit))
+        values[searched] = x / scale[searched]
+        got = simulate(_with_knobs(base, fit, values, "load fit"))
+        if front is not None:
+            m, p = measured[:, 0], got[:, 0]
+            ok = np.isfinite(p)
+            best = np.sum((m - p)[ok] / m[ok] ** 2) / np.sum(1.0 / m[ok] ** 2) if ok.any() \
+                else 0.0
+            values[front] = min(max(best, LOAD_KNOBS["frontend_latency"][1]),
+                                LOAD_KNOBS["frontend_latency"][2])
+            got[:, 0] = got[:, 0] + values[front]
+        return got, values
+
     def residuals(x):
-        got = simulate(_with_knobs(base, fit, x / scale, "load fit"))
-        r = (got - measured) / measured
+        r = (solve(x)[0] - measured) / measured
         return np.where(np.isfinite(r), r, 10.0).ravel()
 
-    from scipy.optimize import least_squares     # scipy: loaded on the first fit
-    x0 = np.clip(np.array(start) * scale, lower, upper)
-    solution = least_squares(residuals, x0, bounds=(lower, upper), diff_step=0.05,
-                             x_scale=np.maximum(upper - lower, 1e-9) / 10, max_nfev=60)
-    values = solution.x / scale
+    x0 = np.clip(np.array(start) * scale, lower, upper)[searched]
+    if len(searched) == 1:
+        # one knob: a simulated sweep is piecewise flat in it, where a gradient step from the
+        # profile's value stalls; a grid over its whole range, then Brent's method in the best
+        # cell, finds the same minimum from any start
+        from scipy.optimize import minimize_scalar
+        lo, hi = lower[searched][0], upper[searched][0]
+        grid = lo + (hi - lo) * np.array(ONE_KNOB_GRID)
+        costs = [float(np.sum(residuals(np.array([g])) ** 2)) for g in grid]
+        k = int(np.argmin(costs))
+        cell = (grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)])
+        best = minimize_scalar(lambda g: float(np.sum(residuals(np.array([g])) ** 2)),
+                               bounds=cell, method="bounded",
+                               options={"xatol": (hi - lo) * 1e-4, "maxiter": 30})
+        x0 = np.array([best.x if best.fun <= costs[k] else grid[k]])
+    elif searched:
+        from scipy.optimize import least_squares     # scipy: loaded on the first fit
+        solution = least_squares(residuals, x0, bounds=(lower[searched], upper[searched]),
+                                 diff_step=0.05, max_nfev=60,
+                                 x_scale=np.maximum(upper - lower, 1e-9)[searched] / 10)
+        x0 = solution.x
+    values = solve(x0)[1]
     rates = [r["request_rate"] for r in runs]
     before = simulate(base)
     tool = "GuideLLM" if _is_guidellm(results) else "vllm bench serve"
