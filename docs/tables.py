@@ -353,11 +353,12 @@ def _load_sweeps_table() -> str:
 def _own_engine_table() -> str:
     """The sweeps of an engine other than vLLM, scored with that engine's shipped profile."""
     scorer = _scorer()
-    others = [name for name, points in scorer.read_sweeps().items()
-              if scorer.PROFILE_OF_ENGINE[points[0]["engine"]] != "vllm"]
+    engines = {name: points[0]["engine"] for name, points in scorer.read_sweeps().items()}
+    others = [name for name, engine in engines.items()
+              if scorer.PROFILE_OF_ENGINE[engine] != "vllm"]
     rows = []
     for r in scorer.score(engine=scorer.own_engine, sweeps=others):
-        engine = scorer.read_sweeps()[r["sweep"]][0]["engine"]
+        engine = engines[r["sweep"]]
         rows.append([r["sweep"], f"{engine} → {scorer.PROFILE_OF_ENGINE[engine]}",
                      scorer._pct(r["tpot_mape"]), scorer._pct(r["ttft_mape"]),
                      scorer._pct(r["sat_err"], signed=True)])

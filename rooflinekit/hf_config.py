@@ -298,6 +298,20 @@ def _naming(path):
 
 
 # -- shape ----------------------------------------------------------------------------------------
+def _layer_flags(value, field: str, layers: int, meaning: str) -> list[bool]:
+    """A config field of one 0/1 flag per layer, checked: a list of ``layers`` entries, each 0
+    or 1 (``meaning`` says which is which in the error)."""
+    name = f"config.json field '{field}'"
+    if not isinstance(value, (list, tuple)) or len(value) != layers:
+        got = f"{len(value)} entries" if isinstance(value, (list, tuple)) else describe(value)
+        raise ValueError(f"{name} must be a list of {layers} entries, one per layer "
+                         f"(num_hidden_layers; {meaning}); got {got}")
+    bad = next((f for f in value if isinstance(f, bool) or f not in (0, 1)), None)
+    if bad is not None:
+        raise ValueError(f"{name} must hold 0 or 1 per layer; got {show(bad)}")
+    return [bool(f) for f in value]
+
+
 class _Shape:
     """The fields of a config that matter here, checked once."""
 
@@ -464,14 +478,9 @@ class _Shape:
             return ["full" if group is not None else "mlp" for group, _ in self.blocks]
         pattern = cfg.get("hybrid_layer_pattern")
         if pattern is not None:             # MiMo-V2-Flash: 1 a sliding-window layer, 0 a full one
-            name = "config.json field 'hybrid_layer_pattern'"
-            if not isinstance(pattern, list) or len(pattern) != self.layers:
-                raise ValueError(f"{name} must be a list of {self.layers} entries (one per "
-                                 f"layer, 1: sliding-window attention, 0: full attention)")
-            bad = next((f for f in pattern if isinstance(f, bool) or f not in (0, 1)), None)
-            if bad is not None:
-                raise ValueError(f"{name} must hold 0 or 1 per layer; got {show(bad)}")
-            return ["sliding" if f else "full" for f in pattern]
+            flags = _layer_flags(pattern, "hybrid_layer_pattern", self.layers,
+                                 "1: sliding-window attention, 0: full attention")
+            return ["sliding" if f else "full" for f in flags]
         layer_types = cfg.get("layer_types")
         if layer_types is not None:
             if not isinstance(layer_types, list) or len(layer_types) != self.layers:
@@ -539,13 +548,8 @@ class _Shape:
         ``Llama4TextConfig`` sets them."""
         flags = cfg.get("no_rope_layers")
         if flags:                                   # an empty list takes the default, as there
-            name = "config.json field 'no_rope_layers'"
-            if not isinstance(flags, list) or len(flags) != self.layers:
-                raise ValueError(f"{name} must be a list of {self.layers} entries (one per "
-                                 f"layer, 1: chunked attention with RoPE, 0: full attention)")
-            bad = next((f for f in flags if isinstance(f, bool) or f not in (0, 1)), None)
-            if bad is not None:
-                raise ValueError(f"{name} must hold 0 or 1 per layer; got {show(bad)}")
+            flags = _layer_flags(flags, "no_rope_layers", self.layers,
+                                 "1: chunked attention with RoPE, 0: full attention")
             return ["chunked" if f else "full" for f in flags]
         interval = _int(cfg, "no_rope_layer_interval", required=False, default=4)
         return ["full" if (i + 1) % interval == 0 else "chunked" for i in range(self.layers)]
@@ -1263,15 +1267,9 @@ def _moe_layers(cfg: Mapping, s: _Shape) -> list[bool]:
     first_dense = _int(cfg, "first_k_dense_replace", lo=0, required=False, default=0)
     freq_field = cfg.get("moe_layer_freq")
     if isinstance(freq_field, (list, tuple)):
-        name = "config.json field 'moe_layer_freq'"
-        if len(freq_field) != s.layers:
-            raise ValueError(f"{name} is a list of {len(freq_field)} entries; it needs one a "
-                             f"layer (1: mixture of experts, 0: dense), num_hidden_layers = "
-                             f"{s.layers}")
-        bad = next((f for f in freq_field if isinstance(f, bool) or f not in (0, 1)), None)
-        if bad is not None:
-            raise ValueError(f"{name} must hold 0 or 1 per layer; got {show(bad)}")
-        sparse, freq = [bool(f) for f in freq_field], 1
+        sparse = _layer_flags(freq_field, "moe_layer_freq", s.layers,
+                              "1: mixture of experts, 0: dense")
+        freq = 1
     else:
         sparse, freq = [True] * s.layers, _int(cfg, "moe_layer_freq", required=False, default=1)
     step = _first(cfg, ("decoder_sparse_step", "interleave_moe_layer_step"), required=False,
