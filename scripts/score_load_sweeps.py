@@ -26,17 +26,28 @@ How a point is simulated, by how its source loaded the server:
 * ``rate = inf`` with ``num_prompts == concurrency`` (a burst: every prompt released at once, as
   ``benchmark_serving.py --request-rate inf`` without ``--max-concurrency``): ``num_prompts``
   requests arriving at :data:`BURST_RATE` (they all arrive within a few ms).
-* otherwise (closed loop at a fixed client concurrency, e.g. AIPerf or ``--max-concurrency``):
-  ``load_curve`` has no closed-loop client, so the latency point is simulated open loop at the
-  *measured* request throughput (Poisson; the published ``request_throughput``, else
-  ``output_throughput / output_tokens``) — by Little's law its mean concurrency is the published
-  one exactly when the predicted latencies are right; and the saturation point is a burst of
-  ``max(--requests, 3 × C)`` requests with ``max_num_seqs = C`` (the server never holds more than
-  the client's ``C`` in flight).
+* otherwise (closed loop at a fixed client concurrency ``C``, e.g. AIPerf or
+  ``--max-concurrency``): the client keeps ``C`` requests in flight, sending the next the moment
+  one completes, so the server runs ``C`` sequences whatever its speed. It is simulated as a
+  saturated server: ``num_prompts`` requests (``max(--requests, 3 × C)`` where the source does
+  not say), all arriving at once, with ``max_num_seqs = min(C, the engine's default)``: a
+  request is admitted exactly when one completes, as the client would send it. TPOT and ITL are
+  the run's; the client's TTFT starts when it sends, which here is the admission, so TTFT is the
+  run's mean TTFT less its mean queue delay (``load_curve``'s ``mean_queue_delay``; no median
+  of that difference is available, so a closed sweep is scored on mean TTFT only). The
+  saturation point is the same run at the sweep's highest-throughput concurrency.
+
+  (Until 2026-12 such points were simulated open loop at the *measured* request throughput,
+  which holds the published concurrency only when the predicted latencies are right: a model
+  too fast at ``C`` sequences then ran far fewer, and its TPOT error was understated.)
 
 Lengths: datasets named ``sharegpt`` are drawn log-normal around the published mean lengths with
 ``--sharegpt-sigma`` (an assumption: ShareGPT's lengths spread widely, coefficient of variation
-about 1); every other dataset takes the published lengths as constants.
+about 1). A ``random IN/OUT`` dataset whose lengths the client drew uniformly (SGLang's
+``bench_serving``: integers from ``max(int(ratio × max), 1)`` to ``max``) is drawn the same way:
+``(range ratio R)`` gives the low end ``int(R × max)``; ``(uniform, max)`` (ratio not published)
+the low end that puts the mean at the published one, ``max(1, round(2 × mean − max))``. Every
+other dataset takes the published lengths as constants.
 
 Weights in a ``dtype`` other than bf16/fp16 (fp8) are applied to the catalogue model
 (``bytes_per_param``); an :class:`~rooflinekit.Engine` (IDEAL) then also multiplies in that format
@@ -54,6 +65,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
@@ -65,7 +77,7 @@ from rooflinekit import catalog
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 from rooflinekit.profiles import scheduler_defaults
 from rooflinekit.planning import SLO, Traffic
-from rooflinekit.workloads import LogNormal
+from rooflinekit.workloads import LogNormal, Uniform
 
 try:  # the top-level name where the package exports it, else the planning module's
     load_curve = rooflinekit.load_curve
@@ -165,7 +177,18 @@ def mode(points) -> str:
     return "closed"
 
 
-def _length(mean, dataset, sigma):
+_UNIFORM = re.compile(r"random\s+(\d+)/(\d+)\s*\((?:uniform, max|range ratio ([0-9.]+))\)")
+
+
+def _length(mean, dataset, sigma, which=0):
+    """Length draws of ``dataset`` around the published ``mean`` [tokens]: the prompt's
+    (``which`` 0) or the output's (1); see the module's docstring."""
+    uniform = _UNIFORM.search(dataset or "")
+    if uniform:
+        top = int(uniform.group(1 + which))
+        ratio = uniform.group(3)
+        low = max(int(float(ratio) * top), 1) if ratio else max(1, round(2 * mean - top))
+        return Uniform(min(low, top), top)
     if "sharegpt" in (dataset or "").lower() and sigma > 0:
         return LogNormal(float(mean), float(sigma))
     return max(1, int(round(mean)))
@@ -183,9 +206,7 @@ def _spec(point, engine, sigma):
     if kv_dtype:
         model = model.replace(kv_bytes_per_element=kv_dtype)
     prompt = _length(point["prompt_tokens"], point["dataset"], sigma)
-    if not isinstance(prompt, LogNormal):
-        prompt = max(0, prompt)
-    traffic = Traffic(1.0, prompt, _length(point["output_tokens"], point["dataset"], sigma))
+    traffic = Traffic(1.0, prompt, _length(point["output_tokens"], point["dataset"], sigma, 1))
     return model, engine, traffic
 
 
@@ -227,8 +248,11 @@ def _run(point, engine, *, rate, requests, max_num_seqs, replicates, seed, sigma
     out = {}
     for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),
                         ("mean_token_itl", 1e3), ("throughput", 1.0),
-                        ("request_throughput", 1.0)):
+                        ("request_throughput", 1.0), ("mean_queue_delay", 1e3)):
         out[name] = float(np.nanmedian(ds[name].values)) * scale
+    # from admission, per replicate: a closed-loop client's TTFT (closed_loop)
+    out["admitted_ttft"] = float(np.nanmedian((ds["mean_ttft"] - ds["mean_queue_delay"])
+                                              .values)) * 1e3
     return out
 
 
@@ -254,12 +278,30 @@ def predict_point(point, engine, kind, *, replicates=3, requests=300, seed=0,
     """One point simulated as its source loaded the server (see the module's docstring):
     ``mean_ttft``, ``p50_ttft``, ``mean_tpot``, ``mean_token_itl`` [ms], ``throughput``
     [output tokens/s], ``request_throughput`` [requests/s]."""
-    common = dict(replicates=replicates, seed=seed, sigma=sharegpt_sigma, max_num_seqs=None)
+    common = dict(replicates=replicates, seed=seed, sigma=sharegpt_sigma)
     if kind == "rate":
-        return _run(point, engine, rate=point["rate"], requests=requests, **common)
+        return _run(point, engine, rate=point["rate"], requests=requests, max_num_seqs=None,
+                    **common)
     if kind == "burst":
-        return _run(point, engine, rate=BURST_RATE, requests=point["num_prompts"], **common)
-    return _run(point, engine, rate=_measured_rate(point), requests=requests, **common)
+        return _run(point, engine, rate=BURST_RATE, requests=point["num_prompts"],
+                    max_num_seqs=None, **common)
+    return closed_loop(point, engine, requests=requests, **common)
+
+
+def closed_loop(point, engine, *, requests=300, replicates=3, seed=0,
+                sigma=SHAREGPT_SIGMA) -> dict:
+    """A closed-loop point at the client concurrency ``C = point["concurrency"]``, simulated as
+    a saturated server (the module's docstring): ``point["num_prompts"]`` requests (else
+    ``max(requests, 3 C)``) arriving at once, at most ``C`` running; ``mean_ttft`` is counted
+    from admission (the client's send), ``p50_ttft`` is NaN."""
+    c = int(point["concurrency"])
+    n = int(point["num_prompts"] or max(requests, 3 * c))
+    out = _run(point, engine, rate=BURST_RATE, requests=max(10, n),
+               max_num_seqs=min(c, scheduler(point)[0]), replicates=replicates, seed=seed,
+               sigma=sigma)
+    out["mean_ttft"] = out["admitted_ttft"]
+    out["p50_ttft"] = math.nan
+    return out
 
 
 def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
@@ -271,7 +313,6 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
     peak = max(p["output_throughput"] for p in points)
     top = max(points, key=lambda p: p["output_throughput"])
     below = [p for p in points if p["output_throughput"] <= SATURATION_SHARE * peak]
-    common = dict(replicates=replicates, seed=seed, sigma=sharegpt_sigma)
 
     def sim(point):
         return predict_point(point, engine, kind, replicates=replicates, requests=requests,
@@ -289,12 +330,7 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
         elif point["median_ttft_ms"] is not None:
             ttft_err.append(_ape(pred["p50_ttft"], point["median_ttft_ms"]))
         rows.append(pred)
-    if kind == "closed":
-        c = int(top["concurrency"])
-        sat = _run(top, engine, rate=BURST_RATE, requests=max(requests, 3 * c), max_num_seqs=c,
-                   **common)
-    else:
-        sat = sim(top)
+    sat = sim(top)
     return {"mode": kind, "points": len(points), "below_saturation": len(below),
             "tpot_mape": _mean(tpot_err), "ttft_mape": _mean(ttft_err),
             "saturation_measured": float(peak), "saturation_predicted": sat["throughput"],

@@ -38,7 +38,8 @@ KNOBS = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
                     "moe_layer_overhead")}
 #: Knobs a later stage adds to one engine's phase.
-UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",)}
+UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",),
+                    ("sglang", "prefill"): ("frontend_latency",)}
 
 
 def _load(engine: str) -> dict:
@@ -78,7 +79,8 @@ def test_profile_fields_and_values(pair):
         value = prof[name]
         assert isinstance(value, float) and math.isfinite(value) and value >= 0, name
     for phase, names in KNOBS.items():
-        # vLLM's under-load stage adds the front end's latency (scripts/fit_frontend_latency.py)
+        # the under-load stages add the front end's latency (scripts/fit_frontend_latency.py,
+        # scripts/fit_served_overheads.py)
         names = names + UNDER_LOAD_KNOBS.get((engine, phase), ())
         assert set(prof[phase]) == set(names), phase
         assert set(prof["interval"][phase]) == set(names), phase
@@ -117,14 +119,23 @@ def test_file_passes_the_loader(engine):
 
 
 def test_step_overhead_is_held_and_serving_overheads_are_shared():
-    """Kernel-only engines hold step_overhead at 0; vLLM's serving step_overhead (and its
-    interval) is one value for every GPU, and its notes say what it was fitted to. vLLM's
-    prefill_overhead stays each GPU's kernel intercept (not fitted to the client-side TTFT of
-    the public rows, which holds time the GPU does not spend): per GPU, a few ms at most."""
-    for engine in ("sglang", "trtllm"):
-        for prof in _load(engine)["profile"]:
-            assert prof["decode"]["step_overhead"] == 0.0
-            assert prof["interval"]["decode"]["step_overhead"] == [0.0, 0.0]
+    """Kernel-only engines (TensorRT-LLM) hold step_overhead at 0; vLLM's serving
+    step_overhead (and its interval) is one value for every GPU, and its notes say what it was
+    fitted to; so is SGLang's, fitted under load with its front end. vLLM's prefill_overhead
+    stays each GPU's kernel intercept (not fitted to the client-side TTFT of the public rows,
+    which holds time the GPU does not spend): per GPU, a few ms at most."""
+    for prof in _load("trtllm")["profile"]:
+        assert prof["decode"]["step_overhead"] == 0.0
+        assert prof["interval"]["decode"]["step_overhead"] == [0.0, 0.0]
+    sglang = _load("sglang")["profile"]
+    for knob, phase in (("step_overhead", "decode"), ("frontend_latency", "prefill")):
+        assert len({prof[phase][knob] for prof in sglang}) == 1, knob
+        assert len({tuple(prof["interval"][phase][knob]) for prof in sglang}) == 1, knob
+        assert sglang[0][phase][knob] > 0, knob
+    for prof in sglang:
+        assert "scripts/fit_served_overheads.py" in prof["notes"]
+        assert "sgl-project/sgl-cookbook" in prof["notes"]
+        assert 0.0 <= prof["prefill"]["prefill_overhead"] < 0.01, prof["gpu"]
     vllm = _load("vllm")["profile"]
     assert len({prof["decode"]["step_overhead"] for prof in vllm}) == 1
     assert len({tuple(prof["interval"]["decode"]["step_overhead"]) for prof in vllm}) == 1

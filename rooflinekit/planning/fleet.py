@@ -85,7 +85,7 @@ _OPERATING = (*(f"p{q}_{what}" for q in LATENCY_PERCENTILES
 #: end-to-end latency [s], requests and output tokens completed per second. Its medians are the
 #: ``p50_*`` of :data:`LATENCY_PERCENTILES`.
 _BENCH_SERVE = ("mean_ttft", "mean_tpot", "mean_token_itl", "mean_latency",
-                "request_throughput", "throughput")
+                "request_throughput", "throughput", "mean_queue_delay")
 
 #: Runs of the search per replicate, for the work estimate: saturation, the two ends, the
 #: steps that close a 2 % bracket (about 6), the operating point.
@@ -715,7 +715,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         ``mean_ttft_ms``, ``mean_tpot_ms``, ``mean_itl_ms``, ``mean_e2el_ms``; its medians are
         the ``p50_*``), ``request_throughput`` [requests/s] and ``throughput`` [tokens/s] (its
         ``request_throughput`` and ``output_throughput``, here over the time from the first
-        arrival to the last completion).
+        arrival to the last completion); ``mean_queue_delay`` [s], the mean wait from arrival
+        to first admission (inside ``mean_ttft``: a closed-loop client at concurrency ``C``,
+        replayed as a saturated server with ``max_num_seqs = C``, never waits it).
 
     Notes
     -----
