@@ -69,14 +69,30 @@ def test_a_gpu_without_a_profile_gets_the_nearest_with_its_expected_error():
     profiled = {k.gpu for k in rk.ENGINE_PROFILES if k.engine == "vllm"}
     assert "H100-NVL-94GB" not in profiled
     with pytest.warns(UserWarning, match=r"no vllm profile for H100-NVL-94GB; using the "
-                                         r"(\S+) profile .*expect about \d+% error in TPOT"):
+                                         r"(\S+) profile .*ridge point: expect about "
+                                         r"\d+% error in TPOT"):
         near = rk.engine_profile("vllm", "H100-NVL-94GB")
     # the nearest by bandwidth and FLOP/s, by hand: the H100 NVL (3.9 TB/s, 835 TFLOP/s dense)
     gpu = rk.catalog.gpu("H100-NVL-94GB")
     distance = {name: math.hypot(math.log(gpu.hbm_bandwidth / rk.catalog.gpu(name).hbm_bandwidth),
                                  math.log(gpu.peak_flops / rk.catalog.gpu(name).peak_flops))
                 for name in profiled}
-    assert near == rk.engine_profile("vllm", min(distance, key=distance.get))
+    nearest = min(distance, key=distance.get)
+    source = rk.engine_profile("vllm", nearest)
+    # every knob as fitted but the GEMM curve, moved to the target's ridge point (by hand:
+    # dense 16-bit FLOP/s over HBM bandwidth, the target's over the source's)
+    other = rk.catalog.gpu(nearest)
+    ratio = (gpu.peak_flops / gpu.hbm_bandwidth) / (other.peak_flops / other.hbm_bandwidth)
+    for phase in ("prefill", "decode"):
+        mine, theirs = dict(getattr(near, phase)), dict(getattr(source, phase))
+        assert mine.pop("gemm_half_tokens") == pytest.approx(
+            theirs.pop("gemm_half_tokens") * ratio, rel=1e-12)
+        assert mine == theirs
+        low, high = near.intervals[phase]["gemm_half_tokens"]
+        assert (low, high) == pytest.approx(
+            tuple(v * ratio for v in source.intervals[phase]["gemm_half_tokens"]), rel=1e-12)
+    assert near.held_out_error == source.held_out_error
+    assert "ridge point" in near.source and nearest in near.source
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rk.engine_profile("vllm", "H100-NVL-94GB", warn=False)
@@ -286,3 +302,20 @@ def test_the_sweep_command_times_each_gpu_by_its_own_profile(capsys):
     # one --allreduce for every GPU cannot change each GPU's profile: said, not ignored
     assert cli.main(argv[:-1] + ["--allreduce", "guide"]) == 2
     assert "--allreduce" in capsys.readouterr().err
+
+
+def test_a_borrowed_gemm_curve_keeps_decode_memory_bound_where_its_source_was():
+    """The RTX 4090 (no profile) borrows the L40S's. A 16-bit decode step of one sequence reads
+    every weight byte once and does one FLOP per byte, so its GEMMs' compute time at the curve's
+    floor, ``n½ / peak`` per FLOP, is under the read time ``1 / bandwidth`` per byte exactly
+    when ``n½`` is under the ridge point. The L40S's n½ is under its ridge; carried to the
+    4090 (ridge 164 FLOP/byte against 419) it stays under the 4090's."""
+    l40s, rtx = rk.catalog.gpu("L40S"), rk.catalog.gpu("RTX-4090")
+    with pytest.warns(UserWarning, match="RTX-4090"):
+        borrowed = rk.engine_profile("vllm", "RTX-4090")
+    own = rk.engine_profile("vllm", "L40S")
+    for phase in ("prefill", "decode"):
+        half = getattr(own, phase)["gemm_half_tokens"]
+        assert half < l40s.peak_flops / l40s.hbm_bandwidth
+        assert getattr(borrowed, phase)["gemm_half_tokens"] < rtx.peak_flops / rtx.hbm_bandwidth
+        assert half > rtx.peak_flops / rtx.hbm_bandwidth      # unscaled, it would not be

@@ -10,6 +10,7 @@ profile of its GPU unless told otherwise, the ideal roofline only when asked for
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import warnings
@@ -259,10 +260,69 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
     near = min(newest.values(), key=lambda r: _distance(spec, catalog.gpu(r["gpu"])))
     if warn:
         warnings.warn(f"no {engine} profile for {spec.name}; using the {near['gpu']} profile "
-                      f"(the nearest profiled GPU by HBM bandwidth and FLOP/s): expect about "
+                      f"(the nearest profiled GPU by HBM bandwidth and FLOP/s) with its GEMM "
+                      f"curve moved to {spec.name}'s ridge point: expect about "
                       f"{near['held_out_error']:.0f}% error in TPOT (its leave-one-GPU-out "
                       f"error), more where the GPUs differ further", UserWarning, stacklevel=2)
-    return near["calibration"]
+    return borrowed(near["calibration"], catalog.gpu(near["gpu"]), spec)
+
+
+def _ridge(gpu: GPU) -> float:
+    return gpu.peak_flops / gpu.hbm_bandwidth
+
+
+def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
+    """``source``'s profile carried to ``target``: ``gemm_half_tokens`` scaled by their ridge
+    points, every other knob as fitted.
+
+    Parameters
+    ----------
+    calibration : Calibration
+        One GPU's profile (no knob sets).
+    source, target : GPU
+        The GPU it was fitted on and the GPU it is to time.
+
+    Returns
+    -------
+    Calibration
+        The same knobs, intervals and held-out error, with both phases' ``gemm_half_tokens``
+        (and its interval) multiplied by ``r = ridge(target) / ridge(source)``, and a source
+        that says so; ``calibration`` itself where ``r`` is 1.
+
+    Notes
+    -----
+    A GEMM of ``n`` rows takes ``flops · (n + n½) / (peak · e)``
+    (:func:`~rooflinekit.roofline.step.mixed_step_time_kernel`), so at small ``n`` its compute
+    time is that of ``n½`` rows, and it stays under the weights' read time while ``n½`` is
+    below the GPU's ridge point ``peak / bandwidth`` [FLOP/byte] (16-bit weights do one FLOP
+    per byte per row). The fitted ``n½`` follow the ridge: 128 and 172 tokens on the H200 and
+    H100 (one chip: ridge 206 and 295), 285 on the L40S (419), under vLLM. Carried unchanged to
+    a GPU of a lower ridge, ``n½`` would make memory-bound decode steps compute-bound (the
+    L40S's 285 tokens on an RTX 4090, ridge 164: TPOT 30 ms where 19 ms was measured); scaled,
+    the curve keeps its place relative to the ridge.
+
+    See Also
+    --------
+    engine_profile
+    """
+    ratio = _ridge(target) / _ridge(source)
+    if ratio == 1.0:
+        return calibration
+    phases = {}
+    for phase in PHASES:
+        knobs = dict(getattr(calibration, phase))
+        if knobs.get("gemm_half_tokens") is not None:
+            knobs["gemm_half_tokens"] = knobs["gemm_half_tokens"] * ratio
+        phases[phase] = knobs
+    intervals = {phase: dict(knobs) for phase, knobs in calibration.intervals.items()}
+    for knobs in intervals.values():
+        if "gemm_half_tokens" in knobs:
+            low, high = knobs["gemm_half_tokens"]
+            knobs["gemm_half_tokens"] = (low * ratio, high * ratio)
+    return dataclasses.replace(
+        calibration, prefill=phases["prefill"], decode=phases["decode"], intervals=intervals,
+        source=f"{calibration.source}, GEMM curve moved to {target.name}'s ridge point "
+               f"(gemm_half_tokens × {ratio:.3g})")
 
 
 def _newest_by_gpu(rows) -> dict:
