@@ -1254,6 +1254,8 @@ def _moe_layers(cfg: Mapping, s: _Shape) -> list[bool]:
         return [False] * s.layers
     if s.model_type == "nemotron_h" and s.kinds is not None:
         return [kind == "moe" for kind in s.kinds]
+    if s.model_type == "jamba":
+        return _jamba_moe_layers(cfg, s)
     listed = cfg.get("moe_layers")
     if listed is not None:
         name = "config.json field 'moe_layers'"
@@ -1299,7 +1301,7 @@ def count_params(config) -> dict[str, int]:
         Parameters [count] by part: ``embedding`` (token and learned position embeddings),
         ``lm_head`` (0 when tied to the embedding), ``attention`` (projections with their biases,
         MLA's factorised projections and their norms, per-head q/k norms; in a hybrid model the
-        Gated DeltaNet and Mamba-2 mixers too), ``mlp`` (dense MLPs),
+        Gated DeltaNet, Mamba-1 and Mamba-2 mixers too), ``mlp`` (dense MLPs),
         ``experts`` (routed experts), ``shared_experts``, ``router`` (gates and correction biases),
         ``norms`` (per-layer and final norms), ``vision`` and ``audio`` (a multimodal model's
         encoders with their projectors into the language model; 0 without them), and the sums
@@ -1332,6 +1334,13 @@ def count_params(config) -> dict[str, int]:
     projector. An audio encoder is counted as Whisper's (two
     convolutions, learned positions, layers with an unbiased key projection) with a linear
     projector (Qwen2-Audio). Fields the file leaves out take the encoder class's defaults.
+    Mamba hybrids: Nemotron-H (one mixer or MLP a layer, ``hybrid_override_pattern``), Jamba
+    (Mamba-1 or attention a layer, then a dense or mixture-of-experts MLP; ``attn_layer_period``,
+    ``expert_layer_period``), Granite-4.0-H (Mamba-2 or attention a layer, then a shared MLP
+    and, with ``num_local_experts``, routed experts) and Falcon-H1 (Mamba-2 beside attention in
+    every layer, then an MLP); the mixers' formulas are :func:`_mamba2_mixer`'s and
+    :func:`_count_jamba`'s. Other hybrids of Mamba or MLP-only layers are refused.
+
     DeepSeek's multi-token-prediction modules (``num_nextn_predict_layers``) are not in
     ``total``, as DeepSeek's own 671B total does not count them; ``mtp`` counts them apart
     (DeepSeek-V3 and V3.2: each one decoder layer like the model's last, ``eh_proj``
@@ -1368,8 +1377,9 @@ def _count(cfg: Mapping) -> dict[str, int]:
     if s.is_hybrid and not _countable_hybrid(s):
         raise ValueError(f"config.json: counting the parameters of a hybrid model (layers of "
                          f"linear attention, Mamba or MLP only: {s.model_type or 'unknown'!r}) "
-                         f"is supported for Qwen3-Next-style Gated DeltaNet and Nemotron-H "
-                         f"only; pass n_params (and n_active_params for a mixture of experts)")
+                         f"is supported for Qwen3-Next-style Gated DeltaNet, Nemotron-H, "
+                         f"Jamba, Granite-4.0-H and Falcon-H1 only; pass n_params (and "
+                         f"n_active_params for a mixture of experts)")
     h, d = s.hidden, s.head_dim
     q_width, kv_width = s.heads * d, s.kv_heads * d
     tied = _tied(cfg, s)
@@ -1381,6 +1391,8 @@ def _count(cfg: Mapping) -> dict[str, int]:
         parts.update(_count_gpt_style(cfg, s, q_width, kv_width))
     elif s.is_hybrid and s.model_type == "nemotron_h":
         parts.update(_count_nemotron_h(cfg, s, q_width, kv_width))
+    elif s.model_type in _MAMBA_HYBRID_COUNTS:
+        parts.update(_MAMBA_HYBRID_COUNTS[s.model_type](cfg, s))
     elif s.model_type == "gemma4_text":
         parts.update(_count_gemma4(cfg, s))
     elif s.blocks is not None:
@@ -1463,7 +1475,10 @@ def _count_mtp(cfg: Mapping, s: "_Shape", parts: Mapping) -> int:
 
 def _countable_hybrid(s: "_Shape") -> bool:
     """Hybrids whose parameters :func:`count_params` counts: Nemotron-H of Mamba, attention
-    and MLP layers; Gated DeltaNet beside attention (Qwen3-Next, Qwen3.5)."""
+    and MLP layers; Gated DeltaNet beside attention (Qwen3-Next, Qwen3.5); Jamba, Granite-4.0-H
+    and Falcon-H1 (:data:`_MAMBA_HYBRID_COUNTS`)."""
+    if s.model_type in _MAMBA_HYBRID_COUNTS:     # Jamba, Granite-4.0-H, Falcon-H1
+        return True
     if s.parallel_mamba or s.kinds is None:
         return False
     if s.blocks is not None:                  # DeciLM's MLP-only layers
@@ -1576,18 +1591,11 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
     read the full width.
     """
     h = s.hidden
-    heads = _first(cfg, ("mamba_num_heads", "mamba_n_heads"))
-    head_dim = _first(cfg, ("mamba_head_dim", "mamba_d_head"))
-    size = _first(cfg, ("ssm_state_size", "mamba_d_state"))
-    groups = _first(cfg, ("n_groups", "mamba_n_groups"), required=False, default=1)
-    kernel = _first(cfg, ("conv_kernel", "mamba_d_conv"), required=False, default=4)
-    inner = heads * head_dim
-    conv_dim = inner + 2 * groups * size
+    heads, head_dim, size, groups, kernel = _mamba2_shape(cfg)
     bias = _flag(cfg, "mamba_proj_bias")
-    mamba = (h * (2 * inner + 2 * groups * size + heads) + conv_dim * kernel
-             + (conv_dim if _flag(cfg, "use_conv_bias", True) else 0)
-             + 3 * heads + inner + inner * h
-             + ((2 * inner + 2 * groups * size + heads + h) if bias else 0))
+    mamba = _mamba2_mixer(h, heads * head_dim, heads, groups, size, kernel,
+                          conv_bias=_flag(cfg, "use_conv_bias", True), in_bias=bias,
+                          out_bias=bias)
     attention = _nemotron_h_attention(cfg, s)
     n_mlp, n_moe = s.kinds.count("mlp"), s.kinds.count("moe")
     mlp = 0
@@ -1609,6 +1617,187 @@ def _count_nemotron_h(cfg, s, q_width, kv_width) -> dict[str, int]:
     return {"attention": s.attention_layers * attention + s.kinds.count("mamba") * mamba,
             "mlp": n_mlp * mlp, "experts": n_moe * experts, "shared_experts": n_moe * shared,
             "router": n_moe * router, "norms": s.layers * h + h}
+
+
+def _mamba2_shape(cfg: Mapping):
+    """A Mamba-2 mixer's ``(heads H, head dim, state size N, groups G, kernel K)`` in either
+    spelling (Nemotron-H's ``mamba_num_heads``/``ssm_state_size``/``n_groups``/``conv_kernel``,
+    or Bamba's, Granite-4.0-H's and Falcon-H1's ``mamba_n_heads``/``mamba_d_state``/...)."""
+    heads = _first(cfg, ("mamba_num_heads", "mamba_n_heads"))
+    head_dim = _first(cfg, ("mamba_head_dim", "mamba_d_head"))
+    size = _first(cfg, ("ssm_state_size", "mamba_d_state"))
+    groups = _first(cfg, ("n_groups", "mamba_n_groups"), required=False, default=1)
+    kernel = _first(cfg, ("conv_kernel", "mamba_d_conv"), required=False, default=4)
+    return heads, head_dim, size, groups, kernel
+
+
+def _mamba2_mixer(h: int, inner: int, heads: int, groups: int, size: int, kernel: int, *,
+                  conv_bias: bool, in_bias: bool, out_bias: bool, gated_norm: bool = True) -> int:
+    """Parameters [count] of one Mamba-2 mixer (Dao and Gu, arXiv:2405.21060), as transformers'
+    ``NemotronHMamba2Mixer``, ``BambaMixer`` and ``FalconH1Mixer`` hold them.
+
+    ``in_proj`` h → 2·I + 2·G·N + H (z, x, B, C and dt; ``in_bias`` adds its bias), a depthwise
+    convolution of ``C = I + 2·G·N`` channels and kernel K (C·K weights, C biases when
+    ``conv_bias``), ``dt_bias``, ``A_log`` and ``D`` (H each), a gated RMSNorm of I weights
+    (``gated_norm``; Falcon-H1's is optional) and ``out_proj`` I → h (``out_bias`` adds h), with
+    I the mixer's inner width [channels], H its heads, G its groups and N its state size.
+    """
+    projected = 2 * inner + 2 * groups * size + heads
+    conv_dim = inner + 2 * groups * size
+    return (h * projected + conv_dim * kernel + (conv_dim if conv_bias else 0)
+            + 3 * heads + (inner if gated_norm else 0) + inner * h
+            + (projected if in_bias else 0) + (h if out_bias else 0))
+
+
+def _plain_attention(cfg: Mapping, s: "_Shape") -> int:
+    """One attention block of q, k, v and o projections, biased when ``attention_bias``
+    (Jamba, Granite-4.0-H, Falcon-H1): ``h·(q + 2·kv) + q·h`` with q = heads · head dim and
+    kv = KV heads · head dim [count]."""
+    return _nemotron_h_attention(cfg, s)
+
+
+def _gated_mlp(h: int, width: int, bias: bool = False) -> int:
+    """A gated (SwiGLU) MLP of gate, up and down projections: ``3·h·width`` [count], plus
+    ``2·width + h`` biases when ``bias``."""
+    return 3 * h * width + ((2 * width + h) if bias else 0)
+
+
+def _jamba_dt_rank(cfg: Mapping, h: int) -> int:
+    """Jamba's ``mamba_dt_rank``: a whole number, or ``"auto"`` for ⌈h / 16⌉ (``JambaConfig``)."""
+    rank = cfg.get("mamba_dt_rank")
+    if rank is None or rank == "auto":
+        return -(-h // 16)
+    return _int(cfg, "mamba_dt_rank")
+
+
+def _jamba_moe_layers(cfg: Mapping, s: "_Shape") -> list[bool]:
+    """Jamba's mixture-of-experts layers: layer i when ``i % expert_layer_period ==
+    expert_layer_offset`` (``JambaConfig``'s defaults 2 and 1)."""
+    period = _int(cfg, "expert_layer_period", required=False, default=2)
+    offset = _int(cfg, "expert_layer_offset", lo=0, required=False, default=1)
+    if offset >= period:
+        raise ValueError(f"config.json field 'expert_layer_offset' ({offset}) must be less "
+                         f"than 'expert_layer_period' ({period})")
+    return [i % period == offset for i in range(s.layers)]
+
+
+def _count_jamba(cfg, s) -> dict[str, int]:
+    """Jamba (transformers' ``JambaForCausalLM``): two RMSNorms a layer (``input_layernorm``,
+    ``pre_ff_layernorm``), a mixer and an MLP.
+
+    Mamba-1 mixer (``JambaMambaMixer``; Gu and Dao, arXiv:2312.00752), with I =
+    ``mamba_expand`` · h inner channels, N = ``mamba_d_state``, K = ``mamba_d_conv`` and
+    R = ``mamba_dt_rank`` ("auto": ⌈h/16⌉): ``in_proj`` h → 2·I, a depthwise convolution
+    (I·K weights, I biases when ``mamba_conv_bias``), ``x_proj`` I → R + 2·N, ``dt_proj``
+    R → I with a bias, ``A_log`` (I·N), ``D`` (I), ``out_proj`` I → h (``in_proj`` and
+    ``out_proj`` biased when ``mamba_proj_bias``) and Jamba's RMSNorms of dt, B and C
+    (R + 2·N). Attention: q, k, v, o without bias. MLP: gate, up and down of
+    ``intermediate_size``; the layers i with ``i % expert_layer_period == expert_layer_offset``
+    hold ``num_experts`` such experts and a router of E × h weights instead.
+    """
+    h = s.hidden
+    inner = _int(cfg, "mamba_expand", required=False, default=2) * h
+    size = _int(cfg, "mamba_d_state")
+    kernel = _int(cfg, "mamba_d_conv", required=False, default=4)
+    rank = _jamba_dt_rank(cfg, h)
+    bias = _flag(cfg, "mamba_proj_bias")
+    mamba = (h * 2 * inner + inner * kernel + (inner if _flag(cfg, "mamba_conv_bias", True)
+                                               else 0)
+             + inner * (rank + 2 * size) + rank * inner + inner + inner * size + inner
+             + inner * h + ((2 * inner + h) if bias else 0) + rank + 2 * size)
+    if s.intermediate is None:
+        raise ValueError("config.json field 'intermediate_size' is missing")
+    moe = _moe_layers(cfg, s)
+    n_moe = sum(moe)
+    return {"attention": (s.attention_layers * _plain_attention(cfg, s)
+                          + s.mamba_layers * mamba),
+            "mlp": (s.layers - n_moe) * _gated_mlp(h, s.intermediate),
+            "experts": n_moe * s.n_experts * _gated_mlp(h, s.moe_intermediate or 0),
+            "router": n_moe * s.n_experts * h, "norms": 2 * s.layers * h + h}
+
+
+def _count_granite_hybrid(cfg, s) -> dict[str, int]:
+    """Granite-4.0-H (transformers' ``GraniteMoeHybrid``): two RMSNorms a layer, a mixer
+    (``layer_types``: Mamba-2 or attention) and the MLP block.
+
+    Mamba-2 mixer: ``BambaMixer`` (see :func:`_mamba2_mixer`; gated norm always, ``in_proj``
+    and ``out_proj`` biased when ``mamba_proj_bias``, the convolution when
+    ``mamba_conv_bias``), I = H · ``mamba_d_head`` channels, which ``BambaConfig`` requires to
+    equal ``mamba_expand`` · h. Attention: q, k, v, o (biased when ``attention_bias``). MLP:
+    ``shared_mlp`` in every layer, a gated MLP of ``shared_intermediate_size`` (``input_linear``
+    h → 2·width, ``output_linear`` width → h, no bias); with ``num_local_experts`` > 0 every
+    layer adds ``block_sparse_moe``: E experts of ``intermediate_size`` (the same three
+    matrices) and a router of E × h weights. Without experts the shared MLP is the dense MLP
+    (``mlp``), with them a shared expert every token runs (``shared_experts``). The embedding
+    table is tied to the LM head (``tie_word_embeddings``).
+    """
+    h = s.hidden
+    heads, head_dim, size, groups, kernel = _mamba2_shape(cfg)
+    inner = heads * head_dim
+    expand = _int(cfg, "mamba_expand", required=False, default=2)
+    if s.mamba_layers and inner != expand * h:
+        raise ValueError(f"config.json fields 'mamba_n_heads' ({heads}) × 'mamba_d_head' "
+                         f"({head_dim}) = {inner:,} must equal 'mamba_expand' ({expand}) × "
+                         f"'hidden_size' ({h:,}), the Mamba-2 mixer's inner width")
+    bias = _flag(cfg, "mamba_proj_bias")
+    mamba = _mamba2_mixer(h, inner, heads, groups, size, kernel,
+                          conv_bias=_flag(cfg, "mamba_conv_bias", True), in_bias=bias,
+                          out_bias=bias)
+    shared = _gated_mlp(h, _int(cfg, "shared_intermediate_size"))
+    # transformers builds block_sparse_moe for any num_local_experts > 0, one expert included
+    n_experts = _int(cfg, "num_local_experts", lo=0, required=False, default=0)
+    moe = n_experts > 0
+    width = s.moe_intermediate if s.n_experts > 1 else s.intermediate
+    if moe and width is None:
+        raise ValueError("config.json field 'intermediate_size' is missing")
+    mixing = s.attention_layers * _plain_attention(cfg, s) + s.mamba_layers * mamba
+    return {"attention": mixing, "mlp": 0 if moe else s.layers * shared,
+            "experts": s.layers * n_experts * _gated_mlp(h, width) if moe else 0,
+            "shared_experts": s.layers * shared if moe else 0,
+            "router": s.layers * n_experts * h if moe else 0, "norms": 2 * s.layers * h + h}
+
+
+def _falcon_h1_inner(cfg, heads: int, head_dim: int) -> int:
+    """Falcon-H1's Mamba-2 inner width: ``mamba_d_ssm``, which ``FalconH1Config`` requires to
+    equal ``mamba_n_heads`` · ``mamba_d_head``; a config that leaves it out takes that product."""
+    inner = heads * head_dim
+    d_ssm = _int(cfg, "mamba_d_ssm", required=False, default=inner)
+    if d_ssm != inner:
+        raise ValueError(f"config.json field 'mamba_d_ssm' ({d_ssm:,}) must equal "
+                         f"'mamba_n_heads' ({heads}) × 'mamba_d_head' ({head_dim}) = {inner:,}")
+    return inner
+
+
+def _count_falcon_h1(cfg, s) -> dict[str, int]:
+    """Falcon-H1 (transformers' ``FalconH1``): in every layer a Mamba-2 mixer beside attention,
+    both reading one ``input_layernorm``, then ``pre_ff_layernorm`` and a gated MLP.
+
+    Mamba-2 mixer (``FalconH1Mixer``, see :func:`_mamba2_mixer`): I = ``mamba_d_ssm`` channels,
+    ``in_proj`` biased when ``mamba_proj_bias``, ``out_proj`` when ``projectors_bias``, the
+    convolution when ``mamba_conv_bias``, the gated RMSNorm only when ``mamba_rms_norm``.
+    Attention: q, k, v, o (biased when ``attention_bias``). MLP: gate, up, down of
+    ``intermediate_size`` (biased when ``mlp_bias``). The muP multipliers (``*_multiplier``,
+    ``ssm_multipliers``, ``mlp_multipliers``) scale activations and a buffer, not weights: they
+    add no parameters.
+    """
+    h = s.hidden
+    heads, head_dim, size, groups, kernel = _mamba2_shape(cfg)
+    inner = _falcon_h1_inner(cfg, heads, head_dim)
+    mamba = _mamba2_mixer(h, inner, heads, groups, size, kernel,
+                          conv_bias=_flag(cfg, "mamba_conv_bias", True),
+                          in_bias=_flag(cfg, "mamba_proj_bias"),
+                          out_bias=_flag(cfg, "projectors_bias"),
+                          gated_norm=_flag(cfg, "mamba_rms_norm"))
+    if s.intermediate is None:
+        raise ValueError("config.json field 'intermediate_size' is missing")
+    return {"attention": s.layers * (_plain_attention(cfg, s) + mamba),
+            "mlp": s.layers * _gated_mlp(h, s.intermediate, _flag(cfg, "mlp_bias")),
+            "norms": 2 * s.layers * h + h}
+
+
+#: Mamba hybrids with a counter of their own: model_type → counter.
+_MAMBA_HYBRID_COUNTS = {"jamba": _count_jamba, "granitemoehybrid": _count_granite_hybrid,
+                        "falcon_h1": _count_falcon_h1}
 
 
 def _sub_config(cfg: Mapping, key: str, defaults: Mapping) -> dict | None:

@@ -117,6 +117,8 @@ KV_BY_HAND = {
     # Gemma 4: 5 global layers of 2 KV heads of 512, 25 sliding ones of 8 of 256 (in the window)
     "Gemma-4-26B-A4B": 5 * 2 * 2 * 512 * 2 + 25 * 2 * 8 * 256 * 2,     # 225,280
     "GLM-5": 78 * ((512 + 64) * 2 + 128 + 4),   # MLA latent + the indexer's key: 100,152
+    "Jamba-1.5-Mini": 2 * 4 * 8 * 128 * 2,      # attention at layers 4, 12, 20, 28: 16,384
+    "Falcon-H1-0.5B": 2 * 36 * 2 * 64 * 2,      # attention beside Mamba in all 36: 18,432
 }
 
 
@@ -180,6 +182,7 @@ ROW_CONFIG = {
     "Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
     "Nemotron-3-Super-120B-A12B": "nemotron-3-super-120b-a12b-fp8",
     "Gemma-4-26B-A4B": "gemma-4-26b-a4b", "GLM-5": "glm-5",
+    "Jamba-1.5-Mini": "ai21-jamba-1.5-mini", "Falcon-H1-0.5B": "falcon-h1-0.5b",
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",

@@ -9,11 +9,16 @@ derived by hand from the configs' numbers (bf16 KV, two bytes an element):
   values: 61·576·2. DeepSeek-V3.2 adds its indexer's 128 fp8 values and one fp32 scale
   (132 B) a layer.
 - Nemotron 3 Nano: 6 attention layers of 2 KV heads of 128: 2·6·2·128·2.
+- Jamba 1.5 Mini: 4 attention layers (of 32) of 8 KV heads of 128: 2·4·8·128·2.
+- Falcon-H1-0.5B: attention in all 36 layers, 2 KV heads of 64: 2·36·2·64·2.
 
 Published totals (tolerance 3 %, the brief's): Llama 4 Scout 109B / 17B active and Maverick
 400B / 17B (Meta's model card, vision encoder included); DeepSeek-R1 671B / 37B (the
 DeepSeek-V3 architecture, arXiv:2412.19437); Kimi-K2 1T / 32B (Moonshot's model card);
-Nemotron 3 Nano 31.6B total and 3.6B active with its embeddings (NVIDIA's technical report).
+Nemotron 3 Nano 31.6B total and 3.6B active with its embeddings (NVIDIA's technical report);
+Jamba 1.5 Mini 52B / 12B active (AI21's model card); Falcon-H1-0.5B 521,411,104, the Hub's
+count of Falcon-H1-0.5B-Base (the release's name says 0.5B; see
+tests/test_models_families_falcon_h1.py).
 """
 
 import pathlib
@@ -32,6 +37,8 @@ ROWS = {
     "DeepSeek-V3.2": "deepseek-v3.2",
     "Kimi-K2-Instruct": "kimi-k2-instruct",
     "Nemotron-3-Nano-30B-A3B": "nemotron-3-nano-30b-a3b-bf16",
+    "Jamba-1.5-Mini": "ai21-jamba-1.5-mini",
+    "Falcon-H1-0.5B": "falcon-h1-0.5b",
 }
 KV_BY_HAND = {
     "Llama-4-Scout": 2 * 48 * 8 * 128 * 2,                 # 196,608
@@ -40,6 +47,8 @@ KV_BY_HAND = {
     "DeepSeek-V3.2": 61 * ((512 + 64) * 2 + 128 + 4),      # 78,324
     "Kimi-K2-Instruct": 61 * (512 + 64) * 2,
     "Nemotron-3-Nano-30B-A3B": 2 * 6 * 2 * 128 * 2,        # 6,144
+    "Jamba-1.5-Mini": 2 * 4 * 8 * 128 * 2,                 # 16,384
+    "Falcon-H1-0.5B": 2 * 36 * 2 * 64 * 2,                 # 18,432
 }
 CARDS = {                                   # (total, active) as published
     "Llama-4-Scout": (109e9, 17e9),
@@ -47,6 +56,8 @@ CARDS = {                                   # (total, active) as published
     "DeepSeek-R1": (671e9, 37e9),
     "Kimi-K2-Instruct": (1e12, 32e9),
     "Nemotron-3-Nano-30B-A3B": (31.6e9, 3.6e9),
+    "Jamba-1.5-Mini": (52e9, 12e9),
+    "Falcon-H1-0.5B": (521_411_104, 521_411_104),
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",

@@ -116,8 +116,12 @@ def test_falcon_h1_mixes_mamba_beside_attention_in_every_layer():
     # Falcon-H1's field spellings (transformers' FalconH1Config) on a Llama-shaped config
     c = dict(cfg("llama-3.1-8b"), model_type="falcon_h1", mamba_n_heads=48, mamba_d_head=64,
              mamba_d_state=256, mamba_n_groups=1, mamba_d_conv=4, mamba_d_ssm=3072)
-    with pytest.raises(ValueError, match="hybrid"):
-        ModelShape.from_hf_config(c)
+    # counted now: the Llama-shaped count plus a Mamba-2 mixer a layer (I = 48 * 64, one
+    # group, state 256, kernel 4, a biased convolution, no gated norm: mamba_rms_norm false)
+    inner, conv_dim = 48 * 64, 48 * 64 + 2 * 256
+    mamba = 4096 * (2 * inner + 2 * 256 + 48) + conv_dim * 4 + conv_dim + 3 * 48 + inner * 4096
+    llama = ModelShape.from_hf_config(cfg("llama-3.1-8b"))
+    assert ModelShape.from_hf_config(c).n_params == llama.n_params + 32 * mamba
     m = ModelShape.from_hf_config(c, n_params=8e9)
     assert (m.n_attention_layers, m.n_mamba_layers) == (32, 32)
     assert m.kv_bytes_per_token == 32 * 2 * 8 * 128 * 2
@@ -165,10 +169,13 @@ def test_nemotron_h_parameters_by_hand():
 
 
 def test_counting_an_unsupported_hybrid_is_refused_until_given_n_params():
-    jamba = dict(cfg("mistral-7b-v0.1"), attn_layer_period=8, attn_layer_offset=4,
-                 mamba_d_state=16, sliding_window=None, model_type="jamba")
+    # Jamba itself is counted now (tests/test_models_families_jamba.py); its layout under a
+    # model_type with no counter of its own is still refused
+    unknown = dict(cfg("mistral-7b-v0.1"), attn_layer_period=8, attn_layer_offset=4,
+                   mamba_d_state=16, sliding_window=None, model_type="zamba")
     with pytest.raises(ValueError, match="hybrid.*n_params"):
-        ModelShape.from_hf_config(jamba)
+        ModelShape.from_hf_config(unknown)
+    assert ModelShape.from_hf_config(unknown, n_params=7e9).n_mamba_layers == 28
     # MoE Nemotron-H is counted now (tests/test_models_families_nemotron3.py); "E" layers in a
     # model without experts are still refused
     experts_missing = dict(cfg("nemotron-h-8b-base-8k"), hybrid_override_pattern="ME" * 24 + "*E*E")
