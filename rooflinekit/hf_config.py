@@ -327,6 +327,7 @@ class _Shape:
         self.heads = _int(cfg, "num_attention_heads")
         self.hidden = _int(cfg, "hidden_size")
         self.vocab = _int(cfg, "vocab_size", required=False)
+        _refuse_unread_sparse_attention(cfg)
         self.blocks = _block_configs(cfg, self.layers, self.hidden)
         self.kv_heads = self._kv_heads(cfg)
         self.mla = self._mla(cfg)
@@ -526,7 +527,8 @@ class _Shape:
             return ["full" if (i + 1) % every == 0 else "linear" for i in range(self.layers)]
         if cfg.get("attn_layer_period") is not None:            # Jamba
             period = _int(cfg, "attn_layer_period")
-            offset = _int(cfg, "attn_layer_offset", lo=0, required=False, default=0)
+            # JambaConfig's default offset is 4 (attention in layers 4, 12, 20, ...)
+            offset = _int(cfg, "attn_layer_offset", lo=0, required=False, default=4)
             if offset >= period:
                 raise ValueError(f"config.json field 'attn_layer_offset' ({offset}) must be "
                                  f"less than 'attn_layer_period' ({period})")
@@ -638,6 +640,24 @@ class _Shape:
                              f"exceeds 'max_position_embeddings' ({context:,}): a chunk longer "
                              f"than any context is no chunk; check the config")
         return self.chunk, self.kinds.count("chunked")
+
+
+def _refuse_unread_sparse_attention(cfg: Mapping) -> None:
+    """A block-sparse attention with an index cache of its own (MiniMax-M3's
+    ``sparse_attention_config`` with ``use_sparse_attention``) keeps index keys beside the KV
+    cache that this reader does not size: refused, naming the field, rather than read as dense
+    attention with the index left out."""
+    sparse = cfg.get("sparse_attention_config")
+    if sparse is None:
+        return
+    if not isinstance(sparse, Mapping):
+        raise TypeError(f"config.json field 'sparse_attention_config' must be an object; got "
+                        f"{describe(sparse)}")
+    if _flag(sparse, "use_sparse_attention", False, at="sparse_attention_config."):
+        raise ValueError("config.json field 'sparse_attention_config' (block-sparse attention "
+                         "with its own index keys, use_sparse_attention: true) is not supported: "
+                         "its index cache is not sized here; build the rooflinekit.ModelShape "
+                         "by hand with the KV bytes per token the engine keeps")
 
 
 def _block_configs(cfg: Mapping, layers: int, hidden: int):

@@ -310,3 +310,22 @@ def test_default_cache_location(monkeypatch):
     monkeypatch.delenv("HF_HOME", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     assert hf_cache_dir() == os.path.join(os.path.expanduser("~"), ".cache", "huggingface", "hub")
+
+
+def test_block_sparse_attention_with_its_own_index_is_refused_naming_the_field():
+    """MiniMax-M3 (published config, byte for byte) keeps index keys for 57 of its 60 layers
+    (``sparse_attention_config``: 4 index heads of 128) beside its KV cache. Read as dense
+    attention it came out 122,880 B a token with the index left out; it is refused instead, and
+    the same config without the sparse attention switched on loads."""
+    config = cfg("minimax-m3")
+    assert config["sparse_attention_config"]["use_sparse_attention"] is True
+    with pytest.raises(ValueError, match="sparse_attention_config"):
+        ModelShape.from_hf_config(CONFIGS / "minimax-m3.json")
+    dense = {**config, "sparse_attention_config": {**config["sparse_attention_config"],
+                                                   "use_sparse_attention": False}}
+    # 60 layers × K and V × 4 KV heads × 128 × 2 bytes
+    assert model_from_hf_config(dense).kv_bytes_per_token == 60 * 2 * 4 * 128 * 2
+    with pytest.raises(TypeError, match="sparse_attention_config"):
+        model_from_hf_config({**config, "sparse_attention_config": [1]})
+    with pytest.raises(TypeError, match="use_sparse_attention"):
+        model_from_hf_config({**config, "sparse_attention_config": {"use_sparse_attention": "yes"}})

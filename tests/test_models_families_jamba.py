@@ -141,3 +141,15 @@ def test_bad_jamba_fields_are_named(change, error, field):
               if v is not None}
     with pytest.raises(error, match=field):
         count_params(config)
+
+
+def test_an_absent_attention_offset_is_jambaconfigs_default():
+    """transformers' JambaConfig defaults attn_layer_offset to 4: without the field, layers
+    4, 12, 20 and 28 of 32 hold attention, as the published config says explicitly."""
+    config = json.loads(CONFIG.read_text())
+    assert config["attn_layer_offset"] == 4
+    without = {k: v for k, v in config.items() if k != "attn_layer_offset"}
+    assert count_params(without) == count_params(config)
+    # an offset of 8 or more is no layer of an 8-layer period: refused, so 4 is really read
+    with pytest.raises(ValueError, match="attn_layer_offset"):
+        count_params({**without, "attn_layer_period": 4})
