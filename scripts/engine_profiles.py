@@ -119,7 +119,8 @@ plus the overhead, and the least squares on relative residuals (calibrate's loss
 form (:func:`fit_serving`). Intervals: :data:`N_RESAMPLES` bootstrap resamples of the rows,
 seed 0; held out: fit on one GPU's rows, predict the other's. TTFT errors on those rows are
 reported with the kernel intercept, for reference. TensorRT-LLM stays kernel-only: a floor.
-SGLang's served overheads (one ``step_overhead`` and one ``frontend_latency`` for every GPU) are
+SGLang's served overheads (one ``step_overhead``, ``prefill_overhead`` and ``frontend_latency``
+for every GPU) are
 fitted to its published load sweeps afterwards, held out by source, by
 ``scripts/fit_served_overheads.py``, which this script runs after writing the default folder.
 

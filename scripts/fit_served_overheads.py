@@ -11,15 +11,17 @@ A profile made from kernel tables (``scripts/engine_profiles.py``) is a floor un
 engine: the scheduler, sampling, Python and elementwise kernels run between and around the
 measured kernels every step, and the front end (HTTP, tokenisation, the first token's
 streaming) adds to every TTFT. For an engine whose kernel profile no served run has corrected
-(SGLang), this script fits the two with the simulator in the loop, against that engine's sweeps
+(SGLang), this script fits them with the simulator in the loop, against that engine's sweeps
 of ``tests/data/load_sweeps/sweeps.csv`` (each point replayed as its source loaded the server:
 ``scripts/score_load_sweeps.py``):
 
-* ``step_overhead`` [s], the decode phase's fixed time per step, the same for every GPU: searched
-  on :data:`rooflinekit.planning.load_fit.ONE_KNOB_GRID` over 0-50 ms, then by Brent's method in
-  the best cell (a simulated sweep is piecewise flat in it);
-* ``frontend_latency`` [s], the same seconds on every TTFT and nothing else, so that for each
-  ``step_overhead`` its least-squares value is closed-form (variable projection, as
+* ``step_overhead`` [s], the decode phase's fixed time per step, and ``prefill_overhead`` [s],
+  the fixed time of every step that carries prompt tokens (SGLang runs those apart from the
+  decodes, which wait it), each the same for every GPU: a coordinate search (:func:`fit`), each
+  knob on :data:`rooflinekit.planning.load_fit.ONE_KNOB_GRID` over its range, then by Brent's
+  method in the best cell (a simulated sweep is piecewise flat in them);
+* ``frontend_latency`` [s], the same seconds on every TTFT and nothing else, so that for any
+  other knobs its least-squares value is closed-form (variable projection, as
   :func:`rooflinekit.planning.fit_under_load`).
 
 The objective is the least squares on relative residuals of every sweep's mean TPOT (or ITL) and
@@ -50,17 +52,29 @@ from rooflinekit.profiles import Calibration  # noqa: E402
 PROFILES = Path(__file__).resolve().parents[1] / "rooflinekit" / "data" / "engine_profiles"
 
 
-def engine_at(engine: str, gpu: str, step_overhead: float) -> Calibration:
-    """``engine``'s shipped profile of ``gpu`` with ``step_overhead`` [s] and no front end."""
+#: The knobs searched with the simulator in the loop (the front end is closed-form).
+SEARCHED = ("step_overhead", "prefill_overhead")
+#: Rounds of the coordinate search (each knob in turn on its whole range, the others held).
+ROUNDS = 2
+
+
+def engine_at(engine: str, gpu: str, knobs=None) -> Calibration:
+    """``engine``'s shipped profile of ``gpu`` without its front end, with ``knobs``
+    ({name: value [s]} of :data:`SEARCHED`) in their phases; ``None``: the kernel floor
+    (``step_overhead`` 0 and the GPU's own kernel ``prefill_overhead``)."""
     base = rooflinekit.engine_profile(engine, gpu, warn=False)
-    prefill = {k: v for k, v in base.prefill.items() if k != "frontend_latency"}
-    return Calibration(prefill=prefill, decode={**base.decode, "step_overhead": step_overhead},
-                       source=base.source, base=base.base)
+    phases = {"prefill": {k: v for k, v in base.prefill.items() if k != "frontend_latency"},
+              "decode": dict(base.decode)}
+    for name, value in (knobs or {"step_overhead": 0.0}).items():
+        phases[LOAD_KNOBS[name][0]][name] = float(value)
+    return Calibration(prefill=phases["prefill"], decode=phases["decode"], source=base.source,
+                       base=base.base)
 
 
-def simulate(sweeps, engine: str, step_overhead: float, *, replicates=3, requests=300,
+def simulate(sweeps, engine: str, knobs=None, *, replicates=3, requests=300,
              seed=0) -> list[dict]:
-    """Every scored quantity of ``sweeps`` ({id: points}) at ``step_overhead`` [s], front end 0.
+    """Every scored quantity of ``sweeps`` ({id: points}) under ``knobs`` (see
+    :func:`engine_at`), front end 0.
 
     One dict per quantity: ``source``, ``sweep``, ``what`` (``"tpot"``, ``"ttft"`` or
     ``"saturation"``), ``measured`` and ``predicted`` (ms, or output tokens/s).
@@ -68,7 +82,7 @@ def simulate(sweeps, engine: str, step_overhead: float, *, replicates=3, request
     rows = []
     for name, points in sweeps.items():
         kind = sweeps_score.mode(points)
-        cal = engine_at(engine, points[0]["gpu"], step_overhead)
+        cal = engine_at(engine, points[0]["gpu"], knobs)
         source = sweeps_score.source_group(points[0]["source"])
         peak = max(p["output_throughput"] for p in points)
         top = max(points, key=lambda p: p["output_throughput"])
@@ -120,22 +134,40 @@ def cost(rows, front_ms: float) -> float:
     return total
 
 
-def fit(sweeps, engine: str, **sim) -> tuple[float, float]:
-    """``(step_overhead, frontend_latency)`` [s] that fit ``sweeps`` best."""
-    lo, hi = LOAD_KNOBS["step_overhead"][1], LOAD_KNOBS["step_overhead"][2]
+def objective(sweeps, engine: str, knobs, **sim) -> float:
+    """:func:`cost` of ``knobs`` with the front end at its closed-form best."""
+    rows = simulate(sweeps, engine, knobs, **sim)
+    return cost(rows, frontend(rows))
 
-    def objective(step):
-        rows = simulate(sweeps, engine, step, **sim)
-        return cost(rows, frontend(rows))
 
-    grid = lo + (hi - lo) * np.array(ONE_KNOB_GRID)
-    costs = [objective(g) for g in grid]
-    k = int(np.argmin(costs))
-    cell = (grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)])
-    best = minimize_scalar(objective, bounds=cell, method="bounded",
-                           options={"xatol": (hi - lo) * 1e-4, "maxiter": 20})
-    step = float(best.x) if best.fun <= costs[k] else float(grid[k])
-    return step, frontend(simulate(sweeps, engine, step, **sim)) / 1e3
+def fit(sweeps, engine: str, **sim) -> dict:
+    """The knobs of :data:`SEARCHED` and ``frontend_latency`` [s] that fit ``sweeps`` best.
+
+    A coordinate search from 0: :data:`ROUNDS` times, each knob of :data:`SEARCHED` in turn on
+    :data:`~rooflinekit.planning.load_fit.ONE_KNOB_GRID` over its whole range, then Brent's
+    method in the best cell, the others held; the front end closed-form at every step.
+    """
+    knobs = dict.fromkeys(SEARCHED, 0.0)
+    for _ in range(ROUNDS):
+        for name in SEARCHED:
+            lo, hi = LOAD_KNOBS[name][1], LOAD_KNOBS[name][2]
+
+            def one(value, name=name):
+                return objective(sweeps, engine, {**knobs, name: value}, **sim)
+
+            grid = lo + (hi - lo) * np.array(ONE_KNOB_GRID)
+            costs = [one(g) for g in grid]
+            k = int(np.argmin(costs))
+            cell = (grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)])
+            best = minimize_scalar(one, bounds=cell, method="bounded",
+                                   options={"xatol": (hi - lo) * 1e-4, "maxiter": 20})
+            knobs[name] = float(best.x) if best.fun <= costs[k] else float(grid[k])
+    knobs["frontend_latency"] = frontend(simulate(sweeps, engine, knobs, **sim)) / 1e3
+    return knobs
+
+
+def _searched(knobs) -> dict:
+    return {k: knobs[k] for k in SEARCHED}
 
 
 def scores(rows, front_ms: float) -> dict:
@@ -147,36 +179,46 @@ def scores(rows, front_ms: float) -> dict:
     return {"tpot": err("tpot"), "ttft": err("ttft", front_ms), "saturation": err("saturation")}
 
 
-def held_out(sweeps, engine: str, **sim) -> tuple[tuple[float, float], list[dict]]:
-    """The fit to every source, and per source the fit without it scored on it."""
-    by_source = {}
+def sources(sweeps) -> dict:
+    """``{source: {sweep: points}}``."""
+    out = {}
     for name, points in sweeps.items():
-        by_source.setdefault(sweeps_score.source_group(points[0]["source"]), {})[name] = points
+        out.setdefault(sweeps_score.source_group(points[0]["source"]), {})[name] = points
+    return out
+
+
+def held_out(sweeps, engine: str, **sim) -> tuple[dict, list[dict]]:
+    """The fit to every source, and per source the fit without it scored on it."""
     full = fit(sweeps, engine, **sim)
     out = []
-    for source, mine in by_source.items():
+    for source, mine in sources(sweeps).items():
         rest = {n: p for n, p in sweeps.items() if n not in mine}
         knobs = fit(rest, engine, **sim) if rest else full
-        floor = simulate(mine, engine, 0.0, **sim)
-        held = simulate(mine, engine, knobs[0], **sim)
-        inside = simulate(mine, engine, full[0], **sim)
-        out.append({"source": source, "sweeps": len(mine), "step_overhead": knobs[0],
-                    "frontend_latency": knobs[1], "floor": scores(floor, 0.0),
-                    "held_out": scores(held, knobs[1] * 1e3),
-                    "in_sample": scores(inside, full[1] * 1e3)})
+        floor = simulate(mine, engine, None, **sim)
+        held = simulate(mine, engine, _searched(knobs), **sim)
+        inside = simulate(mine, engine, _searched(full), **sim)
+        out.append({"source": source, "sweeps": len(mine), "knobs": knobs,
+                    "floor": scores(floor, 0.0),
+                    "held_out": scores(held, knobs["frontend_latency"] * 1e3),
+                    "in_sample": scores(inside, full["frontend_latency"] * 1e3)})
     return full, out
+
+
+def _ms(knobs) -> str:
+    return ", ".join(f"{k} {knobs[k] * 1e3:.1f} ms" for k in (*SEARCHED, "frontend_latency"))
 
 
 def note(full, rows) -> str:
     """The sentence each profile's notes carry about this fit."""
     def fmt(s):
         return f"{s['tpot']:.0f} / {s['ttft']:.0f} / {s['saturation']:.0f} %"
-    held = "; ".join(f"{r['source']} ({r['sweeps']} sweeps) {fmt(r['floor'])} -> "
-                     f"{fmt(r['held_out'])}" for r in rows)
-    return (f"Served overheads step_overhead = {full[0] * 1e3:.2f} ms and frontend_latency = "
-            f"{full[1] * 1e3:.1f} ms (the same for every GPU; interval: the range of the fits "
-            f"leaving one source out) were fitted by scripts/fit_served_overheads.py with the "
-            f"simulator replaying this engine's sweeps of tests/data/load_sweeps/sweeps.csv "
+    held = "; ".join(f"{r['source']} ({r['sweeps']} sweep{'s' * (r['sweeps'] != 1)}) "
+                     f"{fmt(r['floor'])} -> "
+                     f"{fmt(r['held_out'])} (fitted without it: {_ms(r['knobs'])})"
+                     for r in rows)
+    return (f"Served overheads {_ms(full)} (the same for every GPU; interval: the range of the "
+            f"fits leaving one source out) were fitted by scripts/fit_served_overheads.py with "
+            f"the simulator replaying this engine's sweeps of tests/data/load_sweeps/sweeps.csv "
             f"(mean TPOT and TTFT below 80 % of saturation, and the saturation throughput). "
             f"Held out by source, TPOT / TTFT / saturation error of the kernel floor -> of the "
             f"fit without that source: {held}.")
@@ -185,8 +227,8 @@ def note(full, rows) -> str:
 #: The header paragraph ``--write`` puts before the file's ``engine = ...`` line, in place of
 #: the kernel-only file's "a floor" paragraph.
 STAGE = ["# Stage 2, served (scripts/fit_served_overheads.py, run after scripts/engine_profiles.py):",
-         "# one decode step_overhead [s] and one frontend_latency [s] for every GPU, the time a "
-         "served engine",
+         "# one step_overhead, one prefill_overhead and one frontend_latency [s] for every GPU, "
+         "the time a served engine",
          "# spends outside the measured kernels, fitted with the simulator replaying this "
          "engine's load sweeps",
          "# of tests/data/load_sweeps/sweeps.csv; held out by source in each profile's notes."]
@@ -196,8 +238,7 @@ FLOOR = "# No serving overheads have been measured for "
 def write(engine: str, full, rows, path=None) -> Path:
     """Put the fit, its interval and its note into every profile of ``engine``'s file."""
     path = path or PROFILES / f"{engine}.toml"
-    steps = [full[0]] + [r["step_overhead"] for r in rows]
-    fronts = [full[1]] + [r["frontend_latency"] for r in rows]
+    fits = [full] + [r["knobs"] for r in rows]
     sentence = note(full, rows)
     text = path.read_text(encoding="utf-8")
     lines, in_interval, in_floor = [], False, False
@@ -211,17 +252,23 @@ def write(engine: str, full, rows, path=None) -> Path:
             in_interval = False
         elif line.startswith("[profile.interval]"):
             in_interval = True
+
+        def value(name):
+            if in_interval:
+                return f"[{min(f[name] for f in fits)!r}, {max(f[name] for f in fits)!r}]"
+            return repr(full[name])
         if line.startswith("prefill = { "):
             body = re.sub(r"frontend_latency = (\[[^]]*\]|[^,}]+), ", "",
                           line[len("prefill = { "):])
-            knob = f"[{min(fronts)!r}, {max(fronts)!r}]" if in_interval else repr(full[1])
-            line = "prefill = { frontend_latency = " + knob + ", " + body
-        elif line.startswith("decode = { "):
-            knob = f"[{min(steps)!r}, {max(steps)!r}]" if in_interval else repr(full[0])
-            line = re.sub(r"step_overhead = (\[[^]]*\]|[^,}]+)", f"step_overhead = {knob}", line)
-        elif line.startswith('notes = "') and not in_interval:
-            line = re.sub(r" ?Served overheads step_overhead = [^\"]*", "", line[:-1]) + \
-                " " + sentence + '"'
+            line = "prefill = { frontend_latency = " + value("frontend_latency") + ", " + body
+        for name in SEARCHED:
+            phase = LOAD_KNOBS[name][0]
+            if line.startswith(f"{phase} = {{ "):
+                line = re.sub(rf"{name} = (\[[^]]*\]|[^,}}]+)", f"{name} = {value(name)}",
+                              line)
+        if line.startswith('notes = "') and not in_interval:
+            kept = re.sub(r" ?Served overheads [^\"]*", "", line[len('notes = "'):-1]).strip()
+            line = 'notes = "' + (kept + " " if kept else "") + sentence + '"'
         lines.append(line)
         if line.startswith("fit_error = ") and not in_interval and \
                 not any(l.startswith("notes = ") for l in text.splitlines()):
@@ -242,18 +289,16 @@ def main(argv=None) -> int:
     if not sweeps:
         raise SystemExit(f"no {args.engine} sweeps in {sweeps_score.DEFAULT_SWEEPS}")
     full, rows = held_out(sweeps, args.engine)
-    print(f"{args.engine}: step_overhead = {full[0] * 1e3:.3f} ms, frontend_latency = "
-          f"{full[1] * 1e3:.1f} ms, fitted to {len(sweeps)} sweeps\n")
-    print("| source | sweeps | fitted without it (step, front end) [ms] | kernel floor "
-          "TPOT / TTFT / sat. | held out | in sample |")
+    print(f"{args.engine}: {_ms(full)}, fitted to {len(sweeps)} sweeps\n")
+    print("| source | sweeps | fitted without it | kernel floor TPOT / TTFT / sat. | held out | "
+          "in sample |")
     print("| --- | --- | --- | --- | --- | --- |")
 
     def fmt(s):
         return f"{s['tpot']:.0f} / {s['ttft']:.0f} / {s['saturation']:.0f} %"
     for r in rows:
-        print(f"| {r['source']} | {r['sweeps']} | {r['step_overhead'] * 1e3:.2f}, "
-              f"{r['frontend_latency'] * 1e3:.1f} | {fmt(r['floor'])} | {fmt(r['held_out'])} | "
-              f"{fmt(r['in_sample'])} |")
+        print(f"| {r['source']} | {r['sweeps']} | {_ms(r['knobs'])} | {fmt(r['floor'])} | "
+              f"{fmt(r['held_out'])} | {fmt(r['in_sample'])} |")
     if args.write:
         print(f"\nwrote {write(args.engine, full, rows)}")
     return 0

@@ -121,21 +121,22 @@ def test_file_passes_the_loader(engine):
 def test_step_overhead_is_held_and_serving_overheads_are_shared():
     """Kernel-only engines (TensorRT-LLM) hold step_overhead at 0; vLLM's serving
     step_overhead (and its interval) is one value for every GPU, and its notes say what it was
-    fitted to; so is SGLang's, fitted under load with its front end. vLLM's prefill_overhead
+    fitted to; so are SGLang's step_overhead, prefill_overhead and front end, fitted under
+    load. vLLM's prefill_overhead
     stays each GPU's kernel intercept (not fitted to the client-side TTFT of the public rows,
     which holds time the GPU does not spend): per GPU, a few ms at most."""
     for prof in _load("trtllm")["profile"]:
         assert prof["decode"]["step_overhead"] == 0.0
         assert prof["interval"]["decode"]["step_overhead"] == [0.0, 0.0]
     sglang = _load("sglang")["profile"]
-    for knob, phase in (("step_overhead", "decode"), ("frontend_latency", "prefill")):
+    for knob, phase in (("step_overhead", "decode"), ("frontend_latency", "prefill"),
+                        ("prefill_overhead", "prefill")):
         assert len({prof[phase][knob] for prof in sglang}) == 1, knob
         assert len({tuple(prof["interval"][phase][knob]) for prof in sglang}) == 1, knob
         assert sglang[0][phase][knob] > 0, knob
     for prof in sglang:
         assert "scripts/fit_served_overheads.py" in prof["notes"]
         assert "sgl-project/sgl-cookbook" in prof["notes"]
-        assert 0.0 <= prof["prefill"]["prefill_overhead"] < 0.01, prof["gpu"]
     vllm = _load("vllm")["profile"]
     assert len({prof["decode"]["step_overhead"] for prof in vllm}) == 1
     assert len({tuple(prof["interval"]["decode"]["step_overhead"]) for prof in vllm}) == 1
