@@ -10,7 +10,8 @@ from __future__ import annotations
 __all__ = [
     "MODEL", "GPU", "TP", "PP", "EP", "CONTEXT_LENGTH", "BATCH_SIZE", "PROMPT_TOKENS", "OUTPUT_TOKENS",
     "OUTPUT_FRACTION", "UTILIZATION", "MONTHLY_TOKENS", "REPLICATE", "REQUEST", "QUANTILE",
-    "MAX_NUM_SEQS", "MAX_NUM_BATCHED_TOKENS", "OPTION", "REQUEST_RATE", "DRAFT_TOKENS",
+    "MAX_NUM_SEQS", "MAX_NUM_BATCHED_TOKENS", "OPTION", "REQUEST_RATE", "CONCURRENCY",
+    "DRAFT_TOKENS",
     "ACCEPTANCE", "PREFIX_SHARE", "GLOSSARY",
 ]
 
@@ -33,6 +34,7 @@ MAX_NUM_SEQS = "max_num_seqs"
 MAX_NUM_BATCHED_TOKENS = "max_num_batched_tokens"
 OPTION = "option"
 REQUEST_RATE = "request_rate"
+CONCURRENCY = "concurrency"
 DRAFT_TOKENS = "draft_tokens"
 ACCEPTANCE = "acceptance"
 PREFIX_SHARE = "prefix_share"
@@ -58,6 +60,8 @@ GLOSSARY: dict[str, str] = {
     MAX_NUM_BATCHED_TOKENS: "per-step token budget of chunked prefill (vLLM's "
                             "--max-num-batched-tokens) [tokens]",
     REQUEST_RATE: "arrival rate of requests [requests/s]",
+    CONCURRENCY: "requests a closed-loop client keeps in flight, sending the next as one "
+                 "completes (vllm bench serve's --max-concurrency) [1]",
     DRAFT_TOKENS: "tokens drafted per speculative step, k (vLLM's --num-speculative-tokens) "
                   "[tokens]",
     ACCEPTANCE: "probability the target accepts a drafted token, alpha in [0, 1] [1]",

@@ -29,6 +29,9 @@ __all__ = [
 #: Latest arrival time a workload may hold [tick or s]: 1e9 (31 years in seconds). Beyond it a
 #: float64 time cannot resolve a step (at 1e17 a 100-tick request would appear to take 96).
 MAX_ARRIVAL = 1e9
+#: Most requests a closed-loop client may keep in flight (``load_curve``'s ``concurrencies``,
+#: a ``vllm bench serve --max-concurrency`` run) [1].
+MAX_CONCURRENCY = 1_000_000
 
 #: Priority tiers (``Workload.priority``): interactive requests are admitted first.
 INTERACTIVE = 0

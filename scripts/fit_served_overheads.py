@@ -60,12 +60,14 @@ ROUNDS = 2
 
 def engine_at(engine: str, gpu: str, knobs=None) -> Calibration:
     """``engine``'s shipped profile of ``gpu`` without its front end, with ``knobs``
-    ({name: value [s]} of :data:`SEARCHED`) in their phases; ``None``: the kernel floor
-    (``step_overhead`` 0 and the GPU's own kernel ``prefill_overhead``)."""
+    ({name: value [s]} of :data:`SEARCHED`) in their phases; ``None``: the kernel floor, every
+    knob of :data:`SEARCHED` at 0 (the kernel fit's own prefill intercept, 1.5-2.5 ms, is
+    replaced by this stage's value once written, so the floor does without it: the same floor
+    however often the stage runs)."""
     base = rooflinekit.engine_profile(engine, gpu, warn=False)
     phases = {"prefill": {k: v for k, v in base.prefill.items() if k != "frontend_latency"},
               "decode": dict(base.decode)}
-    for name, value in (knobs or {"step_overhead": 0.0}).items():
+    for name, value in (knobs or dict.fromkeys(SEARCHED, 0.0)).items():
         phases[LOAD_KNOBS[name][0]][name] = float(value)
     return Calibration(prefill=phases["prefill"], decode=phases["decode"], source=base.source,
                        base=base.base)

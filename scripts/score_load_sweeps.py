@@ -27,20 +27,14 @@ How a point is simulated, by how its source loaded the server:
   ``benchmark_serving.py --request-rate inf`` without ``--max-concurrency``): ``num_prompts``
   requests arriving at :data:`BURST_RATE` (they all arrive within a few ms).
 * otherwise (closed loop at a fixed client concurrency ``C``, e.g. AIPerf or
-  ``--max-concurrency``): the client keeps ``C`` requests in flight, sending the next the moment
-  one completes, so the server runs ``C`` sequences whatever its speed. It is simulated as a
-  saturated server with ``max_num_seqs = min(C, the engine's default)``: a request is admitted
-  exactly when one completes, as the client would send it, and the client's TTFT starts at that
-  admission (the run's mean TTFT less its mean queue delay, ``load_curve``'s
-  ``mean_queue_delay``; no median of that difference is available, so a closed sweep is scored
-  on mean TTFT only). Two runs of ``num_prompts`` requests (``max(--requests, 3 × C)`` where the
-  source does not say): all arriving at once, whose throughput is the point's (the clients
-  start together, as the benchmark's do); and Poisson arrivals at :data:`CLOSED_OVERLOAD` times
-  that run's request throughput, whose TPOT, ITL and TTFT are the point's. With equal lengths
-  the first run's clients finish together and send together for ever, so every prompt would
-  wait for its whole wave's prefill (an RTX 4090 at 8 in flight: 192 ms against 79 ms
-  measured); real clients drift apart, and the second run's arrivals start them apart while
-  keeping the server full.
+  ``--max-concurrency``): :func:`~rooflinekit.planning.load_curve` at ``concurrencies=[C]``,
+  on ``num_prompts`` requests (``max(--requests, 3 × C)`` where the source does not say): a
+  server of ``C`` sequences kept full, its clients started apart, client times counted from
+  admission (when the client sends; see its Notes).
+
+  (Until 2026-12 such points were simulated open loop at the *measured* request throughput,
+  which holds the published concurrency only when the predicted latencies are right: a model
+  too fast at ``C`` sequences then ran far fewer, and its TPOT error was understated.)
 
   (Until 2026-12 such points were simulated open loop at the *measured* request throughput,
   which holds the published concurrency only when the predicted latencies are right: a model
@@ -93,9 +87,6 @@ DEFAULT_SWEEPS = Path(__file__).resolve().parents[1] / "tests" / "data" / "load_
 
 #: Arrival rate that stands for "all at once" [requests/s].
 BURST_RATE = 1e4
-#: A closed-loop point's latency run offers this multiple of its saturated request throughput,
-#: so that its queue never empties once full while its first clients start apart.
-CLOSED_OVERLOAD = 1.2
 #: Points at most this share of the sweep's largest measured output throughput are "below saturation".
 SATURATION_SHARE = 0.8
 #: Default log-space spread of ShareGPT lengths around their mean.
@@ -244,23 +235,24 @@ def scheduler(point) -> tuple[int, int | None, bool, str]:
         f"{name} defaults: {d.max_num_seqs} sequences, {d.max_num_batched_tokens} tokens"
 
 
-def _run(point, engine, *, rate, requests, max_num_seqs, replicates, seed, sigma) -> dict:
+def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
+         concurrency=None) -> dict:
+    """One point of :func:`~rooflinekit.planning.load_curve`: at ``rate`` (open loop) or at
+    ``concurrency`` (closed loop); medians over replicates."""
     model, engine, traffic = _spec(point, engine, sigma)
-    default_seqs, chunk, mixed, _ = scheduler(point)
-    seqs = int(max_num_seqs or default_seqs)
+    seqs, chunk, mixed, _ = scheduler(point)
     ds = load_curve(traffic, _SLO, model=model, gpu=point["gpu"], tp=int(point["tp"]),
-                    rates=[float(rate)], max_num_seqs=seqs,
+                    rates=None if rate is None else [float(rate)],
+                    concurrencies=None if concurrency is None else [int(concurrency)],
+                    max_num_seqs=seqs,
                     max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
                     mixed_prefill=mixed, engine=engine, engine_draws=0, replicates=replicates,
                     requests=max(10, int(requests)), seed=seed)
     out = {}
     for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),
                         ("mean_token_itl", 1e3), ("throughput", 1.0),
-                        ("request_throughput", 1.0), ("mean_queue_delay", 1e3)):
+                        ("request_throughput", 1.0)):
         out[name] = float(np.nanmedian(ds[name].values)) * scale
-    # from admission, per replicate: a closed-loop client's TTFT (closed_loop)
-    out["admitted_ttft"] = float(np.nanmedian((ds["mean_ttft"] - ds["mean_queue_delay"])
-                                              .values)) * 1e3
     return out
 
 
@@ -288,33 +280,21 @@ def predict_point(point, engine, kind, *, replicates=3, requests=300, seed=0,
     [output tokens/s], ``request_throughput`` [requests/s]."""
     common = dict(replicates=replicates, seed=seed, sigma=sharegpt_sigma)
     if kind == "rate":
-        return _run(point, engine, rate=point["rate"], requests=requests, max_num_seqs=None,
-                    **common)
+        return _run(point, engine, rate=point["rate"], requests=requests, **common)
     if kind == "burst":
-        return _run(point, engine, rate=BURST_RATE, requests=point["num_prompts"],
-                    max_num_seqs=None, **common)
+        return _run(point, engine, rate=BURST_RATE, requests=point["num_prompts"], **common)
     return closed_loop(point, engine, requests=requests, **common)
 
 
 def closed_loop(point, engine, *, requests=300, replicates=3, seed=0,
                 sigma=SHAREGPT_SIGMA) -> dict:
-    """A closed-loop point at the client concurrency ``C = point["concurrency"]``, simulated as
-    a saturated server of at most ``C`` running (the module's docstring): throughputs from
-    ``point["num_prompts"]`` requests (else ``max(requests, 3 C)``) arriving at once, latencies
-    from the same number arriving at :data:`CLOSED_OVERLOAD` times that run's request
-    throughput; ``mean_ttft`` is counted from admission (the client's send), ``p50_ttft`` is
-    NaN."""
+    """A closed-loop point at the client concurrency ``point["concurrency"]``
+    (:func:`~rooflinekit.planning.load_curve`'s ``concurrencies``), on ``point["num_prompts"]``
+    requests (else ``max(requests, 3 C)``)."""
     c = int(point["concurrency"])
     n = max(10, int(point["num_prompts"] or max(requests, 3 * c)))
-    common = dict(requests=n, max_num_seqs=min(c, scheduler(point)[0]), replicates=replicates,
-                  seed=seed, sigma=sigma)
-    full = _run(point, engine, rate=BURST_RATE, **common)
-    out = _run(point, engine, rate=CLOSED_OVERLOAD * full["request_throughput"], **common)
-    out["mean_ttft"] = out["admitted_ttft"]
-    out["p50_ttft"] = math.nan
-    out["throughput"] = full["throughput"]
-    out["request_throughput"] = full["request_throughput"]
-    return out
+    return _run(point, engine, concurrency=c, requests=n, replicates=replicates, seed=seed,
+                sigma=sigma)
 
 
 def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,

@@ -23,6 +23,7 @@ from rooflinekit import dims
 from rooflinekit._validation import (MAX_COUNT, check_bool, check_keys, describe, real_number,
                                      whole_number)
 from rooflinekit.batching._kernel_calls import _allocate, _targets
+from rooflinekit.batching._schema import COMPLETED
 from rooflinekit.batching.batchers import (SIMULATION_MEMORY_LIMIT, SIMULATION_WORK_LIMIT,
                                            ContinuousBatcher, StaticBatcher)
 from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _model_quality,
@@ -250,7 +251,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                    parallel: bool = True, variables=None, work_limit=SIMULATION_WORK_LIMIT,
                    memory_limit=SIMULATION_MEMORY_LIMIT, prefix_group=None,
                    prefix_tokens=None, speculative_seeds=None, speculative_gains=None,
-                   as_dataset: bool = True) -> xr.Dataset | dict:
+                   as_dataset: bool = True, closed_loop: bool = False) -> xr.Dataset | dict:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
 
     Parameters
@@ -292,6 +293,13 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         ``True`` (default): a Dataset. ``False``: a dict of the summaries' numpy arrays, without
         labels, for a search that reads a few numbers of many runs (building a Dataset costs
         about as much as summarising a run).
+    closed_loop : bool
+        ``True``: every time a client sees (TTFT, latency, and the attainments of their targets)
+        counts from the request's first admission instead of its arrival, as a closed-loop
+        client holding ``max_num_seqs`` requests in flight sees them (it sends a request the
+        moment one completes, which is when the batcher admits it); ``mean_queue_delay`` is
+        then 0 and the throughputs run from the first admission. Requests never admitted keep
+        their arrival. Default ``False``: an open-loop client, clocks from arrival.
 
     Returns
     -------
@@ -317,6 +325,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     targets = _targets(ttft_target, itl_target, e2e_target, tpot_target)
     check_bool("parallel", parallel)
     check_bool("as_dataset", as_dataset)
+    check_bool("closed_loop", closed_loop)
     if variables is not None:
         if isinstance(variables, str):
             raise TypeError("variables must be a sequence of summary names, not one string")
@@ -342,6 +351,9 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     gains = _gain_rows(batcher, speculative_gains, speculative_seeds, arrays[2])
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix,
                       seeds=speculative_seeds, gains=gains)
+    if closed_loop:     # the client sends each request when it is admitted
+        admitted = out[4] == COMPLETED
+        arrays = (np.where(admitted, out[0], arrays[0]), *arrays[1:])
     summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
                       wanted=variables, frontend_latency=timing.frontend_latency)
     if not as_dataset:

@@ -38,6 +38,7 @@ from rooflinekit._validation import (
 )
 from rooflinekit.calibrate.measurements import measurements_from_records
 from rooflinekit.dtypes import dtype_name
+from rooflinekit.workloads import MAX_CONCURRENCY
 
 __all__ = ["MAX_REPORT_BYTES", "read_vllm_result", "read_vllm_latency", "read_guidellm_report",
            "read_trtllm_bench"]
@@ -299,15 +300,20 @@ def read_vllm_serve_sweep(results) -> list[dict]:
     Returns
     -------
     list of dict
-        By rising ``request_rate`` [requests/s]: ``request_rate``, ``completed`` [1],
-        ``total_input_tokens``, ``total_output_tokens`` [tokens], ``mean_ttft_ms``,
-        ``mean_tpot_ms`` [ms] and ``label`` (the file, or ``results[i]``).
+        By rising ``request_rate`` [requests/s] (or ``max_concurrency``): ``request_rate``
+        (``inf`` for a closed-loop run), ``max_concurrency`` [1] (``None`` for an open-loop
+        run), ``completed`` [1], ``total_input_tokens``, ``total_output_tokens`` [tokens],
+        ``mean_ttft_ms``, ``mean_tpot_ms`` [ms] and ``label`` (the file, or ``results[i]``).
+        Runs of ``--max-concurrency C --request-rate inf`` (the file's ``request_rate``
+        ``"inf"``) are a closed-loop client at ``C``; all runs must be of one kind.
 
     Raises
     ------
     ValueError, TypeError
         A file that is not a JSON object, a missing or non-finite field, a rate that is not
-        finite and > 0 (a burst), or fewer than two distinct rates; naming the file and field.
+        finite and > 0 without a ``max_concurrency`` (a burst), a finite rate with one, open-
+        and closed-loop runs mixed, or fewer than two distinct rates (or concurrencies); naming
+        the file and field.
 
     See Also
     --------
@@ -323,12 +329,31 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         values = {f: _number(payload.get(f), label, f) if f != "request_rate" else None
                   for f in _SWEEP_FIELDS}
         rate = payload.get("request_rate")
-        if isinstance(rate, str) or rate is None or isinstance(rate, bool) \
+        concurrency = payload.get("max_concurrency")
+        unlimited = rate == "inf" or (isinstance(rate, float) and rate == math.inf)
+        if concurrency is not None:
+            if isinstance(concurrency, bool) or not isinstance(concurrency, int) \
+                    or not 1 <= concurrency <= MAX_CONCURRENCY:
+                raise ValueError(f"{label}: field 'max_concurrency' must be a whole number from "
+                                 f"1 to {MAX_CONCURRENCY:,} (or null); got {concurrency!r}")
+            if not unlimited:
+                raise ValueError(f"{label}: a run at a finite 'request_rate' ({rate!r}) capped "
+                                 f"by 'max_concurrency' ({concurrency}) mixes an open-loop and a "
+                                 f"closed-loop client; give runs of one kind: --request-rate "
+                                 f"at several rates, or --max-concurrency at several "
+                                 f"concurrencies with --request-rate inf")
+            values["request_rate"] = math.inf
+            values["max_concurrency"] = int(concurrency)
+        elif isinstance(rate, str) or rate is None or isinstance(rate, bool) \
                 or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
             raise ValueError(f"{label}: field 'request_rate' must be a finite rate > 0 "
-                             f"[requests/s] (a run of --request-rate inf is a burst, not a "
-                             f"point of a load curve); got {rate!r}")
-        values["request_rate"] = float(rate)
+                             f"[requests/s], or 'inf' with a 'max_concurrency' (a closed-loop "
+                             f"client); a run of --request-rate inf without "
+                             f"--max-concurrency is a burst, not a point of a load curve; got "
+                             f"{rate!r}")
+        else:
+            values["request_rate"] = float(rate)
+            values["max_concurrency"] = None
         if values["completed"] < 1:
             raise ValueError(f"{label}: field 'completed' must be >= 1; got "
                              f"{values['completed']:g}")
@@ -337,10 +362,16 @@ def read_vllm_serve_sweep(results) -> list[dict]:
                 raise ValueError(f"{label}: field {f!r} must be > 0; got {values[f]:g}")
         values["label"] = label
         runs.append(values)
-    if len({r["request_rate"] for r in runs}) < 2:
-        raise ValueError(f"results must hold runs at two or more request rates (a curve); got "
-                         f"{len(runs)} run(s) at {sorted({r['request_rate'] for r in runs})}")
-    return sorted(runs, key=lambda r: r["request_rate"])
+    closed = {r["max_concurrency"] is not None for r in runs}
+    if len(closed) > 1:
+        raise ValueError("results mix runs at request rates (open loop) with runs at "
+                         "max_concurrency (closed loop); give one kind")
+    key = "max_concurrency" if closed == {True} else "request_rate"
+    if len({r[key] for r in runs}) < 2:
+        what = "concurrencies" if key == "max_concurrency" else "request rates"
+        raise ValueError(f"results must hold runs at two or more {what} (a curve); got "
+                         f"{len(runs)} run(s) at {sorted({r[key] for r in runs})}")
+    return sorted(runs, key=lambda r: r[key])
 
 
 def _guidellm_benchmarks(report) -> tuple:

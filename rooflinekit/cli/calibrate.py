@@ -137,8 +137,9 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--allreduce")
     parser.add_argument("--under-load", action="store_true",
                         help="fit with the simulator in the loop: the --vllm-result runs are one "
-                             "server at two or more request rates (or --from guidellm with "
-                             "one sweep report); the vLLM profile of --gpu "
+                             "server at two or more request rates, or at two or more "
+                             "--max-concurrency values (a closed-loop client), or --from "
+                             "guidellm with one sweep report; the vLLM profile of --gpu "
                              "(or --engine's) is refitted in --fit (default step_overhead and "
                              "frontend_latency) to their mean TTFT and TPOT")
     add_output_flags(parser, output_help=(
@@ -342,8 +343,8 @@ def _run_under_load(args, out) -> int:
     elif len(args.vllm_result) < 2 or args.source_format != "measurements" or \
             args.measurements:
         raise ValueError("--under-load fits --vllm-result runs at two or more request rates "
-                         "(or one GuideLLM sweep with --from guidellm FILE); give them with "
-                         "--vllm-result")
+                         "or concurrencies (or one GuideLLM sweep with --from guidellm FILE); "
+                         "give them with --vllm-result")
     else:
         results = args.vllm_result
     for flag, given in (("--cv", args.cv != "none"), ("--phase", args.phase),
@@ -373,7 +374,7 @@ def _run_under_load(args, out) -> int:
 
     def text(out):
         a = table.attrs
-        out.write(f"rooflinekit calibrate --under-load: {table.sizes['request_rate']} runs\n")
+        out.write(f"rooflinekit calibrate --under-load: {len(records)} runs\n")
         out.write(f"fitted: {a['knobs']}\n")
         out.write(f"mean TPOT error {a['tpot_error_before']:.1f}% -> {a['tpot_error']:.1f}%, "
                   f"mean TTFT error {a['ttft_error_before']:.1f}% -> {a['ttft_error']:.1f}% "

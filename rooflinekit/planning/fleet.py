@@ -50,6 +50,7 @@ from rooflinekit.roofline import (
     layout_decode_step_time,
 )
 from rooflinekit.units import HOURS_PER_MONTH, PER_MILLION, SECONDS_PER_HOUR
+from rooflinekit.workloads import MAX_CONCURRENCY
 
 __all__ = ["plan", "load_curve", "estimate_work", "check_plan_size", "PLAN_WORK_LIMIT", "PLAN_MEMORY_LIMIT", "IDEAL", "LATENCY_PERCENTILES"]
 
@@ -676,11 +677,19 @@ def _speculative_attrs(spec) -> dict:
             "speculative_acceptance": acceptance}
 
 
-def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="auto", rates,
-               max_num_batched_tokens="auto", admission="paged", block_size=16,
-               gpu_memory_utilization=0.9, replicates=10, seed=0, engine=None,
+#: A closed-loop point's run offers this multiple of a first run's request throughput
+#: (:func:`load_curve` with ``concurrencies``): its queue never empties once full, while its
+#: first clients start apart. Twice: the first run's clients, started together, can be up to
+#: a fifth slower than clients apart.
+CLOSED_LOOP_OVERLOAD = 2.0
+
+
+def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="auto", rates=None,
+               concurrencies=None, max_num_batched_tokens="auto", admission="paged",
+               block_size=16, gpu_memory_utilization=0.9, replicates=10, seed=0, engine=None,
                engine_draws=None, requests=1000, mixed_prefill="auto") -> xr.Dataset:
-    """Latency percentiles and SLO attainment of one replica against its request rate.
+    """Latency percentiles and SLO attainment of one replica against its load: an open-loop
+    request rate, or a closed-loop client's concurrency.
 
     Parameters
     ----------
@@ -694,7 +703,11 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         a load curve is one deployment's).
     rates : sequence of float
         Request rates per replica [requests/s], each finite and > 0 (dimension
-        ``request_rate``).
+        ``request_rate``): Poisson arrivals (or the traffic's own process) at each, an
+        open-loop client. Give ``rates`` or ``concurrencies``, not both.
+    concurrencies : sequence of int
+        Requests a closed-loop client keeps in flight (``vllm bench serve --max-concurrency``),
+        each a whole number from 1 to ``max_num_seqs`` (dimension ``concurrency``); see Notes.
     mixed_prefill : bool or "auto"
         Whether a step carries prefill slices beside the decode tokens
         (:class:`~rooflinekit.batching.ContinuousBatcher`); ``"auto"`` (default): the engine's
@@ -723,6 +736,20 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     -----
     ``*_tpot`` and ``*_token_itl`` are vLLM's per-request TPOT and every-gap ITL (:class:`SLO`).
 
+    A closed-loop client at concurrency ``C`` sends a request the moment one completes, so the
+    server runs ``C`` sequences whatever its speed; it is simulated as a server of
+    ``max_num_seqs = C`` kept full, every client time counted from the request's admission
+    (when the client sends it; :func:`~rooflinekit.batching.run_replicates`' ``closed_loop``).
+    Two runs per point on the same draws: every request arriving at once, which gives the
+    server's request throughput; and arrivals at :data:`CLOSED_LOOP_OVERLOAD` times that
+    throughput, whose summaries are the point's. With equal lengths, clients started together
+    would finish and send together for ever, each prompt waiting for its whole wave's prefill;
+    real clients drift apart, and these start apart while keeping the server full. The
+    throughputs run from the first admission to the last completion, the filling of the
+    server included (a few percent of a run of many times ``C`` requests).
+    A server that holds fewer than ``C`` (its KV cache full) queues the rest; that wait is not
+    counted, so above the KV cache's concurrency the TTFT is a lower bound.
+
     Raises
     ------
     ValueError
@@ -732,13 +759,29 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     check_type("slo", slo, SLO)
     (model,) = _names("model", model, ModelShape, catalog.resolve_model)
     (gpu,) = _names("gpu", gpu, GPU, catalog.gpu)
-    rate_values = as_1d("rates", rates)
-    if not np.isfinite(rate_values).all() or (rate_values <= 0).any():
-        raise ValueError(f"rates must be finite and > 0 [requests/s]; got {show(rates)}")
+    if (rates is None) == (concurrencies is None):
+        raise ValueError("give rates (an open-loop client) or concurrencies (a closed-loop "
+                         "client), not both and not neither")
+    closed = concurrencies is not None
+    if closed:
+        loads = as_1d("concurrencies", concurrencies)
+        if not np.isfinite(loads).all() or (loads < 1).any() or (loads > MAX_CONCURRENCY).any() \
+                or (loads != np.round(loads)).any():
+            raise ValueError(f"concurrencies must be whole numbers from 1 to "
+                             f"{MAX_CONCURRENCY:,}; got {show(concurrencies)}")
+        loads = loads.astype(np.int64)
+    else:
+        loads = as_1d("rates", rates)
+        if not np.isfinite(loads).all() or (loads <= 0).any():
+            raise ValueError(f"rates must be finite and > 0 [requests/s]; got {show(rates)}")
     replicates = whole_number("replicates", replicates, lo=1)
     requests = whole_number("requests", requests, lo=10)
     max_num_seqs, max_num_batched_tokens = one_scheduler(engine, gpu, max_num_seqs,
                                                          max_num_batched_tokens)
+    if closed and (loads > max_num_seqs).any():
+        raise ValueError(f"concurrencies above max_num_seqs ({max_num_seqs}): the server "
+                         f"would queue the rest, a wait the closed-loop replay does not count; "
+                         f"raise max_num_seqs or lower the concurrency; got {show(concurrencies)}")
     if isinstance(mixed_prefill, str) and mixed_prefill == "auto":
         mixed_prefill = scheduler_defaults(scheduler_engine(engine), gpu).mixed_prefill
     mixed_prefill = check_bool("mixed_prefill", mixed_prefill)
@@ -746,12 +789,16 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
-    replica = functools.partial(
-        _replica, model, gpu, whole_number("tp", tp, lo=1), max_num_seqs,
-        max_num_batched_tokens, check_one_of("admission", admission, ("paged", "reserve")),
-        whole_number("block_size", block_size, lo=1),
-        real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
-        mixed_prefill=mixed_prefill)
+    layout = dict(admission=check_one_of("admission", admission, ("paged", "reserve")),
+                  block_size=whole_number("block_size", block_size, lo=1),
+                  gpu_memory_utilization=real_number("gpu_memory_utilization",
+                                                     gpu_memory_utilization, lo=0, hi=1,
+                                                     lo_open=True))
+    tp = whole_number("tp", tp, lo=1)
+
+    def replica(engine, seqs=max_num_seqs):
+        return _replica(model, gpu, tp, seqs, max_num_batched_tokens, engine=engine,
+                        mixed_prefill=mixed_prefill, **layout)
     batcher, _, problem = replica(engine)
     if problem:
         raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {problem}")
@@ -763,21 +810,36 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     names += [f"p{q}_tpot" for q in LATENCY_PERCENTILES] + ["tpot_attainment", *_BENCH_SERVE]
     # each engine draw times its own rows of replicates (common to every rate)
     engines = [engine] if drawn is None else drawn[gpu.name]
-    parts = [(np.arange(g, replicates, len(engines)), replica(e)[0])
-             for g, e in enumerate(engines)]
+    groups = [(np.arange(g, replicates, len(engines)), e) for g, e in enumerate(engines)]
+    groups = [(rows, e) for rows, e in groups if rows.size]
     runs = []
-    for rate in rate_values:
-        pieces = [run_replicates(b, arrival[rows] / rate, prompt[rows], output[rows],
-                                 **prefixes(draws, rows), **targets)[names]
-                  .assign_coords({dims.REPLICATE: rows}) for rows, b in parts if rows.size]
+    for load in loads:
+        pieces = []
+        for rows, e in groups:
+            common = dict(prompt_tokens=prompt[rows], output_tokens=output[rows],
+                          **prefixes(draws, rows), **targets)
+            if closed:
+                b = replica(e, int(load))[0]
+                full = run_replicates(b, np.zeros_like(arrival[rows]), closed_loop=True,
+                                      **common)
+                rate = CLOSED_LOOP_OVERLOAD * full["request_throughput"].values[:, None]
+                piece = run_replicates(b, arrival[rows] / rate, closed_loop=True, **common)
+            else:
+                piece = run_replicates(replica(e)[0], arrival[rows] / load, **common)
+            pieces.append(piece[names].assign_coords({dims.REPLICATE: rows}))
         runs.append(xr.concat(pieces, dim=dims.REPLICATE).sortby(dims.REPLICATE))
-    ds = xr.concat(runs, dim=dims.REQUEST_RATE)
-    ds = ds.assign_coords({dims.REQUEST_RATE: rate_values, dims.REPLICATE: np.arange(replicates)})
-    ds[dims.REQUEST_RATE].attrs.update(units="requests/s", long_name="request rate per replica")
+    dim = dims.CONCURRENCY if closed else dims.REQUEST_RATE
+    ds = xr.concat(runs, dim=dim)
+    ds = ds.assign_coords({dim: loads, dims.REPLICATE: np.arange(replicates)})
+    if closed:
+        ds[dim].attrs.update(units="1", long_name="requests a closed-loop client keeps in flight")
+    else:
+        ds[dim].attrs.update(units="requests/s", long_name="request rate per replica")
     ds.attrs.update({"model": model.name, "gpu": gpu.name, "tp": int(tp),
                      "max_num_seqs": int(max_num_seqs),
                      "max_num_batched_tokens": int(max_num_batched_tokens or 0),
                      "mixed_prefill": int(mixed_prefill),
+                     "client": "closed loop" if closed else "open loop",
                      "engine_draws": 0 if drawn is None else len(engines),
                      "model_quality": label,
                      "quantile": float(slo.quantile),

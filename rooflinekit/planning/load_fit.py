@@ -81,7 +81,10 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     ----------
     results : list of str, Path or mapping; or one GuideLLM report
         ``vllm bench serve --save-result`` files (or their parsed JSON), one per rate, at two or
-        more finite rates (:func:`~rooflinekit.calibrate.read_vllm_serve_sweep`); or one
+        more finite rates, or one per ``--max-concurrency`` at two or more concurrencies
+        (``--request-rate inf``: a closed-loop client, simulated as
+        :func:`~rooflinekit.planning.load_curve`'s ``concurrencies`` do, on at least three
+        times its concurrency of requests) (:func:`~rooflinekit.calibrate.read_vllm_serve_sweep`); or one
         GuideLLM sweep report, its ``constant`` (replayed as regular arrivals) and ``poisson``
         benchmarks the rates (:func:`~rooflinekit.calibrate.read_guidellm_sweep`).
     model, gpu : spec or catalogue name
@@ -167,12 +170,17 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         out = []
         for run in runs:
             regular = run.get("burstiness")      # GuideLLM's constant rate: regular arrivals
-            traffic = Traffic(run["request_rate"],
+            concurrency = run.get("max_concurrency")
+            traffic = Traffic(1.0 if concurrency else run["request_rate"],
                               Constant(max(1, round(run["total_input_tokens"] / run["completed"]))),
                               Constant(max(2, round(run["total_output_tokens"] / run["completed"]))),
                               arrival="poisson" if regular is None else "gamma",
                               burstiness=regular)
-            ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal, **common)
+            if concurrency:         # a closed-loop client (--max-concurrency)
+                many = {**common, "requests": max(common["requests"], 3 * concurrency)}
+                ds = load_curve(traffic, slo, concurrencies=[concurrency], engine=cal, **many)
+            else:
+                ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal, **common)
             out.append((float(np.nanmedian(ds["mean_ttft"])), float(np.nanmedian(ds["mean_tpot"]))))
         return np.array(out)
 
@@ -234,12 +242,14 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                                  x_scale=np.maximum(upper - lower, 1e-9)[searched] / 10)
         x0 = solution.x
     values = solve(x0)[1]
-    rates = [r["request_rate"] for r in runs]
+    closed = any(r.get("max_concurrency") for r in runs)
+    dim = dims.CONCURRENCY if closed else dims.REQUEST_RATE
+    rates = [r["max_concurrency"] if closed else r["request_rate"] for r in runs]
     before = simulate(base)
     tool = "GuideLLM" if _is_guidellm(results) else "vllm bench serve"
     fitted_source = (f"{base.source or 'profile'} refitted under load to {len(runs)} {tool} "
-                     f"runs at {', '.join(f'{r:g}' for r in rates)} req/s "
-                     f"({', '.join(fit)})")
+                     f"runs at {', '.join(f'{r:g}' for r in rates)} "
+                     f"{'requests in flight' if closed else 'req/s'} ({', '.join(fit)})")
     calibration = _with_knobs(base, fit, values, fitted_source)
     after = simulate(calibration)
 
@@ -247,7 +257,7 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         return float(np.mean(np.abs(pred[:, col] - measured[:, col]) / measured[:, col]) * 100)
 
     def var(values, what):
-        return xr.Variable(dims.REQUEST_RATE, values, {"units": "s", "long_name": what})
+        return xr.Variable(dim, values, {"units": "s", "long_name": what})
 
     table = xr.Dataset(
         {"measured_ttft": var(measured[:, 0], "mean TTFT measured"),
@@ -256,8 +266,9 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
          "before_tpot": var(before[:, 1], "mean TPOT simulated with the profile as shipped"),
          "fitted_ttft": var(after[:, 0], "mean TTFT simulated with the fitted knobs"),
          "fitted_tpot": var(after[:, 1], "mean TPOT simulated with the fitted knobs")},
-        coords={dims.REQUEST_RATE: (dims.REQUEST_RATE, rates,
-                                    {"units": "requests/s", "long_name": "request rate"})},
+        coords={dim: (dim, rates, {"units": "1", "long_name": "requests in flight (a "
+                                   "closed-loop client)"} if closed else
+                      {"units": "requests/s", "long_name": "request rate"})},
         attrs={"tpot_error_before": mape(before, 1), "tpot_error": mape(after, 1),
                "ttft_error_before": mape(before, 0), "ttft_error": mape(after, 0),
                "knobs": ", ".join(f"{k}={v:.6g}" for k, v in zip(fit, values)),

@@ -1,0 +1,118 @@
+"""A closed-loop client: ``load_curve(concurrencies=...)`` and ``--max-concurrency`` runs.
+
+``vllm bench serve --max-concurrency C`` (and AIPerf, SGLang's bench_serving) keep ``C``
+requests in flight, sending the next the moment one completes. Checked from first principles:
+one request in flight is served alone, exactly as an open-loop request that finds the server
+idle; Little's law ties the closed loop's throughput to its latency and its concurrency; the
+client never waits in a queue. Then the reader and the fit to such runs.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import rooflinekit as rk
+from rooflinekit.calibrate import read_vllm_serve_sweep
+from rooflinekit.planning import fit_under_load, load_curve
+from rooflinekit.profiles import Calibration
+from rooflinekit.workloads import Constant
+
+MODEL, GPU = "Llama-3.1-8B", "H100-SXM-80GB"
+TRAFFIC = rk.Traffic(1.0, Constant(500), Constant(100))
+SLO = rk.SLO(ttft=10.0)
+
+
+def _curve(**kwargs):
+    return load_curve(TRAFFIC, SLO, model=MODEL, gpu=GPU, replicates=2, requests=200, **kwargs)
+
+
+def test_one_request_in_flight_is_served_alone_as_an_idle_servers_request():
+    closed = _curve(concurrencies=[1])
+    # an open loop so slow that every request finds the server idle (mean gap 1,000 s)
+    idle = _curve(rates=[1e-3])
+    for name in ("mean_ttft", "p50_ttft", "mean_tpot", "mean_latency", "p99_ttft"):
+        np.testing.assert_allclose(closed[name].values[0], idle[name].values[0], rtol=1e-9,
+                                   err_msg=name)
+    assert closed.attrs["client"] == "closed loop" and idle.attrs["client"] == "open loop"
+    assert closed["concurrency"].values.tolist() == [1]
+    assert closed["concurrency"].attrs["units"] == "1"
+
+
+def test_littles_law_holds_the_concurrency():
+    """In a closed loop with no think time, requests in flight = request throughput × mean
+    time in the system (Little, Oper. Res. 9(3), 1961): C = X · E[latency]. The run starts and
+    ends with fewer in flight (all start together; the last drain), so within 10 %."""
+    for c in (4, 32):
+        ds = load_curve(TRAFFIC, SLO, model=MODEL, gpu=GPU, replicates=1, requests=600,
+                        concurrencies=[c], engine=rk.IDEAL)
+        x = float(ds["request_throughput"].values[0, 0])
+        latency = float(ds["mean_latency"].values[0, 0])
+        assert x * latency == pytest.approx(c, rel=0.10), c
+
+
+def test_the_client_never_queues_and_more_in_flight_is_slower_per_token():
+    ds = _curve(concurrencies=[1, 8, 64])
+    assert (ds["mean_queue_delay"].values == 0.0).all()
+    tpot = ds["mean_tpot"].median("replicate").values
+    throughput = ds["throughput"].median("replicate").values
+    assert tpot[0] < tpot[1] < tpot[2]
+    assert throughput[0] < throughput[1] < throughput[2]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(), "give rates .* or concurrencies"),
+    (dict(rates=[1.0], concurrencies=[2]), "not both"),
+    (dict(concurrencies=[0]), "concurrencies must be whole numbers from 1"),
+    (dict(concurrencies=[1.5]), "concurrencies must be whole numbers"),
+    (dict(concurrencies=[math.nan]), "concurrencies must not contain NaN"),
+    (dict(concurrencies=[4], max_num_seqs=2), "concurrencies above max_num_seqs \\(2\\)"),
+])
+def test_bad_concurrencies_are_refused_before_work(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _curve(**kwargs)
+
+
+def _closed_runs(engine, concurrencies, seed=7):
+    """``vllm bench serve --max-concurrency C --request-rate inf`` result dicts of
+    ``engine``: 300 requests of 1,000 prompt and 200 output tokens each."""
+    out = []
+    for c in concurrencies:
+        ds = load_curve(rk.Traffic(1.0, Constant(1000), Constant(200)), SLO, model=MODEL,
+                        gpu=GPU, concurrencies=[c], engine=engine, replicates=3, requests=300,
+                        seed=seed)
+        out.append({"request_rate": "inf", "max_concurrency": c, "completed": 300,
+                    "total_input_tokens": 300_000, "total_output_tokens": 60_000,
+                    "mean_ttft_ms": float(np.nanmedian(ds["mean_ttft"])) * 1e3,
+                    "mean_tpot_ms": float(np.nanmedian(ds["mean_tpot"])) * 1e3})
+    return out
+
+
+def test_a_known_step_overhead_comes_back_from_concurrency_runs():
+    base = rk.engine_profile("vllm", GPU)
+    truth = Calibration(prefill=dict(base.prefill),
+                        decode={**base.decode, "step_overhead": 0.004}, source="truth")
+    runs = _closed_runs(truth, [4, 32])
+    fit = fit_under_load(runs, model=MODEL, gpu=GPU)
+    assert fit.calibration.decode["step_overhead"] == pytest.approx(0.004, rel=0.15)
+    assert fit.table.attrs["tpot_error"] < 5
+    assert list(fit.table["concurrency"].values) == [4, 32]
+    assert "requests in flight" in fit.calibration.label
+
+
+def test_the_reader_takes_concurrency_runs_and_refuses_mixtures():
+    runs = _closed_runs(rk.IDEAL, [2, 8])
+    read = read_vllm_serve_sweep(runs)
+    assert [r["max_concurrency"] for r in read] == [2, 8]
+    assert all(math.isinf(r["request_rate"]) for r in read)
+    open_run = {**runs[0], "request_rate": 2.0, "max_concurrency": None}
+    with pytest.raises(ValueError, match="mix runs at request rates"):
+        read_vllm_serve_sweep([open_run, runs[1]])
+    with pytest.raises(ValueError, match="finite 'request_rate'.*capped by 'max_concurrency'"):
+        read_vllm_serve_sweep([{**runs[0], "request_rate": 2.0}, runs[1]])
+    with pytest.raises(ValueError, match="'max_concurrency' must be a whole number"):
+        read_vllm_serve_sweep([{**runs[0], "max_concurrency": 0}, runs[1]])
+    with pytest.raises(ValueError, match="two or more concurrencies"):
+        read_vllm_serve_sweep([runs[0], runs[0]])
+    with pytest.raises(ValueError, match="burst"):          # inf without a concurrency
+        read_vllm_serve_sweep([{**runs[0], "max_concurrency": None}, runs[1]])
