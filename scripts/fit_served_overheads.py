@@ -43,6 +43,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fit_frontend_latency as frontend_fit  # noqa: E402  (vLLM's front-end fit, beside)
 import score_load_sweeps as sweeps_score  # noqa: E402  (the scorer beside this script)
 
 import rooflinekit  # noqa: E402
@@ -113,14 +114,8 @@ def frontend(rows) -> float:
     ttft = [r for r in rows if r["what"] == "ttft" and math.isfinite(r["predicted"])]
     if not ttft:
         return 0.0
-    count = {}
-    for r in ttft:
-        count[r["source"]] = count.get(r["source"], 0) + 1
-    w = np.array([1.0 / count[r["source"]] for r in ttft])
-    m = np.array([r["measured"] for r in ttft])
-    p = np.array([r["predicted"] for r in ttft])
-    hi = LOAD_KNOBS["frontend_latency"][2] * 1e3
-    return float(min(max(np.sum(w * (m - p) / m**2) / np.sum(w / m**2), 0.0), hi))
+    # the vLLM front end's closed form (any unit in, the same out), within the knob's bound
+    return min(frontend_fit.fit(ttft), LOAD_KNOBS["frontend_latency"][2] * 1e3)
 
 
 def cost(rows, front_ms: float) -> float:
