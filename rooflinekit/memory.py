@@ -28,6 +28,7 @@ from rooflinekit._validation import (
     check_type,
     real_number,
     show,
+    whole_number,
 )
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
@@ -45,6 +46,7 @@ __all__ = [
     "paged_waste_bytes",
     "recurrent_state_bytes",
     "usable_kv_bytes",
+    "vllm_block_size",
     "weight_bytes",
 ]
 
@@ -575,6 +577,81 @@ def paged_waste_bytes(model, context_length, block_size=16):
     return empty * model.kv_bytes_per_token
 
 
+#: vLLM's attention block sizes are multiples of this [tokens] (its FlashAttention backends').
+VLLM_BLOCK_ALIGNMENT = 16
+
+
+def vllm_block_size(model, gpu, tp=1, *, block_size=16) -> int:
+    """The KV block size vLLM runs a model with [tokens]: ``block_size``, or for a hybrid model
+    (attention beside linear-attention or Mamba layers) the larger block whose one-layer page
+    holds one layer's recurrent state.
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model; its :attr:`~rooflinekit.ModelShape.state_bytes_per_sequence` is the state.
+    gpu : GPU
+        One GPU of the replica (its KV heads per rank, as
+        :func:`rooflinekit.memory.engine_kv_cache` counts them).
+    tp : int
+        Tensor-parallel degree [1], >= 1.
+    block_size : int
+        The block size asked for [tokens], >= 1 (vLLM's ``--block-size``, default 16).
+
+    Returns
+    -------
+    int
+        ``max(block_size, 16·⌈s / (16·a)⌉)`` [tokens] for a hybrid model; ``block_size``
+        for any other.
+
+    Notes
+    -----
+    ``a`` is one attention layer's KV bytes per token on one rank and ``s = S / (tp·L_s)``
+    one recurrent layer's state on one rank (``S`` the state per sequence over its ``L_s``
+    linear-attention and Mamba layers). vLLM raises a smaller block (the default 16, or one
+    given) to this size so that every layer's page is one size, and pads the state's page to
+    it [1]; a request's attention KV is then held in blocks this long. Qwen3-Next-80B-A3B at
+    TP1: ``a = 2,048 B``, ``s = 2,146,304 B``, 1,056 tokens. The rule without prefix caching
+    of states (with it vLLM rounds to the Mamba kernels' chunk instead).
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/model_executor/models/config.py``,
+       ``HybridAttentionMambaModelConfig.verify_and_update_config``.
+
+    See Also
+    --------
+    engine_kv_cache : vLLM's budget, in these blocks.
+    rooflinekit.batching.replica_state_tokens : the state's share of a replica's budget.
+    """
+    check_type("model", model, ModelShape)
+    check_type("gpu", gpu, GPU)
+    tp = whole_number("tp", tp, lo=1)
+    block_size = whole_number("block_size", block_size, lo=1)
+    layers = model.n_linear_attention_layers + model.n_mamba_layers
+    if float(model.state_bytes_per_sequence) == 0.0 or layers == 0:
+        return block_size
+    attention = _attention_bytes_per_token(model, tp) / model.n_attention_layers   # a, one rank
+    state = float(model.state_bytes_per_sequence) / tp / layers          # s, one rank
+    align = VLLM_BLOCK_ALIGNMENT
+    return max(block_size, align * math.ceil(state / (align * attention)))
+
+
+def _attention_bytes_per_token(model: ModelShape, tp: int) -> float:
+    """KV bytes one token keeps over every attention layer on one rank of a ``tp`` group, as
+    vLLM allocates them: ``max(1, H_kv // tp)`` heads a rank (replicated when ``tp > H_kv``;
+    an MLA latent on every rank), each layer kind with its own heads and dims."""
+    if model.kv_lora_rank is not None:
+        return model.kv_bytes_per_token_per_layer * model.n_kv_layers
+    if model.sliding_kv_bytes_per_token_per_layer == model.kv_bytes_per_token_per_layer \
+            and model.v_head_dim is None:
+        kv_heads = int(kv_heads_per_rank(model.n_kv_heads, tp))
+        return 2 * kv_heads * model.head_dim * model.kv_bytes_per_element * model.n_kv_layers
+    # layers of each kind with KV heads and head dimensions of their own (MiMo-V2-Flash)
+    return sum(layers * int(kv_heads_per_rank(heads, tp)) * (key + value)
+               * model.kv_bytes_per_element for layers, heads, key, value in model.kv_layouts)
+
+
 def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_peak_bytes=0.0,
                     non_torch_bytes=0.0, block_size=16, max_model_len=None):
     """The KV budget as vLLM computes and logs it, per GPU of a tensor-parallel group.
@@ -595,7 +672,8 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         Peak activation memory and non-torch memory (CUDA context, NCCL buffers) per GPU [bytes],
         as vLLM's memory profiling reports them.
     block_size : int
-        Tokens per KV block, ≥ 1. Default 16.
+        Tokens per KV block, ≥ 1 (vLLM's ``--block-size``). Default 16. A hybrid model runs
+        vLLM's enlarged block instead where it is larger (:func:`vllm_block_size`).
     max_model_len : int, optional
         Tokens per request for the concurrency figure; default the model's ``max_context``.
 
@@ -606,7 +684,8 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         (``num_blocks × block_size``: "GPU KV cache size: N tokens", in tokens of the
         attention layers only, as vLLM logs it for a hybrid model), ``max_concurrency``
         (``num_blocks / (ceil(max_model_len / block_size) + state blocks)``: "Maximum
-        concurrency for L tokens per request: X x") and ``bytes_per_block`` (per GPU).
+        concurrency for L tokens per request: X x"), ``bytes_per_block`` (per GPU) and
+        ``block_size`` (the block it counts in [tokens]).
 
     Notes
     -----
@@ -615,9 +694,10 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     reserve is a share of the *whole* memory, and activations are measured, not guessed. A
     hybrid model's recurrent state (``state_bytes_per_sequence / tp`` on a rank) holds
     ``ceil(state / bytes_per_block)`` blocks of the same pool per request, as vLLM's hybrid
-    KV-cache manager pages it (simplified as in
-    :func:`rooflinekit.batching.replica_state_tokens`: vLLM enlarges the block to fit one
-    layer's state; this keeps ``block_size``).
+    KV-cache manager pages it: in its enlarged block (:func:`vllm_block_size`), one layer's
+    page holds one layer's state, so a model of ``L_a`` attention and ``L_s`` state layers
+    (``L_a`` dividing ``L_s``: vLLM's groups of ``L_a`` layers) takes ``L_s / L_a`` blocks of
+    state a request, vLLM's one block per state group.
 
     References
     ----------
@@ -641,19 +721,9 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
             raise ValueError("max_model_len is required: the model has no max_context")
     check_integer("max_model_len", max_model_len, lo=1)
     tp = int(tp)
-    if model.kv_lora_rank is not None:
-        bytes_per_token = model.kv_bytes_per_token_per_layer * model.n_kv_layers
-    elif model.sliding_kv_bytes_per_token_per_layer == model.kv_bytes_per_token_per_layer \
-            and model.v_head_dim is None:
-        kv_heads = int(kv_heads_per_rank(model.n_kv_heads, tp))
-        heads_per_rank_bytes = 2 * kv_heads * model.head_dim * model.kv_bytes_per_element
-        bytes_per_token = heads_per_rank_bytes * model.n_kv_layers
-    else:
-        # layers of each kind with KV heads and head dimensions of their own (MiMo-V2-Flash)
-        bytes_per_token = sum(layers * int(kv_heads_per_rank(heads, tp)) * (key + value)
-                              * model.kv_bytes_per_element
-                              for layers, heads, key, value in model.kv_layouts)
-    bytes_per_block = bytes_per_token * block_size
+    # a hybrid's attention KV in vLLM's enlarged block, whose one-layer page holds a state
+    block_size = vllm_block_size(model, gpu, tp, block_size=int(block_size))
+    bytes_per_block = _attention_bytes_per_token(model, tp) * block_size
     per_gpu = gpu.memory_bytes / gpu.n_gpus
     available = per_gpu * gpu_memory_utilization - (
         model.weight_bytes / tp + activation_peak_bytes + non_torch_bytes)
@@ -667,4 +737,5 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         "num_blocks": num_blocks,
         "kv_cache_tokens": num_blocks * int(block_size),
         "max_concurrency": num_blocks / blocks_per_request,
+        "block_size": int(block_size),
     }

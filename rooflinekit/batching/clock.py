@@ -25,7 +25,7 @@ from rooflinekit import memory, parallel, roofline
 from rooflinekit._validation import check_one_of, check_type, whole_number
 from rooflinekit.batching._schema import CLOCKS
 from rooflinekit.dtypes import bytes_per_element
-from rooflinekit.hardware import GPU
+from rooflinekit.memory import vllm_block_size
 from rooflinekit.models import ModelShape
 
 __all__ = ["replica_kv_budget", "replica_state_tokens", "vllm_block_size"]
@@ -187,68 +187,8 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
         kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
                                     gpu_memory_utilization=gpu_memory_utilization,
                                     max_model_len=block_size)
-        per_token = tp * float(kv["bytes_per_block"]) / block_size
+        per_token = tp * float(kv["bytes_per_block"]) / kv["block_size"]
     return math.ceil(state / (per_token * scale))
-
-
-#: vLLM's attention block sizes are multiples of this [tokens] (its FlashAttention backends').
-VLLM_BLOCK_ALIGNMENT = 16
-
-
-def vllm_block_size(model, gpu, tp=1, *, block_size=16) -> int:
-    """The KV block size vLLM runs a model with [tokens]: ``block_size``, or for a hybrid model
-    (attention beside linear-attention or Mamba layers) the larger block whose one-layer page
-    holds one layer's recurrent state.
-
-    Parameters
-    ----------
-    model : ModelShape
-        The model; its :attr:`~rooflinekit.ModelShape.state_bytes_per_sequence` is the state.
-    gpu : GPU
-        One GPU of the replica (its KV heads per rank, as
-        :func:`rooflinekit.memory.engine_kv_cache` counts them).
-    tp : int
-        Tensor-parallel degree [1], >= 1.
-    block_size : int
-        The block size asked for [tokens], >= 1 (vLLM's ``--block-size``, default 16).
-
-    Returns
-    -------
-    int
-        ``max(block_size, 16·⌈s / (16·a)⌉)`` [tokens] for a hybrid model; ``block_size``
-        for any other.
-
-    Notes
-    -----
-    ``a`` is one attention layer's KV bytes per token on one rank and ``s = S / (tp·L_s)``
-    one recurrent layer's state on one rank (``S`` the state per sequence over its ``L_s``
-    linear-attention and Mamba layers). vLLM raises a smaller block (the default 16, or one
-    given) to this size so that every layer's page is one size, and pads the state's page to
-    it [1]; a request's attention KV is then held in blocks this long. Qwen3-Next-80B-A3B at
-    TP1: ``a = 2,048 B``, ``s = 2,146,304 B``, 1,056 tokens. The rule without prefix caching
-    of states (with it vLLM rounds to the Mamba kernels' chunk instead).
-
-    References
-    ----------
-    .. [1] vLLM ``vllm/model_executor/models/config.py``,
-       ``HybridAttentionMambaModelConfig.verify_and_update_config``.
-
-    See Also
-    --------
-    replica_state_tokens : the state's share of the budget, in these blocks.
-    """
-    check_type("model", model, ModelShape)
-    check_type("gpu", gpu, GPU)
-    tp = whole_number("tp", tp, lo=1)
-    block_size = whole_number("block_size", block_size, lo=1)
-    layers = model.n_linear_attention_layers + model.n_mamba_layers
-    if float(model.state_bytes_per_sequence) == 0.0 or layers == 0:
-        return block_size
-    kv = memory.engine_kv_cache(model, gpu, tp, block_size=1, max_model_len=1)
-    attention = float(kv["bytes_per_block"]) / model.n_attention_layers   # a, one rank
-    state = float(model.state_bytes_per_sequence) / tp / layers          # s, one rank
-    align = VLLM_BLOCK_ALIGNMENT
-    return max(block_size, align * math.ceil(state / (align * attention)))
 
 
 class _Timing:
