@@ -385,6 +385,8 @@ _VARIABLES = {ModelShape: {
     "intermediate_size": ("1", "MLP width, per expert for MoE (NaN: unknown)"),
     "n_params": ("1", "total parameters"),
     "n_active_params": ("1", "parameters active per token"),
+    "n_aside_params": ("1", "parameters held that no generated token runs (vision and audio "
+                            "encoders)"),
     "n_experts": ("1", "routed experts per MoE layer"),
     "n_experts_per_token": ("1", "experts used per token"),
     "bytes_per_param": ("bytes", "bytes per weight"),

@@ -2372,6 +2372,7 @@ def _fields(cfg: Mapping, name, default_source: str, overrides: dict, hf_quant=N
                                                or hf_quant is not None):
         # a quantized checkpoint: each group of weights in its own format, scales included
         groups = _weight_groups(cfg, s, _count(cfg), hf_quant) or {}
+    aside = 0
     if "n_params" in overrides and (s.n_experts == 1 or "n_active_params" in overrides):
         n_params = overrides.pop("n_params")
         n_active = overrides.pop("n_active_params", None)
@@ -2380,6 +2381,9 @@ def _fields(cfg: Mapping, name, default_source: str, overrides: dict, hf_quant=N
         counts = _count(cfg)
         n_params = overrides.pop("n_params", counts["total"])
         n_active = overrides.pop("n_active_params", counts["active"])
+        if n_params == counts["total"] and n_active == counts["active"]:
+            # the encoders the count holds aside (neither active nor routed experts)
+            aside = counts["vision"] + counts["audio"]
     tied = _tied(cfg, s)
     if name is None:
         name = cfg.get("_name_or_path") or s.model_type or "hf-model"
@@ -2391,6 +2395,7 @@ def _fields(cfg: Mapping, name, default_source: str, overrides: dict, hf_quant=N
         head_dim=s.head_dim,
         n_params=n_params,
         n_active_params=n_active,
+        n_aside_params=overrides.pop("n_aside_params", aside),
         bytes_per_param=weights,
         kv_bytes_per_element=kv,
         hidden_size=s.hidden,

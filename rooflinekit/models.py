@@ -56,6 +56,10 @@ class ModelShape:
         ``n_heads * head_dim``).
     n_active_params : float, optional
         Parameters used per token (MoE); ``None`` means all of ``n_params``.
+    n_aside_params : float
+        Parameters held in ``n_params`` that no generated token runs, routed or not: a
+        multimodal model's vision and audio encoders [1]. Default 0. They are neither active
+        nor routed experts, so :attr:`expert_params` leaves them out.
     n_experts, n_experts_per_token : int
         Routed experts per MoE layer and experts each token uses; 1 and 1 for dense models.
     kv_lora_rank, qk_rope_head_dim : int, optional
@@ -163,6 +167,7 @@ class ModelShape:
     intermediate_size: int | None = None
     vocab_size: int | None = None
     n_active_params: float | None = None
+    n_aside_params: float = 0.0
     n_experts: int = 1
     n_experts_per_token: int = 1
     kv_lora_rank: int | None = None
@@ -275,6 +280,12 @@ class ModelShape:
             raise ValueError(f"n_active_params ({active:g}) must not exceed n_params "
                              f"({self.n_params:g})")
         set_("n_active_params", self.n_params if active is None else active)
+        aside = real_number("n_aside_params", self.n_aside_params, lo=0)
+        if aside > self.n_params - self.n_active_params:
+            raise ValueError(f"n_aside_params ({aside:g}) must not exceed n_params - "
+                             f"n_active_params ({self.n_params - self.n_active_params:g}): "
+                             f"parameters aside are not active")
+        set_("n_aside_params", aside)
         check_string("source", self.source, allow_empty=True)
         for group in _WEIGHT_GROUPS:
             value = getattr(self, group)
@@ -441,13 +452,14 @@ class ModelShape:
     def expert_params(self) -> float:
         """Parameters of the routed experts, all of them [1] (0 for a dense model).
 
-        ``(n_params − n_active_params) · E / (E − k)``: the parameters a token skips are those of
-        the ``E − k`` experts it is not routed to.
+        ``(n_params − n_active_params − n_aside_params) · E / (E − k)``: the parameters a token
+        skips, the encoders aside, are those of the ``E − k`` experts it is not routed to.
         """
         skipped = self.n_experts - self.n_experts_per_token
         if skipped <= 0:
             return 0.0
-        return (self.n_params - self.n_active_params) * self.n_experts / skipped
+        return (self.n_params - self.n_active_params - self.n_aside_params) * self.n_experts \
+            / skipped
 
     @property
     def embedding_params(self) -> float:

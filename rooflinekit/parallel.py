@@ -550,18 +550,21 @@ def expert_weight_bytes(model):
     check_type("model", model, ModelShape)
     # the experts' own format (gpt-oss: MXFP4 with its scales), the model's where not given
     return float(expert_params(model.n_params, model.n_active_params, model.n_experts,
-                               model.n_experts_per_token)) * model.bytes_per_expert_param
+                               model.n_experts_per_token, model.n_aside_params)) \
+        * model.bytes_per_expert_param
 
 
-def expert_params(n_params, n_active_params, n_experts, n_experts_per_token):
+def expert_params(n_params, n_active_params, n_experts, n_experts_per_token, n_aside_params=0.0):
     """Routed-expert parameters from the model's counts (plain arithmetic on arrays) [1].
 
-    ``(N − N_active) · E / (E − k)``, 0 where ``E = k`` (a dense model). Used by
+    ``(N − N_active − N_aside) · E / (E − k)``, 0 where ``E = k`` (a dense model); ``N_aside``
+    (:attr:`~rooflinekit.ModelShape.n_aside_params`) the encoders no token runs. Used by
     :func:`expert_weight_bytes` and by the sweep on raw arrays.
     """
     skipped = np.asarray(n_experts - n_experts_per_token, dtype=float)
     safe = np.where(skipped > 0, skipped, 1.0)
-    return np.where(skipped > 0, (n_params - n_active_params) * n_experts / safe, 0.0)
+    return np.where(skipped > 0,
+                    (n_params - n_active_params - n_aside_params) * n_experts / safe, 0.0)
 
 
 def moe_layer_count(n_layers, routed_params, n_experts, hidden_size, intermediate_size):
@@ -606,7 +609,7 @@ def moe_layers(model):
     if not model.is_moe:
         return 0
     routed = expert_params(model.n_params, model.n_active_params, model.n_experts,
-                           model.n_experts_per_token)
+                           model.n_experts_per_token, model.n_aside_params)
     if routed <= 0:          # a MoE model without its active count: every layer routed
         return model.n_layers
     return int(moe_layer_count(model.n_layers, routed, model.n_experts, model.hidden_size,

@@ -214,3 +214,31 @@ def test_a_bad_mtp_count_names_the_field():
     cfg["text_config"]["mtp_num_hidden_layers"] = -1
     with pytest.raises(ValueError, match="mtp_num_hidden_layers"):
         count_params(cfg)
+
+
+@pytest.mark.parametrize("name", ["qwen3.5-35b-a3b", "qwen3-vl-30b-a3b-instruct"])
+def test_an_moe_models_encoders_are_not_counted_as_experts(name):
+    """A multimodal MoE model holds its vision encoder in n_params, out of n_active_params: it
+    is neither active nor a routed expert (n_aside_params), so the experts' parameters are the
+    count's own, exactly, where (n_params − n_active_params) · E / (E − k) would add the
+    encoder's share to them (1.4–2.0 % too many expert parameters)."""
+    path = CONFIGS / f"{name}.json"
+    m, counts = model_from_hf_config(path), count_params(path)
+    assert counts["vision"] > 0
+    assert m.n_aside_params == counts["vision"] + counts["audio"]
+    assert m.expert_params == counts["experts"]
+    e, k = m.n_experts, m.n_experts_per_token
+    overstated = (m.n_params - m.n_active_params) * e / (e - k)
+    assert 1.013 < overstated / counts["experts"] < 1.021
+    # the routed parameters a step touches exclude it too: one expert's share of a layer set
+    from rooflinekit import parallel
+    assert float(parallel.expert_params(m.n_params, m.n_active_params, e, k,
+                                        m.n_aside_params)) == counts["experts"]
+
+
+def test_parameters_aside_cannot_exceed_the_inactive_ones():
+    m = model_from_hf_config(CONFIGS / "qwen3.5-35b-a3b.json")
+    with pytest.raises(ValueError, match="n_aside_params"):
+        m.replace(n_aside_params=m.n_params - m.n_active_params + 1)
+    with pytest.raises(ValueError, match="n_aside_params"):
+        m.replace(n_aside_params=-1.0)

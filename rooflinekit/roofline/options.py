@@ -38,6 +38,8 @@ OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0,
                          "bytes_per_embedding_param": math.nan, "n_kv_layers": math.nan,
                          # a hybrid's recurrent state per sequence (0: none)
                          "state_bytes_per_sequence": 0.0,
+                         # encoders held but in no token's path (0: none)
+                         "n_aside_params": 0.0,
                          # a sliding layer's own KV bytes (NaN: a full layer's), and sparse
                          # attention's tokens per query with its indexer's key bytes (inf
                          # and 0: dense attention)
@@ -97,7 +99,8 @@ def model_fields(model) -> dict:
                 value if isinstance(value, xr.DataArray) else np.asarray(value, dtype=float))
     p, pa = np.asarray(out["n_params"]), np.asarray(out["n_active_params"])
     e, k = np.asarray(out["n_experts"]), np.asarray(out["n_experts_per_token"])
-    per_expert = np.where(e > k, (p - pa) / np.maximum(e - k, 1.0), 0.0)
+    per_expert = np.where(e > k, (p - pa - np.asarray(out["n_aside_params"]))
+                          / np.maximum(e - k, 1.0), 0.0)
     if (pa - k * per_expert < 0).any():
         raise ValueError("model: n_active_params is smaller than its n_experts_per_token routed "
                          "experts ((n_params - n_active_params) / (n_experts - "

@@ -387,7 +387,8 @@ def _model_terms(m, activation_bytes):
     """
     p, pa = m.n_params, m.n_active_params
     e, k = m.n_experts, m.n_experts_per_token
-    per_expert = np.where(e > k, (p - pa) / np.maximum(e - k, 1.0), 0.0)
+    # the parameters a token skips, the encoders aside (n_aside_params), are E - k experts'
+    per_expert = np.where(e > k, (p - pa - m.n_aside_params) / np.maximum(e - k, 1.0), 0.0)
     table, head = m.input_embedding_params, m.lm_head_params
     b = m.bytes_per_param
     # each weight group's bytes per parameter (scales included) where it has a format of its

@@ -621,6 +621,8 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
     if (batch % micro_batches).any():
         raise ValueError(f"every batch_size must be a multiple of micro_batches={micro_batches} "
                          f"(equal micro-batches); got {batch.tolist()}")
+    # a Dataset built before the field was catalogued: no encoders aside
+    model_fields.setdefault("n_aside_params", np.zeros(len(model_names)))
     if pp is not None or ep is not None:
         # a Dataset built before these fields were catalogued: unknown, as the catalogue says
         model_fields.setdefault("intermediate_size", np.full(len(model_names), np.nan))

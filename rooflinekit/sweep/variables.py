@@ -109,7 +109,7 @@ def _layout_time(base, env, engine, tokens, micro_batches):
     """A layout's step from the tensor-parallel group's (NaN where the layout does not divide)."""
     model, gpu, pp, ep = env.model, env.gpu, env.pp, env.ep
     routed = parallel.expert_params(model.n_params, model.n_active_params, model.n_experts,
-                                    model.n_experts_per_token)
+                                    model.n_experts_per_token, model.n_aside_params)
     n_moe = parallel.moe_layer_count(model.n_layers, routed, model.n_experts, model.hidden_size,
                                      model.intermediate_size)
     links = roofline.layout_links(gpu.interconnect_bandwidth, gpu.interconnect_latency,
