@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import rooflinekit as rk
 from rooflinekit.calibrate import read_vllm_serve_sweep
@@ -116,3 +118,35 @@ def test_the_reader_takes_concurrency_runs_and_refuses_mixtures():
         read_vllm_serve_sweep([runs[0], runs[0]])
     with pytest.raises(ValueError, match="burst"):          # inf without a concurrency
         read_vllm_serve_sweep([{**runs[0], "max_concurrency": None}, runs[1]])
+
+
+@st.composite
+def _rows(draw):
+    """One replicate row: gaps, prompts and outputs of up to 24 requests, in ticks."""
+    n = draw(st.integers(1, 24))
+    gaps = draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
+    prompt = draw(st.lists(st.integers(0, 40), min_size=n, max_size=n))
+    output = draw(st.lists(st.integers(1, 60), min_size=n, max_size=n))
+    return (np.cumsum(gaps).astype(float)[None], np.array(prompt)[None],
+            np.array(output)[None])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=_rows(), slots=st.integers(1, 8))
+def test_a_closed_loops_clocks_are_the_open_loops_less_the_queue(rows, slots):
+    """Counting from admission takes each completed request's queue wait off its TTFT and its
+    latency and nothing else: the mean TTFT is the open loop's less its mean queue delay
+    (exactly, in ticks), the client waits for nothing, no request is lost, and the steps —
+    TPOT, tokens — are the same run's."""
+    from rooflinekit.batching import ContinuousBatcher, run_replicates
+    batcher = ContinuousBatcher(max_num_seqs=slots)
+    arrival, prompt, output = rows
+    opened = run_replicates(batcher, arrival, prompt, output)
+    closed = run_replicates(batcher, arrival, prompt, output, closed_loop=True)
+    for name, less in (("mean_ttft", "mean_queue_delay"), ("mean_latency", "mean_queue_delay")):
+        np.testing.assert_allclose(closed[name].values,
+                                   opened[name].values - opened[less].values, atol=1e-9)
+    assert (closed["mean_queue_delay"].values == 0).all()
+    assert (closed["n_completed"].values == opened["n_completed"].values).all()
+    assert (closed["n_completed"].values + closed["n_rejected"].values == arrival.shape[1]).all()
+    np.testing.assert_array_equal(closed["mean_tpot"].values, opened["mean_tpot"].values)
