@@ -238,6 +238,7 @@ def write(engine: str, full, rows, path=None) -> Path:
     fits = [full] + [r["knobs"] for r in rows]
     sentence = note(full, rows)
     text = path.read_text(encoding="utf-8")
+    has_notes = any(line.startswith("notes = ") for line in text.splitlines())
     lines, in_interval, in_floor = [], False, False
     for line in text.splitlines():
         in_floor = line.startswith(FLOOR) or (in_floor and line.startswith("# "))
@@ -267,8 +268,7 @@ def write(engine: str, full, rows, path=None) -> Path:
             kept = re.sub(r" ?Served overheads [^\"]*", "", line[len('notes = "'):-1]).strip()
             line = 'notes = "' + (kept + " " if kept else "") + sentence + '"'
         lines.append(line)
-        if line.startswith("fit_error = ") and not in_interval and \
-                not any(l.startswith("notes = ") for l in text.splitlines()):
+        if line.startswith("fit_error = ") and not in_interval and not has_notes:
             lines.append(f'notes = "{sentence}"')
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

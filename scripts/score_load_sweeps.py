@@ -256,12 +256,6 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
     return out
 
 
-def _measured_rate(point):
-    if point["request_throughput"]:
-        return point["request_throughput"]
-    return point["output_throughput"] / point["output_tokens"]
-
-
 def _ape(pred, meas):
     if pred is None or meas is None or not math.isfinite(pred) or meas <= 0:
         return None

@@ -77,7 +77,9 @@ REGISTRY = {
                   spoil=("memory_bytes", "hbm_bandwidth", "peak_flops")),
     "ModelShape": _entry(rk.ModelShape, kwargs={"name": "x", "n_layers": 2, "n_heads": 4,
                                                 "n_kv_heads": 2, "head_dim": 8, "n_params": 1e6},
-                         spoil=("n_layers", "n_heads", "n_kv_heads", "head_dim", "n_params")),
+                         spoil=("n_layers", "n_heads", "n_kv_heads", "head_dim", "n_params",
+                                "n_aside_params"),
+                         valid={"n_aside_params": CONTEXT_OK}),
     "kv_bytes_per_token": _entry(rk.kv_bytes_per_token, kwargs={"model": M}, spoil=("model",)),
     "kv_bytes_per_sequence": _entry(rk.kv_bytes_per_sequence,
                                     kwargs={"model": M, "context_length": 100},
@@ -754,3 +756,42 @@ def test_read_profile_refuses_a_bad_period_cleanly(tmp_path):
             warnings.simplefilter("error", RuntimeWarning)
             with pytest.raises((ValueError, TypeError)):
                 planning_read_profile(path, period=BAD[bad])
+
+
+# -- a closed-loop client: run_replicates(closed_loop=) and load_curve(concurrencies=) --------
+
+from rooflinekit.planning import load_curve
+
+CLOSED_REGISTRY = {
+    "run_replicates(closed_loop=)": _entry(
+        run_replicates, args=(rk.ContinuousBatcher(max_num_seqs=2),),
+        kwargs={**_ROWS, "closed_loop": True}, spoil=("closed_loop",),
+        valid={"closed_loop": ("true",)}),
+    "load_curve(concurrencies=)": _entry(
+        load_curve, args=(TRAFFIC, rk.SLO(ttft=1.0)),
+        kwargs={"model": "Llama-3.1-8B", "gpu": "H100-SXM-80GB", "concurrencies": [2],
+                "replicates": 1, "requests": 10},
+        spoil=("concurrencies",),
+        # a labelled array of whole numbers is a list of concurrencies like any other
+        valid={"concurrencies": ("clashing DataArray",)}),
+}
+CLOSED_CASES = [pytest.param(name, arg, bad, id=f"{name}-{arg}-{bad}")
+                for name, entry in sorted(CLOSED_REGISTRY.items())
+                for arg in entry["spoil"] for bad in BAD
+                if not _legitimate(bad, entry["valid"].get(arg, ()))]
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED_REGISTRY))
+def test_the_closed_loop_baseline_is_valid(name):
+    _call(name, CLOSED_REGISTRY[name], None)
+
+
+@pytest.mark.parametrize("name, arg, bad", CLOSED_CASES)
+def test_a_closed_loop_refuses_bad_arguments_cleanly(name, arg, bad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            _call(name, CLOSED_REGISTRY[name], None, arg, BAD[bad])
+        except (ValueError, TypeError):
+            return
+    pytest.fail(f"{name}({arg}={BAD[bad]!r}) was accepted")

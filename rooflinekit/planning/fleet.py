@@ -808,14 +808,16 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     names = [f"p{q}_{w}" for q in LATENCY_PERCENTILES for w in ("ttft", "token_itl", "latency")]
     names += ["ttft_attainment", "token_itl_attainment", "e2e_attainment"]
     names += [f"p{q}_tpot" for q in LATENCY_PERCENTILES] + ["tpot_attainment", *_BENCH_SERVE]
-    # each engine draw times its own rows of replicates (common to every rate)
     engines = [engine] if drawn is None else drawn[gpu.name]
-    groups = [(np.arange(g, replicates, len(engines)), e) for g, e in enumerate(engines)]
-    groups = [(rows, e) for rows, e in groups if rows.size]
+    # each engine draw times its own rows; an open loop's batcher is the same at every rate
+    groups = [(np.arange(g, replicates, len(engines)), e, None if closed else replica(e)[0])
+              for g, e in enumerate(engines)]
     runs = []
     for load in loads:
         pieces = []
-        for rows, e in groups:
+        for rows, e, b in groups:
+            if not rows.size:
+                continue
             common = dict(prompt_tokens=prompt[rows], output_tokens=output[rows],
                           **prefixes(draws, rows), **targets)
             if closed:
@@ -825,7 +827,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                 rate = CLOSED_LOOP_OVERLOAD * full["request_throughput"].values[:, None]
                 piece = run_replicates(b, arrival[rows] / rate, closed_loop=True, **common)
             else:
-                piece = run_replicates(replica(e)[0], arrival[rows] / load, **common)
+                piece = run_replicates(b, arrival[rows] / load, **common)
             pieces.append(piece[names].assign_coords({dims.REPLICATE: rows}))
         runs.append(xr.concat(pieces, dim=dims.REPLICATE).sortby(dims.REPLICATE))
     dim = dims.CONCURRENCY if closed else dims.REQUEST_RATE
