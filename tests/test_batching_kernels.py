@@ -236,6 +236,25 @@ def test_kernels_cached_on_disk():
         assert type(helper._cache).__name__ == "FunctionCache"
 
 
+def test_every_kernel_and_helper_states_its_error_model():
+    # A numba function that states no error model takes its first caller's, and numba's cache
+    # keeps that: with the cache filled by another kernel first (rooflinekit guide's
+    # precompile), a speculative body once raised ZeroDivisionError where a fresh compile gave
+    # inf. Every cached dispatcher in _kernels states one, so none inherits.
+    from numba.core.dispatcher import Dispatcher
+
+    from rooflinekit.batching import _kernels
+    dispatchers = {name: d for name, d in vars(_kernels).items() if isinstance(d, Dispatcher)}
+    dispatchers.update((d.py_func.__name__, d) for d in (
+        *_kernels.KERNELS.values(), *_kernels._BODIES.values(), *_kernels._REPLICAS.values()))
+    assert len(dispatchers) > 30
+    for name, dispatcher in dispatchers.items():
+        options = dispatcher.targetoptions
+        if options.get("inline") == "always":      # inlined: compiled with its caller's flags
+            continue
+        assert options.get("error_model") == "numpy", name
+
+
 def test_step_formula_hash_is_current():
     # numba's cache does not see changes to the roofline kernels compiled into the simulator;
     # the recorded hash makes such a change edit _kernels.py, which invalidates its cache.

@@ -77,6 +77,13 @@ __all__ = ["continuous_kernel", "replica_kernel", "disaggregated_kernel", "stati
            "COMPILE_SECONDS", "KERNELS", "N_COEFFICIENTS", "STEP_FORMULA_SHA256",
            "SCHEMA_SHA256", "GAP_HISTOGRAM_SHA256"]
 
+#: How every kernel and helper here compiles: cached, with numpy's error model (no check for a
+#: division by zero, which validated inputs never hold; the checks were a seventh of a body's
+#: compile time, 13.6-15.6 s -> 11.9-12.8 s). Stated on each: a helper that states no error
+#: model takes the one of the first caller that compiles it, so whichever kernel filled numba's
+#: cache first would decide, for every later kernel, whether a division by zero raises.
+_CACHED = {"cache": True, "error_model": "numpy"}
+
 # The codes, the ``stats`` columns (``STAT_*``) and the gap histogram's shape are
 # ``_schema``'s, read by numba as constants (:data:`SCHEMA_SHA256`).
 _PERCENTILES = GAP_PERCENTILES
@@ -95,12 +102,12 @@ _SW = StepCost._fields.index("sliding_window")
 #: numba's cache cannot see; ``tests/test_batching_kernels.py`` recomputes it.
 STEP_FORMULA_SHA256 = "6abe249e6a778d7601110e88dd2bd67be80e4fe7a36cdd8ae48781c9178be9c0"
 
-_mixed_step_time = njit(cache=True)(mixed_step_time_kernel)
-_kv_tokens_read = njit(cache=True)(kv_tokens_read_kernel)
-_prefill_pairs = njit(cache=True)(prefill_context_tokens_kernel)
+_mixed_step_time = njit(**_CACHED)(mixed_step_time_kernel)
+_kv_tokens_read = njit(**_CACHED)(kv_tokens_read_kernel)
+_prefill_pairs = njit(**_CACHED)(prefill_context_tokens_kernel)
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _step_time(tick_mode, coef, n_decode, n_prefill_tokens, kv_tokens_read,
                prefill_context_tokens):
     """Duration of one step: one tick, or the roofline model's time for its tokens [tick or s]."""
@@ -114,7 +121,7 @@ def _step_time(tick_mode, coef, n_decode, n_prefill_tokens, kv_tokens_read,
                             prefill_context_tokens)
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _kv_read(tick_mode, coef, context):
     """KV tokens a sequence reads at ``context`` (window-capped); unused by the tick clock."""
     if tick_mode:
@@ -122,7 +129,7 @@ def _kv_read(tick_mode, coef, context):
     return _kv_tokens_read(context, coef[_FA], coef[_SW])
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _chunk_pairs(tick_mode, coef, chunk, cached):
     """Attention pairs of a prompt chunk after ``cached`` tokens; unused by the tick clock."""
     if tick_mode:
@@ -134,7 +141,7 @@ UNBOUNDED = np.int64(2**62)
 
 
 #: The bin of an inter-token gap: the specification's own function, compiled.
-_gap_bin = njit(cache=True)(gap_bin)
+_gap_bin = njit(**_CACHED)(gap_bin)
 
 #: sha256 of :func:`rooflinekit.batching._reference.gap_bin`'s source and of the gap constants
 #: (percentiles, histogram bins, from ``_schema``) compiled into these kernels as values, which
@@ -149,7 +156,7 @@ GAP_HISTOGRAM_SHA256 = "437ec93358f8d26cc5639bb42aed5f8fa8c37fc8bba929e0432ef1f2
 SCHEMA_SHA256 = "25b7902a3eb05a5290a74df72fb0d9ae1db0592312fa16026c4a8b1f02349836"
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _count_gaps(n_gaps, met, total, itl_target, gap, count):
     """The counts and sum of :func:`_add_gaps` for ``count > 0`` gaps of ``gap``, as values."""
     n_gaps += count
@@ -159,7 +166,7 @@ def _count_gaps(n_gaps, met, total, itl_target, gap, count):
     return n_gaps, met, total
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _add_gaps(hist_n, hist_max, stats, itl_target, gap, count):
     """``count`` inter-token gaps of ``gap``: counts, sum and histogram (``_reference.GapLog``)."""
     if count == 0:
@@ -174,7 +181,7 @@ def _add_gaps(hist_n, hist_max, stats, itl_target, gap, count):
     hist_n[k] += count
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _store_percentiles(hist_n, hist_max, stats):
     """Nearest-rank percentiles of the gaps, each its bin's largest gap (NaN without gaps)."""
     n = np.int64(stats[STAT_GAPS])
@@ -196,7 +203,7 @@ def _store_percentiles(hist_n, hist_max, stats):
             return
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _reset_outputs(admit, first_token, finish, preemptions, status, stats):
     """Clear one run's outputs: statistics 0, no request admitted, started or finished yet."""
     for k in range(N_STATS):
@@ -218,7 +225,7 @@ def _reset_outputs(admit, first_token, finish, preemptions, status, stats):
 RING_CAP = 4096
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _ring_size(horizon):
     """Buckets of a calendar ring for keys up to ``horizon`` steps ahead: a power of two."""
     size = 1
@@ -227,7 +234,7 @@ def _ring_size(horizon):
     return size
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _ring(n, size):
     """A calendar ring: ``n`` request nodes, then ``size`` bucket sentinels, each list empty."""
     nxt = np.empty(n + size, np.int64)
@@ -238,7 +245,7 @@ def _ring(n, size):
     return nxt, prv
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _scratch_need(n, max_out, tick_mode, coef):
     """Elements of int64, float64 and bool scratch one continuous run keeps for ``n`` requests
     and the longest output ``max_out`` (rings included): a shared scratch is sized by the largest.
@@ -289,7 +296,7 @@ def _scratch_carved(ints, reals, flags, n, ret, win):
             ints[o3 + n + win:o3 + 2 * (n + win)], ints[o3 + 2 * (n + win):o3 + 3 * n + 2 * win])
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _spec_ring_size(longest):
     """Slots of a speculative step ring: a power of two above ``longest + 1`` steps."""
     size = 2
@@ -314,7 +321,7 @@ def _spec_walk(gain, base, m, c, steps):
 _S_TOK, _S_BLK, _S_BELOW, _S_ABOVE, _SD_BELOW, _SD_ABOVE = range(6)
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _spec_withdraw(ring, gain, base, m, c, out_m, gg, mask, paged, bs, s_windowed, w_cross,
                    d_windowed, d_cross):
     """Withdraw a decoding sequence's filed path from step ``gg`` on (it was preempted there
@@ -347,7 +354,7 @@ def _spec_withdraw(ring, gain, base, m, c, out_m, gg, mask, paged, bs, s_windowe
         gg += 1
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
                  used_t):
     """Write the step statistics a run keeps in local variables into ``stats``."""
@@ -362,7 +369,7 @@ def _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, 
     stats[STAT_USED_T] = used_t
 
 
-@njit(cache=True)
+@njit(**_CACHED)
 def _lru_group(g_res, g_refs, g_stamp, keep):
     """The resident prefix group no sequence uses (not ``keep``) released longest ago (ties: the
     lowest group), or -1.
@@ -1273,10 +1280,7 @@ def _compiled(function, name, doc, **constants):
     copy = types.FunctionType(function.__code__, {**globals(), **constants}, name)
     copy.__qualname__ = name
     copy.__doc__ = doc
-    # numpy's error model: no check for a division by zero, which the validated inputs never
-    # hold (the reference would raise, and the kernel = reference tests would fail); the
-    # checks were a seventh of the body's compile time (13.6-15.6 s -> 11.9-12.8 s)
-    return njit(nogil=True, cache=True, error_model="numpy")(copy)
+    return njit(nogil=True, **_CACHED)(copy)
 
 
 def _body(mode, tick):
@@ -1357,7 +1361,7 @@ def continuous_kernel(tick_mode: bool, speculative: bool = False, separate: bool
     return _CONTINUOUS[mode, bool(tick_mode)]
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, **_CACHED)
 def speculative_gain_table(draws, thresholds, output, gain):
     """:func:`rooflinekit.workloads.speculative_gains` made from its draws, into ``gain``.
 
@@ -1403,7 +1407,7 @@ def speculative_gain_table(draws, thresholds, output, gain):
         p += output[i]
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, **_CACHED)
 def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_target,
                admit, first_token, finish, preemptions, status, stats):
     """Static batching of one workload; returns 0 (arguments as the continuous kernel's;
@@ -1516,7 +1520,7 @@ def replica_kernel(tick_mode: bool, one_token: bool):
     return _REPLICAS[bool(one_token), bool(tick_mode)]
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, **_CACHED)
 def _sort_stable(ids, tmp, starts, key):
     """``ids`` stably sorted by ``key[ids]`` (a natural merge sort: one pass for sorted keys), in
     ``ids`` or ``tmp``, whichever it returns; ``starts`` at least ``ids.shape[0] + 1`` long.
@@ -1557,7 +1561,7 @@ def _sort_stable(ids, tmp, starts, key):
     return src
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, **_CACHED)
 def _fold_replica(stats, replica):
     """A replica's statistics added into the fleet's: the latest end, every count and time
     summed (the gap percentiles are read from the merged histogram instead)."""
@@ -1568,7 +1572,7 @@ def _fold_replica(stats, replica):
             stats[k] += replica[k]
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, **_CACHED)
 def _scatter_replica(ids, start, stride, m, r_first, first, r_finish, finish, r_preempt,
                      preemptions, r_status, status, rejected_in, pool, r_stats, stats,
                      peak_reserved):
