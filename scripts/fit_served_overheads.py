@@ -3,7 +3,8 @@
 
 A development script, not part of the package; run from the repository root::
 
-    PYTHONPATH=. python scripts/fit_served_overheads.py [--engine sglang] [--write]
+    PYTHONPATH=. python scripts/fit_served_overheads.py [--engine sglang|vllm]
+        [--source SOURCE ...] [--write]
 
 What it fits
 ------------
@@ -20,6 +21,10 @@ of ``tests/data/load_sweeps/sweeps.csv`` (each point replayed as its source load
   decodes, which wait it), each the same for every GPU: a coordinate search (:func:`fit`), each
   knob on :data:`rooflinekit.planning.load_fit.ONE_KNOB_GRID` over its range, then by Brent's
   method in the best cell (a simulated sweep is piecewise flat in them);
+* for vLLM, ``step_overhead`` and ``sequence_overhead`` [s per decode token], the host time
+  each running sequence adds to a step (the engine mixes prompt chunks into the decode steps;
+  its host work per sequence is what slows decode with the batch), printed, not written
+  (:data:`WRITTEN`);
 * ``frontend_latency`` [s], the same seconds on every TTFT and nothing else, so that for any
   other knobs its least-squares value is closed-form (variable projection, as
   :func:`rooflinekit.planning.fit_under_load`).
@@ -53,22 +58,32 @@ from rooflinekit.profiles import Calibration  # noqa: E402
 PROFILES = Path(__file__).resolve().parents[1] / "rooflinekit" / "data" / "engine_profiles"
 
 
-#: The knobs searched with the simulator in the loop (the front end is closed-form).
-SEARCHED = ("step_overhead", "prefill_overhead")
+#: The knobs searched with the simulator in the loop, per engine (the front end is closed-form):
+#: SGLang runs prompt steps apart, which the decodes wait (``prefill_overhead``); vLLM mixes
+#: them into the decode steps, and its host work per running sequence (``sequence_overhead``)
+#: is what makes its decode slow with the batch.
+SEARCHED = {"sglang": ("step_overhead", "prefill_overhead"),
+            "vllm": ("step_overhead", "sequence_overhead")}
+#: The engines whose profile files ship this stage's fit (``--write``). vLLM's is printed only:
+#: fitted to every vLLM source at once it does not predict the held-out ones better than the
+#: shipped profile, because vLLM's V0 (before 0.8) and V1 engines spend different host time
+#: (``docs/validation.md``, "Host time per sequence").
+WRITTEN = ("sglang",)
 #: Rounds of the coordinate search (each knob in turn on its whole range, the others held).
 ROUNDS = 2
 
 
 def engine_at(engine: str, gpu: str, knobs=None) -> Calibration:
     """``engine``'s shipped profile of ``gpu`` without its front end, with ``knobs``
-    ({name: value [s]} of :data:`SEARCHED`) in their phases; ``None``: the kernel floor, every
-    knob of :data:`SEARCHED` at 0 (the kernel fit's own prefill intercept, 1.5-2.5 ms, is
-    replaced by this stage's value once written, so the floor does without it: the same floor
-    however often the stage runs)."""
+    ({name: value [s]} of the engine's :data:`SEARCHED`) in their phases; ``None``: the kernel
+    floor, every knob of :data:`SEARCHED` at 0 (SGLang's kernel fit's own prefill intercept,
+    1.5-2.5 ms, is replaced by this stage's value once written, so the floor does without it:
+    the same floor however often the stage runs; vLLM's floor drops the step overhead its
+    profile fitted to static rows)."""
     base = rooflinekit.engine_profile(engine, gpu, warn=False)
     phases = {"prefill": {k: v for k, v in base.prefill.items() if k != "frontend_latency"},
               "decode": dict(base.decode)}
-    for name, value in (knobs or dict.fromkeys(SEARCHED, 0.0)).items():
+    for name, value in (knobs or dict.fromkeys(SEARCHED[engine], 0.0)).items():
         phases[LOAD_KNOBS[name][0]][name] = float(value)
     return Calibration(prefill=phases["prefill"], decode=phases["decode"], source=base.source,
                        base=base.base)
@@ -144,9 +159,9 @@ def fit(sweeps, engine: str, **sim) -> dict:
     :data:`~rooflinekit.planning.load_fit.ONE_KNOB_GRID` over its whole range, then Brent's
     method in the best cell, the others held; the front end closed-form at every step.
     """
-    knobs = dict.fromkeys(SEARCHED, 0.0)
+    knobs = dict.fromkeys(SEARCHED[engine], 0.0)
     for _ in range(ROUNDS):
-        for name in SEARCHED:
+        for name in SEARCHED[engine]:
             lo, hi = LOAD_KNOBS[name][1], LOAD_KNOBS[name][2]
 
             def one(value, name=name):
@@ -164,7 +179,7 @@ def fit(sweeps, engine: str, **sim) -> dict:
 
 
 def _searched(knobs) -> dict:
-    return {k: knobs[k] for k in SEARCHED}
+    return {k: v for k, v in knobs.items() if k != "frontend_latency"}
 
 
 def scores(rows, front_ms: float) -> dict:
@@ -202,7 +217,8 @@ def held_out(sweeps, engine: str, **sim) -> tuple[dict, list[dict]]:
 
 
 def _ms(knobs) -> str:
-    return ", ".join(f"{k} {knobs[k] * 1e3:.1f} ms" for k in (*SEARCHED, "frontend_latency"))
+    return ", ".join(f"{k} {v * 1e6:.0f} µs" if k == "sequence_overhead" else
+                     f"{k} {v * 1e3:.1f} ms" for k, v in knobs.items())
 
 
 def note(full, rows) -> str:
@@ -259,11 +275,13 @@ def write(engine: str, full, rows, path=None) -> Path:
             body = re.sub(r"frontend_latency = (\[[^]]*\]|[^,}]+), ", "",
                           line[len("prefill = { "):])
             line = "prefill = { frontend_latency = " + value("frontend_latency") + ", " + body
-        for name in SEARCHED:
+        for name in SEARCHED[engine]:
             phase = LOAD_KNOBS[name][0]
-            if line.startswith(f"{phase} = {{ "):
-                line = re.sub(rf"{name} = (\[[^]]*\]|[^,}}]+)", f"{name} = {value(name)}",
+            if line.startswith(f"{phase} = {{ ") and re.search(rf"\b{name} = ", line):
+                line = re.sub(rf"\b{name} = (\[[^]]*\]|[^,}}]+)", f"{name} = {value(name)}",
                               line)
+            elif line.startswith(f"{phase} = {{ "):    # a knob the kernel fit does not hold
+                line = line[:-2].rstrip() + f", {name} = {value(name)} }}"
         if line.startswith('notes = "') and not in_interval:
             kept = re.sub(r" ?Served overheads [^\"]*", "", line[len('notes = "'):-1]).strip()
             line = 'notes = "' + (kept + " " if kept else "") + sentence + '"'
@@ -276,15 +294,24 @@ def write(engine: str, full, rows, path=None) -> Path:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", default="sglang", choices=["sglang"],
+    parser.add_argument("--engine", default="sglang", choices=sorted(SEARCHED),
                         help="the engine whose sweeps and profile file (default sglang)")
+    parser.add_argument("--source", action="append", default=None,
+                        help="fit only this source's sweeps (repeatable; default all of the "
+                             "engine's)")
     parser.add_argument("--write", action="store_true",
-                        help="write the fit into rooflinekit/data/engine_profiles/ENGINE.toml")
+                        help="write the fit into rooflinekit/data/engine_profiles/ENGINE.toml "
+                             f"(engines {', '.join(WRITTEN)}, every source)")
     args = parser.parse_args(argv)
+    if args.write and (args.engine not in WRITTEN or args.source):
+        parser.error(f"--write ships a fit to every source of {' or '.join(WRITTEN)}; "
+                     f"{args.engine}{' with --source' if args.source else ''} is only printed")
     sweeps = {n: p for n, p in sweeps_score.read_sweeps().items()
-              if sweeps_score.PROFILE_OF_ENGINE[p[0]["engine"]] == args.engine}
+              if sweeps_score.PROFILE_OF_ENGINE[p[0]["engine"]] == args.engine
+              and (not args.source or sweeps_score.source_group(p[0]["source"]) in args.source)}
     if not sweeps:
-        raise SystemExit(f"no {args.engine} sweeps in {sweeps_score.DEFAULT_SWEEPS}")
+        raise SystemExit(f"no {args.engine} sweeps of {args.source or 'any source'} in "
+                         f"{sweeps_score.DEFAULT_SWEEPS}")
     full, rows = held_out(sweeps, args.engine)
     print(f"{args.engine}: {_ms(full)}, fitted to {len(sweeps)} sweeps\n")
     print("| source | sweeps | fitted without it | kernel floor TPOT / TTFT / sat. | held out | "

@@ -36,10 +36,6 @@ How a point is simulated, by how its source loaded the server:
   which holds the published concurrency only when the predicted latencies are right: a model
   too fast at ``C`` sequences then ran far fewer, and its TPOT error was understated.)
 
-  (Until 2026-12 such points were simulated open loop at the *measured* request throughput,
-  which holds the published concurrency only when the predicted latencies are right: a model
-  too fast at ``C`` sequences then ran far fewer, and its TPOT error was understated.)
-
 Lengths: datasets named ``sharegpt`` are drawn log-normal around the published mean lengths with
 ``--sharegpt-sigma`` (an assumption: ShareGPT's lengths spread widely, coefficient of variation
 about 1). A ``random IN/OUT`` dataset whose lengths the client drew uniformly (SGLang's

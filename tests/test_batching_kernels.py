@@ -152,6 +152,29 @@ def test_roofline_continuous_matches_reference(mixed, wl, config, max_num_seqs, 
     assert_same_with_arrived(b, wl, shares)
 
 
+@pytest.mark.parametrize("mixed", [True, False])
+def test_host_time_per_decode_token_matches_reference(mixed):
+    # sequence_overhead is the step coefficients' last field: the kernels pass it to the step
+    # formula as the reference does, and a lone request's decode step pays it once
+    from rooflinekit import Engine, catalog
+    engine = Engine(step_overhead=1e-3, sequence_overhead=3e-4)
+    wl = Workload([0.0, 0.001, 0.002, 0.05], [5, 9, 3, 7], [6, 2, 9, 4])
+    for config in sorted(ROOFLINE):
+        b = roofline_batcher(ROOFLINE[config], max_num_seqs=3, mixed_prefill=mixed,
+                             engine=engine)
+        assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    c = ROOFLINE["dense, tp 8"]
+    one = Workload([0.0], [4], [3])
+    gaps = []
+    for host in (0.0, 3e-4):
+        b = ContinuousBatcher(model=catalog.model(c["model"]), gpu=catalog.gpu(c["gpu"]),
+                              tp=c["tp"], max_num_seqs=1, engine=engine.replace(
+                                  sequence_overhead=host))
+        out = _kernel_outputs(b, one)
+        gaps.append((out["finish"][0] - out["first_token"][0]) / 2)   # two decode steps
+    assert gaps[1] - gaps[0] == pytest.approx(3e-4, rel=1e-6)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads(fractional=True), config=st.sampled_from(sorted(ROOFLINE)),
        batch_size=st.integers(1, 8))

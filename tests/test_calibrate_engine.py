@@ -236,12 +236,30 @@ def test_engine_knobs_recovered_from_exact_decode_data():
     assert float(result.errors.sel(phase="decode")["mape_calibrated"]) < 0.05
     # the prefill phase's own knobs (TTFT) are not decode parameters; nor are layer_cycles,
     # which fit="engine" leaves at its prior (it needs every row's GPU clock), and
-    # moe_layer_overhead (read from MoE kernel tables, not fitted to rows)
+    # moe_layer_overhead (read from MoE kernel tables, not fitted to rows), nor
+    # sequence_overhead (a served engine's host time, fitted under load when named)
     assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead", "frontend_latency",
                                 "low_precision_compute_efficiency",
                                 "low_precision_layer_overhead", "layer_cycles",
-                                "moe_layer_overhead"} <= set(
+                                "moe_layer_overhead", "sequence_overhead"} <= set(
         result.parameters["parameter"].values)
+
+
+def test_sequence_overhead_recovered_when_named():
+    # exact rows of an engine with a host cost per decode token: the batch sizes 1-32 set it
+    # apart from the fixed cost per step
+    true = {**TRUE, "sequence_overhead": 4e-5}
+    ds = measurements_from_records(_decode_rows(**true))
+    fit = {"decode": ENGINE_FIT["decode"] + ("sequence_overhead",)}
+    result = calibrate(ds, phases="decode", fit=fit, n_resamples=0)
+    got = result.calibration.decode
+    for knob, value in true.items():
+        assert got[knob] == pytest.approx(value, rel=2e-3), knob
+    # and a decode step of b sequences pays b of it, by hand: 64 · 40 µs more than without
+    model, gpu = MODEL, GPU
+    with_host = float(rl.decode_step_time(model, gpu, 64, 1024, engine=Engine(**true)))
+    without = float(rl.decode_step_time(model, gpu, 64, 1024, engine=Engine(**TRUE)))
+    assert with_host - without == pytest.approx(64 * 4e-5, rel=1e-9)
 
 
 def test_unidentified_engine_knob_keeps_its_prior():

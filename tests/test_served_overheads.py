@@ -62,7 +62,7 @@ def test_the_shipped_values_are_the_script_optimum():
     assert script.frontend(rows) / 1e3 == pytest.approx(shipped.prefill["frontend_latency"],
                                                         rel=1e-6)
     best = script.cost(rows, script.frontend(rows))
-    for name in script.SEARCHED:
+    for name in script.SEARCHED["sglang"]:
         for factor in (0.8, 1.25):
             moved = script.objective(sweeps, "sglang", {**knobs, name: knobs[name] * factor})
             assert moved >= best, (name, factor)
@@ -79,13 +79,13 @@ def test_a_fit_without_the_cookbook_predicts_it_better_than_the_kernel_floor():
     knobs = script.fit(by_source["SemiAnalysisAI/InferenceX"], "sglang")
     floor = script.scores(script.simulate(cookbook, "sglang", None), 0.0)
     held = script.scores(script.simulate(cookbook, "sglang",
-                                         {k: knobs[k] for k in script.SEARCHED}),
+                                         {k: knobs[k] for k in script.SEARCHED["sglang"]}),
                          knobs["frontend_latency"] * 1e3)
     assert held["tpot"] < 10 < floor["tpot"]
     assert held["saturation"] < 15 < floor["saturation"]
     # the interval the profiles ship holds this fit
     profile = rk.engine_profile("sglang", "B200")
-    for name in script.SEARCHED:
+    for name in script.SEARCHED["sglang"]:
         phase = "decode" if name == "step_overhead" else "prefill"
         low, high = profile.intervals[phase][name]
         assert low * (1 - 1e-6) <= knobs[name] <= high * (1 + 1e-6), name
@@ -117,3 +117,34 @@ def test_writing_the_fit_is_idempotent(tmp_path):
         assert cal.prefill["prefill_overhead"] == 0.05
         assert cal.prefill["frontend_latency"] == 0.12
         assert tuple(cal.intervals["prefill"]["prefill_overhead"]) == (0.05, 0.06)
+
+
+def test_vllm_host_time_per_sequence_slows_decode_with_the_batch():
+    """vLLM's searched knobs: the floor drops the profile's step overhead; a host time per
+    decode token lengthens TPOT by more at a larger batch (dennislee22's A100 burst, 10 to 200
+    prompts at once), by about the sequences decoding times the knob."""
+    script = _script()
+    assert script.SEARCHED["vllm"] == ("step_overhead", "sequence_overhead")
+    assert "vllm" not in script.WRITTEN
+    scorer = load_script("score_load_sweeps")
+    sweep = "dennislee_a100_qwen2-7b_tp1_1024in_1024out_burst"
+    sweeps = {sweep: scorer.read_sweeps()[sweep]}
+    floor = script.engine_at("vllm", "A100-SXM-80GB")
+    assert floor.decode["step_overhead"] == 0.0 and floor.decode["sequence_overhead"] == 0.0
+    assert "frontend_latency" not in floor.prefill
+    host = 1e-4
+    before, after = ([r for r in script.simulate(sweeps, "vllm", k, replicates=1)
+                      if r["what"] == "tpot"]
+                     for k in (None, {"step_overhead": 0.0, "sequence_overhead": host}))
+    added = [a["predicted"] - b["predicted"] for a, b in zip(after, before)]
+    assert all(x > 0 for x in added) and added[-1] > 3 * added[0]
+    # 10 prompts at once: at most 10 decoding, at least one → between 0.1 and 1 ms a token
+    assert host * 1e3 * 1 <= added[0] <= host * 1e3 * 10
+
+
+def test_vllm_fits_are_printed_not_written():
+    script = _script()
+    with pytest.raises(SystemExit):
+        script.main(["--engine", "vllm", "--write"])
+    with pytest.raises(SystemExit):
+        script.main(["--engine", "sglang", "--source", "SemiAnalysisAI/InferenceX", "--write"])

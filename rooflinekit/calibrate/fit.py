@@ -101,7 +101,8 @@ FOLD = "fold"
 #: traffic reaches at least 5 % of the bandwidth; a decoder layer's kernel launches cost at
 #: most 100 µs per step (an 80-layer model: 8 ms), an MoE block 200 µs more; GEMMs reach half
 #: their efficiency by 4,096 tokens a step at the latest; a link hop costs at most 100 µs; the all-reduces reach at
-#: least 5 % of the link's datasheet bandwidth. The published utilisation fits can be held
+#: least 5 % of the link's datasheet bandwidth; the host spends at most 1 ms per decode token
+#: (256 sequences: 256 ms a step). The published utilisation fits can be held
 #: against: ``docs/calibration.md``, "The fit's design". Every prior is the base engine's
 #: value (``engine=`` of :func:`calibrate`; the ideal model by default).
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
@@ -118,7 +119,8 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "interconnect_efficiency": (0.05, 1.0),
                                    "host_traffic_share": (0.0, 1.0),
                                    "layer_cycles": (0.0, 4e5),
-                                   "moe_layer_overhead": (0.0, 2e-4)})
+                                   "moe_layer_overhead": (0.0, 2e-4),
+                                   "sequence_overhead": (0.0, 1e-3)})
 
 #: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
 #: rows see the prompt's compute, the serving stack's intercept and, at TP > 1, the all-reduces
@@ -149,7 +151,7 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
           "host_traffic_share": 1.0, "layer_cycles": 1e4,
-          "moe_layer_overhead": units.MS / 100.0}
+          "moe_layer_overhead": units.MS / 100.0, "sequence_overhead": units.MS / 100.0}
 
 
 def _normalise_fit(fit) -> dict:
@@ -261,7 +263,8 @@ _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "prefill_overhead": (0.0, 2e-2, 1e-1), "frontend_latency": (0.0, 2e-2),
            "gemm_half_tokens": (0.0, 128.0),
            "interconnect_latency": (0.0, 1e-5), "interconnect_efficiency": (1.0, 0.5, 0.25),
-           "layer_cycles": (0.0, 4e4), "moe_layer_overhead": (0.0, 3e-5)}
+           "layer_cycles": (0.0, 4e4), "moe_layer_overhead": (0.0, 3e-5),
+           "sequence_overhead": (0.0, 5e-5)}
 
 
 def _starting_points(groups, phase, rows, targets, free, fixed, bounds):

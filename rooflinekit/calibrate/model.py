@@ -210,7 +210,7 @@ class _Groups:
         ``kv`` (its KV part), ``comm`` (all-reduce at the GPU's link latency), ``comm_bytes``
         (its bandwidth part), ``comm_host_bytes`` (that part with ``host_traffic_share`` 1:
         all past the peer-to-peer domain over the GPU's shared host link), ``hops`` (latency
-        per unit of hop latency [1]), ``runs``,
+        per unit of hop latency [1]), ``runs``, ``decodes`` (decode tokens of the step [1]),
         ``layers`` (``runs × n_layers`` [1]), ``moe_layers`` (``layers`` of a model with more
         than one expert, else 0 [1]), ``cycles`` (``layers / boost_clock`` [s]),
         ``low_precision_layers`` (the layers that pay
@@ -219,7 +219,7 @@ class _Groups:
         (the attention part of ``compute``) and ``prompt`` (``runs × min(prompt tokens,
         1)``)."""
         names = ("compute", "gemm", "memory", "kv", "comm", "comm_bytes", "comm_host_bytes",
-                 "hops", "runs", "cycles",
+                 "hops", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "low_precision_layers", "low_precision", "attention", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
@@ -259,6 +259,7 @@ class _Groups:
                 terms[name][idx] = [kernel(*part, *step) for step in steps]
             runs = np.array([min(d + p, 1.0) for d, p, _, _ in steps])
             terms["runs"][idx] = runs
+            terms["decodes"][idx] = [d for d, _, _, _ in steps]
             terms["gemm"][idx] = runs * (cost.flops_per_token + cost.lm_head_flops_per_token) \
                 / cost.peak_flops
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
@@ -318,6 +319,9 @@ class _Groups:
         moe = knobs.get("moe_layer_overhead", 0.0)
         if moe:             # 0 (default): the lines above, to the bit
             out = out + t["moe_layers"] * moe
+        per_sequence = knobs.get("sequence_overhead", 0.0)
+        if per_sequence:    # 0 (default): the lines above, to the bit
+            out = out + t["decodes"] * per_sequence
         quantised = knobs.get("low_precision_layer_overhead", 0.0)
         if quantised:
             out = out + t["low_precision_layers"] * quantised

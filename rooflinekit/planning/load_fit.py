@@ -30,6 +30,7 @@ __all__ = ["LOAD_KNOBS", "LoadFit", "fit_under_load"]
 #: The knobs a load sweep can fit, their phase in a calibration and their bounds (s or share).
 LOAD_KNOBS = {
     "step_overhead": ("decode", 0.0, 0.05),
+    "sequence_overhead": ("decode", 0.0, 0.001),
     "layer_overhead": ("decode", 0.0, 0.002),
     "bandwidth_efficiency": ("decode", 0.05, 1.0),
     "prefill_overhead": ("prefill", 0.0, 0.5),

@@ -49,13 +49,14 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s],
 #: the per-hop all-reduce latency [s], the front end's time outside the steps [s], and the
 #: low-precision (FP8) GEMMs' extra fixed time per layer [s] and share of their own peak [1],
-#: and a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
-#: ``layer_cycles / boost_clock``, so that it transfers between GPUs of different clocks).
+#: a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
+#: ``layer_cycles / boost_clock``, so that it transfers between GPUs of different clocks), and
+#: the host's time per decode token that the GPU waits for [s] (``sequence_overhead``).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
                 "low_precision_layer_overhead", "low_precision_compute_efficiency",
-                "layer_cycles", "moe_layer_overhead")
+                "layer_cycles", "moe_layer_overhead", "sequence_overhead")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -76,7 +77,8 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                 "interconnect_latency", "interconnect_efficiency"),
                ("frontend_latency",),
                ("low_precision_compute_efficiency", "low_precision_layer_overhead"),
-               ("host_traffic_share",), ("layer_cycles",), ("moe_layer_overhead",))
+               ("host_traffic_share",), ("layer_cycles",), ("moe_layer_overhead",),
+               ("sequence_overhead",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -86,7 +88,8 @@ IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
 ENGINE_IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in ENGINE_KNOBS + LINK_KNOBS})
 #: Knobs in seconds (fitted in milliseconds; shown in ms).
 SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency",
-                 "frontend_latency", "low_precision_layer_overhead", "moe_layer_overhead")
+                 "frontend_latency", "low_precision_layer_overhead", "moe_layer_overhead",
+                 "sequence_overhead")
 #: Columns of a measurement table a calibration can keep knob sets by.
 GROUP_FIELDS = ("gpu", "engine", "dtype", "model")
 

@@ -86,6 +86,7 @@ _CHECKS = {
     "bandwidth_efficiency": _efficiency,
     "kv_bandwidth_efficiency": _optional_efficiency,
     "step_overhead": check_nonnegative,
+    "sequence_overhead": check_nonnegative,
     "layer_overhead": check_nonnegative,
     "low_precision_layer_overhead": check_nonnegative,
     "layer_cycles": check_nonnegative,
@@ -131,6 +132,13 @@ class Engine:
         as ``bandwidth_efficiency``.
     step_overhead : float, array_like or xarray.DataArray
         Fixed time per step (scheduling, sampling, kernel launches) [s], ≥ 0. Default 0.
+    sequence_overhead : float, array_like or xarray.DataArray
+        Time per decoding sequence per step that the GPU waits for [s], ≥ 0: the host's work
+        for each running sequence (scheduling it, preparing its inputs, sampling,
+        detokenising and returning its token), which an engine that does not overlap it with
+        the forward pass adds to every step, so that a step of ``b`` decodes takes
+        ``b · sequence_overhead`` longer and decode slows with the batch beyond what the
+        GPU's traffic gives. Default 0.
     layer_overhead : float, array_like or xarray.DataArray
         Fixed time per decoder layer per step [s], ≥ 0: the step's fixed cost is
         ``step_overhead + n_layers · layer_overhead``. Default 0.
@@ -214,6 +222,7 @@ class Engine:
     bandwidth_efficiency: object = 1.0
     kv_bandwidth_efficiency: object = None
     step_overhead: object = 0.0
+    sequence_overhead: object = 0.0
     layer_overhead: object = 0.0
     low_precision_layer_overhead: object = 0.0
     layer_cycles: object = 0.0
@@ -369,6 +378,7 @@ class Engine:
         if model is not None and np.any(np.asarray(moe) != 0):     # 0 (default): unchanged
             group.step_overhead = group.step_overhead + layers * np.where(
                 model.n_experts > 1, moe, 0.0)
+        group.sequence_overhead = laid["sequence_overhead"]
         group.gemm_half_tokens = laid["gemm_half_tokens"]
         group.prefill_overhead = laid["prefill_overhead"]
         group.frontend_latency = laid["frontend_latency"]
