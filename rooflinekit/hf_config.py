@@ -2175,7 +2175,14 @@ def _count_llama_style(cfg, s, q_width, kv_width):
         attn = None                                # each kind's own: counted whole below
     else:
         attn = h * (q_width + 2 * kv_width) + q_width * h
-        if _flag(cfg, "attention_bias"):
+        if s.model_type == "glm4_moe":
+            # GLM-4.5 (Glm4MoeAttention): attention_bias biases q, k and v, never o_proj;
+            # use_qk_norm adds per-head q and k RMSNorms
+            if _flag(cfg, "attention_bias"):
+                attn += q_width + 2 * kv_width
+            if _flag(cfg, "use_qk_norm"):
+                attn += 2 * s.head_dim
+        elif _flag(cfg, "attention_bias"):
             attn += q_width + 2 * kv_width + h
         elif s.model_type in ("qwen2", "qwen2_moe"):
             attn += q_width + 2 * kv_width                      # Qwen2: q, k, v biases
@@ -2201,8 +2208,10 @@ def _count_llama_style(cfg, s, q_width, kv_width):
     if n_moe:
         experts = s.n_experts * 3 * h * s.moe_intermediate
         router = s.n_experts * h
-        if cfg.get("topk_method") == "noaux_tc":
-            router += s.n_experts                 # DeepSeek-V3's e_score_correction_bias
+        if cfg.get("topk_method") == "noaux_tc" or s.model_type == "glm4_moe":
+            # DeepSeek-V3's e_score_correction_bias; GLM-4.5's router always has one and its
+            # config.json names no topk_method
+            router += s.n_experts
         if s.model_type == "gpt_oss":             # biased router and experts
             router += s.n_experts
             experts += s.n_experts * (2 * s.moe_intermediate + h)

@@ -119,6 +119,9 @@ KV_BY_HAND = {
     "GLM-5": 78 * ((512 + 64) * 2 + 128 + 4),   # MLA latent + the indexer's key: 100,152
     "Jamba-1.5-Mini": 2 * 4 * 8 * 128 * 2,      # attention at layers 4, 12, 20, 28: 16,384
     "Falcon-H1-0.5B": 2 * 36 * 2 * 64 * 2,      # attention beside Mamba in all 36: 18,432
+    "GLM-4.5-Air": 2 * 46 * 8 * 128 * 2,        # GQA-8 in all 46 layers: 188,416
+    # Gemma 3: all 62 layers cache while inside the 1,024-token window, 16 KV heads of 128
+    "Gemma-3-27B": 2 * 62 * 16 * 128 * 2,       # 507,904
 }
 
 
@@ -183,6 +186,7 @@ ROW_CONFIG = {
     "Nemotron-3-Super-120B-A12B": "nemotron-3-super-120b-a12b-fp8",
     "Gemma-4-26B-A4B": "gemma-4-26b-a4b", "GLM-5": "glm-5",
     "Jamba-1.5-Mini": "ai21-jamba-1.5-mini", "Falcon-H1-0.5B": "falcon-h1-0.5b",
+    "GLM-4.5-Air": "glm-4.5-air", "Gemma-3-27B": "gemma-3-27b-it",
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",

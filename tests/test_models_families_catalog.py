@@ -11,6 +11,12 @@ derived by hand from the configs' numbers (bf16 KV, two bytes an element):
 - Nemotron 3 Nano: 6 attention layers of 2 KV heads of 128: 2·6·2·128·2.
 - Jamba 1.5 Mini: 4 attention layers (of 32) of 8 KV heads of 128: 2·4·8·128·2.
 - Falcon-H1-0.5B: attention in all 36 layers, 2 KV heads of 64: 2·36·2·64·2.
+- GLM-4.5-Air: GQA in all 46 layers, 8 KV heads of 128: 2·46·8·128·2.
+- Gemma-3-27B: 62 layers of 16 KV heads of 128, 2·16·128·2 = 8,192 B a token and layer;
+  ``sliding_window_pattern`` 6 (Gemma3TextConfig's default; the published file leaves it out)
+  makes every 6th layer global, 62 // 6 = 10 of them, and the other 52 hold at most the
+  1,024-token window. Per token while inside the window 62·8,192; a sequence of C tokens
+  holds 8,192·(10·C + 52·min(C, 1,024)).
 
 Published totals (tolerance 3 %, the brief's): Llama 4 Scout 109B / 17B active and Maverick
 400B / 17B (Meta's model card, vision encoder included); DeepSeek-R1 671B / 37B (the
@@ -18,14 +24,18 @@ DeepSeek-V3 architecture, arXiv:2412.19437); Kimi-K2 1T / 32B (Moonshot's model 
 Nemotron 3 Nano 31.6B total and 3.6B active with its embeddings (NVIDIA's technical report);
 Jamba 1.5 Mini 52B / 12B active (AI21's model card); Falcon-H1-0.5B 521,411,104, the Hub's
 count of Falcon-H1-0.5B-Base (the release's name says 0.5B; see
-tests/test_models_families_falcon_h1.py).
+tests/test_models_families_falcon_h1.py); Gemma-3-27B 27B, vision encoder included (Google's
+Gemma 3 model card and Gemma models overview, ai.google.dev/gemma/docs/get_started; the
+language model alone is 27.01B of the 27.43B counted). GLM-4.5-Air (106B / 12B, the GLM-4.5
+model card) is compared in tests/test_models_families_glm45.py, since its card counts the
+active parameters without the embedding table and LM head.
 """
 
 import pathlib
 
 import pytest
 
-from rooflinekit import catalog
+from rooflinekit import catalog, memory
 from rooflinekit.models import model_from_hf_config
 
 CONFIGS = pathlib.Path(__file__).parent / "data" / "hf_configs"
@@ -39,6 +49,8 @@ ROWS = {
     "Nemotron-3-Nano-30B-A3B": "nemotron-3-nano-30b-a3b-bf16",
     "Jamba-1.5-Mini": "ai21-jamba-1.5-mini",
     "Falcon-H1-0.5B": "falcon-h1-0.5b",
+    "GLM-4.5-Air": "glm-4.5-air",
+    "Gemma-3-27B": "gemma-3-27b-it",
 }
 KV_BY_HAND = {
     "Llama-4-Scout": 2 * 48 * 8 * 128 * 2,                 # 196,608
@@ -49,6 +61,8 @@ KV_BY_HAND = {
     "Nemotron-3-Nano-30B-A3B": 2 * 6 * 2 * 128 * 2,        # 6,144
     "Jamba-1.5-Mini": 2 * 4 * 8 * 128 * 2,                 # 16,384
     "Falcon-H1-0.5B": 2 * 36 * 2 * 64 * 2,                 # 18,432
+    "GLM-4.5-Air": 2 * 46 * 8 * 128 * 2,                   # 188,416
+    "Gemma-3-27B": 62 * 2 * 16 * 128 * 2,                  # 507,904 inside the window
 }
 CARDS = {                                   # (total, active) as published
     "Llama-4-Scout": (109e9, 17e9),
@@ -58,6 +72,7 @@ CARDS = {                                   # (total, active) as published
     "Nemotron-3-Nano-30B-A3B": (31.6e9, 3.6e9),
     "Jamba-1.5-Mini": (52e9, 12e9),
     "Falcon-H1-0.5B": (521_411_104, 521_411_104),
+    "Gemma-3-27B": (27e9, 27e9),            # dense; the vision encoder is not active
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",
@@ -95,3 +110,26 @@ def test_aliases_find_the_rows():
     assert catalog.model("meta-llama/Llama-4-Scout-17B-16E-Instruct").name == "Llama-4-Scout"
     assert catalog.model("moonshotai/Kimi-K2-Instruct").name == "Kimi-K2-Instruct"
     assert catalog.model("deepseek-ai/DeepSeek-V3.2").name == "DeepSeek-V3.2"
+
+
+# Gemma-3-27B, a sequence of C tokens (from its config.json: 62 layers, sliding_window 1024,
+# every 6th layer global; 16 KV heads of 128 in bf16, 8,192 B a token and layer):
+# 8,192·(10·C + 52·min(C, 1,024)). Tolerance 1 % (the issue's bound).
+GEMMA3_27B_SEQUENCE_BY_HAND = {
+    4096: 8192 * (10 * 4096 + 52 * 1024),          # 771,751,936
+    32768: 8192 * (10 * 32768 + 52 * 1024),        # 3,120,562,176
+    131072: 8192 * (10 * 131072 + 52 * 1024),      # 11,173,625,856
+}
+
+
+@pytest.mark.parametrize("context", sorted(GEMMA3_27B_SEQUENCE_BY_HAND))
+def test_gemma3_27b_sequence_kv_is_window_bounded(context):
+    row = catalog.model("Gemma-3-27B")
+    assert (row.n_sliding_layers, row.n_full_layers, row.sliding_window) == (52, 10, 1024)
+    assert memory.kv_bytes_per_sequence(row, context) == pytest.approx(
+        GEMMA3_27B_SEQUENCE_BY_HAND[context], rel=0.01)
+
+
+def test_new_rows_found_by_their_hub_ids():
+    assert catalog.model("zai-org/GLM-4.5-Air").name == "GLM-4.5-Air"
+    assert catalog.model("google/gemma-3-27b-it").name == "Gemma-3-27B"
