@@ -295,11 +295,13 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         about as much as summarising a run).
     closed_loop : bool
         ``True``: every time a client sees (TTFT, latency, and the attainments of their targets)
-        counts from the request's first admission instead of its arrival, as a closed-loop
-        client holding ``max_num_seqs`` requests in flight sees them (it sends a request the
-        moment one completes, which is when the batcher admits it); ``mean_queue_delay`` is
-        then 0 and the throughputs run from the first admission. Requests never admitted keep
-        their arrival. Default ``False``: an open-loop client, clocks from arrival.
+        counts from when a closed-loop client holding ``max_num_seqs`` requests in flight
+        sends the request, instead of its arrival: the moment an earlier one completes (the
+        first ``max_num_seqs`` at their arrival), which is when the batcher admits it while
+        its KV cache holds them all; above that, the wait in the server's queue counts
+        (``mean_queue_delay``, else 0). The throughputs run from the first send. Requests
+        never admitted keep their arrival. Default ``False``: an open-loop client, clocks
+        from arrival.
 
     Returns
     -------
@@ -351,9 +353,9 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     gains = _gain_rows(batcher, speculative_gains, speculative_seeds, arrays[2])
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix,
                       seeds=speculative_seeds, gains=gains)
-    if closed_loop:     # the client sends each request when it is admitted
-        admitted = out[4] == COMPLETED
-        arrays = (np.where(admitted, out[0], arrays[0]), *arrays[1:])
+    if closed_loop:
+        arrays = (_closed_loop_sends(arrays[0], out[0], out[2], out[4] == COMPLETED,
+                                     batcher._slots()), *arrays[1:])
     summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
                       wanted=variables, frontend_latency=timing.frontend_latency)
     if not as_dataset:
@@ -366,6 +368,24 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                      "kv_budget_tokens": "unlimited" if budget is None else budget,
                      **_target_attrs(targets)})
     return ds
+
+
+def _closed_loop_sends(arrival, admit, finish, completed, slots):
+    """When a closed-loop client of ``slots`` requests in flight sends each request [tick or s].
+
+    Request ``j`` goes out at its ``arrival`` while ``j < slots``, else at
+    ``max(arrival, F[j − slots])`` with ``F`` the row's completion times in order (each
+    completion frees the client that sends the next request), and never after its first
+    admission: that is its admission while the server holds all ``slots``, and earlier when its
+    KV cache holds fewer, so the wait in the server's queue stays in the client's clocks. A
+    request never admitted keeps its arrival.
+    """
+    n = arrival.shape[1]
+    send = np.array(arrival, dtype=float)
+    if slots is not None and slots < n:
+        freed = np.sort(np.where(completed, finish, np.inf), axis=1)[:, :n - slots]
+        send[:, slots:] = np.maximum(send[:, slots:], freed)
+    return np.where(completed, np.minimum(send, admit), arrival)
 
 
 def _gain_rows(batcher, gains, seeds, output):

@@ -729,8 +729,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         the ``p50_*``), ``request_throughput`` [requests/s] and ``throughput`` [tokens/s] (its
         ``request_throughput`` and ``output_throughput``, here over the time from the first
         arrival to the last completion); ``mean_queue_delay`` [s], the mean wait from arrival
-        to first admission (inside ``mean_ttft``: a closed-loop client at concurrency ``C``,
-        replayed as a saturated server with ``max_num_seqs = C``, never waits it).
+        (a closed-loop client's send) to first admission, inside ``mean_ttft``: a closed-loop
+        client waits it where the server holds fewer than ``C``, else until the next step.
 
     Notes
     -----
@@ -738,8 +738,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
 
     A closed-loop client at concurrency ``C`` sends a request the moment one completes, so the
     server runs ``C`` sequences whatever its speed; it is simulated as a server of
-    ``max_num_seqs = C`` kept full, every client time counted from the request's admission
-    (when the client sends it; :func:`~rooflinekit.batching.run_replicates`' ``closed_loop``).
+    ``max_num_seqs = C`` kept full, every client time counted from when the client sends the
+    request, the moment an earlier one completes (:func:`~rooflinekit.batching.run_replicates`'
+    ``closed_loop``).
     Two runs per point on the same draws: every request arriving at once, which gives the
     server's request throughput; and arrivals at :data:`CLOSED_LOOP_OVERLOAD` times that
     throughput, whose summaries are the point's. With equal lengths, clients started together
@@ -747,8 +748,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     real clients drift apart, and these start apart while keeping the server full. The
     throughputs run from the first admission to the last completion, the filling of the
     server included (a few percent of a run of many times ``C`` requests).
-    A server that holds fewer than ``C`` (its KV cache full) queues the rest; that wait is not
-    counted, so above the KV cache's concurrency the TTFT is a lower bound.
+    A server that holds fewer than ``C`` (its KV cache full) queues the rest, and their wait
+    counts in the TTFT and the latency as the client sees them (``mean_queue_delay``).
 
     Raises
     ------
