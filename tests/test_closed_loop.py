@@ -95,16 +95,17 @@ def test_bad_concurrencies_are_refused_before_work(kwargs, match):
         _curve(**kwargs)
 
 
-def _closed_runs(engine, concurrencies, seed=7):
+def _closed_runs(engine, concurrencies, seed=7, requests=300):
     """``vllm bench serve --max-concurrency C --request-rate inf`` result dicts of
-    ``engine``: 300 requests of 1,000 prompt and 200 output tokens each."""
+    ``engine``: ``requests`` requests of 1,000 prompt and 200 output tokens each."""
     out = []
     for c in concurrencies:
         ds = load_curve(rk.Traffic(1.0, Constant(1000), Constant(200)), SLO, model=MODEL,
-                        gpu=GPU, concurrencies=[c], engine=engine, replicates=3, requests=300,
-                        seed=seed)
-        out.append({"request_rate": "inf", "max_concurrency": c, "completed": 300,
-                    "total_input_tokens": 300_000, "total_output_tokens": 60_000,
+                        gpu=GPU, concurrencies=[c], engine=engine, replicates=3,
+                        requests=requests, seed=seed)
+        out.append({"request_rate": "inf", "max_concurrency": c, "completed": requests,
+                    "total_input_tokens": 1000 * requests,
+                    "total_output_tokens": 200 * requests,
                     "mean_ttft_ms": float(np.nanmedian(ds["mean_ttft"])) * 1e3,
                     "mean_tpot_ms": float(np.nanmedian(ds["mean_tpot"])) * 1e3})
     return out
@@ -135,6 +136,19 @@ def test_a_known_host_time_per_sequence_comes_back_from_concurrency_runs():
     assert fit.calibration.decode["sequence_overhead"] == pytest.approx(6e-5, rel=0.05)
     assert fit.calibration.decode["step_overhead"] == base.decode["step_overhead"]
     assert fit.table.attrs["tpot_error"] < 5
+
+
+def test_a_short_closed_run_is_replayed_with_its_own_requests():
+    # 64 prompts at 32 in flight: the server fills and drains for half the run, which the
+    # means hold; replayed on the run's own 64 (not 300), the fit on the same draws finds the
+    # truth again
+    base = rk.engine_profile("vllm", GPU)
+    truth = Calibration(prefill=dict(base.prefill),
+                        decode={**base.decode, "step_overhead": 0.004}, source="truth")
+    runs = _closed_runs(truth, [8, 32], requests=64)
+    fit = fit_under_load(runs, model=MODEL, gpu=GPU, replicates=3, seed=7)
+    assert fit.calibration.decode["step_overhead"] == pytest.approx(0.004, rel=0.02)
+    assert fit.table.attrs["tpot_error"] < 1
 
 
 def test_the_reader_takes_concurrency_runs_and_refuses_mixtures():

@@ -84,8 +84,10 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         ``vllm bench serve --save-result`` files (or their parsed JSON), one per rate, at two or
         more finite rates, or one per ``--max-concurrency`` at two or more concurrencies
         (``--request-rate inf``: a closed-loop client, simulated as
-        :func:`~rooflinekit.planning.load_curve`'s ``concurrencies`` do, on at least three
-        times its concurrency of requests) (:func:`~rooflinekit.calibrate.read_vllm_serve_sweep`); or one
+        :func:`~rooflinekit.planning.load_curve`'s ``concurrencies`` do, on the run's own
+        number of requests, its ``completed``, at least its concurrency: the server's filling
+        and draining weigh in its means as they did in the run)
+        (:func:`~rooflinekit.calibrate.read_vllm_serve_sweep`); or one
         GuideLLM sweep report, its ``constant`` (replayed as regular arrivals) and ``poisson``
         benchmarks the rates (:func:`~rooflinekit.calibrate.read_guidellm_sweep`).
     model, gpu : spec or catalogue name
@@ -105,7 +107,8 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         engine's defaults for the GPU).
     replicates, requests, seed
         Each run's simulation, as for :func:`~rooflinekit.planning.load_curve`; the same draws
-        at every step of the fit (common random numbers).
+        at every step of the fit (common random numbers). ``requests`` sets an open-loop run's
+        requests; a closed-loop run replays its own.
 
     Returns
     -------
@@ -178,7 +181,8 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                               arrival="poisson" if regular is None else "gamma",
                               burstiness=regular)
             if concurrency:         # a closed-loop client (--max-concurrency)
-                many = {**common, "requests": max(common["requests"], 3 * concurrency)}
+                # the run's own prompts: its filling and draining weigh in its means as sent
+                many = {**common, "requests": max(int(run["completed"]), concurrency)}
                 ds = load_curve(traffic, slo, concurrencies=[concurrency], engine=cal, **many)
             else:
                 ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal, **common)
