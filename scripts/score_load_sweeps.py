@@ -92,7 +92,7 @@ _SLO = SLO(ttft=60.0)
 
 NUMERIC = ("tp", "prompt_tokens", "output_tokens", "rate", "concurrency", "mean_ttft_ms",
            "median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "mean_itl_ms",
-           "request_throughput", "output_throughput", "num_prompts")
+           "request_throughput", "output_throughput", "num_prompts", "max_model_len")
 
 
 #: Columns every point must fill: what it is, where it comes from, and its load.
@@ -208,21 +208,31 @@ def _spec(point, engine, sigma):
 #: Engine versions a source does not record but states elsewhere: LambdaLabsML/vllm-benchmark's
 #: benchmark.sh runs the vllm/vllm-openai image v0.5.4 unless told otherwise.
 ASSUMED_VERSIONS = {"LambdaLabsML/vllm-benchmark": "0.5.4"}
+#: Context [tokens] above which vLLM's V0 engine turned chunked prefill on by default.
+V0_LONG_CONTEXT = 32_768
 
 
 def scheduler(point) -> tuple[int, int | None, bool, str]:
     """``(max_num_seqs, max_num_batched_tokens, mixed_prefill, why)`` the point's engine ran
     with by default.
 
-    vLLM before 0.8 (the V0 engine): 256 sequences, chunked prefill off for models of at most
-    32K context, so each prompt is prefilled whole (``None``), in prefill steps without the
-    decodes (``mixed_prefill`` False). vLLM 0.8 and later, an unknown vLLM version (taken as
-    current), SGLang, and NIM (a TensorRT-LLM engine): the engine's defaults for the GPU
-    (:func:`rooflinekit.profiles.scheduler_defaults`).
+    vLLM before 0.8 (the V0 engine), 256 sequences: served at a context of at most 32K
+    tokens, chunked prefill off, so each prompt is prefilled whole (``None``), in prefill steps
+    without the decodes (``mixed_prefill`` False); above 32K (the point's ``max_model_len``,
+    else the catalogue model's context), from 0.5.4 on, chunked prefill on by default with 512
+    tokens a step, decodes first (vllm-project/vllm#6666, July 2024; the engine logs "Chunked
+    prefill is enabled with max_num_batched_tokens=512"). vLLM 0.8 and later, an unknown vLLM
+    version (taken as current), SGLang, and NIM (a TensorRT-LLM engine): the engine's defaults
+    for the GPU (:func:`rooflinekit.profiles.scheduler_defaults`).
     """
     engine = point["engine"]
     version = point.get("engine_version") or ASSUMED_VERSIONS.get(source_group(point["source"]))
-    if engine == "vllm" and version and tuple(int(x) for x in version.split(".")[:2]) < (0, 8):
+    release = tuple(int(x) for x in version.split(".")[:3]) if version else None
+    if engine == "vllm" and release and release[:2] < (0, 8):
+        context = point.get("max_model_len") or catalog.model(point["model"]).max_context or 0
+        if context > V0_LONG_CONTEXT and release >= (0, 5, 4):
+            return 256, 512, True, f"vLLM {version} (V0) at {int(context)} tokens of " \
+                f"context: 256 sequences, chunked prefill of 512 tokens a step"
         return 256, None, False, f"vLLM {version} (V0): 256 sequences, whole prompts, " \
             f"prefill steps apart"
     name = {"vllm": "vllm", "sglang": "sglang", "nim": "trtllm", "trtllm": "trtllm"}[engine]

@@ -124,7 +124,11 @@ def test_score_one_small_sweep(scorer):
     (lambda rows: [rows[0].replace("rate,", "speed,", 1), *rows[1:]], "missing column"),
     (lambda rows: [r.replace(",inf,", ",fast,", 1) if i == 2 else r for i, r in enumerate(rows)],
      "field 'rate'"),
-    (lambda rows: [r + "fp7" if i == 2 else r for i, r in enumerate(rows)], "field 'kv_dtype'"),
+    # the last two fields: kv_dtype, then max_model_len
+    (lambda rows: [re.sub(r",([^,]*)$", r"fp7,\1", r) if i == 2 else r
+                   for i, r in enumerate(rows)], "field 'kv_dtype'"),
+    (lambda rows: [r + "k" if i == 2 else r for i, r in enumerate(rows)],
+     "field 'max_model_len'"),
 ])
 def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_path, change,
                                                                   match):
