@@ -156,6 +156,23 @@ def test_kv_dtype_sets_the_cache_format(scorer, sweeps):
     assert model.kv_bytes_per_element == catalog.model("Llama-3.1-8B").kv_bytes_per_element == 2
 
 
+def test_v0_scheduling_follows_the_served_context(scorer, sweeps):
+    """vLLM's V0 engine (before 0.8) prefilled whole prompts in steps of their own, unless the
+    served context exceeded 32K tokens: from 0.5.4 on it then chunked prefill at 512 tokens a
+    step, mixed into the decode steps (vllm-project/vllm#6666). Phala served Llama-3.1 at its
+    131,072 tokens; LambdaLabs, Meta-Llama-3 at 8,192; V1 (0.10) runs its GPU defaults."""
+    phala = sweeps["phala_h200_llama3.1-8b_tp1_sharegpt_rate"][0]
+    lambda_ = sweeps["lambda_h100_llama3-8b_tp1_burst"][0]
+    v1 = sweeps["dennislee_a100_qwen2-7b_tp1_1024in_1024out_burst"][0]
+    assert (phala["max_model_len"], lambda_["max_model_len"]) == (131_072, 8_192)
+    assert scorer.scheduler(phala)[:3] == (256, 512, True)
+    assert scorer.scheduler(lambda_)[:3] == (256, None, False)
+    assert scorer.scheduler({**phala, "engine_version": "0.5.3"})[:3] == (256, None, False)
+    # without a served context: the catalogue model's (Llama-3.1-8B: 131,072)
+    assert scorer.scheduler({**lambda_, "max_model_len": None})[:3] == (256, 512, True)
+    assert scorer.scheduler(v1)[:3] == (256, 2048, True)        # A100: vLLM's smaller budget
+
+
 def test_step_overhead_replays_the_profiles_with_it(scorer):
     """``--step-overhead MS`` scores each GPU's vLLM profile with that decode overhead; the
     DigitalOcean sweep (vLLM 0.14.1) is closest at 0 ms and Phala's (0.5.4) at 3 ms, as
