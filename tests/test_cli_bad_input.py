@@ -10,6 +10,7 @@ import pytest
 from rooflinekit.cli.main import main
 
 CAP = ["capacity", "guide-70b", "lab", "--tp", "8"]
+CURVE = ["curve", "llama-3.1-8b", "--gpu", "h100", "--prompt-mean", "500", "--output-mean", "50"]
 PRICE = ["price", "--input-price", "3", "--output-price", "12", "--output-fraction", "0.1"]
 PLAN = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "5", "--prompt-mean", "1000",
         "--output-mean", "200", "--ttft", "1", "--replicates", "2", "--requests", "20"]
@@ -211,6 +212,14 @@ BAD += [
     (CAP + ["--prefix-tokens", "100", "--prefix-share", "1.5"], "--prefix-share"),
     (CAP + ["--prefix-tokens", "100", "--prefix-groups", "0"], "--prefix-groups"),
     (CAP + ["--prefix-tokens", "100", "--gpu-memory-utilization", "0.9"], "--prefix-tokens"),
+    # curve: rates or concurrencies, one of them, each valid
+    (CURVE, "one of the arguments --rates --concurrencies is required"),
+    (CURVE + ["--rates", "1", "--concurrencies", "4"], "not allowed with argument --rates"),
+    (CURVE + ["--rates", "0"], "--rates: must be a finite number in (0, inf)"),
+    (CURVE + ["--rates", "nan"], "--rates: must be a finite number"),
+    (CURVE + ["--concurrencies", "0"], "--concurrencies"),
+    (CURVE + ["--concurrencies", "4", "--max-num-seqs", "2"],
+     "concurrencies above max_num_seqs (2)"),
 ]
 
 

@@ -17,14 +17,17 @@ DISAGGREGATED = ["disaggregated", "llama-3.1-8b", "--gpu", "h100", "--splits", "
                  "--rate", "5", "--prompt-mean", "1000", "--output-mean", "200", "--ttft", "1",
                  "--itl", "0.05", "--replicates", "2", "--requests", "60"]
 
+CURVE = ["curve", "llama-3.1-8b", "--gpu", "h100", "--rates", "1,4", "--prompt-mean", "500",
+         "--output-mean", "50", "--replicates", "1", "--requests", "30"]
+
 
 def _run(argv, capsys):
     assert main(argv) == 0
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [LAYOUTS, SWEEP, SIMULATE, DISAGGREGATED],
-                         ids=["layouts", "sweep", "simulate", "disaggregated"])
+@pytest.mark.parametrize("argv", [LAYOUTS, SWEEP, SIMULATE, DISAGGREGATED, CURVE],
+                         ids=["layouts", "sweep", "simulate", "disaggregated", "curve"])
 def test_the_bound_is_printed_beside_the_default_and_not_with_ideal(argv, capsys):
     assert "ideal roofline bound" in _run(argv, capsys)
     assert "ideal roofline bound" not in _run([*argv, "--engine", "ideal"], capsys)

@@ -31,6 +31,9 @@ RUNS = {
     "disaggregated": ["disaggregated", "llama-3.1-8b", "--gpu", "h100", "--splits", "1P1D",
                       "--rate", "2", "--prompt-mean", "200", "--output-mean", "50", "--itl",
                       "0.05", "--replicates", "2", "--requests", "40"],
+    "curve": ["curve", "llama-3.1-8b", "--gpu", "h100", "--concurrencies", "2,8",
+              "--prompt-mean", "200", "--output-mean", "50", "--replicates", "2", "--requests",
+              "40"],
     "calibrate": ["calibrate", "tests/data/measurements/public.csv", "--resamples", "2",
                   "--phase", "decode", "--fit", "step_overhead"],
 }

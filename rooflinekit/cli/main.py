@@ -18,6 +18,7 @@ from rooflinekit.cli import (
     calibrate,
     capacity,
     catalog,
+    curve,
     disaggregated,
     guide,
     layouts,
@@ -32,7 +33,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: The commands, in the order ``rooflinekit --help`` lists them.
 COMMANDS = (guide, catalog, capacity, layouts, price, simulate, sweep, plan, disaggregated,
-            calibrate)
+            curve, calibrate)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -780,9 +780,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     max_num_seqs, max_num_batched_tokens = one_scheduler(engine, gpu, max_num_seqs,
                                                          max_num_batched_tokens)
     if closed and (loads > max_num_seqs).any():
-        raise ValueError(f"concurrencies above max_num_seqs ({max_num_seqs}): the server "
-                         f"would queue the rest, a wait the closed-loop replay does not count; "
-                         f"raise max_num_seqs or lower the concurrency; got {show(concurrencies)}")
+        raise ValueError(f"concurrencies above max_num_seqs ({max_num_seqs}): the replay "
+                         f"runs a server of one sequence a client; raise max_num_seqs or lower "
+                         f"the concurrency; got {show(concurrencies)}")
     if isinstance(mixed_prefill, str) and mixed_prefill == "auto":
         mixed_prefill = scheduler_defaults(scheduler_engine(engine), gpu).mixed_prefill
     mixed_prefill = check_bool("mixed_prefill", mixed_prefill)

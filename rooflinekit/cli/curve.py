@@ -1,0 +1,157 @@
+"""``rooflinekit curve``: one replica's load curve, its latencies against request rate or client
+concurrency as ``vllm bench serve`` prints them, beside the ideal roofline's
+(:func:`rooflinekit.planning.load_curve`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rooflinekit import catalog, planning, roofline, workloads
+from rooflinekit.cli._args import (
+    add_flag,
+    add_output_flags,
+    apply_dtypes,
+    engine_from_args,
+    examples,
+    int_list,
+    mixed_prefill,
+    positive_float,
+    read_model,
+)
+from rooflinekit.cli._output import emit, print_table
+from rooflinekit.cli.plan import TRAFFIC_FLAGS, add_replica_flags, add_table_flags
+
+__all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
+
+NAME = "curve"
+HELP = "load curve: one replica's TTFT, TPOT, ITL, throughput against rate or concurrency"
+DESCRIPTION = (
+    "Simulate one replica (continuous batching on the engine's profile of the GPU) at open-loop "
+    "request rates, as `vllm bench serve --request-rate`, or at closed-loop client "
+    "concurrencies, as `--max-concurrency` (each client sends a request the moment its last "
+    "completes, every time counted from that send), and print the means and medians `vllm bench "
+    "serve` prints: TTFT, TPOT (per request), ITL (every gap), end-to-end latency, request and "
+    "output throughput, each the median over Monte Carlo replicates, with the ideal roofline's "
+    "TTFT and TPOT beside them: lay it beside a benchmark of your own.")
+EPILOG = examples(
+    NAME,
+    "llama-3.1-8b --gpu h100 --rates 1,4,16 --prompt-mean 1000 --output-mean 200 "
+    "--replicates 2 --requests 100",
+    "llama-3.1-8b --gpu h100 --concurrencies 4,32 --prompt-mean 1000 --output-mean 200 "
+    "--replicates 2 --requests 100 --json")
+
+#: The traffic flags this command reads: lengths, arrivals and the Monte Carlo (no rate, no
+#: targets: the loads are the rates or concurrencies given).
+FLAGS = tuple(
+    (flag, kind, default, text) if flag not in ("--replicates", "--requests") else
+    (flag, kind, {"--replicates": 5, "--requests": 500}[flag],
+     text.replace("(20)", "(5)").replace("(1000)", "(500)"))
+    for flag, kind, default, text in TRAFFIC_FLAGS
+    if flag in ("--prompt-mean", "--output-mean", "--spread", "--burstiness", "--replicates",
+                "--requests", "--seed", "--engine"))
+
+#: The columns: (key in the rows, header, scale from the Dataset's SI units).
+COLUMNS = (("mean_ttft_ms", "mean TTFT [ms]"), ("median_ttft_ms", "median TTFT [ms]"),
+           ("mean_tpot_ms", "mean TPOT [ms]"), ("median_tpot_ms", "median TPOT [ms]"),
+           ("mean_itl_ms", "mean ITL [ms]"), ("mean_e2e_ms", "mean E2E [ms]"),
+           ("request_throughput", "req/s"), ("output_throughput", "output tok/s"))
+_FROM = {"mean_ttft_ms": ("mean_ttft", 1e3), "median_ttft_ms": ("p50_ttft", 1e3),
+         "mean_tpot_ms": ("mean_tpot", 1e3), "median_tpot_ms": ("p50_tpot", 1e3),
+         "mean_itl_ms": ("mean_token_itl", 1e3), "mean_e2e_ms": ("mean_latency", 1e3),
+         "request_throughput": ("request_throughput", 1.0),
+         "output_throughput": ("throughput", 1.0)}
+
+
+def rate_list(text: str) -> list[float]:
+    """An ``argparse`` type: comma-separated request rates, each finite and > 0."""
+    values = [positive_float(x) for x in str(text).split(",") if x.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated rates, got {text!r}")
+    return values
+
+
+rate_list.__name__ = "rate list"        # argparse names the type in its error
+
+
+def add_arguments(parser) -> None:
+    add_flag(parser, "--model", positional=True)
+    add_flag(parser, "--name")
+    add_flag(parser, "--gpu", required=True)
+    add_flag(parser, "--tensor-parallel-size")
+    loads = parser.add_mutually_exclusive_group(required=True)
+    loads.add_argument("--rates", type=rate_list, metavar="R,R",
+                       help="comma-separated open-loop request rates [requests/s], Poisson "
+                            "arrivals (vllm bench serve --request-rate)")
+    loads.add_argument("--concurrencies", type=int_list, metavar="C,C",
+                       help="comma-separated closed-loop client concurrencies, each at most "
+                            "--max-num-seqs (vllm bench serve --max-concurrency)")
+    add_replica_flags(parser, lists=False)
+    add_flag(parser, "--mixed-prefill")
+    add_table_flags(parser, FLAGS)
+    add_output_flags(parser, output_help=(
+        "also write the curve to FILE, the format from its extension: .nc or .zarr (the "
+        "Dataset), .csv or .parquet (the table), .json (as --json)"))
+
+
+def _rows(ds, dim) -> list[dict]:
+    """One dict per load: the medians over replicates of the bench-serve means and medians."""
+    middle = ds.median("replicate")
+    return [{dim: float(load), **{key: float(middle[name].sel({dim: load})) * scale
+                                  for key, (name, scale) in _FROM.items()}}
+            for load in ds[dim].values]
+
+
+def run(args, out) -> int:
+    model = apply_dtypes(read_model(args), args)
+    gpu = catalog.gpu(args.gpu)
+    for flag, mean in (("--prompt-mean", args.prompt_mean), ("--output-mean", args.output_mean)):
+        if args.spread == 0 and mean != round(mean):   # every request alike: whole tokens
+            raise ValueError(f"{flag} must be a whole number of tokens with --spread 0, "
+                             f"got {mean:g}")
+
+    def lengths(mean):
+        return workloads.Constant(int(round(mean))) if args.spread == 0 else \
+            workloads.LogNormal(mean, args.spread)
+    traffic = planning.Traffic(
+        1.0, lengths(args.prompt_mean), lengths(args.output_mean),
+        arrival="poisson" if args.burstiness is None else "gamma", burstiness=args.burstiness)
+    engine = engine_from_args(args, gpu)
+    common = dict(model=model, gpu=gpu, tp=args.tp, rates=args.rates,
+                  concurrencies=args.concurrencies,
+                  max_num_seqs=args.max_num_seqs or "auto",
+                  max_num_batched_tokens=args.max_num_batched_tokens or "auto",
+                  gpu_memory_utilization=args.gpu_memory_utilization,
+                  block_size=args.block_size, mixed_prefill=mixed_prefill(args),
+                  replicates=args.replicates, requests=args.requests, seed=args.seed,
+                  engine_draws=0)
+    slo = planning.SLO(ttft=3600.0)       # targets are not read: only the means and medians
+    ds = planning.load_curve(traffic, slo, engine=engine, **common)
+    dim = "concurrency" if args.concurrencies else "request_rate"
+    rows = _rows(ds, dim)
+    ideal = None if engine is roofline.IDEAL else _rows(
+        planning.load_curve(traffic, slo, engine=roofline.IDEAL, **common), dim)
+    if ideal is not None:
+        for row, bound in zip(rows, ideal):
+            row["ideal_mean_ttft_ms"] = bound["mean_ttft_ms"]
+            row["ideal_mean_tpot_ms"] = bound["mean_tpot_ms"]
+    payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
+               "client": ds.attrs["client"], "max_num_seqs": ds.attrs["max_num_seqs"],
+               "max_num_batched_tokens": ds.attrs["max_num_batched_tokens"],
+               "model_quality": ds.attrs["model_quality"], "loads": rows}
+
+    def text(out):
+        out.write(f"{model.name} on {gpu.name} × {args.tp}, {ds.attrs['client']}: "
+                  f"{ds.attrs['max_num_seqs']} sequences, "
+                  f"{ds.attrs['max_num_batched_tokens'] or 'whole-prompt'} tokens a step; "
+                  f"medians over {args.replicates} replicate(s) of {args.requests} requests; "
+                  f"{ds.attrs['model_quality']}\n")
+        load = "concurrency" if dim == "concurrency" else "rate [req/s]"
+        headers = (load, *(h for _, h in COLUMNS),
+                   *(("ideal TTFT [ms]", "ideal TPOT [ms]") if ideal is not None else ()))
+        print_table(headers, [(r[dim], *(r[k] for k, _ in COLUMNS),
+                               *((r["ideal_mean_ttft_ms"], r["ideal_mean_tpot_ms"])
+                                 if ideal is not None else ())) for r in rows], out)
+        if ideal is not None:
+            out.write("ideal roofline bound: the same runs on the ideal roofline (its TTFT "
+                      "and TPOT in the last two columns)\n")
+    return emit(args, out, rows, text=text, payload=payload, dataset=ds)

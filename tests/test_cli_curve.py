@@ -1,0 +1,60 @@
+"""``rooflinekit curve``: one replica's load curve, the means and medians ``vllm bench serve``
+prints, at request rates or client concurrencies: what :func:`rooflinekit.planning.load_curve`
+gives, the ideal roofline's beside it (bad input: ``tests/test_cli_bad_input.py``)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import rooflinekit as rk
+from rooflinekit.cli.main import main
+from rooflinekit.workloads import Constant
+
+BASE = ["curve", "llama-3.1-8b", "--gpu", "h100", "--prompt-mean", "500", "--output-mean",
+        "50", "--replicates", "2", "--requests", "40"]
+
+
+def _json(argv, capsys):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("loads, dim", [(["--rates", "1,8"], "request_rate"),
+                                        (["--concurrencies", "2,16"], "concurrency")])
+def test_the_rows_are_load_curves_medians(loads, dim, capsys):
+    out = _json([*BASE, *loads], capsys)
+    values = [float(x) for x in loads[1].split(",")]
+    kwargs = {"rates": values} if dim == "request_rate" else {"concurrencies": [int(v) for v in values]}
+    ds = rk.planning.load_curve(rk.Traffic(1.0, Constant(500), Constant(50)), rk.SLO(ttft=3600.0),
+                                model="Llama-3.1-8B", gpu="H100-SXM-80GB", replicates=2,
+                                requests=40, engine_draws=0, **kwargs)
+    middle = ds.median("replicate")
+    assert out["client"] == ("closed loop" if dim == "concurrency" else "open loop")
+    assert out["model_quality"].startswith("calibrated: vllm")
+    for row, load in zip(out["loads"], values):
+        assert row[dim] == load
+        for key, name, scale in (("mean_ttft_ms", "mean_ttft", 1e3),
+                                 ("median_tpot_ms", "p50_tpot", 1e3),
+                                 ("mean_itl_ms", "mean_token_itl", 1e3),
+                                 ("mean_e2e_ms", "mean_latency", 1e3),
+                                 ("output_throughput", "throughput", 1.0)):
+            assert row[key] == pytest.approx(float(middle[name].sel({dim: load})) * scale,
+                                             rel=1e-12), key
+        # the bound: the same runs on the ideal roofline, faster
+        assert row["ideal_mean_tpot_ms"] < row["mean_tpot_ms"]
+        assert row["ideal_mean_ttft_ms"] < row["mean_ttft_ms"]
+    # more load, slower tokens
+    assert out["loads"][1]["mean_tpot_ms"] > out["loads"][0]["mean_tpot_ms"]
+
+
+def test_the_ideal_engine_prints_no_bound_beside_itself(capsys):
+    out = _json([*BASE, "--rates", "2", "--engine", "ideal"], capsys)
+    assert "ideal_mean_tpot_ms" not in out["loads"][0]
+    assert np.isfinite(out["loads"][0]["mean_tpot_ms"])
+
+
+def test_whole_tokens_with_every_request_alike(capsys):
+    assert main(["curve", "llama-3.1-8b", "--gpu", "h100", "--rates", "1", "--prompt-mean",
+                 "500.5", "--output-mean", "50"]) == 2
+    assert "--prompt-mean must be a whole number of tokens" in capsys.readouterr().err
