@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from rooflinekit import catalog, planning, roofline, workloads
+from rooflinekit import catalog, planning, roofline
 from rooflinekit.cli._args import (
     add_flag,
     add_output_flags,
@@ -19,7 +19,12 @@ from rooflinekit.cli._args import (
     read_model,
 )
 from rooflinekit.cli._output import emit, print_table
-from rooflinekit.cli.plan import TRAFFIC_FLAGS, add_replica_flags, add_table_flags
+from rooflinekit.cli.plan import (
+    TRAFFIC_FLAGS,
+    add_replica_flags,
+    add_table_flags,
+    lengths_from_args,
+)
 
 __all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "add_arguments", "run"]
 
@@ -104,16 +109,10 @@ def _rows(ds, dim) -> list[dict]:
 def run(args, out) -> int:
     model = apply_dtypes(read_model(args), args)
     gpu = catalog.gpu(args.gpu)
-    for flag, mean in (("--prompt-mean", args.prompt_mean), ("--output-mean", args.output_mean)):
-        if args.spread == 0 and mean != round(mean):   # every request alike: whole tokens
-            raise ValueError(f"{flag} must be a whole number of tokens with --spread 0, "
-                             f"got {mean:g}")
-
-    def lengths(mean):
-        return workloads.Constant(int(round(mean))) if args.spread == 0 else \
-            workloads.LogNormal(mean, args.spread)
+    prompt, output = lengths_from_args(args)
+    # the rate is not read: the loads are --rates or --concurrencies
     traffic = planning.Traffic(
-        1.0, lengths(args.prompt_mean), lengths(args.output_mean),
+        1.0, prompt, output,
         arrival="poisson" if args.burstiness is None else "gamma", burstiness=args.burstiness)
     engine = engine_from_args(args, gpu)
     common = dict(model=model, gpu=gpu, tp=args.tp, rates=args.rates,

@@ -424,17 +424,23 @@ def _ideal_bound(rows, traffic, slo, model, *, pp, search) -> dict | None:
             "monthly_cost": row["monthly_cost"], "model_quality": ideal.attrs["model_quality"]}
 
 
-def traffic_and_slo(args):
-    """The ``Traffic`` and ``SLO`` of the traffic and target flags (:data:`TRAFFIC_FLAGS`)."""
+def lengths_from_args(args) -> tuple:
+    """The prompt and output length distributions of ``--prompt-mean``, ``--output-mean`` and
+    ``--spread`` (whole tokens where every request is alike)."""
     _check_spread(args.spread)
     for flag, mean in (("--prompt-mean", args.prompt_mean), ("--output-mean", args.output_mean)):
         if args.spread == 0 and mean != round(mean):   # every request alike: whole tokens
             raise ValueError(f"{flag} must be a whole number of tokens with --spread 0, "
                              f"got {mean:g}")
+    return _lengths(args.prompt_mean, args.spread), _lengths(args.output_mean, args.spread)
+
+
+def traffic_and_slo(args):
+    """The ``Traffic`` and ``SLO`` of the traffic and target flags (:data:`TRAFFIC_FLAGS`)."""
+    prompt, output = lengths_from_args(args)
     prefix = shared_prefix(args) if hasattr(args, "prefix_tokens") else None
     traffic = planning.Traffic(
-        args.rate, _lengths(args.prompt_mean, args.spread),
-        _lengths(args.output_mean, args.spread),
+        args.rate, prompt, output,
         arrival="poisson" if args.burstiness is None else "gamma", burstiness=args.burstiness,
         prefix=prefix)
     return traffic, planning.SLO(ttft=args.ttft, itl=args.itl, e2e=args.e2e, tpot=args.tpot,
