@@ -218,8 +218,6 @@ BAD += [
     (CURVE + ["--rates", "0"], "--rates: must be a finite number in (0, inf)"),
     (CURVE + ["--rates", "nan"], "--rates: must be a finite number"),
     (CURVE + ["--concurrencies", "0"], "--concurrencies"),
-    (CURVE + ["--concurrencies", "4", "--max-num-seqs", "2"],
-     "concurrencies above max_num_seqs (2)"),
 ]
 
 

@@ -766,8 +766,8 @@ from rooflinekit.planning import load_curve
 CLOSED_REGISTRY = {
     "run_replicates(closed_loop=)": _entry(
         run_replicates, args=(rk.ContinuousBatcher(max_num_seqs=2),),
-        kwargs={**_ROWS, "closed_loop": True}, spoil=("closed_loop",),
-        valid={"closed_loop": ("true",)}),
+        kwargs={**_ROWS, "closed_loop": True}, spoil=("closed_loop", "clients"),
+        valid={"closed_loop": ("true",), "clients": OPTIONAL}),
     "load_curve(concurrencies=)": _entry(
         load_curve, args=(TRAFFIC, rk.SLO(ttft=1.0)),
         kwargs={"model": "Llama-3.1-8B", "gpu": "H100-SXM-80GB", "concurrencies": [2],

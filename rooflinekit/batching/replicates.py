@@ -251,7 +251,8 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                    parallel: bool = True, variables=None, work_limit=SIMULATION_WORK_LIMIT,
                    memory_limit=SIMULATION_MEMORY_LIMIT, prefix_group=None,
                    prefix_tokens=None, speculative_seeds=None, speculative_gains=None,
-                   as_dataset: bool = True, closed_loop: bool = False) -> xr.Dataset | dict:
+                   as_dataset: bool = True, closed_loop: bool = False,
+                   clients: int | None = None) -> xr.Dataset | dict:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
 
     Parameters
@@ -295,13 +296,16 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
         about as much as summarising a run).
     closed_loop : bool
         ``True``: every time a client sees (TTFT, latency, and the attainments of their targets)
-        counts from when a closed-loop client holding ``max_num_seqs`` requests in flight
-        sends the request, instead of its arrival: the moment an earlier one completes (the
-        first ``max_num_seqs`` at their arrival), which is when the batcher admits it while
-        its KV cache holds them all; above that, the wait in the server's queue counts
-        (``mean_queue_delay``, else 0). The throughputs run from the first send. Requests
-        never admitted keep their arrival. Default ``False``: an open-loop client, clocks
-        from arrival.
+        counts from when a closed-loop client holding ``clients`` requests in flight sends the
+        request, instead of its arrival: the moment an earlier one completes (the first
+        ``clients`` at their arrival), which is when the batcher admits it while it holds them
+        all; where it holds fewer (its slots or its KV cache full), the wait in the server's
+        queue counts (``mean_queue_delay``, else 0). The throughputs run from the first send.
+        Requests never admitted keep their arrival. Default ``False``: an open-loop client,
+        clocks from arrival.
+    clients : int, optional
+        With ``closed_loop``: the requests the client keeps in flight, >= 1. Default the
+        batcher's slots (``max_num_seqs``, a static batcher's ``batch_size``).
 
     Returns
     -------
@@ -328,6 +332,10 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     check_bool("parallel", parallel)
     check_bool("as_dataset", as_dataset)
     check_bool("closed_loop", closed_loop)
+    clients = whole_number("clients", clients, lo=1, allow_none=True)
+    if clients is not None and not closed_loop:
+        raise ValueError("clients is the closed-loop client's concurrency: give it with "
+                         "closed_loop=True")
     if variables is not None:
         if isinstance(variables, str):
             raise TypeError("variables must be a sequence of summary names, not one string")
@@ -355,7 +363,8 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                       seeds=speculative_seeds, gains=gains)
     if closed_loop:
         arrays = (_closed_loop_sends(arrays[0], out[0], out[2], out[4] == COMPLETED,
-                                     batcher._slots()), *arrays[1:])
+                                     batcher._slots() if clients is None else clients),
+                  *arrays[1:])
     summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
                       wanted=variables, frontend_latency=timing.frontend_latency)
     if not as_dataset:

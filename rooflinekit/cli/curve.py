@@ -88,8 +88,9 @@ def add_arguments(parser) -> None:
                        help="comma-separated open-loop request rates [requests/s], Poisson "
                             "arrivals (vllm bench serve --request-rate)")
     loads.add_argument("--concurrencies", type=int_list, metavar="C,C",
-                       help="comma-separated closed-loop client concurrencies, each at most "
-                            "--max-num-seqs (vllm bench serve --max-concurrency)")
+                       help="comma-separated closed-loop client concurrencies (vllm bench "
+                            "serve --max-concurrency); above --max-num-seqs the rest wait in "
+                            "the server's queue")
     add_replica_flags(parser, lists=False)
     add_flag(parser, "--mixed-prefill")
     add_table_flags(parser, FLAGS)

@@ -707,7 +707,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         open-loop client. Give ``rates`` or ``concurrencies``, not both.
     concurrencies : sequence of int
         Requests a closed-loop client keeps in flight (``vllm bench serve --max-concurrency``),
-        each a whole number from 1 to ``max_num_seqs`` (dimension ``concurrency``); see Notes.
+        each a whole number from 1 to :data:`~rooflinekit.workloads.MAX_CONCURRENCY`
+        (dimension ``concurrency``); above ``max_num_seqs`` the rest wait in the server's
+        queue; see Notes.
     mixed_prefill : bool or "auto"
         Whether a step carries prefill slices beside the decode tokens
         (:class:`~rooflinekit.batching.ContinuousBatcher`); ``"auto"`` (default): the engine's
@@ -737,10 +739,10 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     ``*_tpot`` and ``*_token_itl`` are vLLM's per-request TPOT and every-gap ITL (:class:`SLO`).
 
     A closed-loop client at concurrency ``C`` sends a request the moment one completes, so the
-    server runs ``C`` sequences whatever its speed; it is simulated as a server of
-    ``max_num_seqs = C`` kept full, every client time counted from when the client sends the
-    request, the moment an earlier one completes (:func:`~rooflinekit.batching.run_replicates`'
-    ``closed_loop``).
+    server holds ``C`` requests whatever its speed; it is simulated as a server of
+    ``max_num_seqs = min(C, max_num_seqs)`` kept full, every client time counted from when the
+    client sends the request, the moment an earlier one completes
+    (:func:`~rooflinekit.batching.run_replicates`' ``closed_loop`` and ``clients``).
     Two runs per point on the same draws: every request arriving at once, which gives the
     server's request throughput; and arrivals at :data:`CLOSED_LOOP_OVERLOAD` times that
     throughput, whose summaries are the point's. With equal lengths, clients started together
@@ -748,8 +750,9 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     real clients drift apart, and these start apart while keeping the server full. The
     throughputs run from the first admission to the last completion, the filling of the
     server included (a few percent of a run of many times ``C`` requests).
-    A server that holds fewer than ``C`` (its KV cache full) queues the rest, and their wait
-    counts in the TTFT and the latency as the client sees them (``mean_queue_delay``).
+    A server that runs fewer than ``C`` (its ``max_num_seqs`` or its KV cache full) queues the
+    rest, and their wait counts in the TTFT and the latency as the client sees them
+    (``mean_queue_delay``).
 
     Raises
     ------
@@ -779,10 +782,6 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     requests = whole_number("requests", requests, lo=10)
     max_num_seqs, max_num_batched_tokens = one_scheduler(engine, gpu, max_num_seqs,
                                                          max_num_batched_tokens)
-    if closed and (loads > max_num_seqs).any():
-        raise ValueError(f"concurrencies above max_num_seqs ({max_num_seqs}): the replay "
-                         f"runs a server of one sequence a client; raise max_num_seqs or lower "
-                         f"the concurrency; got {show(concurrencies)}")
     if isinstance(mixed_prefill, str) and mixed_prefill == "auto":
         mixed_prefill = scheduler_defaults(scheduler_engine(engine), gpu).mixed_prefill
     mixed_prefill = check_bool("mixed_prefill", mixed_prefill)
@@ -822,11 +821,13 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
             common = dict(prompt_tokens=prompt[rows], output_tokens=output[rows],
                           **prefixes(draws, rows), **targets)
             if closed:
-                b = replica(e, int(load))[0]
-                full = run_replicates(b, np.zeros_like(arrival[rows]), closed_loop=True,
-                                      **common)
+                # a server of one slot a client, up to its own max_num_seqs; more clients wait
+                # in its queue, and their clocks run from the send (run_replicates' clients)
+                b = replica(e, int(min(load, max_num_seqs)))[0]
+                loop = dict(closed_loop=True, clients=int(load))
+                full = run_replicates(b, np.zeros_like(arrival[rows]), **loop, **common)
                 rate = CLOSED_LOOP_OVERLOAD * full["request_throughput"].values[:, None]
-                piece = run_replicates(b, arrival[rows] / rate, closed_loop=True, **common)
+                piece = run_replicates(b, arrival[rows] / rate, **loop, **common)
             else:
                 piece = run_replicates(b, arrival[rows] / load, **common)
             pieces.append(piece[names].assign_coords({dims.REPLICATE: rows}))
