@@ -29,8 +29,8 @@ How a point is simulated, by how its source loaded the server:
 * otherwise (closed loop at a fixed client concurrency ``C``, e.g. AIPerf or
   ``--max-concurrency``): :func:`~rooflinekit.planning.load_curve` at ``concurrencies=[C]``,
   on ``num_prompts`` requests (``max(--requests, 3 × C)`` where the source does not say): a
-  server of ``C`` sequences kept full, its clients started apart, client times counted from
-  admission (when the client sends; see its Notes).
+  server kept full, its clients started apart, client times counted from when the client sends
+  (the moment an earlier request completes; see its Notes).
 
   (Until 2026-12 such points were simulated open loop at the *measured* request throughput,
   which holds the published concurrency only when the predicted latencies are right: a model

@@ -174,6 +174,16 @@ def test_a_short_closed_run_is_replayed_with_its_own_requests():
     assert fit.table.attrs["tpot_error"] < 1
 
 
+def test_a_run_of_fewer_prompts_than_load_curves_least_is_replayed_on_ten():
+    # 5 prompts at 2 and 4 in flight: replayed on load_curve's least 10 requests, not refused
+    runs = [{"request_rate": "inf", "max_concurrency": c, "completed": 5,
+             "total_input_tokens": 5000, "total_output_tokens": 1000, "mean_ttft_ms": 40.0,
+             "mean_tpot_ms": 8.0} for c in (2, 4)]
+    fit = fit_under_load(runs, model=MODEL, gpu=GPU, replicates=1)
+    assert list(fit.table["concurrency"].values) == [2, 4]
+    assert np.isfinite(fit.table["fitted_tpot"].values).all()
+
+
 def test_the_reader_takes_concurrency_runs_and_refuses_mixtures():
     runs = _closed_runs(rk.IDEAL, [2, 8])
     read = read_vllm_serve_sweep(runs)

@@ -379,21 +379,22 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     return ds
 
 
-def _closed_loop_sends(arrival, admit, finish, completed, slots):
-    """When a closed-loop client of ``slots`` requests in flight sends each request [tick or s].
+def _closed_loop_sends(arrival, admit, finish, completed, clients):
+    """When a closed-loop client of ``clients`` requests in flight sends each request [tick
+    or s].
 
-    Request ``j`` goes out at its ``arrival`` while ``j < slots``, else at
-    ``max(arrival, F[j − slots])`` with ``F`` the row's completion times in order (each
+    Request ``j`` goes out at its ``arrival`` while ``j < clients``, else at
+    ``max(arrival, F[j − clients])`` with ``F`` the row's completion times in order (each
     completion frees the client that sends the next request), and never after its first
-    admission: that is its admission while the server holds all ``slots``, and earlier when its
-    KV cache holds fewer, so the wait in the server's queue stays in the client's clocks. A
-    request never admitted keeps its arrival.
+    admission: that is its admission while the server holds all ``clients``, and earlier when
+    its slots or KV cache hold fewer, so the wait in the server's queue stays in the client's
+    clocks. A request never admitted keeps its arrival; ``clients`` None: all at their arrival.
     """
     n = arrival.shape[1]
     send = np.array(arrival, dtype=float)
-    if slots is not None and slots < n:
-        freed = np.sort(np.where(completed, finish, np.inf), axis=1)[:, :n - slots]
-        send[:, slots:] = np.maximum(send[:, slots:], freed)
+    if clients is not None and clients < n:
+        freed = np.sort(np.where(completed, finish, np.inf), axis=1)[:, :n - clients]
+        send[:, clients:] = np.maximum(send[:, clients:], freed)
     return np.where(completed, np.minimum(send, admit), arrival)
 
 

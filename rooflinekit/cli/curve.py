@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from rooflinekit import catalog, planning, roofline
+from rooflinekit import catalog, dims, planning, roofline
 from rooflinekit.cli._args import (
     add_flag,
     add_output_flags,
@@ -55,16 +55,15 @@ FLAGS = tuple(
     if flag in ("--prompt-mean", "--output-mean", "--spread", "--burstiness", "--replicates",
                 "--requests", "--seed", "--engine"))
 
-#: The columns: (key in the rows, header, scale from the Dataset's SI units).
-COLUMNS = (("mean_ttft_ms", "mean TTFT [ms]"), ("median_ttft_ms", "median TTFT [ms]"),
-           ("mean_tpot_ms", "mean TPOT [ms]"), ("median_tpot_ms", "median TPOT [ms]"),
-           ("mean_itl_ms", "mean ITL [ms]"), ("mean_e2e_ms", "mean E2E [ms]"),
-           ("request_throughput", "req/s"), ("output_throughput", "output tok/s"))
-_FROM = {"mean_ttft_ms": ("mean_ttft", 1e3), "median_ttft_ms": ("p50_ttft", 1e3),
-         "mean_tpot_ms": ("mean_tpot", 1e3), "median_tpot_ms": ("p50_tpot", 1e3),
-         "mean_itl_ms": ("mean_token_itl", 1e3), "mean_e2e_ms": ("mean_latency", 1e3),
-         "request_throughput": ("request_throughput", 1.0),
-         "output_throughput": ("throughput", 1.0)}
+#: The columns: (key in the rows, header, load_curve's variable, scale from its SI units).
+COLUMNS = (("mean_ttft_ms", "mean TTFT [ms]", "mean_ttft", 1e3),
+           ("median_ttft_ms", "median TTFT [ms]", "p50_ttft", 1e3),
+           ("mean_tpot_ms", "mean TPOT [ms]", "mean_tpot", 1e3),
+           ("median_tpot_ms", "median TPOT [ms]", "p50_tpot", 1e3),
+           ("mean_itl_ms", "mean ITL [ms]", "mean_token_itl", 1e3),
+           ("mean_e2e_ms", "mean E2E [ms]", "mean_latency", 1e3),
+           ("request_throughput", "req/s", "request_throughput", 1.0),
+           ("output_throughput", "output tok/s", "throughput", 1.0))
 
 
 def rate_list(text: str) -> list[float]:
@@ -101,9 +100,9 @@ def add_arguments(parser) -> None:
 
 def _rows(ds, dim) -> list[dict]:
     """One dict per load: the medians over replicates of the bench-serve means and medians."""
-    middle = ds.median("replicate")
+    middle = ds.median(dims.REPLICATE)
     return [{dim: float(load), **{key: float(middle[name].sel({dim: load})) * scale
-                                  for key, (name, scale) in _FROM.items()}}
+                                  for key, _, name, scale in COLUMNS}}
             for load in ds[dim].values]
 
 
@@ -126,7 +125,7 @@ def run(args, out) -> int:
                   engine_draws=0)
     slo = planning.SLO(ttft=3600.0)       # targets are not read: only the means and medians
     ds = planning.load_curve(traffic, slo, engine=engine, **common)
-    dim = "concurrency" if args.concurrencies else "request_rate"
+    dim = dims.CONCURRENCY if args.concurrencies else dims.REQUEST_RATE
     rows = _rows(ds, dim)
     ideal = None if engine is roofline.IDEAL else _rows(
         planning.load_curve(traffic, slo, engine=roofline.IDEAL, **common), dim)
@@ -145,10 +144,10 @@ def run(args, out) -> int:
                   f"{ds.attrs['max_num_batched_tokens'] or 'whole-prompt'} tokens a step; "
                   f"medians over {args.replicates} replicate(s) of {args.requests} requests; "
                   f"{ds.attrs['model_quality']}\n")
-        load = "concurrency" if dim == "concurrency" else "rate [req/s]"
-        headers = (load, *(h for _, h in COLUMNS),
+        load = "concurrency" if dim == dims.CONCURRENCY else "rate [req/s]"
+        headers = (load, *(h for _, h, _, _ in COLUMNS),
                    *(("ideal TTFT [ms]", "ideal TPOT [ms]") if ideal is not None else ()))
-        print_table(headers, [(r[dim], *(r[k] for k, _ in COLUMNS),
+        print_table(headers, [(r[dim], *(r[k] for k, _, _, _ in COLUMNS),
                                *((r["ideal_mean_ttft_ms"], r["ideal_mean_tpot_ms"])
                                  if ideal is not None else ())) for r in rows], out)
         if ideal is not None:

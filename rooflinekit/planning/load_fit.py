@@ -182,7 +182,8 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                               burstiness=regular)
             if concurrency:         # a closed-loop client (--max-concurrency)
                 # the run's own prompts: its filling and draining weigh in its means as sent
-                many = {**common, "requests": max(int(run["completed"]), concurrency)}
+                # (at least load_curve's 10)
+                many = {**common, "requests": max(int(run["completed"]), concurrency, 10)}
                 ds = load_curve(traffic, slo, concurrencies=[concurrency], engine=cal, **many)
             else:
                 ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal, **common)
