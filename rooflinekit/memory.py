@@ -24,6 +24,7 @@ from rooflinekit._validation import (
     check_fraction,
     check_integer,
     check_nonnegative,
+    check_one_of,
     check_range,
     check_type,
     real_number,
@@ -47,6 +48,7 @@ __all__ = [
     "recurrent_state_bytes",
     "usable_kv_bytes",
     "vllm_block_size",
+    "vllm_kv_cache_groups",
     "weight_bytes",
 ]
 
@@ -611,8 +613,9 @@ def vllm_block_size(model, gpu, tp=1, *, block_size=16) -> int:
     linear-attention and Mamba layers). vLLM raises a smaller block (the default 16, or one
     given) to this size so that every layer's page is one size, and pads the state's page to
     it [1]; a request's attention KV is then held in blocks this long. Qwen3-Next-80B-A3B at
-    TP1: ``a = 2,048 B``, ``s = 2,146,304 B``, 1,056 tokens. The rule without prefix caching
-    of states (with it vLLM rounds to the Mamba kernels' chunk instead).
+    TP1: ``a = 2,048 B``, ``s = 2,146,304 B``, 1,056 tokens. vLLM 0.24 takes the same rule
+    with prefix caching of states ("align"): its logs show blocks of 784 and 2,096 tokens,
+    multiples of 16 but not of the kernels' 64-token chunk (tests/test_engine_kv_cache_state.py).
 
     References
     ----------
@@ -652,8 +655,56 @@ def _attention_bytes_per_token(model: ModelShape, tp: int) -> float:
                * model.kv_bytes_per_element for layers, heads, key, value in model.kv_layouts)
 
 
+#: vLLM's ``--mamba-cache-mode`` values: a request's state blocks in each state group are
+#: 1 ("none"), 2 ("align", vLLM's mode when prefix caching is on: the block being written and
+#: the last one at a block boundary) or one a block of context ("all"), each plus one a
+#: speculative token.
+MAMBA_CACHE_MODES = ("none", "align", "all")
+
+
+def vllm_kv_cache_groups(model) -> tuple[int, int, int]:
+    """How vLLM's hybrid KV-cache manager groups a model's layers: ``(layers per group,
+    attention groups, state groups)`` [1].
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model: its attention layers (``n_kv_layers``) and recurrent ones
+        (linear-attention and Mamba layers).
+
+    Returns
+    -------
+    tuple of int
+        ``(g, ⌈L_a / g⌉, ⌈L_s / g⌉)``; ``(L_a, 1, 0)`` for a model without recurrent layers.
+
+    Notes
+    -----
+    vLLM puts the layers of one kind in groups of ``g`` layers that share one pool of pages
+    (the last group of a kind padded to ``g``): ``g = min(L_a, L_s)``, or ``max(L_a, L_s)``
+    where that is under 1.25 × the smaller, to spare padding [1]. Qwen3-Next-80B-A3B: 12
+    attention and 36 Gated DeltaNet layers, groups of 12, one attention and three state groups.
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/v1/core/kv_cache_utils.py``, ``_get_kv_cache_groups_uniform_page_size``.
+
+    See Also
+    --------
+    engine_kv_cache : the budget these groups page.
+    """
+    check_type("model", model, ModelShape)
+    attention = int(model.n_kv_layers)
+    state = int(model.n_linear_attention_layers + model.n_mamba_layers)
+    if state == 0 or float(model.state_bytes_per_sequence) == 0.0 or attention == 0:
+        return attention, 1, 0
+    fewest, most = min(attention, state), max(attention, state)
+    group = most if most < 1.25 * fewest else fewest
+    return group, -(-attention // group), -(-state // group)
+
+
 def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_peak_bytes=0.0,
-                    non_torch_bytes=0.0, block_size=16, max_model_len=None):
+                    non_torch_bytes=0.0, block_size=16, max_model_len=None,
+                    mamba_cache_mode="none", num_speculative_tokens=0):
     """The KV budget as vLLM computes and logs it, per GPU of a tensor-parallel group.
 
     Parameters
@@ -676,33 +727,56 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         vLLM's enlarged block instead where it is larger (:func:`vllm_block_size`).
     max_model_len : int, optional
         Tokens per request for the concurrency figure; default the model's ``max_context``.
+    mamba_cache_mode : {"none", "align", "all"}
+        vLLM's ``--mamba-cache-mode`` for a hybrid model's state (:data:`MAMBA_CACHE_MODES`):
+        "none" (default; one state block a request in each state group), "align" (two: vLLM's
+        mode when prefix caching is on) or "all" (one a block of context). No effect on a model
+        without recurrent layers.
+    num_speculative_tokens : int
+        Draft tokens a step (vLLM's ``num_speculative_tokens``), >= 0: each adds a state
+        block a request in each state group. Default 0.
 
     Returns
     -------
     dict
-        ``available_bytes`` (per GPU), ``num_blocks``, ``kv_cache_tokens``
-        (``num_blocks × block_size``: "GPU KV cache size: N tokens", in tokens of the
-        attention layers only, as vLLM logs it for a hybrid model), ``max_concurrency``
-        (``num_blocks / (ceil(max_model_len / block_size) + state blocks)``: "Maximum
-        concurrency for L tokens per request: X x"), ``bytes_per_block`` (per GPU) and
-        ``block_size`` (the block it counts in [tokens]).
+        ``available_bytes`` (per GPU), ``num_blocks`` (blocks of ``bytes_per_block``),
+        ``kv_cache_tokens`` (``num_blocks × block_size``: the pool in tokens of the attention
+        layers, vLLM's "GPU KV cache size: N tokens" for a model of one KV-cache group),
+        ``capacity_tokens`` (``int(max_concurrency × max_model_len)``: the "GPU KV cache size"
+        vLLM 0.24 logs, for every model), ``max_concurrency`` ("Maximum concurrency for L
+        tokens per request: X x"), ``kv_cache_groups`` (vLLM's group count, attention and
+        state), ``bytes_per_block`` (per GPU) and ``block_size`` (the block it counts in
+        [tokens]).
 
     Notes
     -----
     ``available = total × gpu_memory_utilization − (weights/tp + activation peak + non-torch)``,
     then ``num_blocks = available // bytes_per_block``. Unlike :func:`usable_kv_bytes` the
-    reserve is a share of the *whole* memory, and activations are measured, not guessed. A
-    hybrid model's recurrent state (``state_bytes_per_sequence / tp`` on a rank) holds
-    ``ceil(state / bytes_per_block)`` blocks of the same pool per request, as vLLM's hybrid
-    KV-cache manager pages it: in its enlarged block (:func:`vllm_block_size`), one layer's
-    page holds one layer's state, so a model of ``L_a`` attention and ``L_s`` state layers
-    (``L_a`` dividing ``L_s``: vLLM's groups of ``L_a`` layers) takes ``L_s / L_a`` blocks of
-    state a request, vLLM's one block per state group.
+    reserve is a share of the *whole* memory, and activations are measured, not guessed.
+
+    A hybrid model is paged as vLLM's hybrid KV-cache manager pages it [1]: its layers in
+    groups of ``g`` (:func:`vllm_kv_cache_groups`), one page a layer of a block, every page the
+    same size (the attention block enlarged by :func:`vllm_block_size` until one layer's page
+    holds one layer's state, the state's page padded to it), so ``bytes_per_block`` is ``g``
+    pages. A request holds ``⌈L / B⌉`` blocks in each attention group and, in each state group,
+    ``k + n_spec`` blocks (``k`` 1, 2 or ``⌈L / B⌉`` by ``mamba_cache_mode``):
+
+    .. math:: c = \\frac{N}{G_a \\lceil L / B \\rceil + G_s (k + n_{spec})}
+
+    (``get_max_concurrency_for_kv_cache_config``). Before vLLM's hybrid log fix (in 0.19 and
+    earlier) the "GPU KV cache size" line printed ``N // (G_a + G_s) × B``
+    (:func:`rooflinekit.calibrate.compare_engine_log` reads which a log prints).
 
     References
     ----------
-    .. [1] vLLM ``vllm/v1/worker/gpu_worker.py`` (``determine_available_memory``) and
-       ``vllm/v1/core/kv_cache_utils.py`` (``get_max_concurrency_for_kv_cache_config``).
+    .. [1] vLLM ``vllm/v1/worker/gpu_worker.py`` (``determine_available_memory``),
+       ``vllm/v1/core/kv_cache_utils.py`` (``get_max_concurrency_for_kv_cache_config``,
+       ``_report_kv_cache_config``) and ``vllm/v1/kv_cache_interface.py``
+       (``MambaSpec.max_memory_usage_bytes``).
+
+    See Also
+    --------
+    vllm_block_size, vllm_kv_cache_groups
     """
     check_type("model", model, ModelShape)
     check_type("gpu", gpu, GPU)
@@ -720,22 +794,32 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         if max_model_len is None:
             raise ValueError("max_model_len is required: the model has no max_context")
     check_integer("max_model_len", max_model_len, lo=1)
-    tp = int(tp)
+    check_one_of("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
+    num_speculative_tokens = whole_number("num_speculative_tokens", num_speculative_tokens, lo=0)
+    tp, max_model_len = int(tp), int(max_model_len)
     # a hybrid's attention KV in vLLM's enlarged block, whose one-layer page holds a state
     block_size = vllm_block_size(model, gpu, tp, block_size=int(block_size))
-    bytes_per_block = _attention_bytes_per_token(model, tp) * block_size
+    group, attention_groups, state_groups = vllm_kv_cache_groups(model)
+    attention_per_token = _attention_bytes_per_token(model, tp)
+    # one block is one page in each of a group's g layers (a pure-attention model: every layer)
+    bytes_per_block = (attention_per_token if state_groups == 0 else
+                       attention_per_token / model.n_kv_layers * group) * block_size
     per_gpu = gpu.memory_bytes / gpu.n_gpus
     available = per_gpu * gpu_memory_utilization - (
         model.weight_bytes / tp + activation_peak_bytes + non_torch_bytes)
     num_blocks = max(int(available // bytes_per_block), 0)
-    # a hybrid model's recurrent state (split over the ranks) takes whole blocks of the pool
-    state_blocks = math.ceil(model.state_bytes_per_sequence / tp / bytes_per_block)
-    blocks_per_request = -(-int(max_model_len) // int(block_size)) + state_blocks
+    context_blocks = -(-max_model_len // block_size)
+    state_blocks = {"none": 1, "align": 2, "all": context_blocks}[mamba_cache_mode]
+    blocks_per_request = (attention_groups * context_blocks
+                          + state_groups * (state_blocks + num_speculative_tokens))
+    max_concurrency = num_blocks / blocks_per_request
     return {
         "available_bytes": max(available, 0.0),
         "bytes_per_block": bytes_per_block,
         "num_blocks": num_blocks,
-        "kv_cache_tokens": num_blocks * int(block_size),
-        "max_concurrency": num_blocks / blocks_per_request,
-        "block_size": int(block_size),
+        "kv_cache_tokens": num_blocks * block_size,
+        "capacity_tokens": int(max_concurrency * max_model_len),
+        "max_concurrency": max_concurrency,
+        "kv_cache_groups": attention_groups + state_groups,
+        "block_size": block_size,
     }

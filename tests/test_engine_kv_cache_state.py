@@ -1,4 +1,5 @@
-"""``memory.engine_kv_cache`` for a hybrid model: the recurrent state takes blocks of the pool.
+"""``memory.engine_kv_cache`` for a hybrid model: the recurrent state takes blocks of the pool,
+held against vLLM's published start-up logs of hybrid models (sources above each log).
 
 Hand derivation from Qwen3-Next-80B-A3B's published config.json (tests/data/hf_configs/):
 12 full-attention layers of 2 KV heads × head_dim 256 in bf16, 36 Gated DeltaNet layers whose
@@ -6,11 +7,18 @@ state per sequence is 77,266,944 bytes (tests/test_models_hybrid.py derives it).
 holds 1 KV head and half the state.
 """
 
+import dataclasses
+import json
 import math
+import pathlib
 
 import pytest
 
 from rooflinekit import catalog, memory
+from rooflinekit.calibrate.engine_log import compare_engine_log, parse_vllm_kv_log
+from rooflinekit.models import model_from_hf_config
+
+CONFIGS = pathlib.Path(__file__).parent / "data" / "hf_configs"
 
 
 def test_hybrid_concurrency_counts_the_state_blocks():
@@ -39,3 +47,120 @@ def test_a_model_without_state_is_unchanged():
     model, gpu = catalog.model("Llama-3.1-8B"), catalog.gpu("H100-SXM-80GB")
     out = memory.engine_kv_cache(model, gpu, max_model_len=8192)
     assert out["max_concurrency"] == out["num_blocks"] / (8192 // 16)
+
+
+# -- vLLM's hybrid start-up logs -----------------------------------------------------------------
+#
+# noonghunna/club-3090 issue #612 (guybrush01, 2026-07-06; "[bench] vllm/qwen-35b-a3b-single-nvfp4
+# 5090 test"): nvidia/Qwen3.6-35B-A3B-NVFP4 on one RTX 5090 under vLLM 0.24.0, fp8 KV cache,
+# prefix caching on, no speculative decoding (lines quoted verbatim; the engine-config line stops
+# where the quote stops, and the non-default args line is shortened to its memory settings,
+# marked "...").
+LOG_612 = """\
+(APIServer pid=1) INFO 07-06 22:50:34 [api_utils.py:273] non-default args: {... 'dtype': \
+'bfloat16', 'max_model_len': 131072, 'quantization': 'modelopt', ... 'kv_cache_dtype': 'fp8', \
+'enable_prefix_caching': True, 'limit_mm_per_prompt': {'image': 2, 'audio': 0}, \
+'max_num_batched_tokens': 8192, 'max_num_seqs': 1, 'enable_chunked_prefill': True}
+(EngineCore pid=107) INFO 07-06 22:50:46 [core.py:114] Initializing a V1 LLM engine (v0.24.0) \
+with config:
+(EngineCore pid=107) INFO 07-06 22:52:09 [gpu_worker.py:508] Available KV cache memory: 5.98 GiB
+(EngineCore pid=107) INFO 07-06 22:52:09 [kv_cache_utils.py:2146] GPU KV cache size: 567,978 \
+tokens
+(EngineCore pid=107) INFO 07-06 22:52:09 [kv_cache_utils.py:2147] Maximum concurrency for \
+131,072 tokens per request: 4.33x"""
+# The same user's rerun, noonghunna/club-3090 issue #652 (2026-07-09), same model and flags.
+LOG_652 = LOG_612.replace("5.98 GiB", "6.01 GiB").replace("567,978", "569,878").replace(
+    "4.33x", "4.35x")
+
+
+def qwen36_fp8_kv():
+    """nvidia/Qwen3.6-35B-A3B-NVFP4 (tests/data/hf_configs/) served with ``kv_cache_dtype fp8``."""
+    config = json.loads((CONFIGS / "qwen3.6-35b-a3b-nvfp4.json").read_text())
+    return dataclasses.replace(model_from_hf_config(config), kv_bytes_per_element=1.0)
+
+
+@pytest.mark.parametrize("log, blocks, tokens, shown", [
+    (LOG_612, 299, 567_978, 4.33), (LOG_652, 300, 569_878, 4.35)])
+def test_vllm_024_hybrid_log_exactly(log, blocks, tokens, shown):
+    """By hand from the config: 10 attention layers (1 in 4 of 40) of 2 KV heads of 256 in fp8,
+    2·2·256·1 = 1,024 B a token and layer; 30 Gated DeltaNet layers whose state is the fp32
+    recurrent state 32·128·128·4 = 2,097,152 B plus the bf16 convolution state
+    (2·16·128 + 32·128)·3·2 = 49,152 B, 2,146,304 B a layer. Block: 16·⌈2,146,304 / (16·1,024)⌉
+    = 2,096 tokens (one page exactly). Groups of 10 layers (1 attention, 3 state), so a block
+    is 10 pages, 21,463,040 B: 5.98 GiB holds 299 of them (6.01 GiB: 300). A request: ⌈131,072 /
+    2,096⌉ = 63 attention blocks + 2 in each state group (prefix caching on: vLLM's "align"
+    mode) = 69; 299 / 69 = 4.33x, and vLLM 0.24 logs int(299 / 69 · 131,072) = 567,978 tokens.
+    Ours gives both lines to the token; with one state block a group (vLLM's "none" mode, the
+    rule before) it said 4.53x."""
+    model = qwen36_fp8_kv()
+    assert model.state_bytes_per_sequence == 30 * (32 * 128 * 128 * 4 + (2 * 16 * 128 + 32 * 128)
+                                                  * 3 * 2) == 30 * 2_146_304
+    found = parse_vllm_kv_log(log)
+    assert found["enable_prefix_caching"] is True and found["vllm_version"] == "0.24.0"
+    cmp = compare_engine_log(model, log)
+    assert cmp["mode"] == "available"
+    assert cmp["bytes_per_block"] == 10 * 1_024 * 2_096 == 21_463_040
+    assert cmp["ours"]["num_blocks"] == blocks
+    assert cmp["logged_tokens"] == "max_concurrency × max_model_len"
+    assert cmp["ours"]["kv_cache_tokens"] == cmp["engine"]["kv_cache_tokens"] == tokens
+    assert cmp["ours"]["max_concurrency"] == blocks / (math.ceil(131_072 / 2_096) + 3 * 2)
+    assert round(cmp["ours"]["max_concurrency"], 2) == cmp["engine"]["max_concurrency"] == shown
+    assert "num_blocks" not in cmp["engine"]        # no block count follows from these tokens
+    before = compare_engine_log(model, log, mamba_cache_mode="none")
+    assert round(before["ours"]["max_concurrency"], 2) == round(blocks / 66, 2)   # 4.53x
+
+
+def test_vllm_019_hybrid_log_counts_tokens_by_groups():
+    """vllm-project/vllm issue #40691 (SherryC41, 2026-04-23): vLLM 0.19.0 serving Qwen3.5-27B
+    with --max-model-len 32768 (bf16 KV, prefix caching not asked for) logged "GPU KV cache size:
+    290,864 tokens" and "Maximum concurrency for 32,768 tokens per request: 33.04x" (its memory
+    line is not quoted). By hand from tests/data/hf_configs/qwen3.5-27b.json: 16 attention layers
+    of 4 KV heads of 256, 4,096 B a token and layer; 48 GDN layers of 48·128·128·4 +
+    (2·16·128 + 48·128)·3·2 = 3,207,168 B; block 16·⌈3,207,168 / (16·4,096)⌉ = 784 tokens;
+    groups of 16 (1 attention, 3 state), 16·4,096·784 = 51,380,224 B a block. A request holds
+    ⌈32,768 / 784⌉ = 42 + 3 blocks. Only 1,487 blocks give both lines (1,487 // 4 · 784 =
+    290,864, the count by groups vLLM printed then; 1,487 / 45 = 33.04): fed the memory of
+    1,487.5 blocks, ours prints both."""
+    model = model_from_hf_config(json.loads((CONFIGS / "qwen3.5-27b.json").read_text()))
+    bytes_per_block = 16 * 4_096 * 784
+    fits = [n for n in range(1, 4_000) if n // 4 * 784 == 290_864 and round(n / 45, 2) == 33.04]
+    assert fits == [1_487]
+    log = {"available_kv": 1_487.5 * bytes_per_block, "kv_cache_tokens": 290_864,
+           "max_model_len": 32_768, "max_concurrency": 33.04}
+    cmp = compare_engine_log(model, log)
+    assert cmp["bytes_per_block"] == bytes_per_block and cmp["ours"]["num_blocks"] == 1_487
+    assert cmp["logged_tokens"] == "num_blocks // groups × block_size"
+    assert cmp["ours"]["kv_cache_tokens"] == 290_864
+    assert round(cmp["ours"]["max_concurrency"], 2) == 33.04
+
+
+def test_kv_cache_groups_follow_vllms_rule():
+    """vLLM's groups (``_get_kv_cache_groups_uniform_page_size``): the fewer layers of a kind
+    make a group, unless the more are under 1.25 times as many."""
+    assert memory.vllm_kv_cache_groups(catalog.model("Qwen3-Next-80B-A3B")) == (12, 1, 3)
+    assert memory.vllm_kv_cache_groups(catalog.model("Jamba-1.5-Mini")) == (4, 1, 7)   # 4 / 28
+    assert memory.vllm_kv_cache_groups(catalog.model("Falcon-H1-0.5B")) == (36, 1, 1)  # in parallel
+    assert memory.vllm_kv_cache_groups(catalog.model("Llama-3.1-8B")) == (32, 1, 0)
+    # 10 attention beside 12 state layers: one group of 12 each (10 attention layers padded)
+    close = dataclasses.replace(catalog.model("Qwen3-Next-80B-A3B"), n_layers=22,
+                                n_attention_layers=10, n_linear_attention_layers=12)
+    assert memory.vllm_kv_cache_groups(close) == (12, 1, 1)
+
+
+def test_state_blocks_by_cache_mode_and_draft():
+    """Qwen3-Next at TP 2 (block 1,056, 3 state groups), 32,768 tokens: ⌈32,768 / 1,056⌉ = 32
+    attention blocks; a state group holds 1 ("none"), 2 ("align") or 32 ("all") blocks, each
+    plus one a draft token."""
+    model, gpu = catalog.model("Qwen3-Next-80B-A3B"), catalog.gpu("H200-SXM-141GB")
+    for mode, draft, held in [("none", 0, 1), ("align", 0, 2), ("all", 0, 32), ("align", 3, 5)]:
+        out = memory.engine_kv_cache(model, gpu, tp=2, max_model_len=32_768,
+                                     mamba_cache_mode=mode, num_speculative_tokens=draft)
+        assert out["max_concurrency"] == out["num_blocks"] / (32 + 3 * held)
+        assert out["capacity_tokens"] == int(out["max_concurrency"] * 32_768)
+        assert out["kv_cache_groups"] == 4
+    with pytest.raises(ValueError, match="mamba_cache_mode"):
+        memory.engine_kv_cache(model, gpu, mamba_cache_mode="prefix")
+    with pytest.raises(ValueError, match="num_speculative_tokens"):
+        memory.engine_kv_cache(model, gpu, num_speculative_tokens=-1)
+    with pytest.raises(ValueError, match="mamba_cache_mode"):
+        compare_engine_log(model, LOG_612, mamba_cache_mode="aligned")

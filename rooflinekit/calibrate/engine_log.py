@@ -15,7 +15,7 @@ from rooflinekit._validation import (MAX_COUNT, MAX_MAGNITUDE, check_one_of, che
                                       check_type, show, whole_number)
 from rooflinekit import units
 from rooflinekit.hardware import GPU
-from rooflinekit.memory import engine_kv_cache
+from rooflinekit.memory import MAMBA_CACHE_MODES, engine_kv_cache
 from rooflinekit.models import ModelShape
 
 __all__ = ["parse_vllm_kv_log", "parse_sglang_kv_log", "compare_engine_log", "ENGINES"]
@@ -91,9 +91,30 @@ def parse_vllm_kv_log(text: str) -> dict:
     "PyTorch activation peak memory ..."), and the V1 lines ``Available KV cache memory: X GiB``,
     ``GPU KV cache size: N tokens`` and ``Maximum concurrency for L tokens per request: Xx``.
     The log rounds GiB to two decimals, so figures derived from them carry ±0.005 GiB.
+
+    The engine's settings that page a hybrid model's state are read too, where the log states
+    them (its ``non-default args`` or engine config line): ``mamba_cache_mode`` (str),
+    ``enable_prefix_caching`` (bool), ``num_speculative_tokens`` (int) and ``vllm_version``
+    (str, from "Initializing a V1 LLM engine (vX.Y.Z)").
     """
     check_string("text", text, allow_empty=True)
-    return _figures(text, _LOG_PATTERNS["vllm"])
+    found = _figures(text, _LOG_PATTERNS["vllm"])
+    for key, pattern, read in _VLLM_SETTINGS:
+        matches = re.findall(pattern, text)
+        if matches:
+            found[key] = read(matches[-1])
+    return found
+
+
+#: vLLM's settings a log states: (key, pattern, reader). Gaps bounded: no quadratic search.
+_SETTING = r"['\"]?\s{0,3}[=:]\s{0,3}"
+_VLLM_SETTINGS = (
+    ("mamba_cache_mode", rf"mamba_cache_mode{_SETTING}['\"]?(none|align|all)\b", str),
+    ("enable_prefix_caching", rf"enable_prefix_caching{_SETTING}(True|False)\b",
+     lambda flag: flag == "True"),
+    ("num_speculative_tokens", rf"num_speculative_tokens{_SETTING}([0-9]{{1,6}})\b", int),
+    ("vllm_version", r"LLM engine \(v([0-9]{1,4}(?:\.[0-9A-Za-z]{1,8}){0,4})\)", str),
+)
 
 
 def _figures(text: str, patterns) -> dict:
@@ -199,7 +220,8 @@ def _engine_of(text: str) -> str:
 
 def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int | None = None,
                        max_model_len: int | None = None, weights: str = "model",
-                       engine: str | None = None) -> dict:
+                       engine: str | None = None, mamba_cache_mode: str | None = None,
+                       num_speculative_tokens: int | None = None) -> dict:
     """Our engine-style KV budget (:func:`rooflinekit.memory.engine_kv_cache`) beside an
     engine's start-up log (vLLM's or SGLang's).
 
@@ -226,6 +248,13 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
     engine : {"vllm", "sglang"}, optional
         Whose log it is. Default: read from the text (SGLang's "KV Cache is allocated" or
         ``max_total_num_tokens=`` lines, else vLLM); a mapping is taken as vLLM's unless given.
+    mamba_cache_mode : {"none", "align", "all"}, optional
+        How vLLM paged a hybrid model's state (:func:`rooflinekit.memory.engine_kv_cache`).
+        Default: the log's ``mamba_cache_mode`` where it states one, else "align" where it
+        turned prefix caching on (``'enable_prefix_caching': True``, as vLLM 0.24 does for a
+        hybrid), else "none".
+    num_speculative_tokens : int, optional
+        Draft tokens a step, >= 0; default the log's ``num_speculative_tokens``, else 0.
 
     Returns
     -------
@@ -237,7 +266,8 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
         total memory, utilisation and the profiled components were logged (``weights`` picks
         whose weights), or ``"available"`` when only the available KV memory was, the input
         then, so that the block arithmetic is compared (always SGLang's: its allocated K + V
-        bytes); ``engine_name``: whose log it was.
+        bytes); ``engine_name``: whose log it was; ``logged_tokens``: how the log's "GPU KV
+        cache size" counts, and so ours (below).
 
     Raises
     ------
@@ -251,6 +281,15 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
 
     Notes
     -----
+    vLLM's "GPU KV cache size" line has counted three ways: ``num_blocks × block_size`` (one
+    KV-cache group), ``num_blocks // groups × block_size`` (a hybrid, up to vLLM 0.19) and
+    ``int(max_concurrency × max_model_len)`` (every model after vLLM's hybrid log fix; 0.24
+    prints it). For a hybrid model ``ours["kv_cache_tokens"]`` counts as the log does: the
+    last way where the logged tokens are the logged concurrency times ``max_model_len``
+    (within the concurrency's two printed decimals), else the second. A hybrid's enlarged
+    block (:func:`rooflinekit.memory.vllm_block_size`) gives no block count from the tokens:
+    ``engine["num_blocks"]`` is then left out.
+
     SGLang's pool holds one page beyond its ``#tokens`` (its padding slot), so against an SGLang
     log ours reads about ``page_size`` tokens more, well inside the ±0.005 GiB to which the log
     prints each of the K and V sizes.
@@ -270,6 +309,10 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
     if engine is None:
         engine = _engine_of(log) if isinstance(log, str) else "vllm"
     check_one_of("engine", engine, ENGINES)
+    if mamba_cache_mode is not None:
+        check_one_of("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
+    num_speculative_tokens = whole_number("num_speculative_tokens", num_speculative_tokens, lo=0,
+                                          allow_none=True)
     if isinstance(log, str):
         found = parse_sglang_kv_log(log) if engine == "sglang" else parse_vllm_kv_log(log)
     else:
@@ -316,14 +359,33 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
                          "available KV cache figure")
     gpu = GPU(name="as logged", memory_bytes=inputs["total_memory"], hbm_bandwidth=1.0,
               peak_flops=1.0)
+    if mamba_cache_mode is None:
+        mamba_cache_mode = found.get("mamba_cache_mode",
+                                     "align" if found.get("enable_prefix_caching") else "none")
+    if num_speculative_tokens is None:
+        num_speculative_tokens = found.get("num_speculative_tokens", 0)
     ours = engine_kv_cache(model, gpu, tp=tp,
                            gpu_memory_utilization=inputs["gpu_memory_utilization"],
                            activation_peak_bytes=inputs["activation_peak_bytes"],
                            non_torch_bytes=inputs["non_torch_bytes"], block_size=block_size,
-                           max_model_len=int(max_model_len))
+                           max_model_len=int(max_model_len), mamba_cache_mode=mamba_cache_mode,
+                           num_speculative_tokens=num_speculative_tokens)
     logged = {name: found[key] for key, name in _LOGGED.items() if key in found}
-    # blocks and tokens differ by the block size: either gives the other
-    if "kv_cache_tokens" in found:
+    # a hybrid paged by vLLM (SGLang keeps its states in a pool of their own)
+    counted, hybrid = "num_blocks × block_size", engine == "vllm" and ours["kv_cache_groups"] > 1
+    if hybrid:
+        tokens, shown = found.get("kv_cache_tokens"), found.get("max_concurrency")
+        # the concurrency is printed to two decimals: its product carries ±0.005 × L
+        if tokens is not None and shown is not None and \
+                abs(tokens - shown * int(max_model_len)) <= 0.005 * int(max_model_len) + 1:
+            counted = "max_concurrency × max_model_len"
+            ours_tokens = ours["capacity_tokens"]
+        else:
+            counted = "num_blocks // groups × block_size"
+            ours_tokens = (ours["num_blocks"] // ours["kv_cache_groups"] * ours["block_size"])
+        ours = {**ours, "kv_cache_tokens": ours_tokens}
+    # blocks and tokens differ by the block size: either gives the other (not a hybrid's)
+    elif "kv_cache_tokens" in found:
         logged.setdefault("num_blocks", found["kv_cache_tokens"] // block_size)
     elif "num_blocks" in found:
         logged["kv_cache_tokens"] = found["num_blocks"] * block_size
@@ -331,4 +393,5 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
                      **{k: ours[k] for k in ("available_bytes", "num_blocks", "kv_cache_tokens",
                                              "max_concurrency")}},
             "engine": logged, "engine_name": engine, "inputs": inputs, "mode": mode,
-            "max_model_len": int(max_model_len), "bytes_per_block": ours["bytes_per_block"]}
+            "max_model_len": int(max_model_len), "bytes_per_block": ours["bytes_per_block"],
+            "logged_tokens": counted}
