@@ -251,8 +251,8 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
     mamba_cache_mode : {"none", "align", "all"}, optional
         How vLLM paged a hybrid model's state (:func:`rooflinekit.memory.engine_kv_cache`).
         Default: the log's ``mamba_cache_mode`` where it states one, else "align" where it
-        turned prefix caching on (``'enable_prefix_caching': True``, as vLLM 0.24 does for a
-        hybrid), else "none".
+        turned prefix caching on (``'enable_prefix_caching': True``: vLLM's mode then for a
+        model without "all"; opt-in for hybrids), else "none".
     num_speculative_tokens : int, optional
         Draft tokens a step, >= 0; default the log's ``num_speculative_tokens``, else 0.
 
