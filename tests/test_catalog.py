@@ -64,7 +64,8 @@ def test_catalogue_sizes_and_required_entries():
                  "Llama-3.1-405B", "Mistral-7B-v0.1", "Mixtral-8x7B", "Mixtral-8x22B",
                  "Qwen2.5-7B", "Qwen2.5-72B", "Gemma-2-9B", "Gemma-2-27B", "Phi-3-mini-4k",
                  "DeepSeek-V3", "guide-70b",
-                 "gpt-oss-120b", "gpt-oss-20b", "Qwen3-Next-80B-A3B", "Qwen3-32B", "Llama-3.3-70B"]:
+                 "gpt-oss-120b", "gpt-oss-20b", "Qwen3-Next-80B-A3B", "Qwen3-32B", "Llama-3.3-70B",
+                 "GLM-4.5", "GLM-4.5-Air", "Mistral-Small-3", "Phi-4"]:
         assert name in models
     kinds = {m.attention for m in catalog.models().values()}
     assert {"MHA", "MQA", "MLA"} <= kinds and any(k.startswith("GQA") for k in kinds)
@@ -120,6 +121,9 @@ KV_BY_HAND = {
     "Jamba-1.5-Mini": 2 * 4 * 8 * 128 * 2,      # attention at layers 4, 12, 20, 28: 16,384
     "Falcon-H1-0.5B": 2 * 36 * 2 * 64 * 2,      # attention beside Mamba in all 36: 18,432
     "GLM-4.5-Air": 2 * 46 * 8 * 128 * 2,        # GQA-8 in all 46 layers: 188,416
+    "GLM-4.5": 2 * 92 * 8 * 128 * 2,            # GQA-8 in all 92 layers: 376,832
+    "Phi-4": 2 * 40 * 10 * 128 * 2,             # GQA-10, head_dim 5120 / 40 = 128: 204,800
+    "Mistral-Small-3": 2 * 40 * 8 * 128 * 2,    # GQA-8, head_dim 128 (not 5120 / 32): 163,840
     # Gemma 3: all 62 layers cache while inside the 1,024-token window, 16 KV heads of 128
     "Gemma-3-27B": 2 * 62 * 16 * 128 * 2,       # 507,904
 }
@@ -187,6 +191,7 @@ ROW_CONFIG = {
     "Gemma-4-26B-A4B": "gemma-4-26b-a4b", "GLM-5": "glm-5",
     "Jamba-1.5-Mini": "ai21-jamba-1.5-mini", "Falcon-H1-0.5B": "falcon-h1-0.5b",
     "GLM-4.5-Air": "glm-4.5-air", "Gemma-3-27B": "gemma-3-27b-it",
+    "GLM-4.5": "glm-4.5", "Phi-4": "phi-4", "Mistral-Small-3": "mistral-small-24b-instruct-2501",
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",

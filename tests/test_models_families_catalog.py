@@ -11,7 +11,12 @@ derived by hand from the configs' numbers (bf16 KV, two bytes an element):
 - Nemotron 3 Nano: 6 attention layers of 2 KV heads of 128: 2·6·2·128·2.
 - Jamba 1.5 Mini: 4 attention layers (of 32) of 8 KV heads of 128: 2·4·8·128·2.
 - Falcon-H1-0.5B: attention in all 36 layers, 2 KV heads of 64: 2·36·2·64·2.
-- GLM-4.5-Air: GQA in all 46 layers, 8 KV heads of 128: 2·46·8·128·2.
+- GLM-4.5-Air: GQA in all 46 layers, 8 KV heads of 128: 2·46·8·128·2. GLM-4.5: all 92
+  layers, 8 KV heads of 128: 2·92·8·128·2.
+- Phi-4: 40 layers of 10 KV heads of 128 (5,120 / 40 query heads): 2·40·10·128·2; no sliding
+  window (config null).
+- Mistral-Small-3 (2501): 40 layers of 8 KV heads of ``head_dim`` 128 (not 5,120 / 32 = 160):
+  2·40·8·128·2; no sliding window (config null).
 - Gemma-3-27B: 62 layers of 16 KV heads of 128, 2·16·128·2 = 8,192 B a token and layer;
   ``sliding_window_pattern`` 6 (Gemma3TextConfig's default; the published file leaves it out)
   makes every 6th layer global, 62 // 6 = 10 of them, and the other 52 hold at most the
@@ -26,9 +31,13 @@ Jamba 1.5 Mini 52B / 12B active (AI21's model card); Falcon-H1-0.5B 521,411,104,
 count of Falcon-H1-0.5B-Base (the release's name says 0.5B; see
 tests/test_models_families_falcon_h1.py); Gemma-3-27B 27B, vision encoder included (Google's
 Gemma 3 model card and Gemma models overview, ai.google.dev/gemma/docs/get_started; the
-language model alone is 27.01B of the 27.43B counted). GLM-4.5-Air (106B / 12B, the GLM-4.5
-model card) is compared in tests/test_models_families_glm45.py, since its card counts the
-active parameters without the embedding table and LM head.
+language model alone is 27.01B of the 27.43B counted); Phi-4 14,659,507,200, the release's
+bf16 checkpoint (``model.safetensors.index.json`` ``total_size`` 29,319,014,400 B over 2 B a
+parameter; the card's rounded 14B is 4.7 % under it, see tests/test_models_families_dense.py);
+Mistral-Small-3 24B (Mistral's model card for Mistral-Small-24B-Instruct-2501). GLM-4.5-Air
+(106B / 12B) and GLM-4.5 (355B / 32B, the GLM-4.5 model card) are compared in
+tests/test_models_families_glm45.py, since the card counts the active parameters without the
+embedding table and LM head.
 """
 
 import pathlib
@@ -51,6 +60,9 @@ ROWS = {
     "Falcon-H1-0.5B": "falcon-h1-0.5b",
     "GLM-4.5-Air": "glm-4.5-air",
     "Gemma-3-27B": "gemma-3-27b-it",
+    "GLM-4.5": "glm-4.5",
+    "Phi-4": "phi-4",
+    "Mistral-Small-3": "mistral-small-24b-instruct-2501",
 }
 KV_BY_HAND = {
     "Llama-4-Scout": 2 * 48 * 8 * 128 * 2,                 # 196,608
@@ -63,6 +75,9 @@ KV_BY_HAND = {
     "Falcon-H1-0.5B": 2 * 36 * 2 * 64 * 2,                 # 18,432
     "GLM-4.5-Air": 2 * 46 * 8 * 128 * 2,                   # 188,416
     "Gemma-3-27B": 62 * 2 * 16 * 128 * 2,                  # 507,904 inside the window
+    "GLM-4.5": 2 * 92 * 8 * 128 * 2,                       # 376,832
+    "Phi-4": 2 * 40 * 10 * 128 * 2,                        # 204,800
+    "Mistral-Small-3": 2 * 40 * 8 * 128 * 2,               # 163,840
 }
 CARDS = {                                   # (total, active) as published
     "Llama-4-Scout": (109e9, 17e9),
@@ -73,6 +88,8 @@ CARDS = {                                   # (total, active) as published
     "Jamba-1.5-Mini": (52e9, 12e9),
     "Falcon-H1-0.5B": (521_411_104, 521_411_104),
     "Gemma-3-27B": (27e9, 27e9),            # dense; the vision encoder is not active
+    "Phi-4": (14_659_507_200, 14_659_507_200),   # the checkpoint's bytes / 2 (card: "14B")
+    "Mistral-Small-3": (24e9, 24e9),        # dense; 1.8 % over the count
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",
@@ -133,3 +150,6 @@ def test_gemma3_27b_sequence_kv_is_window_bounded(context):
 def test_new_rows_found_by_their_hub_ids():
     assert catalog.model("zai-org/GLM-4.5-Air").name == "GLM-4.5-Air"
     assert catalog.model("google/gemma-3-27b-it").name == "Gemma-3-27B"
+    assert catalog.model("zai-org/GLM-4.5").name == "GLM-4.5"
+    assert catalog.model("microsoft/phi-4").name == "Phi-4"
+    assert catalog.model("mistralai/Mistral-Small-24B-Instruct-2501").name == "Mistral-Small-3"
