@@ -583,7 +583,8 @@ def paged_waste_bytes(model, context_length, block_size=16):
 VLLM_BLOCK_ALIGNMENT = 16
 
 
-def vllm_block_size(model, gpu, tp=1, *, block_size=16) -> int:
+def vllm_block_size(model, gpu, tp=1, *, block_size=16,
+                    block_alignment=VLLM_BLOCK_ALIGNMENT) -> int:
     """The KV block size vLLM runs a model with [tokens]: ``block_size``, or for a hybrid model
     (attention beside linear-attention or Mamba layers) the larger block whose one-layer page
     holds one layer's recurrent state.
@@ -599,12 +600,16 @@ def vllm_block_size(model, gpu, tp=1, *, block_size=16) -> int:
         Tensor-parallel degree [1], >= 1.
     block_size : int
         The block size asked for [tokens], >= 1 (vLLM's ``--block-size``, default 16).
+    block_alignment : int
+        The attention backend's kernel block size the enlarged block is a multiple of
+        [tokens], >= 1: 16 (default) for vLLM's FlashAttention backends; the published runs with
+        MTP speculative decoding show 64 (tests/test_engine_kv_cache_state.py).
 
     Returns
     -------
     int
-        ``max(block_size, 16·⌈s / (16·a)⌉)`` [tokens] for a hybrid model; ``block_size``
-        for any other.
+        ``max(block_size, m·⌈s / (m·a)⌉)`` [tokens] for a hybrid model (``m`` the
+        alignment); ``block_size`` for any other.
 
     Notes
     -----
@@ -614,8 +619,9 @@ def vllm_block_size(model, gpu, tp=1, *, block_size=16) -> int:
     given) to this size so that every layer's page is one size, and pads the state's page to
     it [1]; a request's attention KV is then held in blocks this long. Qwen3-Next-80B-A3B at
     TP1: ``a = 2,048 B``, ``s = 2,146,304 B``, 1,056 tokens. vLLM 0.24 takes the same rule
-    with prefix caching of states ("align"): its logs show blocks of 784 and 2,096 tokens,
-    multiples of 16 but not of the kernels' 64-token chunk (tests/test_engine_kv_cache_state.py).
+    with prefix caching of states ("align"; "all" aligns to the Mamba kernels' chunk instead):
+    its logs show blocks of 784 and 2,096 tokens, multiples of 16 but not of 64, and with MTP
+    blocks of 1,600 tokens where 16 gives 1,568 (tests/test_engine_kv_cache_state.py).
 
     References
     ----------
@@ -631,12 +637,12 @@ def vllm_block_size(model, gpu, tp=1, *, block_size=16) -> int:
     check_type("gpu", gpu, GPU)
     tp = whole_number("tp", tp, lo=1)
     block_size = whole_number("block_size", block_size, lo=1)
+    align = whole_number("block_alignment", block_alignment, lo=1)
     layers = model.n_linear_attention_layers + model.n_mamba_layers
     if float(model.state_bytes_per_sequence) == 0.0 or layers == 0:
         return block_size
     attention = _attention_bytes_per_token(model, tp) / model.n_attention_layers   # a, one rank
     state = float(model.state_bytes_per_sequence) / tp / layers          # s, one rank
-    align = VLLM_BLOCK_ALIGNMENT
     return max(block_size, align * math.ceil(state / (align * attention)))
 
 
@@ -662,7 +668,7 @@ def _attention_bytes_per_token(model: ModelShape, tp: int) -> float:
 MAMBA_CACHE_MODES = ("none", "align", "all")
 
 
-def vllm_kv_cache_groups(model) -> tuple[int, int, int]:
+def vllm_kv_cache_groups(model, *, draft_layers=0) -> tuple[int, int, int]:
     """How vLLM's hybrid KV-cache manager groups a model's layers: ``(layers per group,
     attention groups, state groups)`` [1].
 
@@ -671,6 +677,9 @@ def vllm_kv_cache_groups(model) -> tuple[int, int, int]:
     model : ModelShape
         The model: its attention layers (``n_kv_layers``) and recurrent ones
         (linear-attention and Mamba layers).
+    draft_layers : int
+        Attention layers of a draft in the same pool [1], >= 0 (an MTP module's: vLLM groups
+        the drafter's layers with the target's). Default 0.
 
     Returns
     -------
@@ -693,7 +702,7 @@ def vllm_kv_cache_groups(model) -> tuple[int, int, int]:
     engine_kv_cache : the budget these groups page.
     """
     check_type("model", model, ModelShape)
-    attention = int(model.n_kv_layers)
+    attention = int(model.n_kv_layers) + whole_number("draft_layers", draft_layers, lo=0)
     state = int(model.n_linear_attention_layers + model.n_mamba_layers)
     if state == 0 or float(model.state_bytes_per_sequence) == 0.0 or attention == 0:
         return attention, 1, 0
@@ -704,7 +713,8 @@ def vllm_kv_cache_groups(model) -> tuple[int, int, int]:
 
 def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_peak_bytes=0.0,
                     non_torch_bytes=0.0, block_size=16, max_model_len=None,
-                    mamba_cache_mode="none", num_speculative_tokens=0):
+                    mamba_cache_mode="none", num_speculative_tokens=0, draft_layers=0,
+                    block_alignment=VLLM_BLOCK_ALIGNMENT):
     """The KV budget as vLLM computes and logs it, per GPU of a tensor-parallel group.
 
     Parameters
@@ -735,6 +745,13 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     num_speculative_tokens : int
         Draft tokens a step (vLLM's ``num_speculative_tokens``), >= 0: each adds a state
         block a request in each state group. Default 0.
+    draft_layers : int
+        Attention layers of a draft that keep their KV in the same pool, >= 0, each of the
+        target's KV heads and head dim (an MTP module's layers, which vLLM groups with the
+        target's: Qwen3.5's one). Default 0.
+    block_alignment : int
+        The kernel block size a hybrid's enlarged block is a multiple of [tokens], >= 1
+        (:func:`vllm_block_size`). Default 16.
 
     Returns
     -------
@@ -796,14 +813,17 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     check_integer("max_model_len", max_model_len, lo=1)
     check_one_of("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
     num_speculative_tokens = whole_number("num_speculative_tokens", num_speculative_tokens, lo=0)
+    draft_layers = whole_number("draft_layers", draft_layers, lo=0)
     tp, max_model_len = int(tp), int(max_model_len)
     # a hybrid's attention KV in vLLM's enlarged block, whose one-layer page holds a state
-    block_size = vllm_block_size(model, gpu, tp, block_size=int(block_size))
-    group, attention_groups, state_groups = vllm_kv_cache_groups(model)
-    attention_per_token = _attention_bytes_per_token(model, tp)
+    block_size = vllm_block_size(model, gpu, tp, block_size=int(block_size),
+                                 block_alignment=block_alignment)
+    group, attention_groups, state_groups = vllm_kv_cache_groups(model, draft_layers=draft_layers)
+    attention = _attention_bytes_per_token(model, tp)            # every target layer, a token
+    per_layer = attention / model.n_kv_layers                    # one layer's page, a token
     # one block is one page in each of a group's g layers (a pure-attention model: every layer)
-    bytes_per_block = (attention_per_token if state_groups == 0 else
-                       attention_per_token / model.n_kv_layers * group) * block_size
+    pages = (attention + per_layer * draft_layers if state_groups == 0 else per_layer * group)
+    bytes_per_block = pages * block_size
     per_gpu = gpu.memory_bytes / gpu.n_gpus
     available = per_gpu * gpu_memory_utilization - (
         model.weight_bytes / tp + activation_peak_bytes + non_torch_bytes)

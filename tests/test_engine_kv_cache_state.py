@@ -14,7 +14,7 @@ import pathlib
 
 import pytest
 
-from rooflinekit import catalog, memory
+from rooflinekit import catalog, memory, units
 from rooflinekit.calibrate.engine_log import compare_engine_log, parse_vllm_kv_log
 from rooflinekit.models import model_from_hf_config
 
@@ -164,3 +164,80 @@ def test_state_blocks_by_cache_mode_and_draft():
         memory.engine_kv_cache(model, gpu, num_speculative_tokens=-1)
     with pytest.raises(ValueError, match="mamba_cache_mode"):
         compare_engine_log(model, LOG_612, mamba_cache_mode="aligned")
+
+
+# noonghunna/club-3090 issues #294 and #295 (hlo-world, 2026-06-01): Qwen3.6-27B (AutoRound int4)
+# on two RTX 3090s, vLLM V1, flags quoted from the non-default args line (the rest left out,
+# marked "..."); their memory lines are not in the published excerpts. Issue #642
+# (internalcore2-create, 2026-07-08), the same model on two RTX 3090s: its flags are cut before
+# the parallel and cache settings in the published text, its memory line is quoted.
+FLAGS_294 = ("non-default args: {... 'dtype': 'float16', 'max_model_len': 262144, 'quantization': "
+             "'auto_round', ... 'tensor_parallel_size': 2, 'disable_custom_all_reduce': True, "
+             "'kv_cache_dtype': 'fp8_e5m2', 'enable_prefix_caching': True, "
+             "'max_num_batched_tokens': 8192, 'max_num_seqs': 2, 'enable_chunked_prefill': True, "
+             "'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 3}}")
+LOG_294 = f"""\
+(EngineCore pid=128) INFO 06-01 09:47:57 [kv_cache_utils.py:1733] GPU KV cache size: 622,408 tokens
+(EngineCore pid=128) INFO 06-01 09:47:57 [kv_cache_utils.py:1734] Maximum concurrency for \
+262,144 tokens per request: 2.37x
+(APIServer pid=1) INFO 06-01 09:45:34 [utils.py:278] {FLAGS_294}"""
+LOG_295 = LOG_294.replace("622,408", "620,944")
+LOG_642 = """\
+(Worker_TP0 pid=101) INFO 07-08 15:38:03 [gpu_worker.py:508] Available KV cache memory: 11.05 GiB
+(EngineCore pid=92) INFO 07-08 15:38:03 [kv_cache_utils.py:2146] GPU KV cache size: 623,873 tokens
+(EngineCore pid=92) INFO 07-08 15:38:03 [kv_cache_utils.py:2147] Maximum concurrency for \
+262,144 tokens per request: 2.38x"""
+
+
+def test_vllm_hybrid_log_with_mtp_draft():
+    """Qwen3.6-27B's shapes (tests/data/hf_configs/qwen3.6-27b-nvfp4.json: 16 attention layers
+    of 4 KV heads of 256, 48 GDN layers, one MTP layer) at TP 2 with an fp8 KV cache. From the
+    logs alone: the only (blocks, blocks a request) under 1,000 that print each run's two lines
+    are (425, 179), (424, 179) and (426, 179). By hand: a rank's attention page is
+    2·2·256·1 = 1,024 B a token and layer, its GDN state 3,207,168 / 2 = 1,603,584 B a layer,
+    so the block is 64·⌈1,603,584 / (64·1,024)⌉ = 1,600 tokens (aligned to 64, as vLLM reported
+    for such a run, vllm-project/vllm#53595: "block size 1600"; 16 would give 1,568). The MTP
+    layer's KV shares the pool: 17 attention layers beside 48 state layers make groups of 17
+    (1 attention, 3 state), 17·1,024·1,600 = 27,852,800 B a block. A request: ⌈262,144 /
+    1,600⌉ = 164 attention blocks + 3 groups × (2 "align" + 3 draft tokens) = 179. #642's
+    11.05 GiB holds 425.98 blocks, 425 (the printed GiB spans 425.8–426.2: 426 at its top,
+    which prints #642's lines exactly); 425 blocks print #294's 622,408 tokens exactly."""
+    config = json.loads((CONFIGS / "qwen3.6-27b-nvfp4.json").read_text())
+    model = dataclasses.replace(model_from_hf_config(config), kv_bytes_per_element=1.0)
+    for log, pool in [(LOG_294, 425), (LOG_295, 424), (LOG_642, 426)]:
+        found = parse_vllm_kv_log(log)
+        fits = [(n, r) for r in range(1, 1_000) for n in range(r, 3 * r)
+                if int(n / r * 262_144) == found["kv_cache_tokens"]
+                and round(n / r, 2) == found["max_concurrency"]]
+        assert fits[0] == (pool, 179)
+    assert parse_vllm_kv_log(LOG_294)["num_speculative_tokens"] == 3
+    settings = dict(tp=2, mamba_cache_mode="align", num_speculative_tokens=3, draft_layers=1,
+                    block_alignment=64)
+    cmp = compare_engine_log(model, LOG_642, **settings)
+    assert cmp["bytes_per_block"] == 17 * 1_024 * 1_600 == 27_852_800
+    assert cmp["ours"]["num_blocks"] == 425
+    assert cmp["ours"]["max_concurrency"] == 425 / (164 + 3 * (2 + 3))
+    assert cmp["ours"]["kv_cache_tokens"] == 622_408            # #294's line, to the token
+    top = {**parse_vllm_kv_log(LOG_642), "available_kv": 11.055 * units.GiB}
+    cmp = compare_engine_log(model, top, **settings)
+    assert cmp["ours"]["kv_cache_tokens"] == cmp["engine"]["kv_cache_tokens"] == 623_873
+    assert round(cmp["ours"]["max_concurrency"], 2) == 2.38
+    # the flags the log states are read: prefix caching ("align") and the draft tokens
+    assert compare_engine_log(model, LOG_642 + "\n" + FLAGS_294, tp=2, draft_layers=1,
+                              block_alignment=64)["ours"]["num_blocks"] == 425
+
+
+def test_vllm_hybrid_set_up_lines_are_read():
+    """vLLM's own lines for the block and the mode: vllm-project/vllm#40696 (vLLM 0.19.1,
+    Qwen3.5-4B) quotes the first; vllm-project/vllm#53595 quotes the second (a message of
+    model_executor/models/config.py)."""
+    found = parse_vllm_kv_log(
+        "INFO [config.py:281] Setting attention block size to 528 tokens to ensure that "
+        "attention page size is >= mamba page size.\n"
+        "Mamba cache mode is set to 'align' for Qwen3_5ForConditionalGeneration by default\n"
+        "when prefix caching is enabled")
+    assert found == {"attention_block_size": 528, "mamba_cache_mode": "align"}
+    # a block the log reports is the block compared in
+    line = "Setting attention block size to 2,112 tokens to ensure that attention page size is"
+    cmp = compare_engine_log(qwen36_fp8_kv(), LOG_612 + "\n" + line)
+    assert cmp["bytes_per_block"] == 10 * 1_024 * 2_112

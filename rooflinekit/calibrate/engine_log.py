@@ -93,9 +93,10 @@ def parse_vllm_kv_log(text: str) -> dict:
     The log rounds GiB to two decimals, so figures derived from them carry ±0.005 GiB.
 
     The engine's settings that page a hybrid model's state are read too, where the log states
-    them (its ``non-default args`` or engine config line): ``mamba_cache_mode`` (str),
-    ``enable_prefix_caching`` (bool), ``num_speculative_tokens`` (int) and ``vllm_version``
-    (str, from "Initializing a V1 LLM engine (vX.Y.Z)").
+    them (its ``non-default args``, engine config or hybrid set-up lines): ``mamba_cache_mode``
+    (str), ``enable_prefix_caching`` (bool), ``num_speculative_tokens`` (int),
+    ``attention_block_size`` (int, "Setting attention block size to N tokens") and
+    ``vllm_version`` (str, from "Initializing a V1 LLM engine (vX.Y.Z)").
     """
     check_string("text", text, allow_empty=True)
     found = _figures(text, _LOG_PATTERNS["vllm"])
@@ -113,7 +114,11 @@ _VLLM_SETTINGS = (
     ("enable_prefix_caching", rf"enable_prefix_caching{_SETTING}(True|False)\b",
      lambda flag: flag == "True"),
     ("num_speculative_tokens", rf"num_speculative_tokens{_SETTING}([0-9]{{1,6}})\b", int),
+    ("mamba_cache_mode", r"Mamba cache mode is set to '(none|align|all)'", str),
     ("vllm_version", r"LLM engine \(v([0-9]{1,4}(?:\.[0-9A-Za-z]{1,8}){0,4})\)", str),
+    # a hybrid's enlarged block, as vLLM reports raising it
+    ("attention_block_size", r"Setting attention block size to ([0-9][0-9,]{0,12}) tokens",
+     lambda count: int(count.replace(",", ""))),
 )
 
 
@@ -221,7 +226,8 @@ def _engine_of(text: str) -> str:
 def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int | None = None,
                        max_model_len: int | None = None, weights: str = "model",
                        engine: str | None = None, mamba_cache_mode: str | None = None,
-                       num_speculative_tokens: int | None = None) -> dict:
+                       num_speculative_tokens: int | None = None, draft_layers: int = 0,
+                       block_alignment: int = 16) -> dict:
     """Our engine-style KV budget (:func:`rooflinekit.memory.engine_kv_cache`) beside an
     engine's start-up log (vLLM's or SGLang's).
 
@@ -235,8 +241,9 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
     tp : int
         Tensor-parallel degree; the engine logs one rank. Default 1.
     block_size : int, optional
-        KV block size in tokens: vLLM's ``--block-size`` (default 16), SGLang's ``--page-size``
-        (default the logged ``page_size``, else 1).
+        KV block size in tokens: vLLM's ``--block-size`` (default the hybrid block the log
+        reports setting, else 16), SGLang's ``--page-size`` (default the logged ``page_size``,
+        else 1).
     max_model_len : int, optional
         Tokens per request for the concurrency figure; default the one the log names (vLLM's
         "Maximum concurrency for L tokens", SGLang's ``context_len``).
@@ -255,6 +262,13 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
         model without "all"; opt-in for hybrids), else "none".
     num_speculative_tokens : int, optional
         Draft tokens a step, >= 0; default the log's ``num_speculative_tokens``, else 0.
+    draft_layers : int
+        Attention layers of a draft whose KV shares the pool, >= 0 (an MTP module's layers;
+        the log does not say how many). Default 0.
+    block_alignment : int
+        The kernel block size a hybrid's enlarged block is a multiple of [tokens], >= 1
+        (:func:`rooflinekit.memory.vllm_block_size`); moot where the log reports the block.
+        Default 16.
 
     Returns
     -------
@@ -313,12 +327,15 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
         check_one_of("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
     num_speculative_tokens = whole_number("num_speculative_tokens", num_speculative_tokens, lo=0,
                                           allow_none=True)
+    draft_layers = whole_number("draft_layers", draft_layers, lo=0)
+    block_alignment = whole_number("block_alignment", block_alignment, lo=1)
     if isinstance(log, str):
         found = parse_sglang_kv_log(log) if engine == "sglang" else parse_vllm_kv_log(log)
     else:
         found = dict(log)
     if block_size is None:
-        block_size = int(found.get("page_size", 1)) if engine == "sglang" else 16
+        block_size = int(found.get("page_size", 1) if engine == "sglang" else
+                         found.get("attention_block_size", 16))
     if max_model_len is None:
         max_model_len = found.get("max_model_len")
     if max_model_len is None:
@@ -369,7 +386,8 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
                            activation_peak_bytes=inputs["activation_peak_bytes"],
                            non_torch_bytes=inputs["non_torch_bytes"], block_size=block_size,
                            max_model_len=int(max_model_len), mamba_cache_mode=mamba_cache_mode,
-                           num_speculative_tokens=num_speculative_tokens)
+                           num_speculative_tokens=num_speculative_tokens,
+                           draft_layers=draft_layers, block_alignment=block_alignment)
     logged = {name: found[key] for key, name in _LOGGED.items() if key in found}
     # a hybrid paged by vLLM (SGLang keeps its states in a pool of their own)
     counted, hybrid = "num_blocks × block_size", engine == "vllm" and ours["kv_cache_groups"] > 1
