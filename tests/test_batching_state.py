@@ -288,6 +288,42 @@ def test_qwen3_next_state_in_vllm_blocks():
     assert int(ds["peak_kv_tokens"]) == (1 + 3) * 1056
 
 
+def test_qwen3_next_state_copies_under_vllms_rule():
+    """Under vLLM's rule a request holds its state once in each state group, twice with prefix
+    caching (vLLM's "align" mode) and once more for each drafted token (the states a rejected
+    draft rolls back to; vllm/v1/kv_cache_interface.py, MambaSpec.max_memory_usage_bytes). At
+    TP 1 a budget token is 24,576 B and the state 3,144 tokens: 6,288 with prefix caching,
+    6,288 + 3 · 3,144 = 15,720 with 3 drafted tokens (a head of 0.02 of the target's KV makes
+    each budget token 1.02 times dearer); the guide's rule keeps one copy. In vLLM's blocks of
+    1,056 tokens these are 3, 6 and 15 blocks: engine_kv_cache's count of the same groups."""
+    model, gpu = catalog.model("Qwen3-Next-80B-A3B"), catalog.gpu("H200-SXM-141GB")
+    vllm = dict(gpu_memory_utilization=0.9)
+    assert replica_state_tokens(model, gpu, 1, prefix_caching=True, **vllm) == 6288
+    head = Speculative(draft=0.02, draft_tokens=3)
+    both = replica_state_tokens(model, gpu, 1, prefix_caching=True, speculative=head, **vllm)
+    assert both == math.ceil(5 * 77_266_944 / (24_576 * 1.02))
+    assert replica_state_tokens(model, gpu, 1, prefix_caching=True, speculative=head) == \
+        math.ceil(3144 / 1.02)
+    for caching, draft, blocks in [(False, 0, 3), (True, 0, 6), (True, 3, 15)]:
+        mode = "align" if caching else "none"
+        out = memory.engine_kv_cache(model, gpu, max_model_len=1056, mamba_cache_mode=mode,
+                                     num_speculative_tokens=draft)
+        assert out["max_concurrency"] == out["num_blocks"] / (1 + blocks)
+        plain = replica_state_tokens(model, gpu, 1, prefix_caching=caching,
+                                     speculative=Speculative(draft=1e-9, draft_tokens=draft)
+                                     if draft else None, **vllm)
+        assert math.ceil(plain / 1056) == blocks
+    # the batcher charges it: prefix caching on, the state's 6 blocks beside the prompt's 1
+    wl = Workload([0.0], [100], [10])
+    # (on a B200: 80B in bf16 leaves no KV budget on one H200)
+    b = ContinuousBatcher(model=model, gpu="B200", gpu_memory_utilization=0.9, admission="paged",
+                          prefix_caching=True)
+    assert b._state_tokens() == 6288 and b._block_size() == 1056
+    assert int(b.run(wl)["peak_kv_tokens"]) == (1 + 6) * 1056
+    with pytest.raises(TypeError, match="prefix_caching"):
+        replica_state_tokens(model, gpu, prefix_caching="yes")
+
+
 @pytest.mark.parametrize("bad, error", [(-1, ValueError), (1.5, ValueError),
                                         (float("nan"), ValueError), (float("inf"), ValueError),
                                         (2**60, ValueError), ("big", TypeError),

@@ -619,7 +619,7 @@ class ContinuousBatcher(_Batcher):
         return replica_state_tokens(self.model, self.gpu, self.tp,
                                     gpu_memory_utilization=self.gpu_memory_utilization,
                                     block_size=self._block_size(), speculative=self.speculative,
-                                    pp=self.pp, ep=self.ep)
+                                    pp=self.pp, ep=self.ep, prefix_caching=self.prefix_caching)
 
     def _block_size(self):
         """The block size the run holds KV in [tokens]: ``block_size``, or under vLLM's rule

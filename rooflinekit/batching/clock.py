@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from rooflinekit import memory, parallel, roofline
-from rooflinekit._validation import check_one_of, check_type, whole_number
+from rooflinekit._validation import check_bool, check_one_of, check_type, whole_number
 from rooflinekit.batching._schema import CLOCKS
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.memory import vllm_block_size
@@ -103,7 +103,7 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
 
 
 def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, block_size=16,
-                         speculative=None, pp=1, ep=1) -> int:
+                         speculative=None, pp=1, ep=1, prefix_caching=False) -> int:
     """Tokens of a replica's KV budget one running sequence's recurrent state holds [tokens].
 
     Parameters
@@ -126,6 +126,10 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
     pp, ep : int
         A pipeline or expert layout (>= 1): the state is taken to split over the GPUs as the
         KV does, so the model-wide ratio applies.
+    prefix_caching : bool
+        Whether the engine caches prefixes: under vLLM's rule a hybrid's state then takes two
+        blocks a state group (vLLM's "align" mode, its default with prefix caching). Default
+        False.
 
     Returns
     -------
@@ -152,8 +156,11 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
     each state group beside its attention blocks (a worked comparison on Qwen3-Next-80B-A3B:
     ``docs/simulator.md``, "batching/clock.py"); under vLLM's rule the batchers and plans
     hold KV in vLLM's enlarged block (:func:`vllm_block_size`), where the state takes exactly
-    vLLM's blocks. Not modelled: the state group count's rounding; prefix caching of states
-    (vLLM's ``mamba_cache_mode``): a state is never shared.
+    vLLM's blocks. Under vLLM's rule the state is also held ``c`` times, vLLM's blocks a
+    request in each state group (:func:`rooflinekit.memory.engine_kv_cache`): ``c = 1``, or 2
+    with ``prefix_caching`` ("align"), plus one a drafted token of ``speculative`` (the
+    states a rejected draft rolls back to). Not modelled: the state group count's rounding;
+    sharing of cached states between requests (a state is never shared).
 
     References
     ----------
@@ -168,6 +175,7 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
     block_size = whole_number("block_size", block_size, lo=1)
     pp = whole_number("pp", pp, lo=1)
     ep = whole_number("ep", ep, lo=1)
+    check_bool("prefix_caching", prefix_caching)
     state = float(model.state_bytes_per_sequence)
     # [bytes/token], whole model; > 0: a ModelShape has at least one attention layer
     per_token = float(model.kv_bytes_per_token)
@@ -182,6 +190,10 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
         scale = 1.0
     if state == 0.0:
         return 0
+    if gpu_memory_utilization is not None:
+        # vLLM's state blocks a request in each group: "align" keeps two, a draft token one more
+        state *= (2 if prefix_caching else 1) + (
+            0 if speculative is None else int(speculative.draft_tokens))
     if gpu_memory_utilization is not None and pp == 1 and ep == 1:
         # one rank: its KV per token (heads replicated past their count) against S / tp
         kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
