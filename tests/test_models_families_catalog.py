@@ -11,6 +11,9 @@ derived by hand from the configs' numbers (bf16 KV, two bytes an element):
 - Nemotron 3 Nano: 6 attention layers of 2 KV heads of 128: 2·6·2·128·2.
 - Jamba 1.5 Mini: 4 attention layers (of 32) of 8 KV heads of 128: 2·4·8·128·2.
 - Falcon-H1-0.5B: attention in all 36 layers, 2 KV heads of 64: 2·36·2·64·2.
+- Granite-4.0-H-Small: 4 attention layers (of 40) of 8 KV heads of 128: 2·4·8·128·2. Its row
+  is held to its config in tests/test_models_families_granite4h.py, which builds the config
+  from the model card and public partial copies (no whole copy of the file was found).
 - GLM-4.5-Air: GQA in all 46 layers, 8 KV heads of 128: 2·46·8·128·2. GLM-4.5: all 92
   layers, 8 KV heads of 128: 2·92·8·128·2.
 - Phi-4: 40 layers of 10 KV heads of 128 (5,120 / 40 query heads): 2·40·10·128·2; no sliding
@@ -29,7 +32,8 @@ DeepSeek-V3 architecture, arXiv:2412.19437); Kimi-K2 1T / 32B (Moonshot's model 
 Nemotron 3 Nano 31.6B total and 3.6B active with its embeddings (NVIDIA's technical report);
 Jamba 1.5 Mini 52B / 12B active (AI21's model card); Falcon-H1-0.5B 521,411,104, the Hub's
 count of Falcon-H1-0.5B-Base (the release's name says 0.5B; see
-tests/test_models_families_falcon_h1.py); Gemma-3-27B 27B, vision encoder included (Google's
+tests/test_models_families_falcon_h1.py); Granite-4.0-H-Small 32B / 9B active (IBM's model
+card); Gemma-3-27B 27B, vision encoder included (Google's
 Gemma 3 model card and Gemma models overview, ai.google.dev/gemma/docs/get_started; the
 language model alone is 27.01B of the 27.43B counted); Phi-4 14,659,507,200, the release's
 bf16 checkpoint (``model.safetensors.index.json`` ``total_size`` 29,319,014,400 B over 2 B a
@@ -73,6 +77,7 @@ KV_BY_HAND = {
     "Nemotron-3-Nano-30B-A3B": 2 * 6 * 2 * 128 * 2,        # 6,144
     "Jamba-1.5-Mini": 2 * 4 * 8 * 128 * 2,                 # 16,384
     "Falcon-H1-0.5B": 2 * 36 * 2 * 64 * 2,                 # 18,432
+    "Granite-4.0-H-Small": 2 * 4 * 8 * 128 * 2,            # 16,384
     "GLM-4.5-Air": 2 * 46 * 8 * 128 * 2,                   # 188,416
     "Gemma-3-27B": 62 * 2 * 16 * 128 * 2,                  # 507,904 inside the window
     "GLM-4.5": 2 * 92 * 8 * 128 * 2,                       # 376,832
@@ -87,6 +92,7 @@ CARDS = {                                   # (total, active) as published
     "Nemotron-3-Nano-30B-A3B": (31.6e9, 3.6e9),
     "Jamba-1.5-Mini": (52e9, 12e9),
     "Falcon-H1-0.5B": (521_411_104, 521_411_104),
+    "Granite-4.0-H-Small": (32e9, 9e9),
     "Gemma-3-27B": (27e9, 27e9),            # dense; the vision encoder is not active
     "Phi-4": (14_659_507_200, 14_659_507_200),   # the checkpoint's bytes / 2 (card: "14B")
     "Mistral-Small-3": (24e9, 24e9),        # dense; 1.8 % over the count

@@ -1,5 +1,5 @@
 """Granite-4.0-H (``granitemoehybrid``): H-Small, H-Tiny and H-Micro, counted from configs
-built here from the model card's published shapes.
+built here from the model card's published shapes; the catalogue row Granite-4.0-H-Small.
 
 No verbatim copy of a Granite-4.0-H ``config.json`` was found among the public sources this
 work could read (the Hub itself was out of reach; the copies found were trimmed or quoted
@@ -27,6 +27,33 @@ takes ``GraniteMoeHybridConfig``'s defaults: ``mamba_expand`` 2, so ``mamba_d_he
 biases. The vocabulary, 100,352, is not on the card: it is the one public (trimmed) copies of
 the Granite 4.0 configs give. Where the four attention layers sit changes no number here.
 
+H-Small's built config is also what two partial public copies of its published file state,
+field for field (``test_h_small_config_agrees_with_the_public_copies``), and the catalogue row
+Granite-4.0-H-Small is that config read by ``ModelShape.from_hf_config``:
+
+- MrZoller/headroom@633d12345c2f437fcfafcd499a9dea687b16cd04:``scripts/build-catalog.test.ts``
+  (``GRANITE_4_H_SMALL``, citing huggingface.co/ibm-granite/granite-4.0-h-small/raw/main/
+  config.json, "trimmed to the keys these two functions read"): 40 layers, 32 heads, 8 KV
+  heads, hidden 4,096, ``mamba_d_state`` 128, ``mamba_d_conv`` 4, ``mamba_d_head`` 64,
+  ``mamba_n_heads`` 128, ``mamba_expand`` 2, ``mamba_n_groups`` 1, ``layer_types`` with
+  attention at 5, 15, 25 and 35;
+- a document quoting the same file "relevant fields only, fetched live" (public; the index
+  names no repository; found by the string ``"vocab_size": 100352,``): ``granitemoehybrid``,
+  hidden 4,096, 40 layers, 32 / 8 heads, 72 local experts, 10 a token,
+  ``shared_intermediate_size`` 1,536, ``intermediate_size`` 768, ``mamba_d_state`` 128,
+  ``mamba_d_conv`` 4, ``mamba_expand`` 2, tied embeddings, vocabulary 100,352, bfloat16; 36
+  Mamba and 4 attention layers.
+
+Neither states ``mamba_conv_bias`` or ``mamba_proj_bias``: the count takes the config class's
+defaults (a bias on the convolution, 36 · 8,448 = 304,128 parameters; none on the
+projections). Cross-checks, not sources: the GGUF metadata of Ollama's ``granite4:small-h``
+(ollama/ollama#12982: 40 blocks, 4,096, feed-forward 768, 32 heads, KV heads
+``[0, 0, 0, 0, 0, 8, 0, ...]``, 72 / 10 experts, vocabulary 100,352; its context length
+1,048,576 is the 2^20 that llama.cpp's converter writes for a hybrid without RoPE), Docker's card of that GGUF
+(docker/model-cards@449bb3107bb0dc45cf7dde62195814a50cbf8141:``ai/granite-4.0-h-small.md``:
+32.21 B parameters) and a third party's Hub preflight giving the safetensors 59.99 "GB"
+(32,207,337,984 · 2 B = 59.99 GiB).
+
 Every expected number is derived by hand, the module shapes being those of transformers'
 ``modular_granitemoehybrid.py``: two RMSNorms a layer; a ``BambaMixer`` (Mamba-2: ``in_proj``
 h → 2·I + 2·G·N + H, a depthwise convolution of ``I + 2·G·N`` channels with a bias,
@@ -44,7 +71,7 @@ H-Micro's 3.19B is 6 % above the card's "3B" (its count without the tied embeddi
 
 import pytest
 
-from rooflinekit import ModelShape, memory
+from rooflinekit import ModelShape, catalog, memory
 from rooflinekit.hf_config import count_params
 
 VOCAB, LAYERS, N_ATTENTION, N_MAMBA, STATE, KERNEL = 100_352, 40, 4, 36, 128, 4
@@ -180,3 +207,75 @@ def test_bad_granite_fields_are_named(change, error, field):
     bad = {k: v for k, v in {**config("H-Small"), **change}.items() if v is not None}
     with pytest.raises(error, match=field):
         count_params(bad)
+
+
+# -- H-Small: the public copies of its config.json and the catalogue row ----------------------------
+# GraniteMoeHybridConfig's defaults, which config() leaves to the reader
+DEFAULTS = {"mamba_expand": 2, "mamba_d_conv": 4, "mamba_n_groups": 1}
+COPIES = {
+    "MrZoller/headroom": {
+        "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "hidden_size": 4096, "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_d_head": 64,
+        "mamba_n_heads": 128, "mamba_expand": 2, "mamba_n_groups": 1,
+        "layer_types": ["attention" if (i - 5) % 10 == 0 else "mamba" for i in range(40)],
+    },
+    "a document, relevant fields only": {
+        "model_type": "granitemoehybrid", "hidden_size": 4096, "num_hidden_layers": 40,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 72,
+        "num_experts_per_tok": 10, "shared_intermediate_size": 1536, "intermediate_size": 768,
+        "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_expand": 2, "tie_word_embeddings": True,
+        "vocab_size": 100352, "torch_dtype": "bfloat16",
+    },
+}
+ROW = "Granite-4.0-H-Small"
+ROW_FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size",
+              "intermediate_size", "vocab_size", "n_experts", "n_experts_per_token",
+              "kv_lora_rank", "qk_rope_head_dim", "sliding_window", "n_sliding_layers",
+              "tie_word_embeddings", "n_params", "n_active_params", "kv_bytes_per_token",
+              "kv_bytes_per_element", "max_context", "bytes_per_param", "n_kv_layers",
+              "n_attention_layers", "n_mamba_layers", "n_linear_attention_layers",
+              "state_bytes_per_sequence", "weight_bytes", "active_weight_bytes")
+
+
+@pytest.mark.parametrize("copy", sorted(COPIES))
+def test_h_small_config_agrees_with_the_public_copies(copy):
+    built = {**DEFAULTS, **config("H-Small")}
+    assert {k: built[k] for k in COPIES[copy]} == COPIES[copy]
+
+
+def test_catalogue_row_is_the_built_h_small():
+    row = catalog.model(ROW)
+    built = ModelShape.from_hf_config(config("H-Small"), name=ROW)
+    for field in ROW_FIELDS:
+        assert getattr(row, field) == getattr(built, field), field
+    assert (row.n_params, row.n_active_params) == params_by_hand("H-Small")[:2]
+    assert (row.n_kv_layers, row.n_mamba_layers, row.n_experts, row.n_experts_per_token) == \
+        (N_ATTENTION, N_MAMBA, 72, 10)
+    assert row.is_hybrid and row.is_moe and row.attention == "GQA-8"
+    assert row.weight_bytes == 2 * 32_207_337_984                # bf16: 59.99 GiB
+    assert row.source.startswith("https://huggingface.co/ibm-granite/granite-4.0-h-small")
+    for alias in ("granite-4.0-h-small", "ibm-granite/granite-4.0-h-small"):
+        assert catalog.model(alias).name == ROW
+
+
+def test_catalogue_row_matches_the_card():
+    row = catalog.model(ROW)
+    assert row.n_params == pytest.approx(32e9, rel=0.03)          # "32B"
+    assert row.n_active_params == pytest.approx(9e9, rel=0.03)    # "9B"
+    assert row.max_context == 128 * 1024                          # "128K"
+
+
+# 4 attention layers of 8 KV heads of 128, bf16: 16,384 B a token; 36 Mamba-2 layers, each a
+# 128·64·128 fp32 SSM state and a (4 − 1)·(8,192 + 2·128) bf16 convolution state
+@pytest.mark.parametrize("context, expected", [
+    (4096, 16_384 * 4096 + 152_819_712),           # 219,928,576
+    (32_768, 16_384 * 32_768 + 152_819_712),       # 689,690,624
+    (131_072, 16_384 * 131_072 + 152_819_712),     # 2,300,303,360
+])
+def test_catalogue_row_kv_and_state_per_sequence_by_hand(context, expected):
+    per_token = N_ATTENTION * 2 * 8 * 128 * 2
+    state = N_MAMBA * (128 * 64 * STATE * 4 + (KERNEL - 1) * (2 * 4096 + 2 * 1 * STATE) * 2)
+    assert (per_token, state) == (16_384, 152_819_712)
+    assert per_token * context + state == expected
+    row = catalog.model(ROW)
+    assert memory.kv_bytes_per_sequence(row, context) == expected
