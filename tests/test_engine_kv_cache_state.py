@@ -164,6 +164,14 @@ def test_state_blocks_by_cache_mode_and_draft():
         memory.engine_kv_cache(model, gpu, num_speculative_tokens=-1)
     with pytest.raises(ValueError, match="mamba_cache_mode"):
         compare_engine_log(model, LOG_612, mamba_cache_mode="aligned")
+    for name, bad in [("draft_layers", -1), ("block_alignment", 0), ("block_alignment", 2.5),
+                      ("num_speculative_tokens", float("nan"))]:
+        with pytest.raises(ValueError, match=name):
+            memory.engine_kv_cache(model, gpu, max_model_len=32_768, **{name: bad})
+        with pytest.raises(ValueError, match=name):
+            compare_engine_log(model, LOG_612, **{name: bad})
+    with pytest.raises(ValueError, match="draft_layers"):
+        memory.vllm_kv_cache_groups(model, draft_layers=-2)
 
 
 # noonghunna/club-3090 issues #294 and #295 (hlo-world, 2026-06-01): Qwen3.6-27B (AutoRound int4)
