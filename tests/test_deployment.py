@@ -12,7 +12,7 @@ import pytest
 import rooflinekit as rk
 from rooflinekit import cli
 from rooflinekit.planning import launch_commands
-from rooflinekit.workloads import LogNormal
+from rooflinekit.workloads import LogNormal, SharedPrefix
 
 TRAFFIC = rk.Traffic(6.0, LogNormal(1000, 0.5), LogNormal(200, 0.5))
 SLO = rk.SLO(ttft=1.0, itl=0.05)
@@ -121,3 +121,20 @@ def test_the_default_plan_deploys_the_engine_scheduler_it_ran():
     assert _flags(got["sglang_serve"])["--chunked-prefill-size"] == \
         flags["--max-num-batched-tokens"]
     assert not any("whole in one step" in note for note in got["notes"])
+
+
+def test_a_hybrid_plan_with_prefixes_asks_vllm_for_its_prefix_cache():
+    """vLLM caches a hybrid model's prefixes only when asked (--enable-prefix-caching), and
+    then in its "align" mode, holding two states a request: what the plan's admission held
+    (replica_state_tokens with prefix_caching). A plain model's command keeps the default."""
+    traffic = rk.Traffic(2.0, 1000, 100, prefix=SharedPrefix(512, groups=2, share=0.9))
+    plan = rk.plan(traffic, SLO, models="Qwen3-Next-80B-A3B", gpus="B200", replicates=2,
+                   requests=100)
+    assert plan.attrs["prefix_caching"] == 1
+    vllm = _flags(launch_commands(rk.cheapest_plan(plan, by=None), traffic)["vllm_serve"])
+    assert vllm["--enable-prefix-caching"] is True and vllm["--mamba-cache-mode"] == "align"
+    assert "--no-enable-prefix-caching" not in vllm
+    plain = rk.plan(traffic, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", replicates=2,
+                    requests=100)
+    flags = _flags(launch_commands(rk.cheapest_plan(plain, by=None), traffic)["vllm_serve"])
+    assert "--enable-prefix-caching" not in flags and "--mamba-cache-mode" not in flags

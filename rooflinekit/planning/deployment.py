@@ -76,7 +76,9 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     Notes
     -----
     The commands switch the engines' default prefix cache off where the plan had none, so the
-    deployment runs what was planned. A plan without ``max_num_batched_tokens`` prefilled whole
+    deployment runs what was planned, and on for a hybrid model where it had one (vLLM's is
+    opt-in for them), in vLLM's "align" mode, whose two states a request the plan admitted
+    (:func:`rooflinekit.batching.replica_state_tokens`). A plan without ``max_num_batched_tokens`` prefilled whole
     prompts, which the engines chunk at a budget of their own: ``notes`` says so.
     """
     check_type("cheapest", cheapest, xr.Dataset)
@@ -138,6 +140,10 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     if not caching:
         vllm += ["--no-enable-prefix-caching"]
         sglang += ["--disable-radix-cache"]
+    elif float(model.state_bytes_per_sequence) > 0.0:
+        # vLLM caches a hybrid's prefixes only when asked, and then holds each state twice in
+        # its "align" mode, as the plan's admission held it
+        vllm += ["--enable-prefix-caching", "--mamba-cache-mode", "align"]
 
     prompt = round(float(attrs["mean_prompt_tokens"]))
     output = round(float(attrs["mean_output_tokens"]))
