@@ -107,9 +107,13 @@ REGISTRY = {
                                 valid={"context_length": CONTEXT_OK}),
     "engine_kv_cache": _entry(rk.engine_kv_cache, kwargs={"model": M, "gpu": G},
                               spoil=("tp", "gpu_memory_utilization", "activation_peak_bytes",
-                                     "block_size", "max_model_len"),
+                                     "block_size", "max_model_len", "mamba_cache_mode",
+                                     "num_speculative_tokens", "draft_layers",
+                                     "block_alignment"),
                               valid={"activation_peak_bytes": CONTEXT_OK,
-                                     "max_model_len": OPTIONAL}),
+                                     "max_model_len": OPTIONAL,
+                                     "num_speculative_tokens": CONTEXT_OK,
+                                     "draft_layers": CONTEXT_OK}),
     "arithmetic_intensity": _entry(rk.arithmetic_intensity, kwargs={"model": M},
                                    spoil=("batch_size", "context_length"),
                                    valid={"context_length": CONTEXT_OK}),
@@ -662,15 +666,22 @@ def test_compile_kernels_baseline_and_valid_values():
 
 HYBRID_BLOCK = _entry(rk.batching.vllm_block_size,
                       kwargs={"model": rk.catalog.model("Qwen3-Next-80B-A3B"), "gpu": G},
-                      spoil=("model", "gpu", "tp", "block_size"))
+                      spoil=("model", "gpu", "tp", "block_size", "block_alignment"))
+# vLLM's KV-cache groups of a hybrid (rooflinekit.memory, outside rooflinekit.__all__)
+HYBRID_GROUPS = _entry(rk.memory.vllm_kv_cache_groups,
+                       kwargs={"model": rk.catalog.model("Qwen3-Next-80B-A3B")},
+                       spoil=("model", "draft_layers"), valid={"draft_layers": CONTEXT_OK})
+HYBRID_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS}
 
 
-@pytest.mark.parametrize("arg, bad", [(arg, bad) for arg in HYBRID_BLOCK["spoil"] for bad in BAD])
-def test_vllm_block_size_refuses_bad_arguments_cleanly(arg, bad):
+@pytest.mark.parametrize("name, arg, bad", [
+    (name, arg, bad) for name, entry in HYBRID_ENTRIES.items() for arg in entry["spoil"]
+    for bad in BAD if bad not in entry["valid"].get(arg, ())])
+def test_vllm_block_size_refuses_bad_arguments_cleanly(name, arg, bad):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         with pytest.raises((ValueError, TypeError)):
-            _call("vllm_block_size", HYBRID_BLOCK, None, arg, BAD[bad])
+            _call(name, HYBRID_ENTRIES[name], None, arg, BAD[bad])
 
 
 # -- issue 30: no default pay-as-you-go price ------------------------------------------------------
