@@ -78,8 +78,9 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     The commands switch the engines' default prefix cache off where the plan had none, so the
     deployment runs what was planned, and on for a hybrid model where it had one (vLLM's is
     opt-in for them), in vLLM's "align" mode, whose two states a request the plan admitted
-    (:func:`rooflinekit.batching.replica_state_tokens`). A plan without ``max_num_batched_tokens`` prefilled whole
-    prompts, which the engines chunk at a budget of their own: ``notes`` says so.
+    (:func:`rooflinekit.batching.replica_state_tokens`). A plan without
+    ``max_num_batched_tokens`` prefilled whole prompts, which the engines chunk at a budget of
+    their own: ``notes`` says so.
     """
     check_type("cheapest", cheapest, xr.Dataset)
     check_type("traffic", traffic, Traffic)
