@@ -65,7 +65,7 @@ def test_catalogue_sizes_and_required_entries():
                  "Qwen2.5-7B", "Qwen2.5-72B", "Gemma-2-9B", "Gemma-2-27B", "Phi-3-mini-4k",
                  "DeepSeek-V3", "guide-70b",
                  "gpt-oss-120b", "gpt-oss-20b", "Qwen3-Next-80B-A3B", "Qwen3-32B", "Llama-3.3-70B",
-                 "GLM-4.5", "GLM-4.5-Air", "Mistral-Small-3", "Phi-4"]:
+                 "GLM-4.5", "GLM-4.5-Air", "Mistral-Small-3", "Phi-4", "Qwen3-8B"]:
         assert name in models
     kinds = {m.attention for m in catalog.models().values()}
     assert {"MHA", "MQA", "MLA"} <= kinds and any(k.startswith("GQA") for k in kinds)
@@ -110,6 +110,7 @@ KV_BY_HAND = {
     "gpt-oss-20b": 2 * 24 * 8 * 64 * 2,         # 49,152
     "Qwen3-Next-80B-A3B": 2 * 12 * 2 * 256 * 2,  # 48 / full_attention_interval 4 = 12: 24,576
     "Qwen3-32B": 2 * 64 * 8 * 128 * 2,          # 262,144
+    "Qwen3-8B": 2 * 36 * 8 * 128 * 2,           # GQA-8 in all 36 layers: 147,456
     "Llama-3.3-70B": 2 * 80 * 8 * 128 * 2,      # 327,680, as Llama-3.1-70B
     "Qwen3.5-27B": 2 * 16 * 4 * 256 * 2,        # 64 / full_attention_interval 4 = 16: 65,536
     "Qwen3.5-35B-A3B": 2 * 10 * 2 * 256 * 2,    # 40 / 4 = 10 attention layers: 20,480
@@ -193,6 +194,7 @@ ROW_CONFIG = {
     "Jamba-1.5-Mini": "ai21-jamba-1.5-mini", "Falcon-H1-0.5B": "falcon-h1-0.5b",
     "GLM-4.5-Air": "glm-4.5-air", "Gemma-3-27B": "gemma-3-27b-it",
     "GLM-4.5": "glm-4.5", "Phi-4": "phi-4", "Mistral-Small-3": "mistral-small-24b-instruct-2501",
+    "Qwen3-8B": "qwen3-8b",
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",

@@ -20,6 +20,8 @@ derived by hand from the configs' numbers (bf16 KV, two bytes an element):
   window (config null).
 - Mistral-Small-3 (2501): 40 layers of 8 KV heads of ``head_dim`` 128 (not 5,120 / 32 = 160):
   2·40·8·128·2; no sliding window (config null).
+- Qwen3-8B: 36 layers of 8 KV heads of ``head_dim`` 128: 2·36·8·128·2; no sliding window
+  (``use_sliding_window`` false).
 - Gemma-3-27B: 62 layers of 16 KV heads of 128, 2·16·128·2 = 8,192 B a token and layer;
   ``sliding_window_pattern`` 6 (Gemma3TextConfig's default; the published file leaves it out)
   makes every 6th layer global, 62 // 6 = 10 of them, and the other 52 hold at most the
@@ -38,8 +40,9 @@ Gemma 3 model card and Gemma models overview, ai.google.dev/gemma/docs/get_start
 language model alone is 27.01B of the 27.43B counted); Phi-4 14,659,507,200, the release's
 bf16 checkpoint (``model.safetensors.index.json`` ``total_size`` 29,319,014,400 B over 2 B a
 parameter; the card's rounded 14B is 4.7 % under it, see tests/test_models_families_dense.py);
-Mistral-Small-3 24B (Mistral's model card for Mistral-Small-24B-Instruct-2501). GLM-4.5-Air
-(106B / 12B) and GLM-4.5 (355B / 32B, the GLM-4.5 model card) are compared in
+Mistral-Small-3 24B (Mistral's model card for Mistral-Small-24B-Instruct-2501); Qwen3-8B
+8.2B (Qwen's model card; the count is 0.11 % under it, see tests/test_models_families_dense.py).
+GLM-4.5-Air (106B / 12B) and GLM-4.5 (355B / 32B, the GLM-4.5 model card) are compared in
 tests/test_models_families_glm45.py, since the card counts the active parameters without the
 embedding table and LM head.
 """
@@ -67,6 +70,7 @@ ROWS = {
     "GLM-4.5": "glm-4.5",
     "Phi-4": "phi-4",
     "Mistral-Small-3": "mistral-small-24b-instruct-2501",
+    "Qwen3-8B": "qwen3-8b",
 }
 KV_BY_HAND = {
     "Llama-4-Scout": 2 * 48 * 8 * 128 * 2,                 # 196,608
@@ -83,6 +87,7 @@ KV_BY_HAND = {
     "GLM-4.5": 2 * 92 * 8 * 128 * 2,                       # 376,832
     "Phi-4": 2 * 40 * 10 * 128 * 2,                        # 204,800
     "Mistral-Small-3": 2 * 40 * 8 * 128 * 2,               # 163,840
+    "Qwen3-8B": 2 * 36 * 8 * 128 * 2,                      # 147,456
 }
 CARDS = {                                   # (total, active) as published
     "Llama-4-Scout": (109e9, 17e9),
@@ -96,6 +101,7 @@ CARDS = {                                   # (total, active) as published
     "Gemma-3-27B": (27e9, 27e9),            # dense; the vision encoder is not active
     "Phi-4": (14_659_507_200, 14_659_507_200),   # the checkpoint's bytes / 2 (card: "14B")
     "Mistral-Small-3": (24e9, 24e9),        # dense; 1.8 % over the count
+    "Qwen3-8B": (8.2e9, 8.2e9),             # dense; 0.11 % over the count
 }
 FIELDS = ("n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_size", "intermediate_size",
           "vocab_size", "n_experts", "n_experts_per_token", "kv_lora_rank", "qk_rope_head_dim",
@@ -159,3 +165,4 @@ def test_new_rows_found_by_their_hub_ids():
     assert catalog.model("zai-org/GLM-4.5").name == "GLM-4.5"
     assert catalog.model("microsoft/phi-4").name == "Phi-4"
     assert catalog.model("mistralai/Mistral-Small-24B-Instruct-2501").name == "Mistral-Small-3"
+    assert catalog.model("Qwen/Qwen3-8B").name == "Qwen3-8B"
