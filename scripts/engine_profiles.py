@@ -148,6 +148,7 @@ import numpy as np
 
 from rooflinekit import catalog
 from rooflinekit.calibrate import calibrate, cross_validate, measurements_from_records
+from rooflinekit.profiles import HostScheduling
 
 #: The aiconfigurator-core release whose tables are read.
 AIC_VERSION = "0.12.0"
@@ -816,6 +817,19 @@ SERVING_ENGINE = "vllm"
 SERVING_KNOBS = (("decode", "step_overhead"),)
 #: The phases whose errors the serving stage reports (TPOT, TTFT), in that order.
 SERVING_PHASES = ("decode", "prefill")
+#: The serving stage's rows ran vLLM 0.5.4 (the LambdaLabs image), which waits for the host
+#: between steps; vLLM schedules asynchronously by default from 0.14.0 on, preparing step n + 1
+#: while the GPU runs step n, so the host's time per step hides behind the kernels'. The fitted
+#: overhead is written as the synchronous versions' ([host_scheduling]); a profile of a version
+#: from ASYNCHRONOUS_SINCE on holds step_overhead 0.
+SYNCHRONOUS_FROM = "0.5.4"
+ASYNCHRONOUS_SINCE = "0.14.0"
+HOST_SCHEDULING_SOURCE = (
+    "vllm-project/vllm#27614 '[Core] Enable async scheduling by default' (merged in the week "
+    "to 2026-01-02, first released in 0.14.0: deepjavalibrary/djl#3833, 'Async scheduling is "
+    "now enabled by default in v0.14'; the scheduler prepares step n + 1 while step n runs); "
+    "synchronous_step_overhead is the serving stage's fit to LambdaLabsML/vllm-benchmark's "
+    "vLLM 0.5.4 rows (scripts/engine_profiles.py)")
 
 
 def serving_rows(root: Path = Path(".")) -> list:
@@ -1036,8 +1050,13 @@ HEADER_SERVING = (
     "by every GPU (CPU-side costs do not scale with the GPU), which replaces the kernel fit's "
     "0, is fitted by least squares on relative residuals to the TPOT of the public end-to-end "
     "vLLM rows of {files} from {source} ({rows}; H100-SXM and A100-SXM only; the NIM rows are "
-    "another engine and are not used). Its [profile.interval] entry is a {conf} % bootstrap "
-    "interval (rows resampled, {n} resamples, seed 0). prefill_overhead is NOT fitted there: "
+    "another engine and are not used), with a {conf} % bootstrap interval (rows resampled, {n} "
+    "resamples, seed 0). Those rows ran vLLM 0.5.4, which waits for the host between steps; "
+    "from {asynchronous} on vLLM schedules asynchronously by default (the host prepares the "
+    "next step while the GPU runs this one), so the fit is written as the synchronous "
+    "versions' host time ([host_scheduling], which engine_profile adds for such a version) "
+    "and a profile of version {asynchronous} or later holds step_overhead 0. "
+    "prefill_overhead is NOT fitted there: "
     "each GPU keeps its kernel fit's TTFT intercept, because the TTFT of those rows is measured "
     "at the client and holds client/API time (tokenisation, HTTP, detokenisation) that the GPU "
     "does not spend, while rooflinekit's simulator charges prefill_overhead to every engine "
@@ -1064,10 +1083,22 @@ def write_profiles(engine: str, profiles: list, path: Path, serving: dict | None
         header.append(_comment(HEADER_SERVING.format(
             files=" and ".join(SERVING_FILES), source=SERVING_SOURCE,
             rows=f"{serving['n_rows']['decode']} TPOT and {serving['n_rows']['prefill']} TTFT "
-                 f"rows", conf=round(100 * CONFIDENCE), n=N_RESAMPLES)))
+                 f"rows", conf=round(100 * CONFIDENCE), n=N_RESAMPLES,
+            asynchronous=ASYNCHRONOUS_SINCE)))
     else:
         header.append(_comment(HEADER_FLOOR.format(engine=engine)))
     lines = [*header, f"engine = {_string(engine)}", ""]
+    if serving is not None:
+        ov, iv = serving["overheads"]["step_overhead"], serving["interval"]["step_overhead"]
+        lines += [
+            "[host_scheduling]",
+            f"synchronous_from = {_string(SYNCHRONOUS_FROM)}",
+            f"asynchronous_since = {_string(ASYNCHRONOUS_SINCE)}",
+            f"synchronous_step_overhead = {_number(ov)}",
+            f"synchronous_step_overhead_interval = [{_number(iv[0])}, {_number(iv[1])}]",
+            f"source = {_string(HOST_SCHEDULING_SOURCE)}",
+            "",
+        ]
     for prof in profiles:
         lines += [
             "[[profile]]",
@@ -1152,11 +1183,20 @@ def apply_serving(profiles: list, serving: dict) -> None:
                      for g, e in serving["held_out"].items())
     for prof in profiles:
         kernel_intercept = prof["prefill"]["prefill_overhead"]
+        asynchronous = not HostScheduling(SYNCHRONOUS_FROM, ASYNCHRONOUS_SINCE, 0.0, (0.0, 0.0),
+                                          HOST_SCHEDULING_SOURCE).synchronous(prof["version"])
         for phase, knob in SERVING_KNOBS:
-            prof[phase][knob] = ov[knob]
-            prof["interval"][phase][knob] = list(iv[knob])
+            prof[phase][knob] = 0.0 if asynchronous else ov[knob]
+            prof["interval"][phase][knob] = [0.0, 0.0] if asynchronous else list(iv[knob])
         own = serving["in_sample"].get(prof["gpu"])
-        prof["notes"] = (
+        held_here = (
+            f"This profile's version, {prof['version']}, schedules asynchronously (vLLM's "
+            f"default from {ASYNCHRONOUS_SINCE} on): the host prepares the next step while the "
+            f"GPU runs this one, so its step_overhead is 0 and the fitted host time is written "
+            f"as the synchronous versions' ([host_scheduling]; engine_profile('vllm', gpu, "
+            f"version) of a version from {SYNCHRONOUS_FROM} to before {ASYNCHRONOUS_SINCE} adds "
+            f"it). " if asynchronous else "")
+        prof["notes"] = held_here + (
             f"Serving overhead step_overhead = {ov['step_overhead'] * 1e3:.3f} ms (the same for "
             f"every GPU; {round(100 * CONFIDENCE)} % bootstrap interval "
             f"{iv['step_overhead'][0] * 1e3:.3f}-{iv['step_overhead'][1] * 1e3:.3f} ms) was "

@@ -14,7 +14,8 @@ fitted to cannot see it, and no single isolated run separates it from the prefil
 of ``tests/data/load_sweeps/sweeps.csv`` can: every point is simulated as its source loaded the
 server (``scripts/score_load_sweeps.py``: Poisson arrivals at the offered rate, a burst, or a
 closed loop replayed at the measured throughput; the engine's scheduler defaults; each GPU's
-shipped vLLM profile with ``frontend_latency = 0``).
+shipped vLLM profile, with the host's time per step of a vLLM version that schedules
+synchronously (``score_load_sweeps.profile_version``), and ``frontend_latency = 0``).
 
 The simulator in the loop, in closed form: the front end adds the same seconds to every TTFT and
 never to a step, so the simulated TTFT at a front-end latency ``L`` is the simulated TTFT at 0
@@ -78,9 +79,12 @@ def fitted(point) -> bool:
     return point["engine"] == "vllm" and point["own_profile"]
 
 
-def _without_frontend(gpu: str) -> Calibration:
-    """The GPU's shipped vLLM profile with ``frontend_latency`` at 0 (what is being fitted)."""
-    base = rooflinekit.engine_profile("vllm", gpu, warn=False)
+def _without_frontend(point) -> Calibration:
+    """The shipped vLLM profile of the point's GPU, at its vLLM version's host scheduling
+    (:func:`score_load_sweeps.profile_version`), with ``frontend_latency`` at 0 (what is being
+    fitted)."""
+    base = rooflinekit.engine_profile("vllm", point["gpu"],
+                                      version=sweeps_score.profile_version(point), warn=False)
     prefill = {k: v for k, v in base.prefill.items() if k != "frontend_latency"}
     return Calibration(prefill=prefill, decode=dict(base.decode), source=base.source,
                        base=base.base)
@@ -98,7 +102,7 @@ def ttft_points(path=sweeps_score.DEFAULT_SWEEPS, *, replicates=3, requests=300,
     for name, points in sweeps_score.read_sweeps(path).items():
         kind = sweeps_score.mode(points)
         peak = max(p["output_throughput"] for p in points)
-        engine = _without_frontend(points[0]["gpu"])
+        engine = _without_frontend(points[0])
         for point in points:
             if point["output_throughput"] > sweeps_score.SATURATION_SHARE * peak:
                 continue

@@ -70,7 +70,7 @@ import numpy as np
 import rooflinekit
 from rooflinekit import catalog
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
-from rooflinekit.profiles import scheduler_defaults
+from rooflinekit.profiles import host_scheduling, scheduler_defaults
 from rooflinekit.planning import SLO, Traffic
 from rooflinekit.workloads import LogNormal, Uniform
 
@@ -226,7 +226,7 @@ def scheduler(point) -> tuple[int, int | None, bool, str]:
     for the GPU (:func:`rooflinekit.profiles.scheduler_defaults`).
     """
     engine = point["engine"]
-    version = point.get("engine_version") or ASSUMED_VERSIONS.get(source_group(point["source"]))
+    version = engine_version(point)
     release = tuple(int(x) for x in version.split(".")[:3]) if version else None
     if engine == "vllm" and release and release[:2] < (0, 8):
         context = point.get("max_model_len") or catalog.model(point["model"]).max_context or 0
@@ -362,11 +362,31 @@ def score(sweeps_path=DEFAULT_SWEEPS, engine=None, *, sweeps=None, replicates=3,
 PROFILE_OF_ENGINE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm"}
 
 
+def engine_version(point) -> str | None:
+    """The engine version ``point`` ran: its ``engine_version``, else the one its source states
+    elsewhere (:data:`ASSUMED_VERSIONS`), else ``None``."""
+    return point.get("engine_version") or ASSUMED_VERSIONS.get(source_group(point["source"]))
+
+
+def profile_version(point) -> str | None:
+    """The ``version`` of :func:`rooflinekit.engine_profile` that times ``point``'s engine as
+    its version ran: a vLLM version that schedules synchronously
+    (:func:`rooflinekit.profiles.host_scheduling`: before 0.14.0, the host's time per step
+    added to every decode step); ``None`` (the newest profile) for any other engine, an
+    asynchronous vLLM version, or a version not known."""
+    if PROFILE_OF_ENGINE[point["engine"]] != "vllm":
+        return None
+    host = host_scheduling("vllm")
+    version = engine_version(point)
+    return version if host is not None and version and host.synchronous(version) else None
+
+
 def own_engine(point):
-    """The shipped profile of the engine ``point`` ran (:data:`PROFILE_OF_ENGINE`) for its GPU:
-    an engine per sweep for :func:`score`, beside the default (vLLM's for every sweep)."""
+    """The shipped profile of the engine ``point`` ran (:data:`PROFILE_OF_ENGINE`) for its GPU,
+    at its version's host scheduling (:func:`profile_version`): an engine per sweep for
+    :func:`score`, beside the default (the newest vLLM profile for every sweep)."""
     return rooflinekit.engine_profile(PROFILE_OF_ENGINE[point["engine"]], point["gpu"],
-                                      warn=False)
+                                      version=profile_version(point), warn=False)
 
 
 def with_step_overhead(seconds: float):

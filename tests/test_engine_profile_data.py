@@ -137,15 +137,39 @@ def test_step_overhead_is_held_and_serving_overheads_are_shared():
     for prof in sglang:
         assert "scripts/fit_served_overheads.py" in prof["notes"]
         assert "sgl-project/sgl-cookbook" in prof["notes"]
-    vllm = _load("vllm")["profile"]
-    assert len({prof["decode"]["step_overhead"] for prof in vllm}) == 1
-    assert len({tuple(prof["interval"]["decode"]["step_overhead"]) for prof in vllm}) == 1
-    assert vllm[0]["decode"]["step_overhead"] > 0
-    for prof in vllm:
+    vllm = _load("vllm")
+    host = vllm["host_scheduling"]
+    assert host["synchronous_step_overhead"] > 0
+    low, high = host["synchronous_step_overhead_interval"]
+    assert 0 < low <= host["synchronous_step_overhead"] <= high
+    for prof in vllm["profile"]:
         assert 0.0 <= prof["prefill"]["prefill_overhead"] < 0.01, prof["gpu"]
         assert "LambdaLabsML/vllm-benchmark" in prof["notes"]
         assert "step_overhead" in prof["notes"]
         assert "Leave-one-GPU-out serving fit" in prof["notes"]
+
+
+def test_vllm_profiles_of_asynchronous_versions_hold_no_host_time():
+    """vLLM schedules asynchronously by default from 0.14.0 on (vllm-project/vllm#27614): the
+    host prepares the next step while the GPU runs this one. Every shipped vLLM profile is of
+    such a version (0.14.0 on the A100, 0.24.0 elsewhere), so each holds step_overhead 0 and
+    says why; the serving stage's fit (to vLLM 0.5.4 rows) is the file's synchronous host
+    time, which the loader reads and engine_profile adds for a synchronous version."""
+    from rooflinekit.profiles import host_scheduling
+    data = _load("vllm")
+    host = data["host_scheduling"]
+    assert (host["synchronous_from"], host["asynchronous_since"]) == ("0.5.4", "0.14.0")
+    assert "vllm-project/vllm#27614" in host["source"]
+    loaded = host_scheduling("vllm")
+    assert loaded.synchronous_step_overhead == host["synchronous_step_overhead"]
+    assert loaded.synchronous_step_overhead_interval == \
+        tuple(host["synchronous_step_overhead_interval"])
+    for prof in data["profile"]:
+        assert not loaded.synchronous(prof["version"]), prof["version"]
+        assert prof["decode"]["step_overhead"] == 0.0, prof["gpu"]
+        assert prof["interval"]["decode"]["step_overhead"] == [0.0, 0.0], prof["gpu"]
+        assert "schedules asynchronously" in prof["notes"], prof["gpu"]
+    assert host_scheduling("sglang") is None and host_scheduling("trtllm") is None
 
 
 def test_fp8_structure_is_where_the_tables_put_it():
@@ -189,7 +213,8 @@ def test_decode_holds_the_prefill_kernel_knobs():
 
 
 def _kernel_knobs(prof) -> dict:
-    """A vLLM profile's knobs with the serving step overhead taken out (the kernel fit's 0)."""
+    """A vLLM profile's knobs with the serving step overhead taken out (the kernel fit's 0; an
+    asynchronous version's profile holds 0 already)."""
     knobs = {phase: dict(prof[phase]) for phase in KNOBS}
     knobs["decode"]["step_overhead"] = 0.0
     return knobs
@@ -200,16 +225,17 @@ def test_rederived_serving_overheads_match_the_shipped_ones():
     prefill intercept is the kernel fit's and is left alone)."""
     script = _script()
     assert script.SERVING_KNOBS == (("decode", "step_overhead"),)
-    profiles = _load("vllm")["profile"]
+    data = _load("vllm")
+    profiles, host = data["profile"], data["host_scheduling"]
     kernel = {prof["gpu"]: _kernel_knobs(prof) for prof in profiles}
     serving = script.serving_stage(kernel, script.serving_rows(ROOT), log=lambda *a: None)
     assert set(serving["gpus"]) == {"H100-SXM-80GB", "A100-SXM-80GB"}
     assert set(serving["overheads"]) == {"step_overhead"}
-    for phase, knob in script.SERVING_KNOBS:
-        for prof in profiles:
-            assert serving["overheads"][knob] == pytest.approx(prof[phase][knob], rel=1e-6)
-            assert serving["interval"][knob] == pytest.approx(prof["interval"][phase][knob],
-                                                              rel=1e-6)
+    # the fit is the synchronous versions' host time (every profile is of an asynchronous one)
+    assert serving["overheads"]["step_overhead"] == pytest.approx(
+        host["synchronous_step_overhead"], rel=1e-6)
+    assert serving["interval"]["step_overhead"] == pytest.approx(
+        host["synchronous_step_overhead_interval"], rel=1e-6)
     # the serving stage does what it is for: TPOT in sample and held out, better than kernels
     # alone; TTFT keeps the kernel intercept, so it is the same both ways
     assert serving["in_sample"]["all"]["serving"][0] < serving["in_sample"]["all"]["kernel"][0]

@@ -210,3 +210,24 @@ def test_each_sweep_can_be_scored_with_its_own_engines_profile(scorer, sweeps):
     (result,) = scorer.score(SWEEPS, scorer.own_engine, sweeps=[nim])
     assert result["error"] == "" and result["tpot_mape"] < 0.10
     assert abs(result["sat_err"]) < 0.15
+
+
+def test_a_synchronous_vllm_sweep_is_scored_at_its_versions_host_scheduling(scorer, sweeps):
+    """vLLM before 0.14.0 waits for the host between steps: ``own_engine`` times such a sweep
+    with the profile at its version (its host time added to every decode step); an
+    asynchronous version (DigitalOcean's 0.14.1), an unknown one and another engine get the
+    newest. LambdaLabs' files record no version: its repository's image, 0.5.4."""
+    host = rooflinekit.profiles.host_scheduling("vllm")
+    dennislee = sweeps["dennislee_a100_qwen2-7b_tp1_1024in_1024out_burst"][0]
+    lambda_ = sweeps["lambda_h100_llama3-8b_tp1_burst"][0]
+    doks = sweeps["doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"][0]
+    assert (scorer.profile_version(dennislee), scorer.profile_version(lambda_)) == \
+        ("0.10.1.1", "0.5.4")
+    assert scorer.profile_version(doks) is None
+    assert scorer.profile_version({**doks, "engine_version": None}) is None
+    assert scorer.profile_version({**dennislee, "engine": "sglang"}) is None
+    newest = rooflinekit.engine_profile("vllm", dennislee["gpu"], warn=False)
+    timed = scorer.own_engine(dennislee)
+    assert timed.decode["step_overhead"] == pytest.approx(
+        newest.decode["step_overhead"] + host.synchronous_step_overhead)
+    assert "0.10.1.1" in timed.source

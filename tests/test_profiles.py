@@ -319,3 +319,94 @@ def test_a_borrowed_gemm_curve_keeps_decode_memory_bound_where_its_source_was():
         assert half < l40s.peak_flops / l40s.hbm_bandwidth
         assert getattr(borrowed, phase)["gemm_half_tokens"] < rtx.peak_flops / rtx.hbm_bandwidth
         assert half > rtx.peak_flops / rtx.hbm_bandwidth      # unscaled, it would not be
+
+
+HOST = """
+[host_scheduling]
+synchronous_from = "0.5.4"
+asynchronous_since = "0.14.0"
+synchronous_step_overhead = 0.0013
+synchronous_step_overhead_interval = [0.0012, 0.0015]
+source = "a test"
+"""
+
+
+def test_a_file_states_its_host_scheduling(tmp_path):
+    """A file without the table has none; with it, every row carries the same, checked."""
+    assert read_profile_file(_write(tmp_path, GOOD))[1][0]["host_scheduling"] is None
+    text = GOOD.replace('engine = "vllm"\n', 'engine = "vllm"\n' + HOST, 1)
+    host = read_profile_file(_write(tmp_path, text))[1][0]["host_scheduling"]
+    assert (host.synchronous_from, host.asynchronous_since) == ("0.5.4", "0.14.0")
+    assert host.synchronous_step_overhead == 0.0013
+    assert host.synchronous_step_overhead_interval == (0.0012, 0.0015)
+    # numeric parts compared, suffixes ignored; text that is no release number is not one
+    for version, synchronous in (("0.5.4", True), ("0.10.1.1", True), ("0.13.9", True),
+                                 ("0.11.0rc1", True), ("0.6", True), ("0.5.3", False),
+                                 ("0.14.0", False), ("0.24.0", False), ("latest", False),
+                                 ("", False), (None, False), (0.10, False)):
+        assert host.synchronous(version) is synchronous, version
+
+
+@pytest.mark.parametrize("old, new, match", [
+    ('synchronous_from = "0.5.4"', 'synchronous_from = "0.15.0"', "must come before"),
+    ('synchronous_from = "0.5.4"', 'synchronous_from = "five"', r"synchronous_from"),
+    ('synchronous_from = "0.5.4"\n', '', r"host_scheduling\.synchronous_from"),
+    ('source = "a test"\n', '', r"host_scheduling\.source"),
+    ('synchronous_step_overhead = 0.0013', 'synchronous_step_overhead = -0.001',
+     r"synchronous_step_overhead"),
+    ('synchronous_step_overhead = 0.0013', 'synchronous_step_overhead = nan',
+     r"synchronous_step_overhead"),
+    ('[0.0012, 0.0015]', '[0.0014, 0.0015]', r"synchronous_step_overhead_interval"),
+    ('[0.0012, 0.0015]', '[0.0012]', r"synchronous_step_overhead_interval"),
+    ('source = "a test"\n', 'source = "a test"\nspeedup = 2\n', "unknown field"),
+])
+def test_a_bad_host_scheduling_table_is_refused_naming_the_field(tmp_path, old, new, match):
+    text = GOOD.replace('engine = "vllm"\n', 'engine = "vllm"\n' + HOST.replace(old, new, 1), 1)
+    assert old in HOST
+    path = _write(tmp_path, text)
+    with pytest.raises((ValueError, TypeError), match=match) as info:
+        read_profile_file(path)
+    assert str(path) in str(info.value)
+    with pytest.raises(ValueError, match="unknown field") as info:
+        read_profile_file(_write(tmp_path, 'speedup = 2\n' + GOOD))
+    assert "top level" in str(info.value)
+
+
+def test_a_synchronous_vllm_version_adds_its_host_time_to_the_newest_profile():
+    """vLLM before 0.14.0 waits for the host between steps: the newest kernels, with the
+    file's synchronous host time added to every decode step (and its interval), labelled."""
+    host = rk.profiles.host_scheduling("vllm")
+    value, (low, high) = host.synchronous_step_overhead, host.synchronous_step_overhead_interval
+    newest = engine_profile("vllm", "H100-SXM-80GB")
+    for version in ("0.10.1.1", host.synchronous_from, "0.13.0"):
+        old = engine_profile("vllm", "H100-SXM-80GB", version=version)
+        assert old.decode["step_overhead"] == pytest.approx(newest.decode["step_overhead"] +
+                                                            value, rel=1e-12)
+        assert {k: v for k, v in old.decode.items() if k != "step_overhead"} == \
+            {k: v for k, v in newest.decode.items() if k != "step_overhead"}
+        assert old.prefill == newest.prefill
+        new_low, new_high = newest.intervals["decode"]["step_overhead"]
+        assert old.intervals["decode"]["step_overhead"] == pytest.approx(
+            (new_low + low, new_high + high))
+        assert version in old.source and "synchronous" in old.source
+        assert old.held_out_error == newest.held_out_error
+    # every GPU at once, and a GPU timed by its nearest profile, alike
+    every = engine_profile("vllm", version="0.10.1.1")
+    for key, phases in every.groups.items():
+        assert phases["decode"]["step_overhead"] == pytest.approx(
+            engine_profile("vllm", key[0]).decode["step_overhead"] + value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        near = engine_profile("vllm", "RTX-4090", version="0.10.1.1")
+        assert near.decode["step_overhead"] == pytest.approx(
+            engine_profile("vllm", "RTX-4090").decode["step_overhead"] + value)
+
+
+@pytest.mark.parametrize("engine, version", [
+    ("vllm", "0.14.1"), ("vllm", "0.5.3"), ("vllm", "latest"), ("vllm", 0.10),
+    ("sglang", "0.4.0"), ("trtllm", "0.17.0"),
+])
+def test_a_version_neither_profiled_nor_synchronous_is_refused(engine, version):
+    with pytest.raises(ValueError, match=f"version must be one of the {engine}") as info:
+        engine_profile(engine, "H100-SXM-80GB", version=version)
+    assert ("synchronous host scheduling" in str(info.value)) == (engine == "vllm")

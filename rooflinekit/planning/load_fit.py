@@ -133,8 +133,8 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     ``L = 0`` (clipped to its bounds): the search runs over the other knobs alone (variable
     projection), and where it is the only knob, one simulation fits it. One knob besides it is
     searched on :data:`ONE_KNOB_GRID` over its whole range, then by Brent's method in the best
-    cell, so that the fit does not depend on where the profile starts it; more knobs by bounded
-    least squares from the profile's values.
+    cell, so that the fit does not depend on where the profile starts it; more knobs each in
+    turn on that grid (the others held), then by bounded least squares from there.
 
     References
     ----------
@@ -242,6 +242,14 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                                options={"xatol": (hi - lo) * 1e-4, "maxiter": 30})
         x0 = np.array([best.x if best.fun <= costs[k] else grid[k]])
     elif searched:
+        # several: each knob in turn on its grid (the others held) puts the start in the right
+        # cell whatever the profile's values (a knob at its bound, 0, gives a gradient step
+        # nothing to see), then bounded least squares from there
+        for i, k in enumerate(searched):
+            grid = lower[k] + (upper[k] - lower[k]) * np.array(ONE_KNOB_GRID)
+            costs = [float(np.sum(residuals(np.where(np.arange(len(x0)) == i, g, x0)) ** 2))
+                     for g in grid]
+            x0 = np.where(np.arange(len(x0)) == i, grid[int(np.argmin(costs))], x0)
         from scipy.optimize import least_squares     # scipy: loaded on the first fit
         solution = least_squares(residuals, x0, bounds=(lower[searched], upper[searched]),
                                  diff_step=0.05, max_nfev=60,

@@ -36,8 +36,10 @@ from rooflinekit.profiles.shipped import (
     ENGINE_CHOICES,
     ENGINE_NAMES,
     ENGINE_PROFILES,
+    HostScheduling,
     ProfileKey,
     engine_profile,
+    host_scheduling,
     read_profile_file,
     resolve_engine,
 )
@@ -45,7 +47,8 @@ from rooflinekit.profiles.shipped import (
 __all__ = ["ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
            "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
            "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",
-           "ENGINE_NAMES", "ENGINE_PROFILES", "ProfileKey", "engine_profile", "read_profile_file",
+           "ENGINE_NAMES", "ENGINE_PROFILES", "HostScheduling", "ProfileKey", "engine_profile",
+           "host_scheduling", "read_profile_file",
            "resolve_engine", "CHUNK_BUDGETS", "ENGINE_SCHEDULERS", "SchedulerDefaults",
            "chunk_budget_candidates", "read_scheduler_file", "scheduler_defaults",
            "scheduler_engine"]

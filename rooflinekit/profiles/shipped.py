@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import warnings
 from collections.abc import Mapping
 from importlib import resources
@@ -28,7 +29,8 @@ from rooflinekit.profiles.calibration import PHASES, Calibration
 from rooflinekit.roofline import IDEAL, Engine
 
 __all__ = ["ENGINE_NAMES", "DEFAULT_ENGINE", "ENGINE_CHOICES", "ProfileKey", "ENGINE_PROFILES",
-           "engine_profile", "read_profile_file", "resolve_engine"]
+           "HostScheduling", "engine_profile", "host_scheduling", "read_profile_file",
+           "resolve_engine"]
 
 #: The serving engines a profile can describe, by the name ``engine=`` and ``--engine`` take.
 ENGINE_NAMES = ("vllm", "sglang", "trtllm")
@@ -59,6 +61,58 @@ def _version_key(version: str) -> tuple:
     return tuple(parts)
 
 
+@dataclasses.dataclass(frozen=True)
+class HostScheduling:
+    """When an engine's host work per step adds to its steps, and how long it takes.
+
+    The host (the scheduler, input preparation, sampling bookkeeping and output processing)
+    works once per step. An engine that schedules synchronously waits for it between steps, so
+    every step takes ``synchronous_step_overhead`` longer than its kernels; one that schedules
+    asynchronously prepares step ``n + 1`` while the GPU runs step ``n``, and the host's time
+    hides behind the kernels' (a profile of such a version holds ``step_overhead`` 0).
+
+    Attributes
+    ----------
+    synchronous_from : str
+        The oldest engine version the synchronous host time was measured on.
+    asynchronous_since : str
+        The first version that schedules asynchronously by default; versions from
+        ``synchronous_from`` up to before it schedule synchronously.
+    synchronous_step_overhead : float
+        The host's time per step that a synchronous engine adds to each decode step [s].
+    synchronous_step_overhead_interval : tuple of float
+        Its interval ``(low, high)`` [s].
+    source : str
+        Where the versions and the value come from.
+    """
+
+    synchronous_from: str
+    asynchronous_since: str
+    synchronous_step_overhead: float
+    synchronous_step_overhead_interval: tuple
+    source: str
+
+    def synchronous(self, version: str) -> bool:
+        """Whether ``version`` schedules synchronously: ``synchronous_from <= version <
+        asynchronous_since`` (numeric parts compared; a version that is not dotted numbers,
+        such as ``"latest"``, is not)."""
+        if not isinstance(version, str) or not _VERSION.fullmatch(version.strip()):
+            return False
+        key = _release(version)
+        return _release(self.synchronous_from) <= key < _release(self.asynchronous_since)
+
+
+#: A release number: dotted integers, optionally with a suffix ("0.10.1.1", "0.11.0rc1").
+_VERSION = re.compile(r"\d+(\.\d+){1,3}([.+-]?[A-Za-z0-9.]*)?")
+
+
+def _release(version: str) -> tuple:
+    """The numeric parts of a release number, padded to four ("0.14" -> (0, 14, 0, 0))."""
+    head = re.match(r"\d+(\.\d+){1,3}", version.strip()).group(0)
+    parts = [int(p) for p in head.split(".")]
+    return tuple(parts + [0] * (4 - len(parts)))
+
+
 def _fail(path, where: str, message: str, kind=ValueError, what="engine profile file"):
     raise kind(f"{what} {path}: {where}: {message}")
 
@@ -86,15 +140,18 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         held-out errors (``held_out_error``, ``held_out_error_ttft``, ``model_size_error``,
         ``fit_error`` [%]), ``prefill`` and ``decode`` knobs, and optionally ``interval``
         (each knob's ``[low, high]``), ``interval_confidence`` (their share, default 0.9) and
-        ``notes`` (text).
+        ``notes`` (text); optionally one ``[host_scheduling]`` table for the file
+        (:class:`HostScheduling`'s fields: the versions as text, the overhead [s] and its
+        ``[low, high]`` interval, ``source``).
 
     Returns
     -------
     engine : str
         The engine the file describes, one of :data:`ENGINE_NAMES`.
     rows : tuple of dict
-        Each profile as a dict: the text fields, the errors, ``models`` and ``calibration``
-        (a checked :class:`~rooflinekit.profiles.Calibration` with its intervals).
+        Each profile as a dict: the text fields, the errors, ``models``, ``calibration``
+        (a checked :class:`~rooflinekit.profiles.Calibration` with its intervals) and
+        ``host_scheduling`` (the file's :class:`HostScheduling`, or ``None``).
 
     Raises
     ------
@@ -110,6 +167,11 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
     if engine not in ENGINE_NAMES:
         _fail(path, "field 'engine'", f"must be one of {', '.join(ENGINE_NAMES)}; got "
               f"{engine!r}")
+    unknown = sorted(set(data) - {"engine", "profile", "host_scheduling"})
+    if unknown:
+        _fail(path, "top level", f"unknown field(s) {', '.join(unknown)}")
+    host = _host_scheduling(path, data["host_scheduling"]) if "host_scheduling" in data \
+        else None
     profiles = data.get("profile")
     if not isinstance(profiles, list) or not profiles:
         _fail(path, "field 'profile'", "must be one or more [[profile]] tables")
@@ -159,8 +221,42 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         if key in seen:
             _fail(path, where, f"a second profile for {key[0]} at version {key[1]}")
         seen.add(key)
+        out["host_scheduling"] = host
         rows.append(out)
     return engine, tuple(rows)
+
+
+def _host_scheduling(path, table) -> HostScheduling:
+    """The checked ``[host_scheduling]`` table of a profile file."""
+    where = "host_scheduling"
+    if not isinstance(table, Mapping):
+        _fail(path, where, "must be a table", TypeError)
+    fields = {f.name for f in dataclasses.fields(HostScheduling)}
+    unknown = sorted(set(table) - fields)
+    if unknown:
+        _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
+    out = _texts(path, table, where, ("synchronous_from", "asynchronous_since", "source"))
+    for field in ("synchronous_from", "asynchronous_since"):
+        if not _VERSION.fullmatch(out[field].strip()):
+            _fail(path, f"{where}.{field}", f"must be a release number such as '0.14.0'; got "
+                  f"{out[field]!r}")
+    if _release(out["synchronous_from"]) >= _release(out["asynchronous_since"]):
+        _fail(path, where, f"synchronous_from ({out['synchronous_from']}) must come before "
+              f"asynchronous_since ({out['asynchronous_since']})")
+    value = table.get("synchronous_step_overhead")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or not 0 <= value < 1:
+        _fail(path, f"{where}.synchronous_step_overhead", f"must be a finite time in [0, 1) "
+              f"s; got {value!r}")
+    band = table.get("synchronous_step_overhead_interval")
+    if not isinstance(band, list) or len(band) != 2 or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+            for v in band) or not 0 <= band[0] <= value <= band[1]:
+        _fail(path, f"{where}.synchronous_step_overhead_interval", f"must be [low, high] "
+              f"with 0 <= low <= synchronous_step_overhead ({value!r}) <= high; got {band!r}")
+    return HostScheduling(synchronous_step_overhead=float(value),
+                          synchronous_step_overhead_interval=(float(band[0]), float(band[1])),
+                          **out)
 
 
 @functools.cache
@@ -211,7 +307,12 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
         The GPU (a catalogue name or a spec). Default ``None``: every profiled GPU, as knob
         sets keyed by ``"gpu"``.
     version : str, optional
-        The engine version. Default ``None``: the newest version profiled (for ``gpu``).
+        The engine version. Default ``None``: the newest version profiled (for ``gpu``). A
+        version profiled gives that profile; for an engine whose file states its host
+        scheduling (:func:`host_scheduling`: vLLM), a version that schedules synchronously
+        (vLLM 0.5.4 up to before 0.14.0) gives the newest profile with that version's host
+        time per step added to its decode steps (``step_overhead``, with its interval),
+        labelled so.
     warn : bool
         Warn (:class:`UserWarning`) when ``gpu`` has no profile of its own. Default True.
 
@@ -231,7 +332,7 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
 
     See Also
     --------
-    ENGINE_PROFILES, resolve_engine, rooflinekit.calibrate.calibrate
+    ENGINE_PROFILES, host_scheduling, resolve_engine, rooflinekit.calibrate.calibrate
 
     Notes
     -----
@@ -244,19 +345,27 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
     if not rows:
         raise ValueError(f"no {engine} profile is shipped; profiled engines: "
                          f"{', '.join(e for e in ENGINE_NAMES if _shipped()[e]) or 'none'}")
+    host = rows[0]["host_scheduling"]
+    synchronous = None
     if version is not None:
         versions = sorted({r["version"] for r in rows}, key=_version_key)
-        if not isinstance(version, str) or version not in versions:
+        if isinstance(version, str) and version in versions:
+            rows = tuple(r for r in rows if r["version"] == version)
+        elif host is not None and host.synchronous(version):
+            synchronous = version          # the newest kernels, that version's host time
+        else:
+            also = "" if host is None else (
+                f", or one from {host.synchronous_from} to before {host.asynchronous_since} "
+                f"(synchronous host scheduling)")
             raise ValueError(f"version must be one of the {engine} versions profiled "
-                             f"({', '.join(versions)}); got {version!r}")
-        rows = tuple(r for r in rows if r["version"] == version)
+                             f"({', '.join(versions)}){also}; got {version!r}")
     if gpu is None:
-        return _all_gpus(engine, rows)
+        return _synchronous(_all_gpus(engine, rows), engine, synchronous, host)
     spec = _gpu_spec(gpu)
     newest = _newest_by_gpu(rows)
     own = [r for gpu, r in newest.items() if gpu.lower() == spec.name.lower()]
     if own:
-        return own[0]["calibration"]
+        return _synchronous(own[0]["calibration"], engine, synchronous, host)
     near = min(newest.values(), key=lambda r: _distance(spec, catalog.gpu(r["gpu"])))
     if warn:
         warnings.warn(f"no {engine} profile for {spec.name}; using the {near['gpu']} profile "
@@ -264,7 +373,55 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
                       f"curve moved to {spec.name}'s ridge point: expect about "
                       f"{near['held_out_error']:.0f}% error in TPOT (its leave-one-GPU-out "
                       f"error), more where the GPUs differ further", UserWarning, stacklevel=2)
-    return borrowed(near["calibration"], catalog.gpu(near["gpu"]), spec)
+    return _synchronous(borrowed(near["calibration"], catalog.gpu(near["gpu"]), spec), engine,
+                        synchronous, host)
+
+
+def host_scheduling(engine: str = DEFAULT_ENGINE) -> HostScheduling | None:
+    """When ``engine``'s host work per step adds to its steps, as its profile file states it.
+
+    Parameters
+    ----------
+    engine : {"vllm", "sglang", "trtllm"}
+        The serving engine. Default "vllm".
+
+    Returns
+    -------
+    HostScheduling or None
+        The versions that schedule synchronously and the host's time per step they add;
+        ``None`` where the file states none (its profiles' ``step_overhead`` is then every
+        version's).
+
+    See Also
+    --------
+    engine_profile
+    """
+    engine = check_one_of("engine", engine, ENGINE_NAMES)
+    rows = _shipped()[engine]
+    return rows[0]["host_scheduling"] if rows else None
+
+
+def _synchronous(calibration: Calibration, engine: str, version, host) -> Calibration:
+    """``calibration`` (a profile of an asynchronous version) with the host's time per step
+    of a synchronous ``version`` added to every decode step; ``calibration`` if ``version`` is
+    None."""
+    if version is None:
+        return calibration
+    value, band = host.synchronous_step_overhead, host.synchronous_step_overhead_interval
+
+    def added(knobs):
+        return {**knobs, "step_overhead": knobs.get("step_overhead", 0.0) + value}
+    groups = {key: {**phases, "decode": added(phases["decode"])}
+              for key, phases in calibration.groups.items()}
+    intervals = {phase: dict(knobs) for phase, knobs in calibration.intervals.items()}
+    if "decode" in intervals:
+        low, high = intervals["decode"].get("step_overhead", (0.0, 0.0))
+        intervals["decode"]["step_overhead"] = (low + band[0], high + band[1])
+    return dataclasses.replace(
+        calibration, decode=added(calibration.decode), groups=groups, intervals=intervals,
+        source=f"{engine} {version} (host scheduling synchronous before "
+               f"{host.asynchronous_since}: + {value * 1e3:.2f} ms a decode step) on the "
+               f"{calibration.source}")
 
 
 def _ridge(gpu: GPU) -> float:
