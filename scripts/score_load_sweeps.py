@@ -95,6 +95,10 @@ NUMERIC = ("tp", "prompt_tokens", "output_tokens", "rate", "concurrency", "mean_
            "request_throughput", "output_throughput", "num_prompts", "max_model_len")
 
 
+#: The OpenAI-compatible endpoint a sweep's client called, where the source says: blank (not
+#: stated, or ``/v1/completions``, the benchmark clients' default), ``completions`` or ``chat``
+#: (``/v1/chat/completions``, whose server renders the chat template before tokenising).
+ENDPOINTS = ("", "completions", "chat")
 #: Columns every point must fill: what it is, where it comes from, and its load.
 REQUIRED = ("sweep", "source", "model", "gpu", "tp", "prompt_tokens", "output_tokens",
             "output_throughput")
@@ -143,6 +147,12 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
             raise ValueError(f"{where}, field 'kv_dtype': expected one of "
                              f"{', '.join(sorted(BYTES_PER_ELEMENT))} or blank, got "
                              f"{kv_dtype[:40]!r}")
+        endpoint = (row.get("endpoint") or "").strip()
+        if endpoint not in ENDPOINTS:
+            raise ValueError(f"{where}, field 'endpoint': expected one of "
+                             f"{', '.join(e for e in ENDPOINTS if e)} or blank, got "
+                             f"{endpoint[:40]!r}")
+        point["endpoint"] = endpoint
         if point["rate"] is None and point["concurrency"] is None:
             raise ValueError(f"{where}: a point needs a rate or a concurrency (fields 'rate', "
                              f"'concurrency')")

@@ -119,12 +119,14 @@ def test_writing_the_fit_is_idempotent(tmp_path):
 
 def test_the_shipped_value_is_the_script_fit():
     """Regenerating the fit from the sweeps gives the value every vLLM profile ships: vLLM's
-    sweeps on GPUs with a vLLM profile of their own (the RTX 4090's is held out)."""
+    sweeps on GPUs with a vLLM profile of their own through the completions endpoint (the RTX
+    4090's and GPUStack's chat-endpoint sweep are held out)."""
     script = _script()
     points = script.ttft_points()
     trained = [p for p in points if script.fitted(p)]
     assert {p["source"] for p in points if p["engine"] == "vllm"} - \
-        {p["source"] for p in trained} == {"mushfiqrahman.dev"}
+        {p["source"] for p in trained} == {"mushfiqrahman.dev", "gpustack/gpustack"}
+    assert {p["endpoint"] for p in points if p["source"] == "gpustack/gpustack"} == {"chat"}
     value = script.fit(trained)
     for gpu in ("H100-SXM-80GB", "H200-SXM-141GB", "A100-SXM-80GB"):
         assert rk.engine_profile("vllm", gpu).prefill["frontend_latency"] == \

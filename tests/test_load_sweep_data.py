@@ -124,11 +124,13 @@ def test_score_one_small_sweep(scorer):
     (lambda rows: [rows[0].replace("rate,", "speed,", 1), *rows[1:]], "missing column"),
     (lambda rows: [r.replace(",inf,", ",fast,", 1) if i == 2 else r for i, r in enumerate(rows)],
      "field 'rate'"),
-    # the last two fields: kv_dtype, then max_model_len
-    (lambda rows: [re.sub(r",([^,]*)$", r"fp7,\1", r) if i == 2 else r
+    # the last three fields: kv_dtype, max_model_len, then endpoint
+    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"fp7,\1,\2", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'kv_dtype'"),
-    (lambda rows: [r + "k" if i == 2 else r for i, r in enumerate(rows)],
+    (lambda rows: [re.sub(r",$", "k,", r) if i == 2 else r for i, r in enumerate(rows)],
      "field 'max_model_len'"),
+    (lambda rows: [r + "grpc" if i == 2 else r for i, r in enumerate(rows)],
+     "field 'endpoint'"),
 ])
 def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_path, change,
                                                                   match):
