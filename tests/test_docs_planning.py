@@ -123,3 +123,21 @@ def test_the_deployment_section(answer):
         "vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 8 --max-num-seqs 1024 "
         "--max-num-batched-tokens 1024 ")
     assert "--request-rate 6.667 " in commands["bench_serve"]
+
+
+def test_an_older_vllm_is_planned_at_its_host_scheduling():
+    """The page's call for a vLLM before 0.14.0: every GPU's knob set with the synchronous host
+    time added to its decode steps, and the plan's label says so."""
+    assert 'engine=rk.engine_profile("vllm",\nversion="0.11.0")' in DOC
+    engine = rk.engine_profile("vllm", version="0.11.0")
+    host = rk.profiles.host_scheduling("vllm")
+    assert "1.34 ms a decode\nstep" in DOC and round(host.synchronous_step_overhead * 1e3, 2) == 1.34
+    for key, phases in engine.groups.items():
+        assert phases["decode"]["step_overhead"] == pytest.approx(
+            rk.engine_profile("vllm", key[0]).decode["step_overhead"]
+            + host.synchronous_step_overhead)
+    traffic = rk.Traffic(2.0, LogNormal(2000, 0.5), LogNormal(300, 0.5))
+    plan = rk.plan(traffic, rk.SLO(ttft=1.0, itl=0.05), models="Llama-3.1-8B",
+                   gpus=["H100-SXM-80GB", "H200-SXM-141GB"], tp=1, replicates=2,
+                   engine=engine)
+    assert "vllm 0.11.0 (host scheduling synchronous" in plan.attrs["model_quality"]
