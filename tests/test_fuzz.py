@@ -684,6 +684,19 @@ def test_vllm_block_size_refuses_bad_arguments_cleanly(name, arg, bad):
             _call(name, HYBRID_ENTRIES[name], None, arg, BAD[bad])
 
 
+# -- host_scheduling (rooflinekit.profiles, outside rooflinekit.__all__) ------------------------
+
+HOST_SCHEDULING = _entry(rk.profiles.host_scheduling, spoil=("engine",))
+
+
+@pytest.mark.parametrize("bad", list(BAD))
+def test_host_scheduling_refuses_bad_arguments_cleanly(bad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises((ValueError, TypeError)):
+            _call("host_scheduling", HOST_SCHEDULING, None, "engine", BAD[bad])
+
+
 # -- issue 30: no default pay-as-you-go price ------------------------------------------------------
 
 # decision_table(payg=None) is the table without a pay-as-you-go row: a legitimate call.
