@@ -695,6 +695,9 @@ def test_host_scheduling_refuses_bad_arguments_cleanly(bad):
         warnings.simplefilter("error", RuntimeWarning)
         with pytest.raises((ValueError, TypeError)):
             _call("host_scheduling", HOST_SCHEDULING, None, "engine", BAD[bad])
+        with pytest.raises((ValueError, TypeError)):
+            rk.profiles.split_engine_name(BAD[bad])
+        assert not rk.profiles.is_engine_name(BAD[bad])
 
 
 # -- issue 30: no default pay-as-you-go price ------------------------------------------------------

@@ -410,3 +410,59 @@ def test_a_version_neither_profiled_nor_synchronous_is_refused(engine, version):
     with pytest.raises(ValueError, match=f"version must be one of the {engine}") as info:
         engine_profile(engine, "H100-SXM-80GB", version=version)
     assert ("synchronous host scheduling" in str(info.value)) == (engine == "vllm")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("vllm", ("vllm", None)), (" VLLM@0.11.0 ", ("vllm", "0.11.0")), ("ideal", ("ideal", None)),
+    ("sglang@0.5.14", ("sglang", "0.5.14")), ("trtllm", ("trtllm", None)),
+])
+def test_an_engine_is_named_with_or_without_its_version(text, expected):
+    assert rk.profiles.split_engine_name(text) == expected
+    assert rk.profiles.is_engine_name(text)
+
+
+@pytest.mark.parametrize("text, error, match", [
+    ("tgi", ValueError, "engine must be one of"), ("vllm@", ValueError, "followed by an engine "
+                                                   "version"),
+    ("ideal@1", ValueError, "no versions"), (3, TypeError, "engine must be a string"),
+])
+def test_a_bad_engine_name_is_refused_naming_it(text, error, match):
+    with pytest.raises(error, match=match):
+        rk.profiles.split_engine_name(text)
+    assert not rk.profiles.is_engine_name(text)
+
+
+def test_name_at_version_resolves_to_that_versions_profile_everywhere():
+    """``"vllm@0.11.0"`` is engine_profile("vllm", gpu, version="0.11.0") for one GPU or
+    several, the vLLM scheduler's defaults, and a batcher's engine; a version no profile or
+    host scheduling holds is refused by engine_profile's message."""
+    from rooflinekit.profiles import scheduler_engine
+    gpu = rk.catalog.gpu("H100-SXM-80GB")
+    assert resolve_engine("vllm@0.11.0", gpu) == engine_profile("vllm", gpu, "0.11.0")
+    both = resolve_engine("vllm@0.11.0", ["H100-SXM-80GB", "H200-SXM-141GB"])
+    for name in ("H100-SXM-80GB", "H200-SXM-141GB"):
+        assert both.groups[(name,)]["decode"]["step_overhead"] == \
+            engine_profile("vllm", name, "0.11.0").decode["step_overhead"]
+    assert resolve_engine("sglang@" + engine_profile("sglang", gpu).source.split()[1],
+                          gpu) == engine_profile("sglang", gpu)
+    assert scheduler_engine("vllm@0.11.0") == "vllm" and scheduler_engine("SGLang@1") == \
+        "sglang" and scheduler_engine("ideal") == "vllm"
+    with pytest.raises(ValueError, match="version must be one of the vllm"):
+        resolve_engine("vllm@0.14.1", gpu)
+    batcher = rk.ContinuousBatcher(8, model="Llama-3.1-8B", gpu="H100-SXM-80GB",
+                                   engine="vllm@0.11.0")
+    assert batcher.engine == "vllm@0.11.0"
+    with pytest.raises(ValueError, match="no versions"):
+        rk.ContinuousBatcher(8, model="Llama-3.1-8B", gpu="H100-SXM-80GB", engine="ideal@2")
+
+
+def test_the_commands_take_name_at_version(capsys):
+    """``--engine vllm@0.11.0`` times a command with that version's profile and says so; a bad
+    version is refused with engine_profile's message."""
+    from rooflinekit.cli.main import main
+    assert main(["capacity", "llama-3.1-8b", "h100", "--engine", "vllm@0.11.0"]) == 0
+    assert "vllm 0.11.0 (host scheduling synchronous before 0.14.0" in capsys.readouterr().out
+    assert main(["capacity", "llama-3.1-8b", "h100", "--engine", "vllm@0.14.1"]) == 2
+    assert "version must be one of the vllm versions profiled" in capsys.readouterr().err
+    assert main(["capacity", "llama-3.1-8b", "h100", "--engine", "ideal@1"]) == 2
+    assert "the ideal roofline has no versions" in capsys.readouterr().err

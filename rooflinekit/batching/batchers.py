@@ -45,7 +45,7 @@ from rooflinekit.batching.clock import (_resolve_clock, _timing_for, replica_kv_
                                         replica_state_tokens, vllm_block_size)
 from rooflinekit.batching.results import _single_dataset
 from rooflinekit.batching.speculative import Speculative
-from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
+from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine, split_engine_name
 from rooflinekit.workloads import coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "SIMULATION_MEMORY_LIMIT",
@@ -161,7 +161,7 @@ class _Batcher:
                             f"({', '.join(ENGINE_CHOICES)}) or None, got "
                             f"{type(engine).__name__}{hint}")
         if isinstance(engine, str):
-            check_one_of("engine", engine.lower(), ENGINE_CHOICES)
+            split_engine_name(engine)
         _resolve_specs(self)
         object.__setattr__(self, "clock", _resolve_clock(self.clock, self.model, self.gpu))
         if engine is not None and self.clock == "tick":

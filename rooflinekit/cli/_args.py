@@ -163,7 +163,9 @@ FLAGS = {
                      "help": "sequences decoding together"},
     "--engine": {"metavar": "NAME|FILE",
                  "help": "how the serving engine runs a step: vllm, sglang or trtllm (that "
-                         "engine's shipped profile of the GPU), ideal (the roofline bound, a "
+                         "engine's shipped profile of the GPU; NAME@VERSION at that version, "
+                         "e.g. vllm@0.11.0: a vLLM before 0.14.0 waits for its host between "
+                         "steps), ideal (the roofline bound, a "
                          "best case), a calibration JSON from `rooflinekit calibrate` or an "
                          "engine JSON of rooflinekit.Engine fields such as "
                          "{\"compute_efficiency\": 0.6, \"step_overhead\": 0.004} (default: "
@@ -331,11 +333,12 @@ def load_engine(path):
 def engine_from_args(args, gpu=None):
     """The engine of a command: ``--engine NAME|FILE`` (default the vLLM profile of ``gpu``,
     :func:`rooflinekit.profiles.resolve_engine`), its all-reduce model from ``--allreduce``."""
-    from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
+    from rooflinekit.profiles import ENGINE_CHOICES, is_engine_name, resolve_engine
 
     value = getattr(args, "engine", None)
-    if value is None or value.lower() in ENGINE_CHOICES:
-        engine = resolve_engine(value, gpu)
+    if value is None or is_engine_name(value) or \
+            value.partition("@")[0].strip().lower() in ENGINE_CHOICES:
+        engine = resolve_engine(value, gpu)     # NAME@ with a bad version: its own message
     else:
         engine = load_engine(value)
     allreduce = getattr(args, "allreduce", None)

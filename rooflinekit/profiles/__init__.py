@@ -40,15 +40,17 @@ from rooflinekit.profiles.shipped import (
     ProfileKey,
     engine_profile,
     host_scheduling,
+    is_engine_name,
     read_profile_file,
     resolve_engine,
+    split_engine_name,
 )
 
 __all__ = ["ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
            "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
            "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",
            "ENGINE_NAMES", "ENGINE_PROFILES", "HostScheduling", "ProfileKey", "engine_profile",
-           "host_scheduling", "read_profile_file",
+           "host_scheduling", "is_engine_name", "read_profile_file", "split_engine_name",
            "resolve_engine", "CHUNK_BUDGETS", "ENGINE_SCHEDULERS", "SchedulerDefaults",
            "chunk_budget_candidates", "read_scheduler_file", "scheduler_defaults",
            "scheduler_engine"]

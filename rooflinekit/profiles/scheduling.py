@@ -165,12 +165,15 @@ def scheduler_engine(engine) -> str:
     Returns
     -------
     str
-        ``engine`` where it names a serving engine (:data:`~rooflinekit.profiles.ENGINE_NAMES`);
-        otherwise (``None``, ``"ideal"``, an :class:`~rooflinekit.Engine`, a calibration)
+        The serving engine ``engine`` names (:data:`~rooflinekit.profiles.ENGINE_NAMES`, with
+        or without ``@VERSION``); otherwise (``None``, ``"ideal"``, an
+        :class:`~rooflinekit.Engine`, a calibration)
         :data:`~rooflinekit.profiles.DEFAULT_ENGINE`: the planner's launch command is vLLM's.
     """
-    if isinstance(engine, str) and engine in ENGINE_NAMES:
-        return engine
+    if isinstance(engine, str):
+        name = engine.strip().partition("@")[0].strip().lower()
+        if name in ENGINE_NAMES:
+            return name
     return DEFAULT_ENGINE
 
 

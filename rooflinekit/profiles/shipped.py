@@ -29,8 +29,8 @@ from rooflinekit.profiles.calibration import PHASES, Calibration
 from rooflinekit.roofline import IDEAL, Engine
 
 __all__ = ["ENGINE_NAMES", "DEFAULT_ENGINE", "ENGINE_CHOICES", "ProfileKey", "ENGINE_PROFILES",
-           "HostScheduling", "engine_profile", "host_scheduling", "read_profile_file",
-           "resolve_engine"]
+           "HostScheduling", "engine_profile", "host_scheduling", "is_engine_name",
+           "read_profile_file", "resolve_engine", "split_engine_name"]
 
 #: The serving engines a profile can describe, by the name ``engine=`` and ``--engine`` take.
 ENGINE_NAMES = ("vllm", "sglang", "trtllm")
@@ -508,6 +508,57 @@ def _all_gpus(engine: str, rows) -> Calibration:
                        group_by=("gpu",), groups=sets)
 
 
+def split_engine_name(text: str) -> tuple[str, str | None]:
+    """An engine named as ``--engine`` and ``engine=`` take it: ``"NAME"`` or
+    ``"NAME@VERSION"``.
+
+    Parameters
+    ----------
+    text : str
+        One of :data:`ENGINE_CHOICES` (any case), optionally followed by ``@`` and an engine
+        version for :func:`engine_profile` (``"vllm@0.11.0"``).
+
+    Returns
+    -------
+    name : str
+        The engine, lower case.
+    version : str or None
+        The version after ``@``; ``None`` without one.
+
+    Raises
+    ------
+    ValueError
+        An unknown engine, an ``@`` without a version, or a version for ``"ideal"``.
+    TypeError
+        ``text`` not a string.
+
+    See Also
+    --------
+    engine_profile, is_engine_name
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"engine must be a string here; got {type(text).__name__}")
+    name, sep, version = text.strip().partition("@")
+    name = check_one_of("engine", name.strip().lower(), ENGINE_CHOICES)
+    version = version.strip()
+    if sep and not version:
+        raise ValueError(f"engine {text!r}: '@' must be followed by an engine version, as in "
+                         f"'vllm@0.11.0'")
+    if sep and name == "ideal":
+        raise ValueError(f"engine {text!r}: the ideal roofline has no versions")
+    return name, (version if sep else None)
+
+
+def is_engine_name(text) -> bool:
+    """Whether ``text`` names an engine (:func:`split_engine_name` takes it), as opposed to a
+    file of engine knobs."""
+    try:
+        split_engine_name(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def resolve_engine(engine=None, gpu=None, *, warn: bool = True):
     """The engine a planning answer is timed with: the one rule every planning path applies.
 
@@ -516,7 +567,9 @@ def resolve_engine(engine=None, gpu=None, *, warn: bool = True):
     engine : None, str, Engine or Calibration
         ``None`` (default): the :data:`DEFAULT_ENGINE` (vLLM) profile of ``gpu``. A name of
         :data:`ENGINE_CHOICES`: that engine's profile, or ``"ideal"``: :data:`~rooflinekit.IDEAL`
-        (the roofline bound). An :class:`~rooflinekit.Engine` or anything with an
+        (the roofline bound); ``"NAME@VERSION"``: that engine's profile at ``VERSION``
+        (:func:`engine_profile`'s ``version``: ``"vllm@0.11.0"`` adds a synchronous vLLM's host
+        time to every decode step). An :class:`~rooflinekit.Engine` or anything with an
         ``engine_for`` method (a :class:`Calibration`) is returned as it is.
     gpu : str, GPU or sequence of them, optional
         The GPU(s) the answer is for. Several: one knob set per GPU, keyed by ``"gpu"``, each
@@ -532,19 +585,19 @@ def resolve_engine(engine=None, gpu=None, *, warn: bool = True):
     Raises
     ------
     ValueError
-        An unknown engine name.
+        An unknown engine name or version.
     TypeError
         Anything else.
     """
     if engine is None:
         engine = DEFAULT_ENGINE
     if isinstance(engine, str):
-        name = check_one_of("engine", engine.lower(), ENGINE_CHOICES)
+        name, version = split_engine_name(engine)
         if name == "ideal":
             return IDEAL
         if gpu is None or isinstance(gpu, (str, GPU)):
-            return engine_profile(name, gpu, warn=warn)
-        return _for_gpus(name, list(gpu), warn)
+            return engine_profile(name, gpu, version, warn=warn)
+        return _for_gpus(name, list(gpu), warn, version)
     if isinstance(engine, Engine) or (callable(getattr(engine, "engine_for", None))
                                       and not isinstance(engine, type)):
         return engine
@@ -552,12 +605,13 @@ def resolve_engine(engine=None, gpu=None, *, warn: bool = True):
                     f"rooflinekit.Engine or a Calibration; got {type(engine).__name__}")
 
 
-def _for_gpus(engine: str, gpus: list, warn: bool) -> Calibration:
-    """One knob set per GPU of ``gpus``: each its own profile, or its nearest's."""
+def _for_gpus(engine: str, gpus: list, warn: bool, version=None) -> Calibration:
+    """One knob set per GPU of ``gpus``: each its own profile (at ``version``), or its
+    nearest's."""
     if len(gpus) == 1:
-        return engine_profile(engine, gpus[0], warn=warn)
+        return engine_profile(engine, gpus[0], version, warn=warn)
     specs = [_gpu_spec(g) for g in gpus]
-    profiles = {spec.name: engine_profile(engine, spec, warn=warn) for spec in specs}
+    profiles = {spec.name: engine_profile(engine, spec, version, warn=warn) for spec in specs}
     sets = {(name, ): {p: dict(getattr(c, p)) for p in PHASES} for name, c in profiles.items()}
     first = next(iter(profiles.values()))
     sources = "; ".join(dict.fromkeys(c.source for c in profiles.values()))
