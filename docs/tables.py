@@ -215,6 +215,7 @@ def validation_tables() -> dict:
         "profiles": _profiles_table(),
         "load-sweeps": _load_sweeps_table(),
         "load-sweeps-own-engine": _own_engine_table(),
+        "load-sweeps-by-source": _by_source_table(),
         "load-sweep-points": _load_sweep_points_table(load_sweep_points()),
     }
 
@@ -350,19 +351,60 @@ def _load_sweeps_table() -> str:
                    "vLLM profile saturation"], rows, "llllrrrrrr")
 
 
+def _profile_named(scorer, point) -> str:
+    """The profile ``own_engine`` times ``point`` with: ``trtllm``, ``vllm@0.10.1.1``, ..."""
+    version = scorer.profile_version(point)
+    return scorer.PROFILE_OF_ENGINE[point["engine"]] + (f"@{version}" if version else "")
+
+
 def _own_engine_table() -> str:
-    """The sweeps of an engine other than vLLM, scored with that engine's shipped profile."""
+    """The sweeps that another profile than the default times as they ran: another engine's,
+    or vLLM's at a synchronous version (its host time per step)."""
     scorer = _scorer()
-    engines = {name: points[0]["engine"] for name, points in scorer.read_sweeps().items()}
-    others = [name for name, engine in engines.items()
-              if scorer.PROFILE_OF_ENGINE[engine] != "vllm"]
+    firsts = {name: points[0] for name, points in scorer.read_sweeps().items()}
+    others = [name for name, point in firsts.items() if _profile_named(scorer, point) != "vllm"]
     rows = []
     for r in scorer.score(engine=scorer.own_engine, sweeps=others):
-        engine = engines[r["sweep"]]
-        rows.append([r["sweep"], f"{engine} → {scorer.PROFILE_OF_ENGINE[engine]}",
+        point = firsts[r["sweep"]]
+        ran = " ".join(filter(None, (point["engine"], scorer.engine_version(point))))
+        rows.append([r["sweep"], f"{ran} → {_profile_named(scorer, point)}",
                      scorer._pct(r["tpot_mape"]), scorer._pct(r["ttft_mape"]),
                      scorer._pct(r["sat_err"], signed=True)])
     return _table(["sweep", "engine → profile", "TPOT", "TTFT", "saturation"], rows, "llrrr")
+
+
+#: The issue's targets for a source held out: mean TPOT (or ITL) and mean TTFT error below
+#: saturation, and the saturation throughput's error.
+TARGETS = {"tpot_mape": 0.15, "ttft_mape": 0.25, "sat_abs_err": 0.15}
+
+
+def _by_source_table() -> str:
+    """Per source: the ideal roofline, the default profile and the profile of the engine and
+    version the source ran, TPOT / TTFT / saturation, and the targets each meets."""
+    scorer = _scorer()
+    runs = {label: {r["source"]: r for r in scorer.by_source(scorer.score(engine=engine))}
+            for label, engine in (("ideal", rl.IDEAL), ("default", None),
+                                  ("own", scorer.own_engine))}
+    firsts = {}
+    for points in scorer.read_sweeps().values():
+        firsts.setdefault(scorer.source_group(points[0]["source"]), points[0])
+
+    def cell(r):
+        return " / ".join(scorer._pct(r[k]) for k in ("tpot_mape", "ttft_mape", "sat_abs_err"))
+
+    def met(r):
+        scored = [k for k in TARGETS if math.isfinite(r[k])]
+        return f"{sum(r[k] <= TARGETS[k] for k in scored)} of {len(scored)}"
+
+    rows = []
+    for source, point in firsts.items():
+        ran = " ".join(filter(None, (point["engine"], scorer.engine_version(point))))
+        rows.append([source, ran, cell(runs["ideal"][source]), cell(runs["default"][source]),
+                     met(runs["default"][source]), _profile_named(scorer, point),
+                     cell(runs["own"][source]), met(runs["own"][source])])
+    return _table(["source", "engine as run", "ideal", "default (newest vLLM)", "met",
+                   "its engine's profile", "TPOT / TTFT / saturation", "met"], rows,
+                  "llllrllr")
 
 
 # -- calibration: fits to public serving runs -----------------------------------------------------
