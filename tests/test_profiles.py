@@ -466,3 +466,19 @@ def test_the_commands_take_name_at_version(capsys):
     assert "version must be one of the vllm versions profiled" in capsys.readouterr().err
     assert main(["capacity", "llama-3.1-8b", "h100", "--engine", "ideal@1"]) == 2
     assert "the ideal roofline has no versions" in capsys.readouterr().err
+
+
+def test_a_label_says_the_host_scheduling_its_answer_assumes(tmp_path):
+    """An asynchronous vLLM profile says so in what every answer prints; the synchronous
+    version's label says its own, not both; a file without the table says neither."""
+    assert "host scheduling asynchronous, as from 0.14.0" in \
+        engine_profile("vllm", "H100-SXM-80GB").source
+    old = engine_profile("vllm", "H100-SXM-80GB", version="0.11.0").source
+    assert "synchronous before 0.14.0" in old and "asynchronous" not in old
+    assert "host scheduling" not in engine_profile("sglang", "H100-SXM-80GB").source
+    text = GOOD.replace('engine = "vllm"\n', 'engine = "vllm"\n' + HOST, 1)
+    row = read_profile_file(_write(tmp_path, text))[1][0]
+    assert row["calibration"].source.endswith("; host scheduling asynchronous, as from 0.14.0)")
+    odd = text.replace('version = "0.24.0"', 'version = "nightly"')
+    assert "host scheduling" not in read_profile_file(_write(tmp_path, odd))[1][0][
+        "calibration"].source

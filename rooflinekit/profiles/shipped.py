@@ -209,7 +209,8 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         if unknown:
             _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
         # the label names what timed the answer; the row keeps the full source
-        source = f"{engine} {out['version']} profile for {out['gpu']} (fitted {out['date']})"
+        source = f"{engine} {out['version']} profile for {out['gpu']} (fitted {out['date']}" \
+            f"{_asynchronous_note(host, out['version'])})"
         try:
             out["calibration"] = Calibration(
                 prefill=row["prefill"], decode=row["decode"], source=source,
@@ -224,6 +225,15 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         out["host_scheduling"] = host
         rows.append(out)
     return engine, tuple(rows)
+
+
+def _asynchronous_note(host, version: str) -> str:
+    """What a profile's label adds where its version schedules asynchronously: the assumption
+    every answer it times makes (an older engine is ``NAME@VERSION``)."""
+    if host is None or not _VERSION.fullmatch(version.strip()) or host.synchronous(version) \
+            or _release(version) < _release(host.synchronous_from):
+        return ""
+    return f"; host scheduling asynchronous, as from {host.asynchronous_since}"
 
 
 def _host_scheduling(path, table) -> HostScheduling:
@@ -417,11 +427,12 @@ def _synchronous(calibration: Calibration, engine: str, version, host) -> Calibr
     if "decode" in intervals:
         low, high = intervals["decode"].get("step_overhead", (0.0, 0.0))
         intervals["decode"]["step_overhead"] = (low + band[0], high + band[1])
+    kernels = re.sub(r"; host scheduling asynchronous, as from [^;)]*", "", calibration.source)
     return dataclasses.replace(
         calibration, decode=added(calibration.decode), groups=groups, intervals=intervals,
         source=f"{engine} {version} (host scheduling synchronous before "
                f"{host.asynchronous_since}: + {value * 1e3:.2f} ms a decode step) on the "
-               f"{calibration.source}")
+               f"{kernels}")
 
 
 def _ridge(gpu: GPU) -> float:
