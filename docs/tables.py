@@ -401,10 +401,11 @@ def _by_source_table() -> str:
         ran = " ".join(filter(None, (point["engine"], scorer.engine_version(point))))
         rows.append([source, ran, cell(runs["ideal"][source]), cell(runs["default"][source]),
                      met(runs["default"][source]), _profile_named(scorer, point),
-                     cell(runs["own"][source]), met(runs["own"][source])])
+                     cell(runs["own"][source]), met(runs["own"][source]),
+                     scorer._pct(runs["own"][source]["decode_mape"])])
     return _table(["source", "engine as run", "ideal", "default (newest vLLM)", "met",
-                   "its engine's profile", "TPOT / TTFT / saturation", "met"], rows,
-                  "llllrllr")
+                   "its engine's profile", "TPOT / TTFT / saturation", "met",
+                   "decode side (closed loops)"], rows, "llllrllrr")
 
 
 # -- calibration: fits to public serving runs -----------------------------------------------------

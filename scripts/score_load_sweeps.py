@@ -16,7 +16,11 @@ It prints Markdown tables, per sweep and per source, of
   an ITL, the mean every-gap ITL) at the points below 80 % of the measured saturation;
 * ``ttft_mape``: the same for the mean TTFT (the median where no mean is published);
 * ``sat_err``: signed error of the predicted output throughput at the sweep's highest-throughput
-  point against its measured output throughput (the measured saturation).
+  point against its measured output throughput (the measured saturation);
+* ``decode_mape`` (closed loops only): the same for each request's time from first token to
+  last, which Little's law gives from the concurrency, the request throughput and the mean
+  TTFT (:func:`decode_side`): where it agrees and the TTFT does not, the missing time is
+  before the first token.
 
 "Below 80 % of saturation" means a measured output throughput at most 0.8 × the sweep's largest.
 
@@ -321,9 +325,11 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
         return predict_point(point, engine, kind, replicates=replicates, requests=requests,
                              seed=seed, sharegpt_sigma=sharegpt_sigma)
 
-    tpot_err, ttft_err, rows = [], [], []
+    tpot_err, ttft_err, decode_err, rows = [], [], [], []
     for point in below:
         pred = sim(point)
+        if kind == "closed":
+            decode_err.append(_ape(*decode_side(point, pred)))
         if point["mean_tpot_ms"] is not None:
             tpot_err.append(_ape(pred["mean_tpot"], point["mean_tpot_ms"]))
         elif point["mean_itl_ms"] is not None:
@@ -336,8 +342,27 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
     sat = sim(top)
     return {"mode": kind, "points": len(points), "below_saturation": len(below),
             "tpot_mape": _mean(tpot_err), "ttft_mape": _mean(ttft_err),
+            "decode_mape": _mean(decode_err),
             "saturation_measured": float(peak), "saturation_predicted": sat["throughput"],
             "sat_err": (sat["throughput"] - peak) / peak, "error": ""}
+
+
+def decode_side(point, pred) -> tuple:
+    """A closed-loop point's time from first token to last per request [s], simulated and
+    measured, by Little's law: a client at concurrency ``C`` holds ``C`` requests, so each
+    request's cycle is ``C / X`` at request throughput ``X`` (the published one, else output
+    throughput over the mean output), and the rest of it after the mean TTFT (the median
+    where no mean is published) is its decode. Where that agrees and the TTFT does not, the
+    missing time is before the first token. ``(None, None)`` without a TTFT or a throughput."""
+    measured_x = point["request_throughput"] or (
+        point["output_throughput"] / point["output_tokens"] if point["output_tokens"] else None)
+    ttft, key = ((point["mean_ttft_ms"], "mean_ttft") if point["mean_ttft_ms"] is not None
+                 else (point["median_ttft_ms"], "p50_ttft"))
+    if not measured_x or ttft is None or not pred["request_throughput"]:
+        return None, None
+    c = point["concurrency"]
+    return (c / pred["request_throughput"] - pred[key] / 1e3,
+            c / measured_x - ttft / 1e3)
 
 
 def score(sweeps_path=DEFAULT_SWEEPS, engine=None, *, sweeps=None, replicates=3, requests=300,
@@ -346,7 +371,8 @@ def score(sweeps_path=DEFAULT_SWEEPS, engine=None, *, sweeps=None, replicates=3,
 
     Each dict: ``sweep``, ``source`` (:func:`source_group`), ``mode``, ``points``,
     ``below_saturation``, ``tpot_mape``, ``ttft_mape`` (fractions; NaN where the sweep publishes
-    none below saturation), ``saturation_measured``, ``saturation_predicted`` [output tokens/s],
+    none below saturation), ``decode_mape`` (a closed loop's time from first token to last,
+    :func:`decode_side`; NaN for other loads), ``saturation_measured``, ``saturation_predicted`` [output tokens/s],
     ``sat_err`` (signed fraction) and ``error`` (empty, or why the simulation failed: the other
     scores are then NaN).
     """
@@ -360,7 +386,7 @@ def score(sweeps_path=DEFAULT_SWEEPS, engine=None, *, sweeps=None, replicates=3,
                                     seed=seed, sharegpt_sigma=sharegpt_sigma))
         except Exception as exc:  # an engine that cannot run this configuration: say why
             head.update({"mode": mode(points), "points": len(points), "below_saturation": 0,
-                         "tpot_mape": math.nan, "ttft_mape": math.nan,
+                         "tpot_mape": math.nan, "ttft_mape": math.nan, "decode_mape": math.nan,
                          "saturation_measured": max(p["output_throughput"] for p in points),
                          "saturation_predicted": math.nan, "sat_err": math.nan,
                          "error": f"{type(exc).__name__}: {exc}"})
@@ -427,6 +453,7 @@ def by_source(results) -> list[dict]:
     return [{"source": src, "sweeps": len(rs),
              "tpot_mape": _mean([r["tpot_mape"] for r in rs]),
              "ttft_mape": _mean([r["ttft_mape"] for r in rs]),
+             "decode_mape": _mean([r.get("decode_mape", math.nan) for r in rs]),
              "sat_abs_err": _mean([abs(r["sat_err"]) for r in rs if math.isfinite(r["sat_err"])])}
             for src, rs in groups.items()]
 
@@ -461,22 +488,24 @@ def main(argv=None) -> int:
 
     print("## Per sweep\n")
     print("| sweep | source | mode | engine | points (below sat.) | TPOT/ITL MAPE | TTFT MAPE "
-          "| sat. tok/s measured | predicted | sat. err | note |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| decode side (closed) | sat. tok/s measured | predicted | sat. err | note |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, results in all_results.items():
         for r in results:
             print(f"| {r['sweep']} | {r['source']} | {r['mode']} | {label} | {r['points']} "
                   f"({r['below_saturation']}) | {_pct(r['tpot_mape'])} | {_pct(r['ttft_mape'])} "
-                  f"| {r['saturation_measured']:.0f} | "
+                  f"| {_pct(r['decode_mape'])} | {r['saturation_measured']:.0f} | "
                   f"{r['saturation_predicted']:.0f} | {_pct(r['sat_err'], signed=True)} | "
                   f"{r['error'][:120]} |".replace("| nan |", "| – |"))
     print("\n## Per source\n")
-    print("| source | engine | sweeps | TPOT/ITL MAPE | TTFT MAPE | mean abs. sat. err |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| source | engine | sweeps | TPOT/ITL MAPE | TTFT MAPE | decode side (closed) "
+          "| mean abs. sat. err |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for label, results in all_results.items():
         for s in by_source(results):
             print(f"| {s['source']} | {label} | {s['sweeps']} | {_pct(s['tpot_mape'])} | "
-                  f"{_pct(s['ttft_mape'])} | {_pct(s['sat_abs_err'])} |")
+                  f"{_pct(s['ttft_mape'])} | {_pct(s['decode_mape'])} | "
+                  f"{_pct(s['sat_abs_err'])} |")
     return 0
 
 

@@ -252,3 +252,17 @@ def test_the_rtx4090_closed_loop_loses_its_time_before_the_first_token(scorer, s
         row = (f"| {c:.0f} | {cycle:.2f} / {cycle_p:.2f} | {rest:.2f} / {rest_p:.2f} | "
                f"{p['mean_ttft_ms']:.0f} / {pred['mean_ttft']:.0f} |")
         assert row in doc, row
+
+
+def test_decode_side_is_littles_law(scorer, sweeps):
+    """A closed-loop point's time from first token to last: C / X less the TTFT, measured and
+    simulated alike (the output throughput over the mean output where no request throughput
+    is published); nothing without a TTFT."""
+    nim = sweeps["nim_h100x2_llama3.3-70b_fp8_tp2_5000in_500out"][2]      # 25 in flight
+    pred = {"request_throughput": 1.25, "mean_ttft": 400.0, "p50_ttft": 390.0}
+    simulated, measured = scorer.decode_side(nim, pred)
+    assert simulated == pytest.approx(25 / 1.25 - 0.4)
+    x = nim["request_throughput"] or nim["output_throughput"] / nim["output_tokens"]
+    assert measured == pytest.approx(25 / x - nim["mean_ttft_ms"] / 1e3)
+    assert scorer.decode_side({**nim, "mean_ttft_ms": None, "median_ttft_ms": None},
+                              pred) == (None, None)
