@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import math
 import re
 import sys
@@ -238,8 +239,9 @@ def _profiles_table() -> str:
                   rows, "lllrrrrrr")
 
 
+@functools.cache
 def _scorer():
-    """scripts/score_load_sweeps.py as a module."""
+    """scripts/score_load_sweeps.py as a module (loaded once)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -334,11 +336,20 @@ def write_load_sweep_figures(points: dict, folder: Path = FIGURES) -> list:
     return written
 
 
+@functools.cache
+def _scores(label: str) -> tuple:
+    """Every published sweep scored by ``label``'s engine, once for every table: ``"ideal"``
+    (the roofline), ``"default"`` (the newest vLLM profile) or ``"own"`` (each sweep's engine
+    at its version)."""
+    scorer = _scorer()
+    engine = {"ideal": rl.IDEAL, "default": None, "own": scorer.own_engine}[label]
+    return tuple(scorer.score(engine=engine))
+
+
 def _load_sweeps_table() -> str:
     """Each published load sweep scored with the ideal roofline and the default profile."""
     scorer = _scorer()
-    results = {name: scorer.score(engine=engine)
-               for name, engine in (("ideal", rl.IDEAL), ("default", None))}
+    results = {name: _scores(name) for name in ("ideal", "default")}
     rows = []
     for ideal, default in zip(results["ideal"], results["default"]):
         cells = [ideal["sweep"], ideal["source"], ideal["mode"], str(ideal["points"])]
@@ -364,7 +375,7 @@ def _own_engine_table() -> str:
     firsts = {name: points[0] for name, points in scorer.read_sweeps().items()}
     others = [name for name, point in firsts.items() if _profile_named(scorer, point) != "vllm"]
     rows = []
-    for r in scorer.score(engine=scorer.own_engine, sweeps=others):
+    for r in (r for r in _scores("own") if r["sweep"] in others):
         point = firsts[r["sweep"]]
         ran = " ".join(filter(None, (point["engine"], scorer.engine_version(point))))
         rows.append([r["sweep"], f"{ran} → {_profile_named(scorer, point)}",
@@ -382,9 +393,8 @@ def _by_source_table() -> str:
     """Per source: the ideal roofline, the default profile and the profile of the engine and
     version the source ran, TPOT / TTFT / saturation, and the targets each meets."""
     scorer = _scorer()
-    runs = {label: {r["source"]: r for r in scorer.by_source(scorer.score(engine=engine))}
-            for label, engine in (("ideal", rl.IDEAL), ("default", None),
-                                  ("own", scorer.own_engine))}
+    runs = {label: {r["source"]: r for r in scorer.by_source(_scores(label))}
+            for label in ("ideal", "default", "own")}
     firsts = {}
     for points in scorer.read_sweeps().values():
         firsts.setdefault(scorer.source_group(points[0]["source"]), points[0])

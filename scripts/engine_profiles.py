@@ -1181,10 +1181,11 @@ def apply_serving(profiles: list, serving: dict) -> None:
                      f"{e['overheads']['step_overhead'] * 1e3:.3f} ms), predicting {g}'s: "
                      f"{_pct_pair(e['serving'])} (kernel-only {_pct_pair(e['kernel'])})"
                      for g, e in serving["held_out"].items())
+    host = HostScheduling(SYNCHRONOUS_FROM, ASYNCHRONOUS_SINCE, ov["step_overhead"],
+                          tuple(iv["step_overhead"]), HOST_SCHEDULING_SOURCE)
     for prof in profiles:
         kernel_intercept = prof["prefill"]["prefill_overhead"]
-        asynchronous = not HostScheduling(SYNCHRONOUS_FROM, ASYNCHRONOUS_SINCE, 0.0, (0.0, 0.0),
-                                          HOST_SCHEDULING_SOURCE).synchronous(prof["version"])
+        asynchronous = host.asynchronous(prof["version"])
         for phase, knob in SERVING_KNOBS:
             prof[phase][knob] = 0.0 if asynchronous else ov[knob]
             prof["interval"][phase][knob] = [0.0, 0.0] if asynchronous else list(iv[knob])

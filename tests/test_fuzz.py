@@ -698,6 +698,7 @@ def test_host_scheduling_refuses_bad_arguments_cleanly(bad):
         with pytest.raises((ValueError, TypeError)):
             rk.profiles.split_engine_name(BAD[bad])
         assert not rk.profiles.is_engine_name(BAD[bad])
+        assert rk.profiles.profiled_engine(BAD[bad]) is None
 
 
 # -- issue 30: no default pay-as-you-go price ------------------------------------------------------

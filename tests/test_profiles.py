@@ -419,6 +419,9 @@ def test_a_version_neither_profiled_nor_synchronous_is_refused(engine, version):
 def test_an_engine_is_named_with_or_without_its_version(text, expected):
     assert rk.profiles.split_engine_name(text) == expected
     assert rk.profiles.is_engine_name(text)
+    # the serving engine it names; the ideal roofline names none
+    assert rk.profiles.profiled_engine(text) == (None if expected[0] == "ideal"
+                                                 else expected[0])
 
 
 @pytest.mark.parametrize("text, error, match", [
@@ -430,6 +433,7 @@ def test_a_bad_engine_name_is_refused_naming_it(text, error, match):
     with pytest.raises(error, match=match):
         rk.profiles.split_engine_name(text)
     assert not rk.profiles.is_engine_name(text)
+    assert rk.profiles.profiled_engine(text) is None
 
 
 def test_name_at_version_resolves_to_that_versions_profile_everywhere():

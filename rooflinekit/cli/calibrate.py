@@ -39,7 +39,7 @@ from rooflinekit.cli._output import check_output, emit, output_format, write_out
 from rooflinekit import catalog
 from rooflinekit.models import ModelShape
 from rooflinekit.planning import LOAD_KNOBS, fit_under_load
-from rooflinekit.profiles import is_engine_name, split_engine_name
+from rooflinekit.profiles import profiled_engine
 from rooflinekit.roofline import IDEAL
 
 __all__ = list(COMMAND_API)
@@ -362,9 +362,7 @@ def _run_under_load(args, out) -> int:
     if args.dtype != "auto":
         model = model.replace(bytes_per_param=args.dtype)
     result = fit_under_load(results, model=model, gpu=args.gpu, tp=args.tp,
-                            engine=name if is_engine_name(name) and
-                            split_engine_name(name)[0] != "ideal" else None,
-                            fit=fit,
+                            engine=name if profiled_engine(name) else None, fit=fit,
                             seed=args.seed)
     calibration, table = result
     records = table.to_dataframe().reset_index().to_dict("records")

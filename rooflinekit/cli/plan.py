@@ -30,7 +30,7 @@ from rooflinekit.cli._args import (
     whole_number,
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
-from rooflinekit.profiles import is_engine_name
+from rooflinekit.profiles import profiled_engine
 
 __all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "TRAFFIC_FLAGS", "add_arguments",
            "add_replica_flags", "add_table_flags", "run",
@@ -485,8 +485,8 @@ def run(args, out) -> int:
     engine = engine_from_args(args, gpus)
     # an engine by name: plan resolves the same profiles and runs that engine's scheduler
     named = (args.engine or "").strip().lower()
-    planned = named if is_engine_name(named) and named != "ideal" and \
-        getattr(args, "allreduce", None) is None else engine
+    planned = named if profiled_engine(named) and getattr(args, "allreduce", None) is None \
+        else engine
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
                        max_num_seqs=args.max_num_seqs or "auto", engine=planned, **search)
     best = planning.cheapest_plan(ds, by=None)

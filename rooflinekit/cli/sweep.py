@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from rooflinekit import catalog, dims, memory
-from rooflinekit.profiles import is_engine_name, split_engine_name
+from rooflinekit.profiles import is_engine_name, profiled_engine
 from rooflinekit.cli._args import (
     COMMAND_API,
     MAX_INT,
@@ -303,8 +303,7 @@ def _engine(args):
     allreduce = getattr(args, "allreduce", None)
     if allreduce is None and (name is None or is_engine_name(name)):
         return name
-    if allreduce is not None and (name is None or (is_engine_name(name) and
-                                                   split_engine_name(name)[0] != "ideal")):
+    if allreduce is not None and (name is None or profiled_engine(name)):
         raise ValueError("--allreduce changes one engine for every GPU; with an engine "
                          "profile (each GPU its own) give --engine ideal or --engine FILE")
     return engine_from_args(args)
@@ -407,9 +406,8 @@ def _ideal_bound(args, result, by, models, gpus, reserve, draft) -> dict | None:
     """Each model's best objective on the ideal roofline over the same grid, ``{model: (name,
     value)}``: the bound beside the engine's answer (best and cheapest reports; not with
     ``--engine ideal``, a file engine, or a grid the engine's report found nothing in)."""
-    named = args.engine or "vllm"
-    if args.report not in _OBJECTIVES or by != [dims.MODEL] or not is_engine_name(named) or \
-            split_engine_name(named)[0] == "ideal":
+    if args.report not in _OBJECTIVES or by != [dims.MODEL] or \
+            not profiled_engine(args.engine or "vllm"):
         return None
     ideal = sweep(models, gpus, tp=args.tp, context_length=args.max_model_len,
                   batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve,

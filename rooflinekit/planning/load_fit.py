@@ -247,9 +247,8 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         # nothing to see), then bounded least squares from there
         for i, k in enumerate(searched):
             grid = lower[k] + (upper[k] - lower[k]) * np.array(ONE_KNOB_GRID)
-            costs = [float(np.sum(residuals(np.where(np.arange(len(x0)) == i, g, x0)) ** 2))
-                     for g in grid]
-            x0 = np.where(np.arange(len(x0)) == i, grid[int(np.argmin(costs))], x0)
+            trials = [np.concatenate([x0[:i], [g], x0[i + 1:]]) for g in grid]
+            x0 = min(trials, key=lambda x: float(np.sum(residuals(x) ** 2)))
         from scipy.optimize import least_squares     # scipy: loaded on the first fit
         solution = least_squares(residuals, x0, bounds=(lower[searched], upper[searched]),
                                  diff_step=0.05, max_nfev=60,

@@ -170,11 +170,7 @@ def scheduler_engine(engine) -> str:
         :class:`~rooflinekit.Engine`, a calibration)
         :data:`~rooflinekit.profiles.DEFAULT_ENGINE`: the planner's launch command is vLLM's.
     """
-    if isinstance(engine, str):
-        name = engine.strip().partition("@")[0].strip().lower()
-        if name in ENGINE_NAMES:
-            return name
-    return DEFAULT_ENGINE
+    return shipped.profiled_engine(engine) or DEFAULT_ENGINE
 
 
 def scheduler_defaults(engine: str = DEFAULT_ENGINE, gpu=None) -> SchedulerDefaults:

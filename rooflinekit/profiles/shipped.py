@@ -30,7 +30,7 @@ from rooflinekit.roofline import IDEAL, Engine
 
 __all__ = ["ENGINE_NAMES", "DEFAULT_ENGINE", "ENGINE_CHOICES", "ProfileKey", "ENGINE_PROFILES",
            "HostScheduling", "engine_profile", "host_scheduling", "is_engine_name",
-           "read_profile_file", "resolve_engine", "split_engine_name"]
+           "profiled_engine", "read_profile_file", "resolve_engine", "split_engine_name"]
 
 #: The serving engines a profile can describe, by the name ``engine=`` and ``--engine`` take.
 ENGINE_NAMES = ("vllm", "sglang", "trtllm")
@@ -100,6 +100,12 @@ class HostScheduling:
             return False
         key = _release(version)
         return _release(self.synchronous_from) <= key < _release(self.asynchronous_since)
+
+    def asynchronous(self, version: str) -> bool:
+        """Whether ``version`` schedules asynchronously: a release number from
+        ``asynchronous_since`` on."""
+        return isinstance(version, str) and bool(_VERSION.fullmatch(version.strip())) and \
+            _release(version) >= _release(self.asynchronous_since)
 
 
 #: A release number: dotted integers, optionally with a suffix ("0.10.1.1", "0.11.0rc1").
@@ -230,8 +236,7 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
 def _asynchronous_note(host, version: str) -> str:
     """What a profile's label adds where its version schedules asynchronously: the assumption
     every answer it times makes (an older engine is ``NAME@VERSION``)."""
-    if host is None or not _VERSION.fullmatch(version.strip()) or host.synchronous(version) \
-            or _release(version) < _release(host.synchronous_from):
+    if host is None or not host.asynchronous(version):
         return ""
     return f"; host scheduling asynchronous, as from {host.asynchronous_since}"
 
@@ -568,6 +573,15 @@ def is_engine_name(text) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def profiled_engine(text) -> str | None:
+    """The serving engine (one of :data:`ENGINE_NAMES`) that ``text`` names, with or without
+    ``@VERSION``; ``None`` for ``"ideal"``, a file of knobs or anything else."""
+    if not is_engine_name(text):
+        return None
+    name = split_engine_name(text)[0]
+    return None if name == "ideal" else name
 
 
 def resolve_engine(engine=None, gpu=None, *, warn: bool = True):
