@@ -239,19 +239,28 @@ def test_a_synchronous_vllm_sweep_is_scored_at_its_versions_host_scheduling(scor
 def test_the_rtx4090_closed_loop_loses_its_time_before_the_first_token(scorer, sweeps):
     """docs/validation.md's table: Little's law splits a closed-loop request's cycle, C /
     request throughput, into TTFT and first token to last, measured and simulated; the decode
-    side agrees within 5 % at every concurrency, the TTFT gap grows with it."""
+    side agrees within the page's few per cent at every concurrency, the TTFT gap grows with
+    it."""
     from pathlib import Path
     doc = (Path(__file__).parents[1] / "docs" / "validation.md").read_text()
     points = sweeps["mrahman_rtx4090_mistral-7b_256in_128out"]
+    decode_errors, gaps = [], []
     for p in points:
         c = p["concurrency"]
         pred = scorer.predict_point(p, None, "closed")
         cycle, cycle_p = c / p["request_throughput"], c / pred["request_throughput"]
         rest, rest_p = cycle - p["mean_ttft_ms"] / 1e3, cycle_p - pred["mean_ttft"] / 1e3
-        assert abs(rest_p / rest - 1) < 0.05, c
+        decode_errors.append(abs(rest_p / rest - 1))
+        gaps.append(p["mean_ttft_ms"] - pred["mean_ttft"])
         row = (f"| {c:.0f} | {cycle:.2f} / {cycle_p:.2f} | {rest:.2f} / {rest_p:.2f} | "
                f"{p['mean_ttft_ms']:.0f} / {pred['mean_ttft']:.0f} |")
         assert row in doc, row
+    worst = max(decode_errors)
+    assert worst < 0.06
+    assert f"The decode side is within {100 * worst:.1f} % at every concurrency" in doc
+    assert gaps == sorted(gaps)                     # the wait grows with the streams
+    flat = " ".join(doc.split())
+    assert f"({gaps[0]:.0f} ms at 4, {gaps[-1]:.0f} ms at 48)" in flat
 
 
 def test_decode_side_is_littles_law(scorer, sweeps):

@@ -305,20 +305,32 @@ def test_the_sweep_command_times_each_gpu_by_its_own_profile(capsys):
 
 
 def test_a_borrowed_gemm_curve_keeps_decode_memory_bound_where_its_source_was():
-    """The RTX 4090 (no profile) borrows the L40S's. A 16-bit decode step of one sequence reads
-    every weight byte once and does one FLOP per byte, so its GEMMs' compute time at the curve's
-    floor, ``n½ / peak`` per FLOP, is under the read time ``1 / bandwidth`` per byte exactly
-    when ``n½`` is under the ridge point. The L40S's n½ is under its ridge; carried to the
-    4090 (ridge 164 FLOP/byte against 419) it stays under the 4090's."""
+    """A 16-bit decode step of one sequence reads every weight byte once and does one FLOP per
+    byte, so its GEMMs' compute time at the curve's floor, ``n½ / peak`` per FLOP, is under the
+    read time ``1 / bandwidth`` per byte exactly when ``n½`` is under the ridge point. A curve
+    whose n½ is under the L40S's ridge (419 FLOP/byte) but over the RTX 4090's (164), carried
+    to the 4090, keeps the same share of the ridge, with its interval; the RTX 4090's shipped
+    profile (borrowed from the L40S) is under its ridge in both phases."""
+    from rooflinekit.profiles.shipped import borrowed
     l40s, rtx = rk.catalog.gpu("L40S"), rk.catalog.gpu("RTX-4090")
+    ridge_l40s, ridge_rtx = (g.peak_flops / g.hbm_bandwidth for g in (l40s, rtx))
+    fitted = Calibration(prefill={"gemm_half_tokens": 300.0}, decode={"gemm_half_tokens": 250.0},
+                         intervals={"decode": {"gemm_half_tokens": (200.0, 280.0)}},
+                         source="a test")
+    assert 250.0 < ridge_l40s and 250.0 > ridge_rtx        # unscaled, decode would bind
+    carried = borrowed(fitted, l40s, rtx)
+    for phase, half in (("prefill", 300.0), ("decode", 250.0)):
+        assert getattr(carried, phase)["gemm_half_tokens"] == pytest.approx(
+            half * ridge_rtx / ridge_l40s, rel=1e-12)
+        assert getattr(carried, phase)["gemm_half_tokens"] < ridge_rtx
+    assert carried.intervals["decode"]["gemm_half_tokens"] == pytest.approx(
+        (200.0 * ridge_rtx / ridge_l40s, 280.0 * ridge_rtx / ridge_l40s), rel=1e-12)
+    assert "RTX-4090's ridge point" in carried.source
+    assert borrowed(fitted, l40s, l40s) is fitted
     with pytest.warns(UserWarning, match="RTX-4090"):
-        borrowed = rk.engine_profile("vllm", "RTX-4090")
-    own = rk.engine_profile("vllm", "L40S")
+        shipped = rk.engine_profile("vllm", "RTX-4090")
     for phase in ("prefill", "decode"):
-        half = getattr(own, phase)["gemm_half_tokens"]
-        assert half < l40s.peak_flops / l40s.hbm_bandwidth
-        assert getattr(borrowed, phase)["gemm_half_tokens"] < rtx.peak_flops / rtx.hbm_bandwidth
-        assert half > rtx.peak_flops / rtx.hbm_bandwidth      # unscaled, it would not be
+        assert getattr(shipped, phase)["gemm_half_tokens"] < ridge_rtx
 
 
 HOST = """

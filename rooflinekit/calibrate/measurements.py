@@ -130,6 +130,7 @@ def measurements_from_records(records: Iterable[Mapping]) -> xr.Dataset:
           ``--kv-cache-dtype fp8`` → "fp8"); optional.
         - ``ttft_kind`` : "isolated" (default: the TTFT of one prompt's prefill) or
           "static_batch" (``batch_size`` prompts arrived together and shared one prefill step,
+          each attending to its own tokens only,
           as in ``vllm bench serve --request-rate inf``): see :data:`TTFT_KINDS`.
         - ``engine`` : engine and version ("vllm 0.6.0", "sglang 0.4.1"); optional, for
           ``cross_validate(by="engine")``.

@@ -468,11 +468,12 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     (:func:`~rooflinekit.roofline.step.mixed_step_time_kernel`), so at small ``n`` its compute
     time is that of ``n½`` rows, and it stays under the weights' read time while ``n½`` is
     below the GPU's ridge point ``peak / bandwidth`` [FLOP/byte] (16-bit weights do one FLOP
-    per byte per row). The fitted ``n½`` follow the ridge: 128 and 172 tokens on the H200 and
-    H100 (one chip: ridge 206 and 295), 285 on the L40S (419), under vLLM. Carried unchanged to
-    a GPU of a lower ridge, ``n½`` would make memory-bound decode steps compute-bound (the
-    L40S's 285 tokens on an RTX 4090, ridge 164: TPOT 30 ms where 19 ms was measured); scaled,
-    the curve keeps its place relative to the ridge.
+    per byte per row). Carried unchanged to a GPU of a lower ridge, an ``n½`` near its source's
+    ridge would make memory-bound decode steps compute-bound (an ``n½`` of 285 tokens, fitted
+    on the L40S, ridge 419, on an RTX 4090, ridge 164: TPOT 30 ms where 19 ms was measured);
+    scaled, the curve keeps its place relative to the ridge. The shipped vLLM profiles' decode
+    ``n½`` lie well under their ridges (0-80 tokens against 206-419), where the scaling
+    changes little.
 
     See Also
     --------
