@@ -94,11 +94,16 @@ model sizes (fit on one model's rows of this (engine, GPU), predict the other's;
 direction). Leaving a GPU out, the decode fit holds the fixed time per layer as clock cycles
 (``layer_cycles``, :data:`TRANSFER_DECODE_FIT`): each row's GPU turns them into seconds with
 the catalogue's boost clock, so the A100's (1.41 GHz) comes out longer than the Hopper and
-Blackwell GPUs' (1.98 GHz) and the L40S's (2.52 GHz) shorter.
+Blackwell GPUs' (1.98 GHz) and the L40S's (2.52 GHz) shorter. NVIDIA states no boost clock for
+the B300, GB200, GB300 and RTX PRO 6000 Server: each of those is predicted by the plain fit
+(the layer's time in seconds) of every other GPU, and the clocked GPUs' pools leave them out
+(:func:`leave_one_gpu_out`).
 
-Structure from the GPU catalogue: the L40S is the one PCIe GPU, and past a pair its
-all-reduces share one host link (``host_link_gb_s``, ``p2p_gpus``); every fit runs on an
-engine with ``host_traffic_share = 1`` (:data:`STRUCTURE`), which the profiles carry.
+Structure from the GPU catalogue: the L40S is the PCIe GPU whose topology the catalogue
+states, and past a pair its all-reduces share one host link (``host_link_gb_s``,
+``p2p_gpus``); every fit runs on an engine with ``host_traffic_share = 1`` (:data:`STRUCTURE`),
+which the profiles carry (no effect on a GPU without those fields: the RTX PRO 6000 Server's
+PCIe Gen5 link is its interconnect, at the share its fit finds).
 
 The fit, stage 2: serving (vLLM only)
 -------------------------------------
@@ -156,6 +161,8 @@ AIC_VERSION = "0.12.0"
 #: package (h100_pcie, a100_pcie and l4 ship empty data folders in 0.12.0) are skipped.
 SYSTEM_TO_GPU = {"h100_sxm": "H100-SXM-80GB", "h200_sxm": "H200-SXM-141GB",
                  "a100_sxm": "A100-SXM-80GB", "b200_sxm": "B200", "l40s": "L40S",
+                 "b300_sxm": "B300", "gb200": "GB200", "gb300": "GB300",
+                 "rtx_pro_6000_server": "RTX-PRO-6000-Server",
                  "h100_pcie": "H100-PCIe-80GB", "a100_pcie": "A100-PCIe-80GB", "l4": "L4"}
 #: Serving engines, as aiconfigurator names their data folders.
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -751,12 +758,25 @@ def held_out_errors(train: list, test: list, transfer: bool = False) -> tuple[fl
 
 
 def leave_one_gpu_out(rows: list) -> dict:
-    """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows (the
-    transfer fit: a layer's fixed time in clock cycles, :data:`TRANSFER_DECODE_FIT`)."""
+    """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows.
+
+    A GPU whose catalogue row gives its boost clock is predicted by the transfer fit (a
+    layer's fixed time in clock cycles, :data:`TRANSFER_DECODE_FIT`) of the other such GPUs;
+    one without (NVIDIA states none for the B300, GB200, GB300 and RTX PRO 6000 Server) by
+    the plain fit (that time in seconds) of every other GPU. The clocked GPUs' pools leave the
+    clockless ones out, so adding one does not move the others' errors.
+    """
     gpus = sorted({r["gpu"] for r in rows})
-    return {gpu: held_out_errors([r for r in rows if r["gpu"] != gpu],
-                                 [r for r in rows if r["gpu"] == gpu], transfer=True)
-            for gpu in gpus}
+    clocked = {g for g in gpus if getattr(catalog.gpu(g), "boost_clock", None)}
+    out = {}
+    for gpu in gpus:
+        test = [r for r in rows if r["gpu"] == gpu]
+        if gpu in clocked:
+            train = [r for r in rows if r["gpu"] != gpu and r["gpu"] in clocked]
+        else:
+            train = [r for r in rows if r["gpu"] != gpu]
+        out[gpu] = held_out_errors(train, test, transfer=gpu in clocked)
+    return out
 
 
 def model_size_error(rows: list) -> tuple[float, dict]:
