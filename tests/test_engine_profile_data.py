@@ -283,3 +283,23 @@ def test_rederived_moe_overhead_matches_the_shipped_one():
         assert shipped["interval"][phase]["moe_layer_overhead"] == pytest.approx(
             moe["interval"], rel=1e-9)
     assert 3e-5 < moe["value"] < 5e-5 and moe["moe_points"] > 500
+
+
+def test_leaving_a_gpu_out_uses_the_clock_only_where_the_catalogue_gives_one(monkeypatch):
+    """A GPU with a catalogue boost clock is predicted by the cycles fit of the other clocked
+    GPUs; one without (the B300) by the seconds fit of every other GPU; the clocked pools leave
+    the clockless GPU out, so adding it moves no other GPU's error."""
+    script = _script()
+    calls = {}
+
+    def record(train, test, transfer=False):
+        calls[test[0]["gpu"]] = ({r["gpu"] for r in train}, transfer)
+        return 1.0, 2.0
+    monkeypatch.setattr(script, "held_out_errors", record)
+    gpus = ("H100-SXM-80GB", "A100-SXM-80GB", "B300")
+    assert [bool(catalog.gpu(g).boost_clock) for g in gpus] == [True, True, False]
+    rows = [{"gpu": g, "n": i} for g in gpus for i in range(2)]
+    assert script.leave_one_gpu_out(rows) == {g: (1.0, 2.0) for g in gpus}
+    assert calls == {"H100-SXM-80GB": ({"A100-SXM-80GB"}, True),
+                     "A100-SXM-80GB": ({"H100-SXM-80GB"}, True),
+                     "B300": ({"H100-SXM-80GB", "A100-SXM-80GB"}, False)}
