@@ -212,3 +212,17 @@ def test_an_open_model_preset_is_dated_and_sourced():
     payg = rk.pricing.payg_price("together-llama-3.1-70b-turbo")
     # one price for input and output: the blend is 0.88 at any mix
     assert float(payg.blended(0.13)) == pytest.approx(0.88, rel=1e-12)
+
+
+def test_a_gpu_without_a_catalogue_price_is_refused_naming_the_flag(capsys):
+    """The GB200 row has no hourly price: the command says to type one with --gpu-hourly
+    (not the Python argument), before any planning, and plans once it is typed."""
+    assert rk.catalog.gpu("GB200").hourly_price is None
+    argv = ["plan", "llama-3.1-8b", "--gpus", "gb200", "--rate", "2", "--prompt-mean", "500",
+            "--output-mean", "100", "--ttft", "1", "--itl", "0.05", "--replicates", "2"]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--gpu-hourly GB200=USD" in err and "prices=" not in err
+    code, out, err = run(capsys, *argv, "--gpu-hourly", "gb200=6", "--json")
+    assert code == 0, err
+    assert json.loads(out)["configurations"][0]["gpu"] == "GB200"

@@ -317,13 +317,19 @@ def prices_from_args(args, gpus):
                                 f"{values[1]:.3g} tokens a month, at least {minimum} unit(s), "
                                 f"in steps of {increment}")
     gpu_prices = None
+    planned = {catalog.gpu(g).name for g in gpus}
     if args.gpu_hourly:
         gpu_prices = dict(args.gpu_hourly)
-        planned = {catalog.gpu(g).name for g in gpus}
         for name in gpu_prices:
             if name not in planned:
                 raise ValueError(f"--gpu-hourly prices {name}, which is not in --gpus "
                                  f"({', '.join(sorted(planned))})")
+    # the planner's own message names its Python argument; a command names its flag
+    unpriced = sorted(name for name in planned if catalog.gpu(name).hourly_price is None
+                      and name not in (gpu_prices or {}))
+    if unpriced:
+        raise ValueError(f"--gpus {', '.join(unpriced)}: no hourly price in the catalogue; "
+                         f"type one with --gpu-hourly {unpriced[0]}=USD")
     return payg, provisioned, increment, gpu_prices, notes
 
 
