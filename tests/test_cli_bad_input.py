@@ -104,6 +104,9 @@ BAD = [
     (DIS + ["--splits", "1P1D", "--link-bandwidth", "0"], "--link-bandwidth"),
     (DIS + ["--splits", "1P1D", "--link-latency", "-1"], "--link-latency"),
     (DIS + ["--splits", "1P1D", "--gpu", "no-such-gpu"], "no-such-gpu"),
+    # a GPU the catalogue gives no network bandwidth or no price: the flag that types one
+    (DIS + ["--splits", "1P1D", "--gpu", "gb200"], "--link-bandwidth"),
+    (PLAN + ["--gpus", "b300"], "--gpu-hourly B300=USD"),
 ]
 
 #: The sweep's speculative-decoding and prefix-caching axes.

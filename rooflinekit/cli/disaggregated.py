@@ -100,6 +100,10 @@ def run(args, out) -> int:
     traffic, slo = traffic_and_slo(args)
     model = apply_dtypes(read_model(args), args)
     gpu = catalog.gpu(args.gpu)
+    if args.link_bandwidth is None and gpu.network_bandwidth is None:
+        # the planner's message names its Python argument; a command names its flag
+        raise ValueError(f"--gpu {gpu.name}: no network bandwidth in the catalogue for the KV "
+                         f"to cross between the pools; type one with --link-bandwidth GB/S")
     common = dict(
         model=model, gpu=gpu, tp=args.tp, max_num_seqs=args.max_num_seqs or "auto",
         max_num_batched_tokens=args.max_num_batched_tokens or "auto",
