@@ -226,9 +226,9 @@ ASSUMED_VERSIONS = {"LambdaLabsML/vllm-benchmark": "0.5.4"}
 V0_LONG_CONTEXT = 32_768
 
 
-def scheduler(point) -> tuple[int, int | None, bool, str]:
-    """``(max_num_seqs, max_num_batched_tokens, mixed_prefill, why)`` the point's engine ran
-    with by default.
+def scheduler(point) -> tuple[int, int | None, bool, str, str]:
+    """``(max_num_seqs, max_num_batched_tokens, mixed_prefill, admission, why)`` the point's
+    engine ran with by default.
 
     vLLM before 0.8 (the V0 engine), 256 sequences: served at a context of at most 32K
     tokens, chunked prefill off, so each prompt is prefilled whole (``None``), in prefill steps
@@ -237,7 +237,8 @@ def scheduler(point) -> tuple[int, int | None, bool, str]:
     tokens a step, decodes first (vllm-project/vllm#6666, July 2024; the engine logs "Chunked
     prefill is enabled with max_num_batched_tokens=512"). vLLM 0.8 and later, an unknown vLLM
     version (taken as current), SGLang, and NIM (a TensorRT-LLM engine): the engine's defaults
-    for the GPU (:func:`rooflinekit.profiles.scheduler_defaults`).
+    for the GPU (:func:`rooflinekit.profiles.scheduler_defaults`), its KV admission among them
+    (paged for vLLM and SGLang; TensorRT-LLM's GUARANTEED_NO_EVICT: reserve).
     """
     engine = point["engine"]
     version = engine_version(point)
@@ -245,14 +246,15 @@ def scheduler(point) -> tuple[int, int | None, bool, str]:
     if engine == "vllm" and release and release[:2] < (0, 8):
         context = point.get("max_model_len") or catalog.model(point["model"]).max_context or 0
         if context > V0_LONG_CONTEXT and release >= (0, 5, 4):
-            return 256, 512, True, f"vLLM {version} (V0) at {int(context)} tokens of " \
-                f"context: 256 sequences, chunked prefill of 512 tokens a step"
-        return 256, None, False, f"vLLM {version} (V0): 256 sequences, whole prompts, " \
-            f"prefill steps apart"
+            return 256, 512, True, "paged", f"vLLM {version} (V0) at {int(context)} tokens " \
+                f"of context: 256 sequences, chunked prefill of 512 tokens a step"
+        return 256, None, False, "paged", f"vLLM {version} (V0): 256 sequences, whole " \
+            f"prompts, prefill steps apart"
     name = {"vllm": "vllm", "sglang": "sglang", "nim": "trtllm", "trtllm": "trtllm"}[engine]
     d = scheduler_defaults(name, point["gpu"])
-    return d.max_num_seqs, d.max_num_batched_tokens, d.mixed_prefill, \
-        f"{name} defaults: {d.max_num_seqs} sequences, {d.max_num_batched_tokens} tokens"
+    return d.max_num_seqs, d.max_num_batched_tokens, d.mixed_prefill, d.admission, \
+        f"{name} defaults: {d.max_num_seqs} sequences, {d.max_num_batched_tokens} tokens, " \
+        f"{d.admission} admission"
 
 
 def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
@@ -260,13 +262,14 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
     """One point of :func:`~rooflinekit.planning.load_curve`: at ``rate`` (open loop) or at
     ``concurrency`` (closed loop); medians over replicates."""
     model, engine, traffic = _spec(point, engine, sigma)
-    seqs, chunk, mixed, _ = scheduler(point)
+    seqs, chunk, mixed, admission, _ = scheduler(point)
     ds = load_curve(traffic, _SLO, model=model, gpu=point["gpu"], tp=int(point["tp"]),
                     rates=None if rate is None else [float(rate)],
                     concurrencies=None if concurrency is None else [int(concurrency)],
                     max_num_seqs=seqs,
                     max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
-                    mixed_prefill=mixed, engine=engine, engine_draws=0, replicates=replicates,
+                    mixed_prefill=mixed, admission=admission, engine=engine, engine_draws=0,
+                    replicates=replicates,
                     requests=max(10, int(requests)), seed=seed)
     out = {}
     for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),

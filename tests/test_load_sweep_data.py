@@ -173,6 +173,10 @@ def test_v0_scheduling_follows_the_served_context(scorer, sweeps):
     # without a served context: the catalogue model's (Llama-3.1-8B: 131,072)
     assert scorer.scheduler({**lambda_, "max_model_len": None})[:3] == (256, 512, True)
     assert scorer.scheduler(v1)[:3] == (256, 2048, True)        # A100: vLLM's smaller budget
+    # the KV admission the engine ran: vLLM paged; NIM's TensorRT-LLM reserves prompt and output
+    assert scorer.scheduler(v1)[3] == scorer.scheduler(phala)[3] == "paged"
+    nim = {**v1, "engine": "nim", "engine_version": "1.8.0", "gpu": "H100-SXM-80GB"}
+    assert scorer.scheduler(nim)[:4] == (2048, 8192, True, "reserve")
 
 
 def test_step_overhead_replays_the_profiles_with_it(scorer):

@@ -9,7 +9,10 @@ package's data file):
 - SGLang, ``python/sglang/srt/server_args.py``: ``chunked_prefill_size`` 2048 below 35 GiB,
   4096 below 60 GiB, 8192 below 160 GiB, else 16384; ``max_running_requests`` from
   ``model_runner.py`` clipped to [2048, 4096] (its floor taken).
-- TensorRT-LLM, ``BuildConfig``: ``max_batch_size`` 2048, ``max_num_tokens`` 8192.
+- TensorRT-LLM, ``BuildConfig``: ``max_batch_size`` 2048, ``max_num_tokens`` 8192; its
+  ``SchedulerConfig.capacity_scheduler_policy`` defaults to ``GUARANTEED_NO_EVICT`` (TensorRT-LLM
+  docs, "Useful Runtime Options", Capacity Scheduler Policy): a request starts only when its
+  prompt and maximum output fit, and is never paused.
 """
 
 import numpy as np
@@ -94,6 +97,9 @@ source = "here"
     (GOOD + "min_memory_gib = nan\n", r"min_memory_gib: must be a number"),
     (GOOD + "below_memory_gib = 70\n", "its last row must apply to every GPU"),
     (GOOD + "mixed_prefill = 0\n", r"scheduler\[0\]\.mixed_prefill: must be true or false"),
+    (GOOD + 'admission = "evict"\n', r"scheduler\[0\]\.admission: must be one of paged, reserve"),
+    (GOOD.replace("engine =", 'admission = "reserve"\nengine =') + GOOD.replace(
+        "[[scheduler]]", "[[scheduler]]\nmin_memory_gib = 0", 1), "must share one admission"),
     ("scheduler = 3\n", "field 'scheduler'"),
     ("[[scheduler]\n", "not TOML"),
 ])
@@ -303,3 +309,49 @@ def test_mixed_prefill_given_overrides_the_engines_rule(capsys):
     spec = rk.batching.Speculative(draft=0.1, draft_tokens=3, acceptance=0.7)
     with pytest.raises(ValueError, match="mixed_prefill=False cannot go with speculative"):
         rk.planning.plan(traffic, SLO, mixed_prefill=False, speculative=spec, **common)
+
+
+def test_each_engine_admits_as_it_does_by_default():
+    """vLLM and SGLang admit on the blocks a request holds (paged, preempting); TensorRT-LLM's
+    GUARANTEED_NO_EVICT only when the prompt and whole output fit (reserve). "auto" takes the
+    engine's rule, paged where prefix caching is asked for (shared in paged blocks only); a
+    rule given is kept; plans and load curves say which they ran."""
+    from rooflinekit.profiles import ADMISSIONS, scheduler_admission
+    assert ADMISSIONS == ("paged", "reserve")
+    for engine, rule in (("vllm", "paged"), ("sglang", "paged"), ("trtllm", "reserve")):
+        assert scheduler_defaults(engine, "H100-SXM-80GB").admission == rule
+        assert scheduler_admission("auto", engine, "H100-SXM-80GB") == rule
+        assert scheduler_admission("auto", f"{engine}@0.1", "H100-SXM-80GB") == rule
+    for engine in (None, "ideal", rk.IDEAL):                # vLLM's launch command
+        assert scheduler_admission("auto", engine, "B200") == "paged"
+    assert scheduler_admission("auto", "trtllm", "B200", prefix_caching=True) == "paged"
+    assert scheduler_admission("paged", "trtllm", "B200") == "paged"
+    for bad in ("evict", None, 1):
+        with pytest.raises(ValueError, match="admission must be one of auto, paged, reserve"):
+            scheduler_admission(bad, "vllm", "B200")
+    traffic = rk.Traffic(2.0, 800, 100)
+    common = dict(model="Llama-3.1-8B", gpu="H100-SXM-80GB", rates=[2.0], replicates=1,
+                  requests=50)
+    assert rk.planning.load_curve(traffic, SLO, engine="trtllm", **common) \
+        .attrs["admission"] == "reserve"
+    assert rk.planning.load_curve(traffic, SLO, **common).attrs["admission"] == "paged"
+    plan = rk.plan(traffic, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", engine="trtllm",
+                   max_num_batched_tokens="auto", replicates=1, requests=50)
+    assert plan.attrs["admission"] == "reserve"
+    with pytest.raises(ValueError, match="admission"):
+        rk.plan(traffic, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", admission="evict")
+
+
+def test_reserving_the_whole_output_admits_fewer_long_requests():
+    """With outputs far longer than prompts, reserving prompt + output at admission holds
+    fewer sequences in the same KV cache than admitting on the blocks held: TensorRT-LLM's rule
+    serves fewer tokens a second at saturation than vLLM's on the same profile."""
+    traffic = rk.Traffic(50.0, 200, 4000)
+    common = dict(model="Llama-3.1-70B", gpu="H100-SXM-80GB", tp=2, concurrencies=[400],
+                  replicates=1, requests=800, engine_draws=0,
+                  engine=rk.engine_profile("vllm", "H100-SXM-80GB"))
+    paged = rk.planning.load_curve(traffic, SLO, admission="paged", **common)
+    reserved = rk.planning.load_curve(traffic, SLO, admission="reserve", **common)
+    assert float(reserved["throughput"].max()) < 0.9 * float(paged["throughput"].max())
+    # fewer sequences a step: each decodes faster
+    assert float(reserved["mean_tpot"].max()) < float(paged["mean_tpot"].max())

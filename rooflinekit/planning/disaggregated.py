@@ -11,8 +11,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, dims
-from rooflinekit._validation import (check_one_of, check_type, describe, real_number, show,
-                                     whole_number)
+from rooflinekit._validation import check_type, describe, real_number, show, whole_number
 from rooflinekit.batching import DisaggregatedBatcher
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
@@ -27,7 +26,7 @@ from rooflinekit.planning.fleet import (
     one_scheduler,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import resolve_engine
+from rooflinekit.profiles import resolve_engine, scheduler_admission
 
 __all__ = ["AGGREGATED", "MAX_SPLITS", "SPLIT", "plan_disaggregated"]
 
@@ -71,7 +70,7 @@ def _splits(gpu_budget, splits, tp):
 
 def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budget=None,
                        splits=None, max_num_seqs="auto", max_num_batched_tokens="auto",
-                       admission="paged", block_size=16, gpu_memory_utilization=0.9,
+                       admission="auto", block_size=16, gpu_memory_utilization=0.9,
                        link_bandwidth=None, link_latency=0.0, headroom=0.2, replicates=10,
                        seed=0, requests=1000, rtol=0.02, engine=None,
                        work_limit=PLAN_WORK_LIMIT) -> xr.Dataset:
@@ -146,7 +145,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     (model,) = _names("model", model, ModelShape, catalog.resolve_model)
     (gpu,) = _names("gpu", gpu, GPU, catalog.gpu)
     tp = whole_number("tp", tp, lo=1)
-    check_one_of("admission", admission, ("paged", "reserve"))
+    admission = scheduler_admission(admission, engine, gpu)
     pairs = _splits(gpu_budget, splits, tp)
     if link_bandwidth is None:
         if gpu.network_bandwidth is None:

@@ -21,7 +21,6 @@ from rooflinekit._validation import (
     as_1d,
     check_bool,
     check_mapping,
-    check_one_of,
     check_type,
     describe,
     real_number,
@@ -41,7 +40,7 @@ from rooflinekit.planning.capacity import (
 )
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.profiles import (Calibration, chunk_budget_candidates, resolve_engine,
-                                  scheduler_defaults, scheduler_engine)
+                                  scheduler_admission, scheduler_defaults, scheduler_engine)
 from rooflinekit.roofline import (
     DEFAULT_IDLE_POWER_FRACTION,
     IDEAL,
@@ -205,7 +204,7 @@ def check_plan_size(traffic, n_configurations, *, replicates, requests, work_lim
 
 
 def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
-         max_num_batched_tokens="search", admission="paged", block_size=16,
+         max_num_batched_tokens="search", admission="auto", block_size=16,
          gpu_memory_utilization=0.9, headroom=0.2, spare_replicas=0, min_replicas=1,
          replicates=20, seed=0, engine=None, engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=None, speculative=None, pp=None, ep=None,
@@ -244,8 +243,12 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         :data:`SCREEN_REPLICATES` replicates and keeps the highest median max rate (the
         engine's default unless beaten by more than :data:`SCREEN_RTOL`), which alone is then
         searched on every replicate. A variable.
-    admission : {"paged", "reserve"}
-        The batcher's admission rule (:class:`~rooflinekit.batching.ContinuousBatcher`).
+    admission : {"auto", "paged", "reserve"}
+        The batcher's KV admission rule (:class:`~rooflinekit.batching.ContinuousBatcher`).
+        Default "auto": the engine's (:func:`~rooflinekit.profiles.scheduler_admission`):
+        paged for vLLM and SGLang (and for an ``rk.Engine`` or a calibration), reserve for
+        TensorRT-LLM, whose default capacity policy admits a request only when its prompt and
+        whole output fit and never preempts; paged wherever ``prefix_caching=True``.
     block_size : int
         Tokens per KV block [tokens].
     gpu_memory_utilization : float
@@ -369,7 +372,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         raise ValueError(f"max_num_batched_tokens must be >= max_num_seqs ({most_seqs}"
                          f"{'' if isinstance(seqs_list, list) else ', the engine default'}); "
                          f"got {show(max_num_batched_tokens)}")
-    check_one_of("admission", admission, ("paged", "reserve"))
+    admission = scheduler_admission(admission, engine, gpu_list[0], prefix_caching)
     block_size = whole_number("block_size", block_size, lo=1)
     real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True)
     headroom = real_number("headroom", headroom, lo=0)
@@ -685,7 +688,7 @@ CLOSED_LOOP_OVERLOAD = 2.0
 
 
 def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="auto", rates=None,
-               concurrencies=None, max_num_batched_tokens="auto", admission="paged",
+               concurrencies=None, max_num_batched_tokens="auto", admission="auto",
                block_size=16, gpu_memory_utilization=0.9, replicates=10, seed=0, engine=None,
                engine_draws=None, requests=1000, mixed_prefill="auto") -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its load: an open-loop
@@ -786,10 +789,11 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         mixed_prefill = scheduler_defaults(scheduler_engine(engine), gpu).mixed_prefill
     mixed_prefill = check_bool("mixed_prefill", mixed_prefill)
     seed = whole_number("seed", seed, lo=0)
+    admission = scheduler_admission(admission, engine, gpu)   # the engine's, before resolving it
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
-    layout = dict(admission=check_one_of("admission", admission, ("paged", "reserve")),
+    layout = dict(admission=admission,
                   block_size=whole_number("block_size", block_size, lo=1),
                   gpu_memory_utilization=real_number("gpu_memory_utilization",
                                                      gpu_memory_utilization, lo=0, hi=1,
@@ -843,6 +847,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "max_num_seqs": int(max_num_seqs),
                      "max_num_batched_tokens": int(max_num_batched_tokens or 0),
                      "mixed_prefill": int(mixed_prefill),
+                     "admission": layout["admission"],
                      "client": "closed loop" if closed else "open loop",
                      "engine_draws": 0 if drawn is None else len(engines),
                      "model_quality": label,

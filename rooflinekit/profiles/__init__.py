@@ -5,8 +5,8 @@
 - :mod:`~rooflinekit.profiles.shipped`: the profiles shipped with the package
   (:func:`engine_profile`, :data:`ENGINE_PROFILES`) and :func:`resolve_engine`, the one rule by
   which a planning answer picks its engine (the vLLM profile of its GPU unless told otherwise);
-- :mod:`~rooflinekit.profiles.scheduling`: the engines' default slots and chunked-prefill budget
-  by GPU (:func:`scheduler_defaults`).
+- :mod:`~rooflinekit.profiles.scheduling`: the engines' default slots, chunked-prefill budget
+  and KV admission by GPU (:func:`scheduler_defaults`, :func:`scheduler_admission`).
 """
 from rooflinekit.profiles.calibration import (
     ENGINE_IDEAL_KNOBS,
@@ -23,11 +23,13 @@ from rooflinekit.profiles.calibration import (
     save_calibration,
 )
 from rooflinekit.profiles.scheduling import (
+    ADMISSIONS,
     CHUNK_BUDGETS,
     ENGINE_SCHEDULERS,
     SchedulerDefaults,
     chunk_budget_candidates,
     read_scheduler_file,
+    scheduler_admission,
     scheduler_defaults,
     scheduler_engine,
 )
@@ -54,4 +56,4 @@ __all__ = ["ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", 
            "host_scheduling", "is_engine_name", "profiled_engine", "read_profile_file", "split_engine_name",
            "resolve_engine", "CHUNK_BUDGETS", "ENGINE_SCHEDULERS", "SchedulerDefaults",
            "chunk_budget_candidates", "read_scheduler_file", "scheduler_defaults",
-           "scheduler_engine"]
+           "scheduler_engine", "scheduler_admission", "ADMISSIONS"]

@@ -23,8 +23,9 @@ from rooflinekit.hardware import GPU
 from rooflinekit.profiles import shipped
 from rooflinekit.profiles.shipped import DEFAULT_ENGINE, ENGINE_NAMES, _gpu_spec
 
-__all__ = ["SchedulerDefaults", "ENGINE_SCHEDULERS", "CHUNK_BUDGETS", "scheduler_defaults",
-           "scheduler_engine", "chunk_budget_candidates", "read_scheduler_file"]
+__all__ = ["SchedulerDefaults", "ENGINE_SCHEDULERS", "CHUNK_BUDGETS", "ADMISSIONS",
+           "scheduler_defaults", "scheduler_engine", "scheduler_admission",
+           "chunk_budget_candidates", "read_scheduler_file"]
 
 GIB = 2**30
 
@@ -36,6 +37,11 @@ CHUNK_BUDGETS = (512, 1024, 2048, 4096, 8192, 16384)
 _INT_FIELDS = ("max_num_seqs", "max_num_batched_tokens")
 _TEXT_FIELDS = ("engine", "version", "date", "source")
 _MEMORY_FIELDS = ("min_memory_gib", "below_memory_gib")
+#: KV admission rules (:class:`~rooflinekit.batching.ContinuousBatcher`'s ``admission``):
+#: "paged" admits on the blocks a request holds now and preempts when they run out (vLLM,
+#: SGLang); "reserve" admits only when the prompt and the whole output fit, and never preempts
+#: (TensorRT-LLM's default capacity policy, GUARANTEED_NO_EVICT).
+ADMISSIONS = ("paged", "reserve")
 
 
 class SchedulerDefaults(NamedTuple):
@@ -46,7 +52,8 @@ class SchedulerDefaults(NamedTuple):
     [tokens]: the step's token budget (vLLM ``--max-num-batched-tokens``, SGLang
     ``--chunked-prefill-size``, TensorRT-LLM ``--max_num_tokens``); ``version`` and ``source``:
     where they were read; ``mixed_prefill``: whether a step carries prefill slices beside the
-    decode tokens (SGLang ``--enable-mixed-chunk``, off by default).
+    decode tokens (SGLang ``--enable-mixed-chunk``, off by default); ``admission``: the KV
+    admission rule (:data:`ADMISSIONS`; TensorRT-LLM's ``capacity_scheduler_policy``).
     """
 
     engine: str
@@ -55,6 +62,7 @@ class SchedulerDefaults(NamedTuple):
     version: str
     source: str
     mixed_prefill: bool = True
+    admission: str = "paged"
 
 
 _WHAT = "engine scheduler file"
@@ -74,8 +82,9 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
         :data:`~rooflinekit.profiles.ENGINE_NAMES`), ``max_num_seqs`` and
         ``max_num_batched_tokens`` (whole numbers >= 1, the budget >= the sequences),
         ``version``, ``date``, ``source``, and optionally ``min_memory_gib`` /
-        ``below_memory_gib`` [GiB], ``exclude_gpus`` (names a GPU's must not contain) and
-        ``mixed_prefill`` (true or false; default true).
+        ``below_memory_gib`` [GiB], ``exclude_gpus`` (names a GPU's must not contain),
+        ``mixed_prefill`` (true or false; default true) and ``admission`` (one of
+        :data:`ADMISSIONS`, default "paged"; the same on every row of an engine).
 
     Returns
     -------
@@ -87,7 +96,7 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
     ValueError, TypeError
         A missing, non-finite or out-of-range field, an unknown field or engine, or an engine
         no row covers for every GPU (its last row must have no memory bound); the message names
-        the file, the row and the field.
+        the file, the row and the field; rows of one engine that disagree on ``admission``.
     """
     path = Path(path)
     data = read_toml_file(path, "engine scheduler file")
@@ -100,7 +109,7 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
         if not isinstance(row, Mapping):
             _fail(path, where, "must be a table", TypeError)
         unknown = sorted(set(row) - {*_INT_FIELDS, *_TEXT_FIELDS, *_MEMORY_FIELDS,
-                                     "exclude_gpus", "mixed_prefill"})
+                                     "exclude_gpus", "mixed_prefill", "admission"})
         if unknown:
             _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
         out = shipped._texts(path, row, where, _TEXT_FIELDS, what=_WHAT)
@@ -133,6 +142,10 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
         if not isinstance(out["mixed_prefill"], bool):
             _fail(path, f"{where}.mixed_prefill", f"must be true or false; got "
                   f"{out['mixed_prefill']!r}", TypeError)
+        out["admission"] = row.get("admission", "paged")
+        if out["admission"] not in ADMISSIONS:
+            _fail(path, f"{where}.admission", f"must be one of {', '.join(ADMISSIONS)}; got "
+                  f"{out['admission']!r}")
         rows.append(out)
     for engine in {r["engine"] for r in rows}:
         last = [r for r in rows if r["engine"] == engine][-1]
@@ -140,6 +153,10 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
                 or last["exclude_gpus"]:
             _fail(path, f"engine {engine!r}", "its last row must apply to every GPU (no "
                   "memory bound, no exclude_gpus), so that every GPU has defaults")
+        admissions = {r["admission"] for r in rows if r["engine"] == engine}
+        if len(admissions) > 1:
+            _fail(path, f"engine {engine!r}", f"its rows must share one admission; got "
+                  f"{', '.join(sorted(admissions))}")
     return tuple(rows)
 
 
@@ -223,8 +240,47 @@ def scheduler_defaults(engine: str = DEFAULT_ENGINE, gpu=None) -> SchedulerDefau
         if row["engine"] == engine and row["min_memory_gib"] <= memory < row["below_memory_gib"] \
                 and not any(x.lower() in spec.name.lower() for x in row["exclude_gpus"]):
             return SchedulerDefaults(engine, row["max_num_seqs"], row["max_num_batched_tokens"],
-                                     row["version"], row["source"], row["mixed_prefill"])
+                                     row["version"], row["source"], row["mixed_prefill"],
+                                     row["admission"])
     raise ValueError(f"no scheduler row of {engine} applies to {spec.name}")  # file checked
+
+
+def scheduler_admission(admission, engine, gpu, prefix_caching=None) -> str:
+    """The KV admission rule a planner runs with.
+
+    Parameters
+    ----------
+    admission : {"auto", "paged", "reserve"}
+        A planner's ``admission`` argument: a rule, or ``"auto"`` for the engine's own.
+    engine : str, Engine, Calibration or None
+        The planner's ``engine`` (:func:`scheduler_engine` names whose rule "auto" takes).
+    gpu : GPU or catalogue name
+        A GPU of the plan (the rule is the engine's on every GPU).
+    prefix_caching : bool or None
+        The planner's ``prefix_caching``: ``True`` makes "auto" paged, since rooflinekit shares
+        prefixes only in paged blocks (TensorRT-LLM reuses blocks under its no-evict policy
+        too; that pair is not simulated).
+
+    Returns
+    -------
+    str
+        "paged" or "reserve": for "auto", the engine's (:func:`scheduler_defaults`): vLLM and
+        SGLang paged, TensorRT-LLM reserve (GUARANTEED_NO_EVICT admits a request only when its
+        prompt and whole output fit, and never preempts).
+
+    Raises
+    ------
+    ValueError
+        Any other ``admission``.
+    """
+    if isinstance(admission, str) and admission == "auto":
+        if prefix_caching is True:
+            return "paged"
+        return scheduler_defaults(scheduler_engine(engine), gpu).admission
+    if not isinstance(admission, str) or admission not in ADMISSIONS:
+        raise ValueError(f"admission must be one of auto, {', '.join(ADMISSIONS)}; got "
+                         f"{admission!r}")
+    return admission
 
 
 def chunk_budget_candidates(default: int, max_num_seqs: int) -> tuple[int, ...]:
