@@ -1,7 +1,10 @@
 """From a plan to a deployment: the launch and benchmark commands of the chosen replica.
 
 Reference: the flags the engines take (vLLM's ``vllm serve`` engine arguments and ``vllm bench
-serve``; SGLang's ``launch_server`` server arguments), each value read back from the plan.
+serve``; SGLang's ``launch_server`` server arguments; TensorRT-LLM's ``trtllm-serve`` options
+``--tp_size``, ``--max_batch_size``, ``--max_num_tokens`` and
+``--kv_cache_free_gpu_memory_fraction``, the share of the memory left after the weights), each
+value read back from the plan.
 """
 
 import json
@@ -138,3 +141,33 @@ def test_a_hybrid_plan_with_prefixes_asks_vllm_for_its_prefix_cache():
                     requests=100)
     flags = _flags(launch_commands(rk.cheapest_plan(plain, by=None), traffic)["vllm_serve"])
     assert "--enable-prefix-caching" not in flags and "--mamba-cache-mode" not in flags
+
+
+def test_the_tensorrt_llm_command_sizes_the_same_cache(chunked):
+    """trtllm-serve takes the same slots and budget, and its KV share of the memory left after
+    the weights is the plan's: (u·M − W/tp) / (M − W/tp). By hand for Llama-3.1-8B on an H100
+    (80 GiB = 85,899,345,920 B; 8,030,261,248 parameters of 2 B) at u = 0.85."""
+    got = launch_commands(chunked, TRAFFIC)
+    trt = _flags(got["trtllm_serve"])
+    assert got["trtllm_serve"].startswith("trtllm-serve meta-llama/Llama-3.1-8B ")
+    tp = int(chunked["tp"])
+    assert trt["--tp_size"] == str(tp)
+    assert trt["--max_batch_size"] == str(int(chunked["max_num_seqs"]))
+    assert trt["--max_num_tokens"] == "1024"
+    memory, weights = 85_899_345_920, 2 * 8_030_261_248 / tp
+    assert trt["--kv_cache_free_gpu_memory_fraction"] == \
+        f"{(0.85 * memory - weights) / (memory - weights):.2f}"
+
+
+def test_the_plan_command_leads_with_the_engine_it_planned_for(capsys):
+    argv = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "2", "--prompt-mean", "500",
+            "--output-mean", "100", "--ttft", "1", "--itl", "0.05", "--replicates", "2",
+            "--requests", "100"]
+    for engine, head in ((None, "vllm serve"), ("trtllm", "trtllm-serve"),
+                         ("sglang", "python -m sglang.launch_server")):
+        code = cli.main(argv + ([] if engine is None else ["--engine", engine]))
+        out = capsys.readouterr().out
+        assert code == 0
+        lines = out.split("replica(s), each:\n", 1)[1].splitlines()
+        assert lines[0].strip().startswith(head), (engine, lines[0])
+        assert sum(line.strip().startswith("(") for line in lines[1:3]) == 2

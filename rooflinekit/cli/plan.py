@@ -30,7 +30,7 @@ from rooflinekit.cli._args import (
     whole_number,
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
-from rooflinekit.profiles import profiled_engine
+from rooflinekit.profiles import profiled_engine, scheduler_engine
 
 __all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "TRAFFIC_FLAGS", "add_arguments",
            "add_replica_flags", "add_table_flags", "run",
@@ -619,9 +619,16 @@ def run(args, out) -> int:
             for line in flips["lines"]:
                 out.write(f"  {line}\n")
         if deploy is not None:
+            # the engine planned for first, the others beside it
+            order = [("vllm", "vLLM"), ("sglang", "SGLang"), ("trtllm", "TensorRT-LLM")]
+            first = scheduler_engine(args.engine or None)
+            order.sort(key=lambda pair: pair[0] != first)
+            (head, _), others = order[0], order[1:]
             out.write(f"\ndeploy {deploy['replicas']} replica(s), each:\n  "
-                      f"{deploy['vllm_serve']}\n  (SGLang: {deploy['sglang_serve']})\n"
-                      f"check one replica at its planned rate:\n  {deploy['bench_serve']}\n")
+                      f"{deploy[head + '_serve']}\n")
+            for name, label in others:
+                out.write(f"  ({label}: {deploy[name + '_serve']})\n")
+            out.write(f"check one replica at its planned rate:\n  {deploy['bench_serve']}\n")
             for note in deploy["notes"]:
                 out.write(f"note: {note}\n")
     return emit(args, out, rows, text=text, payload=payload, dataset=ds)

@@ -60,7 +60,8 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     Returns
     -------
     dict
-        ``vllm_serve`` and ``sglang_serve`` (one replica's launch command), ``replicas`` (how
+        ``vllm_serve``, ``sglang_serve`` and ``trtllm_serve`` (one replica's launch command in
+        each engine), ``replicas`` (how
         many to run), ``bench_serve`` (``vllm bench serve`` replaying the traffic's mean
         lengths and arrivals on one replica at its peak share), ``rate`` [requests/s], the rate
         it replays, and ``notes`` (where the deployment may differ from the plan).
@@ -81,6 +82,18 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     (:func:`rooflinekit.batching.replica_state_tokens`). A plan without
     ``max_num_batched_tokens`` prefilled whole prompts, which the engines chunk at a budget of
     their own: ``notes`` says so.
+
+    TensorRT-LLM sizes its KV cache as a share of the memory left after the weights
+    (``--kv_cache_free_gpu_memory_fraction``), where the plan's budget is a share ``u`` of each
+    GPU's memory ``M`` less its weights ``W``: the command gives ``(u·M − W) / (M − W)``, the
+    same cache [1]_. Its block reuse (prefix caching) is set in its options file
+    (``kv_cache_config.enable_block_reuse``), not by a flag: the command leaves it as the
+    engine has it.
+
+    References
+    ----------
+    .. [1] TensorRT-LLM, ``trtllm-serve`` command reference (``--tp_size``, ``--pp_size``,
+       ``--max_batch_size``, ``--max_num_tokens``, ``--kv_cache_free_gpu_memory_fraction``).
     """
     check_type("cheapest", cheapest, xr.Dataset)
     check_type("traffic", traffic, Traffic)
@@ -118,15 +131,21 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     vllm = ["vllm", "serve", repository, "--tensor-parallel-size", str(int(tp))]
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", repository,
               "--tp-size", str(int(tp))]
+    trtllm = ["trtllm-serve", repository, "--tp_size", str(int(tp))]
+    stages = 1
     if pp is not None and int(pp) > 1:
+        stages = int(pp)
         vllm += ["--pipeline-parallel-size", str(int(pp))]
         sglang += ["--pp-size", str(int(pp))]
+        trtllm += ["--pp_size", str(int(pp))]
     vllm += ["--max-num-seqs", str(int(seqs))]
     sglang += ["--max-running-requests", str(int(seqs))]
+    trtllm += ["--max_batch_size", str(int(seqs))]
     notes = []
     if budget is not None:
         vllm += ["--max-num-batched-tokens", str(int(budget))]
         sglang += ["--chunked-prefill-size", str(int(budget))]
+        trtllm += ["--max_num_tokens", str(int(budget))]
     else:
         notes.append("the plan prefilled each prompt whole in one step; both engines chunk "
                      "prompts at a default budget of their own (plan with "
@@ -135,6 +154,10 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     vllm += ["--gpu-memory-utilization", f"{utilization:g}",
              "--block-size", str(int(attrs.get("block_size", 16)))]
     sglang += ["--mem-fraction-static", f"{utilization:g}"]
+    memory = float(catalog.gpu(str(gpu)).memory_bytes)
+    weights = float(model.weight_bytes) / (int(tp) * stages)
+    free = (utilization * memory - weights) / (memory - weights) if memory > weights else 0.0
+    trtllm += ["--kv_cache_free_gpu_memory_fraction", f"{min(max(free, 0.01), 1.0):.2f}"]
     if kv in _VLLM_KV:
         vllm += ["--kv-cache-dtype", _VLLM_KV[kv]]
         sglang += ["--kv-cache-dtype", _SGLANG_KV[kv]]
@@ -158,5 +181,5 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         notes.append("the benchmark's random dataset replays the mean lengths; the plan drew "
                      "them spread, so its tail latencies are the harder test")
     return {"vllm_serve": shlex.join(vllm), "sglang_serve": shlex.join(sglang),
-            "replicas": replicas, "bench_serve": shlex.join(bench), "rate": rate,
+            "trtllm_serve": shlex.join(trtllm), "replicas": replicas, "bench_serve": shlex.join(bench), "rate": rate,
             "notes": notes}
