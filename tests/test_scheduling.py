@@ -355,3 +355,32 @@ def test_reserving_the_whole_output_admits_fewer_long_requests():
     assert float(reserved["throughput"].max()) < 0.9 * float(paged["throughput"].max())
     # fewer sequences a step: each decodes faster
     assert float(reserved["mean_tpot"].max()) < float(paged["mean_tpot"].max())
+
+
+def test_the_commands_take_admission_and_the_bound_runs_the_answers(capsys):
+    """`--admission` (auto, paged, reserve) on curve, plan and disaggregated; a curve says which
+    rule it ran, and its ideal columns run the answer's scheduler (TensorRT-LLM's 2,048 slots,
+    8,192 tokens and reserved admission under --engine trtllm), not vLLM's."""
+    import json
+    from rooflinekit.cli.main import main
+    argv = ["curve", "llama-3.1-8b", "--gpu", "h100", "--rates", "4", "--prompt-mean", "500",
+            "--output-mean", "100", "--replicates", "1", "--requests", "60", "--json"]
+    assert main([*argv, "--engine", "trtllm"]) == 0
+    trt = json.loads(capsys.readouterr().out)
+    assert trt["admission"] == "reserve" and trt["max_num_seqs"] == 2048
+    assert main([*argv, "--engine", "trtllm", "--admission", "paged"]) == 0
+    assert json.loads(capsys.readouterr().out)["admission"] == "paged"
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["admission"] == "paged"
+    bound = rk.planning.load_curve(
+        rk.Traffic(1.0, 500, 100), rk.SLO(ttft=3600.0), model="Llama-3.1-8B",
+        gpu="H100-SXM-80GB", rates=[4.0], replicates=1, requests=60, engine=rk.IDEAL,
+        max_num_seqs=2048, max_num_batched_tokens=8192, mixed_prefill=True,
+        admission="reserve", engine_draws=0)
+    (point,) = trt["loads"]
+    assert point["ideal_mean_ttft_ms"] == pytest.approx(
+        float(bound["mean_ttft"].median("replicate").values.ravel()[0]) * 1e3, rel=1e-9)
+    for command in ("plan", "disaggregated"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "--admission {auto,paged,reserve}" in capsys.readouterr().out

@@ -16,7 +16,7 @@ from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
 __all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_long_context_flag", "check_trained_context", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
-           "apply_dtypes", "engine_from_args", "load_engine", "examples", "fraction", "mixed_prefill", "int_list", "name_list", "nonnegative_float",
+           "apply_dtypes", "engine_from_args", "scheduled_engine", "load_engine", "examples", "fraction", "mixed_prefill", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
 
@@ -187,6 +187,11 @@ FLAGS = {
                         "help": "on: a step carries prefill chunks beside the decodes (vLLM "
                                 "V1); off: prefill steps run apart from them (SGLang's "
                                 "default, vLLM V0); auto: the --engine's rule (auto)"},
+    "--admission": {"choices": ("auto", "paged", "reserve"), "default": "auto",
+                    "help": "KV admission: paged admits on the blocks a request holds and "
+                            "preempts (vLLM, SGLang); reserve admits only when the prompt and "
+                            "whole output fit, never preempting (TensorRT-LLM's default); "
+                            "auto: the --engine's rule (auto)"},
     "--allreduce": {"choices": ("collective", "ring", "guide"),
                     "help": "tensor-parallel all-reduce model: collective (the default: one "
                             "latency per collective plus the bytes over the link), ring (a "
@@ -349,6 +354,18 @@ def engine_from_args(args, gpu=None):
         return dataclasses.replace(engine, base=engine.base.replace(allreduce=allreduce))
     return engine.replace(allreduce=allreduce, label=engine.label
                           if allreduce == engine.allreduce else "")
+
+
+def scheduled_engine(args, engine):
+    """What a command hands its planner as ``engine``: the engine's name where ``--engine``
+    names a shipped engine and no ``--allreduce`` changes it (the planner then resolves the
+    same profiles and runs that engine's scheduler: its slots, budget, prefill rule and
+    admission), else ``engine``, the engine :func:`engine_from_args` built (vLLM's
+    scheduler)."""
+    from rooflinekit.profiles import profiled_engine
+    named = (getattr(args, "engine", None) or "").strip().lower()
+    return named if profiled_engine(named) and getattr(args, "allreduce", None) is None \
+        else engine
 
 
 def mixed_prefill(args):

@@ -12,6 +12,7 @@ from rooflinekit.cli._args import (
     add_output_flags,
     apply_dtypes,
     engine_from_args,
+    scheduled_engine,
     examples,
     int_list,
     mixed_prefill,
@@ -92,6 +93,7 @@ def add_arguments(parser) -> None:
                             "the server's queue")
     add_replica_flags(parser, lists=False)
     add_flag(parser, "--mixed-prefill")
+    add_flag(parser, "--admission")
     add_table_flags(parser, FLAGS)
     add_output_flags(parser, output_help=(
         "also write the curve to FILE, the format from its extension: .nc or .zarr (the "
@@ -121,14 +123,20 @@ def run(args, out) -> int:
                   max_num_batched_tokens=args.max_num_batched_tokens or "auto",
                   gpu_memory_utilization=args.gpu_memory_utilization,
                   block_size=args.block_size, mixed_prefill=mixed_prefill(args),
+                  admission=args.admission,
                   replicates=args.replicates, requests=args.requests, seed=args.seed,
                   engine_draws=0)
     slo = planning.SLO(ttft=3600.0)       # targets are not read: only the means and medians
-    ds = planning.load_curve(traffic, slo, engine=engine, **common)
+    ds = planning.load_curve(traffic, slo, engine=scheduled_engine(args, engine), **common)
     dim = dims.CONCURRENCY if args.concurrencies else dims.REQUEST_RATE
     rows = _rows(ds, dim)
+    # the bound runs the answer's scheduler (an engine name's slots, budget, prefill rule and
+    # admission), not the default engine's
+    ran = {"max_num_seqs": int(ds.attrs["max_num_seqs"]),
+           "max_num_batched_tokens": int(ds.attrs["max_num_batched_tokens"]) or None,
+           "mixed_prefill": bool(ds.attrs["mixed_prefill"]), "admission": ds.attrs["admission"]}
     ideal = None if engine is roofline.IDEAL else _rows(
-        planning.load_curve(traffic, slo, engine=roofline.IDEAL, **common), dim)
+        planning.load_curve(traffic, slo, engine=roofline.IDEAL, **{**common, **ran}), dim)
     if ideal is not None:
         for row, bound in zip(rows, ideal):
             row["ideal_mean_ttft_ms"] = bound["mean_ttft_ms"]
@@ -136,6 +144,7 @@ def run(args, out) -> int:
     payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
                "client": ds.attrs["client"], "max_num_seqs": ds.attrs["max_num_seqs"],
                "max_num_batched_tokens": ds.attrs["max_num_batched_tokens"],
+               "admission": ds.attrs["admission"],
                "model_quality": ds.attrs["model_quality"], "loads": rows}
 
     def text(out):

@@ -11,6 +11,7 @@ from rooflinekit.cli._args import (
     add_output_flags,
     apply_dtypes,
     engine_from_args,
+    scheduled_engine,
     examples,
     number,
     whole_number,
@@ -75,6 +76,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--link-latency", type=number(0), default=0.0, metavar="S",
                         help="fixed time of each KV transfer [s] (0)")
     add_replica_flags(parser, lists=False)
+    add_flag(parser, "--admission")
     add_table_flags(parser, TRAFFIC_FLAGS)
     add_output_flags(parser, output_help=(
         "also write the comparison to FILE, the format from its extension: .nc or .zarr (the "
@@ -108,13 +110,15 @@ def run(args, out) -> int:
         model=model, gpu=gpu, tp=args.tp, max_num_seqs=args.max_num_seqs or "auto",
         max_num_batched_tokens=args.max_num_batched_tokens or "auto",
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
+        admission=args.admission,
         link_bandwidth=None if args.link_bandwidth is None else args.link_bandwidth * 1e9,
         link_latency=args.link_latency, headroom=args.headroom, replicates=args.replicates,
         requests=args.requests, seed=args.seed)
     engine = engine_from_args(args, gpu)
     try:
         ds = planning.plan_disaggregated(traffic, slo, gpu_budget=args.gpu_budget,
-                                         splits=args.splits, engine=engine, **common)
+                                         splits=args.splits,
+                                         engine=scheduled_engine(args, engine), **common)
     except ValueError as exc:
         raise ValueError(_in_flags(str(exc), args)) from None
     rows = _rows(ds)
@@ -164,8 +168,12 @@ def _ideal_bound(ds, rows, traffic, slo, engine, common) -> dict | None:
         return None
     match = re.fullmatch(r"(\d+)P(\d+)D", best)
     split = (int(match.group(1)), int(match.group(2))) if match else (1, 1)
+    # the bound runs the answer's scheduler, not the default engine's
+    ran = {"max_num_seqs": int(ds.attrs["max_num_seqs"]),
+           "max_num_batched_tokens": int(ds.attrs["max_num_batched_tokens"]) or None,
+           "admission": ds.attrs["admission"]}
     ideal = planning.plan_disaggregated(traffic, slo, splits=[split], engine=roofline.IDEAL,
-                                        **common)
+                                        **{**common, **ran})
     row = next(r for r in _rows(ideal) if r["split"] == best)
     return {"split": best, "max_rate": row["max_rate"], "gpus": row["gpus"],
             "engine_gpus": chosen[0]["gpus"]}

@@ -17,6 +17,7 @@ from rooflinekit.cli._args import (
     apply_dtypes,
     mixed_prefill,
     engine_from_args,
+    scheduled_engine,
     gpu_price,
     int_list,
     name_list,
@@ -30,7 +31,7 @@ from rooflinekit.cli._args import (
     whole_number,
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
-from rooflinekit.profiles import profiled_engine, scheduler_engine
+from rooflinekit.profiles import scheduler_engine
 
 __all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "TRAFFIC_FLAGS", "add_arguments",
            "add_replica_flags", "add_table_flags", "run",
@@ -360,6 +361,7 @@ def add_arguments(parser) -> None:
                   "(default: one stage)")
     add_replica_flags(parser, lists=True)
     add_flag(parser, "--mixed-prefill")
+    add_flag(parser, "--admission")
     add_table_flags(parser, _FLAGS)
     add_price_flags(parser)
     add_month_flags(parser)
@@ -486,13 +488,11 @@ def run(args, out) -> int:
                   electricity_price=args.electricity_price,
                   prefix_caching=args.enable_prefix_caching, speculative=speculative,
                   prices=gpu_prices, spare_replicas=args.spare_replicas,
-                  min_replicas=args.min_replicas, mixed_prefill=mixed_prefill(args))
+                  min_replicas=args.min_replicas, mixed_prefill=mixed_prefill(args),
+                  admission=args.admission)
     check_grid_size(args, traffic, gpus)
     engine = engine_from_args(args, gpus)
-    # an engine by name: plan resolves the same profiles and runs that engine's scheduler
-    named = (args.engine or "").strip().lower()
-    planned = named if profiled_engine(named) and getattr(args, "allreduce", None) is None \
-        else engine
+    planned = scheduled_engine(args, engine)
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
                        max_num_seqs=args.max_num_seqs or "auto", engine=planned, **search)
     best = planning.cheapest_plan(ds, by=None)
@@ -502,6 +502,7 @@ def run(args, out) -> int:
     rows = _rows(ds)
     # the bound runs the answer's scheduling
     search["mixed_prefill"] = bool(ds.attrs["mixed_prefill"])
+    search["admission"] = ds.attrs["admission"]
     bound = None if engine is roofline.IDEAL else _ideal_bound(
         rows, traffic, slo, model, pp=args.pp, search=search)
     options = {str(o): {"monthly_cost": float(decision["monthly_cost"].sel(option=o)),

@@ -192,7 +192,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     return _assemble(units, per, saturation, binding, tp, traffic, headroom, {
         "model": model.name, "gpu": gpu.name, "tp": tp, "model_quality": label,
         "max_num_seqs": max_num_seqs, "max_num_batched_tokens": int(max_num_batched_tokens or 0),
-        "kv_budget_tokens": int(budget), "link_bandwidth": link_bandwidth,
+        "admission": admission, "kv_budget_tokens": int(budget), "link_bandwidth": link_bandwidth,
         "link_latency": link_latency, "headroom": headroom, "rate": float(traffic.rate),
         "quantile": float(slo.quantile), **{f"{k}_target": v for k, v in slo.targets.items()},
         "replicates": replicates, "requests": requests, "rtol": rtol, "simulations": runs})
