@@ -701,6 +701,24 @@ def test_host_scheduling_refuses_bad_arguments_cleanly(bad):
         assert rk.profiles.profiled_engine(BAD[bad]) is None
 
 
+# -- scheduler_admission (rooflinekit.profiles, outside rooflinekit.__all__) --------------------
+
+#: "auto" reads the engine's rule for the GPU, so a spoilt GPU is reached; any engine that names
+#: no shipped engine schedules as vLLM (by design), so the engine is not spoilt.
+ADMISSION = _entry(rk.profiles.scheduler_admission,
+                   kwargs={"admission": "auto", "engine": "trtllm", "gpu": G},
+                   spoil=("admission", "gpu"))
+
+
+@pytest.mark.parametrize("arg, bad", [(arg, bad) for arg in ADMISSION["spoil"] for bad in BAD])
+def test_scheduler_admission_refuses_bad_arguments_cleanly(arg, bad):
+    assert _call("scheduler_admission", ADMISSION, None) == "reserve"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises((ValueError, TypeError)):
+            _call("scheduler_admission", ADMISSION, None, arg, BAD[bad])
+
+
 # -- issue 30: no default pay-as-you-go price ------------------------------------------------------
 
 # decision_table(payg=None) is the table without a pay-as-you-go row: a legitimate call.

@@ -16,7 +16,7 @@ from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
 __all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_long_context_flag", "check_trained_context", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
-           "apply_dtypes", "engine_from_args", "scheduled_engine", "load_engine", "examples", "fraction", "mixed_prefill", "int_list", "name_list", "nonnegative_float",
+           "apply_dtypes", "engine_from_args", "scheduled_engine", "answer_scheduler", "load_engine", "examples", "fraction", "mixed_prefill", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
 
@@ -366,6 +366,20 @@ def scheduled_engine(args, engine):
     named = (getattr(args, "engine", None) or "").strip().lower()
     return named if profiled_engine(named) and getattr(args, "allreduce", None) is None \
         else engine
+
+
+def answer_scheduler(attrs) -> dict:
+    """The scheduler a planning result ran, from its ``attrs``, as planner keyword arguments:
+    its admission, its prefill rule where it records one, and its slots and budget where one
+    configuration ran (a load curve, a disaggregated plan; a budget of 0: whole prompts). An
+    ideal bound given them reruns the answer's scheduler, not the default engine's."""
+    out = {"admission": attrs["admission"]}
+    if "mixed_prefill" in attrs:
+        out["mixed_prefill"] = bool(attrs["mixed_prefill"])
+    if "max_num_seqs" in attrs:
+        out["max_num_seqs"] = int(attrs["max_num_seqs"])
+        out["max_num_batched_tokens"] = int(attrs["max_num_batched_tokens"]) or None
+    return out
 
 
 def mixed_prefill(args):

@@ -11,6 +11,7 @@ from rooflinekit.cli._args import (
     add_flag,
     add_output_flags,
     apply_dtypes,
+    answer_scheduler,
     engine_from_args,
     scheduled_engine,
     examples,
@@ -44,7 +45,9 @@ EPILOG = examples(
     "llama-3.1-8b --gpu h100 --rates 1,4,16 --prompt-mean 1000 --output-mean 200 "
     "--replicates 2 --requests 100",
     "llama-3.1-8b --gpu h100 --concurrencies 4,32 --prompt-mean 1000 --output-mean 200 "
-    "--replicates 2 --requests 100 --json")
+    "--replicates 2 --requests 100 --json",
+    "llama-3.1-8b --gpu h100 --engine trtllm --admission paged --rates 2,8 --prompt-mean 1000 "
+    "--output-mean 200 --replicates 2 --requests 100")
 
 #: The traffic flags this command reads: lengths, arrivals and the Monte Carlo (no rate, no
 #: targets: the loads are the rates or concurrencies given).
@@ -130,13 +133,8 @@ def run(args, out) -> int:
     ds = planning.load_curve(traffic, slo, engine=scheduled_engine(args, engine), **common)
     dim = dims.CONCURRENCY if args.concurrencies else dims.REQUEST_RATE
     rows = _rows(ds, dim)
-    # the bound runs the answer's scheduler (an engine name's slots, budget, prefill rule and
-    # admission), not the default engine's
-    ran = {"max_num_seqs": int(ds.attrs["max_num_seqs"]),
-           "max_num_batched_tokens": int(ds.attrs["max_num_batched_tokens"]) or None,
-           "mixed_prefill": bool(ds.attrs["mixed_prefill"]), "admission": ds.attrs["admission"]}
-    ideal = None if engine is roofline.IDEAL else _rows(
-        planning.load_curve(traffic, slo, engine=roofline.IDEAL, **{**common, **ran}), dim)
+    ideal = None if engine is roofline.IDEAL else _rows(planning.load_curve(
+        traffic, slo, engine=roofline.IDEAL, **{**common, **answer_scheduler(ds.attrs)}), dim)
     if ideal is not None:
         for row, bound in zip(rows, ideal):
             row["ideal_mean_ttft_ms"] = bound["mean_ttft_ms"]

@@ -10,6 +10,7 @@ from rooflinekit.cli._args import (
     add_flag,
     add_output_flags,
     apply_dtypes,
+    answer_scheduler,
     engine_from_args,
     scheduled_engine,
     examples,
@@ -168,12 +169,8 @@ def _ideal_bound(ds, rows, traffic, slo, engine, common) -> dict | None:
         return None
     match = re.fullmatch(r"(\d+)P(\d+)D", best)
     split = (int(match.group(1)), int(match.group(2))) if match else (1, 1)
-    # the bound runs the answer's scheduler, not the default engine's
-    ran = {"max_num_seqs": int(ds.attrs["max_num_seqs"]),
-           "max_num_batched_tokens": int(ds.attrs["max_num_batched_tokens"]) or None,
-           "admission": ds.attrs["admission"]}
     ideal = planning.plan_disaggregated(traffic, slo, splits=[split], engine=roofline.IDEAL,
-                                        **{**common, **ran})
+                                        **{**common, **answer_scheduler(ds.attrs)})
     row = next(r for r in _rows(ideal) if r["split"] == best)
     return {"split": best, "max_rate": row["max_rate"], "gpus": row["gpus"],
             "engine_gpus": chosen[0]["gpus"]}

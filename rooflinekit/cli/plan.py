@@ -16,6 +16,7 @@ from rooflinekit.cli._args import (
     latency,
     apply_dtypes,
     mixed_prefill,
+    answer_scheduler,
     engine_from_args,
     scheduled_engine,
     gpu_price,
@@ -500,9 +501,8 @@ def run(args, out) -> int:
                                        unit_increment=increment, autoscale=args.autoscale,
                                        min_replicas=args.min_replicas)
     rows = _rows(ds)
-    # the bound runs the answer's scheduling
-    search["mixed_prefill"] = bool(ds.attrs["mixed_prefill"])
-    search["admission"] = ds.attrs["admission"]
+    # the bound runs the answer's scheduling (its slots and budget: the best row's)
+    search.update(answer_scheduler(ds.attrs))
     bound = None if engine is roofline.IDEAL else _ideal_bound(
         rows, traffic, slo, model, pp=args.pp, search=search)
     options = {str(o): {"monthly_cost": float(decision["monthly_cost"].sel(option=o)),

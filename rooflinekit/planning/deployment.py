@@ -181,5 +181,5 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         notes.append("the benchmark's random dataset replays the mean lengths; the plan drew "
                      "them spread, so its tail latencies are the harder test")
     return {"vllm_serve": shlex.join(vllm), "sglang_serve": shlex.join(sglang),
-            "trtllm_serve": shlex.join(trtllm), "replicas": replicas, "bench_serve": shlex.join(bench), "rate": rate,
-            "notes": notes}
+            "trtllm_serve": shlex.join(trtllm), "replicas": replicas,
+            "bench_serve": shlex.join(bench), "rate": rate, "notes": notes}
