@@ -44,7 +44,12 @@ powers of two or near), after holes in a grid are filled by the same log-log int
 one axis. A query beyond a table's last point takes that point's latency scaled linearly with
 the size (a GEMM's m and n, attention's batch and context: time proportional to the work
 there). Where several kernels were measured for one point (vLLM's FlashAttention 3 and 4, say)
-the fastest is taken, as the engines' autotuning picks. ``bf16`` rows use the bfloat16 GEMMs;
+the fastest is taken, as the engines' autotuning picks. Each weight GEMM and each decode
+attention is then floored at the bytes it reads at the rate its own table streams operands
+larger than any L2 (:class:`Streamed`): the tables time a kernel again and again on one
+operand, which a GPU with a large L2 serves from the cache (the L40S's bf16 GEMMs read 4-60 MB
+of weights at up to 2.9 times its GDDR6's bandwidth), where a served step reads each layer's
+operands from device memory once. ``bf16`` rows use the bfloat16 GEMMs;
 ``fp8`` rows (where the table has per-tensor fp8 GEMMs) use them with bf16 attention and a
 bf16 KV cache. A workload is kept only when its weights and KV cache fit in 90 % of the
 group's memory.
@@ -178,6 +183,15 @@ PREFILL_PROMPTS = (128, 256, 512, 1024, 2048, 4096, 8192)
 TP_DEGREES = (1, 2, 4, 8)
 #: Weight formats: rooflinekit dtype -> aiconfigurator gemm_dtype.
 GEMM_DTYPES = {"bf16": "bfloat16", "fp8": "fp8"}
+#: Bytes per weight of each GEMM format.
+GEMM_BYTES = {"bf16": 2.0, "fp8": 1.0}
+#: A kernel table's streaming rate (:func:`streaming_bandwidth`) is read from its points that
+#: read at least STREAMING_BYTES from device memory: more than every L2 cache of these GPUs
+#: (the largest, the RTX PRO 6000's GB202, holds 128 MB), so those operands come from device
+#: memory even when the same kernel is timed again and again (:class:`Streamed`); for a GEMM,
+#: its points of at most STREAMING_ROWS rows (m), whose time is its weights' read.
+STREAMING_ROWS = 8
+STREAMING_BYTES = 256 * 2**20
 #: Share of the group's memory the weights and the KV cache may take for a workload to count.
 MEMORY_SHARE = 0.9
 #: Knobs fitted per phase to the kernel sums (the names of
@@ -362,6 +376,87 @@ class LogGridTable:
         return math.exp(log_t + float(np.dot(self.exponents, log_sizes - inside)))
 
 
+class Streamed:
+    """A kernel's latency [s] in a served step: its table's, floored at the bytes it reads
+    from device memory at the rate the same table streams them.
+
+    The tables time each kernel again and again on the same operands, so weights or a KV cache
+    that fit in the GPU's L2 cache are read from the cache after the first run. The L40S's bf16
+    GEMM table reads 4-60 MB weight matrices at up to 2,469 GB/s, 2.9 times its 864 GB/s of
+    GDDR6, and its decode attention 67 MB of KV at 1,763 GB/s; the RTX PRO 6000's (GB202,
+    128 MB of L2) at up to 3,017 and 2,462 GB/s against 1,597. A served step reads every
+    layer's weights and KV cache once, and a model is many times the L2, so each kernel reads
+    them from device memory: at no more than the rate the table shows for operands larger
+    than any L2 (:func:`streaming_bandwidth`). On the HBM GPUs the floor rarely binds (their
+    small operands run below the streaming rate).
+
+    Parameters
+    ----------
+    table : LogGridTable
+        The kernel's table.
+    read_bytes : callable
+        Bytes the kernel reads from device memory at the table's sizes (one per axis).
+    bandwidth : float
+        The table's streaming rate [B/s].
+    """
+
+    def __init__(self, table: "LogGridTable", read_bytes, bandwidth: float):
+        self.table = table
+        self.read_bytes = read_bytes
+        self.bandwidth = float(bandwidth)
+
+    def __call__(self, *sizes: float) -> float:
+        """Latency [s] at ``sizes`` (one per axis of the table)."""
+        return max(self.table(*sizes), self.read_bytes(*sizes) / self.bandwidth)
+
+
+def streaming_bandwidth(frame, axes: Sequence[str], read_bytes, where=None) -> float:
+    """A kernel table's streaming rate [B/s]: the median, over its points that read at least
+    :data:`STREAMING_BYTES` (and meet ``where``, a function of the point's sizes; the fastest
+    kernel per point), of the bytes read over the latency.
+
+    Raises
+    ------
+    ValueError
+        If no point qualifies.
+    """
+    best = frame.groupby(list(axes), as_index=False)["latency"].min()
+    sizes = [best[a].to_numpy(dtype=float) for a in axes]
+    moved = read_bytes(*sizes)
+    keep = moved >= STREAMING_BYTES
+    if where is not None:
+        keep &= where(*sizes)
+    if not keep.any():
+        raise ValueError(f"kernel table over {tuple(axes)} has no point reading "
+                         f"{STREAMING_BYTES / 2**20:.0f} MiB or more to read its streaming "
+                         f"rate from")
+    return float(np.median(moved[keep] / (best["latency"].to_numpy(dtype=float)[keep] * MS)))
+
+
+def _gemm(rows, dtype: str) -> Streamed:
+    """The GEMM table of one format, floored at its weights' streaming (:class:`Streamed`)."""
+    axes = ("m", "n", "k")
+    weights = GEMM_BYTES[dtype]
+
+    def read(m, n, k):
+        return n * k * weights
+    rate = streaming_bandwidth(rows, axes, read, where=lambda m, n, k: m <= STREAMING_ROWS)
+    return Streamed(LogGridTable(rows, axes, (1.0, 1.0, 1.0)), read, rate)
+
+
+def _generation_attention(rows, kv_heads: int) -> Streamed:
+    """The decode attention table of one head pair, floored at its KV cache's streaming
+    (:class:`Streamed`): ``batch × context`` tokens of K and V, ``kv_heads`` heads of 128
+    elements each in :data:`KV_CACHE_DTYPE` (2 bytes)."""
+    axes = ("batch_size", "step")
+    per_token = 2 * kv_heads * 128 * 2.0
+
+    def read(batch, tokens):
+        return batch * tokens * per_token
+    rate = streaming_bandwidth(rows, axes, read)
+    return Streamed(LogGridTable(rows, axes, (1.0, 1.0)), read, rate)
+
+
 def _read(path: Path):
     import pandas as pd
     return pd.read_parquet(path)
@@ -374,9 +469,12 @@ class KernelTables:
     Attributes
     ----------
     gemm : dict
-        rooflinekit dtype -> :class:`LogGridTable` over (m, n, k).
+        rooflinekit dtype -> :class:`Streamed` (a :class:`LogGridTable` over (m, n, k)
+        floored at the weights' streaming).
     generation_attention, context_attention : dict
-        (query heads, KV heads) -> :class:`LogGridTable` over (batch, tokens).
+        (query heads, KV heads) -> a table over (batch, tokens): for decode a
+        :class:`Streamed` (floored at the KV cache's streaming), for prompts a
+        :class:`LogGridTable`.
     allreduce : dict
         GPUs -> :class:`LogGridTable` over (message elements,).
     files : list of str
@@ -412,7 +510,7 @@ def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tup
     for dtype, gemm_dtype in GEMM_DTYPES.items():
         rows = gemm_frame[gemm_frame["gemm_dtype"] == gemm_dtype]
         if len(rows):
-            gemm[dtype] = LogGridTable(rows, ("m", "n", "k"), (1.0, 1.0, 1.0))
+            gemm[dtype] = _gemm(rows, dtype)
     attention = {}
     for kind, token_axis, token_exponent in (("generation", "step", 1.0),
                                              ("context", "isl", 2.0)):
@@ -426,7 +524,11 @@ def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tup
         tables = {}
         for heads, kv_heads in sorted(set(head_pairs)):
             rows = frame[(frame["num_heads"] == heads) & (frame["num_key_value_heads"] == kv_heads)]
-            if len(rows):
+            if not len(rows):
+                continue
+            if kind == "generation":     # a decode reads its KV cache: floored at streaming
+                tables[(heads, kv_heads)] = _generation_attention(rows, kv_heads)
+            else:                        # a prompt's attention is compute-bound
                 tables[(heads, kv_heads)] = LogGridTable(
                     rows, ("batch_size", token_axis), (1.0, token_exponent))
         attention[kind] = tables

@@ -303,3 +303,43 @@ def test_leaving_a_gpu_out_uses_the_clock_only_where_the_catalogue_gives_one(mon
     assert calls == {"H100-SXM-80GB": ({"A100-SXM-80GB"}, True),
                      "A100-SXM-80GB": ({"H100-SXM-80GB"}, True),
                      "B300": ({"H100-SXM-80GB", "A100-SXM-80GB"}, False)}
+
+
+def test_a_kernel_is_floored_at_its_bytes_read_at_the_streaming_rate():
+    """A served step reads each layer's operands from device memory once: a table time below
+    bytes / streaming rate (the table's warm-L2 rows) is raised to it, a slower one is kept."""
+    script = _script()
+
+    def table(m, n, k):
+        return 1e-6                               # one microsecond at every size
+
+    gemm = script.Streamed(table, lambda m, n, k: n * k * 2.0, 1e12)
+    # 4096 × 4096 bf16 = 33.6 MB at 1 TB/s: 33.6 us, not the table's 1 us
+    assert gemm(1, 4096, 4096) == pytest.approx(4096 * 4096 * 2.0 / 1e12, rel=1e-15)
+    # 128 × 128 bf16 = 32.8 kB: 0.03 us at 1 TB/s, under the table's 1 us, which stands
+    assert gemm(1, 128, 128) == 1e-6
+    attention = script.Streamed(lambda b, c: 5e-6, lambda b, c: b * c * 4096.0, 2e12)
+    assert attention(1, 128) == 5e-6                   # 0.5 MB / 2 TB/s = 0.26 us < 5 us
+    assert attention(8, 1024) == pytest.approx(8 * 1024 * 4096.0 / 2e12, rel=1e-15)
+
+
+def test_the_streaming_rate_is_read_from_operands_larger_than_any_l2():
+    """The median bytes / latency over the points reading at least STREAMING_BYTES (a GEMM's
+    of at most STREAMING_ROWS rows), the fastest kernel per point; the L2-sized points, faster
+    than the memory can stream, are not read."""
+    pd = pytest.importorskip("pandas")
+    script = _script()
+    big = script.STREAMING_BYTES
+    # weights n·k·2 bytes: two big points at 1 and 2 TB/s (a slower kernel at the first),
+    # one big point of too many rows, one small point at 10 TB/s (a warm L2)
+    rows = pd.DataFrame({
+        "m": [1, 1, 4, 64, 1], "n": [big // 2, big // 2, big, big, 1024],
+        "k": [1, 1, 1, 1, 1024],
+        "latency": [big / 1e12 / 1e-3, 2 * big / 1e12 / 1e-3, 2 * big / 2e12 / 1e-3,
+                    2 * big / 1e11 / 1e-3, 1024 * 1024 * 2 / 1e13 / 1e-3]})
+    rate = script.streaming_bandwidth(rows, ("m", "n", "k"), lambda m, n, k: n * k * 2.0,
+                                      where=lambda m, n, k: m <= script.STREAMING_ROWS)
+    assert rate == pytest.approx(1.5e12, rel=1e-12)      # the median of 1 and 2 TB/s
+    with pytest.raises(ValueError, match="streaming rate"):
+        script.streaming_bandwidth(rows[rows["n"] == 1024], ("m", "n", "k"),
+                                   lambda m, n, k: n * k * 2.0)
