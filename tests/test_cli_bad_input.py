@@ -106,7 +106,7 @@ BAD = [
     (DIS + ["--splits", "1P1D", "--gpu", "no-such-gpu"], "no-such-gpu"),
     # a GPU the catalogue gives no network bandwidth or no price: the flag that types one
     (DIS + ["--splits", "1P1D", "--gpu", "gb200"], "--link-bandwidth"),
-    (PLAN + ["--gpus", "b300"], "--gpu-hourly B300=USD"),
+    (PLAN + ["--gpus", "gb300"], "--gpu-hourly GB300=USD"),
 ]
 
 #: The sweep's speculative-decoding and prefix-caching axes.

@@ -215,14 +215,14 @@ def test_an_open_model_preset_is_dated_and_sourced():
 
 
 def test_a_gpu_without_a_catalogue_price_is_refused_naming_the_flag(capsys):
-    """The GB200 row has no hourly price: the command says to type one with --gpu-hourly
+    """The GB300 row has no hourly price: the command says to type one with --gpu-hourly
     (not the Python argument), before any planning, and plans once it is typed."""
-    assert rk.catalog.gpu("GB200").hourly_price is None
-    argv = ["plan", "llama-3.1-8b", "--gpus", "gb200", "--rate", "2", "--prompt-mean", "500",
+    assert rk.catalog.gpu("GB300").hourly_price is None
+    argv = ["plan", "llama-3.1-8b", "--gpus", "gb300", "--rate", "2", "--prompt-mean", "500",
             "--output-mean", "100", "--ttft", "1", "--itl", "0.05", "--replicates", "2"]
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and "--gpu-hourly GB200=USD" in err and "prices=" not in err
-    code, out, err = run(capsys, *argv, "--gpu-hourly", "gb200=6", "--json")
+    assert err.count("\n") == 1 and "--gpu-hourly GB300=USD" in err and "prices=" not in err
+    code, out, err = run(capsys, *argv, "--gpu-hourly", "gb300=6", "--json")
     assert code == 0, err
-    assert json.loads(out)["configurations"][0]["gpu"] == "GB200"
+    assert json.loads(out)["configurations"][0]["gpu"] == "GB300"
