@@ -100,6 +100,10 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
                               or not math.isfinite(clock) or clock <= 0):
         raise ValueError(f"gpus.toml row {name!r}: boost_clock_mhz must be a number > 0, "
                          f"got {clock!r}")
+    ring = _sourced(row, name, "ring_collectives", "ring_collectives_source")
+    if ring is not None and not isinstance(ring, bool):
+        raise ValueError(f"gpus.toml row {name!r}: ring_collectives must be true or false, "
+                         f"got {ring!r}")
     row.pop("notes", None)
     return GPU(
         name=name,
@@ -117,6 +121,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         host_link_bandwidth=host,
         p2p_gpus=p2p,
         boost_clock=None if clock is None else clock * 1e6,
+        ring_collectives=bool(ring),
         **extra,
         **row,
     )
@@ -425,6 +430,8 @@ _VARIABLES = {ModelShape: {
                                        "direction (NaN: none)"),
     "p2p_gpus": ("1", "GPUs linked peer to peer without the shared host link (NaN: none)"),
     "boost_clock": ("Hz", "maximum SM boost clock (NaN: unknown)"),
+    "ring_collectives": ("1", "collectives pay a latency per ring hop (PCIe: 1) or a fixed "
+                              "one (NVLink: 0)"),
 }}
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from rooflinekit._validation import (
+    check_bool,
     check_mapping,
     check_string,
     positive_number,
@@ -84,6 +85,13 @@ class GPU:
         The SM clock's maximum boost [Hz] (``1.98e9`` for an H100 SXM), > 0: an engine's
         ``layer_cycles`` (:class:`rooflinekit.Engine`) take ``layer_cycles / boost_clock``
         seconds per layer on it. ``None`` (default) when unknown.
+    ring_collectives : bool
+        Whether the GPUs' collectives pay a link latency per ring hop: ``True`` for PCIe cards
+        with no switched fabric of their own, where an all-reduce crosses each peer in turn;
+        an engine's ``"collective"`` all-reduce then takes ``2·(d−1)`` hop latencies
+        (:func:`rooflinekit.parallel.allreduce_coefficients`' ``"ring"``) on a group of ``d``
+        instead of a fixed :data:`~rooflinekit.parallel.COLLECTIVE_HOPS`. Default ``False``
+        (NVLink/NVSwitch: one collective latency whatever the degree).
 
     Notes
     -----
@@ -113,6 +121,7 @@ class GPU:
     host_link_bandwidth: float | None = None
     p2p_gpus: int | None = None
     boost_clock: float | None = None
+    ring_collectives: bool = False
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -131,6 +140,7 @@ class GPU:
             "host_link_bandwidth", self.host_link_bandwidth, allow_none=True))
         set_("p2p_gpus", whole_number("p2p_gpus", self.p2p_gpus, lo=1, allow_none=True))
         set_("boost_clock", positive_number("boost_clock", self.boost_clock, allow_none=True))
+        set_("ring_collectives", check_bool("ring_collectives", self.ring_collectives))
         set_("hourly_price", real_number("hourly_price", self.hourly_price, lo=0,
                                          allow_none=True))
         set_("n_gpus", whole_number("n_gpus", self.n_gpus, lo=1))

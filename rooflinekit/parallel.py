@@ -261,8 +261,18 @@ def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_
 
 
 def _read_link(gpu, arguments):
-    """The GPU's group size and link (an unknown bandwidth reads NaN)."""
-    return spec_fields("n_gpus", "interconnect_bandwidth", "interconnect_latency")(gpu, arguments)
+    """The GPU's group size and link (an unknown bandwidth reads NaN), and whether its
+    collectives pay a latency per ring hop (``ring_collectives``; 0 where a Dataset or array
+    spec lacks it)."""
+    out = spec_fields("n_gpus", "interconnect_bandwidth", "interconnect_latency")(gpu, arguments)
+    if isinstance(gpu, xr.Dataset):
+        out["ring_collectives"] = gpu["ring_collectives"].astype(float) \
+            if "ring_collectives" in gpu else 0.0
+    else:
+        ring = getattr(gpu, "ring_collectives", False)
+        out["ring_collectives"] = 0.0 if ring is None else np.asarray(ring, dtype=float) \
+            if not isinstance(ring, (bool, numbers.Real)) else float(ring)
+    return out
 
 
 def _check_algorithm(name, value):
@@ -297,7 +307,9 @@ def allreduce_time(model, gpu, tokens, tp=1, *, algorithm="collective", activati
         Tokens in the step [tokens]: the batch size for decode, the prompt length for prefill.
     algorithm : {"collective", "ring", "guide"}
         ``"collective"`` (default): :data:`COLLECTIVE_HOPS` link latencies per all-reduce, flat
-        in the degree; ``"ring"``: the textbook ring's ``2·(d−1)``; ``"guide"``: none (0 s).
+        in the degree, or the ring's on a GPU whose ``ring_collectives`` is true (a PCIe card:
+        its collectives cross the peers in turn); ``"ring"``: the textbook ring's
+        ``2·(d−1)``; ``"guide"``: none (0 s).
     activation_dtype : str
         Format of the activations summed [bytes per element by name]. Default "bf16" (2 B),
         whatever the KV-cache format.
@@ -330,9 +342,19 @@ def allreduce_time(model, gpu, tokens, tp=1, *, algorithm="collective", activati
     hop = gpu.interconnect_latency if interconnect_latency is None else interconnect_latency
     degree = tp * gpu.n_gpus
     require_link(link, degree)
+    activation = bytes_per_element(activation_dtype)
     per_token, latency = allreduce_coefficients(
-        model.n_layers, model.hidden_size, bytes_per_element(activation_dtype), degree, hop,
-        algorithm)
+        model.n_layers, model.hidden_size, activation, degree, hop, algorithm)
+    ring = gpu.ring_collectives
+    if algorithm == "collective" and np.any(np.asarray(ring) > 0.5):
+        # a PCIe card's collective crosses its peers in turn: a latency per ring hop
+        _, per_hop = allreduce_coefficients(model.n_layers, model.hidden_size, activation,
+                                            degree, hop, "ring")
+        if any(isinstance(a, xr.DataArray) for a in (ring, latency, per_hop)):
+            latency = xr.where(ring > 0.5, per_hop, latency)
+        else:
+            latency = np.where(np.asarray(ring) > 0.5, per_hop, latency)
+            latency = float(latency) if latency.ndim == 0 else latency
     # 0 / inf is 0 where no link is needed (degree 1); NaN links were rejected above.
     safe_link = np.where(degree > 1, link, np.inf)
     return tokens * per_token / safe_link + latency

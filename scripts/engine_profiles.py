@@ -108,7 +108,10 @@ Structure from the GPU catalogue: the L40S is the PCIe GPU whose topology the ca
 states, and past a pair its all-reduces share one host link (``host_link_gb_s``,
 ``p2p_gpus``); every fit runs on an engine with ``host_traffic_share = 1`` (:data:`STRUCTURE`),
 which the profiles carry (no effect on a GPU without those fields: the RTX PRO 6000 Server's
-PCIe Gen5 link is its interconnect, at the share its fit finds).
+PCIe Gen5 link is its interconnect, at the share its fit finds). The L40S and RTX PRO 6000
+rows also say ``ring_collectives``: their tables' all-reduce latency grows with the group
+(5.4, 13.3, 25.0 us and 4.3, 12.6, 23.6 us at 2, 4, 8 GPUs, where NVLink's stays flat), so
+their collectives pay a hop latency per peer (:class:`rooflinekit.hardware.GPU`).
 
 The fit, stage 2: serving (vLLM only)
 -------------------------------------
