@@ -414,8 +414,25 @@ def test_a_synchronous_vllm_version_adds_its_host_time_to_the_newest_profile():
             engine_profile("vllm", "RTX-4090").decode["step_overhead"] + value)
 
 
+def test_an_asynchronous_version_not_profiled_is_timed_by_the_newest_profile():
+    """vLLM 0.14.1, 0.20.0 or one newer than any profiled schedules asynchronously, as the
+    newest profile's version does: that profile's knobs, for one GPU or every GPU, labelled
+    with the version asked for."""
+    for version in ("0.14.1", "0.20.0", "0.30.0"):
+        newest, asked = engine_profile("vllm", "H100-SXM-80GB"), \
+            engine_profile("vllm", "H100-SXM-80GB", version=version)
+        assert (asked.prefill, asked.decode, asked.intervals, asked.held_out_error) == \
+            (newest.prefill, newest.decode, newest.intervals, newest.held_out_error)
+        assert asked.source.startswith(f"vllm {version} (not profiled; host scheduling "
+                                       f"asynchronous from 0.14.0")
+        assert newest.source in asked.source
+    every = engine_profile("vllm", version="0.20.0")
+    assert every.groups == engine_profile("vllm").groups
+    assert "vllm 0.20.0" in every.source
+
+
 @pytest.mark.parametrize("engine, version", [
-    ("vllm", "0.14.1"), ("vllm", "0.5.3"), ("vllm", "latest"), ("vllm", 0.10),
+    ("vllm", "0.5.3"), ("vllm", "0.4.0"), ("vllm", "latest"), ("vllm", 0.10),
     ("sglang", "0.4.0"), ("trtllm", "0.17.0"),
 ])
 def test_a_version_neither_profiled_nor_synchronous_is_refused(engine, version):
@@ -463,8 +480,9 @@ def test_name_at_version_resolves_to_that_versions_profile_everywhere():
                           gpu) == engine_profile("sglang", gpu)
     assert scheduler_engine("vllm@0.11.0") == "vllm" and scheduler_engine("SGLang@1") == \
         "sglang" and scheduler_engine("ideal") == "vllm"
+    assert resolve_engine("vllm@0.20.0", gpu) == engine_profile("vllm", gpu, "0.20.0")
     with pytest.raises(ValueError, match="version must be one of the vllm"):
-        resolve_engine("vllm@0.14.1", gpu)
+        resolve_engine("vllm@0.5.3", gpu)
     batcher = rk.ContinuousBatcher(8, model="Llama-3.1-8B", gpu="H100-SXM-80GB",
                                    engine="vllm@0.11.0")
     assert batcher.engine == "vllm@0.11.0"
@@ -478,7 +496,9 @@ def test_the_commands_take_name_at_version(capsys):
     from rooflinekit.cli.main import main
     assert main(["capacity", "llama-3.1-8b", "h100", "--engine", "vllm@0.11.0"]) == 0
     assert "vllm 0.11.0 (host scheduling synchronous before 0.14.0" in capsys.readouterr().out
-    assert main(["capacity", "llama-3.1-8b", "h100", "--engine", "vllm@0.14.1"]) == 2
+    assert main(["capacity", "llama-3.1-8b", "h100", "--engine", "vllm@0.20.0"]) == 0
+    assert "vllm 0.20.0 (not profiled; host scheduling asynchronous" in capsys.readouterr().out
+    assert main(["capacity", "llama-3.1-8b", "h100", "--engine", "vllm@0.5.3"]) == 2
     assert "version must be one of the vllm versions profiled" in capsys.readouterr().err
     assert main(["capacity", "llama-3.1-8b", "h100", "--engine", "ideal@1"]) == 2
     assert "the ideal roofline has no versions" in capsys.readouterr().err

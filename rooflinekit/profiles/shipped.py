@@ -326,8 +326,10 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
         version profiled gives that profile; for an engine whose file states its host
         scheduling (:func:`host_scheduling`: vLLM), a version that schedules synchronously
         (vLLM 0.5.4 up to before 0.14.0) gives the newest profile with that version's host
-        time per step added to its decode steps (``step_overhead``, with its interval),
-        labelled so.
+        time per step added to its decode steps (``step_overhead``, with its interval), and
+        one that schedules asynchronously but is not profiled (vLLM 0.14.1, 0.20.0, or one
+        newer than the newest profiled) gives the newest profile, whose host scheduling it
+        shares; both labelled so.
     warn : bool
         Warn (:class:`UserWarning`) when ``gpu`` has no profile of its own. Default True.
 
@@ -361,26 +363,32 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
         raise ValueError(f"no {engine} profile is shipped; profiled engines: "
                          f"{', '.join(e for e in ENGINE_NAMES if _shipped()[e]) or 'none'}")
     host = rows[0]["host_scheduling"]
-    synchronous = None
+    synchronous = asynchronous = None
     if version is not None:
         versions = sorted({r["version"] for r in rows}, key=_version_key)
         if isinstance(version, str) and version in versions:
             rows = tuple(r for r in rows if r["version"] == version)
         elif host is not None and host.synchronous(version):
             synchronous = version          # the newest kernels, that version's host time
+        elif host is not None and host.asynchronous(version):
+            asynchronous = version         # the newest profile, whose host scheduling it shares
         else:
             also = "" if host is None else (
-                f", or one from {host.synchronous_from} to before {host.asynchronous_since} "
-                f"(synchronous host scheduling)")
+                f", or one from {host.synchronous_from} on (synchronous host scheduling before "
+                f"{host.asynchronous_since}; from it, the newest profile's)")
             raise ValueError(f"version must be one of the {engine} versions profiled "
                              f"({', '.join(versions)}){also}; got {version!r}")
+
+    def labelled(calibration):
+        calibration = _synchronous(calibration, engine, synchronous, host)
+        return _asynchronous(calibration, engine, asynchronous, host)
     if gpu is None:
-        return _synchronous(_all_gpus(engine, rows), engine, synchronous, host)
+        return labelled(_all_gpus(engine, rows))
     spec = _gpu_spec(gpu)
     newest = _newest_by_gpu(rows)
     own = [r for gpu, r in newest.items() if gpu.lower() == spec.name.lower()]
     if own:
-        return _synchronous(own[0]["calibration"], engine, synchronous, host)
+        return labelled(own[0]["calibration"])
     near = min(newest.values(), key=lambda r: _distance(spec, catalog.gpu(r["gpu"])))
     if warn:
         warnings.warn(f"no {engine} profile for {spec.name}; using the {near['gpu']} profile "
@@ -388,8 +396,7 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
                       f"curve moved to {spec.name}'s ridge point: expect about "
                       f"{near['held_out_error']:.0f}% error in TPOT (its leave-one-GPU-out "
                       f"error), more where the GPUs differ further", UserWarning, stacklevel=2)
-    return _synchronous(borrowed(near["calibration"], catalog.gpu(near["gpu"]), spec), engine,
-                        synchronous, host)
+    return labelled(borrowed(near["calibration"], catalog.gpu(near["gpu"]), spec))
 
 
 def host_scheduling(engine: str = DEFAULT_ENGINE) -> HostScheduling | None:
@@ -438,6 +445,18 @@ def _synchronous(calibration: Calibration, engine: str, version, host) -> Calibr
         source=f"{engine} {version} (host scheduling synchronous before "
                f"{host.asynchronous_since}: + {value * 1e3:.2f} ms a decode step) on the "
                f"{kernels}")
+
+
+def _asynchronous(calibration: Calibration, engine: str, version, host) -> Calibration:
+    """``calibration`` (the newest profile, of an asynchronous version) labelled as the profile
+    of the unprofiled asynchronous ``version`` it times; ``calibration`` if ``version`` is
+    None."""
+    if version is None:
+        return calibration
+    return dataclasses.replace(
+        calibration, source=f"{engine} {version} (not profiled; host scheduling asynchronous "
+                            f"from {host.asynchronous_since}, as the newest profile's, which "
+                            f"times it) on the {calibration.source}")
 
 
 def _ridge(gpu: GPU) -> float:
