@@ -100,6 +100,8 @@ source = "here"
     (GOOD + 'admission = "evict"\n', r"scheduler\[0\]\.admission: must be one of paged, reserve"),
     (GOOD.replace("engine =", 'admission = "reserve"\nengine =') + GOOD.replace(
         "[[scheduler]]", "[[scheduler]]\nmin_memory_gib = 0", 1), "must share one admission"),
+    (GOOD + 'since_version = "V1"\n', r"scheduler\[0\]\.since_version: must be a release"),
+    (GOOD + "since_version = 10\n", r"scheduler\[0\]\.since_version: must be a release"),
     ("scheduler = 3\n", "field 'scheduler'"),
     ("[[scheduler]\n", "not TOML"),
 ])
@@ -384,3 +386,35 @@ def test_the_commands_take_admission_and_the_bound_runs_the_answers(capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "--admission {auto,paged,reserve}" in capsys.readouterr().out
+
+
+def test_an_older_version_named_is_warned_of_its_scheduler():
+    """vLLM's defaults in the file are read from 0.10.0 on (``since_version``): a planner told of
+    an older vLLM (``vllm@0.6.0``) plans them and says so, naming the arguments that plan the
+    ones it ran; a version from 0.10.0 on, no version, another engine, or slots and a budget
+    given, says nothing."""
+    import warnings
+
+    from rooflinekit.profiles import older_than_scheduler
+    assert scheduler_defaults("vllm", "H100-SXM-80GB").since_version == "0.10.0"
+    note = older_than_scheduler("vllm@0.6.0", "H100-SXM-80GB")
+    assert note.startswith("vllm 0.6.0 is older than the scheduler defaults planned for it "
+                           "(1,024 sequences and 8,192 tokens a step on H100-SXM-80GB, vllm's "
+                           "from 0.10.0 on)")
+    assert "max_num_seqs" in note and "--max-num-batched-tokens" in note
+    for engine in ("vllm@0.10.0", "vllm@0.11.0", "vllm", None, "ideal", "sglang@0.4.0"):
+        assert older_than_scheduler(engine, "H100-SXM-80GB") is None
+    traffic = rk.Traffic(2.0, 500, 100)
+    common = dict(models="Llama-3.1-8B", gpus="H100-SXM-80GB", replicates=2, requests=40,
+                  engine_draws=0)
+    with pytest.warns(UserWarning, match="vllm 0.6.0 is older than the scheduler defaults"):
+        rk.plan(traffic, SLO, engine="vllm@0.6.0", **common)
+    with pytest.warns(UserWarning, match="vllm 0.6.0 is older"):
+        rk.planning.load_curve(traffic, SLO, model="Llama-3.1-8B", gpu="H100-SXM-80GB",
+                               rates=[1.0],
+                               replicates=2, requests=40, engine="vllm@0.6.0", engine_draws=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rk.plan(traffic, SLO, engine="vllm@0.6.0", max_num_seqs=256,
+                max_num_batched_tokens=2048, **common)
+        rk.plan(traffic, SLO, engine="vllm@0.11.0", **common)

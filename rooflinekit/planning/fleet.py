@@ -11,6 +11,7 @@ import functools
 import itertools
 import math
 import numbers
+import warnings
 
 import numpy as np
 import xarray as xr
@@ -39,8 +40,9 @@ from rooflinekit.planning.capacity import (
     speculative_rows,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import (Calibration, chunk_budget_candidates, resolve_engine,
-                                  scheduler_admission, scheduler_defaults, scheduler_engine)
+from rooflinekit.profiles import (Calibration, chunk_budget_candidates, older_than_scheduler,
+                                  resolve_engine, scheduler_admission, scheduler_defaults,
+                                  scheduler_engine)
 from rooflinekit.roofline import (
     DEFAULT_IDLE_POWER_FRACTION,
     IDEAL,
@@ -360,6 +362,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
                                   ("auto", "search", None))
     scheduler = scheduler_engine(engine)
     defaults = {g.name: scheduler_defaults(scheduler, g) for g in gpu_list}
+    if seqs_list == "auto" or not isinstance(mnbt_list, list):
+        _warn_older_scheduler(engine, gpu_list[0])
     if not (isinstance(mixed_prefill, str) and mixed_prefill == "auto"):
         mixed_prefill = check_bool("mixed_prefill", mixed_prefill)
         if not mixed_prefill and speculative is not None:
@@ -856,11 +860,23 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     return ds
 
 
+def _warn_older_scheduler(engine, gpu) -> None:
+    """Warn where ``engine`` names a version older than the scheduler defaults planned
+    (:func:`rooflinekit.profiles.older_than_scheduler`)."""
+    note = older_than_scheduler(engine, gpu)
+    if note:
+        warnings.warn(note, UserWarning, stacklevel=3)
+
+
 def one_scheduler(engine, gpu, max_num_seqs, max_num_batched_tokens) -> tuple:
     """One replica's ``(max_num_seqs, max_num_batched_tokens)``: the numbers given, or for
     ``"auto"`` the engine's defaults for ``gpu`` (vLLM's otherwise); a ``None`` budget: whole
     prompts."""
     defaults = scheduler_defaults(scheduler_engine(engine), gpu)
+    if "auto" in (_scheduler_counts("max_num_seqs", max_num_seqs, ("auto",)),
+                  _scheduler_counts("max_num_batched_tokens", max_num_batched_tokens,
+                                    ("auto", None))):
+        _warn_older_scheduler(engine, gpu)
     if _scheduler_counts("max_num_seqs", max_num_seqs, ("auto",)) == "auto":
         max_num_seqs = defaults.max_num_seqs
     max_num_seqs = whole_number("max_num_seqs", max_num_seqs, lo=1)

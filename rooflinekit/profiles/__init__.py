@@ -29,6 +29,7 @@ from rooflinekit.profiles.scheduling import (
     SchedulerDefaults,
     chunk_budget_candidates,
     read_scheduler_file,
+    older_than_scheduler,
     scheduler_admission,
     scheduler_defaults,
     scheduler_engine,
@@ -56,4 +57,5 @@ __all__ = ["ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", 
            "host_scheduling", "is_engine_name", "profiled_engine", "read_profile_file", "split_engine_name",
            "resolve_engine", "CHUNK_BUDGETS", "ENGINE_SCHEDULERS", "SchedulerDefaults",
            "chunk_budget_candidates", "read_scheduler_file", "scheduler_defaults",
-           "scheduler_engine", "scheduler_admission", "ADMISSIONS"]
+           "scheduler_engine", "scheduler_admission", "older_than_scheduler",
+           "ADMISSIONS"]

@@ -25,6 +25,7 @@ from rooflinekit.profiles.shipped import DEFAULT_ENGINE, ENGINE_NAMES, _gpu_spec
 
 __all__ = ["SchedulerDefaults", "ENGINE_SCHEDULERS", "CHUNK_BUDGETS", "ADMISSIONS",
            "scheduler_defaults", "scheduler_engine", "scheduler_admission",
+           "older_than_scheduler",
            "chunk_budget_candidates", "read_scheduler_file"]
 
 GIB = 2**30
@@ -53,7 +54,8 @@ class SchedulerDefaults(NamedTuple):
     ``--chunked-prefill-size``, TensorRT-LLM ``--max_num_tokens``); ``version`` and ``source``:
     where they were read; ``mixed_prefill``: whether a step carries prefill slices beside the
     decode tokens (SGLang ``--enable-mixed-chunk``, off by default); ``admission``: the KV
-    admission rule (:data:`ADMISSIONS`; TensorRT-LLM's ``capacity_scheduler_policy``).
+    admission rule (:data:`ADMISSIONS`; TensorRT-LLM's ``capacity_scheduler_policy``);
+    ``since_version``: the oldest release they are read from (``None``: not stated).
     """
 
     engine: str
@@ -63,6 +65,7 @@ class SchedulerDefaults(NamedTuple):
     source: str
     mixed_prefill: bool = True
     admission: str = "paged"
+    since_version: str | None = None
 
 
 _WHAT = "engine scheduler file"
@@ -109,7 +112,8 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
         if not isinstance(row, Mapping):
             _fail(path, where, "must be a table", TypeError)
         unknown = sorted(set(row) - {*_INT_FIELDS, *_TEXT_FIELDS, *_MEMORY_FIELDS,
-                                     "exclude_gpus", "mixed_prefill", "admission"})
+                                     "exclude_gpus", "mixed_prefill", "admission",
+                                     "since_version"})
         if unknown:
             _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
         out = shipped._texts(path, row, where, _TEXT_FIELDS, what=_WHAT)
@@ -146,6 +150,12 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
         if out["admission"] not in ADMISSIONS:
             _fail(path, f"{where}.admission", f"must be one of {', '.join(ADMISSIONS)}; got "
                   f"{out['admission']!r}")
+        out["since_version"] = row.get("since_version")
+        if out["since_version"] is not None and (
+                not isinstance(out["since_version"], str)
+                or not shipped._VERSION.fullmatch(out["since_version"].strip())):
+            _fail(path, f"{where}.since_version", f"must be a release number such as "
+                  f"'0.10.0'; got {out['since_version']!r}")
         rows.append(out)
     for engine in {r["engine"] for r in rows}:
         last = [r for r in rows if r["engine"] == engine][-1]
@@ -241,8 +251,44 @@ def scheduler_defaults(engine: str = DEFAULT_ENGINE, gpu=None) -> SchedulerDefau
                 and not any(x.lower() in spec.name.lower() for x in row["exclude_gpus"]):
             return SchedulerDefaults(engine, row["max_num_seqs"], row["max_num_batched_tokens"],
                                      row["version"], row["source"], row["mixed_prefill"],
-                                     row["admission"])
+                                     row["admission"], row["since_version"])
     raise ValueError(f"no scheduler row of {engine} applies to {spec.name}")  # file checked
+
+
+def older_than_scheduler(engine, gpu) -> str | None:
+    """Why a planner's default slots and budget may not be those of the engine version
+    ``engine`` names, or ``None``.
+
+    Parameters
+    ----------
+    engine : str, Engine, Calibration or None
+        A planner's ``engine=`` argument.
+    gpu : GPU or catalogue name
+        A GPU of the plan.
+
+    Returns
+    -------
+    str or None
+        Where ``engine`` names a version (``"vllm@0.6.0"``) older than the ``since_version``
+        of the defaults the planner takes for ``gpu`` (:func:`scheduler_defaults`), a sentence
+        saying so and naming the arguments that plan the defaults that version ran; else
+        ``None`` (no version named, none older, or the row states no ``since_version``).
+    """
+    if not shipped.is_engine_name(engine):
+        return None
+    name, version = shipped.split_engine_name(engine)
+    if name not in ENGINE_NAMES or version is None or not shipped._VERSION.fullmatch(version):
+        return None
+    defaults = scheduler_defaults(name, gpu)
+    since = defaults.since_version
+    if since is None or shipped._release(version) >= shipped._release(since):
+        return None
+    return (f"{name} {version} is older than the scheduler defaults planned for it "
+            f"({defaults.max_num_seqs:,} sequences and {defaults.max_num_batched_tokens:,} "
+            f"tokens a step on {_gpu_spec(gpu).name}, {name}'s from {since} on); give "
+            f"max_num_seqs and "
+            f"max_num_batched_tokens (--max-num-seqs, --max-num-batched-tokens) to plan the "
+            f"ones it ran")
 
 
 def scheduler_admission(admission, engine, gpu, prefix_caching=None) -> str:
