@@ -99,7 +99,10 @@ def test_one_number_format_per_column():
 
 def test_capacity_that_does_not_fit_exits_1(capsys):
     code, out, err = run(capsys, "capacity", "guide-70b", "lab", "--tp", "1")
-    assert code == 1 and out == "" and "does not fit" in err and err.count("\n") == 1
+    # the refusal is one line; before it, the lab GPU's borrowed profile is one warning line
+    *warned, refusal = err.splitlines()
+    assert code == 1 and out == "" and "does not fit" in refusal and err.endswith("\n")
+    assert [w.split(": warning: ")[0] for w in warned] == ["rooflinekit capacity"]
     code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "1", "--show-anyway",
                        "--json")
     data = json.loads(out)
@@ -143,3 +146,17 @@ def test_simulate_flags_take_effect(capsys):
                        "--json")
     burst = json.loads(out)
     assert code == 0 and slow["continuous"]["makespan"] > burst["continuous"]["makespan"]
+
+
+def test_a_library_warning_is_one_line_naming_the_command(capsys):
+    """The library's warnings (here: a GPU timed by its nearest profile) reach stderr as one
+    line each, ``rooflinekit COMMAND: warning: ...``, without Python's file, line and source;
+    the caller's warning handler is back once the command returns."""
+    import warnings
+    before = warnings.showwarning
+    code, out, err = run(capsys, "capacity", "llama-3.1-8b", "rtx-4090")
+    assert code == 0 and out
+    assert err.startswith("rooflinekit capacity: warning: no vllm profile for RTX-4090; using "
+                          "the L40S profile")
+    assert err.count("\n") == 1 and "UserWarning" not in err and ".py:" not in err
+    assert warnings.showwarning is before

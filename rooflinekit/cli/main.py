@@ -2,7 +2,8 @@
 
 Each command is a module of this folder with ``NAME``, ``HELP``, ``DESCRIPTION``, ``EPILOG``,
 ``add_arguments(parser)`` and ``run(args, out) -> int``. Errors from bad input are one line on
-stderr naming the flag and exit status 2, before any work; never a traceback. A result that
+stderr naming the flag and exit status 2, before any work; never a traceback. The library's
+warnings are one line each on stderr, ``rooflinekit COMMAND: warning: ...``. A result that
 answers "no" (``capacity`` on a configuration that does not fit) exits 1.
 """
 
@@ -13,6 +14,7 @@ import importlib.metadata
 import logging
 import os
 import sys
+import warnings
 
 from rooflinekit.cli import (
     calibrate,
@@ -67,6 +69,16 @@ class _Notices(logging.Handler):
         sys.stderr.flush()
 
 
+def _warning_line(command: str):
+    """A ``warnings.showwarning`` that writes the library's warnings (a GPU timed by its
+    nearest profile, an engine version older than the scheduler planned) as one line each,
+    ``rooflinekit COMMAND: warning: ...``, not Python's file, line and source."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = escape_text(" ".join(str(message).split()))
+        sys.stderr.write(f"rooflinekit {command}: warning: {text}\n")
+    return show
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``rooflinekit`` parser, one subcommand per module of :data:`COMMANDS`."""
     parser = _Parser(
@@ -97,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     logger.addHandler(notices)
     logger.setLevel(logging.DEBUG)
     try:
-        check_output(args)   # --output refused before any work (exists, an input, ...)
-        return args.run(args, sys.stdout)
+        with warnings.catch_warnings():      # restores the caller's handler on the way out
+            warnings.showwarning = _warning_line(args.command)
+            check_output(args)   # --output refused before any work (exists, an input, ...)
+            return args.run(args, sys.stdout)
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: not an error of ours
         sys.stdout = open(os.devnull, "w")
