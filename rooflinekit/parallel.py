@@ -269,9 +269,8 @@ def _read_link(gpu, arguments):
         out["ring_collectives"] = gpu["ring_collectives"].astype(float) \
             if "ring_collectives" in gpu else 0.0
     else:
-        ring = getattr(gpu, "ring_collectives", False)
-        out["ring_collectives"] = 0.0 if ring is None else np.asarray(ring, dtype=float) \
-            if not isinstance(ring, (bool, numbers.Real)) else float(ring)
+        ring = getattr(gpu, "ring_collectives", None)
+        out["ring_collectives"] = 0.0 if ring is None else np.asarray(ring, dtype=float)
     return out
 
 
