@@ -22,6 +22,7 @@ from rooflinekit._labels import (
     parameter_entries,
     spec_fields,
     spec_value,
+    where,
     widen,
 )
 from rooflinekit._validation import (
@@ -215,7 +216,7 @@ def ring_allreduce_time(payload_bytes, degree, link_bandwidth, hop_latency=0.0):
 
 
 def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_latency,
-                           algorithm="ring"):
+                           algorithm="ring", ring_collectives=False):
     """Per-step tensor-parallel communication as two coefficients (plain arithmetic).
 
     Parameters
@@ -231,6 +232,9 @@ def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_
     algorithm : {"ring", "collective", "guide"}
         ``"ring"``: ``2·(d−1)`` hops per all-reduce; ``"collective"``: :data:`COLLECTIVE_HOPS`
         per all-reduce, flat in the degree; ``"guide"``: no communication (both 0).
+    ring_collectives : bool, float, ndarray or xarray.DataArray
+        The GPU's ``ring_collectives`` (true, or above 0.5: a PCIe card); where it holds, a
+        ``"collective"`` all-reduce pays the ring's ``2·(d−1)`` hops. Default False.
 
     Returns
     -------
@@ -254,8 +258,11 @@ def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_
     ring = 2.0 * (degree - 1.0) / degree
     allreduces = ALLREDUCES_PER_LAYER * n_layers
     bytes_per_token = allreduces * ring * hidden_size * activation_bytes
-    hops = 2.0 * (degree - 1.0) if algorithm == "ring" else \
-        COLLECTIVE_HOPS * np.minimum(degree - 1.0, 1.0)
+    ring_hops = 2.0 * (degree - 1.0)
+    hops = ring_hops if algorithm == "ring" else COLLECTIVE_HOPS * np.minimum(degree - 1.0, 1.0)
+    if algorithm == "collective" and np.any(np.asarray(ring_collectives) > 0.5):
+        # a PCIe card's collective crosses its peers in turn: a latency per ring hop
+        hops = where(ring_collectives > 0.5, ring_hops, hops)
     latency = allreduces * hops * hop_latency
     return bytes_per_token, latency
 
@@ -341,19 +348,9 @@ def allreduce_time(model, gpu, tokens, tp=1, *, algorithm="collective", activati
     hop = gpu.interconnect_latency if interconnect_latency is None else interconnect_latency
     degree = tp * gpu.n_gpus
     require_link(link, degree)
-    activation = bytes_per_element(activation_dtype)
     per_token, latency = allreduce_coefficients(
-        model.n_layers, model.hidden_size, activation, degree, hop, algorithm)
-    ring = gpu.ring_collectives
-    if algorithm == "collective" and np.any(np.asarray(ring) > 0.5):
-        # a PCIe card's collective crosses its peers in turn: a latency per ring hop
-        _, per_hop = allreduce_coefficients(model.n_layers, model.hidden_size, activation,
-                                            degree, hop, "ring")
-        if any(isinstance(a, xr.DataArray) for a in (ring, latency, per_hop)):
-            latency = xr.where(ring > 0.5, per_hop, latency)
-        else:
-            latency = np.where(np.asarray(ring) > 0.5, per_hop, latency)
-            latency = float(latency) if latency.ndim == 0 else latency
+        model.n_layers, model.hidden_size, bytes_per_element(activation_dtype), degree, hop,
+        algorithm, gpu.ring_collectives)
     # 0 / inf is 0 where no link is needed (degree 1); NaN links were rejected above.
     safe_link = np.where(degree > 1, link, np.inf)
     return tokens * per_token / safe_link + latency

@@ -116,3 +116,16 @@ def test_catalogue_row_reads_the_flag():
 def test_catalogue_row_refuses_a_bad_flag(changes, match):
     with pytest.raises(ValueError, match=match):
         _gpu_from_row(_row(**changes), {})
+
+
+def test_the_coefficients_take_the_flag_by_spec_kind():
+    """allreduce_coefficients holds the rule for every caller: 2 (d - 1) hops on a ring card,
+    COLLECTIVE_HOPS elsewhere, per element of an array of flags."""
+    import numpy as np
+    _, flat = parallel.allreduce_coefficients(80, 8192, 2, 8, 1e-6, "collective")
+    _, ring = parallel.allreduce_coefficients(80, 8192, 2, 8, 1e-6, "collective", True)
+    assert flat == pytest.approx(ALLREDUCES * 2 * 1e-6) and ring == pytest.approx(
+        ALLREDUCES * 14 * 1e-6)
+    _, both = parallel.allreduce_coefficients(80, 8192, 2, 8, 1e-6, "collective",
+                                              np.array([0.0, 1.0, np.nan]))
+    np.testing.assert_allclose(both, [flat, ring, flat])

@@ -873,15 +873,15 @@ def one_scheduler(engine, gpu, max_num_seqs, max_num_batched_tokens) -> tuple:
     ``"auto"`` the engine's defaults for ``gpu`` (vLLM's otherwise); a ``None`` budget: whole
     prompts."""
     defaults = scheduler_defaults(scheduler_engine(engine), gpu)
-    if "auto" in (_scheduler_counts("max_num_seqs", max_num_seqs, ("auto",)),
-                  _scheduler_counts("max_num_batched_tokens", max_num_batched_tokens,
-                                    ("auto", None))):
+    seqs_auto = _scheduler_counts("max_num_seqs", max_num_seqs, ("auto",)) == "auto"
+    budget_auto = _scheduler_counts("max_num_batched_tokens", max_num_batched_tokens,
+                                    ("auto", None)) == "auto"
+    if seqs_auto or budget_auto:
         _warn_older_scheduler(engine, gpu)
-    if _scheduler_counts("max_num_seqs", max_num_seqs, ("auto",)) == "auto":
+    if seqs_auto:
         max_num_seqs = defaults.max_num_seqs
     max_num_seqs = whole_number("max_num_seqs", max_num_seqs, lo=1)
-    if _scheduler_counts("max_num_batched_tokens", max_num_batched_tokens,
-                         ("auto", None)) == "auto":
+    if budget_auto:
         max_num_batched_tokens = max(defaults.max_num_batched_tokens, max_num_seqs)
     max_num_batched_tokens = whole_number("max_num_batched_tokens", max_num_batched_tokens,
                                           lo=max_num_seqs, allow_none=True)

@@ -345,16 +345,8 @@ class Engine:
                 float(self.interconnect_latency)
             parallel.require_link(link, degree)
             per_token, latency = parallel.allreduce_coefficients(
-                model.n_layers, model.hidden_size, activation_bytes, degree, hop, algorithm)
-            ring = getattr(group, "ring_collectives", math.nan)
-            if algorithm == "collective" and np.any(np.asarray(ring) > 0.5):
-                # a PCIe group's collective crosses its peers in turn: a latency per ring hop
-                _, per_hop = parallel.allreduce_coefficients(
-                    model.n_layers, model.hidden_size, activation_bytes, degree, hop, "ring")
-                if any(isinstance(a, xr.DataArray) for a in (ring, latency, per_hop)):
-                    latency = xr.where(ring > 0.5, per_hop, latency)
-                else:
-                    latency = np.where(np.asarray(ring) > 0.5, per_hop, latency)
+                model.n_layers, model.hidden_size, activation_bytes, degree, hop, algorithm,
+                getattr(group, "ring_collectives", False))
             link = np.where(degree > 1, link, np.inf)        # 0 / inf = 0 where nothing is sent
         else:
             per_token, latency, link = 0.0, 0.0, math.inf
