@@ -75,7 +75,8 @@ REGISTRY = {
                "compute_dtype": OPTIONAL, "label": ("string",)}),
     "GPU": _entry(rk.GPU, kwargs={"name": "x", "memory_bytes": 80e9, "hbm_bandwidth": 3e12,
                                   "peak_flops": 1e15},
-                  spoil=("memory_bytes", "hbm_bandwidth", "peak_flops")),
+                  spoil=("memory_bytes", "hbm_bandwidth", "peak_flops", "ring_collectives"),
+                  valid={"ring_collectives": ("true",)}),
     "ModelShape": _entry(rk.ModelShape, kwargs={"name": "x", "n_layers": 2, "n_heads": 4,
                                                 "n_kv_heads": 2, "head_dim": 8, "n_params": 1e6},
                          spoil=("n_layers", "n_heads", "n_kv_heads", "head_dim", "n_params",
@@ -717,6 +718,23 @@ def test_scheduler_admission_refuses_bad_arguments_cleanly(arg, bad):
         warnings.simplefilter("error", RuntimeWarning)
         with pytest.raises((ValueError, TypeError)):
             _call("scheduler_admission", ADMISSION, None, arg, BAD[bad])
+
+
+# -- older_than_scheduler (rooflinekit.profiles, outside rooflinekit.__all__) -------------------
+
+#: A version older than the defaults' since_version reads the defaults for the GPU, so a spoilt
+#: GPU is reached; an engine that names no version is no older (None, by design): not spoilt.
+OLDER = _entry(rk.profiles.older_than_scheduler, kwargs={"engine": "vllm@0.6.0", "gpu": G},
+               spoil=("gpu",))
+
+
+@pytest.mark.parametrize("bad", list(BAD))
+def test_older_than_scheduler_refuses_a_bad_gpu_cleanly(bad):
+    assert "vllm 0.6.0 is older" in _call("older_than_scheduler", OLDER, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises((ValueError, TypeError)):
+            _call("older_than_scheduler", OLDER, None, "gpu", BAD[bad])
 
 
 # -- issue 30: no default pay-as-you-go price ------------------------------------------------------

@@ -6,7 +6,8 @@
   (:func:`engine_profile`, :data:`ENGINE_PROFILES`) and :func:`resolve_engine`, the one rule by
   which a planning answer picks its engine (the vLLM profile of its GPU unless told otherwise);
 - :mod:`~rooflinekit.profiles.scheduling`: the engines' default slots, chunked-prefill budget
-  and KV admission by GPU (:func:`scheduler_defaults`, :func:`scheduler_admission`).
+  and KV admission by GPU (:func:`scheduler_defaults`, :func:`scheduler_admission`), and
+  whether a named engine version predates them (:func:`older_than_scheduler`).
 """
 from rooflinekit.profiles.calibration import (
     ENGINE_IDEAL_KNOBS,
