@@ -104,11 +104,18 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     if ring is not None and not isinstance(ring, bool):
         raise ValueError(f"gpus.toml row {name!r}: ring_collectives must be true or false, "
                          f"got {ring!r}")
+    streaming = _sourced(row, name, "streaming_bandwidth_tb_s", "streaming_bandwidth_source")
+    if streaming is not None and (isinstance(streaming, bool)
+                                  or not isinstance(streaming, (int, float))
+                                  or not math.isfinite(streaming) or streaming <= 0):
+        raise ValueError(f"gpus.toml row {name!r}: streaming_bandwidth_tb_s must be a number "
+                         f"> 0, got {streaming!r}")
     row.pop("notes", None)
     return GPU(
         name=name,
         memory_bytes=memory,
         hbm_bandwidth=row.pop("hbm_bandwidth_tb_s") * units.TB_PER_S,
+        streaming_bandwidth=None if streaming is None else streaming * units.TB_PER_S,
         peak_flops=flops["bf16"],
         peak_flops_by_dtype=flops,
         interconnect_bandwidth=None if link is None else link * units.GB_PER_S,
@@ -432,6 +439,8 @@ _VARIABLES = {ModelShape: {
     "boost_clock": ("Hz", "maximum SM boost clock (NaN: unknown)"),
     "ring_collectives": ("1", "collectives pay a latency per ring hop (PCIe: 1) or a fixed "
                               "one (NVLink: 0)"),
+    "streaming_bandwidth": ("bytes/s", "device-memory bandwidth measured streaming operands "
+                                       "larger than the L2 cache (NaN: unmeasured)"),
 }}
 
 

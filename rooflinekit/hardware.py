@@ -85,6 +85,14 @@ class GPU:
         The SM clock's maximum boost [Hz] (``1.98e9`` for an H100 SXM), > 0: an engine's
         ``layer_cycles`` (:class:`rooflinekit.Engine`) take ``layer_cycles / boost_clock``
         seconds per layer on it. ``None`` (default) when unknown.
+    streaming_bandwidth : float, optional
+        Device-memory bandwidth a kernel reaches streaming operands far larger than the L2
+        cache, measured [bytes/s], in ``(0, hbm_bandwidth]``: what a bandwidth microbenchmark
+        or the largest operands of a kernel table read at. GPUs reach different shares of
+        their datasheet figure (the profiled ones 77-93 %), so an engine's bandwidth
+        efficiencies carry from one GPU to another in proportion to these shares
+        (:func:`rooflinekit.engine_profile` for a GPU without a profile of its own). The
+        roofline itself never reads it. ``None`` (default) when unmeasured.
     ring_collectives : bool
         Whether the GPUs' collectives pay a link latency per ring hop: ``True`` for PCIe cards
         with no switched fabric of their own, where an all-reduce crosses each peer in turn;
@@ -95,8 +103,8 @@ class GPU:
 
     Notes
     -----
-    ``memory_bytes``, ``hbm_bandwidth``, ``peak_flops``, ``hourly_price`` and ``board_power``
-    are totals over ``n_gpus``. :meth:`group` scales them with the degree, as the guide's
+    ``memory_bytes``, ``hbm_bandwidth``, ``streaming_bandwidth``, ``peak_flops``,
+    ``hourly_price`` and ``board_power`` are totals over ``n_gpus``. :meth:`group` scales them with the degree, as the guide's
     simple TP model does (§5); the communication it ignores is in :mod:`rooflinekit.parallel`.
 
     References
@@ -122,6 +130,7 @@ class GPU:
     p2p_gpus: int | None = None
     boost_clock: float | None = None
     ring_collectives: bool = False
+    streaming_bandwidth: float | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -141,6 +150,13 @@ class GPU:
         set_("p2p_gpus", whole_number("p2p_gpus", self.p2p_gpus, lo=1, allow_none=True))
         set_("boost_clock", positive_number("boost_clock", self.boost_clock, allow_none=True))
         set_("ring_collectives", check_bool("ring_collectives", self.ring_collectives))
+        streaming = positive_number("streaming_bandwidth", self.streaming_bandwidth,
+                                    allow_none=True)
+        if streaming is not None and streaming > self.hbm_bandwidth:
+            # a measured stream cannot beat the memory's pins: a larger figure is a cache's
+            raise ValueError(f"streaming_bandwidth must be <= hbm_bandwidth "
+                             f"({self.hbm_bandwidth!r} B/s), got {streaming!r}")
+        set_("streaming_bandwidth", streaming)
         set_("hourly_price", real_number("hourly_price", self.hourly_price, lo=0,
                                          allow_none=True))
         set_("n_gpus", whole_number("n_gpus", self.n_gpus, lo=1))
@@ -188,6 +204,8 @@ class GPU:
             name=f"{self.name} x{tp}",
             memory_bytes=self.memory_bytes * tp,
             hbm_bandwidth=self.hbm_bandwidth * tp,
+            streaming_bandwidth=None if self.streaming_bandwidth is None
+            else self.streaming_bandwidth * tp,
             peak_flops=self.peak_flops * tp,
             peak_flops_by_dtype={k: v * tp for k, v in self.peak_flops_by_dtype.items()},
             hourly_price=None if self.hourly_price is None else self.hourly_price * tp,

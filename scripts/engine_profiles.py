@@ -88,7 +88,7 @@ Per (engine, GPU, version), :func:`fit_profile` runs three
 Then the MoE stage (:func:`moe_layer_overhead`): the kernel fit's shapes are dense, yet an
 MoE block at a few tokens takes a fixed time beyond reading its experts (routing, token
 permutation, grouped GEMM launches) that no dense row shows. The MoE tables
-(``moe/<engine>/<version>/moe_perf.parquet``) give it per GPU and engine: 16-50 us a layer
+(``moe/<engine>/<version>/moe_perf.parquet``) give it per GPU and engine: 14-50 us a layer
 on H100, H200 and B200 over the dense MLP's GEMMs. It is written as ``moe_layer_overhead``
 in both phases (0 where the version has no MoE table: vLLM 0.14 and TensorRT-LLM 1.0 on the
 A100).
@@ -148,6 +148,7 @@ just written, held out by source (see that script).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import math
 import re
@@ -463,6 +464,73 @@ def _generation_attention(rows, kv_heads: int) -> Streamed:
 def _read(path: Path):
     import pandas as pd
     return pd.read_parquet(path)
+
+
+def gpu_streaming_bandwidth(system: str) -> float:
+    """``system``'s measured device-memory bandwidth [B/s]: the median, over the engines with
+    tables there, of the rate their bf16 GEMM table streams weights of at least
+    :data:`STREAMING_BYTES` (:func:`streaming_bandwidth`, the :class:`Streamed` floor's). The
+    catalogue's ``streaming_bandwidth_tb_s`` of the profiled GPUs is this, to 1 GB/s
+    (``tests/test_engine_profiles_script.py`` re-derives it where the extra is installed)."""
+    rates = []
+    for engine in ENGINES:
+        version = engine_version(system, engine)
+        if version is None:
+            continue
+        frame = _read(data_root() / system / "gemm" / engine / version / "gemm_perf.parquet")
+        rows = frame[frame["gemm_dtype"] == GEMM_DTYPES["bf16"]]
+        rates.append(_gemm(rows, "bf16").bandwidth)
+    if not rates:
+        raise ValueError(f"no bf16 GEMM table for {system}")
+    return float(np.median(rates))
+
+
+def fit_gpu(name: str):
+    """The catalogue GPU ``name`` as the kernel fits see it: its HBM bandwidth replaced by
+    its measured ``streaming_bandwidth`` where the catalogue gives one. Fitted against what
+    the memory reaches, the bandwidth efficiencies mean the same on every GPU (the profiled
+    ones stream at 77-93 % of their datasheet figures), so a fit pooled over GPUs carries to
+    the one left out; :func:`to_datasheet` turns them back into shares of the datasheet
+    bandwidth the package's GPUs hold."""
+    gpu = catalog.gpu(name)
+    if gpu.streaming_bandwidth is None:
+        return gpu
+    return dataclasses.replace(gpu, hbm_bandwidth=gpu.streaming_bandwidth)
+
+
+def fit_gpus(rows) -> dict:
+    """``{name: fit_gpu(name)}`` for the GPUs of ``rows`` (the ``gpus=`` of
+    :func:`rooflinekit.calibrate.calibrate` and ``predict``)."""
+    return {name: fit_gpu(name) for name in sorted({r["gpu"] for r in rows})}
+
+
+#: The knobs that are shares of the memory bandwidth (:func:`to_datasheet` rescales them).
+BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency")
+
+
+def to_datasheet(knobs: dict, name: str) -> dict:
+    """``knobs`` (:meth:`ProfileFit.knobs`, fitted on :func:`fit_gpu`) as shares of GPU
+    ``name``'s datasheet bandwidth: every :data:`BANDWIDTH_KNOBS` value and interval times
+    ``share = streaming_bandwidth / hbm_bandwidth``; a phase without ``bandwidth_efficiency``
+    (1: all the memory reaches) gets ``share``. The same step times on the catalogue GPU as
+    the fit did on its streaming one."""
+    gpu = catalog.gpu(name)
+    if gpu.streaming_bandwidth is None:
+        return knobs
+    share = gpu.streaming_bandwidth / gpu.hbm_bandwidth
+    out = {"prefill": dict(knobs["prefill"]), "decode": dict(knobs["decode"]),
+           "interval": {p: dict(v) for p, v in knobs["interval"].items()}}
+    for phase in ("prefill", "decode"):
+        if out[phase].get("bandwidth_efficiency") is None:
+            out[phase]["bandwidth_efficiency"] = 1.0
+            out["interval"].setdefault(phase, {})["bandwidth_efficiency"] = [1.0, 1.0]
+        for knob in BANDWIDTH_KNOBS:
+            if out[phase].get(knob) is not None:
+                out[phase][knob] = out[phase][knob] * share
+            band = out["interval"].get(phase, {}).get(knob)
+            if band is not None:
+                out["interval"][phase][knob] = [band[0] * share, band[1] * share]
+    return {**knobs, **out}
 
 
 @dataclass
@@ -808,11 +876,12 @@ class ProfileFit:
         return _mape(getattr(self, phase).errors, phase)
 
 
-def fit_profile(rows: list, n_resamples: int = N_RESAMPLES, transfer: bool = False) -> \
-        ProfileFit:
+def fit_profile(rows: list, n_resamples: int = N_RESAMPLES, transfer: bool = False,
+                streaming: bool = True) -> ProfileFit:
     """The kernel fit of ``rows`` (deterministic: seed :data:`SEED`); ``transfer``: with the
     decode knobs of :data:`TRANSFER_DECODE_FIT` (a layer's fixed time in clock cycles), for
-    knobs that go to another GPU.
+    knobs that go to another GPU; ``streaming``: on each GPU's measured streaming bandwidth
+    (:func:`fit_gpu`; the knobs are then shares of it), else on its datasheet figure.
 
     Three calibrations: the prefill knobs of :data:`FIT` to the TTFT rows (the prefill phase);
     the knobs of :data:`GEMM_FIT` to the same rows, one compute efficiency for every weight
@@ -826,7 +895,8 @@ def fit_profile(rows: list, n_resamples: int = N_RESAMPLES, transfer: bool = Fal
     """
     from rooflinekit import Engine
     ds = measurements_from_records(rows)
-    common = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": SEED}
+    common = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": SEED,
+              "gpus": fit_gpus(rows) if streaming else None}
     base = Engine(**STRUCTURE)
     prefill = calibrate(ds, fit={"prefill": FIT["prefill"], "decode": ()}, engine=base, **common)
     gemm = calibrate(ds, fit={"prefill": GEMM_FIT, "decode": ()}, engine=base, **common)
@@ -847,12 +917,15 @@ def _mape(result_errors, phase: str) -> float:
     return float(result_errors["mape_calibrated"].sel(phase=phase))
 
 
-def held_out_errors(train: list, test: list, transfer: bool = False) -> tuple[float, float]:
+def held_out_errors(train: list, test: list, transfer: bool = False,
+                    streaming: bool = True) -> tuple[float, float]:
     """(TPOT, TTFT) MAPE [%] on ``test`` of a :func:`fit_profile` to ``train`` (no bootstrap;
-    NaN for a phase ``test`` does not measure; ``transfer``: the fit for another GPU)."""
+    NaN for a phase ``test`` does not measure; ``transfer``: the fit for another GPU;
+    ``streaming``: fitted and predicted on the GPUs' measured streaming bandwidths)."""
     from rooflinekit.calibrate import predict
-    fitted = fit_profile(train, 0, transfer=transfer).calibration()
-    predicted = predict(measurements_from_records(test), fitted)
+    fitted = fit_profile(train, 0, transfer=transfer, streaming=streaming).calibration()
+    predicted = predict(measurements_from_records(test), fitted,
+                        gpus=fit_gpus(test) if streaming else None)
     out = []
     for phase, column in (("decode", "tpot_ms"), ("prefill", "ttft_ms")):
         measured = np.array([r.get(column, math.nan) for r in test], dtype=float) * MS
@@ -862,8 +935,10 @@ def held_out_errors(train: list, test: list, transfer: bool = False) -> tuple[fl
     return out[0], out[1]
 
 
-def leave_one_gpu_out(rows: list) -> dict:
-    """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows.
+def leave_one_gpu_out(rows: list, streaming: bool = True) -> dict:
+    """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows;
+    ``streaming``: every GPU at its measured streaming bandwidth (:func:`fit_gpu`: the held-out
+    one's too, one figure a bandwidth microbenchmark gives), else at its datasheet figure.
 
     A GPU whose catalogue row gives its boost clock is predicted by the transfer fit (a
     layer's fixed time in clock cycles, :data:`TRANSFER_DECODE_FIT`) of the other such GPUs;
@@ -880,7 +955,7 @@ def leave_one_gpu_out(rows: list) -> dict:
             train = [r for r in rows if r["gpu"] != gpu and r["gpu"] in clocked]
         else:
             train = [r for r in rows if r["gpu"] != gpu]
-        out[gpu] = held_out_errors(train, test, transfer=gpu in clocked)
+        out[gpu] = held_out_errors(train, test, transfer=gpu in clocked, streaming=streaming)
     return out
 
 
@@ -1143,7 +1218,12 @@ HEADER = (
     "128-8192 (TTFT), workloads whose weights and KV cache fit in 90 % of memory. Then per GPU "
     "three rooflinekit.calibrate.calibrate() fits (overheads in s, gemm_half_tokens in tokens, "
     "efficiencies as shares of the datasheet peaks of the GEMMs' format; 90 % bootstrap "
-    "intervals from {n} resamples, seed 0): the prefill knobs to the TTFT rows, with an FP8 "
+    "intervals from {n} resamples, seed 0), each on the GPU's measured streaming bandwidth "
+    "(the catalogue's streaming_bandwidth_tb_s: what its tables read operands larger than the "
+    "L2 at) and its bandwidth efficiencies then written as shares of the datasheet figure "
+    "(times streaming / datasheet: the profiled GPUs stream at 77-93 % of theirs, so the "
+    "shares fitted against what the memory reaches are what carries from GPU to GPU): the "
+    "prefill knobs to the TTFT rows, with an FP8 "
     "GEMM efficiency of its own (low_precision_compute_efficiency); the same with one compute "
     "efficiency for every format, whose compute_efficiency, gemm_half_tokens and "
     "interconnect_efficiency the decode phase holds (large decode batches bind on compute; "
@@ -1164,7 +1244,10 @@ HEADER = (
     "(which layer_overhead holds); interval: 5th-95th percentile over {n} resamples. "
     "held_out_error and held_out_error_ttft: "
     "leave-one-GPU-out MAPE [%] of the kernel fit (there the fixed time per layer is fitted as "
-    "clock cycles, layer_cycles, turned into seconds with each GPU's catalogue boost clock); "
+    "clock cycles, layer_cycles, turned into seconds with each GPU's catalogue boost clock), "
+    "every GPU at its streaming bandwidth (the one left out too: a figure any bandwidth "
+    "microbenchmark gives); held_out_error_datasheet: the same TPOT error with every GPU at "
+    "its datasheet bandwidth, what a GPU without a measured one can expect; "
     "model_size_error: TPOT MAPE [%] fitted on "
     "one model, applied to the other (the worse way); fit_error: in-sample TPOT MAPE [%]; all "
     "against the kernel sums.")
@@ -1234,6 +1317,7 @@ def write_profiles(engine: str, profiles: list, path: Path, serving: dict | None
             "models = [" + ", ".join(_string(m) for m in prof["models"]) + "]",
             f"held_out_error = {_number(prof['held_out_error'])}",
             f"held_out_error_ttft = {_number(prof['held_out_error_ttft'])}",
+            f"held_out_error_datasheet = {_number(prof['held_out_error_datasheet'])}",
             f"model_size_error = {_number(prof['model_size_error'])}",
             f"fit_error = {_number(prof['fit_error'])}",
             f"prefill = {_inline(prof['prefill'])}",
@@ -1267,13 +1351,16 @@ def build_engine(engine: str, today: str, log=print) -> list:
         log(f"{engine} {system} {version}: {len(rows)} rows")
     all_rows = [r for rows, _ in per_system.values() for r in rows]
     held_out = leave_one_gpu_out(all_rows) if len(per_system) > 1 else {}
+    datasheet = leave_one_gpu_out(all_rows, streaming=False) if len(per_system) > 1 else {}
     profiles = []
     for system, (rows, version) in per_system.items():
         gpu_name = SYSTEM_TO_GPU[system]
         result = fit_profile(rows)
-        knobs = with_moe_stage(profile_knobs(result), system, engine, version)
+        knobs = with_moe_stage(to_datasheet(profile_knobs(result), gpu_name), system, engine,
+                               version)
         size_error, each = model_size_error(rows)
         tpot_out, ttft_out = held_out.get(gpu_name, (math.nan, math.nan))
+        tpot_datasheet = datasheet.get(gpu_name, (math.nan, math.nan))[0]
         comm = allreduce_version(system, engine, version)
         folders = f"{{gemm,attention}}/{engine}/{version}"
         if comm is not None:
@@ -1284,6 +1371,7 @@ def build_engine(engine: str, today: str, log=print) -> list:
                        f"(Apache-2.0), fitted by scripts/engine_profiles.py"),
             "models": list(MODELS),
             "held_out_error": tpot_out, "held_out_error_ttft": ttft_out,
+            "held_out_error_datasheet": tpot_datasheet,
             "model_size_error": size_error,
             "fit_error": result.error("decode"),
             "fit_error_ttft": result.error("prefill"),
@@ -1291,7 +1379,8 @@ def build_engine(engine: str, today: str, log=print) -> list:
             **knobs})
         log(f"  {gpu_name}: fit TPOT {profiles[-1]['fit_error']:.1f}% TTFT "
             f"{profiles[-1]['fit_error_ttft']:.1f}%, LOGO TPOT {tpot_out:.1f}% TTFT "
-            f"{ttft_out:.1f}%, model size {each}")
+            f"{ttft_out:.1f}% (on datasheet bandwidths TPOT {tpot_datasheet:.1f}%), model size "
+            f"{each}")
     return profiles
 
 

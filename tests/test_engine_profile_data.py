@@ -28,11 +28,16 @@ ENGINES = ("vllm", "sglang", "trtllm")
 
 #: Every field a profile carries, and the knobs of each phase (Calibration's names).
 FIELDS = ("gpu", "version", "date", "source", "models", "held_out_error", "held_out_error_ttft",
-          "model_size_error", "fit_error", "prefill", "decode", "interval")
-ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "model_size_error", "fit_error")
-KNOBS = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
-                     "interconnect_efficiency", "low_precision_compute_efficiency",
-                     "host_traffic_share", "moe_layer_overhead"),
+          "held_out_error_datasheet", "model_size_error", "fit_error", "prefill", "decode",
+          "interval")
+ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "held_out_error_datasheet",
+                "model_size_error", "fit_error")
+#: (the prefill phase's bandwidth efficiency is its GPU's streaming share: the fit's 1 on the
+#: streaming bandwidth, written as a share of the datasheet figure)
+KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_tokens",
+                     "prefill_overhead", "interconnect_efficiency",
+                     "low_precision_compute_efficiency", "host_traffic_share",
+                     "moe_layer_overhead"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
@@ -255,8 +260,9 @@ def test_rederived_knobs_match_the_shipped_ones():
     shipped = next(p for p in _load(engine)["profile"] if p["gpu"] == script.SYSTEM_TO_GPU[system])
     rows, version = script.synthesise(engine, system, shipped["version"])
     assert version == shipped["version"]
-    knobs = script.with_moe_stage(script.profile_knobs(script.fit_profile(rows)), system,
-                                  engine, version)
+    knobs = script.with_moe_stage(
+        script.to_datasheet(script.profile_knobs(script.fit_profile(rows)),
+                            script.SYSTEM_TO_GPU[system]), system, engine, version)
     serving = {knob for _, knob in script.SERVING_KNOBS}      # set by the serving stage
     assert knobs["decode"]["step_overhead"] == 0.0              # held in the kernel fit
     for phase in KNOBS:
@@ -292,7 +298,7 @@ def test_leaving_a_gpu_out_uses_the_clock_only_where_the_catalogue_gives_one(mon
     script = _script()
     calls = {}
 
-    def record(train, test, transfer=False):
+    def record(train, test, transfer=False, streaming=True):
         calls[test[0]["gpu"]] = ({r["gpu"] for r in train}, transfer)
         return 1.0, 2.0
     monkeypatch.setattr(script, "held_out_errors", record)
@@ -343,3 +349,48 @@ def test_the_streaming_rate_is_read_from_operands_larger_than_any_l2():
     with pytest.raises(ValueError, match="streaming rate"):
         script.streaming_bandwidth(rows[rows["n"] == 1024], ("m", "n", "k"),
                                    lambda m, n, k: n * k * 2.0)
+
+
+def test_the_catalogue_streaming_figures_are_the_tables_own():
+    """Each profiled GPU's catalogue ``streaming_bandwidth_tb_s`` is the median over its
+    engines' bf16 GEMM tables of the rate weights of 256 MiB or more stream at, to 0.1 GB/s
+    (where the profiles' extra is installed)."""
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    script = _script()
+    for system in script.systems_with_data():
+        gpu = catalog.gpu(script.SYSTEM_TO_GPU[system])
+        assert gpu.streaming_bandwidth == pytest.approx(
+            script.gpu_streaming_bandwidth(system), abs=0.1e9), gpu.name
+
+
+def test_knobs_fitted_on_the_streaming_bandwidth_are_written_as_datasheet_shares():
+    """The A100 streams at 1,570 of its 2,039 GB/s: a fitted 0.9 of what its memory reaches is
+    0.9 · 1570 / 2039 of the datasheet figure, intervals alike; a phase without a bandwidth
+    efficiency (1) gets the share itself; every other knob is kept."""
+    script = _script()
+    share = 1570.0 / 2039.0
+    knobs = {"prefill": {"compute_efficiency": 0.8},
+             "decode": {"bandwidth_efficiency": 0.9, "kv_bandwidth_efficiency": 0.7,
+                        "layer_overhead": 3e-5},
+             "interval": {"prefill": {"compute_efficiency": [0.7, 0.9]},
+                          "decode": {"bandwidth_efficiency": [0.85, 0.95],
+                                     "kv_bandwidth_efficiency": [0.6, 0.8],
+                                     "layer_overhead": [2e-5, 4e-5]}}}
+    out = script.to_datasheet(knobs, "A100-SXM-80GB")
+    assert out["prefill"]["bandwidth_efficiency"] == pytest.approx(share, rel=1e-12)
+    assert out["interval"]["prefill"]["bandwidth_efficiency"] == pytest.approx(
+        [share, share], rel=1e-12)
+    assert out["prefill"]["compute_efficiency"] == 0.8
+    assert out["decode"]["bandwidth_efficiency"] == pytest.approx(0.9 * share, rel=1e-12)
+    assert out["decode"]["kv_bandwidth_efficiency"] == pytest.approx(0.7 * share, rel=1e-12)
+    assert out["interval"]["decode"]["kv_bandwidth_efficiency"] == pytest.approx(
+        [0.6 * share, 0.8 * share], rel=1e-12)
+    assert out["decode"]["layer_overhead"] == 3e-5
+    assert out["interval"]["decode"]["layer_overhead"] == [2e-5, 4e-5]
+    assert knobs["decode"]["bandwidth_efficiency"] == 0.9          # the input is not changed
+    # the fit's GPU: the catalogue's with its streaming figure as the bandwidth
+    assert script.fit_gpu("A100-SXM-80GB").hbm_bandwidth == pytest.approx(1.570e12, rel=1e-12)
+    assert script.fit_gpu("RTX-4090") == catalog.gpu("RTX-4090")     # none measured: as is
+    assert script.to_datasheet(knobs, "RTX-4090") is knobs

@@ -42,6 +42,9 @@ ENGINE_CHOICES = (*ENGINE_NAMES, "ideal")
 #: Fields every profile row holds, and what each must be.
 _TEXT_FIELDS = ("gpu", "version", "date", "source")
 _ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "model_size_error", "fit_error")
+#: Held-out errors a row may state: leaving its GPU out with every GPU at its datasheet
+#: bandwidth (what a GPU without a measured streaming bandwidth can expect).
+_OPTIONAL_ERROR_FIELDS = ("held_out_error_datasheet",)
 
 
 class ProfileKey(NamedTuple):
@@ -144,7 +147,9 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         A TOML file in the shipped format: ``engine = "<name>"`` and one ``[[profile]]`` table
         per (GPU, version) with ``gpu``, ``version``, ``date``, ``source``, ``models``, the
         held-out errors (``held_out_error``, ``held_out_error_ttft``, ``model_size_error``,
-        ``fit_error`` [%]), ``prefill`` and ``decode`` knobs, and optionally ``interval``
+        ``fit_error`` [%]; optionally ``held_out_error_datasheet``, the leave-one-GPU-out TPOT
+        error with every GPU at its datasheet bandwidth), ``prefill`` and ``decode`` knobs, and
+        optionally ``interval``
         (each knob's ``[low, high]``), ``interval_confidence`` (their share, default 0.9) and
         ``notes`` (text); optionally one ``[host_scheduling]`` table for the file
         (:class:`HostScheduling`'s fields: the versions as text, the overhead [s] and its
@@ -191,8 +196,11 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
             out["gpu"] = catalog.gpu(out["gpu"]).name
         except ValueError as exc:
             _fail(path, f"{where}.gpu", str(exc))
-        for field in _ERROR_FIELDS:
+        for field in (*_ERROR_FIELDS, *_OPTIONAL_ERROR_FIELDS):
             value = row.get(field)
+            if value is None and field in _OPTIONAL_ERROR_FIELDS:
+                out[field] = None
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value) or value < 0:
                 _fail(path, f"{where}.{field}", f"must be a finite percentage >= 0; got "
@@ -210,7 +218,8 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         if not isinstance(notes, str):
             _fail(path, f"{where}.notes", f"must be a string; got {notes!r}", TypeError)
         out["notes"] = notes
-        unknown = sorted(set(row) - {*_TEXT_FIELDS, *_ERROR_FIELDS, "models", *PHASES,
+        unknown = sorted(set(row) - {*_TEXT_FIELDS, *_ERROR_FIELDS, *_OPTIONAL_ERROR_FIELDS,
+                                     "models", *PHASES,
                                      "interval", "interval_confidence", "notes"})
         if unknown:
             _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
@@ -390,13 +399,20 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
     if own:
         return labelled(own[0]["calibration"])
     near = min(newest.values(), key=lambda r: _distance(spec, catalog.gpu(r["gpu"])))
+    source = catalog.gpu(near["gpu"])
     if warn:
+        measured = _streaming_share(spec) is not None and _streaming_share(source) is not None
+        error = near["held_out_error"] if measured or near["held_out_error_datasheet"] is None \
+            else near["held_out_error_datasheet"]
+        how = ("with the bandwidth efficiencies carried by the GPUs' measured streaming "
+               "bandwidths" if measured else
+               f"on datasheet bandwidths: {spec.name} has no measured streaming bandwidth")
         warnings.warn(f"no {engine} profile for {spec.name}; using the {near['gpu']} profile "
                       f"(the nearest profiled GPU by HBM bandwidth and FLOP/s) with its GEMM "
-                      f"curve moved to {spec.name}'s ridge point: expect about "
-                      f"{near['held_out_error']:.0f}% error in TPOT (its leave-one-GPU-out "
-                      f"error), more where the GPUs differ further", UserWarning, stacklevel=2)
-    return labelled(borrowed(near["calibration"], catalog.gpu(near["gpu"]), spec))
+                      f"curve moved to {spec.name}'s ridge point: expect about {error:.0f}% "
+                      f"error in TPOT (its leave-one-GPU-out error {how}), more where the GPUs "
+                      f"differ further", UserWarning, stacklevel=2)
+    return labelled(borrowed(near["calibration"], source, spec))
 
 
 def host_scheduling(engine: str = DEFAULT_ENGINE) -> HostScheduling | None:
@@ -463,9 +479,22 @@ def _ridge(gpu: GPU) -> float:
     return gpu.peak_flops / gpu.hbm_bandwidth
 
 
+def _streaming_share(gpu: GPU) -> float | None:
+    """The share of its datasheet bandwidth ``gpu``'s memory is measured to stream at, or
+    ``None`` where unmeasured."""
+    streaming = getattr(gpu, "streaming_bandwidth", None)
+    return None if streaming is None else streaming / gpu.hbm_bandwidth
+
+
+#: The knobs that are shares of the memory bandwidth (:func:`borrowed` carries them by the
+#: GPUs' streaming shares).
+_BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency")
+
+
 def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     """``source``'s profile carried to ``target``: ``gemm_half_tokens`` scaled by their ridge
-    points, every other knob as fitted.
+    points, the bandwidth efficiencies by their measured streaming shares where both GPUs
+    have one, every other knob as fitted.
 
     Parameters
     ----------
@@ -478,8 +507,12 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     -------
     Calibration
         The same knobs, intervals and held-out error, with both phases' ``gemm_half_tokens``
-        (and its interval) multiplied by ``r = ridge(target) / ridge(source)``, and a source
-        that says so; ``calibration`` itself where ``r`` is 1.
+        (and its interval) multiplied by ``r = ridge(target) / ridge(source)``, both phases'
+        ``bandwidth_efficiency`` and ``kv_bandwidth_efficiency`` (and their intervals; an
+        absent ``bandwidth_efficiency`` is 1) by ``q = share(target) / share(source)``,
+        ``share = streaming_bandwidth / hbm_bandwidth``, at most 1, where both GPUs give a
+        ``streaming_bandwidth`` (else ``q = 1``), and a source that says so; ``calibration``
+        itself where ``r`` and ``q`` are 1.
 
     Notes
     -----
@@ -494,28 +527,53 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     ``n½`` lie well under their ridges (0-80 tokens against 206-419), where the scaling
     changes little.
 
+    The profiles were fitted against each GPU's measured streaming bandwidth and written as
+    shares of its datasheet figure, which the profiled GPUs' memories reach 77-93 % of (the
+    A100's least, the RTX PRO 6000's most); an efficiency fitted on one carries to another as
+    its share of what that memory reaches, ``e · q``.
+
     See Also
     --------
     engine_profile
     """
     ratio = _ridge(target) / _ridge(source)
-    if ratio == 1.0:
+    shares = _streaming_share(target), _streaming_share(source)
+    carry = 1.0 if None in shares else shares[0] / shares[1]
+    if ratio == 1.0 and carry == 1.0:
         return calibration
+
+    def shared(value):               # an efficiency carried by the shares, at most 1
+        return min(1.0, value * carry)
     phases = {}
     for phase in PHASES:
         knobs = dict(getattr(calibration, phase))
         if knobs.get("gemm_half_tokens") is not None:
             knobs["gemm_half_tokens"] = knobs["gemm_half_tokens"] * ratio
+        if carry != 1.0:
+            value = knobs.get("bandwidth_efficiency")
+            knobs["bandwidth_efficiency"] = shared(1.0 if value is None else value)
+            if knobs.get("kv_bandwidth_efficiency") is not None:
+                knobs["kv_bandwidth_efficiency"] = shared(knobs["kv_bandwidth_efficiency"])
         phases[phase] = knobs
     intervals = {phase: dict(knobs) for phase, knobs in calibration.intervals.items()}
     for knobs in intervals.values():
         if "gemm_half_tokens" in knobs:
             low, high = knobs["gemm_half_tokens"]
             knobs["gemm_half_tokens"] = (low * ratio, high * ratio)
+        for name in _BANDWIDTH_KNOBS:
+            if carry != 1.0 and name in knobs:
+                low, high = knobs[name]
+                knobs[name] = (shared(low), shared(high))
+    moved = []
+    if ratio != 1.0:
+        moved.append(f"GEMM curve moved to {target.name}'s ridge point (gemm_half_tokens × "
+                     f"{ratio:.3g})")
+    if carry != 1.0:
+        moved.append(f"bandwidth efficiencies × {carry:.3g} ({target.name}'s measured "
+                     f"streaming share {shares[0]:.0%} against {shares[1]:.0%})")
     return dataclasses.replace(
         calibration, prefill=phases["prefill"], decode=phases["decode"], intervals=intervals,
-        source=f"{calibration.source}, GEMM curve moved to {target.name}'s ridge point "
-               f"(gemm_half_tokens × {ratio:.3g})")
+        source=f"{calibration.source}, {', '.join(moved)}")
 
 
 def _newest_by_gpu(rows) -> dict:
