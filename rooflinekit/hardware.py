@@ -87,12 +87,14 @@ class GPU:
         seconds per layer on it. ``None`` (default) when unknown.
     streaming_bandwidth : float, optional
         Device-memory bandwidth a kernel reaches streaming operands far larger than the L2
-        cache, measured [bytes/s], in ``(0, hbm_bandwidth]``: what a bandwidth microbenchmark
-        or the largest operands of a kernel table read at. GPUs reach different shares of
+        cache, measured [bytes/s], in ``(0, hbm_bandwidth]``. GPUs reach different shares of
         their datasheet figure (the profiled ones 77-93 %), so an engine's bandwidth
         efficiencies carry from one GPU to another in proportion to these shares
         (:func:`rooflinekit.engine_profile` for a GPU without a profile of its own). The
-        roofline itself never reads it. ``None`` (default) when unmeasured.
+        profiled GPUs' figures are the rate their GEMM tables read weight matrices of 256 MiB
+        or more at (a few rows each); measure another GPU's the same way, since a copy or
+        read-only microbenchmark reaches a few per cent more than a GEMM streaming weights.
+        The roofline itself never reads it. ``None`` (default) when unmeasured.
     ring_collectives : bool
         Whether the GPUs' collectives pay a link latency per ring hop: ``True`` for PCIe cards
         with no switched fabric of their own, where an all-reduce crosses each peer in turn;
