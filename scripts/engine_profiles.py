@@ -46,10 +46,11 @@ the size (a GEMM's m and n, attention's batch and context: time proportional to 
 there). Where several kernels were measured for one point (vLLM's FlashAttention 3 and 4, say)
 the fastest is taken, as the engines' autotuning picks. Each weight GEMM and each decode
 attention is then floored at the bytes it reads at the rate its own table streams operands
-larger than any L2 (:class:`Streamed`): the tables time a kernel again and again on one
-operand, which a GPU with a large L2 serves from the cache (the L40S's bf16 GEMMs read 4-60 MB
-of weights at up to 2.9 times its GDDR6's bandwidth), where a served step reads each layer's
-operands from device memory once. ``bf16`` rows use the bfloat16 GEMMs;
+larger than any L2 (:class:`Streamed`), a rate never above the GPU's datasheet bandwidth
+(TensorRT-LLM 1.0's A100 attention table streams 1.3 times it): the tables time a kernel again
+and again on one operand, which a GPU with a large L2 serves from the cache (the L40S's bf16
+GEMMs read 4-60 MB of weights at up to 2.9 times its GDDR6's bandwidth), where a served step
+reads each layer's operands from device memory once. ``bf16`` rows use the bfloat16 GEMMs;
 ``fp8`` rows (where the table has per-tensor fp8 GEMMs) use them with bf16 attention and a
 bf16 KV cache. A workload is kept only when its weights and KV cache fit in 90 % of the
 group's memory.
@@ -437,28 +438,31 @@ def streaming_bandwidth(frame, axes: Sequence[str], read_bytes, where=None) -> f
     return float(np.median(moved[keep] / (best["latency"].to_numpy(dtype=float)[keep] * MS)))
 
 
-def _gemm(rows, dtype: str) -> Streamed:
-    """The GEMM table of one format, floored at its weights' streaming (:class:`Streamed`)."""
+def _gemm(rows, dtype: str, pins: float = math.inf) -> Streamed:
+    """The GEMM table of one format, floored at its weights' streaming (:class:`Streamed`),
+    at most ``pins`` [B/s] (the GPU's datasheet bandwidth: no kernel reads faster)."""
     axes = ("m", "n", "k")
     weights = GEMM_BYTES[dtype]
 
     def read(m, n, k):
         return n * k * weights
     rate = streaming_bandwidth(rows, axes, read, where=lambda m, n, k: m <= STREAMING_ROWS)
-    return Streamed(LogGridTable(rows, axes, (1.0, 1.0, 1.0)), read, rate)
+    return Streamed(LogGridTable(rows, axes, (1.0, 1.0, 1.0)), read, min(rate, pins))
 
 
-def _generation_attention(rows, kv_heads: int) -> Streamed:
+def _generation_attention(rows, kv_heads: int, pins: float = math.inf) -> Streamed:
     """The decode attention table of one head pair, floored at its KV cache's streaming
     (:class:`Streamed`): ``batch × context`` tokens of K and V, ``kv_heads`` heads of 128
-    elements each in :data:`KV_CACHE_DTYPE` (2 bytes)."""
+    elements each in :data:`KV_CACHE_DTYPE` (2 bytes); the rate at most ``pins`` [B/s], the
+    GPU's datasheet bandwidth (TensorRT-LLM 1.0's A100 table streams 2,639 GB/s of such a KV
+    cache, 1.3 times the A100's 2,039: no bf16 cache is read from its memory that fast)."""
     axes = ("batch_size", "step")
     per_token = 2 * kv_heads * 128 * 2.0
 
     def read(batch, tokens):
         return batch * tokens * per_token
     rate = streaming_bandwidth(rows, axes, read)
-    return Streamed(LogGridTable(rows, axes, (1.0, 1.0)), read, rate)
+    return Streamed(LogGridTable(rows, axes, (1.0, 1.0)), read, min(rate, pins))
 
 
 def _read(path: Path):
@@ -570,6 +574,7 @@ def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tup
     """
     root = data_root()
     files = []
+    pins = catalog.gpu(SYSTEM_TO_GPU[system]).hbm_bandwidth
 
     def read(op, ver, name):
         path = root / system / op / engine / ver / name
@@ -581,7 +586,7 @@ def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tup
     for dtype, gemm_dtype in GEMM_DTYPES.items():
         rows = gemm_frame[gemm_frame["gemm_dtype"] == gemm_dtype]
         if len(rows):
-            gemm[dtype] = _gemm(rows, dtype)
+            gemm[dtype] = _gemm(rows, dtype, pins)
     attention = {}
     for kind, token_axis, token_exponent in (("generation", "step", 1.0),
                                              ("context", "isl", 2.0)):
@@ -598,7 +603,7 @@ def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tup
             if not len(rows):
                 continue
             if kind == "generation":     # a decode reads its KV cache: floored at streaming
-                tables[(heads, kv_heads)] = _generation_attention(rows, kv_heads)
+                tables[(heads, kv_heads)] = _generation_attention(rows, kv_heads, pins)
             else:                        # a prompt's attention is compute-bound
                 tables[(heads, kv_heads)] = LogGridTable(
                     rows, ("batch_size", token_axis), (1.0, token_exponent))
@@ -990,12 +995,13 @@ def diagnose(engine: str, system: str, log=print) -> dict:
             out["per_dtype_tpot"][dtype] = fit_profile(mine, 0).error("decode")
     ds = measurements_from_records(rows)
     linked = {"prefill": FIT["prefill"], "decode": FIT["decode"] + ("interconnect_efficiency",)}
-    result = calibrate(ds, fit=linked, n_resamples=0, confidence=CONFIDENCE, seed=SEED)
+    result = calibrate(ds, fit=linked, n_resamples=0, confidence=CONFIDENCE, seed=SEED,
+                       gpus=fit_gpus(rows))
     out["decode_link_tpot"] = _mape(result.errors, "decode")
     single = [r for r in rows if "ttft_ms" not in r or r["batch_size"] == 1]
     out["batch1_ttft"] = fit_profile(single, 0).error("prefill")
     free_step = {"prefill": FIT["prefill"], "decode": FIT["decode"] + ("step_overhead",)}
-    cv = cross_validate(ds, by="model", fit=free_step, seed=SEED)
+    cv = cross_validate(ds, by="model", fit=free_step, seed=SEED, gpus=fit_gpus(rows))
     out["size_free_step_overhead"] = float(
         cv.folds["mape_calibrated"].sel(phase="decode").max())
     log(f"  diagnose {engine} {system}: {out}")

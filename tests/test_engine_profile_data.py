@@ -351,6 +351,23 @@ def test_the_streaming_rate_is_read_from_operands_larger_than_any_l2():
                                    lambda m, n, k: n * k * 2.0)
 
 
+def test_no_floor_streams_faster_than_the_gpus_pins():
+    """A decode attention table whose big points read 2 TB/s on a GPU of 1.5 TB/s (as
+    TensorRT-LLM 1.0's A100 table reads 1.3 times the A100's datasheet figure) is floored at
+    1.5 TB/s; one below the pins keeps its own rate."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("scipy")
+    script = _script()
+    per_token = 2 * 8 * 128 * 2.0                      # 8 KV heads of 128 bf16 elements, K and V
+    grid = [(b, s) for b in (32, 64) for s in (8192, 16384)]   # 256-512 MiB of KV: past any L2
+    rows = pd.DataFrame({"batch_size": [b for b, _ in grid], "step": [s for _, s in grid],
+                         "latency": [b * s * per_token / 2e12 / 1e-3 for b, s in grid]})
+    assert script._generation_attention(rows, 8, pins=1.5e12).bandwidth == 1.5e12
+    assert script._generation_attention(rows, 8, pins=3e12).bandwidth == pytest.approx(
+        2e12, rel=1e-12)
+    assert script._generation_attention(rows, 8).bandwidth == pytest.approx(2e12, rel=1e-12)
+
+
 def test_the_catalogue_streaming_figures_are_the_tables_own():
     """Each profiled GPU's catalogue ``streaming_bandwidth_tb_s`` is the median over its
     engines' bf16 GEMM tables of the rate weights of 256 MiB or more stream at, to 0.1 GB/s
