@@ -207,10 +207,14 @@ MEMORY_SHARE = 0.9
 #: small m (time = fixed + bytes / bandwidth per GEMM shape), an FP8 GEMM's fixed part is
 #: 2.5-3.3 us more than a bf16 one's under vLLM 0.24 (H100, H200) and 10-12 us more under
 #: TensorRT-LLM 1.3 (H100, B200), at the same share of the HBM bandwidth (about 0.8).
+#: ``interconnect_latency`` (decode) is the hop latency of the engine's all-reduce on the GPU's
+#: links: the tables' smallest all-reduce takes 4.3-4.7 us on 2-8 H100s under vLLM 0.24, where
+#: the catalogue's one microsecond a hop gives a collective 2; freed, it holds the decode rows'
+#: small-message collectives apart from the per-layer overhead, which had taken them on.
 FIT = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
                    "interconnect_efficiency", "low_precision_compute_efficiency"),
        "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "layer_overhead",
-                  "low_precision_layer_overhead")}
+                  "low_precision_layer_overhead", "interconnect_latency")}
 #: Knobs held at a value in the kernel fit, written with it (interval ``[value, value]``).
 HELD = {"prefill": {"host_traffic_share": 1.0},
         "decode": {"step_overhead": 0.0, "host_traffic_share": 1.0}}
@@ -231,7 +235,8 @@ GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_effici
 #: Every knob a profile row holds, per phase, in the order written.
 KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
-                    "layer_overhead", "low_precision_layer_overhead", *SHARED_KERNEL_KNOBS,
+                    "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
+                    *SHARED_KERNEL_KNOBS,
                     "host_traffic_share", "moe_layer_overhead")}
 #: The MoE tables' rows the MoE stage reads (:func:`moe_layer_overhead`): their formats'
 #: bytes per weight (FP8 blocks: one fp32 scale per 128 × 128), a few tokens a step, the

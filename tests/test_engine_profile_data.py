@@ -39,7 +39,8 @@ KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_to
                      "low_precision_compute_efficiency", "host_traffic_share",
                      "moe_layer_overhead"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
-                    "layer_overhead", "low_precision_layer_overhead", "compute_efficiency",
+                    "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
+                    "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
                     "moe_layer_overhead")}
 #: Knobs a later stage adds to one engine's phase.

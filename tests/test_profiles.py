@@ -80,13 +80,17 @@ def test_a_gpu_without_a_profile_gets_the_nearest_with_its_expected_error():
     nearest = min(distance, key=distance.get)
     source = rk.engine_profile("vllm", nearest)
     # every knob as fitted but the GEMM curve, moved to the target's ridge point (by hand:
-    # dense 16-bit FLOP/s over HBM bandwidth, the target's over the source's)
+    # dense 16-bit FLOP/s over HBM bandwidth, the target's over the source's), and the
+    # all-reduce's hop latency, fitted on the source's NVLink, left to the NVL's own bridge
     other = rk.catalog.gpu(nearest)
     ratio = (gpu.peak_flops / gpu.hbm_bandwidth) / (other.peak_flops / other.hbm_bandwidth)
+    assert gpu.interconnect_bandwidth != other.interconnect_bandwidth
     for phase in ("prefill", "decode"):
         mine, theirs = dict(getattr(near, phase)), dict(getattr(source, phase))
         assert mine.pop("gemm_half_tokens") == pytest.approx(
             theirs.pop("gemm_half_tokens") * ratio, rel=1e-12)
+        assert "interconnect_latency" not in mine
+        theirs.pop("interconnect_latency", None)
         assert mine == theirs
         low, high = near.intervals[phase]["gemm_half_tokens"]
         assert (low, high) == pytest.approx(
@@ -518,3 +522,35 @@ def test_a_label_says_the_host_scheduling_its_answer_assumes(tmp_path):
     odd = text.replace('version = "0.24.0"', 'version = "nightly"')
     assert "host scheduling" not in read_profile_file(_write(tmp_path, odd))[1][0][
         "calibration"].source
+
+
+def test_a_borrowed_profile_keeps_its_hop_latency_only_on_the_same_link():
+    """The decode phase's ``interconnect_latency`` is fitted to the engine's all-reduces on its
+    GPU's links: carried to a GPU of the same interconnect bandwidth, dropped for another (the
+    target's own hop latency then times its collectives), its interval with it."""
+    import dataclasses
+
+    from rooflinekit.profiles.shipped import borrowed
+    h100 = rk.catalog.gpu("H100-SXM-80GB")
+    fitted = Calibration(prefill={}, decode={"interconnect_latency": 2e-6, "layer_overhead": 3e-5},
+                         intervals={"decode": {"interconnect_latency": (1.5e-6, 2.5e-6)}},
+                         source="a test")
+    same = dataclasses.replace(h100, name="same-link", memory_bytes=h100.memory_bytes * 2)
+    assert borrowed(fitted, h100, same) is fitted        # same ridge, same link: as fitted
+    other = dataclasses.replace(same, name="other-link",
+                                interconnect_bandwidth=h100.interconnect_bandwidth / 7)
+    carried = borrowed(fitted, h100, other)
+    assert "interconnect_latency" not in carried.decode
+    assert "interconnect_latency" not in carried.intervals["decode"]
+    assert carried.decode["layer_overhead"] == 3e-5
+    assert "hop latency other-link's own" in carried.source
+    # timed on the target, the all-reduce then pays the target's catalogue hop latency
+    step = rk.roofline.decode_step_time(rk.catalog.model("Llama-3.1-70B"), other, batch_size=1,
+                                        context_length=1024, tp=8,
+                                        engine=carried.engine_for("decode"))
+    with_fitted = rk.roofline.decode_step_time(rk.catalog.model("Llama-3.1-70B"), other,
+                                               batch_size=1, context_length=1024, tp=8,
+                                               engine=fitted.engine_for("decode"))
+    # 160 all-reduces of 2 hops: 1 us (the catalogue's) against 2 us a hop
+    assert with_fitted - step == pytest.approx(160 * 2 * (2e-6 - other.interconnect_latency),
+                                               rel=1e-6)

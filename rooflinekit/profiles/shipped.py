@@ -494,7 +494,8 @@ _BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency")
 def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     """``source``'s profile carried to ``target``: ``gemm_half_tokens`` scaled by their ridge
     points, the bandwidth efficiencies by their measured streaming shares where both GPUs
-    have one, every other knob as fitted.
+    have one, the all-reduce's hop latency dropped where their links differ, every other knob
+    as fitted.
 
     Parameters
     ----------
@@ -511,8 +512,10 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
         ``bandwidth_efficiency`` and ``kv_bandwidth_efficiency`` (and their intervals; an
         absent ``bandwidth_efficiency`` is 1) by ``q = share(target) / share(source)``,
         ``share = streaming_bandwidth / hbm_bandwidth``, at most 1, where both GPUs give a
-        ``streaming_bandwidth`` (else ``q = 1``), and a source that says so; ``calibration``
-        itself where ``r`` and ``q`` are 1.
+        ``streaming_bandwidth`` (else ``q = 1``), ``interconnect_latency`` (the hop latency
+        fitted to the engine's all-reduces on ``source``'s links) left out where the two GPUs'
+        ``interconnect_bandwidth`` differ (``target``'s own hop latency then applies), and a
+        source that says so; ``calibration`` itself where none of these applies.
 
     Notes
     -----
@@ -539,7 +542,10 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     ratio = _ridge(target) / _ridge(source)
     shares = _streaming_share(target), _streaming_share(source)
     carry = 1.0 if None in shares else shares[0] / shares[1]
-    if ratio == 1.0 and carry == 1.0:
+    # a hop latency fitted on one link says nothing of another's
+    other_link = target.interconnect_bandwidth != source.interconnect_bandwidth and any(
+        getattr(calibration, p).get("interconnect_latency") is not None for p in PHASES)
+    if ratio == 1.0 and carry == 1.0 and not other_link:
         return calibration
 
     def shared(value):               # an efficiency carried by the shares, at most 1
@@ -554,6 +560,8 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
             knobs["bandwidth_efficiency"] = shared(1.0 if value is None else value)
             if knobs.get("kv_bandwidth_efficiency") is not None:
                 knobs["kv_bandwidth_efficiency"] = shared(knobs["kv_bandwidth_efficiency"])
+        if other_link:
+            knobs.pop("interconnect_latency", None)
         phases[phase] = knobs
     intervals = {phase: dict(knobs) for phase, knobs in calibration.intervals.items()}
     for knobs in intervals.values():
@@ -564,6 +572,8 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
             if carry != 1.0 and name in knobs:
                 low, high = knobs[name]
                 knobs[name] = (shared(low), shared(high))
+        if other_link:
+            knobs.pop("interconnect_latency", None)
     moved = []
     if ratio != 1.0:
         moved.append(f"GEMM curve moved to {target.name}'s ridge point (gemm_half_tokens × "
@@ -571,6 +581,8 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     if carry != 1.0:
         moved.append(f"bandwidth efficiencies × {carry:.3g} ({target.name}'s measured "
                      f"streaming share {shares[0]:.0%} against {shares[1]:.0%})")
+    if other_link:
+        moved.append(f"all-reduce hop latency {target.name}'s own (another link)")
     return dataclasses.replace(
         calibration, prefill=phases["prefill"], decode=phases["decode"], intervals=intervals,
         source=f"{calibration.source}, {', '.join(moved)}")
