@@ -479,8 +479,8 @@ def gpu_streaming_bandwidth(system: str) -> float:
     """``system``'s measured device-memory bandwidth [B/s]: the median, over the engines with
     tables there, of the rate their bf16 GEMM table streams weights of at least
     :data:`STREAMING_BYTES` (:func:`streaming_bandwidth`, the :class:`Streamed` floor's). The
-    catalogue's ``streaming_bandwidth_tb_s`` of the profiled GPUs is this, to 1 GB/s
-    (``tests/test_engine_profiles_script.py`` re-derives it where the extra is installed)."""
+    catalogue's ``streaming_bandwidth_tb_s`` of the profiled GPUs is this, to 0.1 GB/s
+    (``tests/test_engine_profile_data.py`` re-derives it where the extra is installed)."""
     rates = []
     for engine in ENGINES:
         version = engine_version(system, engine)
