@@ -51,6 +51,15 @@ def _sourced(row: dict, name: str, field: str, source: str):
     return value
 
 
+def _positive(name: str, field: str, value):
+    """A GPU row's optional figure ``value`` of ``field``: ``None``, or a finite number > 0
+    (refused otherwise with a ``ValueError`` naming the row and the field)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not math.isfinite(value) or value <= 0):
+        raise ValueError(f"gpus.toml row {name!r}: {field} must be a number > 0, got {value!r}")
+    return value
+
+
 def _host_link(row: dict, name: str) -> tuple:
     """Pop a PCIe row's shared host link (``host_link_gb_s`` [1e9 B/s]) and its peer-to-peer
     domain (``p2p_gpus``), both under one ``host_link_source``: (bytes/s or None, int or None).
@@ -65,11 +74,7 @@ def _host_link(row: dict, name: str) -> tuple:
     if p2p is not None and link is None:
         raise ValueError(f"gpus.toml row {name!r}: p2p_gpus needs host_link_gb_s (the link "
                          f"the larger groups share)")
-    if link is not None:
-        if isinstance(link, bool) or not isinstance(link, (int, float)) or \
-                not math.isfinite(link) or link <= 0:
-            raise ValueError(f"gpus.toml row {name!r}: host_link_gb_s must be a number > 0, "
-                             f"got {link!r}")
+    if _positive(name, "host_link_gb_s", link) is not None:
         link = link * units.GB_PER_S
     if p2p is not None and (isinstance(p2p, bool) or not isinstance(p2p, int) or p2p < 1):
         raise ValueError(f"gpus.toml row {name!r}: p2p_gpus must be a whole number >= 1, "
@@ -95,21 +100,14 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     power = _sourced(row, name, "board_power_w", "power_source")
     domain = _sourced(row, name, "scale_up_gpus", "scale_up_source")
     host, p2p = _host_link(row, name)
-    clock = _sourced(row, name, "boost_clock_mhz", "clock_source")
-    if clock is not None and (isinstance(clock, bool) or not isinstance(clock, (int, float))
-                              or not math.isfinite(clock) or clock <= 0):
-        raise ValueError(f"gpus.toml row {name!r}: boost_clock_mhz must be a number > 0, "
-                         f"got {clock!r}")
+    clock = _positive(name, "boost_clock_mhz",
+                      _sourced(row, name, "boost_clock_mhz", "clock_source"))
     ring = _sourced(row, name, "ring_collectives", "ring_collectives_source")
     if ring is not None and not isinstance(ring, bool):
         raise ValueError(f"gpus.toml row {name!r}: ring_collectives must be true or false, "
                          f"got {ring!r}")
-    streaming = _sourced(row, name, "streaming_bandwidth_tb_s", "streaming_bandwidth_source")
-    if streaming is not None and (isinstance(streaming, bool)
-                                  or not isinstance(streaming, (int, float))
-                                  or not math.isfinite(streaming) or streaming <= 0):
-        raise ValueError(f"gpus.toml row {name!r}: streaming_bandwidth_tb_s must be a number "
-                         f"> 0, got {streaming!r}")
+    streaming = _positive(name, "streaming_bandwidth_tb_s", _sourced(
+        row, name, "streaming_bandwidth_tb_s", "streaming_bandwidth_source"))
     row.pop("notes", None)
     return GPU(
         name=name,

@@ -554,3 +554,19 @@ def test_llama_3_3_70b_has_the_llama_3_1_70b_shapes():
     assert new.weight_bytes == 2 * total
     assert catalog.model("meta-llama/Llama-3.3-70B-Instruct") is new
     assert catalog.model("llama-3.1-70b-instruct") is old
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"boost_clock_mhz": 0, "clock_source": "test"}, "boost_clock_mhz"),
+    ({"boost_clock_mhz": "fast", "clock_source": "test"}, "boost_clock_mhz"),
+    ({"host_link_gb_s": -1.0, "host_link_source": "test"}, "host_link_gb_s"),
+    ({"host_link_gb_s": True, "host_link_source": "test"}, "host_link_gb_s"),
+    ({"streaming_bandwidth_tb_s": float("inf"), "streaming_bandwidth_source": "test"},
+     "streaming_bandwidth_tb_s"),
+])
+def test_a_row_figure_out_of_range_is_refused_naming_it(changes, field):
+    from rooflinekit.catalog import _gpu_from_row
+    row = {"name": "card", "memory_gib": 80, "hbm_bandwidth_tb_s": 2.0,
+           "dense_tflops": {"bf16": 400.0}, "source": "test", **changes}
+    with pytest.raises(ValueError, match=rf"row 'card': {field} must be a number > 0"):
+        _gpu_from_row(row, {})

@@ -401,7 +401,7 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
     near = min(newest.values(), key=lambda r: _distance(spec, catalog.gpu(r["gpu"])))
     source = catalog.gpu(near["gpu"])
     if warn:
-        measured = _streaming_share(spec) is not None and _streaming_share(source) is not None
+        measured = None not in (_streaming_share(spec), _streaming_share(source))
         error = near["held_out_error"] if measured or near["held_out_error_datasheet"] is None \
             else near["held_out_error_datasheet"]
         how = ("with the bandwidth efficiencies carried by the GPUs' measured streaming "
@@ -482,7 +482,7 @@ def _ridge(gpu: GPU) -> float:
 def _streaming_share(gpu: GPU) -> float | None:
     """The share of its datasheet bandwidth ``gpu``'s memory is measured to stream at, or
     ``None`` where unmeasured."""
-    streaming = getattr(gpu, "streaming_bandwidth", None)
+    streaming = gpu.streaming_bandwidth
     return None if streaming is None else streaming / gpu.hbm_bandwidth
 
 
@@ -556,10 +556,10 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
         if knobs.get("gemm_half_tokens") is not None:
             knobs["gemm_half_tokens"] = knobs["gemm_half_tokens"] * ratio
         if carry != 1.0:
-            value = knobs.get("bandwidth_efficiency")
-            knobs["bandwidth_efficiency"] = shared(1.0 if value is None else value)
-            if knobs.get("kv_bandwidth_efficiency") is not None:
-                knobs["kv_bandwidth_efficiency"] = shared(knobs["kv_bandwidth_efficiency"])
+            knobs.setdefault("bandwidth_efficiency", 1.0)     # absent: all the memory reaches
+            for name in _BANDWIDTH_KNOBS:
+                if knobs.get(name) is not None:
+                    knobs[name] = shared(knobs[name])
         if other_link:
             knobs.pop("interconnect_latency", None)
         phases[phase] = knobs
