@@ -82,7 +82,10 @@ Per (engine, GPU, version), :func:`fit_profile` runs three
    of :data:`FIT` free: weight and KV bandwidth efficiencies, the per-layer overhead and the
    FP8 GEMMs' extra per-layer overhead (``low_precision_layer_overhead``; the tables time an
    FP8 GEMM at small batch as a fixed part 2.5-3.3 us (vLLM) or 10-12 us (TensorRT-LLM)
-   longer than a bf16 one's, at the same share of the HBM bandwidth). The per-step overhead
+   longer than a bf16 one's) and their own share of the bandwidth
+   (``low_precision_bandwidth_efficiency``: at 1-8 rows FP8 GEMMs stream their weights at
+   84-97 % of the bf16 GEMMs' rate on the same GPU, SGLang's RTX PRO 6000 at 74 %). The
+   per-step overhead
    is held at 0 (:data:`HELD`: every two-model fit finds 0, and freed on one model's rows it
    trades against the per-layer overhead and wrecks the transfer to the other size).
 
@@ -206,7 +209,9 @@ MEMORY_SHARE = 0.9
 #: the extra fixed time per layer of FP8 (W8A8) GEMMs: fitted to every GPU's GEMM table at
 #: small m (time = fixed + bytes / bandwidth per GEMM shape), an FP8 GEMM's fixed part is
 #: 2.5-3.3 us more than a bf16 one's under vLLM 0.24 (H100, H200) and 10-12 us more under
-#: TensorRT-LLM 1.3 (H100, B200), at the same share of the HBM bandwidth (about 0.8).
+#: TensorRT-LLM 1.3 (H100, B200). ``low_precision_bandwidth_efficiency`` is the share of the
+#: bandwidth those FP8 GEMMs' weight reads reach: 84-97 % of the bf16 GEMMs' rate at 1-8 rows
+#: (SGLang's RTX PRO 6000: 74 %); a GPU without FP8 rows (the A100) takes the bf16 share.
 #: ``interconnect_latency`` (decode) is the hop latency of the engine's all-reduce on the GPU's
 #: links: the tables' smallest all-reduce takes 4.3-4.7 us on 2-8 H100s under vLLM 0.24, where
 #: the catalogue's one microsecond a hop gives a collective 2; freed, it holds the decode rows'
@@ -214,7 +219,8 @@ MEMORY_SHARE = 0.9
 FIT = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
                    "interconnect_efficiency", "low_precision_compute_efficiency"),
        "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "layer_overhead",
-                  "low_precision_layer_overhead", "interconnect_latency")}
+                  "low_precision_layer_overhead", "interconnect_latency",
+                  "low_precision_bandwidth_efficiency")}
 #: Knobs held at a value in the kernel fit, written with it (interval ``[value, value]``).
 HELD = {"prefill": {"host_traffic_share": 1.0},
         "decode": {"step_overhead": 0.0, "host_traffic_share": 1.0}}
@@ -236,6 +242,7 @@ GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_effici
 KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
+                    "low_precision_bandwidth_efficiency",
                     *SHARED_KERNEL_KNOBS,
                     "host_traffic_share", "moe_layer_overhead")}
 #: The MoE tables' rows the MoE stage reads (:func:`moe_layer_overhead`): their formats'
@@ -514,7 +521,8 @@ def fit_gpus(rows) -> dict:
 
 
 #: The knobs that are shares of the memory bandwidth (:func:`to_datasheet` rescales them).
-BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency")
+BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency",
+                   "low_precision_bandwidth_efficiency")
 
 
 def to_datasheet(knobs: dict, name: str) -> dict:
@@ -810,17 +818,21 @@ def synthesise(engine: str, system: str, version: str | None = None) -> tuple[li
 
 # -- the fits -----------------------------------------------------------------------------------
 
+#: The knob a low-precision efficiency the rows cannot see takes (what ``None`` means for it).
+FALLBACK = {"low_precision_compute_efficiency": "compute_efficiency",
+            "low_precision_bandwidth_efficiency": "bandwidth_efficiency"}
+
 def _knobs(parameters, phase: str, column: str, names) -> dict:
-    """The ``column`` of knobs ``names`` of ``phase``; one the rows cannot see (``None`` or
-    NaN: ``low_precision_compute_efficiency`` without FP8 rows) takes ``compute_efficiency``'s,
+    """The ``column`` of knobs ``names`` of ``phase``; a low-precision efficiency the rows
+    cannot see (``None`` or NaN: no FP8 rows) takes its 16-bit knob's (:data:`FALLBACK`),
     which is what ``None`` means for it."""
     out = {}
-    for knob in ("compute_efficiency", *names) if "compute_efficiency" not in names else names:
+    for knob in dict.fromkeys((*FALLBACK.values(), *names)):
         value = parameters[column].sel(phase=phase, parameter=knob).item()
         out[knob] = math.nan if value is None else float(value)
     for knob, value in out.items():
-        if math.isnan(value) and knob == "low_precision_compute_efficiency":
-            out[knob] = out["compute_efficiency"]
+        if math.isnan(value) and knob in FALLBACK:
+            out[knob] = out[FALLBACK[knob]]
     return {knob: out[knob] for knob in names}
 
 
@@ -1239,7 +1251,8 @@ HEADER = (
     "efficiency for every format, whose compute_efficiency, gemm_half_tokens and "
     "interconnect_efficiency the decode phase holds (large decode batches bind on compute; "
     "decode's all-reduces are the same collective); and the decode knobs to the TPOT "
-    "rows, with the FP8 GEMMs' extra fixed time per layer (low_precision_layer_overhead). "
+    "rows, with the FP8 GEMMs' extra fixed time per layer (low_precision_layer_overhead) "
+    "and their weight reads' own bandwidth share (low_precision_bandwidth_efficiency). "
     "Kernel sums hold no elementwise kernels, sampling, scheduler or Python time, so the "
     "overheads are a floor under a served engine's (aiconfigurator's own vLLM estimate adds "
     "0.8 ms per layer of CPU dispatch to each TTFT; not included). "

@@ -40,7 +40,7 @@ KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_to
                      "moe_layer_overhead"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
-                    "compute_efficiency",
+                    "low_precision_bandwidth_efficiency", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
                     "moe_layer_overhead")}
 #: Knobs a later stage adds to one engine's phase.
@@ -391,7 +391,7 @@ def test_knobs_fitted_on_the_streaming_bandwidth_are_written_as_datasheet_shares
     share = 1570.0 / 2039.0
     knobs = {"prefill": {"compute_efficiency": 0.8},
              "decode": {"bandwidth_efficiency": 0.9, "kv_bandwidth_efficiency": 0.7,
-                        "layer_overhead": 3e-5},
+                        "low_precision_bandwidth_efficiency": 0.6, "layer_overhead": 3e-5},
              "interval": {"prefill": {"compute_efficiency": [0.7, 0.9]},
                           "decode": {"bandwidth_efficiency": [0.85, 0.95],
                                      "kv_bandwidth_efficiency": [0.6, 0.8],
@@ -403,6 +403,8 @@ def test_knobs_fitted_on_the_streaming_bandwidth_are_written_as_datasheet_shares
     assert out["prefill"]["compute_efficiency"] == 0.8
     assert out["decode"]["bandwidth_efficiency"] == pytest.approx(0.9 * share, rel=1e-12)
     assert out["decode"]["kv_bandwidth_efficiency"] == pytest.approx(0.7 * share, rel=1e-12)
+    assert out["decode"]["low_precision_bandwidth_efficiency"] == pytest.approx(0.6 * share,
+                                                                               rel=1e-12)
     assert out["interval"]["decode"]["kv_bandwidth_efficiency"] == pytest.approx(
         [0.6 * share, 0.8 * share], rel=1e-12)
     assert out["decode"]["layer_overhead"] == 3e-5

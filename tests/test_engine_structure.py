@@ -6,8 +6,10 @@ a bf16 GEMM, with the fixed part 2.5-3.3 us longer under vLLM and 10-12 us longe
 TensorRT-LLM (``Engine.low_precision_layer_overhead``: that extra fixed time per layer); at
 prompt sizes FP8 GEMMs reach a smaller share of the FP8 peak than bf16 GEMMs of the bf16 peak
 (52 % against 77 % for Llama-3.1-70B's TP2 layer at 5,000 tokens on an H100 under vLLM 0.24;
-``Engine.low_precision_compute_efficiency``). Both apply only where the matmuls run on a
-low-precision path; at their defaults every answer is the ideal model's to the bit.
+``Engine.low_precision_compute_efficiency``). At a few rows an FP8 GEMM streams its weights
+at 84-97 % of a bf16 GEMM's rate on the same GPU (``Engine.low_precision_bandwidth_efficiency``).
+All three apply only where the matmuls run on a low-precision path; at their defaults every
+answer is the ideal model's to the bit.
 """
 
 import math
@@ -59,8 +61,64 @@ def test_low_precision_gemms_run_at_their_own_share_and_attention_at_the_16_bit_
         roofline.prefill_time(M_FP8, H100, 4096, engine=base)
 
 
+def test_low_precision_bandwidth_efficiency_is_checked_and_none_by_default():
+    assert rk.IDEAL.low_precision_bandwidth_efficiency is None
+    for bad in (0.0, 1.5, math.nan, -0.5):
+        with pytest.raises(ValueError, match="low_precision_bandwidth_efficiency"):
+            rk.Engine(low_precision_bandwidth_efficiency=bad)
+    assert "low_precision_bandwidth_efficiency" in rk.Engine.__doc__
+
+
+# Llama-3.1-8B in FP8, one byte a weight: every parameter but the input embedding table's
+# 128,256 × 4,096 rows is read once a decode step (Meta's model card: 8.03e9 parameters).
+FP8_WEIGHT_BYTES = 8_030_261_248 - 128_256 * 4_096
+
+
+def test_low_precision_weights_stream_at_their_own_share_hand_computed():
+    base = rk.Engine(bandwidth_efficiency=0.8)
+    engine = base.replace(low_precision_bandwidth_efficiency=0.5)
+    # batch 1 is memory-bound: only the weights' read time moves, by W · (1/0.5 − 1/0.8) / B
+    extra = FP8_WEIGHT_BYTES * (1 / 0.5 - 1 / 0.8) / 3.35e12       # H100 SXM: 3.35 TB/s
+    for context in (0, 4096, 32768):                                # the KV keeps its share
+        moved = roofline.decode_step_time(M_FP8, H100, 1, context, engine=engine) - \
+            roofline.decode_step_time(M_FP8, H100, 1, context, engine=base)
+        assert moved == pytest.approx(extra, rel=1e-12)
+        assert roofline.decode_memory_time(M_FP8, H100, 1, context, engine=engine) - \
+            roofline.decode_memory_time(M_FP8, H100, 1, context, engine=base) == \
+            pytest.approx(extra, rel=1e-12)
+    # bf16 weights, FP8 weights widened on an A100, or widened by the engine: unchanged
+    for model, gpu, e in ((M, H100, engine), (M_FP8, A100, engine),
+                          (M_FP8, H100, engine.replace(compute_dtype="bf16"))):
+        assert roofline.decode_step_time(model, gpu, 8, 1024, engine=e) == \
+            roofline.decode_step_time(model, gpu, 8, 1024,
+                                      engine=e.replace(low_precision_bandwidth_efficiency=None))
+
+
+def test_low_precision_weight_streaming_reaches_every_decode_formula():
+    engine = rk.Engine(bandwidth_efficiency=0.8, low_precision_bandwidth_efficiency=0.5)
+    # the closed-form generation time is the sum of its decode steps
+    steps = sum(float(roofline.decode_step_time(M_FP8, H100, 8, 1024 + i, engine=engine))
+                for i in range(64))
+    assert float(roofline.generation_time(M_FP8, H100, 64, 1024, 8, engine=engine)) == \
+        pytest.approx(steps, rel=1e-12)
+    # the critical batch balances compute and memory, and slower weights push it out
+    critical = float(roofline.critical_batch_size(M_FP8, H100, 1, engine=engine))
+    assert float(roofline.decode_compute_time(M_FP8, H100, critical, 1, engine=engine)) == \
+        pytest.approx(float(roofline.decode_memory_time(M_FP8, H100, critical, 1,
+                                                        engine=engine)), rel=1e-9)
+    assert critical > float(roofline.critical_batch_size(
+        M_FP8, H100, 1, engine=engine.replace(low_precision_bandwidth_efficiency=None)))
+    # the simulator's coefficients carry it in the weight bytes
+    cost = roofline.step_cost_coefficients(M_FP8, H100, engine=engine)
+    plain = roofline.step_cost_coefficients(
+        M_FP8, H100, engine=engine.replace(low_precision_bandwidth_efficiency=None))
+    assert cost.nonexpert_weight_bytes == pytest.approx(plain.nonexpert_weight_bytes * 0.8 / 0.5)
+    assert cost.kv_bytes_per_token == plain.kv_bytes_per_token
+
+
 def test_zero_is_the_ideal_model_to_the_bit():
-    zero = rk.Engine(low_precision_layer_overhead=0.0, low_precision_compute_efficiency=None)
+    zero = rk.Engine(low_precision_layer_overhead=0.0, low_precision_compute_efficiency=None,
+                     low_precision_bandwidth_efficiency=None)
     for model in (M, M_FP8):
         for gpu in (H100, A100):
             assert roofline.decode_step_time(model, gpu, 8, 1024, engine=zero) == \
@@ -107,7 +165,7 @@ def test_calibrate_predicts_what_the_formulas_give(phase):
             for dtype in ("bf16", "fp8") for tp in (1, 2) for b in (1, 16)]
     knobs = {"compute_efficiency": 0.8, "bandwidth_efficiency": 0.8, "layer_overhead": 3e-5,
              "gemm_half_tokens": 100.0, "low_precision_layer_overhead": EXTRA,
-             "low_precision_compute_efficiency": 0.5}
+             "low_precision_compute_efficiency": 0.5, "low_precision_bandwidth_efficiency": 0.6}
     cal = Calibration(prefill=knobs, decode=knobs)
     predicted = predict(rows, cal)[phase].values
     engine = rk.Engine(**knobs)
@@ -117,3 +175,24 @@ def test_calibrate_predicts_what_the_formulas_give(phase):
             model, H100, row["batch_size"], 1024, row["tp"], engine=engine) if phase == \
             "decode" else roofline.prefill_time(model, H100, 1024, row["tp"], engine=engine)
         assert value == pytest.approx(float(expected), rel=1e-9)
+
+
+def test_the_weights_low_precision_share_is_recovered_from_exact_decode_rows():
+    """bf16 and FP8 rows of one GPU set the two weight-streaming shares apart."""
+    from rooflinekit.calibrate import calibrate, measurements_from_records
+    truth = {"bandwidth_efficiency": 0.8, "low_precision_bandwidth_efficiency": 0.65,
+             "layer_overhead": 2e-5}
+    engine = rk.Engine(**truth)
+    rows = []
+    for dtype, model in (("bf16", M), ("fp8", M_FP8)):
+        for tp in (1, 2):
+            for b, ctx in ((1, 256), (8, 4096), (32, 16384)):
+                t = float(roofline.decode_step_time(model, H100, b, ctx, tp, engine=engine))
+                rows.append({"model": M.name, "gpu": H100.name, "tp": tp, "dtype": dtype,
+                             "batch_size": b, "prompt_tokens": ctx, "output_tokens": 0,
+                             "context_length": ctx, "tpot_ms": 1e3 * t,
+                             "source": "exact rows"})
+    result = calibrate(measurements_from_records(rows), phases="decode",
+                       fit={"decode": tuple(truth)}, n_resamples=0)
+    for knob, value in truth.items():
+        assert result.calibration.decode[knob] == pytest.approx(value, rel=1e-3), knob

@@ -92,7 +92,7 @@ def _fitted():
     return Calibration(
         prefill={"compute_efficiency": 0.8, "bandwidth_efficiency": 0.8},
         decode={"bandwidth_efficiency": 0.7, "kv_bandwidth_efficiency": 0.6,
-                "layer_overhead": 3e-5},
+                "low_precision_bandwidth_efficiency": 0.5, "layer_overhead": 3e-5},
         intervals={"decode": {"bandwidth_efficiency": (0.65, 0.75),
                               "kv_bandwidth_efficiency": (0.55, 0.95)}},
         source="a test")
@@ -107,6 +107,8 @@ def test_borrowed_carries_the_bandwidth_efficiencies_by_the_streaming_shares():
     assert carried.prefill["compute_efficiency"] == 0.8
     assert carried.decode["bandwidth_efficiency"] == pytest.approx(0.7 * q, rel=1e-12)
     assert carried.decode["kv_bandwidth_efficiency"] == pytest.approx(0.6 * q, rel=1e-12)
+    assert carried.decode["low_precision_bandwidth_efficiency"] == pytest.approx(0.5 * q,
+                                                                                rel=1e-12)
     assert carried.decode["layer_overhead"] == 3e-5
     assert carried.intervals["decode"]["bandwidth_efficiency"] == pytest.approx(
         (0.65 * q, 0.75 * q), rel=1e-12)

@@ -100,7 +100,7 @@ _SW = StepCost._fields.index("sliding_window")
 
 #: sha256 of the step formula's source (the three kernels and the StepCost field names), which
 #: numba's cache cannot see; ``tests/test_batching_kernels.py`` recomputes it.
-STEP_FORMULA_SHA256 = "4025b85116c066e5026aa8f86c2ae6508942f7d7d28b3933dd3be61132a25d64"
+STEP_FORMULA_SHA256 = "796415a5b8e0c296623a49179f5e5f981661560d77fca29478f05fb84773da30"
 
 _mixed_step_time = njit(**_CACHED)(mixed_step_time_kernel)
 _kv_tokens_read = njit(**_CACHED)(kv_tokens_read_kernel)

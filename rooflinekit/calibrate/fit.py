@@ -98,7 +98,7 @@ FOLD = "fold"
 #: Default bounds of each knob. Efficiencies are shares of the datasheet peak; an overhead of more
 #: than a second per step would not be an overhead. The engine knobs' bounds are physical
 #: ceilings, generous on purpose (the data, not the bound, should set a value): the KV
-#: traffic reaches at least 5 % of the bandwidth; a decoder layer's kernel launches cost at
+#: traffic, and a low-precision path's weight reads, reach at least 5 % of the bandwidth; a decoder layer's kernel launches cost at
 #: most 100 µs per step (an 80-layer model: 8 ms), an MoE block 200 µs more; GEMMs reach half
 #: their efficiency by 4,096 tokens a step at the latest; a link hop costs at most 100 µs; the all-reduces reach at
 #: least 5 % of the link's datasheet bandwidth; the host spends at most 1 ms per decode token
@@ -112,6 +112,7 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "layer_overhead": (0.0, 1e-4),
                                    "low_precision_layer_overhead": (0.0, 1e-4),
                                    "kv_bandwidth_efficiency": (0.05, 1.0),
+                                   "low_precision_bandwidth_efficiency": (0.05, 1.0),
                                    "gemm_half_tokens": (0.0, 4096.0),
                                    "prefill_overhead": (0.0, 1.0),
                                    "frontend_latency": (0.0, 1.0),
@@ -147,7 +148,7 @@ SPAN_UNIDENTIFIED = 0.9
 _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "bandwidth_efficiency": 1.0, "step_overhead": units.MS,
           "layer_overhead": units.MS / 100.0, "low_precision_layer_overhead": units.MS / 100.0,
-          "kv_bandwidth_efficiency": 1.0,
+          "kv_bandwidth_efficiency": 1.0, "low_precision_bandwidth_efficiency": 1.0,
           "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
           "host_traffic_share": 1.0, "layer_cycles": 1e4,
@@ -256,7 +257,7 @@ def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
 
 #: The efficiencies: the knobs whose levels the starting grid profiles.
 _EFFICIENCIES = ("compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
-                 "low_precision_compute_efficiency")
+                 "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency")
 #: Coarse starting levels of the other knobs, in SI units (clipped to the bounds).
 _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "low_precision_layer_overhead": (0.0, 2e-5),
@@ -542,8 +543,9 @@ FIT_PARAMETERS = parameter_entries("""
         ``step_overhead`` and the engine knobs (``layer_overhead``,
         ``kv_bandwidth_efficiency``, ``gemm_half_tokens``, ``prefill_overhead``,
         ``interconnect_latency``, ``interconnect_efficiency``, and for low-precision (FP8)
-        weight GEMMs ``low_precision_compute_efficiency`` and
-        ``low_precision_layer_overhead``); the others keep their priors
+        weight GEMMs ``low_precision_compute_efficiency``,
+        ``low_precision_bandwidth_efficiency`` and ``low_precision_layer_overhead``); the
+        others keep their priors
         (``engine``'s values: the ideal model by default), except that a fitted prefill phase
         that does not fit ``bandwidth_efficiency`` takes decode's (the same weights from the
         same HBM). Default the three in both phases; ``"engine"``: :data:`ENGINE_FIT`.

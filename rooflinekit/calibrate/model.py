@@ -220,12 +220,13 @@ class _Groups:
         per unit of hop latency [1]), ``runs``, ``decodes`` (decode tokens of the step [1]),
         ``layers`` (``runs × n_layers`` [1]), ``moe_layers`` (``layers`` of a model with more
         than one expert, else 0 [1]), ``cycles`` (``layers / boost_clock`` [s]),
-        ``low_precision_layers`` (the layers that pay
+        ``weights`` (the weight reads' part of ``memory``), ``low_precision_layers`` (the
+        layers that pay
         ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
         path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``attention``
         (the attention part of ``compute``) and ``prompt`` (``runs × min(prompt tokens,
         1)``)."""
-        names = ("compute", "gemm", "memory", "kv", "comm", "comm_bytes", "comm_host_bytes",
+        names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes", "comm_host_bytes",
                  "hops", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "low_precision_layers", "low_precision", "attention", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
@@ -255,6 +256,9 @@ class _Groups:
                                     expert_weight_bytes=0.0, embedding_row_bytes=0.0,
                                     prefill_bytes_per_token=0.0,
                                     state_bytes_per_decode_token=0.0),
+                "weights": cost._replace(**no_flops, **silent, embedding_row_bytes=0.0,
+                                         kv_bytes_per_token=0.0, prefill_bytes_per_token=0.0,
+                                         state_bytes_per_decode_token=0.0),
                 "comm": cost._replace(**no_flops, bandwidth=math.inf),
                 "comm_bytes": cost._replace(**no_flops, bandwidth=math.inf,
                                             allreduce_latency=0.0),
@@ -296,6 +300,10 @@ class _Groups:
         if knobs["kv_bandwidth_efficiency"] is not None:
             memory = memory + t["kv"] * (1.0 / knobs["kv_bandwidth_efficiency"]
                                          - 1.0 / knobs["bandwidth_efficiency"])
+        streamed = knobs.get("low_precision_bandwidth_efficiency")
+        if streamed is not None:    # a low-precision path's weights at their own share
+            memory = memory + np.where(t["low_precision"] > 0.0, t["weights"], 0.0) * (
+                1.0 / streamed - 1.0 / knobs["bandwidth_efficiency"])
         link_bytes = t["comm_bytes"]
         share = knobs["host_traffic_share"]
         if share:           # 0 (default): each GPU's own link, to the bit

@@ -48,15 +48,16 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: per step [s], the KV traffic's own bandwidth efficiency [1], the tokens at which the GEMMs
 #: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s],
 #: the per-hop all-reduce latency [s], the front end's time outside the steps [s], and the
-#: low-precision (FP8) GEMMs' extra fixed time per layer [s] and share of their own peak [1],
-#: a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
+#: low-precision (FP8) GEMMs' extra fixed time per layer [s], share of their own peak [1] and
+#: share of the HBM bandwidth their weight reads reach [1], a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
 #: ``layer_cycles / boost_clock``, so that it transfers between GPUs of different clocks), and
 #: the host's time per decode token that the GPU waits for [s] (``sequence_overhead``).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
                 "low_precision_layer_overhead", "low_precision_compute_efficiency",
-                "layer_cycles", "moe_layer_overhead", "sequence_overhead")
+                "layer_cycles", "moe_layer_overhead", "sequence_overhead",
+                "low_precision_bandwidth_efficiency")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -78,7 +79,7 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                ("frontend_latency",),
                ("low_precision_compute_efficiency", "low_precision_layer_overhead"),
                ("host_traffic_share",), ("layer_cycles",), ("moe_layer_overhead",),
-               ("sequence_overhead",))
+               ("sequence_overhead",), ("low_precision_bandwidth_efficiency",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -112,7 +113,7 @@ def _check_knob(name: str, knob: str, value):
     ``compute_efficiency``.
     """
     optional = knob in ("kv_bandwidth_efficiency", "interconnect_latency",
-                        "low_precision_compute_efficiency")
+                        "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency")
     if knob in SECONDS_KNOBS or knob == "gemm_half_tokens":
         return real_number(name, value, lo=0, allow_none=optional)
     if knob == "layer_cycles":
@@ -226,8 +227,9 @@ class Calibration:
         [s] ≥ 0, ideal (1, 1, 0) where missing; where fitted, the engine knobs
         (:data:`ENGINE_KNOBS`): ``layer_overhead``, ``low_precision_layer_overhead`` and
         ``moe_layer_overhead`` [s per layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
-        per hop], ``gemm_half_tokens`` [tokens], each ≥ 0, ``kv_bandwidth_efficiency`` and
-        ``low_precision_compute_efficiency`` in (0, 1] [1]; and the link share
+        per hop], ``gemm_half_tokens`` [tokens], each ≥ 0, ``kv_bandwidth_efficiency``,
+        ``low_precision_compute_efficiency`` and ``low_precision_bandwidth_efficiency`` in
+        (0, 1] [1]; and the link share
         ``interconnect_efficiency`` in (0, 1] [1] and ``host_traffic_share`` in [0, 1] [1]
         (:data:`LINK_KNOBS`).
     source : str
@@ -401,7 +403,8 @@ class Calibration:
         ``low_precision_compute_efficiency``, ``gemm_half_tokens``, ``prefill_overhead``,
         ``frontend_latency`` and the link share come from prefill;
         ``bandwidth_efficiency``, ``step_overhead``, ``layer_overhead``,
-        ``kv_bandwidth_efficiency`` and ``interconnect_latency`` from decode (a step that
+        ``kv_bandwidth_efficiency``, ``low_precision_bandwidth_efficiency`` and
+        ``interconnect_latency`` from decode (a step that
         carries decodes is a decode step; a prefill's own overhead also holds client time).
         """
         check_one_of("phase", phase, roofline.PHASES)

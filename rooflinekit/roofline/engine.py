@@ -85,6 +85,7 @@ _CHECKS = {
     "low_precision_compute_efficiency": _optional_efficiency,
     "bandwidth_efficiency": _efficiency,
     "kv_bandwidth_efficiency": _optional_efficiency,
+    "low_precision_bandwidth_efficiency": _optional_efficiency,
     "step_overhead": check_nonnegative,
     "sequence_overhead": check_nonnegative,
     "layer_overhead": check_nonnegative,
@@ -130,6 +131,13 @@ class Engine:
         Share of the HBM bandwidth the KV-cache reads and writes reach [1], in (0, 1];
         ``bandwidth_efficiency`` is then the weight-streaming one. Default ``None``: the same
         as ``bandwidth_efficiency``.
+    low_precision_bandwidth_efficiency : float, array_like, xarray.DataArray or None
+        Share of the HBM bandwidth the weight reads reach where the weight matrix multiplies
+        run on a low-precision tensor-core path (W8A8 FP8 or INT8, FP4: the format's dense
+        peak above the GPU's 16-bit one) [1], in (0, 1]: a low-precision GEMM at a few rows
+        streams its weights at a smaller share than a 16-bit one (its tiles and scaling
+        epilogue). The KV cache and activations keep theirs; 16-bit and weight-only formats
+        never take it. Default ``None``: ``bandwidth_efficiency``.
     step_overhead : float, array_like or xarray.DataArray
         Fixed time per step (scheduling, sampling, kernel launches) [s], ≥ 0. Default 0.
     sequence_overhead : float, array_like or xarray.DataArray
@@ -221,6 +229,7 @@ class Engine:
     low_precision_compute_efficiency: object = None
     bandwidth_efficiency: object = 1.0
     kv_bandwidth_efficiency: object = None
+    low_precision_bandwidth_efficiency: object = None
     step_overhead: object = 0.0
     sequence_overhead: object = 0.0
     layer_overhead: object = 0.0
@@ -321,7 +330,9 @@ class Engine:
         ``fixed = step_overhead + n_layers · (layer_overhead + layer_cycles / boost_clock +
         q · low_precision_layer_overhead + m · moe_layer_overhead)`` with ``m = 1`` for a
         model of more than one expert, else 0; the KV traffic weighs ``bandwidth_efficiency /
-        kv_bandwidth_efficiency`` against the bandwidth; the all-reduce is
+        kv_bandwidth_efficiency`` against the bandwidth, the weights ``bandwidth_efficiency /
+        low_precision_bandwidth_efficiency`` where ``q = 1`` and it is given
+        (``weight_traffic_scale``, else exactly 1); the all-reduce is
         :func:`rooflinekit.parallel.allreduce_coefficients` over ``link ·
         interconnect_efficiency`` (past the peer-to-peer domain of a GPU with a shared host
         link, its ``host_traffic_share`` of the traffic over ``host_link_bandwidth ·
@@ -385,6 +396,9 @@ class Engine:
         group.frontend_latency = laid["frontend_latency"]
         kv = laid["kv_bandwidth_efficiency"]
         group.kv_traffic_scale = 1.0 if kv is None else laid["bandwidth_efficiency"] / kv
+        streamed = laid["low_precision_bandwidth_efficiency"]
+        group.weight_traffic_scale = 1.0 if streamed is None else np.where(
+            low_precision, laid["bandwidth_efficiency"] / streamed, 1.0)
         group.allreduce_bytes_per_token = per_token
         group.link_bandwidth = link
         group.allreduce_latency = latency

@@ -20,6 +20,7 @@ from rooflinekit.roofline.step import (
     step_bytes,
     step_formula,
     step_time,
+    weight_bytes,
 )
 from rooflinekit.units import PER_MILLION, SECONDS_PER_HOUR
 
@@ -341,7 +342,9 @@ def _generation(model, gpu, b, steps, first):
     a_compute = (model.flops_per_token + model.lm_head_flops_per_token) * \
         (b + gpu.gemm_half_tokens) / gpu.peak_flops
     b_compute = model.attention_flops_per_pair * b / gpu.attention_peak_flops
-    a_memory = weights / gpu.bandwidth
+    # a low-precision path's weights at their own share (the scale is exactly 1 by default)
+    a_memory = (weights + weight_bytes(model, b) * (gpu.weight_traffic_scale - 1.0)) \
+        / gpu.bandwidth
     b_memory = model.kv_bytes_per_token * gpu.kv_traffic_scale * b / gpu.bandwidth
     da, db = a_compute - a_memory, b_compute - b_memory
     f, w = model.full_attention_fraction, model.sliding_window

@@ -165,7 +165,9 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     runs at ``compute_efficiency · n / (n + n½)`` of the peak (tiles a small batch leaves idle),
     so its time is ``flops · (n + n½) / peak``; 0 (default) is the flat roofline. The KV
     traffic's own efficiency is folded into ``kv_bytes_per_token`` (scaled by
-    ``bandwidth_efficiency / kv_bandwidth_efficiency``), the per-layer overhead into
+    ``bandwidth_efficiency / kv_bandwidth_efficiency``), a low-precision path's weight
+    streaming into the weight bytes (scaled by ``bandwidth_efficiency /
+    low_precision_bandwidth_efficiency``), the per-layer overhead into
     ``step_overhead`` (``+ n_layers · layer_overhead``). ``sequence_overhead`` is the host's
     time per decode token that the GPU waits for (scheduling, input preparation, sampling and
     detokenising each running sequence, where the engine does not overlap them with the
@@ -498,10 +500,14 @@ def cost(model, gpu) -> StepCost:
 
     ``kv_bytes_per_token`` is the model's, weighted by the group's KV-traffic efficiency
     (``kv_traffic_scale``, exactly 1 by default): the model's own field stays the bytes a
-    token holds, which the KV token counts divide by.
+    token holds, which the KV token counts divide by. The weight bytes are weighted by the
+    group's ``weight_traffic_scale`` (a low-precision path's streaming, exactly 1 by default).
     """
     fields = {k: getattr(model if hasattr(model, k) else gpu, k) for k in StepCost._fields}
     fields["kv_bytes_per_token"] = model.kv_bytes_per_token * gpu.kv_traffic_scale
+    # a low-precision path's weight streaming, likewise (``weight_traffic_scale``)
+    for weights in ("nonexpert_weight_bytes", "expert_weight_bytes"):
+        fields[weights] = fields[weights] * gpu.weight_traffic_scale
     return StepCost(**fields)
 
 
@@ -533,21 +539,29 @@ def step_compute_time(model, gpu, step: Step):
 
 
 def step_memory_time(model, gpu, step: Step):
-    """Time of a step's HBM traffic [s]: weights at the bandwidth, KV at its own efficiency."""
-    _, n_prefill, kv_read, _ = step
+    """Time of a step's HBM traffic [s]: weights at the bandwidth (a low-precision path's at
+    its own efficiency), KV at its own efficiency."""
+    n_decode, n_prefill, kv_read, _ = step
     kv = model.kv_bytes_per_token * (kv_read + n_prefill)
-    # the KV bytes' extra weight only: exactly step_bytes / bandwidth by default
-    return (step_bytes(model, step) + kv * (gpu.kv_traffic_scale - 1.0)) / gpu.bandwidth
+    # the KV and weight bytes' extra weights only: exactly step_bytes / bandwidth by default
+    return (step_bytes(model, step) + kv * (gpu.kv_traffic_scale - 1.0)
+            + weight_bytes(model, n_decode + n_prefill) * (gpu.weight_traffic_scale - 1.0)) \
+        / gpu.bandwidth
 
 
 def step_bytes(model, step: Step):
     """Bytes of a step: the kernel's ``traffic`` term."""
     n_decode, n_prefill, kv_read, _ = step
     tokens = n_decode + n_prefill
-    touched = model.n_experts * (1.0 - (1.0 - model.n_experts_per_token / model.n_experts)
-                                 ** tokens)
-    weights = model.nonexpert_weight_bytes + touched * model.expert_weight_bytes
-    return (weights + model.embedding_row_bytes * tokens
+    return (weight_bytes(model, tokens) + model.embedding_row_bytes * tokens
             + model.kv_bytes_per_token * (kv_read + n_prefill)
             + model.prefill_bytes_per_token * n_prefill
             + model.state_bytes_per_decode_token * n_decode)
+
+
+def weight_bytes(model, tokens):
+    """Weight bytes a step of ``tokens`` tokens reads: every non-expert weight, and the experts
+    those tokens touch under uniform routing (the kernel's ``weight_bytes`` term)."""
+    touched = model.n_experts * (1.0 - (1.0 - model.n_experts_per_token / model.n_experts)
+                                 ** tokens)
+    return model.nonexpert_weight_bytes + touched * model.expert_weight_bytes

@@ -484,7 +484,8 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *, eng
 
 
 @step_formula("s", "decode memory time", engine_fields=(
-    "bandwidth_efficiency", "kv_bandwidth_efficiency"))
+    "bandwidth_efficiency", "kv_bandwidth_efficiency", "low_precision_bandwidth_efficiency",
+    "compute_dtype"))
 def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Time the memory traffic of a decode step needs at the (effective) bandwidth [s].
 
@@ -508,8 +509,9 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engi
 # ------------------------------------------------------------------------------------------------
 
 @step_formula("1", "critical batch size (inf: never compute-bound)", engine_fields=(
-    "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency", "gemm_half_tokens",
-    "compute_dtype", "activation_dtype"))
+    "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
+    "low_precision_bandwidth_efficiency", "gemm_half_tokens", "compute_dtype",
+    "activation_dtype"))
 def critical_batch_size(model, gpu, context_length=0, tp=1, *, engine=None):
     """Batch size at which decode turns compute-bound [1]; ``inf`` where it never does.
 
@@ -565,7 +567,10 @@ def _critical_batch(model, gpu, context_length):
     idle = gemm * c["gemm_half_tokens"] / c["peak_flops"]
     crosses = gain > 0
     safe_gain = np.where(crosses, gain, 1.0)
-    all_weights = c["nonexpert_weight_bytes"] + c["n_experts"] * c["expert_weight_bytes"]
+    # a low-precision path streams its weights at its own share (exactly 1 by default)
+    streamed = c["weight_traffic_scale"]
+    all_weights = (c["nonexpert_weight_bytes"] + c["n_experts"] * c["expert_weight_bytes"]) \
+        * streamed
     upper = np.where(crosses, np.maximum(all_weights / c["bandwidth"] - idle, 0.0) / safe_gain,
                      np.inf)
     moe = np.broadcast_to(c["expert_weight_bytes"] > 0, np.shape(upper)) & crosses
@@ -579,6 +584,7 @@ def _critical_batch(model, gpu, context_length):
             w = c["nonexpert_weight_bytes"] + c["n_experts"] * (
                 1.0 - (1.0 - c["n_experts_per_token"] / c["n_experts"]) ** mid) * \
                 c["expert_weight_bytes"]
+            w = w * streamed
             above = mid * gain + idle - w / c["bandwidth"] >= 0
             hi = np.where(above, mid, hi)
             lo = np.where(above, lo, mid)
@@ -594,7 +600,8 @@ def _critical_batch(model, gpu, context_length):
     order=("model", "gpu", "tp", "context_length", "compute_efficiency", "bandwidth_efficiency"),
     parameters=HELD_CONTEXT, engine_fields=(
         "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
-        "gemm_half_tokens", "compute_dtype", "activation_dtype"))
+        "low_precision_bandwidth_efficiency", "gemm_half_tokens", "compute_dtype",
+        "activation_dtype"))
 def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.DEFAULT_RESERVE,
         engine=None):
     """Whether a batch big enough to be compute-bound fits in the KV budget [bool].
