@@ -119,6 +119,15 @@ class ModelShape:
         the sliding key head dimension, so that a model whose attention layers are alike has
         one KV layout. Need sliding layers; not with MLA. Query heads are ``n_heads`` in both
         kinds.
+    fp4_matmuls : bool, optional
+        Whether the weight matrix multiplies run W4A4 on FP4 tensor cores where the GPU lists
+        an FP4 peak (Blackwell), as TensorRT-LLM, vLLM and SGLang serve NVFP4 checkpoints: a
+        GPU without one runs them at its 16-bit peak. ``None`` (the default) infers it from
+        ``bytes_per_param`` given by name: ``True`` for "nvfp4" and "fp4", ``False`` for every
+        other name and for bytes given as a number (weight-only int4 widens to 16 bits; MXFP4
+        experts run W4A16 or W4A8 by engine and backend). An engine's ``compute_dtype``
+        overrides it. :meth:`replace` with a new ``bytes_per_param`` infers it afresh unless
+        given too.
     index_topk : int, optional
         Tokens the sparse attention attends to per query [tokens] (DeepSeek-V3.2: 2,048, the
         ones its indexer scores highest). Every token's latent and indexer key stay cached,
@@ -191,6 +200,7 @@ class ModelShape:
     sliding_n_kv_heads: int | None = None
     sliding_head_dim: int | None = None
     sliding_v_head_dim: int | None = None
+    fp4_matmuls: bool | None = None
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
@@ -213,6 +223,7 @@ class ModelShape:
         set_("intermediate_size", _int_field("intermediate_size", self.intermediate_size,
                                              allow_none=True))
         set_("vocab_size", _int_field("vocab_size", self.vocab_size, allow_none=True))
+        set_("fp4_matmuls", _fp4_matmuls(self.fp4_matmuls, self.bytes_per_param))
         set_("bytes_per_param", bytes_per_element(self.bytes_per_param, "bytes_per_param"))
         set_("kv_bytes_per_element",
              bytes_per_element(self.kv_bytes_per_element, "kv_bytes_per_element"))
@@ -541,8 +552,20 @@ class ModelShape:
         formats (``body_bytes_per_param`` and the others) are reset unless given too.
         """
         if "bytes_per_param" in changes:
-            changes = {**dict.fromkeys(_WEIGHT_GROUPS), **changes}
+            changes = {**dict.fromkeys((*_WEIGHT_GROUPS, "fp4_matmuls")), **changes}
         return dataclasses.replace(self, **changes)
+
+
+#: Weight formats whose checkpoints the engines multiply W4A4 on FP4 tensor cores (NVFP4).
+FP4_MATMUL_FORMATS = ("nvfp4", "fp4")
+
+
+def _fp4_matmuls(value, bytes_per_param) -> bool:
+    """``fp4_matmuls`` checked, or inferred from ``bytes_per_param`` given by name."""
+    if value is None:
+        return isinstance(bytes_per_param, str) and \
+            bytes_per_param.strip().lower() in FP4_MATMUL_FORMATS
+    return check_bool("fp4_matmuls", value)
 
 
 def model_from_hf_config(config, *, name: str | None = None, **overrides) -> ModelShape:

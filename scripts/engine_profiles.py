@@ -191,8 +191,12 @@ PREFILL_PROMPTS = (128, 256, 512, 1024, 2048, 4096, 8192)
 TP_DEGREES = (1, 2, 4, 8)
 #: Weight formats: rooflinekit dtype -> aiconfigurator gemm_dtype.
 GEMM_DTYPES = {"bf16": "bfloat16", "fp8": "fp8"}
-#: Bytes per weight of each GEMM format.
-GEMM_BYTES = {"bf16": 2.0, "fp8": 1.0}
+#: Weight formats the fits leave out and :func:`diagnose` predicts from them (held out by
+#: format): NVFP4 (W4A4 on FP4 tensor cores; the Blackwell GPUs' and the RTX PRO 6000's
+#: tables).
+CHECK_DTYPES = {"nvfp4": "nvfp4"}
+#: Bytes per weight of each GEMM format (NVFP4: 4-bit values and one FP8 scale per 16).
+GEMM_BYTES = {"bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5 + 1.0 / 16}
 #: A kernel table's streaming rate (:func:`streaming_bandwidth`) is read from its points that
 #: read at least STREAMING_BYTES from device memory: more than every L2 cache of these GPUs
 #: (the largest, the RTX PRO 6000's GB202, holds 128 MB), so those operands come from device
@@ -596,7 +600,7 @@ def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tup
 
     gemm_frame = read("gemm", version, "gemm_perf.parquet")
     gemm = {}
-    for dtype, gemm_dtype in GEMM_DTYPES.items():
+    for dtype, gemm_dtype in {**GEMM_DTYPES, **CHECK_DTYPES}.items():
         rows = gemm_frame[gemm_frame["gemm_dtype"] == gemm_dtype]
         if len(rows):
             gemm[dtype] = _gemm(rows, dtype, pins)
@@ -760,8 +764,10 @@ def fits_in_memory(model, gpu, tp: int, sequences: int, tokens: int) -> bool:
     return need <= MEMORY_SHARE * gpu.memory_bytes * tp
 
 
-def synthesise(engine: str, system: str, version: str | None = None) -> tuple[list, str]:
-    """Measurement rows of every workload of one (engine, system), and the version used.
+def synthesise(engine: str, system: str, version: str | None = None,
+               dtypes=tuple(GEMM_DTYPES)) -> tuple[list, str]:
+    """Measurement rows of every workload of one (engine, system) in the weight formats
+    ``dtypes`` (those its GEMM table holds), and the version used.
 
     Returns
     -------
@@ -783,7 +789,7 @@ def synthesise(engine: str, system: str, version: str | None = None) -> tuple[li
               + ", ".join(tables.files))
     rows = []
     for base in models:
-        for dtype in GEMM_DTYPES:
+        for dtype in dtypes:
             if dtype not in tables.gemm:
                 continue
             model = base if dtype == "bf16" else base.replace(bytes_per_param=dtype)
@@ -944,8 +950,14 @@ def held_out_errors(train: list, test: list, transfer: bool = False,
     """(TPOT, TTFT) MAPE [%] on ``test`` of a :func:`fit_profile` to ``train`` (no bootstrap;
     NaN for a phase ``test`` does not measure; ``transfer``: the fit for another GPU;
     ``streaming``: fitted and predicted on the GPUs' measured streaming bandwidths)."""
-    from rooflinekit.calibrate import predict
     fitted = fit_profile(train, 0, transfer=transfer, streaming=streaming).calibration()
+    return held_out_predictions(fitted, test, streaming)
+
+
+def held_out_predictions(fitted, test: list, streaming: bool = True) -> tuple[float, float]:
+    """(TPOT, TTFT) MAPE [%] on ``test`` of the calibration ``fitted`` (NaN for a phase
+    ``test`` does not measure; ``streaming``: on the GPUs' measured streaming bandwidths)."""
+    from rooflinekit.calibrate import predict
     predicted = predict(measurements_from_records(test), fitted,
                         gpus=fit_gpus(test) if streaming else None)
     out = []
@@ -1002,10 +1014,23 @@ def diagnose(engine: str, system: str, log=print) -> dict:
         free in decode too), ``batch1_ttft`` (in-sample TTFT MAPE of a fit to the batch-1
         prefill rows alone: no static batch) and ``size_free_step_overhead`` (TPOT MAPE
         across model sizes, worse direction, with ``step_overhead`` free as well: what holding
-        it at 0 avoids).
+        it at 0 avoids); where the GEMM table holds NVFP4, ``nvfp4_held_out``: the (TPOT,
+        TTFT) MAPE [%] on the NVFP4 rows of the profile fitted to the others (bf16 and FP8),
+        with the GEMMs on the FP4 peak (``fp4_peak``: each row's format its compute format,
+        as :func:`rooflinekit.calibrate.calibrate` takes it and the planner times an NVFP4
+        model, ``ModelShape.fp4_matmuls``) and on the 16-bit one (``16bit_peak``: widened, as
+        weight-only int4 is).
     """
     rows, _ = synthesise(engine, system)
     out = {"per_dtype_tpot": {}}
+    checked, _ = synthesise(engine, system, dtypes=tuple(CHECK_DTYPES))
+    if checked:
+        fitted = fit_profile(rows, 0).calibration()
+        out["nvfp4_held_out"] = {
+            label: held_out_predictions(cal, checked) for label, cal in (
+                ("fp4_peak", fitted),
+                ("16bit_peak", dataclasses.replace(
+                    fitted, base=fitted.base.replace(compute_dtype="bf16"))))}
     for dtype in GEMM_DTYPES:
         mine = [r for r in rows if r["dtype"] == dtype]
         if mine:

@@ -275,6 +275,27 @@ def test_rederived_knobs_match_the_shipped_ones():
                 shipped["interval"][phase][name], rel=1e-6, abs=1e-12)
 
 
+def test_nvfp4_rows_are_synthesised_only_where_the_tables_hold_them():
+    """The held-out-by-format check's rows (scripts/engine_profiles.py --diagnose): NVFP4 steps
+    from the Blackwell-class tables, none from Hopper's; every decode step reads each NVFP4
+    weight once at least, 4 bits and one FP8 scale per 16 (0.5625 B), at no more than the
+    datasheet bandwidth."""
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    script = _script()
+    rows, _ = script.synthesise("vllm", "rtx_pro_6000_server", dtypes=("nvfp4",))
+    assert rows and {r["dtype"] for r in rows} == {"nvfp4"}
+    # Llama-3.1-8B: 8,030,261,248 parameters less the 128,256 × 4,096 input table (Meta's
+    # model card); the RTX PRO 6000 Server's 1,597 GB/s (NVIDIA's page)
+    floor = (8_030_261_248 - 128_256 * 4_096) * 0.5625 / 1.597e12
+    decode = [r["tpot_ms"] * 1e-3 for r in rows
+              if r["model"] == "Llama-3.1-8B" and r["tp"] == 1 and "tpot_ms" in r]
+    assert decode and min(decode) >= floor
+    hopper, _ = script.synthesise("vllm", "h100_sxm", dtypes=("nvfp4",))
+    assert hopper == []
+
+
 def test_rederived_moe_overhead_matches_the_shipped_one():
     """The MoE stage re-run on the H200's vLLM tables gives the shipped value and interval
     (where the profiles' extra is installed)."""

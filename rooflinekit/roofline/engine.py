@@ -203,8 +203,9 @@ class Engine:
     compute_dtype : str, optional
         Format the weight matrix multiplies run in ("fp8", "fp4", ...), which picks the GPU's
         peak. Default: one-byte weights (an FP8 checkpoint) on the GPU's FP8 dense peak where it
-        lists one, as the serving engines run them (W8A8); every other format, and a GPU
-        without FP8, on the 16-bit dense peak.
+        lists one, as the serving engines run them (W8A8), and a model whose
+        ``fp4_matmuls`` is set (an NVFP4 checkpoint) on its FP4 dense peak where it lists one
+        (W4A4); every other format, and a GPU without the format, on the 16-bit dense peak.
     activation_dtype : str
         Format of the activations ("bf16", ...): the all-reduce payload's element size and the
         format attention runs in. Default "bf16".

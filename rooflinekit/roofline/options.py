@@ -44,7 +44,9 @@ OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0,
                          # attention's tokens per query with its indexer's key bytes (inf
                          # and 0: dense attention)
                          "sliding_kv_bytes_per_token_per_layer": math.nan,
-                         "index_topk": math.inf, "indexer_bytes_per_token_per_layer": 0.0}
+                         "index_topk": math.inf, "indexer_bytes_per_token_per_layer": 0.0,
+                         # weight GEMMs W4A4 on FP4 tensor cores where the GPU has them (0: no)
+                         "fp4_matmuls": 0.0}
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")
 #: GPU fields a Dataset or array spec may lack, NaN then: a PCIe group's shared host link and
@@ -153,16 +155,20 @@ def read_gpu(gpu, arguments) -> dict:
     model = arguments.get("model")
     if compute_dtype is None and model is not None:
         # one-byte weights (an FP8 checkpoint) multiply on FP8 tensor cores where the GPU has
-        # them, as vLLM, SGLang and TensorRT-LLM run W8A8 (and as calibrate fits such rows);
-        # other formats widen to 16 bits (weight-only int4, MXFP4 on a GPU without FP4)
+        # them, as vLLM, SGLang and TensorRT-LLM run W8A8 (and as calibrate fits such rows),
+        # and NVFP4 weights (fp4_matmuls) on FP4 tensor cores, W4A4; other formats widen to
+        # 16 bits (weight-only int4, MXFP4 experts), as do both on a GPU without the format
         one_byte = (model["bytes_per_param"] if isinstance(model, xr.Dataset)
                     else np.asarray(getattr(model, "bytes_per_param"), dtype=float)) == 1.0
-        if np.any(one_byte):
-            fp8 = parallel.device_peak_flops(gpu, "fp8")
-            fp8 = float(fp8) if isinstance(fp8, numbers.Real) else fp8
-            pick = xr.where if isinstance(one_byte, xr.DataArray) or \
-                isinstance(fp8, xr.DataArray) else np.where
-            out["peak_flops"] = pick(one_byte, fp8, out["peak_flops"])
+        fp4 = _fp4_matmuls(model)
+        for narrow, dtype in ((one_byte, "fp8"), (fp4, "fp4")):
+            if not np.any(narrow):
+                continue
+            peak = parallel.device_peak_flops(gpu, dtype)
+            peak = float(peak) if isinstance(peak, numbers.Real) else peak
+            pick = xr.where if isinstance(narrow, xr.DataArray) or \
+                isinstance(peak, xr.DataArray) else np.where
+            out["peak_flops"] = pick(narrow, peak, out["peak_flops"])
             if isinstance(out["peak_flops"], np.ndarray) and out["peak_flops"].ndim == 0:
                 out["peak_flops"] = float(out["peak_flops"])
     # the 16-bit peak, against which a format's own says whether it is a low-precision path
@@ -172,6 +178,15 @@ def read_gpu(gpu, arguments) -> dict:
     out["attention_peak_flops"] = float(attention) if isinstance(attention, numbers.Real) \
         else attention
     return out
+
+
+def _fp4_matmuls(model):
+    """Where the model's weight GEMMs run W4A4 on FP4 tensor cores (``fp4_matmuls``, absent:
+    nowhere), as a boolean array or DataArray."""
+    if isinstance(model, xr.Dataset):
+        return model["fp4_matmuls"].astype(bool) if "fp4_matmuls" in model else False
+    value = getattr(model, "fp4_matmuls", None)
+    return False if value is None else np.asarray(value, dtype=float) != 0.0
 
 
 #: The roofline formulas' parameters, documented once (the engine's are on :class:`Engine`).
