@@ -181,7 +181,9 @@ FLAGS = {
     "--max-model-len": {"type": positive_int, "metavar": "TOKENS",
                         "help": "tokens per sequence, prompt + output [tokens]"},
     "--dtype": {"type": _dtype, "default": "auto", "metavar": "DTYPE",
-                "help": "weight format (auto: the model's; bf16, fp8, int4, ...)"},
+                "help": "weight format (auto: the model's; bf16, fp8, nvfp4, int4, ...; "
+                        "fp8 and nvfp4 multiply on the GPU's FP8 and FP4 tensor cores where "
+                        "it has them)"},
     "--kv-cache-dtype": {"type": _dtype, "default": "auto", "metavar": "DTYPE",
                          "help": "KV-cache format (auto: the model's; fp8, ...)"},
     "--mixed-prefill": {"choices": ("auto", "on", "off"), "default": "auto",
