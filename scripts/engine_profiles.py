@@ -89,6 +89,13 @@ Per (engine, GPU, version), :func:`fit_profile` runs three
    is held at 0 (:data:`HELD`: every two-model fit finds 0, and freed on one model's rows it
    trades against the per-layer overhead and wrecks the transfer to the other size).
 
+Then the FP4 stage (:func:`with_fp4_stage`): where a GPU's GEMM table holds NVFP4 (W4A4)
+GEMMs (the Blackwell GPUs and the RTX PRO 6000), the same workloads in NVFP4 give
+``fp4_compute_efficiency`` (prefill, to their TTFT) and ``fp4_bandwidth_efficiency`` (decode,
+to their TPOT), every other knob held; elsewhere each is its low-precision knob. Predicted by
+FP8's knobs, those rows were 5-26 % off in TPOT and 11-30 % in TTFT (``--diagnose``,
+``nvfp4_held_out``).
+
 Then the MoE stage (:func:`moe_layer_overhead`): the kernel fit's shapes are dense, yet an
 MoE block at a few tokens takes a fixed time beyond reading its experts (routing, token
 permutation, grouped GEMM launches) that no dense row shows. The MoE tables
@@ -243,12 +250,22 @@ SHARED_KERNEL_KNOBS = ("compute_efficiency", "gemm_half_tokens", "interconnect_e
 #: efficiency for every weight format (:func:`fit_profile`).
 GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_efficiency")
 #: Every knob a profile row holds, per phase, in the order written.
-KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead"),
+KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead",
+                     "fp4_compute_efficiency"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency",
                     *SHARED_KERNEL_KNOBS,
-                    "host_traffic_share", "moe_layer_overhead")}
+                    "host_traffic_share", "moe_layer_overhead", "fp4_bandwidth_efficiency")}
+#: The FP4 stage (:func:`with_fp4_stage`): per phase, the knob it fits to the NVFP4 rows of
+#: :data:`CHECK_DTYPES` with every other knob held, and the knob it takes where the tables hold
+#: no NVFP4 GEMMs (what ``None`` means for it). The NVFP4 GEMMs of the B200 tables reach 39-44 %
+#: of the FP4 peak on large shapes (FP8's of theirs: 47-53 %) and at one to eight rows stream
+#: their weights at 68-78 % of the bf16 GEMMs' rate (FP8's: 84-87 %).
+FP4_STAGE = {"prefill": ("fp4_compute_efficiency", "low_precision_compute_efficiency"),
+             "decode": ("fp4_bandwidth_efficiency", "low_precision_bandwidth_efficiency")}
+#: Knobs a later stage of the kernel fit adds (the MoE stage, the FP4 stage).
+STAGE_KNOBS = ("moe_layer_overhead", *(knob for knob, _ in FP4_STAGE.values()))
 #: The MoE tables' rows the MoE stage reads (:func:`moe_layer_overhead`): their formats'
 #: bytes per weight (FP8 blocks: one fp32 scale per 128 × 128), a few tokens a step, the
 #: experts sharded over the tensor-parallel group (no expert parallelism) with tokens spread
@@ -526,7 +543,7 @@ def fit_gpus(rows) -> dict:
 
 #: The knobs that are shares of the memory bandwidth (:func:`to_datasheet` rescales them).
 BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency",
-                   "low_precision_bandwidth_efficiency")
+                   "low_precision_bandwidth_efficiency", "fp4_bandwidth_efficiency")
 
 
 def to_datasheet(knobs: dict, name: str) -> dict:
@@ -703,6 +720,38 @@ def moe_layer_overhead(system: str, engine: str, version: str, bandwidth_efficie
     return {"value": value, "interval": [min(float(low), value), max(float(high), value)],
             "moe_points": int(moe.size), "moe_median": float(np.median(moe)),
             "mlp_median": float(np.median(mlp)), "file": str(path.relative_to(data_root()))}
+
+
+def with_fp4_stage(knobs: dict, engine: str, system: str, version: str,
+                   n_resamples: int = N_RESAMPLES) -> dict:
+    """``knobs`` (:func:`profile_knobs`, on the streaming bandwidth) with the FP4 shares of
+    :data:`FP4_STAGE` and their intervals: each fitted to the NVFP4 rows of (engine, system)
+    with the phase's other knobs held, or its low-precision knob where the tables hold no
+    NVFP4 GEMMs (the Hopper GPUs, the A100 and the L40S)."""
+    from rooflinekit import Engine
+    rows, _ = synthesise(engine, system, version, dtypes=tuple(CHECK_DTYPES))
+    for phase, (knob, fallback) in FP4_STAGE.items():
+        if rows:
+            other = "decode" if phase == "prefill" else "prefill"
+            result = calibrate(measurements_from_records(rows), phases=(phase,),
+                               fit={phase: (knob,), other: ()}, engine=Engine(**knobs[phase]),
+                               n_resamples=n_resamples, confidence=CONFIDENCE, seed=SEED,
+                               gpus=fit_gpus(rows))
+            value, low, high = (float(result.parameters[c].sel(phase=phase, parameter=knob))
+                                for c in ("value", "lower", "upper"))
+        else:
+            value, (low, high) = knobs[phase][fallback], knobs["interval"][phase][fallback]
+        knobs[phase][knob] = value
+        knobs["interval"][phase][knob] = [low, high]
+    return knobs
+
+
+def staged_knobs(fit: "ProfileFit", engine: str, system: str, version: str) -> dict:
+    """A profile row's knobs and intervals: the kernel fit's (:func:`profile_knobs`) with the
+    FP4 stage, as shares of the datasheet bandwidth (:func:`to_datasheet`), with the MoE
+    stage."""
+    knobs = with_fp4_stage(profile_knobs(fit), engine, system, version)
+    return with_moe_stage(to_datasheet(knobs, SYSTEM_TO_GPU[system]), system, engine, version)
 
 
 def with_moe_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
@@ -884,7 +933,7 @@ class ProfileFit:
             "decode": {**_knobs(self.decode.parameters, "decode", column, self.decode_fit),
                        **HELD["decode"], **self.shared(column)}} for column in columns}
         # the MoE stage's knob is not the kernel fit's: build_engine adds it
-        fitted = {phase: tuple(k for k in KNOBS[phase] if k != "moe_layer_overhead")
+        fitted = {phase: tuple(k for k in KNOBS[phase] if k not in STAGE_KNOBS)
                   for phase in KNOBS}
         names = {"prefill": fitted["prefill"], "decode": self._decode_names(fitted["decode"])}
         out = {phase: {k: table["value"][phase][k] for k in names[phase]} for phase in FIT}
@@ -1278,6 +1327,9 @@ HEADER = (
     "decode's all-reduces are the same collective); and the decode knobs to the TPOT "
     "rows, with the FP8 GEMMs' extra fixed time per layer (low_precision_layer_overhead) "
     "and their weight reads' own bandwidth share (low_precision_bandwidth_efficiency). "
+    "fp4_compute_efficiency and fp4_bandwidth_efficiency: the same workloads in NVFP4 (W4A4) "
+    "where the GEMM table holds it (Blackwell, RTX PRO 6000), fitted to their TTFT and TPOT "
+    "with every other knob held; elsewhere the low-precision knobs. "
     "Kernel sums hold no elementwise kernels, sampling, scheduler or Python time, so the "
     "overheads are a floor under a served engine's (aiconfigurator's own vLLM estimate adds "
     "0.8 ms per layer of CPU dispatch to each TTFT; not included). "
@@ -1405,8 +1457,7 @@ def build_engine(engine: str, today: str, log=print) -> list:
     for system, (rows, version) in per_system.items():
         gpu_name = SYSTEM_TO_GPU[system]
         result = fit_profile(rows)
-        knobs = with_moe_stage(to_datasheet(profile_knobs(result), gpu_name), system, engine,
-                               version)
+        knobs = staged_knobs(result, engine, system, version)
         size_error, each = model_size_error(rows)
         tpot_out, ttft_out = held_out.get(gpu_name, (math.nan, math.nan))
         tpot_datasheet = datasheet.get(gpu_name, (math.nan, math.nan))[0]

@@ -241,7 +241,9 @@ def test_engine_knobs_recovered_from_exact_decode_data():
     assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead", "frontend_latency",
                                 "low_precision_compute_efficiency",
                                 "low_precision_layer_overhead",
-                                "low_precision_bandwidth_efficiency", "layer_cycles",
+                                "low_precision_bandwidth_efficiency",
+                                "fp4_compute_efficiency", "fp4_bandwidth_efficiency",
+                                "layer_cycles",
                                 "moe_layer_overhead", "sequence_overhead"} <= set(
         result.parameters["parameter"].values)
 

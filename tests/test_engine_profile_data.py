@@ -37,12 +37,12 @@ ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "held_out_error_datashe
 KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_tokens",
                      "prefill_overhead", "interconnect_efficiency",
                      "low_precision_compute_efficiency", "host_traffic_share",
-                     "moe_layer_overhead"),
+                     "moe_layer_overhead", "fp4_compute_efficiency"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
-                    "moe_layer_overhead")}
+                    "moe_layer_overhead", "fp4_bandwidth_efficiency")}
 #: Knobs a later stage adds to one engine's phase.
 UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",),
                     ("sglang", "prefill"): ("frontend_latency",)}
@@ -261,9 +261,7 @@ def test_rederived_knobs_match_the_shipped_ones():
     shipped = next(p for p in _load(engine)["profile"] if p["gpu"] == script.SYSTEM_TO_GPU[system])
     rows, version = script.synthesise(engine, system, shipped["version"])
     assert version == shipped["version"]
-    knobs = script.with_moe_stage(
-        script.to_datasheet(script.profile_knobs(script.fit_profile(rows)),
-                            script.SYSTEM_TO_GPU[system]), system, engine, version)
+    knobs = script.staged_knobs(script.fit_profile(rows), engine, system, version)
     serving = {knob for _, knob in script.SERVING_KNOBS}      # set by the serving stage
     assert knobs["decode"]["step_overhead"] == 0.0              # held in the kernel fit
     for phase in KNOBS:
@@ -294,6 +292,23 @@ def test_nvfp4_rows_are_synthesised_only_where_the_tables_hold_them():
     assert decode and min(decode) >= floor
     hopper, _ = script.synthesise("vllm", "h100_sxm", dtypes=("nvfp4",))
     assert hopper == []
+
+
+def test_the_fp4_stage_falls_back_to_the_low_precision_knobs_without_nvfp4_tables():
+    """The A100's tables hold no NVFP4 GEMMs: its FP4 shares are its low-precision ones (and
+    those, with no FP8 rows either, its 16-bit ones), values and intervals; a B200's are
+    fitted to its NVFP4 rows."""
+    stage = {"prefill": ("fp4_compute_efficiency", "low_precision_compute_efficiency"),
+             "decode": ("fp4_bandwidth_efficiency", "low_precision_bandwidth_efficiency")}
+    for engine in ENGINES:
+        for row in _load(engine)["profile"]:
+            if row["gpu"] in ("A100-SXM-80GB", "H100-SXM-80GB", "H200-SXM-141GB", "L40S"):
+                for phase, (knob, fallback) in stage.items():
+                    assert row[phase][knob] == row[phase][fallback], (engine, row["gpu"])
+                    assert row["interval"][phase][knob] == row["interval"][phase][fallback]
+            elif row["gpu"] == "B200":
+                assert row["decode"]["fp4_bandwidth_efficiency"] != \
+                    row["decode"]["low_precision_bandwidth_efficiency"]
 
 
 def test_rederived_moe_overhead_matches_the_shipped_one():
@@ -412,7 +427,8 @@ def test_knobs_fitted_on_the_streaming_bandwidth_are_written_as_datasheet_shares
     share = 1570.0 / 2039.0
     knobs = {"prefill": {"compute_efficiency": 0.8},
              "decode": {"bandwidth_efficiency": 0.9, "kv_bandwidth_efficiency": 0.7,
-                        "low_precision_bandwidth_efficiency": 0.6, "layer_overhead": 3e-5},
+                        "low_precision_bandwidth_efficiency": 0.6,
+                        "fp4_bandwidth_efficiency": 0.5, "layer_overhead": 3e-5},
              "interval": {"prefill": {"compute_efficiency": [0.7, 0.9]},
                           "decode": {"bandwidth_efficiency": [0.85, 0.95],
                                      "kv_bandwidth_efficiency": [0.6, 0.8],
@@ -426,6 +442,7 @@ def test_knobs_fitted_on_the_streaming_bandwidth_are_written_as_datasheet_shares
     assert out["decode"]["kv_bandwidth_efficiency"] == pytest.approx(0.7 * share, rel=1e-12)
     assert out["decode"]["low_precision_bandwidth_efficiency"] == pytest.approx(0.6 * share,
                                                                                rel=1e-12)
+    assert out["decode"]["fp4_bandwidth_efficiency"] == pytest.approx(0.5 * share, rel=1e-12)
     assert out["interval"]["decode"]["kv_bandwidth_efficiency"] == pytest.approx(
         [0.6 * share, 0.8 * share], rel=1e-12)
     assert out["decode"]["layer_overhead"] == 3e-5

@@ -5,7 +5,9 @@ aiconfigurator-core 0.12.0's B200 GEMM tables run them at 3.5-4.0 PFLOP/s on lar
 against 1.5-1.6 for bf16 (scripts/engine_profiles.py; docs/validation.md). Timed on the 16-bit
 peak, as weight-only int4 is, an NVFP4 prefill on a B200 came out 49-84 % slow against those
 tables. ``ModelShape.fp4_matmuls`` says which formats run so; the other low-precision knobs of
-an engine (``low_precision_*``) then apply to them as to FP8.
+an engine (``low_precision_*``) then apply to them as to FP8, unless its FP4 shares
+(``fp4_compute_efficiency``, ``fp4_bandwidth_efficiency``) are given: the tables' NVFP4 GEMMs
+reach less of their peak than FP8 ones and stream their weights at 62-85 % of the bf16 rate.
 """
 
 import json
@@ -109,3 +111,72 @@ def test_the_planner_reads_nvfp4_as_calibrate_reads_an_nvfp4_row():
     for row, decode in zip(rows, predicted["decode"].values):
         assert decode == pytest.approx(float(roofline.decode_step_time(
             NVFP4, B200, row["batch_size"], 2048, engine=engine)), rel=1e-9)
+
+
+def test_the_fp4_shares_are_checked_and_none_by_default():
+    for knob in ("fp4_compute_efficiency", "fp4_bandwidth_efficiency"):
+        assert getattr(rk.IDEAL, knob) is None
+        assert knob in rk.Engine.__doc__
+        for bad in (0.0, 1.5, float("nan")):
+            with pytest.raises(ValueError, match=knob):
+                rk.Engine(**{knob: bad})
+
+
+def test_the_fp4_shares_time_an_fp4_path_only_hand_computed():
+    low = rk.Engine(bandwidth_efficiency=0.8, low_precision_bandwidth_efficiency=0.7,
+                    compute_efficiency=0.8, low_precision_compute_efficiency=0.6)
+    fp4 = low.replace(fp4_bandwidth_efficiency=0.5, fp4_compute_efficiency=0.4)
+    # batch 1 is memory-bound: the NVFP4 weights' read time moves by W · (1/0.5 − 1/0.7) / B,
+    # W = (8.03e9 − the 128,256 × 4,096 input table) × 0.5 B on the B200's 8 TB/s
+    weights = (8_030_261_248 - 128_256 * 4_096) * 0.5
+    moved = roofline.decode_step_time(NVFP4, B200, 1, 1024, engine=fp4) - \
+        roofline.decode_step_time(NVFP4, B200, 1, 1024, engine=low)
+    assert moved == pytest.approx(weights * (1 / 0.5 - 1 / 0.7) / 8.0e12, rel=1e-12)
+    assert roofline.step_cost_coefficients(NVFP4, B200, engine=fp4).peak_flops == \
+        pytest.approx(0.4 * B200_FP4)
+    # FP8 weights, bf16 ones, and NVFP4 on a GPU without FP4 tensor cores keep theirs
+    for model, gpu in ((M.replace(bytes_per_param="fp8"), B200), (M, B200), (NVFP4, H100)):
+        assert roofline.decode_step_time(model, gpu, 8, 1024, engine=fp4) == \
+            roofline.decode_step_time(model, gpu, 8, 1024, engine=low)
+        assert roofline.prefill_time(model, gpu, 2048, engine=fp4) == \
+            roofline.prefill_time(model, gpu, 2048, engine=low)
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_calibrate_predicts_what_the_formulas_give_on_every_path(phase):
+    knobs = {"compute_efficiency": 0.8, "bandwidth_efficiency": 0.8, "layer_overhead": 3e-5,
+             "gemm_half_tokens": 100.0, "low_precision_layer_overhead": 1e-5,
+             "low_precision_compute_efficiency": 0.6, "low_precision_bandwidth_efficiency": 0.7,
+             "fp4_compute_efficiency": 0.45, "fp4_bandwidth_efficiency": 0.55}
+    rows = [{"model": M.name, "gpu": gpu.name, "tp": 1, "dtype": dtype, "batch_size": b,
+             "prompt_tokens": 1024, "output_tokens": 0, "context_length": 1024,
+             "tpot_ms": 1.0, "ttft_ms": 1.0, "source": "test rows"}
+            for gpu in (B200, H100) for dtype in ("bf16", "fp8", "nvfp4") for b in (1, 16)]
+    predicted = predict(rows, Calibration(prefill=knobs, decode=knobs))[phase].values
+    engine = rk.Engine(**knobs)
+    for row, value in zip(rows, predicted):
+        model = M.replace(bytes_per_param=row["dtype"])
+        gpu = B200 if row["gpu"] == B200.name else H100
+        expected = roofline.decode_step_time(model, gpu, row["batch_size"], 1024,
+                                             engine=engine) if phase == "decode" else \
+            roofline.prefill_time(model, gpu, 1024, engine=engine)
+        assert value == pytest.approx(float(expected), rel=1e-9), row
+
+
+def test_the_fp4_shares_are_recovered_from_exact_rows():
+    from rooflinekit.calibrate import calibrate, measurements_from_records
+    truth = {"bandwidth_efficiency": 0.8, "low_precision_bandwidth_efficiency": 0.7,
+             "fp4_bandwidth_efficiency": 0.55}
+    engine = rk.Engine(**truth)
+    rows = []
+    for dtype in ("bf16", "fp8", "nvfp4"):
+        model = M.replace(bytes_per_param=dtype)
+        for b, ctx in ((1, 256), (8, 4096), (32, 16384)):
+            t = float(roofline.decode_step_time(model, B200, b, ctx, engine=engine))
+            rows.append({"model": M.name, "gpu": B200.name, "tp": 1, "dtype": dtype,
+                         "batch_size": b, "prompt_tokens": ctx, "output_tokens": 0,
+                         "context_length": ctx, "tpot_ms": 1e3 * t, "source": "exact rows"})
+    result = calibrate(measurements_from_records(rows), phases="decode",
+                       fit={"decode": tuple(truth)}, n_resamples=0)
+    for knob, value in truth.items():
+        assert result.calibration.decode[knob] == pytest.approx(value, rel=1e-3), knob

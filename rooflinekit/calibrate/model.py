@@ -223,12 +223,14 @@ class _Groups:
         ``weights`` (the weight reads' part of ``memory``), ``low_precision_layers`` (the
         layers that pay
         ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
-        path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``attention``
+        path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``fp4`` (1 on an
+        FP4 path, else 0 [1]), ``attention``
         (the attention part of ``compute``) and ``prompt`` (``runs × min(prompt tokens,
         1)``)."""
         names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes", "comm_host_bytes",
                  "hops", "runs", "decodes", "cycles",
-                 "layers", "moe_layers", "low_precision_layers", "low_precision", "attention", "prompt")
+                 "layers", "moe_layers", "low_precision_layers", "low_precision", "fp4",
+                 "attention", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
         for idx, model, gpu, tp, engine in self.groups:
@@ -244,6 +246,9 @@ class _Groups:
             # layers that pay the low-precision GEMMs' overhead: n_layers on such a path, else 0
             unit_quantised = roofline.step_cost_coefficients(
                 model, gpu, tp, engine=plain.replace(low_precision_layer_overhead=1.0))
+            # an FP4 path: the weight bytes an FP4 bandwidth share of one half doubles
+            unit_fp4 = roofline.step_cost_coefficients(
+                model, gpu, tp, engine=plain.replace(fp4_bandwidth_efficiency=0.5))
             silent = {"allreduce_bytes_per_token": 0.0, "allreduce_latency": 0.0}
             no_flops = {"flops_per_token": 0.0, "lm_head_flops_per_token": 0.0,
                         "attention_flops_per_pair": 0.0}
@@ -281,6 +286,8 @@ class _Groups:
             terms["cycles"][idx] = runs * model.n_layers / (math.nan if clock is None else clock)
             terms["low_precision_layers"][idx] = runs * unit_quantised.step_overhead
             terms["low_precision"][idx] = float(unit_quantised.step_overhead > 0.0)
+            terms["fp4"][idx] = float(unit_fp4.nonexpert_weight_bytes
+                                      != cost.nonexpert_weight_bytes)
             terms["prompt"][idx] = [r * min(p, 1.0) for r, (_, p, _, _) in zip(runs, steps)]
         return terms
 
@@ -301,7 +308,14 @@ class _Groups:
             memory = memory + t["kv"] * (1.0 / knobs["kv_bandwidth_efficiency"]
                                          - 1.0 / knobs["bandwidth_efficiency"])
         streamed = knobs.get("low_precision_bandwidth_efficiency")
-        if streamed is not None:    # a low-precision path's weights at their own share
+        fp4_streamed = knobs.get("fp4_bandwidth_efficiency")
+        if fp4_streamed is not None:    # each path's weights at its own share
+            low = knobs["bandwidth_efficiency"] if streamed is None else streamed
+            share = np.where(t["fp4"] > 0.0, fp4_streamed,
+                             np.where(t["low_precision"] > 0.0, low,
+                                      knobs["bandwidth_efficiency"]))
+            memory = memory + t["weights"] * (1.0 / share - 1.0 / knobs["bandwidth_efficiency"])
+        elif streamed is not None:      # a low-precision path's weights at their own share
             memory = memory + np.where(t["low_precision"] > 0.0, t["weights"], 0.0) * (
                 1.0 / streamed - 1.0 / knobs["bandwidth_efficiency"])
         link_bytes = t["comm_bytes"]
@@ -313,11 +327,14 @@ class _Groups:
         comm = t["comm"] + (link - t["comm_bytes"]) if knobs["interconnect_latency"] is None \
             else link + knobs["interconnect_latency"] * t["hops"]
         low_efficiency = knobs.get("low_precision_compute_efficiency")
-        if low_efficiency is None:
+        fp4_efficiency = knobs.get("fp4_compute_efficiency")
+        if low_efficiency is None and fp4_efficiency is None:
             compute = compute / knobs["compute_efficiency"]
         else:       # the weight GEMMs at their format's share, attention at the 16-bit one
-            gemm = np.where(t["low_precision"] > 0.0, low_efficiency,
-                            knobs["compute_efficiency"])
+            gemm = knobs["compute_efficiency"] if low_efficiency is None else np.where(
+                t["low_precision"] > 0.0, low_efficiency, knobs["compute_efficiency"])
+            if fp4_efficiency is not None:
+                gemm = np.where(t["fp4"] > 0.0, fp4_efficiency, gemm)
             compute = (compute - t["attention"]) / gemm + \
                 t["attention"] / knobs["compute_efficiency"]
         out = (np.maximum(compute, memory)

@@ -49,7 +49,8 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: reach half their efficiency [tokens], the TTFT intercept of a step with prompt tokens [s],
 #: the per-hop all-reduce latency [s], the front end's time outside the steps [s], and the
 #: low-precision (FP8) GEMMs' extra fixed time per layer [s], share of their own peak [1] and
-#: share of the HBM bandwidth their weight reads reach [1], a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
+#: share of the HBM bandwidth their weight reads reach [1] (on an FP4 path the ``fp4_`` pair
+#: of those two shares), a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
 #: ``layer_cycles / boost_clock``, so that it transfers between GPUs of different clocks), and
 #: the host's time per decode token that the GPU waits for [s] (``sequence_overhead``).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
@@ -57,7 +58,8 @@ ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
                 "low_precision_layer_overhead", "low_precision_compute_efficiency",
                 "layer_cycles", "moe_layer_overhead", "sequence_overhead",
-                "low_precision_bandwidth_efficiency")
+                "low_precision_bandwidth_efficiency", "fp4_compute_efficiency",
+                "fp4_bandwidth_efficiency")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -79,7 +81,8 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                ("frontend_latency",),
                ("low_precision_compute_efficiency", "low_precision_layer_overhead"),
                ("host_traffic_share",), ("layer_cycles",), ("moe_layer_overhead",),
-               ("sequence_overhead",), ("low_precision_bandwidth_efficiency",))
+               ("sequence_overhead",), ("low_precision_bandwidth_efficiency",),
+               ("fp4_compute_efficiency", "fp4_bandwidth_efficiency"))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -113,7 +116,8 @@ def _check_knob(name: str, knob: str, value):
     ``compute_efficiency``.
     """
     optional = knob in ("kv_bandwidth_efficiency", "interconnect_latency",
-                        "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency")
+                        "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency",
+                        "fp4_compute_efficiency", "fp4_bandwidth_efficiency")
     if knob in SECONDS_KNOBS or knob == "gemm_half_tokens":
         return real_number(name, value, lo=0, allow_none=optional)
     if knob == "layer_cycles":
@@ -228,8 +232,9 @@ class Calibration:
         (:data:`ENGINE_KNOBS`): ``layer_overhead``, ``low_precision_layer_overhead`` and
         ``moe_layer_overhead`` [s per layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
         per hop], ``gemm_half_tokens`` [tokens], each ≥ 0, ``kv_bandwidth_efficiency``,
-        ``low_precision_compute_efficiency`` and ``low_precision_bandwidth_efficiency`` in
-        (0, 1] [1]; and the link share
+        ``low_precision_compute_efficiency``, ``low_precision_bandwidth_efficiency``,
+        ``fp4_compute_efficiency`` and ``fp4_bandwidth_efficiency`` in (0, 1] [1]; and the
+        link share
         ``interconnect_efficiency`` in (0, 1] [1] and ``host_traffic_share`` in [0, 1] [1]
         (:data:`LINK_KNOBS`).
     source : str
@@ -534,6 +539,7 @@ class Calibration:
 #: where not listed).
 _CLOCK_PHASE = {"compute_efficiency": "prefill", "gemm_half_tokens": "prefill",
                 "low_precision_compute_efficiency": "prefill",
+                "fp4_compute_efficiency": "prefill",
                 "prefill_overhead": "prefill", "interconnect_efficiency": "prefill",
                 "frontend_latency": "prefill"}
 

@@ -489,7 +489,7 @@ def _streaming_share(gpu: GPU) -> float | None:
 #: The knobs that are shares of the memory bandwidth (:func:`borrowed` carries them by the
 #: GPUs' streaming shares).
 _BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency",
-                    "low_precision_bandwidth_efficiency")
+                    "low_precision_bandwidth_efficiency", "fp4_bandwidth_efficiency")
 
 
 def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
@@ -510,8 +510,9 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     Calibration
         The same knobs, intervals and held-out error, with both phases' ``gemm_half_tokens``
         (and its interval) multiplied by ``r = ridge(target) / ridge(source)``, both phases'
-        ``bandwidth_efficiency``, ``kv_bandwidth_efficiency`` and
-        ``low_precision_bandwidth_efficiency`` (and their intervals; an
+        ``bandwidth_efficiency``, ``kv_bandwidth_efficiency``,
+        ``low_precision_bandwidth_efficiency`` and ``fp4_bandwidth_efficiency`` (and their
+        intervals; an
         absent ``bandwidth_efficiency`` is 1) by ``q = share(target) / share(source)``,
         ``share = streaming_bandwidth / hbm_bandwidth``, at most 1, where both GPUs give a
         ``streaming_bandwidth`` (else ``q = 1``), ``interconnect_latency`` (the hop latency

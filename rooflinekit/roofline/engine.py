@@ -86,6 +86,8 @@ _CHECKS = {
     "bandwidth_efficiency": _efficiency,
     "kv_bandwidth_efficiency": _optional_efficiency,
     "low_precision_bandwidth_efficiency": _optional_efficiency,
+    "fp4_compute_efficiency": _optional_efficiency,
+    "fp4_bandwidth_efficiency": _optional_efficiency,
     "step_overhead": check_nonnegative,
     "sequence_overhead": check_nonnegative,
     "layer_overhead": check_nonnegative,
@@ -138,6 +140,15 @@ class Engine:
         streams its weights at a smaller share than a 16-bit one (its tiles and scaling
         epilogue). The KV cache and activations keep theirs; 16-bit and weight-only formats
         never take it. Default ``None``: ``bandwidth_efficiency``.
+    fp4_compute_efficiency : float, array_like, xarray.DataArray or None
+        Share of the FP4 peak the weight matrix multiplies reach where they run on an FP4 path
+        (W4A4 NVFP4: the GPU's FP4 dense peak above its FP8 one) [1], in (0, 1]: FP4 GEMMs
+        reach less of their peak than FP8 ones of theirs. Default ``None``:
+        ``low_precision_compute_efficiency``.
+    fp4_bandwidth_efficiency : float, array_like, xarray.DataArray or None
+        Share of the HBM bandwidth the weight reads reach on an FP4 path [1], in (0, 1]: at a
+        few rows FP4 GEMMs stream their weights (values and block scales) slower than FP8
+        ones. Default ``None``: ``low_precision_bandwidth_efficiency``.
     step_overhead : float, array_like or xarray.DataArray
         Fixed time per step (scheduling, sampling, kernel launches) [s], ≥ 0. Default 0.
     sequence_overhead : float, array_like or xarray.DataArray
@@ -231,6 +242,8 @@ class Engine:
     bandwidth_efficiency: object = 1.0
     kv_bandwidth_efficiency: object = None
     low_precision_bandwidth_efficiency: object = None
+    fp4_compute_efficiency: object = None
+    fp4_bandwidth_efficiency: object = None
     step_overhead: object = 0.0
     sequence_overhead: object = 0.0
     layer_overhead: object = 0.0
@@ -333,7 +346,9 @@ class Engine:
         model of more than one expert, else 0; the KV traffic weighs ``bandwidth_efficiency /
         kv_bandwidth_efficiency`` against the bandwidth, the weights ``bandwidth_efficiency /
         low_precision_bandwidth_efficiency`` where ``q = 1`` and it is given
-        (``weight_traffic_scale``, else exactly 1); the all-reduce is
+        (``weight_traffic_scale``, else exactly 1); on an FP4 path (``fp4_path``: the format's
+        peak is the GPU's FP4 one, above its FP8 one) the ``fp4_*`` shares replace the
+        low-precision ones where given; the all-reduce is
         :func:`rooflinekit.parallel.allreduce_coefficients` over ``link ·
         interconnect_efficiency`` (past the peer-to-peer domain of a GPU with a shared host
         link, its ``host_traffic_share`` of the traffic over ``host_link_bandwidth ·
@@ -365,9 +380,13 @@ class Engine:
         # the matmuls run on a low-precision path where their format's peak beats 16 bits
         low_precision = group.peak_flops > group.peak_flops_16bit
         compute = laid["compute_efficiency"]
-        # the weight GEMMs' own share: the low-precision one where they run on such a path
+        # the weight GEMMs' own share: the low-precision one where they run on such a path,
+        # the FP4 one on an FP4 path
         gemm = compute if laid["low_precision_compute_efficiency"] is None else \
             np.where(low_precision, laid["low_precision_compute_efficiency"], compute)
+        fp4 = getattr(group, "fp4_path", False)
+        if laid["fp4_compute_efficiency"] is not None:
+            gemm = np.where(fp4, laid["fp4_compute_efficiency"], gemm)
         group.compute_efficiency = gemm
         group.peak_flops = group.peak_flops * tp * gemm
         group.attention_peak_flops = group.attention_peak_flops * tp * compute
@@ -400,6 +419,10 @@ class Engine:
         streamed = laid["low_precision_bandwidth_efficiency"]
         group.weight_traffic_scale = 1.0 if streamed is None else np.where(
             low_precision, laid["bandwidth_efficiency"] / streamed, 1.0)
+        if laid["fp4_bandwidth_efficiency"] is not None:
+            group.weight_traffic_scale = np.where(
+                fp4, laid["bandwidth_efficiency"] / laid["fp4_bandwidth_efficiency"],
+                group.weight_traffic_scale)
         group.allreduce_bytes_per_token = per_token
         group.link_bandwidth = link
         group.allreduce_latency = latency

@@ -148,7 +148,8 @@ def read_gpu(gpu, arguments) -> dict:
 
     ``attention_peak_flops`` is the peak in the activation format, where attention runs;
     ``peak_flops_16bit`` the GPU's 16-bit dense peak, which says whether the matmuls' format
-    is a low-precision path (its peak above that one).
+    is a low-precision path (its peak above that one); ``fp4_path`` whether it is an FP4 one
+    (the GPU's FP4 peak, listed above its FP8 one).
     """
     compute_dtype = arguments.get("compute_dtype")
     out = gpu_fields(gpu, compute_dtype)
@@ -171,6 +172,9 @@ def read_gpu(gpu, arguments) -> dict:
             out["peak_flops"] = pick(narrow, peak, out["peak_flops"])
             if isinstance(out["peak_flops"], np.ndarray) and out["peak_flops"].ndim == 0:
                 out["peak_flops"] = float(out["peak_flops"])
+    # an FP4 path: the matmuls on the GPU's FP4 peak, which it lists above its FP8 one
+    fp4 = parallel.device_peak_flops(gpu, "fp4")
+    out["fp4_path"] = (out["peak_flops"] == fp4) & (fp4 > parallel.device_peak_flops(gpu, "fp8"))
     # the 16-bit peak, against which a format's own says whether it is a low-precision path
     sixteen = parallel.device_peak_flops(gpu, None)
     out["peak_flops_16bit"] = float(sixteen) if isinstance(sixteen, numbers.Real) else sixteen
