@@ -45,6 +45,7 @@ def _via_apply_ufunc(models, gpus, batch, ctx, tp):
                                          fields[len(_FIELDS):])))
         gpu.attention_peak_flops = gpu.peak_flops      # the 16-bit peak: bf16 activations
         gpu.peak_flops_16bit = gpu.peak_flops          # bf16 weights: no low-precision path
+        gpu.fp4_path = False                           # nor an FP4 one
         # the ideal engine's fields, as the formula lays them out beside the specs
         inputs = _coefficients({"model": model, "gpu": gpu, "tp": t, "engine": IDEAL,
                                 **IDEAL.fields()})

@@ -202,6 +202,8 @@ GEMM_DTYPES = {"bf16": "bfloat16", "fp8": "fp8"}
 #: format): NVFP4 (W4A4 on FP4 tensor cores; the Blackwell GPUs' and the RTX PRO 6000's
 #: tables).
 CHECK_DTYPES = {"nvfp4": "nvfp4"}
+#: Every weight format synthesised: the fitted ones, then the checked ones.
+ALL_DTYPES = (*GEMM_DTYPES, *CHECK_DTYPES)
 #: Bytes per weight of each GEMM format (NVFP4: 4-bit values and one FP8 scale per 16).
 GEMM_BYTES = {"bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5 + 1.0 / 16}
 #: A kernel table's streaming rate (:func:`streaming_bandwidth`) is read from its points that
@@ -722,14 +724,12 @@ def moe_layer_overhead(system: str, engine: str, version: str, bandwidth_efficie
             "mlp_median": float(np.median(mlp)), "file": str(path.relative_to(data_root()))}
 
 
-def with_fp4_stage(knobs: dict, engine: str, system: str, version: str,
-                   n_resamples: int = N_RESAMPLES) -> dict:
+def with_fp4_stage(knobs: dict, rows: list, n_resamples: int = N_RESAMPLES) -> dict:
     """``knobs`` (:func:`profile_knobs`, on the streaming bandwidth) with the FP4 shares of
-    :data:`FP4_STAGE` and their intervals: each fitted to the NVFP4 rows of (engine, system)
-    with the phase's other knobs held, or its low-precision knob where the tables hold no
-    NVFP4 GEMMs (the Hopper GPUs, the A100 and the L40S)."""
+    :data:`FP4_STAGE` and their intervals: each fitted to the NVFP4 ``rows`` of the GPU
+    (:func:`by_format`) with the phase's other knobs held, or its low-precision knob where the
+    tables hold no NVFP4 GEMMs (the Hopper GPUs, the A100 and the L40S: no rows)."""
     from rooflinekit import Engine
-    rows, _ = synthesise(engine, system, version, dtypes=tuple(CHECK_DTYPES))
     for phase, (knob, fallback) in FP4_STAGE.items():
         if rows:
             other = "decode" if phase == "prefill" else "prefill"
@@ -746,11 +746,12 @@ def with_fp4_stage(knobs: dict, engine: str, system: str, version: str,
     return knobs
 
 
-def staged_knobs(fit: "ProfileFit", engine: str, system: str, version: str) -> dict:
+def staged_knobs(fit: "ProfileFit", fp4_rows: list, engine: str, system: str,
+                 version: str) -> dict:
     """A profile row's knobs and intervals: the kernel fit's (:func:`profile_knobs`) with the
-    FP4 stage, as shares of the datasheet bandwidth (:func:`to_datasheet`), with the MoE
-    stage."""
-    knobs = with_fp4_stage(profile_knobs(fit), engine, system, version)
+    FP4 stage on ``fp4_rows``, as shares of the datasheet bandwidth (:func:`to_datasheet`),
+    with the MoE stage."""
+    knobs = with_fp4_stage(profile_knobs(fit), fp4_rows)
     return with_moe_stage(to_datasheet(knobs, SYSTEM_TO_GPU[system]), system, engine, version)
 
 
@@ -811,6 +812,13 @@ def fits_in_memory(model, gpu, tp: int, sequences: int, tokens: int) -> bool:
     :data:`MEMORY_SHARE` of memory."""
     need = model.weight_bytes + sequences * tokens * model.kv_bytes_per_token
     return need <= MEMORY_SHARE * gpu.memory_bytes * tp
+
+
+def by_format(rows: list, version: str) -> tuple[list, list, str]:
+    """:func:`synthesise`'s rows split into the fitted formats' (:data:`GEMM_DTYPES`) and the
+    NVFP4 ones (:data:`CHECK_DTYPES`), with the version."""
+    return ([r for r in rows if r["dtype"] in GEMM_DTYPES],
+            [r for r in rows if r["dtype"] in CHECK_DTYPES], version)
 
 
 def synthesise(engine: str, system: str, version: str | None = None,
@@ -1070,9 +1078,8 @@ def diagnose(engine: str, system: str, log=print) -> dict:
         model, ``ModelShape.fp4_matmuls``) and on the 16-bit one (``16bit_peak``: widened, as
         weight-only int4 is).
     """
-    rows, _ = synthesise(engine, system)
+    rows, checked, _ = by_format(*synthesise(engine, system, dtypes=ALL_DTYPES))
     out = {"per_dtype_tpot": {}}
-    checked, _ = synthesise(engine, system, dtypes=tuple(CHECK_DTYPES))
     if checked:
         fitted = fit_profile(rows, 0).calibration()
         out["nvfp4_held_out"] = {
@@ -1447,17 +1454,18 @@ def build_engine(engine: str, today: str, log=print) -> list:
         if version is None:
             log(f"{engine} {system}: no GEMM and attention tables, skipped")
             continue
-        rows, version = synthesise(engine, system, version)
-        per_system[system] = (rows, version)
+        rows, fp4_rows, version = by_format(*synthesise(engine, system, version,
+                                                        dtypes=ALL_DTYPES))
+        per_system[system] = (rows, fp4_rows, version)
         log(f"{engine} {system} {version}: {len(rows)} rows")
-    all_rows = [r for rows, _ in per_system.values() for r in rows]
+    all_rows = [r for rows, _, _ in per_system.values() for r in rows]
     held_out = leave_one_gpu_out(all_rows) if len(per_system) > 1 else {}
     datasheet = leave_one_gpu_out(all_rows, streaming=False) if len(per_system) > 1 else {}
     profiles = []
-    for system, (rows, version) in per_system.items():
+    for system, (rows, fp4_rows, version) in per_system.items():
         gpu_name = SYSTEM_TO_GPU[system]
         result = fit_profile(rows)
-        knobs = staged_knobs(result, engine, system, version)
+        knobs = staged_knobs(result, fp4_rows, engine, system, version)
         size_error, each = model_size_error(rows)
         tpot_out, ttft_out = held_out.get(gpu_name, (math.nan, math.nan))
         tpot_datasheet = datasheet.get(gpu_name, (math.nan, math.nan))[0]

@@ -259,9 +259,10 @@ def test_rederived_knobs_match_the_shipped_ones():
     script = _script()
     engine, system = "vllm", "a100_sxm"         # the smallest table set: a few seconds
     shipped = next(p for p in _load(engine)["profile"] if p["gpu"] == script.SYSTEM_TO_GPU[system])
-    rows, version = script.synthesise(engine, system, shipped["version"])
+    rows, fp4_rows, version = script.by_format(*script.synthesise(
+        engine, system, shipped["version"], dtypes=script.ALL_DTYPES))
     assert version == shipped["version"]
-    knobs = script.staged_knobs(script.fit_profile(rows), engine, system, version)
+    knobs = script.staged_knobs(script.fit_profile(rows), fp4_rows, engine, system, version)
     serving = {knob for _, knob in script.SERVING_KNOBS}      # set by the serving stage
     assert knobs["decode"]["step_overhead"] == 0.0              # held in the kernel fit
     for phase in KNOBS:

@@ -309,15 +309,13 @@ class _Groups:
                                          - 1.0 / knobs["bandwidth_efficiency"])
         streamed = knobs.get("low_precision_bandwidth_efficiency")
         fp4_streamed = knobs.get("fp4_bandwidth_efficiency")
-        if fp4_streamed is not None:    # each path's weights at its own share
-            low = knobs["bandwidth_efficiency"] if streamed is None else streamed
-            share = np.where(t["fp4"] > 0.0, fp4_streamed,
-                             np.where(t["low_precision"] > 0.0, low,
-                                      knobs["bandwidth_efficiency"]))
+        if streamed is not None or fp4_streamed is not None:
+            # each path's weights at its own share (the 16-bit rows' term is exactly 0)
+            share = knobs["bandwidth_efficiency"] if streamed is None else np.where(
+                t["low_precision"] > 0.0, streamed, knobs["bandwidth_efficiency"])
+            if fp4_streamed is not None:
+                share = np.where(t["fp4"] > 0.0, fp4_streamed, share)
             memory = memory + t["weights"] * (1.0 / share - 1.0 / knobs["bandwidth_efficiency"])
-        elif streamed is not None:      # a low-precision path's weights at their own share
-            memory = memory + np.where(t["low_precision"] > 0.0, t["weights"], 0.0) * (
-                1.0 / streamed - 1.0 / knobs["bandwidth_efficiency"])
         link_bytes = t["comm_bytes"]
         share = knobs["host_traffic_share"]
         if share:           # 0 (default): each GPU's own link, to the bit

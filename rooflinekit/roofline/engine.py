@@ -384,7 +384,7 @@ class Engine:
         # the FP4 one on an FP4 path
         gemm = compute if laid["low_precision_compute_efficiency"] is None else \
             np.where(low_precision, laid["low_precision_compute_efficiency"], compute)
-        fp4 = getattr(group, "fp4_path", False)
+        fp4 = group.fp4_path
         if laid["fp4_compute_efficiency"] is not None:
             gemm = np.where(fp4, laid["fp4_compute_efficiency"], gemm)
         group.compute_efficiency = gemm

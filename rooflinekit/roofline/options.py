@@ -19,6 +19,7 @@ from rooflinekit._validation import (
     check_integer,
     check_range,
 )
+from rooflinekit.dtypes import dtype_name
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 
@@ -154,6 +155,9 @@ def read_gpu(gpu, arguments) -> dict:
     compute_dtype = arguments.get("compute_dtype")
     out = gpu_fields(gpu, compute_dtype)
     model = arguments.get("model")
+    # the matmuls in an FP4 format: named by the engine, else NVFP4 weights (fp4_matmuls)
+    fp4 = dtype_name(compute_dtype) == "fp4" if compute_dtype is not None else \
+        model is not None and _fp4_matmuls(model)
     if compute_dtype is None and model is not None:
         # one-byte weights (an FP8 checkpoint) multiply on FP8 tensor cores where the GPU has
         # them, as vLLM, SGLang and TensorRT-LLM run W8A8 (and as calibrate fits such rows),
@@ -161,7 +165,6 @@ def read_gpu(gpu, arguments) -> dict:
         # 16 bits (weight-only int4, MXFP4 experts), as do both on a GPU without the format
         one_byte = (model["bytes_per_param"] if isinstance(model, xr.Dataset)
                     else np.asarray(getattr(model, "bytes_per_param"), dtype=float)) == 1.0
-        fp4 = _fp4_matmuls(model)
         for narrow, dtype in ((one_byte, "fp8"), (fp4, "fp4")):
             if not np.any(narrow):
                 continue
@@ -172,9 +175,9 @@ def read_gpu(gpu, arguments) -> dict:
             out["peak_flops"] = pick(narrow, peak, out["peak_flops"])
             if isinstance(out["peak_flops"], np.ndarray) and out["peak_flops"].ndim == 0:
                 out["peak_flops"] = float(out["peak_flops"])
-    # an FP4 path: the matmuls on the GPU's FP4 peak, which it lists above its FP8 one
-    fp4 = parallel.device_peak_flops(gpu, "fp4")
-    out["fp4_path"] = (out["peak_flops"] == fp4) & (fp4 > parallel.device_peak_flops(gpu, "fp8"))
+    # an FP4 path: FP4 matmuls on a GPU that lists its FP4 peak above its FP8 one
+    out["fp4_path"] = fp4 & (parallel.device_peak_flops(gpu, "fp4") > parallel.device_peak_flops(
+        gpu, "fp8")) if np.any(fp4) else False
     # the 16-bit peak, against which a format's own says whether it is a low-precision path
     sixteen = parallel.device_peak_flops(gpu, None)
     out["peak_flops_16bit"] = float(sixteen) if isinstance(sixteen, numbers.Real) else sixteen

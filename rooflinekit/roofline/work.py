@@ -50,6 +50,7 @@ from rooflinekit.roofline.step import (
     step_formula,
     step_memory_time,
     step_time,
+    weight_bytes,
 )
 
 __all__ = [
@@ -485,7 +486,7 @@ def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *, eng
 
 @step_formula("s", "decode memory time", engine_fields=(
     "bandwidth_efficiency", "kv_bandwidth_efficiency", "low_precision_bandwidth_efficiency",
-    "compute_dtype"))
+    "fp4_bandwidth_efficiency", "compute_dtype"))
 def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Time the memory traffic of a decode step needs at the (effective) bandwidth [s].
 
@@ -510,7 +511,8 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engi
 
 @step_formula("1", "critical batch size (inf: never compute-bound)", engine_fields=(
     "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
-    "low_precision_bandwidth_efficiency", "gemm_half_tokens", "compute_dtype",
+    "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency",
+    "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "gemm_half_tokens", "compute_dtype",
     "activation_dtype"))
 def critical_batch_size(model, gpu, context_length=0, tp=1, *, engine=None):
     """Batch size at which decode turns compute-bound [1]; ``inf`` where it never does.
@@ -581,10 +583,7 @@ def _critical_batch(model, gpu, context_length):
         hi = np.where(moe, upper, 1.0)
         for _ in range(64):
             mid = 0.5 * (lo + hi)
-            w = c["nonexpert_weight_bytes"] + c["n_experts"] * (
-                1.0 - (1.0 - c["n_experts_per_token"] / c["n_experts"]) ** mid) * \
-                c["expert_weight_bytes"]
-            w = w * streamed
+            w = weight_bytes(model, mid) * streamed
             above = mid * gain + idle - w / c["bandwidth"] >= 0
             hi = np.where(above, mid, hi)
             lo = np.where(above, lo, mid)
@@ -600,8 +599,9 @@ def _critical_batch(model, gpu, context_length):
     order=("model", "gpu", "tp", "context_length", "compute_efficiency", "bandwidth_efficiency"),
     parameters=HELD_CONTEXT, engine_fields=(
         "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
-        "low_precision_bandwidth_efficiency", "gemm_half_tokens", "compute_dtype",
-        "activation_dtype"))
+        "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency",
+        "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "gemm_half_tokens",
+        "compute_dtype", "activation_dtype"))
 def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.DEFAULT_RESERVE,
         engine=None):
     """Whether a batch big enough to be compute-bound fits in the KV budget [bool].
