@@ -253,12 +253,13 @@ SHARED_KERNEL_KNOBS = ("compute_efficiency", "gemm_half_tokens", "interconnect_e
 GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_efficiency")
 #: Every knob a profile row holds, per phase, in the order written.
 KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead",
-                     "fp4_compute_efficiency"),
+                     "fp4_compute_efficiency", "moe_compute_share"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency",
                     *SHARED_KERNEL_KNOBS,
-                    "host_traffic_share", "moe_layer_overhead", "fp4_bandwidth_efficiency")}
+                    "host_traffic_share", "moe_layer_overhead", "fp4_bandwidth_efficiency",
+                    "moe_compute_share")}
 #: The FP4 stage (:func:`with_fp4_stage`): per phase, the knob it fits to the NVFP4 rows of
 #: :data:`CHECK_DTYPES` with every other knob held, and the knob it takes where the tables hold
 #: no NVFP4 GEMMs (what ``None`` means for it). The NVFP4 GEMMs of the B200 tables reach 39-44 %
@@ -267,7 +268,8 @@ KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead"
 FP4_STAGE = {"prefill": ("fp4_compute_efficiency", "low_precision_compute_efficiency"),
              "decode": ("fp4_bandwidth_efficiency", "low_precision_bandwidth_efficiency")}
 #: Knobs a later stage of the kernel fit adds (the MoE stage, the FP4 stage).
-STAGE_KNOBS = ("moe_layer_overhead", *(knob for knob, _ in FP4_STAGE.values()))
+STAGE_KNOBS = ("moe_layer_overhead", "moe_compute_share",
+               *(knob for knob, _ in FP4_STAGE.values()))
 #: The MoE tables' rows the MoE stage reads (:func:`moe_layer_overhead`): their formats'
 #: bytes per weight (FP8 blocks: one fp32 scale per 128 × 128), a few tokens a step, the
 #: experts sharded over the tensor-parallel group (no expert parallelism) with tokens spread
@@ -275,6 +277,20 @@ STAGE_KNOBS = ("moe_layer_overhead", *(knob for knob, _ in FP4_STAGE.values()))
 MOE_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0 + 4.0 / (128 * 128)}
 MOE_MAX_TOKENS = 16
 MOE_DISTRIBUTIONS = ("balanced", "uniform")
+#: The MoE tables' formats the compute share reads (:func:`moe_compute_share`): the planner's
+#: path for each (its peak and its GEMMs' efficiency: 16-bit for weight-only 4-bit experts,
+#: MXFP4's as gpt-oss ships and int4; FP8 for W8A8; FP4 for NVFP4 where the GPU lists an FP4
+#: peak) and its bytes per weight with scales (MXFP4: one 8-bit scale per 32; NVFP4: one FP8
+#: scale per 16; int4: one bf16 scale per 128).
+MOE_PATHS = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0),
+             "fp8_block": ("fp8", 1.0 + 4.0 / (128 * 128)),
+             "w4a16_mxfp4": ("bf16", 17.0 / 32.0), "int4_wo": ("bf16", 0.5 + 2.0 / 128.0),
+             "nvfp4": ("fp4", 9.0 / 16.0)}
+#: A row of the MoE table is compute-bound where its FLOPs at the dense GEMMs' share take at
+#: least this multiple of its experts' read (the compute share's rows).
+MOE_COMPUTE_BOUND = 2.0
+#: The MoE blocks :func:`moe_block_errors` scores: this many tokens a step or more (prefill).
+MOE_PREFILL_TOKENS = 256
 #: The decode knobs of a fit whose knobs go to ANOTHER GPU (leave one GPU out): the fixed time
 #: per layer as clock cycles (``layer_cycles``, seconds ``layer_cycles / boost_clock`` on each
 #: row's GPU, the catalogue's clock) instead of seconds. The tables' fixed time per layer is
@@ -724,6 +740,117 @@ def moe_layer_overhead(system: str, engine: str, version: str, bandwidth_efficie
             "mlp_median": float(np.median(mlp)), "file": str(path.relative_to(data_root()))}
 
 
+def _moe_rows(system: str, engine: str, version: str):
+    """The MoE table's rows of :data:`MOE_PATHS`'s formats (no expert parallelism, tokens
+    spread evenly, the tensor-parallel degrees of :data:`TP_DEGREES`; the fastest kernel per
+    point), or None where the version has none."""
+    path = data_root() / system / "moe" / engine / version / "moe_perf.parquet"
+    if not path.exists():
+        return None
+    frame = _read(path)
+    frame = frame[frame["moe_dtype"].isin(list(MOE_PATHS)) & (frame["moe_ep_size"] == 1)
+                  & frame["distribution"].isin(list(MOE_DISTRIBUTIONS))
+                  & frame["moe_tp_size"].isin(list(TP_DEGREES))]
+    keys = ["moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+            "moe_tp_size"]
+    best = frame.groupby(keys, as_index=False)["latency"].min()
+    return None if best.empty else best
+
+
+def moe_block_times(best, knobs: dict, system: str) -> dict:
+    """Per row of ``best`` (:func:`_moe_rows`) as the planner times an MoE block: its format,
+    ``latency`` [s] (measured), ``compute`` (its experts' FLOPs at the dense GEMMs' share of
+    the format's path, on the GEMM curve, [s]) and ``memory`` (the experts touched read at
+    the path's bandwidth share [s]), with the profile's prefill efficiencies and decode
+    bandwidth shares (``knobs``, datasheet shares). Rows of a path the GPU lacks are dropped."""
+    gpu = catalog.gpu(SYSTEM_TO_GPU[system])
+    pre, dec = knobs["prefill"], knobs["decode"]
+    efficiency = {"bf16": pre["compute_efficiency"],
+                  "fp8": pre.get("low_precision_compute_efficiency")
+                  or pre["compute_efficiency"]}
+    efficiency["fp4"] = pre.get("fp4_compute_efficiency") or efficiency["fp8"]
+    share = {"bf16": dec["bandwidth_efficiency"],
+             "fp8": dec.get("low_precision_bandwidth_efficiency")
+             or dec["bandwidth_efficiency"]}
+    share["fp4"] = dec.get("fp4_bandwidth_efficiency") or share["fp8"]
+    peaks = gpu.peak_flops_by_dtype
+    keep = [MOE_PATHS[f][0] in peaks for f in best["moe_dtype"]]
+    best = best[keep]
+    paths = [MOE_PATHS[f][0] for f in best["moe_dtype"]]
+    e, k, n, h, inter, tp = (best[c].to_numpy(dtype=float) for c in (
+        "num_experts", "topk", "num_tokens", "hidden_size", "inter_size", "moe_tp_size"))
+    half = pre.get("gemm_half_tokens", 0.0)
+    flops = 2.0 * n * k * 3.0 * h * inter / tp
+    peak = np.array([peaks[p] * efficiency[p] for p in paths]) * n / (n + half)
+    touched = e * (1.0 - (1.0 - k / e) ** n)
+    weight_bytes = touched * 3.0 * h * inter * np.array(
+        [MOE_PATHS[f][1] for f in best["moe_dtype"]]) / tp
+    bandwidth = gpu.hbm_bandwidth * np.array([share[p] for p in paths])
+    return {"format": best["moe_dtype"].to_numpy(), "tokens": n,
+            "latency": best["latency"].to_numpy(dtype=float) * MS,
+            "compute": flops / peak, "memory": weight_bytes / bandwidth}
+
+
+def moe_compute_share(system: str, engine: str, version: str, knobs: dict, fixed: float,
+                      n_resamples: int = N_RESAMPLES) -> dict | None:
+    """``moe_compute_share`` [1] of one (engine, GPU) from its MoE table, or None where the
+    version has none.
+
+    The tables' MoE blocks at many tokens a step run their experts' grouped GEMMs (a few rows
+    per expert, a launch per expert) far below a dense GEMM's share of the peak: on the
+    compute-bound rows (:data:`MOE_COMPUTE_BOUND`; :func:`moe_block_times` with the profile's
+    dense ``knobs``), the share is the dense GEMMs' time over the block's time less its fixed
+    part (``fixed`` [s]: the MoE stage's median intercept, :func:`moe_layer_overhead`'s
+    ``moe_median``); per format of :data:`MOE_PATHS`
+    the median, and the knob the median over formats, so that each format weighs alike,
+    clipped to (0.02, 1]. Its interval: the 5th-95th percentile over :data:`N_RESAMPLES`
+    resamples of each format's rows (seed :data:`SEED`).
+    """
+    best = _moe_rows(system, engine, version)
+    if best is None:
+        return None
+    times = moe_block_times(best, knobs, system)
+    bound = times["compute"] >= MOE_COMPUTE_BOUND * times["memory"]
+    ratio = times["compute"] / np.maximum(times["latency"] - fixed, 1e-9)
+    formats = sorted({f for f, b in zip(times["format"], bound) if b})
+    if not formats:
+        return None
+    groups = [ratio[bound & (times["format"] == f)] for f in formats]
+
+    def share(parts):
+        return float(np.clip(np.median([np.median(p) for p in parts]), 0.02, 1.0))
+    value = share(groups)
+    rng = np.random.default_rng(SEED)
+    draws = [share([rng.choice(g, g.size) for g in groups]) for _ in range(n_resamples)]
+    low, high = np.quantile(draws, (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
+    return {"value": value, "interval": [min(float(low), value), max(float(high), value)],
+            "by_format": {f: float(np.median(g)) for f, g in zip(formats, groups)},
+            "points": int(bound.sum())}
+
+
+def moe_block_errors(system: str, engine: str, version: str, knobs: dict) -> dict | None:
+    """How the profile ``knobs`` (datasheet shares, the MoE stage's knobs in) time the MoE
+    table's blocks of :data:`MOE_PREFILL_TOKENS` tokens or more (:func:`moe_block_times`:
+    ``max(compute / moe_compute_share, memory)`` plus the MoE stage's median intercept): the
+    median absolute error [%] with the knobs' ``moe_compute_share`` (``fitted``) and with 1
+    (``dense``: every grouped GEMM at a dense GEMM's share), each with its median signed
+    error (``*_bias`` [%], < 0: too fast), and the rows scored; None where the version has no
+    MoE table."""
+    best = _moe_rows(system, engine, version)
+    moe = moe_layer_overhead(system, engine, version, knobs["decode"]["bandwidth_efficiency"])
+    if best is None or moe is None:
+        return None
+    times = moe_block_times(best, knobs, system)
+    big = times["tokens"] >= MOE_PREFILL_TOKENS
+    out = {"rows": int(big.sum())}
+    for label, share in (("dense", 1.0), ("fitted", knobs["prefill"]["moe_compute_share"])):
+        predicted = np.maximum(times["compute"] / share, times["memory"]) + moe["moe_median"]
+        error = predicted[big] / times["latency"][big] - 1.0
+        out[label] = float(100.0 * np.median(np.abs(error)))
+        out[f"{label}_bias"] = float(100.0 * np.median(error))
+    return out
+
+
 def with_fp4_stage(knobs: dict, rows: list, n_resamples: int = N_RESAMPLES) -> dict:
     """``knobs`` (:func:`profile_knobs`, on the streaming bandwidth) with the FP4 shares of
     :data:`FP4_STAGE` and their intervals: each fitted to the NVFP4 ``rows`` of the GPU
@@ -756,13 +883,19 @@ def staged_knobs(fit: "ProfileFit", fp4_rows: list, engine: str, system: str,
 
 
 def with_moe_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
-    """``knobs`` (:func:`profile_knobs`) with ``moe_layer_overhead`` and its interval in both
-    phases (:func:`moe_layer_overhead`; 0 where the version has no MoE table)."""
+    """``knobs`` (:func:`profile_knobs`) with ``moe_layer_overhead`` and ``moe_compute_share``
+    and their intervals in both phases (:func:`moe_layer_overhead`, :func:`moe_compute_share`;
+    0 and 1 where the version has no MoE table)."""
     moe = moe_layer_overhead(system, engine, version, knobs["decode"]["bandwidth_efficiency"])
+    share = None if moe is None else moe_compute_share(system, engine, version, knobs,
+                                                       moe["moe_median"])
     for phase in ("prefill", "decode"):
         knobs[phase]["moe_layer_overhead"] = 0.0 if moe is None else moe["value"]
         knobs["interval"][phase]["moe_layer_overhead"] = \
             [0.0, 0.0] if moe is None else list(moe["interval"])
+        knobs[phase]["moe_compute_share"] = 1.0 if share is None else share["value"]
+        knobs["interval"][phase]["moe_compute_share"] = \
+            [1.0, 1.0] if share is None else list(share["interval"])
     return knobs
 
 
@@ -1076,7 +1209,9 @@ def diagnose(engine: str, system: str, log=print) -> dict:
         with the GEMMs on the FP4 peak (``fp4_peak``: each row's format its compute format,
         as :func:`rooflinekit.calibrate.calibrate` takes it and the planner times an NVFP4
         model, ``ModelShape.fp4_matmuls``) and on the 16-bit one (``16bit_peak``: widened, as
-        weight-only int4 is).
+        weight-only int4 is); where the shipped profile's version has an MoE table,
+        ``moe_blocks``: how the shipped profile times that table's blocks of many tokens
+        (:func:`moe_block_errors`).
     """
     rows, checked, _ = by_format(*synthesise(engine, system, dtypes=ALL_DTYPES))
     out = {"per_dtype_tpot": {}}
@@ -1102,6 +1237,12 @@ def diagnose(engine: str, system: str, log=print) -> dict:
     cv = cross_validate(ds, by="model", fit=free_step, seed=SEED, gpus=fit_gpus(rows))
     out["size_free_step_overhead"] = float(
         cv.folds["mape_calibrated"].sel(phase="decode").max())
+    from rooflinekit.profiles.shipped import read_profile_file
+    _, shipped_rows = read_profile_file(Path(__file__).resolve().parents[1] / "rooflinekit"
+                                        / "data" / "engine_profiles" / f"{engine}.toml")
+    shipped = next((row for row in shipped_rows if row["gpu"] == SYSTEM_TO_GPU[system]), None)
+    if shipped is not None:
+        out["moe_blocks"] = moe_block_errors(system, engine, shipped["version"], shipped)
     log(f"  diagnose {engine} {system}: {out}")
     return out
 

@@ -16,6 +16,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rooflinekit import catalog
@@ -37,12 +38,12 @@ ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "held_out_error_datashe
 KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_tokens",
                      "prefill_overhead", "interconnect_efficiency",
                      "low_precision_compute_efficiency", "host_traffic_share",
-                     "moe_layer_overhead", "fp4_compute_efficiency"),
+                     "moe_layer_overhead", "fp4_compute_efficiency", "moe_compute_share"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
-                    "moe_layer_overhead", "fp4_bandwidth_efficiency")}
+                    "moe_layer_overhead", "fp4_bandwidth_efficiency", "moe_compute_share")}
 #: Knobs a later stage adds to one engine's phase.
 UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",),
                     ("sglang", "prefill"): ("frontend_latency",)}
@@ -327,6 +328,29 @@ def test_rederived_moe_overhead_matches_the_shipped_one():
         assert shipped["interval"][phase]["moe_layer_overhead"] == pytest.approx(
             moe["interval"], rel=1e-9)
     assert 3e-5 < moe["value"] < 5e-5 and moe["moe_points"] > 500
+
+
+def test_the_moe_compute_share_stage_recovers_a_share_from_exact_blocks(monkeypatch):
+    """MoE blocks timed ``max(compute / s, memory) + fixed`` give back ``s``, whatever the
+    format (``moe_compute_share``; tests/test_moe_compute_share.py tests the knob)."""
+    pd = pytest.importorskip("pandas")
+    script = _script()
+    knobs = {"prefill": {"compute_efficiency": 0.8, "low_precision_compute_efficiency": 0.6,
+                         "gemm_half_tokens": 16.0},
+             "decode": {"bandwidth_efficiency": 0.8,
+                        "low_precision_bandwidth_efficiency": 0.75}}
+    share, fixed = 0.37, 5e-5
+    grid = [(fmt, n, 4096, 1536, 8, 128, tp) for fmt in ("bfloat16", "fp8_block", "w4a16_mxfp4")
+            for n in (1, 16, 256, 1024, 4096, 16384) for tp in (1, 2)]
+    frame = pd.DataFrame(grid, columns=["moe_dtype", "num_tokens", "hidden_size", "inter_size",
+                                        "topk", "num_experts", "moe_tp_size"])
+    frame["latency"] = 1.0
+    times = script.moe_block_times(frame, knobs, "h100_sxm")
+    frame["latency"] = (np.maximum(times["compute"] / share, times["memory"]) + fixed) / 1e-3
+    monkeypatch.setattr(script, "_moe_rows", lambda *args: frame)
+    result = script.moe_compute_share("h100_sxm", "vllm", "x", knobs, fixed, n_resamples=5)
+    assert result["value"] == pytest.approx(share, rel=1e-9)
+    assert set(result["by_format"]) == {"bfloat16", "fp8_block", "w4a16_mxfp4"}
 
 
 def test_leaving_a_gpu_out_uses_the_clock_only_where_the_catalogue_gives_one(monkeypatch):

@@ -65,7 +65,7 @@ REGISTRY = {
         "interconnect_bandwidth", "interconnect_latency", "interconnect_efficiency",
         "compute_dtype", "activation_dtype", "label", "moe_layer_overhead", "layer_cycles",
         "host_traffic_share", "sequence_overhead", "low_precision_bandwidth_efficiency",
-        "fp4_compute_efficiency", "fp4_bandwidth_efficiency"),
+        "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "moe_compute_share"),
         valid={"kv_bandwidth_efficiency": OPTIONAL, "step_overhead": CONTEXT_OK,
                "low_precision_bandwidth_efficiency": OPTIONAL,
                "fp4_compute_efficiency": OPTIONAL, "fp4_bandwidth_efficiency": OPTIONAL,

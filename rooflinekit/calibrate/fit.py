@@ -123,6 +123,7 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "host_traffic_share": (0.0, 1.0),
                                    "layer_cycles": (0.0, 4e5),
                                    "moe_layer_overhead": (0.0, 2e-4),
+                                   "moe_compute_share": (0.02, 1.0),
                                    "sequence_overhead": (0.0, 1e-3)})
 
 #: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
@@ -155,7 +156,8 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
           "host_traffic_share": 1.0, "layer_cycles": 1e4,
-          "moe_layer_overhead": units.MS / 100.0, "sequence_overhead": units.MS / 100.0}
+          "moe_layer_overhead": units.MS / 100.0, "sequence_overhead": units.MS / 100.0,
+          "moe_compute_share": 1.0}
 
 
 def _normalise_fit(fit) -> dict:
@@ -261,7 +263,7 @@ def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
 #: The efficiencies: the knobs whose levels the starting grid profiles.
 _EFFICIENCIES = ("compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
                  "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency",
-                 "fp4_compute_efficiency", "fp4_bandwidth_efficiency")
+                 "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "moe_compute_share")
 #: Coarse starting levels of the other knobs, in SI units (clipped to the bounds).
 _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "low_precision_layer_overhead": (0.0, 2e-5),

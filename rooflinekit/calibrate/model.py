@@ -225,12 +225,13 @@ class _Groups:
         ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
         path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``fp4`` (1 on an
         FP4 path, else 0 [1]), ``attention``
-        (the attention part of ``compute``) and ``prompt`` (``runs × min(prompt tokens,
-        1)``)."""
+        (the attention part of ``compute``), ``experts`` (the routed experts' GEMMs' part of
+        ``compute``), ``expert_gemm`` (their part of ``gemm``) and ``prompt`` (``runs ×
+        min(prompt tokens, 1)``)."""
         names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes", "comm_host_bytes",
                  "hops", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "low_precision_layers", "low_precision", "fp4",
-                 "attention", "prompt")
+                 "attention", "experts", "expert_gemm", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
         for idx, model, gpu, tp, engine in self.groups:
@@ -278,6 +279,13 @@ class _Groups:
             terms["decodes"][idx] = [d for d, _, _, _ in steps]
             terms["gemm"][idx] = runs * (cost.flops_per_token + cost.lm_head_flops_per_token) \
                 / cost.peak_flops
+            # the routed experts' GEMMs alone (0 for a dense model): what a share of one half
+            # adds to the FLOPs per token
+            doubled = roofline.step_cost_coefficients(
+                model, gpu, tp, engine=plain.replace(moe_compute_share=0.5))
+            experts = runs * (doubled.flops_per_token - cost.flops_per_token) / cost.peak_flops
+            terms["expert_gemm"][idx] = experts
+            terms["experts"][idx] = [e * (d + p) for e, (d, p, _, _) in zip(experts, steps)]
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             terms["layers"][idx] = runs * model.n_layers
             terms["moe_layers"][idx] = runs * model.n_layers * float(model.n_experts > 1)
@@ -303,6 +311,10 @@ class _Groups:
         compute = t["compute"]
         if knobs["gemm_half_tokens"]:
             compute = compute + knobs["gemm_half_tokens"] * t["gemm"]
+        share = knobs.get("moe_compute_share", 1.0)
+        if share != 1.0:    # 1 (default): the lines above, to the bit
+            compute = compute + (1.0 / share - 1.0) * (
+                t["experts"] + knobs["gemm_half_tokens"] * t["expert_gemm"])
         memory = t["memory"] / knobs["bandwidth_efficiency"]
         if knobs["kv_bandwidth_efficiency"] is not None:
             memory = memory + t["kv"] * (1.0 / knobs["kv_bandwidth_efficiency"]

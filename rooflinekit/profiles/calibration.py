@@ -52,14 +52,16 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: share of the HBM bandwidth their weight reads reach [1] (on an FP4 path the ``fp4_`` pair
 #: of those two shares), a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
 #: ``layer_cycles / boost_clock``, so that it transfers between GPUs of different clocks), and
-#: the host's time per decode token that the GPU waits for [s] (``sequence_overhead``).
+#: the host's time per decode token that the GPU waits for [s] (``sequence_overhead``), and
+#: the share of the GEMMs' efficiency a mixture-of-experts model's routed experts reach [1]
+#: (``moe_compute_share``).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
                 "low_precision_layer_overhead", "low_precision_compute_efficiency",
                 "layer_cycles", "moe_layer_overhead", "sequence_overhead",
                 "low_precision_bandwidth_efficiency", "fp4_compute_efficiency",
-                "fp4_bandwidth_efficiency")
+                "fp4_bandwidth_efficiency", "moe_compute_share")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -82,7 +84,8 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                ("low_precision_compute_efficiency", "low_precision_layer_overhead"),
                ("host_traffic_share",), ("layer_cycles",), ("moe_layer_overhead",),
                ("sequence_overhead",), ("low_precision_bandwidth_efficiency",),
-               ("fp4_compute_efficiency", "fp4_bandwidth_efficiency"))
+               ("fp4_compute_efficiency", "fp4_bandwidth_efficiency"),
+               ("moe_compute_share",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})

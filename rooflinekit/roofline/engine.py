@@ -94,6 +94,7 @@ _CHECKS = {
     "low_precision_layer_overhead": check_nonnegative,
     "layer_cycles": check_nonnegative,
     "moe_layer_overhead": check_nonnegative,
+    "moe_compute_share": _efficiency,
     "prefill_overhead": check_nonnegative,
     "frontend_latency": check_nonnegative,
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
@@ -179,6 +180,13 @@ class Engine:
         ``layer_overhead`` holds. Every layer of a model with more than one expert pays it
         (DeepSeek's three dense layers of 61 too: a 5 % overstatement there); dense models
         never do. Default 0.
+    moe_compute_share : float, array_like or xarray.DataArray
+        Share of the weight GEMMs' compute efficiency that a mixture-of-experts model's routed
+        experts reach [1], in (0, 1]: their grouped GEMMs, a few rows per expert and a launch
+        per expert, run at ``moe_compute_share`` times ``compute_efficiency`` (or the
+        low-precision or FP4 one, on those paths) of the peak, so that their FLOPs take
+        ``1 / moe_compute_share`` times as long. A dense model's GEMMs and a model's shared
+        experts never take it. Default 1.0 (as fast as a dense GEMM).
     prefill_overhead : float, array_like or xarray.DataArray
         Fixed time a step carrying prompt tokens pays once (admission, scheduling of a new
         prompt): the TTFT intercept [s], ≥ 0. Default 0.
@@ -250,6 +258,7 @@ class Engine:
     low_precision_layer_overhead: object = 0.0
     layer_cycles: object = 0.0
     moe_layer_overhead: object = 0.0
+    moe_compute_share: object = 1.0
     prefill_overhead: object = 0.0
     frontend_latency: object = 0.0
     gemm_half_tokens: object = 0.0
@@ -340,7 +349,9 @@ class Engine:
         (``peak_flops > peak_flops_16bit``: a low-precision path), else 0.
         ``peak = peak_flops · tp · e`` with ``e = low_precision_compute_efficiency`` where
         ``q = 1`` and it is given, else ``compute_efficiency`` (attention's peak always takes
-        ``compute_efficiency``), ``bandwidth = hbm · tp · bandwidth_efficiency``,
+        ``compute_efficiency``; a mixture-of-experts model's routed experts' FLOPs count
+        ``expert_flops_scale = 1 / moe_compute_share`` times),
+        ``bandwidth = hbm · tp · bandwidth_efficiency``,
         ``fixed = step_overhead + n_layers · (layer_overhead + layer_cycles / boost_clock +
         q · low_precision_layer_overhead + m · moe_layer_overhead)`` with ``m = 1`` for a
         model of more than one expert, else 0; the KV traffic weighs ``bandwidth_efficiency /
@@ -388,6 +399,8 @@ class Engine:
         if laid["fp4_compute_efficiency"] is not None:
             gemm = np.where(fp4, laid["fp4_compute_efficiency"], gemm)
         group.compute_efficiency = gemm
+        # the routed experts' grouped GEMMs at a share of that: their FLOPs weigh 1 / share
+        group.expert_flops_scale = 1.0 / laid["moe_compute_share"]
         group.peak_flops = group.peak_flops * tp * gemm
         group.attention_peak_flops = group.attention_peak_flops * tp * compute
         group.bandwidth = group.hbm_bandwidth * tp * laid["bandwidth_efficiency"]

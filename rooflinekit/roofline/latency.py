@@ -16,6 +16,7 @@ from rooflinekit._labels import parameter_entries
 from rooflinekit._validation import check_integer, check_nonnegative, show
 from rooflinekit.roofline.step import (
     decode_step,
+    gemm_flops_per_token,
     prefill_step,
     step_bytes,
     step_formula,
@@ -339,7 +340,7 @@ def _generation(model, gpu, b, steps, first):
     """``Σ step_time`` over ``steps`` decode steps from context ``first``, in closed form."""
     zeros = np.zeros_like(np.asarray(first, dtype=float))
     weights = step_bytes(model, (b, 0.0, zeros, 0.0))           # W(B) with no KV
-    a_compute = (model.flops_per_token + model.lm_head_flops_per_token) * \
+    a_compute = (gemm_flops_per_token(model, gpu) + model.lm_head_flops_per_token) * \
         (b + gpu.gemm_half_tokens) / gpu.peak_flops
     b_compute = model.attention_flops_per_pair * b / gpu.attention_peak_flops
     # a low-precision path's weights at their own share (the scale is exactly 1 by default)

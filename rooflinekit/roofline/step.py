@@ -415,6 +415,8 @@ def _model_terms(m, activation_bytes):
         (pa - k * per_expert - table) * b)[()]
     m.expert_weight_bytes = per_expert * expert
     m.flops_per_token = 2.0 * (pa - table - head)
+    # the routed experts' part of it (a token's k experts), which moe_compute_share slows
+    m.expert_flops_per_token = 2.0 * k * per_expert
     m.lm_head_flops_per_token = 2.0 * head
     m.embedding_row_bytes = np.where(head > 0, m.hidden_size * embedding, 0.0)
     # attention runs in the layers with a KV cache (a hybrid's others are recurrent)
@@ -501,14 +503,27 @@ def cost(model, gpu) -> StepCost:
     ``kv_bytes_per_token`` is the model's, weighted by the group's KV-traffic efficiency
     (``kv_traffic_scale``, exactly 1 by default): the model's own field stays the bytes a
     token holds, which the KV token counts divide by. The weight bytes are weighted by the
-    group's ``weight_traffic_scale`` (a low-precision path's streaming, exactly 1 by default).
+    group's ``weight_traffic_scale`` (a low-precision path's streaming, exactly 1 by default),
+    the FLOPs per token as :func:`gemm_flops_per_token` weighs them.
     """
     fields = {k: getattr(model if hasattr(model, k) else gpu, k) for k in StepCost._fields}
     fields["kv_bytes_per_token"] = model.kv_bytes_per_token * gpu.kv_traffic_scale
+    fields["flops_per_token"] = gemm_flops_per_token(model, gpu)
     # a low-precision path's weight streaming, likewise (``weight_traffic_scale``)
     for weights in ("nonexpert_weight_bytes", "expert_weight_bytes"):
         fields[weights] = fields[weights] * gpu.weight_traffic_scale
     return StepCost(**fields)
+
+
+def gemm_flops_per_token(model, gpu):
+    """The weight GEMMs' FLOPs per token as the group's peak times them [FLOP/token]: the
+    model's ``flops_per_token``, its routed experts' part weighed by the group's
+    ``expert_flops_scale`` (``1 / moe_compute_share``: exactly the model's by default, and
+    for a dense model, whose experts' part is 0)."""
+    scale = gpu.expert_flops_scale
+    if not np.any(np.asarray(scale) != 1.0):       # 1 (default): the model's, to the bit
+        return model.flops_per_token
+    return model.flops_per_token + model.expert_flops_per_token * (scale - 1.0)
 
 
 def step_time(model, gpu, step: Step):
@@ -531,7 +546,7 @@ def step_compute_time(model, gpu, step: Step):
     logits = n_decode + np.minimum(n_prefill, 1.0)
     # the kernel's expression, so that both round alike
     half = gpu.gemm_half_tokens
-    work = (model.flops_per_token * (n_decode + n_prefill + half)
+    work = (gemm_flops_per_token(model, gpu) * (n_decode + n_prefill + half)
             + model.lm_head_flops_per_token * (logits + half)
             + model.attention_flops_per_pair * (kv_read + pairs)
             * (gpu.peak_flops / gpu.attention_peak_flops))

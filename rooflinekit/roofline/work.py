@@ -42,6 +42,7 @@ from rooflinekit.roofline.step import (
     setup,
     cost,
     decode_step,
+    gemm_flops_per_token,
     kv_tokens,
     prefill_step,
     step_bytes,
@@ -558,7 +559,7 @@ def _critical_batch(model, gpu, context_length):
         # sparse top-k attention reads less than it holds: the step kernel's count
         per_seq = kv_tokens(model, context_length)
         kv_per_sequence = per_seq * c["kv_bytes_per_token"]
-    gemm = c["flops_per_token"] + c["lm_head_flops_per_token"]
+    gemm = gemm_flops_per_token(model, gpu) + c["lm_head_flops_per_token"]
     # attention in the GEMM peak's units, as the step kernel counts it
     extra_compute = (gemm + c["attention_flops_per_pair"] * per_seq
                      * (c["peak_flops"] / c["attention_peak_flops"])) / c["peak_flops"]
