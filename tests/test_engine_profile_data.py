@@ -314,8 +314,8 @@ def test_the_fp4_stage_falls_back_to_the_low_precision_knobs_without_nvfp4_table
 
 
 def test_rederived_moe_overhead_matches_the_shipped_one():
-    """The MoE stage re-run on the H200's vLLM tables gives the shipped value and interval
-    (where the profiles' extra is installed)."""
+    """The MoE stage re-run on the H200's vLLM tables gives the shipped values and intervals
+    (``moe_layer_overhead``, ``moe_compute_share``; where the profiles' extra is installed)."""
     pytest.importorskip("aiconfigurator_core")
     pytest.importorskip("pandas")
     pytest.importorskip("pyarrow")
@@ -328,6 +328,14 @@ def test_rederived_moe_overhead_matches_the_shipped_one():
         assert shipped["interval"][phase]["moe_layer_overhead"] == pytest.approx(
             moe["interval"], rel=1e-9)
     assert 3e-5 < moe["value"] < 5e-5 and moe["moe_points"] > 500
+    # the compute share of its grouped GEMMs, from the same tables and the shipped knobs
+    share = script.moe_compute_share("h200_sxm", "vllm", shipped["version"], shipped,
+                                     moe["moe_median"])
+    for phase in ("prefill", "decode"):
+        assert shipped[phase]["moe_compute_share"] == pytest.approx(share["value"], rel=1e-9)
+        assert shipped["interval"][phase]["moe_compute_share"] == pytest.approx(
+            share["interval"], rel=1e-9)
+    assert 0.3 < share["value"] < 0.6 and share["points"] > 300
 
 
 def test_the_moe_compute_share_stage_recovers_a_share_from_exact_blocks(monkeypatch):
