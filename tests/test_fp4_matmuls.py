@@ -19,6 +19,8 @@ import rooflinekit as rk
 from rooflinekit import catalog, roofline
 from rooflinekit.calibrate import Calibration, predict
 
+from helpers import assert_calibrate_matches_formulas
+
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 M = catalog.model("Llama-3.1-8B")
 NVFP4 = M.replace(bytes_per_param="nvfp4")
@@ -152,15 +154,9 @@ def test_calibrate_predicts_what_the_formulas_give_on_every_path(phase):
              "prompt_tokens": 1024, "output_tokens": 0, "context_length": 1024,
              "tpot_ms": 1.0, "ttft_ms": 1.0, "source": "test rows"}
             for gpu in (B200, H100) for dtype in ("bf16", "fp8", "nvfp4") for b in (1, 16)]
-    predicted = predict(rows, Calibration(prefill=knobs, decode=knobs))[phase].values
-    engine = rk.Engine(**knobs)
-    for row, value in zip(rows, predicted):
-        model = M.replace(bytes_per_param=row["dtype"])
-        gpu = B200 if row["gpu"] == B200.name else H100
-        expected = roofline.decode_step_time(model, gpu, row["batch_size"], 1024,
-                                             engine=engine) if phase == "decode" else \
-            roofline.prefill_time(model, gpu, 1024, engine=engine)
-        assert value == pytest.approx(float(expected), rel=1e-9), row
+    assert_calibrate_matches_formulas(
+        rows, knobs, phase, lambda row: (M.replace(bytes_per_param=row["dtype"]),
+                                         B200 if row["gpu"] == B200.name else H100), 1024)
 
 
 def test_the_fp4_shares_are_recovered_from_exact_rows():

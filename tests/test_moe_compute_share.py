@@ -14,7 +14,9 @@ import pytest
 
 import rooflinekit as rk
 from rooflinekit import catalog, roofline
-from rooflinekit.calibrate import Calibration, calibrate, measurements_from_records, predict
+from rooflinekit.calibrate import calibrate, measurements_from_records
+
+from helpers import assert_calibrate_matches_formulas
 
 GPT_OSS = catalog.model("gpt-oss-120b")
 DENSE = catalog.model("Llama-3.1-8B")
@@ -91,14 +93,9 @@ def test_calibrate_predicts_what_the_formulas_give(phase):
              "prompt_tokens": 4096, "output_tokens": 0, "context_length": 4096,
              "tpot_ms": 1.0, "ttft_ms": 1.0, "source": "test rows"}
             for model in (GPT_OSS, DENSE) for b in (1, 256)]
-    predicted = predict(rows, Calibration(prefill=knobs, decode=knobs))[phase].values
-    engine = rk.Engine(**knobs)
-    for row, value in zip(rows, predicted):
-        model = GPT_OSS if row["model"] == GPT_OSS.name else DENSE
-        expected = roofline.decode_step_time(model, H100, row["batch_size"], 4096,
-                                             engine=engine) if phase == "decode" else \
-            roofline.prefill_time(model, H100, 4096, engine=engine)
-        assert value == pytest.approx(float(expected), rel=1e-9), row
+    assert_calibrate_matches_formulas(
+        rows, knobs, phase,
+        lambda row: (GPT_OSS if row["model"] == GPT_OSS.name else DENSE, H100), 4096)
 
 
 def test_it_is_recovered_from_exact_prefill_rows():
