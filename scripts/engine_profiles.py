@@ -102,7 +102,12 @@ permutation, grouped GEMM launches) that no dense row shows. The MoE tables
 (``moe/<engine>/<version>/moe_perf.parquet``) give it per GPU and engine: 14-50 us a layer
 on H100, H200 and B200 over the dense MLP's GEMMs. It is written as ``moe_layer_overhead``
 in both phases (0 where the version has no MoE table: vLLM 0.14 and TensorRT-LLM 1.0 on the
-A100).
+A100). At many tokens a step the same tables' grouped expert GEMMs run at a fraction of a
+dense GEMM's share of the peak: :func:`moe_compute_share` reads it from the compute-bound
+blocks (0.32-0.86 by engine and GPU), written as ``moe_compute_share`` in both phases; a
+version without an MoE table takes the median of the engine's other GPUs
+(:func:`pool_moe_shares`), which, each GPU left out in turn, times its blocks within a few
+points of its own share (``--diagnose``, ``moe_blocks``).
 
 Held-out errors (:func:`held_out_errors`, the same three fits without bootstrap): leave one
 GPU out (fit on the other GPUs' rows of the same engine, predict this GPU's rows), and across
@@ -165,6 +170,7 @@ import math
 import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -828,12 +834,14 @@ def moe_compute_share(system: str, engine: str, version: str, knobs: dict, fixed
             "points": int(bound.sum())}
 
 
-def moe_block_errors(system: str, engine: str, version: str, knobs: dict) -> dict | None:
+def moe_block_errors(system: str, engine: str, version: str, knobs: dict,
+                     held_out_share: float | None = None) -> dict | None:
     """How the profile ``knobs`` (datasheet shares, the MoE stage's knobs in) time the MoE
     table's blocks of :data:`MOE_PREFILL_TOKENS` tokens or more (:func:`moe_block_times`:
     ``max(compute / moe_compute_share, memory)`` plus the MoE stage's median intercept): the
-    median absolute error [%] with the knobs' ``moe_compute_share`` (``fitted``) and with 1
-    (``dense``: every grouped GEMM at a dense GEMM's share), each with its median signed
+    median absolute error [%] with the knobs' ``moe_compute_share`` (``fitted``), with 1
+    (``dense``: every grouped GEMM at a dense GEMM's share) and, where given, with
+    ``held_out_share`` (``held_out``: the other GPUs' median), each with its median signed
     error (``*_bias`` [%], < 0: too fast), and the rows scored; None where the version has no
     MoE table."""
     best = _moe_rows(system, engine, version)
@@ -843,7 +851,10 @@ def moe_block_errors(system: str, engine: str, version: str, knobs: dict) -> dic
     times = moe_block_times(best, knobs, system)
     big = times["tokens"] >= MOE_PREFILL_TOKENS
     out = {"rows": int(big.sum())}
-    for label, share in (("dense", 1.0), ("fitted", knobs["prefill"]["moe_compute_share"])):
+    shares = [("dense", 1.0), ("fitted", knobs["prefill"]["moe_compute_share"])]
+    if held_out_share is not None:
+        shares.append(("held_out", held_out_share))
+    for label, share in shares:
         predicted = np.maximum(times["compute"] / share, times["memory"]) + moe["moe_median"]
         error = predicted[big] / times["latency"][big] - 1.0
         out[label] = float(100.0 * np.median(np.abs(error)))
@@ -885,7 +896,7 @@ def staged_knobs(fit: "ProfileFit", fp4_rows: list, engine: str, system: str,
 def with_moe_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
     """``knobs`` (:func:`profile_knobs`) with ``moe_layer_overhead`` and ``moe_compute_share``
     and their intervals in both phases (:func:`moe_layer_overhead`, :func:`moe_compute_share`;
-    0 and 1 where the version has no MoE table)."""
+    where the version has no MoE table, 0 and None: :func:`pool_moe_shares` fills it)."""
     moe = moe_layer_overhead(system, engine, version, knobs["decode"]["bandwidth_efficiency"])
     share = None if moe is None else moe_compute_share(system, engine, version, knobs,
                                                        moe["moe_median"])
@@ -893,10 +904,27 @@ def with_moe_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
         knobs[phase]["moe_layer_overhead"] = 0.0 if moe is None else moe["value"]
         knobs["interval"][phase]["moe_layer_overhead"] = \
             [0.0, 0.0] if moe is None else list(moe["interval"])
-        knobs[phase]["moe_compute_share"] = 1.0 if share is None else share["value"]
+        # no MoE table: None until pool_moe_shares gives it the other GPUs' median
+        knobs[phase]["moe_compute_share"] = None if share is None else share["value"]
         knobs["interval"][phase]["moe_compute_share"] = \
-            [1.0, 1.0] if share is None else list(share["interval"])
+            None if share is None else list(share["interval"])
     return knobs
+
+
+def pool_moe_shares(profiles: list) -> None:
+    """Give each profile whose version has no MoE table (``moe_compute_share`` None) the
+    median of the engine's other profiles' shares, and their range as its interval; 1 (a
+    dense GEMM's) where none has one. Left out in turn, a GPU's MoE blocks are timed as well
+    by that median as by its own share (``docs/validation.md``)."""
+    shares = [p["prefill"]["moe_compute_share"] for p in profiles
+              if p["prefill"]["moe_compute_share"] is not None]
+    value = float(np.median(shares)) if shares else 1.0
+    interval = [min(shares), max(shares)] if shares else [1.0, 1.0]
+    for prof in profiles:
+        for phase in ("prefill", "decode"):
+            if prof[phase]["moe_compute_share"] is None:
+                prof[phase]["moe_compute_share"] = value
+                prof["interval"][phase]["moe_compute_share"] = list(interval)
 
 
 # -- the synthesised step -----------------------------------------------------------------------
@@ -1210,7 +1238,8 @@ def diagnose(engine: str, system: str, log=print) -> dict:
         as :func:`rooflinekit.calibrate.calibrate` takes it and the planner times an NVFP4
         model, ``ModelShape.fp4_matmuls``) and on the 16-bit one (``16bit_peak``: widened, as
         weight-only int4 is); where the shipped profile's version has an MoE table,
-        ``moe_blocks``: how the shipped profile times that table's blocks of many tokens
+        ``moe_blocks``: how the shipped profile times that table's blocks of many tokens,
+        with its own share and with the median of the engine's other GPUs' (left out)
         (:func:`moe_block_errors`).
     """
     rows, checked, _ = by_format(*synthesise(engine, system, dtypes=ALL_DTYPES))
@@ -1237,12 +1266,17 @@ def diagnose(engine: str, system: str, log=print) -> dict:
     cv = cross_validate(ds, by="model", fit=free_step, seed=SEED, gpus=fit_gpus(rows))
     out["size_free_step_overhead"] = float(
         cv.folds["mape_calibrated"].sel(phase="decode").max())
-    from rooflinekit.profiles.shipped import read_profile_file
-    _, shipped_rows = read_profile_file(Path(__file__).resolve().parents[1] / "rooflinekit"
-                                        / "data" / "engine_profiles" / f"{engine}.toml")
+    with open(OUTPUT_DIR / f"{engine}.toml", "rb") as handle:     # the shipped knobs, raw
+        shipped_rows = tomllib.load(handle)["profile"]
     shipped = next((row for row in shipped_rows if row["gpu"] == SYSTEM_TO_GPU[system]), None)
     if shipped is not None:
-        out["moe_blocks"] = moe_block_errors(system, engine, shipped["version"], shipped)
+        # left out: the median share of the engine's other GPUs with MoE tables of their own
+        gpu_system = {gpu: name for name, gpu in SYSTEM_TO_GPU.items()}
+        others = [row["prefill"]["moe_compute_share"] for row in shipped_rows
+                  if row["gpu"] != shipped["gpu"] and row["gpu"] in gpu_system
+                  and _moe_rows(gpu_system[row["gpu"]], engine, row["version"]) is not None]
+        out["moe_blocks"] = moe_block_errors(system, engine, shipped["version"], shipped,
+                                             float(np.median(others)) if others else None)
     log(f"  diagnose {engine} {system}: {out}")
     return out
 
@@ -1630,6 +1664,7 @@ def build_engine(engine: str, today: str, log=print) -> list:
             f"{profiles[-1]['fit_error_ttft']:.1f}%, LOGO TPOT {tpot_out:.1f}% TTFT "
             f"{ttft_out:.1f}% (on datasheet bandwidths TPOT {tpot_datasheet:.1f}%), model size "
             f"{each}")
+    pool_moe_shares(profiles)
     return profiles
 
 
