@@ -390,6 +390,8 @@ _VARIABLES = {ModelShape: {
     "n_kv_heads": ("1", "key/value heads"),
     "head_dim": ("1", "head dimension"),
     "attention_width": ("1", "width per head attention FLOPs run at (MLA: latent width)"),
+    "prefill_attention_width": ("1", "width per head a prompt's attention over its own tokens "
+                                     "runs at (MLA: un-absorbed, key and value heads)"),
     "is_mla": ("1", "multi-head latent attention (True) or KV heads (False)"),
     "hidden_size": ("1", "hidden size"),
     "intermediate_size": ("1", "MLP width, per expert for MoE (NaN: unknown)"),

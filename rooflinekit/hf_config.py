@@ -387,7 +387,9 @@ class _Shape:
         ``(KV heads, key head dim, value head dim)`` (None: the full layers'): MiMo-V2-Flash's
         ``v_head_dim`` and ``swa_*`` fields."""
         value = None
-        if self.mla is None and cfg.get("v_head_dim") is not None:
+        if self.mla is not None:        # MLA: the value heads its prefill decompresses to
+            value = self.mla["v_head_dim"]
+        elif cfg.get("v_head_dim") is not None:
             value = _int(cfg, "v_head_dim")
             value = None if value == self.head_dim else value     # one head dim: as ever
         fields = ("swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim")

@@ -110,7 +110,9 @@ class ModelShape:
     v_head_dim : int, optional
         Value head dimension of the attention layers when it differs from ``head_dim`` (the
         query/key one; MiMo-V2-Flash: 128 beside 192). ``None`` (the default): ``head_dim``.
-        Not with MLA, whose latent is cached instead.
+        With MLA, which caches a latent instead, the value heads its prefill decompresses to
+        (DeepSeek-V3: 128; GLM-5: 256), which only :attr:`prefill_attention_width` reads;
+        ``None`` there: ``head_dim − qk_rope_head_dim``.
     sliding_n_kv_heads, sliding_head_dim, sliding_v_head_dim : int, optional
         KV heads, key and value head dimensions of the ``n_sliding_layers`` windowed layers
         when they differ from the full layers' (MiMo-V2-Flash: 8 KV heads in its
@@ -313,8 +315,10 @@ class ModelShape:
         for field in fields:
             set_(field, _int_field(field, getattr(self, field), allow_none=True))
         given = [f for f in fields if getattr(self, f) is not None]
-        if given and self.kv_lora_rank is not None:
-            raise ValueError(f"{given[0]} describes K/V heads; a multi-head latent attention "
+        # MLA's value head is what its prefill decompresses to; the sliding layouts are KV heads
+        sliding = [f for f in given if f.startswith("sliding_")]
+        if sliding and self.kv_lora_rank is not None:
+            raise ValueError(f"{sliding[0]} describes K/V heads; a multi-head latent attention "
                              f"model (kv_lora_rank) caches a latent instead")
         if any(f.startswith("sliding_") for f in given) and not self.n_sliding_layers:
             raise ValueError(f"{next(f for f in given if f.startswith('sliding_'))} needs "
@@ -355,6 +359,20 @@ class ModelShape:
         if self.v_head_dim is not None:
             return (self.head_dim + self.v_head_dim) / 2
         return self.head_dim
+
+    @property
+    def prefill_attention_width(self) -> float:
+        """Width per head that a prompt's attention over its own tokens runs at: the
+        :attr:`attention_width`, except with multi-head latent attention, which the serving
+        engines run absorbed in decode (over the latent, :attr:`attention_width`) but
+        un-absorbed in prefill (multi-head attention over K and V decompressed from the
+        latent): the mean of the key head dimension (``head_dim``, no-RoPE part plus
+        ``qk_rope_head_dim``) and the value head dimension (``v_head_dim``, else ``head_dim −
+        qk_rope_head_dim``): 160 for DeepSeek-V3 and Kimi K2, 256 for GLM-5."""
+        if self.kv_lora_rank is not None:
+            value = self.v_head_dim or self.head_dim - self.qk_rope_head_dim
+            return (self.head_dim + value) / 2
+        return self.attention_width
 
     @property
     def is_moe(self) -> bool:

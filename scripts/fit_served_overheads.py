@@ -69,8 +69,10 @@ SEARCHED = {"sglang": ("step_overhead", "prefill_overhead"),
 #: shipped profile, because vLLM's V0 (before 0.8) and V1 engines spend different host time
 #: (``docs/validation.md``, "Host time per sequence").
 WRITTEN = ("sglang",)
-#: Rounds of the coordinate search (each knob in turn on its whole range, the others held).
-ROUNDS = 2
+#: Rounds of the coordinate search (each knob in turn on its whole range, the others held):
+#: three, since the cost is not convex in a knob (steps of the simulated schedule) and after
+#: two a fifth's move of the prefill overhead could still lower it.
+ROUNDS = 3
 
 
 def engine_at(engine: str, gpu: str, knobs=None) -> Calibration:

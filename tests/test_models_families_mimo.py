@@ -136,8 +136,14 @@ def test_per_kind_fields_are_checked():
         ModelShape(**base, sliding_n_kv_heads=4)            # no sliding layers
     with pytest.raises(ValueError, match="sliding_n_kv_heads"):
         ModelShape(**base, sliding_window=8, n_sliding_layers=2, sliding_n_kv_heads=3)
-    with pytest.raises(ValueError, match="v_head_dim"):
-        ModelShape(**base, kv_lora_rank=64, qk_rope_head_dim=16, v_head_dim=8)
+    # an MLA model caches a latent: the sliding layers' KV layout means nothing there, its
+    # value heads (what its prefill decompresses to) do, and leave the latent's bytes alone
+    with pytest.raises(ValueError, match="sliding_head_dim"):
+        ModelShape(**base, kv_lora_rank=64, qk_rope_head_dim=16, sliding_window=8,
+                   n_sliding_layers=2, sliding_head_dim=8)
+    mla = ModelShape(**base, kv_lora_rank=64, qk_rope_head_dim=16, v_head_dim=8)
+    assert mla.kv_bytes_per_token_per_layer == ModelShape(
+        **base, kv_lora_rank=64, qk_rope_head_dim=16).kv_bytes_per_token_per_layer
     # the defaults are the full layers' layout: bytes as ever
     alike = ModelShape(**base, sliding_window=8, n_sliding_layers=2)
     assert alike.sliding_kv_bytes_per_token_per_layer == alike.kv_bytes_per_token_per_layer

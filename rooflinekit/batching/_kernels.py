@@ -90,7 +90,7 @@ _PERCENTILES = GAP_PERCENTILES
 _N_PERCENTILES = len(GAP_PERCENTILES)
 
 #: Length of the ``coef`` array: the fields of :class:`rooflinekit.roofline.StepCost`.
-N_COEFFICIENTS = 24
+N_COEFFICIENTS = 25
 if len(StepCost._fields) != N_COEFFICIENTS:
     # _step_time passes the coefficients one by one; a new field needs a new argument there.
     raise ImportError(f"StepCost has {len(StepCost._fields)} fields; the batching kernels pass "
@@ -100,7 +100,7 @@ _SW = StepCost._fields.index("sliding_window")
 
 #: sha256 of the step formula's source (the three kernels and the StepCost field names), which
 #: numba's cache cannot see; ``tests/test_batching_kernels.py`` recomputes it.
-STEP_FORMULA_SHA256 = "796415a5b8e0c296623a49179f5e5f981661560d77fca29478f05fb84773da30"
+STEP_FORMULA_SHA256 = "94041997145819510881b3ba034f3c46491e4d83ae3c500f7106dfe664167c3b"
 
 _mixed_step_time = njit(**_CACHED)(mixed_step_time_kernel)
 _kv_tokens_read = njit(**_CACHED)(kv_tokens_read_kernel)
@@ -117,7 +117,7 @@ def _step_time(tick_mode, coef, n_decode, n_prefill_tokens, kv_tokens_read,
     return _mixed_step_time(coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6],
                             coef[7], coef[8], coef[9], coef[10], coef[11], coef[12], coef[13],
                             coef[14], coef[15], coef[16], coef[17], coef[18], coef[19], coef[20],
-                            coef[21], coef[22], coef[23], n_decode, n_prefill_tokens,
+                            coef[21], coef[22], coef[23], coef[24], n_decode, n_prefill_tokens,
                             kv_tokens_read, prefill_context_tokens)
 
 
@@ -540,7 +540,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # the coefficients as a tuple of scalars: no helper is handed an array (docs/simulator.md)
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
           coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
-          coef[17], coef[18], coef[19], coef[20], coef[21], coef[22], coef[23])
+          coef[17], coef[18], coef[19], coef[20], coef[21], coef[22], coef[23], coef[24])
     # speculative decoding: a sequence's whole path is filed in step rings when it starts
     # decoding (docs/simulator.md); without it the path below is the plain one.
     gain, gain_offset = gains
@@ -568,7 +568,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
            draft_coef[5], draft_coef[6], draft_coef[7], draft_coef[8], draft_coef[9],
            draft_coef[10], draft_coef[11], draft_coef[12], draft_coef[13], draft_coef[14],
            draft_coef[15], draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19],
-           draft_coef[20], draft_coef[21], draft_coef[22], draft_coef[23])
+           draft_coef[20], draft_coef[21], draft_coef[22], draft_coef[23], draft_coef[24])
     kk = float(draft_tokens)
     # filing counts a gain's new block without a branch where no gain fills two (the roofline
     # workload; the tick one keeps the loop, measured: BENCHMARKS.md, speculative decoding)

@@ -109,6 +109,10 @@ class StepCost(NamedTuple):
     state_bytes_per_decode_token: float
     #: Time per decoding sequence per step the GPU waits for (host work per sequence) [s].
     sequence_overhead: float
+    #: FLOPs of a pair of a prompt token with an earlier token of its chunk over those of a
+    #: pair with a cached token [1]: 1, except with multi-head latent attention, which decodes
+    #: absorbed but prefills un-absorbed (``prefill_attention_width / attention_width``).
+    prefill_attention_scale: float
 
 
 def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_experts,
@@ -118,16 +122,16 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
                            full_attention_fraction, sliding_window, tp, attention_peak_flops,
                            lm_head_flops_per_token, embedding_row_bytes, prefill_bytes_per_token,
                            gemm_half_tokens, prefill_overhead, state_bytes_per_decode_token,
-                           sequence_overhead, n_decode, n_prefill_tokens, kv_tokens_read,
-                           prefill_context_tokens):
+                           sequence_overhead, prefill_attention_scale, n_decode,
+                           n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
     """Time of one forward step carrying decode tokens and prompt tokens [s] (scalar kernel).
 
     Written with arithmetic and ``max``/``min`` only, so that ``numba.njit`` compiles it
-    unchanged; the first 24 arguments are the fields of :class:`StepCost`.
+    unchanged; the first 25 arguments are the fields of :class:`StepCost`.
 
     Parameters
     ----------
-    nonexpert_weight_bytes ... sequence_overhead : float
+    nonexpert_weight_bytes ... prefill_attention_scale : float
         The :class:`StepCost` fields, in order (see there for units).
     n_decode : float
         Decode tokens in the step, one per decoding sequence [tokens].
@@ -151,7 +155,8 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     ``max(compute, bytes / bandwidth) + step_overhead + sequence_overhead·n_decode +
     prefill_overhead·min(n_prefill_tokens, 1) + all-reduce`` with ``compute =
     (flops_per_token·(n + n½) + lm_head_flops_per_token · (n_logits + n½)) / peak_flops +
-    attention_flops_per_pair·(kv_tokens_read + prefill_context_tokens) / attention_peak_flops``
+    attention_flops_per_pair·(kv_tokens_read + prefill_attention_scale ·
+    prefill_context_tokens) / attention_peak_flops``
     (the weight GEMMs and attention run one after the other, each at its format's peak) and
     ``bytes = weights touched by n tokens + embedding_row_bytes·n + kv_bytes_per_token ·
     (kv_tokens_read + n_prefill_tokens) + prefill_bytes_per_token·n_prefill_tokens +
@@ -198,7 +203,8 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     # Attention in the peak's units: the ratio is exactly 1 when both formats share a peak.
     work = (flops_per_token * (tokens + gemm_half_tokens)
             + lm_head_flops_per_token * (logits + gemm_half_tokens)
-            + attention_flops_per_pair * (kv_tokens_read + prefill_context_tokens)
+            + attention_flops_per_pair
+            * (kv_tokens_read + prefill_context_tokens * prefill_attention_scale)
             * (peak_flops / attention_peak_flops))
     roofline = max(work / peak_flops, traffic / bandwidth)
     communication = tokens * allreduce_bytes_per_token / link_bandwidth + allreduce_latency
@@ -422,6 +428,11 @@ def _model_terms(m, activation_bytes):
     # attention runs in the layers with a KV cache (a hybrid's others are recurrent)
     kv_layers = np.where(np.isnan(m.n_kv_layers), m.n_layers, m.n_kv_layers)
     m.attention_flops_per_pair = 4.0 * m.n_heads * m.attention_width * kv_layers
+    # a prompt's pairs among its own tokens at its prefill width (MLA: un-absorbed); exactly 1
+    # where the two widths are one
+    prefill_width = np.where(np.isnan(m.prefill_attention_width), m.attention_width,
+                             m.prefill_attention_width)
+    m.prefill_attention_scale = (prefill_width / m.attention_width)[()]
     # where a sliding layer's bytes differ from a full one's, the full layers' share of bytes
     # (the share of layers otherwise, unchanged)
     full, sliding = m.kv_bytes_per_token_per_layer, m.sliding_kv_bytes_per_token_per_layer
@@ -537,7 +548,8 @@ def step_flops(model, step: Step):
     logits = n_decode + np.minimum(n_prefill, 1.0)
     return (model.flops_per_token * (n_decode + n_prefill)
             + model.lm_head_flops_per_token * logits
-            + model.attention_flops_per_pair * (kv_read + pairs))
+            + model.attention_flops_per_pair
+            * (kv_read + pairs * model.prefill_attention_scale))
 
 
 def step_compute_time(model, gpu, step: Step):
@@ -548,7 +560,8 @@ def step_compute_time(model, gpu, step: Step):
     half = gpu.gemm_half_tokens
     work = (gemm_flops_per_token(model, gpu) * (n_decode + n_prefill + half)
             + model.lm_head_flops_per_token * (logits + half)
-            + model.attention_flops_per_pair * (kv_read + pairs)
+            + model.attention_flops_per_pair
+            * (kv_read + pairs * model.prefill_attention_scale)
             * (gpu.peak_flops / gpu.attention_peak_flops))
     return work / gpu.peak_flops
 

@@ -14,7 +14,9 @@ Assumptions: one multiply-add per weight per token (the input-embedding table is
 LM head runs for tokens that need logits); every weight byte is read once per step; decode does
 not count writing the new token's K/V; causal attention, capped at the window in sliding-window
 layers; MLA runs absorbed at width ``kv_lora_rank + qk_rope_head_dim`` (≈ 6% over on
-DeepSeek-V3's attention FLOPs). MoE: FLOPs use ``P_a``; bytes are the non-expert weights plus
+DeepSeek-V3's attention FLOPs), except a prompt's pairs among its own tokens, which the engines
+run un-absorbed (multi-head attention over decompressed K and V, ``prefill_attention_width``:
+160 for DeepSeek-V3). MoE: FLOPs use ``P_a``; bytes are the non-expert weights plus
 the ``E·(1 − (1 − k/E)^n)`` experts ``n`` uniformly routed tokens touch per layer, one expert
 being ``(P − P_a)/(E − k)`` parameters (skewed routers touch fewer). Decode activations, launch
 gaps and tile re-reads are not counted: the engine's overheads and efficiencies take them.
@@ -271,7 +273,10 @@ def prefill_flops(model, prompt_tokens, context_length=0):
     Notes
     -----
     ``2 · P_active · N + 4·H·d·L · (N·C0 + N(N−1)/2)``: the matrix multiplies (guide §3.1's
-    ``2 × params × N``) plus causal attention, quadratic in the prompt.
+    ``2 × params × N``) plus causal attention, quadratic in the prompt. With multi-head
+    latent attention the pairs beyond one pass over the cached prefix run un-absorbed, at
+    ``prefill_attention_width`` instead of the latent width ``d`` (DeepSeek-V3: 160 against
+    576), as the engines prefill it.
 
     References
     ----------
