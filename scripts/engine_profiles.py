@@ -862,6 +862,68 @@ def moe_block_errors(system: str, engine: str, version: str, knobs: dict,
     return out
 
 
+#: DeepSeek-V3's attention module, as the MLA tables time it (its ``config.json``): hidden 7,168,
+#: query latent 1,536, KV latent 512 and its 64 RoPE values, query and key heads of 128 + 64,
+#: value heads of 128; the tables' ``num_heads`` are one GPU's of the 128.
+MLA_MODULE = {"hidden": 7168, "q_lora": 1536, "kv_lora": 512, "rope": 64, "nope": 128,
+              "v": 128}
+#: The MLA context-module rows :func:`mla_context_errors` scores: prompts this long or longer,
+#: where attention is a large part of the module's work.
+MLA_LONG_PROMPT = 4096
+
+
+def mla_context_errors(system: str, engine: str, version: str, knobs: dict) -> dict | None:
+    """How the profile ``knobs`` (datasheet shares) time the MLA context-module table's long
+    prompts (:data:`MLA_LONG_PROMPT` tokens or more; DeepSeek-V3's module,
+    :data:`MLA_MODULE`): the median signed error [%] with the prompt's attention counted at
+    the latent width (``latent``, 4·h·576 FLOPs a pair, as the step did) and at the head
+    widths the engines prefill it at (``heads``, 4·h·160: the model's
+    ``prefill_attention_width``), and the rows scored; None where the version has no such
+    table. A row is ``max(GEMMs + attention, weights) + layer_overhead`` (and the FP8 GEMMs'
+    own overhead): the module's five projections (two of them replicated across the heads'
+    GPUs) at the prefill shares and GEMM curve, causal attention over each prompt at the
+    16-bit share, the weights read once at the decode share."""
+    path = data_root() / system / "mla" / engine / version / "mla_context_module_perf.parquet"
+    if not path.exists():
+        return None
+    frame = _read(path)
+    frame = frame[frame["isl"] >= MLA_LONG_PROMPT]
+    frame = frame.groupby(["gemm_type", "kv_cache_dtype", "num_heads", "batch_size", "isl"],
+                          as_index=False)["latency"].min()
+    if frame.empty:
+        return None
+    gpu = catalog.gpu(SYSTEM_TO_GPU[system])
+    pre, dec = knobs["prefill"], knobs["decode"]
+    m = MLA_MODULE
+    heads, batch, prompt = (frame[c].to_numpy(dtype=float)
+                            for c in ("num_heads", "batch_size", "isl"))
+    fp8 = (frame["gemm_type"] == "fp8_block").to_numpy()
+    params = (m["hidden"] * (m["q_lora"] + m["kv_lora"] + m["rope"])
+              + heads * (m["q_lora"] * (m["nope"] + m["rope"])
+                         + m["kv_lora"] * (m["nope"] + m["v"]) + m["v"] * m["hidden"]))
+    share = np.where(fp8, pre.get("low_precision_compute_efficiency")
+                     or pre["compute_efficiency"], pre["compute_efficiency"])
+    peak = np.where(fp8, gpu.peak_flops_by_dtype["fp8"], gpu.peak_flops_by_dtype["bf16"])
+    tokens = batch * prompt
+    gemm = 2.0 * params * (tokens + pre.get("gemm_half_tokens", 0.0)) / (peak * share)
+    pairs = batch * prompt * (prompt - 1.0) / 2.0
+    attention_peak = gpu.peak_flops_by_dtype["bf16"] * pre["compute_efficiency"]
+    streamed = np.where(fp8, dec.get("low_precision_bandwidth_efficiency")
+                        or dec["bandwidth_efficiency"], dec["bandwidth_efficiency"])
+    weights = params * np.where(fp8, 1.0, 2.0) / (gpu.hbm_bandwidth * streamed)
+    fixed = dec.get("layer_overhead", 0.0) + np.where(
+        fp8, dec.get("low_precision_layer_overhead", 0.0), 0.0)
+    latency = frame["latency"].to_numpy(dtype=float) * MS
+    model = catalog.model("DeepSeek-V3")
+    out = {"rows": int(latency.size)}
+    for label, width in (("latent", model.attention_width),
+                         ("heads", model.prefill_attention_width)):
+        attention = pairs * 4.0 * heads * width / attention_peak
+        predicted = np.maximum(gemm + attention, weights) + fixed
+        out[label] = float(100.0 * np.median(predicted / latency - 1.0))
+    return out
+
+
 def with_fp4_stage(knobs: dict, rows: list, n_resamples: int = N_RESAMPLES) -> dict:
     """``knobs`` (:func:`profile_knobs`, on the streaming bandwidth) with the FP4 shares of
     :data:`FP4_STAGE` and their intervals: each fitted to the NVFP4 ``rows`` of the GPU
@@ -1240,7 +1302,9 @@ def diagnose(engine: str, system: str, log=print) -> dict:
         weight-only int4 is); where the shipped profile's version has an MoE table,
         ``moe_blocks``: how the shipped profile times that table's blocks of many tokens,
         with its own share and with the median of the engine's other GPUs' (left out)
-        (:func:`moe_block_errors`).
+        (:func:`moe_block_errors`); where it has an MLA context-module table, ``mla_context``:
+        how it times that table's long prompts at the latent and at the head widths
+        (:func:`mla_context_errors`).
     """
     rows, checked, _ = by_format(*synthesise(engine, system, dtypes=ALL_DTYPES))
     out = {"per_dtype_tpot": {}}
@@ -1277,6 +1341,7 @@ def diagnose(engine: str, system: str, log=print) -> dict:
                   and _moe_rows(gpu_system[row["gpu"]], engine, row["version"]) is not None]
         out["moe_blocks"] = moe_block_errors(system, engine, shipped["version"], shipped,
                                              float(np.median(others)) if others else None)
+        out["mla_context"] = mla_context_errors(system, engine, shipped["version"], shipped)
     log(f"  diagnose {engine} {system}: {out}")
     return out
 

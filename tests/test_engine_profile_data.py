@@ -370,6 +370,20 @@ def test_the_moe_compute_share_stage_recovers_a_share_from_exact_blocks(monkeypa
     assert set(result["by_format"]) == {"bfloat16", "fp8_block", "w4a16_mxfp4"}
 
 
+def test_the_mla_module_is_deepseek_v3s_config():
+    """The MLA check's module (scripts/engine_profiles.py ``MLA_MODULE``) is the shapes of
+    DeepSeek-V3's published config.json, the model its tables time."""
+    import json
+    config = json.loads((Path(__file__).parent / "data" / "hf_configs" / "deepseek-v3.json")
+                        .read_text())
+    module = _script().MLA_MODULE
+    assert module == {"hidden": config["hidden_size"], "q_lora": config["q_lora_rank"],
+                      "kv_lora": config["kv_lora_rank"], "rope": config["qk_rope_head_dim"],
+                      "nope": config["qk_nope_head_dim"], "v": config["v_head_dim"]}
+    model = catalog.model("DeepSeek-V3")
+    assert model.prefill_attention_width == (module["nope"] + module["rope"] + module["v"]) / 2
+
+
 def test_leaving_a_gpu_out_uses_the_clock_only_where_the_catalogue_gives_one(monkeypatch):
     """A GPU with a catalogue boost clock is predicted by the cycles fit of the other clocked
     GPUs; one without (the B300) by the seconds fit of every other GPU; the clocked pools leave
