@@ -172,8 +172,12 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     traffic's own efficiency is folded into ``kv_bytes_per_token`` (scaled by
     ``bandwidth_efficiency / kv_bandwidth_efficiency``), a low-precision path's weight
     streaming into the weight bytes (scaled by ``bandwidth_efficiency /
-    low_precision_bandwidth_efficiency``), the per-layer overhead into
-    ``step_overhead`` (``+ n_layers · layer_overhead``). ``sequence_overhead`` is the host's
+    low_precision_bandwidth_efficiency``), a mixture-of-experts model's slower grouped expert
+    GEMMs into ``flops_per_token`` (its routed experts' part weighed by ``1 /
+    moe_compute_share``), the per-layer overhead into ``step_overhead`` (``+ n_layers ·
+    layer_overhead``). ``prefill_attention_scale`` is 1 but with multi-head latent attention,
+    which decodes absorbed over the cached latent and prefills un-absorbed, at the key and
+    value head widths (``prefill_attention_width / attention_width``). ``sequence_overhead`` is the host's
     time per decode token that the GPU waits for (scheduling, input preparation, sampling and
     detokenising each running sequence, where the engine does not overlap them with the
     forward pass [4]_): a speculative verification's ``k + 1`` tokens a sequence count
