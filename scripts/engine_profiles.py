@@ -166,6 +166,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import math
 import re
 import subprocess
@@ -276,22 +277,23 @@ FP4_STAGE = {"prefill": ("fp4_compute_efficiency", "low_precision_compute_effici
 #: Knobs a later stage of the kernel fit adds (the MoE stage, the FP4 stage).
 STAGE_KNOBS = ("moe_layer_overhead", "moe_compute_share",
                *(knob for knob, _ in FP4_STAGE.values()))
-#: The MoE tables' rows the MoE stage reads (:func:`moe_layer_overhead`): their formats'
-#: bytes per weight (FP8 blocks: one fp32 scale per 128 × 128), a few tokens a step, the
-#: experts sharded over the tensor-parallel group (no expert parallelism) with tokens spread
-#: evenly over them.
-MOE_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0 + 4.0 / (128 * 128)}
-MOE_MAX_TOKENS = 16
+#: The MoE tables' rows the MoE stage reads (:func:`_moe_rows`): the experts sharded over the
+#: tensor-parallel group (no expert parallelism) with tokens spread evenly over them, in the
+#: formats of :data:`MOE_PATHS`.
 MOE_DISTRIBUTIONS = ("balanced", "uniform")
-#: The MoE tables' formats the compute share reads (:func:`moe_compute_share`): the planner's
-#: path for each (its peak and its GEMMs' efficiency: 16-bit for weight-only 4-bit experts,
-#: MXFP4's as gpt-oss ships and int4; FP8 for W8A8; FP4 for NVFP4 where the GPU lists an FP4
-#: peak) and its bytes per weight with scales (MXFP4: one 8-bit scale per 32; NVFP4: one FP8
-#: scale per 16; int4: one bf16 scale per 128).
+#: Each format's path in the planner (its peak and its GEMMs' efficiency: 16-bit for
+#: weight-only 4-bit experts, MXFP4's as gpt-oss ships and int4; FP8 for W8A8; FP4 for NVFP4
+#: where the GPU lists an FP4 peak) and its bytes per weight with scales (FP8 blocks: one fp32
+#: scale per 128 × 128; MXFP4: one 8-bit scale per 32; NVFP4: one FP8 scale per 16; int4: one
+#: bf16 scale per 128).
 MOE_PATHS = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0),
              "fp8_block": ("fp8", 1.0 + 4.0 / (128 * 128)),
              "w4a16_mxfp4": ("bf16", 17.0 / 32.0), "int4_wo": ("bf16", 0.5 + 2.0 / 128.0),
              "nvfp4": ("fp4", 9.0 / 16.0)}
+#: The fixed time's rows (:func:`moe_layer_overhead`): the 16-bit and FP8 formats' bytes per
+#: weight, a few tokens a step.
+MOE_BYTES = {f: MOE_PATHS[f][1] for f in ("bfloat16", "fp8", "fp8_block")}
+MOE_MAX_TOKENS = 16
 #: A row of the MoE table is compute-bound where its FLOPs at the dense GEMMs' share take at
 #: least this multiple of its experts' read (the compute share's rows).
 MOE_COMPUTE_BOUND = 2.0
@@ -692,8 +694,8 @@ def moe_layer_overhead(system: str, engine: str, version: str, bandwidth_efficie
 
     An MoE block at a few tokens takes a fixed time beyond reading its experts' weights
     (routing, token permutation, grouped GEMM launches): per row of the MoE table
-    (:data:`MOE_MAX_TOKENS` tokens or fewer, experts sharded ``moe_tp_size`` ways, tokens spread
-    evenly, the formats of :data:`MOE_BYTES`; the fastest kernel per point), its latency less
+    (:func:`_moe_rows` of :data:`MOE_MAX_TOKENS` tokens or fewer in the formats of
+    :data:`MOE_BYTES`), its latency less
     the experts touched (``E·(1 − (1 − k/E)^n)`` of them, ``3·h·I`` weights each, over the
     shards) read at the HBM bandwidth times the profile's decode ``bandwidth_efficiency``. The
     dense layer's MLP (gate_up and down), which ``layer_overhead`` holds, has such a fixed time
@@ -702,19 +704,13 @@ def moe_layer_overhead(system: str, engine: str, version: str, bandwidth_efficie
     5th-95th percentile of that over :data:`N_RESAMPLES` resamples of both tables' rows (seed
     :data:`SEED`).
     """
-    path = data_root() / system / "moe" / engine / version / "moe_perf.parquet"
-    if not path.exists():
+    rows = _moe_rows(system, engine, version)
+    if rows is None:
         return None
     gpu = catalog.gpu(SYSTEM_TO_GPU[system])
     bandwidth = gpu.hbm_bandwidth * bandwidth_efficiency
-    frame = _read(path)
-    frame = frame[frame["moe_dtype"].isin(list(MOE_BYTES)) & (frame["moe_ep_size"] == 1)
-                  & frame["distribution"].isin(list(MOE_DISTRIBUTIONS))
-                  & (frame["num_tokens"] <= MOE_MAX_TOKENS)
-                  & frame["moe_tp_size"].isin(list(TP_DEGREES))]
-    keys = ["moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
-            "moe_tp_size"]
-    best = frame.groupby(keys, as_index=False)["latency"].min()
+    best = rows[rows["moe_dtype"].isin(list(MOE_BYTES))
+                & (rows["num_tokens"] <= MOE_MAX_TOKENS)]
     if best.empty:
         return None
     e, k, n = (best[c].to_numpy(dtype=float) for c in ("num_experts", "topk", "num_tokens"))
@@ -743,14 +739,22 @@ def moe_layer_overhead(system: str, engine: str, version: str, bandwidth_efficie
     low, high = np.quantile(draws, (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
     return {"value": value, "interval": [min(float(low), value), max(float(high), value)],
             "moe_points": int(moe.size), "moe_median": float(np.median(moe)),
-            "mlp_median": float(np.median(mlp)), "file": str(path.relative_to(data_root()))}
+            "mlp_median": float(np.median(mlp)),
+            "file": str(_moe_path(system, engine, version).relative_to(data_root()))}
 
 
+def _moe_path(system: str, engine: str, version: str) -> Path:
+    """Where the MoE table of one (GPU, engine, version) lies."""
+    return data_root() / system / "moe" / engine / version / "moe_perf.parquet"
+
+
+@functools.lru_cache(maxsize=4)
 def _moe_rows(system: str, engine: str, version: str):
     """The MoE table's rows of :data:`MOE_PATHS`'s formats (no expert parallelism, tokens
     spread evenly, the tensor-parallel degrees of :data:`TP_DEGREES`; the fastest kernel per
-    point), or None where the version has none."""
-    path = data_root() / system / "moe" / engine / version / "moe_perf.parquet"
+    point), or None where the version has none. Read once per table (the MoE stage's two
+    knobs and ``--diagnose`` share it); callers select rows, never change them."""
+    path = _moe_path(system, engine, version)
     if not path.exists():
         return None
     frame = _read(path)
@@ -763,6 +767,20 @@ def _moe_rows(system: str, engine: str, version: str):
     return None if best.empty else best
 
 
+def _path_shares(knobs: dict) -> tuple[dict, dict]:
+    """The GEMMs' compute efficiency (prefill) and their weight reads' bandwidth share
+    (decode) on each path of ``knobs``, ``{"bf16": ..., "fp8": ..., "fp4": ...}`` each: a
+    path's own knob, else the one it falls back on (``Engine``'s ``None``)."""
+    pre, dec = knobs["prefill"], knobs["decode"]
+    efficiency = {"bf16": pre["compute_efficiency"]}
+    efficiency["fp8"] = pre.get("low_precision_compute_efficiency") or efficiency["bf16"]
+    efficiency["fp4"] = pre.get("fp4_compute_efficiency") or efficiency["fp8"]
+    share = {"bf16": dec["bandwidth_efficiency"]}
+    share["fp8"] = dec.get("low_precision_bandwidth_efficiency") or share["bf16"]
+    share["fp4"] = dec.get("fp4_bandwidth_efficiency") or share["fp8"]
+    return efficiency, share
+
+
 def moe_block_times(best, knobs: dict, system: str) -> dict:
     """Per row of ``best`` (:func:`_moe_rows`) as the planner times an MoE block: its format,
     ``latency`` [s] (measured), ``compute`` (its experts' FLOPs at the dense GEMMs' share of
@@ -770,15 +788,8 @@ def moe_block_times(best, knobs: dict, system: str) -> dict:
     the path's bandwidth share [s]), with the profile's prefill efficiencies and decode
     bandwidth shares (``knobs``, datasheet shares). Rows of a path the GPU lacks are dropped."""
     gpu = catalog.gpu(SYSTEM_TO_GPU[system])
-    pre, dec = knobs["prefill"], knobs["decode"]
-    efficiency = {"bf16": pre["compute_efficiency"],
-                  "fp8": pre.get("low_precision_compute_efficiency")
-                  or pre["compute_efficiency"]}
-    efficiency["fp4"] = pre.get("fp4_compute_efficiency") or efficiency["fp8"]
-    share = {"bf16": dec["bandwidth_efficiency"],
-             "fp8": dec.get("low_precision_bandwidth_efficiency")
-             or dec["bandwidth_efficiency"]}
-    share["fp4"] = dec.get("fp4_bandwidth_efficiency") or share["fp8"]
+    pre = knobs["prefill"]
+    efficiency, share = _path_shares(knobs)
     peaks = gpu.peak_flops_by_dtype
     keep = [MOE_PATHS[f][0] in peaks for f in best["moe_dtype"]]
     best = best[keep]
@@ -901,15 +912,14 @@ def mla_context_errors(system: str, engine: str, version: str, knobs: dict) -> d
     params = (m["hidden"] * (m["q_lora"] + m["kv_lora"] + m["rope"])
               + heads * (m["q_lora"] * (m["nope"] + m["rope"])
                          + m["kv_lora"] * (m["nope"] + m["v"]) + m["v"] * m["hidden"]))
-    share = np.where(fp8, pre.get("low_precision_compute_efficiency")
-                     or pre["compute_efficiency"], pre["compute_efficiency"])
+    efficiency, streaming = _path_shares(knobs)
+    share = np.where(fp8, efficiency["fp8"], efficiency["bf16"])
     peak = np.where(fp8, gpu.peak_flops_by_dtype["fp8"], gpu.peak_flops_by_dtype["bf16"])
     tokens = batch * prompt
     gemm = 2.0 * params * (tokens + pre.get("gemm_half_tokens", 0.0)) / (peak * share)
     pairs = batch * prompt * (prompt - 1.0) / 2.0
     attention_peak = gpu.peak_flops_by_dtype["bf16"] * pre["compute_efficiency"]
-    streamed = np.where(fp8, dec.get("low_precision_bandwidth_efficiency")
-                        or dec["bandwidth_efficiency"], dec["bandwidth_efficiency"])
+    streamed = np.where(fp8, streaming["fp8"], streaming["bf16"])
     weights = params * np.where(fp8, 1.0, 2.0) / (gpu.hbm_bandwidth * streamed)
     fixed = dec.get("layer_overhead", 0.0) + np.where(
         fp8, dec.get("low_precision_layer_overhead", 0.0), 0.0)

@@ -100,7 +100,7 @@ _SW = StepCost._fields.index("sliding_window")
 
 #: sha256 of the step formula's source (the three kernels and the StepCost field names), which
 #: numba's cache cannot see; ``tests/test_batching_kernels.py`` recomputes it.
-STEP_FORMULA_SHA256 = "10ab3c67b9b83405f161d490f17ed6b6d420084537ca60b298f033494aca9185"
+STEP_FORMULA_SHA256 = "8983e39696b5e77aae02660d16f80c41227e991f81c579bed37a8a7b912be307"
 
 _mixed_step_time = njit(**_CACHED)(mixed_step_time_kernel)
 _kv_tokens_read = njit(**_CACHED)(kv_tokens_read_kernel)

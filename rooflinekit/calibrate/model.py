@@ -228,8 +228,8 @@ class _Groups:
         (the attention part of ``compute``), ``experts`` (the routed experts' GEMMs' part of
         ``compute``), ``expert_gemm`` (their part of ``gemm``) and ``prompt`` (``runs ×
         min(prompt tokens, 1)``)."""
-        names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes", "comm_host_bytes",
-                 "hops", "runs", "decodes", "cycles",
+        names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes",
+                 "comm_host_bytes", "hops", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "low_precision_layers", "low_precision", "fp4",
                  "attention", "experts", "expert_gemm", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}

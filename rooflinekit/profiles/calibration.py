@@ -50,10 +50,10 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: the per-hop all-reduce latency [s], the front end's time outside the steps [s], and the
 #: low-precision (FP8) GEMMs' extra fixed time per layer [s], share of their own peak [1] and
 #: share of the HBM bandwidth their weight reads reach [1] (on an FP4 path the ``fp4_`` pair
-#: of those two shares), a fixed cost per layer in the GPU's clock cycles [cycles] (``layer_cycles``: seconds
-#: ``layer_cycles / boost_clock``, so that it transfers between GPUs of different clocks), and
-#: the host's time per decode token that the GPU waits for [s] (``sequence_overhead``), and
-#: the share of the GEMMs' efficiency a mixture-of-experts model's routed experts reach [1]
+#: of those two shares), a fixed cost per layer in the GPU's clock cycles [cycles]
+#: (``layer_cycles``: seconds ``layer_cycles / boost_clock``, so that it transfers between
+#: GPUs of different clocks), the host's time per decode token that the GPU waits for [s]
+#: (``sequence_overhead``), and the share of the GEMMs' efficiency a mixture-of-experts model's routed experts reach [1]
 #: (``moe_compute_share``).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",

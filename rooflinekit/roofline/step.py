@@ -177,10 +177,10 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     moe_compute_share``), the per-layer overhead into ``step_overhead`` (``+ n_layers ·
     layer_overhead``). ``prefill_attention_scale`` is 1 but with multi-head latent attention,
     which decodes absorbed over the cached latent and prefills un-absorbed, at the key and
-    value head widths (``prefill_attention_width / attention_width``). ``sequence_overhead`` is the host's
-    time per decode token that the GPU waits for (scheduling, input preparation, sampling and
-    detokenising each running sequence, where the engine does not overlap them with the
-    forward pass [4]_): a speculative verification's ``k + 1`` tokens a sequence count
+    value head widths (``prefill_attention_width / attention_width``). ``sequence_overhead``
+    is the host's time per decode token that the GPU waits for (scheduling, input preparation,
+    sampling and detokenising each running sequence, where the engine does not overlap them
+    with the forward pass [4]_): a speculative verification's ``k + 1`` tokens a sequence count
     ``k + 1`` times. With every engine option at its default each term is the ideal model's, to
     the bit (``x + 0.0`` and ``x · 1.0`` are exact).
 
