@@ -109,6 +109,21 @@ version without an MoE table takes the median of the engine's other GPUs
 (:func:`pool_moe_shares`), which, each GPU left out in turn, times its blocks within a few
 points of its own share (``--diagnose``, ``moe_blocks``).
 
+Then the MLA stage (:func:`mla_layer_overhead`): a multi-head latent attention module
+(DeepSeek-V3's: the query and KV down- and up-projections, their norms, RoPE, the absorbed
+attention and its output, about ten kernels) takes a fixed time at a few sequences beyond
+reading its weights and latent cache that the dense rows' qkv and output GEMMs and attention
+do not show. The MLA generation-module tables (``mla/<engine>/<version>/
+mla_generation_module_perf.parquet``) give it: 6-16 us a layer over a GQA layer's attention
+block under TensorRT-LLM 1.3, 11-13 us under vLLM (B200, and GB300's 0.27.0 table), written
+as ``mla_layer_overhead`` in both phases. vLLM's other tables ran the module's norms as
+native PyTorch chains that serving never runs (their metadata: before the collector's
+fused-op fix) and time the module 2-2.3 times as long as the B200's with the same backend:
+they are not read (:func:`_as_served`). A GPU no table covers takes the engine's median
+(:func:`pool_mla_overheads`). SGLang has no module collector, and holds 0: vLLM's and
+TensorRT-LLM's tables standing in for it (8-18 us a layer) made its served stage's held-out
+TPOT worse on both sources, where its DeepSeek-R1 sweeps were already timed slow.
+
 Held-out errors (:func:`held_out_errors`, the same three fits without bootstrap): leave one
 GPU out (fit on the other GPUs' rows of the same engine, predict this GPU's rows), and across
 model sizes (fit on one model's rows of this (engine, GPU), predict the other's; the worse
@@ -260,13 +275,13 @@ SHARED_KERNEL_KNOBS = ("compute_efficiency", "gemm_half_tokens", "interconnect_e
 GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_efficiency")
 #: Every knob a profile row holds, per phase, in the order written.
 KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead",
-                     "fp4_compute_efficiency", "moe_compute_share"),
+                     "fp4_compute_efficiency", "moe_compute_share", "mla_layer_overhead"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency",
                     *SHARED_KERNEL_KNOBS,
                     "host_traffic_share", "moe_layer_overhead", "fp4_bandwidth_efficiency",
-                    "moe_compute_share")}
+                    "moe_compute_share", "mla_layer_overhead")}
 #: The FP4 stage (:func:`with_fp4_stage`): per phase, the knob it fits to the NVFP4 rows of
 #: :data:`CHECK_DTYPES` with every other knob held, and the knob it takes where the tables hold
 #: no NVFP4 GEMMs (what ``None`` means for it). The NVFP4 GEMMs of the B200 tables reach 39-44 %
@@ -274,8 +289,8 @@ KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead"
 #: their weights at 68-78 % of the bf16 GEMMs' rate (FP8's: 84-87 %).
 FP4_STAGE = {"prefill": ("fp4_compute_efficiency", "low_precision_compute_efficiency"),
              "decode": ("fp4_bandwidth_efficiency", "low_precision_bandwidth_efficiency")}
-#: Knobs a later stage of the kernel fit adds (the MoE stage, the FP4 stage).
-STAGE_KNOBS = ("moe_layer_overhead", "moe_compute_share",
+#: Knobs a later stage of the kernel fit adds (the MoE stage, the MLA stage, the FP4 stage).
+STAGE_KNOBS = ("moe_layer_overhead", "moe_compute_share", "mla_layer_overhead",
                *(knob for knob, _ in FP4_STAGE.values()))
 #: The MoE tables' rows the MoE stage reads (:func:`_moe_rows`): the experts sharded over the
 #: tensor-parallel group (no expert parallelism) with tokens spread evenly over them, in the
@@ -883,6 +898,132 @@ MLA_MODULE = {"hidden": 7168, "q_lora": 1536, "kv_lora": 512, "rope": 64, "nope"
 MLA_LONG_PROMPT = 4096
 
 
+#: The MLA generation-module rows :func:`mla_layer_overhead` reads: this many sequences or
+#: fewer, at this context or shorter (a fixed time shows where little is read).
+MLA_MAX_BATCH = 16
+MLA_MAX_CONTEXT = 1024
+#: The head pairs and contexts of the GQA attention block :func:`mla_layer_overhead` holds an
+#: MLA module against (Llama-3.1-8B and -70B at :data:`TP_DEGREES`).
+GQA_CONTEXTS = (128, 512, 1024)
+
+
+def _mla_module_path(system: str, engine: str, version: str, phase: str) -> Path:
+    """Where the MLA module table of one (GPU, engine, version) and phase lies."""
+    return data_root() / system / "mla" / engine / version / f"mla_{phase}_module_perf.parquet"
+
+
+def _as_served(path: Path) -> bool:
+    """Whether a module table times the module as the engine serves it. vLLM's collector
+    before its fused-op fix (ai-dynamo/aiconfigurator#1423) ran the module's norms as native
+    PyTorch chains that serving never runs (+34 % at the one point its B200 note re-measured):
+    a vLLM table counts where its ``collection_meta.yaml`` records the fix for it
+    (``norm_dispatch``) or the collector revision it ran (``collector_ref``). The other
+    engines' collectors run the engine's own module."""
+    if "/vllm/" not in path.as_posix():
+        return True
+    meta = path.parent / "collection_meta.yaml"
+    lines = meta.read_text().splitlines() if meta.exists() else []
+    # the table's block: its key's line under ``tables:`` and the deeper lines after it
+    start = next((i for i, line in enumerate(lines) if line.strip() == f"{path.stem}:"), None)
+    if start is None:
+        return False
+    depth = len(lines[start]) - len(lines[start].lstrip())
+    block = []
+    for line in lines[start + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= depth:
+            break
+        block.append(line.strip())
+    return any(line.startswith(("norm_dispatch:", "collector_ref:")) for line in block)
+
+
+def mla_module_tables(system: str, engine: str, version: str) -> list[Path]:
+    """The MLA generation-module tables that time the module for (``system``, ``engine``,
+    ``version``) as served (:func:`_as_served`): the version's own, else the engine's newest
+    on the GPU; none for SGLang, which has no module collector (another engine's tables
+    standing in for it made its served fit worse: ``docs/validation.md``)."""
+    own = _mla_module_path(system, engine, version, "generation")
+    if own.exists() and _as_served(own):
+        return [own]
+    folder = data_root() / system / "mla" / engine
+    newer = sorted((p for p in folder.glob("*/mla_generation_module_perf.parquet")
+                    if _as_served(p)), key=lambda p: version_key(p.parent.name))
+    return newer[-1:]
+
+
+def _mla_module_weights(heads) -> np.ndarray:
+    """Parameters of DeepSeek-V3's attention module on one GPU running ``heads`` of its heads
+    (:data:`MLA_MODULE`): the query and KV down-projections, replicated, and per head the
+    query and KV up-projections and the output projection."""
+    m = MLA_MODULE
+    return (m["hidden"] * (m["q_lora"] + m["kv_lora"] + m["rope"])
+            + heads * (m["q_lora"] * (m["nope"] + m["rope"])
+                       + m["kv_lora"] * (m["nope"] + m["v"]) + m["v"] * m["hidden"]))
+
+
+def mla_layer_overhead(system: str, engine: str, version: str, bandwidth_efficiency: float,
+                       n_resamples: int = N_RESAMPLES) -> dict | None:
+    """``mla_layer_overhead`` [s] of one (engine, GPU) from its MLA generation-module and
+    attention tables, or None where the version has no MLA module table.
+
+    An MLA module (DeepSeek-V3's, :data:`MLA_MODULE`: about ten kernels) takes a fixed time
+    beyond reading its weights and latent cache: per bf16 row of the module table of
+    :data:`MLA_MAX_BATCH` sequences or fewer at :data:`MLA_MAX_CONTEXT` tokens or fewer (the
+    fastest backend per point), its latency less the module's weights (two bytes each,
+    :func:`_mla_module_weights`) and the ``batch × context`` latent vectors of 576 values read
+    at the HBM bandwidth times the profile's decode ``bandwidth_efficiency``. A layer with KV
+    heads has such a fixed time in its attention too, which ``layer_overhead`` holds: the same
+    difference for the qkv and output GEMMs and the decode attention of Llama-3.1-8B and -70B
+    at TP 1-8, 1-16 sequences and :data:`GQA_CONTEXTS` tokens. The knob is the module's median
+    less the GQA block's (≥ 0); its interval the 5th-95th percentile of that over
+    :data:`N_RESAMPLES` resamples of both (seed :data:`SEED`)."""
+    paths = mla_module_tables(system, engine, version)
+    if not paths:
+        return None
+    import pandas as pd
+    frame = pd.concat([_read(path) for path in paths])
+    frame = frame[(frame["gemm_type"].isin(["bfloat16", "bf16"]))
+                  & (frame["kv_cache_dtype"].isin(["bfloat16", "bf16"]))
+                  & (frame["batch_size"] <= MLA_MAX_BATCH) & (frame["step"] <= MLA_MAX_CONTEXT)]
+    frame = frame.groupby(["num_heads", "batch_size", "step"], as_index=False)["latency"].min()
+    if frame.empty:
+        return None
+    gpu = catalog.gpu(SYSTEM_TO_GPU[system])
+    bandwidth = gpu.hbm_bandwidth * bandwidth_efficiency
+    heads, batch, context = (frame[c].to_numpy(dtype=float)
+                             for c in ("num_heads", "batch_size", "step"))
+    latent = MLA_MODULE["kv_lora"] + MLA_MODULE["rope"]
+    read = 2.0 * _mla_module_weights(heads) + batch * context * latent * 2.0
+    mla = _intercepts(frame["latency"].to_numpy(dtype=float) * MS, read, bandwidth)
+    models = [catalog.model(name) for name in MODELS]
+    tables = load_tables(system, engine, version,
+                         [head_pair(model, tp) for model in models for tp in TP_DEGREES])
+    gemm = tables.gemm["bf16"]
+    gqa = []
+    for model in models:
+        d = model.head_dim
+        for tp in TP_DEGREES:
+            pair = head_pair(model, tp)
+            qkv, out = layer_gemms(model, tp)[:2]
+            weights = 2.0 * (qkv[0] * qkv[1] + out[0] * out[1])
+            for rows in (1, 2, 4, 8, 16):
+                for tokens in GQA_CONTEXTS:
+                    latency = gemm(rows, *qkv) + gemm(rows, *out) + \
+                        tables.generation_attention[pair](rows, tokens)
+                    cache = rows * tokens * 2 * pair[1] * d * 2.0
+                    gqa.append(float(_intercepts(latency, weights + cache, bandwidth)))
+    gqa = np.array(gqa)
+    value = max(0.0, float(np.median(mla) - np.median(gqa)))
+    rng = np.random.default_rng(SEED)
+    draws = [max(0.0, float(np.median(rng.choice(mla, mla.size))
+                            - np.median(rng.choice(gqa, gqa.size))))
+             for _ in range(n_resamples)]
+    low, high = np.quantile(draws, (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
+    return {"value": value, "interval": [min(float(low), value), max(float(high), value)],
+            "mla_points": int(mla.size), "mla_median": float(np.median(mla)),
+            "gqa_median": float(np.median(gqa)),
+            "files": [str(path.relative_to(data_root())) for path in paths]}
+
+
 def mla_context_errors(system: str, engine: str, version: str, knobs: dict) -> dict | None:
     """How the profile ``knobs`` (datasheet shares) time the MLA context-module table's long
     prompts (:data:`MLA_LONG_PROMPT` tokens or more; DeepSeek-V3's module,
@@ -962,7 +1103,20 @@ def staged_knobs(fit: "ProfileFit", fp4_rows: list, engine: str, system: str,
     FP4 stage on ``fp4_rows``, as shares of the datasheet bandwidth (:func:`to_datasheet`),
     with the MoE stage."""
     knobs = with_fp4_stage(profile_knobs(fit), fp4_rows)
-    return with_moe_stage(to_datasheet(knobs, SYSTEM_TO_GPU[system]), system, engine, version)
+    knobs = with_moe_stage(to_datasheet(knobs, SYSTEM_TO_GPU[system]), system, engine, version)
+    return with_mla_stage(knobs, system, engine, version)
+
+
+def with_mla_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
+    """``knobs`` with ``mla_layer_overhead`` and its interval in both phases
+    (:func:`mla_layer_overhead`; None where no table times the module on the GPU:
+    :func:`pool_mla_overheads` fills it)."""
+    mla = mla_layer_overhead(system, engine, version, knobs["decode"]["bandwidth_efficiency"])
+    for phase in ("prefill", "decode"):
+        knobs[phase]["mla_layer_overhead"] = None if mla is None else mla["value"]
+        knobs["interval"][phase]["mla_layer_overhead"] = \
+            None if mla is None else list(mla["interval"])
+    return knobs
 
 
 def with_moe_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
@@ -997,6 +1151,22 @@ def pool_moe_shares(profiles: list) -> None:
             if prof[phase]["moe_compute_share"] is None:
                 prof[phase]["moe_compute_share"] = value
                 prof["interval"][phase]["moe_compute_share"] = list(interval)
+
+
+def pool_mla_overheads(profiles: list) -> None:
+    """Give each profile that no MLA module table times (``mla_layer_overhead`` None) the
+    median of the engine's other profiles' values, and their range as its interval; 0 where
+    none has one. vLLM's tables of the module as served cover two GPUs (B200 and GB300,
+    :func:`_as_served`): its seven others take their median."""
+    values = [p["decode"]["mla_layer_overhead"] for p in profiles
+              if p["decode"]["mla_layer_overhead"] is not None]
+    value = float(np.median(values)) if values else 0.0
+    interval = [min(values), max(values)] if values else [0.0, 0.0]
+    for prof in profiles:
+        for phase in ("prefill", "decode"):
+            if prof[phase]["mla_layer_overhead"] is None:
+                prof[phase]["mla_layer_overhead"] = value
+                prof["interval"][phase]["mla_layer_overhead"] = list(interval)
 
 
 # -- the synthesised step -----------------------------------------------------------------------
@@ -1600,6 +1770,16 @@ HEADER = (
     "spread evenly, of the block's latency less its touched experts' weights at the fitted "
     "decode bandwidth, less the same for the bf16 gate_up and down GEMMs of a dense MLP "
     "(which layer_overhead holds); interval: 5th-95th percentile over {n} resamples. "
+    "mla_layer_overhead (both phases; every KV layer of a model with multi-head latent "
+    "attention pays it) is read from the MLA generation-module tables "
+    "(systems/data/<system>/mla/<engine>/<version>/mla_generation_module_perf.parquet; vLLM's "
+    "only where their collection_meta.yaml records the collector's fused-op fix or revision; 0 "
+    "for an engine with none): the median, over "
+    "their bf16 rows of at most 16 sequences at contexts of at most 1,024 tokens, of DeepSeek-"
+    "V3's module latency less its weights and latent cache at the fitted decode bandwidth, less "
+    "the same for the bf16 qkv and o GEMMs and decode attention of Llama-3.1-8B and -70B (which "
+    "layer_overhead holds); interval: 5th-95th percentile over {n} resamples; a GPU no such "
+    "table covers takes the median of the engine's others, their range as its interval. "
     "held_out_error and held_out_error_ttft: "
     "leave-one-GPU-out MAPE [%] of the kernel fit (there the fixed time per layer is fitted as "
     "clock cycles, layer_cycles, turned into seconds with each GPU's catalogue boost clock), "
@@ -1740,6 +1920,7 @@ def build_engine(engine: str, today: str, log=print) -> list:
             f"{ttft_out:.1f}% (on datasheet bandwidths TPOT {tpot_datasheet:.1f}%), model size "
             f"{each}")
     pool_moe_shares(profiles)
+    pool_mla_overheads(profiles)
     return profiles
 
 

@@ -38,12 +38,19 @@ ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "held_out_error_datashe
 KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_tokens",
                      "prefill_overhead", "interconnect_efficiency",
                      "low_precision_compute_efficiency", "host_traffic_share",
-                     "moe_layer_overhead", "fp4_compute_efficiency", "moe_compute_share"),
+                     "moe_layer_overhead", "fp4_compute_efficiency", "moe_compute_share",
+                     "mla_layer_overhead"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
-                    "moe_layer_overhead", "fp4_bandwidth_efficiency", "moe_compute_share")}
+                    "moe_layer_overhead", "fp4_bandwidth_efficiency", "moe_compute_share",
+                    "mla_layer_overhead")}
+#: The vLLM GPUs whose own tables give each pooled knob (the A100 takes their median): every
+#: GPU with an MoE table; the B200 and GB300, whose MLA module tables time it as served.
+POOLED_FROM = {"moe_compute_share": ("H100-SXM-80GB", "H200-SXM-141GB", "B200", "L40S", "B300",
+                                     "GB200", "GB300", "RTX-PRO-6000-Server"),
+               "mla_layer_overhead": ("B200", "GB300")}
 #: Knobs a later stage adds to one engine's phase.
 UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",),
                     ("sglang", "prefill"): ("frontend_latency",)}
@@ -266,18 +273,22 @@ def test_rederived_knobs_match_the_shipped_ones():
     knobs = script.staged_knobs(script.fit_profile(rows), fp4_rows, engine, system, version)
     serving = {knob for _, knob in script.SERVING_KNOBS}      # set by the serving stage
     assert knobs["decode"]["step_overhead"] == 0.0              # held in the kernel fit
-    # vLLM 0.14 has no MoE table on the A100: its MoE compute share is the other GPUs' median
-    others = [p["prefill"]["moe_compute_share"] for p in _load(engine)["profile"]
-              if p["gpu"] != shipped["gpu"]]
+    # vLLM 0.14 has no MoE or MLA module table on the A100: its MoE compute share and MLA
+    # overhead are the median of the GPUs whose tables give them
+    pooled = {"moe_compute_share": (None, None),
+              "mla_layer_overhead": (None, None)}
+    for name in pooled:
+        own = [p["prefill"][name] for p in _load(engine)["profile"]
+               if p["gpu"] != shipped["gpu"] and p["gpu"] in POOLED_FROM[name]]
+        pooled[name] = (float(np.median(own)), [min(own), max(own)])
     for phase in KNOBS:
         for name in KNOBS[phase]:
             if name in serving:
                 continue
-            if name == "moe_compute_share":
+            if name in pooled:
                 assert knobs[phase][name] is None
-                assert shipped[phase][name] == pytest.approx(float(np.median(others)))
-                assert shipped["interval"][phase][name] == pytest.approx(
-                    [min(others), max(others)])
+                assert shipped[phase][name] == pytest.approx(pooled[name][0])
+                assert shipped["interval"][phase][name] == pytest.approx(pooled[name][1])
                 continue
             assert knobs[phase][name] == pytest.approx(shipped[phase][name], rel=1e-6, abs=1e-12)
             assert knobs["interval"][phase][name] == pytest.approx(
@@ -345,6 +356,27 @@ def test_rederived_moe_overhead_matches_the_shipped_one():
         assert shipped["interval"][phase]["moe_compute_share"] == pytest.approx(
             share["interval"], rel=1e-9)
     assert 0.3 < share["value"] < 0.6 and share["points"] > 300
+
+
+def test_rederived_mla_overhead_matches_the_shipped_one():
+    """The MLA stage re-run on TensorRT-LLM's H200 and vLLM's B200 tables gives the shipped
+    values and intervals (``mla_layer_overhead``; where the profiles' extra is installed); the
+    vLLM tables timed before the collector's fused-op fix are not read (H200)."""
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    script = _script()
+    for engine, gpu, system in (("trtllm", "H200-SXM-141GB", "h200_sxm"),
+                                ("vllm", "B200", "b200_sxm")):
+        shipped = next(p for p in _load(engine)["profile"] if p["gpu"] == gpu)
+        mla = script.mla_layer_overhead(system, engine, shipped["version"],
+                                        shipped["decode"]["bandwidth_efficiency"])
+        for phase in ("prefill", "decode"):
+            assert shipped[phase]["mla_layer_overhead"] == pytest.approx(mla["value"], rel=1e-9)
+            assert shipped["interval"][phase]["mla_layer_overhead"] == pytest.approx(
+                mla["interval"], rel=1e-9)
+        assert 5e-6 < mla["value"] < 2e-5 and mla["mla_points"] >= 400
+    assert script.mla_module_tables("h200_sxm", "vllm", "0.24.0") == []
 
 
 def test_the_moe_compute_share_stage_recovers_a_share_from_exact_blocks(monkeypatch):

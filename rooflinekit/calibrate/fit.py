@@ -100,7 +100,7 @@ FOLD = "fold"
 #: ceilings, generous on purpose (the data, not the bound, should set a value): the KV
 #: traffic, and a low-precision path's weight reads, reach at least 5 % of the bandwidth; a
 #: decoder layer's kernel launches cost at most 100 µs per step (an 80-layer model: 8 ms), an
-#: MoE block 200 µs more; GEMMs reach half their efficiency by 4,096 tokens a step at the
+#: MoE block 200 µs more, an MLA module 200 µs more; GEMMs reach half their efficiency by 4,096 tokens a step at the
 #: latest, an MoE model's expert GEMMs at least 2 % of theirs; a link hop costs at most 100 µs;
 #: the all-reduces reach at least 5 % of the link's datasheet bandwidth; the host spends at
 #: most 1 ms per decode token (256 sequences: 256 ms a step). The published utilisation fits can be held
@@ -125,6 +125,7 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "layer_cycles": (0.0, 4e5),
                                    "moe_layer_overhead": (0.0, 2e-4),
                                    "moe_compute_share": (0.02, 1.0),
+                                   "mla_layer_overhead": (0.0, 2e-4),
                                    "sequence_overhead": (0.0, 1e-3)})
 
 #: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
@@ -158,7 +159,7 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
           "host_traffic_share": 1.0, "layer_cycles": 1e4,
           "moe_layer_overhead": units.MS / 100.0, "sequence_overhead": units.MS / 100.0,
-          "moe_compute_share": 1.0}
+          "moe_compute_share": 1.0, "mla_layer_overhead": units.MS / 100.0}
 
 
 def _normalise_fit(fit) -> dict:
@@ -272,6 +273,7 @@ _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "gemm_half_tokens": (0.0, 128.0),
            "interconnect_latency": (0.0, 1e-5), "interconnect_efficiency": (1.0, 0.5, 0.25),
            "layer_cycles": (0.0, 4e4), "moe_layer_overhead": (0.0, 3e-5),
+           "mla_layer_overhead": (0.0, 3e-5),
            "sequence_overhead": (0.0, 5e-5)}
 
 

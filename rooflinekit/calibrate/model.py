@@ -219,7 +219,8 @@ class _Groups:
         all past the peer-to-peer domain over the GPU's shared host link), ``hops`` (latency
         per unit of hop latency [1]), ``runs``, ``decodes`` (decode tokens of the step [1]),
         ``layers`` (``runs × n_layers`` [1]), ``moe_layers`` (``layers`` of a model with more
-        than one expert, else 0 [1]), ``cycles`` (``layers / boost_clock`` [s]),
+        than one expert, else 0 [1]), ``mla_layers`` (``runs × n_kv_layers`` of a model with
+        multi-head latent attention, else 0 [1]), ``cycles`` (``layers / boost_clock`` [s]),
         ``weights`` (the weight reads' part of ``memory``), ``low_precision_layers`` (the
         layers that pay
         ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
@@ -230,7 +231,7 @@ class _Groups:
         min(prompt tokens, 1)``)."""
         names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes",
                  "comm_host_bytes", "hops", "runs", "decodes", "cycles",
-                 "layers", "moe_layers", "low_precision_layers", "low_precision", "fp4",
+                 "layers", "moe_layers", "mla_layers", "low_precision_layers", "low_precision", "fp4",
                  "attention", "experts", "expert_gemm", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
@@ -289,6 +290,7 @@ class _Groups:
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             terms["layers"][idx] = runs * model.n_layers
             terms["moe_layers"][idx] = runs * model.n_layers * float(model.n_experts > 1)
+            terms["mla_layers"][idx] = runs * model.n_kv_layers * float(model.is_mla)
             # seconds per unit of layer_cycles: layers over the clock (NaN: no clock known)
             clock = getattr(gpu, "boost_clock", None)
             terms["cycles"][idx] = runs * model.n_layers / (math.nan if clock is None else clock)
@@ -361,6 +363,9 @@ class _Groups:
         moe = knobs.get("moe_layer_overhead", 0.0)
         if moe:             # 0 (default): the lines above, to the bit
             out = out + t["moe_layers"] * moe
+        mla = knobs.get("mla_layer_overhead", 0.0)
+        if mla:             # 0 (default): the lines above, to the bit
+            out = out + t["mla_layers"] * mla
         per_sequence = knobs.get("sequence_overhead", 0.0)
         if per_sequence:    # 0 (default): the lines above, to the bit
             out = out + t["decodes"] * per_sequence

@@ -53,15 +53,16 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: of those two shares), a fixed cost per layer in the GPU's clock cycles [cycles]
 #: (``layer_cycles``: seconds ``layer_cycles / boost_clock``, so that it transfers between
 #: GPUs of different clocks), the host's time per decode token that the GPU waits for [s]
-#: (``sequence_overhead``), and the share of the GEMMs' efficiency a mixture-of-experts model's routed experts reach [1]
-#: (``moe_compute_share``).
+#: (``sequence_overhead``), the share of the GEMMs' efficiency a mixture-of-experts model's
+#: routed experts reach [1] (``moe_compute_share``), and the extra fixed time of a multi-head
+#: latent attention layer [s] (``mla_layer_overhead``).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
                 "low_precision_layer_overhead", "low_precision_compute_efficiency",
                 "layer_cycles", "moe_layer_overhead", "sequence_overhead",
                 "low_precision_bandwidth_efficiency", "fp4_compute_efficiency",
-                "fp4_bandwidth_efficiency", "moe_compute_share")
+                "fp4_bandwidth_efficiency", "moe_compute_share", "mla_layer_overhead")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -85,7 +86,7 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                ("host_traffic_share",), ("layer_cycles",), ("moe_layer_overhead",),
                ("sequence_overhead",), ("low_precision_bandwidth_efficiency",),
                ("fp4_compute_efficiency", "fp4_bandwidth_efficiency"),
-               ("moe_compute_share",))
+               ("moe_compute_share",), ("mla_layer_overhead",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -96,7 +97,7 @@ ENGINE_IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in ENGINE_KNOB
 #: Knobs in seconds (fitted in milliseconds; shown in ms).
 SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency",
                  "frontend_latency", "low_precision_layer_overhead", "moe_layer_overhead",
-                 "sequence_overhead")
+                 "sequence_overhead", "mla_layer_overhead")
 #: Columns of a measurement table a calibration can keep knob sets by.
 GROUP_FIELDS = ("gpu", "engine", "dtype", "model")
 
@@ -232,8 +233,8 @@ class Calibration:
         The shared knobs of each phase, each an :class:`~rooflinekit.Engine` field:
         ``compute_efficiency`` and ``bandwidth_efficiency`` in (0, 1] [1] and ``step_overhead``
         [s] ≥ 0, ideal (1, 1, 0) where missing; where fitted, the engine knobs
-        (:data:`ENGINE_KNOBS`): ``layer_overhead``, ``low_precision_layer_overhead`` and
-        ``moe_layer_overhead`` [s per layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
+        (:data:`ENGINE_KNOBS`): ``layer_overhead``, ``low_precision_layer_overhead``,
+        ``moe_layer_overhead`` and ``mla_layer_overhead`` [s per layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
         per hop], ``gemm_half_tokens`` [tokens], each ≥ 0, ``kv_bandwidth_efficiency``,
         ``low_precision_compute_efficiency``, ``low_precision_bandwidth_efficiency``,
         ``fp4_compute_efficiency`` and ``fp4_bandwidth_efficiency`` in (0, 1] [1]; and the

@@ -95,6 +95,7 @@ _CHECKS = {
     "layer_cycles": check_nonnegative,
     "moe_layer_overhead": check_nonnegative,
     "moe_compute_share": _efficiency,
+    "mla_layer_overhead": check_nonnegative,
     "prefill_overhead": check_nonnegative,
     "frontend_latency": check_nonnegative,
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
@@ -187,6 +188,14 @@ class Engine:
         low-precision or FP4 one, on those paths) of the peak, so that their FLOPs take
         ``1 / moe_compute_share`` times as long. A dense model's GEMMs and a model's shared
         experts never take it. Default 1.0 (as fast as a dense GEMM).
+    mla_layer_overhead : float, array_like or xarray.DataArray
+        Extra fixed time per multi-head latent attention layer per step [s], ≥ 0: what the
+        MLA module's ten or so kernels (the query and KV down- and up-projections, their
+        norms, RoPE, the absorbed attention and its output) take at a few tokens beyond
+        reading their weights and cache, over the query-key-value and output GEMMs and the
+        attention kernel of a layer with KV heads that ``layer_overhead`` holds. Every KV
+        layer of a model with MLA pays it (DeepSeek-V3, Kimi K2, GLM-5); other models never
+        do. Default 0.
     prefill_overhead : float, array_like or xarray.DataArray
         Fixed time a step carrying prompt tokens pays once (admission, scheduling of a new
         prompt): the TTFT intercept [s], ≥ 0. Default 0.
@@ -259,6 +268,7 @@ class Engine:
     layer_cycles: object = 0.0
     moe_layer_overhead: object = 0.0
     moe_compute_share: object = 1.0
+    mla_layer_overhead: object = 0.0
     prefill_overhead: object = 0.0
     frontend_latency: object = 0.0
     gemm_half_tokens: object = 0.0
@@ -353,8 +363,9 @@ class Engine:
         ``expert_flops_scale = 1 / moe_compute_share`` times),
         ``bandwidth = hbm · tp · bandwidth_efficiency``,
         ``fixed = step_overhead + n_layers · (layer_overhead + layer_cycles / boost_clock +
-        q · low_precision_layer_overhead + m · moe_layer_overhead)`` with ``m = 1`` for a
-        model of more than one expert, else 0; the KV traffic weighs ``bandwidth_efficiency /
+        q · low_precision_layer_overhead + m · moe_layer_overhead) + n_kv_layers · a ·
+        mla_layer_overhead`` with ``m = 1`` for a model of more than one expert, else 0, and
+        ``a = 1`` for one with multi-head latent attention, else 0; the KV traffic weighs ``bandwidth_efficiency /
         kv_bandwidth_efficiency`` against the bandwidth, the weights ``bandwidth_efficiency /
         low_precision_bandwidth_efficiency`` where ``q = 1`` and it is given
         (``weight_traffic_scale``, else exactly 1); on an FP4 path (``fp4_path``: the format's
@@ -423,6 +434,11 @@ class Engine:
         if model is not None and np.any(np.asarray(moe) != 0):     # 0 (default): unchanged
             group.step_overhead = group.step_overhead + layers * np.where(
                 model.n_experts > 1, moe, 0.0)
+        mla = laid["mla_layer_overhead"]
+        if model is not None and np.any(np.asarray(mla) != 0):     # 0 (default): unchanged
+            kv_layers = np.where(np.isnan(model.n_kv_layers), model.n_layers, model.n_kv_layers)
+            group.step_overhead = group.step_overhead + kv_layers * np.where(
+                model.is_mla > 0, mla, 0.0)
         group.sequence_overhead = laid["sequence_overhead"]
         group.gemm_half_tokens = laid["gemm_half_tokens"]
         group.prefill_overhead = laid["prefill_overhead"]

@@ -49,7 +49,9 @@ OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0,
                          # weight GEMMs W4A4 on FP4 tensor cores where the GPU has them (0: no)
                          "fp4_matmuls": 0.0,
                          # a prompt's attention over its own tokens (NaN: attention_width)
-                         "prefill_attention_width": math.nan}
+                         "prefill_attention_width": math.nan,
+                         # multi-head latent attention in its KV layers (0: KV heads)
+                         "is_mla": 0.0}
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")
 #: GPU fields a Dataset or array spec may lack, NaN then: a PCIe group's shared host link and
