@@ -702,6 +702,21 @@ def _intercepts(latency: np.ndarray, weight_bytes: np.ndarray, bandwidth: float)
     return latency - weight_bytes / bandwidth
 
 
+def _extra_fixed_time(block: np.ndarray, reference: np.ndarray,
+                      n_resamples: int) -> tuple[float, list]:
+    """How much longer a block's fixed times (``block`` [s], one per table row) are than the
+    dense layer's kernels' that ``layer_overhead`` already holds (``reference``): the
+    difference of their medians (≥ 0), and its :data:`CONFIDENCE` interval over
+    ``n_resamples`` resamples of both (seed :data:`SEED`), widened to hold the value."""
+    value = max(0.0, float(np.median(block) - np.median(reference)))
+    rng = np.random.default_rng(SEED)
+    draws = [max(0.0, float(np.median(rng.choice(block, block.size))
+                            - np.median(rng.choice(reference, reference.size))))
+             for _ in range(n_resamples)]
+    low, high = np.quantile(draws, (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
+    return value, [min(float(low), value), max(float(high), value)]
+
+
 def moe_layer_overhead(system: str, engine: str, version: str, bandwidth_efficiency: float,
                        n_resamples: int = N_RESAMPLES) -> dict | None:
     """``moe_layer_overhead`` [s] of one (engine, GPU) from its MoE and GEMM tables, or None
@@ -746,13 +761,8 @@ def moe_layer_overhead(system: str, engine: str, version: str, bandwidth_efficie
                 latency = gemm(rows, 2 * inter // tp, h) + gemm(rows, h, inter // tp)
                 mlp.append(float(_intercepts(latency, 3.0 * h * inter / tp * 2.0, bandwidth)))
     mlp = np.array(mlp)
-    value = max(0.0, float(np.median(moe) - np.median(mlp)))
-    rng = np.random.default_rng(SEED)
-    draws = [max(0.0, float(np.median(rng.choice(moe, moe.size))
-                            - np.median(rng.choice(mlp, mlp.size))))
-             for _ in range(n_resamples)]
-    low, high = np.quantile(draws, (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
-    return {"value": value, "interval": [min(float(low), value), max(float(high), value)],
+    value, interval = _extra_fixed_time(moe, mlp, n_resamples)
+    return {"value": value, "interval": interval,
             "moe_points": int(moe.size), "moe_median": float(np.median(moe)),
             "mlp_median": float(np.median(mlp)),
             "file": str(_moe_path(system, engine, version).relative_to(data_root()))}
@@ -1012,13 +1022,8 @@ def mla_layer_overhead(system: str, engine: str, version: str, bandwidth_efficie
                     cache = rows * tokens * 2 * pair[1] * d * 2.0
                     gqa.append(float(_intercepts(latency, weights + cache, bandwidth)))
     gqa = np.array(gqa)
-    value = max(0.0, float(np.median(mla) - np.median(gqa)))
-    rng = np.random.default_rng(SEED)
-    draws = [max(0.0, float(np.median(rng.choice(mla, mla.size))
-                            - np.median(rng.choice(gqa, gqa.size))))
-             for _ in range(n_resamples)]
-    low, high = np.quantile(draws, (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
-    return {"value": value, "interval": [min(float(low), value), max(float(high), value)],
+    value, interval = _extra_fixed_time(mla, gqa, n_resamples)
+    return {"value": value, "interval": interval,
             "mla_points": int(mla.size), "mla_median": float(np.median(mla)),
             "gqa_median": float(np.median(gqa)),
             "files": [str(path.relative_to(data_root())) for path in paths]}
@@ -1142,15 +1147,20 @@ def pool_moe_shares(profiles: list) -> None:
     median of the engine's other profiles' shares, and their range as its interval; 1 (a
     dense GEMM's) where none has one. Left out in turn, a GPU's MoE blocks are timed as well
     by that median as by its own share (``docs/validation.md``)."""
-    shares = [p["prefill"]["moe_compute_share"] for p in profiles
-              if p["prefill"]["moe_compute_share"] is not None]
-    value = float(np.median(shares)) if shares else 1.0
-    interval = [min(shares), max(shares)] if shares else [1.0, 1.0]
+    _pool(profiles, "moe_compute_share", 1.0)
+
+
+def _pool(profiles: list, knob: str, default: float) -> None:
+    """Give each profile whose ``knob`` is None (in both phases: a stage's knob) the median of
+    the others' values, and their range as its interval; ``default`` where none has one."""
+    values = [p["decode"][knob] for p in profiles if p["decode"][knob] is not None]
+    value = float(np.median(values)) if values else default
+    interval = [min(values), max(values)] if values else [default, default]
     for prof in profiles:
         for phase in ("prefill", "decode"):
-            if prof[phase]["moe_compute_share"] is None:
-                prof[phase]["moe_compute_share"] = value
-                prof["interval"][phase]["moe_compute_share"] = list(interval)
+            if prof[phase][knob] is None:
+                prof[phase][knob] = value
+                prof["interval"][phase][knob] = list(interval)
 
 
 def pool_mla_overheads(profiles: list) -> None:
@@ -1158,15 +1168,7 @@ def pool_mla_overheads(profiles: list) -> None:
     median of the engine's other profiles' values, and their range as its interval; 0 where
     none has one. vLLM's tables of the module as served cover two GPUs (B200 and GB300,
     :func:`_as_served`): its seven others take their median."""
-    values = [p["decode"]["mla_layer_overhead"] for p in profiles
-              if p["decode"]["mla_layer_overhead"] is not None]
-    value = float(np.median(values)) if values else 0.0
-    interval = [min(values), max(values)] if values else [0.0, 0.0]
-    for prof in profiles:
-        for phase in ("prefill", "decode"):
-            if prof[phase]["mla_layer_overhead"] is None:
-                prof[phase]["mla_layer_overhead"] = value
-                prof["interval"][phase]["mla_layer_overhead"] = list(interval)
+    _pool(profiles, "mla_layer_overhead", 0.0)
 
 
 # -- the synthesised step -----------------------------------------------------------------------

@@ -51,8 +51,8 @@ def run_cli(capsys, *argv):
 def assert_calibrate_matches_formulas(rows, knobs, phase, spec, context_length):
     """``calibrate.predict`` of ``rows`` with the knob set ``knobs`` in both phases equals, to
     1e-9, the roofline formula of ``phase`` with ``Engine(**knobs)``: ``decode_step_time`` at
-    each row's batch size, or ``prefill_time``, at ``context_length``; ``spec(row)`` gives the
-    row's ``(model, gpu)`` specs."""
+    each row's batch size, or ``prefill_time``, at ``context_length`` and the row's ``tp``
+    (1 where it has none); ``spec(row)`` gives the row's ``(model, gpu)`` specs."""
     import pytest
 
     import rooflinekit as rk
@@ -63,7 +63,8 @@ def assert_calibrate_matches_formulas(rows, knobs, phase, spec, context_length):
     engine = rk.Engine(**knobs)
     for row, value in zip(rows, predicted):
         model, gpu = spec(row)
+        tp = row.get("tp", 1)
         expected = roofline.decode_step_time(model, gpu, row["batch_size"], context_length,
-                                             engine=engine) if phase == "decode" else \
-            roofline.prefill_time(model, gpu, context_length, engine=engine)
+                                             tp=tp, engine=engine) if phase == "decode" else \
+            roofline.prefill_time(model, gpu, context_length, tp=tp, engine=engine)
         assert value == pytest.approx(float(expected), rel=1e-9), row

@@ -12,11 +12,12 @@ result as it was, to the bit. Expected values below are written by hand from tho
 import dataclasses
 import math
 
-import numpy as np
 import pytest
 
 from rooflinekit import Engine, IDEAL, catalog, roofline
-from rooflinekit.calibrate import Calibration, measurements_from_records, predict
+from rooflinekit.calibrate import Calibration
+
+from helpers import assert_calibrate_matches_formulas
 
 GPU = catalog.gpu("H200-SXM-141GB")
 
@@ -72,20 +73,16 @@ def test_a_grid_of_models_takes_it_where_each_has_mla():
     assert float(grid.sel(model="Llama-3.1-70B")) == 0.0
 
 
-def test_calibrated_prediction_matches_the_roofline():
-    cal = Calibration(prefill={"compute_efficiency": 0.8, "mla_layer_overhead": 1e-5},
-                      decode={"bandwidth_efficiency": 0.8, "layer_overhead": 3e-5,
-                              "mla_layer_overhead": 1e-5})
-    names = ("DeepSeek-V3", "Llama-3.1-70B")
-    rows = [{"model": name, "gpu": "H200-SXM-141GB", "tp": 8, "batch_size": 16,
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_calibrate_predicts_what_the_formulas_give(phase):
+    knobs = {"compute_efficiency": 0.8, "bandwidth_efficiency": 0.8, "layer_overhead": 3e-5,
+             "mla_layer_overhead": 1e-5}
+    rows = [{"model": name, "gpu": GPU.name, "tp": 8, "dtype": "", "batch_size": b,
              "prompt_tokens": 1024, "output_tokens": 0, "context_length": 1024,
-             "tpot_ms": 20.0, "source": "test"} for name in names]
-    got = predict(measurements_from_records(rows), cal)["decode"].values
-    want = [roofline.decode_step_time(catalog.model(name), GPU, batch_size=16,
-                                      context_length=1024, tp=8,
-                                      engine=cal.engine_for("decode"))
-            for name in names]
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+             "tpot_ms": 1.0, "ttft_ms": 1.0, "source": "test rows"}
+            for name in ("DeepSeek-V3", "Llama-3.1-70B") for b in (1, 64)]
+    assert_calibrate_matches_formulas(
+        rows, knobs, phase, lambda row: (catalog.model(row["model"]), GPU), 1024)
 
 
 def test_the_shipped_profiles_carry_it():
