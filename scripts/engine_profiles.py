@@ -124,6 +124,13 @@ they are not read (:func:`_as_served`). A GPU no table covers takes the engine's
 TensorRT-LLM's tables standing in for it (8-18 us a layer) made its served stage's held-out
 TPOT worse on both sources, where its DeepSeek-R1 sweeps were already timed slow.
 
+Then the attention stage (:func:`attention_compute_efficiency`): the kernel fit times a
+prompt's attention at the GEMMs' share of the peak, but the context-attention tables' longest
+prompts (16,384 tokens) reach 0.40-0.72 of it where the GEMMs reach 0.56-0.88. The median
+over the fitted models' head pairs is written as ``attention_compute_efficiency`` in both
+phases; on the fit's own prefill rows (prompts of at most 8,192 tokens, where attention is a
+small part) the in-sample TTFT error moves by less than half a point.
+
 Held-out errors (:func:`held_out_errors`, the same three fits without bootstrap): leave one
 GPU out (fit on the other GPUs' rows of the same engine, predict this GPU's rows), and across
 model sizes (fit on one model's rows of this (engine, GPU), predict the other's; the worse
@@ -275,13 +282,14 @@ SHARED_KERNEL_KNOBS = ("compute_efficiency", "gemm_half_tokens", "interconnect_e
 GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_efficiency")
 #: Every knob a profile row holds, per phase, in the order written.
 KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead",
-                     "fp4_compute_efficiency", "moe_compute_share", "mla_layer_overhead"),
+                     "fp4_compute_efficiency", "moe_compute_share", "mla_layer_overhead",
+                     "attention_compute_efficiency"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency",
                     *SHARED_KERNEL_KNOBS,
                     "host_traffic_share", "moe_layer_overhead", "fp4_bandwidth_efficiency",
-                    "moe_compute_share", "mla_layer_overhead")}
+                    "moe_compute_share", "mla_layer_overhead", "attention_compute_efficiency")}
 #: The FP4 stage (:func:`with_fp4_stage`): per phase, the knob it fits to the NVFP4 rows of
 #: :data:`CHECK_DTYPES` with every other knob held, and the knob it takes where the tables hold
 #: no NVFP4 GEMMs (what ``None`` means for it). The NVFP4 GEMMs of the B200 tables reach 39-44 %
@@ -289,8 +297,9 @@ KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead"
 #: their weights at 68-78 % of the bf16 GEMMs' rate (FP8's: 84-87 %).
 FP4_STAGE = {"prefill": ("fp4_compute_efficiency", "low_precision_compute_efficiency"),
              "decode": ("fp4_bandwidth_efficiency", "low_precision_bandwidth_efficiency")}
-#: Knobs a later stage of the kernel fit adds (the MoE stage, the MLA stage, the FP4 stage).
+#: Knobs a later stage of the kernel fit adds (the MoE, MLA, attention and FP4 stages).
 STAGE_KNOBS = ("moe_layer_overhead", "moe_compute_share", "mla_layer_overhead",
+               "attention_compute_efficiency",
                *(knob for knob, _ in FP4_STAGE.values()))
 #: The MoE tables' rows the MoE stage reads (:func:`_moe_rows`): the experts sharded over the
 #: tensor-parallel group (no expert parallelism) with tokens spread evenly over them, in the
@@ -1029,6 +1038,59 @@ def mla_layer_overhead(system: str, engine: str, version: str, bandwidth_efficie
             "files": [str(path.relative_to(data_root())) for path in paths]}
 
 
+#: The context-attention rows :func:`attention_compute_efficiency` reads: the longest prompts
+#: the tables hold, where a prompt's attention is most of its work and nears its kernels'
+#: asymptote (at 4,096 and 8,192 tokens the same kernels reach 0.1-0.2 less of the peak).
+ATTENTION_LONG_PROMPT = 16384
+
+
+def _context_attention_rows(system: str, engine: str, version: str):
+    """The context-attention table's rows of the fitted models' head pairs at
+    :data:`TP_DEGREES` (bf16, head dim 128, full attention) at :data:`ATTENTION_LONG_PROMPT`
+    tokens or more."""
+    frame = _read(data_root() / system / "attention" / engine / version
+                  / "context_attention_perf.parquet")
+    wanted = {"attn_dtype": ATTENTION_DTYPE, "kv_cache_dtype": KV_CACHE_DTYPE,
+              "head_dim": 128, "window_size": 0, "beam_width": 1}
+    for column, value in wanted.items():
+        if column in frame:
+            frame = frame[frame[column] == value]
+    pairs = {head_pair(catalog.model(name), tp) for name in MODELS for tp in TP_DEGREES}
+    keep = [(h, k) in pairs for h, k in zip(frame["num_heads"], frame["num_key_value_heads"])]
+    frame = frame[keep]
+    return frame[frame["isl"] >= ATTENTION_LONG_PROMPT]
+
+
+def attention_compute_efficiency(system: str, engine: str, version: str,
+                                 n_resamples: int = N_RESAMPLES) -> dict | None:
+    """``attention_compute_efficiency`` [1] of one (engine, GPU): the share of the GPU's bf16
+    peak that its context attention reaches on long prompts, or None where its table holds
+    none.
+
+    Per row of :func:`_context_attention_rows`, the planner's FLOPs (``4·H·128`` a pair, a
+    prompt of ``s`` tokens ``s(s − 1)/2`` pairs, ``batch`` prompts) over the measured time
+    and the peak; the knob is the median, its interval the 5th-95th percentile of the median
+    over :data:`N_RESAMPLES` resamples of the rows (seed :data:`SEED`). The kernel fit's
+    prefill rows (prompts of at most 8,192 tokens) hold attention at the GEMMs' share; on
+    these prompts it reaches 0.40-0.72 of the peak where the GEMMs reach 0.56-0.88 (0.50-1.03
+    times the GEMMs' share: TensorRT-LLM's the lowest, SGLang's L40S the one above)."""
+    frame = _context_attention_rows(system, engine, version)
+    if frame.empty:
+        return None
+    gpu = catalog.gpu(SYSTEM_TO_GPU[system])
+    heads, batch, prompt = (frame[c].to_numpy(dtype=float)
+                            for c in ("num_heads", "batch_size", "isl"))
+    flops = 4.0 * heads * 128.0 * batch * prompt * (prompt - 1.0) / 2.0
+    share = flops / (gpu.peak_flops_by_dtype["bf16"] * frame["latency"].to_numpy(dtype=float)
+                     * MS)
+    rng = np.random.default_rng(SEED)
+    draws = [float(np.median(rng.choice(share, share.size))) for _ in range(n_resamples)]
+    value = float(np.median(share))
+    low, high = np.quantile(draws, (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
+    return {"value": value, "interval": [min(float(low), value), max(float(high), value)],
+            "points": int(share.size)}
+
+
 def mla_context_errors(system: str, engine: str, version: str, knobs: dict) -> dict | None:
     """How the profile ``knobs`` (datasheet shares) time the MLA context-module table's long
     prompts (:data:`MLA_LONG_PROMPT` tokens or more; DeepSeek-V3's module,
@@ -1039,7 +1101,8 @@ def mla_context_errors(system: str, engine: str, version: str, knobs: dict) -> d
     table. A row is ``max(GEMMs + attention, weights) + layer_overhead`` (and the FP8 GEMMs'
     own overhead): the module's five projections (two of them replicated across the heads'
     GPUs) at the prefill shares and GEMM curve, causal attention over each prompt at the
-    16-bit share, the weights read once at the decode share."""
+    attention's share (``attention_compute_efficiency``, else the 16-bit GEMMs'), the weights
+    read once at the decode share."""
     path = data_root() / system / "mla" / engine / version / "mla_context_module_perf.parquet"
     if not path.exists():
         return None
@@ -1064,7 +1127,8 @@ def mla_context_errors(system: str, engine: str, version: str, knobs: dict) -> d
     tokens = batch * prompt
     gemm = 2.0 * params * (tokens + pre.get("gemm_half_tokens", 0.0)) / (peak * share)
     pairs = batch * prompt * (prompt - 1.0) / 2.0
-    attention_peak = gpu.peak_flops_by_dtype["bf16"] * pre["compute_efficiency"]
+    attention_peak = gpu.peak_flops_by_dtype["bf16"] * (
+        pre.get("attention_compute_efficiency") or pre["compute_efficiency"])
     streamed = np.where(fp8, streaming["fp8"], streaming["bf16"])
     weights = params * np.where(fp8, 1.0, 2.0) / (gpu.hbm_bandwidth * streamed)
     fixed = dec.get("layer_overhead", 0.0) + np.where(
@@ -1109,7 +1173,21 @@ def staged_knobs(fit: "ProfileFit", fp4_rows: list, engine: str, system: str,
     with the MoE stage."""
     knobs = with_fp4_stage(profile_knobs(fit), fp4_rows)
     knobs = with_moe_stage(to_datasheet(knobs, SYSTEM_TO_GPU[system]), system, engine, version)
-    return with_mla_stage(knobs, system, engine, version)
+    return with_attention_stage(with_mla_stage(knobs, system, engine, version), system, engine,
+                                version)
+
+
+def with_attention_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
+    """``knobs`` with ``attention_compute_efficiency`` and its interval in both phases
+    (:func:`attention_compute_efficiency`; None, the GEMMs' share, where the table holds no
+    long prompts)."""
+    attention = attention_compute_efficiency(system, engine, version)
+    for phase in ("prefill", "decode"):
+        knobs[phase]["attention_compute_efficiency"] = \
+            None if attention is None else attention["value"]
+        knobs["interval"][phase]["attention_compute_efficiency"] = \
+            None if attention is None else list(attention["interval"])
+    return knobs
 
 
 def with_mla_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
@@ -1782,6 +1860,12 @@ HEADER = (
     "the same for the bf16 qkv and o GEMMs and decode attention of Llama-3.1-8B and -70B (which "
     "layer_overhead holds); interval: 5th-95th percentile over {n} resamples; a GPU no such "
     "table covers takes the median of the engine's others, their range as its interval. "
+    "attention_compute_efficiency (both phases) is read from the context-attention tables "
+    "(systems/data/<system>/attention/<engine>/<version>/context_attention_perf.parquet): the "
+    "median, over their bf16 rows of the two models' head pairs at 16,384-token prompts, of "
+    "the attention FLOPs (4 x heads x 128 a pair, s(s-1)/2 pairs a prompt) over the measured "
+    "time and the GPU's bf16 peak; interval: 5th-95th percentile over {n} resamples; the "
+    "kernel fit above holds attention at the GEMMs' share. "
     "held_out_error and held_out_error_ttft: "
     "leave-one-GPU-out MAPE [%] of the kernel fit (there the fixed time per layer is fitted as "
     "clock cycles, layer_cycles, turned into seconds with each GPU's catalogue boost clock), "

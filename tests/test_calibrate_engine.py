@@ -236,8 +236,9 @@ def test_engine_knobs_recovered_from_exact_decode_data():
     assert float(result.errors.sel(phase="decode")["mape_calibrated"]) < 0.05
     # the prefill phase's own knobs (TTFT) are not decode parameters; nor are layer_cycles,
     # which fit="engine" leaves at its prior (it needs every row's GPU clock), and
-    # moe_layer_overhead, moe_compute_share and mla_layer_overhead (read from MoE and MLA
-    # kernel tables, not fitted to rows), nor
+    # moe_layer_overhead, moe_compute_share, mla_layer_overhead and
+    # attention_compute_efficiency (read from MoE, MLA and attention kernel tables, not fitted
+    # to rows), nor
     # sequence_overhead (a served engine's host time, fitted under load when named)
     assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead", "frontend_latency",
                                 "low_precision_compute_efficiency",
@@ -246,7 +247,7 @@ def test_engine_knobs_recovered_from_exact_decode_data():
                                 "fp4_compute_efficiency", "fp4_bandwidth_efficiency",
                                 "layer_cycles", "moe_compute_share",
                                 "moe_layer_overhead", "mla_layer_overhead",
-                                "sequence_overhead"} <= set(
+                                "attention_compute_efficiency", "sequence_overhead"} <= set(
         result.parameters["parameter"].values)
 
 

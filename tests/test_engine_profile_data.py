@@ -39,13 +39,13 @@ KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_to
                      "prefill_overhead", "interconnect_efficiency",
                      "low_precision_compute_efficiency", "host_traffic_share",
                      "moe_layer_overhead", "fp4_compute_efficiency", "moe_compute_share",
-                     "mla_layer_overhead"),
+                     "mla_layer_overhead", "attention_compute_efficiency"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
                     "moe_layer_overhead", "fp4_bandwidth_efficiency", "moe_compute_share",
-                    "mla_layer_overhead")}
+                    "mla_layer_overhead", "attention_compute_efficiency")}
 #: The vLLM GPUs whose own tables give each pooled knob (the A100 takes their median): every
 #: GPU with an MoE table; the B200 and GB300, whose MLA module tables time it as served.
 POOLED_FROM = {"moe_compute_share": ("H100-SXM-80GB", "H200-SXM-141GB", "B200", "L40S", "B300",
@@ -377,6 +377,25 @@ def test_rederived_mla_overhead_matches_the_shipped_one():
                 mla["interval"], rel=1e-9)
         assert 5e-6 < mla["value"] < 2e-5 and mla["mla_points"] >= 400
     assert script.mla_module_tables("h200_sxm", "vllm", "0.24.0") == []
+
+
+def test_rederived_attention_efficiency_matches_the_shipped_one():
+    """The attention stage re-run on SGLang's B200 context-attention table gives the shipped
+    value and interval (``attention_compute_efficiency``; where the profiles' extra is
+    installed): 16,384-token prompts, below the GEMMs' share."""
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    script = _script()
+    shipped = next(p for p in _load("sglang")["profile"] if p["gpu"] == "B200")
+    attention = script.attention_compute_efficiency("b200_sxm", "sglang", shipped["version"])
+    for phase in ("prefill", "decode"):
+        assert shipped[phase]["attention_compute_efficiency"] == pytest.approx(
+            attention["value"], rel=1e-9)
+        assert shipped["interval"][phase]["attention_compute_efficiency"] == pytest.approx(
+            attention["interval"], rel=1e-9)
+    assert 0.4 < attention["value"] < shipped["prefill"]["compute_efficiency"]
+    assert attention["points"] >= 30
 
 
 def test_the_moe_compute_share_stage_recovers_a_share_from_exact_blocks(monkeypatch):

@@ -116,6 +116,7 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "low_precision_bandwidth_efficiency": (0.05, 1.0),
                                    "fp4_compute_efficiency": (0.01, 1.0),
                                    "fp4_bandwidth_efficiency": (0.05, 1.0),
+                                   "attention_compute_efficiency": (0.01, 1.0),
                                    "gemm_half_tokens": (0.0, 4096.0),
                                    "prefill_overhead": (0.0, 1.0),
                                    "frontend_latency": (0.0, 1.0),
@@ -155,7 +156,7 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "layer_overhead": units.MS / 100.0, "low_precision_layer_overhead": units.MS / 100.0,
           "kv_bandwidth_efficiency": 1.0, "low_precision_bandwidth_efficiency": 1.0,
           "fp4_compute_efficiency": 1.0, "fp4_bandwidth_efficiency": 1.0,
-          "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
+          "attention_compute_efficiency": 1.0, "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
           "host_traffic_share": 1.0, "layer_cycles": 1e4,
           "moe_layer_overhead": units.MS / 100.0, "sequence_overhead": units.MS / 100.0,
@@ -265,7 +266,8 @@ def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
 #: The efficiencies: the knobs whose levels the starting grid profiles.
 _EFFICIENCIES = ("compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
                  "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency",
-                 "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "moe_compute_share")
+                 "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "moe_compute_share",
+                 "attention_compute_efficiency")
 #: Coarse starting levels of the other knobs, in SI units (clipped to the bounds).
 _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "low_precision_layer_overhead": (0.0, 2e-5),

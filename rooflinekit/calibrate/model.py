@@ -340,15 +340,17 @@ class _Groups:
             else link + knobs["interconnect_latency"] * t["hops"]
         low_efficiency = knobs.get("low_precision_compute_efficiency")
         fp4_efficiency = knobs.get("fp4_compute_efficiency")
-        if low_efficiency is None and fp4_efficiency is None:
+        attention_efficiency = knobs.get("attention_compute_efficiency")
+        if low_efficiency is None and fp4_efficiency is None and attention_efficiency is None:
             compute = compute / knobs["compute_efficiency"]
-        else:       # the weight GEMMs at their format's share, attention at the 16-bit one
+        else:       # the weight GEMMs at their format's share, attention at its own
             gemm = knobs["compute_efficiency"] if low_efficiency is None else np.where(
                 t["low_precision"] > 0.0, low_efficiency, knobs["compute_efficiency"])
             if fp4_efficiency is not None:
                 gemm = np.where(t["fp4"] > 0.0, fp4_efficiency, gemm)
-            compute = (compute - t["attention"]) / gemm + \
-                t["attention"] / knobs["compute_efficiency"]
+            attention = knobs["compute_efficiency"] if attention_efficiency is None else \
+                attention_efficiency
+            compute = (compute - t["attention"]) / gemm + t["attention"] / attention
         out = (np.maximum(compute, memory)
                + t["runs"] * knobs["step_overhead"] + comm)
         if knobs["layer_overhead"] or knobs["prefill_overhead"]:

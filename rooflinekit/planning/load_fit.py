@@ -43,6 +43,8 @@ LOAD_KNOBS = {
 #: overheads sit (for ``step_overhead``, 0-50 ms: 0, 0.125, 0.25, 0.5, 1, 2, 4.2, 8.3, 17, 33
 #: and 50 ms).
 ONE_KNOB_GRID = (0.0, 1 / 400, 1 / 200, 1 / 100, 1 / 50, 1 / 25, 1 / 12, 1 / 6, 1 / 3, 2 / 3, 1.0)
+#: Points of the finer grid over the best cell of :data:`ONE_KNOB_GRID` (its two neighbours).
+CELL_POINTS = 17
 
 
 class LoadFit(NamedTuple):
@@ -132,8 +134,9 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     ``L = Σ (m − p) / m² / Σ 1 / m²`` over the runs' measured ``m`` and simulated ``p`` TTFT at
     ``L = 0`` (clipped to its bounds): the search runs over the other knobs alone (variable
     projection), and where it is the only knob, one simulation fits it. One knob besides it is
-    searched on :data:`ONE_KNOB_GRID` over its whole range, then by Brent's method in the best
-    cell, so that the fit does not depend on where the profile starts it; more knobs each in
+    searched on :data:`ONE_KNOB_GRID` over its whole range, on :data:`CELL_POINTS` points over
+    the best cell, then by Brent's method around the best of those, so that the fit does not
+    depend on where the profile starts it; more knobs each in
     turn on that grid (the others held), then by bounded least squares from there.
 
     References
@@ -229,18 +232,24 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     x0 = np.clip(np.array(start) * scale, lower, upper)[searched]
     if len(searched) == 1:
         # one knob: a simulated sweep is piecewise flat in it, where a gradient step from the
-        # profile's value stalls; a grid over its whole range, then Brent's method in the best
-        # cell, finds the same minimum from any start
+        # profile's value stalls; a grid over its whole range, a finer one over the best
+        # cell (Brent's method alone can settle on a step's edge there), then Brent's method
+        # around the best of those, finds the same minimum from any start
         from scipy.optimize import minimize_scalar
         lo, hi = lower[searched][0], upper[searched][0]
+
+        def cost(g):
+            return float(np.sum(residuals(np.array([g])) ** 2))
         grid = lo + (hi - lo) * np.array(ONE_KNOB_GRID)
-        costs = [float(np.sum(residuals(np.array([g])) ** 2)) for g in grid]
+        costs = [cost(g) for g in grid]
         k = int(np.argmin(costs))
-        cell = (grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)])
-        best = minimize_scalar(lambda g: float(np.sum(residuals(np.array([g])) ** 2)),
-                               bounds=cell, method="bounded",
+        fine = np.linspace(grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)], CELL_POINTS)
+        fine_costs = [cost(g) for g in fine]
+        j = int(np.argmin(fine_costs))
+        cell = (fine[max(j - 1, 0)], fine[min(j + 1, len(fine) - 1)])
+        best = minimize_scalar(cost, bounds=cell, method="bounded",
                                options={"xatol": (hi - lo) * 1e-4, "maxiter": 30})
-        x0 = np.array([best.x if best.fun <= costs[k] else grid[k]])
+        x0 = np.array([best.x if best.fun <= fine_costs[j] else fine[j]])
     elif searched:
         # several: each knob in turn on its grid (the others held) puts the start in the right
         # cell whatever the profile's values (a knob at its bound, 0, gives a gradient step

@@ -54,15 +54,17 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: (``layer_cycles``: seconds ``layer_cycles / boost_clock``, so that it transfers between
 #: GPUs of different clocks), the host's time per decode token that the GPU waits for [s]
 #: (``sequence_overhead``), the share of the GEMMs' efficiency a mixture-of-experts model's
-#: routed experts reach [1] (``moe_compute_share``), and the extra fixed time of a multi-head
-#: latent attention layer [s] (``mla_layer_overhead``).
+#: routed experts reach [1] (``moe_compute_share``), the extra fixed time of a multi-head
+#: latent attention layer [s] (``mla_layer_overhead``), and the share of the peak attention
+#: reaches [1] (``attention_compute_efficiency``).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
                 "low_precision_layer_overhead", "low_precision_compute_efficiency",
                 "layer_cycles", "moe_layer_overhead", "sequence_overhead",
                 "low_precision_bandwidth_efficiency", "fp4_compute_efficiency",
-                "fp4_bandwidth_efficiency", "moe_compute_share", "mla_layer_overhead")
+                "fp4_bandwidth_efficiency", "moe_compute_share", "mla_layer_overhead",
+                "attention_compute_efficiency")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -86,7 +88,8 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                ("host_traffic_share",), ("layer_cycles",), ("moe_layer_overhead",),
                ("sequence_overhead",), ("low_precision_bandwidth_efficiency",),
                ("fp4_compute_efficiency", "fp4_bandwidth_efficiency"),
-               ("moe_compute_share",), ("mla_layer_overhead",))
+               ("moe_compute_share",), ("mla_layer_overhead",),
+               ("attention_compute_efficiency",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -116,12 +119,13 @@ def _check_knobs(phase: str, knobs: Mapping) -> dict:
 
 def _check_knob(name: str, knob: str, value):
     """One roofline knob as ``float``: an efficiency in (0, 1], a time [s] or tokens >= 0; ``None``
-    for the three below, whose defaults are the weights' efficiency, the GPU's own latency and
-    ``compute_efficiency``.
+    for the optional ones below, whose defaults are the weights' efficiency, the GPU's own
+    latency, ``compute_efficiency`` and the low-precision ones.
     """
     optional = knob in ("kv_bandwidth_efficiency", "interconnect_latency",
                         "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency",
-                        "fp4_compute_efficiency", "fp4_bandwidth_efficiency")
+                        "fp4_compute_efficiency", "fp4_bandwidth_efficiency",
+                        "attention_compute_efficiency")
     if knob in SECONDS_KNOBS or knob == "gemm_half_tokens":
         return real_number(name, value, lo=0, allow_none=optional)
     if knob == "layer_cycles":
@@ -237,7 +241,8 @@ class Calibration:
         ``moe_layer_overhead`` and ``mla_layer_overhead`` [s per layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
         per hop], ``gemm_half_tokens`` [tokens], each ≥ 0, ``kv_bandwidth_efficiency``,
         ``low_precision_compute_efficiency``, ``low_precision_bandwidth_efficiency``,
-        ``fp4_compute_efficiency`` and ``fp4_bandwidth_efficiency`` in (0, 1] [1]; and the
+        ``fp4_compute_efficiency``, ``fp4_bandwidth_efficiency`` and
+        ``attention_compute_efficiency`` in (0, 1] [1]; and the
         link share
         ``interconnect_efficiency`` in (0, 1] [1] and ``host_traffic_share`` in [0, 1] [1]
         (:data:`LINK_KNOBS`).
@@ -544,6 +549,7 @@ class Calibration:
 _CLOCK_PHASE = {"compute_efficiency": "prefill", "gemm_half_tokens": "prefill",
                 "low_precision_compute_efficiency": "prefill",
                 "fp4_compute_efficiency": "prefill",
+                "attention_compute_efficiency": "prefill",
                 "prefill_overhead": "prefill", "interconnect_efficiency": "prefill",
                 "frontend_latency": "prefill"}
 

@@ -88,6 +88,7 @@ _CHECKS = {
     "low_precision_bandwidth_efficiency": _optional_efficiency,
     "fp4_compute_efficiency": _optional_efficiency,
     "fp4_bandwidth_efficiency": _optional_efficiency,
+    "attention_compute_efficiency": _optional_efficiency,
     "step_overhead": check_nonnegative,
     "sequence_overhead": check_nonnegative,
     "layer_overhead": check_nonnegative,
@@ -151,6 +152,11 @@ class Engine:
         Share of the HBM bandwidth the weight reads reach on an FP4 path [1], in (0, 1]: at a
         few rows FP4 GEMMs stream their weights (values and block scales) slower than FP8
         ones. Default ``None``: ``low_precision_bandwidth_efficiency``.
+    attention_compute_efficiency : float, array_like, xarray.DataArray or None
+        Share of the peak FLOP/s in the activation format that attention reaches [1], in
+        (0, 1]: a long prompt's attention kernels (FlashAttention and its kin) reach less of
+        it than the weight GEMMs at the same tokens do. Default ``None``:
+        ``compute_efficiency``.
     step_overhead : float, array_like or xarray.DataArray
         Fixed time per step (scheduling, sampling, kernel launches) [s], ≥ 0. Default 0.
     sequence_overhead : float, array_like or xarray.DataArray
@@ -261,6 +267,7 @@ class Engine:
     low_precision_bandwidth_efficiency: object = None
     fp4_compute_efficiency: object = None
     fp4_bandwidth_efficiency: object = None
+    attention_compute_efficiency: object = None
     step_overhead: object = 0.0
     sequence_overhead: object = 0.0
     layer_overhead: object = 0.0
@@ -358,15 +365,16 @@ class Engine:
         ``q = 1`` where the matmuls' format has a dense peak above the GPU's 16-bit one
         (``peak_flops > peak_flops_16bit``: a low-precision path), else 0.
         ``peak = peak_flops · tp · e`` with ``e = low_precision_compute_efficiency`` where
-        ``q = 1`` and it is given, else ``compute_efficiency`` (attention's peak always takes
-        ``compute_efficiency``; a mixture-of-experts model's routed experts' FLOPs count
-        ``expert_flops_scale = 1 / moe_compute_share`` times),
+        ``q = 1`` and it is given, else ``compute_efficiency`` (attention's peak takes
+        ``attention_compute_efficiency`` where given, else ``compute_efficiency``; a
+        mixture-of-experts model's routed experts' FLOPs count ``expert_flops_scale = 1 /
+        moe_compute_share`` times),
         ``bandwidth = hbm · tp · bandwidth_efficiency``,
         ``fixed = step_overhead + n_layers · (layer_overhead + layer_cycles / boost_clock +
         q · low_precision_layer_overhead + m · moe_layer_overhead) + n_kv_layers · a ·
         mla_layer_overhead`` with ``m = 1`` for a model of more than one expert, else 0, and
-        ``a = 1`` for one with multi-head latent attention, else 0; the KV traffic weighs ``bandwidth_efficiency /
-        kv_bandwidth_efficiency`` against the bandwidth, the weights ``bandwidth_efficiency /
+        ``a = 1`` for one with multi-head latent attention, else 0; the KV traffic weighs
+        ``bandwidth_efficiency / kv_bandwidth_efficiency`` against the bandwidth, the weights ``bandwidth_efficiency /
         low_precision_bandwidth_efficiency`` where ``q = 1`` and it is given
         (``weight_traffic_scale``, else exactly 1); on an FP4 path (``fp4_path``: the format's
         peak is the GPU's FP4 one, above its FP8 one) the ``fp4_*`` shares replace the
@@ -413,7 +421,9 @@ class Engine:
         # the routed experts' grouped GEMMs at a share of that: their FLOPs weigh 1 / share
         group.expert_flops_scale = 1.0 / laid["moe_compute_share"]
         group.peak_flops = group.peak_flops * tp * gemm
-        group.attention_peak_flops = group.attention_peak_flops * tp * compute
+        attention = compute if laid["attention_compute_efficiency"] is None else \
+            laid["attention_compute_efficiency"]
+        group.attention_peak_flops = group.attention_peak_flops * tp * attention
         group.bandwidth = group.hbm_bandwidth * tp * laid["bandwidth_efficiency"]
         # kernel launches scale with the layers; a formula of the GPU alone has none
         layers = model.n_layers if model is not None else 0.0
