@@ -100,3 +100,21 @@ def test_bad_values_are_refused_naming_the_knob(value):
         rk.Engine(attention_compute_efficiency=value)
     with pytest.raises(ValueError, match="attention_compute_efficiency"):
         Calibration(prefill={"attention_compute_efficiency": value})
+
+
+def test_calibrate_recovers_it_from_exact_long_prompt_rows():
+    """TTFT rows of 2,048-32,768-token prompts timed with a known attention share (and GEMM
+    share): fitting both gives them back; prompts this long tell the two apart because
+    attention's FLOPs grow with the square of the prompt, the GEMMs' linearly."""
+    from rooflinekit.calibrate import calibrate, measurements_from_records
+    truth = rk.Engine(compute_efficiency=0.75, attention_compute_efficiency=0.5)
+    rows = [{"model": LLAMA.name, "gpu": H100.name, "tp": 1, "batch_size": 1,
+             "prompt_tokens": n, "output_tokens": 0, "context_length": n,
+             "ttft_ms": 1e3 * float(roofline.prefill_time(LLAMA, H100, n, engine=truth)),
+             "source": "exact rows"} for n in (2048, 4096, 8192, 16384, 32768)]
+    result = calibrate(measurements_from_records(rows), phases=("prefill",),
+                       fit={"prefill": ("compute_efficiency", "attention_compute_efficiency")},
+                       n_resamples=0)
+    for knob, value in (("compute_efficiency", 0.75), ("attention_compute_efficiency", 0.5)):
+        got = float(result.parameters["value"].sel(phase="prefill", parameter=knob))
+        assert got == pytest.approx(value, rel=1e-3), knob

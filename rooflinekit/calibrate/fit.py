@@ -555,8 +555,10 @@ FIT_PARAMETERS = parameter_entries("""
         ``kv_bandwidth_efficiency``, ``gemm_half_tokens``, ``prefill_overhead``,
         ``interconnect_latency``, ``interconnect_efficiency``, and for low-precision (FP8)
         weight GEMMs ``low_precision_compute_efficiency``,
-        ``low_precision_bandwidth_efficiency`` and ``low_precision_layer_overhead``, and on an
-        FP4 path ``fp4_compute_efficiency`` and ``fp4_bandwidth_efficiency``); the
+        ``low_precision_bandwidth_efficiency`` and ``low_precision_layer_overhead``, on an
+        FP4 path ``fp4_compute_efficiency`` and ``fp4_bandwidth_efficiency``, attention's
+        own ``attention_compute_efficiency`` (seen by prompts long enough for attention to
+        matter), and the rest of :data:`~rooflinekit.profiles.ENGINE_KNOBS`); the
         others keep their priors
         (``engine``'s values: the ideal model by default), except that a fitted prefill phase
         that does not fit ``bandwidth_efficiency`` takes decode's (the same weights from the
