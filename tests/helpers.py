@@ -68,3 +68,34 @@ def assert_calibrate_matches_formulas(rows, knobs, phase, spec, context_length):
                                              tp=tp, engine=engine) if phase == "decode" else \
             roofline.prefill_time(model, gpu, context_length, tp=tp, engine=engine)
         assert value == pytest.approx(float(expected), rel=1e-9), row
+
+
+def assert_paid_per_layer_on_a_grid(knob, payer, layers, other, decode):
+    """A per-layer knob of 10 µs on a catalogue Dataset of two models: ``decode(models,
+    engine)`` grows by ``layers × 10 µs`` for ``payer`` and not at all for ``other``; the
+    knob's default is the ideal model's 0, to the bit."""
+    import pytest
+
+    import rooflinekit as rk
+    from rooflinekit import catalog
+
+    assert getattr(rk.Engine(), knob) == 0.0 == getattr(rk.IDEAL, knob)
+    models = catalog.models(as_dataset=True).sel(model=[payer, other])
+    assert (decode(models, rk.Engine()) == decode(models, rk.IDEAL)).all()
+    grid = decode(models, rk.Engine(**{knob: 1e-5})) - decode(models, rk.IDEAL)
+    assert float(grid.sel(model=payer)) == pytest.approx(layers * 1e-5, rel=1e-9)
+    assert float(grid.sel(model=other)) == 0.0
+
+
+def assert_paid_every_layer(knob, value, model, gpu, tp, layers, base):
+    """``base`` with ``knob = value`` [s] takes ``layers × value`` longer than ``base`` for a
+    decode step (8 sequences at 2,048 tokens) and for a 1,024-token prompt of ``model`` on
+    ``tp`` × ``gpu``."""
+    import pytest
+
+    from rooflinekit import roofline
+
+    paying = base.replace(**{knob: value})
+    for time in (lambda e: roofline.decode_step_time(model, gpu, 8, 2048, tp=tp, engine=e),
+                 lambda e: roofline.prefill_time(model, gpu, 1024, tp=tp, engine=e)):
+        assert time(paying) - time(base) == pytest.approx(layers * value, rel=1e-9)

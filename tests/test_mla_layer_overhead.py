@@ -14,10 +14,11 @@ import math
 
 import pytest
 
-from rooflinekit import Engine, IDEAL, catalog, roofline
+from rooflinekit import Engine, catalog, roofline
 from rooflinekit.calibrate import Calibration
 
-from helpers import assert_calibrate_matches_formulas
+from helpers import (assert_calibrate_matches_formulas, assert_paid_every_layer,
+                     assert_paid_per_layer_on_a_grid)
 
 GPU = catalog.gpu("H200-SXM-141GB")
 
@@ -33,12 +34,7 @@ def test_an_mla_model_pays_it_every_layer(name, layers):
     model = catalog.model(name)
     assert model.n_layers == layers and model.is_mla
     base = Engine(bandwidth_efficiency=0.8, layer_overhead=3e-5, moe_layer_overhead=2e-5)
-    with_mla = base.replace(mla_layer_overhead=1.5e-5)
-    added = _decode(model, with_mla) - _decode(model, base)
-    assert added == pytest.approx(layers * 1.5e-5, rel=1e-9)
-    prompt = roofline.prefill_time(model, GPU, 1024, tp=8, engine=with_mla) - \
-        roofline.prefill_time(model, GPU, 1024, tp=8, engine=base)
-    assert prompt == pytest.approx(layers * 1.5e-5, rel=1e-9)
+    assert_paid_every_layer("mla_layer_overhead", 1.5e-5, model, GPU, 8, layers, base)
 
 
 def test_only_the_layers_with_a_latent_cache_pay_it():
@@ -59,18 +55,9 @@ def test_a_model_with_kv_heads_never_pays_it(name):
     assert _decode(model, engine) == _decode(model, engine.replace(mla_layer_overhead=0.0))
 
 
-def test_the_default_is_the_ideal_model_to_the_bit():
-    assert Engine().mla_layer_overhead == 0.0 == IDEAL.mla_layer_overhead
-    model = catalog.model("DeepSeek-V3")
-    assert _decode(model, Engine()) == _decode(model, IDEAL)
-
-
 def test_a_grid_of_models_takes_it_where_each_has_mla():
-    models = catalog.models(as_dataset=True).sel(model=["DeepSeek-V3", "Llama-3.1-70B"])
-    engine = Engine(mla_layer_overhead=1e-5)
-    grid = _decode(models, engine) - _decode(models, IDEAL)
-    assert float(grid.sel(model="DeepSeek-V3")) == pytest.approx(61e-5, rel=1e-9)
-    assert float(grid.sel(model="Llama-3.1-70B")) == 0.0
+    assert_paid_per_layer_on_a_grid("mla_layer_overhead", "DeepSeek-V3", 61, "Llama-3.1-70B",
+                                    _decode)
 
 
 @pytest.mark.parametrize("phase", ["decode", "prefill"])

@@ -13,8 +13,10 @@ import math
 import numpy as np
 import pytest
 
-from rooflinekit import Engine, IDEAL, catalog, roofline
+from rooflinekit import Engine, catalog, roofline
 from rooflinekit.calibrate import Calibration, measurements_from_records, predict
+
+from helpers import assert_paid_every_layer, assert_paid_per_layer_on_a_grid
 
 GPU = catalog.gpu("H100-SXM-80GB")
 
@@ -30,13 +32,8 @@ def test_an_moe_model_pays_it_every_layer(name, layers):
     model = catalog.model(name)
     assert model.n_layers == layers and model.n_experts > 1
     base = Engine(bandwidth_efficiency=0.8, layer_overhead=3e-5)
-    with_moe = base.replace(moe_layer_overhead=2e-5)
     tp = 8 if name == "DeepSeek-R1" else 1
-    added = _decode(model, with_moe, tp=tp) - _decode(model, base, tp=tp)
-    assert added == pytest.approx(layers * 2e-5, rel=1e-9)
-    prompt = roofline.prefill_time(model, GPU, 1024, tp=tp, engine=with_moe) - \
-        roofline.prefill_time(model, GPU, 1024, tp=tp, engine=base)
-    assert prompt == pytest.approx(layers * 2e-5, rel=1e-9)
+    assert_paid_every_layer("moe_layer_overhead", 2e-5, model, GPU, tp, layers, base)
 
 
 def test_a_dense_model_never_pays_it():
@@ -45,18 +42,9 @@ def test_a_dense_model_never_pays_it():
     assert _decode(model, engine) == _decode(model, engine.replace(moe_layer_overhead=0.0))
 
 
-def test_the_default_is_the_ideal_model_to_the_bit():
-    assert Engine().moe_layer_overhead == 0.0 == IDEAL.moe_layer_overhead
-    model = catalog.model("Mixtral-8x7B")
-    assert _decode(model, Engine()) == _decode(model, IDEAL)
-
-
 def test_a_grid_of_models_takes_it_where_each_has_experts():
-    models = catalog.models(as_dataset=True).sel(model=["Mixtral-8x7B", "Llama-3.1-8B"])
-    engine = Engine(moe_layer_overhead=1e-5)
-    grid = _decode(models, engine) - _decode(models, IDEAL)
-    assert float(grid.sel(model="Mixtral-8x7B")) == pytest.approx(32e-5, rel=1e-9)
-    assert float(grid.sel(model="Llama-3.1-8B")) == 0.0
+    assert_paid_per_layer_on_a_grid("moe_layer_overhead", "Mixtral-8x7B", 32, "Llama-3.1-8B",
+                                    _decode)
 
 
 def test_calibrated_prediction_matches_the_roofline():
