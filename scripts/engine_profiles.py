@@ -647,6 +647,18 @@ class KernelTables:
     files: list
 
 
+def _full_attention_rows(frame):
+    """An attention table's rows the fits read: :data:`ATTENTION_DTYPE` with a
+    :data:`KV_CACHE_DTYPE` cache, heads of 128, full attention, no beams (older tables lack
+    the window and beam columns: they measured full attention only)."""
+    wanted = {"attn_dtype": ATTENTION_DTYPE, "kv_cache_dtype": KV_CACHE_DTYPE,
+              "head_dim": 128, "window_size": 0, "beam_width": 1}
+    for column, value in wanted.items():
+        if column in frame:
+            frame = frame[frame[column] == value]
+    return frame
+
+
 def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tuple]) -> \
         KernelTables:
     """Read and index the kernel tables of ``engine`` ``version`` on ``system``.
@@ -674,13 +686,7 @@ def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tup
     attention = {}
     for kind, token_axis, token_exponent in (("generation", "step", 1.0),
                                              ("context", "isl", 2.0)):
-        frame = read("attention", version, f"{kind}_attention_perf.parquet")
-        # older tables lack the window and beam columns: they measured full attention only
-        wanted = {"attn_dtype": ATTENTION_DTYPE, "kv_cache_dtype": KV_CACHE_DTYPE,
-                  "head_dim": 128, "window_size": 0, "beam_width": 1}
-        for column, value in wanted.items():
-            if column in frame:
-                frame = frame[frame[column] == value]
+        frame = _full_attention_rows(read("attention", version, f"{kind}_attention_perf.parquet"))
         tables = {}
         for heads, kv_heads in sorted(set(head_pairs)):
             rows = frame[(frame["num_heads"] == heads) & (frame["num_key_value_heads"] == kv_heads)]
@@ -1048,13 +1054,8 @@ def _context_attention_rows(system: str, engine: str, version: str):
     """The context-attention table's rows of the fitted models' head pairs at
     :data:`TP_DEGREES` (bf16, head dim 128, full attention) at :data:`ATTENTION_LONG_PROMPT`
     tokens or more."""
-    frame = _read(data_root() / system / "attention" / engine / version
-                  / "context_attention_perf.parquet")
-    wanted = {"attn_dtype": ATTENTION_DTYPE, "kv_cache_dtype": KV_CACHE_DTYPE,
-              "head_dim": 128, "window_size": 0, "beam_width": 1}
-    for column, value in wanted.items():
-        if column in frame:
-            frame = frame[frame[column] == value]
+    frame = _full_attention_rows(_read(data_root() / system / "attention" / engine / version
+                                       / "context_attention_perf.parquet"))
     pairs = {head_pair(catalog.model(name), tp) for name in MODELS for tp in TP_DEGREES}
     keep = [(h, k) in pairs for h, k in zip(frame["num_heads"], frame["num_key_value_heads"])]
     frame = frame[keep]
@@ -1103,7 +1104,7 @@ def mla_context_errors(system: str, engine: str, version: str, knobs: dict) -> d
     GPUs) at the prefill shares and GEMM curve, causal attention over each prompt at the
     attention's share (``attention_compute_efficiency``, else the 16-bit GEMMs'), the weights
     read once at the decode share."""
-    path = data_root() / system / "mla" / engine / version / "mla_context_module_perf.parquet"
+    path = _mla_module_path(system, engine, version, "context")
     if not path.exists():
         return None
     frame = _read(path)
@@ -1114,13 +1115,10 @@ def mla_context_errors(system: str, engine: str, version: str, knobs: dict) -> d
         return None
     gpu = catalog.gpu(SYSTEM_TO_GPU[system])
     pre, dec = knobs["prefill"], knobs["decode"]
-    m = MLA_MODULE
     heads, batch, prompt = (frame[c].to_numpy(dtype=float)
                             for c in ("num_heads", "batch_size", "isl"))
     fp8 = (frame["gemm_type"] == "fp8_block").to_numpy()
-    params = (m["hidden"] * (m["q_lora"] + m["kv_lora"] + m["rope"])
-              + heads * (m["q_lora"] * (m["nope"] + m["rope"])
-                         + m["kv_lora"] * (m["nope"] + m["v"]) + m["v"] * m["hidden"]))
+    params = _mla_module_weights(heads)
     efficiency, streaming = _path_shares(knobs)
     share = np.where(fp8, efficiency["fp8"], efficiency["bf16"])
     peak = np.where(fp8, gpu.peak_flops_by_dtype["fp8"], gpu.peak_flops_by_dtype["bf16"])

@@ -100,11 +100,12 @@ FOLD = "fold"
 #: ceilings, generous on purpose (the data, not the bound, should set a value): the KV
 #: traffic, and a low-precision path's weight reads, reach at least 5 % of the bandwidth; a
 #: decoder layer's kernel launches cost at most 100 µs per step (an 80-layer model: 8 ms), an
-#: MoE block 200 µs more, an MLA module 200 µs more; GEMMs reach half their efficiency by 4,096 tokens a step at the
-#: latest, an MoE model's expert GEMMs at least 2 % of theirs; a link hop costs at most 100 µs;
-#: the all-reduces reach at least 5 % of the link's datasheet bandwidth; the host spends at
-#: most 1 ms per decode token (256 sequences: 256 ms a step). The published utilisation fits can be held
-#: against: ``docs/calibration.md``, "The fit's design". Every prior is the base engine's
+#: MoE block 200 µs more, an MLA module 200 µs more; GEMMs reach half their efficiency by
+#: 4,096 tokens a step at the latest, an MoE model's expert GEMMs at least 2 % of theirs; a
+#: link hop costs at most 100 µs; the all-reduces reach at least 5 % of the link's datasheet
+#: bandwidth; the host spends at most 1 ms per decode token (256 sequences: 256 ms a step).
+#: The published utilisation fits can be held against: ``docs/calibration.md``, "The fit's
+#: design". Every prior is the base engine's
 #: value (``engine=`` of :func:`calibrate`; the ideal model by default).
 DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "low_precision_compute_efficiency": (0.01, 1.0),
@@ -156,7 +157,8 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "layer_overhead": units.MS / 100.0, "low_precision_layer_overhead": units.MS / 100.0,
           "kv_bandwidth_efficiency": 1.0, "low_precision_bandwidth_efficiency": 1.0,
           "fp4_compute_efficiency": 1.0, "fp4_bandwidth_efficiency": 1.0,
-          "attention_compute_efficiency": 1.0, "gemm_half_tokens": 100.0, "prefill_overhead": units.MS, "frontend_latency": units.MS,
+          "attention_compute_efficiency": 1.0, "gemm_half_tokens": 100.0,
+          "prefill_overhead": units.MS, "frontend_latency": units.MS,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
           "host_traffic_share": 1.0, "layer_cycles": 1e4,
           "moe_layer_overhead": units.MS / 100.0, "sequence_overhead": units.MS / 100.0,

@@ -231,8 +231,8 @@ class _Groups:
         min(prompt tokens, 1)``)."""
         names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes",
                  "comm_host_bytes", "hops", "runs", "decodes", "cycles",
-                 "layers", "moe_layers", "mla_layers", "low_precision_layers", "low_precision", "fp4",
-                 "attention", "experts", "expert_gemm", "prompt")
+                 "layers", "moe_layers", "mla_layers", "low_precision_layers",
+                 "low_precision", "fp4", "attention", "experts", "expert_gemm", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
         for idx, model, gpu, tp, engine in self.groups:

@@ -238,7 +238,8 @@ class Calibration:
         ``compute_efficiency`` and ``bandwidth_efficiency`` in (0, 1] [1] and ``step_overhead``
         [s] ≥ 0, ideal (1, 1, 0) where missing; where fitted, the engine knobs
         (:data:`ENGINE_KNOBS`): ``layer_overhead``, ``low_precision_layer_overhead``,
-        ``moe_layer_overhead`` and ``mla_layer_overhead`` [s per layer], ``prefill_overhead`` and ``frontend_latency`` [s], ``interconnect_latency`` [s
+        ``moe_layer_overhead`` and ``mla_layer_overhead`` [s per layer], ``prefill_overhead``
+        and ``frontend_latency`` [s], ``interconnect_latency`` [s
         per hop], ``gemm_half_tokens`` [tokens], each ≥ 0, ``kv_bandwidth_efficiency``,
         ``low_precision_compute_efficiency``, ``low_precision_bandwidth_efficiency``,
         ``fp4_compute_efficiency``, ``fp4_bandwidth_efficiency`` and

@@ -374,9 +374,9 @@ class Engine:
         q · low_precision_layer_overhead + m · moe_layer_overhead) + n_kv_layers · a ·
         mla_layer_overhead`` with ``m = 1`` for a model of more than one expert, else 0, and
         ``a = 1`` for one with multi-head latent attention, else 0; the KV traffic weighs
-        ``bandwidth_efficiency / kv_bandwidth_efficiency`` against the bandwidth, the weights ``bandwidth_efficiency /
-        low_precision_bandwidth_efficiency`` where ``q = 1`` and it is given
-        (``weight_traffic_scale``, else exactly 1); on an FP4 path (``fp4_path``: the format's
+        ``bandwidth_efficiency / kv_bandwidth_efficiency`` against the bandwidth, the weights
+        ``bandwidth_efficiency / low_precision_bandwidth_efficiency`` where ``q = 1`` and it
+        is given (``weight_traffic_scale``, else exactly 1); on an FP4 path (``fp4_path``: the format's
         peak is the GPU's FP4 one, above its FP8 one) the ``fp4_*`` shares replace the
         low-precision ones where given; the all-reduce is
         :func:`rooflinekit.parallel.allreduce_coefficients` over ``link ·
