@@ -184,6 +184,30 @@ def test_the_documented_fit_of_the_doks_runs():
             round(100 * held["sat_err"])) == (9, 22, -4)
 
 
+def test_the_cli_fits_the_kv_cache_format_it_is_given(capsys):
+    """docs/calibration.md's command (``--dtype fp8 --kv-cache-dtype fp8``) fits the model the
+    runs served: its knobs and errors are the Python fit's of an fp8-weight, fp8-KV model, and
+    differ from a 16-bit cache's (whose KV reads the fit would otherwise lay on the knobs)."""
+    from rooflinekit.cli.main import main
+    model = rk.catalog.model("Llama-3.1-70B").replace(bytes_per_param="fp8",
+                                                      kv_bytes_per_element="fp8")
+    fit = fit_under_load(DOKS, model=model, gpu="H200-SXM-141GB")
+    args = ["calibrate", "--under-load", "--vllm-result", DOKS[0], "--vllm-result", DOKS[1],
+            "--model", "llama-3.1-70b", "--gpu", "h200", "--dtype", "fp8", "--json"]
+    found = {}
+    for kv in ("fp8", "auto"):
+        assert main([*args, "--kv-cache-dtype", kv]) == 0
+        found[kv] = json.loads(capsys.readouterr().out)
+    a = fit.table.attrs
+    assert found["fp8"]["calibration"]["decode"]["step_overhead"] == \
+        fit.calibration.decode["step_overhead"]
+    assert found["fp8"]["calibration"]["prefill"]["frontend_latency"] == \
+        fit.calibration.prefill["frontend_latency"]
+    assert [found["fp8"][k] for k in ("tpot_error_before", "tpot_error")] == \
+        [a["tpot_error_before"], a["tpot_error"]]
+    assert found["auto"]["tpot_error_before"] != a["tpot_error_before"]
+
+
 def test_the_fit_does_not_depend_on_where_the_profile_starts_it():
     """One knob besides the front end is searched over its whole range (a grid, then Brent's
     method), the front end in closed form: the DigitalOcean fit from a profile whose

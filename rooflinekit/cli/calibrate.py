@@ -57,7 +57,7 @@ EPILOG = examples(NAME, "runs.csv --cv kfold", "--vllm-result result.json --mode
                   "--from trtllm report.json --model llama-3.1-8b --gpu h100 "
                   "--fit step_overhead",
                   "--under-load --vllm-result rate-0.5.json --vllm-result rate-2.0.json "
-                  "--model llama-3.1-70b --gpu h200 --dtype fp8")
+                  "--model llama-3.1-70b --gpu h200 --dtype fp8 --kv-cache-dtype fp8")
 
 #: What ``--from`` reads the FILE arguments as: format -> what it is.
 FORMATS = {
@@ -361,6 +361,8 @@ def _run_under_load(args, out) -> int:
     model = catalog.resolve_model(args.model)
     if args.dtype != "auto":
         model = model.replace(bytes_per_param=args.dtype)
+    if args.kv_cache_dtype != "auto":
+        model = model.replace(kv_bytes_per_element=args.kv_cache_dtype)
     result = fit_under_load(results, model=model, gpu=args.gpu, tp=args.tp,
                             engine=name if profiled_engine(name) else None, fit=fit,
                             seed=args.seed)
