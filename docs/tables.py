@@ -218,6 +218,7 @@ def validation_tables() -> dict:
         "load-sweeps-own-engine": _own_engine_table(),
         "load-sweeps-by-source": _by_source_table(),
         "load-sweep-points": _load_sweep_points_table(load_sweep_points()),
+        "saturation-bursts": _bursts_table(),
     }
 
 
@@ -382,6 +383,27 @@ def _own_engine_table() -> str:
                      scorer._pct(r["tpot_mape"]), scorer._pct(r["ttft_mape"]),
                      scorer._pct(r["sat_err"], signed=True)])
     return _table(["sweep", "engine → profile", "TPOT", "TTFT", "saturation"], rows, "llrrr")
+
+
+def _bursts_table() -> str:
+    """Each published saturation run (a single burst) with the output throughput the ideal
+    roofline, the default profile and the run's own engine at its version predict, and the run's
+    mean TPOT beside the default profile's."""
+    scorer = _scorer()
+    runs = {label: scorer.score_bursts(engine=engine) for label, engine in
+            (("ideal", rl.IDEAL), ("default", None), ("own", scorer.own_engine))}
+    points = {p["sweep"]: p for p in scorer.read_bursts()}
+    rows = []
+    for ideal, default, own in zip(runs["ideal"], runs["default"], runs["own"]):
+        point = points[ideal["sweep"]]
+        rows.append([ideal["sweep"], f"{point['engine']} {point['engine_version']}",
+                     _num(ideal["saturation_measured"], 0),
+                     *(f"{_num(r['saturation_predicted'], 0)} "
+                       f"({scorer._pct(r['sat_err'], signed=True)})" for r in (ideal, default, own)),
+                     _num(default["tpot_measured"], 1), _num(default["tpot_predicted"], 1)])
+    return _table(["run", "engine as run", "output tok/s measured", "ideal", "default (newest vLLM)",
+                   "its engine at its version", "mean TPOT measured [ms]", "default [ms]"],
+                  rows, "llrrrrrr")
 
 
 #: The issue's targets for a source held out: mean TPOT (or ITL) and mean TTFT error below

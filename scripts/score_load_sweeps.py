@@ -53,6 +53,9 @@ Weights in a ``dtype`` other than bf16/fp16 (fp8) are applied to the catalogue m
 (``compute_dtype``), as :mod:`rooflinekit.calibrate` does for such rows. A ``kv_dtype`` (fp8)
 sets the KV cache's format (``kv_bytes_per_element``); blank keeps the model's 16-bit cache.
 
+It also scores the single bursts of ``tests/data/load_sweeps/bursts.csv`` (``--bursts``; each a
+configuration's saturation, :func:`score_bursts`): their output throughput and mean TPOT.
+
 Usage::
 
     PYTHONPATH=. python scripts/score_load_sweeps.py [--calibration FILE] [--replicates 3]
@@ -84,6 +87,8 @@ except AttributeError:
     from rooflinekit.planning import load_curve
 
 DEFAULT_SWEEPS = Path(__file__).resolve().parents[1] / "tests" / "data" / "load_sweeps" / "sweeps.csv"
+#: Published saturation runs: single bursts, one a row, in the sweeps' columns.
+DEFAULT_BURSTS = DEFAULT_SWEEPS.with_name("bursts.csv")
 
 #: Arrival rate that stands for "all at once" [requests/s].
 BURST_RATE = 1e4
@@ -442,6 +447,54 @@ def with_step_overhead(seconds: float):
     return engine
 
 
+def read_bursts(path=DEFAULT_BURSTS) -> list[dict]:
+    """The saturation runs of ``path``: one burst a row (:func:`read_sweeps`' columns and
+    checks), each id once.
+
+    Raises
+    ------
+    ValueError
+        Besides :func:`read_sweeps`' refusals: an id on more than one row, or a row that is not
+        a burst (``rate = inf`` with ``num_prompts == concurrency``), naming the file and the id.
+    """
+    runs = []
+    for name, points in read_sweeps(path).items():
+        if len(points) != 1:
+            raise ValueError(f"{path}: run {name!r} is on {len(points)} rows; a saturation run "
+                             f"is one burst, one row")
+        if mode(points) != "burst":
+            raise ValueError(f"{path}: run {name!r} is not a burst: give rate 'inf' and "
+                             f"num_prompts equal to concurrency (fields 'rate', 'num_prompts', "
+                             f"'concurrency')")
+        runs.append(points[0])
+    return runs
+
+
+def score_bursts(bursts_path=DEFAULT_BURSTS, engine=None, *, replicates=3, seed=0) -> list[dict]:
+    """Each saturation run of ``bursts_path`` (:func:`read_bursts`) simulated as it was loaded
+    (``num_prompts`` requests at once, :func:`predict_point`) under ``engine`` (an engine, or
+    a function of the run such as :func:`own_engine`).
+
+    One dict a run: ``sweep``, ``source`` (:func:`source_group`), ``saturation_measured`` and
+    ``saturation_predicted`` [output tokens/s], ``sat_err`` (signed fraction), ``tpot_measured``
+    and ``tpot_predicted`` (the run's mean TPOT [ms]: in a burst, the steps the decodes share
+    with the prompts' chunks) and ``tpot_err`` (signed fraction; NaN where none is published).
+    """
+    results = []
+    for point in read_bursts(bursts_path):
+        timed = engine(point) if callable(engine) else engine
+        pred = predict_point(point, timed, "burst", replicates=replicates, seed=seed)
+        measured, tpot = point["output_throughput"], point["mean_tpot_ms"]
+        results.append({
+            "sweep": point["sweep"], "source": source_group(point["source"]),
+            "saturation_measured": measured, "saturation_predicted": pred["throughput"],
+            "sat_err": (pred["throughput"] - measured) / measured,
+            "tpot_measured": math.nan if tpot is None else tpot,
+            "tpot_predicted": pred["mean_tpot"],
+            "tpot_err": math.nan if tpot is None else (pred["mean_tpot"] - tpot) / tpot})
+    return results
+
+
 def _pct(value, signed=False):
     if value is None or not math.isfinite(value):
         return "–"
@@ -474,6 +527,8 @@ def main(argv=None) -> int:
     parser.add_argument("--step-overhead", type=float, action="append", metavar="MS",
                         help="also score the vLLM profiles with this decode step_overhead [ms] "
                              "(repeatable)")
+    parser.add_argument("--bursts", default=str(DEFAULT_BURSTS),
+                        help="the saturation runs CSV (single bursts)")
     args = parser.parse_args(argv)
 
     engines = [("ideal", rooflinekit.IDEAL), ("default", None), ("own engine", own_engine)]
@@ -509,6 +564,18 @@ def main(argv=None) -> int:
             print(f"| {s['source']} | {label} | {s['sweeps']} | {_pct(s['tpot_mape'])} | "
                   f"{_pct(s['ttft_mape'])} | {_pct(s['decode_mape'])} | "
                   f"{_pct(s['sat_abs_err'])} |")
+    if args.sweep:
+        return 0
+    print("\n## Saturation runs (single bursts)\n")
+    print("| run | engine | output tok/s measured | predicted | sat. err | mean TPOT measured "
+          "| predicted | TPOT err |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, engine in engines:
+        for r in score_bursts(args.bursts, engine, replicates=args.replicates, seed=args.seed):
+            print(f"| {r['sweep']} | {label} | {r['saturation_measured']:.0f} | "
+                  f"{r['saturation_predicted']:.0f} | {_pct(r['sat_err'], signed=True)} | "
+                  f"{r['tpot_measured']:.1f} | {r['tpot_predicted']:.1f} | "
+                  f"{_pct(r['tpot_err'], signed=True)} |")
     return 0
 
 

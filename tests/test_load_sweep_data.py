@@ -284,3 +284,87 @@ def test_decode_side_is_littles_law(scorer, sweeps):
     assert measured == pytest.approx(25 / x - nim["mean_ttft_ms"] / 1e3)
     assert scorer.decode_side({**nim, "mean_ttft_ms": None, "median_ttft_ms": None},
                               pred) == (None, None)
+
+
+# -- saturation runs (tests/data/load_sweeps/bursts.csv) ------------------------------------------
+
+BURSTS = SWEEPS.with_name("bursts.csv")
+
+
+@pytest.fixture(scope="module")
+def bursts(scorer):
+    return scorer.read_bursts(BURSTS)
+
+
+def test_the_bursts_file_has_the_sweeps_columns_and_cites_each_run(bursts):
+    lines = [line for line in BURSTS.read_text(encoding="utf-8").splitlines()
+             if not line.startswith("#")]
+    assert lines[0].split(",")[:len(COLUMNS)] == COLUMNS
+    assert len(bursts) == 18
+    for p in bursts:
+        assert re.fullmatch(r"[\w-]+/[\w.-]+@[0-9a-f]{40}:[\w./-]+\.md", p["source"]), p["source"]
+        assert catalog.model(p["model"]).name == p["model"]
+        assert catalog.gpu(p["gpu"]).name == p["gpu"]
+        assert p["engine_version"] and p["endpoint"] == "chat"
+
+
+def test_each_burst_is_its_published_totals(bursts):
+    """A run's means are its printed totals over its requests, and its output throughput its
+    request throughput times the mean output (the request throughput printed to two decimals:
+    within 0.005 requests/s)."""
+    for p in bursts:
+        assert p["rate"] == math.inf and p["num_prompts"] == p["concurrency"]
+        lengths = re.fullmatch(r"random (\d+)/(\d+)", p["dataset"])
+        assert lengths, p["dataset"]
+        assert p["prompt_tokens"] == pytest.approx(float(lengths.group(1)), rel=2e-3)
+        assert p["output_tokens"] <= float(lengths.group(2))        # no --ignore-eos
+        assert p["output_throughput"] == pytest.approx(
+            p["request_throughput"] * p["output_tokens"], rel=1e-3,
+            abs=0.005 * p["output_tokens"]), p["sweep"]
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"rate": "2"}, "is not a burst"),
+    ({"num_prompts": "7"}, "is not a burst"),
+])
+def test_a_row_that_is_not_a_burst_is_refused_naming_the_run(scorer, tmp_path, change, match):
+    lines = BURSTS.read_text(encoding="utf-8").splitlines(keepends=True)
+    import csv
+    import io
+    header = next(line for line in lines if not line.startswith("#"))
+    row = next(csv.DictReader(io.StringIO(header + lines[lines.index(header) + 1])))
+    row.update(change)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(row), lineterminator="\n")
+    writer.writeheader()
+    writer.writerow(row)
+    path = tmp_path / "bursts.csv"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    with pytest.raises(ValueError, match=match) as info:
+        scorer.read_bursts(path)
+    assert str(path) in str(info.value) and row["sweep"] in str(info.value)
+
+
+def test_a_run_on_two_rows_is_refused(scorer, tmp_path):
+    lines = BURSTS.read_text(encoding="utf-8").splitlines(keepends=True)
+    body = [line for line in lines if not line.startswith("#")]
+    path = tmp_path / "bursts.csv"
+    path.write_text("".join([body[0], body[1], body[1]]), encoding="utf-8")
+    with pytest.raises(ValueError, match="is on 2 rows"):
+        scorer.read_bursts(path)
+
+
+def test_a_burst_is_scored_as_every_prompt_at_once(scorer, bursts, monkeypatch):
+    """score_bursts replays a run as its prompts all arriving at once (predict_point's burst,
+    at the scorer's BURST_RATE): a hundred times that rate gives the same throughput to 1 %,
+    and the run's error is the prediction over the published throughput."""
+    point = next(p for p in bursts if p["model"] == "Qwen3-235B-A22B"
+                 and p["dataset"] == "random 4000/200")
+    (scored,) = [r for r in scorer.score_bursts(BURSTS, rooflinekit.IDEAL, replicates=1)
+                 if r["sweep"] == point["sweep"]]
+    assert scored["saturation_measured"] == point["output_throughput"]
+    assert scored["sat_err"] == pytest.approx(
+        scored["saturation_predicted"] / point["output_throughput"] - 1.0)
+    monkeypatch.setattr(scorer, "BURST_RATE", 100 * scorer.BURST_RATE)
+    again = scorer.predict_point(point, rooflinekit.IDEAL, "burst", replicates=1)
+    assert again["throughput"] == pytest.approx(scored["saturation_predicted"], rel=0.01)
