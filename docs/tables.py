@@ -417,9 +417,10 @@ def _by_source_table() -> str:
     scorer = _scorer()
     runs = {label: {r["source"]: r for r in scorer.by_source(_scores(label))}
             for label in ("ideal", "default", "own")}
-    firsts = {}
+    firsts = {}      # each source's sweeps' first points, one per engine and version it ran
     for points in scorer.read_sweeps().values():
-        firsts.setdefault(scorer.source_group(points[0]["source"]), points[0])
+        ran = firsts.setdefault(scorer.source_group(points[0]["source"]), {})
+        ran.setdefault((points[0]["engine"], scorer.engine_version(points[0])), points[0])
 
     def cell(r):
         return " / ".join(scorer._pct(r[k]) for k in ("tpot_mape", "ttft_mape", "sat_abs_err"))
@@ -429,10 +430,11 @@ def _by_source_table() -> str:
         return f"{sum(r[k] <= TARGETS[k] for k in scored)} of {len(scored)}"
 
     rows = []
-    for source, point in firsts.items():
-        ran = " ".join(filter(None, (point["engine"], scorer.engine_version(point))))
+    for source, points in firsts.items():
+        ran = ", ".join(" ".join(filter(None, key)) for key in points)
+        profiles = ", ".join(dict.fromkeys(_profile_named(scorer, p) for p in points.values()))
         rows.append([source, ran, cell(runs["ideal"][source]), cell(runs["default"][source]),
-                     met(runs["default"][source]), _profile_named(scorer, point),
+                     met(runs["default"][source]), profiles,
                      cell(runs["own"][source]), met(runs["own"][source]),
                      scorer._pct(runs["own"][source]["decode_mape"])])
     return _table(["source", "engine as run", "ideal", "default (newest vLLM)", "met",
