@@ -368,3 +368,25 @@ def test_a_burst_is_scored_as_every_prompt_at_once(scorer, bursts, monkeypatch):
     monkeypatch.setattr(scorer, "BURST_RATE", 100 * scorer.BURST_RATE)
     again = scorer.predict_point(point, rooflinekit.IDEAL, "burst", replicates=1)
     assert again["throughput"] == pytest.approx(scored["saturation_predicted"], rel=0.01)
+
+
+def test_the_scorer_prints_the_saturation_runs_after_the_sweeps(scorer, tmp_path, capsys):
+    """``score_load_sweeps.py`` ends with a table of the saturation runs, one row per run and
+    engine (here the file's first run and one sweep, at one replicate)."""
+    body = [line for line in BURSTS.read_text(encoding="utf-8").splitlines(keepends=True)
+            if not line.startswith("#")]
+    bursts = tmp_path / "bursts.csv"
+    bursts.write_text("".join(body[:2]), encoding="utf-8")
+    sweeps_lines = [line for line in SWEEPS.read_text(encoding="utf-8").splitlines(keepends=True)
+                    if not line.startswith("#")]
+    sweeps = tmp_path / "sweeps.csv"
+    sweeps.write_text("".join([sweeps_lines[0], *(line for line in sweeps_lines[1:]
+                                                  if line.startswith("lambda_h100x2_"))]),
+                      encoding="utf-8")
+    assert scorer.main(["--sweeps", str(sweeps), "--bursts", str(bursts), "--replicates", "1",
+                        "--requests", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "## Saturation runs (single bursts)" in out
+    run = body[1].split(",")[0]
+    rows = [line for line in out.splitlines() if line.startswith(f"| {run} |")]
+    assert [row.split(" | ")[1] for row in rows] == ["ideal", "default", "own engine"]
