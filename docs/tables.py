@@ -419,8 +419,8 @@ def _by_source_table() -> str:
             for label in ("ideal", "default", "own")}
     firsts = {}      # each source's sweeps' first points, one per engine and version it ran
     for points in scorer.read_sweeps().values():
-        ran = firsts.setdefault(scorer.source_group(points[0]["source"]), {})
-        ran.setdefault((points[0]["engine"], scorer.engine_version(points[0])), points[0])
+        engines = firsts.setdefault(scorer.source_group(points[0]["source"]), {})
+        engines.setdefault((points[0]["engine"], scorer.engine_version(points[0])), points[0])
 
     def cell(r):
         return " / ".join(scorer._pct(r[k]) for k in ("tpot_mape", "ttft_mape", "sat_abs_err"))
