@@ -385,13 +385,20 @@ def _own_engine_table() -> str:
     return _table(["sweep", "engine → profile", "TPOT", "TTFT", "saturation"], rows, "llrrr")
 
 
+@functools.cache
+def _burst_scores(label: str) -> tuple:
+    """Every published saturation run scored by ``label``'s engine (as :func:`_scores`)."""
+    scorer = _scorer()
+    engine = {"ideal": rl.IDEAL, "default": None, "own": scorer.own_engine}[label]
+    return tuple(scorer.score_bursts(engine=engine))
+
+
 def _bursts_table() -> str:
     """Each published saturation run (a single burst) with the output throughput the ideal
     roofline, the default profile and the run's own engine at its version predict, and the run's
     mean TPOT beside the default profile's."""
     scorer = _scorer()
-    runs = {label: scorer.score_bursts(engine=engine) for label, engine in
-            (("ideal", rl.IDEAL), ("default", None), ("own", scorer.own_engine))}
+    runs = {label: _burst_scores(label) for label in ("ideal", "default", "own")}
     points = {p["sweep"]: p for p in scorer.read_bursts()}
     rows = []
     for ideal, default, own in zip(runs["ideal"], runs["default"], runs["own"]):
@@ -415,10 +422,12 @@ def _by_source_table() -> str:
     """Per source: the ideal roofline, the default profile and the profile of the engine and
     version the source ran, TPOT / TTFT / saturation, and the targets each meets."""
     scorer = _scorer()
-    runs = {label: {r["source"]: r for r in scorer.by_source(_scores(label))}
+    # a source's saturation runs count beside its sweeps: held out, they are the same source's
+    runs = {label: {r["source"]: r for r in scorer.by_source(_scores(label)
+                                                             + _burst_scores(label))}
             for label in ("ideal", "default", "own")}
-    firsts = {}      # each source's sweeps' first points, one per engine and version it ran
-    for points in scorer.read_sweeps().values():
+    firsts = {}      # each source's first points, one per engine and version it ran
+    for points in [*scorer.read_sweeps().values(), *([p] for p in scorer.read_bursts())]:
         engines = firsts.setdefault(scorer.source_group(points[0]["source"]), {})
         engines.setdefault((points[0]["engine"], scorer.engine_version(points[0])), points[0])
 

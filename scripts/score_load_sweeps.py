@@ -502,13 +502,16 @@ def _pct(value, signed=False):
 
 
 def by_source(results) -> list[dict]:
-    """Scores averaged over the sweeps of each source (``sat_err`` as a mean absolute error)."""
+    """Scores averaged over the sweeps of each source (``sat_err`` as a mean absolute error).
+
+    ``results`` may mix :func:`score`'s sweeps with :func:`score_bursts`' saturation runs: a run
+    adds its saturation error only (it has no points below saturation)."""
     groups: dict[str, list[dict]] = {}
     for r in results:
         groups.setdefault(r["source"], []).append(r)
     return [{"source": src, "sweeps": len(rs),
-             "tpot_mape": _mean([r["tpot_mape"] for r in rs]),
-             "ttft_mape": _mean([r["ttft_mape"] for r in rs]),
+             "tpot_mape": _mean([r.get("tpot_mape", math.nan) for r in rs]),
+             "ttft_mape": _mean([r.get("ttft_mape", math.nan) for r in rs]),
              "decode_mape": _mean([r.get("decode_mape", math.nan) for r in rs]),
              "sat_abs_err": _mean([abs(r["sat_err"]) for r in rs if math.isfinite(r["sat_err"])])}
             for src, rs in groups.items()]

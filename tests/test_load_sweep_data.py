@@ -390,3 +390,15 @@ def test_the_scorer_prints_the_saturation_runs_after_the_sweeps(scorer, tmp_path
     run = body[1].split(",")[0]
     rows = [line for line in out.splitlines() if line.startswith(f"| {run} |")]
     assert [row.split(" | ")[1] for row in rows] == ["ideal", "default", "own engine"]
+
+
+def test_a_sources_saturation_runs_count_in_its_saturation_only(scorer):
+    """by_source averages a saturation run's error into its source's saturation beside the
+    sweeps', and leaves its TPOT and TTFT to the sweeps (a run has no point below saturation)."""
+    sweep = {"source": "s", "tpot_mape": 0.10, "ttft_mape": 0.20, "decode_mape": math.nan,
+             "sat_err": -0.10}
+    run = {"source": "s", "sat_err": 0.50, "tpot_err": 0.9}
+    (row,) = scorer.by_source([sweep, run])
+    assert row["sweeps"] == 2
+    assert row["tpot_mape"] == pytest.approx(0.10) and row["ttft_mape"] == pytest.approx(0.20)
+    assert row["sat_abs_err"] == pytest.approx((0.10 + 0.50) / 2)
