@@ -546,6 +546,11 @@ def main(argv=None) -> int:
     kw = dict(sweeps=args.sweep, replicates=args.replicates, requests=args.requests,
               seed=args.seed, sharegpt_sigma=args.sharegpt_sigma)
     all_results = {label: score(args.sweeps, engine, **kw) for label, engine in engines}
+    # the saturation runs, unless only some sweeps are asked for; a source's runs count in
+    # its saturation error beside its sweeps
+    bursts = {} if args.sweep else {
+        label: score_bursts(args.bursts, engine, replicates=args.replicates, seed=args.seed)
+        for label, engine in engines}
 
     print("## Per sweep\n")
     print("| sweep | source | mode | engine | points (below sat.) | TPOT/ITL MAPE | TTFT MAPE "
@@ -559,22 +564,22 @@ def main(argv=None) -> int:
                   f"{r['saturation_predicted']:.0f} | {_pct(r['sat_err'], signed=True)} | "
                   f"{r['error'][:120]} |".replace("| nan |", "| – |"))
     print("\n## Per source\n")
-    print("| source | engine | sweeps | TPOT/ITL MAPE | TTFT MAPE | decode side (closed) "
+    print("| source | engine | sweeps and runs | TPOT/ITL MAPE | TTFT MAPE | decode side (closed) "
           "| mean abs. sat. err |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for label, results in all_results.items():
-        for s in by_source(results):
+        for s in by_source([*results, *bursts.get(label, ())]):
             print(f"| {s['source']} | {label} | {s['sweeps']} | {_pct(s['tpot_mape'])} | "
                   f"{_pct(s['ttft_mape'])} | {_pct(s['decode_mape'])} | "
                   f"{_pct(s['sat_abs_err'])} |")
-    if args.sweep:
+    if not bursts:
         return 0
     print("\n## Saturation runs (single bursts)\n")
     print("| run | engine | output tok/s measured | predicted | sat. err | mean TPOT measured "
           "| predicted | TPOT err |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for label, engine in engines:
-        for r in score_bursts(args.bursts, engine, replicates=args.replicates, seed=args.seed):
+    for label, runs in bursts.items():
+        for r in runs:
             print(f"| {r['sweep']} | {label} | {r['saturation_measured']:.0f} | "
                   f"{r['saturation_predicted']:.0f} | {_pct(r['sat_err'], signed=True)} | "
                   f"{r['tpot_measured']:.1f} | {r['tpot_predicted']:.1f} | "

@@ -372,7 +372,8 @@ def test_a_burst_is_scored_as_every_prompt_at_once(scorer, bursts, monkeypatch):
 
 def test_the_scorer_prints_the_saturation_runs_after_the_sweeps(scorer, tmp_path, capsys):
     """``score_load_sweeps.py`` ends with a table of the saturation runs, one row per run and
-    engine (here the file's first run and one sweep, at one replicate)."""
+    engine (here the file's first run and one sweep, at one replicate), and counts each run in
+    its source's row of the per-source table."""
     body = [line for line in BURSTS.read_text(encoding="utf-8").splitlines(keepends=True)
             if not line.startswith("#")]
     bursts = tmp_path / "bursts.csv"
@@ -390,6 +391,9 @@ def test_the_scorer_prints_the_saturation_runs_after_the_sweeps(scorer, tmp_path
     run = body[1].split(",")[0]
     rows = [line for line in out.splitlines() if line.startswith(f"| {run} |")]
     assert [row.split(" | ")[1] for row in rows] == ["ideal", "default", "own engine"]
+    # the run's source counts it beside its sweeps (here GPUStack: the run alone)
+    per_source = out.split("## Per source")[1].split("## Saturation runs")[0]
+    assert "| gpustack/gpustack | default | 1 |" in per_source
 
 
 def test_a_sources_saturation_runs_count_in_its_saturation_only(scorer):
