@@ -337,14 +337,17 @@ def write_load_sweep_figures(points: dict, folder: Path = FIGURES) -> list:
     return written
 
 
+def _engine(label: str):
+    """The engine a table's ``label`` names: ``"ideal"`` (the roofline), ``"default"`` (the
+    newest vLLM profile) or ``"own"`` (each sweep's engine at its version)."""
+    return {"ideal": rl.IDEAL, "default": None, "own": _scorer().own_engine}[label]
+
+
 @functools.cache
 def _scores(label: str) -> tuple:
-    """Every published sweep scored by ``label``'s engine, once for every table: ``"ideal"``
-    (the roofline), ``"default"`` (the newest vLLM profile) or ``"own"`` (each sweep's engine
-    at its version)."""
-    scorer = _scorer()
-    engine = {"ideal": rl.IDEAL, "default": None, "own": scorer.own_engine}[label]
-    return tuple(scorer.score(engine=engine))
+    """Every published sweep scored by ``label``'s engine (:func:`_engine`), once for every
+    table."""
+    return tuple(_scorer().score(engine=_engine(label)))
 
 
 def _load_sweeps_table() -> str:
@@ -388,9 +391,7 @@ def _own_engine_table() -> str:
 @functools.cache
 def _burst_scores(label: str) -> tuple:
     """Every published saturation run scored by ``label``'s engine (as :func:`_scores`)."""
-    scorer = _scorer()
-    engine = {"ideal": rl.IDEAL, "default": None, "own": scorer.own_engine}[label]
-    return tuple(scorer.score_bursts(engine=engine))
+    return tuple(_scorer().score_bursts(engine=_engine(label)))
 
 
 def _bursts_table() -> str:

@@ -517,6 +517,15 @@ def by_source(results) -> list[dict]:
             for src, rs in groups.items()]
 
 
+def _print_table(title: str, header: list, rows, first: bool = False) -> None:
+    """A Markdown section: ``## title``, then ``header`` and ``rows`` as a table ("nan" as "–")."""
+    print(("" if first else "\n") + f"## {title}\n")
+    print("| " + " | ".join(header) + " |")
+    print("|" + " --- |" * len(header))
+    for row in rows:
+        print(("| " + " | ".join(str(cell) for cell in row) + " |").replace("| nan |", "| – |"))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sweeps", default=str(DEFAULT_SWEEPS), help="the sweeps CSV")
@@ -552,38 +561,30 @@ def main(argv=None) -> int:
         label: score_bursts(args.bursts, engine, replicates=args.replicates, seed=args.seed)
         for label, engine in engines}
 
-    print("## Per sweep\n")
-    print("| sweep | source | mode | engine | points (below sat.) | TPOT/ITL MAPE | TTFT MAPE "
-          "| decode side (closed) | sat. tok/s measured | predicted | sat. err | note |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for label, results in all_results.items():
-        for r in results:
-            print(f"| {r['sweep']} | {r['source']} | {r['mode']} | {label} | {r['points']} "
-                  f"({r['below_saturation']}) | {_pct(r['tpot_mape'])} | {_pct(r['ttft_mape'])} "
-                  f"| {_pct(r['decode_mape'])} | {r['saturation_measured']:.0f} | "
-                  f"{r['saturation_predicted']:.0f} | {_pct(r['sat_err'], signed=True)} | "
-                  f"{r['error'][:120]} |".replace("| nan |", "| – |"))
-    print("\n## Per source\n")
-    print("| source | engine | sweeps and runs | TPOT/ITL MAPE | TTFT MAPE | decode side (closed) "
-          "| mean abs. sat. err |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for label, results in all_results.items():
-        for s in by_source([*results, *bursts.get(label, ())]):
-            print(f"| {s['source']} | {label} | {s['sweeps']} | {_pct(s['tpot_mape'])} | "
-                  f"{_pct(s['ttft_mape'])} | {_pct(s['decode_mape'])} | "
-                  f"{_pct(s['sat_abs_err'])} |")
-    if not bursts:
-        return 0
-    print("\n## Saturation runs (single bursts)\n")
-    print("| run | engine | output tok/s measured | predicted | sat. err | mean TPOT measured "
-          "| predicted | TPOT err |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for label, runs in bursts.items():
-        for r in runs:
-            print(f"| {r['sweep']} | {label} | {r['saturation_measured']:.0f} | "
-                  f"{r['saturation_predicted']:.0f} | {_pct(r['sat_err'], signed=True)} | "
-                  f"{r['tpot_measured']:.1f} | {r['tpot_predicted']:.1f} | "
-                  f"{_pct(r['tpot_err'], signed=True)} |")
+    _print_table("Per sweep", ["sweep", "source", "mode", "engine", "points (below sat.)",
+                               "TPOT/ITL MAPE", "TTFT MAPE", "decode side (closed)",
+                               "sat. tok/s measured", "predicted", "sat. err", "note"],
+                 ([r["sweep"], r["source"], r["mode"], label,
+                   f"{r['points']} ({r['below_saturation']})", _pct(r["tpot_mape"]),
+                   _pct(r["ttft_mape"]), _pct(r["decode_mape"]),
+                   f"{r['saturation_measured']:.0f}", f"{r['saturation_predicted']:.0f}",
+                   _pct(r["sat_err"], signed=True), r["error"][:120]]
+                  for label, results in all_results.items() for r in results), first=True)
+    _print_table("Per source", ["source", "engine", "sweeps and runs", "TPOT/ITL MAPE",
+                                "TTFT MAPE", "decode side (closed)", "mean abs. sat. err"],
+                 ([s["source"], label, s["sweeps"], _pct(s["tpot_mape"]), _pct(s["ttft_mape"]),
+                   _pct(s["decode_mape"]), _pct(s["sat_abs_err"])]
+                  for label, results in all_results.items()
+                  for s in by_source([*results, *bursts.get(label, ())])))
+    if bursts:
+        _print_table("Saturation runs (single bursts)",
+                     ["run", "engine", "output tok/s measured", "predicted", "sat. err",
+                      "mean TPOT measured", "predicted", "TPOT err"],
+                     ([r["sweep"], label, f"{r['saturation_measured']:.0f}",
+                       f"{r['saturation_predicted']:.0f}", _pct(r["sat_err"], signed=True),
+                       f"{r['tpot_measured']:.1f}", f"{r['tpot_predicted']:.1f}",
+                       _pct(r["tpot_err"], signed=True)]
+                      for label, runs in bursts.items() for r in runs))
     return 0
 
 
