@@ -219,7 +219,37 @@ def validation_tables() -> dict:
         "load-sweeps-by-source": _by_source_table(),
         "load-sweep-points": _load_sweep_points_table(load_sweep_points()),
         "saturation-bursts": _bursts_table(),
+        "engine-memory": _engine_memory_table(),
     }
+
+
+def _engine_memory_table() -> str:
+    """Each vLLM 0.19.0 start-up log of a catalogue model: the KV cache it logged, this rule's
+    (``engine_memory`` with the log's weights and total) and the weights' remainder alone
+    (what the planner took before: ``gpu_memory_utilization`` × the catalogue's memory less the
+    weights), and the activation peak and non-torch memory, logged and by the rule."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "rooflinekit_fit_engine_memory", ROOT / "scripts" / "fit_engine_memory.py")
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    rows = fit.fit_rows(fit.read_rows())
+    knobs = fit.fit(rows)
+    held = fit.errors(rows)["held_out"]
+    out = []
+    for r in rows:
+        p = fit.predict(r, knobs)
+        nominal = r["utilization"] * catalog.gpu("H100-SXM-80GB").memory_per_gpu / 2**30
+        out.append([r["id"], r["model"].name, r["tp"], f"{r['utilization']:.2f}",
+                    f"{r['activation'] + r['non_torch']:.2f}",
+                    f"{p['activation'] + p['non_torch']:.2f}", f"{r['kv']:.2f}",
+                    f"{p['kv']:.2f} ({_num(held[r['id']], 2)})",
+                    f"{nominal - r['weights']:.2f} ({_num(nominal - r['weights'] - r['kv'], 2)})"])
+    return _table(["start-up log", "catalogue model", "TP", "util.",
+                   "activation + non-torch logged [GiB]", "by the rule [GiB]",
+                   "KV logged [GiB]", "by the rule (error, model held out)",
+                   "weights' remainder (error)"], out, "llrrrrrrr")
 
 
 def _profiles_table() -> str:
@@ -407,8 +437,10 @@ def _bursts_table() -> str:
         rows.append([ideal["sweep"], f"{point['engine']} {point['engine_version']}",
                      _num(ideal["saturation_measured"], 0),
                      *(f"{_num(r['saturation_predicted'], 0)} "
-                       f"({scorer._pct(r['sat_err'], signed=True)})" for r in (ideal, default, own)),
-                     _num(default["tpot_measured"], 1), _num(default["tpot_predicted"], 1)])
+                       f"({scorer._pct(r['sat_err'], signed=True)})" if r["fits"]
+                       else "does not fit" for r in (ideal, default, own)),
+                     _num(default["tpot_measured"], 1),
+                     _num(default["tpot_predicted"], 1) if default["fits"] else "–"])
     return _table(["run", "engine as run", "output tok/s measured", "ideal", "default (newest vLLM)",
                    "its engine at its version", "mean TPOT measured [ms]", "default [ms]"],
                   rows, "llrrrrrr")

@@ -108,12 +108,15 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
                          f"got {ring!r}")
     streaming = _positive(name, "streaming_bandwidth_tb_s", _sourced(
         row, name, "streaming_bandwidth_tb_s", "streaming_bandwidth_source"))
+    visible = _positive(name, "visible_memory_gib", _sourced(
+        row, name, "visible_memory_gib", "visible_memory_source"))
     row.pop("notes", None)
     return GPU(
         name=name,
         memory_bytes=memory,
         hbm_bandwidth=row.pop("hbm_bandwidth_tb_s") * units.TB_PER_S,
         streaming_bandwidth=None if streaming is None else streaming * units.TB_PER_S,
+        visible_memory_bytes=None if visible is None else visible * units.GiB,
         peak_flops=flops["bf16"],
         peak_flops_by_dtype=flops,
         interconnect_bandwidth=None if link is None else link * units.GB_PER_S,

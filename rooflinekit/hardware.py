@@ -95,6 +95,12 @@ class GPU:
         or more at (a few rows each); measure another GPU's the same way, since a copy or
         read-only microbenchmark reaches a few per cent more than a GEMM streaming weights.
         The roofline itself never reads it. ``None`` (default) when unmeasured.
+    visible_memory_bytes : float, optional
+        Device memory the driver reports as the device's total [bytes], in ``(0,
+        memory_bytes]``: what ``cudaMemGetInfo`` (``torch.cuda.mem_get_info``) gives an engine
+        to take its share of, a little under the capacity (an 80 GiB H100 shows 79.19 GiB).
+        :func:`rooflinekit.memory.engine_kv_cache` takes vLLM's share of it; the guide's rules
+        never read it. ``None`` (default) when unmeasured: the capacity is taken.
     ring_collectives : bool
         Whether the GPUs' collectives pay a link latency per ring hop: ``True`` for PCIe cards
         with no switched fabric of their own, where an all-reduce crosses each peer in turn;
@@ -105,8 +111,8 @@ class GPU:
 
     Notes
     -----
-    ``memory_bytes``, ``hbm_bandwidth``, ``streaming_bandwidth``, ``peak_flops``,
-    ``hourly_price`` and ``board_power`` are totals over ``n_gpus``. :meth:`group` scales them
+    ``memory_bytes``, ``visible_memory_bytes``, ``hbm_bandwidth``, ``streaming_bandwidth``,
+    ``peak_flops``, ``hourly_price`` and ``board_power`` are totals over ``n_gpus``. :meth:`group` scales them
     with the degree, as the guide's simple TP model does (§5); the communication it ignores is
     in :mod:`rooflinekit.parallel`.
 
@@ -134,6 +140,7 @@ class GPU:
     boost_clock: float | None = None
     ring_collectives: bool = False
     streaming_bandwidth: float | None = None
+    visible_memory_bytes: float | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -160,6 +167,12 @@ class GPU:
             raise ValueError(f"streaming_bandwidth must be <= hbm_bandwidth "
                              f"({self.hbm_bandwidth!r} B/s), got {streaming!r}")
         set_("streaming_bandwidth", streaming)
+        visible = positive_number("visible_memory_bytes", self.visible_memory_bytes,
+                                  allow_none=True)
+        if visible is not None and visible > self.memory_bytes:
+            raise ValueError(f"visible_memory_bytes must be <= memory_bytes "
+                             f"({self.memory_bytes!r} B), got {visible!r}")
+        set_("visible_memory_bytes", visible)
         set_("hourly_price", real_number("hourly_price", self.hourly_price, lo=0,
                                          allow_none=True))
         set_("n_gpus", whole_number("n_gpus", self.n_gpus, lo=1))
@@ -183,6 +196,14 @@ class GPU:
     def memory_per_gpu(self) -> float:
         """Memory of one GPU of the group [bytes]."""
         return self.memory_bytes / self.n_gpus
+
+    @property
+    def visible_memory_per_gpu(self) -> float:
+        """Memory the driver reports for one GPU of the group [bytes]: ``visible_memory_bytes``
+        where measured, else the capacity (:attr:`memory_per_gpu`)."""
+        total = self.memory_bytes if self.visible_memory_bytes is None \
+            else self.visible_memory_bytes
+        return total / self.n_gpus
 
     def flops_for(self, dtype: str = _DEFAULT_COMPUTE_DTYPE) -> float:
         """Dense peak [FLOP/s] for a compute format; falls back to the 16-bit peak when unlisted.
@@ -209,6 +230,8 @@ class GPU:
             hbm_bandwidth=self.hbm_bandwidth * tp,
             streaming_bandwidth=None if self.streaming_bandwidth is None
             else self.streaming_bandwidth * tp,
+            visible_memory_bytes=None if self.visible_memory_bytes is None
+            else self.visible_memory_bytes * tp,
             peak_flops=self.peak_flops * tp,
             peak_flops_by_dtype={k: v * tp for k, v in self.peak_flops_by_dtype.items()},
             hourly_price=None if self.hourly_price is None else self.hourly_price * tp,

@@ -768,7 +768,9 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     Notes
     -----
     ``available = total × gpu_memory_utilization − (weights/tp + activation peak + non-torch)``,
-    then ``num_blocks = available // bytes_per_block``. Unlike :func:`usable_kv_bytes` the
+    then ``num_blocks = available // bytes_per_block``; ``total`` is the memory the driver
+    reports (:attr:`GPU.visible_memory_per_gpu`: 79.19 GiB on an 80 GiB H100), which vLLM takes
+    its share of. Unlike :func:`usable_kv_bytes` the
     reserve is a share of the *whole* memory, and activations are measured, not guessed.
 
     A hybrid model is paged as vLLM's hybrid KV-cache manager pages it [1]: its layers in
@@ -824,7 +826,7 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     # one block is one page in each of a group's g layers (a pure-attention model: every layer)
     pages = (attention + per_layer * draft_layers if state_groups == 0 else per_layer * group)
     bytes_per_block = pages * block_size
-    per_gpu = gpu.memory_bytes / gpu.n_gpus
+    per_gpu = gpu.visible_memory_per_gpu          # the driver's total, vLLM's share of it
     available = per_gpu * gpu_memory_utilization - (
         model.weight_bytes / tp + activation_peak_bytes + non_torch_bytes)
     num_blocks = max(int(available // bytes_per_block), 0)

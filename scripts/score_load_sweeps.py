@@ -280,7 +280,10 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
     for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),
                         ("mean_token_itl", 1e3), ("throughput", 1.0),
                         ("request_throughput", 1.0)):
-        out[name] = float(np.nanmedian(ds[name].values)) * scale
+        values = ds[name].values
+        # NaN in every replicate: no request completed (one prompt outgrows the KV cache)
+        out[name] = float(np.nanmedian(values)) * scale if np.isfinite(values).any() \
+            else math.nan
     return out
 
 
@@ -478,17 +481,20 @@ def score_bursts(bursts_path=DEFAULT_BURSTS, engine=None, *, replicates=3, seed=
     One dict a run: ``sweep``, ``source`` (:func:`source_group`), ``saturation_measured`` and
     ``saturation_predicted`` [output tokens/s], ``sat_err`` (signed fraction), ``tpot_measured``
     and ``tpot_predicted`` (the run's mean TPOT [ms]: in a burst, the steps the decodes share
-    with the prompts' chunks) and ``tpot_err`` (signed fraction; NaN where none is published).
+    with the prompts' chunks) and ``tpot_err`` (signed fraction; NaN where none is published);
+    ``fits`` False where the simulated server completes no request (one prompt outgrows its KV
+    cache), its errors then NaN.
     """
     results = []
     for point in read_bursts(bursts_path):
         timed = engine(point) if callable(engine) else engine
         pred = predict_point(point, timed, "burst", replicates=replicates, seed=seed)
         measured, tpot = point["output_throughput"], point["mean_tpot_ms"]
+        fits = math.isfinite(pred["throughput"]) and pred["throughput"] > 0
         results.append({
-            "sweep": point["sweep"], "source": source_group(point["source"]),
+            "sweep": point["sweep"], "source": source_group(point["source"]), "fits": fits,
             "saturation_measured": measured, "saturation_predicted": pred["throughput"],
-            "sat_err": (pred["throughput"] - measured) / measured,
+            "sat_err": (pred["throughput"] - measured) / measured if fits else math.nan,
             "tpot_measured": math.nan if tpot is None else tpot,
             "tpot_predicted": pred["mean_tpot"],
             "tpot_err": math.nan if tpot is None else (pred["mean_tpot"] - tpot) / tpot})

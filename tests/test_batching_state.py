@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from test_batching_kernels import assert_same, workloads
 from test_batching_prefix import prefix_workloads
 
-from rooflinekit import SLO, Traffic, catalog, memory, planning
+from rooflinekit import SLO, Traffic, catalog, engine_memory, memory, planning
 from rooflinekit.batching import ContinuousBatcher, DisaggregatedBatcher, Speculative
 from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.batching.clock import replica_kv_budget, replica_state_tokens
@@ -383,8 +383,12 @@ def test_load_curve_of_qwen3_next_limits_concurrency_by_the_state(monkeypatch):
     # 16 * ceil(2,146,304 / (16 * 2,048)) = 16 * 66 = 1,056 tokens
     block = 16 * -(-(QWEN3_NEXT_STATE_BYTES // 36) // (16 * 2 * 2 * 256 * 2))
     assert block == batcher.block_size == 1056
+    # less what vLLM keeps beside weights and KV (the default engine's footprint)
+    kept = engine_memory(model, "B200", 1, max_num_seqs=1024)
     assert budget == replica_kv_budget(model, catalog.gpu("B200"), 1, gpu_memory_utilization=0.9,
-                                       block_size=block)
+                                       block_size=block,
+                                       activation_peak_bytes=kept["activation_peak_bytes"],
+                                       non_torch_bytes=kept["non_torch_bytes"])
     assert batcher._state_tokens() == 3144
     # By hand, in bytes: the budget holds B * 24,576 bytes; a running sequence holds at least
     # its prompt and first token's KV, (2,000 + 1) * 24,576 bytes, and its state, 77,266,944

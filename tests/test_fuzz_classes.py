@@ -100,8 +100,10 @@ def _readers():
     from rooflinekit import catalog
     from rooflinekit.calibrate import load_calibration, read_measurements, read_vllm_result
     from rooflinekit.planning import fit_under_load
-    from rooflinekit.profiles import read_profile_file, read_scheduler_file
+    from rooflinekit.profiles import (read_engine_memory_file, read_profile_file,
+                                      read_scheduler_file)
     return {
+        "read_engine_memory_file": read_engine_memory_file,
         "read_measurements": read_measurements,
         "load_calibration": load_calibration,
         "read_profile_file": read_profile_file,

@@ -66,9 +66,13 @@ def test_speculation_raises_the_itl_bound_rate():
     spec = rk.plan(traffic, slo, speculative=HEAD, **kw)
     assert set(plain["binding"].values.ravel()) == {"itl"}
     assert float(spec["max_rate"].squeeze()) > 1.3 * float(plain["max_rate"].squeeze())
-    # a draft head's weights come off each replica's memory (its KV then shares the blocks)
+    # a draft head's weights come off each replica's memory (its KV then shares the blocks),
+    # beside what vLLM keeps there at 128 sequences
+    kept = rk.engine_memory(catalog.model(MODEL), GPU, 1, max_num_seqs=128)
     head = batching.replica_kv_budget(catalog.model(MODEL), catalog.gpu(GPU), 1, block_size=16,
-                                       gpu_memory_utilization=0.9, speculative=HEAD)
+                                       gpu_memory_utilization=0.9, speculative=HEAD,
+                                       activation_peak_bytes=kept["activation_peak_bytes"],
+                                       non_torch_bytes=kept["non_torch_bytes"])
     assert int(spec["kv_budget_tokens"].squeeze()) == head
     assert head < int(plain["kv_budget_tokens"].squeeze())
     assert spec.attrs["speculative_draft"] == 0.05

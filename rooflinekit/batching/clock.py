@@ -33,7 +33,7 @@ __all__ = ["replica_kv_budget", "replica_state_tokens", "vllm_block_size"]
 
 def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
                       gpu_memory_utilization=None, block_size=16, speculative=None, pp=1,
-                      ep=1) -> int:
+                      ep=1, activation_peak_bytes=0.0, non_torch_bytes=0.0) -> int:
     """A replica's KV budget [the target's tokens]: the one rule batchers and plans derive it by.
 
     Parameters
@@ -58,6 +58,10 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
     pp, ep : int
         A pipeline or expert layout: :func:`rooflinekit.parallel.layout_memory`'s weights and
         KV per token on each GPU instead of the tensor-parallel rank's.
+    activation_peak_bytes, non_torch_bytes : float
+        What the engine keeps on each GPU beside weights and KV under vLLM's rule [bytes], >= 0
+        (:func:`rooflinekit.profiles.footprint`); default 0 (the bound). Not read under the
+        guide's rule.
 
     Returns
     -------
@@ -88,7 +92,8 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
                                                       draft_weight_bytes=extra)).item())
     kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
                                 gpu_memory_utilization=gpu_memory_utilization,
-                                max_model_len=block_size)
+                                activation_peak_bytes=activation_peak_bytes,
+                                non_torch_bytes=non_torch_bytes, max_model_len=block_size)
     available, bytes_per_block = kv["available_bytes"], kv["bytes_per_block"]
     if pp > 1 or ep > 1:
         per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep)

@@ -177,7 +177,9 @@ FLAGS = {
                      "help": "KV block size [tokens] (16)"},
     "--gpu-memory-utilization": {
         "type": number(0, 1, lo_open=True), "metavar": "SHARE",
-        "help": "share of each GPU's memory for weights + KV, in (0, 1] (vLLM's rule)"},
+        "help": "share of the memory the driver reports on each GPU for weights + KV, in "
+                "(0, 1] (vLLM's rule; the engine's activation peak and non-torch memory come "
+                "off it under vLLM's profiles)"},
     "--max-model-len": {"type": positive_int, "metavar": "TOKENS",
                         "help": "tokens per sequence, prompt + output [tokens]"},
     "--dtype": {"type": _dtype, "default": "auto", "metavar": "DTYPE",

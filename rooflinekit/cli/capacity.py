@@ -24,6 +24,7 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, format_value, print_table
 from rooflinekit.models import ModelShape
+from rooflinekit.profiles import engine_memory, memory_engine
 
 __all__ = list(COMMAND_API)
 
@@ -46,7 +47,9 @@ _QUANTITIES = (
     ("tp", "tensor-parallel size"), ("context_length", "max model len [tokens]"),
     ("batch_size", "batch size [sequences]"), ("prompt_tokens", "input len [tokens]"),
     ("fits", "fits"), ("weight_gib", "weights [GiB]"),
-    ("kv_bytes_per_token", "KV per token [bytes]"), ("kv_budget_gib", "KV budget [GiB]"),
+    ("kv_bytes_per_token", "KV per token [bytes]"),
+    ("engine_memory_gib", "engine memory outside KV, per GPU [GiB]"),
+    ("kv_budget_gib", "KV budget [GiB]"),
     ("kv_budget_tokens", "KV budget [tokens]"),
     ("max_concurrent_sequences", "max concurrent sequences"), ("ttft_ms", "TTFT [ms]"),
     ("decode_step_time_ms", "decode step (ITL) [ms]"), ("tokens_per_s", "throughput [tokens/s]"),
@@ -82,8 +85,10 @@ def add_arguments(parser) -> None:
                         help="prompt tokens for TTFT (1024)")
     add_flag(parser, "--workspace-fraction")
     add_flag(parser, "--gpu-memory-utilization",
-             help="budget the KV cache by vLLM's rule instead: this share of each GPU's memory "
-                  "for weights + KV, in (0, 1]")
+             help="budget the KV cache by vLLM's rule instead: this share of the memory the "
+                  "driver reports on each GPU, less the weights and what the engine keeps "
+                  "beside them (vLLM's activation peak and non-torch memory; none for --engine "
+                  "ideal), in (0, 1]")
     add_flag(parser, "--block-size", default=None,
              help="KV block size for --gpu-memory-utilization [tokens] (16)")
     add_flag(parser, "--dtype")
@@ -134,11 +139,24 @@ def _budget(args, model, gpu):
         return (memory.usable_kv_bytes(model, gpu, tp=tp, reserve=reserve),
                 memory.kv_budget_tokens(model, gpu, tp=tp, reserve=reserve),
                 memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=reserve))
+    held = _held(args, model, gpu)
     engine = memory.engine_kv_cache(model, gpu, tp=tp,
                                     gpu_memory_utilization=args.gpu_memory_utilization,
-                                    block_size=args.block_size or 16, max_model_len=ctx)
+                                    block_size=args.block_size or 16, max_model_len=ctx,
+                                    activation_peak_bytes=held["activation_peak_bytes"],
+                                    non_torch_bytes=held["non_torch_bytes"])
     return (engine["available_bytes"] * tp, engine["kv_cache_tokens"],
             int(engine["max_concurrency"]))
+
+
+def _held(args, model, gpu) -> dict:
+    """What ``--engine`` keeps on each GPU beside weights and KV under vLLM's rule
+    (:func:`rooflinekit.engine_memory` at the engine's defaults for the GPU); nothing for the
+    ideal bound or an engine without a memory row."""
+    name = memory_engine(args.engine)
+    if name is None:
+        return {"activation_peak_bytes": 0.0, "non_torch_bytes": 0.0}
+    return engine_memory(model, gpu, args.tp, engine=name)
 
 
 def _why_not(result) -> tuple[bool, str | None]:
@@ -175,6 +193,7 @@ def run(args, out) -> int:
     engine = engine_from_args(args, gpu)
     tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
     budget, tokens, sequences = _budget(args, model, gpu)
+    held = None if args.gpu_memory_utilization is None else _held(args, model, gpu)
     # TTFT is a prefill; ITL, throughput and cost are decode steps: each formula asks the
     # engine (a calibration: its knob set of this model and GPU) for its phase's
     result = {
@@ -193,6 +212,10 @@ def run(args, out) -> int:
                                                          engine=engine)),
         "model_quality": roofline.engine_for(engine, "decode", model=model, gpu=gpu).label,
     }
+    if held is not None:
+        # vLLM's rule: what the engine keeps on each GPU outside the KV cache, taken off it
+        result["engine_memory_gib"] = (held["activation_peak_bytes"]
+                                       + held["non_torch_bytes"]) / units.GiB
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (

@@ -19,6 +19,8 @@ from rooflinekit.planning.capacity import draw_requests, max_rate, rate_variable
 from rooflinekit.planning.fleet import (
     PLAN_WORK_LIMIT,
     _names,
+    _held,
+    _memory_outside_kv,
     _quality,
     _replica,
     check_fleet_counts,
@@ -26,7 +28,7 @@ from rooflinekit.planning.fleet import (
     one_scheduler,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import resolve_engine, scheduler_admission
+from rooflinekit.profiles import memory_engine, resolve_engine, scheduler_admission
 
 __all__ = ["AGGREGATED", "MAX_SPLITS", "SPLIT", "plan_disaggregated"]
 
@@ -161,13 +163,14 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     rtol = real_number("rtol", rtol, lo=0, hi=0.5, lo_open=True)
     max_num_seqs, max_num_batched_tokens = one_scheduler(engine, gpu, max_num_seqs,
                                                          max_num_batched_tokens)
+    held_by = memory_engine(engine)
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
     batcher, budget, problem = _replica(
         model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission,
         whole_number("block_size", block_size, lo=1),
         real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
-        engine)
+        engine, held=_held(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens))
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     # each unit's search simulates every request in both pools: about one plan's work
     check_plan_size(traffic, len(pairs) + 1, replicates=replicates, requests=requests,
@@ -195,7 +198,8 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         "admission": admission, "kv_budget_tokens": int(budget), "link_bandwidth": link_bandwidth,
         "link_latency": link_latency, "headroom": headroom, "rate": float(traffic.rate),
         "quantile": float(slo.quantile), **{f"{k}_target": v for k, v in slo.targets.items()},
-        "replicates": replicates, "requests": requests, "rtol": rtol, "simulations": runs})
+        "replicates": replicates, "requests": requests, "rtol": rtol, "simulations": runs,
+        "memory_outside_kv": _memory_outside_kv(held_by)})
 
 
 def _assemble(units, per, saturation, binding, tp, traffic, headroom, attrs) -> xr.Dataset:

@@ -40,7 +40,8 @@ from rooflinekit.planning.capacity import (
     speculative_rows,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import (Calibration, chunk_budget_candidates, older_than_scheduler,
+from rooflinekit.profiles import (ENGINE_MEMORY, Calibration, chunk_budget_candidates,
+                                  engine_memory, memory_engine, older_than_scheduler,
                                   resolve_engine, scheduler_admission, scheduler_defaults,
                                   scheduler_engine)
 from rooflinekit.roofline import (
@@ -405,6 +406,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
             ContinuousBatcher(model=model, gpu=gpu_list[0], clock="roofline",
                               speculative=speculative)
     drawn = _engine_draws(engine, gpu_list, engine_draws, replicates, seed)
+    held_by = memory_engine(engine)
     engine = resolve_engine(engine, gpu_list)
     label = _quality(engine)
     hourly = _hourly_prices(gpu_list, prices)
@@ -432,7 +434,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     configs = list(itertools.product(*(range(n) for n in shape)))
     run = _Configuration(axes, draws, traffic, slo, headroom, admission, block_size,
                          gpu_memory_utilization, engine, rtol, prefix_caching, speculative,
-                         drawn, defaults, mnbt_list)
+                         drawn, defaults, mnbt_list, held_by)
     if chunks is None:
         results = _on_all_cores(run, configs)
     else:
@@ -474,10 +476,30 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         "prefix_caching": int(prefix_caching),
         **({} if speculative is None else _speculative_attrs(speculative)),
         "gpu_memory_utilization": float(gpu_memory_utilization),
+        "memory_outside_kv": _memory_outside_kv(held_by),
         "simulations": int(sum(r["runs"] for r in results)),
         "engine_draws": 0 if drawn is None else len(next(iter(drawn.values()))),
     })
     return ds
+
+
+def _held(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens) -> dict:
+    """What engine ``held_by`` keeps on each GPU beside weights and KV, as
+    :func:`~rooflinekit.batching.replica_kv_budget` takes it; nothing for ``None``. The
+    profiling step is the configuration's budget, or the engine's own where prompts go whole."""
+    if held_by is None:
+        return {}
+    kept = engine_memory(model, gpu, tp, engine=held_by, max_num_seqs=max_num_seqs,
+                         max_num_batched_tokens=max_num_batched_tokens)
+    return {k: kept[k] for k in ("activation_peak_bytes", "non_torch_bytes")}
+
+
+def _memory_outside_kv(held_by) -> str:
+    """What a plan took off each GPU beside the weights before sizing the KV cache."""
+    if held_by is None:
+        return "none (the weights' remainder: the bound)"
+    version = next(r["version"] for r in ENGINE_MEMORY if r["engine"] == held_by)
+    return f"{held_by} {version}'s activation peak and non-torch memory (engine_memory)"
 
 
 #: Replicates a chunk-budget search screens each budget on, and its tolerance [1].
@@ -503,7 +525,7 @@ class _Configuration:
 
     def __init__(self, axes, draws, traffic, slo, headroom, admission, block_size,
                  gpu_memory_utilization, engine, rtol, prefix_caching=False,
-                 speculative=None, drawn=None, defaults=None, chunking=None):
+                 speculative=None, drawn=None, defaults=None, chunking=None, held_by=None):
         self.axes, self.draws, self.traffic, self.slo = axes, draws, traffic, slo
         self.headroom, self.admission, self.block_size = headroom, admission, block_size
         self.utilization, self.engine, self.rtol = gpu_memory_utilization, engine, rtol
@@ -511,6 +533,7 @@ class _Configuration:
         self.drawn = drawn
         # each GPU's scheduler defaults, and the chunk-budget rule where it is not a dimension
         self.defaults, self.chunking = defaults, chunking
+        self.held_by = held_by        # the engine whose memory outside the KV cache is held
         # the acceptance draws of every configuration's search, drawn once as the requests are
         self.gains = None if speculative is None else speculative_rows(speculative, draws)
 
@@ -605,7 +628,9 @@ class _Configuration:
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
             self.utilization, engine, self.prefix_caching, self.speculative,
             values.get(dims.PP, 1), values.get(dims.EP, 1),
-            self.defaults[values[dims.GPU].name].mixed_prefill)
+            self.defaults[values[dims.GPU].name].mixed_prefill,
+            _held(self.held_by, values[dims.MODEL], values[dims.GPU], values[dims.TP],
+                  values[dims.MAX_NUM_SEQS], values.get(dims.MAX_NUM_BATCHED_TOKENS)))
 
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
@@ -650,10 +675,11 @@ def _engine_draws(engine, gpus, engine_draws, replicates, seed) -> dict | None:
 
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
              gpu_memory_utilization, engine=None, prefix_caching=False, speculative=None, pp=1,
-             ep=1, mixed_prefill=True):
+             ep=1, mixed_prefill=True, held=None):
     """One replica's batcher and KV budget, or why the configuration cannot serve; prefill
     steps apart from the decodes where the engine runs them so (``mixed_prefill`` False),
-    except under speculative decoding (simulated mixed)."""
+    except under speculative decoding (simulated mixed). ``held``: what the engine keeps on
+    each GPU beside weights and KV (:func:`_held`), taken off before the KV budget."""
     problem = _layout_problem(model, tp, pp, ep, gpu)
     if problem:
         return None, 0, problem
@@ -661,7 +687,7 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
         block_size = vllm_block_size(model, gpu, tp, block_size=block_size)
     budget = replica_kv_budget(model, gpu, tp, block_size=block_size,
                                 gpu_memory_utilization=gpu_memory_utilization,
-                                speculative=speculative, pp=pp, ep=ep)
+                                speculative=speculative, pp=pp, ep=ep, **(held or {}))
     if budget <= 0:
         return None, 0, "does_not_fit"
     batcher = ContinuousBatcher(
@@ -795,14 +821,17 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     seed = whole_number("seed", seed, lo=0)
     admission = scheduler_admission(admission, engine, gpu)   # the engine's, before resolving it
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
+    held_by = memory_engine(engine)
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
+    tp = whole_number("tp", tp, lo=1)
+    # the server's memory is profiled at its own max_num_seqs, whatever the clients send
     layout = dict(admission=admission,
                   block_size=whole_number("block_size", block_size, lo=1),
                   gpu_memory_utilization=real_number("gpu_memory_utilization",
                                                      gpu_memory_utilization, lo=0, hi=1,
-                                                     lo_open=True))
-    tp = whole_number("tp", tp, lo=1)
+                                                     lo_open=True),
+                  held=_held(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens))
 
     def replica(engine, seqs=max_num_seqs):
         return _replica(model, gpu, tp, seqs, max_num_batched_tokens, engine=engine,
@@ -854,6 +883,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "admission": layout["admission"],
                      "client": "closed loop" if closed else "open loop",
                      "engine_draws": 0 if drawn is None else len(engines),
+                     "memory_outside_kv": _memory_outside_kv(held_by),
                      "model_quality": label,
                      "quantile": float(slo.quantile),
                      **{f"{k}_target": v for k, v in slo.targets.items()}})

@@ -5,6 +5,8 @@
 - :mod:`~rooflinekit.profiles.shipped`: the profiles shipped with the package
   (:func:`engine_profile`, :data:`ENGINE_PROFILES`) and :func:`resolve_engine`, the one rule by
   which a planning answer picks its engine (the vLLM profile of its GPU unless told otherwise);
+- :mod:`~rooflinekit.profiles.footprint`: what an engine keeps on each GPU beside the
+  weights and the KV cache (:func:`engine_memory`), fitted to its start-up logs;
 - :mod:`~rooflinekit.profiles.scheduling`: the engines' default slots, chunked-prefill budget
   and KV admission by GPU (:func:`scheduler_defaults`, :func:`scheduler_admission`), and
   whether a named engine version predates them (:func:`older_than_scheduler`).
@@ -22,6 +24,15 @@ from rooflinekit.profiles.calibration import (
     Calibration,
     load_calibration,
     save_calibration,
+)
+from rooflinekit.profiles.footprint import (
+    ENGINE_MEMORY,
+    FUSED_MOE_CHUNK_TOKENS,
+    MOE_ACTIVATION_BYTES,
+    engine_memory,
+    memory_engine,
+    moe_workspace_bytes,
+    read_engine_memory_file,
 )
 from rooflinekit.profiles.scheduling import (
     ADMISSIONS,
@@ -51,7 +62,8 @@ from rooflinekit.profiles.shipped import (
     split_engine_name,
 )
 
-__all__ = ["ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
+__all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES", "engine_memory", "memory_engine", "moe_workspace_bytes",
+           "read_engine_memory_file", "ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
            "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
            "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",
            "ENGINE_NAMES", "ENGINE_PROFILES", "HostScheduling", "ProfileKey", "engine_profile",

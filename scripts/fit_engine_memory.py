@@ -1,0 +1,187 @@
+"""Fit what vLLM keeps on each GPU beside the weights and the KV cache, from its start-up logs.
+
+Reads ``tests/data/engine_logs/vllm_memory.csv`` (vLLM's own memory-profiling figures, one row
+per server start, each sourced) and writes ``rooflinekit/data/engine_memory.toml``, which
+:func:`rooflinekit.profiles.footprint` reads. Run from the repository root::
+
+    python scripts/fit_engine_memory.py            # print the fit and its errors
+    python scripts/fit_engine_memory.py --write    # and rewrite the data file
+
+The fit uses the rows of one vLLM release (``VERSION``) whose model is in the catalogue and
+whose log prints the activation peak, on one pipeline stage:
+
+- ``sampler_bytes_per_logit``: the median, over the dense models' 16-bit rows, of the activation
+  peak over ``min(max_num_seqs, max_num_batched_tokens) × vocabulary`` (vLLM's profiling run
+  ends with a dummy sampling step over that many rows of logits, which is the peak);
+- ``non_torch_gib`` and ``non_torch_parallel_gib``: the medians of the non-torch memory at
+  tensor parallelism 1 and above 1 (the communicators' buffers);
+- an MoE model adds the fused-MoE kernel's working tensors, which the fit does not touch:
+  ``tokens × experts_per_token × (max(2·expert_intermediate/tp, hidden) + expert_intermediate/tp)``
+  16-bit activations (:func:`rooflinekit.profiles.footprint.moe_workspace_bytes`).
+
+Errors are reported on the KV cache vLLM logged (``gpu_memory_utilization × total − weights −
+activation peak − non-torch`` with the log's weights and total): in sample, and leaving each
+model out of the medians in turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rooflinekit import catalog  # noqa: E402
+from rooflinekit.profiles.footprint import moe_workspace_bytes  # noqa: E402
+
+CSV = ROOT / "tests" / "data" / "engine_logs" / "vllm_memory.csv"
+OUT = ROOT / "rooflinekit" / "data" / "engine_memory.toml"
+VERSION = "0.19.0"
+GIB = 2**30
+
+
+def read_rows(path=CSV) -> list[dict]:
+    """The CSV's rows (comment lines skipped), as strings."""
+    with open(path, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _number(text):
+    return float(text) if text not in ("", None) else None
+
+
+def fit_rows(rows, version=VERSION) -> list[dict]:
+    """The rows the fit uses: ``version``, a catalogue model, every figure printed, one stage."""
+    out = []
+    for r in rows:
+        if r["vllm_version"] != version or not r["model"] or r["pp"] not in ("", "1"):
+            continue
+        figures = ("total_gpu_memory_gib", "weights_gib", "activation_peak_gib",
+                   "non_torch_gib", "available_kv_gib", "gpu_memory_utilization",
+                   "max_num_seqs", "max_num_batched_tokens")
+        if any(r[f] in ("", None) for f in figures):
+            continue
+        model = catalog.model(r["model"])
+        out.append({
+            "id": r["id"], "model": model, "tp": int(r["tp"] or 1),
+            "seqs": int(r["max_num_seqs"]), "tokens": int(r["max_num_batched_tokens"]),
+            "total": float(r["total_gpu_memory_gib"]), "weights": float(r["weights_gib"]),
+            "activation": float(r["activation_peak_gib"]),
+            "non_torch": float(r["non_torch_gib"]), "kv": float(r["available_kv_gib"]),
+            "utilization": float(r["gpu_memory_utilization"]),
+            "fp32": "float32" in r["notes"]})
+    return out
+
+
+def _sampler_rows(row) -> int:
+    return min(row["seqs"], row["tokens"])
+
+
+def fit(rows) -> dict:
+    """The medians (see the module's docstring) over ``rows`` of :func:`fit_rows`."""
+    dense = [r for r in rows if r["model"].n_experts == 1 and not r["fp32"]]
+    per_logit = [r["activation"] * GIB / (_sampler_rows(r) * r["model"].vocab_size)
+                 for r in dense]
+    return {"sampler_bytes_per_logit": statistics.median(per_logit),
+            "non_torch_gib": statistics.median(r["non_torch"] for r in rows if r["tp"] == 1),
+            "non_torch_parallel_gib": statistics.median(r["non_torch"] for r in rows
+                                                        if r["tp"] > 1)}
+
+
+def predict(row, knobs) -> dict:
+    """Activation peak, non-torch memory and KV cache [GiB] of one row by ``knobs``."""
+    model = row["model"]
+    activation = (knobs["sampler_bytes_per_logit"] * _sampler_rows(row) * model.vocab_size
+                  + moe_workspace_bytes(model, row["tp"], row["tokens"])) / GIB
+    non_torch = knobs["non_torch_gib"] if row["tp"] == 1 else knobs["non_torch_parallel_gib"]
+    kv = row["utilization"] * row["total"] - row["weights"] - activation - non_torch
+    return {"activation": activation, "non_torch": non_torch, "kv": kv}
+
+
+def errors(rows) -> dict:
+    """KV-cache errors [GiB] in sample and leaving each model out."""
+    knobs = fit(rows)
+    inside = {r["id"]: predict(r, knobs)["kv"] - r["kv"] for r in rows}
+    held = {}
+    for name in sorted({r["model"].name for r in rows}):
+        rest = [r for r in rows if r["model"].name != name]
+        if not any(r["model"].n_experts == 1 and not r["fp32"] for r in rest):
+            continue
+        knobs_out = fit(rest)
+        for r in rows:
+            if r["model"].name == name:
+                held[r["id"]] = predict(r, knobs_out)["kv"] - r["kv"]
+    return {"in_sample": inside, "held_out": held}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"rewrite {OUT.relative_to(ROOT)}")
+    args = parser.parse_args(argv)
+    rows = fit_rows(read_rows())
+    knobs = fit(rows)
+    err = errors(rows)
+    print(f"{len(rows)} rows of vLLM {VERSION}, "
+          f"{len({r['model'].name for r in rows})} catalogue models")
+    for key, value in knobs.items():
+        print(f"  {key} = {value:.4g}")
+    print(f"{'row':38} {'act log':>8} {'act fit':>8} {'KV log':>8} {'in':>7} {'held':>7}")
+    for r in rows:
+        p = predict(r, knobs)
+        print(f"{r['id']:38} {r['activation']:8.2f} {p['activation']:8.2f} {r['kv']:8.2f} "
+              f"{err['in_sample'][r['id']]:+7.2f} {err['held_out'].get(r['id'], math.nan):+7.2f}")
+    held = [abs(v) for v in err["held_out"].values()]
+    inside = [abs(v) for v in err["in_sample"].values()]
+    summary = {"fit_error_gib": max(inside), "held_out_error_gib": max(held),
+               "held_out_median_error_gib": statistics.median(held)}
+    for key, value in summary.items():
+        print(f"  {key} = {value:.3f}")
+    if args.write:
+        OUT.write_text(render(knobs, summary, len(rows)))
+        print(f"wrote {OUT.relative_to(ROOT)}")
+    return 0
+
+
+def render(knobs, summary, n_rows) -> str:
+    """The data file's text."""
+    models = "the same file"
+    return f"""# What a serving engine keeps on each GPU beside the weights and the KV cache, per release:
+# rooflinekit.profiles.footprint reads it (rooflinekit.memory.engine_kv_cache subtracts it).
+# Made by `python scripts/fit_engine_memory.py --write` from tests/data/engine_logs/vllm_memory.csv
+# (vLLM's own start-up memory-profiling lines, one row per server start, each sourced there).
+# vLLM sizes its KV cache as gpu_memory_utilization x the memory the driver reports, less the
+# weights, less the activation peak of a profiling run, less the memory that grew outside
+# PyTorch (CUDA context, communicators); CUDA graphs are captured after, in what is left over.
+# activation peak [bytes] = sampler_bytes_per_logit x min(max_num_seqs, max_num_batched_tokens) x
+#   vocabulary (the profiling run ends with a dummy sampling step over that many rows of logits)
+#   + for an MoE model the fused-MoE kernel's working tensors, max_num_batched_tokens x
+#   experts_per_token x (max(2 x expert_intermediate / tp, hidden) + expert_intermediate / tp)
+#   16-bit activations (rooflinekit.profiles.footprint.moe_workspace_bytes).
+# non-torch [GiB] = non_torch_gib at tensor parallelism 1, non_torch_parallel_gib above it.
+# sampler_bytes_per_logit and the two non-torch figures: medians over the {n_rows} rows of vLLM
+# {VERSION} with a catalogue model (sampler: the dense models' 16-bit rows). fit_error_gib: the
+# largest error on the KV cache vLLM logged, in sample; held_out_error_gib and
+# held_out_median_error_gib: the largest and median error with each model left out of the medians.
+
+[[memory]]
+engine = "vllm"
+version = "{VERSION}"
+date = "{datetime.date.today().isoformat()}"
+sampler_bytes_per_logit = {knobs['sampler_bytes_per_logit']:.4f}
+non_torch_gib = {knobs['non_torch_gib']:.4f}
+non_torch_parallel_gib = {knobs['non_torch_parallel_gib']:.4f}
+fit_error_gib = {summary['fit_error_gib']:.3f}
+held_out_error_gib = {summary['held_out_error_gib']:.3f}
+held_out_median_error_gib = {summary['held_out_median_error_gib']:.3f}
+source = "tests/data/engine_logs/vllm_memory.csv: vLLM {VERSION} start-up logs on H100 80GB (llm-d-planner PR #205, commit d3121e0), {n_rows} rows of catalogue models; the fit: scripts/fit_engine_memory.py"
+"""
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,218 @@
+"""What vLLM keeps on each GPU beside the weights and the KV cache, against its own logs.
+
+The figures are vLLM 0.19.0's start-up lines in ``tests/data/engine_logs/vllm_memory.csv``
+(each row sourced there); hand arithmetic beside each check.
+"""
+
+import csv
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+import rooflinekit as rk
+from rooflinekit import catalog
+from rooflinekit.profiles import (ENGINE_MEMORY, engine_memory, memory_engine,
+                                  moe_workspace_bytes, read_engine_memory_file)
+
+ROOT = Path(__file__).parents[1]
+LOGS = ROOT / "tests" / "data" / "engine_logs" / "vllm_memory.csv"
+GIB = 2**30
+
+
+def _rows():
+    with open(LOGS, newline="") as f:
+        return {r["id"]: r for r in csv.DictReader(x for x in f if not x.startswith("#"))}
+
+
+ROWS = _rows()
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location(
+        "fit_engine_memory", ROOT / "scripts" / "fit_engine_memory.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_log_row_is_sourced_and_its_figures_read():
+    assert len(ROWS) >= 50
+    for row in ROWS.values():
+        assert row["source"].startswith("http"), row["id"]
+        for key in ("weights_gib", "available_kv_gib"):
+            assert math.isfinite(float(row[key])), (row["id"], key)
+
+
+def test_the_shipped_figures_are_the_scripts_fit_of_the_logs():
+    script = _script()
+    rows = script.fit_rows(script.read_rows(LOGS))
+    knobs = script.fit(rows)
+    (shipped,) = ENGINE_MEMORY
+    for key, value in knobs.items():
+        assert shipped[key] == pytest.approx(value, abs=5e-5), key
+    err = script.errors(rows)
+    assert shipped["held_out_error_gib"] == pytest.approx(
+        max(abs(v) for v in err["held_out"].values()), abs=5e-4)
+    assert shipped["held_out_error_gib"] < 0.4
+
+
+def test_llama_8b_on_one_h100_by_hand():
+    # llmd-llama31-8b-tp1: 0.95 x 79.19 GiB - 14.99 (weights) - 1.89 (activation peak)
+    # - 0.25 (non-torch) = 58.10 GiB; the log says 58.11
+    row = ROWS["llmd-llama31-8b-tp1"]
+    assert 0.95 * 79.19 - 14.99 - 1.89 - 0.25 == pytest.approx(float(row["available_kv_gib"]),
+                                                                abs=0.011)
+    model = catalog.model("Llama-3.1-8B")
+    kept = engine_memory(model, "H100-SXM-80GB", 1)
+    # the sampler's logits: 1,024 sequences x 128,256 entries x 15.452 bytes = 1.89 GiB
+    assert kept["sampler_bytes"] == pytest.approx(1024 * 128_256 * 15.452, rel=1e-4)
+    assert kept["activation_peak_bytes"] / GIB == pytest.approx(1.89, abs=0.01)
+    assert kept["non_torch_bytes"] / GIB == pytest.approx(0.25, abs=1e-9)
+    # the whole rule with the catalogue's weights (14.96 GiB) and the H100's 79.19 GiB
+    kv = rk.engine_kv_cache(model, catalog.gpu("H100-SXM-80GB"), 1,
+                            gpu_memory_utilization=0.95, max_model_len=8192,
+                            activation_peak_bytes=kept["activation_peak_bytes"],
+                            non_torch_bytes=kept["non_torch_bytes"])
+    assert kv["available_bytes"] / GIB == pytest.approx(58.11, abs=0.06)
+    # 476,016 tokens logged: 58.11 GiB of 128 KiB tokens, in 16-token blocks
+    assert kv["kv_cache_tokens"] == pytest.approx(int(row["kv_cache_tokens"]), rel=1e-3)
+
+
+def test_mixtral_moe_workspace_by_hand():
+    # 8,192 tokens x 2 experts x (max(2 x 14,336 / 2, 4,096) + 14,336 / 2) x 2 bytes
+    model = catalog.model("Mixtral-8x7B")
+    assert moe_workspace_bytes(model, 2, 8192) == 8192 * 2 * (14_336 + 7_168) * 2
+    # a dense model has none; a step past the kernel's 16,384-token chunk is split
+    assert moe_workspace_bytes(catalog.model("Llama-3.1-8B"), 1, 8192) == 0.0
+    assert moe_workspace_bytes(model, 2, 65_536) == moe_workspace_bytes(model, 2, 16_384)
+    # llmd-mixtral-8x7b-tp2 logs 1.21 GiB: 0.47 of logits (32,000 entries) + 0.66 of experts
+    kept = engine_memory(model, "H100", 2)
+    assert kept["activation_peak_bytes"] / GIB == pytest.approx(
+        float(ROWS["llmd-mixtral-8x7b-tp2"]["activation_peak_gib"]), abs=0.1)
+    assert kept["non_torch_bytes"] / GIB == pytest.approx(2.09, abs=1e-9)
+
+
+@pytest.mark.parametrize("row_id", [k for k, r in ROWS.items() if r["vllm_version"] == "0.19.0"
+                                    and r["model"] and r["pp"] in ("", "1")
+                                    and r["activation_peak_gib"]])
+def test_each_logged_start_within_the_held_out_error(row_id):
+    row = ROWS[row_id]
+    kept = engine_memory(catalog.model(row["model"]), "H100", int(row["tp"]),
+                         max_num_seqs=int(row["max_num_seqs"]),
+                         max_num_batched_tokens=int(row["max_num_batched_tokens"]))
+    logged = float(row["activation_peak_gib"]) + float(row["non_torch_gib"])
+    ours = (kept["activation_peak_bytes"] + kept["non_torch_bytes"]) / GIB
+    assert ours == pytest.approx(logged, abs=ENGINE_MEMORY[0]["held_out_error_gib"] + 0.005)
+
+
+def test_an_older_vllm_profiles_about_as_much():
+    # llmdbench-mistral-small32-24b, vLLM 0.11.0 on H100: 2.12 GiB of activation, 0.14 of
+    # non-torch; held out of the 0.19.0 fit
+    row = ROWS["llmdbench-mistral-small32-24b"]
+    kept = engine_memory(catalog.model("Mistral-Small-3"), "H100", 1, max_num_seqs=1024,
+                         max_num_batched_tokens=8192)
+    assert kept["activation_peak_bytes"] / GIB == pytest.approx(
+        float(row["activation_peak_gib"]), abs=0.25)
+
+
+def test_the_a100s_smaller_defaults_profile_fewer_logits():
+    # myoceane-gptoss-20b-a100, vLLM 0.19.0 at 0.65: weights 13.72, KV 36.56 GiB, so
+    # activation + non-torch + the driver's reserve = 0.65 x 80 - 13.72 - 36.56 = 1.72 GiB; at
+    # the A100's defaults (256 sequences, 2,048 tokens) the rule gives about 1.2 GiB, inside it
+    kept = engine_memory(catalog.model("gpt-oss-20b"), "A100-SXM-80GB", 1)
+    assert kept["sampler_bytes"] == pytest.approx(256 * 201_088 * 15.452, rel=1e-4)
+    outside = (kept["activation_peak_bytes"] + kept["non_torch_bytes"]) / GIB
+    assert 0.9 < outside < 0.65 * 80 - 13.72 - 36.56
+
+
+def test_which_engine_holds_memory():
+    assert memory_engine(None) == memory_engine("vllm") == memory_engine("vllm@0.11.0") == "vllm"
+    assert memory_engine(rk.Engine()) == "vllm"            # its launch command is vLLM's
+    assert memory_engine("ideal") is memory_engine(rk.IDEAL) is None
+    assert memory_engine("sglang") is memory_engine("trtllm") is None   # no row of theirs
+    with pytest.raises(ValueError, match="engine must be one with a memory row"):
+        engine_memory(catalog.model("Llama-3.1-8B"), "H100", engine="sglang")
+
+
+def test_a_plan_takes_the_footprint_off_each_gpu():
+    # Llama-3.1-8B on one H100, 1,024 sequences and 8,192-token chunks: the default's budget
+    # is the ideal bound's less (1.890 + 0.25) GiB of 128 KiB tokens = 17,531 tokens, to a block
+    traffic, slo = rk.Traffic(1.0, 500, 50), rk.SLO(ttft=5.0)
+    kw = dict(models="Llama-3.1-8B", gpus="H100", tp=1, replicates=1, requests=50)
+    default = rk.plan(traffic, slo, **kw)
+    ideal = rk.plan(traffic, slo, engine="ideal", **kw)
+    gap = int(ideal["kv_budget_tokens"].squeeze()) - int(default["kv_budget_tokens"].squeeze())
+    kept = engine_memory(catalog.model("Llama-3.1-8B"), "H100", 1)
+    held = (kept["activation_peak_bytes"] + kept["non_torch_bytes"]) / 131_072
+    assert abs(gap - held) <= 16
+    assert default.attrs["memory_outside_kv"].startswith("vllm 0.19.0's activation peak")
+    assert ideal.attrs["memory_outside_kv"].startswith("none")
+
+
+def test_the_driver_reports_less_than_the_capacity():
+    h100 = catalog.gpu("H100-SXM-80GB")
+    assert h100.visible_memory_per_gpu == 79.19 * GIB
+    assert h100.group(4).visible_memory_per_gpu == 79.19 * GIB
+    assert catalog.gpu("B200").visible_memory_per_gpu == catalog.gpu("B200").memory_per_gpu
+    with pytest.raises(ValueError, match="visible_memory_bytes must be <= memory_bytes"):
+        rk.GPU("x", memory_bytes=80 * GIB, hbm_bandwidth=1e12, peak_flops=1e15,
+               visible_memory_bytes=81 * GIB)
+
+
+GOOD = """[[memory]]
+engine = "vllm"
+version = "0.19.0"
+date = "2026-12-05"
+sampler_bytes_per_logit = 15.5
+non_torch_gib = 0.25
+non_torch_parallel_gib = 2.1
+fit_error_gib = 0.4
+held_out_error_gib = 0.4
+held_out_median_error_gib = 0.1
+source = "here"
+"""
+
+
+@pytest.mark.parametrize("text, match", [
+    (GOOD.replace('"vllm"', '"tgi"'), r"memory\[0\]\.engine: must be one of"),
+    (GOOD.replace("= 15.5", "= nan"), r"memory\[0\]\.sampler_bytes_per_logit: must be a finite"),
+    (GOOD.replace("= 0.25", "= -1"), r"memory\[0\]\.non_torch_gib: must be a finite"),
+    (GOOD.replace("non_torch_parallel_gib = 2.1\n", ""), r"non_torch_parallel_gib"),
+    (GOOD.replace('source = "here"', 'source = ""'), r"memory\[0\]\.source"),
+    (GOOD + "speed = 3\n", r"unknown field\(s\) speed"),
+    (GOOD + GOOD, r"memory\[1\]\.engine: 'vllm' has a row already"),
+    ("memory = 3\n", "field 'memory'"),
+    ("[[memory]\n", "not TOML"),
+])
+def test_a_bad_memory_file_names_the_file_row_and_field(tmp_path, text, match):
+    path = tmp_path / "memory.toml"
+    path.write_text(text)
+    with pytest.raises((ValueError, TypeError), match=match) as info:
+        read_engine_memory_file(path)
+    assert "memory.toml" in str(info.value)
+
+
+def test_a_good_memory_file_reads(tmp_path):
+    path = tmp_path / "memory.toml"
+    path.write_text(GOOD)
+    (row,) = read_engine_memory_file(path)
+    assert row["sampler_bytes_per_logit"] == 15.5 and row["engine"] == "vllm"
+
+
+def test_the_capacity_command_budgets_what_vllm_logged(capsys):
+    # llmd-llama31-8b-tp1: 476,016 tokens at 0.95 (58.11 GiB); the ideal bound keeps the
+    # weights' remainder, 0.95 x 79.19 - 14.96 = 60.27 GiB
+    from rooflinekit.cli import main
+    assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95",
+                 "--json"]) == 0
+    import json
+    out = json.loads(capsys.readouterr().out)
+    assert out["kv_budget_tokens"] == pytest.approx(476_016, rel=1e-3)
+    assert out["engine_memory_gib"] == pytest.approx(2.14, abs=0.01)
+    assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95",
+                 "--engine", "ideal", "--json"]) == 0
+    ideal = json.loads(capsys.readouterr().out)
+    assert ideal["kv_budget_gib"] == pytest.approx(0.95 * 79.19 - 14.96, abs=0.01)
+    assert "engine_memory_gib" in ideal and ideal["engine_memory_gib"] == 0.0
