@@ -216,3 +216,19 @@ def test_the_capacity_command_budgets_what_vllm_logged(capsys):
     ideal = json.loads(capsys.readouterr().out)
     assert ideal["kv_budget_gib"] == pytest.approx(0.95 * 79.19 - 14.96, abs=0.01)
     assert "engine_memory_gib" in ideal and ideal["engine_memory_gib"] == 0.0
+
+
+def test_the_capacity_command_shows_vllms_cache_beside_the_guides_rule(capsys):
+    # Llama-3.1-70B on 2 x H100: the guide's rule keeps 10 % of what the weights leave,
+    # (160 - 131.42) x 0.9 = 25.73 GiB, 84,296 tokens; vLLM at 0.9 holds 10,368 (the plan's
+    # budget, docs/planning.md), one sequence of 8,192 tokens
+    import json
+
+    from rooflinekit.cli import main
+    assert main(["capacity", "Llama-3.1-70B", "H100", "--tp", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kv_budget_gib"] == pytest.approx((160 - 131.42) * 0.9, abs=0.01)
+    assert (out["vllm_kv_budget_tokens"], out["vllm_max_concurrent_sequences"]) == (10_368, 1)
+    assert main(["capacity", "Llama-3.1-70B", "H100", "--tp", "2", "--engine", "ideal",
+                 "--json"]) == 0
+    assert "vllm_kv_budget_tokens" not in json.loads(capsys.readouterr().out)

@@ -51,7 +51,11 @@ _QUANTITIES = (
     ("engine_memory_gib", "engine memory outside KV, per GPU [GiB]"),
     ("kv_budget_gib", "KV budget [GiB]"),
     ("kv_budget_tokens", "KV budget [tokens]"),
-    ("max_concurrent_sequences", "max concurrent sequences"), ("ttft_ms", "TTFT [ms]"),
+    ("max_concurrent_sequences", "max concurrent sequences"),
+    ("vllm_kv_budget_tokens", "vLLM at 0.9, its memory outside KV off: KV budget [tokens]"),
+    ("vllm_max_concurrent_sequences", "vLLM at 0.9, its memory outside KV off: max concurrent "
+                                      "sequences"),
+    ("ttft_ms", "TTFT [ms]"),
     ("decode_step_time_ms", "decode step (ITL) [ms]"), ("tokens_per_s", "throughput [tokens/s]"),
     ("tokens_per_s_per_gpu", "throughput per GPU [tokens/s]"),
     ("usd_per_million_tokens", "cost [USD/1M generated tokens]"),
@@ -216,6 +220,15 @@ def run(args, out) -> int:
         # vLLM's rule: what the engine keeps on each GPU outside the KV cache, taken off it
         result["engine_memory_gib"] = (held["activation_peak_bytes"]
                                        + held["non_torch_bytes"]) / units.GiB
+    elif memory_engine(args.engine) is not None and budget > 0:
+        # the guide's rule answered: what vLLM at its default share would hold, beside it
+        kept = _held(args, model, gpu)
+        vllm = memory.engine_kv_cache(model, gpu, tp=tp, gpu_memory_utilization=0.9,
+                                      max_model_len=ctx,
+                                      activation_peak_bytes=kept["activation_peak_bytes"],
+                                      non_torch_bytes=kept["non_torch_bytes"])
+        result["vllm_kv_budget_tokens"] = int(vllm["kv_cache_tokens"])
+        result["vllm_max_concurrent_sequences"] = int(vllm["max_concurrency"])
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (

@@ -124,7 +124,7 @@ def moe_workspace_bytes(model, tp=1, max_num_batched_tokens=8192) -> float:
     Returns
     -------
     float
-        Bytes.
+        Bytes; 0 for a dense model or one whose widths are unknown.
 
     Notes
     -----
@@ -148,8 +148,8 @@ def moe_workspace_bytes(model, tp=1, max_num_batched_tokens=8192) -> float:
     check_type("model", model, ModelShape)
     tp = whole_number("tp", tp, lo=1)
     tokens = whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1)
-    if model.n_experts <= 1:
-        return 0.0
+    if model.n_experts <= 1 or model.intermediate_size is None or model.hidden_size is None:
+        return 0.0           # dense, or widths unknown: nothing to count
     routed = min(tokens, FUSED_MOE_CHUNK_TOKENS) * model.n_experts_per_token
     width = model.intermediate_size / tp
     return float(routed * (max(2.0 * width, model.hidden_size) + width) * MOE_ACTIVATION_BYTES)
@@ -194,7 +194,8 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     the vocabulary: vLLM's profiling run ends with a dummy sampling step over ``min(S, T)``
     rows of logits, whose sort and softmax copies are the peak on every dense model of its logs
     (the peak is the same at every tensor-parallel degree: each rank samples from the whole
-    vocabulary). ``non_torch`` is the row's ``non_torch_gib`` at ``tp = 1`` and
+    vocabulary; a model without ``vocab_size`` counts none, and an MoE model without its
+    widths no expert buffers). ``non_torch`` is the row's ``non_torch_gib`` at ``tp = 1`` and
     ``non_torch_parallel_gib`` above it (the communicators' buffers). CUDA graphs are captured
     after the KV cache is allocated, in the memory ``gpu_memory_utilization`` leaves, so they
     are not counted.
@@ -221,7 +222,8 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     tokens = whole_number("max_num_batched_tokens", defaults.max_num_batched_tokens
                           if max_num_batched_tokens is None else max_num_batched_tokens, lo=1)
     row = rows[engine]
-    sampler = row["sampler_bytes_per_logit"] * min(seqs, tokens) * model.vocab_size
+    # a model without a vocabulary (the guide's) counts no logits: its peak is understated
+    sampler = row["sampler_bytes_per_logit"] * min(seqs, tokens) * (model.vocab_size or 0)
     moe = moe_workspace_bytes(model, tp, tokens)
     non_torch = (row["non_torch_gib"] if tp == 1 else row["non_torch_parallel_gib"]) * GIB
     return {"activation_peak_bytes": sampler + moe, "non_torch_bytes": non_torch,
