@@ -143,20 +143,48 @@ def test_a_hybrid_plan_with_prefixes_asks_vllm_for_its_prefix_cache():
     assert "--enable-prefix-caching" not in flags and "--mamba-cache-mode" not in flags
 
 
-def test_the_tensorrt_llm_command_sizes_the_same_cache(chunked):
+def test_the_tensorrt_llm_and_sglang_commands_size_the_same_cache(chunked):
     """trtllm-serve takes the same slots and budget, and its KV share of the memory left after
-    the weights is the plan's: (u·M − W/tp) / (M − W/tp). By hand for Llama-3.1-8B on an H100
-    (80 GiB = 85,899,345,920 B; 8,030,261,248 parameters of 2 B) at u = 0.85."""
+    the weights and activations is the plan's: (u·M − W/tp − F) / (M − W/tp − F); SGLang's
+    static share holds weights and KV: u − F / M. By hand for Llama-3.1-8B on an H100 (the
+    driver's 79.19 GiB; 8,030,261,248 parameters of 2 B) at u = 0.85, F vLLM's sampler
+    (15.452 B × max_num_seqs × 128,256) and non-torch memory (0.25 GiB at TP 1, 2.09 above)."""
     got = launch_commands(chunked, TRAFFIC)
     trt = _flags(got["trtllm_serve"])
     assert got["trtllm_serve"].startswith("trtllm-serve meta-llama/Llama-3.1-8B ")
-    tp = int(chunked["tp"])
+    tp, seqs = int(chunked["tp"]), int(chunked["max_num_seqs"])
     assert trt["--tp_size"] == str(tp)
-    assert trt["--max_batch_size"] == str(int(chunked["max_num_seqs"]))
+    assert trt["--max_batch_size"] == str(seqs)
     assert trt["--max_num_tokens"] == "1024"
-    memory, weights = 85_899_345_920, 2 * 8_030_261_248 / tp
-    assert trt["--kv_cache_free_gpu_memory_fraction"] == \
-        f"{(0.85 * memory - weights) / (memory - weights):.2f}"
+    gib = 2**30
+    memory, weights = 79.19 * gib, 2 * 8_030_261_248 / tp
+    held = 15.452 * seqs * 128_256 + (0.25 if tp == 1 else 2.09) * gib
+    assert float(trt["--kv_cache_free_gpu_memory_fraction"]) == pytest.approx(
+        (0.85 * memory - weights - held) / (memory - weights - held), abs=0.006)
+    sglang = _flags(got["sglang_serve"])
+    assert float(sglang["--mem-fraction-static"]) == pytest.approx(0.85 - held / memory,
+                                                                   abs=6e-4)
+    # the 8B model's cache holds more than its 131,072-token context: no cap
+    assert "--max-model-len" not in _flags(got["vllm_serve"])
+
+
+def test_a_cache_smaller_than_the_context_caps_each_request():
+    """Llama-3.1-70B on 2 x H100 holds 10,368 tokens (docs/planning.md), under its 131,072:
+    vLLM would refuse to start at the model's context, so each command caps a request there."""
+    traffic = rk.Traffic(0.1, 1000, 100)
+    plan = rk.plan(traffic, rk.SLO(ttft=5.0), models="Llama-3.1-70B", gpus="H100-SXM-80GB",
+                   tp=2, replicates=2, requests=50)
+    best = rk.cheapest_plan(plan, by=None)
+    tokens = int(best["kv_budget_tokens"])
+    assert tokens == 10_368
+    from pathlib import Path
+    page = (Path(__file__).parents[1] / "docs" / "planning.md").read_text()
+    assert "`--max-model-len 10368`" in page
+    got = launch_commands(best, traffic)
+    assert _flags(got["vllm_serve"])["--max-model-len"] == str(tokens)
+    assert _flags(got["sglang_serve"])["--context-length"] == str(tokens)
+    assert _flags(got["trtllm_serve"])["--max_seq_len"] == str(tokens)
+    assert any("refuse to start" in note for note in got["notes"])
 
 
 def test_the_plan_command_leads_with_the_engine_it_planned_for(capsys):

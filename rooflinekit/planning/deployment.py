@@ -17,6 +17,7 @@ from rooflinekit import catalog, dims
 from rooflinekit._validation import check_type, describe
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
+from rooflinekit.profiles import engine_memory
 from rooflinekit.workloads import Constant
 
 __all__ = ["launch_commands"]
@@ -37,6 +38,16 @@ def _chosen(cheapest: xr.Dataset, name: str):
     if value is None or value.ndim:
         return None
     return value.item()
+
+
+def _held_bytes(attrs, model, gpu, tp, max_num_seqs, max_num_batched_tokens) -> float:
+    """What the plan kept on each GPU beside weights and KV [bytes] (its
+    ``memory_outside_kv``: vLLM's activation peak and non-torch memory, or nothing)."""
+    if not str(attrs.get("memory_outside_kv", "")).startswith("vllm"):
+        return 0.0
+    kept = engine_memory(model, gpu, tp, engine="vllm", max_num_seqs=max_num_seqs,
+                         max_num_batched_tokens=max_num_batched_tokens)
+    return float(kept["activation_peak_bytes"] + kept["non_torch_bytes"])
 
 
 def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
@@ -83,10 +94,15 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     ``max_num_batched_tokens`` prefilled whole prompts, which the engines chunk at a budget of
     their own: ``notes`` says so.
 
-    TensorRT-LLM sizes its KV cache as a share of the memory left after the weights
-    (``--kv_cache_free_gpu_memory_fraction``), where the plan's budget is a share ``u`` of each
-    GPU's memory ``M`` less its weights ``W``: the command gives ``(u·M − W) / (M − W)``, the
-    same cache [1]_. Its block reuse (prefix caching) is set in its options file
+    The plan's cache is a share ``u`` of the memory the driver reports on each GPU ``M``, less
+    the weights ``W`` and what vLLM keeps beside them ``F`` (:func:`rooflinekit.engine_memory`;
+    0 where the plan kept none). SGLang's ``--mem-fraction-static`` holds weights and KV:
+    ``u − F / M`` gives the same cache. TensorRT-LLM sizes its cache as a share of the memory
+    left after the weights and its activations (``--kv_cache_free_gpu_memory_fraction``):
+    ``(u·M − W − F) / (M − W − F)``, taking vLLM's activations for its own [1]_. Where the
+    cache holds fewer tokens than the model's context, each command caps a request at the
+    cache (``--max-model-len``, ``--context-length``, ``--max_seq_len``): the engines refuse
+    to start when one request of their context does not fit. Its block reuse (prefix caching) is set in its options file
     (``kv_cache_config.enable_block_reuse``), not by a flag: the command leaves it as the
     engine has it.
 
@@ -153,11 +169,24 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     utilization = float(attrs.get("gpu_memory_utilization", 0.9))
     vllm += ["--gpu-memory-utilization", f"{utilization:g}",
              "--block-size", str(int(attrs.get("block_size", 16)))]
-    sglang += ["--mem-fraction-static", f"{utilization:g}"]
-    memory = float(catalog.gpu(str(gpu)).memory_bytes)
+    card = catalog.gpu(str(gpu))
+    memory = float(card.visible_memory_per_gpu)
     weights = float(model.weight_bytes) / (int(tp) * stages)
-    free = (utilization * memory - weights) / (memory - weights) if memory > weights else 0.0
+    held = _held_bytes(attrs, model, card, int(tp), int(seqs), budget)
+    # SGLang's static share holds weights and KV: the plan's cache is u·M − F − W of it
+    sglang += ["--mem-fraction-static", f"{min(max(utilization - held / memory, 0.01), 1.0):.3f}"]
+    left = memory - weights - held
+    free = (utilization * memory - weights - held) / left if left > 0 else 0.0
     trtllm += ["--kv_cache_free_gpu_memory_fraction", f"{min(max(free, 0.01), 1.0):.2f}"]
+    tokens = int(cheapest["kv_budget_tokens"]) if "kv_budget_tokens" in cheapest else None
+    if tokens and (model.max_context is None or tokens < model.max_context):
+        # an engine refuses to start when one request of its context outgrows the cache
+        vllm += ["--max-model-len", str(tokens)]
+        sglang += ["--context-length", str(tokens)]
+        trtllm += ["--max_seq_len", str(tokens)]
+        notes.append(f"the KV cache holds {tokens:,} tokens, fewer than the model's context: "
+                     f"the commands cap a request at that many, or the engines would refuse "
+                     f"to start")
     if kv in _VLLM_KV:
         vllm += ["--kv-cache-dtype", _VLLM_KV[kv]]
         sglang += ["--kv-cache-dtype", _SGLANG_KV[kv]]
