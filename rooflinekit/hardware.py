@@ -160,19 +160,15 @@ class GPU:
         set_("p2p_gpus", whole_number("p2p_gpus", self.p2p_gpus, lo=1, allow_none=True))
         set_("boost_clock", positive_number("boost_clock", self.boost_clock, allow_none=True))
         set_("ring_collectives", check_bool("ring_collectives", self.ring_collectives))
-        streaming = positive_number("streaming_bandwidth", self.streaming_bandwidth,
-                                    allow_none=True)
-        if streaming is not None and streaming > self.hbm_bandwidth:
-            # a measured stream cannot beat the memory's pins: a larger figure is a cache's
-            raise ValueError(f"streaming_bandwidth must be <= hbm_bandwidth "
-                             f"({self.hbm_bandwidth!r} B/s), got {streaming!r}")
-        set_("streaming_bandwidth", streaming)
-        visible = positive_number("visible_memory_bytes", self.visible_memory_bytes,
-                                  allow_none=True)
-        if visible is not None and visible > self.memory_bytes:
-            raise ValueError(f"visible_memory_bytes must be <= memory_bytes "
-                             f"({self.memory_bytes!r} B), got {visible!r}")
-        set_("visible_memory_bytes", visible)
+        # a measured stream cannot beat the memory's pins (a larger figure is a cache's), nor
+        # can the driver report more memory than the card holds
+        for field, bound in (("streaming_bandwidth", "hbm_bandwidth"),
+                             ("visible_memory_bytes", "memory_bytes")):
+            value = positive_number(field, getattr(self, field), allow_none=True)
+            if value is not None and value > getattr(self, bound):
+                raise ValueError(f"{field} must be <= {bound} ({getattr(self, bound)!r}), "
+                                 f"got {value!r}")
+            set_(field, value)
         set_("hourly_price", real_number("hourly_price", self.hourly_price, lo=0,
                                          allow_none=True))
         set_("n_gpus", whole_number("n_gpus", self.n_gpus, lo=1))

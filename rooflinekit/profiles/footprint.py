@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
@@ -40,8 +39,8 @@ _TEXT_FIELDS = ("engine", "version", "date", "source")
 _WHAT = "engine memory file"
 
 
-def _fail(path, where: str, message: str, kind=ValueError):
-    shipped._fail(path, where, message, kind, what=_WHAT)
+#: ``_fail(path, where, message, kind=ValueError)``: the error naming this file
+_fail = functools.partial(shipped._fail, what=_WHAT)
 
 
 def read_engine_memory_file(path) -> tuple[dict, ...]:
@@ -69,14 +68,8 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
     """
     path = Path(path)
     data = read_toml_file(path, _WHAT)
-    tables = data.get("memory")
-    if not isinstance(tables, list) or not tables:
-        _fail(path, "field 'memory'", "must be one or more [[memory]] tables")
     rows, seen = [], set()
-    for i, row in enumerate(tables):
-        where = f"memory[{i}]"
-        if not isinstance(row, Mapping):
-            _fail(path, where, "must be a table", TypeError)
+    for where, row in shipped._tables(path, data, "memory", what=_WHAT):
         unknown = sorted(set(row) - {*_NUMBER_FIELDS, *_TEXT_FIELDS})
         if unknown:
             _fail(path, where, f"unknown field(s) {', '.join(unknown)}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
@@ -71,8 +70,8 @@ class SchedulerDefaults(NamedTuple):
 _WHAT = "engine scheduler file"
 
 
-def _fail(path, where: str, message: str, kind=ValueError):
-    shipped._fail(path, where, message, kind, what=_WHAT)
+#: ``_fail(path, where, message, kind=ValueError)``: the error naming this file
+_fail = functools.partial(shipped._fail, what=_WHAT)
 
 
 def read_scheduler_file(path) -> tuple[dict, ...]:
@@ -103,14 +102,8 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
     """
     path = Path(path)
     data = read_toml_file(path, "engine scheduler file")
-    tables = data.get("scheduler")
-    if not isinstance(tables, list) or not tables:
-        _fail(path, "field 'scheduler'", "must be one or more [[scheduler]] tables")
     rows = []
-    for i, row in enumerate(tables):
-        where = f"scheduler[{i}]"
-        if not isinstance(row, Mapping):
-            _fail(path, where, "must be a table", TypeError)
+    for where, row in shipped._tables(path, data, "scheduler", what=_WHAT):
         unknown = sorted(set(row) - {*_INT_FIELDS, *_TEXT_FIELDS, *_MEMORY_FIELDS,
                                      "exclude_gpus", "mixed_prefill", "admission",
                                      "since_version"})

@@ -126,6 +126,19 @@ def _fail(path, where: str, message: str, kind=ValueError, what="engine profile 
     raise kind(f"{what} {path}: {where}: {message}")
 
 
+def _tables(path, data, key: str, what="engine profile file"):
+    """The ``[[key]]`` tables of a data file read as ``data``, each as ``(where, row)``; a
+    missing or empty list, or an entry that is not a table, refused naming the file."""
+    tables = data.get(key)
+    if not isinstance(tables, list) or not tables:
+        _fail(path, f"field '{key}'", f"must be one or more [[{key}]] tables", what=what)
+    for i, row in enumerate(tables):
+        where = f"{key}[{i}]"
+        if not isinstance(row, Mapping):
+            _fail(path, where, "must be a table", TypeError, what=what)
+        yield where, row
+
+
 def _texts(path, row, where: str, fields, what="engine profile file") -> dict:
     """The non-empty text ``fields`` of one table of a data file, or the error naming them."""
     out = {}
@@ -183,14 +196,8 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
         _fail(path, "top level", f"unknown field(s) {', '.join(unknown)}")
     host = _host_scheduling(path, data["host_scheduling"]) if "host_scheduling" in data \
         else None
-    profiles = data.get("profile")
-    if not isinstance(profiles, list) or not profiles:
-        _fail(path, "field 'profile'", "must be one or more [[profile]] tables")
     rows, seen = [], set()
-    for i, row in enumerate(profiles):
-        where = f"profile[{i}]"
-        if not isinstance(row, Mapping):
-            _fail(path, where, "must be a table", TypeError)
+    for where, row in _tables(path, data, "profile"):
         out = _texts(path, row, where, _TEXT_FIELDS)
         try:
             out["gpu"] = catalog.gpu(out["gpu"]).name
