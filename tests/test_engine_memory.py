@@ -148,7 +148,7 @@ def test_a_plan_takes_the_footprint_off_each_gpu():
     held = (kept["activation_peak_bytes"] + kept["non_torch_bytes"]) / 131_072
     assert abs(gap - held) <= 16
     assert default.attrs["memory_outside_kv"].startswith("vllm 0.19.0's activation peak")
-    assert ideal.attrs["memory_outside_kv"].startswith("none")
+    assert ideal.attrs["memory_outside_kv"].startswith("nothing else")
 
 
 def test_the_driver_reports_less_than_the_capacity():
@@ -232,3 +232,15 @@ def test_the_capacity_command_shows_vllms_cache_beside_the_guides_rule(capsys):
     assert main(["capacity", "Llama-3.1-70B", "H100", "--tp", "2", "--engine", "ideal",
                  "--json"]) == 0
     assert "vllm_kv_budget_tokens" not in json.loads(capsys.readouterr().out)
+
+
+def test_the_plan_command_says_what_it_took_off_each_gpu(capsys):
+    from rooflinekit.cli import main
+    argv = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "2", "--prompt-mean", "500",
+            "--output-mean", "100", "--ttft", "1", "--replicates", "2", "--requests", "100"]
+    assert main(argv) == 0
+    assert ("KV cache: 0.9 of the memory the driver reports, less the weights and vllm "
+            "0.19.0's activation peak and non-torch memory") in capsys.readouterr().out
+    assert main(argv + ["--engine", "ideal"]) == 0
+    assert "less the weights and nothing else (the bound: no engine memory held)" in \
+        capsys.readouterr().out

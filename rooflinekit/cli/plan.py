@@ -588,6 +588,8 @@ def run(args, out) -> int:
         for typed, (name, also) in variants.items():
             out.write(f"note: {typed!r} is {name}; the catalogue also has {', '.join(also)} "
                       f"(name one to plan it)\n")
+        out.write(f"KV cache: {ds.attrs['gpu_memory_utilization']:g} of the memory the driver "
+                  f"reports, less the weights and {ds.attrs['memory_outside_kv']}\n")
         if bound is not None:
             out.write(f"ideal roofline bound for the cheapest configuration: "
                       f"{bound['gpus']} GPU(s) (max rate {bound['max_rate']:.3g} requests/s, "

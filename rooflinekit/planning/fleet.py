@@ -497,7 +497,7 @@ def _held(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens) -> dict
 def _memory_outside_kv(held_by) -> str:
     """What a plan took off each GPU beside the weights before sizing the KV cache."""
     if held_by is None:
-        return "none (the weights' remainder: the bound)"
+        return "nothing else (the bound: no engine memory held)"
     version = next(r["version"] for r in ENGINE_MEMORY if r["engine"] == held_by)
     return f"{held_by} {version}'s activation peak and non-torch memory (engine_memory)"
 
