@@ -228,6 +228,7 @@ def test_the_capacity_command_shows_vllms_cache_beside_the_guides_rule(capsys):
     assert main(["capacity", "Llama-3.1-70B", "H100", "--tp", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kv_budget_gib"] == pytest.approx((160 - 131.42) * 0.9, abs=0.01)
+    assert out["kv_budget_tokens"] == 84_296
     assert (out["vllm_kv_budget_tokens"], out["vllm_max_concurrent_sequences"]) == (10_368, 1)
     assert main(["capacity", "Llama-3.1-70B", "H100", "--tp", "2", "--engine", "ideal",
                  "--json"]) == 0
@@ -244,3 +245,16 @@ def test_the_plan_command_says_what_it_took_off_each_gpu(capsys):
     assert main(argv + ["--engine", "ideal"]) == 0
     assert "less the weights and nothing else (the bound: no engine memory held)" in \
         capsys.readouterr().out
+
+
+def test_the_pages_left_out_figures():
+    """docs/validation.md's "What the model leaves out": vLLM's gpt-oss-120b weights on an H100
+    against the catalogue's, and capacity's two caches for Llama-3.1-70B on two H100s."""
+    import re
+    page = re.sub(r"\s+", " ", (ROOT / "docs" / "validation.md").read_text())
+    logged = float(ROWS["llmdbench-gptoss-120b"]["weights_gib"])
+    ours = catalog.model("gpt-oss-120b").weight_bytes / GIB
+    assert (f"{logged:.2f}", f"{ours:.2f}") == ("64.38", "60.77")
+    assert "loads gpt-oss-120b as 64.38 GiB" in page and "make 60.77" in page
+    assert ROWS["llmdbench-gptoss-120b"]["available_kv_gib"] == "3.33"
+    assert "(10,368 tokens where the guide's rule gives 84,296" in page
