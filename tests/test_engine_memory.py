@@ -258,3 +258,31 @@ def test_the_pages_left_out_figures():
     assert "loads gpt-oss-120b as 64.38 GiB" in page and "make 60.77" in page
     assert ROWS["llmdbench-gptoss-120b"]["available_kv_gib"] == "3.33"
     assert "(10,368 tokens where the guide's rule gives 84,296" in page
+
+
+def _gpu_row(**changes):
+    row = {"name": "card", "memory_gib": 80, "hbm_bandwidth_tb_s": 2.0,
+           "dense_tflops": {"bf16": 400.0}, "source": "test",
+           "visible_memory_gib": 79.19, "visible_memory_source": "a start-up log"}
+    row.update(changes)
+    return {k: v for k, v in row.items() if v is not None}
+
+
+def test_a_catalogue_row_reads_the_visible_memory_in_gib():
+    from rooflinekit.catalog import _gpu_from_row
+    assert _gpu_from_row(_gpu_row(), {}).visible_memory_bytes == 79.19 * GIB
+    assert _gpu_from_row(_gpu_row(visible_memory_gib=None, visible_memory_source=None),
+                         {}).visible_memory_bytes is None
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"visible_memory_source": None}, "visible_memory_source"),
+    ({"visible_memory_gib": "79"}, "visible_memory_gib must be a number > 0"),
+    ({"visible_memory_gib": 0.0}, "visible_memory_gib must be a number > 0"),
+    ({"visible_memory_gib": math.nan}, "visible_memory_gib must be a number > 0"),
+    ({"visible_memory_gib": 81.0}, "visible_memory_bytes must be <= memory_bytes"),
+])
+def test_a_catalogue_row_refuses_a_bad_visible_memory(changes, match):
+    from rooflinekit.catalog import _gpu_from_row
+    with pytest.raises(ValueError, match=match):
+        _gpu_from_row(_gpu_row(**changes), {})
