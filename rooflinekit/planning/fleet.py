@@ -255,8 +255,12 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     block_size : int
         Tokens per KV block [tokens].
     gpu_memory_utilization : float
-        vLLM's ``--gpu-memory-utilization`` in (0, 1]: the KV budget is that share of memory
-        less the weights (:func:`rooflinekit.memory.engine_kv_cache`, no activation peak).
+        vLLM's ``--gpu-memory-utilization`` in (0, 1]: the KV budget is that share of the
+        memory the driver reports, less the weights and, under a vLLM profile (the default, an
+        :class:`rooflinekit.Engine` or a calibration), what vLLM keeps beside them at each
+        configuration's sequences and token budget (:func:`rooflinekit.engine_memory`); the
+        ideal bound and the engines without a memory row keep the weights' remainder
+        (``attrs["memory_outside_kv"]`` says which; :func:`rooflinekit.memory.engine_kv_cache`).
     headroom : float
         Spare capacity [1], >= 0: replicas = ceil(rate · (1 + headroom) / max_rate).
     spare_replicas : int
