@@ -370,7 +370,7 @@ def write_load_sweep_figures(points: dict, folder: Path = FIGURES) -> list:
 def _engine(label: str):
     """The engine a table's ``label`` names: ``"ideal"`` (the roofline), ``"default"`` (the
     newest vLLM profile) or ``"own"`` (each sweep's engine at its version)."""
-    return {"ideal": rl.IDEAL, "default": None, "own": _scorer().own_engine}[label]
+    return {"ideal": rl.IDEAL, "default": None, "own": _scorer().own_engine_name}[label]
 
 
 @functools.cache
@@ -396,23 +396,17 @@ def _load_sweeps_table() -> str:
                    "vLLM profile saturation"], rows, "llllrrrrrr")
 
 
-def _profile_named(scorer, point) -> str:
-    """The profile ``own_engine`` times ``point`` with: ``trtllm``, ``vllm@0.10.1.1``, ..."""
-    version = scorer.profile_version(point)
-    return scorer.PROFILE_OF_ENGINE[point["engine"]] + (f"@{version}" if version else "")
-
-
 def _own_engine_table() -> str:
     """The sweeps that another profile than the default times as they ran: another engine's,
     or vLLM's at a synchronous version (its host time per step)."""
     scorer = _scorer()
     firsts = {name: points[0] for name, points in scorer.read_sweeps().items()}
-    others = [name for name, point in firsts.items() if _profile_named(scorer, point) != "vllm"]
+    others = [name for name, point in firsts.items() if scorer.own_engine_name(point) != "vllm"]
     rows = []
     for r in (r for r in _scores("own") if r["sweep"] in others):
         point = firsts[r["sweep"]]
         ran = " ".join(filter(None, (point["engine"], scorer.engine_version(point))))
-        rows.append([r["sweep"], f"{ran} → {_profile_named(scorer, point)}",
+        rows.append([r["sweep"], f"{ran} → {scorer.own_engine_name(point)}",
                      scorer._pct(r["tpot_mape"]), scorer._pct(r["ttft_mape"]),
                      scorer._pct(r["sat_err"], signed=True)])
     return _table(["sweep", "engine → profile", "TPOT", "TTFT", "saturation"], rows, "llrrr")
@@ -474,7 +468,7 @@ def _by_source_table() -> str:
     rows = []
     for source, points in firsts.items():
         ran = ", ".join(" ".join(filter(None, key)) for key in points)
-        profiles = ", ".join(dict.fromkeys(_profile_named(scorer, p) for p in points.values()))
+        profiles = ", ".join(dict.fromkeys(scorer.own_engine_name(p) for p in points.values()))
         rows.append([source, ran, cell(runs["ideal"][source]), cell(runs["default"][source]),
                      met(runs["default"][source]), profiles,
                      cell(runs["own"][source]), met(runs["own"][source]),

@@ -6,8 +6,8 @@ folder's README) and, for every sweep, runs :func:`rooflinekit.planning.load_cur
 points with
 
 (a) ``engine=rooflinekit.IDEAL``, (b) the default ``engine=None`` (the vLLM profile of each
-GPU), (c) each sweep's own engine's shipped profile (:func:`own_engine`: TensorRT-LLM's for
-NIM) and, with ``--calibration FILE``, (d) a calibration read by
+GPU), (c) each sweep's own engine's shipped profile (:func:`own_engine_name`: TensorRT-LLM's
+for NIM) and, with ``--calibration FILE``, (d) a calibration read by
 :func:`rooflinekit.calibrate.load_calibration`.
 
 It prints Markdown tables, per sweep and per source, of
@@ -326,7 +326,7 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
                 sharegpt_sigma=SHAREGPT_SIGMA) -> dict:
     """Scores of one sweep (its points as :func:`read_sweeps` gives them) under ``engine``."""
     kind = mode(points)
-    if callable(engine):             # an engine per sweep (own_engine, --step-overhead)
+    if callable(engine):             # an engine per sweep (own_engine_name, --step-overhead)
         engine = engine(points[0])
     peak = max(p["output_throughput"] for p in points)
     top = max(points, key=lambda p: p["output_throughput"])
@@ -428,12 +428,22 @@ def profile_version(point) -> str | None:
     return version if host is not None and version and host.synchronous(version) else None
 
 
+def own_engine_name(point) -> str:
+    """The engine ``point`` ran, as a planner names it: its shipped profile
+    (:data:`PROFILE_OF_ENGINE`) at its version's host scheduling (:func:`profile_version`):
+    ``"trtllm"``, ``"vllm@0.10.1.1"``, ... An engine per sweep for :func:`score` beside the
+    default (the newest vLLM profile for every sweep); by name, so that the planner also holds
+    that engine's memory beside the KV cache (vLLM's; none for SGLang and TensorRT-LLM:
+    :func:`rooflinekit.profiles.memory_engine`)."""
+    version = profile_version(point)
+    return PROFILE_OF_ENGINE[point["engine"]] + (f"@{version}" if version else "")
+
+
 def own_engine(point):
-    """The shipped profile of the engine ``point`` ran (:data:`PROFILE_OF_ENGINE`) for its GPU,
-    at its version's host scheduling (:func:`profile_version`): an engine per sweep for
-    :func:`score`, beside the default (the newest vLLM profile for every sweep)."""
-    return rooflinekit.engine_profile(PROFILE_OF_ENGINE[point["engine"]], point["gpu"],
-                                      version=profile_version(point), warn=False)
+    """The shipped profile :func:`own_engine_name` names, for ``point``'s GPU."""
+    name = PROFILE_OF_ENGINE[point["engine"]]
+    return rooflinekit.engine_profile(name, point["gpu"], version=profile_version(point),
+                                      warn=False)
 
 
 def with_step_overhead(seconds: float):
@@ -549,7 +559,8 @@ def main(argv=None) -> int:
                         help="the saturation runs CSV (single bursts)")
     args = parser.parse_args(argv)
 
-    engines = [("ideal", rooflinekit.IDEAL), ("default", None), ("own engine", own_engine)]
+    engines = [("ideal", rooflinekit.IDEAL), ("default", None),
+               ("own engine", own_engine_name)]
     if args.calibration:
         from rooflinekit.calibrate import load_calibration
         engines.append(("calibration", load_calibration(args.calibration)))
