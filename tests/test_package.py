@@ -113,3 +113,6 @@ def test_readme_python_snippets_run():
         exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["rk"].max_concurrent_sequences(namespace["model"], namespace["gpu"], 8192,
                                                      tp=8) == 183
+    # vLLM's cache of Llama-3.1-70B on 2 x H100 (docs/planning.md's plan holds the same)
+    assert namespace["kv"]["kv_cache_tokens"] == 10_368
+    assert int(namespace["kv"]["max_concurrency"]) == 1
