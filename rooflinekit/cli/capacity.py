@@ -24,7 +24,7 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, format_value, print_table
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import engine_memory, memory_engine
+from rooflinekit.profiles import held_memory, memory_engine
 
 __all__ = list(COMMAND_API)
 
@@ -134,8 +134,10 @@ def _check(args, model) -> None:
                          f"{model.n_heads} attention heads of {model.name}")
 
 
-def _budget(args, model, gpu):
-    """KV budget [bytes], [tokens] and sequences of ``--max-model-len`` that fit."""
+def _budget(args, model, gpu, held):
+    """KV budget [bytes], [tokens] and sequences of ``--max-model-len`` that fit; under vLLM's
+    rule less ``held``, what the engine keeps beside the weights
+    (:func:`rooflinekit.profiles.held_memory`)."""
     tp, ctx = args.tp, args.max_model_len
     if args.gpu_memory_utilization is None:
         reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
@@ -143,24 +145,12 @@ def _budget(args, model, gpu):
         return (memory.usable_kv_bytes(model, gpu, tp=tp, reserve=reserve),
                 memory.kv_budget_tokens(model, gpu, tp=tp, reserve=reserve),
                 memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=reserve))
-    held = _held(args, model, gpu)
     engine = memory.engine_kv_cache(model, gpu, tp=tp,
                                     gpu_memory_utilization=args.gpu_memory_utilization,
                                     block_size=args.block_size or 16, max_model_len=ctx,
-                                    activation_peak_bytes=held["activation_peak_bytes"],
-                                    non_torch_bytes=held["non_torch_bytes"])
+                                    **held)
     return (engine["available_bytes"] * tp, engine["kv_cache_tokens"],
             int(engine["max_concurrency"]))
-
-
-def _held(args, model, gpu) -> dict:
-    """What ``--engine`` keeps on each GPU beside weights and KV under vLLM's rule
-    (:func:`rooflinekit.engine_memory` at the engine's defaults for the GPU); nothing for the
-    ideal bound or an engine without a memory row."""
-    name = memory_engine(args.engine)
-    if name is None:
-        return {"activation_peak_bytes": 0.0, "non_torch_bytes": 0.0}
-    return engine_memory(model, gpu, args.tp, engine=name)
 
 
 def _why_not(result) -> tuple[bool, str | None]:
@@ -196,8 +186,9 @@ def run(args, out) -> int:
     draft = speculative_draft(args)
     engine = engine_from_args(args, gpu)
     tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
-    budget, tokens, sequences = _budget(args, model, gpu)
-    held = None if args.gpu_memory_utilization is None else _held(args, model, gpu)
+    # what the engine keeps beside the weights (vLLM's footprint; nothing for the bound)
+    held = held_memory(memory_engine(args.engine), model, gpu, tp)
+    budget, tokens, sequences = _budget(args, model, gpu, held)
     # TTFT is a prefill; ITL, throughput and cost are decode steps: each formula asks the
     # engine (a calibration: its knob set of this model and GPU) for its phase's
     result = {
@@ -216,17 +207,13 @@ def run(args, out) -> int:
                                                          engine=engine)),
         "model_quality": roofline.engine_for(engine, "decode", model=model, gpu=gpu).label,
     }
-    if held is not None:
+    if args.gpu_memory_utilization is not None:
         # vLLM's rule: what the engine keeps on each GPU outside the KV cache, taken off it
-        result["engine_memory_gib"] = (held["activation_peak_bytes"]
-                                       + held["non_torch_bytes"]) / units.GiB
+        result["engine_memory_gib"] = sum(held.values()) / units.GiB
     elif memory_engine(args.engine) is not None and budget > 0:
         # the guide's rule answered: what vLLM at its default share would hold, beside it
-        kept = _held(args, model, gpu)
         vllm = memory.engine_kv_cache(model, gpu, tp=tp, gpu_memory_utilization=0.9,
-                                      max_model_len=ctx,
-                                      activation_peak_bytes=kept["activation_peak_bytes"],
-                                      non_torch_bytes=kept["non_torch_bytes"])
+                                      max_model_len=ctx, **held)
         result["vllm_kv_budget_tokens"] = int(vllm["kv_cache_tokens"])
         result["vllm_max_concurrent_sequences"] = int(vllm["max_concurrency"])
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)

@@ -17,7 +17,7 @@ from rooflinekit import catalog, dims
 from rooflinekit._validation import check_type, describe
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
-from rooflinekit.profiles import engine_memory
+from rooflinekit.profiles import ENGINE_MEMORY, held_memory
 from rooflinekit.workloads import Constant
 
 __all__ = ["launch_commands"]
@@ -41,13 +41,13 @@ def _chosen(cheapest: xr.Dataset, name: str):
 
 
 def _held_bytes(attrs, model, gpu, tp, max_num_seqs, max_num_batched_tokens) -> float:
-    """What the plan kept on each GPU beside weights and KV [bytes] (its
-    ``memory_outside_kv``: vLLM's activation peak and non-torch memory, or nothing)."""
-    if not str(attrs.get("memory_outside_kv", "")).startswith("vllm"):
-        return 0.0
-    kept = engine_memory(model, gpu, tp, engine="vllm", max_num_seqs=max_num_seqs,
-                         max_num_batched_tokens=max_num_batched_tokens)
-    return float(kept["activation_peak_bytes"] + kept["non_torch_bytes"])
+    """What the plan kept on each GPU beside weights and KV [bytes]: the engine its
+    ``memory_outside_kv`` names first (vLLM's activation peak and non-torch memory), or
+    nothing."""
+    named = str(attrs.get("memory_outside_kv", "")).split(" ", 1)[0]
+    held_by = named if any(r["engine"] == named for r in ENGINE_MEMORY) else None
+    return float(sum(held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
+                                 max_num_batched_tokens=max_num_batched_tokens).values()))
 
 
 def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,

@@ -19,7 +19,6 @@ from rooflinekit.planning.capacity import draw_requests, max_rate, rate_variable
 from rooflinekit.planning.fleet import (
     PLAN_WORK_LIMIT,
     _names,
-    _held,
     _memory_outside_kv,
     _quality,
     _replica,
@@ -28,7 +27,7 @@ from rooflinekit.planning.fleet import (
     one_scheduler,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import memory_engine, resolve_engine, scheduler_admission
+from rooflinekit.profiles import held_memory, memory_engine, resolve_engine, scheduler_admission
 
 __all__ = ["AGGREGATED", "MAX_SPLITS", "SPLIT", "plan_disaggregated"]
 
@@ -170,7 +169,8 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission,
         whole_number("block_size", block_size, lo=1),
         real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
-        engine, held=_held(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens))
+        engine, held=held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
+                                 max_num_batched_tokens=max_num_batched_tokens))
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     # each unit's search simulates every request in both pools: about one plan's work
     check_plan_size(traffic, len(pairs) + 1, replicates=replicates, requests=requests,

@@ -41,7 +41,7 @@ from rooflinekit.planning.capacity import (
 )
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.profiles import (ENGINE_MEMORY, Calibration, chunk_budget_candidates,
-                                  engine_memory, memory_engine, older_than_scheduler,
+                                  held_memory, memory_engine, older_than_scheduler,
                                   resolve_engine, scheduler_admission, scheduler_defaults,
                                   scheduler_engine)
 from rooflinekit.roofline import (
@@ -487,17 +487,6 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     return ds
 
 
-def _held(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens) -> dict:
-    """What engine ``held_by`` keeps on each GPU beside weights and KV, as
-    :func:`~rooflinekit.batching.replica_kv_budget` takes it; nothing for ``None``. The
-    profiling step is the configuration's budget, or the engine's own where prompts go whole."""
-    if held_by is None:
-        return {}
-    kept = engine_memory(model, gpu, tp, engine=held_by, max_num_seqs=max_num_seqs,
-                         max_num_batched_tokens=max_num_batched_tokens)
-    return {k: kept[k] for k in ("activation_peak_bytes", "non_torch_bytes")}
-
-
 def _memory_outside_kv(held_by) -> str:
     """What a plan took off each GPU beside the weights before sizing the KV cache."""
     if held_by is None:
@@ -633,8 +622,9 @@ class _Configuration:
             self.utilization, engine, self.prefix_caching, self.speculative,
             values.get(dims.PP, 1), values.get(dims.EP, 1),
             self.defaults[values[dims.GPU].name].mixed_prefill,
-            _held(self.held_by, values[dims.MODEL], values[dims.GPU], values[dims.TP],
-                  values[dims.MAX_NUM_SEQS], values.get(dims.MAX_NUM_BATCHED_TOKENS)))
+            held_memory(self.held_by, values[dims.MODEL], values[dims.GPU], values[dims.TP],
+                        max_num_seqs=values[dims.MAX_NUM_SEQS],
+                        max_num_batched_tokens=values.get(dims.MAX_NUM_BATCHED_TOKENS)))
 
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
@@ -683,7 +673,8 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
     """One replica's batcher and KV budget, or why the configuration cannot serve; prefill
     steps apart from the decodes where the engine runs them so (``mixed_prefill`` False),
     except under speculative decoding (simulated mixed). ``held``: what the engine keeps on
-    each GPU beside weights and KV (:func:`_held`), taken off before the KV budget."""
+    each GPU beside weights and KV (:func:`~rooflinekit.profiles.held_memory`), taken off
+    before the KV budget."""
     problem = _layout_problem(model, tp, pp, ep, gpu)
     if problem:
         return None, 0, problem
@@ -835,7 +826,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                   gpu_memory_utilization=real_number("gpu_memory_utilization",
                                                      gpu_memory_utilization, lo=0, hi=1,
                                                      lo_open=True),
-                  held=_held(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens))
+                  held=held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
+                                          max_num_batched_tokens=max_num_batched_tokens))
 
     def replica(engine, seqs=max_num_seqs):
         return _replica(model, gpu, tp, seqs, max_num_batched_tokens, engine=engine,

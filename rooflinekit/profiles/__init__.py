@@ -30,6 +30,7 @@ from rooflinekit.profiles.footprint import (
     FUSED_MOE_CHUNK_TOKENS,
     MOE_ACTIVATION_BYTES,
     engine_memory,
+    held_memory,
     memory_engine,
     moe_workspace_bytes,
     read_engine_memory_file,
@@ -62,7 +63,7 @@ from rooflinekit.profiles.shipped import (
     split_engine_name,
 )
 
-__all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES", "engine_memory", "memory_engine", "moe_workspace_bytes",
+__all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES", "engine_memory", "held_memory", "memory_engine", "moe_workspace_bytes",
            "read_engine_memory_file", "ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
            "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
            "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",

@@ -21,10 +21,11 @@ from rooflinekit.models import ModelShape
 from rooflinekit.roofline import IDEAL
 from rooflinekit.profiles import shipped
 from rooflinekit.profiles.scheduling import scheduler_defaults, scheduler_engine
-from rooflinekit.profiles.shipped import DEFAULT_ENGINE, ENGINE_NAMES
+from rooflinekit.profiles.shipped import DEFAULT_ENGINE
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
-           "engine_memory", "memory_engine", "moe_workspace_bytes", "read_engine_memory_file"]
+           "engine_memory", "held_memory", "memory_engine", "moe_workspace_bytes",
+           "read_engine_memory_file"]
 
 GIB = 2**30
 #: Tokens vLLM's fused-MoE kernel works on at once (``VLLM_FUSED_MOE_CHUNK_SIZE``, default
@@ -70,13 +71,8 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
     data = read_toml_file(path, _WHAT)
     rows, seen = [], set()
     for where, row in shipped._tables(path, data, "memory", what=_WHAT):
-        unknown = sorted(set(row) - {*_NUMBER_FIELDS, *_TEXT_FIELDS})
-        if unknown:
-            _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
-        out = shipped._texts(path, row, where, _TEXT_FIELDS, what=_WHAT)
-        if out["engine"] not in ENGINE_NAMES:
-            _fail(path, f"{where}.engine", f"must be one of {', '.join(ENGINE_NAMES)}; got "
-                  f"{out['engine']!r}")
+        out = shipped._engine_row(path, row, where, _TEXT_FIELDS,
+                                  (*_NUMBER_FIELDS, *_TEXT_FIELDS), _WHAT)
         if out["engine"] in seen:
             _fail(path, f"{where}.engine", f"{out['engine']!r} has a row already")
         seen.add(out["engine"])
@@ -247,3 +243,30 @@ def memory_engine(engine) -> str | None:
         return None
     name = scheduler_engine(engine)
     return name if any(r["engine"] == name for r in ENGINE_MEMORY) else None
+
+
+def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
+                max_num_batched_tokens=None) -> dict:
+    """What engine ``held_by`` keeps on each GPU beside weights and KV, as the keyword
+    arguments :func:`rooflinekit.memory.engine_kv_cache` and
+    :func:`rooflinekit.batching.replica_kv_budget` take it.
+
+    Parameters
+    ----------
+    held_by : str or None
+        An engine with a memory row (:func:`memory_engine` of a planner's ``engine=``), or
+        ``None``: nothing is held.
+    model, gpu, tp, max_num_seqs, max_num_batched_tokens
+        As for :func:`engine_memory` (the profiling step: the configuration's budget, or the
+        engine's own where it is ``None``).
+
+    Returns
+    -------
+    dict
+        ``activation_peak_bytes`` and ``non_torch_bytes`` [bytes per GPU]; empty for ``None``.
+    """
+    if held_by is None:
+        return {}
+    kept = engine_memory(model, gpu, tp, engine=held_by, max_num_seqs=max_num_seqs,
+                         max_num_batched_tokens=max_num_batched_tokens)
+    return {k: kept[k] for k in ("activation_peak_bytes", "non_torch_bytes")}

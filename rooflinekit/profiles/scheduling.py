@@ -101,18 +101,12 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
         the file, the row and the field; rows of one engine that disagree on ``admission``.
     """
     path = Path(path)
-    data = read_toml_file(path, "engine scheduler file")
+    data = read_toml_file(path, _WHAT)
     rows = []
     for where, row in shipped._tables(path, data, "scheduler", what=_WHAT):
-        unknown = sorted(set(row) - {*_INT_FIELDS, *_TEXT_FIELDS, *_MEMORY_FIELDS,
-                                     "exclude_gpus", "mixed_prefill", "admission",
-                                     "since_version"})
-        if unknown:
-            _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
-        out = shipped._texts(path, row, where, _TEXT_FIELDS, what=_WHAT)
-        if out["engine"] not in ENGINE_NAMES:
-            _fail(path, f"{where}.engine", f"must be one of {', '.join(ENGINE_NAMES)}; got "
-                  f"{out['engine']!r}")
+        out = shipped._engine_row(path, row, where, _TEXT_FIELDS,
+                                  (*_INT_FIELDS, *_TEXT_FIELDS, *_MEMORY_FIELDS, "exclude_gpus",
+                                   "mixed_prefill", "admission", "since_version"), _WHAT)
         for field in _INT_FIELDS:
             value = row.get(field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

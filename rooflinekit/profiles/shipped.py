@@ -139,6 +139,20 @@ def _tables(path, data, key: str, what="engine profile file"):
         yield where, row
 
 
+def _engine_row(path, row, where: str, fields, known, what: str) -> dict:
+    """One table of an engine data file: no field outside ``known``, the non-empty text
+    ``fields`` (:func:`_texts`), and an ``engine`` among :data:`ENGINE_NAMES`; or the error
+    naming the file, the row and the field."""
+    unknown = sorted(set(row) - set(known))
+    if unknown:
+        _fail(path, where, f"unknown field(s) {', '.join(unknown)}", what=what)
+    out = _texts(path, row, where, fields, what=what)
+    if out["engine"] not in ENGINE_NAMES:
+        _fail(path, f"{where}.engine", f"must be one of {', '.join(ENGINE_NAMES)}; got "
+              f"{out['engine']!r}", what=what)
+    return out
+
+
 def _texts(path, row, where: str, fields, what="engine profile file") -> dict:
     """The non-empty text ``fields`` of one table of a data file, or the error naming them."""
     out = {}
