@@ -63,7 +63,8 @@ from rooflinekit.pricing import (
                                 payg_cost_per_request,
                                 speculative_cost_per_million_tokens,
 )
-from rooflinekit.profiles import ENGINE_MEMORY, ENGINE_PROFILES, engine_memory, engine_profile
+from rooflinekit.profiles import (ENGINE_MEMORY, ENGINE_PROFILES, engine_memory, engine_profile,
+                                  memory_share, sglang_mem_fraction_static)
 from rooflinekit.roofline import (
                                 IDEAL,
                                 Engine,
@@ -104,7 +105,8 @@ __all__ = [
     # specs
     "GPU", "ModelShape", "Engine", "IDEAL",
     # engine profiles: the default engine of every planning answer
-    "engine_profile", "ENGINE_PROFILES", "engine_memory", "ENGINE_MEMORY",
+    "engine_profile", "ENGINE_PROFILES", "engine_memory", "ENGINE_MEMORY", "memory_share",
+    "sglang_mem_fraction_static",
     # memory (§2)
     "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_bytes", "usable_kv_bytes",
     "max_concurrent_sequences", "kv_copies", "kv_budget_tokens", "max_context_length",

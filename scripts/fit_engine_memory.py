@@ -22,6 +22,13 @@ whose log prints the activation peak, on one pipeline stage:
 Errors are reported on the KV cache vLLM logged (``gpu_memory_utilization × total − weights −
 activation peak − non-torch`` with the log's weights and total): in sample, and leaving each
 model out of the medians in turn.
+
+SGLang's row (``tests/data/engine_logs/sglang_memory.csv``): SGLang sizes its pool as
+``mem_fraction_static × A − W`` with ``A`` the memory free before the weights load; its
+``non_torch_gib`` and ``non_torch_parallel_gib`` are what the GPU's total less ``A`` leaves
+(the CUDA context and communicators) on the logs whose ``A`` is printed or follows (free after
+loading plus the weights) and whose GPU's total is known (``SGLANG_LOGS``), at tensor
+parallelism 1 and above. Two logs qualify: its errors are in sample.
 """
 
 from __future__ import annotations
@@ -44,6 +51,18 @@ CSV = ROOT / "tests" / "data" / "engine_logs" / "vllm_memory.csv"
 OUT = ROOT / "rooflinekit" / "data" / "engine_memory.toml"
 VERSION = "0.19.0"
 GIB = 2**30
+SGLANG_CSV = ROOT / "tests" / "data" / "engine_logs" / "sglang_memory.csv"
+SGLANG_VERSION = "0.5.6"
+#: The SGLang logs the fit reads: each one's GPU total [GiB] (the driver's, as PyTorch reports
+#: it) and the mem_fraction_static it ran at where its log does not print it.
+SGLANG_LOGS = {
+    # an 80 GB card (78.59 GiB free before loading); the H100's 79.19 (vllm_memory.csv); the
+    # 0.4.4 rule of its date: 0.88 at TP 1 on <= 80 GiB (server_args.py of sglang 0.4.6)
+    "sglang-pr4760-llama31-8b-tp1": (79.19, 0.88),
+    # an H200 (137.34 GiB free at loading): 139.72 GiB as vLLM reads it (vllm-project/vllm
+    # issue #23192); SGLang 0.5's rule at TP 8, 143,771 MiB: 0.897
+    "sglang-pr11716-llama33-70b-tp8": (139.72, 0.897),
+}
 
 
 def read_rows(path=CSV) -> list[dict]:
@@ -120,6 +139,37 @@ def errors(rows) -> dict:
     return {"in_sample": inside, "held_out": held}
 
 
+def sglang_rows(path=SGLANG_CSV) -> list[dict]:
+    """The SGLang logs of :data:`SGLANG_LOGS`: memory free before loading and the pool."""
+    out = []
+    for r in read_rows(path):
+        if r["id"] not in SGLANG_LOGS:
+            continue
+        total, share = SGLANG_LOGS[r["id"]]
+        before = _number(r["load_begin_avail_gb"])
+        if before is None:           # free after loading plus what loading took
+            before = float(r["load_end_avail_gb"]) + float(r["weights_gb"])
+        tp = int(r["tp"] or 1)
+        out.append({"id": r["id"], "model": catalog.model(r["model"]), "tp": tp,
+                    "total": total, "share": share, "before": before,
+                    "kv": float(r["k_size_gb"]) + float(r["v_size_gb"] or 0.0)})
+    return out
+
+
+def fit_sglang(rows) -> dict:
+    """SGLang's memory in use before loading [GiB] at TP 1 and above, and the pool errors."""
+    knobs = {"non_torch_gib": statistics.median(r["total"] - r["before"] for r in rows
+                                                 if r["tp"] == 1),
+             "non_torch_parallel_gib": statistics.median(r["total"] - r["before"] for r in rows
+                                                          if r["tp"] > 1)}
+    errs = {}
+    for r in rows:
+        c = knobs["non_torch_gib"] if r["tp"] == 1 else knobs["non_torch_parallel_gib"]
+        kv = r["share"] * (r["total"] - c) - float(r["model"].weight_bytes) / r["tp"] / GIB
+        errs[r["id"]] = kv - r["kv"]
+    return {**knobs, "errors": errs}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"rewrite {OUT.relative_to(ROOT)}")
@@ -142,15 +192,19 @@ def main(argv=None) -> int:
                "held_out_median_error_gib": statistics.median(held)}
     for key, value in summary.items():
         print(f"  {key} = {value:.3f}")
+    sglang = fit_sglang(sglang_rows())
+    print(f"SGLang {SGLANG_VERSION}: memory in use before loading "
+          f"{sglang['non_torch_gib']:.2f} GiB at TP 1, {sglang['non_torch_parallel_gib']:.2f} above")
+    for key, value in sglang["errors"].items():
+        print(f"  {key:38} pool error {value:+.2f} GiB")
     if args.write:
-        OUT.write_text(render(knobs, summary, len(rows)))
+        OUT.write_text(render(knobs, summary, len(rows), sglang))
         print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
 
 
-def render(knobs, summary, n_rows) -> str:
+def render(knobs, summary, n_rows, sglang) -> str:
     """The data file's text."""
-    models = "the same file"
     return f"""# What a serving engine keeps on each GPU beside the weights and the KV cache, per release:
 # rooflinekit.profiles.footprint reads it (rooflinekit.memory.engine_kv_cache subtracts it).
 # Made by `python scripts/fit_engine_memory.py --write` from tests/data/engine_logs/vllm_memory.csv
@@ -180,6 +234,21 @@ fit_error_gib = {summary['fit_error_gib']:.3f}
 held_out_error_gib = {summary['held_out_error_gib']:.3f}
 held_out_median_error_gib = {summary['held_out_median_error_gib']:.3f}
 source = "tests/data/engine_logs/vllm_memory.csv: vLLM {VERSION} start-up logs on H100 80GB (llm-d-planner PR #205, commit d3121e0), {n_rows} rows of catalogue models; the fit: scripts/fit_engine_memory.py"
+
+# SGLang: its pool is mem_fraction_static x the memory free before the weights load, less the
+# weights; non_torch_gib / non_torch_parallel_gib: the memory in use before loading (CUDA
+# context, communicators) at tensor parallelism 1 / above, from {len(sglang['errors'])} logs of
+# tests/data/engine_logs/sglang_memory.csv (no held-out figure: each size has one log).
+# mem_fraction_static's default: rooflinekit.profiles.sglang_mem_fraction_static (SGLang's code).
+[[memory]]
+engine = "sglang"
+version = "{SGLANG_VERSION}"
+date = "{datetime.date.today().isoformat()}"
+sampler_bytes_per_logit = 0.0
+non_torch_gib = {sglang['non_torch_gib']:.4f}
+non_torch_parallel_gib = {sglang['non_torch_parallel_gib']:.4f}
+fit_error_gib = {max(abs(v) for v in sglang['errors'].values()):.3f}
+source = "tests/data/engine_logs/sglang_memory.csv: SGLang start-up logs of sgl-project/sglang pull requests #4760 (Llama-3.1-8B, TP 1, 80 GB GPU) and #11716 (Llama-3.3-70B, TP 8, H200); GPU totals and shares: scripts/fit_engine_memory.py SGLANG_LOGS"
 """
 
 

@@ -146,9 +146,11 @@ def test_a_hybrid_plan_with_prefixes_asks_vllm_for_its_prefix_cache():
 def test_the_tensorrt_llm_and_sglang_commands_size_the_same_cache(chunked):
     """trtllm-serve takes the same slots and budget, and its KV share of the memory left after
     the weights and activations is the plan's: (u·M − W/tp − F) / (M − W/tp − F); SGLang's
-    static share holds weights and KV: u − F / M. By hand for Llama-3.1-8B on an H100 (the
-    driver's 79.19 GiB; 8,030,261,248 parameters of 2 B) at u = 0.85, F vLLM's sampler
-    (15.452 B × max_num_seqs × 128,256) and non-torch memory (0.25 GiB at TP 1, 2.09 above)."""
+    static share holds weights and KV of the memory free before its weights load, M − c:
+    (u·M − F) / (M − c). By hand for Llama-3.1-8B on an H100 (the driver's 79.19 GiB;
+    8,030,261,248 parameters of 2 B) at u = 0.85, F vLLM's sampler (15.452 B × max_num_seqs ×
+    128,256) and non-torch memory (0.25 GiB at TP 1, 2.09 above), c SGLang's memory in use
+    before loading (0.60 GiB at TP 1, 2.38 above: engine_memory.toml)."""
     got = launch_commands(chunked, TRAFFIC)
     trt = _flags(got["trtllm_serve"])
     assert got["trtllm_serve"].startswith("trtllm-serve meta-llama/Llama-3.1-8B ")
@@ -162,8 +164,9 @@ def test_the_tensorrt_llm_and_sglang_commands_size_the_same_cache(chunked):
     assert float(trt["--kv_cache_free_gpu_memory_fraction"]) == pytest.approx(
         (0.85 * memory - weights - held) / (memory - weights - held), abs=0.006)
     sglang = _flags(got["sglang_serve"])
-    assert float(sglang["--mem-fraction-static"]) == pytest.approx(0.85 - held / memory,
-                                                                   abs=6e-4)
+    before = memory - (0.60 if tp == 1 else 2.38) * gib
+    assert float(sglang["--mem-fraction-static"]) == pytest.approx(
+        (0.85 * memory - held) / before, abs=6e-4)
     # the 8B model's cache holds more than its 131,072-token context: no cap
     assert "--max-model-len" not in _flags(got["vllm_serve"])
 

@@ -49,7 +49,7 @@ def test_the_shipped_figures_are_the_scripts_fit_of_the_logs():
     script = _script()
     rows = script.fit_rows(script.read_rows(LOGS))
     knobs = script.fit(rows)
-    (shipped,) = ENGINE_MEMORY
+    shipped = next(r for r in ENGINE_MEMORY if r["engine"] == "vllm")
     for key, value in knobs.items():
         assert shipped[key] == pytest.approx(value, abs=5e-5), key
     err = script.errors(rows)
@@ -131,9 +131,10 @@ def test_which_engine_holds_memory():
     assert memory_engine(None) == memory_engine("vllm") == memory_engine("vllm@0.11.0") == "vllm"
     assert memory_engine(rk.Engine()) == "vllm"            # its launch command is vLLM's
     assert memory_engine("ideal") is memory_engine(rk.IDEAL) is None
-    assert memory_engine("sglang") is memory_engine("trtllm") is None   # no row of theirs
+    assert memory_engine("sglang") == memory_engine("sglang@0.5.6") == "sglang"
+    assert memory_engine("trtllm") is None                  # no row of its own
     with pytest.raises(ValueError, match="engine must be one with a memory row"):
-        engine_memory(catalog.model("Llama-3.1-8B"), "H100", engine="sglang")
+        engine_memory(catalog.model("Llama-3.1-8B"), "H100", engine="trtllm")
 
 
 def test_a_plan_takes_the_footprint_off_each_gpu():

@@ -24,7 +24,7 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, format_value, print_table
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import held_memory, memory_engine
+from rooflinekit.profiles import held_memory, memory_engine, memory_share
 
 __all__ = list(COMMAND_API)
 
@@ -55,6 +55,10 @@ _QUANTITIES = (
     ("vllm_kv_budget_tokens", "vLLM at 0.9, its memory outside KV off: KV budget [tokens]"),
     ("vllm_max_concurrent_sequences", "vLLM at 0.9, its memory outside KV off: max concurrent "
                                       "sequences"),
+    ("sglang_kv_budget_tokens", "SGLang at its default --mem-fraction-static: KV budget "
+                                "[tokens]"),
+    ("sglang_max_concurrent_sequences", "SGLang at its default --mem-fraction-static: max "
+                                        "concurrent sequences"),
     ("ttft_ms", "TTFT [ms]"),
     ("decode_step_time_ms", "decode step (ITL) [ms]"), ("tokens_per_s", "throughput [tokens/s]"),
     ("tokens_per_s_per_gpu", "throughput per GPU [tokens/s]"),
@@ -187,7 +191,9 @@ def run(args, out) -> int:
     engine = engine_from_args(args, gpu)
     tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
     # what the engine keeps beside the weights (vLLM's footprint; nothing for the bound)
-    held = held_memory(memory_engine(args.engine), model, gpu, tp)
+    held_by = memory_engine(args.engine)
+    held = held_memory(held_by, model, gpu, tp,
+                       gpu_memory_utilization=args.gpu_memory_utilization)
     budget, tokens, sequences = _budget(args, model, gpu, held)
     # TTFT is a prefill; ITL, throughput and cost are decode steps: each formula asks the
     # engine (a calibration: its knob set of this model and GPU) for its phase's
@@ -210,12 +216,13 @@ def run(args, out) -> int:
     if args.gpu_memory_utilization is not None:
         # vLLM's rule: what the engine keeps on each GPU outside the KV cache, taken off it
         result["engine_memory_gib"] = sum(held.values()) / units.GiB
-    elif memory_engine(args.engine) is not None and budget > 0:
-        # the guide's rule answered: what vLLM at its default share would hold, beside it
-        vllm = memory.engine_kv_cache(model, gpu, tp=tp, gpu_memory_utilization=0.9,
-                                      max_model_len=ctx, **held)
-        result["vllm_kv_budget_tokens"] = int(vllm["kv_cache_tokens"])
-        result["vllm_max_concurrent_sequences"] = int(vllm["max_concurrency"])
+    elif held_by is not None and budget > 0:
+        # the guide's rule answered: what the engine at its default share would hold, beside it
+        own = memory.engine_kv_cache(model, gpu, tp=tp, max_model_len=ctx,
+                                     gpu_memory_utilization=memory_share(held_by, gpu, tp),
+                                     **held)
+        result[f"{held_by}_kv_budget_tokens"] = int(own["kv_cache_tokens"])
+        result[f"{held_by}_max_concurrent_sequences"] = int(own["max_concurrency"])
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (

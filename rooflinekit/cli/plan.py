@@ -149,8 +149,9 @@ def add_replica_flags(parser, *, lists: bool) -> None:
                    "engine's own, for each configuration)" if lists else
                    "per-step token budget, chunked prefill (default: the engine's for the "
                    "GPU, vLLM's 8192 on >= 70 GiB other than A100, else 2048)"))
-    add_flag(parser, "--gpu-memory-utilization", default=0.9,
-             help="share of each GPU's memory for weights + KV, in (0, 1] (0.9)")
+    add_flag(parser, "--gpu-memory-utilization", default=None,
+             help="share of each GPU's memory for weights + KV, in (0, 1] (the engine's own: "
+                  "0.9; --engine sglang its --mem-fraction-static rule)")
     add_flag(parser, "--block-size")
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")
@@ -588,8 +589,10 @@ def run(args, out) -> int:
         for typed, (name, also) in variants.items():
             out.write(f"note: {typed!r} is {name}; the catalogue also has {', '.join(also)} "
                       f"(name one to plan it)\n")
-        out.write(f"KV cache: {ds.attrs['gpu_memory_utilization']:g} of the memory the driver "
-                  f"reports, less the weights and {ds.attrs['memory_outside_kv']}\n")
+        share = ds.attrs["gpu_memory_utilization"]
+        share = f"{share:g}" if isinstance(share, float) else share
+        out.write(f"KV cache: {share} of the memory the driver reports, less the weights and "
+                  f"{ds.attrs['memory_outside_kv']}\n")
         if bound is not None:
             out.write(f"ideal roofline bound for the cheapest configuration: "
                       f"{bound['gpus']} GPU(s) (max rate {bound['max_rate']:.3g} requests/s, "

@@ -17,7 +17,8 @@ from rooflinekit import catalog, dims
 from rooflinekit._validation import check_type, describe
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
-from rooflinekit.profiles import ENGINE_MEMORY, held_memory
+from rooflinekit.profiles import (ENGINE_MEMORY, VLLM_GPU_MEMORY_UTILIZATION, held_memory,
+                                  memory_share)
 from rooflinekit.workloads import Constant
 
 __all__ = ["launch_commands"]
@@ -40,14 +41,24 @@ def _chosen(cheapest: xr.Dataset, name: str):
     return value.item()
 
 
-def _held_bytes(attrs, model, gpu, tp, max_num_seqs, max_num_batched_tokens) -> float:
-    """What the plan kept on each GPU beside weights and KV [bytes]: the engine its
-    ``memory_outside_kv`` names first (vLLM's activation peak and non-torch memory), or
-    nothing."""
+def _held_bytes(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens,
+                share) -> float:
+    """What engine ``held_by`` keeps on each GPU beside weights and KV at ``share`` [bytes]
+    (:func:`~rooflinekit.profiles.held_memory`; 0 for ``None``)."""
+    return float(sum(held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
+                                 max_num_batched_tokens=max_num_batched_tokens,
+                                 gpu_memory_utilization=share).values()))
+
+
+def _plan_memory(attrs, gpu, tp, max_num_batched_tokens):
+    """The engine whose memory the plan held (the one its ``memory_outside_kv`` names first,
+    or ``None``) and the share of each GPU it gave weights and KV."""
     named = str(attrs.get("memory_outside_kv", "")).split(" ", 1)[0]
     held_by = named if any(r["engine"] == named for r in ENGINE_MEMORY) else None
-    return float(sum(held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
-                                 max_num_batched_tokens=max_num_batched_tokens).values()))
+    given = attrs.get("gpu_memory_utilization", VLLM_GPU_MEMORY_UTILIZATION)
+    given = float(given) if isinstance(given, (int, float)) else None   # else the engine's rule
+    return held_by, memory_share(held_by, gpu, tp, given,
+                                 max_num_batched_tokens=max_num_batched_tokens)
 
 
 def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
@@ -94,12 +105,17 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     ``max_num_batched_tokens`` prefilled whole prompts, which the engines chunk at a budget of
     their own: ``notes`` says so.
 
-    The plan's cache is a share ``u`` of the memory the driver reports on each GPU ``M``, less
-    the weights ``W`` and what vLLM keeps beside them ``F`` (:func:`rooflinekit.engine_memory`;
-    0 where the plan kept none). SGLang's ``--mem-fraction-static`` holds weights and KV:
-    ``u − F / M`` gives the same cache. TensorRT-LLM sizes its cache as a share of the memory
-    left after the weights and its activations (``--kv_cache_free_gpu_memory_fraction``):
-    ``(u·M − W − F) / (M − W − F)``, taking vLLM's activations for its own [1]_. Where the
+    The plan's cache is ``C = u·M − W − F``: a share ``u`` of the memory the driver reports
+    on each GPU ``M``, less the weights ``W`` and what the plan's engine keeps beside them
+    ``F`` (:func:`rooflinekit.engine_memory`; 0 where the plan kept none). vLLM's
+    ``--gpu-memory-utilization`` is ``(C + W + F_vLLM) / M`` (``u`` itself for a vLLM plan).
+    SGLang's ``--mem-fraction-static`` is a share of the memory free before its weights
+    load, ``M − c`` (``c`` the CUDA context and communicators, its memory row): ``(C + W) /
+    (M − c)``; ``notes`` says where that is above SGLang's own default
+    (:func:`rooflinekit.profiles.sglang_mem_fraction_static`), which keeps more back for its
+    activations and CUDA graphs. TensorRT-LLM sizes its cache as a share of the memory left
+    after the weights and its activations (``--kv_cache_free_gpu_memory_fraction``):
+    ``C / (M − W − F)``, taking the plan's activations for its own [1]_. Where the
     cache holds fewer tokens than the model's context, each command caps a request at the
     cache (``--max-model-len``, ``--context-length``, ``--max_seq_len``): the engines refuse
     to start when one request of their context does not fit. Its block reuse (prefix caching) is set in its options file
@@ -166,17 +182,30 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         notes.append("the plan prefilled each prompt whole in one step; both engines chunk "
                      "prompts at a default budget of their own (plan with "
                      "max_num_batched_tokens= to deploy exactly what was planned)")
-    utilization = float(attrs.get("gpu_memory_utilization", 0.9))
-    vllm += ["--gpu-memory-utilization", f"{utilization:g}",
-             "--block-size", str(int(attrs.get("block_size", 16)))]
     card = catalog.gpu(str(gpu))
     memory = float(card.visible_memory_per_gpu)
     weights = float(model.weight_bytes) / (int(tp) * stages)
-    held = _held_bytes(attrs, model, card, int(tp), int(seqs), budget)
-    # SGLang's static share holds weights and KV: the plan's cache is u·M − F − W of it
-    sglang += ["--mem-fraction-static", f"{min(max(utilization - held / memory, 0.01), 1.0):.3f}"]
+    held_by, share = _plan_memory(attrs, card, int(tp), budget)
+    held = _held_bytes(held_by, model, card, int(tp), int(seqs), budget, share)
+    cache = share * memory - weights - held          # the plan's KV cache on each GPU
+    # vLLM's share holds weights, KV and its own F: (C + W + F) / M; a plan that held
+    # nothing (the bound, TensorRT-LLM's) keeps its share
+    vllm_share = share if held_by in ("vllm", None) else (cache + weights + _held_bytes(
+        "vllm", model, card, int(tp), int(seqs), budget, share)) / memory
+    vllm += ["--gpu-memory-utilization", f"{min(max(vllm_share, 0.01), 1.0):.3g}",
+             "--block-size", str(int(attrs.get("block_size", 16)))]
+    # SGLang's share is of the memory free before loading, M − c: (C + W) / (M − c)
+    before = memory - _held_bytes("sglang", model, card, int(tp), int(seqs), budget, 1.0)
+    fraction = min(max((cache + weights) / before, 0.01), 1.0)
+    sglang += ["--mem-fraction-static", f"{fraction:.3f}"]
+    own = memory_share("sglang", card, int(tp), max_num_batched_tokens=budget)
+    if round(fraction, 3) > own:
+        notes.append(f"SGLang's --mem-fraction-static {fraction:.3f} is above its own default "
+                     f"for this GPU and chunk ({own:.3f}): it keeps "
+                     f"{(1 - fraction) * before / 2**30:.1f} GiB a GPU for activations and "
+                     f"CUDA graphs where it would keep {(1 - own) * before / 2**30:.1f}")
     left = memory - weights - held
-    free = (utilization * memory - weights - held) / left if left > 0 else 0.0
+    free = cache / left if left > 0 else 0.0
     trtllm += ["--kv_cache_free_gpu_memory_fraction", f"{min(max(free, 0.01), 1.0):.2f}"]
     tokens = int(cheapest["kv_budget_tokens"]) if "kv_budget_tokens" in cheapest else None
     if tokens and (model.max_context is None or tokens < model.max_context):

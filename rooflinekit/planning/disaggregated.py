@@ -27,7 +27,8 @@ from rooflinekit.planning.fleet import (
     one_scheduler,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import held_memory, memory_engine, resolve_engine, scheduler_admission
+from rooflinekit.profiles import (held_memory, memory_engine, memory_share, resolve_engine,
+                                  scheduler_admission)
 
 __all__ = ["AGGREGATED", "MAX_SPLITS", "SPLIT", "plan_disaggregated"]
 
@@ -71,7 +72,7 @@ def _splits(gpu_budget, splits, tp):
 
 def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budget=None,
                        splits=None, max_num_seqs="auto", max_num_batched_tokens="auto",
-                       admission="auto", block_size=16, gpu_memory_utilization=0.9,
+                       admission="auto", block_size=16, gpu_memory_utilization=None,
                        link_bandwidth=None, link_latency=0.0, headroom=0.2, replicates=10,
                        seed=0, requests=1000, rtol=0.02, engine=None,
                        work_limit=PLAN_WORK_LIMIT) -> xr.Dataset:
@@ -165,12 +166,14 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     held_by = memory_engine(engine)
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
+    share = memory_share(held_by, gpu, tp, gpu_memory_utilization,
+                         max_num_batched_tokens=max_num_batched_tokens)
     batcher, budget, problem = _replica(
         model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission,
-        whole_number("block_size", block_size, lo=1),
-        real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True),
+        whole_number("block_size", block_size, lo=1), share,
         engine, held=held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
-                                 max_num_batched_tokens=max_num_batched_tokens))
+                                 max_num_batched_tokens=max_num_batched_tokens,
+                                 gpu_memory_utilization=share))
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     # each unit's search simulates every request in both pools: about one plan's work
     check_plan_size(traffic, len(pairs) + 1, replicates=replicates, requests=requests,

@@ -41,7 +41,9 @@ from rooflinekit.planning.capacity import (
 )
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.profiles import (ENGINE_MEMORY, Calibration, chunk_budget_candidates,
-                                  held_memory, memory_engine, older_than_scheduler,
+                                  VLLM_GPU_MEMORY_UTILIZATION, held_memory, memory_engine,
+                                  memory_share,
+                                  older_than_scheduler,
                                   resolve_engine, scheduler_admission, scheduler_defaults,
                                   scheduler_engine)
 from rooflinekit.roofline import (
@@ -208,7 +210,7 @@ def check_plan_size(traffic, n_configurations, *, replicates, requests, work_lim
 
 def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
          max_num_batched_tokens="search", admission="auto", block_size=16,
-         gpu_memory_utilization=0.9, headroom=0.2, spare_replicas=0, min_replicas=1,
+         gpu_memory_utilization=None, headroom=0.2, spare_replicas=0, min_replicas=1,
          replicates=20, seed=0, engine=None, engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=None, speculative=None, pp=None, ep=None,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=PLAN_WORK_LIMIT,
@@ -254,13 +256,16 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         whole output fit and never preempts; paged wherever ``prefix_caching=True``.
     block_size : int
         Tokens per KV block [tokens].
-    gpu_memory_utilization : float
-        vLLM's ``--gpu-memory-utilization`` in (0, 1]: the KV budget is that share of the
-        memory the driver reports, less the weights and, under a vLLM profile (the default, an
-        :class:`rooflinekit.Engine` or a calibration), what vLLM keeps beside them at each
-        configuration's sequences and token budget (:func:`rooflinekit.engine_memory`); the
-        ideal bound and the engines without a memory row keep the weights' remainder
-        (``attrs["memory_outside_kv"]`` says which; :func:`rooflinekit.memory.engine_kv_cache`).
+    gpu_memory_utilization : float, optional
+        The share of the memory the driver reports for weights and KV, in (0, 1] (vLLM's
+        ``--gpu-memory-utilization``, SGLang's ``--mem-fraction-static``); default the
+        engine's own: 0.9, or under ``engine="sglang"`` SGLang's rule for each GPU, layout and
+        chunk (:func:`rooflinekit.profiles.memory_share`). The KV budget is that share less the
+        weights and, under a vLLM profile (the default, an :class:`rooflinekit.Engine` or a
+        calibration) or SGLang's, what the engine keeps beside them at each configuration's
+        sequences and token budget (:func:`rooflinekit.engine_memory`); the ideal bound and
+        TensorRT-LLM keep the weights' remainder (``attrs["memory_outside_kv"]`` says which;
+        :func:`rooflinekit.memory.engine_kv_cache`).
     headroom : float
         Spare capacity [1], >= 0: replicas = ceil(rate · (1 + headroom) / max_rate).
     spare_replicas : int
@@ -383,7 +388,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
                          f"got {show(max_num_batched_tokens)}")
     admission = scheduler_admission(admission, engine, gpu_list[0], prefix_caching)
     block_size = whole_number("block_size", block_size, lo=1)
-    real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True)
+    gpu_memory_utilization = real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0,
+                                         hi=1, lo_open=True, allow_none=True)
     headroom = real_number("headroom", headroom, lo=0)
     spare_replicas = whole_number("spare_replicas", spare_replicas, lo=0)
     min_replicas = whole_number("min_replicas", min_replicas, lo=1)
@@ -479,7 +485,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
                                         "whole prompts" if mnbt_list is None else mnbt_list),
         "prefix_caching": int(prefix_caching),
         **({} if speculative is None else _speculative_attrs(speculative)),
-        "gpu_memory_utilization": float(gpu_memory_utilization),
+        "gpu_memory_utilization": _share_attr(held_by, gpu_memory_utilization),
         "memory_outside_kv": _memory_outside_kv(held_by),
         "simulations": int(sum(r["runs"] for r in results)),
         "engine_draws": 0 if drawn is None else len(next(iter(drawn.values()))),
@@ -487,11 +493,22 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     return ds
 
 
+def _share_attr(held_by, gpu_memory_utilization):
+    """A plan's ``gpu_memory_utilization`` attribute: the share given or taken for every
+    configuration, or the rule SGLang's varies by."""
+    if gpu_memory_utilization is None and held_by == "sglang":
+        return "SGLang's default --mem-fraction-static (by GPU, layout and chunk: memory_share)"
+    return (VLLM_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None
+            else float(gpu_memory_utilization))
+
+
 def _memory_outside_kv(held_by) -> str:
     """What a plan took off each GPU beside the weights before sizing the KV cache."""
     if held_by is None:
         return "nothing else (the bound: no engine memory held)"
     version = next(r["version"] for r in ENGINE_MEMORY if r["engine"] == held_by)
+    if held_by == "sglang":
+        return f"{held_by} {version}'s memory in use before its weights load (engine_memory)"
     return f"{held_by} {version}'s activation peak and non-torch memory (engine_memory)"
 
 
@@ -616,15 +633,19 @@ class _Configuration:
 
     def _replica(self, values, engine):
         """:func:`_replica` of the configuration ``values``, timed by ``engine``."""
+        gpu, tp = values[dims.GPU], values[dims.TP]
+        chunk = values.get(dims.MAX_NUM_BATCHED_TOKENS) or None
+        share = memory_share(self.held_by, gpu, tp, self.utilization,
+                             max_num_batched_tokens=chunk)
         return _replica(
-            values[dims.MODEL], values[dims.GPU], values[dims.TP], values[dims.MAX_NUM_SEQS],
+            values[dims.MODEL], gpu, tp, values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
-            self.utilization, engine, self.prefix_caching, self.speculative,
+            share, engine, self.prefix_caching, self.speculative,
             values.get(dims.PP, 1), values.get(dims.EP, 1),
-            self.defaults[values[dims.GPU].name].mixed_prefill,
-            held_memory(self.held_by, values[dims.MODEL], values[dims.GPU], values[dims.TP],
-                        max_num_seqs=values[dims.MAX_NUM_SEQS],
-                        max_num_batched_tokens=values.get(dims.MAX_NUM_BATCHED_TOKENS)))
+            self.defaults[gpu.name].mixed_prefill,
+            held_memory(self.held_by, values[dims.MODEL], gpu, tp,
+                        max_num_seqs=values[dims.MAX_NUM_SEQS], max_num_batched_tokens=chunk,
+                        gpu_memory_utilization=share))
 
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
@@ -714,7 +735,7 @@ CLOSED_LOOP_OVERLOAD = 2.0
 
 def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="auto", rates=None,
                concurrencies=None, max_num_batched_tokens="auto", admission="auto",
-               block_size=16, gpu_memory_utilization=0.9, replicates=10, seed=0, engine=None,
+               block_size=16, gpu_memory_utilization=None, replicates=10, seed=0, engine=None,
                engine_draws=None, requests=1000, mixed_prefill="auto") -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its load: an open-loop
     request rate, or a closed-loop client's concurrency.
@@ -821,13 +842,14 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     label = _quality(engine, model=model, gpu=gpu)
     tp = whole_number("tp", tp, lo=1)
     # the server's memory is profiled at its own max_num_seqs, whatever the clients send
+    share = memory_share(held_by, gpu, tp, gpu_memory_utilization,
+                         max_num_batched_tokens=max_num_batched_tokens)
     layout = dict(admission=admission,
                   block_size=whole_number("block_size", block_size, lo=1),
-                  gpu_memory_utilization=real_number("gpu_memory_utilization",
-                                                     gpu_memory_utilization, lo=0, hi=1,
-                                                     lo_open=True),
+                  gpu_memory_utilization=share,
                   held=held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
-                                          max_num_batched_tokens=max_num_batched_tokens))
+                                   max_num_batched_tokens=max_num_batched_tokens,
+                                   gpu_memory_utilization=share))
 
     def replica(engine, seqs=max_num_seqs):
         return _replica(model, gpu, tp, seqs, max_num_batched_tokens, engine=engine,

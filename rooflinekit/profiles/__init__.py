@@ -29,11 +29,14 @@ from rooflinekit.profiles.footprint import (
     ENGINE_MEMORY,
     FUSED_MOE_CHUNK_TOKENS,
     MOE_ACTIVATION_BYTES,
+    VLLM_GPU_MEMORY_UTILIZATION,
     engine_memory,
     held_memory,
     memory_engine,
+    memory_share,
     moe_workspace_bytes,
     read_engine_memory_file,
+    sglang_mem_fraction_static,
 )
 from rooflinekit.profiles.scheduling import (
     ADMISSIONS,
@@ -63,8 +66,10 @@ from rooflinekit.profiles.shipped import (
     split_engine_name,
 )
 
-__all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES", "engine_memory", "held_memory", "memory_engine", "moe_workspace_bytes",
-           "read_engine_memory_file", "ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
+__all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
+           "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
+           "memory_share", "moe_workspace_bytes", "read_engine_memory_file",
+           "sglang_mem_fraction_static", "ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
            "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
            "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",
            "ENGINE_NAMES", "ENGINE_PROFILES", "HostScheduling", "ProfileKey", "engine_profile",

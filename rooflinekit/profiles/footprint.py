@@ -6,7 +6,9 @@ weights, less the activation peak of a profiling run and the memory that grew ou
 GPU and layout, from the release's figures in ``rooflinekit/data/engine_memory.toml``
 (:data:`ENGINE_MEMORY`; fitted to the engine's own start-up logs by
 ``scripts/fit_engine_memory.py``); :func:`moe_workspace_bytes` is the fused-MoE kernel's share.
-Engines without a row (SGLang and TensorRT-LLM, whose memory rules differ) have none.
+SGLang keeps ``1 − mem_fraction_static`` of the memory free before the weights load
+(:func:`sglang_mem_fraction_static`, its default by GPU and layout), which the same arithmetic
+holds as a share and the memory in use before loading. TensorRT-LLM has no row.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ import math
 from importlib import resources
 from pathlib import Path
 
-from rooflinekit._validation import check_type, read_toml_file, whole_number
+from rooflinekit import catalog
+from rooflinekit._validation import (check_bool, check_type, read_toml_file, real_number,
+                                     whole_number)
+from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.roofline import IDEAL
 from rooflinekit.profiles import shipped
@@ -24,8 +29,9 @@ from rooflinekit.profiles.scheduling import scheduler_defaults, scheduler_engine
 from rooflinekit.profiles.shipped import DEFAULT_ENGINE
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
-           "engine_memory", "held_memory", "memory_engine", "moe_workspace_bytes",
-           "read_engine_memory_file"]
+           "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
+           "memory_share", "moe_workspace_bytes", "read_engine_memory_file",
+           "sglang_mem_fraction_static"]
 
 GIB = 2**30
 #: Tokens vLLM's fused-MoE kernel works on at once (``VLLM_FUSED_MOE_CHUNK_SIZE``, default
@@ -33,9 +39,20 @@ GIB = 2**30
 FUSED_MOE_CHUNK_TOKENS = 16 * 1024
 #: Bytes of one activation element in the fused-MoE kernel's working tensors (16-bit).
 MOE_ACTIVATION_BYTES = 2.0
+#: vLLM's default ``--gpu-memory-utilization`` (``vllm/config/cache.py``): the share a plan
+#: takes for every engine but SGLang unless given one.
+VLLM_GPU_MEMORY_UTILIZATION = 0.9
+MIB = 2**20
+#: SGLang's CUDA-graph batch sizes by GPU memory when not given (``cuda_graph_max_bs``): each
+#: row (below this many GiB, below 4 GPUs of tensor parallelism, at 4 and above), from
+#: ``server_args.py``'s ``_handle_gpu_memory_settings`` (SGLang 0.5).
+_SGLANG_CUDA_GRAPH_MAX_BS = ((20, 8, 8), (35, 24, 80), (60, 32, 160), (90, 256, 512),
+                             (160, 256, 512), (math.inf, 512, 512))
 
 _NUMBER_FIELDS = ("sampler_bytes_per_logit", "non_torch_gib", "non_torch_parallel_gib",
-                  "fit_error_gib", "held_out_error_gib", "held_out_median_error_gib")
+                  "fit_error_gib")
+#: Numbers a row may leave out (an engine with too few logs to hold any out).
+_OPTIONAL_FIELDS = ("held_out_error_gib", "held_out_median_error_gib")
 _TEXT_FIELDS = ("engine", "version", "date", "source")
 _WHAT = "engine memory file"
 
@@ -53,8 +70,8 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
         A TOML file of ``[[memory]]`` tables, each with ``engine`` (one of
         :data:`~rooflinekit.profiles.ENGINE_NAMES`, at most one row each), ``version``,
         ``date``, ``source`` and the finite numbers >= 0 ``sampler_bytes_per_logit`` [bytes],
-        ``non_torch_gib``, ``non_torch_parallel_gib``, ``fit_error_gib``,
-        ``held_out_error_gib`` and ``held_out_median_error_gib`` [GiB].
+        ``non_torch_gib``, ``non_torch_parallel_gib`` and ``fit_error_gib`` [GiB], and where
+        the fit held logs out ``held_out_error_gib`` and ``held_out_median_error_gib`` [GiB].
 
     Returns
     -------
@@ -72,11 +89,11 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
     rows, seen = [], set()
     for where, row in shipped._tables(path, data, "memory", what=_WHAT):
         out = shipped._engine_row(path, row, where, _TEXT_FIELDS,
-                                  (*_NUMBER_FIELDS, *_TEXT_FIELDS), _WHAT)
+                                  (*_NUMBER_FIELDS, *_OPTIONAL_FIELDS, *_TEXT_FIELDS), _WHAT)
         if out["engine"] in seen:
             _fail(path, f"{where}.engine", f"{out['engine']!r} has a row already")
         seen.add(out["engine"])
-        for field in _NUMBER_FIELDS:
+        for field in (*_NUMBER_FIELDS, *(f for f in _OPTIONAL_FIELDS if f in row)):
             value = row.get(field)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value) or value < 0:
@@ -144,8 +161,118 @@ def moe_workspace_bytes(model, tp=1, max_num_batched_tokens=8192) -> float:
     return float(routed * (max(2.0 * width, model.hidden_size) + width) * MOE_ACTIVATION_BYTES)
 
 
+def sglang_mem_fraction_static(gpu, tp=1, *, chunked_prefill_size=None,
+                               cuda_graph_max_bs=None, speculative=False) -> float:
+    """SGLang's default ``--mem-fraction-static`` for a GPU and layout [1].
+
+    Parameters
+    ----------
+    gpu : GPU or catalogue name
+        One GPU of the group: the memory the driver reports on it
+        (:attr:`~rooflinekit.GPU.visible_memory_per_gpu`), which SGLang reads.
+    tp : int
+        Tensor-parallel degree, >= 1.
+    chunked_prefill_size : int, optional
+        SGLang's ``--chunked-prefill-size`` [tokens], >= 1; default its own for the GPU
+        (:func:`~rooflinekit.profiles.scheduler_defaults`).
+    cuda_graph_max_bs : int, optional
+        SGLang's ``--cuda-graph-max-bs`` [sequences], >= 1; default its own by GPU memory and
+        ``tp``.
+    speculative : bool
+        An EAGLE-style draft runs beside the model (2 GiB more kept back).
+
+    Returns
+    -------
+    float
+        The share of each GPU's free memory SGLang gives weights and KV, in (0, 1), rounded to
+        three places as SGLang rounds it.
+
+    Notes
+    -----
+    SGLang 0.5 keeps back ``r = 512 + 1.5 · max(c, 2048) + 2 · b + 1024 · tp / 8`` MiB, at
+    least 10 GiB on a GPU of more than 60 GiB (plus 2,048 MiB with a draft), of the GPU's
+    ``M`` MiB: ``f = round((M − r) / M, 3)``, with ``c`` the chunk and ``b`` the largest
+    CUDA-graph batch. Its KV pool is then ``f`` of the memory free before the weights load,
+    less the weights (:func:`engine_memory`). Without data-parallel attention; a multimodal
+    model's further cut is not modelled. An H100 (79.19 GiB) at TP 1 keeps 13,440 MiB:
+    ``f = 0.834``.
+
+    References
+    ----------
+    .. [1] sgl-project/sglang, ``python/sglang/srt/server_args.py``
+       (``_handle_gpu_memory_settings``; pull request #10975) and
+       ``python/sglang/srt/model_executor/model_runner.py`` (``profile_max_num_token``).
+
+    See Also
+    --------
+    memory_share : the share a plan takes for each engine.
+    """
+    tp = whole_number("tp", tp, lo=1)
+    spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
+    check_type("gpu", spec, GPU)
+    if chunked_prefill_size is None:
+        chunked_prefill_size = scheduler_defaults("sglang", spec).max_num_batched_tokens
+    chunk = whole_number("chunked_prefill_size", chunked_prefill_size, lo=1)
+    memory = spec.visible_memory_per_gpu / MIB
+    if cuda_graph_max_bs is None:
+        row = next(r for r in _SGLANG_CUDA_GRAPH_MAX_BS if memory < r[0] * 1024)
+        cuda_graph_max_bs = row[1] if tp < 4 else row[2]
+    graphs = whole_number("cuda_graph_max_bs", cuda_graph_max_bs, lo=1)
+    reserved = 512 + 1.5 * max(chunk, 2048) + 2 * graphs + 1024 * tp / 8
+    if memory > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    if check_bool("speculative", speculative):
+        reserved += 2 * 1024
+    if reserved >= memory:
+        raise ValueError(f"SGLang keeps back {reserved:,.0f} MiB, more than the "
+                         f"{memory:,.0f} MiB of {spec.name}: give a smaller "
+                         f"chunked_prefill_size or cuda_graph_max_bs")
+    return round((memory - reserved) / memory, 3)
+
+
+def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
+                 max_num_batched_tokens=None) -> float:
+    """The share of each GPU's memory a plan gives weights and KV.
+
+    Parameters
+    ----------
+    held_by : str or None
+        The engine whose memory the plan keeps (:func:`memory_engine`), or ``None`` (the
+        bound, or an engine without a memory row).
+    gpu : GPU or catalogue name
+        One GPU of the group.
+    tp : int
+        Tensor-parallel degree, >= 1.
+    gpu_memory_utilization : float, optional
+        The share given, in (0, 1]: returned as it is.
+    max_num_batched_tokens : int, optional
+        The plan's chunk [tokens] (SGLang's ``--chunked-prefill-size``); default the engine's.
+
+    Returns
+    -------
+    float
+        ``gpu_memory_utilization`` where given; otherwise SGLang's default
+        ``--mem-fraction-static`` for ``held_by == "sglang"``
+        (:func:`sglang_mem_fraction_static`) and vLLM's 0.9 for every other
+        (:data:`VLLM_GPU_MEMORY_UTILIZATION`).
+    """
+    rows = {r["engine"] for r in ENGINE_MEMORY}
+    if held_by is not None and (not isinstance(held_by, str) or held_by not in rows):
+        raise ValueError(f"held_by must be None or an engine with a memory row "
+                         f"({', '.join(sorted(rows))}); got {held_by!r}")
+    tp = whole_number("tp", tp, lo=1)
+    check_type("gpu", catalog.gpu(gpu) if isinstance(gpu, str) else gpu, GPU)
+    whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1, allow_none=True)
+    if gpu_memory_utilization is not None:
+        return real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1,
+                           lo_open=True)
+    if held_by == "sglang":
+        return sglang_mem_fraction_static(gpu, tp, chunked_prefill_size=max_num_batched_tokens)
+    return VLLM_GPU_MEMORY_UTILIZATION
+
+
 def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
-                  max_num_batched_tokens=None) -> dict:
+                  max_num_batched_tokens=None, gpu_memory_utilization=None) -> dict:
     """What ``engine`` keeps on each GPU of a tensor-parallel group beside weights and KV.
 
     Parameters
@@ -157,19 +284,24 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     tp : int
         Tensor-parallel degree, >= 1.
     engine : str
-        A serving engine with a row in :data:`ENGINE_MEMORY` (vLLM's today).
+        A serving engine with a row in :data:`ENGINE_MEMORY` (vLLM's and SGLang's).
     max_num_seqs, max_num_batched_tokens : int, optional
         The engine's sequences and token budget a step, >= 1; default the engine's own for the
         GPU (:func:`~rooflinekit.profiles.scheduler_defaults`).
+    gpu_memory_utilization : float, optional
+        The engine's share of each GPU's memory for weights and KV, in (0, 1] (vLLM's
+        ``--gpu-memory-utilization``, SGLang's ``--mem-fraction-static``); default the
+        engine's own (:func:`memory_share`).
 
     Returns
     -------
     dict
         ``activation_peak_bytes`` and ``non_torch_bytes`` [bytes per GPU], the two
-        :func:`rooflinekit.memory.engine_kv_cache` subtracts, and the activation peak's parts
-        ``sampler_bytes`` and ``moe_workspace_bytes``; ``version`` and ``source`` of the row,
-        and its ``held_out_error_bytes`` (the largest error on a logged KV cache with the
-        model left out of the fit).
+        :func:`rooflinekit.memory.engine_kv_cache` subtracts at ``gpu_memory_utilization``
+        (also returned, resolved), and the activation peak's parts ``sampler_bytes`` and
+        ``moe_workspace_bytes``; ``version`` and ``source`` of the row, and its
+        ``held_out_error_bytes`` (the largest error on a logged KV cache with the model left
+        out of the fit; ``None`` where too few logs were held out: SGLang's).
 
     Raises
     ------
@@ -189,11 +321,20 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     after the KV cache is allocated, in the memory ``gpu_memory_utilization`` leaves, so they
     are not counted.
 
+    SGLang sizes its pool as ``f · A − W`` with ``A`` the memory free before the weights load
+    (the driver's total ``M`` less ``c``, what the CUDA context and communicators hold, the
+    row's ``non_torch_gib`` at ``tp = 1`` and ``non_torch_parallel_gib`` above) [3]: the same
+    ``f · M − W − activation − non_torch`` with no activation and ``non_torch = f · c``. Its
+    activations and CUDA graphs live in the ``1 − f`` it keeps back.
+
     References
     ----------
     .. [1] vLLM, ``vllm/v1/worker/gpu_worker.py`` (``determine_available_memory``) and
        ``gpu_model_runner.py`` (``profile_run``, ``_dummy_sampler_run``).
-    .. [2] ``tests/data/engine_logs/vllm_memory.csv``: the start-up logs the row is fitted to.
+    .. [2] ``tests/data/engine_logs/vllm_memory.csv`` and ``sglang_memory.csv``: the start-up
+       logs the rows are fitted to.
+    .. [3] sgl-project/sglang, ``python/sglang/srt/model_executor/model_runner.py``
+       (``profile_max_num_token``: ``available − total · (1 − mem_fraction_static)``).
 
     See Also
     --------
@@ -211,14 +352,22 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     tokens = whole_number("max_num_batched_tokens", defaults.max_num_batched_tokens
                           if max_num_batched_tokens is None else max_num_batched_tokens, lo=1)
     row = rows[engine]
-    # a model without a vocabulary (the guide's) counts no logits: its peak is understated
-    sampler = row["sampler_bytes_per_logit"] * min(seqs, tokens) * (model.vocab_size or 0)
-    moe = moe_workspace_bytes(model, tp, tokens)
+    share = memory_share(engine, gpu, tp, gpu_memory_utilization, max_num_batched_tokens=tokens)
     non_torch = (row["non_torch_gib"] if tp == 1 else row["non_torch_parallel_gib"]) * GIB
+    if engine == "sglang":
+        # its share is of the memory free before loading: f·(M − c) − W = f·M − W − f·c
+        sampler = moe = 0.0
+        non_torch *= share
+    else:
+        # a model without a vocabulary (the guide's) counts no logits: its peak is understated
+        sampler = row["sampler_bytes_per_logit"] * min(seqs, tokens) * (model.vocab_size or 0)
+        moe = moe_workspace_bytes(model, tp, tokens)
     return {"activation_peak_bytes": sampler + moe, "non_torch_bytes": non_torch,
+            "gpu_memory_utilization": share,
             "sampler_bytes": sampler, "moe_workspace_bytes": moe,
             "version": row["version"], "source": row["source"],
-            "held_out_error_bytes": row["held_out_error_gib"] * GIB}
+            "held_out_error_bytes": (row["held_out_error_gib"] * GIB
+                                     if "held_out_error_gib" in row else None)}
 
 
 def memory_engine(engine) -> str | None:
@@ -246,7 +395,7 @@ def memory_engine(engine) -> str | None:
 
 
 def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
-                max_num_batched_tokens=None) -> dict:
+                max_num_batched_tokens=None, gpu_memory_utilization=None) -> dict:
     """What engine ``held_by`` keeps on each GPU beside weights and KV, as the keyword
     arguments :func:`rooflinekit.memory.engine_kv_cache` and
     :func:`rooflinekit.batching.replica_kv_budget` take it.
@@ -256,9 +405,9 @@ def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
     held_by : str or None
         An engine with a memory row (:func:`memory_engine` of a planner's ``engine=``), or
         ``None``: nothing is held.
-    model, gpu, tp, max_num_seqs, max_num_batched_tokens
+    model, gpu, tp, max_num_seqs, max_num_batched_tokens, gpu_memory_utilization
         As for :func:`engine_memory` (the profiling step: the configuration's budget, or the
-        engine's own where it is ``None``).
+        engine's own where it is ``None``; the share the plan takes, :func:`memory_share`).
 
     Returns
     -------
@@ -268,5 +417,6 @@ def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
     if held_by is None:
         return {}
     kept = engine_memory(model, gpu, tp, engine=held_by, max_num_seqs=max_num_seqs,
-                         max_num_batched_tokens=max_num_batched_tokens)
+                         max_num_batched_tokens=max_num_batched_tokens,
+                         gpu_memory_utilization=gpu_memory_utilization)
     return {k: kept[k] for k in ("activation_peak_bytes", "non_torch_bytes")}
