@@ -156,7 +156,13 @@ def test_the_driver_reports_less_than_the_capacity():
     h100 = catalog.gpu("H100-SXM-80GB")
     assert h100.visible_memory_per_gpu == 79.19 * GIB
     assert h100.group(4).visible_memory_per_gpu == 79.19 * GIB
-    assert catalog.gpu("B200").visible_memory_per_gpu == catalog.gpu("B200").memory_per_gpu
+    # unmeasured: the capacity; measured, the driver's total (gpus.toml's sources)
+    a100 = catalog.gpu("A100-SXM-80GB")
+    assert a100.visible_memory_bytes is None
+    assert a100.visible_memory_per_gpu == a100.memory_per_gpu
+    for name, total in (("H200-SXM-141GB", 139.72), ("L40S", 44.42), ("RTX-4090", 23.64),
+                        ("L4", 22.03), ("B200", 178.35)):
+        assert catalog.gpu(name).visible_memory_per_gpu == pytest.approx(total * GIB), name
     with pytest.raises(ValueError, match="visible_memory_bytes must be <= memory_bytes"):
         rk.GPU("x", memory_bytes=80 * GIB, hbm_bandwidth=1e12, peak_flops=1e15,
                visible_memory_bytes=81 * GIB)

@@ -59,12 +59,14 @@ def test_the_default_share_by_hand():
     # an EAGLE draft keeps 2 GiB more
     assert sglang_mem_fraction_static(H100, speculative=True) == \
         round((H100_MIB - 13_440 - 2048) / H100_MIB, 3)
-    # below 60 GiB there is no floor: an L40S (48 GiB) at its 4,096-token chunk and 32 graphs
-    # keeps 512 + 6,144 + 64 + 128 = 6,848 MiB of 49,152; a 4090: 512 + 3,072 + 48 + 128
-    assert sglang_mem_fraction_static("L40S") == round((49_152 - 6_848) / 49_152, 3)
-    assert sglang_mem_fraction_static("RTX-4090") == round((24_576 - 3_760) / 24_576, 3)
-    # a B200 (180 GiB): 16,384-token chunk and 512 graphs at any TP
-    assert sglang_mem_fraction_static("B200") == round((184_320 - 26_240) / 184_320, 3)
+    # below 60 GiB there is no floor: an L40S (the driver's 44.42 GiB) at its 4,096-token
+    # chunk and 32 graphs keeps 512 + 6,144 + 64 + 128 = 6,848 MiB; a 4090 (23.64 GiB):
+    # 512 + 3,072 + 48 + 128 = 3,760 MiB
+    for name, total, kept in (("L40S", 44.42, 6_848), ("RTX-4090", 23.64, 3_760),
+                              # a B200 (178.35 GiB): a 16,384-token chunk, 512 graphs at any TP
+                              ("B200", 178.35, 512 + 24_576 + 1_024 + 128)):
+        mib = total * 1024
+        assert sglang_mem_fraction_static(name) == round((mib - kept) / mib, 3), name
 
 
 def test_the_pool_of_an_8b_model_on_one_gpu_against_its_log():
@@ -94,13 +96,15 @@ def test_the_pool_of_a_70b_model_on_eight_h200s_against_its_log():
     # TP 8 is 0.897; its weights 131.4 / 8 = 16.43 GiB: 0.897 x 137.34 - 16.43 = 106.77 GiB,
     # the log's K + V 106.62; 40,960 B a token on each rank (80 layers, one KV head)
     row = ROWS["sglang-pr11716-llama33-70b-tp8"]
-    assert sglang_mem_fraction_static("H200-SXM-141GB", 8) == 0.897
+    assert round((143_771 - 14_848) / 143_771, 3) == 0.897
     model = catalog.model("Llama-3.3-70B")
     assert 0.897 * 137.34 - float(model.weight_bytes) / 8 / GIB == pytest.approx(
         2 * float(row["k_size_gb"]), abs=0.2)
-    # the rule: the H200's 139.72 GiB (as PyTorch reads it) less the 2.38 in use before; read
-    # from that total rather than nvidia-smi's 143,771 MiB, the share comes out 0.001 lower
-    h200 = dataclasses.replace(catalog.gpu("H200-SXM-141GB"), visible_memory_bytes=139.72 * GIB)
+    # the rule: the H200's 139.72 GiB (as PyTorch reads it: the catalogue's) less the 2.38 in
+    # use before; read from that total rather than nvidia-smi's 143,771 MiB, the share comes
+    # out 0.001 lower
+    h200 = catalog.gpu("H200-SXM-141GB")
+    assert h200.visible_memory_per_gpu == pytest.approx(139.72 * GIB)
     share = memory_share("sglang", h200, 8)
     assert share == round((139.72 * 1024 - 14_848) / (139.72 * 1024), 3) == 0.896
     kv = rk.engine_kv_cache(model, h200, 8, gpu_memory_utilization=share, max_model_len=8192,
