@@ -46,6 +46,7 @@ __all__ = [
     "max_context_length",
     "paged_waste_bytes",
     "recurrent_state_bytes",
+    "sequences_in_budget",
     "usable_kv_bytes",
     "vllm_block_size",
     "vllm_kv_cache_groups",
@@ -397,28 +398,35 @@ def _kv_budget(model, gpu, tp, reserve, replicate_kv, extra_weight_bytes=0.0):
     return budget / _copies(model, tp) if replicate_kv else budget
 
 
-@_memory_formula("1", "max concurrent sequences",
-                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS, state=True),
-                 gpu=("memory_bytes",), order=("gpu", "tp", "model", "context_length"),
-                 checks={"context_length": lambda name, v: check_integer(name, v, lo=1),
-                         "shared_prefix_tokens": lambda name, v: check_integer(name, v, lo=0),
-                         "draft_weight_bytes": lambda name, v: check_nonnegative(name, v),
-                         "prefix_groups": lambda name, v: check_integer(name, v, lo=1),
-                         "prefix_share": lambda name, v: check_range(name, v, lo=0, hi=1)},
-                 parameters={**HELD_CONTEXT, **parameter_entries("""
+#: The shared-prefix arguments of :func:`max_concurrent_sequences` and
+#: :func:`sequences_in_budget`: their checks and their documentation.
+_PREFIX_CHECKS = {"context_length": lambda name, v: check_integer(name, v, lo=1),
+                  "shared_prefix_tokens": lambda name, v: check_integer(name, v, lo=0),
+                  "prefix_groups": lambda name, v: check_integer(name, v, lo=1),
+                  "prefix_share": lambda name, v: check_range(name, v, lo=0, hi=1)}
+_PREFIX_PARAMETERS = parameter_entries("""
     shared_prefix_tokens : int, array_like or xarray.DataArray
         Leading tokens every sequence shares (a system prompt, a document) [tokens], ≥ 0 and at
         most ``context_length``; its whole blocks are held once (prefix caching). Default 0.
-    draft_weight_bytes : float, array_like or xarray.DataArray
-        Weights of a draft model held beside the target's for speculative decoding [bytes],
-        ≥ 0 (:func:`weight_bytes` of the draft); they come off the group's memory before the
-        reserve, as the target's do. Default 0 (no draft).
     prefix_groups : int, array_like or xarray.DataArray
         Distinct shared prefixes of ``shared_prefix_tokens``, each held once [1], ≥ 1.
         Default 1.
     prefix_share : float, array_like or xarray.DataArray
         Share of the sequences that start with one of them [1], in [0, 1]; the others hold
         all their context. Default 1 (every sequence).
+    """)
+
+
+@_memory_formula("1", "max concurrent sequences",
+                 model=_budget_fields(*_BUDGET_FIELDS, *_KV_FIELDS, state=True),
+                 gpu=("memory_bytes",), order=("gpu", "tp", "model", "context_length"),
+                 checks={**_PREFIX_CHECKS,
+                         "draft_weight_bytes": lambda name, v: check_nonnegative(name, v)},
+                 parameters={**HELD_CONTEXT, **_PREFIX_PARAMETERS, **parameter_entries("""
+    draft_weight_bytes : float, array_like or xarray.DataArray
+        Weights of a draft model held beside the target's for speculative decoding [bytes],
+        ≥ 0 (:func:`weight_bytes` of the draft); they come off the group's memory before the
+        reserve, as the target's do. Default 0 (no draft).
     """)})
 def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_RESERVE, *,
                              replicate_kv=False, shared_prefix_tokens=0, block_size=16,
@@ -464,6 +472,14 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
                          f"longer than the prompt); got {show(shared_prefix_tokens)} with "
                          f"context_length {show(context_length)}")
     budget = _kv_budget(model, gpu, tp, reserve, replicate_kv, draft_weight_bytes)
+    return _sequences(model, budget, context_length, shared_prefix_tokens, block_size,
+                      prefix_groups, prefix_share)
+
+
+def _sequences(model, budget, context_length, shared_prefix_tokens=0, block_size=16,
+               prefix_groups=1, prefix_share=1.0):
+    """Whole sequences of ``context_length`` in ``budget`` bytes, the shared prefixes' whole
+    blocks held once: :func:`max_concurrent_sequences`'s count on plain arrays."""
     shared = np.floor_divide(shared_prefix_tokens, block_size) * block_size
     prefix = sequence_kv_bytes(model, shared)
     held_once = prefix_groups * prefix
@@ -474,6 +490,51 @@ def max_concurrent_sequences(model, gpu, context_length, tp=1, reserve=DEFAULT_R
     # a recurrent layer's state is each sequence's own, never shared
     per_sequence = per_sequence + model.state_bytes_per_sequence
     return _count(np.maximum(budget - held_once, 0.0) / per_sequence)
+
+
+@_memory_formula("1", "max concurrent sequences",
+                 model=_budget_fields(*_KV_FIELDS, state=True),
+                 order=("model", "context_length"),
+                 checks={**_PREFIX_CHECKS,
+                         "kv_budget_bytes": lambda name, v: check_nonnegative(name, v)},
+                 parameters={**HELD_CONTEXT, **_PREFIX_PARAMETERS, **parameter_entries("""
+    kv_budget_bytes : float, array_like or xarray.DataArray
+        The group's KV budget [bytes], ≥ 0: an engine's (:func:`engine_kv_cache`'s
+        ``available_bytes`` × tp) where :func:`max_concurrent_sequences` takes the guide's.
+    """)})
+def sequences_in_budget(model, kv_budget_bytes, context_length, *, shared_prefix_tokens=0,
+                        block_size=16, prefix_groups=1, prefix_share=1.0):
+    """How many sequences of ``context_length`` tokens fit in a given KV budget (floored).
+
+    Returns
+    -------
+    int, ndarray of int64 or xarray.DataArray
+        Whole sequences [1]; 0 where the budget holds none.
+
+    Notes
+    -----
+    :func:`max_concurrent_sequences`'s count with the budget ``B`` given: the shared
+    prefixes' whole blocks ``S`` held once, each sequence the rest of its ``C`` tokens, and a
+    hybrid model's recurrent state ``r`` a sequence:
+
+    .. math:: N = \\left\\lfloor \\frac{B - G\\,kv(S)}{s\\,(kv(C) - kv(S)) + (1 - s)\\,kv(C)
+              + r} \\right\\rfloor
+
+    References
+    ----------
+    .. [1] Kwon et al., PagedAttention, SOSP 2023 (block-level sharing).
+
+    See Also
+    --------
+    max_concurrent_sequences : the same count in the guide's budget.
+    engine_kv_cache : an engine's budget.
+    """
+    if np.any(shared_prefix_tokens > context_length):
+        raise ValueError(f"shared_prefix_tokens must be at most context_length (a prefix "
+                         f"longer than the prompt); got {show(shared_prefix_tokens)} with "
+                         f"context_length {show(context_length)}")
+    return _sequences(model, kv_budget_bytes, context_length, shared_prefix_tokens,
+                      block_size, prefix_groups, prefix_share)
 
 
 @_memory_formula("tokens", "KV budget in tokens", model=_budget_fields(*_BUDGET_FIELDS),

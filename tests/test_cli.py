@@ -18,11 +18,19 @@ def run(capsys, *argv):
 
 
 def test_capacity_text_and_json(capsys):
-    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--max-model-len", "8192")
+    # the guide's memory rule, asked for by its flag: 183 sequences of 8,192 tokens (guide §2.4)
+    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--max-model-len", "8192",
+                       "--workspace-fraction", "0.1")
     assert code == 0 and "max concurrent sequences" in out and "183" in out
-    # the guide's arithmetic: the ideal roofline, asked for by name
+    # by default vLLM's: 0.9 of each 80 GiB GPU less 17.5 GB of weights and vLLM's 2.09 GiB of
+    # non-torch memory (the guide's model has no vocabulary: no sampler peak), 327,680 B a token
+    code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--json")
+    default = json.loads(out)
+    per_gpu = 0.9 * 80 * 2**30 - 140e9 / 8 - 2.09 * 2**30
+    assert default["max_concurrent_sequences"] == int(8 * per_gpu // (327_680 * 8192))
+    # the guide's arithmetic: the ideal roofline and the guide's memory rule, asked for by name
     code, out, _ = run(capsys, "capacity", "guide-70b", "lab", "--tp", "8", "--allreduce", "guide",
-                       "--engine", "ideal", "--json")
+                       "--engine", "ideal", "--workspace-fraction", "0.1", "--json")
     data = json.loads(out)
     assert data["max_concurrent_sequences"] == 183
     # guide §4.1 (its simple model, no all-reduce): (weights + B·KV) / bandwidth, batch 1 at

@@ -66,7 +66,7 @@ BAD = [
     (["simulate", "--workload", "constant", "--spread", "2"], "--spread"),
     (SWEEP + ["--ttft", "0.5"], "--ttft"),
     (SWEEP + ["--report", "none", "--output", "grid.csv"], "--output"),
-    (CAP + ["--block-size", "32"], "--block-size"),
+    (CAP + ["--block-size", "32", "--workspace-fraction", "0.1"], "--block-size"),
     (CAP + ["--gpu-memory-utilization", "0.9", "--workspace-fraction", "0.1"],
      "--gpu-memory-utilization"),
     (PRICE + ["--gpu-hourly", "3"], "--gpu-hourly"),
@@ -214,7 +214,6 @@ BAD += [
     (CAP + ["--prefix-tokens", "9000"], "--max-model-len"),
     (CAP + ["--prefix-tokens", "100", "--prefix-share", "1.5"], "--prefix-share"),
     (CAP + ["--prefix-tokens", "100", "--prefix-groups", "0"], "--prefix-groups"),
-    (CAP + ["--prefix-tokens", "100", "--gpu-memory-utilization", "0.9"], "--prefix-tokens"),
     # curve: rates or concurrencies, one of them, each valid
     (CURVE, "one of the arguments --rates --concurrencies is required"),
     (CURVE + ["--rates", "1", "--concurrencies", "4"], "not allowed with argument --rates"),

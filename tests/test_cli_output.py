@@ -117,11 +117,20 @@ def test_capacity_vllm_rule_and_dtypes(capsys):
     fp8 = json.loads(out)
     assert fp8["kv_bytes_per_token"] == base["kv_bytes_per_token"] / 2
     assert fp8["weight_gib"] == pytest.approx(base["weight_gib"] / 2)
+    # the default is vLLM's rule at its own 0.9, in whole blocks of 16 tokens
+    assert base["gpu_memory_utilization"] == 0.9 and base["kv_budget_tokens"] % 16 == 0
     code, out, _ = run(capsys, "capacity", "llama-3.1-8b", "h100", "--gpu-memory-utilization",
                        "0.9", "--json")
-    vllm = json.loads(out)
-    assert code == 0 and vllm["kv_budget_tokens"] % 16 == 0     # whole blocks of 16 tokens
-    assert vllm["kv_budget_tokens"] != base["kv_budget_tokens"]
+    assert code == 0 and json.loads(out)["kv_budget_tokens"] == base["kv_budget_tokens"]
+    code, out, _ = run(capsys, "capacity", "llama-3.1-8b", "h100", "--gpu-memory-utilization",
+                       "0.95", "--json")
+    assert code == 0 and json.loads(out)["kv_budget_tokens"] > base["kv_budget_tokens"]
+    code, out, _ = run(capsys, "capacity", "llama-3.1-8b", "h100", "--workspace-fraction",
+                       "0.1", "--json")
+    guide = json.loads(out)
+    assert code == 0 and guide["kv_budget_tokens"] != base["kv_budget_tokens"]
+    assert "gpu_memory_utilization" not in guide and guide["kv_cache_rule"].startswith(
+        "the guide's")
 
 
 def test_catalog_prices_and_version(capsys):

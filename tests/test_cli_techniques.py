@@ -21,9 +21,17 @@ def test_capacity_with_a_draft_model_counts_its_weights_and_its_cost():
                  "--json"])
     m, g, d = (rk.catalog.model("Llama-3.1-70B"), rk.catalog.gpu("H100-SXM-80GB"),
                rk.catalog.model("Llama-3.1-8B"))
-    assert got["speculative_max_concurrent_sequences"] == rk.max_concurrent_sequences(
-        m, g, 8192, 4, draft_weight_bytes=rk.weight_bytes(d))
+    # the draft's weights come off the engine's budget B (the group's, vLLM's rule): each
+    # sequence of 8,192 tokens holds 8,192 x 327,680 B
+    budget = got["kv_budget_gib"] * 2**30 - float(rk.weight_bytes(d))
+    assert got["speculative_max_concurrent_sequences"] == int(budget // (8192 * 327_680))
     assert got["speculative_max_concurrent_sequences"] < got["max_concurrent_sequences"]
+    # the guide's rule takes them off its own budget
+    guide = _json(["capacity", "llama-3.1-70b", "h100", "--tp", "4", "--speculative-draft",
+                   "llama-3.1-8b", "--num-speculative-tokens", "4", "--acceptance", "0.8",
+                   "--workspace-fraction", "0.1", "--json"])
+    assert guide["speculative_max_concurrent_sequences"] == rk.max_concurrent_sequences(
+        m, g, 8192, 4, draft_weight_bytes=rk.weight_bytes(d))
     # the command's default engine: the vLLM profile of its GPU
     assert got["speculative_usd_per_million_tokens"] == rk.speculative_cost_per_million_tokens(
         m, g, 1, 8192, 4, draft=d, draft_tokens=4, acceptance=0.8, hourly_price=g.hourly_price,

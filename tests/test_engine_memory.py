@@ -225,21 +225,32 @@ def test_the_capacity_command_budgets_what_vllm_logged(capsys):
     assert "engine_memory_gib" in ideal and ideal["engine_memory_gib"] == 0.0
 
 
-def test_the_capacity_command_shows_vllms_cache_beside_the_guides_rule(capsys):
-    # Llama-3.1-70B on 2 x H100: the guide's rule keeps 10 % of what the weights leave,
-    # (160 - 131.42) x 0.9 = 25.73 GiB, 84,296 tokens; vLLM at 0.9 holds 10,368 (the plan's
-    # budget, docs/planning.md), one sequence of 8,192 tokens
+def test_the_capacity_command_answers_by_the_engines_rule(capsys):
+    # Llama-3.1-70B on 2 x H100: vLLM at 0.9 holds 10,368 tokens (the plan's budget,
+    # docs/planning.md), one sequence of 8,192 tokens, 0.9 x 79.19 - 65.71 - 1.89 (sampler:
+    # 1,024 x 128,256 logits) - 2.09 (non-torch) = 1.58 GiB a GPU in whole 16-token blocks;
+    # the guide's rule, asked for
+    # with --workspace-fraction, keeps 10 % of what the weights leave, (160 - 131.42) x 0.9 =
+    # 25.73 GiB, 84,296 tokens
     import json
 
     from rooflinekit.cli import main
     assert main(["capacity", "Llama-3.1-70B", "H100", "--tp", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert (out["kv_budget_tokens"], out["max_concurrent_sequences"]) == (10_368, 1)
+    assert out["engine_memory_gib"] == pytest.approx(1.89 + 2.09, abs=0.01)
+    assert out["kv_cache_rule"].startswith("0.9 of the 79.19 GiB the driver reports")
+    assert main(["capacity", "Llama-3.1-70B", "H100", "--tp", "2", "--workspace-fraction", "0.1",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
     assert out["kv_budget_gib"] == pytest.approx((160 - 131.42) * 0.9, abs=0.01)
-    assert out["kv_budget_tokens"] == 84_296
-    assert (out["vllm_kv_budget_tokens"], out["vllm_max_concurrent_sequences"]) == (10_368, 1)
+    assert out["kv_budget_tokens"] == 84_296 and "engine_memory_gib" not in out
+    # the bound keeps nothing beside the weights: 0.9 x 79.19 - 65.71 = 5.56 GiB a GPU
     assert main(["capacity", "Llama-3.1-70B", "H100", "--tp", "2", "--engine", "ideal",
                  "--json"]) == 0
-    assert "vllm_kv_budget_tokens" not in json.loads(capsys.readouterr().out)
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine_memory_gib"] == 0.0
+    assert out["kv_budget_gib"] == pytest.approx(2 * (0.9 * 79.19 - 131.42 / 2), abs=0.01)
 
 
 def test_the_plan_command_says_what_it_took_off_each_gpu(capsys):
@@ -256,7 +267,8 @@ def test_the_plan_command_says_what_it_took_off_each_gpu(capsys):
 
 def test_the_pages_left_out_figures():
     """docs/validation.md's "What the model leaves out": vLLM's gpt-oss-120b weights on an H100
-    against the catalogue's, and capacity's two caches for Llama-3.1-70B on two H100s."""
+    against the catalogue's, and the guide's and vLLM's caches for Llama-3.1-70B on two H100s
+    (test_the_capacity_command_answers_by_the_engines_rule computes both)."""
     import re
     page = re.sub(r"\s+", " ", (ROOT / "docs" / "validation.md").read_text())
     logged = float(ROWS["llmdbench-gptoss-120b"]["weights_gib"])
@@ -264,7 +276,7 @@ def test_the_pages_left_out_figures():
     assert (f"{logged:.2f}", f"{ours:.2f}") == ("64.38", "60.77")
     assert "loads gpt-oss-120b as 64.38 GiB" in page and "make 60.77" in page
     assert ROWS["llmdbench-gptoss-120b"]["available_kv_gib"] == "3.33"
-    assert "(10,368 tokens where the guide's rule gives 84,296" in page
+    assert "84,296 tokens for Llama-3.1-70B on two H100s, where vLLM allocates 10,368" in page
 
 
 def _gpu_row(**changes):

@@ -182,15 +182,28 @@ def test_an_sglang_plan_holds_the_pool_sglang_allocates():
                for n in vllm["notes"])
 
 
-def test_capacity_prints_sglangs_pool_beside_the_guides(capsys):
+def test_capacity_answers_with_sglangs_pool(capsys):
     # Llama-3.1-70B on 2 x H100 under SGLang's default: 0.833 x (79.19 - 2.38) = 63.98 GiB
     # for the 65.70 GiB of weights on each GPU: no pool at all (SGLang asks for a larger
-    # --mem-fraction-static); the guide's rule holds 84,296 tokens
+    # --mem-fraction-static), where vLLM's rule holds 10,368 tokens
+    import json
     assert round((H100_MIB - (512 + 12_288 + 512 + 256)) / H100_MIB, 3) == 0.833
     assert main(["capacity", "llama-3.1-70b", "h100", "--tp", "2", "--engine", "sglang",
-                 "--json"]) == 0
-    import json
+                 "--json"]) == 1
+    assert "does not fit" in capsys.readouterr().err
+    assert main(["capacity", "llama-3.1-70b", "h100", "--tp", "2", "--engine", "sglang",
+                 "--show-anyway", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["kv_budget_tokens"] == 84_296
-    assert got["sglang_kv_budget_tokens"] == 0 and got["sglang_max_concurrent_sequences"] == 0
-    assert "vllm_kv_budget_tokens" not in got
+    assert got["gpu_memory_utilization"] == 0.833 and got["kv_budget_tokens"] == 0
+    assert got["engine_memory_gib"] == pytest.approx(0.833 * 2.38, abs=1e-6)
+    # on four: 512 + 12,288 + 2 x 512 + 512 = 14,336 MiB kept, a share of 0.823; the pool
+    # 0.823 x (79.19 - 2.38) - 131.42 / 4 = 30.36 GiB a GPU, 81,920 B a token on each
+    assert main(["capacity", "llama-3.1-70b", "h100", "--tp", "4", "--engine", "sglang",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    share = round((H100_MIB - 14_336) / H100_MIB, 3)
+    assert got["gpu_memory_utilization"] == share == 0.823
+    weights = float(catalog.model("Llama-3.1-70B").weight_bytes) / 4
+    pool = share * (79.19 - 2.38) * GIB - weights
+    assert got["kv_budget_tokens"] == int(pool // (16 * 81_920)) * 16
+    assert "sglang 0.5.6's memory in use before its weights load" in got["kv_cache_rule"]

@@ -186,18 +186,26 @@ def test_cli_plan_decodes_speculatively(capsys):
 def test_cli_capacity_counts_a_shared_prefix_once(capsys):
     base = ["capacity", "llama-3.1-8b", "h100", "--max-model-len", "4096", "--json"]
     model, gpu = catalog.model(MODEL), catalog.gpu("h100")
+    per_token = float(memory.kv_bytes_per_token(model))           # 131,072 B
     assert main(base + ["--prefix-tokens", "2048"]) == 0
     one = json.loads(capsys.readouterr().out)
-    assert one["prefix_max_concurrent_sequences"] == int(memory.max_concurrent_sequences(
-        model, gpu, 4096, shared_prefix_tokens=2048))
+    # the engine's budget B (vLLM's rule, the default): the 2,048-token prefix held once, each
+    # sequence its other 2,048 tokens
+    budget = one["kv_budget_gib"] * 2**30
+    assert one["prefix_max_concurrent_sequences"] == int(
+        (budget - 2048 * per_token) // (2048 * per_token))
     assert one["prefix_max_concurrent_sequences"] > one["max_concurrent_sequences"]
     assert main(base + ["--prefix-tokens", "2048", "--prefix-groups", "4",
                         "--prefix-share", "0.8"]) == 0
     mixed = json.loads(capsys.readouterr().out)
-    want = int(memory.max_concurrent_sequences(model, gpu, 4096, shared_prefix_tokens=2048,
-                                               prefix_groups=4, prefix_share=0.8))
+    want = int((budget - 4 * 2048 * per_token)
+               // (0.8 * 2048 * per_token + 0.2 * 4096 * per_token))
     assert mixed["prefix_max_concurrent_sequences"] == want
     assert one["max_concurrent_sequences"] < want < one["prefix_max_concurrent_sequences"]
+    # the guide's rule counts in the guide's budget
+    assert main(base + ["--prefix-tokens", "2048", "--workspace-fraction", "0.1"]) == 0
+    assert json.loads(capsys.readouterr().out)["prefix_max_concurrent_sequences"] == int(
+        memory.max_concurrent_sequences(model, gpu, 4096, shared_prefix_tokens=2048))
     assert main(base) == 0
     assert "prefix_max_concurrent_sequences" not in json.loads(capsys.readouterr().out)
 

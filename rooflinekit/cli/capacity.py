@@ -24,17 +24,22 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, format_value, print_table
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import held_memory, memory_engine, memory_share
+from rooflinekit.profiles import held_memory, memory_engine, memory_outside_kv, memory_share
 
 __all__ = list(COMMAND_API)
 
 NAME = "capacity"
 HELP = "a model on a GPU group: fit, KV budget, concurrency, TTFT/ITL, cost"
-DESCRIPTION = ("Capacity of one model on one tensor-parallel GPU group. A configuration that "
-               "does not fit says why and exits 1 (the figures anyway with --show-anyway).")
+DESCRIPTION = ("Capacity of one model on one tensor-parallel GPU group. The KV cache is the "
+               "engine's: its share of the memory the driver reports, less the weights and what "
+               "it keeps beside them (--workspace-fraction: the guide's rule instead). A "
+               "configuration that does not fit says why and exits 1 (the figures anyway with "
+               "--show-anyway).")
 EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --max-model-len 8192 --batch-size 32",
                   "path/to/config.json l40s --json",
-                  "llama-3.1-8b h100 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --csv",
+                  "llama-3.1-8b h100 --gpu-memory-utilization 0.95 --kv-cache-dtype fp8 --csv",
+                  "llama-3.1-70b h100 --tp 4 --engine sglang",
+                  "llama-3.1-70b guide-lab-80GB --tp 8 --workspace-fraction 0.1",
                   "llama-3.1-8b h100 --engine h100_vllm.json",
                   "llama-3.1-70b h100 --tp 8 --speculative-draft llama-3.1-8b "
                   "--num-speculative-tokens 4 --acceptance 0.8",
@@ -48,17 +53,11 @@ _QUANTITIES = (
     ("batch_size", "batch size [sequences]"), ("prompt_tokens", "input len [tokens]"),
     ("fits", "fits"), ("weight_gib", "weights [GiB]"),
     ("kv_bytes_per_token", "KV per token [bytes]"),
+    ("gpu_memory_utilization", "share of each GPU's memory for weights + KV"),
     ("engine_memory_gib", "engine memory outside KV, per GPU [GiB]"),
     ("kv_budget_gib", "KV budget [GiB]"),
     ("kv_budget_tokens", "KV budget [tokens]"),
     ("max_concurrent_sequences", "max concurrent sequences"),
-    ("vllm_kv_budget_tokens", "vLLM at 0.9, its memory outside KV off: KV budget [tokens]"),
-    ("vllm_max_concurrent_sequences", "vLLM at 0.9, its memory outside KV off: max concurrent "
-                                      "sequences"),
-    ("sglang_kv_budget_tokens", "SGLang at its default --mem-fraction-static: KV budget "
-                                "[tokens]"),
-    ("sglang_max_concurrent_sequences", "SGLang at its default --mem-fraction-static: max "
-                                        "concurrent sequences"),
     ("ttft_ms", "TTFT [ms]"),
     ("decode_step_time_ms", "decode step (ITL) [ms]"), ("tokens_per_s", "throughput [tokens/s]"),
     ("tokens_per_s_per_gpu", "throughput per GPU [tokens/s]"),
@@ -91,14 +90,17 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--batch-size", default=1, help="sequences decoded per step (1)")
     parser.add_argument("--input-len", type=positive_int, default=1024, metavar="TOKENS",
                         help="prompt tokens for TTFT (1024)")
-    add_flag(parser, "--workspace-fraction")
+    add_flag(parser, "--workspace-fraction",
+             help="budget the KV cache by the guide's rule instead: this share of the memory "
+                  "left after the weights kept for activations and the allocator, in [0, 1)")
     add_flag(parser, "--gpu-memory-utilization",
-             help="budget the KV cache by vLLM's rule instead: this share of the memory the "
-                  "driver reports on each GPU, less the weights and what the engine keeps "
-                  "beside them (vLLM's activation peak and non-torch memory; none for --engine "
-                  "ideal), in (0, 1]")
+             help="the engine's share of the memory the driver reports on each GPU for weights "
+                  "+ KV, in (0, 1]; what it keeps beside the weights comes off it (vLLM's "
+                  "activation peak and non-torch memory, SGLang's memory in use before "
+                  "loading; none for --engine ideal) (default: the engine's own, 0.9 or "
+                  "SGLang's --mem-fraction-static rule)")
     add_flag(parser, "--block-size", default=None,
-             help="KV block size for --gpu-memory-utilization [tokens] (16)")
+             help="KV block size of the engine's rule [tokens] (16)")
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")
     parser.add_argument("--gpu-hourly", type=nonnegative_float, metavar="USD",
@@ -122,13 +124,11 @@ def _check(args, model) -> None:
     if args.gpu_memory_utilization is not None and args.workspace_fraction is not None:
         raise ValueError("--gpu-memory-utilization and --workspace-fraction are two rules for "
                          "the same memory: give one")
-    if args.gpu_memory_utilization is None and args.block_size is not None:
-        raise ValueError("--block-size applies with --gpu-memory-utilization (vLLM's rule)")
+    if args.workspace_fraction is not None and args.block_size is not None:
+        raise ValueError("--block-size applies to the engine's rule, not --workspace-fraction "
+                         "(the guide's rule counts tokens, not blocks)")
     prefix = shared_prefix(args)     # refuses the shaping flags without --prefix-tokens
     if prefix is not None:
-        if args.gpu_memory_utilization is not None:
-            raise ValueError("--prefix-tokens counts the concurrency by the default KV rule "
-                             "(--workspace-fraction), not --gpu-memory-utilization")
         if prefix.tokens > args.max_model_len:
             raise ValueError(f"--prefix-tokens ({prefix.tokens:,}) must be at most "
                              f"--max-model-len ({args.max_model_len:,}): the prefix is part of "
@@ -138,23 +138,33 @@ def _check(args, model) -> None:
                          f"{model.n_heads} attention heads of {model.name}")
 
 
-def _budget(args, model, gpu, held):
-    """KV budget [bytes], [tokens] and sequences of ``--max-model-len`` that fit; under vLLM's
-    rule less ``held``, what the engine keeps beside the weights
-    (:func:`rooflinekit.profiles.held_memory`)."""
+def _budget(args, model, gpu, share, held):
+    """The group's KV budget [bytes], [tokens] and sequences of ``--max-model-len`` that fit:
+    the engine's ``share`` less ``held``, what it keeps beside the weights
+    (:func:`rooflinekit.profiles.held_memory`), or with ``--workspace-fraction`` the guide's
+    rule."""
     tp, ctx = args.tp, args.max_model_len
-    if args.gpu_memory_utilization is None:
-        reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
-            else args.workspace_fraction
+    if args.workspace_fraction is not None:
+        reserve = args.workspace_fraction
         return (memory.usable_kv_bytes(model, gpu, tp=tp, reserve=reserve),
                 memory.kv_budget_tokens(model, gpu, tp=tp, reserve=reserve),
                 memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=reserve))
-    engine = memory.engine_kv_cache(model, gpu, tp=tp,
-                                    gpu_memory_utilization=args.gpu_memory_utilization,
+    engine = memory.engine_kv_cache(model, gpu, tp=tp, gpu_memory_utilization=share,
                                     block_size=args.block_size or 16, max_model_len=ctx,
                                     **held)
     return (engine["available_bytes"] * tp, engine["kv_cache_tokens"],
             int(engine["max_concurrency"]))
+
+
+def _sequences(args, model, gpu, budget, **shape):
+    """Sequences of ``--max-model-len`` in the rule's budget less a draft's weights or with
+    shared prefixes (``shape``: :func:`rooflinekit.memory.max_concurrent_sequences`'s)."""
+    if args.workspace_fraction is not None:
+        return int(memory.max_concurrent_sequences(model, gpu, args.max_model_len, args.tp,
+                                                   args.workspace_fraction, **shape))
+    budget -= shape.pop("draft_weight_bytes", 0.0)
+    return int(memory.sequences_in_budget(model, max(float(budget), 0.0), args.max_model_len,
+                                          block_size=args.block_size or 16, **shape))
 
 
 def _why_not(result) -> tuple[bool, str | None]:
@@ -190,11 +200,13 @@ def run(args, out) -> int:
     draft = speculative_draft(args)
     engine = engine_from_args(args, gpu)
     tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
-    # what the engine keeps beside the weights (vLLM's footprint; nothing for the bound)
+    # the engine's share and what it keeps beside the weights (vLLM's footprint, SGLang's
+    # memory in use before loading; nothing for the bound), unless the guide's rule is asked
     held_by = memory_engine(args.engine)
-    held = held_memory(held_by, model, gpu, tp,
-                       gpu_memory_utilization=args.gpu_memory_utilization)
-    budget, tokens, sequences = _budget(args, model, gpu, held)
+    guide = args.workspace_fraction is not None
+    share = None if guide else memory_share(held_by, gpu, tp, args.gpu_memory_utilization)
+    held = {} if guide else held_memory(held_by, model, gpu, tp, gpu_memory_utilization=share)
+    budget, tokens, sequences = _budget(args, model, gpu, share, held)
     # TTFT is a prefill; ITL, throughput and cost are decode steps: each formula asks the
     # engine (a calibration: its knob set of this model and GPU) for its phase's
     result = {
@@ -213,16 +225,16 @@ def run(args, out) -> int:
                                                          engine=engine)),
         "model_quality": roofline.engine_for(engine, "decode", model=model, gpu=gpu).label,
     }
-    if args.gpu_memory_utilization is not None:
-        # vLLM's rule: what the engine keeps on each GPU outside the KV cache, taken off it
+    if guide:
+        result["kv_cache_rule"] = (f"the guide's: {args.workspace_fraction:g} of the memory left "
+                                   f"after the weights kept as workspace")
+    else:
+        # the engine's rule: what it keeps on each GPU outside the KV cache, taken off it
+        result["gpu_memory_utilization"] = share
         result["engine_memory_gib"] = sum(held.values()) / units.GiB
-    elif held_by is not None and budget > 0:
-        # the guide's rule answered: what the engine at its default share would hold, beside it
-        own = memory.engine_kv_cache(model, gpu, tp=tp, max_model_len=ctx,
-                                     gpu_memory_utilization=memory_share(held_by, gpu, tp),
-                                     **held)
-        result[f"{held_by}_kv_budget_tokens"] = int(own["kv_cache_tokens"])
-        result[f"{held_by}_max_concurrent_sequences"] = int(own["max_concurrency"])
+        result["kv_cache_rule"] = (f"{share:g} of the {gpu.visible_memory_per_gpu / units.GiB:.2f}"
+                                   f" GiB the driver reports on each GPU, less the weights and "
+                                   f"{memory_outside_kv(held_by)}")
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (
@@ -239,13 +251,10 @@ def run(args, out) -> int:
             "speculative_speedup": float(roofline.speculative_speedup(
                 model, gpu, batch, ctx, tp, draft=draft, draft_tokens=k, acceptance=alpha,
                 engine=engine))})
-        if isinstance(draft, ModelShape) and args.gpu_memory_utilization is None:
+        if isinstance(draft, ModelShape):
             # a draft model's weights sit beside the target's, off the KV budget
-            reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
-                else args.workspace_fraction
-            result["speculative_max_concurrent_sequences"] = int(
-                memory.max_concurrent_sequences(model, gpu, ctx, tp, reserve,
-                                                draft_weight_bytes=memory.weight_bytes(draft)))
+            result["speculative_max_concurrent_sequences"] = _sequences(
+                args, model, gpu, budget, draft_weight_bytes=float(memory.weight_bytes(draft)))
         if price is not None:
             result["speculative_usd_per_million_tokens"] = float(
                 pricing.speculative_cost_per_million_tokens(
@@ -254,11 +263,9 @@ def run(args, out) -> int:
     prefix = shared_prefix(args)
     if prefix is not None:
         # the prefixes' whole blocks held once, the rest of each sequence its own
-        reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
-            else args.workspace_fraction
-        result["prefix_max_concurrent_sequences"] = int(memory.max_concurrent_sequences(
-            model, gpu, ctx, tp, reserve, shared_prefix_tokens=prefix.tokens,
-            prefix_groups=prefix.groups, prefix_share=prefix.share))
+        result["prefix_max_concurrent_sequences"] = _sequences(
+            args, model, gpu, budget, shared_prefix_tokens=prefix.tokens,
+            prefix_groups=prefix.groups, prefix_share=prefix.share)
     if engine is not roofline.IDEAL:
         # the roofline bound beside the engine's answer: no engine runs faster than this
         result.update({
@@ -281,6 +288,7 @@ def run(args, out) -> int:
         # one quantity a row, its unit in its label: each value is formatted as itself
         print_table(("quantity", "value"), [(label, result[key]) for key, label in _QUANTITIES
                                             if key in result], out, fmt=format_value)
+        out.write(f"KV cache: {result['kv_cache_rule']}\n")
         out.write(f"timing: {result['model_quality']}\n")
         if reason is not None:
             out.write(f"warning: {reason}\n")

@@ -19,7 +19,6 @@ from rooflinekit.planning.capacity import draw_requests, max_rate, rate_variable
 from rooflinekit.planning.fleet import (
     PLAN_WORK_LIMIT,
     _names,
-    _memory_outside_kv,
     _quality,
     _replica,
     check_fleet_counts,
@@ -27,8 +26,8 @@ from rooflinekit.planning.fleet import (
     one_scheduler,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import (held_memory, memory_engine, memory_share, resolve_engine,
-                                  scheduler_admission)
+from rooflinekit.profiles import (held_memory, memory_engine, memory_outside_kv, memory_share,
+                                  resolve_engine, scheduler_admission)
 
 __all__ = ["AGGREGATED", "MAX_SPLITS", "SPLIT", "plan_disaggregated"]
 
@@ -202,7 +201,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         "link_latency": link_latency, "headroom": headroom, "rate": float(traffic.rate),
         "quantile": float(slo.quantile), **{f"{k}_target": v for k, v in slo.targets.items()},
         "replicates": replicates, "requests": requests, "rtol": rtol, "simulations": runs,
-        "memory_outside_kv": _memory_outside_kv(held_by)})
+        "memory_outside_kv": memory_outside_kv(held_by)})
 
 
 def _assemble(units, per, saturation, binding, tp, traffic, headroom, attrs) -> xr.Dataset:

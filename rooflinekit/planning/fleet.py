@@ -40,10 +40,9 @@ from rooflinekit.planning.capacity import (
     speculative_rows,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import (ENGINE_MEMORY, Calibration, chunk_budget_candidates,
-                                  VLLM_GPU_MEMORY_UTILIZATION, held_memory, memory_engine,
-                                  memory_share,
-                                  older_than_scheduler,
+from rooflinekit.profiles import (VLLM_GPU_MEMORY_UTILIZATION, Calibration,
+                                  chunk_budget_candidates, held_memory, memory_engine,
+                                  memory_outside_kv, memory_share, older_than_scheduler,
                                   resolve_engine, scheduler_admission, scheduler_defaults,
                                   scheduler_engine)
 from rooflinekit.roofline import (
@@ -486,7 +485,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         "prefix_caching": int(prefix_caching),
         **({} if speculative is None else _speculative_attrs(speculative)),
         "gpu_memory_utilization": _share_attr(held_by, gpu_memory_utilization),
-        "memory_outside_kv": _memory_outside_kv(held_by),
+        "memory_outside_kv": memory_outside_kv(held_by),
         "simulations": int(sum(r["runs"] for r in results)),
         "engine_draws": 0 if drawn is None else len(next(iter(drawn.values()))),
     })
@@ -500,16 +499,6 @@ def _share_attr(held_by, gpu_memory_utilization):
         return "SGLang's default --mem-fraction-static (by GPU, layout and chunk: memory_share)"
     return (VLLM_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None
             else float(gpu_memory_utilization))
-
-
-def _memory_outside_kv(held_by) -> str:
-    """What a plan took off each GPU beside the weights before sizing the KV cache."""
-    if held_by is None:
-        return "nothing else (the bound: no engine memory held)"
-    version = next(r["version"] for r in ENGINE_MEMORY if r["engine"] == held_by)
-    if held_by == "sglang":
-        return f"{held_by} {version}'s memory in use before its weights load (engine_memory)"
-    return f"{held_by} {version}'s activation peak and non-torch memory (engine_memory)"
 
 
 #: Replicates a chunk-budget search screens each budget on, and its tolerance [1].
@@ -901,7 +890,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "admission": layout["admission"],
                      "client": "closed loop" if closed else "open loop",
                      "engine_draws": 0 if drawn is None else len(engines),
-                     "memory_outside_kv": _memory_outside_kv(held_by),
+                     "memory_outside_kv": memory_outside_kv(held_by),
                      "model_quality": label,
                      "quantile": float(slo.quantile),
                      **{f"{k}_target": v for k, v in slo.targets.items()}})

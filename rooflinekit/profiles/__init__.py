@@ -33,6 +33,7 @@ from rooflinekit.profiles.footprint import (
     engine_memory,
     held_memory,
     memory_engine,
+    memory_outside_kv,
     memory_share,
     moe_workspace_bytes,
     read_engine_memory_file,
@@ -68,7 +69,7 @@ from rooflinekit.profiles.shipped import (
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
-           "memory_share", "moe_workspace_bytes", "read_engine_memory_file",
+           "memory_outside_kv", "memory_share", "moe_workspace_bytes", "read_engine_memory_file",
            "sglang_mem_fraction_static", "ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
            "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
            "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",

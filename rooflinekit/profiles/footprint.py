@@ -30,7 +30,7 @@ from rooflinekit.profiles.shipped import DEFAULT_ENGINE
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
-           "memory_share", "moe_workspace_bytes", "read_engine_memory_file",
+           "memory_outside_kv", "memory_share", "moe_workspace_bytes", "read_engine_memory_file",
            "sglang_mem_fraction_static"]
 
 GIB = 2**30
@@ -392,6 +392,33 @@ def memory_engine(engine) -> str | None:
         return None
     name = scheduler_engine(engine)
     return name if any(r["engine"] == name for r in ENGINE_MEMORY) else None
+
+
+def memory_outside_kv(held_by) -> str:
+    """What a planning answer took off each GPU beside the weights before sizing the KV cache,
+    in words.
+
+    Parameters
+    ----------
+    held_by : str or None
+        An engine with a memory row (:func:`memory_engine`), or ``None`` (the bound).
+
+    Returns
+    -------
+    str
+        The engine, its memory row's version and what it keeps, or that nothing was kept; a
+        planner's ``memory_outside_kv`` attribute (its first word names the engine).
+    """
+    if held_by is None:
+        return "nothing else (the bound: no engine memory held)"
+    rows = {r["engine"]: r for r in ENGINE_MEMORY}
+    if not isinstance(held_by, str) or held_by not in rows:
+        raise ValueError(f"held_by must be None or an engine with a memory row "
+                         f"({', '.join(rows)}); got {held_by!r}")
+    version = rows[held_by]["version"]
+    if held_by == "sglang":
+        return f"{held_by} {version}'s memory in use before its weights load (engine_memory)"
+    return f"{held_by} {version}'s activation peak and non-torch memory (engine_memory)"
 
 
 def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
