@@ -773,7 +773,7 @@ def vllm_kv_cache_groups(model, *, draft_layers=0) -> tuple[int, int, int]:
 
 
 def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_peak_bytes=0.0,
-                    non_torch_bytes=0.0, block_size=16, max_model_len=None,
+                    non_torch_bytes=0.0, weight_layout_bytes=0.0, block_size=16, max_model_len=None,
                     mamba_cache_mode="none", num_speculative_tokens=0, draft_layers=0,
                     block_alignment=VLLM_BLOCK_ALIGNMENT):
     """The KV budget as vLLM computes and logs it, per GPU of a tensor-parallel group.
@@ -793,6 +793,11 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     activation_peak_bytes, non_torch_bytes : float
         Peak activation memory and non-torch memory (CUDA context, NCCL buffers) per GPU [bytes],
         as vLLM's memory profiling reports them.
+    weight_layout_bytes : float
+        What the engine's kernels hold beside the checkpoint's weights on each GPU [bytes], ≥ 0:
+        padded or duplicated tensors of their layouts
+        (:func:`rooflinekit.profiles.mxfp4_layout_bytes`); part of the weights vLLM logs.
+        Default 0.
     block_size : int
         Tokens per KV block, ≥ 1 (vLLM's ``--block-size``). Default 16. A hybrid model runs
         vLLM's enlarged block instead where it is larger (:func:`vllm_block_size`).
@@ -828,7 +833,8 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
 
     Notes
     -----
-    ``available = total × gpu_memory_utilization − (weights/tp + activation peak + non-torch)``,
+    ``available = total × gpu_memory_utilization − (weights/tp + layout + activation peak +
+    non-torch)``,
     then ``num_blocks = available // bytes_per_block``; ``total`` is the memory the driver
     reports (:attr:`GPU.visible_memory_per_gpu`: 79.19 GiB on an 80 GiB H100), which vLLM takes
     its share of. Unlike :func:`usable_kv_bytes` the
@@ -864,11 +870,13 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     check_range("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1, lo_open=True)
     check_nonnegative("activation_peak_bytes", activation_peak_bytes)
     check_nonnegative("non_torch_bytes", non_torch_bytes)
+    check_nonnegative("weight_layout_bytes", weight_layout_bytes)
     check_integer("block_size", block_size, lo=1)
     # one number each, in double precision (a float16 65,504 overflows in its own arithmetic)
     gpu_memory_utilization = real_number("gpu_memory_utilization", gpu_memory_utilization)
     activation_peak_bytes = real_number("activation_peak_bytes", activation_peak_bytes)
     non_torch_bytes = real_number("non_torch_bytes", non_torch_bytes)
+    weight_layout_bytes = real_number("weight_layout_bytes", weight_layout_bytes)
     if max_model_len is None:
         max_model_len = model.max_context
         if max_model_len is None:
@@ -889,7 +897,7 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     bytes_per_block = pages * block_size
     per_gpu = gpu.visible_memory_per_gpu          # the driver's total, vLLM's share of it
     available = per_gpu * gpu_memory_utilization - (
-        model.weight_bytes / tp + activation_peak_bytes + non_torch_bytes)
+        model.weight_bytes / tp + weight_layout_bytes + activation_peak_bytes + non_torch_bytes)
     num_blocks = max(int(available // bytes_per_block), 0)
     context_blocks = -(-max_model_len // block_size)
     state_blocks = {"none": 1, "align": 2, "all": context_blocks}[mamba_cache_mode]

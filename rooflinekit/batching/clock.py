@@ -33,7 +33,8 @@ __all__ = ["replica_kv_budget", "replica_state_tokens", "vllm_block_size"]
 
 def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
                       gpu_memory_utilization=None, block_size=16, speculative=None, pp=1,
-                      ep=1, activation_peak_bytes=0.0, non_torch_bytes=0.0) -> int:
+                      ep=1, activation_peak_bytes=0.0, non_torch_bytes=0.0,
+                      weight_layout_bytes=0.0) -> int:
     """A replica's KV budget [the target's tokens]: the one rule batchers and plans derive it by.
 
     Parameters
@@ -58,7 +59,7 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
     pp, ep : int
         A pipeline or expert layout: :func:`rooflinekit.parallel.layout_memory`'s weights and
         KV per token on each GPU instead of the tensor-parallel rank's.
-    activation_peak_bytes, non_torch_bytes : float
+    activation_peak_bytes, non_torch_bytes, weight_layout_bytes : float
         What the engine keeps on each GPU beside weights and KV under vLLM's rule [bytes], >= 0
         (:func:`rooflinekit.profiles.footprint`); default 0 (the bound). Not read under the
         guide's rule.
@@ -93,7 +94,8 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
     kv = memory.engine_kv_cache(model, gpu, tp, block_size=block_size,
                                 gpu_memory_utilization=gpu_memory_utilization,
                                 activation_peak_bytes=activation_peak_bytes,
-                                non_torch_bytes=non_torch_bytes, max_model_len=block_size)
+                                non_torch_bytes=non_torch_bytes,
+                                weight_layout_bytes=weight_layout_bytes, max_model_len=block_size)
     available, bytes_per_block = kv["available_bytes"], kv["bytes_per_block"]
     if pp > 1 or ep > 1:
         per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep)

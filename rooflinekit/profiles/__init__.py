@@ -29,6 +29,7 @@ from rooflinekit.profiles.footprint import (
     ENGINE_MEMORY,
     FUSED_MOE_CHUNK_TOKENS,
     MOE_ACTIVATION_BYTES,
+    MXFP4_BYTES,
     VLLM_GPU_MEMORY_UTILIZATION,
     engine_memory,
     held_memory,
@@ -36,6 +37,7 @@ from rooflinekit.profiles.footprint import (
     memory_outside_kv,
     memory_share,
     moe_workspace_bytes,
+    mxfp4_layout_bytes,
     read_engine_memory_file,
     sglang_mem_fraction_static,
 )
@@ -69,7 +71,8 @@ from rooflinekit.profiles.shipped import (
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
-           "memory_outside_kv", "memory_share", "moe_workspace_bytes", "read_engine_memory_file",
+           "memory_outside_kv", "memory_share", "moe_workspace_bytes", "mxfp4_layout_bytes",
+           "MXFP4_BYTES", "read_engine_memory_file",
            "sglang_mem_fraction_static", "ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
            "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
            "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",

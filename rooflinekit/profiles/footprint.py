@@ -30,8 +30,8 @@ from rooflinekit.profiles.shipped import DEFAULT_ENGINE
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
-           "memory_outside_kv", "memory_share", "moe_workspace_bytes", "read_engine_memory_file",
-           "sglang_mem_fraction_static"]
+           "memory_outside_kv", "memory_share", "moe_workspace_bytes", "mxfp4_layout_bytes",
+           "MXFP4_BYTES", "read_engine_memory_file", "sglang_mem_fraction_static"]
 
 GIB = 2**30
 #: Tokens vLLM's fused-MoE kernel works on at once (``VLLM_FUSED_MOE_CHUNK_SIZE``, default
@@ -48,6 +48,21 @@ MIB = 2**20
 #: ``server_args.py``'s ``_handle_gpu_memory_settings`` (SGLang 0.5).
 _SGLANG_CUDA_GRAPH_MAX_BS = ((20, 8, 8), (35, 24, 80), (60, 32, 160), (90, 256, 512),
                              (160, 256, 512), (math.inf, 512, 512))
+#: vLLM's MXFP4 expert kernels by GPU and how each lays the experts out
+#: (``vllm/model_executor/layers/quantization/mxfp4.py``, ``get_mxfp4_backend`` and
+#: ``create_weights``): (GPUs, backend, intermediate width rounded up to, hidden width rounded
+#: up to, the checkpoint's scales kept beside the kernel's swizzled copy). Hopper (sm_90) runs
+#: OpenAI's Triton kernels, Blackwell (sm_100) FlashInfer's, the rest (sm_80, sm_86, sm_89,
+#: sm_120) Marlin; compute capabilities: https://developer.nvidia.com/cuda-gpus.
+_VLLM_MXFP4_LAYOUTS = (
+    (("H100-SXM-80GB", "H100-PCIe-80GB", "H100-NVL-94GB", "H200-SXM-141GB", "H20"),
+     "triton", 64, 1, True),
+    (("B200", "B300", "GB200", "GB300"), "flashinfer", 256, 256, False),
+    (("A100-SXM-40GB", "A100-SXM-80GB", "A100-PCIe-80GB", "A10", "A10G", "L4", "L40S",
+      "RTX-4090", "RTX-PRO-6000-Server"), "marlin", 128, 256, False),
+)
+#: MXFP4: a 4-bit value and one 8-bit scale per 32 [bytes a parameter].
+MXFP4_BYTES = 17 / 32
 
 _NUMBER_FIELDS = ("sampler_bytes_per_logit", "non_torch_gib", "non_torch_parallel_gib",
                   "fit_error_gib")
@@ -271,6 +286,79 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
     return VLLM_GPU_MEMORY_UTILIZATION
 
 
+def _round_up(x: int, to: int) -> int:
+    return -(-x // to) * to
+
+
+def mxfp4_layout_bytes(model, gpu, tp=1) -> float:
+    """What vLLM's MXFP4 expert kernels hold on each GPU beyond the checkpoint's experts
+    [bytes].
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model; 0 unless its experts are MXFP4 (``bytes_per_expert_param`` within 1 % of
+        :data:`MXFP4_BYTES`, a 4-bit value and an 8-bit scale per 32) with known widths.
+    gpu : GPU or catalogue name
+        One GPU of the group: its architecture picks vLLM's kernel (0 for a GPU not listed).
+    tp : int
+        Tensor-parallel degree, >= 1: each rank holds ``1/tp`` of every expert's width.
+
+    Returns
+    -------
+    float
+        Bytes on each GPU beside the checkpoint's weights (part of the weights vLLM logs).
+
+    Notes
+    -----
+    Per MoE layer of ``E`` experts, hidden width ``H`` and a rank's intermediate width
+    ``I = I_model / tp``, the kernel allocates its gate-up and down matrices at ``H' =
+    ⌈H⌉_h`` and ``I' = ⌈I⌉_i`` (rounded up to its alignment), ``3 E (H' I' − H I) · 17/32``
+    bytes more than the checkpoint's. On Hopper (OpenAI's Triton kernels, ``I`` to 64) the
+    layer's unswizzled scales stay registered beside the swizzled copy the kernel reads
+    (``3 E H I / 32``), that copy's rows padded to 256 (``E ((⌈2I⌉_256 − 2I) H + (⌈H⌉_256 −
+    H) I) / 32``), and the biases are held in 32-bit (``2 E (2I + H)`` more). Blackwell
+    (FlashInfer) rounds both widths to 256, the others (Marlin) ``I`` to 128 and ``H`` to 256.
+    gpt-oss-20b on one H100: 0.59 GiB (vLLM logs 13.47 GiB of weights, 0.65 over the
+    checkpoint's 12.82); gpt-oss-120b on one H100: 3.53 GiB (64.38 logged, 3.61 over); on one
+    A100, Marlin: 0.85 GiB (13.72 logged for gpt-oss-20b, 0.90 over). At TP 2 on H100s the
+    rule gives 0.41 GiB a GPU where vLLM 0.19's log is 0.60 over.
+
+    References
+    ----------
+    .. [1] vLLM, ``vllm/model_executor/layers/quantization/mxfp4.py`` (``create_weights``,
+       ``process_weights_after_loading``) and ``utils/mxfp4_utils.py`` (``_swizzle_mxfp4``);
+       triton-kernels, ``tensor_details/layout_details/hopper_scale.py``.
+    .. [2] ``tests/data/engine_logs/vllm_memory.csv``: the weights vLLM logged.
+
+    See Also
+    --------
+    engine_memory : the rest of what vLLM keeps beside the weights.
+    """
+    check_type("model", model, ModelShape)
+    spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
+    check_type("gpu", spec, GPU)
+    tp = whole_number("tp", tp, lo=1)
+    per_param = model.bytes_per_expert_param
+    if model.n_experts <= 1 or model.intermediate_size is None or model.hidden_size is None \
+            or abs(per_param - MXFP4_BYTES) > 0.01 * MXFP4_BYTES:
+        return 0.0
+    layout = next((row for row in _VLLM_MXFP4_LAYOUTS if spec.name in row[0]), None)
+    if layout is None:
+        return 0.0
+    _, backend, align_i, align_h, scales_twice = layout
+    experts, hidden = model.n_experts, int(model.hidden_size)
+    width = int(model.intermediate_size) // tp
+    padded = _round_up(width, align_i) * _round_up(hidden, align_h) - width * hidden
+    extra = 3 * experts * padded * MXFP4_BYTES
+    if scales_twice:
+        extra += 3 * experts * hidden * width / 32
+        extra += experts * ((_round_up(2 * width, 256) - 2 * width) * hidden
+                            + (_round_up(hidden, 256) - hidden) * width) / 32
+        extra += 2 * experts * (2 * width + hidden)
+    return float(model.n_layers * extra)
+
+
 def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
                   max_num_batched_tokens=None, gpu_memory_utilization=None) -> dict:
     """What ``engine`` keeps on each GPU of a tensor-parallel group beside weights and KV.
@@ -296,7 +384,8 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     Returns
     -------
     dict
-        ``activation_peak_bytes`` and ``non_torch_bytes`` [bytes per GPU], the two
+        ``activation_peak_bytes``, ``non_torch_bytes`` and ``weight_layout_bytes`` (vLLM's
+        MXFP4 kernels' layout, :func:`mxfp4_layout_bytes`) [bytes per GPU], the three
         :func:`rooflinekit.memory.engine_kv_cache` subtracts at ``gpu_memory_utilization``
         (also returned, resolved), and the activation peak's parts ``sampler_bytes`` and
         ``moe_workspace_bytes``; ``version`` and ``source`` of the row, and its
@@ -356,14 +445,15 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     non_torch = (row["non_torch_gib"] if tp == 1 else row["non_torch_parallel_gib"]) * GIB
     if engine == "sglang":
         # its share is of the memory free before loading: f·(M − c) − W = f·M − W − f·c
-        sampler = moe = 0.0
+        sampler = moe = layout = 0.0
         non_torch *= share
     else:
         # a model without a vocabulary (the guide's) counts no logits: its peak is understated
         sampler = row["sampler_bytes_per_logit"] * min(seqs, tokens) * (model.vocab_size or 0)
         moe = moe_workspace_bytes(model, tp, tokens)
+        layout = mxfp4_layout_bytes(model, gpu, tp)
     return {"activation_peak_bytes": sampler + moe, "non_torch_bytes": non_torch,
-            "gpu_memory_utilization": share,
+            "weight_layout_bytes": layout, "gpu_memory_utilization": share,
             "sampler_bytes": sampler, "moe_workspace_bytes": moe,
             "version": row["version"], "source": row["source"],
             "held_out_error_bytes": (row["held_out_error_gib"] * GIB
@@ -418,7 +508,8 @@ def memory_outside_kv(held_by) -> str:
     version = rows[held_by]["version"]
     if held_by == "sglang":
         return f"{held_by} {version}'s memory in use before its weights load (engine_memory)"
-    return f"{held_by} {version}'s activation peak and non-torch memory (engine_memory)"
+    return (f"{held_by} {version}'s activation peak and non-torch memory, and its MXFP4 "
+            f"kernels' layout (engine_memory)")
 
 
 def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
@@ -439,11 +530,13 @@ def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
     Returns
     -------
     dict
-        ``activation_peak_bytes`` and ``non_torch_bytes`` [bytes per GPU]; empty for ``None``.
+        ``activation_peak_bytes``, ``non_torch_bytes`` and ``weight_layout_bytes`` [bytes per
+        GPU]; empty for ``None``.
     """
     if held_by is None:
         return {}
     kept = engine_memory(model, gpu, tp, engine=held_by, max_num_seqs=max_num_seqs,
                          max_num_batched_tokens=max_num_batched_tokens,
                          gpu_memory_utilization=gpu_memory_utilization)
-    return {k: kept[k] for k in ("activation_peak_bytes", "non_torch_bytes")}
+    return {k: kept[k] for k in ("activation_peak_bytes", "non_torch_bytes",
+                                 "weight_layout_bytes")}
