@@ -207,3 +207,16 @@ def test_capacity_answers_with_sglangs_pool(capsys):
     pool = share * (79.19 - 2.38) * GIB - weights
     assert got["kv_budget_tokens"] == int(pool // (16 * 81_920)) * 16
     assert "sglang 0.5.6's memory in use before its weights load" in got["kv_cache_rule"]
+
+
+def test_the_plan_command_names_sglangs_share(capsys):
+    # the cheapest configuration's share: one H100 at the 8,192-token chunk, 0.834
+    argv = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "2", "--prompt-mean", "500",
+            "--output-mean", "100", "--ttft", "1", "--replicates", "2", "--requests", "100",
+            "--max-num-batched-tokens", "8192", "--engine", "sglang"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert ("KV cache: SGLang's default --mem-fraction-static (by GPU, layout and chunk: "
+            "memory_share); 0.834 on H100-SXM-80GB at TP 1 of the memory the driver reports, "
+            "less the weights and sglang 0.5.6's memory in use before its weights load") in out
+    assert "--mem-fraction-static 0.834" in out

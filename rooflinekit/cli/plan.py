@@ -32,7 +32,7 @@ from rooflinekit.cli._args import (
     whole_number,
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
-from rooflinekit.profiles import scheduler_engine
+from rooflinekit.profiles import memory_share, scheduler_engine
 
 __all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "TRAFFIC_FLAGS", "add_arguments",
            "add_replica_flags", "add_table_flags", "run",
@@ -590,7 +590,13 @@ def run(args, out) -> int:
             out.write(f"note: {typed!r} is {name}; the catalogue also has {', '.join(also)} "
                       f"(name one to plan it)\n")
         share = ds.attrs["gpu_memory_utilization"]
-        share = f"{share:g}" if isinstance(share, float) else share
+        if isinstance(share, float):
+            share = f"{share:g}"
+        elif rows:              # the rule SGLang's share varies by: the cheapest one's
+            first = rows[0]
+            own = memory_share("sglang", first["gpu"], int(first["tp"]),
+                               max_num_batched_tokens=first["max_num_batched_tokens"] or None)
+            share += f"; {own:g} on {first['gpu']} at TP {first['tp']}"
         out.write(f"KV cache: {share} of the memory the driver reports, less the weights and "
                   f"{ds.attrs['memory_outside_kv']}\n")
         if bound is not None:
