@@ -42,7 +42,7 @@ DOC = ROOT / "docs" / "quantities.md"
 
 #: Folders whose public names count as rooflinekit's public API, besides ``rooflinekit.__all__``.
 API_MODULES = ("sweep", "calibrate", "roofline", "planning", "batching", "pricing", "memory",
-               "parallel", "workloads", "catalog")
+               "profiles", "parallel", "workloads", "catalog")
 
 #: Quantities the table must cover (a word of the first column, lower case).
 REQUIRED = ("model", "gpu type", "tensor-parallel", "pipeline", "expert-parallel",
