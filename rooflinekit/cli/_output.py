@@ -424,3 +424,10 @@ def emit(args, out, records, *, text, payload=None, dataset=None, write=None) ->
         if path:
             terminal.write(f"written to {escape_text(path)}\n")
     return 0
+
+
+def guide_kv_rule(reserve: float) -> str:
+    """What ``layouts`` and ``sweep`` size the KV cache by, in words: the guide's rule with
+    ``reserve`` (the share of what the weights leave kept as workspace)."""
+    return (f"the guide's rule, {reserve:g} of what the weights leave kept as workspace (an "
+            f"engine allocates less: rooflinekit capacity gives its cache)")

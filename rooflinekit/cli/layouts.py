@@ -3,7 +3,7 @@ on N GPUs, with its memory, ITL and throughput (:func:`rooflinekit.roofline.layo
 
 from __future__ import annotations
 
-from rooflinekit import catalog, roofline
+from rooflinekit import catalog, memory, roofline
 from rooflinekit.cli._args import (
     read_model,
     COMMAND_API,
@@ -17,7 +17,7 @@ from rooflinekit.cli._args import (
     positive_int,
     whole_number,
 )
-from rooflinekit.cli._output import emit, print_table
+from rooflinekit.cli._output import emit, guide_kv_rule, print_table
 from rooflinekit.units import GiB, MS
 
 __all__ = list(COMMAND_API)
@@ -84,6 +84,8 @@ def run(args, out) -> int:
                           context_length=args.max_model_len, prompt_tokens=args.input_len,
                           micro_batches=args.micro_batches, max_tp=args.max_tp,
                           engine=engine, **reserve)
+    ds.attrs["kv_cache_rule"] = guide_kv_rule(memory.DEFAULT_RESERVE if args.workspace_fraction
+                                              is None else args.workspace_fraction)
     # fitting layouts first, the fastest fleet first among them
     order = sorted(range(ds.sizes["layout"]),
                    key=lambda i: (not bool(ds.fits[i]), -float(ds.fleet_tokens_per_second[i])))
@@ -108,6 +110,7 @@ def run(args, out) -> int:
                   f"{args.max_model_len:,} tokens per replica\n")
         columns = [(k, h) for k, h in _COLUMNS if k in records[0]]
         print_table([h for _, h in columns], [[r[k] for k, _ in columns] for r in records], out)
+        out.write(f"KV cache: {ds.attrs['kv_cache_rule']}\n")
         out.write(f"timing: {roofline.engine_for(engine, 'decode', model=model, gpu=gpu).label}\n")
         if bound is not None:
             best = records[0]

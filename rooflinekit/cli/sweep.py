@@ -28,6 +28,7 @@ from rooflinekit.cli._output import (
     check_output,
     emit,
     escape_text,
+    guide_kv_rule,
     output_format,
     print_json,
     print_table,
@@ -389,6 +390,7 @@ def run(args, out):
     def text(out):
         out.write(f"rooflinekit sweep: {cells:,} configurations, report {args.report!r}\n")
         print_table([_heading(result, c) for c in columns], rows, out)
+        out.write(f"KV cache: {guide_kv_rule(reserve)}\n")
         out.write(f"timing: {escape_text(quality)}\n")
         for model, (name, value) in (bound or {}).items():
             out.write(f"ideal roofline bound ({escape_text(model)}): {name} {value:,.6g}\n")
