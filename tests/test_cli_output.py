@@ -171,11 +171,16 @@ def test_a_library_warning_is_one_line_naming_the_command(capsys):
     assert warnings.showwarning is before
 
 
-def test_layouts_and_sweep_say_their_kv_rule_is_the_guides(capsys):
-    # both size the KV cache by the guide's rule: the text says so, with the share kept back
+def test_layouts_and_sweep_say_their_kv_rule(capsys):
+    # layouts: the engine's rule by default, the guide's with --workspace-fraction
     code, out, _ = run(capsys, "layouts", "llama-3.1-70b", "h100", "--num-gpus", "4")
+    assert code == 0 and ("KV cache: 0.9 of the 79.19 GiB the driver reports on each GPU, "
+                          "less its weights and vllm 0.19.0's activation peak") in out
+    code, out, _ = run(capsys, "layouts", "llama-3.1-70b", "h100", "--num-gpus", "4",
+                       "--workspace-fraction", "0.1")
     assert code == 0 and ("KV cache: the guide's rule, 0.1 of what the weights leave kept as "
                           "workspace") in out
+    # sweep: the guide's rule, with its share
     code, out, _ = run(capsys, "sweep", "--models", "llama-3.1-8b", "--gpus", "h100", "--tp",
                        "1", "--max-model-len", "4096", "--batch-size", "8", "--no-progress",
                        "--workspace-fraction", "0.2")

@@ -398,3 +398,33 @@ def test_the_mxfp4_layouts_by_hand():
     assert kept["weight_layout_bytes"] / GIB == pytest.approx(3.535, abs=0.001)
     with pytest.raises(ValueError, match="tp"):
         rk.profiles.mxfp4_layout_bytes(model, "H100", 0)
+
+
+def test_layouts_take_the_engines_rule_when_given_it(capsys):
+    """rk.layouts with an engine's rule: each GPU's share less its weights and what vLLM keeps,
+    in whole 16-token blocks. Llama-3.1-70B: TP 2 holds the 10,368 tokens capacity and plan
+    give; TP 4, 0.9 x 79.19 - 32.85 (weights) - 1.89 (sampler) - 2.09 (non-torch) GiB a GPU of
+    81,920-byte tokens (a quarter of 327,680)."""
+    import functools
+    import json
+
+    from rooflinekit.cli import main
+    from rooflinekit.profiles import layout_kv_bytes
+    model, gpu = catalog.model("Llama-3.1-70B"), catalog.gpu("H100-SXM-80GB")
+    rule = functools.partial(layout_kv_bytes, "vllm", model, gpu)
+    ds = rk.layouts(model, gpu, 4, batch_size=1, context_length=8192, kv_bytes_per_gpu=rule,
+                    engine=rk.IDEAL)
+    tokens = {(int(t), int(p)): int(k) for t, p, k in zip(ds.tp.values, ds.pp.values,
+                                                         ds.kv_budget_tokens.values)}
+    assert tokens[(2, 1)] == 10_368
+    per_gpu = 0.9 * 79.19 * GIB - float(model.weight_bytes) / 4 - 1024 * 128_256 * 15.452 \
+        - 2.09 * GIB
+    assert tokens[(4, 1)] == pytest.approx(int(per_gpu // (81_920 * 16)) * 16, abs=16)
+    # a stage of a pipeline keeps the communicators' memory too: TP 1 x PP 4 as TP 4
+    assert tokens[(1, 4)] == tokens[(4, 1)]
+    assert main(["capacity", "Llama-3.1-70B", "H100", "--tp", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kv_budget_tokens"] == tokens[(2, 1)]
+    with pytest.raises(TypeError, match="kv_bytes_per_gpu"):
+        rk.layouts(model, gpu, 4, kv_bytes_per_gpu=3.0)
+    with pytest.raises(ValueError, match="kv_bytes_per_gpu"):
+        rk.layouts(model, gpu, 4, kv_bytes_per_gpu=lambda *a: float("nan"))

@@ -3,7 +3,9 @@ on N GPUs, with its memory, ITL and throughput (:func:`rooflinekit.roofline.layo
 
 from __future__ import annotations
 
-from rooflinekit import catalog, memory, roofline
+import functools
+
+from rooflinekit import catalog, roofline
 from rooflinekit.cli._args import (
     read_model,
     COMMAND_API,
@@ -18,6 +20,7 @@ from rooflinekit.cli._args import (
     whole_number,
 )
 from rooflinekit.cli._output import emit, guide_kv_rule, print_table
+from rooflinekit.profiles import layout_kv_bytes, memory_engine, memory_outside_kv, memory_share
 from rooflinekit.units import GiB, MS
 
 __all__ = list(COMMAND_API)
@@ -60,7 +63,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-tp", type=positive_int, default=roofline.MAX_TP, metavar="TP",
                         help=f"largest tensor-parallel degree listed ({roofline.MAX_TP}: "
                              f"one node)")
-    add_flag(parser, "--workspace-fraction")
+    add_flag(parser, "--workspace-fraction",
+             help="size the KV cache by the guide's rule instead of the engine's: this share of "
+                  "the memory left after the weights kept for activations and the allocator, "
+                  "in [0, 1)")
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")
     add_flag(parser, "--allreduce")
@@ -78,14 +84,24 @@ def run(args, out) -> int:
     if args.micro_batches is not None and args.micro_batches > args.batch_size:
         raise ValueError(f"--micro-batches {args.micro_batches} exceeds --batch-size "
                          f"{args.batch_size} (one sequence per micro-batch at least)")
-    reserve = {} if args.workspace_fraction is None else {"reserve": args.workspace_fraction}
     engine = engine_from_args(args, gpu)
+    # the engine's memory rule (vLLM's share less its footprint, SGLang's own share), or the
+    # guide's when --workspace-fraction asks for it
+    held_by = memory_engine(args.engine)
+    if args.workspace_fraction is None:
+        rule = {"kv_bytes_per_gpu": functools.partial(layout_kv_bytes, held_by, model, gpu)}
+        share = ("SGLang's default --mem-fraction-static, by layout," if held_by == "sglang"
+                 else f"{memory_share(held_by, gpu):g}")
+        kv_rule = (f"{share} of the {gpu.visible_memory_per_gpu / GiB:.2f} GiB the driver "
+                   f"reports on each GPU, less its weights and {memory_outside_kv(held_by)}")
+    else:
+        rule = {"reserve": args.workspace_fraction}
+        kv_rule = guide_kv_rule(args.workspace_fraction)
     ds = roofline.layouts(model, gpu, args.num_gpus, batch_size=args.batch_size,
                           context_length=args.max_model_len, prompt_tokens=args.input_len,
                           micro_batches=args.micro_batches, max_tp=args.max_tp,
-                          engine=engine, **reserve)
-    ds.attrs["kv_cache_rule"] = guide_kv_rule(memory.DEFAULT_RESERVE if args.workspace_fraction
-                                              is None else args.workspace_fraction)
+                          engine=engine, **rule)
+    ds.attrs["kv_cache_rule"] = kv_rule
     # fitting layouts first, the fastest fleet first among them
     order = sorted(range(ds.sizes["layout"]),
                    key=lambda i: (not bool(ds.fits[i]), -float(ds.fleet_tokens_per_second[i])))
@@ -124,7 +140,7 @@ def run(args, out) -> int:
         ideal = roofline.layouts(model, gpu, args.num_gpus, batch_size=args.batch_size,
                                  context_length=args.max_model_len, prompt_tokens=args.input_len,
                                  micro_batches=args.micro_batches, max_tp=args.max_tp,
-                                 engine=roofline.IDEAL, **reserve)
+                                 engine=roofline.IDEAL, **rule)
         bound = float(ideal.fleet_tokens_per_second[order[0]])
         ds.attrs["ideal_fleet_tokens_per_second"] = bound
     return emit(args, out, records, text=text, dataset=ds)

@@ -33,6 +33,7 @@ from rooflinekit.profiles.footprint import (
     VLLM_GPU_MEMORY_UTILIZATION,
     engine_memory,
     held_memory,
+    layout_kv_bytes,
     memory_engine,
     memory_outside_kv,
     memory_share,
@@ -70,7 +71,8 @@ from rooflinekit.profiles.shipped import (
 )
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
-           "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
+           "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "layout_kv_bytes",
+           "memory_engine",
            "memory_outside_kv", "memory_share", "moe_workspace_bytes", "mxfp4_layout_bytes",
            "MXFP4_BYTES", "read_engine_memory_file",
            "sglang_mem_fraction_static", "ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",

@@ -30,7 +30,8 @@ from rooflinekit.profiles.shipped import DEFAULT_ENGINE
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
-           "memory_outside_kv", "memory_share", "moe_workspace_bytes", "mxfp4_layout_bytes",
+           "layout_kv_bytes", "memory_outside_kv", "memory_share", "moe_workspace_bytes",
+           "mxfp4_layout_bytes",
            "MXFP4_BYTES", "read_engine_memory_file", "sglang_mem_fraction_static"]
 
 GIB = 2**30
@@ -176,7 +177,7 @@ def moe_workspace_bytes(model, tp=1, max_num_batched_tokens=8192) -> float:
     return float(routed * (max(2.0 * width, model.hidden_size) + width) * MOE_ACTIVATION_BYTES)
 
 
-def sglang_mem_fraction_static(gpu, tp=1, *, chunked_prefill_size=None,
+def sglang_mem_fraction_static(gpu, tp=1, *, pp=1, chunked_prefill_size=None,
                                cuda_graph_max_bs=None, speculative=False) -> float:
     """SGLang's default ``--mem-fraction-static`` for a GPU and layout [1].
 
@@ -187,6 +188,8 @@ def sglang_mem_fraction_static(gpu, tp=1, *, chunked_prefill_size=None,
         (:attr:`~rooflinekit.GPU.visible_memory_per_gpu`), which SGLang reads.
     tp : int
         Tensor-parallel degree, >= 1.
+    pp : int
+        Pipeline stages, >= 1 (SGLang keeps 1 GiB more for every eight GPUs of ``tp × pp``).
     chunked_prefill_size : int, optional
         SGLang's ``--chunked-prefill-size`` [tokens], >= 1; default its own for the GPU
         (:func:`~rooflinekit.profiles.scheduler_defaults`).
@@ -204,7 +207,7 @@ def sglang_mem_fraction_static(gpu, tp=1, *, chunked_prefill_size=None,
 
     Notes
     -----
-    SGLang 0.5 keeps back ``r = 512 + 1.5 · max(c, 2048) + 2 · b + 1024 · tp / 8`` MiB, at
+    SGLang 0.5 keeps back ``r = 512 + 1.5 · max(c, 2048) + 2 · b + 1024 · tp · pp / 8`` MiB, at
     least 10 GiB on a GPU of more than 60 GiB (plus 2,048 MiB with a draft), of the GPU's
     ``M`` MiB: ``f = round((M − r) / M, 3)``, with ``c`` the chunk and ``b`` the largest
     CUDA-graph batch. Its KV pool is then ``f`` of the memory free before the weights load,
@@ -223,6 +226,7 @@ def sglang_mem_fraction_static(gpu, tp=1, *, chunked_prefill_size=None,
     memory_share : the share a plan takes for each engine.
     """
     tp = whole_number("tp", tp, lo=1)
+    pp = whole_number("pp", pp, lo=1)
     spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
     check_type("gpu", spec, GPU)
     if chunked_prefill_size is None:
@@ -233,7 +237,7 @@ def sglang_mem_fraction_static(gpu, tp=1, *, chunked_prefill_size=None,
         row = next(r for r in _SGLANG_CUDA_GRAPH_MAX_BS if memory < r[0] * 1024)
         cuda_graph_max_bs = row[1] if tp < 4 else row[2]
     graphs = whole_number("cuda_graph_max_bs", cuda_graph_max_bs, lo=1)
-    reserved = 512 + 1.5 * max(chunk, 2048) + 2 * graphs + 1024 * tp / 8
+    reserved = 512 + 1.5 * max(chunk, 2048) + 2 * graphs + 1024 * tp * pp / 8
     if memory > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if check_bool("speculative", speculative):
@@ -246,7 +250,7 @@ def sglang_mem_fraction_static(gpu, tp=1, *, chunked_prefill_size=None,
 
 
 def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
-                 max_num_batched_tokens=None) -> float:
+                 max_num_batched_tokens=None, pp=1) -> float:
     """The share of each GPU's memory a plan gives weights and KV.
 
     Parameters
@@ -262,6 +266,8 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
         The share given, in (0, 1]: returned as it is.
     max_num_batched_tokens : int, optional
         The plan's chunk [tokens] (SGLang's ``--chunked-prefill-size``); default the engine's.
+    pp : int
+        Pipeline stages, >= 1.
 
     Returns
     -------
@@ -276,13 +282,15 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
         raise ValueError(f"held_by must be None or an engine with a memory row "
                          f"({', '.join(sorted(rows))}); got {held_by!r}")
     tp = whole_number("tp", tp, lo=1)
+    pp = whole_number("pp", pp, lo=1)
     check_type("gpu", catalog.gpu(gpu) if isinstance(gpu, str) else gpu, GPU)
     whole_number("max_num_batched_tokens", max_num_batched_tokens, lo=1, allow_none=True)
     if gpu_memory_utilization is not None:
         return real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1,
                            lo_open=True)
     if held_by == "sglang":
-        return sglang_mem_fraction_static(gpu, tp, chunked_prefill_size=max_num_batched_tokens)
+        return sglang_mem_fraction_static(gpu, tp, pp=pp,
+                                          chunked_prefill_size=max_num_batched_tokens)
     return VLLM_GPU_MEMORY_UTILIZATION
 
 
@@ -359,8 +367,47 @@ def mxfp4_layout_bytes(model, gpu, tp=1) -> float:
     return float(model.n_layers * extra)
 
 
+def layout_kv_bytes(held_by, model, gpu, tp, pp, ep, weight_bytes, *,
+                    gpu_memory_utilization=None) -> float:
+    """The KV memory one GPU of a ``(tp, pp, ep)`` layout holds by an engine's rule [bytes].
+
+    Parameters
+    ----------
+    held_by : str or None
+        The engine whose memory rule applies (:func:`memory_engine`), or ``None`` (the bound:
+        the share less the weights alone).
+    model : ModelShape
+        The model.
+    gpu : GPU or catalogue name
+        One GPU of the layout.
+    tp, pp, ep : int
+        The layout's degrees, >= 1.
+    weight_bytes : float
+        The weights each GPU of the layout holds [bytes], >= 0
+        (:func:`rooflinekit.parallel.layout_memory`).
+    gpu_memory_utilization : float, optional
+        The share, in (0, 1]; default the engine's own (:func:`memory_share`).
+
+    Returns
+    -------
+    float
+        ``max(f · M − w − held, 0)`` [bytes]: ``f`` the share of ``M``, the memory the driver
+        reports on the GPU, ``w`` its weights and ``held`` what the engine keeps beside them
+        (:func:`held_memory` at ``tp`` and ``pp``; an expert layout's workspace is taken as
+        its tensor-parallel rank's). What :func:`rooflinekit.roofline.layouts` takes as its
+        ``kv_bytes_per_gpu``.
+    """
+    spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
+    check_type("gpu", spec, GPU)
+    whole_number("ep", ep, lo=1)
+    weights = real_number("weight_bytes", weight_bytes, lo=0)
+    share = memory_share(held_by, spec, tp, gpu_memory_utilization, pp=pp)
+    held = held_memory(held_by, model, spec, tp, gpu_memory_utilization=share, pp=pp)
+    return max(share * spec.visible_memory_per_gpu - weights - sum(held.values()), 0.0)
+
+
 def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
-                  max_num_batched_tokens=None, gpu_memory_utilization=None) -> dict:
+                  max_num_batched_tokens=None, gpu_memory_utilization=None, pp=1) -> dict:
     """What ``engine`` keeps on each GPU of a tensor-parallel group beside weights and KV.
 
     Parameters
@@ -380,6 +427,9 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
         The engine's share of each GPU's memory for weights and KV, in (0, 1] (vLLM's
         ``--gpu-memory-utilization``, SGLang's ``--mem-fraction-static``); default the
         engine's own (:func:`memory_share`).
+    pp : int
+        Pipeline stages, >= 1: a stage keeps what a tensor-parallel rank keeps, its
+        communicators' memory wherever ``tp × pp > 1``.
 
     Returns
     -------
@@ -441,8 +491,10 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     tokens = whole_number("max_num_batched_tokens", defaults.max_num_batched_tokens
                           if max_num_batched_tokens is None else max_num_batched_tokens, lo=1)
     row = rows[engine]
-    share = memory_share(engine, gpu, tp, gpu_memory_utilization, max_num_batched_tokens=tokens)
-    non_torch = (row["non_torch_gib"] if tp == 1 else row["non_torch_parallel_gib"]) * GIB
+    pp = whole_number("pp", pp, lo=1)
+    share = memory_share(engine, gpu, tp, gpu_memory_utilization, max_num_batched_tokens=tokens,
+                         pp=pp)
+    non_torch = (row["non_torch_gib"] if tp * pp == 1 else row["non_torch_parallel_gib"]) * GIB
     if engine == "sglang":
         # its share is of the memory free before loading: f·(M − c) − W = f·M − W − f·c
         sampler = moe = layout = 0.0
@@ -513,7 +565,7 @@ def memory_outside_kv(held_by) -> str:
 
 
 def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
-                max_num_batched_tokens=None, gpu_memory_utilization=None) -> dict:
+                max_num_batched_tokens=None, gpu_memory_utilization=None, pp=1) -> dict:
     """What engine ``held_by`` keeps on each GPU beside weights and KV, as the keyword
     arguments :func:`rooflinekit.memory.engine_kv_cache` and
     :func:`rooflinekit.batching.replica_kv_budget` take it.
@@ -523,7 +575,7 @@ def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
     held_by : str or None
         An engine with a memory row (:func:`memory_engine` of a planner's ``engine=``), or
         ``None``: nothing is held.
-    model, gpu, tp, max_num_seqs, max_num_batched_tokens, gpu_memory_utilization
+    model, gpu, tp, max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, pp
         As for :func:`engine_memory` (the profiling step: the configuration's budget, or the
         engine's own where it is ``None``; the share the plan takes, :func:`memory_share`).
 
@@ -537,6 +589,6 @@ def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
         return {}
     kept = engine_memory(model, gpu, tp, engine=held_by, max_num_seqs=max_num_seqs,
                          max_num_batched_tokens=max_num_batched_tokens,
-                         gpu_memory_utilization=gpu_memory_utilization)
+                         gpu_memory_utilization=gpu_memory_utilization, pp=pp)
     return {k: kept[k] for k in ("activation_peak_bytes", "non_torch_bytes",
                                  "weight_layout_bytes")}

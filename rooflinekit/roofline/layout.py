@@ -339,7 +339,8 @@ def _valid(model, **degrees):
 
 def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens=None,
             micro_batches=None, max_tp=MAX_TP, reserve=memory.DEFAULT_RESERVE, p2p_bandwidth=None,
-            p2p_latency=None, ep_bandwidth=None, engine=None) -> xr.Dataset:
+            p2p_latency=None, ep_bandwidth=None, engine=None,
+            kv_bytes_per_gpu=None) -> xr.Dataset:
     """Every layout a model can take on ``n_gpus`` GPUs, with its memory, ITL and throughput.
 
     Parameters
@@ -365,6 +366,11 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
         Link overrides, as in :func:`layout_decode_step_time`.
     engine : Engine or Calibration, optional
         As for :func:`layout_decode_step_time`.
+    kv_bytes_per_gpu : callable, optional
+        An engine's memory rule instead of the guide's: ``kv_bytes_per_gpu(tp, pp, ep,
+        weight_bytes)`` gives the KV bytes one GPU of a layout holds, from the weights it
+        holds [bytes] (:func:`rooflinekit.profiles.layout_kv_bytes` with its engine bound),
+        counted in whole blocks of 16 tokens; ``reserve`` is then not read.
 
     Returns
     -------
@@ -410,6 +416,9 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
             raise ValueError(f"micro_batches must be at most batch_size={batch_size} (one "
                              f"sequence per micro-batch); got {micro_batches}")
     max_tp = whole_number("max_tp", max_tp, lo=1)
+    if kv_bytes_per_gpu is not None and not callable(kv_bytes_per_gpu):
+        raise TypeError(f"kv_bytes_per_gpu must be a function (tp, pp, ep, weight_bytes) -> "
+                        f"bytes, or None; got {type(kv_bytes_per_gpu).__name__}")
     links = {"p2p_bandwidth": p2p_bandwidth, "p2p_latency": p2p_latency,
              "ep_bandwidth": ep_bandwidth}
     _check(model, gpu, 1, 1, 1, 1, links)
@@ -433,7 +442,16 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
                                   "decode_step_time", "prefill_time")}
     for tp, pp, ep, dp in found:
         mem = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep, dp=dp, reserve=reserve)
-        budget = np.floor(mem.usable_kv_bytes / mem.kv_bytes_per_token)
+        if kv_bytes_per_gpu is not None:     # the engine's rule: its share less what it keeps
+            usable = float(kv_bytes_per_gpu(tp, pp, ep, float(mem.weight_bytes)))
+            if not math.isfinite(usable) or usable < 0:
+                raise ValueError(f"kv_bytes_per_gpu must give a finite number >= 0; got "
+                                 f"{usable!r} for tp={tp}, pp={pp}, ep={ep}")
+            mem = mem._replace(usable_kv_bytes=usable)
+            # an engine pages its cache: whole blocks of vLLM's default 16 tokens
+            budget = np.floor(usable / (mem.kv_bytes_per_token * 16)) * 16
+        else:
+            budget = np.floor(mem.usable_kv_bytes / mem.kv_bytes_per_token)
         most = np.floor(budget / max(context_length, 1))
         m = min(pp, batch_size) if micro_batches is None else micro_batches
         rows["weight_bytes_per_gpu"].append(mem.weight_bytes)
