@@ -428,3 +428,20 @@ def test_layouts_take_the_engines_rule_when_given_it(capsys):
         rk.layouts(model, gpu, 4, kv_bytes_per_gpu=3.0)
     with pytest.raises(ValueError, match="kv_bytes_per_gpu"):
         rk.layouts(model, gpu, 4, kv_bytes_per_gpu=lambda *a: float("nan"))
+
+
+def test_a_pipeline_plan_keeps_a_stages_communicators():
+    """plan(pp=2) on one GPU a stage: each GPU holds half of Llama-3.1-8B's weights and KV a
+    token, and vLLM's communicators' 2.09 GiB (tp x pp > 1), not the single GPU's 0.25:
+    0.9 x 79.19 - 14.96 / 2 - 1.89 (sampler) - 2.09 GiB of 65,536-byte tokens, in 16s."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = rk.plan(rk.Traffic(1.0, 500, 50), rk.SLO(ttft=2.0), models="Llama-3.1-8B",
+                       gpus="H100-SXM-80GB", tp=[1], pp=[2], replicates=2, requests=50,
+                       max_num_seqs=64, max_num_batched_tokens=2048)
+    model = catalog.model("Llama-3.1-8B")
+    sampler = 15.452 * 64 * 128_256
+    per_gpu = 0.9 * 79.19 * GIB - float(model.weight_bytes) / 2 - sampler - 2.09 * GIB
+    assert int(plan["kv_budget_tokens"].squeeze()) == pytest.approx(
+        int(per_gpu // (65_536 * 16)) * 16, abs=16)

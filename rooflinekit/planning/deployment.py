@@ -42,15 +42,15 @@ def _chosen(cheapest: xr.Dataset, name: str):
 
 
 def _held_bytes(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens,
-                share) -> float:
+                share, pp=1) -> float:
     """What engine ``held_by`` keeps on each GPU beside weights and KV at ``share`` [bytes]
     (:func:`~rooflinekit.profiles.held_memory`; 0 for ``None``)."""
     return float(sum(held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
                                  max_num_batched_tokens=max_num_batched_tokens,
-                                 gpu_memory_utilization=share).values()))
+                                 gpu_memory_utilization=share, pp=pp).values()))
 
 
-def _plan_memory(attrs, gpu, tp, max_num_batched_tokens):
+def _plan_memory(attrs, gpu, tp, max_num_batched_tokens, pp=1):
     """The engine whose memory the plan held (the one its ``memory_outside_kv`` names first,
     or ``None``) and the share of each GPU it gave weights and KV."""
     named = str(attrs.get("memory_outside_kv", "")).split(" ", 1)[0]
@@ -58,7 +58,7 @@ def _plan_memory(attrs, gpu, tp, max_num_batched_tokens):
     given = attrs.get("gpu_memory_utilization", VLLM_GPU_MEMORY_UTILIZATION)
     given = float(given) if isinstance(given, (int, float)) else None   # else the engine's rule
     return held_by, memory_share(held_by, gpu, tp, given,
-                                 max_num_batched_tokens=max_num_batched_tokens)
+                                 max_num_batched_tokens=max_num_batched_tokens, pp=pp)
 
 
 def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
@@ -185,20 +185,21 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     card = catalog.gpu(str(gpu))
     memory = float(card.visible_memory_per_gpu)
     weights = float(model.weight_bytes) / (int(tp) * stages)
-    held_by, share = _plan_memory(attrs, card, int(tp), budget)
-    held = _held_bytes(held_by, model, card, int(tp), int(seqs), budget, share)
+    held_by, share = _plan_memory(attrs, card, int(tp), budget, stages)
+    held = _held_bytes(held_by, model, card, int(tp), int(seqs), budget, share, stages)
     cache = share * memory - weights - held          # the plan's KV cache on each GPU
     # vLLM's share holds weights, KV and its own F: (C + W + F) / M; a plan that held
     # nothing (the bound, TensorRT-LLM's) keeps its share
     vllm_share = share if held_by in ("vllm", None) else (cache + weights + _held_bytes(
-        "vllm", model, card, int(tp), int(seqs), budget, share)) / memory
+        "vllm", model, card, int(tp), int(seqs), budget, share, stages)) / memory
     vllm += ["--gpu-memory-utilization", f"{min(max(vllm_share, 0.01), 1.0):.3g}",
              "--block-size", str(int(attrs.get("block_size", 16)))]
     # SGLang's share is of the memory free before loading, M − c: (C + W) / (M − c)
-    before = memory - _held_bytes("sglang", model, card, int(tp), int(seqs), budget, 1.0)
+    before = memory - _held_bytes("sglang", model, card, int(tp), int(seqs), budget, 1.0,
+                                  stages)
     fraction = min(max((cache + weights) / before, 0.01), 1.0)
     sglang += ["--mem-fraction-static", f"{fraction:.3f}"]
-    own = memory_share("sglang", card, int(tp), max_num_batched_tokens=budget)
+    own = memory_share("sglang", card, int(tp), max_num_batched_tokens=budget, pp=stages)
     if round(fraction, 3) > own:
         notes.append(f"SGLang's --mem-fraction-static {fraction:.3f} is above its own default "
                      f"for this GPU and chunk ({own:.3f}): it keeps "

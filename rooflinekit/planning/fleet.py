@@ -622,19 +622,18 @@ class _Configuration:
 
     def _replica(self, values, engine):
         """:func:`_replica` of the configuration ``values``, timed by ``engine``."""
-        gpu, tp = values[dims.GPU], values[dims.TP]
+        gpu, tp, pp = values[dims.GPU], values[dims.TP], values.get(dims.PP, 1)
         chunk = values.get(dims.MAX_NUM_BATCHED_TOKENS) or None
         share = memory_share(self.held_by, gpu, tp, self.utilization,
-                             max_num_batched_tokens=chunk)
+                             max_num_batched_tokens=chunk, pp=pp)
         return _replica(
             values[dims.MODEL], gpu, tp, values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
             share, engine, self.prefix_caching, self.speculative,
-            values.get(dims.PP, 1), values.get(dims.EP, 1),
-            self.defaults[gpu.name].mixed_prefill,
+            pp, values.get(dims.EP, 1), self.defaults[gpu.name].mixed_prefill,
             held_memory(self.held_by, values[dims.MODEL], gpu, tp,
                         max_num_seqs=values[dims.MAX_NUM_SEQS], max_num_batched_tokens=chunk,
-                        gpu_memory_utilization=share))
+                        gpu_memory_utilization=share, pp=pp))
 
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
