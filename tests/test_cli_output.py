@@ -175,7 +175,7 @@ def test_layouts_and_sweep_say_their_kv_rule(capsys):
     # layouts: the engine's rule by default, the guide's with --workspace-fraction
     code, out, _ = run(capsys, "layouts", "llama-3.1-70b", "h100", "--num-gpus", "4")
     assert code == 0 and ("KV cache: 0.9 of the 79.19 GiB the driver reports on each GPU, "
-                          "less its weights and vllm 0.19.0's activation peak") in out
+                          "less the weights and vllm 0.19.0's activation peak") in out
     code, out, _ = run(capsys, "layouts", "llama-3.1-70b", "h100", "--num-gpus", "4",
                        "--workspace-fraction", "0.1")
     assert code == 0 and ("KV cache: the guide's rule, 0.1 of what the weights leave kept as "

@@ -17,7 +17,9 @@ import os
 import re
 from pathlib import Path
 
+from rooflinekit.profiles import memory_outside_kv
 from rooflinekit.sweep import save
+from rooflinekit.units import GiB
 
 __all__ = ["JSON_RULE", "OUTPUT_FORMATS", "check_output", "check_output_path", "emit",
            "escape_text", "format_column", "format_value", "input_paths", "output_format",
@@ -424,6 +426,14 @@ def emit(args, out, records, *, text, payload=None, dataset=None, write=None) ->
         if path:
             terminal.write(f"written to {escape_text(path)}\n")
     return 0
+
+
+def engine_kv_rule(share: str, gpu, held_by) -> str:
+    """An engine's KV rule in words: ``share`` (its text) of the memory the driver reports on
+    each GPU of ``gpu``'s kind, less the weights and what ``held_by`` keeps beside them
+    (:func:`rooflinekit.profiles.memory_outside_kv`)."""
+    return (f"{share} of the {gpu.visible_memory_per_gpu / GiB:.2f} GiB the driver reports on "
+            f"each GPU, less the weights and {memory_outside_kv(held_by)}")
 
 
 def guide_kv_rule(reserve: float) -> str:

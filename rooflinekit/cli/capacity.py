@@ -22,9 +22,9 @@ from rooflinekit.cli._args import (
     shared_prefix,
     speculative_draft,
 )
-from rooflinekit.cli._output import emit, format_value, print_table
+from rooflinekit.cli._output import emit, engine_kv_rule, format_value, print_table
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import held_memory, memory_engine, memory_outside_kv, memory_share
+from rooflinekit.profiles import memory_engine, memory_rule
 
 __all__ = list(COMMAND_API)
 
@@ -204,8 +204,8 @@ def run(args, out) -> int:
     # memory in use before loading; nothing for the bound), unless the guide's rule is asked
     held_by = memory_engine(args.engine)
     guide = args.workspace_fraction is not None
-    share = None if guide else memory_share(held_by, gpu, tp, args.gpu_memory_utilization)
-    held = {} if guide else held_memory(held_by, model, gpu, tp, gpu_memory_utilization=share)
+    share, held = (None, {}) if guide else memory_rule(
+        held_by, model, gpu, tp, gpu_memory_utilization=args.gpu_memory_utilization)
     budget, tokens, sequences = _budget(args, model, gpu, share, held)
     # TTFT is a prefill; ITL, throughput and cost are decode steps: each formula asks the
     # engine (a calibration: its knob set of this model and GPU) for its phase's
@@ -232,9 +232,7 @@ def run(args, out) -> int:
         # the engine's rule: what it keeps on each GPU outside the KV cache, taken off it
         result["gpu_memory_utilization"] = share
         result["engine_memory_gib"] = sum(held.values()) / units.GiB
-        result["kv_cache_rule"] = (f"{share:g} of the {gpu.visible_memory_per_gpu / units.GiB:.2f}"
-                                   f" GiB the driver reports on each GPU, less the weights and "
-                                   f"{memory_outside_kv(held_by)}")
+        result["kv_cache_rule"] = engine_kv_rule(f"{share:g}", gpu, held_by)
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (

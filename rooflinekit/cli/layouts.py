@@ -19,8 +19,8 @@ from rooflinekit.cli._args import (
     positive_int,
     whole_number,
 )
-from rooflinekit.cli._output import emit, guide_kv_rule, print_table
-from rooflinekit.profiles import layout_kv_bytes, memory_engine, memory_outside_kv, memory_share
+from rooflinekit.cli._output import emit, engine_kv_rule, guide_kv_rule, print_table
+from rooflinekit.profiles import layout_kv_bytes, memory_engine, memory_share
 from rooflinekit.units import GiB, MS
 
 __all__ = list(COMMAND_API)
@@ -92,8 +92,7 @@ def run(args, out) -> int:
         rule = {"kv_bytes_per_gpu": functools.partial(layout_kv_bytes, held_by, model, gpu)}
         share = ("SGLang's default --mem-fraction-static, by layout," if held_by == "sglang"
                  else f"{memory_share(held_by, gpu):g}")
-        kv_rule = (f"{share} of the {gpu.visible_memory_per_gpu / GiB:.2f} GiB the driver "
-                   f"reports on each GPU, less its weights and {memory_outside_kv(held_by)}")
+        kv_rule = engine_kv_rule(share, gpu, held_by)
     else:
         rule = {"reserve": args.workspace_fraction}
         kv_rule = guide_kv_rule(args.workspace_fraction)

@@ -18,7 +18,7 @@ from rooflinekit._validation import check_type, describe
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
 from rooflinekit.profiles import (ENGINE_MEMORY, VLLM_GPU_MEMORY_UTILIZATION, held_memory,
-                                  memory_share)
+                                  memory_rule, memory_share)
 from rooflinekit.workloads import Constant
 
 __all__ = ["launch_commands"]
@@ -50,15 +50,18 @@ def _held_bytes(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens,
                                  gpu_memory_utilization=share, pp=pp).values()))
 
 
-def _plan_memory(attrs, gpu, tp, max_num_batched_tokens, pp=1):
+def _plan_memory(attrs, model, gpu, tp, max_num_seqs, max_num_batched_tokens, pp=1):
     """The engine whose memory the plan held (the one its ``memory_outside_kv`` names first,
-    or ``None``) and the share of each GPU it gave weights and KV."""
+    or ``None``), the share of each GPU it gave weights and KV, and what that engine kept
+    beside them there [bytes]."""
     named = str(attrs.get("memory_outside_kv", "")).split(" ", 1)[0]
     held_by = named if any(r["engine"] == named for r in ENGINE_MEMORY) else None
     given = attrs.get("gpu_memory_utilization", VLLM_GPU_MEMORY_UTILIZATION)
     given = float(given) if isinstance(given, (int, float)) else None   # else the engine's rule
-    return held_by, memory_share(held_by, gpu, tp, given,
-                                 max_num_batched_tokens=max_num_batched_tokens, pp=pp)
+    share, held = memory_rule(held_by, model, gpu, tp, gpu_memory_utilization=given,
+                              max_num_seqs=max_num_seqs,
+                              max_num_batched_tokens=max_num_batched_tokens, pp=pp)
+    return held_by, share, float(sum(held.values()))
 
 
 def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
@@ -185,8 +188,7 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     card = catalog.gpu(str(gpu))
     memory = float(card.visible_memory_per_gpu)
     weights = float(model.weight_bytes) / (int(tp) * stages)
-    held_by, share = _plan_memory(attrs, card, int(tp), budget, stages)
-    held = _held_bytes(held_by, model, card, int(tp), int(seqs), budget, share, stages)
+    held_by, share, held = _plan_memory(attrs, model, card, int(tp), int(seqs), budget, stages)
     cache = share * memory - weights - held          # the plan's KV cache on each GPU
     # vLLM's share holds weights, KV and its own F: (C + W + F) / M; a plan that held
     # nothing (the bound, TensorRT-LLM's) keeps its share

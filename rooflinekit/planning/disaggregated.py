@@ -26,8 +26,8 @@ from rooflinekit.planning.fleet import (
     one_scheduler,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import (held_memory, memory_engine, memory_outside_kv, memory_share,
-                                  resolve_engine, scheduler_admission)
+from rooflinekit.profiles import (memory_engine, memory_outside_kv, memory_rule, resolve_engine,
+                                  scheduler_admission)
 
 __all__ = ["AGGREGATED", "MAX_SPLITS", "SPLIT", "plan_disaggregated"]
 
@@ -165,14 +165,12 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     held_by = memory_engine(engine)
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
-    share = memory_share(held_by, gpu, tp, gpu_memory_utilization,
-                         max_num_batched_tokens=max_num_batched_tokens)
+    share, held = memory_rule(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
+                              max_num_batched_tokens=max_num_batched_tokens,
+                              gpu_memory_utilization=gpu_memory_utilization)
     batcher, budget, problem = _replica(
         model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission,
-        whole_number("block_size", block_size, lo=1), share,
-        engine, held=held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
-                                 max_num_batched_tokens=max_num_batched_tokens,
-                                 gpu_memory_utilization=share))
+        whole_number("block_size", block_size, lo=1), share, engine, held=held)
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     # each unit's search simulates every request in both pools: about one plan's work
     check_plan_size(traffic, len(pairs) + 1, replicates=replicates, requests=requests,

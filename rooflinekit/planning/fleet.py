@@ -41,8 +41,8 @@ from rooflinekit.planning.capacity import (
 )
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.profiles import (VLLM_GPU_MEMORY_UTILIZATION, Calibration,
-                                  chunk_budget_candidates, held_memory, memory_engine,
-                                  memory_outside_kv, memory_share, older_than_scheduler,
+                                  chunk_budget_candidates, memory_engine, memory_outside_kv,
+                                  memory_rule, older_than_scheduler,
                                   resolve_engine, scheduler_admission, scheduler_defaults,
                                   scheduler_engine)
 from rooflinekit.roofline import (
@@ -624,16 +624,15 @@ class _Configuration:
         """:func:`_replica` of the configuration ``values``, timed by ``engine``."""
         gpu, tp, pp = values[dims.GPU], values[dims.TP], values.get(dims.PP, 1)
         chunk = values.get(dims.MAX_NUM_BATCHED_TOKENS) or None
-        share = memory_share(self.held_by, gpu, tp, self.utilization,
-                             max_num_batched_tokens=chunk, pp=pp)
+        share, held = memory_rule(self.held_by, values[dims.MODEL], gpu, tp, pp=pp,
+                                  gpu_memory_utilization=self.utilization,
+                                  max_num_seqs=values[dims.MAX_NUM_SEQS],
+                                  max_num_batched_tokens=chunk)
         return _replica(
             values[dims.MODEL], gpu, tp, values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
             share, engine, self.prefix_caching, self.speculative,
-            pp, values.get(dims.EP, 1), self.defaults[gpu.name].mixed_prefill,
-            held_memory(self.held_by, values[dims.MODEL], gpu, tp,
-                        max_num_seqs=values[dims.MAX_NUM_SEQS], max_num_batched_tokens=chunk,
-                        gpu_memory_utilization=share, pp=pp))
+            pp, values.get(dims.EP, 1), self.defaults[gpu.name].mixed_prefill, held)
 
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
@@ -830,14 +829,12 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     label = _quality(engine, model=model, gpu=gpu)
     tp = whole_number("tp", tp, lo=1)
     # the server's memory is profiled at its own max_num_seqs, whatever the clients send
-    share = memory_share(held_by, gpu, tp, gpu_memory_utilization,
-                         max_num_batched_tokens=max_num_batched_tokens)
+    share, held = memory_rule(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
+                              max_num_batched_tokens=max_num_batched_tokens,
+                              gpu_memory_utilization=gpu_memory_utilization)
     layout = dict(admission=admission,
                   block_size=whole_number("block_size", block_size, lo=1),
-                  gpu_memory_utilization=share,
-                  held=held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
-                                   max_num_batched_tokens=max_num_batched_tokens,
-                                   gpu_memory_utilization=share))
+                  gpu_memory_utilization=share, held=held)
 
     def replica(engine, seqs=max_num_seqs):
         return _replica(model, gpu, tp, seqs, max_num_batched_tokens, engine=engine,

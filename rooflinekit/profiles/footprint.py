@@ -30,7 +30,8 @@ from rooflinekit.profiles.shipped import DEFAULT_ENGINE
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
-           "layout_kv_bytes", "memory_outside_kv", "memory_share", "moe_workspace_bytes",
+           "layout_kv_bytes", "memory_outside_kv", "memory_rule", "memory_share",
+           "moe_workspace_bytes",
            "mxfp4_layout_bytes",
            "MXFP4_BYTES", "read_engine_memory_file", "sglang_mem_fraction_static"]
 
@@ -367,6 +368,32 @@ def mxfp4_layout_bytes(model, gpu, tp=1) -> float:
     return float(model.n_layers * extra)
 
 
+def memory_rule(held_by, model, gpu, tp=1, *, gpu_memory_utilization=None, max_num_seqs=None,
+                max_num_batched_tokens=None, pp=1) -> tuple[float, dict]:
+    """A KV cache's memory rule: the share of each GPU for weights and KV, and what the engine
+    keeps beside them at that share.
+
+    Parameters
+    ----------
+    held_by : str or None
+        The engine whose memory the answer keeps (:func:`memory_engine`), or ``None``.
+    model, gpu, tp, gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, pp
+        As for :func:`memory_share` and :func:`held_memory`.
+
+    Returns
+    -------
+    tuple of (float, dict)
+        :func:`memory_share`'s share, and :func:`held_memory`'s bytes at it: the
+        ``gpu_memory_utilization`` and the keyword arguments
+        :func:`rooflinekit.memory.engine_kv_cache` takes.
+    """
+    share = memory_share(held_by, gpu, tp, gpu_memory_utilization,
+                         max_num_batched_tokens=max_num_batched_tokens, pp=pp)
+    return share, held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
+                              max_num_batched_tokens=max_num_batched_tokens,
+                              gpu_memory_utilization=share, pp=pp)
+
+
 def layout_kv_bytes(held_by, model, gpu, tp, pp, ep, weight_bytes, *,
                     gpu_memory_utilization=None) -> float:
     """The KV memory one GPU of a ``(tp, pp, ep)`` layout holds by an engine's rule [bytes].
@@ -401,8 +428,8 @@ def layout_kv_bytes(held_by, model, gpu, tp, pp, ep, weight_bytes, *,
     check_type("gpu", spec, GPU)
     whole_number("ep", ep, lo=1)
     weights = real_number("weight_bytes", weight_bytes, lo=0)
-    share = memory_share(held_by, spec, tp, gpu_memory_utilization, pp=pp)
-    held = held_memory(held_by, model, spec, tp, gpu_memory_utilization=share, pp=pp)
+    share, held = memory_rule(held_by, model, spec, tp, pp=pp,
+                              gpu_memory_utilization=gpu_memory_utilization)
     return max(share * spec.visible_memory_per_gpu - weights - sum(held.values()), 0.0)
 
 
