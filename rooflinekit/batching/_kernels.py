@@ -63,6 +63,7 @@ from rooflinekit.batching._schema import (
     STAT_RUN_T,
     STAT_STEPS,
     STAT_USED_T,
+    UNLIMITED,
     WRONG_CLOCK,
 )
 from rooflinekit.roofline import (
@@ -507,9 +508,9 @@ def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, 
 
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, gains, max_num_seqs, kv_budget, state_tokens_per_sequence,
-                paged, block_size, max_batched, interactive_cap, prefix_caching, draft_tokens,
-                coef, draft_coef, draft_share, itl_target, admit, first_token, finish,
-                preemptions, status, stats, workspace):
+                kv_window, paged, block_size, max_batched, interactive_cap, prefix_caching,
+                draft_tokens, coef, draft_coef, draft_share, itl_target, admit, first_token,
+                finish, preemptions, status, stats, workspace):
     """The continuous kernels' one body, compiled in copies (:func:`_body`) with the constants
     ``_SPECULATIVE``, ``_ONE_TOKEN`` (every output one token: the decoding paths left out),
     ``_SEPARATE`` (prefill steps apart from the decodes: ``_reference``, step 5) and
@@ -527,12 +528,21 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     if n == 0:
         return 0
     hist_n, hist_max, ints, reals, flags = workspace
-    total_blocks = kv_budget // block_size if paged else 0
+    # sliding-window layers (``_reference``, "Sliding-window layers"): paged blocks are
+    # counted in units, ``uf`` a block's full-attention layers and ``us`` its sliding ones,
+    # which hold at most ``wblocks`` blocks (``wt`` tokens) a sequence; (1, 0, -) without
+    uf, us, wblocks = kv_window
+    if not paged:
+        uf = 1
+        us = 0
+    uw = uf + us
+    wt = wblocks * block_size if us > 0 else UNLIMITED
+    total_blocks = min(kv_budget // block_size, UNLIMITED // uw) * uw if paged else 0
     bs = block_size if paged else 1
     # a hybrid model's recurrent state: each running sequence holds this many tokens of the
     # budget (``_reference``, "Recurrent state"), in whole blocks when paged; 0 without one
     st = state_tokens_per_sequence
-    sb = (st + block_size - 1) // block_size if paged else 0
+    sb = (st + block_size - 1) // block_size * uw if paged else 0
     window = coef[_SW]
     windowed = not _TICK and window < math.inf   # sliding-window layers: count C >= window
     w_cross = np.int64(math.ceil(window)) if windowed else UNBOUNDED
@@ -584,9 +594,24 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     caching = prefix_caching and paged
     n_groups = 1
     max_out = 0
+    max_len = 0
     for i in range(n):
         n_groups = max(n_groups, prefix_group[i] + 1)
         max_out = max(max_out, output[i])
+        max_len = max(max_len, max(prompt_tokens[i], 1) + output[i])
+    # the sliding layers' blocks: decoding sequences below the window by phase (each takes a
+    # sliding block at its block boundaries too) and how many of them; a count ring of the
+    # steps at which they reach it (where one can before it retires)
+    slid = us > 0 and not one_token
+    crossing = slid and wt <= max_len
+    x_size = 1
+    while crossing and x_size <= wt:
+        x_size *= 2
+    x_mask = x_size - 1
+    x_count = np.zeros(x_size, np.int64)
+    by_phase_w = np.zeros(bs if slid else 1, np.int64)
+    n_bm = 0                   # decoding sequences below the window
+    used_s = 0                 # tokens the sliding layers hold, min(context, wt) summed
     g_blocks = np.zeros(n_groups, np.int64)
     for i in range(n):
         if prefix_group[i] >= 0:
@@ -662,8 +687,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             i = nxt
             nxt += 1
             if paged:
-                never = ((prompt[i] + output[i] + block_size - 1) // block_size + sb
-                         > total_blocks)
+                nb = (prompt[i] + output[i] + block_size - 1) // block_size
+                never = uf * nb + us * min(nb, wblocks) + sb > total_blocks
             else:
                 never = prompt[i] + output[i] + st > kv_budget
             if never:
@@ -673,6 +698,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 j = q_head[k] + q_size[k]
                 queue[k, j - n if j >= n else j] = i
                 q_size[k] += 1
+        # the decoding sequences whose context reaches the window in this step: no more
+        # sliding blocks (counted before retiring, so that a retiring one below it is c < wt)
+        if crossing and x_count[g & x_mask] > 0:
+            by_phase_w[ph] -= x_count[g & x_mask]
+            n_bm -= x_count[g & x_mask]
+            x_count[g & x_mask] = 0
         # 2. retire: the decoding sequences whose last token came in the previous step
         b = n + (g & ret_mask)
         i = ret_next[b]
@@ -684,11 +715,18 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 c = context[i] + g
                 finish[i] = t
                 if paged:
-                    alloc -= (c + block_size - 1) // block_size - shared[i] + sb
+                    nb = (c + block_size - 1) // block_size
+                    alloc -= uf * (nb - shared[i]) + us * min(nb, wblocks) + sb
                     if not one_token:
                         by_phase[context[i] % bs] -= 1
+                    if slid and c < wt:
+                        by_phase_w[context[i] % bs] -= 1
+                        n_bm -= 1
+                        if crossing:
+                            x_count[(wt - context[i]) & x_mask] -= 1
                 reserved -= prompt[i] + output[i] + st
                 used -= c - shared[i] * block_size + st
+                used_s -= min(c, wt) + st
                 if not one_token:
                     dec_context -= c
                 if shared[i] > 0:
@@ -721,7 +759,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 r_prev[r_next[i]] = r_prev[i]
                 nrun -= 1
             i = j
-        need = by_phase[ph] if paged and not one_token else 0
+        need = uf * by_phase[ph] + us * by_phase_w[ph] if paged and not one_token else 0
         if spec:                 # the blocks of the decoding sequences' filed gains
             need = s_ring[g & s_mask, _S_BLK]
         # 3. admit
@@ -740,19 +778,20 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 q = prefix_group[i]
                 hit = caching and q >= 0 and g_res[q] and g_blocks[q] > 0
                 if paged:
-                    first_blocks = (prompt[i] + generated[i] + 1 + block_size - 1) // block_size
-                    if hit:
-                        first_blocks -= g_blocks[q]
+                    # its first blocks in units: the full layers' own, the sliding layers'
+                    nb = (prompt[i] + generated[i] + 1 + block_size - 1) // block_size
+                    first_blocks = (uf * (nb - (g_blocks[q] if hit else 0))
+                                    + us * min(nb, wblocks))
                     fits = total_blocks - alloc - need >= first_blocks + sb
                     if not fits and caching:
                         spare = evictable - (g_blocks[q] if hit and g_refs[q] == 0 else 0)
-                        if total_blocks - alloc - need + spare >= first_blocks + sb:
+                        if total_blocks - alloc - need + uf * spare >= first_blocks + sb:
                             while total_blocks - alloc - need < first_blocks + sb:
                                 e = _lru_group(g_res, g_refs, g_stamp, q if hit else -1)
                                 g_res[e] = False
                                 cached_blocks -= g_blocks[e]
                                 evictable -= g_blocks[e]
-                                alloc -= g_blocks[e]
+                                alloc -= uf * g_blocks[e]
                                 used -= g_blocks[e] * block_size
                                 stats[STAT_PFX_EVICT] += 1.0
                             fits = True
@@ -784,12 +823,14 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     prefilled[i] = cached
                     context[i] = cached
                     used += cached - shared[i] * block_size
+                    used_s += min(cached, wt)
                     stats[STAT_PFX_SAVED] += cached
                 if first_admission and arrived_kv_tokens[i] > 0:
                     # KV that came with the request, in its own blocks (a preemption loses it)
                     cached = min(arrived_kv_tokens[i], to_prefill[i] - 1)
                     if cached > prefilled[i]:
                         used += cached - prefilled[i]
+                        used_s += min(cached, wt) - min(prefilled[i], wt)
                         prefilled[i] = cached
                         context[i] = cached
                 if paged:
@@ -798,6 +839,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 else:
                     reserved += prompt[i] + output[i] + st
                 used += st
+                used_s += st
                 if priority[i] == INTERACTIVE:
                     n_interactive += 1
                 state[i] = 1
@@ -817,8 +859,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # 4. terminate-check
         if nrun == 0:
             if q_size[0] > 0 or q_size[1] > 0:
-                _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t,
-                             peak_used, used_t)
+                _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res / uw,
+                             res_t / uw, peak_used / uw, used_t / uw)
                 stats[STAT_GAPS] = n_gaps
                 stats[STAT_GAPS_MET] = gaps_met
                 stats[STAT_GAP_T] = gap_time
@@ -838,7 +880,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     g_res[e] = False
                     cached_blocks -= g_blocks[e]
                     evictable -= g_blocks[e]
-                    alloc -= g_blocks[e]
+                    alloc -= uf * g_blocks[e]
                     used -= g_blocks[e] * block_size
                     stats[STAT_PFX_EVICT] += 1.0
                     continue
@@ -870,10 +912,17 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                             else:
                                 d_below -= c
                     elif c % block_size == 0:
-                        need -= 1
+                        need -= uf + (us if c < wt else 0)
                     by_phase[context[v] % bs] -= 1
-                    alloc -= (c + block_size - 1) // block_size - shared[v] + sb
+                    if slid and c < wt:
+                        by_phase_w[context[v] % bs] -= 1
+                        n_bm -= 1
+                        if crossing:
+                            x_count[(wt - context[v]) & x_mask] -= 1
+                    nb = (c + block_size - 1) // block_size
+                    alloc -= uf * (nb - shared[v]) + us * min(nb, wblocks) + sb
                     used -= c - shared[v] * block_size + st
+                    used_s -= min(c, wt) + st
                     dec_context -= c
                     if windowed:
                         if above[v]:
@@ -891,6 +940,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     p_prev[p_next[v]] = p_prev[v]
                     alloc -= blocks[v] + sb
                     used -= context[v] - shared[v] * block_size + st
+                    used_s -= min(context[v], wt) + st
                 if shared[v] > 0:
                     q = prefix_group[v]
                     g_refs[q] -= 1
@@ -934,6 +984,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 if spec and d_prefill:        # the draft prefills the chunk too
                     d_kv_pre += _kv_read(_TICK, pcf, float(prefilled[i]))
                     d_pairs += _chunk_pairs(_TICK, pcf, float(c), float(prefilled[i]))
+            if us > 0:
+                used_s += min(context[i] + c, wt) - min(context[i], wt)
             prefilled[i] += c
             context[i] += c
             used += c
@@ -962,6 +1014,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
                 windowed, win_mask, win_next, win_prev, win_key, context, above)
+            used_s += n_bm
         if spec:
             # what the decoding sequences filed for this step beyond one token each: their
             # gains' tokens, their blocks (taken above as ``need``), their window crossings
@@ -1007,6 +1060,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             i = done_ids[j]
             p_next[p_prev[i]] = p_next[i]
             p_prev[p_next[i]] = p_prev[i]
+            if context[i] < wt:
+                used_s += 1
             context[i] += 1
             used += 1
             q = prefix_group[i]
@@ -1039,6 +1094,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             generated[i] -= g
             if paged and not one_token:
                 by_phase[context[i] % bs] += 1
+            if slid and c < wt:
+                by_phase_w[context[i] % bs] += 1
+                n_bm += 1
+                if crossing:
+                    x_count[(wt - context[i]) & x_mask] += 1
             if windowed and not one_token:
                 if c >= w_cross:
                     above[i] = True
@@ -1126,8 +1186,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         if nrun > peak_run:
             peak_run = float(nrun)
         (n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t) = _stepped(
-            dt, nrun, n_decode + n_done, alloc * block_size if paged else reserved, used,
-            cached_blocks, n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t)
+            dt, nrun, n_decode + n_done, alloc * block_size if paged else reserved,
+            uf * used + us * used_s, cached_blocks, n_steps, busy, run_t, act_t, peak_res, res_t,
+            peak_used, used_t, cb_t)
         if not prefill_only:
             t_decode = t + dt
         t = t + dt
@@ -1148,8 +1209,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if paged:
                 # with caching, unused prefixes could be evicted (or a hit need fewer blocks):
                 # count them as free, which can only send the run to the main loop
-                admissible = total_blocks - alloc + cached_blocks >= (
-                    prompt[i] + generated[i] + block_size) // block_size + sb
+                nb = (prompt[i] + generated[i] + block_size) // block_size
+                admissible = (total_blocks - alloc + uf * cached_blocks
+                              >= uf * nb + us * min(nb, wblocks) + sb)
             else:
                 admissible = reserved + prompt[i] + output[i] + st <= kv_budget
             break
@@ -1166,18 +1228,27 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             m = 0
             res_sum = 0                  # paged: blocks held after each step, summed
             used_sum = 0                 # speculative: KV used after each step, summed
+            slid_sum = 0                 # sliding layers: their tokens after each step, summed
             while m < limit:
                 b = n + ((g + m) & ret_mask)
                 if ret_next[b] != b:
                     break
+                if crossing and x_count[(g + m) & x_mask] > 0:
+                    by_phase_w[ph] -= x_count[(g + m) & x_mask]
+                    n_bm -= x_count[(g + m) & x_mask]
+                    x_count[(g + m) & x_mask] = 0
                 if paged:
                     # speculative: the blocks the decoding sequences filed for this step
-                    need = s_ring[(g + m) & s_mask, _S_BLK] if spec else by_phase[ph]
+                    need = (s_ring[(g + m) & s_mask, _S_BLK] if spec
+                            else uf * by_phase[ph] + us * by_phase_w[ph])
                     if need > total_blocks - alloc:
                         break
                     alloc += need
                     res_sum += alloc
                     ph = ph - 1 if ph > 0 else bs - 1
+                if slid:
+                    used_s += n_bm
+                    slid_sum += used_s
                 if spec:
                     drafted += n_dec
                     (used, dec_context, accepted, below_context, n_above, d_below,
@@ -1203,11 +1274,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if spec:                     # each step's gains taken above
                 used_t += used_sum
             else:
-                used_t += m * used + n_dec * (m * (m + 1) // 2)
+                used_t += uf * (m * used + n_dec * (m * (m + 1) // 2)) + us * slid_sum
                 used += n_dec * m
                 dec_context += n_dec * m
-            if used > peak_used:
-                peak_used = float(used)
+            if uf * used + us * used_s > peak_used:
+                peak_used = float(uf * used + us * used_s)
             n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                                  itl_target, 1.0, n_dec * m)
             if hist_n[k] == 0 or rec > hist_max[k]:
@@ -1220,9 +1291,14 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             b = n + (g & ret_mask)
             if ret_next[b] != b:
                 break
+            if crossing and x_count[g & x_mask] > 0:
+                by_phase_w[ph] -= x_count[g & x_mask]
+                n_bm -= x_count[g & x_mask]
+                x_count[g & x_mask] = 0
             need = 0
             if paged:
-                need = s_ring[g & s_mask, _S_BLK] if spec else by_phase[ph]
+                need = (s_ring[g & s_mask, _S_BLK] if spec
+                        else uf * by_phase[ph] + us * by_phase_w[ph])
             if need > total_blocks - alloc:
                 break
             # the step of section 5 with no prefill slice and no preemption, no completion
@@ -1236,6 +1312,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
                 windowed, win_mask, win_next, win_prev, win_key, context, above)
+            used_s += n_bm
             if spec:
                 drafted += n_dec
                 (used, dec_context, accepted, below_context, n_above, d_below,
@@ -1248,8 +1325,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 hist_max[k] = rec
             hist_n[k] += n_dec
             (n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t) = _stepped(
-                dt, nrun, n_dec, alloc * block_size if paged else reserved, used, cached_blocks,
-                n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t)
+                dt, nrun, n_dec, alloc * block_size if paged else reserved,
+                uf * used + us * used_s, cached_blocks, n_steps, busy, run_t, act_t, peak_res,
+                res_t, peak_used, used_t, cb_t)
             t = t + dt
             t_decode = t
     if spec:
@@ -1263,8 +1341,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             hist_max[k] = rec
         hist_n[k] += accepted
     stats[STAT_PFX_T] = cb_t
-    _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res, res_t, peak_used,
-                 used_t)
+    # [tokens of every layer]: the units' sums over a block's units
+    _store_steps(stats, n_steps, busy, peak_run, run_t, act_t, peak_res / uw, res_t / uw,
+                 peak_used / uw, used_t / uw)
     stats[STAT_GAPS] = n_gaps
     stats[STAT_GAPS_MET] = gaps_met
     stats[STAT_GAP_T] = gap_time
@@ -1299,9 +1378,10 @@ _BODIES = {(mode, tick): _body(mode, tick)
 
 def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                     arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget,
-                    state_tokens_per_sequence, paged, block_size, max_batched, interactive_cap,
-                    prefix_caching, draft_tokens, tick_mode, coef, draft_coef, draft_share,
-                    itl_target, admit, first_token, finish, preemptions, status, stats):
+                    state_tokens_per_sequence, kv_window, paged, block_size, max_batched,
+                    interactive_cap, prefix_caching, draft_tokens, tick_mode, coef, draft_coef,
+                    draft_share, itl_target, admit, first_token, finish, preemptions, status,
+                    stats):
     """A continuous kernel: the body ``_BODY`` of its clock ``_TICK`` on its own histogram and
     scratch; :data:`WRONG_CLOCK` for the other clock.
     """
@@ -1315,9 +1395,9 @@ def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, pref
     body = _BODY                                   # noqa: F821 (a global of each copy)
     return body(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, (gain, gain_offset), max_num_seqs, kv_budget,
-                state_tokens_per_sequence, paged, block_size, max_batched, interactive_cap,
-                prefix_caching, draft_tokens, coef, draft_coef, draft_share, itl_target, admit,
-                first_token, finish, preemptions, status, stats, workspace)
+                state_tokens_per_sequence, kv_window, paged, block_size, max_batched,
+                interactive_cap, prefix_caching, draft_tokens, coef, draft_coef, draft_share,
+                itl_target, admit, first_token, finish, preemptions, status, stats, workspace)
 
 
 _PLAIN_DOC = """Continuous batching of one workload; returns 0, :data:`STALLED` or
@@ -1494,12 +1574,13 @@ def _replica_run(arrival, prompt, output, priority, prefix_group, prefix_tokens,
     """
     if tick_mode != _TICK:                         # noqa: F821 (a global of each copy)
         return WRONG_CLOCK
-    (max_num_seqs, kv_budget, state_tokens_per_sequence, paged, block_size, max_batched,
-     interactive_cap, prefix_caching, draft_tokens) = params
+    (max_num_seqs, kv_budget, state_tokens_per_sequence, kv_window, paged, block_size,
+     max_batched, interactive_cap, prefix_caching, draft_tokens) = params
     body = _BODY                                   # noqa: F821 (a global of each copy)
     return body(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
-                (no_gain, arrived), max_num_seqs, kv_budget, state_tokens_per_sequence, paged,
-                block_size, max_batched, interactive_cap, prefix_caching, draft_tokens, coef,
+                (no_gain, arrived), max_num_seqs, kv_budget, state_tokens_per_sequence,
+                kv_window, paged, block_size, max_batched, interactive_cap, prefix_caching,
+                draft_tokens, coef,
                 coef, 0.0, itl_target,
                 admit, first_token, finish, preemptions, status, stats, workspace)
 

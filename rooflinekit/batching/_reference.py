@@ -5,8 +5,8 @@ every per-request output and every run statistic of the two must be exactly equa
 speed (objects, deques, lists). The codes and layouts both share are
 :mod:`rooflinekit.batching._schema`'s. The rules are stated in ``docs/simulator.md``, "The
 batching rules", under the headings the docstrings here cite (Time, Empty prompts, Continuous
-batching, Prefix caching, Recurrent state, KV that arrives with a request, Speculative decoding,
-Static batching, Inter-token gaps); this module is their code.
+batching, Prefix caching, Recurrent state, Sliding-window layers, KV that arrives with a request,
+Speculative decoding, Static batching, Inter-token gaps); this module is their code.
 
 References
 ----------
@@ -168,7 +168,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
                         gains=None, gap_logs=None, state_tokens_per_sequence=0,
-                        mixed_prefill=True):
+                        mixed_prefill=True, kv_window=(1, 0, UNLIMITED)):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -213,6 +213,11 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     mixed_prefill : bool
         ``True`` (default): a step carries the decode tokens and prefill slices together;
         ``False``: a step with prompt tokens carries only those (module docstring, step 5).
+    kv_window : (int, int, int)
+        Paged mode: ``(full_units, sliding_units, window_blocks)``, the full-attention and
+        sliding-window layers' shares of a block's bytes in whole units and the blocks a
+        sliding layer keeps per sequence (module docstring, "Sliding-window layers");
+        ``(1, 0, UNLIMITED)`` (default) for a model without sliding layers.
 
     Returns
     -------
@@ -224,9 +229,15 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     if priority is None:
         priority = [INTERACTIVE] * n
     tick_mode = clock is None
-    total_blocks = kv_budget // block_size if admission == "paged" else 0
+    paged = admission == "paged"
+    # units: a block of every layer is ``full + sliding`` units (1 without sliding layers)
+    full, sliding, window_blocks = (int(x) for x in kv_window) if paged else (1, 0, UNLIMITED)
+    units = full + sliding
+    window_tokens = window_blocks * block_size if sliding else UNLIMITED
+    # (at most UNLIMITED blocks' units: an unlimited budget stays in int64 in the kernel)
+    total_units = min(kv_budget // block_size, UNLIMITED // units) * units if paged else 0
     state_tokens = int(state_tokens_per_sequence)
-    state_blocks = _ceil_div(state_tokens, block_size) if admission == "paged" else 0
+    state_units = _ceil_div(state_tokens, block_size) * units if paged else 0
     if prefix_group is None:
         prefix_group, prefix_tokens = [-1] * n, [0] * n
     if arrived_kv_tokens is None:
@@ -243,9 +254,18 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     stats = dict.fromkeys(STAT_NAMES, 0.0)
     gaps = GapLog(itl_target)
 
+    def held(nb, shared=0):
+        """Units a sequence of ``nb`` blocks holds, ``shared`` of them its prefix's (paged):
+        its full layers' own blocks and its sliding layers' last ``window_blocks``."""
+        return full * (nb - shared) + sliding * min(nb, window_blocks)
+
+    def held_by(s):
+        return held(s.blocks + s.shared, s.shared)
+
     def never_fits(s):
         if admission == "paged":
-            return _ceil_div(s.prompt + s.output, block_size) + state_blocks > total_blocks
+            return (held(_ceil_div(s.prompt + s.output, block_size)) + state_units
+                    > total_units)
         if admission == "prompt":
             return s.prompt + state_tokens > kv_budget
         return s.prompt + s.output + state_tokens > kv_budget
@@ -269,14 +289,15 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 released[s.group] = stats["n_steps"]
             s.shared = 0
 
-    def free_blocks():
-        return (total_blocks - sum(r.blocks for r in running) - cached_blocks()
-                - len(running) * state_blocks)
+    def free_units():
+        return (total_units - sum(held_by(r) for r in running) - full * cached_blocks()
+                - len(running) * state_units)
 
     def kv_reserved():
+        """KV reserved [units x tokens: ``units`` a token of every layer]."""
         if admission == "paged":
-            return ((sum(s.blocks for s in running) + cached_blocks()
-                     + len(running) * state_blocks) * block_size)
+            return ((sum(held_by(s) for s in running) + full * cached_blocks()
+                     + len(running) * state_units) * block_size)
         if admission == "prompt":
             return sum(s.prompt + state_tokens for s in running)
         return sum(s.prompt + s.output + state_tokens for s in running)
@@ -290,6 +311,11 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         if admission != "paged" or s.in_prefill():
             return 0
         return max(0, _ceil_div(s.context + gained(s), block_size) - s.blocks - s.shared)
+
+    def new_units(s):
+        """Units those blocks take: a full layer's each, a sliding layer's below its window."""
+        nb = s.blocks + s.shared
+        return held(nb + new_blocks(s), s.shared) - held(nb, s.shared)
 
     t = 0.0
     if n:
@@ -326,22 +352,22 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     break
                 hit = caching and s.group in resident and group_blocks[s.group] > 0
                 if admission == "paged":
-                    free = free_blocks()
-                    need = sum(new_blocks(r) for r in running)
+                    free = free_units()
+                    need = sum(new_units(r) for r in running)
                     first_blocks = _ceil_div(s.prompt + s.generated + 1, block_size)
-                    if hit:
-                        first_blocks -= group_blocks[s.group]
+                    pb = group_blocks[s.group] if hit else 0
                     # its state's blocks beside its first ones
-                    wanted = first_blocks + state_blocks
+                    wanted = held(first_blocks, pb) + state_units
+                    first_blocks -= pb
                     fits = free - need >= wanted
                     if not fits and caching:
                         victims = evictable(s.group if hit else None)
-                        if free - need + sum(group_blocks[k] for k in victims) >= wanted:
+                        if free - need + full * sum(group_blocks[k] for k in victims) >= wanted:
                             for k in victims:
                                 if free - need >= wanted:
                                     break
                                 evict(k)
-                                free += group_blocks[k]
+                                free += full * group_blocks[k]
                             fits = True
                 elif admission == "prompt":
                     fits = kv_reserved() + s.prompt + state_tokens <= kv_budget
@@ -389,17 +415,17 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         # step with prompt tokens carries only those (no sequence grows: no room to make)
         prefill_only = not mixed_prefill and any(s.in_prefill() for s in running)
         if admission == "paged" and not prefill_only:
-            free = free_blocks()
-            need = sum(new_blocks(r) for r in running)
+            free = free_units()
+            need = sum(new_units(r) for r in running)
             while need > free:
                 victims = evictable(None)
                 if victims:
                     evict(victims[0])
-                    free += group_blocks[victims[0]]
+                    free += full * group_blocks[victims[0]]
                     continue
                 victim = running.pop()
-                need -= new_blocks(victim)
-                free += victim.blocks + state_blocks     # its state goes with it
+                need -= new_units(victim)
+                free += held_by(victim) + state_units     # its state goes with it
                 victim.blocks = 0
                 victim.context = 0
                 release(victim)
@@ -500,9 +526,13 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             gaps.add(t + dt - last)
         for gap in spanning:
             gaps.add(gap)
+        # [units x tokens]: the full layers hold each sequence's context (its prefix's
+        # blocks once), the sliding layers at most its window's blocks' worth
         kv_res = kv_reserved()
-        kv_used = (sum(s.context - s.shared * block_size for s in running)
-                   + cached_blocks() * block_size + len(running) * state_tokens)
+        kv_used = (full * (sum(s.context - s.shared * block_size for s in running)
+                           + cached_blocks() * block_size + len(running) * state_tokens)
+                   + sliding * sum(min(s.context, window_tokens) + state_tokens
+                                   for s in running))
         stats["cached_prefix_block_time"] += cached_blocks() * dt
         stats["n_steps"] += 1
         stats["busy_time"] += dt
@@ -514,11 +544,14 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         stats["peak_kv_used"] = max(stats["peak_kv_used"], kv_used)
         stats["kv_used_time"] += kv_used * dt
         if trace is not None:
-            trace.append((t, len(running), kv_res, kv_used))
+            trace.append((t, len(running), kv_res / units if sliding else kv_res,
+                          kv_used / units if sliding else kv_used))
         if not prefill_only:
             t_decode = t + dt
         t = t + dt
     stats["end_time"] = t
+    for key in ("peak_kv_reserved", "kv_reserved_time", "peak_kv_used", "kv_used_time"):
+        stats[key] /= units              # [tokens of every layer]
     gaps.store(stats)
     if gap_logs is not None:
         gap_logs.append(gaps)

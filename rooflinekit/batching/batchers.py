@@ -42,7 +42,8 @@ from rooflinekit.batching._kernel_calls import (_allocate, _check_errors, _each_
                                                 _targets)
 from rooflinekit.batching._schema import OUTPUT_NAMES, UNLIMITED
 from rooflinekit.batching.clock import (_resolve_clock, _timing_for, replica_kv_budget,
-                                        replica_state_tokens, vllm_block_size)
+                                        replica_kv_window, replica_state_tokens,
+                                        vllm_block_size)
 from rooflinekit.batching.results import _single_dataset
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine, split_engine_name
@@ -493,6 +494,14 @@ class ContinuousBatcher(_Batcher):
         (:mod:`rooflinekit.batching._reference`, "Recurrent state"). ``None`` (the default):
         :func:`replica_state_tokens` of ``model`` by the budget's rule (0 without a model, or
         for a model without recurrent layers).
+    window_paging : bool, keyword-only
+        Paged admission of a ``model`` with sliding-window (or chunked-local) layers: ``True``
+        (default; vLLM's hybrid KV-cache manager) frees a sliding layer's blocks once they are
+        out of its window, so a sequence holds at most :func:`replica_kv_window`'s
+        ``window_blocks`` there (``_reference``, "Sliding-window layers"); ``False`` holds
+        every layer's whole context (vLLM's ``--disable-hybrid-kv-cache-manager``). Not read
+        without paged admission or a model, and held off with ``speculative``, ``pp`` or
+        ``ep`` (not modelled there: every layer's whole context is held).
     {clock_parameters}
 
     Notes
@@ -530,6 +539,7 @@ class ContinuousBatcher(_Batcher):
     engine: object = None
     gpu_memory_utilization: float | None = dataclasses.field(default=None, kw_only=True)
     state_tokens_per_sequence: int | None = dataclasses.field(default=None, kw_only=True)
+    window_paging: bool = dataclasses.field(default=True, kw_only=True)
 
     _tiered = True
 
@@ -558,6 +568,9 @@ class ContinuousBatcher(_Batcher):
         if self.prefix_caching and self.admission != "paged":
             raise ValueError(f"prefix_caching needs admission='paged' (prefixes are shared in "
                              f"blocks), got admission={self.admission!r}")
+        if not isinstance(self.window_paging, (bool, np.bool_)):
+            raise TypeError(f"window_paging must be True or False, got "
+                            f"{type(self.window_paging).__name__}")
         if not isinstance(self.mixed_prefill, (bool, np.bool_)):
             raise TypeError(f"mixed_prefill must be True or False, got "
                             f"{type(self.mixed_prefill).__name__}")
@@ -621,6 +634,14 @@ class ContinuousBatcher(_Batcher):
                                     block_size=self._block_size(), speculative=self.speculative,
                                     pp=self.pp, ep=self.ep, prefix_caching=self.prefix_caching)
 
+    def _kv_window(self):
+        """The kernels' ``kv_window`` (:func:`replica_kv_window`), or ``(1, 0, UNLIMITED)``:
+        every layer holds the whole context."""
+        if (not self.window_paging or self.admission != "paged" or self.model is None
+                or self.speculative is not None or self.pp > 1 or self.ep > 1):
+            return 1, 0, UNLIMITED
+        return replica_kv_window(self.model, self._block_size())
+
     def _block_size(self):
         """The block size the run holds KV in [tokens]: ``block_size``, or under vLLM's rule
         (paged, ``gpu_memory_utilization``, one group) vLLM's block for a hybrid model
@@ -634,12 +655,12 @@ class ContinuousBatcher(_Batcher):
         return self.max_num_seqs
 
     def _args(self, budget):
-        """The kernel's nine scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
-        slots, budget, recurrent state per sequence, paged, block size, token budget,
-        interactive cap, prefix caching, draft tokens."""
+        """The kernel's ten scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
+        slots, budget, recurrent state per sequence, sliding-window paging, paged, block size,
+        token budget, interactive cap, prefix caching, draft tokens."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
-                self._state_tokens(),
+                self._state_tokens(), self._kv_window(),
                 self.admission == "paged", self._block_size(),
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
@@ -669,7 +690,8 @@ class ContinuousBatcher(_Batcher):
         for tests; ``admission`` may also be ``"prompt"`` there: the guide's failure mode.
         """
         wl = coerce_workload(workload)
-        slots, budget, state, _, block, mnbt, cap, caching, k = self._args(self._kv_budget())
+        slots, budget, state, window, _, block, mnbt, cap, caching, k = self._args(
+            self._kv_budget())
         gain, offset = self._gains(wl.output_tokens[None])
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
@@ -679,7 +701,7 @@ class ContinuousBatcher(_Batcher):
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
             prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
             draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
-            mixed_prefill=self.mixed_prefill)
+            mixed_prefill=self.mixed_prefill, kv_window=window)
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None) -> dict:

@@ -16,6 +16,7 @@ kernel and draws nothing.
 
 from __future__ import annotations
 
+import fractions
 import functools
 import math
 
@@ -23,12 +24,12 @@ import numpy as np
 
 from rooflinekit import memory, parallel, roofline
 from rooflinekit._validation import check_bool, check_one_of, check_type, whole_number
-from rooflinekit.batching._schema import CLOCKS
+from rooflinekit.batching._schema import CLOCKS, UNLIMITED
 from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.memory import vllm_block_size
 from rooflinekit.models import ModelShape
 
-__all__ = ["replica_kv_budget", "replica_state_tokens", "vllm_block_size"]
+__all__ = ["replica_kv_budget", "replica_kv_window", "replica_state_tokens", "vllm_block_size"]
 
 
 def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
@@ -208,6 +209,79 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
                                     max_model_len=block_size)
         per_token = tp * float(kv["bytes_per_block"]) / kv["block_size"]
     return math.ceil(state / (per_token * scale))
+
+
+#: Largest unit count of a block under :func:`replica_kv_window` (the full and sliding
+#: layers' byte shares as a fraction with at most this denominator).
+MAX_WINDOW_UNITS = 256
+
+
+def replica_kv_window(model, block_size=16) -> tuple[int, int, int]:
+    """How a paged engine holds a sliding-window model's KV: ``(full_units, sliding_units,
+    window_blocks)``, the kernels' ``kv_window``.
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model; its ``n_sliding_layers`` windowed (or chunked-local) layers of
+        ``sliding_window`` tokens beside its full-attention ones.
+    block_size : int
+        KV block size [tokens], >= 1.
+
+    Returns
+    -------
+    (int, int, int)
+        ``full_units`` and ``sliding_units`` [1]: the full-attention and sliding layers' shares
+        of a token's KV bytes, as the smallest whole numbers in that ratio (at most
+        :data:`MAX_WINDOW_UNITS` together); ``window_blocks`` [blocks], the blocks a sliding
+        layer keeps a sequence. ``(1, 0, UNLIMITED)`` for a model without sliding layers.
+
+    Notes
+    -----
+    vLLM's hybrid KV-cache manager pages each layer kind in its own groups from one pool of
+    blocks, and frees a sliding layer's blocks once every token in them is out of the window
+    [1]: a decoding sequence of context ``c`` then holds ``⌈c / B⌉`` blocks in the full layers
+    and at most
+
+    .. math:: W_b = \\lceil W / B \\rceil + 1
+
+    in the sliding ones (the window's blocks and the one it starts in; vLLM's own figure for
+    a decoding request, ``cdiv(W - 1 + 1, B) + 1``, which its logged maximum concurrency
+    counts). With ``b_f`` and ``b_s`` the full and sliding layers' KV bytes a token (all
+    layers of a kind), a block of every layer is ``u_f + u_s`` units with ``u_f : u_s = b_f :
+    b_s``, and a sequence holds ``u_f·⌈c/B⌉ + u_s·min(⌈c/B⌉, W_b)`` of them. A chunked-local
+    layer (Llama 4) is held the same way, its chunk as the window.
+
+    Not modelled: the window's blocks a long prompt's chunk holds while it is prefilled
+    (``cdiv(W - 1 + chunk, B) + 1``; a prompt is charged its window's blocks); sharing a
+    cached prefix's sliding blocks (a prefix shares its full layers' blocks only); the
+    ratio's rounding to a denominator of at most :data:`MAX_WINDOW_UNITS`; padding of
+    unequal groups.
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/v1/core/single_type_kv_cache_manager.py`` (``SlidingWindowManager``,
+       ``ChunkedLocalAttentionManager``: ``remove_skipped_blocks``) and
+       ``vllm/v1/kv_cache_interface.py`` (``SlidingWindowSpec.max_memory_usage_bytes``).
+
+    See Also
+    --------
+    replica_kv_budget : the budget these units divide.
+    """
+    check_type("model", model, ModelShape)
+    block_size = whole_number("block_size", block_size, lo=1)
+    n_sliding = int(model.n_sliding_layers or 0)
+    if model.sliding_window is None or n_sliding == 0:
+        return 1, 0, UNLIMITED
+    full = model.n_full_layers * float(model.kv_bytes_per_token_per_layer)
+    sliding = n_sliding * float(model.sliding_kv_bytes_per_token_per_layer)
+    share = fractions.Fraction(sliding / (full + sliding)).limit_denominator(MAX_WINDOW_UNITS)
+    sliding_units = share.numerator
+    full_units = share.denominator - sliding_units
+    if sliding_units == 0:           # a sliding share below 1/MAX_WINDOW_UNITS
+        return 1, 0, UNLIMITED
+    window_blocks = -(-int(model.sliding_window) // block_size) + 1
+    return full_units, sliding_units, window_blocks
 
 
 class _Timing:

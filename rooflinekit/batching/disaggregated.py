@@ -285,9 +285,10 @@ class DisaggregatedBatcher:
         pools = []
         for name in POOLS:
             pool = getattr(self, name)
-            slots, budget, state, _, block, mnbt, cap, caching, _ = pool._args(pool._kv_budget())
+            slots, budget, state, window, _, block, mnbt, cap, caching, _ = pool._args(
+                pool._kv_budget())
             pools.append({"max_num_seqs": slots, "kv_budget": budget,
-                          "state_tokens_per_sequence": state,
+                          "state_tokens_per_sequence": state, "kv_window": window,
                           "admission": pool.admission, "block_size": block,
                           "max_num_batched_tokens": mnbt, "interactive_cap": cap,
                           "prefix_caching": caching, "clock": pool._timing().reference_clock})
