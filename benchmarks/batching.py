@@ -128,6 +128,15 @@ class RunningSequences256:
             *args, *params, timing.tick, timing.coef, timing.draft_coef, timing.draft_share,
             np.inf, *outs)
         self.separate()
+        # the same run on gpt-oss-20b at a 25,000-token budget: its sliding layers keep a
+        # 9-block window (``kv_window``), so the budget binds and the window's paths run
+        w = ContinuousBatcher(max_num_seqs=256, admission="paged", model="gpt-oss-20b",
+                              gpu="h100", kv_budget_tokens=25000)
+        w_timing, w_params = w._timing(), w._parameters()
+        self.windowed = lambda: _kernels.continuous_kernel(w_timing.tick)(
+            *args, *w_params, w_timing.tick, w_timing.coef, w_timing.draft_coef,
+            w_timing.draft_share, np.inf, *outs)
+        self.windowed()
         trace = []
         start = timeit.default_timer()
         b.reference(wl, trace=trace)
@@ -139,6 +148,9 @@ class RunningSequences256:
 
     def time_kernel_prefill_apart(self):
         self.separate()
+
+    def time_kernel_sliding_window(self):
+        self.windowed()
 
     def track_request_steps_per_second(self):
         return self.request_steps / _best(self.kernel, 20)

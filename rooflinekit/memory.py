@@ -729,14 +729,15 @@ def _attention_bytes_per_token(model: ModelShape, tp: int) -> float:
 MAMBA_CACHE_MODES = ("none", "align", "all")
 
 
-def vllm_kv_cache_groups(model, *, draft_layers=0) -> tuple[int, int, int]:
+def vllm_kv_cache_groups(model, *, draft_layers=0) -> tuple[int, int, int, int]:
     """How vLLM's hybrid KV-cache manager groups a model's layers: ``(layers per group,
-    attention groups, state groups)`` [1].
+    attention groups, state groups, sliding-window groups)`` [1].
 
     Parameters
     ----------
     model : ModelShape
-        The model: its attention layers (``n_kv_layers``) and recurrent ones
+        The model: its full-attention and sliding-window (or chunked-local) layers
+        (``n_kv_layers``, ``n_sliding_layers`` of them windowed) and recurrent ones
         (linear-attention and Mamba layers).
     draft_layers : int
         Attention layers of a draft in the same pool [1], >= 0 (an MTP module's: vLLM groups
@@ -745,14 +746,21 @@ def vllm_kv_cache_groups(model, *, draft_layers=0) -> tuple[int, int, int]:
     Returns
     -------
     tuple of int
-        ``(g, ⌈L_a / g⌉, ⌈L_s / g⌉)``; ``(L_a, 1, 0)`` for a model without recurrent layers.
+        ``(g, ⌈L_a / g⌉, ⌈L_s / g⌉, ⌈L_w / g⌉)``; ``(L_a, 1, 0, 0)`` for a model whose
+        layers are all of one kind.
 
     Notes
     -----
-    vLLM puts the layers of one kind in groups of ``g`` layers that share one pool of pages
-    (the last group of a kind padded to ``g``): ``g = min(L_a, L_s)``, or ``max(L_a, L_s)``
-    where that is under 1.25 × the smaller, to spare padding [1]. Qwen3-Next-80B-A3B: 12
-    attention and 36 Gated DeltaNet layers, groups of 12, one attention and three state groups.
+    vLLM puts the layers of one kind (full attention ``L_a``, recurrent state ``L_s``, sliding
+    window ``L_w``; a kind with no layers is left out) in groups of ``g`` layers that share one
+    pool of pages (the last group of a kind padded to ``g``): ``g`` the fewest layers of a
+    kind, or the most where that is under 1.25 × the fewest, to spare padding [1].
+    Qwen3-Next-80B-A3B: 12 attention and 36 Gated DeltaNet layers, groups of 12, one
+    attention and three state groups. gpt-oss-120b: 18 full and 18 sliding layers, one group
+    of each. Gemma-3-27B: 10 full and 52 sliding layers, groups of 10, one full and six
+    sliding (eight layers of padding). A sliding layer whose KV bytes differ from a full
+    layer's (its own heads or head dims) is not grouped so here: every attention layer is
+    counted in one group.
 
     References
     ----------
@@ -763,19 +771,32 @@ def vllm_kv_cache_groups(model, *, draft_layers=0) -> tuple[int, int, int]:
     engine_kv_cache : the budget these groups page.
     """
     check_type("model", model, ModelShape)
-    attention = int(model.n_kv_layers) + whole_number("draft_layers", draft_layers, lo=0)
+    draft_layers = whole_number("draft_layers", draft_layers, lo=0)
+    sliding = int(model.n_sliding_layers or 0) if _windows_grouped(model) else 0
+    attention = int(model.n_kv_layers) - sliding + draft_layers
     state = int(model.n_linear_attention_layers + model.n_mamba_layers)
-    if state == 0 or float(model.state_bytes_per_sequence) == 0.0 or attention == 0:
-        return attention, 1, 0
-    fewest, most = min(attention, state), max(attention, state)
+    if float(model.state_bytes_per_sequence) == 0.0:
+        state = 0
+    counts = [c for c in (attention, state, sliding) if c > 0]
+    if len(counts) < 2:              # one kind: one group of every layer
+        return attention + sliding + state, int(attention > 0), int(state > 0), int(sliding > 0)
+    fewest, most = min(counts), max(counts)
     group = most if most < 1.25 * fewest else fewest
-    return group, -(-attention // group), -(-state // group)
+    return group, -(-attention // group), -(-state // group), -(-sliding // group)
+
+
+def _windows_grouped(model) -> bool:
+    """Whether vLLM pages ``model``'s sliding-window layers in groups of their own: a window,
+    and sliding layers whose KV bytes a token are a full layer's (one page size)."""
+    return (model.sliding_window is not None and bool(model.n_sliding_layers)
+            and float(model.sliding_kv_bytes_per_token_per_layer)
+            == float(model.kv_bytes_per_token_per_layer))
 
 
 def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_peak_bytes=0.0,
                     non_torch_bytes=0.0, weight_layout_bytes=0.0, block_size=16, max_model_len=None,
                     mamba_cache_mode="none", num_speculative_tokens=0, draft_layers=0,
-                    block_alignment=VLLM_BLOCK_ALIGNMENT):
+                    block_alignment=VLLM_BLOCK_ALIGNMENT, max_num_batched_tokens=None):
     """The KV budget as vLLM computes and logs it, per GPU of a tensor-parallel group.
 
     Parameters
@@ -818,6 +839,11 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     block_alignment : int
         The kernel block size a hybrid's enlarged block is a multiple of [tokens], >= 1
         (:func:`vllm_block_size`). Default 16.
+    max_num_batched_tokens : int, optional
+        vLLM's per-step token budget [tokens], >= 1: a sliding-window group's most a request
+        holds in the concurrency figure counts one chunk of it. Default ``None``:
+        ``max_model_len`` (a window group then counts the whole context and one block).
+        No effect on a model without sliding-window layers.
 
     Returns
     -------
@@ -849,7 +875,18 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
 
     .. math:: c = \\frac{N}{G_a \\lceil L / B \\rceil + G_s (k + n_{spec})}
 
-    (``get_max_concurrency_for_kv_cache_config``). Before vLLM's hybrid log fix (in 0.19 and
+    (``get_max_concurrency_for_kv_cache_config``). A model with sliding-window layers
+    (:func:`vllm_kv_cache_groups`: ``G_w`` groups of them) pages each group apart, and a request
+    holds at most ``⌈min(W − 1 + T, L) / B⌉ + 1`` blocks in each (``W`` the window, ``T``
+    ``max_num_batched_tokens``; a chunked-local group ``⌈min(W + T, L) / B⌉``, ``W`` its
+    chunk); the pool is then ``N_g`` pages of one group, ``g`` layers:
+
+    .. math:: c = \\frac{N_g}{G_a \\lceil L / B \\rceil + G_w (\\lceil \\min(W - 1 + T, L) / B
+              \\rceil + 1)}
+
+    (gpt-oss-20b at TP 2, 59.32 GiB: 323,969 pages of 12 layers over 512 + 513 blocks,
+    316.07 as its log prints; Gemma-3-27B, 10 full and 52 sliding layers in 1 + 6 groups of
+    10: 4.46). ``kv_cache_tokens`` stays the pool in blocks of every layer. Before vLLM's hybrid log fix (in 0.19 and
     earlier) the "GPU KV cache size" line printed ``N // (G_a + G_s) × B``
     (:func:`rooflinekit.calibrate.compare_engine_log` reads which a log prints).
 
@@ -882,6 +919,9 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         if max_model_len is None:
             raise ValueError("max_model_len is required: the model has no max_context")
     check_integer("max_model_len", max_model_len, lo=1)
+    if max_num_batched_tokens is not None:
+        max_num_batched_tokens = whole_number("max_num_batched_tokens", max_num_batched_tokens,
+                                              lo=1)
     check_one_of("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
     num_speculative_tokens = whole_number("num_speculative_tokens", num_speculative_tokens, lo=0)
     draft_layers = whole_number("draft_layers", draft_layers, lo=0)
@@ -889,7 +929,8 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     # a hybrid's attention KV in vLLM's enlarged block, whose one-layer page holds a state
     block_size = vllm_block_size(model, gpu, tp, block_size=int(block_size),
                                  block_alignment=block_alignment)
-    group, attention_groups, state_groups = vllm_kv_cache_groups(model, draft_layers=draft_layers)
+    group, attention_groups, state_groups, sliding_groups = vllm_kv_cache_groups(
+        model, draft_layers=draft_layers)
     attention = _attention_bytes_per_token(model, tp)            # every target layer, a token
     per_layer = attention / model.n_kv_layers                    # one layer's page, a token
     # one block is one page in each of a group's g layers (a pure-attention model: every layer)
@@ -903,7 +944,24 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     state_blocks = {"none": 1, "align": 2, "all": context_blocks}[mamba_cache_mode]
     blocks_per_request = (attention_groups * context_blocks
                           + state_groups * (state_blocks + num_speculative_tokens))
-    max_concurrency = num_blocks / blocks_per_request
+    if sliding_groups:
+        # a sliding group's most: the window and a chunk's tokens, less one, and the block
+        # the window starts in (vLLM's ``SlidingWindowSpec.max_memory_usage_bytes``)
+        chunk = max_model_len if max_num_batched_tokens is None else max_num_batched_tokens
+        if model.attention_chunk_size is None:
+            window = min(int(model.sliding_window) - 1 + chunk, max_model_len)
+            blocks_per_request += sliding_groups * (-(-window // block_size) + 1)
+        else:                        # chunked-local: the chunk and a step's tokens
+            window = min(int(model.attention_chunk_size) + chunk, max_model_len)
+            blocks_per_request += sliding_groups * -(-window // block_size)
+        if state_groups == 0:
+            # the pool in pages of one group (``group`` layers) where a block was every layer
+            num_blocks_grouped = int(available // (per_layer * group * block_size))
+            max_concurrency = max(num_blocks_grouped, 0) / blocks_per_request
+        else:
+            max_concurrency = num_blocks / blocks_per_request
+    else:
+        max_concurrency = num_blocks / blocks_per_request
     return {
         "available_bytes": max(available, 0.0),
         "bytes_per_block": bytes_per_block,
@@ -911,6 +969,6 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         "kv_cache_tokens": num_blocks * block_size,
         "capacity_tokens": int(max_concurrency * max_model_len),
         "max_concurrency": max_concurrency,
-        "kv_cache_groups": attention_groups + state_groups,
+        "kv_cache_groups": attention_groups + state_groups + sliding_groups,
         "block_size": block_size,
     }

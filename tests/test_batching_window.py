@@ -11,8 +11,11 @@ a window no sequence reaches is no window; a budget that holds exactly N windowe
 planner's replica of gpt-oss holds the long prompts vLLM's own log says it does.
 """
 
+import csv
 import dataclasses
+import json
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -21,7 +24,7 @@ from hypothesis import strategies as st
 from test_batching_kernels import assert_same, workloads
 from test_batching_prefix import prefix_workloads
 
-from rooflinekit import catalog
+from rooflinekit import catalog, memory
 from rooflinekit.batching import (ContinuousBatcher, DisaggregatedBatcher, Speculative,
                                   replica_kv_window)
 from rooflinekit.batching._schema import STAT, UNLIMITED
@@ -36,13 +39,19 @@ SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 class _Windowed(ContinuousBatcher):
     """A batcher with a ``kv_window`` given, not derived from a model (for tick-clock tests)."""
 
-    kv_window: tuple = dataclasses.field(default=(1, 0, UNLIMITED), kw_only=True)
+    kv_window: tuple = dataclasses.field(default=(1, 0, UNLIMITED, 1), kw_only=True)
 
     def _kv_window(self):
         return self.kv_window
 
 
-windows = st.tuples(st.integers(0, 3), st.integers(1, 4), st.integers(1, 6))
+@st.composite
+def windows(draw):
+    """``(full_units, sliding_units, window_blocks, block_units)``; a block of the budget of
+    up to two units fewer than a block of context takes (vLLM's padded groups)."""
+    full, sliding = draw(st.integers(0, 3)), draw(st.integers(1, 4))
+    return (full, sliding, draw(st.integers(1, 6)),
+            draw(st.integers(max(1, full + sliding - 2), full + sliding)))
 slots = st.one_of(st.none(), st.integers(1, 8))
 
 
@@ -57,7 +66,7 @@ def _batcher(window, max_num_seqs, kv, block_size, extra=None, cap=None, **kw):
 
 
 @SETTINGS
-@given(wl=workloads(tiers=True, fractional=True), window=windows, max_num_seqs=slots,
+@given(wl=workloads(tiers=True, fractional=True), window=windows(), max_num_seqs=slots,
        kv=st.integers(0, 400), block_size=st.integers(1, 8),
        extra=st.one_of(st.none(), st.integers(0, 30)), cap=st.one_of(st.none(), st.integers(1, 3)),
        state=st.integers(0, 20), mixed=st.booleans())
@@ -72,7 +81,7 @@ def test_tick_kernel_matches_reference_with_a_window(wl, window, max_num_seqs, k
 
 
 @SETTINGS
-@given(wl=prefix_workloads(tiers=True), window=windows, max_num_seqs=slots,
+@given(wl=prefix_workloads(tiers=True), window=windows(), max_num_seqs=slots,
        kv=st.integers(0, 400), block_size=st.integers(1, 8),
        extra=st.one_of(st.none(), st.integers(0, 30)))
 def test_prefix_caching_kernel_matches_reference_with_a_window(wl, window, max_num_seqs, kv,
@@ -92,7 +101,7 @@ def test_roofline_kernel_matches_reference_on_gpt_oss(wl, max_num_seqs, kv, extr
     b = ContinuousBatcher(model="gpt-oss-20b", gpu="H100-SXM-80GB", max_num_seqs=max_num_seqs,
                           kv_budget_tokens=kv, admission="paged", max_num_batched_tokens=mnbt,
                           mixed_prefill=mixed)
-    assert b._kv_window() == (1, 1, 9)
+    assert b._kv_window() == (1, 1, 9, 2)
     assert_same(_kernel_outputs(b, wl), b.reference(wl))
 
 
@@ -100,7 +109,7 @@ pools = st.builds(_Windowed, max_num_seqs=st.integers(1, 6),
                   kv_budget_tokens=st.one_of(st.none(), st.integers(1, 200)),
                   admission=st.just("paged"), block_size=st.integers(1, 8),
                   max_num_batched_tokens=st.one_of(st.none(), st.integers(6, 30)),
-                  kv_window=windows)
+                  kv_window=windows())
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -122,12 +131,12 @@ def test_disaggregated_kernel_matches_reference_with_a_window(wl, prefill, decod
 def _units_held(nb, window):
     """By hand: units a sequence of ``nb`` blocks holds (full layers all, sliding at most
     ``window_blocks``)."""
-    full, sliding, window_blocks = window
+    full, sliding, window_blocks, _ = window
     return full * nb + sliding * min(nb, window_blocks)
 
 
 @SETTINGS
-@given(wl=workloads(tiers=True, fractional=True), window=windows, max_num_seqs=slots,
+@given(wl=workloads(tiers=True, fractional=True), window=windows(), max_num_seqs=slots,
        kv=st.integers(0, 400), block_size=st.integers(1, 8),
        extra=st.one_of(st.none(), st.integers(0, 30)))
 def test_no_request_lost_and_kv_within_the_budget(wl, window, max_num_seqs, kv, block_size,
@@ -136,7 +145,7 @@ def test_no_request_lost_and_kv_within_the_budget(wl, window, max_num_seqs, kv, 
     ds = b.run(wl)
     status = ds["status"].values
     assert set(status) <= {"completed", "rejected"}
-    units = window[0] + window[1]
+    units = window[3]
     for i in range(wl.n_requests):
         final = max(int(wl.prompt_tokens[i]), 1) + int(wl.output_tokens[i])
         never = _units_held(-(-final // block_size), window) > (kv // block_size) * units
@@ -162,8 +171,9 @@ def test_a_window_no_sequence_reaches_is_no_window(wl, full, sliding, max_num_se
     # every layer holds the whole context when the window is longer than any sequence: the
     # run, its statistics included, is the plain one's
     longest = -(-81 // block_size)               # prompts <= 40, outputs <= 40, +1
-    plain = _batcher((1, 0, UNLIMITED), max_num_seqs, kv, block_size, extra)
-    windowed = _batcher((full, sliding, longest), max_num_seqs, kv, block_size, extra)
+    plain = _batcher((1, 0, UNLIMITED, 1), max_num_seqs, kv, block_size, extra)
+    windowed = _batcher((full, sliding, longest, full + sliding), max_num_seqs, kv, block_size,
+                        extra)
     assert_same(_kernel_outputs(windowed, wl), _kernel_outputs(plain, wl))
 
 
@@ -180,29 +190,109 @@ def test_a_budget_of_n_windowed_sequences_admits_n(n):
     # would hold fewer.
     kv = 4 * math.ceil(15 * n / 2)
     wl = Workload(np.zeros(n + 1), [40] * (n + 1), [8] * (n + 1))
-    b = _batcher((1, 1, 3), None, kv, 4)
+    b = _batcher((1, 1, 3, 2), None, kv, 4)
     assert _kernel_outputs(b, wl)["stats"][STAT["peak_running"]] == n
     assert b.reference(wl)["stats"][STAT["peak_running"]] == n
-    plain = _batcher((1, 0, UNLIMITED), None, kv, 4)
+    plain = _batcher((1, 0, UNLIMITED, 1), None, kv, 4)
     assert _kernel_outputs(plain, wl)["stats"][STAT["peak_running"]] < n or n == 1
 
 
 def test_gpt_oss_window_from_its_config():
     # gpt-oss-120b's config.json (https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json):
     # 36 layers alternating sliding_attention / full_attention, sliding_window 128, the same KV
-    # heads (8 of 64) in both: 18 : 18 bytes, so 1 : 1 units; ceil(128 / 16) + 1 = 9 blocks
+    # heads (8 of 64) in both: vLLM's groups of 18, one of each kind, so a block of context is
+    # 1 unit in each and a block of every layer 2; ceil(128 / 16) + 1 = 9 blocks
     model = catalog.model("gpt-oss-120b")
     assert (model.n_full_layers, model.n_sliding_layers, model.sliding_window) == (18, 18, 128)
-    assert replica_kv_window(model, 16) == (1, 1, 9)
-    assert replica_kv_window(catalog.model("Llama-3.1-8B"), 16) == (1, 0, UNLIMITED)
+    assert replica_kv_window(model, 16) == (1, 1, 9, 2)
+    assert replica_kv_window(catalog.model("Llama-3.1-8B"), 16) == (1, 0, UNLIMITED, 1)
+
+
+def test_gemma3_window_holds_vllms_padding():
+    # Gemma-3-27B's config.json (https://huggingface.co/google/gemma-3-27b-it): 62 layers,
+    # every sixth global (10 full, 52 sliding of 1,024 tokens). vLLM groups them by 10: one full
+    # group and six sliding ones, the last padded by 8 layers. A block of context: 10 layer
+    # pages in the full group, 60 in the sliding; the budget's block of every layer: 62.
+    # Divided by 2: (5, 30, ceil(1024 / 16) + 1 = 65, 31).
+    model = catalog.model("Gemma-3-27B")
+    assert (model.n_full_layers, model.n_sliding_layers, model.sliding_window) == (10, 52, 1024)
+    assert replica_kv_window(model, 16) == (5, 30, 65, 31)
+    # every layer windowed (Mistral-7B-v0.1, 4,096 tokens): no full unit
+    assert replica_kv_window(catalog.model("Mistral-7B-v0.1"), 16) == (0, 1, 257, 1)
 
 
 def test_speculative_and_layouts_hold_every_layer_whole():
     spec = ContinuousBatcher(model="gpt-oss-20b", gpu="H100-SXM-80GB", admission="paged",
                              speculative=Speculative(draft=0.1, draft_tokens=2))
-    assert spec._kv_window() == (1, 0, UNLIMITED)
+    assert spec._kv_window() == (1, 0, UNLIMITED, 1)
     off = ContinuousBatcher(model="gpt-oss-20b", gpu="H100-SXM-80GB", admission="paged",
                             window_paging=False)
-    assert off._kv_window() == (1, 0, UNLIMITED)
+    assert off._kv_window() == (1, 0, UNLIMITED, 1)
     with pytest.raises(TypeError, match="window_paging"):
         ContinuousBatcher(model="gpt-oss-20b", gpu="H100-SXM-80GB", window_paging=1)
+
+
+# --- vLLM's logged concurrency of sliding-window models ----------------------------------------
+
+LOGS = pathlib.Path(__file__).parent / "data" / "engine_logs" / "vllm_memory.csv"
+
+
+def test_gpt_oss_concurrency_by_hand():
+    # llmd-gptoss-20b-tp2 (vllm_memory.csv): 59.32 GiB of KV a GPU at TP 2, max_model_len and
+    # max_num_batched_tokens 8,192. gpt-oss-20b: 12 full and 12 sliding layers (window 128),
+    # 8 KV heads of 64 -> 4 a rank: 2 x 4 x 64 x 2 B = 1,024 B a layer a token. A page of one
+    # group (12 layers) of a 16-token block: 196,608 B; 59.32 GiB holds 323,966 of them. A
+    # request: 8,192 / 16 = 512 blocks in the full group, ceil(min(127 + 8,192, 8,192) / 16) + 1
+    # = 513 in the sliding one: 323,966 / 1,025 = 316.064, logged "316.07x" (the log's 59.32
+    # is rounded: 0.005 GiB is 27 pages, 0.027 of concurrency). Every layer in one group and
+    # no window (512 blocks of all 24 layers): 316.37, outside it.
+    pages = int(59.32 * 2**30 // (12 * 16 * 1024))
+    assert pages == 323_966
+    assert abs(pages / (512 + 513) - 316.07) <= 0.005 + 27 / 1025
+    assert abs(pages // 2 / 512 - 316.07) > 0.005 + 27 / 1025
+    model, gpu = catalog.model("gpt-oss-20b"), catalog.gpu("H100-SXM-80GB")
+    whole = memory.engine_kv_cache(model, gpu, 2, max_model_len=8192, max_num_batched_tokens=8192)
+    out = memory.engine_kv_cache(model, gpu, 2, max_model_len=8192, max_num_batched_tokens=8192,
+                                 activation_peak_bytes=whole["available_bytes"] - 59.32 * 2**30)
+    assert out["max_concurrency"] == pages / (512 + 513)
+    assert out["kv_cache_groups"] == 2
+
+
+def test_logged_concurrency_of_sliding_window_models():
+    # every vLLM start-up in vllm_memory.csv of a model with sliding-window layers that logs its
+    # maximum concurrency, from the KV memory it logs (rounded to 0.01 GiB: the tolerance)
+    rows = [r for r in csv.DictReader(line for line in LOGS.open(encoding="utf-8")
+                                      if not line.startswith("#"))
+            if r["max_concurrency"] and r["model"]
+            and catalog.model(r["model"]).sliding_window is not None]
+    # Llama-4-Scout at TP 4: 12 full and 36 chunked-local layers (chunk 8,192), groups of 12:
+    # 512 + 3 x ceil(min(8,192 + 8,192, 8,192) / 16) = 2,048 blocks a request
+    assert {r["model"] for r in rows} == {"gpt-oss-20b", "Gemma-2-9B", "Gemma-2-27B",
+                                          "Gemma-3-27B", "Llama-4-Scout"}
+    for r in rows:
+        model, gpu = catalog.model(r["model"]), catalog.gpu("H100-SXM-80GB")
+        kw = {"max_model_len": int(r["max_model_len"]),
+              "max_num_batched_tokens": int(r["max_num_batched_tokens"]),
+              "gpu_memory_utilization": float(r["gpu_memory_utilization"])}
+        tp = int(r["tp"])
+        whole = memory.engine_kv_cache(model, gpu, tp, **kw)
+        logged_kv = float(r["available_kv_gib"]) * 2**30
+        out = memory.engine_kv_cache(model, gpu, tp, **kw,
+                                     activation_peak_bytes=whole["available_bytes"] - logged_kv)
+        ours, logged = out["max_concurrency"], float(r["max_concurrency"])
+        assert abs(ours - logged) <= 0.005 + ours * 0.005 * 2**30 / logged_kv, r["id"]
+
+
+def test_simulate_command_pages_windows_unless_told_not_to(capsys):
+    # `rooflinekit simulate --model gpt-oss-20b --admission paged`: the sliding layers keep
+    # their window, so the same prompts hold less KV at their peak than with every layer whole
+    # (vLLM's --disable-hybrid-kv-cache-manager)
+    from rooflinekit.cli.main import main
+    args = ["simulate", "--workload", "lognormal", "--requests", "40", "--input-len", "2000",
+            "--model", "gpt-oss-20b", "--gpu", "h100", "--admission", "paged", "--kv-budget",
+            "20000", "--json"]
+    peaks = []
+    for extra in ([], ["--disable-hybrid-kv-cache-manager"]):
+        assert main(args + extra) == 0
+        peaks.append(json.loads(capsys.readouterr().out)["continuous"]["peak_kv_tokens"])
+    assert peaks[0] < peaks[1] <= 20000

@@ -137,14 +137,19 @@ def test_vllm_019_hybrid_log_counts_tokens_by_groups():
 def test_kv_cache_groups_follow_vllms_rule():
     """vLLM's groups (``_get_kv_cache_groups_uniform_page_size``): the fewer layers of a kind
     make a group, unless the more are under 1.25 times as many."""
-    assert memory.vllm_kv_cache_groups(catalog.model("Qwen3-Next-80B-A3B")) == (12, 1, 3)
-    assert memory.vllm_kv_cache_groups(catalog.model("Jamba-1.5-Mini")) == (4, 1, 7)   # 4 / 28
-    assert memory.vllm_kv_cache_groups(catalog.model("Falcon-H1-0.5B")) == (36, 1, 1)  # in parallel
-    assert memory.vllm_kv_cache_groups(catalog.model("Llama-3.1-8B")) == (32, 1, 0)
+    assert memory.vllm_kv_cache_groups(catalog.model("Qwen3-Next-80B-A3B")) == (12, 1, 3, 0)
+    assert memory.vllm_kv_cache_groups(catalog.model("Jamba-1.5-Mini")) == (4, 1, 7, 0)  # 4 / 28
+    assert memory.vllm_kv_cache_groups(catalog.model("Falcon-H1-0.5B")) == (36, 1, 1, 0)
+    assert memory.vllm_kv_cache_groups(catalog.model("Llama-3.1-8B")) == (32, 1, 0, 0)
+    # sliding-window layers are a kind of their own (gpt-oss-120b 18 + 18; Gemma-3-27B 10 full
+    # and 52 sliding: groups of 10, 52 < 1.25 x 10 fails); every layer windowed: one group
+    assert memory.vllm_kv_cache_groups(catalog.model("gpt-oss-120b")) == (18, 1, 0, 1)
+    assert memory.vllm_kv_cache_groups(catalog.model("Gemma-3-27B")) == (10, 1, 0, 6)
+    assert memory.vllm_kv_cache_groups(catalog.model("Mistral-7B-v0.1")) == (32, 0, 0, 1)
     # 10 attention beside 12 state layers: one group of 12 each (10 attention layers padded)
     close = dataclasses.replace(catalog.model("Qwen3-Next-80B-A3B"), n_layers=22,
                                 n_attention_layers=10, n_linear_attention_layers=12)
-    assert memory.vllm_kv_cache_groups(close) == (12, 1, 1)
+    assert memory.vllm_kv_cache_groups(close) == (12, 1, 1, 0)
 
 
 def test_state_blocks_by_cache_mode_and_draft():

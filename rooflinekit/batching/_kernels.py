@@ -530,12 +530,13 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     hist_n, hist_max, ints, reals, flags = workspace
     # sliding-window layers (``_reference``, "Sliding-window layers"): paged blocks are
     # counted in units, ``uf`` a block's full-attention layers and ``us`` its sliding ones,
-    # which hold at most ``wblocks`` blocks (``wt`` tokens) a sequence; (1, 0, -) without
-    uf, us, wblocks = kv_window
-    if not paged:
+    # which hold at most ``wblocks`` blocks (``wt`` tokens) a sequence, ``uw`` a block of the
+    # budget; (1, 0, -, 1) without
+    uf, us, wblocks, uw = kv_window
+    if not paged or us == 0:
         uf = 1
         us = 0
-    uw = uf + us
+        uw = 1
     wt = wblocks * block_size if us > 0 else UNLIMITED
     total_blocks = min(kv_budget // block_size, UNLIMITED // uw) * uw if paged else 0
     bs = block_size if paged else 1
@@ -716,7 +717,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 finish[i] = t
                 if paged:
                     nb = (c + block_size - 1) // block_size
-                    alloc -= uf * (nb - shared[i]) + us * min(nb, wblocks) + sb
+                    if us > 0:
+                        alloc -= uf * (nb - shared[i]) + us * min(nb, wblocks) + sb
+                    else:
+                        alloc -= nb - shared[i] + sb
                     if not one_token:
                         by_phase[context[i] % bs] -= 1
                     if slid and c < wt:
@@ -726,7 +730,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                             x_count[(wt - context[i]) & x_mask] -= 1
                 reserved -= prompt[i] + output[i] + st
                 used -= c - shared[i] * block_size + st
-                used_s -= min(c, wt) + st
+                if us > 0:
+                    used_s -= min(c, wt) + st
                 if not one_token:
                     dec_context -= c
                 if shared[i] > 0:
@@ -759,7 +764,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 r_prev[r_next[i]] = r_prev[i]
                 nrun -= 1
             i = j
-        need = uf * by_phase[ph] + us * by_phase_w[ph] if paged and not one_token else 0
+        need = by_phase[ph] if paged and not one_token else 0
+        if slid:
+            need = uf * need + us * by_phase_w[ph]
         if spec:                 # the blocks of the decoding sequences' filed gains
             need = s_ring[g & s_mask, _S_BLK]
         # 3. admit
@@ -823,14 +830,16 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     prefilled[i] = cached
                     context[i] = cached
                     used += cached - shared[i] * block_size
-                    used_s += min(cached, wt)
+                    if us > 0:
+                        used_s += min(cached, wt)
                     stats[STAT_PFX_SAVED] += cached
                 if first_admission and arrived_kv_tokens[i] > 0:
                     # KV that came with the request, in its own blocks (a preemption loses it)
                     cached = min(arrived_kv_tokens[i], to_prefill[i] - 1)
                     if cached > prefilled[i]:
                         used += cached - prefilled[i]
-                        used_s += min(cached, wt) - min(prefilled[i], wt)
+                        if us > 0:
+                            used_s += min(cached, wt) - min(prefilled[i], wt)
                         prefilled[i] = cached
                         context[i] = cached
                 if paged:
@@ -839,7 +848,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 else:
                     reserved += prompt[i] + output[i] + st
                 used += st
-                used_s += st
+                if us > 0:
+                    used_s += st
                 if priority[i] == INTERACTIVE:
                     n_interactive += 1
                 state[i] = 1
@@ -920,9 +930,13 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                         if crossing:
                             x_count[(wt - context[v]) & x_mask] -= 1
                     nb = (c + block_size - 1) // block_size
-                    alloc -= uf * (nb - shared[v]) + us * min(nb, wblocks) + sb
+                    if us > 0:
+                        alloc -= uf * (nb - shared[v]) + us * min(nb, wblocks) + sb
+                    else:
+                        alloc -= nb - shared[v] + sb
                     used -= c - shared[v] * block_size + st
-                    used_s -= min(c, wt) + st
+                    if us > 0:
+                        used_s -= min(c, wt) + st
                     dec_context -= c
                     if windowed:
                         if above[v]:
@@ -940,7 +954,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     p_prev[p_next[v]] = p_prev[v]
                     alloc -= blocks[v] + sb
                     used -= context[v] - shared[v] * block_size + st
-                    used_s -= min(context[v], wt) + st
+                    if us > 0:
+                        used_s -= min(context[v], wt) + st
                 if shared[v] > 0:
                     q = prefix_group[v]
                     g_refs[q] -= 1
@@ -1014,7 +1029,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
                 windowed, win_mask, win_next, win_prev, win_key, context, above)
-            used_s += n_bm
+            if slid:
+                used_s += n_bm
         if spec:
             # what the decoding sequences filed for this step beyond one token each: their
             # gains' tokens, their blocks (taken above as ``need``), their window crossings
@@ -1060,7 +1076,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             i = done_ids[j]
             p_next[p_prev[i]] = p_next[i]
             p_prev[p_next[i]] = p_prev[i]
-            if context[i] < wt:
+            if us > 0 and context[i] < wt:
                 used_s += 1
             context[i] += 1
             used += 1
@@ -1187,7 +1203,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             peak_run = float(nrun)
         (n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t) = _stepped(
             dt, nrun, n_decode + n_done, alloc * block_size if paged else reserved,
-            uf * used + us * used_s, cached_blocks, n_steps, busy, run_t, act_t, peak_res, res_t,
+            uf * used + us * used_s if us > 0 else used, cached_blocks, n_steps, busy, run_t,
+            act_t, peak_res, res_t,
             peak_used, used_t, cb_t)
         if not prefill_only:
             t_decode = t + dt
@@ -1240,7 +1257,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 if paged:
                     # speculative: the blocks the decoding sequences filed for this step
                     need = (s_ring[(g + m) & s_mask, _S_BLK] if spec
-                            else uf * by_phase[ph] + us * by_phase_w[ph])
+                            else uf * by_phase[ph] + us * by_phase_w[ph] if slid
+                            else by_phase[ph])
                     if need > total_blocks - alloc:
                         break
                     alloc += need
@@ -1298,7 +1316,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             need = 0
             if paged:
                 need = (s_ring[g & s_mask, _S_BLK] if spec
-                        else uf * by_phase[ph] + us * by_phase_w[ph])
+                        else uf * by_phase[ph] + us * by_phase_w[ph] if slid
+                        else by_phase[ph])
             if need > total_blocks - alloc:
                 break
             # the step of section 5 with no prefill slice and no preemption, no completion
@@ -1312,7 +1331,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
                 windowed, win_mask, win_next, win_prev, win_key, context, above)
-            used_s += n_bm
+            if slid:
+                used_s += n_bm
             if spec:
                 drafted += n_dec
                 (used, dec_context, accepted, below_context, n_above, d_below,
@@ -1326,7 +1346,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             hist_n[k] += n_dec
             (n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t) = _stepped(
                 dt, nrun, n_dec, alloc * block_size if paged else reserved,
-                uf * used + us * used_s, cached_blocks, n_steps, busy, run_t, act_t, peak_res,
+                uf * used + us * used_s if us > 0 else used, cached_blocks, n_steps, busy, run_t,
+                act_t, peak_res,
                 res_t, peak_used, used_t, cb_t)
             t = t + dt
             t_decode = t

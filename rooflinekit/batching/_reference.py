@@ -168,7 +168,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
                         gains=None, gap_logs=None, state_tokens_per_sequence=0,
-                        mixed_prefill=True, kv_window=(1, 0, UNLIMITED)):
+                        mixed_prefill=True, kv_window=(1, 0, UNLIMITED, 1)):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -213,11 +213,12 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     mixed_prefill : bool
         ``True`` (default): a step carries the decode tokens and prefill slices together;
         ``False``: a step with prompt tokens carries only those (module docstring, step 5).
-    kv_window : (int, int, int)
-        Paged mode: ``(full_units, sliding_units, window_blocks)``, the full-attention and
-        sliding-window layers' shares of a block's bytes in whole units and the blocks a
-        sliding layer keeps per sequence (module docstring, "Sliding-window layers");
-        ``(1, 0, UNLIMITED)`` (default) for a model without sliding layers.
+    kv_window : (int, int, int, int)
+        Paged mode: ``(full_units, sliding_units, window_blocks, block_units)``: the units a
+        block of context takes in the full-attention and the sliding-window layers, the blocks
+        a sliding layer keeps per sequence, and the units in a block of the budget (module
+        docstring, "Sliding-window layers"); ``(1, 0, UNLIMITED, 1)`` (default) for a model
+        without sliding layers.
 
     Returns
     -------
@@ -230,9 +231,11 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         priority = [INTERACTIVE] * n
     tick_mode = clock is None
     paged = admission == "paged"
-    # units: a block of every layer is ``full + sliding`` units (1 without sliding layers)
-    full, sliding, window_blocks = (int(x) for x in kv_window) if paged else (1, 0, UNLIMITED)
-    units = full + sliding
+    # units: a block of the budget (every layer) is ``units`` (1 without sliding layers); a
+    # block of context takes ``full`` in the full layers, ``sliding`` in the sliding ones
+    full, sliding, window_blocks, units = (int(x) for x in kv_window)
+    if not paged or sliding == 0:
+        full, sliding, window_blocks, units = 1, 0, UNLIMITED, 1
     window_tokens = window_blocks * block_size if sliding else UNLIMITED
     # (at most UNLIMITED blocks' units: an unlimited budget stays in int64 in the kernel)
     total_units = min(kv_budget // block_size, UNLIMITED // units) * units if paged else 0
@@ -544,8 +547,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         stats["peak_kv_used"] = max(stats["peak_kv_used"], kv_used)
         stats["kv_used_time"] += kv_used * dt
         if trace is not None:
-            trace.append((t, len(running), kv_res / units if sliding else kv_res,
-                          kv_used / units if sliding else kv_used))
+            trace.append((t, len(running), kv_res / units if units != 1 else kv_res,
+                          kv_used / units if units != 1 else kv_used))
         if not prefill_only:
             t_decode = t + dt
         t = t + dt

@@ -635,11 +635,11 @@ class ContinuousBatcher(_Batcher):
                                     pp=self.pp, ep=self.ep, prefix_caching=self.prefix_caching)
 
     def _kv_window(self):
-        """The kernels' ``kv_window`` (:func:`replica_kv_window`), or ``(1, 0, UNLIMITED)``:
+        """The kernels' ``kv_window`` (:func:`replica_kv_window`), or ``(1, 0, UNLIMITED, 1)``:
         every layer holds the whole context."""
         if (not self.window_paging or self.admission != "paged" or self.model is None
                 or self.speculative is not None or self.pp > 1 or self.ep > 1):
-            return 1, 0, UNLIMITED
+            return 1, 0, UNLIMITED, 1
         return replica_kv_window(self.model, self._block_size())
 
     def _block_size(self):

@@ -216,9 +216,9 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
 MAX_WINDOW_UNITS = 256
 
 
-def replica_kv_window(model, block_size=16) -> tuple[int, int, int]:
+def replica_kv_window(model, block_size=16) -> tuple[int, int, int, int]:
     """How a paged engine holds a sliding-window model's KV: ``(full_units, sliding_units,
-    window_blocks)``, the kernels' ``kv_window``.
+    window_blocks, block_units)``, the kernels' ``kv_window``.
 
     Parameters
     ----------
@@ -230,11 +230,12 @@ def replica_kv_window(model, block_size=16) -> tuple[int, int, int]:
 
     Returns
     -------
-    (int, int, int)
-        ``full_units`` and ``sliding_units`` [1]: the full-attention and sliding layers' shares
-        of a token's KV bytes, as the smallest whole numbers in that ratio (at most
-        :data:`MAX_WINDOW_UNITS` together); ``window_blocks`` [blocks], the blocks a sliding
-        layer keeps a sequence. ``(1, 0, UNLIMITED)`` for a model without sliding layers.
+    (int, int, int, int)
+        ``full_units`` and ``sliding_units`` [1]: the units a block of context takes in the
+        full-attention and in the sliding layers; ``window_blocks`` [blocks], the blocks a
+        sliding layer keeps a sequence; ``block_units`` [1], the units in a block of every
+        layer (a block of the KV budget). The smallest whole numbers in those ratios.
+        ``(1, 0, UNLIMITED, 1)`` for a model without sliding layers.
 
     Notes
     -----
@@ -247,16 +248,23 @@ def replica_kv_window(model, block_size=16) -> tuple[int, int, int]:
 
     in the sliding ones (the window's blocks and the one it starts in; vLLM's own figure for
     a decoding request, ``cdiv(W - 1 + 1, B) + 1``, which its logged maximum concurrency
-    counts). With ``b_f`` and ``b_s`` the full and sliding layers' KV bytes a token (all
-    layers of a kind), a block of every layer is ``u_f + u_s`` units with ``u_f : u_s = b_f :
-    b_s``, and a sequence holds ``u_f·⌈c/B⌉ + u_s·min(⌈c/B⌉, W_b)`` of them. A chunked-local
-    layer (Llama 4) is held the same way, its chunk as the window.
+    counts). A unit is one layer's page of a block: vLLM pages each kind in groups of ``g``
+    layers (:func:`rooflinekit.memory.vllm_kv_cache_groups`: ``G_a`` full and ``G_w`` sliding
+    groups, the last of a kind padded), so a block of context takes ``u_f = G_a·g`` units in
+    the full layers and ``u_s = G_w·g`` in the sliding ones, where the budget's block of every
+    layer is ``u_b = L_a + L_w`` units (the layers that hold KV), and a sequence holds
+    ``u_f·⌈c/B⌉ + u_s·min(⌈c/B⌉, W_b)`` units. Gemma-3-27B: 10 full and 52 sliding layers in
+    groups of 10, ``(10, 60, W_b, 62)``, i.e. ``(5, 30, W_b, 31)``: the padding's eight
+    layers are held too. Sliding layers whose KV bytes differ from a full layer's take their
+    share of a token's bytes instead, unpadded (``u_f : u_s = b_f : b_s``, ``u_b = u_f + u_s``,
+    a denominator of at most :data:`MAX_WINDOW_UNITS`). A chunked-local layer (Llama 4) is held
+    the same way, at most its chunk's ``⌈W / B⌉`` blocks (vLLM frees a chunk's blocks when the
+    next chunk starts, so a sequence holds ``c mod W`` of its tokens there: the cap
+    overcharges it by up to the chunk, half of it on average).
 
     Not modelled: the window's blocks a long prompt's chunk holds while it is prefilled
     (``cdiv(W - 1 + chunk, B) + 1``; a prompt is charged its window's blocks); sharing a
-    cached prefix's sliding blocks (a prefix shares its full layers' blocks only); the
-    ratio's rounding to a denominator of at most :data:`MAX_WINDOW_UNITS`; padding of
-    unequal groups.
+    cached prefix's sliding blocks (a prefix shares its full layers' blocks only).
 
     References
     ----------
@@ -272,16 +280,23 @@ def replica_kv_window(model, block_size=16) -> tuple[int, int, int]:
     block_size = whole_number("block_size", block_size, lo=1)
     n_sliding = int(model.n_sliding_layers or 0)
     if model.sliding_window is None or n_sliding == 0:
-        return 1, 0, UNLIMITED
-    full = model.n_full_layers * float(model.kv_bytes_per_token_per_layer)
-    sliding = n_sliding * float(model.sliding_kv_bytes_per_token_per_layer)
-    share = fractions.Fraction(sliding / (full + sliding)).limit_denominator(MAX_WINDOW_UNITS)
-    sliding_units = share.numerator
-    full_units = share.denominator - sliding_units
-    if sliding_units == 0:           # a sliding share below 1/MAX_WINDOW_UNITS
-        return 1, 0, UNLIMITED
-    window_blocks = -(-int(model.sliding_window) // block_size) + 1
-    return full_units, sliding_units, window_blocks
+        return 1, 0, UNLIMITED, 1
+    # a window's blocks and the one it starts in; a chunk's blocks (aligned to its start)
+    window_blocks = -(-int(model.sliding_window) // block_size) + (
+        1 if model.attention_chunk_size is None else 0)
+    group, full_groups, _, sliding_groups = memory.vllm_kv_cache_groups(model)
+    if sliding_groups:               # vLLM's groups of one page size
+        units = (full_groups * group, sliding_groups * group, int(model.n_kv_layers))
+    else:                            # sliding layers of their own size: their byte share
+        full = model.n_full_layers * float(model.kv_bytes_per_token_per_layer)
+        sliding = n_sliding * float(model.sliding_kv_bytes_per_token_per_layer)
+        share = fractions.Fraction(sliding / (full + sliding)).limit_denominator(
+            MAX_WINDOW_UNITS)
+        if share.numerator == 0:     # a sliding share below 1/MAX_WINDOW_UNITS
+            return 1, 0, UNLIMITED, 1
+        units = (share.denominator - share.numerator, share.numerator, share.denominator)
+    common = math.gcd(*units)
+    return units[0] // common, units[1] // common, window_blocks, units[2] // common
 
 
 class _Timing:

@@ -84,6 +84,10 @@ def add_arguments(parser) -> None:
              help="KV block size with --admission paged [tokens] (16)")
     add_flag(parser, "--max-num-batched-tokens")
     add_flag(parser, "--mixed-prefill")
+    parser.add_argument("--disable-hybrid-kv-cache-manager", action="store_true",
+                        help="with --model and --admission paged: hold every layer's whole "
+                             "context, where by default a sliding-window layer keeps only its "
+                             "window's blocks of a sequence (vLLM's name)")
     add_flag(parser, "--model", help="time steps with the roofline of this model (with --gpu): "
              "a catalogue name, a config.json, a model folder or a cached Hugging Face repo id")
     add_flag(parser, "--gpu", help="GPU for roofline timing (with --model)")
@@ -249,7 +253,7 @@ def run(args, out) -> int:
         block_size=16 if args.block_size is None else args.block_size,
         max_num_batched_tokens=args.max_num_batched_tokens,
         prefix_caching=bool(args.enable_prefix_caching), speculative=speculative,
-        mixed_prefill=mixed, **timing)
+        mixed_prefill=mixed, window_paging=not args.disable_hybrid_kv_cache_manager, **timing)
     _check_memory(args)
     work = _workload(args)
     # a first run compiles both simulators side by side (numba's cache after)
