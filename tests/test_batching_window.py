@@ -296,3 +296,16 @@ def test_simulate_command_pages_windows_unless_told_not_to(capsys):
         assert main(args + extra) == 0
         peaks.append(json.loads(capsys.readouterr().out)["continuous"]["peak_kv_tokens"])
     assert peaks[0] < peaks[1] <= 20000
+
+
+def test_capacity_counts_vllms_window_groups(capsys):
+    # `rooflinekit capacity gpt-oss-120b h100 --max-model-len 32768`: vLLM's cache of 47,008
+    # tokens is 2,938 blocks of all 36 layers, 5,876 pages of one 18-layer group. A request:
+    # 32,768 / 16 = 2,048 blocks in the full group and, at vLLM's 8,192-token step budget on an
+    # H100, ceil(min(127 + 8,192, 32,768) / 16) + 1 = 521 in the sliding one: 5,876 / 2,569 =
+    # 2.29, so 2 (every layer's whole context: 47,008 / 32,768 = 1.43, so 1)
+    from rooflinekit.cli.main import main
+    assert main(["capacity", "gpt-oss-120b", "h100", "--max-model-len", "32768", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kv_budget_tokens"] == 47_008
+    assert 5876 // 2569 == out["max_concurrent_sequences"] == 2

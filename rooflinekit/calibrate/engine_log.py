@@ -40,6 +40,8 @@ _LOG_PATTERNS = {
         ("kv_cache_tokens", rf"GPU KV cache size:\s*{_NUM}\s*tokens", 1.0),
         ("max_model_len", rf"Maximum concurrency for\s*{_NUM}\s*tokens per request", 1.0),
         ("max_concurrency", rf"tokens per request:\s*{_NUM}\s*x", 1.0),
+        # "Chunked prefill is enabled with max_num_batched_tokens=8192." (a window group's most)
+        ("max_num_batched_tokens", rf"max_num_batched_tokens=\s*{_NUM}", 1.0),
     ),
     # SGLang prints GB for sizes divided by 2**30 (memory_pool.py: GB = 1024 * 1024 * 1024). The
     # gaps within a line are bounded so that a hostile line cannot make the search quadratic.
@@ -78,7 +80,8 @@ def parse_vllm_kv_log(text: str) -> dict:
         The figures found, in SI units: ``total_gpu_memory``, ``weights``, ``non_torch``,
         ``activation_peak``, ``peak_torch``, ``available_kv`` [bytes] (from the GiB the log
         prints), ``gpu_memory_utilization`` [1], ``num_blocks``, ``kv_cache_tokens``,
-        ``max_model_len`` [tokens] and ``max_concurrency`` [1]. Absent figures are absent keys.
+        ``max_model_len``, ``max_num_batched_tokens`` [tokens] and ``max_concurrency`` [1].
+        Absent figures are absent keys.
 
     See Also
     --------
@@ -221,6 +224,13 @@ def _engine_of(text: str) -> str:
     vLLM."""
     return "sglang" if re.search(r"KV Cache is allocated\.|max_total_num_tokens=", text) \
         else "vllm"
+
+
+def _whole_or_none(value):
+    """A logged count as a positive ``int``, or ``None`` where absent or not one."""
+    if value is None or not float(value).is_integer() or value < 1:
+        return None
+    return int(value)
 
 
 def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int | None = None,
@@ -387,7 +397,9 @@ def compare_engine_log(model: ModelShape, log, *, tp: int = 1, block_size: int |
                            non_torch_bytes=inputs["non_torch_bytes"], block_size=block_size,
                            max_model_len=int(max_model_len), mamba_cache_mode=mamba_cache_mode,
                            num_speculative_tokens=num_speculative_tokens,
-                           draft_layers=draft_layers, block_alignment=block_alignment)
+                           draft_layers=draft_layers, block_alignment=block_alignment,
+                           max_num_batched_tokens=_whole_or_none(
+                               found.get("max_num_batched_tokens")))
     logged = {name: found[key] for key, name in _LOGGED.items() if key in found}
     # a hybrid paged by vLLM (SGLang keeps its states in a pool of their own)
     counted, hybrid = "num_blocks × block_size", engine == "vllm" and ours["kv_cache_groups"] > 1

@@ -24,7 +24,8 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, engine_kv_rule, format_value, print_table
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import memory_engine, memory_rule
+from rooflinekit.profiles import (memory_engine, memory_rule, scheduler_defaults,
+                                  scheduler_engine)
 
 __all__ = list(COMMAND_API)
 
@@ -149,9 +150,11 @@ def _budget(args, model, gpu, share, held):
         return (memory.usable_kv_bytes(model, gpu, tp=tp, reserve=reserve),
                 memory.kv_budget_tokens(model, gpu, tp=tp, reserve=reserve),
                 memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=reserve))
+    # a sliding-window group's most a request holds counts one step's budget, the engine's
+    chunk = scheduler_defaults(scheduler_engine(args.engine), gpu).max_num_batched_tokens
     engine = memory.engine_kv_cache(model, gpu, tp=tp, gpu_memory_utilization=share,
                                     block_size=args.block_size or 16, max_model_len=ctx,
-                                    **held)
+                                    max_num_batched_tokens=chunk, **held)
     return (engine["available_bytes"] * tp, engine["kv_cache_tokens"],
             int(engine["max_concurrency"]))
 
