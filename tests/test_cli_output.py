@@ -180,8 +180,16 @@ def test_layouts_and_sweep_say_their_kv_rule(capsys):
                        "--workspace-fraction", "0.1")
     assert code == 0 and ("KV cache: the guide's rule, 0.1 of what the weights leave kept as "
                           "workspace") in out
-    # sweep: the guide's rule, with its share
-    code, out, _ = run(capsys, "sweep", "--models", "llama-3.1-8b", "--gpus", "h100", "--tp",
-                       "1", "--max-model-len", "4096", "--batch-size", "8", "--no-progress",
-                       "--workspace-fraction", "0.2")
+    # sweep: the engine's rule by default, the guide's with --workspace-fraction
+    args = ("sweep", "--models", "llama-3.1-8b", "--gpus", "h100", "--tp", "1",
+            "--max-model-len", "4096", "--batch-size", "8", "--no-progress")
+    code, out, _ = run(capsys, *args)
+    assert code == 0 and ("KV cache: the engine's: 0.9 of the memory the driver reports on "
+                          "each GPU, less the weights and vllm 0.19.0's activation peak") in out
+    code, out, _ = run(capsys, *args, "--workspace-fraction", "0.2")
     assert code == 0 and "KV cache: the guide's rule, 0.2 of what the weights leave" in out
+    code, out, _ = run(capsys, *args, "--gpu-memory-utilization", "0.8")
+    assert code == 0 and "KV cache: the engine's: 0.8 of the memory" in out
+    code, _, err = run(capsys, *args, "--gpu-memory-utilization", "0.8",
+                       "--workspace-fraction", "0.2")
+    assert code != 0 and "give one of them" in err

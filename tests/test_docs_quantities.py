@@ -166,6 +166,7 @@ def results(tmp_path_factory):
         rk.sweep.sweep(models="Llama-3.1-8B", gpus="H100-SXM-80GB", tp=[1, 2],
                        context_length=[1024, 2048], batch_size=[1, 4], prompt_tokens=[512],
                        draft_tokens=[2], acceptance=[0.7], draft=0.1, prefix_share=[0.5]),
+        rk.sweep.sweep(models="Llama-3.1-8B", gpus="H100-SXM-80GB", reserve=0.10),
         rk.catalog.models(as_dataset=True),
         rk.catalog.gpus(as_dataset=True),
         rk.ContinuousBatcher(max_num_seqs=4).run(rk.guide_workload()),   # 24 requests

@@ -26,8 +26,9 @@ AXES = dict(tp=[1, 2, 4, 8], context_length=[1, 1000, 4096, 8192, 32768],
 
 @pytest.fixture(scope="module")
 def grid():
-    # the ideal roofline: the cells are compared with the scalar formulas' ideal default
-    return sw.sweep(MODELS, GPUS, **AXES, engine=roofline.IDEAL)
+    # the ideal roofline and the guide's memory rule: the cells are compared with the scalar
+    # formulas' defaults
+    return sw.sweep(MODELS, GPUS, **AXES, engine=roofline.IDEAL, reserve=0.10)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,7 @@ def test_random_cells_equal_scalar_functions(grid):
 
 def test_guide_figures_in_a_sweep():
     ds = sw.sweep("guide-70b", "guide-lab-80GB", tp=[1, 8], context_length=8192, batch_size=1,
-                  prompt_tokens=1, engine=roofline.IDEAL)
+                  prompt_tokens=1, engine=roofline.IDEAL, reserve=0.10)
     # guide §2.4 / conventions: 0 sequences on one card, 183 on 8 × 80 GiB at 8,192 tokens
     assert ds.max_concurrent_sequences.sel(tp=1).item() == 0
     assert ds.max_concurrent_sequences.sel(tp=8).item() == 183
@@ -164,7 +165,7 @@ def test_names_specs_and_datasets_agree(small_kw):
 
 def test_scalar_axes_and_single_specs():
     ds = sw.sweep(catalog.model("guide-70b"), "guide-lab-80GB", tp=8, context_length=8192,
-                  batch_size=np.int64(1))
+                  batch_size=np.int64(1), reserve=0.10)
     assert ds.sizes["tp"] == 1 and ds.sizes["model"] == 1
     assert ds.max_concurrent_sequences.squeeze().item() == 183
 
@@ -176,7 +177,8 @@ def test_dataarray_axes_are_accepted(small_kw):
 
 def test_variables_subset_keeps_dependencies(small_kw):
     ds = sw.sweep(**small_kw, variables=["fits"])
-    assert set(ds.data_vars) == {"fits", "max_concurrent_sequences"}
+    # the engine's rule counts sequences in its usable bytes
+    assert set(ds.data_vars) == {"fits", "max_concurrent_sequences", "usable_kv_bytes"}
     full = sw.sweep(**small_kw)
     xr.testing.assert_identical(ds.fits, full.fits)
 
@@ -276,9 +278,19 @@ def test_every_engine_name_is_accepted():
     from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine
     kw = dict(models="guide-70b", gpus="H100-SXM-80GB", tp=[1, 8], context_length=2048,
               batch_size=[1, 8], prompt_tokens=512)
+    memory_vars = ["usable_kv_bytes", "weights_fit", "max_concurrent_sequences", "fits"]
     for name in ENGINE_CHOICES:
-        xr.testing.assert_identical(sw.sweep(**kw, engine=name),
-                                    sw.sweep(**kw, engine=resolve_engine(name, "H100-SXM-80GB")))
+        # a name and its profile time every step alike; under the guide's memory rule every
+        # variable is the same, under the engine's the name also says whose memory rule
+        # (SGLang's share), where a profile is taken as vLLM's
+        by_name = sw.sweep(**kw, engine=name, reserve=0.10)
+        xr.testing.assert_identical(by_name, sw.sweep(
+            **kw, engine=resolve_engine(name, "H100-SXM-80GB"), reserve=0.10))
+        by_name, by_profile = (sw.sweep(**kw, engine=e).drop_vars(memory_vars)
+                               for e in (name, resolve_engine(name, "H100-SXM-80GB")))
+        for ds in (by_name, by_profile):
+            ds.attrs.pop("kv_cache_rule")
+        xr.testing.assert_identical(by_name, by_profile)
     xr.testing.assert_identical(sw.sweep(**kw, engine="ideal"),
                                 sw.sweep(**kw, engine=roofline.IDEAL))
 
@@ -380,7 +392,7 @@ def _brute_best(ds, objective, by, maximize, where, limits):
 @pytest.mark.parametrize("chunks", [None, 37])
 def test_best_configuration_matches_brute_force(grid, chunks):
     ds = grid if chunks is None else sw.sweep(MODELS, GPUS, **AXES, chunks=chunks * 13,
-                                                engine=roofline.IDEAL)
+                                                engine=roofline.IDEAL, reserve=0.10)
     best = sw.best_configuration(ds)
     want = _brute_best(grid, "tokens_per_second_per_gpu", "model", True, ["fits"], {})
     for label, (found, cell) in want.items():
@@ -394,7 +406,8 @@ def test_best_configuration_matches_brute_force(grid, chunks):
 
 
 def test_cheapest_meeting_targets_matches_brute_force(grid):
-    lazy = sw.sweep(MODELS, GPUS, **AXES, chunks=500, engine=roofline.IDEAL)   # as grid
+    lazy = sw.sweep(MODELS, GPUS, **AXES, chunks=500, engine=roofline.IDEAL,   # as grid
+                    reserve=0.10)
     limits = {"prefill_time": 0.5, "decode_step_time": 0.05}
     for ds in (grid, lazy):
         got = sw.cheapest_configuration(ds, max_ttft=0.5, max_itl=0.05)
@@ -710,7 +723,7 @@ def test_replicate_kv_matches_the_scalar_function():
     names = ["StarCoder", "Llama-3.1-70B", "DeepSeek-V3"]
     for chunks in (None, 4):
         ds = sw.sweep(names, ["H100-SXM-80GB"], tp=[1, 8], context_length=[1024, 8192],
-                      batch_size=1, replicate_kv=True, chunks=chunks).compute()
+                      batch_size=1, replicate_kv=True, chunks=chunks, reserve=0.10).compute()
         assert ds.attrs["replicate_kv"] == 1
         for name in names:
             for tp in (1, 8):
@@ -721,11 +734,24 @@ def test_replicate_kv_matches_the_scalar_function():
                     got = int(ds.max_concurrent_sequences.sel(model=name, gpu="H100-SXM-80GB",
                                                               tp=tp, context_length=ctx))
                     assert got == want, (name, tp, ctx)
+    plain = sw.sweep(names, ["H100-SXM-80GB"], tp=8, context_length=8192, batch_size=1,
+                     reserve=0.10)
+    repl = sw.sweep(names, ["H100-SXM-80GB"], tp=8, context_length=8192, batch_size=1,
+                    replicate_kv=True, reserve=0.10)
+    less = repl.max_concurrent_sequences < plain.max_concurrent_sequences
+    assert list(less.squeeze().values) == [True, False, True]
+    # the engine's rule divides its budget among the copies too: StarCoder's one KV head on
+    # eight ranks is 8 copies (DeepSeek-V3's FP8 weights leave 8 x H100 no cache by vLLM's rule)
     plain = sw.sweep(names, ["H100-SXM-80GB"], tp=8, context_length=8192, batch_size=1)
     repl = sw.sweep(names, ["H100-SXM-80GB"], tp=8, context_length=8192, batch_size=1,
                     replicate_kv=True)
-    less = repl.max_concurrent_sequences < plain.max_concurrent_sequences
-    assert list(less.squeeze().values) == [True, False, True]
+    star = {k: int(ds.max_concurrent_sequences.sel(model="StarCoder").squeeze())
+            for k, ds in (("plain", plain), ("repl", repl))}
+    assert star["repl"] == memory.sequences_in_budget(
+        catalog.model("StarCoder"),
+        float(plain.usable_kv_bytes.sel(model="StarCoder").squeeze()) / 8, 8192)
+    assert star["repl"] < star["plain"]
+    assert int(plain.max_concurrent_sequences.sel(model="DeepSeek-V3").squeeze()) == 0
     with pytest.raises(TypeError, match="replicate_kv"):
         sw.sweep(names, ["H100-SXM-80GB"], replicate_kv="yes")
 

@@ -13,15 +13,32 @@ GPUS = ["H100-SXM-80GB", "H200-SXM-141GB"]
 AXES = {"tp": [1, 2, 4, 8], "context_length": [1024, 8192], "batch_size": [1, 8, 64]}
 
 
-# the ideal roofline throughout: the cells are compared with the public formulas' ideal default
+# the ideal roofline and the guide's memory rule throughout: the cells are compared with the
+# public formulas' defaults
 @pytest.fixture(scope="module")
 def today():
-    return sweep(MODELS, GPUS, **AXES, engine=rk.IDEAL)
+    return sweep(MODELS, GPUS, **AXES, engine=rk.IDEAL, reserve=0.10)
 
 
 @pytest.fixture(scope="module")
 def layouts():
-    return sweep(MODELS, GPUS, **AXES, pp=[1, 2, 3], ep=[1, 2, 4], engine=rk.IDEAL)
+    return sweep(MODELS, GPUS, **AXES, pp=[1, 2, 3], ep=[1, 2, 4], engine=rk.IDEAL,
+                 reserve=0.10)
+
+
+def test_a_pipeline_by_the_engines_memory_rule():
+    # vLLM's rule on each of a pipeline's 16 GPUs: 0.9 of the 79.19 GiB the driver reports,
+    # less what vLLM keeps beside the weights at TP 8 x PP 2; the weights held once
+    model, gpu = catalog.model("Llama-3.1-405B"), catalog.gpu("H100-SXM-80GB")
+    ds = sweep(model, gpu, tp=8, pp=[1, 2], context_length=[8192], batch_size=[1])
+    share, held = rk.profiles.memory_rule("vllm", model, gpu, 8, pp=2)
+    room = share * 79.19 * 2**30 - sum(held.values())
+    want = 16 * room - rk.weight_bytes(model)
+    assert float(ds.usable_kv_bytes.sel(pp=2).squeeze()) == pytest.approx(want, rel=1e-4)
+    assert not bool(ds.weights_fit.sel(pp=1).squeeze())
+    assert int(ds.max_concurrent_sequences.sel(pp=2).squeeze()) == \
+        rk.memory.sequences_in_budget(model, float(ds.usable_kv_bytes.sel(pp=2).squeeze()), 8192)
+    assert ds.attrs["kv_cache_rule"].startswith("the engine's: 0.9 of the memory")
 
 
 def test_pp_and_ep_of_one_give_todays_numbers_exactly(today, layouts):
@@ -101,9 +118,15 @@ def test_a_pipeline_over_gpus_with_no_known_link_is_refused():
 def test_lazy_layout_sweep_equals_the_in_memory_one(layouts):
     pytest.importorskip("dask")
     lazy = sweep(MODELS, GPUS, **AXES, pp=[1, 2, 3], ep=[1, 2, 4], chunks={"pp": 1, "tp": 2},
-                 engine=rk.IDEAL)
+                 engine=rk.IDEAL, reserve=0.10)
     for name in ("decode_step_time", "fits", "prefill_time"):
         np.testing.assert_array_equal(lazy[name].values, layouts[name].values)
+    # the engine's rule, its room sliced by block along tp and pp
+    kw = dict(AXES, pp=[1, 2, 3], ep=[1, 2, 4])
+    whole = sweep(MODELS, GPUS, **kw)
+    lazy = sweep(MODELS, GPUS, **kw, chunks={"pp": 1, "tp": 2, "model": 1})
+    for name in ("usable_kv_bytes", "max_concurrent_sequences", "fits"):
+        np.testing.assert_array_equal(lazy[name].values, whole[name].values)
 
 
 def test_catalogue_datasets_without_the_new_fields_read_them_as_unknown():

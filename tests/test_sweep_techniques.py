@@ -20,12 +20,12 @@ TECHNIQUES = {"draft_tokens": [0, 2, 4], "acceptance": [0.0, 0.6, 1.0], "draft":
 # the ideal roofline throughout: the cells are compared with the public formulas' ideal default
 @pytest.fixture(scope="module")
 def today():
-    return sweep(MODELS, GPUS, **AXES, engine=rk.IDEAL)
+    return sweep(MODELS, GPUS, **AXES, engine=rk.IDEAL, reserve=0.10)
 
 
 @pytest.fixture(scope="module")
 def techniques():
-    return sweep(MODELS, GPUS, **AXES, **TECHNIQUES, engine=rk.IDEAL)
+    return sweep(MODELS, GPUS, **AXES, **TECHNIQUES, engine=rk.IDEAL, reserve=0.10)
 
 
 def test_without_the_techniques_nothing_changes(today):
@@ -95,19 +95,30 @@ def test_every_prefix_cell_is_the_public_formula(techniques):
 
 def test_a_draft_model_takes_its_weights_from_every_budget():
     kw = {"tp": [4], "context_length": [8192], "batch_size": [1, 64]}
+    plain = sweep("Llama-3.1-70B", "H100-SXM-80GB", **kw, reserve=0.10)
+    drafted = sweep("Llama-3.1-70B", "H100-SXM-80GB", **kw, draft_tokens=[4],
+                    acceptance=[0.8], draft="Llama-3.1-8B", reserve=0.10)
+    m, g = catalog.model("Llama-3.1-70B"), catalog.gpu("H100-SXM-80GB")
+    draft_bytes = rk.weight_bytes(catalog.model("Llama-3.1-8B"))
+    assert int(drafted.max_concurrent_sequences.squeeze()) == rk.max_concurrent_sequences(
+        m, g, 8192, 4, draft_weight_bytes=draft_bytes)
+    assert int(drafted.max_concurrent_sequences.squeeze()) < \
+        int(plain.max_concurrent_sequences.squeeze())
+    # the engine's rule: the draft's weights off the engine's budget of the four GPUs
     plain = sweep("Llama-3.1-70B", "H100-SXM-80GB", **kw)
     drafted = sweep("Llama-3.1-70B", "H100-SXM-80GB", **kw, draft_tokens=[4],
                     acceptance=[0.8], draft="Llama-3.1-8B")
-    m, g = catalog.model("Llama-3.1-70B"), catalog.gpu("H100-SXM-80GB")
-    assert int(drafted.max_concurrent_sequences.squeeze()) == rk.max_concurrent_sequences(
-        m, g, 8192, 4, draft_weight_bytes=rk.weight_bytes(catalog.model("Llama-3.1-8B")))
+    budget = float(plain.usable_kv_bytes.squeeze()) - draft_bytes
+    assert int(drafted.max_concurrent_sequences.squeeze()) == rk.memory.sequences_in_budget(
+        m, budget, 8192)
     assert int(drafted.max_concurrent_sequences.squeeze()) < \
         int(plain.max_concurrent_sequences.squeeze())
 
 
 def test_the_lazy_sweep_equals_the_in_memory_one(techniques):
     pytest.importorskip("dask")
-    lazy = sweep(MODELS, GPUS, **AXES, **TECHNIQUES, chunks=50, engine=rk.IDEAL)
+    lazy = sweep(MODELS, GPUS, **AXES, **TECHNIQUES, chunks=50, engine=rk.IDEAL,
+                 reserve=0.10)
     for name in techniques.data_vars:
         np.testing.assert_array_equal(lazy[name].values, techniques[name].values,
                                       err_msg=name)

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from rooflinekit import catalog, dims, memory
+from rooflinekit import catalog, dims
 from rooflinekit.profiles import is_engine_name, profiled_engine
 from rooflinekit.cli._args import (
     COMMAND_API,
@@ -195,7 +195,13 @@ def add_arguments(parser):
                         metavar="SEQUENCES", help="sequences per decode step (1,2,...,128)")
     parser.add_argument("--input-len", type=_axis, default=None, metavar="TOKENS",
                         help="prompt lengths for prefill/TTFT (default: --max-model-len)")
-    add_flag(parser, "--workspace-fraction")
+    add_flag(parser, "--workspace-fraction",
+             help="size the KV cache by the guide's rule instead: this share of the memory "
+                  "left after the weights kept for activations and the allocator, in [0, 1)")
+    add_flag(parser, "--gpu-memory-utilization",
+             help="the engine's share of the memory the driver reports on each GPU for weights "
+                  "+ KV, in (0, 1]; what it keeps beside the weights comes off it (default: "
+                  "the engine's own, 0.9 for vLLM; not with --workspace-fraction)")
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")
     parser.add_argument("--replicate-kv", action="store_true",
@@ -322,11 +328,12 @@ def run(args, out):
     chunks = _chunks(args.chunks)
     if args.scheduler is not None and chunks is None:
         chunks = "auto"
-    reserve = memory.DEFAULT_RESERVE if args.workspace_fraction is None \
-        else args.workspace_fraction
+    # the engine's memory rule unless the guide's is asked for (--workspace-fraction)
+    reserve = args.workspace_fraction
     progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)
     ds = sweep(models, gpus, tp=args.tp, context_length=args.max_model_len,
                batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve,
+               gpu_memory_utilization=args.gpu_memory_utilization,
                chunks=chunks, replicate_kv=args.replicate_kv,
                draft_tokens=args.num_speculative_tokens, acceptance=args.acceptance,
                draft=draft,
@@ -390,7 +397,8 @@ def run(args, out):
     def text(out):
         out.write(f"rooflinekit sweep: {cells:,} configurations, report {args.report!r}\n")
         print_table([_heading(result, c) for c in columns], rows, out)
-        out.write(f"KV cache: {guide_kv_rule(reserve)}\n")
+        rule = ds.attrs["kv_cache_rule"] if reserve is None else guide_kv_rule(reserve)
+        out.write(f"KV cache: {escape_text(rule)}\n")
         out.write(f"timing: {escape_text(quality)}\n")
         for model, (name, value) in (bound or {}).items():
             out.write(f"ideal roofline bound ({escape_text(model)}): {name} {value:,.6g}\n")
@@ -413,6 +421,7 @@ def _ideal_bound(args, result, by, models, gpus, reserve, draft) -> dict | None:
         return None
     ideal = sweep(models, gpus, tp=args.tp, context_length=args.max_model_len,
                   batch_size=args.batch_size, prompt_tokens=args.input_len, reserve=reserve,
+                  gpu_memory_utilization=args.gpu_memory_utilization,
                   chunks=_chunks(args.chunks), replicate_kv=args.replicate_kv,
                   draft_tokens=args.num_speculative_tokens, acceptance=args.acceptance,
                   draft=draft, prefix_share=args.prefix_share, engine="ideal")

@@ -30,7 +30,7 @@ from rooflinekit._validation import (
 )
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import resolve_engine
+from rooflinekit.profiles import memory_engine, memory_outside_kv, memory_rule, resolve_engine
 from rooflinekit.roofline import Engine
 from rooflinekit.sweep._dask import require_dask
 from rooflinekit.sweep.variables import (
@@ -160,7 +160,7 @@ class _Grid:
     gpu_fields: dict
     axes: tuple            # 1-D arrays for model/gpu index, tp, pp, ep, context, batch, prompt
     #                        (pp, ep, prompt: None when not asked for)
-    reserve: float
+    reserve: float | None  # the guide's rule; None: the engine's (``engine_room``)
     engine: Engine         # the decode phase's engine: every time but prefill_time
     variables: tuple       # requested and dependency variables, in computing order
     chunks: tuple          # per axis, a tuple of chunk lengths
@@ -169,6 +169,10 @@ class _Grid:
     draft: object = None         # speculative decoding's draft: a ModelShape or a step share
     draft_weight_bytes: float = 0.0   # a draft model's weights, held beside every model's
     prefill_engine: Engine = None     # the engine of prefill_time; None: ``engine``
+    # the engine's rule: each GPU's share of its memory less what the engine keeps beside the
+    # weights [bytes], shape (model, gpu, tp, pp); ``kv_cache_rule`` says it in words
+    engine_room: np.ndarray | None = None
+    kv_cache_rule: str = ""
 
     @property
     def shape(self):
@@ -230,12 +234,18 @@ def _block_env(grid, bounds):
     prompt = ctx if grid.axes[_P] is None else _shaped(grid.axes[_P][bounds[_P]], _P)
     k, alpha, share = (None if grid.axes[a] is None else _shaped(grid.axes[a][bounds[a]], a)
                        for a in (_K, _A, _S))
+    room = None
+    if grid.engine_room is not None:
+        # (model, gpu, tp, pp) of this block, on the sweep's axes (ep and the rest: 1)
+        room = grid.engine_room[bounds[_M], bounds[_G], bounds[_T], bounds[_PP]]
+        room = room.reshape(room.shape + (1,) * (_N - 4))
     return _Block(model=model, gpu=gpu, tp=tp, pp=pp, ep=ep, ctx=ctx, batch=batch, prompt=prompt,
                   k=k, alpha=alpha, share=share, reserve=grid.reserve, engine=grid.engine,
                   prefill_engine=grid.prefill_engine or grid.engine,
                   layout=grid.axes[_PP] is not None or grid.axes[_EP] is not None,
                   replicate_kv=grid.replicate_kv, micro_batches=grid.micro_batches,
-                  draft=grid.draft, draft_weight_bytes=grid.draft_weight_bytes)
+                  draft=grid.draft, draft_weight_bytes=grid.draft_weight_bytes,
+                  engine_room=room)
 
 
 def _var_axes(grid, name):
@@ -392,9 +402,10 @@ def in_memory_bytes(grid) -> int:
 
 
 def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=None, *,
-          reserve=memory.DEFAULT_RESERVE, variables=None, chunks=None, engine=None,
-          replicate_kv=False, memory_limit=SWEEP_MEMORY_LIMIT, pp=None, ep=None, micro_batches=1,
-          draft_tokens=None, acceptance=None, draft=None, prefix_share=None):
+          reserve=None, variables=None, chunks=None, engine=None, replicate_kv=False,
+          memory_limit=SWEEP_MEMORY_LIMIT, pp=None, ep=None, micro_batches=1,
+          draft_tokens=None, acceptance=None, draft=None, prefix_share=None,
+          gpu_memory_utilization=None):
     """Every derived quantity over every combination of the inputs, as one labelled Dataset.
 
     Parameters
@@ -450,8 +461,19 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
         Its fields must be single numbers. Unless its ``allreduce`` is ``"guide"`` or it has an
         ``interconnect_bandwidth`` of its own, every GPU needs a known interconnect bandwidth
         when any ``tp > 1``. ``attrs["model_quality"]`` is its ``label``.
-    reserve : float
-        Working-space share of the memory left after weights, in [0, 1). Default 0.10 (§2.4).
+    reserve : float, optional
+        The guide's memory rule: the working-space share of the memory left after the weights,
+        in [0, 1) (§2.4: 0.10). Default ``None``: the engine's rule, as the planners size their
+        caches: each GPU's share of the memory its driver reports
+        (``gpu_memory_utilization``) less the weights and what the engine keeps beside them
+        (:func:`rooflinekit.profiles.memory_rule`: vLLM's activation peak and communicators,
+        SGLang's memory in use before loading; the bare share for ``engine="ideal"``), where
+        the guide's rule keeps a share of what the weights leave. ``attrs["kv_cache_rule"]``
+        says which.
+    gpu_memory_utilization : float, optional
+        The engine's rule: each GPU's share for weights and KV, in (0, 1]; default the engine's
+        own (:func:`rooflinekit.profiles.memory_share`: vLLM 0.9, SGLang's
+        ``--mem-fraction-static``). Not with ``reserve``.
     replicate_kv : bool
         Count the KV copies an engine keeps when ``tp`` exceeds a model's KV heads, or for MLA
         (:func:`rooflinekit.memory.kv_copies`). Default ``False``: every head stored once.
@@ -484,7 +506,10 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     Notes
     -----
     Every variable equals the scalar formula evaluated at that cell (the same public functions,
-    on arrays shaped to broadcast). A shared prefix is held once per pipeline and only its
+    on arrays shaped to broadcast). Under the engine's rule the replica's ``tp × pp`` GPUs'
+    room, ``f·M − held`` each, less the weights is ``usable_kv_bytes``, and
+    ``max_concurrent_sequences`` is :func:`rooflinekit.memory.sequences_in_budget` of it (a
+    draft model's weights off it first; the KV copies of ``replicate_kv`` dividing it). A shared prefix is held once per pipeline and only its
     uncached tokens flow through the stages. ``fits`` is ``max_concurrent_sequences >=
     batch_size``; latency and throughput are computed whether or not a cell fits: mask with
     ``fits`` (the reductions do).
@@ -495,6 +520,25 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     .. [2] Williams, Waterman & Patterson, "Roofline: An Insightful Visual Performance Model",
        CACM 52(4), 2009.
     """
+    if reserve is not None and gpu_memory_utilization is not None:
+        raise ValueError("reserve is the guide's memory rule and gpu_memory_utilization the "
+                         "engine's: give one of them")
+    if gpu_memory_utilization is not None:
+        gpu_memory_utilization = real_number("gpu_memory_utilization", gpu_memory_utilization,
+                                             lo=0, hi=1, lo_open=True)
+    return _sweep(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve=reserve,
+                  variables=variables, chunks=chunks, engine=engine, replicate_kv=replicate_kv,
+                  memory_limit=memory_limit, pp=pp, ep=ep, micro_batches=micro_batches,
+                  draft_tokens=draft_tokens, acceptance=acceptance, draft=draft,
+                  prefix_share=prefix_share, gpu_memory_utilization=gpu_memory_utilization,
+                  held_by=memory_engine(engine))
+
+
+def _sweep(models, gpus, tp, context_length, batch_size, prompt_tokens, *, reserve, variables,
+           chunks, engine, replicate_kv, memory_limit, pp, ep, micro_batches, draft_tokens,
+           acceptance, draft, prefix_share, gpu_memory_utilization, held_by):
+    """:func:`sweep`, its memory rule's engine ``held_by`` (:func:`memory_engine` of the
+    ``engine`` asked for) carried into the sweep of each GPU."""
     if engine is None or isinstance(engine, str):
         # every input checked once, on the whole grid, before it is split by GPU
         _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, reserve,
@@ -505,13 +549,14 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
             # each GPU timed by its own profile: one sweep per GPU, each within its share of
             # the memory limit, joined along the GPU dimension (a variable without it is the
             # same in every part: it depends on no GPU, so on no engine)
-            parts = [sweep(models, gpus.sel({dims.GPU: [name]}) if isinstance(gpus, xr.Dataset)
-                           else [name], tp, context_length, batch_size, prompt_tokens,
-                           reserve=reserve, variables=variables, chunks=chunks,
-                           engine=resolve_engine(engine, name), replicate_kv=replicate_kv,
-                           memory_limit=memory_limit / len(names), pp=pp, ep=ep,
-                           micro_batches=micro_batches, draft_tokens=draft_tokens,
-                           acceptance=acceptance, draft=draft, prefix_share=prefix_share)
+            parts = [_sweep(models, gpus.sel({dims.GPU: [name]}) if isinstance(gpus, xr.Dataset)
+                            else [name], tp, context_length, batch_size, prompt_tokens,
+                            reserve=reserve, variables=variables, chunks=chunks,
+                            engine=resolve_engine(engine, name), replicate_kv=replicate_kv,
+                            memory_limit=memory_limit / len(names), pp=pp, ep=ep,
+                            micro_batches=micro_batches, draft_tokens=draft_tokens,
+                            acceptance=acceptance, draft=draft, prefix_share=prefix_share,
+                            gpu_memory_utilization=gpu_memory_utilization, held_by=held_by)
                      for name in names]
             ds = xr.concat(parts, dim=dims.GPU, data_vars="minimal", coords="minimal",
                            compat="override", join="outer", combine_attrs="drop_conflicts")
@@ -525,6 +570,13 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
                       techniques=_techniques(draft_tokens, acceptance, draft, prefix_share),
                       prefill_engine=prefill)
     grid = dataclasses.replace(grid, replicate_kv=check_bool("replicate_kv", replicate_kv))
+    if reserve is None:
+        grid = dataclasses.replace(grid, **_engine_memory(models, gpus, grid, held_by,
+                                                          gpu_memory_utilization))
+    else:
+        grid = dataclasses.replace(grid, kv_cache_rule=(
+            f"the guide's: {reserve:g} of the memory left after the weights kept as "
+            f"workspace"))
     memory_limit = real_number("memory_limit", memory_limit, lo=0, lo_open=True, allow_inf=True)
     if chunks is None:
         held = in_memory_bytes(grid)
@@ -541,6 +593,52 @@ def sweep(models, gpus, tp=1, context_length=4096, batch_size=1, prompt_tokens=N
     check_blocks(grid.shape, blocks)
     grid = dataclasses.replace(grid, chunks=blocks)
     return _wrap(grid, _lazy_arrays(grid))
+
+
+def _specs(specs, kind, names) -> list:
+    """The ``ModelShape`` or ``GPU`` objects of a sweep's ``models`` or ``gpus`` (a catalogue
+    Dataset: its names looked up in the catalogue), in ``names``' order."""
+    cls, lookup = (ModelShape, catalog.model) if kind == "model" else (GPU, catalog.gpu)
+    if isinstance(specs, xr.Dataset):
+        objs = []
+        for name in names:
+            try:
+                objs.append(lookup(str(name)))
+            except ValueError as exc:
+                raise ValueError(f"the engine's memory rule needs each {kind} as the catalogue "
+                                 f"holds it or as a {cls.__name__}; {str(name)!r} is not in it "
+                                 f"(give reserve= for the guide's rule): {exc}") from None
+        return objs
+    items = [specs] if isinstance(specs, (str, cls)) else list(specs)
+    return [lookup(item) if isinstance(item, str) else item for item in items]
+
+
+def _engine_memory(models, gpus, grid, held_by, gpu_memory_utilization) -> dict:
+    """The engine's memory rule over the grid's models, GPUs, ``tp`` and ``pp``: ``_Grid``'s
+    ``engine_room`` (each GPU's share of its driver's total less what the engine keeps beside
+    the weights [bytes]) and ``kv_cache_rule`` in words."""
+    model_specs = _specs(models, "model", grid.model_names)
+    gpu_specs = _specs(gpus, "gpu", grid.gpu_names)
+    tps = grid.axes[_T]
+    pps = grid.axes[_PP] if grid.axes[_PP] is not None else np.ones(1, np.int64)
+    room = np.zeros((len(model_specs), len(gpu_specs), len(tps), len(pps)))
+    shares = set()
+    for i, model in enumerate(model_specs):
+        for j, gpu in enumerate(gpu_specs):
+            for k, tp in enumerate(tps):
+                for m, pp in enumerate(pps):
+                    try:
+                        share, held = memory_rule(held_by, model, gpu, int(tp), pp=int(pp),
+                                                  gpu_memory_utilization=gpu_memory_utilization)
+                    except ValueError:
+                        continue   # a layout that does not divide the model: it holds nothing
+                    shares.add(share)
+                    room[i, j, k, m] = share * gpu.visible_memory_per_gpu - sum(held.values())
+    share = (f"{shares.pop():g}" if len(shares) == 1
+             else f"{min(shares):g}-{max(shares):g}" if shares else "the engine's share")
+    return {"engine_room": room,
+            "kv_cache_rule": (f"the engine's: {share} of the memory the driver reports on each "
+                              f"GPU, less the weights and {memory_outside_kv(held_by)}")}
 
 
 def _gpu_names(gpus) -> list:
@@ -612,7 +710,8 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
     ctx = _axis_values("context_length", context_length, lo=1)
     batch = _axis_values("batch_size", batch_size, lo=1)
     prompt = _axis_values("prompt_tokens", prompt_tokens, lo=1, allow_none=True)
-    check_fraction("reserve", reserve, hi_open=True)
+    if reserve is not None:
+        check_fraction("reserve", reserve, hi_open=True)
     pp = _axis_values("pp", pp, lo=1, allow_none=True)
     ep = _axis_values("ep", ep, lo=1, allow_none=True)
     micro_batches = whole_number("micro_batches", micro_batches, lo=1)
@@ -655,7 +754,8 @@ def _make_grid(models, gpus, tp, context_length, batch_size, prompt_tokens, rese
     axes = (np.arange(len(model_names)), np.arange(len(gpu_names)), tp, pp, ep, ctx, batch,
             prompt, k, alpha, share)
     shape = tuple(1 if a is None else len(a) for a in axes)
-    return _Grid(model_names, gpu_names, model_fields, gpu_fields, axes, float(reserve), engine,
+    return _Grid(model_names, gpu_names, model_fields, gpu_fields, axes,
+                 None if reserve is None else float(reserve), engine,
                  order, tuple((n,) for n in shape), micro_batches=micro_batches, draft=draft,
                  draft_weight_bytes=draft_weights, prefill_engine=prefill_engine)
 
@@ -687,7 +787,8 @@ def _wrap(grid, arrays):
                                       values, attrs=attrs)
     return xr.Dataset(data_vars, coords=_coords(grid), attrs={
         "title": "rooflinekit design-space sweep",
-        "reserve": grid.reserve,
+        **({"reserve": grid.reserve} if grid.reserve is not None else {}),
+        "kv_cache_rule": grid.kv_cache_rule,
         "replicate_kv": int(grid.replicate_kv),
         "allreduce": grid.engine.allreduce,
         "activation_dtype": grid.engine.activation_dtype,
@@ -717,7 +818,8 @@ def _lazy_arrays(grid):
     from dask.highlevelgraph import HighLevelGraph
 
     token = tokenize(grid.model_names, grid.model_fields, grid.gpu_names, grid.gpu_fields,
-                     grid.axes, grid.reserve, grid.engine.fields(), grid.variables,
+                     grid.axes, grid.reserve, grid.engine_room, grid.engine.fields(),
+                     grid.variables,
                      grid.chunks, grid.replicate_kv, grid.micro_batches, grid.draft,
                      grid.draft_weight_bytes,
                      None if grid.prefill_engine is None else grid.prefill_engine.fields())

@@ -66,7 +66,7 @@ class _Block:
     k: object
     alpha: object
     share: object
-    reserve: float
+    reserve: float | None     # the guide's rule; None: the engine's (``engine_room``)
     engine: Engine            # the decode phase's engine: every time but prefill_time
     prefill_engine: Engine    # the engine of prefill_time
     layout: bool = False      # the sweep runs over pp or ep (else today's formulas only)
@@ -74,6 +74,9 @@ class _Block:
     micro_batches: int = 1
     draft: object = None      # a ModelShape or a share of the target's decode step
     draft_weight_bytes: float = 0.0
+    # the engine's rule: each GPU's share of its memory less what the engine keeps beside the
+    # weights [bytes], over (model, gpu, tp, pp); None under the guide's rule
+    engine_room: object = None
 
 
 # -- helpers the formulas share -------------------------------------------------------------------
@@ -166,8 +169,13 @@ def _group_memory_bytes(env, out):
 
 
 def _usable_kv_bytes(env, out):
-    v = memory.usable_kv_bytes(env.model, env.gpu, tp=_group(env), reserve=env.reserve)
-    return np.where(_layout_ok(env), _raw(v), 0)
+    if env.engine_room is not None:
+        # the engine's rule: the replica's GPUs' room less the weights, which they hold once
+        v = np.maximum(_group(env) * env.engine_room - env.model.weight_bytes, 0.0)
+    else:
+        v = _raw(memory.usable_kv_bytes(env.model, env.gpu, tp=_group(env),
+                                        reserve=env.reserve))
+    return np.where(_layout_ok(env), v, 0)
 
 
 def _weights_fit(env, out):
@@ -175,10 +183,20 @@ def _weights_fit(env, out):
 
 
 def _max_concurrent_sequences(env, out):
-    v = memory.max_concurrent_sequences(env.model, env.gpu, env.ctx, tp=_group(env),
-                                        reserve=env.reserve, replicate_kv=env.replicate_kv,
-                                        **_prefix_memory(env))
-    return np.where(_layout_ok(env), _raw(v), 0)
+    if env.engine_room is not None:
+        # the engine's budget, less a draft model's weights, shared as the guide's rule shares
+        # it (memory.sequences_in_budget: the same count on a budget given)
+        extra = _prefix_memory(env)
+        budget = np.maximum(out["usable_kv_bytes"] - extra.pop("draft_weight_bytes", 0.0), 0.0)
+        if env.replicate_kv:
+            budget = budget / _raw(memory.kv_copies(env.model, env.tp))
+        v = _raw(memory.sequences_in_budget(env.model, budget, env.ctx, **extra))
+    else:
+        v = _raw(memory.max_concurrent_sequences(env.model, env.gpu, env.ctx, tp=_group(env),
+                                                 reserve=env.reserve,
+                                                 replicate_kv=env.replicate_kv,
+                                                 **_prefix_memory(env)))
+    return np.where(_layout_ok(env), v, 0)
 
 
 def _fits(env, out):
@@ -322,7 +340,7 @@ VARIABLES = _table(
     _Var("weights_fit", _MG, "1", "group memory holds the weights and a KV budget", _weights_fit,
          "?", deps=("usable_kv_bytes",)),
     _Var("max_concurrent_sequences", (*_MG, _C, _S), "1", "max concurrent sequences",
-         _max_concurrent_sequences, "i8"),
+         _max_concurrent_sequences, "i8", deps=("usable_kv_bytes",)),
     _Var("fits", (*_MG, _C, _B, _S), "1", "batch fits in the KV budget", _fits, "?",
          deps=("max_concurrent_sequences",)),
     _Var("ridge_point", (_G,), "FLOP/byte", "ridge point (peak FLOP/s / bandwidth)",
