@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from rooflinekit.batching import ContinuousBatcher, StaticBatcher, _reference, _schema
 from rooflinekit.batching.batchers import _kernel_outputs
+from rooflinekit.batching.results import REASON_KV_BUDGET
 from rooflinekit.workloads import Workload, guide_workload
 
 SETTINGS = settings(max_examples=150, deadline=None,
@@ -38,6 +39,19 @@ def workloads(draw, max_n=24, tiers=False, fractional=False):
 def assert_same(kernel: dict, reference: dict):
     for key in ("admit", "first_token", "finish", "preemptions", "status", "stats"):
         np.testing.assert_array_equal(kernel[key], reference[key], err_msg=key)
+
+
+def assert_ended_as(ds, never):
+    """Every request of a run's Dataset ``ds`` ended: rejected for its KV budget where
+    ``never[i]`` (its final length can never fit), else completed."""
+    status = ds["status"].values
+    assert set(status) <= {"completed", "rejected"}
+    for i, refused in enumerate(never):
+        assert (status[i] == "rejected") == refused
+        if refused:
+            assert ds["reason"].values[i] == REASON_KV_BUDGET
+        else:
+            assert np.isfinite(ds["finish"].values[i])
 
 
 #: Per request, a share in [0, 1] of its prompt whose KV arrives with it.

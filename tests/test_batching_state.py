@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_batching_kernels import assert_same, workloads
+from test_batching_kernels import assert_ended_as, assert_same, workloads
 from test_batching_prefix import prefix_workloads
+from test_disaggregated_kernel import assert_same as assert_disaggregated_same
 
 from rooflinekit import SLO, Traffic, catalog, engine_memory, memory, planning
 from rooflinekit.batching import ContinuousBatcher, DisaggregatedBatcher, Speculative
@@ -118,13 +119,7 @@ pools = st.builds(ContinuousBatcher, max_num_seqs=st.integers(1, 6),
        y=st.integers(1, 3))
 def test_disaggregated_kernel_matches_reference_with_state(wl, prefill, decode, x, y):
     d = DisaggregatedBatcher(prefill, decode, x, y, link_bandwidth=math.inf, link_latency=1)
-    out, rejected_in, peak, ready = d._serve(wl, d._timings(), (None, None, None))
-    reference = d.reference(wl)
-    for key, got in zip(("admit", "first_token", "finish", "preemptions", "status", "stats"),
-                        out):
-        np.testing.assert_array_equal(got, reference[key], err_msg=key)
-    np.testing.assert_array_equal(rejected_in, reference["rejected_in"])
-    np.testing.assert_array_equal(peak, reference["peak"])
+    assert_disaggregated_same(d, wl)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -165,17 +160,8 @@ def _never_fits(prompt, output, kv, admission, block_size, state):
 def test_no_request_lost_and_kv_plus_state_within_the_budget(wl, max_num_seqs, kv, admission,
                                                              block_size, state, extra):
     b = _tick_batcher(max_num_seqs, kv, admission, block_size, state, extra)
-    ds = b.run(wl)
-    status = ds["status"].values
-    assert set(status) <= {"completed", "rejected"}
-    for i in range(wl.n_requests):
-        never = _never_fits(int(wl.prompt_tokens[i]), int(wl.output_tokens[i]), kv, admission,
-                            block_size, state)
-        assert (status[i] == "rejected") == never
-        if never:
-            assert ds["reason"].values[i] == REASON_KV_BUDGET
-        else:
-            assert np.isfinite(ds["finish"].values[i])
+    assert_ended_as(b.run(wl), [_never_fits(int(p), int(o), kv, admission, block_size, state)
+                                for p, o in zip(wl.prompt_tokens, wl.output_tokens)])
     # every step of the reference: reserved and used KV (attention + state) within the budget,
     # and each running sequence holding its state
     trace = []

@@ -21,15 +21,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_batching_kernels import assert_same, workloads
+from test_batching_kernels import assert_ended_as, assert_same, workloads
 from test_batching_prefix import prefix_workloads
+from test_disaggregated_kernel import assert_same as assert_disaggregated_same
 
 from rooflinekit import catalog, memory
 from rooflinekit.batching import (ContinuousBatcher, DisaggregatedBatcher, Speculative,
                                   replica_kv_window)
 from rooflinekit.batching._schema import STAT, UNLIMITED
 from rooflinekit.batching.batchers import _kernel_outputs
-from rooflinekit.batching.results import REASON_KV_BUDGET
 from rooflinekit.workloads import Workload
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -117,12 +117,7 @@ pools = st.builds(_Windowed, max_num_seqs=st.integers(1, 6),
        y=st.integers(1, 3))
 def test_disaggregated_kernel_matches_reference_with_a_window(wl, prefill, decode, x, y):
     d = DisaggregatedBatcher(prefill, decode, x, y, link_bandwidth=math.inf, link_latency=1)
-    out, rejected_in, peak, ready = d._serve(wl, d._timings(), (None, None, None))
-    reference = d.reference(wl)
-    for key, got in zip(("admit", "first_token", "finish", "preemptions", "status", "stats"),
-                        out):
-        np.testing.assert_array_equal(got, reference[key], err_msg=key)
-    np.testing.assert_array_equal(rejected_in, reference["rejected_in"])
+    assert_disaggregated_same(d, wl)
 
 
 # --- no request lost; the KV held within the budget at every step -----------------------------
@@ -142,18 +137,9 @@ def _units_held(nb, window):
 def test_no_request_lost_and_kv_within_the_budget(wl, window, max_num_seqs, kv, block_size,
                                                   extra):
     b = _batcher(window, max_num_seqs, kv, block_size, extra)
-    ds = b.run(wl)
-    status = ds["status"].values
-    assert set(status) <= {"completed", "rejected"}
-    units = window[3]
-    for i in range(wl.n_requests):
-        final = max(int(wl.prompt_tokens[i]), 1) + int(wl.output_tokens[i])
-        never = _units_held(-(-final // block_size), window) > (kv // block_size) * units
-        assert (status[i] == "rejected") == never
-        if never:
-            assert ds["reason"].values[i] == REASON_KV_BUDGET
-        else:
-            assert np.isfinite(ds["finish"].values[i])
+    finals = [max(int(p), 1) + int(o) for p, o in zip(wl.prompt_tokens, wl.output_tokens)]
+    assert_ended_as(b.run(wl), [_units_held(-(-final // block_size), window)
+                                > (kv // block_size) * window[3] for final in finals])
     trace = []
     b.reference(wl, trace=trace)
     for _, running, reserved, used in trace:
