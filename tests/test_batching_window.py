@@ -48,9 +48,10 @@ class _Windowed(ContinuousBatcher):
 @st.composite
 def windows(draw):
     """``(full_units, sliding_units, window_blocks, block_units)``; a block of the budget of
-    up to two units fewer than a block of context takes (vLLM's padded groups)."""
+    up to two units fewer than a block of context takes (vLLM's padded groups); a window of 0
+    blocks (SGLang's full pool, its sliding layers in a pool of their own)."""
     full, sliding = draw(st.integers(0, 3)), draw(st.integers(1, 4))
-    return (full, sliding, draw(st.integers(1, 6)),
+    return (full, sliding, draw(st.integers(0, 6)),
             draw(st.integers(max(1, full + sliding - 2), full + sliding)))
 slots = st.one_of(st.none(), st.integers(1, 8))
 
@@ -295,3 +296,35 @@ def test_capacity_counts_vllms_window_groups(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["kv_budget_tokens"] == 47_008
     assert 5876 // 2569 == out["max_concurrent_sequences"] == 2
+
+
+def test_sglang_pools_the_full_layers_apart():
+    # SGLang's set_num_token_hybrid: F (L_f + 0.8 L_s) layer-tokens are the cache, a request
+    # holds its whole context in the full pool of F tokens. gpt-oss-120b (18 + 18 layers of one
+    # size): a token of context is (18 + 0.8 x 18) / 36 = 0.9 of a token of every layer, (9,
+    # 0, -, 10); Gemma-3-27B (10 + 52): 51.6 / 62 = 129 / 155; every layer windowed: whole
+    model = catalog.model("gpt-oss-120b")
+    assert replica_kv_window(model, 16, pool="sglang") == (9, 1, 0, 10)
+    assert replica_kv_window(catalog.model("Gemma-3-27B"), 16, pool="sglang") == \
+        (129, 26, 0, 155)
+    assert replica_kv_window(catalog.model("Mistral-7B-v0.1"), 16, pool="sglang") == \
+        (1, 0, UNLIMITED, 1)
+    with pytest.raises(ValueError, match="pool"):
+        replica_kv_window(model, 16, pool="trtllm")
+    # 50 prompts of 32,000 tokens and 100 out in 152,960 tokens of every layer: SGLang's full
+    # pool is 152,960 x 10 / 9 = 169,955 tokens, 5 requests of 32,100; vLLM's paging holds 9
+    wl = Workload(np.zeros(50), [32000] * 50, [100] * 50)
+    peaks = {}
+    for pool in ("vllm", "sglang"):
+        b = ContinuousBatcher(model=model, gpu="H100-SXM-80GB", admission="paged",
+                              kv_budget_tokens=152_960, kv_pool=pool)
+        peaks[pool] = _kernel_outputs(b, wl)["stats"][STAT["peak_running"]]
+    assert peaks == {"vllm": 9, "sglang": 5}
+    # the planners' replicas pool as their engine's memory rule says
+    from rooflinekit.planning.fleet import _replica
+    gpu = catalog.gpu("H100-SXM-80GB")
+    for held_by, pool in (("sglang", "sglang"), ("vllm", "vllm"), (None, "vllm")):
+        batcher, _, _ = _replica(model, gpu, 1, 256, 8192, "paged", 16, 0.9, held_by=held_by)
+        assert batcher.kv_pool == pool
+    with pytest.raises(ValueError, match="kv_pool"):
+        ContinuousBatcher(model=model, gpu="H100-SXM-80GB", kv_pool="trtllm")

@@ -41,9 +41,9 @@ from rooflinekit.batching import _reference
 from rooflinekit.batching._kernel_calls import (_allocate, _check_errors, _each_row, _itl_limit,
                                                 _targets)
 from rooflinekit.batching._schema import OUTPUT_NAMES, UNLIMITED
-from rooflinekit.batching.clock import (_resolve_clock, _timing_for, replica_kv_budget,
-                                        replica_kv_window, replica_state_tokens,
-                                        vllm_block_size)
+from rooflinekit.batching.clock import (KV_POOLS, _resolve_clock, _timing_for,
+                                        replica_kv_budget, replica_kv_window,
+                                        replica_state_tokens, vllm_block_size)
 from rooflinekit.batching.results import _single_dataset
 from rooflinekit.batching.speculative import Speculative
 from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine, split_engine_name
@@ -496,12 +496,15 @@ class ContinuousBatcher(_Batcher):
         for a model without recurrent layers).
     window_paging : bool, keyword-only
         Paged admission of a ``model`` with sliding-window (or chunked-local) layers: ``True``
-        (default; vLLM's hybrid KV-cache manager) frees a sliding layer's blocks once they are
-        out of its window, so a sequence holds at most :func:`replica_kv_window`'s
-        ``window_blocks`` there (``_reference``, "Sliding-window layers"); ``False`` holds
-        every layer's whole context (vLLM's ``--disable-hybrid-kv-cache-manager``). Not read
-        without paged admission or a model, and held off with ``speculative``, ``pp`` or
-        ``ep`` (not modelled there: every layer's whole context is held).
+        (default) holds them as ``kv_pool``'s engine does (:func:`replica_kv_window`;
+        ``_reference``, "Sliding-window layers"); ``False`` holds every layer's whole context
+        (vLLM's ``--disable-hybrid-kv-cache-manager``). Not read without paged admission or a
+        model, and held off with ``speculative``, ``pp`` or ``ep`` (not modelled there: every
+        layer's whole context is held).
+    kv_pool : {"vllm", "sglang"}, keyword-only
+        Whose pooling of such a model's KV: vLLM's hybrid KV-cache manager (default: a sliding
+        layer's blocks freed once out of its window) or SGLang's full pool beside a window pool
+        of 0.8 its tokens.
     {clock_parameters}
 
     Notes
@@ -540,6 +543,7 @@ class ContinuousBatcher(_Batcher):
     gpu_memory_utilization: float | None = dataclasses.field(default=None, kw_only=True)
     state_tokens_per_sequence: int | None = dataclasses.field(default=None, kw_only=True)
     window_paging: bool = dataclasses.field(default=True, kw_only=True)
+    kv_pool: str = dataclasses.field(default="vllm", kw_only=True)
 
     _tiered = True
 
@@ -571,6 +575,7 @@ class ContinuousBatcher(_Batcher):
         if not isinstance(self.window_paging, (bool, np.bool_)):
             raise TypeError(f"window_paging must be True or False, got "
                             f"{type(self.window_paging).__name__}")
+        check_one_of("kv_pool", self.kv_pool, KV_POOLS)
         if not isinstance(self.mixed_prefill, (bool, np.bool_)):
             raise TypeError(f"mixed_prefill must be True or False, got "
                             f"{type(self.mixed_prefill).__name__}")
@@ -640,7 +645,7 @@ class ContinuousBatcher(_Batcher):
         if (not self.window_paging or self.admission != "paged" or self.model is None
                 or self.speculative is not None or self.pp > 1 or self.ep > 1):
             return 1, 0, UNLIMITED, 1
-        return replica_kv_window(self.model, self._block_size())
+        return replica_kv_window(self.model, self._block_size(), pool=self.kv_pool)
 
     def _block_size(self):
         """The block size the run holds KV in [tokens]: ``block_size``, or under vLLM's rule

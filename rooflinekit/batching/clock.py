@@ -215,8 +215,15 @@ def replica_state_tokens(model, gpu=None, tp=1, *, gpu_memory_utilization=None, 
 #: layers' byte shares as a fraction with at most this denominator).
 MAX_WINDOW_UNITS = 256
 
+#: How the engines pool a sliding-window model's KV (:func:`replica_kv_window`'s ``pool``).
+KV_POOLS = ("vllm", "sglang")
 
-def replica_kv_window(model, block_size=16) -> tuple[int, int, int, int]:
+#: SGLang's window pool against its full pool, in tokens (``--swa-full-tokens-ratio``; SGLang
+#: 0.5 ``server_args.py``, default 0.8).
+SGLANG_SWA_FULL_TOKENS_RATIO = 0.8
+
+
+def replica_kv_window(model, block_size=16, *, pool="vllm") -> tuple[int, int, int, int]:
     """How a paged engine holds a sliding-window model's KV: ``(full_units, sliding_units,
     window_blocks, block_units)``, the kernels' ``kv_window``.
 
@@ -227,6 +234,9 @@ def replica_kv_window(model, block_size=16) -> tuple[int, int, int, int]:
         ``sliding_window`` tokens beside its full-attention ones.
     block_size : int
         KV block size [tokens], >= 1.
+    pool : {"vllm", "sglang"}
+        The engine's pooling: vLLM's hybrid KV-cache manager (default) or SGLang's separate
+        window pool (Notes).
 
     Returns
     -------
@@ -262,6 +272,16 @@ def replica_kv_window(model, block_size=16) -> tuple[int, int, int, int]:
     next chunk starts, so a sequence holds ``c mod W`` of its tokens there: the cap
     overcharges it by up to the chunk, half of it on average).
 
+    SGLang (``pool="sglang"``) splits its cache into a full pool of ``F`` tokens for the full
+    layers and a window pool of ``0.8 F`` for the sliding ones
+    (:data:`SGLANG_SWA_FULL_TOKENS_RATIO`), so that ``F (b_f + 0.8 b_s)`` bytes are the cache,
+    and a request holds its whole context in the full pool [2]: a block of context takes ``u_f =
+    b_f + 0.8 b_s`` units where a block of the budget (every layer) is ``u_b = b_f + b_s``,
+    and none of this pool in the sliding layers (``(u_f, u_b − u_f, 0, u_b)``, a window of no
+    blocks: gpt-oss, 18 and 18 layers, ``(9, 1, 0, 10)``). The window pool, which holds at most
+    a window a request, binds only when the running requests' windows fill it, which is not
+    modelled. A model whose layers are all windowed holds every layer's whole context there.
+
     Not modelled: the window's blocks a long prompt's chunk holds while it is prefilled
     (``cdiv(W - 1 + chunk, B) + 1``; a prompt is charged its window's blocks); sharing a
     cached prefix's sliding blocks (a prefix shares its full layers' blocks only).
@@ -271,6 +291,10 @@ def replica_kv_window(model, block_size=16) -> tuple[int, int, int, int]:
     .. [1] vLLM ``vllm/v1/core/single_type_kv_cache_manager.py`` (``SlidingWindowManager``,
        ``ChunkedLocalAttentionManager``: ``remove_skipped_blocks``) and
        ``vllm/v1/kv_cache_interface.py`` (``SlidingWindowSpec.max_memory_usage_bytes``).
+    .. [2] SGLang ``python/sglang/srt/model_executor/model_runner.py``
+       (``set_num_token_hybrid``: ``full_max_total_num_tokens = total_tokens /
+       (swa_full_tokens_ratio · L_s + L_f)``) and ``server_args.py`` (``swa_full_tokens_ratio
+       = 0.8``).
 
     See Also
     --------
@@ -278,9 +302,20 @@ def replica_kv_window(model, block_size=16) -> tuple[int, int, int, int]:
     """
     check_type("model", model, ModelShape)
     block_size = whole_number("block_size", block_size, lo=1)
+    check_one_of("pool", pool, KV_POOLS)
     n_sliding = int(model.n_sliding_layers or 0)
     if model.sliding_window is None or n_sliding == 0:
         return 1, 0, UNLIMITED, 1
+    if pool == "sglang":
+        if model.n_full_layers == 0:
+            return 1, 0, UNLIMITED, 1
+        full = model.n_full_layers * float(model.kv_bytes_per_token_per_layer)
+        sliding = n_sliding * float(model.sliding_kv_bytes_per_token_per_layer)
+        # a token of context against a token of every layer, as a fraction
+        share = fractions.Fraction((full + SGLANG_SWA_FULL_TOKENS_RATIO * sliding)
+                                   / (full + sliding)).limit_denominator(MAX_WINDOW_UNITS)
+        # the sliding layers' share of a block holds none of it (a window of 0 blocks)
+        return (share.numerator, share.denominator - share.numerator, 0, share.denominator)
     # a window's blocks and the one it starts in; a chunk's blocks (aligned to its start)
     window_blocks = -(-int(model.sliding_window) // block_size) + (
         1 if model.attention_chunk_size is None else 0)

@@ -170,7 +170,8 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
                               gpu_memory_utilization=gpu_memory_utilization)
     batcher, budget, problem = _replica(
         model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission,
-        whole_number("block_size", block_size, lo=1), share, engine, held=held)
+        whole_number("block_size", block_size, lo=1), share, engine, held=held,
+        held_by=held_by)
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     # each unit's search simulates every request in both pools: about one plan's work
     check_plan_size(traffic, len(pairs) + 1, replicates=replicates, requests=requests,

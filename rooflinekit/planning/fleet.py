@@ -632,7 +632,8 @@ class _Configuration:
             values[dims.MODEL], gpu, tp, values[dims.MAX_NUM_SEQS],
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
             share, engine, self.prefix_caching, self.speculative,
-            pp, values.get(dims.EP, 1), self.defaults[gpu.name].mixed_prefill, held)
+            pp, values.get(dims.EP, 1), self.defaults[gpu.name].mixed_prefill, held,
+            self.held_by)
 
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
@@ -677,12 +678,13 @@ def _engine_draws(engine, gpus, engine_draws, replicates, seed) -> dict | None:
 
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
              gpu_memory_utilization, engine=None, prefix_caching=False, speculative=None, pp=1,
-             ep=1, mixed_prefill=True, held=None):
+             ep=1, mixed_prefill=True, held=None, held_by="vllm"):
     """One replica's batcher and KV budget, or why the configuration cannot serve; prefill
     steps apart from the decodes where the engine runs them so (``mixed_prefill`` False),
     except under speculative decoding (simulated mixed). ``held``: what the engine keeps on
     each GPU beside weights and KV (:func:`~rooflinekit.profiles.held_memory`), taken off
-    before the KV budget."""
+    before the KV budget; ``held_by``: the engine whose memory rule that is, whose pooling of
+    a sliding-window model's KV the batcher takes (SGLang's; vLLM's otherwise)."""
     problem = _layout_problem(model, tp, pp, ep, gpu)
     if problem:
         return None, 0, problem
@@ -701,6 +703,7 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
         gpu_memory_utilization=gpu_memory_utilization,
         prefix_caching=prefix_caching, speculative=speculative,
         mixed_prefill=bool(mixed_prefill) or speculative is not None,
+        kv_pool="sglang" if held_by == "sglang" else "vllm",
         **({"pp": pp, "ep": ep} if pp > 1 or ep > 1 else {}))
     return batcher, budget, None
 
@@ -834,7 +837,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                               gpu_memory_utilization=gpu_memory_utilization)
     layout = dict(admission=admission,
                   block_size=whole_number("block_size", block_size, lo=1),
-                  gpu_memory_utilization=share, held=held)
+                  gpu_memory_utilization=share, held=held, held_by=held_by)
 
     def replica(engine, seqs=max_num_seqs):
         return _replica(model, gpu, tp, seqs, max_num_batched_tokens, engine=engine,
