@@ -328,3 +328,15 @@ def test_sglang_pools_the_full_layers_apart():
         assert batcher.kv_pool == pool
     with pytest.raises(ValueError, match="kv_pool"):
         ContinuousBatcher(model=model, gpu="H100-SXM-80GB", kv_pool="trtllm")
+
+
+def test_capacity_under_sglang_counts_its_full_pool(capsys):
+    # `rooflinekit capacity gpt-oss-120b h100 --max-model-len 16384 --engine sglang`: SGLang's
+    # cache of 69,552 tokens of every layer is a full pool of 69,552 x 10 / 9 = 77,280 tokens
+    # (a window pool of 0.8 that beside it), 4 requests of 16,384
+    from rooflinekit.cli.main import main
+    assert main(["capacity", "gpt-oss-120b", "h100", "--max-model-len", "16384", "--engine",
+                 "sglang", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kv_budget_tokens"] == 69_552
+    assert 69_552 * 10 // 9 // 16_384 == out["max_concurrent_sequences"] == 4

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from rooflinekit import catalog, memory, pricing, roofline, units
+from rooflinekit.batching import replica_kv_window
 from rooflinekit.cli._args import (
     read_model,
     engine_from_args,
@@ -139,11 +140,13 @@ def _check(args, model) -> None:
                          f"{model.n_heads} attention heads of {model.name}")
 
 
-def _budget(args, model, gpu, share, held):
+def _budget(args, model, gpu, share, held, held_by):
     """The group's KV budget [bytes], [tokens] and sequences of ``--max-model-len`` that fit:
     the engine's ``share`` less ``held``, what it keeps beside the weights
     (:func:`rooflinekit.profiles.held_memory`), or with ``--workspace-fraction`` the guide's
-    rule."""
+    rule. Sequences: vLLM's logged maximum concurrency; under SGLang (``held_by``) its pool's
+    tokens over the length (a sliding-window model's full pool,
+    :func:`rooflinekit.batching.replica_kv_window`)."""
     tp, ctx = args.tp, args.max_model_len
     if args.workspace_fraction is not None:
         reserve = args.workspace_fraction
@@ -155,8 +158,11 @@ def _budget(args, model, gpu, share, held):
     engine = memory.engine_kv_cache(model, gpu, tp=tp, gpu_memory_utilization=share,
                                     block_size=args.block_size or 16, max_model_len=ctx,
                                     max_num_batched_tokens=chunk, **held)
-    return (engine["available_bytes"] * tp, engine["kv_cache_tokens"],
-            int(engine["max_concurrency"]))
+    sequences = int(engine["max_concurrency"])
+    if held_by == "sglang":          # pages of one token; a request's context in the full pool
+        full, _, _, block = replica_kv_window(model, pool="sglang")
+        sequences = engine["kv_cache_tokens"] * block // full // ctx
+    return engine["available_bytes"] * tp, engine["kv_cache_tokens"], sequences
 
 
 def _sequences(args, model, gpu, budget, **shape):
@@ -209,7 +215,7 @@ def run(args, out) -> int:
     guide = args.workspace_fraction is not None
     share, held = (None, {}) if guide else memory_rule(
         held_by, model, gpu, tp, gpu_memory_utilization=args.gpu_memory_utilization)
-    budget, tokens, sequences = _budget(args, model, gpu, share, held)
+    budget, tokens, sequences = _budget(args, model, gpu, share, held, held_by)
     # TTFT is a prefill; ITL, throughput and cost are decode steps: each formula asks the
     # engine (a calibration: its knob set of this model and GPU) for its phase's
     result = {
