@@ -697,7 +697,11 @@ HYBRID_BLOCK = _entry(rk.batching.vllm_block_size,
 HYBRID_GROUPS = _entry(rk.memory.vllm_kv_cache_groups,
                        kwargs={"model": rk.catalog.model("Qwen3-Next-80B-A3B")},
                        spoil=("model", "draft_layers"), valid={"draft_layers": CONTEXT_OK})
-HYBRID_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS}
+# how a paged engine holds a sliding-window model's KV (rooflinekit.batching)
+KV_WINDOW = _entry(rk.batching.replica_kv_window, kwargs={"model": rk.catalog.model("gpt-oss-20b")},
+                   spoil=("model", "block_size", "pool"))
+HYBRID_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS,
+                  "replica_kv_window": KV_WINDOW}
 
 
 @pytest.mark.parametrize("name, arg, bad", [
