@@ -208,10 +208,14 @@ def test_gemma3_window_holds_vllms_padding():
     assert replica_kv_window(catalog.model("Mistral-7B-v0.1"), 16) == (0, 1, 257, 1)
 
 
-def test_speculative_and_layouts_hold_every_layer_whole():
+def test_speculative_decoding_holds_every_layer_whole():
     spec = ContinuousBatcher(model="gpt-oss-20b", gpu="H100-SXM-80GB", admission="paged",
                              speculative=Speculative(draft=0.1, draft_tokens=2))
     assert spec._kv_window() == (1, 0, UNLIMITED, 1)
+    # a pipeline's stage interleaves the layer kinds as the model does: the model's units
+    staged = ContinuousBatcher(model="gpt-oss-120b", gpu="H100-SXM-80GB", admission="paged",
+                               pp=2, kv_budget_tokens=100_000)
+    assert staged._kv_window() == (1, 1, 9, 2)
     off = ContinuousBatcher(model="gpt-oss-20b", gpu="H100-SXM-80GB", admission="paged",
                             window_paging=False)
     assert off._kv_window() == (1, 0, UNLIMITED, 1)
