@@ -344,3 +344,19 @@ def test_capacity_under_sglang_counts_its_full_pool(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["kv_budget_tokens"] == 69_552
     assert 69_552 * 10 // 9 // 16_384 == out["max_concurrent_sequences"] == 4
+
+
+def test_a_plan_says_how_it_holds_sliding_window_layers(capsys):
+    from rooflinekit.cli.main import main
+    args = ["plan", "gpt-oss-20b", "--gpus", "h100", "--tp", "1", "--rate", "1",
+            "--prompt-mean", "2000", "--output-mean", "100", "--ttft", "2", "--replicates", "1",
+            "--requests", "50"]
+    assert main(args) == 0
+    assert ("sliding-window layers: gpt-oss-20b: the 12 sliding-window layers keep 9 blocks of "
+            "16 tokens a request (128-token window") in capsys.readouterr().out
+    assert main(args + ["--engine", "sglang"]) == 0
+    assert "a request's context in SGLang's full pool, 9/10 of a token" in \
+        capsys.readouterr().out
+    args[1] = "llama-3.1-8b"
+    assert main(args) == 0
+    assert "sliding-window layers" not in capsys.readouterr().out

@@ -19,8 +19,8 @@ from rooflinekit.batching.batchers import (
                                            StaticBatcher,
                                            run_memory_bytes,
 )
-from rooflinekit.batching.clock import (replica_kv_budget, replica_kv_window, replica_state_tokens,
-                                       vllm_block_size)
+from rooflinekit.batching.clock import (kv_window_text, replica_kv_budget, replica_kv_window,
+                                       replica_state_tokens, vllm_block_size)
 from rooflinekit.batching.disaggregated import POOLS, DisaggregatedBatcher
 from rooflinekit.batching.precompile import KERNEL_FAMILIES, compile_kernels
 from rooflinekit.batching.replicates import monte_carlo, replicate_seed, run_replicates
@@ -35,7 +35,7 @@ from rooflinekit.batching.results import (
 from rooflinekit.roofline import IDEAL          # the ideal Engine, results' default label
 
 __all__ = ["IDEAL", "MAX_BLOCK_SIZE", "RUN_BYTES_PER_REQUEST", "run_memory_bytes", "SIMULATION_MEMORY_LIMIT", "SIMULATION_WORK_LIMIT", "StaticBatcher", "ContinuousBatcher",
-           "monte_carlo", "run_replicates", "replicate_seed", "replica_kv_budget", "replica_kv_window",
+           "monte_carlo", "run_replicates", "replicate_seed", "replica_kv_budget", "replica_kv_window", "kv_window_text",
            "replica_state_tokens",
            "vllm_block_size",
            "DisaggregatedBatcher", "POOLS",

@@ -29,7 +29,8 @@ from rooflinekit.dtypes import bytes_per_element
 from rooflinekit.memory import vllm_block_size
 from rooflinekit.models import ModelShape
 
-__all__ = ["replica_kv_budget", "replica_kv_window", "replica_state_tokens", "vllm_block_size"]
+__all__ = ["replica_kv_budget", "replica_kv_window", "kv_window_text", "replica_state_tokens",
+           "vllm_block_size"]
 
 
 def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
@@ -332,6 +333,22 @@ def replica_kv_window(model, block_size=16, *, pool="vllm") -> tuple[int, int, i
         units = (share.denominator - share.numerator, share.numerator, share.denominator)
     common = math.gcd(*units)
     return units[0] // common, units[1] // common, window_blocks, units[2] // common
+
+
+def kv_window_text(model, block_size=16, *, pool="vllm") -> str | None:
+    """How :func:`replica_kv_window` holds ``model``'s sliding-window layers, in words; ``None``
+    for a model without them."""
+    full, sliding, blocks, unit = replica_kv_window(model, block_size, pool=pool)
+    if sliding == 0 and full == unit:
+        if model.sliding_window is None or not model.n_sliding_layers:
+            return None
+        return f"every layer windowed ({model.sliding_window:,} tokens): each holds it whole"
+    if blocks == 0:
+        return (f"a request's context in SGLang's full pool, {full}/{unit} of a token of every "
+                f"layer, beside a window pool of {SGLANG_SWA_FULL_TOKENS_RATIO:g} its tokens")
+    return (f"the {model.n_sliding_layers} sliding-window layers keep {blocks} blocks of "
+            f"{block_size} tokens a request ({model.sliding_window:,}-token window; vLLM's "
+            f"hybrid KV-cache manager)")
 
 
 class _Timing:

@@ -599,6 +599,8 @@ def run(args, out) -> int:
             share += f"; {own:g} on {first['gpu']} at TP {first['tp']}"
         out.write(f"KV cache: {share} of the memory the driver reports, less the weights and "
                   f"{ds.attrs['memory_outside_kv']}\n")
+        if "sliding_window_kv" in ds.attrs:
+            out.write(f"sliding-window layers: {ds.attrs['sliding_window_kv']}\n")
         if bound is not None:
             out.write(f"ideal roofline bound for the cheapest configuration: "
                       f"{bound['gpus']} GPU(s) (max rate {bound['max_rate']:.3g} requests/s, "

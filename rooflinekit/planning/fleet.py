@@ -28,8 +28,8 @@ from rooflinekit._validation import (
     show,
     whole_number,
 )
-from rooflinekit.batching import (ContinuousBatcher, Speculative, replica_kv_budget,
-                                  run_replicates, vllm_block_size)
+from rooflinekit.batching import (ContinuousBatcher, Speculative, kv_window_text,
+                                  replica_kv_budget, run_replicates, vllm_block_size)
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import (
@@ -486,10 +486,27 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         **({} if speculative is None else _speculative_attrs(speculative)),
         "gpu_memory_utilization": _share_attr(held_by, gpu_memory_utilization),
         "memory_outside_kv": memory_outside_kv(held_by),
+        **_window_attrs(model_list, admission, speculative, held_by, block_size),
         "simulations": int(sum(r["runs"] for r in results)),
         "engine_draws": 0 if drawn is None else len(next(iter(drawn.values()))),
     })
     return ds
+
+
+def _window_attrs(models, admission, speculative, held_by, block_size) -> dict:
+    """A plan's ``sliding_window_kv`` attribute: how its replicas hold each model's sliding-
+    window layers (:func:`rooflinekit.batching.clock.kv_window_text`); none without them."""
+    texts = []
+    for model in models:
+        if model.sliding_window is None or not model.n_sliding_layers:
+            continue
+        if admission != "paged" or speculative is not None:
+            text = "every layer holds a request's whole context"
+        else:
+            text = kv_window_text(model, block_size,
+                                  pool="sglang" if held_by == "sglang" else "vllm")
+        texts.append(f"{model.name}: {text}")
+    return {"sliding_window_kv": "; ".join(texts)} if texts else {}
 
 
 def _share_attr(held_by, gpu_memory_utilization):
@@ -890,6 +907,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "client": "closed loop" if closed else "open loop",
                      "engine_draws": 0 if drawn is None else len(engines),
                      "memory_outside_kv": memory_outside_kv(held_by),
+                     **_window_attrs([model], layout["admission"], None, held_by,
+                                     layout["block_size"]),
                      "model_quality": label,
                      "quantile": float(slo.quantile),
                      **{f"{k}_target": v for k, v in slo.targets.items()}})
