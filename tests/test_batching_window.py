@@ -124,10 +124,15 @@ def test_disaggregated_kernel_matches_reference_with_a_window(wl, prefill, decod
 # --- no request lost; the KV held within the budget at every step -----------------------------
 
 
-def _units_held(nb, window):
+def _units_held(nb, window, chunk=None, block_size=1):
     """By hand: units a sequence of ``nb`` blocks holds (full layers all, sliding at most
-    ``window_blocks``)."""
+    ``window_blocks``, or while it prefills in steps of ``chunk`` tokens, that and the
+    step's blocks: ``window_blocks + ceil((chunk - 1) / block_size)``, every block without a
+    step budget)."""
     full, sliding, window_blocks, _ = window
+    if chunk is not None and window_blocks:
+        window_blocks = (math.inf if chunk == math.inf
+                         else window_blocks + -(-(chunk - 1) // block_size))
     return full * nb + sliding * min(nb, window_blocks)
 
 
@@ -139,7 +144,10 @@ def test_no_request_lost_and_kv_within_the_budget(wl, window, max_num_seqs, kv, 
                                                   extra):
     b = _batcher(window, max_num_seqs, kv, block_size, extra)
     finals = [max(int(p), 1) + int(o) for p, o in zip(wl.prompt_tokens, wl.output_tokens)]
-    assert_ended_as(b.run(wl), [_units_held(-(-final // block_size), window)
+    # never fits: its final length, held as a prefill holds it (a preemption recomputes all
+    # but its last token)
+    chunk = math.inf if extra is None or max_num_seqs is None else max_num_seqs + extra
+    assert_ended_as(b.run(wl), [_units_held(-(-final // block_size), window, chunk, block_size)
                                 > (kv // block_size) * window[3] for final in finals])
     trace = []
     b.reference(wl, trace=trace)
@@ -169,18 +177,21 @@ def test_a_window_no_sequence_reaches_is_no_window(wl, full, sliding, max_num_se
 
 @pytest.mark.parametrize("n", [1, 3, 5])
 def test_a_budget_of_n_windowed_sequences_admits_n(n):
-    # By hand, block size 4, window (1, 1, 3): a 40-token prompt and its first token fill
-    # ceil(41 / 4) = 11 blocks in the full layers and 3 in the sliding ones, 14 units of a block's
-    # 2; its 8 output tokens end at ceil(48 / 4) = 12 blocks, 15 units. A budget of
-    # 15 n / 2 blocks (rounded up: 15 n units or one more) holds n such sequences at once,
-    # not n + 1 (15 (n + 1) > 15 n + 1); every layer whole, 2 x 12 = 24 units a sequence, it
-    # would hold fewer.
-    kv = 4 * math.ceil(15 * n / 2)
+    # By hand, block size 4, window (1, 1, 3), 9 tokens a step: a 40-token prompt and its
+    # first token fill ceil(41 / 4) = 11 blocks in the full layers; while it prefills its sliding
+    # layers hold the window's 3 blocks and a step's ceil(8 / 4) = 2 more, 11 + 5 = 16 units of
+    # a block's 2, then 3 once it decodes, 14; its 8 output tokens end at ceil(48 / 4) = 12
+    # blocks, 15 units (17 as a prefill holds it: never refused). A budget of 16 n + 2 units
+    # (8 n + 1 blocks) admits n such prompts together, not n + 1 (16 (n + 1) > 16 n + 2), and
+    # holds them as they grow (15 n); every layer whole, 2 x 12 = 24 units a sequence, it would
+    # hold fewer.
+    kv = 4 * (8 * n + 1)
     wl = Workload(np.zeros(n + 1), [40] * (n + 1), [8] * (n + 1))
-    b = _batcher((1, 1, 3, 2), None, kv, 4)
+    b = _Windowed(max_num_seqs=8, kv_budget_tokens=kv, admission="paged", block_size=4,
+                  max_num_batched_tokens=9, kv_window=(1, 1, 3, 2))
     assert _kernel_outputs(b, wl)["stats"][STAT["peak_running"]] == n
     assert b.reference(wl)["stats"][STAT["peak_running"]] == n
-    plain = _batcher((1, 0, UNLIMITED, 1), None, kv, 4)
+    plain = dataclasses.replace(b, kv_window=(1, 0, UNLIMITED, 1))
     assert _kernel_outputs(plain, wl)["stats"][STAT["peak_running"]] < n or n == 1
 
 
@@ -315,13 +326,16 @@ def test_sglang_pools_the_full_layers_apart():
         (1, 0, UNLIMITED, 1)
     with pytest.raises(ValueError, match="pool"):
         replica_kv_window(model, 16, pool="trtllm")
-    # 50 prompts of 32,000 tokens and 100 out in 152,960 tokens of every layer: SGLang's full
-    # pool is 152,960 x 10 / 9 = 169,955 tokens, 5 requests of 32,100; vLLM's paging holds 9
+    # 50 prompts of 32,000 tokens and 100 out in 152,960 tokens of every layer (9,560 blocks,
+    # 19,120 units), 8,192 tokens a step: SGLang's full pool is 152,960 x 10 / 9 = 169,955
+    # tokens, 5 requests of 32,100; vLLM's paging holds a decoding one in 2,007 + 9 units,
+    # 19,120 // 2,016 = 9 (a prefilling one in 2,001 + 9 + 512)
     wl = Workload(np.zeros(50), [32000] * 50, [100] * 50)
     peaks = {}
     for pool in ("vllm", "sglang"):
         b = ContinuousBatcher(model=model, gpu="H100-SXM-80GB", admission="paged",
-                              kv_budget_tokens=152_960, kv_pool=pool)
+                              kv_budget_tokens=152_960, kv_pool=pool, max_num_seqs=1024,
+                              max_num_batched_tokens=8192)
         peaks[pool] = _kernel_outputs(b, wl)["stats"][STAT["peak_running"]]
     assert peaks == {"vllm": 9, "sglang": 5}
     # the planners' replicas pool as their engine's memory rule says

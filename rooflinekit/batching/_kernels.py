@@ -538,6 +538,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         us = 0
         uw = 1
     wt = wblocks * block_size if us > 0 else UNLIMITED
+    # while a sequence prefills, its sliding layers hold its window and a step's tokens too
+    # (``_reference``, "Sliding-window layers"): ``wp`` blocks
+    wp = wblocks
+    if us > 0 and wblocks > 0:
+        wp = (wblocks + (max_batched - 1 + block_size - 1) // block_size
+              if max_batched < UNLIMITED else UNLIMITED)
     total_blocks = min(kv_budget // block_size, UNLIMITED // uw) * uw if paged else 0
     bs = block_size if paged else 1
     # a hybrid model's recurrent state: each running sequence holds this many tokens of the
@@ -689,7 +695,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             nxt += 1
             if paged:
                 nb = (prompt[i] + output[i] + block_size - 1) // block_size
-                never = uf * nb + us * min(nb, wblocks) + sb > total_blocks
+                never = uf * nb + us * min(nb, wp) + sb > total_blocks
             else:
                 never = prompt[i] + output[i] + st > kv_budget
             if never:
@@ -788,7 +794,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     # its first blocks in units: the full layers' own, the sliding layers'
                     nb = (prompt[i] + generated[i] + 1 + block_size - 1) // block_size
                     first_blocks = (uf * (nb - (g_blocks[q] if hit else 0))
-                                    + us * min(nb, wblocks))
+                                    + us * min(nb, wp))
                     fits = total_blocks - alloc - need >= first_blocks + sb
                     if not fits and caching:
                         spare = evictable - (g_blocks[q] if hit and g_refs[q] == 0 else 0)
@@ -1076,8 +1082,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             i = done_ids[j]
             p_next[p_prev[i]] = p_next[i]
             p_prev[p_next[i]] = p_prev[i]
-            if us > 0 and context[i] < wt:
-                used_s += 1
+            if us > 0:
+                if context[i] < wt:
+                    used_s += 1
+                if paged:        # its prefill's window and step tokens down to the window
+                    nb = (context[i] + 1 + block_size - 1) // block_size
+                    alloc -= us * (min(nb, wp) - min(nb, wblocks))
             context[i] += 1
             used += 1
             q = prefix_group[i]
@@ -1228,7 +1238,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 # count them as free, which can only send the run to the main loop
                 nb = (prompt[i] + generated[i] + block_size) // block_size
                 admissible = (total_blocks - alloc + uf * cached_blocks
-                              >= uf * nb + us * min(nb, wblocks) + sb)
+                              >= uf * nb + us * min(nb, wp) + sb)
             else:
                 admissible = reserved + prompt[i] + output[i] + st <= kv_budget
             break

@@ -237,6 +237,11 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     if not paged or sliding == 0:
         full, sliding, window_blocks, units = 1, 0, UNLIMITED, 1
     window_tokens = window_blocks * block_size if sliding else UNLIMITED
+    # a prefilling sequence's sliding layers hold its window and a step's tokens too
+    prefill_blocks = window_blocks
+    if sliding and window_blocks:
+        prefill_blocks = (window_blocks + _ceil_div(max_num_batched_tokens - 1, block_size)
+                          if max_num_batched_tokens < UNLIMITED else UNLIMITED)
     # (at most UNLIMITED blocks' units: an unlimited budget stays in int64 in the kernel)
     total_units = min(kv_budget // block_size, UNLIMITED // units) * units if paged else 0
     state_tokens = int(state_tokens_per_sequence)
@@ -257,18 +262,21 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     stats = dict.fromkeys(STAT_NAMES, 0.0)
     gaps = GapLog(itl_target)
 
-    def held(nb, shared=0):
+    def held(nb, shared=0, window=window_blocks):
         """Units a sequence of ``nb`` blocks holds, ``shared`` of them its prefix's (paged):
-        its full layers' own blocks and its sliding layers' last ``window_blocks``."""
-        return full * (nb - shared) + sliding * min(nb, window_blocks)
+        its full layers' own blocks and its sliding layers' last ``window`` (decoding:
+        ``window_blocks``; prefilling: ``prefill_blocks``)."""
+        return full * (nb - shared) + sliding * min(nb, window)
 
     def held_by(s):
-        return held(s.blocks + s.shared, s.shared)
+        return held(s.blocks + s.shared, s.shared,
+                    prefill_blocks if s.in_prefill() else window_blocks)
 
     def never_fits(s):
         if admission == "paged":
-            return (held(_ceil_div(s.prompt + s.output, block_size)) + state_units
-                    > total_units)
+            # its most: a prefill of all but its last token (a preempted one's recompute)
+            return (held(_ceil_div(s.prompt + s.output, block_size), 0, prefill_blocks)
+                    + state_units > total_units)
         if admission == "prompt":
             return s.prompt + state_tokens > kv_budget
         return s.prompt + s.output + state_tokens > kv_budget
@@ -360,7 +368,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     first_blocks = _ceil_div(s.prompt + s.generated + 1, block_size)
                     pb = group_blocks[s.group] if hit else 0
                     # its state's blocks beside its first ones
-                    wanted = held(first_blocks, pb) + state_units
+                    wanted = held(first_blocks, pb, prefill_blocks) + state_units
                     first_blocks -= pb
                     fits = free - need >= wanted
                     if not fits and caching:

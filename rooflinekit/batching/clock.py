@@ -283,9 +283,10 @@ def replica_kv_window(model, block_size=16, *, pool="vllm") -> tuple[int, int, i
     a window a request, binds only when the running requests' windows fill it, which is not
     modelled. A model whose layers are all windowed holds every layer's whole context there.
 
-    Not modelled: the window's blocks a long prompt's chunk holds while it is prefilled
-    (``cdiv(W - 1 + chunk, B) + 1``; a prompt is charged its window's blocks); sharing a
-    cached prefix's sliding blocks (a prefix shares its full layers' blocks only).
+    While a sequence prefills, the kernels hold its sliding layers at ``W_b + ⌈(T − 1) / B⌉``
+    blocks for a step budget ``T`` (vLLM's ``cdiv(W − 1 + T, B) + 1``, within a block).
+    Not modelled: sharing a cached prefix's sliding blocks (a prefix shares its full layers'
+    blocks only).
 
     References
     ----------
