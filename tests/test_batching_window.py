@@ -374,3 +374,18 @@ def test_a_plan_says_how_it_holds_sliding_window_layers(capsys):
     args[1] = "llama-3.1-8b"
     assert main(args) == 0
     assert "sliding-window layers" not in capsys.readouterr().out
+
+
+def test_layouts_count_sequences_with_their_windows():
+    # rk.layouts of gpt-oss-120b at 32,768 tokens by vLLM's rule: a sequence holds its context
+    # in the 18 full layers and its 128-token window in the 18 sliding ones, (18 x 32,768 + 18
+    # x 128) / 36 = 16,448 tokens of every layer, so TP 2's 964,416 tokens hold 58 (every layer
+    # whole: 29)
+    import rooflinekit as rk
+    model, gpu = catalog.model("gpt-oss-120b"), catalog.gpu("H100-SXM-80GB")
+    ds = rk.layouts(model, gpu, 2, context_length=32_768,
+                    kv_bytes_per_gpu=lambda tp, pp, ep, w: rk.profiles.layout_kv_bytes(
+                        "vllm", model, gpu, tp, pp, ep, w))
+    cell = ds.where((ds.tp == 2) & (ds.ep == 1) & (ds.pp == 1), drop=True)
+    assert cell.kv_budget_tokens.values.tolist() == [964_416]
+    assert cell.max_concurrent_sequences.values.tolist() == [964_416 // 16_448] == [58]

@@ -394,7 +394,9 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
     :func:`rooflinekit.parallel.check_layout` accepts; ``ep`` runs over the divisors of
     ``tp · dp`` for a MoE model (1 for a dense one). Memory is
     :func:`rooflinekit.parallel.layout_memory`: a replica's KV budget is its per-GPU usable bytes
-    over its per-GPU KV bytes per token, ``max_concurrent_sequences = ⌊budget / C⌋`` (``C ≥ 1``).
+    over its per-GPU KV bytes per token, ``max_concurrent_sequences = ⌊budget / C_w⌋``, ``C_w``
+    a sequence's KV bytes over a token's (``C``, ``C ≥ 1``, without sliding-window layers; less
+    where a window caps them: :func:`rooflinekit.memory.kv_bytes_per_sequence`).
     Time is :func:`layout_decode_step_time` (ITL) at ``batch_size`` per replica; a replica makes
     ``B / ITL`` tokens/s and the fleet ``dp`` times that. Replicas are independent: the
     fleet's rate assumes traffic balanced over them.
@@ -437,6 +439,9 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
             eps = _divisors(tp) if model.is_moe else [1]
             found += [(tp, pp, ep, dp) for ep in eps
                       if _valid(model, tp=tp, pp=pp, ep=ep, dp=dp)]
+    # a sequence in tokens of every layer: its context, less where sliding windows cap layers
+    held = max(float(memory.kv_bytes_per_sequence(model, max(context_length, 1)))
+               / float(memory.kv_bytes_per_token(model)), 1.0)
     rows = {name: [] for name in ("weight_bytes_per_gpu", "kv_budget_tokens",
                                   "max_concurrent_sequences", "weights_fit", "fits",
                                   "decode_step_time", "prefill_time")}
@@ -452,7 +457,7 @@ def layouts(model, gpu, n_gpus, *, batch_size=1, context_length=0, prompt_tokens
             budget = np.floor(usable / (mem.kv_bytes_per_token * 16)) * 16
         else:
             budget = np.floor(mem.usable_kv_bytes / mem.kv_bytes_per_token)
-        most = np.floor(budget / max(context_length, 1))
+        most = np.floor(budget / held)
         m = min(pp, batch_size) if micro_batches is None else micro_batches
         rows["weight_bytes_per_gpu"].append(mem.weight_bytes)
         rows["kv_budget_tokens"].append(budget)
