@@ -884,8 +884,8 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     .. math:: c = \\frac{N_g}{G_a \\lceil L / B \\rceil + G_w (\\lceil \\min(W - 1 + T, L) / B
               \\rceil + 1)}
 
-    (gpt-oss-20b at TP 2, 59.32 GiB: 323,969 pages of 12 layers over 512 + 513 blocks,
-    316.07 as its log prints; Gemma-3-27B, 10 full and 52 sliding layers in 1 + 6 groups of
+    (gpt-oss-20b at TP 2, 59.32 GiB: 323,966 pages of 12 layers over 512 + 513 blocks,
+    316.06, where its log prints 316.07 of an unrounded figure; Gemma-3-27B, 10 full and 52 sliding layers in 1 + 6 groups of
     10: 4.46). ``kv_cache_tokens`` stays the pool in blocks of every layer. Before vLLM's hybrid log fix (in 0.19 and
     earlier) the "GPU KV cache size" line printed ``N // (G_a + G_s) × B``
     (:func:`rooflinekit.calibrate.compare_engine_log` reads which a log prints).
@@ -954,14 +954,11 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         else:                        # chunked-local: the chunk and a step's tokens
             window = min(int(model.attention_chunk_size) + chunk, max_model_len)
             blocks_per_request += sliding_groups * -(-window // block_size)
-        if state_groups == 0:
-            # the pool in pages of one group (``group`` layers) where a block was every layer
-            num_blocks_grouped = int(available // (per_layer * group * block_size))
-            max_concurrency = max(num_blocks_grouped, 0) / blocks_per_request
-        else:
-            max_concurrency = num_blocks / blocks_per_request
-    else:
-        max_concurrency = num_blocks / blocks_per_request
+    pool = num_blocks
+    if sliding_groups and state_groups == 0:
+        # the pool in pages of one group (``group`` layers) where a block was every layer
+        pool = max(int(available // (per_layer * group * block_size)), 0)
+    max_concurrency = pool / blocks_per_request
     return {
         "available_bytes": max(available, 0.0),
         "bytes_per_block": bytes_per_block,

@@ -398,6 +398,37 @@ def _decoding_kv_read(fa, window, windowed, dec_context, below_context, n_above)
 
 
 @njit(inline="always")
+def _units_held(nb, shared, window, uf, us):
+    """Units a sequence of ``nb`` blocks holds, ``shared`` of them its prefix's: its full
+    layers' own blocks and at most ``window`` blocks in its sliding ones (``_reference``,
+    "Sliding-window layers"); plain blocks without sliding layers (``us`` 0, ``uf`` 1)."""
+    if us > 0:
+        return uf * (nb - shared) + us * min(nb, window)
+    return nb - shared
+
+
+@njit(inline="always")
+def _below_window(sign, key, bs, by_phase_w, x_count, x_mask, wt, crossing, n_bm):
+    """A decoding sequence enters (``sign`` 1) or leaves (-1) those below the sliding window:
+    its block phase (``key``, its context less the step counter) and the step it would reach
+    the window at; the new count of them."""
+    by_phase_w[key % bs] += sign
+    if crossing:
+        x_count[(wt - key) & x_mask] += sign
+    return n_bm + sign
+
+
+@njit(inline="always")
+def _window_reached(x_count, k, by_phase_w, ph, n_bm):
+    """The decoding sequences whose context reaches the sliding window in the step of ring
+    slot ``k``: no more sliding blocks from it on; the new count of those below it."""
+    reached = x_count[k]
+    x_count[k] = 0
+    by_phase_w[ph] -= reached
+    return n_bm - reached
+
+
+@njit(inline="always")
 def _decoded(n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
              windowed, win_mask, win_next, win_prev, win_key, context, above):
     """Every decoding sequence one token longer: the running sums, the step counter, the
@@ -695,7 +726,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             nxt += 1
             if paged:
                 nb = (prompt[i] + output[i] + block_size - 1) // block_size
-                never = uf * nb + us * min(nb, wp) + sb > total_blocks
+                never = _units_held(nb, 0, wp, uf, us) + sb > total_blocks
             else:
                 never = prompt[i] + output[i] + st > kv_budget
             if never:
@@ -708,9 +739,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # the decoding sequences whose context reaches the window in this step: no more
         # sliding blocks (counted before retiring, so that a retiring one below it is c < wt)
         if crossing and x_count[g & x_mask] > 0:
-            by_phase_w[ph] -= x_count[g & x_mask]
-            n_bm -= x_count[g & x_mask]
-            x_count[g & x_mask] = 0
+            n_bm = _window_reached(x_count, g & x_mask, by_phase_w, ph, n_bm)
         # 2. retire: the decoding sequences whose last token came in the previous step
         b = n + (g & ret_mask)
         i = ret_next[b]
@@ -722,18 +751,13 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 c = context[i] + g
                 finish[i] = t
                 if paged:
-                    nb = (c + block_size - 1) // block_size
-                    if us > 0:
-                        alloc -= uf * (nb - shared[i]) + us * min(nb, wblocks) + sb
-                    else:
-                        alloc -= nb - shared[i] + sb
+                    alloc -= _units_held((c + block_size - 1) // block_size, shared[i],
+                                         wblocks, uf, us) + sb
                     if not one_token:
                         by_phase[context[i] % bs] -= 1
                     if slid and c < wt:
-                        by_phase_w[context[i] % bs] -= 1
-                        n_bm -= 1
-                        if crossing:
-                            x_count[(wt - context[i]) & x_mask] -= 1
+                        n_bm = _below_window(-1, context[i], bs, by_phase_w, x_count, x_mask,
+                                             wt, crossing, n_bm)
                 reserved -= prompt[i] + output[i] + st
                 used -= c - shared[i] * block_size + st
                 if us > 0:
@@ -793,8 +817,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 if paged:
                     # its first blocks in units: the full layers' own, the sliding layers'
                     nb = (prompt[i] + generated[i] + 1 + block_size - 1) // block_size
-                    first_blocks = (uf * (nb - (g_blocks[q] if hit else 0))
-                                    + us * min(nb, wp))
+                    first_blocks = _units_held(nb, g_blocks[q] if hit else 0, wp, uf, us)
                     fits = total_blocks - alloc - need >= first_blocks + sb
                     if not fits and caching:
                         spare = evictable - (g_blocks[q] if hit and g_refs[q] == 0 else 0)
@@ -931,15 +954,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                         need -= uf + (us if c < wt else 0)
                     by_phase[context[v] % bs] -= 1
                     if slid and c < wt:
-                        by_phase_w[context[v] % bs] -= 1
-                        n_bm -= 1
-                        if crossing:
-                            x_count[(wt - context[v]) & x_mask] -= 1
-                    nb = (c + block_size - 1) // block_size
-                    if us > 0:
-                        alloc -= uf * (nb - shared[v]) + us * min(nb, wblocks) + sb
-                    else:
-                        alloc -= nb - shared[v] + sb
+                        n_bm = _below_window(-1, context[v], bs, by_phase_w, x_count, x_mask,
+                                             wt, crossing, n_bm)
+                    alloc -= _units_held((c + block_size - 1) // block_size, shared[v],
+                                         wblocks, uf, us) + sb
                     used -= c - shared[v] * block_size + st
                     if us > 0:
                         used_s -= min(c, wt) + st
@@ -1121,10 +1139,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if paged and not one_token:
                 by_phase[context[i] % bs] += 1
             if slid and c < wt:
-                by_phase_w[context[i] % bs] += 1
-                n_bm += 1
-                if crossing:
-                    x_count[(wt - context[i]) & x_mask] += 1
+                n_bm = _below_window(1, context[i], bs, by_phase_w, x_count, x_mask, wt,
+                                     crossing, n_bm)
             if windowed and not one_token:
                 if c >= w_cross:
                     above[i] = True
@@ -1238,7 +1254,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 # count them as free, which can only send the run to the main loop
                 nb = (prompt[i] + generated[i] + block_size) // block_size
                 admissible = (total_blocks - alloc + uf * cached_blocks
-                              >= uf * nb + us * min(nb, wp) + sb)
+                              >= _units_held(nb, 0, wp, uf, us) + sb)
             else:
                 admissible = reserved + prompt[i] + output[i] + st <= kv_budget
             break
@@ -1261,9 +1277,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 if ret_next[b] != b:
                     break
                 if crossing and x_count[(g + m) & x_mask] > 0:
-                    by_phase_w[ph] -= x_count[(g + m) & x_mask]
-                    n_bm -= x_count[(g + m) & x_mask]
-                    x_count[(g + m) & x_mask] = 0
+                    n_bm = _window_reached(x_count, (g + m) & x_mask, by_phase_w, ph, n_bm)
                 if paged:
                     # speculative: the blocks the decoding sequences filed for this step
                     need = (s_ring[(g + m) & s_mask, _S_BLK] if spec
@@ -1320,9 +1334,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             if ret_next[b] != b:
                 break
             if crossing and x_count[g & x_mask] > 0:
-                by_phase_w[ph] -= x_count[g & x_mask]
-                n_bm -= x_count[g & x_mask]
-                x_count[g & x_mask] = 0
+                n_bm = _window_reached(x_count, g & x_mask, by_phase_w, ph, n_bm)
             need = 0
             if paged:
                 need = (s_ring[g & s_mask, _S_BLK] if spec

@@ -308,11 +308,12 @@ def replica_kv_window(model, block_size=16, *, pool="vllm") -> tuple[int, int, i
     n_sliding = int(model.n_sliding_layers or 0)
     if model.sliding_window is None or n_sliding == 0:
         return 1, 0, UNLIMITED, 1
+    # the full and the sliding layers' KV bytes a token
+    full = model.n_full_layers * float(model.kv_bytes_per_token_per_layer)
+    sliding = n_sliding * float(model.sliding_kv_bytes_per_token_per_layer)
     if pool == "sglang":
         if model.n_full_layers == 0:
             return 1, 0, UNLIMITED, 1
-        full = model.n_full_layers * float(model.kv_bytes_per_token_per_layer)
-        sliding = n_sliding * float(model.sliding_kv_bytes_per_token_per_layer)
         # a token of context against a token of every layer, as a fraction
         share = fractions.Fraction((full + SGLANG_SWA_FULL_TOKENS_RATIO * sliding)
                                    / (full + sliding)).limit_denominator(MAX_WINDOW_UNITS)
@@ -325,8 +326,6 @@ def replica_kv_window(model, block_size=16, *, pool="vllm") -> tuple[int, int, i
     if sliding_groups:               # vLLM's groups of one page size
         units = (full_groups * group, sliding_groups * group, int(model.n_kv_layers))
     else:                            # sliding layers of their own size: their byte share
-        full = model.n_full_layers * float(model.kv_bytes_per_token_per_layer)
-        sliding = n_sliding * float(model.sliding_kv_bytes_per_token_per_layer)
         share = fractions.Fraction(sliding / (full + sliding)).limit_denominator(
             MAX_WINDOW_UNITS)
         if share.numerator == 0:     # a sliding share below 1/MAX_WINDOW_UNITS

@@ -86,8 +86,6 @@ _REQUIRED = {
 def _spec_table(specs, kind):
     """Names and 1-D float fields of models or GPUs (names, specs or a Dataset)."""
     dim = dims.MODEL if kind == "model" else dims.GPU
-    cls = ModelShape if kind == "model" else GPU
-    lookup = catalog.model if kind == "model" else catalog.gpu
     if isinstance(specs, xr.Dataset):
         if dim not in specs.dims:
             raise TypeError(f"{kind}s Dataset must be indexed by {dim!r}; build it with "
@@ -102,6 +100,15 @@ def _spec_table(specs, kind):
             raise TypeError(f"{kind}s Dataset lacks {', '.join(missing)}; build it with "
                             f"rooflinekit.catalog.{kind}s(as_dataset=True)")
         return np.asarray(specs[dim].values), fields
+    names, fields = catalog.spec_fields(_spec_objects(specs, kind))
+    fields = {k: v.astype(np.float64) for k, v in fields.items()}
+    return np.array(names), fields
+
+
+def _spec_objects(specs, kind) -> list:
+    """The ``ModelShape`` or ``GPU`` objects of names and specs (not a Dataset), checked."""
+    cls = ModelShape if kind == "model" else GPU
+    lookup = catalog.model if kind == "model" else catalog.gpu
     items = [specs] if isinstance(specs, (str, cls)) else specs
     if isinstance(items, (bytes, numbers.Number)) or not hasattr(items, "__iter__"):
         raise TypeError(f"{kind}s must be a name, a {cls.__name__}, a sequence of those, or a "
@@ -117,9 +124,7 @@ def _spec_table(specs, kind):
                             f"{type(item).__name__}")
     if not objs:
         raise ValueError(f"{kind}s must name at least one {kind}")
-    names, fields = catalog.spec_fields(objs)
-    fields = {k: v.astype(np.float64) for k, v in fields.items()}
-    return np.array(names), fields
+    return objs
 
 
 def _axis_values(name, values, *, lo, allow_none=False):
@@ -609,8 +614,7 @@ def _specs(specs, kind, names) -> list:
                                  f"holds it or as a {cls.__name__}; {str(name)!r} is not in it "
                                  f"(give reserve= for the guide's rule): {exc}") from None
         return objs
-    items = [specs] if isinstance(specs, (str, cls)) else list(specs)
-    return [lookup(item) if isinstance(item, str) else item for item in items]
+    return _spec_objects(specs, kind)
 
 
 def _engine_memory(models, gpus, grid, held_by, gpu_memory_utilization) -> dict:
