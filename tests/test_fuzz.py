@@ -700,8 +700,11 @@ HYBRID_GROUPS = _entry(rk.memory.vllm_kv_cache_groups,
 # how a paged engine holds a sliding-window model's KV (rooflinekit.batching)
 KV_WINDOW = _entry(rk.batching.replica_kv_window, kwargs={"model": rk.catalog.model("gpt-oss-20b")},
                    spoil=("model", "block_size", "pool"))
+KV_WINDOW_TEXT = _entry(rk.batching.kv_window_text,
+                        kwargs={"model": rk.catalog.model("gpt-oss-20b")},
+                        spoil=("model", "block_size", "pool"))
 HYBRID_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS,
-                  "replica_kv_window": KV_WINDOW}
+                  "replica_kv_window": KV_WINDOW, "kv_window_text": KV_WINDOW_TEXT}
 
 
 @pytest.mark.parametrize("name, arg, bad", [

@@ -34,6 +34,8 @@ EPILOG = ("examples:\n  rooflinekit simulate                       the guide's 2
           "workload\n  rooflinekit simulate --workload lognormal --requests 500 "
           "--spread 1.5 --max-num-seqs 32\n  rooflinekit simulate --workload lognormal "
           "--model llama-3.1-8b --gpu h100 --admission paged --kv-budget 200000\n"
+          "  rooflinekit simulate --workload lognormal --input-len 2000 --model gpt-oss-20b "
+          "--gpu h100 --admission paged --kv-budget 20000 --disable-hybrid-kv-cache-manager\n"
           "  rooflinekit simulate --workload geometric --arrival poisson --rate 0.5 --csv\n"
           "  rooflinekit simulate --workload lognormal --model llama-3.1-8b --gpu h100 "
           "--engine h100_vllm.json\n"

@@ -62,6 +62,8 @@ examples:
   rooflinekit sweep --models all --gpus all --report cheapest --ttft 0.5 --itl 0.05
   rooflinekit sweep --models guide-70b --gpus h100 --report pareto --csv
   rooflinekit sweep --models Llama-3.1-8B --gpus h100 --engine h100_vllm.json
+  rooflinekit sweep --models gpt-oss-120b --gpus h100,h200 --gpu-memory-utilization 0.95
+  rooflinekit sweep --models guide-70b --gpus guide-lab-80GB --workspace-fraction 0.1
   rooflinekit sweep --models llama-3.1-70b --gpus h100 --tp 4 --batch-size 1,8,64 \\
       --speculative-draft llama-3.1-8b --num-speculative-tokens 0:6 --acceptance 0.6,0.8 \\
       --prefix-share 0,0.5,0.9 --report none --json
