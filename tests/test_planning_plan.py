@@ -107,6 +107,28 @@ def test_search_brackets_the_crossing():
         assert float(above["e2e_attainment"][0]) < 0.8 or rate == found["saturation_rate"][r]
 
 
+def test_saturation_binding_says_what_capped_the_burst():
+    # Tick clock, unlimited KV, every request 20 decode ticks and an SLO loose enough to hold at
+    # saturation: the burst of 10 requests runs all at once under 16 slots ("requests": the rate
+    # is a floor), under 4 slots the slots cap it.
+    traffic = rk.Traffic(1.0, 0, 20)
+    draws = capacity.draw_requests(traffic, replicates=2, requests=10, seed=0)
+    slo = rk.SLO(e2e=10_000, quantile=0.5)
+    found = {slots: capacity.max_rate(ContinuousBatcher(max_num_seqs=slots, clock="tick"),
+                                      slo, draws) for slots in (16, 10, 4)}
+    assert set(found[16]["binding"]) == {"requests"}
+    assert set(found[10]["binding"]) == {"max_num_seqs"}     # all ran at once, and the slots full
+    assert set(found[4]["binding"]) == {"max_num_seqs"}
+    # all 10 at once: 10 requests over 20 ticks; 4 at once: 4 over 20
+    np.testing.assert_allclose(found[16]["saturation_rate"], 10 / 20)
+    np.testing.assert_allclose(found[4]["saturation_rate"], 4 / 20)
+    # 40-token prompts in a 100-token paged cache: two at once, the cache full (96 %)
+    long = capacity.draw_requests(rk.Traffic(1.0, 40, 20), replicates=2, requests=10, seed=0)
+    tight = ContinuousBatcher(max_num_seqs=16, clock="tick", kv_budget_tokens=100,
+                              admission="paged")
+    assert set(capacity.max_rate(tight, slo, long)["binding"]) == {"memory"}
+
+
 # --- plan ----------------------------------------------------------------------------------------
 
 def test_plan_dimensions_units_and_no_nan(small_plan):
@@ -410,3 +432,17 @@ def test_run_replicates_takes_prefixes_like_a_workload():
     with pytest.raises(ValueError, match="together"):
         run_replicates(batcher, wl.arrival[None], wl.prompt_tokens[None],
                        wl.output_tokens[None], prefix_group=wl.prefix_group[None])
+
+
+def test_plan_command_says_when_the_burst_was_too_small(capsys):
+    # 20 short requests on one H100 run all at once (1,024 slots, a cache of 440k tokens): the
+    # row's max rate is the burst's, a floor, and the text says how to find the real one
+    from rooflinekit import cli
+    args = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "1", "--prompt-mean", "100",
+            "--output-mean", "20", "--ttft", "10s", "--itl", "1s", "--replicates", "2",
+            "--requests", "20"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert " requests " in out.splitlines()[3]
+    assert "note: binding 'requests': all 20 requests of a replicate ran at once" in out
+    assert "raise --requests" in out

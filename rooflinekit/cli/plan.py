@@ -586,6 +586,10 @@ def run(args, out) -> int:
                   to_jsonable(r["p95_token_itl"]), r["binding"], _margin_text(r["rate_margin"]))
                  for r in shown]
         print_table(headers, table, out)
+        if any(r["binding"] == "requests" for r in shown):
+            out.write(f"note: binding 'requests': all {args.requests} requests of a replicate "
+                      f"ran at once with KV cache and slots to spare, so that max rate is a "
+                      f"floor; raise --requests to find it\n")
         for typed, (name, also) in variants.items():
             out.write(f"note: {typed!r} is {name}; the catalogue also has {', '.join(also)} "
                       f"(name one to plan it)\n")

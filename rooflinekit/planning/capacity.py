@@ -27,8 +27,10 @@ __all__ = ["max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDING
 
 #: What can bind a replica's rate: a latency target (TTFT, every-gap ITL, end-to-end,
 #: per-request TPOT), the goodput attainment, memory (KV cache full or requests too long for
-#: it), the slots, the weights not fitting, or a layout the model cannot take.
-BINDINGS = ("ttft", "itl", "e2e", "tpot", "attainment", "memory", "max_num_seqs",
+#: it), the slots, the simulated requests (every one of a replicate's requests ran at once
+#: with the cache and the slots to spare: the rate found is a floor, more requests would
+#: raise it), the weights not fitting, or a layout the model cannot take.
+BINDINGS = ("ttft", "itl", "e2e", "tpot", "attainment", "memory", "max_num_seqs", "requests",
             "does_not_fit", "invalid_layout")
 
 #: The search's lowest rate, as a fraction of the saturation rate.
@@ -203,8 +205,11 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
        The max rate is ``lo``, one crossing of an attainment that falls with the rate almost
        everywhere, but not strictly.
     4. If the SLO holds at saturation, the rate is the saturation rate and capacity binds:
-       ``"memory"`` where the KV cache was full, else ``"max_num_seqs"``. If it fails even at
-       the lowest rate, the rate is 0 and the target missed there binds.
+       ``"memory"`` where the KV cache was full, ``"requests"`` where every request of the
+       replicate ran at once below the batcher's ``max_num_seqs`` (the burst was too small to
+       fill the replica, so its rate is a floor: more requests would find a higher one), else
+       ``"max_num_seqs"``. If it fails even at the lowest rate, the rate is 0 and the target
+       missed there binds.
 
     SLO attainment is counted exactly in each run (:func:`rooflinekit.batching.run_replicates`),
     so "meets" compares shares, not interpolated percentiles. A run starts from an empty
@@ -263,7 +268,12 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
                      where=np.nan_to_num(in_batch) > 0)
     saturation = np.maximum(busy["request_throughput"].astype(float), full)
     occupancy = np.nan_to_num(busy["peak_kv_occupancy"].astype(float))
-    capacity_bound = np.where(occupancy >= _KV_FULL, "memory", "max_num_seqs")
+    peak = busy["peak_running"].astype(float)
+    # a pair of pools has slots per pool: only a burst that filled neither reads "requests"
+    slots = getattr(batcher, "max_num_seqs", None)
+    too_few = (peak >= arrival.shape[1]) & (peak < (slots if slots is not None else np.inf))
+    capacity_bound = np.where(occupancy >= _KV_FULL, "memory",
+                              np.where(too_few, "requests", "max_num_seqs"))
     served = saturation > 0
     binding = np.where(served, capacity_bound, "memory").astype(object)
     rate = np.zeros(n)
