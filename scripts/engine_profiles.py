@@ -1507,6 +1507,37 @@ def held_out_predictions(fitted, test: list, streaming: bool = True) -> tuple[fl
     return out[0], out[1]
 
 
+def _held_out_split(rows: list, gpu: str) -> tuple[list, list, bool]:
+    """(train, test, transfer) of leaving ``gpu`` out (:func:`leave_one_gpu_out`'s rule)."""
+    clocked = {g for g in {r["gpu"] for r in rows}
+               if getattr(catalog.gpu(g), "boost_clock", None)}
+    test = [r for r in rows if r["gpu"] == gpu]
+    train = [r for r in rows if r["gpu"] != gpu and (gpu not in clocked or r["gpu"] in clocked)]
+    return train, test, gpu in clocked
+
+
+#: The row fields :func:`held_out_residuals` breaks the error down by.
+RESIDUAL_KEYS = ("tp", "dtype", "batch_size", "context_length", "model")
+
+
+def held_out_residuals(rows: list, gpu: str) -> dict:
+    """Where the leave-one-GPU-out TPOT error of ``gpu`` sits: per value of each of
+    :data:`RESIDUAL_KEYS`, the mean signed and mean absolute relative error [%] of the decode
+    rows (predicted / measured − 1), under the key ``"all"`` the whole set's."""
+    from rooflinekit.calibrate import predict
+    train, test, transfer = _held_out_split(rows, gpu)
+    fitted = fit_profile(train, 0, transfer=transfer).calibration()
+    predicted = predict(measurements_from_records(test), fitted, gpus=fit_gpus(test))
+    decode = [(r, p) for r, p in zip(test, predicted["decode"].values) if "tpot_ms" in r]
+    error = np.array([p / (r["tpot_ms"] * MS) - 1 for r, p in decode]) * 100
+    out = {"all": (float(error.mean()), float(np.abs(error).mean()))}
+    for key in RESIDUAL_KEYS:
+        values = np.array([r[key] for r, _ in decode])
+        out[key] = {v: (float(error[values == v].mean()), float(np.abs(error[values == v]).mean()))
+                    for v in sorted(set(values.tolist()))}
+    return out
+
+
 def leave_one_gpu_out(rows: list, streaming: bool = True) -> dict:
     """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows;
     ``streaming``: every GPU at its measured streaming bandwidth (:func:`fit_gpu`: the held-out
@@ -1518,16 +1549,10 @@ def leave_one_gpu_out(rows: list, streaming: bool = True) -> dict:
     the plain fit (that time in seconds) of every other GPU. The clocked GPUs' pools leave the
     clockless ones out, so adding one does not move the others' errors.
     """
-    gpus = sorted({r["gpu"] for r in rows})
-    clocked = {g for g in gpus if getattr(catalog.gpu(g), "boost_clock", None)}
     out = {}
-    for gpu in gpus:
-        test = [r for r in rows if r["gpu"] == gpu]
-        if gpu in clocked:
-            train = [r for r in rows if r["gpu"] != gpu and r["gpu"] in clocked]
-        else:
-            train = [r for r in rows if r["gpu"] != gpu]
-        out[gpu] = held_out_errors(train, test, transfer=gpu in clocked, streaming=streaming)
+    for gpu in sorted({r["gpu"] for r in rows}):
+        train, test, transfer = _held_out_split(rows, gpu)
+        out[gpu] = held_out_errors(train, test, transfer=transfer, streaming=streaming)
     return out
 
 
@@ -2063,8 +2088,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=OUTPUT_DIR)
     parser.add_argument("--diagnose", action="store_true",
                         help="only print the fits that relax one structural limit each")
+    parser.add_argument("--residuals", metavar="GPU",
+                        help="only print where GPU's leave-one-GPU-out TPOT error sits, per "
+                             "engine of --engines (mean signed / mean absolute error [%%] by "
+                             "tp, format, batch, context and model)")
     args = parser.parse_args(argv)
     installed_aic_version()
+    if args.residuals:
+        for engine in args.engines:
+            rows = [r for system in systems_with_data()
+                    if engine_version(system, engine) is not None
+                    for r in by_format(*synthesise(engine, system, dtypes=ALL_DTYPES))[0]]
+            found = held_out_residuals(rows, catalog.gpu(args.residuals).name)
+            print(f"{engine} {args.residuals}: TPOT %+.1f / %.1f %%" % found["all"])
+            for key in RESIDUAL_KEYS:
+                print(f"  {key:14s} " + "  ".join(f"{v}: {a:+.0f}/{b:.0f}"
+                                                  for v, (a, b) in found[key].items()))
+        return 0
     if args.diagnose:
         for engine in args.engines:
             for system in systems_with_data():

@@ -559,3 +559,26 @@ def test_knobs_fitted_on_the_streaming_bandwidth_are_written_as_datasheet_shares
     assert script.fit_gpu("A100-SXM-80GB").hbm_bandwidth == pytest.approx(1.570e12, rel=1e-12)
     assert script.fit_gpu("RTX-4090") == catalog.gpu("RTX-4090")     # none measured: as is
     assert script.to_datasheet(knobs, "RTX-4090") is knobs
+
+
+def test_held_out_residuals_break_down_the_leave_one_gpu_out_error():
+    """``--residuals``: the same split and error as the leave-one-GPU-out column, and each
+    key's groups partition the rows (their size-weighted errors add up to the whole)."""
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    script = _script()
+    rows = [r for system in ("a100_sxm", "l40s")
+            for r in script.by_format(*script.synthesise("vllm", system,
+                                                         dtypes=script.ALL_DTYPES))[0]]
+    gpu = script.SYSTEM_TO_GPU["l40s"]
+    found = script.held_out_residuals(rows, gpu)
+    tpot, _ = script.leave_one_gpu_out(rows)[gpu]
+    assert found["all"][1] == pytest.approx(tpot, rel=1e-9)
+    decode = [r for r in rows if r["gpu"] == gpu and "tpot_ms" in r]
+    for key in script.RESIDUAL_KEYS:
+        sizes = {v: sum(r[key] == v for r in decode) for v in found[key]}
+        assert sum(sizes.values()) == len(decode)
+        for part in (0, 1):
+            whole = sum(sizes[v] * found[key][v][part] for v in sizes) / len(decode)
+            assert whole == pytest.approx(found["all"][part], rel=1e-9, abs=1e-9)
