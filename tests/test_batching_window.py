@@ -106,6 +106,40 @@ def test_roofline_kernel_matches_reference_on_gpt_oss(wl, max_num_seqs, kv, extr
     assert_same(_kernel_outputs(b, wl), b.reference(wl))
 
 
+@SETTINGS
+@given(wl=workloads(tiers=True), window=windows(), max_num_seqs=slots,
+       kv=st.integers(0, 400), block_size=st.integers(1, 8),
+       extra=st.one_of(st.none(), st.integers(0, 30)), k=st.integers(1, 6),
+       alpha=st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)), seed=st.integers(0, 3))
+def test_tick_speculative_kernel_matches_reference_with_a_window(wl, window, max_num_seqs, kv,
+                                                                 block_size, extra, k, alpha,
+                                                                 seed):
+    # a step's gain of up to k + 1 tokens takes its blocks in units: several blocks at once,
+    # the sliding ones only up to the window (and withdrawn again where a sequence is preempted)
+    b = _batcher(window, max_num_seqs, kv, block_size, extra,
+                 speculative=Speculative(draft=0.1, draft_tokens=k, acceptance=alpha,
+                                         seed=seed))
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+    arrived = np.floor(0.5 * wl.prompt_tokens).astype(np.int64)
+    assert_same(_kernel_outputs(b, wl, arrived_kv_tokens=arrived),
+                b.reference(wl, arrived_kv_tokens=arrived))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(tiers=True, fractional=True), max_num_seqs=slots,
+       kv=st.integers(0, 2000), extra=st.one_of(st.none(), st.integers(0, 300)),
+       k=st.integers(1, 5), alpha=st.floats(0, 1))
+def test_roofline_speculative_kernel_matches_reference_on_gpt_oss(wl, max_num_seqs, kv, extra,
+                                                                  k, alpha):
+    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens * 5, wl.output_tokens * 5, wl.priority)
+    mnbt = None if extra is None or max_num_seqs is None else max_num_seqs + extra
+    b = ContinuousBatcher(model="gpt-oss-20b", gpu="H100-SXM-80GB", max_num_seqs=max_num_seqs,
+                          kv_budget_tokens=kv, admission="paged", max_num_batched_tokens=mnbt,
+                          speculative=Speculative(draft=0.05, draft_tokens=k, acceptance=alpha))
+    assert b._kv_window() == (1, 1, 9, 2)
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
 pools = st.builds(_Windowed, max_num_seqs=st.integers(1, 6),
                   kv_budget_tokens=st.one_of(st.none(), st.integers(1, 200)),
                   admission=st.just("paged"), block_size=st.integers(1, 8),
@@ -139,10 +173,12 @@ def _units_held(nb, window, chunk=None, block_size=1):
 @SETTINGS
 @given(wl=workloads(tiers=True, fractional=True), window=windows(), max_num_seqs=slots,
        kv=st.integers(0, 400), block_size=st.integers(1, 8),
-       extra=st.one_of(st.none(), st.integers(0, 30)))
+       extra=st.one_of(st.none(), st.integers(0, 30)), k=st.integers(0, 4))
 def test_no_request_lost_and_kv_within_the_budget(wl, window, max_num_seqs, kv, block_size,
-                                                  extra):
-    b = _batcher(window, max_num_seqs, kv, block_size, extra)
+                                                  extra, k):
+    # k > 0: decoding speculatively, up to k + 1 tokens a step
+    b = _batcher(window, max_num_seqs, kv, block_size, extra,
+                 speculative=Speculative(draft=0.1, draft_tokens=k) if k else None)
     finals = [max(int(p), 1) + int(o) for p, o in zip(wl.prompt_tokens, wl.output_tokens)]
     # never fits: its final length, held as a prefill holds it (a preemption recomputes all
     # but its last token)
@@ -219,10 +255,10 @@ def test_gemma3_window_holds_vllms_padding():
     assert replica_kv_window(catalog.model("Mistral-7B-v0.1"), 16) == (0, 1, 257, 1)
 
 
-def test_speculative_decoding_holds_every_layer_whole():
+def test_speculative_decoding_pages_windows_too():
     spec = ContinuousBatcher(model="gpt-oss-20b", gpu="H100-SXM-80GB", admission="paged",
                              speculative=Speculative(draft=0.1, draft_tokens=2))
-    assert spec._kv_window() == (1, 0, UNLIMITED, 1)
+    assert spec._kv_window() == (1, 1, 9, 2)
     # a pipeline's stage interleaves the layer kinds as the model does: the model's units
     staged = ContinuousBatcher(model="gpt-oss-120b", gpu="H100-SXM-80GB", admission="paged",
                                pp=2, kv_budget_tokens=100_000)

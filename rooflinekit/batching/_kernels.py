@@ -317,14 +317,24 @@ def _spec_walk(gain, base, m, c, steps):
 
 
 #: Columns of the speculative step rings: per step, the decoding sequences' tokens beyond one,
-#: their new blocks, what they add to the below-window context sum and to the count past the
-#: window, and the same two for a draft model's window.
-_S_TOK, _S_BLK, _S_BELOW, _S_ABOVE, _SD_BELOW, _SD_ABOVE = range(6)
+#: their new blocks (in units with sliding-window layers), what they add to the below-window
+#: context sum and to the count past the window, the same two for a draft model's window, and
+#: the tokens they add to their sliding layers (paged sliding-window layers).
+_S_TOK, _S_BLK, _S_BELOW, _S_ABOVE, _SD_BELOW, _SD_ABOVE, _S_SLID = range(7)
+
+
+@njit(inline="always")
+def _new_units(c, x, bs, wblocks, uf, us):
+    """Units a decoding sequence at context ``c`` takes for ``x`` more tokens: ``uf`` a new
+    block in its full layers, ``us`` more while its sliding layers are below their window."""
+    nb0 = (c + bs - 1) // bs
+    nb1 = (c + x + bs - 1) // bs
+    return uf * (nb1 - nb0) + us * (min(nb1, wblocks) - min(nb0, wblocks))
 
 
 @njit(**_CACHED)
 def _spec_withdraw(ring, gain, base, m, c, out_m, gg, mask, paged, bs, s_windowed, w_cross,
-                   d_windowed, d_cross):
+                   d_windowed, d_cross, s_slid, wblocks, uf, us, wt):
     """Withdraw a decoding sequence's filed path from step ``gg`` on (it was preempted there
     with ``m`` tokens and context ``c``): what the kernel's filing added, subtracted."""
     room = (c + bs - 1) // bs * bs - c if paged else 0
@@ -332,7 +342,11 @@ def _spec_withdraw(ring, gain, base, m, c, out_m, gg, mask, paged, bs, s_windowe
         x = np.int64(gain[base + m])
         k = gg & mask
         ring[k, _S_TOK] -= x - 1
-        if paged:
+        if s_slid:
+            ring[k, _S_BLK] -= _new_units(c, x, bs, wblocks, uf, us)
+            if c < wt:
+                ring[k, _S_SLID] -= min(c + x, wt) - c
+        elif paged:
             r = room - x
             while r < 0:
                 r += bs
@@ -515,14 +529,17 @@ def _spec_prefill_time(tick_mode, cf, dcf, draft_share, n_prefill, kv_read, pair
 
 
 @njit(inline="always")
-def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, below_context,
-                n_above, d_below, d_above):
+def _spec_taken(s_ring, k, s_windowed, d_windowed, s_slid, used, used_s, dec_context, accepted,
+                below_context, n_above, d_below, d_above):
     """Step slot ``k`` of the speculative rings taken and cleared into the step's sums; inlined,
     the one place a step reads the rings.
     """
     extra = s_ring[k, _S_TOK]
     s_ring[k, _S_TOK] = 0
     s_ring[k, _S_BLK] = 0
+    if s_slid:
+        used_s += s_ring[k, _S_SLID]
+        s_ring[k, _S_SLID] = 0
     if s_windowed:
         below_context += s_ring[k, _S_BELOW]
         n_above += s_ring[k, _S_ABOVE]
@@ -533,7 +550,7 @@ def _spec_taken(s_ring, k, s_windowed, d_windowed, used, dec_context, accepted, 
         d_above += s_ring[k, _SD_ABOVE]
         s_ring[k, _SD_BELOW] = 0
         s_ring[k, _SD_ABOVE] = 0
-    return (used + extra, dec_context + extra, accepted + extra, below_context, n_above,
+    return (used + extra, used_s, dec_context + extra, accepted + extra, below_context, n_above,
             d_below, d_above)
 
 
@@ -599,14 +616,17 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # the step rings: a path is at most s_len steps long, so no two live steps share a slot
     s_mask = _spec_ring_size(s_len) - 1 if spec else 0
     s_windowed = spec and windowed
+    # paged sliding-window layers: the rings file a step's new blocks in units, and the
+    # tokens it adds to the sliding layers (the plain path's window counters stay off)
+    s_slid = spec and us > 0
     # a draft model with a sliding window reads its own window-capped context: its sums too
     d_window = draft_coef[_SW]
     d_windowed = spec and not _TICK and draft_share <= 0.0 and d_window < math.inf
     d_cross = np.int64(math.ceil(d_window)) if d_windowed else UNBOUNDED
     # the step rings, one row a step: 16 bytes (48 with a window) per step of the longest
     # output, as the static kernel's scratch is 8 per token; written in place
-    s_ring = np.zeros((s_mask + 1 if spec else 0, 6 if s_windowed or d_windowed else 2),
-                      np.int64)
+    s_ring = np.zeros((s_mask + 1 if spec else 0,
+                       7 if s_windowed or d_windowed or s_slid else 2), np.int64)
     d_below = 0                # decoding sequences' context below the draft's window, summed
     d_above = 0                # decoding sequences at or past it
     s_start = np.zeros(n if spec else 0, np.int64)     # step its decoding started
@@ -640,7 +660,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # the sliding layers' blocks: decoding sequences below the window by phase (each takes a
     # sliding block at its block boundaries too) and how many of them; a count ring of the
     # steps at which they reach it (where one can before it retires)
-    slid = us > 0 and not one_token
+    slid = us > 0 and not one_token and not spec
     crossing = slid and wt <= max_len
     x_size = 1
     while crossing and x_size <= wt:
@@ -937,10 +957,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                         m, c = _spec_walk(gain, gain_offset[v], s_m0[v], s_c0[v],
                                           g - s_start[v])
                         x = np.int64(gain[gain_offset[v] + m])
-                        need -= (c + x + bs - 1) // bs - (c + bs - 1) // bs
+                        need -= _new_units(c, x, bs, wblocks, uf, us)
                         _spec_withdraw(s_ring, gain, gain_offset[v], m, c, output[v], g,
                                        s_mask, paged, bs, s_windowed, w_cross, d_windowed,
-                                       d_cross)
+                                       d_cross, s_slid, wblocks, uf, us, wt)
                         context[v] = c - g
                         generated[v] = m - g
                         if windowed:
@@ -1059,9 +1079,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             # what the decoding sequences filed for this step beyond one token each: their
             # gains' tokens, their blocks (taken above as ``need``), their window crossings
             drafted += n_decode
-            (used, dec_context, accepted, below_context, n_above, d_below, d_above) = _spec_taken(
-                s_ring, (g - 1) & s_mask, s_windowed, d_windowed, used, dec_context, accepted,
-                below_context, n_above, d_below, d_above)
+            (used, used_s, dec_context, accepted, below_context, n_above, d_below,
+             d_above) = _spec_taken(s_ring, (g - 1) & s_mask, s_windowed, d_windowed, s_slid,
+                                    used, used_s, dec_context, accepted, below_context,
+                                    n_above, d_below, d_above)
         if separate and not prefill_only and t_decode != t:
             # the first decode step after prefill-only ones: gaps of one step for those whose
             # token came at t, the wait since t_decode for the others decoding before it, and
@@ -1174,7 +1195,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     x = np.int64(gain[base + m])
                     k = g_end & s_mask
                     s_ring[k, _S_TOK] += x - 1
-                    if one_block:
+                    if s_slid:
+                        s_ring[k, _S_BLK] += _new_units(c_end, x, bs, wblocks, uf, us)
+                        if c_end < wt:
+                            s_ring[k, _S_SLID] += min(c_end + x, wt) - c_end
+                    elif one_block:
                         # at most one new block: without a branch (a block boundary falls at
                         # random, and a mispredicted jump costs more than the rest of the step)
                         r = room - x
@@ -1293,11 +1318,12 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     slid_sum += used_s
                 if spec:
                     drafted += n_dec
-                    (used, dec_context, accepted, below_context, n_above, d_below,
-                     d_above) = _spec_taken(s_ring, (g + m) & s_mask, False, False, used + n_dec,
-                                            dec_context + n_dec, accepted, below_context,
-                                            n_above, d_below, d_above)
+                    (used, used_s, dec_context, accepted, below_context, n_above, d_below,
+                     d_above) = _spec_taken(s_ring, (g + m) & s_mask, False, False, s_slid,
+                                            used + n_dec, used_s, dec_context + n_dec,
+                                            accepted, below_context, n_above, d_below, d_above)
                     used_sum += used
+                    slid_sum += used_s
                 m += 1
             if m == 0:
                 continue
@@ -1314,7 +1340,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             else:
                 res_t += reserved * m
             if spec:                     # each step's gains taken above
-                used_t += used_sum
+                used_t += uf * used_sum + us * slid_sum
             else:
                 used_t += uf * (m * used + n_dec * (m * (m + 1) // 2)) + us * slid_sum
                 used += n_dec * m
@@ -1357,10 +1383,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 used_s += n_bm
             if spec:
                 drafted += n_dec
-                (used, dec_context, accepted, below_context, n_above, d_below,
-                 d_above) = _spec_taken(s_ring, (g - 1) & s_mask, s_windowed, d_windowed, used,
-                                        dec_context, accepted, below_context, n_above, d_below,
-                                        d_above)
+                (used, used_s, dec_context, accepted, below_context, n_above, d_below,
+                 d_above) = _spec_taken(s_ring, (g - 1) & s_mask, s_windowed, d_windowed,
+                                        s_slid, used, used_s, dec_context, accepted,
+                                        below_context, n_above, d_below, d_above)
             n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                                  itl_target, dt, n_dec)
             if hist_n[k] == 0 or rec > hist_max[k]:

@@ -499,9 +499,9 @@ class ContinuousBatcher(_Batcher):
         (default) holds them as ``kv_pool``'s engine does (:func:`replica_kv_window`;
         ``_reference``, "Sliding-window layers"); ``False`` holds every layer's whole context
         (vLLM's ``--disable-hybrid-kv-cache-manager``). Not read without paged admission or a
-        model, and held off with ``speculative`` (not modelled there: every layer's whole
-        context is held). A ``pp`` stage takes the whole model's units (its layers interleave
-        the kinds as the model does).
+        model. With ``speculative`` a step's gained tokens take their blocks in units as one
+        token's do (a draft model's KV shares the budget as without windows). A ``pp`` stage
+        takes the whole model's units (its layers interleave the kinds as the model does).
     kv_pool : {"vllm", "sglang"}, keyword-only
         Whose pooling of such a model's KV: vLLM's hybrid KV-cache manager (default: a sliding
         layer's blocks freed once out of its window) or SGLang's full pool beside a window pool
@@ -643,8 +643,7 @@ class ContinuousBatcher(_Batcher):
     def _kv_window(self):
         """The kernels' ``kv_window`` (:func:`replica_kv_window`), or ``(1, 0, UNLIMITED, 1)``:
         every layer holds the whole context."""
-        if (not self.window_paging or self.admission != "paged" or self.model is None
-                or self.speculative is not None):
+        if not self.window_paging or self.admission != "paged" or self.model is None:
             return 1, 0, UNLIMITED, 1
         return replica_kv_window(self.model, self._block_size(), pool=self.kv_pool)
 
