@@ -68,22 +68,41 @@ def test_the_shipped_values_are_the_script_optimum():
             assert moved >= best, (name, factor)
 
 
-def test_a_fit_without_the_cookbook_predicts_it_better_than_the_kernel_floor():
-    """Held out by source: fitted on the InferenceX sweep alone, scored on the SGLang cookbook's
-    eight sweeps (other models, GPUs and clients). TPOT and saturation improve on the floor;
-    the TTFT does not transfer (each source's own front end), which the docs say."""
-    script = _script()
-    sweeps = _sglang_sweeps()
-    by_source = script.sources(sweeps)
-    cookbook = by_source["sgl-project/sgl-cookbook"]
-    knobs = script.fit(by_source["SemiAnalysisAI/InferenceX"], "sglang")
+def _held_out_cookbook(script, sweeps, fitted_on):
+    """The cookbook's scores by the kernel floor and by a fit to the sweeps ``fitted_on``,
+    and that fit's knobs."""
+    cookbook = script.sources(sweeps)["sgl-project/sgl-cookbook"]
+    knobs = script.fit(fitted_on, "sglang")
     floor = script.scores(script.simulate(cookbook, "sglang", None), 0.0)
     held = script.scores(script.simulate(cookbook, "sglang",
                                          {k: knobs[k] for k in script.SEARCHED["sglang"]}),
                          knobs["frontend_latency"] * 1e3)
+    return floor, held, knobs
+
+
+def test_a_fit_to_one_sweep_predicts_the_cookbook_better_than_the_kernel_floor():
+    """Held out by source: fitted on InferenceX's SGLang 0.5.7 sweep alone, scored on the
+    SGLang cookbook's eight sweeps (other models, GPUs and clients). TPOT and saturation
+    improve on the floor; the TTFT does not transfer (each source's own front end), which the
+    docs say."""
+    script = _script()
+    sweeps = _sglang_sweeps()
+    one = "inferencex_h200x8_deepseek-r1_fp8_tp8_random1k1k_conc"
+    floor, held, _ = _held_out_cookbook(script, sweeps, {one: sweeps[one]})
     assert held["tpot"] < 10 < floor["tpot"]
     assert held["saturation"] < 15 < floor["saturation"]
-    # the interval the profiles ship holds this fit
+
+
+def test_a_fit_without_the_cookbook_meets_its_tpot_and_saturation_targets():
+    """The script's own hold-out: fitted on InferenceX's three SGLang sweeps (0.5.7 and
+    0.5.12), the cookbook's TPOT and saturation within the issue's held-out targets (15 %,
+    ±15 %) and better than the floor; the interval the profiles ship holds this fit."""
+    script = _script()
+    sweeps = _sglang_sweeps()
+    floor, held, knobs = _held_out_cookbook(
+        script, sweeps, script.sources(sweeps)["SemiAnalysisAI/InferenceX"])
+    assert held["tpot"] < 15 < floor["tpot"]
+    assert held["saturation"] < 15 < floor["saturation"]
     profile = rk.engine_profile("sglang", "B200")
     for name in script.SEARCHED["sglang"]:
         phase = "decode" if name == "step_overhead" else "prefill"
