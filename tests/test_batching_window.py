@@ -407,6 +407,10 @@ def test_a_plan_says_how_it_holds_sliding_window_layers(capsys):
     assert main(args + ["--engine", "sglang"]) == 0
     assert "a request's context in SGLang's full pool, 9/10 of a token" in \
         capsys.readouterr().out
+    # a draft pages the windows too (the speculative kernel files their units)
+    assert main(args + ["--speculative-draft", "0.05", "--num-speculative-tokens", "2",
+                       "--acceptance", "0.7"]) == 0
+    assert "the 12 sliding-window layers keep 9 blocks" in capsys.readouterr().out
     args[1] = "llama-3.1-8b"
     assert main(args) == 0
     assert "sliding-window layers" not in capsys.readouterr().out

@@ -149,7 +149,20 @@ def test_a_plan_takes_the_footprint_off_each_gpu():
     held = (kept["activation_peak_bytes"] + kept["non_torch_bytes"]) / 131_072
     assert abs(gap - held) <= 16
     assert default.attrs["memory_outside_kv"].startswith("vllm 0.19.0's activation peak")
+    assert "MXFP4" not in default.attrs["memory_outside_kv"]      # no MXFP4 experts here
     assert ideal.attrs["memory_outside_kv"].startswith("nothing else")
+
+
+def test_the_mxfp4_layout_is_named_only_for_mxfp4_experts():
+    from rooflinekit.profiles import memory_outside_kv
+    dense, oss = catalog.model("Llama-3.1-8B"), catalog.model("gpt-oss-20b")
+    assert memory_outside_kv("vllm", [dense]) == ("vllm 0.19.0's activation peak and non-torch "
+                                                  "memory (engine_memory)")
+    assert memory_outside_kv("vllm", [dense, oss]).endswith(
+        "non-torch memory, and its MXFP4 kernels' layout (engine_memory)")
+    assert "for MXFP4 experts its kernels' layout" in memory_outside_kv("vllm")
+    with pytest.raises(TypeError, match="models"):
+        memory_outside_kv("vllm", ["Llama-3.1-8B"])
 
 
 def test_the_driver_reports_less_than_the_capacity():

@@ -428,12 +428,12 @@ def emit(args, out, records, *, text, payload=None, dataset=None, write=None) ->
     return 0
 
 
-def engine_kv_rule(share: str, gpu, held_by) -> str:
+def engine_kv_rule(share: str, gpu, held_by, model) -> str:
     """An engine's KV rule in words: ``share`` (its text) of the memory the driver reports on
-    each GPU of ``gpu``'s kind, less the weights and what ``held_by`` keeps beside them
-    (:func:`rooflinekit.profiles.memory_outside_kv`)."""
+    each GPU of ``gpu``'s kind, less the weights and what ``held_by`` keeps beside them for
+    ``model`` (:func:`rooflinekit.profiles.memory_outside_kv`)."""
     return (f"{share} of the {gpu.visible_memory_per_gpu / GiB:.2f} GiB the driver reports on "
-            f"each GPU, less the weights and {memory_outside_kv(held_by)}")
+            f"each GPU, less the weights and {memory_outside_kv(held_by, [model])}")
 
 
 def guide_kv_rule(reserve: float) -> str:

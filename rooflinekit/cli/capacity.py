@@ -241,7 +241,7 @@ def run(args, out) -> int:
         # the engine's rule: what it keeps on each GPU outside the KV cache, taken off it
         result["gpu_memory_utilization"] = share
         result["engine_memory_gib"] = sum(held.values()) / units.GiB
-        result["kv_cache_rule"] = engine_kv_rule(f"{share:g}", gpu, held_by)
+        result["kv_cache_rule"] = engine_kv_rule(f"{share:g}", gpu, held_by, model)
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (

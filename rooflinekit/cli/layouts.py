@@ -92,7 +92,7 @@ def run(args, out) -> int:
         rule = {"kv_bytes_per_gpu": functools.partial(layout_kv_bytes, held_by, model, gpu)}
         share = ("SGLang's default --mem-fraction-static, by layout," if held_by == "sglang"
                  else f"{memory_share(held_by, gpu):g}")
-        kv_rule = engine_kv_rule(share, gpu, held_by)
+        kv_rule = engine_kv_rule(share, gpu, held_by, model)
     else:
         rule = {"reserve": args.workspace_fraction}
         kv_rule = guide_kv_rule(args.workspace_fraction)

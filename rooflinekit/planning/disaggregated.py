@@ -201,8 +201,8 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         "link_latency": link_latency, "headroom": headroom, "rate": float(traffic.rate),
         "quantile": float(slo.quantile), **{f"{k}_target": v for k, v in slo.targets.items()},
         "replicates": replicates, "requests": requests, "rtol": rtol, "simulations": runs,
-        "memory_outside_kv": memory_outside_kv(held_by),
-        **_window_attrs([model], admission, None, held_by, block_size)})
+        "memory_outside_kv": memory_outside_kv(held_by, [model]),
+        **_window_attrs([model], admission, held_by, block_size)})
 
 
 def _assemble(units, per, saturation, binding, tp, traffic, headroom, attrs) -> xr.Dataset:

@@ -485,22 +485,22 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         "prefix_caching": int(prefix_caching),
         **({} if speculative is None else _speculative_attrs(speculative)),
         "gpu_memory_utilization": _share_attr(held_by, gpu_memory_utilization),
-        "memory_outside_kv": memory_outside_kv(held_by),
-        **_window_attrs(model_list, admission, speculative, held_by, block_size),
+        "memory_outside_kv": memory_outside_kv(held_by, model_list),
+        **_window_attrs(model_list, admission, held_by, block_size),
         "simulations": int(sum(r["runs"] for r in results)),
         "engine_draws": 0 if drawn is None else len(next(iter(drawn.values()))),
     })
     return ds
 
 
-def _window_attrs(models, admission, speculative, held_by, block_size) -> dict:
+def _window_attrs(models, admission, held_by, block_size) -> dict:
     """A plan's ``sliding_window_kv`` attribute: how its replicas hold each model's sliding-
     window layers (:func:`rooflinekit.batching.clock.kv_window_text`); none without them."""
     texts = []
     for model in models:
         if model.sliding_window is None or not model.n_sliding_layers:
             continue
-        if admission != "paged" or speculative is not None:
+        if admission != "paged":
             text = "every layer holds a request's whole context"
         else:
             text = kv_window_text(model, block_size,
@@ -906,8 +906,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "admission": layout["admission"],
                      "client": "closed loop" if closed else "open loop",
                      "engine_draws": 0 if drawn is None else len(engines),
-                     "memory_outside_kv": memory_outside_kv(held_by),
-                     **_window_attrs([model], layout["admission"], None, held_by,
+                     "memory_outside_kv": memory_outside_kv(held_by, [model]),
+                     **_window_attrs([model], layout["admission"], held_by,
                                      layout["block_size"]),
                      "model_quality": label,
                      "quantile": float(slo.quantile),

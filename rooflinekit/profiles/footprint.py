@@ -299,6 +299,14 @@ def _round_up(x: int, to: int) -> int:
     return -(-x // to) * to
 
 
+def _mxfp4_experts(model) -> bool:
+    """Whether ``model``'s experts are MXFP4 (:data:`MXFP4_BYTES` a parameter, within 1 %)
+    with the widths :func:`mxfp4_layout_bytes` lays them out by."""
+    return (model.n_experts > 1 and model.intermediate_size is not None
+            and model.hidden_size is not None
+            and abs(model.bytes_per_expert_param - MXFP4_BYTES) <= 0.01 * MXFP4_BYTES)
+
+
 def mxfp4_layout_bytes(model, gpu, tp=1) -> float:
     """What vLLM's MXFP4 expert kernels hold on each GPU beyond the checkpoint's experts
     [bytes].
@@ -348,9 +356,7 @@ def mxfp4_layout_bytes(model, gpu, tp=1) -> float:
     spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
     check_type("gpu", spec, GPU)
     tp = whole_number("tp", tp, lo=1)
-    per_param = model.bytes_per_expert_param
-    if model.n_experts <= 1 or model.intermediate_size is None or model.hidden_size is None \
-            or abs(per_param - MXFP4_BYTES) > 0.01 * MXFP4_BYTES:
+    if not _mxfp4_experts(model):
         return 0.0
     layout = next((row for row in _VLLM_MXFP4_LAYOUTS if spec.name in row[0]), None)
     if layout is None:
@@ -563,7 +569,7 @@ def memory_engine(engine) -> str | None:
     return name if any(r["engine"] == name for r in ENGINE_MEMORY) else None
 
 
-def memory_outside_kv(held_by) -> str:
+def memory_outside_kv(held_by, models=None) -> str:
     """What a planning answer took off each GPU beside the weights before sizing the KV cache,
     in words.
 
@@ -571,6 +577,10 @@ def memory_outside_kv(held_by) -> str:
     ----------
     held_by : str or None
         An engine with a memory row (:func:`memory_engine`), or ``None`` (the bound).
+    models : iterable of ModelShape, optional
+        The answer's models: vLLM's MXFP4 expert layout (:func:`mxfp4_layout_bytes`) is named
+        only where one of them has MXFP4 experts. ``None`` (default): named as a rule, "for
+        MXFP4 experts".
 
     Returns
     -------
@@ -587,8 +597,13 @@ def memory_outside_kv(held_by) -> str:
     version = rows[held_by]["version"]
     if held_by == "sglang":
         return f"{held_by} {version}'s memory in use before its weights load (engine_memory)"
-    return (f"{held_by} {version}'s activation peak and non-torch memory, and its MXFP4 "
-            f"kernels' layout (engine_memory)")
+    if models is None:
+        layout = ", and for MXFP4 experts its kernels' layout"
+    else:
+        layout = (", and its MXFP4 kernels' layout"
+                  if any(_mxfp4_experts(check_type("models", m, ModelShape)) for m in models)
+                  else "")
+    return f"{held_by} {version}'s activation peak and non-torch memory{layout} (engine_memory)"
 
 
 def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,

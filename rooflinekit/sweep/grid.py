@@ -642,7 +642,7 @@ def _engine_memory(models, gpus, grid, held_by, gpu_memory_utilization) -> dict:
              else f"{min(shares):g}-{max(shares):g}" if shares else "the engine's share")
     return {"engine_room": room,
             "kv_cache_rule": (f"the engine's: {share} of the memory the driver reports on each "
-                              f"GPU, less the weights and {memory_outside_kv(held_by)}")}
+                              f"GPU, less the weights and {memory_outside_kv(held_by, model_specs)}")}
 
 
 def _gpu_names(gpus) -> list:
