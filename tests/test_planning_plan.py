@@ -1,5 +1,6 @@
 """Capacity under load: Traffic, SLO, the max-rate search, plan, cheapest_plan, decision_table."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -127,6 +128,12 @@ def test_saturation_binding_says_what_capped_the_burst():
     tight = ContinuousBatcher(max_num_seqs=16, clock="tick", kv_budget_tokens=100,
                               admission="paged")
     assert set(capacity.max_rate(tight, slo, long)["binding"]) == {"memory"}
+    # reserved whole (40 + 20 of 100 tokens): one at a time, the cache 60 % full but unable
+    # to take a second reservation; it was labelled max_num_seqs, whose 16 slots never filled
+    reserve = dataclasses.replace(tight, admission="reserve")
+    found = capacity.max_rate(reserve, slo, long)
+    assert set(found["binding"]) == {"memory"}
+    np.testing.assert_allclose(found["kv_occupancy"], 0.6)
 
 
 # --- plan ----------------------------------------------------------------------------------------

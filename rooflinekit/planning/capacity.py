@@ -26,10 +26,11 @@ __all__ = ["max_rate", "draw_requests", "prefixes", "speculative_rows", "BINDING
            "LOWEST_RATE_FRACTION"]
 
 #: What can bind a replica's rate: a latency target (TTFT, every-gap ITL, end-to-end,
-#: per-request TPOT), the goodput attainment, memory (KV cache full or requests too long for
-#: it), the slots, the simulated requests (every one of a replicate's requests ran at once
-#: with the cache and the slots to spare: the rate found is a floor, more requests would
-#: raise it), the weights not fitting, or a layout the model cannot take.
+#: per-request TPOT), the goodput attainment, memory (KV cache full, too full to admit the
+#: next request, or requests too long for it), the slots, the simulated requests (every one of
+#: a replicate's requests ran at once with the cache and the slots to spare: the rate found is
+#: a floor, more requests would raise it), the weights not fitting, or a layout the model
+#: cannot take.
 BINDINGS = ("ttft", "itl", "e2e", "tpot", "attainment", "memory", "max_num_seqs", "requests",
             "does_not_fit", "invalid_layout")
 
@@ -115,6 +116,25 @@ def _meets(margins, n) -> np.ndarray:
     for m in margins.values():
         ok &= m >= 0
     return ok
+
+
+def _capacity_bound(batcher, occupancy, peak, replicates, requests) -> np.ndarray:
+    """What capped the saturation run's batch, per replicate (Notes of :func:`max_rate`, 4).
+
+    A continuous batcher admits a burst's requests while it has slots and cache for their first
+    blocks (a prefilling request holds its slot), so a peak below both the slots and the
+    requests means the cache stopped admission, even where it was not full (a reservation or
+    a prompt that did not fit in what was left). A pair of pools sums its pools' peaks, so
+    only a full cache tells there.
+    """
+    full = occupancy >= _KV_FULL
+    if not isinstance(batcher, ContinuousBatcher):
+        return np.where(full, "memory", "max_num_seqs")
+    slots = np.inf if batcher.max_num_seqs is None else batcher.max_num_seqs
+    return np.where(full, "memory",
+                    np.where(peak >= slots, "max_num_seqs",
+                             np.where(peak >= requests, "requests",
+                                      "memory"))).reshape(replicates)
 
 
 def _failing(margins, rejected) -> np.ndarray:
@@ -205,10 +225,11 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
        The max rate is ``lo``, one crossing of an attainment that falls with the rate almost
        everywhere, but not strictly.
     4. If the SLO holds at saturation, the rate is the saturation rate and capacity binds:
-       ``"memory"`` where the KV cache was full, ``"requests"`` where every request of the
-       replicate ran at once below the batcher's ``max_num_seqs`` (the burst was too small to
-       fill the replica, so its rate is a floor: more requests would find a higher one), else
-       ``"max_num_seqs"``. If it fails even at the lowest rate, the rate is 0 and the target
+       ``"max_num_seqs"`` where the batch reached the batcher's slots, ``"requests"`` where
+       every request of the replicate ran at once below them (the burst was too small to fill
+       the replica, so its rate is a floor: more requests would find a higher one), else
+       ``"memory"``: the KV cache was full, or stopped admission with room left for less
+       than a request (a pair of pools: ``"memory"`` where full, else ``"max_num_seqs"``). If it fails even at the lowest rate, the rate is 0 and the target
        missed there binds.
 
     SLO attainment is counted exactly in each run (:func:`rooflinekit.batching.run_replicates`),
@@ -268,12 +289,8 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
                      where=np.nan_to_num(in_batch) > 0)
     saturation = np.maximum(busy["request_throughput"].astype(float), full)
     occupancy = np.nan_to_num(busy["peak_kv_occupancy"].astype(float))
-    peak = busy["peak_running"].astype(float)
-    # a pair of pools has slots per pool: only a burst that filled neither reads "requests"
-    slots = getattr(batcher, "max_num_seqs", None)
-    too_few = (peak >= arrival.shape[1]) & (peak < (slots if slots is not None else np.inf))
-    capacity_bound = np.where(occupancy >= _KV_FULL, "memory",
-                              np.where(too_few, "requests", "max_num_seqs"))
+    capacity_bound = _capacity_bound(batcher, occupancy, busy["peak_running"].astype(float), n,
+                                     arrival.shape[1])
     served = saturation > 0
     binding = np.where(served, capacity_bound, "memory").astype(object)
     rate = np.zeros(n)
