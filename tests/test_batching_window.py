@@ -126,6 +126,16 @@ def test_tick_speculative_kernel_matches_reference_with_a_window(wl, window, max
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=prefix_workloads(tiers=True), window=windows(), kv=st.integers(0, 400),
+       block_size=st.integers(1, 8), k=st.integers(1, 4), alpha=st.floats(0, 1))
+def test_speculative_prefix_caching_kernel_matches_reference_with_a_window(wl, window, kv,
+                                                                          block_size, k, alpha):
+    b = _batcher(window, 6, kv, block_size, 10, prefix_caching=True,
+                 speculative=Speculative(draft=0.1, draft_tokens=k, acceptance=alpha))
+    assert_same(_kernel_outputs(b, wl), b.reference(wl))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads(tiers=True, fractional=True), max_num_seqs=slots,
        kv=st.integers(0, 2000), extra=st.one_of(st.none(), st.integers(0, 300)),
        k=st.integers(1, 5), alpha=st.floats(0, 1))
