@@ -357,6 +357,17 @@ def test_capacity_counts_vllms_window_groups(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["kv_budget_tokens"] == 47_008
     assert 5876 // 2569 == out["max_concurrent_sequences"] == 2
+    # decoding, the sliding group at its window's 9 blocks: 5,876 / (2,048 + 9) = 2.86, so 2;
+    # at 8,192 tokens 5,876 / (512 + 9) = 11.3, so 11, where the logged count is 5,876 /
+    # (512 + 513) = 5.7, so 5 (the sliding group at ceil(min(127 + 8,192, 8,192) / 16) + 1)
+    assert out["decoding_max_concurrent_sequences"] == 5876 // 2057 == 2
+    assert main(["capacity", "gpt-oss-120b", "h100", "--max-model-len", "8192", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["max_concurrent_sequences"], out["decoding_max_concurrent_sequences"]) == \
+        (5876 // 1025, 5876 // 521) == (5, 11)
+    # a model without sliding layers has no such row
+    assert main(["capacity", "llama-3.1-8b", "h100", "--json"]) == 0
+    assert "decoding_max_concurrent_sequences" not in json.loads(capsys.readouterr().out)
 
 
 def test_sglang_pools_the_full_layers_apart():

@@ -60,6 +60,8 @@ _QUANTITIES = (
     ("kv_budget_gib", "KV budget [GiB]"),
     ("kv_budget_tokens", "KV budget [tokens]"),
     ("max_concurrent_sequences", "max concurrent sequences"),
+    ("decoding_max_concurrent_sequences",
+     "max concurrent sequences, decoding (sliding layers at their window)"),
     ("ttft_ms", "TTFT [ms]"),
     ("decode_step_time_ms", "decode step (ITL) [ms]"), ("tokens_per_s", "throughput [tokens/s]"),
     ("tokens_per_s_per_gpu", "throughput per GPU [tokens/s]"),
@@ -165,6 +167,16 @@ def _budget(args, model, gpu, share, held, held_by):
     return engine["available_bytes"] * tp, engine["kv_cache_tokens"], sequences
 
 
+def _decoding_sequences(model, tokens, context_length, block_size):
+    """Sequences of ``context_length`` tokens that ``tokens`` of vLLM's KV cache hold once they
+    decode, each sliding-window group at its window's blocks (the simulator's count:
+    :func:`rooflinekit.batching.replica_kv_window`), where vLLM's logged concurrency counts a
+    window group at its most while a prompt prefills, a window and a step's tokens."""
+    full, sliding, window, unit = replica_kv_window(model, block_size)
+    blocks = -(-context_length // block_size)
+    return tokens // block_size * unit // (full * blocks + sliding * min(blocks, window))
+
+
 def _sequences(args, model, gpu, budget, **shape):
     """Sequences of ``--max-model-len`` in the rule's budget less a draft's weights or with
     shared prefixes (``shape``: :func:`rooflinekit.memory.max_concurrent_sequences`'s)."""
@@ -242,6 +254,9 @@ def run(args, out) -> int:
         result["gpu_memory_utilization"] = share
         result["engine_memory_gib"] = sum(held.values()) / units.GiB
         result["kv_cache_rule"] = engine_kv_rule(f"{share:g}", gpu, held_by, model)
+        if held_by == "vllm" and model.sliding_window is not None and model.n_sliding_layers:
+            result["decoding_max_concurrent_sequences"] = int(_decoding_sequences(
+                model, int(tokens), ctx, args.block_size or 16))
     result["tokens_per_s_per_gpu"] = result["tokens_per_s"] / (tp * gpu.n_gpus)
     price = args.gpu_hourly if args.gpu_hourly is not None else gpu.hourly_price
     result["usd_per_million_tokens"] = (
