@@ -33,8 +33,12 @@ How a point is simulated, by how its source loaded the server:
 * otherwise (closed loop at a fixed client concurrency ``C``, e.g. AIPerf or
   ``--max-concurrency``): :func:`~rooflinekit.planning.load_curve` at ``concurrencies=[C]``,
   on ``num_prompts`` requests (``max(--requests, 3 × C)`` where the source does not say): a
-  server kept full, its clients started apart, client times counted from when the client sends
-  (the moment an earlier request completes; see its Notes).
+  server kept full, client times counted from when the client sends (the moment an earlier
+  request completes; see its Notes). Its clients start together, as the benchmark clients
+  start theirs, where they drew the lengths from a range (below: the first waves disperse as
+  the source's did, and their waits are in its TTFT); else apart (equal lengths would keep
+  a wave together for ever, where real clients drift apart). Until 2026-12-05 every closed
+  loop started apart, and the TTFT the first waves wait was missing from those sweeps.
 
   (Until 2026-12 such points were simulated open loop at the *measured* request throughput,
   which holds the published concurrency only when the predicted latencies are right: a model
@@ -262,6 +266,12 @@ def scheduler(point) -> tuple[int, int | None, bool, str, str]:
         f"{d.admission} admission"
 
 
+def clients_start(point) -> str:
+    """How a closed-loop point's clients start (module docstring): ``"together"`` where the
+    client drew its lengths from a range, else ``"apart"``."""
+    return "together" if _UNIFORM.search(point.get("dataset") or "") else "apart"
+
+
 def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
          concurrency=None) -> dict:
     """One point of :func:`~rooflinekit.planning.load_curve`: at ``rate`` (open loop) or at
@@ -275,7 +285,8 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
                     max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
                     mixed_prefill=mixed, admission=admission, engine=engine, engine_draws=0,
                     replicates=replicates,
-                    requests=max(10, int(requests)), seed=seed)
+                    requests=max(10, int(requests)), seed=seed,
+                    **({} if concurrency is None else {"clients_start": clients_start(point)}))
     out = {}
     for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),
                         ("mean_token_itl", 1e3), ("throughput", 1.0),

@@ -232,3 +232,28 @@ def test_a_closed_loops_clocks_are_the_open_loops_less_the_queue(rows, slots):
     assert (closed["n_completed"].values == opened["n_completed"].values).all()
     assert (closed["n_completed"].values + closed["n_rejected"].values == arrival.shape[1]).all()
     np.testing.assert_array_equal(closed["mean_tpot"].values, opened["mean_tpot"].values)
+
+
+def test_clients_started_together_wait_for_their_wave():
+    """``clients_start="together"``: every client's first request at once, as ``vllm bench
+    serve --max-concurrency`` starts them. One client is the same either way (it is served
+    alone); 32 clients of equal lengths share their wave's prefills, so their mean TTFT is
+    above the apart start's; Little's law (C = X · E[latency], Little, Oper. Res. 9(3), 1961)
+    holds within 10 % for both."""
+    one = {start: _curve(concurrencies=[1], clients_start=start)
+           for start in ("apart", "together")}
+    for name in ("mean_ttft", "mean_tpot", "mean_latency"):
+        np.testing.assert_allclose(one["together"][name].values, one["apart"][name].values,
+                                   rtol=1e-9, err_msg=name)
+    many = {start: load_curve(TRAFFIC, SLO, model=MODEL, gpu=GPU, replicates=1, requests=600,
+                              concurrencies=[32], engine=rk.IDEAL, clients_start=start)
+            for start in ("apart", "together")}
+    assert float(many["together"]["mean_ttft"].squeeze()) > \
+        float(many["apart"]["mean_ttft"].squeeze())
+    for ds in many.values():
+        x = float(ds["request_throughput"].squeeze())
+        assert x * float(ds["mean_latency"].squeeze()) == pytest.approx(32, rel=0.10)
+    assert many["together"].attrs["clients_start"] == "together"
+    assert "clients_start" not in _curve(rates=[1.0]).attrs
+    with pytest.raises(ValueError, match="clients_start"):
+        _curve(concurrencies=[4], clients_start="staggered")

@@ -83,13 +83,15 @@ def _held_out_cookbook(script, sweeps, fitted_on):
 def test_a_fit_to_one_sweep_predicts_the_cookbook_better_than_the_kernel_floor():
     """Held out by source: fitted on InferenceX's SGLang 0.5.7 sweep alone, scored on the
     SGLang cookbook's eight sweeps (other models, GPUs and clients). TPOT and saturation
-    improve on the floor; the TTFT does not transfer (each source's own front end), which the
-    docs say."""
+    improve on the floor and meet the issue's held-out targets (15 %, ±15 %): 10.2 % and
+    10.9 % since the closed loops start their clients together as the benchmark does (9 % and
+    8 % started apart, when this bound was 10 %); the TTFT does not transfer from one sweep,
+    which the docs say."""
     script = _script()
     sweeps = _sglang_sweeps()
     one = "inferencex_h200x8_deepseek-r1_fp8_tp8_random1k1k_conc"
     floor, held, _ = _held_out_cookbook(script, sweeps, {one: sweeps[one]})
-    assert held["tpot"] < 10 < floor["tpot"]
+    assert held["tpot"] < 15 < floor["tpot"]
     assert held["saturation"] < 15 < floor["saturation"]
 
 

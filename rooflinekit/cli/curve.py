@@ -46,6 +46,8 @@ EPILOG = examples(
     "--replicates 2 --requests 100",
     "llama-3.1-8b --gpu h100 --concurrencies 4,32 --prompt-mean 1000 --output-mean 200 "
     "--replicates 2 --requests 100 --json",
+    "llama-3.1-8b --gpu h100 --concurrencies 8,64 --clients-start together --prompt-mean 1000 "
+    "--output-mean 200 --replicates 2 --requests 200",
     "llama-3.1-8b --gpu h100 --engine trtllm --admission paged --rates 2,8 --prompt-mean 1000 "
     "--output-mean 200 --replicates 2 --requests 100")
 
@@ -94,6 +96,13 @@ def add_arguments(parser) -> None:
                        help="comma-separated closed-loop client concurrencies (vllm bench "
                             "serve --max-concurrency); above --max-num-seqs the rest wait in "
                             "the server's queue")
+    parser.add_argument("--clients-start", choices=("apart", "together"), default="apart",
+                        help="with --concurrencies: 'apart' (default) keeps the clients apart "
+                             "with the server full; 'together' sends every client's first "
+                             "request at once, as vllm bench serve --max-concurrency does (its "
+                             "first waves wait for one another's prefills; with equal "
+                             "lengths they would wait so for ever, where real clients drift "
+                             "apart)")
     add_replica_flags(parser, lists=False)
     add_flag(parser, "--mixed-prefill")
     add_flag(parser, "--admission")
@@ -128,7 +137,8 @@ def run(args, out) -> int:
                   block_size=args.block_size, mixed_prefill=mixed_prefill(args),
                   admission=args.admission,
                   replicates=args.replicates, requests=args.requests, seed=args.seed,
-                  engine_draws=0)
+                  engine_draws=0,
+                  **({"clients_start": args.clients_start} if args.concurrencies else {}))
     slo = planning.SLO(ttft=3600.0)       # targets are not read: only the means and medians
     ds = planning.load_curve(traffic, slo, engine=scheduled_engine(args, engine), **common)
     dim = dims.CONCURRENCY if args.concurrencies else dims.REQUEST_RATE
@@ -140,13 +150,18 @@ def run(args, out) -> int:
             row["ideal_mean_ttft_ms"] = bound["mean_ttft_ms"]
             row["ideal_mean_tpot_ms"] = bound["mean_tpot_ms"]
     payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
-               "client": ds.attrs["client"], "max_num_seqs": ds.attrs["max_num_seqs"],
+               "client": ds.attrs["client"],
+               **({"clients_start": ds.attrs["clients_start"]}
+                  if "clients_start" in ds.attrs else {}),
+               "max_num_seqs": ds.attrs["max_num_seqs"],
                "max_num_batched_tokens": ds.attrs["max_num_batched_tokens"],
                "admission": ds.attrs["admission"],
                "model_quality": ds.attrs["model_quality"], "loads": rows}
 
     def text(out):
-        out.write(f"{model.name} on {gpu.name} × {args.tp}, {ds.attrs['client']}: "
+        client = ds.attrs["client"] + (f" (clients started {ds.attrs['clients_start']})"
+                                       if "clients_start" in ds.attrs else "")
+        out.write(f"{model.name} on {gpu.name} × {args.tp}, {client}: "
                   f"{ds.attrs['max_num_seqs']} sequences, "
                   f"{ds.attrs['max_num_batched_tokens'] or 'whole-prompt'} tokens a step; "
                   f"medians over {args.replicates} replicate(s) of {args.requests} requests; "

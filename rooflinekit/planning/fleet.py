@@ -743,7 +743,8 @@ CLOSED_LOOP_OVERLOAD = 2.0
 def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="auto", rates=None,
                concurrencies=None, max_num_batched_tokens="auto", admission="auto",
                block_size=16, gpu_memory_utilization=None, replicates=10, seed=0, engine=None,
-               engine_draws=None, requests=1000, mixed_prefill="auto") -> xr.Dataset:
+               engine_draws=None, requests=1000, mixed_prefill="auto",
+               clients_start="apart") -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its load: an open-loop
     request rate, or a closed-loop client's concurrency.
 
@@ -773,6 +774,11 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     replicates, seed, engine, engine_draws, requests
         As for :func:`plan`: the same draws as a plan's with the same seed, and the same
         engine draws.
+    clients_start : {"apart", "together"}
+        How a closed loop's clients start (Notes): ``"apart"`` (default), kept apart while the
+        server stays full; ``"together"``, every client's first request at once, as ``vllm
+        bench serve --max-concurrency`` and ``sglang.bench_serving`` start theirs. Not read
+        for ``rates``.
 
     Returns
     -------
@@ -801,9 +807,13 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     (:func:`~rooflinekit.batching.run_replicates`' ``closed_loop`` and ``clients``).
     Two runs per point on the same draws: every request arriving at once, which gives the
     server's request throughput; and arrivals at :data:`CLOSED_LOOP_OVERLOAD` times that
-    throughput, whose summaries are the point's. With equal lengths, clients started together
-    would finish and send together for ever, each prompt waiting for its whole wave's prefill;
-    real clients drift apart, and these start apart while keeping the server full. The
+    throughput, whose summaries are the point's (``clients_start="apart"``), or the first
+    run's own (``"together"``). With equal lengths, clients started together would finish and
+    send together for ever, each prompt waiting for its whole wave's prefill; real clients
+    drift apart, and these start apart while keeping the server full. Where the client draws
+    its lengths from a range (``--random-range-ratio``, SGLang's uniform lengths), the first
+    waves disperse as the benchmark's do, and a run started together holds the waits of its
+    first waves, which grow with ``C`` (``"together"``). The
     throughputs run from the first admission to the last completion, the filling of the
     server included (a few percent of a run of many times ``C`` requests).
     A server that runs fewer than ``C`` (its ``max_num_seqs`` or its KV cache full) queues the
@@ -842,6 +852,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         mixed_prefill = scheduler_defaults(scheduler_engine(engine), gpu).mixed_prefill
     mixed_prefill = check_bool("mixed_prefill", mixed_prefill)
     seed = whole_number("seed", seed, lo=0)
+    if clients_start not in ("apart", "together"):
+        raise ValueError(f"clients_start must be 'apart' or 'together'; got {clients_start!r}")
     admission = scheduler_admission(admission, engine, gpu)   # the engine's, before resolving it
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     held_by = memory_engine(engine)
@@ -886,8 +898,11 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                 b = replica(e, int(min(load, max_num_seqs)))[0]
                 loop = dict(closed_loop=True, clients=int(load))
                 full = run_replicates(b, np.zeros_like(arrival[rows]), **loop, **common)
-                rate = CLOSED_LOOP_OVERLOAD * full["request_throughput"].values[:, None]
-                piece = run_replicates(b, arrival[rows] / rate, **loop, **common)
+                if clients_start == "together":      # the benchmark's own start
+                    piece = full
+                else:
+                    rate = CLOSED_LOOP_OVERLOAD * full["request_throughput"].values[:, None]
+                    piece = run_replicates(b, arrival[rows] / rate, **loop, **common)
             else:
                 piece = run_replicates(b, arrival[rows] / load, **common)
             pieces.append(piece[names].assign_coords({dims.REPLICATE: rows}))
@@ -905,6 +920,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "mixed_prefill": int(mixed_prefill),
                      "admission": layout["admission"],
                      "client": "closed loop" if closed else "open loop",
+                     **({"clients_start": clients_start} if closed else {}),
                      "engine_draws": 0 if drawn is None else len(engines),
                      "memory_outside_kv": memory_outside_kv(held_by, [model]),
                      **_window_attrs([model], layout["admission"], held_by,
