@@ -35,9 +35,9 @@ How a point is simulated, by how its source loaded the server:
   on ``num_prompts`` requests (``max(--requests, 3 × C)`` where the source does not say): a
   server kept full, client times counted from when the client sends (the moment an earlier
   request completes; see its Notes). Its clients start together, as the benchmark clients
-  start theirs, where they drew the lengths from a range (below: the first waves disperse as
-  the source's did, and their waits are in its TTFT); else apart (equal lengths would keep
-  a wave together for ever, where real clients drift apart). Until 2026-12-05 every closed
+  start theirs, where the lengths vary (drawn from a range or ShareGPT's, below: the first
+  waves disperse as the source's did, and their waits are in its TTFT); else apart (equal
+  lengths would keep a wave together for ever, where real clients drift apart). Until 2026-12-05 every closed
   loop started apart, and the TTFT the first waves wait was missing from those sweeps.
 
   (Until 2026-12 such points were simulated open loop at the *measured* request throughput,
@@ -266,10 +266,12 @@ def scheduler(point) -> tuple[int, int | None, bool, str, str]:
         f"{d.admission} admission"
 
 
-def clients_start(point) -> str:
+def clients_start(point, sigma=SHAREGPT_SIGMA) -> str:
     """How a closed-loop point's clients start (module docstring): ``"together"`` where the
-    client drew its lengths from a range, else ``"apart"``."""
-    return "together" if _UNIFORM.search(point.get("dataset") or "") else "apart"
+    client's lengths vary (drawn from a range, or ShareGPT's), else ``"apart"``."""
+    dataset = point.get("dataset") or ""
+    varied = _UNIFORM.search(dataset) or ("sharegpt" in dataset.lower() and sigma > 0)
+    return "together" if varied else "apart"
 
 
 def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
@@ -286,7 +288,8 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
                     mixed_prefill=mixed, admission=admission, engine=engine, engine_draws=0,
                     replicates=replicates,
                     requests=max(10, int(requests)), seed=seed,
-                    **({} if concurrency is None else {"clients_start": clients_start(point)}))
+                    **({} if concurrency is None
+                       else {"clients_start": clients_start(point, sigma)}))
     out = {}
     for name, scale in (("mean_ttft", 1e3), ("p50_ttft", 1e3), ("mean_tpot", 1e3),
                         ("mean_token_itl", 1e3), ("throughput", 1.0),
