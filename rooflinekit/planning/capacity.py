@@ -229,8 +229,8 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
        every request of the replicate ran at once below them (the burst was too small to fill
        the replica, so its rate is a floor: more requests would find a higher one), else
        ``"memory"``: the KV cache was full, or stopped admission with room left for less
-       than a request (a pair of pools: ``"memory"`` where full, else ``"max_num_seqs"``). If it fails even at the lowest rate, the rate is 0 and the target
-       missed there binds.
+       than a request (a pair of pools: ``"memory"`` where full, else ``"max_num_seqs"``).
+       If it fails even at the lowest rate, the rate is 0 and the target missed there binds.
 
     SLO attainment is counted exactly in each run (:func:`rooflinekit.batching.run_replicates`),
     so "meets" compares shares, not interpolated percentiles. A run starts from an empty

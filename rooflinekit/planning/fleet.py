@@ -852,7 +852,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         mixed_prefill = scheduler_defaults(scheduler_engine(engine), gpu).mixed_prefill
     mixed_prefill = check_bool("mixed_prefill", mixed_prefill)
     seed = whole_number("seed", seed, lo=0)
-    if clients_start not in ("apart", "together"):
+    if not isinstance(clients_start, str) or clients_start not in ("apart", "together"):
         raise ValueError(f"clients_start must be 'apart' or 'together'; got {clients_start!r}")
     admission = scheduler_admission(admission, engine, gpu)   # the engine's, before resolving it
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
