@@ -162,17 +162,17 @@ def _budget(args, model, gpu, share, held, held_by):
                                     max_num_batched_tokens=chunk, **held)
     sequences = int(engine["max_concurrency"])
     if held_by == "sglang":          # pages of one token; a request's context in the full pool
-        full, _, _, block = replica_kv_window(model, pool="sglang")
-        sequences = engine["kv_cache_tokens"] * block // full // ctx
+        sequences = _decoding_sequences(model, engine["kv_cache_tokens"], ctx, 1, pool="sglang")
     return engine["available_bytes"] * tp, engine["kv_cache_tokens"], sequences
 
 
-def _decoding_sequences(model, tokens, context_length, block_size):
-    """Sequences of ``context_length`` tokens that ``tokens`` of vLLM's KV cache hold once they
-    decode, each sliding-window group at its window's blocks (the simulator's count:
-    :func:`rooflinekit.batching.replica_kv_window`), where vLLM's logged concurrency counts a
-    window group at its most while a prompt prefills, a window and a step's tokens."""
-    full, sliding, window, unit = replica_kv_window(model, block_size)
+def _decoding_sequences(model, tokens, context_length, block_size, pool="vllm"):
+    """Sequences of ``context_length`` tokens that ``tokens`` of ``pool``'s KV cache hold once
+    they decode, each sliding-window group at its window's blocks (the simulator's count:
+    :func:`rooflinekit.batching.replica_kv_window`; SGLang's: its full pool), where vLLM's
+    logged concurrency counts a window group at its most while a prompt prefills, a window and
+    a step's tokens."""
+    full, sliding, window, unit = replica_kv_window(model, block_size, pool=pool)
     blocks = -(-context_length // block_size)
     return tokens // block_size * unit // (full * blocks + sliding * min(blocks, window))
 

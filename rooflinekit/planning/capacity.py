@@ -118,7 +118,7 @@ def _meets(margins, n) -> np.ndarray:
     return ok
 
 
-def _capacity_bound(batcher, occupancy, peak, replicates, requests) -> np.ndarray:
+def _capacity_bound(batcher, occupancy, peak, requests) -> np.ndarray:
     """What capped the saturation run's batch, per replicate (Notes of :func:`max_rate`, 4).
 
     A continuous batcher admits a burst's requests while it has slots and cache for their first
@@ -133,8 +133,7 @@ def _capacity_bound(batcher, occupancy, peak, replicates, requests) -> np.ndarra
     slots = np.inf if batcher.max_num_seqs is None else batcher.max_num_seqs
     return np.where(full, "memory",
                     np.where(peak >= slots, "max_num_seqs",
-                             np.where(peak >= requests, "requests",
-                                      "memory"))).reshape(replicates)
+                             np.where(peak >= requests, "requests", "memory")))
 
 
 def _failing(margins, rejected) -> np.ndarray:
@@ -289,7 +288,7 @@ def max_rate(batcher: ContinuousBatcher, slo, draws, *, rtol: float = 0.02,
                      where=np.nan_to_num(in_batch) > 0)
     saturation = np.maximum(busy["request_throughput"].astype(float), full)
     occupancy = np.nan_to_num(busy["peak_kv_occupancy"].astype(float))
-    capacity_bound = _capacity_bound(batcher, occupancy, busy["peak_running"].astype(float), n,
+    capacity_bound = _capacity_bound(batcher, occupancy, busy["peak_running"].astype(float),
                                      arrival.shape[1])
     served = saturation > 0
     binding = np.where(served, capacity_bound, "memory").astype(object)
