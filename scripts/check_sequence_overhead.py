@@ -24,7 +24,7 @@ value minimising
 
 is kept, where ``p_i(s)`` is the simulated mean TPOT (mean ITL where the source gives only
 that) at ``s`` and ``m_i`` the measured one, over the points below 80 % of their sweep's
-saturation, with ``w_i = 1 / (points of its source)`` so that every source weighs the same.
+saturation (:func:`score_load_sweeps.below_saturation`), with ``w_i = 1 / (points of its source)`` so that every source weighs the same.
 Then the fit is repeated without each source and scored on it (mean absolute percentage error
 of its TPOT); the interval is the 5th-95th percentile of the fit over the sources resampled
 with replacement (:data:`N_RESAMPLES`, seed 0).
@@ -107,10 +107,7 @@ def tpot_points(path=sweeps_score.DEFAULT_SWEEPS, grid=GRID, *, replicates=3, re
         if not fitted(points[0]):
             continue
         kind = sweeps_score.mode(points)
-        peak = max(p["output_throughput"] for p in points)
-        for point in points:
-            if point["output_throughput"] > sweeps_score.SATURATION_SHARE * peak:
-                continue
+        for point in sweeps_score.below_saturation(points):
             if point["mean_tpot_ms"] is not None:
                 key, measured = "mean_tpot", point["mean_tpot_ms"]
             elif point["mean_itl_ms"] is not None:

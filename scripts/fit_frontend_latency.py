@@ -28,7 +28,7 @@ point therefore gives the whole curve, and the least squares on relative residua
 has the solution ``L = max(0, Σ w_i (m_i − p_i) / m_i² / Σ w_i / m_i²)``, where ``p_i`` is the
 point's simulated mean TTFT at ``L = 0`` (median where the source publishes only a median) and
 ``m_i`` the measured one, over the points below 80 % of their sweep's saturation
-(:data:`score_load_sweeps.SATURATION_SHARE`); ``w_i = 1 / (points of its source)`` so that every
+(:func:`score_load_sweeps.below_saturation`); ``w_i = 1 / (points of its source)`` so that every
 source weighs the same. One value for every GPU: the front end runs on the host.
 
 Held out by source: the fit is repeated without each vLLM source and scored on that source
@@ -106,11 +106,8 @@ def ttft_points(path=sweeps_score.DEFAULT_SWEEPS, *, replicates=3, requests=300,
     out = []
     for name, points in sweeps_score.read_sweeps(path).items():
         kind = sweeps_score.mode(points)
-        peak = max(p["output_throughput"] for p in points)
         engine = _without_frontend(points[0])
-        for point in points:
-            if point["output_throughput"] > sweeps_score.SATURATION_SHARE * peak:
-                continue
+        for point in sweeps_score.below_saturation(points):
             if point["mean_ttft_ms"] is not None:
                 key, measured = "mean_ttft", point["mean_ttft_ms"]
             elif point["median_ttft_ms"] is not None:

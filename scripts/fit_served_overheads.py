@@ -107,9 +107,7 @@ def simulate(sweeps, engine: str, knobs=None, *, replicates=3, requests=300,
         peak = max(p["output_throughput"] for p in points)
         top = max(points, key=lambda p: p["output_throughput"])
         common = dict(replicates=replicates, requests=requests, seed=seed)
-        for point in points:
-            if point["output_throughput"] > sweeps_score.SATURATION_SHARE * peak:
-                continue
+        for point in sweeps_score.below_saturation(points):
             pred = sweeps_score.predict_point(point, cal, kind, **common)
             tpot = point["mean_tpot_ms"] if point["mean_tpot_ms"] is not None \
                 else point["mean_itl_ms"]

@@ -103,6 +103,24 @@ def test_modes(scorer, sweeps):
     assert kinds["nim_h100x2_llama3.3-70b_fp8_tp2_5000in_500out"] == "closed"
 
 
+def test_below_saturation_is_below_the_peaks_throughput_and_its_load(scorer, sweeps):
+    """At most 80 % of the sweep's largest throughput, offered less than the load that gave it:
+    a point past the peak is above saturation however far its throughput fell."""
+    def point(load, throughput, closed=True):
+        return {"rate": math.inf if closed else float(load), "concurrency": load if closed
+                else None, "output_throughput": throughput}
+    closed = [point(4, 1000), point(16, 3000), point(32, 5000), point(64, 3900)]
+    assert [p["concurrency"] for p in scorer.below_saturation(closed)] == [4, 16]
+    rates = [point(1, 200, False), point(4, 790, False), point(16, 2260, False),
+             point(20, 1500, False)]
+    assert [p["rate"] for p in scorer.below_saturation(rates)] == [1, 4]
+    # the one published sweep with such a point: gpt-oss-120b at 1k/8k, 64 clients
+    gpt_oss = sweeps["inferencex_h100x8_gpt-oss-120b_tp8_random1k8k_conc"]
+    assert [p["concurrency"] for p in scorer.below_saturation(gpt_oss)] == [4, 8, 16]
+    assert max(p["concurrency"] for p in gpt_oss if p["output_throughput"]
+               <= 0.8 * max(q["output_throughput"] for q in gpt_oss)) == 64
+
+
 @pytest.mark.slow
 def test_score_one_small_sweep(scorer):
     name = "lambda_h100x2_llama3-70b_tp2_burst"
