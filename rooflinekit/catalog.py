@@ -99,6 +99,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
     extra = {"interconnect_latency": latency * units.US} if latency is not None else {}
     power = _sourced(row, name, "board_power_w", "power_source")
     domain = _sourced(row, name, "scale_up_gpus", "scale_up_source")
+    host_gpus = _sourced(row, name, "host_gpus", "host_gpus_source")
     host, p2p = _host_link(row, name)
     clock = _positive(name, "boost_clock_mhz",
                       _sourced(row, name, "boost_clock_mhz", "clock_source"))
@@ -128,6 +129,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         scale_up_gpus=domain,
         host_link_bandwidth=host,
         p2p_gpus=p2p,
+        host_gpus=host_gpus,
         boost_clock=None if clock is None else clock * 1e6,
         ring_collectives=bool(ring),
         **extra,
@@ -440,6 +442,8 @@ _VARIABLES = {ModelShape: {
     "host_link_bandwidth": ("bytes/s", "host link a PCIe group shares beyond p2p_gpus, per "
                                        "direction (NaN: none)"),
     "p2p_gpus": ("1", "GPUs linked peer to peer without the shared host link (NaN: none)"),
+    "host_gpus": ("1", "GPUs one host holds, whose engines map each other's memory (NaN: the "
+                       "whole scale-up domain's)"),
     "boost_clock": ("Hz", "maximum SM boost clock (NaN: unknown)"),
     "ring_collectives": ("1", "collectives pay a latency per ring hop (PCIe: 1) or a fixed "
                               "one (NVLink: 0)"),

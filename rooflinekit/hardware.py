@@ -81,6 +81,14 @@ class GPU:
         crossing the shared host path [1] (the GPUs one PCIe switch links), ≥ 1; a group of
         at most this many never uses ``host_link_bandwidth``. ``None`` (default): 1 where
         ``host_link_bandwidth`` is given.
+    host_gpus : int, optional
+        GPUs one host holds [1], ≥ 1: the operating-system instance whose processes map each
+        other's device memory directly (CUDA IPC), the four of a GB200 or GB300 NVL72 compute
+        tray. A tensor-parallel group larger than it still all-reduces over the NVLink domain
+        (``scale_up_gpus``), but an engine whose all-reduce maps its peers' memory through one
+        host falls back to a slower collective there (an engine's
+        ``cross_host_allreduce_latency``, :class:`rooflinekit.Engine`). ``None`` (default):
+        every group within ``scale_up_gpus`` is one host's (an HGX board's 8).
     boost_clock : float, optional
         The SM clock's maximum boost [Hz] (``1.98e9`` for an H100 SXM), > 0: an engine's
         ``layer_cycles`` (:class:`rooflinekit.Engine`) take ``layer_cycles / boost_clock``
@@ -137,6 +145,7 @@ class GPU:
     scale_up_gpus: int | None = None
     host_link_bandwidth: float | None = None
     p2p_gpus: int | None = None
+    host_gpus: int | None = None
     boost_clock: float | None = None
     ring_collectives: bool = False
     streaming_bandwidth: float | None = None
@@ -158,6 +167,7 @@ class GPU:
         set_("host_link_bandwidth", positive_number(
             "host_link_bandwidth", self.host_link_bandwidth, allow_none=True))
         set_("p2p_gpus", whole_number("p2p_gpus", self.p2p_gpus, lo=1, allow_none=True))
+        set_("host_gpus", whole_number("host_gpus", self.host_gpus, lo=1, allow_none=True))
         set_("boost_clock", positive_number("boost_clock", self.boost_clock, allow_none=True))
         set_("ring_collectives", check_bool("ring_collectives", self.ring_collectives))
         # a measured stream cannot beat the memory's pins (a larger figure is a cache's), nor

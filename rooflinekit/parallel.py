@@ -44,6 +44,7 @@ __all__ = [
     "LayoutMemory",
     "all_to_all_bytes_per_token",
     "allreduce_coefficients",
+    "cross_host_allreduce_latency",
     "allreduce_time",
     "check_layout",
     "device_peak_flops",
@@ -265,6 +266,51 @@ def allreduce_coefficients(n_layers, hidden_size, activation_bytes, degree, hop_
         hops = where(ring_collectives > 0.5, ring_hops, hops)
     latency = allreduces * hops * hop_latency
     return bytes_per_token, latency
+
+
+def cross_host_allreduce_latency(n_layers, degree, host_gpus, latency):
+    """Latency the all-reduces of one step add past one host's GPUs [s] (plain arithmetic).
+
+    Parameters
+    ----------
+    n_layers : float or ndarray
+        Decoder layers [1].
+    degree : float or ndarray
+        GPUs in the tensor-parallel group [1], ≥ 1.
+    host_gpus : float or ndarray
+        GPUs one host holds [1] (the catalogue's ``host_gpus``); NaN where unknown.
+    latency : float or ndarray
+        Latency one all-reduce adds across hosts [s], ≥ 0 (an engine's
+        ``cross_host_allreduce_latency``).
+
+    Returns
+    -------
+    float or ndarray
+        ``2·L · latency`` where ``degree > host_gpus``, else 0.
+
+    Notes
+    -----
+    An engine whose all-reduce reads its peers' buffers through device memory mapped from one
+    host (CUDA IPC) cannot map a GPU of another host: past one host it falls back to a
+    collective library, which pays more per all-reduce even over the same NVLink switches
+    (an NVL72's trays hold four GPUs each). The measured tables this knob is read from:
+    SGLang 0.5.14's all-reduce of 128 bytes to 64 KiB on GB300 takes 3.4-4.1 µs on two or four
+    GPUs and 27-30 µs on eight, vLLM 0.27.0's 7.0-8.0 and 13-14 µs, TensorRT-LLM
+    1.3.0rc20's (whose all-reduce spans the NVLink domain) 4.2-4.9 and 4.3-4.6 µs [1]_.
+
+    References
+    ----------
+    .. [1] NVIDIA aiconfigurator-core 0.12.0 (Apache-2.0),
+       ``systems/data/gb300/comm/{sglang/0.5.14,vllm/0.27.0,trtllm/1.3.0rc20}/custom_allreduce_perf.parquet``.
+
+    See Also
+    --------
+    allreduce_coefficients
+    """
+    arrays = (n_layers, degree, host_gpus, latency)
+    where = xr.where if any(isinstance(a, xr.DataArray) for a in arrays) else np.where
+    beyond = degree > host_gpus                  # NaN (unknown): never beyond
+    return where(beyond, ALLREDUCES_PER_LAYER * n_layers * latency, 0.0)
 
 
 def _read_link(gpu, arguments):

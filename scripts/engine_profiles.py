@@ -283,13 +283,14 @@ GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_effici
 #: Every knob a profile row holds, per phase, in the order written.
 KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead",
                      "fp4_compute_efficiency", "moe_compute_share", "mla_layer_overhead",
-                     "attention_compute_efficiency"),
+                     "attention_compute_efficiency", "cross_host_allreduce_latency"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency",
                     *SHARED_KERNEL_KNOBS,
                     "host_traffic_share", "moe_layer_overhead", "fp4_bandwidth_efficiency",
-                    "moe_compute_share", "mla_layer_overhead", "attention_compute_efficiency")}
+                    "moe_compute_share", "mla_layer_overhead", "attention_compute_efficiency",
+                    "cross_host_allreduce_latency")}
 #: The FP4 stage (:func:`with_fp4_stage`): per phase, the knob it fits to the NVFP4 rows of
 #: :data:`CHECK_DTYPES` with every other knob held, and the knob it takes where the tables hold
 #: no NVFP4 GEMMs (what ``None`` means for it). The NVFP4 GEMMs of the B200 tables reach 39-44 %
@@ -396,6 +397,79 @@ def allreduce_version(system: str, engine: str, version: str) -> str | None:
     found = [v for v in versions_with(system, "comm", engine, "custom_allreduce_perf.parquet")
              if version_key(v) <= version_key(version)]
     return found[-1] if found else None
+
+
+#: All-reduce messages at most this many elements (64 KiB of bf16) measure the collective's
+#: fixed latency: the tables' times there are flat in the size.
+SMALL_MESSAGE = 32_768
+
+
+@functools.cache
+def _allreduce_latencies(system: str, engine: str, version: str) -> dict:
+    """``{GPUs: {message elements: latency [s]}}`` of the bf16 all-reduce table of ``engine``
+    ``version`` on ``system``, at messages of at most :data:`SMALL_MESSAGE` elements (the CUDA
+    graph backend's rows where the table has them, as :func:`load_tables` reads it)."""
+    frame = _read(data_root() / system / "comm" / engine / version /
+                  "custom_allreduce_perf.parquet")
+    frame = frame[frame["allreduce_dtype"] == "bfloat16"]
+    if "backend" in frame and frame["backend"].astype(str).str.endswith("_graph").any():
+        frame = frame[frame["backend"].astype(str).str.endswith("_graph")]
+    frame = frame[frame["message_size"] <= SMALL_MESSAGE]
+    return {int(n): dict(rows.groupby("message_size")["latency"].median() * 1e-3)
+            for n, rows in frame.groupby(frame["num_gpus"].astype(int))}
+
+
+def cross_host_latency(system: str, engine: str, version: str) -> float | None:
+    """The latency one all-reduce adds past one host's GPUs [s] in ``engine``'s all-reduce
+    table ``version`` on ``system`` (``Engine.cross_host_allreduce_latency``): the median, over
+    the messages of at most :data:`SMALL_MESSAGE` elements both degrees measure, of the time at
+    the smallest degree past the catalogue's ``host_gpus`` less the time at ``host_gpus``, at
+    least 0. ``None`` where the GPU gives no ``host_gpus`` or the table reaches no degree past
+    it. SGLang 0.5.14 on GB300: 27-30 µs on eight GPUs (two trays) against 3.7-4.1 on four."""
+    host = catalog.gpu(SYSTEM_TO_GPU[system]).host_gpus
+    if host is None:
+        return None
+    table = _allreduce_latencies(system, engine, version)
+    past = sorted(n for n in table if n > host)
+    if host not in table or not past:
+        return None
+    inside, beyond = table[host], table[past[0]]
+    common = sorted(set(inside) & set(beyond))
+    if not common:
+        return None
+    return max(0.0, float(np.median([beyond[m] - inside[m] for m in common])))
+
+
+def newest_cross_host_latency(engine: str) -> tuple[float, str] | None:
+    """``engine``'s newest measured :func:`cross_host_latency` on any system with a
+    ``host_gpus`` (the GB200 and GB300 trays), and where (``"gb300 comm/sglang/0.5.14"``):
+    the value a profile whose own tables reach no degree past its host takes."""
+    found = []
+    for system in systems_with_data():
+        for version in versions_with(system, "comm", engine, "custom_allreduce_perf.parquet"):
+            value = cross_host_latency(system, engine, version)
+            if value is not None:
+                found.append((version_key(version), value, f"{system} comm/{engine}/{version}"))
+    if not found:
+        return None
+    _, value, where = max(found, key=lambda f: f[0])
+    return value, where
+
+
+def rows_cross_host_latency(rows) -> float:
+    """The cross-host latency a fit of ``rows`` runs on [s]: the largest
+    :func:`cross_host_latency` of the tables their GPUs' rows were made from (each row's
+    ``engine`` names the engine and version), 0 where none reaches past a host. A fit reads
+    it from its own rows only, so that a GPU left out lends it nothing."""
+    found = [0.0]
+    for gpu, label in {(r["gpu"], r["engine"]) for r in rows}:
+        system = next(s for s, g in SYSTEM_TO_GPU.items() if g == gpu)
+        engine, version = label.split(" ", 1)
+        comm = allreduce_version(system, engine, version)
+        value = None if comm is None else cross_host_latency(system, engine, comm)
+        if value is not None:
+            found.append(value)
+    return max(found)
 
 
 # -- interpolation ------------------------------------------------------------------------------
@@ -1394,12 +1468,16 @@ class ProfileFit:
         whose :data:`SHARED_KERNEL_KNOBS` the decode phase holds.
     decode : rooflinekit.calibrate.CalibrationResult
         The TPOT fit of the :data:`FIT` decode knobs on a base engine holding those.
+    cross_host : float
+        The all-reduce's latency past one host that every fit ran on [s]
+        (:func:`rows_cross_host_latency`), written in both phases.
     """
 
     prefill: object
     gemm: object
     decode: object
     decode_fit: tuple = FIT["decode"]
+    cross_host: float = 0.0
 
     def _decode_names(self, names) -> tuple:
         """``names`` with ``layer_overhead`` as ``layer_cycles`` in a transfer fit."""
@@ -1416,11 +1494,13 @@ class ProfileFit:
         :data:`KNOBS`: the :data:`HELD` ones at their held value, the decode phase's shared
         prefill knobs :meth:`shared`, with their intervals)."""
         columns = ("value", "lower", "upper")
+        cross = {"cross_host_allreduce_latency": self.cross_host}
         table = {column: {
             "prefill": {**_knobs(self.prefill.parameters, "prefill", column, FIT["prefill"]),
-                        **HELD["prefill"]},
+                        **HELD["prefill"], **cross},
             "decode": {**_knobs(self.decode.parameters, "decode", column, self.decode_fit),
-                       **HELD["decode"], **self.shared(column)}} for column in columns}
+                       **HELD["decode"], **cross, **self.shared(column)}}
+            for column in columns}
         # the MoE stage's knob is not the kernel fit's: build_engine adds it
         fitted = {phase: tuple(k for k in KNOBS[phase] if k not in STAGE_KNOBS)
                   for phase in KNOBS}
@@ -1463,14 +1543,17 @@ def fit_profile(rows: list, n_resamples: int = N_RESAMPLES, transfer: bool = Fal
     ds = measurements_from_records(rows)
     common = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": SEED,
               "gpus": fit_gpus(rows) if streaming else None}
-    base = Engine(**STRUCTURE)
+    # an all-reduce past one host pays its tables' extra latency (GB300 at tp 8 under SGLang)
+    cross = rows_cross_host_latency(rows)
+    structure = {**STRUCTURE, "cross_host_allreduce_latency": cross}
+    base = Engine(**structure)
     prefill = calibrate(ds, fit={"prefill": FIT["prefill"], "decode": ()}, engine=base, **common)
     gemm = calibrate(ds, fit={"prefill": GEMM_FIT, "decode": ()}, engine=base, **common)
     shared = ProfileFit(prefill, gemm, None).shared()
     decode_fit = TRANSFER_DECODE_FIT if transfer else FIT["decode"]
     decode = calibrate(ds, fit={"prefill": (), "decode": decode_fit},
-                       engine=Engine(**shared, **STRUCTURE), **common)
-    return ProfileFit(prefill, gemm, decode, decode_fit)
+                       engine=Engine(**shared, **structure), **common)
+    return ProfileFit(prefill, gemm, decode, decode_fit, cross)
 
 
 def profile_knobs(fit: ProfileFit) -> dict:
@@ -2030,7 +2113,29 @@ def build_engine(engine: str, today: str, log=print) -> list:
             f"{each}")
     pool_moe_shares(profiles)
     pool_mla_overheads(profiles)
+    lend_cross_host_latency(engine, profiles)
     return profiles
+
+
+def lend_cross_host_latency(engine: str, profiles: list) -> None:
+    """Give a profile of a GPU with a ``host_gpus`` whose own all-reduce table stops at the host
+    (no row of its fit crossed one) the engine's newest measured
+    :func:`cross_host_latency` (:func:`newest_cross_host_latency`: its value on another
+    table of the same engine, the same tray), in both phases, and say where it comes from in
+    its source. It changes no fit: none of that GPU's rows reach past its host."""
+    lent = newest_cross_host_latency(engine)
+    if lent is None:
+        return
+    value, where = lent
+    for prof in profiles:
+        own = prof["decode"].get("cross_host_allreduce_latency", 0.0)
+        if catalog.gpu(prof["gpu"]).host_gpus is None or own > 0 or value == 0:
+            continue
+        for phase in FIT:
+            prof[phase]["cross_host_allreduce_latency"] = value
+            prof["interval"][phase]["cross_host_allreduce_latency"] = [value, value]
+        prof["source"] += (f"; cross_host_allreduce_latency {value * 1e6:.1f} us from {where} "
+                           f"(its own tables stop at {catalog.gpu(prof['gpu']).host_gpus} GPUs)")
 
 
 def _pct_pair(pair) -> str:

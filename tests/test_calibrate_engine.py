@@ -238,9 +238,10 @@ def test_engine_knobs_recovered_from_exact_decode_data():
     # which fit="engine" leaves at its prior (it needs every row's GPU clock), and
     # moe_layer_overhead, moe_compute_share, mla_layer_overhead and
     # attention_compute_efficiency (read from MoE, MLA and attention kernel tables, not fitted
-    # to rows), nor
-    # sequence_overhead (a served engine's host time, fitted under load when named)
+    # to rows), nor cross_host_allreduce_latency (read from all-reduce tables past a host),
+    # nor sequence_overhead (a served engine's host time, fitted under load when named)
     assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead", "frontend_latency",
+                                "cross_host_allreduce_latency",
                                 "low_precision_compute_efficiency",
                                 "low_precision_layer_overhead",
                                 "low_precision_bandwidth_efficiency",

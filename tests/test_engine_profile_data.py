@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import rooflinekit
 from rooflinekit import catalog
 from rooflinekit.calibrate import Calibration
 
@@ -39,13 +40,15 @@ KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_to
                      "prefill_overhead", "interconnect_efficiency",
                      "low_precision_compute_efficiency", "host_traffic_share",
                      "moe_layer_overhead", "fp4_compute_efficiency", "moe_compute_share",
-                     "mla_layer_overhead", "attention_compute_efficiency"),
+                     "mla_layer_overhead", "attention_compute_efficiency",
+                     "cross_host_allreduce_latency"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
                     "moe_layer_overhead", "fp4_bandwidth_efficiency", "moe_compute_share",
-                    "mla_layer_overhead", "attention_compute_efficiency")}
+                    "mla_layer_overhead", "attention_compute_efficiency",
+                    "cross_host_allreduce_latency")}
 #: The vLLM GPUs whose own tables give each pooled knob (the A100 takes their median): every
 #: GPU with an MoE table; the B200 and GB300, whose MLA module tables time it as served.
 POOLED_FROM = {"moe_compute_share": ("H100-SXM-80GB", "H200-SXM-141GB", "B200", "L40S", "B300",
@@ -582,3 +585,22 @@ def test_held_out_residuals_break_down_the_leave_one_gpu_out_error():
         for part in (0, 1):
             whole = sum(sizes[v] * found[key][v][part] for v in sizes) / len(decode)
             assert whole == pytest.approx(found["all"][part], rel=1e-9, abs=1e-9)
+
+
+def test_the_cross_host_latency_is_read_from_the_allreduce_tables():
+    """Where aiconfigurator-core is installed: ``scripts/engine_profiles.py`` re-derives each
+    engine's value from its all-reduce tables (the median extra time at eight GPUs over four,
+    messages up to 32,768 elements), and a table that stops at the host gives none."""
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    script = _script()
+    shipped = {engine: rooflinekit.engine_profile(engine, "GB300").decode[
+        "cross_host_allreduce_latency"]
+               for engine in ("sglang", "vllm", "trtllm")}
+    assert script.cross_host_latency("gb300", "sglang", "0.5.14") == shipped["sglang"]
+    assert script.newest_cross_host_latency("vllm") == (shipped["vllm"],
+                                                         "gb300 comm/vllm/0.27.0")
+    assert script.cross_host_latency("gb300", "trtllm", "1.3.0rc20") == shipped["trtllm"] == 0
+    assert script.cross_host_latency("gb300", "vllm", "0.24.0") is None     # stops at four
+    assert script.cross_host_latency("b200_sxm", "sglang", "0.5.14") is None   # no host_gpus

@@ -217,7 +217,8 @@ class _Groups:
         ``kv`` (its KV part), ``comm`` (all-reduce at the GPU's link latency), ``comm_bytes``
         (its bandwidth part), ``comm_host_bytes`` (that part with ``host_traffic_share`` 1:
         all past the peer-to-peer domain over the GPU's shared host link), ``hops`` (latency
-        per unit of hop latency [1]), ``runs``, ``decodes`` (decode tokens of the step [1]),
+        per unit of hop latency [1]), ``cross_hosts`` (all-reduces past one host's GPUs:
+        latency per unit of ``cross_host_allreduce_latency`` [1]), ``runs``, ``decodes`` (decode tokens of the step [1]),
         ``layers`` (``runs × n_layers`` [1]), ``moe_layers`` (``layers`` of a model with more
         than one expert, else 0 [1]), ``mla_layers`` (``runs × n_kv_layers`` of a model with
         multi-head latent attention, else 0 [1]), ``cycles`` (``layers / boost_clock`` [s]),
@@ -230,7 +231,7 @@ class _Groups:
         ``compute``), ``expert_gemm`` (their part of ``gemm``) and ``prompt`` (``runs ×
         min(prompt tokens, 1)``)."""
         names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes",
-                 "comm_host_bytes", "hops", "runs", "decodes", "cycles",
+                 "comm_host_bytes", "hops", "cross_hosts", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "mla_layers", "low_precision_layers",
                  "low_precision", "fp4", "attention", "experts", "expert_gemm", "prompt")
         terms = {name: np.full(self.n, np.nan) for name in names}
@@ -288,6 +289,11 @@ class _Groups:
             terms["expert_gemm"][idx] = experts
             terms["experts"][idx] = [e * (d + p) for e, (d, p, _, _) in zip(experts, steps)]
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
+            # all-reduces past one host's GPUs (0 on a GPU without host_gpus, or within one)
+            unit_cross = roofline.step_cost_coefficients(
+                model, gpu, tp, engine=plain.replace(cross_host_allreduce_latency=1.0))
+            terms["cross_hosts"][idx] = runs * (unit_cross.allreduce_latency
+                                                - cost.allreduce_latency)
             terms["layers"][idx] = runs * model.n_layers
             terms["moe_layers"][idx] = runs * model.n_layers * float(model.n_experts > 1)
             terms["mla_layers"][idx] = runs * model.n_kv_layers * float(model.is_mla)
@@ -338,6 +344,9 @@ class _Groups:
         # comm holds the latency and the own-link bytes at full share: swap those bytes for link
         comm = t["comm"] + (link - t["comm_bytes"]) if knobs["interconnect_latency"] is None \
             else link + knobs["interconnect_latency"] * t["hops"]
+        cross = knobs["cross_host_allreduce_latency"]
+        if np.any(np.asarray(cross) != 0):      # 0 (default): the line above, to the bit
+            comm = comm + cross * t["cross_hosts"]
         low_efficiency = knobs.get("low_precision_compute_efficiency")
         fp4_efficiency = knobs.get("fp4_compute_efficiency")
         attention_efficiency = knobs.get("attention_compute_efficiency")

@@ -103,6 +103,7 @@ _CHECKS = {
     "allreduce": _check_allreduce,
     "interconnect_bandwidth": _single(check_positive),
     "interconnect_latency": _single(check_nonnegative),
+    "cross_host_allreduce_latency": check_nonnegative,
     "interconnect_efficiency": _efficiency,
     "host_traffic_share": lambda name, v: check_range(name, v, lo=0, hi=1),
     "compute_dtype": _check_compute_dtype,
@@ -226,6 +227,12 @@ class Engine:
         Latency of one link hop [s], ≥ 0 (a collective pays two); default the GPU's own.
     interconnect_efficiency : float
         Share of the link bandwidth the all-reduce reaches [1], in (0, 1]. Default 1.0.
+    cross_host_allreduce_latency : float, array_like or xarray.DataArray
+        Latency one all-reduce adds where the tensor-parallel group is larger than one host's
+        GPUs (the GPU's ``host_gpus``: a GB200 or GB300 tray's four) [s], ≥ 0: an engine whose
+        all-reduce maps its peers' memory through one host (vLLM's and SGLang's custom
+        all-reduce) falls back to a slower collective across hosts, even inside one NVLink
+        domain. No effect on a GPU whose catalogue row gives no ``host_gpus``. Default 0.
     host_traffic_share : float, array_like or xarray.DataArray
         Share of a PCIe group's all-reduce traffic that crosses the host link the whole group
         shares [1], in [0, 1], where the GPU's catalogue row gives one
@@ -283,6 +290,7 @@ class Engine:
     interconnect_bandwidth: object = None
     interconnect_latency: object = None
     interconnect_efficiency: object = 1.0
+    cross_host_allreduce_latency: object = 0.0
     host_traffic_share: object = 0.0
     compute_dtype: object = None
     activation_dtype: str = "bf16"
@@ -404,6 +412,10 @@ class Engine:
             per_token, latency = parallel.allreduce_coefficients(
                 model.n_layers, model.hidden_size, activation_bytes, degree, hop, algorithm,
                 getattr(group, "ring_collectives", False))
+            cross = laid["cross_host_allreduce_latency"]
+            if np.any(np.asarray(cross) != 0):      # 0 (default): the line above, to the bit
+                latency = latency + parallel.cross_host_allreduce_latency(
+                    model.n_layers, degree, getattr(group, "host_gpus", math.nan), cross)
             link = np.where(degree > 1, link, np.inf)        # 0 / inf = 0 where nothing is sent
         else:
             per_token, latency, link = 0.0, 0.0, math.inf

@@ -55,9 +55,11 @@ OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0,
 GPU_FIELDS = ("hbm_bandwidth", "peak_flops", "interconnect_bandwidth", "interconnect_latency",
               "n_gpus", "hourly_price")
 #: GPU fields a Dataset or array spec may lack, NaN then: a PCIe group's shared host link and
-#: its peer-to-peer domain (none: every GPU keeps its own link), the boost clock, and whether
-#: collectives pay a latency per ring hop (NaN: no, one collective latency).
-OPTIONAL_GPU_FIELDS = ("host_link_bandwidth", "p2p_gpus", "boost_clock", "ring_collectives")
+#: its peer-to-peer domain (none: every GPU keeps its own link), the boost clock, whether
+#: collectives pay a latency per ring hop (NaN: no, one collective latency) and the GPUs one
+#: host holds (NaN: the whole scale-up domain's).
+OPTIONAL_GPU_FIELDS = ("host_link_bandwidth", "p2p_gpus", "boost_clock", "ring_collectives",
+                       "host_gpus")
 
 
 def _spec_fields(kind: str, spec, spec_type: type, fields: tuple, from_object) -> dict:
