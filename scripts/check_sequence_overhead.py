@@ -108,12 +108,10 @@ def tpot_points(path=sweeps_score.DEFAULT_SWEEPS, grid=GRID, *, replicates=3, re
             continue
         kind = sweeps_score.mode(points)
         for point in sweeps_score.below_saturation(points):
-            if point["mean_tpot_ms"] is not None:
-                key, measured = "mean_tpot", point["mean_tpot_ms"]
-            elif point["mean_itl_ms"] is not None:
-                key, measured = "mean_token_itl", point["mean_itl_ms"]
-            else:
+            found = sweeps_score.published(point, "tpot")
+            if found is None:
                 continue
+            key, measured = found
             predicted = [sweeps_score.predict_point(point, at(point, s), kind,
                                                     replicates=replicates, requests=requests,
                                                     seed=seed)[key] / 1e3 for s in grid]
@@ -160,19 +158,9 @@ def held_out(points, grid=GRID) -> list[dict]:
 
 def interval(points, grid=GRID, seed=0) -> tuple[float, float]:
     """5th-95th percentile of the fit over the sources resampled with replacement."""
-    sources = list(dict.fromkeys(p["source"] for p in points))
-    by_source = {s: [p for p in points if p["source"] == s] for s in sources}
-    rng = np.random.default_rng(seed)
-    fits = []
-    for _ in range(N_RESAMPLES):
-        drawn = rng.integers(len(sources), size=len(sources))
-        sample = []
-        for k, index in enumerate(drawn):
-            # a source drawn twice counts twice: its points renamed apart
-            sample += [{**p, "source": f"{p['source']}#{k}"} for p in by_source[sources[index]]]
-        fits.append(fit(sample, grid))
-    lo, hi = np.quantile(fits, INTERVAL)
-    return float(lo), float(hi)
+    return sweeps_score.bootstrap_over_sources(
+        points, lambda sample: fit(sample, grid), n_resamples=N_RESAMPLES, quantiles=INTERVAL,
+        seed=seed)
 
 
 def main(argv=None) -> int:

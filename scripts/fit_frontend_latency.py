@@ -108,12 +108,10 @@ def ttft_points(path=sweeps_score.DEFAULT_SWEEPS, *, replicates=3, requests=300,
         kind = sweeps_score.mode(points)
         engine = _without_frontend(points[0])
         for point in sweeps_score.below_saturation(points):
-            if point["mean_ttft_ms"] is not None:
-                key, measured = "mean_ttft", point["mean_ttft_ms"]
-            elif point["median_ttft_ms"] is not None:
-                key, measured = "p50_ttft", point["median_ttft_ms"]
-            else:
+            found = sweeps_score.published(point, "ttft")
+            if found is None:
                 continue
+            key, measured = found
             pred = sweeps_score.predict_point(point, engine, kind, replicates=replicates,
                                               requests=requests, seed=seed)
             out.append({"sweep": name, "source": sweeps_score.source_group(point["source"]),
@@ -158,20 +156,9 @@ def held_out(points) -> list[dict]:
 
 def interval(points, seed=0) -> tuple[float, float]:
     """5th-95th percentile of the fit over the vLLM sources resampled with replacement."""
-    trained = [p for p in points if fitted(p)]
-    sources = list(dict.fromkeys(p["source"] for p in trained))
-    by_source = {s: [p for p in trained if p["source"] == s] for s in sources}
-    rng = np.random.default_rng(seed)
-    fits = []
-    for _ in range(N_RESAMPLES):
-        drawn = rng.integers(len(sources), size=len(sources))
-        sample = []
-        for k, index in enumerate(drawn):
-            # a source drawn twice counts twice: its points renamed apart
-            sample += [{**p, "source": f"{p['source']}#{k}"} for p in by_source[sources[index]]]
-        fits.append(fit(sample))
-    lo, hi = np.quantile(fits, INTERVAL)
-    return float(lo), float(hi)
+    return sweeps_score.bootstrap_over_sources(
+        [p for p in points if fitted(p)], fit, n_resamples=N_RESAMPLES, quantiles=INTERVAL,
+        seed=seed)
 
 
 def note(value, lo, hi, rows) -> str:

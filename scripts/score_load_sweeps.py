@@ -205,6 +205,37 @@ def _offered(point) -> float:
     return rate if rate is not None and math.isfinite(rate) else point["concurrency"]
 
 
+def published(point, what: str):
+    """``(key, value [ms])`` of what ``point`` publishes for ``what``: ``"tpot"`` the mean TPOT
+    (``key`` ``"mean_tpot"`` of :func:`predict_point`), else the mean every-gap ITL
+    (``"mean_token_itl"``); ``"ttft"`` the mean TTFT (``"mean_ttft"``), else the median
+    (``"p50_ttft"``). ``None`` where it publishes neither."""
+    pairs = {"tpot": (("mean_tpot", "mean_tpot_ms"), ("mean_token_itl", "mean_itl_ms")),
+             "ttft": (("mean_ttft", "mean_ttft_ms"), ("p50_ttft", "median_ttft_ms"))}[what]
+    return next(((key, point[column]) for key, column in pairs if point[column] is not None),
+                None)
+
+
+def bootstrap_over_sources(points, fit, *, n_resamples=1000, quantiles=(0.05, 0.95),
+                           seed=0) -> tuple[float, float]:
+    """The ``quantiles`` of ``fit(sample)`` over ``n_resamples`` samples of ``points``' sources
+    drawn with replacement (``points``: dicts with a ``source``): the interval a fit to load
+    sweeps states, where each source is one draw. A source drawn twice counts twice, its points
+    renamed apart."""
+    sources = list(dict.fromkeys(p["source"] for p in points))
+    by_source = {s: [p for p in points if p["source"] == s] for s in sources}
+    rng = np.random.default_rng(seed)
+    fits = []
+    for _ in range(n_resamples):
+        drawn = rng.integers(len(sources), size=len(sources))
+        sample = []
+        for k, index in enumerate(drawn):
+            sample += [{**p, "source": f"{p['source']}#{k}"} for p in by_source[sources[index]]]
+        fits.append(fit(sample))
+    lo, hi = np.quantile(fits, quantiles)
+    return float(lo), float(hi)
+
+
 def below_saturation(points) -> list:
     """The points of one sweep below 80 % of its saturation: a measured output throughput at
     most :data:`SATURATION_SHARE` of the sweep's largest, at a load below the one that gave
@@ -377,14 +408,10 @@ def score_sweep(points, engine, *, replicates=3, requests=300, seed=0,
         pred = sim(point)
         if kind == "closed":
             decode_err.append(_ape(*decode_side(point, pred)))
-        if point["mean_tpot_ms"] is not None:
-            tpot_err.append(_ape(pred["mean_tpot"], point["mean_tpot_ms"]))
-        elif point["mean_itl_ms"] is not None:
-            tpot_err.append(_ape(pred["mean_token_itl"], point["mean_itl_ms"]))
-        if point["mean_ttft_ms"] is not None:
-            ttft_err.append(_ape(pred["mean_ttft"], point["mean_ttft_ms"]))
-        elif point["median_ttft_ms"] is not None:
-            ttft_err.append(_ape(pred["p50_ttft"], point["median_ttft_ms"]))
+        for what, errors in (("tpot", tpot_err), ("ttft", ttft_err)):
+            found = published(point, what)
+            if found is not None:
+                errors.append(_ape(pred[found[0]], found[1]))
         rows.append(pred)
     sat = sim(top)
     return {"mode": kind, "points": len(points), "below_saturation": len(below),
