@@ -130,3 +130,12 @@ def test_the_shipped_nvl72_profiles_carry_their_engines_fallback():
     assert _step(gb300, 8, sglang) - _step(gb300, 8, sglang.replace(
         cross_host_allreduce_latency=0.0)) == pytest.approx(2 * LAYERS * 24.26e-6, rel=1e-3)
 
+
+
+def test_a_catalogue_row_states_where_its_host_gpus_comes_from():
+    from rooflinekit.catalog import _gpu_from_row
+    row = {"name": "tray-gpu", "memory_gib": 186, "hbm_bandwidth_tb_s": 8.0,
+           "dense_tflops": {"bf16": 2500.0}, "source": "test", "host_gpus": 4}
+    with pytest.raises(ValueError, match="tray-gpu.*host_gpus needs a host_gpus_source"):
+        _gpu_from_row(dict(row), {})
+    assert _gpu_from_row({**row, "host_gpus_source": "a tray"}, {}).host_gpus == 4
