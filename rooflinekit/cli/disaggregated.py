@@ -35,8 +35,9 @@ DESCRIPTION = (
     "batching) with units of x prefill and y decode replicas of the same configuration, the "
     "prompt's KV sent between them: the highest rate each sustains within the SLO (Monte Carlo on "
     "common random numbers, roofline clock), its rate per GPU, and the fleet the peak rate needs. "
-    "The pools are a tandem queue without backpressure. Without --engine the numbers are the "
-    "ideal roofline: a best case.")
+    "The pools are a tandem queue without backpressure. Without --engine the GPU is timed by "
+    "its shipped vLLM profile, and the ideal roofline's best split (the bound) is printed "
+    "beside it.")
 EPILOG = examples(
     NAME,
     "llama-3.1-8b --gpu h100 --gpu-budget 3 --rate 5 --prompt-mean 1000 --output-mean 200 "

@@ -45,7 +45,8 @@ DESCRIPTION = (
     "within the SLO (Monte Carlo over seeds, vLLM-style continuous batching on the roofline "
     "clock), the replicas the peak rate needs with headroom, the fleet's monthly cost, and whether "
     "self-hosting beats pay-as-you-go or provisioned capacity at the traffic's volume. Without "
-    "--engine the numbers are the ideal roofline: a best case.")
+    "--engine each GPU is timed by the shipped vLLM profile of it, and the ideal roofline's "
+    "answer (the bound, a best case) is printed beside it.")
 EPILOG = ("examples:\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100,l40s --tp 1,2 --rate 5 --prompt-mean 1000 "
           "--output-mean 200 --ttft 1 --itl 0.05 --replicates 4 --requests 200\n"
