@@ -15,7 +15,7 @@ running sequences, so it may grow with the batch: the step model's ``sequence_ov
 a decoding sequence, which runs of ten prompts cannot see and load sweeps of a hundred
 sequences can. This script fits it with the simulator in the loop and holds the sources out:
 every point of the vLLM sweeps of ``tests/data/load_sweeps/sweeps.csv`` whose version is
-synchronous and runs vLLM's V1 engine (from :data:`SEQUENCE_OVERHEAD_FROM`, 0.8.0, the first
+synchronous and runs vLLM's V1 engine (from :data:`score_load_sweeps.V1_SINCE`, 0.8.0, the first
 release that runs V1 by default), on a GPU with its own vLLM profile, is simulated as its source
 loaded the server (``scripts/score_load_sweeps.py``) at each value of :data:`GRID`, and the
 value minimising
@@ -24,7 +24,8 @@ value minimising
 
 is kept, where ``p_i(s)`` is the simulated mean TPOT (mean ITL where the source gives only
 that) at ``s`` and ``m_i`` the measured one, over the points below 80 % of their sweep's
-saturation (:func:`score_load_sweeps.below_saturation`), with ``w_i = 1 / (points of its source)`` so that every source weighs the same.
+saturation (:func:`score_load_sweeps.below_saturation`), with ``w_i = 1 / (points of its
+source)`` so that every source weighs the same.
 Then the fit is repeated without each source and scored on it (mean absolute percentage error
 of its TPOT); the interval is the 5th-95th percentile of the fit over the sources resampled
 with replacement (:data:`N_RESAMPLES`, seed 0).
@@ -42,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 
@@ -54,9 +54,6 @@ import score_load_sweeps as sweeps_score  # noqa: E402  (the scorer beside this 
 import rooflinekit  # noqa: E402
 from rooflinekit.profiles import Calibration, host_scheduling  # noqa: E402
 
-#: The first vLLM release that runs the V1 engine by default (vllm-project/vllm#13726, 0.8.0):
-#: the versions whose host time per sequence this fit measures.
-SEQUENCE_OVERHEAD_FROM = "0.8.0"
 #: Values tried [s]: 0 to 200 µs a decoding sequence, every 5 µs.
 GRID = np.arange(0.0, 200.5e-6, 5e-6)
 #: Bootstrap resamples (sources drawn with replacement) for the interval.
@@ -69,18 +66,12 @@ PROFILED = {key.gpu for key in rooflinekit.ENGINE_PROFILES if key.engine == "vll
 
 def fitted(point) -> bool:
     """Whether a point's sweep enters the fit: vLLM at a synchronous V1 version (from
-    :data:`SEQUENCE_OVERHEAD_FROM` to before the asynchronous default), on a GPU with its own
+    :data:`score_load_sweeps.V1_SINCE` to before the asynchronous default), on a GPU with its own
     vLLM profile (another GPU's profile would charge its own error to the host)."""
-    host = host_scheduling("vllm")
     version = sweeps_score.engine_version(point)
     return (point["engine"] == "vllm" and point["gpu"] in PROFILED and version is not None
-            and host.synchronous(version)
-            and _release(version) >= _release(SEQUENCE_OVERHEAD_FROM))
-
-
-def _release(version: str) -> tuple:
-    parts = [int(p) for p in re.match(r"\d+(\.\d+){1,3}", version).group(0).split(".")]
-    return tuple(parts + [0] * (4 - len(parts)))
+            and host_scheduling("vllm").synchronous(version)
+            and not sweeps_score.runs_v0(point))
 
 
 def at(point, seconds: float) -> Calibration:

@@ -213,6 +213,8 @@ SYSTEM_TO_GPU = {"h100_sxm": "H100-SXM-80GB", "h200_sxm": "H200-SXM-141GB",
                  "b300_sxm": "B300", "gb200": "GB200", "gb300": "GB300",
                  "rtx_pro_6000_server": "RTX-PRO-6000-Server",
                  "h100_pcie": "H100-PCIe-80GB", "a100_pcie": "A100-PCIe-80GB", "l4": "L4"}
+#: Its inverse: catalogue GPU name -> aiconfigurator system.
+GPU_TO_SYSTEM = {gpu: system for system, gpu in SYSTEM_TO_GPU.items()}
 #: Serving engines, as aiconfigurator names their data folders.
 ENGINES = ("vllm", "sglang", "trtllm")
 #: Catalogue models whose shapes the step is synthesised for (dense, head size 128).
@@ -404,16 +406,22 @@ def allreduce_version(system: str, engine: str, version: str) -> str | None:
 SMALL_MESSAGE = 32_768
 
 
-@functools.cache
-def _allreduce_latencies(system: str, engine: str, version: str) -> dict:
-    """``{GPUs: {message elements: latency [s]}}`` of the bf16 all-reduce table of ``engine``
-    ``version`` on ``system``, at messages of at most :data:`SMALL_MESSAGE` elements (the CUDA
-    graph backend's rows where the table has them, as :func:`load_tables` reads it)."""
-    frame = _read(data_root() / system / "comm" / engine / version /
-                  "custom_allreduce_perf.parquet")
+def _allreduce_rows(frame):
+    """An all-reduce table's rows the fits read: bf16, and the CUDA-graph backend's where the
+    table has one (the engines serve decode steps under CUDA graphs)."""
     frame = frame[frame["allreduce_dtype"] == "bfloat16"]
     if "backend" in frame and frame["backend"].astype(str).str.endswith("_graph").any():
         frame = frame[frame["backend"].astype(str).str.endswith("_graph")]
+    return frame
+
+
+@functools.cache
+def _allreduce_latencies(system: str, engine: str, version: str) -> dict:
+    """``{GPUs: {message elements: latency [s]}}`` of the all-reduce table of ``engine``
+    ``version`` on ``system`` (:func:`_allreduce_rows`), at messages of at most
+    :data:`SMALL_MESSAGE` elements."""
+    frame = _allreduce_rows(_read(data_root() / system / "comm" / engine / version /
+                                  "custom_allreduce_perf.parquet"))
     frame = frame[frame["message_size"] <= SMALL_MESSAGE]
     return {int(n): dict(rows.groupby("message_size")["latency"].median() * 1e-3)
             for n, rows in frame.groupby(frame["num_gpus"].astype(int))}
@@ -463,7 +471,7 @@ def rows_cross_host_latency(rows) -> float:
     it from its own rows only, so that a GPU left out lends it nothing."""
     found = [0.0]
     for gpu, label in {(r["gpu"], r["engine"]) for r in rows}:
-        system = next(s for s, g in SYSTEM_TO_GPU.items() if g == gpu)
+        system = GPU_TO_SYSTEM[gpu]
         engine, version = label.split(" ", 1)
         comm = allreduce_version(system, engine, version)
         value = None if comm is None else cross_host_latency(system, engine, comm)
@@ -775,10 +783,7 @@ def load_tables(system: str, engine: str, version: str, head_pairs: Iterable[tup
     allreduce = {}
     comm_version = allreduce_version(system, engine, version)
     if comm_version is not None:
-        frame = read("comm", comm_version, "custom_allreduce_perf.parquet")
-        frame = frame[frame["allreduce_dtype"] == "bfloat16"]
-        if "backend" in frame and frame["backend"].astype(str).str.endswith("_graph").any():
-            frame = frame[frame["backend"].astype(str).str.endswith("_graph")]
+        frame = _allreduce_rows(read("comm", comm_version, "custom_allreduce_perf.parquet"))
         for n_gpus, rows in frame.groupby(frame["num_gpus"].astype(int)):
             allreduce[int(n_gpus)] = LogGridTable(rows, ("message_size",), (1.0,))
     return KernelTables(gemm, attention["generation"], attention["context"], allreduce, files)
@@ -1701,10 +1706,9 @@ def diagnose(engine: str, system: str, log=print) -> dict:
     shipped = next((row for row in shipped_rows if row["gpu"] == SYSTEM_TO_GPU[system]), None)
     if shipped is not None:
         # left out: the median share of the engine's other GPUs with MoE tables of their own
-        gpu_system = {gpu: name for name, gpu in SYSTEM_TO_GPU.items()}
         others = [row["prefill"]["moe_compute_share"] for row in shipped_rows
-                  if row["gpu"] != shipped["gpu"] and row["gpu"] in gpu_system
-                  and _moe_rows(gpu_system[row["gpu"]], engine, row["version"]) is not None]
+                  if row["gpu"] != shipped["gpu"] and row["gpu"] in GPU_TO_SYSTEM
+                  and _moe_rows(GPU_TO_SYSTEM[row["gpu"]], engine, row["version"]) is not None]
         out["moe_blocks"] = moe_block_errors(system, engine, shipped["version"], shipped,
                                              float(np.median(others)) if others else None)
         out["mla_context"] = mla_context_errors(system, engine, shipped["version"], shipped)

@@ -286,6 +286,20 @@ def _spec(point, engine, sigma):
 ASSUMED_VERSIONS = {"LambdaLabsML/vllm-benchmark": "0.5.4"}
 #: Context [tokens] above which vLLM's V0 engine turned chunked prefill on by default.
 V0_LONG_CONTEXT = 32_768
+#: The first vLLM release that runs the V1 engine by default (vllm-project/vllm#13726, 0.8.0).
+V1_SINCE = (0, 8)
+
+
+def _release(version: str | None) -> tuple | None:
+    """The first three numeric parts of a release number (``"0.10.1.1"`` -> (0, 10, 1))."""
+    return tuple(int(x) for x in version.split(".")[:3]) if version else None
+
+
+def runs_v0(point) -> bool:
+    """Whether ``point``'s engine is vLLM's V0 engine: vLLM at a known version before
+    :data:`V1_SINCE`."""
+    release = _release(engine_version(point))
+    return point["engine"] == "vllm" and release is not None and release[:2] < V1_SINCE
 
 
 def scheduler(point) -> tuple[int, int | None, bool, str, str]:
@@ -304,8 +318,8 @@ def scheduler(point) -> tuple[int, int | None, bool, str, str]:
     """
     engine = point["engine"]
     version = engine_version(point)
-    release = tuple(int(x) for x in version.split(".")[:3]) if version else None
-    if engine == "vllm" and release and release[:2] < (0, 8):
+    release = _release(version)
+    if runs_v0(point):
         context = point.get("max_model_len") or catalog.model(point["model"]).max_context or 0
         if context > V0_LONG_CONTEXT and release >= (0, 5, 4):
             return 256, 512, True, "paged", f"vLLM {version} (V0) at {int(context)} tokens " \
