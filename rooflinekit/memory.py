@@ -47,6 +47,7 @@ __all__ = [
     "paged_waste_bytes",
     "recurrent_state_bytes",
     "sequences_in_budget",
+    "SHARE_BASES",
     "usable_kv_bytes",
     "vllm_block_size",
     "vllm_kv_cache_groups",
@@ -728,6 +729,12 @@ def _attention_bytes_per_token(model: ModelShape, tp: int) -> float:
 #: speculative token.
 MAMBA_CACHE_MODES = ("none", "align", "all")
 
+#: What an engine's memory share is a share of (:func:`engine_kv_cache`'s ``share_of``):
+#: the memory the driver reports (vLLM's ``--gpu-memory-utilization``, SGLang's
+#: ``--mem-fraction-static``), or what is left of it after the weights and the engine's own
+#: memory (TensorRT-LLM's ``free_gpu_memory_fraction``).
+SHARE_BASES = ("total", "free")
+
 
 def vllm_kv_cache_groups(model, *, draft_layers=0) -> tuple[int, int, int, int]:
     """How vLLM's hybrid KV-cache manager groups a model's layers: ``(layers per group,
@@ -796,7 +803,8 @@ def _windows_grouped(model) -> bool:
 def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_peak_bytes=0.0,
                     non_torch_bytes=0.0, weight_layout_bytes=0.0, block_size=16, max_model_len=None,
                     mamba_cache_mode="none", num_speculative_tokens=0, draft_layers=0,
-                    block_alignment=VLLM_BLOCK_ALIGNMENT, max_num_batched_tokens=None):
+                    block_alignment=VLLM_BLOCK_ALIGNMENT, max_num_batched_tokens=None,
+                    share_of="total"):
     """The KV budget as vLLM computes and logs it, per GPU of a tensor-parallel group.
 
     Parameters
@@ -844,11 +852,17 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         holds in the concurrency figure counts one chunk of it. Default ``None``:
         ``max_model_len`` (a window group then counts the whole context and one block).
         No effect on a model without sliding-window layers.
+    share_of : {"total", "free"}
+        What ``gpu_memory_utilization`` is a share of (:data:`SHARE_BASES`): ``"total"``
+        (default), the memory the driver reports (vLLM's and SGLang's rule); ``"free"``, what
+        the weights and the engine's own memory leave of it (TensorRT-LLM's
+        ``free_gpu_memory_fraction``).
 
     Returns
     -------
     dict
-        ``available_bytes`` (per GPU), ``num_blocks`` (blocks of ``bytes_per_block``),
+        ``weight_scale`` (the KV bytes one more byte of weights on the GPU takes: 1 under a
+        share of the total, the share under a share of what is free), ``available_bytes`` (per GPU), ``num_blocks`` (blocks of ``bytes_per_block``),
         ``kv_cache_tokens`` (``num_blocks × block_size``: the pool in tokens of the attention
         layers, vLLM's "GPU KV cache size: N tokens" for a model of one KV-cache group),
         ``capacity_tokens`` (``int(max_concurrency × max_model_len)``: the "GPU KV cache size"
@@ -865,6 +879,10 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     reports (:attr:`GPU.visible_memory_per_gpu`: 79.19 GiB on an 80 GiB H100), which vLLM takes
     its share of. Unlike :func:`usable_kv_bytes` the
     reserve is a share of the *whole* memory, and activations are measured, not guessed.
+    TensorRT-LLM's PyTorch backend (``share_of="free"``) takes its share of what is left
+    instead [2]: ``available = gpu_memory_utilization × (total − (weights/tp + layout +
+    activation peak + non-torch))``, the peak of its profiling pass (torch and non-torch, its
+    temporary cache given back) taken off before the fraction.
 
     A hybrid model is paged as vLLM's hybrid KV-cache manager pages it [1]: its layers in
     groups of ``g`` (:func:`vllm_kv_cache_groups`), one page a layer of a block, every page the
@@ -896,6 +914,9 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
        ``vllm/v1/core/kv_cache_utils.py`` (``get_max_concurrency_for_kv_cache_config``,
        ``_report_kv_cache_config``) and ``vllm/v1/kv_cache_interface.py``
        (``MambaSpec.max_memory_usage_bytes``).
+    .. [2] NVIDIA TensorRT-LLM, ``tensorrt_llm/_torch/pyexecutor/_util.py``
+       (``KvCacheCreator._cal_max_memory``: ``(total_gpu_memory − peak_memory + tmp_kv) ×
+       free_gpu_memory_fraction``); the logs of ``tests/data/engine_logs/trtllm_memory.csv``.
 
     See Also
     --------
@@ -923,6 +944,7 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         max_num_batched_tokens = whole_number("max_num_batched_tokens", max_num_batched_tokens,
                                               lo=1)
     check_one_of("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
+    check_one_of("share_of", share_of, SHARE_BASES)
     num_speculative_tokens = whole_number("num_speculative_tokens", num_speculative_tokens, lo=0)
     draft_layers = whole_number("draft_layers", draft_layers, lo=0)
     tp, max_model_len = int(tp), int(max_model_len)
@@ -937,8 +959,13 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     pages = (attention + per_layer * draft_layers if state_groups == 0 else per_layer * group)
     bytes_per_block = pages * block_size
     per_gpu = gpu.visible_memory_per_gpu          # the driver's total, vLLM's share of it
-    available = per_gpu * gpu_memory_utilization - (
-        model.weight_bytes / tp + weight_layout_bytes + activation_peak_bytes + non_torch_bytes)
+    kept = model.weight_bytes / tp + weight_layout_bytes + activation_peak_bytes + non_torch_bytes
+    if share_of == "free":       # a share of what is left (TensorRT-LLM)
+        weight_scale = gpu_memory_utilization
+        available = gpu_memory_utilization * (per_gpu - kept)
+    else:                        # a share of the total, less what is kept (vLLM, SGLang)
+        weight_scale = 1.0
+        available = per_gpu * gpu_memory_utilization - kept
     num_blocks = max(int(available // bytes_per_block), 0)
     context_blocks = -(-max_model_len // block_size)
     state_blocks = {"none": 1, "align": 2, "all": context_blocks}[mamba_cache_mode]
@@ -961,6 +988,7 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     max_concurrency = pool / blocks_per_request
     return {
         "available_bytes": max(available, 0.0),
+        "weight_scale": weight_scale,
         "bytes_per_block": bytes_per_block,
         "num_blocks": num_blocks,
         "kv_cache_tokens": num_blocks * block_size,

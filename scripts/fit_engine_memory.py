@@ -29,6 +29,16 @@ SGLang's row (``tests/data/engine_logs/sglang_memory.csv``): SGLang sizes its po
 (the CUDA context and communicators) on the logs whose ``A`` is printed or follows (free after
 loading plus the weights) and whose GPU's total is known (``SGLANG_LOGS``), at tensor
 parallelism 1 and above. Two logs qualify: its errors are in sample.
+
+TensorRT-LLM's row (``tests/data/engine_logs/trtllm_memory.csv``): its PyTorch backend sizes its
+cache as ``free_gpu_memory_fraction × (total − peak + tmp_kv)``, ``peak`` the torch and non-torch
+peak of a profiling pass that holds a temporary cache of ``tmp_kv``; so the memory it keeps
+beside the weights is ``peak − weights − tmp_kv`` (activations, CUDA graphs, communicators'
+workspaces: one figure). ``non_torch_parallel_gib`` is its median over the logs of a discrete
+GPU (the unified-memory DGX Spark's counts the host's use too), all at tensor parallelism 2 to 8;
+no such log is at 1, so ``non_torch_gib`` takes the same figure. Errors on the KV cache the logs
+print, in sample and leaving each model out; beside them, the error of the rule the planner
+used before (the share of the total less the weights alone).
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ OUT = ROOT / "rooflinekit" / "data" / "engine_memory.toml"
 VERSION = "0.19.0"
 GIB = 2**30
 SGLANG_CSV = ROOT / "tests" / "data" / "engine_logs" / "sglang_memory.csv"
+TRTLLM_CSV = ROOT / "tests" / "data" / "engine_logs" / "trtllm_memory.csv"
 SGLANG_VERSION = "0.5.6"
 #: The SGLang logs the fit reads: each one's GPU total [GiB] (the driver's, as PyTorch reports
 #: it) and the mem_fraction_static it ran at where its log does not print it.
@@ -170,6 +181,42 @@ def fit_sglang(rows) -> dict:
     return {**knobs, "errors": errs}
 
 
+def trtllm_rows(path=TRTLLM_CSV) -> list[dict]:
+    """The TensorRT-LLM logs of a discrete GPU whose peak, weights and temporary cache are
+    printed: what each kept beside the weights [GiB] and its KV cache."""
+    out = []
+    for r in read_rows(path):
+        figures = [_number(r[k]) for k in ("device_total_gib", "peak_memory_gib",
+                                             "weights_gib", "tmp_kv_gib", "available_kv_gib",
+                                             "free_gpu_memory_fraction")]
+        if "unified memory" in r["gpu"] or any(f is None for f in figures):
+            continue
+        total, peak, weights, tmp, kv, fraction = figures
+        out.append({"id": r["id"], "model": r["model"] or r["id"], "tp": int(r["tp"] or 1),
+                    "version": r["trtllm_version"], "total": total, "weights": weights,
+                    "fraction": fraction, "kept": peak - weights - tmp, "kv": kv})
+    return out
+
+
+def fit_trtllm(rows) -> dict:
+    """TensorRT-LLM's memory beside the weights [GiB] (the median of :func:`trtllm_rows`'
+    ``kept``) and the KV errors [GiB]: in sample, each model left out, and the share-of-total
+    rule's (``fraction × total − weights``)."""
+    def kv(r, kept):
+        return r["fraction"] * (r["total"] - r["weights"] - kept)
+    kept = statistics.median(r["kept"] for r in rows)
+    held = {}
+    for name in sorted({r["model"] for r in rows}):
+        rest = statistics.median(r["kept"] for r in rows if r["model"] != name)
+        held.update({r["id"]: kv(r, rest) - r["kv"] for r in rows if r["model"] == name})
+    return {"non_torch_gib": kept, "non_torch_parallel_gib": kept,
+            "in_sample": {r["id"]: kv(r, kept) - r["kv"] for r in rows}, "held_out": held,
+            "share_of_total": {r["id"]: r["fraction"] * r["total"] - r["weights"] - r["kv"]
+                               for r in rows},
+            "versions": sorted({r["version"] for r in rows if r["version"]}),
+            "n_rows": len(rows)}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"rewrite {OUT.relative_to(ROOT)}")
@@ -197,13 +244,20 @@ def main(argv=None) -> int:
           f"{sglang['non_torch_gib']:.2f} GiB at TP 1, {sglang['non_torch_parallel_gib']:.2f} above")
     for key, value in sglang["errors"].items():
         print(f"  {key:38} pool error {value:+.2f} GiB")
+    trtllm = fit_trtllm(trtllm_rows())
+    print(f"TensorRT-LLM: {trtllm['non_torch_parallel_gib']:.2f} GiB beside the weights "
+          f"(median of {trtllm['n_rows']} logs)")
+    print(f"  {'row':6} {'in':>7} {'held':>7} {'share of total':>15}")
+    for key, value in trtllm["in_sample"].items():
+        print(f"  {key:6} {value:+7.2f} {trtllm['held_out'][key]:+7.2f} "
+              f"{trtllm['share_of_total'][key]:+15.2f}")
     if args.write:
-        OUT.write_text(render(knobs, summary, len(rows), sglang))
+        OUT.write_text(render(knobs, summary, len(rows), sglang, trtllm))
         print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
 
 
-def render(knobs, summary, n_rows, sglang) -> str:
+def render(knobs, summary, n_rows, sglang, trtllm) -> str:
     """The data file's text."""
     return f"""# What a serving engine keeps on each GPU beside the weights and the KV cache, per release:
 # rooflinekit.profiles.footprint reads it (rooflinekit.memory.engine_kv_cache subtracts it).
@@ -249,6 +303,26 @@ non_torch_gib = {sglang['non_torch_gib']:.4f}
 non_torch_parallel_gib = {sglang['non_torch_parallel_gib']:.4f}
 fit_error_gib = {max(abs(v) for v in sglang['errors'].values()):.3f}
 source = "tests/data/engine_logs/sglang_memory.csv: SGLang start-up logs of sgl-project/sglang pull requests #4760 (Llama-3.1-8B, TP 1, 80 GB GPU) and #11716 (Llama-3.3-70B, TP 8, H200); GPU totals and shares: scripts/fit_engine_memory.py SGLANG_LOGS"
+
+# TensorRT-LLM (PyTorch backend): its cache is free_gpu_memory_fraction (default 0.9) x what the
+# weights and its profiling pass's peak leave of the driver's total (share_of = "free");
+# non_torch_gib / non_torch_parallel_gib: that peak beyond the weights (activations, CUDA graphs,
+# communicators' workspaces), the median over {trtllm['n_rows']} logs of a discrete GPU in
+# tests/data/engine_logs/trtllm_memory.csv (MoE models on B200 and GB200 at TP 2-8; none at TP 1,
+# so both take it). Errors on the KV cache those logs print (the share of the total less the
+# weights, the rule used before, was off by up to {max(abs(v) for v in trtllm['share_of_total'].values()):.1f} GiB).
+[[memory]]
+engine = "trtllm"
+version = "{trtllm['versions'][-1]}"
+date = "{datetime.date.today().isoformat()}"
+share_of = "free"
+sampler_bytes_per_logit = 0.0
+non_torch_gib = {trtllm['non_torch_gib']:.4f}
+non_torch_parallel_gib = {trtllm['non_torch_parallel_gib']:.4f}
+fit_error_gib = {max(abs(v) for v in trtllm['in_sample'].values()):.3f}
+held_out_error_gib = {max(abs(v) for v in trtllm['held_out'].values()):.3f}
+held_out_median_error_gib = {statistics.median(abs(v) for v in trtllm['held_out'].values()):.3f}
+source = "tests/data/engine_logs/trtllm_memory.csv: TensorRT-LLM {', '.join(trtllm['versions'])} and NVIDIA CI start-up logs of DeepSeek-R1, gpt-oss-120b and Kimi-K2 on B200 and GB200 (rows {', '.join(sorted(trtllm['in_sample']))}); the rule: tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory; the fit: scripts/fit_engine_memory.py"
 """
 
 

@@ -145,7 +145,8 @@ def test_a_hybrid_plan_with_prefixes_asks_vllm_for_its_prefix_cache():
 
 def test_the_tensorrt_llm_and_sglang_commands_size_the_same_cache(chunked):
     """trtllm-serve takes the same slots and budget, and its KV share of the memory left after
-    the weights and activations is the plan's: (u·M − W/tp − F) / (M − W/tp − F); SGLang's
+    the weights and its own profiling peak P (10.70 GiB, engine_memory.toml) is the plan's
+    cache: (u·M − W/tp − F) / (M − W/tp − P); SGLang's
     static share holds weights and KV of the memory free before its weights load, M − c:
     (u·M − F) / (M − c). By hand for Llama-3.1-8B on an H100 (the driver's 79.19 GiB;
     8,030,261,248 parameters of 2 B) at u = 0.85, F vLLM's sampler (15.452 B × max_num_seqs ×
@@ -162,7 +163,7 @@ def test_the_tensorrt_llm_and_sglang_commands_size_the_same_cache(chunked):
     memory, weights = 79.19 * gib, 2 * 8_030_261_248 / tp
     held = 15.452 * seqs * 128_256 + (0.25 if tp == 1 else 2.09) * gib
     assert float(trt["--kv_cache_free_gpu_memory_fraction"]) == pytest.approx(
-        (0.85 * memory - weights - held) / (memory - weights - held), abs=0.006)
+        (0.85 * memory - weights - held) / (memory - weights - 10.70 * gib), abs=0.006)
     sglang = _flags(got["sglang_serve"])
     before = memory - (0.60 if tp == 1 else 2.38) * gib
     assert float(sglang["--mem-fraction-static"]) == pytest.approx(

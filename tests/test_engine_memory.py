@@ -132,9 +132,9 @@ def test_which_engine_holds_memory():
     assert memory_engine(rk.Engine()) == "vllm"            # its launch command is vLLM's
     assert memory_engine("ideal") is memory_engine(rk.IDEAL) is None
     assert memory_engine("sglang") == memory_engine("sglang@0.5.6") == "sglang"
-    assert memory_engine("trtllm") is None                  # no row of its own
+    assert memory_engine("trtllm") == "trtllm"              # its row: a share of what is left
     with pytest.raises(ValueError, match="engine must be one with a memory row"):
-        engine_memory(catalog.model("Llama-3.1-8B"), "H100", engine="trtllm")
+        engine_memory(catalog.model("Llama-3.1-8B"), "H100", engine="lmdeploy")
 
 
 def test_a_plan_takes_the_footprint_off_each_gpu():

@@ -32,7 +32,7 @@ def test_a_pipeline_by_the_engines_memory_rule():
     model, gpu = catalog.model("Llama-3.1-405B"), catalog.gpu("H100-SXM-80GB")
     ds = sweep(model, gpu, tp=8, pp=[1, 2], context_length=[8192], batch_size=[1])
     share, held = rk.profiles.memory_rule("vllm", model, gpu, 8, pp=2)
-    room = share * 79.19 * 2**30 - sum(held.values())
+    room = share * 79.19 * 2**30 - rk.profiles.held_bytes(held)
     want = 16 * room - rk.weight_bytes(model)
     assert float(ds.usable_kv_bytes.sel(pp=2).squeeze()) == pytest.approx(want, rel=1e-4)
     assert not bool(ds.weights_fit.sel(pp=1).squeeze())

@@ -36,7 +36,7 @@ __all__ = ["replica_kv_budget", "replica_kv_window", "kv_window_text", "replica_
 def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
                       gpu_memory_utilization=None, block_size=16, speculative=None, pp=1,
                       ep=1, activation_peak_bytes=0.0, non_torch_bytes=0.0,
-                      weight_layout_bytes=0.0) -> int:
+                      weight_layout_bytes=0.0, share_of="total") -> int:
     """A replica's KV budget [the target's tokens]: the one rule batchers and plans derive it by.
 
     Parameters
@@ -65,6 +65,10 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
         What the engine keeps on each GPU beside weights and KV under vLLM's rule [bytes], >= 0
         (:func:`rooflinekit.profiles.footprint`); default 0 (the bound). Not read under the
         guide's rule.
+    share_of : {"total", "free"}
+        What ``gpu_memory_utilization`` is a share of (:func:`rooflinekit.memory.engine_kv_cache`):
+        the driver's total (default; vLLM's and SGLang's rule) or what the weights and the
+        engine's memory leave (TensorRT-LLM's). Not read under the guide's rule.
 
     Returns
     -------
@@ -97,15 +101,18 @@ def replica_kv_budget(model, gpu, tp=1, *, reserve=memory.DEFAULT_RESERVE,
                                 gpu_memory_utilization=gpu_memory_utilization,
                                 activation_peak_bytes=activation_peak_bytes,
                                 non_torch_bytes=non_torch_bytes,
-                                weight_layout_bytes=weight_layout_bytes, max_model_len=block_size)
+                                weight_layout_bytes=weight_layout_bytes, max_model_len=block_size,
+                                share_of=share_of)
     available, bytes_per_block = kv["available_bytes"], kv["bytes_per_block"]
+    # weights moved or added on a GPU move its KV by the rule's scale (1, or a share of free)
+    scale = kv["weight_scale"]
     if pp > 1 or ep > 1:
         per_gpu = parallel.layout_memory(model, gpu, tp=tp, pp=pp, ep=ep)
-        available += memory.weight_bytes(model) / tp - float(per_gpu.weight_bytes)
+        available += scale * (memory.weight_bytes(model) / tp - float(per_gpu.weight_bytes))
         bytes_per_block = float(per_gpu.kv_bytes_per_token) * block_size
     held = 0.0 if speculative is None else speculative.weight_bytes(model)
     if held > 0.0:
-        available -= held / int(tp)
+        available -= scale * held / int(tp)
     elif pp == ep == 1:
         return int(kv["kv_cache_tokens"])
     return max(int(available // bytes_per_block), 0) * int(block_size)

@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from rooflinekit.profiles import memory_outside_kv
+from rooflinekit.profiles import memory_outside_kv, memory_share_of
 from rooflinekit.sweep import save
 from rooflinekit.units import GiB
 
@@ -431,9 +431,14 @@ def emit(args, out, records, *, text, payload=None, dataset=None, write=None) ->
 def engine_kv_rule(share: str, gpu, held_by, model) -> str:
     """An engine's KV rule in words: ``share`` (its text) of the memory the driver reports on
     each GPU of ``gpu``'s kind, less the weights and what ``held_by`` keeps beside them for
-    ``model`` (:func:`rooflinekit.profiles.memory_outside_kv`)."""
+    ``model`` (:func:`rooflinekit.profiles.memory_outside_kv`); for an engine whose share is
+    of what those leave (TensorRT-LLM's), that share of what they leave."""
+    kept = memory_outside_kv(held_by, [model])
+    if held_by is not None and memory_share_of(held_by) == "free":
+        return (f"{share} of what the weights and {kept} leave of the "
+                f"{gpu.visible_memory_per_gpu / GiB:.2f} GiB the driver reports on each GPU")
     return (f"{share} of the {gpu.visible_memory_per_gpu / GiB:.2f} GiB the driver reports on "
-            f"each GPU, less the weights and {memory_outside_kv(held_by, [model])}")
+            f"each GPU, less the weights and {kept}")
 
 
 def guide_kv_rule(reserve: float) -> str:

@@ -25,7 +25,7 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, engine_kv_rule, format_value, print_table
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import (memory_engine, memory_rule, scheduler_defaults,
+from rooflinekit.profiles import (held_bytes, memory_engine, memory_rule, scheduler_defaults,
                                   scheduler_engine)
 
 __all__ = list(COMMAND_API)
@@ -55,7 +55,7 @@ _QUANTITIES = (
     ("batch_size", "batch size [sequences]"), ("prompt_tokens", "input len [tokens]"),
     ("fits", "fits"), ("weight_gib", "weights [GiB]"),
     ("kv_bytes_per_token", "KV per token [bytes]"),
-    ("gpu_memory_utilization", "share of each GPU's memory for weights + KV"),
+    ("gpu_memory_utilization", "engine's memory share (of what: the KV cache line)"),
     ("engine_memory_gib", "engine memory outside KV, per GPU [GiB]"),
     ("kv_budget_gib", "KV budget [GiB]"),
     ("kv_budget_tokens", "KV budget [tokens]"),
@@ -252,7 +252,7 @@ def run(args, out) -> int:
     else:
         # the engine's rule: what it keeps on each GPU outside the KV cache, taken off it
         result["gpu_memory_utilization"] = share
-        result["engine_memory_gib"] = sum(held.values()) / units.GiB
+        result["engine_memory_gib"] = held_bytes(held) / units.GiB
         result["kv_cache_rule"] = engine_kv_rule(f"{share:g}", gpu, held_by, model)
         if held_by == "vllm" and model.sliding_window is not None and model.n_sliding_layers:
             result["decoding_max_concurrent_sequences"] = int(_decoding_sequences(

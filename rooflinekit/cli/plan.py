@@ -152,7 +152,8 @@ def add_replica_flags(parser, *, lists: bool) -> None:
                    "GPU, vLLM's 8192 on >= 70 GiB other than A100, else 2048)"))
     add_flag(parser, "--gpu-memory-utilization", default=None,
              help="share of each GPU's memory for weights + KV, in (0, 1] (the engine's own: "
-                  "0.9; --engine sglang its --mem-fraction-static rule)")
+                  "0.9; --engine sglang its --mem-fraction-static rule; --engine trtllm 0.9 "
+                  "of what the weights and its own memory leave)")
     add_flag(parser, "--block-size")
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")

@@ -17,8 +17,9 @@ from rooflinekit import catalog, dims
 from rooflinekit._validation import check_type, describe
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
-from rooflinekit.profiles import (ENGINE_MEMORY, VLLM_GPU_MEMORY_UTILIZATION, held_memory,
-                                  memory_rule, memory_share)
+from rooflinekit.profiles import (ENGINE_MEMORY, TRTLLM_FREE_GPU_MEMORY_FRACTION,
+                                  VLLM_GPU_MEMORY_UTILIZATION, held_bytes,
+                                  held_memory, memory_rule, memory_share)
 from rooflinekit.workloads import Constant
 
 __all__ = ["launch_commands"]
@@ -45,15 +46,15 @@ def _held_bytes(held_by, model, gpu, tp, max_num_seqs, max_num_batched_tokens,
                 share, pp=1) -> float:
     """What engine ``held_by`` keeps on each GPU beside weights and KV at ``share`` [bytes]
     (:func:`~rooflinekit.profiles.held_memory`; 0 for ``None``)."""
-    return float(sum(held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
-                                 max_num_batched_tokens=max_num_batched_tokens,
-                                 gpu_memory_utilization=share, pp=pp).values()))
+    return held_bytes(held_memory(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
+                                  max_num_batched_tokens=max_num_batched_tokens,
+                                  gpu_memory_utilization=share, pp=pp))
 
 
 def _plan_memory(attrs, model, gpu, tp, max_num_seqs, max_num_batched_tokens, pp=1):
     """The engine whose memory the plan held (the one its ``memory_outside_kv`` names first,
-    or ``None``), the share of each GPU it gave weights and KV, and what that engine kept
-    beside them there [bytes]."""
+    or ``None``), the share of each GPU it gave weights and KV, what that engine kept
+    beside them there [bytes], and what the share is of ("total" or "free")."""
     named = str(attrs.get("memory_outside_kv", "")).split(" ", 1)[0]
     held_by = named if any(r["engine"] == named for r in ENGINE_MEMORY) else None
     given = attrs.get("gpu_memory_utilization", VLLM_GPU_MEMORY_UTILIZATION)
@@ -61,7 +62,7 @@ def _plan_memory(attrs, model, gpu, tp, max_num_seqs, max_num_batched_tokens, pp
     share, held = memory_rule(held_by, model, gpu, tp, gpu_memory_utilization=given,
                               max_num_seqs=max_num_seqs,
                               max_num_batched_tokens=max_num_batched_tokens, pp=pp)
-    return held_by, share, float(sum(held.values()))
+    return held_by, share, held_bytes(held), held.get("share_of", "total")
 
 
 def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
@@ -117,8 +118,8 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     (M − c)``; ``notes`` says where that is above SGLang's own default
     (:func:`rooflinekit.profiles.sglang_mem_fraction_static`), which keeps more back for its
     activations and CUDA graphs. TensorRT-LLM sizes its cache as a share of the memory left
-    after the weights and its activations (``--kv_cache_free_gpu_memory_fraction``):
-    ``C / (M − W − F)``, taking the plan's activations for its own [1]_. Where the
+    after the weights and its profiling pass's peak P (``--kv_cache_free_gpu_memory_fraction``):
+    ``C / (M − W − P)``, P its memory row's (:func:`~rooflinekit.profiles.engine_memory`) [1]_. Where the
     cache holds fewer tokens than the model's context, each command caps a request at the
     cache (``--max-model-len``, ``--context-length``, ``--max_seq_len``): the engines refuse
     to start when one request of their context does not fit. Its block reuse (prefix caching) is set in its options file
@@ -188,10 +189,13 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     card = catalog.gpu(str(gpu))
     memory = float(card.visible_memory_per_gpu)
     weights = float(model.weight_bytes) / (int(tp) * stages)
-    held_by, share, held = _plan_memory(attrs, model, card, int(tp), int(seqs), budget, stages)
-    cache = share * memory - weights - held          # the plan's KV cache on each GPU
+    held_by, share, held, share_of = _plan_memory(attrs, model, card, int(tp), int(seqs),
+                                                  budget, stages)
+    # the plan's KV cache on each GPU, by its engine's rule
+    cache = (share * (memory - weights - held) if share_of == "free"
+             else share * memory - weights - held)
     # vLLM's share holds weights, KV and its own F: (C + W + F) / M; a plan that held
-    # nothing (the bound, TensorRT-LLM's) keeps its share
+    # nothing (the bound) keeps its share
     vllm_share = share if held_by in ("vllm", None) else (cache + weights + _held_bytes(
         "vllm", model, card, int(tp), int(seqs), budget, share, stages)) / memory
     vllm += ["--gpu-memory-utilization", f"{min(max(vllm_share, 0.01), 1.0):.3g}",
@@ -207,7 +211,9 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
                      f"for this GPU and chunk ({own:.3f}): it keeps "
                      f"{(1 - fraction) * before / 2**30:.1f} GiB a GPU for activations and "
                      f"CUDA graphs where it would keep {(1 - own) * before / 2**30:.1f}")
-    left = memory - weights - held
+    # TensorRT-LLM's fraction is of what the weights and its own peak P leave: C / (M − W − P)
+    left = memory - weights - _held_bytes("trtllm", model, card, int(tp), int(seqs), budget,
+                                          TRTLLM_FREE_GPU_MEMORY_FRACTION, stages)
     free = cache / left if left > 0 else 0.0
     trtllm += ["--kv_cache_free_gpu_memory_fraction", f"{min(max(free, 0.01), 1.0):.2f}"]
     tokens = int(cheapest["kv_budget_tokens"]) if "kv_budget_tokens" in cheapest else None

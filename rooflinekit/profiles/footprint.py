@@ -8,7 +8,10 @@ GPU and layout, from the release's figures in ``rooflinekit/data/engine_memory.t
 ``scripts/fit_engine_memory.py``); :func:`moe_workspace_bytes` is the fused-MoE kernel's share.
 SGLang keeps ``1 − mem_fraction_static`` of the memory free before the weights load
 (:func:`sglang_mem_fraction_static`, its default by GPU and layout), which the same arithmetic
-holds as a share and the memory in use before loading. TensorRT-LLM has no row.
+holds as a share and the memory in use before loading. TensorRT-LLM's PyTorch backend takes its
+``free_gpu_memory_fraction`` of what the weights and its profiling pass's peak leave
+(:data:`TRTLLM_FREE_GPU_MEMORY_FRACTION`; its row's ``share_of = "free"``), fitted to its
+start-up logs the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from rooflinekit import catalog
+from rooflinekit.memory import SHARE_BASES
 from rooflinekit._validation import (check_bool, check_type, read_toml_file, real_number,
                                      whole_number)
 from rooflinekit.hardware import GPU
@@ -29,7 +33,8 @@ from rooflinekit.profiles.scheduling import scheduler_defaults, scheduler_engine
 from rooflinekit.profiles.shipped import DEFAULT_ENGINE
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
-           "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory", "held_memory", "memory_engine",
+           "TRTLLM_FREE_GPU_MEMORY_FRACTION", "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory",
+           "held_bytes", "held_memory", "memory_engine", "memory_share_of",
            "layout_kv_bytes", "memory_outside_kv", "memory_rule", "memory_share",
            "moe_workspace_bytes",
            "mxfp4_layout_bytes",
@@ -44,6 +49,10 @@ MOE_ACTIVATION_BYTES = 2.0
 #: vLLM's default ``--gpu-memory-utilization`` (``vllm/config/cache.py``): the share a plan
 #: takes for every engine but SGLang unless given one.
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
+#: TensorRT-LLM's default ``free_gpu_memory_fraction`` (``KvCacheConfig``, ``trtllm-serve
+#: --kv_cache_free_gpu_memory_fraction``): the share of what the weights and its profiling
+#: pass leave that its KV cache takes.
+TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
 MIB = 2**20
 #: SGLang's CUDA-graph batch sizes by GPU memory when not given (``cuda_graph_max_bs``): each
 #: row (below this many GiB, below 4 GPUs of tensor parallelism, at 4 and above), from
@@ -71,6 +80,9 @@ _NUMBER_FIELDS = ("sampler_bytes_per_logit", "non_torch_gib", "non_torch_paralle
 #: Numbers a row may leave out (an engine with too few logs to hold any out).
 _OPTIONAL_FIELDS = ("held_out_error_gib", "held_out_median_error_gib")
 _TEXT_FIELDS = ("engine", "version", "date", "source")
+#: Text a row may give: what its engine's share is a share of
+#: (:data:`rooflinekit.memory.SHARE_BASES`; ``"total"`` where not given).
+_OPTIONAL_TEXT_FIELDS = ("share_of",)
 _WHAT = "engine memory file"
 
 
@@ -88,7 +100,9 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
         :data:`~rooflinekit.profiles.ENGINE_NAMES`, at most one row each), ``version``,
         ``date``, ``source`` and the finite numbers >= 0 ``sampler_bytes_per_logit`` [bytes],
         ``non_torch_gib``, ``non_torch_parallel_gib`` and ``fit_error_gib`` [GiB], and where
-        the fit held logs out ``held_out_error_gib`` and ``held_out_median_error_gib`` [GiB].
+        the fit held logs out ``held_out_error_gib`` and ``held_out_median_error_gib`` [GiB];
+        optionally ``share_of`` (``"total"``, the default, or ``"free"``: what the engine's
+        memory share is a share of, :func:`rooflinekit.memory.engine_kv_cache`).
 
     Returns
     -------
@@ -106,7 +120,12 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
     rows, seen = [], set()
     for where, row in shipped._tables(path, data, "memory", what=_WHAT):
         out = shipped._engine_row(path, row, where, _TEXT_FIELDS,
-                                  (*_NUMBER_FIELDS, *_OPTIONAL_FIELDS, *_TEXT_FIELDS), _WHAT)
+                                  (*_NUMBER_FIELDS, *_OPTIONAL_FIELDS, *_TEXT_FIELDS,
+                                   *_OPTIONAL_TEXT_FIELDS), _WHAT)
+        out["share_of"] = row.get("share_of", "total")
+        if out["share_of"] not in SHARE_BASES:
+            _fail(path, f"{where}.share_of", f"must be one of {', '.join(SHARE_BASES)}; got "
+                  f"{out['share_of']!r}")
         if out["engine"] in seen:
             _fail(path, f"{where}.engine", f"{out['engine']!r} has a row already")
         seen.add(out["engine"])
@@ -275,8 +294,10 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
     float
         ``gpu_memory_utilization`` where given; otherwise SGLang's default
         ``--mem-fraction-static`` for ``held_by == "sglang"``
-        (:func:`sglang_mem_fraction_static`) and vLLM's 0.9 for every other
-        (:data:`VLLM_GPU_MEMORY_UTILIZATION`).
+        (:func:`sglang_mem_fraction_static`), TensorRT-LLM's ``free_gpu_memory_fraction``
+        for ``held_by == "trtllm"`` (:data:`TRTLLM_FREE_GPU_MEMORY_FRACTION`, a share of
+        what is left, not of the total: :func:`held_memory`'s ``share_of``) and vLLM's 0.9
+        for every other (:data:`VLLM_GPU_MEMORY_UTILIZATION`).
     """
     rows = {r["engine"] for r in ENGINE_MEMORY}
     if held_by is not None and (not isinstance(held_by, str) or held_by not in rows):
@@ -292,6 +313,8 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
     if held_by == "sglang":
         return sglang_mem_fraction_static(gpu, tp, pp=pp,
                                           chunked_prefill_size=max_num_batched_tokens)
+    if held_by == "trtllm":
+        return TRTLLM_FREE_GPU_MEMORY_FRACTION
     return VLLM_GPU_MEMORY_UTILIZATION
 
 
@@ -427,8 +450,9 @@ def layout_kv_bytes(held_by, model, gpu, tp, pp, ep, weight_bytes, *,
         ``max(f · M − w − held, 0)`` [bytes]: ``f`` the share of ``M``, the memory the driver
         reports on the GPU, ``w`` its weights and ``held`` what the engine keeps beside them
         (:func:`held_memory` at ``tp`` and ``pp``; an expert layout's workspace is taken as
-        its tensor-parallel rank's). What :func:`rooflinekit.roofline.layouts` takes as its
-        ``kv_bytes_per_gpu``.
+        its tensor-parallel rank's); ``max(f · (M − w − held), 0)`` for an engine whose share
+        is of what is left (TensorRT-LLM's). What :func:`rooflinekit.roofline.layouts` takes
+        as its ``kv_bytes_per_gpu``.
     """
     spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
     check_type("gpu", spec, GPU)
@@ -436,7 +460,10 @@ def layout_kv_bytes(held_by, model, gpu, tp, pp, ep, weight_bytes, *,
     weights = real_number("weight_bytes", weight_bytes, lo=0)
     share, held = memory_rule(held_by, model, spec, tp, pp=pp,
                               gpu_memory_utilization=gpu_memory_utilization)
-    return max(share * spec.visible_memory_per_gpu - weights - sum(held.values()), 0.0)
+    kept = weights + held_bytes(held)
+    if held.get("share_of") == "free":
+        return max(share * (spec.visible_memory_per_gpu - kept), 0.0)
+    return max(share * spec.visible_memory_per_gpu - kept, 0.0)
 
 
 def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
@@ -493,6 +520,12 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     after the KV cache is allocated, in the memory ``gpu_memory_utilization`` leaves, so they
     are not counted.
 
+    TensorRT-LLM (its row's ``share_of = "free"``) sizes its cache as ``f · (M − W − p)``,
+    ``p`` its profiling pass's peak beyond the weights (activations at ``max_num_tokens``,
+    CUDA graphs, communicators' workspaces; its temporary cache given back) [4]: the row's
+    ``non_torch_gib`` at ``tp = 1`` and ``non_torch_parallel_gib`` above, returned as
+    ``non_torch_bytes``, with no activation of its own.
+
     SGLang sizes its pool as ``f · A − W`` with ``A`` the memory free before the weights load
     (the driver's total ``M`` less ``c``, what the CUDA context and communicators hold, the
     row's ``non_torch_gib`` at ``tp = 1`` and ``non_torch_parallel_gib`` above) [3]: the same
@@ -507,6 +540,8 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
        logs the rows are fitted to.
     .. [3] sgl-project/sglang, ``python/sglang/srt/model_executor/model_runner.py``
        (``profile_max_num_token``: ``available − total · (1 − mem_fraction_static)``).
+    .. [4] NVIDIA TensorRT-LLM, ``tensorrt_llm/_torch/pyexecutor/_util.py``
+       (``KvCacheCreator._cal_max_memory``); ``tests/data/engine_logs/trtllm_memory.csv``.
 
     See Also
     --------
@@ -532,6 +567,10 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
         # its share is of the memory free before loading: f·(M − c) − W = f·M − W − f·c
         sampler = moe = layout = 0.0
         non_torch *= share
+    elif row["share_of"] == "free":
+        # TensorRT-LLM: its profiling pass's peak beyond the weights, one figure (its logs'
+        # activations, CUDA graphs and communicators together)
+        sampler = moe = layout = 0.0
     else:
         # a model without a vocabulary (the guide's) counts no logits: its peak is understated
         sampler = row["sampler_bytes_per_logit"] * min(seqs, tokens) * (model.vocab_size or 0)
@@ -539,6 +578,7 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
         layout = mxfp4_layout_bytes(model, gpu, tp)
     return {"activation_peak_bytes": sampler + moe, "non_torch_bytes": non_torch,
             "weight_layout_bytes": layout, "gpu_memory_utilization": share,
+            "share_of": row["share_of"],
             "sampler_bytes": sampler, "moe_workspace_bytes": moe,
             "version": row["version"], "source": row["source"],
             "held_out_error_bytes": (row["held_out_error_gib"] * GIB
@@ -597,6 +637,8 @@ def memory_outside_kv(held_by, models=None) -> str:
     version = rows[held_by]["version"]
     if held_by == "sglang":
         return f"{held_by} {version}'s memory in use before its weights load (engine_memory)"
+    if rows[held_by]["share_of"] == "free":
+        return f"{held_by} {version}'s profiling peak beyond the weights (engine_memory)"
     if models is None:
         layout = ", and for MXFP4 experts its kernels' layout"
     else:
@@ -625,7 +667,8 @@ def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
     -------
     dict
         ``activation_peak_bytes``, ``non_torch_bytes`` and ``weight_layout_bytes`` [bytes per
-        GPU]; empty for ``None``.
+        GPU] (:func:`held_bytes` sums them) and ``share_of`` (what the share is a share of,
+        :func:`rooflinekit.memory.engine_kv_cache`); empty for ``None``.
     """
     if held_by is None:
         return {}
@@ -633,4 +676,24 @@ def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
                          max_num_batched_tokens=max_num_batched_tokens,
                          gpu_memory_utilization=gpu_memory_utilization, pp=pp)
     return {k: kept[k] for k in ("activation_peak_bytes", "non_torch_bytes",
-                                 "weight_layout_bytes")}
+                                 "weight_layout_bytes", "share_of")}
+
+
+def memory_share_of(held_by) -> str:
+    """What engine ``held_by``'s memory share is a share of: ``"total"`` (the memory the driver
+    reports; vLLM, SGLang, and ``None``, the bound) or ``"free"`` (what the weights and its own
+    memory leave; TensorRT-LLM), its memory row's ``share_of``."""
+    if held_by is None:
+        return "total"
+    rows = {r["engine"]: r for r in ENGINE_MEMORY}
+    if not isinstance(held_by, str) or held_by not in rows:
+        raise ValueError(f"held_by must be None or an engine with a memory row "
+                         f"({', '.join(rows)}); got {held_by!r}")
+    return rows[held_by]["share_of"]
+
+
+def held_bytes(held) -> float:
+    """What a :func:`held_memory` answer keeps on each GPU beside weights and KV [bytes]: the
+    sum of its byte entries (0 for an empty one)."""
+    return float(sum(held.get(k, 0.0) for k in ("activation_peak_bytes", "non_torch_bytes",
+                                                 "weight_layout_bytes")))

@@ -30,7 +30,8 @@ from rooflinekit._validation import (
 )
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import memory_engine, memory_outside_kv, memory_rule, resolve_engine
+from rooflinekit.profiles import (held_bytes, memory_engine, memory_outside_kv, memory_rule,
+                                  resolve_engine)
 from rooflinekit.roofline import Engine
 from rooflinekit.sweep._dask import require_dask
 from rooflinekit.sweep.variables import (
@@ -177,6 +178,9 @@ class _Grid:
     # the engine's rule: each GPU's share of its memory less what the engine keeps beside the
     # weights [bytes], shape (model, gpu, tp, pp); ``kv_cache_rule`` says it in words
     engine_room: np.ndarray | None = None
+    # the KV bytes a byte of weights takes under that rule, the same shape (1; an engine whose
+    # share is of what is left: the share)
+    engine_weight_scale: np.ndarray | None = None
     kv_cache_rule: str = ""
 
     @property
@@ -239,18 +243,20 @@ def _block_env(grid, bounds):
     prompt = ctx if grid.axes[_P] is None else _shaped(grid.axes[_P][bounds[_P]], _P)
     k, alpha, share = (None if grid.axes[a] is None else _shaped(grid.axes[a][bounds[a]], a)
                        for a in (_K, _A, _S))
-    room = None
+    room = scale = None
     if grid.engine_room is not None:
         # (model, gpu, tp, pp) of this block, on the sweep's axes (ep and the rest: 1)
-        room = grid.engine_room[bounds[_M], bounds[_G], bounds[_T], bounds[_PP]]
+        room, scale = (a[bounds[_M], bounds[_G], bounds[_T], bounds[_PP]]
+                       for a in (grid.engine_room, grid.engine_weight_scale))
         room = room.reshape(room.shape + (1,) * (_N - 4))
+        scale = scale.reshape(room.shape)
     return _Block(model=model, gpu=gpu, tp=tp, pp=pp, ep=ep, ctx=ctx, batch=batch, prompt=prompt,
                   k=k, alpha=alpha, share=share, reserve=grid.reserve, engine=grid.engine,
                   prefill_engine=grid.prefill_engine or grid.engine,
                   layout=grid.axes[_PP] is not None or grid.axes[_EP] is not None,
                   replicate_kv=grid.replicate_kv, micro_batches=grid.micro_batches,
                   draft=grid.draft, draft_weight_bytes=grid.draft_weight_bytes,
-                  engine_room=room)
+                  engine_room=room, engine_weight_scale=scale)
 
 
 def _var_axes(grid, name):
@@ -620,12 +626,15 @@ def _specs(specs, kind, names) -> list:
 def _engine_memory(models, gpus, grid, held_by, gpu_memory_utilization) -> dict:
     """The engine's memory rule over the grid's models, GPUs, ``tp`` and ``pp``: ``_Grid``'s
     ``engine_room`` (each GPU's share of its driver's total less what the engine keeps beside
-    the weights [bytes]) and ``kv_cache_rule`` in words."""
+    the weights [bytes]; for an engine whose share is of what is left, that share of the total
+    less what it keeps), ``engine_weight_scale`` (the KV bytes a byte of weights takes: 1, or
+    that share) and ``kv_cache_rule`` in words."""
     model_specs = _specs(models, "model", grid.model_names)
     gpu_specs = _specs(gpus, "gpu", grid.gpu_names)
     tps = grid.axes[_T]
     pps = grid.axes[_PP] if grid.axes[_PP] is not None else np.ones(1, np.int64)
     room = np.zeros((len(model_specs), len(gpu_specs), len(tps), len(pps)))
+    scale = np.ones_like(room)
     shares = set()
     for i, model in enumerate(model_specs):
         for j, gpu in enumerate(gpu_specs):
@@ -637,12 +646,19 @@ def _engine_memory(models, gpus, grid, held_by, gpu_memory_utilization) -> dict:
                     except ValueError:
                         continue   # a layout that does not divide the model: it holds nothing
                     shares.add(share)
-                    room[i, j, k, m] = share * gpu.visible_memory_per_gpu - sum(held.values())
+                    if held.get("share_of") == "free":
+                        room[i, j, k, m] = share * (gpu.visible_memory_per_gpu - held_bytes(held))
+                        scale[i, j, k, m] = share
+                    else:
+                        room[i, j, k, m] = share * gpu.visible_memory_per_gpu - held_bytes(held)
     share = (f"{shares.pop():g}" if len(shares) == 1
              else f"{min(shares):g}-{max(shares):g}" if shares else "the engine's share")
-    return {"engine_room": room,
-            "kv_cache_rule": (f"the engine's: {share} of the memory the driver reports on each "
-                              f"GPU, less the weights and {memory_outside_kv(held_by, model_specs)}")}
+    kept = memory_outside_kv(held_by, model_specs)
+    rule = (f"the engine's: {share} of what the weights and {kept} leave of the memory the "
+            f"driver reports on each GPU" if np.any(scale != 1.0)
+            else f"the engine's: {share} of the memory the driver reports on each GPU, less "
+                 f"the weights and {kept}")
+    return {"engine_room": room, "engine_weight_scale": scale, "kv_cache_rule": rule}
 
 
 def _gpu_names(gpus) -> list:
@@ -822,7 +838,8 @@ def _lazy_arrays(grid):
     from dask.highlevelgraph import HighLevelGraph
 
     token = tokenize(grid.model_names, grid.model_fields, grid.gpu_names, grid.gpu_fields,
-                     grid.axes, grid.reserve, grid.engine_room, grid.engine.fields(),
+                     grid.axes, grid.reserve, grid.engine_room, grid.engine_weight_scale,
+                     grid.engine.fields(),
                      grid.variables,
                      grid.chunks, grid.replicate_kv, grid.micro_batches, grid.draft,
                      grid.draft_weight_bytes,

@@ -77,6 +77,7 @@ class _Block:
     # the engine's rule: each GPU's share of its memory less what the engine keeps beside the
     # weights [bytes], over (model, gpu, tp, pp); None under the guide's rule
     engine_room: object = None
+    engine_weight_scale: object = None   # the KV bytes a byte of weights takes under that rule
 
 
 # -- helpers the formulas share -------------------------------------------------------------------
@@ -171,7 +172,8 @@ def _group_memory_bytes(env, out):
 def _usable_kv_bytes(env, out):
     if env.engine_room is not None:
         # the engine's rule: the replica's GPUs' room less the weights, which they hold once
-        v = np.maximum(_group(env) * env.engine_room - env.model.weight_bytes, 0.0)
+        v = np.maximum(_group(env) * env.engine_room
+                       - env.engine_weight_scale * env.model.weight_bytes, 0.0)
     else:
         v = _raw(memory.usable_kv_bytes(env.model, env.gpu, tp=_group(env),
                                         reserve=env.reserve))
@@ -187,7 +189,8 @@ def _max_concurrent_sequences(env, out):
         # the engine's budget, less a draft model's weights, shared as the guide's rule shares
         # it (memory.sequences_in_budget: the same count on a budget given)
         extra = _prefix_memory(env)
-        budget = np.maximum(out["usable_kv_bytes"] - extra.pop("draft_weight_bytes", 0.0), 0.0)
+        budget = np.maximum(out["usable_kv_bytes"] - env.engine_weight_scale
+                            * extra.pop("draft_weight_bytes", 0.0), 0.0)
         if env.replicate_kv:
             budget = budget / _raw(memory.kv_copies(env.model, env.tp))
         v = _raw(memory.sequences_in_budget(env.model, budget, env.ctx, **extra))
