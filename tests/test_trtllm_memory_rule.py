@@ -7,12 +7,9 @@ memory row (``rooflinekit/data/engine_memory.toml``) holds the peak beyond the w
 the start-ups of ``tests/data/engine_logs/trtllm_memory.csv``; hand arithmetic beside each check.
 """
 
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
-
 import pytest
 
 import rooflinekit as rk
@@ -21,7 +18,8 @@ from rooflinekit.planning.deployment import launch_commands
 from rooflinekit.profiles import ENGINE_MEMORY, held_memory, layout_kv_bytes, memory_rule
 from rooflinekit.sweep import sweep
 
-ROOT = Path(__file__).parents[1]
+from helpers import load_script
+
 GIB = 2**30
 #: The H100's driver total (79.19 GiB) and Llama-3.3-70B's bf16 weights a GPU at TP 2:
 #: 70,553,706,496 parameters × 2 B / 2 (its Hugging Face safetensors index).
@@ -29,16 +27,8 @@ H100_TOTAL = 79.19 * GIB
 LLAMA70B_WEIGHTS_TP2 = 70_553_706_496.0
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location(
-        "fit_engine_memory", ROOT / "scripts" / "fit_engine_memory.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_shipped_row_is_the_scripts_fit_of_the_logs():
-    script = _script()
+    script = load_script("fit_engine_memory")
     fit = script.fit_trtllm(script.trtllm_rows())
     row = next(r for r in ENGINE_MEMORY if r["engine"] == "trtllm")
     assert row["share_of"] == "free"

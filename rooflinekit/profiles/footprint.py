@@ -299,10 +299,7 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
         what is left, not of the total: :func:`held_memory`'s ``share_of``) and vLLM's 0.9
         for every other (:data:`VLLM_GPU_MEMORY_UTILIZATION`).
     """
-    rows = {r["engine"] for r in ENGINE_MEMORY}
-    if held_by is not None and (not isinstance(held_by, str) or held_by not in rows):
-        raise ValueError(f"held_by must be None or an engine with a memory row "
-                         f"({', '.join(sorted(rows))}); got {held_by!r}")
+    _memory_row(held_by)
     tp = whole_number("tp", tp, lo=1)
     pp = whole_number("pp", pp, lo=1)
     check_type("gpu", catalog.gpu(gpu) if isinstance(gpu, str) else gpu, GPU)
@@ -630,14 +627,11 @@ def memory_outside_kv(held_by, models=None) -> str:
     """
     if held_by is None:
         return "nothing else (the bound: no engine memory held)"
-    rows = {r["engine"]: r for r in ENGINE_MEMORY}
-    if not isinstance(held_by, str) or held_by not in rows:
-        raise ValueError(f"held_by must be None or an engine with a memory row "
-                         f"({', '.join(rows)}); got {held_by!r}")
-    version = rows[held_by]["version"]
+    row = _memory_row(held_by)
+    version = row["version"]
     if held_by == "sglang":
         return f"{held_by} {version}'s memory in use before its weights load (engine_memory)"
-    if rows[held_by]["share_of"] == "free":
+    if row["share_of"] == "free":
         return f"{held_by} {version}'s profiling peak beyond the weights (engine_memory)"
     if models is None:
         layout = ", and for MXFP4 experts its kernels' layout"
@@ -683,13 +677,19 @@ def memory_share_of(held_by) -> str:
     """What engine ``held_by``'s memory share is a share of: ``"total"`` (the memory the driver
     reports; vLLM, SGLang, and ``None``, the bound) or ``"free"`` (what the weights and its own
     memory leave; TensorRT-LLM), its memory row's ``share_of``."""
+    return "total" if held_by is None else _memory_row(held_by)["share_of"]
+
+
+def _memory_row(held_by) -> dict | None:
+    """Engine ``held_by``'s memory row (``None`` for ``None``), or the error naming the
+    engines that have one."""
     if held_by is None:
-        return "total"
+        return None
     rows = {r["engine"]: r for r in ENGINE_MEMORY}
     if not isinstance(held_by, str) or held_by not in rows:
         raise ValueError(f"held_by must be None or an engine with a memory row "
-                         f"({', '.join(rows)}); got {held_by!r}")
-    return rows[held_by]["share_of"]
+                         f"({', '.join(sorted(rows))}); got {held_by!r}")
+    return rows[held_by]
 
 
 def held_bytes(held) -> float:
