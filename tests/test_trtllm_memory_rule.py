@@ -112,3 +112,15 @@ def test_held_memory_under_tensorrt_llm():
     kept = held_memory("trtllm", catalog.model("Llama-3.1-8B"), "H100-SXM-80GB", 1)
     assert kept == {"activation_peak_bytes": 0.0, "weight_layout_bytes": 0.0,
                     "non_torch_bytes": pytest.approx(10.70 * GIB, rel=1e-3), "share_of": "free"}
+
+
+def test_a_cache_tensorrt_llm_cannot_hold_is_said():
+    # a vLLM plan of Llama-3.1-70B on two H100s at 0.95: 0.95 × 79.19 − 65.70 − vLLM's own
+    # memory leaves about 7 GiB a GPU; TensorRT-LLM's peak leaves 79.19 − 65.70 − 10.70 = 2.8
+    traffic = rk.Traffic(0.3, 1000, 200)
+    plan = rk.plan(traffic, rk.SLO(ttft=5.0), models="Llama-3.1-70B", gpus="H100-SXM-80GB",
+                   tp=2, gpu_memory_utilization=0.95, replicates=1, requests=40)
+    got = launch_commands(rk.cheapest_plan(plan, by=None), traffic)
+    assert "--kv_cache_free_gpu_memory_fraction 1.00" in got["trtllm_serve"]
+    said = [n for n in got["notes"] if n.startswith("TensorRT-LLM's profiling peak")]
+    assert len(said) == 1 and "(10.7 GiB a GPU beside the weights) leaves 2.8 GiB" in said[0]

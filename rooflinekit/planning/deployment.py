@@ -119,7 +119,8 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     (:func:`rooflinekit.profiles.sglang_mem_fraction_static`), which keeps more back for its
     activations and CUDA graphs. TensorRT-LLM sizes its cache as a share of the memory left
     after the weights and its profiling pass's peak P (``--kv_cache_free_gpu_memory_fraction``):
-    ``C / (M − W − P)``, P its memory row's (:func:`~rooflinekit.profiles.engine_memory`) [1]_. Where the
+    ``C / (M − W − P)``, P its memory row's (:func:`~rooflinekit.profiles.engine_memory`) [1]_;
+    ``notes`` says where that is above 1 (TensorRT-LLM cannot hold the plan's cache). Where the
     cache holds fewer tokens than the model's context, each command caps a request at the
     cache (``--max-model-len``, ``--context-length``, ``--max_seq_len``): the engines refuse
     to start when one request of their context does not fit. Its block reuse (prefix caching) is set in its options file
@@ -216,6 +217,12 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
                                           TRTLLM_FREE_GPU_MEMORY_FRACTION, stages)
     free = cache / left if left > 0 else 0.0
     trtllm += ["--kv_cache_free_gpu_memory_fraction", f"{min(max(free, 0.01), 1.0):.2f}"]
+    if free > 1.0:
+        peak = memory - weights - left
+        notes.append(f"TensorRT-LLM's profiling peak ({peak / 2**30:.1f} GiB a GPU beside the "
+                     f"weights) leaves {max(left, 0.0) / 2**30:.1f} GiB, less "
+                     f"than the plan's {cache / 2**30:.1f} GiB cache: its command holds a smaller "
+                     f"cache than was planned (plan with engine='trtllm' for its own)")
     tokens = int(cheapest["kv_budget_tokens"]) if "kv_budget_tokens" in cheapest else None
     if tokens and (model.max_context is None or tokens < model.max_context):
         # an engine refuses to start when one request of its context outgrows the cache
