@@ -39,6 +39,7 @@ __all__ = [
     "engine_kv_cache",
     "group_memory_bytes",
     "kv_budget_tokens",
+    "kv_bytes_left",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
     "kv_copies",
@@ -800,6 +801,39 @@ def _windows_grouped(model) -> bool:
             == float(model.kv_bytes_per_token_per_layer))
 
 
+def kv_bytes_left(total_bytes, share, kept_bytes, share_of="total"):
+    """The KV bytes an engine's memory share leaves on one GPU (plain arithmetic).
+
+    Parameters
+    ----------
+    total_bytes : float
+        The memory the driver reports on the GPU [bytes].
+    share : float
+        The engine's share, in (0, 1].
+    kept_bytes : float
+        What the GPU holds beside the KV cache: weights and the engine's own memory [bytes].
+    share_of : {"total", "free"}
+        What ``share`` is a share of (:data:`SHARE_BASES`).
+
+    Returns
+    -------
+    kv_bytes : float
+        ``share · total − kept`` (a share of the total: vLLM, SGLang) or ``share · (total −
+        kept)`` (a share of what is left: TensorRT-LLM) [bytes]; may be negative.
+    weight_scale : float
+        The KV bytes one more byte kept takes: 1, or ``share`` [1].
+
+    Notes
+    -----
+    The one place the two rules are written: :func:`engine_kv_cache`,
+    :func:`rooflinekit.profiles.layout_kv_bytes`, the sweep grid and the launch commands
+    read them here.
+    """
+    if share_of == "free":
+        return share * (total_bytes - kept_bytes), share
+    return share * total_bytes - kept_bytes, 1.0
+
+
 def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_peak_bytes=0.0,
                     non_torch_bytes=0.0, weight_layout_bytes=0.0, block_size=16, max_model_len=None,
                     mamba_cache_mode="none", num_speculative_tokens=0, draft_layers=0,
@@ -960,12 +994,7 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
     bytes_per_block = pages * block_size
     per_gpu = gpu.visible_memory_per_gpu          # the driver's total, vLLM's share of it
     kept = model.weight_bytes / tp + weight_layout_bytes + activation_peak_bytes + non_torch_bytes
-    if share_of == "free":       # a share of what is left (TensorRT-LLM)
-        weight_scale = gpu_memory_utilization
-        available = gpu_memory_utilization * (per_gpu - kept)
-    else:                        # a share of the total, less what is kept (vLLM, SGLang)
-        weight_scale = 1.0
-        available = per_gpu * gpu_memory_utilization - kept
+    available, weight_scale = kv_bytes_left(per_gpu, gpu_memory_utilization, kept, share_of)
     num_blocks = max(int(available // bytes_per_block), 0)
     context_blocks = -(-max_model_len // block_size)
     state_blocks = {"none": 1, "align": 2, "all": context_blocks}[mamba_cache_mode]

@@ -434,7 +434,7 @@ def engine_kv_rule(share: str, gpu, held_by, model) -> str:
     ``model`` (:func:`rooflinekit.profiles.memory_outside_kv`); for an engine whose share is
     of what those leave (TensorRT-LLM's), that share of what they leave."""
     kept = memory_outside_kv(held_by, [model])
-    if held_by is not None and memory_share_of(held_by) == "free":
+    if memory_share_of(held_by) == "free":
         return (f"{share} of what the weights and {kept} leave of the "
                 f"{gpu.visible_memory_per_gpu / GiB:.2f} GiB the driver reports on each GPU")
     return (f"{share} of the {gpu.visible_memory_per_gpu / GiB:.2f} GiB the driver reports on "

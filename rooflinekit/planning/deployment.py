@@ -15,6 +15,7 @@ import xarray as xr
 
 from rooflinekit import catalog, dims
 from rooflinekit._validation import check_type, describe
+from rooflinekit.memory import kv_bytes_left
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
 from rooflinekit.profiles import (ENGINE_MEMORY, TRTLLM_FREE_GPU_MEMORY_FRACTION,
@@ -192,9 +193,7 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     weights = float(model.weight_bytes) / (int(tp) * stages)
     held_by, share, held, share_of = _plan_memory(attrs, model, card, int(tp), int(seqs),
                                                   budget, stages)
-    # the plan's KV cache on each GPU, by its engine's rule
-    cache = (share * (memory - weights - held) if share_of == "free"
-             else share * memory - weights - held)
+    cache, _ = kv_bytes_left(memory, share, weights + held, share_of)  # the plan's, a GPU
     # vLLM's share holds weights, KV and its own F: (C + W + F) / M; a plan that held
     # nothing (the bound) keeps its share
     vllm_share = share if held_by in ("vllm", None) else (cache + weights + _held_bytes(
@@ -213,12 +212,12 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
                      f"{(1 - fraction) * before / 2**30:.1f} GiB a GPU for activations and "
                      f"CUDA graphs where it would keep {(1 - own) * before / 2**30:.1f}")
     # TensorRT-LLM's fraction is of what the weights and its own peak P leave: C / (M − W − P)
-    left = memory - weights - _held_bytes("trtllm", model, card, int(tp), int(seqs), budget,
-                                          TRTLLM_FREE_GPU_MEMORY_FRACTION, stages)
+    peak = _held_bytes("trtllm", model, card, int(tp), int(seqs), budget,
+                       TRTLLM_FREE_GPU_MEMORY_FRACTION, stages)
+    left = memory - weights - peak
     free = cache / left if left > 0 else 0.0
     trtllm += ["--kv_cache_free_gpu_memory_fraction", f"{min(max(free, 0.01), 1.0):.2f}"]
     if free > 1.0:
-        peak = memory - weights - left
         notes.append(f"TensorRT-LLM's profiling peak ({peak / 2**30:.1f} GiB a GPU beside the "
                      f"weights) leaves {max(left, 0.0) / 2**30:.1f} GiB, less "
                      f"than the plan's {cache / 2**30:.1f} GiB cache: its command holds a smaller "

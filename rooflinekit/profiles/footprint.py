@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from rooflinekit import catalog
-from rooflinekit.memory import SHARE_BASES
+from rooflinekit.memory import SHARE_BASES, kv_bytes_left
 from rooflinekit._validation import (check_bool, check_type, read_toml_file, real_number,
                                      whole_number)
 from rooflinekit.hardware import GPU
@@ -457,10 +457,9 @@ def layout_kv_bytes(held_by, model, gpu, tp, pp, ep, weight_bytes, *,
     weights = real_number("weight_bytes", weight_bytes, lo=0)
     share, held = memory_rule(held_by, model, spec, tp, pp=pp,
                               gpu_memory_utilization=gpu_memory_utilization)
-    kept = weights + held_bytes(held)
-    if held.get("share_of") == "free":
-        return max(share * (spec.visible_memory_per_gpu - kept), 0.0)
-    return max(share * spec.visible_memory_per_gpu - kept, 0.0)
+    kv, _ = kv_bytes_left(spec.visible_memory_per_gpu, share, weights + held_bytes(held),
+                          held.get("share_of", "total"))
+    return max(kv, 0.0)
 
 
 def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,

@@ -31,7 +31,7 @@ from rooflinekit._validation import (
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.profiles import (held_bytes, memory_engine, memory_outside_kv, memory_rule,
-                                  resolve_engine)
+                                  memory_share_of, resolve_engine)
 from rooflinekit.roofline import Engine
 from rooflinekit.sweep._dask import require_dask
 from rooflinekit.sweep.variables import (
@@ -646,16 +646,14 @@ def _engine_memory(models, gpus, grid, held_by, gpu_memory_utilization) -> dict:
                     except ValueError:
                         continue   # a layout that does not divide the model: it holds nothing
                     shares.add(share)
-                    if held.get("share_of") == "free":
-                        room[i, j, k, m] = share * (gpu.visible_memory_per_gpu - held_bytes(held))
-                        scale[i, j, k, m] = share
-                    else:
-                        room[i, j, k, m] = share * gpu.visible_memory_per_gpu - held_bytes(held)
+                    room[i, j, k, m], scale[i, j, k, m] = memory.kv_bytes_left(
+                        gpu.visible_memory_per_gpu, share, held_bytes(held),
+                        held.get("share_of", "total"))
     share = (f"{shares.pop():g}" if len(shares) == 1
              else f"{min(shares):g}-{max(shares):g}" if shares else "the engine's share")
     kept = memory_outside_kv(held_by, model_specs)
     rule = (f"the engine's: {share} of what the weights and {kept} leave of the memory the "
-            f"driver reports on each GPU" if np.any(scale != 1.0)
+            f"driver reports on each GPU" if memory_share_of(held_by) == "free"
             else f"the engine's: {share} of the memory the driver reports on each GPU, less "
                  f"the weights and {kept}")
     return {"engine_room": room, "engine_weight_scale": scale, "kv_cache_rule": rule}
