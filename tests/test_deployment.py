@@ -203,3 +203,66 @@ def test_the_plan_command_leads_with_the_engine_it_planned_for(capsys):
         lines = out.split("replica(s), each:\n", 1)[1].splitlines()
         assert lines[0].strip().startswith(head), (engine, lines[0])
         assert sum(line.strip().startswith("(") for line in lines[1:3]) == 2
+
+
+@pytest.fixture(scope="module")
+def fp8_70b():
+    """Llama-3.1-70B planned in FP8 on two H100s: 8-bit weights of a 16-bit checkpoint."""
+    model = rk.catalog.model("Llama-3.1-70B").replace(bytes_per_param="fp8")
+    traffic = rk.Traffic(0.5, 1000, 100)
+    plan = rk.plan(traffic, rk.SLO(ttft=5.0), models=model, gpus="H100-SXM-80GB", tp=2,
+                   replicates=2, requests=50)
+    return model, traffic, rk.cheapest_plan(plan, by=None)
+
+
+def test_a_16_bit_checkpoint_planned_in_fp8_is_quantised_as_it_loads(fp8_70b):
+    """meta-llama/Llama-3.1-70B stores bf16 weights (70,553,706,496 parameters × 2 B, 65.7 GiB
+    a GPU at TP 2); the plan holds them in FP8 (32.9 GiB). vLLM and SGLang quantise a 16-bit
+    checkpoint to FP8 on load with --quantization fp8 (their engine arguments);
+    trtllm-serve has no such flag, so the note says so."""
+    model, traffic, best = fp8_70b
+    got = launch_commands(best, traffic, model=model)
+    assert _flags(got["vllm_serve"])["--quantization"] == "fp8"
+    assert _flags(got["sglang_serve"])["--quantization"] == "fp8"
+    assert "--quantization" not in got["trtllm_serve"]
+    note = next(n for n in got["notes"] if "--quantization fp8" in n)
+    assert "8-bit (32.9 GiB a GPU)" in note and "16-bit (65.7 GiB a GPU)" in note
+    assert "TensorRT-LLM" in note
+    # a checkpoint of the user's own is loaded as planned: no flag, no note
+    own = launch_commands(best, traffic, model=model, model_path="/models/llama-70b-fp8")
+    assert "--quantization" not in own["vllm_serve"]
+    assert not any("stores them" in n for n in own["notes"])
+
+
+def test_a_format_no_flag_reaches_asks_for_a_checkpoint_in_it():
+    """Llama-3.1-8B planned in NVFP4 (0.5 B a weight, FP4 matmuls) from its bf16 checkpoint:
+    no engine converts that on load, so no flag, and a note saying the engines would hold
+    less cache than planned (16,060,522,496 B against 4,015,130,624 B of weights)."""
+    model = rk.catalog.model("Llama-3.1-8B").replace(bytes_per_param="nvfp4")
+    traffic = rk.Traffic(1.0, 500, 100)
+    plan = rk.plan(traffic, rk.SLO(ttft=5.0), models=model, gpus="B200", replicates=2,
+                   requests=50)
+    got = launch_commands(rk.cheapest_plan(plan, by=None), traffic, model=model)
+    assert "--quantization" not in got["vllm_serve"] + got["sglang_serve"]
+    note = next(n for n in got["notes"] if "stores them" in n)
+    assert "4-bit, FP4 matmuls (3.7 GiB a GPU)" in note and "16-bit (15.0 GiB a GPU)" in note
+    assert "hold less cache than planned" in note
+
+
+def test_a_checkpoint_in_the_planned_format_changes_nothing():
+    """The formats compared are the body's and the experts' bits: DeepSeek-V3.2's block-FP8
+    checkpoint (scales included, embeddings in bf16) planned as plain FP8, or gpt-oss's MXFP4
+    experts planned as shipped, need no flag and no note."""
+    from rooflinekit.planning.deployment import _checkpoint_change
+    for name, change in (("DeepSeek-V3.2", {"bytes_per_param": "fp8"}), ("gpt-oss-120b", {})):
+        model = rk.catalog.model(name).replace(**change)
+        assert _checkpoint_change(model, _repository(model), 8, 1) == ([], [])
+    # planned in bf16, DeepSeek-V3.2 would weigh twice its checkpoint: a note, no flag
+    wide = rk.catalog.model("DeepSeek-V3.2").replace(bytes_per_param="bf16")
+    flags, notes = _checkpoint_change(wide, _repository(wide), 8, 1)
+    assert flags == [] and "hold more cache than planned" in notes[0]
+
+
+def _repository(model):
+    from rooflinekit.planning.deployment import _repository as repository
+    return repository(model)

@@ -36,6 +36,53 @@ def _repository(model: ModelShape) -> str:
     return match.group(1) if match else model.name
 
 
+def _weight_class(bytes_per_param: float) -> int:
+    """The bits a format stores a weight in, its scales aside: 16, 8 or 4."""
+    return 16 if bytes_per_param >= 1.75 else 8 if bytes_per_param >= 0.75 else 4
+
+
+def _weight_format(model: ModelShape) -> str:
+    """The formats of a model's body and routed experts, as bits a weight ("16-bit", "body
+    16-bit, experts 4-bit"), with ", FP4 matmuls" where its matmuls run in FP4."""
+    body = _weight_class(model.bytes_per_body_param)
+    experts = _weight_class(model.bytes_per_expert_param) if model.expert_params else body
+    text = f"{body}-bit" if experts == body else f"body {body}-bit, experts {experts}-bit"
+    return text + (", FP4 matmuls" if model.fp4_matmuls else "")
+
+
+def _checkpoint_change(model: ModelShape, repository: str, tp: int, stages: int) -> tuple:
+    """What the commands add where the plan's weights are not in the format of the checkpoint
+    they load: ``(flags, notes)``, ``flags`` the vLLM and SGLang ones.
+
+    The checkpoint is the catalogue model of the same name and repository (a model of the
+    user's own, or a ``model_path``, is loaded as planned). A 16-bit checkpoint planned in
+    8 bits is quantised to FP8 as vLLM and SGLang load it (``--quantization fp8``: weights
+    per-tensor FP8, the path the planner times 8-bit weights on); TensorRT-LLM has no such
+    flag. Any other change has no flag: the notes say to load a checkpoint in the planned
+    format. The body's and experts' formats are compared (the embedding table and the scales
+    aside, which engines keep as they please), and whether the matmuls run in FP4.
+    """
+    try:
+        own = catalog.model(model.name)
+    except ValueError:
+        return [], []
+    if _repository(own) != repository or _weight_format(own) == _weight_format(model):
+        return [], []
+    planned, stored = (float(m.weight_bytes) / (tp * stages) / 2**30 for m in (model, own))
+    sizes = (f"the plan's weights are {_weight_format(model)} ({planned:.1f} GiB a GPU), "
+             f"{repository} stores them {_weight_format(own)} ({stored:.1f} GiB a GPU)")
+    classes = {_weight_class(model.bytes_per_body_param),
+               _weight_class(model.bytes_per_expert_param)}
+    if classes == {8} and not model.fp4_matmuls and \
+            _weight_class(own.bytes_per_body_param) == 16:
+        return ["--quantization", "fp8"], [
+            f"{sizes}: the vLLM and SGLang commands quantise them to FP8 as they load "
+            f"(--quantization fp8); TensorRT-LLM has no such flag: give it an FP8 checkpoint"]
+    return [], [f"{sizes}, and no flag converts them: load a checkpoint in the planned format "
+                f"in its place (model_path=, or its folder as plan's model argument), or the "
+                f"engines hold {'less' if stored > planned else 'more'} cache than planned"]
+
+
 def _chosen(cheapest: xr.Dataset, name: str):
     value = cheapest[name].values if name in cheapest else None
     if value is None or value.ndim:
@@ -79,7 +126,8 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     traffic : Traffic
         The traffic planned for: the lengths and arrivals the benchmark replays.
     model : str, ModelShape, optional
-        The model (its repository and KV format); default the plan's model by catalogue name.
+        The model (its repository, weight and KV formats); default the plan's model by
+        catalogue name.
     model_path : str or os.PathLike, optional
         What the engines load: a local folder or a Hugging Face repo id. Default: the
         repository the model's source names, else its name.
@@ -109,6 +157,12 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     (:func:`rooflinekit.batching.replica_state_tokens`). A plan without
     ``max_num_batched_tokens`` prefilled whole prompts, which the engines chunk at a budget of
     their own: ``notes`` says so.
+
+    Where the plan's weights are in another format than the checkpoint the commands load (a
+    catalogue model planned with ``bytes_per_param`` of its own, ``--dtype``), a 16-bit
+    checkpoint planned in 8 bits is quantised to FP8 as vLLM and SGLang load it
+    (``--quantization fp8``); any other change has no flag, and ``notes`` says to load a
+    checkpoint in the planned format (``model_path``).
 
     The plan's cache is ``C = u·M − W − F``: a share ``u`` of the memory the driver reports
     on each GPU ``M``, less the weights ``W`` and what the plan's engine keeps beside them
@@ -231,6 +285,11 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         notes.append(f"the KV cache holds {tokens:,} tokens, fewer than the model's context: "
                      f"the commands cap a request at that many, or the engines would refuse "
                      f"to start")
+    if model_path is None:
+        flags, changed = _checkpoint_change(model, repository, int(tp), stages)
+        vllm += flags
+        sglang += flags
+        notes += changed
     if kv in _VLLM_KV:
         vllm += ["--kv-cache-dtype", _VLLM_KV[kv]]
         sglang += ["--kv-cache-dtype", _SGLANG_KV[kv]]
