@@ -266,3 +266,16 @@ def test_a_checkpoint_in_the_planned_format_changes_nothing():
 def _repository(model):
     from rooflinekit.planning.deployment import _repository as repository
     return repository(model)
+
+
+def test_a_plan_in_a_format_of_its_own_needs_its_model(fp8_70b):
+    """The plan records the weights it held (weight_bytes: 70,553,706,496 B in FP8); the
+    catalogue's Llama-3.1-70B weighs twice that, so commands for it would be another
+    deployment: refused, naming model=."""
+    model, traffic, best = fp8_70b
+    assert float(best["weight_bytes"]) == pytest.approx(70_553_706_496, rel=1e-9)
+    assert best["weight_bytes"].attrs["units"] == "bytes"
+    with pytest.raises(ValueError, match="model="):
+        launch_commands(best, traffic)
+    with pytest.raises(ValueError, match="65.71 GiB in the format it was planned in"):
+        launch_commands(best, traffic, model="Llama-3.1-70B")

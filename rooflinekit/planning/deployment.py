@@ -7,6 +7,7 @@ the model by its Hugging Face repository where the catalogue gives one), and the
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -144,8 +145,9 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     Raises
     ------
     ValueError
-        A plan that serves nothing (no configuration meets the SLO), or a Dataset that holds
-        more than one configuration.
+        A plan that serves nothing (no configuration meets the SLO), a Dataset that holds
+        more than one configuration, or a ``model`` whose weights are not the plan's
+        (``weight_bytes``: a model planned in a format of its own, passed without it).
     TypeError
         Not a plan's Dataset, or not a :class:`~rooflinekit.Traffic`.
 
@@ -205,6 +207,13 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     elif not isinstance(model, ModelShape):
         raise TypeError(f"model must be a name or a rooflinekit.ModelShape; got "
                         f"{describe(model)}")
+    planned = _chosen(cheapest, "weight_bytes")
+    if planned is not None and not math.isclose(float(model.weight_bytes), float(planned),
+                                                 rel_tol=1e-6):
+        raise ValueError(f"the plan's model weighs {float(planned) / 2**30:.2f} GiB in the "
+                         f"format it was planned in, model {model.name!r} "
+                         f"{float(model.weight_bytes) / 2**30:.2f} GiB: pass the ModelShape "
+                         f"the plan was made with as model=")
     # a plan's budget variable holds 0 where prompts were prefilled whole
     pp, budget = _chosen(cheapest, dims.PP), _chosen(cheapest, dims.MAX_NUM_BATCHED_TOKENS) or None
     attrs = cheapest.attrs

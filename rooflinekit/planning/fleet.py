@@ -1029,6 +1029,11 @@ def _assemble(results, configs, axes, shape, replicates) -> xr.Dataset:
         **rate_variables(var, per, saturation, "replica"),
         "binding": var(binding.astype(str), "", "what caps the rate"),
         "kv_budget_tokens": var(budget, "tokens", "KV cache budget of one replica"),
+        # the format planned, for the launch commands to load the same weights
+        "weight_bytes": var(np.broadcast_to(np.array(
+            [m.weight_bytes for m in axes[dims.MODEL]], dtype=float).reshape(
+                (-1,) + (1,) * (len(shape) - 1)), shape).copy(),
+            "bytes", "weights of the model in the format planned, all GPUs of a replica"),
         "energy_per_token": var(energy, "J/token", "GPU energy per generated token at the "
                                                    "operating point (0: not known)"),
         "replicate_max_rate": var(per, "requests/s", "max rate per replica, each replicate",
