@@ -253,7 +253,7 @@ def test_a_checkpoint_in_the_planned_format_changes_nothing():
     """The formats compared are the body's and the experts' bits: DeepSeek-V3.2's block-FP8
     checkpoint (scales included, embeddings in bf16) planned as plain FP8, or gpt-oss's MXFP4
     experts planned as shipped, need no flag and no note."""
-    from rooflinekit.planning.deployment import _checkpoint_change
+    from rooflinekit.planning.deployment import _checkpoint_change, _repository
     for name, change in (("DeepSeek-V3.2", {"bytes_per_param": "fp8"}), ("gpt-oss-120b", {})):
         model = rk.catalog.model(name).replace(**change)
         assert _checkpoint_change(model, _repository(model), 8, 1) == ([], [])
@@ -261,11 +261,6 @@ def test_a_checkpoint_in_the_planned_format_changes_nothing():
     wide = rk.catalog.model("DeepSeek-V3.2").replace(bytes_per_param="bf16")
     flags, notes = _checkpoint_change(wide, _repository(wide), 8, 1)
     assert flags == [] and "hold more cache than planned" in notes[0]
-
-
-def _repository(model):
-    from rooflinekit.planning.deployment import _repository as repository
-    return repository(model)
 
 
 def test_a_plan_in_a_format_of_its_own_needs_its_model(fp8_70b):

@@ -37,16 +37,19 @@ def _repository(model: ModelShape) -> str:
     return match.group(1) if match else model.name
 
 
-def _weight_class(bytes_per_param: float) -> int:
-    """The bits a format stores a weight in, its scales aside: 16, 8 or 4."""
-    return 16 if bytes_per_param >= 1.75 else 8 if bytes_per_param >= 0.75 else 4
+def _weight_bits(model: ModelShape) -> tuple[int, int]:
+    """The bits a weight of the body and of the routed experts is stored in, scales aside:
+    16, 8 or 4 each (a dense model's experts: its body's)."""
+    def bits(bytes_per_param: float) -> int:
+        return 16 if bytes_per_param >= 1.75 else 8 if bytes_per_param >= 0.75 else 4
+    body = bits(model.bytes_per_body_param)
+    return body, bits(model.bytes_per_expert_param) if model.expert_params else body
 
 
 def _weight_format(model: ModelShape) -> str:
     """The formats of a model's body and routed experts, as bits a weight ("16-bit", "body
     16-bit, experts 4-bit"), with ", FP4 matmuls" where its matmuls run in FP4."""
-    body = _weight_class(model.bytes_per_body_param)
-    experts = _weight_class(model.bytes_per_expert_param) if model.expert_params else body
+    body, experts = _weight_bits(model)
     text = f"{body}-bit" if experts == body else f"body {body}-bit, experts {experts}-bit"
     return text + (", FP4 matmuls" if model.fp4_matmuls else "")
 
@@ -72,10 +75,7 @@ def _checkpoint_change(model: ModelShape, repository: str, tp: int, stages: int)
     planned, stored = (float(m.weight_bytes) / (tp * stages) / 2**30 for m in (model, own))
     sizes = (f"the plan's weights are {_weight_format(model)} ({planned:.1f} GiB a GPU), "
              f"{repository} stores them {_weight_format(own)} ({stored:.1f} GiB a GPU)")
-    classes = {_weight_class(model.bytes_per_body_param),
-               _weight_class(model.bytes_per_expert_param)}
-    if classes == {8} and not model.fp4_matmuls and \
-            _weight_class(own.bytes_per_body_param) == 16:
+    if _weight_bits(model) == (8, 8) and not model.fp4_matmuls and _weight_bits(own)[0] == 16:
         return ["--quantization", "fp8"], [
             f"{sizes}: the vLLM and SGLang commands quantise them to FP8 as they load "
             f"(--quantization fp8); TensorRT-LLM has no such flag: give it an FP8 checkpoint"]
