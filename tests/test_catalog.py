@@ -2,6 +2,7 @@
 
 import math
 import pathlib
+import re
 import tomllib
 from importlib import resources
 
@@ -229,6 +230,22 @@ def test_weight_formats_follow_the_release():
     assert catalog.model("DeepSeek-V3").weight_bytes == 671_026_419_200
     assert catalog.model("Llama-2-7B").bytes_per_param == 2
     assert catalog.model("Llama-3.1-405B").weight_bytes == 2 * 405_853_388_800
+
+
+#: Bytes a weight of the body takes in the format a repository's name states.
+FORMAT_IN_NAME = {"BF16": 2.0, "FP16": 2.0, "FP8": 1.0, "NVFP4": 0.5, "MXFP4": 0.5}
+
+
+@pytest.mark.parametrize("name", sorted(set(catalog.model_names()) - {"guide-70b"}))
+def test_the_repository_a_row_cites_holds_its_format(name):
+    # The launch commands load the repository of the row's source: one named for a format
+    # (…-FP8, …-BF16) must hold the row's, or a bf16 plan would load FP8 weights.
+    row = catalog.model(name)
+    match = re.search(r"huggingface\.co/[\w.-]+/([\w.-]+)", row.source)
+    assert match, row.source
+    named = [fmt for fmt in FORMAT_IN_NAME if re.search(rf"-{fmt}(-|$)", match.group(1), re.I)]
+    if named:
+        assert row.bytes_per_body_param == FORMAT_IN_NAME[named[-1]], (match.group(1), named)
 
 
 # -- GPUs ------------------------------------------------------------------------------------------
