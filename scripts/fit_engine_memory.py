@@ -217,6 +217,55 @@ def fit_trtllm(rows) -> dict:
             "n_rows": len(rows)}
 
 
+#: The first vLLM release whose memory profiling takes its CUDA graphs off the KV cache by
+#: default (its start-up log: "CUDA graph memory profiling is enabled (default since v0.21.0)").
+CUDA_GRAPH_SINCE = "0.21.0"
+
+
+def graph_rows(rows, version=VERSION) -> list[dict]:
+    """The rows the CUDA-graph fit uses: ``version``, a catalogue model, graphs captured
+    (not ``enforce_eager``) and their memory printed; ``layers`` per pipeline stage."""
+    out = []
+    for r in rows:
+        if r["vllm_version"] != version or not r["model"] or r["cuda_graph_gib"] in ("", None) \
+                or r["enforce_eager"].strip().lower() == "true":
+            continue
+        model = catalog.model(r["model"])
+        pp = int(r["pp"] or 1)
+        out.append({"id": r["id"], "model": model, "layers": -(-model.n_layers // pp),
+                    "graphs": float(r["cuda_graph_gib"])})
+    return out
+
+
+def fit_cuda_graphs(rows) -> dict:
+    """``cuda_graph_gib + cuda_graph_gib_per_layer × layers`` by least squares over ``rows``
+    of :func:`graph_rows`."""
+    n = len(rows)
+    mean_x = sum(r["layers"] for r in rows) / n
+    mean_y = sum(r["graphs"] for r in rows) / n
+    slope = (sum((r["layers"] - mean_x) * (r["graphs"] - mean_y) for r in rows)
+             / sum((r["layers"] - mean_x) ** 2 for r in rows))
+    return {"cuda_graph_gib": mean_y - slope * mean_x, "cuda_graph_gib_per_layer": slope}
+
+
+def cuda_graph_errors(rows) -> dict:
+    """Graph-memory errors [GiB] in sample and with each model left out of the fit."""
+    knobs = fit_cuda_graphs(rows)
+
+    def predict(r, k):
+        return k["cuda_graph_gib"] + k["cuda_graph_gib_per_layer"] * r["layers"]
+    inside = {r["id"]: predict(r, knobs) - r["graphs"] for r in rows}
+    held = {}
+    for name in sorted({r["model"].name for r in rows}):
+        rest = [r for r in rows if r["model"].name != name]
+        if len({r["layers"] for r in rest}) < 2:
+            continue
+        k = fit_cuda_graphs(rest)
+        held.update({r["id"]: predict(r, k) - r["graphs"] for r in rows
+                     if r["model"].name == name})
+    return {"in_sample": inside, "held_out": held}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"rewrite {OUT.relative_to(ROOT)}")
@@ -239,6 +288,16 @@ def main(argv=None) -> int:
                "held_out_median_error_gib": statistics.median(held)}
     for key, value in summary.items():
         print(f"  {key} = {value:.3f}")
+    graphs = graph_rows(read_rows())
+    graph_knobs = fit_cuda_graphs(graphs)
+    graph_err = cuda_graph_errors(graphs)
+    graph_knobs["cuda_graph_fit_error_gib"] = max(abs(v) for v in graph_err["in_sample"].values())
+    graph_knobs["held_out"] = graph_err["held_out"]
+    print(f"CUDA graphs ({len(graphs)} rows of vLLM {VERSION}): "
+          f"{graph_knobs['cuda_graph_gib']:.3f} GiB + {graph_knobs['cuda_graph_gib_per_layer'] * 1024:.2f} "
+          f"MiB a layer; in sample largest error {graph_knobs['cuda_graph_fit_error_gib']:.2f} GiB, "
+          f"held out by model largest {max(abs(v) for v in graph_err['held_out'].values()):.2f}, "
+          f"median {statistics.median(abs(v) for v in graph_err['held_out'].values()):.2f}")
     sglang = fit_sglang(sglang_rows())
     print(f"SGLang {SGLANG_VERSION}: memory in use before loading "
           f"{sglang['non_torch_gib']:.2f} GiB at TP 1, {sglang['non_torch_parallel_gib']:.2f} above")
@@ -252,12 +311,13 @@ def main(argv=None) -> int:
         print(f"  {key:6} {value:+7.2f} {trtllm['held_out'][key]:+7.2f} "
               f"{trtllm['share_of_total'][key]:+15.2f}")
     if args.write:
-        OUT.write_text(render(knobs, summary, len(rows), sglang, trtllm))
+        OUT.write_text(render(knobs, summary, len(rows), sglang, trtllm, graph_knobs,
+                              len(graphs)))
         print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
 
 
-def render(knobs, summary, n_rows, sglang, trtllm) -> str:
+def render(knobs, summary, n_rows, sglang, trtllm, graphs, n_graph_rows) -> str:
     """The data file's text."""
     return f"""# What a serving engine keeps on each GPU beside the weights and the KV cache, per release:
 # rooflinekit.profiles.footprint reads it (rooflinekit.memory.engine_kv_cache subtracts it).
@@ -265,7 +325,13 @@ def render(knobs, summary, n_rows, sglang, trtllm) -> str:
 # (vLLM's own start-up memory-profiling lines, one row per server start, each sourced there).
 # vLLM sizes its KV cache as gpu_memory_utilization x the memory the driver reports, less the
 # weights, less the activation peak of a profiling run, less the memory that grew outside
-# PyTorch (CUDA context, communicators); CUDA graphs are captured after, in what is left over.
+# PyTorch (CUDA context, communicators); CUDA graphs are captured after. Before
+# {CUDA_GRAPH_SINCE} they live in what is left over; from {CUDA_GRAPH_SINCE} on (cuda_graph_since) the
+# profiling estimates them and takes them off the cache too, and for such a release, named
+# (engine="vllm@0.24.0"; the name alone keeps this row's {VERSION}), the activation peak holds
+# cuda_graph_gib + cuda_graph_gib_per_layer x the layers of a pipeline stage [GiB]: least squares
+# over the {n_graph_rows} rows of vLLM {VERSION} that print the graphs' memory (what capture took), largest
+# error {graphs['cuda_graph_fit_error_gib']:.2f} GiB in sample (cuda_graph_fit_error_gib), {max(abs(v) for v in graphs['held_out'].values()):.2f} with each model left out.
 # activation peak [bytes] = sampler_bytes_per_logit x min(max_num_seqs, max_num_batched_tokens) x
 #   vocabulary (the profiling run ends with a dummy sampling step over that many rows of logits)
 #   + for an MoE model the fused-MoE kernel's working tensors, max_num_batched_tokens x
@@ -287,6 +353,10 @@ non_torch_parallel_gib = {knobs['non_torch_parallel_gib']:.4f}
 fit_error_gib = {summary['fit_error_gib']:.3f}
 held_out_error_gib = {summary['held_out_error_gib']:.3f}
 held_out_median_error_gib = {summary['held_out_median_error_gib']:.3f}
+cuda_graph_since = "{CUDA_GRAPH_SINCE}"
+cuda_graph_gib = {graphs['cuda_graph_gib']:.4f}
+cuda_graph_gib_per_layer = {graphs['cuda_graph_gib_per_layer']:.6f}
+cuda_graph_fit_error_gib = {graphs['cuda_graph_fit_error_gib']:.3f}
 source = "tests/data/engine_logs/vllm_memory.csv: vLLM {VERSION} start-up logs on H100 80GB (llm-d-planner PR #205, commit d3121e0), {n_rows} rows of catalogue models; the fit: scripts/fit_engine_memory.py"
 
 # SGLang: its pool is mem_fraction_static x the memory free before the weights load, less the

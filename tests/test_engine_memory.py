@@ -13,7 +13,8 @@ import pytest
 
 import rooflinekit as rk
 from rooflinekit import catalog
-from rooflinekit.profiles import (ENGINE_MEMORY, engine_memory, memory_engine,
+from rooflinekit.profiles import (ENGINE_MEMORY, counts_cuda_graphs, engine_memory,
+                                  memory_engine,
                                   moe_workspace_bytes, read_engine_memory_file)
 
 ROOT = Path(__file__).parents[1]
@@ -65,7 +66,7 @@ def test_llama_8b_on_one_h100_by_hand():
     assert 0.95 * 79.19 - 14.99 - 1.89 - 0.25 == pytest.approx(float(row["available_kv_gib"]),
                                                                 abs=0.011)
     model = catalog.model("Llama-3.1-8B")
-    kept = engine_memory(model, "H100-SXM-80GB", 1)
+    kept = engine_memory(model, "H100-SXM-80GB", 1, engine="vllm@0.19.0")
     # the sampler's logits: 1,024 sequences x 128,256 entries x 15.452 bytes = 1.89 GiB
     assert kept["sampler_bytes"] == pytest.approx(1024 * 128_256 * 15.452, rel=1e-4)
     assert kept["activation_peak_bytes"] / GIB == pytest.approx(1.89, abs=0.01)
@@ -88,7 +89,7 @@ def test_mixtral_moe_workspace_by_hand():
     assert moe_workspace_bytes(catalog.model("Llama-3.1-8B"), 1, 8192) == 0.0
     assert moe_workspace_bytes(model, 2, 65_536) == moe_workspace_bytes(model, 2, 16_384)
     # llmd-mixtral-8x7b-tp2 logs 1.21 GiB: 0.47 of logits (32,000 entries) + 0.66 of experts
-    kept = engine_memory(model, "H100", 2)
+    kept = engine_memory(model, "H100", 2, engine="vllm@0.19.0")
     assert kept["activation_peak_bytes"] / GIB == pytest.approx(
         float(ROWS["llmd-mixtral-8x7b-tp2"]["activation_peak_gib"]), abs=0.1)
     assert kept["non_torch_bytes"] / GIB == pytest.approx(2.09, abs=1e-9)
@@ -101,10 +102,63 @@ def test_each_logged_start_within_the_held_out_error(row_id):
     row = ROWS[row_id]
     kept = engine_memory(catalog.model(row["model"]), "H100", int(row["tp"]),
                          max_num_seqs=int(row["max_num_seqs"]),
-                         max_num_batched_tokens=int(row["max_num_batched_tokens"]))
+                         max_num_batched_tokens=int(row["max_num_batched_tokens"]),
+                         engine="vllm@0.19.0")
     logged = float(row["activation_peak_gib"]) + float(row["non_torch_gib"])
     ours = (kept["activation_peak_bytes"] + kept["non_torch_bytes"]) / GIB
     assert ours == pytest.approx(logged, abs=ENGINE_MEMORY[0]["held_out_error_gib"] + 0.005)
+
+
+def test_vllm_counts_its_cuda_graphs_from_0_21():
+    """From 0.21.0 on vLLM's profiling estimates its CUDA graphs and takes them off the KV
+    cache (its log: "CUDA graph memory profiling is enabled (default since v0.21.0)"); before,
+    they were captured in the memory the share leaves. By hand from engine_memory.toml:
+    0.449 GiB + 0.014793 GiB a layer of a pipeline stage. The name alone keeps the row's
+    release, 0.19.0's (counts_cuda_graphs)."""
+    model = catalog.model("Llama-3.1-70B")                      # 80 layers
+    now = engine_memory(model, "H100", 4, engine="vllm@0.24.0")
+    before = engine_memory(model, "H100", 4, engine="vllm@0.20.2")
+    assert before["cuda_graph_bytes"] == 0.0
+    assert engine_memory(model, "H100", 4) == before
+    assert now["cuda_graph_bytes"] == pytest.approx((0.449 + 80 * 0.014793) * GIB, rel=1e-4)
+    assert now["activation_peak_bytes"] - before["activation_peak_bytes"] == pytest.approx(
+        now["cuda_graph_bytes"], rel=1e-12)
+    assert engine_memory(model, "H100", 4, engine="vllm@0.21.0") == now
+    # three stages of 27, 27 and 26 layers: the largest stage's
+    staged = engine_memory(model, "H100", 4, pp=3, engine="vllm@0.21.0")
+    assert staged["cuda_graph_bytes"] == pytest.approx((0.449 + 27 * 0.014793) * GIB, rel=1e-4)
+    assert counts_cuda_graphs("vllm@0.21.0") and counts_cuda_graphs("vllm@0.26.0")
+    assert not counts_cuda_graphs("vllm") and not counts_cuda_graphs("vllm@0.19.0")
+    assert not counts_cuda_graphs(None) and not counts_cuda_graphs("vllm@latest")
+    assert not counts_cuda_graphs("sglang") and not counts_cuda_graphs("trtllm")
+    assert engine_memory(catalog.model("Llama-3.1-8B"), "H100", engine="sglang")[
+        "cuda_graph_bytes"] == 0.0
+
+
+def test_the_cuda_graph_rule_against_the_logs():
+    """The shipped figures are the script's least squares over what vLLM 0.19.0's captures
+    took, and within its stated error of each; against the one estimate a vLLM >= 0.21 log
+    prints for a catalogue model, Qwen3-8B under 0.21.0 (LMCache/LMCache#3430, 2026-05-28:
+    "Estimated CUDA graph memory: 0.52 GiB" at the default 51 + 35 graphs, RTX A5000), the
+    rule is 0.46 GiB high: the estimate and the capture differ (docs/validation.md)."""
+    script = _script()
+    rows = script.graph_rows(script.read_rows(LOGS))
+    assert len(rows) >= 30
+    knobs = script.fit_cuda_graphs(rows)
+    shipped = next(r for r in ENGINE_MEMORY if r["engine"] == "vllm")
+    for key, value in knobs.items():
+        assert shipped[key] == pytest.approx(value, abs=5e-5), key
+    assert shipped["cuda_graph_since"] == script.CUDA_GRAPH_SINCE == "0.21.0"
+    for row in rows:
+        ours = engine_memory(row["model"], "H100", 1, engine="vllm@0.21.0")[
+            "cuda_graph_bytes"] / GIB \
+            if row["layers"] == row["model"].n_layers else None
+        if ours is not None:
+            assert ours == pytest.approx(row["graphs"],
+                                         abs=shipped["cuda_graph_fit_error_gib"] + 5e-4)
+    qwen = engine_memory(catalog.model("Qwen3-8B"), "RTX-4090", 1, engine="vllm@0.21.0")[
+        "cuda_graph_bytes"] / GIB
+    assert qwen - 0.52 == pytest.approx(0.46, abs=0.01)
 
 
 def test_an_older_vllm_profiles_about_as_much():
@@ -112,7 +166,7 @@ def test_an_older_vllm_profiles_about_as_much():
     # non-torch; held out of the 0.19.0 fit
     row = ROWS["llmdbench-mistral-small32-24b"]
     kept = engine_memory(catalog.model("Mistral-Small-3"), "H100", 1, max_num_seqs=1024,
-                         max_num_batched_tokens=8192)
+                         max_num_batched_tokens=8192, engine="vllm@0.11.0")
     assert kept["activation_peak_bytes"] / GIB == pytest.approx(
         float(row["activation_peak_gib"]), abs=0.25)
 
@@ -121,7 +175,7 @@ def test_the_a100s_smaller_defaults_profile_fewer_logits():
     # myoceane-gptoss-20b-a100, vLLM 0.19.0 at 0.65: weights 13.72, KV 36.56 GiB, so
     # activation + non-torch + the driver's reserve = 0.65 x 80 - 13.72 - 36.56 = 1.72 GiB; at
     # the A100's defaults (256 sequences, 2,048 tokens) the rule gives about 1.2 GiB, inside it
-    kept = engine_memory(catalog.model("gpt-oss-20b"), "A100-SXM-80GB", 1)
+    kept = engine_memory(catalog.model("gpt-oss-20b"), "A100-SXM-80GB", 1, engine="vllm@0.19.0")
     assert kept["sampler_bytes"] == pytest.approx(256 * 201_088 * 15.452, rel=1e-4)
     outside = (kept["activation_peak_bytes"] + kept["non_torch_bytes"]) / GIB
     assert 0.9 < outside < 0.65 * 80 - 13.72 - 36.56
@@ -129,6 +183,8 @@ def test_the_a100s_smaller_defaults_profile_fewer_logits():
 
 def test_which_engine_holds_memory():
     assert memory_engine(None) == memory_engine("vllm") == memory_engine("vllm@0.11.0") == "vllm"
+    # a release that counts its CUDA graphs keeps its version: its memory differs
+    assert memory_engine("vllm@0.21.0") == "vllm@0.21.0"
     assert memory_engine(rk.Engine()) == "vllm"            # its launch command is vLLM's
     assert memory_engine("ideal") is memory_engine(rk.IDEAL) is None
     assert memory_engine("sglang") == memory_engine("sglang@0.5.6") == "sglang"
@@ -151,6 +207,15 @@ def test_a_plan_takes_the_footprint_off_each_gpu():
     assert default.attrs["memory_outside_kv"].startswith("vllm 0.19.0's activation peak")
     assert "MXFP4" not in default.attrs["memory_outside_kv"]      # no MXFP4 experts here
     assert ideal.attrs["memory_outside_kv"].startswith("nothing else")
+    # vLLM 0.24.0, named, takes its CUDA graphs off too: 0.449 + 32 x 0.014793 = 0.922 GiB,
+    # 7,552 fewer tokens; its launch command gives vLLM the share that holds the same cache
+    newer = rk.plan(traffic, slo, engine="vllm@0.24.0", **kw)
+    fewer = int(default["kv_budget_tokens"].squeeze()) - int(newer["kv_budget_tokens"].squeeze())
+    assert abs(fewer - (0.449 + 32 * 0.014793) * GIB / 131_072) <= 16
+    assert newer.attrs["memory_outside_kv"].startswith("vllm@0.24.0: vllm 0.19.0's")
+    from rooflinekit.planning import launch_commands
+    commands = launch_commands(rk.cheapest_plan(newer, by=None), traffic)
+    assert "--gpu-memory-utilization 0.9 " in commands["vllm_serve"] + " "
 
 
 def test_the_mxfp4_layout_is_named_only_for_mxfp4_experts():
@@ -160,6 +225,9 @@ def test_the_mxfp4_layout_is_named_only_for_mxfp4_experts():
                                                   "memory (engine_memory)")
     assert memory_outside_kv("vllm", [dense, oss]).endswith(
         "non-torch memory, and its MXFP4 kernels' layout (engine_memory)")
+    assert memory_outside_kv("vllm@0.24.0", [dense]) == (
+        "vllm@0.24.0: vllm 0.19.0's activation peak and non-torch memory, and the CUDA graphs "
+        "vllm counts from 0.21.0 on (engine_memory)")
     assert "for MXFP4 experts its kernels' layout" in memory_outside_kv("vllm")
     with pytest.raises(TypeError, match="models"):
         memory_outside_kv("vllm", ["Llama-3.1-8B"])
@@ -206,6 +274,12 @@ source = "here"
     (GOOD.replace('source = "here"', 'source = ""'), r"memory\[0\]\.source"),
     (GOOD + "speed = 3\n", r"unknown field\(s\) speed"),
     (GOOD + GOOD, r"memory\[1\]\.engine: 'vllm' has a row already"),
+    (GOOD + 'cuda_graph_since = "0.21.0"\n',
+     r"memory\[0\]: a row that counts its CUDA graphs gives all of .*missing cuda_graph_fit"),
+    (GOOD + 'cuda_graph_since = "soon"\ncuda_graph_gib = 0.4\ncuda_graph_gib_per_layer = 0.01\n'
+     'cuda_graph_fit_error_gib = 0.7\n', r"memory\[0\]\.cuda_graph_since: must be a release"),
+    (GOOD + 'cuda_graph_since = "0.21.0"\ncuda_graph_gib = -0.4\ncuda_graph_gib_per_layer = 0.01\n'
+     'cuda_graph_fit_error_gib = 0.7\n', r"memory\[0\]\.cuda_graph_gib: must be a finite"),
     ("memory = 3\n", "field 'memory'"),
     ("[[memory]\n", "not TOML"),
 ])
@@ -234,6 +308,11 @@ def test_the_capacity_command_budgets_what_vllm_logged(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["kv_budget_tokens"] == pytest.approx(476_016, rel=1e-3)
     assert out["engine_memory_gib"] == pytest.approx(2.14, abs=0.01)
+    # vLLM from 0.21.0 on also takes its CUDA graphs off: 0.449 + 32 x 0.014793 = 0.92 GiB
+    assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95",
+                 "--engine", "vllm@0.24.0", "--json"]) == 0
+    now = json.loads(capsys.readouterr().out)
+    assert now["engine_memory_gib"] == pytest.approx(2.14 + 0.449 + 32 * 0.014793, abs=0.01)
     assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95",
                  "--engine", "ideal", "--json"]) == 0
     ideal = json.loads(capsys.readouterr().out)
@@ -348,7 +427,8 @@ def test_models_outside_the_catalogue_within_the_held_out_error(row_id):
     row = ROWS[row_id]
     kept = engine_memory(base.replace(**shape), "H100", int(row["tp"] or 1),
                          max_num_seqs=int(row["max_num_seqs"]),
-                         max_num_batched_tokens=int(row["max_num_batched_tokens"]))
+                         max_num_batched_tokens=int(row["max_num_batched_tokens"]),
+                         engine="vllm@0.19.0")
     logged = float(row["activation_peak_gib"]) + float(row["non_torch_gib"])
     ours = (kept["activation_peak_bytes"] + kept["non_torch_bytes"]) / GIB
     assert ours == pytest.approx(logged, abs=ENGINE_MEMORY[0]["held_out_error_gib"])
@@ -363,7 +443,8 @@ def test_the_pages_outside_the_catalogue_figures():
         row = ROWS[row_id]
         kept = engine_memory(base.replace(**shape), "H100", int(row["tp"] or 1),
                              max_num_seqs=int(row["max_num_seqs"]),
-                             max_num_batched_tokens=int(row["max_num_batched_tokens"]))
+                             max_num_batched_tokens=int(row["max_num_batched_tokens"]),
+                             engine="vllm@0.19.0")
         errors[row_id] = (kept["activation_peak_bytes"] + kept["non_torch_bytes"]) / GIB - (
             float(row["activation_peak_gib"]) + float(row["non_torch_gib"]))
     granite = errors.pop("llmd-granite31-8b")
@@ -461,3 +542,4 @@ def test_a_pipeline_plan_keeps_a_stages_communicators():
     per_gpu = 0.9 * 79.19 * GIB - float(model.weight_bytes) / 2 - sampler - 2.09 * GIB
     assert int(plan["kv_budget_tokens"].squeeze()) == pytest.approx(
         int(per_gpu // (65_536 * 16)) * 16, abs=16)
+

@@ -34,7 +34,8 @@ from rooflinekit.profiles.shipped import DEFAULT_ENGINE
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory",
-           "held_bytes", "held_memory", "memory_engine", "memory_share_of",
+           "counts_cuda_graphs", "held_bytes", "held_engine", "held_memory", "memory_engine",
+           "memory_share_of",
            "layout_kv_bytes", "memory_outside_kv", "memory_rule", "memory_share",
            "moe_workspace_bytes",
            "mxfp4_layout_bytes",
@@ -77,12 +78,16 @@ MXFP4_BYTES = 17 / 32
 
 _NUMBER_FIELDS = ("sampler_bytes_per_logit", "non_torch_gib", "non_torch_parallel_gib",
                   "fit_error_gib")
-#: Numbers a row may leave out (an engine with too few logs to hold any out).
-_OPTIONAL_FIELDS = ("held_out_error_gib", "held_out_median_error_gib")
+#: Numbers a row may leave out (an engine with too few logs to hold any out; an engine whose
+#: memory profiling does not count its CUDA graphs).
+_OPTIONAL_FIELDS = ("held_out_error_gib", "held_out_median_error_gib", "cuda_graph_gib",
+                    "cuda_graph_gib_per_layer", "cuda_graph_fit_error_gib")
+#: The fields a row that counts its CUDA graphs gives together (with ``cuda_graph_since``).
+_CUDA_GRAPH_FIELDS = ("cuda_graph_gib", "cuda_graph_gib_per_layer", "cuda_graph_fit_error_gib")
 _TEXT_FIELDS = ("engine", "version", "date", "source")
 #: Text a row may give: what its engine's share is a share of
 #: (:data:`rooflinekit.memory.SHARE_BASES`; ``"total"`` where not given).
-_OPTIONAL_TEXT_FIELDS = ("share_of",)
+_OPTIONAL_TEXT_FIELDS = ("share_of", "cuda_graph_since")
 _WHAT = "engine memory file"
 
 
@@ -102,7 +107,10 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
         ``non_torch_gib``, ``non_torch_parallel_gib`` and ``fit_error_gib`` [GiB], and where
         the fit held logs out ``held_out_error_gib`` and ``held_out_median_error_gib`` [GiB];
         optionally ``share_of`` (``"total"``, the default, or ``"free"``: what the engine's
-        memory share is a share of, :func:`rooflinekit.memory.engine_kv_cache`).
+        memory share is a share of, :func:`rooflinekit.memory.engine_kv_cache`); and, for an
+        engine whose memory profiling counts its CUDA graphs from a release on, all of
+        ``cuda_graph_since`` (that release), ``cuda_graph_gib``, ``cuda_graph_gib_per_layer``
+        and ``cuda_graph_fit_error_gib`` [GiB] (:func:`cuda_graph_bytes`).
 
     Returns
     -------
@@ -123,6 +131,18 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
                                   (*_NUMBER_FIELDS, *_OPTIONAL_FIELDS, *_TEXT_FIELDS,
                                    *_OPTIONAL_TEXT_FIELDS), _WHAT)
         out["share_of"] = row.get("share_of", "total")
+        given = [f for f in ("cuda_graph_since", *_CUDA_GRAPH_FIELDS) if f in row]
+        if given and len(given) != 1 + len(_CUDA_GRAPH_FIELDS):
+            missing = sorted({"cuda_graph_since", *_CUDA_GRAPH_FIELDS} - set(given))
+            _fail(path, where, f"a row that counts its CUDA graphs gives all of "
+                  f"cuda_graph_since, {', '.join(_CUDA_GRAPH_FIELDS)}; missing "
+                  f"{', '.join(missing)}")
+        if given:
+            since = row["cuda_graph_since"]
+            if not isinstance(since, str) or not shipped._VERSION.fullmatch(since.strip()):
+                _fail(path, f"{where}.cuda_graph_since", f"must be a release number such as "
+                      f"'0.21.0'; got {since!r}")
+            out["cuda_graph_since"] = since.strip()
         if out["share_of"] not in SHARE_BASES:
             _fail(path, f"{where}.share_of", f"must be one of {', '.join(SHARE_BASES)}; got "
                   f"{out['share_of']!r}")
@@ -307,10 +327,10 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
     if gpu_memory_utilization is not None:
         return real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1,
                            lo_open=True)
-    if held_by == "sglang":
+    if held_engine(held_by) == "sglang":
         return sglang_mem_fraction_static(gpu, tp, pp=pp,
                                           chunked_prefill_size=max_num_batched_tokens)
-    if held_by == "trtllm":
+    if held_engine(held_by) == "trtllm":
         return TRTLLM_FREE_GPU_MEMORY_FRACTION
     return VLLM_GPU_MEMORY_UTILIZATION
 
@@ -475,7 +495,9 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     tp : int
         Tensor-parallel degree, >= 1.
     engine : str
-        A serving engine with a row in :data:`ENGINE_MEMORY` (vLLM's and SGLang's).
+        A serving engine with a row in :data:`ENGINE_MEMORY`, optionally ``@VERSION``
+        (``"vllm@0.24.0"``): a release from its row's ``cuda_graph_since`` on counts its CUDA
+        graphs too (:func:`counts_cuda_graphs`); the name alone is the row's own release.
     max_num_seqs, max_num_batched_tokens : int, optional
         The engine's sequences and token budget a step, >= 1; default the engine's own for the
         GPU (:func:`~rooflinekit.profiles.scheduler_defaults`).
@@ -493,8 +515,8 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
         ``activation_peak_bytes``, ``non_torch_bytes`` and ``weight_layout_bytes`` (vLLM's
         MXFP4 kernels' layout, :func:`mxfp4_layout_bytes`) [bytes per GPU], the three
         :func:`rooflinekit.memory.engine_kv_cache` subtracts at ``gpu_memory_utilization``
-        (also returned, resolved), and the activation peak's parts ``sampler_bytes`` and
-        ``moe_workspace_bytes``; ``version`` and ``source`` of the row, and its
+        (also returned, resolved), and the activation peak's parts ``sampler_bytes``,
+        ``moe_workspace_bytes`` and ``cuda_graph_bytes`` (0 where not counted); ``version`` and ``source`` of the row, and its
         ``held_out_error_bytes`` (the largest error on a logged KV cache with the model left
         out of the fit; ``None`` where too few logs were held out: SGLang's).
 
@@ -512,9 +534,13 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     (the peak is the same at every tensor-parallel degree: each rank samples from the whole
     vocabulary; a model without ``vocab_size`` counts none, and an MoE model without its
     widths no expert buffers). ``non_torch`` is the row's ``non_torch_gib`` at ``tp = 1`` and
-    ``non_torch_parallel_gib`` above it (the communicators' buffers). CUDA graphs are captured
-    after the KV cache is allocated, in the memory ``gpu_memory_utilization`` leaves, so they
-    are not counted.
+    ``non_torch_parallel_gib`` above it (the communicators' buffers). vLLM captures its CUDA
+    graphs after the KV cache is allocated; before 0.21.0 in the memory
+    ``gpu_memory_utilization`` leaves, so they were not counted, and from 0.21.0 on its
+    profiling estimates them first and takes them off the cache [5]_: for such a release,
+    named (:func:`counts_cuda_graphs`), the activation peak holds ``g = g₀ + g₁ · ⌈L / pp⌉``
+    (the row's ``cuda_graph_gib`` and ``cuda_graph_gib_per_layer``, ``L`` the model's layers,
+    each stage capturing its own), fitted to what the graphs' capture took in 0.19.0's logs.
 
     TensorRT-LLM (its row's ``share_of = "free"``) sizes its cache as ``f · (M − W − p)``,
     ``p`` its profiling pass's peak beyond the weights (activations at ``max_num_tokens``,
@@ -538,16 +564,24 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
        (``profile_max_num_token``: ``available − total · (1 − mem_fraction_static)``).
     .. [4] NVIDIA TensorRT-LLM, ``tensorrt_llm/_torch/pyexecutor/_util.py``
        (``KvCacheCreator._cal_max_memory``); ``tests/data/engine_logs/trtllm_memory.csv``.
+    .. [5] vLLM 0.21.0 and later log "CUDA graph memory profiling is enabled (default since
+       v0.21.0)" beside "Estimated CUDA graph memory: X GiB total" (vllm-project/vllm#30515
+       added the estimate, off by default; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
+       turns it off again).
 
     See Also
     --------
     rooflinekit.memory.engine_kv_cache : the KV cache these leave.
+    counts_cuda_graphs : which releases count their CUDA graphs.
     """
     check_type("model", model, ModelShape)
     rows = {r["engine"]: r for r in ENGINE_MEMORY}
-    if not isinstance(engine, str) or engine not in rows:
-        raise ValueError(f"engine must be one with a memory row ({', '.join(rows)}); got "
-                         f"{engine!r}")
+    name = held_engine(engine) if isinstance(engine, str) and "@" in engine else engine
+    if not isinstance(name, str) or name not in rows:
+        raise ValueError(f"engine must be one with a memory row ({', '.join(rows)}), "
+                         f"optionally @VERSION; got {engine!r}")
+    graphs = counts_cuda_graphs(engine)
+    engine = name
     tp = whole_number("tp", tp, lo=1)
     defaults = scheduler_defaults(engine, gpu)
     seqs = whole_number("max_num_seqs", defaults.max_num_seqs if max_num_seqs is None
@@ -572,10 +606,11 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
         sampler = row["sampler_bytes_per_logit"] * min(seqs, tokens) * (model.vocab_size or 0)
         moe = moe_workspace_bytes(model, tp, tokens)
         layout = mxfp4_layout_bytes(model, gpu, tp)
-    return {"activation_peak_bytes": sampler + moe, "non_torch_bytes": non_torch,
+    graph = _cuda_graph_bytes(row, model, pp) if graphs else 0.0
+    return {"activation_peak_bytes": sampler + moe + graph, "non_torch_bytes": non_torch,
             "weight_layout_bytes": layout, "gpu_memory_utilization": share,
             "share_of": row["share_of"],
-            "sampler_bytes": sampler, "moe_workspace_bytes": moe,
+            "sampler_bytes": sampler, "moe_workspace_bytes": moe, "cuda_graph_bytes": graph,
             "version": row["version"], "source": row["source"],
             "held_out_error_bytes": (row["held_out_error_gib"] * GIB
                                      if "held_out_error_gib" in row else None)}
@@ -595,14 +630,72 @@ def memory_engine(engine) -> str | None:
     str or None
         The engine whose scheduler the answer runs
         (:func:`~rooflinekit.profiles.scheduler_engine`: vLLM's for ``None``, an
-        :class:`~rooflinekit.Engine` or a calibration) where :data:`ENGINE_MEMORY` has its row;
-        ``None`` for the ideal bound (``"ideal"``, :data:`rooflinekit.IDEAL`) and for engines
+        :class:`~rooflinekit.Engine` or a calibration) where :data:`ENGINE_MEMORY` has its row,
+        as ``"NAME@VERSION"`` where ``engine`` names a release whose memory differs from the
+        row's own (``"vllm@0.24.0"``: vLLM counts its CUDA graphs from 0.21.0 on,
+        :func:`counts_cuda_graphs`); ``None`` for the ideal bound (``"ideal"``, :data:`rooflinekit.IDEAL`) and for engines
         without a row, whose KV budget is then the weights' remainder alone.
     """
     if engine is IDEAL or (isinstance(engine, str) and engine.strip().lower() == "ideal"):
         return None
     name = scheduler_engine(engine)
-    return name if any(r["engine"] == name for r in ENGINE_MEMORY) else None
+    if not any(r["engine"] == name for r in ENGINE_MEMORY):
+        return None
+    if isinstance(engine, str) and shipped.is_engine_name(engine):
+        version = shipped.split_engine_name(engine)[1]
+        if version is not None and counts_cuda_graphs(f"{name}@{version}"):
+            return f"{name}@{version}"
+    return name
+
+
+def held_engine(held_by) -> str | None:
+    """The engine a :func:`memory_engine` answer names, without its version: ``"vllm"`` of
+    ``"vllm@0.11.0"``; ``None`` for ``None``."""
+    if held_by is None:
+        return None
+    if not isinstance(held_by, str):
+        raise TypeError(f"held_by must be None or an engine name; got {held_by!r}")
+    return held_by.split("@", 1)[0].strip().lower()
+
+
+def counts_cuda_graphs(held_by) -> bool:
+    """Whether an engine's memory profiling takes its CUDA graphs off the KV cache.
+
+    Parameters
+    ----------
+    held_by : str or None
+        An engine with a memory row, optionally ``@VERSION`` (:func:`memory_engine`), or
+        ``None`` (the bound).
+
+    Returns
+    -------
+    bool
+        True where the engine's row gives ``cuda_graph_since`` (vLLM's: 0.21.0) and
+        ``held_by`` names a release not before it. False for ``None``, for the name alone (the
+        row's own release, whose logs the rule is fitted to: vLLM 0.19.0's), for a version
+        that is not a release number, and for an engine whose row counts none.
+
+    Notes
+    -----
+    The name alone keeps the row's release: vLLM's estimate of its graphs is new and moves
+    between releases (vllm-project/vllm#45178: three times the graphs' memory on one MoE
+    layout; #50780: a profiling transient counted as graphs on hybrid models from 0.26.0), and
+    the logs that print it for catalogue models are two (docs/validation.md), so a plan
+    counts it where asked for by release (``engine="vllm@0.24.0"``, ``--engine vllm@0.24.0``).
+    """
+    row = _memory_row(held_by)
+    if row is None or "cuda_graph_since" not in row or "@" not in held_by:
+        return False
+    version = held_by.split("@", 1)[1].strip()
+    return bool(shipped._VERSION.fullmatch(version)) and \
+        shipped._release(version) >= shipped._release(row["cuda_graph_since"])
+
+
+def _cuda_graph_bytes(row, model, pp) -> float:
+    """The CUDA graphs' memory on each GPU of a stage [bytes]: ``(g₀ + g₁·⌈L/pp⌉)`` GiB, ``L``
+    the model's layers (:func:`engine_memory`'s Notes)."""
+    layers = -(-int(model.n_layers) // pp)
+    return (row["cuda_graph_gib"] + row["cuda_graph_gib_per_layer"] * layers) * GIB
 
 
 def memory_outside_kv(held_by, models=None) -> str:
@@ -628,7 +721,7 @@ def memory_outside_kv(held_by, models=None) -> str:
         return "nothing else (the bound: no engine memory held)"
     row = _memory_row(held_by)
     version = row["version"]
-    if held_by == "sglang":
+    if held_engine(held_by) == "sglang":
         return f"{held_by} {version}'s memory in use before its weights load (engine_memory)"
     if row["share_of"] == "free":
         return f"{held_by} {version}'s profiling peak beyond the weights (engine_memory)"
@@ -638,7 +731,12 @@ def memory_outside_kv(held_by, models=None) -> str:
         layout = (", and its MXFP4 kernels' layout"
                   if any(_mxfp4_experts(check_type("models", m, ModelShape)) for m in models)
                   else "")
-    return f"{held_by} {version}'s activation peak and non-torch memory{layout} (engine_memory)"
+    name = held_engine(held_by)
+    if counts_cuda_graphs(held_by):
+        return (f"{held_by}: {name} {version}'s activation peak and non-torch memory, and the "
+                f"CUDA graphs {name} counts from {row['cuda_graph_since']} on{layout} "
+                f"(engine_memory)")
+    return f"{name} {version}'s activation peak and non-torch memory{layout} (engine_memory)"
 
 
 def held_memory(held_by, model, gpu, tp=1, *, max_num_seqs=None,
@@ -685,10 +783,11 @@ def _memory_row(held_by) -> dict | None:
     if held_by is None:
         return None
     rows = {r["engine"]: r for r in ENGINE_MEMORY}
-    if not isinstance(held_by, str) or held_by not in rows:
+    name = held_engine(held_by) if isinstance(held_by, str) else held_by
+    if not isinstance(name, str) or name not in rows:
         raise ValueError(f"held_by must be None or an engine with a memory row "
-                         f"({', '.join(sorted(rows))}); got {held_by!r}")
-    return rows[held_by]
+                         f"({', '.join(sorted(rows))}), optionally @VERSION; got {held_by!r}")
+    return rows[name]
 
 
 def held_bytes(held) -> float:
