@@ -292,12 +292,13 @@ def main(argv=None) -> int:
     graph_knobs = fit_cuda_graphs(graphs)
     graph_err = cuda_graph_errors(graphs)
     graph_knobs["cuda_graph_fit_error_gib"] = max(abs(v) for v in graph_err["in_sample"].values())
-    graph_knobs["held_out"] = graph_err["held_out"]
+    graph_held = [abs(v) for v in graph_err["held_out"].values()]
+    graph_knobs["held_out_error_gib"] = max(graph_held)
     print(f"CUDA graphs ({len(graphs)} rows of vLLM {VERSION}): "
-          f"{graph_knobs['cuda_graph_gib']:.3f} GiB + {graph_knobs['cuda_graph_gib_per_layer'] * 1024:.2f} "
-          f"MiB a layer; in sample largest error {graph_knobs['cuda_graph_fit_error_gib']:.2f} GiB, "
-          f"held out by model largest {max(abs(v) for v in graph_err['held_out'].values()):.2f}, "
-          f"median {statistics.median(abs(v) for v in graph_err['held_out'].values()):.2f}")
+          f"{graph_knobs['cuda_graph_gib']:.3f} GiB + "
+          f"{graph_knobs['cuda_graph_gib_per_layer'] * 1024:.2f} MiB a layer; in sample largest "
+          f"error {graph_knobs['cuda_graph_fit_error_gib']:.2f} GiB, held out by model largest "
+          f"{max(graph_held):.2f}, median {statistics.median(graph_held):.2f}")
     sglang = fit_sglang(sglang_rows())
     print(f"SGLang {SGLANG_VERSION}: memory in use before loading "
           f"{sglang['non_torch_gib']:.2f} GiB at TP 1, {sglang['non_torch_parallel_gib']:.2f} above")
@@ -331,7 +332,7 @@ def render(knobs, summary, n_rows, sglang, trtllm, graphs, n_graph_rows) -> str:
 # (engine="vllm@0.24.0"; the name alone keeps this row's {VERSION}), the activation peak holds
 # cuda_graph_gib + cuda_graph_gib_per_layer x the layers of a pipeline stage [GiB]: least squares
 # over the {n_graph_rows} rows of vLLM {VERSION} that print the graphs' memory (what capture took), largest
-# error {graphs['cuda_graph_fit_error_gib']:.2f} GiB in sample (cuda_graph_fit_error_gib), {max(abs(v) for v in graphs['held_out'].values()):.2f} with each model left out.
+# error {graphs['cuda_graph_fit_error_gib']:.2f} GiB in sample (cuda_graph_fit_error_gib), {graphs['held_out_error_gib']:.2f} with each model left out.
 # activation peak [bytes] = sampler_bytes_per_logit x min(max_num_seqs, max_num_batched_tokens) x
 #   vocabulary (the profiling run ends with a dummy sampling step over that many rows of logits)
 #   + for an MoE model the fused-MoE kernel's working tensors, max_num_batched_tokens x

@@ -25,9 +25,8 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, engine_kv_rule, format_value, print_table
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import (held_bytes, held_engine, memory_engine, memory_rule,
-                                  scheduler_defaults,
-                                  scheduler_engine)
+from rooflinekit.profiles import (held_bytes, memory_engine, memory_rule, profiled_engine,
+                                  scheduler_defaults, scheduler_engine)
 
 __all__ = list(COMMAND_API)
 
@@ -255,7 +254,7 @@ def run(args, out) -> int:
         result["gpu_memory_utilization"] = share
         result["engine_memory_gib"] = held_bytes(held) / units.GiB
         result["kv_cache_rule"] = engine_kv_rule(f"{share:g}", gpu, held_by, model)
-        if held_engine(held_by) == "vllm" and model.sliding_window is not None \
+        if profiled_engine(held_by) == "vllm" and model.sliding_window is not None \
                 and model.n_sliding_layers:
             result["decoding_max_concurrent_sequences"] = int(_decoding_sequences(
                 model, int(tokens), ctx, args.block_size or 16))

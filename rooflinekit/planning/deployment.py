@@ -21,7 +21,7 @@ from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
 from rooflinekit.profiles import (ENGINE_MEMORY, TRTLLM_FREE_GPU_MEMORY_FRACTION,
                                   VLLM_GPU_MEMORY_UTILIZATION, held_bytes,
-                                  held_engine, held_memory, memory_rule, memory_share)
+                                  held_memory, memory_rule, memory_share, profiled_engine)
 from rooflinekit.workloads import Constant
 
 __all__ = ["launch_commands"]
@@ -105,7 +105,8 @@ def _plan_memory(attrs, model, gpu, tp, max_num_seqs, max_num_batched_tokens, pp
     or ``None``), the share of each GPU it gave weights and KV, what that engine kept
     beside them there [bytes], and what the share is of ("total" or "free")."""
     named = str(attrs.get("memory_outside_kv", "")).split(" ", 1)[0].rstrip(":")
-    held_by = named if any(r["engine"] == held_engine(named) for r in ENGINE_MEMORY) else None
+    held_by = named if any(r["engine"] == profiled_engine(named) for r in ENGINE_MEMORY) \
+        else None
     given = attrs.get("gpu_memory_utilization", VLLM_GPU_MEMORY_UTILIZATION)
     given = float(given) if isinstance(given, (int, float)) else None   # else the engine's rule
     share, held = memory_rule(held_by, model, gpu, tp, gpu_memory_utilization=given,
@@ -259,8 +260,9 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     cache, _ = kv_bytes_left(memory, share, weights + held, share_of)  # the plan's, a GPU
     # vLLM's share holds weights, KV and its own F: (C + W + F) / M; a plan that held
     # nothing (the bound) keeps its share
-    vllm_share = share if held_engine(held_by) in ("vllm", None) else (cache + weights + _held_bytes(
-        "vllm", model, card, int(tp), int(seqs), budget, share, stages)) / memory
+    vllm_share = share if profiled_engine(held_by) in ("vllm", None) else (
+        cache + weights + _held_bytes("vllm", model, card, int(tp), int(seqs), budget, share,
+                                      stages)) / memory
     vllm += ["--gpu-memory-utilization", f"{min(max(vllm_share, 0.01), 1.0):.3g}",
              "--block-size", str(int(attrs.get("block_size", 16)))]
     # SGLang's share is of the memory free before loading, M − c: (C + W) / (M − c)

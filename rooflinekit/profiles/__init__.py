@@ -35,7 +35,6 @@ from rooflinekit.profiles.footprint import (
     counts_cuda_graphs,
     engine_memory,
     held_bytes,
-    held_engine,
     held_memory,
     layout_kv_bytes,
     memory_engine,
@@ -78,8 +77,7 @@ from rooflinekit.profiles.shipped import (
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory",
-           "counts_cuda_graphs", "held_bytes", "held_engine", "held_memory", "layout_kv_bytes",
-           "memory_share_of",
+           "counts_cuda_graphs", "held_bytes", "held_memory", "layout_kv_bytes", "memory_share_of",
            "memory_engine",
            "memory_outside_kv", "memory_rule", "memory_share", "moe_workspace_bytes",
            "mxfp4_layout_bytes",

@@ -30,12 +30,11 @@ from rooflinekit.models import ModelShape
 from rooflinekit.roofline import IDEAL
 from rooflinekit.profiles import shipped
 from rooflinekit.profiles.scheduling import scheduler_defaults, scheduler_engine
-from rooflinekit.profiles.shipped import DEFAULT_ENGINE
+from rooflinekit.profiles.shipped import DEFAULT_ENGINE, profiled_engine
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory",
-           "counts_cuda_graphs", "held_bytes", "held_engine", "held_memory", "memory_engine",
-           "memory_share_of",
+           "counts_cuda_graphs", "held_bytes", "held_memory", "memory_engine", "memory_share_of",
            "layout_kv_bytes", "memory_outside_kv", "memory_rule", "memory_share",
            "moe_workspace_bytes",
            "mxfp4_layout_bytes",
@@ -110,7 +109,7 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
         memory share is a share of, :func:`rooflinekit.memory.engine_kv_cache`); and, for an
         engine whose memory profiling counts its CUDA graphs from a release on, all of
         ``cuda_graph_since`` (that release), ``cuda_graph_gib``, ``cuda_graph_gib_per_layer``
-        and ``cuda_graph_fit_error_gib`` [GiB] (:func:`cuda_graph_bytes`).
+        and ``cuda_graph_fit_error_gib`` [GiB] (:func:`engine_memory`'s Notes).
 
     Returns
     -------
@@ -327,10 +326,10 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
     if gpu_memory_utilization is not None:
         return real_number("gpu_memory_utilization", gpu_memory_utilization, lo=0, hi=1,
                            lo_open=True)
-    if held_engine(held_by) == "sglang":
+    if profiled_engine(held_by) == "sglang":
         return sglang_mem_fraction_static(gpu, tp, pp=pp,
                                           chunked_prefill_size=max_num_batched_tokens)
-    if held_engine(held_by) == "trtllm":
+    if profiled_engine(held_by) == "trtllm":
         return TRTLLM_FREE_GPU_MEMORY_FRACTION
     return VLLM_GPU_MEMORY_UTILIZATION
 
@@ -516,9 +515,10 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
         MXFP4 kernels' layout, :func:`mxfp4_layout_bytes`) [bytes per GPU], the three
         :func:`rooflinekit.memory.engine_kv_cache` subtracts at ``gpu_memory_utilization``
         (also returned, resolved), and the activation peak's parts ``sampler_bytes``,
-        ``moe_workspace_bytes`` and ``cuda_graph_bytes`` (0 where not counted); ``version`` and ``source`` of the row, and its
-        ``held_out_error_bytes`` (the largest error on a logged KV cache with the model left
-        out of the fit; ``None`` where too few logs were held out: SGLang's).
+        ``moe_workspace_bytes`` and ``cuda_graph_bytes`` (0 where not counted); ``version``
+        and ``source`` of the row, and its ``held_out_error_bytes`` (the largest error on a
+        logged KV cache with the model left out of the fit; ``None`` where too few logs were
+        held out: SGLang's).
 
     Raises
     ------
@@ -576,8 +576,8 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     """
     check_type("model", model, ModelShape)
     rows = {r["engine"]: r for r in ENGINE_MEMORY}
-    name = held_engine(engine) if isinstance(engine, str) and "@" in engine else engine
-    if not isinstance(name, str) or name not in rows:
+    name = profiled_engine(engine)
+    if name not in rows:
         raise ValueError(f"engine must be one with a memory row ({', '.join(rows)}), "
                          f"optionally @VERSION; got {engine!r}")
     graphs = counts_cuda_graphs(engine)
@@ -633,8 +633,9 @@ def memory_engine(engine) -> str | None:
         :class:`~rooflinekit.Engine` or a calibration) where :data:`ENGINE_MEMORY` has its row,
         as ``"NAME@VERSION"`` where ``engine`` names a release whose memory differs from the
         row's own (``"vllm@0.24.0"``: vLLM counts its CUDA graphs from 0.21.0 on,
-        :func:`counts_cuda_graphs`); ``None`` for the ideal bound (``"ideal"``, :data:`rooflinekit.IDEAL`) and for engines
-        without a row, whose KV budget is then the weights' remainder alone.
+        :func:`counts_cuda_graphs`); ``None`` for the ideal bound (``"ideal"``,
+        :data:`rooflinekit.IDEAL`) and for engines without a row, whose KV budget is then the
+        weights' remainder alone.
     """
     if engine is IDEAL or (isinstance(engine, str) and engine.strip().lower() == "ideal"):
         return None
@@ -646,16 +647,6 @@ def memory_engine(engine) -> str | None:
         if version is not None and counts_cuda_graphs(f"{name}@{version}"):
             return f"{name}@{version}"
     return name
-
-
-def held_engine(held_by) -> str | None:
-    """The engine a :func:`memory_engine` answer names, without its version: ``"vllm"`` of
-    ``"vllm@0.11.0"``; ``None`` for ``None``."""
-    if held_by is None:
-        return None
-    if not isinstance(held_by, str):
-        raise TypeError(f"held_by must be None or an engine name; got {held_by!r}")
-    return held_by.split("@", 1)[0].strip().lower()
 
 
 def counts_cuda_graphs(held_by) -> bool:
@@ -684,10 +675,10 @@ def counts_cuda_graphs(held_by) -> bool:
     counts it where asked for by release (``engine="vllm@0.24.0"``, ``--engine vllm@0.24.0``).
     """
     row = _memory_row(held_by)
-    if row is None or "cuda_graph_since" not in row or "@" not in held_by:
+    if row is None or "cuda_graph_since" not in row:
         return False
-    version = held_by.split("@", 1)[1].strip()
-    return bool(shipped._VERSION.fullmatch(version)) and \
+    version = shipped.split_engine_name(held_by)[1]
+    return version is not None and bool(shipped._VERSION.fullmatch(version)) and \
         shipped._release(version) >= shipped._release(row["cuda_graph_since"])
 
 
@@ -721,7 +712,8 @@ def memory_outside_kv(held_by, models=None) -> str:
         return "nothing else (the bound: no engine memory held)"
     row = _memory_row(held_by)
     version = row["version"]
-    if held_engine(held_by) == "sglang":
+    name = profiled_engine(held_by)
+    if name == "sglang":
         return f"{held_by} {version}'s memory in use before its weights load (engine_memory)"
     if row["share_of"] == "free":
         return f"{held_by} {version}'s profiling peak beyond the weights (engine_memory)"
@@ -731,7 +723,6 @@ def memory_outside_kv(held_by, models=None) -> str:
         layout = (", and its MXFP4 kernels' layout"
                   if any(_mxfp4_experts(check_type("models", m, ModelShape)) for m in models)
                   else "")
-    name = held_engine(held_by)
     if counts_cuda_graphs(held_by):
         return (f"{held_by}: {name} {version}'s activation peak and non-torch memory, and the "
                 f"CUDA graphs {name} counts from {row['cuda_graph_since']} on{layout} "
@@ -783,8 +774,8 @@ def _memory_row(held_by) -> dict | None:
     if held_by is None:
         return None
     rows = {r["engine"]: r for r in ENGINE_MEMORY}
-    name = held_engine(held_by) if isinstance(held_by, str) else held_by
-    if not isinstance(name, str) or name not in rows:
+    name = profiled_engine(held_by)
+    if name not in rows:
         raise ValueError(f"held_by must be None or an engine with a memory row "
                          f"({', '.join(sorted(rows))}), optionally @VERSION; got {held_by!r}")
     return rows[name]
