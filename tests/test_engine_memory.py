@@ -238,14 +238,16 @@ def test_the_driver_reports_less_than_the_capacity():
     assert h100.visible_memory_per_gpu == 79.19 * GIB
     assert h100.group(4).visible_memory_per_gpu == 79.19 * GIB
     # unmeasured: the capacity; measured, the driver's total (gpus.toml's sources)
-    pcie = catalog.gpu("H100-PCIe-80GB")
-    assert pcie.visible_memory_bytes is None
-    assert pcie.visible_memory_per_gpu == pcie.memory_per_gpu
-    # A100 80GB: deviceQuery's 85,100,068,864 B; H20: PyTorch's 97,285 MiB; MI355X: vLLM's
-    # "(.../287.98 GiB)" (gpus.toml's visible_memory_source)
+    gaudi = catalog.gpu("Gaudi-3")
+    assert gaudi.visible_memory_bytes is None
+    assert gaudi.visible_memory_per_gpu == gaudi.memory_per_gpu
+    # A100 80GB: deviceQuery's 85,100,068,864 B; A100 80GB PCIe: its 84,974,239,744 B; B300:
+    # 287,428,771,840 B; H20: PyTorch's 97,285 MiB; MI355X: vLLM's "(.../287.98 GiB)"
+    # (gpus.toml's visible_memory_source)
     for name, total in (("H200-SXM-141GB", 139.72), ("L40S", 44.42), ("RTX-4090", 23.64),
                         ("L4", 22.03), ("B200", 178.35), ("A100-SXM-80GB", 79.26),
-                        ("H20", 97_285 / 1024), ("MI355X", 287.98)):
+                        ("A100-PCIe-80GB", 79.14), ("H100-PCIe-80GB", 79.19),
+                        ("B300", 267.69), ("H20", 97_285 / 1024), ("MI355X", 287.98)):
         assert catalog.gpu(name).visible_memory_per_gpu == pytest.approx(total * GIB), name
     with pytest.raises(ValueError, match="visible_memory_bytes must be <= memory_bytes"):
         rk.GPU("x", memory_bytes=80 * GIB, hbm_bandwidth=1e12, peak_flops=1e15,
