@@ -191,6 +191,36 @@ def test_a_cache_smaller_than_the_context_caps_each_request():
     assert any("refuse to start" in note for note in got["notes"])
 
 
+def test_the_vllm_command_says_what_its_cuda_graphs_take_from_0_21():
+    """A plan by vLLM 0.19.0's memory (the name alone) leaves out the graphs vLLM from 0.21.0
+    takes off the cache: the notes give their size by the rule (0.449 GiB + 15.1 MiB a layer,
+    engine_memory.toml, computed here by hand), what is left, and the flag that deploys the
+    planned cache; a plan that counted them gets no such note."""
+    traffic = rk.Traffic(0.1, 1000, 100)
+    row = next(r for r in rk.profiles.ENGINE_MEMORY if r["engine"] == "vllm")
+    graphs = (row["cuda_graph_gib"] + 80 * row["cuda_graph_gib_per_layer"])   # 80 layers
+    for model, tp, left in (("Llama-3.1-8B", 1, True), ("Llama-3.1-70B", 2, False)):
+        plan = rk.plan(traffic, rk.SLO(ttft=5.0), models=model, gpus="H100-SXM-80GB", tp=tp,
+                       replicates=2, requests=50)
+        got = launch_commands(rk.cheapest_plan(plan, by=None), traffic)
+        note = [n for n in got["notes"] if n.startswith("vLLM from")]
+        assert len(note) == 1, got["notes"]
+        layers = rk.catalog.model(model).n_layers
+        gib = row["cuda_graph_gib"] + layers * row["cuda_graph_gib_per_layer"]
+        assert f"about {gib:.2f} GiB a GPU" in note[0]
+        assert "--kv-cache-memory-bytes " in note[0] and "engine='vllm@0.21.0'" in note[0]
+        # 70B on two H100s: 1.58 GiB of cache a GPU (docs/validation.md), graphs 1.63
+        assert ("leaves none" in note[0]) == (not left)
+        if model == "Llama-3.1-70B":
+            assert gib == pytest.approx(graphs) and gib > 1.58
+            cache = int(note[0].split("--kv-cache-memory-bytes ")[1].split()[0])
+            assert cache / 2**30 == pytest.approx(1.58, abs=0.01)
+    counted = rk.plan(traffic, rk.SLO(ttft=5.0), models="Llama-3.1-8B", gpus="H100-SXM-80GB",
+                      replicates=2, requests=50, engine="vllm@0.24.0")
+    got = launch_commands(rk.cheapest_plan(counted, by=None), traffic)
+    assert not any(n.startswith("vLLM from") for n in got["notes"])
+
+
 def test_the_plan_command_leads_with_the_engine_it_planned_for(capsys):
     argv = ["plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "2", "--prompt-mean", "500",
             "--output-mean", "100", "--ttft", "1", "--itl", "0.05", "--replicates", "2",

@@ -315,11 +315,20 @@ def test_the_capacity_command_budgets_what_vllm_logged(capsys):
                  "--engine", "vllm@0.24.0", "--json"]) == 0
     now = json.loads(capsys.readouterr().out)
     assert now["engine_memory_gib"] == pytest.approx(2.14 + 0.449 + 32 * 0.014793, abs=0.01)
+    assert "cuda_graph_gib" not in now and "cuda_graph_gib" in out
+    # the name alone plans 0.19.0's memory and says what those graphs would take
+    assert out["cuda_graph_gib"] == pytest.approx(0.449 + 32 * 0.014793, abs=0.001)
+    assert out["cuda_graphs_since"] == "0.21.0"
+    assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95"]) == 0
+    text = capsys.readouterr().out
+    assert "note: vLLM from 0.21.0 on also takes an estimate of its CUDA graphs" in text
+    assert f"leaves {out['kv_budget_gib'] - out['cuda_graph_gib']:.2f} GiB a GPU" in text
     assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95",
                  "--engine", "ideal", "--json"]) == 0
     ideal = json.loads(capsys.readouterr().out)
     assert ideal["kv_budget_gib"] == pytest.approx(0.95 * 79.19 - 14.96, abs=0.01)
     assert "engine_memory_gib" in ideal and ideal["engine_memory_gib"] == 0.0
+    assert "cuda_graph_gib" not in ideal
 
 
 def test_the_capacity_command_answers_by_the_engines_rule(capsys):
@@ -545,3 +554,20 @@ def test_a_pipeline_plan_keeps_a_stages_communicators():
     assert int(plan["kv_budget_tokens"].squeeze()) == pytest.approx(
         int(per_gpu // (65_536 * 16)) * 16, abs=16)
 
+
+
+def test_what_vllms_cuda_graphs_take_from_the_release_that_counts_them():
+    """0.449 GiB + 15.1 MiB a layer of a stage (engine_memory.toml), by hand: Llama-3.1-70B's
+    80 layers, and 40 a stage at two stages; the same at any tensor-parallel degree."""
+    row = next(r for r in rk.profiles.ENGINE_MEMORY if r["engine"] == "vllm")
+    model = catalog.model("Llama-3.1-70B")
+    since, got = rk.profiles.vllm_cuda_graph_bytes(model, "H100-SXM-80GB", 2)
+    assert since == "0.21.0"
+    assert got == pytest.approx((0.4490 + 80 * 0.014793) * GIB, rel=1e-4)
+    assert got == pytest.approx((row["cuda_graph_gib"] + 80 * row["cuda_graph_gib_per_layer"])
+                                * GIB)
+    _, staged = rk.profiles.vllm_cuda_graph_bytes(model, "H100-SXM-80GB", 2, pp=2)
+    assert staged == pytest.approx((0.4490 + 40 * 0.014793) * GIB, rel=1e-4)
+    assert rk.profiles.vllm_cuda_graph_bytes(model, "H100-SXM-80GB", 8)[1] == got
+    with pytest.raises(ValueError, match="tp"):
+        rk.profiles.vllm_cuda_graph_bytes(model, "H100-SXM-80GB", 0)

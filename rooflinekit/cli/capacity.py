@@ -25,8 +25,9 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, engine_kv_rule, format_value, print_table
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import (held_bytes, memory_engine, memory_rule, profiled_engine,
-                                  scheduler_defaults, scheduler_engine)
+from rooflinekit.profiles import (counts_cuda_graphs, held_bytes, memory_engine, memory_rule,
+                                  profiled_engine, scheduler_defaults, scheduler_engine,
+                                  vllm_cuda_graph_bytes)
 
 __all__ = list(COMMAND_API)
 
@@ -254,6 +255,11 @@ def run(args, out) -> int:
         result["gpu_memory_utilization"] = share
         result["engine_memory_gib"] = held_bytes(held) / units.GiB
         result["kv_cache_rule"] = engine_kv_rule(f"{share:g}", gpu, held_by, model)
+        if profiled_engine(held_by) == "vllm" and not counts_cuda_graphs(held_by):
+            # a release from cuda_graph_since on also takes its graphs' estimate off the cache
+            since, graphs = vllm_cuda_graph_bytes(model, gpu, tp)
+            result["cuda_graph_gib"] = graphs / units.GiB
+            result["cuda_graphs_since"] = since
         if profiled_engine(held_by) == "vllm" and model.sliding_window is not None \
                 and model.n_sliding_layers:
             result["decoding_max_concurrent_sequences"] = int(_decoding_sequences(
@@ -312,6 +318,14 @@ def run(args, out) -> int:
         print_table(("quantity", "value"), [(label, result[key]) for key, label in _QUANTITIES
                                             if key in result], out, fmt=format_value)
         out.write(f"KV cache: {result['kv_cache_rule']}\n")
+        if "cuda_graph_gib" in result:
+            left = result["kv_budget_gib"] / tp - result["cuda_graph_gib"]
+            out.write(f"note: vLLM from {result['cuda_graphs_since']} on also takes an estimate "
+                      f"of its CUDA graphs off this cache, about {result['cuda_graph_gib']:.2f} "
+                      f"GiB a GPU by engine_memory's rule, which leaves "
+                      + (f"{left:.2f} GiB a GPU" if left > 0 else "none (vLLM refuses to start)")
+                      + f" (--engine vllm@{result['cuda_graphs_since']} sizes that cache; "
+                      f"--kv-cache-memory-bytes deploys this one)\n")
         out.write(f"timing: {result['model_quality']}\n")
         if reason is not None:
             out.write(f"warning: {reason}\n")

@@ -46,6 +46,7 @@ from rooflinekit.profiles.footprint import (
     mxfp4_layout_bytes,
     read_engine_memory_file,
     sglang_mem_fraction_static,
+    vllm_cuda_graph_bytes,
 )
 from rooflinekit.profiles.scheduling import (
     ADMISSIONS,
@@ -82,7 +83,7 @@ __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "memory_outside_kv", "memory_rule", "memory_share", "moe_workspace_bytes",
            "mxfp4_layout_bytes",
            "MXFP4_BYTES", "read_engine_memory_file",
-           "sglang_mem_fraction_static", "ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
+           "sglang_mem_fraction_static", "vllm_cuda_graph_bytes", "ENGINE_IDEAL_KNOBS", "ENGINE_KNOBS", "GROUP_FIELDS", "IDEAL_KNOBS", "KNOBS",
            "LINK_KNOBS", "PARAMETERS", "PHASES", "SECONDS_KNOBS", "Calibration",
            "load_calibration", "save_calibration", "DEFAULT_ENGINE", "ENGINE_CHOICES",
            "ENGINE_NAMES", "ENGINE_PROFILES", "HostScheduling", "ProfileKey", "engine_profile",

@@ -38,7 +38,8 @@ __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "layout_kv_bytes", "memory_outside_kv", "memory_rule", "memory_share",
            "moe_workspace_bytes",
            "mxfp4_layout_bytes",
-           "MXFP4_BYTES", "read_engine_memory_file", "sglang_mem_fraction_static"]
+           "MXFP4_BYTES", "read_engine_memory_file", "sglang_mem_fraction_static",
+           "vllm_cuda_graph_bytes"]
 
 GIB = 2**30
 #: Tokens vLLM's fused-MoE kernel works on at once (``VLLM_FUSED_MOE_CHUNK_SIZE``, default
@@ -680,6 +681,38 @@ def counts_cuda_graphs(held_by) -> bool:
     version = shipped.split_engine_name(held_by)[1]
     return version is not None and bool(shipped._VERSION.fullmatch(version)) and \
         shipped._release(version) >= shipped._release(row["cuda_graph_since"])
+
+
+def vllm_cuda_graph_bytes(model, gpu, tp=1, *, pp=1) -> tuple[str, float]:
+    """What vLLM's CUDA graphs take off the KV cache from the release that counts them.
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model.
+    gpu : GPU or catalogue name
+        One GPU of the group.
+    tp, pp : int
+        Tensor-parallel degree and pipeline stages, >= 1.
+
+    Returns
+    -------
+    since : str
+        The first release whose profiling takes them off (its memory row's
+        ``cuda_graph_since``: ``"0.21.0"``).
+    bytes : float
+        Their memory on each GPU [bytes] by the row's rule (:func:`engine_memory`'s Notes).
+
+    Notes
+    -----
+    A plan by vLLM's name alone holds 0.19.0's memory, which leaves them out: this is what a
+    deployment on such a release loses of the planned cache (the launch commands' and the
+    ``capacity`` command's notes).
+    """
+    row = _memory_row("vllm")
+    since = row["cuda_graph_since"]
+    kept = engine_memory(model, gpu, tp, engine=f"vllm@{since}", pp=pp)
+    return since, kept["cuda_graph_bytes"]
 
 
 def _cuda_graph_bytes(row, model, pp) -> float:
