@@ -571,3 +571,11 @@ def test_what_vllms_cuda_graphs_take_from_the_release_that_counts_them():
     assert rk.profiles.vllm_cuda_graph_bytes(model, "H100-SXM-80GB", 8)[1] == got
     with pytest.raises(ValueError, match="tp"):
         rk.profiles.vllm_cuda_graph_bytes(model, "H100-SXM-80GB", 0)
+
+
+def test_the_cuda_graph_note_says_what_is_left_and_the_way_out():
+    note = rk.profiles.cuda_graph_note("0.21.0", 1.0 * GIB, 3.0 * GIB)
+    assert "about 1.00 GiB a GPU" in note and "leaves 2.00 GiB a GPU of the planned 3.00" in note
+    assert f"--kv-cache-memory-bytes {3 * GIB}" in note and "engine='vllm@0.21.0'" in note
+    assert "none of the planned 1.00 GiB a GPU (vLLM refuses to start)" in \
+        rk.profiles.cuda_graph_note("0.21.0", 1.5 * GIB, 1.0 * GIB)

@@ -25,9 +25,9 @@ from rooflinekit.cli._args import (
 )
 from rooflinekit.cli._output import emit, engine_kv_rule, format_value, print_table
 from rooflinekit.models import ModelShape
-from rooflinekit.profiles import (counts_cuda_graphs, held_bytes, memory_engine, memory_rule,
-                                  profiled_engine, scheduler_defaults, scheduler_engine,
-                                  vllm_cuda_graph_bytes)
+from rooflinekit.profiles import (counts_cuda_graphs, cuda_graph_note, held_bytes,
+                                  memory_engine, memory_rule, profiled_engine,
+                                  scheduler_defaults, scheduler_engine, vllm_cuda_graph_bytes)
 
 __all__ = list(COMMAND_API)
 
@@ -229,6 +229,7 @@ def run(args, out) -> int:
     share, held = (None, {}) if guide else memory_rule(
         held_by, model, gpu, tp, gpu_memory_utilization=args.gpu_memory_utilization)
     budget, tokens, sequences = _budget(args, model, gpu, share, held, held_by)
+    note = None                     # what vLLM's CUDA graphs take of it, where not counted
     # TTFT is a prefill; ITL, throughput and cost are decode steps: each formula asks the
     # engine (a calibration: its knob set of this model and GPU) for its phase's
     result = {
@@ -255,12 +256,14 @@ def run(args, out) -> int:
         result["gpu_memory_utilization"] = share
         result["engine_memory_gib"] = held_bytes(held) / units.GiB
         result["kv_cache_rule"] = engine_kv_rule(f"{share:g}", gpu, held_by, model)
-        if profiled_engine(held_by) == "vllm" and not counts_cuda_graphs(held_by):
+        vllm = profiled_engine(held_by) == "vllm"
+        if vllm and not counts_cuda_graphs(held_by):
             # a release from cuda_graph_since on also takes its graphs' estimate off the cache
             since, graphs = vllm_cuda_graph_bytes(model, gpu, tp)
             result["cuda_graph_gib"] = graphs / units.GiB
             result["cuda_graphs_since"] = since
-        if profiled_engine(held_by) == "vllm" and model.sliding_window is not None \
+            note = cuda_graph_note(since, graphs, budget / tp)
+        if vllm and model.sliding_window is not None \
                 and model.n_sliding_layers:
             result["decoding_max_concurrent_sequences"] = int(_decoding_sequences(
                 model, int(tokens), ctx, args.block_size or 16))
@@ -318,14 +321,8 @@ def run(args, out) -> int:
         print_table(("quantity", "value"), [(label, result[key]) for key, label in _QUANTITIES
                                             if key in result], out, fmt=format_value)
         out.write(f"KV cache: {result['kv_cache_rule']}\n")
-        if "cuda_graph_gib" in result:
-            left = result["kv_budget_gib"] / tp - result["cuda_graph_gib"]
-            out.write(f"note: vLLM from {result['cuda_graphs_since']} on also takes an estimate "
-                      f"of its CUDA graphs off this cache, about {result['cuda_graph_gib']:.2f} "
-                      f"GiB a GPU by engine_memory's rule, which leaves "
-                      + (f"{left:.2f} GiB a GPU" if left > 0 else "none (vLLM refuses to start)")
-                      + f" (--engine vllm@{result['cuda_graphs_since']} sizes that cache; "
-                      f"--kv-cache-memory-bytes deploys this one)\n")
+        if note is not None:
+            out.write(f"note: {note}\n")
         out.write(f"timing: {result['model_quality']}\n")
         if reason is not None:
             out.write(f"warning: {reason}\n")

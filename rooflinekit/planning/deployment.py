@@ -21,8 +21,8 @@ from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
 from rooflinekit.profiles import (ENGINE_MEMORY, TRTLLM_FREE_GPU_MEMORY_FRACTION,
                                   VLLM_GPU_MEMORY_UTILIZATION, counts_cuda_graphs,
-                                  held_bytes, held_memory, memory_rule, memory_share,
-                                  profiled_engine, vllm_cuda_graph_bytes)
+                                  cuda_graph_note, held_bytes, held_memory, memory_rule,
+                                  memory_share, profiled_engine, vllm_cuda_graph_bytes)
 from rooflinekit.workloads import Constant
 
 __all__ = ["launch_commands"]
@@ -83,28 +83,6 @@ def _checkpoint_change(model: ModelShape, repository: str, tp: int, stages: int)
     return [], [f"{sizes}, and no flag converts them: load a checkpoint in the planned format "
                 f"in its place (model_path=, or its folder as plan's model argument), or the "
                 f"engines hold {'less' if stored > planned else 'more'} cache than planned"]
-
-
-def _cuda_graph_note(held_by, model, gpu, tp: int, stages: int, cache: float) -> list[str]:
-    """The note a vLLM command needs where the plan's cache leaves out the CUDA graphs that
-    vLLM from its memory row's ``cuda_graph_since`` on takes off it (``cache`` [bytes], a GPU).
-
-    Such a release estimates its graphs at start-up and takes them off what
-    ``--gpu-memory-utilization`` leaves the cache; ``--kv-cache-memory-bytes`` sets the cache
-    itself and skips that profiling, so it deploys the plan's cache on any release.
-    """
-    if held_by is not None and counts_cuda_graphs(held_by):
-        return []                   # the plan held them already
-    since, graphs = vllm_cuda_graph_bytes(model, gpu, tp, pp=stages)
-    left = cache - graphs
-    held = (f"leaves {left / 2**30:.2f} GiB of the plan's {cache / 2**30:.2f} GiB a GPU"
-            if left > 0 else f"leaves none of the plan's {cache / 2**30:.2f} GiB a GPU (vLLM "
-            f"refuses to start)")
-    return [f"vLLM from {since} on also takes an estimate of its CUDA graphs off the cache "
-            f"(about {graphs / 2**30:.2f} GiB a GPU by engine_memory's rule; its log's "
-            f"'Estimated CUDA graph memory'), which {held}: there, --kv-cache-memory-bytes "
-            f"{int(cache)} in place of --gpu-memory-utilization holds the planned cache (it "
-            f"skips that profiling), or plan with engine='vllm@{since}' for the smaller one"]
 
 
 def _chosen(cheapest: xr.Dataset, name: str):
@@ -288,7 +266,10 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
                                       stages)) / memory
     vllm += ["--gpu-memory-utilization", f"{min(max(vllm_share, 0.01), 1.0):.3g}",
              "--block-size", str(int(attrs.get("block_size", 16)))]
-    notes += _cuda_graph_note(held_by, model, card, int(tp), stages, cache)
+    if held_by is None or not counts_cuda_graphs(held_by):
+        # a vLLM release that counts its graphs takes them off the planned cache
+        notes.append(cuda_graph_note(*vllm_cuda_graph_bytes(model, card, int(tp), pp=stages),
+                                     cache))
     # SGLang's share is of the memory free before loading, M − c: (C + W) / (M − c)
     before = memory - _held_bytes("sglang", model, card, int(tp), int(seqs), budget, 1.0,
                                   stages)

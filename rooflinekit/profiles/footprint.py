@@ -34,7 +34,7 @@ from rooflinekit.profiles.shipped import DEFAULT_ENGINE, profiled_engine
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory",
-           "counts_cuda_graphs", "held_bytes", "held_memory", "memory_engine", "memory_share_of",
+           "counts_cuda_graphs", "cuda_graph_note", "held_bytes", "held_memory", "memory_engine", "memory_share_of",
            "layout_kv_bytes", "memory_outside_kv", "memory_rule", "memory_share",
            "moe_workspace_bytes",
            "mxfp4_layout_bytes",
@@ -713,6 +713,34 @@ def vllm_cuda_graph_bytes(model, gpu, tp=1, *, pp=1) -> tuple[str, float]:
     since = row["cuda_graph_since"]
     kept = engine_memory(model, gpu, tp, engine=f"vllm@{since}", pp=pp)
     return since, kept["cuda_graph_bytes"]
+
+
+def cuda_graph_note(since: str, graph_bytes: float, cache_bytes: float) -> str:
+    """What vLLM's CUDA graphs take of a cache planned without them, in words.
+
+    Parameters
+    ----------
+    since, graph_bytes
+        :func:`vllm_cuda_graph_bytes`' release and bytes a GPU.
+    cache_bytes : float
+        The planned KV cache on each GPU [bytes].
+
+    Returns
+    -------
+    str
+        The graphs' size, what they leave of the cache on such a release (none: vLLM refuses
+        to start), and the two ways out: ``--kv-cache-memory-bytes`` of the planned cache,
+        which skips vLLM's profiling, or a plan for that release.
+    """
+    left = cache_bytes - graph_bytes
+    held = (f"{left / GIB:.2f} GiB a GPU of the planned {cache_bytes / GIB:.2f}" if left > 0
+            else f"none of the planned {cache_bytes / GIB:.2f} GiB a GPU (vLLM refuses to start)")
+    return (f"vLLM from {since} on also takes an estimate of its CUDA graphs off the cache "
+            f"(about {graph_bytes / GIB:.2f} GiB a GPU by engine_memory's rule; its log's "
+            f"'Estimated CUDA graph memory'), which leaves {held}: there, "
+            f"--kv-cache-memory-bytes {int(cache_bytes)} in place of --gpu-memory-utilization "
+            f"holds the planned cache (it skips that profiling), or plan with "
+            f"engine='vllm@{since}' for the smaller one")
 
 
 def _cuda_graph_bytes(row, model, pp) -> float:
