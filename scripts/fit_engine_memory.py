@@ -218,8 +218,36 @@ def fit_trtllm(rows) -> dict:
 
 
 #: The first vLLM release whose memory profiling takes its CUDA graphs off the KV cache by
-#: default (its start-up log: "CUDA graph memory profiling is enabled (default since v0.21.0)").
-CUDA_GRAPH_SINCE = "0.21.0"
+#: default: vllm-project/vllm#38284, in 0.20.0's source (``vllm/envs.py``:
+#: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to "1", "0" in 0.19.1), though its
+#: start-up log says "default since v0.21.0".
+CUDA_GRAPH_SINCE = "0.20.0"
+#: The same pull request raised the default ``gpu_memory_utilization`` from 0.9 to 0.92
+#: (``vllm/config/cache.py``: ``Field(default=0.92, ...)`` in 0.20.0, 0.9 in 0.19.1), "to
+#: preemptively address the impact" of the graphs' estimate on the cache.
+DEFAULT_SHARE_SINCE, DEFAULT_SHARE_FROM_THEN = "0.20.0", 0.92
+#: Releases and models whose profiling took no CUDA graphs off the cache: vLLM's second model
+#: runner (``vllm/v1/worker/gpu/model_runner.py``, "Model Runner V2") returned 0 from
+#: ``profile_cudagraph_memory`` until 0.29.0 (vllm-project/vllm#53306), and was the default
+#: (``vllm/config/vllm.py``, ``_is_default_v2_model_runner_model``) for Qwen3ForCausalLM from
+#: 0.22.0, LlamaForCausalLM and MistralForCausalLM from 0.23.0 (both: not MoE, no
+#: ``quantization_config``), and every model that is neither MoE nor hybrid from 0.25.0.
+CUDA_GRAPH_GAPS = (
+    ("0.22.0", "0.25.0", ["Qwen3-8B", "Qwen3-32B"], True,
+     "vLLM 0.22.0 vllm/config/vllm.py: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = "
+     "frozenset({'Qwen3ForCausalLM'}), 'return not model_config.is_moe and not "
+     "model_config.is_quantized'; vllm/v1/worker/gpu/model_runner.py: "
+     "profile_cudagraph_memory returns 0"),
+    ("0.23.0", "0.25.0", ["Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Llama-3.1-8B",
+                          "Llama-3.1-70B", "Llama-3.1-405B", "Llama-3.3-70B",
+                          "Mistral-7B-v0.1", "Mistral-Small-3"], True,
+     "vLLM 0.23.0 vllm/config/vllm.py: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = "
+     "{'LlamaForCausalLM', 'MistralForCausalLM', 'Qwen3ForCausalLM'}, not MoE, not quantized"),
+    ("0.25.0", "0.29.0", "dense", False,
+     "vLLM 0.25.0 to 0.28.0 vllm/config/vllm.py: _is_default_v2_model_runner_model returns "
+     "'not model_config.is_moe' for a model that is not hybrid (#44443: 'Model Runner V2 is "
+     "now the default for all dense models'); 0.29.0 profiles the graphs (#53306)"),
+)
 
 
 def graph_rows(rows, version=VERSION) -> list[dict]:
@@ -318,6 +346,18 @@ def main(argv=None) -> int:
     return 0
 
 
+def _gap_tables() -> str:
+    """The vLLM row's ``[[memory.cuda_graph_gap]]`` tables (:data:`CUDA_GRAPH_GAPS`)."""
+    out = []
+    for since, before, models, sixteen, source in CUDA_GRAPH_GAPS:
+        names = '"dense"' if models == "dense" else "[" + ", ".join(f'"{m}"' for m in models) + "]"
+        out.append("\n".join([
+            "\n[[memory.cuda_graph_gap]]", f'since = "{since}"', f'before = "{before}"',
+            f"models = {names}", f"sixteen_bit_only = {str(sixteen).lower()}",
+            f'source = "{source}"']))
+    return "".join(out)
+
+
 def render(knobs, summary, n_rows, sglang, trtllm, graphs, n_graph_rows) -> str:
     """The data file's text."""
     return f"""# What a serving engine keeps on each GPU beside the weights and the KV cache, per release:
@@ -328,8 +368,10 @@ def render(knobs, summary, n_rows, sglang, trtllm, graphs, n_graph_rows) -> str:
 # weights, less the activation peak of a profiling run, less the memory that grew outside
 # PyTorch (CUDA context, communicators); CUDA graphs are captured after. Before
 # {CUDA_GRAPH_SINCE} they live in what is left over; from {CUDA_GRAPH_SINCE} on (cuda_graph_since) the
-# profiling estimates them and takes them off the cache too, and for such a release, named
-# (engine="vllm@0.24.0"; the name alone keeps this row's {VERSION}), the activation peak holds
+# profiling estimates them and takes them off the cache too (but for the releases and models of
+# the cuda_graph_gap tables, whose model runner counted none), and the default share is
+# {DEFAULT_SHARE_FROM_THEN} (default_share_since, default_share_from_then; {VERSION}'s: 0.9). For such a release,
+# named (engine="vllm@0.29.0"; the name alone keeps this row's {VERSION}), the activation peak holds
 # cuda_graph_gib + cuda_graph_gib_per_layer x the layers of a pipeline stage [GiB]: least squares
 # over the {n_graph_rows} rows of vLLM {VERSION} that print the graphs' memory (what capture took), largest
 # error {graphs['cuda_graph_fit_error_gib']:.2f} GiB in sample (cuda_graph_fit_error_gib), {graphs['held_out_error_gib']:.2f} with each model left out.
@@ -358,7 +400,10 @@ cuda_graph_since = "{CUDA_GRAPH_SINCE}"
 cuda_graph_gib = {graphs['cuda_graph_gib']:.4f}
 cuda_graph_gib_per_layer = {graphs['cuda_graph_gib_per_layer']:.6f}
 cuda_graph_fit_error_gib = {graphs['cuda_graph_fit_error_gib']:.3f}
-source = "tests/data/engine_logs/vllm_memory.csv: vLLM {VERSION} start-up logs on H100 80GB (llm-d-planner PR #205, commit d3121e0), {n_rows} rows of catalogue models; the fit: scripts/fit_engine_memory.py"
+default_share_since = "{DEFAULT_SHARE_SINCE}"
+default_share_from_then = {DEFAULT_SHARE_FROM_THEN}
+source = "tests/data/engine_logs/vllm_memory.csv: vLLM {VERSION} start-up logs on H100 80GB (llm-d-planner PR #205, commit d3121e0), {n_rows} rows of catalogue models; the fit: scripts/fit_engine_memory.py; the releases: scripts/fit_engine_memory.py CUDA_GRAPH_SINCE, DEFAULT_SHARE_SINCE and CUDA_GRAPH_GAPS (vLLM's source distributions on PyPI)"
+{_gap_tables()}
 
 # SGLang: its pool is mem_fraction_static x the memory free before the weights load, less the
 # weights; non_torch_gib / non_torch_parallel_gib: the memory in use before loading (CUDA

@@ -109,30 +109,78 @@ def test_each_logged_start_within_the_held_out_error(row_id):
     assert ours == pytest.approx(logged, abs=ENGINE_MEMORY[0]["held_out_error_gib"] + 0.005)
 
 
-def test_vllm_counts_its_cuda_graphs_from_0_21():
-    """From 0.21.0 on vLLM's profiling estimates its CUDA graphs and takes them off the KV
-    cache (its log: "CUDA graph memory profiling is enabled (default since v0.21.0)"); before,
-    they were captured in the memory the share leaves. By hand from engine_memory.toml:
-    0.449 GiB + 0.014793 GiB a layer of a pipeline stage. The name alone keeps the row's
-    release, 0.19.0's (counts_cuda_graphs)."""
+def test_vllm_counts_its_cuda_graphs_from_0_20():
+    """From 0.20.0 on vLLM's profiling estimates its CUDA graphs and takes them off the KV
+    cache (vllm-project/vllm#38284: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1"
+    in 0.20.0's vllm/envs.py, "0" in 0.19.1's); before, they were captured in the memory the
+    share leaves. By hand from engine_memory.toml: 0.449 GiB + 0.014793 GiB a layer of a
+    pipeline stage. The name alone keeps the row's release, 0.19.0's (counts_cuda_graphs)."""
     model = catalog.model("Llama-3.1-70B")                      # 80 layers
-    now = engine_memory(model, "H100", 4, engine="vllm@0.24.0")
-    before = engine_memory(model, "H100", 4, engine="vllm@0.20.2")
+    now = engine_memory(model, "H100", 4, engine="vllm@0.20.0")
+    before = engine_memory(model, "H100", 4, engine="vllm@0.19.1")
     assert before["cuda_graph_bytes"] == 0.0
     assert engine_memory(model, "H100", 4) == before
     assert now["cuda_graph_bytes"] == pytest.approx((0.449 + 80 * 0.014793) * GIB, rel=1e-4)
     assert now["activation_peak_bytes"] - before["activation_peak_bytes"] == pytest.approx(
         now["cuda_graph_bytes"], rel=1e-12)
-    assert engine_memory(model, "H100", 4, engine="vllm@0.21.0") == now
     # three stages of 27, 27 and 26 layers: the largest stage's
     staged = engine_memory(model, "H100", 4, pp=3, engine="vllm@0.21.0")
     assert staged["cuda_graph_bytes"] == pytest.approx((0.449 + 27 * 0.014793) * GIB, rel=1e-4)
-    assert counts_cuda_graphs("vllm@0.21.0") and counts_cuda_graphs("vllm@0.26.0")
-    assert not counts_cuda_graphs("vllm") and not counts_cuda_graphs("vllm@0.19.0")
+    assert counts_cuda_graphs("vllm@0.20.0") and counts_cuda_graphs("vllm@0.26.0")
+    assert not counts_cuda_graphs("vllm") and not counts_cuda_graphs("vllm@0.19.1")
     assert not counts_cuda_graphs(None) and not counts_cuda_graphs("vllm@latest")
     assert not counts_cuda_graphs("sglang") and not counts_cuda_graphs("trtllm")
     assert engine_memory(catalog.model("Llama-3.1-8B"), "H100", engine="sglang")[
         "cuda_graph_bytes"] == 0.0
+
+
+def test_vllms_second_model_runner_counted_no_cuda_graphs_until_0_29():
+    """vLLM's "Model Runner V2" returned 0 from profile_cudagraph_memory until 0.29.0
+    (vllm-project/vllm#53306) and was the default (vllm/config/vllm.py of each release) for
+    Qwen3ForCausalLM from 0.22.0, LlamaForCausalLM and MistralForCausalLM from 0.23.0 (not
+    MoE, no quantisation config), and every model neither MoE nor hybrid from 0.25.0: those
+    count none; every other model, and every model from 0.29.0, counts them."""
+    llama, qwen3 = catalog.model("Llama-3.1-8B"), catalog.model("Qwen3-8B")
+    fp8 = llama.replace(bytes_per_param="fp8")
+    moe, hybrid = catalog.model("Qwen3-30B-A3B"), catalog.model("Qwen3.5-27B")
+    gemma = catalog.model("Gemma-3-27B")              # dense, in no list before 0.25.0
+    table = {  # release: (llama, fp8 llama, qwen3, moe, hybrid, gemma) counted?
+        "0.21.0": (True, True, True, True, True, True),
+        "0.22.0": (True, True, False, True, True, True),
+        "0.24.0": (False, True, False, True, True, True),
+        "0.25.0": (False, False, False, True, True, False),
+        "0.28.0": (False, False, False, True, True, False),
+        "0.29.0": (True, True, True, True, True, True),
+    }
+    for release, expected in table.items():
+        got = tuple(counts_cuda_graphs(f"vllm@{release}", m)
+                    for m in (llama, fp8, qwen3, moe, hybrid, gemma))
+        assert got == expected, release
+        assert counts_cuda_graphs(f"vllm@{release}")          # the release's rule alone
+    assert engine_memory(llama, "H100", 1, engine="vllm@0.24.0")["cuda_graph_bytes"] == 0.0
+    assert engine_memory(llama, "H100", 1, engine="vllm@0.29.0")["cuda_graph_bytes"] == \
+        pytest.approx((0.449 + 32 * 0.014793) * GIB, rel=1e-4)
+    with pytest.raises(TypeError, match="model"):
+        counts_cuda_graphs("vllm@0.29.0", "Llama-3.1-8B")
+
+
+def test_vllms_default_share_is_0_92_from_0_20():
+    """vllm/config/cache.py: gpu_memory_utilization's default is 0.9 in 0.19.1 and 0.92 from
+    0.20.0 (vllm-project/vllm#38284). The name alone keeps 0.19.0's 0.9; a share given wins."""
+    from rooflinekit.profiles import memory_share
+    assert memory_share("vllm", "H100") == memory_share("vllm@0.19.1", "H100") == 0.9
+    assert memory_share("vllm@0.20.0", "H100") == memory_share("vllm@0.29.0", "H100") == 0.92
+    assert memory_share("vllm@0.29.0", "H100", gpu_memory_utilization=0.8) == 0.8
+    assert memory_share("vllm@latest", "H100") == 0.9          # not a release number
+    from rooflinekit.profiles import default_share
+    assert default_share("vllm@0.29.0") == 0.92 and default_share(None) == 0.9
+    assert default_share("trtllm") == 0.9
+    with pytest.raises(ValueError, match="SGLang's default share depends on the GPU"):
+        default_share("sglang")
+    # a plan records the share it took
+    plan = rk.plan(rk.Traffic(0.5, 500, 50), rk.SLO(ttft=5.0), models="Llama-3.1-8B",
+                   gpus="H100", engine="vllm@0.29.0", replicates=1, requests=20)
+    assert plan.attrs["gpu_memory_utilization"] == 0.92
 
 
 def test_the_cuda_graph_rule_against_the_logs():
@@ -148,7 +196,11 @@ def test_the_cuda_graph_rule_against_the_logs():
     shipped = next(r for r in ENGINE_MEMORY if r["engine"] == "vllm")
     for key, value in knobs.items():
         assert shipped[key] == pytest.approx(value, abs=5e-5), key
-    assert shipped["cuda_graph_since"] == script.CUDA_GRAPH_SINCE == "0.21.0"
+    assert shipped["cuda_graph_since"] == script.CUDA_GRAPH_SINCE == "0.20.0"
+    assert shipped["default_share_since"] == script.DEFAULT_SHARE_SINCE == "0.20.0"
+    assert shipped["default_share_from_then"] == script.DEFAULT_SHARE_FROM_THEN == 0.92
+    assert [(g["since"], g["before"]) for g in shipped["cuda_graph_gaps"]] == [
+        (since, before) for since, before, *_ in script.CUDA_GRAPH_GAPS]
     for row in rows:
         ours = engine_memory(row["model"], "H100", 1, engine="vllm@0.21.0")[
             "cuda_graph_bytes"] / GIB \
@@ -183,8 +235,10 @@ def test_the_a100s_smaller_defaults_profile_fewer_logits():
 
 def test_which_engine_holds_memory():
     assert memory_engine(None) == memory_engine("vllm") == memory_engine("vllm@0.11.0") == "vllm"
-    # a release that counts its CUDA graphs keeps its version: its memory differs
-    assert memory_engine("vllm@0.21.0") == "vllm@0.21.0"
+    # a release whose memory differs (graphs counted, a 0.92 share) keeps its version
+    assert memory_engine("vllm@0.20.0") == "vllm@0.20.0"
+    assert memory_engine("vllm@0.25.0") == "vllm@0.25.0"     # its share, if not its graphs
+    assert memory_engine("vllm@0.19.1") == "vllm"
     assert memory_engine(rk.Engine()) == "vllm"            # its launch command is vLLM's
     assert memory_engine("ideal") is memory_engine(rk.IDEAL) is None
     assert memory_engine("sglang") == memory_engine("sglang@0.5.6") == "sglang"
@@ -207,15 +261,19 @@ def test_a_plan_takes_the_footprint_off_each_gpu():
     assert default.attrs["memory_outside_kv"].startswith("vllm 0.19.0's activation peak")
     assert "MXFP4" not in default.attrs["memory_outside_kv"]      # no MXFP4 experts here
     assert ideal.attrs["memory_outside_kv"].startswith("nothing else")
-    # vLLM 0.24.0, named, takes its CUDA graphs off too: 0.449 + 32 x 0.014793 = 0.922 GiB,
-    # 7,552 fewer tokens; its launch command gives vLLM the share that holds the same cache
-    newer = rk.plan(traffic, slo, engine="vllm@0.24.0", **kw)
-    fewer = int(default["kv_budget_tokens"].squeeze()) - int(newer["kv_budget_tokens"].squeeze())
-    assert abs(fewer - (0.449 + 32 * 0.014793) * GIB / 131_072) <= 16
-    assert newer.attrs["memory_outside_kv"].startswith("vllm@0.24.0: vllm 0.19.0's")
+    # vLLM 0.29.0, named, takes 0.92 of the driver's 79.19 GiB and its CUDA graphs off
+    # (0.449 + 32 x 0.014793 = 0.922 GiB): 0.02 x 79.19 - 0.922 = 0.662 GiB, 5,418 more tokens;
+    # 0.24.0 ran Llama on its second model runner, which counted no graphs: 1.584 GiB, 12,975
+    newer = rk.plan(traffic, slo, engine="vllm@0.29.0", **kw)
+    more = int(newer["kv_budget_tokens"].squeeze()) - int(default["kv_budget_tokens"].squeeze())
+    assert abs(more - (0.02 * 79.19 - 0.449 - 32 * 0.014793) * GIB / 131_072) <= 16
+    assert newer.attrs["memory_outside_kv"].startswith("vllm@0.29.0: vllm 0.19.0's")
+    runner2 = rk.plan(traffic, slo, engine="vllm@0.24.0", **kw)
+    more = int(runner2["kv_budget_tokens"].squeeze()) - int(default["kv_budget_tokens"].squeeze())
+    assert abs(more - 0.02 * 79.19 * GIB / 131_072) <= 16
     from rooflinekit.planning import launch_commands
     commands = launch_commands(rk.cheapest_plan(newer, by=None), traffic)
-    assert "--gpu-memory-utilization 0.9 " in commands["vllm_serve"] + " "
+    assert "--gpu-memory-utilization 0.92 " in commands["vllm_serve"] + " "
 
 
 def test_the_mxfp4_layout_is_named_only_for_mxfp4_experts():
@@ -227,7 +285,7 @@ def test_the_mxfp4_layout_is_named_only_for_mxfp4_experts():
         "non-torch memory, and its MXFP4 kernels' layout (engine_memory)")
     assert memory_outside_kv("vllm@0.24.0", [dense]) == (
         "vllm@0.24.0: vllm 0.19.0's activation peak and non-torch memory, and the CUDA graphs "
-        "vllm counts from 0.21.0 on (engine_memory)")
+        "vllm counts from 0.20.0 on (where its release counts them) (engine_memory)")
     assert "for MXFP4 experts its kernels' layout" in memory_outside_kv("vllm")
     with pytest.raises(TypeError, match="models"):
         memory_outside_kv("vllm", ["Llama-3.1-8B"])
@@ -266,6 +324,18 @@ held_out_error_gib = 0.4
 held_out_median_error_gib = 0.1
 source = "here"
 """
+GRAPHS = """cuda_graph_since = "0.20.0"
+cuda_graph_gib = 0.4
+cuda_graph_gib_per_layer = 0.01
+cuda_graph_fit_error_gib = 0.7
+"""
+GAP = """
+[[memory.cuda_graph_gap]]
+since = "{since}"
+before = "0.29.0"
+models = {models}
+source = "there"
+"""
 
 
 @pytest.mark.parametrize("text, match", [
@@ -282,6 +352,21 @@ source = "here"
      'cuda_graph_fit_error_gib = 0.7\n', r"memory\[0\]\.cuda_graph_since: must be a release"),
     (GOOD + 'cuda_graph_since = "0.21.0"\ncuda_graph_gib = -0.4\ncuda_graph_gib_per_layer = 0.01\n'
      'cuda_graph_fit_error_gib = 0.7\n', r"memory\[0\]\.cuda_graph_gib: must be a finite"),
+    (GOOD + 'default_share_since = "0.20.0"\n', r"gives both of default_share_since"),
+    (GOOD + 'default_share_since = "0.20.0"\ndefault_share_from_then = 1.5\n',
+     r"memory\[0\]\.default_share_from_then: must be a share in \(0, 1\]"),
+    (GOOD + 'default_share_since = "later"\ndefault_share_from_then = 0.92\n',
+     r"memory\[0\]\.default_share_since: must be a release"),
+    (GOOD + GAP.format(since="0.22.0", models='["Llama-3.1-8B"]'),
+     r"memory\[0\]\.cuda_graph_gap: a row whose profiling counts no CUDA graphs"),
+    (GOOD + GRAPHS + GAP.format(since="0.22.0", models='["Llama-9"]'),
+     r"cuda_graph_gap\[0\]\.models: 'Llama-9' is not a catalogue model"),
+    (GOOD + GRAPHS + GAP.format(since="0.29.0", models='"dense"'),
+     r"cuda_graph_gap\[0\]: since \(0.29.0\) must come before"),
+    (GOOD + GRAPHS + GAP.format(since="0.22.0", models='"all"'),
+     r"cuda_graph_gap\[0\]\.models: must be \"dense\" or a list"),
+    (GOOD + GRAPHS + GAP.format(since="0.22.0", models='"dense"') + "speed = 3\n",
+     r"cuda_graph_gap\[0\]: gives exactly since, before, models, source; unknown speed"),
     ("memory = 3\n", "field 'memory'"),
     ("[[memory]\n", "not TOML"),
 ])
@@ -298,6 +383,12 @@ def test_a_good_memory_file_reads(tmp_path):
     path.write_text(GOOD)
     (row,) = read_engine_memory_file(path)
     assert row["sampler_bytes_per_logit"] == 15.5 and row["engine"] == "vllm"
+    assert row["cuda_graph_gaps"] == () and "default_share_since" not in row
+    path.write_text(GOOD + GRAPHS + GAP.format(since="0.25.0", models='"dense"'))
+    (row,) = read_engine_memory_file(path)
+    assert row["cuda_graph_gaps"] == ({"since": "0.25.0", "before": "0.29.0",
+                                       "models": "dense", "source": "there",
+                                       "sixteen_bit_only": False},)
 
 
 def test_the_capacity_command_budgets_what_vllm_logged(capsys):
@@ -310,18 +401,24 @@ def test_the_capacity_command_budgets_what_vllm_logged(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["kv_budget_tokens"] == pytest.approx(476_016, rel=1e-3)
     assert out["engine_memory_gib"] == pytest.approx(2.14, abs=0.01)
-    # vLLM from 0.21.0 on also takes its CUDA graphs off: 0.449 + 32 x 0.014793 = 0.92 GiB
+    # vLLM from 0.20.0 on also takes its CUDA graphs off: 0.449 + 32 x 0.014793 = 0.92 GiB
     assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95",
-                 "--engine", "vllm@0.24.0", "--json"]) == 0
+                 "--engine", "vllm@0.29.0", "--json"]) == 0
     now = json.loads(capsys.readouterr().out)
     assert now["engine_memory_gib"] == pytest.approx(2.14 + 0.449 + 32 * 0.014793, abs=0.01)
     assert "cuda_graph_gib" not in now and "cuda_graph_gib" in out
+    # but not 0.24.0's second model runner, which ran Llama (and counted none)
+    assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95",
+                 "--engine", "vllm@0.24.0", "--json"]) == 0
+    runner2 = json.loads(capsys.readouterr().out)
+    assert runner2["engine_memory_gib"] == pytest.approx(2.14, abs=0.01)
+    assert "cuda_graph_gib" not in runner2
     # the name alone plans 0.19.0's memory and says what those graphs would take
     assert out["cuda_graph_gib"] == pytest.approx(0.449 + 32 * 0.014793, abs=0.001)
-    assert out["cuda_graphs_since"] == "0.21.0"
+    assert out["cuda_graphs_since"] == "0.20.0"
     assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95"]) == 0
     text = capsys.readouterr().out
-    assert "note: vLLM from 0.21.0 on also takes an estimate of its CUDA graphs" in text
+    assert "note: vLLM from 0.20.0 on also takes an estimate of its CUDA graphs" in text
     assert f"leaves {out['kv_budget_gib'] - out['cuda_graph_gib']:.2f} GiB a GPU" in text
     assert main(["capacity", "Llama-3.1-8B", "H100", "--gpu-memory-utilization", "0.95",
                  "--engine", "ideal", "--json"]) == 0
@@ -562,7 +659,7 @@ def test_what_vllms_cuda_graphs_take_from_the_release_that_counts_them():
     row = next(r for r in rk.profiles.ENGINE_MEMORY if r["engine"] == "vllm")
     model = catalog.model("Llama-3.1-70B")
     since, got = rk.profiles.vllm_cuda_graph_bytes(model, "H100-SXM-80GB", 2)
-    assert since == "0.21.0"
+    assert since == "0.20.0"
     assert got == pytest.approx((0.4490 + 80 * 0.014793) * GIB, rel=1e-4)
     assert got == pytest.approx((row["cuda_graph_gib"] + 80 * row["cuda_graph_gib_per_layer"])
                                 * GIB)

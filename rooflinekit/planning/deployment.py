@@ -21,7 +21,7 @@ from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
 from rooflinekit.profiles import (ENGINE_MEMORY, TRTLLM_FREE_GPU_MEMORY_FRACTION,
                                   VLLM_GPU_MEMORY_UTILIZATION, counts_cuda_graphs,
-                                  cuda_graph_note, held_bytes, held_memory, memory_rule,
+                                  held_bytes, held_memory, memory_rule,
                                   memory_share, profiled_engine, vllm_cuda_graph_bytes)
 from rooflinekit.workloads import Constant
 
@@ -171,7 +171,14 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     The plan's cache is ``C = u·M − W − F``: a share ``u`` of the memory the driver reports
     on each GPU ``M``, less the weights ``W`` and what the plan's engine keeps beside them
     ``F`` (:func:`rooflinekit.engine_memory`; 0 where the plan kept none). vLLM's
-    ``--gpu-memory-utilization`` is ``(C + W + F_vLLM) / M`` (``u`` itself for a vLLM plan).
+    ``--gpu-memory-utilization`` is ``(C + W + F_vLLM) / M`` (``u`` itself for a vLLM plan),
+    and ``--kv-cache-memory-bytes`` is ``C`` (vLLM 0.10.2 and later; drop it on an older
+    release, whose share alone gives ``C``): with it vLLM skips its memory profiling, so
+    neither the default share of a release (0.92 from 0.20.0) nor its count of CUDA graphs
+    (from 0.20.0, :func:`rooflinekit.profiles.counts_cuda_graphs`) moves the cache, and the
+    share is left to vLLM's start-up check that that much memory is free. Graphs the plan
+    did not count are captured in the ``(1 − u)·M`` the share leaves; ``notes`` says where
+    they would not fit there.
     SGLang's ``--mem-fraction-static`` is a share of the memory free before its weights
     load, ``M − c`` (``c`` the CUDA context and communicators, its memory row): ``(C + W) /
     (M − c)``; ``notes`` says where that is above SGLang's own default
@@ -264,12 +271,20 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     vllm_share = share if profiled_engine(held_by) in ("vllm", None) else (
         cache + weights + _held_bytes("vllm", model, card, int(tp), int(seqs), budget, share,
                                       stages)) / memory
+    # the planned cache itself, so that no release's share or CUDA-graph accounting moves it
     vllm += ["--gpu-memory-utilization", f"{min(max(vllm_share, 0.01), 1.0):.3g}",
+             "--kv-cache-memory-bytes", str(int(cache)),
              "--block-size", str(int(attrs.get("block_size", 16)))]
-    if held_by is None or not counts_cuda_graphs(held_by):
-        # a vLLM release that counts its graphs takes them off the planned cache
-        notes.append(cuda_graph_note(*vllm_cuda_graph_bytes(model, card, int(tp), pp=stages),
-                                     cache))
+    if held_by is None or not counts_cuda_graphs(held_by, model):
+        # graphs the plan did not count are captured in what its share leaves
+        since, graphs = vllm_cuda_graph_bytes(model, card, int(tp), pp=stages)
+        spare = (1.0 - min(vllm_share, 1.0)) * memory
+        if graphs > spare:
+            notes.append(f"vLLM's CUDA graphs (about {graphs / 2**30:.2f} GiB a GPU by "
+                         f"engine_memory's rule) outgrow the {spare / 2**30:.2f} GiB a GPU "
+                         f"the plan leaves beside its share: vLLM may run out of memory "
+                         f"capturing them; plan with a smaller gpu_memory_utilization, or "
+                         f"with engine='vllm@{since}' or later, which counts them")
     # SGLang's share is of the memory free before loading, M − c: (C + W) / (M − c)
     before = memory - _held_bytes("sglang", model, card, int(tp), int(seqs), budget, 1.0,
                                   stages)

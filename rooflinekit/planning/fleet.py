@@ -40,7 +40,7 @@ from rooflinekit.planning.capacity import (
     speculative_rows,
 )
 from rooflinekit.planning.traffic import SLO, Traffic
-from rooflinekit.profiles import (VLLM_GPU_MEMORY_UTILIZATION, Calibration,
+from rooflinekit.profiles import (Calibration, default_share,
                                   chunk_budget_candidates, memory_engine, memory_outside_kv,
                                   memory_rule, older_than_scheduler,
                                   resolve_engine, scheduler_admission, scheduler_defaults,
@@ -514,8 +514,10 @@ def _share_attr(held_by, gpu_memory_utilization):
     configuration, or the rule SGLang's varies by."""
     if gpu_memory_utilization is None and held_by == "sglang":
         return "SGLang's default --mem-fraction-static (by GPU, layout and chunk: memory_share)"
-    return (VLLM_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None
-            else float(gpu_memory_utilization))
+    if gpu_memory_utilization is None:
+        # vLLM's (0.92 from 0.20.0) and TensorRT-LLM's defaults do not vary by GPU
+        return default_share(held_by)
+    return float(gpu_memory_utilization)
 
 
 #: Replicates a chunk-budget search screens each budget on, and its tolerance [1].

@@ -34,6 +34,7 @@ from rooflinekit.profiles.footprint import (
     VLLM_GPU_MEMORY_UTILIZATION,
     counts_cuda_graphs,
     cuda_graph_note,
+    default_share,
     engine_memory,
     held_bytes,
     held_memory,
@@ -79,7 +80,7 @@ from rooflinekit.profiles.shipped import (
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory",
-           "counts_cuda_graphs", "held_bytes", "held_memory", "layout_kv_bytes", "memory_share_of",
+           "counts_cuda_graphs", "default_share", "held_bytes", "held_memory", "layout_kv_bytes", "memory_share_of",
            "memory_engine",
            "memory_outside_kv", "memory_rule", "memory_share", "moe_workspace_bytes",
            "mxfp4_layout_bytes",

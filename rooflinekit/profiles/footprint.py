@@ -34,7 +34,7 @@ from rooflinekit.profiles.shipped import DEFAULT_ENGINE, profiled_engine
 
 __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "VLLM_GPU_MEMORY_UTILIZATION", "engine_memory",
-           "counts_cuda_graphs", "cuda_graph_note", "held_bytes", "held_memory", "memory_engine", "memory_share_of",
+           "counts_cuda_graphs", "cuda_graph_note", "default_share", "held_bytes", "held_memory", "memory_engine", "memory_share_of",
            "layout_kv_bytes", "memory_outside_kv", "memory_rule", "memory_share",
            "moe_workspace_bytes",
            "mxfp4_layout_bytes",
@@ -81,18 +81,99 @@ _NUMBER_FIELDS = ("sampler_bytes_per_logit", "non_torch_gib", "non_torch_paralle
 #: Numbers a row may leave out (an engine with too few logs to hold any out; an engine whose
 #: memory profiling does not count its CUDA graphs).
 _OPTIONAL_FIELDS = ("held_out_error_gib", "held_out_median_error_gib", "cuda_graph_gib",
-                    "cuda_graph_gib_per_layer", "cuda_graph_fit_error_gib")
+                    "cuda_graph_gib_per_layer", "cuda_graph_fit_error_gib",
+                    "default_share_from_then")
 #: The fields a row that counts its CUDA graphs gives together (with ``cuda_graph_since``).
 _CUDA_GRAPH_FIELDS = ("cuda_graph_gib", "cuda_graph_gib_per_layer", "cuda_graph_fit_error_gib")
 _TEXT_FIELDS = ("engine", "version", "date", "source")
 #: Text a row may give: what its engine's share is a share of
-#: (:data:`rooflinekit.memory.SHARE_BASES`; ``"total"`` where not given).
-_OPTIONAL_TEXT_FIELDS = ("share_of", "cuda_graph_since")
+#: (:data:`rooflinekit.memory.SHARE_BASES`; ``"total"`` where not given), and the releases
+#: from which its profiling counts CUDA graphs and its default share changes.
+_OPTIONAL_TEXT_FIELDS = ("share_of", "cuda_graph_since", "default_share_since")
+#: The fields a row whose engine changed its default share gives together.
+_SHARE_FIELDS = ("default_share_since", "default_share_from_then")
+#: The fields of one ``[[memory.cuda_graph_gap]]`` table: releases and models whose profiling
+#: took no CUDA graphs off the cache though the row's rule counts them.
+_GAP_FIELDS = ("since", "before", "models", "source")
+#: What a gap may also give: whether it holds only models with 16-bit weights (a checkpoint
+#: without a quantisation config).
+_GAP_OPTIONAL = ("sixteen_bit_only",)
 _WHAT = "engine memory file"
 
 
 #: ``_fail(path, where, message, kind=ValueError)``: the error naming this file
 _fail = functools.partial(shipped._fail, what=_WHAT)
+
+
+def _release_text(path, where: str, value) -> str:
+    """A release number's text (``"0.20.0"``), or the error naming the file and field."""
+    if not isinstance(value, str) or not shipped._VERSION.fullmatch(value.strip()):
+        _fail(path, where, f"must be a release number such as '0.20.0'; got {value!r}")
+    return value.strip()
+
+
+def _table_list(path, where: str, value) -> list:
+    """``value`` as a list of tables (``[[...]]``), or the error naming the file and field."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        _fail(path, where, "must be a list of tables ([[...]])")
+    return value
+
+
+def _gap(path, where: str, gap: dict) -> dict:
+    """One checked ``[[memory.cuda_graph_gap]]`` table: releases ``since`` up to before
+    ``before`` and ``models`` (catalogue names, or ``"dense"``: every model without experts
+    or a recurrent state; with ``sixteen_bit_only`` true, only in 16-bit weights) whose
+    profiling took no CUDA graphs off the cache."""
+    unknown = sorted(set(gap) - set(_GAP_FIELDS) - set(_GAP_OPTIONAL))
+    missing = sorted(set(_GAP_FIELDS) - set(gap))
+    if unknown or missing:
+        _fail(path, where, f"gives exactly {', '.join(_GAP_FIELDS)}"
+              + (f"; unknown {', '.join(unknown)}" if unknown else "")
+              + (f"; missing {', '.join(missing)}" if missing else ""))
+    since = _release_text(path, f"{where}.since", gap["since"])
+    before = _release_text(path, f"{where}.before", gap["before"])
+    if shipped._release(since) >= shipped._release(before):
+        _fail(path, where, f"since ({since}) must come before before ({before})")
+    models = gap["models"]
+    if models != "dense":
+        if not isinstance(models, list) or not models or not all(
+                isinstance(m, str) and m.strip() for m in models):
+            _fail(path, f"{where}.models", f"must be \"dense\" or a list of catalogue model "
+                  f"names; got {models!r}")
+        for name in models:
+            try:
+                catalog.model(name)
+            except ValueError:
+                _fail(path, f"{where}.models", f"{name!r} is not a catalogue model")
+        models = tuple(models)
+    source = gap["source"]
+    if not isinstance(source, str) or not source.strip():
+        _fail(path, f"{where}.source", f"must be a non-empty string; got {source!r}")
+    sixteen = gap.get("sixteen_bit_only", False)
+    if not isinstance(sixteen, bool):
+        _fail(path, f"{where}.sixteen_bit_only", f"must be true or false; got {sixteen!r}")
+    return {"since": since, "before": before, "models": models, "source": source,
+            "sixteen_bit_only": sixteen}
+
+
+def _in_gap(gap: dict, release: tuple, model) -> bool:
+    """Whether ``model`` at ``release`` falls in ``gap`` (:func:`_gap`)."""
+    if not shipped._release(gap["since"]) <= release < shipped._release(gap["before"]):
+        return False
+    if gap["sixteen_bit_only"] and float(model.bytes_per_param) != 2.0:
+        return False
+    if gap["models"] == "dense":
+        return model.n_experts <= 1 and float(model.state_bytes_per_sequence) == 0.0
+    return model.name in gap["models"]
+
+
+def _named_release(held_by) -> tuple | None:
+    """The release ``held_by`` names (``"vllm@0.24.0"`` -> (0, 24, 0, 0)), or ``None`` for
+    the name alone and for a version that is not a release number."""
+    version = shipped.split_engine_name(held_by)[1] if held_by is not None else None
+    if version is None or not shipped._VERSION.fullmatch(version):
+        return None
+    return shipped._release(version)
 
 
 def read_engine_memory_file(path) -> tuple[dict, ...]:
@@ -129,7 +210,7 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
     for where, row in shipped._tables(path, data, "memory", what=_WHAT):
         out = shipped._engine_row(path, row, where, _TEXT_FIELDS,
                                   (*_NUMBER_FIELDS, *_OPTIONAL_FIELDS, *_TEXT_FIELDS,
-                                   *_OPTIONAL_TEXT_FIELDS), _WHAT)
+                                   *_OPTIONAL_TEXT_FIELDS, "cuda_graph_gap"), _WHAT)
         out["share_of"] = row.get("share_of", "total")
         given = [f for f in ("cuda_graph_since", *_CUDA_GRAPH_FIELDS) if f in row]
         if given and len(given) != 1 + len(_CUDA_GRAPH_FIELDS):
@@ -138,11 +219,27 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
                   f"cuda_graph_since, {', '.join(_CUDA_GRAPH_FIELDS)}; missing "
                   f"{', '.join(missing)}")
         if given:
-            since = row["cuda_graph_since"]
-            if not isinstance(since, str) or not shipped._VERSION.fullmatch(since.strip()):
-                _fail(path, f"{where}.cuda_graph_since", f"must be a release number such as "
-                      f"'0.21.0'; got {since!r}")
-            out["cuda_graph_since"] = since.strip()
+            out["cuda_graph_since"] = _release_text(path, f"{where}.cuda_graph_since",
+                                                    row["cuda_graph_since"])
+        if "cuda_graph_gap" in row and not given:
+            _fail(path, f"{where}.cuda_graph_gap", "a row whose profiling counts no CUDA "
+                  "graphs (no cuda_graph_since) has no gap in counting them")
+        out["cuda_graph_gaps"] = tuple(
+            _gap(path, f"{where}.cuda_graph_gap[{i}]", gap)
+            for i, gap in enumerate(_table_list(path, f"{where}.cuda_graph_gap",
+                                                row.get("cuda_graph_gap", []))))
+        shares = [f for f in _SHARE_FIELDS if f in row]
+        if shares and len(shares) != len(_SHARE_FIELDS):
+            _fail(path, where, f"a row whose default share changed gives both of "
+                  f"{', '.join(_SHARE_FIELDS)}")
+        if shares:
+            out["default_share_since"] = _release_text(path, f"{where}.default_share_since",
+                                                       row["default_share_since"])
+            value = row["default_share_from_then"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0 < value <= 1:
+                _fail(path, f"{where}.default_share_from_then",
+                      f"must be a share in (0, 1]; got {value!r}")
         if out["share_of"] not in SHARE_BASES:
             _fail(path, f"{where}.share_of", f"must be one of {', '.join(SHARE_BASES)}; got "
                   f"{out['share_of']!r}")
@@ -317,7 +414,9 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
         (:func:`sglang_mem_fraction_static`), TensorRT-LLM's ``free_gpu_memory_fraction``
         for ``held_by == "trtllm"`` (:data:`TRTLLM_FREE_GPU_MEMORY_FRACTION`, a share of
         what is left, not of the total: :func:`held_memory`'s ``share_of``) and vLLM's 0.9
-        for every other (:data:`VLLM_GPU_MEMORY_UTILIZATION`).
+        for every other (:data:`VLLM_GPU_MEMORY_UTILIZATION`), or where ``held_by`` names a
+        release from its row's ``default_share_since`` on, the row's
+        ``default_share_from_then`` (vLLM's 0.92 from 0.20.0 on, ``"vllm@0.29.0"``).
     """
     _memory_row(held_by)
     tp = whole_number("tp", tp, lo=1)
@@ -330,8 +429,43 @@ def memory_share(held_by, gpu, tp=1, gpu_memory_utilization=None, *,
     if profiled_engine(held_by) == "sglang":
         return sglang_mem_fraction_static(gpu, tp, pp=pp,
                                           chunked_prefill_size=max_num_batched_tokens)
+    return default_share(held_by)
+
+
+def default_share(held_by) -> float:
+    """The default share of an engine whose share does not depend on the GPU.
+
+    Parameters
+    ----------
+    held_by : str or None
+        An engine with a memory row but SGLang, optionally ``@VERSION``
+        (:func:`memory_engine`), or ``None`` (the bound).
+
+    Returns
+    -------
+    float
+        TensorRT-LLM's ``free_gpu_memory_fraction`` for ``"trtllm"``
+        (:data:`TRTLLM_FREE_GPU_MEMORY_FRACTION`); for a release named from its row's
+        ``default_share_since`` on, the row's ``default_share_from_then`` (vLLM's 0.92 from
+        0.20.0, vllm-project/vllm#38284); else vLLM's 0.9 of its row's release
+        (:data:`VLLM_GPU_MEMORY_UTILIZATION`).
+
+    Raises
+    ------
+    ValueError
+        SGLang, whose default depends on the GPU (:func:`sglang_mem_fraction_static`), or an
+        engine without a memory row.
+    """
+    row = _memory_row(held_by)
+    if profiled_engine(held_by) == "sglang":
+        raise ValueError("SGLang's default share depends on the GPU, its layout and chunk: "
+                         "use memory_share")
     if profiled_engine(held_by) == "trtllm":
         return TRTLLM_FREE_GPU_MEMORY_FRACTION
+    release = _named_release(held_by)
+    if row is not None and "default_share_since" in row and release is not None \
+            and release >= shipped._release(row["default_share_since"]):
+        return row["default_share_from_then"]
     return VLLM_GPU_MEMORY_UTILIZATION
 
 
@@ -496,8 +630,10 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
         Tensor-parallel degree, >= 1.
     engine : str
         A serving engine with a row in :data:`ENGINE_MEMORY`, optionally ``@VERSION``
-        (``"vllm@0.24.0"``): a release from its row's ``cuda_graph_since`` on counts its CUDA
-        graphs too (:func:`counts_cuda_graphs`); the name alone is the row's own release.
+        (``"vllm@0.29.0"``): a release from its row's ``cuda_graph_since`` on counts its CUDA
+        graphs too (:func:`counts_cuda_graphs`, its gaps aside), and one from its
+        ``default_share_since`` on takes the default share of that release
+        (:func:`memory_share`); the name alone is the row's own release.
     max_num_seqs, max_num_batched_tokens : int, optional
         The engine's sequences and token budget a step, >= 1; default the engine's own for the
         GPU (:func:`~rooflinekit.profiles.scheduler_defaults`).
@@ -536,10 +672,12 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     vocabulary; a model without ``vocab_size`` counts none, and an MoE model without its
     widths no expert buffers). ``non_torch`` is the row's ``non_torch_gib`` at ``tp = 1`` and
     ``non_torch_parallel_gib`` above it (the communicators' buffers). vLLM captures its CUDA
-    graphs after the KV cache is allocated; before 0.21.0 in the memory
-    ``gpu_memory_utilization`` leaves, so they were not counted, and from 0.21.0 on its
-    profiling estimates them first and takes them off the cache [5]_: for such a release,
-    named (:func:`counts_cuda_graphs`), the activation peak holds ``g = g₀ + g₁ · ⌈L / pp⌉``
+    graphs after the KV cache is allocated; before 0.20.0 in the memory
+    ``gpu_memory_utilization`` leaves, so they were not counted, and from 0.20.0 on its
+    profiling estimates them first and takes them off the cache [5]_, with the default share
+    raised from 0.9 to 0.92 to make up for it; its second model runner counted none from
+    0.22.0 to 0.28 (:func:`counts_cuda_graphs`' Notes). For such a release, named, the
+    activation peak holds ``g = g₀ + g₁ · ⌈L / pp⌉``
     (the row's ``cuda_graph_gib`` and ``cuda_graph_gib_per_layer``, ``L`` the model's layers,
     each stage capturing its own), fitted to what the graphs' capture took in 0.19.0's logs.
 
@@ -565,10 +703,12 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
        (``profile_max_num_token``: ``available − total · (1 − mem_fraction_static)``).
     .. [4] NVIDIA TensorRT-LLM, ``tensorrt_llm/_torch/pyexecutor/_util.py``
        (``KvCacheCreator._cal_max_memory``); ``tests/data/engine_logs/trtllm_memory.csv``.
-    .. [5] vLLM 0.21.0 and later log "CUDA graph memory profiling is enabled (default since
-       v0.21.0)" beside "Estimated CUDA graph memory: X GiB total" (vllm-project/vllm#30515
-       added the estimate, off by default; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
-       turns it off again).
+    .. [5] vllm-project/vllm#38284 (first released in 0.20.0: ``vllm/envs.py``'s
+       ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to "1" and
+       ``vllm/config/cache.py``'s ``gpu_memory_utilization`` to 0.92 there, "0" and 0.9 in
+       0.19.1); the log then prints "Estimated CUDA graph memory: X GiB total" (#30515 added
+       the estimate, off by default; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0`` turns it
+       off again).
 
     See Also
     --------
@@ -581,7 +721,7 @@ def engine_memory(model, gpu, tp=1, *, engine=DEFAULT_ENGINE, max_num_seqs=None,
     if name not in rows:
         raise ValueError(f"engine must be one with a memory row ({', '.join(rows)}), "
                          f"optionally @VERSION; got {engine!r}")
-    graphs = counts_cuda_graphs(engine)
+    graphs = counts_cuda_graphs(engine, model)
     engine = name
     tp = whole_number("tp", tp, lo=1)
     defaults = scheduler_defaults(engine, gpu)
@@ -633,8 +773,8 @@ def memory_engine(engine) -> str | None:
         (:func:`~rooflinekit.profiles.scheduler_engine`: vLLM's for ``None``, an
         :class:`~rooflinekit.Engine` or a calibration) where :data:`ENGINE_MEMORY` has its row,
         as ``"NAME@VERSION"`` where ``engine`` names a release whose memory differs from the
-        row's own (``"vllm@0.24.0"``: vLLM counts its CUDA graphs from 0.21.0 on,
-        :func:`counts_cuda_graphs`); ``None`` for the ideal bound (``"ideal"``,
+        row's own (``"vllm@0.29.0"``: vLLM counts its CUDA graphs and takes 0.92 of the
+        memory from 0.20.0 on, its memory row's ``cuda_graph_since`` and ``default_share_since``); ``None`` for the ideal bound (``"ideal"``,
         :data:`rooflinekit.IDEAL`) and for engines without a row, whose KV budget is then the
         weights' remainder alone.
     """
@@ -645,12 +785,12 @@ def memory_engine(engine) -> str | None:
         return None
     if isinstance(engine, str) and shipped.is_engine_name(engine):
         version = shipped.split_engine_name(engine)[1]
-        if version is not None and counts_cuda_graphs(f"{name}@{version}"):
+        if version is not None and _differs_from_row(f"{name}@{version}"):
             return f"{name}@{version}"
     return name
 
 
-def counts_cuda_graphs(held_by) -> bool:
+def counts_cuda_graphs(held_by, model=None) -> bool:
     """Whether an engine's memory profiling takes its CUDA graphs off the KV cache.
 
     Parameters
@@ -658,29 +798,55 @@ def counts_cuda_graphs(held_by) -> bool:
     held_by : str or None
         An engine with a memory row, optionally ``@VERSION`` (:func:`memory_engine`), or
         ``None`` (the bound).
+    model : ModelShape, optional
+        The model served: a release may count the graphs of some models and not others (the
+        row's ``cuda_graph_gap`` tables). ``None``: the release's rule alone.
 
     Returns
     -------
     bool
-        True where the engine's row gives ``cuda_graph_since`` (vLLM's: 0.21.0) and
-        ``held_by`` names a release not before it. False for ``None``, for the name alone (the
-        row's own release, whose logs the rule is fitted to: vLLM 0.19.0's), for a version
-        that is not a release number, and for an engine whose row counts none.
+        True where the engine's row gives ``cuda_graph_since`` (vLLM's: 0.20.0), ``held_by``
+        names a release not before it, and ``model`` is in none of the row's gaps for that
+        release. False for ``None``, for the name alone (the row's own release, whose logs
+        the rule is fitted to: vLLM 0.19.0's), for a version that is not a release number,
+        and for an engine whose row counts none.
 
     Notes
     -----
-    The name alone keeps the row's release: vLLM's estimate of its graphs is new and moves
-    between releases (vllm-project/vllm#45178: three times the graphs' memory on one MoE
-    layout; #50780: a profiling transient counted as graphs on hybrid models from 0.26.0), and
-    the logs that print it for catalogue models are two (docs/validation.md), so a plan
-    counts it where asked for by release (``engine="vllm@0.24.0"``, ``--engine vllm@0.24.0``).
+    vLLM 0.20.0 turned its estimate of the graphs on by default
+    (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, vllm-project/vllm#38284, which raised the
+    default ``--gpu-memory-utilization`` to 0.92 with it); its log says "default since
+    v0.21.0", which the 0.20.0 source contradicts. Its second model runner (``gpu/``,
+    "Model Runner V2"), the default for Qwen3's dense models from 0.22.0, Llama's and
+    Mistral's from 0.23.0 and every dense model from 0.25.0, returned 0 for them until 0.29.0
+    (vllm-project/vllm#53306, #49224): the row's gaps. The name alone keeps the row's release:
+    vLLM's estimate moves between releases (vllm-project/vllm#45178: three times the graphs'
+    memory on one MoE layout; #50780: a profiling transient counted as graphs on hybrid
+    models from 0.26.0), so a plan counts it where asked for by release
+    (``engine="vllm@0.29.0"``, ``--engine vllm@0.29.0``).
     """
     row = _memory_row(held_by)
     if row is None or "cuda_graph_since" not in row:
         return False
-    version = shipped.split_engine_name(held_by)[1]
-    return version is not None and bool(shipped._VERSION.fullmatch(version)) and \
-        shipped._release(version) >= shipped._release(row["cuda_graph_since"])
+    release = _named_release(held_by)
+    if release is None or release < shipped._release(row["cuda_graph_since"]):
+        return False
+    if model is None:
+        return True
+    check_type("model", model, ModelShape)
+    return not any(_in_gap(gap, release, model) for gap in row["cuda_graph_gaps"])
+
+
+def _differs_from_row(held_by) -> bool:
+    """Whether ``held_by`` names a release whose memory rule differs from its row's own: from
+    the row's ``cuda_graph_since`` or ``default_share_since`` on (whichever is first)."""
+    row = _memory_row(held_by)
+    release = _named_release(held_by)
+    if row is None or release is None:
+        return False
+    firsts = [shipped._release(row[k]) for k in ("cuda_graph_since", "default_share_since")
+              if k in row]
+    return bool(firsts) and release >= min(firsts)
 
 
 def vllm_cuda_graph_bytes(model, gpu, tp=1, *, pp=1) -> tuple[str, float]:
@@ -699,15 +865,16 @@ def vllm_cuda_graph_bytes(model, gpu, tp=1, *, pp=1) -> tuple[str, float]:
     -------
     since : str
         The first release whose profiling takes them off (its memory row's
-        ``cuda_graph_since``: ``"0.21.0"``).
+        ``cuda_graph_since``: ``"0.20.0"``).
     bytes : float
         Their memory on each GPU [bytes] by the row's rule (:func:`engine_memory`'s Notes).
 
     Notes
     -----
     A plan by vLLM's name alone holds 0.19.0's memory, which leaves them out: this is what a
-    deployment on such a release loses of the planned cache (the launch commands' and the
-    ``capacity`` command's notes).
+    deployment on such a release at the plan's share loses of the planned cache (the
+    ``capacity`` command's note; the launch commands fix the cache instead,
+    :func:`~rooflinekit.planning.launch_commands`).
     """
     row = _memory_row("vllm")
     since = row["cuda_graph_since"]
@@ -729,8 +896,8 @@ def cuda_graph_note(since: str, graph_bytes: float, cache_bytes: float) -> str:
     -------
     str
         The graphs' size, what they leave of the cache on such a release (none: vLLM refuses
-        to start), and the two ways out: ``--kv-cache-memory-bytes`` of the planned cache,
-        which skips vLLM's profiling, or a plan for that release.
+        to start), and the two ways out: ``--kv-cache-memory-bytes`` of the planned cache
+        (vLLM 0.10.2 and later), which skips vLLM's profiling, or a plan for the release.
     """
     left = cache_bytes - graph_bytes
     held = (f"{left / GIB:.2f} GiB a GPU of the planned {cache_bytes / GIB:.2f}" if left > 0
@@ -740,7 +907,7 @@ def cuda_graph_note(since: str, graph_bytes: float, cache_bytes: float) -> str:
             f"'Estimated CUDA graph memory'), which leaves {held}: there, "
             f"--kv-cache-memory-bytes {int(cache_bytes)} in place of --gpu-memory-utilization "
             f"holds the planned cache (it skips that profiling), or plan with "
-            f"engine='vllm@{since}' for the smaller one")
+            f"engine='vllm@{since}' (or the release deployed) for its own cache")
 
 
 def _cuda_graph_bytes(row, model, pp) -> float:
@@ -784,10 +951,11 @@ def memory_outside_kv(held_by, models=None) -> str:
         layout = (", and its MXFP4 kernels' layout"
                   if any(_mxfp4_experts(check_type("models", m, ModelShape)) for m in models)
                   else "")
-    if counts_cuda_graphs(held_by):
-        return (f"{held_by}: {name} {version}'s activation peak and non-torch memory, and the "
-                f"CUDA graphs {name} counts from {row['cuda_graph_since']} on{layout} "
-                f"(engine_memory)")
+    if _differs_from_row(held_by):
+        graphs = (f", and the CUDA graphs {name} counts from {row['cuda_graph_since']} on "
+                  f"(where its release counts them)" if counts_cuda_graphs(held_by) else "")
+        return (f"{held_by}: {name} {version}'s activation peak and non-torch memory{graphs}"
+                f"{layout} (engine_memory)")
     return f"{name} {version}'s activation peak and non-torch memory{layout} (engine_memory)"
 
 
