@@ -26,7 +26,8 @@ from rooflinekit.profiles import (CHUNK_BUDGETS, chunk_budget_candidates, read_s
 EXPECTED = {
     ("vllm", "H100-SXM-80GB"): (1024, 8192),     # 80 GiB, not an A100
     ("vllm", "H200-SXM-141GB"): (1024, 8192),
-    ("vllm", "B200"): (1024, 8192),
+    ("vllm", "B200"): (1024, 16384),             # 180 GiB >= 160 (vLLM 0.28.0 on)
+    ("vllm", "MI300X"): (1024, 16384),
     ("vllm", "A100-SXM-80GB"): (256, 2048),      # 80 GiB but an A100 (PR #17885)
     ("vllm", "L40S"): (256, 2048),               # 48 GiB < 70
     ("vllm", "RTX-4090"): (256, 2048),
@@ -418,3 +419,15 @@ def test_an_older_version_named_is_warned_of_its_scheduler():
         rk.plan(traffic, SLO, engine="vllm@0.6.0", max_num_seqs=256,
                 max_num_batched_tokens=2048, **common)
         rk.plan(traffic, SLO, engine="vllm@0.11.0", **common)
+
+
+def test_vllms_160_gib_tier_is_from_0_28():
+    """vLLM 0.28.0's get_batch_defaults gives a device of >= 160 GiB 16,384 tokens (0.27.0 has
+    no such tier): a plan naming an older release on a B200 says it plans the newer defaults;
+    the H200 (139.7 GiB as the driver reports it) keeps 8,192."""
+    from rooflinekit.profiles import older_than_scheduler
+    assert scheduler_defaults("vllm", "B200").since_version == "0.28.0"
+    why = older_than_scheduler("vllm@0.24.0", "B200")
+    assert why is not None and "16,384 tokens a step on B200" in why
+    assert older_than_scheduler("vllm@0.28.0", "B200") is None
+    assert older_than_scheduler("vllm@0.24.0", "H200-SXM-141GB") is None

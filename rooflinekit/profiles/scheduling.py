@@ -212,8 +212,9 @@ def scheduler_defaults(engine: str = DEFAULT_ENGINE, gpu=None) -> SchedulerDefau
     -----
     The first row of ``rooflinekit/data/engine_schedulers.toml`` for ``engine`` with
     ``min_memory_gib <= memory / GiB < below_memory_gib`` and no ``exclude_gpus`` name in the
-    GPU's name. vLLM: 1,024 sequences and 8,192 tokens on a GPU of >= 70 GiB other than an A100,
-    else 256 and 2,048; SGLang: 2,048 sequences and 2,048 / 4,096 / 8,192 / 16,384 tokens below
+    GPU's name. vLLM: 1,024 sequences and 16,384 tokens on a GPU of >= 160 GiB (B200, B300,
+    MI300X: from 0.28.0 on), 1,024 and 8,192 on one of >= 70 GiB other than an A100, else 256
+    and 2,048; SGLang: 2,048 sequences and 2,048 / 4,096 / 8,192 / 16,384 tokens below
     35 / 60 / 160 GiB / above; TensorRT-LLM: 2,048 and 8,192.
 
     References
