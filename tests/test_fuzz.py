@@ -769,6 +769,33 @@ def test_older_than_scheduler_refuses_a_bad_gpu_cleanly(bad):
             _call("older_than_scheduler", OLDER, None, "gpu", BAD[bad])
 
 
+# -- default_share, counts_cuda_graphs (rooflinekit.profiles, outside rooflinekit.__all__) ------
+
+#: None is the bound, a legitimate held_by (vLLM 0.19.0's 0.9, no graphs), and a legitimate
+#: model (the release's rule alone).
+RELEASE_RULES = {
+    "default_share": _entry(rk.profiles.default_share, kwargs={"held_by": "vllm@0.29.0"},
+                            spoil=("held_by",), valid={"held_by": OPTIONAL}),
+    "counts_cuda_graphs": _entry(rk.profiles.counts_cuda_graphs,
+                                 kwargs={"held_by": "vllm@0.29.0",
+                                         "model": rk.catalog.model("Llama-3.1-8B")},
+                                 spoil=("held_by", "model"),
+                                 valid={"held_by": OPTIONAL, "model": OPTIONAL}),
+}
+
+
+@pytest.mark.parametrize("name, arg, bad", [
+    (name, arg, bad) for name, entry in RELEASE_RULES.items() for arg in entry["spoil"]
+    for bad in BAD if bad not in entry["valid"].get(arg, ())])
+def test_the_release_memory_rules_refuse_bad_arguments_cleanly(name, arg, bad):
+    entry = RELEASE_RULES[name]
+    assert _call(name, entry, None) in (0.92, True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises((ValueError, TypeError)):
+            _call(name, entry, None, arg, BAD[bad])
+
+
 # -- issue 30: no default pay-as-you-go price ------------------------------------------------------
 
 # decision_table(payg=None) is the table without a pay-as-you-go row: a legitimate call.

@@ -105,13 +105,6 @@ _WHAT = "engine memory file"
 _fail = functools.partial(shipped._fail, what=_WHAT)
 
 
-def _release_text(path, where: str, value) -> str:
-    """A release number's text (``"0.20.0"``), or the error naming the file and field."""
-    if not isinstance(value, str) or not shipped._VERSION.fullmatch(value.strip()):
-        _fail(path, where, f"must be a release number such as '0.20.0'; got {value!r}")
-    return value.strip()
-
-
 def _table_list(path, where: str, value) -> list:
     """``value`` as a list of tables (``[[...]]``), or the error naming the file and field."""
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
@@ -130,8 +123,8 @@ def _gap(path, where: str, gap: dict) -> dict:
         _fail(path, where, f"gives exactly {', '.join(_GAP_FIELDS)}"
               + (f"; unknown {', '.join(unknown)}" if unknown else "")
               + (f"; missing {', '.join(missing)}" if missing else ""))
-    since = _release_text(path, f"{where}.since", gap["since"])
-    before = _release_text(path, f"{where}.before", gap["before"])
+    since = shipped._release_field(path, f"{where}.since", gap["since"], _WHAT)
+    before = shipped._release_field(path, f"{where}.before", gap["before"], _WHAT)
     if shipped._release(since) >= shipped._release(before):
         _fail(path, where, f"since ({since}) must come before before ({before})")
     models = gap["models"]
@@ -163,17 +156,8 @@ def _in_gap(gap: dict, release: tuple, model) -> bool:
     if gap["sixteen_bit_only"] and float(model.bytes_per_param) != 2.0:
         return False
     if gap["models"] == "dense":
-        return model.n_experts <= 1 and float(model.state_bytes_per_sequence) == 0.0
+        return not model.is_moe and not model.is_hybrid
     return model.name in gap["models"]
-
-
-def _named_release(held_by) -> tuple | None:
-    """The release ``held_by`` names (``"vllm@0.24.0"`` -> (0, 24, 0, 0)), or ``None`` for
-    the name alone and for a version that is not a release number."""
-    version = shipped.split_engine_name(held_by)[1] if held_by is not None else None
-    if version is None or not shipped._VERSION.fullmatch(version):
-        return None
-    return shipped._release(version)
 
 
 def read_engine_memory_file(path) -> tuple[dict, ...]:
@@ -219,8 +203,8 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
                   f"cuda_graph_since, {', '.join(_CUDA_GRAPH_FIELDS)}; missing "
                   f"{', '.join(missing)}")
         if given:
-            out["cuda_graph_since"] = _release_text(path, f"{where}.cuda_graph_since",
-                                                    row["cuda_graph_since"])
+            out["cuda_graph_since"] = shipped._release_field(
+                path, f"{where}.cuda_graph_since", row["cuda_graph_since"], _WHAT)
         if "cuda_graph_gap" in row and not given:
             _fail(path, f"{where}.cuda_graph_gap", "a row whose profiling counts no CUDA "
                   "graphs (no cuda_graph_since) has no gap in counting them")
@@ -233,8 +217,8 @@ def read_engine_memory_file(path) -> tuple[dict, ...]:
             _fail(path, where, f"a row whose default share changed gives both of "
                   f"{', '.join(_SHARE_FIELDS)}")
         if shares:
-            out["default_share_since"] = _release_text(path, f"{where}.default_share_since",
-                                                       row["default_share_since"])
+            out["default_share_since"] = shipped._release_field(
+                path, f"{where}.default_share_since", row["default_share_since"], _WHAT)
             value = row["default_share_from_then"]
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not 0 < value <= 1:
@@ -456,13 +440,13 @@ def default_share(held_by) -> float:
         SGLang, whose default depends on the GPU (:func:`sglang_mem_fraction_static`), or an
         engine without a memory row.
     """
-    row = _memory_row(held_by)
-    if profiled_engine(held_by) == "sglang":
+    row, name = _memory_row(held_by), profiled_engine(held_by)
+    if name == "sglang":
         raise ValueError("SGLang's default share depends on the GPU, its layout and chunk: "
                          "use memory_share")
-    if profiled_engine(held_by) == "trtllm":
+    if name == "trtllm":
         return TRTLLM_FREE_GPU_MEMORY_FRACTION
-    release = _named_release(held_by)
+    release = shipped.named_release(held_by)
     if row is not None and "default_share_since" in row and release is not None \
             and release >= shipped._release(row["default_share_since"]):
         return row["default_share_from_then"]
@@ -828,7 +812,7 @@ def counts_cuda_graphs(held_by, model=None) -> bool:
     row = _memory_row(held_by)
     if row is None or "cuda_graph_since" not in row:
         return False
-    release = _named_release(held_by)
+    release = shipped.named_release(held_by)
     if release is None or release < shipped._release(row["cuda_graph_since"]):
         return False
     if model is None:
@@ -841,7 +825,7 @@ def _differs_from_row(held_by) -> bool:
     """Whether ``held_by`` names a release whose memory rule differs from its row's own: from
     the row's ``cuda_graph_since`` or ``default_share_since`` on (whichever is first)."""
     row = _memory_row(held_by)
-    release = _named_release(held_by)
+    release = shipped.named_release(held_by)
     if row is None or release is None:
         return False
     firsts = [shipped._release(row[k]) for k in ("cuda_graph_since", "default_share_since")

@@ -138,11 +138,8 @@ def read_scheduler_file(path) -> tuple[dict, ...]:
             _fail(path, f"{where}.admission", f"must be one of {', '.join(ADMISSIONS)}; got "
                   f"{out['admission']!r}")
         out["since_version"] = row.get("since_version")
-        if out["since_version"] is not None and (
-                not isinstance(out["since_version"], str)
-                or not shipped._VERSION.fullmatch(out["since_version"].strip())):
-            _fail(path, f"{where}.since_version", f"must be a release number such as "
-                  f"'0.10.0'; got {out['since_version']!r}")
+        if out["since_version"] is not None:
+            shipped._release_field(path, f"{where}.since_version", out["since_version"], _WHAT)
         rows.append(out)
     for engine in {r["engine"] for r in rows}:
         last = [r for r in rows if r["engine"] == engine][-1]
@@ -265,11 +262,12 @@ def older_than_scheduler(engine, gpu) -> str | None:
     if not shipped.is_engine_name(engine):
         return None
     name, version = shipped.split_engine_name(engine)
-    if name not in ENGINE_NAMES or version is None or not shipped._VERSION.fullmatch(version):
+    release = shipped.named_release(engine)
+    if name not in ENGINE_NAMES or release is None:
         return None
     defaults = scheduler_defaults(name, gpu)
     since = defaults.since_version
-    if since is None or shipped._release(version) >= shipped._release(since):
+    if since is None or release >= shipped._release(since):
         return None
     return (f"{name} {version} is older than the scheduler defaults planned for it "
             f"({defaults.max_num_seqs:,} sequences and {defaults.max_num_batched_tokens:,} "

@@ -122,6 +122,25 @@ def _release(version: str) -> tuple:
     return tuple(parts + [0] * (4 - len(parts)))
 
 
+def _release_field(path, where: str, value, what: str) -> str:
+    """A data file's release number (``"0.20.0"``), stripped, or the error naming the file
+    and field."""
+    if not isinstance(value, str) or not _VERSION.fullmatch(value.strip()):
+        _fail(path, where, f"must be a release number such as '0.20.0'; got {value!r}",
+              what=what)
+    return value.strip()
+
+
+def named_release(engine) -> tuple | None:
+    """The release an engine name gives (``"vllm@0.24.0"`` -> ``(0, 24, 0, 0)``), or ``None``
+    for ``None``, the name alone and a version that is not a release number
+    (``"vllm@latest"``)."""
+    version = split_engine_name(engine)[1] if engine is not None else None
+    if version is None or not _VERSION.fullmatch(version):
+        return None
+    return _release(version)
+
+
 def _fail(path, where: str, message: str, kind=ValueError, what="engine profile file"):
     raise kind(f"{what} {path}: {where}: {message}")
 
@@ -282,9 +301,7 @@ def _host_scheduling(path, table) -> HostScheduling:
         _fail(path, where, f"unknown field(s) {', '.join(unknown)}")
     out = _texts(path, table, where, ("synchronous_from", "asynchronous_since", "source"))
     for field in ("synchronous_from", "asynchronous_since"):
-        if not _VERSION.fullmatch(out[field].strip()):
-            _fail(path, f"{where}.{field}", f"must be a release number such as '0.14.0'; got "
-                  f"{out[field]!r}")
+        _release_field(path, f"{where}.{field}", out[field], "engine profile file")
     if _release(out["synchronous_from"]) >= _release(out["asynchronous_since"]):
         _fail(path, where, f"synchronous_from ({out['synchronous_from']}) must come before "
               f"asynchronous_since ({out['asynchronous_since']})")
