@@ -80,8 +80,10 @@ def fitted(point) -> bool:
     to the front end; a chat-endpoint sweep's front end also renders the chat template, work
     the completions front end does not do (GPUStack's Qwen3-8B page: vLLM's TTFT 64 ms on the
     chat endpoint where SGLang's is 28 ms on the same prompts and GPU). Both are scored held
-    out, as another engine's sweeps are."""
-    return point["engine"] == "vllm" and point["own_profile"] and point["endpoint"] != "chat"
+    out, as another engine's sweeps are, and so is a source taken after the fit
+    (:data:`score_load_sweeps.VALIDATION_ONLY`)."""
+    return (point["engine"] == "vllm" and point["own_profile"] and point["endpoint"] != "chat"
+            and point["source"] not in sweeps_score.VALIDATION_ONLY)
 
 
 def _without_frontend(point) -> Calibration:

@@ -27,7 +27,8 @@ def _script():
 
 def _sglang_sweeps():
     scorer = load_script("score_load_sweeps")
-    return {n: p for n, p in scorer.read_sweeps().items() if p[0]["engine"] == "sglang"}
+    return {n: p for n, p in scorer.fitted(scorer.read_sweeps()).items()
+            if p[0]["engine"] == "sglang"}
 
 
 def test_the_closed_form_front_end_is_the_least_squares_minimum():
