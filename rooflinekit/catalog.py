@@ -111,6 +111,8 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         row, name, "streaming_bandwidth_tb_s", "streaming_bandwidth_source"))
     visible = _positive(name, "visible_memory_gib", _sourced(
         row, name, "visible_memory_gib", "visible_memory_source"))
+    capability = _positive(name, "compute_capability", _sourced(
+        row, name, "compute_capability", "compute_capability_source"))
     row.pop("notes", None)
     return GPU(
         name=name,
@@ -132,6 +134,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         host_gpus=host_gpus,
         boost_clock=None if clock is None else clock * 1e6,
         ring_collectives=bool(ring),
+        compute_capability=capability,
         **extra,
         **row,
     )
@@ -449,6 +452,8 @@ _VARIABLES = {ModelShape: {
                               "one (NVLink: 0)"),
     "streaming_bandwidth": ("bytes/s", "device-memory bandwidth measured streaming operands "
                                        "larger than the L2 cache (NaN: unmeasured)"),
+    "compute_capability": ("1", "CUDA compute capability, major.minor (NaN: not NVIDIA, or "
+                                "unknown)"),
 }}
 
 

@@ -109,6 +109,12 @@ class GPU:
         to take its share of, a little under the capacity (an 80 GiB H100 shows 79.19 GiB).
         :func:`rooflinekit.memory.engine_kv_cache` takes vLLM's share of it; the guide's rules
         never read it. ``None`` (default) when unmeasured: the capacity is taken.
+    compute_capability : float, optional
+        An NVIDIA GPU's CUDA compute capability, ``major.minor`` as a number (``9.0`` for
+        Hopper, ``10.0`` for the B200 and GB200, ``10.3`` for the B300 and GB300, ``12.0`` for
+        the RTX PRO 6000), in ``[1, 100)``: engines pick their attention kernels by it, and
+        those take KV blocks of their own sizes (:func:`rooflinekit.memory.vllm_attention_block`).
+        ``None`` (default): not an NVIDIA GPU, or unknown.
     ring_collectives : bool
         Whether the GPUs' collectives pay a link latency per ring hop: ``True`` for PCIe cards
         with no switched fabric of their own, where an all-reduce crosses each peer in turn;
@@ -150,6 +156,7 @@ class GPU:
     ring_collectives: bool = False
     streaming_bandwidth: float | None = None
     visible_memory_bytes: float | None = None
+    compute_capability: float | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -191,6 +198,9 @@ class GPU:
         set_("peak_flops_by_dtype", MappingProxyType(table))
         check_string("source", self.source, allow_empty=True)
         set_("board_power", positive_number("board_power", self.board_power, allow_none=True))
+        set_("compute_capability", real_number("compute_capability", self.compute_capability,
+                                               lo=1, hi=100, hi_open=True,
+                                               allow_none=True))
 
     # -- derived -------------------------------------------------------------------------------
     @property

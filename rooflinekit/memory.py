@@ -50,6 +50,7 @@ __all__ = [
     "sequences_in_budget",
     "SHARE_BASES",
     "usable_kv_bytes",
+    "vllm_attention_block",
     "vllm_block_size",
     "vllm_kv_cache_groups",
     "weight_bytes",
@@ -646,11 +647,85 @@ def paged_waste_bytes(model, context_length, block_size=16):
 VLLM_BLOCK_ALIGNMENT = 16
 
 
+def vllm_attention_block(model, gpu, block_size=16) -> int:
+    """The KV block a plan asks vLLM for [tokens]: ``block_size``, or for a model with
+    multi-head latent attention (MLA) the smallest multiple of the block vLLM's first-choice
+    MLA kernel on ``gpu`` takes that is at least ``block_size``.
+
+    Parameters
+    ----------
+    model : ModelShape
+        The model (MLA where it has a ``kv_lora_rank``; sparse MLA where it also has a
+        sparse-attention indexer, ``indexer_bytes_per_token_per_layer > 0``).
+    gpu : GPU
+        The GPU; its :attr:`~rooflinekit.GPU.compute_capability` picks the kernel (``None``:
+        ``block_size`` is kept).
+    block_size : int
+        The block size asked for [tokens], >= 1 (default 16, vLLM's default through 0.33).
+
+    Returns
+    -------
+    int
+        ``k·⌈block_size / k⌉`` [tokens] for an MLA model, ``k`` the kernel's block (below);
+        ``block_size`` for any other model, or on a GPU without a compute capability.
+
+    Notes
+    -----
+    From 0.18.0 vLLM picks its attention backend with the block asked for (``--block-size``)
+    as a constraint: a block its first choice does not take makes it fall back to a slower
+    backend (Triton MLA, with a warning that the block "precluded higher-priority backends"),
+    or, for sparse MLA, refuse to start ("No valid attention backend found"); 0.17 and earlier
+    raised the block instead [1]_. Without ``--block-size`` it takes the first choice's own
+    block. The first choices and the blocks they take (0.18.0 to 0.34.0) [1]_:
+
+    ======================================  ===========================  ====
+    model, GPU                              backend                      k
+    ======================================  ===========================  ====
+    sparse MLA (DeepSeek-V3.2), any         the indexer's cache          64
+    MLA, compute capability 10.x            FlashInfer MLA (32 or 64)    32
+    MLA, 9.x, 8-bit KV cache                FlashMLA                     64
+    MLA, 9.x, 16-bit KV cache               FlashAttention MLA           16
+    MLA, 8.x or 12.x                        Triton MLA                   16
+    ======================================  ===========================  ====
+
+    DeepSeek-R1 on a B200 therefore takes 32-token blocks; asked for 16, vLLM runs it with
+    Triton MLA. Other attention takes 16 on every NVIDIA GPU (FlashAttention, FlashInfer).
+
+    References
+    ----------
+    .. [1] vLLM ``vllm/platforms/cuda.py`` (``_get_backend_priorities``, the "precluded"
+       warning; "Forcing kv cache block size" until 0.17.1) and each MLA backend's
+       ``get_supported_kernel_block_sizes`` (``vllm/v1/attention/backends/mla/``), releases
+       0.18.0, 0.20.0, 0.24.0, 0.29.0 and 0.34.0.
+
+    See Also
+    --------
+    vllm_block_size : the block vLLM holds a model's KV in, a hybrid's enlarged.
+    """
+    check_type("model", model, ModelShape)
+    check_type("gpu", gpu, GPU)
+    block_size = whole_number("block_size", block_size, lo=1)
+    capability = gpu.compute_capability
+    if model.kv_lora_rank is None or capability is None:
+        return block_size
+    major = int(capability)
+    if float(model.indexer_bytes_per_token_per_layer) > 0.0:
+        unit = 64                       # the indexer's cache decides the block
+    elif major == 10:
+        unit = 32                       # FlashInfer MLA: 32 or 64
+    elif major == 9 and float(model.kv_bytes_per_element) < 2.0:
+        unit = 64                       # FlashMLA; FlashAttention MLA takes a 16-bit cache only
+    else:
+        unit = VLLM_BLOCK_ALIGNMENT     # FlashAttention MLA, Triton MLA: multiples of 16
+    return unit * math.ceil(block_size / unit)
+
+
 def vllm_block_size(model, gpu, tp=1, *, block_size=16,
                     block_alignment=VLLM_BLOCK_ALIGNMENT) -> int:
-    """The KV block size vLLM runs a model with [tokens]: ``block_size``, or for a hybrid model
-    (attention beside linear-attention or Mamba layers) the larger block whose one-layer page
-    holds one layer's recurrent state.
+    """The KV block size vLLM runs a model with [tokens]: ``block_size``, the block its MLA
+    kernel takes for a model with multi-head latent attention (:func:`vllm_attention_block`),
+    or for a hybrid model (attention beside linear-attention or Mamba layers) the larger block
+    whose one-layer page holds one layer's recurrent state.
 
     Parameters
     ----------
@@ -671,8 +746,9 @@ def vllm_block_size(model, gpu, tp=1, *, block_size=16,
     Returns
     -------
     int
-        ``max(block_size, m·⌈s / (m·a)⌉)`` [tokens] for a hybrid model (``m`` the
-        alignment); ``block_size`` for any other.
+        ``max(b, m·⌈s / (m·a)⌉)`` [tokens] for a hybrid model (``m`` the alignment); ``b``
+        for any other, ``b`` the block asked for as :func:`vllm_attention_block` takes it
+        (``block_size`` but for an MLA model).
 
     Notes
     -----
@@ -701,6 +777,7 @@ def vllm_block_size(model, gpu, tp=1, *, block_size=16,
     tp = whole_number("tp", tp, lo=1)
     block_size = whole_number("block_size", block_size, lo=1)
     align = whole_number("block_alignment", block_alignment, lo=1)
+    block_size = vllm_attention_block(model, gpu, block_size)
     layers = model.n_linear_attention_layers + model.n_mamba_layers
     if float(model.state_bytes_per_sequence) == 0.0 or layers == 0:
         return block_size
@@ -863,7 +940,8 @@ def engine_kv_cache(model, gpu, tp=1, *, gpu_memory_utilization=0.9, activation_
         Default 0.
     block_size : int
         Tokens per KV block, ≥ 1 (vLLM's ``--block-size``). Default 16. A hybrid model runs
-        vLLM's enlarged block instead where it is larger (:func:`vllm_block_size`).
+        vLLM's enlarged block instead where it is larger, and an MLA model its kernel's
+        (:func:`vllm_block_size`).
     max_model_len : int, optional
         Tokens per request for the concurrency figure; default the model's ``max_context``.
     mamba_cache_mode : {"none", "align", "all"}

@@ -82,8 +82,9 @@ REGISTRY = {
     "GPU": _entry(rk.GPU, kwargs={"name": "x", "memory_bytes": 80e9, "hbm_bandwidth": 3e12,
                                   "peak_flops": 1e15},
                   spoil=("memory_bytes", "hbm_bandwidth", "peak_flops", "ring_collectives",
-                         "streaming_bandwidth"),
-                  valid={"ring_collectives": ("true",), "streaming_bandwidth": OPTIONAL}),
+                         "streaming_bandwidth", "compute_capability"),
+                  valid={"ring_collectives": ("true",), "streaming_bandwidth": OPTIONAL,
+                         "compute_capability": OPTIONAL}),
     "ModelShape": _entry(rk.ModelShape, kwargs={"name": "x", "n_layers": 2, "n_heads": 4,
                                                 "n_kv_heads": 2, "head_dim": 8, "n_params": 1e6},
                          spoil=("n_layers", "n_heads", "n_kv_heads", "head_dim", "n_params",
@@ -703,8 +704,13 @@ KV_WINDOW = _entry(rk.batching.replica_kv_window, kwargs={"model": rk.catalog.mo
 KV_WINDOW_TEXT = _entry(rk.batching.kv_window_text,
                         kwargs={"model": rk.catalog.model("gpt-oss-20b")},
                         spoil=("model", "block_size", "pool"))
+# the block vLLM's first-choice MLA kernel takes (rooflinekit.memory)
+MLA_BLOCK = _entry(rk.memory.vllm_attention_block,
+                   kwargs={"model": rk.catalog.model("DeepSeek-R1"), "gpu": rk.catalog.gpu("B200")},
+                   spoil=("model", "gpu", "block_size"))
 HYBRID_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS,
-                  "replica_kv_window": KV_WINDOW, "kv_window_text": KV_WINDOW_TEXT}
+                  "replica_kv_window": KV_WINDOW, "kv_window_text": KV_WINDOW_TEXT,
+                  "vllm_attention_block": MLA_BLOCK}
 
 
 @pytest.mark.parametrize("name, arg, bad", [

@@ -649,10 +649,11 @@ class ContinuousBatcher(_Batcher):
 
     def _block_size(self):
         """The block size the run holds KV in [tokens]: ``block_size``, or under vLLM's rule
-        (paged, ``gpu_memory_utilization``, one group) vLLM's block for a hybrid model
-        (:func:`vllm_block_size`)."""
+        (paged, ``gpu_memory_utilization``) vLLM's block for an MLA model and, on one group,
+        for a hybrid model (:func:`vllm_block_size`)."""
         if (self.admission != "paged" or self.gpu_memory_utilization is None
-                or self.model is None or self.gpu is None or self.pp > 1 or self.ep > 1):
+                or self.model is None or self.gpu is None
+                or (self.pp > 1 or self.ep > 1) and self.model.is_hybrid):
             return self.block_size
         return vllm_block_size(self.model, self.gpu, self.tp, block_size=self.block_size)
 

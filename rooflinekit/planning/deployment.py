@@ -16,7 +16,7 @@ import xarray as xr
 
 from rooflinekit import catalog, dims
 from rooflinekit._validation import check_type, describe
-from rooflinekit.memory import kv_bytes_left
+from rooflinekit.memory import kv_bytes_left, vllm_attention_block
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
 from rooflinekit.profiles import (ENGINE_MEMORY, TRTLLM_FREE_GPU_MEMORY_FRACTION,
@@ -178,7 +178,11 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     (from 0.20.0, :func:`rooflinekit.profiles.counts_cuda_graphs`) moves the cache, and the
     share is left to vLLM's start-up check that that much memory is free. Graphs the plan
     did not count are captured in the ``(1 − u)·M`` the share leaves; ``notes`` says where
-    they would not fit there.
+    they would not fit there. ``--block-size`` is the block the plan held KV in, which for a
+    model with latent attention is one its first-choice MLA kernel takes
+    (:func:`rooflinekit.memory.vllm_attention_block`: 32 for DeepSeek-R1 on a B200, 64 for
+    DeepSeek-V3.2 anywhere): asked for a block that kernel does not take, vLLM 0.18 and later
+    falls back to a slower one, or refuses to start.
     SGLang's ``--mem-fraction-static`` is a share of the memory free before its weights
     load, ``M − c`` (``c`` the CUDA context and communicators, its memory row): ``(C + W) /
     (M − c)``; ``notes`` says where that is above SGLang's own default
@@ -271,10 +275,19 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     vllm_share = share if profiled_engine(held_by) in ("vllm", None) else (
         cache + weights + _held_bytes("vllm", model, card, int(tp), int(seqs), budget, share,
                                       stages)) / memory
-    # the planned cache itself, so that no release's share or CUDA-graph accounting moves it
+    # the planned cache itself, so that no release's share or CUDA-graph accounting moves it;
+    # a block the first-choice MLA kernel takes, which the plan counted (a smaller one would
+    # push vLLM onto a slower kernel, or stop a sparse-MLA model from starting)
+    asked = int(attrs.get("block_size", 16))
+    block = vllm_attention_block(model, card, asked)
     vllm += ["--gpu-memory-utilization", f"{min(max(vllm_share, 0.01), 1.0):.3g}",
-             "--kv-cache-memory-bytes", str(int(cache)),
-             "--block-size", str(int(attrs.get("block_size", 16)))]
+             "--kv-cache-memory-bytes", str(int(cache)), "--block-size", str(block)]
+    if block != asked:
+        notes.append(f"vLLM's --block-size is {block}, not {asked}: its first-choice attention "
+                     f"kernel for {model.name}'s latent attention on {card.name} takes blocks "
+                     f"of {block} (vllm_attention_block), as the plan counted; asked for "
+                     f"{asked}, vLLM 0.18 and later would fall back to a slower kernel or "
+                     f"refuse to start")
     if held_by is None or not counts_cuda_graphs(held_by, model):
         # graphs the plan did not count are captured in what its share leaves
         since, graphs = vllm_cuda_graph_bytes(model, card, int(tp), pp=stages)

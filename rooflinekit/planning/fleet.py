@@ -707,7 +707,8 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
     problem = _layout_problem(model, tp, pp, ep, gpu)
     if problem:
         return None, 0, problem
-    if admission == "paged" and pp == 1 and ep == 1:   # a hybrid's KV in vLLM's larger blocks
+    if admission == "paged" and (pp == 1 and ep == 1 or not model.is_hybrid):
+        # a hybrid's KV in vLLM's larger blocks; an MLA model's in its kernel's
         block_size = vllm_block_size(model, gpu, tp, block_size=block_size)
     budget = replica_kv_budget(model, gpu, tp, block_size=block_size,
                                 gpu_memory_utilization=gpu_memory_utilization,
