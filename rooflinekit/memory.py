@@ -775,9 +775,8 @@ def vllm_block_size(model, gpu, tp=1, *, block_size=16,
     check_type("model", model, ModelShape)
     check_type("gpu", gpu, GPU)
     tp = whole_number("tp", tp, lo=1)
-    block_size = whole_number("block_size", block_size, lo=1)
+    block_size = vllm_attention_block(model, gpu, block_size)   # checks block_size too
     align = whole_number("block_alignment", block_alignment, lo=1)
-    block_size = vllm_attention_block(model, gpu, block_size)
     layers = model.n_linear_attention_layers + model.n_mamba_layers
     if float(model.state_bytes_per_sequence) == 0.0 or layers == 0:
         return block_size

@@ -306,7 +306,7 @@ def main(argv=None) -> int:
     if args.write and (args.engine not in WRITTEN or args.source):
         parser.error(f"--write ships a fit to every source of {' or '.join(WRITTEN)}; "
                      f"{args.engine}{' with --source' if args.source else ''} is only printed")
-    sweeps = {n: p for n, p in sweeps_score.fitted(sweeps_score.read_sweeps()).items()
+    sweeps = {n: p for n, p in sweeps_score.fitted_sweeps(sweeps_score.read_sweeps()).items()
               if sweeps_score.PROFILE_OF_ENGINE[p[0]["engine"]] == args.engine
               and (not args.source or sweeps_score.source_group(p[0]["source"]) in args.source)}
     if not sweeps:

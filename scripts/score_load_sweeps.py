@@ -103,7 +103,7 @@ DEFAULT_BURSTS = DEFAULT_SWEEPS.with_name("bursts.csv")
 VALIDATION_ONLY = ("datacrunch-research/blogs",)
 
 
-def fitted(sweeps: dict) -> dict:
+def fitted_sweeps(sweeps: dict) -> dict:
     """``sweeps`` ({name: points}) without those of a :data:`VALIDATION_ONLY` source: the
     sweeps the served overheads are fitted to."""
     return {name: points for name, points in sweeps.items()

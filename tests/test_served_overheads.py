@@ -27,7 +27,7 @@ def _script():
 
 def _sglang_sweeps():
     scorer = load_script("score_load_sweeps")
-    return {n: p for n, p in scorer.fitted(scorer.read_sweeps()).items()
+    return {n: p for n, p in scorer.fitted_sweeps(scorer.read_sweeps()).items()
             if p[0]["engine"] == "sglang"}
 
 
