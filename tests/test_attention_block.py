@@ -21,6 +21,7 @@ import rooflinekit as rk
 from rooflinekit import catalog
 from rooflinekit.memory import engine_kv_cache, vllm_attention_block, vllm_block_size
 from rooflinekit.planning import launch_commands
+from rooflinekit.profiles import missing_attention_kernel
 
 #: NVIDIA's compute capabilities of the catalogue's GPUs (the table cited above).
 CAPABILITY = {"A100-SXM-80GB": 8.0, "A10G": 8.6, "L40S": 8.9, "RTX-4090": 8.9,
@@ -139,3 +140,88 @@ def test_bad_arguments_are_refused_naming_them():
         vllm_attention_block(r1, "B200")
     with pytest.raises(ValueError, match="block_size"):
         vllm_attention_block(r1, b200, np.float64(16.5))
+
+
+# -- sparse MLA where vLLM has no kernel ----------------------------------------------------------
+# Reference: vLLM's sparse-MLA backends' ``supports_compute_capability`` (the module docstring's
+# releases): FlashMLA sparse ``major in [9, 10]``, FlashInfer sparse ``major == 10``,
+# FlashAttention sparse (0.29+) ``major == 9``, FlashInfer SM120 sparse (0.24+) ``major == 12``;
+# none takes 8.x, and the dense MLA backends refuse a sparse model.
+
+#: (engine, model, GPU) -> whether vLLM stops for want of a kernel.
+NO_KERNEL = {
+    ("vllm", "DeepSeek-V3.2", "A100-SXM-80GB"): True,
+    ("vllm", "GLM-5", "L40S"): True,
+    ("vllm", "DeepSeek-V3.2", "RTX-4090"): True,
+    ("vllm@0.34.0", "DeepSeek-V3.2", "A100-SXM-80GB"): True,     # in no release
+    ("vllm", "DeepSeek-V3.2", "H100-SXM-80GB"): False,
+    ("vllm", "DeepSeek-V3.2", "B200"): False,
+    ("vllm", "GLM-5", "GB300"): False,
+    ("vllm", "DeepSeek-V3.2", "RTX-PRO-6000-Server"): False,     # a current release: 0.24+
+    ("vllm@0.24.0", "DeepSeek-V3.2", "RTX-PRO-6000-Server"): False,
+    ("vllm@0.20.0", "DeepSeek-V3.2", "RTX-PRO-6000-Server"): True,
+    ("vllm", "DeepSeek-R1", "A100-SXM-80GB"): False,             # dense MLA: Triton MLA
+    ("vllm", "DeepSeek-V3.2", "MI300X"): False,                  # no compute capability
+    ("sglang", "DeepSeek-V3.2", "A100-SXM-80GB"): False,         # only vLLM's rule is known
+    (None, "DeepSeek-V3.2", "A100-SXM-80GB"): False,             # the ideal bound
+}
+
+
+@pytest.mark.parametrize("key, stops", sorted(NO_KERNEL.items(), key=str))
+def test_vllm_has_no_sparse_mla_kernel_below_hopper(key, stops):
+    engine, model, gpu = key
+    why = missing_attention_kernel(engine, catalog.resolve_model(model), catalog.gpu(gpu))
+    assert (why is not None) == stops
+    if stops:
+        assert model in why and gpu in why and "No valid attention backend found" in why
+
+
+def _sparse_small():
+    """A sparse-MLA model small enough for one A100 (DeepSeek-V3.2's shapes, 8 layers)."""
+    v32 = catalog.resolve_model("DeepSeek-V3.2")
+    return dataclasses.replace(v32, name="sparse-MLA-small", n_layers=8, n_params=20e9,
+                               n_active_params=4e9)
+
+
+def test_a_vllm_plan_does_not_serve_where_vllm_would_not_start():
+    traffic = rk.Traffic(1.0, rk.workloads.Constant(500), rk.workloads.Constant(100))
+    common = dict(models=_sparse_small(), gpus="A100-SXM-80GB", tp=1, max_num_seqs=32,
+                  max_num_batched_tokens=1024, replicates=2, requests=60)
+    plan = rk.plan(traffic, rk.SLO(ttft=5.0, itl=0.2), **common)
+    assert plan["binding"].values.ravel().tolist() == ["no_attention_kernel"]
+    assert float(plan["max_rate"].max()) == 0.0
+    assert not bool(rk.cheapest_plan(plan, by=None)["feasible"])
+    # SGLang's plan serves it; its vLLM command says that one would not start
+    sglang = rk.plan(traffic, rk.SLO(ttft=5.0, itl=0.2), engine="sglang", **common)
+    assert float(sglang["max_rate"].max()) > 0.0
+    got = launch_commands(rk.cheapest_plan(sglang, by=None), traffic, model=_sparse_small())
+    notes = [n for n in got["notes"] if "vLLM command will not start" in n]
+    assert len(notes) == 1 and "A100-SXM-80GB" in notes[0]
+    assert not any("--block-size is" in n for n in got["notes"])
+
+
+def test_a_load_curve_is_refused_with_the_reason():
+    traffic = rk.Traffic(1.0, rk.workloads.Constant(500), rk.workloads.Constant(100))
+    with pytest.raises(ValueError, match="no sparse-MLA attention kernel"):
+        rk.planning.load_curve(traffic, rk.SLO(ttft=5.0), model=_sparse_small(),
+                               gpu="A100-SXM-80GB", rates=[0.5], replicates=1, requests=20)
+
+
+def test_the_capacity_command_says_it_cannot_run(capsys):
+    from rooflinekit.cli import main
+    assert main(["capacity", "DeepSeek-V3.2", "A100-SXM-80GB", "--tensor-parallel-size",
+                 "8"]) == 1
+    assert "cannot run: vLLM has no sparse-MLA attention kernel" in capsys.readouterr().err
+    # the SGLang profile's figures are given, and so is the bound's
+    assert main(["capacity", "DeepSeek-V3.2", "A100-SXM-80GB", "--tensor-parallel-size", "8",
+                 "--engine", "sglang", "--show-anyway"]) == 0
+
+
+def test_missing_attention_kernel_refuses_bad_arguments():
+    v32, a100 = catalog.resolve_model("DeepSeek-V3.2"), catalog.gpu("A100-SXM-80GB")
+    with pytest.raises(TypeError, match="engine"):
+        missing_attention_kernel(1.5, v32, a100)
+    with pytest.raises(TypeError, match="model"):
+        missing_attention_kernel("vllm", "DeepSeek-V3.2", a100)
+    with pytest.raises(TypeError, match="gpu"):
+        missing_attention_kernel("vllm", v32, "A100-SXM-80GB")

@@ -708,9 +708,15 @@ KV_WINDOW_TEXT = _entry(rk.batching.kv_window_text,
 MLA_BLOCK = _entry(rk.memory.vllm_attention_block,
                    kwargs={"model": rk.catalog.model("DeepSeek-R1"), "gpu": rk.catalog.gpu("B200")},
                    spoil=("model", "gpu", "block_size"))
+# whether vLLM has an attention kernel for the model on the GPU (rooflinekit.profiles)
+NO_KERNEL = _entry(rk.profiles.missing_attention_kernel,
+                   kwargs={"engine": "vllm", "model": rk.catalog.model("DeepSeek-V3.2"),
+                           "gpu": rk.catalog.gpu("A100-SXM-80GB")},
+                   spoil=("engine", "model", "gpu"),
+                   valid={"engine": ("none", "string", "string boolean")})
 HYBRID_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS,
                   "replica_kv_window": KV_WINDOW, "kv_window_text": KV_WINDOW_TEXT,
-                  "vllm_attention_block": MLA_BLOCK}
+                  "vllm_attention_block": MLA_BLOCK, "missing_attention_kernel": NO_KERNEL}
 
 
 @pytest.mark.parametrize("name, arg, bad", [

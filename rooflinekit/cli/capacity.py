@@ -26,7 +26,7 @@ from rooflinekit.cli._args import (
 from rooflinekit.cli._output import emit, engine_kv_rule, format_value, print_table
 from rooflinekit.models import ModelShape
 from rooflinekit.profiles import (counts_cuda_graphs, cuda_graph_note, held_bytes,
-                                  memory_engine, memory_rule, profiled_engine,
+                                  memory_engine, memory_rule, missing_attention_kernel, profiled_engine,
                                   scheduler_defaults, scheduler_engine, vllm_cuda_graph_bytes)
 
 __all__ = list(COMMAND_API)
@@ -307,10 +307,15 @@ def run(args, out) -> int:
                                                                          tp=tp)) / units.MS,
             "ideal_tokens_per_s": float(roofline.decode_throughput(model, gpu, batch, ctx, tp))})
     fits, reason = _why_not(result)
+    missing = missing_attention_kernel(held_by, model, gpu)
+    if missing is not None:
+        # the engine would not start: no figure of it is an answer
+        fits, reason = False, missing
     if reason is not None:
         result["warning"] = reason
         if not fits and not args.show_anyway:
-            sys.stderr.write(f"rooflinekit capacity: does not fit: {reason} "
+            what = "cannot run" if missing is not None else "does not fit"
+            sys.stderr.write(f"rooflinekit capacity: {what}: {reason} "
                              f"(--show-anyway prints the figures)\n")
             return 1
 

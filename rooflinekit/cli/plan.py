@@ -32,7 +32,8 @@ from rooflinekit.cli._args import (
     whole_number,
 )
 from rooflinekit.cli._output import emit, print_table, to_jsonable
-from rooflinekit.profiles import memory_share, scheduler_engine
+from rooflinekit.profiles import (memory_engine, memory_share, missing_attention_kernel,
+                                  scheduler_engine)
 
 __all__ = ["DESCRIPTION", "EPILOG", "HELP", "NAME", "TRAFFIC_FLAGS", "add_arguments",
            "add_replica_flags", "add_table_flags", "run",
@@ -592,6 +593,11 @@ def run(args, out) -> int:
             out.write(f"note: binding 'requests': all {args.requests} requests of a replicate "
                       f"ran at once with KV cache and slots to spare, so that max rate is a "
                       f"floor; raise --requests to find it\n")
+        for r in shown:
+            if r["binding"] == "no_attention_kernel":
+                missing = missing_attention_kernel(memory_engine(args.engine), model,
+                                                   catalog.gpu(r["gpu"]))
+                out.write(f"note: binding 'no_attention_kernel': {missing}\n")
         for typed, (name, also) in variants.items():
             out.write(f"note: {typed!r} is {name}; the catalogue also has {', '.join(also)} "
                       f"(name one to plan it)\n")

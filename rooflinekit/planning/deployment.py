@@ -21,7 +21,7 @@ from rooflinekit.models import ModelShape
 from rooflinekit.planning.traffic import Traffic
 from rooflinekit.profiles import (ENGINE_MEMORY, TRTLLM_FREE_GPU_MEMORY_FRACTION,
                                   VLLM_GPU_MEMORY_UTILIZATION, counts_cuda_graphs,
-                                  held_bytes, held_memory, memory_rule,
+                                  held_bytes, held_memory, memory_rule, missing_attention_kernel,
                                   memory_share, profiled_engine, vllm_cuda_graph_bytes)
 from rooflinekit.workloads import Constant
 
@@ -282,7 +282,10 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     block = vllm_attention_block(model, card, asked)
     vllm += ["--gpu-memory-utilization", f"{min(max(vllm_share, 0.01), 1.0):.3g}",
              "--kv-cache-memory-bytes", str(int(cache)), "--block-size", str(block)]
-    if block != asked:
+    missing = missing_attention_kernel("vllm", model, card)
+    if missing:
+        notes.append(f"the vLLM command will not start: {missing}")
+    elif block != asked:
         notes.append(f"vLLM's --block-size is {block}, not {asked}: its first-choice attention "
                      f"kernel for {model.name}'s latent attention on {card.name} takes blocks "
                      f"of {block} (vllm_attention_block), as the plan counted; asked for "

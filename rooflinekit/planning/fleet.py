@@ -42,7 +42,7 @@ from rooflinekit.planning.capacity import (
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.profiles import (Calibration, default_share,
                                   chunk_budget_candidates, memory_engine, memory_outside_kv,
-                                  memory_rule, older_than_scheduler,
+                                  memory_rule, missing_attention_kernel, older_than_scheduler,
                                   resolve_engine, scheduler_admission, scheduler_defaults,
                                   scheduler_engine)
 from rooflinekit.roofline import (
@@ -332,7 +332,10 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         (median, 10th and 90th percentile over replicates) and ``saturation_rate`` [requests/s
         per replica]; ``binding`` (ttft, itl, e2e, tpot, attainment, memory, max_num_seqs,
         does_not_fit, invalid_layout, beyond_scale_up: a tensor-parallel group larger than the
-        GPU's NVLink domain, whose all-reduces would cross the network); ``kv_budget_tokens``;
+        GPU's NVLink domain, whose all-reduces would cross the network; no_attention_kernel:
+        the plan's engine has no attention kernel for the model on that GPU and would not
+        start, :func:`~rooflinekit.profiles.missing_attention_kernel`, such as DeepSeek-V3.2
+        under vLLM on an A100); ``kv_budget_tokens``;
         ``replicas`` and ``gpus`` [1] (with ``_low``/``_high``); ``operating_rate``
         [requests/s per replica]; ``gpu_monthly_cost``, ``monthly_cost`` (with ``_low``/``_high``)
         [USD/month]; ``cost_per_million_tokens`` [USD/1M tokens]; latency percentiles at the
@@ -703,10 +706,13 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
     except under speculative decoding (simulated mixed). ``held``: what the engine keeps on
     each GPU beside weights and KV (:func:`~rooflinekit.profiles.held_memory`), taken off
     before the KV budget; ``held_by``: the engine whose memory rule that is, whose pooling of
-    a sliding-window model's KV the batcher takes (SGLang's; vLLM's otherwise)."""
+    a sliding-window model's KV the batcher takes (SGLang's; vLLM's otherwise) and whose
+    attention kernels the model needs on ``gpu``."""
     problem = _layout_problem(model, tp, pp, ep, gpu)
     if problem:
         return None, 0, problem
+    if missing_attention_kernel(held_by, model, gpu):
+        return None, 0, "no_attention_kernel"       # the engine would not start
     if admission == "paged" and (pp == 1 and ep == 1 or not model.is_hybrid):
         # a hybrid's KV in vLLM's larger blocks; an MLA model's in its kernel's
         block_size = vllm_block_size(model, gpu, tp, block_size=block_size)
@@ -876,7 +882,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                         mixed_prefill=mixed_prefill, **layout)
     batcher, _, problem = replica(engine)
     if problem:
-        raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {problem}")
+        why = missing_attention_kernel(held_by, model, gpu) or problem
+        raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {why}")
     draws = draw_requests(traffic, replicates, requests, seed)
     arrival, prompt, output = draws[:3]
     targets = {f"{k}_target": v for k, v in slo.targets.items()}

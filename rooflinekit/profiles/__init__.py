@@ -7,6 +7,8 @@
   which a planning answer picks its engine (the vLLM profile of its GPU unless told otherwise);
 - :mod:`~rooflinekit.profiles.footprint`: what an engine keeps on each GPU beside the
   weights and the KV cache (:func:`engine_memory`), fitted to its start-up logs;
+- :mod:`~rooflinekit.profiles.kernels`: whether an engine's release has an attention kernel
+  for a model on a GPU (:func:`missing_attention_kernel`), without which it does not start;
 - :mod:`~rooflinekit.profiles.scheduling`: the engines' default slots, chunked-prefill budget
   and KV admission by GPU (:func:`scheduler_defaults`, :func:`scheduler_admission`), and
   whether a named engine version predates them (:func:`older_than_scheduler`).
@@ -50,6 +52,7 @@ from rooflinekit.profiles.footprint import (
     sglang_mem_fraction_static,
     vllm_cuda_graph_bytes,
 )
+from rooflinekit.profiles.kernels import VLLM_SPARSE_MLA_SM120_SINCE, missing_attention_kernel
 from rooflinekit.profiles.scheduling import (
     ADMISSIONS,
     CHUNK_BUDGETS,
@@ -93,4 +96,4 @@ __all__ = ["ENGINE_MEMORY", "FUSED_MOE_CHUNK_TOKENS", "MOE_ACTIVATION_BYTES",
            "resolve_engine", "CHUNK_BUDGETS", "ENGINE_SCHEDULERS", "SchedulerDefaults",
            "chunk_budget_candidates", "read_scheduler_file", "scheduler_defaults",
            "scheduler_engine", "scheduler_admission", "older_than_scheduler",
-           "ADMISSIONS"]
+           "ADMISSIONS", "VLLM_SPARSE_MLA_SM120_SINCE", "missing_attention_kernel"]
