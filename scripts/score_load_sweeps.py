@@ -99,7 +99,10 @@ DEFAULT_BURSTS = DEFAULT_SWEEPS.with_name("bursts.csv")
 
 #: Sources taken after the served overheads were last fitted (``fit_served_overheads.py``,
 #: ``fit_frontend_latency.py``): scored like every other, never fitted to, so that their scores
-#: are out of sample whole. Move a source out of here when those fits are next rerun with it.
+#: are out of sample whole. DataCrunch's (InferenceX's Qwen3.5-397B-A17B on B300) stays here after
+#: a refit with it: its server's ``--scheduler-recv-interval 10``, which the simulator does not
+#: model, moved SGLang's front end from 41 to 77 ms and the cookbook's held-out TTFT from 42 to
+#: 55 % (docs/validation.md, "Three findings since").
 VALIDATION_ONLY = ("datacrunch-research/blogs",)
 
 
