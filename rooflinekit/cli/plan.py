@@ -593,11 +593,12 @@ def run(args, out) -> int:
             out.write(f"note: binding 'requests': all {args.requests} requests of a replicate "
                       f"ran at once with KV cache and slots to spare, so that max rate is a "
                       f"floor; raise --requests to find it\n")
-        for r in shown:
-            if r["binding"] == "no_attention_kernel":
-                missing = missing_attention_kernel(memory_engine(args.engine), model,
-                                                   catalog.gpu(r["gpu"]))
-                out.write(f"note: binding 'no_attention_kernel': {missing}\n")
+        # one note a GPU, however many of its rows the table shows
+        for name in dict.fromkeys(r["gpu"] for r in shown
+                                  if r["binding"] == "no_attention_kernel"):
+            missing = missing_attention_kernel(memory_engine(args.engine), model,
+                                               catalog.gpu(name))
+            out.write(f"note: binding 'no_attention_kernel': {missing}\n")
         for typed, (name, also) in variants.items():
             out.write(f"note: {typed!r} is {name}; the catalogue also has {', '.join(also)} "
                       f"(name one to plan it)\n")

@@ -71,8 +71,8 @@ def missing_attention_kernel(engine, model, gpu) -> str | None:
     if major in (9, 10):
         return None
     release = shipped.named_release(engine)
-    since = shipped.named_release(f"vllm@{VLLM_SPARSE_MLA_SM120_SINCE}")
-    if major == 12 and (release is None or release >= since):
+    if major == 12 and (release is None
+                        or release >= shipped._release(VLLM_SPARSE_MLA_SM120_SINCE)):
         return None
     which = (f"before {VLLM_SPARSE_MLA_SM120_SINCE}" if major == 12 else "in any release")
     return (f"vLLM has no sparse-MLA attention kernel for {model.name} on {gpu.name} "
