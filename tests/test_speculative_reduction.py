@@ -33,7 +33,7 @@ def _raw(kernel, batcher, wl, draft_tokens):
     out = _allocate(1, n)
     gain = np.ones(max(int(wl.output_tokens.sum()), 1), np.uint8)
     offset = (np.cumsum(wl.output_tokens) - wl.output_tokens).astype(np.int64)
-    params = batcher._parameters()[:-1] + (draft_tokens,)
+    params = batcher._parameters()[:-2] + (draft_tokens, batcher._parameters()[-1])
     # the inputs as every caller passes them (one signature per kernel: no compile here)
     inputs = _kernels.kernel_inputs(wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority,
                                     wl.prefix_group, wl.prefix_tokens, np.zeros(n, np.int64),

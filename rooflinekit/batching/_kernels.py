@@ -63,6 +63,7 @@ from rooflinekit.batching._schema import (
     STAT_RUN_T,
     STAT_STEPS,
     STAT_USED_T,
+    RECV_PROMPT_WEIGHT,
     UNLIMITED,
     WRONG_CLOCK,
 )
@@ -154,7 +155,7 @@ GAP_HISTOGRAM_SHA256 = "437ec93358f8d26cc5639bb42aed5f8fa8c37fc8bba929e0432ef1f2
 #: upper-case names and values, sorted by name): the status and tier codes, return codes and
 #: ``stats`` columns these kernels compile in as values, which numba's cache cannot see change
 #: in ``_schema.py``; ``tests/test_batching_kernels.py`` recomputes it.
-SCHEMA_SHA256 = "25b7902a3eb05a5290a74df72fb0d9ae1db0592312fa16026c4a8b1f02349836"
+SCHEMA_SHA256 = "8b3e2a18355d84cad403afb8473a61e85f4272e1e3f6c0df5bd6903c1c8be418"
 
 
 @njit(**_CACHED)
@@ -557,8 +558,8 @@ def _spec_taken(s_ring, k, s_windowed, d_windowed, s_slid, used, used_s, dec_con
 def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, gains, max_num_seqs, kv_budget, state_tokens_per_sequence,
                 kv_window, paged, block_size, max_batched, interactive_cap, prefix_caching,
-                draft_tokens, coef, draft_coef, draft_share, itl_target, admit, first_token,
-                finish, preemptions, status, stats, workspace):
+                draft_tokens, recv, coef, draft_coef, draft_share, itl_target, admit,
+                first_token, finish, preemptions, status, stats, workspace):
     """The continuous kernels' one body, compiled in copies (:func:`_body`) with the constants
     ``_SPECULATIVE``, ``_ONE_TOKEN`` (every output one token: the decoding paths left out),
     ``_SEPARATE`` (prefill steps apart from the decodes: ``_reference``, step 5) and
@@ -567,7 +568,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     ``workspace`` is ``(hist_n, hist_max, ints, reals, flags)``: the gap histogram
     (:data:`N_GAP_BINS` counts, zeros on entry, and bin maxima), and int64, float64 and bool
     scratch of at least :func:`_scratch_need` elements (shorter ones are replaced), overwritten;
-    the disaggregated kernel lends one of each to all its replicas.
+    the disaggregated kernel lends one of each to all its replicas. ``recv`` is
+    ``(recv_interval, recv_admits)`` (``_reference``, "Receive interval").
     """
     spec = _SPECULATIVE
     one_token = _ONE_TOKEN
@@ -739,23 +741,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
 
     t = math.ceil(arrival[0]) * 1.0 if _TICK else arrival[0]
     nxt = 0
+    recv_interval, recv_admits = recv
+    recv_count = 0             # the steps' weights since the latest receive step
     while True:
-        # 1. arrive
-        while nxt < n and arrival[nxt] <= t:
-            i = nxt
-            nxt += 1
-            if paged:
-                nb = (prompt[i] + output[i] + block_size - 1) // block_size
-                never = _units_held(nb, 0, wp, uf, us) + sb > total_blocks
-            else:
-                never = prompt[i] + output[i] + st > kv_budget
-            if never:
-                status[i] = REJECTED
-            else:
-                k = priority[i]
-                j = q_head[k] + q_size[k]
-                queue[k, j - n if j >= n else j] = i
-                q_size[k] += 1
         # the decoding sequences whose context reaches the window in this step: no more
         # sliding blocks (counted before retiring, so that a retiring one below it is c < wt)
         if crossing and x_count[g & x_mask] > 0:
@@ -814,13 +802,34 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 r_prev[r_next[i]] = r_prev[i]
                 nrun -= 1
             i = j
+        # 1. arrive, after 2. retire (the two commute): a receive step is decided by what still
+        # runs (``_reference``, "Receive interval"); the arrivals wait for one, unless the queue
+        # is a closed loop's (``recv_admits``), whose admissions wait instead
+        receive = recv_interval <= 1 or recv_count >= recv_interval or nrun == 0
+        if receive:
+            recv_count = 0
+        while (receive or recv_admits) and nxt < n and arrival[nxt] <= t:
+            i = nxt
+            nxt += 1
+            if paged:
+                nb = (prompt[i] + output[i] + block_size - 1) // block_size
+                never = _units_held(nb, 0, wp, uf, us) + sb > total_blocks
+            else:
+                never = prompt[i] + output[i] + st > kv_budget
+            if never:
+                status[i] = REJECTED
+            else:
+                k = priority[i]
+                j = q_head[k] + q_size[k]
+                queue[k, j - n if j >= n else j] = i
+                q_size[k] += 1
         need = by_phase[ph] if paged and not one_token else 0
         if slid:
             need = uf * need + us * by_phase_w[ph]
         if spec:                 # the blocks of the decoding sequences' filed gains
             need = s_ring[g & s_mask, _S_BLK]
-        # 3. admit
-        for k in range(2):
+        # 3. admit (a closed loop's queue at a receive step only)
+        for k in range(2 if receive or not recv_admits else 0):
             stop = False
             while q_size[k] > 0:
                 i = queue[k, q_head[k]]
@@ -1259,6 +1268,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             peak_used, used_t, cb_t)
         if not prefill_only:
             t_decode = t + dt
+        recv_count += RECV_PROMPT_WEIGHT if n_prefill > 0 else 1
         t = t + dt
         # 6. decode-only stretch: while the next step would only decode (no arrival, no
         # retirement, nothing prefilling or admissible, the new blocks free), run it here
@@ -1324,6 +1334,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                                             accepted, below_context, n_above, d_below, d_above)
                     used_sum += used
                     slid_sum += used_s
+                # its receive step, where one falls, takes nothing: nothing has arrived
+                recv_count = 1 if recv_count >= recv_interval else recv_count + 1
                 m += 1
             if m == 0:
                 continue
@@ -1397,6 +1409,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 uf * used + us * used_s if us > 0 else used, cached_blocks, n_steps, busy, run_t,
                 act_t, peak_res,
                 res_t, peak_used, used_t, cb_t)
+            recv_count = 1 if recv_count >= recv_interval else recv_count + 1
             t = t + dt
             t_decode = t
     if spec:
@@ -1448,9 +1461,9 @@ _BODIES = {(mode, tick): _body(mode, tick)
 def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                     arrived_kv_tokens, gain, gain_offset, max_num_seqs, kv_budget,
                     state_tokens_per_sequence, kv_window, paged, block_size, max_batched,
-                    interactive_cap, prefix_caching, draft_tokens, tick_mode, coef, draft_coef,
-                    draft_share, itl_target, admit, first_token, finish, preemptions, status,
-                    stats):
+                    interactive_cap, prefix_caching, draft_tokens, recv, tick_mode, coef,
+                    draft_coef, draft_share, itl_target, admit, first_token, finish, preemptions,
+                    status, stats):
     """A continuous kernel: the body ``_BODY`` of its clock ``_TICK`` on its own histogram and
     scratch; :data:`WRONG_CLOCK` for the other clock.
     """
@@ -1465,8 +1478,9 @@ def _continuous_run(arrival, prompt_tokens, output, priority, prefix_group, pref
     return body(arrival, prompt_tokens, output, priority, prefix_group, prefix_tokens,
                 arrived_kv_tokens, (gain, gain_offset), max_num_seqs, kv_budget,
                 state_tokens_per_sequence, kv_window, paged, block_size, max_batched,
-                interactive_cap, prefix_caching, draft_tokens, coef, draft_coef, draft_share,
-                itl_target, admit, first_token, finish, preemptions, status, stats, workspace)
+                interactive_cap, prefix_caching, draft_tokens, recv, coef, draft_coef,
+                draft_share, itl_target, admit, first_token, finish, preemptions, status, stats,
+                workspace)
 
 
 _PLAIN_DOC = """Continuous batching of one workload; returns 0, :data:`STALLED` or
@@ -1644,12 +1658,12 @@ def _replica_run(arrival, prompt, output, priority, prefix_group, prefix_tokens,
     if tick_mode != _TICK:                         # noqa: F821 (a global of each copy)
         return WRONG_CLOCK
     (max_num_seqs, kv_budget, state_tokens_per_sequence, kv_window, paged, block_size,
-     max_batched, interactive_cap, prefix_caching, draft_tokens) = params
+     max_batched, interactive_cap, prefix_caching, draft_tokens, recv) = params
     body = _BODY                                   # noqa: F821 (a global of each copy)
     return body(arrival, prompt, output, priority, prefix_group, prefix_tokens, arrived,
                 (no_gain, arrived), max_num_seqs, kv_budget, state_tokens_per_sequence,
                 kv_window, paged, block_size, max_batched, interactive_cap, prefix_caching,
-                draft_tokens, coef,
+                draft_tokens, recv, coef,
                 coef, 0.0, itl_target,
                 admit, first_token, finish, preemptions, status, stats, workspace)
 

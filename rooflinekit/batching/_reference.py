@@ -6,7 +6,7 @@ speed (objects, deques, lists). The codes and layouts both share are
 :mod:`rooflinekit.batching._schema`'s. The rules are stated in ``docs/simulator.md``, "The
 batching rules", under the headings the docstrings here cite (Time, Empty prompts, Continuous
 batching, Prefix caching, Recurrent state, Sliding-window layers, KV that arrives with a request,
-Speculative decoding, Static batching, Inter-token gaps); this module is their code.
+Receive interval, Speculative decoding, Static batching, Inter-token gaps); this module is their code.
 
 References
 ----------
@@ -36,6 +36,7 @@ from rooflinekit.batching._schema import (
     INTERACTIVE,
     N_GAP_BINS,
     OUTPUT_NAMES,
+    RECV_PROMPT_WEIGHT,
     REJECTED,
     STAT_NAMES,
     UNLIMITED,
@@ -168,7 +169,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         trace=None, tokens=None, prefix_group=None, prefix_tokens=None,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
                         gains=None, gap_logs=None, state_tokens_per_sequence=0,
-                        mixed_prefill=True, kv_window=(1, 0, UNLIMITED, 1)):
+                        mixed_prefill=True, kv_window=(1, 0, UNLIMITED, 1), recv_interval=1,
+                        recv_admits=False):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -219,6 +221,14 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         a sliding layer keeps per sequence, and the units in a block of the budget (module
         docstring, "Sliding-window layers"); ``(1, 0, UNLIMITED, 1)`` (default) for a model
         without sliding layers.
+    recv_interval : int
+        Arrivals are taken in at a receive step only (SGLang's ``--scheduler-recv-interval``;
+        module docstring, "Receive interval"), >= 1; 1 (default): at every step.
+    recv_admits : bool
+        With ``recv_interval`` > 1: the queue is a closed-loop client's, whose requests are
+        sent as slots free, so it is admitted from at receive steps only (its arrivals are
+        taken in at every step); ``False`` (default): an open-loop client's arrivals wait for
+        a receive step, and the queue is admitted from at every step.
 
     Returns
     -------
@@ -333,23 +343,28 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         t = float(math.ceil(seqs[0].arrival)) if tick_mode else seqs[0].arrival
     next_arrival = 0
     t_decode = -math.inf                 # end of the latest step that was not prefill-only
+    recv_count = 0                       # the steps' weights since the latest receive step
     while True:
-        # 1. arrive
-        while next_arrival < n and seqs[next_arrival].arrival <= t:
+        # 1. arrive, after 2. retire (the two commute): a receive step is decided by what still
+        # runs ("Receive interval"); the arrivals wait for one, unless the queue is a closed
+        # loop's (recv_admits), whose admissions wait instead
+        for s in [s for s in running if s.generated == s.output]:
+            s.finish = t
+            s.blocks = 0
+            release(s)
+            running.remove(s)
+        receive = recv_interval <= 1 or recv_count >= recv_interval or not running
+        if receive:
+            recv_count = 0
+        while (receive or recv_admits) and next_arrival < n and seqs[next_arrival].arrival <= t:
             s = seqs[next_arrival]
             next_arrival += 1
             if never_fits(s):
                 s.status = REJECTED
             else:
                 queues[s.tier].append(s)
-        # 2. retire
-        for s in [s for s in running if s.generated == s.output]:
-            s.finish = t
-            s.blocks = 0
-            release(s)
-            running.remove(s)
-        # 3. admit
-        for tier in (INTERACTIVE, BATCH):
+        # 3. admit (a closed loop's queue at a receive step only)
+        for tier in (INTERACTIVE, BATCH) if receive or not recv_admits else ():
             queue = queues[tier]
             stop = False
             while queue:
@@ -559,6 +574,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                           kv_used / units if units != 1 else kv_used))
         if not prefill_only:
             t_decode = t + dt
+        recv_count += RECV_PROMPT_WEIGHT if n_prefill else 1
         t = t + dt
     stats["end_time"] = t
     for key in ("peak_kv_reserved", "kv_reserved_time", "peak_kv_used", "kv_used_time"):

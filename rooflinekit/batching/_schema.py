@@ -11,7 +11,7 @@ cannot see change: :data:`rooflinekit.batching._kernels.SCHEMA_SHA256` records t
 from __future__ import annotations
 
 __all__ = ["COMPLETED", "REJECTED", "STATUS_COMPLETED", "STATUS_REJECTED", "REASON_KV_BUDGET",
-           "INTERACTIVE", "BATCH", "TIERS", "UNLIMITED", "STALLED", "WRONG_CLOCK", "CLOCKS",
+           "INTERACTIVE", "BATCH", "TIERS", "UNLIMITED", "RECV_PROMPT_WEIGHT", "STALLED", "WRONG_CLOCK", "CLOCKS",
            "OUTPUT_NAMES", "STAT_NAMES", "N_STATS", "STAT", "STAT_END", "STAT_STEPS", "STAT_BUSY",
            "STAT_PEAK_RUN", "STAT_RUN_T", "STAT_ACT_T", "STAT_PEAK_RES", "STAT_RES_T",
            "STAT_PEAK_USED", "STAT_USED_T", "STAT_PREEMPT", "STAT_GAPS", "STAT_GAPS_MET",
@@ -44,6 +44,10 @@ TIERS = ("interactive", "batch")
 
 #: Stand-in for "no limit" in slot, KV and token budgets (fits int64 arithmetic with headroom).
 UNLIMITED = 2**60
+
+#: A receive interval's weight of a step with prompt tokens (a decode step weighs 1): SGLang's
+#: ``SchedulerRecvSkipper`` default, ``SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_DEFAULT``.
+RECV_PROMPT_WEIGHT = 1000
 
 #: Code a run returns when requests are queued and none can ever be admitted (cannot happen
 #: with validated inputs; reported rather than looping forever). A run that ends returns 0.

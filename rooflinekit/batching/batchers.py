@@ -40,7 +40,7 @@ from rooflinekit._validation import check_one_of, real_number, whole_number
 from rooflinekit.batching import _reference
 from rooflinekit.batching._kernel_calls import (_allocate, _check_errors, _each_row, _itl_limit,
                                                 _targets)
-from rooflinekit.batching._schema import OUTPUT_NAMES, UNLIMITED
+from rooflinekit.batching._schema import OUTPUT_NAMES, RECV_PROMPT_WEIGHT, UNLIMITED
 from rooflinekit.batching.clock import (KV_POOLS, _resolve_clock, _timing_for,
                                         replica_kv_budget, replica_kv_window,
                                         replica_state_tokens, vllm_block_size)
@@ -50,7 +50,8 @@ from rooflinekit.profiles import ENGINE_CHOICES, resolve_engine, split_engine_na
 from rooflinekit.workloads import coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "SIMULATION_MEMORY_LIMIT",
-           "SIMULATION_WORK_LIMIT", "RUN_BYTES_PER_REQUEST", "MAX_BLOCK_SIZE", "run_memory_bytes"]
+           "SIMULATION_WORK_LIMIT", "RUN_BYTES_PER_REQUEST", "MAX_BLOCK_SIZE", "MAX_RECV_INTERVAL",
+           "RECV_PROMPT_WEIGHT", "run_memory_bytes"]
 
 #: Most bytes one Monte Carlo block (all replicates in process, or one ``chunks`` task) may hold
 #: for its draws and kernel outputs, and the summaries of the whole run: 2 GiB. A single run
@@ -71,6 +72,10 @@ _BYTES_PER_PREFIX_GROUP = 8 + 1 + 8 + 8
 #: Largest KV block a paged batcher takes [tokens]: 2**20, longer than any model's context (the
 #: paged kernel keeps 8 bytes of scratch per token of a block).
 MAX_BLOCK_SIZE = 2**20
+
+#: Largest receive interval a continuous batcher takes [steps]: 2**20 (SGLang's recipes use up
+#: to 30; the kernel's counter stays far inside int64).
+MAX_RECV_INTERVAL = 2**20
 
 #: Most simulated token-steps (output tokens summed over the runs) one call may do: 1e10,
 #: minutes on two cores at the kernels' worst (one sequence, one token a step).
@@ -225,19 +230,23 @@ class _Batcher:
         layout = (getattr(self, "pp", 1), getattr(self, "ep", 1))
         return _timing_for(self.clock, self.model, self.gpu, self.tp, engine, draft, layout)
 
-    def _simulate(self, wl, timing, targets=(None, None, None), arrived=None):
+    def _simulate(self, wl, timing, targets=(None, None, None), arrived=None, closed_loop=False):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
         out = _allocate(1, wl.n_requests)
         self._run_many(timing, wl.arrival[None], wl.prompt_tokens[None], wl.output_tokens[None],
                        wl.priority[None], out, targets, parallel=False,
                        prefix=(wl.prefix_group[None], wl.prefix_tokens[None]),
-                       arrived=None if arrived is None else arrived[None])
+                       arrived=None if arrived is None else arrived[None],
+                       closed_loop=closed_loop)
         return out
 
     def _run_many(self, timing, arrival, prompt, output, priority, out, targets,
-                  parallel=True, prefix=None, arrived=None, seeds=None, gains=None):
+                  parallel=True, prefix=None, arrived=None, seeds=None, gains=None,
+                  closed_loop=False):
         """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``; ``prefix``,
-        ``arrived``, ``seeds`` (of the acceptance draws) and ``gains`` (drawn) default to none.
+        ``arrived``, ``seeds`` (of the acceptance draws) and ``gains`` (drawn) default to none;
+        ``closed_loop``: the queue is a closed-loop client's (a continuous batcher's receive
+        interval gates its admissions).
         """
         if self.policy == "continuous" and self._kv_budget() is None and prompt.size:
             # "unlimited" is UNLIMITED tokens to the kernel: true only while every request
@@ -253,7 +262,7 @@ class _Batcher:
         run = self._kernel(timing.tick)
         arrival, prompt, output, priority = _kernels.kernel_inputs(arrival, prompt, output,
                                                                    priority)
-        params = self._parameters()
+        params = self._parameters(closed_loop) if self._tiered else self._parameters()
         # the kernel counts the inter-token gaps within the ITL target; none: every gap is met
         itl = _itl_limit(targets[1])
         clock = (timing.tick, timing.coef)
@@ -506,6 +515,13 @@ class ContinuousBatcher(_Batcher):
         Whose pooling of such a model's KV: vLLM's hybrid KV-cache manager (default: a sliding
         layer's blocks freed once out of its window) or SGLang's full pool beside a window pool
         of 0.8 its tokens.
+    recv_interval : int, keyword-only
+        SGLang's ``--scheduler-recv-interval`` [steps], >= 1: new requests are taken in only at
+        a receive step, one whose preceding steps since the last weigh ``recv_interval`` (a
+        decode step 1, a step with prompt tokens :data:`RECV_PROMPT_WEIGHT`), or when nothing
+        runs (``_reference``, "Receive interval"). Under :func:`run_replicates`' closed loop the
+        server's queue holds the client's next requests, admitted at receive steps. Default 1:
+        every step (SGLang's and every other engine's default).
     {clock_parameters}
 
     Notes
@@ -545,6 +561,7 @@ class ContinuousBatcher(_Batcher):
     state_tokens_per_sequence: int | None = dataclasses.field(default=None, kw_only=True)
     window_paging: bool = dataclasses.field(default=True, kw_only=True)
     kv_pool: str = dataclasses.field(default="vllm", kw_only=True)
+    recv_interval: int = dataclasses.field(default=1, kw_only=True)
 
     _tiered = True
 
@@ -577,6 +594,9 @@ class ContinuousBatcher(_Batcher):
             raise TypeError(f"window_paging must be True or False, got "
                             f"{type(self.window_paging).__name__}")
         check_one_of("kv_pool", self.kv_pool, KV_POOLS)
+        if _whole(self, "recv_interval", lo=1) > MAX_RECV_INTERVAL:
+            raise ValueError(f"recv_interval must be in [1, {MAX_RECV_INTERVAL:,}] steps; got "
+                             f"{self.recv_interval:,}")
         if not isinstance(self.mixed_prefill, (bool, np.bool_)):
             raise TypeError(f"mixed_prefill must be True or False, got "
                             f"{type(self.mixed_prefill).__name__}")
@@ -660,10 +680,11 @@ class ContinuousBatcher(_Batcher):
     def _slots(self):
         return self.max_num_seqs
 
-    def _args(self, budget):
-        """The kernel's ten scalar parameters for a KV ``budget`` [tokens] (None: unlimited):
-        slots, budget, recurrent state per sequence, sliding-window paging, paged, block size,
-        token budget, interactive cap, prefix caching, draft tokens."""
+    def _args(self, budget, closed_loop=False):
+        """The kernel's eleven parameters for a KV ``budget`` [tokens] (None: unlimited): slots,
+        budget, recurrent state per sequence, sliding-window paging, paged, block size, token
+        budget, interactive cap, prefix caching, draft tokens, and the receive interval with
+        whether the queue is a ``closed_loop`` client's (``recv_admits``)."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self._state_tokens(), self._kv_window(),
@@ -671,7 +692,8 @@ class ContinuousBatcher(_Batcher):
                 UNLIMITED if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
                 bool(self.prefix_caching),
-                0 if self.speculative is None else self.speculative.draft_tokens)
+                0 if self.speculative is None else self.speculative.draft_tokens,
+                (int(self.recv_interval), bool(closed_loop)))
 
     def _gains(self, output, seeds=None):
         """The kernel's speculative gain table for 2-D outputs (empty without speculation)."""
@@ -687,17 +709,18 @@ class ContinuousBatcher(_Batcher):
         return _kernels.continuous_kernel(tick, speculative=self.speculative is not None,
                                           separate=not self.mixed_prefill)
 
-    def _parameters(self):
-        return self._args(self._kv_budget())
+    def _parameters(self, closed_loop=False):
+        return self._args(self._kv_budget(), closed_loop)
 
     def reference(self, workload, admission=None, trace=None, itl_target=None,
-                  tokens=None, arrived_kv_tokens=None) -> dict:
+                  tokens=None, arrived_kv_tokens=None, closed_loop=False) -> dict:
         """The same simulation by :func:`rooflinekit.batching._reference.simulate_continuous`,
-        for tests; ``admission`` may also be ``"prompt"`` there: the guide's failure mode.
+        for tests; ``admission`` may also be ``"prompt"`` there: the guide's failure mode;
+        ``closed_loop``: the queue is a closed-loop client's (``recv_admits``).
         """
         wl = coerce_workload(workload)
-        slots, budget, state, window, _, block, mnbt, cap, caching, k = self._args(
-            self._kv_budget())
+        slots, budget, state, window, _, block, mnbt, cap, caching, k, recv = self._args(
+            self._kv_budget(), closed_loop)
         gain, offset = self._gains(wl.output_tokens[None])
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
@@ -707,12 +730,14 @@ class ContinuousBatcher(_Batcher):
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
             prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
             draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
-            mixed_prefill=self.mixed_prefill, kv_window=window)
+            mixed_prefill=self.mixed_prefill, kv_window=window, recv_interval=recv[0],
+            recv_admits=recv[1])
 
 
-def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None) -> dict:
+def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None,
+                    closed_loop=False) -> dict:
     """The kernel's raw outputs for one workload, keyed like the reference's (for tests)."""
     wl = coerce_workload(workload)
     out = batcher._simulate(wl, batcher._timing(), (None, itl_target, None),
-                            batcher._arrived_kv(wl, arrived_kv_tokens))
+                            batcher._arrived_kv(wl, arrived_kv_tokens), closed_loop)
     return {k: a[0] for k, a in zip(OUTPUT_NAMES, out)}

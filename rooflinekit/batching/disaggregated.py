@@ -285,13 +285,14 @@ class DisaggregatedBatcher:
         pools = []
         for name in POOLS:
             pool = getattr(self, name)
-            slots, budget, state, window, _, block, mnbt, cap, caching, _ = pool._args(
+            slots, budget, state, window, _, block, mnbt, cap, caching, _, recv = pool._args(
                 pool._kv_budget())
             pools.append({"max_num_seqs": slots, "kv_budget": budget,
                           "state_tokens_per_sequence": state, "kv_window": window,
                           "admission": pool.admission, "block_size": block,
                           "max_num_batched_tokens": mnbt, "interactive_cap": cap,
-                          "prefix_caching": caching, "clock": pool._timing().reference_clock})
+                          "prefix_caching": caching, "clock": pool._timing().reference_clock,
+                          "recv_interval": recv[0]})
         out = _reference.simulate_disaggregated(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, wl.prefix_group,
             wl.prefix_tokens, self._transfer(wl.prompt_tokens),

@@ -360,7 +360,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                              f"({arrays[0].shape[0]}), got {len(speculative_seeds)}")
     gains = _gain_rows(batcher, speculative_gains, speculative_seeds, arrays[2])
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix,
-                      seeds=speculative_seeds, gains=gains)
+                      seeds=speculative_seeds, gains=gains, closed_loop=closed_loop)
     if closed_loop:
         arrays = (_closed_loop_sends(arrays[0], out[0], out[2], out[4] == COMPLETED,
                                      batcher._slots() if clients is None else clients),

@@ -1,0 +1,186 @@
+"""SGLang's receive interval (``--scheduler-recv-interval``) in the continuous-batching simulator.
+
+The kernels against the plain-Python reference, bit for bit, in every mode (open and closed
+loop, decodes mixed with prefill slices and prefill steps apart, both clocks, speculative
+decoding), the invariants of a run (no request lost, KV within budget), and hand-counted runs
+of the rule itself: new requests are taken in at a step whose preceding steps since the last
+receive weigh ``N`` (a decode step 1, a step with prompt tokens 1000), or when nothing runs
+(sgl-project/sglang, ``python/sglang/srt/managers/scheduler_recv_skipper.py``).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rooflinekit.batching import ContinuousBatcher, Speculative, _schema, run_replicates
+from rooflinekit.batching.batchers import MAX_RECV_INTERVAL, _kernel_outputs
+from rooflinekit.workloads import Workload
+from tests.test_batching_kernels import ROOFLINE, assert_same, roofline_batcher, workloads
+
+SETTINGS = settings(max_examples=120, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+intervals = st.integers(1, 12)
+loops = st.booleans()
+
+
+def assert_both_loops(b, wl, closed):
+    assert_same(_kernel_outputs(b, wl, closed_loop=closed), b.reference(wl, closed_loop=closed))
+
+
+@pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "prefill-apart"])
+@SETTINGS
+@given(wl=workloads(tiers=True), max_num_seqs=st.integers(1, 8), extra=st.integers(0, 30),
+       kv=st.one_of(st.none(), st.integers(1, 300)),
+       admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8),
+       recv=intervals, closed=loops)
+def test_tick_matches_reference(mixed, wl, max_num_seqs, extra, kv, admission, block_size, recv,
+                                closed):
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                          block_size=block_size, max_num_batched_tokens=max_num_seqs + extra,
+                          mixed_prefill=mixed, recv_interval=recv)
+    assert_both_loops(b, wl, closed)
+
+
+@pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "prefill-apart"])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
+       max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
+       recv=intervals, closed=loops)
+def test_roofline_matches_reference(mixed, wl, config, max_num_seqs, extra, kv, admission, recv,
+                                    closed):
+    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
+    b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
+                         admission=admission, block_size=4, mixed_prefill=mixed,
+                         max_num_batched_tokens=None if extra is None else max_num_seqs + extra,
+                         recv_interval=recv)
+    assert_both_loops(b, wl, closed)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads(), max_num_seqs=st.integers(1, 8), kv=st.integers(1, 300),
+       admission=st.sampled_from(["reserve", "paged"]), k=st.integers(1, 4),
+       alpha=st.floats(0, 1), recv=intervals, closed=loops)
+def test_speculative_matches_reference(wl, max_num_seqs, kv, admission, k, alpha, recv, closed):
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                          block_size=4, recv_interval=recv,
+                          speculative=Speculative(draft=0.1, draft_tokens=k, acceptance=alpha))
+    assert_both_loops(b, wl, closed)
+
+
+@SETTINGS
+@given(wl=workloads(tiers=True), max_num_seqs=st.one_of(st.none(), st.integers(1, 8)),
+       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
+       block_size=st.integers(1, 8), recv=intervals, closed=loops, mixed=st.booleans())
+def test_no_request_lost_and_kv_within_budget(wl, max_num_seqs, kv, admission, block_size, recv,
+                                              closed, mixed):
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                          block_size=block_size, recv_interval=recv, mixed_prefill=mixed)
+    out = _kernel_outputs(b, wl, closed_loop=closed)
+    stats = dict(zip(_schema.STAT_NAMES, out["stats"]))
+    done = out["status"] == _schema.COMPLETED
+    rejected = out["status"] == _schema.REJECTED
+    assert np.all(done ^ rejected)
+    assert np.isfinite(out["finish"][done]).all()
+    final = np.maximum(wl.prompt_tokens, 1) + wl.output_tokens
+    need = -(-final // block_size) * block_size if admission == "paged" else final
+    np.testing.assert_array_equal(rejected, need > kv)
+    assert stats["peak_kv_reserved"] <= kv
+    # a request is never admitted before it arrives, and never earlier than every step
+    assert np.all(out["admit"][done] >= wl.arrival[done])
+
+
+@SETTINGS
+@given(wl=workloads(tiers=True), max_num_seqs=st.integers(1, 8), extra=st.integers(0, 30),
+       mixed=st.booleans())
+def test_interval_one_is_every_step(wl, max_num_seqs, extra, mixed):
+    kw = dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_seqs + extra,
+              mixed_prefill=mixed, admission="paged", kv_budget_tokens=200)
+    plain = _kernel_outputs(ContinuousBatcher(**kw), wl)
+    for closed in (False, True):
+        assert_same(_kernel_outputs(ContinuousBatcher(recv_interval=1, **kw), wl,
+                                    closed_loop=closed), plain)
+
+
+def _tick_run(recv, arrival, prompt, output, closed=False, max_num_seqs=8):
+    b = ContinuousBatcher(max_num_seqs=max_num_seqs, recv_interval=recv)
+    wl = Workload(np.asarray(arrival, float), np.asarray(prompt), np.asarray(output))
+    out = _kernel_outputs(b, wl, closed_loop=closed)
+    assert_same(out, b.reference(wl, closed_loop=closed))
+    return out
+
+
+def test_hand_counted_open_loop():
+    # Tick clock, whole prompts in the step that admits them. A arrives at 0 on an idle server
+    # (taken at once) and prefills in step 0 (weight 1000), so step 1 receives (nothing there)
+    # and the count restarts: decode steps 1, 2, 3, 4, 5 bring it to 5 at the start of step 6.
+    # B, arriving at 3, is taken in and admitted then, at 6 (at 3 with N = 1).
+    out = _tick_run(5, [0, 3], [4, 4], [20, 5])
+    assert out["admit"].tolist() == [0.0, 6.0]
+    assert _tick_run(1, [0, 3], [4, 4], [20, 5])["admit"].tolist() == [0.0, 3.0]
+    # B's prefill step (weight 1000) makes step 7 a receive step: C, arriving at 7, is admitted
+    # at once; its prefill makes step 8 one (empty), and D, arriving at 9, waits for the five
+    # decode steps 8 to 12: admitted at 13
+    out = _tick_run(5, [0, 3, 7, 9], [4, 4, 4, 4], [20, 15, 15, 15])
+    assert out["admit"].tolist() == [0.0, 6.0, 7.0, 13.0]
+
+
+def test_idle_server_receives_at_once():
+    # A finishes at step 3 (output 3: steps 0, 1, 2); B arrives at 4 on an idle server
+    out = _tick_run(30, [0, 4], [2, 2], [3, 3])
+    assert out["admit"].tolist() == [0.0, 4.0]
+    # B arriving at 2, while A decodes, is received when A retires and the server falls idle
+    out = _tick_run(30, [0, 2], [2, 2], [3, 3])
+    assert out["admit"].tolist() == [0.0, 3.0]
+
+
+def test_closed_loop_queue_waits_for_a_receive_step():
+    # One slot, every request queued from 0 (a closed loop's client of one): each is sent when
+    # the one before completes, and is admitted only at a receive step; the server is idle
+    # then, so at once. With two slots and three requests the third waits for the receive.
+    out = _tick_run(4, [0, 0], [2, 2], [3, 3], closed=True, max_num_seqs=1)
+    assert out["admit"].tolist() == [0.0, 3.0]
+    b = ContinuousBatcher(max_num_seqs=2, recv_interval=4)
+    wl = Workload(np.zeros(3), np.array([2, 2, 2]), np.array([2, 10, 2]))
+    # step 0 prefills A and B (1000), step 1 receives (the queue's C has no slot), A finishes
+    # at 2; steps 1, 2, 3, 4 decode B, so C is admitted at step 5 (at 2 with an open loop)
+    closed = _kernel_outputs(b, wl, closed_loop=True)
+    assert_same(closed, b.reference(wl, closed_loop=True))
+    assert closed["admit"].tolist() == [0.0, 0.0, 5.0]
+    assert _kernel_outputs(b, wl)["admit"].tolist() == [0.0, 0.0, 2.0]
+
+
+def test_interval_lengthens_ttft_under_load_on_the_roofline():
+    rng = np.random.default_rng(0)
+    n = 300
+    wl = Workload(np.cumsum(rng.exponential(0.05, n)), rng.integers(100, 400, n),
+                  rng.integers(50, 200, n))
+    ttft = {}
+    for recv in (1, 10, 30):
+        b = roofline_batcher(ROOFLINE["dense, tp 8"], max_num_seqs=64, admission="paged",
+                             max_num_batched_tokens=2048, recv_interval=recv)
+        out = _kernel_outputs(b, wl)
+        ttft[recv] = float(np.mean(out["first_token"] - wl.arrival))
+    assert ttft[1] < ttft[10] < ttft[30]
+
+
+def test_run_replicates_closed_loop_reads_the_interval():
+    b = ContinuousBatcher(max_num_seqs=4, recv_interval=8)
+    rows = np.zeros((2, 40))
+    prompt = np.full((2, 40), 10)
+    # lengths that differ, so that the server never falls idle (where it receives at once)
+    output = np.tile(5 + 3 * (np.arange(40) % 7), (2, 1))
+    closed = run_replicates(b, rows, prompt, output, closed_loop=True, clients=4,
+                            as_dataset=False)
+    every = run_replicates(ContinuousBatcher(max_num_seqs=4), rows, prompt, output,
+                           closed_loop=True, clients=4, as_dataset=False)
+    assert np.all(closed["mean_ttft"] > every["mean_ttft"])
+
+
+@pytest.mark.parametrize("bad, error", [(0, ValueError), (-3, ValueError),
+                                        (MAX_RECV_INTERVAL + 1, ValueError), (2.5, ValueError),
+                                        ("10", TypeError)])
+def test_bad_interval_named(bad, error):
+    with pytest.raises(error, match="recv_interval"):
+        ContinuousBatcher(recv_interval=bad)
