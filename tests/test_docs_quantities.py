@@ -222,8 +222,9 @@ def _keys(value) -> set[str]:
     return set()
 
 
-def _written_keys(files=("plan.py", "disaggregated.py")) -> set[str]:
-    """The keys of the dicts the plan and disaggregated commands write (too heavy to run)."""
+def _written_keys(files=("plan.py", "disaggregated.py", "curve.py")) -> set[str]:
+    """The keys of the dicts the plan, disaggregated and curve commands write (too heavy to
+    run)."""
     out = set()
     for file in files:
         tree = ast.parse((ROOT / "rooflinekit" / "cli" / file).read_text(encoding="utf-8"))

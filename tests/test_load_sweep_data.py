@@ -142,13 +142,17 @@ def test_score_one_small_sweep(scorer):
     (lambda rows: [rows[0].replace("rate,", "speed,", 1), *rows[1:]], "missing column"),
     (lambda rows: [r.replace(",inf,", ",fast,", 1) if i == 2 else r for i, r in enumerate(rows)],
      "field 'rate'"),
-    # the last three fields: kv_dtype, max_model_len, then endpoint
-    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"fp7,\1,\2", r) if i == 2 else r
+    # the last four fields: kv_dtype, max_model_len, endpoint, then recv_interval
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*)$", r"fp7,\1,\2,\3", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'kv_dtype'"),
-    (lambda rows: [re.sub(r",$", "k,", r) if i == 2 else r for i, r in enumerate(rows)],
-     "field 'max_model_len'"),
-    (lambda rows: [r + "grpc" if i == 2 else r for i, r in enumerate(rows)],
-     "field 'endpoint'"),
+    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"k,\1,\2", r) if i == 2 else r
+                   for i, r in enumerate(rows)], "field 'max_model_len'"),
+    (lambda rows: [re.sub(r",([^,]*)$", r"grpc,\1", r) if i == 2 else r
+                   for i, r in enumerate(rows)], "field 'endpoint'"),
+    (lambda rows: [r + "0" if i == 2 else r for i, r in enumerate(rows)],
+     "field 'recv_interval'"),
+    (lambda rows: [r + "2.5" if i == 2 else r for i, r in enumerate(rows)],
+     "field 'recv_interval'"),
 ])
 def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_path, change,
                                                                   match):
@@ -162,6 +166,20 @@ def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_
     with pytest.raises(ValueError, match=match) as info:
         scorer.read_sweeps(bad)
     assert str(bad) in str(info.value)
+
+
+def test_recv_interval_reaches_the_simulated_server(scorer, sweeps):
+    """A sweep's ``recv_interval`` is its server's ``--scheduler-recv-interval`` (DataCrunch's
+    InferenceX runs: 10; see the README), blank 1; the scorer's server takes it, so its TTFT
+    grows, at the same point, over the server that receives every step."""
+    point = sweeps["inferencex_b300x4_qwen3.5-397b-a17b_fp8_tp4_random1k1k_conc"][3]
+    assert point["recv_interval"] == 10
+    assert sweeps["lambda_h100_llama3-8b_tp1_burst"][0]["recv_interval"] == 1
+    engine = scorer.own_engine(point)
+    slow = scorer.predict_point(point, engine, "closed", replicates=1, requests=120)
+    fast = scorer.predict_point({**point, "recv_interval": 1}, engine, "closed", replicates=1,
+                                requests=120)
+    assert slow["mean_ttft"] > fast["mean_ttft"]
 
 
 def test_kv_dtype_sets_the_cache_format(scorer, sweeps):

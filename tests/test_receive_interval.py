@@ -184,3 +184,33 @@ def test_run_replicates_closed_loop_reads_the_interval():
 def test_bad_interval_named(bad, error):
     with pytest.raises(error, match="recv_interval"):
         ContinuousBatcher(recv_interval=bad)
+
+
+def test_load_curve_takes_the_interval_and_records_it():
+    import rooflinekit as rk
+    traffic = rk.planning.Traffic(1.0, 1000, 300)
+    kw = dict(model="Llama-3.1-8B", gpu="H100-SXM-80GB", concurrencies=[16], replicates=2,
+              requests=100, engine="sglang")
+    every = rk.planning.load_curve(traffic, rk.SLO(ttft=60.0), **kw)
+    tenth = rk.planning.load_curve(traffic, rk.SLO(ttft=60.0), recv_interval=10, **kw)
+    assert (every.attrs["recv_interval"], tenth.attrs["recv_interval"]) == (1, 10)
+    assert float(tenth["mean_ttft"].median()) > float(every["mean_ttft"].median())
+    for bad, error in ((0, ValueError), (2.5, ValueError), ("10", TypeError),
+                       (MAX_RECV_INTERVAL + 1, ValueError)):
+        with pytest.raises(error, match="recv_interval"):
+            rk.planning.load_curve(traffic, rk.SLO(ttft=60.0), recv_interval=bad, **kw)
+
+
+def test_curve_command_takes_the_flag(capsys):
+    import json
+
+    from helpers import run_cli
+    argv = ("curve", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang", "--concurrencies",
+            "16", "--prompt-mean", "1000", "--output-mean", "300", "--replicates", "1",
+            "--requests", "60", "--json")
+    rc, every, _ = run_cli(capsys, *argv)
+    rc10, tenth, _ = run_cli(capsys, *argv, "--recv-interval", "10")
+    assert rc == rc10 == 0
+    every, tenth = json.loads(every), json.loads(tenth)
+    assert (every["recv_interval"], tenth["recv_interval"]) == (1, 10)
+    assert tenth["loads"][0]["mean_ttft_ms"] > every["loads"][0]["mean_ttft_ms"]

@@ -6,7 +6,8 @@ speed (objects, deques, lists). The codes and layouts both share are
 :mod:`rooflinekit.batching._schema`'s. The rules are stated in ``docs/simulator.md``, "The
 batching rules", under the headings the docstrings here cite (Time, Empty prompts, Continuous
 batching, Prefix caching, Recurrent state, Sliding-window layers, KV that arrives with a request,
-Receive interval, Speculative decoding, Static batching, Inter-token gaps); this module is their code.
+Receive interval, Speculative decoding, Static batching, Inter-token gaps); this module is their
+code.
 
 References
 ----------

@@ -392,7 +392,8 @@ def _stamp(ds, batcher, timing, budget, targets):
         **({"state_tokens_per_sequence": batcher._state_tokens()}
            if hasattr(batcher, "_state_tokens") else {}),
         # the continuous batcher's scheduling (1: prefill beside the decodes), an int for netCDF
-        **({"mixed_prefill": int(batcher.mixed_prefill)}
+        **({"mixed_prefill": int(batcher.mixed_prefill),
+            "recv_interval": int(batcher.recv_interval)}
            if hasattr(batcher, "mixed_prefill") else {}),
     })
 

@@ -15,7 +15,7 @@ from rooflinekit import catalog, workloads
 from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
-__all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_long_context_flag", "check_trained_context", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
+__all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_RECV_INTERVAL", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_long_context_flag", "check_trained_context", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
            "apply_dtypes", "engine_from_args", "scheduled_engine", "answer_scheduler", "load_engine", "examples", "fraction", "mixed_prefill", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
@@ -33,6 +33,9 @@ MAX_INT = 2**53
 #: Largest KV block a flag takes [tokens] (:data:`rooflinekit.batching.MAX_BLOCK_SIZE`, 2**20):
 #: the paged kernel keeps scratch per token of a block, so 2**53 was petabytes.
 MAX_BLOCK_SIZE = 2**20
+
+#: Largest receive interval a flag takes [steps] (:data:`rooflinekit.batching.MAX_RECV_INTERVAL`).
+MAX_RECV_INTERVAL = 2**20
 
 #: Most shared prefixes ``--prefix-groups`` takes: 1,000,000. The workload and the kernel keep a
 #: table entry per group (2**53 groups were a 64 PiB allocation); more distinct prefixes than a
@@ -192,6 +195,11 @@ FLAGS = {
                         "help": "on: a step carries prefill chunks beside the decodes (vLLM "
                                 "V1); off: prefill steps run apart from them (SGLang's "
                                 "default, vLLM V0); auto: the --engine's rule (auto)"},
+    "--recv-interval": {"type": whole_number(1, MAX_RECV_INTERVAL), "default": 1,
+                        "metavar": "STEPS",
+                        "help": "SGLang's --scheduler-recv-interval: new requests are taken in "
+                                "only after this many decode steps (or a prefill step), or "
+                                "when the server is idle (1: every step, the default)"},
     "--admission": {"choices": ("auto", "paged", "reserve"), "default": "auto",
                     "help": "KV admission: paged admits on the blocks a request holds and "
                             "preempts (vLLM, SGLang); reserve admits only when the prompt and "

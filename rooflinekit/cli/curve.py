@@ -49,7 +49,9 @@ EPILOG = examples(
     "llama-3.1-8b --gpu h100 --concurrencies 8,64 --clients-start together --prompt-mean 1000 "
     "--output-mean 200 --replicates 2 --requests 200",
     "llama-3.1-8b --gpu h100 --engine trtllm --admission paged --rates 2,8 --prompt-mean 1000 "
-    "--output-mean 200 --replicates 2 --requests 100")
+    "--output-mean 200 --replicates 2 --requests 100",
+    "llama-3.1-8b --gpu h100 --engine sglang --recv-interval 10 --concurrencies 16,64 "
+    "--prompt-mean 1000 --output-mean 1000 --replicates 2 --requests 200")
 
 #: The traffic flags this command reads: lengths, arrivals and the Monte Carlo (no rate, no
 #: targets: the loads are the rates or concurrencies given).
@@ -105,6 +107,7 @@ def add_arguments(parser) -> None:
                              "apart)")
     add_replica_flags(parser, lists=False)
     add_flag(parser, "--mixed-prefill")
+    add_flag(parser, "--recv-interval")
     add_flag(parser, "--admission")
     add_table_flags(parser, FLAGS)
     add_output_flags(parser, output_help=(
@@ -135,7 +138,7 @@ def run(args, out) -> int:
                   max_num_batched_tokens=args.max_num_batched_tokens or "auto",
                   gpu_memory_utilization=args.gpu_memory_utilization,
                   block_size=args.block_size, mixed_prefill=mixed_prefill(args),
-                  admission=args.admission,
+                  recv_interval=args.recv_interval, admission=args.admission,
                   replicates=args.replicates, requests=args.requests, seed=args.seed,
                   engine_draws=0,
                   **({"clients_start": args.clients_start} if args.concurrencies else {}))
@@ -156,6 +159,7 @@ def run(args, out) -> int:
                "max_num_seqs": ds.attrs["max_num_seqs"],
                "max_num_batched_tokens": ds.attrs["max_num_batched_tokens"],
                "admission": ds.attrs["admission"],
+               "recv_interval": ds.attrs["recv_interval"],
                "model_quality": ds.attrs["model_quality"], "loads": rows}
 
     def text(out):
@@ -163,7 +167,9 @@ def run(args, out) -> int:
                                        if "clients_start" in ds.attrs else "")
         out.write(f"{model.name} on {gpu.name} × {args.tp}, {client}: "
                   f"{ds.attrs['max_num_seqs']} sequences, "
-                  f"{ds.attrs['max_num_batched_tokens'] or 'whole-prompt'} tokens a step; "
+                  f"{ds.attrs['max_num_batched_tokens'] or 'whole-prompt'} tokens a step"
+                  + (f", new requests taken in every {ds.attrs['recv_interval']} decode steps"
+                     if ds.attrs["recv_interval"] > 1 else "") + "; "
                   f"medians over {args.replicates} replicate(s) of {args.requests} requests; "
                   f"{ds.attrs['model_quality']}\n")
         load = "concurrency" if dim == dims.CONCURRENCY else "rate [req/s]"

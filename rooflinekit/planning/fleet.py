@@ -28,8 +28,9 @@ from rooflinekit._validation import (
     show,
     whole_number,
 )
-from rooflinekit.batching import (ContinuousBatcher, Speculative, kv_window_text,
-                                  replica_kv_budget, run_replicates, vllm_block_size)
+from rooflinekit.batching import (MAX_RECV_INTERVAL, ContinuousBatcher, Speculative,
+                                  kv_window_text, replica_kv_budget, run_replicates,
+                                  vllm_block_size)
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import (
@@ -700,10 +701,11 @@ def _engine_draws(engine, gpus, engine_draws, replicates, seed) -> dict | None:
 
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
              gpu_memory_utilization, engine=None, prefix_caching=False, speculative=None, pp=1,
-             ep=1, mixed_prefill=True, held=None, held_by="vllm"):
+             ep=1, mixed_prefill=True, held=None, held_by="vllm", recv_interval=1):
     """One replica's batcher and KV budget, or why the configuration cannot serve; prefill
     steps apart from the decodes where the engine runs them so (``mixed_prefill`` False),
-    except under speculative decoding (simulated mixed). ``held``: what the engine keeps on
+    except under speculative decoding (simulated mixed); new requests taken in every
+    ``recv_interval`` steps (SGLang's ``--scheduler-recv-interval``). ``held``: what the engine keeps on
     each GPU beside weights and KV (:func:`~rooflinekit.profiles.held_memory`), taken off
     before the KV budget; ``held_by``: the engine whose memory rule that is, whose pooling of
     a sliding-window model's KV the batcher takes (SGLang's; vLLM's otherwise) and whose
@@ -729,7 +731,7 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
         gpu_memory_utilization=gpu_memory_utilization,
         prefix_caching=prefix_caching, speculative=speculative,
         mixed_prefill=bool(mixed_prefill) or speculative is not None,
-        kv_pool="sglang" if held_by == "sglang" else "vllm",
+        kv_pool="sglang" if held_by == "sglang" else "vllm", recv_interval=recv_interval,
         **({"pp": pp, "ep": ep} if pp > 1 or ep > 1 else {}))
     return batcher, budget, None
 
@@ -753,7 +755,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                concurrencies=None, max_num_batched_tokens="auto", admission="auto",
                block_size=16, gpu_memory_utilization=None, replicates=10, seed=0, engine=None,
                engine_draws=None, requests=1000, mixed_prefill="auto",
-               clients_start="apart") -> xr.Dataset:
+               clients_start="apart", recv_interval=1) -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its load: an open-loop
     request rate, or a closed-loop client's concurrency.
 
@@ -788,6 +790,11 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         server stays full; ``"together"``, every client's first request at once, as ``vllm
         bench serve --max-concurrency`` and ``sglang.bench_serving`` start theirs. Not read
         for ``rates``.
+    recv_interval : int
+        SGLang's ``--scheduler-recv-interval`` [steps], in [1,
+        :data:`~rooflinekit.batching.MAX_RECV_INTERVAL`]: new requests are taken in at receive
+        steps only (:class:`~rooflinekit.batching.ContinuousBatcher`), which lengthens the TTFT
+        by up to that many decode steps. Default 1: every step, every engine's default.
 
     Returns
     -------
@@ -863,6 +870,10 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     seed = whole_number("seed", seed, lo=0)
     if not isinstance(clients_start, str) or clients_start not in ("apart", "together"):
         raise ValueError(f"clients_start must be 'apart' or 'together'; got {clients_start!r}")
+    recv_interval = whole_number("recv_interval", recv_interval, lo=1)
+    if recv_interval > MAX_RECV_INTERVAL:
+        raise ValueError(f"recv_interval must be in [1, {MAX_RECV_INTERVAL:,}] steps; got "
+                         f"{recv_interval:,}")
     admission = scheduler_admission(admission, engine, gpu)   # the engine's, before resolving it
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     held_by = memory_engine(engine)
@@ -879,7 +890,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
 
     def replica(engine, seqs=max_num_seqs):
         return _replica(model, gpu, tp, seqs, max_num_batched_tokens, engine=engine,
-                        mixed_prefill=mixed_prefill, **layout)
+                        mixed_prefill=mixed_prefill, recv_interval=recv_interval, **layout)
     batcher, _, problem = replica(engine)
     if problem:
         why = missing_attention_kernel(held_by, model, gpu) or problem
@@ -928,6 +939,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "max_num_seqs": int(max_num_seqs),
                      "max_num_batched_tokens": int(max_num_batched_tokens or 0),
                      "mixed_prefill": int(mixed_prefill),
+                     "recv_interval": int(recv_interval),
                      "admission": layout["admission"],
                      "client": "closed loop" if closed else "open loop",
                      **({"clients_start": clients_start} if closed else {}),
