@@ -214,3 +214,41 @@ def test_curve_command_takes_the_flag(capsys):
     every, tenth = json.loads(every), json.loads(tenth)
     assert (every["recv_interval"], tenth["recv_interval"]) == (1, 10)
     assert tenth["loads"][0]["mean_ttft_ms"] > every["loads"][0]["mean_ttft_ms"]
+
+
+def test_plan_runs_the_interval_and_the_sglang_command_carries_it():
+    import shlex
+
+    import rooflinekit as rk
+    from rooflinekit.planning import launch_commands
+    traffic = rk.Traffic(4.0, 500, 100)
+    kw = dict(models="Llama-3.1-8B", gpus="H100-SXM-80GB", replicates=2, requests=100,
+              engine="sglang", max_num_batched_tokens=8192)
+    every = rk.plan(traffic, rk.SLO(ttft=0.3), **kw)
+    tenth = rk.plan(traffic, rk.SLO(ttft=0.3), recv_interval=10, **kw)
+    assert (every.attrs["recv_interval"], tenth.attrs["recv_interval"]) == (1, 10)
+    # the same draws: a prompt waiting for a receive step only lowers the rate within the TTFT
+    assert float(tenth["max_rate"].max()) <= float(every["max_rate"].max())
+    got = launch_commands(rk.cheapest_plan(tenth, by=None), traffic)
+    words = shlex.split(got["sglang_serve"])
+    assert words[words.index("--scheduler-recv-interval") + 1] == "10"
+    assert "--scheduler-recv-interval" not in got["vllm_serve"]
+    assert any("receive interval of 10 steps" in note for note in got["notes"])
+    plain = launch_commands(rk.cheapest_plan(every, by=None), traffic)
+    assert "--scheduler-recv-interval" not in plain["sglang_serve"]
+    with pytest.raises(ValueError, match="recv_interval"):
+        rk.plan(traffic, rk.SLO(ttft=0.3), recv_interval=0, **kw)
+
+
+def test_plan_command_takes_the_flag(capsys):
+    from helpers import run_cli
+    rc, out, _ = run_cli(capsys, "plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "4",
+                         "--prompt-mean", "500", "--output-mean", "100", "--ttft", "0.3",
+                         "--engine", "sglang", "--recv-interval", "10", "--replicates", "2",
+                         "--requests", "100")
+    assert rc == 0
+    assert "new requests taken in every 10 decode steps (--recv-interval)" in out
+    assert "--scheduler-recv-interval 10" in out
+    rc, _, err = run_cli(capsys, "plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "4",
+                         "--recv-interval", "0")
+    assert rc == 2 and "--recv-interval" in err

@@ -366,6 +366,7 @@ def add_arguments(parser) -> None:
                   "(default: one stage)")
     add_replica_flags(parser, lists=True)
     add_flag(parser, "--mixed-prefill")
+    add_flag(parser, "--recv-interval")
     add_flag(parser, "--admission")
     add_table_flags(parser, _FLAGS)
     add_price_flags(parser)
@@ -494,6 +495,7 @@ def run(args, out) -> int:
                   prefix_caching=args.enable_prefix_caching, speculative=speculative,
                   prices=gpu_prices, spare_replicas=args.spare_replicas,
                   min_replicas=args.min_replicas, mixed_prefill=mixed_prefill(args),
+                  recv_interval=args.recv_interval,
                   admission=args.admission)
     check_grid_size(args, traffic, gpus)
     engine = engine_from_args(args, gpus)
@@ -566,10 +568,15 @@ def run(args, out) -> int:
     def text(out):
         out.write(f"{model.name}: peak {args.rate:g} requests/s, {slo.quantile:.0%} of "
                   f"requests within {targets_text(slo)}; {ds.attrs['model_quality']}\n")
+        recv = ds.attrs["recv_interval"]
+        taken = (f", new requests taken in every {recv} decode steps (--recv-interval)"
+                 if recv > 1 else "")
         if not ds.attrs["mixed_prefill"]:
             given = "" if args.mixed_prefill == "auto" else " (--mixed-prefill off)"
             out.write(f"scheduling: {ds.attrs['scheduler']}, prefill steps apart from the "
-                      f"decodes{given}\n")
+                      f"decodes{given}{taken}\n")
+        elif taken:
+            out.write(f"scheduling: {ds.attrs['scheduler']}{taken}\n")
         if speculative is not None:
             out.write(f"speculative decoding: draft {ds.attrs['speculative_draft']}, "
                       f"{speculative.draft_tokens} tokens a step, acceptance "

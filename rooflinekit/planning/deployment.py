@@ -340,6 +340,12 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     if kv in _VLLM_KV:
         vllm += ["--kv-cache-dtype", _VLLM_KV[kv]]
         sglang += ["--kv-cache-dtype", _SGLANG_KV[kv]]
+    recv = int(attrs.get("recv_interval", 1))
+    if recv > 1:
+        sglang += ["--scheduler-recv-interval", str(recv)]
+        notes.append(f"planned with SGLang's receive interval of {recv} steps; vLLM and "
+                     f"TensorRT-LLM take new requests in at every step, a scheduling their "
+                     f"commands run and the plan did not")
     if not caching:
         vllm += ["--no-enable-prefix-caching"]
         sglang += ["--disable-radix-cache"]

@@ -214,7 +214,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
          replicates=20, seed=0, engine=None, engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=None, speculative=None, pp=None, ep=None,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=PLAN_WORK_LIMIT,
-         mixed_prefill="auto") -> xr.Dataset:
+         mixed_prefill="auto", recv_interval=1) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
 
     Parameters
@@ -323,6 +323,12 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         ContinuousBatcher`). Default ``"auto"``: the rule of the engine named by ``engine``
         (:func:`rooflinekit.profiles.scheduler_defaults`). Speculative decoding is simulated
         mixed.
+    recv_interval : int
+        SGLang's ``--scheduler-recv-interval`` [steps], in [1,
+        :data:`~rooflinekit.batching.MAX_RECV_INTERVAL`]: new requests are taken in only once
+        that many decode steps (or one prefill step) have passed
+        (:class:`~rooflinekit.batching.ContinuousBatcher`), and the SGLang launch command
+        carries it. Default 1: every step, every engine's default.
 
     Returns
     -------
@@ -383,6 +389,8 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
             raise ValueError("mixed_prefill=False cannot go with speculative: speculative "
                              "steps are simulated with the prefill beside the decodes")
         defaults = {k: d._replace(mixed_prefill=mixed_prefill) for k, d in defaults.items()}
+    recv_interval = _recv_interval(recv_interval)
+    defaults = {k: d._replace(recv_interval=recv_interval) for k, d in defaults.items()}
     most_seqs = max(seqs_list) if isinstance(seqs_list, list) else \
         max(d.max_num_seqs for d in defaults.values())
     if isinstance(mnbt_list, list) and min(mnbt_list) < most_seqs:
@@ -484,6 +492,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         # the engine's scheduling (speculative decoding is simulated mixed): 0, prefill apart
         "mixed_prefill": int(speculative is not None
                              or all(d.mixed_prefill for d in defaults.values())),
+        "recv_interval": recv_interval,
         "max_num_batched_tokens_rule": ("given" if isinstance(mnbt_list, list) else
                                         "whole prompts" if mnbt_list is None else mnbt_list),
         "prefix_caching": int(prefix_caching),
@@ -656,7 +665,7 @@ class _Configuration:
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
             share, engine, self.prefix_caching, self.speculative,
             pp, values.get(dims.EP, 1), self.defaults[gpu.name].mixed_prefill, held,
-            self.held_by)
+            self.held_by, self.defaults[gpu.name].recv_interval)
 
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""
@@ -870,10 +879,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     seed = whole_number("seed", seed, lo=0)
     if not isinstance(clients_start, str) or clients_start not in ("apart", "together"):
         raise ValueError(f"clients_start must be 'apart' or 'together'; got {clients_start!r}")
-    recv_interval = whole_number("recv_interval", recv_interval, lo=1)
-    if recv_interval > MAX_RECV_INTERVAL:
-        raise ValueError(f"recv_interval must be in [1, {MAX_RECV_INTERVAL:,}] steps; got "
-                         f"{recv_interval:,}")
+    recv_interval = _recv_interval(recv_interval)
     admission = scheduler_admission(admission, engine, gpu)   # the engine's, before resolving it
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     held_by = memory_engine(engine)
@@ -951,6 +957,16 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "quantile": float(slo.quantile),
                      **{f"{k}_target": v for k, v in slo.targets.items()}})
     return ds
+
+
+def _recv_interval(value) -> int:
+    """A receive interval (``plan``'s, ``load_curve``'s) checked: a whole number of steps in
+    [1, :data:`~rooflinekit.batching.MAX_RECV_INTERVAL`]."""
+    value = whole_number("recv_interval", value, lo=1)
+    if value > MAX_RECV_INTERVAL:
+        raise ValueError(f"recv_interval must be in [1, {MAX_RECV_INTERVAL:,}] steps; got "
+                         f"{value:,}")
+    return value
 
 
 def _warn_older_scheduler(engine, gpu) -> None:

@@ -54,7 +54,9 @@ class SchedulerDefaults(NamedTuple):
     where they were read; ``mixed_prefill``: whether a step carries prefill slices beside the
     decode tokens (SGLang ``--enable-mixed-chunk``, off by default); ``admission``: the KV
     admission rule (:data:`ADMISSIONS`; TensorRT-LLM's ``capacity_scheduler_policy``);
-    ``since_version``: the oldest release they are read from (``None``: not stated).
+    ``since_version``: the oldest release they are read from (``None``: not stated);
+    ``recv_interval`` [steps]: new requests taken in every that many decode steps (SGLang
+    ``--scheduler-recv-interval``; 1, every step, for every engine by default).
     """
 
     engine: str
@@ -65,6 +67,7 @@ class SchedulerDefaults(NamedTuple):
     mixed_prefill: bool = True
     admission: str = "paged"
     since_version: str | None = None
+    recv_interval: int = 1
 
 
 _WHAT = "engine scheduler file"
