@@ -323,12 +323,14 @@ def positive_number(name: str, value, allow_none: bool = False):
     return real_number(name, value, lo=0, lo_open=True, allow_none=allow_none)
 
 
-def whole_number(name: str, value, lo=None, *, allow_none: bool = False):
-    """One whole number (an integer, or a float with no fraction) as ``int``, at least ``lo``."""
+def whole_number(name: str, value, lo=None, *, hi=None, allow_none: bool = False):
+    """One whole number (an integer, or a float with no fraction) as ``int``, at least ``lo``
+    and at most ``hi`` (each where given)."""
     if value is None and allow_none:
         return None
-    wanted = (f"{name} must be a whole number" + (f" >= {lo}" if lo is not None else "")
-              + (" or None" if allow_none else ""))
+    bounds = (f" in [{lo:,}, {hi:,}]" if lo is not None and hi is not None
+              else f" >= {lo}" if lo is not None else f" <= {hi:,}" if hi is not None else "")
+    wanted = f"{name} must be a whole number{bounds}" + (" or None" if allow_none else "")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{wanted}; got {describe(value)}")
     if isinstance(value, np.generic):
@@ -337,7 +339,7 @@ def whole_number(name: str, value, lo=None, *, allow_none: bool = False):
         value = value.item()
     if not isinstance(value, numbers.Integral) and not float(value).is_integer():
         raise ValueError(f"{wanted}; got {show(value)}")
-    if lo is not None and value < lo:
+    if lo is not None and value < lo or hi is not None and value > hi:
         raise ValueError(f"{wanted}; got {show(value)}")
     if value > MAX_COUNT:
         raise ValueError(f"{name} must be at most 2**53 = {MAX_COUNT:,}; got {show(value)}")

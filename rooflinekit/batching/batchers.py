@@ -262,7 +262,7 @@ class _Batcher:
         run = self._kernel(timing.tick)
         arrival, prompt, output, priority = _kernels.kernel_inputs(arrival, prompt, output,
                                                                    priority)
-        params = self._parameters(closed_loop) if self._tiered else self._parameters()
+        params = self._parameters(closed_loop)
         # the kernel counts the inter-token gaps within the ITL target; none: every gap is met
         itl = _itl_limit(targets[1])
         clock = (timing.tick, timing.coef)
@@ -409,8 +409,8 @@ class StaticBatcher(_Batcher):
         from rooflinekit.batching import _kernels  # numba: imported on the first run
         return _kernels.static_run                 # one kernel for both clocks
 
-    def _parameters(self):
-        return (self.batch_size,)
+    def _parameters(self, closed_loop=False):
+        return (self.batch_size,)      # a static batch admits no queue: nothing to gate
 
     def _slots(self):
         return self.batch_size
@@ -594,9 +594,7 @@ class ContinuousBatcher(_Batcher):
             raise TypeError(f"window_paging must be True or False, got "
                             f"{type(self.window_paging).__name__}")
         check_one_of("kv_pool", self.kv_pool, KV_POOLS)
-        if _whole(self, "recv_interval", lo=1) > MAX_RECV_INTERVAL:
-            raise ValueError(f"recv_interval must be in [1, {MAX_RECV_INTERVAL:,}] steps; got "
-                             f"{self.recv_interval:,}")
+        _whole(self, "recv_interval", lo=1, hi=MAX_RECV_INTERVAL)
         if not isinstance(self.mixed_prefill, (bool, np.bool_)):
             raise TypeError(f"mixed_prefill must be True or False, got "
                             f"{type(self.mixed_prefill).__name__}")

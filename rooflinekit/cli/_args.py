@@ -12,10 +12,11 @@ import math
 import re
 
 from rooflinekit import catalog, workloads
+from rooflinekit.batching import MAX_RECV_INTERVAL
 from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
-__all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_RECV_INTERVAL", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_long_context_flag", "check_trained_context", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
+__all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_long_context_flag", "check_trained_context", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
            "apply_dtypes", "engine_from_args", "scheduled_engine", "answer_scheduler", "load_engine", "examples", "fraction", "mixed_prefill", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
@@ -33,9 +34,6 @@ MAX_INT = 2**53
 #: Largest KV block a flag takes [tokens] (:data:`rooflinekit.batching.MAX_BLOCK_SIZE`, 2**20):
 #: the paged kernel keeps scratch per token of a block, so 2**53 was petabytes.
 MAX_BLOCK_SIZE = 2**20
-
-#: Largest receive interval a flag takes [steps] (:data:`rooflinekit.batching.MAX_RECV_INTERVAL`).
-MAX_RECV_INTERVAL = 2**20
 
 #: Most shared prefixes ``--prefix-groups`` takes: 1,000,000. The workload and the kernel keep a
 #: table entry per group (2**53 groups were a 64 PiB allocation); more distinct prefixes than a

@@ -389,7 +389,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
             raise ValueError("mixed_prefill=False cannot go with speculative: speculative "
                              "steps are simulated with the prefill beside the decodes")
         defaults = {k: d._replace(mixed_prefill=mixed_prefill) for k, d in defaults.items()}
-    recv_interval = _recv_interval(recv_interval)
+    recv_interval = whole_number("recv_interval", recv_interval, lo=1, hi=MAX_RECV_INTERVAL)
     defaults = {k: d._replace(recv_interval=recv_interval) for k, d in defaults.items()}
     most_seqs = max(seqs_list) if isinstance(seqs_list, list) else \
         max(d.max_num_seqs for d in defaults.values())
@@ -879,7 +879,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     seed = whole_number("seed", seed, lo=0)
     if not isinstance(clients_start, str) or clients_start not in ("apart", "together"):
         raise ValueError(f"clients_start must be 'apart' or 'together'; got {clients_start!r}")
-    recv_interval = _recv_interval(recv_interval)
+    recv_interval = whole_number("recv_interval", recv_interval, lo=1, hi=MAX_RECV_INTERVAL)
     admission = scheduler_admission(admission, engine, gpu)   # the engine's, before resolving it
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     held_by = memory_engine(engine)
@@ -957,16 +957,6 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "quantile": float(slo.quantile),
                      **{f"{k}_target": v for k, v in slo.targets.items()}})
     return ds
-
-
-def _recv_interval(value) -> int:
-    """A receive interval (``plan``'s, ``load_curve``'s) checked: a whole number of steps in
-    [1, :data:`~rooflinekit.batching.MAX_RECV_INTERVAL`]."""
-    value = whole_number("recv_interval", value, lo=1)
-    if value > MAX_RECV_INTERVAL:
-        raise ValueError(f"recv_interval must be in [1, {MAX_RECV_INTERVAL:,}] steps; got "
-                         f"{value:,}")
-    return value
 
 
 def _warn_older_scheduler(engine, gpu) -> None:
