@@ -246,7 +246,7 @@ REGISTRY = {
     "StaticBatcher": _entry(rk.StaticBatcher, kwargs={"batch_size": 4}, spoil=("batch_size",)),
     "ContinuousBatcher": _entry(rk.ContinuousBatcher, kwargs={"max_num_seqs": 4},
                                 spoil=("max_num_seqs", "kv_budget_tokens", "block_size",
-                                       "reserve", "mixed_prefill"),
+                                       "reserve", "mixed_prefill", "recv_interval"),
                                 valid={"max_num_seqs": OPTIONAL,
                                        "kv_budget_tokens": ("none", "zero"),
                                        "reserve": CONTEXT_OK, "mixed_prefill": ("true",)}),
@@ -324,7 +324,7 @@ REGISTRY = {
                    spoil=("tp", "max_num_seqs", "headroom", "replicates", "seed", "requests",
                           "gpu_memory_utilization", "block_size", "electricity_price",
                           "engine", "engine_draws", "spare_replicas", "min_replicas",
-                          "max_num_batched_tokens", "mixed_prefill"),
+                          "max_num_batched_tokens", "mixed_prefill", "recv_interval"),
                    valid={"headroom": CONTEXT_OK, "seed": CONTEXT_OK, "mixed_prefill": ("true",),
                           "electricity_price": CONTEXT_OK, "engine": OPTIONAL,
                           "engine_draws": CONTEXT_OK + OPTIONAL, "spare_replicas": CONTEXT_OK,
@@ -907,7 +907,7 @@ CLOSED_REGISTRY = {
         load_curve, args=(TRAFFIC, rk.SLO(ttft=1.0)),
         kwargs={"model": "Llama-3.1-8B", "gpu": "H100-SXM-80GB", "concurrencies": [2],
                 "replicates": 1, "requests": 10},
-        spoil=("concurrencies",),
+        spoil=("concurrencies", "recv_interval"),
         # a labelled array of whole numbers is a list of concurrencies like any other
         valid={"concurrencies": ("clashing DataArray",)}),
 }
