@@ -429,6 +429,8 @@ _VARIABLES = {ModelShape: {
     "bytes_per_embedding_param": ("bytes", "bytes per weight of the embeddings and LM head"),
     "n_kv_layers": ("1", "layers with a KV cache (a hybrid's attention layers)"),
     "state_bytes_per_sequence": ("bytes", "recurrent state per sequence (linear attention, SSM)"),
+    "ssm_state_bytes_per_sequence": ("bytes", "the recurrent state proper, of that state"),
+    "ssm_state_bytes_per_element": ("bytes", "bytes per recurrent-state element"),
     "fp4_matmuls": ("1", "weight GEMMs W4A4 on FP4 tensor cores where the GPU has them (NVFP4)"),
 }, GPU: {
     "memory_bytes": ("bytes", "device memory"),

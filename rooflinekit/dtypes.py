@@ -14,6 +14,9 @@ BYTES_PER_ELEMENT: dict[str, float] = {
     "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5, "mxfp4": 0.5,
 }
 
+#: The most bytes an element may take [bytes]: fp64's 8 twice over; more is a mistake.
+MAX_BYTES_PER_ELEMENT = 16.0
+
 #: The canonical name for each alias, used to pick a GPU's peak FLOP/s for a format.
 _CANONICAL = {
     "float32": "fp32", "tf32": "tf32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
@@ -39,7 +42,7 @@ def bytes_per_element(dtype, name: str = "dtype") -> float:
     TypeError
         If ``dtype`` is neither a string nor a number.
     ValueError
-        If the name is unknown or the number is not positive.
+        If the name is unknown or the number is not in (0, :data:`MAX_BYTES_PER_ELEMENT`].
     """
     if isinstance(dtype, bool):
         raise TypeError(f"{name} must be a format name or bytes per element, got a bool")
@@ -52,8 +55,12 @@ def bytes_per_element(dtype, name: str = "dtype") -> float:
             )
         return BYTES_PER_ELEMENT[key]
     if isinstance(dtype, numbers.Real):
-        value = float(dtype)
-        if not value > 0 or value != value or value == float("inf"):
-            raise ValueError(f"{name} must be a positive number of bytes, got {dtype!r}")
+        try:
+            value = float(dtype)
+        except OverflowError:              # an integer beyond float range
+            value = float("inf")
+        if not 0 < value <= MAX_BYTES_PER_ELEMENT:
+            raise ValueError(f"{name} must be a positive number of bytes, at most "
+                             f"{MAX_BYTES_PER_ELEMENT:g}, got {str(dtype)[:40]}")
         return value
     raise TypeError(f"{name} must be a format name or bytes per element, got {type(dtype).__name__}")

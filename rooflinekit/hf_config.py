@@ -1215,8 +1215,9 @@ def _first(cfg: Mapping, fields, **kwargs):
     return _int(cfg, fields[-1], **kwargs)
 
 
-def _recurrent_state(cfg: Mapping, s: "_Shape") -> float:
-    """Bytes of the constant state one sequence holds in the linear-attention and Mamba layers.
+def _recurrent_state(cfg: Mapping, s: "_Shape") -> tuple[float, float]:
+    """Bytes of the constant state one sequence holds in the linear-attention and Mamba layers,
+    and of its recurrent part (the rest is the convolution state) [bytes].
 
     Gated DeltaNet (Qwen3-Next, Qwen3.5): a recurrent state of ``H_v · d_k · d_v`` elements and
     a convolution state of ``(kernel − 1) · (2 · H_k · d_k + H_v · d_v)`` a layer. Mamba-2
@@ -1227,12 +1228,12 @@ def _recurrent_state(cfg: Mapping, s: "_Shape") -> float:
     attention in every layer.
     """
     if not s.is_hybrid:
-        return 0.0
+        return 0.0, 0.0
     state = _state_dtype_bytes(cfg)
     conv = bytes_per_element(_compute_dtype(cfg) or "bf16")
     if conv > 2:
         conv = 2.0                       # fp32 checkpoints are served in 16 bits
-    total = 0.0
+    total = recurrent = 0.0
     n_linear = s.linear_layers
     if n_linear:
         value_heads = _int(cfg, "linear_num_value_heads")
@@ -1240,9 +1241,10 @@ def _recurrent_state(cfg: Mapping, s: "_Shape") -> float:
         key_dim = _int(cfg, "linear_key_head_dim")
         value_dim = _int(cfg, "linear_value_head_dim")
         kernel = _int(cfg, "linear_conv_kernel_dim")
-        per_layer = (value_heads * key_dim * value_dim * state
-                     + (kernel - 1) * (2 * key_heads * key_dim + value_heads * value_dim) * conv)
+        ssm = value_heads * key_dim * value_dim * state
+        per_layer = ssm + (kernel - 1) * (2 * key_heads * key_dim + value_heads * value_dim) * conv
         total += n_linear * per_layer
+        recurrent += n_linear * ssm
     n_mamba = s.mamba_layers
     if n_mamba:
         kernel = _first(cfg, ("conv_kernel", "mamba_d_conv"), required=False, default=4)
@@ -1252,14 +1254,16 @@ def _recurrent_state(cfg: Mapping, s: "_Shape") -> float:
             size = _first(cfg, ("ssm_state_size", "mamba_d_state"))
             groups = _first(cfg, ("n_groups", "mamba_n_groups"), required=False, default=1)
             inner = heads * head_dim
-            per_layer = (heads * head_dim * size * state
-                         + (kernel - 1) * (inner + 2 * groups * size) * conv)
+            ssm = heads * head_dim * size * state
+            per_layer = ssm + (kernel - 1) * (inner + 2 * groups * size) * conv
         else:                                   # Mamba-1: a state per inner channel
             size = _first(cfg, ("mamba_d_state", "ssm_state_size"))
             inner = _int(cfg, "mamba_expand", required=False, default=2) * s.hidden
-            per_layer = inner * size * state + (kernel - 1) * inner * conv
+            ssm = inner * size * state
+            per_layer = ssm + (kernel - 1) * inner * conv
         total += n_mamba * per_layer
-    return float(total)
+        recurrent += n_mamba * ssm
+    return float(total), float(recurrent)
 
 
 # -- parameter count -------------------------------------------------------------------------------
@@ -2433,14 +2437,18 @@ def _fields(cfg: Mapping, name, default_source: str, overrides: dict, hf_quant=N
         **groups,
     )
     if s.is_hybrid:
+        state, recurrent = _recurrent_state(cfg, s)
         fields.update(n_attention_layers=s.attention_layers,
                       n_linear_attention_layers=s.linear_layers,
                       n_mamba_layers=s.mamba_layers,
-                      state_bytes_per_sequence=_recurrent_state(cfg, s))
+                      state_bytes_per_sequence=state,
+                      ssm_state_bytes_per_sequence=recurrent,
+                      ssm_state_bytes_per_element=_state_dtype_bytes(cfg))
     unknown = set(overrides) - set(fields) - {
         "body_bytes_per_param", "expert_bytes_per_param", "embedding_bytes_per_param",
         "n_attention_layers", "n_linear_attention_layers", "n_mamba_layers",
-        "state_bytes_per_sequence"}
+        "state_bytes_per_sequence", "ssm_state_bytes_per_sequence",
+        "ssm_state_bytes_per_element"}
     if unknown:
         raise TypeError(f"unknown ModelShape field(s) in overrides: {sorted(unknown)}")
     fields.update(overrides)

@@ -96,6 +96,17 @@ class ModelShape:
     state_bytes_per_sequence : float
         Bytes of that state one sequence holds, all recurrent layers together [bytes], ≥ 0:
         constant in the context length. Default 0.
+    ssm_state_bytes_per_sequence : float
+        The part of ``state_bytes_per_sequence`` that is the recurrent (SSM or delta-rule) state
+        proper, held at ``ssm_state_bytes_per_element`` [bytes], ≥ 0 and at most
+        ``state_bytes_per_sequence``; the rest is the short convolution's state, held in the
+        activations' 16-bit format. Default 0 (the split not given: the format cannot be
+        changed).
+    ssm_state_bytes_per_element : str or float
+        Format of that recurrent state (vLLM's ``--mamba-ssm-cache-dtype``, SGLang's
+        ``--mamba-ssm-dtype``). Default "fp32" (4 bytes), the releases' own. ``replace`` with a
+        new format rescales ``ssm_state_bytes_per_sequence`` and ``state_bytes_per_sequence``
+        with it.
     attention_chunk_size : int, optional
         Chunk of chunked local attention [tokens] (Llama 4: 8,192): the ``n_sliding_layers``
         windowed layers are then chunked layers, each attending within the chunk its token
@@ -195,6 +206,8 @@ class ModelShape:
     n_linear_attention_layers: int = 0
     n_mamba_layers: int = 0
     state_bytes_per_sequence: float = 0.0
+    ssm_state_bytes_per_sequence: float = 0.0
+    ssm_state_bytes_per_element: float | str = "fp32"
     attention_chunk_size: int | None = None
     indexer_bytes_per_token_per_layer: float = 0.0
     index_topk: int | None = None
@@ -256,6 +269,11 @@ class ModelShape:
                                                   or self.n_mamba_layers):
             raise ValueError("state_bytes_per_sequence > 0 needs recurrent layers "
                              "(n_linear_attention_layers or n_mamba_layers)")
+        set_("ssm_state_bytes_per_sequence", real_number(
+            "ssm_state_bytes_per_sequence", self.ssm_state_bytes_per_sequence, lo=0,
+            hi=self.state_bytes_per_sequence))
+        set_("ssm_state_bytes_per_element", bytes_per_element(self.ssm_state_bytes_per_element,
+                                                              "ssm_state_bytes_per_element"))
         attention_layers = "n_layers" if attention is None else "n_attention_layers"
         n_sliding = _int_field("n_sliding_layers", self.n_sliding_layers, lo=0, allow_none=True)
         if n_sliding is None:
@@ -567,11 +585,34 @@ class ModelShape:
         """A copy with some fields changed (validated again).
 
         A new ``bytes_per_param`` without per-group formats applies to every weight: the groups'
-        formats (``body_bytes_per_param`` and the others) are reset unless given too.
+        formats (``body_bytes_per_param`` and the others) are reset unless given too. A new
+        ``state_bytes_per_sequence`` resets its split (``ssm_state_bytes_per_sequence`` 0)
+        unless given too; a new ``ssm_state_bytes_per_element`` alone rescales both.
         """
         if "bytes_per_param" in changes:
             changes = {**dict.fromkeys((*_WEIGHT_GROUPS, "fp4_matmuls")), **changes}
+        if "state_bytes_per_sequence" in changes:
+            changes = {"ssm_state_bytes_per_sequence": 0.0, **changes}
+        if "ssm_state_bytes_per_element" in changes:
+            changes = self._ssm_state_format(changes)
         return dataclasses.replace(self, **changes)
+
+    def _ssm_state_format(self, changes: dict) -> dict:
+        """``changes`` with the state's sizes rescaled to a new ``ssm_state_bytes_per_element``
+        (unless they are given too)."""
+        if {"state_bytes_per_sequence", "ssm_state_bytes_per_sequence"} & changes.keys():
+            return changes
+        new = bytes_per_element(changes["ssm_state_bytes_per_element"],
+                                "ssm_state_bytes_per_element")
+        ssm = self.ssm_state_bytes_per_sequence
+        if self.state_bytes_per_sequence and not ssm:
+            raise ValueError(f"model {self.name!r} holds {self.state_bytes_per_sequence:,.0f} "
+                             f"bytes of recurrent state a sequence without saying which part "
+                             f"is the SSM state (ssm_state_bytes_per_sequence = 0): give "
+                             f"ssm_state_bytes_per_sequence to change its format")
+        rescaled = ssm * new / self.ssm_state_bytes_per_element
+        return {**changes, "ssm_state_bytes_per_sequence": rescaled,
+                "state_bytes_per_sequence": self.state_bytes_per_sequence - ssm + rescaled}
 
 
 #: Weight formats whose checkpoints the engines multiply W4A4 on FP4 tensor cores (NVFP4).

@@ -58,7 +58,9 @@ other dataset takes the published lengths as constants.
 Weights in a ``dtype`` other than bf16/fp16 (fp8) are applied to the catalogue model
 (``bytes_per_param``); an :class:`~rooflinekit.Engine` (IDEAL) then also multiplies in that format
 (``compute_dtype``), as :mod:`rooflinekit.calibrate` does for such rows. A ``kv_dtype`` (fp8)
-sets the KV cache's format (``kv_bytes_per_element``); blank keeps the model's 16-bit cache.
+sets the KV cache's format (``kv_bytes_per_element``); blank keeps the model's 16-bit cache. An
+``ssm_dtype`` sets a hybrid model's recurrent-state format (``ssm_state_bytes_per_element``, the
+server's ``--mamba-ssm-dtype``); blank keeps the model's own (FP32).
 
 It also scores the single bursts of ``tests/data/load_sweeps/bursts.csv`` (``--bursts``; each a
 configuration's saturation, :func:`score_bursts`): their output throughput and mean TPOT.
@@ -157,7 +159,8 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
     ------
     ValueError
         A missing column, a point without a required field, a number that is not one, a
-        point with neither a rate nor a concurrency, or a ``kv_dtype`` that names no format:
+        point with neither a rate nor a concurrency, or a ``kv_dtype`` or ``ssm_dtype`` that
+        names no format:
         the message names the file, the line and the field.
     """
     with open(path, newline="", encoding="utf-8") as fh:
@@ -180,6 +183,11 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
             raise ValueError(f"{where}, field 'kv_dtype': expected one of "
                              f"{', '.join(sorted(BYTES_PER_ELEMENT))} or blank, got "
                              f"{kv_dtype[:40]!r}")
+        ssm_dtype = (row.get("ssm_dtype") or "").strip().lower()
+        if ssm_dtype and ssm_dtype not in BYTES_PER_ELEMENT:
+            raise ValueError(f"{where}, field 'ssm_dtype': expected one of "
+                             f"{', '.join(sorted(BYTES_PER_ELEMENT))} or blank, got "
+                             f"{ssm_dtype[:40]!r}")
         endpoint = (row.get("endpoint") or "").strip()
         if endpoint not in ENDPOINTS:
             raise ValueError(f"{where}, field 'endpoint': expected one of "
@@ -298,6 +306,9 @@ def _spec(point, engine, sigma):
     kv_dtype = (point.get("kv_dtype") or "").strip().lower()
     if kv_dtype:
         model = model.replace(kv_bytes_per_element=kv_dtype)
+    ssm_dtype = (point.get("ssm_dtype") or "").strip().lower()
+    if ssm_dtype and model.state_bytes_per_sequence:
+        model = model.replace(ssm_state_bytes_per_element=ssm_dtype)
     prompt = _length(point["prompt_tokens"], point["dataset"], sigma)
     traffic = Traffic(1.0, prompt, _length(point["output_tokens"], point["dataset"], sigma, 1))
     return model, engine, traffic

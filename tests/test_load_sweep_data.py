@@ -142,17 +142,19 @@ def test_score_one_small_sweep(scorer):
     (lambda rows: [rows[0].replace("rate,", "speed,", 1), *rows[1:]], "missing column"),
     (lambda rows: [r.replace(",inf,", ",fast,", 1) if i == 2 else r for i, r in enumerate(rows)],
      "field 'rate'"),
-    # the last four fields: kv_dtype, max_model_len, endpoint, then recv_interval
-    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*)$", r"fp7,\1,\2,\3", r) if i == 2 else r
-                   for i, r in enumerate(rows)], "field 'kv_dtype'"),
-    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"k,\1,\2", r) if i == 2 else r
+    # the last five fields: kv_dtype, max_model_len, endpoint, recv_interval, then ssm_dtype
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*),([^,]*)$", r"fp7,\1,\2,\3,\4", r)
+                   if i == 2 else r for i, r in enumerate(rows)], "field 'kv_dtype'"),
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*)$", r"k,\1,\2,\3", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'max_model_len'"),
-    (lambda rows: [re.sub(r",([^,]*)$", r"grpc,\1", r) if i == 2 else r
+    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"grpc,\1,\2", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'endpoint'"),
-    (lambda rows: [r + "0" if i == 2 else r for i, r in enumerate(rows)],
-     "field 'recv_interval'"),
-    (lambda rows: [r + "2.5" if i == 2 else r for i, r in enumerate(rows)],
-     "field 'recv_interval'"),
+    (lambda rows: [re.sub(r",([^,]*)$", r"0,\1", r) if i == 2 else r
+                   for i, r in enumerate(rows)], "field 'recv_interval'"),
+    (lambda rows: [re.sub(r",([^,]*)$", r"2.5,\1", r) if i == 2 else r
+                   for i, r in enumerate(rows)], "field 'recv_interval'"),
+    (lambda rows: [r + "fp6" if i == 2 else r for i, r in enumerate(rows)],
+     "field 'ssm_dtype'"),
 ])
 def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_path, change,
                                                                   match):
@@ -192,6 +194,19 @@ def test_kv_dtype_sets_the_cache_format(scorer, sweeps):
     assert model.kv_bytes_per_element == 1
     model, _, _ = scorer._spec(lambda_, None, 0.8)
     assert model.kv_bytes_per_element == catalog.model("Llama-3.1-8B").kv_bytes_per_element == 2
+
+
+def test_ssm_dtype_sets_the_recurrent_state_format(scorer, sweeps):
+    """A sweep's ``ssm_dtype`` is its server's ``--mamba-ssm-dtype`` (DataCrunch's InferenceX
+    runs: bfloat16; see the README) and reaches the simulated hybrid model, whose recurrent
+    state it halves; blank keeps the model's FP32 state."""
+    point = sweeps["inferencex_b300x4_qwen3.5-397b-a17b_fp8_tp4_random1k1k_conc"][0]
+    assert point["ssm_dtype"] == "bf16"
+    model, _, _ = scorer._spec(point, None, 0.8)
+    full = catalog.model("Qwen3.5-397B-A17B")
+    assert model.ssm_state_bytes_per_sequence == full.ssm_state_bytes_per_sequence / 2
+    model, _, _ = scorer._spec({**point, "ssm_dtype": ""}, None, 0.8)
+    assert model.state_bytes_per_sequence == full.state_bytes_per_sequence
 
 
 def test_v0_scheduling_follows_the_served_context(scorer, sweeps):

@@ -139,6 +139,18 @@ def _dtype(text: str) -> str:
     return key
 
 
+#: Formats the engines keep a recurrent (SSM) state in: vLLM's --mamba-ssm-cache-dtype choices.
+SSM_STATE_DTYPES = ("fp32", "float32", "bf16", "bfloat16", "fp16", "float16")
+
+
+def _ssm_dtype(text: str) -> str:
+    key = str(text).strip().lower()
+    if key != "auto" and key not in SSM_STATE_DTYPES:
+        raise argparse.ArgumentTypeError(
+            f"expected auto or one of {', '.join(SSM_STATE_DTYPES)}, got {text!r}")
+    return key
+
+
 #: Flags several commands take, with the same meaning in each: flag -> ``add_argument`` keywords.
 #: A command may say more in its help (which runs ``--model`` names) or change a default.
 FLAGS = {
@@ -189,6 +201,10 @@ FLAGS = {
                         "it has them)"},
     "--kv-cache-dtype": {"type": _dtype, "default": "auto", "metavar": "DTYPE",
                          "help": "KV-cache format (auto: the model's; fp8, ...)"},
+    "--mamba-ssm-cache-dtype": {"type": _ssm_dtype, "default": "auto", "metavar": "DTYPE",
+                                "help": "a hybrid model's recurrent-state format (auto: the "
+                                        "model's, fp32; bf16 halves it; SGLang's "
+                                        "--mamba-ssm-dtype)"},
     "--mixed-prefill": {"choices": ("auto", "on", "off"), "default": "auto",
                         "help": "on: a step carries prefill chunks beside the decodes (vLLM "
                                 "V1); off: prefill steps run apart from them (SGLang's "
@@ -314,12 +330,17 @@ def add_output_flags(parser, *, output_help: str | None = None) -> None:
 
 
 def apply_dtypes(model, args):
-    """``model`` with ``--dtype`` and ``--kv-cache-dtype`` applied (``auto`` keeps its own)."""
+    """``model`` with ``--dtype``, ``--kv-cache-dtype`` and ``--mamba-ssm-cache-dtype``
+    applied (``auto`` keeps its own; the last has no effect on a model without a recurrent
+    state)."""
     changes = {}
     if getattr(args, "dtype", "auto") not in (None, "auto"):
         changes["bytes_per_param"] = args.dtype
     if getattr(args, "kv_cache_dtype", "auto") not in (None, "auto"):
         changes["kv_bytes_per_element"] = args.kv_cache_dtype
+    if getattr(args, "mamba_ssm_cache_dtype", "auto") not in (None, "auto") and \
+            model.state_bytes_per_sequence:
+        changes["ssm_state_bytes_per_element"] = args.mamba_ssm_cache_dtype
     return model.replace(**changes) if changes else model
 
 

@@ -41,6 +41,8 @@ DESCRIPTION = ("Capacity of one model on one tensor-parallel GPU group. The KV c
 EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --max-model-len 8192 --batch-size 32",
                   "path/to/config.json l40s --json",
                   "llama-3.1-8b h100 --gpu-memory-utilization 0.95 --kv-cache-dtype fp8 --csv",
+                  "qwen3-next-80b-a3b h100 --tp 4 --max-model-len 4096 "
+                  "--mamba-ssm-cache-dtype bf16",
                   "llama-3.1-70b h100 --tp 4 --engine sglang",
                   "llama-3.1-70b guide-lab-80GB --tp 8 --workspace-fraction 0.1",
                   "llama-3.1-8b h100 --engine h100_vllm.json",
@@ -108,6 +110,7 @@ def add_arguments(parser) -> None:
              help="KV block size of the engine's rule [tokens] (16)")
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")
+    add_flag(parser, "--mamba-ssm-cache-dtype")
     parser.add_argument("--gpu-hourly", type=nonnegative_float, metavar="USD",
                         help="USD per GPU-hour (default: catalogue)")
     add_flag(parser, "--allreduce")

@@ -69,6 +69,7 @@ def add_arguments(parser) -> None:
                   "in [0, 1)")
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")
+    add_flag(parser, "--mamba-ssm-cache-dtype")
     add_flag(parser, "--allreduce")
     add_flag(parser, "--engine")
     add_output_flags(parser)

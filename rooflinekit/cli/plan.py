@@ -161,6 +161,7 @@ def add_replica_flags(parser, *, lists: bool) -> None:
     add_flag(parser, "--block-size")
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")
+    add_flag(parser, "--mamba-ssm-cache-dtype")
 
 
 def add_price_flags(parser) -> None:

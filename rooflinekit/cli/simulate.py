@@ -96,6 +96,8 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--tensor-parallel-size", help="tensor-parallel degree, with --model (1)")
     add_flag(parser, "--dtype", help="weight format, with --model (auto: the model's)")
     add_flag(parser, "--kv-cache-dtype", help="KV-cache format, with --model (auto: the model's)")
+    add_flag(parser, "--mamba-ssm-cache-dtype", help="a hybrid model's recurrent-state format, "
+             "with --model (auto: the model's, fp32; bf16 halves it)")
     add_flag(parser, "--engine",
              help="with --model, how the roofline clock's engine runs a step: vllm, sglang "
                   "or trtllm (that engine's shipped profile of the GPU), ideal (the roofline "
@@ -180,7 +182,9 @@ def _check(args) -> None:
         given = [f for f, on in (("--tensor-parallel-size", args.tp != 1),
                                  ("--engine", args.engine is not None),
                                  ("--dtype", args.dtype != "auto"),
-                                 ("--kv-cache-dtype", args.kv_cache_dtype != "auto")) if on]
+                                 ("--kv-cache-dtype", args.kv_cache_dtype != "auto"),
+                                 ("--mamba-ssm-cache-dtype",
+                                  args.mamba_ssm_cache_dtype != "auto")) if on]
         if given:
             raise ValueError(f"{given[0]} applies with --model and --gpu (roofline timing)")
 

@@ -206,6 +206,7 @@ def add_arguments(parser):
                   "the engine's own, 0.9 for vLLM; not with --workspace-fraction)")
     add_flag(parser, "--dtype")
     add_flag(parser, "--kv-cache-dtype")
+    add_flag(parser, "--mamba-ssm-cache-dtype")
     parser.add_argument("--replicate-kv", action="store_true",
                         help="count the KV copies engines keep when tp exceeds a model's KV "
                              "heads, or for MLA (default: each head stored once, the guide's "

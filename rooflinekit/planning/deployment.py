@@ -30,6 +30,9 @@ __all__ = ["launch_commands"]
 #: The KV-cache formats the engines name, by bytes per element (none: the model's own format).
 _VLLM_KV = {1.0: "fp8"}
 _SGLANG_KV = {1.0: "fp8_e4m3"}
+#: A recurrent state's format by its bytes, as vLLM's --mamba-ssm-cache-dtype and SGLang's
+#: --mamba-ssm-dtype name it (two bytes: bfloat16, the format both engines' examples run).
+_SSM_STATE = {4.0: "float32", 2.0: "bfloat16"}
 
 
 def _repository(model: ModelShape) -> str:
@@ -160,7 +163,11 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     opt-in for them), in vLLM's "align" mode, whose two states a request the plan admitted
     (:func:`rooflinekit.batching.replica_state_tokens`). A plan without
     ``max_num_batched_tokens`` prefilled whole prompts, which the engines chunk at a budget of
-    their own: ``notes`` says so.
+    their own: ``notes`` says so. A hybrid model's recurrent state is named in the format
+    the plan held it (``ModelShape.ssm_state_bytes_per_element``: vLLM's
+    ``--mamba-ssm-cache-dtype``, SGLang's ``--mamba-ssm-dtype``), since the engines' defaults
+    differ: SGLang keeps FP32, vLLM the config's ``mamba_ssm_dtype`` where it gives one,
+    else the weights' 16 bits.
 
     Where the plan's weights are in another format than the checkpoint the commands load (a
     catalogue model planned with ``bytes_per_param`` of its own, ``--dtype``), a 16-bit
@@ -340,6 +347,17 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     if kv in _VLLM_KV:
         vllm += ["--kv-cache-dtype", _VLLM_KV[kv]]
         sglang += ["--kv-cache-dtype", _SGLANG_KV[kv]]
+    if float(model.state_bytes_per_sequence) > 0.0:
+        # the engines' defaults differ (SGLang float32; vLLM the config's, else the weights'
+        # 16 bits), so the format the plan held is named
+        ssm = _SSM_STATE.get(float(model.ssm_state_bytes_per_element))
+        if ssm is None:
+            notes.append(f"the plan held {model.name}'s recurrent state at "
+                         f"{float(model.ssm_state_bytes_per_element):g} bytes an element, a "
+                         f"format neither engine keeps it in")
+        else:
+            vllm += ["--mamba-ssm-cache-dtype", ssm]
+            sglang += ["--mamba-ssm-dtype", ssm]
     recv = int(attrs.get("recv_interval", 1))
     if recv > 1:
         sglang += ["--scheduler-recv-interval", str(recv)]
