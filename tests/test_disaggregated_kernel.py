@@ -59,7 +59,8 @@ pools = st.builds(ContinuousBatcher, max_num_seqs=st.integers(1, 6),
                   kv_budget_tokens=st.one_of(st.none(), st.integers(1, 150)),
                   admission=st.sampled_from(["reserve", "paged"]), block_size=st.integers(1, 8),
                   max_num_batched_tokens=st.one_of(st.none(), st.integers(6, 30)),
-                  interactive_cap=st.one_of(st.none(), st.integers(1, 3)))
+                  interactive_cap=st.one_of(st.none(), st.integers(1, 3)),
+                  recv_interval=st.integers(1, 6))
 
 
 @SETTINGS
@@ -74,12 +75,15 @@ def test_tick_clock_matches_reference(wl, prefill, decode, x, y, latency, itl):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads(fractional=True), config=st.sampled_from(sorted(ROOFLINE)),
        slots=st.integers(1, 6), kv=st.integers(1, 300), x=st.integers(1, 3), y=st.integers(1, 3),
-       admission=st.sampled_from(["reserve", "paged"]), bandwidth=st.sampled_from([1e9, 50e9]))
-def test_roofline_clock_matches_reference(wl, config, slots, kv, x, y, admission, bandwidth):
+       admission=st.sampled_from(["reserve", "paged"]), bandwidth=st.sampled_from([1e9, 50e9]),
+       recv=st.integers(1, 6))
+def test_roofline_clock_matches_reference(wl, config, slots, kv, x, y, admission, bandwidth,
+                                          recv):
     config = ROOFLINE[config]
     prefill = roofline_batcher(config, max_num_seqs=slots, kv_budget_tokens=kv,
-                               admission=admission)
-    decode = roofline_batcher(config, max_num_seqs=slots + 1, kv_budget_tokens=kv + 50)
+                               admission=admission, recv_interval=recv)
+    decode = roofline_batcher(config, max_num_seqs=slots + 1, kv_budget_tokens=kv + 50,
+                              recv_interval=recv)
     d = DisaggregatedBatcher(prefill, decode, x, y, link_bandwidth=bandwidth, link_latency=1e-3)
     assert_same(d, wl, 0.05)
 

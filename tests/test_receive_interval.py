@@ -252,3 +252,30 @@ def test_plan_command_takes_the_flag(capsys):
     rc, _, err = run_cli(capsys, "plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "4",
                          "--recv-interval", "0")
     assert rc == 2 and "--recv-interval" in err
+
+
+def test_plan_disaggregated_runs_the_interval_in_every_pool(capsys):
+    import rooflinekit as rk
+    from helpers import run_cli
+    traffic = rk.Traffic(4.0, rk.workloads.Constant(500), rk.workloads.Constant(100))
+    kw = dict(model="Llama-3.1-8B", gpu="H100-SXM-80GB", splits=[(1, 1)], engine="sglang",
+              replicates=2, requests=100)
+    every = rk.plan_disaggregated(traffic, rk.SLO(ttft=0.15), **kw)
+    later = rk.plan_disaggregated(traffic, rk.SLO(ttft=0.15), recv_interval=50, **kw)
+    assert (every.attrs["recv_interval"], later.attrs["recv_interval"]) == (1, 50)
+    # the aggregated replica's prompts wait up to 50 decode steps for a receive step: the same
+    # draws serve less within the TTFT; a prefill replica runs only prefill steps, each of
+    # which weighs past the interval, so the split's prompts do not wait
+    assert float(later["max_rate"][0]) < float(every["max_rate"][0])
+    for bad in (0, MAX_RECV_INTERVAL + 1, 2.5, True):
+        with pytest.raises((ValueError, TypeError), match="recv_interval"):
+            rk.plan_disaggregated(traffic, rk.SLO(ttft=0.15), recv_interval=bad, **kw)
+    rc, out, _ = run_cli(capsys, "disaggregated", "llama-3.1-8b", "--gpu", "h100", "--splits",
+                         "1P1D", "--rate", "4", "--prompt-mean", "500", "--output-mean", "100",
+                         "--ttft", "1", "--engine", "sglang", "--recv-interval", "10",
+                         "--replicates", "2", "--requests", "100", "--json")
+    assert rc == 0
+    assert '"recv_interval": 10' in out
+    rc, _, err = run_cli(capsys, "disaggregated", "llama-3.1-8b", "--gpu", "h100", "--splits",
+                         "1P1D", "--rate", "4", "--recv-interval", "0")
+    assert rc == 2 and "--recv-interval" in err

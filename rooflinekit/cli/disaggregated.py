@@ -43,7 +43,9 @@ EPILOG = examples(
     "llama-3.1-8b --gpu h100 --gpu-budget 3 --rate 5 --prompt-mean 1000 --output-mean 200 "
     "--ttft 1 --itl 0.05 --replicates 2 --requests 100",
     "llama-3.1-8b --gpu h100 --splits 1P1D,2P1D --link-bandwidth 50 --rate 5 --prompt-mean 2000 "
-    "--output-mean 100 --ttft 1 --itl 0.05 --replicates 2 --requests 100 --json")
+    "--output-mean 100 --ttft 1 --itl 0.05 --replicates 2 --requests 100 --json",
+    "llama-3.1-8b --gpu h100 --splits 1P1D --rate 4 --prompt-mean 500 --output-mean 100 "
+    "--ttft 1 --engine sglang --recv-interval 10 --replicates 2 --requests 100")
 
 _SPLIT = re.compile(r"(\d+)P(\d+)D", re.IGNORECASE)
 
@@ -79,6 +81,7 @@ def add_arguments(parser) -> None:
                         help="fixed time of each KV transfer [s] (0)")
     add_replica_flags(parser, lists=False)
     add_flag(parser, "--admission")
+    add_flag(parser, "--recv-interval")
     add_table_flags(parser, TRAFFIC_FLAGS)
     add_output_flags(parser, output_help=(
         "also write the comparison to FILE, the format from its extension: .nc or .zarr (the "
@@ -115,7 +118,7 @@ def run(args, out) -> int:
         admission=args.admission,
         link_bandwidth=None if args.link_bandwidth is None else args.link_bandwidth * 1e9,
         link_latency=args.link_latency, headroom=args.headroom, replicates=args.replicates,
-        requests=args.requests, seed=args.seed)
+        requests=args.requests, seed=args.seed, recv_interval=args.recv_interval)
     engine = engine_from_args(args, gpu)
     try:
         ds = planning.plan_disaggregated(traffic, slo, gpu_budget=args.gpu_budget,
@@ -127,7 +130,8 @@ def run(args, out) -> int:
     bound = _ideal_bound(ds, rows, traffic, slo, engine, common)
     payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
                "model_quality": ds.attrs["model_quality"],
-               "link_bandwidth": ds.attrs["link_bandwidth"], "splits": rows,
+               "link_bandwidth": ds.attrs["link_bandwidth"],
+               "recv_interval": int(ds.attrs["recv_interval"]), "splits": rows,
                "best_split": ds.attrs["best_split"]}
     if bound is not None:
         payload["ideal_bound"] = bound
@@ -136,6 +140,9 @@ def run(args, out) -> int:
         out.write(f"{model.name} on {gpu.name} × {args.tp}: peak {args.rate:g} requests/s, "
                   f"{slo.quantile:.0%} of requests within {targets_text(slo)}; KV link "
                   f"{ds.attrs['link_bandwidth'] / 1e9:g} GB/s; {ds.attrs['model_quality']}\n")
+        if int(ds.attrs["recv_interval"]) > 1:
+            out.write(f"every replica: new requests taken in every "
+                      f"{int(ds.attrs['recv_interval'])} decode steps (--recv-interval)\n")
         headers = ("split", "GPUs/unit", "max rate [req/s]", "band [req/s]",
                    "rate/GPU [req/s]", "units", "GPUs", "binding")
         print_table(headers, [(r["split"], r["gpus_per_unit"], to_jsonable(r["max_rate"]),

@@ -12,7 +12,7 @@ import xarray as xr
 
 from rooflinekit import catalog, dims
 from rooflinekit._validation import check_type, describe, real_number, show, whole_number
-from rooflinekit.batching import DisaggregatedBatcher
+from rooflinekit.batching import MAX_RECV_INTERVAL, DisaggregatedBatcher
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.planning.capacity import draw_requests, max_rate, rate_variables
@@ -75,7 +75,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
                        admission="auto", block_size=16, gpu_memory_utilization=None,
                        link_bandwidth=None, link_latency=0.0, headroom=0.2, replicates=10,
                        seed=0, requests=1000, rtol=0.02, engine=None,
-                       work_limit=PLAN_WORK_LIMIT) -> xr.Dataset:
+                       work_limit=PLAN_WORK_LIMIT, recv_interval=1) -> xr.Dataset:
     """Max rate within the SLO of each xPyD split and of the aggregated replica, and their fleets.
 
     Parameters
@@ -109,6 +109,12 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     work_limit : float
         Most simulated token-steps, as for :func:`rooflinekit.plan`; at most
         :data:`MAX_SPLITS` splits.
+    recv_interval : int
+        SGLang's ``--scheduler-recv-interval`` [steps] of every replica of both pools, in [1,
+        :data:`~rooflinekit.batching.MAX_RECV_INTERVAL`]: each takes in new requests (a
+        prefill replica its prompts, a decode replica its hand-offs) only once that many
+        decode steps (or one prefill step) have passed, as for :func:`rooflinekit.plan`.
+        Default 1: every step, every engine's default.
 
     Returns
     -------
@@ -147,6 +153,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     (model,) = _names("model", model, ModelShape, catalog.resolve_model)
     (gpu,) = _names("gpu", gpu, GPU, catalog.gpu)
     tp = whole_number("tp", tp, lo=1)
+    recv_interval = whole_number("recv_interval", recv_interval, lo=1, hi=MAX_RECV_INTERVAL)
     admission = scheduler_admission(admission, engine, gpu)
     pairs = _splits(gpu_budget, splits, tp)
     if link_bandwidth is None:
@@ -172,7 +179,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     batcher, budget, problem = _replica(
         model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission,
         whole_number("block_size", block_size, lo=1), share, engine, held=held,
-        held_by=held_by)
+        held_by=held_by, recv_interval=recv_interval)
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     # each unit's search simulates every request in both pools: about one plan's work
     check_plan_size(traffic, len(pairs) + 1, replicates=replicates, requests=requests,
@@ -197,7 +204,8 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     return _assemble(units, per, saturation, binding, tp, traffic, headroom, {
         "model": model.name, "gpu": gpu.name, "tp": tp, "model_quality": label,
         "max_num_seqs": max_num_seqs, "max_num_batched_tokens": int(max_num_batched_tokens or 0),
-        "admission": admission, "kv_budget_tokens": int(budget), "link_bandwidth": link_bandwidth,
+        "admission": admission, "recv_interval": recv_interval,
+        "kv_budget_tokens": int(budget), "link_bandwidth": link_bandwidth,
         "link_latency": link_latency, "headroom": headroom, "rate": float(traffic.rate),
         "quantile": float(slo.quantile), **{f"{k}_target": v for k, v in slo.targets.items()},
         "replicates": replicates, "requests": requests, "rtol": rtol, "simulations": runs,
