@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Callable
 
 from rooflinekit import catalog, workloads
 from rooflinekit.batching import MAX_RECV_INTERVAL
@@ -131,24 +132,21 @@ def name_list(text: str) -> list[str]:
     return values
 
 
-def _dtype(text: str) -> str:
-    key = str(text).strip().lower()
-    if key != "auto" and key not in BYTES_PER_ELEMENT:
-        raise argparse.ArgumentTypeError(
-            f"expected auto or one of {', '.join(sorted(BYTES_PER_ELEMENT))}, got {text!r}")
-    return key
+def _format(names) -> Callable[[str], str]:
+    """An ``argparse`` type: ``auto`` or one of the format ``names``, lower-cased."""
+    def parse(text: str) -> str:
+        key = str(text).strip().lower()
+        if key != "auto" and key not in names:
+            raise argparse.ArgumentTypeError(
+                f"expected auto or one of {', '.join(names)}, got {text!r}")
+        return key
+    return parse
 
 
 #: Formats the engines keep a recurrent (SSM) state in: vLLM's --mamba-ssm-cache-dtype choices.
 SSM_STATE_DTYPES = ("fp32", "float32", "bf16", "bfloat16", "fp16", "float16")
-
-
-def _ssm_dtype(text: str) -> str:
-    key = str(text).strip().lower()
-    if key != "auto" and key not in SSM_STATE_DTYPES:
-        raise argparse.ArgumentTypeError(
-            f"expected auto or one of {', '.join(SSM_STATE_DTYPES)}, got {text!r}")
-    return key
+_dtype = _format(sorted(BYTES_PER_ELEMENT))
+_ssm_dtype = _format(SSM_STATE_DTYPES)
 
 
 #: Flags several commands take, with the same meaning in each: flag -> ``add_argument`` keywords.
