@@ -199,6 +199,7 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 _RUNS = (
     ["capacity", "Llama-3.1-8B", "H100-SXM-80GB", "--json"],
     ["capacity", "gpt-oss-20b", "H100-SXM-80GB", "--json"],        # sliding-window layers
+    ["capacity", "Qwen3-Next-80B-A3B", "H100-SXM-80GB", "--tp", "4", "--json"],  # a hybrid
     ["layouts", "Llama-3.1-8B", "H100-SXM-80GB", "--num-gpus", "2", "--input-len", "256",
      "--json"],
     *(["sweep", "--models", "Llama-3.1-8B", "--gpus", "H100-SXM-80GB", "--tp", "1",

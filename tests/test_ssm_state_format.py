@@ -155,6 +155,18 @@ def test_capacity_flag(capsys):
     assert _sequences(same) == _sequences(full)
 
 
+def test_capacity_reports_the_state_it_holds(capsys):
+    import json
+    args = ("capacity", "qwen3-next-80b-a3b", "h100", "--tp", "4", "--max-model-len", "4096",
+            "--json")
+    code, full, _ = _run(capsys, *args)
+    code, half, _ = _run(capsys, *args, "--mamba-ssm-cache-dtype", "bf16")
+    assert json.loads(full)["state_bytes_per_sequence"] == 77_266_944
+    assert json.loads(half)["state_bytes_per_sequence"] == 39_518_208
+    code, dense, _ = _run(capsys, "capacity", "llama-3.1-8b", "h100", "--json")
+    assert "state_bytes_per_sequence" not in json.loads(dense)
+
+
 def test_capacity_flag_refuses_other_formats(capsys):
     with pytest.raises(SystemExit):
         main(["capacity", "qwen3-next-80b-a3b", "h100", "--tp", "4",

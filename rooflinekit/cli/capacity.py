@@ -58,6 +58,7 @@ _QUANTITIES = (
     ("batch_size", "batch size [sequences]"), ("prompt_tokens", "input len [tokens]"),
     ("fits", "fits"), ("weight_gib", "weights [GiB]"),
     ("kv_bytes_per_token", "KV per token [bytes]"),
+    ("state_bytes_per_sequence", "recurrent state per sequence [bytes]"),
     ("gpu_memory_utilization", "engine's memory share (of what: the KV cache line)"),
     ("engine_memory_gib", "engine memory outside KV, per GPU [GiB]"),
     ("kv_budget_gib", "KV budget [GiB]"),
@@ -251,6 +252,8 @@ def run(args, out) -> int:
                                                          engine=engine)),
         "model_quality": roofline.engine_for(engine, "decode", model=model, gpu=gpu).label,
     }
+    if model.state_bytes_per_sequence:       # a hybrid's, in its --mamba-ssm-cache-dtype
+        result["state_bytes_per_sequence"] = float(memory.recurrent_state_bytes(model))
     if guide:
         result["kv_cache_rule"] = (f"the guide's: {args.workspace_fraction:g} of the memory left "
                                    f"after the weights kept as workspace")

@@ -166,8 +166,9 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     their own: ``notes`` says so. A hybrid model's recurrent state is named in the format
     the plan held it (``ModelShape.ssm_state_bytes_per_element``: vLLM's
     ``--mamba-ssm-cache-dtype``, SGLang's ``--mamba-ssm-dtype``), since the engines' defaults
-    differ: SGLang keeps FP32, vLLM the config's ``mamba_ssm_dtype`` where it gives one,
-    else the weights' 16 bits.
+    differ: SGLang keeps FP32, and vLLM's ``auto`` has meant the weights' 16 bits in some
+    releases (the config's ``mamba_ssm_dtype`` for Qwen3.5 and Nemotron-H) and FP32 in
+    later ones.
 
     Where the plan's weights are in another format than the checkpoint the commands load (a
     catalogue model planned with ``bytes_per_param`` of its own, ``--dtype``), a 16-bit
@@ -348,8 +349,8 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         vllm += ["--kv-cache-dtype", _VLLM_KV[kv]]
         sglang += ["--kv-cache-dtype", _SGLANG_KV[kv]]
     if float(model.state_bytes_per_sequence) > 0.0:
-        # the engines' defaults differ (SGLang float32; vLLM the config's, else the weights'
-        # 16 bits), so the format the plan held is named
+        # the engines' defaults differ (SGLang float32; vLLM's "auto" by release), so the
+        # format the plan held is named
         ssm = _SSM_STATE.get(float(model.ssm_state_bytes_per_element))
         if ssm is None:
             notes.append(f"the plan held {model.name}'s recurrent state at "
