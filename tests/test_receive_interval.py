@@ -21,11 +21,13 @@ from tests.test_batching_kernels import ROOFLINE, assert_same, roofline_batcher,
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 intervals = st.integers(1, 12)
-loops = st.booleans()
+# 0: an open loop; else a closed loop's client of that many requests (fewer or more than the
+# server's slots)
+loops = st.integers(0, 10)
 
 
-def assert_both_loops(b, wl, closed):
-    assert_same(_kernel_outputs(b, wl, closed_loop=closed), b.reference(wl, closed_loop=closed))
+def assert_both_loops(b, wl, clients):
+    assert_same(_kernel_outputs(b, wl, clients=clients), b.reference(wl, clients=clients))
 
 
 @pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "prefill-apart"])
@@ -77,7 +79,7 @@ def test_no_request_lost_and_kv_within_budget(wl, max_num_seqs, kv, admission, b
                                               closed, mixed):
     b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
                           block_size=block_size, recv_interval=recv, mixed_prefill=mixed)
-    out = _kernel_outputs(b, wl, closed_loop=closed)
+    out = _kernel_outputs(b, wl, clients=closed)
     stats = dict(zip(_schema.STAT_NAMES, out["stats"]))
     done = out["status"] == _schema.COMPLETED
     rejected = out["status"] == _schema.REJECTED
@@ -98,16 +100,22 @@ def test_interval_one_is_every_step(wl, max_num_seqs, extra, mixed):
     kw = dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_seqs + extra,
               mixed_prefill=mixed, admission="paged", kv_budget_tokens=200)
     plain = _kernel_outputs(ContinuousBatcher(**kw), wl)
-    for closed in (False, True):
-        assert_same(_kernel_outputs(ContinuousBatcher(recv_interval=1, **kw), wl,
-                                    closed_loop=closed), plain)
+    assert_same(_kernel_outputs(ContinuousBatcher(recv_interval=1, **kw), wl), plain)
+    # a closed loop's client of at least the server's slots has sent each request before a
+    # slot frees for it, in the order of one queue: at N = 1 nothing waits (with two tiers
+    # the server may want a later request first, one the client has not sent)
+    one = Workload(wl.arrival, wl.prompt_tokens, wl.output_tokens)
+    plain = _kernel_outputs(ContinuousBatcher(**kw), one)
+    for clients in (max_num_seqs, max_num_seqs + 3):
+        assert_same(_kernel_outputs(ContinuousBatcher(recv_interval=1, **kw), one,
+                                    clients=clients), plain)
 
 
-def _tick_run(recv, arrival, prompt, output, closed=False, max_num_seqs=8):
+def _tick_run(recv, arrival, prompt, output, clients=0, max_num_seqs=8):
     b = ContinuousBatcher(max_num_seqs=max_num_seqs, recv_interval=recv)
     wl = Workload(np.asarray(arrival, float), np.asarray(prompt), np.asarray(output))
-    out = _kernel_outputs(b, wl, closed_loop=closed)
-    assert_same(out, b.reference(wl, closed_loop=closed))
+    out = _kernel_outputs(b, wl, clients=clients)
+    assert_same(out, b.reference(wl, clients=clients))
     return out
 
 
@@ -138,17 +146,35 @@ def test_idle_server_receives_at_once():
 def test_closed_loop_queue_waits_for_a_receive_step():
     # One slot, every request queued from 0 (a closed loop's client of one): each is sent when
     # the one before completes, and is admitted only at a receive step; the server is idle
-    # then, so at once. With two slots and three requests the third waits for the receive.
-    out = _tick_run(4, [0, 0], [2, 2], [3, 3], closed=True, max_num_seqs=1)
+    # then, so at once.
+    out = _tick_run(4, [0, 0], [2, 2], [3, 3], clients=1, max_num_seqs=1)
     assert out["admit"].tolist() == [0.0, 3.0]
+    # Two slots, three requests: step 0 (idle: a receive step) prefills A and B (weight 1000),
+    # step 1 receives, A finishes at 2 (tokens at steps 0, 1 and 2: retired at 3).
     b = ContinuousBatcher(max_num_seqs=2, recv_interval=4)
-    wl = Workload(np.zeros(3), np.array([2, 2, 2]), np.array([2, 10, 2]))
-    # step 0 prefills A and B (1000), step 1 receives (the queue's C has no slot), A finishes
-    # at 2; steps 1, 2, 3, 4 decode B, so C is admitted at step 5 (at 2 with an open loop)
-    closed = _kernel_outputs(b, wl, closed_loop=True)
-    assert_same(closed, b.reference(wl, closed_loop=True))
-    assert closed["admit"].tolist() == [0.0, 0.0, 5.0]
-    assert _kernel_outputs(b, wl)["admit"].tolist() == [0.0, 0.0, 2.0]
+    wl = Workload(np.zeros(3), np.array([2, 2, 2]), np.array([3, 10, 3]))
+    # A client of two sends C when A completes, at 3; decode steps 1 to 4 bring the count to
+    # 4 at the start of step 5, which takes C in and admits it (at 3 with an open loop)
+    two = _kernel_outputs(b, wl, clients=2)
+    assert_same(two, b.reference(wl, clients=2))
+    assert two["admit"].tolist() == [0.0, 0.0, 5.0]
+    assert _kernel_outputs(b, wl)["admit"].tolist() == [0.0, 0.0, 3.0]
+    # A client of three sent C at 0 and the server took it in at step 0 (SGLang's waiting
+    # queue): it is admitted as soon as A's slot frees, at 3, not at the next receive step
+    three = _kernel_outputs(b, wl, clients=3)
+    assert_same(three, b.reference(wl, clients=3))
+    assert three["admit"].tolist() == [0.0, 0.0, 3.0]
+
+
+def test_closed_loop_takes_in_only_what_has_arrived():
+    # A client of three whose third request arrives (is paced) at 2, after step 1's receive
+    # (the one after the prefill): sent then, it is taken in at the next receive step, 5
+    # (decode steps 1 to 4), though A's slot frees at 3
+    b = ContinuousBatcher(max_num_seqs=2, recv_interval=4)
+    wl = Workload(np.array([0.0, 0.0, 2.0]), np.array([2, 2, 2]), np.array([3, 10, 3]))
+    out = _kernel_outputs(b, wl, clients=3)
+    assert_same(out, b.reference(wl, clients=3))
+    assert out["admit"].tolist() == [0.0, 0.0, 5.0]
 
 
 def test_interval_lengthens_ttft_under_load_on_the_roofline():

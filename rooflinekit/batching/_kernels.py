@@ -569,7 +569,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     (:data:`N_GAP_BINS` counts, zeros on entry, and bin maxima), and int64, float64 and bool
     scratch of at least :func:`_scratch_need` elements (shorter ones are replaced), overwritten;
     the disaggregated kernel lends one of each to all its replicas. ``recv`` is
-    ``(recv_interval, recv_admits)`` (``_reference``, "Receive interval").
+    ``(recv_interval, clients)`` (``_reference``, "Receive interval"; ``clients`` 0: an open
+    loop).
     """
     spec = _SPECULATIVE
     one_token = _ONE_TOKEN
@@ -741,8 +742,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
 
     t = math.ceil(arrival[0]) * 1.0 if _TICK else arrival[0]
     nxt = 0
-    recv_interval, recv_admits = recv
+    recv_interval, clients = recv
+    recv_admits = clients > 0
     recv_count = 0             # the steps' weights since the latest receive step
+    received = 0               # closed loop: the requests (in order) the server has taken in
+    n_answered = 0             # requests completed or rejected: each frees a closed-loop client
     while True:
         # the decoding sequences whose context reaches the window in this step: no more
         # sliding blocks (counted before retiring, so that a retiring one below it is c < wt)
@@ -758,6 +762,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 ret_prev[ret_next[i]] = ret_prev[i]
                 c = context[i] + g
                 finish[i] = t
+                n_answered += 1
                 if paged:
                     alloc -= _units_held((c + block_size - 1) // block_size, shared[i],
                                          wblocks, uf, us) + sb
@@ -804,7 +809,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             i = j
         # 1. arrive, after 2. retire (the two commute): a receive step is decided by what still
         # runs (``_reference``, "Receive interval"); the arrivals wait for one, unless the queue
-        # is a closed loop's (``recv_admits``), whose admissions wait instead
+        # is a closed loop's, whose requests are admitted once the server has taken them in
         receive = recv_interval <= 1 or recv_count >= recv_interval or nrun == 0
         if receive:
             recv_count = 0
@@ -818,21 +823,26 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 never = prompt[i] + output[i] + st > kv_budget
             if never:
                 status[i] = REJECTED
+                n_answered += 1
             else:
                 k = priority[i]
                 j = q_head[k] + q_size[k]
                 queue[k, j - n if j >= n else j] = i
                 q_size[k] += 1
+        if receive:              # the requests sent by now: those arrived that the client's
+            received = min(nxt, clients + n_answered)    # answers have let it send
         need = by_phase[ph] if paged and not one_token else 0
         if slid:
             need = uf * need + us * by_phase_w[ph]
         if spec:                 # the blocks of the decoding sequences' filed gains
             need = s_ring[g & s_mask, _S_BLK]
-        # 3. admit (a closed loop's queue at a receive step only)
-        for k in range(2 if receive or not recv_admits else 0):
+        # 3. admit (a closed loop's queue up to the requests taken in)
+        for k in range(2):
             stop = False
             while q_size[k] > 0:
                 i = queue[k, q_head[k]]
+                if recv_admits and i >= received:
+                    break                # not yet at the server: this tier waits
                 if nrun >= max_num_seqs:
                     stop = True
                     break
@@ -1277,22 +1287,31 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         if p_next[n] != n or one_token or t_decode != t:
             continue
         admissible = False       # would a queue head be admitted if no block were needed?
-        for k in range(2):
-            if q_size[k] == 0:
-                continue
-            i = queue[k, q_head[k]]
-            if nrun >= max_num_seqs or (k == BATCH and nrun >= interactive_cap
-                                        and (q_size[INTERACTIVE] > 0 or n_interactive > 0)):
+        # a closed loop's heads are admitted once taken in: as now, and from the stretch's
+        # first receive step (where one falls) as then, which no completion moves
+        later = min(nxt, clients + n_answered)
+        for p in range(2 if recv_admits else 1):
+            upto = UNLIMITED if not recv_admits else received if p == 0 else later
+            for k in range(2):
+                if q_size[k] == 0:
+                    continue
+                i = queue[k, q_head[k]]
+                if i >= upto:
+                    continue     # not yet at the server: the other tier's head
+                if nrun >= max_num_seqs or (k == BATCH and nrun >= interactive_cap
+                                            and (q_size[INTERACTIVE] > 0 or n_interactive > 0)):
+                    break
+                if paged:
+                    # with caching, unused prefixes could be evicted (or a hit need fewer
+                    # blocks): count them as free, which can only send the run to the main loop
+                    nb = (prompt[i] + generated[i] + block_size) // block_size
+                    admissible = (total_blocks - alloc + uf * cached_blocks
+                                  >= _units_held(nb, 0, wp, uf, us) + sb)
+                else:
+                    admissible = reserved + prompt[i] + output[i] + st <= kv_budget
                 break
-            if paged:
-                # with caching, unused prefixes could be evicted (or a hit need fewer blocks):
-                # count them as free, which can only send the run to the main loop
-                nb = (prompt[i] + generated[i] + block_size) // block_size
-                admissible = (total_blocks - alloc + uf * cached_blocks
-                              >= _units_held(nb, 0, wp, uf, us) + sb)
-            else:
-                admissible = reserved + prompt[i] + output[i] + st <= kv_budget
-            break
+            if admissible:
+                break
         # False stays False while only decoding happens: slots and queues do not change, and
         # blocks are only taken
         if admissible:
@@ -1334,8 +1353,13 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                                             accepted, below_context, n_above, d_below, d_above)
                     used_sum += used
                     slid_sum += used_s
-                # its receive step, where one falls, takes nothing: nothing has arrived
-                recv_count = 1 if recv_count >= recv_interval else recv_count + 1
+                # its receive step, where one falls, takes nothing in (nothing has arrived)
+                # but a closed loop's sent requests, which wait for a slot or blocks
+                if recv_count >= recv_interval:
+                    received = min(nxt, clients + n_answered)
+                    recv_count = 1
+                else:
+                    recv_count += 1
                 m += 1
             if m == 0:
                 continue
@@ -1409,7 +1433,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 uf * used + us * used_s if us > 0 else used, cached_blocks, n_steps, busy, run_t,
                 act_t, peak_res,
                 res_t, peak_used, used_t, cb_t)
-            recv_count = 1 if recv_count >= recv_interval else recv_count + 1
+            if recv_count >= recv_interval:
+                received = min(nxt, clients + n_answered)
+                recv_count = 1
+            else:
+                recv_count += 1
             t = t + dt
             t_decode = t
     if spec:

@@ -171,7 +171,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
                         gains=None, gap_logs=None, state_tokens_per_sequence=0,
                         mixed_prefill=True, kv_window=(1, 0, UNLIMITED, 1), recv_interval=1,
-                        recv_admits=False):
+                        clients=0):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -225,11 +225,13 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     recv_interval : int
         Arrivals are taken in at a receive step only (SGLang's ``--scheduler-recv-interval``;
         module docstring, "Receive interval"), >= 1; 1 (default): at every step.
-    recv_admits : bool
-        With ``recv_interval`` > 1: the queue is a closed-loop client's, whose requests are
-        sent as slots free, so it is admitted from at receive steps only (its arrivals are
-        taken in at every step); ``False`` (default): an open-loop client's arrivals wait for
-        a receive step, and the queue is admitted from at every step.
+    clients : int
+        With ``clients`` > 0 the queue is a closed-loop client's that keeps that many requests
+        in flight: its arrivals join the queue at every step, and a request is admitted once
+        the server has taken it in, at the first receive step at which it had arrived and the
+        client had sent it (request ``j`` after ``j − clients`` answers: completions and
+        rejections). 0 (default): an open-loop client's arrivals wait for a receive step, and
+        the queue is admitted from at every step.
 
     Returns
     -------
@@ -345,12 +347,16 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     next_arrival = 0
     t_decode = -math.inf                 # end of the latest step that was not prefill-only
     recv_count = 0                       # the steps' weights since the latest receive step
+    recv_admits = clients > 0
+    received = 0                         # closed loop: the requests the server has taken in
+    answered = 0                         # completed or rejected: each frees a client
     while True:
         # 1. arrive, after 2. retire (the two commute): a receive step is decided by what still
         # runs ("Receive interval"); the arrivals wait for one, unless the queue is a closed
-        # loop's (recv_admits), whose admissions wait instead
+        # loop's, whose requests are admitted once the server has taken them in
         for s in [s for s in running if s.generated == s.output]:
             s.finish = t
+            answered += 1
             s.blocks = 0
             release(s)
             running.remove(s)
@@ -362,14 +368,19 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             next_arrival += 1
             if never_fits(s):
                 s.status = REJECTED
+                answered += 1
             else:
                 queues[s.tier].append(s)
-        # 3. admit (a closed loop's queue at a receive step only)
-        for tier in (INTERACTIVE, BATCH) if receive or not recv_admits else ():
+        if receive:
+            received = min(next_arrival, clients + answered)
+        # 3. admit (a closed loop's queue up to the requests taken in)
+        for tier in (INTERACTIVE, BATCH):
             queue = queues[tier]
             stop = False
             while queue:
                 s = queue[0]
+                if recv_admits and s.index >= received:
+                    break                        # not yet at the server: this tier waits
                 if len(running) >= max_num_seqs:
                     stop = True
                     break

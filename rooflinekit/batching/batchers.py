@@ -230,23 +230,24 @@ class _Batcher:
         layout = (getattr(self, "pp", 1), getattr(self, "ep", 1))
         return _timing_for(self.clock, self.model, self.gpu, self.tp, engine, draft, layout)
 
-    def _simulate(self, wl, timing, targets=(None, None, None), arrived=None, closed_loop=False):
+    def _simulate(self, wl, timing, targets=(None, None, None), arrived=None, clients=0):
         """The kernel's outputs for one workload (a one-replicate :meth:`_run_many`)."""
         out = _allocate(1, wl.n_requests)
         self._run_many(timing, wl.arrival[None], wl.prompt_tokens[None], wl.output_tokens[None],
                        wl.priority[None], out, targets, parallel=False,
                        prefix=(wl.prefix_group[None], wl.prefix_tokens[None]),
                        arrived=None if arrived is None else arrived[None],
-                       closed_loop=closed_loop)
+                       clients=clients)
         return out
 
     def _run_many(self, timing, arrival, prompt, output, priority, out, targets,
                   parallel=True, prefix=None, arrived=None, seeds=None, gains=None,
-                  closed_loop=False):
+                  clients=0):
         """Run the kernel on 2-D ``(replicate, request)`` workloads into ``out``; ``prefix``,
         ``arrived``, ``seeds`` (of the acceptance draws) and ``gains`` (drawn) default to none;
-        ``closed_loop``: the queue is a closed-loop client's (a continuous batcher's receive
-        interval gates its admissions).
+        ``clients`` > 0: the queue is a closed-loop client's that keeps that many requests in
+        flight (a continuous batcher's receive interval gates what it has sent), 0 an open
+        loop.
         """
         if self.policy == "continuous" and self._kv_budget() is None and prompt.size:
             # "unlimited" is UNLIMITED tokens to the kernel: true only while every request
@@ -262,7 +263,7 @@ class _Batcher:
         run = self._kernel(timing.tick)
         arrival, prompt, output, priority = _kernels.kernel_inputs(arrival, prompt, output,
                                                                    priority)
-        params = self._parameters(closed_loop)
+        params = self._parameters(clients)
         # the kernel counts the inter-token gaps within the ITL target; none: every gap is met
         itl = _itl_limit(targets[1])
         clock = (timing.tick, timing.coef)
@@ -409,7 +410,7 @@ class StaticBatcher(_Batcher):
         from rooflinekit.batching import _kernels  # numba: imported on the first run
         return _kernels.static_run                 # one kernel for both clocks
 
-    def _parameters(self, closed_loop=False):
+    def _parameters(self, clients=0):
         return (self.batch_size,)      # a static batch admits no queue: nothing to gate
 
     def _slots(self):
@@ -678,11 +679,11 @@ class ContinuousBatcher(_Batcher):
     def _slots(self):
         return self.max_num_seqs
 
-    def _args(self, budget, closed_loop=False):
+    def _args(self, budget, clients=0):
         """The kernel's eleven parameters for a KV ``budget`` [tokens] (None: unlimited): slots,
         budget, recurrent state per sequence, sliding-window paging, paged, block size, token
         budget, interactive cap, prefix caching, draft tokens, and the receive interval with
-        whether the queue is a ``closed_loop`` client's (``recv_admits``)."""
+        the requests a closed-loop client keeps in flight (``clients``; 0: an open loop)."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self._state_tokens(), self._kv_window(),
@@ -691,7 +692,7 @@ class ContinuousBatcher(_Batcher):
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
                 bool(self.prefix_caching),
                 0 if self.speculative is None else self.speculative.draft_tokens,
-                (int(self.recv_interval), bool(closed_loop)))
+                (int(self.recv_interval), int(clients)))
 
     def _gains(self, output, seeds=None):
         """The kernel's speculative gain table for 2-D outputs (empty without speculation)."""
@@ -707,18 +708,18 @@ class ContinuousBatcher(_Batcher):
         return _kernels.continuous_kernel(tick, speculative=self.speculative is not None,
                                           separate=not self.mixed_prefill)
 
-    def _parameters(self, closed_loop=False):
-        return self._args(self._kv_budget(), closed_loop)
+    def _parameters(self, clients=0):
+        return self._args(self._kv_budget(), clients)
 
     def reference(self, workload, admission=None, trace=None, itl_target=None,
-                  tokens=None, arrived_kv_tokens=None, closed_loop=False) -> dict:
+                  tokens=None, arrived_kv_tokens=None, clients=0) -> dict:
         """The same simulation by :func:`rooflinekit.batching._reference.simulate_continuous`,
         for tests; ``admission`` may also be ``"prompt"`` there: the guide's failure mode;
-        ``closed_loop``: the queue is a closed-loop client's (``recv_admits``).
+        ``clients`` > 0: the queue is a closed-loop client's that keeps that many in flight.
         """
         wl = coerce_workload(workload)
         slots, budget, state, window, _, block, mnbt, cap, caching, k, recv = self._args(
-            self._kv_budget(), closed_loop)
+            self._kv_budget(), clients)
         gain, offset = self._gains(wl.output_tokens[None])
         return _reference.simulate_continuous(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, max_num_seqs=slots,
@@ -729,13 +730,13 @@ class ContinuousBatcher(_Batcher):
             prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
             draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
             mixed_prefill=self.mixed_prefill, kv_window=window, recv_interval=recv[0],
-            recv_admits=recv[1])
+            clients=recv[1])
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None,
-                    closed_loop=False) -> dict:
+                    clients=0) -> dict:
     """The kernel's raw outputs for one workload, keyed like the reference's (for tests)."""
     wl = coerce_workload(workload)
     out = batcher._simulate(wl, batcher._timing(), (None, itl_target, None),
-                            batcher._arrived_kv(wl, arrived_kv_tokens), closed_loop)
+                            batcher._arrived_kv(wl, arrived_kv_tokens), clients)
     return {k: a[0] for k, a in zip(OUTPUT_NAMES, out)}

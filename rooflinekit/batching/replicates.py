@@ -23,7 +23,7 @@ from rooflinekit import dims
 from rooflinekit._validation import (MAX_COUNT, check_bool, check_keys, describe, real_number,
                                      whole_number)
 from rooflinekit.batching._kernel_calls import _allocate, _targets
-from rooflinekit.batching._schema import COMPLETED
+from rooflinekit.batching._schema import COMPLETED, UNLIMITED
 from rooflinekit.batching.batchers import (SIMULATION_MEMORY_LIMIT, SIMULATION_WORK_LIMIT,
                                            ContinuousBatcher, StaticBatcher)
 from rooflinekit.batching.results import (_POLICY, _TIER, SUMMARY_NAMES, _model_quality,
@@ -360,7 +360,8 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                              f"({arrays[0].shape[0]}), got {len(speculative_seeds)}")
     gains = _gain_rows(batcher, speculative_gains, speculative_seeds, arrays[2])
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix,
-                      seeds=speculative_seeds, gains=gains, closed_loop=closed_loop)
+                      seeds=speculative_seeds, gains=gains,
+                      clients=_clients(batcher, clients) if closed_loop else 0)
     if closed_loop:
         arrays = (_closed_loop_sends(arrays[0], out[0], out[2], out[4] == COMPLETED,
                                      batcher._slots() if clients is None else clients),
@@ -377,6 +378,15 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                      "kv_budget_tokens": "unlimited" if budget is None else budget,
                      **_target_attrs(targets)})
     return ds
+
+
+def _clients(batcher, clients) -> int:
+    """The requests a closed-loop client keeps in flight, for the kernel: ``clients``, else
+    the batcher's slots (:data:`UNLIMITED` where it has no cap)."""
+    if clients is not None:
+        return int(clients)
+    slots = batcher._slots()
+    return UNLIMITED if slots is None else int(slots)
 
 
 def _closed_loop_sends(arrival, admit, finish, completed, clients):
