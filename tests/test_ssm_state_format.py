@@ -197,3 +197,14 @@ def test_launch_commands_of_a_dense_model_name_no_state():
                    max_num_seqs=32, max_num_batched_tokens=1024, replicates=2, requests=60)
     commands = launch_commands(rk.cheapest_plan(plan, by=None), traffic)
     assert "mamba" not in commands["vllm_serve"] + commands["sglang_serve"]
+
+
+def test_catalog_lists_each_hybrid_state(capsys):
+    import json
+    code, out, _ = _run(capsys, "catalog", "models", "qwen3-next-80b-a3b", "llama-3.1-8b",
+                        "--json")
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["Qwen3-Next-80B-A3B"]["state_bytes_per_sequence"] == 77_266_944
+    assert rows["Llama-3.1-8B"]["state_bytes_per_sequence"] == 0
+    code, out, _ = _run(capsys, "catalog", "models", "qwen3-next-80b-a3b")
+    assert "state [MiB/seq]" in out and "73.69" in out

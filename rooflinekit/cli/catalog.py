@@ -90,12 +90,16 @@ def _models(args, out) -> int:
     records = [{"name": m.name, "n_params": m.n_params, "n_active_params": m.n_active_params,
                      "attention": m.attention, "kv_bytes_per_token": m.kv_bytes_per_token,
                      "weight_bytes": m.weight_bytes, "sliding_window": m.sliding_window,
+                     "state_bytes_per_sequence": m.state_bytes_per_sequence,
                      "source": m.source} for m in specs]
     rows = [(m.name, round(m.n_params / 1e9, 1),
              round(m.n_active_params / 1e9, 1) if m.is_moe else None, m.n_layers, m.attention + (f" +SWA{m.sliding_window}" if m.sliding_window else ""),
-             m.kv_bytes_per_token / units.KiB, m.weight_bytes / units.GiB, m.source)
+             m.kv_bytes_per_token / units.KiB,
+             # a hybrid's recurrent layers: their constant state, once a sequence
+             m.state_bytes_per_sequence / units.MiB if m.state_bytes_per_sequence else None,
+             m.weight_bytes / units.GiB, m.source)
             for m in specs]
     return emit(args, out, records, text=lambda out: print_table(
         ("model", "params [B]", "active [B]", "layers", "attention", "KV [KiB/token]",
-         "weights [GiB]", "source"),
+         "state [MiB/seq]", "weights [GiB]", "source"),
         rows, out))
