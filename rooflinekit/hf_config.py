@@ -2249,7 +2249,8 @@ def shape_fields(config, *, name: str | None = None, **overrides) -> dict:
         ``_name_or_path``, else its ``model_type``.
     **overrides
         Any :class:`ModelShape` field, applied last (``n_params=70e9``,
-        ``kv_bytes_per_element="fp8"``, ``source=...``).
+        ``kv_bytes_per_element="fp8"``, ``source=...``); a ``state_bytes_per_sequence``
+        without ``ssm_state_bytes_per_sequence`` leaves its recurrent part unknown (0).
 
     Returns
     -------
@@ -2451,5 +2452,7 @@ def _fields(cfg: Mapping, name, default_source: str, overrides: dict, hf_quant=N
         "ssm_state_bytes_per_element"}
     if unknown:
         raise TypeError(f"unknown ModelShape field(s) in overrides: {sorted(unknown)}")
+    if "state_bytes_per_sequence" in overrides and "ssm_state_bytes_per_sequence" not in overrides:
+        fields["ssm_state_bytes_per_sequence"] = 0.0     # a state of one's own: split unknown
     fields.update(overrides)
     return fields

@@ -74,6 +74,15 @@ def test_config_state_dtype_field_sets_the_format():
     assert model.ssm_state_bytes_per_sequence == layers * per_layer / 2
 
 
+def test_a_state_given_over_the_config_drops_its_split():
+    # a state size of one's own says nothing of its recurrent part (as ModelShape.replace)
+    model = rk.ModelShape.from_hf_config(str(CONFIGS / CONFIG_FILES["Qwen3-Next-80B-A3B"]),
+                                         state_bytes_per_sequence=1e6)
+    assert (model.state_bytes_per_sequence, model.ssm_state_bytes_per_sequence) == (1e6, 0.0)
+    with pytest.raises(ValueError, match="ssm_state_bytes_per_sequence"):
+        model.replace(ssm_state_bytes_per_element="bf16")
+
+
 def test_bf16_state_halves_the_recurrent_part_only():
     model = catalog.model("Qwen3-Next-80B-A3B")
     half = model.replace(ssm_state_bytes_per_element="bf16")
