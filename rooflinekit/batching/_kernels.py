@@ -470,6 +470,17 @@ def _decoded(n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below
 
 
 @njit(inline="always")
+def _recv_stepped(recv_count, recv_interval, received, later):
+    """``(recv_count, received)`` after a decode step of the decode-only stretch: where the
+    count had reached ``recv_interval`` the step receives (``_reference``, "Receive
+    interval"), restarting the count at its own weight 1 and taking in ``later`` requests (a
+    closed loop's sent ones; nothing arrives in a stretch), else it adds its weight."""
+    if recv_count >= recv_interval:
+        return 1, later
+    return recv_count + 1, received
+
+
+@njit(inline="always")
 def _gaps_counted(n_gaps, gaps_met, gap_time, itl_target, gap, count):
     """``count`` gaps of ``gap`` counted and summed; their histogram bin and the gap to record
     (``-inf`` for none), which the caller adds in place: an inlined helper handed the histogram
@@ -1353,13 +1364,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                                             accepted, below_context, n_above, d_below, d_above)
                     used_sum += used
                     slid_sum += used_s
-                # its receive step, where one falls, takes nothing in (nothing has arrived)
-                # but a closed loop's sent requests, which wait for a slot or blocks
-                if recv_count >= recv_interval:
-                    received = min(nxt, clients + n_answered)
-                    recv_count = 1
-                else:
-                    recv_count += 1
+                recv_count, received = _recv_stepped(recv_count, recv_interval, received, later)
                 m += 1
             if m == 0:
                 continue
@@ -1433,11 +1438,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 uf * used + us * used_s if us > 0 else used, cached_blocks, n_steps, busy, run_t,
                 act_t, peak_res,
                 res_t, peak_used, used_t, cb_t)
-            if recv_count >= recv_interval:
-                received = min(nxt, clients + n_answered)
-                recv_count = 1
-            else:
-                recv_count += 1
+            recv_count, received = _recv_stepped(recv_count, recv_interval, received, later)
             t = t + dt
             t_decode = t
     if spec:

@@ -521,7 +521,8 @@ class ContinuousBatcher(_Batcher):
         a receive step, one whose preceding steps since the last weigh ``recv_interval`` (a
         decode step 1, a step with prompt tokens :data:`RECV_PROMPT_WEIGHT`), or when nothing
         runs (``_reference``, "Receive interval"). Under :func:`run_replicates`' closed loop the
-        server's queue holds the client's next requests, admitted at receive steps. Default 1:
+        queue holds the client's requests too, each admitted once the server has taken it in
+        (sent, and a receive step since). Default 1:
         every step (SGLang's and every other engine's default).
     {clock_parameters}
 

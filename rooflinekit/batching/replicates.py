@@ -359,13 +359,12 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
             raise ValueError(f"speculative_seeds must hold one seed per row "
                              f"({arrays[0].shape[0]}), got {len(speculative_seeds)}")
     gains = _gain_rows(batcher, speculative_gains, speculative_seeds, arrays[2])
+    in_flight = _clients(batcher, clients) if closed_loop else 0
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix,
-                      seeds=speculative_seeds, gains=gains,
-                      clients=_clients(batcher, clients) if closed_loop else 0)
+                      seeds=speculative_seeds, gains=gains, clients=in_flight)
     if closed_loop:
         arrays = (_closed_loop_sends(arrays[0], out[0], out[2], out[4] == COMPLETED,
-                                     batcher._slots() if clients is None else clients),
-                  *arrays[1:])
+                                     in_flight), *arrays[1:])
     summ = _summaries(*arrays, out, batcher._slots(), batcher._kv_budget(), targets,
                       wanted=variables, frontend_latency=timing.frontend_latency)
     if not as_dataset:
@@ -398,11 +397,11 @@ def _closed_loop_sends(arrival, admit, finish, completed, clients):
     completion frees the client that sends the next request), and never after its first
     admission: that is its admission while the server holds all ``clients``, and earlier when
     its slots or KV cache hold fewer, so the wait in the server's queue stays in the client's
-    clocks. A request never admitted keeps its arrival; ``clients`` None: all at their arrival.
+    clocks. A request never admitted keeps its arrival.
     """
     n = arrival.shape[1]
     send = np.array(arrival, dtype=float)
-    if clients is not None and clients < n:
+    if clients < n:
         freed = np.sort(np.where(completed, finish, np.inf), axis=1)[:, :n - clients]
         send[:, clients:] = np.maximum(send[:, clients:], freed)
     return np.where(completed, np.minimum(send, admit), arrival)
