@@ -120,7 +120,8 @@ def _static_prefill(model, gpu, batch, prompt, tp, engine):
     cost = rl.step_cost_coefficients(model, gpu, tp, engine=engine, phase="prefill")
     pairs = rl.prefill_context_tokens_kernel(float(prompt), 0.0, cost.full_attention_fraction,
                                              cost.sliding_window)
-    return rl.mixed_step_time_kernel(*cost, 0.0, float(batch * prompt), 0.0, batch * pairs)
+    return rl.mixed_step_time_kernel(*cost, 0.0, float(batch * prompt), 0.0, batch * pairs,
+                                     float(prompt))
 
 
 def _static_run(model, gpu, batch, prompt, output, tp, engine):

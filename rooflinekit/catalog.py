@@ -431,6 +431,9 @@ _VARIABLES = {ModelShape: {
     "state_bytes_per_sequence": ("bytes", "recurrent state per sequence (linear attention, SSM)"),
     "ssm_state_bytes_per_sequence": ("bytes", "the recurrent state proper, of that state"),
     "ssm_state_bytes_per_element": ("bytes", "bytes per recurrent-state element"),
+    "n_linear_attention_layers": ("1", "Gated DeltaNet (linear-attention) layers"),
+    "linear_state_elements_per_layer": ("1", "recurrent-state elements a sequence holds per "
+                                             "Gated DeltaNet layer"),
     "fp4_matmuls": ("1", "weight GEMMs W4A4 on FP4 tensor cores where the GPU has them (NVFP4)"),
 }, GPU: {
     "memory_bytes": ("bytes", "device memory"),

@@ -412,6 +412,22 @@ class ModelShape:
         """True when some layers hold a recurrent state instead of a KV cache (or beside one)."""
         return bool(self.n_linear_attention_layers or self.n_mamba_layers)
 
+    @property
+    def linear_state_elements_per_layer(self) -> float:
+        """Elements of the recurrent state one sequence holds in one Gated DeltaNet layer [1].
+
+        ``ssm_state_bytes_per_sequence / ssm_state_bytes_per_element /
+        n_linear_attention_layers``: a layer of ``H`` value heads of ``d_k × d_v`` holds
+        ``H · d_k · d_v`` (Qwen3.5-397B-A17B: 64 · 128 · 128 = 1,048,576), what its prompt pass
+        updates a token. 0 without such layers, or where the recurrent part of the state is
+        unknown (``ssm_state_bytes_per_sequence`` 0) or shared with Mamba layers (a model of
+        both kinds: the split between them is not known).
+        """
+        if not self.n_linear_attention_layers or self.n_mamba_layers:
+            return 0.0
+        return (self.ssm_state_bytes_per_sequence / self.ssm_state_bytes_per_element
+                / self.n_linear_attention_layers)
+
     # -- bytes ----------------------------------------------------------------------------------
     def _kv_bytes(self, heads: int, key_dim: int, value_dim: int | None) -> float:
         """KV (or MLA latent) bytes of one token in one layer, with the indexer's keys."""

@@ -1247,11 +1247,12 @@ def staged_knobs(fit: "ProfileFit", fp4_rows: list, engine: str, system: str,
                  version: str) -> dict:
     """A profile row's knobs and intervals: the kernel fit's (:func:`profile_knobs`) with the
     FP4 stage on ``fp4_rows``, as shares of the datasheet bandwidth (:func:`to_datasheet`),
-    with the MoE stage."""
+    with the MoE, MLA, attention and Gated DeltaNet stages."""
     knobs = with_fp4_stage(profile_knobs(fit), fp4_rows)
     knobs = with_moe_stage(to_datasheet(knobs, SYSTEM_TO_GPU[system]), system, engine, version)
-    return with_attention_stage(with_mla_stage(knobs, system, engine, version), system, engine,
-                                version)
+    knobs = with_attention_stage(with_mla_stage(knobs, system, engine, version), system, engine,
+                                 version)
+    return with_recurrent_stage(knobs, system, engine, version)
 
 
 def with_attention_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
@@ -1324,6 +1325,111 @@ def pool_mla_overheads(profiles: list) -> None:
     none has one. vLLM's tables of the module as served cover two GPUs (B200 and GB300,
     :func:`_as_served`): its seven others take their median."""
     _pool(profiles, "mla_layer_overhead", 0.0)
+
+
+# -- a hybrid's Gated DeltaNet prompt pass ----------------------------------------------------
+
+#: The Gated DeltaNet prompt kernels' tables that are not read: SGLang 0.5.10's A100 table, whose
+#: times hardly grow with the prompt below 2,048 tokens and run at a tenth of the H100's at
+#: 32,768 (0.25 against 2.35 ms a layer at 16 value heads), which no A100 kernel does.
+RECURRENT_UNREAD = {("a100_sxm", "sglang", "0.5.10")}
+#: The three knobs of the prompt pass, per layer: ``a + max(c1 · L, c2 · T · S)``.
+RECURRENT_KNOBS = ("recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time")
+
+
+def _recurrent_path(system: str, engine: str, version: str) -> Path:
+    return data_root() / system / "linear_attention" / engine / version / "gdn_perf.parquet"
+
+
+def recurrent_prefill_rows(system: str, engine: str, version: str):
+    """The Gated DeltaNet prompt kernels' times of one (engine, GPU, version): per kernel shape
+    (key and value heads and their widths, sequences ``b`` and prompt tokens ``s`` each), the
+    short convolution's and the chunked delta rule's latencies summed per model and the median
+    over the models sharing the shape [ms]; None where no table is read."""
+    path = _recurrent_path(system, engine, version)
+    if (system, engine, version) in RECURRENT_UNREAD or not path.exists():
+        return None
+    frame = _read(path)
+    frame = frame[frame["phase"] == "context"]
+    shape = ["num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim", "batch_size", "seq_len"]
+    frame = frame.groupby(["model_name", *shape], as_index=False)["latency"].sum()
+    return frame.groupby(shape, as_index=False)["latency"].median()
+
+
+def _recurrent_fit(longest, tokens, elements, seconds) -> np.ndarray:
+    """``(a, c1, c2)`` of ``a + max(c1 · longest, c2 · tokens · elements)`` fitted to
+    ``seconds`` by least squares on the log of the ratio (each row's error relative)."""
+    from scipy.optimize import least_squares
+
+    def residuals(p):
+        a, c1, c2 = np.exp(p)
+        return np.log(a + np.maximum(c1 * longest, c2 * tokens * elements)) - np.log(seconds)
+    start = np.log([2e-5, 4e-8, 1.5e-13])
+    return np.exp(least_squares(residuals, start, method="lm").x)
+
+
+def recurrent_prefill(system: str, engine: str, version: str,
+                      n_resamples: int = N_RESAMPLES) -> dict | None:
+    """The Gated DeltaNet prompt knobs of one (engine, GPU) from its kernel table, or None where
+    the version has none (:func:`recurrent_prefill_rows`).
+
+    Per layer a prompt pass of ``b`` sequences of ``s`` tokens takes ``a + max(c1 · s, c2 · b ·
+    s · S)``, ``S`` the state elements of a layer on the GPU (value heads × key width × value
+    width): ``a`` the kernels' launches (``recurrent_layer_overhead``), ``c1`` the chunks'
+    chain per token of the longest sequence (``recurrent_chain_time``), ``c2`` the state
+    updates per token and element (``recurrent_element_time``). Fitted to every row by least
+    squares on the log of the ratio; intervals the :data:`CONFIDENCE` range over
+    ``n_resamples`` resamples of the rows (seed :data:`SEED`), widened to hold the value;
+    ``errors`` the median and 90th-percentile absolute error [%] over all rows and over the
+    rows of 16 value heads (Qwen3.5-397B-A17B at TP 4) with 1,024 tokens or more."""
+    rows = recurrent_prefill_rows(system, engine, version)
+    if rows is None or rows.empty:
+        return None
+    longest = rows["seq_len"].to_numpy(dtype=float)
+    tokens = longest * rows["batch_size"].to_numpy(dtype=float)
+    elements = (rows["num_v_heads"] * rows["head_k_dim"] * rows["head_v_dim"]).to_numpy(
+        dtype=float)
+    seconds = rows["latency"].to_numpy(dtype=float) * MS
+    value = _recurrent_fit(longest, tokens, elements, seconds)
+    rng = np.random.default_rng(SEED)
+    draws = []
+    for _ in range(n_resamples):
+        pick = rng.integers(0, seconds.size, seconds.size)
+        draws.append(_recurrent_fit(longest[pick], tokens[pick], elements[pick], seconds[pick]))
+    low, high = (np.quantile(np.array(draws), q, axis=0) if draws else value
+                 for q in (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
+    predicted = value[0] + np.maximum(value[1] * longest, value[2] * tokens * elements)
+    error = np.abs(predicted / seconds - 1.0) * 100.0
+    qwen = (rows["num_v_heads"].to_numpy() == 16) & (tokens >= 1024)
+    return {"value": dict(zip(RECURRENT_KNOBS, (float(v) for v in value))),
+            "interval": {k: [min(float(lo), float(v)), max(float(hi), float(v))]
+                         for k, v, lo, hi in zip(RECURRENT_KNOBS, value, low, high)},
+            "points": int(seconds.size),
+            "errors": [float(np.median(error)), float(np.percentile(error, 90)),
+                       float(np.median(error[qwen])) if qwen.any() else math.nan,
+                       float(np.percentile(error[qwen], 90)) if qwen.any() else math.nan],
+            "file": str(_recurrent_path(system, engine, version).relative_to(data_root()))}
+
+
+def with_recurrent_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
+    """``knobs`` with the Gated DeltaNet prompt knobs and their intervals in both phases
+    (:func:`recurrent_prefill`; None where no table is read: :func:`pool_recurrent` fills
+    them)."""
+    fitted = recurrent_prefill(system, engine, version)
+    for phase in ("prefill", "decode"):
+        for knob in RECURRENT_KNOBS:
+            knobs[phase][knob] = None if fitted is None else fitted["value"][knob]
+            knobs["interval"][phase][knob] = \
+                None if fitted is None else list(fitted["interval"][knob])
+    return knobs
+
+
+def pool_recurrent(profiles: list) -> None:
+    """Give each profile that no Gated DeltaNet table times (vLLM 0.14 and TensorRT-LLM 1.0 on
+    the A100, and SGLang's A100 table, not read: :data:`RECURRENT_UNREAD`) the median of the
+    engine's other profiles' knobs, and their range as its interval."""
+    for knob in RECURRENT_KNOBS:
+        _pool(profiles, knob, 0.0)
 
 
 # -- the synthesised step -----------------------------------------------------------------------
@@ -1976,6 +2082,15 @@ HEADER = (
     "the attention FLOPs (4 x heads x 128 a pair, s(s-1)/2 pairs a prompt) over the measured "
     "time and the GPU's bf16 peak; interval: 5th-95th percentile over {n} resamples; the "
     "kernel fit above holds attention at the GEMMs' share. "
+    "recurrent_layer_overhead, recurrent_chain_time and recurrent_element_time (both phases; "
+    "a hybrid's Gated DeltaNet layers' prompt pass, per layer a + max(c1 L, c2 T S) for the "
+    "step's longest prompt chunk L, its prompt tokens T and the state elements S a GPU holds "
+    "a sequence per layer) are fitted to the Gated DeltaNet prompt tables "
+    "(systems/data/<system>/linear_attention/<engine>/<version>/gdn_perf.parquet: the short "
+    "convolution and the chunked delta rule, summed) by least squares on the log of the "
+    "ratio; interval: 5th-95th percentile over {n} resamples of the rows; a GPU no table "
+    "covers (SGLang 0.5.10's A100 table is not read: its times barely grow with the prompt) "
+    "takes the median of the engine's others, their range as its interval. "
     "held_out_error and held_out_error_ttft: "
     "leave-one-GPU-out MAPE [%] of the kernel fit (there the fixed time per layer is fitted as "
     "clock cycles, layer_cycles, turned into seconds with each GPU's catalogue boost clock), "
@@ -2117,6 +2232,7 @@ def build_engine(engine: str, today: str, log=print) -> list:
             f"{each}")
     pool_moe_shares(profiles)
     pool_mla_overheads(profiles)
+    pool_recurrent(profiles)
     lend_cross_host_latency(engine, profiles)
     return profiles
 

@@ -239,8 +239,11 @@ def test_engine_knobs_recovered_from_exact_decode_data():
     # moe_layer_overhead, moe_compute_share, mla_layer_overhead and
     # attention_compute_efficiency (read from MoE, MLA and attention kernel tables, not fitted
     # to rows), nor cross_host_allreduce_latency (read from all-reduce tables past a host),
-    # nor sequence_overhead (a served engine's host time, fitted under load when named)
+    # nor sequence_overhead (a served engine's host time, fitted under load when named), nor
+    # the recurrent_* knobs (read from Gated DeltaNet kernel tables)
     assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead", "frontend_latency",
+                                "recurrent_layer_overhead", "recurrent_chain_time",
+                                "recurrent_element_time",
                                 "cross_host_allreduce_latency",
                                 "low_precision_compute_efficiency",
                                 "low_precision_layer_overhead",

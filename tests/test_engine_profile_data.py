@@ -34,6 +34,8 @@ FIELDS = ("gpu", "version", "date", "source", "models", "held_out_error", "held_
           "interval")
 ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "held_out_error_datasheet",
                 "model_size_error", "fit_error")
+#: A hybrid's Gated DeltaNet prompt pass, in both phases.
+RECURRENT = ("recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time")
 #: (the prefill phase's bandwidth efficiency is its GPU's streaming share: the fit's 1 on the
 #: streaming bandwidth, written as a share of the datasheet figure)
 KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_tokens",
@@ -41,19 +43,21 @@ KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_to
                      "low_precision_compute_efficiency", "host_traffic_share",
                      "moe_layer_overhead", "fp4_compute_efficiency", "moe_compute_share",
                      "mla_layer_overhead", "attention_compute_efficiency",
-                     "cross_host_allreduce_latency"),
+                     "cross_host_allreduce_latency", *RECURRENT),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
                     "moe_layer_overhead", "fp4_bandwidth_efficiency", "moe_compute_share",
                     "mla_layer_overhead", "attention_compute_efficiency",
-                    "cross_host_allreduce_latency")}
+                    "cross_host_allreduce_latency", *RECURRENT)}
 #: The vLLM GPUs whose own tables give each pooled knob (the A100 takes their median): every
 #: GPU with an MoE table; the B200 and GB300, whose MLA module tables time it as served.
 POOLED_FROM = {"moe_compute_share": ("H100-SXM-80GB", "H200-SXM-141GB", "B200", "L40S", "B300",
                                      "GB200", "GB300", "RTX-PRO-6000-Server"),
-               "mla_layer_overhead": ("B200", "GB300")}
+               "mla_layer_overhead": ("B200", "GB300"),
+               **{knob: ("H100-SXM-80GB", "H200-SXM-141GB", "B200", "L40S", "B300", "GB200",
+                         "GB300", "RTX-PRO-6000-Server") for knob in RECURRENT}}
 #: Knobs a later stage adds to one engine's phase.
 UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",),
                     ("sglang", "prefill"): ("frontend_latency",)}
@@ -276,10 +280,10 @@ def test_rederived_knobs_match_the_shipped_ones():
     knobs = script.staged_knobs(script.fit_profile(rows), fp4_rows, engine, system, version)
     serving = {knob for _, knob in script.SERVING_KNOBS}      # set by the serving stage
     assert knobs["decode"]["step_overhead"] == 0.0              # held in the kernel fit
-    # vLLM 0.14 has no MoE or MLA module table on the A100: its MoE compute share and MLA
-    # overhead are the median of the GPUs whose tables give them
-    pooled = {"moe_compute_share": (None, None),
-              "mla_layer_overhead": (None, None)}
+    # vLLM 0.14 has no MoE, MLA module or Gated DeltaNet table on the A100: its MoE compute
+    # share, MLA overhead and prompt-pass knobs are the median of the GPUs whose tables give them
+    pooled = {name: (None, None) for name in ("moe_compute_share", "mla_layer_overhead",
+                                              *RECURRENT)}
     for name in pooled:
         own = [p["prefill"][name] for p in _load(engine)["profile"]
                if p["gpu"] != shipped["gpu"] and p["gpu"] in POOLED_FROM[name]]
@@ -380,6 +384,33 @@ def test_rederived_mla_overhead_matches_the_shipped_one():
                 mla["interval"], rel=1e-9)
         assert 5e-6 < mla["value"] < 2e-5 and mla["mla_points"] >= 400
     assert script.mla_module_tables("h200_sxm", "vllm", "0.24.0") == []
+
+
+def test_rederived_recurrent_knobs_match_the_shipped_ones():
+    """The Gated DeltaNet stage re-run on SGLang's B300 table gives the shipped knobs and
+    intervals (where the profiles' extra is installed); SGLang 0.5.10's A100 table is not read,
+    so its profile takes the other GPUs' median."""
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    script = _script()
+    shipped = next(p for p in _load("sglang")["profile"] if p["gpu"] == "B300")
+    fitted = script.recurrent_prefill("b300_sxm", "sglang", shipped["version"])
+    for phase in ("prefill", "decode"):
+        for knob in RECURRENT:
+            assert shipped[phase][knob] == pytest.approx(fitted["value"][knob], rel=1e-9)
+            assert shipped["interval"][phase][knob] == pytest.approx(
+                fitted["interval"][knob], rel=1e-9)
+    # about 36 us of launches, a 43 ns chain and 2.3 ns a token and value head of 128 x 128
+    assert 2e-5 < fitted["value"]["recurrent_layer_overhead"] < 5e-5
+    assert 3e-8 < fitted["value"]["recurrent_chain_time"] < 6e-8
+    assert 1.5e-9 < fitted["value"]["recurrent_element_time"] * 128 * 128 < 3.5e-9
+    assert fitted["points"] > 1000
+    assert script.recurrent_prefill("a100_sxm", "sglang", "0.5.10") is None
+    a100 = next(p for p in _load("sglang")["profile"] if p["gpu"] == "A100-SXM-80GB")
+    others = [p["prefill"]["recurrent_chain_time"] for p in _load("sglang")["profile"]
+              if p["gpu"] != "A100-SXM-80GB"]
+    assert a100["prefill"]["recurrent_chain_time"] == pytest.approx(float(np.median(others)))
 
 
 def test_rederived_attention_efficiency_matches_the_shipped_one():

@@ -58,7 +58,7 @@ def test_decode_keeps_the_latent_width():
 def test_a_long_prompt_of_deepseek_prefills_faster_than_at_the_latent_width():
     # 32,768 prompt tokens on 8 × H200: attention dominates, and runs at 160 / 576 of the FLOPs
     cost = roofline.step_cost_coefficients(DSV3, H200, tp=8)
-    step = (0.0, 32768.0, 0.0, 32768 * 32767 / 2)
+    step = (0.0, 32768.0, 0.0, 32768 * 32767 / 2, 32768.0)
     fast = roofline.mixed_step_time_kernel(*cost, *step)
     slow = roofline.mixed_step_time_kernel(*cost._replace(prefill_attention_scale=1.0), *step)
     assert fast < 0.6 * slow

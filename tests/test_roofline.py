@@ -232,7 +232,7 @@ def test_mixed_step_shares_the_weight_read(guide_model, lab_gpu):
 def test_step_cost_kernel_equals_vectorised(guide_model, lab_gpu):
     cost = r.step_cost_coefficients(guide_model, lab_gpu, 8, engine=Engine(allreduce=True, step_overhead=2e-4))
     assert all(isinstance(v, float) for v in cost)
-    assert r.mixed_step_time_kernel(*cost, 16.0, 0.0, 16 * 4096.0, 0.0) == \
+    assert r.mixed_step_time_kernel(*cost, 16.0, 0.0, 16 * 4096.0, 0.0, 0.0) == \
         r.decode_step_time(guide_model, lab_gpu, 16, 4096, 8, engine=Engine(allreduce=True, step_overhead=2e-4))
 
 
@@ -244,7 +244,7 @@ def jitted():
 
 @settings(max_examples=50, deadline=None)
 @given(name=st.sampled_from(["guide-70b", "Mixtral-8x7B", "Gemma-2-9B", "DeepSeek-V3",
-                             "Mistral-7B-v0.1"]),
+                             "Mistral-7B-v0.1", "Qwen3.5-397B-A17B"]),
        tp=st.sampled_from([1, 2, 8]), allreduce=st.booleans(),
        n_decode=st.integers(0, 512), n_prefill=st.integers(0, 2048),
        context=st.integers(0, 50_000), cached=st.integers(0, 20_000))
@@ -252,15 +252,18 @@ def test_njit_kernel_equals_python(jitted, name, tp, allreduce, n_decode, n_pref
                                    cached):
     # numba.njit compiles the kernels unchanged and agrees with Python (rel 1e-12)
     step, kv_read, pairs = jitted
+    # a hybrid's recurrent prompt pass too (Qwen3.5's Gated DeltaNet layers; 0 elsewhere)
     cost = r.step_cost_coefficients(catalog.model(name), catalog.gpu("H100-SXM-80GB"), tp,
-                                    engine=Engine(allreduce=allreduce, compute_efficiency=0.7))
+                                    engine=Engine(allreduce=allreduce, compute_efficiency=0.7,
+                                                  recurrent_chain_time=4e-8,
+                                                  recurrent_element_time=1e-13))
     read = n_decode * r.kv_tokens_read_kernel(float(context), cost.full_attention_fraction,
                                               cost.sliding_window)
     assert read == pytest.approx(n_decode * kv_read(float(context), cost.full_attention_fraction,
                                                     cost.sliding_window), rel=1e-12)
     extra = r.prefill_context_tokens_kernel(float(n_prefill), float(cached),
                                             cost.full_attention_fraction, cost.sliding_window)
-    args = (float(n_decode), float(n_prefill), read, extra)
+    args = (float(n_decode), float(n_prefill), read, extra, float(n_prefill))
     assert step(*cost, *args) == pytest.approx(r.mixed_step_time_kernel(*cost, *args), rel=1e-12)
 
 

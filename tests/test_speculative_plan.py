@@ -126,7 +126,7 @@ def test_the_draft_model_prefills_the_prompts():
     own = rk.roofline.mixed_step_time_kernel(
         *(float(c) for c in cost), 0.0, 200.0,
         rk.roofline.kv_tokens_read_kernel(0.0, fa, window),
-        rk.roofline.prefill_context_tokens_kernel(200.0, 0.0, fa, window))
+        rk.roofline.prefill_context_tokens_kernel(200.0, 0.0, fa, window), 200.0)
     assert float(spec.makespan) == float(plain.makespan) + own > float(plain.makespan)
     # a head prefills too: its share of the target's pass
     assert float(head.makespan) == float(plain.makespan) + 0.1 * float(plain.makespan)

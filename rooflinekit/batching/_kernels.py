@@ -92,7 +92,7 @@ _PERCENTILES = GAP_PERCENTILES
 _N_PERCENTILES = len(GAP_PERCENTILES)
 
 #: Length of the ``coef`` array: the fields of :class:`rooflinekit.roofline.StepCost`.
-N_COEFFICIENTS = 25
+N_COEFFICIENTS = 27
 if len(StepCost._fields) != N_COEFFICIENTS:
     # _step_time passes the coefficients one by one; a new field needs a new argument there.
     raise ImportError(f"StepCost has {len(StepCost._fields)} fields; the batching kernels pass "
@@ -102,7 +102,7 @@ _SW = StepCost._fields.index("sliding_window")
 
 #: sha256 of the step formula's source (the three kernels and the StepCost field names), which
 #: numba's cache cannot see; ``tests/test_batching_kernels.py`` recomputes it.
-STEP_FORMULA_SHA256 = "8983e39696b5e77aae02660d16f80c41227e991f81c579bed37a8a7b912be307"
+STEP_FORMULA_SHA256 = "6d3cf9f3d8329ead9e495d413faea0a0dd14d0059254fc39af011ce20f609ab8"
 
 _mixed_step_time = njit(**_CACHED)(mixed_step_time_kernel)
 _kv_tokens_read = njit(**_CACHED)(kv_tokens_read_kernel)
@@ -111,7 +111,7 @@ _prefill_pairs = njit(**_CACHED)(prefill_context_tokens_kernel)
 
 @njit(**_CACHED)
 def _step_time(tick_mode, coef, n_decode, n_prefill_tokens, kv_tokens_read,
-               prefill_context_tokens):
+               prefill_context_tokens, longest_prefill_chunk):
     """Duration of one step: one tick, or the roofline model's time for its tokens [tick or s]."""
     if tick_mode:
         return 1.0
@@ -119,8 +119,9 @@ def _step_time(tick_mode, coef, n_decode, n_prefill_tokens, kv_tokens_read,
     return _mixed_step_time(coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6],
                             coef[7], coef[8], coef[9], coef[10], coef[11], coef[12], coef[13],
                             coef[14], coef[15], coef[16], coef[17], coef[18], coef[19], coef[20],
-                            coef[21], coef[22], coef[23], coef[24], n_decode, n_prefill_tokens,
-                            kv_tokens_read, prefill_context_tokens)
+                            coef[21], coef[22], coef[23], coef[24], coef[25], coef[26],
+                            n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens,
+                            longest_prefill_chunk)
 
 
 @njit(**_CACHED)
@@ -512,32 +513,33 @@ def _stepped(dt, nrun, active, kv_res, used, cached_blocks, n_steps, busy, run_t
 
 @njit(inline="always")
 def _spec_step_time(tick_mode, cf, dcf, kk, n_decode, n_prefill, kv_read, kv_dec, pairs,
-                    draft_share, d_windowed, d_below, d_above, d_window, dec_context):
+                    longest, draft_share, d_windowed, d_below, d_above, d_window, dec_context):
     """A speculative step's time: ``kk`` draft steps, then one verification of ``kk + 1``
     positions per decoding sequence, with the step's prefill slices [tick or s]."""
     dt = _step_time(tick_mode, cf, float(n_decode) * (kk + 1.0), float(n_prefill), kv_read,
-                    pairs + kv_dec * kk + float(n_decode) * kk * (kk + 1.0) / 2.0)
+                    pairs + kv_dec * kk + float(n_decode) * kk * (kk + 1.0) / 2.0, longest)
     if tick_mode:
         return dt
     if draft_share > 0.0:
-        t_draft = draft_share * _step_time(tick_mode, cf, float(n_decode), 0.0, kv_dec, 0.0)
+        t_draft = draft_share * _step_time(tick_mode, cf, float(n_decode), 0.0, kv_dec, 0.0,
+                                           0.0)
     else:
         d_win = float(dec_context)
         if d_windowed:
             d_win = float(d_below) + d_above * d_window
         d_fa = dcf[_FA]
         d_kv = d_fa * float(dec_context) + (1.0 - d_fa) * d_win
-        t_draft = _step_time(tick_mode, dcf, float(n_decode), 0.0, d_kv, 0.0)
+        t_draft = _step_time(tick_mode, dcf, float(n_decode), 0.0, d_kv, 0.0, 0.0)
     return dt + kk * t_draft
 
 
 @njit(inline="always")
-def _spec_prefill_time(tick_mode, cf, dcf, draft_share, n_prefill, kv_read, pairs):
+def _spec_prefill_time(tick_mode, cf, dcf, draft_share, n_prefill, kv_read, pairs, longest):
     """The draft's pass over a step's ``n_prefill`` prompt tokens, after the target's [s]: a
     draft model's step of those tokens, or a draft head's share of the target's own."""
     if draft_share > 0.0:
-        return draft_share * _step_time(tick_mode, cf, 0.0, n_prefill, kv_read, pairs)
-    return _step_time(tick_mode, dcf, 0.0, n_prefill, kv_read, pairs)
+        return draft_share * _step_time(tick_mode, cf, 0.0, n_prefill, kv_read, pairs, longest)
+    return _step_time(tick_mode, dcf, 0.0, n_prefill, kv_read, pairs, longest)
 
 
 @njit(inline="always")
@@ -619,7 +621,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # the coefficients as a tuple of scalars: no helper is handed an array (docs/simulator.md)
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
           coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
-          coef[17], coef[18], coef[19], coef[20], coef[21], coef[22], coef[23], coef[24])
+          coef[17], coef[18], coef[19], coef[20], coef[21], coef[22], coef[23], coef[24],
+          coef[25], coef[26])
     # speculative decoding: a sequence's whole path is filed in step rings when it starts
     # decoding (docs/simulator.md); without it the path below is the plain one.
     gain, gain_offset = gains
@@ -650,7 +653,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
            draft_coef[5], draft_coef[6], draft_coef[7], draft_coef[8], draft_coef[9],
            draft_coef[10], draft_coef[11], draft_coef[12], draft_coef[13], draft_coef[14],
            draft_coef[15], draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19],
-           draft_coef[20], draft_coef[21], draft_coef[22], draft_coef[23], draft_coef[24])
+           draft_coef[20], draft_coef[21], draft_coef[22], draft_coef[23], draft_coef[24],
+           draft_coef[25], draft_coef[26])
     kk = float(draft_tokens)
     # filing counts a gain's new block without a branch where no gain fills two (the roofline
     # workload; the tick one keeps the loop, measured: BENCHMARKS.md, speculative decoding)
@@ -1054,6 +1058,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         budget = max_batched - n_decode
         n_prefill = 0
         pairs = 0.0
+        longest_chunk = 0
         kv_read = 0.0
         if not _TICK and not one_token and not prefill_only:
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context,
@@ -1067,6 +1072,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             c = min(to_prefill[i] - prefilled[i], budget)
             budget -= c
             n_prefill += c
+            if c > longest_chunk:
+                longest_chunk = c
             if c > 0:
                 kv_read += _kv_read(_TICK, cf, float(prefilled[i]))
                 pairs += _chunk_pairs(_TICK, cf, float(c), float(prefilled[i]))
@@ -1085,15 +1092,16 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         if spec and n_decode > 0:
             # k draft steps, then one verification of k + 1 positions per sequence
             dt = _spec_step_time(_TICK, cf, dcf, kk, n_decode, n_prefill, kv_read, kv_dec,
-                                 pairs, draft_share, d_windowed, d_below, d_above, d_window,
-                                 dec_context)
+                                 pairs, float(longest_chunk), draft_share, d_windowed, d_below,
+                                 d_above, d_window, dec_context)
         else:
-            dt = _step_time(_TICK, cf, float(n_decode), float(n_prefill), kv_read, pairs)
+            dt = _step_time(_TICK, cf, float(n_decode), float(n_prefill), kv_read, pairs,
+                            float(longest_chunk))
         if spec and d_prefill and n_prefill > 0:
             # the draft's own pass over the step's prompt chunks (its KV of them)
             # (``spec`` first: a branch on the constant is pruned before typing)
             dt = dt + _spec_prefill_time(_TICK, cf, dcf, draft_share, float(n_prefill),
-                                         d_kv_pre, d_pairs)
+                                         d_kv_pre, d_pairs, float(longest_chunk))
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         if one_token:
             g += 1
@@ -1412,11 +1420,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             # the step of section 5 with no prefill slice and no preemption, no completion
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context, n_above)
             if spec:
-                dt = _spec_step_time(_TICK, cf, dcf, kk, n_dec, 0, kv_read, kv_read, 0.0,
+                dt = _spec_step_time(_TICK, cf, dcf, kk, n_dec, 0, kv_read, kv_read, 0.0, 0.0,
                                      draft_share, d_windowed, d_below, d_above, d_window,
                                      dec_context)
             else:
-                dt = _step_time(_TICK, cf, float(n_dec), 0.0, kv_read, 0.0)
+                dt = _step_time(_TICK, cf, float(n_dec), 0.0, kv_read, 0.0, 0.0)
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
                 windowed, win_mask, win_next, win_prev, win_key, context, above)
@@ -1635,15 +1643,19 @@ def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_
             # the first step prefills every prompt; later steps decode every row (padding too)
             if step == 0:
                 pairs = 0.0
+                longest_prompt = 0
                 for i in range(first, nxt):
                     if prompt[i] > 0:
                         pairs += _chunk_pairs(tick_mode, coef, float(prompt[i]), 0.0)
-                dt = _step_time(tick_mode, coef, 0.0, float(prompt_sum), 0.0, pairs)
+                    if prompt[i] > longest_prompt:
+                        longest_prompt = prompt[i]
+                dt = _step_time(tick_mode, coef, 0.0, float(prompt_sum), 0.0, pairs,
+                                float(longest_prompt))
             else:
                 kv_read = 0.0
                 for i in range(first, nxt):
                     kv_read += _kv_read(tick_mode, coef, float(prompt[i] + step))
-                dt = _step_time(tick_mode, coef, float(size), 0.0, kv_read, 0.0)
+                dt = _step_time(tick_mode, coef, float(size), 0.0, kv_read, 0.0, 0.0)
             finished += ending[step]         # members whose last token came before this step
             active = size - finished
             used = prompt_sum + size * (step + 1)

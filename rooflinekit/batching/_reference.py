@@ -483,6 +483,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                                         float(sum(min(s.context, clock.window)
                                                   for s in decoding)))
         kv_dec = kv_read                 # the decoding sequences' part
+        longest_chunk = 0.0              # the step's longest prompt chunk
         chunks = []                      # (chunk, cached before it): the draft prefills them
         for s in running:
             if s.in_prefill():
@@ -493,6 +494,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     kv_read += clock.kv_read(float(s.prefilled))
                     pairs += clock.chunk_pairs(float(chunk), float(s.prefilled))
                     chunks.append((float(chunk), float(s.prefilled)))
+                longest_chunk = max(longest_chunk, float(chunk))
                 plan.append((s, chunk))
             elif not prefill_only:
                 n_decode += 1
@@ -503,11 +505,12 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             # k draft steps, then one verification of k + 1 positions per decoding sequence
             k = float(draft_tokens)
             dt = clock.step_time(float(n_decode) * (k + 1.0), float(n_prefill), kv_read,
-                                 pairs + kv_dec * k + float(n_decode) * k * (k + 1.0) / 2.0)
+                                 pairs + kv_dec * k + float(n_decode) * k * (k + 1.0) / 2.0,
+                                 longest_chunk)
             dt = dt + k * clock.draft_time(float(n_decode), kv_dec,
                                            [s.context for s in decoding])
         else:
-            dt = clock.step_time(float(n_decode), float(n_prefill), kv_read, pairs)
+            dt = clock.step_time(float(n_decode), float(n_prefill), kv_read, pairs, longest_chunk)
         if draft_tokens and n_prefill and not tick_mode:
             dt = dt + clock.draft_prefill_time(float(n_prefill), chunks)
         if draft_tokens and n_decode:
@@ -632,12 +635,13 @@ def simulate_static(arrival, prompt_tokens, output_tokens, *, batch_size, clock=
                 for s in batch:
                     if s.prompt > 0:
                         pairs += clock.chunk_pairs(float(s.prompt), 0.0)
-                dt = clock.step_time(0.0, float(sum(s.prompt for s in batch)), 0.0, pairs)
+                dt = clock.step_time(0.0, float(sum(s.prompt for s in batch)), 0.0, pairs,
+                                     float(max(s.prompt for s in batch)))
             else:                    # decode every row, finished ones included (padding)
                 kv_read = 0.0
                 for s in batch:
                     kv_read += clock.kv_read(float(s.prompt + step))
-                dt = clock.step_time(float(len(batch)), 0.0, kv_read, 0.0)
+                dt = clock.step_time(float(len(batch)), 0.0, kv_read, 0.0, 0.0)
             active = sum(1 for s in batch if step < s.output)
             used = sum(s.prompt + step + 1 for s in batch)
             stats["n_steps"] += 1

@@ -442,36 +442,41 @@ class _RooflineClock:
         """One draft step of ``n_decode`` sequences at ``contexts`` [s]: a draft model's decode
         step, or a draft head's share of the target's (``kv_tokens_read``: the target's read)."""
         if self._draft is None:
-            return self._draft_share * self.step_time(n_decode, 0.0, kv_tokens_read, 0.0)
+            return self._draft_share * self.step_time(n_decode, 0.0, kv_tokens_read, 0.0, 0.0)
         fa, window = self._draft_fa, self._draft_window
         read = (fa * float(sum(contexts))
                 + (1.0 - fa) * float(sum(min(c, window) for c in contexts)))
-        return roofline.mixed_step_time_kernel(*self._draft, n_decode, 0.0, read, 0.0)
+        return roofline.mixed_step_time_kernel(*self._draft, n_decode, 0.0, read, 0.0, 0.0)
 
     def draft_prefill_time(self, n_prefill_tokens, chunks):
         """The draft's pass over a step's prompt ``chunks`` (``(chunk, cached)`` pairs, in
         admission order) [s]: a draft model's step of those tokens, or a draft head's share of
         the target's."""
+        longest = max((chunk for chunk, _ in chunks), default=0.0)
         if self._draft is None:
             read = pairs = 0.0
             for chunk, cached in chunks:
                 read += self.kv_read(cached)
                 pairs += self.chunk_pairs(chunk, cached)
-            return self._draft_share * self.step_time(0.0, n_prefill_tokens, read, pairs)
+            return self._draft_share * self.step_time(0.0, n_prefill_tokens, read, pairs,
+                                                      longest)
         fa, window = self._draft_fa, self._draft_window
         read = pairs = 0.0
         for chunk, cached in chunks:
             read += roofline.kv_tokens_read_kernel(cached, fa, window)
             pairs += roofline.prefill_context_tokens_kernel(chunk, cached, fa, window)
-        return roofline.mixed_step_time_kernel(*self._draft, 0.0, n_prefill_tokens, read, pairs)
+        return roofline.mixed_step_time_kernel(*self._draft, 0.0, n_prefill_tokens, read, pairs,
+                                               longest)
 
     def kv_read_sum(self, context_sum, windowed_sum):
         """KV tokens read by decoding sequences from ``sum(C)`` and ``sum(min(C, window))``."""
         return self._fa * context_sum + (1.0 - self._fa) * windowed_sum
 
-    def step_time(self, n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
+    def step_time(self, n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens,
+                  longest_prefill_chunk=0.0):
         return roofline.mixed_step_time_kernel(*self._coef, n_decode, n_prefill_tokens,
-                                               kv_tokens_read, prefill_context_tokens)
+                                               kv_tokens_read, prefill_context_tokens,
+                                               longest_prefill_chunk)
 
     def kv_read(self, context):
         return roofline.kv_tokens_read_kernel(context, self._fa, self._sw)

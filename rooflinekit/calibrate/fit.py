@@ -103,7 +103,9 @@ FOLD = "fold"
 #: MoE block 200 µs more, an MLA module 200 µs more; GEMMs reach half their efficiency by
 #: 4,096 tokens a step at the latest, an MoE model's expert GEMMs at least 2 % of theirs; a
 #: link hop costs at most 100 µs; the all-reduces reach at least 5 % of the link's datasheet
-#: bandwidth; the host spends at most 1 ms per decode token (256 sequences: 256 ms a step).
+#: bandwidth; the host spends at most 1 ms per decode token (256 sequences: 256 ms a step); a
+#: Gated DeltaNet layer's prompt pass launches in at most 200 µs, chains at most 1 µs a token
+#: and takes at most 1 ps a token and state element (1 µs a token for 1,048,576 elements).
 #: The published utilisation fits can be held against: ``docs/calibration.md``, "The fit's
 #: design". Every prior is the base engine's
 #: value (``engine=`` of :func:`calibrate`; the ideal model by default).
@@ -128,7 +130,10 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "moe_layer_overhead": (0.0, 2e-4),
                                    "moe_compute_share": (0.02, 1.0),
                                    "mla_layer_overhead": (0.0, 2e-4),
-                                   "sequence_overhead": (0.0, 1e-3)})
+                                   "sequence_overhead": (0.0, 1e-3),
+                                   "recurrent_layer_overhead": (0.0, 2e-4),
+                                   "recurrent_chain_time": (0.0, 1e-6),
+                                   "recurrent_element_time": (0.0, 1e-12)})
 
 #: The knobs ``fit="engine"`` frees, per phase: each where its phase's rows can see it. TTFT
 #: rows see the prompt's compute, the serving stack's intercept and, at TP > 1, the all-reduces
@@ -162,7 +167,9 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
           "host_traffic_share": 1.0, "layer_cycles": 1e4,
           "moe_layer_overhead": units.MS / 100.0, "sequence_overhead": units.MS / 100.0,
-          "moe_compute_share": 1.0, "mla_layer_overhead": units.MS / 100.0}
+          "moe_compute_share": 1.0, "mla_layer_overhead": units.MS / 100.0,
+          "recurrent_layer_overhead": units.MS / 100.0, "recurrent_chain_time": 1e-8,
+          "recurrent_element_time": 1e-14}
 
 
 def _normalise_fit(fit) -> dict:

@@ -175,14 +175,15 @@ class _Groups:
             if b <= 1.0:
                 continue
             pairs = roofline.prefill_context_tokens_kernel(p, 0.0, f, w)
-            prefill = kernel(*cost, 0.0, p, 0.0, pairs)
-            decode = kernel(*cost, b, 0.0, b * float(self.kv_read[i]), 0.0)
+            prefill = kernel(*cost, 0.0, p, 0.0, pairs, p)
+            decode = kernel(*cost, b, 0.0, b * float(self.kv_read[i]), 0.0, 0.0)
             out[j] = prefill / (prefill + max(float(self.output[i]), 1.0) * decode)
         return out
 
     def _steps(self, phase: str, idx: np.ndarray, model, cost) -> tuple:
-        """The kernel's token counts (decode, prompt, KV read, attention pairs) of rows ``idx``, as
-        the roofline functions build them (``test_calibrate`` holds the predictions to those).
+        """The kernel's token counts (decode, prompt, KV read, attention pairs, longest prompt
+        chunk) of rows ``idx``, as the roofline functions build them (``test_calibrate`` holds
+        the predictions to those).
         """
         b = self.batch[idx]
         f, w = cost.full_attention_fraction, cost.sliding_window
@@ -209,7 +210,8 @@ class _Groups:
             self.workload not in _SERVING else np.ones(idx.size)
         pairs = np.array([n * roofline.prefill_context_tokens_kernel(float(p / n), 0.0, f, w)
                           if p > 0 else 0.0 for p, n in zip(prompt, prompts)])
-        return decodes, prompt, kv, pairs
+        longest = np.where(prompt > 0, prompt / prompts, 0.0)
+        return decodes, prompt, kv, pairs, longest
 
     def _terms(self, phase: str) -> dict:
         """Per row, each at full efficiency and no engine cost [s unless stated]: ``compute``,
@@ -228,12 +230,16 @@ class _Groups:
         path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``fp4`` (1 on an
         FP4 path, else 0 [1]), ``attention``
         (the attention part of ``compute``), ``experts`` (the routed experts' GEMMs' part of
-        ``compute``), ``expert_gemm`` (their part of ``gemm``) and ``prompt`` (``runs ×
-        min(prompt tokens, 1)``)."""
+        ``compute``), ``expert_gemm`` (their part of ``gemm``), ``prompt`` (``runs ×
+        min(prompt tokens, 1)``) and a hybrid's Gated DeltaNet prompt pass per unit of its
+        knobs: ``recurrent_chain`` (per unit of ``recurrent_chain_time`` [s/s]),
+        ``recurrent_state`` (of ``recurrent_element_time``) and ``recurrent_layers`` (``prompt
+        × n_linear_attention_layers`` [1])."""
         names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes",
                  "comm_host_bytes", "hops", "cross_hosts", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "mla_layers", "low_precision_layers",
-                 "low_precision", "fp4", "attention", "experts", "expert_gemm", "prompt")
+                 "low_precision", "fp4", "attention", "experts", "expert_gemm", "prompt",
+                 "recurrent_chain", "recurrent_state", "recurrent_layers")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
         for idx, model, gpu, tp, engine in self.groups:
@@ -276,9 +282,23 @@ class _Groups:
             steps = list(zip(*self._steps(phase, idx, model, cost)))
             for name, part in alone.items():
                 terms[name][idx] = [kernel(*part, *step) for step in steps]
-            runs = np.array([min(d + p, 1.0) for d, p, _, _ in steps])
+            runs = np.array([min(d + p, 1.0) for d, p, _, _, _ in steps])
             terms["runs"][idx] = runs
-            terms["decodes"][idx] = [d for d, _, _, _ in steps]
+            terms["decodes"][idx] = [d for d, _, _, _, _ in steps]
+            # a hybrid's Gated DeltaNet prompt pass per unit of each recurrent knob (0 without
+            # such layers): its chain, its state updates and its layers' launches
+            unit = {k: roofline.step_cost_coefficients(model, gpu, tp,
+                                                       engine=plain.replace(**{k: 1.0}))
+                    for k in ("recurrent_chain_time", "recurrent_element_time")}
+            terms["recurrent_chain"][idx] = [
+                r * unit["recurrent_chain_time"].prefill_chain_time * longest
+                for r, (_, _, _, _, longest) in zip(runs, steps)]
+            terms["recurrent_state"][idx] = [
+                r * unit["recurrent_element_time"].prefill_state_time * p
+                for r, (_, p, _, _, _) in zip(runs, steps)]
+            terms["recurrent_layers"][idx] = [
+                r * min(p, 1.0) * model.n_linear_attention_layers
+                for r, (_, p, _, _, _) in zip(runs, steps)]
             terms["gemm"][idx] = runs * (cost.flops_per_token + cost.lm_head_flops_per_token) \
                 / cost.peak_flops
             # the routed experts' GEMMs alone (0 for a dense model): what a share of one half
@@ -287,7 +307,7 @@ class _Groups:
                 model, gpu, tp, engine=plain.replace(moe_compute_share=0.5))
             experts = runs * (doubled.flops_per_token - cost.flops_per_token) / cost.peak_flops
             terms["expert_gemm"][idx] = experts
-            terms["experts"][idx] = [e * (d + p) for e, (d, p, _, _) in zip(experts, steps)]
+            terms["experts"][idx] = [e * (d + p) for e, (d, p, _, _, _) in zip(experts, steps)]
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             # all-reduces past one host's GPUs (0 on a GPU without host_gpus, or within one)
             unit_cross = roofline.step_cost_coefficients(
@@ -304,7 +324,7 @@ class _Groups:
             terms["low_precision"][idx] = float(unit_quantised.step_overhead > 0.0)
             terms["fp4"][idx] = float(unit_fp4.nonexpert_weight_bytes
                                       != cost.nonexpert_weight_bytes)
-            terms["prompt"][idx] = [r * min(p, 1.0) for r, (_, p, _, _) in zip(runs, steps)]
+            terms["prompt"][idx] = [r * min(p, 1.0) for r, (_, p, _, _, _) in zip(runs, steps)]
         return terms
 
     def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:
@@ -377,6 +397,11 @@ class _Groups:
         mla = knobs.get("mla_layer_overhead", 0.0)
         if mla:             # 0 (default): the lines above, to the bit
             out = out + t["mla_layers"] * mla
+        chain, element, launch = (knobs.get(k, 0.0) for k in (
+            "recurrent_chain_time", "recurrent_element_time", "recurrent_layer_overhead"))
+        if chain or element or launch:     # 0 (default): the lines above, to the bit
+            out = out + np.maximum(chain * t["recurrent_chain"], element * t["recurrent_state"]) \
+                + launch * t["recurrent_layers"]
         per_sequence = knobs.get("sequence_overhead", 0.0)
         if per_sequence:    # 0 (default): the lines above, to the bit
             out = out + t["decodes"] * per_sequence

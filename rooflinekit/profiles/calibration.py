@@ -57,7 +57,9 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: routed experts reach [1] (``moe_compute_share``), the extra fixed time of a multi-head
 #: latent attention layer [s] (``mla_layer_overhead``), the share of the peak attention
 #: reaches [1] (``attention_compute_efficiency``), and the latency an all-reduce adds where the
-#: group spans more than one host's GPUs [s] (``cross_host_allreduce_latency``).
+#: group spans more than one host's GPUs [s] (``cross_host_allreduce_latency``), and a
+#: hybrid's Gated DeltaNet prompt pass: its layers' launches [s], its chain per token of the
+#: longest chunk [s] and its time per token and state element [s] (``recurrent_*``).
 #: Each is an :class:`~rooflinekit.Engine` field whose default is the ideal model.
 ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "prefill_overhead", "interconnect_latency", "frontend_latency",
@@ -65,7 +67,8 @@ ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "layer_cycles", "moe_layer_overhead", "sequence_overhead",
                 "low_precision_bandwidth_efficiency", "fp4_compute_efficiency",
                 "fp4_bandwidth_efficiency", "moe_compute_share", "mla_layer_overhead",
-                "attention_compute_efficiency", "cross_host_allreduce_latency")
+                "attention_compute_efficiency", "cross_host_allreduce_latency",
+                "recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -90,7 +93,8 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                ("sequence_overhead",), ("low_precision_bandwidth_efficiency",),
                ("fp4_compute_efficiency", "fp4_bandwidth_efficiency"),
                ("moe_compute_share",), ("mla_layer_overhead",),
-               ("attention_compute_efficiency",), ("cross_host_allreduce_latency",))
+               ("attention_compute_efficiency",), ("cross_host_allreduce_latency",),
+               ("recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time"))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -101,7 +105,8 @@ ENGINE_IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in ENGINE_KNOB
 #: Knobs in seconds (fitted in milliseconds; shown in ms).
 SECONDS_KNOBS = ("step_overhead", "layer_overhead", "prefill_overhead", "interconnect_latency",
                  "frontend_latency", "low_precision_layer_overhead", "moe_layer_overhead",
-                 "sequence_overhead", "mla_layer_overhead", "cross_host_allreduce_latency")
+                 "sequence_overhead", "mla_layer_overhead", "cross_host_allreduce_latency",
+                 "recurrent_layer_overhead")
 #: Columns of a measurement table a calibration can keep knob sets by.
 GROUP_FIELDS = ("gpu", "engine", "dtype", "model")
 

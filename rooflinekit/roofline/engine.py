@@ -98,6 +98,9 @@ _CHECKS = {
     "moe_compute_share": _efficiency,
     "mla_layer_overhead": check_nonnegative,
     "prefill_overhead": check_nonnegative,
+    "recurrent_layer_overhead": check_nonnegative,
+    "recurrent_chain_time": check_nonnegative,
+    "recurrent_element_time": check_nonnegative,
     "frontend_latency": check_nonnegative,
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
     "allreduce": _check_allreduce,
@@ -206,6 +209,24 @@ class Engine:
     prefill_overhead : float, array_like or xarray.DataArray
         Fixed time a step carrying prompt tokens pays once (admission, scheduling of a new
         prompt): the TTFT intercept [s], ≥ 0. Default 0.
+    recurrent_layer_overhead : float, array_like or xarray.DataArray
+        Fixed time per Gated DeltaNet (linear-attention) layer of a step carrying prompt
+        tokens [s], ≥ 0: the launch of its prompt kernels (the short convolution and the
+        chunked delta rule). It adds ``n_linear_attention_layers · recurrent_layer_overhead``
+        to ``prefill_overhead``; models without such layers never pay it. Default 0.
+    recurrent_chain_time : float, array_like or xarray.DataArray
+        Time per Gated DeltaNet layer per token of the step's longest prompt chunk [s], ≥ 0:
+        the chunked delta rule passes its state from chunk to chunk in order, so a prompt's
+        recurrent pass takes at least this chain, however many sequences share the step.
+        Default 0.
+    recurrent_element_time : float, array_like or xarray.DataArray
+        Time per Gated DeltaNet layer per prompt token per element of the recurrent state one
+        GPU holds for a sequence in that layer [s], ≥ 0 (a layer of ``H`` value heads of
+        ``d_k × d_v`` holds ``H · d_k · d_v / tp`` on each GPU): the recurrent pass's
+        throughput bound. A step's prompt tokens take ``max(recurrent_chain_time · L,
+        recurrent_element_time · S · T)`` per layer, ``L`` its longest chunk, ``T`` its prompt
+        tokens and ``S`` the elements. Default 0: the ideal model leaves the prompt's
+        recurrent pass out.
     frontend_latency : float, array_like or xarray.DataArray
         Time a request spends in the serving front end, outside the engine's steps [s], ≥ 0:
         receiving it over HTTP, tokenising the prompt, handing it to the engine, and
@@ -284,6 +305,9 @@ class Engine:
     moe_compute_share: object = 1.0
     mla_layer_overhead: object = 0.0
     prefill_overhead: object = 0.0
+    recurrent_layer_overhead: object = 0.0
+    recurrent_chain_time: object = 0.0
+    recurrent_element_time: object = 0.0
     frontend_latency: object = 0.0
     gemm_half_tokens: object = 0.0
     allreduce: object = "collective"
@@ -464,6 +488,15 @@ class Engine:
         group.sequence_overhead = laid["sequence_overhead"]
         group.gemm_half_tokens = laid["gemm_half_tokens"]
         group.prefill_overhead = laid["prefill_overhead"]
+        # a hybrid's Gated DeltaNet layers pass over the step's prompt tokens too (0 layers, or
+        # the default 0 knobs: nothing, to the bit)
+        linear = model.n_linear_attention_layers if model is not None else 0.0
+        launch = laid["recurrent_layer_overhead"]
+        if np.any(np.asarray(launch) != 0):
+            group.prefill_overhead = group.prefill_overhead + linear * launch
+        group.prefill_chain_time = linear * laid["recurrent_chain_time"]
+        elements = model.linear_state_elements_per_layer if model is not None else 0.0
+        group.prefill_state_time = linear * laid["recurrent_element_time"] * elements / degree
         group.frontend_latency = laid["frontend_latency"]
         kv = laid["kv_bandwidth_efficiency"]
         group.kv_traffic_scale = 1.0 if kv is None else laid["bandwidth_efficiency"] / kv

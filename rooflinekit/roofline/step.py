@@ -113,6 +113,12 @@ class StepCost(NamedTuple):
     #: pair with a cached token [1]: 1, except with multi-head latent attention, which decodes
     #: absorbed but prefills un-absorbed (``prefill_attention_width / attention_width``).
     prefill_attention_scale: float
+    #: Time the recurrent layers' prompt pass takes per token of the step's longest prompt
+    #: chunk (their chunk-to-chunk chain), over all those layers [s/token] (0 without any).
+    prefill_chain_time: float
+    #: Time the recurrent layers' prompt pass takes per prompt token of the step (their
+    #: throughput), over all those layers [s/token] (0 without any).
+    prefill_state_time: float
 
 
 def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_experts,
@@ -122,16 +128,17 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
                            full_attention_fraction, sliding_window, tp, attention_peak_flops,
                            lm_head_flops_per_token, embedding_row_bytes, prefill_bytes_per_token,
                            gemm_half_tokens, prefill_overhead, state_bytes_per_decode_token,
-                           sequence_overhead, prefill_attention_scale, n_decode,
-                           n_prefill_tokens, kv_tokens_read, prefill_context_tokens):
+                           sequence_overhead, prefill_attention_scale, prefill_chain_time,
+                           prefill_state_time, n_decode, n_prefill_tokens, kv_tokens_read,
+                           prefill_context_tokens, longest_prefill_chunk):
     """Time of one forward step carrying decode tokens and prompt tokens [s] (scalar kernel).
 
     Written with arithmetic and ``max``/``min`` only, so that ``numba.njit`` compiles it
-    unchanged; the first 25 arguments are the fields of :class:`StepCost`.
+    unchanged; the first 27 arguments are the fields of :class:`StepCost`.
 
     Parameters
     ----------
-    nonexpert_weight_bytes ... prefill_attention_scale : float
+    nonexpert_weight_bytes ... prefill_state_time : float
         The :class:`StepCost` fields, in order (see there for units).
     n_decode : float
         Decode tokens in the step, one per decoding sequence [tokens].
@@ -144,6 +151,8 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     prefill_context_tokens : float
         Attention pairs of the prompt tokens beyond one pass over their cached prefix
         [tokens], per chunk as :func:`prefill_context_tokens_kernel` counts it.
+    longest_prefill_chunk : float
+        Prompt tokens of the step's longest prefill chunk [tokens] (0 without prompt tokens).
 
     Returns
     -------
@@ -153,7 +162,7 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     Notes
     -----
     ``max(compute, bytes / bandwidth) + step_overhead + sequence_overhead·n_decode +
-    prefill_overhead·min(n_prefill_tokens, 1) + all-reduce`` with ``compute =
+    prefill_overhead·min(n_prefill_tokens, 1) + recurrent + all-reduce`` with ``compute =
     (flops_per_token·(n + n½) + lm_head_flops_per_token · (n_logits + n½)) / peak_flops +
     attention_flops_per_pair·(kv_tokens_read + prefill_attention_scale ·
     prefill_context_tokens) / attention_peak_flops``
@@ -181,7 +190,12 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     is the host's time per decode token that the GPU waits for (scheduling, input preparation,
     sampling and detokenising each running sequence, where the engine does not overlap them
     with the forward pass [4]_): a speculative verification's ``k + 1`` tokens a sequence count
-    ``k + 1`` times. With every engine option at its default each term is the ideal model's, to
+    ``k + 1`` times. ``recurrent = max(prefill_chain_time · longest_prefill_chunk,
+    prefill_state_time · n_prefill_tokens)`` is a hybrid's Gated DeltaNet layers' pass over
+    the step's prompt tokens as the engines' kernels run it [5]_: the chunked delta rule
+    carries its state from chunk to chunk, so the longest chunk's chain bounds it from below,
+    and its state updates bound it as the prompt tokens grow; it runs beside the roofline's
+    terms, in series. With every engine option at its default each term is the ideal model's, to
     the bit (``x + 0.0`` and ``x · 1.0`` are exact).
 
     References
@@ -195,6 +209,10 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     .. [4] vLLM blog, "vLLM v0.6.0: 2.7x Throughput Improvement and 5x Latency Reduction",
        2024-09-05: Llama-3-8B on one H100 under vLLM 0.5.3 spent 33 % of its time in the API
        server and 29 % in scheduling, 38 % on the GPU.
+    .. [5] Yang, Kautz & Hatamizadeh, "Gated Delta Networks: Improving Mamba2 with Delta
+       Rule", ICLR 2025 (arXiv:2412.06464): the chunkwise-parallel form; NVIDIA
+       aiconfigurator-core 0.12.0, ``linear_attention/*/gdn_perf.parquet``: the kernels'
+       times under vLLM, SGLang and TensorRT-LLM.
     """
     tokens = n_decode + n_prefill_tokens
     experts_touched = n_experts * (1.0 - (1.0 - n_experts_per_token / n_experts) ** tokens)
@@ -215,7 +233,9 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     runs = min(tokens, 1.0)        # a step with no tokens does not run
     fixed = (step_overhead + sequence_overhead * n_decode
              + prefill_overhead * min(n_prefill_tokens, 1.0))
-    return runs * (roofline + fixed + communication)
+    recurrent = max(prefill_chain_time * longest_prefill_chunk,
+                    prefill_state_time * n_prefill_tokens)
+    return runs * (roofline + fixed + recurrent + communication)
 
 
 def kv_tokens_read_kernel(context_length, full_attention_fraction, sliding_window):
@@ -478,12 +498,13 @@ def setup(model, gpu, arguments: dict, engine=None, phase="step"):
 # ------------------------------------------------------------------------------------------------
 
 class Step(NamedTuple):
-    """The token counts of one step, the kernel's last four arguments."""
+    """The token counts of one step, the kernel's last five arguments."""
 
     n_decode: object
     n_prefill_tokens: object
     kv_tokens_read: object
     prefill_context_tokens: object
+    longest_prefill_chunk: object = 0.0
 
 
 def kv_tokens(model, context_length):
@@ -509,7 +530,7 @@ def prefill_step(model, prompt_tokens, context_length) -> Step:
     """A prompt of ``prompt_tokens`` after ``context_length`` cached tokens, in one pass."""
     pairs = _prefill_pairs(prompt_tokens, context_length, model.full_attention_fraction,
                            model.sliding_window)
-    return Step(0.0, prompt_tokens, kv_tokens(model, context_length), pairs)
+    return Step(0.0, prompt_tokens, kv_tokens(model, context_length), pairs, prompt_tokens)
 
 
 def cost(model, gpu) -> StepCost:
@@ -548,7 +569,7 @@ def step_time(model, gpu, step: Step):
 
 def step_flops(model, step: Step):
     """FLOPs of a step: the kernel's ``work`` term, each FLOP counted once."""
-    n_decode, n_prefill, kv_read, pairs = step
+    n_decode, n_prefill, kv_read, pairs = step[:4]
     logits = n_decode + np.minimum(n_prefill, 1.0)
     return (model.flops_per_token * (n_decode + n_prefill)
             + model.lm_head_flops_per_token * logits
@@ -558,7 +579,7 @@ def step_flops(model, step: Step):
 
 def step_compute_time(model, gpu, step: Step):
     """Time of a step's arithmetic [s]: the GEMMs at their peak, attention at its own."""
-    n_decode, n_prefill, kv_read, pairs = step
+    n_decode, n_prefill, kv_read, pairs = step[:4]
     logits = n_decode + np.minimum(n_prefill, 1.0)
     # the kernel's expression, so that both round alike
     half = gpu.gemm_half_tokens
@@ -573,7 +594,7 @@ def step_compute_time(model, gpu, step: Step):
 def step_memory_time(model, gpu, step: Step):
     """Time of a step's HBM traffic [s]: weights at the bandwidth (a low-precision path's at
     its own efficiency), KV at its own efficiency."""
-    n_decode, n_prefill, kv_read, _ = step
+    n_decode, n_prefill, kv_read = step[:3]
     kv = model.kv_bytes_per_token * (kv_read + n_prefill)
     # the KV and weight bytes' extra weights only: exactly step_bytes / bandwidth by default
     return (step_bytes(model, step) + kv * (gpu.kv_traffic_scale - 1.0)
@@ -583,7 +604,7 @@ def step_memory_time(model, gpu, step: Step):
 
 def step_bytes(model, step: Step):
     """Bytes of a step: the kernel's ``traffic`` term."""
-    n_decode, n_prefill, kv_read, _ = step
+    n_decode, n_prefill, kv_read = step[:3]
     tokens = n_decode + n_prefill
     return (weight_bytes(model, tokens) + model.embedding_row_bytes * tokens
             + model.kv_bytes_per_token * (kv_read + n_prefill)

@@ -122,7 +122,7 @@ def step_cost_coefficients(model, gpu, tp=1, *, engine=None, phase="step") -> St
     >>> from rooflinekit import catalog
     >>> from rooflinekit.roofline import mixed_step_time_kernel
     >>> cost = step_cost_coefficients(catalog.model("guide-70b"), catalog.gpu("lab"))
-    >>> round(mixed_step_time_kernel(*cost, 1.0, 0.0, 0.0, 0.0) * 1e3, 2)   # batch 1, no context
+    >>> round(mixed_step_time_kernel(*cost, 1.0, 0.0, 0.0, 0.0, 0.0) * 1e3, 2)   # batch 1, no context
     41.79
     """
     if not isinstance(model, ModelShape):
@@ -184,7 +184,8 @@ def mixed_step_time(model, gpu, decode_tokens, prefill_tokens, kv_tokens_read, t
     # Only a chunk that exists reads its cached prefix.
     prefix = np.where(prefill_tokens > 0, chunk.kv_tokens_read, 0.0)
     pairs = np.where(prefill_tokens > 0, chunk.prefill_context_tokens, 0.0)
-    return step_time(model, gpu, (decode_tokens, prefill_tokens, kv_tokens_read + prefix, pairs))
+    return step_time(model, gpu, (decode_tokens, prefill_tokens, kv_tokens_read + prefix, pairs,
+                                  prefill_tokens))
 
 
 @step_formula("tokens", "KV tokens read per sequence")
