@@ -102,7 +102,7 @@ _SW = StepCost._fields.index("sliding_window")
 
 #: sha256 of the step formula's source (the three kernels and the StepCost field names), which
 #: numba's cache cannot see; ``tests/test_batching_kernels.py`` recomputes it.
-STEP_FORMULA_SHA256 = "6d3cf9f3d8329ead9e495d413faea0a0dd14d0059254fc39af011ce20f609ab8"
+STEP_FORMULA_SHA256 = "72b0e38ef42f96bb1b004ac3a0ed461869d221bfd6fde59bde18d18c634a1387"
 
 _mixed_step_time = njit(**_CACHED)(mixed_step_time_kernel)
 _kv_tokens_read = njit(**_CACHED)(kv_tokens_read_kernel)
@@ -1647,8 +1647,7 @@ def static_run(arrival, prompt_tokens, output, batch_size, tick_mode, coef, itl_
                 for i in range(first, nxt):
                     if prompt[i] > 0:
                         pairs += _chunk_pairs(tick_mode, coef, float(prompt[i]), 0.0)
-                    if prompt[i] > longest_prompt:
-                        longest_prompt = prompt[i]
+                        longest_prompt = max(longest_prompt, prompt[i])
                 dt = _step_time(tick_mode, coef, 0.0, float(prompt_sum), 0.0, pairs,
                                 float(longest_prompt))
             else:

@@ -235,7 +235,8 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
              + prefill_overhead * min(n_prefill_tokens, 1.0))
     recurrent = max(prefill_chain_time * longest_prefill_chunk,
                     prefill_state_time * n_prefill_tokens)
-    return runs * (roofline + fixed + recurrent + communication)
+    # the fixed times first: on a grid they are smaller than the roofline's terms
+    return runs * (roofline + (fixed + recurrent) + communication)
 
 
 def kv_tokens_read_kernel(context_length, full_attention_fraction, sliding_window):
