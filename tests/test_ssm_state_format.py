@@ -198,6 +198,11 @@ def test_launch_commands_name_the_planned_format(dtype, flag):
     commands = launch_commands(rk.cheapest_plan(plan, by=None), traffic, model=model)
     assert f"--mamba-ssm-cache-dtype {flag}" in commands["vllm_serve"]
     assert f"--mamba-ssm-dtype {flag}" in commands["sglang_serve"]
+    # TensorRT-LLM takes it from its LLM API options (KvCacheConfig.mamba_ssm_cache_dtype,
+    # whose values are these names): a note says how
+    assert "mamba" not in commands["trtllm_serve"]
+    assert any(f"kv_cache_config: {{mamba_ssm_cache_dtype: {flag}}}" in note
+               and "--extra_llm_api_options" in note for note in commands["notes"])
 
 
 def test_launch_commands_of_a_dense_model_name_no_state():

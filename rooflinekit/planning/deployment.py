@@ -168,7 +168,8 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     ``--mamba-ssm-cache-dtype``, SGLang's ``--mamba-ssm-dtype``), since the engines' defaults
     differ: SGLang keeps FP32, and vLLM's ``auto`` has meant the weights' 16 bits in some
     releases (the config's ``mamba_ssm_dtype`` for Qwen3.5 and Nemotron-H) and FP32 in
-    later ones.
+    later ones. TensorRT-LLM takes it only from an LLM API options file
+    (``kv_cache_config.mamba_ssm_cache_dtype``), which ``notes`` spells out.
 
     Where the plan's weights are in another format than the checkpoint the commands load (a
     catalogue model planned with ``bytes_per_param`` of its own, ``--dtype``), a 16-bit
@@ -359,6 +360,12 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         else:
             vllm += ["--mamba-ssm-cache-dtype", ssm]
             sglang += ["--mamba-ssm-dtype", ssm]
+            # trtllm-serve has no flag for it: its LLM API options file carries it
+            notes.append(f"TensorRT-LLM keeps the recurrent state in the format its LLM API "
+                         f"options give (kv_cache_config.mamba_ssm_cache_dtype; 'auto' follows "
+                         f"the model config): for the plan's, pass trtllm-serve "
+                         f"--extra_llm_api_options a YAML file holding "
+                         f"'kv_cache_config: {{mamba_ssm_cache_dtype: {ssm}}}'")
     recv = int(attrs.get("recv_interval", 1))
     if recv > 1:
         sglang += ["--scheduler-recv-interval", str(recv)]
