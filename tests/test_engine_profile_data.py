@@ -124,6 +124,15 @@ def test_profile_is_a_valid_calibration(pair):
             assert cal._knobs(phase)[name] == value
 
 
+def _script_with_tables():
+    """The script, where the profiles' development extra (the kernel tables) is installed;
+    the test is skipped elsewhere."""
+    pytest.importorskip("aiconfigurator_core")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    return _script()
+
+
 def _script():
     spec = importlib.util.spec_from_file_location("engine_profiles_script", SCRIPT)
     module = importlib.util.module_from_spec(spec)
@@ -268,10 +277,7 @@ def test_rederived_serving_overheads_match_the_shipped_ones():
 
 
 def test_rederived_knobs_match_the_shipped_ones():
-    pytest.importorskip("aiconfigurator_core")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    script = _script()
+    script = _script_with_tables()
     engine, system = "vllm", "a100_sxm"         # the smallest table set: a few seconds
     shipped = next(p for p in _load(engine)["profile"] if p["gpu"] == script.SYSTEM_TO_GPU[system])
     rows, fp4_rows, version = script.by_format(*script.synthesise(
@@ -307,10 +313,7 @@ def test_nvfp4_rows_are_synthesised_only_where_the_tables_hold_them():
     from the Blackwell-class tables, none from Hopper's; every decode step reads each NVFP4
     weight once at least, 4 bits and one FP8 scale per 16 (0.5625 B), at no more than the
     datasheet bandwidth."""
-    pytest.importorskip("aiconfigurator_core")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    script = _script()
+    script = _script_with_tables()
     rows, _ = script.synthesise("vllm", "rtx_pro_6000_server", dtypes=("nvfp4",))
     assert rows and {r["dtype"] for r in rows} == {"nvfp4"}
     # Llama-3.1-8B: 8,030,261,248 parameters less the 128,256 × 4,096 input table (Meta's
@@ -343,10 +346,7 @@ def test_the_fp4_stage_falls_back_to_the_low_precision_knobs_without_nvfp4_table
 def test_rederived_moe_overhead_matches_the_shipped_one():
     """The MoE stage re-run on the H200's vLLM tables gives the shipped values and intervals
     (``moe_layer_overhead``, ``moe_compute_share``; where the profiles' extra is installed)."""
-    pytest.importorskip("aiconfigurator_core")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    script = _script()
+    script = _script_with_tables()
     shipped = next(p for p in _load("vllm")["profile"] if p["gpu"] == "H200-SXM-141GB")
     moe = script.moe_layer_overhead("h200_sxm", "vllm", shipped["version"],
                                     shipped["decode"]["bandwidth_efficiency"])
@@ -369,10 +369,7 @@ def test_rederived_mla_overhead_matches_the_shipped_one():
     """The MLA stage re-run on TensorRT-LLM's H200 and vLLM's B200 tables gives the shipped
     values and intervals (``mla_layer_overhead``; where the profiles' extra is installed); the
     vLLM tables timed before the collector's fused-op fix are not read (H200)."""
-    pytest.importorskip("aiconfigurator_core")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    script = _script()
+    script = _script_with_tables()
     for engine, gpu, system in (("trtllm", "H200-SXM-141GB", "h200_sxm"),
                                 ("vllm", "B200", "b200_sxm")):
         shipped = next(p for p in _load(engine)["profile"] if p["gpu"] == gpu)
@@ -390,10 +387,7 @@ def test_rederived_recurrent_knobs_match_the_shipped_ones():
     """The Gated DeltaNet stage re-run on SGLang's B300 table gives the shipped knobs and
     intervals (where the profiles' extra is installed); SGLang 0.5.10's A100 table is not read,
     so its profile takes the other GPUs' median."""
-    pytest.importorskip("aiconfigurator_core")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    script = _script()
+    script = _script_with_tables()
     shipped = next(p for p in _load("sglang")["profile"] if p["gpu"] == "B300")
     fitted = script.recurrent_prefill("b300_sxm", "sglang", shipped["version"])
     for phase in ("prefill", "decode"):
@@ -417,10 +411,7 @@ def test_rederived_attention_efficiency_matches_the_shipped_one():
     """The attention stage re-run on SGLang's B200 context-attention table gives the shipped
     value and interval (``attention_compute_efficiency``; where the profiles' extra is
     installed): 16,384-token prompts, below the GEMMs' share."""
-    pytest.importorskip("aiconfigurator_core")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    script = _script()
+    script = _script_with_tables()
     shipped = next(p for p in _load("sglang")["profile"] if p["gpu"] == "B200")
     attention = script.attention_compute_efficiency("b200_sxm", "sglang", shipped["version"])
     for phase in ("prefill", "decode"):
@@ -550,10 +541,7 @@ def test_the_catalogue_streaming_figures_are_the_tables_own():
     """Each profiled GPU's catalogue ``streaming_bandwidth_tb_s`` is the median over its
     engines' bf16 GEMM tables of the rate weights of 256 MiB or more stream at, to 0.1 GB/s
     (where the profiles' extra is installed)."""
-    pytest.importorskip("aiconfigurator_core")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    script = _script()
+    script = _script_with_tables()
     for system in script.systems_with_data():
         gpu = catalog.gpu(script.SYSTEM_TO_GPU[system])
         assert gpu.streaming_bandwidth == pytest.approx(
@@ -598,10 +586,7 @@ def test_knobs_fitted_on_the_streaming_bandwidth_are_written_as_datasheet_shares
 def test_held_out_residuals_break_down_the_leave_one_gpu_out_error():
     """``--residuals``: the same split and error as the leave-one-GPU-out column, and each
     key's groups partition the rows (their size-weighted errors add up to the whole)."""
-    pytest.importorskip("aiconfigurator_core")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    script = _script()
+    script = _script_with_tables()
     rows = [r for system in ("a100_sxm", "l40s")
             for r in script.by_format(*script.synthesise("vllm", system,
                                                          dtypes=script.ALL_DTYPES))[0]]
@@ -622,10 +607,7 @@ def test_the_cross_host_latency_is_read_from_the_allreduce_tables():
     """Where aiconfigurator-core is installed: ``scripts/engine_profiles.py`` re-derives each
     engine's value from its all-reduce tables (the median extra time at eight GPUs over four,
     messages up to 32,768 elements), and a table that stops at the host gives none."""
-    pytest.importorskip("aiconfigurator_core")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    script = _script()
+    script = _script_with_tables()
     shipped = {engine: rooflinekit.engine_profile(engine, "GB300").decode[
         "cross_host_allreduce_latency"]
                for engine in ("sglang", "vllm", "trtllm")}
