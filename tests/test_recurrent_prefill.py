@@ -189,8 +189,9 @@ def test_the_profiles_time_qwen35s_prompt_pass_as_its_kernels():
     1,024-16,384 tokens, one to eight sequences (the table's two kernels summed per layer
     here). Measured (median absolute error over 20 rows): vLLM 6-8 % on Hopper and Blackwell,
     14 % on the RTX PRO 6000 and 24 % on the L40S; SGLang 8-18 %, but 31 % on the H100, all of
-    it over (the fit over every head count times the H100's 16 heads at 3.45 ns a head and token
-    where these rows take 2.6); 11.9 % the median over the 16 pairs."""
+    it over (the tables' other models at 16 value heads hold 8 or 16 key heads a GPU, not 4, and
+    take up to 1.6 times as long; the knobs are fitted over them all); 11.9 % the median over
+    the 16 pairs."""
     medians = {}
     for engine in ("vllm", "sglang"):
         for system, gpu in SYSTEMS.items():
