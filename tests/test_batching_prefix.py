@@ -51,9 +51,9 @@ def test_hit_prefills_only_the_uncached_tokens():
     clock = b._timing().reference_clock
     wl = warm_then(1, 1024, 1000, gap=1.0)
     ds = b.run(wl)
-    hit = clock.step_time(0.0, 32.0, clock.kv_read(992.0), clock.chunk_pairs(32.0, 992.0))
+    hit = clock.step_time(0.0, 32.0, clock.kv_read(992.0), clock.chunk_pairs(32.0, 992.0), 32.0)
     assert ds.first_token.values[1] == 1.0 + hit
-    miss = clock.step_time(0.0, 1024.0, 0.0, clock.chunk_pairs(1024.0, 0.0))
+    miss = clock.step_time(0.0, 1024.0, 0.0, clock.chunk_pairs(1024.0, 0.0), 1024.0)
     # the client's TTFT adds the profile's front end to the engine's first token
     assert ds.ttft.values[0] == miss + b._timing().frontend_latency
     assert hit < miss / 3                        # weights are read either way

@@ -110,7 +110,8 @@ def test_instant_link_and_idle_pools_reduce_to_their_parts(case, config):
     arrival = np.cumsum(10.0 + gaps)
     wl = Workload(arrival, prompt, output)
     ds = pair(prefill=unlimited, decode=unlimited).run(wl)
-    alone = [clock.step_time(0.0, float(p), 0.0, clock.chunk_pairs(float(p), 0.0)) for p in prompt]
+    alone = [clock.step_time(0.0, float(p), 0.0, clock.chunk_pairs(float(p), 0.0), float(p))
+             for p in prompt]
     # TTFT is the prefill alone: the first token comes one prefill step after the arrival
     np.testing.assert_array_equal(ds.first_token.values, arrival + np.asarray(alone))
     np.testing.assert_array_equal(ds.decode_arrival.values[output > 1],

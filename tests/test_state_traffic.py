@@ -40,5 +40,5 @@ def test_the_simulator_clock_charges_it_like_the_formula():
     model, gpu = catalog.model("Qwen3-Next-80B-A3B"), catalog.gpu("H200-SXM-141GB")
     clock = ContinuousBatcher(model=model, gpu=gpu, tp=2, engine=rk.IDEAL)._timing()
     step = clock.reference_clock.step_time(8.0, 0.0, clock.reference_clock.kv_read(4000.0) * 8,
-                                           0.0)
+                                           0.0, 0.0)
     assert step == pytest.approx(float(rk.decode_step_time(model, gpu, 8, 4000, 2)), rel=1e-12)

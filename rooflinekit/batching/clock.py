@@ -473,7 +473,7 @@ class _RooflineClock:
         return self._fa * context_sum + (1.0 - self._fa) * windowed_sum
 
     def step_time(self, n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens,
-                  longest_prefill_chunk=0.0):
+                  longest_prefill_chunk):
         return roofline.mixed_step_time_kernel(*self._coef, n_decode, n_prefill_tokens,
                                                kv_tokens_read, prefill_context_tokens,
                                                longest_prefill_chunk)

@@ -286,7 +286,7 @@ class _Groups:
             terms["runs"][idx] = runs
             terms["decodes"][idx] = [d for d, _, _, _, _ in steps]
             # a hybrid's Gated DeltaNet prompt pass per unit of each recurrent knob (0 without
-            # such layers): its chain, its state updates and its layers' launches
+            # such layers): its chain and its state updates (its launches: after "prompt")
             unit = {k: roofline.step_cost_coefficients(model, gpu, tp,
                                                        engine=plain.replace(**{k: 1.0}))
                     for k in ("recurrent_chain_time", "recurrent_element_time")}
@@ -295,9 +295,6 @@ class _Groups:
                 for r, (_, _, _, _, longest) in zip(runs, steps)]
             terms["recurrent_state"][idx] = [
                 r * unit["recurrent_element_time"].prefill_state_time * p
-                for r, (_, p, _, _, _) in zip(runs, steps)]
-            terms["recurrent_layers"][idx] = [
-                r * min(p, 1.0) * model.n_linear_attention_layers
                 for r, (_, p, _, _, _) in zip(runs, steps)]
             terms["gemm"][idx] = runs * (cost.flops_per_token + cost.lm_head_flops_per_token) \
                 / cost.peak_flops
@@ -325,6 +322,7 @@ class _Groups:
             terms["fp4"][idx] = float(unit_fp4.nonexpert_weight_bytes
                                       != cost.nonexpert_weight_bytes)
             terms["prompt"][idx] = [r * min(p, 1.0) for r, (_, p, _, _, _) in zip(runs, steps)]
+            terms["recurrent_layers"][idx] = terms["prompt"][idx] * model.n_linear_attention_layers
         return terms
 
     def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:
