@@ -133,6 +133,36 @@ def test_compile_kernels_leaves_a_warm_cache_alone():
         assert all(_kernels.is_cached(_kernels.KERNELS[k]) for k in kernels), family
 
 
+def _cold_precompile(monkeypatch, answers):
+    """compile_kernels over three cold families in two lanes, nothing compiled: each process
+    it starts answers with the next return code of ``answers``; the lanes it was handed."""
+    from rooflinekit.batching import precompile
+    monkeypatch.setattr(_kernels, "is_cached", lambda kernel: False)
+    monkeypatch.setattr(precompile, "_run_family", lambda family: None)
+    handed = []
+
+    def process(lane):
+        handed.append(tuple(lane))
+        return subprocess.CompletedProcess([], answers[len(handed) - 1], "", "boom")
+    monkeypatch.setattr(precompile, "_compile_in_a_process", process)
+    return precompile.compile_kernels, handed
+
+
+def test_compile_kernels_tries_a_failed_lane_again_alone(monkeypatch):
+    # a lane that fails (processes racing on one cache) compiles again, alone, after the rest
+    run, handed = _cold_precompile(monkeypatch, [1, 0])
+    families = ("continuous-tick", "static", "separate-tick")
+    assert run(families, processes=2) == families
+    assert len(handed) == 2 and handed[1] == handed[0]
+
+
+def test_compile_kernels_reports_a_lane_that_fails_twice(monkeypatch):
+    run, handed = _cold_precompile(monkeypatch, [1, 1])
+    with pytest.raises(RuntimeError, match="also when compiled again alone:\nboom"):
+        run(("continuous-tick", "static", "separate-tick"), processes=2)
+    assert len(handed) == 2
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"families": ["nope"]}, ValueError, "families: unknown kernel family 'nope'"),
     ({"families": ["continuous-tick", "statik"]}, ValueError, "did you mean 'static'"),
