@@ -47,9 +47,15 @@ How a point is simulated, by how its source loaded the server:
   which holds the published concurrency only when the predicted latencies are right: a model
   too fast at ``C`` sequences then ran far fewer, and its TPOT error was understated.)
 
-Lengths: datasets named ``sharegpt`` are drawn log-normal around the published mean lengths with
-``--sharegpt-sigma`` (an assumption: ShareGPT's lengths spread widely, coefficient of variation
-about 1). A ``random IN/OUT`` dataset whose lengths the client drew uniformly (SGLang's
+Lengths: datasets named ``sharegpt`` are resampled from the ShareGPT sample vLLM's benchmark
+clients send (``sharegpt_lengths.csv`` beside the sweeps: 1,280 requests, seed 0, the Llama-3
+tokenizer; :func:`sharegpt_lengths`), whose many short replies (14 % under ten tokens) are what
+a mean TPOT over requests weighs most. A point that sent that very sample (its published mean
+prompt is the mean of the sample's first ``num_prompts`` prompts: LambdaLabs, Phala,
+DigitalOcean) draws from those requests' prompts; any other from the whole sample's, and the
+lengths are scaled to the point's published means. ``--sharegpt-sigma S`` draws log-normal
+lengths around the means instead (the assumption used until 2026-12-06). A ``random IN/OUT``
+A ``random IN/OUT`` dataset whose lengths the client drew uniformly (SGLang's
 ``bench_serving``: integers from ``max(int(ratio × max), 1)`` to ``max``) is drawn the same way:
 ``(range ratio R)`` gives the low end ``int(R × max)``; ``(uniform, max)`` (ratio not published)
 the low end that puts the mean at the published one, ``max(1, round(2 × mean − max))``. Every
@@ -75,6 +81,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import math
 import re
 import sys
@@ -88,7 +95,7 @@ from rooflinekit import catalog
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 from rooflinekit.profiles import host_scheduling, scheduler_defaults
 from rooflinekit.planning import SLO, Traffic
-from rooflinekit.workloads import LogNormal, Uniform
+from rooflinekit.workloads import Empirical, LogNormal, Uniform
 
 try:  # the top-level name where the package exports it, else the planning module's
     load_curve = rooflinekit.load_curve
@@ -120,8 +127,11 @@ def fitted_sweeps(sweeps: dict) -> dict:
 BURST_RATE = 1e4
 #: Points at most this share of the sweep's largest measured output throughput are "below saturation".
 SATURATION_SHARE = 0.8
-#: Default log-space spread of ShareGPT lengths around their mean.
-SHAREGPT_SIGMA = 0.8
+#: Log-space spread of ShareGPT lengths drawn log-normal around their means, or ``None``: the
+#: recorded sample (:func:`sharegpt_lengths`).
+SHAREGPT_SIGMA = None
+#: The ShareGPT sample vLLM's benchmark clients send, one row per request (see its header).
+SHAREGPT_LENGTHS = DEFAULT_SWEEPS.with_name("sharegpt_lengths.csv")
 #: A loose SLO: load_curve needs one, the scores do not use its attainments.
 _SLO = SLO(ttft=60.0)
 
@@ -283,16 +293,58 @@ _UNIFORM = re.compile(r"random\s+(\d+)/(\d+)\s*\((?:uniform, max|range ratio ([0
 
 def _length(mean, dataset, sigma, which=0):
     """Length draws of ``dataset`` around the published ``mean`` [tokens]: the prompt's
-    (``which`` 0) or the output's (1); see the module's docstring."""
+    (``which`` 0) or the output's (1); see the module's docstring (ShareGPT's recorded sample:
+    :func:`sharegpt_lengths`)."""
     uniform = _UNIFORM.search(dataset or "")
     if uniform:
         top = int(uniform.group(1 + which))
         ratio = uniform.group(3)
         low = max(int(float(ratio) * top), 1) if ratio else max(1, round(2 * mean - top))
         return Uniform(min(low, top), top)
-    if "sharegpt" in (dataset or "").lower() and sigma > 0:
+    if _sharegpt(dataset) and sigma is not None and sigma > 0:
         return LogNormal(float(mean), float(sigma))
     return max(1, int(round(mean)))
+
+
+def _sharegpt(dataset) -> bool:
+    return "sharegpt" in (dataset or "").lower()
+
+
+@functools.lru_cache(maxsize=None)
+def sharegpt_sample(path=SHAREGPT_LENGTHS) -> tuple[np.ndarray, np.ndarray]:
+    """``(prompt_tokens, output_tokens)`` of the recorded ShareGPT sample, in the order sent; an
+    empty reply (0 tokens counted: the first token ended it) is one token generated."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    prompts = np.array([int(r["prompt_tokens"]) for r in rows])
+    outputs = np.maximum(np.array([int(r["output_tokens"]) for r in rows]), 1)
+    return prompts, outputs
+
+
+def sent_the_sample(point) -> bool:
+    """Whether ``point``'s client sent the recorded sample: its published mean prompt is the
+    mean of the sample's first ``num_prompts`` prompts (to 0.005 tokens; the client takes the
+    first N requests of one seeded shuffle)."""
+    prompts, _ = sharegpt_sample()
+    n = int(point.get("num_prompts") or 0)
+    return 0 < n <= prompts.size and abs(prompts[:n].mean() - point["prompt_tokens"]) < 5e-3
+
+
+def _scaled(values, mean, lowest) -> Empirical:
+    return Empirical(samples=tuple(np.maximum(np.rint(values * (mean / values.mean())),
+                                              lowest).astype(int)))
+
+
+def sharegpt_lengths(point) -> tuple[Empirical, Empirical]:
+    """Prompt and output length draws of a ShareGPT ``point``: the recorded sample's (the first
+    ``num_prompts`` requests where :func:`sent_the_sample`, else all of them), scaled to the
+    point's published mean prompt and output (a factor 1 for the prompts of the very sample)."""
+    prompts, outputs = sharegpt_sample()
+    if sent_the_sample(point):
+        n = int(point["num_prompts"])
+        prompts, outputs = prompts[:n], outputs[:n]
+    return (_scaled(prompts, float(point["prompt_tokens"]), 0),
+            _scaled(outputs, float(point["output_tokens"]), 1))
 
 
 def _spec(point, engine, sigma):
@@ -309,8 +361,12 @@ def _spec(point, engine, sigma):
     ssm_dtype = (point.get("ssm_dtype") or "").strip().lower()
     if ssm_dtype and model.state_bytes_per_sequence:
         model = model.replace(ssm_state_bytes_per_element=ssm_dtype)
-    prompt = _length(point["prompt_tokens"], point["dataset"], sigma)
-    traffic = Traffic(1.0, prompt, _length(point["output_tokens"], point["dataset"], sigma, 1))
+    if _sharegpt(point["dataset"]) and sigma is None:
+        prompt, output = sharegpt_lengths(point)
+    else:
+        prompt = _length(point["prompt_tokens"], point["dataset"], sigma)
+        output = _length(point["output_tokens"], point["dataset"], sigma, 1)
+    traffic = Traffic(1.0, prompt, output)
     return model, engine, traffic
 
 
@@ -319,6 +375,9 @@ def _spec(point, engine, sigma):
 ASSUMED_VERSIONS = {"LambdaLabsML/vllm-benchmark": "0.5.4"}
 #: Context [tokens] above which vLLM's V0 engine turned chunked prefill on by default.
 V0_LONG_CONTEXT = 32_768
+#: V0's prefill step without chunked prefill holds whole prompts up to max(max_model_len, this)
+#: tokens (SchedulerConfig's max_num_batched_tokens default).
+V0_MIN_BATCHED_TOKENS = 2048
 #: The first vLLM release that runs the V1 engine by default (vllm-project/vllm#13726, 0.8.0).
 V1_SINCE = (0, 8)
 
@@ -340,8 +399,11 @@ def scheduler(point) -> tuple[int, int | None, bool, str, str]:
     engine ran with by default.
 
     vLLM before 0.8 (the V0 engine), 256 sequences: served at a context of at most 32K
-    tokens, chunked prefill off, so each prompt is prefilled whole (``None``), in prefill steps
-    without the decodes (``mixed_prefill`` False); above 32K (the point's ``max_model_len``,
+    tokens, chunked prefill off, so prompts are prefilled in prefill steps without the decodes
+    (``mixed_prefill`` False) of at most ``max(max_model_len, 2048)`` tokens (V0's
+    ``SchedulerConfig`` default; the simulator fills the budget by slicing the last prompt where
+    V0 leaves it for the next step: LambdaLabs' 2,048-token steps hold ten ShareGPT prompts);
+    above 32K (the point's ``max_model_len``,
     else the catalogue model's context), from 0.5.4 on, chunked prefill on by default with 512
     tokens a step, decodes first (vllm-project/vllm#6666, July 2024; the engine logs "Chunked
     prefill is enabled with max_num_batched_tokens=512"). vLLM 0.8 and later, an unknown vLLM
@@ -357,8 +419,9 @@ def scheduler(point) -> tuple[int, int | None, bool, str, str]:
         if context > V0_LONG_CONTEXT and release >= (0, 5, 4):
             return 256, 512, True, "paged", f"vLLM {version} (V0) at {int(context)} tokens " \
                 f"of context: 256 sequences, chunked prefill of 512 tokens a step"
-        return 256, None, False, "paged", f"vLLM {version} (V0): 256 sequences, whole " \
-            f"prompts, prefill steps apart"
+        budget = max(int(context), V0_MIN_BATCHED_TOKENS)
+        return 256, budget, False, "paged", f"vLLM {version} (V0): 256 sequences, prefill " \
+            f"steps apart of at most {budget} tokens"
     name = {"vllm": "vllm", "sglang": "sglang", "nim": "trtllm", "trtllm": "trtllm"}[engine]
     d = scheduler_defaults(name, point["gpu"])
     return d.max_num_seqs, d.max_num_batched_tokens, d.mixed_prefill, d.admission, \
@@ -370,7 +433,7 @@ def clients_start(point, sigma=SHAREGPT_SIGMA) -> str:
     """How a closed-loop point's clients start (module docstring): ``"together"`` where the
     client's lengths vary (drawn from a range, or ShareGPT's), else ``"apart"``."""
     dataset = point.get("dataset") or ""
-    varied = _UNIFORM.search(dataset) or ("sharegpt" in dataset.lower() and sigma > 0)
+    varied = _UNIFORM.search(dataset) or (_sharegpt(dataset) and (sigma is None or sigma > 0))
     return "together" if varied else "apart"
 
 
@@ -661,7 +724,9 @@ def main(argv=None) -> int:
     parser.add_argument("--requests", type=int, default=300,
                         help="requests per open-loop / closed-loop point (bursts use num_prompts)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sharegpt-sigma", type=float, default=SHAREGPT_SIGMA)
+    parser.add_argument("--sharegpt-sigma", type=float, default=SHAREGPT_SIGMA,
+                        help="draw ShareGPT lengths log-normal with this spread around the "
+                             "published means (default: the recorded sample)")
     parser.add_argument("--sweep", action="append", help="score only this sweep id (repeatable)")
     parser.add_argument("--step-overhead", type=float, action="append", metavar="MS",
                         help="also score the vLLM profiles with this decode step_overhead [ms] "

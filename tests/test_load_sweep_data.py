@@ -210,17 +210,20 @@ def test_ssm_dtype_sets_the_recurrent_state_format(scorer, sweeps):
 
 
 def test_v0_scheduling_follows_the_served_context(scorer, sweeps):
-    """vLLM's V0 engine (before 0.8) prefilled whole prompts in steps of their own, unless the
-    served context exceeded 32K tokens: from 0.5.4 on it then chunked prefill at 512 tokens a
-    step, mixed into the decode steps (vllm-project/vllm#6666). Phala served Llama-3.1 at its
-    131,072 tokens; LambdaLabs, Meta-Llama-3 at 8,192; V1 (0.10) runs its GPU defaults."""
+    """vLLM's V0 engine (before 0.8) prefilled whole prompts in steps of their own, of at most
+    max(max_model_len, 2048) tokens, unless the served context exceeded 32K tokens: from 0.5.4
+    on it then chunked prefill at 512 tokens a step, mixed into the decode steps
+    (vllm-project/vllm#6666). Phala served Llama-3.1 at its 131,072 tokens; LambdaLabs,
+    Meta-Llama-3 at 2,048 (its result files' ``_len2048``, its tasks_2k.yaml); V1 (0.10) runs
+    its GPU defaults."""
     phala = sweeps["phala_h200_llama3.1-8b_tp1_sharegpt_rate"][0]
     lambda_ = sweeps["lambda_h100_llama3-8b_tp1_burst"][0]
     v1 = sweeps["dennislee_a100_qwen2-7b_tp1_1024in_1024out_burst"][0]
-    assert (phala["max_model_len"], lambda_["max_model_len"]) == (131_072, 8_192)
+    assert (phala["max_model_len"], lambda_["max_model_len"]) == (131_072, 2_048)
     assert scorer.scheduler(phala)[:3] == (256, 512, True)
-    assert scorer.scheduler(lambda_)[:3] == (256, None, False)
-    assert scorer.scheduler({**phala, "engine_version": "0.5.3"})[:3] == (256, None, False)
+    assert scorer.scheduler(lambda_)[:3] == (256, 2048, False)
+    assert scorer.scheduler({**lambda_, "max_model_len": 4096})[:3] == (256, 4096, False)
+    assert scorer.scheduler({**phala, "engine_version": "0.5.3"})[:3] == (256, 131_072, False)
     # without a served context: the catalogue model's (Llama-3.1-8B: 131,072)
     assert scorer.scheduler({**lambda_, "max_model_len": None})[:3] == (256, 512, True)
     assert scorer.scheduler(v1)[:3] == (256, 2048, True)        # A100: vLLM's smaller budget
@@ -457,3 +460,56 @@ def test_a_sources_saturation_runs_count_in_its_saturation_only(scorer):
     assert row["sweeps"] == 2
     assert row["tpot_mape"] == pytest.approx(0.10) and row["ttft_mape"] == pytest.approx(0.20)
     assert row["sat_abs_err"] == pytest.approx((0.10 + 0.50) / 2)
+
+
+def test_the_recorded_sharegpt_sample_is_the_one_the_sweeps_sent(scorer, sweeps):
+    """sharegpt_lengths.csv holds LambdaLabs' 1,280-prompt file's per-request lengths: its sums
+    are that file's totals, and its first N prompts average what every source that sent the
+    sample publishes (LambdaLabs' 8B and 70B bursts, Phala's 1,000 prompts, DigitalOcean's
+    300; README.md, "sharegpt_lengths.csv"). GPUStack's Qwen3-8B sweep counts the same
+    conversations with another tokenizer, so it draws from the whole sample, scaled."""
+    import csv
+
+    import numpy as np
+    path = SWEEPS.with_name("sharegpt_lengths.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    prompts = np.array([int(r["prompt_tokens"]) for r in rows])
+    outputs = np.array([int(r["output_tokens"]) for r in rows])
+    assert [int(r["request"]) for r in rows] == list(range(1280))
+    assert (prompts.sum(), outputs.sum(), (outputs == 0).sum()) == (283_459, 233_412, 89)
+    assert prompts[:1000].sum() == 215_196          # vllm-project/vllm issue #7567
+    sent = {name: [scorer.sent_the_sample(p) for p in points]
+            for name, points in sweeps.items() if "sharegpt" in points[0]["dataset"]}
+    assert sent.pop("gpustack_h100_qwen3-8b_tp1_sharegpt_conc") == [False] * 4
+    assert set(sent) == {"lambda_h100_llama3-8b_tp1_burst", "lambda_h100x2_llama3-70b_tp2_burst",
+                         "phala_h200_llama3.1-8b_tp1_sharegpt_rate",
+                         "doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"}
+    assert all(all(flags) for flags in sent.values())
+    # an empty reply is one token generated; the draws keep the point's published means
+    sample_prompts, sample_outputs = scorer.sharegpt_sample()
+    assert sample_outputs.min() == 1 and (sample_outputs == 1).sum() == 91
+    for point in (sweeps["lambda_h100_llama3-8b_tp1_burst"][2],
+                  sweeps["gpustack_h100_qwen3-8b_tp1_sharegpt_conc"][0]):
+        prompt, output = scorer.sharegpt_lengths(point)
+        assert np.mean(prompt.samples) == pytest.approx(point["prompt_tokens"], rel=2e-3)
+        assert np.mean(output.samples) == pytest.approx(point["output_tokens"], rel=2e-3)
+        assert min(output.samples) >= 1
+    burst = sweeps["lambda_h100_llama3-8b_tp1_burst"][2]          # 160 prompts
+    prompt, _ = scorer.sharegpt_lengths(burst)
+    assert list(prompt.samples) == list(sample_prompts[:160])     # the very prompts, as sent
+    assert scorer.sharegpt_lengths(burst) != \
+        scorer.sharegpt_lengths({**burst, "prompt_tokens": burst["prompt_tokens"] + 1})
+
+
+def test_sharegpt_sigma_keeps_the_log_normal_draw(scorer, sweeps):
+    """``--sharegpt-sigma S`` draws log-normal lengths around the published means (the scorer's
+    ShareGPT model until 2026-12-06); the default draws the recorded sample."""
+    from rooflinekit.workloads import Empirical, LogNormal
+    point = sweeps["phala_h200_llama3.1-8b_tp1_sharegpt_rate"][0]
+    _, _, traffic = scorer._spec(point, None, 0.8)
+    assert isinstance(traffic.prompt, LogNormal) and isinstance(traffic.output, LogNormal)
+    _, _, traffic = scorer._spec(point, None, scorer.SHAREGPT_SIGMA)
+    assert isinstance(traffic.prompt, Empirical) and isinstance(traffic.output, Empirical)
+    assert scorer.clients_start(point) == scorer.clients_start(point, 0.8) == "together"
+    assert scorer.clients_start(point, 0.0) == "apart"
