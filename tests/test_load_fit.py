@@ -6,6 +6,7 @@ profile as shipped, and the known values come back within the Monte Carlo noise 
 """
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import rooflinekit as rk
 from rooflinekit.planning import load_curve
 from rooflinekit.planning import LOAD_KNOBS, fit_under_load
 from rooflinekit.profiles import Calibration
-from rooflinekit.workloads import Constant
+from rooflinekit.workloads import Constant, Empirical
 
 MODEL, GPU = "Llama-3.1-8B", "H100-SXM-80GB"
 DOKS = [f"tests/data/load_sweeps/doks/rate-{r}.json" for r in ("0.5", "2.0")]
@@ -106,6 +107,17 @@ def test_the_cli_writes_a_calibration_plan_reads(tmp_path, capsys):
     ({"mean_ttft_ms": -1.0}, "field 'mean_ttft_ms' must be > 0"),
     ({"completed": 0}, "field 'completed' must be >= 1"),
     ({"total_input_tokens": float("nan")}, "field 'total_input_tokens' must be a finite"),
+    # the per-request lengths of --save-detailed
+    ({"input_lens": [100] * 10}, "field 'input_lens' is given without 'output_lens'"),
+    ({"input_lens": [100] * 10, "output_lens": [5] * 9}, "one entry per request"),
+    ({"input_lens": [100] * 9 + [-1], "output_lens": [5] * 10}, "field 'input_lens'.* >= 0"),
+    ({"input_lens": [100] * 9 + [1.5], "output_lens": [5] * 10}, "whole numbers"),
+    ({"input_lens": "100", "output_lens": [5] * 10}, "field 'input_lens' must be a list"),
+    ({"input_lens": [], "output_lens": []}, "one entry per request"),
+    ({"input_lens": [100] * 10, "output_lens": [5] * 10, "errors": ["boom"] * 10},
+     "marks every request failed"),
+    ({"input_lens": [100] * 10, "output_lens": [5] * 10, "errors": [""] * 3},
+     "one entry per request"),
 ])
 def test_a_bad_run_is_refused_naming_its_field(change, match):
     good = {"request_rate": 1.0, "completed": 10, "total_input_tokens": 1000,
@@ -272,3 +284,62 @@ def test_a_guidellm_report_without_two_rates_is_refused():
     del bad["benchmarks"][1]["metrics"]["time_to_first_token_ms"]
     with pytest.raises(ValueError, match=r"benchmarks\[1\].*time_to_first_token_ms"):
         read_guidellm_sweep(bad)
+
+
+def _recorded_sample(n):
+    """The first ``n`` requests of the ShareGPT sample vLLM's benchmark client sends
+    (tests/data/load_sweeps/sharegpt_lengths.csv): prompt and output lengths [tokens]."""
+    import csv
+    path = Path(__file__).parent / "data" / "load_sweeps" / "sharegpt_lengths.csv"
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))[:n]
+    return [int(r["prompt_tokens"]) for r in rows], [int(r["output_tokens"]) for r in rows]
+
+
+def test_a_runs_recorded_lengths_are_read_without_its_failures():
+    """``--save-detailed`` files list each request's lengths and error: the failed requests
+    are left out, and a reply counted as 0 tokens is one token generated."""
+    from rooflinekit.calibrate import read_vllm_serve_sweep
+    one = {"request_rate": 1.0, "completed": 3, "total_input_tokens": 60,
+           "total_output_tokens": 12, "mean_ttft_ms": 50.0, "mean_tpot_ms": 10.0,
+           "input_lens": [10, 20, 30, 40], "output_lens": [5, 0, 7, 0],
+           "errors": ["", "", "", "Server disconnected"]}
+    runs = read_vllm_serve_sweep([one, {**one, "request_rate": 2.0, "errors": None}])
+    assert (runs[0]["prompt_lengths"], runs[0]["output_lengths"]) == ((10, 20, 30), (5, 1, 7))
+    assert (runs[1]["prompt_lengths"], runs[1]["output_lengths"]) == ((10, 20, 30, 40),
+                                                                     (5, 1, 7, 1))
+    bare = {k: v for k, v in one.items() if k not in ("input_lens", "output_lens", "errors")}
+    assert "prompt_lengths" not in read_vllm_serve_sweep([bare, {**bare, "request_rate": 2.0}])[0]
+
+
+def test_recorded_lengths_fit_what_their_means_cannot():
+    """ShareGPT's replies are mostly short or long (14 % under ten tokens), and a mean TPOT over
+    requests weighs each alike: closed-loop runs of known knobs, replayed from the files' own
+    request lengths, give the knobs back; replayed at the mean lengths, the fit misses both by
+    a third and more and still misses the runs."""
+    prompts, outputs = _recorded_sample(400)
+    base = rk.engine_profile("vllm", GPU)
+    truth = Calibration(prefill={**base.prefill, "frontend_latency": 0.015},
+                        decode={**base.decode, "step_overhead": 0.004}, source="truth")
+    traffic = rk.Traffic(1.0, Empirical(samples=prompts),
+                         Empirical(samples=[max(o, 1) for o in outputs]))
+    runs = []
+    for clients in (16, 64, 256):
+        ds = load_curve(traffic, rk.SLO(ttft=10.0), model=MODEL, gpu=GPU, concurrencies=[clients],
+                        engine=truth, replicates=3, requests=400, seed=7,
+                        clients_start="together", engine_draws=0)
+        runs.append({"request_rate": "inf", "max_concurrency": clients, "completed": 400,
+                     "total_input_tokens": sum(prompts), "total_output_tokens": sum(outputs),
+                     "mean_ttft_ms": float(np.nanmedian(ds["mean_ttft"])) * 1e3,
+                     "mean_tpot_ms": float(np.nanmedian(ds["mean_tpot"])) * 1e3,
+                     "input_lens": prompts, "output_lens": outputs, "errors": [""] * 400})
+    fit = fit_under_load(runs, model=MODEL, gpu=GPU)
+    assert fit.calibration.decode["step_overhead"] == pytest.approx(0.004, rel=0.10)
+    assert fit.calibration.prefill["frontend_latency"] == pytest.approx(0.015, rel=0.15)
+    assert fit.table.attrs["tpot_error"] < 5 and fit.table.attrs["ttft_error"] < 5
+    means = fit_under_load([{k: v for k, v in run.items()
+                             if k not in ("input_lens", "output_lens", "errors")}
+                            for run in runs], model=MODEL, gpu=GPU)
+    assert means.calibration.decode["step_overhead"] > 0.004 * 1.3
+    assert means.calibration.prefill["frontend_latency"] > 0.015 * 1.3
+    assert means.table.attrs["tpot_error"] > 10 and means.table.attrs["ttft_error"] > 25

@@ -26,6 +26,7 @@ import xarray as xr
 from rooflinekit import units
 from rooflinekit._validation import (
     MAX_MAGNITUDE,
+    check_count_array,
     check_one_of,
     check_string,
     describe,
@@ -284,6 +285,44 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
         raise type(exc)(f"{prefix}{exc}") from None
 
 
+def _recorded_lengths(payload: Mapping, label: str) -> tuple[tuple, tuple] | None:
+    """``(prompt_lengths, output_lengths)`` [tokens] of a run's successful requests where its
+    file records them request by request (``input_lens`` and ``output_lens``, which
+    ``vllm bench serve --save-result --save-detailed`` writes and ``benchmark_serving.py``
+    wrote by default; ``errors`` marks the failed requests), else ``None``. A reply counted
+    as 0 tokens (the first token ended it) is one token generated."""
+    given = [k for k in ("input_lens", "output_lens") if payload.get(k) is not None]
+    if not given:
+        return None
+    if len(given) == 1:
+        other = "output_lens" if given == ["input_lens"] else "input_lens"
+        raise ValueError(f"{label}: field {given[0]!r} is given without {other!r}: the "
+                         f"per-request lengths come in pairs")
+    columns = {}
+    for key in ("input_lens", "output_lens", "errors"):
+        value = payload.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            raise ValueError(f"{label}: field {key!r} must be a list (one entry per request); "
+                             f"got {describe(value)}")
+        if key != "errors":
+            value = check_count_array(f"{label}: field {key!r}", value)
+        columns[key] = value
+    n = len(columns["input_lens"])
+    if n == 0 or any(len(v) != n for v in columns.values()):
+        raise ValueError(f"{label}: fields 'input_lens', 'output_lens' (and 'errors') must "
+                         f"hold one entry per request, as many each; got "
+                         f"{', '.join(f'{k} {len(v)}' for k, v in columns.items())}")
+    ok = [not error for error in columns.get("errors", [""] * n)]
+    if not any(ok):
+        raise ValueError(f"{label}: field 'errors' marks every request failed: no length to "
+                         f"replay")
+    prompts, outputs = columns["input_lens"], columns["output_lens"]
+    return (tuple(int(p) for p, keep in zip(prompts, ok) if keep),
+            tuple(max(int(o), 1) for o, keep in zip(outputs, ok) if keep))
+
+
 #: Fields a ``vllm bench serve --save-result`` file must hold as a point of a load sweep.
 _SWEEP_FIELDS = ("request_rate", "completed", "total_input_tokens", "total_output_tokens",
                  "mean_ttft_ms", "mean_tpot_ms")
@@ -303,7 +342,10 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         By rising ``request_rate`` [requests/s] (or ``max_concurrency``): ``request_rate``
         (``inf`` for a closed-loop run), ``max_concurrency`` [1] (``None`` for an open-loop
         run), ``completed`` [1], ``total_input_tokens``, ``total_output_tokens`` [tokens],
-        ``mean_ttft_ms``, ``mean_tpot_ms`` [ms] and ``label`` (the file, or ``results[i]``).
+        ``mean_ttft_ms``, ``mean_tpot_ms`` [ms] and ``label`` (the file, or ``results[i]``);
+        where the file records its requests one by one (``--save-detailed``: ``input_lens``,
+        ``output_lens``, ``errors``), ``prompt_lengths`` and ``output_lengths`` [tokens], each
+        successful request's (a reply counted as 0 tokens is 1).
         Runs of ``--max-concurrency C --request-rate inf`` (the file's ``request_rate``
         ``"inf"``) are a closed-loop client at ``C``; all runs must be of one kind.
 
@@ -312,8 +354,9 @@ def read_vllm_serve_sweep(results) -> list[dict]:
     ValueError, TypeError
         A file that is not a JSON object, a missing or non-finite field, a rate that is not
         finite and > 0 without a ``max_concurrency`` (a burst), a finite rate with one, open-
-        and closed-loop runs mixed, or fewer than two distinct rates (or concurrencies); naming
-        the file and field.
+        and closed-loop runs mixed, fewer than two distinct rates (or concurrencies), or
+        per-request lengths that are not whole numbers >= 0, one of the pair missing, lists of
+        unequal length or every request failed; naming the file and field.
 
     See Also
     --------
@@ -360,6 +403,9 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         for f in ("mean_ttft_ms", "mean_tpot_ms", "total_input_tokens", "total_output_tokens"):
             if values[f] <= 0:
                 raise ValueError(f"{label}: field {f!r} must be > 0; got {values[f]:g}")
+        recorded = _recorded_lengths(payload, label)
+        if recorded is not None:
+            values["prompt_lengths"], values["output_lengths"] = recorded
         values["label"] = label
         runs.append(values)
     closed = {r["max_concurrency"] is not None for r in runs}

@@ -23,7 +23,7 @@ from rooflinekit.models import ModelShape
 from rooflinekit.planning.fleet import load_curve
 from rooflinekit.planning.traffic import SLO, Traffic
 from rooflinekit.profiles import SECONDS_KNOBS, Calibration, resolve_engine
-from rooflinekit.workloads import Constant
+from rooflinekit.workloads import Constant, Empirical
 
 __all__ = ["LOAD_KNOBS", "LoadFit", "fit_under_load"]
 
@@ -125,7 +125,9 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
 
     Notes
     -----
-    Each run is simulated at its own rate with prompts and outputs of its mean lengths (the
+    Each run is simulated at its own rate with prompts and outputs drawn from its requests'
+    recorded lengths where the file holds them (``--save-detailed``; a ShareGPT run's many
+    short replies weigh in its mean TPOT as much as long ones), else of its mean lengths (the
     ``random`` dataset's fixed lengths). The fit minimises, by bounded least squares
     (:func:`scipy.optimize.least_squares`, overheads in milliseconds), the relative residuals
     ``(simulated − measured) / measured`` of the mean TPOT and the mean TTFT of every run.
@@ -178,15 +180,22 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         for run in runs:
             regular = run.get("burstiness")      # GuideLLM's constant rate: regular arrivals
             concurrency = run.get("max_concurrency")
-            traffic = Traffic(1.0 if concurrency else run["request_rate"],
-                              Constant(max(1, round(run["total_input_tokens"] / run["completed"]))),
-                              Constant(max(2, round(run["total_output_tokens"] / run["completed"]))),
+            recorded = "prompt_lengths" in run
+            if recorded:            # the requests' own lengths: short replies weigh in a mean TPOT
+                prompt = Empirical(samples=run["prompt_lengths"])
+                output = Empirical(samples=run["output_lengths"])
+            else:
+                prompt = Constant(max(1, round(run["total_input_tokens"] / run["completed"])))
+                output = Constant(max(2, round(run["total_output_tokens"] / run["completed"])))
+            traffic = Traffic(1.0 if concurrency else run["request_rate"], prompt, output,
                               arrival="poisson" if regular is None else "gamma",
                               burstiness=regular)
             if concurrency:         # a closed-loop client (--max-concurrency)
                 # the run's own prompts: its filling and draining weigh in its means as sent
-                # (at least load_curve's 10)
-                many = {**common, "requests": max(int(run["completed"]), concurrency, 10)}
+                # (at least load_curve's 10); lengths that vary start the clients together,
+                # as the benchmark client does (equal ones would stay in one wave for ever)
+                many = {**common, "requests": max(int(run["completed"]), concurrency, 10),
+                        "clients_start": "together" if recorded else "apart"}
                 ds = load_curve(traffic, slo, concurrencies=[concurrency], engine=cal, **many)
             else:
                 ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal, **common)
