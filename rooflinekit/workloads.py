@@ -10,9 +10,11 @@ in tick mode, seconds in roofline mode.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 from collections.abc import Mapping
+from importlib import resources
 
 import numpy as np
 
@@ -21,6 +23,7 @@ from rooflinekit._validation import check_count_array, real_number, whole_number
 __all__ = [
     "Workload", "WorkloadSpec", "guide_workload", "as_generator",
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
+    "sharegpt_lengths", "SHAREGPT_REQUESTS",
     "AllAtOnce", "FixedInterval", "Poisson", "Gamma",
     "INTERACTIVE", "BATCH", "MAX_ARRIVAL", "coerce_workload", "SharedPrefix", "NO_PREFIX",
     "Beta", "speculative_draws", "speculative_gains", "MAX_DRAFT_TOKENS", "MAX_SIGMA",
@@ -252,6 +255,101 @@ class Empirical:
         p = np.asarray(self.counts) / sum(self.counts)
         k = rng.choice(p.size, size=size, p=p)
         return rng.integers(edges[k], edges[k + 1], dtype=np.int64)
+
+
+#: Requests in the ShareGPT sample of :func:`sharegpt_lengths` [1].
+SHAREGPT_REQUESTS = 1280
+#: Largest mean length :func:`sharegpt_lengths` scales to [tokens]: a trillion, far past any
+#: context, and far below where a scaled draw (at most 6 times the mean) would overflow.
+_LARGEST_MEAN = 1e12
+
+
+@functools.lru_cache(maxsize=1)
+def _sharegpt_sample() -> tuple[np.ndarray, np.ndarray]:
+    """The package's ``data/sharegpt_lengths.csv``: prompt and output tokens, in the order sent."""
+    text = resources.files("rooflinekit").joinpath("data").joinpath(
+        "sharegpt_lengths.csv").read_text(encoding="utf-8")
+    rows = [line.split(",") for line in text.splitlines()
+            if line and not line.startswith("#")][1:]
+    prompts = np.array([int(r[1]) for r in rows], dtype=np.int64)
+    outputs = np.array([int(r[2]) for r in rows], dtype=np.int64)
+    prompts.setflags(write=False)
+    outputs.setflags(write=False)
+    return prompts, outputs
+
+
+def sharegpt_lengths(prompt_mean=None, output_mean=None, *, requests=None
+                     ) -> tuple[Empirical, Empirical]:
+    """Prompt and output lengths of the ShareGPT sample vLLM's benchmark client sends.
+
+    ``vllm bench serve --dataset-name sharegpt`` (and ``benchmark_serving.py`` before it)
+    shuffles ShareGPT with seed 0 and sends the first ``--num-prompts`` conversations that pass
+    its length filter, so every such run sends one list. This is that list's first 1,280
+    requests (:data:`SHAREGPT_REQUESTS`), as a run recorded them: prompts counted by the
+    Llama-3 tokenizer, replies as Meta-Llama-3-8B-Instruct generated them (greedy, stopping
+    at its end of sequence). Most are short or long: 14 % of the replies are under ten tokens,
+    the median 117, the mean 182; the prompts' mean is 221. Plan with it to lay a plan beside
+    a ``vllm bench serve`` ShareGPT sweep, or where a service's lengths spread as a chat
+    service's do: a per-request TPOT (:class:`~rooflinekit.planning.SLO`'s ``tpot``) weighs a
+    four-token reply as much as a 700-token one.
+
+    Parameters
+    ----------
+    prompt_mean, output_mean : float, optional
+        Mean prompt and output length to scale the sample to [tokens], in (0, 1e12]: another
+        tokenizer's count, another model's replies (each length times ``mean / sample mean``,
+        rounded). Default: the sample's own.
+    requests : int, optional
+        Only the sample's first ``requests`` [1], in [1, 1280]: what ``--num-prompts
+        requests`` sends. Default all 1,280.
+
+    Returns
+    -------
+    prompt, output : Empirical
+        Resampled with replacement (:class:`Empirical`): ``Traffic(rate, *sharegpt_lengths())``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the argument: a mean not finite and > 0, ``requests`` outside [1, 1280].
+
+    Notes
+    -----
+    A scaled length is ``max(round(x · mean / x̄), lowest)``, ``x̄`` the (first ``requests``)
+    lengths' mean and ``lowest`` 0 for a prompt, 1 for a reply: the means land within a
+    token of the given ones. A reply the run counted as 0 tokens (an empty reply: its first
+    token ended it; 89 of 1,280) is one token. Prompts and replies are drawn independently:
+    the sample's pairing is not kept.
+
+    References
+    ----------
+    .. [1] LambdaLabsML/vllm-benchmark, commit a4f9f4371a1ccac781293837fce2bce0cc6d25cc,
+       ``results/prompt_1280/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json``
+       (``input_lens``, ``output_lens``); the checks of ``tests/data/load_sweeps/README.md``.
+
+    See Also
+    --------
+    Empirical : resampled token counts.
+    LogNormal : a smooth spread around a mean.
+
+    Examples
+    --------
+    >>> prompt, output = sharegpt_lengths(output_mean=300)
+    >>> round(float(np.mean(output.samples)))
+    300
+    """
+    n = SHAREGPT_REQUESTS if requests is None else whole_number(
+        "requests", requests, lo=1, hi=SHAREGPT_REQUESTS)
+    means = [None if m is None else real_number(name, m, lo=0, lo_open=True, hi=_LARGEST_MEAN)
+             for name, m in (("prompt_mean", prompt_mean), ("output_mean", output_mean))]
+    prompts, outputs = _sharegpt_sample()
+    drawn = []
+    for values, mean, lowest in ((prompts[:n], means[0], 0),
+                                 (np.maximum(outputs[:n], 1), means[1], 1)):
+        if mean is not None:
+            values = np.maximum(np.rint(values * (mean / values.mean())), lowest)
+        drawn.append(Empirical(samples=tuple(int(v) for v in values)))
+    return drawn[0], drawn[1]
 
 
 # --- arrival processes --------------------------------------------------------------------------

@@ -48,8 +48,8 @@ How a point is simulated, by how its source loaded the server:
   too fast at ``C`` sequences then ran far fewer, and its TPOT error was understated.)
 
 Lengths: datasets named ``sharegpt`` are resampled from the ShareGPT sample vLLM's benchmark
-clients send (``sharegpt_lengths.csv`` beside the sweeps: 1,280 requests, seed 0, the Llama-3
-tokenizer; :func:`sharegpt_lengths`), whose many short replies (14 % under ten tokens) are what
+clients send (:func:`rooflinekit.workloads.sharegpt_lengths`: 1,280 requests, seed 0, the
+Llama-3 tokenizer; :func:`sharegpt_draws`), whose many short replies (14 % under ten tokens) are what
 a mean TPOT over requests weighs most. A point that sent that very sample (its published mean
 prompt is the mean of the sample's first ``num_prompts`` prompts: LambdaLabs, Phala,
 DigitalOcean) draws from those requests' prompts; any other from the whole sample's, and the
@@ -81,7 +81,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import functools
 import math
 import re
 import sys
@@ -95,7 +94,7 @@ from rooflinekit import catalog
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 from rooflinekit.profiles import host_scheduling, scheduler_defaults
 from rooflinekit.planning import SLO, Traffic
-from rooflinekit.workloads import Empirical, LogNormal, Uniform
+from rooflinekit.workloads import LogNormal, Uniform, sharegpt_lengths
 
 try:  # the top-level name where the package exports it, else the planning module's
     load_curve = rooflinekit.load_curve
@@ -128,10 +127,8 @@ BURST_RATE = 1e4
 #: Points at most this share of the sweep's largest measured output throughput are "below saturation".
 SATURATION_SHARE = 0.8
 #: Log-space spread of ShareGPT lengths drawn log-normal around their means, or ``None``: the
-#: recorded sample (:func:`sharegpt_lengths`).
+#: recorded sample (:func:`sharegpt_draws`).
 SHAREGPT_SIGMA = None
-#: The ShareGPT sample vLLM's benchmark clients send, one row per request (see its header).
-SHAREGPT_LENGTHS = DEFAULT_SWEEPS.with_name("sharegpt_lengths.csv")
 #: A loose SLO: load_curve needs one, the scores do not use its attainments.
 _SLO = SLO(ttft=60.0)
 
@@ -294,7 +291,7 @@ _UNIFORM = re.compile(r"random\s+(\d+)/(\d+)\s*\((?:uniform, max|range ratio ([0
 def _length(mean, dataset, sigma, which=0):
     """Length draws of ``dataset`` around the published ``mean`` [tokens]: the prompt's
     (``which`` 0) or the output's (1); see the module's docstring (ShareGPT's recorded sample:
-    :func:`sharegpt_lengths`)."""
+    :func:`sharegpt_draws`)."""
     uniform = _UNIFORM.search(dataset or "")
     if uniform:
         top = int(uniform.group(1 + which))
@@ -310,41 +307,22 @@ def _sharegpt(dataset) -> bool:
     return "sharegpt" in (dataset or "").lower()
 
 
-@functools.lru_cache(maxsize=None)
-def sharegpt_sample(path=SHAREGPT_LENGTHS) -> tuple[np.ndarray, np.ndarray]:
-    """``(prompt_tokens, output_tokens)`` of the recorded ShareGPT sample, in the order sent; an
-    empty reply (0 tokens counted: the first token ended it) is one token generated."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    prompts = np.array([int(r["prompt_tokens"]) for r in rows])
-    outputs = np.maximum(np.array([int(r["output_tokens"]) for r in rows]), 1)
-    return prompts, outputs
-
-
 def sent_the_sample(point) -> bool:
-    """Whether ``point``'s client sent the recorded sample: its published mean prompt is the
-    mean of the sample's first ``num_prompts`` prompts (to 0.005 tokens; the client takes the
-    first N requests of one seeded shuffle)."""
-    prompts, _ = sharegpt_sample()
+    """Whether ``point``'s client sent the recorded sample
+    (:func:`rooflinekit.workloads.sharegpt_lengths`): its published mean prompt is the mean of
+    the sample's first ``num_prompts`` prompts (to 0.005 tokens; the client takes the first N
+    requests of one seeded shuffle)."""
+    prompts = np.asarray(sharegpt_lengths()[0].samples)
     n = int(point.get("num_prompts") or 0)
     return 0 < n <= prompts.size and abs(prompts[:n].mean() - point["prompt_tokens"]) < 5e-3
 
 
-def _scaled(values, mean, lowest) -> Empirical:
-    return Empirical(samples=tuple(np.maximum(np.rint(values * (mean / values.mean())),
-                                              lowest).astype(int)))
-
-
-def sharegpt_lengths(point) -> tuple[Empirical, Empirical]:
+def sharegpt_draws(point) -> tuple:
     """Prompt and output length draws of a ShareGPT ``point``: the recorded sample's (the first
     ``num_prompts`` requests where :func:`sent_the_sample`, else all of them), scaled to the
     point's published mean prompt and output (a factor 1 for the prompts of the very sample)."""
-    prompts, outputs = sharegpt_sample()
-    if sent_the_sample(point):
-        n = int(point["num_prompts"])
-        prompts, outputs = prompts[:n], outputs[:n]
-    return (_scaled(prompts, float(point["prompt_tokens"]), 0),
-            _scaled(outputs, float(point["output_tokens"]), 1))
+    return sharegpt_lengths(float(point["prompt_tokens"]), float(point["output_tokens"]),
+                            requests=int(point["num_prompts"]) if sent_the_sample(point) else None)
 
 
 def _spec(point, engine, sigma):
@@ -362,7 +340,7 @@ def _spec(point, engine, sigma):
     if ssm_dtype and model.state_bytes_per_sequence:
         model = model.replace(ssm_state_bytes_per_element=ssm_dtype)
     if _sharegpt(point["dataset"]) and sigma is None:
-        prompt, output = sharegpt_lengths(point)
+        prompt, output = sharegpt_draws(point)
     else:
         prompt = _length(point["prompt_tokens"], point["dataset"], sigma)
         output = _length(point["output_tokens"], point["dataset"], sigma, 1)

@@ -58,3 +58,26 @@ def test_whole_tokens_with_every_request_alike(capsys):
     assert main(["curve", "llama-3.1-8b", "--gpu", "h100", "--rates", "1", "--prompt-mean",
                  "500.5", "--output-mean", "50"]) == 2
     assert "--prompt-mean must be a whole number of tokens" in capsys.readouterr().err
+
+
+def test_sharegpt_lengths_are_the_recorded_samples(capsys):
+    """``--lengths sharegpt``: the lengths drawn from vLLM's ShareGPT benchmark sample scaled to
+    the means, as load_curve gives them; with --spread as well, or an unknown shape, refused
+    naming the flag before any simulation."""
+    from rooflinekit.workloads import sharegpt_lengths
+    argv = [*BASE, "--rates", "2,8", "--lengths", "sharegpt"]
+    out = _json(argv, capsys)
+    ds = rk.planning.load_curve(rk.Traffic(1.0, *sharegpt_lengths(500, 50)), rk.SLO(ttft=3600.0),
+                                model="Llama-3.1-8B", gpu="H100-SXM-80GB", replicates=2,
+                                requests=40, engine_draws=0, rates=[2.0, 8.0])
+    middle = ds.median("replicate")
+    for row, i in zip(out["loads"], range(2)):
+        assert row["mean_tpot_ms"] == pytest.approx(float(middle["mean_tpot"][i]) * 1e3,
+                                                    rel=1e-9)
+    constant = _json([*BASE, "--rates", "2,8"], capsys)
+    assert [r["mean_tpot_ms"] for r in out["loads"]] != \
+        [r["mean_tpot_ms"] for r in constant["loads"]]
+    for extra, match in ((["--spread", "0.5"], "--spread is the log-normal's sigma"),
+                         (["--lengths", "zipf"], "--lengths must be one of lognormal, sharegpt")):
+        assert main([*argv, *extra]) == 2
+        assert match in capsys.readouterr().err

@@ -733,6 +733,24 @@ def test_vllm_block_size_refuses_bad_arguments_cleanly(name, arg, bad):
             _call(name, HYBRID_ENTRIES[name], None, arg, BAD[bad])
 
 
+# -- sharegpt_lengths (rooflinekit.workloads, outside rooflinekit.__all__) ----------------------
+
+SHAREGPT = _entry(rk.workloads.sharegpt_lengths,
+                  kwargs={"prompt_mean": 500.0, "output_mean": 200.0, "requests": 100},
+                  spoil=("prompt_mean", "output_mean", "requests"),
+                  valid={"prompt_mean": OPTIONAL, "output_mean": OPTIONAL, "requests": OPTIONAL})
+
+
+@pytest.mark.parametrize("arg, bad", [
+    (arg, bad) for arg in SHAREGPT["spoil"] for bad in BAD
+    if bad not in SHAREGPT["valid"].get(arg, ())])
+def test_sharegpt_lengths_refuses_bad_arguments_cleanly(arg, bad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises((ValueError, TypeError)):
+            _call("sharegpt_lengths", SHAREGPT, None, arg, BAD[bad])
+
+
 # -- host_scheduling (rooflinekit.profiles, outside rooflinekit.__all__) ------------------------
 
 HOST_SCHEDULING = _entry(rk.profiles.host_scheduling, spoil=("engine",))

@@ -288,9 +288,10 @@ def test_a_guidellm_report_without_two_rates_is_refused():
 
 def _recorded_sample(n):
     """The first ``n`` requests of the ShareGPT sample vLLM's benchmark client sends
-    (tests/data/load_sweeps/sharegpt_lengths.csv): prompt and output lengths [tokens]."""
+    (rooflinekit/data/sharegpt_lengths.csv, read as a file): prompt and output lengths
+    [tokens], the output as the client counted it (0 for an empty reply)."""
     import csv
-    path = Path(__file__).parent / "data" / "load_sweeps" / "sharegpt_lengths.csv"
+    path = Path(__file__).parents[1] / "rooflinekit" / "data" / "sharegpt_lengths.csv"
     with open(path, newline="") as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))[:n]
     return [int(r["prompt_tokens"]) for r in rows], [int(r["output_tokens"]) for r in rows]

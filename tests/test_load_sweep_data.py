@@ -463,15 +463,16 @@ def test_a_sources_saturation_runs_count_in_its_saturation_only(scorer):
 
 
 def test_the_recorded_sharegpt_sample_is_the_one_the_sweeps_sent(scorer, sweeps):
-    """sharegpt_lengths.csv holds LambdaLabs' 1,280-prompt file's per-request lengths: its sums
-    are that file's totals, and its first N prompts average what every source that sent the
-    sample publishes (LambdaLabs' 8B and 70B bursts, Phala's 1,000 prompts, DigitalOcean's
-    300; README.md, "sharegpt_lengths.csv"). GPUStack's Qwen3-8B sweep counts the same
-    conversations with another tokenizer, so it draws from the whole sample, scaled."""
+    """rooflinekit/data/sharegpt_lengths.csv holds LambdaLabs' 1,280-prompt file's per-request
+    lengths: its sums are that file's totals, and its first N prompts average what every
+    source that sent the sample publishes (LambdaLabs' 8B and 70B bursts, Phala's 1,000
+    prompts, DigitalOcean's 300; README.md, "The ShareGPT sample"). GPUStack's Qwen3-8B sweep
+    counts the same conversations with another tokenizer, so it draws from the whole sample,
+    scaled."""
     import csv
 
     import numpy as np
-    path = SWEEPS.with_name("sharegpt_lengths.csv")
+    path = ROOT / "rooflinekit" / "data" / "sharegpt_lengths.csv"
     with open(path, newline="") as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     prompts = np.array([int(r["prompt_tokens"]) for r in rows])
@@ -486,20 +487,17 @@ def test_the_recorded_sharegpt_sample_is_the_one_the_sweeps_sent(scorer, sweeps)
                          "phala_h200_llama3.1-8b_tp1_sharegpt_rate",
                          "doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"}
     assert all(all(flags) for flags in sent.values())
-    # an empty reply is one token generated; the draws keep the point's published means
-    sample_prompts, sample_outputs = scorer.sharegpt_sample()
-    assert sample_outputs.min() == 1 and (sample_outputs == 1).sum() == 91
+    # the draws keep each point's published means; a point that sent the sample, its prompts
     for point in (sweeps["lambda_h100_llama3-8b_tp1_burst"][2],
                   sweeps["gpustack_h100_qwen3-8b_tp1_sharegpt_conc"][0]):
-        prompt, output = scorer.sharegpt_lengths(point)
+        prompt, output = scorer.sharegpt_draws(point)
         assert np.mean(prompt.samples) == pytest.approx(point["prompt_tokens"], rel=2e-3)
         assert np.mean(output.samples) == pytest.approx(point["output_tokens"], rel=2e-3)
-        assert min(output.samples) >= 1
     burst = sweeps["lambda_h100_llama3-8b_tp1_burst"][2]          # 160 prompts
-    prompt, _ = scorer.sharegpt_lengths(burst)
-    assert list(prompt.samples) == list(sample_prompts[:160])     # the very prompts, as sent
-    assert scorer.sharegpt_lengths(burst) != \
-        scorer.sharegpt_lengths({**burst, "prompt_tokens": burst["prompt_tokens"] + 1})
+    prompt, _ = scorer.sharegpt_draws(burst)
+    assert list(prompt.samples) == list(prompts[:160])            # the very prompts, as sent
+    assert scorer.sharegpt_draws(burst) != \
+        scorer.sharegpt_draws({**burst, "prompt_tokens": burst["prompt_tokens"] + 1})
 
 
 def test_sharegpt_sigma_keeps_the_log_normal_draw(scorer, sweeps):

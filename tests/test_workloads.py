@@ -238,3 +238,45 @@ def test_workload_prefix_arrays():
         Workload([0], [4], [1], prefix_group=[-1], prefix_tokens=[2])
     with pytest.raises(ValueError, match="prefix_group must be >= -1"):
         Workload([0], [4], [1], prefix_group=[-2], prefix_tokens=[0])
+
+
+def test_sharegpt_lengths_is_the_recorded_sample():
+    """The sample as recorded (rooflinekit/data/sharegpt_lengths.csv, read here as a plain
+    file): its 1,280 prompts and replies, an empty reply one token; the first N requests are
+    what ``--num-prompts N`` sends; scaled, each mean lands within a token of the one given."""
+    import csv
+    from pathlib import Path
+
+    from rooflinekit.workloads import SHAREGPT_REQUESTS, sharegpt_lengths
+    path = Path(__file__).parents[1] / "rooflinekit" / "data" / "sharegpt_lengths.csv"
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    prompts = [int(r["prompt_tokens"]) for r in rows]
+    replies = [max(int(r["output_tokens"]), 1) for r in rows]
+    prompt, output = sharegpt_lengths()
+    assert SHAREGPT_REQUESTS == len(rows) == 1280
+    assert list(prompt.samples) == prompts and list(output.samples) == replies
+    prompt, output = sharegpt_lengths(requests=160)
+    assert list(prompt.samples) == prompts[:160] and sum(prompt.samples) == 34_050
+    for mean_in, mean_out in ((1000.0, 300.0), (50.0, 2.0), (221.45234375, None)):
+        prompt, output = sharegpt_lengths(mean_in, mean_out)
+        assert abs(np.mean(prompt.samples) - mean_in) < 1.0
+        if mean_out is not None:
+            assert abs(np.mean(output.samples) - mean_out) < 1.0
+        assert min(output.samples) >= 1
+    # the docstring's example
+    assert round(float(np.mean(sharegpt_lengths(output_mean=300)[1].samples))) == 300
+    # the spread a per-request TPOT sees: one reply in seven under ten tokens
+    under_ten = np.mean(np.array(sharegpt_lengths()[1].samples) < 10)
+    assert 0.14 <= under_ten < 0.15
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"prompt_mean": 0}, "prompt_mean"), ({"output_mean": -3.0}, "output_mean"),
+    ({"prompt_mean": 1e13}, "prompt_mean"), ({"requests": 0}, "requests"),
+    ({"requests": 1281}, "requests"), ({"requests": 10.5}, "requests"),
+])
+def test_sharegpt_lengths_refuses_what_it_cannot_scale(kwargs, match):
+    from rooflinekit.workloads import sharegpt_lengths
+    with pytest.raises(ValueError, match=match):
+        sharegpt_lengths(**kwargs)

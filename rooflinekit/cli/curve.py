@@ -48,6 +48,8 @@ EPILOG = examples(
     "--replicates 2 --requests 100 --json",
     "llama-3.1-8b --gpu h100 --concurrencies 8,64 --clients-start together --prompt-mean 1000 "
     "--output-mean 200 --replicates 2 --requests 200",
+    "llama-3.1-8b --gpu h100 --rates 2,8 --prompt-mean 1000 --output-mean 200 --lengths sharegpt "
+    "--replicates 2 --requests 200",
     "llama-3.1-8b --gpu h100 --engine trtllm --admission paged --rates 2,8 --prompt-mean 1000 "
     "--output-mean 200 --replicates 2 --requests 100",
     "llama-3.1-8b --gpu h100 --engine sglang --recv-interval 10 --concurrencies 16,64 "
@@ -60,8 +62,8 @@ FLAGS = tuple(
     (flag, kind, {"--replicates": 5, "--requests": 500}[flag],
      text.replace("(20)", "(5)").replace("(1000)", "(500)"))
     for flag, kind, default, text in TRAFFIC_FLAGS
-    if flag in ("--prompt-mean", "--output-mean", "--spread", "--burstiness", "--replicates",
-                "--requests", "--seed", "--engine"))
+    if flag in ("--prompt-mean", "--output-mean", "--spread", "--lengths", "--burstiness",
+                "--replicates", "--requests", "--seed", "--engine"))
 
 #: The columns: (key in the rows, header, load_curve's variable, scale from its SI units).
 COLUMNS = (("mean_ttft_ms", "mean TTFT [ms]", "mean_ttft", 1e3),

@@ -114,6 +114,10 @@ _FLAGS = (
     ("--output-mean", positive_float, ..., "mean output tokens per request"),
     ("--spread", nonnegative_float, 0.0,
      "log-normal sigma of both lengths, in [0, 3] (0: every request alike)"),
+    ("--lengths", None, "lognormal",
+     "how lengths spread around their means: lognormal (by --spread) or sharegpt (the "
+     "ShareGPT sample vllm bench serve sends, scaled to the means; 14%% of its replies under "
+     "ten tokens)"),
     ("--burstiness", positive_float, None,
      "gamma arrivals with this shape (1 = Poisson, < 1 bursty)"),
     ("--ttft", latency, None, "time-to-first-token target [s]; units allowed: 500ms, 1s"),
@@ -442,10 +446,24 @@ def _ideal_bound(rows, traffic, slo, model, *, pp, search) -> dict | None:
             "monthly_cost": row["monthly_cost"], "model_quality": ideal.attrs["model_quality"]}
 
 
+#: ``--lengths``: how the lengths spread around ``--prompt-mean`` and ``--output-mean``.
+LENGTH_SHAPES = ("lognormal", "sharegpt")
+
+
 def lengths_from_args(args) -> tuple:
-    """The prompt and output length distributions of ``--prompt-mean``, ``--output-mean`` and
-    ``--spread`` (whole tokens where every request is alike)."""
+    """The prompt and output length distributions of ``--prompt-mean``, ``--output-mean``,
+    ``--spread`` (whole tokens where every request is alike) and ``--lengths`` (``sharegpt``:
+    :func:`rooflinekit.workloads.sharegpt_lengths` scaled to the means)."""
+    shape = getattr(args, "lengths", "lognormal")
+    if shape not in LENGTH_SHAPES:
+        raise ValueError(f"--lengths must be one of {', '.join(LENGTH_SHAPES)}; got {shape!r}")
     _check_spread(args.spread)
+    if shape == "sharegpt":
+        if args.spread:
+            raise ValueError(f"--spread is the log-normal's sigma and --lengths sharegpt draws "
+                             f"the recorded sample's own spread; got --spread {args.spread:g}: "
+                             f"give one of them")
+        return workloads.sharegpt_lengths(args.prompt_mean, args.output_mean)
     for flag, mean in (("--prompt-mean", args.prompt_mean), ("--output-mean", args.output_mean)):
         if args.spread == 0 and mean != round(mean):   # every request alike: whole tokens
             raise ValueError(f"{flag} must be a whole number of tokens with --spread 0, "
@@ -750,7 +768,8 @@ def decision_flips(decision) -> dict:
 
 #: The flags of the traffic, the SLO and the search, shared with ``rooflinekit disaggregated``.
 TRAFFIC_FLAGS = tuple(f for f in _FLAGS if f[0] in (
-    "--rate", "--prompt-mean", "--output-mean", "--spread", "--burstiness", "--ttft", "--itl",
+    "--rate", "--prompt-mean", "--output-mean", "--spread", "--lengths", "--burstiness",
+    "--ttft", "--itl",
     "--tpot", "--e2e", "--quantile", "--headroom", "--replicates", "--requests", "--seed",
     "--engine"))
 
