@@ -260,7 +260,8 @@ class Empirical:
 #: Requests in the ShareGPT sample of :func:`sharegpt_lengths` [1].
 SHAREGPT_REQUESTS = 1280
 #: Largest mean length :func:`sharegpt_lengths` scales to [tokens]: a trillion, far past any
-#: context, and far below where a scaled draw (at most 6 times the mean) would overflow.
+#: context, and below where a scaled draw (at most 1,280 times the mean: one request holding
+#: all its sample's tokens) would pass 2**53.
 _LARGEST_MEAN = 1e12
 
 
