@@ -55,7 +55,7 @@ prompt is the mean of the sample's first ``num_prompts`` prompts: LambdaLabs, Ph
 DigitalOcean) draws from those requests' prompts; any other from the whole sample's, and the
 lengths are scaled to the point's published means. ``--sharegpt-sigma S`` draws log-normal
 lengths around the means instead (the assumption used until 2026-12-06). A ``random IN/OUT``
-A ``random IN/OUT`` dataset whose lengths the client drew uniformly (SGLang's
+dataset whose lengths the client drew uniformly (SGLang's
 ``bench_serving``: integers from ``max(int(ratio × max), 1)`` to ``max``) is drawn the same way:
 ``(range ratio R)`` gives the low end ``int(R × max)``; ``(uniform, max)`` (ratio not published)
 the low end that puts the mean at the published one, ``max(1, round(2 × mean − max))``. Every

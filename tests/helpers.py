@@ -18,6 +18,18 @@ def load_script(name: str):
     return module
 
 
+def read_sharegpt_sample(n=None):
+    """The first ``n`` (default all) rows of rooflinekit/data/sharegpt_lengths.csv, read as a
+    plain file: prompt and output tokens [tokens], the output as the client counted it (0 for
+    an empty reply)."""
+    import csv
+    path = Path(__file__).resolve().parents[1] / "rooflinekit" / "data" / "sharegpt_lengths.csv"
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))[:n]
+    assert [int(r["request"]) for r in rows] == list(range(len(rows)))
+    return [int(r["prompt_tokens"]) for r in rows], [int(r["output_tokens"]) for r in rows]
+
+
 def da(values, dim):
     """A labelled test axis: the values as a DataArray along ``dim`` with themselves as labels."""
     values = np.asarray(values, dtype=float)

@@ -718,37 +718,26 @@ NO_KERNEL = _entry(rk.profiles.missing_attention_kernel,
                            "gpu": rk.catalog.gpu("A100-SXM-80GB")},
                    spoil=("engine", "model", "gpu"),
                    valid={"engine": ("none", "string", "string boolean")})
-HYBRID_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS,
-                  "replica_kv_window": KV_WINDOW, "kv_window_text": KV_WINDOW_TEXT,
-                  "vllm_attention_block": MLA_BLOCK, "missing_attention_kernel": NO_KERNEL}
-
-
-@pytest.mark.parametrize("name, arg, bad", [
-    (name, arg, bad) for name, entry in HYBRID_ENTRIES.items() for arg in entry["spoil"]
-    for bad in BAD if bad not in entry["valid"].get(arg, ())])
-def test_vllm_block_size_refuses_bad_arguments_cleanly(name, arg, bad):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        with pytest.raises((ValueError, TypeError)):
-            _call(name, HYBRID_ENTRIES[name], None, arg, BAD[bad])
-
-
-# -- sharegpt_lengths (rooflinekit.workloads, outside rooflinekit.__all__) ----------------------
-
+# the ShareGPT benchmark sample's lengths (rooflinekit.workloads)
 SHAREGPT = _entry(rk.workloads.sharegpt_lengths,
                   kwargs={"prompt_mean": 500.0, "output_mean": 200.0, "requests": 100},
                   spoil=("prompt_mean", "output_mean", "requests"),
                   valid={"prompt_mean": OPTIONAL, "output_mean": OPTIONAL, "requests": OPTIONAL})
+#: Callables of the folders, outside rooflinekit.__all__, fuzzed alike.
+FOLDER_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS,
+                  "replica_kv_window": KV_WINDOW, "kv_window_text": KV_WINDOW_TEXT,
+                  "vllm_attention_block": MLA_BLOCK, "missing_attention_kernel": NO_KERNEL,
+                  "sharegpt_lengths": SHAREGPT}
 
 
-@pytest.mark.parametrize("arg, bad", [
-    (arg, bad) for arg in SHAREGPT["spoil"] for bad in BAD
-    if bad not in SHAREGPT["valid"].get(arg, ())])
-def test_sharegpt_lengths_refuses_bad_arguments_cleanly(arg, bad):
+@pytest.mark.parametrize("name, arg, bad", [
+    (name, arg, bad) for name, entry in FOLDER_ENTRIES.items() for arg in entry["spoil"]
+    for bad in BAD if bad not in entry["valid"].get(arg, ())])
+def test_folder_callables_refuse_bad_arguments_cleanly(name, arg, bad):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         with pytest.raises((ValueError, TypeError)):
-            _call("sharegpt_lengths", SHAREGPT, None, arg, BAD[bad])
+            _call(name, FOLDER_ENTRIES[name], None, arg, BAD[bad])
 
 
 # -- host_scheduling (rooflinekit.profiles, outside rooflinekit.__all__) ------------------------

@@ -6,7 +6,6 @@ profile as shipped, and the known values come back within the Monte Carlo noise 
 """
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +15,8 @@ from rooflinekit.planning import load_curve
 from rooflinekit.planning import LOAD_KNOBS, fit_under_load
 from rooflinekit.profiles import Calibration
 from rooflinekit.workloads import Constant, Empirical
+
+from helpers import read_sharegpt_sample
 
 MODEL, GPU = "Llama-3.1-8B", "H100-SXM-80GB"
 DOKS = [f"tests/data/load_sweeps/doks/rate-{r}.json" for r in ("0.5", "2.0")]
@@ -286,17 +287,6 @@ def test_a_guidellm_report_without_two_rates_is_refused():
         read_guidellm_sweep(bad)
 
 
-def _recorded_sample(n):
-    """The first ``n`` requests of the ShareGPT sample vLLM's benchmark client sends
-    (rooflinekit/data/sharegpt_lengths.csv, read as a file): prompt and output lengths
-    [tokens], the output as the client counted it (0 for an empty reply)."""
-    import csv
-    path = Path(__file__).parents[1] / "rooflinekit" / "data" / "sharegpt_lengths.csv"
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))[:n]
-    return [int(r["prompt_tokens"]) for r in rows], [int(r["output_tokens"]) for r in rows]
-
-
 def test_a_runs_recorded_lengths_are_read_without_its_failures():
     """``--save-detailed`` files list each request's lengths and error: the failed requests
     are left out, and a reply counted as 0 tokens is one token generated."""
@@ -318,7 +308,7 @@ def test_recorded_lengths_fit_what_their_means_cannot():
     requests weighs each alike: closed-loop runs of known knobs, replayed from the files' own
     request lengths, give the knobs back; replayed at the mean lengths, the fit misses both by
     a third and more and still misses the runs."""
-    prompts, outputs = _recorded_sample(400)
+    prompts, outputs = read_sharegpt_sample(400)
     base = rk.engine_profile("vllm", GPU)
     truth = Calibration(prefill={**base.prefill, "frontend_latency": 0.015},
                         decode={**base.decode, "step_overhead": 0.004}, source="truth")

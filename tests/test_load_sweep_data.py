@@ -469,15 +469,11 @@ def test_the_recorded_sharegpt_sample_is_the_one_the_sweeps_sent(scorer, sweeps)
     prompts, DigitalOcean's 300; README.md, "The ShareGPT sample"). GPUStack's Qwen3-8B sweep
     counts the same conversations with another tokenizer, so it draws from the whole sample,
     scaled."""
-    import csv
-
     import numpy as np
-    path = ROOT / "rooflinekit" / "data" / "sharegpt_lengths.csv"
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    prompts = np.array([int(r["prompt_tokens"]) for r in rows])
-    outputs = np.array([int(r["output_tokens"]) for r in rows])
-    assert [int(r["request"]) for r in rows] == list(range(1280))
+
+    from helpers import read_sharegpt_sample
+    prompts, outputs = map(np.array, read_sharegpt_sample())
+    assert prompts.size == outputs.size == 1280
     assert (prompts.sum(), outputs.sum(), (outputs == 0).sum()) == (283_459, 233_412, 89)
     assert prompts[:1000].sum() == 215_196          # vllm-project/vllm issue #7567
     sent = {name: [scorer.sent_the_sample(p) for p in points]

@@ -244,17 +244,12 @@ def test_sharegpt_lengths_is_the_recorded_sample():
     """The sample as recorded (rooflinekit/data/sharegpt_lengths.csv, read here as a plain
     file): its 1,280 prompts and replies, an empty reply one token; the first N requests are
     what ``--num-prompts N`` sends; scaled, each mean lands within a token of the one given."""
-    import csv
-    from pathlib import Path
-
+    from helpers import read_sharegpt_sample
     from rooflinekit.workloads import SHAREGPT_REQUESTS, sharegpt_lengths
-    path = Path(__file__).parents[1] / "rooflinekit" / "data" / "sharegpt_lengths.csv"
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    prompts = [int(r["prompt_tokens"]) for r in rows]
-    replies = [max(int(r["output_tokens"]), 1) for r in rows]
+    prompts, counted = read_sharegpt_sample()
+    replies = [max(o, 1) for o in counted]
     prompt, output = sharegpt_lengths()
-    assert SHAREGPT_REQUESTS == len(rows) == 1280
+    assert SHAREGPT_REQUESTS == len(prompts) == 1280
     assert list(prompt.samples) == prompts and list(output.samples) == replies
     prompt, output = sharegpt_lengths(requests=160)
     assert list(prompt.samples) == prompts[:160] and sum(prompt.samples) == 34_050
