@@ -178,10 +178,10 @@ def test_the_documented_fit_of_the_doks_runs():
     fit = fit_under_load(DOKS, model=model, gpu="H200-SXM-141GB")
     a = fit.table.attrs
     doc = (Path(__file__).parents[1] / "docs" / "calibration.md").read_text()
-    assert "fit moves the mean TPOT from 7.0 % to 7.3 % off\nand TTFT from 18.5 % to 15.6 %" \
+    assert "fit moves the mean TPOT from 7.0 % to 7.3 % off\nand TTFT from 22.8 % to 15.6 %" \
         in doc
     assert [round(a[k], 1) for k in ("tpot_error_before", "tpot_error", "ttft_error_before",
-                                     "ttft_error")] == [7.0, 7.3, 18.5, 15.6]
+                                     "ttft_error")] == [7.0, 7.3, 22.8, 15.6]
     # the shipped profile already holds no host time per step (vLLM 0.14.1 is asynchronous):
     # the fit finds a small fraction of a synchronous vLLM's
     host = rk.profiles.host_scheduling("vllm").synchronous_step_overhead

@@ -388,6 +388,84 @@ def test_a_bad_host_scheduling_table_is_refused_naming_the_field(tmp_path, old, 
     assert "top level" in str(info.value)
 
 
+FRONTEND = """in_engine_frontend_before = "0.6.0"
+request_overhead = 0.0024
+request_overhead_interval = [0.002, 0.003]
+"""
+
+
+def test_a_file_states_which_versions_take_requests_in_on_the_engines_thread(tmp_path):
+    text = GOOD.replace('engine = "vllm"\n', 'engine = "vllm"\n' + HOST + FRONTEND, 1)
+    host = read_profile_file(_write(tmp_path, text))[1][0]["host_scheduling"]
+    assert (host.in_engine_frontend_before, host.request_overhead,
+            host.request_overhead_interval) == ("0.6.0", 0.0024, (0.002, 0.003))
+    for version, inside in (("0.5.4", True), ("0.5.5", True), ("0.6.0", False),
+                            ("0.10.1.1", False), ("0.5.3", False), ("latest", False)):
+        assert host.in_engine_frontend(version) is inside, version
+    # without the field no version does
+    plain = read_profile_file(_write(tmp_path, GOOD.replace(
+        'engine = "vllm"\n', 'engine = "vllm"\n' + HOST, 1)))[1][0]["host_scheduling"]
+    assert not plain.in_engine_frontend("0.5.4") and plain.request_overhead == 0.0
+
+
+@pytest.mark.parametrize("old, new, match", [
+    ('in_engine_frontend_before = "0.6.0"', 'in_engine_frontend_before = "0.5.0"',
+     "must come after"),
+    ('in_engine_frontend_before = "0.6.0"', 'in_engine_frontend_before = "0.15.0"',
+     "not after"),
+    ('in_engine_frontend_before = "0.6.0"', 'in_engine_frontend_before = 6',
+     r"in_engine_frontend_before"),
+    ('in_engine_frontend_before = "0.6.0"\n', '', r"in_engine_frontend_before"),
+    ('request_overhead = 0.0024', 'request_overhead = -1.0', r"request_overhead"),
+    ('request_overhead = 0.0024\n', '', r"request_overhead"),
+    ('[0.002, 0.003]', '[0.0025, 0.003]', r"request_overhead_interval"),
+    ('[0.002, 0.003]', '"wide"', r"request_overhead_interval"),
+])
+def test_a_bad_front_end_entry_is_refused_naming_the_field(tmp_path, old, new, match):
+    assert old in FRONTEND
+    text = GOOD.replace('engine = "vllm"\n', 'engine = "vllm"\n' + HOST +
+                        FRONTEND.replace(old, new, 1), 1)
+    path = _write(tmp_path, text)
+    with pytest.raises((ValueError, TypeError), match=match) as info:
+        read_profile_file(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_vllm_before_0_6_takes_the_engines_time_for_each_request():
+    """vLLM 0.5.x ran its API server in the engine's thread: its profile's engine carries the
+    file's ``request_overhead`` (not drawn: one measured time), labelled; 0.6.0 on do not."""
+    host = rk.profiles.host_scheduling("vllm")
+    assert host.in_engine_frontend_before == "0.6.0" and 0.002 < host.request_overhead < 0.003
+    old = engine_profile("vllm", "H100-SXM-80GB", version="0.5.4")
+    assert old.engine_for("step").request_overhead == host.request_overhead
+    assert "front end in the engine's thread before 0.6.0: + 2.42 ms" in old.source
+    for version in ("0.6.0", "0.10.1.1", "0.24.0", None):
+        later = engine_profile("vllm", "H100-SXM-80GB", version=version)
+        assert later.engine_for("step").request_overhead == 0.0, version
+        assert "engine's thread" not in later.source
+    # the measured burst minima it is the least-squares slope of (vllm.toml's source:
+    # LambdaLabsML/vllm-benchmark, Llama-3-8B on one H100, vLLM 0.5.4), by hand
+    n = np.array([40.0, 160.0, 640.0, 1280.0])
+    first = np.array([0.1867, 0.5693, 1.4637, 3.2582])
+    slope = ((n - n.mean()) * (first - first.mean())).sum() / ((n - n.mean()) ** 2).sum()
+    assert round(slope * 1e3, 2) == round(host.request_overhead * 1e3, 2) == 2.42
+    intercept = first.mean() - slope * n.mean()
+    per_run = (first - intercept) / n
+    assert host.request_overhead_interval == pytest.approx(
+        (per_run.min(), per_run.max()), abs=5e-6)
+    # a burst of N waits N times it for its first step (the simulator, docs/simulator.md)
+    b = rk.batching.ContinuousBatcher(model=rk.catalog.model("Llama-3.1-8B"),
+                                      gpu=rk.catalog.gpu("H100-SXM-80GB"), max_num_seqs=256,
+                                      engine=old)
+    fresh = rk.batching.ContinuousBatcher(model=rk.catalog.model("Llama-3.1-8B"),
+                                          gpu=rk.catalog.gpu("H100-SXM-80GB"), max_num_seqs=256,
+                                          engine=old.engine_for("step").replace(
+                                              request_overhead=0.0))
+    wl = rk.workloads.Workload([0.0] * 40, [100] * 40, [5] * 40)
+    shift = b.run(wl)["first_token"].values - fresh.run(wl)["first_token"].values
+    np.testing.assert_allclose(shift, 40 * host.request_overhead, rtol=0, atol=1e-12)
+
+
 def test_a_synchronous_vllm_version_adds_its_host_time_to_the_newest_profile():
     """vLLM before 0.14.0 waits for the host between steps: the newest kernels, with the
     file's synchronous host time added to every decode step (and its interval), labelled."""

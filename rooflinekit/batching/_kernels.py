@@ -582,8 +582,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     (:data:`N_GAP_BINS` counts, zeros on entry, and bin maxima), and int64, float64 and bool
     scratch of at least :func:`_scratch_need` elements (shorter ones are replaced), overwritten;
     the disaggregated kernel lends one of each to all its replicas. ``recv`` is
-    ``(recv_interval, clients)`` (``_reference``, "Receive interval"; ``clients`` 0: an open
-    loop).
+    ``(recv_interval, clients, request_overhead)`` (``_reference``, "Receive interval";
+    ``clients`` 0: an open loop; "Request overhead").
     """
     spec = _SPECULATIVE
     one_token = _ONE_TOKEN
@@ -757,8 +757,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
 
     t = math.ceil(arrival[0]) * 1.0 if _TICK else arrival[0]
     nxt = 0
-    recv_interval, clients = recv
+    recv_interval, clients, request_overhead = recv
     recv_admits = clients > 0
+    intake = 0.0               # the engine's time for the requests taken in since the latest
+    #                            step (``_reference``, "Request overhead")
     recv_count = 0             # the steps' weights since the latest receive step
     received = 0               # closed loop: the requests (in order) the server has taken in
     n_answered = 0             # requests completed or rejected: each frees a closed-loop client
@@ -828,6 +830,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         receive = recv_interval <= 1 or recv_count >= recv_interval or nrun == 0
         if receive:
             recv_count = 0
+        before = received if recv_admits else nxt
         while (receive or recv_admits) and nxt < n and arrival[nxt] <= t:
             i = nxt
             nxt += 1
@@ -846,6 +849,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 q_size[k] += 1
         if receive:              # the requests sent by now: those arrived that the client's
             received = min(nxt, clients + n_answered)    # answers have let it send
+        taken = (received if recv_admits else nxt) - before
+        if taken > 0:
+            intake += request_overhead * taken
         need = by_phase[ph] if paged and not one_token else 0
         if slid:
             need = uf * need + us * by_phase_w[ph]
@@ -961,7 +967,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 return STALLED
             if nxt == n:
                 break
-            t = math.ceil(arrival[nxt]) * 1.0 if _TICK else arrival[nxt]
+            if intake > 0.0:     # the front end's work, then the next arrival
+                t = max(t + intake, arrival[nxt])
+                intake = 0.0
+            else:
+                t = math.ceil(arrival[nxt]) * 1.0 if _TICK else arrival[nxt]
             continue
         # 5. step: preempt the latest admitted until the growth fits (paged) ... (without
         # mixing, a step with prompt tokens carries only those: no sequence grows)
@@ -1102,6 +1112,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             # (``spec`` first: a branch on the constant is pruned before typing)
             dt = dt + _spec_prefill_time(_TICK, cf, dcf, draft_share, float(n_prefill),
                                          d_kv_pre, d_pairs, float(longest_chunk))
+        if intake > 0.0:         # the requests taken in since the latest step
+            dt = dt + intake
+            intake = 0.0
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         if one_token:
             g += 1
@@ -1417,7 +1430,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                         else by_phase[ph])
             if need > total_blocks - alloc:
                 break
-            # the step of section 5 with no prefill slice and no preemption, no completion
+            # the step of section 5 with no prefill slice and no preemption, no completion;
+            # its receive first: a closed loop's requests taken in lengthen it
+            before = received
+            recv_count, received = _recv_stepped(recv_count, recv_interval, received, later)
             kv_read = _decoding_kv_read(fa, window, windowed, dec_context, below_context, n_above)
             if spec:
                 dt = _spec_step_time(_TICK, cf, dcf, kk, n_dec, 0, kv_read, kv_read, 0.0, 0.0,
@@ -1425,6 +1441,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                                      dec_context)
             else:
                 dt = _step_time(_TICK, cf, float(n_dec), 0.0, kv_read, 0.0, 0.0)
+            if recv_admits and received > before:
+                dt = dt + request_overhead * (received - before)
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
                 windowed, win_mask, win_next, win_prev, win_key, context, above)
@@ -1446,7 +1464,6 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 uf * used + us * used_s if us > 0 else used, cached_blocks, n_steps, busy, run_t,
                 act_t, peak_res,
                 res_t, peak_used, used_t, cb_t)
-            recv_count, received = _recv_stepped(recv_count, recv_interval, received, later)
             t = t + dt
             t_decode = t
     if spec:

@@ -6,7 +6,8 @@ speed (objects, deques, lists). The codes and layouts both share are
 :mod:`rooflinekit.batching._schema`'s. The rules are stated in ``docs/simulator.md``, "The
 batching rules", under the headings the docstrings here cite (Time, Empty prompts, Continuous
 batching, Prefix caching, Recurrent state, Sliding-window layers, KV that arrives with a request,
-Receive interval, Speculative decoding, Static batching, Inter-token gaps); this module is their
+Receive interval, Request overhead, Speculative decoding, Static batching, Inter-token gaps);
+this module is their
 code.
 
 References
@@ -171,7 +172,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
                         gains=None, gap_logs=None, state_tokens_per_sequence=0,
                         mixed_prefill=True, kv_window=(1, 0, UNLIMITED, 1), recv_interval=1,
-                        clients=0):
+                        clients=0, request_overhead=0.0):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -232,6 +233,10 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         client had sent it (request ``j`` after ``j − clients`` answers: completions and
         rejections). 0 (default): an open-loop client's arrivals wait for a receive step, and
         the queue is admitted from at every step.
+    request_overhead : float
+        The engine's time for each request it takes in [time], >= 0 (module docstring,
+        "Request overhead"): the next step lasts that much longer for each, or, where no step
+        follows, the clock moves on by it. 0 (default): none.
 
     Returns
     -------
@@ -243,6 +248,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     if priority is None:
         priority = [INTERACTIVE] * n
     tick_mode = clock is None
+    if tick_mode and request_overhead:
+        raise ValueError("request_overhead is in seconds: the tick clock takes none")
     paged = admission == "paged"
     # units: a block of the budget (every layer) is ``units`` (1 without sliding layers); a
     # block of context takes ``full`` in the full layers, ``sliding`` in the sliding ones
@@ -350,7 +357,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     recv_admits = clients > 0
     received = 0                         # closed loop: the requests the server has taken in
     answered = 0                         # completed or rejected: each frees a client
-    while True:
+    intake = 0.0                         # the engine's time for the requests taken in since
+    while True:                          # the latest step ("Request overhead")
         # 1. arrive, after 2. retire (the two commute): a receive step is decided by what still
         # runs ("Receive interval"); the arrivals wait for one, unless the queue is a closed
         # loop's, whose requests are admitted once the server has taken them in
@@ -363,6 +371,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         receive = recv_interval <= 1 or recv_count >= recv_interval or not running
         if receive:
             recv_count = 0
+        before = received if recv_admits else next_arrival
         while (receive or recv_admits) and next_arrival < n and seqs[next_arrival].arrival <= t:
             s = seqs[next_arrival]
             next_arrival += 1
@@ -373,6 +382,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                 queues[s.tier].append(s)
         if receive:
             received = min(next_arrival, clients + answered)
+        taken = (received if recv_admits else next_arrival) - before
+        if taken > 0:
+            intake += request_overhead * taken
         # 3. admit (a closed loop's queue up to the requests taken in)
         for tier in (INTERACTIVE, BATCH):
             queue = queues[tier]
@@ -447,7 +459,11 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             if next_arrival == n:
                 break
             a = seqs[next_arrival].arrival
-            t = float(math.ceil(a)) if tick_mode else a
+            if intake > 0.0:                 # the front end's work, then the next arrival
+                t = max(t + intake, a)
+                intake = 0.0
+            else:
+                t = float(math.ceil(a)) if tick_mode else a
             continue
         # 5. step: make room (paged), then decode tokens and prefill slices; without mixing, a
         # step with prompt tokens carries only those (no sequence grows: no room to make)
@@ -513,6 +529,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             dt = clock.step_time(float(n_decode), float(n_prefill), kv_read, pairs, longest_chunk)
         if draft_tokens and n_prefill and not tick_mode:
             dt = dt + clock.draft_prefill_time(float(n_prefill), chunks)
+        if intake > 0.0:                 # the requests taken in since the latest step
+            dt = dt + intake
+            intake = 0.0
         if draft_tokens and n_decode:
             stats["draft_tokens"] += n_decode * draft_tokens
         active = 0

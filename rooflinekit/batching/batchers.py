@@ -683,8 +683,9 @@ class ContinuousBatcher(_Batcher):
     def _args(self, budget, clients=0):
         """The kernel's eleven parameters for a KV ``budget`` [tokens] (None: unlimited): slots,
         budget, recurrent state per sequence, sliding-window paging, paged, block size, token
-        budget, interactive cap, prefix caching, draft tokens, and the receive interval with
-        the requests a closed-loop client keeps in flight (``clients``; 0: an open loop)."""
+        budget, interactive cap, prefix caching, draft tokens, and how requests are taken in:
+        the receive interval, the requests a closed-loop client keeps in flight (``clients``;
+        0: an open loop) and the engine's time per request (``request_overhead`` [s])."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self._state_tokens(), self._kv_window(),
@@ -693,7 +694,7 @@ class ContinuousBatcher(_Batcher):
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
                 bool(self.prefix_caching),
                 0 if self.speculative is None else self.speculative.draft_tokens,
-                (int(self.recv_interval), int(clients)))
+                (int(self.recv_interval), int(clients), self._timing().request_overhead))
 
     def _gains(self, output, seeds=None):
         """The kernel's speculative gain table for 2-D outputs (empty without speculation)."""
@@ -731,7 +732,7 @@ class ContinuousBatcher(_Batcher):
             prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
             draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
             mixed_prefill=self.mixed_prefill, kv_window=window, recv_interval=recv[0],
-            clients=recv[1])
+            clients=recv[1], request_overhead=recv[2])
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None,

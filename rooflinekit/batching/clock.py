@@ -362,7 +362,9 @@ class _Timing:
     """The clock as the kernels take it: ``tick`` and the step-cost ``coef`` (float64
     :class:`rooflinekit.roofline.StepCost` fields, zeros on the tick clock), ``draft_coef`` and
     ``draft_share`` of a speculative draft, ``reference_clock`` for the reference (``None`` for
-    ticks) and ``frontend_latency`` [s], which the summaries add to each TTFT and latency.
+    ticks) and ``frontend_latency`` [s], which the summaries add to each TTFT and latency, and
+    ``request_overhead`` [s], the engine's time per request taken in (0 on the tick clock),
+    which a continuous kernel adds to the step after each arrival.
     """
 
     def __init__(self, clock, model, gpu, tp, engine, draft=None, layout=(1, 1)):
@@ -375,9 +377,11 @@ class _Timing:
             self.reference_clock = None
             self.units = "tick"
             self.frontend_latency = 0.0
+            self.request_overhead = 0.0
             return
         # outside the steps: added to what the client sees, never to a step (results.py)
         self.frontend_latency = float(engine.frontend_latency)
+        self.request_overhead = float(engine.request_overhead)
         cost = roofline.step_cost_coefficients(model, gpu, tp=tp, engine=engine)
         cost = _layout_cost(cost, model, gpu, *layout, engine)
         self.coef = np.array([float(c) for c in cost], dtype=np.float64)

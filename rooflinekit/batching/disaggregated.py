@@ -292,7 +292,7 @@ class DisaggregatedBatcher:
                           "admission": pool.admission, "block_size": block,
                           "max_num_batched_tokens": mnbt, "interactive_cap": cap,
                           "prefix_caching": caching, "clock": pool._timing().reference_clock,
-                          "recv_interval": recv[0]})
+                          "recv_interval": recv[0], "request_overhead": recv[2]})
         out = _reference.simulate_disaggregated(
             wl.arrival, wl.prompt_tokens, wl.output_tokens, wl.priority, wl.prefix_group,
             wl.prefix_tokens, self._transfer(wl.prompt_tokens),

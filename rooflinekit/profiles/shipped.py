@@ -86,7 +86,17 @@ class HostScheduling:
     synchronous_step_overhead_interval : tuple of float
         Its interval ``(low, high)`` [s].
     source : str
-        Where the versions and the value come from.
+        Where the versions and the values come from.
+    in_engine_frontend_before : str or None
+        The first version whose front end (HTTP server, tokeniser) runs in a process of its
+        own; versions from ``synchronous_from`` up to before it run it in the engine's thread,
+        which steps no batch while it takes a request in. ``None``: every version's has its
+        own.
+    request_overhead : float
+        The engine's time per request taken in by such a version [s]
+        (:attr:`rooflinekit.Engine.request_overhead`); 0 where none.
+    request_overhead_interval : tuple of float
+        Its interval ``(low, high)`` [s].
     """
 
     synchronous_from: str
@@ -94,6 +104,9 @@ class HostScheduling:
     synchronous_step_overhead: float
     synchronous_step_overhead_interval: tuple
     source: str
+    in_engine_frontend_before: str | None = None
+    request_overhead: float = 0.0
+    request_overhead_interval: tuple = (0.0, 0.0)
 
     def synchronous(self, version: str) -> bool:
         """Whether ``version`` schedules synchronously: ``synchronous_from <= version <
@@ -103,6 +116,12 @@ class HostScheduling:
             return False
         key = _release(version)
         return _release(self.synchronous_from) <= key < _release(self.asynchronous_since)
+
+    def in_engine_frontend(self, version: str) -> bool:
+        """Whether ``version`` takes requests in on the engine's thread: a synchronous version
+        before ``in_engine_frontend_before``."""
+        return self.in_engine_frontend_before is not None and self.synchronous(version) and \
+            _release(version) < _release(self.in_engine_frontend_before)
 
     def asynchronous(self, version: str) -> bool:
         """Whether ``version`` schedules asynchronously: a release number from
@@ -305,20 +324,44 @@ def _host_scheduling(path, table) -> HostScheduling:
     if _release(out["synchronous_from"]) >= _release(out["asynchronous_since"]):
         _fail(path, where, f"synchronous_from ({out['synchronous_from']}) must come before "
               f"asynchronous_since ({out['asynchronous_since']})")
-    value = table.get("synchronous_step_overhead")
+    value, band = _overhead(path, table, where, "synchronous_step_overhead")
+    frontend = {}
+    if "in_engine_frontend_before" in table:
+        before = table["in_engine_frontend_before"]
+        if not isinstance(before, str):
+            _fail(path, f"{where}.in_engine_frontend_before", f"must be a version as text; "
+                  f"got {before!r}", TypeError)
+        _release_field(path, f"{where}.in_engine_frontend_before", before,
+                       "engine profile file")
+        if not _release(out["synchronous_from"]) < _release(before) \
+                <= _release(out["asynchronous_since"]):
+            _fail(path, f"{where}.in_engine_frontend_before", f"must come after "
+                  f"synchronous_from ({out['synchronous_from']}) and not after "
+                  f"asynchronous_since ({out['asynchronous_since']}); got {before!r}")
+        cost = _overhead(path, table, where, "request_overhead")
+        frontend = {"in_engine_frontend_before": before, "request_overhead": cost[0],
+                    "request_overhead_interval": cost[1]}
+    elif "request_overhead" in table or "request_overhead_interval" in table:
+        _fail(path, f"{where}.in_engine_frontend_before", "must be given with "
+              "request_overhead: the versions it applies to")
+    return HostScheduling(synchronous_step_overhead=value,
+                          synchronous_step_overhead_interval=band, **out, **frontend)
+
+
+def _overhead(path, table, where, name) -> tuple:
+    """``(value, (low, high))`` of a time [s] in [0, 1) and its interval around it, checked
+    (``name`` and ``name_interval`` of ``table``)."""
+    value = table.get(name)
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or not 0 <= value < 1:
-        _fail(path, f"{where}.synchronous_step_overhead", f"must be a finite time in [0, 1) "
-              f"s; got {value!r}")
-    band = table.get("synchronous_step_overhead_interval")
+        _fail(path, f"{where}.{name}", f"must be a finite time in [0, 1) s; got {value!r}")
+    band = table.get(f"{name}_interval")
     if not isinstance(band, list) or len(band) != 2 or any(
             isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
             for v in band) or not 0 <= band[0] <= value <= band[1]:
-        _fail(path, f"{where}.synchronous_step_overhead_interval", f"must be [low, high] "
-              f"with 0 <= low <= synchronous_step_overhead ({value!r}) <= high; got {band!r}")
-    return HostScheduling(synchronous_step_overhead=float(value),
-                          synchronous_step_overhead_interval=(float(band[0]), float(band[1])),
-                          **out)
+        _fail(path, f"{where}.{name}_interval", f"must be [low, high] with 0 <= low <= "
+              f"{name} ({value!r}) <= high; got {band!r}")
+    return float(value), (float(band[0]), float(band[1]))
 
 
 @functools.cache
@@ -373,7 +416,9 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
         version profiled gives that profile; for an engine whose file states its host
         scheduling (:func:`host_scheduling`: vLLM), a version that schedules synchronously
         (vLLM 0.5.4 up to before 0.14.0) gives the newest profile with that version's host
-        time per step added to its decode steps (``step_overhead``, with its interval), and
+        time per step added to its decode steps (``step_overhead``, with its interval; and
+        before vLLM 0.6.0, whose front end ran in the engine's thread, its time per request,
+        ``request_overhead``), and
         one that schedules asynchronously but is not profiled (vLLM 0.14.1, 0.20.0, or one
         newer than the newest profiled) gives the newest profile, whose host scheduling it
         shares; both labelled so.
@@ -494,11 +539,19 @@ def _synchronous(calibration: Calibration, engine: str, version, host) -> Calibr
         low, high = intervals["decode"].get("step_overhead", (0.0, 0.0))
         intervals["decode"]["step_overhead"] = (low + band[0], high + band[1])
     kernels = re.sub(r"; host scheduling asynchronous, as from [^;)]*", "", calibration.source)
+    base, intake = calibration.base, ""
+    if host.in_engine_frontend(version):
+        # not a drawn knob: the time one engine's front end takes per request, measured
+        base = base.replace(request_overhead=host.request_overhead)
+        intake = (f"; front end in the engine's thread before "
+                  f"{host.in_engine_frontend_before}: + {host.request_overhead * 1e3:.2f} ms "
+                  f"of the engine's time a request")
     return dataclasses.replace(
         calibration, decode=added(calibration.decode), groups=groups, intervals=intervals,
+        base=base,
         source=f"{engine} {version} (host scheduling synchronous before "
-               f"{host.asynchronous_since}: + {value * 1e3:.2f} ms a decode step) on the "
-               f"{kernels}")
+               f"{host.asynchronous_since}: + {value * 1e3:.2f} ms a decode step{intake}) on "
+               f"the {kernels}")
 
 
 def _asynchronous(calibration: Calibration, engine: str, version, host) -> Calibration:

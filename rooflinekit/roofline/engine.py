@@ -102,6 +102,8 @@ _CHECKS = {
     "recurrent_chain_time": check_nonnegative,
     "recurrent_element_time": check_nonnegative,
     "frontend_latency": check_nonnegative,
+    "request_overhead": lambda name, v: _single(check_nonnegative)(
+        name, check_nonnegative(name, v)),
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
     "allreduce": _check_allreduce,
     "interconnect_bandwidth": _single(check_positive),
@@ -233,6 +235,14 @@ class Engine:
         detokenising and streaming the first token back. It adds to the time to first token
         and to the end-to-end latency, never to a step, so it costs no GPU time and leaves
         throughput unchanged. Default 0.
+    request_overhead : float
+        The engine's time per request it takes in [s], ≥ 0, one number: the front end's work
+        (receiving the request, tokenising its prompt) where it runs in the engine's own
+        thread, as vLLM's before 0.6.0 did, so that the engine steps no batch meanwhile. A
+        continuous batcher's step after requests arrive takes ``request_overhead`` longer for
+        each of them (a burst of ``N`` prompts waits ``N · request_overhead`` for its first
+        step, and every running sequence's next token waits too). The static batcher and the
+        closed forms of a single request leave it out. Default 0: a front end of its own.
     gemm_half_tokens : float, array_like or xarray.DataArray
         Tokens per step at which the weight matrix multiplies reach half their efficiency,
         ``n½`` [tokens], ≥ 0: a step of ``n`` tokens runs them at
@@ -309,6 +319,7 @@ class Engine:
     recurrent_chain_time: object = 0.0
     recurrent_element_time: object = 0.0
     frontend_latency: object = 0.0
+    request_overhead: object = 0.0
     gemm_half_tokens: object = 0.0
     allreduce: object = "collective"
     interconnect_bandwidth: object = None
