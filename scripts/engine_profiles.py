@@ -1849,7 +1849,42 @@ HOST_SCHEDULING_SOURCE = (
     "to 2026-01-02, first released in 0.14.0: deepjavalibrary/djl#3833, 'Async scheduling is "
     "now enabled by default in v0.14'; the scheduler prepares step n + 1 while step n runs); "
     "synchronous_step_overhead is the serving stage's fit to LambdaLabsML/vllm-benchmark's "
-    "vLLM 0.5.4 rows (scripts/engine_profiles.py)")
+    "vLLM 0.5.4 rows (scripts/engine_profiles.py). in_engine_frontend_before: vLLM 0.6.0 "
+    "moved the OpenAI API server into a process of its own (vllm-project/vllm#6883; the v0.6.0 "
+    "release post, blog.vllm.ai 2024-09-05: in 0.5.3 the API server took 33 % of Llama-3-8B's "
+    "execution time on one H100); request_overhead is the least-squares slope of the first "
+    "token of a burst against its prompts in {bursts} (vLLM 0.5.4; the smallest of each "
+    "file's ttfts: {minima}: the first step waits for every prompt to be taken in), "
+    "{value:.2f} ms a prompt; the interval spans the {n} runs' own (min ttft - intercept) / N, "
+    "{low:.2f}-{high:.2f} ms")
+#: The first version whose front end has a process of its own (vllm-project/vllm#6883): older
+#: ones take each request in on the engine's thread (``Engine.request_overhead``).
+IN_ENGINE_FRONTEND_BEFORE = "0.6.0"
+#: Where the bursts' first tokens were read: N in place of the prompt count.
+FRONTEND_BURSTS = ("LambdaLabsML/vllm-benchmark@a4f9f4371a1ccac781293837fce2bce0cc6d25cc:"
+                   "results/prompt_N/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json")
+#: (prompts sent at once, the earliest first token of the run [s]), read from those files.
+FRONTEND_FIRST_TOKENS = ((40, 0.1867), (160, 0.5693), (640, 1.4637), (1280, 3.2582))
+
+
+def request_overhead_fit(first_tokens=FRONTEND_FIRST_TOKENS) -> tuple:
+    """``(slope, (low, high))`` [s]: the least-squares line of a burst's first token against
+    its prompts, ``t = a + c·N``; ``c`` is the engine's time per request taken in, and the
+    interval spans the runs' own ``(t − a) / N``."""
+    n = np.array([float(k) for k, _ in first_tokens])
+    t = np.array([v for _, v in first_tokens])
+    slope = float(((n - n.mean()) * (t - t.mean())).sum() / ((n - n.mean()) ** 2).sum())
+    own = (t - (t.mean() - slope * n.mean())) / n
+    return slope, (float(own.min()), float(own.max()))
+
+
+def _frontend_words() -> dict:
+    """The front-end fit's figures for :data:`HOST_SCHEDULING_SOURCE`."""
+    value, (low, high) = request_overhead_fit()
+    minima = ", ".join(f"{t:.4f} s at N = {n}" if i == 0 else f"{t:.4f} s at {n}"
+                       for i, (n, t) in enumerate(FRONTEND_FIRST_TOKENS))
+    return {"bursts": FRONTEND_BURSTS, "minima": minima, "value": value * 1e3,
+            "n": len(FRONTEND_FIRST_TOKENS), "low": low * 1e3, "high": high * 1e3}
 
 
 def serving_rows(root: Path = Path(".")) -> list:
@@ -2153,7 +2188,11 @@ def write_profiles(engine: str, profiles: list, path: Path, serving: dict | None
             f"asynchronous_since = {_string(ASYNCHRONOUS_SINCE)}",
             f"synchronous_step_overhead = {_number(ov)}",
             f"synchronous_step_overhead_interval = [{_number(iv[0])}, {_number(iv[1])}]",
-            f"source = {_string(HOST_SCHEDULING_SOURCE)}",
+            f"source = {_string(HOST_SCHEDULING_SOURCE.format(**_frontend_words()))}",
+            f"in_engine_frontend_before = {_string(IN_ENGINE_FRONTEND_BEFORE)}",
+            f"request_overhead = {_number(round(request_overhead_fit()[0], 5))}",
+            "request_overhead_interval = [" + ", ".join(
+                _number(round(v, 5)) for v in request_overhead_fit()[1]) + "]",
             "",
         ]
     for prof in profiles:

@@ -276,6 +276,18 @@ def test_rederived_serving_overheads_match_the_shipped_ones():
         assert errors["serving"][0] < errors["kernel"][0]
 
 
+def test_the_front_end_time_is_the_scripts_fit():
+    """[host_scheduling]'s request_overhead (vLLM before 0.6.0) is what the script writes: the
+    slope of the bursts' first tokens, its interval, and the source the script words."""
+    script = _script()
+    host = _load("vllm")["host_scheduling"]
+    value, (low, high) = script.request_overhead_fit()
+    assert host["in_engine_frontend_before"] == script.IN_ENGINE_FRONTEND_BEFORE == "0.6.0"
+    assert host["request_overhead"] == round(value, 5)
+    assert host["request_overhead_interval"] == [round(low, 5), round(high, 5)]
+    assert host["source"] == script.HOST_SCHEDULING_SOURCE.format(**script._frontend_words())
+
+
 def test_rederived_knobs_match_the_shipped_ones():
     script = _script_with_tables()
     engine, system = "vllm", "a100_sxm"         # the smallest table set: a few seconds
