@@ -81,3 +81,24 @@ def test_sharegpt_lengths_are_the_recorded_samples(capsys):
                          (["--lengths", "zipf"], "--lengths must be one of lognormal, sharegpt")):
         assert main([*argv, *extra]) == 2
         assert match in capsys.readouterr().err
+
+
+def test_sharegpt_lengths_default_to_the_samples_means(capsys):
+    """``--lengths sharegpt`` without the means draws the sample as it is (221 and 182 tokens);
+    the log-normal lengths have no default mean: the flag is named, before any simulation."""
+    from rooflinekit.workloads import sharegpt_lengths
+    argv = ["curve", "llama-3.1-8b", "--gpu", "h100", "--rates", "2", "--replicates", "2",
+            "--requests", "40", "--json", "--lengths", "sharegpt"]
+    out = _json(argv, capsys)
+    ds = rk.planning.load_curve(rk.Traffic(1.0, *sharegpt_lengths()), rk.SLO(ttft=3600.0),
+                                model="Llama-3.1-8B", gpu="H100-SXM-80GB", replicates=2,
+                                requests=40, engine_draws=0, rates=[2.0])
+    assert out["loads"][0]["mean_tpot_ms"] == pytest.approx(
+        float(ds.median("replicate")["mean_tpot"][0]) * 1e3, rel=1e-9)
+    prompt, output = sharegpt_lengths()
+    assert (round(np.mean(prompt.samples)), round(np.mean(output.samples))) == (221, 182)
+    for flag in ("--prompt-mean", "--output-mean"):
+        given = [a for a in argv[:-2] if a != "--json"] + (
+            ["--output-mean", "50"] if flag == "--prompt-mean" else ["--prompt-mean", "500"])
+        assert main(given) == 2
+        assert f"{flag} is required" in capsys.readouterr().err

@@ -110,8 +110,12 @@ def _check_spread(spread: float) -> None:
 #: ``...`` as the default marks a required flag.
 _FLAGS = (
     ("--rate", positive_float, ..., "peak request rate the fleet must sustain [requests/s]"),
-    ("--prompt-mean", positive_float, ..., "mean prompt tokens per request"),
-    ("--output-mean", positive_float, ..., "mean output tokens per request"),
+    ("--prompt-mean", positive_float, None,
+     "mean prompt tokens per request (required; with --lengths sharegpt the sample's own, "
+     "221, by default)"),
+    ("--output-mean", positive_float, None,
+     "mean output tokens per request (required; with --lengths sharegpt the sample's own, "
+     "182, by default)"),
     ("--spread", nonnegative_float, 0.0,
      "log-normal sigma of both lengths, in [0, 3] (0: every request alike)"),
     ("--lengths", None, "lognormal",
@@ -465,6 +469,9 @@ def lengths_from_args(args) -> tuple:
                              f"give one of them")
         return workloads.sharegpt_lengths(args.prompt_mean, args.output_mean)
     for flag, mean in (("--prompt-mean", args.prompt_mean), ("--output-mean", args.output_mean)):
+        if mean is None:
+            raise ValueError(f"{flag} is required: the mean tokens per request (only "
+                             f"--lengths sharegpt has a default, the sample's own)")
         if args.spread == 0 and mean != round(mean):   # every request alike: whole tokens
             raise ValueError(f"{flag} must be a whole number of tokens with --spread 0, "
                              f"got {mean:g}")
