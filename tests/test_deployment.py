@@ -58,8 +58,10 @@ def test_each_flag_is_the_plans_value(chunked):
     assert got["replicas"] == int(chunked["replicas"])
     bench = _flags(got["bench_serve"])
     assert bench["--dataset-name"] == "random"
-    assert int(bench["--random-input-len"]) == round(chunked.attrs["mean_prompt_tokens"])
-    assert int(bench["--random-output-len"]) == round(chunked.attrs["mean_output_tokens"])
+    # the distributions' means, draws rounded up: the log-normals' 1,000 and 200 plus about
+    # half a token (not the plan's 200 draws, which miss them by a few tokens)
+    assert int(bench["--random-input-len"]) in (1000, 1001)
+    assert int(bench["--random-output-len"]) in (200, 201)
     # one replica's share of the peak
     assert float(bench["--request-rate"]) == pytest.approx(6.0 / got["replicas"], rel=1e-3)
     assert bench["--num-prompts"] == "200"
@@ -308,3 +310,33 @@ def test_a_plan_in_a_format_of_its_own_needs_its_model(fp8_70b):
         launch_commands(best, traffic)
     with pytest.raises(ValueError, match="65.71 GiB in the format it was planned in"):
         launch_commands(best, traffic, model="Llama-3.1-70B")
+
+
+@pytest.mark.parametrize("scale", [None, (500, 100)])
+def test_a_sharegpt_plan_benchmarks_with_the_sample_it_drew(scale):
+    """Lengths drawn from the recorded ShareGPT sample as it is: the benchmark sends that
+    sample (its ShareGPT dataset, seed 0, the seed the sample was recorded under), said in a
+    note; scaled to other means it cannot, and replays the means (the distribution's: 500 and
+    100 within a token, where 200 heavy-tailed draws miss them by several per cent)."""
+    from rooflinekit.planning.deployment import SHAREGPT_FILE
+    from rooflinekit.workloads import sharegpt_lengths
+    traffic = rk.Traffic(4.0, *sharegpt_lengths(*(scale or ())))
+    plan = rk.plan(traffic, SLO, models="Llama-3.1-8B", gpus="H100-SXM-80GB", replicates=2,
+                   requests=200, seed=3)
+    best = rk.cheapest_plan(plan, by=None)
+    got = launch_commands(best, traffic)
+    bench = _flags(got["bench_serve"])
+    assert bench["--num-prompts"] == "200"
+    if scale is None:
+        assert (bench["--dataset-name"], bench["--dataset-path"], bench["--seed"]) == \
+            ("sharegpt", SHAREGPT_FILE, "0")
+        assert "--random-input-len" not in bench
+        assert any("ShareGPT's first 200 prompts" in note for note in got["notes"])
+    else:
+        assert bench["--dataset-name"] == "random" and bench["--seed"] == "3"
+        assert abs(int(bench["--random-input-len"]) - 500) <= 1
+        assert abs(int(bench["--random-output-len"]) - 100) <= 1
+        assert any("replays the mean lengths" in note for note in got["notes"])
+    # the first 300 requests as they are are the sample too
+    first = rk.Traffic(4.0, *sharegpt_lengths(requests=300))
+    assert _flags(launch_commands(best, first)["bench_serve"])["--dataset-name"] == "sharegpt"

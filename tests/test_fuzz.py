@@ -66,12 +66,12 @@ REGISTRY = {
         "compute_dtype", "activation_dtype", "label", "moe_layer_overhead", "layer_cycles",
         "host_traffic_share", "sequence_overhead", "low_precision_bandwidth_efficiency",
         "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "moe_compute_share",
-        "mla_layer_overhead", "attention_compute_efficiency"),
+        "mla_layer_overhead", "attention_compute_efficiency", "request_overhead"),
         valid={"kv_bandwidth_efficiency": OPTIONAL, "step_overhead": CONTEXT_OK,
                "low_precision_bandwidth_efficiency": OPTIONAL,
                "fp4_compute_efficiency": OPTIONAL, "fp4_bandwidth_efficiency": OPTIONAL,
                "attention_compute_efficiency": OPTIONAL,
-               "sequence_overhead": CONTEXT_OK,
+               "sequence_overhead": CONTEXT_OK, "request_overhead": CONTEXT_OK,
                "layer_overhead": CONTEXT_OK, "prefill_overhead": CONTEXT_OK,
                "moe_layer_overhead": CONTEXT_OK, "mla_layer_overhead": CONTEXT_OK,
                "layer_cycles": CONTEXT_OK,
@@ -723,11 +723,15 @@ SHAREGPT = _entry(rk.workloads.sharegpt_lengths,
                   kwargs={"prompt_mean": 500.0, "output_mean": 200.0, "requests": 100},
                   spoil=("prompt_mean", "output_mean", "requests"),
                   valid={"prompt_mean": OPTIONAL, "output_mean": OPTIONAL, "requests": OPTIONAL})
+# a length distribution's mean (rooflinekit.workloads); 0 tokens is a constant length
+EXPECTED = _entry(rk.workloads.expected_tokens,
+                  kwargs={"lengths": rk.workloads.LogNormal(200, 0.5)}, spoil=("lengths",),
+                  valid={"lengths": CONTEXT_OK})
 #: Callables of the folders, outside rooflinekit.__all__, fuzzed alike.
 FOLDER_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS,
                   "replica_kv_window": KV_WINDOW, "kv_window_text": KV_WINDOW_TEXT,
                   "vllm_attention_block": MLA_BLOCK, "missing_attention_kernel": NO_KERNEL,
-                  "sharegpt_lengths": SHAREGPT}
+                  "sharegpt_lengths": SHAREGPT, "expected_tokens": EXPECTED}
 
 
 @pytest.mark.parametrize("name, arg, bad", [

@@ -275,3 +275,35 @@ def test_sharegpt_lengths_refuses_what_it_cannot_scale(kwargs, match):
     from rooflinekit.workloads import sharegpt_lengths
     with pytest.raises(ValueError, match=match):
         sharegpt_lengths(**kwargs)
+
+
+def test_expected_tokens_is_each_distributions_mean():
+    """Hand means: (100 + 300) / 2; 15/16 · 20 + 1/16 · 400 = 43.75; a histogram's bins
+    [0, 10) and [10, 20) hold 1 and 3 draws, uniform on their integers (means 4.5 and 14.5):
+    (4.5 + 3 · 14.5) / 4 = 12; a geometric's mean; a constant. A log-normal's draws are
+    rounded up: the continuous mean plus about half a token (E[⌈X⌉] = Σ_k P(X > k), summed
+    here from the log-normal's survival function, independent of its sampler)."""
+    import math
+
+    from rooflinekit.workloads import Mixture, Uniform, expected_tokens, sharegpt_lengths
+    assert expected_tokens(Uniform(100, 300)) == 200.0
+    assert expected_tokens(Mixture((20, 400), (15, 1))) == pytest.approx(43.75, rel=1e-15)
+    assert expected_tokens(Empirical(edges=(0, 10, 20), counts=(1, 3))) == 12.0
+    assert expected_tokens(Geometric(50)) == 50.0
+    assert expected_tokens(Constant(7)) == expected_tokens(7) == 7.0
+    prompt, output = sharegpt_lengths()
+    assert expected_tokens(prompt) == sum(prompt.samples) / 1280 == 283_459 / 1280
+    mean, sigma = 200.0, 0.5
+    mu = math.log(mean) - sigma ** 2 / 2
+    survival = sum(0.5 * math.erfc((math.log(k) - mu) / (sigma * math.sqrt(2)))
+                   for k in range(1, 20_000))
+    exact = 1 + survival                        # minimum 1: P(Y > 0) = 1, then P(X > k)
+    assert expected_tokens(LogNormal(mean, sigma)) == pytest.approx(exact, rel=2e-3)
+    assert expected_tokens(LogNormal(mean, sigma)) == expected_tokens(LogNormal(mean, sigma))
+
+
+@pytest.mark.parametrize("bad", [True, 2.5, "200", None, -1, [200]])
+def test_expected_tokens_refuses_what_is_no_length(bad):
+    from rooflinekit.workloads import expected_tokens
+    with pytest.raises((TypeError, ValueError), match="lengths"):
+        expected_tokens(bad)

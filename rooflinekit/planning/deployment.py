@@ -23,7 +23,8 @@ from rooflinekit.profiles import (ENGINE_MEMORY, TRTLLM_FREE_GPU_MEMORY_FRACTION
                                   VLLM_GPU_MEMORY_UTILIZATION, counts_cuda_graphs,
                                   held_bytes, held_memory, memory_rule, missing_attention_kernel,
                                   memory_share, profiled_engine, vllm_cuda_graph_bytes)
-from rooflinekit.workloads import Constant
+from rooflinekit.workloads import (SHAREGPT_REQUESTS, Constant, Empirical, expected_tokens,
+                                  sharegpt_lengths)
 
 __all__ = ["launch_commands"]
 
@@ -119,6 +120,26 @@ def _plan_memory(attrs, model, gpu, tp, max_num_seqs, max_num_batched_tokens, pp
     return held_by, share, held_bytes(held), held.get("share_of", "total")
 
 
+#: The ShareGPT file ``vllm bench serve --dataset-name sharegpt`` reads (``--dataset-path``; the
+#: download its documentation gives, huggingface.co/datasets/anon8231489123/ShareGPT_Vicuna_unfiltered).
+SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
+
+
+def _sharegpt_sample(traffic: Traffic) -> int | None:
+    """How many of the recorded ShareGPT sample's first requests ``traffic`` draws its lengths
+    from, unscaled (:func:`rooflinekit.workloads.sharegpt_lengths` at the sample's own means),
+    so that ``vllm bench serve``'s ShareGPT dataset sends the same prompts; ``None`` for any
+    other lengths, scaled ones included."""
+    prompt, output = traffic.prompt, traffic.output
+    if not (isinstance(prompt, Empirical) and isinstance(output, Empirical)) \
+            or prompt.samples is None or output.samples is None:
+        return None
+    k = len(prompt.samples)
+    if not 1 <= k <= SHAREGPT_REQUESTS or len(output.samples) != k:
+        return None
+    return k if (prompt, output) == sharegpt_lengths(requests=k) else None
+
+
 def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
                     model_path=None) -> dict:
     """The commands that deploy one planned configuration and check it under its traffic.
@@ -144,7 +165,10 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         ``vllm_serve``, ``sglang_serve`` and ``trtllm_serve`` (one replica's launch command in
         each engine), ``replicas`` (how
         many to run), ``bench_serve`` (``vllm bench serve`` replaying the traffic's mean
-        lengths and arrivals on one replica at its peak share), ``rate`` [requests/s], the rate
+        lengths (:func:`rooflinekit.workloads.expected_tokens`, a shared prefix's share of
+        tokens in the prompt's), or ShareGPT's own sample where the traffic drew the recorded one unscaled
+        (:func:`rooflinekit.workloads.sharegpt_lengths`), and its arrivals on one replica at
+        its peak share), ``rate`` [requests/s], the rate
         it replays, and ``notes`` (where the deployment may differ from the plan).
 
     Raises
@@ -380,15 +404,33 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         # its "align" mode, as the plan's admission held it
         vllm += ["--enable-prefix-caching", "--mamba-cache-mode", "align"]
 
-    prompt = round(float(attrs["mean_prompt_tokens"]))
-    output = round(float(attrs["mean_output_tokens"]))
-    bench = ["vllm", "bench", "serve", "--model", repository, "--dataset-name", "random",
-             "--random-input-len", str(prompt), "--random-output-len", str(output),
-             "--request-rate", f"{rate:.4g}", "--num-prompts", str(int(attrs["requests"])),
-             "--seed", str(int(attrs.get("seed", 0)))]
+    # the distributions' means, not the plan's draws' (a few hundred heavy-tailed draws can
+    # miss them by several per cent): what the benchmark replays at fixed lengths
+    shared = 0.0 if traffic.prefix is None else \
+        float(traffic.prefix.share) * int(traffic.prefix.tokens)
+    prompt = round(expected_tokens(traffic.prompt) + shared)
+    output = max(round(expected_tokens(traffic.output)), 1)
+    requests = int(attrs["requests"])
+    sample = _sharegpt_sample(traffic)
+    if sample is None:
+        dataset = ["--dataset-name", "random", "--random-input-len", str(prompt),
+                   "--random-output-len", str(output)]
+        seed = int(attrs.get("seed", 0))
+    else:
+        # the client's own sample: its shuffle with seed 0 is the recorded one
+        dataset = ["--dataset-name", "sharegpt", "--dataset-path", SHAREGPT_FILE]
+        seed = 0
+        notes.append(f"the benchmark sends ShareGPT's first {requests:,} prompts (seed 0); the "
+                     f"plan drew its lengths from the first {sample:,} as one run recorded "
+                     f"them, whose replies were Llama-3-8B-Instruct's: the served model's own "
+                     f"replies may run longer or shorter, up to each conversation's")
+    bench = ["vllm", "bench", "serve", "--model", repository, *dataset,
+             "--request-rate", f"{rate:.4g}", "--num-prompts", str(requests),
+             "--seed", str(seed)]
     if traffic.arrival == "gamma":
         bench += ["--burstiness", f"{float(traffic.burstiness):g}"]
-    if not all(isinstance(lengths, Constant) for lengths in (traffic.prompt, traffic.output)):
+    if sample is None and not all(isinstance(lengths, Constant)
+                                  for lengths in (traffic.prompt, traffic.output)):
         notes.append("the benchmark's random dataset replays the mean lengths; the plan drew "
                      "them spread, so its tail latencies are the harder test")
     return {"vllm_serve": shlex.join(vllm), "sglang_serve": shlex.join(sglang),
