@@ -1686,11 +1686,32 @@ def held_out_errors(train: list, test: list, transfer: bool = False,
     return held_out_predictions(fitted, test, streaming)
 
 
+def with_own_cross_host(fitted, test: list):
+    """``fitted`` with the cross-host all-reduce latency of ``test``'s own all-reduce tables
+    (:func:`rows_cross_host_latency`), in every knob set: a GPU predicted held out runs on its
+    own measured collectives, as on its own measured streaming bandwidth (one figure an
+    all-reduce microbenchmark gives), while the fit reads only its own rows' (SGLang's GB300
+    at tp 8, past its four-GPU tray: 24 us a collective, which no other GPU's tables hold)."""
+    value = rows_cross_host_latency(test)
+
+    def put(knobs):
+        return {**knobs, "cross_host_allreduce_latency": value}
+    groups = {key: {phase: put(knobs) for phase, knobs in phases.items()}
+              for key, phases in fitted.groups.items()}
+    # a measured figure, held: its interval is the value (where the calibration has intervals)
+    intervals = {phase: {**knobs, "cross_host_allreduce_latency": (value, value)}
+                 if "cross_host_allreduce_latency" in knobs else dict(knobs)
+                 for phase, knobs in fitted.intervals.items()}
+    return dataclasses.replace(fitted, prefill=put(fitted.prefill), decode=put(fitted.decode),
+                               groups=groups, intervals=intervals)
+
+
 def held_out_predictions(fitted, test: list, streaming: bool = True) -> tuple[float, float]:
     """(TPOT, TTFT) MAPE [%] on ``test`` of the calibration ``fitted`` (NaN for a phase
-    ``test`` does not measure; ``streaming``: on the GPUs' measured streaming bandwidths)."""
+    ``test`` does not measure; ``streaming``: on the GPUs' measured streaming bandwidths), on
+    ``test``'s own cross-host all-reduce latency (:func:`with_own_cross_host`)."""
     from rooflinekit.calibrate import predict
-    predicted = predict(measurements_from_records(test), fitted,
+    predicted = predict(measurements_from_records(test), with_own_cross_host(fitted, test),
                         gpus=fit_gpus(test) if streaming else None)
     out = []
     for phase, column in (("decode", "tpot_ms"), ("prefill", "ttft_ms")):
@@ -1720,7 +1741,7 @@ def held_out_residuals(rows: list, gpu: str) -> dict:
     rows (predicted / measured − 1), under the key ``"all"`` the whole set's."""
     from rooflinekit.calibrate import predict
     train, test, transfer = _held_out_split(rows, gpu)
-    fitted = fit_profile(train, 0, transfer=transfer).calibration()
+    fitted = with_own_cross_host(fit_profile(train, 0, transfer=transfer).calibration(), test)
     predicted = predict(measurements_from_records(test), fitted, gpus=fit_gpus(test))
     decode = [(r, p) for r, p in zip(test, predicted["decode"].values) if "tpot_ms" in r]
     error = np.array([p / (r["tpot_ms"] * MS) - 1 for r, p in decode]) * 100
@@ -1735,7 +1756,9 @@ def held_out_residuals(rows: list, gpu: str) -> dict:
 def leave_one_gpu_out(rows: list, streaming: bool = True) -> dict:
     """Per GPU name, held-out (TPOT, TTFT) MAPE [%] of a fit on the other GPUs' rows;
     ``streaming``: every GPU at its measured streaming bandwidth (:func:`fit_gpu`: the held-out
-    one's too, one figure a bandwidth microbenchmark gives), else at its datasheet figure.
+    one's too, one figure a bandwidth microbenchmark gives), else at its datasheet figure. The
+    held-out GPU's all-reduces past its host take its own tables' measured latency
+    (:func:`with_own_cross_host`), the same kind of figure.
 
     A GPU whose catalogue row gives its boost clock is predicted by the transfer fit (a
     layer's fixed time in clock cycles, :data:`TRANSFER_DECODE_FIT`) of the other such GPUs;

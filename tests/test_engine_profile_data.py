@@ -320,6 +320,30 @@ def test_rederived_knobs_match_the_shipped_ones():
                 shipped["interval"][phase][name], rel=1e-6, abs=1e-12)
 
 
+def test_a_gpu_left_out_runs_on_its_own_cross_host_latency():
+    """Leaving SGLang's GB300 out, the fit of the other GPUs reads no all-reduce past a host,
+    and the prediction of the GB300's rows takes its own tables' latency (24.3 us at tp 8, one
+    figure its all-reduce microbenchmark gives, as its streaming bandwidth is) in every knob
+    set; a GPU whose tables stop at its host (the H100) gets 0. The shipped held-out error is
+    that prediction's."""
+    script = _script_with_tables()
+    rows, _, version = script.by_format(*script.synthesise("sglang", "gb300",
+                                                           dtypes=("bf16",)))
+    measured = script.cross_host_latency("gb300", "sglang", version)
+    assert measured == pytest.approx(24.3e-6, abs=0.05e-6)
+    base = rooflinekit.engine_profile("sglang", "H100-SXM-80GB")
+    assert base.decode["cross_host_allreduce_latency"] == 0.0
+    own = script.with_own_cross_host(base, rows)
+    assert own.prefill["cross_host_allreduce_latency"] == \
+        own.decode["cross_host_allreduce_latency"] == measured
+    assert all(phases[p]["cross_host_allreduce_latency"] == measured
+               for phases in own.groups.values() for p in phases)
+    h100, _, _ = script.by_format(*script.synthesise("sglang", "h100_sxm", dtypes=("bf16",)))
+    assert script.with_own_cross_host(base, h100).decode["cross_host_allreduce_latency"] == 0.0
+    gb300 = next(p for p in _load("sglang")["profile"] if p["gpu"] == "GB300")
+    assert gb300["held_out_error"] < 10.0
+
+
 def test_nvfp4_rows_are_synthesised_only_where_the_tables_hold_them():
     """The held-out-by-format check's rows (scripts/engine_profiles.py --diagnose): NVFP4 steps
     from the Blackwell-class tables, none from Hopper's; every decode step reads each NVFP4
