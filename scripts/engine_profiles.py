@@ -2205,6 +2205,7 @@ def write_profiles(engine: str, profiles: list, path: Path, serving: dict | None
     lines = [*header, f"engine = {_string(engine)}", ""]
     if serving is not None:
         ov, iv = serving["overheads"]["step_overhead"], serving["interval"]["step_overhead"]
+        intake, band = request_overhead_fit()
         lines += [
             "[host_scheduling]",
             f"synchronous_from = {_string(SYNCHRONOUS_FROM)}",
@@ -2213,9 +2214,8 @@ def write_profiles(engine: str, profiles: list, path: Path, serving: dict | None
             f"synchronous_step_overhead_interval = [{_number(iv[0])}, {_number(iv[1])}]",
             f"source = {_string(HOST_SCHEDULING_SOURCE.format(**_frontend_words()))}",
             f"in_engine_frontend_before = {_string(IN_ENGINE_FRONTEND_BEFORE)}",
-            f"request_overhead = {_number(round(request_overhead_fit()[0], 5))}",
-            "request_overhead_interval = [" + ", ".join(
-                _number(round(v, 5)) for v in request_overhead_fit()[1]) + "]",
+            f"request_overhead = {_number(round(intake, 5))}",
+            "request_overhead_interval = [" + ", ".join(_number(round(v, 5)) for v in band) + "]",
             "",
         ]
     for prof in profiles:

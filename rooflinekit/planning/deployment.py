@@ -404,15 +404,15 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         # its "align" mode, as the plan's admission held it
         vllm += ["--enable-prefix-caching", "--mamba-cache-mode", "align"]
 
-    # the distributions' means, not the plan's draws' (a few hundred heavy-tailed draws can
-    # miss them by several per cent): what the benchmark replays at fixed lengths
-    shared = 0.0 if traffic.prefix is None else \
-        float(traffic.prefix.share) * int(traffic.prefix.tokens)
-    prompt = round(expected_tokens(traffic.prompt) + shared)
-    output = max(round(expected_tokens(traffic.output)), 1)
     requests = int(attrs["requests"])
     sample = _sharegpt_sample(traffic)
     if sample is None:
+        # the distributions' means, not the plan's draws' (a few hundred heavy-tailed draws
+        # can miss them by several per cent): what the benchmark replays at fixed lengths
+        shared = 0.0 if traffic.prefix is None else \
+            float(traffic.prefix.share) * int(traffic.prefix.tokens)
+        prompt = round(expected_tokens(traffic.prompt) + shared)
+        output = max(round(expected_tokens(traffic.output)), 1)
         dataset = ["--dataset-name", "random", "--random-input-len", str(prompt),
                    "--random-output-len", str(output)]
         seed = int(attrs.get("seed", 0))

@@ -16,7 +16,8 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import parallel
-from rooflinekit._validation import MAX_COUNT, check_nonnegative, check_positive, check_range
+from rooflinekit._validation import (MAX_COUNT, check_nonnegative, check_positive, check_range,
+                                     real_number)
 from rooflinekit.dtypes import bytes_per_element
 
 __all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "PHASES", "engine_for"]
@@ -102,8 +103,7 @@ _CHECKS = {
     "recurrent_chain_time": check_nonnegative,
     "recurrent_element_time": check_nonnegative,
     "frontend_latency": check_nonnegative,
-    "request_overhead": lambda name, v: _single(check_nonnegative)(
-        name, check_nonnegative(name, v)),
+    "request_overhead": lambda name, v: real_number(name, v, lo=0),      # one number
     "gemm_half_tokens": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
     "allreduce": _check_allreduce,
     "interconnect_bandwidth": _single(check_positive),
