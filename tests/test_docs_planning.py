@@ -62,11 +62,19 @@ def test_the_decision(answer):
         ("H100-SXM-80GB", 8, 24)
     assert round(float(best["monthly_cost"])) == 52_385
     assert best.attrs["model_quality"].startswith("calibrated: vllm profiles per GPU")
-    for option, cost in (("self-hosted", 52_385), ("pay-as-you-go", 421_667),
-                         ("provisioned", 1_124_930)):
-        assert round(float(table["monthly_cost"].sel(option=option))) == cost
-        assert f"| {cost:,} |" in DOC
-    assert int(table["units"].sel(option="provisioned")) == 1541
+    for option, cost, per_million, above in (
+            ("self-hosted", 52_385, "0.43", "— (capacity 1.63e11)"),
+            ("pay-as-you-go", 420_809, "3.48", "1.51e10"),
+            ("provisioned", 1_122_740, "9.28", "5.59e9")):
+        row = table.sel(option=option)
+        assert round(float(row["monthly_cost"])) == cost
+        assert f"{float(row['cost_per_million_tokens']):.2f}" == per_million
+        tokens = row["capacity_tokens"] if option == "self-hosted" else row["break_even_tokens"]
+        mantissa, exponent = f"{float(tokens):.2e}".split("e")
+        assert f"{mantissa}e{int(exponent)}" in above
+        assert f"| {cost:,} | {per_million} | {above} |" in DOC
+    assert int(table["units"].sel(option="provisioned")) == 1538
+    assert "| provisioned (1,538 PTUs, hourly) |" in DOC
     assert f"{table.attrs['monthly_tokens']:.3g}" == "1.21e+11"
     assert str(table["choice"].values) == "self-hosted"
 

@@ -725,8 +725,9 @@ SHAREGPT = _entry(rk.workloads.sharegpt_lengths,
                   valid={"prompt_mean": OPTIONAL, "output_mean": OPTIONAL, "requests": OPTIONAL})
 # a length distribution's mean (rooflinekit.workloads); 0 tokens is a constant length
 EXPECTED = _entry(rk.workloads.expected_tokens,
-                  kwargs={"lengths": rk.workloads.LogNormal(200, 0.5)}, spoil=("lengths",),
-                  valid={"lengths": CONTEXT_OK})
+                  kwargs={"lengths": rk.workloads.LogNormal(200, 0.5), "at_least": 1},
+                  spoil=("lengths", "at_least"),
+                  valid={"lengths": CONTEXT_OK, "at_least": CONTEXT_OK})
 #: Callables of the folders, outside rooflinekit.__all__, fuzzed alike.
 FOLDER_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS,
                   "replica_kv_window": KV_WINDOW, "kv_window_text": KV_WINDOW_TEXT,

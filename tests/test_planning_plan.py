@@ -333,6 +333,33 @@ def test_cheapest_plan_picks_the_least_monthly_cost(small_plan):
         rk.cheapest_plan(small_plan, by="batch_size")
 
 
+def test_a_plan_prices_the_traffics_exact_means(small_plan):
+    """The month's tokens are the traffic's, not its 6 × 300 draws': log-normal means plus the
+    half token of rounding up (E[⌈X⌉] = Σ_k P(X > k), from the survival function here), the
+    same for every seed; a shared prefix adds its share of tokens to the prompt's."""
+    import math
+
+    def rounded_up(mean, sigma):
+        mu = math.log(mean) - sigma ** 2 / 2
+        return 1 + sum(0.5 * math.erfc((math.log(k) - mu) / (sigma * math.sqrt(2)))
+                       for k in range(1, 40_000))
+
+    prompt, output = rounded_up(1000, 0.5), rounded_up(200, 0.5)
+    assert TRAFFIC.mean_prompt_tokens == pytest.approx(prompt, abs=0.01)
+    assert TRAFFIC.mean_output_tokens == pytest.approx(output, abs=0.01)
+    attrs = small_plan.attrs
+    assert (attrs["mean_prompt_tokens"], attrs["mean_output_tokens"]) == \
+        (TRAFFIC.mean_prompt_tokens, TRAFFIC.mean_output_tokens)
+    assert attrs["monthly_tokens"] == pytest.approx(
+        4.0 * 730 * 3600 * (prompt + output), rel=1e-5)
+    other = rk.plan(TRAFFIC, SLO, models=MODEL, gpus=GPU, tp=1, max_num_seqs=32,
+                    replicates=2, requests=100, seed=7)
+    assert other.attrs["monthly_tokens"] == attrs["monthly_tokens"]
+    shared = rk.Traffic(4.0, 300, 50, prefix=rk.workloads.SharedPrefix(groups=2, tokens=100,
+                                                                       share=0.25))
+    assert (shared.mean_prompt_tokens, shared.mean_output_tokens) == (325.0, 50.0)
+
+
 def test_decision_table_against_hand_calculation(small_plan):
     best = rk.cheapest_plan(small_plan, by=None)
     payg = rk.PayAsYouGo(input_per_mtok=3.0, output_per_mtok=12.0)

@@ -23,8 +23,7 @@ from rooflinekit.profiles import (ENGINE_MEMORY, TRTLLM_FREE_GPU_MEMORY_FRACTION
                                   VLLM_GPU_MEMORY_UTILIZATION, counts_cuda_graphs,
                                   held_bytes, held_memory, memory_rule, missing_attention_kernel,
                                   memory_share, profiled_engine, vllm_cuda_graph_bytes)
-from rooflinekit.workloads import (SHAREGPT_REQUESTS, Constant, Empirical, expected_tokens,
-                                  sharegpt_lengths)
+from rooflinekit.workloads import SHAREGPT_REQUESTS, Constant, Empirical, sharegpt_lengths
 
 __all__ = ["launch_commands"]
 
@@ -163,13 +162,12 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     -------
     dict
         ``vllm_serve``, ``sglang_serve`` and ``trtllm_serve`` (one replica's launch command in
-        each engine), ``replicas`` (how
-        many to run), ``bench_serve`` (``vllm bench serve`` replaying the traffic's mean
-        lengths (:func:`rooflinekit.workloads.expected_tokens`, a shared prefix's share of
-        tokens in the prompt's), or ShareGPT's own sample where the traffic drew the recorded one unscaled
-        (:func:`rooflinekit.workloads.sharegpt_lengths`), and its arrivals on one replica at
-        its peak share), ``rate`` [requests/s], the rate
-        it replays, and ``notes`` (where the deployment may differ from the plan).
+        each engine), ``replicas`` (how many to run), ``bench_serve`` (``vllm bench serve``
+        replaying the traffic's exact mean lengths, :attr:`rooflinekit.Traffic.mean_prompt_tokens`
+        and :attr:`~rooflinekit.Traffic.mean_output_tokens`, or ShareGPT's own sample where the
+        traffic drew the recorded one unscaled (:func:`rooflinekit.workloads.sharegpt_lengths`),
+        and its arrivals on one replica at its peak share), ``rate`` [requests/s], the rate it
+        replays, and ``notes`` (where the deployment may differ from the plan).
 
     Raises
     ------
@@ -409,10 +407,8 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     if sample is None:
         # the distributions' means, not the plan's draws' (a few hundred heavy-tailed draws
         # can miss them by several per cent): what the benchmark replays at fixed lengths
-        shared = 0.0 if traffic.prefix is None else \
-            float(traffic.prefix.share) * int(traffic.prefix.tokens)
-        prompt = round(expected_tokens(traffic.prompt) + shared)
-        output = max(round(expected_tokens(traffic.output)), 1)
+        prompt = round(traffic.mean_prompt_tokens)
+        output = max(round(traffic.mean_output_tokens), 1)
         dataset = ["--dataset-name", "random", "--random-input-len", str(prompt),
                    "--random-output-len", str(output)]
         seed = int(attrs.get("seed", 0))

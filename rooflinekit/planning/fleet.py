@@ -476,7 +476,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
                 values[index] = r[name]
             ds[name] = (list(axes), values, {"units": "1" if name == dims.MAX_NUM_SEQS
                                              else "tokens", "long_name": long_name})
-    _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price, pue,
+    _price(ds, traffic, headroom, hourly, engineering_monthly, electricity_price, pue,
            spare_replicas, min_replicas)
     ds.attrs.update({
         "description": "capacity under load: max request rate per replica within the SLO, the "
@@ -1098,7 +1098,7 @@ def replicas_for_rate(need, rate) -> np.ndarray:
     return np.where(rate > 0, np.ceil(need / np.where(rate > 0, rate, 1.0)), 0).astype(np.int64)
 
 
-def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricity_price,
+def _price(ds, traffic, headroom, hourly, engineering_monthly, electricity_price,
            pue, spare_replicas=0, min_replicas=1) -> None:
     """Replicas, GPUs and monthly cost from the rates, in place."""
     need = float(traffic.rate) * (1.0 + headroom)
@@ -1135,10 +1135,10 @@ def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricit
     gpu_monthly = ds["gpus"] * price * HOURS_PER_MONTH
     ds["gpu_monthly_cost"] = xr.where(serves, gpu_monthly, np.inf).assign_attrs(
         units="USD/month", long_name="GPU-hours of the fleet for a month")
-    arrival, prompt, output = draws[:3]
-    tokens_per_request = float(prompt.mean() + output.mean())
-    monthly_tokens = traffic.monthly_requests * tokens_per_request
-    output_tokens = traffic.monthly_requests * float(output.mean())
+    # the traffic's exact means, not its draws': a month is priced on what it averages
+    prompt, output = traffic.mean_prompt_tokens, traffic.mean_output_tokens
+    monthly_tokens = traffic.monthly_requests * (prompt + output)
+    output_tokens = traffic.monthly_requests * output
     kwh = ds["energy_per_token"] * output_tokens / JOULES_PER_KWH
     ds["power_monthly_cost"] = (kwh * pue * electricity_price).assign_attrs(
         units="USD/month", long_name="electricity for the month's generated tokens (PUE included; "
@@ -1158,7 +1158,6 @@ def _price(ds, traffic, draws, headroom, hourly, engineering_monthly, electricit
                       long_name="monthly cost per million tokens served (prompt + output)")
     ds.attrs.update({"monthly_requests": traffic.monthly_requests,
                      "monthly_tokens": monthly_tokens,
-                     "mean_prompt_tokens": float(prompt.mean()),
-                     "mean_output_tokens": float(output.mean()),
+                     "mean_prompt_tokens": prompt, "mean_output_tokens": output,
                      "engineering_monthly": engineering_monthly,
                      "electricity_price": electricity_price, "pue": pue})

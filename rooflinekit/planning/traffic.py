@@ -17,7 +17,8 @@ import xarray as xr
 from rooflinekit._validation import (MAX_CONFIG_BYTES, as_1d, check_one_of, describe,
                                      read_regular_file, real_number, show, whole_number)
 from rooflinekit.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
-from rooflinekit.workloads import Constant, Gamma, Poisson, SharedPrefix, WorkloadSpec
+from rooflinekit.workloads import (Constant, Gamma, Poisson, SharedPrefix, WorkloadSpec,
+                                  expected_tokens)
 
 __all__ = ["Traffic", "SLO", "ARRIVALS", "SECONDS_PER_MONTH", "MIN_RATE", "PROFILE_SHAPES",
            "month_profile", "read_profile"]
@@ -141,6 +142,25 @@ class Traffic:
         """A :class:`~rooflinekit.workloads.WorkloadSpec` of ``n_requests`` at ``rate``."""
         return WorkloadSpec(n_requests, output=self.output, prompt=self.prompt,
                             arrival=self.arrivals(rate), prefix=self.prefix)
+
+    @property
+    def mean_prompt_tokens(self) -> float:
+        """Mean prompt tokens of a request [tokens], a shared prefix's share included.
+
+        ``E[prompt] + share · prefix tokens``, exact
+        (:func:`~rooflinekit.workloads.expected_tokens`): what a month of this traffic averages
+        and what its per-token prices are charged on, not the mean of a plan's few hundred
+        draws.
+        """
+        shared = 0.0 if self.prefix is None else \
+            float(self.prefix.share) * int(self.prefix.tokens)
+        return expected_tokens(self.prompt) + shared
+
+    @property
+    def mean_output_tokens(self) -> float:
+        """Mean output tokens of a request [tokens], exact, each at least one token as drawn
+        (:func:`~rooflinekit.workloads.expected_tokens` with ``at_least=1``)."""
+        return expected_tokens(self.output, at_least=1)
 
     @property
     def monthly_requests(self) -> float:
