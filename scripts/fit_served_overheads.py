@@ -3,7 +3,7 @@
 
 A development script, not part of the package; run from the repository root::
 
-    PYTHONPATH=. python scripts/fit_served_overheads.py [--engine sglang|vllm]
+    PYTHONPATH=. python scripts/fit_served_overheads.py [--engine sglang|vllm|trtllm]
         [--source SOURCE ...] [--write]
 
 What it fits
@@ -25,6 +25,9 @@ of ``tests/data/load_sweeps/sweeps.csv`` (each point replayed as its source load
   each running sequence adds to a step (the engine mixes prompt chunks into the decode steps;
   its host work per sequence is what slows decode with the batch), printed, not written
   (:data:`WRITTEN`);
+* for TensorRT-LLM, SGLang's two knobs, printed, not written: its two sources (NIM and
+  InferenceX's DeepSeek-R1 servers) trade them, a held-out gain in TTFT for a loss in TPOT and
+  saturation (``docs/validation.md``);
 * ``frontend_latency`` [s], the same seconds on every TTFT and nothing else, so that for any
   other knobs its least-squares value is closed-form (variable projection, as
   :func:`rooflinekit.planning.fit_under_load`).
@@ -61,13 +64,15 @@ PROFILES = Path(__file__).resolve().parents[1] / "rooflinekit" / "data" / "engin
 #: The knobs searched with the simulator in the loop, per engine (the front end is closed-form):
 #: SGLang runs prompt steps apart, which the decodes wait (``prefill_overhead``); vLLM mixes
 #: them into the decode steps, and its host work per running sequence (``sequence_overhead``)
-#: is what makes its decode slow with the batch.
+#: is what makes its decode slow with the batch; TensorRT-LLM is tried with SGLang's.
 SEARCHED = {"sglang": ("step_overhead", "prefill_overhead"),
-            "vllm": ("step_overhead", "sequence_overhead")}
+            "vllm": ("step_overhead", "sequence_overhead"),
+            "trtllm": ("step_overhead", "prefill_overhead")}
 #: The engines whose profile files ship this stage's fit (``--write``). vLLM's is printed only:
 #: fitted to every vLLM source at once it does not predict the held-out ones better than the
 #: shipped profile, because vLLM's V0 (before 0.8) and V1 engines spend different host time
-#: (``docs/validation.md``, "Host time per sequence").
+#: (``docs/validation.md``, "Host time per sequence"). TensorRT-LLM's is printed only: held out
+#: by source it helps one TTFT and hurts the other source's TPOT and saturation.
 WRITTEN = ("sglang",)
 #: Rounds of the coordinate search (each knob in turn on its whole range, the others held):
 #: three, since the cost is not convex in a knob (steps of the simulated schedule) and after

@@ -206,6 +206,14 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
             raise ValueError(f"{where}, field 'recv_interval': expected a whole number >= 1 or "
                              f"blank, got {row.get('recv_interval', '')[:40]!r}")
         point["recv_interval"] = 1 if recv is None else int(recv)
+        budget = _number(row.get("max_num_batched_tokens"),
+                         f"{where}, field 'max_num_batched_tokens'")
+        if budget is not None and (budget < 1 or not math.isfinite(budget)
+                                   or budget != int(budget)):
+            raise ValueError(f"{where}, field 'max_num_batched_tokens': expected a whole number "
+                             f">= 1 or blank, got "
+                             f"{row.get('max_num_batched_tokens', '')[:40]!r}")
+        point["max_num_batched_tokens"] = None if budget is None else int(budget)
         if point["rate"] is None and point["concurrency"] is None:
             raise ValueError(f"{where}: a point needs a rate or a concurrency (fields 'rate', "
                              f"'concurrency')")
@@ -361,8 +369,11 @@ V1_SINCE = (0, 8)
 
 
 def _release(version: str | None) -> tuple | None:
-    """The first three numeric parts of a release number (``"0.10.1.1"`` -> (0, 10, 1))."""
-    return tuple(int(x) for x in version.split(".")[:3]) if version else None
+    """The first three numeric parts of a release number (``"0.10.1.1"`` -> (0, 10, 1);
+    ``"1.1.0rc2.post2"`` -> (1, 1, 0): a part's leading digits)."""
+    if not version:
+        return None
+    return tuple(int(re.match(r"\d*", x).group() or 0) for x in version.split(".")[:3])
 
 
 def runs_v0(point) -> bool:
@@ -387,7 +398,8 @@ def scheduler(point) -> tuple[int, int | None, bool, str, str]:
     prefill is enabled with max_num_batched_tokens=512"). vLLM 0.8 and later, an unknown vLLM
     version (taken as current), SGLang, and NIM (a TensorRT-LLM engine): the engine's defaults
     for the GPU (:func:`rooflinekit.profiles.scheduler_defaults`), its KV admission among them
-    (paged for vLLM and SGLang; TensorRT-LLM's GUARANTEED_NO_EVICT: reserve).
+    (paged for vLLM and SGLang; TensorRT-LLM's GUARANTEED_NO_EVICT: reserve), with the
+    point's ``max_num_batched_tokens`` where its server's command set one.
     """
     engine = point["engine"]
     version = engine_version(point)
@@ -402,6 +414,11 @@ def scheduler(point) -> tuple[int, int | None, bool, str, str]:
             f"steps apart of at most {budget} tokens"
     name = {"vllm": "vllm", "sglang": "sglang", "nim": "trtllm", "trtllm": "trtllm"}[engine]
     d = scheduler_defaults(name, point["gpu"])
+    budget = point.get("max_num_batched_tokens")
+    if budget:      # the server's command set its tokens a step
+        return d.max_num_seqs, budget, d.mixed_prefill, d.admission, \
+            f"{name} defaults: {d.max_num_seqs} sequences, {d.admission} admission; " \
+            f"{budget} tokens a step as its server was run"
     return d.max_num_seqs, d.max_num_batched_tokens, d.mixed_prefill, d.admission, \
         f"{name} defaults: {d.max_num_seqs} sequences, {d.max_num_batched_tokens} tokens, " \
         f"{d.admission} admission"

@@ -142,19 +142,24 @@ def test_score_one_small_sweep(scorer):
     (lambda rows: [rows[0].replace("rate,", "speed,", 1), *rows[1:]], "missing column"),
     (lambda rows: [r.replace(",inf,", ",fast,", 1) if i == 2 else r for i, r in enumerate(rows)],
      "field 'rate'"),
-    # the last five fields: kv_dtype, max_model_len, endpoint, recv_interval, then ssm_dtype
-    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*),([^,]*)$", r"fp7,\1,\2,\3,\4", r)
-                   if i == 2 else r for i, r in enumerate(rows)], "field 'kv_dtype'"),
-    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*)$", r"k,\1,\2,\3", r) if i == 2 else r
-                   for i, r in enumerate(rows)], "field 'max_model_len'"),
-    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"grpc,\1,\2", r) if i == 2 else r
+    # the last six fields: kv_dtype, max_model_len, endpoint, recv_interval, ssm_dtype, then
+    # max_num_batched_tokens
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*),([^,]*),([^,]*)$", r"fp7,\1,\2,\3,\4,\5",
+                          r) if i == 2 else r for i, r in enumerate(rows)], "field 'kv_dtype'"),
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*),([^,]*)$", r"k,\1,\2,\3,\4", r)
+                   if i == 2 else r for i, r in enumerate(rows)], "field 'max_model_len'"),
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*)$", r"grpc,\1,\2,\3", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'endpoint'"),
-    (lambda rows: [re.sub(r",([^,]*)$", r"0,\1", r) if i == 2 else r
+    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"0,\1,\2", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'recv_interval'"),
-    (lambda rows: [re.sub(r",([^,]*)$", r"2.5,\1", r) if i == 2 else r
+    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"2.5,\1,\2", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'recv_interval'"),
-    (lambda rows: [r + "fp6" if i == 2 else r for i, r in enumerate(rows)],
-     "field 'ssm_dtype'"),
+    (lambda rows: [re.sub(r",([^,]*)$", r"fp6,\1", r) if i == 2 else r
+                   for i, r in enumerate(rows)], "field 'ssm_dtype'"),
+    (lambda rows: [r + "0" if i == 2 else r for i, r in enumerate(rows)],
+     "field 'max_num_batched_tokens'"),
+    (lambda rows: [r + "512.5" if i == 2 else r for i, r in enumerate(rows)],
+     "field 'max_num_batched_tokens'"),
 ])
 def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_path, change,
                                                                   match):
@@ -231,6 +236,33 @@ def test_v0_scheduling_follows_the_served_context(scorer, sweeps):
     assert scorer.scheduler(v1)[3] == scorer.scheduler(phala)[3] == "paged"
     nim = {**v1, "engine": "nim", "engine_version": "1.8.0", "gpu": "H100-SXM-80GB"}
     assert scorer.scheduler(nim)[:4] == (2048, 8192, True, "reserve")
+    # a server run with its own tokens a step (TensorRT-LLM's --max_num_tokens 1152)
+    assert scorer.scheduler({**nim, "max_num_batched_tokens": 1152})[:4] == \
+        (2048, 1152, True, "reserve")
+
+
+def test_release_numbers_with_suffixes(scorer):
+    """TensorRT-LLM's release candidates and post releases name their numeric parts first."""
+    assert scorer._release("1.1.0rc2.post2") == (1, 1, 0)
+    assert scorer._release("1.2.0rc6.post2") == (1, 2, 0)
+    assert scorer._release("0.10.1.1") == (0, 10, 1)
+    assert scorer._release("") is None
+
+
+def test_the_tensorrt_llm_sweeps_hold_littles_law(sweeps):
+    """InferenceX's TensorRT-LLM points, transcribed from their records: C clients each
+    cycling through TTFT + (output − 1) · TPOT give the recorded output throughput
+    (C · output / cycle) within 5 % (the records' own E2E agrees to 1 %: README), and the
+    step caps of their launch scripts are on every row."""
+    names = [n for n in sweeps if "_trtllm1." in n]
+    assert len(names) == 6 and sum(len(sweeps[n]) for n in names) == 24
+    for name in names:
+        for p in sweeps[name]:
+            cycle = (p["mean_ttft_ms"] + (p["output_tokens"] - 1) * p["mean_tpot_ms"]) / 1e3
+            little = p["concurrency"] * p["output_tokens"] / cycle
+            assert little == pytest.approx(p["output_throughput"], rel=0.05), (name, p)
+            assert p["engine"] == "trtllm" and p["kv_dtype"] == "fp8"
+            assert p["max_num_batched_tokens"] in (1152, 8192, 8320)
 
 
 def test_step_overhead_replays_the_profiles_with_it(scorer):
