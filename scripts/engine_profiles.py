@@ -169,10 +169,10 @@ with the overhead at 0 (:func:`rooflinekit.calibrate.predict`, each row on its o
 plus the overhead, and the least squares on relative residuals (calibrate's loss) has a closed
 form (:func:`fit_serving`). Intervals: :data:`N_RESAMPLES` bootstrap resamples of the rows,
 seed 0; held out: fit on one GPU's rows, predict the other's. TTFT errors on those rows are
-reported with the kernel intercept, for reference. TensorRT-LLM stays kernel-only: a floor.
-SGLang's served overheads (one ``step_overhead``, ``prefill_overhead`` and ``frontend_latency``
-for every GPU) are
-fitted to its published load sweeps afterwards, held out by source, by
+reported with the kernel intercept, for reference. SGLang's served overheads (one
+``step_overhead``, ``prefill_overhead`` and ``frontend_latency`` for every GPU) and
+TensorRT-LLM's front end (one ``frontend_latency``; its steps stay the kernels' floor) are
+fitted to their published load sweeps afterwards, held out by source, by
 ``scripts/fit_served_overheads.py``, which this script runs after writing the default folder.
 
 The fit, stage 3: under load (vLLM only)
@@ -2413,11 +2413,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             # profiles just written (a fresh process: the package reads its profiles once)
             subprocess.run([sys.executable, str(Path(__file__).with_name(
                 "fit_frontend_latency.py")), "--write"], check=True)
-        if engine == "sglang" and args.output == OUTPUT_DIR:
-            # SGLang's served overheads, fitted to its load sweeps over the kernel profiles
-            # just written (scripts/fit_served_overheads.py)
+        if engine in ("sglang", "trtllm") and args.output == OUTPUT_DIR:
+            # SGLang's served overheads and TensorRT-LLM's front end, fitted to the engine's
+            # load sweeps over the kernel profiles just written (scripts/fit_served_overheads.py)
             subprocess.run([sys.executable, str(Path(__file__).with_name(
-                "fit_served_overheads.py")), "--engine", "sglang", "--write"], check=True)
+                "fit_served_overheads.py")), "--engine", engine, "--write"], check=True)
         for prof in profiles:
             print(f"{engine:7s} {prof['gpu']:16s} {prof['version']:11s} rows {prof['n_rows']:4d} "
                   f"fit TPOT {prof['fit_error']:5.1f}% TTFT {prof['fit_error_ttft']:5.1f}% | "

@@ -4,7 +4,7 @@
 A development script, not part of the package; run from the repository root::
 
     PYTHONPATH=. python scripts/fit_served_overheads.py [--engine sglang|vllm|trtllm]
-        [--source SOURCE ...] [--write]
+        [--source SOURCE ...] [--knobs KNOB ...] [--write]
 
 What it fits
 ------------
@@ -25,9 +25,10 @@ of ``tests/data/load_sweeps/sweeps.csv`` (each point replayed as its source load
   each running sequence adds to a step (the engine mixes prompt chunks into the decode steps;
   its host work per sequence is what slows decode with the batch), printed, not written
   (:data:`WRITTEN`);
-* for TensorRT-LLM, SGLang's two knobs, printed, not written: its two sources (NIM and
-  InferenceX's DeepSeek-R1 servers) trade them, a held-out gain in TTFT for a loss in TPOT and
-  saturation (``docs/validation.md``);
+* for TensorRT-LLM, none: its two sources (NIM and InferenceX's DeepSeek-R1 servers) trade
+  SGLang's two knobs, a held-out gain in one's TTFT for a loss in the other's TPOT and
+  saturation (``--knobs step_overhead prefill_overhead`` prints that fit;
+  ``docs/validation.md``), so its steps stay the kernels' floor and only its front end is fitted;
 * ``frontend_latency`` [s], the same seconds on every TTFT and nothing else, so that for any
   other knobs its least-squares value is closed-form (variable projection, as
   :func:`rooflinekit.planning.fit_under_load`).
@@ -64,40 +65,42 @@ PROFILES = Path(__file__).resolve().parents[1] / "rooflinekit" / "data" / "engin
 #: The knobs searched with the simulator in the loop, per engine (the front end is closed-form):
 #: SGLang runs prompt steps apart, which the decodes wait (``prefill_overhead``); vLLM mixes
 #: them into the decode steps, and its host work per running sequence (``sequence_overhead``)
-#: is what makes its decode slow with the batch; TensorRT-LLM is tried with SGLang's.
+#: is what makes its decode slow with the batch. TensorRT-LLM's front end alone: with SGLang's
+#: two knobs beside it (``--knobs step_overhead prefill_overhead``), its two sources trade them,
+#: one's TTFT held out for the other's TPOT and saturation (``docs/validation.md``).
 SEARCHED = {"sglang": ("step_overhead", "prefill_overhead"),
             "vllm": ("step_overhead", "sequence_overhead"),
-            "trtllm": ("step_overhead", "prefill_overhead")}
+            "trtllm": ()}
 #: The engines whose profile files ship this stage's fit (``--write``). vLLM's is printed only:
 #: fitted to every vLLM source at once it does not predict the held-out ones better than the
 #: shipped profile, because vLLM's V0 (before 0.8) and V1 engines spend different host time
-#: (``docs/validation.md``, "Host time per sequence"). TensorRT-LLM's is printed only: held out
-#: by source it helps one TTFT and hurts the other source's TPOT and saturation.
-WRITTEN = ("sglang",)
+#: (``docs/validation.md``, "Host time per sequence").
+WRITTEN = ("sglang", "trtllm")
 #: Rounds of the coordinate search (each knob in turn on its whole range, the others held):
 #: three, since the cost is not convex in a knob (steps of the simulated schedule) and after
 #: two a fifth's move of the prefill overhead could still lower it.
 ROUNDS = 3
 
 
-def engine_at(engine: str, gpu: str, knobs=None) -> Calibration:
+def engine_at(engine: str, gpu: str, knobs=None, searched=None) -> Calibration:
     """``engine``'s shipped profile of ``gpu`` without its front end, with ``knobs``
     ({name: value [s]} of the engine's :data:`SEARCHED`) in their phases; ``None``: the kernel
     floor, every knob of :data:`SEARCHED` at 0 (SGLang's kernel fit's own prefill intercept,
     1.5-2.5 ms, is replaced by this stage's value once written, so the floor does without it:
     the same floor however often the stage runs; vLLM's floor drops the step overhead its
-    profile fitted to static rows)."""
+    profile fitted to static rows). ``searched``: other knobs than the engine's own."""
     base = rooflinekit.engine_profile(engine, gpu, warn=False)
     phases = {"prefill": {k: v for k, v in base.prefill.items() if k != "frontend_latency"},
               "decode": dict(base.decode)}
-    for name, value in (knobs or dict.fromkeys(SEARCHED[engine], 0.0)).items():
+    names = SEARCHED[engine] if searched is None else searched
+    for name, value in (knobs or dict.fromkeys(names, 0.0)).items():
         phases[LOAD_KNOBS[name][0]][name] = float(value)
     return Calibration(prefill=phases["prefill"], decode=phases["decode"], source=base.source,
                        base=base.base)
 
 
 def simulate(sweeps, engine: str, knobs=None, *, replicates=3, requests=300,
-             seed=0) -> list[dict]:
+             seed=0, searched=None) -> list[dict]:
     """Every scored quantity of ``sweeps`` ({id: points}) under ``knobs`` (see
     :func:`engine_at`), front end 0.
 
@@ -107,7 +110,7 @@ def simulate(sweeps, engine: str, knobs=None, *, replicates=3, requests=300,
     rows = []
     for name, points in sweeps.items():
         kind = sweeps_score.mode(points)
-        cal = engine_at(engine, points[0]["gpu"], knobs)
+        cal = engine_at(engine, points[0]["gpu"], knobs, searched)
         source = sweeps_score.source_group(points[0]["source"])
         peak = max(p["output_throughput"] for p in points)
         top = max(points, key=lambda p: p["output_throughput"])
@@ -157,16 +160,19 @@ def objective(sweeps, engine: str, knobs, **sim) -> float:
     return cost(rows, frontend(rows))
 
 
-def fit(sweeps, engine: str, **sim) -> dict:
+def fit(sweeps, engine: str, searched=None, **sim) -> dict:
     """The knobs of :data:`SEARCHED` and ``frontend_latency`` [s] that fit ``sweeps`` best.
 
     A coordinate search from 0: :data:`ROUNDS` times, each knob of :data:`SEARCHED` in turn on
     :data:`~rooflinekit.planning.load_fit.ONE_KNOB_GRID` over its whole range, then Brent's
     method in the best cell, the others held; the front end closed-form at every step.
+    ``searched``: other knobs than the engine's own (printed fits).
     """
-    knobs = dict.fromkeys(SEARCHED[engine], 0.0)
+    names = SEARCHED[engine] if searched is None else searched
+    sim = {**sim, "searched": names}
+    knobs = dict.fromkeys(names, 0.0)
     for _ in range(ROUNDS):
-        for name in SEARCHED[engine]:
+        for name in names:
             lo, hi = LOAD_KNOBS[name][1], LOAD_KNOBS[name][2]
 
             def one(value, name=name):
@@ -204,8 +210,10 @@ def sources(sweeps) -> dict:
     return out
 
 
-def held_out(sweeps, engine: str, **sim) -> tuple[dict, list[dict]]:
-    """The fit to every source, and per source the fit without it scored on it."""
+def held_out(sweeps, engine: str, searched=None, **sim) -> tuple[dict, list[dict]]:
+    """The fit to every source, and per source the fit without it scored on it
+    (``searched``: other knobs than the engine's own)."""
+    sim = {**sim, "searched": SEARCHED[engine] if searched is None else searched}
     full = fit(sweeps, engine, **sim)
     out = []
     for source, mine in sources(sweeps).items():
@@ -243,13 +251,35 @@ def note(full, rows) -> str:
 
 
 #: The header paragraph ``--write`` puts before the file's ``engine = ...`` line, in place of
-#: the kernel-only file's "a floor" paragraph.
-STAGE = ["# Stage 2, served (scripts/fit_served_overheads.py, run after scripts/engine_profiles.py):",
-         "# one step_overhead, one prefill_overhead and one frontend_latency [s] for every GPU, "
-         "the time a served engine",
-         "# spends outside the measured kernels, fitted with the simulator replaying this "
-         "engine's load sweeps",
-         "# of tests/data/load_sweeps/sweeps.csv; held out by source in each profile's notes."]
+#: the kernel-only file's "a floor" paragraph, per engine (:func:`stage`).
+STAGE = {
+    "sglang": ["# Stage 2, served (scripts/fit_served_overheads.py, run after "
+               "scripts/engine_profiles.py):",
+               "# one step_overhead, one prefill_overhead and one frontend_latency [s] for every "
+               "GPU, the time a served engine",
+               "# spends outside the measured kernels, fitted with the simulator replaying this "
+               "engine's load sweeps",
+               "# of tests/data/load_sweeps/sweeps.csv; held out by source in each profile's "
+               "notes."],
+    "trtllm": ["# Stage 2, served (scripts/fit_served_overheads.py, run after "
+               "scripts/engine_profiles.py):",
+               "# one frontend_latency [s] for every GPU, the time a served engine spends on "
+               "a request before",
+               "# its first step (HTTP, tokenisation), fitted with the simulator replaying "
+               "this engine's load",
+               "# sweeps of tests/data/load_sweeps/sweeps.csv; held out by source in each "
+               "profile's notes. Its",
+               "# steps stay the kernels' floor: a per-step and a per-prompt-step overhead "
+               "fitted beside it trade",
+               "# one source's TPOT and saturation for the other's TTFT held out "
+               "(docs/validation.md)."]}
+
+
+def stage(engine: str) -> list[str]:
+    """The header lines of ``engine``'s served stage (:data:`STAGE`)."""
+    return STAGE[engine]
+
+
 FLOOR = "# No serving overheads have been measured for "
 
 
@@ -263,10 +293,10 @@ def write(engine: str, full, rows, path=None) -> Path:
     lines, in_interval, in_floor = [], False, False
     for line in text.splitlines():
         in_floor = line.startswith(FLOOR) or (in_floor and line.startswith("# "))
-        if in_floor or line in STAGE:
+        if in_floor or line in stage(engine):
             continue                # the kernel file's floor paragraph, or ours, written afresh
         if line.startswith('engine = "'):
-            lines += STAGE
+            lines += stage(engine)
         if line.startswith("[[profile]]"):
             in_interval = False
         elif line.startswith("[profile.interval]"):
@@ -304,20 +334,25 @@ def main(argv=None) -> int:
     parser.add_argument("--source", action="append", default=None,
                         help="fit only this source's sweeps (repeatable; default all of the "
                              "engine's)")
+    parser.add_argument("--knobs", nargs="+", default=None, metavar="KNOB",
+                        choices=("step_overhead", "prefill_overhead", "sequence_overhead"),
+                        help="search these knobs instead of the engine's own (printed only)")
     parser.add_argument("--write", action="store_true",
                         help="write the fit into rooflinekit/data/engine_profiles/ENGINE.toml "
                              f"(engines {', '.join(WRITTEN)}, every source)")
     args = parser.parse_args(argv)
-    if args.write and (args.engine not in WRITTEN or args.source):
-        parser.error(f"--write ships a fit to every source of {' or '.join(WRITTEN)}; "
-                     f"{args.engine}{' with --source' if args.source else ''} is only printed")
+    if args.write and (args.engine not in WRITTEN or args.source or args.knobs):
+        parser.error(f"--write ships a fit of the engine's own knobs to every source of "
+                     f"{' or '.join(WRITTEN)}; {args.engine}"
+                     f"{' with --source' if args.source else ''}"
+                     f"{' with --knobs' if args.knobs else ''} is only printed")
     sweeps = {n: p for n, p in sweeps_score.fitted_sweeps(sweeps_score.read_sweeps()).items()
               if sweeps_score.PROFILE_OF_ENGINE[p[0]["engine"]] == args.engine
               and (not args.source or sweeps_score.source_group(p[0]["source"]) in args.source)}
     if not sweeps:
         raise SystemExit(f"no {args.engine} sweeps of {args.source or 'any source'} in "
                          f"{sweeps_score.DEFAULT_SWEEPS}")
-    full, rows = held_out(sweeps, args.engine)
+    full, rows = held_out(sweeps, args.engine, args.knobs and tuple(args.knobs))
     print(f"{args.engine}: {_ms(full)}, fitted to {len(sweeps)} sweeps\n")
     print("| source | sweeps | fitted without it | kernel floor TPOT / TTFT / sat. | held out | "
           "in sample |")

@@ -60,7 +60,8 @@ POOLED_FROM = {"moe_compute_share": ("H100-SXM-80GB", "H200-SXM-141GB", "B200", 
                          "GB300", "RTX-PRO-6000-Server") for knob in RECURRENT}}
 #: Knobs a later stage adds to one engine's phase.
 UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",),
-                    ("sglang", "prefill"): ("frontend_latency",)}
+                    ("sglang", "prefill"): ("frontend_latency",),
+                    ("trtllm", "prefill"): ("frontend_latency",)}
 
 
 def _load(engine: str) -> dict:
@@ -155,9 +156,13 @@ def test_step_overhead_is_held_and_serving_overheads_are_shared():
     load. vLLM's prefill_overhead
     stays each GPU's kernel intercept (not fitted to the client-side TTFT of the public rows,
     which holds time the GPU does not spend): per GPU, a few ms at most."""
-    for prof in _load("trtllm")["profile"]:
+    trtllm = _load("trtllm")["profile"]
+    for prof in trtllm:
         assert prof["decode"]["step_overhead"] == 0.0
         assert prof["interval"]["decode"]["step_overhead"] == [0.0, 0.0]
+        # its front end alone is fitted under load, the same for every GPU
+        assert prof["prefill"]["frontend_latency"] == trtllm[0]["prefill"]["frontend_latency"] > 0
+        assert "docs.nvidia.com" in prof["notes"] and "InferenceX-app" in prof["notes"]
     sglang = _load("sglang")["profile"]
     for knob, phase in (("step_overhead", "decode"), ("frontend_latency", "prefill"),
                         ("prefill_overhead", "prefill")):

@@ -170,3 +170,32 @@ def test_vllm_fits_are_printed_not_written():
         script.main(["--engine", "vllm", "--write"])
     with pytest.raises(SystemExit):
         script.main(["--engine", "sglang", "--source", "SemiAnalysisAI/InferenceX", "--write"])
+
+
+def test_the_tensorrt_llm_front_end_is_the_fit_and_holds_out():
+    """TensorRT-LLM's profiles ship one front end, the closed form over its two sources' sweeps
+    (NIM and InferenceX's DeepSeek-R1 servers) with the steps at the kernels' floor; fitted
+    without either source it predicts that source's TTFT better than the floor, and leaves its
+    TPOT and saturation as they were (a front end adds to TTFT alone)."""
+    script = _script()
+    scorer = load_script("score_load_sweeps")
+    sweeps = {n: p for n, p in scorer.fitted_sweeps(scorer.read_sweeps()).items()
+              if scorer.PROFILE_OF_ENGINE[p[0]["engine"]] == "trtllm"}
+    assert script.SEARCHED["trtllm"] == ()
+    full, rows = script.held_out(sweeps, "trtllm")
+    for gpu in ("H100-SXM-80GB", "H200-SXM-141GB", "B200"):
+        shipped = rk.engine_profile("trtllm", gpu).prefill["frontend_latency"]
+        assert shipped == pytest.approx(full["frontend_latency"], rel=1e-9)
+    assert {r["source"] for r in rows} == {"docs.nvidia.com", "SemiAnalysisAI/InferenceX-app"}
+    for r in rows:
+        assert r["held_out"]["ttft"] < r["floor"]["ttft"], r["source"]
+        for what in ("tpot", "saturation"):
+            assert r["held_out"][what] == r["floor"][what], (r["source"], what)
+
+
+def test_other_knobs_are_printed_not_written(capsys):
+    """``--knobs`` searches other knobs than the engine's own, and is never written."""
+    script = _script()
+    with pytest.raises(SystemExit):
+        script.main(["--engine", "trtllm", "--knobs", "step_overhead", "--write"])
+    assert "only printed" in capsys.readouterr().err
