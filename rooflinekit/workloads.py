@@ -272,9 +272,11 @@ def _uniform_floor(low: int, high: int, floor: int) -> float:
     return (below * floor - (low + top) * below / 2.0) / (high - low + 1)
 
 
+@functools.lru_cache(maxsize=256)
 def _lognormal_expected(lengths: LogNormal, floor: int) -> float:
     """``E[max(draw, floor)]`` of a :class:`LogNormal`: the closed-form mean of the clipped
-    continuous value plus the Monte Carlo mean of its rounding up (see :func:`expected_tokens`)."""
+    continuous value plus the Monte Carlo mean of its rounding up (see :func:`expected_tokens`);
+    kept per distribution, as its 2**18 draws take milliseconds and a plan asks several times."""
     # max(clip(ceil x, m, M), a) = clip(ceil x, lo, hi) for whole numbers m, M, a
     lo = float(max(int(lengths.minimum), floor))
     top = min(np.inf if lengths.maximum is None else float(lengths.maximum), 2.0**62)
