@@ -214,6 +214,11 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
                              f">= 1 or blank, got "
                              f"{row.get('max_num_batched_tokens', '')[:40]!r}")
         point["max_num_batched_tokens"] = None if budget is None else int(budget)
+        ep = _number(row.get("ep"), f"{where}, field 'ep'")
+        if ep is not None and (ep < 1 or not math.isfinite(ep) or ep != int(ep)):
+            raise ValueError(f"{where}, field 'ep': expected a whole number >= 1 or blank, got "
+                             f"{row.get('ep', '')[:40]!r}")
+        point["ep"] = 1 if ep is None else int(ep)
         if point["rate"] is None and point["concurrency"] is None:
             raise ValueError(f"{where}: a point needs a rate or a concurrency (fields 'rate', "
                              f"'concurrency')")
@@ -444,7 +449,7 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
                     max_num_seqs=seqs,
                     max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
                     mixed_prefill=mixed, admission=admission, engine=engine, engine_draws=0,
-                    recv_interval=point.get("recv_interval", 1),
+                    recv_interval=point.get("recv_interval", 1), ep=point.get("ep", 1),
                     replicates=replicates,
                     requests=max(10, int(requests)), seed=seed,
                     **({} if concurrency is None

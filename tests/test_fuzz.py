@@ -923,7 +923,7 @@ CLOSED_REGISTRY = {
         load_curve, args=(TRAFFIC, rk.SLO(ttft=1.0)),
         kwargs={"model": "Llama-3.1-8B", "gpu": "H100-SXM-80GB", "concurrencies": [2],
                 "replicates": 1, "requests": 10},
-        spoil=("concurrencies", "recv_interval"),
+        spoil=("concurrencies", "recv_interval", "pp", "ep"),
         # a labelled array of whole numbers is a list of concurrencies like any other
         valid={"concurrencies": ("clashing DataArray",)}),
 }

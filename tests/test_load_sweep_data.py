@@ -142,24 +142,27 @@ def test_score_one_small_sweep(scorer):
     (lambda rows: [rows[0].replace("rate,", "speed,", 1), *rows[1:]], "missing column"),
     (lambda rows: [r.replace(",inf,", ",fast,", 1) if i == 2 else r for i, r in enumerate(rows)],
      "field 'rate'"),
-    # the last six fields: kv_dtype, max_model_len, endpoint, recv_interval, ssm_dtype, then
-    # max_num_batched_tokens
-    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*),([^,]*),([^,]*)$", r"fp7,\1,\2,\3,\4,\5",
-                          r) if i == 2 else r for i, r in enumerate(rows)], "field 'kv_dtype'"),
-    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*),([^,]*)$", r"k,\1,\2,\3,\4", r)
+    # the last seven fields: kv_dtype, max_model_len, endpoint, recv_interval, ssm_dtype,
+    # max_num_batched_tokens, then ep
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*)$",
+                          r"fp7,\1,\2,\3,\4,\5,\6", r) if i == 2 else r
+                   for i, r in enumerate(rows)], "field 'kv_dtype'"),
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*),([^,]*),([^,]*)$", r"k,\1,\2,\3,\4,\5", r)
                    if i == 2 else r for i, r in enumerate(rows)], "field 'max_model_len'"),
-    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*)$", r"grpc,\1,\2,\3", r) if i == 2 else r
-                   for i, r in enumerate(rows)], "field 'endpoint'"),
-    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"0,\1,\2", r) if i == 2 else r
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*),([^,]*)$", r"grpc,\1,\2,\3,\4", r)
+                   if i == 2 else r for i, r in enumerate(rows)], "field 'endpoint'"),
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*)$", r"0,\1,\2,\3", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'recv_interval'"),
-    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"2.5,\1,\2", r) if i == 2 else r
+    (lambda rows: [re.sub(r",([^,]*),([^,]*),([^,]*)$", r"2.5,\1,\2,\3", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'recv_interval'"),
-    (lambda rows: [re.sub(r",([^,]*)$", r"fp6,\1", r) if i == 2 else r
+    (lambda rows: [re.sub(r",([^,]*),([^,]*)$", r"fp6,\1,\2", r) if i == 2 else r
                    for i, r in enumerate(rows)], "field 'ssm_dtype'"),
-    (lambda rows: [r + "0" if i == 2 else r for i, r in enumerate(rows)],
-     "field 'max_num_batched_tokens'"),
-    (lambda rows: [r + "512.5" if i == 2 else r for i, r in enumerate(rows)],
-     "field 'max_num_batched_tokens'"),
+    (lambda rows: [re.sub(r",([^,]*)$", r"0,\1", r) if i == 2 else r
+                   for i, r in enumerate(rows)], "field 'max_num_batched_tokens'"),
+    (lambda rows: [re.sub(r",([^,]*)$", r"512.5,\1", r) if i == 2 else r
+                   for i, r in enumerate(rows)], "field 'max_num_batched_tokens'"),
+    (lambda rows: [r + "0" if i == 2 else r for i, r in enumerate(rows)], "field 'ep'"),
+    (lambda rows: [r + "two" if i == 2 else r for i, r in enumerate(rows)], "field 'ep'"),
 ])
 def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_path, change,
                                                                   match):
@@ -263,6 +266,8 @@ def test_the_tensorrt_llm_sweeps_hold_littles_law(sweeps):
             assert little == pytest.approx(p["output_throughput"], rel=0.05), (name, p)
             assert p["engine"] == "trtllm" and p["kv_dtype"] == "fp8"
             assert p["max_num_batched_tokens"] in (1152, 8192, 8320)
+            # the H200 servers spread the experts over their 8 GPUs (--ep_size 8)
+            assert p["ep"] == (8 if "_tp8ep8_" in name else 1)
 
 
 def test_step_overhead_replays_the_profiles_with_it(scorer):

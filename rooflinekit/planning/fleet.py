@@ -764,7 +764,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                concurrencies=None, max_num_batched_tokens="auto", admission="auto",
                block_size=16, gpu_memory_utilization=None, replicates=10, seed=0, engine=None,
                engine_draws=None, requests=1000, mixed_prefill="auto",
-               clients_start="apart", recv_interval=1) -> xr.Dataset:
+               clients_start="apart", recv_interval=1, pp=1, ep=1) -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its load: an open-loop
     request rate, or a closed-loop client's concurrency.
 
@@ -804,6 +804,12 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         :data:`~rooflinekit.batching.MAX_RECV_INTERVAL`]: new requests are taken in at receive
         steps only (:class:`~rooflinekit.batching.ContinuousBatcher`), which lengthens the TTFT
         by up to that many decode steps. Default 1: every step, every engine's default.
+    pp, ep : int
+        Pipeline stages and expert-parallel degree [1], as for :func:`plan`, one value each
+        (default 1): a replica of ``tp × pp`` GPUs whose routed experts are spread over ``ep``
+        of a stage's ``tp`` GPUs, its steps with their stage hand-offs and the experts'
+        all-to-all (:mod:`rooflinekit.roofline.layout`), refused naming the degree where the
+        model does not divide (:func:`rooflinekit.parallel.check_layout`).
 
     Returns
     -------
@@ -886,13 +892,16 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     engine = resolve_engine(engine, gpu)
     label = _quality(engine, model=model, gpu=gpu)
     tp = whole_number("tp", tp, lo=1)
+    pp, ep = whole_number("pp", pp, lo=1), whole_number("ep", ep, lo=1)
+    if pp > 1 or ep > 1:
+        parallel.check_layout(model, tp=tp, pp=pp, ep=ep)       # names what does not divide
     # the server's memory is profiled at its own max_num_seqs, whatever the clients send
     share, held = memory_rule(held_by, model, gpu, tp, max_num_seqs=max_num_seqs,
                               max_num_batched_tokens=max_num_batched_tokens,
-                              gpu_memory_utilization=gpu_memory_utilization)
+                              gpu_memory_utilization=gpu_memory_utilization, pp=pp)
     layout = dict(admission=admission,
                   block_size=whole_number("block_size", block_size, lo=1),
-                  gpu_memory_utilization=share, held=held, held_by=held_by)
+                  gpu_memory_utilization=share, held=held, held_by=held_by, pp=pp, ep=ep)
 
     def replica(engine, seqs=max_num_seqs):
         return _replica(model, gpu, tp, seqs, max_num_batched_tokens, engine=engine,
@@ -900,7 +909,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     batcher, _, problem = replica(engine)
     if problem:
         why = missing_attention_kernel(held_by, model, gpu) or problem
-        raise ValueError(f"{model.name} on {tp} × {gpu.name} cannot serve: {why}")
+        raise ValueError(f"{model.name} on {tp * pp} × {gpu.name} cannot serve: {why}")
     draws = draw_requests(traffic, replicates, requests, seed)
     arrival, prompt, output = draws[:3]
     targets = {f"{k}_target": v for k, v in slo.targets.items()}
@@ -941,8 +950,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         ds[dim].attrs.update(units="1", long_name="requests a closed-loop client keeps in flight")
     else:
         ds[dim].attrs.update(units="requests/s", long_name="request rate per replica")
-    ds.attrs.update({"model": model.name, "gpu": gpu.name, "tp": int(tp),
-                     "max_num_seqs": int(max_num_seqs),
+    ds.attrs.update({"model": model.name, "gpu": gpu.name, "tp": int(tp), "pp": int(pp),
+                     "ep": int(ep), "max_num_seqs": int(max_num_seqs),
                      "max_num_batched_tokens": int(max_num_batched_tokens or 0),
                      "mixed_prefill": int(mixed_prefill),
                      "recv_interval": int(recv_interval),
