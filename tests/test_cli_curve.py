@@ -102,3 +102,20 @@ def test_sharegpt_lengths_default_to_the_samples_means(capsys):
             ["--output-mean", "50"] if flag == "--prompt-mean" else ["--prompt-mean", "500"])
         assert main(given) == 2
         assert f"{flag} is required" in capsys.readouterr().err
+
+
+def test_an_expert_parallel_replica_is_load_curves(capsys):
+    """``--ep 2`` (SGLang's flag; ``--expert-parallel-size``) runs ``load_curve(ep=2)``: the
+    same means, the degree in the JSON; a degree that does not divide the experts is refused
+    naming it."""
+    argv = ["curve", "mixtral-8x7b", "--gpu", "h100", "--tp", "2", "--ep", "2", "--rates", "1",
+            "--prompt-mean", "500", "--output-mean", "50", "--replicates", "2", "--requests", "40"]
+    out = _json(argv, capsys)
+    ds = rk.planning.load_curve(rk.Traffic(1.0, Constant(500), Constant(50)), rk.SLO(ttft=3600.0),
+                                model="Mixtral-8x7B", gpu="H100-SXM-80GB", tp=2, ep=2,
+                                rates=[1.0], replicates=2, requests=40, engine_draws=0)
+    assert (out["tp"], out["ep"]) == (2, 2) and "pp" not in out
+    assert out["loads"][0]["mean_tpot_ms"] == pytest.approx(
+        float(ds["mean_tpot"].median("replicate").squeeze()) * 1e3, rel=1e-12)
+    assert main([*argv[:7], "3", *argv[8:]]) == 2
+    assert "ep must divide" in capsys.readouterr().err

@@ -170,6 +170,13 @@ FLAGS = {
     "--max-num-seqs": {"type": positive_int, "metavar": "SEQUENCES", "help": "most sequences in a batch (vLLM's name)"},
     "--pipeline-parallel-size": {"type": positive_int, "default": 1, "dest": "pp",
                                  "metavar": "PP", "help": "pipeline-parallel stages (1)"},
+    "--expert-parallel-size": {"type": positive_int, "default": 1, "dest": "ep",
+                               "metavar": "EP",
+                               "help": "GPUs of a stage that a MoE model's routed experts are "
+                                       "spread over, whole, instead of sharded: an all-to-all "
+                                       "each MoE layer (SGLang's --ep-size, TensorRT-LLM's "
+                                       "--ep_size; vLLM's --enable-expert-parallel is the "
+                                       "tensor-parallel size) (1)"},
     "--batch-size": {"type": positive_int, "metavar": "SEQUENCES",
                      "help": "sequences decoding together"},
     "--engine": {"metavar": "NAME|FILE",
@@ -293,7 +300,8 @@ def shared_prefix(args):
 
 
 #: Short forms: flag -> the other spellings of the same flag.
-_ALIASES = {"--tensor-parallel-size": ("--tp",), "--pipeline-parallel-size": ("--pp",)}
+_ALIASES = {"--tensor-parallel-size": ("--tp",), "--pipeline-parallel-size": ("--pp",),
+            "--expert-parallel-size": ("--ep",)}
 
 
 def read_model(args):

@@ -53,7 +53,9 @@ EPILOG = examples(
     "llama-3.1-8b --gpu h100 --engine trtllm --admission paged --rates 2,8 --prompt-mean 1000 "
     "--output-mean 200 --replicates 2 --requests 100",
     "llama-3.1-8b --gpu h100 --engine sglang --recv-interval 10 --concurrencies 16,64 "
-    "--prompt-mean 1000 --output-mean 1000 --replicates 2 --requests 200")
+    "--prompt-mean 1000 --output-mean 1000 --replicates 2 --requests 200",
+    "mixtral-8x7b --gpu h100 --tp 2 --ep 2 --rates 1,4 --prompt-mean 500 --output-mean 100 "
+    "--replicates 2 --requests 100")
 
 #: The traffic flags this command reads: lengths, arrivals and the Monte Carlo (no rate, no
 #: targets: the loads are the rates or concurrencies given).
@@ -92,6 +94,8 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--name")
     add_flag(parser, "--gpu", required=True)
     add_flag(parser, "--tensor-parallel-size")
+    add_flag(parser, "--pipeline-parallel-size")
+    add_flag(parser, "--expert-parallel-size")
     loads = parser.add_mutually_exclusive_group(required=True)
     loads.add_argument("--rates", type=rate_list, metavar="R,R",
                        help="comma-separated open-loop request rates [requests/s], Poisson "
@@ -134,7 +138,7 @@ def run(args, out) -> int:
         1.0, prompt, output,
         arrival="poisson" if args.burstiness is None else "gamma", burstiness=args.burstiness)
     engine = engine_from_args(args, gpu)
-    common = dict(model=model, gpu=gpu, tp=args.tp, rates=args.rates,
+    common = dict(model=model, gpu=gpu, tp=args.tp, pp=args.pp, ep=args.ep, rates=args.rates,
                   concurrencies=args.concurrencies,
                   max_num_seqs=args.max_num_seqs or "auto",
                   max_num_batched_tokens=args.max_num_batched_tokens or "auto",
@@ -155,6 +159,8 @@ def run(args, out) -> int:
             row["ideal_mean_ttft_ms"] = bound["mean_ttft_ms"]
             row["ideal_mean_tpot_ms"] = bound["mean_tpot_ms"]
     payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
+               **({"pp": args.pp} if args.pp > 1 else {}),
+               **({"ep": args.ep} if args.ep > 1 else {}),
                "client": ds.attrs["client"],
                **({"clients_start": ds.attrs["clients_start"]}
                   if "clients_start" in ds.attrs else {}),
@@ -167,7 +173,8 @@ def run(args, out) -> int:
     def text(out):
         client = ds.attrs["client"] + (f" (clients started {ds.attrs['clients_start']})"
                                        if "clients_start" in ds.attrs else "")
-        out.write(f"{model.name} on {gpu.name} × {args.tp}, {client}: "
+        layout = "".join(f", {n} {v}" for n, v in (("pp", args.pp), ("ep", args.ep)) if v > 1)
+        out.write(f"{model.name} on {gpu.name} × {args.tp * args.pp}{layout}, {client}: "
                   f"{ds.attrs['max_num_seqs']} sequences, "
                   f"{ds.attrs['max_num_batched_tokens'] or 'whole-prompt'} tokens a step"
                   + (f", new requests taken in every {ds.attrs['recv_interval']} decode steps"
