@@ -251,7 +251,7 @@ def note(full, rows) -> str:
 
 
 #: The header paragraph ``--write`` puts before the file's ``engine = ...`` line, in place of
-#: the kernel-only file's "a floor" paragraph, per engine (:func:`stage`).
+#: the kernel-only file's "a floor" paragraph, per engine.
 STAGE = {
     "sglang": ["# Stage 2, served (scripts/fit_served_overheads.py, run after "
                "scripts/engine_profiles.py):",
@@ -275,11 +275,6 @@ STAGE = {
                "(docs/validation.md)."]}
 
 
-def stage(engine: str) -> list[str]:
-    """The header lines of ``engine``'s served stage (:data:`STAGE`)."""
-    return STAGE[engine]
-
-
 FLOOR = "# No serving overheads have been measured for "
 
 
@@ -293,10 +288,10 @@ def write(engine: str, full, rows, path=None) -> Path:
     lines, in_interval, in_floor = [], False, False
     for line in text.splitlines():
         in_floor = line.startswith(FLOOR) or (in_floor and line.startswith("# "))
-        if in_floor or line in stage(engine):
+        if in_floor or line in STAGE[engine]:
             continue                # the kernel file's floor paragraph, or ours, written afresh
         if line.startswith('engine = "'):
-            lines += stage(engine)
+            lines += STAGE[engine]
         if line.startswith("[[profile]]"):
             in_interval = False
         elif line.startswith("[profile.interval]"):

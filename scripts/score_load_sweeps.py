@@ -146,6 +146,18 @@ REQUIRED = ("sweep", "source", "model", "gpu", "tp", "prompt_tokens", "output_to
             "output_throughput")
 
 
+def _whole(row, key, where, default=None):
+    """``row[key]`` as a whole number >= 1, ``default`` where blank, or the error naming the
+    place and field."""
+    value = _number(row.get(key), f"{where}, field {key!r}")
+    if value is None:
+        return default
+    if value < 1 or not math.isfinite(value) or value != int(value):
+        raise ValueError(f"{where}, field {key!r}: expected a whole number >= 1 or blank, got "
+                         f"{row.get(key, '')[:40]!r}")
+    return int(value)
+
+
 def _number(text, where):
     text = (text or "").strip()
     if not text:
@@ -201,24 +213,10 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
                              f"{', '.join(e for e in ENDPOINTS if e)} or blank, got "
                              f"{endpoint[:40]!r}")
         point["endpoint"] = endpoint
-        recv = _number(row.get("recv_interval"), f"{where}, field 'recv_interval'")
-        if recv is not None and (recv < 1 or not math.isfinite(recv) or recv != int(recv)):
-            raise ValueError(f"{where}, field 'recv_interval': expected a whole number >= 1 or "
-                             f"blank, got {row.get('recv_interval', '')[:40]!r}")
-        point["recv_interval"] = 1 if recv is None else int(recv)
-        budget = _number(row.get("max_num_batched_tokens"),
-                         f"{where}, field 'max_num_batched_tokens'")
-        if budget is not None and (budget < 1 or not math.isfinite(budget)
-                                   or budget != int(budget)):
-            raise ValueError(f"{where}, field 'max_num_batched_tokens': expected a whole number "
-                             f">= 1 or blank, got "
-                             f"{row.get('max_num_batched_tokens', '')[:40]!r}")
-        point["max_num_batched_tokens"] = None if budget is None else int(budget)
-        ep = _number(row.get("ep"), f"{where}, field 'ep'")
-        if ep is not None and (ep < 1 or not math.isfinite(ep) or ep != int(ep)):
-            raise ValueError(f"{where}, field 'ep': expected a whole number >= 1 or blank, got "
-                             f"{row.get('ep', '')[:40]!r}")
-        point["ep"] = 1 if ep is None else int(ep)
+        # the server's own settings where its command set them (blank: the engine's default)
+        point["recv_interval"] = _whole(row, "recv_interval", where, default=1)
+        point["max_num_batched_tokens"] = _whole(row, "max_num_batched_tokens", where)
+        point["ep"] = _whole(row, "ep", where, default=1)
         if point["rate"] is None and point["concurrency"] is None:
             raise ValueError(f"{where}: a point needs a rate or a concurrency (fields 'rate', "
                              f"'concurrency')")

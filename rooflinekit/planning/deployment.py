@@ -408,7 +408,7 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         # the distributions' means, not the plan's draws' (a few hundred heavy-tailed draws
         # can miss them by several per cent): what the benchmark replays at fixed lengths
         prompt = round(traffic.mean_prompt_tokens)
-        output = max(round(traffic.mean_output_tokens), 1)
+        output = round(traffic.mean_output_tokens)       # at least one token
         dataset = ["--dataset-name", "random", "--random-input-len", str(prompt),
                    "--random-output-len", str(output)]
         seed = int(attrs.get("seed", 0))
