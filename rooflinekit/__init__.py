@@ -32,6 +32,7 @@ from rooflinekit.memory import (
 from rooflinekit.models import ModelShape
 from rooflinekit.parallel import (
                                 allreduce_time,
+                                expected_normal_maximum,
                                 expert_all_to_all_bytes,
                                 kv_transfer_time,
                                 layout_memory,
@@ -121,8 +122,8 @@ __all__ = [
     # tensor parallelism (§5)
     "smallest_tp", "tp_scaling", "allreduce_time",
     # layouts beyond one TP group: pipeline, expert parallelism, KV transfer
-    "layout_memory", "pipeline_bubble", "expert_all_to_all_bytes", "kv_transfer_time",
-    "layout_decode_step_time", "layout_prefill_time", "layouts",
+    "layout_memory", "pipeline_bubble", "expert_all_to_all_bytes", "expected_normal_maximum",
+    "kv_transfer_time", "layout_decode_step_time", "layout_prefill_time", "layouts",
     # batching (§4)
     "StaticBatcher", "ContinuousBatcher", "monte_carlo", "Speculative",
     "Workload", "WorkloadSpec", "guide_workload",

@@ -9,6 +9,7 @@ objects or catalogue Datasets; the rest numbers, arrays or DataArrays.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from typing import NamedTuple
 
@@ -50,6 +51,7 @@ __all__ = [
     "device_peak_flops",
     "expert_all_to_all_bytes",
     "expert_params",
+    "expected_normal_maximum",
     "expert_weight_bytes",
     "group_bandwidth",
     "group_peak_flops",
@@ -852,6 +854,65 @@ def all_to_all_bytes_per_token(hidden_size, n_experts_per_token, activation_byte
     :func:`expert_all_to_all_bytes` and by the sweep on raw arrays.
     """
     return 2.0 * hidden_size * n_experts_per_token * activation_bytes * (ep - 1.0) / ep
+
+
+@functools.lru_cache(maxsize=64)
+def _normal_maximum(n: int) -> float:
+    if n == 1:
+        return 0.0          # exactly: one draw's mean (the step formula's bits at ep = 1)
+    # E[max] = ∫ x · d/dx Φ(x)^n dx, on a grid fine enough for 1e-9 (the integrand is smooth
+    # and below 1e-20 outside ±12)
+    from scipy import special
+    x = np.linspace(-12.0, 12.0, 48_001)
+    cdf = 0.5 * special.erfc(-x / np.sqrt(2.0))
+    density = np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
+    integrand = x * n * density * cdf ** (n - 1)
+    return float(np.sum((integrand[1:] + integrand[:-1]) * 0.5 * np.diff(x)))
+
+
+def expected_normal_maximum(n):
+    """Expected largest of ``n`` independent standard normal draws [1].
+
+    Parameters
+    ----------
+    n : int, array_like
+        Draws [1], whole, in [1, 4096]: the expert-parallel degree where the step formula
+        takes it.
+
+    Returns
+    -------
+    float or ndarray
+        ``E[max(Z_1 … Z_n)]``: 0 for one draw, ``1/√π`` = 0.5642 for two, 1.4236 for eight.
+
+    Notes
+    -----
+    ``∫ x · n·φ(x)·Φ(x)^(n−1) dx`` by the trapezoid rule on ``[−12, 12]`` (error below
+    1e-9). The step formula uses it for expert parallelism: the experts a step's tokens touch
+    on each of ``ep`` GPU groups are about normal, with mean ``m = touched / ep`` and variance
+    ``m·(1 − touched / E)`` (each of a group's ``E / ep`` experts touched independently), so
+    the busiest group touches about ``m + s(ep)·√(m·(1 − touched / E))``, and the step waits
+    for it (:func:`rooflinekit.roofline.mixed_step_time_kernel`'s ``expert_groups`` and
+    ``expert_spread``).
+
+    References
+    ----------
+    .. [1] Tippett, "On the extreme individuals and the range of samples taken from a normal
+       population", Biometrika 17(3/4), 1925 (the expected largest of ``n`` normal draws).
+    .. [2] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024 (expert load
+       imbalance across expert-parallel GPUs, and its balancing).
+
+    See Also
+    --------
+    expert_all_to_all_bytes, rooflinekit.roofline.layout_decode_step_time
+    """
+    check_integer("n", n, lo=1)
+    check_range("n", n, hi=4096)
+    if isinstance(n, xr.DataArray) or np.ndim(n):
+        values = np.asarray(n, dtype=float)
+        out = np.vectorize(lambda v: _normal_maximum(int(v)), otypes=[float])(values)
+        return xr.DataArray(out, coords=n.coords, dims=n.dims) if isinstance(n, xr.DataArray) \
+            else out
+    return _normal_maximum(int(n))
 
 
 def kv_transfer_time(model, prompt_tokens, *, link_bandwidth, link_latency=0.0):

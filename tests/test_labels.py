@@ -85,7 +85,9 @@ def test_spec_fields_read_objects_and_datasets():
 def test_roofline_signature_takes_one_engine():
     assert "__signature__" not in vars(decode_step_time)
     params = inspect.signature(decode_step_time).parameters
-    assert list(params) == ["model", "gpu", "batch_size", "context_length", "tp", "engine"]
+    assert list(params) == ["model", "gpu", "batch_size", "context_length", "tp", "ep",
+                            "engine"]
+    assert params["ep"].kind is inspect.Parameter.KEYWORD_ONLY and params["ep"].default == 1
     assert params["engine"].kind is inspect.Parameter.KEYWORD_ONLY
     assert params["engine"].default is None
     # the engine's fields are documented once, on Engine, and each formula says which it uses

@@ -44,7 +44,8 @@ NAMES_ADDED = {"decode_step_time", "energy_per_token", "Traffic", "SLO", "plan",
                "layout_decode_step_time", "layout_prefill_time", "layouts", "plan_disaggregated",
                "payg_cost_per_request", "cost_per_request", "speculative_cost_per_million_tokens",
                "Engine", "IDEAL", "engine_profile", "ENGINE_PROFILES", "time_to_first_token",
-               "engine_memory", "ENGINE_MEMORY", "memory_share", "sglang_mem_fraction_static"}
+               "engine_memory", "ENGINE_MEMORY", "memory_share", "sglang_mem_fraction_static",
+               "expected_normal_maximum"}
 
 
 def test_names_before_folders_are_kept():

@@ -144,7 +144,8 @@ def test_expert_weights_spread_over_ep_with_attention_data_parallel():
 
 def test_expert_parallel_step_adds_the_all_to_all():
     batch = 64
-    plain = rk.layout_decode_step_time(MIXTRAL, H100, batch, 1024, tp=4)
+    # the group's step with its experts over 4 groups, then the layout adds the all-to-all
+    plain = rk.decode_step_time(MIXTRAL, H100, batch, 1024, 4, ep=4)
     ep = rk.layout_decode_step_time(MIXTRAL, H100, batch, 1024, tp=4, ep=4)
     sent = 2 * batch * 4096 * 2 * 2 * 3 / 4 * 32                   # bytes per step, all GPUs
     extra = sent / 4 / H100.interconnect_bandwidth + 2 * 32 * H100.interconnect_latency

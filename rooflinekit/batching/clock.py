@@ -382,7 +382,7 @@ class _Timing:
         # outside the steps: added to what the client sees, never to a step (results.py)
         self.frontend_latency = float(engine.frontend_latency)
         self.request_overhead = float(engine.request_overhead)
-        cost = roofline.step_cost_coefficients(model, gpu, tp=tp, engine=engine)
+        cost = roofline.step_cost_coefficients(model, gpu, tp=tp, ep=layout[1], engine=engine)
         cost = _layout_cost(cost, model, gpu, *layout, engine)
         self.coef = np.array([float(c) for c in cost], dtype=np.float64)
         draft_cost = None

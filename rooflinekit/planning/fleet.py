@@ -1019,16 +1019,19 @@ def _layout_energy_per_token(model, gpu, batch_size, context_length, *, tp=1, pp
     (:func:`~rooflinekit.roofline.layout_decode_step_time`), ``T`` the group's and a stage busy
     ``max(T_c, T_m) / pp`` of it, ``E = tp · P_board × (i·(T + S) + (1 − i)·max(T_c, T_m)) / B``
     with ``S = pp·T_L − T``: the group's energy with ``S`` more idle time (the other stages'
-    turns and the sends; Huang et al., GPipe, NeurIPS 2019). ``T_L − T`` is affine in the batch,
-    so it is read at batches 1 and 2 and drawn through ``B``.
+    turns, the sends, and the wait for the busiest group of experts; Huang et al., GPipe,
+    NeurIPS 2019). ``T_L`` less the group's step at ``ep`` (the busiest group's) is affine in
+    the batch, so it is read at batches 1 and 2 and drawn through ``B``.
     """
     engine = roofline.engine_for(engine, "decode", model=model, gpu=gpu)
     group = float(decode_step_time(model, gpu, batch_size, context_length, tp, engine=engine))
+    spread = float(decode_step_time(model, gpu, batch_size, context_length, tp, ep=ep,
+                                    engine=engine))
     added = [float(layout_decode_step_time(model, gpu, b, context_length, tp=tp, pp=pp,
                                            ep=ep, engine=engine)
-                   - decode_step_time(model, gpu, b, context_length, tp, engine=engine))
+                   - decode_step_time(model, gpu, b, context_length, tp, ep=ep, engine=engine))
              for b in (1, 2)]
-    layout_step = group + added[0] + (batch_size - 1) * (added[1] - added[0])
+    layout_step = spread + added[0] + (batch_size - 1) * (added[1] - added[0])
     idle = pp * layout_step - group
     # the other stages' turns and the sends, drawn at idle power: more fixed time per step
     return float(energy_per_token(model, gpu, batch_size, context_length, tp,

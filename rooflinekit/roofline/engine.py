@@ -498,6 +498,10 @@ class Engine:
                 model.is_mla > 0, mla, 0.0)
         group.sequence_overhead = laid["sequence_overhead"]
         group.gemm_half_tokens = laid["gemm_half_tokens"]
+        # expert parallelism: the routed experts over ``ep`` groups of the GPUs
+        ep = group.expert_groups = laid["ep"]
+        group.expert_spread = 0.0 if isinstance(ep, int) and ep == 1 else \
+            parallel.expected_normal_maximum(ep)
         group.prefill_overhead = laid["prefill_overhead"]
         # a hybrid's Gated DeltaNet layers pass over the step's prompt tokens too (0 layers, or
         # the default 0 knobs: nothing, to the bit)

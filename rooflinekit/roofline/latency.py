@@ -53,8 +53,19 @@ def _price(name, value):
 # Step time, per token and per second.
 # ------------------------------------------------------------------------------------------------
 
-@step_formula("s", "decode step time (ITL)")
-def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
+#: The expert-parallel degree, for the formulas of one step that take it.
+_EP_PARAMETER = parameter_entries("""
+    ep : int, array_like or xarray.DataArray
+        Expert-parallel degree [1], in [1, 4096]: the routed experts spread over ``ep`` groups
+        of the ``tp`` GPUs, and the step waits for the group whose experts its tokens touch
+        most (:func:`rooflinekit.parallel.expected_normal_maximum`). Default 1. The
+        all-to-all it adds, and the check that ``ep`` divides the experts, are the layout's
+        (:func:`layout_decode_step_time`).
+    """)
+
+
+@step_formula("s", "decode step time (ITL)", parameters=_EP_PARAMETER)
+def decode_step_time(model, gpu, batch_size=1, context_length=0, tp=1, *, ep=1, engine=None):
     """Decode step time = inter-token latency (ITL) [s]: every sequence gets one token per step.
 
     See Also
@@ -111,8 +122,10 @@ def _prompt_step(model, prompt_tokens, context_length, cached_tokens):
 
 
 @step_formula("s", "prefill time", checks={"cached_tokens": _whole(0)},
-              parameters={**_CACHED_PARAMETER, **_PRIOR_CONTEXT_PARAMETER}, phase="prefill")
-def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_tokens=0, engine=None):
+              parameters={**_CACHED_PARAMETER, **_PRIOR_CONTEXT_PARAMETER, **_EP_PARAMETER},
+              phase="prefill")
+def prefill_time(model, gpu, prompt_tokens, tp=1, *, context_length=0, cached_tokens=0, ep=1,
+                 engine=None):
     """Time of prefilling a prompt in one pass [s]: the prefill part of TTFT.
 
     Raises

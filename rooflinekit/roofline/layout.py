@@ -230,7 +230,8 @@ def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1,
     Notes
     -----
     With ``b = B/m`` sequences per micro-batch, ``T(b)`` the tensor-parallel group's step over all
-    layers (:func:`~rooflinekit.roofline.decode_step_time`) and ``A(b)`` the all-to-all
+    layers (:func:`~rooflinekit.roofline.decode_step_time` at ``ep``: the busiest group of
+    experts sets it) and ``A(b)`` the all-to-all
     (:func:`rooflinekit.parallel.expert_all_to_all_bytes` over the link), a stage takes
     ``s = (T(b) + A(b)) / pp`` and a hand-off ``p(b) = b·h·b_act / link + latency``::
 
@@ -263,7 +264,7 @@ def layout_decode_step_time(model, gpu, batch_size=1, context_length=0, *, tp=1,
         raise ValueError(f"batch_size must be at least micro_batches={m} (one sequence per "
                          f"micro-batch); got {batch_size!r}")
     b = batch_size if m == 1 else np.asarray(batch_size, dtype=float) / m
-    group = decode_step_time(model, gpu, b, context_length, tp, engine=engine)
+    group = decode_step_time(model, gpu, b, context_length, tp, ep=ep, engine=engine)
     if pp == 1 and ep == 1 and m == 1:
         return group
     terms = _model_terms(model, gpu, pp, ep, engine, links)
@@ -314,7 +315,7 @@ def layout_prefill_time(model, gpu, prompt_tokens, *, tp=1, pp=1, ep=1, cached_t
     check_integer("prompt_tokens", prompt_tokens, lo=0)
     check_integer("cached_tokens", cached_tokens, lo=0)
     engine = engine_for(engine, "prefill", model=model, gpu=gpu)
-    group = prefill_time(model, gpu, prompt_tokens, tp, cached_tokens=cached_tokens,
+    group = prefill_time(model, gpu, prompt_tokens, tp, cached_tokens=cached_tokens, ep=ep,
                          engine=engine)
     if pp == 1 and ep == 1:
         return group

@@ -145,7 +145,10 @@ def gpu_fields(gpu, compute_dtype) -> dict:
 ARGUMENT_CHECKS = {"batch_size": lambda name, v: check_range(name, v, lo=1, hi=MAX_COUNT),
                    "context_length": lambda name, v: check_range(name, v, lo=0, hi=MAX_COUNT),
                    "prompt_tokens": lambda name, v: check_range(name, v, lo=1, hi=MAX_COUNT),
-                   "tp": lambda name, v: check_integer(name, v, lo=1)}
+                   "tp": lambda name, v: check_integer(name, v, lo=1),
+                   # the experts' groups: at most the 4096 GPUs a normal maximum is kept for
+                   "ep": lambda name, v: (check_integer(name, v, lo=1),
+                                          check_range(name, v, hi=4096))}
 
 
 def read_model(model, arguments) -> dict:

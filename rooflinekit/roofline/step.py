@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+from math import sqrt
 from typing import NamedTuple
 
 import numpy as np
@@ -119,6 +120,12 @@ class StepCost(NamedTuple):
     #: Time the recurrent layers' prompt pass takes per prompt token of the step (their
     #: throughput), over all those layers [s/token] (0 without any).
     prefill_state_time: float
+    #: Groups of GPUs the routed experts are spread over, the expert-parallel degree ``ep``
+    #: [1] (1: every GPU holds a slice of every expert).
+    expert_groups: float
+    #: Expected largest of ``expert_groups`` standard normal draws [1]
+    #: (:func:`rooflinekit.parallel.expected_normal_maximum`; 0 for one group).
+    expert_spread: float
 
 
 def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_experts,
@@ -129,16 +136,17 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
                            lm_head_flops_per_token, embedding_row_bytes, prefill_bytes_per_token,
                            gemm_half_tokens, prefill_overhead, state_bytes_per_decode_token,
                            sequence_overhead, prefill_attention_scale, prefill_chain_time,
-                           prefill_state_time, n_decode, n_prefill_tokens, kv_tokens_read,
-                           prefill_context_tokens, longest_prefill_chunk):
+                           prefill_state_time, expert_groups, expert_spread, n_decode,
+                           n_prefill_tokens, kv_tokens_read, prefill_context_tokens,
+                           longest_prefill_chunk):
     """Time of one forward step carrying decode tokens and prompt tokens [s] (scalar kernel).
 
-    Written with arithmetic and ``max``/``min`` only, so that ``numba.njit`` compiles it
-    unchanged; the first 27 arguments are the fields of :class:`StepCost`.
+    Written with arithmetic, ``max``, ``min`` and ``sqrt`` only, so that ``numba.njit``
+    compiles it unchanged; the first 29 arguments are the fields of :class:`StepCost`.
 
     Parameters
     ----------
-    nonexpert_weight_bytes ... prefill_state_time : float
+    nonexpert_weight_bytes ... expert_spread : float
         The :class:`StepCost` fields, in order (see there for units).
     n_decode : float
         Decode tokens in the step, one per decoding sequence [tokens].
@@ -171,7 +179,16 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     (kv_tokens_read + n_prefill_tokens) + prefill_bytes_per_token·n_prefill_tokens +
     state_bytes_per_decode_token·n_decode`` (a hybrid's recurrent layers read and write their
     state once a decode token, whatever the context; a prompt's state pass is not counted),
-    ``n = n_decode + n_prefill_tokens``. Logits are needed for every decode token and for one
+    ``n = n_decode + n_prefill_tokens``. The weights touched are the non-expert ones and, of a
+    mixture-of-experts model, the ``t = E·(1 − (1 − k/E)^n)`` experts that ``n`` uniformly
+    routed tokens touch per layer. Spread over ``g = expert_groups`` groups of GPUs (expert
+    parallelism), each group's count is about normal with mean ``m = t/g`` and variance
+    ``m·(1 − t/E)``, and the step waits for the busiest group: it reads ``g·b`` experts' bytes
+    at the group's bandwidth, ``b = min(E/g, max(m + s·√(m·(1 − t/E)), min(t, 1)))`` with ``s
+    = expert_spread`` (:func:`rooflinekit.parallel.expected_normal_maximum` of ``g``). One
+    group reads exactly ``t``. Routers skew tokens to some experts more than uniform routing
+    does, so this is the imbalance's floor; the grouped GEMMs' compute imbalance is left out
+    (prompt steps touch every expert). Logits are needed for every decode token and for one
     prompt token of a step with prompt tokens, ``n_logits = n_decode + min(n_prefill_tokens,
     1)``: the last token of a prompt (a prefill step serves one prompt).
 
@@ -215,8 +232,14 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
        times under vLLM, SGLang and TensorRT-LLM.
     """
     tokens = n_decode + n_prefill_tokens
-    experts_touched = n_experts * (1.0 - (1.0 - n_experts_per_token / n_experts) ** tokens)
-    weight_bytes = nonexpert_weight_bytes + experts_touched * expert_weight_bytes
+    untouched = (1.0 - n_experts_per_token / n_experts) ** tokens     # an expert's chance
+    experts_touched = n_experts * (1.0 - untouched)
+    # expert parallelism: the step waits for the group whose experts the tokens touch most,
+    # about normal around its share (exactly the touched experts with one group)
+    share = experts_touched / expert_groups
+    busiest = min(n_experts / expert_groups,
+                  max(share + expert_spread * sqrt(share * untouched), min(experts_touched, 1.0)))
+    weight_bytes = nonexpert_weight_bytes + expert_groups * busiest * expert_weight_bytes
     traffic = (weight_bytes + embedding_row_bytes * tokens
                + kv_bytes_per_token * (kv_tokens_read + n_prefill_tokens)
                + prefill_bytes_per_token * n_prefill_tokens
@@ -271,13 +294,13 @@ def prefill_context_tokens_kernel(chunk_tokens, cached_tokens, full_attention_fr
 
 
 def _elementwise(kernel):
-    """The same code object with numpy's elementwise max/min bound to ``max``/``min``.
+    """The same code object with numpy's elementwise ``max``, ``min`` and ``sqrt`` bound.
 
     The kernels are the single source of the formula; running their code on arrays (rather
     than a numpy transcription of it) means the simulator and the vectorised functions cannot
     drift apart.
     """
-    namespace = dict(kernel.__globals__, max=np.maximum, min=np.minimum)
+    namespace = dict(kernel.__globals__, max=np.maximum, min=np.minimum, sqrt=np.sqrt)
     return types.FunctionType(kernel.__code__, namespace, kernel.__name__ + "_array")
 
 
@@ -392,6 +415,7 @@ def _coefficients(inputs: dict, params=None) -> dict:
     engine = inputs["engine"]
     laid = {k: inputs.pop(k) for k in engine.fields() if k in inputs}
     laid["tp"] = inputs.get("tp", 1.0)
+    laid["ep"] = inputs.get("ep", 1)
     model, gpu = inputs.get("model"), inputs.get("gpu")
     activation = bytes_per_element(engine.activation_dtype)
     if model is not None:

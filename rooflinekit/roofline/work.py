@@ -81,7 +81,7 @@ __all__ = [
 # ------------------------------------------------------------------------------------------------
 
 @document(ROOFLINE_PARAMETERS)
-def step_cost_coefficients(model, gpu, tp=1, *, engine=None, phase="step") -> StepCost:
+def step_cost_coefficients(model, gpu, tp=1, *, ep=1, engine=None, phase="step") -> StepCost:
     """The coefficients of :func:`mixed_step_time_kernel` for one model on one group.
 
     Parameters
@@ -92,6 +92,11 @@ def step_cost_coefficients(model, gpu, tp=1, *, engine=None, phase="step") -> St
         One accelerator; ``tp`` of them form the group.
     tp : int
         Tensor-parallel degree [1], ≥ 1.
+    ep : int
+        Expert-parallel degree [1], ≥ 1: the routed experts spread over ``ep`` groups of the
+        GPUs, the step waiting for the busiest (``expert_groups``, ``expert_spread``). Default 1.
+        The layout's all-to-all is not in these coefficients
+        (:func:`~rooflinekit.roofline.layout_terms`).
     engine : Engine or Calibration, optional
         How the engine runs the step (:class:`rooflinekit.Engine`; single numbers only);
         default :data:`rooflinekit.IDEAL`.
@@ -130,13 +135,15 @@ def step_cost_coefficients(model, gpu, tp=1, *, engine=None, phase="step") -> St
     if not isinstance(gpu, GPU):
         raise TypeError(f"gpu must be one GPU, got {type(gpu).__name__}")
     check_integer("tp", tp, lo=1)
-    if isinstance(tp, xr.DataArray) or np.ndim(tp):
-        raise TypeError("tp must be a single number for step_cost_coefficients")
+    check_integer("ep", ep, lo=1)
+    for name, value in (("tp", tp), ("ep", ep)):
+        if isinstance(value, xr.DataArray) or np.ndim(value):
+            raise TypeError(f"{name} must be a single number for step_cost_coefficients")
     resolved = engine_for(engine, phase, model=model, gpu=gpu)
     for name, value in resolved.fields().items():
         if isinstance(value, xr.DataArray) or np.ndim(value):
             raise TypeError(f"engine.{name} must be a single number for step_cost_coefficients")
-    _, inputs = setup(model, gpu, {"tp": tp}, resolved, phase)
+    _, inputs = setup(model, gpu, {"tp": tp, "ep": int(ep)}, resolved, phase)
     return StepCost(*(float(v) for v in cost(inputs["model"], inputs["gpu"])))
 
 

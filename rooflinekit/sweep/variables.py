@@ -223,7 +223,9 @@ def _compute_bound(env, out):
 
 def _decode_step_time(env, out):
     b = _decode_batch(env)
-    v = roofline.decode_step_time(env.model, env.gpu, b, env.ctx, env.tp, engine=env.engine)
+    # on a layout the busiest group of experts sets the step (ep 1 elsewhere)
+    v = roofline.decode_step_time(env.model, env.gpu, b, env.ctx, env.tp, ep=env.ep,
+                                  engine=env.engine)
     if env.layout:
         return _layout_time(_raw(v), env, env.engine, b, env.micro_batches)
     return _raw(v)
@@ -243,7 +245,8 @@ def _prefill_time(env, out):
     prompt = env.prompt
     cached = {} if env.share is None else {"cached_tokens": _shared_tokens(env.share, prompt)}
     prefill = env.prefill_engine
-    v = roofline.prefill_time(env.model, env.gpu, prompt, env.tp, **cached, engine=prefill)
+    v = roofline.prefill_time(env.model, env.gpu, prompt, env.tp, **cached, ep=env.ep,
+                              engine=prefill)
     if env.layout:
         # only the uncached tokens flow through the stages (a fully cached prompt still
         # computes its last token)
