@@ -340,3 +340,47 @@ def test_a_sharegpt_plan_benchmarks_with_the_sample_it_drew(scale):
     # the first 300 requests as they are are the sample too
     first = rk.Traffic(4.0, *sharegpt_lengths(requests=300))
     assert _flags(launch_commands(best, first)["bench_serve"])["--dataset-name"] == "sharegpt"
+
+
+@pytest.fixture(scope="module")
+def expert_parallel():
+    # Mixtral-8x7B over four H100s, its experts whole on 1, 2 or 4 of them
+    traffic = rk.Traffic(2.0, 500, 100)
+    return traffic, rk.plan(traffic, rk.SLO(ttft=2.0, itl=0.1), models="Mixtral-8x7B",
+                            gpus="H100-SXM-80GB", tp=4, ep=[1, 2, 4], max_num_seqs=64,
+                            replicates=2, requests=100)
+
+
+@pytest.mark.parametrize("ep", [1, 2, 4])
+def test_an_expert_parallel_plan_spreads_the_experts_in_each_engine(expert_parallel, ep):
+    traffic, plan = expert_parallel
+    got = launch_commands(rk.cheapest_plan(plan.sel(ep=[ep]), by=None), traffic)
+    vllm, sglang, trtllm = (_flags(got[k]) for k in ("vllm_serve", "sglang_serve",
+                                                     "trtllm_serve"))
+    if ep == 1:
+        assert "--enable-expert-parallel" not in vllm and "--ep-size" not in sglang
+        assert "--ep_size" not in trtllm
+        assert not any("expert" in note for note in got["notes"])
+        return
+    assert sglang["--ep-size"] == str(ep) and trtllm["--ep_size"] == str(ep)
+    # vLLM's expert parallelism is the whole tensor-parallel group's, or none
+    assert ("--enable-expert-parallel" in vllm) == (ep == 4)
+    assert any("ep=2" in note and "--enable-expert-parallel" in note
+               for note in got["notes"]) == (ep == 2)
+
+
+def test_the_plan_command_plans_expert_parallel_layouts(capsys):
+    argv = ["plan", "mixtral-8x7b", "--gpus", "h100", "--tp", "4", "--ep", "1,4", "--rate", "2",
+            "--prompt-mean", "500", "--output-mean", "100", "--ttft", "2", "--replicates", "2",
+            "--requests", "60", "--json"]
+    assert cli.main(argv) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert sorted(row["ep"] for row in payload["configurations"]) == [1, 4]
+    assert cli.main(argv[:-1]) == 0
+    text = capsys.readouterr().out
+    assert "TP, EP" in text and "4, 4" in text and "4, 1" in text
+    # a degree that does not divide the experts serves nothing, and says why
+    bad = ["3" if word == "1,4" else word for word in argv[:-1]]
+    assert cli.main(bad) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "4, 3" in line)
+    assert "invalid_layout" in row

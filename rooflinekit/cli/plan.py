@@ -64,6 +64,8 @@ EPILOG = ("examples:\n"
           "--requests 100\n"
           "  rooflinekit plan llama-3.1-405b --gpus h100 --tp 8 --pp 1,2 --rate 1 "
           "--prompt-mean 500 --output-mean 50 --ttft 5 --replicates 2 --requests 60\n"
+          "  rooflinekit plan mixtral-8x7b --gpus h100 --tp 2 --ep 1,2 --rate 2 "
+          "--prompt-mean 500 --output-mean 100 --ttft 2 --replicates 2 --requests 60\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 5 --prompt-mean 1000 "
           "--output-mean 200 --ttft 1 --itl 0.05 --payg-price 0.6 2.4 --gpu-hourly h100=2.49 "
           "--engineering-monthly 2000 --replicates 2 --requests 100\n"
@@ -376,6 +378,10 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--pipeline-parallel-size", type=int_list, default=None,
              help="comma-separated pipeline-parallel degrees, a replica being tp × pp GPUs "
                   "(default: one stage)")
+    add_flag(parser, "--expert-parallel-size", type=int_list, default=None,
+             help="comma-separated expert-parallel degrees: a MoE model's routed experts over "
+                  "ep of the tp GPUs, each dividing tp (SGLang's --ep-size; vLLM's "
+                  "--enable-expert-parallel is ep = tp; default: every expert sharded)")
     add_replica_flags(parser, lists=True)
     add_flag(parser, "--mixed-prefill")
     add_flag(parser, "--recv-interval")
@@ -404,8 +410,8 @@ def _rows(ds):
     flat = flat.sort_values(["monthly_cost", "gpus", "max_rate"], ascending=[True, True, False])
     rows = []
     for _, r in flat.iterrows():
-        rows.append({"gpu": r["gpu"], "tp": int(r["tp"]), **({"pp": int(r["pp"])} if "pp" in r
-                                                            else {}),
+        rows.append({"gpu": r["gpu"], "tp": int(r["tp"]),
+                     **{k: int(r[k]) for k in ("pp", "ep") if k in r},
                      "max_num_seqs": int(r["max_num_seqs"]),
                      "max_num_batched_tokens": int(r["max_num_batched_tokens"]),
                      "max_rate": float(r["max_rate"]), "max_rate_low": float(r["max_rate_low"]),
@@ -429,11 +435,19 @@ def rate_margin(max_rate, operating_rate) -> float:
     return top / now - 1.0
 
 
+def _layout_text(row) -> str | int:
+    """A row's layout as the table heads it: ``tp``, ``tp×pp``, with ``, ep`` where planned."""
+    if "pp" not in row and "ep" not in row:
+        return row["tp"]
+    text = str(row["tp"]) + (f"×{row['pp']}" if "pp" in row else "")
+    return text + (f", {row['ep']}" if "ep" in row else "")
+
+
 def _margin_text(margin: float) -> str:
     return "—" if margin != margin else f"+{margin:.0%}"
 
 
-def _ideal_bound(rows, traffic, slo, model, *, pp, search) -> dict | None:
+def _ideal_bound(rows, traffic, slo, model, *, pp, ep, search) -> dict | None:
     """The cheapest configuration planned again on the ideal roofline, the bound beside the
     engine's answer (``None`` when nothing serves)."""
     if not rows or rows[0]["gpus"] <= 0:
@@ -441,6 +455,7 @@ def _ideal_bound(rows, traffic, slo, model, *, pp, search) -> dict | None:
     best = rows[0]
     ideal = planning.plan(traffic, slo, models=[model], gpus=[best["gpu"]], tp=best["tp"],
                           pp=None if pp is None else [best.get("pp", 1)],
+                          ep=None if ep is None else [best.get("ep", 1)],
                           max_num_seqs=best["max_num_seqs"], engine="ideal",
                           **{**search, "max_num_batched_tokens":
                              best["max_num_batched_tokens"] or None})
@@ -530,7 +545,7 @@ def run(args, out) -> int:
     engine = engine_from_args(args, gpus)
     planned = scheduled_engine(args, engine)
     ds = planning.plan(traffic, slo, models=[model], gpus=gpus, tp=args.tp, pp=args.pp,
-                       max_num_seqs=args.max_num_seqs or "auto", engine=planned, **search)
+                       ep=args.ep, max_num_seqs=args.max_num_seqs or "auto", engine=planned, **search)
     best = planning.cheapest_plan(ds, by=None)
     decision = planning.decision_table(best, traffic, payg=payg, provisioned=provisioned,
                                        unit_increment=increment, autoscale=args.autoscale,
@@ -539,7 +554,7 @@ def run(args, out) -> int:
     # the bound runs the answer's scheduling (its slots and budget: the best row's)
     search.update(answer_scheduler(ds.attrs))
     bound = None if engine is roofline.IDEAL else _ideal_bound(
-        rows, traffic, slo, model, pp=args.pp, search=search)
+        rows, traffic, slo, model, pp=args.pp, ep=args.ep, search=search)
     options = {str(o): {"monthly_cost": float(decision["monthly_cost"].sel(option=o)),
                         "monthly_cost_low": float(decision["monthly_cost_low"].sel(option=o)),
                         "monthly_cost_high":
@@ -610,13 +625,14 @@ def run(args, out) -> int:
             out.write(f"speculative decoding: draft {ds.attrs['speculative_draft']}, "
                       f"{speculative.draft_tokens} tokens a step, acceptance "
                       f"{ds.attrs['speculative_acceptance']}\n")
-        headers = ("GPU", "TP" if "pp" not in ds.dims else "TP×PP", "max seqs", "chunk [tokens]",
+        headers = ("GPU", "TP" + ("×PP" if "pp" in ds.dims else "")
+                   + (", EP" if "ep" in ds.dims else ""), "max seqs", "chunk [tokens]",
                    "max rate [req/s]", "band [req/s]", "replicas",
                    "GPUs", "cost [USD/month]", "cost [USD/1M tokens, prompt + output]",
                    "operating rate [req/s]", "p95 TTFT at operating rate [s]",
                    "p95 ITL at operating rate [s]", "binding at max rate",
                    "rate margin to max rate")
-        table = [(r["gpu"], r["tp"] if "pp" not in r else f"{r['tp']}×{r['pp']}",
+        table = [(r["gpu"], _layout_text(r),
                   r["max_num_seqs"], r["max_num_batched_tokens"] or "whole",
                   to_jsonable(r["max_rate"]),
                   f"{r['max_rate_low']:.3g}-{r['max_rate_high']:.3g}", r["replicas"], r["gpus"],
@@ -701,7 +717,7 @@ def check_grid_size(args, traffic, gpus) -> None:
     """Refuse, before any work, a grid the planner would refuse as too large, in the command
     line's words (the planner's own message names its Python arguments)."""
     n = len(gpus) * len(args.tp) * len(args.max_num_seqs or [1]) * \
-        len(args.max_num_batched_tokens or [1]) * len(args.pp or [1])
+        len(args.max_num_batched_tokens or [1]) * len(args.pp or [1]) * len(args.ep or [1])
     try:
         planning.check_plan_size(traffic, n, replicates=args.replicates,
                                  requests=args.requests, work_limit=planning.PLAN_WORK_LIMIT)
@@ -714,7 +730,7 @@ def check_grid_size(args, traffic, gpus) -> None:
                 f"--replicates or --requests") from None
         raise ValueError(
             f"{what}: {n} configuration(s) (--gpus × --tp × --max-num-seqs × "
-            f"--max-num-batched-tokens × --pp values) × --replicates {args.replicates} × "
+            f"--max-num-batched-tokens × --pp × --ep values) × --replicates {args.replicates} × "
             f"--requests {args.requests}, more than one process plans in about a minute; give "
             f"fewer --replicates or --requests, or fewer values to those flags") from None
 

@@ -148,7 +148,7 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     cheapest : xarray.Dataset
         One configuration of :func:`~rooflinekit.planning.cheapest_plan` (``by=None``, or one
         label of its ``by`` dimensions selected): ``gpu``, ``tp``, ``max_num_seqs`` and, where
-        planned, ``pp`` and ``max_num_batched_tokens``, with the plan's attributes.
+        planned, ``pp``, ``ep`` and ``max_num_batched_tokens``, with the plan's attributes.
     traffic : Traffic
         The traffic planned for: the lengths and arrivals the benchmark replays.
     model : str, ModelShape, optional
@@ -193,6 +193,11 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     later ones. TensorRT-LLM takes it only from an LLM API options file
     (``kv_cache_config.mamba_ssm_cache_dtype``), which ``notes`` spells out.
 
+    An expert-parallel plan (``ep`` > 1) spreads the experts with SGLang's ``--ep-size`` and
+    TensorRT-LLM's ``--ep_size``; vLLM spreads them over every GPU of its tensor-parallel group
+    or none (``--enable-expert-parallel``), so its command takes the flag where ``ep`` equals
+    ``tp`` and ``notes`` says where it cannot.
+
     Where the plan's weights are in another format than the checkpoint the commands load (a
     catalogue model planned with ``bytes_per_param`` of its own, ``--dtype``), a 16-bit
     checkpoint planned in 8 bits is quantised to FP8 as vLLM and SGLang load it
@@ -231,7 +236,7 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
     References
     ----------
     .. [1] TensorRT-LLM, ``trtllm-serve`` command reference (``--tp_size``, ``--pp_size``,
-       ``--max_batch_size``, ``--max_num_tokens``, ``--kv_cache_free_gpu_memory_fraction``).
+       ``--ep_size``, ``--max_batch_size``, ``--max_num_tokens``, ``--kv_cache_free_gpu_memory_fraction``).
     """
     check_type("cheapest", cheapest, xr.Dataset)
     check_type("traffic", traffic, Traffic)
@@ -283,10 +288,23 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         vllm += ["--pipeline-parallel-size", str(int(pp))]
         sglang += ["--pp-size", str(int(pp))]
         trtllm += ["--pp_size", str(int(pp))]
+    ep = _chosen(cheapest, dims.EP)
+    expert_note = None
+    if ep is not None and int(ep) > 1:
+        sglang += ["--ep-size", str(int(ep))]
+        trtllm += ["--ep_size", str(int(ep))]
+        if int(ep) == int(tp):
+            # vLLM spreads the experts over every GPU of the tensor-parallel group
+            vllm += ["--enable-expert-parallel"]
+        else:
+            expert_note = (f"vLLM spreads a model's experts over all {int(tp)} tensor-parallel "
+                           f"GPUs (--enable-expert-parallel) or none; the plan's ep={int(ep)} "
+                           f"is SGLang's --ep-size and TensorRT-LLM's --ep_size only, so its "
+                           f"vLLM command shards every expert instead")
     vllm += ["--max-num-seqs", str(int(seqs))]
     sglang += ["--max-running-requests", str(int(seqs))]
     trtllm += ["--max_batch_size", str(int(seqs))]
-    notes = []
+    notes = [] if expert_note is None else [expert_note]
     if budget is not None:
         vllm += ["--max-num-batched-tokens", str(int(budget))]
         sglang += ["--chunked-prefill-size", str(int(budget))]
