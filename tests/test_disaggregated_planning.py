@@ -48,8 +48,26 @@ def test_a_model_that_does_not_fit_serves_nowhere():
     assert ds.attrs["best_split"] == "none" and (ds.gpus.values == 0).all()
 
 
+def test_an_expert_parallel_unit_is_the_plans_expert_parallel_replica():
+    # Mixtral over 2 H100s with its experts whole on each: the aggregated row is plan(ep=2)'s
+    # replicate for replicate, and every split runs the same replicas
+    moe = {"model": "Mixtral-8x7B", "gpu": G, "tp": 2, "replicates": 2, "requests": 20}
+    traffic = rk.Traffic(2.0, 500, 50)
+    ds = rk.plan_disaggregated(traffic, SLO, ep=2, splits=[(1, 1)], **moe)
+    plan = rk.plan(traffic, SLO, models="Mixtral-8x7B", gpus=G, tp=2, ep=[2], replicates=2,
+                   requests=20, engine_draws=0)
+    np.testing.assert_array_equal(ds.replicate_max_rate.sel({SPLIT: AGGREGATED}).values,
+                                  plan.replicate_max_rate.values.ravel())
+    assert ds.attrs["ep"] == 2 and (ds.max_rate.values > 0).all()
+    # a degree that does not divide the experts serves nowhere, and says why
+    bad = rk.plan_disaggregated(traffic, SLO, ep=3, splits=[(1, 1)], **moe)
+    assert (bad.binding.values == "invalid_layout").all() and (bad.gpus.values == 0).all()
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     ({}, ValueError, "gpu_budget"),
+    ({"splits": [(1, 1)], "ep": 0}, ValueError, "ep"),
+    ({"splits": [(1, 1)], "ep": 1.5}, ValueError, "ep"),
     ({"gpu_budget": 4, "splits": [(1, 1)]}, ValueError, "gpu_budget"),
     ({"gpu_budget": 1}, ValueError, "gpu_budget"),
     ({"splits": []}, TypeError, "splits"),

@@ -337,7 +337,7 @@ REGISTRY = {
     "plan_disaggregated": _entry(rk.plan_disaggregated, args=(TRAFFIC, SLO),
                                  kwargs={"model": M, "gpu": G, "splits": [(1, 1)],
                                          "replicates": 2, "requests": 20},
-                                 spoil=("tp", "splits", "max_num_seqs", "link_bandwidth",
+                                 spoil=("tp", "ep", "splits", "max_num_seqs", "link_bandwidth",
                                         "link_latency", "headroom", "replicates", "seed",
                                         "requests", "gpu_memory_utilization",
                                         "recv_interval"),

@@ -45,7 +45,9 @@ EPILOG = examples(
     "llama-3.1-8b --gpu h100 --splits 1P1D,2P1D --link-bandwidth 50 --rate 5 --prompt-mean 2000 "
     "--output-mean 100 --ttft 1 --itl 0.05 --replicates 2 --requests 100 --json",
     "llama-3.1-8b --gpu h100 --splits 1P1D --rate 4 --prompt-mean 500 --output-mean 100 "
-    "--ttft 1 --engine sglang --recv-interval 10 --replicates 2 --requests 100")
+    "--ttft 1 --engine sglang --recv-interval 10 --replicates 2 --requests 100",
+    "mixtral-8x7b --gpu h100 --tp 2 --ep 2 --splits 1P1D --rate 2 --prompt-mean 500 "
+    "--output-mean 100 --ttft 2 --replicates 2 --requests 60")
 
 _SPLIT = re.compile(r"(\d+)P(\d+)D", re.IGNORECASE)
 
@@ -69,6 +71,7 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--name")
     add_flag(parser, "--gpu", required=True)
     add_flag(parser, "--tensor-parallel-size")
+    add_flag(parser, "--expert-parallel-size")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--gpu-budget", type=whole_number(2), metavar="GPUS",
                        help="compare every split of at most this many GPUs per unit")
@@ -112,7 +115,7 @@ def run(args, out) -> int:
         raise ValueError(f"--gpu {gpu.name}: no network bandwidth in the catalogue for the KV "
                          f"to cross between the pools; type one with --link-bandwidth GB/S")
     common = dict(
-        model=model, gpu=gpu, tp=args.tp, max_num_seqs=args.max_num_seqs or "auto",
+        model=model, gpu=gpu, tp=args.tp, ep=args.ep, max_num_seqs=args.max_num_seqs or "auto",
         max_num_batched_tokens=args.max_num_batched_tokens or "auto",
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         admission=args.admission,
@@ -128,7 +131,7 @@ def run(args, out) -> int:
         raise ValueError(_in_flags(str(exc), args)) from None
     rows = _rows(ds)
     bound = _ideal_bound(ds, rows, traffic, slo, engine, common)
-    payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
+    payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp, "ep": args.ep,
                "model_quality": ds.attrs["model_quality"],
                "link_bandwidth": ds.attrs["link_bandwidth"],
                "recv_interval": int(ds.attrs["recv_interval"]), "splits": rows,
@@ -137,7 +140,8 @@ def run(args, out) -> int:
         payload["ideal_bound"] = bound
 
     def text(out):
-        out.write(f"{model.name} on {gpu.name} × {args.tp}: peak {args.rate:g} requests/s, "
+        layout = f"{args.tp}" + (f" (experts over {args.ep})" if args.ep > 1 else "")
+        out.write(f"{model.name} on {gpu.name} × {layout}: peak {args.rate:g} requests/s, "
                   f"{slo.quantile:.0%} of requests within {targets_text(slo)}; KV link "
                   f"{ds.attrs['link_bandwidth'] / 1e9:g} GB/s; {ds.attrs['model_quality']}\n")
         if int(ds.attrs["recv_interval"]) > 1:

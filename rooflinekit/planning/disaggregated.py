@@ -70,7 +70,7 @@ def _splits(gpu_budget, splits, tp):
     return out
 
 
-def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budget=None,
+def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, ep=1, gpu_budget=None,
                        splits=None, max_num_seqs="auto", max_num_batched_tokens="auto",
                        admission="auto", block_size=16, gpu_memory_utilization=None,
                        link_bandwidth=None, link_latency=0.0, headroom=0.2, replicates=10,
@@ -89,6 +89,11 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         One configuration, the same for both pools.
     tp : int
         Tensor-parallel degree of every replica [1].
+    ep : int
+        Expert-parallel degree of every replica [1], >= 1: a MoE model's routed experts spread
+        whole over ``ep`` of its ``tp`` GPUs, with the all-to-all and the wait for the busiest
+        group (:class:`~rooflinekit.batching.ContinuousBatcher`'s ``ep``). Default 1. A
+        degree that does not divide the experts or ``tp`` is every unit's ``invalid_layout``.
     gpu_budget : int, optional
         Compare every split ``x, y >= 1`` with ``(x + y) × tp <= gpu_budget`` [GPUs].
     splits : list of (int, int), optional
@@ -153,6 +158,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
     (model,) = _names("model", model, ModelShape, catalog.resolve_model)
     (gpu,) = _names("gpu", gpu, GPU, catalog.gpu)
     tp = whole_number("tp", tp, lo=1)
+    ep = whole_number("ep", ep, lo=1)
     recv_interval = whole_number("recv_interval", recv_interval, lo=1, hi=MAX_RECV_INTERVAL)
     admission = scheduler_admission(admission, engine, gpu)
     pairs = _splits(gpu_budget, splits, tp)
@@ -178,7 +184,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
                               gpu_memory_utilization=gpu_memory_utilization)
     batcher, budget, problem = _replica(
         model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission,
-        whole_number("block_size", block_size, lo=1), share, engine, held=held,
+        whole_number("block_size", block_size, lo=1), share, engine, ep=ep, held=held,
         held_by=held_by, recv_interval=recv_interval)
     work_limit = real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True)
     # each unit's search simulates every request in both pools: about one plan's work
@@ -202,7 +208,7 @@ def plan_disaggregated(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, gpu_budg
         values, counts = np.unique(np.asarray(found["binding"], dtype=str), return_counts=True)
         binding[k] = values[np.argmax(counts)]                # what binds in most replicates
     return _assemble(units, per, saturation, binding, tp, traffic, headroom, {
-        "model": model.name, "gpu": gpu.name, "tp": tp, "model_quality": label,
+        "model": model.name, "gpu": gpu.name, "tp": tp, "ep": ep, "model_quality": label,
         "max_num_seqs": max_num_seqs, "max_num_batched_tokens": int(max_num_batched_tokens or 0),
         "admission": admission, "recv_interval": recv_interval,
         "kv_budget_tokens": int(budget), "link_bandwidth": link_bandwidth,
