@@ -82,6 +82,11 @@ WRITTEN = ("sglang", "trtllm")
 ROUNDS = 3
 
 
+def _knob_names(engine: str, searched=None) -> tuple:
+    """The knobs a fit searches: ``searched``, else the engine's own (:data:`SEARCHED`)."""
+    return SEARCHED[engine] if searched is None else tuple(searched)
+
+
 def engine_at(engine: str, gpu: str, knobs=None, searched=None) -> Calibration:
     """``engine``'s shipped profile of ``gpu`` without its front end, with ``knobs``
     ({name: value [s]} of the engine's :data:`SEARCHED`) in their phases; ``None``: the kernel
@@ -92,8 +97,7 @@ def engine_at(engine: str, gpu: str, knobs=None, searched=None) -> Calibration:
     base = rooflinekit.engine_profile(engine, gpu, warn=False)
     phases = {"prefill": {k: v for k, v in base.prefill.items() if k != "frontend_latency"},
               "decode": dict(base.decode)}
-    names = SEARCHED[engine] if searched is None else searched
-    for name, value in (knobs or dict.fromkeys(names, 0.0)).items():
+    for name, value in (knobs or dict.fromkeys(_knob_names(engine, searched), 0.0)).items():
         phases[LOAD_KNOBS[name][0]][name] = float(value)
     return Calibration(prefill=phases["prefill"], decode=phases["decode"], source=base.source,
                        base=base.base)
@@ -168,7 +172,7 @@ def fit(sweeps, engine: str, searched=None, **sim) -> dict:
     method in the best cell, the others held; the front end closed-form at every step.
     ``searched``: other knobs than the engine's own (printed fits).
     """
-    names = SEARCHED[engine] if searched is None else searched
+    names = _knob_names(engine, searched)
     sim = {**sim, "searched": names}
     knobs = dict.fromkeys(names, 0.0)
     for _ in range(ROUNDS):
@@ -213,7 +217,7 @@ def sources(sweeps) -> dict:
 def held_out(sweeps, engine: str, searched=None, **sim) -> tuple[dict, list[dict]]:
     """The fit to every source, and per source the fit without it scored on it
     (``searched``: other knobs than the engine's own)."""
-    sim = {**sim, "searched": SEARCHED[engine] if searched is None else searched}
+    sim = {**sim, "searched": _knob_names(engine, searched)}
     full = fit(sweeps, engine, **sim)
     out = []
     for source, mine in sources(sweeps).items():
@@ -347,7 +351,7 @@ def main(argv=None) -> int:
     if not sweeps:
         raise SystemExit(f"no {args.engine} sweeps of {args.source or 'any source'} in "
                          f"{sweeps_score.DEFAULT_SWEEPS}")
-    full, rows = held_out(sweeps, args.engine, args.knobs and tuple(args.knobs))
+    full, rows = held_out(sweeps, args.engine, args.knobs)
     print(f"{args.engine}: {_ms(full)}, fitted to {len(sweeps)} sweeps\n")
     print("| source | sweeps | fitted without it | kernel floor TPOT / TTFT / sat. | held out | "
           "in sample |")

@@ -131,7 +131,8 @@ def run(args, out) -> int:
         raise ValueError(_in_flags(str(exc), args)) from None
     rows = _rows(ds)
     bound = _ideal_bound(ds, rows, traffic, slo, engine, common)
-    payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp, "ep": args.ep,
+    payload = {"model": model.name, "gpu": gpu.name, "tp": args.tp,
+               **({"ep": args.ep} if args.ep > 1 else {}),
                "model_quality": ds.attrs["model_quality"],
                "link_bandwidth": ds.attrs["link_bandwidth"],
                "recv_interval": int(ds.attrs["recv_interval"]), "splits": rows,

@@ -288,8 +288,8 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         vllm += ["--pipeline-parallel-size", str(int(pp))]
         sglang += ["--pp-size", str(int(pp))]
         trtllm += ["--pp_size", str(int(pp))]
+    notes = []
     ep = _chosen(cheapest, dims.EP)
-    expert_note = None
     if ep is not None and int(ep) > 1:
         sglang += ["--ep-size", str(int(ep))]
         trtllm += ["--ep_size", str(int(ep))]
@@ -297,14 +297,13 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
             # vLLM spreads the experts over every GPU of the tensor-parallel group
             vllm += ["--enable-expert-parallel"]
         else:
-            expert_note = (f"vLLM spreads a model's experts over all {int(tp)} tensor-parallel "
-                           f"GPUs (--enable-expert-parallel) or none; the plan's ep={int(ep)} "
-                           f"is SGLang's --ep-size and TensorRT-LLM's --ep_size only, so its "
-                           f"vLLM command shards every expert instead")
+            notes.append(f"vLLM spreads a model's experts over all {int(tp)} tensor-parallel "
+                         f"GPUs (--enable-expert-parallel) or none; the plan's ep={int(ep)} "
+                         f"is SGLang's --ep-size and TensorRT-LLM's --ep_size only, so its "
+                         f"vLLM command shards every expert instead")
     vllm += ["--max-num-seqs", str(int(seqs))]
     sglang += ["--max-running-requests", str(int(seqs))]
     trtllm += ["--max_batch_size", str(int(seqs))]
-    notes = [] if expert_note is None else [expert_note]
     if budget is not None:
         vllm += ["--max-num-batched-tokens", str(int(budget))]
         sglang += ["--chunked-prefill-size", str(int(budget))]

@@ -1025,8 +1025,9 @@ def _layout_energy_per_token(model, gpu, batch_size, context_length, *, tp=1, pp
     """
     engine = roofline.engine_for(engine, "decode", model=model, gpu=gpu)
     group = float(decode_step_time(model, gpu, batch_size, context_length, tp, engine=engine))
-    spread = float(decode_step_time(model, gpu, batch_size, context_length, tp, ep=ep,
-                                    engine=engine))
+    spread = group if ep == 1 else float(decode_step_time(model, gpu, batch_size,
+                                                          context_length, tp, ep=ep,
+                                                          engine=engine))
     added = [float(layout_decode_step_time(model, gpu, b, context_length, tp=tp, pp=pp,
                                            ep=ep, engine=engine)
                    - decode_step_time(model, gpu, b, context_length, tp, ep=ep, engine=engine))

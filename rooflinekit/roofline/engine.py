@@ -499,6 +499,7 @@ class Engine:
         group.sequence_overhead = laid["sequence_overhead"]
         group.gemm_half_tokens = laid["gemm_half_tokens"]
         # expert parallelism: the routed experts over ``ep`` groups of the GPUs
+        # (1, every formula's default, skips the checks a degree given by the caller takes)
         ep = group.expert_groups = laid["ep"]
         group.expert_spread = 0.0 if isinstance(ep, int) and ep == 1 else \
             parallel.expected_normal_maximum(ep)
