@@ -93,6 +93,7 @@ import rooflinekit
 from rooflinekit import catalog
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 from rooflinekit.profiles import host_scheduling, scheduler_defaults
+from rooflinekit.profiles.shipped import release_number
 from rooflinekit.planning import SLO, Traffic
 from rooflinekit.workloads import LogNormal, Uniform, sharegpt_lengths
 
@@ -372,11 +373,9 @@ V1_SINCE = (0, 8)
 
 
 def _release(version: str | None) -> tuple | None:
-    """The first three numeric parts of a release number (``"0.10.1.1"`` -> (0, 10, 1);
-    ``"1.1.0rc2.post2"`` -> (1, 1, 0): a part's leading digits)."""
-    if not version:
-        return None
-    return tuple(int(re.match(r"\d*", x).group() or 0) for x in version.split(".")[:3])
+    """:func:`rooflinekit.profiles.shipped.release_number` of a point's engine version
+    (``"1.1.0rc2.post2"`` -> (1, 1, 0, 0)), ``None`` where the source gives none."""
+    return release_number(version) if version else None
 
 
 def runs_v0(point) -> bool:

@@ -246,9 +246,9 @@ def test_v0_scheduling_follows_the_served_context(scorer, sweeps):
 
 def test_release_numbers_with_suffixes(scorer):
     """TensorRT-LLM's release candidates and post releases name their numeric parts first."""
-    assert scorer._release("1.1.0rc2.post2") == (1, 1, 0)
-    assert scorer._release("1.2.0rc6.post2") == (1, 2, 0)
-    assert scorer._release("0.10.1.1") == (0, 10, 1)
+    assert scorer._release("1.1.0rc2.post2") == (1, 1, 0, 0)
+    assert scorer._release("1.2.0rc6.post2") == (1, 2, 0, 0)
+    assert scorer._release("0.10.1.1") == (0, 10, 1, 1)
     assert scorer._release("") is None
 
 

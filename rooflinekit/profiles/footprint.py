@@ -125,7 +125,7 @@ def _gap(path, where: str, gap: dict) -> dict:
               + (f"; missing {', '.join(missing)}" if missing else ""))
     since = shipped._release_field(path, f"{where}.since", gap["since"], _WHAT)
     before = shipped._release_field(path, f"{where}.before", gap["before"], _WHAT)
-    if shipped._release(since) >= shipped._release(before):
+    if shipped.release_number(since) >= shipped.release_number(before):
         _fail(path, where, f"since ({since}) must come before before ({before})")
     models = gap["models"]
     if models != "dense":
@@ -151,7 +151,7 @@ def _gap(path, where: str, gap: dict) -> dict:
 
 def _in_gap(gap: dict, release: tuple, model) -> bool:
     """Whether ``model`` at ``release`` falls in ``gap`` (:func:`_gap`)."""
-    if not shipped._release(gap["since"]) <= release < shipped._release(gap["before"]):
+    if not shipped.release_number(gap["since"]) <= release < shipped.release_number(gap["before"]):
         return False
     if gap["sixteen_bit_only"] and float(model.bytes_per_param) != 2.0:
         return False
@@ -448,7 +448,7 @@ def default_share(held_by) -> float:
         return TRTLLM_FREE_GPU_MEMORY_FRACTION
     release = shipped.named_release(held_by)
     if row is not None and "default_share_since" in row and release is not None \
-            and release >= shipped._release(row["default_share_since"]):
+            and release >= shipped.release_number(row["default_share_since"]):
         return row["default_share_from_then"]
     return VLLM_GPU_MEMORY_UTILIZATION
 
@@ -813,7 +813,7 @@ def counts_cuda_graphs(held_by, model=None) -> bool:
     if row is None or "cuda_graph_since" not in row:
         return False
     release = shipped.named_release(held_by)
-    if release is None or release < shipped._release(row["cuda_graph_since"]):
+    if release is None or release < shipped.release_number(row["cuda_graph_since"]):
         return False
     if model is None:
         return True
@@ -828,7 +828,7 @@ def _differs_from_row(held_by) -> bool:
     release = shipped.named_release(held_by)
     if row is None or release is None:
         return False
-    firsts = [shipped._release(row[k]) for k in ("cuda_graph_since", "default_share_since")
+    firsts = [shipped.release_number(row[k]) for k in ("cuda_graph_since", "default_share_since")
               if k in row]
     return bool(firsts) and release >= min(firsts)
 

@@ -72,7 +72,7 @@ def missing_attention_kernel(engine, model, gpu) -> str | None:
         return None
     release = shipped.named_release(engine)
     if major == 12 and (release is None
-                        or release >= shipped._release(VLLM_SPARSE_MLA_SM120_SINCE)):
+                        or release >= shipped.release_number(VLLM_SPARSE_MLA_SM120_SINCE)):
         return None
     which = (f"before {VLLM_SPARSE_MLA_SM120_SINCE}" if major == 12 else "in any release")
     return (f"vLLM has no sparse-MLA attention kernel for {model.name} on {gpu.name} "

@@ -270,7 +270,7 @@ def older_than_scheduler(engine, gpu) -> str | None:
         return None
     defaults = scheduler_defaults(name, gpu)
     since = defaults.since_version
-    if since is None or release >= shipped._release(since):
+    if since is None or release >= shipped.release_number(since):
         return None
     return (f"{name} {version} is older than the scheduler defaults planned for it "
             f"({defaults.max_num_seqs:,} sequences and {defaults.max_num_batched_tokens:,} "

@@ -114,30 +114,39 @@ class HostScheduling:
         such as ``"latest"``, is not)."""
         if not isinstance(version, str) or not _VERSION.fullmatch(version.strip()):
             return False
-        key = _release(version)
-        return _release(self.synchronous_from) <= key < _release(self.asynchronous_since)
+        key = release_number(version)
+        return release_number(self.synchronous_from) <= key < release_number(self.asynchronous_since)
 
     def in_engine_frontend(self, version: str) -> bool:
         """Whether ``version`` takes requests in on the engine's thread: a synchronous version
         before ``in_engine_frontend_before``."""
         return self.in_engine_frontend_before is not None and self.synchronous(version) and \
-            _release(version) < _release(self.in_engine_frontend_before)
+            release_number(version) < release_number(self.in_engine_frontend_before)
 
     def asynchronous(self, version: str) -> bool:
         """Whether ``version`` schedules asynchronously: a release number from
         ``asynchronous_since`` on."""
         return isinstance(version, str) and bool(_VERSION.fullmatch(version.strip())) and \
-            _release(version) >= _release(self.asynchronous_since)
+            release_number(version) >= release_number(self.asynchronous_since)
 
 
 #: A release number: dotted integers, optionally with a suffix ("0.10.1.1", "0.11.0rc1").
 _VERSION = re.compile(r"\d+(\.\d+){1,3}([.+-]?[A-Za-z0-9.]*)?")
 
 
-def _release(version: str) -> tuple:
-    """The numeric parts of a release number, padded to four ("0.14" -> (0, 14, 0, 0))."""
-    head = re.match(r"\d+(\.\d+){1,3}", version.strip()).group(0)
-    parts = [int(p) for p in head.split(".")]
+def release_number(version: str) -> tuple:
+    """The numeric parts of a release number, padded to four: ``"0.14"`` -> (0, 14, 0, 0),
+    ``"1.1.0rc2.post2"`` -> (1, 1, 0, 0) (a suffix after the numbers is not read).
+
+    Raises
+    ------
+    ValueError
+        ``version`` does not start with a release number (two to four dotted integers).
+    """
+    head = re.match(r"\d+(\.\d+){1,3}", version.strip())
+    if head is None:
+        raise ValueError(f"version {version!r} is not a release number (such as '0.14.0')")
+    parts = [int(p) for p in head.group(0).split(".")]
     return tuple(parts + [0] * (4 - len(parts)))
 
 
@@ -157,7 +166,7 @@ def named_release(engine) -> tuple | None:
     version = split_engine_name(engine)[1] if engine is not None else None
     if version is None or not _VERSION.fullmatch(version):
         return None
-    return _release(version)
+    return release_number(version)
 
 
 def _fail(path, where: str, message: str, kind=ValueError, what="engine profile file"):
@@ -321,7 +330,7 @@ def _host_scheduling(path, table) -> HostScheduling:
     out = _texts(path, table, where, ("synchronous_from", "asynchronous_since", "source"))
     for field in ("synchronous_from", "asynchronous_since"):
         _release_field(path, f"{where}.{field}", out[field], "engine profile file")
-    if _release(out["synchronous_from"]) >= _release(out["asynchronous_since"]):
+    if release_number(out["synchronous_from"]) >= release_number(out["asynchronous_since"]):
         _fail(path, where, f"synchronous_from ({out['synchronous_from']}) must come before "
               f"asynchronous_since ({out['asynchronous_since']})")
     value, band = _overhead(path, table, where, "synchronous_step_overhead")
@@ -333,8 +342,8 @@ def _host_scheduling(path, table) -> HostScheduling:
                   f"got {before!r}", TypeError)
         _release_field(path, f"{where}.in_engine_frontend_before", before,
                        "engine profile file")
-        if not _release(out["synchronous_from"]) < _release(before) \
-                <= _release(out["asynchronous_since"]):
+        if not release_number(out["synchronous_from"]) < release_number(before) \
+                <= release_number(out["asynchronous_since"]):
             _fail(path, f"{where}.in_engine_frontend_before", f"must come after "
                   f"synchronous_from ({out['synchronous_from']}) and not after "
                   f"asynchronous_since ({out['asynchronous_since']}); got {before!r}")
