@@ -906,7 +906,7 @@ def expected_normal_maximum(n):
     expert_all_to_all_bytes, rooflinekit.roofline.layout_decode_step_time
     """
     check_integer("n", n, lo=1)
-    check_range("n", n, hi=4096)
+    check_range("n", n, lo=1, hi=4096)
     if isinstance(n, xr.DataArray) or np.ndim(n):
         values = np.asarray(n, dtype=float)
         out = np.vectorize(lambda v: _normal_maximum(int(v)), otypes=[float])(values)

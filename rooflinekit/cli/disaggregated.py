@@ -141,7 +141,7 @@ def run(args, out) -> int:
         payload["ideal_bound"] = bound
 
     def text(out):
-        layout = f"{args.tp}" + (f" (experts over {args.ep})" if args.ep > 1 else "")
+        layout = f"{args.tp}" + (f", ep {args.ep}" if args.ep > 1 else "")    # as curve heads it
         out.write(f"{model.name} on {gpu.name} × {layout}: peak {args.rate:g} requests/s, "
                   f"{slo.quantile:.0%} of requests within {targets_text(slo)}; KV link "
                   f"{ds.attrs['link_bandwidth'] / 1e9:g} GB/s; {ds.attrs['model_quality']}\n")

@@ -148,7 +148,7 @@ ARGUMENT_CHECKS = {"batch_size": lambda name, v: check_range(name, v, lo=1, hi=M
                    "tp": lambda name, v: check_integer(name, v, lo=1),
                    # the experts' groups: at most the 4096 GPUs a normal maximum is kept for
                    "ep": lambda name, v: (check_integer(name, v, lo=1),
-                                          check_range(name, v, hi=4096))}
+                                          check_range(name, v, lo=1, hi=4096))}
 
 
 def read_model(model, arguments) -> dict:

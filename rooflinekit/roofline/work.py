@@ -38,7 +38,7 @@ from rooflinekit._validation import (
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.roofline.engine import engine_for
-from rooflinekit.roofline.options import ROOFLINE_PARAMETERS
+from rooflinekit.roofline.options import ARGUMENT_CHECKS, ROOFLINE_PARAMETERS
 from rooflinekit.roofline.step import (
     StepCost,
     setup,
@@ -135,7 +135,7 @@ def step_cost_coefficients(model, gpu, tp=1, *, ep=1, engine=None, phase="step")
     if not isinstance(gpu, GPU):
         raise TypeError(f"gpu must be one GPU, got {type(gpu).__name__}")
     check_integer("tp", tp, lo=1)
-    check_integer("ep", ep, lo=1)
+    ARGUMENT_CHECKS["ep"]("ep", ep)     # the formulas' own check: whole, in [1, 4096]
     for name, value in (("tp", tp), ("ep", ep)):
         if isinstance(value, xr.DataArray) or np.ndim(value):
             raise TypeError(f"{name} must be a single number for step_cost_coefficients")
