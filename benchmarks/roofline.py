@@ -94,7 +94,7 @@ def _simulate_steps(cost, n_decode, kv_read):
                        cost[8], cost[9], cost[10], cost[11], cost[12], cost[13], cost[14],
                        cost[15], cost[16], cost[17], cost[18], cost[19], cost[20], cost[21],
                        cost[22], cost[23], cost[24], cost[25], cost[26], cost[27], cost[28],
-                       n_decode[i], 0.0, kv_read[i], 0.0, 0.0)
+                       cost[29], cost[30], n_decode[i], 0.0, kv_read[i], 0.0, 0.0)
     return total
 
 

@@ -33,9 +33,9 @@ with replacement (:data:`N_RESAMPLES`, seed 0).
 What it found (2026-12-06, ShareGPT lengths from the recorded sample): two sources qualify,
 dennislee22's A100 burst sweep (vLLM 0.10.1.1, 10-200 prompts at once) and GPUStack's H100
 closed loop (vLLM 0.11.0, 1-8 clients). Fitted on both, 45 µs a sequence (90 % over sources
-0-50 µs) takes dennislee22's TPOT error from 12.0 to 2.9 % and GPUStack's from 6.4 to 7.8 %.
+0-45 µs) takes dennislee22's TPOT error from 10.4 to 2.6 % and GPUStack's from 5.6 to 7.0 %.
 Held out it does not transfer: fitted on GPUStack's alone it is 0 µs (dennislee22 stays at
-12.0 %), fitted on dennislee22's alone 50 µs (GPUStack goes to 8.0 %). GPUStack runs at most eight sequences, too few to see a time per
+10.4 %), fitted on dennislee22's alone 45 µs (GPUStack goes to 7.0 %). GPUStack runs at most eight sequences, too few to see a time per
 sequence, so no second source measures it; the profiles do not carry it (docs/validation.md).
 """
 

@@ -200,7 +200,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rooflinekit import catalog
+from rooflinekit import IDEAL, catalog
 from rooflinekit.calibrate import calibrate, cross_validate, measurements_from_records
 from rooflinekit.profiles import HostScheduling
 
@@ -256,15 +256,14 @@ MEMORY_SHARE = 0.9
 #: TensorRT-LLM 1.3 (H100, B200). ``low_precision_bandwidth_efficiency`` is the share of the
 #: bandwidth those FP8 GEMMs' weight reads reach: 84-97 % of the bf16 GEMMs' rate at 1-8 rows
 #: (SGLang's RTX PRO 6000: 74 %); a GPU without FP8 rows (the A100) takes the bf16 share.
-#: ``interconnect_latency`` (decode) is the hop latency of the engine's all-reduce on the GPU's
-#: links: the tables' smallest all-reduce takes 4.3-4.7 us on 2-8 H100s under vLLM 0.24, where
-#: the catalogue's one microsecond a hop gives a collective 2; freed, it holds the decode rows'
-#: small-message collectives apart from the per-layer overhead, which had taken them on.
+#: ``interconnect_latency`` (decode), the hop latency of the engine's all-reduce on the GPU's
+#: links, is not fitted here but read from the engine's all-reduce table and held
+#: (:func:`hop_latency`): freed, it took on time that was not the all-reduce's (SGLang's H100
+#: 3.1 us a hop against the 1.4 its small messages give).
 FIT = {"prefill": ("compute_efficiency", "gemm_half_tokens", "prefill_overhead",
                    "interconnect_efficiency", "low_precision_compute_efficiency"),
        "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "layer_overhead",
-                  "low_precision_layer_overhead", "interconnect_latency",
-                  "low_precision_bandwidth_efficiency")}
+                  "low_precision_layer_overhead", "low_precision_bandwidth_efficiency")}
 #: Knobs held at a value in the kernel fit, written with it (interval ``[value, value]``).
 HELD = {"prefill": {"host_traffic_share": 1.0},
         "decode": {"step_overhead": 0.0, "host_traffic_share": 1.0}}
@@ -273,6 +272,15 @@ HELD = {"prefill": {"host_traffic_share": 1.0},
 #: group shares (``host_traffic_share`` 1; the GPU catalogue's ``host_link_bandwidth`` and
 #: ``p2p_gpus``, no effect on an NVLink GPU, which has none).
 STRUCTURE = {"host_traffic_share": 1.0}
+#: The all-reduce every fit runs on and the profiles time with (the files' ``allreduce``):
+#: the engines' own, each all-reduce the faster of the two-stage collective and a one-shot
+#: on NVLink GPUs (vLLM's and SGLang's custom all-reduce, TensorRT-LLM's AUTO
+#: strategy; :func:`rooflinekit.parallel.one_shot_allreduce_coefficients`). Over every NVLink
+#: GPU's table at 1,024-2,097,152 elements it fits the time with about half the collective
+#: alone's error (vLLM 0.24.0's H100: 5.9 % against 11.9 %).
+ALLREDUCE = "custom"
+#: The engine the profiles' knobs go on (their calibrations' ``base``).
+PROFILE_BASE = IDEAL.replace(allreduce=ALLREDUCE)
 #: The prefill knobs the decode fit holds, from the format-blind prefill fit (:data:`GEMM_FIT`):
 #: the weight GEMMs' compute efficiency and half-efficiency tokens (a decode step's GEMMs are a
 #: prompt's kernels at fewer rows, and at large batches they bind on compute) and the
@@ -464,20 +472,52 @@ def newest_cross_host_latency(engine: str) -> tuple[float, str] | None:
     return value, where
 
 
-def rows_cross_host_latency(rows) -> float:
-    """The cross-host latency a fit of ``rows`` runs on [s]: the largest
-    :func:`cross_host_latency` of the tables their GPUs' rows were made from (each row's
-    ``engine`` names the engine and version), 0 where none reaches past a host. A fit reads
-    it from its own rows only, so that a GPU left out lends it nothing."""
-    found = [0.0]
+def hop_latency(system: str, engine: str, version: str) -> float | None:
+    """One link hop's latency [s] in ``engine``'s all-reduce table ``version`` on ``system``:
+    the median over the degrees within one host of the median, over messages of at most
+    :data:`SMALL_MESSAGE` elements, of the time over the hops such an all-reduce pays (a PCIe
+    card's ring ``2·(d−1)``, else the one-shot's ``ONE_SHOT_HOPS``). ``None`` without a table
+    of two GPUs or more."""
+    from rooflinekit import parallel
+    gpu = catalog.gpu(SYSTEM_TO_GPU[system])
+    table = _allreduce_latencies(system, engine, version)
+    host = gpu.host_gpus or math.inf
+    per_degree = []
+    for degree, times in table.items():
+        if 1 < degree <= host:
+            hops = 2 * (degree - 1) if gpu.ring_collectives else parallel.ONE_SHOT_HOPS
+            per_degree.append(float(np.median(list(times.values()))) / hops)
+    return float(np.median(per_degree)) if per_degree else None
+
+
+def _table_figures(rows, figure) -> list:
+    """``figure(system, engine, version)`` of the all-reduce tables the GPUs of ``rows`` were
+    made from (each row's ``engine`` names the engine and version), where it gives one."""
+    found = []
     for gpu, label in {(r["gpu"], r["engine"]) for r in rows}:
         system = GPU_TO_SYSTEM[gpu]
         engine, version = label.split(" ", 1)
         comm = allreduce_version(system, engine, version)
-        value = None if comm is None else cross_host_latency(system, engine, comm)
+        value = None if comm is None else figure(system, engine, comm)
         if value is not None:
             found.append(value)
-    return max(found)
+    return found
+
+
+def rows_hop_latency(rows) -> float | None:
+    """The hop latency a fit of ``rows`` runs on [s]: the median of :func:`hop_latency` of the
+    all-reduce tables their GPUs' rows were made from; ``None`` (each GPU's catalogue
+    figure) where none has one. A fit reads it from its own rows only."""
+    found = _table_figures(rows, hop_latency)
+    return float(np.median(found)) if found else None
+
+
+def rows_cross_host_latency(rows) -> float:
+    """The cross-host latency a fit of ``rows`` runs on [s]: the largest
+    :func:`cross_host_latency` of the tables their GPUs' rows were made from, 0 where none
+    reaches past a host. A fit reads it from its own rows only, so that a GPU left out lends
+    it nothing."""
+    return max([0.0, *_table_figures(rows, cross_host_latency)])
 
 
 # -- interpolation ------------------------------------------------------------------------------
@@ -1231,7 +1271,8 @@ def with_fp4_stage(knobs: dict, rows: list, n_resamples: int = N_RESAMPLES) -> d
         if rows:
             other = "decode" if phase == "prefill" else "prefill"
             result = calibrate(measurements_from_records(rows), phases=(phase,),
-                               fit={phase: (knob,), other: ()}, engine=Engine(**knobs[phase]),
+                               fit={phase: (knob,), other: ()},
+                               engine=Engine(**knobs[phase], allreduce=ALLREDUCE),
                                n_resamples=n_resamples, confidence=CONFIDENCE, seed=SEED,
                                gpus=fit_gpus(rows))
             value, low, high = (float(result.parameters[c].sel(phase=phase, parameter=knob))
@@ -1589,6 +1630,7 @@ class ProfileFit:
     decode: object
     decode_fit: tuple = FIT["decode"]
     cross_host: float = 0.0
+    hop: float | None = None
 
     def _decode_names(self, names) -> tuple:
         """``names`` with ``layer_overhead`` as ``layer_cycles`` in a transfer fit."""
@@ -1606,11 +1648,13 @@ class ProfileFit:
         prefill knobs :meth:`shared`, with their intervals)."""
         columns = ("value", "lower", "upper")
         cross = {"cross_host_allreduce_latency": self.cross_host}
+        # the hop latency read from the all-reduce tables, held (None: the GPU's own)
+        hop = {} if self.hop is None else {"interconnect_latency": self.hop}
         table = {column: {
             "prefill": {**_knobs(self.prefill.parameters, "prefill", column, FIT["prefill"]),
                         **HELD["prefill"], **cross},
             "decode": {**_knobs(self.decode.parameters, "decode", column, self.decode_fit),
-                       **HELD["decode"], **cross, **self.shared(column)}}
+                       **HELD["decode"], **cross, **hop, **self.shared(column)}}
             for column in columns}
         # the MoE stage's knob is not the kernel fit's: build_engine adds it
         fitted = {phase: tuple(k for k in KNOBS[phase] if k not in STAGE_KNOBS)
@@ -1626,7 +1670,7 @@ class ProfileFit:
         from rooflinekit.calibrate import Calibration
         knobs = self.knobs()
         return Calibration(prefill=knobs["prefill"], decode=knobs["decode"],
-                           source="engine_profiles.py kernel fit")
+                           source="engine_profiles.py kernel fit", base=PROFILE_BASE)
 
     def error(self, phase: str) -> float:
         """In-sample MAPE [%] of ``phase`` ("decode": TPOT, "prefill": TTFT) on the rows."""
@@ -1656,15 +1700,17 @@ def fit_profile(rows: list, n_resamples: int = N_RESAMPLES, transfer: bool = Fal
               "gpus": fit_gpus(rows) if streaming else None}
     # an all-reduce past one host pays its tables' extra latency (GB300 at tp 8 under SGLang)
     cross = rows_cross_host_latency(rows)
-    structure = {**STRUCTURE, "cross_host_allreduce_latency": cross}
-    base = Engine(**structure)
+    hop = rows_hop_latency(rows)
+    structure = {**STRUCTURE, "cross_host_allreduce_latency": cross,
+                 **({} if hop is None else {"interconnect_latency": hop})}
+    base = Engine(**structure, allreduce=ALLREDUCE)
     prefill = calibrate(ds, fit={"prefill": FIT["prefill"], "decode": ()}, engine=base, **common)
     gemm = calibrate(ds, fit={"prefill": GEMM_FIT, "decode": ()}, engine=base, **common)
     shared = ProfileFit(prefill, gemm, None).shared()
     decode_fit = TRANSFER_DECODE_FIT if transfer else FIT["decode"]
     decode = calibrate(ds, fit={"prefill": (), "decode": decode_fit},
-                       engine=Engine(**shared, **structure), **common)
-    return ProfileFit(prefill, gemm, decode, decode_fit, cross)
+                       engine=Engine(**shared, **structure, allreduce=ALLREDUCE), **common)
+    return ProfileFit(prefill, gemm, decode, decode_fit, cross, hop)
 
 
 def profile_knobs(fit: ProfileFit) -> dict:
@@ -1693,17 +1739,22 @@ def with_own_cross_host(fitted, test: list):
     all-reduce microbenchmark gives), while the fit reads only its own rows' (SGLang's GB300
     at tp 8, past its four-GPU tray: 24 us a collective, which no other GPU's tables hold)."""
     value = rows_cross_host_latency(test)
+    hop = rows_hop_latency(test)
+    # the decode phase holds the hop latency read from the tables (the prefill the GPU's own)
+    own = {"prefill": {"cross_host_allreduce_latency": value},
+           "decode": {"cross_host_allreduce_latency": value,
+                      **({} if hop is None else {"interconnect_latency": hop})}}
 
-    def put(knobs):
-        return {**knobs, "cross_host_allreduce_latency": value}
-    groups = {key: {phase: put(knobs) for phase, knobs in phases.items()}
+    def put(knobs, phase):
+        return {**knobs, **own[phase]}
+    groups = {key: {phase: put(knobs, phase) for phase, knobs in phases.items()}
               for key, phases in fitted.groups.items()}
-    # a measured figure, held: its interval is the value (where the calibration has intervals)
-    intervals = {phase: {**knobs, "cross_host_allreduce_latency": (value, value)}
-                 if "cross_host_allreduce_latency" in knobs else dict(knobs)
+    # measured figures, held: each interval is the value (where the calibration has intervals)
+    intervals = {phase: {**knobs, **{k: (v, v) for k, v in own[phase].items() if k in knobs}}
                  for phase, knobs in fitted.intervals.items()}
-    return dataclasses.replace(fitted, prefill=put(fitted.prefill), decode=put(fitted.decode),
-                               groups=groups, intervals=intervals)
+    return dataclasses.replace(fitted, prefill=put(fitted.prefill, "prefill"),
+                               decode=put(fitted.decode, "decode"), groups=groups,
+                               intervals=intervals)
 
 
 def held_out_predictions(fitted, test: list, streaming: bool = True) -> tuple[float, float]:
@@ -1925,7 +1976,7 @@ def _calibration(knobs: dict, overheads: dict | None = None):
     for (phase, knob), value in (overheads or {}).items():
         phases[phase][knob] = value
     return Calibration(prefill=phases["prefill"], decode=phases["decode"],
-                       source="engine_profiles.py serving stage")
+                       source="engine_profiles.py serving stage", base=PROFILE_BASE)
 
 
 def serving_terms(rows: list, kernel_knobs: dict) -> dict:
@@ -2093,7 +2144,11 @@ HEADER = (
     "interpolated log-log in the tables, for Llama-3.1-8B and Llama-3.1-70B shapes, bf16 and "
     "fp8 weights where measured, TP 1/2/4/8 where an all-reduce table exists: decode at batch "
     "1-256 and context 512-16384 (TPOT), static-batch prefill at batch 1-8 and prompts "
-    "128-8192 (TTFT), workloads whose weights and KV cache fit in 90 % of memory. Then per GPU "
+    "128-8192 (TTFT), workloads whose weights and KV cache fit in 90 % of memory. Every "
+    "profile times the all-reduce as the engine runs it (allreduce = \"custom\"): each the "
+    "faster of its two-stage kernel (three hop latencies) and a one-shot (two, d - 1 payloads "
+    "over the link) on NVLink GPUs, past one host's GPUs only for an engine whose all-reduce does "
+    "not fall back there (cross_host_allreduce_latency 0). Then per GPU "
     "three rooflinekit.calibrate.calibrate() fits (overheads in s, gemm_half_tokens in tokens, "
     "efficiencies as shares of the datasheet peaks of the GEMMs' format; 90 % bootstrap "
     "intervals from {n} resamples, seed 0), each on the GPU's measured streaming bandwidth "
@@ -2202,7 +2257,7 @@ def write_profiles(engine: str, profiles: list, path: Path, serving: dict | None
             asynchronous=ASYNCHRONOUS_SINCE)))
     else:
         header.append(_comment(HEADER_FLOOR.format(engine=engine)))
-    lines = [*header, f"engine = {_string(engine)}", ""]
+    lines = [*header, f"engine = {_string(engine)}", f"allreduce = {_string(ALLREDUCE)}", ""]
     if serving is not None:
         ov, iv = serving["overheads"]["step_overhead"], serving["interval"]["step_overhead"]
         intake, band = request_overhead_fit()

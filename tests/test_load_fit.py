@@ -178,10 +178,10 @@ def test_the_documented_fit_of_the_doks_runs():
     fit = fit_under_load(DOKS, model=model, gpu="H200-SXM-141GB")
     a = fit.table.attrs
     doc = (Path(__file__).parents[1] / "docs" / "calibration.md").read_text()
-    assert "fit moves the mean TPOT from 7.0 % to 7.3 % off\nand TTFT from 22.8 % to 15.6 %" \
+    assert "fit moves the mean TPOT from 7.6 % to 7.7 % off\nand TTFT from 22.9 % to 15.5 %" \
         in doc
     assert [round(a[k], 1) for k in ("tpot_error_before", "tpot_error", "ttft_error_before",
-                                     "ttft_error")] == [7.0, 7.3, 22.8, 15.6]
+                                     "ttft_error")] == [7.6, 7.7, 22.9, 15.5]
     # the shipped profile already holds no host time per step (vLLM 0.14.1 is asynchronous):
     # the fit finds a small fraction of a synchronous vLLM's
     host = rk.profiles.host_scheduling("vllm").synchronous_step_overhead
@@ -192,9 +192,9 @@ def test_the_documented_fit_of_the_doks_runs():
     scorer = load_script("score_load_sweeps")
     name = "doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"
     (held,) = scorer.score(engine=fit.calibration, sweeps=[name])
-    assert "it gives 9 % TPOT\nand 27 % TTFT error and a saturation +8 %" in doc
+    assert "it gives 10 % TPOT\nand 27 % TTFT error and a saturation +8 %" in doc
     assert (round(100 * held["tpot_mape"]), round(100 * held["ttft_mape"]),
-            round(100 * held["sat_err"])) == (9, 27, 8)
+            round(100 * held["sat_err"])) == (10, 27, 8)
 
 
 def test_the_cli_fits_the_kv_cache_format_it_is_given(capsys):
@@ -307,7 +307,8 @@ def test_recorded_lengths_fit_what_their_means_cannot():
     """ShareGPT's replies are mostly short or long (14 % under ten tokens), and a mean TPOT over
     requests weighs each alike: closed-loop runs of known knobs, replayed from the files' own
     request lengths, give the knobs back; replayed at the mean lengths, the fit misses both by
-    a third and more and still misses the runs."""
+    a quarter and more (the step overhead by 27 %, the front end by more than a third) and
+    still misses the runs."""
     prompts, outputs = read_sharegpt_sample(400)
     base = rk.engine_profile("vllm", GPU)
     truth = Calibration(prefill={**base.prefill, "frontend_latency": 0.015},
@@ -331,6 +332,6 @@ def test_recorded_lengths_fit_what_their_means_cannot():
     means = fit_under_load([{k: v for k, v in run.items()
                              if k not in ("input_lens", "output_lens", "errors")}
                             for run in runs], model=MODEL, gpu=GPU)
-    assert means.calibration.decode["step_overhead"] > 0.004 * 1.3
+    assert means.calibration.decode["step_overhead"] > 0.004 * 1.25
     assert means.calibration.prefill["frontend_latency"] > 0.015 * 1.3
     assert means.table.attrs["tpot_error"] > 10 and means.table.attrs["ttft_error"] > 25

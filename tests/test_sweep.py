@@ -320,7 +320,7 @@ def test_allreduce_option():
     # the ideal engine is the formulas' default, and every named model reaches them
     xr.testing.assert_identical(sw.sweep(**kw, engine=roofline.IDEAL).decode_step_time,
                                 ds.decode_step_time)
-    for name in ("collective", "ring", "guide"):
+    for name in roofline.ALLREDUCE_MODELS:
         engine = roofline.Engine(allreduce=name)
         assert sw.sweep(**kw, engine=engine).decode_step_time.sel(tp=8).item() == \
             roofline.decode_step_time(m, g, 8, 2048, 8, engine=engine)

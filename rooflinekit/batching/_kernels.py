@@ -92,7 +92,7 @@ _PERCENTILES = GAP_PERCENTILES
 _N_PERCENTILES = len(GAP_PERCENTILES)
 
 #: Length of the ``coef`` array: the fields of :class:`rooflinekit.roofline.StepCost`.
-N_COEFFICIENTS = 29
+N_COEFFICIENTS = 31
 if len(StepCost._fields) != N_COEFFICIENTS:
     # _step_time passes the coefficients one by one; a new field needs a new argument there.
     raise ImportError(f"StepCost has {len(StepCost._fields)} fields; the batching kernels pass "
@@ -102,7 +102,7 @@ _SW = StepCost._fields.index("sliding_window")
 
 #: sha256 of the step formula's source (the three kernels and the StepCost field names), which
 #: numba's cache cannot see; ``tests/test_batching_kernels.py`` recomputes it.
-STEP_FORMULA_SHA256 = "58d5c360022ab6cdcde8f932efce391aa46b137afb0f298322f53ce73c2c3a38"
+STEP_FORMULA_SHA256 = "5273a119179791f6120dfd3725289d2fb48d42ef90649c2e0d29fdec12557552"
 
 _mixed_step_time = njit(**_CACHED)(mixed_step_time_kernel)
 _kv_tokens_read = njit(**_CACHED)(kv_tokens_read_kernel)
@@ -120,8 +120,9 @@ def _step_time(tick_mode, coef, n_decode, n_prefill_tokens, kv_tokens_read,
                             coef[7], coef[8], coef[9], coef[10], coef[11], coef[12], coef[13],
                             coef[14], coef[15], coef[16], coef[17], coef[18], coef[19], coef[20],
                             coef[21], coef[22], coef[23], coef[24], coef[25], coef[26],
-                            coef[27], coef[28], n_decode, n_prefill_tokens, kv_tokens_read,
-                            prefill_context_tokens, longest_prefill_chunk)
+                            coef[27], coef[28], coef[29], coef[30], n_decode,
+                            n_prefill_tokens, kv_tokens_read, prefill_context_tokens,
+                            longest_prefill_chunk)
 
 
 @njit(**_CACHED)
@@ -622,7 +623,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     cf = (coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7], coef[8],
           coef[9], coef[10], coef[11], coef[12], coef[13], coef[14], coef[15], coef[16],
           coef[17], coef[18], coef[19], coef[20], coef[21], coef[22], coef[23], coef[24],
-          coef[25], coef[26], coef[27], coef[28])
+          coef[25], coef[26], coef[27], coef[28], coef[29], coef[30])
     # speculative decoding: a sequence's whole path is filed in step rings when it starts
     # decoding (docs/simulator.md); without it the path below is the plain one.
     gain, gain_offset = gains
@@ -654,7 +655,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
            draft_coef[10], draft_coef[11], draft_coef[12], draft_coef[13], draft_coef[14],
            draft_coef[15], draft_coef[16], draft_coef[17], draft_coef[18], draft_coef[19],
            draft_coef[20], draft_coef[21], draft_coef[22], draft_coef[23], draft_coef[24],
-           draft_coef[25], draft_coef[26], draft_coef[27], draft_coef[28])
+           draft_coef[25], draft_coef[26], draft_coef[27], draft_coef[28], draft_coef[29],
+           draft_coef[30])
     kk = float(draft_tokens)
     # filing counts a gain's new block without a branch where no gain fills two (the roofline
     # workload; the tick one keeps the loop, measured: BENCHMARKS.md, speculative decoding)

@@ -421,11 +421,20 @@ def _layout_cost(cost, model, gpu, pp, ep, engine):
     terms = roofline.layout_terms(model.hidden_size, parallel.moe_layers(model),
                                   model.n_experts_per_token,
                                   bytes_per_element(engine.activation_dtype), pp, ep, links)
-    per_token = (cost.allreduce_bytes_per_token / cost.link_bandwidth     # [s/token]
-                 + terms.hand_off_per_token + terms.all_to_all_per_token)
-    fixed = cost.allreduce_latency + terms.hand_off_latency + terms.all_to_all_latency
+
+    def joined(bytes_per_token, latency):
+        """An all-reduce's per-token time over a unit link and its latency, with the sends."""
+        return (bytes_per_token / cost.link_bandwidth                   # [s/token]
+                + terms.hand_off_per_token + terms.all_to_all_per_token,
+                latency + terms.hand_off_latency + terms.all_to_all_latency)
+    per_token, fixed = joined(cost.allreduce_bytes_per_token, cost.allreduce_latency)
+    # the one-shot alternative (none, an infinite latency, unless the engine's) sends the same
+    one_per_token, one_fixed = joined(cost.one_shot_allreduce_bytes_per_token,
+                                      cost.one_shot_allreduce_latency)
     return cost._replace(allreduce_bytes_per_token=per_token, link_bandwidth=1.0,
-                         allreduce_latency=fixed)
+                         allreduce_latency=fixed,
+                         one_shot_allreduce_bytes_per_token=one_per_token,
+                         one_shot_allreduce_latency=one_fixed)
 
 
 class _RooflineClock:

@@ -219,7 +219,9 @@ class _Groups:
         ``kv`` (its KV part), ``comm`` (all-reduce at the GPU's link latency), ``comm_bytes``
         (its bandwidth part), ``comm_host_bytes`` (that part with ``host_traffic_share`` 1:
         all past the peer-to-peer domain over the GPU's shared host link), ``hops`` (latency
-        per unit of hop latency [1]), ``cross_hosts`` (all-reduces past one host's GPUs:
+        per unit of hop latency [1]), ``one_shot``, ``one_shot_bytes`` and ``one_shot_hops``
+        (the same three of the engine's one-shot alternative; infinite where it has none),
+        ``cross_hosts`` (all-reduces past one host's GPUs:
         latency per unit of ``cross_host_allreduce_latency`` [1]), ``runs``, ``decodes`` (decode tokens of the step [1]),
         ``layers`` (``runs × n_layers`` [1]), ``moe_layers`` (``layers`` of a model with more
         than one expert, else 0 [1]), ``mla_layers`` (``runs × n_kv_layers`` of a model with
@@ -236,7 +238,8 @@ class _Groups:
         ``recurrent_state`` (of ``recurrent_element_time``) and ``recurrent_layers`` (``prompt
         × n_linear_attention_layers`` [1])."""
         names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes",
-                 "comm_host_bytes", "hops", "cross_hosts", "runs", "decodes", "cycles",
+                 "comm_host_bytes", "hops", "one_shot", "one_shot_bytes", "one_shot_hops",
+                 "cross_hosts", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "mla_layers", "low_precision_layers",
                  "low_precision", "fp4", "attention", "experts", "expert_gemm", "prompt",
                  "recurrent_chain", "recurrent_state", "recurrent_layers")
@@ -259,6 +262,13 @@ class _Groups:
             unit_fp4 = roofline.step_cost_coefficients(
                 model, gpu, tp, engine=plain.replace(fp4_bandwidth_efficiency=0.5))
             silent = {"allreduce_bytes_per_token": 0.0, "allreduce_latency": 0.0}
+            # each all-reduce alternative alone: the two-stage with no one-shot beside it, and
+            # the one-shot in its place (an infinite latency where the engine has none)
+            two_stage = {"one_shot_allreduce_bytes_per_token": 0.0,
+                         "one_shot_allreduce_latency": math.inf}
+            one_shot = {**two_stage,
+                        "allreduce_bytes_per_token": cost.one_shot_allreduce_bytes_per_token,
+                        "allreduce_latency": cost.one_shot_allreduce_latency}
             no_flops = {"flops_per_token": 0.0, "lm_head_flops_per_token": 0.0,
                         "attention_flops_per_pair": 0.0}
             alone = {
@@ -273,11 +283,14 @@ class _Groups:
                 "weights": cost._replace(**no_flops, **silent, embedding_row_bytes=0.0,
                                          kv_bytes_per_token=0.0, prefill_bytes_per_token=0.0,
                                          state_bytes_per_decode_token=0.0),
-                "comm": cost._replace(**no_flops, bandwidth=math.inf),
-                "comm_bytes": cost._replace(**no_flops, bandwidth=math.inf,
+                "comm": cost._replace(**no_flops, bandwidth=math.inf, **two_stage),
+                "comm_bytes": cost._replace(**no_flops, bandwidth=math.inf, **two_stage,
                                             allreduce_latency=0.0),
                 "comm_host_bytes": unit_host._replace(**no_flops, bandwidth=math.inf,
-                                                      allreduce_latency=0.0),
+                                                      **two_stage, allreduce_latency=0.0),
+                "one_shot": cost._replace(**no_flops, bandwidth=math.inf, **one_shot),
+                "one_shot_bytes": cost._replace(**no_flops, bandwidth=math.inf,
+                                                **{**one_shot, "allreduce_latency": 0.0}),
             }
             steps = list(zip(*self._steps(phase, idx, model, cost)))
             for name, part in alone.items():
@@ -306,6 +319,7 @@ class _Groups:
             terms["expert_gemm"][idx] = experts
             terms["experts"][idx] = [e * (d + p) for e, (d, p, _, _, _) in zip(experts, steps)]
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
+            terms["one_shot_hops"][idx] = runs * unit_hop.one_shot_allreduce_latency
             # all-reduces past one host's GPUs (0 on a GPU without host_gpus, or within one)
             unit_cross = roofline.step_cost_coefficients(
                 model, gpu, tp, engine=plain.replace(cross_host_allreduce_latency=1.0))
@@ -365,6 +379,14 @@ class _Groups:
         cross = knobs["cross_host_allreduce_latency"]
         if np.any(np.asarray(cross) != 0):      # 0 (default): the line above, to the bit
             comm = comm + cross * t["cross_hosts"]
+        one_shot = np.isfinite(t["one_shot_hops"])
+        if np.any(one_shot):    # the engine's one-shot alternative, where faster
+            link = t["one_shot_bytes"] / knobs["interconnect_efficiency"]
+            hops = np.where(one_shot, t["one_shot_hops"], 0.0)
+            alone = t["one_shot"] + (link - t["one_shot_bytes"]) \
+                if knobs["interconnect_latency"] is None \
+                else link + knobs["interconnect_latency"] * hops
+            comm = np.where(one_shot, np.minimum(comm, alone), comm)
         low_efficiency = knobs.get("low_precision_compute_efficiency")
         fp4_efficiency = knobs.get("fp4_compute_efficiency")
         attention_efficiency = knobs.get("attention_compute_efficiency")

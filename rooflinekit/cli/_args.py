@@ -224,11 +224,13 @@ FLAGS = {
                             "preempts (vLLM, SGLang); reserve admits only when the prompt and "
                             "whole output fit, never preempting (TensorRT-LLM's default); "
                             "auto: the --engine's rule (auto)"},
-    "--allreduce": {"choices": ("collective", "ring", "guide"),
-                    "help": "tensor-parallel all-reduce model: collective (the default: one "
-                            "latency per collective plus the bytes over the link), ring (a "
-                            "latency per hop), guide (the guide's simple model, no "
-                            "communication); overrides the --engine file's"},
+    "--allreduce": {"choices": ("collective", "custom", "ring", "guide"),
+                    "help": "tensor-parallel all-reduce model: collective (two latencies per "
+                            "all-reduce plus the bytes over the link; the ideal's), custom "
+                            "(the engines' own and the shipped profiles': each the faster of "
+                            "that and a one-shot), ring (a latency per hop), guide (the "
+                            "guide's simple model, no communication); overrides the --engine "
+                            "file's"},
     "--workspace-fraction": {
         "type": number(0, 1, hi_open=True), "metavar": "SHARE",
         "help": "share of the memory left after the weights kept for activations and the "

@@ -26,7 +26,7 @@ from rooflinekit import catalog
 from rooflinekit._validation import check_one_of, read_toml_file
 from rooflinekit.hardware import GPU
 from rooflinekit.profiles.calibration import PHASES, Calibration
-from rooflinekit.roofline import IDEAL, Engine
+from rooflinekit.roofline import ALLREDUCE_MODELS, IDEAL, Engine
 
 __all__ = ["ENGINE_NAMES", "DEFAULT_ENGINE", "ENGINE_CHOICES", "ProfileKey", "ENGINE_PROFILES",
            "HostScheduling", "engine_profile", "host_scheduling", "is_engine_name",
@@ -218,7 +218,11 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
     Parameters
     ----------
     path : str or os.PathLike
-        A TOML file in the shipped format: ``engine = "<name>"`` and one ``[[profile]]`` table
+        A TOML file in the shipped format: ``engine = "<name>"``, optionally ``allreduce =
+        "<model>"`` (the engine's all-reduce, one of
+        :data:`~rooflinekit.roofline.ALLREDUCE_MODELS`, that every profile of the file was
+        fitted on and times with: its calibrations' ``base``; default the ideal engine's
+        ``"collective"``), and one ``[[profile]]`` table
         per (GPU, version) with ``gpu``, ``version``, ``date``, ``source``, ``models``, the
         held-out errors (``held_out_error``, ``held_out_error_ttft``, ``model_size_error``,
         ``fit_error`` [%]; optionally ``held_out_error_datasheet``, the leave-one-GPU-out TPOT
@@ -252,9 +256,15 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
     if engine not in ENGINE_NAMES:
         _fail(path, "field 'engine'", f"must be one of {', '.join(ENGINE_NAMES)}; got "
               f"{engine!r}")
-    unknown = sorted(set(data) - {"engine", "profile", "host_scheduling"})
+    unknown = sorted(set(data) - {"engine", "allreduce", "profile", "host_scheduling"})
     if unknown:
         _fail(path, "top level", f"unknown field(s) {', '.join(unknown)}")
+    # the engine's own all-reduce, which every profile of the file was fitted on
+    allreduce = data.get("allreduce", IDEAL.allreduce)
+    if allreduce not in ALLREDUCE_MODELS:
+        _fail(path, "field 'allreduce'", f"must be one of {', '.join(ALLREDUCE_MODELS)}; got "
+              f"{allreduce!r}")
+    base = IDEAL.replace(allreduce=allreduce)
     host = _host_scheduling(path, data["host_scheduling"]) if "host_scheduling" in data \
         else None
     rows, seen = [], set()
@@ -298,7 +308,7 @@ def read_profile_file(path) -> tuple[str, tuple[dict, ...]]:
             out["calibration"] = Calibration(
                 prefill=row["prefill"], decode=row["decode"], source=source,
                 held_out_error=out["held_out_error"], intervals=row.get("interval", {}),
-                interval_confidence=row.get("interval_confidence", 0.9))
+                interval_confidence=row.get("interval_confidence", 0.9), base=base)
         except (TypeError, ValueError) as exc:
             _fail(path, where, str(exc), type(exc))
         key = (out["gpu"], out["version"])
@@ -714,7 +724,8 @@ def _all_gpus(engine: str, rows) -> Calibration:
     return Calibration(prefill=shared["prefill"], decode=shared["decode"],
                        source=f"{engine} {'/'.join(versions)} profiles of {len(sets)} GPUs "
                               f"(shared knobs: each knob's median)",
-                       group_by=("gpu",), groups=sets)
+                       group_by=("gpu",), groups=sets,
+                       base=next(iter(newest.values()))["calibration"].base)
 
 
 def split_engine_name(text: str) -> tuple[str, str | None]:
@@ -834,4 +845,5 @@ def _for_gpus(engine: str, gpus: list, warn: bool, version=None) -> Calibration:
     first = next(iter(profiles.values()))
     sources = "; ".join(dict.fromkeys(c.source for c in profiles.values()))
     return Calibration(prefill=first.prefill, decode=first.decode, group_by=("gpu",),
-                       groups=sets, source=f"{engine} profiles per GPU: {sources}")
+                       groups=sets, source=f"{engine} profiles per GPU: {sources}",
+                       base=first.base)

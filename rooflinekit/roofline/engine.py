@@ -23,7 +23,7 @@ from rooflinekit.dtypes import bytes_per_element
 __all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "PHASES", "engine_for"]
 
 #: What ``allreduce`` accepts, each boolean standing for one of the named models.
-ALLREDUCE_MODELS = ("collective", "ring", "guide")
+ALLREDUCE_MODELS = ("collective", "ring", "guide", "custom")
 _ALLREDUCE_FLAGS = {True: "collective", False: "guide"}
 
 #: What a result of the ideal engine says of itself (``attrs["model_quality"]``).
@@ -247,11 +247,16 @@ class Engine:
         Tokens per step at which the weight matrix multiplies reach half their efficiency,
         ``n½`` [tokens], ≥ 0: a step of ``n`` tokens runs them at
         ``compute_efficiency · n / (n + n½)``. Default 0 (flat).
-    allreduce : bool or {"collective", "ring", "guide"}
+    allreduce : bool or {"collective", "custom", "ring", "guide"}
         Tensor parallelism's all-reduce, two per layer. ``"collective"`` (default, also
         ``True``): a fixed latency per all-reduce plus ``2·(d−1)/d`` of the payload over the
-        link. ``"ring"``: ``2·(d−1)`` hop latencies per all-reduce. ``"guide"`` (also
-        ``False``): no communication, the guide's §5 model. Stored as the name.
+        link (two hops: a reduce-scatter, then an all-gather). ``"custom"``: the serving
+        engines' own all-reduce (the shipped profiles'), each all-reduce the faster of that
+        and a one-shot, two hops and ``d − 1`` payloads over the link, its two-stage kernel
+        paying three, within one host's NVLink GPUs (past them, and on PCIe cards, the
+        ``"collective"``: :func:`rooflinekit.parallel.one_shot_allreduce_coefficients`).
+        ``"ring"``: ``2·(d−1)`` hop latencies per all-reduce. ``"guide"`` (also ``False``):
+        no communication, the guide's §5 model. Stored as the name.
     interconnect_bandwidth : float, optional
         Per-direction link bandwidth per GPU [bytes/s], > 0; default the GPU's own.
     interconnect_latency : float, optional
@@ -444,9 +449,16 @@ class Engine:
             hop = group.interconnect_latency if self.interconnect_latency is None else \
                 float(self.interconnect_latency)
             parallel.require_link(link, degree)
+            # the engines' own kernels ("custom") run within one host's GPUs, with a one-shot
+            # alternative (none, an infinite latency, else)
+            ring = getattr(group, "ring_collectives", False)
+            host = getattr(group, "host_gpus", math.nan)
             per_token, latency = parallel.allreduce_coefficients(
                 model.n_layers, model.hidden_size, activation_bytes, degree, hop, algorithm,
-                getattr(group, "ring_collectives", False))
+                ring, host)
+            one_shot = parallel.one_shot_allreduce_coefficients(
+                model.n_layers, model.hidden_size, activation_bytes, degree, hop, algorithm,
+                ring, host)
             cross = laid["cross_host_allreduce_latency"]
             if np.any(np.asarray(cross) != 0):      # 0 (default): the line above, to the bit
                 latency = latency + parallel.cross_host_allreduce_latency(
@@ -454,6 +466,7 @@ class Engine:
             link = np.where(degree > 1, link, np.inf)        # 0 / inf = 0 where nothing is sent
         else:
             per_token, latency, link = 0.0, 0.0, math.inf
+            one_shot = (0.0, math.inf)
         # the matmuls run on a low-precision path where their format's peak beats 16 bits
         low_precision = group.peak_flops > group.peak_flops_16bit
         compute = laid["compute_efficiency"]
@@ -526,6 +539,7 @@ class Engine:
         group.allreduce_bytes_per_token = per_token
         group.link_bandwidth = link
         group.allreduce_latency = latency
+        group.one_shot_allreduce_bytes_per_token, group.one_shot_allreduce_latency = one_shot
         group.tp = degree
         return group
 

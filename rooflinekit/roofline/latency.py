@@ -374,8 +374,12 @@ def _generation(model, gpu, b, steps, first):
     context1 = _sum_linear(0.0, 1.0, lo, hi1)[0]
     context2 = f * _sum_linear(0.0, 1.0, lo2, hi)[0] + (1.0 - f) * finite_w * n2
     memory_time = a_memory * (n1 + n2) + b_memory * (context1 + context2)
-    fixed = gpu.step_overhead + b * gpu.sequence_overhead + \
-        b * gpu.allreduce_bytes_per_token / gpu.link_bandwidth + gpu.allreduce_latency
+    # each all-reduce the faster of the two-stage and the one-shot, as the step formula
+    communication = np.minimum(
+        b * gpu.allreduce_bytes_per_token / gpu.link_bandwidth + gpu.allreduce_latency,
+        b * gpu.one_shot_allreduce_bytes_per_token / gpu.link_bandwidth
+        + gpu.one_shot_allreduce_latency)
+    fixed = gpu.step_overhead + b * gpu.sequence_overhead + communication
     return memory_time + pos1 + pos2 + steps * fixed
 
 

@@ -126,6 +126,12 @@ class StepCost(NamedTuple):
     #: Expected largest of ``expert_groups`` standard normal draws [1]
     #: (:func:`rooflinekit.parallel.expected_normal_maximum`; 0 for one group).
     expert_spread: float
+    #: All-reduce bytes each GPU reads per token per step run one-shot [bytes/token] (0
+    #: without a one-shot alternative).
+    one_shot_allreduce_bytes_per_token: float
+    #: Fixed latency of the one-shot all-reduces per step [s] (inf without a one-shot
+    #: alternative: the two-stage time exactly).
+    one_shot_allreduce_latency: float
 
 
 def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_experts,
@@ -136,17 +142,18 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
                            lm_head_flops_per_token, embedding_row_bytes, prefill_bytes_per_token,
                            gemm_half_tokens, prefill_overhead, state_bytes_per_decode_token,
                            sequence_overhead, prefill_attention_scale, prefill_chain_time,
-                           prefill_state_time, expert_groups, expert_spread, n_decode,
-                           n_prefill_tokens, kv_tokens_read, prefill_context_tokens,
+                           prefill_state_time, expert_groups, expert_spread,
+                           one_shot_allreduce_bytes_per_token, one_shot_allreduce_latency,
+                           n_decode, n_prefill_tokens, kv_tokens_read, prefill_context_tokens,
                            longest_prefill_chunk):
     """Time of one forward step carrying decode tokens and prompt tokens [s] (scalar kernel).
 
     Written with arithmetic, ``max``, ``min`` and ``sqrt`` only, so that ``numba.njit``
-    compiles it unchanged; the first 29 arguments are the fields of :class:`StepCost`.
+    compiles it unchanged; the first 31 arguments are the fields of :class:`StepCost`.
 
     Parameters
     ----------
-    nonexpert_weight_bytes ... expert_spread : float
+    nonexpert_weight_bytes ... one_shot_allreduce_latency : float
         The :class:`StepCost` fields, in order (see there for units).
     n_decode : float
         Decode tokens in the step, one per decoding sequence [tokens].
@@ -190,7 +197,12 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
     does, so this is the imbalance's floor; the grouped GEMMs' compute imbalance is left out
     (prompt steps touch every expert). Logits are needed for every decode token and for one
     prompt token of a step with prompt tokens, ``n_logits = n_decode + min(n_prefill_tokens,
-    1)``: the last token of a prompt (a prefill step serves one prompt).
+    1)``: the last token of a prompt (a prefill step serves one prompt). ``all-reduce =
+    min(n·allreduce_bytes_per_token / link_bandwidth + allreduce_latency,
+    n·one_shot_allreduce_bytes_per_token / link_bandwidth + one_shot_allreduce_latency)``:
+    each all-reduce the faster of the two-stage and the one-shot, where the engine has one
+    (:func:`rooflinekit.parallel.one_shot_allreduce_coefficients`; else an infinite latency,
+    and the two-stage time exactly).
 
     ``n½ = gemm_half_tokens`` is the GEMM efficiency curve: a matrix multiply of ``n`` rows
     runs at ``compute_efficiency · n / (n + n½)`` of the peak (tiles a small batch leaves idle),
@@ -252,7 +264,10 @@ def mixed_step_time_kernel(nonexpert_weight_bytes, expert_weight_bytes, n_expert
             * (kv_tokens_read + prefill_context_tokens * prefill_attention_scale)
             * (peak_flops / attention_peak_flops))
     roofline = max(work / peak_flops, traffic / bandwidth)
-    communication = tokens * allreduce_bytes_per_token / link_bandwidth + allreduce_latency
+    # each all-reduce the faster of the two-stage and the one-shot (an engine's own)
+    communication = min(tokens * allreduce_bytes_per_token / link_bandwidth + allreduce_latency,
+                        tokens * one_shot_allreduce_bytes_per_token / link_bandwidth
+                        + one_shot_allreduce_latency)
     runs = min(tokens, 1.0)        # a step with no tokens does not run
     fixed = (step_overhead + sequence_overhead * n_decode
              + prefill_overhead * min(n_prefill_tokens, 1.0))
