@@ -393,8 +393,6 @@ def one_shot_allreduce_coefficients(n_layers, hidden_size, activation_bytes, deg
     available = one_shot_available(degree, ring_collectives, host_gpus)
     if np.all(np.asarray(available)):
         return bytes_per_token, latency
-    arrays = (degree, ring_collectives, host_gpus, latency)
-    where = xr.where if any(isinstance(a, xr.DataArray) for a in arrays) else np.where
     return where(available, bytes_per_token, 0.0), where(available, latency, math.inf)
 
 

@@ -200,7 +200,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rooflinekit import IDEAL, catalog
+from rooflinekit import IDEAL, catalog, parallel
 from rooflinekit.calibrate import calibrate, cross_validate, measurements_from_records
 from rooflinekit.profiles import HostScheduling
 
@@ -478,7 +478,6 @@ def hop_latency(system: str, engine: str, version: str) -> float | None:
     :data:`SMALL_MESSAGE` elements, of the time over the hops such an all-reduce pays (a PCIe
     card's ring ``2·(d−1)``, else the one-shot's ``ONE_SHOT_HOPS``). ``None`` without a table
     of two GPUs or more."""
-    from rooflinekit import parallel
     gpu = catalog.gpu(SYSTEM_TO_GPU[system])
     table = _allreduce_latencies(system, engine, version)
     host = gpu.host_gpus or math.inf

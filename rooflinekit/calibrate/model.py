@@ -381,11 +381,11 @@ class _Groups:
             comm = comm + cross * t["cross_hosts"]
         one_shot = np.isfinite(t["one_shot_hops"])
         if np.any(one_shot):    # the engine's one-shot alternative, where faster
-            link = t["one_shot_bytes"] / knobs["interconnect_efficiency"]
+            one_link = t["one_shot_bytes"] / knobs["interconnect_efficiency"]
             hops = np.where(one_shot, t["one_shot_hops"], 0.0)
-            alone = t["one_shot"] + (link - t["one_shot_bytes"]) \
+            alone = t["one_shot"] + (one_link - t["one_shot_bytes"]) \
                 if knobs["interconnect_latency"] is None \
-                else link + knobs["interconnect_latency"] * hops
+                else one_link + knobs["interconnect_latency"] * hops
             comm = np.where(one_shot, np.minimum(comm, alone), comm)
         low_efficiency = knobs.get("low_precision_compute_efficiency")
         fp4_efficiency = knobs.get("fp4_compute_efficiency")
