@@ -835,6 +835,53 @@ def _intercepts(latency: np.ndarray, weight_bytes: np.ndarray, bandwidth: float)
     return latency - weight_bytes / bandwidth
 
 
+def attention_low_precision_share(log=None) -> float:
+    """The attention GEMMs' share of a dense layer's low-precision fixed time, as every newest
+    GEMM table with FP8 rows gives it (:data:`rooflinekit.roofline.engine.ATTENTION_LOW_PRECISION_SHARE`
+    holds it, to two decimals).
+
+    Per table (an engine's newest version on a GPU, :func:`engine_version`), each of
+    Llama-3.1-8B's and -70B's four weight GEMMs at TP 1-8 and 1-8 rows takes an FP8 fixed
+    time beyond its bf16 one: the difference of their intercepts (:func:`_intercepts`, each
+    format's weights read at the GPU's streaming bandwidth). The table's share is the median
+    of the qkv and o GEMMs' sum over the median of the layer's four; the value is the median
+    over the tables. ``log`` (a print function) prints each table's share.
+    """
+    shares = []
+    for engine in ENGINES:
+        for system in systems_with_data():
+            version = engine_version(system, engine)
+            if version is None:
+                continue
+            tables = load_tables(system, engine, version, ())
+            if "fp8" not in tables.gemm:
+                continue
+            gpu = catalog.gpu(SYSTEM_TO_GPU[system])
+            bandwidth = gpu.streaming_bandwidth or gpu.hbm_bandwidth
+
+            def extra(rows, n, k):
+                bf16, fp8 = (float(_intercepts(tables.gemm[f](rows, n, k),
+                                               n * k * GEMM_BYTES[f], bandwidth))
+                             for f in ("bf16", "fp8"))
+                return fp8 - bf16
+            attention, layer = [], []
+            for name in MODELS:
+                model = catalog.model(name)
+                h, inter = model.hidden_size, model.intermediate_size
+                width = h // model.n_heads
+                q, kv = model.n_heads * width, model.n_kv_heads * width
+                for tp in TP_DEGREES:
+                    for rows in (1, 2, 4, 8):
+                        att = extra(rows, (q + 2 * kv) // tp, h) + extra(rows, h, q // tp)
+                        attention.append(att)
+                        layer.append(att + extra(rows, 2 * inter // tp, h)
+                                     + extra(rows, h, inter // tp))
+            shares.append(float(np.median(attention) / np.median(layer)))
+            if log is not None:
+                log(f"{engine} {system} {version}: attention share {shares[-1]:.2f}")
+    return float(np.median(shares))
+
+
 def _extra_fixed_time(block: np.ndarray, reference: np.ndarray,
                       n_resamples: int) -> tuple[float, list]:
     """How much longer a block's fixed times (``block`` [s], one per table row) are than the

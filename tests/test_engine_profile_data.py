@@ -658,3 +658,12 @@ def test_the_cross_host_latency_is_read_from_the_allreduce_tables():
     assert script.cross_host_latency("gb300", "trtllm", "1.3.0rc20") == shipped["trtllm"] == 0
     assert script.cross_host_latency("gb300", "vllm", "0.24.0") is None     # stops at four
     assert script.cross_host_latency("b200_sxm", "sglang", "0.5.14") is None   # no host_gpus
+
+
+def test_the_attention_share_of_the_low_precision_layer_time_is_the_tables():
+    """``ATTENTION_LOW_PRECISION_SHARE`` re-derived from every newest FP8 GEMM table (where
+    the profiles' extra is installed): the median share, to two decimals."""
+    from rooflinekit.roofline.engine import ATTENTION_LOW_PRECISION_SHARE
+    script = _script_with_tables()
+    assert script.attention_low_precision_share() == pytest.approx(
+        ATTENTION_LOW_PRECISION_SHARE, abs=5e-3)

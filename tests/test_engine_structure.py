@@ -196,3 +196,45 @@ def test_the_weights_low_precision_share_is_recovered_from_exact_decode_rows():
                        fit={"decode": tuple(truth)}, n_resamples=0)
     for knob, value in truth.items():
         assert result.calibration.decode[knob] == pytest.approx(value, rel=1e-3), knob
+
+
+MOE = catalog.model("Mixtral-8x7B")
+MOE_FP8 = MOE.replace(bytes_per_param="fp8")
+
+
+def test_a_mixture_of_experts_layer_pays_its_attention_gemms_share_only():
+    """A dense layer's low-precision fixed time is its four GEMMs'; an MoE layer's MLP is its
+    expert block, whose fixed time is ``moe_layer_overhead``'s, so it pays the attention GEMMs'
+    share (hand computed: n_layers x share x the knob)."""
+    from rooflinekit.roofline.engine import ATTENTION_LOW_PRECISION_SHARE
+    assert 0.0 < ATTENTION_LOW_PRECISION_SHARE < 1.0
+    engine = rk.Engine(layer_overhead=2e-5, low_precision_layer_overhead=EXTRA)
+    base = rk.Engine(layer_overhead=2e-5)
+    batch = np.array([1, 8, 64])
+    paid = roofline.decode_step_time(MOE_FP8, H100, batch, 1024, 2, engine=engine) - \
+        roofline.decode_step_time(MOE_FP8, H100, batch, 1024, 2, engine=base)
+    np.testing.assert_allclose(paid, MOE.n_layers * ATTENTION_LOW_PRECISION_SHARE * EXTRA,
+                               rtol=1e-9)
+    # bf16 experts never pay it
+    assert roofline.decode_step_time(MOE, H100, 8, 1024, 2, engine=engine) == \
+        roofline.decode_step_time(MOE, H100, 8, 1024, 2, engine=base)
+    # the simulator's clock takes the same fixed time
+    cost = roofline.step_cost_coefficients(MOE_FP8, H100, 2, engine=engine)
+    plain = roofline.step_cost_coefficients(MOE_FP8, H100, 2, engine=base)
+    assert cost.step_overhead == pytest.approx(
+        plain.step_overhead + MOE.n_layers * ATTENTION_LOW_PRECISION_SHARE * EXTRA, rel=1e-12)
+
+
+def test_calibrate_gives_an_moe_model_the_same_share():
+    """The fit's grouped terms count an MoE model's low-precision layers as the formulas do."""
+    rows = [{"model": MOE.name, "gpu": H100.name, "tp": 2, "dtype": "fp8", "batch_size": b,
+             "prompt_tokens": 1024, "output_tokens": 0, "context_length": 1024, "tpot_ms": 1.0,
+             "ttft_ms": 1.0, "source": "test rows"} for b in (1, 16)]
+    knobs = {"compute_efficiency": 0.8, "bandwidth_efficiency": 0.8, "layer_overhead": 3e-5,
+             "low_precision_layer_overhead": EXTRA}
+    predicted = predict(rows, Calibration(prefill=knobs, decode=knobs))["decode"].values
+    engine = rk.Engine(**knobs)
+    for row, value in zip(rows, predicted):
+        expected = roofline.decode_step_time(MOE_FP8, H100, row["batch_size"], 1024, 2,
+                                             engine=engine)
+        assert value == pytest.approx(float(expected), rel=1e-9)

@@ -229,7 +229,8 @@ class _Groups:
         ``weights`` (the weight reads' part of ``memory``), ``low_precision_layers`` (the
         layers that pay
         ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
-        path, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``fp4`` (1 on an
+        path, times :data:`rooflinekit.roofline.engine.ATTENTION_LOW_PRECISION_SHARE` for a
+        mixture-of-experts model, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``fp4`` (1 on an
         FP4 path, else 0 [1]), ``attention``
         (the attention part of ``compute``), ``experts`` (the routed experts' GEMMs' part of
         ``compute``), ``expert_gemm`` (their part of ``gemm``), ``prompt`` (``runs ×

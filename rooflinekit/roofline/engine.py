@@ -26,6 +26,15 @@ __all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "PHASES", "engine_for"]
 ALLREDUCE_MODELS = ("collective", "ring", "guide", "custom")
 _ALLREDUCE_FLAGS = {True: "collective", False: "guide"}
 
+#: The share of a dense layer's low-precision fixed time (``low_precision_layer_overhead``)
+#: that its attention GEMMs (qkv and o) take, its MLP's two the rest: a mixture-of-experts
+#: layer pays only this share, its MLP being the expert block, whose fixed time
+#: ``moe_layer_overhead`` holds, read from the MoE tables' own rows. The median over the 24
+#: newest kernel tables with FP8 GEMMs (three engines, eight GPUs; 0.24-0.72 by table) of
+#: the qkv and o GEMMs' FP8 fixed time beyond bf16 over the four GEMMs' (`scripts/
+#: engine_profiles.py`, ``attention_low_precision_share``).
+ATTENTION_LOW_PRECISION_SHARE = 0.44
+
 #: What a result of the ideal engine says of itself (``attrs["model_quality"]``).
 IDEAL_LABEL = ("ideal (best case): roofline at full compute and bandwidth efficiency, "
                "no overheads")
@@ -185,7 +194,9 @@ class Engine:
         a low-precision tensor-core path (W8A8 FP8 or INT8, FP4: the format's dense peak
         above the GPU's 16-bit one) [s], ≥ 0: what such a GEMM's activation quantisation and
         scaling add to its launch, over the layer's four GEMMs. It adds to ``layer_overhead``
-        on those steps only; 16-bit and weight-only formats never pay it. Default 0.
+        on those steps only; 16-bit and weight-only formats never pay it. A mixture-of-experts
+        layer pays :data:`ATTENTION_LOW_PRECISION_SHARE` of it (its attention GEMMs'; its
+        expert block's fixed time is ``moe_layer_overhead``'s). Default 0.
     moe_layer_overhead : float, array_like or xarray.DataArray
         Extra fixed time per decoder layer per step of a mixture-of-experts model [s], ≥ 0: what
         an MoE block's routing, token permutation and grouped expert GEMMs take at few tokens
@@ -419,8 +430,10 @@ class Engine:
         moe_compute_share`` times),
         ``bandwidth = hbm · tp · bandwidth_efficiency``,
         ``fixed = step_overhead + n_layers · (layer_overhead + layer_cycles / boost_clock +
-        q · low_precision_layer_overhead + m · moe_layer_overhead) + n_kv_layers · a ·
-        mla_layer_overhead`` with ``m = 1`` for a model of more than one expert, else 0, and
+        q · s · low_precision_layer_overhead + m · moe_layer_overhead) + n_kv_layers · a ·
+        mla_layer_overhead`` with ``m = 1`` for a model of more than one expert, else 0,
+        ``s = ATTENTION_LOW_PRECISION_SHARE`` where ``m = 1``, else 1 (the expert block's
+        fixed time is ``moe_layer_overhead``'s), and
         ``a = 1`` for one with multi-head latent attention, else 0; the KV traffic weighs
         ``bandwidth_efficiency / kv_bandwidth_efficiency`` against the bandwidth, the weights
         ``bandwidth_efficiency / low_precision_bandwidth_efficiency`` where ``q = 1`` and it
@@ -490,7 +503,10 @@ class Engine:
         group.step_overhead = laid["step_overhead"] + layers * laid["layer_overhead"]
         quantised = laid["low_precision_layer_overhead"]
         if np.any(np.asarray(quantised) != 0):      # 0 (default): the line above, to the bit
-            group.step_overhead = group.step_overhead + layers * np.where(
+            # an MoE layer's MLP is its expert block: only its attention GEMMs pay here
+            share = 1.0 if model is None else np.where(
+                model.n_experts > 1, ATTENTION_LOW_PRECISION_SHARE, 1.0)
+            group.step_overhead = group.step_overhead + layers * share * np.where(
                 low_precision, quantised, 0.0)
         cycles = laid["layer_cycles"]
         if np.any(np.asarray(cycles) != 0):         # 0 (default): the lines above, to the bit
