@@ -6,6 +6,7 @@ profile as shipped, and the known values come back within the Monte Carlo noise 
 """
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -285,6 +286,105 @@ def test_a_guidellm_report_without_two_rates_is_refused():
     del bad["benchmarks"][1]["metrics"]["time_to_first_token_ms"]
     with pytest.raises(ValueError, match=r"benchmarks\[1\].*time_to_first_token_ms"):
         read_guidellm_sweep(bad)
+
+
+def _kept(prompts, outputs):
+    """GuideLLM's ``requests.successful``: each kept request with its token counts."""
+    return [{"request_id": str(i), "prompt_tokens": p, "output_tokens": o}
+            for i, (p, o) in enumerate(zip(prompts, outputs))]
+
+
+def test_a_guidellm_reports_kept_requests_are_read_at_the_runs_means():
+    """GuideLLM keeps a sample of each benchmark's requests with their token counts: their
+    spread, scaled to the benchmark's means (hand computed), a reply of 0 tokens one token;
+    none kept, or a count the server did not report, leaves the means alone."""
+    from rooflinekit.calibrate import read_guidellm_sweep
+    report = _guidellm(rk.engine_profile("vllm", GPU), [2.0, 4.0])
+    report["benchmarks"][1]["requests"] = {"successful": _kept([500, 1500, 1000, 1000],
+                                                               [0, 99, 300, 400])}
+    runs = read_guidellm_sweep(report)
+    # prompts: mean 1000 as the run's, kept; replies 1, 99, 300, 400 (mean 200) as the run's
+    assert runs[0]["prompt_lengths"] == (500, 1500, 1000, 1000)
+    assert runs[0]["output_lengths"] == (1, 99, 300, 400)
+    report["benchmarks"][1]["metrics"]["output_token_count"]["successful"]["mean"] = 100.0
+    assert read_guidellm_sweep(report)[0]["output_lengths"] == (1, 50, 150, 200)
+    assert "prompt_lengths" not in runs[1]
+    for kept in ([], _kept([500, None], [5, 5])):
+        report["benchmarks"][1]["requests"] = {"successful": kept}
+        assert "prompt_lengths" not in read_guidellm_sweep(report)[0]
+
+
+@pytest.mark.parametrize("kept, match", [
+    ("many", "must be a list"),
+    ([3], r"\[0\] must be an object"),
+    (_kept([100, -1], [5, 5]), "prompt_tokens.*>= 0"),
+    (_kept([100, 100], [5, 2.5]), "output_tokens.*whole numbers"),
+    (_kept([100, 100], [5, math.inf]), "output_tokens.*finite"),
+])
+def test_a_guidellm_reports_bad_kept_requests_are_refused(kept, match):
+    from rooflinekit.calibrate import read_guidellm_sweep
+    report = _guidellm(rk.engine_profile("vllm", GPU), [2.0, 4.0])
+    report["benchmarks"][2]["requests"] = {"successful": kept}
+    with pytest.raises(ValueError, match=r"benchmarks\[2\]\.requests\.successful.*" + match):
+        read_guidellm_sweep(report)
+
+
+def test_a_guidellm_concurrency_sweep_is_read_as_closed_loops():
+    """``--profile concurrent``: no rate points, so its concurrent benchmarks (and a
+    synchronous one, one stream) are the points, closed loops by rising streams."""
+    from rooflinekit.calibrate import read_guidellm_sweep
+    report = _guidellm(rk.engine_profile("vllm", GPU), [2.0, 4.0])
+    for bench, strategy in zip(report["benchmarks"], (
+            {"type_": "synchronous"}, {"type_": "concurrent", "streams": 16},
+            {"type_": "concurrent", "streams": 4})):
+        bench["config"]["strategy"] = strategy
+    report["benchmarks"][0]["metrics"] = report["benchmarks"][1]["metrics"]
+    runs = read_guidellm_sweep(report)
+    assert [r["max_concurrency"] for r in runs] == [1, 4, 16]
+    assert all(r["request_rate"] == math.inf and r["burstiness"] is None for r in runs)
+    report["benchmarks"][2]["config"]["strategy"]["streams"] = 2.5
+    with pytest.raises(ValueError, match=r"benchmarks\[2\]\.config\.strategy\.streams.*whole"):
+        read_guidellm_sweep(report)
+    # a rate point beside them: the rates are the sweep, and one rate is too few
+    report["benchmarks"][2]["config"]["strategy"] = {"type_": "poisson", "rate": 3.0}
+    with pytest.raises(ValueError, match="two or more rates"):
+        read_guidellm_sweep(report)
+
+
+def test_a_guidellm_sweeps_kept_requests_fit_what_its_means_cannot():
+    """A GuideLLM concurrency sweep of ShareGPT's lengths at known knobs, as
+    ``test_recorded_lengths_fit_what_their_means_cannot`` for vLLM's files: replayed from the
+    requests the report keeps, the fit gives the knobs back; from the means alone it misses."""
+    prompts, outputs = read_sharegpt_sample(400)
+    replies = [max(o, 1) for o in outputs]
+    base = rk.engine_profile("vllm", GPU)
+    truth = Calibration(prefill={**base.prefill, "frontend_latency": 0.015},
+                        decode={**base.decode, "step_overhead": 0.004}, source="truth")
+    traffic = rk.Traffic(1.0, Empirical(samples=prompts), Empirical(samples=replies))
+    benchmarks = []
+    for clients in (16, 64, 256):
+        ds = load_curve(traffic, rk.SLO(ttft=10.0), model=MODEL, gpu=GPU, concurrencies=[clients],
+                        engine=truth, replicates=3, requests=400, seed=7,
+                        clients_start="together", engine_draws=0)
+        mean = {"ttft": float(np.nanmedian(ds["mean_ttft"])) * 1e3,
+                "tpot": float(np.nanmedian(ds["mean_tpot"])) * 1e3}
+        benchmarks.append({
+            "config": {"strategy": {"type_": "concurrent", "streams": clients}},
+            "metrics": {"request_totals": {"successful": 400},
+                        "prompt_token_count": {"successful": {"mean": float(np.mean(prompts))}},
+                        "output_token_count": {"successful": {"mean": float(np.mean(replies))}},
+                        "time_to_first_token_ms": {"successful": {"mean": mean["ttft"]}},
+                        "inter_token_latency_ms": {"successful": {"mean": mean["tpot"]}}},
+            "requests": {"successful": _kept(prompts, outputs)}})
+    report = {"metadata": {"guidellm_version": "0.7.3"}, "benchmarks": benchmarks}
+    fit = fit_under_load(report, model=MODEL, gpu=GPU)
+    assert fit.calibration.decode["step_overhead"] == pytest.approx(0.004, rel=0.10)
+    assert fit.calibration.prefill["frontend_latency"] == pytest.approx(0.015, rel=0.15)
+    for bench in benchmarks:
+        bench["requests"] = {"successful": []}
+    means = fit_under_load(report, model=MODEL, gpu=GPU).calibration
+    assert abs(means.decode["step_overhead"] / 0.004 - 1.0) > 0.2 or \
+        abs(means.prefill["frontend_latency"] / 0.015 - 1.0) > 0.2
 
 
 def test_a_runs_recorded_lengths_are_read_without_its_failures():

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 from rooflinekit import units
@@ -446,8 +447,49 @@ def _guidellm_benchmarks(report) -> tuple:
 REGULAR_BURSTINESS = 1e4
 
 
+def _guidellm_lengths(bench: Mapping, where: str, label: str, prompt_mean: float,
+                      output_mean: float) -> tuple[tuple, tuple] | None:
+    """``(prompt_lengths, output_lengths)`` [tokens] of a GuideLLM benchmark's successful
+    requests as its report keeps them (``requests.successful``, each with ``prompt_tokens`` and
+    ``output_tokens``), scaled to the benchmark's mean counts; ``None`` where it keeps none
+    (``--sample-requests 0``) or a kept request lacks a count (a server that reports no usage).
+
+    GuideLLM keeps a reservoir sample of the requests (``--sample-requests``; every request
+    where not set): their spread is the run's, their mean a sample's, so each length is
+    ``max(round(x · mean / x̄), lowest)`` with the run's mean (``metrics.prompt_token_count`` and
+    ``output_token_count``), ``lowest`` 0 for a prompt and 1 for a reply (a reply of 0 tokens
+    is one token generated, as in :func:`_recorded_lengths`)."""
+    kept = _get(bench, "requests.successful", label, "GuideLLM report", required=False)
+    if kept is None:
+        return None
+    field = f"{where}.requests.successful"
+    if isinstance(kept, (str, bytes)) or not isinstance(kept, Sequence):
+        raise ValueError(f"{label}: field {field!r} must be a list (one entry per kept "
+                         f"request); got {describe(kept)[:80]}")
+    if not kept:
+        return None
+    counts = {"prompt_tokens": [], "output_tokens": []}
+    for j, request in enumerate(kept):
+        if not isinstance(request, Mapping):
+            raise ValueError(f"{label}: {field}[{j}] must be an object; got "
+                             f"{describe(request)[:80]}")
+        for key, column in counts.items():
+            if request.get(key) is None:
+                return None
+            column.append(request[key])
+    prompts, outputs = (check_count_array(f"{label}: field '{field}[].{key}'", column)
+                        for key, column in counts.items())
+    out = []
+    for values, mean, lowest in ((prompts, prompt_mean, 0), (np.maximum(outputs, 1),
+                                                             output_mean, 1)):
+        scale = mean / values.mean() if values.mean() > 0 else 1.0
+        out.append(tuple(int(v) for v in np.maximum(np.rint(values * scale), lowest)))
+    return out[0], out[1]
+
+
 def read_guidellm_sweep(report) -> list[dict]:
-    """The rate points of a GuideLLM sweep, as :func:`read_vllm_serve_sweep` gives vLLM's.
+    """The points of a GuideLLM sweep, as :func:`read_vllm_serve_sweep` gives vLLM's: its
+    rate points, or, in a report without any, its concurrency points.
 
     Parameters
     ----------
@@ -457,51 +499,79 @@ def read_guidellm_sweep(report) -> list[dict]:
     Returns
     -------
     list of dict
-        One per benchmark whose strategy is ``constant`` or ``poisson`` (the synchronous,
-        concurrent and throughput ones are not rate points), by rising rate: ``request_rate``
-        [requests/s] (the strategy's ``rate``), ``completed`` (``metrics.request_totals
-        .successful``), ``total_input_tokens`` and ``total_output_tokens`` (the successful
-        means × completed), ``mean_ttft_ms``, ``mean_tpot_ms`` (GuideLLM's per-request
-        ``inter_token_latency_ms``, vLLM's TPOT), ``burstiness`` (``None`` for Poisson
-        arrivals; :data:`REGULAR_BURSTINESS` for ``constant``, requests at fixed intervals) and
-        ``label``.
+        One per benchmark whose strategy is ``constant`` or ``poisson`` (``--profile sweep``,
+        ``constant`` or ``poisson``), by rising rate, or, where there is none, one per
+        ``concurrent`` benchmark (``--profile concurrent``: a closed loop of ``streams``
+        clients; a ``synchronous`` one is one stream), by rising concurrency (``throughput``
+        benchmarks are neither): ``request_rate`` [requests/s] (the strategy's ``rate``;
+        ``inf`` for a closed loop), ``max_concurrency`` [1] (the streams; ``None`` for a
+        rate), ``completed`` (``metrics.request_totals.successful``), ``total_input_tokens``
+        and ``total_output_tokens`` (the successful means × completed), ``mean_ttft_ms``,
+        ``mean_tpot_ms`` (GuideLLM's per-request ``inter_token_latency_ms``, vLLM's TPOT),
+        ``burstiness`` (``None`` for Poisson arrivals and closed loops;
+        :data:`REGULAR_BURSTINESS` for ``constant``, requests at fixed intervals), ``label``,
+        and, where the report keeps its requests with their token counts, ``prompt_lengths``
+        and ``output_lengths`` [tokens] (:func:`_guidellm_lengths`: their spread at the run's
+        means), which :func:`rooflinekit.fit_under_load` replays.
 
     Raises
     ------
     ValueError
-        Fewer than two rates, or a field missing or not a finite number, naming the file, the
-        benchmark and the field.
+        Fewer than two rates (or, without rates, two concurrencies), or a field missing or not
+        a finite number, naming the file, the benchmark and the field.
     """
     what = "GuideLLM report"
     _, label, benchmarks = _guidellm_benchmarks(report)
+    kinds = {where: strategy.get("type_") if isinstance(strategy, Mapping) else None
+             for where, _, strategy in benchmarks}
+    rates = any(kind in ("constant", "poisson") for kind in kinds.values())
+    taken = ("constant", "poisson") if rates else ("concurrent", "synchronous")
     runs = []
     for where, bench, strategy in benchmarks:
-        kind = strategy.get("type_") if isinstance(strategy, Mapping) else None
-        if kind not in ("constant", "poisson"):
+        kind = kinds[where]
+        if kind not in taken:
             continue
-        rate = _number(strategy.get("rate"), label, f"{where}.config.strategy.rate")
+        if kind in ("constant", "poisson"):
+            rate, clients = _number(strategy.get("rate"), label,
+                                    f"{where}.config.strategy.rate"), None
+            point = f"{kind} {rate:g}/s"
+        else:
+            rate, clients = math.inf, 1
+            if kind == "concurrent":
+                field = f"{where}.config.strategy.streams"
+                streams = _number(strategy.get("streams"), label, field)
+                if streams != math.floor(streams) or not 1 <= streams <= MAX_CONCURRENCY:
+                    raise ValueError(f"{label}: field {field!r} must be a whole number in "
+                                     f"[1, {MAX_CONCURRENCY:,}]; got {show(streams)}")
+                clients = int(streams)
+            point = f"{clients} concurrent"
         metric = functools.partial(_metric, bench, where, label)
         completed = _number(_get(bench, "metrics.request_totals.successful", label, what,
                                  at=f"{where}."), label,
                             f"{where}.metrics.request_totals.successful")
-        run = {"request_rate": rate, "completed": completed,
-               "total_input_tokens": metric("prompt_token_count", "successful", "mean")
-               * completed,
-               "total_output_tokens": metric("output_token_count", "successful", "mean")
-               * completed,
+        prompt_mean = metric("prompt_token_count", "successful", "mean")
+        output_mean = metric("output_token_count", "successful", "mean")
+        run = {"request_rate": rate, "max_concurrency": clients, "completed": completed,
+               "total_input_tokens": prompt_mean * completed,
+               "total_output_tokens": output_mean * completed,
                "mean_ttft_ms": metric("time_to_first_token_ms", "successful", "mean"),
                "mean_tpot_ms": metric("inter_token_latency_ms", "successful", "mean"),
                "burstiness": REGULAR_BURSTINESS if kind == "constant" else None,
-               "label": f"{label} {where} ({kind} {rate:g}/s)"}
+               "label": f"{label} {where} ({point})"}
         for field in ("request_rate", "completed", "mean_ttft_ms", "mean_tpot_ms",
                       "total_input_tokens", "total_output_tokens"):
             if not run[field] > 0:
                 raise ValueError(f"{label}: {where}: {field} must be > 0; got {run[field]:g}")
+        recorded = _guidellm_lengths(bench, where, label, prompt_mean, output_mean)
+        if recorded is not None:
+            run["prompt_lengths"], run["output_lengths"] = recorded
         runs.append(run)
-    if len({r["request_rate"] for r in runs}) < 2:
+    key = "request_rate" if rates else "max_concurrency"
+    if len({r[key] for r in runs}) < 2:
         raise ValueError(f"{label}: a load fit needs constant or poisson benchmarks at two or "
-                         f"more rates (a GuideLLM sweep); got {len(runs)}")
-    return sorted(runs, key=lambda r: r["request_rate"])
+                         f"more rates, or concurrent ones at two or more stream counts (a "
+                         f"GuideLLM sweep); got {len(runs)}")
+    return sorted(runs, key=lambda r: r[key])
 
 
 # -- vllm bench latency ------------------------------------------------------------------------

@@ -139,7 +139,8 @@ def add_arguments(parser) -> None:
                         help="fit with the simulator in the loop: the --vllm-result runs are one "
                              "server at two or more request rates, or at two or more "
                              "--max-concurrency values (a closed-loop client), or --from "
-                             "guidellm with one sweep report; the vLLM profile of --gpu "
+                             "guidellm with one sweep report (its rates, else its "
+                             "concurrencies); the vLLM profile of --gpu "
                              "(or --engine's) is refitted in --fit (default step_overhead and "
                              "frontend_latency) to their mean TTFT and TPOT")
     add_output_flags(parser, output_help=(
