@@ -590,7 +590,8 @@ def test_cli_json_and_vllm_result():
 def test_cli_errors():
     with pytest.raises(ValueError, match="measurements is empty"):
         _cli([])
-    with pytest.raises(ValueError, match="--model and --gpu"):
+    # the file records the model (model_id), never the GPU
+    with pytest.raises(ValueError, match="--vllm-result needs --gpu"):
         _cli(["--vllm-result", str(LAMBDA_JSON)])
     with pytest.raises(ValueError, match="NAME=PATH"):
         _cli([str(PUBLIC), "--model-config", "oops"])

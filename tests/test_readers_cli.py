@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,65 @@ def test_from_vllm_latency_one_output_token_fits_prefill_only(capsys):
                      "--phase", "prefill", "--fit", "step_overhead"], capsys)
     errors = payload["errors"]["data_vars"]["n"]["data"]
     assert errors == [1, 0]           # one prefill row, no decode row
+
+
+def test_the_files_record_the_model():
+    """vLLM's ``model_id`` and trtllm-bench's ``engine.model``; GuideLLM's reports name none
+    for certain; a recorded name that is not a string is refused naming the field."""
+    from rooflinekit.calibrate.readers import recorded_model
+    assert recorded_model(SERVE) == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert recorded_model(OUTPUTS / "trtllm_bench_report.json") == \
+        "meta-llama/Llama-3.1-8B-Instruct"
+    assert recorded_model(OUTPUTS / "guidellm_report.json") is None
+    assert recorded_model({"model_id": "  "}) is None
+    with pytest.raises(ValueError, match="field 'model_id' must be a string"):
+        recorded_model({"model_id": 3})
+
+
+def test_without_model_the_runs_are_of_the_model_the_files_record(capsys):
+    """A repo id whose last part is a catalogue name (trtllm-bench's
+    meta-llama/Llama-3.1-8B-Instruct) is that model: the same fit as with --model."""
+    fit = ["--gpu", "h100", "--resamples", "0", "--fit", "step_overhead"]
+    report = str(OUTPUTS / "trtllm_bench_report.json")
+    assert _json(["--from", "trtllm", report, *fit], capsys) == \
+        _json(["--from", "trtllm", report, "--model", "llama-3.1-8b", *fit], capsys)
+
+
+def test_a_quantised_release_is_its_base_model_in_the_format_dtype_gives(capsys, tmp_path):
+    """DigitalOcean's runs record /models/nvidia/Llama-3.1-70B-Instruct-FP8: with --dtype fp8
+    they are Llama-3.1-70B's, as with --model; without --dtype, refused (the name's format is
+    not guessed)."""
+    doks = [str(DATA / "load_sweeps" / "doks" / f"rate-{r}.json") for r in ("0.5", "2.0")]
+    runs = ["--under-load", "--vllm-result", doks[0], "--vllm-result", doks[1], "--gpu", "h200",
+            "--kv-cache-dtype", "fp8"]
+    assert _json([*runs, "--dtype", "fp8"], capsys) == \
+        _json([*runs, "--dtype", "fp8", "--model", "llama-3.1-70b"], capsys)
+    assert main(["calibrate", *runs]) == 2
+    assert "a quantised release of 'Llama-3.1-70B-Instruct': give its weight format with " \
+        "--dtype" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("payloads, match", [
+    ([{"model_id": "meta-llama/Llama-3.1-8B-Instruct"}, {"model_id": "Qwen/Qwen3-8B"}],
+     "the files record different models"),
+    ([{"model_id": None}], "records no model"),
+    ([{"model_id": "acme/not-a-model"}], "neither a catalogue model .*'not-a-model'"),
+])
+def test_without_model_a_file_that_cannot_say_it_is_refused(payloads, match, tmp_path, capsys):
+    run = json.loads(SERVE.read_text())
+    args = []
+    for i, payload in enumerate(payloads):
+        path = tmp_path / f"run{i}.json"
+        path.write_text(json.dumps({**run, **payload}))
+        args += ["--vllm-result", str(path)]
+    assert main(["calibrate", *args, "--gpu", "h100", "--fit", "step_overhead"]) == 2
+    assert re.search(match, capsys.readouterr().err)
+
+
+def test_the_gpu_is_never_read_from_a_file(capsys):
+    assert main(["calibrate", "--vllm-result", str(SERVE), "--model", "llama-3.1-8b"]) == 2
+    assert "needs --gpu (no benchmark file records the GPU)" in capsys.readouterr().err
+    assert main(["calibrate", "--from", "guidellm", str(OUTPUTS / "guidellm_report.json"),
+                 "--gpu", "h100"]) == 2
+    assert "--from guidellm needs --model (its files do not record the model)" in \
+        capsys.readouterr().err

@@ -62,6 +62,7 @@ from rooflinekit.calibrate.readers import (
                                        read_vllm_result,
                                        read_vllm_serve_sweep,
                                        read_guidellm_sweep,
+                                       recorded_model,
 )
 
 __all__ = [
@@ -75,4 +76,4 @@ __all__ = [
     "parse_vllm_kv_log", "compare_engine_log", "MAX_RESAMPLES",
     "parse_sglang_kv_log", "ENGINES", "read_vllm_latency", "read_guidellm_report",
     "read_trtllm_bench", "MAX_REPORT_BYTES", "read_vllm_serve_sweep",
-    "read_guidellm_sweep"]
+    "read_guidellm_sweep", "recorded_model"]

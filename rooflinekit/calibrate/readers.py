@@ -43,7 +43,7 @@ from rooflinekit.dtypes import dtype_name
 from rooflinekit.workloads import MAX_CONCURRENCY
 
 __all__ = ["MAX_REPORT_BYTES", "read_vllm_result", "read_vllm_latency", "read_guidellm_report",
-           "read_trtllm_bench"]
+           "read_trtllm_bench", "recorded_model"]
 
 #: The largest file a reader opens [bytes]: 256 MiB. A GuideLLM JSON keeps every request's text
 #: by default and can grow large (``--metrics kind=generative,sample_size=0`` keeps statistics
@@ -419,6 +419,44 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         raise ValueError(f"results must hold runs at two or more {what} (a curve); got "
                          f"{len(runs)} run(s) at {sorted({r[key] for r in runs})}")
     return sorted(runs, key=lambda r: r[key])
+
+
+def recorded_model(result) -> str | None:
+    """The model a benchmark result file records, or ``None`` where it records none.
+
+    ``vllm bench serve --save-result`` writes the served model as ``model_id`` (the Hugging
+    Face repo id or the local path ``vllm serve`` was given); ``trtllm-bench --report_json``
+    as ``engine.model``. GuideLLM reports, ``vllm bench latency`` JSON and trtllm-bench's logged
+    text are read as ``None`` (no field of theirs names the model for certain). No format
+    records the GPU.
+
+    Parameters
+    ----------
+    result : str, Path or mapping
+        The JSON file, or its parsed content.
+
+    Returns
+    -------
+    str or None
+        The recorded name, stripped; ``None`` where the field is absent or empty.
+
+    Raises
+    ------
+    ValueError
+        A file that is not a JSON object, or a recorded name that is not a string, naming the
+        file and the field.
+    """
+    payload, label = _load(result, "benchmark result")
+    for field in ("model_id", "engine.model"):
+        value = _get(payload, field, label, "benchmark result", required=False)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"{label}: field {field!r} must be a string (the served model); "
+                             f"got {describe(value)[:80]}")
+        if value.strip():
+            return value.strip()
+    return None
 
 
 def _guidellm_benchmarks(report) -> tuple:

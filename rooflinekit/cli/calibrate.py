@@ -23,6 +23,7 @@ from rooflinekit.calibrate import (
     read_trtllm_bench,
     read_vllm_latency,
     read_vllm_result,
+    recorded_model,
     save_calibration,
 )
 from rooflinekit.cli._args import (
@@ -54,10 +55,9 @@ EPILOG = examples(NAME, "runs.csv --cv kfold", "--vllm-result result.json --mode
                   "--from vllm-latency latency.json --prefill-result prefill.json --model "
                   "llama-3.1-8b --gpu h100 --batch-size 8 --input-len 1024 --output-len 128 "
                   "--fit step_overhead",
-                  "--from trtllm report.json --model llama-3.1-8b --gpu h100 "
-                  "--fit step_overhead",
+                  "--from trtllm report.json --gpu h100 --fit step_overhead",
                   "--under-load --vllm-result rate-0.5.json --vllm-result rate-2.0.json "
-                  "--model llama-3.1-70b --gpu h200 --dtype fp8 --kv-cache-dtype fp8")
+                  "--gpu h200 --dtype fp8 --kv-cache-dtype fp8")
 
 #: What ``--from`` reads the FILE arguments as: format -> what it is.
 FORMATS = {
@@ -68,6 +68,13 @@ FORMATS = {
     "guidellm": "GuideLLM reports (JSON, or YAML with PyYAML), one row per benchmark",
     "trtllm": "`trtllm-bench throughput --streaming` reports (--report_json, or the logged text)",
 }
+#: The formats whose files record the served model (``recorded_model``): without --model the
+#: runs are of it (--vllm-result files too).
+_MODEL_RECORDED = ("measurements", "vllm-serve", "trtllm")
+#: Name parts that mark a quantised release (``Llama-3.1-70B-Instruct-FP8``, ``-FP8-dynamic``):
+#: the release is its base model in the format --dtype gives.
+_FORMAT_SUFFIXES = frozenset(("fp8", "fp4", "nvfp4", "mxfp4", "int8", "int4", "w8a8", "w4a16",
+                              "w8a16", "awq", "gptq", "dynamic", "quantized"))
 #: The flags that only describe a vllm bench latency run.
 _LATENCY_FLAGS = ("--batch-size", "--input-len", "--output-len", "--prefill-result")
 
@@ -81,12 +88,13 @@ def add_arguments(parser) -> None:
                         default="measurements", metavar="FORMAT",
                         help="what the FILEs are: " + "; ".join(
                             f"{name}: {what}" for name, what in FORMATS.items())
-                        + ". Every format but measurements needs --model and --gpu")
+                        + ". Every format but measurements needs --gpu, and --model but "
+                          "where its files record the model (vllm-serve, trtllm)")
     parser.add_argument("--vllm-result", action="append", default=[], metavar="JSON",
-                        help="a `vllm bench serve --save-result` JSON (repeatable); needs --model "
-                             "and --gpu")
+                        help="a `vllm bench serve --save-result` JSON (repeatable); needs --gpu "
+                             "(the model: --model, else the file's model_id)")
     add_flag(parser, "--model", help="model of the runs read with --vllm-result or --from "
-             "(catalogue name)")
+             "(catalogue name; default: the one vllm-serve and trtllm files record)")
     add_flag(parser, "--gpu", help="GPU of those runs (catalogue name)")
     add_flag(parser, "--tensor-parallel-size",
              help="tensor-parallel degree of those runs (1; trtllm reports say their own)")
@@ -163,9 +171,16 @@ def _check(args) -> None:
         if given:
             raise ValueError(f"{given[0]} describes runs read with --vllm-result or --from; "
                              f"give --vllm-result JSON or --from FORMAT")
-    elif not args.model or not args.gpu:
+    else:
         reader = "--vllm-result" if fmt == "measurements" else f"--from {fmt}"
-        raise ValueError(f"{reader} needs --model and --gpu")
+        missing = [flag for flag, need in (
+            ("--model", not args.model and fmt not in _MODEL_RECORDED),
+            ("--gpu", not args.gpu)) if need]
+        if missing:
+            why = {("--gpu",): "no benchmark file records the GPU",
+                   ("--model",): "its files do not record the model"}.get(
+                tuple(missing), "its files record neither the model nor the GPU")
+            raise ValueError(f"{reader} needs {' and '.join(missing)} ({why})")
     if fmt != "measurements" and not args.measurements:
         raise ValueError(f"--from {fmt} reads the FILE arguments; give at least one")
     latency = {"--batch-size": args.batch_size, "--input-len": args.input_len,
@@ -195,6 +210,60 @@ def _check(args) -> None:
             raise ValueError(f"--model-config takes NAME=PATH, got {item!r}")
 
 
+def _recorded(args) -> None:
+    """Without --model, the model the run files record (``recorded_model``: vLLM's
+    ``model_id``, trtllm-bench's ``engine.model``), as ``args.model``: a catalogue model by
+    that name or by its last path part (``/models/meta-llama/Llama-3.1-8B-Instruct`` is
+    ``Llama-3.1-8B-Instruct``), or the ``config.json`` it names; ``args.recorded_shape`` holds
+    a model read from a config. ``ValueError`` where a file records none, the files disagree,
+    or the name is none of these."""
+    args.recorded_shape = None
+    if args.model:
+        return
+    fmt = args.source_format
+    paths = [*(args.measurements if fmt != "measurements" else ()), *args.vllm_result]
+    if not paths:                      # measurement files: each row names its model
+        return
+    names = {}
+    for path in paths:
+        try:
+            names[path] = recorded_model(path)
+        except ValueError:
+            if fmt != "trtllm":           # trtllm-bench's logged text is not JSON
+                raise
+            names[path] = None
+    missing = [p for p, name in names.items() if name is None]
+    if missing:
+        raise ValueError(f"{missing[0]} records no model (vLLM's model_id, trtllm-bench's "
+                         f"engine.model); give --model")
+    if len(set(names.values())) > 1:
+        shown = ", ".join(f"{p}: {n!r}" for p, n in names.items())
+        raise ValueError(f"the files record different models ({shown}); give --model")
+    name = next(iter(names.values()))
+    tail = name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    parts = tail.split("-")
+    while len(parts) > 1 and parts[-1].lower() in _FORMAT_SUFFIXES:
+        parts.pop()
+    base = "-".join(parts)
+    # a quantised release's name says its format: taken only where --dtype states it
+    candidates = (name, tail, *((base,) if args.dtype != "auto" else ()))
+    for candidate in dict.fromkeys(candidates):
+        try:
+            shape = catalog.resolve_model(candidate)
+        except ValueError:
+            continue
+        args.model = shape.name
+        if shape.name not in catalog.model_names():
+            args.recorded_shape = shape
+        return
+    if base != tail and args.dtype == "auto":
+        raise ValueError(f"the files record model {name!r}, a quantised release of {base!r}: "
+                         f"give its weight format with --dtype (or the model with --model)")
+    raise ValueError(f"the files record model {name!r}, which is neither a catalogue model "
+                     f"(nor is {tail!r}) nor a config.json or Hugging Face cache entry here; "
+                     f"give --model")
+
+
 def _read_runs(fmt, path, args):
     """One FILE read as ``fmt`` with the configuration flags."""
     common = {"model": args.model, "gpu": args.gpu,
@@ -222,8 +291,6 @@ def _load_cli_measurements(args):
     else:
         tables = [_read_runs(fmt, path, args) for path in args.measurements]
     if args.vllm_result:
-        if not args.model or not args.gpu:
-            raise ValueError("--vllm-result needs --model and --gpu")
         tables += [_read_runs("vllm-serve", path, args) for path in args.vllm_result]
     if not tables:
         raise ValueError("measurements is empty: give measurement files or --vllm-result")
@@ -254,6 +321,8 @@ def _fit_choice(names):
 
 def _cli_models(args):
     models = {}
+    if getattr(args, "recorded_shape", None) is not None:
+        models[args.recorded_shape.name] = args.recorded_shape
     for item in args.model_config:
         name, _, path = item.partition("=")
         models[name] = ModelShape.from_hf_config(path, name=name)
@@ -264,6 +333,7 @@ def run(args, out) -> int:
     """Run ``rooflinekit calibrate`` with parsed ``args``; print to ``out``. Returns 0; bad
     input raises ``ValueError``/``TypeError``/``OSError`` for the caller to report."""
     _check(args)
+    _recorded(args)
     if args.under_load:
         return _run_under_load(args, out)
     ds = _load_cli_measurements(args)
@@ -359,7 +429,7 @@ def _run_under_load(args, out) -> int:
         raise ValueError(f"--fit {unknown[0]} cannot be fitted under load; choose from "
                          f"{', '.join(LOAD_KNOBS)}")
     name = (args.engine or "").split()[0] if args.engine else ""
-    model = catalog.resolve_model(args.model)
+    model = args.recorded_shape or catalog.resolve_model(args.model)
     if args.dtype != "auto":
         model = model.replace(bytes_per_param=args.dtype)
     if args.kv_cache_dtype != "auto":
