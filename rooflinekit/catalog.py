@@ -314,8 +314,9 @@ def resolve_model(name_or_path, *, name: str | None = None) -> ModelShape:
     name_or_path : str, os.PathLike or ModelShape
         One of: a catalogue name (``"llama-3.1-8b"``); a path to ``config.json``; a model folder
         holding one; a Hugging Face repo id (``"meta-llama/Llama-3.1-8B"``) already in the local
-        hub cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``). A
-        ``ModelShape`` is returned unchanged (renamed if ``name`` is given).
+        hub cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``), else
+        one the catalogue lists as an alias (``"openai/gpt-oss-120b"``). A ``ModelShape`` is
+        returned unchanged (renamed if ``name`` is given).
     name : str, optional
         The name the model takes, whatever it was read from (non-empty).
 
@@ -362,8 +363,15 @@ def resolve_model(name_or_path, *, name: str | None = None) -> ModelShape:
             return ModelShape.from_hf_config(text, name=name or None)
         if text.endswith(".json") or text.count("/") != 1:
             raise ValueError(f"model config {text!r} does not exist")
-        # org/name: a repo id, looked up in the local cache only
-        return ModelShape.from_hf_config(find_config(text), name=name or text)
+        # org/name: a repo id, looked up in the local cache (nothing is downloaded), else
+        # among the catalogue's aliases (openai/gpt-oss-120b is a catalogue row)
+        try:
+            config = find_config(text)
+        except ValueError:
+            if _key(text) not in _model_table()[1]:
+                raise
+            return model(text) if name is None else model(text).replace(name=name)
+        return ModelShape.from_hf_config(config, name=name or text)
     return model(text) if name is None else model(text).replace(name=name)
 
 

@@ -280,6 +280,19 @@ def test_uncached_repo_id_fails_without_network(tmp_path, monkeypatch):
         resolve_model("someone/not-downloaded")
 
 
+def test_an_uncached_repo_id_the_catalogue_lists_is_its_row(tmp_path, monkeypatch):
+    """Offline, a repo id the catalogue lists as an alias is that catalogue model; in the
+    cache, its own config comes first (the exact file the server loaded)."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    assert resolve_model("meta-llama/Meta-Llama-3.1-8B-Instruct") == \
+        resolve_model("llama-3.1-8b")
+    assert resolve_model("openai/gpt-oss-120b", name="mine").name == "mine"
+    _cache(tmp_path, "openai/gpt-oss-20b", "gpt2")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    cached = resolve_model("openai/gpt-oss-20b")
+    assert cached.name == "openai/gpt-oss-20b" and cached.n_experts == 1
+
+
 def test_folder_and_file_and_catalogue_name(tmp_path):
     folder = tmp_path / "phi-2"
     folder.mkdir()

@@ -160,7 +160,8 @@ FLAGS = {
                          "--json)"},
     # every command reads its model with catalog.resolve_model
     "--model": {"help": "a catalogue name, a Hugging Face config.json, a model folder, or a repo "
-                        "id already in the local Hugging Face cache (read offline)"},
+                        "id already in the local Hugging Face cache (read offline) or in the "
+                        "catalogue's aliases (meta-llama/Llama-3.1-8B-Instruct)"},
     "--name": {"default": None, "metavar": "NAME",
                "help": "the model's name in the output (default: the catalogue name, the repo "
                        "id, the name the config records, or the folder's or file's name)"},
