@@ -440,8 +440,9 @@ _VARIABLES = {ModelShape: {
     "ssm_state_bytes_per_sequence": ("bytes", "the recurrent state proper, of that state"),
     "ssm_state_bytes_per_element": ("bytes", "bytes per recurrent-state element"),
     "n_linear_attention_layers": ("1", "Gated DeltaNet (linear-attention) layers"),
+    "n_recurrent_layers": ("1", "recurrent layers: Gated DeltaNet and Mamba"),
     "linear_state_elements_per_layer": ("1", "recurrent-state elements a sequence holds per "
-                                             "Gated DeltaNet layer"),
+                                             "recurrent layer"),
     "fp4_matmuls": ("1", "weight GEMMs W4A4 on FP4 tensor cores where the GPU has them (NVFP4)"),
 }, GPU: {
     "memory_bytes": ("bytes", "device memory"),

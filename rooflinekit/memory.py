@@ -777,7 +777,7 @@ def vllm_block_size(model, gpu, tp=1, *, block_size=16,
     tp = whole_number("tp", tp, lo=1)
     block_size = vllm_attention_block(model, gpu, block_size)   # checks block_size too
     align = whole_number("block_alignment", block_alignment, lo=1)
-    layers = model.n_linear_attention_layers + model.n_mamba_layers
+    layers = model.n_recurrent_layers
     if float(model.state_bytes_per_sequence) == 0.0 or layers == 0:
         return block_size
     attention = _attention_bytes_per_token(model, tp) / model.n_attention_layers   # a, one rank
@@ -858,7 +858,7 @@ def vllm_kv_cache_groups(model, *, draft_layers=0) -> tuple[int, int, int, int]:
     draft_layers = whole_number("draft_layers", draft_layers, lo=0)
     sliding = int(model.n_sliding_layers or 0) if _windows_grouped(model) else 0
     attention = int(model.n_kv_layers) - sliding + draft_layers
-    state = int(model.n_linear_attention_layers + model.n_mamba_layers)
+    state = int(model.n_recurrent_layers)
     if float(model.state_bytes_per_sequence) == 0.0:
         state = 0
     counts = [c for c in (attention, state, sliding) if c > 0]

@@ -410,23 +410,31 @@ class ModelShape:
     @property
     def is_hybrid(self) -> bool:
         """True when some layers hold a recurrent state instead of a KV cache (or beside one)."""
-        return bool(self.n_linear_attention_layers or self.n_mamba_layers)
+        return bool(self.n_recurrent_layers)
+
+    @property
+    def n_recurrent_layers(self) -> int:
+        """Layers whose state is a recurrence, not a KV cache: ``n_linear_attention_layers +
+        n_mamba_layers`` (Gated DeltaNet and Mamba). A prompt passes through each as a scan."""
+        return self.n_linear_attention_layers + self.n_mamba_layers
 
     @property
     def linear_state_elements_per_layer(self) -> float:
-        """Elements of the recurrent state one sequence holds in one Gated DeltaNet layer [1].
+        """Elements of the recurrent state one sequence holds in one recurrent layer [1].
 
-        ``ssm_state_bytes_per_sequence / ssm_state_bytes_per_element /
-        n_linear_attention_layers``: a layer of ``H`` value heads of ``d_k × d_v`` holds
-        ``H · d_k · d_v`` (Qwen3.5-397B-A17B: 64 · 128 · 128 = 1,048,576), what its prompt pass
-        updates a token. 0 without such layers, or where the recurrent part of the state is
-        unknown (``ssm_state_bytes_per_sequence`` 0) or shared with Mamba layers (a model of
-        both kinds: the split between them is not known).
+        ``ssm_state_bytes_per_sequence / ssm_state_bytes_per_element / n_recurrent_layers``: a
+        Gated DeltaNet layer of ``H`` value heads of ``d_k × d_v`` holds ``H · d_k · d_v``
+        (Qwen3.5-397B-A17B: 64 · 128 · 128 = 1,048,576), a Mamba-2 layer of ``H`` heads of
+        ``P`` channels and state ``N`` holds ``H · P · N`` (Nemotron-3-Nano-30B-A3B: 64 · 64 ·
+        128 = 524,288), a Mamba-1 layer its inner width times its state (Jamba-1.5-Mini: 8,192 ·
+        16): what its prompt pass updates a token. A model of both kinds gets their mean, whose
+        sum over the layers is the state's. 0 without such layers, or where the recurrent part of
+        the state is unknown (``ssm_state_bytes_per_sequence`` 0).
         """
-        if not self.n_linear_attention_layers or self.n_mamba_layers:
+        if not self.n_recurrent_layers:
             return 0.0
         return (self.ssm_state_bytes_per_sequence / self.ssm_state_bytes_per_element
-                / self.n_linear_attention_layers)
+                / self.n_recurrent_layers)
 
     # -- bytes ----------------------------------------------------------------------------------
     def _kv_bytes(self, heads: int, key_dim: int, value_dim: int | None) -> float:

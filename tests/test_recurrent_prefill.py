@@ -38,11 +38,33 @@ def test_the_state_elements_of_a_layer_are_the_configs():
     assert QWEN35.linear_state_elements_per_layer == 64 * 128 * 128
     assert NEXT.linear_state_elements_per_layer == 32 * 128 * 128
     assert catalog.model("Llama-3.1-8B").linear_state_elements_per_layer == 0.0
-    # a Mamba hybrid's state is not a delta rule's: no such layers
-    mamba = [m for m in catalog.models().values() if m.n_mamba_layers]
-    assert mamba and all(m.linear_state_elements_per_layer == 0.0 for m in mamba)
+    # Mamba-2: heads × channels × state (Nemotron-3-Nano's config.json: mamba_num_heads 64,
+    # mamba_head_dim 64, ssm_state_size 128); Mamba-1: inner width × state (Jamba-1.5-Mini:
+    # 2 × 4096 and mamba_d_state 16)
+    assert catalog.model("Nemotron-3-Nano-30B-A3B").linear_state_elements_per_layer == \
+        64 * 64 * 128
+    assert catalog.model("Jamba-1.5-Mini").linear_state_elements_per_layer == 8192 * 16
     # an override of the state leaves its recurrent part unknown: nothing to time
     assert QWEN35.replace(state_bytes_per_sequence=1e8).linear_state_elements_per_layer == 0.0
+
+
+def test_a_mamba_hybrid_scans_its_prompt_in_every_mamba_layer():
+    """Nemotron-3-Nano-30B-A3B: 23 Mamba-2 layers of 64 heads of 64 channels and state 128
+    (config.json), at TP 2 32 heads a GPU: the Gated DeltaNet knobs carried over, by hand."""
+    nano = catalog.model("Nemotron-3-Nano-30B-A3B")
+    assert (nano.n_linear_attention_layers, nano.n_mamba_layers, nano.n_recurrent_layers) == \
+        (0, 23, 23)
+    cost = roofline.step_cost_coefficients(nano, H100, tp=2, engine=Engine(**KNOBS))
+    per_element = KNOBS["recurrent_element_time"]
+    assert cost.prefill_state_time == pytest.approx(23 * per_element * 32 * 64 * 128, rel=1e-12)
+    assert cost.prefill_chain_time == pytest.approx(23 * 43e-9, rel=1e-12)
+    assert cost.prefill_overhead == pytest.approx(23 * 36e-6, rel=1e-12)
+    # the prompt's pass lengthens its prefill by 23 × (a + max(c1 · 8192, c2 · S · 8192))
+    plain = Engine(**{k: 0.0 for k in KNOBS})
+    added = roofline.prefill_time(nano, H100, 8192, 2, engine=Engine(**KNOBS)) - \
+        roofline.prefill_time(nano, H100, 8192, 2, engine=plain)
+    expected = 23 * (36e-6 + max(43e-9 * 8192, per_element * 32 * 64 * 128 * 8192))
+    assert float(added) == pytest.approx(expected, rel=1e-9)
 
 
 def test_the_coefficients_by_hand():

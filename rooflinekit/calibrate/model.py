@@ -234,10 +234,10 @@ class _Groups:
         FP4 path, else 0 [1]), ``attention``
         (the attention part of ``compute``), ``experts`` (the routed experts' GEMMs' part of
         ``compute``), ``expert_gemm`` (their part of ``gemm``), ``prompt`` (``runs ×
-        min(prompt tokens, 1)``) and a hybrid's Gated DeltaNet prompt pass per unit of its
+        min(prompt tokens, 1)``) and a hybrid's recurrent prompt pass per unit of its
         knobs: ``recurrent_chain`` (per unit of ``recurrent_chain_time`` [s/s]),
         ``recurrent_state`` (of ``recurrent_element_time``) and ``recurrent_layers`` (``prompt
-        × n_linear_attention_layers`` [1])."""
+        × n_recurrent_layers`` [1])."""
         names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes",
                  "comm_host_bytes", "hops", "one_shot", "one_shot_bytes", "one_shot_hops",
                  "cross_hosts", "runs", "decodes", "cycles",
@@ -299,7 +299,7 @@ class _Groups:
             runs = np.array([min(d + p, 1.0) for d, p, _, _, _ in steps])
             terms["runs"][idx] = runs
             terms["decodes"][idx] = [d for d, _, _, _, _ in steps]
-            # a hybrid's Gated DeltaNet prompt pass per unit of each recurrent knob (0 without
+            # a hybrid's recurrent prompt pass per unit of each recurrent knob (0 without
             # such layers): its chain and its state updates (its launches: after "prompt")
             unit = {k: roofline.step_cost_coefficients(model, gpu, tp,
                                                        engine=plain.replace(**{k: 1.0}))
@@ -337,7 +337,7 @@ class _Groups:
             terms["fp4"][idx] = float(unit_fp4.nonexpert_weight_bytes
                                       != cost.nonexpert_weight_bytes)
             terms["prompt"][idx] = [r * min(p, 1.0) for r, (_, p, _, _, _) in zip(runs, steps)]
-            terms["recurrent_layers"][idx] = terms["prompt"][idx] * model.n_linear_attention_layers
+            terms["recurrent_layers"][idx] = terms["prompt"][idx] * model.n_recurrent_layers
         return terms
 
     def predict(self, phase: str, params: Mapping, rows: np.ndarray | None = None) -> np.ndarray:

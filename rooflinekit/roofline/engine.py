@@ -223,23 +223,27 @@ class Engine:
         Fixed time a step carrying prompt tokens pays once (admission, scheduling of a new
         prompt): the TTFT intercept [s], ≥ 0. Default 0.
     recurrent_layer_overhead : float, array_like or xarray.DataArray
-        Fixed time per Gated DeltaNet (linear-attention) layer of a step carrying prompt
-        tokens [s], ≥ 0: the launch of its prompt kernels (the short convolution and the
-        chunked delta rule). It adds ``n_linear_attention_layers · recurrent_layer_overhead``
-        to ``prefill_overhead``; models without such layers never pay it. Default 0.
+        Fixed time per recurrent layer (Gated DeltaNet or Mamba: ``n_recurrent_layers``) of a
+        step carrying prompt tokens [s], ≥ 0: the launch of its prompt kernels (the short
+        convolution and the chunked scan). It adds ``n_recurrent_layers ·
+        recurrent_layer_overhead`` to ``prefill_overhead``; models without such layers never
+        pay it. Default 0.
     recurrent_chain_time : float, array_like or xarray.DataArray
-        Time per Gated DeltaNet layer per token of the step's longest prompt chunk [s], ≥ 0:
-        the chunked delta rule passes its state from chunk to chunk in order, so a prompt's
-        recurrent pass takes at least this chain, however many sequences share the step.
-        Default 0.
+        Time per recurrent layer per token of the step's longest prompt chunk [s], ≥ 0: the
+        chunked scan passes its state from chunk to chunk in order, so a prompt's recurrent
+        pass takes at least this chain, however many sequences share the step. Default 0.
     recurrent_element_time : float, array_like or xarray.DataArray
-        Time per Gated DeltaNet layer per prompt token per element of the recurrent state one
-        GPU holds for a sequence in that layer [s], ≥ 0 (a layer of ``H`` value heads of
-        ``d_k × d_v`` holds ``H · d_k · d_v / tp`` on each GPU): the recurrent pass's
-        throughput bound. A step's prompt tokens take ``max(recurrent_chain_time · L,
-        recurrent_element_time · S · T)`` per layer, ``L`` its longest chunk, ``T`` its prompt
-        tokens and ``S`` the elements. Default 0: the ideal model leaves the prompt's
-        recurrent pass out.
+        Time per recurrent layer per prompt token per element of the recurrent state one GPU
+        holds for a sequence in that layer [s], ≥ 0 (``linear_state_elements_per_layer / tp``:
+        a Gated DeltaNet layer of ``H`` value heads of ``d_k × d_v`` holds ``H · d_k · d_v``, a
+        Mamba-2 layer of ``H`` heads of ``P`` channels and state ``N`` holds ``H · P · N``): the
+        recurrent pass's throughput bound. A step's prompt tokens take
+        ``max(recurrent_chain_time · L, recurrent_element_time · S · T)`` per layer, ``L`` its
+        longest chunk, ``T`` its prompt tokens and ``S`` the elements. The shipped profiles fit
+        the three knobs to Gated DeltaNet's kernel tables and carry them to Mamba layers, whose
+        scan no table times (its arithmetic per state element and token is within a factor of
+        two of the delta rule's). Default 0: the ideal model leaves the prompt's recurrent pass
+        out.
     frontend_latency : float, array_like or xarray.DataArray
         Time a request spends in the serving front end, outside the engine's steps [s], ≥ 0:
         receiving it over HTTP, tokenising the prompt, handing it to the engine, and
@@ -533,9 +537,9 @@ class Engine:
         group.expert_spread = 0.0 if isinstance(ep, int) and ep == 1 else \
             parallel.expected_normal_maximum(ep)
         group.prefill_overhead = laid["prefill_overhead"]
-        # a hybrid's Gated DeltaNet layers pass over the step's prompt tokens too (0 layers, or
-        # the default 0 knobs: nothing, to the bit)
-        linear = model.n_linear_attention_layers if model is not None else 0.0
+        # a hybrid's recurrent layers scan the step's prompt tokens too (0 layers, or the
+        # default 0 knobs: nothing, to the bit)
+        linear = model.n_recurrent_layers if model is not None else 0.0
         launch = laid["recurrent_layer_overhead"]
         if np.any(np.asarray(launch) != 0):
             group.prefill_overhead = group.prefill_overhead + linear * launch

@@ -39,8 +39,9 @@ OPTIONAL_MODEL_FIELDS = {"input_embedding_params": 0.0, "lm_head_params": 0.0,
                          "bytes_per_embedding_param": math.nan, "n_kv_layers": math.nan,
                          # a hybrid's recurrent state per sequence (0: none)
                          "state_bytes_per_sequence": 0.0,
-                         # its Gated DeltaNet layers and the state elements of one (0: none)
-                         "n_linear_attention_layers": 0.0,
+                         # its recurrent layers (Gated DeltaNet and Mamba) and the state
+                         # elements of one (0: none)
+                         "n_recurrent_layers": 0.0,
                          "linear_state_elements_per_layer": 0.0,
                          # encoders held but in no token's path (0: none)
                          "n_aside_params": 0.0,
