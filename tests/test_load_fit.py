@@ -7,6 +7,7 @@ profile as shipped, and the known values come back within the Monte Carlo noise 
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -153,7 +154,8 @@ def test_one_rate_is_not_a_curve():
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["--under-load", "--vllm-result", "x.json", "--model", "m", "--gpu", "g"],
+    # one file of one run (a file of runs one a line may hold the sweep)
+    (["--under-load", "--vllm-result", DOKS[0], "--model", "llama-3.1-70b", "--gpu", "h200"],
      "two or more request rates"),
     (["--under-load", "--vllm-result", DOKS[0], "--vllm-result", DOKS[1], "--model",
       "llama-3.1-70b", "--gpu", "h200", "--cv", "kfold"], "--cv applies to the closed-form"),
@@ -435,3 +437,65 @@ def test_recorded_lengths_fit_what_their_means_cannot():
     assert means.calibration.decode["step_overhead"] > 0.004 * 1.25
     assert means.calibration.prefill["frontend_latency"] > 0.015 * 1.3
     assert means.table.attrs["tpot_error"] > 10 and means.table.attrs["ttft_error"] > 25
+
+
+def _lines(tmp_path, payloads, name="runs.jsonl"):
+    """A file of runs one a line, as ``--append-result`` and SGLang's ``--output-file`` write
+    them (``json.dumps`` of each, ``Infinity`` for an unlimited rate)."""
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(p) + "\n" for p in payloads))
+    return str(path)
+
+
+def test_a_file_of_runs_one_a_line_is_the_sweep_its_lines_hold(tmp_path):
+    """vLLM's --append-result file of the DigitalOcean runs reads as the two files do; an
+    indented single run is one run; a bad line is refused naming the file and line."""
+    from rooflinekit.calibrate import read_vllm_serve_sweep
+    runs = [json.loads(Path(p).read_text()) for p in DOKS]
+    path = _lines(tmp_path, runs)
+    by_line = read_vllm_serve_sweep([path])
+    by_file = read_vllm_serve_sweep(DOKS)
+    drop = ("label",)
+    assert [{k: v for k, v in r.items() if k not in drop} for r in by_line] == \
+        [{k: v for k, v in r.items() if k not in drop} for r in by_file]
+    assert by_line[0]["label"] == f"{path}, line 1"
+    indented = tmp_path / "indented.json"
+    indented.write_text(json.dumps(runs[0], indent=2))
+    assert len(read_vllm_serve_sweep([str(indented), DOKS[1]])) == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(runs[0]) + "\n[1, 2]\n")
+    with pytest.raises(ValueError, match=r"bad\.jsonl, line 2: a run is a JSON object"):
+        read_vllm_serve_sweep([str(bad)])
+    bad.write_text(json.dumps(runs[0]) + "\n{oops\n")
+    with pytest.raises(ValueError, match=r"bad\.jsonl, line 2 is not valid JSON"):
+        read_vllm_serve_sweep([str(bad)])
+
+
+def test_sglang_bench_serving_lines_fit_as_vllm_runs_do(tmp_path, capsys):
+    """``python -m sglang.bench_serving --output-file`` appends a run a line with vLLM's field
+    names and no model: a closed-loop sweep (``request_rate`` Infinity, ``max_concurrency``)
+    of one file fits as the same runs given as files do; without --model the command line says
+    the lines record none."""
+    from rooflinekit.calibrate import recorded_model
+    from rooflinekit.cli.main import main
+    keep = ("completed", "total_input_tokens", "total_output_tokens", "mean_ttft_ms",
+            "mean_tpot_ms", "mean_itl_ms", "mean_e2e_latency_ms", "output_throughput")
+    runs = []
+    for source, clients in zip(DOKS, (4, 16)):
+        vllm = json.loads(Path(source).read_text())
+        runs.append({"backend": "sglang", "dataset_name": "random", "request_rate": math.inf,
+                     "max_concurrency": clients, **{k: vllm.get(k, 1.0) for k in keep}})
+    path = _lines(tmp_path, runs)
+    assert "Infinity" in Path(path).read_text()
+    model = rk.catalog.model("Llama-3.1-70B").replace(bytes_per_param="fp8",
+                                                      kv_bytes_per_element="fp8")
+    one = fit_under_load(path, model=model, gpu="H200-SXM-141GB", replicates=2, requests=100)
+    files = []
+    for i, run in enumerate(runs):
+        files.append(_lines(tmp_path, [run], f"run{i}.json"))
+    each = fit_under_load(files, model=model, gpu="H200-SXM-141GB", replicates=2, requests=100)
+    assert one.calibration.decode == each.calibration.decode
+    assert one.calibration.prefill == each.calibration.prefill
+    assert recorded_model(path) is None
+    assert main(["calibrate", "--under-load", "--vllm-result", path, "--gpu", "h200"]) == 2
+    assert "records no model" in capsys.readouterr().err

@@ -134,3 +134,16 @@ def test_the_gpu_is_never_read_from_a_file(capsys):
                  "--gpu", "h100"]) == 2
     assert "--from guidellm needs --model (its files do not record the model)" in \
         capsys.readouterr().err
+
+
+def test_one_file_of_appended_runs_fits_as_its_files_do(capsys, tmp_path):
+    """``vllm bench serve --append-result``: the two DigitalOcean runs in one file, one a line,
+    their model read from the lines' model_id."""
+    doks = [DATA / "load_sweeps" / "doks" / f"rate-{r}.json" for r in ("0.5", "2.0")]
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text("".join(json.dumps(json.loads(p.read_text())) + "\n" for p in doks))
+    common = ["--under-load", "--gpu", "h200", "--dtype", "fp8", "--kv-cache-dtype", "fp8"]
+    one = _json([*common, "--vllm-result", str(lines)], capsys)
+    two = _json([*common, "--vllm-result", str(doks[0]), "--vllm-result", str(doks[1])], capsys)
+    assert one["calibration"]["decode"] == two["calibration"]["decode"]
+    assert one["calibration"]["prefill"] == two["calibration"]["prefill"]

@@ -329,13 +329,46 @@ _SWEEP_FIELDS = ("request_rate", "completed", "total_input_tokens", "total_outpu
                  "mean_ttft_ms", "mean_tpot_ms")
 
 
+def _serve_runs(result, what: str) -> list[tuple[Mapping, str]]:
+    """``[(payload, label), ...]``: the run a result file (or mapping) holds, or, in a file of
+    JSON lines (``--append-result``, SGLang's ``--output-file``), each line's run, labelled
+    with its line."""
+    if not isinstance(result, (str, Path)):
+        return [_load(result, what)]
+    label = str(result)
+    text = _read_text(Path(result))
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    try:
+        whole = parse_json(text, label)
+    except ValueError:
+        if len(lines) < 2:               # one run, not JSON: its own message
+            raise
+    else:
+        if not isinstance(whole, Mapping):
+            raise ValueError(f"{label}: a run is a JSON object; got {describe(whole)[:80]}")
+        return [(whole, label)]
+    runs = []
+    for n, line in lines:
+        where = f"{label}, line {n}"
+        payload = parse_json(line, where)
+        if not isinstance(payload, Mapping):
+            raise ValueError(f"{where}: a run is a JSON object; got {describe(payload)[:80]}")
+        runs.append((payload, where))
+    return runs
+
+
 def read_vllm_serve_sweep(results) -> list[dict]:
     """The runs of one server at several request rates, from ``vllm bench serve`` result files.
 
     Parameters
     ----------
     results : list of str, Path or mapping
-        ``vllm bench serve --save-result`` files (or their parsed JSON), one per rate.
+        ``vllm bench serve --save-result`` files (or their parsed JSON), one per rate, or files
+        of JSON lines, one run a line, as ``vllm bench serve --append-result`` and
+        ``python -m sglang.bench_serving --output-file`` append them (SGLang's runs carry the
+        same fields: ``request_rate``, ``max_concurrency``, ``completed``, the token totals and
+        the means; with ``--output-details`` the ``input_lens``, ``output_lens`` and
+        ``errors``).
 
     Returns
     -------
@@ -343,7 +376,8 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         By rising ``request_rate`` [requests/s] (or ``max_concurrency``): ``request_rate``
         (``inf`` for a closed-loop run), ``max_concurrency`` [1] (``None`` for an open-loop
         run), ``completed`` [1], ``total_input_tokens``, ``total_output_tokens`` [tokens],
-        ``mean_ttft_ms``, ``mean_tpot_ms`` [ms] and ``label`` (the file, or ``results[i]``);
+        ``mean_ttft_ms``, ``mean_tpot_ms`` [ms] and ``label`` (the file, its line in a file
+        of lines, or ``results[i]``);
         where the file records its requests one by one (``--save-detailed``: ``input_lens``,
         ``output_lens``, ``errors``), ``prompt_lengths`` and ``output_lengths`` [tokens], each
         successful request's (a reply counted as 0 tokens is 1).
@@ -368,8 +402,8 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         raise TypeError(f"results must be a list of `vllm bench serve` result files or "
                         f"mappings; got {describe(results)}")
     runs = []
-    for i, result in enumerate(results):
-        payload, label = _load(result, f"results[{i}]")
+    for payload, label in (run for i, result in enumerate(results)
+                           for run in _serve_runs(result, f"results[{i}]")):
         values = {f: _number(payload.get(f), label, f) if f != "request_rate" else None
                   for f in _SWEEP_FIELDS}
         rate = payload.get("request_rate")
@@ -426,7 +460,8 @@ def recorded_model(result) -> str | None:
 
     ``vllm bench serve --save-result`` writes the served model as ``model_id`` (the Hugging
     Face repo id or the local path ``vllm serve`` was given); ``trtllm-bench --report_json``
-    as ``engine.model``. GuideLLM reports, ``vllm bench latency`` JSON and trtllm-bench's logged
+    as ``engine.model``. A file of runs one a line records one where every line records the
+    same (SGLang's ``bench_serving`` lines record none). GuideLLM reports, ``vllm bench latency`` JSON and trtllm-bench's logged
     text are read as ``None`` (no field of theirs names the model for certain). No format
     records the GPU.
 
@@ -446,17 +481,22 @@ def recorded_model(result) -> str | None:
         A file that is not a JSON object, or a recorded name that is not a string, naming the
         file and the field.
     """
-    payload, label = _load(result, "benchmark result")
-    for field in ("model_id", "engine.model"):
-        value = _get(payload, field, label, "benchmark result", required=False)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise ValueError(f"{label}: field {field!r} must be a string (the served model); "
-                             f"got {describe(value)[:80]}")
-        if value.strip():
-            return value.strip()
-    return None
+    names = set()
+    for payload, label in _serve_runs(result, "benchmark result"):
+        name = None
+        for field in ("model_id", "engine.model"):
+            value = _get(payload, field, label, "benchmark result", required=False)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise ValueError(f"{label}: field {field!r} must be a string (the served "
+                                 f"model); got {describe(value)[:80]}")
+            if value.strip():
+                name = value.strip()
+                break
+        names.add(name)
+    # a file of runs a line records a model only where every line records the same one
+    return names.pop() if len(names) == 1 else None
 
 
 def _guidellm_benchmarks(report) -> tuple:

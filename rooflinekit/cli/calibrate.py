@@ -91,8 +91,10 @@ def add_arguments(parser) -> None:
                         + ". Every format but measurements needs --gpu, and --model but "
                           "where its files record the model (vllm-serve, trtllm)")
     parser.add_argument("--vllm-result", action="append", default=[], metavar="JSON",
-                        help="a `vllm bench serve --save-result` JSON (repeatable); needs --gpu "
-                             "(the model: --model, else the file's model_id)")
+                        help="a `vllm bench serve --save-result` JSON (repeatable), or a file of "
+                             "runs one a line (--append-result; with --under-load also "
+                             "`sglang.bench_serving --output-file` JSONL); needs --gpu (the "
+                             "model: --model, else the file's model_id)")
     add_flag(parser, "--model", help="model of the runs read with --vllm-result or --from "
              "(catalogue name; default: the one vllm-serve and trtllm files record)")
     add_flag(parser, "--gpu", help="GPU of those runs (catalogue name)")
@@ -411,11 +413,13 @@ def _run_under_load(args, out) -> int:
             raise ValueError("--under-load --from guidellm fits one GuideLLM sweep report: give "
                              "one FILE (and no --vllm-result)")
         results = args.measurements[0]
-    elif len(args.vllm_result) < 2 or args.source_format != "measurements" or \
+    elif not args.vllm_result or args.source_format != "measurements" or \
             args.measurements:
         raise ValueError("--under-load fits --vllm-result runs at two or more request rates "
-                         "or concurrencies (or one GuideLLM sweep with --from guidellm FILE); "
-                         "give them with --vllm-result")
+                         "or concurrencies (files of one run, or of one run a line: vLLM's "
+                         "--append-result, SGLang's bench_serving --output-file; or one "
+                         "GuideLLM sweep with --from guidellm FILE); give them with "
+                         "--vllm-result")
     else:
         results = args.vllm_result
     for flag, given in (("--cv", args.cv != "none"), ("--phase", args.phase),

@@ -58,11 +58,12 @@ class LoadFit(NamedTuple):
 
 
 def _is_guidellm(results) -> bool:
-    """One GuideLLM report (a path or a parsed mapping with ``benchmarks``), not a list of runs."""
+    """One GuideLLM report (a path or a parsed mapping with ``benchmarks``), not a list of runs
+    nor one file of them a line (``.jsonl``)."""
     if isinstance(results, Mapping):
         return "benchmarks" in results
     if isinstance(results, (str, Path)):
-        return True
+        return Path(results).suffix.lower() != ".jsonl"     # JSON lines: serve runs
     return False
 
 
@@ -91,9 +92,13 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         and draining weigh in its means as they did in the run)
         (:func:`~rooflinekit.calibrate.read_vllm_serve_sweep`); or one
         GuideLLM sweep report, its ``constant`` (replayed as regular arrivals) and ``poisson``
-        benchmarks the rates (:func:`~rooflinekit.calibrate.read_guidellm_sweep`).
+        benchmarks the rates, else its ``concurrent`` ones the concurrencies
+        (:func:`~rooflinekit.calibrate.read_guidellm_sweep`); or one ``.jsonl`` file of runs,
+        one a line (``vllm bench serve --append-result``, ``python -m sglang.bench_serving
+        --output-file``).
     model, gpu : spec or catalogue name
-        The server's model and GPU (the files do not record them).
+        The server's model and GPU (the command line's ``calibrate`` reads the model from
+        vLLM's files where not given; no file records the GPU).
     tp : int
         The server's tensor-parallel degree [1].
     engine : str or Calibration, optional
@@ -150,7 +155,7 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     rooflinekit.calibrate.calibrate : the closed-form fit to isolated runs.
     """
     runs = read_guidellm_sweep(results) if _is_guidellm(results) else \
-        read_vllm_serve_sweep(results)
+        read_vllm_serve_sweep([results] if isinstance(results, (str, Path)) else results)
     if isinstance(fit, str) or not isinstance(fit, Sequence) or not fit:
         raise TypeError(f"fit must be a non-empty list of knob names; got {describe(fit)}")
     unknown = [k for k in fit if k not in LOAD_KNOBS]
