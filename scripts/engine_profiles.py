@@ -837,8 +837,8 @@ def _intercepts(latency: np.ndarray, weight_bytes: np.ndarray, bandwidth: float)
 
 def attention_low_precision_share(log=None) -> float:
     """The attention GEMMs' share of a dense layer's low-precision fixed time, as every newest
-    GEMM table with FP8 rows gives it (:data:`rooflinekit.roofline.engine.ATTENTION_LOW_PRECISION_SHARE`
-    holds it, to two decimals).
+    GEMM table with FP8 rows gives it (``ATTENTION_LOW_PRECISION_SHARE`` of
+    :mod:`rooflinekit.roofline.engine` holds it, to two decimals).
 
     Per table (an engine's newest version on a GPU, :func:`engine_version`), each of
     Llama-3.1-8B's and -70B's four weight GEMMs at TP 1-8 and 1-8 rows takes an FP8 fixed

@@ -227,12 +227,12 @@ class _Groups:
         than one expert, else 0 [1]), ``mla_layers`` (``runs × n_kv_layers`` of a model with
         multi-head latent attention, else 0 [1]), ``cycles`` (``layers / boost_clock`` [s]),
         ``weights`` (the weight reads' part of ``memory``), ``low_precision_layers`` (the
-        layers that pay
-        ``low_precision_layer_overhead``: ``layers`` where the matmuls run on a low-precision
-        path, times :data:`rooflinekit.roofline.engine.ATTENTION_LOW_PRECISION_SHARE` for a
-        mixture-of-experts model, else 0 [1]), ``low_precision`` (1 on such a path, else 0 [1]), ``fp4`` (1 on an
-        FP4 path, else 0 [1]), ``attention``
-        (the attention part of ``compute``), ``experts`` (the routed experts' GEMMs' part of
+        layers that pay ``low_precision_layer_overhead``: ``layers`` where the matmuls run on
+        a low-precision path, times
+        :data:`rooflinekit.roofline.engine.ATTENTION_LOW_PRECISION_SHARE` for a
+        mixture-of-experts model, else 0 [1]), ``low_precision`` (1 on such a path, else 0
+        [1]), ``fp4`` (1 on an FP4 path, else 0 [1]), ``attention`` (the attention part of
+        ``compute``), ``experts`` (the routed experts' GEMMs' part of
         ``compute``), ``expert_gemm`` (their part of ``gemm``), ``prompt`` (``runs ×
         min(prompt tokens, 1)``) and a hybrid's recurrent prompt pass per unit of its
         knobs: ``recurrent_chain`` (per unit of ``recurrent_chain_time`` [s/s]),

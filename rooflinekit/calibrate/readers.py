@@ -461,9 +461,9 @@ def recorded_model(result) -> str | None:
     ``vllm bench serve --save-result`` writes the served model as ``model_id`` (the Hugging
     Face repo id or the local path ``vllm serve`` was given); ``trtllm-bench --report_json``
     as ``engine.model``. A file of runs one a line records one where every line records the
-    same (SGLang's ``bench_serving`` lines record none). GuideLLM reports, ``vllm bench latency`` JSON and trtllm-bench's logged
-    text are read as ``None`` (no field of theirs names the model for certain). No format
-    records the GPU.
+    same (SGLang's ``bench_serving`` lines record none). GuideLLM reports, ``vllm bench
+    latency`` JSON and trtllm-bench's logged text are read as ``None`` (no field of theirs
+    names the model for certain). No format records the GPU.
 
     Parameters
     ----------

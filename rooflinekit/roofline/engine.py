@@ -31,8 +31,8 @@ _ALLREDUCE_FLAGS = {True: "collective", False: "guide"}
 #: layer pays only this share, its MLP being the expert block, whose fixed time
 #: ``moe_layer_overhead`` holds, read from the MoE tables' own rows. The median over the 24
 #: newest kernel tables with FP8 GEMMs (three engines, eight GPUs; 0.24-0.72 by table) of
-#: the qkv and o GEMMs' FP8 fixed time beyond bf16 over the four GEMMs' (`scripts/
-#: engine_profiles.py`, ``attention_low_precision_share``).
+#: the qkv and o GEMMs' FP8 fixed time beyond bf16 over the four GEMMs'
+#: (``attention_low_precision_share`` in ``scripts/engine_profiles.py``).
 ATTENTION_LOW_PRECISION_SHARE = 0.44
 
 #: What a result of the ideal engine says of itself (``attrs["model_quality"]``).
