@@ -147,3 +147,29 @@ def test_one_file_of_appended_runs_fits_as_its_files_do(capsys, tmp_path):
     two = _json([*common, "--vllm-result", str(doks[0]), "--vllm-result", str(doks[1])], capsys)
     assert one["calibration"]["decode"] == two["calibration"]["decode"]
     assert one["calibration"]["prefill"] == two["calibration"]["prefill"]
+
+
+def test_a_file_of_sglang_runs_gives_a_row_a_run(tmp_path):
+    """``sglang.bench_serving --output-file`` lines read in closed form: a row a line, the
+    open-loop concurrency by Little's law from SGLang's ``mean_e2e_latency_ms`` (hand
+    computed), each row's source naming its line, and a bad line refused naming it."""
+    from rooflinekit.calibrate import read_vllm_result
+    run = {"backend": "sglang", "request_rate": 2.0, "max_concurrency": None, "completed": 100,
+           "total_input_tokens": 100_000, "total_output_tokens": 20_000,
+           "request_throughput": 1.9, "mean_e2e_latency_ms": 3_000.0, "mean_ttft_ms": 80.0,
+           "median_ttft_ms": 70.0, "mean_tpot_ms": 14.0, "median_tpot_ms": 13.0,
+           "mean_itl_ms": 14.0, "median_itl_ms": 12.0}
+    path = tmp_path / "sglang.jsonl"
+    path.write_text(json.dumps(run) + "\n" + json.dumps({**run, "request_rate": 4.0}) + "\n")
+    ds = read_vllm_result(str(path), model="llama-3.1-8b", gpu="h100")
+    assert ds.sizes["measurement"] == 2
+    # Little's law: 1.9 requests/s x 3.0 s in flight
+    assert ds["batch_size"].values.tolist() == pytest.approx([5.7, 5.7])
+    assert ds["tpot"].values.tolist() == pytest.approx([0.013, 0.013])
+    assert [s.split(" (")[0] for s in ds["source"].values] == \
+        ["vllm bench serve sglang.jsonl, line 1", "vllm bench serve sglang.jsonl, line 2"]
+    del run["total_input_tokens"]
+    path.write_text(json.dumps({**run, "total_input_tokens": 1}) + "\n" + json.dumps(run) + "\n")
+    with pytest.raises(ValueError, match=r"sglang\.jsonl, line 2: vllm result lacks field "
+                                         r"'total_input_tokens'"):
+        read_vllm_result(str(path), model="llama-3.1-8b", gpu="h100")

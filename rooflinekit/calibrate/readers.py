@@ -187,7 +187,9 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
                      source: str | None = None, batch_size: float | None = None,
                      statistic: str = "median", kv_dtype: str | None = None,
                      engine: str | None = None) -> xr.Dataset:
-    """One measurement row from the result JSON of ``vllm bench serve --save-result``.
+    """One measurement row from the result JSON of ``vllm bench serve --save-result``, or one a
+    run from a file of runs one a line (``--append-result``; ``python -m sglang.bench_serving
+    --output-file``, whose fields are vLLM's but ``mean_e2e_latency_ms``).
 
     The file holds client-side statistics (``median_tpot_ms``, ``completed``,
     ``total_input_tokens``, ``max_concurrency``, ``mean_e2el_ms``, ``mean_latency_ms`` before
@@ -196,7 +198,7 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
     Parameters
     ----------
     result : str, Path or mapping
-        Path of the JSON file, or its parsed content.
+        Path of the JSON file (or of the JSON lines), or its parsed content.
     model, gpu : str
         Catalogue names (or names you pass to :func:`~rooflinekit.calibrate.calibrate`).
     tp : int
@@ -220,8 +222,9 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
     Returns
     -------
     xarray.Dataset
-        One row in the format of :func:`measurements_from_records`; prompt and output lengths are
-        the means ``total_input_tokens / completed`` and ``total_output_tokens / completed``.
+        One row a run in the format of :func:`measurements_from_records`; prompt and output
+        lengths are the means ``total_input_tokens / completed`` and ``total_output_tokens /
+        completed``.
 
     See Also
     --------
@@ -233,13 +236,29 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
     .. [1] vLLM ``benchmarks/benchmark_serving.py``, ``benchmark()`` and ``main()`` (result keys).
     """
     check_one_of("statistic", statistic, ("median", "mean"))
-    name, label, prefix = None, "vllm result", ""
     if isinstance(result, (str, Path)):
-        name, label = Path(result).name, str(result)
-        prefix = f"{label}: "
-        result = parse_json(_read_text(Path(result)), label)
-    if not isinstance(result, Mapping):
+        runs = [(payload, label, f"{Path(result).name}" + label[len(str(result)):])
+                for payload, label in _serve_runs(result, "vllm result")]
+    elif isinstance(result, Mapping):
+        runs = [(result, "vllm result", None)]
+    else:
         raise TypeError(f"result must be a path or a mapping; got {describe(result)}")
+    rows = [_vllm_row(payload, label, name, model=model, gpu=gpu, tp=tp, dtype=dtype,
+                      source=source, batch_size=batch_size, statistic=statistic,
+                      kv_dtype=kv_dtype, engine=engine) for payload, label, name in runs]
+    try:
+        return measurements_from_records(rows)
+    except (TypeError, ValueError) as exc:
+        where = runs[0][1] if len(runs) == 1 else str(result)
+        prefix = "" if where == "vllm result" else f"{where}: "
+        raise type(exc)(f"{prefix}{exc}") from None
+
+
+def _vllm_row(result: Mapping, label: str, name: str | None, *, model, gpu, tp, dtype, source,
+              batch_size, statistic, kv_dtype, engine) -> dict:
+    """:func:`read_vllm_result`'s row of one run (``label`` names it in messages, ``name`` in
+    the default ``source``: the file, and its line in a file of lines)."""
+    prefix = "" if label == "vllm result" else f"{label}: "
     for key in ("completed", "total_input_tokens", "total_output_tokens"):
         if result.get(key) is None:
             raise ValueError(f"{prefix}vllm result lacks field {key!r}: not a benchmark_serving "
@@ -250,7 +269,9 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
                          f"{show(completed)}")
     if batch_size is None:
         cap = result.get("max_concurrency")
-        e2el_key = "mean_e2el_ms" if "mean_e2el_ms" in result else "mean_latency_ms"
+        # vLLM's mean end-to-end latency (mean_latency_ms before 0.7), SGLang's
+        e2el_key = next((k for k in ("mean_e2el_ms", "mean_latency_ms", "mean_e2e_latency_ms")
+                         if k in result), "mean_e2el_ms")
         e2el = result.get(e2el_key)
         if cap is not None:
             batch_size = min(_number(cap, label, "max_concurrency"), completed)
@@ -263,7 +284,7 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
         source = (f"vllm bench serve {name or 'result'} "
                   f"(model_id={_shown(result.get('model_id', '?'))}, "
                   f"date={_shown(result.get('date', '?'))})")
-    row = {
+    return {
         "model": model, "gpu": gpu, "tp": tp, "dtype": dtype, "kv_dtype": kv_dtype,
         "engine": engine, "batch_size": batch_size,
         "prompt_tokens": _number(result["total_input_tokens"], label, "total_input_tokens")
@@ -280,10 +301,6 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
                  f"max_concurrency={_shown(result.get('max_concurrency'))}, "
                  f"completed={int(completed)}",
     }
-    try:
-        return measurements_from_records([row])
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{prefix}{exc}") from None
 
 
 def _recorded_lengths(payload: Mapping, label: str) -> tuple[tuple, tuple] | None:

@@ -62,7 +62,8 @@ EPILOG = examples(NAME, "runs.csv --cv kfold", "--vllm-result result.json --mode
 #: What ``--from`` reads the FILE arguments as: format -> what it is.
 FORMATS = {
     "measurements": "measurement files (.csv or .json)",
-    "vllm-serve": "`vllm bench serve --save-result` JSON (as --vllm-result)",
+    "vllm-serve": "`vllm bench serve --save-result` JSON, or runs one a line (--append-result, "
+                  "SGLang's bench_serving --output-file; as --vllm-result)",
     "vllm-latency": "`vllm bench latency --output-json` JSON (needs --batch-size, --input-len, "
                     "--output-len)",
     "guidellm": "GuideLLM reports (JSON, or YAML with PyYAML), one row per benchmark",
@@ -92,9 +93,9 @@ def add_arguments(parser) -> None:
                           "where its files record the model (vllm-serve, trtllm)")
     parser.add_argument("--vllm-result", action="append", default=[], metavar="JSON",
                         help="a `vllm bench serve --save-result` JSON (repeatable), or a file of "
-                             "runs one a line (--append-result; with --under-load also "
-                             "`sglang.bench_serving --output-file` JSONL); needs --gpu (the "
-                             "model: --model, else the file's model_id)")
+                             "runs one a line (--append-result; `sglang.bench_serving "
+                             "--output-file` JSONL); needs --gpu (the model: --model, else "
+                             "the file's model_id)")
     add_flag(parser, "--model", help="model of the runs read with --vllm-result or --from "
              "(catalogue name; default: the one vllm-serve and trtllm files record)")
     add_flag(parser, "--gpu", help="GPU of those runs (catalogue name)")
