@@ -23,7 +23,7 @@ from rooflinekit._validation import check_count_array, real_number, whole_number
 __all__ = [
     "Workload", "WorkloadSpec", "guide_workload", "as_generator",
     "Constant", "Uniform", "Geometric", "LogNormal", "Mixture", "Empirical", "short_and_long",
-    "sharegpt_lengths", "SHAREGPT_REQUESTS", "expected_tokens",
+    "sharegpt_lengths", "scaled_lengths", "SHAREGPT_REQUESTS", "expected_tokens",
     "AllAtOnce", "FixedInterval", "Poisson", "Gamma",
     "INTERACTIVE", "BATCH", "MAX_ARRIVAL", "coerce_workload", "SharedPrefix", "NO_PREFIX",
     "Beta", "speculative_draws", "speculative_gains", "MAX_DRAFT_TOKENS", "MAX_SIGMA",
@@ -483,13 +483,59 @@ def sharegpt_lengths(prompt_mean=None, output_mean=None, *, requests=None
     means = [None if m is None else real_number(name, m, lo=0, lo_open=True, hi=_LARGEST_MEAN)
              for name, m in (("prompt_mean", prompt_mean), ("output_mean", output_mean))]
     prompts, outputs = _sharegpt_sample()
-    drawn = []
-    for values, mean, lowest in ((prompts[:n], means[0], 0),
-                                 (np.maximum(outputs[:n], 1), means[1], 1)):
+    prompt, output = scaled_lengths(prompts[:n], outputs[:n], *means)
+    return Empirical(samples=prompt), Empirical(samples=output)
+
+
+def scaled_lengths(prompts, outputs, prompt_mean=None, output_mean=None
+                   ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Requests' prompt and reply lengths, each scaled to a mean, as whole tokens.
+
+    Parameters
+    ----------
+    prompts, outputs : array_like of int
+        The requests' prompt and reply lengths [tokens], whole numbers >= 0, at least one each.
+    prompt_mean, output_mean : float, optional
+        The means to scale them to [tokens], in (0, 1e12]. Default: unscaled.
+
+    Returns
+    -------
+    prompts, outputs : tuple of int
+        ``max(round(x · mean / x̄), lowest)`` for each length ``x`` (``x̄`` their mean; a
+        sample of zeros is left as it is), ``lowest`` 0 for a prompt and 1 for a reply: a reply
+        counted as 0 tokens (its first token ended it) is one token generated. The means land
+        within a token of the given ones.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the argument: lengths that are not whole numbers >= 0 or none at all, a mean not
+        finite and > 0.
+
+    See Also
+    --------
+    sharegpt_lengths : the ShareGPT sample, scaled so.
+    rooflinekit.calibrate.read_guidellm_sweep : a GuideLLM report's kept requests, scaled so.
+
+    Examples
+    --------
+    >>> scaled_lengths([100, 300], [0, 10], output_mean=11)
+    ((100, 300), (2, 20))
+    """
+    out = []
+    for name, values, mean, lowest in (("prompts", prompts, prompt_mean, 0),
+                                       ("outputs", outputs, output_mean, 1)):
+        values = check_count_array(name, values)
+        if values.size == 0:
+            raise ValueError(f"{name} must hold at least one length; got none")
+        values = np.maximum(values, lowest)
         if mean is not None:
-            values = np.maximum(np.rint(values * (mean / values.mean())), lowest)
-        drawn.append(Empirical(samples=tuple(int(v) for v in values)))
-    return drawn[0], drawn[1]
+            mean = real_number(f"{name[:-1]}_mean", mean, lo=0, lo_open=True, hi=_LARGEST_MEAN)
+            average = values.mean()
+            if average > 0:
+                values = np.maximum(np.rint(values * (mean / average)), lowest)
+        out.append(tuple(int(v) for v in values))
+    return out[0], out[1]
 
 
 # --- arrival processes --------------------------------------------------------------------------

@@ -535,6 +535,9 @@ READER_REGISTRY = {
         valid={"model": _TEXT_OK, "gpu": _TEXT_OK, "engine": _TEXT_OK + OPTIONAL,
                "source": _TEXT_OK + OPTIONAL, "dtype": OPTIONAL, "kv_dtype": OPTIONAL,
                "tp": OPTIONAL, "report": _TEXT_OK}),
+    "recorded_model": _entry(rk.calibrate.recorded_model,
+                             kwargs={"result": _OUTPUTS / "trtllm_bench_report.json"},
+                             spoil=("result",), valid={"result": _TEXT_OK}),
     "parse_sglang_kv_log": _entry(rk.calibrate.parse_sglang_kv_log,
                                   kwargs={"text": "max_total_num_tokens=10, context_len=4"},
                                   spoil=("text",), valid={"text": _TEXT_OK}),
@@ -725,6 +728,14 @@ SHAREGPT = _entry(rk.workloads.sharegpt_lengths,
                   kwargs={"prompt_mean": 500.0, "output_mean": 200.0, "requests": 100},
                   spoil=("prompt_mean", "output_mean", "requests"),
                   valid={"prompt_mean": OPTIONAL, "output_mean": OPTIONAL, "requests": OPTIONAL})
+# requests' lengths scaled to means (rooflinekit.workloads)
+SCALED = _entry(rk.workloads.scaled_lengths,
+                kwargs={"prompts": [100, 300], "outputs": [0, 10], "prompt_mean": 250.0,
+                        "output_mean": 11.0},
+                spoil=("prompts", "outputs", "prompt_mean", "output_mean"),
+                # a DataArray of lengths is lengths, whatever its dimension
+                valid={"prompts": ("clashing DataArray",), "outputs": ("clashing DataArray",),
+                       "prompt_mean": OPTIONAL, "output_mean": OPTIONAL})
 # a length distribution's mean (rooflinekit.workloads); 0 tokens is a constant length
 EXPECTED = _entry(rk.workloads.expected_tokens,
                   kwargs={"lengths": rk.workloads.LogNormal(200, 0.5), "at_least": 1},
@@ -734,7 +745,8 @@ EXPECTED = _entry(rk.workloads.expected_tokens,
 FOLDER_ENTRIES = {"vllm_block_size": HYBRID_BLOCK, "vllm_kv_cache_groups": HYBRID_GROUPS,
                   "replica_kv_window": KV_WINDOW, "kv_window_text": KV_WINDOW_TEXT,
                   "vllm_attention_block": MLA_BLOCK, "missing_attention_kernel": NO_KERNEL,
-                  "sharegpt_lengths": SHAREGPT, "expected_tokens": EXPECTED}
+                  "sharegpt_lengths": SHAREGPT, "scaled_lengths": SCALED,
+                  "expected_tokens": EXPECTED}
 
 
 @pytest.mark.parametrize("name, arg, bad", [

@@ -277,6 +277,22 @@ def test_sharegpt_lengths_refuses_what_it_cannot_scale(kwargs, match):
         sharegpt_lengths(**kwargs)
 
 
+def test_scaled_lengths_by_hand():
+    """x · mean / x̄ rounded, a reply at least one token: replies 0 and 10 are 1 and 10 (mean
+    5.5), scaled to 11: 2 and 20; prompts 100 and 300 to 250: 125 and 375; a sample of zeros
+    stays; no mean, no scaling."""
+    from rooflinekit.workloads import scaled_lengths
+    assert scaled_lengths([100, 300], [0, 10], 250.0, 11.0) == ((125, 375), (2, 20))
+    assert scaled_lengths([0, 0], [5], 10.0) == ((0, 0), (5,))
+    assert scaled_lengths(np.array([7]), [0]) == ((7,), (1,))
+    for args, match in ((([], [1]), "prompts must hold at least one"),
+                        (([1.5], [1]), "prompts must hold whole numbers"),
+                        (([1], [-1]), "outputs must be >= 0"),
+                        (([1], [1], 0.0), "prompt_mean"), (([1], [1], None, 1e13), "output_mean")):
+        with pytest.raises(ValueError, match=match):
+            scaled_lengths(*args)
+
+
 def test_expected_tokens_is_each_distributions_mean():
     """Hand means: (100 + 300) / 2; 15/16 · 20 + 1/16 · 400 = 43.75; a histogram's bins
     [0, 10) and [10, 20) hold 1 and 3 draws, uniform on their integers (means 4.5 and 14.5):

@@ -21,7 +21,6 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 
 from rooflinekit import units
@@ -40,7 +39,7 @@ from rooflinekit._validation import (
 )
 from rooflinekit.calibrate.measurements import measurements_from_records
 from rooflinekit.dtypes import dtype_name
-from rooflinekit.workloads import MAX_CONCURRENCY
+from rooflinekit.workloads import MAX_CONCURRENCY, scaled_lengths
 
 __all__ = ["MAX_REPORT_BYTES", "read_vllm_result", "read_vllm_latency", "read_guidellm_report",
            "read_trtllm_bench", "recorded_model"]
@@ -237,7 +236,8 @@ def read_vllm_result(result, *, model: str, gpu: str, tp: int = 1, dtype: str | 
     """
     check_one_of("statistic", statistic, ("median", "mean"))
     if isinstance(result, (str, Path)):
-        runs = [(payload, label, f"{Path(result).name}" + label[len(str(result)):])
+        # the default source names the file (and its line, in a file of lines)
+        runs = [(payload, label, Path(result).name + label[len(str(result)):])
                 for payload, label in _serve_runs(result, "vllm result")]
     elif isinstance(result, Mapping):
         runs = [(result, "vllm result", None)]
@@ -354,10 +354,10 @@ def _serve_runs(result, what: str) -> list[tuple[Mapping, str]]:
         return [_load(result, what)]
     label = str(result)
     text = _read_text(Path(result))
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     try:
         whole = parse_json(text, label)
     except ValueError:
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         if len(lines) < 2:               # one run, not JSON: its own message
             raise
     else:
@@ -574,12 +574,7 @@ def _guidellm_lengths(bench: Mapping, where: str, label: str, prompt_mean: float
             column.append(request[key])
     prompts, outputs = (check_count_array(f"{label}: field '{field}[].{key}'", column)
                         for key, column in counts.items())
-    out = []
-    for values, mean, lowest in ((prompts, prompt_mean, 0), (np.maximum(outputs, 1),
-                                                             output_mean, 1)):
-        scale = mean / values.mean() if values.mean() > 0 else 1.0
-        out.append(tuple(int(v) for v in np.maximum(np.rint(values * scale), lowest)))
-    return out[0], out[1]
+    return scaled_lengths(prompts, outputs, prompt_mean, output_mean)
 
 
 def read_guidellm_sweep(report) -> list[dict]:
