@@ -267,7 +267,7 @@ def _profiles_table() -> str:
                          _pct(e["held_out_error"]), _pct(e["held_out_error_datasheet"]),
                          _pct(e["held_out_error_ttft"]), _pct(e["model_size_error"])])
     return _table(["engine", "version", "GPU", "step overhead", "bw eff.", "fit TPOT",
-                   "leave-one-GPU-out TPOT", "same, datasheet bandwidths",
+                   "leave-one-GPU-out TPOT", "same, datasheet figures",
                    "leave-one-GPU-out TTFT", "across model sizes"], rows, "lllrrrrrrr")
 
 

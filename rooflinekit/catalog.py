@@ -109,6 +109,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
                          f"got {ring!r}")
     streaming = _positive(name, "streaming_bandwidth_tb_s", _sourced(
         row, name, "streaming_bandwidth_tb_s", "streaming_bandwidth_source"))
+    gemm = _positive(name, "gemm_tflops", _sourced(row, name, "gemm_tflops", "gemm_source"))
     visible = _positive(name, "visible_memory_gib", _sourced(
         row, name, "visible_memory_gib", "visible_memory_source"))
     capability = _positive(name, "compute_capability", _sourced(
@@ -121,6 +122,7 @@ def _gpu_from_row(row: Mapping, prices: Mapping[str, float]) -> GPU:
         streaming_bandwidth=None if streaming is None else streaming * units.TB_PER_S,
         visible_memory_bytes=None if visible is None else visible * units.GiB,
         peak_flops=flops["bf16"],
+        gemm_flops=None if gemm is None else gemm * units.TFLOPS,
         peak_flops_by_dtype=flops,
         interconnect_bandwidth=None if link is None else link * units.GB_PER_S,
         network_bandwidth=None if network is None else network * units.GB_PER_S,
@@ -466,6 +468,8 @@ _VARIABLES = {ModelShape: {
                               "one (NVLink: 0)"),
     "streaming_bandwidth": ("bytes/s", "device-memory bandwidth measured streaming operands "
                                        "larger than the L2 cache (NaN: unmeasured)"),
+    "gemm_flops": ("FLOP/s", "16-bit dense GEMM throughput measured on large GEMMs (NaN: "
+                             "unmeasured)"),
     "compute_capability": ("1", "CUDA compute capability, major.minor (NaN: not NVIDIA, or "
                                 "unknown)"),
 }}

@@ -103,6 +103,16 @@ class GPU:
         or more at (a few rows each); measure another GPU's the same way, since a copy or
         read-only microbenchmark reaches a few per cent more than a GEMM streaming weights.
         The roofline itself never reads it. ``None`` (default) when unmeasured.
+    gemm_flops : float, optional
+        16-bit dense matrix-multiply throughput a large GEMM sustains, measured [FLOP/s], in
+        ``(0, peak_flops]``: the datasheet peak is the boost clock's, and a GPU at its power
+        limit runs GEMMs slower (the profiled GPUs 67-86 % of it, the L40S least, the A100
+        most). An engine's compute efficiencies carry from one GPU to another in proportion to
+        these shares, as its bandwidth efficiencies do by ``streaming_bandwidth``. The profiled
+        GPUs' figures are the 90th percentile of the rates of their bf16 GEMM tables' points
+        with m, n and k all 4,096 or more (a model's GEMMs reach above the median of such
+        awkward and tidy shapes alike); measure another GPU's the same way, on shapes that
+        large. The roofline itself never reads it. ``None`` (default) when unmeasured.
     visible_memory_bytes : float, optional
         Device memory the driver reports as the device's total [bytes], in ``(0,
         memory_bytes]``: what ``cudaMemGetInfo`` (``torch.cuda.mem_get_info``) gives an engine
@@ -126,7 +136,7 @@ class GPU:
     Notes
     -----
     ``memory_bytes``, ``visible_memory_bytes``, ``hbm_bandwidth``, ``streaming_bandwidth``,
-    ``peak_flops``, ``hourly_price`` and ``board_power`` are totals over ``n_gpus``. :meth:`group` scales them
+    ``peak_flops``, ``gemm_flops``, ``hourly_price`` and ``board_power`` are totals over ``n_gpus``. :meth:`group` scales them
     with the degree, as the guide's simple TP model does (§5); the communication it ignores is
     in :mod:`rooflinekit.parallel`.
 
@@ -155,6 +165,7 @@ class GPU:
     boost_clock: float | None = None
     ring_collectives: bool = False
     streaming_bandwidth: float | None = None
+    gemm_flops: float | None = None
     visible_memory_bytes: float | None = None
     compute_capability: float | None = None
 
@@ -177,9 +188,11 @@ class GPU:
         set_("host_gpus", whole_number("host_gpus", self.host_gpus, lo=1, allow_none=True))
         set_("boost_clock", positive_number("boost_clock", self.boost_clock, allow_none=True))
         set_("ring_collectives", check_bool("ring_collectives", self.ring_collectives))
-        # a measured stream cannot beat the memory's pins (a larger figure is a cache's), nor
-        # can the driver report more memory than the card holds
+        # a measured stream cannot beat the memory's pins (a larger figure is a cache's), a
+        # measured GEMM the boost clock's peak, nor can the driver report more memory than the
+        # card holds
         for field, bound in (("streaming_bandwidth", "hbm_bandwidth"),
+                             ("gemm_flops", "peak_flops"),
                              ("visible_memory_bytes", "memory_bytes")):
             value = positive_number(field, getattr(self, field), allow_none=True)
             if value is not None and value > getattr(self, bound):
@@ -233,7 +246,7 @@ class GPU:
     def group(self, tp: int) -> "GPU":
         """The tensor-parallel group of ``tp`` of these GPUs (guide §5's simple model).
 
-        Memory, bandwidths, FLOP/s, hourly price and board power scale with ``tp``; the per-GPU
+        Memory, bandwidths, FLOP/s (measured ones too), hourly price and board power scale with ``tp``; the per-GPU
         interconnect does not. ``tp = 1`` returns ``self``.
         """
         whole_number("tp", tp, lo=1)
@@ -246,6 +259,7 @@ class GPU:
             hbm_bandwidth=self.hbm_bandwidth * tp,
             streaming_bandwidth=None if self.streaming_bandwidth is None
             else self.streaming_bandwidth * tp,
+            gemm_flops=None if self.gemm_flops is None else self.gemm_flops * tp,
             visible_memory_bytes=None if self.visible_memory_bytes is None
             else self.visible_memory_bytes * tp,
             peak_flops=self.peak_flops * tp,

@@ -244,6 +244,14 @@ GEMM_BYTES = {"bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5 + 1.0 / 16}
 #: its points of at most STREAMING_ROWS rows (m), whose time is its weights' read.
 STREAMING_ROWS = 8
 STREAMING_BYTES = 256 * 2**20
+#: A GPU's GEMM throughput (:func:`gpu_gemm_throughput`) is read from its bf16 GEMM table's
+#: points with m, n and k all at least GEMM_THROUGHPUT_SIZE: compute-bound on every GPU here
+#: (m = 4,096 rows do 4,096 FLOPs per weight byte read, ten times the highest ridge point),
+#: and large enough that the tiles fill the GPU, so the rate is what the clock sustains. Of
+#: their rates it takes the GEMM_THROUGHPUT_QUANTILE: the tables' big shapes include awkward
+#: ones, and a model's GEMMs (the prefill fits' compute efficiencies) reach above the median.
+GEMM_THROUGHPUT_SIZE = 4096
+GEMM_THROUGHPUT_QUANTILE = 0.9
 #: Share of the group's memory the weights and the KV cache may take for a workload to count.
 MEMORY_SHARE = 0.9
 #: Knobs fitted per phase to the kernel sums (the names of
@@ -674,36 +682,86 @@ def _read(path: Path):
     return pd.read_parquet(path)
 
 
+def _bf16_gemm_tables(system: str):
+    """``system``'s bf16 GEMM table of each engine with one (its newest version's)."""
+    for engine in ENGINES:
+        version = engine_version(system, engine)
+        if version is not None:
+            frame = _read(data_root() / system / "gemm" / engine / version / "gemm_perf.parquet")
+            yield frame[frame["gemm_dtype"] == GEMM_DTYPES["bf16"]]
+
+
 def gpu_streaming_bandwidth(system: str) -> float:
     """``system``'s measured device-memory bandwidth [B/s]: the median, over the engines with
     tables there, of the rate their bf16 GEMM table streams weights of at least
     :data:`STREAMING_BYTES` (:func:`streaming_bandwidth`, the :class:`Streamed` floor's). The
     catalogue's ``streaming_bandwidth_tb_s`` of the profiled GPUs is this, to 0.1 GB/s
     (``tests/test_engine_profile_data.py`` re-derives it where the extra is installed)."""
-    rates = []
-    for engine in ENGINES:
-        version = engine_version(system, engine)
-        if version is None:
-            continue
-        frame = _read(data_root() / system / "gemm" / engine / version / "gemm_perf.parquet")
-        rows = frame[frame["gemm_dtype"] == GEMM_DTYPES["bf16"]]
-        rates.append(_gemm(rows, "bf16").bandwidth)
+    rates = [_gemm(rows, "bf16").bandwidth for rows in _bf16_gemm_tables(system)]
     if not rates:
         raise ValueError(f"no bf16 GEMM table for {system}")
     return float(np.median(rates))
 
 
+def gemm_throughput(frame) -> float:
+    """A GEMM table's throughput [FLOP/s]: the :data:`GEMM_THROUGHPUT_QUANTILE`, over its
+    points with m, n and k at least :data:`GEMM_THROUGHPUT_SIZE` (the fastest kernel per
+    point), of ``2·m·n·k`` over the latency.
+
+    Raises
+    ------
+    ValueError
+        If no point qualifies.
+    """
+    best = frame.groupby(["m", "n", "k"], as_index=False)["latency"].min()
+    m, n, k = (best[a].to_numpy(dtype=float) for a in ("m", "n", "k"))
+    keep = np.minimum(np.minimum(m, n), k) >= GEMM_THROUGHPUT_SIZE
+    if not keep.any():
+        raise ValueError(f"GEMM table has no point with m, n and k all {GEMM_THROUGHPUT_SIZE} "
+                         f"or more to read its throughput from")
+    seconds = best["latency"].to_numpy(dtype=float)[keep] * MS
+    rates = 2.0 * m[keep] * n[keep] * k[keep] / seconds
+    return float(np.quantile(rates, GEMM_THROUGHPUT_QUANTILE))
+
+
+def gpu_gemm_throughput(system: str) -> float:
+    """``system``'s measured 16-bit GEMM throughput [FLOP/s]: the median, over the engines
+    with tables there, of their bf16 GEMM tables' :func:`gemm_throughput`. The catalogue's
+    ``gemm_tflops`` of the profiled GPUs is this, to 0.1 TFLOP/s
+    (``tests/test_engine_profile_data.py`` re-derives it where the extra is installed)."""
+    rates = [gemm_throughput(rows) for rows in _bf16_gemm_tables(system)]
+    if not rates:
+        raise ValueError(f"no bf16 GEMM table for {system}")
+    return float(np.median(rates))
+
+
+@functools.cache
+def top_gemm_share() -> float:
+    """The largest measured GEMM share (``gemm_flops / peak_flops``) of the catalogue's GPUs."""
+    gpus = [catalog.gpu(name) for name in catalog.gpus()]
+    return max(g.gemm_flops / g.peak_flops for g in gpus if g.gemm_flops is not None)
+
+
 def fit_gpu(name: str):
     """The catalogue GPU ``name`` as the kernel fits see it: its HBM bandwidth replaced by
-    its measured ``streaming_bandwidth`` where the catalogue gives one. Fitted against what
-    the memory reaches, the bandwidth efficiencies mean the same on every GPU (the profiled
-    ones stream at 77-93 % of their datasheet figures), so a fit pooled over GPUs carries to
-    the one left out; :func:`to_datasheet` turns them back into shares of the datasheet
-    bandwidth the package's GPUs hold."""
+    its measured ``streaming_bandwidth``, and every format's dense peak scaled by its measured
+    GEMM share ``gemm_flops / peak_flops`` over the largest one (:func:`top_gemm_share`),
+    where the catalogue gives them. Fitted against what the memory and the clock reach, the
+    efficiencies mean the same on every GPU (the profiled ones stream at 77-93 % of their
+    datasheet bandwidths and run large bf16 GEMMs at 67-86 % of their datasheet peaks, the
+    L40S least, the A100 most), so a fit pooled over GPUs carries to the one left out; over
+    the largest share, not the GPU's own, the compute efficiencies stay at most 1 (a
+    model's GEMMs reach a little above the tables' figure). :func:`to_datasheet` turns them
+    back into shares of the datasheet figures the package's GPUs hold."""
     gpu = catalog.gpu(name)
-    if gpu.streaming_bandwidth is None:
-        return gpu
-    return dataclasses.replace(gpu, hbm_bandwidth=gpu.streaming_bandwidth)
+    if gpu.streaming_bandwidth is not None:
+        gpu = dataclasses.replace(gpu, hbm_bandwidth=gpu.streaming_bandwidth)
+    if gpu.gemm_flops is not None:
+        scale = gpu.gemm_flops / gpu.peak_flops / top_gemm_share()
+        gpu = dataclasses.replace(
+            gpu, peak_flops=gpu.peak_flops * scale,
+            peak_flops_by_dtype={k: v * scale for k, v in gpu.peak_flops_by_dtype.items()})
+    return gpu
 
 
 def fit_gpus(rows) -> dict:
@@ -715,30 +773,43 @@ def fit_gpus(rows) -> dict:
 #: The knobs that are shares of the memory bandwidth (:func:`to_datasheet` rescales them).
 BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency",
                    "low_precision_bandwidth_efficiency", "fp4_bandwidth_efficiency")
+#: The knobs that are shares of the dense peak (:func:`to_datasheet` rescales them).
+COMPUTE_KNOBS = ("compute_efficiency", "low_precision_compute_efficiency",
+                 "fp4_compute_efficiency", "attention_compute_efficiency")
 
 
 def to_datasheet(knobs: dict, name: str) -> dict:
     """``knobs`` (:meth:`ProfileFit.knobs`, fitted on :func:`fit_gpu`) as shares of GPU
-    ``name``'s datasheet bandwidth: every :data:`BANDWIDTH_KNOBS` value and interval times
-    ``share = streaming_bandwidth / hbm_bandwidth``; a phase without ``bandwidth_efficiency``
-    (1: all the memory reaches) gets ``share``. The same step times on the catalogue GPU as
-    the fit did on its streaming one."""
+    ``name``'s datasheet figures: every :data:`BANDWIDTH_KNOBS` value and interval times
+    ``streaming_bandwidth / hbm_bandwidth``, every :data:`COMPUTE_KNOBS` one times
+    ``gemm_flops / peak_flops`` over :func:`top_gemm_share`, where the catalogue gives them
+    (:func:`fit_gpu`'s scales); a phase without
+    ``bandwidth_efficiency`` or ``compute_efficiency`` (1: all the memory or clock reaches)
+    gets the share. The same step times on the catalogue GPU as the fit had on its measured
+    one."""
     gpu = catalog.gpu(name)
-    if gpu.streaming_bandwidth is None:
+    shares = []
+    if gpu.streaming_bandwidth is not None:
+        shares.append(("bandwidth_efficiency", BANDWIDTH_KNOBS,
+                       gpu.streaming_bandwidth / gpu.hbm_bandwidth))
+    if gpu.gemm_flops is not None:
+        shares.append(("compute_efficiency", COMPUTE_KNOBS,
+                       gpu.gemm_flops / gpu.peak_flops / top_gemm_share()))
+    if not shares:
         return knobs
-    share = gpu.streaming_bandwidth / gpu.hbm_bandwidth
     out = {"prefill": dict(knobs["prefill"]), "decode": dict(knobs["decode"]),
            "interval": {p: dict(v) for p, v in knobs["interval"].items()}}
     for phase in ("prefill", "decode"):
-        if out[phase].get("bandwidth_efficiency") is None:
-            out[phase]["bandwidth_efficiency"] = 1.0
-            out["interval"].setdefault(phase, {})["bandwidth_efficiency"] = [1.0, 1.0]
-        for knob in BANDWIDTH_KNOBS:
-            if out[phase].get(knob) is not None:
-                out[phase][knob] = out[phase][knob] * share
-            band = out["interval"].get(phase, {}).get(knob)
-            if band is not None:
-                out["interval"][phase][knob] = [band[0] * share, band[1] * share]
+        for whole, names, share in shares:
+            if out[phase].get(whole) is None:
+                out[phase][whole] = 1.0
+                out["interval"].setdefault(phase, {})[whole] = [1.0, 1.0]
+            for knob in names:
+                if out[phase].get(knob) is not None:
+                    out[phase][knob] = out[phase][knob] * share
+                band = out["interval"].get(phase, {}).get(knob)
+                if band is not None:
+                    out["interval"][phase][knob] = [band[0] * share, band[1] * share]
     return {**knobs, **out}
 
 

@@ -624,6 +624,74 @@ def test_knobs_fitted_on_the_streaming_bandwidth_are_written_as_datasheet_shares
     assert script.to_datasheet(knobs, "RTX-4090") is knobs
 
 
+def test_a_gemm_tables_throughput_is_its_big_points_upper_decile():
+    """Of the points with m, n and k all 4,096 or more (the fastest kernel each), the 90th
+    percentile of 2mnk over the latency; smaller points, however fast, are not read."""
+    pd = pytest.importorskip("pandas")
+    script = _script()
+    size = script.GEMM_THROUGHPUT_SIZE
+    flops = 2.0 * size**3
+    rates = [100e12, 200e12, 300e12, 400e12, 500e12, 600e12, 700e12, 800e12, 900e12, 1000e12,
+             1100e12]                               # eleven big shapes, by their k
+    rows = pd.DataFrame({
+        "m": [size] * 13 + [size // 2], "n": [size] * 13 + [size],
+        "k": [size * (1 + i) for i in range(11)] + [size, size, size],
+        # a slower kernel at the first point, and a 5 PFLOP/s point with m below the bar
+        "latency": [flops * (1 + i) / r / 1e-3 for i, r in enumerate(rates)]
+        + [flops / 50e12 / 1e-3, flops / 100e12 / 1e-3, flops / 2 / 5e15 / 1e-3]})
+    rows = rows.drop(index=12)
+    # numpy's linear quantile of 100..1100 TFLOP/s at 0.9: 100 + 0.9 · 1000 = 1000 TFLOP/s
+    assert script.gemm_throughput(rows) == pytest.approx(1000e12, rel=1e-12)
+    with pytest.raises(ValueError, match="throughput"):
+        script.gemm_throughput(rows[rows["m"] < size])
+
+
+def test_the_catalogue_gemm_figures_are_the_tables_own():
+    """Each profiled GPU's catalogue ``gemm_tflops`` is the median over its engines' bf16 GEMM
+    tables of their big points' upper decile, to 0.1 TFLOP/s (where the profiles' extra is
+    installed)."""
+    script = _script_with_tables()
+    for system in script.systems_with_data():
+        gpu = catalog.gpu(script.SYSTEM_TO_GPU[system])
+        assert gpu.gemm_flops == pytest.approx(script.gpu_gemm_throughput(system),
+                                               abs=0.1e12), gpu.name
+
+
+def test_knobs_fitted_on_the_gemm_throughput_are_written_as_datasheet_shares():
+    """The fit's GPUs run at their measured GEMM share over the largest (the A100's 269.4 of
+    312 TFLOP/s): the L40S (244.2 of 362.05) at ``s = (244.2 / 362.05) / (269.4 / 312)`` of
+    every datasheet peak. A fitted compute efficiency is written times ``s``, intervals
+    alike; a phase without one (1) gets ``s`` itself; bandwidth knobs take the streaming
+    share (0.7191 of 0.864 TB/s); the A100's compute knobs are kept."""
+    script = _script()
+    s = (244.2 / 362.05) / (269.4 / 312.0)
+    q = 0.7191 / 0.864
+    knobs = {"prefill": {"compute_efficiency": 0.8, "attention_compute_efficiency": 0.6},
+             "decode": {"bandwidth_efficiency": 0.9, "low_precision_compute_efficiency": 0.7,
+                        "fp4_compute_efficiency": 0.5, "layer_overhead": 3e-5},
+             "interval": {"prefill": {"compute_efficiency": [0.7, 0.9]}, "decode": {}}}
+    out = script.to_datasheet(knobs, "L40S")
+    assert out["prefill"]["compute_efficiency"] == pytest.approx(0.8 * s, rel=1e-12)
+    assert out["interval"]["prefill"]["compute_efficiency"] == pytest.approx(
+        [0.7 * s, 0.9 * s], rel=1e-12)
+    assert out["prefill"]["attention_compute_efficiency"] == pytest.approx(0.6 * s, rel=1e-12)
+    assert out["decode"]["compute_efficiency"] == pytest.approx(s, rel=1e-12)
+    assert out["interval"]["decode"]["compute_efficiency"] == pytest.approx([s, s], rel=1e-12)
+    assert out["decode"]["low_precision_compute_efficiency"] == pytest.approx(0.7 * s,
+                                                                             rel=1e-12)
+    assert out["decode"]["fp4_compute_efficiency"] == pytest.approx(0.5 * s, rel=1e-12)
+    assert out["decode"]["bandwidth_efficiency"] == pytest.approx(0.9 * q, rel=1e-12)
+    assert out["prefill"]["bandwidth_efficiency"] == pytest.approx(q, rel=1e-12)
+    assert out["decode"]["layer_overhead"] == 3e-5
+    assert script.to_datasheet(knobs, "A100-SXM-80GB")["prefill"]["compute_efficiency"] == \
+        pytest.approx(0.8, rel=1e-12)
+    # the fit's GPU: every format's peak times s
+    fitted, l40s = script.fit_gpu("L40S"), catalog.gpu("L40S")
+    assert fitted.peak_flops == pytest.approx(362.05e12 * s, rel=1e-12)
+    assert fitted.flops_for("fp8") == pytest.approx(l40s.flops_for("fp8") * s, rel=1e-12)
+    assert script.fit_gpu("A100-SXM-80GB").peak_flops == pytest.approx(312e12, rel=1e-12)
+
+
 def test_held_out_residuals_break_down_the_leave_one_gpu_out_error():
     """``--residuals``: the same split and error as the leave-one-GPU-out column, and each
     key's groups partition the rows (their size-weighted errors add up to the whole)."""

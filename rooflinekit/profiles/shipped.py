@@ -43,7 +43,7 @@ ENGINE_CHOICES = (*ENGINE_NAMES, "ideal")
 _TEXT_FIELDS = ("gpu", "version", "date", "source")
 _ERROR_FIELDS = ("held_out_error", "held_out_error_ttft", "model_size_error", "fit_error")
 #: Held-out errors a row may state: leaving its GPU out with every GPU at its datasheet
-#: bandwidth (what a GPU without a measured streaming bandwidth can expect).
+#: bandwidth and peak (what a GPU without a measured streaming bandwidth can expect).
 _OPTIONAL_ERROR_FIELDS = ("held_out_error_datasheet",)
 
 
@@ -596,17 +596,28 @@ def _streaming_share(gpu: GPU) -> float | None:
     return None if streaming is None else streaming / gpu.hbm_bandwidth
 
 
-#: The knobs that are shares of the memory bandwidth (:func:`borrowed` carries them by the
-#: GPUs' streaming shares).
-_BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency",
-                    "low_precision_bandwidth_efficiency", "fp4_bandwidth_efficiency")
+def _gemm_share(gpu: GPU) -> float | None:
+    """The share of its 16-bit datasheet peak ``gpu``'s large GEMMs are measured to reach, or
+    ``None`` where unmeasured."""
+    return None if gpu.gemm_flops is None else gpu.gemm_flops / gpu.peak_flops
+
+
+#: The knobs that are shares of the memory bandwidth and of the dense peak (:func:`borrowed`
+#: carries them by the GPUs' streaming and GEMM shares), each with the knob an absent value
+#: of theirs means all of (1).
+_CARRIED_KNOBS = {
+    "bandwidth_efficiency": ("bandwidth_efficiency", "kv_bandwidth_efficiency",
+                             "low_precision_bandwidth_efficiency", "fp4_bandwidth_efficiency"),
+    "compute_efficiency": ("compute_efficiency", "low_precision_compute_efficiency",
+                           "fp4_compute_efficiency", "attention_compute_efficiency"),
+}
 
 
 def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     """``source``'s profile carried to ``target``: ``gemm_half_tokens`` scaled by their ridge
-    points, the bandwidth efficiencies by their measured streaming shares where both GPUs
-    have one, the all-reduce's hop latency dropped where their links differ, every other knob
-    as fitted.
+    points, the bandwidth efficiencies by their measured streaming shares and the compute
+    efficiencies by their measured GEMM shares where both GPUs have them, the all-reduce's
+    hop latency dropped where their links differ, every other knob as fitted.
 
     Parameters
     ----------
@@ -619,16 +630,20 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     -------
     Calibration
         The same knobs, intervals and held-out error, with both phases' ``gemm_half_tokens``
-        (and its interval) multiplied by ``r = ridge(target) / ridge(source)``, both phases'
+        (and its interval) multiplied by ``r = ridge(target) / ridge(source)``; both phases'
         ``bandwidth_efficiency``, ``kv_bandwidth_efficiency``,
         ``low_precision_bandwidth_efficiency`` and ``fp4_bandwidth_efficiency`` (and their
-        intervals; an
-        absent ``bandwidth_efficiency`` is 1) by ``q = share(target) / share(source)``,
-        ``share = streaming_bandwidth / hbm_bandwidth``, at most 1, where both GPUs give a
-        ``streaming_bandwidth`` (else ``q = 1``), ``interconnect_latency`` (the hop latency
-        fitted to the engine's all-reduces on ``source``'s links) left out where the two GPUs'
-        ``interconnect_bandwidth`` differ (``target``'s own hop latency then applies), and a
-        source that says so; ``calibration`` itself where none of these applies.
+        intervals; an absent ``bandwidth_efficiency`` is 1) by ``q = share(target) /
+        share(source)``, ``share = streaming_bandwidth / hbm_bandwidth``, where both GPUs give
+        a ``streaming_bandwidth`` (else ``q = 1``); ``compute_efficiency``,
+        ``low_precision_compute_efficiency``, ``fp4_compute_efficiency`` and
+        ``attention_compute_efficiency`` (an absent ``compute_efficiency`` is 1) likewise by
+        ``c = share(target) / share(source)``, ``share = gemm_flops / peak_flops``, where both
+        give a ``gemm_flops``; every carried efficiency at most 1; ``interconnect_latency``
+        (the hop latency fitted to the engine's all-reduces on ``source``'s links) left out
+        where the two GPUs' ``interconnect_bandwidth`` differ (``target``'s own hop latency
+        then applies), and a source that says so; ``calibration`` itself where none of these
+        applies.
 
     Notes
     -----
@@ -643,36 +658,38 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     ``n½`` lie well under their ridges (0-80 tokens against 206-419), where the scaling
     changes little.
 
-    The profiles were fitted against each GPU's measured streaming bandwidth and written as
-    shares of its datasheet figure, which the profiled GPUs' memories reach 77-93 % of (the
-    A100's least, the RTX PRO 6000's most); an efficiency fitted on one carries to another as
-    its share of what that memory reaches, ``e · q``.
+    The profiles were fitted against each GPU's measured streaming bandwidth and GEMM
+    throughput and written as shares of its datasheet figures, which the profiled GPUs reach
+    77-93 % (memory; the A100's least, the RTX PRO 6000's most) and 67-86 % of (large bf16
+    GEMMs; the L40S's least, the A100's most); an efficiency fitted on one carries to another
+    as its share of what that memory or clock reaches, ``e · q`` or ``e · c``.
 
     See Also
     --------
     engine_profile
     """
     ratio = _ridge(target) / _ridge(source)
-    shares = _streaming_share(target), _streaming_share(source)
-    carry = 1.0 if None in shares else shares[0] / shares[1]
+    carries = {}
+    for whole, share in (("bandwidth_efficiency", _streaming_share),
+                         ("compute_efficiency", _gemm_share)):
+        shares = share(target), share(source)
+        carries[whole] = (1.0 if None in shares else shares[0] / shares[1], shares)
+    carried = {whole: c for whole, (c, _) in carries.items() if c != 1.0}
     # a hop latency fitted on one link says nothing of another's
     other_link = target.interconnect_bandwidth != source.interconnect_bandwidth and any(
         getattr(calibration, p).get("interconnect_latency") is not None for p in PHASES)
-    if ratio == 1.0 and carry == 1.0 and not other_link:
+    if ratio == 1.0 and not carried and not other_link:
         return calibration
-
-    def shared(value):               # an efficiency carried by the shares, at most 1
-        return min(1.0, value * carry)
     phases = {}
     for phase in PHASES:
         knobs = dict(getattr(calibration, phase))
         if knobs.get("gemm_half_tokens") is not None:
             knobs["gemm_half_tokens"] = knobs["gemm_half_tokens"] * ratio
-        if carry != 1.0:
-            knobs.setdefault("bandwidth_efficiency", 1.0)     # absent: all the memory reaches
-            for name in _BANDWIDTH_KNOBS:
+        for whole, carry in carried.items():
+            knobs.setdefault(whole, 1.0)              # absent: all the memory or clock reaches
+            for name in _CARRIED_KNOBS[whole]:
                 if knobs.get(name) is not None:
-                    knobs[name] = shared(knobs[name])
+                    knobs[name] = min(1.0, knobs[name] * carry)
         if other_link:
             knobs.pop("interconnect_latency", None)
         phases[phase] = knobs
@@ -681,19 +698,23 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
         if "gemm_half_tokens" in knobs:
             low, high = knobs["gemm_half_tokens"]
             knobs["gemm_half_tokens"] = (low * ratio, high * ratio)
-        for name in _BANDWIDTH_KNOBS:
-            if carry != 1.0 and name in knobs:
-                low, high = knobs[name]
-                knobs[name] = (shared(low), shared(high))
+        for whole, carry in carried.items():
+            for name in _CARRIED_KNOBS[whole]:
+                if name in knobs:
+                    low, high = knobs[name]
+                    knobs[name] = (min(1.0, low * carry), min(1.0, high * carry))
         if other_link:
             knobs.pop("interconnect_latency", None)
     moved = []
     if ratio != 1.0:
         moved.append(f"GEMM curve moved to {target.name}'s ridge point (gemm_half_tokens × "
                      f"{ratio:.3g})")
-    if carry != 1.0:
-        moved.append(f"bandwidth efficiencies × {carry:.3g} ({target.name}'s measured "
-                     f"streaming share {shares[0]:.0%} against {shares[1]:.0%})")
+    for whole, what, measured in (("bandwidth_efficiency", "bandwidth", "streaming"),
+                                  ("compute_efficiency", "compute", "GEMM")):
+        if whole in carried:
+            shares = carries[whole][1]
+            moved.append(f"{what} efficiencies × {carried[whole]:.3g} ({target.name}'s "
+                         f"measured {measured} share {shares[0]:.0%} against {shares[1]:.0%})")
     if other_link:
         moved.append(f"all-reduce hop latency {target.name}'s own (another link)")
     return dataclasses.replace(
