@@ -167,7 +167,10 @@ _LAT = ["calibrate", "--from", "vllm-latency",
         str(_OUTPUTS / "vllm_latency_b8_in1024_out128.json")] + _RUN
 _LAT_CONFIG = ["--batch-size", "8", "--input-len", "1024"]
 BAD += [
-    (["calibrate", "--from", "guidellm", str(_OUTPUTS / "guidellm_report.json")], "--model"),
+    # the abridged report records no model (no config.backend): --model it must be
+    (["calibrate", "--from", "guidellm", str(_OUTPUTS / "guidellm_report.json"), "--gpu",
+      "h100"], "records no model"),
+    (["calibrate", "--from", "guidellm", str(_OUTPUTS / "guidellm_report.json")], "--gpu"),
     (["calibrate", "--from", "trtllm"] + _RUN, "--from trtllm"),
     (["calibrate", "--from", "tgi", "x.json"] + _RUN, "--from"),
     (_LAT, "--batch-size"),

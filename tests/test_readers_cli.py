@@ -75,8 +75,9 @@ def test_from_vllm_latency_one_output_token_fits_prefill_only(capsys):
 
 
 def test_the_files_record_the_model():
-    """vLLM's ``model_id`` and trtllm-bench's ``engine.model``; GuideLLM's reports name none
-    for certain; a recorded name that is not a string is refused naming the field."""
+    """vLLM's ``model_id`` and trtllm-bench's ``engine.model``; the abridged GuideLLM report
+    keeps no backend (below: where it does); a recorded name that is not a string is refused
+    naming the field."""
     from rooflinekit.calibrate.readers import recorded_model
     assert recorded_model(SERVE) == "meta-llama/Meta-Llama-3-8B-Instruct"
     assert recorded_model(OUTPUTS / "trtllm_bench_report.json") == \
@@ -85,6 +86,72 @@ def test_the_files_record_the_model():
     assert recorded_model({"model_id": "  "}) is None
     with pytest.raises(ValueError, match="field 'model_id' must be a string"):
         recorded_model({"model_id": 3})
+
+
+def _guidellm_with(backend_of) -> dict:
+    """The GuideLLM fixture with each benchmark's backend as ``backend_of(i, benchmark)`` sets
+    it (GuideLLM 0.4 on: ``config.backend``, the backend's arguments; 0.3:
+    ``worker.backend_model``)."""
+    report = json.loads((OUTPUTS / "guidellm_report.json").read_text(encoding="utf-8"))
+    for i, bench in enumerate(report["benchmarks"]):
+        backend_of(i, bench)
+    return report
+
+
+def _backend(model):
+    def put(i, bench):
+        bench["config"]["backend"] = {"kind": "openai_http", "target": "http://localhost:8000",
+                                      "model": model}
+    return put
+
+
+def test_a_guidellm_report_records_its_backends_model(tmp_path):
+    """GuideLLM 0.4-0.7 write each benchmark's backend arguments as ``config.backend`` (the
+    model ``--model`` gave, empty without it: guidellm ``src/guidellm/backends/backend.py``
+    ``Backend.info`` at ``ee7a774``); 0.3 wrote ``worker.backend_model`` (``"None"`` when
+    unknown: ``src/guidellm/scheduler/worker.py`` at ``v0.3.1``). A report names the model
+    where every benchmark names the same one."""
+    from rooflinekit.calibrate import recorded_model
+    name = "meta-llama/Llama-3.1-8B-Instruct"
+    assert recorded_model(_guidellm_with(_backend(name))) == name
+    assert recorded_model(_guidellm_with(_backend(""))) is None
+    assert recorded_model(_guidellm_with(_backend(None))) is None
+
+    def old(i, bench):
+        bench["worker"] = {"backend_type": "openai_http", "backend_model": name}
+    assert recorded_model(_guidellm_with(old)) == name
+
+    def unknown(i, bench):
+        bench["worker"] = {"backend_type": "openai_http", "backend_model": "None"}
+    assert recorded_model(_guidellm_with(unknown)) is None
+
+    def mixed(i, bench):
+        _backend(name if i else "Qwen/Qwen2.5-7B-Instruct")(i, bench)
+    assert recorded_model(_guidellm_with(mixed)) is None
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(_guidellm_with(_backend(3))), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"benchmarks\.json: field "
+                                         r"'benchmarks\[0\]\.config\.backend\.model' must be"):
+        recorded_model(path)
+    yaml = pytest.importorskip("yaml")
+    path = tmp_path / "benchmarks.yaml"
+    path.write_text(yaml.dump(_guidellm_with(_backend(name))), encoding="utf-8")
+    assert recorded_model(path) == name
+
+
+def test_a_guidellm_report_without_model_fits_the_model_it_records(capsys, tmp_path):
+    """``--from guidellm`` without ``--model``: the report's backend model is the runs'
+    (``Llama-3.1-8B-Instruct`` is the catalogue's Llama-3.1-8B), the same fit as with
+    ``--model llama-3.1-8b``."""
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(_guidellm_with(_backend("meta-llama/Llama-3.1-8B-Instruct"))),
+                    encoding="utf-8")
+    flags = ["--gpu", "h100", "--engine", "vllm 0.10.1", "--fit", "step_overhead", "--json"]
+    assert main(["calibrate", "--from", "guidellm", str(path), *flags]) == 0
+    recorded = json.loads(capsys.readouterr().out)
+    assert main(["calibrate", "--from", "guidellm", str(path), "--model", "llama-3.1-8b",
+                 *flags]) == 0
+    assert json.loads(capsys.readouterr().out)["parameters"] == recorded["parameters"]
 
 
 def test_without_model_the_runs_are_of_the_model_the_files_record(capsys):
@@ -132,8 +199,8 @@ def test_the_gpu_is_never_read_from_a_file(capsys):
     assert "needs --gpu (no benchmark file records the GPU)" in capsys.readouterr().err
     assert main(["calibrate", "--from", "guidellm", str(OUTPUTS / "guidellm_report.json"),
                  "--gpu", "h100"]) == 2
-    assert "--from guidellm needs --model (its files do not record the model)" in \
-        capsys.readouterr().err
+    assert "records no model (vLLM's model_id, trtllm-bench's engine.model, GuideLLM's " \
+        "config.backend.model); give --model" in capsys.readouterr().err
 
 
 def test_one_file_of_appended_runs_fits_as_its_files_do(capsys, tmp_path):

@@ -477,15 +477,19 @@ def recorded_model(result) -> str | None:
 
     ``vllm bench serve --save-result`` writes the served model as ``model_id`` (the Hugging
     Face repo id or the local path ``vllm serve`` was given); ``trtllm-bench --report_json``
-    as ``engine.model``. A file of runs one a line records one where every line records the
-    same (SGLang's ``bench_serving`` lines record none). GuideLLM reports, ``vllm bench
-    latency`` JSON and trtllm-bench's logged text are read as ``None`` (no field of theirs
-    names the model for certain). No format records the GPU.
+    as ``engine.model``; a GuideLLM report as each benchmark's ``config.backend.model`` (the
+    backend's ``--model``, GuideLLM 0.4 on) or ``worker.backend_model`` (0.3). A file of runs
+    one a line, or a report of several benchmarks, records one where every run records the
+    same (SGLang's ``bench_serving`` lines record none; a GuideLLM run without ``--model``
+    records none, or the text ``"None"``). ``vllm bench latency`` JSON and trtllm-bench's
+    logged text are read as ``None`` (no field of theirs names the model for certain). No
+    format records the GPU.
 
     Parameters
     ----------
     result : str, Path or mapping
-        The JSON file, or its parsed content.
+        The JSON file (a GuideLLM report also ``.yaml``/``.yml``, with PyYAML), or its parsed
+        content.
 
     Returns
     -------
@@ -498,21 +502,41 @@ def recorded_model(result) -> str | None:
         A file that is not a JSON object, or a recorded name that is not a string, naming the
         file and the field.
     """
+    if isinstance(result, (str, Path)) and Path(result).suffix.lower() in (".yaml", ".yml"):
+        return _guidellm_model(result)
     names = set()
     for payload, label in _serve_runs(result, "benchmark result"):
-        name = None
-        for field in ("model_id", "engine.model"):
-            value = _get(payload, field, label, "benchmark result", required=False)
-            if value is None:
-                continue
-            if not isinstance(value, str):
-                raise ValueError(f"{label}: field {field!r} must be a string (the served "
-                                 f"model); got {describe(value)[:80]}")
-            if value.strip():
-                name = value.strip()
-                break
-        names.add(name)
+        if isinstance(payload.get("benchmarks"), list):          # a GuideLLM report
+            names.add(_guidellm_model(payload, label))
+            continue
+        names.add(_named(payload, label, ("model_id", "engine.model")))
     # a file of runs a line records a model only where every line records the same one
+    return names.pop() if len(names) == 1 else None
+
+
+def _named(payload: Mapping, label: str, fields, at: str = "") -> str | None:
+    """The first of ``fields`` (dotted) that ``payload`` gives a non-empty name in, stripped;
+    ``None`` where none does (GuideLLM 0.3 writes an unknown model as ``"None"``)."""
+    for field in fields:
+        value = _get(payload, field, label, "benchmark result", required=False)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"{label}: field {at + field!r} must be a string (the served "
+                             f"model); got {describe(value)[:80]}")
+        if value.strip() and value.strip() != "None":
+            return value.strip()
+    return None
+
+
+def _guidellm_model(report, label: str | None = None) -> str | None:
+    """The model every benchmark of a GuideLLM report records (:func:`recorded_model`), or
+    ``None``."""
+    payload, found, benchmarks = _guidellm_benchmarks(report)
+    label = label or found
+    names = {_named(bench, label, ("config.backend.model", "worker.backend_model"),
+                    at=f"{where}.")
+             for where, bench, _ in benchmarks}
     return names.pop() if len(names) == 1 else None
 
 

@@ -71,7 +71,7 @@ FORMATS = {
 }
 #: The formats whose files record the served model (``recorded_model``): without --model the
 #: runs are of it (--vllm-result files too).
-_MODEL_RECORDED = ("measurements", "vllm-serve", "trtllm")
+_MODEL_RECORDED = ("measurements", "vllm-serve", "guidellm", "trtllm")
 #: Name parts that mark a quantised release (``Llama-3.1-70B-Instruct-FP8``, ``-FP8-dynamic``):
 #: the release is its base model in the format --dtype gives.
 _FORMAT_SUFFIXES = frozenset(("fp8", "fp4", "nvfp4", "mxfp4", "int8", "int4", "w8a8", "w4a16",
@@ -90,14 +90,15 @@ def add_arguments(parser) -> None:
                         help="what the FILEs are: " + "; ".join(
                             f"{name}: {what}" for name, what in FORMATS.items())
                         + ". Every format but measurements needs --gpu, and --model but "
-                          "where its files record the model (vllm-serve, trtllm)")
+                          "where its files record the model (vllm-serve, guidellm, trtllm)")
     parser.add_argument("--vllm-result", action="append", default=[], metavar="JSON",
                         help="a `vllm bench serve --save-result` JSON (repeatable), or a file of "
                              "runs one a line (--append-result; `sglang.bench_serving "
                              "--output-file` JSONL); needs --gpu (the model: --model, else "
                              "the file's model_id)")
     add_flag(parser, "--model", help="model of the runs read with --vllm-result or --from "
-             "(catalogue name; default: the one vllm-serve and trtllm files record)")
+             "(catalogue name; default: the one vllm-serve, guidellm and trtllm files "
+             "record)")
     add_flag(parser, "--gpu", help="GPU of those runs (catalogue name)")
     add_flag(parser, "--tensor-parallel-size",
              help="tensor-parallel degree of those runs (1; trtllm reports say their own)")
@@ -215,11 +216,12 @@ def _check(args) -> None:
 
 def _recorded(args) -> None:
     """Without --model, the model the run files record (``recorded_model``: vLLM's
-    ``model_id``, trtllm-bench's ``engine.model``), as ``args.model``: a catalogue model by
-    that name or by its last path part (``/models/meta-llama/Llama-3.1-8B-Instruct`` is
-    ``Llama-3.1-8B-Instruct``), or the ``config.json`` it names; ``args.recorded_shape`` holds
-    a model read from a config. ``ValueError`` where a file records none, the files disagree,
-    or the name is none of these."""
+    ``model_id``, trtllm-bench's ``engine.model``, GuideLLM's ``config.backend.model``), as
+    ``args.model``: a catalogue model by that name or by its last path part
+    (``/models/meta-llama/Llama-3.1-8B-Instruct`` is ``Llama-3.1-8B-Instruct``), or the
+    ``config.json`` it names; ``args.recorded_shape`` holds a model read from a config.
+    ``ValueError`` where a file records none, the files disagree, or the name is none of
+    these."""
     args.recorded_shape = None
     if args.model:
         return
@@ -238,7 +240,7 @@ def _recorded(args) -> None:
     missing = [p for p, name in names.items() if name is None]
     if missing:
         raise ValueError(f"{missing[0]} records no model (vLLM's model_id, trtllm-bench's "
-                         f"engine.model); give --model")
+                         f"engine.model, GuideLLM's config.backend.model); give --model")
     if len(set(names.values())) > 1:
         shown = ", ".join(f"{p}: {n!r}" for p, n in names.items())
         raise ValueError(f"the files record different models ({shown}); give --model")
