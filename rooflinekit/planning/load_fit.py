@@ -143,7 +143,10 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     projection), and where it is the only knob, one simulation fits it. One knob besides it is
     searched on :data:`ONE_KNOB_GRID` over its whole range, on :data:`CELL_POINTS` points over
     the best cell, then by Brent's method around the best of those, so that the fit does not
-    depend on where the profile starts it; more knobs each in
+    depend on where the profile starts it. A closed loop's mean TTFT jumps as the knob shifts
+    its waits against the steps, so the whole cost has narrow dips Brent's method may step
+    over; the fine grid and Brent's method also run on the TPOT residuals alone, smooth in a
+    decode knob, and the better of the two by the whole cost is kept. More knobs each in
     turn on that grid (the others held), then by bounded least squares from there.
 
     References
@@ -239,9 +242,14 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
             got[:, 0] = got[:, 0] + values[front]
         return got, values
 
+    solved = {}
+
     def residuals(x):
-        r = (solve(x)[0] - measured) / measured
-        return np.where(np.isfinite(r), r, 10.0).ravel()
+        key = tuple(np.asarray(x, dtype=float).ravel())
+        if key not in solved:             # a knob value simulated once, whichever cost asks
+            r = (solve(x)[0] - measured) / measured
+            solved[key] = np.where(np.isfinite(r), r, 10.0)
+        return solved[key].ravel()
 
     x0 = np.clip(np.array(start) * scale, lower, upper)[searched]
     if len(searched) == 1:
@@ -252,18 +260,27 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         from scipy.optimize import minimize_scalar
         lo, hi = lower[searched][0], upper[searched][0]
 
-        def cost(g):
-            return float(np.sum(residuals(np.array([g])) ** 2))
+        def cost(g, columns=slice(None)):
+            return float(np.sum(residuals(np.array([g])).reshape(-1, 2)[:, columns] ** 2))
+
+        def tpot_cost(g):
+            return cost(g, 1)
         grid = lo + (hi - lo) * np.array(ONE_KNOB_GRID)
         costs = [cost(g) for g in grid]
         k = int(np.argmin(costs))
         fine = np.linspace(grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)], CELL_POINTS)
-        fine_costs = [cost(g) for g in fine]
-        j = int(np.argmin(fine_costs))
-        cell = (fine[max(j - 1, 0)], fine[min(j + 1, len(fine) - 1)])
-        best = minimize_scalar(cost, bounds=cell, method="bounded",
-                               options={"xatol": (hi - lo) * 1e-4, "maxiter": 30})
-        x0 = np.array([best.x if best.fun <= fine_costs[j] else fine[j]])
+        candidates = []
+        # the whole cost, and the TPOT's alone: a closed loop's mean TTFT jumps as the
+        # knob shifts its waits against the steps, so the whole cost has narrow dips Brent's
+        # method may step over where the TPOT's is smooth; the better by the whole cost wins
+        for which in (cost, tpot_cost):
+            fine_costs = [which(g) for g in fine]
+            j = int(np.argmin(fine_costs))
+            cell = (fine[max(j - 1, 0)], fine[min(j + 1, len(fine) - 1)])
+            best = minimize_scalar(which, bounds=cell, method="bounded",
+                                   options={"xatol": (hi - lo) * 1e-4, "maxiter": 30})
+            candidates += [best.x, fine[j]]
+        x0 = np.array([min(candidates, key=cost)])
     elif searched:
         # several: each knob in turn on its grid (the others held) puts the start in the right
         # cell whatever the profile's values (a knob at its bound, 0, gives a gradient step
