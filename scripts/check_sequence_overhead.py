@@ -30,13 +30,14 @@ Then the fit is repeated without each source and scored on it (mean absolute per
 of its TPOT); the interval is the 5th-95th percentile of the fit over the sources resampled
 with replacement (:data:`N_RESAMPLES`, seed 0).
 
-What it found (2026-12-06, ShareGPT lengths from the recorded sample): two sources qualify,
+What it found (2026-12-07, ShareGPT lengths from the recorded sample): two sources qualify,
 dennislee22's A100 burst sweep (vLLM 0.10.1.1, 10-200 prompts at once) and GPUStack's H100
-closed loop (vLLM 0.11.0, 1-8 clients). Fitted on both, 45 µs a sequence (90 % over sources
-0-45 µs) takes dennislee22's TPOT error from 10.4 to 2.6 % and GPUStack's from 5.6 to 7.0 %.
+closed loop (vLLM 0.11.0, 1-8 clients). Fitted on both, 40 µs a sequence (90 % over sources
+0-45 µs) takes dennislee22's TPOT error from 10.3 to 3.1 % and GPUStack's from 5.8 to 7.0 %.
 Held out it does not transfer: fitted on GPUStack's alone it is 0 µs (dennislee22 stays at
-10.4 %), fitted on dennislee22's alone 45 µs (GPUStack goes to 7.0 %). GPUStack runs at most eight sequences, too few to see a time per
-sequence, so no second source measures it; the profiles do not carry it (docs/validation.md).
+10.3 %), fitted on dennislee22's alone 45 µs (GPUStack goes to 7.2 %). GPUStack runs at most
+eight sequences, too few to see a time per sequence, so no second source measures it; the
+profiles do not carry it (docs/validation.md).
 """
 
 from __future__ import annotations

@@ -45,8 +45,9 @@ one axis. A query beyond a table's last point takes that point's latency scaled 
 the size (a GEMM's m and n, attention's batch and context: time proportional to the work
 there). Where several kernels were measured for one point (vLLM's FlashAttention 3 and 4, say)
 the fastest is taken, as the engines' autotuning picks. Each weight GEMM and each decode
-attention is then floored at the bytes it reads at the rate its own table streams operands
-larger than any L2 (:class:`Streamed`), a rate never above the GPU's datasheet bandwidth
+attention is then floored at its table's shortest latency (the kernel's launch and ramp) plus
+the bytes it reads at the rate its own table streams operands larger than any L2
+(:class:`Streamed`), a rate never above the GPU's datasheet bandwidth
 (TensorRT-LLM 1.0's A100 attention table streams 1.3 times it): the tables time a kernel again
 and again on one operand, which a GPU with a large L2 serves from the cache (the L40S's bf16
 GEMMs read 4-60 MB of weights at up to 2.9 times its GDDR6's bandwidth), where a served step
@@ -561,6 +562,8 @@ class LogGridTable:
         from scipy.interpolate import RegularGridInterpolator
         best = frame.groupby(list(axes))["latency"].min()
         self.axes = tuple(axes)
+        #: The shortest latency measured [s]: the kernel's launch and ramp at its least work.
+        self.shortest = float(best.min()) * MS
         self.exponents = np.asarray(exponents, dtype=float)
         self.points = [np.array(sorted(best.index.get_level_values(a).unique()), dtype=float)
                        for a in axes]
@@ -594,8 +597,8 @@ class LogGridTable:
 
 
 class Streamed:
-    """A kernel's latency [s] in a served step: its table's, floored at the bytes it reads
-    from device memory at the rate the same table streams them.
+    """A kernel's latency [s] in a served step: its table's, floored at its fixed time plus
+    the bytes it reads from device memory at the rate the same table streams them.
 
     The tables time each kernel again and again on the same operands, so weights or a KV cache
     that fit in the GPU's L2 cache are read from the cache after the first run. The L40S's bf16
@@ -604,8 +607,13 @@ class Streamed:
     128 MB of L2) at up to 3,017 and 2,462 GB/s against 1,597. A served step reads every
     layer's weights and KV cache once, and a model is many times the L2, so each kernel reads
     them from device memory: at no more than the rate the table shows for operands larger
-    than any L2 (:func:`streaming_bandwidth`). On the HBM GPUs the floor rarely binds (their
-    small operands run below the streaming rate).
+    than any L2 (:func:`streaming_bandwidth`), after the launch and ramp every kernel pays
+    (``fixed``, the table's shortest latency: 1.5-2.5 us for a bf16 GEMM, 3.2-5.5 us for an
+    FP8 one under vLLM and SGLang, 10-12 us under TensorRT-LLM, 3.8-14 us for a decode
+    attention). The table's own points past the L2 hold both; a floor of the bytes alone
+    dropped the fixed time of every kernel whose operands fit in the cache, most of the
+    L40S's and RTX PRO 6000's layers. On the HBM GPUs the floor binds less often (their small
+    operands run below the streaming rate).
 
     Parameters
     ----------
@@ -615,16 +623,19 @@ class Streamed:
         Bytes the kernel reads from device memory at the table's sizes (one per axis).
     bandwidth : float
         The table's streaming rate [B/s].
+    fixed : float
+        The kernel's time at no bytes [s], >= 0 (default 0).
     """
 
-    def __init__(self, table: "LogGridTable", read_bytes, bandwidth: float):
+    def __init__(self, table: "LogGridTable", read_bytes, bandwidth: float, fixed: float = 0.0):
         self.table = table
         self.read_bytes = read_bytes
         self.bandwidth = float(bandwidth)
+        self.fixed = float(fixed)
 
     def __call__(self, *sizes: float) -> float:
         """Latency [s] at ``sizes`` (one per axis of the table)."""
-        return max(self.table(*sizes), self.read_bytes(*sizes) / self.bandwidth)
+        return max(self.table(*sizes), self.fixed + self.read_bytes(*sizes) / self.bandwidth)
 
 
 def streaming_bandwidth(frame, axes: Sequence[str], read_bytes, where=None) -> float:
@@ -651,30 +662,34 @@ def streaming_bandwidth(frame, axes: Sequence[str], read_bytes, where=None) -> f
 
 
 def _gemm(rows, dtype: str, pins: float = math.inf) -> Streamed:
-    """The GEMM table of one format, floored at its weights' streaming (:class:`Streamed`),
-    at most ``pins`` [B/s] (the GPU's datasheet bandwidth: no kernel reads faster)."""
+    """The GEMM table of one format, floored at its fixed time and its weights' streaming
+    (:class:`Streamed`), at most ``pins`` [B/s] (the GPU's datasheet bandwidth: no kernel
+    reads faster)."""
     axes = ("m", "n", "k")
     weights = GEMM_BYTES[dtype]
 
     def read(m, n, k):
         return n * k * weights
     rate = streaming_bandwidth(rows, axes, read, where=lambda m, n, k: m <= STREAMING_ROWS)
-    return Streamed(LogGridTable(rows, axes, (1.0, 1.0, 1.0)), read, min(rate, pins))
+    table = LogGridTable(rows, axes, (1.0, 1.0, 1.0))
+    return Streamed(table, read, min(rate, pins), fixed=table.shortest)
 
 
 def _generation_attention(rows, kv_heads: int, pins: float = math.inf) -> Streamed:
-    """The decode attention table of one head pair, floored at its KV cache's streaming
-    (:class:`Streamed`): ``batch × context`` tokens of K and V, ``kv_heads`` heads of 128
-    elements each in :data:`KV_CACHE_DTYPE` (2 bytes); the rate at most ``pins`` [B/s], the
-    GPU's datasheet bandwidth (TensorRT-LLM 1.0's A100 table streams 2,639 GB/s of such a KV
-    cache, 1.3 times the A100's 2,039: no bf16 cache is read from its memory that fast)."""
+    """The decode attention table of one head pair, floored at its fixed time and its KV
+    cache's streaming (:class:`Streamed`): ``batch × context`` tokens of K and V, ``kv_heads``
+    heads of 128 elements each in :data:`KV_CACHE_DTYPE` (2 bytes); the rate at most ``pins``
+    [B/s], the GPU's datasheet bandwidth (TensorRT-LLM 1.0's A100 table streams 2,639 GB/s of
+    such a KV cache, 1.3 times the A100's 2,039: no bf16 cache is read from its memory that
+    fast)."""
     axes = ("batch_size", "step")
     per_token = 2 * kv_heads * 128 * 2.0
 
     def read(batch, tokens):
         return batch * tokens * per_token
     rate = streaming_bandwidth(rows, axes, read)
-    return Streamed(LogGridTable(rows, axes, (1.0, 1.0)), read, min(rate, pins))
+    table = LogGridTable(rows, axes, (1.0, 1.0))
+    return Streamed(table, read, min(rate, pins), fixed=table.shortest)
 
 
 def _read(path: Path):

@@ -539,6 +539,29 @@ def test_a_kernel_is_floored_at_its_bytes_read_at_the_streaming_rate():
     assert attention(8, 1024) == pytest.approx(8 * 1024 * 4096.0 / 2e12, rel=1e-15)
 
 
+
+def test_a_kernel_from_device_memory_pays_its_fixed_time_first():
+    """The floor is the kernel's fixed time (its table's shortest latency) plus its bytes at
+    the streaming rate: a warm-L2 table time of 10 us for 33.6 MB at 1 TB/s with 2 us fixed
+    is 2 + 33.6 = 35.6 us; a time above the floor stands."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("scipy")
+    script = _script()
+    gemm = script.Streamed(lambda m, n, k: 10e-6, lambda m, n, k: n * k * 2.0, 1e12,
+                           fixed=2e-6)
+    assert gemm(1, 4096, 4096) == pytest.approx(2e-6 + 4096 * 4096 * 2.0 / 1e12, rel=1e-15)
+    assert gemm(1, 128, 128) == 10e-6
+    # the tables' fixed time: the fastest point's latency (the fastest kernel there)
+    rows = pd.DataFrame({"m": [1, 1, 1, 4, 4, 4, 16, 16, 16], "n": [128, 128, 256] * 3,
+                         "k": [128, 256, 256] * 3,
+                         "latency": [0.003, 0.004, 0.005, 0.003, 0.004, 0.006, 0.004, 0.005,
+                                     0.007]})
+    rows = pd.concat([rows, pd.DataFrame({"m": [1], "n": [128], "k": [128],
+                                          "latency": [0.0025]})])
+    table = script.LogGridTable(rows, ("m", "n", "k"), (1.0, 1.0, 1.0))
+    assert table.shortest == pytest.approx(2.5e-6, rel=1e-12)
+
+
 def test_the_streaming_rate_is_read_from_operands_larger_than_any_l2():
     """The median bytes / latency over the points reading at least STREAMING_BYTES (a GEMM's
     of at most STREAMING_ROWS rows), the fastest kernel per point; the L2-sized points, faster

@@ -30,10 +30,10 @@ _ALLREDUCE_FLAGS = {True: "collective", False: "guide"}
 #: that its attention GEMMs (qkv and o) take, its MLP's two the rest: a mixture-of-experts
 #: layer pays only this share, its MLP being the expert block, whose fixed time
 #: ``moe_layer_overhead`` holds, read from the MoE tables' own rows. The median over the 24
-#: newest kernel tables with FP8 GEMMs (three engines, eight GPUs; 0.24-0.72 by table) of
+#: newest kernel tables with FP8 GEMMs (three engines, eight GPUs; 0.24-0.58 by table) of
 #: the qkv and o GEMMs' FP8 fixed time beyond bf16 over the four GEMMs'
 #: (``attention_low_precision_share`` in ``scripts/engine_profiles.py``).
-ATTENTION_LOW_PRECISION_SHARE = 0.44
+ATTENTION_LOW_PRECISION_SHARE = 0.43
 
 #: What a result of the ideal engine says of itself (``attrs["model_quality"]``).
 IDEAL_LABEL = ("ideal (best case): roofline at full compute and bandwidth efficiency, "
