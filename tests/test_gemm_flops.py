@@ -11,7 +11,6 @@ values below are written by hand from those definitions.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
