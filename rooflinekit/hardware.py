@@ -136,9 +136,9 @@ class GPU:
     Notes
     -----
     ``memory_bytes``, ``visible_memory_bytes``, ``hbm_bandwidth``, ``streaming_bandwidth``,
-    ``peak_flops``, ``gemm_flops``, ``hourly_price`` and ``board_power`` are totals over ``n_gpus``. :meth:`group` scales them
-    with the degree, as the guide's simple TP model does (§5); the communication it ignores is
-    in :mod:`rooflinekit.parallel`.
+    ``peak_flops``, ``gemm_flops``, ``hourly_price`` and ``board_power`` are totals over
+    ``n_gpus``. :meth:`group` scales them with the degree, as the guide's simple TP model does
+    (§5); the communication it ignores is in :mod:`rooflinekit.parallel`.
 
     References
     ----------
@@ -246,8 +246,8 @@ class GPU:
     def group(self, tp: int) -> "GPU":
         """The tensor-parallel group of ``tp`` of these GPUs (guide §5's simple model).
 
-        Memory, bandwidths, FLOP/s (measured ones too), hourly price and board power scale with ``tp``; the per-GPU
-        interconnect does not. ``tp = 1`` returns ``self``.
+        Memory, bandwidths, FLOP/s (measured ones too), hourly price and board power scale with
+        ``tp``; the per-GPU interconnect does not. ``tp = 1`` returns ``self``.
         """
         whole_number("tp", tp, lo=1)
         if tp == 1:
