@@ -757,6 +757,12 @@ def top_gemm_share() -> float:
     return max(g.gemm_flops / g.peak_flops for g in gpus if g.gemm_flops is not None)
 
 
+def gemm_scale(gpu) -> float | None:
+    """What the fits scale ``gpu``'s dense peaks by: its measured GEMM share over
+    :func:`top_gemm_share`; ``None`` where unmeasured."""
+    return None if gpu.gemm_flops is None else gpu.gemm_flops / gpu.peak_flops / top_gemm_share()
+
+
 def fit_gpu(name: str):
     """The catalogue GPU ``name`` as the kernel fits see it: its HBM bandwidth replaced by
     its measured ``streaming_bandwidth``, and every format's dense peak scaled by its measured
@@ -771,8 +777,8 @@ def fit_gpu(name: str):
     gpu = catalog.gpu(name)
     if gpu.streaming_bandwidth is not None:
         gpu = dataclasses.replace(gpu, hbm_bandwidth=gpu.streaming_bandwidth)
-    if gpu.gemm_flops is not None:
-        scale = gpu.gemm_flops / gpu.peak_flops / top_gemm_share()
+    scale = gemm_scale(gpu)
+    if scale is not None:
         gpu = dataclasses.replace(
             gpu, peak_flops=gpu.peak_flops * scale,
             peak_flops_by_dtype={k: v * scale for k, v in gpu.peak_flops_by_dtype.items()})
@@ -808,8 +814,7 @@ def to_datasheet(knobs: dict, name: str) -> dict:
         shares.append(("bandwidth_efficiency", BANDWIDTH_KNOBS,
                        gpu.streaming_bandwidth / gpu.hbm_bandwidth))
     if gpu.gemm_flops is not None:
-        shares.append(("compute_efficiency", COMPUTE_KNOBS,
-                       gpu.gemm_flops / gpu.peak_flops / top_gemm_share()))
+        shares.append(("compute_efficiency", COMPUTE_KNOBS, gemm_scale(gpu)))
     if not shares:
         return knobs
     out = {"prefill": dict(knobs["prefill"]), "decode": dict(knobs["decode"]),

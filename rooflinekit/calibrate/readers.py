@@ -532,7 +532,7 @@ def _named(payload: Mapping, label: str, fields, at: str = "") -> str | None:
 def _guidellm_model(report, label: str | None = None) -> str | None:
     """The model every benchmark of a GuideLLM report records (:func:`recorded_model`), or
     ``None``."""
-    payload, found, benchmarks = _guidellm_benchmarks(report)
+    _, found, benchmarks = _guidellm_benchmarks(report)
     label = label or found
     names = {_named(bench, label, ("config.backend.model", "worker.backend_model"),
                     at=f"{where}.")
