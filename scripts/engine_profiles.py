@@ -204,6 +204,7 @@ import numpy as np
 from rooflinekit import IDEAL, catalog, parallel
 from rooflinekit.calibrate import calibrate, cross_validate, measurements_from_records
 from rooflinekit.profiles import HostScheduling
+from rooflinekit.roofline import SHARE_KNOBS
 
 #: The aiconfigurator-core release whose tables are read.
 AIC_VERSION = "0.12.0"
@@ -791,18 +792,11 @@ def fit_gpus(rows) -> dict:
     return {name: fit_gpu(name) for name in sorted({r["gpu"] for r in rows})}
 
 
-#: The knobs that are shares of the memory bandwidth (:func:`to_datasheet` rescales them).
-BANDWIDTH_KNOBS = ("bandwidth_efficiency", "kv_bandwidth_efficiency",
-                   "low_precision_bandwidth_efficiency", "fp4_bandwidth_efficiency")
-#: The knobs that are shares of the dense peak (:func:`to_datasheet` rescales them).
-COMPUTE_KNOBS = ("compute_efficiency", "low_precision_compute_efficiency",
-                 "fp4_compute_efficiency", "attention_compute_efficiency")
-
-
 def to_datasheet(knobs: dict, name: str) -> dict:
     """``knobs`` (:meth:`ProfileFit.knobs`, fitted on :func:`fit_gpu`) as shares of GPU
-    ``name``'s datasheet figures: every :data:`BANDWIDTH_KNOBS` value and interval times
-    ``streaming_bandwidth / hbm_bandwidth``, every :data:`COMPUTE_KNOBS` one times
+    ``name``'s datasheet figures: every bandwidth share of
+    :data:`rooflinekit.roofline.SHARE_KNOBS`, value and interval, times
+    ``streaming_bandwidth / hbm_bandwidth``, every compute share times
     ``gemm_flops / peak_flops`` over :func:`top_gemm_share`, where the catalogue gives them
     (:func:`fit_gpu`'s scales); a phase without
     ``bandwidth_efficiency`` or ``compute_efficiency`` (1: all the memory or clock reaches)
@@ -811,10 +805,11 @@ def to_datasheet(knobs: dict, name: str) -> dict:
     gpu = catalog.gpu(name)
     shares = []
     if gpu.streaming_bandwidth is not None:
-        shares.append(("bandwidth_efficiency", BANDWIDTH_KNOBS,
+        shares.append(("bandwidth_efficiency", SHARE_KNOBS["bandwidth_efficiency"],
                        gpu.streaming_bandwidth / gpu.hbm_bandwidth))
     if gpu.gemm_flops is not None:
-        shares.append(("compute_efficiency", COMPUTE_KNOBS, gemm_scale(gpu)))
+        shares.append(("compute_efficiency", SHARE_KNOBS["compute_efficiency"],
+                       gemm_scale(gpu)))
     if not shares:
         return knobs
     out = {"prefill": dict(knobs["prefill"]), "decode": dict(knobs["decode"]),

@@ -26,7 +26,7 @@ from rooflinekit import catalog
 from rooflinekit._validation import check_one_of, read_toml_file
 from rooflinekit.hardware import GPU
 from rooflinekit.profiles.calibration import PHASES, Calibration
-from rooflinekit.roofline import ALLREDUCE_MODELS, IDEAL, Engine
+from rooflinekit.roofline import ALLREDUCE_MODELS, IDEAL, SHARE_KNOBS, Engine
 
 __all__ = ["ENGINE_NAMES", "DEFAULT_ENGINE", "ENGINE_CHOICES", "ProfileKey", "ENGINE_PROFILES",
            "HostScheduling", "engine_profile", "host_scheduling", "is_engine_name",
@@ -602,17 +602,6 @@ def _gemm_share(gpu: GPU) -> float | None:
     return None if gpu.gemm_flops is None else gpu.gemm_flops / gpu.peak_flops
 
 
-#: The knobs that are shares of the memory bandwidth and of the dense peak (:func:`borrowed`
-#: carries them by the GPUs' streaming and GEMM shares), each with the knob an absent value
-#: of theirs means all of (1).
-_CARRIED_KNOBS = {
-    "bandwidth_efficiency": ("bandwidth_efficiency", "kv_bandwidth_efficiency",
-                             "low_precision_bandwidth_efficiency", "fp4_bandwidth_efficiency"),
-    "compute_efficiency": ("compute_efficiency", "low_precision_compute_efficiency",
-                           "fp4_compute_efficiency", "attention_compute_efficiency"),
-}
-
-
 def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
     """``source``'s profile carried to ``target``: ``gemm_half_tokens`` scaled by their ridge
     points, the bandwidth efficiencies by their measured streaming shares and the compute
@@ -687,7 +676,7 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
             knobs["gemm_half_tokens"] = knobs["gemm_half_tokens"] * ratio
         for whole, carry in carried.items():
             knobs.setdefault(whole, 1.0)              # absent: all the memory or clock reaches
-            for name in _CARRIED_KNOBS[whole]:
+            for name in SHARE_KNOBS[whole]:
                 if knobs.get(name) is not None:
                     knobs[name] = min(1.0, knobs[name] * carry)
         if other_link:
@@ -699,7 +688,7 @@ def borrowed(calibration: Calibration, source: GPU, target: GPU) -> Calibration:
             low, high = knobs["gemm_half_tokens"]
             knobs["gemm_half_tokens"] = (low * ratio, high * ratio)
         for whole, carry in carried.items():
-            for name in _CARRIED_KNOBS[whole]:
+            for name in SHARE_KNOBS[whole]:
                 if name in knobs:
                     low, high = knobs[name]
                     knobs[name] = (min(1.0, low * carry), min(1.0, high * carry))

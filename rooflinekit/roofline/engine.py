@@ -43,6 +43,18 @@ IDEAL_LABEL = ("ideal (best case): roofline at full compute and bandwidth effici
 #: continuous batcher runs (prompt chunks beside decodes).
 PHASES = ("prefill", "decode", "step")
 
+#: The knobs that are shares of a GPU's memory bandwidth and of its dense peak, under the
+#: knob whose absence means all of that whole (1). They are the ones that move from one GPU
+#: to another by the GPUs' measured streaming and GEMM shares
+#: (:func:`rooflinekit.profiles.borrowed`), and that the profile script writes back as
+#: shares of the datasheet figures (``scripts/engine_profiles.py``, ``to_datasheet``).
+SHARE_KNOBS = {
+    "bandwidth_efficiency": ("bandwidth_efficiency", "kv_bandwidth_efficiency",
+                             "low_precision_bandwidth_efficiency", "fp4_bandwidth_efficiency"),
+    "compute_efficiency": ("compute_efficiency", "low_precision_compute_efficiency",
+                           "fp4_compute_efficiency", "attention_compute_efficiency"),
+}
+
 
 def _efficiency(name, value):
     check_range(name, value, lo=0, hi=1, lo_open=True)
