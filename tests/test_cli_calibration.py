@@ -118,6 +118,44 @@ def test_calibration_flag_checked(capsys, tmp_path):
     assert code != 0 and "missing.json" in err
 
 
+@pytest.mark.parametrize("command", [
+    ("capacity", "llama-3.1-8b", "h100", "--batch-size", "16", "--json"),
+    ("layouts", "llama-3.1-8b", "h100", "--num-gpus", "2", "--json"),
+    ("sweep", "--models", "llama-3.1-8b", "--gpus", "h100", "--json"),
+    ("simulate", "--workload", "constant", "--requests", "8", "--model", "llama-3.1-8b",
+     "--gpu", "h100", "--json"),
+    ("curve", "llama-3.1-8b", "--gpu", "h100", "--rates", "1", "--prompt-mean", "500",
+     "--output-mean", "50", "--replicates", "1", "--requests", "20", "--json"),
+    ("plan", "llama-3.1-8b", "--gpus", "h100", "--rate", "1", "--prompt-mean", "500",
+     "--output-mean", "50", "--ttft", "1", "--replicates", "1", "--requests", "30", "--json"),
+    ("disaggregated", "llama-3.1-8b", "--gpu", "h100", "--splits", "1P1D", "--rate", "1",
+     "--prompt-mean", "500", "--output-mean", "50", "--ttft", "1", "--replicates", "1",
+     "--requests", "30", "--json"),
+])
+def test_calibration_flag_is_the_engine_file(capsys, command):
+    # the issue's `plan --calibration FILE`: the same answer as --engine FILE on every command
+    # that times steps, labelled by the calibration
+    code, by_flag, err = run(capsys, *command, "--calibration", str(CAL_FILE))
+    assert code == 0, err
+    code, by_engine, err = run(capsys, *command, "--engine", str(CAL_FILE))
+    assert code == 0, err
+    assert by_flag == by_engine and CAL.label in by_flag
+
+
+def test_calibration_flag_refusals(capsys, tmp_path):
+    base = ("capacity", "llama-3.1-8b", "h100")
+    code, _, err = run(capsys, *base, "--calibration", str(CAL_FILE), "--engine", "vllm")
+    assert code == 2 and "--calibration and --engine" in err
+    fields = tmp_path / "engine.json"
+    fields.write_text(json.dumps({"compute_efficiency": 0.5}))
+    code, _, err = run(capsys, *base, "--calibration", str(fields))
+    assert code == 2 and "not a calibration" in err and "--engine FILE" in err
+    code, _, err = run(capsys, *base, "--calibration", str(tmp_path / "missing.json"))
+    assert code == 2 and "--calibration" in err and "missing.json does not exist" in err
+    code, _, err = run(capsys, "simulate", "--calibration", str(CAL_FILE))
+    assert code == 2 and "--calibration applies with --model" in err
+
+
 def test_calibrate_command_fits_engine_knobs_and_sets(tmp_path, capsys):
     from rooflinekit.calibrate import load_calibration
     from rooflinekit.cli.main import main as cli_main

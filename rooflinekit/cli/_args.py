@@ -18,7 +18,7 @@ from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
 __all__ = ["COMMAND_API", "FLAGS", "MAX_BLOCK_SIZE", "MAX_INT", "MAX_PREFIX_GROUPS", "PREFIX_FLAGS", "add_flag", "add_long_context_flag", "check_trained_context", "add_output_flags", "latency", "LONGEST_BARE_TARGET",
-           "apply_dtypes", "engine_from_args", "scheduled_engine", "answer_scheduler", "load_engine", "examples", "fraction", "mixed_prefill", "int_list", "name_list", "nonnegative_float",
+           "apply_dtypes", "apply_calibration", "engine_from_args", "scheduled_engine", "answer_scheduler", "load_engine", "examples", "fraction", "mixed_prefill", "int_list", "name_list", "nonnegative_float",
            "nonnegative_int", "number", "positive_float", "positive_int", "shared_prefix",
            "SPECULATIVE_FLAGS", "speculative_draft", "whole_number"]
 
@@ -190,6 +190,10 @@ FLAGS = {
                          "engine JSON of rooflinekit.Engine fields such as "
                          "{\"compute_efficiency\": 0.6, \"step_overhead\": 0.004} (default: "
                          "vllm)"},
+    "--calibration": {"metavar": "FILE",
+                      "help": "a calibration JSON from `rooflinekit calibrate` (fitted to your "
+                              "own runs): it times every step, as --engine FILE does; not "
+                              "with --engine"},
     "--max-num-batched-tokens": {"type": positive_int, "metavar": "TOKENS",
                                  "help": "tokens per engine step, chunked prefill (vLLM's name)"},
     "--block-size": {"type": whole_number(1, MAX_BLOCK_SIZE), "default": 16, "metavar": "TOKENS",
@@ -363,6 +367,8 @@ def load_engine(path):
     from rooflinekit._validation import MAX_CONFIG_BYTES, parse_json, read_regular_file
 
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"engine file {path} does not exist")
     data = parse_json(read_regular_file(path, "engine file", MAX_CONFIG_BYTES),
                       f"engine file {path}")
     if not isinstance(data, dict):
@@ -374,6 +380,25 @@ def load_engine(path):
         return roofline.Engine.from_dict(data)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"engine file {path}: {exc}") from None
+
+
+def apply_calibration(args) -> None:
+    """``--calibration FILE`` as the command's ``--engine FILE``, checked before any work: a
+    ``ValueError`` beside ``--engine`` (both would say what times the steps) or where the file
+    holds an engine of :class:`rooflinekit.Engine` fields, not a calibration."""
+    path = getattr(args, "calibration", None)
+    if path is None:
+        return
+    if getattr(args, "engine", None) is not None:
+        raise ValueError("--calibration and --engine both say what times the steps: give one")
+    try:
+        engine = load_engine(path)
+    except (OSError, ValueError, TypeError) as exc:
+        raise type(exc)(f"--calibration: {exc}") from None
+    if not hasattr(engine, "base"):
+        raise ValueError(f"--calibration {path}: the file holds rooflinekit.Engine fields, not a "
+                         f"calibration from `rooflinekit calibrate`; give it as --engine FILE")
+    args.engine = str(path)
 
 
 def engine_from_args(args, gpu=None):

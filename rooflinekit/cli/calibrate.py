@@ -157,7 +157,7 @@ def add_arguments(parser) -> None:
                              "frontend_latency) to their mean TTFT and TPOT")
     add_output_flags(parser, output_help=(
         "also write the result to FILE, the format from its extension: .json (the calibration "
-        "file `rooflinekit plan --engine` reads), .nc or .zarr (the parameters Dataset), "
+        "file `rooflinekit plan --calibration` reads), .nc or .zarr (the parameters Dataset), "
         ".csv or .parquet (the parameters table)"))
 
 

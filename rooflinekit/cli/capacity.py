@@ -45,7 +45,7 @@ EPILOG = examples(NAME, "llama-3.1-70b h100 --tp 4 --max-model-len 8192 --batch-
                   "--mamba-ssm-cache-dtype bf16",
                   "llama-3.1-70b h100 --tp 4 --engine sglang",
                   "llama-3.1-70b guide-lab-80GB --tp 8 --workspace-fraction 0.1",
-                  "llama-3.1-8b h100 --engine h100_vllm.json",
+                  "llama-3.1-8b h100 --calibration h100_vllm.json",
                   "llama-3.1-70b h100 --tp 8 --speculative-draft llama-3.1-8b "
                   "--num-speculative-tokens 4 --acceptance 0.8",
                   "llama-3.1-8b h100 --max-model-len 4096 --prefix-tokens 2048 "
@@ -116,6 +116,7 @@ def add_arguments(parser) -> None:
                         help="USD per GPU-hour (default: catalogue)")
     add_flag(parser, "--allreduce")
     add_flag(parser, "--engine")
+    add_flag(parser, "--calibration")
     for flag in SPECULATIVE_FLAGS:
         add_flag(parser, flag)
     for flag in PREFIX_FLAGS:

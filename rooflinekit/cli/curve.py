@@ -65,7 +65,7 @@ FLAGS = tuple(
      text.replace("(20)", "(5)").replace("(1000)", "(500)"))
     for flag, kind, default, text in TRAFFIC_FLAGS
     if flag in ("--prompt-mean", "--output-mean", "--spread", "--lengths", "--burstiness",
-                "--replicates", "--requests", "--seed", "--engine"))
+                "--replicates", "--requests", "--seed", "--engine", "--calibration"))
 
 #: The columns: (key in the rows, header, load_curve's variable, scale from its SI units).
 COLUMNS = (("mean_ttft_ms", "mean TTFT [ms]", "mean_ttft", 1e3),

@@ -29,6 +29,7 @@ from rooflinekit.cli import (
     simulate,
     sweep,
 )
+from rooflinekit.cli._args import apply_calibration
 from rooflinekit.cli._output import check_output, escape_text
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -112,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():      # restores the caller's handler on the way out
             warnings.showwarning = _warning_line(args.command)
             check_output(args)   # --output refused before any work (exists, an input, ...)
+            apply_calibration(args)     # --calibration FILE: the command's --engine FILE
             return args.run(args, sys.stdout)
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: not an error of ours

@@ -66,6 +66,9 @@ EPILOG = ("examples:\n"
           "--prompt-mean 500 --output-mean 50 --ttft 5 --replicates 2 --requests 60\n"
           "  rooflinekit plan mixtral-8x7b --gpus h100 --tp 2 --ep 1,2 --rate 2 "
           "--prompt-mean 500 --output-mean 100 --ttft 2 --replicates 2 --requests 60\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 2 --prompt-mean 500 "
+          "--output-mean 100 --ttft 1 --itl 0.05 --calibration h100_vllm.json --replicates 2 "
+          "--requests 60\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 5 --prompt-mean 1000 "
           "--output-mean 200 --ttft 1 --itl 0.05 --payg-price 0.6 2.4 --gpu-hourly h100=2.49 "
           "--engineering-monthly 2000 --replicates 2 --requests 100\n"
@@ -143,6 +146,8 @@ _FLAGS = (
     ("--engine", None, None, "vllm, sglang or trtllm (that engine's shipped profile of each "
      "GPU), ideal (the roofline bound), a calibration JSON from `rooflinekit calibrate` or an "
      "engine JSON of rooflinekit.Engine fields (default: vllm)"),
+    ("--calibration", None, None, "a calibration JSON from `rooflinekit calibrate` (fitted to "
+     "your own runs): it times every GPU's steps, as --engine FILE does; not with --engine"),
     ("--payg", None, None, "pay-as-you-go preset: a price row of the catalogue "
      "(`rooflinekit catalog prices`); default none: no pay-as-you-go row unless a price is given"),
     ("--provisioned", None, None, "provisioned-capacity preset: a row of the catalogue"),
@@ -794,7 +799,7 @@ TRAFFIC_FLAGS = tuple(f for f in _FLAGS if f[0] in (
     "--rate", "--prompt-mean", "--output-mean", "--spread", "--lengths", "--burstiness",
     "--ttft", "--itl",
     "--tpot", "--e2e", "--quantile", "--headroom", "--replicates", "--requests", "--seed",
-    "--engine"))
+    "--engine", "--calibration"))
 
 
 def targets_text(slo) -> str:

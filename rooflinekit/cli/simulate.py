@@ -38,7 +38,7 @@ EPILOG = ("examples:\n  rooflinekit simulate                       the guide's 2
           "--gpu h100 --admission paged --kv-budget 20000 --disable-hybrid-kv-cache-manager\n"
           "  rooflinekit simulate --workload geometric --arrival poisson --rate 0.5 --csv\n"
           "  rooflinekit simulate --workload lognormal --model llama-3.1-8b --gpu h100 "
-          "--engine h100_vllm.json\n"
+          "--calibration h100_vllm.json\n"
           "  rooflinekit simulate --workload lognormal --requests 200 --input-len 100 "
           "--prefix-tokens 512 --admission paged --enable-prefix-caching\n"
           "  rooflinekit simulate --workload lognormal --model llama-3.1-70b --gpu h100 "
@@ -103,6 +103,10 @@ def add_arguments(parser) -> None:
                   "or trtllm (that engine's shipped profile of the GPU), ideal (the roofline "
                   "bound), a calibration JSON from `rooflinekit calibrate` or an engine JSON of "
                   "rooflinekit.Engine fields (default: vllm)")
+    add_flag(parser, "--calibration",
+             help="with --model, a calibration JSON from `rooflinekit calibrate` (fitted to "
+                  "your own runs): it times every step, as --engine FILE does; not with "
+                  "--engine")
     for flag in PREFIX_FLAGS:
         add_flag(parser, flag)
     add_flag(parser, "--speculative-draft",
@@ -180,7 +184,8 @@ def _check(args) -> None:
         raise ValueError("--model and --gpu go together (roofline timing)")
     if not args.model:
         given = [f for f, on in (("--tensor-parallel-size", args.tp != 1),
-                                 ("--engine", args.engine is not None),
+                                 ("--calibration" if args.calibration else "--engine",
+                                  args.engine is not None),
                                  ("--dtype", args.dtype != "auto"),
                                  ("--kv-cache-dtype", args.kv_cache_dtype != "auto"),
                                  ("--mamba-ssm-cache-dtype",

@@ -61,7 +61,7 @@ examples:
       --tp 1,2,4,8 --max-model-len 1024:32768:1024 --batch-size 1,2,4,8,16,32,64,128
   rooflinekit sweep --models all --gpus all --report cheapest --ttft 0.5 --itl 0.05
   rooflinekit sweep --models guide-70b --gpus h100 --report pareto --csv
-  rooflinekit sweep --models Llama-3.1-8B --gpus h100 --engine h100_vllm.json
+  rooflinekit sweep --models Llama-3.1-8B --gpus h100 --calibration h100_vllm.json
   rooflinekit sweep --models gpt-oss-120b --gpus h100,h200 --gpu-memory-utilization 0.95
   rooflinekit sweep --models guide-70b --gpus guide-lab-80GB --workspace-fraction 0.1
   rooflinekit sweep --models llama-3.1-70b --gpus h100 --tp 4 --batch-size 1,8,64 \\
@@ -228,6 +228,7 @@ def add_arguments(parser):
                              "[0, 1], an axis: held once in the KV cache, read not computed "
                              "by prefill")
     add_flag(parser, "--engine")
+    add_flag(parser, "--calibration")
     parser.add_argument("--chunks", default=None, metavar="CELLS|auto",
                         help="compute lazily with dask in blocks of this many cells "
                              "(needs rooflinekit[distributed])")
