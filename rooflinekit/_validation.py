@@ -481,8 +481,10 @@ def read_regular_file(path, what: str, max_bytes: int) -> str:
     ------
     TypeError
         ``path`` is not a path.
-    FileNotFoundError, PermissionError
-        As ``open`` raises them (the message names the file).
+    FileNotFoundError
+        No file at ``path`` (the message names ``what`` and the file).
+    PermissionError
+        As ``open`` raises it (the message names the file).
     ValueError
         Not a regular file, larger than ``max_bytes``, or not UTF-8 text: the message names
         ``what`` and the file.
@@ -490,7 +492,11 @@ def read_regular_file(path, what: str, max_bytes: int) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{what} must be a path; got {describe(path)}")
     name = os.fsdecode(os.fspath(path))
-    _refuse_special(os.stat(name), what, name)        # before opening: a FIFO would block
+    try:
+        status = os.stat(name)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} {name} does not exist") from None
+    _refuse_special(status, what, name)               # before opening: a FIFO would block
     flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
              | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
     with open(os.open(name, flags), "rb", closefd=True) as fh:

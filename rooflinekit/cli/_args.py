@@ -367,8 +367,6 @@ def load_engine(path):
     from rooflinekit._validation import MAX_CONFIG_BYTES, parse_json, read_regular_file
 
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"engine file {path} does not exist")
     data = parse_json(read_regular_file(path, "engine file", MAX_CONFIG_BYTES),
                       f"engine file {path}")
     if not isinstance(data, dict):
