@@ -75,6 +75,53 @@ def test_known_front_end_latency_comes_back_by_default():
     assert fit.table.attrs["ttft_error"] < 5
 
 
+def test_a_cold_start_moves_the_mean_not_the_median_fit():
+    """Runs without warm-up requests: a cold server holds its first requests (here the first
+    8 of 300 wait 4 s more each, +107 ms on the mean TTFT), which the median does not see.
+    Weighing the recorded medians gives the known front end back; weighing the means lays the
+    cold start on it (a hand calculation: 8 × 4 s / 300 = 107 ms added to each mean)."""
+    base = rk.engine_profile("vllm", GPU)
+    truth = Calibration(prefill={**base.prefill, "frontend_latency": 0.015},
+                        decode={**base.decode, "step_overhead": 0.004}, source="truth")
+    runs = []
+    for rate in (2.0, 6.0, 12.0):
+        ds = load_curve(rk.Traffic(rate, Constant(1000), Constant(200)), rk.SLO(ttft=10.0),
+                        model=MODEL, gpu=GPU, rates=[rate], engine=truth, replicates=3,
+                        requests=300, seed=7, engine_draws=0)
+        runs.append({"request_rate": rate, "completed": 300, "total_input_tokens": 300_000,
+                     "total_output_tokens": 60_000,
+                     "mean_ttft_ms": float(np.nanmedian(ds["mean_ttft"])) * 1e3 + 8 * 4e3 / 300,
+                     "median_ttft_ms": float(np.nanmedian(ds["p50_ttft"])) * 1e3,
+                     "mean_tpot_ms": float(np.nanmedian(ds["mean_tpot"])) * 1e3})
+    fit = fit_under_load(runs, model=MODEL, gpu=GPU)
+    assert fit.table.attrs["ttft_fitted"] == "median"
+    assert fit.calibration.prefill["frontend_latency"] == pytest.approx(0.015, rel=0.15)
+    assert fit.table.attrs["ttft_median_error"] < 5
+    assert fit.table["fitted_median_ttft"].attrs["units"] == "s"
+    means = fit_under_load(runs, model=MODEL, gpu=GPU, ttft_statistic="mean")
+    assert means.table.attrs["ttft_fitted"] == "mean"
+    assert "fitted_median_ttft" not in means.table
+    assert means.calibration.prefill["frontend_latency"] > 0.015 + 0.08
+    # one run without a median: the means are weighed, for every run alike
+    mixed = fit_under_load([runs[0], {k: v for k, v in runs[1].items()
+                                      if k != "median_ttft_ms"}], model=MODEL, gpu=GPU)
+    assert mixed.table.attrs["ttft_fitted"] == "mean"
+
+
+@pytest.mark.parametrize("value, match", [(0.0, "must be > 0"), (-3.0, "must be > 0"),
+                                          ("fast", "must be a number"),
+                                          (math.inf, "must be a finite number")])
+def test_a_bad_median_ttft_is_refused_naming_the_field(value, match):
+    from rooflinekit.calibrate import read_vllm_serve_sweep
+    run = {"request_rate": 1.0, "completed": 10, "total_input_tokens": 100,
+           "total_output_tokens": 100, "mean_ttft_ms": 50.0, "mean_tpot_ms": 10.0}
+    with pytest.raises(ValueError, match=f"results\\[1\\]: field 'median_ttft_ms' {match}"):
+        read_vllm_serve_sweep([run, {**run, "request_rate": 2.0, "median_ttft_ms": value}])
+    with pytest.raises(ValueError, match="ttft_statistic"):
+        fit_under_load([run, {**run, "request_rate": 2.0}], model=MODEL, gpu=GPU,
+                       ttft_statistic="p99")
+
+
 def test_a_fitted_calibration_plans(tmp_path):
     runs = _runs(_truth(0.004, 0.020), [2.0, 8.0])
     fit = fit_under_load(runs, model=MODEL, gpu=GPU, fit=["step_overhead"])
@@ -181,10 +228,13 @@ def test_the_documented_fit_of_the_doks_runs():
     fit = fit_under_load(DOKS, model=model, gpu="H200-SXM-141GB")
     a = fit.table.attrs
     doc = (Path(__file__).parents[1] / "docs" / "calibration.md").read_text()
-    assert "fit moves the mean TPOT from 8.4 % to 8.5 % off\nand TTFT from 22.8 % to 15.7 %" \
-        in doc
-    assert [round(a[k], 1) for k in ("tpot_error_before", "tpot_error", "ttft_error_before",
-                                     "ttft_error")] == [8.4, 8.5, 22.8, 15.7]
+    assert "fit moves the mean TPOT from 8.4 % to 8.5 % off,\nthe median TTFT from 16.5 % to " \
+        "6.6 % and the mean TTFT from 22.8 % to 15.0 %" in doc
+    assert a["ttft_fitted"] == "median"
+    assert [round(a[k], 1) for k in ("tpot_error_before", "tpot_error",
+                                     "ttft_median_error_before", "ttft_median_error",
+                                     "ttft_error_before", "ttft_error")] == \
+        [8.4, 8.5, 16.5, 6.6, 22.8, 15.0]
     # the shipped profile already holds no host time per step (vLLM 0.14.1 is asynchronous):
     # the fit finds a small fraction of a synchronous vLLM's
     host = rk.profiles.host_scheduling("vllm").synchronous_step_overhead
@@ -195,9 +245,14 @@ def test_the_documented_fit_of_the_doks_runs():
     scorer = load_script("score_load_sweeps")
     name = "doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"
     (held,) = scorer.score(engine=fit.calibration, sweeps=[name])
-    assert "it gives 10 % TPOT\nand 28 % TTFT error and a saturation +8 %" in doc
+    assert "it gives 10 % TPOT\nand 23 % TTFT error and a saturation +8 %" in doc
     assert (round(100 * held["tpot_mape"]), round(100 * held["ttft_mape"]),
-            round(100 * held["sat_err"])) == (10, 28, 8)
+            round(100 * held["sat_err"])) == (10, 23, 8)
+    # fitted to the means, the 0.5 req/s run's cold first requests raise the front end
+    means = fit_under_load(DOKS, model=model, gpu="H200-SXM-141GB", ttft_statistic="mean")
+    assert means.table.attrs["ttft_fitted"] == "mean"
+    assert "(27.9 ms fitted to the means" in doc
+    assert f"{means.calibration.prefill['frontend_latency'] * 1e3:.1f}" == "27.9"
 
 
 def test_the_cli_fits_the_kv_cache_format_it_is_given(capsys):
@@ -272,6 +327,15 @@ def test_a_guidellm_sweep_fits_like_vllm_runs(tmp_path):
     assert fit.calibration.decode["step_overhead"] == pytest.approx(0.004, rel=0.15)
     assert fit.calibration.prefill["prefill_overhead"] == pytest.approx(0.020, rel=0.15)
     assert "refitted under load to 3 GuideLLM runs" in fit.calibration.label
+    assert fit.table.attrs["ttft_fitted"] == "mean"        # the report gives no medians
+    # a report's successful.median TTFT is read, and weighed
+    for bench in report["benchmarks"][1:]:
+        ttft = bench["metrics"]["time_to_first_token_ms"]["successful"]
+        ttft["median"] = ttft["mean"] * 0.9
+    runs = rk.calibrate.read_guidellm_sweep(report)
+    assert [r["median_ttft_ms"] for r in runs] == pytest.approx(
+        [b["metrics"]["time_to_first_token_ms"]["successful"]["median"]
+         for b in report["benchmarks"][1:]])
     from rooflinekit.cli.main import main
     out = tmp_path / "cal.json"
     assert main(["calibrate", "--under-load", "--from", "guidellm", str(path), "--model",

@@ -393,8 +393,9 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         By rising ``request_rate`` [requests/s] (or ``max_concurrency``): ``request_rate``
         (``inf`` for a closed-loop run), ``max_concurrency`` [1] (``None`` for an open-loop
         run), ``completed`` [1], ``total_input_tokens``, ``total_output_tokens`` [tokens],
-        ``mean_ttft_ms``, ``mean_tpot_ms`` [ms] and ``label`` (the file, its line in a file
-        of lines, or ``results[i]``);
+        ``mean_ttft_ms``, ``mean_tpot_ms`` [ms], ``median_ttft_ms`` [ms] (``None`` where the
+        run records none) and ``label`` (the file, its line in a file of lines, or
+        ``results[i]``);
         where the file records its requests one by one (``--save-detailed``: ``input_lens``,
         ``output_lens``, ``errors``), ``prompt_lengths`` and ``output_lengths`` [tokens], each
         successful request's (a reply counted as 0 tokens is 1).
@@ -455,6 +456,12 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         for f in ("mean_ttft_ms", "mean_tpot_ms", "total_input_tokens", "total_output_tokens"):
             if values[f] <= 0:
                 raise ValueError(f"{label}: field {f!r} must be > 0; got {values[f]:g}")
+        # the median TTFT where the run records one: a run without warm-up requests holds
+        # the server's start in its mean
+        median = _number(payload.get("median_ttft_ms"), label, "median_ttft_ms", required=False)
+        if median is not None and median <= 0:
+            raise ValueError(f"{label}: field 'median_ttft_ms' must be > 0; got {median:g}")
+        values["median_ttft_ms"] = median
         recorded = _recorded_lengths(payload, label)
         if recorded is not None:
             values["prompt_lengths"], values["output_lengths"] = recorded
@@ -622,6 +629,7 @@ def read_guidellm_sweep(report) -> list[dict]:
         rate), ``completed`` (``metrics.request_totals.successful``), ``total_input_tokens``
         and ``total_output_tokens`` (the successful means × completed), ``mean_ttft_ms``,
         ``mean_tpot_ms`` (GuideLLM's per-request ``inter_token_latency_ms``, vLLM's TPOT),
+        ``median_ttft_ms`` (``None`` where the report gives no median),
         ``burstiness`` (``None`` for Poisson arrivals and closed loops;
         :data:`REGULAR_BURSTINESS` for ``constant``, requests at fixed intervals), ``label``,
         and, where the report keeps its requests with their token counts, ``prompt_lengths``
@@ -670,11 +678,13 @@ def read_guidellm_sweep(report) -> list[dict]:
                "total_output_tokens": output_mean * completed,
                "mean_ttft_ms": metric("time_to_first_token_ms", "successful", "mean"),
                "mean_tpot_ms": metric("inter_token_latency_ms", "successful", "mean"),
+               "median_ttft_ms": metric("time_to_first_token_ms", "successful", "median",
+                                        required=False),
                "burstiness": REGULAR_BURSTINESS if kind == "constant" else None,
                "label": f"{label} {where} ({point})"}
         for field in ("request_rate", "completed", "mean_ttft_ms", "mean_tpot_ms",
-                      "total_input_tokens", "total_output_tokens"):
-            if not run[field] > 0:
+                      "total_input_tokens", "total_output_tokens", "median_ttft_ms"):
+            if run[field] is not None and not run[field] > 0:
                 raise ValueError(f"{label}: {where}: {field} must be > 0; got {run[field]:g}")
         recorded = _guidellm_lengths(bench, where, label, prompt_mean, output_mean)
         if recorded is not None:

@@ -447,8 +447,9 @@ def _run_under_load(args, out) -> int:
     calibration, table = result
     records = table.to_dataframe().reset_index().to_dict("records")
     payload = {"calibration": calibration.to_dict(), "model_quality": calibration.label,
-               "table": _to_jsonable(table), **{k: table.attrs[k] for k in (
-                   "tpot_error_before", "tpot_error", "ttft_error_before", "ttft_error")}}
+               "table": _to_jsonable(table), **{k: v for k, v in table.attrs.items() if k in (
+                   "tpot_error_before", "tpot_error", "ttft_error_before", "ttft_error",
+                   "ttft_median_error_before", "ttft_median_error", "ttft_fitted")}}
 
     write = _writer(args, calibration, records, table)
 
@@ -456,9 +457,12 @@ def _run_under_load(args, out) -> int:
         a = table.attrs
         out.write(f"rooflinekit calibrate --under-load: {len(records)} runs\n")
         out.write(f"fitted: {a['knobs']}\n")
+        median = (f"median TTFT error {a['ttft_median_error_before']:.1f}% -> "
+                  f"{a['ttft_median_error']:.1f}% (fitted), " if a["ttft_fitted"] == "median"
+                  else "")
         out.write(f"mean TPOT error {a['tpot_error_before']:.1f}% -> {a['tpot_error']:.1f}%, "
-                  f"mean TTFT error {a['ttft_error_before']:.1f}% -> {a['ttft_error']:.1f}% "
-                  f"(in sample)\n")
+                  f"{median}mean TTFT error {a['ttft_error_before']:.1f}% -> "
+                  f"{a['ttft_error']:.1f}% (in sample)\n")
         out.write(f"label: {calibration.label}\n")
     return emit(args, out, records, text=text, payload=payload, write=write)
 

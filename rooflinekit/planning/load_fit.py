@@ -2,8 +2,9 @@
 
 :func:`fit_under_load` replays ``vllm bench serve`` runs at several request rates through
 :func:`~rooflinekit.planning.load_curve` and moves the chosen knobs of an engine profile until
-the simulated mean TTFT and TPOT match the measured ones; the result is a
-:class:`~rooflinekit.profiles.Calibration` that ``plan(engine=...)`` takes.
+the simulated TTFT (the runs' medians where recorded) and mean TPOT match the measured
+ones; the result is a :class:`~rooflinekit.profiles.Calibration` that ``plan(engine=...)``
+takes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from rooflinekit import catalog, dims
-from rooflinekit._validation import check_type, describe, whole_number
+from rooflinekit._validation import check_one_of, check_type, describe, whole_number
 from rooflinekit.calibrate import read_guidellm_sweep, read_vllm_serve_sweep
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
@@ -50,8 +51,12 @@ CELL_POINTS = 17
 class LoadFit(NamedTuple):
     """What :func:`fit_under_load` returns: ``calibration``, the profile with the fitted knobs
     (its intervals dropped), and ``table`` over ``request_rate``: ``measured_*``, ``before_*``
-    and ``fitted_*`` ``ttft`` and ``tpot`` [s], attrs ``tpot_error_before``, ``tpot_error``,
-    ``ttft_error_before``, ``ttft_error`` (mean absolute percentage errors [%])."""
+    and ``fitted_*`` ``ttft`` and ``tpot`` [s] (means), where every run records a median TTFT
+    also ``measured_median_ttft``, ``before_median_ttft`` and ``fitted_median_ttft`` [s];
+    attrs ``tpot_error_before``, ``tpot_error``, ``ttft_error_before``, ``ttft_error`` (mean
+    absolute percentage errors of the means [%]), ``ttft_median_error_before`` and
+    ``ttft_median_error`` (of the medians, where recorded), and ``ttft_fitted`` (``"median"``
+    or ``"mean"``: the TTFT the fit weighed)."""
 
     calibration: Calibration
     table: xr.Dataset
@@ -77,8 +82,8 @@ def _with_knobs(base: Calibration, names, values, source: str) -> Calibration:
 
 def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                    fit=("step_overhead", "frontend_latency"), max_num_seqs="auto",
-                   max_num_batched_tokens="auto", replicates=3, requests=300,
-                   seed=0) -> LoadFit:
+                   max_num_batched_tokens="auto", ttft_statistic="median", replicates=3,
+                   requests=300, seed=0) -> LoadFit:
     """Fit an engine profile's knobs to ``vllm bench serve`` runs at several request rates.
 
     Parameters
@@ -112,6 +117,13 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     max_num_seqs, max_num_batched_tokens
         The server's scheduler, as for :func:`~rooflinekit.planning.load_curve` (default its
         engine's defaults for the GPU).
+    ttft_statistic : {"median", "mean"}
+        The TTFT the fit weighs. ``"median"`` (default): each run's median TTFT where every
+        run records one (``median_ttft_ms``; GuideLLM's ``successful.median``), else their
+        means. A run without warm-up requests (``vllm bench serve`` sends none unless given
+        ``--num-warmups``) holds the server's start in its first requests' TTFT: seconds
+        that raise its mean, and would raise the fitted ``frontend_latency``, but leave its
+        median. The mean TPOT is weighed either way.
     replicates, requests, seed
         Each run's simulation, as for :func:`~rooflinekit.planning.load_curve`; the same draws
         at every step of the fit (common random numbers). ``requests`` sets an open-loop run's
@@ -135,7 +147,8 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     short replies weigh in its mean TPOT as much as long ones), else of its mean lengths (the
     ``random`` dataset's fixed lengths). The fit minimises, by bounded least squares
     (:func:`scipy.optimize.least_squares`, overheads in milliseconds), the relative residuals
-    ``(simulated − measured) / measured`` of the mean TPOT and the mean TTFT of every run.
+    ``(simulated − measured) / measured`` of the mean TPOT and the median (or mean) TTFT of
+    every run.
     ``frontend_latency`` adds the same seconds to every simulated TTFT and to nothing else, so
     for the other knobs' every value its best value is closed-form,
     ``L = Σ (m − p) / m² / Σ 1 / m²`` over the runs' measured ``m`` and simulated ``p`` TTFT at
@@ -171,6 +184,9 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     model = model if isinstance(model, ModelShape) else catalog.model(model)
     gpu = gpu if isinstance(gpu, GPU) else catalog.gpu(gpu)
     tp = whole_number("tp", tp, lo=1)
+    check_one_of("ttft_statistic", ttft_statistic, ("median", "mean"))
+    median = ttft_statistic == "median" and all(r.get("median_ttft_ms") is not None
+                                                for r in runs)
     base = resolve_engine(engine, gpu)
     if isinstance(engine, Calibration):
         base = engine
@@ -207,10 +223,16 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                 ds = load_curve(traffic, slo, concurrencies=[concurrency], engine=cal, **many)
             else:
                 ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal, **common)
-            out.append((float(np.nanmedian(ds["mean_ttft"])), float(np.nanmedian(ds["mean_tpot"]))))
+            # (weighed TTFT, mean TPOT, mean TTFT): the median of the replicates' each
+            out.append([float(np.nanmedian(ds["p50_ttft" if median else "mean_ttft"])),
+                        float(np.nanmedian(ds["mean_tpot"])),
+                        float(np.nanmedian(ds["mean_ttft"]))])
         return np.array(out)
 
-    measured = np.array([[r["mean_ttft_ms"] / 1e3, r["mean_tpot_ms"] / 1e3] for r in runs])
+    # the TTFT the fit weighs (median or mean) and the mean TPOT [s]
+    weighed = "median_ttft_ms" if median else "mean_ttft_ms"
+    measured = np.array([[r[weighed] / 1e3, r["mean_tpot_ms"] / 1e3] for r in runs])
+    measured_mean_ttft = np.array([r["mean_ttft_ms"] / 1e3 for r in runs])
     scale = np.array([1e3 if k in SECONDS_KNOBS else 1.0 for k in fit])   # overheads in ms
     start = []
     for k in fit:
@@ -239,7 +261,7 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                 else 0.0
             values[front] = min(max(best, LOAD_KNOBS["frontend_latency"][1]),
                                 LOAD_KNOBS["frontend_latency"][2])
-            got[:, 0] = got[:, 0] + values[front]
+            got[:, [0, 2]] = got[:, [0, 2]] + values[front]
         return got, values
 
     solved = {}
@@ -247,7 +269,7 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     def residuals(x):
         key = tuple(np.asarray(x, dtype=float).ravel())
         if key not in solved:             # a knob value simulated once, whichever cost asks
-            r = (solve(x)[0] - measured) / measured
+            r = (solve(x)[0][:, :2] - measured) / measured
             solved[key] = np.where(np.isfinite(r), r, 10.0)
         return solved[key].ravel()
 
@@ -306,24 +328,35 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     calibration = _with_knobs(base, fit, values, fitted_source)
     after = simulate(calibration)
 
-    def mape(pred, col):
-        return float(np.mean(np.abs(pred[:, col] - measured[:, col]) / measured[:, col]) * 100)
+    def mape(pred, truth):
+        return float(np.mean(np.abs(pred - truth) / truth) * 100)
 
     def var(values, what):
         return xr.Variable(dim, values, {"units": "s", "long_name": what})
 
+    shipped, fitted = "simulated with the profile as shipped", "simulated with the fitted knobs"
+    columns = {"measured_ttft": var(measured_mean_ttft, "mean TTFT measured"),
+               "measured_tpot": var(measured[:, 1], "mean TPOT measured"),
+               "before_ttft": var(before[:, 2], f"mean TTFT {shipped}"),
+               "before_tpot": var(before[:, 1], f"mean TPOT {shipped}"),
+               "fitted_ttft": var(after[:, 2], f"mean TTFT {fitted}"),
+               "fitted_tpot": var(after[:, 1], f"mean TPOT {fitted}")}
+    errors = {"tpot_error_before": mape(before[:, 1], measured[:, 1]),
+              "tpot_error": mape(after[:, 1], measured[:, 1]),
+              "ttft_error_before": mape(before[:, 2], measured_mean_ttft),
+              "ttft_error": mape(after[:, 2], measured_mean_ttft)}
+    if median:
+        columns.update(measured_median_ttft=var(measured[:, 0], "median TTFT measured"),
+                       before_median_ttft=var(before[:, 0], f"median TTFT {shipped}"),
+                       fitted_median_ttft=var(after[:, 0], f"median TTFT {fitted}"))
+        errors.update(ttft_median_error_before=mape(before[:, 0], measured[:, 0]),
+                      ttft_median_error=mape(after[:, 0], measured[:, 0]))
     table = xr.Dataset(
-        {"measured_ttft": var(measured[:, 0], "mean TTFT measured"),
-         "measured_tpot": var(measured[:, 1], "mean TPOT measured"),
-         "before_ttft": var(before[:, 0], "mean TTFT simulated with the profile as shipped"),
-         "before_tpot": var(before[:, 1], "mean TPOT simulated with the profile as shipped"),
-         "fitted_ttft": var(after[:, 0], "mean TTFT simulated with the fitted knobs"),
-         "fitted_tpot": var(after[:, 1], "mean TPOT simulated with the fitted knobs")},
+        columns,
         coords={dim: (dim, rates, {"units": "1", "long_name": "requests in flight (a "
                                    "closed-loop client)"} if closed else
                       {"units": "requests/s", "long_name": "request rate"})},
-        attrs={"tpot_error_before": mape(before, 1), "tpot_error": mape(after, 1),
-               "ttft_error_before": mape(before, 0), "ttft_error": mape(after, 0),
+        attrs={**errors, "ttft_fitted": "median" if median else "mean",
                "knobs": ", ".join(f"{k}={v:.6g}" for k, v in zip(fit, values)),
                "files": "; ".join(r["label"] for r in runs)})
     return LoadFit(calibration, table)
