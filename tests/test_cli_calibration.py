@@ -132,11 +132,16 @@ def test_calibration_flag_checked(capsys, tmp_path):
      "--prompt-mean", "500", "--output-mean", "50", "--ttft", "1", "--replicates", "1",
      "--requests", "30", "--json"),
 ])
-def test_calibration_flag_is_the_engine_file(capsys, command):
+def test_calibration_flag_is_the_engine_file(capsys, monkeypatch, command):
     # the issue's `plan --calibration FILE`: the same answer as --engine FILE on every command
-    # that times steps, labelled by the calibration
+    # that times steps, labelled by the calibration; the file read once, when checked
+    from rooflinekit.cli import _args
+    reads = []
+    load = _args.load_engine
+    monkeypatch.setattr(_args, "load_engine", lambda path: reads.append(path) or load(path))
     code, by_flag, err = run(capsys, *command, "--calibration", str(CAL_FILE))
     assert code == 0, err
+    assert reads == [str(CAL_FILE)]
     code, by_engine, err = run(capsys, *command, "--engine", str(CAL_FILE))
     assert code == 0, err
     assert by_flag == by_engine and CAL.label in by_flag

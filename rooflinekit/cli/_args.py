@@ -397,6 +397,7 @@ def apply_calibration(args) -> None:
         raise ValueError(f"--calibration {path}: the file holds rooflinekit.Engine fields, not a "
                          f"calibration from `rooflinekit calibrate`; give it as --engine FILE")
     args.engine = str(path)
+    args.loaded_engine = (str(path), engine)     # read once: engine_from_args takes it
 
 
 def engine_from_args(args, gpu=None):
@@ -405,9 +406,12 @@ def engine_from_args(args, gpu=None):
     from rooflinekit.profiles import ENGINE_CHOICES, is_engine_name, resolve_engine
 
     value = getattr(args, "engine", None)
+    loaded = getattr(args, "loaded_engine", None)      # --calibration's, read when checked
     if value is None or is_engine_name(value) or \
             value.partition("@")[0].strip().lower() in ENGINE_CHOICES:
         engine = resolve_engine(value, gpu)     # NAME@ with a bad version: its own message
+    elif loaded is not None and loaded[0] == value:
+        engine = loaded[1]
     else:
         engine = load_engine(value)
     allreduce = getattr(args, "allreduce", None)
