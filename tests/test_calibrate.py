@@ -194,6 +194,27 @@ def test_unidentified_knob_stays_ideal():
         Calibration().engine_for("prefill").fields()
 
 
+def test_a_resample_flat_in_a_knob_draws_its_prior():
+    """Memory-bound decode rows and one compute-bound row (batch 4,096 at compute efficiency
+    0.3): the full rows identify the compute efficiency by that one row; a resample without
+    it (about 37 % of them, (1 - 1/n)^n) is flat in the knob, and draws its prior, 1.0, as the
+    fit settles a knob it cannot see. The upper bound is that prior exactly: before, such a
+    resample drew wherever the least squares' ridge toward the prior ran out of gradient
+    (0.958 on one machine, 0.979 on another for docs/calibration.md's rows)."""
+    model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
+    truth = Engine(compute_efficiency=0.3, bandwidth_efficiency=0.7, step_overhead=1e-3)
+    rows = [_row(batch_size=b, prompt_tokens=ctx, output_tokens=0, itl_ms=None,
+                 tpot_ms=1e3 * rl.decode_step_time(model, gpu, b, ctx, engine=truth))
+            for b, ctx in ((1, 128), (1, 1024), (2, 4096), (1, 8192), (4, 512), (4096, 16))]
+    assert rl.decode_step_time(model, gpu, 4096, 16, engine=truth) > \
+        2 * rl.decode_step_time(model, gpu, 4096, 16, engine=truth.replace(compute_efficiency=1))
+    result = calibrate(measurements_from_records(rows), phases="decode", n_resamples=40)
+    sel = result.parameters.sel(phase="decode", parameter="compute_efficiency")
+    assert bool(sel["identified"])
+    assert float(sel["value"]) == pytest.approx(0.3, rel=1e-3)
+    assert float(sel["upper"]) == 1.0
+
+
 def test_fit_subset_keeps_others_ideal():
     result = calibrate(_synthetic(), fit={"decode": ("bandwidth_efficiency",)}, n_resamples=0)
     assert result.calibration.decode["compute_efficiency"] == 1.0

@@ -341,33 +341,9 @@ def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, conf
                          fitted=False)
     starts = _starting_points(groups, phase, rows, targets, free, fixed, bounds)
     res, params = _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts)
-    values = params(res.x)
     identified = {p: False for p in KNOBS}
-
-    def unchanged(trial_values, base):
-        trial = groups.predict(phase, trial_values, rows)[rows]
-        return not np.any(np.abs(trial / base - 1.0) > 1e-9)
-
-    def settle(values, candidates):
-        """Which ``candidates`` move a prediction; the others back to their priors."""
-        base = groups.predict(phase, values, rows)[rows]
-        for p in candidates:
-            # A knob is identified when nudging it moves some prediction. max(compute, memory)
-            # is flat in the efficiency of the side that does not bind (compute efficiency over
-            # memory-bound rows, say). Such a knob goes back to its prior when that moves no
-            # prediction, which holds for an efficiency: a faster non-binding side stays
-            # non-binding.
-            lo, hi = bounds[p]
-            nudge = 0.01 * (hi - lo)
-            probes = (min(hi, values[p] + nudge), max(lo, values[p] - nudge))
-            identified[p] = not all(unchanged({**values, p: probe}, base) for probe in probes)
-            if not identified[p]:
-                prior = _prior(p, bounds)
-                if unchanged({**values, p: prior}, base):
-                    values[p] = prior
-        return values
-
-    values = settle(values, free)
+    values, moved = _settle(groups, phase, rows, params(res.x), free, bounds, _prior)
+    identified.update(moved)
     active = tuple(p for p in free if identified[p])
     ridge = _ridge(groups, phase, rows, values, active, bounds)
     if ridge:
@@ -388,7 +364,7 @@ def _fit_phase(groups, phase, rows, all_targets, free, bounds, n_resamples, conf
             lower[p], upper[p] = bounds[p]
     if active and n_resamples > 0:
         q = _bootstrap(groups, phase, rows, all_targets, active, values, bounds, n_resamples,
-                       confidence, rng)
+                       confidence, rng, _prior)
         wide = []
         for k, p in enumerate(active):
             # the optimiser stops within ~1e-12 of a bound; report the bound itself
@@ -448,9 +424,41 @@ def _ridge(groups, phase, rows, values, active, bounds) -> tuple:
     return tuple(p for k, p in enumerate(active) if np.any(np.abs(null[:, k]) > 1e-3))
 
 
+def _settle(groups, phase, rows, values, candidates, bounds, prior_of) -> tuple:
+    """``(values, moved)``: ``moved[p]`` whether nudging each of ``candidates`` moves a
+    prediction of ``rows``; one that moves none goes back to its prior (``prior_of(p,
+    bounds)``) where that moves none either.
+
+    max(compute, memory) is flat in the efficiency of the side that does not bind (compute
+    efficiency over memory-bound rows, say), and the prior moves no prediction there either
+    (a faster non-binding side stays non-binding). Where the rows are flat in a knob, the
+    least squares stops wherever its ridge toward the prior runs out of gradient: a point of
+    the optimiser's path, not of the data, which differs in the last bits between machines.
+    """
+    values = dict(values)
+    moved = {}
+    base = groups.predict(phase, values, rows)[rows]
+
+    def unchanged(trial_values):
+        trial = groups.predict(phase, trial_values, rows)[rows]
+        return not np.any(np.abs(trial / base - 1.0) > 1e-9)
+
+    for p in candidates:
+        lo, hi = bounds[p]
+        nudge = 0.01 * (hi - lo)
+        probes = (min(hi, values[p] + nudge), max(lo, values[p] - nudge))
+        moved[p] = not all(unchanged({**values, p: probe}) for probe in probes)
+        if not moved[p]:
+            prior = prior_of(p, bounds)
+            if unchanged({**values, p: prior}):
+                values[p] = prior
+    return values, moved
+
+
 def _bootstrap(groups, phase, rows, all_targets, active, values, bounds, n_resamples,
-               confidence, rng):
-    """Percentile bounds (2 × len(active)) of the ``active`` knobs over row resamples."""
+               confidence, rng, prior_of):
+    """Percentile bounds (2 × len(active)) of the ``active`` knobs over row resamples; a
+    resample flat in a knob draws its prior, as the fit settles it (:func:`_settle`)."""
     fixed_now = {p: values[p] for p in KNOBS if p not in active}
     x_hat = [values[p] / _SCALE[p] for p in active]
     draws = np.empty((n_resamples, len(active)))
@@ -460,7 +468,8 @@ def _bootstrap(groups, phase, rows, all_targets, active, values, bounds, n_resam
         tgt = all_targets[pick]
         boot, boot_params = _least_squares(groups, phase, pick, tgt, active, fixed_now,
                                            bounds, [x_hat])
-        draws[r] = [boot_params(boot.x)[p] for p in active]
+        drawn, _ = _settle(groups, phase, pick, boot_params(boot.x), active, bounds, prior_of)
+        draws[r] = [drawn[p] for p in active]
     alpha = (1.0 - confidence) / 2.0
     return np.quantile(draws, [alpha, 1.0 - alpha], axis=0)
 
