@@ -209,6 +209,8 @@ def test_one_rate_is_not_a_curve():
     (["--under-load", "--vllm-result", DOKS[0], "--vllm-result", DOKS[1], "--model",
       "llama-3.1-70b", "--gpu", "h200", "--fit", "interconnect_latency"],
      "--fit interconnect_latency cannot be fitted under load"),
+    (["--vllm-result", DOKS[0], "--model", "llama-3.1-70b", "--gpu", "h200",
+      "--ttft-statistic", "mean"], "--ttft-statistic applies to --under-load"),
 ])
 def test_cli_refuses_what_under_load_cannot_use(argv, match, capsys):
     from rooflinekit.cli.main import main
@@ -277,6 +279,15 @@ def test_the_cli_fits_the_kv_cache_format_it_is_given(capsys):
     assert [found["fp8"][k] for k in ("tpot_error_before", "tpot_error")] == \
         [a["tpot_error_before"], a["tpot_error"]]
     assert found["auto"]["tpot_error_before"] != a["tpot_error_before"]
+    assert found["fp8"]["ttft_fitted"] == "median"
+    assert found["fp8"]["ttft_median_error"] == a["ttft_median_error"]
+    # --ttft-statistic mean: the Python fit's of the means
+    means = fit_under_load(DOKS, model=model, gpu="H200-SXM-141GB", ttft_statistic="mean")
+    assert main([*args, "--kv-cache-dtype", "fp8", "--ttft-statistic", "mean"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["ttft_fitted"] == "mean" and "ttft_median_error" not in got
+    assert got["calibration"]["prefill"]["frontend_latency"] == \
+        means.calibration.prefill["frontend_latency"]
 
 
 def test_the_fit_does_not_depend_on_where_the_profile_starts_it():

@@ -57,7 +57,9 @@ EPILOG = examples(NAME, "runs.csv --cv kfold", "--vllm-result result.json --mode
                   "--fit step_overhead",
                   "--from trtllm report.json --gpu h100 --fit step_overhead",
                   "--under-load --vllm-result rate-0.5.json --vllm-result rate-2.0.json "
-                  "--gpu h200 --dtype fp8 --kv-cache-dtype fp8")
+                  "--gpu h200 --dtype fp8 --kv-cache-dtype fp8",
+                  "--under-load --vllm-result rate-0.5.json --vllm-result rate-2.0.json "
+                  "--gpu h200 --dtype fp8 --kv-cache-dtype fp8 --ttft-statistic mean")
 
 #: What ``--from`` reads the FILE arguments as: format -> what it is.
 FORMATS = {
@@ -154,7 +156,12 @@ def add_arguments(parser) -> None:
                              "guidellm with one sweep report (its rates, else its "
                              "concurrencies); the vLLM profile of --gpu "
                              "(or --engine's) is refitted in --fit (default step_overhead and "
-                             "frontend_latency) to their mean TTFT and TPOT")
+                             "frontend_latency) to their TTFT (--ttft-statistic) and mean TPOT")
+    parser.add_argument("--ttft-statistic", choices=("median", "mean"), default=None,
+                        help="--under-load: the TTFT the fit weighs; median (default: each "
+                             "run's median where every run records one, else the means; a run "
+                             "without warm-up requests holds the server's start in its mean) "
+                             "or mean")
     add_output_flags(parser, output_help=(
         "also write the result to FILE, the format from its extension: .json (the calibration "
         "file `rooflinekit plan --calibration` reads), .nc or .zarr (the parameters Dataset), "
@@ -164,6 +171,9 @@ def add_arguments(parser) -> None:
 def _check(args) -> None:
     """Refuse flags that would be ignored, before reading anything."""
     check_output(args)   # exists, an input of this run, a missing folder: refused first
+    if args.ttft_statistic is not None and not args.under_load:
+        raise ValueError("--ttft-statistic applies to --under-load (the closed-form fit takes "
+                         "each row's TTFT as measured)")
     fmt = args.source_format
     runs = bool(args.vllm_result) or fmt != "measurements"
     if not runs:
@@ -443,7 +453,7 @@ def _run_under_load(args, out) -> int:
         model = model.replace(kv_bytes_per_element=args.kv_cache_dtype)
     result = fit_under_load(results, model=model, gpu=args.gpu, tp=args.tp,
                             engine=name if profiled_engine(name) else None, fit=fit,
-                            seed=args.seed)
+                            ttft_statistic=args.ttft_statistic or "median", seed=args.seed)
     calibration, table = result
     records = table.to_dataframe().reset_index().to_dict("records")
     payload = {"calibration": calibration.to_dict(), "model_quality": calibration.label,
