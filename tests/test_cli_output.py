@@ -97,6 +97,18 @@ def test_one_number_format_per_column():
     assert lines[2].endswith("   1.50") and lines[3].endswith("  12.25")   # right-aligned
 
 
+def test_a_refusal_names_the_engines_memory_beside_the_weights(capsys):
+    # 8B bf16 weights (15.0 GiB) fit an L4's 22 GiB alone; TensorRT-LLM's profiling peak
+    # beside them (10.7 GiB) is what leaves no KV cache, and the refusal says so
+    code, _, err = run(capsys, "capacity", "llama-3.1-8b", "l4", "--engine", "trtllm")
+    refusal = err.splitlines()[-1]
+    assert code == 1 and "the weights (15.0 GiB) and what the engine keeps beside them on " \
+        "each GPU (10.7 GiB: " in refusal and "profiling peak" in refusal
+    # the bound keeps nothing beside the weights: it fits
+    code, _, _ = run(capsys, "capacity", "llama-3.1-8b", "l4", "--engine", "ideal")
+    assert code == 0
+
+
 def test_capacity_that_does_not_fit_exits_1(capsys):
     code, out, err = run(capsys, "capacity", "guide-70b", "lab", "--tp", "1")
     # the refusal is one line; before it, the lab GPU's borrowed profile is one warning line

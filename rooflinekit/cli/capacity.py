@@ -197,9 +197,13 @@ def _sequences(args, model, gpu, budget, **shape):
 def _why_not(result) -> tuple[bool, str | None]:
     """Whether the configuration fits at all, and what is wrong with it (``None``: nothing)."""
     if not result["fits"]:
-        return False, (f"the weights ({result['weight_gib']:,.1f} GiB) leave no memory for the "
-                       f"KV cache on {result['tp']} GPU(s); raise --tensor-parallel-size or use "
-                       f"a smaller --dtype")
+        # name what the engine keeps beside the weights too: it can be what leaves no room
+        held = result.get("engine_memory_gib") or 0.0
+        beside = (f" and what the engine keeps beside them on each GPU ({held:,.1f} GiB: "
+                  f"{result['kv_cache_rule']})" if held > 0 else "")
+        return False, (f"the weights ({result['weight_gib']:,.1f} GiB){beside} leave no memory "
+                       f"for the KV cache on {result['tp']} GPU(s); raise "
+                       f"--tensor-parallel-size or use a smaller --dtype")
     if result["max_concurrent_sequences"] < 1:
         return False, (f"not one sequence of {result['context_length']:,} tokens fits in the "
                        f"{result['kv_budget_tokens']:,}-token KV budget; lower --max-model-len")
