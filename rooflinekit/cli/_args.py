@@ -397,7 +397,7 @@ def apply_calibration(args) -> None:
         raise ValueError(f"--calibration {path}: the file holds rooflinekit.Engine fields, not a "
                          f"calibration from `rooflinekit calibrate`; give it as --engine FILE")
     args.engine = str(path)
-    args.loaded_engine = (str(path), engine)     # read once: engine_from_args takes it
+    args.loaded_engine = engine     # read once: engine_from_args takes it
 
 
 def engine_from_args(args, gpu=None):
@@ -410,8 +410,8 @@ def engine_from_args(args, gpu=None):
     if value is None or is_engine_name(value) or \
             value.partition("@")[0].strip().lower() in ENGINE_CHOICES:
         engine = resolve_engine(value, gpu)     # NAME@ with a bad version: its own message
-    elif loaded is not None and loaded[0] == value:
-        engine = loaded[1]
+    elif loaded is not None:            # --engine beside --calibration is refused: its file
+        engine = loaded
     else:
         engine = load_engine(value)
     allreduce = getattr(args, "allreduce", None)
