@@ -293,6 +293,14 @@ def test_the_front_end_time_is_the_scripts_fit():
     assert host["source"] == script.HOST_SCHEDULING_SOURCE.format(**script._frontend_words())
 
 
+#: How near a re-derived knob must come to the shipped one. A least-squares optimum is the same
+#: to the last bits only on the same CPU: on another code path (numpy without AVX2, numba's
+#: generic target, OpenBLAS's Nehalem kernels) the vLLM A100's decode gemm_half_tokens came out
+#: 81.00320 against the shipped 81.00307 (1.7e-6 of itself), where any change to the tables or
+#: the fit moves a knob by orders of magnitude more.
+REDERIVED_REL = 1e-5
+
+
 def test_rederived_knobs_match_the_shipped_ones():
     script = _script_with_tables()
     engine, system = "vllm", "a100_sxm"         # the smallest table set: a few seconds
@@ -320,9 +328,10 @@ def test_rederived_knobs_match_the_shipped_ones():
                 assert shipped[phase][name] == pytest.approx(pooled[name][0])
                 assert shipped["interval"][phase][name] == pytest.approx(pooled[name][1])
                 continue
-            assert knobs[phase][name] == pytest.approx(shipped[phase][name], rel=1e-6, abs=1e-12)
+            assert knobs[phase][name] == pytest.approx(shipped[phase][name],
+                                                       rel=REDERIVED_REL, abs=1e-12)
             assert knobs["interval"][phase][name] == pytest.approx(
-                shipped["interval"][phase][name], rel=1e-6, abs=1e-12)
+                shipped["interval"][phase][name], rel=REDERIVED_REL, abs=1e-12)
 
 
 def test_a_gpu_left_out_runs_on_its_own_cross_host_latency():
