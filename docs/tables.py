@@ -220,6 +220,7 @@ def validation_tables() -> dict:
         "load-sweeps-by-source": _by_source_table(),
         "load-sweep-points": _load_sweep_points_table(load_sweep_points()),
         "saturation-bursts": _bursts_table(),
+        "trtllm-throughput": _throughput_table(),
         "engine-memory": _engine_memory_table(),
     }
 
@@ -441,6 +442,34 @@ def _bursts_table() -> str:
                   rows, "llrrrrrr")
 
 
+@functools.cache
+def _throughput_scores(label: str) -> tuple:
+    """Every run of TensorRT-LLM's published throughput table scored by ``label``'s engine."""
+    scorer = _scorer()
+    return tuple(scorer.score_bursts(scorer.DEFAULT_THROUGHPUT, engine=_engine(label)))
+
+
+def _throughput_table() -> str:
+    """Each run of TensorRT-LLM's throughput table: its output throughput beside what the ideal
+    roofline, the default profile and the TensorRT-LLM profile predict."""
+    scorer = _scorer()
+    runs = {label: _throughput_scores(label) for label in ("ideal", "default", "own")}
+    points = {p["sweep"]: p for p in scorer.read_bursts(scorer.DEFAULT_THROUGHPUT)}
+    rows = []
+    for ideal, default, own in zip(runs["ideal"], runs["default"], runs["own"]):
+        point = points[ideal["sweep"]]
+        weights = point["dtype"] or "native"
+        rows.append([point["model"], f"{int(point['tp'])} × {point['gpu']}",
+                     f"{weights} / {point['kv_dtype'] or '16-bit'}",
+                     f"{int(point['prompt_tokens'])}/{int(point['output_tokens'])}",
+                     _num(ideal["saturation_measured"], 0),
+                     *(f"{_num(r['saturation_predicted'], 0)} "
+                       f"({scorer._pct(r['sat_err'], signed=True)})" if r["fits"]
+                       else "does not fit" for r in (ideal, default, own))])
+    return _table(["model", "GPUs", "weights / KV", "ISL/OSL", "output tok/s measured", "ideal",
+                   "default (newest vLLM)", "TensorRT-LLM profile"], rows, "llllrrrr")
+
+
 #: The issue's targets for a source held out: mean TPOT (or ITL) and mean TTFT error below
 #: saturation, and the saturation throughput's error.
 TARGETS = {"tpot_mape": 0.15, "ttft_mape": 0.25, "sat_abs_err": 0.15}
@@ -452,10 +481,12 @@ def _by_source_table() -> str:
     scorer = _scorer()
     # a source's saturation runs count beside its sweeps: held out, they are the same source's
     runs = {label: {r["source"]: r for r in scorer.by_source(_scores(label)
-                                                             + _burst_scores(label))}
+                                                             + _burst_scores(label)
+                                                             + _throughput_scores(label))}
             for label in ("ideal", "default", "own")}
     firsts = {}      # each source's first points, one per engine and version it ran
-    for points in [*scorer.read_sweeps().values(), *([p] for p in scorer.read_bursts())]:
+    for points in [*scorer.read_sweeps().values(), *([p] for p in scorer.read_bursts()),
+                   *([p] for p in scorer.read_bursts(scorer.DEFAULT_THROUGHPUT))]:
         engines = firsts.setdefault(scorer.source_group(points[0]["source"]), {})
         engines.setdefault((points[0]["engine"], scorer.engine_version(points[0])), points[0])
 

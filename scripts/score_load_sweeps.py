@@ -70,8 +70,9 @@ sets the KV cache's format (``kv_bytes_per_element``); blank keeps the model's 1
 ``ssm_dtype`` sets a hybrid model's recurrent-state format (``ssm_state_bytes_per_element``, the
 server's ``--mamba-ssm-dtype``); blank keeps the model's own (FP32).
 
-It also scores the single bursts of ``tests/data/load_sweeps/bursts.csv`` (``--bursts``; each a
-configuration's saturation, :func:`score_bursts`): their output throughput and mean TPOT.
+It also scores the single bursts of ``tests/data/load_sweeps/bursts.csv`` and
+``trtllm_throughput.csv`` (``--bursts``; each a configuration's saturation, :func:`score_bursts`):
+their output throughput and, where published, mean TPOT.
 
 Usage::
 
@@ -107,6 +108,9 @@ except AttributeError:
 DEFAULT_SWEEPS = Path(__file__).resolve().parents[1] / "tests" / "data" / "load_sweeps" / "sweeps.csv"
 #: Published saturation runs: single bursts, one a row, in the sweeps' columns.
 DEFAULT_BURSTS = DEFAULT_SWEEPS.with_name("bursts.csv")
+#: TensorRT-LLM's published throughput table: offline bursts (``trtllm-bench throughput``), in
+#: the same columns; held out whole, as every saturation run is.
+DEFAULT_THROUGHPUT = DEFAULT_SWEEPS.with_name("trtllm_throughput.csv")
 
 #: Sources taken after the served overheads were last fitted (``fit_served_overheads.py``,
 #: ``fit_frontend_latency.py``): scored like every other, never fitted to, so that their scores
@@ -734,8 +738,9 @@ def main(argv=None) -> int:
     parser.add_argument("--step-overhead", type=float, action="append", metavar="MS",
                         help="also score the vLLM profiles with this decode step_overhead [ms] "
                              "(repeatable)")
-    parser.add_argument("--bursts", default=str(DEFAULT_BURSTS),
-                        help="the saturation runs CSV (single bursts)")
+    parser.add_argument("--bursts", nargs="+", default=[str(DEFAULT_BURSTS),
+                                                         str(DEFAULT_THROUGHPUT)],
+                        help="the saturation runs CSVs (single bursts)")
     args = parser.parse_args(argv)
 
     engines = [("ideal", rooflinekit.IDEAL), ("default", None),
@@ -754,7 +759,8 @@ def main(argv=None) -> int:
     # the saturation runs, unless only some sweeps are asked for; a source's runs count in
     # its saturation error beside its sweeps
     bursts = {} if args.sweep else {
-        label: score_bursts(args.bursts, engine, replicates=args.replicates, seed=args.seed)
+        label: [r for path in args.bursts
+                for r in score_bursts(path, engine, replicates=args.replicates, seed=args.seed)]
         for label, engine in engines}
 
     _print_table("Per sweep", ["sweep", "source", "mode", "engine", "points (below sat.)",

@@ -487,6 +487,76 @@ def test_the_scorer_prints_the_saturation_runs_after_the_sweeps(scorer, tmp_path
     assert "| gpustack/gpustack | default | 1 |" in per_source
 
 
+# -- TensorRT-LLM's throughput table (tests/data/load_sweeps/trtllm_throughput.csv) --------------
+
+THROUGHPUT = SWEEPS.with_name("trtllm_throughput.csv")
+#: The page's request counts by ISL/OSL ("Preparing a Dataset"); 1000/1000 is not in it and is
+#: taken as 1024/1024's.
+PAGE_REQUESTS = {(1024, 1024): 3000, (8192, 1024): 1500, (1024, 8192): 1500,
+                 (32768, 1024): 1000, (1024, 32768): 1000, (1000, 1000): 3000}
+
+
+@pytest.fixture(scope="module")
+def throughput_runs(scorer):
+    return scorer.read_bursts(THROUGHPUT)
+
+
+def test_the_throughput_table_is_the_pages_tensor_parallel_columns(throughput_runs, scorer):
+    """70 runs, one a row, each TensorRT-LLM's offline burst of the page's request count at
+    its fixed lengths, cited to the page at a commit; its output throughput the page's figure
+    per GPU (the notes quote it) times the GPUs."""
+    assert scorer.DEFAULT_THROUGHPUT == THROUGHPUT
+    lines = [line for line in THROUGHPUT.read_text(encoding="utf-8").splitlines()
+             if not line.startswith("#")]
+    assert lines[0].split(",")[:len(COLUMNS)] == COLUMNS
+    assert len(throughput_runs) == 70
+    for p in throughput_runs:
+        assert p["source"] == ("NVIDIA/TensorRT-LLM@03e27c7d5ff0c6e89f8328838c0a8e64f1b34f9d:"
+                               "docs/source/developer-guide/perf-overview.md")
+        assert p["engine"] == "trtllm" and p["endpoint"] == "" and p["read_from"] == "table"
+        assert catalog.model(p["model"]).name == p["model"]
+        assert catalog.gpu(p["gpu"]).name == p["gpu"]
+        lengths = re.fullmatch(r"fixed (\d+)/(\d+)", p["dataset"])
+        isl, osl = int(lengths.group(1)), int(lengths.group(2))
+        assert (p["prompt_tokens"], p["output_tokens"]) == (isl, osl)
+        assert p["rate"] == math.inf and p["num_prompts"] == p["concurrency"] \
+            == PAGE_REQUESTS[(isl, osl)]
+        per_gpu = re.search(r"row \d+/\d+: ([\d,]+) output tokens/s per GPU", p["notes"])
+        assert float(per_gpu.group(1).replace(",", "")) * p["tp"] == p["output_throughput"]
+        assert p["request_throughput"] == pytest.approx(p["output_throughput"] / osl,
+                                                        abs=5e-5)
+
+
+def test_the_throughput_tables_figures_and_formats(throughput_runs):
+    """Figures read off the page by hand (tokens/s per GPU), and the KV format each row takes:
+    FP8 for ModelOpt's checkpoints (hf_ptq's --kv_cache_qformat defaults to fp8) and for
+    gpt-oss on Blackwell (the page's llm_options), the checkpoint's 16 bits for gpt-oss on
+    Hopper ("Hopper: use auto")."""
+    runs = {p["sweep"]: p for p in throughput_runs}
+    for name, per_gpu in (("trtllm_perf_h200x2_llama-3.3-70b_tp2_8192-1024", 537),
+                          ("trtllm_perf_h100_gpt-oss-20b_tp1_1024-1024", 11403),
+                          ("trtllm_perf_rtxpro6000_qwen3-30b-a3b_tp1_32768-1024", 374),
+                          ("trtllm_perf_gb200_gpt-oss-120b_tp1_1024-32768", 5556),
+                          ("trtllm_perf_b200_llama-3.3-70b_tp1_1000-1000", 6920)):
+        assert runs[name]["output_throughput"] == per_gpu * runs[name]["tp"], name
+    for p in throughput_runs:
+        hopper = catalog.gpu(p["gpu"]).compute_capability < 10
+        gpt_oss = p["model"].startswith("gpt-oss")
+        assert (p["kv_dtype"] or "") == ("" if gpt_oss and hopper else "fp8"), p["sweep"]
+        assert (p["dtype"] or "") == ("" if gpt_oss else "fp8" if "FP8)" in p["notes"]
+                                      else "fp4"), p["sweep"]
+
+
+def test_the_scorer_scores_both_saturation_files_by_default(scorer, monkeypatch):
+    """``--bursts`` defaults to GPUStack's runs and TensorRT-LLM's table, in that order."""
+    seen = []
+    monkeypatch.setattr(scorer, "score", lambda *a, **k: [])
+    monkeypatch.setattr(scorer, "score_bursts",
+                        lambda path, *a, **k: seen.append(Path(path)) or [])
+    assert scorer.main(["--replicates", "1"]) == 0
+    assert seen[:2] == [BURSTS, THROUGHPUT]
+
+
 def test_a_sources_saturation_runs_count_in_its_saturation_only(scorer):
     """by_source averages a saturation run's error into its source's saturation beside the
     sweeps', and leaves its TPOT and TTFT to the sweeps (a run has no point below saturation)."""
