@@ -415,9 +415,16 @@ def _own_engine_table() -> str:
 
 
 @functools.cache
-def _burst_scores(label: str) -> tuple:
-    """Every published saturation run scored by ``label``'s engine (as :func:`_scores`)."""
-    return tuple(_scorer().score_bursts(engine=_engine(label)))
+def _burst_scores(label: str, path: Path) -> tuple:
+    """Every saturation run of ``path`` scored by ``label``'s engine (as :func:`_scores`)."""
+    return tuple(_scorer().score_bursts(path, engine=_engine(label)))
+
+
+def _saturation_cells(scorer, runs) -> list:
+    """Each of ``runs``' predicted output throughput with its signed error (or "does not
+    fit")."""
+    return [f"{_num(r['saturation_predicted'], 0)} ({scorer._pct(r['sat_err'], signed=True)})"
+            if r["fits"] else "does not fit" for r in runs]
 
 
 def _bursts_table() -> str:
@@ -425,16 +432,15 @@ def _bursts_table() -> str:
     roofline, the default profile and the run's own engine at its version predict, and the run's
     mean TPOT beside the default profile's."""
     scorer = _scorer()
-    runs = {label: _burst_scores(label) for label in ("ideal", "default", "own")}
-    points = {p["sweep"]: p for p in scorer.read_bursts()}
+    runs = {label: _burst_scores(label, scorer.DEFAULT_BURSTS)
+            for label in ("ideal", "default", "own")}
+    points = {p["sweep"]: p for p in scorer.read_bursts(scorer.DEFAULT_BURSTS)}
     rows = []
     for ideal, default, own in zip(runs["ideal"], runs["default"], runs["own"]):
         point = points[ideal["sweep"]]
         rows.append([ideal["sweep"], f"{point['engine']} {point['engine_version']}",
                      _num(ideal["saturation_measured"], 0),
-                     *(f"{_num(r['saturation_predicted'], 0)} "
-                       f"({scorer._pct(r['sat_err'], signed=True)})" if r["fits"]
-                       else "does not fit" for r in (ideal, default, own)),
+                     *_saturation_cells(scorer, (ideal, default, own)),
                      _num(default["tpot_measured"], 1),
                      _num(default["tpot_predicted"], 1) if default["fits"] else "–"])
     return _table(["run", "engine as run", "output tok/s measured", "ideal", "default (newest vLLM)",
@@ -442,18 +448,12 @@ def _bursts_table() -> str:
                   rows, "llrrrrrr")
 
 
-@functools.cache
-def _throughput_scores(label: str) -> tuple:
-    """Every run of TensorRT-LLM's published throughput table scored by ``label``'s engine."""
-    scorer = _scorer()
-    return tuple(scorer.score_bursts(scorer.DEFAULT_THROUGHPUT, engine=_engine(label)))
-
-
 def _throughput_table() -> str:
     """Each run of TensorRT-LLM's throughput table: its output throughput beside what the ideal
     roofline, the default profile and the TensorRT-LLM profile predict."""
     scorer = _scorer()
-    runs = {label: _throughput_scores(label) for label in ("ideal", "default", "own")}
+    runs = {label: _burst_scores(label, scorer.DEFAULT_THROUGHPUT)
+            for label in ("ideal", "default", "own")}
     points = {p["sweep"]: p for p in scorer.read_bursts(scorer.DEFAULT_THROUGHPUT)}
     rows = []
     for ideal, default, own in zip(runs["ideal"], runs["default"], runs["own"]):
@@ -463,9 +463,7 @@ def _throughput_table() -> str:
                      f"{weights} / {point['kv_dtype'] or '16-bit'}",
                      f"{int(point['prompt_tokens'])}/{int(point['output_tokens'])}",
                      _num(ideal["saturation_measured"], 0),
-                     *(f"{_num(r['saturation_predicted'], 0)} "
-                       f"({scorer._pct(r['sat_err'], signed=True)})" if r["fits"]
-                       else "does not fit" for r in (ideal, default, own))])
+                     *_saturation_cells(scorer, (ideal, default, own))])
     return _table(["model", "GPUs", "weights / KV", "ISL/OSL", "output tok/s measured", "ideal",
                    "default (newest vLLM)", "TensorRT-LLM profile"], rows, "llllrrrr")
 
@@ -480,13 +478,13 @@ def _by_source_table() -> str:
     version the source ran, TPOT / TTFT / saturation, and the targets each meets."""
     scorer = _scorer()
     # a source's saturation runs count beside its sweeps: held out, they are the same source's
-    runs = {label: {r["source"]: r for r in scorer.by_source(_scores(label)
-                                                             + _burst_scores(label)
-                                                             + _throughput_scores(label))}
+    runs = {label: {r["source"]: r for r in scorer.by_source(
+                _scores(label) + sum((_burst_scores(label, path)
+                                      for path in scorer.SATURATION_FILES), ()))}
             for label in ("ideal", "default", "own")}
     firsts = {}      # each source's first points, one per engine and version it ran
-    for points in [*scorer.read_sweeps().values(), *([p] for p in scorer.read_bursts()),
-                   *([p] for p in scorer.read_bursts(scorer.DEFAULT_THROUGHPUT))]:
+    for points in [*scorer.read_sweeps().values(),
+                   *([p] for path in scorer.SATURATION_FILES for p in scorer.read_bursts(path))]:
         engines = firsts.setdefault(scorer.source_group(points[0]["source"]), {})
         engines.setdefault((points[0]["engine"], scorer.engine_version(points[0])), points[0])
 

@@ -38,8 +38,8 @@ TTFT at its points below 80 % of saturation and of its saturation throughput, ea
 weighing the same. The TTFT is the point's median where its source publishes one, else its mean
 (:data:`FITTED`): a run without warm-up requests holds its server's start in the mean, which a
 front end fitted to it would add to every request of a steady server. The scores printed and
-written stay the means' (the median's beside them where published). Held out by source: the fit is repeated without each source and scored on
-it. ``--write`` puts the fit to every source into each profile of the engine's file, with the
+written stay the means' (the median's beside them where published). Held out by source: the
+fit is repeated without each source and scored on it. ``--write`` puts the fit to every source into each profile of the engine's file, with the
 range of the held-out fits as the knobs' interval and the held-out scores in a note.
 """
 
@@ -142,7 +142,7 @@ def simulate(sweeps, engine: str, knobs=None, *, replicates=3, requests=300,
                 rows.append({"source": source, "sweep": name, "what": "ttft",
                              "measured": point["mean_ttft_ms"], "predicted": pred["mean_ttft"]})
             # the fit's TTFT: the median where published (a run without warm-up holds its
-            # server's start in the mean, :data:`FIT_TTFT`), else the mean
+            # server's start in the mean, :data:`FITTED`), else the mean
             median = point.get("median_ttft_ms")
             if median is not None or point["mean_ttft_ms"] is not None:
                 rows.append({"source": source, "sweep": name, "what": "ttft_fit",

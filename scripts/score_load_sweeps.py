@@ -111,6 +111,8 @@ DEFAULT_BURSTS = DEFAULT_SWEEPS.with_name("bursts.csv")
 #: TensorRT-LLM's published throughput table: offline bursts (``trtllm-bench throughput``), in
 #: the same columns; held out whole, as every saturation run is.
 DEFAULT_THROUGHPUT = DEFAULT_SWEEPS.with_name("trtllm_throughput.csv")
+#: Every file of saturation runs, in the order the scorer and the docs read them.
+SATURATION_FILES = (DEFAULT_BURSTS, DEFAULT_THROUGHPUT)
 
 #: Sources taken after the served overheads were last fitted (``fit_served_overheads.py``,
 #: ``fit_frontend_latency.py``): scored like every other, never fitted to, so that their scores
@@ -561,8 +563,9 @@ def score(sweeps_path=DEFAULT_SWEEPS, engine=None, *, sweeps=None, replicates=3,
 
     Each dict: ``sweep``, ``source`` (:func:`source_group`), ``mode``, ``points``,
     ``below_saturation``, ``tpot_mape``, ``ttft_mape``, ``ttft_median_mape`` (fractions; NaN
-    where the sweep publishes none below saturation), ``decode_mape`` (a closed loop's time from first token to last,
-    :func:`decode_side`; NaN for other loads), ``saturation_measured``, ``saturation_predicted`` [output tokens/s],
+    where the sweep publishes none below saturation), ``decode_mape`` (a closed loop's time
+    from first token to last, :func:`decode_side`; NaN for other loads),
+    ``saturation_measured``, ``saturation_predicted`` [output tokens/s],
     ``sat_err`` (signed fraction) and ``error`` (empty, or why the simulation failed: the other
     scores are then NaN).
     """
@@ -738,8 +741,7 @@ def main(argv=None) -> int:
     parser.add_argument("--step-overhead", type=float, action="append", metavar="MS",
                         help="also score the vLLM profiles with this decode step_overhead [ms] "
                              "(repeatable)")
-    parser.add_argument("--bursts", nargs="+", default=[str(DEFAULT_BURSTS),
-                                                         str(DEFAULT_THROUGHPUT)],
+    parser.add_argument("--bursts", nargs="+", default=[str(p) for p in SATURATION_FILES],
                         help="the saturation runs CSVs (single bursts)")
     args = parser.parse_args(argv)
 

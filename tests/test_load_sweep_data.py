@@ -554,7 +554,7 @@ def test_the_scorer_scores_both_saturation_files_by_default(scorer, monkeypatch)
     monkeypatch.setattr(scorer, "score_bursts",
                         lambda path, *a, **k: seen.append(Path(path)) or [])
     assert scorer.main(["--replicates", "1"]) == 0
-    assert seen[:2] == [BURSTS, THROUGHPUT]
+    assert seen[:2] == [BURSTS, THROUGHPUT] == list(scorer.SATURATION_FILES)
 
 
 def test_a_sources_saturation_runs_count_in_its_saturation_only(scorer):
