@@ -25,21 +25,25 @@ of ``tests/data/load_sweeps/sweeps.csv`` (each point replayed as its source load
   each running sequence adds to a step (the engine mixes prompt chunks into the decode steps;
   its host work per sequence is what slows decode with the batch), printed, not written
   (:data:`WRITTEN`);
-* for TensorRT-LLM, none: its two sources (NIM and InferenceX's DeepSeek-R1 servers) trade
-  SGLang's two knobs, a held-out gain in one's TTFT for a loss in the other's TPOT and
-  saturation (``--knobs step_overhead prefill_overhead`` prints that fit;
-  ``docs/validation.md``), so its steps stay the kernels' floor and only its front end is fitted;
+* for TensorRT-LLM, ``sequence_overhead`` alone, with its own published throughput table in
+  the fit beside its two served sources (NIM and InferenceX's DeepSeek-R1 servers): offline
+  bursts that run hundreds of sequences at once, each weighed by its saturation throughput,
+  the table as one source and held out by model, then whole (:data:`SATURATION`). SGLang's two
+  knobs instead trade the served sources, a held-out gain in one's TTFT for a loss in the
+  other's TPOT and saturation (``--knobs step_overhead prefill_overhead`` prints that fit;
+  ``docs/validation.md``);
 * ``frontend_latency`` [s], the same seconds on every TTFT and nothing else, so that for any
   other knobs its least-squares value is closed-form (variable projection, as
   :func:`rooflinekit.planning.fit_under_load`).
 
 The objective is the least squares on relative residuals of every sweep's mean TPOT (or ITL) and
-TTFT at its points below 80 % of saturation and of its saturation throughput, each source
-weighing the same. The TTFT is the point's median where its source publishes one, else its mean
+TTFT at its points below 80 % of saturation and of its saturation throughput (a saturation
+table's runs: that alone), each source weighing the same. The TTFT is the point's median where its source publishes one, else its mean
 (:data:`FITTED`): a run without warm-up requests holds its server's start in the mean, which a
 front end fitted to it would add to every request of a steady server. The scores printed and
 written stay the means' (the median's beside them where published). Held out by source: the
-fit is repeated without each source and scored on it. ``--write`` puts the fit to every source into each profile of the engine's file, with the
+fit is repeated without each source (each model of a saturation table, then the table) and
+scored on it. ``--write`` puts the fit to every source into each profile of the engine's file, with the
 range of the held-out fits as the knobs' interval and the held-out scores in a note.
 """
 
@@ -68,12 +72,20 @@ PROFILES = Path(__file__).resolve().parents[1] / "rooflinekit" / "data" / "engin
 #: The knobs searched with the simulator in the loop, per engine (the front end is closed-form):
 #: SGLang runs prompt steps apart, which the decodes wait (``prefill_overhead``); vLLM mixes
 #: them into the decode steps, and its host work per running sequence (``sequence_overhead``)
-#: is what makes its decode slow with the batch. TensorRT-LLM's front end alone: with SGLang's
-#: two knobs beside it (``--knobs step_overhead prefill_overhead``), its two sources trade them,
-#: one's TTFT held out for the other's TPOT and saturation (``docs/validation.md``).
+#: is what makes its decode slow with the batch. TensorRT-LLM: the host time per running
+#: sequence alone, which its own throughput table (:data:`SATURATION`) measures at batches of
+#: hundreds; with SGLang's two knobs instead (``--knobs step_overhead prefill_overhead``), its
+#: two served sources trade them, one's TTFT held out for the other's TPOT and saturation
+#: (``docs/validation.md``).
 SEARCHED = {"sglang": ("step_overhead", "prefill_overhead"),
             "vllm": ("step_overhead", "sequence_overhead"),
-            "trtllm": ()}
+            "trtllm": ("sequence_overhead",)}
+#: The saturation tables an engine's fit reads beside its sweeps: each run one burst, weighed
+#: by its saturation throughput alone, the table as one source, held out by model
+#: (:func:`group`). TensorRT-LLM's own published table is the one that loads its engine to
+#: hundreds of running sequences. GPUStack's vLLM bursts (``bursts.csv``) stay scored, not
+#: fitted: vLLM's fit is printed, never written, and ``docs/validation.md`` quotes it without.
+SATURATION = {"trtllm": (sweeps_score.DEFAULT_THROUGHPUT,)}
 #: The engines whose profile files ship this stage's fit (``--write``). vLLM's is printed only:
 #: fitted to every vLLM source at once it does not predict the held-out ones better than the
 #: shipped profile, because vLLM's V0 (before 0.8) and V1 engines spend different host time
@@ -114,22 +126,49 @@ def engine_at(engine: str, gpu: str, knobs=None, searched=None) -> Calibration:
                        base=base.base)
 
 
+def saturation_runs(engine: str) -> dict:
+    """``engine``'s runs of its :data:`SATURATION` tables, as one-point sweeps ({id: [run]}),
+    each marked ``saturation_run``."""
+    return {run["sweep"]: [{**run, "saturation_run": True}]
+            for path in SATURATION.get(engine, ())
+            for run in sweeps_score.read_bursts(path)
+            if sweeps_score.PROFILE_OF_ENGINE[run["engine"]] == engine}
+
+
+def group(points) -> str:
+    """What a held-out fit leaves out with the sweep ``points``: its source, and of a
+    saturation table (:func:`saturation_runs`) its source and model: one source of many models,
+    whose runs of one model share their steps' shape."""
+    source = sweeps_score.source_group(points[0]["source"])
+    return f"{source}, {points[0]['model']}" if points[0].get("saturation_run") else source
+
+
 def simulate(sweeps, engine: str, knobs=None, *, replicates=3, requests=300,
-             seed=0, searched=None) -> list[dict]:
+             seed=0, searched=None, cache=None) -> list[dict]:
     """Every scored quantity of ``sweeps`` ({id: points}) under ``knobs`` (see
     :func:`engine_at`), front end 0.
 
-    One dict per quantity: ``source``, ``sweep``, ``what`` (``"tpot"``, ``"ttft"`` or
-    ``"saturation"``), ``measured`` and ``predicted`` (ms, or output tokens/s).
+    One dict per quantity: ``source``, ``group`` (:func:`group`), ``sweep``, ``what``
+    (``"tpot"``, ``"ttft"``, ``"ttft_fit"`` or ``"saturation"``), ``measured`` and
+    ``predicted`` (ms, or output tokens/s). A saturation run is simulated once: a burst of
+    1,000-3,000 fixed-length requests, whose replicates agree to 4e-16. ``cache``: a dict
+    that keeps each sweep's rows by its knobs, for fits that try the same values again.
     """
     rows = []
     for name, points in sweeps.items():
+        key = (name, tuple(sorted((knobs or {}).items())), tuple(searched or ()),
+               replicates, requests, seed)
+        if cache is not None and key in cache:
+            rows += cache[key]
+            continue
+        start = len(rows)
         kind = sweeps_score.mode(points)
         cal = engine_at(engine, points[0]["gpu"], knobs, searched)
         source = sweeps_score.source_group(points[0]["source"])
         peak = max(p["output_throughput"] for p in points)
         top = max(points, key=lambda p: p["output_throughput"])
-        common = dict(replicates=replicates, requests=requests, seed=seed)
+        common = dict(replicates=1 if points[0].get("saturation_run") else replicates,
+                      requests=requests, seed=seed)
         for point in sweeps_score.below_saturation(points):
             pred = sweeps_score.predict_point(point, cal, kind, **common)
             tpot = point["mean_tpot_ms"] if point["mean_tpot_ms"] is not None \
@@ -153,6 +192,10 @@ def simulate(sweeps, engine: str, knobs=None, *, replicates=3, requests=300,
         sat = sweeps_score.predict_point(top, cal, kind, **common)
         rows.append({"source": source, "sweep": name, "what": "saturation",
                      "measured": peak, "predicted": sat["throughput"]})
+        for row in rows[start:]:
+            row["group"] = group(points)
+        if cache is not None:
+            cache[key] = rows[start:]
     return rows
 
 
@@ -197,7 +240,7 @@ def fit(sweeps, engine: str, searched=None, **sim) -> dict:
     names = _knob_names(engine, searched)
     sim = {**sim, "searched": names}
     knobs = dict.fromkeys(names, 0.0)
-    for _ in range(ROUNDS):
+    for _ in range(ROUNDS if len(names) > 1 else 1):    # one knob: one round is the search
         for name in names:
             lo, hi = LOAD_KNOBS[name][1], LOAD_KNOBS[name][2]
 
@@ -230,27 +273,33 @@ def scores(rows, front_ms: float) -> dict:
             "ttft_median": err("ttft_fit", front_ms, median=True)}
 
 
-def sources(sweeps) -> dict:
-    """``{source: {sweep: points}}``."""
+def groups(sweeps) -> dict:
+    """``{group: {sweep: points}}`` (:func:`group`)."""
     out = {}
     for name, points in sweeps.items():
-        out.setdefault(sweeps_score.source_group(points[0]["source"]), {})[name] = points
+        out.setdefault(group(points), {})[name] = points
     return out
 
 
 def held_out(sweeps, engine: str, searched=None, **sim) -> tuple[dict, list[dict]]:
-    """The fit to every source, and per source the fit without it scored on it
-    (``searched``: other knobs than the engine's own)."""
-    sim = {**sim, "searched": _knob_names(engine, searched)}
+    """The fit to every source, and per group (:func:`group`: a source, a saturation table's
+    model), then per source of several groups, the fit without it scored on it (``searched``:
+    other knobs than the engine's own). One cache of simulated sweeps serves every fit
+    (``sim["cache"]``, else a new one)."""
+    sim = {"cache": {}, **sim, "searched": _knob_names(engine, searched)}
     full = fit(sweeps, engine, **sim)
+    parts, whole = groups(sweeps), {}
+    for name, points in sweeps.items():
+        whole.setdefault(sweeps_score.source_group(points[0]["source"]), {})[name] = points
     out = []
-    for source, mine in sources(sweeps).items():
+    for source, mine in {**parts, **{s: m for s, m in whole.items() if s not in parts}}.items():
         rest = {n: p for n, p in sweeps.items() if n not in mine}
         knobs = fit(rest, engine, **sim) if rest else full
         floor = simulate(mine, engine, None, **sim)
         held = simulate(mine, engine, _searched(knobs), **sim)
         inside = simulate(mine, engine, _searched(full), **sim)
         out.append({"source": source, "sweeps": len(mine), "knobs": knobs,
+                    "runs": all(p[0].get("saturation_run") for p in mine.values()),
                     "floor": scores(floor, 0.0),
                     "held_out": scores(held, knobs["frontend_latency"] * 1e3),
                     "in_sample": scores(inside, full["frontend_latency"] * 1e3)})
@@ -263,26 +312,42 @@ def _ms(knobs) -> str:
 
 
 def scores_text(s) -> str:
-    """``TPOT / TTFT (median TTFT) / saturation %`` of :func:`scores` ``s``."""
+    """``TPOT / TTFT (median TTFT) / saturation %`` of :func:`scores` ``s`` ("–" for what the
+    source does not publish: a saturation table has neither TPOT nor TTFT)."""
+    def pct(value):
+        return "–" if math.isnan(value) else f"{value:.0f}"
     median = s.get("ttft_median", math.nan)      # NaN: the source publishes no median
     median = "" if math.isnan(median) else f" (median {median:.0f})"
-    return f"{s['tpot']:.0f} / {s['ttft']:.0f}{median} / {s['saturation']:.0f} %"
+    return f"{pct(s['tpot'])} / {pct(s['ttft'])}{median} / {pct(s['saturation'])} %"
 
 
-def note(full, rows) -> str:
-    """The sentence each profile's notes carry about this fit."""
-    held = "; ".join(f"{r['source']} ({r['sweeps']} sweep{'s' * (r['sweeps'] != 1)}) "
-                     f"{scores_text(r['floor'])} -> "
+def note(engine: str, full, rows) -> str:
+    """The sentence each profile of ``engine`` carries in its notes about this fit."""
+    def count(r):
+        word = "run" if r.get("runs") else "sweep"
+        return f"{r['sweeps']} {word}{'s' * (r['sweeps'] != 1)}"
+    held = "; ".join(f"{r['source']} ({count(r)}) {scores_text(r['floor'])} -> "
                      f"{scores_text(r['held_out'])} (fitted without it: {_ms(r['knobs'])})"
                      for r in rows)
+    tables = " and ".join(str(path.relative_to(PROFILES.parents[2]))
+                          for path in SATURATION.get(engine, ()))
+    if not tables:
+        return (f"Served overheads {_ms(full)} (the same for every GPU; interval: the range of "
+                f"the fits leaving one source out) were fitted by "
+                f"scripts/fit_served_overheads.py with the simulator replaying this engine's "
+                f"sweeps of tests/data/load_sweeps/sweeps.csv (mean TPOT, and the median TTFT "
+                f"where published, else the mean, below 80 % of saturation, and the saturation "
+                f"throughput). Held out by source, TPOT / mean TTFT (median TTFT) / saturation "
+                f"error of the kernel floor -> of the fit without that source: {held}.")
     return (f"Served overheads {_ms(full)} (the same for every GPU; interval: the range of the "
-            f"fits leaving one source out) were fitted by scripts/fit_served_overheads.py with "
-            f"the simulator replaying this engine's sweeps of tests/data/load_sweeps/sweeps.csv "
-            f"(mean TPOT, and the median TTFT where published, else the mean, below 80 % of "
-            f"saturation, and the saturation throughput). "
-            f"Held out by source, TPOT / mean TTFT (median TTFT) / saturation error of the "
-            f"kernel floor -> of the "
-            f"fit without that source: {held}.")
+            f"fits leaving one source, or one model of a saturation table, out) were fitted by "
+            f"scripts/fit_served_overheads.py with the simulator replaying this engine's sweeps "
+            f"of tests/data/load_sweeps/sweeps.csv (mean TPOT, and the median TTFT where "
+            f"published, else the mean, below 80 % of saturation, and the saturation "
+            f"throughput) and its runs of {tables} (their saturation throughput, a table "
+            f"weighing as one source). Held out by source (a table's models one at a time, then "
+            f"the whole table), TPOT / mean TTFT (median TTFT) / saturation error of the kernel "
+            f"floor -> of the fit without it: {held}.")
 
 
 #: The header paragraph ``--write`` puts before the file's ``engine = ...`` line, in place of
@@ -298,15 +363,20 @@ STAGE = {
                "notes."],
     "trtllm": ["# Stage 2, served (scripts/fit_served_overheads.py, run after "
                "scripts/engine_profiles.py):",
-               "# one frontend_latency [s] for every GPU, the time a served engine spends on "
-               "a request before",
-               "# its first step (HTTP, tokenisation), fitted with the simulator replaying "
-               "this engine's load",
-               "# sweeps of tests/data/load_sweeps/sweeps.csv; held out by source in each "
-               "profile's notes. Its",
-               "# steps stay the kernels' floor: a per-step and a per-prompt-step overhead "
-               "fitted beside it trade",
-               "# one source's TPOT and saturation for the other's TTFT held out "
+               "# one sequence_overhead [s per running sequence a decode step] and one "
+               "frontend_latency [s] for every",
+               "# GPU: the host's time for each running sequence each step (scheduling, "
+               "sampling, bookkeeping), which",
+               "# no kernel table holds, and the time a served engine spends on a request "
+               "before its first step (HTTP,",
+               "# tokenisation), fitted with the simulator replaying this engine's load sweeps "
+               "of",
+               "# tests/data/load_sweeps/sweeps.csv and its own throughput table",
+               "# (tests/data/load_sweeps/trtllm_throughput.csv); held out by source and by the "
+               "table's models in",
+               "# each profile's notes. A per-step and a per-prompt-step overhead fitted "
+               "instead trade one served",
+               "# source's TPOT and saturation for the other's TTFT held out "
                "(docs/validation.md)."]}
 
 
@@ -317,14 +387,17 @@ def write(engine: str, full, rows, path=None) -> Path:
     """Put the fit, its interval and its note into every profile of ``engine``'s file."""
     path = path or PROFILES / f"{engine}.toml"
     fits = [full] + [r["knobs"] for r in rows]
-    sentence = note(full, rows)
+    sentence = note(engine, full, rows)
     text = path.read_text(encoding="utf-8")
     has_notes = any(line.startswith("notes = ") for line in text.splitlines())
     lines, in_interval, in_floor = [], False, False
     for line in text.splitlines():
-        in_floor = line.startswith(FLOOR) or (in_floor and line.startswith("# "))
-        if in_floor or line in STAGE[engine]:
-            continue                # the kernel file's floor paragraph, or ours, written afresh
+        # the kernel file's floor paragraph, or a stage paragraph written before, dropped to be
+        # written afresh
+        in_floor = line.startswith((FLOOR, STAGE[engine][0])) or (
+            in_floor and line.startswith("# "))
+        if in_floor:
+            continue
         if line.startswith('engine = "'):
             lines += STAGE[engine]
         if line.startswith("[[profile]]"):
@@ -376,7 +449,8 @@ def main(argv=None) -> int:
                      f"{' or '.join(WRITTEN)}; {args.engine}"
                      f"{' with --source' if args.source else ''}"
                      f"{' with --knobs' if args.knobs else ''} is only printed")
-    sweeps = {n: p for n, p in sweeps_score.fitted_sweeps(sweeps_score.read_sweeps()).items()
+    sweeps = {n: p for n, p in {**sweeps_score.fitted_sweeps(sweeps_score.read_sweeps()),
+                                **saturation_runs(args.engine)}.items()
               if sweeps_score.PROFILE_OF_ENGINE[p[0]["engine"]] == args.engine
               and (not args.source or sweeps_score.source_group(p[0]["source"]) in args.source)}
     if not sweeps:

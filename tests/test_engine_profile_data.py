@@ -61,7 +61,8 @@ POOLED_FROM = {"moe_compute_share": ("H100-SXM-80GB", "H200-SXM-141GB", "B200", 
 #: Knobs a later stage adds to one engine's phase.
 UNDER_LOAD_KNOBS = {("vllm", "prefill"): ("frontend_latency",),
                     ("sglang", "prefill"): ("frontend_latency",),
-                    ("trtllm", "prefill"): ("frontend_latency",)}
+                    ("trtllm", "prefill"): ("frontend_latency",),
+                    ("trtllm", "decode"): ("sequence_overhead",)}
 
 
 def _load(engine: str) -> dict:
@@ -101,8 +102,8 @@ def test_profile_fields_and_values(pair):
         value = prof[name]
         assert isinstance(value, float) and math.isfinite(value) and value >= 0, name
     for phase, names in KNOBS.items():
-        # the under-load stages add the front end's latency (scripts/fit_frontend_latency.py,
-        # scripts/fit_served_overheads.py)
+        # the under-load stages add the front end's latency and TensorRT-LLM's host time per
+        # sequence (scripts/fit_frontend_latency.py, scripts/fit_served_overheads.py)
         names = names + UNDER_LOAD_KNOBS.get((engine, phase), ())
         assert set(prof[phase]) == set(names), phase
         assert set(prof["interval"][phase]) == set(names), phase

@@ -102,7 +102,7 @@ def test_the_shipped_values_are_the_script_optimum():
 def _held_out_cookbook(script, sweeps, fitted_on):
     """The cookbook's scores by the kernel floor and by a fit to the sweeps ``fitted_on``,
     and that fit's knobs."""
-    cookbook = script.sources(sweeps)["sgl-project/sgl-cookbook"]
+    cookbook = script.groups(sweeps)["sgl-project/sgl-cookbook"]
     knobs = script.fit(fitted_on, "sglang")
     floor = script.scores(script.simulate(cookbook, "sglang", None), 0.0)
     held = script.scores(script.simulate(cookbook, "sglang",
@@ -133,7 +133,7 @@ def test_a_fit_without_the_cookbook_meets_its_tpot_and_saturation_targets():
     script = _script()
     sweeps = _sglang_sweeps()
     floor, held, knobs = _held_out_cookbook(
-        script, sweeps, script.sources(sweeps)["SemiAnalysisAI/InferenceX"])
+        script, sweeps, script.groups(sweeps)["SemiAnalysisAI/InferenceX"])
     assert held["tpot"] < 15 < floor["tpot"]
     assert held["saturation"] < 15 < floor["saturation"]
     profile = rk.engine_profile("sglang", "B200")
@@ -202,25 +202,59 @@ def test_vllm_fits_are_printed_not_written():
         script.main(["--engine", "sglang", "--source", "SemiAnalysisAI/InferenceX", "--write"])
 
 
-def test_the_tensorrt_llm_front_end_is_the_fit_and_holds_out():
-    """TensorRT-LLM's profiles ship one front end, the closed form over its two sources' sweeps
-    (NIM and InferenceX's DeepSeek-R1 servers) with the steps at the kernels' floor; fitted
-    without either source it predicts that source's TTFT better than the floor, and leaves its
-    TPOT and saturation as they were (a front end adds to TTFT alone)."""
-    script = _script()
+def _trtllm_sweeps(script, table=True):
+    """TensorRT-LLM's served sweeps (NIM and InferenceX's DeepSeek-R1 servers), and with
+    ``table`` its throughput table's runs, as the script fits them."""
     scorer = load_script("score_load_sweeps")
     sweeps = {n: p for n, p in scorer.fitted_sweeps(scorer.read_sweeps()).items()
               if scorer.PROFILE_OF_ENGINE[p[0]["engine"]] == "trtllm"}
-    assert script.SEARCHED["trtllm"] == ()
+    return {**sweeps, **(script.saturation_runs("trtllm") if table else {})}
+
+
+def test_the_tensorrt_llm_overheads_are_the_script_optimum():
+    """TensorRT-LLM's profiles ship one host time per running sequence and one front end, fitted
+    to its two served sources and its own throughput table (70 runs, weighing as one source):
+    every GPU the same; moving the searched knob by a fifth either way does not lower the
+    fit's objective; the front end is the closed form there."""
+    script = _script()
+    assert script.SEARCHED["trtllm"] == ("sequence_overhead",)
+    sweeps = _trtllm_sweeps(script)
+    assert sum(1 for p in sweeps.values() if p[0].get("saturation_run")) == 70
+    shipped = rk.engine_profile("trtllm", "B200")
+    knobs = {"sequence_overhead": shipped.decode["sequence_overhead"]}
+    for gpu in ("H100-SXM-80GB", "H200-SXM-141GB", "A100-SXM-80GB", "L40S"):
+        profile = rk.engine_profile("trtllm", gpu)
+        assert profile.decode["sequence_overhead"] == knobs["sequence_overhead"]
+        assert profile.prefill["frontend_latency"] == shipped.prefill["frontend_latency"]
+    cache = {}
+    rows = script.simulate(sweeps, "trtllm", knobs, cache=cache)
+    assert script.frontend(rows) / 1e3 == pytest.approx(shipped.prefill["frontend_latency"],
+                                                        rel=1e-6)
+    best = script.cost(rows, script.frontend(rows))
+    for factor in (0.8, 1.25):
+        moved = {"sequence_overhead": knobs["sequence_overhead"] * factor}
+        assert script.objective(sweeps, "trtllm", moved, cache=cache) >= best, factor
+
+
+def test_a_fit_without_the_throughput_table_predicts_it_better_than_the_floor():
+    """Held out whole: fitted on the two served sources alone, the host time per sequence is
+    the low end of the interval the profiles ship (15 µs), and it halves the table's mean
+    absolute saturation error (the kernel floor's 39 %, 18 % held out, short of the issue's
+    ±15 %); each served source's TTFT, fitted without it, beats the floor's (the front end
+    transfers)."""
+    script = _script()
+    sweeps = _trtllm_sweeps(script, table=False)
     full, rows = script.held_out(sweeps, "trtllm")
-    for gpu in ("H100-SXM-80GB", "H200-SXM-141GB", "B200"):
-        shipped = rk.engine_profile("trtllm", gpu).prefill["frontend_latency"]
-        assert shipped == pytest.approx(full["frontend_latency"], rel=1e-9)
+    low, high = rk.engine_profile("trtllm", "B200").intervals["decode"]["sequence_overhead"]
+    assert full["sequence_overhead"] == pytest.approx(low, rel=1e-9) and low < high
     assert {r["source"] for r in rows} == {"docs.nvidia.com", "SemiAnalysisAI/InferenceX-app"}
     for r in rows:
         assert r["held_out"]["ttft"] < r["floor"]["ttft"], r["source"]
-        for what in ("tpot", "saturation"):
-            assert r["held_out"][what] == r["floor"][what], (r["source"], what)
+    table = script.saturation_runs("trtllm")
+    floor = script.scores(script.simulate(table, "trtllm", None), 0.0)["saturation"]
+    held = script.scores(script.simulate(table, "trtllm", script._searched(full)),
+                         0.0)["saturation"]
+    assert held < floor / 2
 
 
 def test_other_knobs_are_printed_not_written(capsys):
