@@ -109,7 +109,8 @@ DEFAULT_SWEEPS = Path(__file__).resolve().parents[1] / "tests" / "data" / "load_
 #: Published saturation runs: single bursts, one a row, in the sweeps' columns.
 DEFAULT_BURSTS = DEFAULT_SWEEPS.with_name("bursts.csv")
 #: TensorRT-LLM's published throughput table: offline bursts (``trtllm-bench throughput``), in
-#: the same columns; held out whole, as every saturation run is.
+#: the same columns; TensorRT-LLM's served stage fits its host time per sequence to them
+#: (``scripts/fit_served_overheads.py``), held out by model and whole in the profile's notes.
 DEFAULT_THROUGHPUT = DEFAULT_SWEEPS.with_name("trtllm_throughput.csv")
 #: Every file of saturation runs, in the order the scorer and the docs read them.
 SATURATION_FILES = (DEFAULT_BURSTS, DEFAULT_THROUGHPUT)
