@@ -38,13 +38,14 @@ of ``tests/data/load_sweeps/sweeps.csv`` (each point replayed as its source load
 
 The objective is the least squares on relative residuals of every sweep's mean TPOT (or ITL) and
 TTFT at its points below 80 % of saturation and of its saturation throughput (a saturation
-table's runs: that alone), each source weighing the same. The TTFT is the point's median where its source publishes one, else its mean
-(:data:`FITTED`): a run without warm-up requests holds its server's start in the mean, which a
-front end fitted to it would add to every request of a steady server. The scores printed and
-written stay the means' (the median's beside them where published). Held out by source: the
-fit is repeated without each source (each model of a saturation table, then the table) and
-scored on it. ``--write`` puts the fit to every source into each profile of the engine's file, with the
-range of the held-out fits as the knobs' interval and the held-out scores in a note.
+table's runs: that alone), each source weighing the same. The TTFT is the point's median where
+its source publishes one, else its mean (:data:`FITTED`): a run without warm-up requests holds
+its server's start in the mean, which a front end fitted to it would add to every request of a
+steady server. The scores printed and written stay the means' (the median's beside them where
+published). Held out by source: the fit is repeated without each source (each model of a
+saturation table, then the table) and scored on it. ``--write`` puts the fit to every source
+into each profile of the engine's file, with the range of the held-out fits as the knobs'
+interval and the held-out scores in a note.
 """
 
 from __future__ import annotations
@@ -331,23 +332,18 @@ def note(engine: str, full, rows) -> str:
                      for r in rows)
     tables = " and ".join(str(path.relative_to(PROFILES.parents[2]))
                           for path in SATURATION.get(engine, ()))
-    if not tables:
-        return (f"Served overheads {_ms(full)} (the same for every GPU; interval: the range of "
-                f"the fits leaving one source out) were fitted by "
-                f"scripts/fit_served_overheads.py with the simulator replaying this engine's "
-                f"sweeps of tests/data/load_sweeps/sweeps.csv (mean TPOT, and the median TTFT "
-                f"where published, else the mean, below 80 % of saturation, and the saturation "
-                f"throughput). Held out by source, TPOT / mean TTFT (median TTFT) / saturation "
-                f"error of the kernel floor -> of the fit without that source: {held}.")
+    # an engine without saturation tables keeps the sentence its profiles were written with
+    left_out = "one source, or one model of a saturation table," if tables else "one source"
+    runs = (f" and its runs of {tables} (their saturation throughput, a table weighing as one "
+            f"source)") if tables else ""
+    how = " (a table's models one at a time, then the whole table)" if tables else ""
     return (f"Served overheads {_ms(full)} (the same for every GPU; interval: the range of the "
-            f"fits leaving one source, or one model of a saturation table, out) were fitted by "
-            f"scripts/fit_served_overheads.py with the simulator replaying this engine's sweeps "
-            f"of tests/data/load_sweeps/sweeps.csv (mean TPOT, and the median TTFT where "
-            f"published, else the mean, below 80 % of saturation, and the saturation "
-            f"throughput) and its runs of {tables} (their saturation throughput, a table "
-            f"weighing as one source). Held out by source (a table's models one at a time, then "
-            f"the whole table), TPOT / mean TTFT (median TTFT) / saturation error of the kernel "
-            f"floor -> of the fit without it: {held}.")
+            f"fits leaving {left_out} out) were fitted by scripts/fit_served_overheads.py with "
+            f"the simulator replaying this engine's sweeps of tests/data/load_sweeps/sweeps.csv "
+            f"(mean TPOT, and the median TTFT where published, else the mean, below 80 % of "
+            f"saturation, and the saturation throughput){runs}. Held out by source{how}, TPOT / "
+            f"mean TTFT (median TTFT) / saturation error of the kernel floor -> of the fit "
+            f"without {'it' if tables else 'that source'}: {held}.")
 
 
 #: The header paragraph ``--write`` puts before the file's ``engine = ...`` line, in place of
