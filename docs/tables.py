@@ -427,17 +427,21 @@ def _saturation_cells(scorer, runs) -> list:
             if r["fits"] else "does not fit" for r in runs]
 
 
+def _scored_runs(scorer, path) -> list:
+    """Each saturation run of ``path`` with its scores by the ideal roofline, the default
+    profile and its own engine: ``(point, ideal, default, own)``."""
+    ideal, default, own = (_burst_scores(label, path) for label in ("ideal", "default", "own"))
+    points = {p["sweep"]: p for p in scorer.read_bursts(path)}
+    return [(points[i["sweep"]], i, d, o) for i, d, o in zip(ideal, default, own)]
+
+
 def _bursts_table() -> str:
     """Each published saturation run (a single burst) with the output throughput the ideal
     roofline, the default profile and the run's own engine at its version predict, and the run's
     mean TPOT beside the default profile's."""
     scorer = _scorer()
-    runs = {label: _burst_scores(label, scorer.DEFAULT_BURSTS)
-            for label in ("ideal", "default", "own")}
-    points = {p["sweep"]: p for p in scorer.read_bursts(scorer.DEFAULT_BURSTS)}
     rows = []
-    for ideal, default, own in zip(runs["ideal"], runs["default"], runs["own"]):
-        point = points[ideal["sweep"]]
+    for point, ideal, default, own in _scored_runs(scorer, scorer.DEFAULT_BURSTS):
         rows.append([ideal["sweep"], f"{point['engine']} {point['engine_version']}",
                      _num(ideal["saturation_measured"], 0),
                      *_saturation_cells(scorer, (ideal, default, own)),
@@ -452,12 +456,8 @@ def _throughput_table() -> str:
     """Each run of TensorRT-LLM's throughput table: its output throughput beside what the ideal
     roofline, the default profile and the TensorRT-LLM profile predict."""
     scorer = _scorer()
-    runs = {label: _burst_scores(label, scorer.DEFAULT_THROUGHPUT)
-            for label in ("ideal", "default", "own")}
-    points = {p["sweep"]: p for p in scorer.read_bursts(scorer.DEFAULT_THROUGHPUT)}
     rows = []
-    for ideal, default, own in zip(runs["ideal"], runs["default"], runs["own"]):
-        point = points[ideal["sweep"]]
+    for point, ideal, default, own in _scored_runs(scorer, scorer.DEFAULT_THROUGHPUT):
         weights = point["dtype"] or "native"
         rows.append([point["model"], f"{int(point['tp'])} × {point['gpu']}",
                      f"{weights} / {point['kv_dtype'] or '16-bit'}",
