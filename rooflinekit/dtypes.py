@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numbers
 
-__all__ = ["BYTES_PER_ELEMENT", "bytes_per_element", "dtype_name"]
+import numpy as np
+
+__all__ = ["BYTES_PER_ELEMENT", "MXFP4_BYTES", "bytes_per_element", "dtype_name", "is_mxfp4"]
 
 #: Bytes per element for the formats models are served in. int4/fp4 pack two values per byte.
 BYTES_PER_ELEMENT: dict[str, float] = {
@@ -13,6 +15,9 @@ BYTES_PER_ELEMENT: dict[str, float] = {
     "fp8": 1.0, "float8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "int8": 1.0,
     "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5, "mxfp4": 0.5,
 }
+
+#: MXFP4 as a checkpoint stores it: a 4-bit value and one 8-bit scale per 32 [bytes a weight].
+MXFP4_BYTES = 17 / 32
 
 #: The most bytes an element may take [bytes]: fp64's 8 twice over; more is a mistake.
 MAX_BYTES_PER_ELEMENT = 16.0
@@ -64,3 +69,11 @@ def bytes_per_element(dtype, name: str = "dtype") -> float:
                              f"{MAX_BYTES_PER_ELEMENT:g}, got {str(dtype)[:40]}")
         return value
     raise TypeError(f"{name} must be a format name or bytes per element, got {type(dtype).__name__}")
+
+
+def is_mxfp4(bytes_per_weight):
+    """Whether weights of ``bytes_per_weight`` [bytes] are MXFP4 ones (:data:`MXFP4_BYTES`
+    within 1 %: int4 with a 16-bit scale per 128, 0.516, and NVFP4, 0.5625, are not) [bool];
+    a number gives a bool, an array an array of them."""
+    out = np.abs(np.asarray(bytes_per_weight, dtype=float) - MXFP4_BYTES) <= 0.01 * MXFP4_BYTES
+    return bool(out) if out.ndim == 0 else out

@@ -204,7 +204,7 @@ import numpy as np
 from rooflinekit import IDEAL, catalog, parallel
 from rooflinekit.calibrate import calibrate, cross_validate, measurements_from_records
 from rooflinekit.profiles import HostScheduling
-from rooflinekit.roofline import SHARE_KNOBS
+from rooflinekit.roofline import MAX_MXFP4_SHARE, SHARE_KNOBS
 
 #: The aiconfigurator-core release whose tables are read.
 AIC_VERSION = "0.12.0"
@@ -302,15 +302,16 @@ SHARED_KERNEL_KNOBS = ("compute_efficiency", "gemm_half_tokens", "interconnect_e
 GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_efficiency")
 #: Every knob a profile row holds, per phase, in the order written.
 KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead",
-                     "fp4_compute_efficiency", "moe_compute_share", "mla_layer_overhead",
-                     "attention_compute_efficiency", "cross_host_allreduce_latency"),
+                     "fp4_compute_efficiency", "moe_compute_share", "mxfp4_moe_compute_share",
+                     "mla_layer_overhead", "attention_compute_efficiency",
+                     "cross_host_allreduce_latency"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency",
                     *SHARED_KERNEL_KNOBS,
                     "host_traffic_share", "moe_layer_overhead", "fp4_bandwidth_efficiency",
-                    "moe_compute_share", "mla_layer_overhead", "attention_compute_efficiency",
-                    "cross_host_allreduce_latency")}
+                    "moe_compute_share", "mxfp4_moe_compute_share", "mla_layer_overhead",
+                    "attention_compute_efficiency", "cross_host_allreduce_latency")}
 #: The FP4 stage (:func:`with_fp4_stage`): per phase, the knob it fits to the NVFP4 rows of
 #: :data:`CHECK_DTYPES` with every other knob held, and the knob it takes where the tables hold
 #: no NVFP4 GEMMs (what ``None`` means for it). The NVFP4 GEMMs of the B200 tables reach 39-44 %
@@ -319,7 +320,8 @@ KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead"
 FP4_STAGE = {"prefill": ("fp4_compute_efficiency", "low_precision_compute_efficiency"),
              "decode": ("fp4_bandwidth_efficiency", "low_precision_bandwidth_efficiency")}
 #: Knobs a later stage of the kernel fit adds (the MoE, MLA, attention and FP4 stages).
-STAGE_KNOBS = ("moe_layer_overhead", "moe_compute_share", "mla_layer_overhead",
+STAGE_KNOBS = ("moe_layer_overhead", "moe_compute_share", "mxfp4_moe_compute_share",
+               "mla_layer_overhead",
                "attention_compute_efficiency",
                *(knob for knob, _ in FP4_STAGE.values()))
 #: The MoE tables' rows the MoE stage reads (:func:`_moe_rows`): the experts sharded over the
@@ -327,14 +329,30 @@ STAGE_KNOBS = ("moe_layer_overhead", "moe_compute_share", "mla_layer_overhead",
 #: formats of :data:`MOE_PATHS`.
 MOE_DISTRIBUTIONS = ("balanced", "uniform")
 #: Each format's path in the planner (its peak and its GEMMs' efficiency: 16-bit for
-#: weight-only 4-bit experts, MXFP4's as gpt-oss ships and int4; FP8 for W8A8; FP4 for NVFP4
-#: where the GPU lists an FP4 peak) and its bytes per weight with scales (FP8 blocks: one fp32
-#: scale per 128 × 128; MXFP4: one 8-bit scale per 32; NVFP4: one FP8 scale per 16; int4: one
-#: bf16 scale per 128).
+#: weight-only 4-bit experts, int4 and MXFP4's as gpt-oss ships, and for MXFP4 experts with
+#: MXFP8 activations, which the planner times on the 16-bit path too; FP8 for W8A8; FP4 for
+#: NVFP4 where the GPU lists an FP4 peak) and its bytes per weight with scales (FP8 blocks: one
+#: fp32 scale per 128 × 128; MXFP4: one 8-bit scale per 32; NVFP4: one FP8 scale per 16; int4:
+#: one bf16 scale per 128).
 MOE_PATHS = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0),
              "fp8_block": ("fp8", 1.0 + 4.0 / (128 * 128)),
-             "w4a16_mxfp4": ("bf16", 17.0 / 32.0), "int4_wo": ("bf16", 0.5 + 2.0 / 128.0),
-             "nvfp4": ("fp4", 9.0 / 16.0)}
+             "w4a16_mxfp4": ("bf16", 17.0 / 32.0), "w4a8_mxfp4_mxfp8": ("bf16", 17.0 / 32.0),
+             "int4_wo": ("bf16", 0.5 + 2.0 / 128.0), "nvfp4": ("fp4", 9.0 / 16.0)}
+#: The MXFP4 expert kernels a table may time: weight-only (W4A16: kernels that widen each
+#: weight) and, on Blackwell, MXFP4 weights with MXFP8 activations on the FP8 tensor cores
+#: (W4A8). ``mxfp4_moe_compute_share`` reads them, ``moe_compute_share`` the rest.
+MXFP4_FORMATS = ("w4a16_mxfp4", "w4a8_mxfp4_mxfp8")
+#: The MXFP4 kernel each engine serves gpt-oss with by default: the first of these its table
+#: holds (the tables time W4A8 on Blackwell GPUs only). TensorRT-LLM takes W4A8 from SM 100
+#: on (``ModelConfig.get_mxfp4_quant_algo``: ``W4A8_MXFP4_MXFP8`` unless
+#: ``OVERRIDE_QUANT_ALGO`` is set, ``W4A16_MXFP4`` below SM 100); SGLang quantizes the
+#: activations to MXFP8 on Blackwell unless told ``bf16`` (its MXFP4 MoE method's default
+#: precision, which aiconfigurator files as ``w4a8_mxfp4_mxfp8``); vLLM runs FlashInfer's BF16
+#: activations there unless ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1`` (``get_mxfp4_backend``:
+#: "Using FlashInfer MXFP4 BF16 backend for SM100").
+MXFP4_KERNELS = {"trtllm": ("w4a8_mxfp4_mxfp8", "w4a16_mxfp4"),
+                 "sglang": ("w4a8_mxfp4_mxfp8", "w4a16_mxfp4"),
+                 "vllm": ("w4a16_mxfp4",)}
 #: The fixed time's rows (:func:`moe_layer_overhead`): the 16-bit and FP8 formats' bytes per
 #: weight, a few tokens a step.
 MOE_BYTES = {f: MOE_PATHS[f][1] for f in ("bfloat16", "fp8", "fp8_block")}
@@ -1109,15 +1127,46 @@ def moe_compute_share(system: str, engine: str, version: str, knobs: dict, fixed
     compute-bound rows (:data:`MOE_COMPUTE_BOUND`; :func:`moe_block_times` with the profile's
     dense ``knobs``), the share is the dense GEMMs' time over the block's time less its fixed
     part (``fixed`` [s]: the MoE stage's median intercept, :func:`moe_layer_overhead`'s
-    ``moe_median``); per format of :data:`MOE_PATHS`
-    the median, and the knob the median over formats, so that each format weighs alike,
-    clipped to (0.02, 1]. Its interval: the 5th-95th percentile over :data:`N_RESAMPLES`
-    resamples of each format's rows (seed :data:`SEED`).
+    ``moe_median``); per format of :data:`MOE_PATHS` but the MXFP4 ones (their own knob,
+    :func:`mxfp4_moe_compute_share`) the median, and the knob the median over formats, so
+    that each format weighs alike, clipped to (0.02, 1]. Its interval: the 5th-95th
+    percentile over :data:`N_RESAMPLES` resamples of each format's rows (seed :data:`SEED`).
     """
     best = _moe_rows(system, engine, version)
     if best is None:
         return None
-    times = moe_block_times(best, knobs, system)
+    best = best[~best["moe_dtype"].isin(list(MXFP4_FORMATS))]
+    return _compute_share(moe_block_times(best, knobs, system), fixed, 1.0, n_resamples)
+
+
+def mxfp4_moe_compute_share(system: str, engine: str, version: str, knobs: dict, fixed: float,
+                            n_resamples: int = N_RESAMPLES) -> dict | None:
+    """``mxfp4_moe_compute_share`` [1] of one (engine, GPU): :func:`moe_compute_share`'s
+    reading of the MoE table's rows of the MXFP4 kernel the engine serves gpt-oss with
+    (:data:`MXFP4_KERNELS`: the first of its kernels the table holds), clipped to (0.02,
+    :data:`MAX_MXFP4_SHARE`]; None where the table has no compute-bound row of it.
+
+    The planner times MXFP4 experts on the 16-bit path; the engines run them with kernels of
+    their own per GPU. Under TensorRT-LLM 1.3 at gpt-oss-20b's shape (2,048 tokens, TP 1,
+    balanced), a layer's experts take 1.13 ms on the H200 (W4A16: 0.36 of the 16-bit peak)
+    and 0.23 ms on the B200 (W4A8: 0.78), where the median over the other formats times them
+    at 0.89 and 0.33 ms.
+    """
+    best = _moe_rows(system, engine, version)
+    if best is None:
+        return None
+    held = [f for f in MXFP4_KERNELS[engine] if (best["moe_dtype"] == f).any()]
+    if not held:
+        return None
+    times = moe_block_times(best[best["moe_dtype"] == held[0]], knobs, system)
+    return _compute_share(times, fixed, MAX_MXFP4_SHARE, n_resamples)
+
+
+def _compute_share(times: dict, fixed: float, highest: float, n_resamples: int) -> dict | None:
+    """The share of :func:`moe_compute_share` over the compute-bound blocks of ``times``
+    (:func:`moe_block_times`), clipped to (0.02, ``highest``], with its interval, the median
+    per format (``by_format``) and the rows read (``points``); None where no block is
+    compute-bound."""
     bound = times["compute"] >= MOE_COMPUTE_BOUND * times["memory"]
     ratio = times["compute"] / np.maximum(times["latency"] - fixed, 1e-9)
     formats = sorted({f for f, b in zip(times["format"], bound) if b})
@@ -1126,7 +1175,7 @@ def moe_compute_share(system: str, engine: str, version: str, knobs: dict, fixed
     groups = [ratio[bound & (times["format"] == f)] for f in formats]
 
     def share(parts):
-        return float(np.clip(np.median([np.median(p) for p in parts]), 0.02, 1.0))
+        return float(np.clip(np.median([np.median(p) for p in parts]), 0.02, highest))
     value = share(groups)
     rng = np.random.default_rng(SEED)
     draws = [share([rng.choice(g, g.size) for g in groups]) for _ in range(n_resamples)]
@@ -1145,12 +1194,12 @@ def moe_block_errors(system: str, engine: str, version: str, knobs: dict,
     (``dense``: every grouped GEMM at a dense GEMM's share) and, where given, with
     ``held_out_share`` (``held_out``: the other GPUs' median), each with its median signed
     error (``*_bias`` [%], < 0: too fast), and the rows scored; None where the version has no
-    MoE table."""
+    MoE table. The MXFP4 rows are not scored (their own knob's)."""
     best = _moe_rows(system, engine, version)
     moe = moe_layer_overhead(system, engine, version, knobs["decode"]["bandwidth_efficiency"])
     if best is None or moe is None:
         return None
-    times = moe_block_times(best, knobs, system)
+    times = moe_block_times(best[~best["moe_dtype"].isin(list(MXFP4_FORMATS))], knobs, system)
     big = times["tokens"] >= MOE_PREFILL_TOKENS
     out = {"rows": int(big.sum())}
     shares = [("dense", 1.0), ("fitted", knobs["prefill"]["moe_compute_share"])]
@@ -1454,20 +1503,23 @@ def with_mla_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
 
 
 def with_moe_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
-    """``knobs`` (:func:`profile_knobs`) with ``moe_layer_overhead`` and ``moe_compute_share``
-    and their intervals in both phases (:func:`moe_layer_overhead`, :func:`moe_compute_share`;
-    where the version has no MoE table, 0 and None: :func:`pool_moe_shares` fills it)."""
+    """``knobs`` (:func:`profile_knobs`) with ``moe_layer_overhead``, ``moe_compute_share`` and
+    ``mxfp4_moe_compute_share`` and their intervals in both phases (:func:`moe_layer_overhead`,
+    :func:`moe_compute_share`, :func:`mxfp4_moe_compute_share`; where the version has no MoE
+    table, 0 and None, and None where it has no MXFP4 rows: :func:`pool_moe_shares` fills
+    them)."""
     moe = moe_layer_overhead(system, engine, version, knobs["decode"]["bandwidth_efficiency"])
-    share = None if moe is None else moe_compute_share(system, engine, version, knobs,
-                                                       moe["moe_median"])
+    shares = {knob: None if moe is None else read(system, engine, version, knobs,
+                                                   moe["moe_median"])
+              for knob, read in (("moe_compute_share", moe_compute_share),
+                                 ("mxfp4_moe_compute_share", mxfp4_moe_compute_share))}
     for phase in ("prefill", "decode"):
         knobs[phase]["moe_layer_overhead"] = 0.0 if moe is None else moe["value"]
         knobs["interval"][phase]["moe_layer_overhead"] = \
             [0.0, 0.0] if moe is None else list(moe["interval"])
-        # no MoE table: None until pool_moe_shares gives it the other GPUs' median
-        knobs[phase]["moe_compute_share"] = None if share is None else share["value"]
-        knobs["interval"][phase]["moe_compute_share"] = \
-            None if share is None else list(share["interval"])
+        for knob, share in shares.items():
+            knobs[phase][knob] = None if share is None else share["value"]
+            knobs["interval"][phase][knob] = None if share is None else list(share["interval"])
     return knobs
 
 
@@ -1475,8 +1527,17 @@ def pool_moe_shares(profiles: list) -> None:
     """Give each profile whose version has no MoE table (``moe_compute_share`` None) the
     median of the engine's other profiles' shares, and their range as its interval; 1 (a
     dense GEMM's) where none has one. Left out in turn, a GPU's MoE blocks are timed as well
-    by that median as by its own share (``docs/validation.md``)."""
+    by that median as by its own share (``docs/validation.md``). A profile without MXFP4 rows
+    (``mxfp4_moe_compute_share`` None) takes its own ``moe_compute_share`` for them, what the
+    knob's absence means, written out: the Blackwell GPUs' MXFP4 kernels and Hopper's are
+    2-6 times apart, so no median of other GPUs stands in for them."""
     _pool(profiles, "moe_compute_share", 1.0)
+    for prof in profiles:
+        for phase in ("prefill", "decode"):
+            if prof[phase]["mxfp4_moe_compute_share"] is None:
+                prof[phase]["mxfp4_moe_compute_share"] = prof[phase]["moe_compute_share"]
+                prof["interval"][phase]["mxfp4_moe_compute_share"] = list(
+                    prof["interval"][phase]["moe_compute_share"])
 
 
 def _pool(profiles: list, knob: str, default: float) -> None:
@@ -2311,6 +2372,14 @@ HEADER = (
     "spread evenly, of the block's latency less its touched experts' weights at the fitted "
     "decode bandwidth, less the same for the bf16 gate_up and down GEMMs of a dense MLP "
     "(which layer_overhead holds); interval: 5th-95th percentile over {n} resamples. "
+    "moe_compute_share (both phases) is read from the same tables' compute-bound rows: per "
+    "format but MXFP4 the median of the dense GEMMs' time for the experts' FLOPs over the "
+    "block's latency less that median fixed time, and the median over formats; a version "
+    "without an MoE table takes the engine's median. mxfp4_moe_compute_share (both phases; "
+    "gpt-oss's MXFP4 experts) is the same over the rows of the MXFP4 kernel the engine serves "
+    "gpt-oss with (W4A16; on Blackwell W4A8, MXFP8 activations, for TensorRT-LLM and SGLang), "
+    "a share of the 16-bit path that may pass 1; without such rows, moe_compute_share. "
+    "Interval: 5th-95th percentile over {n} resamples. "
     "mla_layer_overhead (both phases; every KV layer of a model with multi-head latent "
     "attention pays it) is read from the MLA generation-module tables "
     "(systems/data/<system>/mla/<engine>/<version>/mla_generation_module_perf.parquet; vLLM's "

@@ -236,7 +236,7 @@ def test_engine_knobs_recovered_from_exact_decode_data():
     assert float(result.errors.sel(phase="decode")["mape_calibrated"]) < 0.05
     # the prefill phase's own knobs (TTFT) are not decode parameters; nor are layer_cycles,
     # which fit="engine" leaves at its prior (it needs every row's GPU clock), and
-    # moe_layer_overhead, moe_compute_share, mla_layer_overhead and
+    # moe_layer_overhead, moe_compute_share (mxfp4_ too), mla_layer_overhead and
     # attention_compute_efficiency (read from MoE, MLA and attention kernel tables, not fitted
     # to rows), nor cross_host_allreduce_latency (read from all-reduce tables past a host),
     # nor sequence_overhead (a served engine's host time, fitted under load when named), nor
@@ -250,7 +250,7 @@ def test_engine_knobs_recovered_from_exact_decode_data():
                                 "low_precision_bandwidth_efficiency",
                                 "fp4_compute_efficiency", "fp4_bandwidth_efficiency",
                                 "layer_cycles", "moe_compute_share",
-                                "moe_layer_overhead", "mla_layer_overhead",
+                                "mxfp4_moe_compute_share", "moe_layer_overhead", "mla_layer_overhead",
                                 "attention_compute_efficiency", "sequence_overhead"} <= set(
         result.parameters["parameter"].values)
 

@@ -42,14 +42,14 @@ KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_to
                      "prefill_overhead", "interconnect_efficiency",
                      "low_precision_compute_efficiency", "host_traffic_share",
                      "moe_layer_overhead", "fp4_compute_efficiency", "moe_compute_share",
-                     "mla_layer_overhead", "attention_compute_efficiency",
+                     "mxfp4_moe_compute_share", "mla_layer_overhead", "attention_compute_efficiency",
                      "cross_host_allreduce_latency", *RECURRENT),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
                     "moe_layer_overhead", "fp4_bandwidth_efficiency", "moe_compute_share",
-                    "mla_layer_overhead", "attention_compute_efficiency",
+                    "mxfp4_moe_compute_share", "mla_layer_overhead", "attention_compute_efficiency",
                     "cross_host_allreduce_latency", *RECURRENT)}
 #: The vLLM GPUs whose own tables give each pooled knob (the A100 takes their median): every
 #: GPU with an MoE table; the B200 and GB300, whose MLA module tables time it as served.
@@ -329,6 +329,13 @@ def test_rederived_knobs_match_the_shipped_ones():
                 assert shipped[phase][name] == pytest.approx(pooled[name][0])
                 assert shipped["interval"][phase][name] == pytest.approx(pooled[name][1])
                 continue
+            if name == "mxfp4_moe_compute_share":
+                # no MXFP4 rows either: the GPU's own moe_compute_share, written out
+                assert knobs[phase][name] is None
+                assert shipped[phase][name] == shipped[phase]["moe_compute_share"]
+                assert shipped["interval"][phase][name] == \
+                    shipped["interval"][phase]["moe_compute_share"]
+                continue
             assert knobs[phase][name] == pytest.approx(shipped[phase][name],
                                                        rel=REDERIVED_REL, abs=1e-12)
             assert knobs["interval"][phase][name] == pytest.approx(
@@ -414,6 +421,16 @@ def test_rederived_moe_overhead_matches_the_shipped_one():
         assert shipped["interval"][phase]["moe_compute_share"] == pytest.approx(
             share["interval"], rel=1e-9)
     assert 0.3 < share["value"] < 0.6 and share["points"] > 300
+    assert "w4a16_mxfp4" not in share["by_format"]
+    # the MXFP4 experts' own share, from the table's W4A16 rows (Hopper has no W4A8 kernel)
+    mxfp4 = script.mxfp4_moe_compute_share("h200_sxm", "vllm", shipped["version"], shipped,
+                                           moe["moe_median"])
+    for phase in ("prefill", "decode"):
+        assert shipped[phase]["mxfp4_moe_compute_share"] == pytest.approx(mxfp4["value"],
+                                                                          rel=1e-9)
+        assert shipped["interval"][phase]["mxfp4_moe_compute_share"] == pytest.approx(
+            mxfp4["interval"], rel=1e-9)
+    assert 0.4 < mxfp4["value"] < 0.8 and mxfp4["points"] > 30
 
 
 def test_rederived_mla_overhead_matches_the_shipped_one():
@@ -484,7 +501,7 @@ def test_the_moe_compute_share_stage_recovers_a_share_from_exact_blocks(monkeypa
              "decode": {"bandwidth_efficiency": 0.8,
                         "low_precision_bandwidth_efficiency": 0.75}}
     share, fixed = 0.37, 5e-5
-    grid = [(fmt, n, 4096, 1536, 8, 128, tp) for fmt in ("bfloat16", "fp8_block", "w4a16_mxfp4")
+    grid = [(fmt, n, 4096, 1536, 8, 128, tp) for fmt in ("bfloat16", "fp8_block", "int4_wo")
             for n in (1, 16, 256, 1024, 4096, 16384) for tp in (1, 2)]
     frame = pd.DataFrame(grid, columns=["moe_dtype", "num_tokens", "hidden_size", "inter_size",
                                         "topk", "num_experts", "moe_tp_size"])
@@ -494,7 +511,47 @@ def test_the_moe_compute_share_stage_recovers_a_share_from_exact_blocks(monkeypa
     monkeypatch.setattr(script, "_moe_rows", lambda *args: frame)
     result = script.moe_compute_share("h100_sxm", "vllm", "x", knobs, fixed, n_resamples=5)
     assert result["value"] == pytest.approx(share, rel=1e-9)
-    assert set(result["by_format"]) == {"bfloat16", "fp8_block", "w4a16_mxfp4"}
+    assert set(result["by_format"]) == {"bfloat16", "fp8_block", "int4_wo"}
+
+
+def test_the_mxfp4_share_stage_reads_the_engines_own_mxfp4_kernel(monkeypatch):
+    """MXFP4 blocks timed ``max(compute / s, memory) + fixed`` give back ``s`` of the kernel
+    the engine serves gpt-oss with where the table holds it: W4A8 (1.3 here, beyond 1 where it
+    beats a dense 16-bit GEMM) for TensorRT-LLM, W4A16 (0.3) for vLLM; the other formats'
+    rows (at 0.5) move neither share into the other (``mxfp4_moe_compute_share``)."""
+    pd = pytest.importorskip("pandas")
+    script = _script()
+    knobs = {"prefill": {"compute_efficiency": 0.8, "gemm_half_tokens": 16.0},
+             "decode": {"bandwidth_efficiency": 0.8}}
+    shares, fixed = {"w4a16_mxfp4": 0.3, "w4a8_mxfp4_mxfp8": 1.3, "bfloat16": 0.5}, 5e-5
+    grid = [(fmt, n, 2880, 2880, 4, 32, tp) for fmt in shares
+            for n in (1, 16, 256, 1024, 4096, 16384) for tp in (1, 2)]
+    frame = pd.DataFrame(grid, columns=["moe_dtype", "num_tokens", "hidden_size", "inter_size",
+                                        "topk", "num_experts", "moe_tp_size"])
+    frame["latency"] = 1.0
+    times = script.moe_block_times(frame, knobs, "b200_sxm")
+    frame["latency"] = (np.maximum(times["compute"] / frame["moe_dtype"].map(shares),
+                                   times["memory"]) + fixed) / 1e-3
+    monkeypatch.setattr(script, "_moe_rows", lambda *args: frame)
+    mxfp4 = script.mxfp4_moe_compute_share("b200_sxm", "trtllm", "x", knobs, fixed,
+                                           n_resamples=5)
+    assert mxfp4["value"] == pytest.approx(1.3, rel=1e-9)
+    assert mxfp4["interval"] == pytest.approx([1.3, 1.3], rel=1e-9)
+    assert script.mxfp4_moe_compute_share("b200_sxm", "vllm", "x", knobs, fixed,
+                                          n_resamples=5)["value"] == pytest.approx(0.3, rel=1e-9)
+    # without W4A8 rows (Hopper's tables), TensorRT-LLM's is the W4A16 kernel's
+    monkeypatch.setattr(script, "_moe_rows", lambda *args: frame[frame["moe_dtype"] !=
+                                                                  "w4a8_mxfp4_mxfp8"])
+    assert script.mxfp4_moe_compute_share("b200_sxm", "trtllm", "x", knobs, fixed,
+                                          n_resamples=5)["value"] == pytest.approx(0.3, rel=1e-9)
+    monkeypatch.setattr(script, "_moe_rows", lambda *args: frame)
+    other = script.moe_compute_share("b200_sxm", "vllm", "x", knobs, fixed, n_resamples=5)
+    assert other["value"] == pytest.approx(0.5, rel=1e-9)
+    assert set(other["by_format"]) == {"bfloat16"}
+    # a table without MXFP4 rows has no MXFP4 share (the profile writes moe_compute_share)
+    monkeypatch.setattr(script, "_moe_rows", lambda *args: frame[frame["moe_dtype"] ==
+                                                                  "bfloat16"])
+    assert script.mxfp4_moe_compute_share("b200_sxm", "vllm", "x", knobs, fixed) is None
 
 
 def test_the_mla_module_is_deepseek_v3s_config():

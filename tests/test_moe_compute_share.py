@@ -125,3 +125,92 @@ def test_the_simulator_times_an_moe_model_by_it():
                           output_tokens=[16] * 4)
         finish.append(float(np.max(res.finish)))
     assert finish[1] > finish[0]
+
+
+# -- mxfp4_moe_compute_share: the same share for MXFP4 experts --------------------------------
+
+QWEN = catalog.model("Qwen3-30B-A3B")      # 16-bit experts
+
+
+def test_the_mxfp4_share_is_checked_and_none_by_default():
+    assert rk.IDEAL.mxfp4_moe_compute_share is None
+    assert "mxfp4_moe_compute_share" in rk.Engine.__doc__
+    assert rk.Engine(mxfp4_moe_compute_share=4.0).mxfp4_moe_compute_share == 4.0
+    for bad in (0.0, 4.5, -0.1):
+        with pytest.raises(ValueError, match=r"mxfp4_moe_compute_share.*\(0, 4\]"):
+            rk.Engine(mxfp4_moe_compute_share=bad)
+    with pytest.raises(ValueError, match="mxfp4_moe_compute_share must not contain NaN"):
+        rk.Engine(mxfp4_moe_compute_share=float("nan"))
+    with pytest.raises(TypeError, match="mxfp4_moe_compute_share"):
+        rk.Engine(mxfp4_moe_compute_share="fast")
+
+
+def test_the_catalogue_knows_which_experts_are_mxfp4():
+    # gpt-oss's checkpoint: a 4-bit value and an 8-bit scale per 32 weights (17/32 bytes),
+    # within 1 %; int4 with a 16-bit scale per 128 (0.516) and NVFP4 (0.5625) are not
+    assert rk.dtypes.is_mxfp4(GPT_OSS.bytes_per_expert_param)
+    assert rk.dtypes.is_mxfp4(catalog.model("gpt-oss-20b").bytes_per_expert_param)
+    assert not rk.dtypes.is_mxfp4(QWEN.bytes_per_expert_param)
+    assert list(rk.dtypes.is_mxfp4(np.array([0.5 + 2 / 128, 17 / 32, 9 / 16]))) == \
+        [False, True, False]
+
+
+def test_the_mxfp4_share_times_mxfp4_experts_only_hand_computed():
+    tokens, share, mxfp4 = 16_384, 0.4, 1.25
+    engine = BASE.replace(moe_compute_share=share)
+    fast = engine.replace(mxfp4_moe_compute_share=mxfp4)
+    # none: moe_compute_share, to the bit; a 16-bit MoE model keeps it whatever mxfp4 is
+    assert roofline.prefill_time(GPT_OSS, H100, tokens, engine=engine.replace(
+        mxfp4_moe_compute_share=None)) == roofline.prefill_time(GPT_OSS, H100, tokens,
+                                                               engine=engine)
+    assert roofline.prefill_time(QWEN, H100, tokens, engine=fast) == \
+        roofline.prefill_time(QWEN, H100, tokens, engine=engine)
+    # gpt-oss-120b: its experts' FLOPs take 1/1.25 instead of 1/0.4 of a dense GEMM's time
+    per_expert = (116_829_156_672 - 5_711_982_912) / (128 - 4)
+    expert_flops = 2.0 * 4 * per_expert
+    moved = roofline.prefill_time(GPT_OSS, H100, tokens, engine=engine) - \
+        roofline.prefill_time(GPT_OSS, H100, tokens, engine=fast)
+    expected = expert_flops * (tokens + 64.0) * (1 / share - 1 / mxfp4) / (989.4e12 * 0.7)
+    assert float(moved) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_mxfp4_share_broadcasts_over_a_grid():
+    shares = [0.25, 0.5, 2.0]
+    engine = BASE.replace(mxfp4_moe_compute_share=shares)
+    grid = roofline.prefill_time(GPT_OSS, H100, 8192, engine=engine)
+    one = [float(roofline.prefill_time(GPT_OSS, H100, 8192,
+                                       engine=BASE.replace(mxfp4_moe_compute_share=s)))
+           for s in shares]
+    assert np.asarray(grid).tolist() == one
+    assert one[0] > one[1] > one[2]
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_calibrate_predicts_what_the_formulas_give_with_the_mxfp4_share(phase):
+    knobs = {"compute_efficiency": 0.8, "bandwidth_efficiency": 0.8, "gemm_half_tokens": 100.0,
+             "moe_compute_share": 0.35, "mxfp4_moe_compute_share": 1.5}
+    rows = [{"model": model.name, "gpu": H100.name, "tp": 1, "dtype": "", "batch_size": b,
+             "prompt_tokens": 4096, "output_tokens": 0, "context_length": 4096,
+             "tpot_ms": 1.0, "ttft_ms": 1.0, "source": "test rows"}
+            for model in (GPT_OSS, QWEN) for b in (1, 256)]
+    by_name = {GPT_OSS.name: GPT_OSS, QWEN.name: QWEN}
+    assert_calibrate_matches_formulas(rows, knobs, phase,
+                                      lambda row: (by_name[row["model"]], H100), 4096)
+
+
+def test_both_shares_are_recovered_from_exact_prefill_rows():
+    truth = {"compute_efficiency": 0.75, "moe_compute_share": 0.4,
+             "mxfp4_moe_compute_share": 1.3}
+    engine = rk.Engine(**truth)
+    rows = []
+    for model in (GPT_OSS, QWEN, DENSE):
+        for tokens in (2048, 8192, 16384):
+            t = float(roofline.prefill_time(model, H100, tokens, engine=engine))
+            rows.append({"model": model.name, "gpu": H100.name, "tp": 1, "batch_size": 1,
+                         "prompt_tokens": tokens, "output_tokens": 0,
+                         "context_length": tokens, "ttft_ms": 1e3 * t, "tpot_ms": None,
+                         "source": "exact rows"})
+    result = calibrate(measurements_from_records(rows), phases="prefill",
+                       fit={"prefill": tuple(truth)}, n_resamples=0)
+    for knob, value in truth.items():
+        assert result.calibration.prefill[knob] == pytest.approx(value, rel=1e-3), knob

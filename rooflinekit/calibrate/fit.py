@@ -83,7 +83,7 @@ from rooflinekit.profiles import (
     Calibration,
 )
 from rooflinekit.models import ModelShape
-from rooflinekit.roofline import Engine
+from rooflinekit.roofline import MAX_MXFP4_SHARE, Engine
 
 __all__ = ["MAX_RESAMPLES", "FOLD", "DEFAULT_BOUNDS", "ENGINE_FIT", "GROUP_KNOBS",
            "CalibrationResult", "CrossValidationResult", "calibrate", "cross_validate"]
@@ -129,6 +129,7 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "layer_cycles": (0.0, 4e5),
                                    "moe_layer_overhead": (0.0, 2e-4),
                                    "moe_compute_share": (0.02, 1.0),
+                                   "mxfp4_moe_compute_share": (0.02, MAX_MXFP4_SHARE),
                                    "mla_layer_overhead": (0.0, 2e-4),
                                    "sequence_overhead": (0.0, 1e-3),
                                    "recurrent_layer_overhead": (0.0, 2e-4),
@@ -167,7 +168,8 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
           "host_traffic_share": 1.0, "layer_cycles": 1e4,
           "moe_layer_overhead": units.MS / 100.0, "sequence_overhead": units.MS / 100.0,
-          "moe_compute_share": 1.0, "mla_layer_overhead": units.MS / 100.0,
+          "moe_compute_share": 1.0, "mxfp4_moe_compute_share": 1.0,
+          "mla_layer_overhead": units.MS / 100.0,
           "recurrent_layer_overhead": units.MS / 100.0, "recurrent_chain_time": 1e-8,
           "recurrent_element_time": 1e-14}
 
@@ -207,12 +209,16 @@ def _normalise_bounds(bounds) -> dict:
             ok = 0 <= lo < hi < math.inf
         elif key == "host_traffic_share":       # a share that may be 0: none of the traffic
             ok = 0 <= lo < hi <= 1
+        elif key == "mxfp4_moe_compute_share":  # a share of the 16-bit path, which may beat it
+            ok = 0 < lo < hi <= MAX_MXFP4_SHARE
         else:
             ok = 0 < lo < hi <= 1
         if not ok:
             unit = {"gemm_half_tokens": "tokens", "layer_cycles": "cycles"}.get(key, "seconds")
             allowed = f"0 <= low < high ({unit})" if unbounded else \
-                "0 <= low < high <= 1" if key == "host_traffic_share" else "0 < low < high <= 1"
+                "0 <= low < high <= 1" if key == "host_traffic_share" else \
+                f"0 < low < high <= {MAX_MXFP4_SHARE:g}" if key == "mxfp4_moe_compute_share" \
+                else "0 < low < high <= 1"
             raise ValueError(f"bounds[{key!r}] must satisfy {allowed}; got {show(pair)}")
         out[key] = (lo, hi)
     return out
@@ -285,7 +291,8 @@ _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "interconnect_latency": (0.0, 1e-5), "interconnect_efficiency": (1.0, 0.5, 0.25),
            "layer_cycles": (0.0, 4e4), "moe_layer_overhead": (0.0, 3e-5),
            "mla_layer_overhead": (0.0, 3e-5),
-           "sequence_overhead": (0.0, 5e-5)}
+           "sequence_overhead": (0.0, 5e-5),
+           "mxfp4_moe_compute_share": (1.0, 0.5, 0.25, 2.0)}
 
 
 def _starting_points(groups, phase, rows, targets, free, fixed, bounds):

@@ -21,7 +21,7 @@ import xarray as xr
 from rooflinekit import catalog, roofline
 from rooflinekit._validation import check_mapping, check_one_of
 from rooflinekit.calibrate.measurements import MEASUREMENT, _check_measurements
-from rooflinekit.dtypes import bytes_per_element
+from rooflinekit.dtypes import bytes_per_element, is_mxfp4
 from rooflinekit.hardware import GPU
 from rooflinekit.models import ModelShape
 from rooflinekit.profiles import (
@@ -233,7 +233,9 @@ class _Groups:
         mixture-of-experts model, else 0 [1]), ``low_precision`` (1 on such a path, else 0
         [1]), ``fp4`` (1 on an FP4 path, else 0 [1]), ``attention`` (the attention part of
         ``compute``), ``experts`` (the routed experts' GEMMs' part of
-        ``compute``), ``expert_gemm`` (their part of ``gemm``), ``prompt`` (``runs ×
+        ``compute``), ``expert_gemm`` (their part of ``gemm``), ``mxfp4`` (1 where those
+        experts are MXFP4 ones, which ``mxfp4_moe_compute_share`` times, else 0 [1]),
+        ``prompt`` (``runs ×
         min(prompt tokens, 1)``) and a hybrid's recurrent prompt pass per unit of its
         knobs: ``recurrent_chain`` (per unit of ``recurrent_chain_time`` [s/s]),
         ``recurrent_state`` (of ``recurrent_element_time``) and ``recurrent_layers`` (``prompt
@@ -242,7 +244,7 @@ class _Groups:
                  "comm_host_bytes", "hops", "one_shot", "one_shot_bytes", "one_shot_hops",
                  "cross_hosts", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "mla_layers", "low_precision_layers",
-                 "low_precision", "fp4", "attention", "experts", "expert_gemm", "prompt",
+                 "low_precision", "fp4", "attention", "experts", "expert_gemm", "mxfp4", "prompt",
                  "recurrent_chain", "recurrent_state", "recurrent_layers")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
@@ -319,6 +321,9 @@ class _Groups:
             experts = runs * (doubled.flops_per_token - cost.flops_per_token) / cost.peak_flops
             terms["expert_gemm"][idx] = experts
             terms["experts"][idx] = [e * (d + p) for e, (d, p, _, _, _) in zip(experts, steps)]
+            # experts that mxfp4_moe_compute_share times instead (1: MXFP4 ones, gpt-oss)
+            terms["mxfp4"][idx] = float(model.n_experts > 1
+                                        and is_mxfp4(model.bytes_per_expert_param))
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             terms["one_shot_hops"][idx] = runs * unit_hop.one_shot_allreduce_latency
             # all-reduces past one host's GPUs (0 on a GPU without host_gpus, or within one)
@@ -353,7 +358,9 @@ class _Groups:
         if knobs["gemm_half_tokens"]:
             compute = compute + knobs["gemm_half_tokens"] * t["gemm"]
         share = knobs.get("moe_compute_share", 1.0)
-        if share != 1.0:    # 1 (default): the lines above, to the bit
+        if knobs.get("mxfp4_moe_compute_share") is not None:
+            share = np.where(t["mxfp4"] > 0.0, knobs["mxfp4_moe_compute_share"], share)
+        if np.any(share != 1.0):    # 1 (default): the lines above, to the bit
             compute = compute + (1.0 / share - 1.0) * (
                 t["experts"] + knobs["gemm_half_tokens"] * t["expert_gemm"])
         memory = t["memory"] / knobs["bandwidth_efficiency"]

@@ -34,7 +34,7 @@ from rooflinekit._validation import (
     show,
     whole_number,
 )
-from rooflinekit.roofline import IDEAL, Engine
+from rooflinekit.roofline import IDEAL, MAX_MXFP4_SHARE, Engine
 
 __all__ = ["PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS", "IDEAL_KNOBS",
            "ENGINE_IDEAL_KNOBS", "SECONDS_KNOBS", "GROUP_FIELDS", "Calibration",
@@ -54,7 +54,8 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: (``layer_cycles``: seconds ``layer_cycles / boost_clock``, so that it transfers between
 #: GPUs of different clocks), the host's time per decode token that the GPU waits for [s]
 #: (``sequence_overhead``), the share of the GEMMs' efficiency a mixture-of-experts model's
-#: routed experts reach [1] (``moe_compute_share``), the extra fixed time of a multi-head
+#: routed experts reach [1] (``moe_compute_share``; ``mxfp4_moe_compute_share`` for MXFP4
+#: experts, in (0, 4]), the extra fixed time of a multi-head
 #: latent attention layer [s] (``mla_layer_overhead``), the share of the peak attention
 #: reaches [1] (``attention_compute_efficiency``), and the latency an all-reduce adds where the
 #: group spans more than one host's GPUs [s] (``cross_host_allreduce_latency``), and a
@@ -66,7 +67,8 @@ ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "low_precision_layer_overhead", "low_precision_compute_efficiency",
                 "layer_cycles", "moe_layer_overhead", "sequence_overhead",
                 "low_precision_bandwidth_efficiency", "fp4_compute_efficiency",
-                "fp4_bandwidth_efficiency", "moe_compute_share", "mla_layer_overhead",
+                "fp4_bandwidth_efficiency", "moe_compute_share", "mxfp4_moe_compute_share",
+                "mla_layer_overhead",
                 "attention_compute_efficiency", "cross_host_allreduce_latency",
                 "recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
@@ -94,7 +96,8 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                ("fp4_compute_efficiency", "fp4_bandwidth_efficiency"),
                ("moe_compute_share",), ("mla_layer_overhead",),
                ("attention_compute_efficiency",), ("cross_host_allreduce_latency",),
-               ("recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time"))
+               ("recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time"),
+               ("mxfp4_moe_compute_share",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -138,6 +141,8 @@ def _check_knob(name: str, knob: str, value):
         return real_number(name, value, lo=0)
     if knob == "host_traffic_share":
         return real_number(name, value, lo=0, hi=1)
+    if knob == "mxfp4_moe_compute_share":
+        return real_number(name, value, lo=0, hi=MAX_MXFP4_SHARE, lo_open=True, allow_none=True)
     return real_number(name, value, lo=0, hi=1, lo_open=True, allow_none=optional)
 
 
@@ -462,7 +467,7 @@ class Calibration:
         quantile of ``(1 + interval_confidence) / 2``: a normal on each side of the fitted
         value that puts the interval's share of draws inside it. Knobs are drawn
         independently, in the order of :data:`DRAW_BLOCKS`; a draw is clipped to the knob's
-        range (an efficiency to (0, 1], a time to ≥ 0). Knob sets (``groups``) are not drawn.
+        range (an efficiency to (0, 1], ``mxfp4_moe_compute_share`` to (0, 4], a time to ≥ 0). Knob sets (``groups``) are not drawn.
         """
         from statistics import NormalDist
 
@@ -480,7 +485,8 @@ class Calibration:
                 z, value = float(deviates[knob][i]), knobs[knob]
                 moved = value + z * ((high - value) if z >= 0 else (value - low)) / z_c
                 ceiling = math.inf if knob in SECONDS_KNOBS or \
-                    knob in ("gemm_half_tokens", "layer_cycles") else 1.0
+                    knob in ("gemm_half_tokens", "layer_cycles") else \
+                    MAX_MXFP4_SHARE if knob == "mxfp4_moe_compute_share" else 1.0
                 floor = 0.0 if ceiling == math.inf else min(value, low, 1e-3)
                 knobs[knob] = min(max(moved, floor), ceiling)
             phases[phase] = knobs

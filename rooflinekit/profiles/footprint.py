@@ -26,6 +26,7 @@ from rooflinekit.memory import SHARE_BASES, kv_bytes_left
 from rooflinekit._validation import (check_bool, check_type, read_toml_file, real_number,
                                      whole_number)
 from rooflinekit.hardware import GPU
+from rooflinekit.dtypes import MXFP4_BYTES, is_mxfp4
 from rooflinekit.models import ModelShape
 from rooflinekit.roofline import IDEAL
 from rooflinekit.profiles import shipped
@@ -73,8 +74,6 @@ _VLLM_MXFP4_LAYOUTS = (
     (("A100-SXM-40GB", "A100-SXM-80GB", "A100-PCIe-80GB", "A10", "A10G", "L4", "L40S",
       "RTX-4090", "RTX-PRO-6000-Server"), "marlin", 128, 256, False),
 )
-#: MXFP4: a 4-bit value and one 8-bit scale per 32 [bytes a parameter].
-MXFP4_BYTES = 17 / 32
 
 _NUMBER_FIELDS = ("sampler_bytes_per_logit", "non_torch_gib", "non_torch_parallel_gib",
                   "fit_error_gib")
@@ -462,7 +461,7 @@ def _mxfp4_experts(model) -> bool:
     with the widths :func:`mxfp4_layout_bytes` lays them out by."""
     return (model.n_experts > 1 and model.intermediate_size is not None
             and model.hidden_size is not None
-            and abs(model.bytes_per_expert_param - MXFP4_BYTES) <= 0.01 * MXFP4_BYTES)
+            and is_mxfp4(model.bytes_per_expert_param))
 
 
 def mxfp4_layout_bytes(model, gpu, tp=1) -> float:

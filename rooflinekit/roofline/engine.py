@@ -18,9 +18,9 @@ import xarray as xr
 from rooflinekit import parallel
 from rooflinekit._validation import (MAX_COUNT, check_nonnegative, check_positive, check_range,
                                      real_number)
-from rooflinekit.dtypes import bytes_per_element
+from rooflinekit.dtypes import bytes_per_element, is_mxfp4
 
-__all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "PHASES", "engine_for"]
+__all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "MAX_MXFP4_SHARE", "PHASES", "engine_for"]
 
 #: What ``allreduce`` accepts, each boolean standing for one of the named models.
 ALLREDUCE_MODELS = ("collective", "ring", "guide", "custom")
@@ -34,6 +34,11 @@ _ALLREDUCE_FLAGS = {True: "collective", False: "guide"}
 #: the qkv and o GEMMs' FP8 fixed time beyond bf16 over the four GEMMs'
 #: (``attention_low_precision_share`` in ``scripts/engine_profiles.py``).
 ATTENTION_LOW_PRECISION_SHARE = 0.43
+
+#: The most ``mxfp4_moe_compute_share`` may be [1]: MXFP4 experts multiplied on FP4 tensor
+#: cores (W4A4) against the 16-bit peak the planner times them at, whose ratio is 4 on every
+#: GPU with FP4 tensor cores in the catalogue.
+MAX_MXFP4_SHARE = 4.0
 
 #: What a result of the ideal engine says of itself (``attrs["model_quality"]``).
 IDEAL_LABEL = ("ideal (best case): roofline at full compute and bandwidth efficiency, "
@@ -63,6 +68,11 @@ def _efficiency(name, value):
 def _optional_efficiency(name, value):
     if value is not None:
         _efficiency(name, value)
+
+
+def _optional_mxfp4_share(name, value):
+    if value is not None:
+        check_range(name, value, lo=0, hi=MAX_MXFP4_SHARE, lo_open=True)
 
 
 def _single(check):
@@ -118,6 +128,7 @@ _CHECKS = {
     "layer_cycles": check_nonnegative,
     "moe_layer_overhead": check_nonnegative,
     "moe_compute_share": _efficiency,
+    "mxfp4_moe_compute_share": _optional_mxfp4_share,
     "mla_layer_overhead": check_nonnegative,
     "prefill_overhead": check_nonnegative,
     "recurrent_layer_overhead": check_nonnegative,
@@ -223,6 +234,13 @@ class Engine:
         low-precision or FP4 one, on those paths) of the peak, so that their FLOPs take
         ``1 / moe_compute_share`` times as long. A dense model's GEMMs and a model's shared
         experts never take it. Default 1.0 (as fast as a dense GEMM).
+    mxfp4_moe_compute_share : float, array_like, xarray.DataArray or None
+        ``moe_compute_share`` for a model whose routed experts are MXFP4
+        (``bytes_per_expert_param`` of :data:`~rooflinekit.dtypes.MXFP4_BYTES`, gpt-oss) [1],
+        in (0, :data:`MAX_MXFP4_SHARE`]: such experts multiply on the 16-bit path, but their
+        kernels are the engine's own per GPU (weight-only Triton or Marlin kernels that widen
+        each weight, or on Blackwell MXFP4 × MXFP8 kernels on the low-precision tensor cores,
+        which beat a dense 16-bit GEMM: a share above 1). Default None: ``moe_compute_share``.
     mla_layer_overhead : float, array_like or xarray.DataArray
         Extra fixed time per multi-head latent attention layer per step [s], ≥ 0: what the
         MLA module's ten or so kernels (the query and KV down- and up-projections, their
@@ -345,6 +363,7 @@ class Engine:
     layer_cycles: object = 0.0
     moe_layer_overhead: object = 0.0
     moe_compute_share: object = 1.0
+    mxfp4_moe_compute_share: object = None
     mla_layer_overhead: object = 0.0
     prefill_overhead: object = 0.0
     recurrent_layer_overhead: object = 0.0
@@ -443,7 +462,8 @@ class Engine:
         ``q = 1`` and it is given, else ``compute_efficiency`` (attention's peak takes
         ``attention_compute_efficiency`` where given, else ``compute_efficiency``; a
         mixture-of-experts model's routed experts' FLOPs count ``expert_flops_scale = 1 /
-        moe_compute_share`` times),
+        moe_compute_share`` times, ``1 / mxfp4_moe_compute_share`` for MXFP4 experts where
+        given),
         ``bandwidth = hbm · tp · bandwidth_efficiency``,
         ``fixed = step_overhead + n_layers · (layer_overhead + layer_cycles / boost_clock +
         q · s · low_precision_layer_overhead + m · moe_layer_overhead) + n_kv_layers · a ·
@@ -508,7 +528,13 @@ class Engine:
             gemm = np.where(fp4, laid["fp4_compute_efficiency"], gemm)
         group.compute_efficiency = gemm
         # the routed experts' grouped GEMMs at a share of that: their FLOPs weigh 1 / share
-        group.expert_flops_scale = 1.0 / laid["moe_compute_share"]
+        share = laid["moe_compute_share"]
+        mxfp4 = laid["mxfp4_moe_compute_share"]
+        if mxfp4 is not None and model is not None:     # None (default): the line above
+            expert = np.where(np.isnan(model.bytes_per_expert_param), model.bytes_per_param,
+                              model.bytes_per_expert_param)
+            share = np.where(is_mxfp4(expert), mxfp4, share)
+        group.expert_flops_scale = 1.0 / share
         group.peak_flops = group.peak_flops * tp * gemm
         attention = compute if laid["attention_compute_efficiency"] is None else \
             laid["attention_compute_efficiency"]
