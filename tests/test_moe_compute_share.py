@@ -98,11 +98,15 @@ def test_calibrate_predicts_what_the_formulas_give(phase):
         lambda row: (GPT_OSS if row["model"] == GPT_OSS.name else DENSE, H100), 4096)
 
 
-def test_it_is_recovered_from_exact_prefill_rows():
-    truth = {"compute_efficiency": 0.75, "moe_compute_share": 0.4}
+@pytest.mark.parametrize("truth, models", [
+    ({"compute_efficiency": 0.75, "moe_compute_share": 0.4}, (GPT_OSS, DENSE)),
+    # both shares at once: an MXFP4 model, a 16-bit MoE one and a dense one set them apart
+    ({"compute_efficiency": 0.75, "moe_compute_share": 0.4, "mxfp4_moe_compute_share": 1.3},
+     (GPT_OSS, catalog.model("Qwen3-30B-A3B"), DENSE))])
+def test_it_is_recovered_from_exact_prefill_rows(truth, models):
     engine = rk.Engine(**truth)
     rows = []
-    for model in (GPT_OSS, DENSE):
+    for model in models:
         for tokens in (2048, 8192, 16384):
             t = float(roofline.prefill_time(model, H100, tokens, engine=engine))
             rows.append({"model": model.name, "gpu": H100.name, "tp": 1, "batch_size": 1,
@@ -135,14 +139,32 @@ QWEN = catalog.model("Qwen3-30B-A3B")      # 16-bit experts
 def test_the_mxfp4_share_is_checked_and_none_by_default():
     assert rk.IDEAL.mxfp4_moe_compute_share is None
     assert "mxfp4_moe_compute_share" in rk.Engine.__doc__
-    assert rk.Engine(mxfp4_moe_compute_share=4.0).mxfp4_moe_compute_share == 4.0
-    for bad in (0.0, 4.5, -0.1):
-        with pytest.raises(ValueError, match=r"mxfp4_moe_compute_share.*\(0, 4\]"):
+    assert rk.Engine(mxfp4_moe_compute_share=6.0).mxfp4_moe_compute_share == 6.0
+    for bad in (0.0, 6.5, -0.1):
+        with pytest.raises(ValueError, match=r"mxfp4_moe_compute_share.*\(0, 6\]"):
             rk.Engine(mxfp4_moe_compute_share=bad)
     with pytest.raises(ValueError, match="mxfp4_moe_compute_share must not contain NaN"):
         rk.Engine(mxfp4_moe_compute_share=float("nan"))
     with pytest.raises(TypeError, match="mxfp4_moe_compute_share"):
         rk.Engine(mxfp4_moe_compute_share="fast")
+
+
+def test_a_calibration_holds_the_mxfp4_share_in_its_own_range():
+    # a share of the 16-bit path: above 1 is a knob value, a bound and a draw's ceiling
+    cal = rk.Calibration(prefill={"mxfp4_moe_compute_share": 1.3},
+                         decode={"mxfp4_moe_compute_share": 1.3}, source="test",
+                         intervals={"prefill": {"mxfp4_moe_compute_share": (1.0, 5.9)}})
+    drawn = [cal.draw(seed).prefill["mxfp4_moe_compute_share"] for seed in range(40)]
+    assert 0.0 < min(drawn) and max(drawn) <= 6.0 and max(drawn) > 1.3
+    with pytest.raises(ValueError, match="mxfp4_moe_compute_share"):
+        rk.Calibration(prefill={"mxfp4_moe_compute_share": 6.5}, decode={}, source="test")
+    rows = [{"model": GPT_OSS.name, "gpu": H100.name, "tp": 1, "batch_size": 1,
+             "prompt_tokens": 8192, "output_tokens": 0, "context_length": 8192,
+             "ttft_ms": 100.0, "tpot_ms": None, "source": "one row"}]
+    with pytest.raises(ValueError, match=r"bounds\['mxfp4_moe_compute_share'\].*<= 6"):
+        calibrate(measurements_from_records(rows), phases="prefill",
+                  fit={"prefill": ("mxfp4_moe_compute_share",)},
+                  bounds={"mxfp4_moe_compute_share": (0.5, 7.0)}, n_resamples=0)
 
 
 def test_the_catalogue_knows_which_experts_are_mxfp4():
@@ -196,21 +218,3 @@ def test_calibrate_predicts_what_the_formulas_give_with_the_mxfp4_share(phase):
     by_name = {GPT_OSS.name: GPT_OSS, QWEN.name: QWEN}
     assert_calibrate_matches_formulas(rows, knobs, phase,
                                       lambda row: (by_name[row["model"]], H100), 4096)
-
-
-def test_both_shares_are_recovered_from_exact_prefill_rows():
-    truth = {"compute_efficiency": 0.75, "moe_compute_share": 0.4,
-             "mxfp4_moe_compute_share": 1.3}
-    engine = rk.Engine(**truth)
-    rows = []
-    for model in (GPT_OSS, QWEN, DENSE):
-        for tokens in (2048, 8192, 16384):
-            t = float(roofline.prefill_time(model, H100, tokens, engine=engine))
-            rows.append({"model": model.name, "gpu": H100.name, "tp": 1, "batch_size": 1,
-                         "prompt_tokens": tokens, "output_tokens": 0,
-                         "context_length": tokens, "ttft_ms": 1e3 * t, "tpot_ms": None,
-                         "source": "exact rows"})
-    result = calibrate(measurements_from_records(rows), phases="prefill",
-                       fit={"prefill": tuple(truth)}, n_resamples=0)
-    for knob, value in truth.items():
-        assert result.calibration.prefill[knob] == pytest.approx(value, rel=1e-3), knob

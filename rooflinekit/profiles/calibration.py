@@ -55,7 +55,7 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: GPUs of different clocks), the host's time per decode token that the GPU waits for [s]
 #: (``sequence_overhead``), the share of the GEMMs' efficiency a mixture-of-experts model's
 #: routed experts reach [1] (``moe_compute_share``; ``mxfp4_moe_compute_share`` for MXFP4
-#: experts, in (0, 4]), the extra fixed time of a multi-head
+#: experts, in (0, 6]), the extra fixed time of a multi-head
 #: latent attention layer [s] (``mla_layer_overhead``), the share of the peak attention
 #: reaches [1] (``attention_compute_efficiency``), and the latency an all-reduce adds where the
 #: group spans more than one host's GPUs [s] (``cross_host_allreduce_latency``), and a
@@ -467,7 +467,7 @@ class Calibration:
         quantile of ``(1 + interval_confidence) / 2``: a normal on each side of the fitted
         value that puts the interval's share of draws inside it. Knobs are drawn
         independently, in the order of :data:`DRAW_BLOCKS`; a draw is clipped to the knob's
-        range (an efficiency to (0, 1], ``mxfp4_moe_compute_share`` to (0, 4], a time to ≥ 0). Knob sets (``groups``) are not drawn.
+        range (an efficiency to (0, 1], ``mxfp4_moe_compute_share`` to (0, 6], a time to ≥ 0). Knob sets (``groups``) are not drawn.
         """
         from statistics import NormalDist
 

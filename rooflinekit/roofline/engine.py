@@ -36,9 +36,10 @@ _ALLREDUCE_FLAGS = {True: "collective", False: "guide"}
 ATTENTION_LOW_PRECISION_SHARE = 0.43
 
 #: The most ``mxfp4_moe_compute_share`` may be [1]: MXFP4 experts multiplied on FP4 tensor
-#: cores (W4A4) against the 16-bit peak the planner times them at, whose ratio is 4 on every
-#: GPU with FP4 tensor cores in the catalogue.
-MAX_MXFP4_SHARE = 4.0
+#: cores (W4A4) against the 16-bit peak the planner times them at, the ratio of the two peaks
+#: on the catalogue's GPUs with FP4 tensor cores (4 on the B200, GB200 and RTX PRO 6000, 6 on
+#: the B300 and GB300).
+MAX_MXFP4_SHARE = 6.0
 
 #: What a result of the ideal engine says of itself (``attrs["model_quality"]``).
 IDEAL_LABEL = ("ideal (best case): roofline at full compute and bandwidth efficiency, "
