@@ -1139,12 +1139,22 @@ def moe_compute_share(system: str, engine: str, version: str, knobs: dict, fixed
     return _compute_share(moe_block_times(best, knobs, system), fixed, 1.0, n_resamples)
 
 
+def _mxfp4_rows(system: str, engine: str, version: str):
+    """The MoE table's rows of the MXFP4 kernel the engine serves gpt-oss with
+    (:data:`MXFP4_KERNELS`: the first of its kernels the table holds), or None."""
+    best = _moe_rows(system, engine, version)
+    if best is None:
+        return None
+    held = [f for f in MXFP4_KERNELS[engine] if (best["moe_dtype"] == f).any()]
+    return best[best["moe_dtype"] == held[0]] if held else None
+
+
 def mxfp4_moe_compute_share(system: str, engine: str, version: str, knobs: dict, fixed: float,
                             n_resamples: int = N_RESAMPLES) -> dict | None:
     """``mxfp4_moe_compute_share`` [1] of one (engine, GPU): :func:`moe_compute_share`'s
     reading of the MoE table's rows of the MXFP4 kernel the engine serves gpt-oss with
-    (:data:`MXFP4_KERNELS`: the first of its kernels the table holds), clipped to (0.02,
-    :data:`MAX_MXFP4_SHARE`]; None where the table has no compute-bound row of it.
+    (:func:`_mxfp4_rows`), clipped to (0.02, :data:`MAX_MXFP4_SHARE`]; None where the table
+    has no compute-bound row of it.
 
     The planner times MXFP4 experts on the 16-bit path; the engines run them with kernels of
     their own per GPU. Under TensorRT-LLM 1.3 at gpt-oss-20b's shape (2,048 tokens, TP 1,
@@ -1152,14 +1162,11 @@ def mxfp4_moe_compute_share(system: str, engine: str, version: str, knobs: dict,
     and 0.23 ms on the B200 (W4A8: 0.78), where the median over the other formats times them
     at 0.89 and 0.33 ms.
     """
-    best = _moe_rows(system, engine, version)
-    if best is None:
+    rows = _mxfp4_rows(system, engine, version)
+    if rows is None:
         return None
-    held = [f for f in MXFP4_KERNELS[engine] if (best["moe_dtype"] == f).any()]
-    if not held:
-        return None
-    times = moe_block_times(best[best["moe_dtype"] == held[0]], knobs, system)
-    return _compute_share(times, fixed, MAX_MXFP4_SHARE, n_resamples)
+    return _compute_share(moe_block_times(rows, knobs, system), fixed, MAX_MXFP4_SHARE,
+                          n_resamples)
 
 
 def _compute_share(times: dict, fixed: float, highest: float, n_resamples: int) -> dict | None:
@@ -1194,17 +1201,41 @@ def moe_block_errors(system: str, engine: str, version: str, knobs: dict,
     (``dense``: every grouped GEMM at a dense GEMM's share) and, where given, with
     ``held_out_share`` (``held_out``: the other GPUs' median), each with its median signed
     error (``*_bias`` [%], < 0: too fast), and the rows scored; None where the version has no
-    MoE table. The MXFP4 rows are not scored (their own knob's)."""
+    MoE table. The MXFP4 rows are not scored (:func:`mxfp4_block_errors`)."""
     best = _moe_rows(system, engine, version)
-    moe = moe_layer_overhead(system, engine, version, knobs["decode"]["bandwidth_efficiency"])
-    if best is None or moe is None:
+    if best is None:
         return None
-    times = moe_block_times(best[~best["moe_dtype"].isin(list(MXFP4_FORMATS))], knobs, system)
-    big = times["tokens"] >= MOE_PREFILL_TOKENS
-    out = {"rows": int(big.sum())}
     shares = [("dense", 1.0), ("fitted", knobs["prefill"]["moe_compute_share"])]
     if held_out_share is not None:
         shares.append(("held_out", held_out_share))
+    return _block_errors(best[~best["moe_dtype"].isin(list(MXFP4_FORMATS))], system, engine,
+                         version, knobs, shares)
+
+
+def mxfp4_block_errors(system: str, engine: str, version: str, knobs: dict) -> dict | None:
+    """:func:`moe_block_errors` of the MXFP4 kernel the engine serves gpt-oss with
+    (:func:`_mxfp4_rows`): with the knobs' ``mxfp4_moe_compute_share`` (``fitted``) and with
+    their ``moe_compute_share`` (``moe_share``: the MXFP4 experts timed as the other formats'
+    are); None where the table has no such rows."""
+    rows = _mxfp4_rows(system, engine, version)
+    if rows is None:
+        return None
+    return _block_errors(rows, system, engine, version, knobs, [
+        ("moe_share", knobs["prefill"]["moe_compute_share"]),
+        ("fitted", knobs["prefill"]["mxfp4_moe_compute_share"])])
+
+
+def _block_errors(rows, system: str, engine: str, version: str, knobs: dict,
+                  shares: list) -> dict | None:
+    """Median absolute and signed errors [%] of ``rows``' blocks of
+    :data:`MOE_PREFILL_TOKENS` tokens or more timed at each ``(label, share)`` of ``shares``
+    (:func:`moe_block_errors`), and the rows scored."""
+    moe = moe_layer_overhead(system, engine, version, knobs["decode"]["bandwidth_efficiency"])
+    if moe is None:
+        return None
+    times = moe_block_times(rows, knobs, system)
+    big = times["tokens"] >= MOE_PREFILL_TOKENS
+    out = {"rows": int(big.sum())}
     for label, share in shares:
         predicted = np.maximum(times["compute"] / share, times["memory"]) + moe["moe_median"]
         error = predicted[big] / times["latency"][big] - 1.0
@@ -2046,7 +2077,9 @@ def diagnose(engine: str, system: str, log=print) -> dict:
         weight-only int4 is); where the shipped profile's version has an MoE table,
         ``moe_blocks``: how the shipped profile times that table's blocks of many tokens,
         with its own share and with the median of the engine's other GPUs' (left out)
-        (:func:`moe_block_errors`); where it has an MLA context-module table, ``mla_context``:
+        (:func:`moe_block_errors`), and ``mxfp4_blocks``: its MXFP4 blocks with their own
+        share and with the MoE share (:func:`mxfp4_block_errors`); where it has an MLA
+        context-module table, ``mla_context``:
         how it times that table's long prompts at the latent and at the head widths
         (:func:`mla_context_errors`).
     """
@@ -2084,6 +2117,7 @@ def diagnose(engine: str, system: str, log=print) -> dict:
                   and _moe_rows(GPU_TO_SYSTEM[row["gpu"]], engine, row["version"]) is not None]
         out["moe_blocks"] = moe_block_errors(system, engine, shipped["version"], shipped,
                                              float(np.median(others)) if others else None)
+        out["mxfp4_blocks"] = mxfp4_block_errors(system, engine, shipped["version"], shipped)
         out["mla_context"] = mla_context_errors(system, engine, shipped["version"], shipped)
     log(f"  diagnose {engine} {system}: {out}")
     return out

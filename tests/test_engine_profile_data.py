@@ -548,10 +548,19 @@ def test_the_mxfp4_share_stage_reads_the_engines_own_mxfp4_kernel(monkeypatch):
     other = script.moe_compute_share("b200_sxm", "vllm", "x", knobs, fixed, n_resamples=5)
     assert other["value"] == pytest.approx(0.5, rel=1e-9)
     assert set(other["by_format"]) == {"bfloat16"}
+    # the diagnosis times those blocks exactly with the share read, not with another
+    monkeypatch.setattr(script, "moe_layer_overhead", lambda *args: {"moe_median": fixed})
+    shipped = {"prefill": {**knobs["prefill"], "moe_compute_share": 0.5,
+                           "mxfp4_moe_compute_share": mxfp4["value"]},
+               "decode": knobs["decode"]}
+    errors = script.mxfp4_block_errors("b200_sxm", "trtllm", "x", shipped)
+    assert errors["fitted"] == pytest.approx(0.0, abs=1e-9) and errors["moe_share"] > 50.0
+    assert errors["rows"] == 2 * 4      # 256 tokens or more, two TP degrees, W4A8 alone
     # a table without MXFP4 rows has no MXFP4 share (the profile writes moe_compute_share)
     monkeypatch.setattr(script, "_moe_rows", lambda *args: frame[frame["moe_dtype"] ==
                                                                   "bfloat16"])
     assert script.mxfp4_moe_compute_share("b200_sxm", "vllm", "x", knobs, fixed) is None
+    assert script.mxfp4_block_errors("b200_sxm", "vllm", "x", shipped) is None
 
 
 def test_the_mla_module_is_deepseek_v3s_config():
