@@ -73,7 +73,9 @@ def bytes_per_element(dtype, name: str = "dtype") -> float:
 
 def is_mxfp4(bytes_per_weight):
     """Whether weights of ``bytes_per_weight`` [bytes] are MXFP4 ones (:data:`MXFP4_BYTES`
-    within 1 %: int4 with a 16-bit scale per 128, 0.516, and NVFP4, 0.5625, are not) [bool];
-    a number gives a bool, an array an array of them."""
-    out = np.abs(np.asarray(bytes_per_weight, dtype=float) - MXFP4_BYTES) <= 0.01 * MXFP4_BYTES
-    return bool(out) if out.ndim == 0 else out
+    within 1 %: int4 with a 16-bit scale per 128, 0.516, and NVFP4, 0.5625, are not) [bool]:
+    a number gives a bool, an array or an ``xarray.DataArray`` one of bools, alike."""
+    labelled = hasattr(bytes_per_weight, "dims")
+    x = bytes_per_weight if labelled else np.asarray(bytes_per_weight, dtype=float)
+    out = abs(x - MXFP4_BYTES) <= 0.01 * MXFP4_BYTES
+    return out if labelled or np.ndim(out) else bool(out)

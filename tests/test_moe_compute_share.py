@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import rooflinekit as rk
 from rooflinekit import catalog, roofline
@@ -175,6 +176,9 @@ def test_the_catalogue_knows_which_experts_are_mxfp4():
     assert not rk.dtypes.is_mxfp4(QWEN.bytes_per_expert_param)
     assert list(rk.dtypes.is_mxfp4(np.array([0.5 + 2 / 128, 17 / 32, 9 / 16]))) == \
         [False, True, False]
+    labelled = rk.dtypes.is_mxfp4(xr.DataArray([17 / 32, 2.0], dims="model"))
+    assert isinstance(labelled, xr.DataArray) and labelled.values.tolist() == [True, False]
+    assert rk.dtypes.is_mxfp4(0.5317598056230476) is True
 
 
 def test_the_mxfp4_share_times_mxfp4_experts_only_hand_computed():

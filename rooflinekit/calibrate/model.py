@@ -235,8 +235,7 @@ class _Groups:
         ``compute``), ``experts`` (the routed experts' GEMMs' part of
         ``compute``), ``expert_gemm`` (their part of ``gemm``), ``mxfp4`` (1 where those
         experts are MXFP4 ones, which ``mxfp4_moe_compute_share`` times, else 0 [1]),
-        ``prompt`` (``runs ×
-        min(prompt tokens, 1)``) and a hybrid's recurrent prompt pass per unit of its
+        ``prompt`` (``runs × min(prompt tokens, 1)``) and a hybrid's recurrent prompt pass per unit of its
         knobs: ``recurrent_chain`` (per unit of ``recurrent_chain_time`` [s/s]),
         ``recurrent_state`` (of ``recurrent_element_time``) and ``recurrent_layers`` (``prompt
         × n_recurrent_layers`` [1])."""
@@ -244,8 +243,8 @@ class _Groups:
                  "comm_host_bytes", "hops", "one_shot", "one_shot_bytes", "one_shot_hops",
                  "cross_hosts", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "mla_layers", "low_precision_layers",
-                 "low_precision", "fp4", "attention", "experts", "expert_gemm", "mxfp4", "prompt",
-                 "recurrent_chain", "recurrent_state", "recurrent_layers")
+                 "low_precision", "fp4", "attention", "experts", "expert_gemm", "mxfp4",
+                 "prompt", "recurrent_chain", "recurrent_state", "recurrent_layers")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
         for idx, model, gpu, tp, engine in self.groups:
