@@ -203,6 +203,7 @@ import numpy as np
 
 from rooflinekit import IDEAL, catalog, parallel
 from rooflinekit.calibrate import calibrate, cross_validate, measurements_from_records
+from rooflinekit.dtypes import MXFP4_BYTES
 from rooflinekit.profiles import HostScheduling
 from rooflinekit.roofline import MAX_MXFP4_SHARE, SHARE_KNOBS
 
@@ -336,7 +337,7 @@ MOE_DISTRIBUTIONS = ("balanced", "uniform")
 #: one bf16 scale per 128).
 MOE_PATHS = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0),
              "fp8_block": ("fp8", 1.0 + 4.0 / (128 * 128)),
-             "w4a16_mxfp4": ("bf16", 17.0 / 32.0), "w4a8_mxfp4_mxfp8": ("bf16", 17.0 / 32.0),
+             "w4a16_mxfp4": ("bf16", MXFP4_BYTES), "w4a8_mxfp4_mxfp8": ("bf16", MXFP4_BYTES),
              "int4_wo": ("bf16", 0.5 + 2.0 / 128.0), "nvfp4": ("fp4", 9.0 / 16.0)}
 #: The MXFP4 expert kernels a table may time: weight-only (W4A16: kernels that widen each
 #: weight) and, on Blackwell, MXFP4 weights with MXFP8 activations on the FP8 tensor cores
@@ -1135,8 +1136,14 @@ def moe_compute_share(system: str, engine: str, version: str, knobs: dict, fixed
     best = _moe_rows(system, engine, version)
     if best is None:
         return None
-    best = best[~best["moe_dtype"].isin(list(MXFP4_FORMATS))]
-    return _compute_share(moe_block_times(best, knobs, system), fixed, 1.0, n_resamples)
+    return _compute_share(moe_block_times(_other_rows(best), knobs, system), fixed, 1.0,
+                          n_resamples)
+
+
+def _other_rows(best):
+    """``best``'s (:func:`_moe_rows`) rows of the formats but MXFP4's, which
+    ``moe_compute_share`` reads (:func:`_mxfp4_rows` the MXFP4 kernel's)."""
+    return best[~best["moe_dtype"].isin(list(MXFP4_FORMATS))]
 
 
 def _mxfp4_rows(system: str, engine: str, version: str):
@@ -1208,8 +1215,7 @@ def moe_block_errors(system: str, engine: str, version: str, knobs: dict,
     shares = [("dense", 1.0), ("fitted", knobs["prefill"]["moe_compute_share"])]
     if held_out_share is not None:
         shares.append(("held_out", held_out_share))
-    return _block_errors(best[~best["moe_dtype"].isin(list(MXFP4_FORMATS))], system, engine,
-                         version, knobs, shares)
+    return _block_errors(_other_rows(best), system, engine, version, knobs, shares)
 
 
 def mxfp4_block_errors(system: str, engine: str, version: str, knobs: dict) -> dict | None:

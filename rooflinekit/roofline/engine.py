@@ -18,7 +18,7 @@ import xarray as xr
 from rooflinekit import parallel
 from rooflinekit._validation import (MAX_COUNT, check_nonnegative, check_positive, check_range,
                                      real_number)
-from rooflinekit.dtypes import bytes_per_element, is_mxfp4
+from rooflinekit.dtypes import bytes_per_element
 
 __all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "MAX_MXFP4_SHARE", "PHASES", "engine_for"]
 
@@ -532,9 +532,7 @@ class Engine:
         share = laid["moe_compute_share"]
         mxfp4 = laid["mxfp4_moe_compute_share"]
         if mxfp4 is not None and model is not None:     # None (default): the line above
-            expert = np.where(np.isnan(model.bytes_per_expert_param), model.bytes_per_param,
-                              model.bytes_per_expert_param)
-            share = np.where(is_mxfp4(expert), mxfp4, share)
+            share = np.where(model.mxfp4_experts, mxfp4, share)
         group.expert_flops_scale = 1.0 / share
         group.peak_flops = group.peak_flops * tp * gemm
         attention = compute if laid["attention_compute_efficiency"] is None else \

@@ -25,7 +25,7 @@ from rooflinekit._labels import (
     spec_fields,
     table,
 )
-from rooflinekit.dtypes import bytes_per_element
+from rooflinekit.dtypes import bytes_per_element, is_mxfp4
 from rooflinekit.roofline.engine import engine_for
 from rooflinekit.roofline.options import (
     ARGUMENT_CHECKS,
@@ -484,6 +484,8 @@ def _model_terms(m, activation_bytes):
         grouped, (pa - k * per_expert - table - head) * body + head * embedding,
         (pa - k * per_expert - table) * b)[()]
     m.expert_weight_bytes = per_expert * expert
+    # experts that mxfp4_moe_compute_share times (gpt-oss's), where the engine gives it
+    m.mxfp4_experts = is_mxfp4(expert)
     m.flops_per_token = 2.0 * (pa - table - head)
     # the routed experts' part of it (a token's k experts), which moe_compute_share slows
     m.expert_flops_per_token = 2.0 * k * per_expert
