@@ -205,7 +205,7 @@ from rooflinekit import IDEAL, catalog, parallel
 from rooflinekit.calibrate import calibrate, cross_validate, measurements_from_records
 from rooflinekit.dtypes import MXFP4_BYTES
 from rooflinekit.profiles import HostScheduling
-from rooflinekit.roofline import MAX_MXFP4_SHARE, SHARE_KNOBS
+from rooflinekit.roofline import MAX_MXFP4_SHARE, SHARE_KNOBS, WIDE_HEAD_DIM
 
 #: The aiconfigurator-core release whose tables are read.
 AIC_VERSION = "0.12.0"
@@ -305,14 +305,15 @@ GEMM_FIT = tuple(k for k in FIT["prefill"] if k != "low_precision_compute_effici
 KNOBS = {"prefill": (*FIT["prefill"], "host_traffic_share", "moe_layer_overhead",
                      "fp4_compute_efficiency", "moe_compute_share", "mxfp4_moe_compute_share",
                      "mla_layer_overhead", "attention_compute_efficiency",
-                     "cross_host_allreduce_latency"),
+                     "narrow_head_attention_share", "cross_host_allreduce_latency"),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency",
                     *SHARED_KERNEL_KNOBS,
                     "host_traffic_share", "moe_layer_overhead", "fp4_bandwidth_efficiency",
                     "moe_compute_share", "mxfp4_moe_compute_share", "mla_layer_overhead",
-                    "attention_compute_efficiency", "cross_host_allreduce_latency")}
+                    "attention_compute_efficiency", "narrow_head_attention_share",
+                    "cross_host_allreduce_latency")}
 #: The FP4 stage (:func:`with_fp4_stage`): per phase, the knob it fits to the NVFP4 rows of
 #: :data:`CHECK_DTYPES` with every other knob held, and the knob it takes where the tables hold
 #: no NVFP4 GEMMs (what ``None`` means for it). The NVFP4 GEMMs of the B200 tables reach 39-44 %
@@ -323,7 +324,7 @@ FP4_STAGE = {"prefill": ("fp4_compute_efficiency", "low_precision_compute_effici
 #: Knobs a later stage of the kernel fit adds (the MoE, MLA, attention and FP4 stages).
 STAGE_KNOBS = ("moe_layer_overhead", "moe_compute_share", "mxfp4_moe_compute_share",
                "mla_layer_overhead",
-               "attention_compute_efficiency",
+               "attention_compute_efficiency", "narrow_head_attention_share",
                *(knob for knob, _ in FP4_STAGE.values()))
 #: The MoE tables' rows the MoE stage reads (:func:`_moe_rows`): the experts sharded over the
 #: tensor-parallel group (no expert parallelism) with tokens spread evenly over them, in the
@@ -873,12 +874,13 @@ class KernelTables:
     files: list
 
 
-def _full_attention_rows(frame):
+def _full_attention_rows(frame, head_dim: int = WIDE_HEAD_DIM):
     """An attention table's rows the fits read: :data:`ATTENTION_DTYPE` with a
-    :data:`KV_CACHE_DTYPE` cache, heads of 128, full attention, no beams (older tables lack
-    the window and beam columns: they measured full attention only)."""
+    :data:`KV_CACHE_DTYPE` cache, heads of ``head_dim`` (128 by default), full attention, no
+    beams (older tables lack the window and beam columns: they measured full attention
+    only)."""
     wanted = {"attn_dtype": ATTENTION_DTYPE, "kv_cache_dtype": KV_CACHE_DTYPE,
-              "head_dim": 128, "window_size": 0, "beam_width": 1}
+              "head_dim": head_dim, "window_size": 0, "beam_width": 1}
     for column, value in wanted.items():
         if column in frame:
             frame = frame[frame[column] == value]
@@ -1429,6 +1431,48 @@ def attention_compute_efficiency(system: str, engine: str, version: str,
             "points": int(share.size)}
 
 
+#: The narrow heads :func:`narrow_head_attention_share` reads: gpt-oss's and Llama-3.2-1B's.
+NARROW_HEAD_DIM = 64
+
+
+def narrow_head_attention_share(system: str, engine: str, version: str,
+                                n_resamples: int = N_RESAMPLES) -> dict | None:
+    """``narrow_head_attention_share`` [1] of one (engine, GPU): how much of the long-prompt
+    attention share heads of :data:`NARROW_HEAD_DIM` reach against heads of
+    :data:`WIDE_HEAD_DIM`, or None where the context-attention table holds no such pairs.
+
+    Rows are the table's bf16, full-attention rows of prompts of at least
+    :data:`ATTENTION_LONG_PROMPT` tokens (the duplicates' median latency). A row of narrow
+    heads pairs with the wide row of the same query and KV heads, batch and prompt; at the
+    same heads and tokens the narrow kernel does half the FLOPs, so its share against the wide
+    one's is ``(t_wide / t_narrow) · (narrow / wide)``. The knob is the median over the pairs,
+    capped at 1 (the Engine's range: TensorRT-LLM's L40S and RTX PRO 6000 kernels reach 1.03
+    and 1.14), its interval the 5th-95th percentile of the median over :data:`N_RESAMPLES`
+    resamples of the pairs (seed :data:`SEED`). Most tables put it at 0.55-0.83: a 64-wide
+    tile does half the multiply-adds per byte of K and V it loads."""
+    table = _read(data_root() / system / "attention" / engine / version
+                  / "context_attention_perf.parquet")
+    keys = ["num_heads", "num_key_value_heads", "batch_size", "isl"]
+    latency = {}
+    for dim in (NARROW_HEAD_DIM, WIDE_HEAD_DIM):
+        frame = _full_attention_rows(table, head_dim=dim)
+        frame = frame[frame["isl"] >= ATTENTION_LONG_PROMPT]
+        latency[dim] = frame.groupby(keys)["latency"].median()
+    pairs = latency[NARROW_HEAD_DIM].to_frame("narrow").join(
+        latency[WIDE_HEAD_DIM].to_frame("wide"), how="inner")
+    if pairs.empty:
+        return None
+    share = (pairs["wide"] / pairs["narrow"]).to_numpy(dtype=float) \
+        * NARROW_HEAD_DIM / WIDE_HEAD_DIM
+    rng = np.random.default_rng(SEED)
+    draws = [min(float(np.median(rng.choice(share, share.size))), 1.0)
+             for _ in range(n_resamples)]
+    value = min(float(np.median(share)), 1.0)
+    low, high = np.quantile(draws, (0.5 - CONFIDENCE / 2, 0.5 + CONFIDENCE / 2))
+    return {"value": value, "interval": [min(float(low), value), max(float(high), value)],
+            "points": int(share.size)}
+
+
 def mla_context_errors(system: str, engine: str, version: str, knobs: dict) -> dict | None:
     """How the profile ``knobs`` (datasheet shares) time the MLA context-module table's long
     prompts (:data:`MLA_LONG_PROMPT` tokens or more; DeepSeek-V3's module,
@@ -1517,13 +1561,20 @@ def staged_knobs(fit: "ProfileFit", fp4_rows: list, engine: str, system: str,
 def with_attention_stage(knobs: dict, system: str, engine: str, version: str) -> dict:
     """``knobs`` with ``attention_compute_efficiency`` and its interval in both phases
     (:func:`attention_compute_efficiency`; None, the GEMMs' share, where the table holds no
-    long prompts)."""
+    long prompts), and ``narrow_head_attention_share`` likewise
+    (:func:`narrow_head_attention_share`; None where the table holds no narrow heads:
+    :func:`pool_narrow_heads` fills it)."""
     attention = attention_compute_efficiency(system, engine, version)
+    narrow = narrow_head_attention_share(system, engine, version)
     for phase in ("prefill", "decode"):
         knobs[phase]["attention_compute_efficiency"] = \
             None if attention is None else attention["value"]
         knobs["interval"][phase]["attention_compute_efficiency"] = \
             None if attention is None else list(attention["interval"])
+        knobs[phase]["narrow_head_attention_share"] = \
+            None if narrow is None else narrow["value"]
+        knobs["interval"][phase]["narrow_head_attention_share"] = \
+            None if narrow is None else list(narrow["interval"])
     return knobs
 
 
@@ -1596,6 +1647,13 @@ def pool_mla_overheads(profiles: list) -> None:
     none has one. vLLM's tables of the module as served cover two GPUs (B200 and GB300,
     :func:`_as_served`): its seven others take their median."""
     _pool(profiles, "mla_layer_overhead", 0.0)
+
+
+def pool_narrow_heads(profiles: list) -> None:
+    """Give each profile whose context-attention table holds no heads of 64
+    (``narrow_head_attention_share`` None: the A100's) the median of the engine's other
+    profiles' shares, and their range as its interval; 1 where none has one."""
+    _pool(profiles, "narrow_head_attention_share", 1.0)
 
 
 # -- a hybrid's Gated DeltaNet prompt pass ----------------------------------------------------
@@ -2436,6 +2494,12 @@ HEADER = (
     "the attention FLOPs (4 x heads x 128 a pair, s(s-1)/2 pairs a prompt) over the measured "
     "time and the GPU's bf16 peak; interval: 5th-95th percentile over {n} resamples; the "
     "kernel fit above holds attention at the GEMMs' share. "
+    "narrow_head_attention_share (both phases) is read from the same tables: the median, "
+    "over their bf16 rows at 16,384-token prompts or more with heads of 64 beside a row of "
+    "heads of 128 at the same query and KV heads, batch and prompt, of the 64-wide rows' "
+    "share of the peak over the 128-wide ones', capped at 1; interval: 5th-95th percentile "
+    "over {n} resamples; a GPU no table covers takes the median of the engine's others, "
+    "their range as its interval. "
     "recurrent_layer_overhead, recurrent_chain_time and recurrent_element_time (both phases; "
     "a hybrid's Gated DeltaNet layers' prompt pass, per layer a + max(c1 L, c2 T S) for the "
     "step's longest prompt chunk L, its prompt tokens T and the state elements S a GPU holds "
@@ -2590,6 +2654,7 @@ def build_engine(engine: str, today: str, log=print) -> list:
             f"{each}")
     pool_moe_shares(profiles)
     pool_mla_overheads(profiles)
+    pool_narrow_heads(profiles)
     pool_recurrent(profiles)
     lend_cross_host_latency(engine, profiles)
     return profiles

@@ -237,8 +237,8 @@ def test_engine_knobs_recovered_from_exact_decode_data():
     # the prefill phase's own knobs (TTFT) are not decode parameters; nor are layer_cycles,
     # which fit="engine" leaves at its prior (it needs every row's GPU clock), and
     # moe_layer_overhead, moe_compute_share (mxfp4_ too), mla_layer_overhead and
-    # attention_compute_efficiency (read from MoE, MLA and attention kernel tables, not fitted
-    # to rows), nor cross_host_allreduce_latency (read from all-reduce tables past a host),
+    # attention_compute_efficiency with narrow_head_attention_share (read from MoE, MLA and
+    # attention kernel tables, not fitted to rows), nor cross_host_allreduce_latency (read from all-reduce tables past a host),
     # nor sequence_overhead (a served engine's host time, fitted under load when named), nor
     # the recurrent_* knobs (read from Gated DeltaNet kernel tables)
     assert set(ENGINE_KNOBS) - {"gemm_half_tokens", "prefill_overhead", "frontend_latency",
@@ -251,7 +251,8 @@ def test_engine_knobs_recovered_from_exact_decode_data():
                                 "fp4_compute_efficiency", "fp4_bandwidth_efficiency",
                                 "layer_cycles", "moe_compute_share",
                                 "mxfp4_moe_compute_share", "moe_layer_overhead", "mla_layer_overhead",
-                                "attention_compute_efficiency", "sequence_overhead"} <= set(
+                                "attention_compute_efficiency", "narrow_head_attention_share",
+                                "sequence_overhead"} <= set(
         result.parameters["parameter"].values)
 
 

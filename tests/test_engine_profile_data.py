@@ -43,18 +43,23 @@ KNOBS = {"prefill": ("compute_efficiency", "bandwidth_efficiency", "gemm_half_to
                      "low_precision_compute_efficiency", "host_traffic_share",
                      "moe_layer_overhead", "fp4_compute_efficiency", "moe_compute_share",
                      "mxfp4_moe_compute_share", "mla_layer_overhead",
-                     "attention_compute_efficiency", "cross_host_allreduce_latency", *RECURRENT),
+                     "attention_compute_efficiency", "narrow_head_attention_share",
+                     "cross_host_allreduce_latency", *RECURRENT),
          "decode": ("bandwidth_efficiency", "kv_bandwidth_efficiency", "step_overhead",
                     "layer_overhead", "low_precision_layer_overhead", "interconnect_latency",
                     "low_precision_bandwidth_efficiency", "compute_efficiency",
                     "gemm_half_tokens", "interconnect_efficiency", "host_traffic_share",
                     "moe_layer_overhead", "fp4_bandwidth_efficiency", "moe_compute_share",
                     "mxfp4_moe_compute_share", "mla_layer_overhead", "attention_compute_efficiency",
-                    "cross_host_allreduce_latency", *RECURRENT)}
+                    "narrow_head_attention_share", "cross_host_allreduce_latency", *RECURRENT)}
 #: The vLLM GPUs whose own tables give each pooled knob (the A100 takes their median): every
-#: GPU with an MoE table; the B200 and GB300, whose MLA module tables time it as served.
+#: GPU with an MoE table; the B200 and GB300, whose MLA module tables time it as served; every
+#: GPU whose context-attention table holds heads of 64.
 POOLED_FROM = {"moe_compute_share": ("H100-SXM-80GB", "H200-SXM-141GB", "B200", "L40S", "B300",
                                      "GB200", "GB300", "RTX-PRO-6000-Server"),
+               "narrow_head_attention_share": ("H100-SXM-80GB", "H200-SXM-141GB", "B200", "L40S",
+                                               "B300", "GB200", "GB300",
+                                               "RTX-PRO-6000-Server"),
                "mla_layer_overhead": ("B200", "GB300"),
                **{knob: ("H100-SXM-80GB", "H200-SXM-141GB", "B200", "L40S", "B300", "GB200",
                          "GB300", "RTX-PRO-6000-Server") for knob in RECURRENT}}
@@ -312,10 +317,11 @@ def test_rederived_knobs_match_the_shipped_ones():
     knobs = script.staged_knobs(script.fit_profile(rows), fp4_rows, engine, system, version)
     serving = {knob for _, knob in script.SERVING_KNOBS}      # set by the serving stage
     assert knobs["decode"]["step_overhead"] == 0.0              # held in the kernel fit
-    # vLLM 0.14 has no MoE, MLA module or Gated DeltaNet table on the A100: its MoE compute
-    # share, MLA overhead and prompt-pass knobs are the median of the GPUs whose tables give them
+    # vLLM 0.14 has no MoE, MLA module or Gated DeltaNet table on the A100, nor heads of 64
+    # in its attention table: its MoE compute share, MLA overhead, prompt-pass knobs and
+    # narrow-head share are the median of the GPUs whose tables give them
     pooled = {name: (None, None) for name in ("moe_compute_share", "mla_layer_overhead",
-                                              *RECURRENT)}
+                                              "narrow_head_attention_share", *RECURRENT)}
     for name in pooled:
         own = [p["prefill"][name] for p in _load(engine)["profile"]
                if p["gpu"] != shipped["gpu"] and p["gpu"] in POOLED_FROM[name]]
@@ -489,6 +495,58 @@ def test_rederived_attention_efficiency_matches_the_shipped_one():
             attention["interval"], rel=1e-9)
     assert 0.4 < attention["value"] < shipped["prefill"]["compute_efficiency"]
     assert attention["points"] >= 30
+
+
+def test_rederived_narrow_head_share_matches_the_shipped_one():
+    """The attention stage re-run on TensorRT-LLM's B200 context-attention table gives the
+    shipped ``narrow_head_attention_share`` and interval (where the profiles' extra is
+    installed): heads of 64 at 0.64-0.66 of the 128-wide heads' share of the peak, from every
+    matched pair of rows at 16,384 tokens or more."""
+    script = _script_with_tables()
+    shipped = next(p for p in _load("trtllm")["profile"] if p["gpu"] == "B200")
+    narrow = script.narrow_head_attention_share("b200_sxm", "trtllm", shipped["version"])
+    for phase in ("prefill", "decode"):
+        assert shipped[phase]["narrow_head_attention_share"] == pytest.approx(
+            narrow["value"], rel=1e-9)
+        assert shipped["interval"][phase]["narrow_head_attention_share"] == pytest.approx(
+            narrow["interval"], rel=1e-9)
+    assert 0.6 < narrow["value"] < 0.7
+    assert narrow["points"] >= 100
+
+
+def test_the_narrow_head_stage_reads_the_ratio_of_matched_rows(monkeypatch):
+    """A context-attention table whose 64-wide rows take 0.8 of the 128-wide rows' time at the
+    same heads, batch and prompt (half the FLOPs) gives a share of 0.5 / 0.8 = 0.625; rows of
+    shorter prompts, sliding windows, and rows without a partner are not read; a table whose
+    narrow rows are faster than half the FLOPs gives 1, the knob's ceiling; one without
+    narrow heads gives None (the pool's to fill)."""
+    pd = pytest.importorskip("pandas")
+    script = _script()
+    rows = []
+    for heads, kv in ((32, 8), (64, 8)):
+        for isl in (4096, 16384, 32768):
+            for batch in (1, 2):
+                wide = 1e-9 * heads * batch * isl ** 2
+                rows.append({"num_heads": heads, "num_key_value_heads": kv, "batch_size": batch,
+                             "isl": isl, "head_dim": 128, "latency": wide,
+                             "attn_dtype": "bfloat16", "kv_cache_dtype": "bfloat16",
+                             "window_size": 0, "beam_width": 1})
+                rows.append({**rows[-1], "head_dim": 64,
+                             "latency": 0.8 * wide * (3.0 if isl < 16384 else 1.0)})
+                rows.append({**rows[-1], "window_size": 128, "latency": 1e-6})
+    rows.append({**rows[0], "num_heads": 16, "head_dim": 64, "isl": 16384, "latency": 1e-6})
+    table = pd.DataFrame(rows)
+    monkeypatch.setattr(script, "_read", lambda path: table)
+    got = script.narrow_head_attention_share("s", "e", "v", n_resamples=20)
+    assert got["value"] == pytest.approx(0.625, rel=1e-12)
+    assert got["interval"] == pytest.approx([0.625, 0.625], rel=1e-12)
+    assert got["points"] == 8
+    table = pd.DataFrame(rows)
+    table.loc[table["head_dim"] == 64, "latency"] *= 0.4
+    assert script.narrow_head_attention_share("s", "e", "v", n_resamples=5)["value"] == 1.0
+    table = pd.DataFrame(rows)
+    table = table[table["head_dim"] == 128]
+    assert script.narrow_head_attention_share("s", "e", "v", n_resamples=5) is None
 
 
 def test_the_moe_compute_share_stage_recovers_a_share_from_exact_blocks(monkeypatch):

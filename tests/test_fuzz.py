@@ -67,7 +67,7 @@ REGISTRY = {
         "host_traffic_share", "sequence_overhead", "low_precision_bandwidth_efficiency",
         "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "moe_compute_share",
         "mla_layer_overhead", "attention_compute_efficiency", "request_overhead",
-        "mxfp4_moe_compute_share"),
+        "mxfp4_moe_compute_share", "narrow_head_attention_share"),
         valid={"kv_bandwidth_efficiency": OPTIONAL, "mxfp4_moe_compute_share": OPTIONAL, "step_overhead": CONTEXT_OK,
                "low_precision_bandwidth_efficiency": OPTIONAL,
                "fp4_compute_efficiency": OPTIONAL, "fp4_bandwidth_efficiency": OPTIONAL,

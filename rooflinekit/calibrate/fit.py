@@ -120,6 +120,7 @@ DEFAULT_BOUNDS = MappingProxyType({"compute_efficiency": (0.01, 1.0),
                                    "fp4_compute_efficiency": (0.01, 1.0),
                                    "fp4_bandwidth_efficiency": (0.05, 1.0),
                                    "attention_compute_efficiency": (0.01, 1.0),
+                                   "narrow_head_attention_share": (0.05, 1.0),
                                    "gemm_half_tokens": (0.0, 4096.0),
                                    "prefill_overhead": (0.0, 1.0),
                                    "frontend_latency": (0.0, 1.0),
@@ -163,7 +164,8 @@ _SCALE = {"compute_efficiency": 1.0, "low_precision_compute_efficiency": 1.0,
           "layer_overhead": units.MS / 100.0, "low_precision_layer_overhead": units.MS / 100.0,
           "kv_bandwidth_efficiency": 1.0, "low_precision_bandwidth_efficiency": 1.0,
           "fp4_compute_efficiency": 1.0, "fp4_bandwidth_efficiency": 1.0,
-          "attention_compute_efficiency": 1.0, "gemm_half_tokens": 100.0,
+          "attention_compute_efficiency": 1.0, "narrow_head_attention_share": 1.0,
+          "gemm_half_tokens": 100.0,
           "prefill_overhead": units.MS, "frontend_latency": units.MS,
           "interconnect_latency": units.MS / 100.0, "interconnect_efficiency": 1.0,
           "host_traffic_share": 1.0, "layer_cycles": 1e4,
@@ -282,7 +284,7 @@ def _least_squares(groups, phase, rows, targets, free, fixed, bounds, starts):
 _EFFICIENCIES = ("compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
                  "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency",
                  "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "moe_compute_share",
-                 "attention_compute_efficiency")
+                 "attention_compute_efficiency", "narrow_head_attention_share")
 #: Coarse starting levels of the other knobs, in SI units (clipped to the bounds).
 _LEVELS = {"step_overhead": (0.0, 1e-3, 4e-3), "layer_overhead": (0.0, 2e-5),
            "low_precision_layer_overhead": (0.0, 2e-5),
@@ -583,7 +585,8 @@ FIT_PARAMETERS = parameter_entries("""
         ``low_precision_bandwidth_efficiency`` and ``low_precision_layer_overhead``, on an
         FP4 path ``fp4_compute_efficiency`` and ``fp4_bandwidth_efficiency``, attention's
         own ``attention_compute_efficiency`` (seen by prompts long enough for attention to
-        matter), and the rest of :data:`~rooflinekit.profiles.ENGINE_KNOBS`); the
+        matter) and ``narrow_head_attention_share`` (by such prompts of a model with heads
+        narrower than 128), and the rest of :data:`~rooflinekit.profiles.ENGINE_KNOBS`); the
         others keep their priors
         (``engine``'s values: the ideal model by default), except that a fitted prefill phase
         that does not fit ``bandwidth_efficiency`` takes decode's (the same weights from the

@@ -235,16 +235,19 @@ class _Groups:
         ``compute``), ``experts`` (the routed experts' GEMMs' part of
         ``compute``), ``expert_gemm`` (their part of ``gemm``), ``mxfp4`` (1 where those
         experts are MXFP4 ones, which ``mxfp4_moe_compute_share`` times, else 0 [1]),
-        ``prompt`` (``runs × min(prompt tokens, 1)``) and a hybrid's recurrent prompt pass per unit of its
-        knobs: ``recurrent_chain`` (per unit of ``recurrent_chain_time`` [s/s]),
-        ``recurrent_state`` (of ``recurrent_element_time``) and ``recurrent_layers`` (``prompt
-        × n_recurrent_layers`` [1])."""
+        ``narrow_heads`` (``log2(WIDE_HEAD_DIM / head_dim)`` for heads narrower than
+        :data:`~rooflinekit.roofline.WIDE_HEAD_DIM`, else 0: the power of
+        ``narrow_head_attention_share`` attention runs at [1]), ``prompt`` (``runs ×
+        min(prompt tokens, 1)``) and a hybrid's recurrent prompt pass per unit of its knobs:
+        ``recurrent_chain`` (per unit of ``recurrent_chain_time`` [s/s]), ``recurrent_state``
+        (of ``recurrent_element_time``) and ``recurrent_layers`` (``prompt × n_recurrent_layers``
+        [1])."""
         names = ("compute", "gemm", "memory", "kv", "weights", "comm", "comm_bytes",
                  "comm_host_bytes", "hops", "one_shot", "one_shot_bytes", "one_shot_hops",
                  "cross_hosts", "runs", "decodes", "cycles",
                  "layers", "moe_layers", "mla_layers", "low_precision_layers",
                  "low_precision", "fp4", "attention", "experts", "expert_gemm", "mxfp4",
-                 "prompt", "recurrent_chain", "recurrent_state", "recurrent_layers")
+                 "narrow_heads", "prompt", "recurrent_chain", "recurrent_state", "recurrent_layers")
         terms = {name: np.full(self.n, np.nan) for name in names}
         kernel = roofline.mixed_step_time_kernel
         for idx, model, gpu, tp, engine in self.groups:
@@ -323,6 +326,8 @@ class _Groups:
             # experts that mxfp4_moe_compute_share times instead (1: MXFP4 ones, gpt-oss)
             terms["mxfp4"][idx] = float(model.n_experts > 1
                                         and is_mxfp4(model.bytes_per_expert_param))
+            terms["narrow_heads"][idx] = math.log2(
+                roofline.WIDE_HEAD_DIM / min(model.head_dim, roofline.WIDE_HEAD_DIM))
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             terms["one_shot_hops"][idx] = runs * unit_hop.one_shot_allreduce_latency
             # all-reduces past one host's GPUs (0 on a GPU without host_gpus, or within one)
@@ -397,7 +402,9 @@ class _Groups:
         low_efficiency = knobs.get("low_precision_compute_efficiency")
         fp4_efficiency = knobs.get("fp4_compute_efficiency")
         attention_efficiency = knobs.get("attention_compute_efficiency")
-        if low_efficiency is None and fp4_efficiency is None and attention_efficiency is None:
+        narrow = knobs.get("narrow_head_attention_share", 1.0)
+        if low_efficiency is None and fp4_efficiency is None and attention_efficiency is None \
+                and narrow == 1.0:
             compute = compute / knobs["compute_efficiency"]
         else:       # the weight GEMMs at their format's share, attention at its own
             gemm = knobs["compute_efficiency"] if low_efficiency is None else np.where(
@@ -406,6 +413,8 @@ class _Groups:
                 gemm = np.where(t["fp4"] > 0.0, fp4_efficiency, gemm)
             attention = knobs["compute_efficiency"] if attention_efficiency is None else \
                 attention_efficiency
+            if narrow != 1.0:     # 1 (default): the line above, to the bit
+                attention = attention * narrow ** t["narrow_heads"]
             compute = (compute - t["attention"]) / gemm + t["attention"] / attention
         out = (np.maximum(compute, memory)
                + t["runs"] * knobs["step_overhead"] + comm)

@@ -57,7 +57,8 @@ PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
 #: routed experts reach [1] (``moe_compute_share``; ``mxfp4_moe_compute_share`` for MXFP4
 #: experts, in (0, 6]), the extra fixed time of a multi-head
 #: latent attention layer [s] (``mla_layer_overhead``), the share of the peak attention
-#: reaches [1] (``attention_compute_efficiency``), and the latency an all-reduce adds where the
+#: reaches [1] (``attention_compute_efficiency``; ``narrow_head_attention_share`` of it with
+#: heads of 64, in (0, 1]), and the latency an all-reduce adds where the
 #: group spans more than one host's GPUs [s] (``cross_host_allreduce_latency``), and a
 #: hybrid's Gated DeltaNet prompt pass: its layers' launches [s], its chain per token of the
 #: longest chunk [s] and its time per token and state element [s] (``recurrent_*``).
@@ -70,7 +71,8 @@ ENGINE_KNOBS = ("layer_overhead", "kv_bandwidth_efficiency", "gemm_half_tokens",
                 "fp4_bandwidth_efficiency", "moe_compute_share", "mxfp4_moe_compute_share",
                 "mla_layer_overhead",
                 "attention_compute_efficiency", "cross_host_allreduce_latency",
-                "recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time")
+                "recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time",
+                "narrow_head_attention_share")
 #: Knobs a calibration holds as a share of a GPU's own figure: ``interconnect_efficiency``, the
 #: share of the per-direction link bandwidth [1] the all-reduces reach (an
 #: :class:`~rooflinekit.Engine` field). A share, not an absolute bandwidth, because one
@@ -97,7 +99,7 @@ DRAW_BLOCKS = (("compute_efficiency", "bandwidth_efficiency", "step_overhead", "
                ("moe_compute_share",), ("mla_layer_overhead",),
                ("attention_compute_efficiency",), ("cross_host_allreduce_latency",),
                ("recurrent_layer_overhead", "recurrent_chain_time", "recurrent_element_time"),
-               ("mxfp4_moe_compute_share",))
+               ("mxfp4_moe_compute_share",), ("narrow_head_attention_share",))
 
 #: Ideal values of the knobs: the guide's machine (§3), the roofline's defaults.
 IDEAL_KNOBS = MappingProxyType({k: getattr(IDEAL, k) for k in PARAMETERS})
@@ -563,6 +565,7 @@ _CLOCK_PHASE = {"compute_efficiency": "prefill", "gemm_half_tokens": "prefill",
                 "low_precision_compute_efficiency": "prefill",
                 "fp4_compute_efficiency": "prefill",
                 "attention_compute_efficiency": "prefill",
+                "narrow_head_attention_share": "prefill",
                 "prefill_overhead": "prefill", "interconnect_efficiency": "prefill",
                 "frontend_latency": "prefill"}
 

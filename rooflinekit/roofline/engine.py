@@ -20,7 +20,8 @@ from rooflinekit._validation import (MAX_COUNT, check_nonnegative, check_positiv
                                      real_number)
 from rooflinekit.dtypes import bytes_per_element
 
-__all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "MAX_MXFP4_SHARE", "PHASES", "engine_for"]
+__all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "MAX_MXFP4_SHARE", "PHASES",
+           "WIDE_HEAD_DIM", "engine_for"]
 
 #: What ``allreduce`` accepts, each boolean standing for one of the named models.
 ALLREDUCE_MODELS = ("collective", "ring", "guide", "custom")
@@ -40,6 +41,12 @@ ATTENTION_LOW_PRECISION_SHARE = 0.43
 #: on the catalogue's GPUs with FP4 tensor cores (4 on the B200, GB200 and RTX PRO 6000, 6 on
 #: the B300 and GB300).
 MAX_MXFP4_SHARE = 6.0
+
+#: The head dimension [1] at and above which attention reaches ``attention_compute_efficiency``
+#: whole: the kernel tables' long-prompt rows it is read from have heads of 128, and heads of
+#: 256 reach 0.76-1.25 times that share there (``narrow_head_attention_share`` slows narrower
+#: ones).
+WIDE_HEAD_DIM = 128
 
 #: What a result of the ideal engine says of itself (``attrs["model_quality"]``).
 IDEAL_LABEL = ("ideal (best case): roofline at full compute and bandwidth efficiency, "
@@ -122,6 +129,7 @@ _CHECKS = {
     "fp4_compute_efficiency": _optional_efficiency,
     "fp4_bandwidth_efficiency": _optional_efficiency,
     "attention_compute_efficiency": _optional_efficiency,
+    "narrow_head_attention_share": _efficiency,
     "step_overhead": check_nonnegative,
     "sequence_overhead": check_nonnegative,
     "layer_overhead": check_nonnegative,
@@ -196,6 +204,13 @@ class Engine:
         (0, 1]: a long prompt's attention kernels (FlashAttention and its kin) reach less of
         it than the weight GEMMs at the same tokens do. Default ``None``:
         ``compute_efficiency``.
+    narrow_head_attention_share : float, array_like or xarray.DataArray
+        Share of the attention efficiency that attention with heads of 64 reaches against
+        heads of :data:`WIDE_HEAD_DIM` [1], in (0, 1]: a FlashAttention tile of 64-wide heads
+        does half the multiply-adds per byte of K and V it loads (gpt-oss, Llama-3.2-1B). A
+        model of head dimension ``d`` below :data:`WIDE_HEAD_DIM` runs attention at
+        ``share ** log2(WIDE_HEAD_DIM / d)`` times the attention efficiency; wider heads at
+        the efficiency itself. Default 1.0 (heads of any width alike).
     step_overhead : float, array_like or xarray.DataArray
         Fixed time per step (scheduling, sampling, kernel launches) [s], ≥ 0. Default 0.
     sequence_overhead : float, array_like or xarray.DataArray
@@ -357,6 +372,7 @@ class Engine:
     fp4_compute_efficiency: object = None
     fp4_bandwidth_efficiency: object = None
     attention_compute_efficiency: object = None
+    narrow_head_attention_share: object = 1.0
     step_overhead: object = 0.0
     sequence_overhead: object = 0.0
     layer_overhead: object = 0.0
@@ -461,7 +477,9 @@ class Engine:
         (``peak_flops > peak_flops_16bit``: a low-precision path), else 0.
         ``peak = peak_flops · tp · e`` with ``e = low_precision_compute_efficiency`` where
         ``q = 1`` and it is given, else ``compute_efficiency`` (attention's peak takes
-        ``attention_compute_efficiency`` where given, else ``compute_efficiency``; a
+        ``attention_compute_efficiency`` where given, else ``compute_efficiency``, times
+        ``narrow_head_attention_share ** log2(WIDE_HEAD_DIM / head_dim)`` for a model of
+        heads narrower than :data:`WIDE_HEAD_DIM`; a
         mixture-of-experts model's routed experts' FLOPs count ``expert_flops_scale = 1 /
         moe_compute_share`` times, ``1 / mxfp4_moe_compute_share`` for MXFP4 experts where
         given),
@@ -537,6 +555,10 @@ class Engine:
         group.peak_flops = group.peak_flops * tp * gemm
         attention = compute if laid["attention_compute_efficiency"] is None else \
             laid["attention_compute_efficiency"]
+        narrow = laid["narrow_head_attention_share"]
+        if model is not None and np.any(np.asarray(narrow) != 1):   # 1 (default): unchanged
+            halvings = np.log2(WIDE_HEAD_DIM / np.minimum(model.head_dim, WIDE_HEAD_DIM))
+            attention = attention * narrow ** halvings
         group.attention_peak_flops = group.attention_peak_flops * tp * attention
         group.bandwidth = group.hbm_bandwidth * tp * laid["bandwidth_efficiency"]
         # kernel launches scale with the layers; a formula of the GPU alone has none

@@ -478,7 +478,7 @@ def prefill_bound(model, gpu, prompt_tokens, tp=1, context_length=0, *, engine=N
 @step_formula("s", "decode compute time", engine_fields=(
     "compute_efficiency", "low_precision_compute_efficiency", "fp4_compute_efficiency",
     "moe_compute_share", "mxfp4_moe_compute_share", "attention_compute_efficiency",
-    "gemm_half_tokens", "compute_dtype", "activation_dtype"))
+    "narrow_head_attention_share", "gemm_half_tokens", "compute_dtype", "activation_dtype"))
 def decode_compute_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engine=None):
     """Time the arithmetic of a decode step needs at the (effective) peak [s].
 
@@ -529,8 +529,8 @@ def decode_memory_time(model, gpu, batch_size=1, context_length=0, tp=1, *, engi
     "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
     "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency",
     "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "moe_compute_share",
-    "mxfp4_moe_compute_share", "attention_compute_efficiency", "gemm_half_tokens",
-    "compute_dtype", "activation_dtype"))
+    "mxfp4_moe_compute_share", "attention_compute_efficiency", "narrow_head_attention_share",
+    "gemm_half_tokens", "compute_dtype", "activation_dtype"))
 def critical_batch_size(model, gpu, context_length=0, tp=1, *, engine=None):
     """Batch size at which decode turns compute-bound [1]; ``inf`` where it never does.
 
@@ -618,8 +618,8 @@ def _critical_batch(model, gpu, context_length):
         "compute_efficiency", "bandwidth_efficiency", "kv_bandwidth_efficiency",
         "low_precision_compute_efficiency", "low_precision_bandwidth_efficiency",
         "fp4_compute_efficiency", "fp4_bandwidth_efficiency", "moe_compute_share",
-        "mxfp4_moe_compute_share", "attention_compute_efficiency", "gemm_half_tokens",
-        "compute_dtype", "activation_dtype"))
+        "mxfp4_moe_compute_share", "attention_compute_efficiency",
+        "narrow_head_attention_share", "gemm_half_tokens", "compute_dtype", "activation_dtype"))
 def compute_bound_reachable(model, gpu, context_length, tp=1, *, reserve=memory.DEFAULT_RESERVE,
         engine=None):
     """Whether a batch big enough to be compute-bound fits in the KV budget [bool].
