@@ -43,6 +43,7 @@ profiles do not carry it (docs/validation.md).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -81,9 +82,8 @@ def at(point, seconds: float) -> Calibration:
     ``seconds`` (what is being fitted)."""
     base = rooflinekit.engine_profile("vllm", point["gpu"],
                                       version=sweeps_score.profile_version(point), warn=False)
-    return Calibration(prefill=dict(base.prefill),
-                       decode={**base.decode, "sequence_overhead": float(seconds)},
-                       source=base.source, base=base.base)
+    return dataclasses.replace(base, decode={**base.decode, "sequence_overhead": float(seconds)},
+                               intervals={})
 
 
 def tpot_points(path=sweeps_score.DEFAULT_SWEEPS, grid=GRID, *, replicates=3, requests=300,

@@ -48,6 +48,7 @@ which rewrites that file).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 import sys
@@ -93,8 +94,7 @@ def _without_frontend(point) -> Calibration:
     base = rooflinekit.engine_profile("vllm", point["gpu"],
                                       version=sweeps_score.profile_version(point), warn=False)
     prefill = {k: v for k, v in base.prefill.items() if k != "frontend_latency"}
-    return Calibration(prefill=prefill, decode=dict(base.decode), source=base.source,
-                       base=base.base)
+    return dataclasses.replace(base, prefill=prefill, intervals={})
 
 
 def ttft_points(path=sweeps_score.DEFAULT_SWEEPS, *, replicates=3, requests=300,

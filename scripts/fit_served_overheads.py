@@ -51,6 +51,7 @@ interval and the held-out scores in a note.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 import sys
@@ -123,8 +124,9 @@ def engine_at(engine: str, gpu: str, knobs=None, searched=None) -> Calibration:
               "decode": dict(base.decode)}
     for name, value in (knobs or dict.fromkeys(_knob_names(engine, searched), 0.0)).items():
         phases[LOAD_KNOBS[name][0]][name] = float(value)
-    return Calibration(prefill=phases["prefill"], decode=phases["decode"], source=base.source,
-                       base=base.base)
+    # the profile itself otherwise: its serving engine's scheduler and memory rule
+    return dataclasses.replace(base, prefill=phases["prefill"], decode=phases["decode"],
+                               intervals={})
 
 
 def saturation_runs(engine: str) -> dict:

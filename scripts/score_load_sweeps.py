@@ -83,6 +83,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import csv
 import math
 import re
@@ -634,13 +635,10 @@ def with_step_overhead(seconds: float):
     """A function of a point: its GPU's shipped vLLM profile with the decode
     ``step_overhead`` [s] replaced (the per-step serving cost the sweeps are most sensitive
     to), an engine per sweep for :func:`score`."""
-    from rooflinekit.profiles import Calibration
-
     def engine(point):
         base = rooflinekit.engine_profile("vllm", point["gpu"], warn=False)
-        return Calibration(prefill=dict(base.prefill),
-                           decode={**base.decode, "step_overhead": seconds},
-                           source=base.source, base=base.base)
+        return dataclasses.replace(base, decode={**base.decode, "step_overhead": seconds},
+                                   intervals={})
     return engine
 
 

@@ -307,6 +307,14 @@ def test_the_front_end_time_is_the_scripts_fit():
 REDERIVED_REL = 1e-5
 
 
+def _assert_shipped(shipped, knob: str, derived: dict) -> None:
+    """A stage's re-derived ``knob`` (its ``value`` and ``interval``) is the shipped profile's,
+    in both phases."""
+    for phase in ("prefill", "decode"):
+        assert shipped[phase][knob] == pytest.approx(derived["value"], rel=1e-9)
+        assert shipped["interval"][phase][knob] == pytest.approx(derived["interval"], rel=1e-9)
+
+
 def test_rederived_knobs_match_the_shipped_ones():
     script = _script_with_tables()
     engine, system = "vllm", "a100_sxm"         # the smallest table set: a few seconds
@@ -414,28 +422,18 @@ def test_rederived_moe_overhead_matches_the_shipped_one():
     shipped = next(p for p in _load("vllm")["profile"] if p["gpu"] == "H200-SXM-141GB")
     moe = script.moe_layer_overhead("h200_sxm", "vllm", shipped["version"],
                                     shipped["decode"]["bandwidth_efficiency"])
-    for phase in ("prefill", "decode"):
-        assert shipped[phase]["moe_layer_overhead"] == pytest.approx(moe["value"], rel=1e-9)
-        assert shipped["interval"][phase]["moe_layer_overhead"] == pytest.approx(
-            moe["interval"], rel=1e-9)
+    _assert_shipped(shipped, "moe_layer_overhead", moe)
     assert 3e-5 < moe["value"] < 5e-5 and moe["moe_points"] > 500
     # the compute share of its grouped GEMMs, from the same tables and the shipped knobs
     share = script.moe_compute_share("h200_sxm", "vllm", shipped["version"], shipped,
                                      moe["moe_median"])
-    for phase in ("prefill", "decode"):
-        assert shipped[phase]["moe_compute_share"] == pytest.approx(share["value"], rel=1e-9)
-        assert shipped["interval"][phase]["moe_compute_share"] == pytest.approx(
-            share["interval"], rel=1e-9)
+    _assert_shipped(shipped, "moe_compute_share", share)
     assert 0.3 < share["value"] < 0.6 and share["points"] > 300
     assert "w4a16_mxfp4" not in share["by_format"]
     # the MXFP4 experts' own share, from the table's W4A16 rows (Hopper has no W4A8 kernel)
     mxfp4 = script.mxfp4_moe_compute_share("h200_sxm", "vllm", shipped["version"], shipped,
                                            moe["moe_median"])
-    for phase in ("prefill", "decode"):
-        assert shipped[phase]["mxfp4_moe_compute_share"] == pytest.approx(mxfp4["value"],
-                                                                          rel=1e-9)
-        assert shipped["interval"][phase]["mxfp4_moe_compute_share"] == pytest.approx(
-            mxfp4["interval"], rel=1e-9)
+    _assert_shipped(shipped, "mxfp4_moe_compute_share", mxfp4)
     assert 0.4 < mxfp4["value"] < 0.8 and mxfp4["points"] > 30
 
 
@@ -488,11 +486,7 @@ def test_rederived_attention_efficiency_matches_the_shipped_one():
     script = _script_with_tables()
     shipped = next(p for p in _load("sglang")["profile"] if p["gpu"] == "B200")
     attention = script.attention_compute_efficiency("b200_sxm", "sglang", shipped["version"])
-    for phase in ("prefill", "decode"):
-        assert shipped[phase]["attention_compute_efficiency"] == pytest.approx(
-            attention["value"], rel=1e-9)
-        assert shipped["interval"][phase]["attention_compute_efficiency"] == pytest.approx(
-            attention["interval"], rel=1e-9)
+    _assert_shipped(shipped, "attention_compute_efficiency", attention)
     assert 0.4 < attention["value"] < shipped["prefill"]["compute_efficiency"]
     assert attention["points"] >= 30
 
@@ -505,11 +499,7 @@ def test_rederived_narrow_head_share_matches_the_shipped_one():
     script = _script_with_tables()
     shipped = next(p for p in _load("trtllm")["profile"] if p["gpu"] == "B200")
     narrow = script.narrow_head_attention_share("b200_sxm", "trtllm", shipped["version"])
-    for phase in ("prefill", "decode"):
-        assert shipped[phase]["narrow_head_attention_share"] == pytest.approx(
-            narrow["value"], rel=1e-9)
-        assert shipped["interval"][phase]["narrow_head_attention_share"] == pytest.approx(
-            narrow["interval"], rel=1e-9)
+    _assert_shipped(shipped, "narrow_head_attention_share", narrow)
     assert 0.6 < narrow["value"] < 0.7
     assert narrow["points"] >= 100
 

@@ -76,8 +76,9 @@ def _with_knobs(base: Calibration, names, values, source: str) -> Calibration:
     phases = {"prefill": dict(base.prefill), "decode": dict(base.decode)}
     for name, value in zip(names, values):
         phases[LOAD_KNOBS[name][0]][name] = float(value)
+    # the engine's scheduler and memory rule too (a shipped profile's serving_engine)
     return Calibration(prefill=phases["prefill"], decode=phases["decode"], source=source,
-                       base=base.base)
+                       base=base.base, serving_engine=base.serving_engine)
 
 
 def fit_under_load(results, *, model, gpu, tp=1, engine=None,

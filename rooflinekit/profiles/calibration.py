@@ -36,10 +36,13 @@ from rooflinekit._validation import (
 )
 from rooflinekit.roofline import IDEAL, MAX_MXFP4_SHARE, Engine
 
-__all__ = ["PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS", "IDEAL_KNOBS",
+__all__ = ["ENGINE_NAMES", "PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS",
+           "IDEAL_KNOBS",
            "ENGINE_IDEAL_KNOBS", "SECONDS_KNOBS", "GROUP_FIELDS", "Calibration",
            "save_calibration", "load_calibration"]
 
+#: The serving engines a profile can describe, by the name ``engine=`` and ``--engine`` take.
+ENGINE_NAMES = ("vllm", "sglang", "trtllm")
 #: The phases a calibration fits: "prefill" (to TTFT) and "decode" (to TPOT/ITL).
 PHASES = ("prefill", "decode")
 PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
@@ -146,6 +149,19 @@ def _check_knob(name: str, knob: str, value):
     if knob == "mxfp4_moe_compute_share":
         return real_number(name, value, lo=0, hi=MAX_MXFP4_SHARE, lo_open=True, allow_none=True)
     return real_number(name, value, lo=0, hi=1, lo_open=True, allow_none=optional)
+
+
+def _check_serving_engine(value) -> None:
+    """``None``, or a name of :data:`ENGINE_NAMES` with an optional ``@VERSION``."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"serving_engine must be None or a string such as 'trtllm'; got "
+                        f"{type(value).__name__}")
+    name, at, version = value.partition("@")
+    if name not in ENGINE_NAMES or (at and not version.strip()):
+        raise ValueError(f"serving_engine must be one of {', '.join(ENGINE_NAMES)}, optionally "
+                         f"with @VERSION; got {value!r}")
 
 
 def _check_intervals(calibration) -> dict:
@@ -292,6 +308,13 @@ class Calibration:
     interval_confidence : float
         The share of the knob's distribution each interval holds [1], in (0, 1); default
         0.9. :meth:`draw` reads it.
+    serving_engine : str, optional
+        The serving engine these knobs describe, as a planner names it (one of
+        :data:`ENGINE_NAMES`, optionally ``@VERSION``: ``"trtllm"``, ``"vllm@0.11.0"``): a
+        planner given this calibration runs that engine's scheduler defaults, admission and
+        memory rule, as it does for the name. A shipped profile carries its own
+        (:func:`~rooflinekit.profiles.engine_profile`). Default ``None``: vLLM's, the
+        planner's default engine.
 
     See Also
     --------
@@ -323,6 +346,7 @@ class Calibration:
     # keyword-only, after the fields a positional call may still name in order
     held_out_error_ttft: float | None = dataclasses.field(default=None, kw_only=True)
     worse_than_ideal: tuple = dataclasses.field(default=(), kw_only=True)
+    serving_engine: str | None = dataclasses.field(default=None, kw_only=True)
 
     def __post_init__(self):
         check_type("base", self.base, Engine)
@@ -347,6 +371,7 @@ class Calibration:
         group_by, groups = _check_groups(self.group_by, self.groups)
         object.__setattr__(self, "group_by", group_by)
         object.__setattr__(self, "groups", MappingProxyType(groups))
+        _check_serving_engine(self.serving_engine)
 
     @property
     def label(self) -> str:
@@ -504,6 +529,8 @@ class Calibration:
             out["held_out_error_ttft"] = self.held_out_error_ttft
         if self.worse_than_ideal:
             out["worse_than_ideal"] = list(self.worse_than_ideal)
+        if self.serving_engine is not None:
+            out["serving_engine"] = self.serving_engine
         if self.groups:
             out["group_by"] = list(self.group_by)
             out["groups"] = [{"key": list(key), "prefill": dict(knobs["prefill"]),
@@ -527,7 +554,7 @@ class Calibration:
         check_mapping("data", data)
         check_keys("data", data, ("prefill", "decode", "source", "held_out_error", "group_by",
                                   "groups", "base", "intervals", "interval_confidence",
-                                  "held_out_error_ttft", "worse_than_ideal"),
+                                  "held_out_error_ttft", "worse_than_ideal", "serving_engine"),
                    what="calibration field")
         groups = data.get("groups", [])
         if not isinstance(groups, list):
@@ -556,7 +583,8 @@ class Calibration:
                    intervals=data.get("intervals", {}),
                    interval_confidence=data.get("interval_confidence", 0.9),
                    held_out_error_ttft=data.get("held_out_error_ttft"),
-                   worse_than_ideal=tuple(data.get("worse_than_ideal", ())))
+                   worse_than_ideal=tuple(data.get("worse_than_ideal", ())),
+                   serving_engine=data.get("serving_engine"))
 
 
 #: Where the mixed step takes each knob from: the phase whose steps it shapes (decode

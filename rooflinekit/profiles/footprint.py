@@ -766,8 +766,9 @@ def memory_engine(engine) -> str | None:
     name = scheduler_engine(engine)
     if not any(r["engine"] == name for r in ENGINE_MEMORY):
         return None
-    if isinstance(engine, str) and shipped.is_engine_name(engine):
-        version = shipped.split_engine_name(engine)[1]
+    named = shipped.engine_name(engine)     # a shipped profile's object: its own name
+    if shipped.is_engine_name(named):
+        version = shipped.split_engine_name(named)[1]
         if version is not None and _differs_from_row(f"{name}@{version}"):
             return f"{name}@{version}"
     return name

@@ -262,6 +262,7 @@ def older_than_scheduler(engine, gpu) -> str | None:
         saying so and naming the arguments that plan the defaults that version ran; else
         ``None`` (no version named, none older, or the row states no ``since_version``).
     """
+    engine = shipped.engine_name(engine)
     if not shipped.is_engine_name(engine):
         return None
     name, version = shipped.split_engine_name(engine)

@@ -25,15 +25,13 @@ import numpy as np
 from rooflinekit import catalog
 from rooflinekit._validation import check_one_of, read_toml_file
 from rooflinekit.hardware import GPU
-from rooflinekit.profiles.calibration import PHASES, Calibration
+from rooflinekit.profiles.calibration import ENGINE_NAMES, PHASES, Calibration
 from rooflinekit.roofline import ALLREDUCE_MODELS, IDEAL, SHARE_KNOBS, Engine
 
 __all__ = ["ENGINE_NAMES", "DEFAULT_ENGINE", "ENGINE_CHOICES", "ProfileKey", "ENGINE_PROFILES",
-           "HostScheduling", "engine_profile", "host_scheduling", "is_engine_name",
+           "HostScheduling", "engine_name", "engine_profile", "host_scheduling", "is_engine_name",
            "profiled_engine", "read_profile_file", "resolve_engine", "split_engine_name"]
 
-#: The serving engines a profile can describe, by the name ``engine=`` and ``--engine`` take.
-ENGINE_NAMES = ("vllm", "sglang", "trtllm")
 #: The engine a planning answer is timed with unless told otherwise.
 DEFAULT_ENGINE = "vllm"
 #: What ``engine=`` and ``--engine`` accept by name: an engine's profile, or the ideal bound.
@@ -492,7 +490,12 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
 
     def labelled(calibration):
         calibration = _synchronous(calibration, engine, synchronous, host)
-        return _asynchronous(calibration, engine, asynchronous, host)
+        calibration = _asynchronous(calibration, engine, asynchronous, host)
+        # planners given the object run this engine's scheduler and memory, as for the name
+        # (a version of another host scheduling than its profile's: that version's)
+        named = synchronous or asynchronous
+        return dataclasses.replace(calibration, serving_engine=engine if named is None
+                                   else f"{engine}@{named}")
     if gpu is None:
         return labelled(_all_gpus(engine, rows))
     spec = _gpu_spec(gpu)
@@ -789,9 +792,20 @@ def is_engine_name(text) -> bool:
     return True
 
 
+def engine_name(engine) -> str | None:
+    """The name a planner's ``engine=`` argument goes by: a string as given (``"trtllm"``,
+    ``"vllm@0.11.0"``, a file of knobs), a :class:`Calibration`'s ``serving_engine`` (a
+    shipped profile's own), else ``None`` (an :class:`~rooflinekit.Engine`, ``None``)."""
+    if isinstance(engine, str):
+        return engine
+    return engine.serving_engine if isinstance(engine, Calibration) else None
+
+
 def profiled_engine(text) -> str | None:
     """The serving engine (one of :data:`ENGINE_NAMES`) that ``text`` names, with or without
-    ``@VERSION``; ``None`` for ``"ideal"``, a file of knobs or anything else."""
+    ``@VERSION`` (a calibration: its ``serving_engine``, :func:`engine_name`); ``None`` for
+    ``"ideal"``, a file of knobs or anything else."""
+    text = engine_name(text)
     if not is_engine_name(text):
         return None
     name = split_engine_name(text)[0]
@@ -856,4 +870,4 @@ def _for_gpus(engine: str, gpus: list, warn: bool, version=None) -> Calibration:
     sources = "; ".join(dict.fromkeys(c.source for c in profiles.values()))
     return Calibration(prefill=first.prefill, decode=first.decode, group_by=("gpu",),
                        groups=sets, source=f"{engine} profiles per GPU: {sources}",
-                       base=first.base)
+                       base=first.base, serving_engine=first.serving_engine)
