@@ -76,6 +76,10 @@ def is_mxfp4(bytes_per_weight):
     within 1 %: int4 with a 16-bit scale per 128, 0.516, and NVFP4, 0.5625, are not) [bool]:
     a number gives a bool, an array or an ``xarray.DataArray`` one of bools, alike."""
     labelled = hasattr(bytes_per_weight, "dims")
-    x = bytes_per_weight if labelled else np.asarray(bytes_per_weight, dtype=float)
+    x = bytes_per_weight if labelled else np.asarray(bytes_per_weight)
+    if x.dtype.kind not in "iuf":      # NaN is allowed: no format of its own, not MXFP4
+        got = type(bytes_per_weight).__name__ if np.ndim(x) == 0 else f"an array of {x.dtype}"
+        raise TypeError(f"bytes_per_weight must be a number of bytes, an array of them or a "
+                        f"DataArray; got {got}")
     out = abs(x - MXFP4_BYTES) <= 0.01 * MXFP4_BYTES
     return out if labelled or np.ndim(out) else bool(out)

@@ -179,6 +179,13 @@ def test_the_catalogue_knows_which_experts_are_mxfp4():
     labelled = rk.dtypes.is_mxfp4(xr.DataArray([17 / 32, 2.0], dims="model"))
     assert isinstance(labelled, xr.DataArray) and labelled.values.tolist() == [True, False]
     assert rk.dtypes.is_mxfp4(0.5317598056230476) is True
+    assert rk.dtypes.is_mxfp4(float("nan")) is False     # no format of its own
+
+
+@pytest.mark.parametrize("bad", ["0.53", True, None, [17 / 32, "a"]])
+def test_is_mxfp4_refuses_what_is_not_a_number_of_bytes(bad):
+    with pytest.raises(TypeError, match="bytes_per_weight must be a number of bytes"):
+        rk.dtypes.is_mxfp4(bad)
 
 
 def test_the_mxfp4_share_times_mxfp4_experts_only_hand_computed():
