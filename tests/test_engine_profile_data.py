@@ -527,6 +527,8 @@ def test_the_narrow_head_stage_reads_the_ratio_of_matched_rows(monkeypatch):
     rows.append({**rows[0], "num_heads": 16, "head_dim": 64, "isl": 16384, "latency": 1e-6})
     table = pd.DataFrame(rows)
     monkeypatch.setattr(script, "_read", lambda path: table)
+    # no tables are read: the stage runs where aiconfigurator-core is not installed
+    monkeypatch.setattr(script, "data_root", lambda: Path("unused"))
     got = script.narrow_head_attention_share("s", "e", "v", n_resamples=20)
     assert got["value"] == pytest.approx(0.625, rel=1e-12)
     assert got["interval"] == pytest.approx([0.625, 0.625], rel=1e-12)
