@@ -235,8 +235,7 @@ class _Groups:
         ``compute``), ``experts`` (the routed experts' GEMMs' part of
         ``compute``), ``expert_gemm`` (their part of ``gemm``), ``mxfp4`` (1 where those
         experts are MXFP4 ones, which ``mxfp4_moe_compute_share`` times, else 0 [1]),
-        ``narrow_heads`` (``log2(WIDE_HEAD_DIM / head_dim)`` for heads narrower than
-        :data:`~rooflinekit.roofline.WIDE_HEAD_DIM`, else 0: the power of
+        ``narrow_heads`` (:func:`~rooflinekit.roofline.narrow_head_halvings`: the power of
         ``narrow_head_attention_share`` attention runs at [1]), ``prompt`` (``runs ×
         min(prompt tokens, 1)``) and a hybrid's recurrent prompt pass per unit of its knobs:
         ``recurrent_chain`` (per unit of ``recurrent_chain_time`` [s/s]), ``recurrent_state``
@@ -326,8 +325,7 @@ class _Groups:
             # experts that mxfp4_moe_compute_share times instead (1: MXFP4 ones, gpt-oss)
             terms["mxfp4"][idx] = float(model.n_experts > 1
                                         and is_mxfp4(model.bytes_per_expert_param))
-            terms["narrow_heads"][idx] = math.log2(
-                roofline.WIDE_HEAD_DIM / min(model.head_dim, roofline.WIDE_HEAD_DIM))
+            terms["narrow_heads"][idx] = roofline.narrow_head_halvings(model.head_dim)
             terms["hops"][idx] = runs * unit_hop.allreduce_latency
             terms["one_shot_hops"][idx] = runs * unit_hop.one_shot_allreduce_latency
             # all-reduces past one host's GPUs (0 on a GPU without host_gpus, or within one)

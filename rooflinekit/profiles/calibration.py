@@ -34,15 +34,14 @@ from rooflinekit._validation import (
     show,
     whole_number,
 )
+from rooflinekit.profiles.names import ENGINE_NAMES, is_engine_name, split_engine_name
 from rooflinekit.roofline import IDEAL, MAX_MXFP4_SHARE, Engine
 
-__all__ = ["ENGINE_NAMES", "PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS",
+__all__ = ["PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS",
            "IDEAL_KNOBS",
            "ENGINE_IDEAL_KNOBS", "SECONDS_KNOBS", "GROUP_FIELDS", "Calibration",
            "save_calibration", "load_calibration"]
 
-#: The serving engines a profile can describe, by the name ``engine=`` and ``--engine`` take.
-ENGINE_NAMES = ("vllm", "sglang", "trtllm")
 #: The phases a calibration fits: "prefill" (to TTFT) and "decode" (to TPOT/ITL).
 PHASES = ("prefill", "decode")
 PARAMETERS = ("compute_efficiency", "bandwidth_efficiency", "step_overhead")
@@ -152,14 +151,14 @@ def _check_knob(name: str, knob: str, value):
 
 
 def _check_serving_engine(value) -> None:
-    """``None``, or a name of :data:`ENGINE_NAMES` with an optional ``@VERSION``."""
+    """``None``, or a name of :data:`~rooflinekit.profiles.ENGINE_NAMES` with an optional
+    ``@VERSION`` (:func:`~rooflinekit.profiles.split_engine_name`; not ``"ideal"``)."""
     if value is None:
         return
     if not isinstance(value, str):
         raise TypeError(f"serving_engine must be None or a string such as 'trtllm'; got "
                         f"{type(value).__name__}")
-    name, at, version = value.partition("@")
-    if name not in ENGINE_NAMES or (at and not version.strip()):
+    if not is_engine_name(value) or split_engine_name(value)[0] not in ENGINE_NAMES:
         raise ValueError(f"serving_engine must be one of {', '.join(ENGINE_NAMES)}, optionally "
                          f"with @VERSION; got {value!r}")
 
@@ -494,7 +493,8 @@ class Calibration:
         quantile of ``(1 + interval_confidence) / 2``: a normal on each side of the fitted
         value that puts the interval's share of draws inside it. Knobs are drawn
         independently, in the order of :data:`DRAW_BLOCKS`; a draw is clipped to the knob's
-        range (an efficiency to (0, 1], ``mxfp4_moe_compute_share`` to (0, 6], a time to ≥ 0). Knob sets (``groups``) are not drawn.
+        range (an efficiency to (0, 1], ``mxfp4_moe_compute_share`` to (0, 6], a time to ≥ 0).
+        Knob sets (``groups``) are not drawn.
         """
         from statistics import NormalDist
 

@@ -25,17 +25,14 @@ import numpy as np
 from rooflinekit import catalog
 from rooflinekit._validation import check_one_of, read_toml_file
 from rooflinekit.hardware import GPU
-from rooflinekit.profiles.calibration import ENGINE_NAMES, PHASES, Calibration
+from rooflinekit.profiles.calibration import PHASES, Calibration
+from rooflinekit.profiles.names import (DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_NAMES,
+                                        is_engine_name, split_engine_name)
 from rooflinekit.roofline import ALLREDUCE_MODELS, IDEAL, SHARE_KNOBS, Engine
 
 __all__ = ["ENGINE_NAMES", "DEFAULT_ENGINE", "ENGINE_CHOICES", "ProfileKey", "ENGINE_PROFILES",
            "HostScheduling", "engine_name", "engine_profile", "host_scheduling", "is_engine_name",
            "profiled_engine", "read_profile_file", "resolve_engine", "split_engine_name"]
-
-#: The engine a planning answer is timed with unless told otherwise.
-DEFAULT_ENGINE = "vllm"
-#: What ``engine=`` and ``--engine`` accept by name: an engine's profile, or the ideal bound.
-ENGINE_CHOICES = (*ENGINE_NAMES, "ideal")
 
 #: Fields every profile row holds, and what each must be.
 _TEXT_FIELDS = ("gpu", "version", "date", "source")
@@ -739,57 +736,6 @@ def _all_gpus(engine: str, rows) -> Calibration:
                               f"(shared knobs: each knob's median)",
                        group_by=("gpu",), groups=sets,
                        base=next(iter(newest.values()))["calibration"].base)
-
-
-def split_engine_name(text: str) -> tuple[str, str | None]:
-    """An engine named as ``--engine`` and ``engine=`` take it: ``"NAME"`` or
-    ``"NAME@VERSION"``.
-
-    Parameters
-    ----------
-    text : str
-        One of :data:`ENGINE_CHOICES` (any case), optionally followed by ``@`` and an engine
-        version for :func:`engine_profile` (``"vllm@0.11.0"``).
-
-    Returns
-    -------
-    name : str
-        The engine, lower case.
-    version : str or None
-        The version after ``@``; ``None`` without one.
-
-    Raises
-    ------
-    ValueError
-        An unknown engine, an ``@`` without a version, or a version for ``"ideal"``.
-    TypeError
-        ``text`` not a string.
-
-    See Also
-    --------
-    engine_profile, is_engine_name
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"engine must be a string here; got {type(text).__name__}")
-    name, sep, version = text.strip().partition("@")
-    name = check_one_of("engine", name.strip().lower(), ENGINE_CHOICES)
-    version = version.strip()
-    if sep and not version:
-        raise ValueError(f"engine {text!r}: '@' must be followed by an engine version, as in "
-                         f"'vllm@0.11.0'")
-    if sep and name == "ideal":
-        raise ValueError(f"engine {text!r}: the ideal roofline has no versions")
-    return name, (version if sep else None)
-
-
-def is_engine_name(text) -> bool:
-    """Whether ``text`` names an engine (:func:`split_engine_name` takes it), as opposed to a
-    file of engine knobs."""
-    try:
-        split_engine_name(text)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def engine_name(engine) -> str | None:

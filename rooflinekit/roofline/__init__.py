@@ -8,7 +8,8 @@ layouts), :mod:`~.energy`, :mod:`~.speculative` and :mod:`~.tables` (labelled ta
 
 from rooflinekit.roofline.energy import DEFAULT_IDLE_POWER_FRACTION, energy_per_token
 from rooflinekit.roofline.engine import (ALLREDUCE_MODELS, IDEAL, MAX_MXFP4_SHARE, PHASES,
-                                         SHARE_KNOBS, WIDE_HEAD_DIM, Engine, engine_for)
+                                         SHARE_KNOBS, WIDE_HEAD_DIM, Engine, engine_for,
+                                         narrow_head_halvings)
 from rooflinekit.roofline.latency import (
                                           amortized_token_time,
                                           cost_per_million_tokens,
@@ -68,7 +69,7 @@ from rooflinekit.roofline.work import (
 
 __all__ = [
     "Engine", "IDEAL", "engine_for", "PHASES", "SHARE_KNOBS", "MAX_MXFP4_SHARE", "WIDE_HEAD_DIM",
-    "ALLREDUCE_MODELS", "DEFAULT_IDLE_POWER_FRACTION",
+    "narrow_head_halvings", "ALLREDUCE_MODELS", "DEFAULT_IDLE_POWER_FRACTION",
     "LayoutLinks", "LayoutTerms", "layout_links", "layout_terms", "layout_step",
     "StepCost", "step_cost_coefficients", "mixed_step_time_kernel", "kv_tokens_read_kernel",
     "prefill_context_tokens_kernel", "mixed_step_time",

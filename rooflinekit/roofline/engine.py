@@ -21,7 +21,7 @@ from rooflinekit._validation import (MAX_COUNT, check_nonnegative, check_positiv
 from rooflinekit.dtypes import bytes_per_element
 
 __all__ = ["ALLREDUCE_MODELS", "Engine", "IDEAL", "MAX_MXFP4_SHARE", "PHASES",
-           "WIDE_HEAD_DIM", "engine_for"]
+           "WIDE_HEAD_DIM", "engine_for", "narrow_head_halvings"]
 
 #: What ``allreduce`` accepts, each boolean standing for one of the named models.
 ALLREDUCE_MODELS = ("collective", "ring", "guide", "custom")
@@ -47,6 +47,14 @@ MAX_MXFP4_SHARE = 6.0
 #: 256 reach 0.76-1.25 times that share there (``narrow_head_attention_share`` slows narrower
 #: ones).
 WIDE_HEAD_DIM = 128
+
+
+def narrow_head_halvings(head_dim):
+    """The power of ``narrow_head_attention_share`` a model's attention runs at [1]:
+    ``log2(WIDE_HEAD_DIM / d)`` for heads ``d`` narrower than :data:`WIDE_HEAD_DIM`, else 0
+    (heads of 64: 1; of 96: 0.415)."""
+    return np.log2(WIDE_HEAD_DIM / np.minimum(head_dim, WIDE_HEAD_DIM))
+
 
 #: What a result of the ideal engine says of itself (``attrs["model_quality"]``).
 IDEAL_LABEL = ("ideal (best case): roofline at full compute and bandwidth efficiency, "
@@ -557,8 +565,7 @@ class Engine:
             laid["attention_compute_efficiency"]
         narrow = laid["narrow_head_attention_share"]
         if model is not None and np.any(np.asarray(narrow) != 1):   # 1 (default): unchanged
-            halvings = np.log2(WIDE_HEAD_DIM / np.minimum(model.head_dim, WIDE_HEAD_DIM))
-            attention = attention * narrow ** halvings
+            attention = attention * narrow ** narrow_head_halvings(model.head_dim)
         group.attention_peak_flops = group.attention_peak_flops * tp * attention
         group.bandwidth = group.hbm_bandwidth * tp * laid["bandwidth_efficiency"]
         # kernel launches scale with the layers; a formula of the GPU alone has none
