@@ -34,13 +34,17 @@ def test_profiles_for_several_gpus_name_their_engine():
     assert both.serving_engine == "sglang"
 
 
-@pytest.mark.parametrize("name", ["trtllm", "sglang", "vllm", "vllm@0.10.1.1"])
-def test_the_object_takes_the_names_scheduler_admission_and_memory(name):
+@pytest.mark.parametrize("name, gpu", [
+    ("trtllm", H100), ("sglang", H100), ("vllm", H100), ("vllm@0.10.1.1", H100),
+    # profiled versions: 0.24.0 counts its CUDA graphs, "vllm" alone keeps 0.19.0's rule
+    ("vllm@0.24.0", H100), ("vllm@0.14.0", "A100-SXM-80GB")])
+def test_the_object_takes_the_names_scheduler_admission_and_memory(name, gpu):
     engine, _, version = name.partition("@")
-    profile = rk.engine_profile(engine, H100, version or None, warn=False)
+    profile = rk.engine_profile(engine, gpu, version or None, warn=False)
+    assert profile.serving_engine == name
     assert scheduler_engine(profile) == scheduler_engine(name)
     assert memory_engine(profile) == memory_engine(name)
-    assert scheduler_admission("auto", profile, H100) == scheduler_admission("auto", name, H100)
+    assert scheduler_admission("auto", profile, gpu) == scheduler_admission("auto", name, gpu)
 
 
 def test_a_users_calibration_keeps_vllms():
@@ -102,3 +106,86 @@ def test_a_load_fit_keeps_its_engines_rules():
                          fit=("frontend_latency",), replicates=1, requests=40, seed=2)
     assert fit.calibration.serving_engine == "sglang"
     assert scheduler_engine(fit.calibration) == "sglang"
+
+
+_OUTPUTS = __import__("pathlib").Path(__file__).parent / "data" / "engine_outputs"
+
+
+@pytest.mark.parametrize("argv, expected", [
+    # trtllm-bench's report names its engine and version: tensorrt-llm 0.21.0
+    (["--from", "trtllm", str(_OUTPUTS / "trtllm_bench_report.json"), "--gpu", "h100",
+      "--fit", "step_overhead"], "trtllm@0.21.0"),
+    (["--from", "guidellm", str(_OUTPUTS / "guidellm_report.json"), "--model", "llama-3.1-8b",
+      "--gpu", "h100", "--engine", "vllm 0.10.1"], "vllm@0.10.1"),
+    (["--from", "guidellm", str(_OUTPUTS / "guidellm_report.json"), "--model", "llama-3.1-8b",
+      "--gpu", "h100", "--engine", "SGLang"], "sglang"),
+    # an engine without a profile, or none named: the planners' default rules
+    (["--from", "guidellm", str(_OUTPUTS / "guidellm_report.json"), "--model", "llama-3.1-8b",
+      "--gpu", "h100", "--engine", "lmdeploy 0.9"], None),
+    (["--from", "guidellm", str(_OUTPUTS / "guidellm_report.json"), "--model", "llama-3.1-8b",
+      "--gpu", "h100"], None)])
+def test_a_calibration_of_static_runs_names_their_engine(capsys, tmp_path, argv, expected):
+    """``rooflinekit calibrate`` writes the measured runs' engine as the calibration's
+    ``serving_engine``, so that ``plan --calibration`` runs that engine's scheduler and memory
+    (it wrote none before: every calibration planned with vLLM's rules)."""
+    from helpers import run_cli
+    path = tmp_path / "mine.json"
+    code, _, err = run_cli(capsys, "calibrate", *argv, "--output", str(path))
+    assert code == 0, err
+    assert load_calibration(path).serving_engine == expected
+
+
+def test_a_calibration_of_several_engines_names_none():
+    import xarray as xr
+
+    from rooflinekit.cli.calibrate import _serving_engine
+    runs = xr.Dataset({"engine": ("measurement", ["vllm 0.10.1", "tensorrt-llm 1.0.0"])})
+    assert _serving_engine(runs) is None
+    runs = xr.Dataset({"engine": ("measurement", ["vllm 0.10.1", "vllm 0.11.0"])})
+    assert _serving_engine(runs) == "vllm"          # one engine, two versions: the name
+    runs = xr.Dataset({"engine": ("measurement", ["vllm 0.10.1", ""])})
+    assert _serving_engine(runs) is None            # a run that names none
+    runs = xr.Dataset({"engine": ("measurement", ["TensorRT-LLM latest"])})
+    assert _serving_engine(runs) == "trtllm"        # not a release number: the name
+
+
+def test_plan_with_a_calibration_launches_its_engine(capsys, tmp_path):
+    """A TensorRT-LLM calibration plans TensorRT-LLM's slots and memory and puts its launch
+    command first, as ``--engine trtllm`` does."""
+    from helpers import run_cli
+    path = save_calibration(rk.engine_profile("trtllm", H100, warn=False), tmp_path / "t.json")
+    question = ["plan", "llama-3.1-8b", "--gpus", "h100", "--tp", "1", "--rate", "2",
+                "--prompt-mean", "500", "--output-mean", "100", "--ttft", "1", "--itl", "0.05",
+                "--replicates", "2", "--requests", "60"]
+    code, out, err = run_cli(capsys, *question, "--calibration", str(path))
+    assert code == 0, err
+    deploy = out.split("deploy ", 1)[1].splitlines()
+    assert deploy[1].strip().startswith("trtllm-serve")
+    assert "trtllm" in out.split("KV cache:", 1)[1].splitlines()[0]
+    code, by_name, err = run_cli(capsys, *question, "--engine", "trtllm")
+    assert code == 0, err
+    assert by_name.split("deploy ", 1)[1] == out.split("deploy ", 1)[1]
+
+
+@pytest.mark.parametrize("command", [
+    ["capacity", "llama-3.1-8b", "h100"],
+    ["layouts", "llama-3.1-70b", "h100", "--num-gpus", "8"]])
+def test_memory_commands_take_a_calibrations_engine(capsys, tmp_path, command):
+    """``capacity`` and ``layouts`` size the KV cache by the calibration's serving engine's
+    memory rule (TensorRT-LLM's 0.9 of free memory here), as ``--engine trtllm`` does."""
+    from helpers import run_cli
+    path = save_calibration(rk.engine_profile("trtllm", H100, warn=False), tmp_path / "t.json")
+    code, by_file, err = run_cli(capsys, *command, "--calibration", str(path), "--json")
+    assert code == 0, err
+    code, by_name, err = run_cli(capsys, *command, "--engine", "trtllm", "--json")
+    assert code == 0, err
+    import json
+    keys = ("kv_budget_tokens", "max_concurrent_sequences", "gpu_memory_utilization",
+            "engine_memory_gib", "kv_cache_rule")
+
+    def kv(text):
+        rows = json.loads(text)
+        return [{k: r[k] for k in keys if k in r} for r in
+                (rows if isinstance(rows, list) else [rows])]
+    assert kv(by_file) == kv(by_name)
+    assert any(row["kv_budget_tokens"] > 0 for row in kv(by_file))

@@ -162,7 +162,7 @@ def _budget(args, model, gpu, share, held, held_by):
                 memory.kv_budget_tokens(model, gpu, tp=tp, reserve=reserve),
                 memory.max_concurrent_sequences(model, gpu, ctx, tp=tp, reserve=reserve))
     # a sliding-window group's most a request holds counts one step's budget, the engine's
-    chunk = scheduler_defaults(scheduler_engine(args.engine), gpu).max_num_batched_tokens
+    chunk = scheduler_defaults(scheduler_engine(held_by), gpu).max_num_batched_tokens
     engine = memory.engine_kv_cache(model, gpu, tp=tp, gpu_memory_utilization=share,
                                     block_size=args.block_size or 16, max_model_len=ctx,
                                     max_num_batched_tokens=chunk, **held)
@@ -233,7 +233,7 @@ def run(args, out) -> int:
     tp, ctx, batch = args.tp, args.max_model_len, args.batch_size
     # the engine's share and what it keeps beside the weights (vLLM's footprint, SGLang's
     # memory in use before loading; nothing for the bound), unless the guide's rule is asked
-    held_by = memory_engine(args.engine)
+    held_by = memory_engine(engine)     # a calibration: its serving engine's
     guide = args.workspace_fraction is not None
     share, held = (None, {}) if guide else memory_rule(
         held_by, model, gpu, tp, gpu_memory_utilization=args.gpu_memory_utilization)

@@ -89,7 +89,7 @@ def run(args, out) -> int:
     engine = engine_from_args(args, gpu)
     # the engine's memory rule (vLLM's share less its footprint, SGLang's own share), or the
     # guide's when --workspace-fraction asks for it
-    held_by = memory_engine(args.engine)
+    held_by = memory_engine(engine)     # a calibration: its serving engine's
     if args.workspace_fraction is None:
         rule = {"kv_bytes_per_gpu": functools.partial(layout_kv_bytes, held_by, model, gpu)}
         share = ("SGLang's default --mem-fraction-static, by layout," if held_by == "sglang"

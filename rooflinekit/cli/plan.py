@@ -653,7 +653,7 @@ def run(args, out) -> int:
         # one note a GPU, however many of its rows the table shows
         for name in dict.fromkeys(r["gpu"] for r in shown
                                   if r["binding"] == "no_attention_kernel"):
-            missing = missing_attention_kernel(memory_engine(args.engine), model,
+            missing = missing_attention_kernel(memory_engine(planned), model,
                                                catalog.gpu(name))
             out.write(f"note: binding 'no_attention_kernel': {missing}\n")
         for typed, (name, also) in variants.items():
@@ -705,7 +705,7 @@ def run(args, out) -> int:
         if deploy is not None:
             # the engine planned for first, the others beside it
             order = [("vllm", "vLLM"), ("sglang", "SGLang"), ("trtllm", "TensorRT-LLM")]
-            first = scheduler_engine(args.engine or None)
+            first = scheduler_engine(planned)   # a calibration: its serving engine
             order.sort(key=lambda pair: pair[0] != first)
             (head, _), others = order[0], order[1:]
             out.write(f"\ndeploy {deploy['replicas']} replica(s), each:\n  "

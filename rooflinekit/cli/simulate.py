@@ -256,7 +256,7 @@ def run(args, out) -> int:
                          "steps are simulated with the prefill beside the decodes")
     if mixed == "auto":
         mixed = True if not timing else \
-            scheduler_defaults(scheduler_engine(args.engine), timing["gpu"]).mixed_prefill
+            scheduler_defaults(scheduler_engine(timing["engine"]), timing["gpu"]).mixed_prefill
     mixed = mixed or speculative is not None       # speculative steps are simulated mixed
     static = batching.StaticBatcher(batch_size=args.batch_size, **timing)
     cont = batching.ContinuousBatcher(

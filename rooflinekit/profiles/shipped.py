@@ -447,6 +447,10 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
         nearest profiled GPU (HBM bandwidth and dense FLOP/s, log scale), with a warning that
         states the error to expect (the profile's leave-one-GPU-out TPOT error). Without
         ``gpu``: one knob set per profiled GPU, the shared knobs each knob's median over them.
+        Its ``serving_engine`` is ``engine``, or ``"engine@version"`` where a version is named,
+        so that a planner given the object runs the scheduler and memory rule the name
+        ``"engine@version"`` plans with (vLLM counts its CUDA graphs from 0.20.0 on, where
+        ``"vllm"`` alone keeps its memory row's release).
 
     Raises
     ------
@@ -489,10 +493,9 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
         calibration = _synchronous(calibration, engine, synchronous, host)
         calibration = _asynchronous(calibration, engine, asynchronous, host)
         # planners given the object run this engine's scheduler and memory, as for the name
-        # (a version of another host scheduling than its profile's: that version's)
-        named = synchronous or asynchronous
-        return dataclasses.replace(calibration, serving_engine=engine if named is None
-                                   else f"{engine}@{named}")
+        # "engine@version" (a version's memory rule may differ from the name alone's)
+        return dataclasses.replace(calibration, serving_engine=engine if version is None
+                                   else f"{engine}@{version}")
     if gpu is None:
         return labelled(_all_gpus(engine, rows))
     spec = _gpu_spec(gpu)
