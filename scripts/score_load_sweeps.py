@@ -95,7 +95,7 @@ import numpy as np
 
 import rooflinekit
 from rooflinekit import catalog
-from rooflinekit.dtypes import BYTES_PER_ELEMENT
+from rooflinekit.dtypes import BYTES_PER_ELEMENT, is_mxfp4
 from rooflinekit.profiles import host_scheduling, scheduler_defaults
 from rooflinekit.profiles.shipped import release_number
 from rooflinekit.planning import SLO, Traffic
@@ -152,6 +152,10 @@ NUMERIC = ("tp", "prompt_tokens", "output_tokens", "rate", "concurrency", "mean_
 #: stated, or ``/v1/completions``, the benchmark clients' default), ``completions`` or ``chat``
 #: (``/v1/chat/completions``, whose server renders the chat template before tokenising).
 ENDPOINTS = ("", "completions", "chat")
+#: The benchmark tool that chose a point's server caps where its command left them unset:
+#: blank (the engine's own defaults, :func:`scheduler`) or ``trtllm-bench``
+#: (:func:`trtllm_bench_caps`).
+HARNESSES = ("", "trtllm-bench")
 #: Columns every point must fill: what it is, where it comes from, and its load.
 REQUIRED = ("sweep", "source", "model", "gpu", "tp", "prompt_tokens", "output_tokens",
             "output_throughput")
@@ -224,6 +228,12 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
                              f"{', '.join(e for e in ENDPOINTS if e)} or blank, got "
                              f"{endpoint[:40]!r}")
         point["endpoint"] = endpoint
+        harness = (row.get("harness") or "").strip()
+        if harness not in HARNESSES:
+            raise ValueError(f"{where}, field 'harness': expected one of "
+                             f"{', '.join(h for h in HARNESSES if h)} or blank, got "
+                             f"{harness[:40]!r}")
+        point["harness"] = harness
         # the server's own settings where its command set them (blank: the engine's default)
         point["recv_interval"] = _whole(row, "recv_interval", where, default=1)
         point["max_num_batched_tokens"] = _whole(row, "max_num_batched_tokens", where)
@@ -395,6 +405,64 @@ def runs_v0(point) -> bool:
     return point["engine"] == "vllm" and release is not None and release[:2] < V1_SINCE
 
 
+#: ``trtllm-bench``'s bytes a weight or KV element by quantisation, for the formats it tunes
+#: (``tensorrt_llm/bench/build/tuning.py`` ``BYTES_PER_ELEM``: NVFP4, FP8, none); a format it
+#: does not tune (gpt-oss's MXFP4 experts) takes TensorRT-LLM's defaults.
+TRTLLM_BENCH_BYTES = {"fp4": 0.5, "fp8": 1.0, "": 2.0, "bf16": 2.0, "fp16": 2.0}
+#: ``trtllm-bench throughput --kv_cache_free_gpu_mem_fraction`` default.
+TRTLLM_BENCH_KV_FRACTION = 0.90
+#: TensorRT-LLM's ``max_batch_size`` and ``max_num_tokens`` defaults (``TorchLlmArgs``).
+TRTLLM_DEFAULT_CAPS = (2048, 8192)
+
+
+def _rounded_up(value, step):
+    return step * math.ceil(value / step)
+
+
+def trtllm_bench_caps(point) -> tuple[int, int]:
+    """``(max_batch_size, max_num_tokens)`` that ``trtllm-bench throughput`` ran a point with
+    when its command gave neither (NVIDIA/TensorRT-LLM ``tensorrt_llm/bench/benchmark/utils/
+    general.py`` ``get_settings``, ``tensorrt_llm/bench/build/build.py``
+    ``get_benchmark_engine_settings`` and ``tensorrt_llm/bench/build/tuning.py``
+    ``calc_engine_setting`` / ``finetune_setting``).
+
+    For a weight format it tunes (:data:`TRTLLM_BENCH_BYTES`), the KV cache's requests of the
+    dataset's mean lengths: ``R = f · (M·tp − P·b) / (2 · L · max(tp, h_kv) · d · b_kv ·
+    (ISL + OSL))`` with ``M`` the memory the driver reports [GiB] (NVML's total there),
+    ``P·b`` the parameters at the format's bytes, ``f`` = 0.90, ``L`` layers, ``h_kv`` KV
+    heads of width ``d`` at ``b_kv`` bytes (1 for an FP8 cache, else 2). The batch cap rounds
+    ``min(R, 4096)`` up (to 32 with at least 64 below 256, to 128 below 1,024, else to 256);
+    the token cap rounds ``min(R · (1 + ISL/OSL), 32768)`` up (to 256 with at least 2,048
+    below 4,096, to 512 below 8,192, else to 1,024). A format it does not tune (MXFP4 experts)
+    takes :data:`TRTLLM_DEFAULT_CAPS`. Chunked prefill is off, so the token cap is then raised
+    to at least the longest prompt plus the batch cap: a whole prompt fits a step beside the
+    decodes."""
+    model = catalog.model(point["model"])
+    gpu = catalog.gpu(point["gpu"])
+    tp = int(point["tp"])
+    isl, osl = int(point["prompt_tokens"]), int(point["output_tokens"])
+    dtype = (point.get("dtype") or "").strip().lower()
+    if is_mxfp4(model.bytes_per_expert_param) or dtype not in TRTLLM_BENCH_BYTES:
+        batch, tokens = TRTLLM_DEFAULT_CAPS
+    else:
+        kv_bytes = 1.0 if (point.get("kv_dtype") or "").strip().lower() == "fp8" else 2.0
+        layers = model.n_attention_layers or model.n_layers
+        gib_per_token = 2 * layers * max(tp, model.n_kv_heads) * model.head_dim * kv_bytes \
+            / 2**30
+        free = gpu.visible_memory_per_gpu / 2**30 * tp \
+            - model.n_params * TRTLLM_BENCH_BYTES[dtype] / 2**30
+        requests = free * TRTLLM_BENCH_KV_FRACTION / (gib_per_token * (isl + osl))
+        raw_batch = min(requests, 4096)
+        raw_tokens = min(raw_batch * (1 + isl / osl), 32768)
+        batch = (max(64, _rounded_up(raw_batch, 32)) if raw_batch < 256 else
+                 _rounded_up(raw_batch, 128) if raw_batch < 1024 else
+                 _rounded_up(raw_batch, 256))
+        tokens = (max(2048, _rounded_up(raw_tokens, 256)) if raw_tokens < 4096 else
+                  _rounded_up(raw_tokens, 512) if raw_tokens < 8192 else
+                  _rounded_up(raw_tokens, 1024))
+    return batch, max(tokens, isl + batch)
+
+
 def scheduler(point) -> tuple[int, int | None, bool, str, str]:
     """``(max_num_seqs, max_num_batched_tokens, mixed_prefill, admission, why)`` the point's
     engine ran with by default.
@@ -411,7 +479,9 @@ def scheduler(point) -> tuple[int, int | None, bool, str, str]:
     version (taken as current), SGLang, and NIM (a TensorRT-LLM engine): the engine's defaults
     for the GPU (:func:`rooflinekit.profiles.scheduler_defaults`), its KV admission among them
     (paged for vLLM and SGLang; TensorRT-LLM's GUARANTEED_NO_EVICT: reserve), with the
-    point's ``max_num_batched_tokens`` where its server's command set one.
+    point's ``max_num_batched_tokens`` where its server's command set one. A point whose
+    ``harness`` is ``trtllm-bench`` (TensorRT-LLM's throughput table) runs that tool's own caps
+    where the command left them unset (:func:`trtllm_bench_caps`).
     """
     engine = point["engine"]
     version = engine_version(point)
@@ -427,6 +497,11 @@ def scheduler(point) -> tuple[int, int | None, bool, str, str]:
     name = {"vllm": "vllm", "sglang": "sglang", "nim": "trtllm", "trtllm": "trtllm"}[engine]
     d = scheduler_defaults(name, point["gpu"])
     budget = point.get("max_num_batched_tokens")
+    if point.get("harness") == "trtllm-bench" and not budget:
+        seqs, budget = trtllm_bench_caps(point)
+        return seqs, budget, d.mixed_prefill, d.admission, \
+            f"trtllm-bench's caps: {seqs} sequences, {budget} tokens a step, " \
+            f"{d.admission} admission"
     if budget:      # the server's command set its tokens a step
         return d.max_num_seqs, budget, d.mixed_prefill, d.admission, \
             f"{name} defaults: {d.max_num_seqs} sequences, {d.admission} admission; " \

@@ -635,3 +635,48 @@ def test_the_lambdalabs_stream_in_groups_of_ten_gives_its_mean_tpot():
     assert abs(mean / run["mean_tpot_ms"] - 1) < 0.05
     doc = (Path(__file__).parents[1] / "docs" / "validation.md").read_text()
     assert "the mean over its\nten requests is 11.6 ms, against 11.1 ms measured" in doc
+
+
+@pytest.fixture(scope="module")
+def throughput_table(scorer):
+    return {p["sweep"]: p for p in scorer.read_bursts(scorer.DEFAULT_THROUGHPUT)}
+
+
+@pytest.mark.parametrize("run, expected", [
+    # Llama-3.3-70B NVFP4 (0.5 B a weight, FP8 KV) on a B200 (178.35 GiB reported), 1000/1000:
+    # free = 178.35 - 70,553,706,496 x 0.5 / 2^30 = 145.50 GiB; x 0.90 / (2 x 80 x 8 x 128 x
+    # 1 B x 2,000 tokens) = 429.1 requests -> batch 128 x ceil(429.1 / 128) = 512; tokens
+    # 429.1 x 2 = 858 -> 2,048 (the floor), at least 1,000 + 512.
+    ("trtllm_perf_b200_llama-3.3-70b_tp1_1000-1000", (512, 2048)),
+    # 32768/1024: 25.4 requests -> 64 (the floor); 838 tokens -> 2,048, raised to 32,768 + 64
+    ("trtllm_perf_b200_llama-3.3-70b_tp1_32768-1024", (64, 32832)),
+    # Qwen3-30B-A3B NVFP4 (48 layers, 4 KV heads): 1,613.5 requests -> 256 x 7 = 1,792;
+    # 3,227 tokens -> 256 x 13 = 3,328
+    ("trtllm_perf_b200_qwen3-30b-a3b_tp1_1000-1000", (1792, 3328)),
+    # gpt-oss's MXFP4 experts are not a format the tool tunes: TensorRT-LLM's 2,048 and 8,192,
+    # the token cap raised to the prompt plus the batch
+    ("trtllm_perf_h200_gpt-oss-20b_tp1_1024-1024", (2048, 8192)),
+    ("trtllm_perf_b200_gpt-oss-20b_tp1_32768-1024", (2048, 34816))])
+def test_trtllm_bench_caps_are_the_tools(scorer, throughput_table, run, expected):
+    """trtllm-bench's own max_batch_size and max_num_tokens (tensorrt_llm/bench/build/tuning.py
+    calc_engine_setting and finetune_setting, bench/benchmark/utils/general.py get_settings);
+    hand calculations in the comments, tolerance none (whole numbers)."""
+    point = throughput_table[run]
+    assert point["harness"] == "trtllm-bench"
+    assert scorer.trtllm_bench_caps(point) == expected
+    seqs, budget, _, admission, why = scorer.scheduler(point)
+    assert (seqs, budget, admission) == (*expected, "reserve")
+    assert "trtllm-bench" in why
+
+
+def test_every_throughput_run_is_trtllm_benchs_and_no_sweep_is(scorer, throughput_table, sweeps):
+    assert {p["harness"] for p in throughput_table.values()} == {"trtllm-bench"}
+    assert {p["harness"] for points in sweeps.values() for p in points} == {""}
+
+
+def test_an_unknown_harness_is_refused_naming_the_field(scorer, tmp_path):
+    text = scorer.DEFAULT_THROUGHPUT.read_text(encoding="utf-8")
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text.replace(",trtllm-bench\n", ",genai-perf\n", 1), encoding="utf-8")
+    with pytest.raises(ValueError, match="field 'harness'.*genai-perf"):
+        scorer.read_sweeps(bad)
