@@ -186,6 +186,17 @@ def _number(text, where):
     return value
 
 
+def _blank_or_one_of(row, key, choices, where, *, lower=False) -> str:
+    """A text field of ``row``, stripped (and lower-cased with ``lower``): blank or one of
+    ``choices``, else a ValueError naming ``where`` (the file and line) and the field."""
+    value = (row.get(key) or "").strip()
+    value = value.lower() if lower else value
+    if value and value not in choices:
+        raise ValueError(f"{where}, field {key!r}: expected one of "
+                         f"{', '.join(c for c in choices if c)} or blank, got {value[:40]!r}")
+    return value
+
+
 def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
     """The sweeps of ``path`` by id, each a list of points (numbers parsed, blanks ``None``).
 
@@ -212,28 +223,10 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
         point = dict(row)
         for key in NUMERIC:
             point[key] = _number(row.get(key), f"{where}, field {key!r}")
-        kv_dtype = (row.get("kv_dtype") or "").strip().lower()
-        if kv_dtype and kv_dtype not in BYTES_PER_ELEMENT:
-            raise ValueError(f"{where}, field 'kv_dtype': expected one of "
-                             f"{', '.join(sorted(BYTES_PER_ELEMENT))} or blank, got "
-                             f"{kv_dtype[:40]!r}")
-        ssm_dtype = (row.get("ssm_dtype") or "").strip().lower()
-        if ssm_dtype and ssm_dtype not in BYTES_PER_ELEMENT:
-            raise ValueError(f"{where}, field 'ssm_dtype': expected one of "
-                             f"{', '.join(sorted(BYTES_PER_ELEMENT))} or blank, got "
-                             f"{ssm_dtype[:40]!r}")
-        endpoint = (row.get("endpoint") or "").strip()
-        if endpoint not in ENDPOINTS:
-            raise ValueError(f"{where}, field 'endpoint': expected one of "
-                             f"{', '.join(e for e in ENDPOINTS if e)} or blank, got "
-                             f"{endpoint[:40]!r}")
-        point["endpoint"] = endpoint
-        harness = (row.get("harness") or "").strip()
-        if harness not in HARNESSES:
-            raise ValueError(f"{where}, field 'harness': expected one of "
-                             f"{', '.join(h for h in HARNESSES if h)} or blank, got "
-                             f"{harness[:40]!r}")
-        point["harness"] = harness
+        for key in ("kv_dtype", "ssm_dtype"):
+            _blank_or_one_of(row, key, sorted(BYTES_PER_ELEMENT), where, lower=True)
+        point["endpoint"] = _blank_or_one_of(row, "endpoint", ENDPOINTS, where)
+        point["harness"] = _blank_or_one_of(row, "harness", HARNESSES, where)
         # the server's own settings where its command set them (blank: the engine's default)
         point["recv_interval"] = _whole(row, "recv_interval", where, default=1)
         point["max_num_batched_tokens"] = _whole(row, "max_num_batched_tokens", where)
