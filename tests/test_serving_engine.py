@@ -135,18 +135,30 @@ def test_a_calibration_of_static_runs_names_their_engine(capsys, tmp_path, argv,
     assert load_calibration(path).serving_engine == expected
 
 
-def test_a_calibration_of_several_engines_names_none():
+def test_the_measured_engine_is_the_one_every_run_names():
     import xarray as xr
 
-    from rooflinekit.cli.calibrate import _serving_engine
-    runs = xr.Dataset({"engine": ("measurement", ["vllm 0.10.1", "tensorrt-llm 1.0.0"])})
-    assert _serving_engine(runs) is None
-    runs = xr.Dataset({"engine": ("measurement", ["vllm 0.10.1", "vllm 0.11.0"])})
-    assert _serving_engine(runs) == "vllm"          # one engine, two versions: the name
-    runs = xr.Dataset({"engine": ("measurement", ["vllm 0.10.1", ""])})
-    assert _serving_engine(runs) is None            # a run that names none
-    runs = xr.Dataset({"engine": ("measurement", ["TensorRT-LLM latest"])})
-    assert _serving_engine(runs) == "trtllm"        # not a release number: the name
+    from rooflinekit.calibrate import measured_engine
+
+    def runs(*texts):
+        return xr.Dataset({"engine": ("measurement", list(texts))})
+    assert measured_engine(runs("vllm 0.10.1", "tensorrt-llm 1.0.0")) is None
+    assert measured_engine(runs("vllm 0.10.1", "vllm 0.11.0")) == "vllm"   # two versions
+    assert measured_engine(runs("vllm 0.10.1", "")) is None       # a run that names none
+    assert measured_engine(runs("TensorRT-LLM latest")) == "trtllm"   # not a release number
+    assert measured_engine(runs("SGLang 0.5.6", "sglang 0.5.6")) == "sglang@0.5.6"
+    assert measured_engine(xr.Dataset()) is None
+
+
+def test_calibrate_names_the_measured_engine():
+    """The library call sets it, as the command does: a fit of trtllm-bench's report plans
+    as TensorRT-LLM at that version."""
+    from rooflinekit.calibrate import calibrate, read_trtllm_bench
+    runs = read_trtllm_bench(_OUTPUTS / "trtllm_bench_report.json", model="Llama-3.1-8B",
+                             gpu="H100-SXM-80GB")
+    fit = calibrate(runs, phases=("decode",), fit=("step_overhead",), n_resamples=0)
+    assert fit.calibration.serving_engine == "trtllm@0.21.0"
+    assert scheduler_engine(fit.calibration) == "trtllm"
 
 
 def test_plan_with_a_calibration_launches_its_engine(capsys, tmp_path):

@@ -60,6 +60,7 @@ from rooflinekit._validation import (
 from rooflinekit.calibrate.measurements import (
     MEASUREMENT,
     _check_measurements,
+    measured_engine,
 )
 from rooflinekit.calibrate.model import (
     PARAMETER,
@@ -813,7 +814,9 @@ def _calibrate(ds, groups, phases, per_phase, bounds, n_resamples, confidence, r
                               source=_describe_sources(ds), group_by=group_by if sets else (),
                               groups=sets, base=groups.engine,
                               intervals=_intervals(fits, frees, shared) if n_resamples else {},
-                              interval_confidence=confidence)
+                              interval_confidence=confidence,
+                              # planners run the measured engine's scheduler and memory rule
+                              serving_engine=measured_engine(ds))
     names = PARAMETERS + tuple(p for p in KNOBS if p not in PARAMETERS
                                and any(p in frees[ph] for ph in PHASES))
     table = {name: ((PHASE, PARAMETER), np.array(

@@ -25,11 +25,12 @@ from rooflinekit._validation import (MAX_COUNT, MAX_MAGNITUDE, describe, parse_j
                                      read_regular_file, show)
 from rooflinekit import units
 from rooflinekit.dtypes import BYTES_PER_ELEMENT, dtype_name
+from rooflinekit.profiles import named_release, profiled_engine
 
 __all__ = [
     "MEASUREMENT", "MEASUREMENT_COLUMNS", "REQUIRED_COLUMNS", "TTFT_KINDS",
     "measurements_from_records", "measurements_to_records", "read_measurements",
-    "write_measurements", "concat_measurements",
+    "write_measurements", "concat_measurements", "measured_engine",
 ]
 
 #: The largest measurement file read [bytes]: 64 MiB. A row takes 100-300 bytes, so this is
@@ -387,3 +388,50 @@ def concat_measurements(*tables) -> xr.Dataset:
         raise ValueError("measurements is empty: give at least one table")
     records = [row for table in tables for row in measurements_to_records(table)]
     return measurements_from_records(records)
+
+
+#: How the readers name the serving engines in a measurement's ``engine`` text, beside the
+#: names ``engine=`` takes (:data:`rooflinekit.profiles.ENGINE_NAMES`).
+ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm"}
+
+
+def measured_engine(measurements: xr.Dataset) -> str | None:
+    """The serving engine every measured run names, as a planner's ``engine=`` names it.
+
+    Parameters
+    ----------
+    measurements : xarray.Dataset
+        A measurement table (:func:`read_measurements`); its ``engine`` text per run, as the
+        readers write it: ``"vllm 0.10.1"``, ``"tensorrt-llm 0.21.0"``, ``"sglang"``.
+
+    Returns
+    -------
+    str or None
+        ``"NAME@VERSION"`` (``"vllm@0.10.1"``, ``"trtllm@0.21.0"``) where every run names the
+        same engine with a profile and the same release; the name alone where their versions
+        differ, are missing or are not release numbers; ``None`` where a run names none, the
+        runs name several engines, or one without a profile (``"lmdeploy 0.9"``): a
+        calibration then plans with the default engine's scheduler and memory rule.
+
+    See Also
+    --------
+    rooflinekit.profiles.Calibration : its ``serving_engine``, which :func:`calibrate` sets
+        from this.
+    """
+    if "engine" not in measurements:
+        return None
+    named = set()
+    for text in measurements["engine"].values:
+        words = str(text).strip().lower().split()
+        if not words:
+            return None
+        named.add((ENGINE_ALIASES.get(words[0], words[0]), words[1] if len(words) > 1 else None))
+    engines = {name for name, _ in named}
+    if len(engines) != 1 or not profiled_engine(next(iter(engines))):
+        return None
+    (name,) = engines
+    versions = {version for _, version in named}
+    version = versions.pop() if len(versions) == 1 else None
+    if version is not None and named_release(f"{name}@{version}") is not None:
+        return f"{name}@{version}"
+    return name

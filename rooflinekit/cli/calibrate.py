@@ -40,7 +40,7 @@ from rooflinekit.cli._output import check_output, emit, output_format, write_out
 from rooflinekit import catalog
 from rooflinekit.models import ModelShape
 from rooflinekit.planning import LOAD_KNOBS, fit_under_load
-from rooflinekit.profiles import named_release, profiled_engine
+from rooflinekit.profiles import profiled_engine
 from rooflinekit.roofline import IDEAL
 
 __all__ = list(COMMAND_API)
@@ -371,8 +371,7 @@ def run(args, out) -> int:
                             seed=args.seed, phases=phases, fit=fit, models=models,
                             engine=engine, workload=args.workload,
                             group_by=group_by)
-    # a planner given this file runs the measured engine's scheduler and memory rule
-    calibration = dataclasses.replace(result.calibration, serving_engine=_serving_engine(ds))
+    calibration = result.calibration
     if cv is not None:
         errors = {}
         for phase in PHASES:
@@ -407,36 +406,6 @@ def run(args, out) -> int:
             out.write(f"\ncross-validation ({cv.folds.attrs['by']}):\n{cv.summary()}\n")
         out.write(f"\nlabel: {calibration.label}\n")
     return emit(args, out, records, text=text, payload=payload, write=write)
-
-
-#: How the readers name the serving engines in a measurement's ``engine`` text.
-_ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "trt-llm": "trtllm", "tensorrt_llm": "trtllm"}
-
-
-def _serving_engine(ds) -> str | None:
-    """The serving engine every measured run names in its ``engine`` text ("vllm 0.10.1",
-    "tensorrt-llm 1.0.0"), as a planner names it ("vllm@0.10.1", "trtllm@1.0.0"; the name
-    alone where the runs' versions differ or are not release numbers); ``None`` where a run
-    names none, the runs name several engines, or one without a profile (the planners then
-    take the default engine's rules)."""
-    if "engine" not in ds:
-        return None
-    named = set()
-    for text in ds["engine"].values:
-        words = str(text).strip().lower().split()
-        if not words:
-            return None
-        named.add((_ENGINE_ALIASES.get(words[0], words[0]),
-                   words[1] if len(words) > 1 else None))
-    engines = {name for name, _ in named}
-    if len(engines) != 1 or not profiled_engine(next(iter(engines))):
-        return None
-    (name,) = engines
-    versions = {version for _, version in named}
-    version = versions.pop() if len(versions) == 1 else None
-    if version is not None and named_release(f"{name}@{version}") is not None:
-        return f"{name}@{version}"
-    return name
 
 
 def _writer(args, calibration, records, dataset):
