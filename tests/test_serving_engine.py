@@ -6,11 +6,17 @@ run TensorRT-LLM's scheduler defaults, admission and memory rule, as it does for
 values are the name's own answers: the two must agree exactly.
 """
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
+import xarray as xr
+from helpers import run_cli
 
 import rooflinekit as rk
-from rooflinekit.planning import load_curve
+from rooflinekit.calibrate import calibrate, measured_engine, read_trtllm_bench
+from rooflinekit.planning import fit_under_load, load_curve
 from rooflinekit.profiles import (Calibration, load_calibration, memory_engine,
                                   profiled_engine, save_calibration, scheduler_admission,
                                   scheduler_engine)
@@ -92,7 +98,6 @@ def test_a_bad_serving_engine_is_refused_naming_it(value, error):
 def test_a_load_fit_keeps_its_engines_rules():
     """``fit_under_load(engine="sglang")`` replays the runs under SGLang's scheduler and
     memory and hands back a calibration that plans as SGLang (it ran vLLM's before)."""
-    from rooflinekit.planning import fit_under_load
     traffic = rk.Traffic(1.0, Constant(1000), Constant(100))
     runs = []
     for rate in (2.0, 8.0):
@@ -108,7 +113,7 @@ def test_a_load_fit_keeps_its_engines_rules():
     assert scheduler_engine(fit.calibration) == "sglang"
 
 
-_OUTPUTS = __import__("pathlib").Path(__file__).parent / "data" / "engine_outputs"
+_OUTPUTS = Path(__file__).parent / "data" / "engine_outputs"
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -128,7 +133,6 @@ def test_a_calibration_of_static_runs_names_their_engine(capsys, tmp_path, argv,
     """``rooflinekit calibrate`` writes the measured runs' engine as the calibration's
     ``serving_engine``, so that ``plan --calibration`` runs that engine's scheduler and memory
     (it wrote none before: every calibration planned with vLLM's rules)."""
-    from helpers import run_cli
     path = tmp_path / "mine.json"
     code, _, err = run_cli(capsys, "calibrate", *argv, "--output", str(path))
     assert code == 0, err
@@ -136,10 +140,6 @@ def test_a_calibration_of_static_runs_names_their_engine(capsys, tmp_path, argv,
 
 
 def test_the_measured_engine_is_the_one_every_run_names():
-    import xarray as xr
-
-    from rooflinekit.calibrate import measured_engine
-
     def runs(*texts):
         return xr.Dataset({"engine": ("measurement", list(texts))})
     assert measured_engine(runs("vllm 0.10.1", "tensorrt-llm 1.0.0")) is None
@@ -153,7 +153,6 @@ def test_the_measured_engine_is_the_one_every_run_names():
 def test_calibrate_names_the_measured_engine():
     """The library call sets it, as the command does: a fit of trtllm-bench's report plans
     as TensorRT-LLM at that version."""
-    from rooflinekit.calibrate import calibrate, read_trtllm_bench
     runs = read_trtllm_bench(_OUTPUTS / "trtllm_bench_report.json", model="Llama-3.1-8B",
                              gpu="H100-SXM-80GB")
     fit = calibrate(runs, phases=("decode",), fit=("step_overhead",), n_resamples=0)
@@ -164,7 +163,6 @@ def test_calibrate_names_the_measured_engine():
 def test_plan_with_a_calibration_launches_its_engine(capsys, tmp_path):
     """A TensorRT-LLM calibration plans TensorRT-LLM's slots and memory and puts its launch
     command first, as ``--engine trtllm`` does."""
-    from helpers import run_cli
     path = save_calibration(rk.engine_profile("trtllm", H100, warn=False), tmp_path / "t.json")
     question = ["plan", "llama-3.1-8b", "--gpus", "h100", "--tp", "1", "--rate", "2",
                 "--prompt-mean", "500", "--output-mean", "100", "--ttft", "1", "--itl", "0.05",
@@ -185,13 +183,11 @@ def test_plan_with_a_calibration_launches_its_engine(capsys, tmp_path):
 def test_memory_commands_take_a_calibrations_engine(capsys, tmp_path, command):
     """``capacity`` and ``layouts`` size the KV cache by the calibration's serving engine's
     memory rule (TensorRT-LLM's 0.9 of free memory here), as ``--engine trtllm`` does."""
-    from helpers import run_cli
     path = save_calibration(rk.engine_profile("trtllm", H100, warn=False), tmp_path / "t.json")
     code, by_file, err = run_cli(capsys, *command, "--calibration", str(path), "--json")
     assert code == 0, err
     code, by_name, err = run_cli(capsys, *command, "--engine", "trtllm", "--json")
     assert code == 0, err
-    import json
     keys = ("kv_budget_tokens", "max_concurrent_sequences", "gpu_memory_utilization",
             "engine_memory_gib", "kv_cache_rule")
 

@@ -420,18 +420,14 @@ def measured_engine(measurements: xr.Dataset) -> str | None:
     """
     if "engine" not in measurements:
         return None
-    named = set()
-    for text in measurements["engine"].values:
-        words = str(text).strip().lower().split()
-        if not words:
-            return None
-        named.add((ENGINE_ALIASES.get(words[0], words[0]), words[1] if len(words) > 1 else None))
-    engines = {name for name, _ in named}
-    if len(engines) != 1 or not profiled_engine(next(iter(engines))):
+    runs = [str(text).strip().lower().split() for text in measurements["engine"].values]
+    if not all(runs):                     # a run that names no engine
         return None
-    (name,) = engines
-    versions = {version for _, version in named}
-    version = versions.pop() if len(versions) == 1 else None
+    names = {ENGINE_ALIASES.get(words[0], words[0]) for words in runs}
+    versions = {words[1] if len(words) > 1 else None for words in runs}
+    if len(names) != 1 or not profiled_engine(next(iter(names))):
+        return None
+    (name,), version = names, (versions.pop() if len(versions) == 1 else None)
     if version is not None and named_release(f"{name}@{version}") is not None:
         return f"{name}@{version}"
     return name

@@ -37,8 +37,7 @@ from rooflinekit._validation import (
 from rooflinekit.profiles.names import ENGINE_NAMES, is_engine_name, split_engine_name
 from rooflinekit.roofline import IDEAL, MAX_MXFP4_SHARE, Engine
 
-__all__ = ["PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS",
-           "IDEAL_KNOBS",
+__all__ = ["PHASES", "PARAMETERS", "ENGINE_KNOBS", "LINK_KNOBS", "KNOBS", "IDEAL_KNOBS",
            "ENGINE_IDEAL_KNOBS", "SECONDS_KNOBS", "GROUP_FIELDS", "Calibration",
            "save_calibration", "load_calibration"]
 
