@@ -161,15 +161,15 @@ REQUIRED = ("sweep", "source", "model", "gpu", "tp", "prompt_tokens", "output_to
             "output_throughput")
 
 
-def _whole(row, key, where, default=None):
-    """``row[key]`` as a whole number >= 1, ``default`` where blank, or the error naming the
-    place and field."""
+def _whole(row, key, where, default=None, lo=1):
+    """``row[key]`` as a whole number >= ``lo``, ``default`` where blank, or the error naming
+    the place and field."""
     value = _number(row.get(key), f"{where}, field {key!r}")
     if value is None:
         return default
-    if value < 1 or not math.isfinite(value) or value != int(value):
-        raise ValueError(f"{where}, field {key!r}: expected a whole number >= 1 or blank, got "
-                         f"{row.get(key, '')[:40]!r}")
+    if value < lo or not math.isfinite(value) or value != int(value):
+        raise ValueError(f"{where}, field {key!r}: expected a whole number >= {lo} or blank, "
+                         f"got {row.get(key, '')[:40]!r}")
     return int(value)
 
 
@@ -231,6 +231,11 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
         point["recv_interval"] = _whole(row, "recv_interval", where, default=1)
         point["max_num_batched_tokens"] = _whole(row, "max_num_batched_tokens", where)
         point["ep"] = _whole(row, "ep", where, default=1)
+        # the run's first prompts that its server had cached (README: a warm-up, an earlier run)
+        point["cached_prompts"] = _whole(row, "cached_prompts", where, default=0, lo=0)
+        if point["num_prompts"] is not None and point["cached_prompts"] > point["num_prompts"]:
+            raise ValueError(f"{where}, field 'cached_prompts': more than the run's "
+                             f"{point['num_prompts']:g} prompts")
         if point["rate"] is None and point["concurrency"] is None:
             raise ValueError(f"{where}: a point needs a rate or a concurrency (fields 'rate', "
                              f"'concurrency')")
@@ -525,6 +530,7 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
                     max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
                     mixed_prefill=mixed, admission=admission, engine=engine, engine_draws=0,
                     recv_interval=point.get("recv_interval", 1), ep=point.get("ep", 1),
+                    cached_prompts=min(point.get("cached_prompts", 0), max(10, int(requests))),
                     replicates=replicates,
                     requests=max(10, int(requests)), seed=seed,
                     **({} if concurrency is None

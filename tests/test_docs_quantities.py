@@ -173,6 +173,8 @@ def results(tmp_path_factory):
         rk.roofline.layouts(model, gpu, 2, batch_size=4, context_length=1024,
                             prompt_tokens=256),
         rk.read_measurements(csv),
+        rk.planning.load_curve(rk.Traffic(1.0, 100, 10), rk.SLO(ttft=1.0), model=model,
+                               gpu=gpu, concurrencies=[2], replicates=1, requests=10),
     ]
     names = {getattr(dims, n) for n in dims.__all__ if isinstance(getattr(dims, n), str)}
     attrs = set()

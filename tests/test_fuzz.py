@@ -934,15 +934,17 @@ from rooflinekit.planning import load_curve
 CLOSED_REGISTRY = {
     "run_replicates(closed_loop=)": _entry(
         run_replicates, args=(rk.ContinuousBatcher(max_num_seqs=2),),
-        kwargs={**_ROWS, "closed_loop": True}, spoil=("closed_loop", "clients"),
-        valid={"closed_loop": ("true",), "clients": OPTIONAL}),
+        kwargs={**_ROWS, "closed_loop": True},
+        spoil=("closed_loop", "clients", "arrived_kv_tokens"),
+        valid={"closed_loop": ("true",), "clients": OPTIONAL, "arrived_kv_tokens": OPTIONAL}),
     "load_curve(concurrencies=)": _entry(
         load_curve, args=(TRAFFIC, rk.SLO(ttft=1.0)),
         kwargs={"model": "Llama-3.1-8B", "gpu": "H100-SXM-80GB", "concurrencies": [2],
                 "replicates": 1, "requests": 10},
-        spoil=("concurrencies", "recv_interval", "pp", "ep"),
-        # a labelled array of whole numbers is a list of concurrencies like any other
-        valid={"concurrencies": ("clashing DataArray",)}),
+        spoil=("concurrencies", "recv_interval", "pp", "ep", "cached_prompts"),
+        # a labelled array of whole numbers is a list of concurrencies like any other; no
+        # cached prompt is the default
+        valid={"concurrencies": ("clashing DataArray",), "cached_prompts": ("zero",)}),
 }
 CLOSED_CASES = [pytest.param(name, arg, bad, id=f"{name}-{arg}-{bad}")
                 for name, entry in sorted(CLOSED_REGISTRY.items())

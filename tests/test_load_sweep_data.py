@@ -171,11 +171,30 @@ def test_a_bad_sweep_file_is_refused_naming_the_file_line_and_field(scorer, tmp_
     lines = [line for line in SWEEPS.read_text(encoding="utf-8").splitlines()
              if not line.startswith("#")]
     burst = [lines[0]] + [line for line in lines[1:] if ",inf," in line][:3]
+    # without the optional last column, cached_prompts (its own test below)
+    assert lines[0].endswith(",cached_prompts")
+    burst = [line.rsplit(",", 1)[0] for line in burst]
     bad = tmp_path / "sweeps.csv"
     bad.write_text("\n".join(change(burst)) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=match) as info:
         scorer.read_sweeps(bad)
     assert str(bad) in str(info.value)
+
+
+@pytest.mark.parametrize("value, match", [("-1", ">= 0"), ("2.5", ">= 0"), ("two", "number"),
+                                          ("11", "more than the run's 10 prompts")])
+def test_bad_cached_prompts_are_refused_naming_the_line_and_field(scorer, tmp_path, value,
+                                                                 match):
+    lines = [line for line in SWEEPS.read_text(encoding="utf-8").splitlines()
+             if not line.startswith("#")]
+    rows = [line for line in lines[1:] if line.startswith("cookbook_")][:3]
+    assert rows[0].endswith(",1")                 # 10 prompts, the first cached by the warm-up
+    bad = tmp_path / "sweeps.csv"
+    bad.write_text("\n".join([lines[0], rows[0].rsplit(",", 1)[0] + "," + value, *rows[1:]])
+                   + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=match) as info:
+        scorer.read_sweeps(bad)
+    assert f"{bad}, line 2, field 'cached_prompts'" in str(info.value)
 
 
 def test_recv_interval_reaches_the_simulated_server(scorer, sweeps):
@@ -614,6 +633,30 @@ def test_sharegpt_sigma_keeps_the_log_normal_draw(scorer, sweeps):
     assert isinstance(traffic.prompt, Empirical) and isinstance(traffic.output, Empirical)
     assert scorer.clients_start(point) == scorer.clients_start(point, 0.8) == "together"
     assert scorer.clients_start(point, 0.0) == "apart"
+
+
+def test_the_cookbooks_runs_send_the_earlier_runs_prompts_first(sweeps):
+    """README, the cookbook rows' ``cached_prompts``: ``sglang.bench_serving`` seeds NumPy's
+    global generator with its default ``--seed 1`` and draws ``--num-prompts`` lengths
+    uniformly from 1 to the maximum (``np.random.randint(1, max + 1, size=n)``); the legacy
+    generator draws them one after another, so a run of more prompts draws the shorter run's
+    lengths first, over the same seeded shuffle of ShareGPT texts: the same prompts. Checked
+    against every published input total, to the token; each run's ``cached_prompts`` is then
+    the run before it's prompts, the first run's the warm-up request's one."""
+    import numpy as np
+    names = [name for name in sweeps if name.startswith("cookbook_")]
+    assert len(names) == 8
+    for name in names:
+        top = int(re.search(r"random (\d+)/", sweeps[name][0]["dataset"]).group(1))
+        before = None
+        for point in sweeps[name]:                      # the page's order
+            n = int(point["num_prompts"])
+            lengths = np.random.RandomState(1).randint(1, top + 1, size=n)
+            assert int(lengths.sum()) == round(point["prompt_tokens"] * n), (name, n)
+            if before is not None:
+                assert (lengths[:before.size] == before).all()
+            assert point["cached_prompts"] == (1 if before is None else before.size), (name, n)
+            before = lengths
 
 
 def test_the_lambdalabs_stream_in_groups_of_ten_gives_its_mean_tpot():

@@ -334,7 +334,7 @@ class _Batcher:
             Per-request variables along ``request`` and scalar summaries (see module docstring).
         """
         wl = coerce_workload(workload, arrival, prompt_tokens, output_tokens, priority)
-        arrived = self._arrived_kv(wl, arrived_kv_tokens)
+        arrived = self._arrived_kv(wl.prompt_tokens, arrived_kv_tokens)
         targets = _targets(ttft_target, itl_target, e2e_target, tpot_target)
         self._check_size(wl.output_tokens,
                          real_number("work_limit", work_limit, lo=0, lo_open=True, allow_inf=True),
@@ -346,19 +346,22 @@ class _Batcher:
         out = self._simulate(wl, timing, targets, arrived)
         return _single_dataset(wl, out, self, timing, targets)
 
-    def _arrived_kv(self, wl, arrived_kv_tokens):
-        """``arrived_kv_tokens`` checked against the workload: int64 per request, or None."""
+    def _arrived_kv(self, prompt_tokens, arrived_kv_tokens):
+        """``arrived_kv_tokens`` checked against ``prompt_tokens`` (a workload's, or the rows of
+        :func:`~rooflinekit.batching.run_replicates`): int64 of their shape, or None."""
         if arrived_kv_tokens is None:
             return None
         if not self._tiered:
             raise ValueError(f"arrived_kv_tokens is an input of continuous batching, not of "
                              f"{self.policy} batching")
         a = np.asarray(arrived_kv_tokens)
-        if a.shape != (wl.n_requests,) or not (a.dtype.kind in "iu" or a.size == 0):
-            raise ValueError(f"arrived_kv_tokens must be whole numbers, one per request "
-                             f"(shape ({wl.n_requests},)), got shape {a.shape} of {a.dtype}")
-        a = a.astype(np.int64)
-        if np.any(a < 0) or np.any(a > wl.prompt_tokens):
+        shape = np.shape(prompt_tokens)
+        if a.shape != shape or not (a.dtype.kind in "iu" or a.size == 0):
+            what = "one per request" if len(shape) == 1 else "of the rows' shape"
+            raise ValueError(f"arrived_kv_tokens must be whole numbers, {what} "
+                             f"(shape {shape}), got shape {a.shape} of {a.dtype}")
+        a = np.ascontiguousarray(a, dtype=np.int64)
+        if np.any(a < 0) or np.any(a > prompt_tokens):
             raise ValueError("arrived_kv_tokens must be in [0, prompt_tokens] for every request")
         return a
 
@@ -729,7 +732,8 @@ class ContinuousBatcher(_Batcher):
             max_num_batched_tokens=mnbt, interactive_cap=cap,
             clock=self._timing().reference_clock, itl_target=_itl_limit(itl_target), trace=trace,
             tokens=tokens, prefix_group=wl.prefix_group, prefix_tokens=wl.prefix_tokens,
-            prefix_caching=caching, arrived_kv_tokens=self._arrived_kv(wl, arrived_kv_tokens),
+            prefix_caching=caching,
+            arrived_kv_tokens=self._arrived_kv(wl.prompt_tokens, arrived_kv_tokens),
             draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
             mixed_prefill=self.mixed_prefill, kv_window=window, recv_interval=recv[0],
             clients=recv[1], request_overhead=recv[2])
@@ -740,5 +744,5 @@ def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None,
     """The kernel's raw outputs for one workload, keyed like the reference's (for tests)."""
     wl = coerce_workload(workload)
     out = batcher._simulate(wl, batcher._timing(), (None, itl_target, None),
-                            batcher._arrived_kv(wl, arrived_kv_tokens), clients)
+                            batcher._arrived_kv(wl.prompt_tokens, arrived_kv_tokens), clients)
     return {k: a[0] for k, a in zip(OUTPUT_NAMES, out)}

@@ -252,7 +252,8 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                    memory_limit=SIMULATION_MEMORY_LIMIT, prefix_group=None,
                    prefix_tokens=None, speculative_seeds=None, speculative_gains=None,
                    as_dataset: bool = True, closed_loop: bool = False,
-                   clients: int | None = None) -> xr.Dataset | dict:
+                   clients: int | None = None,
+                   arrived_kv_tokens=None) -> xr.Dataset | dict:
     """Summaries of caller-drawn workloads, one per row: :func:`monte_carlo` without the drawing.
 
     Parameters
@@ -306,6 +307,11 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     clients : int, optional
         With ``closed_loop``: the requests the client keeps in flight, >= 1. Default the
         batcher's slots (``max_num_seqs``, a static batcher's ``batch_size``).
+    arrived_kv_tokens : array_like of int, shape (replicate, request), optional
+        Continuous batching only: per request, the prompt tokens whose KV the server holds when
+        it arrives [tokens], in [0, prompt_tokens], as :meth:`ContinuousBatcher.run` takes them
+        (a prefix-cache hit, or disaggregated serving's decode side): its prefill starts after
+        them, and its last prompt token is always computed. Default none.
 
     Returns
     -------
@@ -351,6 +357,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
                          f"rows at a time or raise memory_limit")
     batcher._check_size(arrays[2], work_limit, memory_limit)
     prefix = _prefix_rows(arrays, prefix_group, prefix_tokens)
+    arrived = batcher._arrived_kv(arrays[1], arrived_kv_tokens)
     out = _allocate(*arrays[0].shape)
     timing = batcher._timing()
     if speculative_seeds is not None:
@@ -361,7 +368,7 @@ def run_replicates(batcher, arrival, prompt_tokens, output_tokens, priority=None
     gains = _gain_rows(batcher, speculative_gains, speculative_seeds, arrays[2])
     in_flight = _clients(batcher, clients) if closed_loop else 0
     batcher._run_many(timing, *arrays, out, targets, parallel=bool(parallel), prefix=prefix,
-                      seeds=speculative_seeds, gains=gains, clients=in_flight)
+                      arrived=arrived, seeds=speculative_seeds, gains=gains, clients=in_flight)
     if closed_loop:
         arrays = (_closed_loop_sends(arrays[0], out[0], out[2], out[4] == COMPLETED,
                                      in_flight), *arrays[1:])

@@ -15,6 +15,7 @@ from rooflinekit.cli._args import (
     engine_from_args,
     scheduled_engine,
     examples,
+    whole_number,
     int_list,
     mixed_prefill,
     positive_float,
@@ -55,7 +56,9 @@ EPILOG = examples(
     "llama-3.1-8b --gpu h100 --engine sglang --recv-interval 10 --concurrencies 16,64 "
     "--prompt-mean 1000 --output-mean 1000 --replicates 2 --requests 200",
     "mixtral-8x7b --gpu h100 --tp 2 --ep 2 --rates 1,4 --prompt-mean 500 --output-mean 100 "
-    "--replicates 2 --requests 100")
+    "--replicates 2 --requests 100",
+    "llama-3.1-8b --gpu h100 --engine sglang --concurrencies 16 --clients-start together "
+    "--cached-prompts 10 --prompt-mean 4000 --output-mean 100 --replicates 2 --requests 80")
 
 #: The traffic flags this command reads: lengths, arrivals and the Monte Carlo (no rate, no
 #: targets: the loads are the rates or concurrencies given).
@@ -111,6 +114,13 @@ def add_arguments(parser) -> None:
                              "first waves wait for one another's prefills; with equal "
                              "lengths they would wait so for ever, where real clients drift "
                              "apart)")
+    parser.add_argument("--cached-prompts", type=whole_number(0), default=0, metavar="N",
+                        help="the first N requests find their whole prompt in the server's "
+                             "prefix cache and compute only its last token (at most "
+                             "--requests): 1 for the warm-up request vllm bench serve and "
+                             "sglang.bench_serving send first, with the server's prefix cache "
+                             "on; more where a seeded client re-sends an earlier run's prompts "
+                             "(default 0)")
     add_replica_flags(parser, lists=False)
     add_flag(parser, "--mixed-prefill")
     add_flag(parser, "--recv-interval")
@@ -145,7 +155,8 @@ def run(args, out) -> int:
                   gpu_memory_utilization=args.gpu_memory_utilization,
                   block_size=args.block_size, mixed_prefill=mixed_prefill(args),
                   recv_interval=args.recv_interval, admission=args.admission,
-                  replicates=args.replicates, requests=args.requests, seed=args.seed,
+                  cached_prompts=args.cached_prompts, replicates=args.replicates,
+                  requests=args.requests, seed=args.seed,
                   engine_draws=0,
                   **({"clients_start": args.clients_start} if args.concurrencies else {}))
     slo = planning.SLO(ttft=3600.0)       # targets are not read: only the means and medians
@@ -168,6 +179,7 @@ def run(args, out) -> int:
                "max_num_batched_tokens": ds.attrs["max_num_batched_tokens"],
                "admission": ds.attrs["admission"],
                "recv_interval": ds.attrs["recv_interval"],
+               "cached_prompts": ds.attrs["cached_prompts"],
                "model_quality": ds.attrs["model_quality"], "loads": rows}
 
     def text(out):
@@ -178,7 +190,9 @@ def run(args, out) -> int:
                   f"{ds.attrs['max_num_seqs']} sequences, "
                   f"{ds.attrs['max_num_batched_tokens'] or 'whole-prompt'} tokens a step"
                   + (f", new requests taken in every {ds.attrs['recv_interval']} decode steps"
-                     if ds.attrs["recv_interval"] > 1 else "") + "; "
+                     if ds.attrs["recv_interval"] > 1 else "")
+                  + (f", the first {ds.attrs['cached_prompts']} prompts cached"
+                     if ds.attrs["cached_prompts"] else "") + "; "
                   f"medians over {args.replicates} replicate(s) of {args.requests} requests; "
                   f"{ds.attrs['model_quality']}\n")
         load = "concurrency" if dim == dims.CONCURRENCY else "rate [req/s]"

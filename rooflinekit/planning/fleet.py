@@ -764,7 +764,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                concurrencies=None, max_num_batched_tokens="auto", admission="auto",
                block_size=16, gpu_memory_utilization=None, replicates=10, seed=0, engine=None,
                engine_draws=None, requests=1000, mixed_prefill="auto",
-               clients_start="apart", recv_interval=1, pp=1, ep=1) -> xr.Dataset:
+               clients_start="apart", recv_interval=1, pp=1, ep=1,
+               cached_prompts=0) -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its load: an open-loop
     request rate, or a closed-loop client's concurrency.
 
@@ -810,6 +811,14 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         of a stage's ``tp`` GPUs, its steps with their stage hand-offs and the experts'
         all-to-all (:mod:`rooflinekit.roofline.layout`), refused naming the degree where the
         model does not divide (:func:`rooflinekit.parallel.check_layout`).
+    cached_prompts : int
+        The first ``cached_prompts`` requests, in the order the client sends them, find their
+        whole prompt in the server's prefix cache, in [0, ``requests``]: a benchmark client's
+        warm-up request sends the first prompt before the run (``vllm bench serve``,
+        ``sglang.bench_serving``), and a seeded client run again on the same server sends the
+        earlier run's prompts first. Each then computes only its last prompt token
+        (:func:`~rooflinekit.batching.run_replicates`' ``arrived_kv_tokens``). Default 0:
+        every prompt computed whole, as on a server without a prefix cache.
 
     Returns
     -------
@@ -877,6 +886,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
             raise ValueError(f"rates must be finite and > 0 [requests/s]; got {show(rates)}")
     replicates = whole_number("replicates", replicates, lo=1)
     requests = whole_number("requests", requests, lo=10)
+    cached_prompts = whole_number("cached_prompts", cached_prompts, lo=0, hi=requests)
     max_num_seqs, max_num_batched_tokens = one_scheduler(engine, gpu, max_num_seqs,
                                                          max_num_batched_tokens)
     if isinstance(mixed_prefill, str) and mixed_prefill == "auto":
@@ -912,6 +922,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         raise ValueError(f"{model.name} on {tp * pp} × {gpu.name} cannot serve: {why}")
     draws = draw_requests(traffic, replicates, requests, seed)
     arrival, prompt, output = draws[:3]
+    # the cached requests' prompts are held when they arrive: only their last token is computed
+    cached = np.where(np.arange(prompt.shape[1]) < cached_prompts, prompt, 0)
     targets = {f"{k}_target": v for k, v in slo.targets.items()}
     names = [f"p{q}_{w}" for q in LATENCY_PERCENTILES for w in ("ttft", "token_itl", "latency")]
     names += ["ttft_attainment", "token_itl_attainment", "e2e_attainment"]
@@ -927,6 +939,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
             if not rows.size:
                 continue
             common = dict(prompt_tokens=prompt[rows], output_tokens=output[rows],
+                          arrived_kv_tokens=cached[rows] if cached_prompts else None,
                           **prefixes(draws, rows), **targets)
             if closed:
                 # a server of one slot a client, up to its own max_num_seqs; more clients wait
@@ -955,6 +968,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "max_num_batched_tokens": int(max_num_batched_tokens or 0),
                      "mixed_prefill": int(mixed_prefill),
                      "recv_interval": int(recv_interval),
+                     "cached_prompts": int(cached_prompts),
                      "admission": layout["admission"],
                      "client": "closed loop" if closed else "open loop",
                      **({"clients_start": clients_start} if closed else {}),
