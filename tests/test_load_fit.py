@@ -7,6 +7,7 @@ profile as shipped, and the known values come back within the Monte Carlo noise 
 
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -183,6 +184,8 @@ def test_a_bad_run_is_refused_naming_its_field(change, match):
     ({"fit": ["speed"]}, "fit must name distinct knobs", ValueError),
     ({"fit": ["step_overhead", "step_overhead"]}, "fit must name distinct knobs", ValueError),
     ({"fit": list(LOAD_KNOBS)}, "give more runs or fewer knobs", ValueError),
+    ({"prefix_cache": "on"}, "prefix_cache must be True, False or None", TypeError),
+    ({"prefix_cache": 1}, "prefix_cache must be True, False or None", TypeError),
 ])
 def test_bad_arguments_are_refused_before_work(kwargs, match, kind):
     one = {"request_rate": 1.0, "completed": 10, "total_input_tokens": 1000,
@@ -255,6 +258,49 @@ def test_the_documented_fit_of_the_doks_runs():
     assert means.table.attrs["ttft_fitted"] == "mean"
     assert "(27.9 ms fitted to the means" in doc
     assert f"{means.calibration.prefill['frontend_latency'] * 1e3:.1f}" == "27.9"
+
+
+def test_re_sent_prompts_are_warned_of_and_simulated_as_cache_hits():
+    """docs/calibration.md: the DigitalOcean runs sent the same 300 prompts at 0.5 and 2 req/s
+    (the same request count and input tokens) to a vLLM with its prefix cache on. By default
+    the fit warns and simulates them cold (as before); ``prefix_cache=True`` simulates the
+    first run's first request (the client's test prompt) and every request of the second as
+    cache hits, whose TTFT is then shorter; ``False`` is the default's fit, without the
+    warning."""
+    model = rk.catalog.model("Llama-3.1-70B").replace(bytes_per_param="fp8",
+                                                      kv_bytes_per_element="fp8")
+    kwargs = dict(model=model, gpu="H200-SXM-141GB")
+    with pytest.warns(UserWarning, match=r"runs \S*rate-2\.0\.json have the number of "
+                                         r"requests and input tokens of an earlier run"):
+        default = fit_under_load(DOKS, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        cold = fit_under_load(DOKS, prefix_cache=False, **kwargs)
+        warm = fit_under_load(DOKS, prefix_cache=True, **kwargs)
+    for name in cold.table.data_vars:
+        np.testing.assert_array_equal(default.table[name].values, cold.table[name].values)
+    before_cold, before_warm = cold.table["before_ttft"].values, warm.table["before_ttft"].values
+    # one request of 300 a hit moves the first run's mean by a step's phase at most; all of
+    # them shorten the second run's
+    assert before_warm[0] == pytest.approx(before_cold[0], rel=0.01)
+    assert before_warm[1] < 0.95 * before_cold[1]             # 48 against 55 ms
+    np.testing.assert_allclose(warm.table["before_tpot"].values,
+                               cold.table["before_tpot"].values, rtol=0.02)
+    # the front end fitted to cache hits as cold prompts comes out too small
+    assert warm.calibration.prefill["frontend_latency"] > \
+        cold.calibration.prefill["frontend_latency"]
+    doc = (Path(__file__).parents[1] / "docs" / "calibration.md").read_text()
+    a = warm.table.attrs
+    assert (f"`frontend_latency` of "
+            f"{warm.calibration.prefill['frontend_latency'] * 1e3:.1f} ms") in doc
+    assert (f"median TTFT {a['ttft_median_error']:.1f} % off (the mean "
+            f"{a['ttft_error']:.1f} %, the mean TPOT {a['tpot_error']:.1f} %)") in doc
+    # runs of other prompts (other request counts or input tokens) are not re-sent ones
+    one = {"request_rate": 1.0, "completed": 10, "total_input_tokens": 1000,
+           "total_output_tokens": 1000, "mean_ttft_ms": 50.0, "mean_tpot_ms": 10.0}
+    from rooflinekit.planning.load_fit import _resent_runs
+    assert _resent_runs([one, {**one, "total_input_tokens": 1001}, {**one, "completed": 11},
+                         {**one, "request_rate": 3.0}]) == [3]
 
 
 def test_the_cli_fits_the_kv_cache_format_it_is_given(capsys):

@@ -59,7 +59,8 @@ EPILOG = examples(NAME, "runs.csv --cv kfold", "--vllm-result result.json --mode
                   "--under-load --vllm-result rate-0.5.json --vllm-result rate-2.0.json "
                   "--gpu h200 --dtype fp8 --kv-cache-dtype fp8",
                   "--under-load --vllm-result rate-0.5.json --vllm-result rate-2.0.json "
-                  "--gpu h200 --dtype fp8 --kv-cache-dtype fp8 --ttft-statistic mean")
+                  "--gpu h200 --dtype fp8 --kv-cache-dtype fp8 --ttft-statistic mean "
+                  "--prefix-cache on")
 
 #: What ``--from`` reads the FILE arguments as: format -> what it is.
 FORMATS = {
@@ -162,6 +163,13 @@ def add_arguments(parser) -> None:
                              "run's median where every run records one, else the means; a run "
                              "without warm-up requests holds the server's start in its mean) "
                              "or mean")
+    parser.add_argument("--prefix-cache", choices=("on", "off"), default=None,
+                        help="--under-load: whether the server cached prompts (vLLM V1's and "
+                             "SGLang's default): on, each run's first request (the client's "
+                             "test prompt) and every request of a run that re-sent an earlier "
+                             "run's prompts (the same number of requests and input tokens: "
+                             "the same --seed) are simulated as cache hits; off, none are "
+                             "(default: none, with a warning where a run re-sent prompts)")
     add_output_flags(parser, output_help=(
         "also write the result to FILE, the format from its extension: .json (the calibration "
         "file `rooflinekit plan --calibration` reads), .nc or .zarr (the parameters Dataset), "
@@ -171,9 +179,11 @@ def add_arguments(parser) -> None:
 def _check(args) -> None:
     """Refuse flags that would be ignored, before reading anything."""
     check_output(args)   # exists, an input of this run, a missing folder: refused first
-    if args.ttft_statistic is not None and not args.under_load:
-        raise ValueError("--ttft-statistic applies to --under-load (the closed-form fit takes "
-                         "each row's TTFT as measured)")
+    for flag, given in (("--ttft-statistic", args.ttft_statistic),
+                        ("--prefix-cache", args.prefix_cache)):
+        if given is not None and not args.under_load:
+            raise ValueError(f"{flag} applies to --under-load (the closed-form fit takes "
+                             f"each row's TTFT as measured)")
     fmt = args.source_format
     runs = bool(args.vllm_result) or fmt != "measurements"
     if not runs:
@@ -453,7 +463,9 @@ def _run_under_load(args, out) -> int:
         model = model.replace(kv_bytes_per_element=args.kv_cache_dtype)
     result = fit_under_load(results, model=model, gpu=args.gpu, tp=args.tp,
                             engine=name if profiled_engine(name) else None, fit=fit,
-                            ttft_statistic=args.ttft_statistic or "median", seed=args.seed)
+                            ttft_statistic=args.ttft_statistic or "median", seed=args.seed,
+                            prefix_cache=None if args.prefix_cache is None
+                            else args.prefix_cache == "on")
     calibration, table = result
     records = table.to_dataframe().reset_index().to_dict("records")
     payload = {"calibration": calibration.to_dict(), "model_quality": calibration.label,

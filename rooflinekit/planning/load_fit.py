@@ -9,6 +9,7 @@ takes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -72,6 +73,19 @@ def _is_guidellm(results) -> bool:
     return False
 
 
+def _resent_runs(runs) -> list[int]:
+    """The positions of the runs (as :func:`~rooflinekit.calibrate.read_vllm_serve_sweep` gives
+    them) with the number of completed requests and of input tokens of an earlier run: a
+    seeded benchmark client's same prompts, sent again."""
+    seen, out = set(), []
+    for i, run in enumerate(runs):
+        key = (int(run["completed"]), round(float(run["total_input_tokens"])))
+        if key in seen:
+            out.append(i)
+        seen.add(key)
+    return out
+
+
 def _with_knobs(base: Calibration, names, values, source: str) -> Calibration:
     phases = {"prefill": dict(base.prefill), "decode": dict(base.decode)}
     for name, value in zip(names, values):
@@ -84,7 +98,7 @@ def _with_knobs(base: Calibration, names, values, source: str) -> Calibration:
 def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                    fit=("step_overhead", "frontend_latency"), max_num_seqs="auto",
                    max_num_batched_tokens="auto", ttft_statistic="median", replicates=3,
-                   requests=300, seed=0) -> LoadFit:
+                   requests=300, seed=0, prefix_cache=None) -> LoadFit:
     """Fit an engine profile's knobs to ``vllm bench serve`` runs at several request rates.
 
     Parameters
@@ -129,6 +143,17 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
         Each run's simulation, as for :func:`~rooflinekit.planning.load_curve`; the same draws
         at every step of the fit (common random numbers). ``requests`` sets an open-loop run's
         requests; a closed-loop run replays its own.
+    prefix_cache : bool, optional
+        Whether the server cached prompts across requests (vLLM V1's and SGLang's default).
+        ``True``: every run's first request finds its prompt cached (the client's test or
+        warm-up prompt, sent just before), and a run with an earlier run's number of requests
+        and input tokens (a seeded client's same prompts, sent again: ``vllm bench serve``
+        keeps ``--seed 0`` unless told) finds them all cached; each such request computes
+        only its last prompt token (:func:`~rooflinekit.planning.load_curve`'s
+        ``cached_prompts``). ``False``: every prompt computed whole. Default ``None``: as
+        ``False``, with a warning where some run repeats an earlier run's prompts, since their
+        TTFT is then a cache hit's wherever the server caches prompts (a front end fitted to it
+        comes out too small for new prompts).
 
     Returns
     -------
@@ -188,6 +213,17 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     check_one_of("ttft_statistic", ttft_statistic, ("median", "mean"))
     median = ttft_statistic == "median" and all(r.get("median_ttft_ms") is not None
                                                 for r in runs)
+    if prefix_cache is not None and not isinstance(prefix_cache, (bool, np.bool_)):
+        raise TypeError(f"prefix_cache must be True, False or None; got {describe(prefix_cache)}")
+    resent = _resent_runs(runs)
+    if prefix_cache is None and resent:
+        warnings.warn(
+            f"runs {', '.join(runs[i]['label'] for i in resent)} have the number of requests "
+            f"and input tokens of an earlier run: a seeded client's same prompts sent again, "
+            f"which a server that caches prompts (vLLM V1's and SGLang's default) serves from "
+            f"cache, so their TTFT is not a new prompt's. Give prefix_cache=True (--prefix-cache "
+            f"on) to simulate them so, or False (off) for a server without the cache",
+            UserWarning, stacklevel=2)
     base = resolve_engine(engine, gpu)
     if isinstance(engine, Calibration):
         base = engine
@@ -200,9 +236,15 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                   max_num_batched_tokens=max_num_batched_tokens, replicates=replicates,
                   requests=requests, seed=seed, engine_draws=0)
 
+    def cached(i, requests):
+        """Run ``i``'s requests served from the prefix cache, of its ``requests`` simulated."""
+        if not prefix_cache:
+            return 0
+        return requests if i in resent else 1
+
     def simulate(cal):
         out = []
-        for run in runs:
+        for i, run in enumerate(runs):
             regular = run.get("burstiness")      # GuideLLM's constant rate: regular arrivals
             concurrency = run.get("max_concurrency")
             recorded = "prompt_lengths" in run
@@ -221,9 +263,11 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                 # as the benchmark client does (equal ones would stay in one wave for ever)
                 many = {**common, "requests": max(int(run["completed"]), concurrency, 10),
                         "clients_start": "together" if recorded else "apart"}
-                ds = load_curve(traffic, slo, concurrencies=[concurrency], engine=cal, **many)
+                ds = load_curve(traffic, slo, concurrencies=[concurrency], engine=cal,
+                                **{**many, "cached_prompts": cached(i, many["requests"])})
             else:
-                ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal, **common)
+                ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal,
+                                **{**common, "cached_prompts": cached(i, common["requests"])})
             # (weighed TTFT, mean TPOT, mean TTFT): the median of the replicates' each
             out.append([float(np.nanmedian(ds["p50_ttft" if median else "mean_ttft"])),
                         float(np.nanmedian(ds["mean_tpot"])),
