@@ -523,6 +523,7 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
     ``concurrency`` (closed loop); medians over replicates."""
     model, engine, traffic = _spec(point, engine, sigma)
     seqs, chunk, mixed, admission, _ = scheduler(point)
+    requests = max(10, int(requests))          # load_curve's fewest
     ds = load_curve(traffic, _SLO, model=model, gpu=point["gpu"], tp=int(point["tp"]),
                     rates=None if rate is None else [float(rate)],
                     concurrencies=None if concurrency is None else [int(concurrency)],
@@ -530,9 +531,9 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
                     max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
                     mixed_prefill=mixed, admission=admission, engine=engine, engine_draws=0,
                     recv_interval=point.get("recv_interval", 1), ep=point.get("ep", 1),
-                    cached_prompts=min(point.get("cached_prompts", 0), max(10, int(requests))),
+                    cached_prompts=min(point.get("cached_prompts", 0), requests),
                     replicates=replicates,
-                    requests=max(10, int(requests)), seed=seed,
+                    requests=requests, seed=seed,
                     **({} if concurrency is None
                        else {"clients_start": clients_start(point, sigma)}))
     out = {}

@@ -923,7 +923,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     draws = draw_requests(traffic, replicates, requests, seed)
     arrival, prompt, output = draws[:3]
     # the cached requests' prompts are held when they arrive: only their last token is computed
-    cached = np.where(np.arange(prompt.shape[1]) < cached_prompts, prompt, 0)
+    cached = np.where(np.arange(prompt.shape[1]) < cached_prompts, prompt, 0) \
+        if cached_prompts else None
     targets = {f"{k}_target": v for k, v in slo.targets.items()}
     names = [f"p{q}_{w}" for q in LATENCY_PERCENTILES for w in ("ttft", "token_itl", "latency")]
     names += ["ttft_attainment", "token_itl_attainment", "e2e_attainment"]
@@ -939,7 +940,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
             if not rows.size:
                 continue
             common = dict(prompt_tokens=prompt[rows], output_tokens=output[rows],
-                          arrived_kv_tokens=cached[rows] if cached_prompts else None,
+                          arrived_kv_tokens=None if cached is None else cached[rows],
                           **prefixes(draws, rows), **targets)
             if closed:
                 # a server of one slot a client, up to its own max_num_seqs; more clients wait

@@ -264,10 +264,10 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
                 many = {**common, "requests": max(int(run["completed"]), concurrency, 10),
                         "clients_start": "together" if recorded else "apart"}
                 ds = load_curve(traffic, slo, concurrencies=[concurrency], engine=cal,
-                                **{**many, "cached_prompts": cached(i, many["requests"])})
+                                cached_prompts=cached(i, many["requests"]), **many)
             else:
                 ds = load_curve(traffic, slo, rates=[run["request_rate"]], engine=cal,
-                                **{**common, "cached_prompts": cached(i, common["requests"])})
+                                cached_prompts=cached(i, requests), **common)
             # (weighed TTFT, mean TPOT, mean TTFT): the median of the replicates' each
             out.append([float(np.nanmedian(ds["p50_ttft" if median else "mean_ttft"])),
                         float(np.nanmedian(ds["mean_tpot"])),
