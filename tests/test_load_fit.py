@@ -169,6 +169,13 @@ def test_the_cli_writes_a_calibration_plan_reads(tmp_path, capsys):
      "marks every request failed"),
     ({"input_lens": [100] * 10, "output_lens": [5] * 10, "errors": [""] * 3},
      "one entry per request"),
+    # the replies of --save-detailed
+    ({"input_lens": [100] * 10, "output_lens": [5] * 10, "generated_texts": "hello"},
+     "field 'generated_texts' must be a list of texts"),
+    ({"input_lens": [100] * 10, "output_lens": [5] * 10, "generated_texts": ["hi"] * 9},
+     "field 'generated_texts' must be a list of texts .* one per request"),
+    ({"input_lens": [100] * 10, "output_lens": [5] * 10, "generated_texts": [7] * 10},
+     "field 'generated_texts' must be a list of texts"),
 ])
 def test_a_bad_run_is_refused_naming_its_field(change, match):
     good = {"request_rate": 1.0, "completed": 10, "total_input_tokens": 1000,
@@ -524,6 +531,51 @@ def test_a_runs_recorded_lengths_are_read_without_its_failures():
                                                                      (5, 1, 7, 1))
     bare = {k: v for k, v in one.items() if k not in ("input_lens", "output_lens", "errors")}
     assert "prompt_lengths" not in read_vllm_serve_sweep([bare, {**bare, "request_rate": 2.0}])[0]
+
+
+def test_detailed_runs_tell_re_sent_prompts_from_another_seeds():
+    """Totals alone cannot tell fixed-length random prompts of one ``--seed`` from another's;
+    ``--save-detailed`` files can: the prompt lengths in order, and, where those are all one
+    length, the replies' openings (greedy decoding begins one prompt's reply alike, though
+    batching may part the later tokens)."""
+    from rooflinekit.calibrate import read_vllm_serve_sweep
+    from rooflinekit.planning.load_fit import _resent_runs
+    n = 8
+    base = {"completed": n, "total_input_tokens": 100 * n, "total_output_tokens": 5 * n,
+            "mean_ttft_ms": 50.0, "mean_tpot_ms": 10.0, "input_lens": [100] * n,
+            "output_lens": [5] * n}
+    seed0 = [f"reply {i} to prompt {i} of seed 0, and more words after" for i in range(n)]
+    seed1 = [f"another reply {i}, to seed 1's prompt" for i in range(n)]
+    # the same prompts at 2 req/s: three replies part after their opening, one differs whole
+    again = [t[:32] + " then other words" for t in seed0[:3]] + seed0[3:7] + ["something new"]
+
+    def resent(*texts):
+        runs = [{**base, "request_rate": float(r + 1), "generated_texts": t}
+                for r, t in enumerate(texts)]
+        return _resent_runs(read_vllm_serve_sweep(runs))
+
+    assert resent(seed0, seed1) == []                  # another seed: no warning
+    assert resent(seed0, again) == [1]                 # the same prompts sent again
+    assert resent(seed0, seed1, again) == [2]          # ... after a run of another seed
+    assert resent(seed0, [None] * n) == [1]            # no reply to compare: the totals
+    # replies not recorded: fixed lengths are judged by the totals alone
+    bare = {k: v for k, v in base.items()}
+    runs = read_vllm_serve_sweep([{**bare, "request_rate": 1.0}, {**bare, "request_rate": 2.0}])
+    assert "reply_openings" not in runs[0] and _resent_runs(runs) == [1]
+    # varied lengths: the same ones (in any order: a report may list them as they completed)
+    # are the same prompts, other ones of the same total another draw
+    varied = {**base, "input_lens": [50, 150] * (n // 2)}
+    swapped = {**varied, "input_lens": [150, 50] * (n // 2)}
+    other = {**varied, "input_lens": [60, 140] * (n // 2)}
+    for second, expected in ((varied, [1]), (swapped, [1]), (other, [])):
+        runs = [{**varied, "request_rate": 1.0, "generated_texts": seed0},
+                {**second, "request_rate": 2.0, "generated_texts": seed1}]
+        assert _resent_runs(read_vllm_serve_sweep(runs)) == expected
+    # the openings kept: 32 characters of each successful request's reply
+    runs = read_vllm_serve_sweep([{**base, "request_rate": 1.0, "generated_texts": seed0,
+                                   "errors": [""] * (n - 1) + ["Server disconnected"]},
+                                  {**base, "request_rate": 2.0}])
+    assert runs[0]["reply_openings"] == tuple(t[:32] for t in seed0[:-1])
 
 
 def test_recorded_lengths_fit_what_their_means_cannot():

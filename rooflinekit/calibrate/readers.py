@@ -341,6 +341,30 @@ def _recorded_lengths(payload: Mapping, label: str) -> tuple[tuple, tuple] | Non
             tuple(max(int(o), 1) for o, keep in zip(outputs, ok) if keep))
 
 
+#: Characters of each reply :func:`_reply_openings` keeps: greedy decoding of one prompt
+#: begins its reply alike run after run, where batching's rounding may part the later tokens.
+REPLY_OPENING = 32
+
+
+def _reply_openings(payload: Mapping, label: str) -> tuple | None:
+    """The first :data:`REPLY_OPENING` characters of each successful request's reply where a
+    run's file records the replies (``generated_texts``, beside ``input_lens``: ``vllm bench
+    serve --save-detailed``), else ``None``; what tells one set of fixed-length prompts from
+    another (:func:`rooflinekit.planning.load_fit.fit_under_load`'s check for prompts sent
+    again)."""
+    texts = payload.get("generated_texts")
+    if texts is None or payload.get("input_lens") is None:
+        return None
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence) \
+            or len(texts) != len(payload["input_lens"]) \
+            or any(t is not None and not isinstance(t, str) for t in texts):
+        raise ValueError(f"{label}: field 'generated_texts' must be a list of texts (or "
+                         f"null), one per request as 'input_lens' holds; got "
+                         f"{describe(texts)[:80]}")
+    errors = payload.get("errors") or [""] * len(texts)
+    return tuple((t or "")[:REPLY_OPENING] for t, error in zip(texts, errors) if not error)
+
+
 #: Fields a ``vllm bench serve --save-result`` file must hold as a point of a load sweep.
 _SWEEP_FIELDS = ("request_rate", "completed", "total_input_tokens", "total_output_tokens",
                  "mean_ttft_ms", "mean_tpot_ms")
@@ -398,7 +422,9 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         ``results[i]``);
         where the file records its requests one by one (``--save-detailed``: ``input_lens``,
         ``output_lens``, ``errors``), ``prompt_lengths`` and ``output_lengths`` [tokens], each
-        successful request's (a reply counted as 0 tokens is 1).
+        successful request's (a reply counted as 0 tokens is 1), and where it also records
+        the replies (``generated_texts``) ``reply_openings``: each one's first
+        :data:`REPLY_OPENING` characters.
         Runs of ``--max-concurrency C --request-rate inf`` (the file's ``request_rate``
         ``"inf"``) are a closed-loop client at ``C``; all runs must be of one kind.
 
@@ -409,7 +435,8 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         finite and > 0 without a ``max_concurrency`` (a burst), a finite rate with one, open-
         and closed-loop runs mixed, fewer than two distinct rates (or concurrencies), or
         per-request lengths that are not whole numbers >= 0, one of the pair missing, lists of
-        unequal length or every request failed; naming the file and field.
+        unequal length or every request failed, or replies (``generated_texts``) that are not
+        one text (or null) a request; naming the file and field.
 
     See Also
     --------
@@ -465,6 +492,9 @@ def read_vllm_serve_sweep(results) -> list[dict]:
         recorded = _recorded_lengths(payload, label)
         if recorded is not None:
             values["prompt_lengths"], values["output_lengths"] = recorded
+            openings = _reply_openings(payload, label)
+            if openings is not None:
+                values["reply_openings"] = openings
         values["label"] = label
         runs.append(values)
     closed = {r["max_concurrency"] is not None for r in runs}

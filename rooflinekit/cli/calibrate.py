@@ -167,8 +167,9 @@ def add_arguments(parser) -> None:
                         help="--under-load: whether the server cached prompts (vLLM V1's and "
                              "SGLang's default): on, each run's first request (the client's "
                              "test prompt) and every request of a run that re-sent an earlier "
-                             "run's prompts (the same number of requests and input tokens: "
-                             "the same --seed) are simulated as cache hits; off, none are "
+                             "run's prompts (the same number of requests and input tokens, "
+                             "and in --save-detailed files the same prompt lengths and reply "
+                             "openings: the same --seed) are simulated as cache hits; off, none are "
                              "(default: none, with a warning where a run re-sent prompts)")
     add_output_flags(parser, output_help=(
         "also write the result to FILE, the format from its extension: .json (the calibration "

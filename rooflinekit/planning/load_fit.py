@@ -73,17 +73,37 @@ def _is_guidellm(results) -> bool:
     return False
 
 
+def _same_prompts(run, earlier) -> bool:
+    """Whether ``run`` sent ``earlier``'s prompts again (:func:`_resent_runs`' rule)."""
+    if (int(run["completed"]), round(float(run["total_input_tokens"]))) != \
+            (int(earlier["completed"]), round(float(earlier["total_input_tokens"]))):
+        return False
+    if "prompt_lengths" not in run or "prompt_lengths" not in earlier:
+        return True                      # the totals alone: nothing finer to compare
+    # as a multiset: a report may list its requests in the order they completed
+    if sorted(run["prompt_lengths"]) != sorted(earlier["prompt_lengths"]):
+        return False
+    if len(set(run["prompt_lengths"])) > 1:
+        return True                      # the same varied lengths: the same prompts
+    # fixed-length prompts, which any seed gives: the replies' openings where both record them
+    # (greedy decoding, the benchmark client's default, begins one prompt's reply alike)
+    pairs = [(a, b) for a, b in zip(run.get("reply_openings", ()),
+                                    earlier.get("reply_openings", ())) if a and b]
+    if not pairs:
+        return True                      # no reply recorded in both: the totals alone
+    return 2 * sum(a == b for a, b in pairs) >= len(pairs)
+
+
 def _resent_runs(runs) -> list[int]:
     """The positions of the runs (as :func:`~rooflinekit.calibrate.read_vllm_serve_sweep` gives
-    them) with the number of completed requests and of input tokens of an earlier run: a
-    seeded benchmark client's same prompts, sent again."""
-    seen, out = set(), []
-    for i, run in enumerate(runs):
-        key = (int(run["completed"]), round(float(run["total_input_tokens"])))
-        if key in seen:
-            out.append(i)
-        seen.add(key)
-    return out
+    them) that sent an earlier run's prompts again (a seeded benchmark client's same prompts):
+    the same number of completed requests and of input tokens; where both files record their
+    requests one by one, the same prompt lengths (in any order); and where those lengths
+    are all one (fixed-length synthetic prompts, alike under any seed) and both record the
+    replies, the same opening of at least half of the replies both record
+    (``reply_openings``). Runs whose files record neither are judged by the totals alone."""
+    return [i for i, run in enumerate(runs)
+            if any(_same_prompts(run, earlier) for earlier in runs[:i])]
 
 
 def _with_knobs(base: Calibration, names, values, source: str) -> Calibration:
@@ -146,11 +166,13 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     prefix_cache : bool, optional
         Whether the server cached prompts across requests (vLLM V1's and SGLang's default).
         ``True``: every run's first request finds its prompt cached (the client's test or
-        warm-up prompt, sent just before), and a run with an earlier run's number of requests
-        and input tokens (a seeded client's same prompts, sent again: ``vllm bench serve``
-        keeps ``--seed 0`` unless told) finds them all cached; each such request computes
-        only its last prompt token (:func:`~rooflinekit.planning.load_curve`'s
-        ``cached_prompts``). ``False``: every prompt computed whole. Default ``None``: as
+        warm-up prompt, sent just before), and a run that sent an earlier run's prompts again
+        (a seeded client's same prompts: ``vllm bench serve`` keeps ``--seed 0`` unless told)
+        finds them all cached. Such a run has the earlier run's number of requests and input
+        tokens; where both files record their requests (``--save-detailed``), its prompt
+        lengths too, and, where those are all one length (which any seed gives), the same
+        opening of at least half of its replies. Each such request computes only its last
+        prompt token (:func:`~rooflinekit.planning.load_curve`'s ``cached_prompts``). ``False``: every prompt computed whole. Default ``None``: as
         ``False``, with a warning where some run repeats an earlier run's prompts, since their
         TTFT is then a cache hit's wherever the server caches prompts (a front end fitted to it
         comes out too small for new prompts).
@@ -219,7 +241,8 @@ def fit_under_load(results, *, model, gpu, tp=1, engine=None,
     if prefix_cache is None and resent:
         warnings.warn(
             f"runs {', '.join(runs[i]['label'] for i in resent)} have the number of requests "
-            f"and input tokens of an earlier run: a seeded client's same prompts sent again, "
+            f"and input tokens of an earlier run (and, where their files record them, its "
+            f"prompt lengths and replies): a seeded client's same prompts sent again, "
             f"which a server that caches prompts (vLLM V1's and SGLang's default) serves from "
             f"cache, so their TTFT is not a new prompt's. Give prefix_cache=True (--prefix-cache "
             f"on) to simulate them so, or False (off) for a server without the cache",
