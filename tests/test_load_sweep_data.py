@@ -289,6 +289,41 @@ def test_the_tensorrt_llm_sweeps_hold_littles_law(sweeps):
             assert p["ep"] == (8 if "_tp8ep8_" in name else 1)
 
 
+def test_the_stream_interval_sweeps_publish_an_itl_per_chunk(sweeps):
+    """docs/validation.md ("Streamed chunks"): InferenceX's SGLang servers ran with
+    ``--stream-interval`` 10 (H200) and 50 (B300), and their published mean ITL, left out of
+    the rows, is per streamed chunk. With a request's first token sent at once, then every
+    ``k`` tokens gathered since the last send, and its last at its end (vLLM's rule), a reply
+    of ``n`` tokens arrives in ``ceil((n - 1) / k)`` gaps summing to its time from first token
+    to last, so at a steady pace the mean gap over all chunks is the mean TPOT times
+    ``E[n - 1] / E[ceil((n - 1) / k)]``; the runs' replies are uniform from 819 to 1,024 tokens
+    (``random IN/1024``, range ratio 0.8). Measured: that factor within 1 % at every point
+    that publishes its ITL (the H200 sweep's first and last points give its range)."""
+    def factor(k, low=819, high=1024):
+        lengths = range(low, high + 1)
+        return sum(n - 1 for n in lengths) / sum(math.ceil((n - 1) / k) for n in lengths)
+
+    checked = 0
+    for name, points in sweeps.items():
+        interval = re.search(r"--stream-interval (\d+)", points[0]["notes"])
+        if interval is None or not re.fullmatch(r"random \d+/1024 \(range ratio 0\.8\)",
+                                                points[0]["dataset"]):
+            continue
+        k = int(interval.group(1))
+        for i, p in enumerate(points):
+            each = re.search(r"Mean ITL \(([0-9.]+) s\) left empty", p["notes"])
+            spread = re.search(r"Mean ITL \(([0-9.]+)-([0-9.]+) ms\) left empty", p["notes"])
+            if each:
+                itl = float(each.group(1)) * 1e3
+            elif spread and i in (0, len(points) - 1):
+                itl = float(spread.group(1 if i == 0 else 2))
+            else:
+                continue
+            assert itl / p["mean_tpot_ms"] == pytest.approx(factor(k), rel=0.01), (name, p)
+            checked += 1
+    assert checked == 16     # the B300 sweeps' 7 points each, the H200 sweep's 2
+
+
 def test_step_overhead_replays_the_profiles_with_it(scorer):
     """``--step-overhead MS`` scores each GPU's vLLM profile with that decode overhead; the
     DigitalOcean sweep (vLLM 0.14.1) is closest at 0 ms and Phala's (0.5.4) at 3 ms, as
