@@ -571,6 +571,11 @@ def test_detailed_runs_tell_re_sent_prompts_from_another_seeds():
         runs = [{**varied, "request_rate": 1.0, "generated_texts": seed0},
                 {**second, "request_rate": 2.0, "generated_texts": seed1}]
         assert _resent_runs(read_vllm_serve_sweep(runs)) == expected
+    # a record of some requests only (GuideLLM keeps a sample): the totals alone
+    runs = read_vllm_serve_sweep([{**varied, "request_rate": 1.0}, {**other, "request_rate": 2.0}])
+    assert _resent_runs([runs[0], {**runs[1], "completed": n + 1}]) == []
+    assert _resent_runs([{**runs[0], "prompt_lengths": runs[0]["prompt_lengths"][:-1]},
+                         runs[1]]) == [1]
     # the openings kept: 32 characters of each successful request's reply
     runs = read_vllm_serve_sweep([{**base, "request_rate": 1.0, "generated_texts": seed0,
                                    "errors": [""] * (n - 1) + ["Server disconnected"]},

@@ -78,8 +78,8 @@ def _same_prompts(run, earlier) -> bool:
     if (int(run["completed"]), round(float(run["total_input_tokens"]))) != \
             (int(earlier["completed"]), round(float(earlier["total_input_tokens"]))):
         return False
-    if "prompt_lengths" not in run or "prompt_lengths" not in earlier:
-        return True                      # the totals alone: nothing finer to compare
+    if any(len(r.get("prompt_lengths", ())) != int(r["completed"]) for r in (run, earlier)):
+        return True      # the totals alone: no record of every request (GuideLLM's a sample)
     # as a multiset: a report may list its requests in the order they completed
     if sorted(run["prompt_lengths"]) != sorted(earlier["prompt_lengths"]):
         return False
@@ -97,8 +97,8 @@ def _same_prompts(run, earlier) -> bool:
 def _resent_runs(runs) -> list[int]:
     """The positions of the runs (as :func:`~rooflinekit.calibrate.read_vllm_serve_sweep` gives
     them) that sent an earlier run's prompts again (a seeded benchmark client's same prompts):
-    the same number of completed requests and of input tokens; where both files record their
-    requests one by one, the same prompt lengths (in any order); and where those lengths
+    the same number of completed requests and of input tokens; where both files record each
+    of their requests, the same prompt lengths (in any order); and where those lengths
     are all one (fixed-length synthetic prompts, alike under any seed) and both record the
     replies, the same opening of at least half of the replies both record
     (``reply_openings``). Runs whose files record neither are judged by the totals alone."""
