@@ -214,7 +214,11 @@ class SLO:
         Time to first token, from arrival [s], > 0.
     itl : float, optional
         Inter-token latency [s], > 0, over *every* gap between consecutive output tokens of a
-        request (not per-request means): a stall of one sequence counts as one long gap.
+        request (not per-request means): a stall of one sequence counts as one long gap. The
+        gaps are the tokens' as the engine makes them, what a client of a server at the
+        engines' default ``--stream-interval 1`` sees; a server sending chunks of ``k`` tokens
+        (vLLM's and SGLang's ``--stream-interval k``) shows a client about ``k`` steps a gap,
+        and the same TTFT and TPOT.
     e2e : float, optional
         End-to-end latency, arrival to last token [s], > 0.
     quantile : float
