@@ -252,7 +252,8 @@ REGISTRY = {
     "StaticBatcher": _entry(rk.StaticBatcher, kwargs={"batch_size": 4}, spoil=("batch_size",)),
     "ContinuousBatcher": _entry(rk.ContinuousBatcher, kwargs={"max_num_seqs": 4},
                                 spoil=("max_num_seqs", "kv_budget_tokens", "block_size",
-                                       "reserve", "mixed_prefill", "recv_interval"),
+                                       "reserve", "mixed_prefill", "recv_interval",
+                                       "stream_interval"),
                                 valid={"max_num_seqs": OPTIONAL,
                                        "kv_budget_tokens": ("none", "zero"),
                                        "reserve": CONTEXT_OK, "mixed_prefill": ("true",)}),
@@ -941,7 +942,8 @@ CLOSED_REGISTRY = {
         load_curve, args=(TRAFFIC, rk.SLO(ttft=1.0)),
         kwargs={"model": "Llama-3.1-8B", "gpu": "H100-SXM-80GB", "concurrencies": [2],
                 "replicates": 1, "requests": 10},
-        spoil=("concurrencies", "recv_interval", "pp", "ep", "cached_prompts"),
+        spoil=("concurrencies", "recv_interval", "pp", "ep", "cached_prompts",
+               "stream_interval"),
         # a labelled array of whole numbers is a list of concurrencies like any other; no
         # cached prompt is the default
         valid={"concurrencies": ("clashing DataArray",), "cached_prompts": ("zero",)}),

@@ -583,8 +583,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     (:data:`N_GAP_BINS` counts, zeros on entry, and bin maxima), and int64, float64 and bool
     scratch of at least :func:`_scratch_need` elements (shorter ones are replaced), overwritten;
     the disaggregated kernel lends one of each to all its replicas. ``recv`` is
-    ``(recv_interval, clients, request_overhead)`` (``_reference``, "Receive interval";
-    ``clients`` 0: an open loop; "Request overhead").
+    ``(recv_interval, clients, request_overhead, stream_interval)`` (``_reference``, "Receive
+    interval"; ``clients`` 0: an open loop; "Request overhead"; "Stream interval": above 1,
+    the gaps counted are those between a request's sends, never with ``_SPECULATIVE``).
     """
     spec = _SPECULATIVE
     one_token = _ONE_TOKEN
@@ -759,7 +760,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
 
     t = math.ceil(arrival[0]) * 1.0 if _TICK else arrival[0]
     nxt = 0
-    recv_interval, clients, request_overhead = recv
+    recv_interval, clients, request_overhead, stream = recv
+    # stream interval above 1: each request's tokens sent and the time of its latest send
+    sent = np.zeros(n if stream > 1 else 1, np.int64)
+    sent_at = np.zeros(n if stream > 1 else 1)
     recv_admits = clients > 0
     intake = 0.0               # the engine's time for the requests taken in since the latest
     #                            step (``_reference``, "Request overhead")
@@ -1149,21 +1153,22 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     if last_tok[i] == t:
                         regular += 1
             for gap, count in ((dt, regular), (t + dt - t_decode, n_decode - alive)):
-                n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
-                                                                     itl_target, gap, count)
-                if hist_n[k] == 0 or rec > hist_max[k]:
-                    hist_max[k] = rec
-                hist_n[k] += count
+                if stream == 1:          # else the gaps between sends, below
+                    n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(
+                        n_gaps, gaps_met, gap_time, itl_target, gap, count)
+                    if hist_n[k] == 0 or rec > hist_max[k]:
+                        hist_max[k] = rec
+                    hist_n[k] += count
             for j in range(n_waiting):
                 i = waiting[j]
-                if state[i] == 2 and last_tok[i] != t:
+                if stream == 1 and state[i] == 2 and last_tok[i] != t:
                     n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(
                         n_gaps, gaps_met, gap_time, itl_target, t + dt - last_tok[i], 1)
                     if hist_n[k] == 0 or rec > hist_max[k]:
                         hist_max[k] = rec
                     hist_n[k] += 1
             n_waiting = 0
-        elif not one_token:
+        elif not one_token and stream == 1:
             n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                                  itl_target, dt, n_decode)
             if hist_n[k] == 0 or rec > hist_max[k]:
@@ -1189,7 +1194,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 g_refs[q] = 1
                 shared[i] = g_blocks[q]
                 cached_blocks += g_blocks[q]
-            if generated[i] > 0 and not one_token:    # one token: never preempted
+            # a gap across a preemption (one token: never preempted; stream > 1: below)
+            if generated[i] > 0 and not one_token and stream == 1:
                 gap = t + dt - last_tok[i]
                 n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                                      itl_target, gap, 1)
@@ -1303,6 +1309,25 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
             ret_prev[i] = b
             ret_prev[f] = i
             ret_next[b] = i
+        if stream > 1 and not one_token:
+            # the gaps between sends, in admission order (``_reference``, "Stream interval")
+            i = r_next[n]
+            while i != n:
+                if state[i] == 2:
+                    m = generated[i] + g
+                    if m > sent[i]:
+                        if sent[i] == 0:             # the first token goes at once
+                            sent[i] = m
+                            sent_at[i] = t + dt
+                        elif m - sent[i] >= stream or m == output[i]:
+                            n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(
+                                n_gaps, gaps_met, gap_time, itl_target, t + dt - sent_at[i], 1)
+                            if hist_n[k] == 0 or rec > hist_max[k]:
+                                hist_max[k] = rec
+                            hist_n[k] += 1
+                            sent[i] = m
+                            sent_at[i] = t + dt
+                i = r_next[i]
         if nrun > peak_run:
             peak_run = float(nrun)
         (n_steps, busy, run_t, act_t, peak_res, res_t, peak_used, used_t, cb_t) = _stepped(
@@ -1318,7 +1343,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # retirement, nothing prefilling or admissible, the new blocks free), run it here
         # without the phases that would do nothing (not right after a prefill-only step,
         # whose waiting decodes the main loop's step counts)
-        if p_next[n] != n or one_token or t_decode != t:
+        if p_next[n] != n or one_token or t_decode != t or stream > 1:
             continue
         admissible = False       # would a queue head be admitted if no block were needed?
         # a closed loop's heads are admitted once taken in: as now, and from the stretch's

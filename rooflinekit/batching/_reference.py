@@ -6,7 +6,8 @@ speed (objects, deques, lists). The codes and layouts both share are
 :mod:`rooflinekit.batching._schema`'s. The rules are stated in ``docs/simulator.md``, "The
 batching rules", under the headings the docstrings here cite (Time, Empty prompts, Continuous
 batching, Prefix caching, Recurrent state, Sliding-window layers, KV that arrives with a request,
-Receive interval, Request overhead, Speculative decoding, Static batching, Inter-token gaps);
+Receive interval, Request overhead, Stream interval, Speculative decoding, Static batching,
+Inter-token gaps);
 this module is their
 code.
 
@@ -155,6 +156,8 @@ class _Seq:
         self.preemptions = 0
         self.status = COMPLETED
         self.last_token = math.nan   # time of the latest output token
+        self.sent = 0            # tokens sent to the client ("Stream interval")
+        self.sent_at = math.nan  # time of the latest send
 
     def in_prefill(self):
         return self.generated == self.generated_at_admit
@@ -172,7 +175,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
                         gains=None, gap_logs=None, state_tokens_per_sequence=0,
                         mixed_prefill=True, kv_window=(1, 0, UNLIMITED, 1), recv_interval=1,
-                        clients=0, request_overhead=0.0):
+                        clients=0, request_overhead=0.0, stream_interval=1):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -237,6 +240,11 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         The engine's time for each request it takes in [time], >= 0 (module docstring,
         "Request overhead"): the next step lasts that much longer for each, or, where no step
         follows, the clock moves on by it. 0 (default): none.
+    stream_interval : int
+        The server sends a request's tokens in chunks (vLLM's and SGLang's
+        ``--stream-interval``; module docstring, "Stream interval"), >= 1, and the gaps counted
+        are those between its sends; 1 (default): every token as it is made. Not with
+        ``draft_tokens``.
 
     Returns
     -------
@@ -250,6 +258,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     tick_mode = clock is None
     if tick_mode and request_overhead:
         raise ValueError("request_overhead is in seconds: the tick clock takes none")
+    if stream_interval > 1 and draft_tokens:
+        raise ValueError("stream_interval > 1 is not simulated with speculative decoding")
     paged = admission == "paged"
     # units: a block of the budget (every layer) is ``units`` (1 without sliding layers); a
     # block of context takes ``full`` in the full layers, ``sliding`` in the sliding ones
@@ -578,14 +588,24 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     s.last_token = t + dt
                     if tokens is not None:
                         tokens.append((s.index, t + dt))
-        gaps.add(dt, regular)
-        gaps.add(0.0, together)
         stats["accepted_tokens"] += together
-        gaps.add(t + dt - t_decode, waited)
-        for last in sorted(late):        # in the order their prefills completed
-            gaps.add(t + dt - last)
-        for gap in spanning:
-            gaps.add(gap)
+        if stream_interval == 1:
+            gaps.add(dt, regular)
+            gaps.add(0.0, together)
+            gaps.add(t + dt - t_decode, waited)
+            for last in sorted(late):    # in the order their prefills completed
+                gaps.add(t + dt - last)
+            for gap in spanning:
+                gaps.add(gap)
+        else:                            # the gaps between sends, in admission order
+            for s in running:
+                if s.in_prefill() or s.generated == s.sent:
+                    continue
+                if s.sent == 0:          # the first token goes at once
+                    s.sent, s.sent_at = s.generated, t + dt
+                elif s.generated - s.sent >= stream_interval or s.generated == s.output:
+                    gaps.add(t + dt - s.sent_at)
+                    s.sent, s.sent_at = s.generated, t + dt
         # [units x tokens]: the full layers hold each sequence's context (its prefix's
         # blocks once), the sliding layers at most its window's blocks' worth
         kv_res = kv_reserved()

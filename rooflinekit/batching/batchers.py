@@ -51,6 +51,7 @@ from rooflinekit.workloads import coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "SIMULATION_MEMORY_LIMIT",
            "SIMULATION_WORK_LIMIT", "RUN_BYTES_PER_REQUEST", "MAX_BLOCK_SIZE", "MAX_RECV_INTERVAL",
+           "MAX_STREAM_INTERVAL",
            "RECV_PROMPT_WEIGHT", "run_memory_bytes"]
 
 #: Most bytes one Monte Carlo block (all replicates in process, or one ``chunks`` task) may hold
@@ -76,6 +77,9 @@ MAX_BLOCK_SIZE = 2**20
 #: Largest receive interval a continuous batcher takes [steps]: 2**20 (SGLang's recipes use up
 #: to 30; the kernel's counter stays far inside int64).
 MAX_RECV_INTERVAL = 2**20
+
+#: Largest stream interval a continuous batcher takes [tokens]: 2**20, longer than any reply.
+MAX_STREAM_INTERVAL = 2**20
 
 #: Most simulated token-steps (output tokens summed over the runs) one call may do: 1e10,
 #: minutes on two cores at the kernels' worst (one sequence, one token a step).
@@ -527,6 +531,14 @@ class ContinuousBatcher(_Batcher):
         queue holds the client's requests too, each admitted once the server has taken it in
         (sent, and a receive step since). Default 1:
         every step (SGLang's and every other engine's default).
+    stream_interval : int, keyword-only
+        vLLM's and SGLang's ``--stream-interval`` [tokens], from 1 to
+        :data:`MAX_STREAM_INTERVAL`: the server sends a request's first token at once, then
+        each time ``stream_interval`` tokens have gathered since its last send, and its last
+        token at its end (``_reference``, "Stream interval"). The inter-token gaps
+        (``token_itl`` statistics, ``itl`` targets) are then those between sends, as a client
+        times them; TTFT and TPOT are unchanged. Default 1: every token as it is made. Not
+        with ``speculative``.
     {clock_parameters}
 
     Notes
@@ -567,6 +579,7 @@ class ContinuousBatcher(_Batcher):
     window_paging: bool = dataclasses.field(default=True, kw_only=True)
     kv_pool: str = dataclasses.field(default="vllm", kw_only=True)
     recv_interval: int = dataclasses.field(default=1, kw_only=True)
+    stream_interval: int = dataclasses.field(default=1, kw_only=True)
 
     _tiered = True
 
@@ -600,6 +613,7 @@ class ContinuousBatcher(_Batcher):
                             f"{type(self.window_paging).__name__}")
         check_one_of("kv_pool", self.kv_pool, KV_POOLS)
         _whole(self, "recv_interval", lo=1, hi=MAX_RECV_INTERVAL)
+        _whole(self, "stream_interval", lo=1, hi=MAX_STREAM_INTERVAL)
         if not isinstance(self.mixed_prefill, (bool, np.bool_)):
             raise TypeError(f"mixed_prefill must be True or False, got "
                             f"{type(self.mixed_prefill).__name__}")
@@ -609,6 +623,9 @@ class ContinuousBatcher(_Batcher):
         if self.speculative is not None and not isinstance(self.speculative, Speculative):
             raise TypeError(f"speculative must be a rooflinekit.batching.Speculative or None, "
                             f"got {type(self.speculative).__name__}")
+        if self.speculative is not None and self.stream_interval > 1:
+            raise ValueError(f"stream_interval={self.stream_interval} with speculative decoding "
+                             f"is not modelled: give stream_interval=1 with speculative")
         _whole(self, "pp", lo=1)
         _whole(self, "ep", lo=1)
         if self.pp > 1 or self.ep > 1:
@@ -688,7 +705,8 @@ class ContinuousBatcher(_Batcher):
         budget, recurrent state per sequence, sliding-window paging, paged, block size, token
         budget, interactive cap, prefix caching, draft tokens, and how requests are taken in:
         the receive interval, the requests a closed-loop client keeps in flight (``clients``;
-        0: an open loop) and the engine's time per request (``request_overhead`` [s])."""
+        0: an open loop), the engine's time per request (``request_overhead`` [s]) and the
+        stream interval."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self._state_tokens(), self._kv_window(),
@@ -697,7 +715,8 @@ class ContinuousBatcher(_Batcher):
                 UNLIMITED if self.interactive_cap is None else self.interactive_cap,
                 bool(self.prefix_caching),
                 0 if self.speculative is None else self.speculative.draft_tokens,
-                (int(self.recv_interval), int(clients), self._timing().request_overhead))
+                (int(self.recv_interval), int(clients), self._timing().request_overhead,
+                 int(self.stream_interval)))
 
     def _gains(self, output, seeds=None):
         """The kernel's speculative gain table for 2-D outputs (empty without speculation)."""
@@ -736,7 +755,7 @@ class ContinuousBatcher(_Batcher):
             arrived_kv_tokens=self._arrived_kv(wl.prompt_tokens, arrived_kv_tokens),
             draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
             mixed_prefill=self.mixed_prefill, kv_window=window, recv_interval=recv[0],
-            clients=recv[1], request_overhead=recv[2])
+            clients=recv[1], request_overhead=recv[2], stream_interval=recv[3])
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None,

@@ -126,6 +126,10 @@ class DisaggregatedBatcher:
             if not pool.mixed_prefill:
                 raise ValueError(f"{name}: mixed_prefill=False is modelled for one aggregated "
                                  f"replica only; give the pools mixed_prefill=True")
+            if pool.stream_interval != 1:
+                raise ValueError(f"{name}: stream_interval={pool.stream_interval} is modelled "
+                                 f"for one aggregated replica only; give the pools "
+                                 f"stream_interval=1")
         whole_number("prefill_replicas", self.prefill_replicas, lo=1)
         whole_number("decode_replicas", self.decode_replicas, lo=1)
         # at least 1 byte/s: a denormal rate would overflow the transfer time to inf

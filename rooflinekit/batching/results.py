@@ -393,7 +393,8 @@ def _stamp(ds, batcher, timing, budget, targets):
            if hasattr(batcher, "_state_tokens") else {}),
         # the continuous batcher's scheduling (1: prefill beside the decodes), an int for netCDF
         **({"mixed_prefill": int(batcher.mixed_prefill),
-            "recv_interval": int(batcher.recv_interval)}
+            "recv_interval": int(batcher.recv_interval),
+            "stream_interval": int(batcher.stream_interval)}
            if hasattr(batcher, "mixed_prefill") else {}),
     })
 

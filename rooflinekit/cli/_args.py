@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 
 from rooflinekit import catalog, workloads
-from rooflinekit.batching import MAX_RECV_INTERVAL
+from rooflinekit.batching import MAX_RECV_INTERVAL, MAX_STREAM_INTERVAL
 from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
@@ -224,6 +224,13 @@ FLAGS = {
                         "help": "SGLang's --scheduler-recv-interval: new requests are taken in "
                                 "only after this many decode steps (or a prefill step), or "
                                 "when the server is idle (1: every step, the default)"},
+    "--stream-interval": {"type": whole_number(1, MAX_STREAM_INTERVAL), "default": 1,
+                          "metavar": "TOKENS",
+                          "help": "vLLM's and SGLang's --stream-interval: the server sends a "
+                                  "request's first token at once, then every TOKENS tokens, "
+                                  "and its last at its end, so the ITL is the gap between its "
+                                  "sends (TTFT and TPOT unchanged; 1: every token, the "
+                                  "default)"},
     "--admission": {"choices": ("auto", "paged", "reserve"), "default": "auto",
                     "help": "KV admission: paged admits on the blocks a request holds and "
                             "preempts (vLLM, SGLang); reserve admits only when the prompt and "

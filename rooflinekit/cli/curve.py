@@ -58,7 +58,9 @@ EPILOG = examples(
     "mixtral-8x7b --gpu h100 --tp 2 --ep 2 --rates 1,4 --prompt-mean 500 --output-mean 100 "
     "--replicates 2 --requests 100",
     "llama-3.1-8b --gpu h100 --engine sglang --concurrencies 16 --clients-start together "
-    "--cached-prompts 10 --prompt-mean 4000 --output-mean 100 --replicates 2 --requests 80")
+    "--cached-prompts 10 --prompt-mean 4000 --output-mean 100 --replicates 2 --requests 80",
+    "llama-3.1-8b --gpu h100 --engine sglang --stream-interval 10 --concurrencies 8,32 "
+    "--prompt-mean 1000 --output-mean 500 --replicates 2 --requests 100")
 
 #: The traffic flags this command reads: lengths, arrivals and the Monte Carlo (no rate, no
 #: targets: the loads are the rates or concurrencies given).
@@ -124,6 +126,7 @@ def add_arguments(parser) -> None:
     add_replica_flags(parser, lists=False)
     add_flag(parser, "--mixed-prefill")
     add_flag(parser, "--recv-interval")
+    add_flag(parser, "--stream-interval")
     add_flag(parser, "--admission")
     add_table_flags(parser, FLAGS)
     add_output_flags(parser, output_help=(
@@ -154,7 +157,8 @@ def run(args, out) -> int:
                   max_num_batched_tokens=args.max_num_batched_tokens or "auto",
                   gpu_memory_utilization=args.gpu_memory_utilization,
                   block_size=args.block_size, mixed_prefill=mixed_prefill(args),
-                  recv_interval=args.recv_interval, admission=args.admission,
+                  recv_interval=args.recv_interval, stream_interval=args.stream_interval,
+                  admission=args.admission,
                   cached_prompts=args.cached_prompts, replicates=args.replicates,
                   requests=args.requests, seed=args.seed,
                   engine_draws=0,
@@ -179,6 +183,7 @@ def run(args, out) -> int:
                "max_num_batched_tokens": ds.attrs["max_num_batched_tokens"],
                "admission": ds.attrs["admission"],
                "recv_interval": ds.attrs["recv_interval"],
+               "stream_interval": ds.attrs["stream_interval"],
                "cached_prompts": ds.attrs["cached_prompts"],
                "model_quality": ds.attrs["model_quality"], "loads": rows}
 
@@ -191,6 +196,8 @@ def run(args, out) -> int:
                   f"{ds.attrs['max_num_batched_tokens'] or 'whole-prompt'} tokens a step"
                   + (f", new requests taken in every {ds.attrs['recv_interval']} decode steps"
                      if ds.attrs["recv_interval"] > 1 else "")
+                  + (f", tokens sent {ds.attrs['stream_interval']} at a time (ITL between "
+                     f"sends)" if ds.attrs["stream_interval"] > 1 else "")
                   + (f", the first {ds.attrs['cached_prompts']} prompts cached"
                      if ds.attrs["cached_prompts"] else "") + "; "
                   f"medians over {args.replicates} replicate(s) of {args.requests} requests; "
