@@ -456,6 +456,12 @@ def check_gaps(batcher, wl, itl_target):
     assert (gaps <= itl_target * (1 - eps)).sum() <= stats["token_gaps_met"] \
         <= (gaps <= itl_target * (1 + eps)).sum()
     assert stats["token_gap_time"] == pytest.approx(gaps.sum(), rel=1e-12, abs=1e-300)
+    assert_gap_percentiles(stats, gaps, eps)
+
+
+def assert_gap_percentiles(stats, gaps, eps=0.0):
+    """Each of a run's gap percentiles against the exact one of ``gaps`` (``eps``: the
+    relative slack of a gap computed as a difference of times)."""
     for p in _schema.GAP_PERCENTILES:
         got = stats[f"token_itl_p{p}"]
         if gaps.size == 0:

@@ -22,7 +22,8 @@ from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.planning import load_curve
 from rooflinekit.workloads import Uniform, Workload
 
-from test_batching_kernels import ROOFLINE, assert_same, roofline_batcher, workloads
+from test_batching_kernels import (ROOFLINE, assert_gap_percentiles, assert_same,
+                                  roofline_batcher, workloads)
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MIXED = pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "prefill-apart"])
@@ -71,13 +72,7 @@ def check(batcher, wl, itl_target):
     # the gaps between sends add up to each request's time from first token to last
     span = (ref["finish"] - ref["first_token"])[done].sum()
     assert stats["token_gap_time"] == pytest.approx(span, rel=1e-12, abs=1e-300)
-    for p in _schema.GAP_PERCENTILES:
-        got = stats[f"token_itl_p{p}"]
-        if gaps.size == 0:
-            assert np.isnan(got)
-            continue
-        exact = np.quantile(gaps, p / 100, method="inverted_cdf")
-        assert exact <= got < exact * (1 + 1 / _schema.GAP_SUBBINS), p
+    assert_gap_percentiles(stats, gaps)
 
 
 def _reference_at_one(batcher, wl, itl_target):
