@@ -174,3 +174,31 @@ def test_inferencex_itl_per_chunk_comes_out_of_the_simulator():
     # TTFT and TPOT are the tokens' own: the same runs at either interval
     np.testing.assert_array_equal(chunked["mean_tpot"].values, every["mean_tpot"].values)
     np.testing.assert_array_equal(chunked["mean_ttft"].values, every["mean_ttft"].values)
+
+
+def test_a_plan_holds_its_itl_target_to_the_gaps_between_sends():
+    """``plan(stream_interval=)``: a TTFT target alone plans the same at interval 1 and 10 (the
+    first token is the same token); an ITL target binds sooner at 10, whose gaps between sends
+    are about ten steps; both engines' launch commands carry the interval."""
+    from rooflinekit.planning.deployment import launch_commands
+    traffic = rk.Traffic(4.0, 500, 200)
+    common = dict(models="Llama-3.1-8B", gpus=["H100-SXM-80GB"], replicates=2, requests=200)
+
+    def plan(slo, interval):
+        return rk.plan(traffic, slo, stream_interval=interval, **common)
+
+    ttft = rk.SLO(ttft=1.0)
+    np.testing.assert_array_equal(plan(ttft, 10)["max_rate"].values,
+                                  plan(ttft, 1)["max_rate"].values)
+    itl = rk.SLO(ttft=1.0, itl=0.05)
+    every, chunked = plan(itl, 1), plan(itl, 10)
+    assert chunked.attrs["stream_interval"] == 10 and every.attrs["stream_interval"] == 1
+    assert float(chunked["max_rate"].max()) < 0.5 * float(every["max_rate"].max())
+    loose = plan(rk.SLO(ttft=1.0, itl=0.5), 10)
+    commands = launch_commands(rk.cheapest_plan(loose, by=None), traffic)
+    assert "--stream-interval 10" in commands["vllm_serve"]
+    assert "--stream-interval 10" in commands["sglang_serve"]
+    assert "--stream-interval" not in commands["trtllm_serve"]
+    with pytest.raises(ValueError, match="stream_interval=10 with speculative decoding"):
+        rk.plan(traffic, ttft, stream_interval=10,
+                speculative=Speculative(0.05, draft_tokens=3, acceptance=0.7), **common)

@@ -62,6 +62,9 @@ EPILOG = ("examples:\n"
           "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 4 --prompt-mean 500 "
           "--output-mean 100 --ttft 0.3 --engine sglang --recv-interval 10 --replicates 2 "
           "--requests 100\n"
+          "  rooflinekit plan llama-3.1-8b --gpus h100 --rate 4 --prompt-mean 500 "
+          "--output-mean 200 --ttft 1 --itl 0.3 --stream-interval 10 --replicates 2 "
+          "--requests 100\n"
           "  rooflinekit plan llama-3.1-405b --gpus h100 --tp 8 --pp 1,2 --rate 1 "
           "--prompt-mean 500 --output-mean 50 --ttft 5 --replicates 2 --requests 60\n"
           "  rooflinekit plan mixtral-8x7b --gpus h100 --tp 2 --ep 1,2 --rate 2 "
@@ -390,6 +393,7 @@ def add_arguments(parser) -> None:
     add_replica_flags(parser, lists=True)
     add_flag(parser, "--mixed-prefill")
     add_flag(parser, "--recv-interval")
+    add_flag(parser, "--stream-interval")
     add_flag(parser, "--admission")
     add_table_flags(parser, _FLAGS)
     add_price_flags(parser)
@@ -544,7 +548,7 @@ def run(args, out) -> int:
                   prefix_caching=args.enable_prefix_caching, speculative=speculative,
                   prices=gpu_prices, spare_replicas=args.spare_replicas,
                   min_replicas=args.min_replicas, mixed_prefill=mixed_prefill(args),
-                  recv_interval=args.recv_interval,
+                  recv_interval=args.recv_interval, stream_interval=args.stream_interval,
                   admission=args.admission)
     check_grid_size(args, traffic, gpus)
     engine = engine_from_args(args, gpus)
@@ -620,6 +624,9 @@ def run(args, out) -> int:
         recv = ds.attrs["recv_interval"]
         taken = (f", new requests taken in every {recv} decode steps (--recv-interval)"
                  if recv > 1 else "")
+        stream = ds.attrs["stream_interval"]
+        taken += (f", tokens sent {stream} at a time, the ITL between sends "
+                  f"(--stream-interval)" if stream > 1 else "")
         if not ds.attrs["mixed_prefill"]:
             given = "" if args.mixed_prefill == "auto" else " (--mixed-prefill off)"
             out.write(f"scheduling: {ds.attrs['scheduler']}, prefill steps apart from the "

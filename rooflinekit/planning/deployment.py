@@ -411,6 +411,13 @@ def launch_commands(cheapest: xr.Dataset, traffic: Traffic, *, model=None,
         notes.append(f"planned with SGLang's receive interval of {recv} steps; vLLM and "
                      f"TensorRT-LLM take new requests in at every step, a scheduling their "
                      f"commands run and the plan did not")
+    stream = int(attrs.get("stream_interval", 1))
+    if stream > 1:
+        vllm += ["--stream-interval", str(stream)]
+        sglang += ["--stream-interval", str(stream)]
+        notes.append(f"planned with tokens sent {stream} at a time (--stream-interval), the itl "
+                     f"target held to the gaps between sends; the TensorRT-LLM command streams "
+                     f"every token, which the plan did not")
     if not caching:
         vllm += ["--no-enable-prefix-caching"]
         sglang += ["--disable-radix-cache"]

@@ -214,7 +214,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
          replicates=20, seed=0, engine=None, engine_draws=None, prices=None, engineering_monthly=0.0, electricity_price=0.0,
          prefix_caching=None, speculative=None, pp=None, ep=None,
          pue=1.0, requests=1000, rtol=0.02, chunks=None, work_limit=PLAN_WORK_LIMIT,
-         mixed_prefill="auto", recv_interval=1) -> xr.Dataset:
+         mixed_prefill="auto", recv_interval=1, stream_interval=1) -> xr.Dataset:
     """Capacity under load: max rate per replica within the SLO, the fleet, its monthly cost.
 
     Parameters
@@ -329,6 +329,12 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         that many decode steps (or one prefill step) have passed
         (:class:`~rooflinekit.batching.ContinuousBatcher`), and the SGLang launch command
         carries it. Default 1: every step, every engine's default.
+    stream_interval : int
+        vLLM's and SGLang's ``--stream-interval`` [tokens], in [1,
+        :data:`~rooflinekit.batching.MAX_STREAM_INTERVAL`]: each request's first token is sent
+        at once, then every ``stream_interval`` tokens, and its last at its end, so the ``itl``
+        target holds the gaps between sends, as a client times them; both launch commands
+        carry it. Default 1: every token as it is made. Not with ``speculative``.
 
     Returns
     -------
@@ -391,6 +397,11 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         defaults = {k: d._replace(mixed_prefill=mixed_prefill) for k, d in defaults.items()}
     recv_interval = whole_number("recv_interval", recv_interval, lo=1, hi=MAX_RECV_INTERVAL)
     defaults = {k: d._replace(recv_interval=recv_interval) for k, d in defaults.items()}
+    stream_interval = whole_number("stream_interval", stream_interval, lo=1,
+                                   hi=MAX_STREAM_INTERVAL)
+    if stream_interval > 1 and speculative is not None:
+        raise ValueError(f"stream_interval={stream_interval} with speculative decoding is not "
+                         f"modelled: give stream_interval=1 with speculative")
     most_seqs = max(seqs_list) if isinstance(seqs_list, list) else \
         max(d.max_num_seqs for d in defaults.values())
     if isinstance(mnbt_list, list) and min(mnbt_list) < most_seqs:
@@ -455,7 +466,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
     configs = list(itertools.product(*(range(n) for n in shape)))
     run = _Configuration(axes, draws, traffic, slo, headroom, admission, block_size,
                          gpu_memory_utilization, engine, rtol, prefix_caching, speculative,
-                         drawn, defaults, mnbt_list, held_by)
+                         drawn, defaults, mnbt_list, held_by, stream_interval)
     if chunks is None:
         results = _on_all_cores(run, configs)
     else:
@@ -493,6 +504,7 @@ def plan(traffic: Traffic, slo: SLO, *, models, gpus, tp=1, max_num_seqs="auto",
         "mixed_prefill": int(speculative is not None
                              or all(d.mixed_prefill for d in defaults.values())),
         "recv_interval": recv_interval,
+        "stream_interval": stream_interval,
         "max_num_batched_tokens_rule": ("given" if isinstance(mnbt_list, list) else
                                         "whole prompts" if mnbt_list is None else mnbt_list),
         "prefix_caching": int(prefix_caching),
@@ -556,7 +568,8 @@ class _Configuration:
 
     def __init__(self, axes, draws, traffic, slo, headroom, admission, block_size,
                  gpu_memory_utilization, engine, rtol, prefix_caching=False,
-                 speculative=None, drawn=None, defaults=None, chunking=None, held_by=None):
+                 speculative=None, drawn=None, defaults=None, chunking=None, held_by=None,
+                 stream_interval=1):
         self.axes, self.draws, self.traffic, self.slo = axes, draws, traffic, slo
         self.headroom, self.admission, self.block_size = headroom, admission, block_size
         self.utilization, self.engine, self.rtol = gpu_memory_utilization, engine, rtol
@@ -565,6 +578,7 @@ class _Configuration:
         # each GPU's scheduler defaults, and the chunk-budget rule where it is not a dimension
         self.defaults, self.chunking = defaults, chunking
         self.held_by = held_by        # the engine whose memory outside the KV cache is held
+        self.stream_interval = stream_interval
         # the acceptance draws of every configuration's search, drawn once as the requests are
         self.gains = None if speculative is None else speculative_rows(speculative, draws)
 
@@ -665,7 +679,7 @@ class _Configuration:
             values.get(dims.MAX_NUM_BATCHED_TOKENS), self.admission, self.block_size,
             share, engine, self.prefix_caching, self.speculative,
             pp, values.get(dims.EP, 1), self.defaults[gpu.name].mixed_prefill, held,
-            self.held_by, self.defaults[gpu.name].recv_interval)
+            self.held_by, self.defaults[gpu.name].recv_interval, self.stream_interval)
 
     def _search_drawn(self, values, parallel) -> dict:
         """:func:`max_rate` with replicate ``r`` timed by engine draw ``r mod k``."""

@@ -218,7 +218,8 @@ class SLO:
         gaps are the tokens' as the engine makes them, what a client of a server at the
         engines' default ``--stream-interval 1`` sees; a server sending chunks of ``k`` tokens
         (vLLM's and SGLang's ``--stream-interval k``) shows a client about ``k`` steps a gap,
-        and the same TTFT and TPOT.
+        and the same TTFT and TPOT, and :func:`~rooflinekit.planning.plan`'s
+        ``stream_interval`` holds the target to those gaps.
     e2e : float, optional
         End-to-end latency, arrival to last token [s], > 0.
     quantile : float
