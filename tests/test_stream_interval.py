@@ -9,6 +9,7 @@ outputs (admission, first token, finish) the same as at interval 1; and Inferenc
 per-chunk ITL, 48.8 times its TPOT at ``--stream-interval 50``, from the simulator.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -57,8 +58,7 @@ def check(batcher, wl, itl_target):
     tokens = []
     ref = batcher.reference(wl, itl_target=itl_target, tokens=tokens)
     assert_same(kernel, ref)
-    every = batcher.reference(wl, itl_target=itl_target) if interval == 1 else \
-        _reference_at_one(batcher, wl, itl_target)
+    every = dataclasses.replace(batcher, stream_interval=1).reference(wl, itl_target=itl_target)
     for key in ("admit", "first_token", "finish", "preemptions", "status"):
         np.testing.assert_array_equal(ref[key], every[key], err_msg=key)
     stats = dict(zip(_schema.STAT_NAMES, ref["stats"]))
@@ -73,11 +73,6 @@ def check(batcher, wl, itl_target):
     span = (ref["finish"] - ref["first_token"])[done].sum()
     assert stats["token_gap_time"] == pytest.approx(span, rel=1e-12, abs=1e-300)
     assert_gap_percentiles(stats, gaps)
-
-
-def _reference_at_one(batcher, wl, itl_target):
-    import dataclasses
-    return dataclasses.replace(batcher, stream_interval=1).reference(wl, itl_target=itl_target)
 
 
 @MIXED
