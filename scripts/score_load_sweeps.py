@@ -229,6 +229,7 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
         point["harness"] = _blank_or_one_of(row, "harness", HARNESSES, where)
         # the server's own settings where its command set them (blank: the engine's default)
         point["recv_interval"] = _whole(row, "recv_interval", where, default=1)
+        point["num_scheduler_steps"] = _whole(row, "num_scheduler_steps", where, default=1)
         point["max_num_batched_tokens"] = _whole(row, "max_num_batched_tokens", where)
         point["ep"] = _whole(row, "ep", where, default=1)
         # the run's first prompts that its server had cached (README: a warm-up, an earlier run)
@@ -531,6 +532,7 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
                     max_num_batched_tokens=None if chunk is None else max(chunk, seqs),
                     mixed_prefill=mixed, admission=admission, engine=engine, engine_draws=0,
                     recv_interval=point.get("recv_interval", 1), ep=point.get("ep", 1),
+                    num_scheduler_steps=point.get("num_scheduler_steps", 1),
                     cached_prompts=min(point.get("cached_prompts", 0), requests),
                     replicates=replicates,
                     requests=requests, seed=seed,

@@ -253,7 +253,7 @@ REGISTRY = {
     "ContinuousBatcher": _entry(rk.ContinuousBatcher, kwargs={"max_num_seqs": 4},
                                 spoil=("max_num_seqs", "kv_budget_tokens", "block_size",
                                        "reserve", "mixed_prefill", "recv_interval",
-                                       "stream_interval"),
+                                       "stream_interval", "num_scheduler_steps"),
                                 valid={"max_num_seqs": OPTIONAL,
                                        "kv_budget_tokens": ("none", "zero"),
                                        "reserve": CONTEXT_OK, "mixed_prefill": ("true",)}),
@@ -944,7 +944,7 @@ CLOSED_REGISTRY = {
         kwargs={"model": "Llama-3.1-8B", "gpu": "H100-SXM-80GB", "concurrencies": [2],
                 "replicates": 1, "requests": 10},
         spoil=("concurrencies", "recv_interval", "pp", "ep", "cached_prompts",
-               "stream_interval"),
+               "stream_interval", "num_scheduler_steps"),
         # a labelled array of whole numbers is a list of concurrencies like any other; no
         # cached prompt is the default
         valid={"concurrencies": ("clashing DataArray",), "cached_prompts": ("zero",)}),

@@ -13,6 +13,7 @@ the numba ``_kernels`` match bit for bit (``docs/simulator.md``).
 from rooflinekit.batching.batchers import (
                                            MAX_BLOCK_SIZE,
                                            MAX_RECV_INTERVAL,
+                                           MAX_SCHEDULER_STEPS,
                                            MAX_STREAM_INTERVAL,
                                            RECV_PROMPT_WEIGHT,
                                            RUN_BYTES_PER_REQUEST,
@@ -37,7 +38,7 @@ from rooflinekit.batching.results import (
 )
 from rooflinekit.roofline import IDEAL          # the ideal Engine, results' default label
 
-__all__ = ["IDEAL", "MAX_BLOCK_SIZE", "MAX_RECV_INTERVAL", "MAX_STREAM_INTERVAL", "RECV_PROMPT_WEIGHT", "RUN_BYTES_PER_REQUEST", "run_memory_bytes", "SIMULATION_MEMORY_LIMIT", "SIMULATION_WORK_LIMIT", "StaticBatcher", "ContinuousBatcher",
+__all__ = ["IDEAL", "MAX_BLOCK_SIZE", "MAX_RECV_INTERVAL", "MAX_SCHEDULER_STEPS", "MAX_STREAM_INTERVAL", "RECV_PROMPT_WEIGHT", "RUN_BYTES_PER_REQUEST", "run_memory_bytes", "SIMULATION_MEMORY_LIMIT", "SIMULATION_WORK_LIMIT", "StaticBatcher", "ContinuousBatcher",
            "monte_carlo", "run_replicates", "replicate_seed", "replica_kv_budget", "replica_kv_window", "kv_window_text",
            "replica_state_tokens",
            "vllm_block_size",

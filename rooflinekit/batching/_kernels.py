@@ -583,9 +583,11 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     (:data:`N_GAP_BINS` counts, zeros on entry, and bin maxima), and int64, float64 and bool
     scratch of at least :func:`_scratch_need` elements (shorter ones are replaced), overwritten;
     the disaggregated kernel lends one of each to all its replicas. ``recv`` is
-    ``(recv_interval, clients, request_overhead, stream_interval)`` (``_reference``, "Receive
-    interval"; ``clients`` 0: an open loop; "Request overhead"; "Stream interval": above 1,
-    the gaps counted are those between a request's sends, never with ``_SPECULATIVE``).
+    ``(recv_interval, clients, request_overhead, stream_interval, num_scheduler_steps)``
+    (``_reference``, "Receive interval"; ``clients`` 0: an open loop; "Request overhead";
+    "Stream interval": above 1, the gaps counted are those between a request's sends, never
+    with ``_SPECULATIVE``; "Scheduler steps": above 1, decodes in windows of that many steps,
+    only with ``_SEPARATE``, and sends at their ends).
     """
     spec = _SPECULATIVE
     one_token = _ONE_TOKEN
@@ -678,6 +680,13 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         n_groups = max(n_groups, prefix_group[i] + 1)
         max_out = max(max_out, output[i])
         max_len = max(max_len, max(prompt_tokens[i], 1) + output[i])
+    recv_interval, clients, request_overhead, stream, steps = recv
+    # scheduler steps (``_reference``, "Scheduler steps"): the decode step counter ``g`` runs
+    # in windows of ``steps`` from 0 (prefill steps leave it), so a window ends where ``g`` is
+    # a multiple of it, and a sequence retires at the first such step after its last token
+    windows = steps > 1 and not one_token
+    chunked = stream > 1 or windows
+    max_key = max_out + steps - 1 if windows else max_out
     # the sliding layers' blocks: decoding sequences below the window by phase (each takes a
     # sliding block at its block boundaries too) and how many of them; a count ring of the
     # steps at which they reach it (where one can before it retires)
@@ -703,7 +712,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     cb_t = 0.0                 # integral of cached_blocks over time
     # Calendar rings keyed by step counter (retirement, reaching the window): a key is at most
     # the longest output (or the window) ahead of ``g``, so each bucket holds one step.
-    ret_mask = _ring_size(max_out) - 1
+    ret_mask = _ring_size(max_key) - 1
     win_mask = _ring_size(w_cross) - 1 if windowed else 0
     # Per request: a queued or prefilling request holds its token counts; a decoding one holds
     # them less the step counter ``g`` (all decoding sequences grow by one a step, so none is
@@ -712,7 +721,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
     # decoding with context >= window; ``last_tok``: a preempted sequence's latest token time.
     # The caller's buffers where they are long enough (their views may alias one another,
     # measured as fast as arrays of their own: docs/simulator.md), else arrays of this run's.
-    need_i, need_r, need_f = _scratch_need(n, max_out, _TICK, coef)
+    need_i, need_r, need_f = _scratch_need(n, max_key, _TICK, coef)
     if ints.shape[0] >= need_i and reals.shape[0] >= need_r and flags.shape[0] >= need_f:
         (shared, generated, context, to_prefill, prefilled, blocks, state, above, last_tok,
          prompt, queue, r_next, r_prev, p_next, p_prev, ret_next, ret_prev, ret_key, win_next,
@@ -760,10 +769,10 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
 
     t = math.ceil(arrival[0]) * 1.0 if _TICK else arrival[0]
     nxt = 0
-    recv_interval, clients, request_overhead, stream = recv
-    # stream interval above 1: each request's tokens sent and the time of its latest send
-    sent = np.zeros(n if stream > 1 else 1, np.int64)
-    sent_at = np.zeros(n if stream > 1 else 1)
+    # stream interval or scheduler steps above 1 (``chunked``): each request's tokens sent and
+    # the time of its latest send
+    sent = np.zeros(n if chunked else 1, np.int64)
+    sent_at = np.zeros(n if chunked else 1)
     recv_admits = clients > 0
     intake = 0.0               # the engine's time for the requests taken in since the latest
     #                            step (``_reference``, "Request overhead")
@@ -836,6 +845,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         receive = recv_interval <= 1 or recv_count >= recv_interval or nrun == 0
         if receive:
             recv_count = 0
+        mid_window = windows and g % steps != 0     # nothing is scheduled inside a window
         before = received if recv_admits else nxt
         while (receive or recv_admits) and nxt < n and arrival[nxt] <= t:
             i = nxt
@@ -864,7 +874,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         if spec:                 # the blocks of the decoding sequences' filed gains
             need = s_ring[g & s_mask, _S_BLK]
         # 3. admit (a closed loop's queue up to the requests taken in)
-        for k in range(2):
+        for k in range(0 if mid_window else 2):
             stop = False
             while q_size[k] > 0:
                 i = queue[k, q_head[k]]
@@ -982,8 +992,15 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # 5. step: preempt the latest admitted until the growth fits (paged) ... (without
         # mixing, a step with prompt tokens carries only those: no sequence grows)
         prefill_only = separate and p_next[n] != n
+        # a window's first step takes the blocks of the whole window (``_reference``,
+        # "Scheduler steps"): ``need_w``; ``need`` stays this step's
+        window_start = windows and not mid_window and paged and not prefill_only
+        need_w = 0
+        if window_start:
+            for j in range(steps):
+                need_w += by_phase[(ph - j) % bs]
         if paged and not one_token and not prefill_only:
-            while need > total_blocks - alloc:
+            while (need_w if window_start else need) > total_blocks - alloc:
                 if caching and evictable > 0:    # an unused prefix goes before any sequence
                     e = _lru_group(g_res, g_refs, g_stamp, -1)
                     g_res[e] = False
@@ -1022,6 +1039,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                                 d_below -= c
                     elif c % block_size == 0:
                         need -= uf + (us if c < wt else 0)
+                    if window_start:     # the window's blocks it would have taken
+                        need_w -= (c + steps - 1) // block_size - (c - 1) // block_size
                     by_phase[context[v] % bs] -= 1
                     if slid and c < wt:
                         n_bm = _below_window(-1, context[v], bs, by_phase_w, x_count, x_mask,
@@ -1124,9 +1143,9 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # the decode tokens: every decoding sequence one token longer, blocks where it crossed
         if one_token:
             g += 1
-        elif prefill_only:
-            pass                 # the decoding sequences wait: ``g`` counts their steps
-        else:
+        elif prefill_only or windows and n_decode == 0:
+            pass                 # the decoding sequences wait (or all were preempted for a
+        else:                    # window's blocks): ``g`` counts their steps
             g, ph, n_above, alloc, used, dec_context, below_context = _decoded(
                 n, g, ph, bs, need, n_dec, n_above, alloc, used, dec_context, below_context,
                 windowed, win_mask, win_next, win_prev, win_key, context, above)
@@ -1153,7 +1172,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     if last_tok[i] == t:
                         regular += 1
             for gap, count in ((dt, regular), (t + dt - t_decode, n_decode - alive)):
-                if stream == 1:          # else the gaps between sends, below
+                if not chunked:          # else the gaps between sends, below
                     n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(
                         n_gaps, gaps_met, gap_time, itl_target, gap, count)
                     if hist_n[k] == 0 or rec > hist_max[k]:
@@ -1161,14 +1180,14 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     hist_n[k] += count
             for j in range(n_waiting):
                 i = waiting[j]
-                if stream == 1 and state[i] == 2 and last_tok[i] != t:
+                if not chunked and state[i] == 2 and last_tok[i] != t:
                     n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(
                         n_gaps, gaps_met, gap_time, itl_target, t + dt - last_tok[i], 1)
                     if hist_n[k] == 0 or rec > hist_max[k]:
                         hist_max[k] = rec
                     hist_n[k] += 1
             n_waiting = 0
-        elif not one_token and stream == 1:
+        elif not one_token and not chunked:
             n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                                  itl_target, dt, n_decode)
             if hist_n[k] == 0 or rec > hist_max[k]:
@@ -1194,8 +1213,8 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                 g_refs[q] = 1
                 shared[i] = g_blocks[q]
                 cached_blocks += g_blocks[q]
-            # a gap across a preemption (one token: never preempted; stream > 1: below)
-            if generated[i] > 0 and not one_token and stream == 1:
+            # a gap across a preemption (one token: never preempted; chunked: below)
+            if generated[i] > 0 and not one_token and not chunked:
                 gap = t + dt - last_tok[i]
                 n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(n_gaps, gaps_met, gap_time,
                                                                      itl_target, gap, 1)
@@ -1303,23 +1322,29 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
                     else:
                         d_below += c
             ret_key[i] = output[i] - generated[i]
+            if windows:          # at the end of the window of its last token
+                ret_key[i] = (ret_key[i] + steps - 1) // steps * steps
             b = n + (ret_key[i] & ret_mask)
             f = ret_next[b]
             ret_next[i] = f
             ret_prev[i] = b
             ret_prev[f] = i
             ret_next[b] = i
-        if stream > 1 and not one_token:
-            # the gaps between sends, in admission order (``_reference``, "Stream interval")
+        window_end = windows and n_decode > 0 and g % steps == 0
+        if chunked and not one_token and (stream > 1 or prefill_only or window_end):
+            # the gaps between sends, in admission order (``_reference``, "Stream interval",
+            # "Scheduler steps": at a window's end and a prefill step's, a window's tokens past
+            # a sequence's last never)
             i = r_next[n]
             while i != n:
                 if state[i] == 2:
-                    m = generated[i] + g
+                    m = min(generated[i] + g, output[i])
                     if m > sent[i]:
                         if sent[i] == 0:             # the first token goes at once
                             sent[i] = m
                             sent_at[i] = t + dt
-                        elif m - sent[i] >= stream or m == output[i]:
+                        elif window_end or windows and prefill_only or (
+                                stream > 1 and (m - sent[i] >= stream or m == output[i])):
                             n_gaps, gaps_met, gap_time, k, rec = _gaps_counted(
                                 n_gaps, gaps_met, gap_time, itl_target, t + dt - sent_at[i], 1)
                             if hist_n[k] == 0 or rec > hist_max[k]:
@@ -1343,7 +1368,7 @@ def _continuous(arrival, prompt_tokens, output, priority, prefix_group, prefix_t
         # retirement, nothing prefilling or admissible, the new blocks free), run it here
         # without the phases that would do nothing (not right after a prefill-only step,
         # whose waiting decodes the main loop's step counts)
-        if p_next[n] != n or one_token or t_decode != t or stream > 1:
+        if p_next[n] != n or one_token or t_decode != t or chunked:
             continue
         admissible = False       # would a queue head be admitted if no block were needed?
         # a closed loop's heads are admitted once taken in: as now, and from the stretch's

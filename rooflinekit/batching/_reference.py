@@ -6,8 +6,8 @@ speed (objects, deques, lists). The codes and layouts both share are
 :mod:`rooflinekit.batching._schema`'s. The rules are stated in ``docs/simulator.md``, "The
 batching rules", under the headings the docstrings here cite (Time, Empty prompts, Continuous
 batching, Prefix caching, Recurrent state, Sliding-window layers, KV that arrives with a request,
-Receive interval, Request overhead, Stream interval, Speculative decoding, Static batching,
-Inter-token gaps);
+Receive interval, Request overhead, Stream interval, Scheduler steps, Speculative decoding,
+Static batching, Inter-token gaps);
 this module is their
 code.
 
@@ -175,7 +175,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                         prefix_caching=False, arrived_kv_tokens=None, draft_tokens=0,
                         gains=None, gap_logs=None, state_tokens_per_sequence=0,
                         mixed_prefill=True, kv_window=(1, 0, UNLIMITED, 1), recv_interval=1,
-                        clients=0, request_overhead=0.0, stream_interval=1):
+                        clients=0, request_overhead=0.0, stream_interval=1,
+                        num_scheduler_steps=1):
     """Continuous batching, one step at a time (see the module docstring for the rules).
 
     Parameters
@@ -245,6 +246,12 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         ``--stream-interval``; module docstring, "Stream interval"), >= 1, and the gaps counted
         are those between its sends; 1 (default): every token as it is made. Not with
         ``draft_tokens``.
+    num_scheduler_steps : int
+        vLLM V0's multi-step scheduling (``--num-scheduler-steps``; module docstring,
+        "Scheduler steps"), >= 1: the decodes run in windows of this many steps, scheduled
+        once, whose tokens are sent at the window's end; 1 (default): every step scheduled.
+        Above 1 only with ``mixed_prefill=False``, without ``draft_tokens``,
+        ``stream_interval`` or sliding-window paging.
 
     Returns
     -------
@@ -260,6 +267,11 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         raise ValueError("request_overhead is in seconds: the tick clock takes none")
     if stream_interval > 1 and draft_tokens:
         raise ValueError("stream_interval > 1 is not simulated with speculative decoding")
+    steps = int(num_scheduler_steps)
+    if steps > 1 and (mixed_prefill or draft_tokens or stream_interval > 1
+                      or (admission == "paged" and int(kv_window[1]) > 0)):
+        raise ValueError("num_scheduler_steps > 1 is simulated with mixed_prefill=False only, "
+                         "without draft_tokens, stream_interval or sliding-window paging")
     paged = admission == "paged"
     # units: a block of the budget (every layer) is ``units`` (1 without sliding layers); a
     # block of context takes ``full`` in the full layers, ``sliding`` in the sliding ones
@@ -353,6 +365,11 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             return 0
         return max(0, _ceil_div(s.context + gained(s), block_size) - s.blocks - s.shared)
 
+    def window_blocks_needed(s):
+        """Blocks a decoding sequence needs for a window's ``steps`` tokens (paged): vLLM
+        allocates them when it schedules the window (its lookahead slots)."""
+        return max(0, _ceil_div(s.context + steps, block_size) - s.blocks - s.shared)
+
     def new_units(s):
         """Units those blocks take: a full layer's each, a sliding layer's below its window."""
         nb = s.blocks + s.shared
@@ -368,11 +385,14 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
     received = 0                         # closed loop: the requests the server has taken in
     answered = 0                         # completed or rejected: each frees a client
     intake = 0.0                         # the engine's time for the requests taken in since
-    while True:                          # the latest step ("Request overhead")
+    decode_steps = 0                     # the latest step ("Request overhead"); steps that
+    while True:                          # decoded ("Scheduler steps")
+        # inside a window of decode steps nothing is scheduled: no retirement, no admission
+        mid_window = steps > 1 and decode_steps % steps != 0
         # 1. arrive, after 2. retire (the two commute): a receive step is decided by what still
         # runs ("Receive interval"); the arrivals wait for one, unless the queue is a closed
         # loop's, whose requests are admitted once the server has taken them in
-        for s in [s for s in running if s.generated == s.output]:
+        for s in [s for s in running if s.generated >= s.output and not mid_window]:
             s.finish = t
             answered += 1
             s.blocks = 0
@@ -396,7 +416,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         if taken > 0:
             intake += request_overhead * taken
         # 3. admit (a closed loop's queue up to the requests taken in)
-        for tier in (INTERACTIVE, BATCH):
+        for tier in () if mid_window else (INTERACTIVE, BATCH):
             queue = queues[tier]
             stop = False
             while queue:
@@ -480,7 +500,10 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
         prefill_only = not mixed_prefill and any(s.in_prefill() for s in running)
         if admission == "paged" and not prefill_only:
             free = free_units()
-            need = sum(new_units(r) for r in running)
+            # a window's first step: the blocks of the whole window ("Scheduler steps")
+            window_start = steps > 1 and not mid_window
+            blocks_needed = window_blocks_needed if window_start else new_units
+            need = sum(blocks_needed(r) for r in running)
             while need > free:
                 victims = evictable(None)
                 if victims:
@@ -488,7 +511,7 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     free += full * group_blocks[victims[0]]
                     continue
                 victim = running.pop()
-                need -= new_units(victim)
+                need -= blocks_needed(victim)
                 free += held_by(victim) + state_units     # its state goes with it
                 victim.blocks = 0
                 victim.context = 0
@@ -565,8 +588,8 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     late.append(s.last_token)
                 together += x - 1
                 s.last_token = t + dt
-                if tokens is not None:
-                    tokens.extend([(s.index, t + dt)] * x)
+                if tokens is not None and s.generated <= s.output:   # a window's past the end:
+                    tokens.extend([(s.index, t + dt)] * x)            # made, never sent
             else:                        # prefill a slice; the last one yields a token
                 s.prefilled += chunk
                 s.context += chunk
@@ -589,7 +612,9 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
                     if tokens is not None:
                         tokens.append((s.index, t + dt))
         stats["accepted_tokens"] += together
-        if stream_interval == 1:
+        if n_decode:
+            decode_steps += 1
+        if stream_interval == 1 and steps == 1:
             gaps.add(dt, regular)
             gaps.add(0.0, together)
             gaps.add(t + dt - t_decode, waited)
@@ -598,14 +623,18 @@ def simulate_continuous(arrival, prompt_tokens, output_tokens, priority=None, *,
             for gap in spanning:
                 gaps.add(gap)
         else:                            # the gaps between sends, in admission order
+            window_end = steps > 1 and n_decode and decode_steps % steps == 0
             for s in running:
-                if s.in_prefill() or s.generated == s.sent:
+                made = min(s.generated, s.output)
+                if s.in_prefill() or made == s.sent:
                     continue
                 if s.sent == 0:          # the first token goes at once
-                    s.sent, s.sent_at = s.generated, t + dt
-                elif s.generated - s.sent >= stream_interval or s.generated == s.output:
+                    s.sent, s.sent_at = made, t + dt
+                elif window_end or (steps > 1 and prefill_only) or (
+                        stream_interval > 1 and (made - s.sent >= stream_interval
+                                                 or made == s.output)):
                     gaps.add(t + dt - s.sent_at)
-                    s.sent, s.sent_at = s.generated, t + dt
+                    s.sent, s.sent_at = made, t + dt
         # [units x tokens]: the full layers hold each sequence's context (its prefix's
         # blocks once), the sliding layers at most its window's blocks' worth
         kv_res = kv_reserved()

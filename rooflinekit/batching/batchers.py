@@ -51,7 +51,7 @@ from rooflinekit.workloads import coerce_workload
 
 __all__ = ["StaticBatcher", "ContinuousBatcher", "SIMULATION_MEMORY_LIMIT",
            "SIMULATION_WORK_LIMIT", "RUN_BYTES_PER_REQUEST", "MAX_BLOCK_SIZE", "MAX_RECV_INTERVAL",
-           "MAX_STREAM_INTERVAL",
+           "MAX_STREAM_INTERVAL", "MAX_SCHEDULER_STEPS",
            "RECV_PROMPT_WEIGHT", "run_memory_bytes"]
 
 #: Most bytes one Monte Carlo block (all replicates in process, or one ``chunks`` task) may hold
@@ -80,6 +80,11 @@ MAX_RECV_INTERVAL = 2**20
 
 #: Largest stream interval a continuous batcher takes [tokens]: 2**20, longer than any reply.
 MAX_STREAM_INTERVAL = 2**20
+
+#: Most decode steps a multi-step scheduling window may hold (``num_scheduler_steps``): 1,024,
+#: beyond the 8 to 16 vLLM's V0 engine was run with; a window's first step sums this many
+#: block phases.
+MAX_SCHEDULER_STEPS = 1024
 
 #: Most simulated token-steps (output tokens summed over the runs) one call may do: 1e10,
 #: minutes on two cores at the kernels' worst (one sequence, one token a step).
@@ -539,6 +544,18 @@ class ContinuousBatcher(_Batcher):
         (``token_itl`` statistics, ``itl`` targets) are then those between sends, as a client
         times them; TTFT and TPOT are unchanged. Default 1: every token as it is made. Not
         with ``speculative``.
+    num_scheduler_steps : int, keyword-only
+        vLLM's V0 multi-step scheduling (``--num-scheduler-steps``, vLLM 0.6.0 to 0.9; its V1
+        engine has none), from 1 to :data:`MAX_SCHEDULER_STEPS`: the decodes run in windows of
+        this many steps that the scheduler plans once, taking their KV blocks at the start.
+        Inside a window nothing is admitted or retired: a sequence whose last token comes
+        early keeps its slot (its extra tokens made, never sent) until the window ends, and
+        its tokens reach the client together at each window's end; prefill steps run alone
+        between windows (``_reference``, "Scheduler steps"). So a request's finish, TPOT and
+        E2E include the rest of its last window, and the gaps (``token_itl``, ``itl``
+        targets) are those between sends. Needs ``mixed_prefill=False`` (vLLM 0.6 ran it
+        without chunked prefill); not with ``speculative``, ``stream_interval`` or
+        sliding-window paging. Default 1: every step scheduled.
     {clock_parameters}
 
     Notes
@@ -580,6 +597,7 @@ class ContinuousBatcher(_Batcher):
     kv_pool: str = dataclasses.field(default="vllm", kw_only=True)
     recv_interval: int = dataclasses.field(default=1, kw_only=True)
     stream_interval: int = dataclasses.field(default=1, kw_only=True)
+    num_scheduler_steps: int = dataclasses.field(default=1, kw_only=True)
 
     _tiered = True
 
@@ -626,6 +644,15 @@ class ContinuousBatcher(_Batcher):
         if self.speculative is not None and self.stream_interval > 1:
             raise ValueError(f"stream_interval={self.stream_interval} with speculative decoding "
                              f"is not modelled: give stream_interval=1 with speculative")
+        if _whole(self, "num_scheduler_steps", lo=1, hi=MAX_SCHEDULER_STEPS) > 1:
+            steps = self.num_scheduler_steps
+            if self.mixed_prefill:
+                raise ValueError(f"num_scheduler_steps={steps} needs mixed_prefill=False (vLLM's "
+                                 f"multi-step scheduling ran prefill steps apart)")
+            if self.speculative is not None or self.stream_interval > 1:
+                raise ValueError(f"num_scheduler_steps={steps} with speculative decoding or "
+                                 f"stream_interval > 1 is not modelled: give "
+                                 f"num_scheduler_steps=1 with either")
         _whole(self, "pp", lo=1)
         _whole(self, "ep", lo=1)
         if self.pp > 1 or self.ep > 1:
@@ -638,6 +665,10 @@ class ContinuousBatcher(_Batcher):
         self._check_clock()
         if self.pp > 1 or self.ep > 1:
             parallel.check_layout(self.model, tp=self.tp, pp=self.pp, ep=self.ep)
+        if self.num_scheduler_steps > 1 and self._kv_window()[1] > 0:
+            raise ValueError(f"num_scheduler_steps={self.num_scheduler_steps} with paged "
+                             f"sliding-window layers is not modelled: give window_paging=False "
+                             f"or num_scheduler_steps=1")
             if self.clock == "roofline":
                 self._timing()       # a layout's link the GPU lacks fails here
             if self.kv_budget_tokens is None and self.model.sliding_window is not None:
@@ -705,8 +736,8 @@ class ContinuousBatcher(_Batcher):
         budget, recurrent state per sequence, sliding-window paging, paged, block size, token
         budget, interactive cap, prefix caching, draft tokens, and how requests are taken in:
         the receive interval, the requests a closed-loop client keeps in flight (``clients``;
-        0: an open loop), the engine's time per request (``request_overhead`` [s]) and the
-        stream interval."""
+        0: an open loop), the engine's time per request (``request_overhead`` [s]), the
+        stream interval and the scheduler steps."""
         return (UNLIMITED if self.max_num_seqs is None else self.max_num_seqs,
                 UNLIMITED if budget is None else budget,
                 self._state_tokens(), self._kv_window(),
@@ -716,7 +747,7 @@ class ContinuousBatcher(_Batcher):
                 bool(self.prefix_caching),
                 0 if self.speculative is None else self.speculative.draft_tokens,
                 (int(self.recv_interval), int(clients), self._timing().request_overhead,
-                 int(self.stream_interval)))
+                 int(self.stream_interval), int(self.num_scheduler_steps)))
 
     def _gains(self, output, seeds=None):
         """The kernel's speculative gain table for 2-D outputs (empty without speculation)."""
@@ -755,7 +786,8 @@ class ContinuousBatcher(_Batcher):
             arrived_kv_tokens=self._arrived_kv(wl.prompt_tokens, arrived_kv_tokens),
             draft_tokens=k, gains=(gain[0], offset[0]), state_tokens_per_sequence=state,
             mixed_prefill=self.mixed_prefill, kv_window=window, recv_interval=recv[0],
-            clients=recv[1], request_overhead=recv[2], stream_interval=recv[3])
+            clients=recv[1], request_overhead=recv[2], stream_interval=recv[3],
+            num_scheduler_steps=recv[4])
 
 
 def _kernel_outputs(batcher, workload, itl_target=None, arrived_kv_tokens=None,

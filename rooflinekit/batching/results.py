@@ -394,7 +394,8 @@ def _stamp(ds, batcher, timing, budget, targets):
         # the continuous batcher's scheduling (1: prefill beside the decodes), an int for netCDF
         **({"mixed_prefill": int(batcher.mixed_prefill),
             "recv_interval": int(batcher.recv_interval),
-            "stream_interval": int(batcher.stream_interval)}
+            "stream_interval": int(batcher.stream_interval),
+            "num_scheduler_steps": int(batcher.num_scheduler_steps)}
            if hasattr(batcher, "mixed_prefill") else {}),
     })
 

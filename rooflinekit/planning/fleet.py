@@ -28,7 +28,8 @@ from rooflinekit._validation import (
     show,
     whole_number,
 )
-from rooflinekit.batching import (MAX_RECV_INTERVAL, MAX_STREAM_INTERVAL, ContinuousBatcher,
+from rooflinekit.batching import (MAX_RECV_INTERVAL, MAX_SCHEDULER_STEPS, MAX_STREAM_INTERVAL,
+                                  ContinuousBatcher,
                                   Speculative, kv_window_text, replica_kv_budget, run_replicates,
                                   vllm_block_size)
 from rooflinekit.hardware import GPU
@@ -725,12 +726,13 @@ def _engine_draws(engine, gpus, engine_draws, replicates, seed) -> dict | None:
 def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, block_size,
              gpu_memory_utilization, engine=None, prefix_caching=False, speculative=None, pp=1,
              ep=1, mixed_prefill=True, held=None, held_by="vllm", recv_interval=1,
-             stream_interval=1):
+             stream_interval=1, num_scheduler_steps=1):
     """One replica's batcher and KV budget, or why the configuration cannot serve; prefill
     steps apart from the decodes where the engine runs them so (``mixed_prefill`` False),
     except under speculative decoding (simulated mixed); new requests taken in every
     ``recv_interval`` steps (SGLang's ``--scheduler-recv-interval``); tokens sent in chunks of
-    ``stream_interval`` (``--stream-interval``). ``held``: what the engine keeps on
+    ``stream_interval`` (``--stream-interval``); decodes in windows of ``num_scheduler_steps``
+    (vLLM V0's ``--num-scheduler-steps``). ``held``: what the engine keeps on
     each GPU beside weights and KV (:func:`~rooflinekit.profiles.held_memory`), taken off
     before the KV budget; ``held_by``: the engine whose memory rule that is, whose pooling of
     a sliding-window model's KV the batcher takes (SGLang's; vLLM's otherwise) and whose
@@ -757,7 +759,8 @@ def _replica(model, gpu, tp, max_num_seqs, max_num_batched_tokens, admission, bl
         prefix_caching=prefix_caching, speculative=speculative,
         mixed_prefill=bool(mixed_prefill) or speculative is not None,
         kv_pool="sglang" if held_by == "sglang" else "vllm", recv_interval=recv_interval,
-        stream_interval=stream_interval, **({"pp": pp, "ep": ep} if pp > 1 or ep > 1 else {}))
+        stream_interval=stream_interval, num_scheduler_steps=num_scheduler_steps,
+        **({"pp": pp, "ep": ep} if pp > 1 or ep > 1 else {}))
     return batcher, budget, None
 
 
@@ -781,7 +784,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                block_size=16, gpu_memory_utilization=None, replicates=10, seed=0, engine=None,
                engine_draws=None, requests=1000, mixed_prefill="auto",
                clients_start="apart", recv_interval=1, pp=1, ep=1,
-               cached_prompts=0, stream_interval=1) -> xr.Dataset:
+               cached_prompts=0, stream_interval=1, num_scheduler_steps=1) -> xr.Dataset:
     """Latency percentiles and SLO attainment of one replica against its load: an open-loop
     request rate, or a closed-loop client's concurrency.
 
@@ -828,6 +831,13 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
         (:class:`~rooflinekit.batching.ContinuousBatcher`), so the ITL variables are the gaps
         between its sends, as ``vllm bench serve`` times them against such a server; TTFT,
         TPOT and E2E latency are unchanged. Default 1: every token as it is made.
+    num_scheduler_steps : int
+        vLLM V0's multi-step scheduling (``--num-scheduler-steps``, vLLM 0.6.0 to 0.9), in [1,
+        :data:`~rooflinekit.batching.MAX_SCHEDULER_STEPS`]: decodes in windows of this many
+        steps, each request's tokens sent at its windows' ends and its finish at the end of
+        its last (:class:`~rooflinekit.batching.ContinuousBatcher`), so TPOT, E2E latency and
+        the ITL variables hold the windows; needs ``mixed_prefill=False``, as vLLM ran it.
+        For replaying the sweeps of such servers; default 1 (every engine today).
     pp, ep : int
         Pipeline stages and expert-parallel degree [1], as for :func:`plan`, one value each
         (default 1): a replica of ``tp × pp`` GPUs whose routed experts are spread over ``ep``
@@ -921,6 +931,11 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     recv_interval = whole_number("recv_interval", recv_interval, lo=1, hi=MAX_RECV_INTERVAL)
     stream_interval = whole_number("stream_interval", stream_interval, lo=1,
                                    hi=MAX_STREAM_INTERVAL)
+    num_scheduler_steps = whole_number("num_scheduler_steps", num_scheduler_steps, lo=1,
+                                       hi=MAX_SCHEDULER_STEPS)
+    if num_scheduler_steps > 1 and mixed_prefill:
+        raise ValueError(f"num_scheduler_steps={num_scheduler_steps} needs mixed_prefill=False "
+                         f"(vLLM's multi-step scheduling ran prefill steps apart)")
     admission = scheduler_admission(admission, engine, gpu)   # the engine's, before resolving it
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     held_by = memory_engine(engine)
@@ -941,7 +956,8 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
     def replica(engine, seqs=max_num_seqs):
         return _replica(model, gpu, tp, seqs, max_num_batched_tokens, engine=engine,
                         mixed_prefill=mixed_prefill, recv_interval=recv_interval,
-                        stream_interval=stream_interval, **layout)
+                        stream_interval=stream_interval,
+                        num_scheduler_steps=num_scheduler_steps, **layout)
     batcher, _, problem = replica(engine)
     if problem:
         why = missing_attention_kernel(held_by, model, gpu) or problem
@@ -996,6 +1012,7 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                      "mixed_prefill": int(mixed_prefill),
                      "recv_interval": int(recv_interval),
                      "stream_interval": int(stream_interval),
+                     "num_scheduler_steps": int(num_scheduler_steps),
                      "cached_prompts": int(cached_prompts),
                      "admission": layout["admission"],
                      "client": "closed loop" if closed else "open loop",
