@@ -2202,8 +2202,8 @@ SERVING_ENGINE = "vllm"
 SERVING_KNOBS = (("decode", "step_overhead"),)
 #: The phases whose errors the serving stage reports (TPOT, TTFT), in that order.
 SERVING_PHASES = ("decode", "prefill")
-#: The serving stage's rows ran vLLM 0.5.4 (the LambdaLabs image), which waits for the host
-#: between steps; vLLM schedules asynchronously by default from 0.14.0 on, preparing step n + 1
+#: The serving stage's rows ran vLLM 0.6.0 with --num-scheduler-steps 10 (LambdaLabs' files:
+#: score_load_sweeps.ASSUMED_VERSIONS), which waits for the host between steps; vLLM schedules asynchronously by default from 0.14.0 on, preparing step n + 1
 #: while the GPU runs step n, so the host's time per step hides behind the kernels'. The fitted
 #: overhead is written as the synchronous versions' ([host_scheduling]); a profile of a version
 #: from ASYNCHRONOUS_SINCE on holds step_overhead 0.
@@ -2214,17 +2214,20 @@ HOST_SCHEDULING_SOURCE = (
     "to 2026-01-02, first released in 0.14.0: deepjavalibrary/djl#3833, 'Async scheduling is "
     "now enabled by default in v0.14'; the scheduler prepares step n + 1 while step n runs); "
     "synchronous_step_overhead is the serving stage's fit to LambdaLabsML/vllm-benchmark's "
-    "vLLM 0.5.4 rows (scripts/engine_profiles.py). in_engine_frontend_before: vLLM 0.6.0 "
-    "moved the OpenAI API server into a process of its own (vllm-project/vllm#6883; the v0.6.0 "
-    "release post, blog.vllm.ai 2024-09-05: in 0.5.3 the API server took 33 % of Llama-3-8B's "
-    "execution time on one H100); request_overhead is the least-squares slope of the first "
-    "token of a burst against its prompts in {bursts} (vLLM 0.5.4; the smallest of each "
+    "rows, which ran vLLM 0.6.0 with --num-scheduler-steps 10 (their ten-step streams; "
+    "scripts/engine_profiles.py). in_engine_frontend_before: the first version not measured "
+    "taking requests in at the engine's expense; the bursts below ran 0.6.0 and show it, "
+    "whose OpenAI API server already had a process of its own (from 0.5.4: "
+    "vllm-project/vllm#6883, #7653), so it is the requests' intake the burst waits for, "
+    "whichever process pays it; request_overhead is the least-squares slope of the first "
+    "token of a burst against its prompts in {bursts} (vLLM 0.6.0; the smallest of each "
     "file's ttfts: {minima}: the first step waits for every prompt to be taken in), "
     "{value:.2f} ms a prompt; the interval spans the {n} runs' own (min ttft - intercept) / N, "
     "{low:.2f}-{high:.2f} ms")
-#: The first version whose front end has a process of its own (vllm-project/vllm#6883): older
-#: ones take each request in on the engine's thread (``Engine.request_overhead``).
-IN_ENGINE_FRONTEND_BEFORE = "0.6.0"
+#: The first version not measured taking each request in at the engine's expense
+#: (``Engine.request_overhead``): LambdaLabs' bursts ran 0.6.0 and show it; no sweep of a
+#: version between 0.6.0 and the V1 engine's 0.10.1.1 (which shows none) is at hand.
+IN_ENGINE_FRONTEND_BEFORE = "0.6.1"
 #: Where the bursts' first tokens were read: N in place of the prompt count.
 FRONTEND_BURSTS = ("LambdaLabsML/vllm-benchmark@a4f9f4371a1ccac781293837fce2bce0cc6d25cc:"
                    "results/prompt_N/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json")
@@ -2526,7 +2529,8 @@ HEADER_SERVING = (
     "0, is fitted by least squares on relative residuals to the TPOT of the public end-to-end "
     "vLLM rows of {files} from {source} ({rows}; H100-SXM and A100-SXM only; the NIM rows are "
     "another engine and are not used), with a {conf} % bootstrap interval (rows resampled, {n} "
-    "resamples, seed 0). Those rows ran vLLM 0.5.4, which waits for the host between steps; "
+    "resamples, seed 0). Those rows ran vLLM 0.6.0 with --num-scheduler-steps 10, which waits "
+    "for the host between steps; "
     "from {asynchronous} on vLLM schedules asynchronously by default (the host prepares the "
     "next step while the GPU runs this one), so the fit is written as the synchronous "
     "versions' host time ([host_scheduling], which engine_profile adds for such a version) "

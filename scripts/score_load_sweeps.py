@@ -380,8 +380,12 @@ def _spec(point, engine, sigma):
 
 
 #: Engine versions a source does not record but states elsewhere: LambdaLabsML/vllm-benchmark's
-#: benchmark.sh runs the vllm/vllm-openai image v0.5.4 unless told otherwise.
-ASSUMED_VERSIONS = {"LambdaLabsML/vllm-benchmark": "0.5.4"}
+#: result files (dated 2024-09-07) ran vLLM 0.6.0 with --num-scheduler-steps 10, not the v0.5.4
+#: image its benchmark.sh defaults to: their streams arrive in ten-step windows (the sweeps'
+#: num_scheduler_steps column; multi-step scheduling came with 0.6.0), and its report
+#: (benchmark_v0.md, "vLLM v0.5.4 v.s. v0.6.0") gives 0.6.0 with ten steps 8,088 output tokens/s
+#: on Llama-3.1-8B where 0.5.4 gives 3,032; the 640- and 1,280-prompt files reach 7,790 and 7,627.
+ASSUMED_VERSIONS = {"LambdaLabsML/vllm-benchmark": "0.6.0"}
 #: Context [tokens] above which vLLM's V0 engine turned chunked prefill on by default.
 V0_LONG_CONTEXT = 32_768
 #: V0's prefill step without chunked prefill holds whole prompts up to max(max_model_len, this)

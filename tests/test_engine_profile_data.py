@@ -198,7 +198,7 @@ def test_vllm_profiles_of_asynchronous_versions_hold_no_host_time():
     """vLLM schedules asynchronously by default from 0.14.0 on (vllm-project/vllm#27614): the
     host prepares the next step while the GPU runs this one. Every shipped vLLM profile is of
     such a version (0.14.0 on the A100, 0.24.0 elsewhere), so each holds step_overhead 0 and
-    says why; the serving stage's fit (to vLLM 0.5.4 rows) is the file's synchronous host
+    says why; the serving stage's fit (to vLLM 0.6.0 rows) is the file's synchronous host
     time, which the loader reads and engine_profile adds for a synchronous version."""
     from rooflinekit.profiles import host_scheduling
     data = _load("vllm")
@@ -292,12 +292,12 @@ def test_rederived_serving_overheads_match_the_shipped_ones():
 
 
 def test_the_front_end_time_is_the_scripts_fit():
-    """[host_scheduling]'s request_overhead (vLLM before 0.6.0) is what the script writes: the
+    """[host_scheduling]'s request_overhead (vLLM up to 0.6.0) is what the script writes: the
     slope of the bursts' first tokens, its interval, and the source the script words."""
     script = _script()
     host = _load("vllm")["host_scheduling"]
     value, (low, high) = script.request_overhead_fit()
-    assert host["in_engine_frontend_before"] == script.IN_ENGINE_FRONTEND_BEFORE == "0.6.0"
+    assert host["in_engine_frontend_before"] == script.IN_ENGINE_FRONTEND_BEFORE == "0.6.1"
     assert host["request_overhead"] == round(value, 5)
     assert host["request_overhead_interval"] == [round(low, 5), round(high, 5)]
     assert host["source"] == script.HOST_SCHEDULING_SOURCE.format(**script._frontend_words())

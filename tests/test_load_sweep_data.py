@@ -372,13 +372,14 @@ def test_a_synchronous_vllm_sweep_is_scored_at_its_versions_host_scheduling(scor
     """vLLM before 0.14.0 waits for the host between steps: ``own_engine`` times such a sweep
     with the profile at its version (its host time added to every decode step); an
     asynchronous version (DigitalOcean's 0.14.1), an unknown one and another engine get the
-    newest. LambdaLabs' files record no version: its repository's image, 0.5.4."""
+    newest. LambdaLabs' files record no version: 0.6.0, which their dates, their ten-step
+    streams and their report state (``ASSUMED_VERSIONS``)."""
     host = rooflinekit.profiles.host_scheduling("vllm")
     dennislee = sweeps["dennislee_a100_qwen2-7b_tp1_1024in_1024out_burst"][0]
     lambda_ = sweeps["lambda_h100_llama3-8b_tp1_burst"][0]
     doks = sweeps["doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"][0]
     assert (scorer.profile_version(dennislee), scorer.profile_version(lambda_)) == \
-        ("0.10.1.1", "0.5.4")
+        ("0.10.1.1", "0.6.0")
     assert scorer.profile_version(doks) is None
     assert scorer.profile_version({**doks, "engine_version": None}) is None
     assert scorer.profile_version({**dennislee, "engine": "sglang"}) is None
@@ -715,8 +716,9 @@ def test_dennislees_cached_bursts_wait_for_a_serial_front_end(scorer, sweeps):
 
 
 def test_the_lambdalabs_stream_in_groups_of_ten_gives_its_mean_tpot():
-    """docs/validation.md: in the LambdaLabs 10-prompt burst (vLLM 0.5.4, Llama-3-8B, one H100)
-    a reply is seen in groups of ten decode steps, so a request of ``n`` tokens takes
+    """docs/validation.md: in the LambdaLabs 10-prompt burst (vLLM 0.6.0 with
+    ``--num-scheduler-steps 10``, Llama-3-8B, one H100) a reply is seen in windows of ten
+    decode steps, so a request of ``n`` tokens takes
     ``ceil((n - 1) / 10) * 10`` steps after its first token. At the file's median TPOT as the
     step, the mean over its requests is 11.6 ms, within 5 % of the 11.1 ms measured; token by
     token it is the step, 7.6 ms. Hand calculation from the file's own output lengths."""

@@ -26,7 +26,7 @@ def points(script):
 
 
 def test_only_synchronous_v1_vllm_sweeps_on_profiled_gpus_enter(script, points):
-    """dennislee22 (0.10.1.1, A100) and GPUStack (0.11.0, H100): not the V0 sweeps (0.5.4), the
+    """dennislee22 (0.10.1.1, A100) and GPUStack (0.11.0, H100): not the V0 sweeps (0.5.4, 0.6.0), the
     asynchronous ones (0.14.1, 0.15.1), another engine's or a GPU without its own profile."""
     assert {p["source"] for p in points} == {"dennislee22/vLLM-benchmarking",
                                              "gpustack/gpustack"}

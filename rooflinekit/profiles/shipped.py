@@ -83,10 +83,10 @@ class HostScheduling:
     source : str
         Where the versions and the values come from.
     in_engine_frontend_before : str or None
-        The first version whose front end (HTTP server, tokeniser) runs in a process of its
-        own; versions from ``synchronous_from`` up to before it run it in the engine's thread,
-        which steps no batch while it takes a request in. ``None``: every version's has its
-        own.
+        The first version not measured taking requests in at the engine's expense: versions
+        from ``synchronous_from`` up to before it carry ``request_overhead``, the time a burst's
+        first step waits for each prompt taken in (measured on vLLM 0.6.0, whose API server
+        already had a process of its own). ``None``: no version carries it.
     request_overhead : float
         The engine's time per request taken in by such a version [s]
         (:attr:`rooflinekit.Engine.request_overhead`); 0 where none.
@@ -113,7 +113,7 @@ class HostScheduling:
         return release_number(self.synchronous_from) <= key < release_number(self.asynchronous_since)
 
     def in_engine_frontend(self, version: str) -> bool:
-        """Whether ``version`` takes requests in on the engine's thread: a synchronous version
+        """Whether ``version`` takes requests in at the engine's expense: a synchronous version
         before ``in_engine_frontend_before``."""
         return self.in_engine_frontend_before is not None and self.synchronous(version) and \
             release_number(version) < release_number(self.in_engine_frontend_before)
@@ -431,7 +431,7 @@ def engine_profile(engine: str = DEFAULT_ENGINE, gpu=None, version: str | None =
         scheduling (:func:`host_scheduling`: vLLM), a version that schedules synchronously
         (vLLM 0.5.4 up to before 0.14.0) gives the newest profile with that version's host
         time per step added to its decode steps (``step_overhead``, with its interval; and
-        before vLLM 0.6.0, whose front end ran in the engine's thread, its time per request,
+        up to vLLM 0.6.0, whose bursts wait for each prompt taken in, its time per request,
         ``request_overhead``), and
         one that schedules asynchronously but is not profiled (vLLM 0.14.1, 0.20.0, or one
         newer than the newest profiled) gives the newest profile, whose host scheduling it
@@ -565,7 +565,7 @@ def _synchronous(calibration: Calibration, engine: str, version, host) -> Calibr
     if host.in_engine_frontend(version):
         # not a drawn knob: the time one engine's front end takes per request, measured
         base = base.replace(request_overhead=host.request_overhead)
-        intake = (f"; front end in the engine's thread before "
+        intake = (f"; requests taken in at the engine's expense before "
                   f"{host.in_engine_frontend_before}: + {host.request_overhead * 1e3:.2f} ms "
                   f"of the engine's time a request")
     return dataclasses.replace(
