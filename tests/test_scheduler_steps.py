@@ -27,10 +27,12 @@ from rooflinekit.workloads import Workload
 from test_batching_kernels import (ROOFLINE, assert_gap_percentiles, assert_same,
                                   roofline_batcher, workloads)
 from test_batching_prefix import prefix_workloads
+from test_stream_interval import TICK_BATCHERS, tick_batcher
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 windows = st.integers(2, 7)
-LAMBDA_10 = Path(__file__).parent / "data" / "measurements" / "vllm_result_lambda_h100_llama3_8b.json"
+LAMBDA_10 = (Path(__file__).parent / "data" / "measurements"
+             / "vllm_result_lambda_h100_llama3_8b.json")
 
 
 def check(batcher, wl, itl_target, tick):
@@ -86,17 +88,10 @@ def _all_gaps(ref, times, done, k):
 
 
 @SETTINGS
-@given(wl=workloads(tiers=True), k=windows, max_num_seqs=st.integers(1, 8),
-       kv=st.integers(1, 200), admission=st.sampled_from(["reserve", "paged"]),
-       block_size=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
-       target=st.sampled_from([1.0, 3.0, 12.0]))
-def test_tick_windows_match_the_rule_and_the_reference(wl, k, max_num_seqs, kv, admission,
-                                                       block_size, extra, target):
-    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
-                          block_size=block_size,
-                          max_num_batched_tokens=None if extra is None else max_num_seqs + extra,
-                          interactive_cap=2, mixed_prefill=False, num_scheduler_steps=k)
-    check(b, wl, target, tick=True)
+@given(wl=workloads(tiers=True), k=windows, **TICK_BATCHERS)
+def test_tick_windows_match_the_rule_and_the_reference(wl, k, target, **draws):
+    check(tick_batcher(mixed_prefill=False, num_scheduler_steps=k, **draws), wl, target,
+          tick=True)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

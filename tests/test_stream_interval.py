@@ -75,19 +75,29 @@ def check(batcher, wl, itl_target):
     assert_gap_percentiles(stats, gaps)
 
 
+#: A tick-clock batcher's draws: slots, KV budget, admission, block size, the token budget
+#: beyond the slots (None: unlimited) and an ITL target (with :func:`tick_batcher`).
+TICK_BATCHERS = dict(max_num_seqs=st.integers(1, 8), kv=st.integers(1, 200),
+                     admission=st.sampled_from(["reserve", "paged"]),
+                     block_size=st.integers(1, 8),
+                     extra=st.one_of(st.none(), st.integers(0, 30)),
+                     target=st.sampled_from([1.0, 3.0, 12.0]))
+
+
+def tick_batcher(max_num_seqs, kv, admission, block_size, extra, **kwargs):
+    """The tick-clock batcher of :data:`TICK_BATCHERS`' draws, two requests' cap on the batch
+    tier, ``kwargs`` beside."""
+    return ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+                             block_size=block_size,
+                             max_num_batched_tokens=None if extra is None
+                             else max_num_seqs + extra, interactive_cap=2, **kwargs)
+
+
 @MIXED
 @SETTINGS
-@given(wl=workloads(tiers=True), interval=intervals, max_num_seqs=st.integers(1, 8),
-       kv=st.integers(1, 200), admission=st.sampled_from(["reserve", "paged"]),
-       block_size=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
-       target=st.sampled_from([1.0, 3.0, 12.0]))
-def test_tick_sends_match_the_rule_and_the_reference(mixed, wl, interval, max_num_seqs, kv,
-                                                     admission, block_size, extra, target):
-    b = ContinuousBatcher(max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
-                          block_size=block_size,
-                          max_num_batched_tokens=None if extra is None else max_num_seqs + extra,
-                          interactive_cap=2, mixed_prefill=mixed, stream_interval=interval)
-    check(b, wl, target)
+@given(wl=workloads(tiers=True), interval=intervals, **TICK_BATCHERS)
+def test_tick_sends_match_the_rule_and_the_reference(mixed, wl, interval, target, **draws):
+    check(tick_batcher(mixed_prefill=mixed, stream_interval=interval, **draws), wl, target)
 
 
 @MIXED
