@@ -18,7 +18,7 @@ from importlib import resources
 
 import numpy as np
 
-from rooflinekit._validation import check_count_array, real_number, whole_number
+from rooflinekit._validation import check_bool, check_count_array, real_number, whole_number
 
 __all__ = [
     "Workload", "WorkloadSpec", "guide_workload", "as_generator",
@@ -216,16 +216,22 @@ class Empirical:
 
     Pass either ``samples`` (token counts, resampled with replacement) or ``edges`` and ``counts``
     (a histogram: ``counts[k]`` observations in ``[edges[k], edges[k+1])``, drawn uniformly on the
-    integers of the chosen bin).
+    integers of the chosen bin). ``replay=True`` (keyword-only; ``samples`` only) draws the
+    samples in their order instead, the first ``size`` of them, starting over after the last:
+    the requests a benchmark client sent, in the order it sent them, the same in every draw
+    (two such lengths of one list keep each prompt with its reply).
     """
 
     samples: tuple | None = None
     edges: tuple | None = None
     counts: tuple | None = None
+    replay: bool = dataclasses.field(default=False, kw_only=True)
 
     def __post_init__(self):
         if (self.samples is None) == (self.edges is None):
             raise ValueError("pass either samples, or edges and counts")
+        if check_bool("replay", self.replay) and self.samples is None:
+            raise ValueError("replay=True replays samples: give samples, not edges and counts")
         if self.samples is not None:
             data = check_count_array("samples", self.samples, lo=0)
             if data.size == 0:
@@ -249,6 +255,8 @@ class Empirical:
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` token counts [tokens] (int64)."""
         size = _size(size)
+        if self.replay:
+            return np.resize(np.asarray(self.samples, dtype=np.int64), size)
         if self.samples is not None:
             return rng.choice(np.asarray(self.samples, dtype=np.int64), size=size)
         edges = np.asarray(self.edges, dtype=np.int64)
@@ -418,7 +426,7 @@ def _sharegpt_sample() -> tuple[np.ndarray, np.ndarray]:
     return prompts, outputs
 
 
-def sharegpt_lengths(prompt_mean=None, output_mean=None, *, requests=None
+def sharegpt_lengths(prompt_mean=None, output_mean=None, *, requests=None, replay=False
                      ) -> tuple[Empirical, Empirical]:
     """Prompt and output lengths of the ShareGPT sample vLLM's benchmark client sends.
 
@@ -442,11 +450,16 @@ def sharegpt_lengths(prompt_mean=None, output_mean=None, *, requests=None
     requests : int, optional
         Only the sample's first ``requests`` [1], in [1, 1280]: what ``--num-prompts
         requests`` sends. Default all 1,280.
+    replay : bool, optional
+        ``True``: the requests in the sample's order, each prompt with its reply, the same in
+        every draw (:class:`Empirical`'s ``replay``): a run of ``--num-prompts requests``
+        replayed as its client sent it. Default ``False``: resampled.
 
     Returns
     -------
     prompt, output : Empirical
-        Resampled with replacement (:class:`Empirical`): ``Traffic(rate, *sharegpt_lengths())``.
+        Resampled with replacement, or replayed (:class:`Empirical`):
+        ``Traffic(rate, *sharegpt_lengths())``.
 
     Raises
     ------
@@ -458,8 +471,8 @@ def sharegpt_lengths(prompt_mean=None, output_mean=None, *, requests=None
     A scaled length is ``max(round(x · mean / x̄), lowest)``, ``x̄`` the (first ``requests``)
     lengths' mean and ``lowest`` 0 for a prompt, 1 for a reply: the means land within a
     token of the given ones. A reply the run counted as 0 tokens (an empty reply: its first
-    token ended it; 89 of 1,280) is one token. Prompts and replies are drawn independently:
-    the sample's pairing is not kept.
+    token ended it; 89 of 1,280) is one token. Resampled, prompts and replies are drawn
+    independently: the sample's pairing is kept by ``replay`` only.
 
     References
     ----------
@@ -484,7 +497,8 @@ def sharegpt_lengths(prompt_mean=None, output_mean=None, *, requests=None
              for name, m in (("prompt_mean", prompt_mean), ("output_mean", output_mean))]
     prompts, outputs = _sharegpt_sample()
     prompt, output = scaled_lengths(prompts[:n], outputs[:n], *means)
-    return Empirical(samples=prompt), Empirical(samples=output)
+    replay = check_bool("replay", replay)
+    return Empirical(samples=prompt, replay=replay), Empirical(samples=output, replay=replay)
 
 
 def scaled_lengths(prompts, outputs, prompt_mean=None, output_mean=None

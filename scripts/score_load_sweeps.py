@@ -349,11 +349,14 @@ def sent_the_sample(point) -> bool:
 
 
 def sharegpt_draws(point) -> tuple:
-    """Prompt and output length draws of a ShareGPT ``point``: the recorded sample's (the first
-    ``num_prompts`` requests where :func:`sent_the_sample`, else all of them), scaled to the
-    point's published mean prompt and output (a factor 1 for the prompts of the very sample)."""
+    """Prompt and output length draws of a ShareGPT ``point``: the recorded sample's, scaled to
+    the point's published mean prompt and output (a factor 1 for the prompts of the very
+    sample); where :func:`sent_the_sample`, its first ``num_prompts`` requests replayed in
+    order, each prompt with its reply (``replay``: what the client sent), else all of them
+    resampled."""
+    sent = sent_the_sample(point)
     return sharegpt_lengths(float(point["prompt_tokens"]), float(point["output_tokens"]),
-                            requests=int(point["num_prompts"]) if sent_the_sample(point) else None)
+                            requests=int(point["num_prompts"]) if sent else None, replay=sent)
 
 
 def _spec(point, engine, sigma):
@@ -571,6 +574,8 @@ def predict_point(point, engine, kind, *, replicates=3, requests=300, seed=0,
     [output tokens/s], ``request_throughput`` [requests/s]."""
     common = dict(replicates=replicates, seed=seed, sigma=sharegpt_sigma)
     if kind == "rate":
+        if sharegpt_sigma is None and _sharegpt(point["dataset"]) and sent_the_sample(point):
+            requests = int(point["num_prompts"])     # the sample replayed whole, as it was sent
         return _run(point, engine, rate=point["rate"], requests=requests, **common)
     if kind == "burst":
         return _run(point, engine, rate=BURST_RATE, requests=point["num_prompts"], **common)

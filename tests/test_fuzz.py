@@ -731,8 +731,9 @@ NO_KERNEL = _entry(rk.profiles.missing_attention_kernel,
 # the ShareGPT benchmark sample's lengths (rooflinekit.workloads)
 SHAREGPT = _entry(rk.workloads.sharegpt_lengths,
                   kwargs={"prompt_mean": 500.0, "output_mean": 200.0, "requests": 100},
-                  spoil=("prompt_mean", "output_mean", "requests"),
-                  valid={"prompt_mean": OPTIONAL, "output_mean": OPTIONAL, "requests": OPTIONAL})
+                  spoil=("prompt_mean", "output_mean", "requests", "replay"),
+                  valid={"prompt_mean": OPTIONAL, "output_mean": OPTIONAL, "requests": OPTIONAL,
+                         "replay": ("true",)})
 # requests' lengths scaled to means (rooflinekit.workloads)
 SCALED = _entry(rk.workloads.scaled_lengths,
                 kwargs={"prompts": [100, 300], "outputs": [0, 10], "prompt_mean": 250.0,

@@ -652,8 +652,11 @@ def test_the_recorded_sharegpt_sample_is_the_one_the_sweeps_sent(scorer, sweeps)
         assert np.mean(prompt.samples) == pytest.approx(point["prompt_tokens"], rel=2e-3)
         assert np.mean(output.samples) == pytest.approx(point["output_tokens"], rel=2e-3)
     burst = sweeps["lambda_h100_llama3-8b_tp1_burst"][2]          # 160 prompts
-    prompt, _ = scorer.sharegpt_draws(burst)
+    prompt, output = scorer.sharegpt_draws(burst)
     assert list(prompt.samples) == list(prompts[:160])            # the very prompts, as sent
+    assert prompt.replay and output.replay                         # in order, each with its reply
+    assert not any(d.replay for d in scorer.sharegpt_draws(
+        sweeps["gpustack_h100_qwen3-8b_tp1_sharegpt_conc"][0]))
     assert scorer.sharegpt_draws(burst) != \
         scorer.sharegpt_draws({**burst, "prompt_tokens": burst["prompt_tokens"] + 1})
 

@@ -266,6 +266,35 @@ def test_sharegpt_lengths_is_the_recorded_sample():
     assert 0.14 <= under_ten < 0.15
 
 
+def test_a_replayed_sample_is_drawn_in_its_order_with_its_pairs():
+    """``Empirical(samples, replay=True)``: the first ``size`` samples in order, starting over
+    after the last, whatever the generator; ``sharegpt_lengths(replay=True)``: each of the
+    first N prompts with the reply it had, as ``--num-prompts N`` sent them."""
+    from helpers import read_sharegpt_sample
+    from rooflinekit.workloads import Empirical, WorkloadSpec, sharegpt_lengths
+    lengths = Empirical((3, 1, 2), replay=True)
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        np.testing.assert_array_equal(lengths.sample(rng, 7), [3, 1, 2, 3, 1, 2, 3])
+    assert lengths.sample(np.random.default_rng(0), 0).size == 0
+    prompts, counted = read_sharegpt_sample()
+    prompt, output = sharegpt_lengths(requests=40, replay=True)
+    spec = WorkloadSpec(40, prompt=prompt, output=output)
+    draw = spec.draw(np.random.default_rng(5))
+    assert list(draw[1]) == prompts[:40]                  # (arrival, prompt, output)
+    assert list(draw[2]) == [max(o, 1) for o in counted[:40]]
+    # resampled, the same lists give other requests
+    prompt, output = sharegpt_lengths(requests=40)
+    assert list(WorkloadSpec(40, prompt=prompt, output=output).draw(
+        np.random.default_rng(5))[1]) != prompts[:40]
+    with pytest.raises(ValueError, match="replay"):
+        Empirical(edges=(1, 5), counts=(1.0,), replay=True)
+    with pytest.raises(TypeError, match="replay"):
+        Empirical((1, 2), replay="yes")
+    with pytest.raises(TypeError, match="replay"):
+        sharegpt_lengths(replay=1.5)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"prompt_mean": 0}, "prompt_mean"), ({"output_mean": -3.0}, "output_mean"),
     ({"prompt_mean": 1e13}, "prompt_mean"), ({"requests": 0}, "requests"),
