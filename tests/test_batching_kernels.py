@@ -149,20 +149,30 @@ def roofline_batcher(config, **kwargs):
                              tp=config["tp"], **kwargs)
 
 
+#: A roofline-clock batcher's draws: configuration, slots, the token budget beyond the slots
+#: (None: unlimited), KV budget and admission (with :func:`roofline_case`).
+ROOFLINE_BATCHERS = dict(config=st.sampled_from(sorted(ROOFLINE)), max_num_seqs=st.integers(1, 8),
+                         extra=st.one_of(st.none(), st.integers(0, 30)), kv=st.integers(1, 300),
+                         admission=st.sampled_from(["reserve", "paged"]))
+
+
+def roofline_case(wl, config, max_num_seqs, extra, kv, admission, **kwargs):
+    """``wl`` with its tick-sized gaps scaled to the roofline steps' milliseconds (arrivals in
+    seconds), and the roofline batcher of :data:`ROOFLINE_BATCHERS`' draws (blocks of 4
+    tokens), ``kwargs`` beside."""
+    scaled = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
+    return scaled, roofline_batcher(
+        ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv, admission=admission,
+        block_size=4, max_num_batched_tokens=None if extra is None else max_num_seqs + extra,
+        **kwargs)
+
+
 @MIXED
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
-       max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
-       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
-       cap=st.one_of(st.none(), st.integers(1, 3)), shares=arrived_shares)
-def test_roofline_continuous_matches_reference(mixed, wl, config, max_num_seqs, extra, kv,
-                                               admission, cap, shares):
-    # arrivals are in seconds here: scale the tick-sized gaps down to the steps' milliseconds
-    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
-    b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
-                         admission=admission, block_size=4, interactive_cap=cap,
-                         mixed_prefill=mixed,
-                         max_num_batched_tokens=None if extra is None else max_num_seqs + extra)
+@given(wl=workloads(fractional=True, tiers=True), cap=st.one_of(st.none(), st.integers(1, 3)),
+       shares=arrived_shares, **ROOFLINE_BATCHERS)
+def test_roofline_continuous_matches_reference(mixed, wl, cap, shares, **draws):
+    wl, b = roofline_case(wl, interactive_cap=cap, mixed_prefill=mixed, **draws)
     assert_same_with_arrived(b, wl, shares)
 
 
@@ -488,16 +498,10 @@ def test_tick_gaps_match_every_token(mixed, wl, max_num_seqs, kv, admission, blo
 
 @MIXED
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
-       max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
-       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
-       target=st.floats(0.0, 0.05))
-def test_roofline_gaps_match_every_token(mixed, wl, config, max_num_seqs, extra, kv, admission,
-                                         target):
-    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
-    b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
-                         admission=admission, block_size=4, mixed_prefill=mixed,
-                         max_num_batched_tokens=None if extra is None else max_num_seqs + extra)
+@given(wl=workloads(fractional=True, tiers=True), target=st.floats(0.0, 0.05),
+       **ROOFLINE_BATCHERS)
+def test_roofline_gaps_match_every_token(mixed, wl, target, **draws):
+    wl, b = roofline_case(wl, mixed_prefill=mixed, **draws)
     check_gaps(b, wl, target)
 
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from rooflinekit.batching import ContinuousBatcher, Speculative, _schema, run_replicates
 from rooflinekit.batching.batchers import MAX_RECV_INTERVAL, _kernel_outputs
 from rooflinekit.workloads import Workload
-from tests.test_batching_kernels import ROOFLINE, assert_same, roofline_batcher, workloads
+from tests.test_batching_kernels import (ROOFLINE, ROOFLINE_BATCHERS, assert_same,
+                                         roofline_batcher, roofline_case, workloads)
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -46,17 +47,10 @@ def test_tick_matches_reference(mixed, wl, max_num_seqs, extra, kv, admission, b
 
 @pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "prefill-apart"])
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(wl=workloads(fractional=True, tiers=True), config=st.sampled_from(sorted(ROOFLINE)),
-       max_num_seqs=st.integers(1, 8), extra=st.one_of(st.none(), st.integers(0, 30)),
-       kv=st.integers(1, 300), admission=st.sampled_from(["reserve", "paged"]),
-       recv=intervals, closed=loops)
-def test_roofline_matches_reference(mixed, wl, config, max_num_seqs, extra, kv, admission, recv,
-                                    closed):
-    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
-    b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
-                         admission=admission, block_size=4, mixed_prefill=mixed,
-                         max_num_batched_tokens=None if extra is None else max_num_seqs + extra,
-                         recv_interval=recv)
+@given(wl=workloads(fractional=True, tiers=True), recv=intervals, closed=loops,
+       **ROOFLINE_BATCHERS)
+def test_roofline_matches_reference(mixed, wl, recv, closed, **draws):
+    wl, b = roofline_case(wl, mixed_prefill=mixed, recv_interval=recv, **draws)
     assert_both_loops(b, wl, closed)
 
 

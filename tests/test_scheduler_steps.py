@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import rooflinekit as rk
 from rooflinekit import catalog
 from rooflinekit.batching import (MAX_SCHEDULER_STEPS, ContinuousBatcher, DisaggregatedBatcher,
                                   Speculative, _schema)
@@ -24,8 +25,8 @@ from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.planning import load_curve
 from rooflinekit.workloads import Workload
 
-from test_batching_kernels import (ROOFLINE, assert_gap_percentiles, assert_same,
-                                  roofline_batcher, workloads)
+from test_batching_kernels import (ROOFLINE_BATCHERS, assert_gap_percentiles, assert_same,
+                                  roofline_case, workloads)
 from test_batching_prefix import prefix_workloads
 from test_stream_interval import TICK_BATCHERS, tick_batcher
 
@@ -95,18 +96,12 @@ def test_tick_windows_match_the_rule_and_the_reference(wl, k, target, **draws):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(wl=workloads(fractional=True, tiers=True), k=windows,
-       config=st.sampled_from(sorted(ROOFLINE)), max_num_seqs=st.integers(1, 8),
-       extra=st.one_of(st.none(), st.integers(0, 30)), kv=st.integers(1, 300),
-       admission=st.sampled_from(["reserve", "paged"]), target=st.floats(0.0, 0.2))
-def test_roofline_windows_match_the_reference(wl, k, config, max_num_seqs, extra, kv,
-                                              admission, target):
-    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
+@given(wl=workloads(fractional=True, tiers=True), k=windows, target=st.floats(0.0, 0.2),
+       **ROOFLINE_BATCHERS)
+def test_roofline_windows_match_the_reference(wl, k, target, **draws):
     # the sliding-window model's attention sums with every layer paged whole
-    b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
-                         admission=admission, block_size=4, mixed_prefill=False,
-                         max_num_batched_tokens=None if extra is None else max_num_seqs + extra,
-                         num_scheduler_steps=k, window_paging=False)
+    wl, b = roofline_case(wl, mixed_prefill=False, num_scheduler_steps=k, window_paging=False,
+                          **draws)
     check(b, wl, target, tick=False)
 
 
@@ -180,8 +175,8 @@ def test_lambda_ten_prompt_burst_is_vllm_multistep():
 def test_load_curve_replays_a_multistep_server():
     """``load_curve(num_scheduler_steps=k)``: the same TTFT-side admission at a light load,
     TPOT and the gaps between sends longer than at one step, and the attribute kept."""
-    traffic = __import__("rooflinekit").Traffic(1.0, 200, 40)
-    slo = __import__("rooflinekit").SLO(ttft=1.0, itl=0.05)
+    traffic = rk.Traffic(1.0, 200, 40)
+    slo = rk.SLO(ttft=1.0, itl=0.05)
     common = dict(model="Llama-3.1-8B", gpu="H100-SXM-80GB", rates=[2.0], replicates=2,
                   requests=60, mixed_prefill=False)
     one = load_curve(traffic, slo, **common)
@@ -212,8 +207,8 @@ def test_windows_refuse_what_they_do_not_model():
     with pytest.raises(ValueError, match="mixed_prefill"):
         DisaggregatedBatcher(prefill=pool, decode=pool, link_bandwidth=1e9)
     with pytest.raises(ValueError, match="mixed_prefill"):
-        load_curve(__import__("rooflinekit").Traffic(1.0, 200, 40),
-                   __import__("rooflinekit").SLO(ttft=1.0), model="Llama-3.1-8B",
+        load_curve(rk.Traffic(1.0, 200, 40),
+                   rk.SLO(ttft=1.0), model="Llama-3.1-8B",
                    gpu="H100-SXM-80GB", rates=[1.0], mixed_prefill=True, num_scheduler_steps=4)
     assert dataclasses.replace(pool, num_scheduler_steps=1).num_scheduler_steps == 1
     with pytest.raises(ValueError, match="speculative"):

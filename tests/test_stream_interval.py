@@ -23,8 +23,8 @@ from rooflinekit.batching.batchers import _kernel_outputs
 from rooflinekit.planning import load_curve
 from rooflinekit.workloads import Uniform, Workload
 
-from test_batching_kernels import (ROOFLINE, assert_gap_percentiles, assert_same,
-                                  roofline_batcher, workloads)
+from test_batching_kernels import (ROOFLINE_BATCHERS, assert_gap_percentiles, assert_same,
+                                  roofline_case, workloads)
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MIXED = pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "prefill-apart"])
@@ -103,17 +103,9 @@ def test_tick_sends_match_the_rule_and_the_reference(mixed, wl, interval, target
 @MIXED
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads(fractional=True, tiers=True), interval=intervals,
-       config=st.sampled_from(sorted(ROOFLINE)), max_num_seqs=st.integers(1, 8),
-       extra=st.one_of(st.none(), st.integers(0, 30)), kv=st.integers(1, 300),
-       admission=st.sampled_from(["reserve", "paged"]), target=st.floats(0.0, 0.2))
-def test_roofline_sends_match_the_rule_and_the_reference(mixed, wl, interval, config,
-                                                         max_num_seqs, extra, kv, admission,
-                                                         target):
-    wl = Workload(wl.arrival * 0.01, wl.prompt_tokens, wl.output_tokens, wl.priority)
-    b = roofline_batcher(ROOFLINE[config], max_num_seqs=max_num_seqs, kv_budget_tokens=kv,
-                         admission=admission, block_size=4, mixed_prefill=mixed,
-                         max_num_batched_tokens=None if extra is None else max_num_seqs + extra,
-                         stream_interval=interval)
+       target=st.floats(0.0, 0.2), **ROOFLINE_BATCHERS)
+def test_roofline_sends_match_the_rule_and_the_reference(mixed, wl, interval, target, **draws):
+    wl, b = roofline_case(wl, mixed_prefill=mixed, stream_interval=interval, **draws)
     check(b, wl, target)
 
 

@@ -933,9 +933,6 @@ def load_curve(traffic: Traffic, slo: SLO, *, model, gpu, tp=1, max_num_seqs="au
                                    hi=MAX_STREAM_INTERVAL)
     num_scheduler_steps = whole_number("num_scheduler_steps", num_scheduler_steps, lo=1,
                                        hi=MAX_SCHEDULER_STEPS)
-    if num_scheduler_steps > 1 and mixed_prefill:
-        raise ValueError(f"num_scheduler_steps={num_scheduler_steps} needs mixed_prefill=False "
-                         f"(vLLM's multi-step scheduling ran prefill steps apart)")
     admission = scheduler_admission(admission, engine, gpu)   # the engine's, before resolving it
     drawn = _engine_draws(engine, [gpu], engine_draws, replicates, seed)
     held_by = memory_engine(engine)
