@@ -214,3 +214,31 @@ def test_windows_refuse_what_they_do_not_model():
     with pytest.raises(ValueError, match="speculative"):
         ContinuousBatcher(max_num_seqs=4, mixed_prefill=False, num_scheduler_steps=4,
                           speculative=Speculative(0.05, draft_tokens=2, acceptance=0.5))
+
+
+def test_curve_runs_windows_from_the_command_line(capsys):
+    """``curve --num-scheduler-steps K``: ``--mixed-prefill auto`` takes prefill steps apart
+    (as vLLM ran its windows), the JSON keeps K, and the curve is ``load_curve``'s at K; ``on``
+    and K outside [1, MAX_SCHEDULER_STEPS] are refused with the flag's or argument's name."""
+    from rooflinekit.cli.main import main
+    argv = ["curve", "llama-3.1-8b", "--gpu", "h100", "--rates", "2", "--prompt-mean", "200",
+            "--output-mean", "40", "--replicates", "2", "--requests", "60", "--json"]
+    assert main([*argv, "--num-scheduler-steps", "10"]) == 0
+    ten = json.loads(capsys.readouterr().out)
+    assert ten["num_scheduler_steps"] == 10
+    ds = load_curve(rk.Traffic(1.0, 200, 40), rk.SLO(ttft=3600.0), model="Llama-3.1-8B",
+                    gpu="H100-SXM-80GB", rates=[2.0], replicates=2, requests=60,
+                    mixed_prefill=False, num_scheduler_steps=10, engine="vllm", engine_draws=0)
+    assert ten["loads"][0]["mean_tpot_ms"] == pytest.approx(
+        float(ds["mean_tpot"].median()) * 1e3, rel=1e-12)
+    assert main(argv) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["num_scheduler_steps"] == 1
+    assert ten["loads"][0]["mean_itl_ms"] > 5 * one["loads"][0]["mean_itl_ms"]
+    assert main([*argv, "--num-scheduler-steps", "10", "--mixed-prefill", "on"]) == 2
+    assert "mixed_prefill=False" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:          # argparse's own refusal
+        main([*argv, "--num-scheduler-steps", str(MAX_SCHEDULER_STEPS + 1)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--num-scheduler-steps: must be in [1, {MAX_SCHEDULER_STEPS}]" in err

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 
 from rooflinekit import catalog, workloads
-from rooflinekit.batching import MAX_RECV_INTERVAL, MAX_STREAM_INTERVAL
+from rooflinekit.batching import MAX_RECV_INTERVAL, MAX_SCHEDULER_STEPS, MAX_STREAM_INTERVAL
 from rooflinekit.cli._output import JSON_RULE
 from rooflinekit.dtypes import BYTES_PER_ELEMENT
 
@@ -231,6 +231,14 @@ FLAGS = {
                                   "and its last at its end, so the ITL is the gap between its "
                                   "sends (TTFT and TPOT unchanged; 1: every token, the "
                                   "default)"},
+    "--num-scheduler-steps": {"type": whole_number(1, MAX_SCHEDULER_STEPS), "default": 1,
+                              "metavar": "STEPS",
+                              "help": "vLLM V0's --num-scheduler-steps (0.6.0 to 0.9): decodes "
+                                      "run in windows of STEPS steps scheduled once, nothing "
+                                      "admitted or retired inside one, and a window's tokens "
+                                      "sent at its end; prefill steps run apart from the "
+                                      "decodes (--mixed-prefill auto: off; on is refused). 1: "
+                                      "one step a window, the default"},
     "--admission": {"choices": ("auto", "paged", "reserve"), "default": "auto",
                     "help": "KV admission: paged admits on the blocks a request holds and "
                             "preempts (vLLM, SGLang); reserve admits only when the prompt and "

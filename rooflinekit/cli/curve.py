@@ -60,7 +60,9 @@ EPILOG = examples(
     "llama-3.1-8b --gpu h100 --engine sglang --concurrencies 16 --clients-start together "
     "--cached-prompts 10 --prompt-mean 4000 --output-mean 100 --replicates 2 --requests 80",
     "llama-3.1-8b --gpu h100 --engine sglang --stream-interval 10 --concurrencies 8,32 "
-    "--prompt-mean 1000 --output-mean 500 --replicates 2 --requests 100")
+    "--prompt-mean 1000 --output-mean 500 --replicates 2 --requests 100",
+    "llama-3.1-8b --gpu h100 --num-scheduler-steps 10 --rates 2,8 --prompt-mean 200 "
+    "--output-mean 200 --lengths sharegpt --replicates 2 --requests 100")
 
 #: The traffic flags this command reads: lengths, arrivals and the Monte Carlo (no rate, no
 #: targets: the loads are the rates or concurrencies given).
@@ -127,6 +129,7 @@ def add_arguments(parser) -> None:
     add_flag(parser, "--mixed-prefill")
     add_flag(parser, "--recv-interval")
     add_flag(parser, "--stream-interval")
+    add_flag(parser, "--num-scheduler-steps")
     add_flag(parser, "--admission")
     add_table_flags(parser, FLAGS)
     add_output_flags(parser, output_help=(
@@ -151,14 +154,17 @@ def run(args, out) -> int:
         1.0, prompt, output,
         arrival="poisson" if args.burstiness is None else "gamma", burstiness=args.burstiness)
     engine = engine_from_args(args, gpu)
+    mixed = mixed_prefill(args)
+    if args.num_scheduler_steps > 1 and mixed == "auto":
+        mixed = False            # vLLM ran its windows with prefill steps apart
     common = dict(model=model, gpu=gpu, tp=args.tp, pp=args.pp, ep=args.ep, rates=args.rates,
                   concurrencies=args.concurrencies,
                   max_num_seqs=args.max_num_seqs or "auto",
                   max_num_batched_tokens=args.max_num_batched_tokens or "auto",
                   gpu_memory_utilization=args.gpu_memory_utilization,
-                  block_size=args.block_size, mixed_prefill=mixed_prefill(args),
+                  block_size=args.block_size, mixed_prefill=mixed,
                   recv_interval=args.recv_interval, stream_interval=args.stream_interval,
-                  admission=args.admission,
+                  num_scheduler_steps=args.num_scheduler_steps, admission=args.admission,
                   cached_prompts=args.cached_prompts, replicates=args.replicates,
                   requests=args.requests, seed=args.seed,
                   engine_draws=0,
@@ -184,6 +190,7 @@ def run(args, out) -> int:
                "admission": ds.attrs["admission"],
                "recv_interval": ds.attrs["recv_interval"],
                "stream_interval": ds.attrs["stream_interval"],
+               "num_scheduler_steps": ds.attrs["num_scheduler_steps"],
                "cached_prompts": ds.attrs["cached_prompts"],
                "model_quality": ds.attrs["model_quality"], "loads": rows}
 
@@ -198,6 +205,8 @@ def run(args, out) -> int:
                      if ds.attrs["recv_interval"] > 1 else "")
                   + (f", tokens sent {ds.attrs['stream_interval']} at a time (ITL between "
                      f"sends)" if ds.attrs["stream_interval"] > 1 else "")
+                  + (f", decodes in windows of {ds.attrs['num_scheduler_steps']} steps"
+                     if ds.attrs["num_scheduler_steps"] > 1 else "")
                   + (f", the first {ds.attrs['cached_prompts']} prompts cached"
                      if ds.attrs["cached_prompts"] else "") + "; "
                   f"medians over {args.replicates} replicate(s) of {args.requests} requests; "
