@@ -99,7 +99,8 @@ from rooflinekit.dtypes import BYTES_PER_ELEMENT, is_mxfp4
 from rooflinekit.profiles import host_scheduling, scheduler_defaults
 from rooflinekit.profiles.shipped import release_number
 from rooflinekit.planning import SLO, Traffic
-from rooflinekit.workloads import LogNormal, Uniform, sharegpt_lengths
+from rooflinekit.workloads import (Empirical, LogNormal, Uniform, scaled_lengths,
+                                   sharegpt_lengths)
 
 try:  # the top-level name where the package exports it, else the planning module's
     load_curve = rooflinekit.load_curve
@@ -113,6 +114,9 @@ DEFAULT_BURSTS = DEFAULT_SWEEPS.with_name("bursts.csv")
 #: the same columns; TensorRT-LLM's served stage fits its host time per sequence to them
 #: (``scripts/fit_served_overheads.py``), held out by model and whole in the profile's notes.
 DEFAULT_THROUGHPUT = DEFAULT_SWEEPS.with_name("trtllm_throughput.csv")
+#: The replies each run's model generated, request by request, where a source's result files
+#: record them (:func:`read_replies`); read beside the sweeps file.
+REPLIES_NAME = "replies.csv"
 #: Every file of saturation runs, in the order the scorer and the docs read them.
 SATURATION_FILES = (DEFAULT_BURSTS, DEFAULT_THROUGHPUT)
 
@@ -197,16 +201,20 @@ def _blank_or_one_of(row, key, choices, where, *, lower=False) -> str:
     return value
 
 
-def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
-    """The sweeps of ``path`` by id, each a list of points (numbers parsed, blanks ``None``).
+def read_sweeps(path=DEFAULT_SWEEPS, replies=None) -> dict[str, list[dict]]:
+    """The sweeps of ``path`` by id, each a list of points (numbers parsed, blanks ``None``),
+    each point with its run's recorded ``replies`` (:func:`read_replies`; ``None`` where none
+    is recorded) from the file ``replies``, by default the :data:`REPLIES_NAME` beside
+    ``path`` where there is one.
 
     Raises
     ------
     ValueError
         A missing column, a point without a required field, a number that is not one, a
         point with neither a rate nor a concurrency, or a ``kv_dtype`` or ``ssm_dtype`` that
-        names no format:
-        the message names the file, the line and the field.
+        names no format; a replies row that :func:`read_replies` refuses, or of a sweep held
+        that matches no point of it that sent the recorded sample, or whose mean is not the
+        point's ``output_tokens``: the message names the file, the line and the field.
     """
     with open(path, newline="", encoding="utf-8") as fh:
         numbered = [(k, line) for k, line in enumerate(fh, 1) if not line.startswith("#")]
@@ -240,8 +248,71 @@ def read_sweeps(path=DEFAULT_SWEEPS) -> dict[str, list[dict]]:
         if point["rate"] is None and point["concurrency"] is None:
             raise ValueError(f"{where}: a point needs a rate or a concurrency (fields 'rate', "
                              f"'concurrency')")
+        point["replies"] = None
         sweeps.setdefault(row["sweep"], []).append(point)
+    replies = Path(path).with_name(REPLIES_NAME) if replies is None else Path(replies)
+    if replies.exists():
+        _attach_replies(sweeps, replies)
     return sweeps
+
+
+def read_replies(path) -> list[tuple[int, dict]]:
+    """The rows of a replies file (:data:`REPLIES_NAME`): ``(line, row)`` with ``row`` a dict of
+    ``sweep``, ``num_prompts`` (int), ``output_tokens`` (a tuple of whole numbers >= 0, the
+    run's replies in the order sent: what its client counted, 0 for an empty reply) and
+    ``source``.
+
+    Raises
+    ------
+    ValueError
+        A missing column or field, a ``num_prompts`` that is not a whole number >= 1, or
+        ``output_tokens`` that are not ``num_prompts`` whole numbers >= 0: the message names
+        the file, the line and the field.
+    """
+    with open(path, newline="", encoding="utf-8") as fh:
+        numbered = [(k, line) for k, line in enumerate(fh, 1) if not line.startswith("#")]
+    reader = csv.DictReader(line for _, line in numbered)
+    columns = ("sweep", "num_prompts", "output_tokens", "source")
+    missing = [c for c in columns if c not in (reader.fieldnames or ())]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    rows = []
+    for (line_no, _), row in zip(numbered[1:], reader):
+        where = f"{path}, line {line_no}"
+        for key in columns:
+            if not (row.get(key) or "").strip():
+                raise ValueError(f"{where}: field {key!r} is empty")
+        n = _whole(row, "num_prompts", where)
+        words = row["output_tokens"].split()
+        if len(words) != n or not all(w.isdigit() for w in words):
+            raise ValueError(f"{where}, field 'output_tokens': expected {n} whole numbers >= 0 "
+                             f"separated by spaces (num_prompts), got {len(words)} words")
+        rows.append((line_no, {"sweep": row["sweep"].strip(), "num_prompts": n,
+                               "output_tokens": tuple(int(w) for w in words),
+                               "source": row["source"].strip()}))
+    return rows
+
+
+def _attach_replies(sweeps: dict, path) -> None:
+    """Each row of the replies file ``path`` onto its point of ``sweeps`` (``replies``), or the
+    ValueError of :func:`read_sweeps`. Rows of a sweep that ``sweeps`` does not hold are
+    skipped: one replies file serves every sweeps file beside it (the saturation runs')."""
+    for line_no, row in read_replies(path):
+        where = f"{path}, line {line_no}"
+        if row["sweep"] not in sweeps:
+            continue
+        point = next((p for p in sweeps[row["sweep"]]
+                      if p["num_prompts"] == row["num_prompts"]), None)
+        if point is None or not sent_the_sample(point):
+            raise ValueError(f"{where}, fields 'sweep', 'num_prompts': no point of "
+                             f"{row['sweep']!r} at {row['num_prompts']} prompts that sent the "
+                             f"recorded ShareGPT sample")
+        replies = row["output_tokens"]
+        if abs(sum(replies) / len(replies) - point["output_tokens"]) > 5e-3:
+            raise ValueError(f"{where}, field 'output_tokens': their mean "
+                             f"{sum(replies) / len(replies):.3f} is not the point's "
+                             f"output_tokens {point['output_tokens']:g}")
+        point["replies"] = replies
 
 
 def source_group(source: str) -> str:
@@ -353,7 +424,13 @@ def sharegpt_draws(point) -> tuple:
     the point's published mean prompt and output (a factor 1 for the prompts of the very
     sample); where :func:`sent_the_sample`, its first ``num_prompts`` requests replayed in
     order, each prompt with its reply (``replay``: what the client sent), else all of them
-    resampled."""
+    resampled. A point whose run recorded its own ``replies`` (:func:`read_replies`: another
+    model's, or the same model's in another run) replays those instead of the sample's."""
+    if point.get("replies"):
+        n = len(point["replies"])
+        prompts, replies = scaled_lengths(sharegpt_lengths(requests=n)[0].samples,
+                                          point["replies"])
+        return Empirical(samples=prompts, replay=True), Empirical(samples=replies, replay=True)
     sent = sent_the_sample(point)
     return sharegpt_lengths(float(point["prompt_tokens"]), float(point["output_tokens"]),
                             requests=int(point["num_prompts"]) if sent else None, replay=sent)
@@ -553,7 +630,21 @@ def _run(point, engine, *, requests, replicates, seed, sigma, rate=None,
         # NaN in every replicate: no request completed (one prompt outgrows the KV cache)
         out[name] = float(np.nanmedian(values)) * scale if np.isfinite(values).any() \
             else math.nan
+    out["mean_ttft"] *= client_ttft_share(point)
     return out
+
+
+def client_ttft_share(point) -> float:
+    """The share of a point's requests whose TTFT its client counted: 1, or for a run whose
+    ``replies`` record empty ones (0 tokens: the first token ended the reply, and
+    ``benchmark_serving.py`` of these runs, seeing no text, left their TTFT at 0 in the mean:
+    the result files' ``ttfts``), ``(n - empty) / n``. The published mean TTFT is then the
+    simulated mean (over every request, the empty ones served as one-token replies) times
+    this; the median is left as simulated."""
+    replies = point.get("replies")
+    if not replies:
+        return 1.0
+    return sum(1 for r in replies if r > 0) / len(replies)
 
 
 def _ape(pred, meas):

@@ -657,8 +657,67 @@ def test_the_recorded_sharegpt_sample_is_the_one_the_sweeps_sent(scorer, sweeps)
     assert prompt.replay and output.replay                         # in order, each with its reply
     assert not any(d.replay for d in scorer.sharegpt_draws(
         sweeps["gpustack_h100_qwen3-8b_tp1_sharegpt_conc"][0]))
-    assert scorer.sharegpt_draws(burst) != \
-        scorer.sharegpt_draws({**burst, "prompt_tokens": burst["prompt_tokens"] + 1})
+    # scaled to the published means where the run's own replies are not recorded (below)
+    unrecorded = {**burst, "replies": None}
+    assert scorer.sharegpt_draws(unrecorded) != \
+        scorer.sharegpt_draws({**unrecorded, "prompt_tokens": burst["prompt_tokens"] + 1})
+
+
+def test_recorded_replies_are_replayed_and_their_empty_ones_kept_out_of_the_ttft(scorer,
+                                                                                sweeps):
+    """README.md, "Replies recorded request by request": LambdaLabs' result files record each
+    run's replies (``output_lens``); the 70B runs' differ from the 8B sample's (2 of 10, 3 of
+    20, 7 of 40 and 17 of 80 are empty, where the 8B sample's first 80 have one), so each run replays
+    its own, and its client's mean TTFT, which counts an empty reply's TTFT as 0, is the
+    simulated mean times the share of replies that are not empty."""
+    import numpy as np
+
+    from helpers import read_sharegpt_sample
+    prompts, outputs = read_sharegpt_sample()
+    recorded = {(name, int(p["num_prompts"])): p for name, points in sweeps.items()
+                for p in points if p["replies"] is not None}
+    assert sorted(recorded) == sorted(
+        [("lambda_h100_llama3-8b_tp1_burst", n) for n in (10, 40, 160, 640, 1280)]
+        + [("lambda_h100x2_llama3-70b_tp2_burst", n) for n in (10, 20, 40, 80)])
+    assert recorded[("lambda_h100_llama3-8b_tp1_burst", 1280)]["replies"] == tuple(outputs)
+    empty = {n: recorded[("lambda_h100x2_llama3-70b_tp2_burst", n)]["replies"].count(0)
+             for n in (10, 20, 40, 80)}
+    assert empty == {10: 2, 20: 3, 40: 7, 80: 17}
+    assert outputs[:80].count(0) == 1
+    for (name, n), point in recorded.items():
+        replies = point["replies"]
+        assert len(replies) == n                                  # every request sent
+        assert sum(replies) / n == pytest.approx(point["output_tokens"], abs=5e-3)
+        prompt, output = scorer.sharegpt_draws(point)
+        assert prompt.replay and output.replay
+        assert list(prompt.samples) == list(prompts[:n])
+        assert list(output.samples) == [max(r, 1) for r in replies]   # empty: one token (EOS)
+        assert scorer.client_ttft_share(point) == (n - replies.count(0)) / n
+    # a point without recorded replies: every TTFT counted
+    assert scorer.client_ttft_share(sweeps["phala_h200_llama3.1-8b_tp1_sharegpt_rate"][0]) == 1
+    point = recorded[("lambda_h100x2_llama3-70b_tp2_burst", 80)]
+    assert np.mean(scorer.sharegpt_draws(point)[1].samples) == pytest.approx(
+        (12789 + 17) / 80)                       # total_output_tokens, empty replies one each
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda row: row.replace(",10,120 ", ",11,120 ", 1), "expected 11 whole numbers"),
+    (lambda row: row.replace(",10,120 ", ",10,x20 ", 1), "whole numbers >= 0"),
+    (lambda row: row.replace(",10,120 ", ",10,121 ", 1), "is not the point's output_tokens"),
+    (lambda row: row.replace("lambda_h100_llama3-8b_tp1_burst",
+                             "phala_h200_llama3.1-8b_tp1_sharegpt_rate", 1), "no point of"),
+    (lambda row: row.replace(",10,120 ", ",,120 ", 1), "field 'num_prompts' is empty"),
+])
+def test_a_bad_replies_file_is_refused_naming_the_file_line_and_field(scorer, tmp_path, change,
+                                                                    match):
+    text = (SWEEPS.with_name("replies.csv")).read_text(encoding="utf-8").splitlines()
+    header = [line for line in text if line.startswith("sweep,")]
+    first = next(line for line in text if line.startswith("lambda_h100_llama3-8b_tp1_burst,10,"))
+    bad = tmp_path / "replies.csv"
+    bad.write_text("\n".join([*header, change(first)]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=match) as info:
+        scorer.read_sweeps(SWEEPS, replies=bad)
+    assert f"{bad}, line 2" in str(info.value)
 
 
 def test_sharegpt_sigma_keeps_the_log_normal_draw(scorer, sweeps):
