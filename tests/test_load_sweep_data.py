@@ -642,6 +642,8 @@ def test_the_recorded_sharegpt_sample_is_the_one_the_sweeps_sent(scorer, sweeps)
             for name, points in sweeps.items() if "sharegpt" in points[0]["dataset"]}
     assert sent.pop("gpustack_h100_qwen3-8b_tp1_sharegpt_conc") == [False] * 4
     assert set(sent) == {"lambda_h100_llama3-8b_tp1_burst", "lambda_h100x2_llama3-70b_tp2_burst",
+                         "lambda_h100x4_llama3-70b_tp4_burst",
+                         "lambda_h100x8_llama3-70b_tp8_burst",
                          "phala_h200_llama3.1-8b_tp1_sharegpt_rate",
                          "doks_h200_llama3.1-70b_fp8_tp1_sharegpt_rate"}
     assert all(all(flags) for flags in sent.values())
@@ -678,11 +680,21 @@ def test_recorded_replies_are_replayed_and_their_empty_ones_kept_out_of_the_ttft
                 for p in points if p["replies"] is not None}
     assert sorted(recorded) == sorted(
         [("lambda_h100_llama3-8b_tp1_burst", n) for n in (10, 40, 160, 640, 1280)]
-        + [("lambda_h100x2_llama3-70b_tp2_burst", n) for n in (10, 20, 40, 80)])
+        + [("lambda_h100x2_llama3-70b_tp2_burst", n) for n in (10, 20, 40, 80)]
+        + [("lambda_h100x4_llama3-70b_tp4_burst", n)
+           for n in (10, 20, 40, 80, 160, 320, 640, 1280)]
+        + [("lambda_h100x8_llama3-70b_tp8_burst", n) for n in (10, 20, 40, 80, 160, 320, 640)])
     assert recorded[("lambda_h100_llama3-8b_tp1_burst", 1280)]["replies"] == tuple(outputs)
     empty = {n: recorded[("lambda_h100x2_llama3-70b_tp2_burst", n)]["replies"].count(0)
              for n in (10, 20, 40, 80)}
     assert empty == {10: 2, 20: 3, 40: 7, 80: 17}
+    # the same model at TP4 and TP8 stops where it stopped at TP2, give or take a reply
+    for name, differ in (("lambda_h100x4_llama3-70b_tp4_burst", 1),
+                         ("lambda_h100x8_llama3-70b_tp8_burst", 4)):
+        replies = recorded[(name, 80)]["replies"]
+        assert replies.count(0) == 17
+        assert sum(a != b for a, b in zip(
+            replies, recorded[("lambda_h100x2_llama3-70b_tp2_burst", 80)]["replies"])) == differ
     assert outputs[:80].count(0) == 1
     for (name, n), point in recorded.items():
         replies = point["replies"]
