@@ -201,6 +201,24 @@ def _blank_or_one_of(row, key, choices, where, *, lower=False) -> str:
     return value
 
 
+def _csv_rows(path, columns, filled):
+    """``(where, row)`` for each row of the CSV file ``path`` (lines starting ``#`` skipped),
+    ``where`` naming the file and line; a ValueError naming the file where a column of
+    ``columns`` is missing, and the place and field where one of ``filled`` is blank."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        numbered = [(k, line) for k, line in enumerate(fh, 1) if not line.startswith("#")]
+    reader = csv.DictReader(line for _, line in numbered)
+    missing = [c for c in columns if c not in (reader.fieldnames or ())]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    for (line_no, _), row in zip(numbered[1:], reader):
+        where = f"{path}, line {line_no}"
+        for key in filled:
+            if not (row.get(key) or "").strip():
+                raise ValueError(f"{where}: field {key!r} is empty")
+        yield where, row
+
+
 def read_sweeps(path=DEFAULT_SWEEPS, replies=None) -> dict[str, list[dict]]:
     """The sweeps of ``path`` by id, each a list of points (numbers parsed, blanks ``None``),
     each point with its run's recorded ``replies`` (:func:`read_replies`; ``None`` where none
@@ -216,18 +234,8 @@ def read_sweeps(path=DEFAULT_SWEEPS, replies=None) -> dict[str, list[dict]]:
         that matches no point of it that sent the recorded sample, or whose mean is not the
         point's ``output_tokens``: the message names the file, the line and the field.
     """
-    with open(path, newline="", encoding="utf-8") as fh:
-        numbered = [(k, line) for k, line in enumerate(fh, 1) if not line.startswith("#")]
-    reader = csv.DictReader(line for _, line in numbered)
-    missing = [c for c in (*REQUIRED, *NUMERIC) if c not in (reader.fieldnames or ())]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
     sweeps: dict[str, list[dict]] = {}
-    for (line_no, _), row in zip(numbered[1:], reader):
-        where = f"{path}, line {line_no}"
-        for key in REQUIRED:
-            if not (row.get(key) or "").strip():
-                raise ValueError(f"{where}: field {key!r} is empty")
+    for where, row in _csv_rows(path, (*REQUIRED, *NUMERIC), REQUIRED):
         point = dict(row)
         for key in NUMERIC:
             point[key] = _number(row.get(key), f"{where}, field {key!r}")
@@ -256,8 +264,9 @@ def read_sweeps(path=DEFAULT_SWEEPS, replies=None) -> dict[str, list[dict]]:
     return sweeps
 
 
-def read_replies(path) -> list[tuple[int, dict]]:
-    """The rows of a replies file (:data:`REPLIES_NAME`): ``(line, row)`` with ``row`` a dict of
+def read_replies(path) -> list[tuple[str, dict]]:
+    """The rows of a replies file (:data:`REPLIES_NAME`): ``(where, row)``, ``where`` naming the
+    file and line, with ``row`` a dict of
     ``sweep``, ``num_prompts`` (int), ``output_tokens`` (a tuple of whole numbers >= 0, the
     run's replies in the order sent: what its client counted, 0 for an empty reply) and
     ``source``.
@@ -269,25 +278,15 @@ def read_replies(path) -> list[tuple[int, dict]]:
         ``output_tokens`` that are not ``num_prompts`` whole numbers >= 0: the message names
         the file, the line and the field.
     """
-    with open(path, newline="", encoding="utf-8") as fh:
-        numbered = [(k, line) for k, line in enumerate(fh, 1) if not line.startswith("#")]
-    reader = csv.DictReader(line for _, line in numbered)
     columns = ("sweep", "num_prompts", "output_tokens", "source")
-    missing = [c for c in columns if c not in (reader.fieldnames or ())]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
     rows = []
-    for (line_no, _), row in zip(numbered[1:], reader):
-        where = f"{path}, line {line_no}"
-        for key in columns:
-            if not (row.get(key) or "").strip():
-                raise ValueError(f"{where}: field {key!r} is empty")
+    for where, row in _csv_rows(path, columns, columns):
         n = _whole(row, "num_prompts", where)
         words = row["output_tokens"].split()
         if len(words) != n or not all(w.isdigit() for w in words):
             raise ValueError(f"{where}, field 'output_tokens': expected {n} whole numbers >= 0 "
                              f"separated by spaces (num_prompts), got {len(words)} words")
-        rows.append((line_no, {"sweep": row["sweep"].strip(), "num_prompts": n,
+        rows.append((where, {"sweep": row["sweep"].strip(), "num_prompts": n,
                                "output_tokens": tuple(int(w) for w in words),
                                "source": row["source"].strip()}))
     return rows
@@ -297,8 +296,7 @@ def _attach_replies(sweeps: dict, path) -> None:
     """Each row of the replies file ``path`` onto its point of ``sweeps`` (``replies``), or the
     ValueError of :func:`read_sweeps`. Rows of a sweep that ``sweeps`` does not hold are
     skipped: one replies file serves every sweeps file beside it (the saturation runs')."""
-    for line_no, row in read_replies(path):
-        where = f"{path}, line {line_no}"
+    for where, row in read_replies(path):
         if row["sweep"] not in sweeps:
             continue
         point = next((p for p in sweeps[row["sweep"]]

@@ -113,3 +113,13 @@ def test_a_stage_link_the_gpu_lacks_fails_at_construction():
         ContinuousBatcher(model=MOE, gpu=bare, tp=2, pp=2, engine=no_allreduce)
     with pytest.raises(ValueError, match="ep=2 needs a link"):
         ContinuousBatcher(model=MOE, gpu=bare, tp=2, ep=2, engine=no_allreduce)
+
+
+def test_a_sliding_window_model_on_a_layout_needs_a_kv_budget():
+    """The derived KV budget is per full-layer token: a sliding-window model laid out over
+    stages or expert groups is refused without ``kv_budget_tokens``, with one it builds."""
+    gemma = rk.catalog.model("Gemma-2-9B")
+    assert gemma.sliding_window is not None
+    with pytest.raises(ValueError, match="sliding-window model on a pp or ep layout needs"):
+        ContinuousBatcher(model=gemma, gpu=H100, pp=2)
+    ContinuousBatcher(model=gemma, gpu=H100, pp=2, kv_budget_tokens=100_000)

@@ -665,15 +665,15 @@ class ContinuousBatcher(_Batcher):
         self._check_clock()
         if self.pp > 1 or self.ep > 1:
             parallel.check_layout(self.model, tp=self.tp, pp=self.pp, ep=self.ep)
-        if self.num_scheduler_steps > 1 and self._kv_window()[1] > 0:
-            raise ValueError(f"num_scheduler_steps={self.num_scheduler_steps} with paged "
-                             f"sliding-window layers is not modelled: give window_paging=False "
-                             f"or num_scheduler_steps=1")
             if self.clock == "roofline":
                 self._timing()       # a layout's link the GPU lacks fails here
             if self.kv_budget_tokens is None and self.model.sliding_window is not None:
                 raise ValueError("a sliding-window model on a pp or ep layout needs "
                                  "kv_budget_tokens (the derived budget is per full-layer token)")
+        if self.num_scheduler_steps > 1 and self._kv_window()[1] > 0:
+            raise ValueError(f"num_scheduler_steps={self.num_scheduler_steps} with paged "
+                             f"sliding-window layers is not modelled: give window_paging=False "
+                             f"or num_scheduler_steps=1")
         if self.speculative is not None and self.model is not None:
             # the roofline's rule for a draft (its vocabulary, its layers), and its step
             spec = self.speculative
